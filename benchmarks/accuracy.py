@@ -1,0 +1,149 @@
+"""Replay real vLLM start-up logs through kvplan and report the error of every component.
+
+    python benchmarks/accuracy.py                  # table on stdout
+    python benchmarks/accuracy.py --update-readme  # also rewrite the README's accuracy table
+
+Rows come from benchmarks/data/vllm_calibration.csv (one public log per row, URL in `source`).
+Each row is planned with that row's engine version, device total, flags and GPU; a row kvplan
+cannot model yet is listed with the reason, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from kvplan import KvplanError, plan  # noqa: E402
+from kvplan.catalog import find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
+from kvplan.units import GiB  # noqa: E402
+
+DATA = HERE / "data" / "vllm_calibration.csv"
+README = HERE.parent / "README.md"
+START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
+
+# (label, CSV column, function of the plan giving the same quantity). The per-component
+# columns of PP rows come from the first stage's DEBUG profile line (Worker_PP0).
+COMPONENTS = [
+    ("weights", "weights_gib", lambda p: p.memory.stages[0].weights_bytes / GiB),
+    ("activation", "activation_peak_gib", lambda p: p.memory.stages[0].activation_bytes / GiB),
+    ("non-torch", "non_torch_gib", lambda p: p.memory.stages[0].non_torch_bytes / GiB),
+    ("KV bytes", "kv_cache_gib", lambda p: p.memory.stages[0].kv_cache_bytes / GiB),
+    ("KV tokens", "kv_cache_tokens", lambda p: p.kv_cache.tokens),
+    ("concurrency", "max_concurrency", lambda p: p.kv_cache.max_concurrency),
+]
+
+
+def _num(text: str) -> float | None:
+    text = (text or "").strip()
+    return float(text) if text else None
+
+
+def _row_plan(row: dict[str, str]):  # noqa: ANN202
+    """Plan one row, or return (None, reason) when kvplan cannot model it yet."""
+    if not row["vllm_version"]:
+        return None, "engine version not stated (V0-era log; V0 accounting not modelled yet)"
+    entry = find_model_entry(row["model"])
+    if entry is None:
+        return None, f"no bundled config for {row['model']}"
+    m = load_catalog_model(entry)
+    if m.unsupported:
+        return None, "layout not modelled yet: " + "; ".join(m.unsupported)
+    try:
+        gpu = resolve_gpu(row["gpu"])
+    except KvplanError:
+        return None, f"GPU {row['gpu']!r} not in the catalogue"
+    knobs = {
+        "tensor_parallel_size": int(row["tensor_parallel_size"] or 1),
+        "pipeline_parallel_size": int(row["pipeline_parallel_size"] or 1),
+        "gpu_memory_utilization": _num(row["gpu_memory_utilization"]),
+        "max_model_len": int(row["max_model_len"]) if row["max_model_len"] else None,
+        "max_num_seqs": int(row["max_num_seqs"]) if row["max_num_seqs"] else None,
+        "max_num_batched_tokens": int(row["max_num_batched_tokens"]) if row["max_num_batched_tokens"] else None,
+        "gpu_memory_gib": _num(row["gpu_total_gib"]),
+        "dtype": row["dtype"] or None,
+        "kv_cache_dtype": row["kv_cache_dtype"] or None,
+        "quantization": None if row["quantization"] in ("", "none") else row["quantization"],
+        "enforce_eager": row["enforce_eager"] == "True",
+    }
+    try:
+        return plan(m, gpu, engine_version=row["vllm_version"], **knobs), None
+    except KvplanError as e:
+        return None, f"kvplan rejected the row: {e.message}"
+
+
+def _label(row: dict[str, str]) -> str:
+    model = row["model"].split("/")[-1]
+    bits = [model, f"tp{row['tensor_parallel_size'] or 1}pp{row['pipeline_parallel_size'] or 1}",
+            f"L={row['max_model_len']}"]
+    if row["quantization"] not in ("", "none"):
+        bits.append(f"q={row['quantization']}")
+    if row["kv_cache_dtype"] not in ("", "auto"):
+        bits.append(f"kv={row['kv_cache_dtype']}")
+    if row["dtype"] not in ("", "bfloat16"):
+        bits.append(row["dtype"])
+    return " ".join(bits)
+
+
+def run() -> tuple[list[str], dict[str, list[float]], list[str]]:
+    with open(DATA, newline="") as f:
+        rows = list(csv.DictReader(f))
+    errors: dict[str, list[float]] = {c[0]: [] for c in COMPONENTS}
+    lines = ["| log (vLLM version) | " + " | ".join(c[0] for c in COMPONENTS) + " |",
+             "|---|" + "---:|" * len(COMPONENTS)]
+    skipped = []
+    for row in rows:
+        p, reason = _row_plan(row)
+        src = row["source"]
+        if p is None:
+            skipped.append(f"- `{row['model']}` ({src.split('/')[-1][:60]}): {reason}")
+            continue
+        cells = []
+        for label, col, get in COMPONENTS:
+            actual = _num(row[col])
+            if actual is None or actual == 0:
+                cells.append("—")
+                continue
+            predicted = get(p)
+            err = (predicted - actual) / abs(actual) * 100
+            errors[label].append(err)
+            cells.append(f"{err:+.2f}%")
+        lines.append(f"| [{_label(row)}]({src}) ({row['vllm_version']}) | " + " | ".join(cells) + " |")
+    summary = ["| **median abs. error** | " + " | ".join(
+        f"{statistics.median(abs(e) for e in errors[c[0]]):.2f}%" if errors[c[0]] else "—"
+        for c in COMPONENTS) + " |",
+        "| **worst abs. error** | " + " | ".join(
+        f"{max(abs(e) for e in errors[c[0]]):.2f}%" if errors[c[0]] else "—"
+        for c in COMPONENTS) + " |"]
+    return lines + summary, errors, skipped
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--update-readme", action="store_true")
+    args = ap.parse_args()
+    table, errors, skipped = run()
+    n = max(len(v) for v in errors.values())
+    text = "\n".join([
+        f"Replayed {n} vLLM start-up logs (`benchmarks/data/vllm_calibration.csv`); error = "
+        "(kvplan − log) / log.", "", *table, "",
+        f"Not replayed yet ({len(skipped)} rows):", "", *skipped,
+    ])
+    print(text)
+    if args.update_readme:
+        readme = README.read_text()
+        if START not in readme or END not in readme:
+            sys.exit(f"README.md lacks the {START} … {END} markers")
+        head, rest = readme.split(START, 1)
+        _, tail = rest.split(END, 1)
+        README.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+        print("\nREADME.md updated", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

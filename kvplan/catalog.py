@@ -1,0 +1,134 @@
+"""The bundled catalogues (model_specs/, gpu_specs/) and lookup with aliases and "did you mean"."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidConfigError, UnknownGpuError, UnknownModelError
+from .hf_config import load_config_file, spec_from_config, spec_from_path
+from .specs import GpuSpec, ModelSpec
+
+
+def data_dir(name: str) -> Path:
+    """model_specs/ or gpu_specs/: inside the installed wheel, or beside the package in a
+    source checkout (editable install)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data" / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise InvalidConfigError(f"bundled data folder {name}/ is missing from this installation",
+                             hint="reinstall kvplan")
+
+
+class CatalogEntry(BaseModel):
+    """One bundled model: a verbatim config.json plus where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    config: str = Field(description="path of the verbatim config.json, relative to model_specs/")
+    aliases: list[str] = Field(default_factory=list)
+    config_source: str
+    config_status: str
+    params_published: str = Field(description="published size and the reference count, as text")
+    params_reference: int | None = Field(None, description="independent exact count (INDEX.md)")
+    params_stated: float | None = Field(None, description="model-card size precise to ~3 digits")
+    notes: str = ""
+
+
+def _norm(name: str) -> str:
+    """Case- and punctuation-insensitive key: 'NVIDIA H100 80GB HBM3' → 'h10080gbhbm3'."""
+    name = name.lower().strip()
+    name = re.sub(r"^(nvidia|amd|intel)[\s_-]+", "", name)
+    return re.sub(r"[\s_\-./]+", "", name)
+
+
+# ----------------------------------------------------------------------- models
+
+
+@cache
+def model_entries() -> tuple[CatalogEntry, ...]:
+    path = data_dir("model_specs") / "index.json"
+    raw = load_config_file(path)
+    try:
+        return tuple(CatalogEntry.model_validate(e) for e in raw["models"])
+    except (KeyError, ValidationError) as e:
+        raise InvalidConfigError(f"invalid catalogue index: {e}", path=str(path)) from e
+
+
+@cache
+def _model_keys() -> dict[str, CatalogEntry]:
+    keys: dict[str, CatalogEntry] = {}
+    for e in model_entries():
+        for key in (e.id, e.id.split("/", 1)[1], *e.aliases):
+            keys.setdefault(key.lower(), e)
+    return keys
+
+
+def find_model_entry(ref: str) -> CatalogEntry | None:
+    return _model_keys().get(ref.lower().strip())
+
+
+def load_catalog_model(entry: CatalogEntry) -> ModelSpec:
+    base = data_dir("model_specs")
+    path = base / entry.config
+    cfg = load_config_file(path)
+    extra_path = path.with_name(path.name.replace(".json", ".hf_quant_config.json"))
+    extra = load_config_file(extra_path) if extra_path.exists() else None
+    return spec_from_config(cfg, model_id=entry.id, source=f"catalogue ({entry.config_source})",
+                            path=f"model_specs/{entry.config}", extra=extra)
+
+
+def resolve_model(ref: str) -> ModelSpec:
+    """A local path (directory or config.json) first, then the catalogue."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        return spec_from_path(path)
+    entry = find_model_entry(ref)
+    if entry is not None:
+        return load_catalog_model(entry)
+    if ref.endswith(".json") or ref.startswith((".", "/", "~")):
+        raise InvalidConfigError("no such file or directory", path=ref,
+                                 hint="check the path, or name a catalogue model (`kvplan models`)")
+    keys = _model_keys()
+    close = difflib.get_close_matches(ref.lower(), list(keys), n=3, cutoff=0.5)
+    suggestions = list(dict.fromkeys(keys[c].id for c in close))
+    raise UnknownModelError(ref, suggestions)
+
+
+# ------------------------------------------------------------------------- GPUs
+
+
+@cache
+def gpu_specs() -> tuple[GpuSpec, ...]:
+    out = []
+    for path in sorted(data_dir("gpu_specs").glob("*.json")):
+        try:
+            out.append(GpuSpec.model_validate(load_config_file(path)))
+        except ValidationError as e:
+            raise InvalidConfigError(f"invalid GPU spec: {e}", path=str(path)) from e
+    return tuple(out)
+
+
+@cache
+def _gpu_keys() -> dict[str, GpuSpec]:
+    keys: dict[str, GpuSpec] = {}
+    for g in gpu_specs():
+        for name in (g.id, *g.aliases, *g.smi_names):
+            keys.setdefault(_norm(name), g)
+    return keys
+
+
+def resolve_gpu(ref: str) -> GpuSpec:
+    """By id, alias or the name nvidia-smi prints (case and punctuation ignored)."""
+    key = _norm(ref)
+    keys = _gpu_keys()
+    if key in keys:
+        return keys[key]
+    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
+    raise UnknownGpuError(ref, list(dict.fromkeys(keys[c].id for c in close)))

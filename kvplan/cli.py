@@ -1,0 +1,226 @@
+"""kvplan's command line: parse → call the planner → render. main() maps errors to exit codes.
+
+Exit codes: 0 fits, 1 does not fit, 2 bad usage or input, 3 a model source is unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it.",
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout (warnings go to stderr).")]
+
+
+def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+@app.command()
+def plan(
+    model: Annotated[str, typer.Argument(help="Catalogue id or alias (see `kvplan models`), or a "
+                                         "local model directory / config.json.")],
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name, e.g. "
+                                     "h100-sxm-80gb or 'NVIDIA H100 80GB HBM3'.")],
+    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
+    pipeline_parallel_size: Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp")] = None,
+    data_parallel_size: Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="tokens")] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens")] = None,
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option(
+        "--gpu-memory-utilization", help="fraction of the device total, (0, 1]")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="auto, bfloat16, float16, float32")] = None,
+    kv_cache_dtype: Annotated[Optional[str], typer.Option(
+        "--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2")] = None,
+    quantization: Annotated[Optional[str], typer.Option("--quantization", "-q",
+                                                        help="online quantization: fp8")] = None,
+    block_size: Annotated[Optional[int], typer.Option("--block-size", help="tokens per KV block")] = None,
+    enforce_eager: Annotated[Optional[bool], typer.Option("--enforce-eager", help="no CUDA graphs")] = None,
+    kv_cache_memory_bytes: Annotated[Optional[int], typer.Option(
+        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)")] = None,
+    gpu_memory_gib: Annotated[Optional[float], typer.Option(
+        "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
+        "your vLLM log prints")] = None,
+    engine_version: Annotated[Optional[str], typer.Option(
+        "--engine-version", help="vLLM release to model (default: newest modelled)")] = None,
+    target_concurrency: Annotated[Optional[int], typer.Option(
+        "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
+    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan one vLLM deployment: memory per GPU, KV capacity, fit, recommended flags.
+
+    Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
+    """
+    from pydantic import ValidationError
+
+    from .errors import InvalidInputError
+    from .planner import plan as make_plan
+    from .specs import Workload
+
+    try:
+        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                            avg_output_tokens=avg_output_tokens)
+    except ValidationError as e:
+        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+        raise InvalidInputError(f"{fields} must be a positive integer") from None
+    result = make_plan(
+        model, gpu, engine_version=engine_version, workload=workload,
+        tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+        data_parallel_size=data_parallel_size, max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
+        quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
+        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib,
+    )
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        err = _console(stderr=True)
+        for p in result.problems:
+            err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
+    else:
+        from .render import plan_table
+
+        plan_table(result, _console())
+    raise typer.Exit(0 if result.fits else 1)
+
+
+@app.command()
+def models(
+    args: Annotated[Optional[list[str]], typer.Argument(
+        help="A substring to filter by, or `show ID` for one entry.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`)."""
+    from .catalog import find_model_entry, load_catalog_model, model_entries
+    from .errors import UnknownModelError
+    from .kv import kv_bytes_per_token_per_layer
+    from .weights import parameter_count
+
+    args = args or []
+    if args and args[0] == "show":
+        if len(args) != 2:
+            raise _usage("usage: kvplan models show ID")
+        entry = find_model_entry(args[1])
+        if entry is None:
+            import difflib
+
+            ids = [e.id for e in model_entries()]
+            raise UnknownModelError(args[1], difflib.get_close_matches(args[1], ids, n=3, cutoff=0.4))
+        m = load_catalog_model(entry)
+        data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
+        if as_json:
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        else:
+            from rich.pretty import Pretty
+
+            _console().print(Pretty(data))
+        return
+    if len(args) > 1:
+        raise _usage("give one filter substring, or `show ID`")
+    needle = args[0].lower() if args else ""
+    rows = []
+    for entry in model_entries():
+        if needle and needle not in entry.id.lower() and not any(needle in a for a in entry.aliases):
+            continue
+        m = load_catalog_model(entry)
+        dt = m.dtype if m.dtype != "float32" else "bfloat16"
+        kv = m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype=dt)
+        rows.append((entry, m, parameter_count(m), kv))
+    if as_json:
+        sys.stdout.write(json.dumps([{"id": e.id, "model_type": m.model_type, "parameters": p,
+                                      "kv_bytes_per_token": kv, "aliases": e.aliases}
+                                     for e, m, p, kv in rows], indent=2) + "\n")
+    else:
+        from .render import models_table
+
+        models_table(rows, _console())
+
+
+@app.command()
+def gpus(
+    args: Annotated[Optional[list[str]], typer.Argument(
+        help="A substring to filter by, or `show ID` for one entry.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`)."""
+    from .catalog import gpu_specs, resolve_gpu
+
+    args = args or []
+    if args and args[0] == "show":
+        if len(args) != 2:
+            raise _usage("usage: kvplan gpus show ID")
+        g = resolve_gpu(args[1])
+        if as_json:
+            sys.stdout.write(g.model_dump_json(indent=2) + "\n")
+        else:
+            from rich.pretty import Pretty
+
+            _console().print(Pretty(g.model_dump()))
+        return
+    if len(args) > 1:
+        raise _usage("give one filter substring, or `show ID`")
+    needle = args[0].lower() if args else ""
+    rows = [g for g in gpu_specs() if not needle or needle in g.id
+            or any(needle in n.lower() for n in (g.name, *g.smi_names, *g.aliases))]
+    if as_json:
+        sys.stdout.write(json.dumps([g.model_dump() for g in rows], indent=2) + "\n")
+    else:
+        from .render import gpus_table
+
+        gpus_table(rows, _console())
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of `kvplan plan --json`."""
+    from .specs import Plan
+
+    sys.stdout.write(json.dumps(Plan.model_json_schema(), indent=2) + "\n")
+
+
+def _usage(message: str) -> Exception:
+    from .errors import InvalidInputError
+
+    return InvalidInputError(message)
+
+
+def main() -> None:
+    """Entry point: run the app, turn kvplan errors into messages and exit codes.
+
+    Usage errors are typer's own (exit 2); KvplanError subclasses carry their exit code."""
+    from .errors import KvplanError
+
+    debug = os.environ.get("KVPLAN_DEBUG") == "1"
+    try:
+        app()
+    except KvplanError as e:
+        if debug:
+            raise
+        sys.stderr.write(f"Error: {e}\n")
+        sys.exit(e.exit_code)
+    except Exception as e:  # noqa: BLE001 - the contract: no traceback without KVPLAN_DEBUG
+        if debug:
+            raise
+        sys.stderr.write(f"kvplan: internal error: {type(e).__name__}: {e}\n"
+                         "  hint: rerun with KVPLAN_DEBUG=1 for the traceback and report it\n")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,455 @@
+"""vLLM's start-up memory accounting, by version era. Pure functions of model, GPU, deployment.
+
+Sources: reference/ENGINE_MEMORY.md §1 (vLLM wheels 0.11.0 … 0.33.0 read file by file) and
+the start-up logs in benchmarks/data/vllm_calibration.csv. File paths are vLLM repo paths.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import InvalidInputError
+from ..kv import blocks_per_request, bytes_per_block, kv_bytes_per_token_per_layer
+from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
+from ..units import DTYPE_ALIASES, DTYPE_BYTES, GiB, MiB, cdiv
+from ..weights import pp_layer_ranges, weights_bytes_per_stage
+
+# ------------------------------------------------------------------------ eras
+
+
+@dataclass(frozen=True)
+class Era:
+    """What changed between vLLM releases that moves the numbers (ENGINE_MEMORY §1.2–1.7)."""
+
+    name: str
+    first: tuple[int, int, int]
+    default_utilization: float  # vllm/config/cache.py gpu_memory_utilization
+    cudagraph_in_budget: bool  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1"
+    batch_row_160gib: bool  # get_batch_defaults has a ≥160 GiB row
+    null_block_in_fit_check: bool  # admission check plans against available − one block
+    printed_tokens: Literal["blocks", "concurrency"]  # how "GPU KV cache size" is computed
+    yarn_keeps_max_position: bool  # default max_model_len rule for yarn rope scaling
+
+
+ERAS: tuple[Era, ...] = (
+    # Read in 0.11.0, 0.12.0, 0.15.1; the 0.19.0 logs in the calibration file print the graph
+    # estimate "not subtracted from KV in this version".
+    Era("v1 0.11–0.19", (0, 11, 0), 0.90, False, False, False, "blocks", False),
+    # 0.20.0: graph estimate subtracted by default; util default 0.92 (changed in 0.16–0.20).
+    Era("v1 0.20–0.21", (0, 20, 0), 0.92, True, False, False, "blocks", False),
+    # 0.22.0, 0.26.0: "GPU KV cache size" = int(concurrency × max_model_len).
+    Era("v1 0.22–0.29", (0, 22, 0), 0.92, True, False, False, "concurrency", False),
+    # 0.30.0, 0.33.0: total-consumed profiling, ≥160 GiB batch row, null block in the fit
+    # check, yarn models keep max_position_embeddings.
+    Era("v1 0.30+", (0, 30, 0), 0.92, True, True, True, "concurrency", True),
+)
+NEWEST_MODELLED = "0.33.0"
+# Releases whose files (or logs) were read; a version between them has uncertain boundaries.
+READ_VERSIONS = {(0, 11, 0), (0, 12, 0), (0, 15, 1), (0, 19, 0), (0, 20, 0), (0, 22, 0),
+                 (0, 26, 0), (0, 30, 0), (0, 33, 0)}
+UNREAD_RANGES = (((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)), ((0, 27, 0), (0, 29, 99)))
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+-]?\w*)*", text.strip())
+    if not m:
+        raise InvalidInputError(f"cannot read --engine-version {text!r}",
+                                hint="use a release number such as 0.33.0")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def select_era(version: str) -> tuple[Era, list[Problem]]:
+    """The modelled era for a version, plus a warning when the version is outside what was read."""
+    v = parse_version(version)
+    problems = []
+    if v < ERAS[0].first:
+        problems.append(Problem(
+            code="engine-version-not-modelled", severity="warning",
+            message=f"vLLM {version} predates the V1 engine accounting kvplan models; "
+            f"using the nearest modelled era ({ERAS[0].name}). V0 numbers can differ."))
+    elif v > parse_version(NEWEST_MODELLED):
+        problems.append(Problem(
+            code="engine-version-newer", severity="warning",
+            message=f"vLLM {version} is newer than the newest release kvplan models "
+            f"({NEWEST_MODELLED}); using the {ERAS[-1].name} accounting."))
+    elif any(lo <= v <= hi for lo, hi in UNREAD_RANGES):
+        problems.append(Problem(
+            code="engine-version-boundary-uncertain", severity="warning",
+            message=f"vLLM {version} lies in a range whose sources were not read; era boundaries "
+            "there are uncertain (nearest read release's accounting used)."))
+    era = [e for e in ERAS if e.first <= max(v, ERAS[0].first)][-1]
+    return era, problems
+
+
+# --------------------------------------------------------------- calibrated constants
+# Fitted by benchmarks/calibrate.py on the vLLM 0.19.0 H100 rows of
+# benchmarks/data/vllm_calibration.csv (DEBUG profile lines: "torch peak increase",
+# "non-torch forward increase", "estimated CUDA graph memory"). Rerun it when rows are added.
+
+# Activation peak, forward part: the profile run pushes max_num_batched_tokens tokens through
+# one layer at a time; live tensors per token ≈ the gated MLP (gate_up 2I + act I per rank)
+# plus a few hidden-sized buffers (residual, normed input, qkv, attention output, …).
+FORWARD_HIDDEN_BUFFERS = 7.1  # hidden-sized tensors live at the MLP peak, per token
+# Activation peak, sampler part: logits for min(max_num_seqs, tokens) requests × vocab, then
+# the sampler's fp32 copy, sort values and int64 sort indices (top-k/top-p path).
+SAMPLER_BYTES_PER_LOGIT = 14.94
+# Non-torch growth between the init snapshot and the end of profiling.
+NON_TORCH_BYTES_TP1 = int(0.25 * GiB)  # cuBLAS workspaces, backend buffers (TP1 PP1 rows)
+NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP4 rows)
+# TP > 1 on NVSwitch (SXM) Hopper/Blackwell: 2.06–2.13 GiB in the TP2/TP4 rows, i.e. ≈1.82 GiB
+# above TP1 — NCCL (NVLS) and custom all-reduce buffers (mechanism UNVERIFIED).
+NON_TORCH_BYTES_TP_NVSWITCH = int(1.82 * GiB)
+# CUDA graphs: one piecewise graph per layer per capture size plus a shared pool.
+CUDAGRAPH_POOL_BYTES = int(0.23 * GiB)
+CUDAGRAPH_BYTES_PER_LAYER_GRAPH = int(0.38 * MiB)
+# Memory in use before vLLM's init snapshot (CUDA context 0.51 GiB + cuBLAS 0.19 GiB), measured
+# on one H200 with torch 2.11 / CUDA 13 (reference/ENGINE_MEMORY.md §1.9a, GPUS.md).
+STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
+
+DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py; FlashAttention/FlashInfer accept 16
+
+
+# ----------------------------------------------------------------------- defaults
+
+
+def derived_max_model_len(m: ModelSpec, era: Era) -> tuple[int, str]:
+    """vLLM's default max_model_len (vllm/config/model.py _get_and_verify_max_len): the minimum
+    of the length keys present (model_max_length overrides), scaled by the RoPE factor except
+    for su/longrope/llama3 (and, from 0.30, yarn); ≤0.26 yarn → original × factor."""
+    keys = m.max_len_keys
+    if "model_max_length" in keys:
+        length, rule = keys["model_max_length"], "model_max_length"
+    elif keys:
+        key = min(keys, key=lambda k: keys[k])
+        length, rule = keys[key], key
+    else:
+        return 2048, "no length key in the config (vLLM's 2048 fallback)"
+    rt, factor = m.rope_type, m.rope_factor
+    no_scale = {"su", "longrope", "llama3"}
+    if era.yarn_keeps_max_position:
+        no_scale |= {"yarn", "deepseek_yarn"}
+    if rt and factor and rt not in no_scale:
+        if rt == "yarn" and m.rope_original_max_position:
+            length = m.rope_original_max_position
+            rule = "original_max_position_embeddings"
+        length = int(length * factor)
+        rule += f" × rope factor {factor:g} ({rt})"
+    return length, rule
+
+
+def batch_defaults(gpu_total_bytes: int, gpu_name: str, era: Era) -> tuple[int, int, str]:
+    """(max_num_batched_tokens, max_num_seqs) for `vllm serve` (usage context OPENAI_API_SERVER),
+    by device memory and name (vllm/engine/arg_utils.py get_batch_defaults)."""
+    mem_gib = gpu_total_bytes / GiB
+    name = gpu_name.lower()
+    if era.batch_row_160gib and mem_gib >= 160:
+        return 16384, 1024, "≥160 GiB GPU class"
+    if mem_gib >= 70 and "a100" not in name and "gb10" not in name:
+        return 8192, 1024, "≥70 GiB non-A100 GPU class"
+    return 2048, 256, "default GPU class (<70 GiB or A100)"
+
+
+def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[str, Source]:
+    """--dtype auto → the config dtype; float32 checkpoints downcast to the first 16-bit dtype the
+    platform supports (vllm/config/model.py _resolve_auto_dtype)."""
+    if requested and requested != "auto":
+        dtype = DTYPE_ALIASES.get(requested.lower())
+        if dtype is None:
+            raise InvalidInputError(f"unknown --dtype {requested!r}",
+                                    hint="use auto, bfloat16, float16 or float32")
+        return dtype, "cli"
+    if m.dtype == "float32":
+        return ("bfloat16" if gpu.bf16_native else "float16"), "engine-default"
+    return m.dtype, "model-config"
+
+
+def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
+    """TP sizes vLLM accepts: divide the attention heads, and divide or be a multiple of the KV
+    heads (vllm/model_executor/layers/linear.py QKVParallelLinear)."""
+    return [tp for tp in range(1, limit + 1) if m.num_attention_heads % tp == 0
+            and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0)]
+
+
+def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Era,
+                       version: str, version_source: Source) -> tuple[Deployment, QuantSpec | None]:
+    """Fill every knob the user did not give from the engine's defaults, recording sources."""
+    sources: dict[str, Source] = {"engine_version": version_source}
+
+    def pick(key: str, default: Any, default_source: Source) -> Any:
+        if opts.get(key) is not None:
+            sources[key] = "cli"
+            return opts[key]
+        sources[key] = default_source
+        return default
+
+    tp = pick("tensor_parallel_size", 1, "engine-default")
+    pp = pick("pipeline_parallel_size", 1, "engine-default")
+    dp = pick("data_parallel_size", 1, "engine-default")
+    if tp < 1 or pp < 1 or dp < 1:
+        raise InvalidInputError("parallel sizes must be ≥ 1")
+    if tp not in valid_tp_sizes(m, limit=max(tp, 1)):
+        valid = ", ".join(map(str, valid_tp_sizes(m)))
+        raise InvalidInputError(
+            f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "
+            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}")
+    if pp > m.num_layers:
+        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers")
+
+    if opts.get("gpu_memory_gib") is not None:
+        total = int(opts["gpu_memory_gib"] * GiB)
+        sources["gpu_total_bytes"] = "cli"
+    elif gpu.cuda_total_bytes is not None:
+        total = gpu.cuda_total_bytes
+        sources["gpu_total_bytes"] = "gpu-spec"
+    else:
+        raise InvalidInputError(f"the device total of {gpu.id} is unknown",
+                                hint="pass --gpu-memory-gib with the total your vLLM log prints")
+    if total <= 0:
+        raise InvalidInputError("--gpu-memory-gib must be positive")
+
+    dtype, dtype_source = resolve_dtype(opts.get("dtype"), m, gpu)
+    sources["dtype"] = "cli" if opts.get("dtype") not in (None, "auto") else dtype_source
+
+    kv_req = (opts.get("kv_cache_dtype") or "auto").lower()
+    if kv_req == "auto":
+        kv_dtype = dtype
+        sources["kv_cache_dtype"] = "cli" if opts.get("kv_cache_dtype") else "engine-default"
+    elif kv_req in {"fp8", "fp8_e4m3", "fp8_e5m2"}:
+        kv_dtype = kv_req
+        sources["kv_cache_dtype"] = "cli"
+    else:
+        raise InvalidInputError(f"unsupported --kv-cache-dtype {kv_req!r}",
+                                hint="use auto, fp8, fp8_e4m3 or fp8_e5m2")
+
+    quant = m.quantization
+    qname = opts.get("quantization")
+    if qname:
+        sources["quantization"] = "cli"
+        if qname.lower() != "fp8":
+            raise InvalidInputError(f"--quantization {qname!r} is not modelled yet",
+                                    hint="kvplan models fp8 (online or checkpoint) today")
+        if quant is None:  # online FP8: per-tensor weight scales after loading
+            quant = QuantSpec(method="fp8", source="cli")
+    elif quant is not None:
+        sources["quantization"] = "model-config"
+
+    derived_len, _ = derived_max_model_len(m, era)
+    max_len = pick("max_model_len", derived_len, "model-config")
+    if max_len < 1:
+        raise InvalidInputError("--max-model-len must be ≥ 1")
+    if max_len > derived_len:
+        raise InvalidInputError(
+            f"--max-model-len {max_len} exceeds the model's maximum of {derived_len} tokens; "
+            "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+            hint=f"use --max-model-len {derived_len} or less")
+
+    tokens_default, seqs_default, _ = batch_defaults(total, gpu.smi_names[0] if gpu.smi_names
+                                                     else gpu.name, era)
+    seqs = pick("max_num_seqs", seqs_default, "engine-default")
+    tokens = pick("max_num_batched_tokens", tokens_default, "engine-default")
+    if sources["max_num_batched_tokens"] == "engine-default":
+        tokens = min(tokens, seqs * max_len)  # arg_utils: never more than seqs × length
+    if sources["max_num_seqs"] == "engine-default":
+        seqs = min(seqs, tokens)
+    if seqs < 1 or tokens < 1:
+        raise InvalidInputError("--max-num-seqs and --max-num-batched-tokens must be ≥ 1")
+
+    util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
+    if not 0 < util <= 1:
+        raise InvalidInputError(f"--gpu-memory-utilization must be in (0, 1], got {util}",
+                                hint="it is a fraction of the device, e.g. 0.9")
+    block = pick("block_size", DEFAULT_BLOCK_SIZE, "engine-default")
+    if block < 1:
+        raise InvalidInputError("--block-size must be ≥ 1")
+    kv_bytes = opts.get("kv_cache_memory_bytes")
+    if kv_bytes is not None:
+        sources["kv_cache_memory_bytes"] = "cli"
+        if kv_bytes < 1:
+            raise InvalidInputError("--kv-cache-memory-bytes must be ≥ 1")
+    eager = bool(pick("enforce_eager", False, "engine-default"))
+
+    dep = Deployment(
+        engine_version=version, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        data_parallel_size=dp, dtype=dtype, kv_cache_dtype=kv_dtype,
+        quantization=quant.method if quant else None, max_model_len=max_len, max_num_seqs=seqs,
+        max_num_batched_tokens=tokens, gpu_memory_utilization=util, block_size=block,
+        enforce_eager=eager, kv_cache_memory_bytes=kv_bytes, gpu_total_bytes=total,
+        sources=sources,
+    )
+    return dep, quant
+
+
+# ------------------------------------------------------------------ memory model
+
+
+def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
+    """Profile-run torch peak (estimate): max of the forward peak and, on the last PP stage,
+    the sampler peak (vllm/v1/worker/gpu_model_runner.py profile_run / _dummy_sampler_run).
+
+    forward = tokens × dtype × (7.1 × hidden + 3 × widest MLP per rank)
+    sampler = tokens × hidden × dtype + min(seqs, tokens) × vocab × 14.94 B
+              (+ 2 × tokens × hidden × dtype of received hidden/residual tensors when PP > 1:
+              the TP1 PP2/PP4 logs show 2.01 GiB on the last stage vs 1.89 GiB at PP1)."""
+    tp, tokens = d.tensor_parallel_size, d.max_num_batched_tokens
+    dt = DTYPE_BYTES[d.dtype]
+    widths = []
+    if m.intermediate_size and (m.moe is None or len(m.moe.moe_layers) < m.num_layers):
+        widths.append(cdiv(m.intermediate_size, tp))
+    if m.moe is not None:
+        widths.append(m.moe.top_k * cdiv(m.moe.expert_intermediate_size, tp)
+                      + cdiv(m.moe.shared_expert_intermediate_size, tp))
+    forward = int(tokens * dt * (FORWARD_HIDDEN_BUFFERS * m.hidden_size + 3 * max(widths or [0])))
+    if not last_stage:
+        return forward
+    num_reqs = min(d.max_num_seqs, tokens)
+    received = 2 * tokens * m.hidden_size * dt if d.pipeline_parallel_size > 1 else 0
+    sampler = int(tokens * m.hidden_size * dt + received
+                  + num_reqs * m.vocab_size * SAMPLER_BYTES_PER_LOGIT)
+    return max(forward, sampler)
+
+
+def has_nvswitch(gpu: GpuSpec) -> bool:
+    """SXM-class Hopper/Blackwell parts (NVLink ≥ 900 GB/s through NVSwitch)."""
+    return (gpu.nvlink_gbps_per_gpu or 0) >= 900 and gpu.arch.startswith(("Hopper", "Blackwell"))
+
+
+def non_torch_bytes(d: Deployment, gpu: GpuSpec) -> int:
+    """Non-torch memory growth during start-up (estimate, from the calibration rows)."""
+    base = NON_TORCH_BYTES_PP_ONLY if d.pipeline_parallel_size > 1 else NON_TORCH_BYTES_TP1
+    if d.tensor_parallel_size > 1 and has_nvswitch(gpu):
+        base += NON_TORCH_BYTES_TP_NVSWITCH
+    return base
+
+
+def cudagraph_capture_sizes(d: Deployment) -> int:
+    """Number of decode batch sizes captured: [1, 2, 4] + every 8 to 248 + every 16 from 256, up to
+    min(2 × max_num_seqs, 512), capped at max_num_batched_tokens (vllm/config/vllm.py, 0.33)."""
+    top = min(2 * d.max_num_seqs, 512, d.max_num_batched_tokens)
+    sizes = [s for s in (1, 2, 4) if s <= top]
+    sizes += list(range(8, min(top, 248) + 1, 8)) + list(range(256, top + 1, 16))
+    return len(sizes)
+
+
+def cudagraph_bytes(d: Deployment, layers: int) -> int:
+    """CUDA-graph memory (estimate): pool + per-layer piecewise graphs × capture sizes.
+    0 with --enforce-eager."""
+    if d.enforce_eager:
+        return 0
+    return CUDAGRAPH_POOL_BYTES + CUDAGRAPH_BYTES_PER_LAYER_GRAPH * layers * cudagraph_capture_sizes(d)
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    layers: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    kv_cache_bytes: int
+    bytes_per_block: int
+    num_blocks: int
+
+
+@dataclass(frozen=True)
+class VllmResult:
+    era: Era
+    requested_bytes: int
+    stages: list[StageMemory]
+    worst: StageMemory  # the stage that limits num_blocks
+    num_blocks: int
+    blocks_per_request: int
+    bytes_per_token: int  # on the worst stage
+    tokens: int
+    max_concurrency: float
+    fits: bool
+    max_model_len_fit: int
+    problems: list[Problem]
+
+
+def budget_bytes(total_bytes: int, utilization: float) -> int:
+    """requested_memory = ceil(total × gpu_memory_utilization) (vllm/v1/worker/utils.py)."""
+    return math.ceil(total_bytes * utilization)
+
+
+def largest_fitting_len(num_blocks: int, block_size: int, era: Era, cap: int) -> int:
+    """Largest L ≤ cap with cdiv(L, bs) blocks fitting: vLLM's binary search reduces to
+    (num_blocks − 1) × bs from 0.30 (null block held back), num_blocks × bs before."""
+    usable = num_blocks - (1 if era.null_block_in_fit_check else 0)
+    return max(0, min(cap, usable * block_size))
+
+
+def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | None,
+                era: Era, model_max_len: int) -> VllmResult:
+    """Per-worker budget → KV bytes → blocks (minimum over PP stages) → capacity and fit."""
+    tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
+    requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
+    weights = weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant)
+    stages = []
+    for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
+        layers = len(layer_range)
+        act = activation_bytes(m, d, last_stage=s == pp - 1)
+        nt = non_torch_bytes(d, gpu)
+        graphs = cudagraph_bytes(d, layers)
+        if d.kv_cache_memory_bytes is not None:
+            kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
+        else:
+            kv = requested - weights[s] - act - nt - (graphs if era.cudagraph_in_budget else 0)
+        bpb = bytes_per_block(m, layers=layers, tp=tp, kv_dtype=d.kv_cache_dtype,
+                              block_size=d.block_size)
+        stages.append(StageMemory(layers, weights[s], act, nt, graphs, kv, bpb,
+                                  max(0, kv) // bpb))
+    worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
+    num_blocks = worst.num_blocks
+    bpr = blocks_per_request(d.max_model_len, d.block_size)
+    concurrency = num_blocks / bpr
+    if era.printed_tokens == "concurrency":
+        tokens = int(concurrency * d.max_model_len)
+    else:
+        tokens = num_blocks * d.block_size
+    problems: list[Problem] = []
+    fits = True
+    if any(st.kv_cache_bytes <= 0 for st in stages):
+        fits = False
+        problems.append(Problem(
+            code="no-kv-memory", severity="error",
+            message="No memory left for the KV cache after weights, activations and runtime "
+            f"buffers (needs {-min(st.kv_cache_bytes for st in stages) / GiB:.2f} GiB more per "
+            "GPU); vLLM stops with 'No available memory for the cache blocks'."))
+    else:
+        need = bpr + (1 if era.null_block_in_fit_check else 0)
+        if num_blocks < need:
+            fits = False
+            est = largest_fitting_len(num_blocks, d.block_size, era, d.max_model_len)
+            problems.append(Problem(
+                code="max-model-len-too-long", severity="error",
+                message=f"One request of max_model_len {d.max_model_len} needs "
+                f"{bpr * worst.bytes_per_block / GiB:.2f} GiB of KV cache but "
+                f"{worst.kv_cache_bytes / GiB:.2f} GiB is available; vLLM's estimated maximum "
+                f"model length is {est}."))
+    if d.kv_cache_memory_bytes is None and requested > d.gpu_total_bytes - STARTUP_OVERHEAD_BYTES:
+        fits = False
+        problems.append(Problem(
+            code="startup-free-memory", severity="error",
+            message=f"gpu_memory_utilization {d.gpu_memory_utilization} asks for "
+            f"{requested / GiB:.2f} GiB but only ≈{(d.gpu_total_bytes - STARTUP_OVERHEAD_BYTES) / GiB:.2f}"
+            " GiB is free once the CUDA context exists; vLLM refuses to start ('Free memory on "
+            "device … is less than desired GPU memory utilization')."))
+    elif not era.cudagraph_in_budget and not d.enforce_eager:
+        outside = d.gpu_total_bytes - requested - STARTUP_OVERHEAD_BYTES
+        if outside < worst.cudagraph_bytes:
+            problems.append(Problem(
+                code="cudagraph-headroom", severity="warning",
+                message=f"This vLLM version captures CUDA graphs (≈{worst.cudagraph_bytes / GiB:.2f} GiB)"
+                f" outside the utilization budget, but only ≈{max(0, outside) / GiB:.2f} GiB is left"
+                " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
+    return VllmResult(
+        era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
+        blocks_per_request=bpr,
+        bytes_per_token=worst.layers * kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=d.kv_cache_dtype),
+        tokens=tokens, max_concurrency=concurrency, fits=fits,
+        max_model_len_fit=largest_fitting_len(num_blocks, d.block_size, era, model_max_len),
+        problems=problems,
+    )

@@ -1,0 +1,114 @@
+"""Render a Plan (and the catalogues) for people: rich tables. JSON is Plan.model_dump_json."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .units import GiB
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .catalog import CatalogEntry
+    from .specs import GpuSpec, ModelSpec, Plan
+
+
+def _gib(n: int) -> str:
+    return f"{n / GiB:,.2f} GiB"
+
+
+def plan_table(plan: Plan, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    d = plan.inputs
+    head = (f"[bold]{plan.model.id}[/] on {plan.gpu.count} × {plan.gpu.name} — vLLM "
+            f"{plan.engine.version} ({plan.engine.era} accounting)")
+    console.print(head)
+    verdict = "[bold green]FITS[/]" if plan.fits else "[bold red]DOES NOT FIT[/]"
+    console.print(
+        f"{verdict}  TP={d['tensor_parallel_size'].value} PP={d['pipeline_parallel_size'].value} "
+        f"DP={d['data_parallel_size'].value}  dtype={plan.model.dtype}  "
+        f"kv={d['kv_cache_dtype'].value}  max_model_len={d['max_model_len'].value} "
+        f"({d['max_model_len'].source})  max_num_seqs={d['max_num_seqs'].value}  "
+        f"max_num_batched_tokens={d['max_num_batched_tokens'].value}"
+    )
+
+    mem = plan.memory
+    t = Table(title="Memory per GPU", title_justify="left", show_edge=False)
+    t.add_column("component")
+    t.add_column("size", justify="right")
+    t.add_column("note")
+    est = set(mem.estimated)
+    t.add_row("device total (CUDA)", _gib(mem.total_bytes),
+              "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
+    t.add_row("budget", _gib(mem.budget_bytes),
+              f"total × gpu_memory_utilization {d['gpu_memory_utilization'].value}")
+    t.add_row("  weights", _gib(mem.weights_bytes), "exact from config (+ RoPE cache)")
+    t.add_row("  activation peak", _gib(mem.activation_bytes), "estimate: profile run + sampler")
+    t.add_row("  non-torch", _gib(mem.non_torch_bytes), "estimate: cuBLAS, NCCL, all-reduce")
+    t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes),
+              "estimate, inside the budget" if mem.cudagraph_in_budget
+              else "estimate, outside the budget")
+    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", "what vLLM allocates")
+    console.print(t)
+
+    kv = plan.kv_cache
+    k = Table(title="KV cache", title_justify="left", show_edge=False)
+    k.add_column("quantity")
+    k.add_column("value", justify="right")
+    k.add_row("bytes per token (per GPU)", f"{kv.bytes_per_token:,}")
+    k.add_row("block size (tokens)", f"{kv.block_size}")
+    k.add_row("blocks", f"{kv.num_blocks:,}")
+    k.add_row("GPU KV cache size", f"[bold]{kv.tokens:,} tokens[/]")
+    k.add_row(f"max concurrency at {d['max_model_len'].value} tokens", f"[bold]{kv.max_concurrency:,.2f}x[/]")
+    k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
+    k.add_row("largest max_model_len that fits", f"{kv.max_model_len_fit:,}")
+    console.print(k)
+
+    r = Table(title="Recommendations", title_justify="left", show_edge=False)
+    r.add_column("setting")
+    r.add_column("value", justify="right")
+    r.add_column("why")
+    for name, rec in plan.recommendations:
+        r.add_row(name, "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
+    console.print(r)
+    for p in plan.problems:
+        style = "red" if p.severity == "error" else "yellow"
+        console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
+    console.print("\n[bold]Serve command[/]")
+    console.print(plan.command, markup=False, soft_wrap=True)
+
+
+def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console) -> None:
+    from rich.table import Table
+
+    t = Table(show_edge=False)
+    t.add_column("id", overflow="fold")
+    for col in ("family", "attention", "params", "KV B/token", "max len", "weights"):
+        t.add_column(col, justify="right" if col in {"params", "KV B/token", "max len"} else "left")
+    for entry, m, params, kv in rows:
+        attn = ("MQA" if m.num_kv_heads == 1 else "MHA" if m.num_kv_heads == m.num_attention_heads
+                else f"GQA {m.num_attention_heads}/{m.num_kv_heads}")
+        if m.moe:
+            attn += f", MoE {m.moe.num_experts}×top{m.moe.top_k}"
+        t.add_row(entry.id, m.model_type, attn, f"{params / 1e9:,.2f}B", f"{kv:,}",
+                  f"{max(m.max_len_keys.values(), default=0):,}",
+                  m.quantization.method if m.quantization else m.dtype)
+    console.print(t)
+
+
+def gpus_table(gpus: list[GpuSpec], console: Console) -> None:
+    from rich.table import Table
+
+    t = Table(show_edge=False)
+    for col in ("id", "name", "CUDA total", "nvidia-smi", "BW TB/s", "bf16 TFLOPS", "fp8"):
+        t.add_column(col)
+    for g in gpus:
+        total = "?" if g.cuda_total_bytes is None else f"{g.cuda_total_bytes / GiB:.2f} GiB" + (
+            " (est.)" if g.cuda_total_estimated else "")
+        t.add_row(g.id, g.smi_names[0] if g.smi_names else g.name, total,
+                  f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?",
+                  f"{g.bandwidth_tbps:g}" if g.bandwidth_tbps else "?",
+                  f"{g.tflops.bf16:g}" if g.tflops.bf16 else "—", "yes" if g.fp8_native else "no")
+    console.print(t)

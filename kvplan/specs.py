@@ -1,0 +1,268 @@
+"""The typed objects that flow through kvplan: ModelSpec, GpuSpec, Deployment, Plan.
+
+ModelSpec and GpuSpec are frozen and normalised; the math sees nothing else. Plan is the one
+result object that the table, the JSON and the tests all read.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- GPU
+
+
+class GpuTflops(_Frozen):
+    """Dense vendor-peak TFLOP/s (no 2:4 sparsity); None where unsupported or unknown."""
+
+    fp32: float | None = None
+    tf32: float | None = None
+    bf16: float | None = None
+    fp16: float | None = None
+    fp8: float | None = None
+    int8: float | None = None
+    fp4: float | None = None
+
+
+class GpuSpec(_Frozen):
+    """One GPU model as the serving engine sees it. Bundled files live in gpu_specs/."""
+
+    id: str = Field(description="kvplan id, e.g. h100-sxm-80gb")
+    vendor: str
+    name: str = Field(description="marketing name")
+    arch: str
+    compute_capability: str | None = None
+    memory_gb_marketing: float | None = Field(None, description="the datasheet's 'GB' number")
+    memory_type: str | None = None
+    smi_total_mib: int | None = Field(None, description="nvidia-smi memory.total, MiB")
+    smi_total_source: str | None = None
+    cuda_total_bytes: int | None = Field(
+        None, gt=0, description="cudaMemGetInfo total = what vLLM reads as total_memory, bytes"
+    )
+    cuda_total_source: str = Field(description="where cuda_total_bytes comes from")
+    cuda_total_estimated: bool = Field(
+        description="True when cuda_total_bytes is smi total minus a typical driver reservation"
+    )
+    smi_names: list[str] = Field(default_factory=list, description="names nvidia-smi prints")
+    aliases: list[str] = Field(default_factory=list)
+    bandwidth_tbps: float | None = None
+    tflops: GpuTflops = GpuTflops()
+    nvlink_gbps_per_gpu: float | None = Field(None, description="GB/s; 0 = PCIe only")
+    pcie_gen: int | None = None
+    tdp_w: float | None = None
+    fp8_native: bool = False
+    fp4_native: bool = False
+    bf16_native: bool = True
+    release_year: int | None = None
+    uncertain_fields: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    notes: str = ""
+
+
+# ------------------------------------------------------------------------- model
+
+
+class MoeSpec(_Frozen):
+    num_experts: int = Field(gt=0)
+    top_k: int = Field(gt=0)
+    expert_intermediate_size: int = Field(gt=0)
+    shared_expert_intermediate_size: int = Field(0, ge=0, description="0 = no shared expert")
+    shared_expert_gate: bool = False
+    moe_layers: list[int] = Field(description="indices of layers whose MLP is a MoE block")
+
+
+class QuantSpec(_Frozen):
+    """Weight quantization of a checkpoint, as vLLM loads it."""
+
+    method: Literal["fp8"]
+    weight_bits: int = 8
+    block_size: tuple[int, int] | None = Field(None, description="block-wise scales, e.g. 128×128")
+    per_channel: bool = False
+    static_input_scale: bool = False
+    ignore: list[str] = Field(default_factory=list, description="module name patterns left unquantized")
+    source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
+
+
+class ModelSpec(_Frozen):
+    """A model, normalised from its HF config. Every family quirk is resolved in hf_config.py."""
+
+    id: str
+    model_type: str
+    architectures: list[str] = Field(default_factory=list)
+    num_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    intermediate_size: int = Field(ge=0, description="dense MLP width (0 if every layer is MoE)")
+    tie_word_embeddings: bool
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
+    moe: MoeSpec | None = None
+    dtype: str = Field(description="checkpoint dtype from the config (torch_dtype / dtype)")
+    max_position_embeddings: int | None = None
+    max_len_keys: dict[str, int] = Field(
+        default_factory=dict, description="length keys present in the config (vLLM reads these)"
+    )
+    rope_type: str | None = Field(None, description="rope_scaling type, None = unscaled")
+    rope_factor: float | None = None
+    rope_original_max_position: int | None = None
+    rotary_dim: int = Field(ge=0, description="RoPE dims per head; 0 = no RoPE")
+    rope_cache_positions: int = Field(ge=0, description="rows of vLLM's cos/sin cache buffer")
+    quantization: QuantSpec | None = None
+    unsupported: list[str] = Field(
+        default_factory=list,
+        description="layout features seen in the config that kvplan does not model yet",
+    )
+    source: str = Field(description="catalogue, local path, …")
+
+
+# -------------------------------------------------------------------- deployment
+
+
+class Deployment(_Frozen):
+    """Resolved engine settings. `sources` says where each value came from."""
+
+    engine: Literal["vllm"] = "vllm"
+    engine_version: str
+    tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    data_parallel_size: int = Field(1, ge=1)
+    dtype: str
+    kv_cache_dtype: str
+    quantization: str | None = None
+    max_model_len: int = Field(gt=0)
+    max_num_seqs: int = Field(gt=0)
+    max_num_batched_tokens: int = Field(gt=0)
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    block_size: int = Field(gt=0)
+    enforce_eager: bool = False
+    kv_cache_memory_bytes: int | None = Field(None, gt=0)
+    gpu_total_bytes: int = Field(gt=0)
+    sources: dict[str, Source]
+
+
+class Workload(_Frozen):
+    target_concurrency: int | None = Field(None, gt=0)
+    avg_input_tokens: int | None = Field(None, gt=0)
+    avg_output_tokens: int | None = Field(None, gt=0)
+
+
+# -------------------------------------------------------------------------- plan
+
+
+class Problem(BaseModel):
+    code: str
+    severity: Literal["error", "warning"]
+    message: str
+
+
+class SourcedValue(BaseModel):
+    value: int | float | str | bool | None
+    source: Source
+
+
+class PlanModel(BaseModel):
+    id: str
+    source: str
+    parameters: int = Field(description="total parameters (unpadded), from the config")
+    dtype: str
+    quantization: str | None
+
+
+class PlanGpu(BaseModel):
+    id: str
+    name: str
+    count: int = Field(description="GPUs in the deployment = TP × PP × DP")
+    total_bytes_estimated: bool
+
+
+class PlanEngine(BaseModel):
+    name: str
+    version: str
+    era: str = Field(description="the modelled accounting era used for this version")
+
+
+class StageBreakdown(BaseModel):
+    """One pipeline stage's worker (every TP rank of a stage is identical), integer bytes."""
+
+    layers: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    kv_cache_bytes: int
+    num_blocks: int
+
+
+class MemoryBreakdown(BaseModel):
+    """Per-GPU memory, integer bytes, for the most constrained worker (PP stage)."""
+
+    total_bytes: int = Field(description="device total as cudaMemGetInfo reports it")
+    budget_bytes: int = Field(description="ceil(total × gpu_memory_utilization)")
+    weights_bytes: int
+    activation_bytes: int = Field(description="profile-run activation peak (estimate)")
+    non_torch_bytes: int = Field(description="non-torch growth during start-up (estimate)")
+    cudagraph_bytes: int = Field(
+        description="CUDA-graph memory (estimate); subtracted from the budget only when "
+        "cudagraph_in_budget is true"
+    )
+    cudagraph_in_budget: bool
+    kv_cache_bytes: int = Field(description="memory the engine gives to the KV cache")
+    estimated: list[str] = Field(description="which fields are estimates rather than exact")
+    stages: list[StageBreakdown] = Field(description="per pipeline stage (one entry when PP = 1)")
+
+
+class KvCache(BaseModel):
+    bytes_per_token: int = Field(description="KV bytes per token on one GPU (worst stage)")
+    bytes_per_block: int
+    bytes_per_request: int = Field(description="KV memory one max_model_len request needs")
+    block_size: int
+    num_blocks: int = Field(description="blocks per GPU, minimum over workers (incl. null block)")
+    tokens: int = Field(description="'GPU KV cache size: N tokens' as the engine version prints it")
+    max_concurrency: float = Field(description="'Maximum concurrency for L tokens per request'")
+    max_model_len_fit: int = Field(
+        description="largest max_model_len (≤ the model's own limit) at which one request fits; "
+        "vLLM's 'estimated maximum model length' when the configured one does not fit"
+    )
+
+
+class Recommendation(BaseModel):
+    value: int | float | None
+    reason: str
+
+
+class Recommendations(BaseModel):
+    max_model_len: Recommendation
+    max_num_seqs: Recommendation
+    gpu_memory_utilization: Recommendation
+    tensor_parallel_size: Recommendation
+
+
+class Plan(BaseModel):
+    schema_version: str = SCHEMA_VERSION
+    fits: bool
+    problems: list[Problem]
+    model: PlanModel
+    gpu: PlanGpu
+    engine: PlanEngine
+    inputs: dict[str, SourcedValue]
+    workload: Workload
+    memory: MemoryBreakdown
+    kv_cache: KvCache
+    recommendations: Recommendations
+    command: str = Field(description="ready-to-paste serve command with the recommended values")

@@ -1,0 +1,40 @@
+"""Byte units and dtype sizes. Integer bytes everywhere; convert only when rendering."""
+
+from __future__ import annotations
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+# Bytes per element of the dtypes vLLM accepts for weights and KV cache.
+# `fp8` means e4m3 on CUDA (vllm/config/cache.py, 0.33.0).
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+}
+
+# Spellings seen in HF configs and on vLLM's command line, mapped to one name.
+DTYPE_ALIASES: dict[str, str] = {
+    "float": "float32",
+    "fp32": "float32",
+    "float32": "float32",
+    "half": "float16",
+    "fp16": "float16",
+    "float16": "float16",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+}
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of non-negative integers."""
+    return -(-a // b)
+
+
+def gib(n_bytes: int | float) -> float:
+    """Bytes → GiB (2^30), for display only."""
+    return n_bytes / GiB

@@ -1,0 +1,48 @@
+"""KV bytes per token, hand-worked (reference ENGINE_MEMORY.md §1.3, §1.9)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
+from kvplan.kv import blocks_per_request, bytes_per_block, kv_bytes_per_token_per_layer
+
+
+def _model(ref):
+    return load_catalog_model(find_model_entry(ref))
+
+
+def test_llama_3_1_8b_is_128_kib_per_token():
+    """2 (K,V) × 8 KV heads × 128 × 2 B × 32 layers = 131,072 B (ENGINE_MEMORY §1.9a)."""
+    m = _model("meta-llama/Llama-3.1-8B-Instruct")
+    assert m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 131_072
+    assert bytes_per_block(m, layers=32, tp=1, kv_dtype="bfloat16", block_size=16) == 2 * 1024 * 1024
+
+
+def test_qwen2_5_7b_fp8_kv_halves_bytes():
+    """28 layers × 2 × 4 KV heads × 128 × 1 B = 28,672 B/token with --kv-cache-dtype fp8."""
+    m = _model("Qwen/Qwen2.5-7B-Instruct")
+    assert m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="fp8") == 28_672
+    assert m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 57_344
+
+
+def test_qwen3_head_dim_from_config_not_hidden_over_heads():
+    """Qwen3-0.6B: head_dim 128 although hidden/heads = 1024/16 = 64."""
+    m = _model("Qwen/Qwen3-0.6B")
+    assert m.head_dim == 128
+    assert kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 2 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize("length,bs,blocks", [(1, 16, 1), (16, 16, 1), (17, 16, 2), (131072, 16, 8192)])
+def test_blocks_per_request_rounds_up(length, bs, blocks):
+    assert blocks_per_request(length, bs) == blocks
+
+
+@given(entry=st.sampled_from(model_entries()), tp=st.sampled_from([1, 2, 4, 8, 16, 32, 64]))
+def test_kv_stops_shrinking_once_tp_reaches_kv_heads(entry, tp):
+    m = load_catalog_model(entry)
+    per = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype="bfloat16")
+    assert per >= 2 * m.head_dim * 2  # never below one head
+    if tp >= m.num_kv_heads:
+        assert per == 2 * m.head_dim * 2
+    assert kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype="fp8") * 2 == per

@@ -1,0 +1,95 @@
+"""Parameter counts and weight bytes, pinned to published counts and real vLLM logs."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
+from kvplan.engines.vllm import valid_tp_sizes
+from kvplan.units import GiB
+from kvplan.weights import parameter_count, pp_layer_ranges, weights_bytes_per_stage
+
+ENTRIES = model_entries()
+
+
+def _model(ref):
+    return load_catalog_model(find_model_entry(ref))
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_parameter_count_matches_reference(entry):
+    """Exact element counts computed independently in reference hf_configs/INDEX.md."""
+    assert entry.params_reference is not None
+    assert parameter_count(load_catalog_model(entry)) == entry.params_reference
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.params_stated],
+                         ids=[e.id for e in ENTRIES if e.params_stated])
+def test_parameter_count_within_half_percent_of_model_card(entry):
+    """Model-card sizes (INDEX.md 'stated' column, e.g. Qwen2.5-7B 7.61B, phi-4 14.7B). A card
+    figure is only as precise as its last digit ('0.49B' means 0.485–0.5B), so the tolerance is
+    0.5% or one unit of that digit, whichever is larger."""
+    n = parameter_count(load_catalog_model(entry))
+    billions = entry.params_stated / 1e9
+    decimals = len(repr(billions).split(".")[1]) if "." in repr(billions) else 0
+    tolerance = max(0.005 * entry.params_stated, 10 ** -decimals * 1e9)
+    assert abs(n - entry.params_stated) <= tolerance
+
+
+def test_llama_8b_weights_match_vllm_log():
+    """'Model loading took 14.99 GiB' (vLLM 0.19.0, H100, bf16; calibration CSV, llm-d-planner
+    logs): 8,030,261,248 × 2 B + 32 MiB RoPE cache = 14.988 GiB."""
+    m = _model("meta-llama/Llama-3.1-8B-Instruct")
+    (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=None)
+    assert w == 8_030_261_248 * 2 + 131072 * 128 * 2
+    assert abs(w / GiB - 14.99) / 14.99 < 0.01
+
+
+def test_llama_8b_online_fp8_matches_vllm_log():
+    """`--quantization fp8`: 'Model loading took 8.49 GiB' (same sweep, -qfp8 log):
+    linear weights 1 B/param, embeddings and lm_head stay bf16."""
+    from kvplan.specs import QuantSpec
+
+    m = _model("meta-llama/Llama-3.1-8B-Instruct")
+    (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="bfloat16",
+                                   quant=QuantSpec(method="fp8", source="cli"))
+    assert abs(w / GiB - 8.49) / 8.49 < 0.01
+
+
+def test_tp_splits_vocab_after_padding_and_replicates_kv():
+    """Qwen2.5-7B has 4 KV heads: at TP=8 each rank keeps 1 head (replicated twice)."""
+    m = _model("Qwen/Qwen2.5-7B-Instruct")
+    (w8,) = weights_bytes_per_stage(m, tp=8, pp=1, dtype="bfloat16", quant=None)
+    (w4,) = weights_bytes_per_stage(m, tp=4, pp=1, dtype="bfloat16", quant=None)
+    kv_rows = m.head_dim  # one head per rank at both TP=4 and TP=8
+    kv_bytes_per_layer = 2 * kv_rows * (m.hidden_size + 1) * 2  # k and v weight + bias
+    # Going from TP4 to TP8 halves everything except the replicated K/V heads, norms, RoPE.
+    assert w8 > w4 / 2
+    assert w8 - w4 / 2 < m.num_layers * kv_bytes_per_layer + 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize("layers,pp,sizes", [(32, 1, [32]), (32, 2, [16, 16]), (32, 3, [11, 11, 10]),
+                                             (10, 4, [2, 3, 3, 2]), (61, 4, [15, 15, 16, 15])])
+def test_pp_split_follows_vllm(layers, pp, sizes):
+    """vllm/distributed/utils.py get_pp_indices: remainder to stages pp-2, pp-3, …"""
+    assert [len(r) for r in pp_layer_ranges(layers, pp)] == sizes
+
+
+@settings(max_examples=40, deadline=None)
+@given(entry=st.sampled_from(ENTRIES), data=st.data())
+def test_more_tp_never_increases_weights_per_gpu(entry, data):
+    m = load_catalog_model(entry)
+    sizes = valid_tp_sizes(m, limit=16)
+    i = data.draw(st.integers(0, len(sizes) - 2)) if len(sizes) > 1 else 0
+    a, b = sizes[i], sizes[min(i + 1, len(sizes) - 1)]
+    wa = weights_bytes_per_stage(m, tp=a, pp=1, dtype="bfloat16", quant=None)[0]
+    wb = weights_bytes_per_stage(m, tp=b, pp=1, dtype="bfloat16", quant=None)[0]
+    assert wb <= wa
+
+
+@settings(max_examples=30, deadline=None)
+@given(entry=st.sampled_from(ENTRIES), pp=st.integers(1, 8))
+def test_pp_stages_cover_every_layer_once(entry, pp):
+    m = load_catalog_model(entry)
+    ranges = pp_layer_ranges(m.num_layers, min(pp, m.num_layers))
+    assert [i for r in ranges for i in r] == list(range(m.num_layers))
