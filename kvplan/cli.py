@@ -112,16 +112,14 @@ def models(
     from .kv import kv_bytes_per_token_per_layer
     from .weights import parameter_count
 
-    args = args or []
-    if args and args[0] == "show":
-        if len(args) != 2:
-            raise _usage("usage: kvplan models show ID")
-        entry = find_model_entry(args[1])
+    show, needle = _show_or_filter(args, "models")
+    if show is not None:
+        entry = find_model_entry(show)
         if entry is None:
             import difflib
 
             ids = [e.id for e in model_entries()]
-            raise UnknownModelError(args[1], difflib.get_close_matches(args[1], ids, n=3, cutoff=0.4))
+            raise UnknownModelError(show, difflib.get_close_matches(show, ids, n=3, cutoff=0.4))
         m = load_catalog_model(entry)
         data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
         if as_json:
@@ -131,9 +129,6 @@ def models(
 
             _console().print(Pretty(data))
         return
-    if len(args) > 1:
-        raise _usage("give one filter substring, or `show ID`")
-    needle = args[0].lower() if args else ""
     rows = []
     for entry in model_entries():
         if needle and needle not in entry.id.lower() and not any(needle in a for a in entry.aliases):
@@ -161,11 +156,9 @@ def gpus(
     """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`)."""
     from .catalog import gpu_specs, resolve_gpu
 
-    args = args or []
-    if args and args[0] == "show":
-        if len(args) != 2:
-            raise _usage("usage: kvplan gpus show ID")
-        g = resolve_gpu(args[1])
+    show, needle = _show_or_filter(args, "gpus")
+    if show is not None:
+        g = resolve_gpu(show)
         if as_json:
             sys.stdout.write(g.model_dump_json(indent=2) + "\n")
         else:
@@ -173,9 +166,6 @@ def gpus(
 
             _console().print(Pretty(g.model_dump()))
         return
-    if len(args) > 1:
-        raise _usage("give one filter substring, or `show ID`")
-    needle = args[0].lower() if args else ""
     rows = [g for g in gpu_specs() if not needle or needle in g.id
             or any(needle in n.lower() for n in (g.name, *g.smi_names, *g.aliases))]
     if as_json:
@@ -194,10 +184,18 @@ def schema() -> None:
     sys.stdout.write(json.dumps(Plan.model_json_schema(), indent=2) + "\n")
 
 
-def _usage(message: str) -> Exception:
+def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]:
+    """`kvplan NOUN show ID` → (ID, ""); `kvplan NOUN [FILTER]` → (None, filter)."""
     from .errors import InvalidInputError
 
-    return InvalidInputError(message)
+    args = args or []
+    if args and args[0] == "show":
+        if len(args) != 2:
+            raise InvalidInputError(f"usage: kvplan {noun} show ID")
+        return args[1], ""
+    if len(args) > 1:
+        raise InvalidInputError(f"usage: kvplan {noun} [FILTER] or kvplan {noun} show ID")
+    return None, args[0].lower() if args else ""
 
 
 def main() -> None:
