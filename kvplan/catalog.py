@@ -95,10 +95,14 @@ def resolve_model(ref: str) -> ModelSpec:
     if ref.endswith(".json") or ref.startswith((".", "/", "~")):
         raise InvalidConfigError("no such file or directory", path=ref,
                                  hint="check the path, or name a catalogue model (`kvplan models`)")
+    raise UnknownModelError(ref, suggest_models(ref))
+
+
+def suggest_models(ref: str) -> list[str]:
+    """Catalogue ids closest to a mistyped reference (ids and aliases both count)."""
     keys = _model_keys()
     close = difflib.get_close_matches(ref.lower(), list(keys), n=3, cutoff=0.5)
-    suggestions = list(dict.fromkeys(keys[c].id for c in close))
-    raise UnknownModelError(ref, suggestions)
+    return list(dict.fromkeys(keys[c].id for c in close))
 
 
 # ------------------------------------------------------------------------- GPUs

@@ -107,7 +107,7 @@ def models(
     as_json: JsonOpt = False,
 ) -> None:
     """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`)."""
-    from .catalog import find_model_entry, load_catalog_model, model_entries
+    from .catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
     from .errors import UnknownModelError
     from .kv import kv_bytes_per_token_per_layer
     from .weights import parameter_count
@@ -116,10 +116,7 @@ def models(
     if show is not None:
         entry = find_model_entry(show)
         if entry is None:
-            import difflib
-
-            ids = [e.id for e in model_entries()]
-            raise UnknownModelError(show, difflib.get_close_matches(show, ids, n=3, cutoff=0.4))
+            raise UnknownModelError(show, suggest_models(show))
         m = load_catalog_model(entry)
         data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
         if as_json:

@@ -112,8 +112,7 @@ def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, 
     ceiling = _util_ceiling(dep, res)
     max_len = int(rec_len.value or dep.max_model_len)
     target_len = work_len or max_len
-    seq_cap = vllm.batch_defaults(dep.gpu_total_bytes, gpu.smi_names[0] if gpu.smi_names else gpu.name,
-                                  era)[1]
+    seq_cap = vllm.batch_defaults(dep.gpu_total_bytes, gpu.device_name, era)[1]
     one = blocks_per_request(max_len, bs)
     if n:
         # N requests of the workload's length, and always one request of max_model_len.

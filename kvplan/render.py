@@ -107,7 +107,7 @@ def gpus_table(gpus: list[GpuSpec], console: Console) -> None:
     for g in gpus:
         total = "?" if g.cuda_total_bytes is None else f"{g.cuda_total_bytes / GiB:.2f} GiB" + (
             " (est.)" if g.cuda_total_estimated else "")
-        t.add_row(g.id, g.smi_names[0] if g.smi_names else g.name, total,
+        t.add_row(g.id, g.device_name, total,
                   f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?",
                   f"{g.bandwidth_tbps:g}" if g.bandwidth_tbps else "?",
                   f"{g.tflops.bf16:g}" if g.tflops.bf16 else "—", "yes" if g.fp8_native else "no")

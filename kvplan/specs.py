@@ -68,6 +68,11 @@ class GpuSpec(_Frozen):
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
 
+    @property
+    def device_name(self) -> str:
+        """The name torch/vLLM report for the device (nvidia-smi's), else the marketing name."""
+        return self.smi_names[0] if self.smi_names else self.name
+
 
 # ------------------------------------------------------------------------- model
 

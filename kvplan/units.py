@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -33,8 +32,3 @@ DTYPE_ALIASES: dict[str, str] = {
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of non-negative integers."""
     return -(-a // b)
-
-
-def gib(n_bytes: int | float) -> float:
-    """Bytes → GiB (2^30), for display only."""
-    return n_bytes / GiB

@@ -246,8 +246,7 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
             "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
             hint=f"use --max-model-len {derived_len} or less")
 
-    tokens_default, seqs_default, _ = batch_defaults(total, gpu.smi_names[0] if gpu.smi_names
-                                                     else gpu.name, era)
+    tokens_default, seqs_default, _ = batch_defaults(total, gpu.device_name, era)
     seqs = pick("max_num_seqs", seqs_default, "engine-default")
     tokens = pick("max_num_batched_tokens", tokens_default, "engine-default")
     if sources["max_num_batched_tokens"] == "engine-default":
