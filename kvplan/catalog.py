@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import InvalidConfigError, UnknownGpuError, UnknownModelError
+from .checkpoint import attach_headers, local_checkpoint
+from .errors import InvalidConfigError, InvalidInputError, UnknownGpuError, UnknownModelError
 from .hf_config import load_config_file, spec_from_config, spec_from_path
 from .specs import GpuSpec, ModelSpec
+from .weights import parameter_count
 
 
 def data_dir(name: str) -> Path:
@@ -84,18 +87,35 @@ def load_catalog_model(entry: CatalogEntry) -> ModelSpec:
                             path=f"model_specs/{entry.config}", extra=extra)
 
 
-def resolve_model(ref: str) -> ModelSpec:
-    """A local path (directory or config.json) first, then the catalogue."""
+def resolve_model(ref: str, *, revision: str | None = None, token: str | None = None,
+                  offline: bool | None = None, refresh: bool = False,
+                  progress: Callable[[str], None] | None = None) -> ModelSpec:
+    """A local path (directory or config.json) first, then the catalogue (unless a revision
+    is asked for), then the Hugging Face Hub for anything shaped like `owner/name`."""
     path = Path(ref).expanduser()
     if path.exists():
-        return spec_from_path(path)
+        if revision is not None:
+            raise InvalidInputError(f"--revision applies to Hub repos, but {ref!r} is a local path",
+                                    hint="drop --revision, or name the repo id instead")
+        m = spec_from_path(path)
+        ckpt = local_checkpoint(path) if path.is_dir() else None
+        return attach_headers(m, ckpt, parameter_count(m)) if ckpt else m
     entry = find_model_entry(ref)
-    if entry is not None:
+    if entry is not None and revision is None:
         return load_catalog_model(entry)
     if ref.endswith(".json") or ref.startswith((".", "/", "~")):
         raise InvalidConfigError("no such file or directory", path=ref,
                                  hint="check the path, or name a catalogue model (`kvplan models`)")
-    raise UnknownModelError(ref, suggest_models(ref))
+    from . import hub  # huggingface_hub itself is imported only when a fetch is needed
+
+    if not hub.looks_like_repo_id(ref):
+        raise UnknownModelError(ref, suggest_models(ref))
+    got = hub.load(ref, revision=revision, token=token, offline=offline, refresh=refresh,
+                   progress=progress)
+    m = spec_from_config(got.config, model_id=ref, source=got.source, path=f"{ref}/config.json",
+                         extra=got.quant_config)
+    m = m.model_copy(update={"revision": revision})
+    return attach_headers(m, got.checkpoint, parameter_count(m)) if got.checkpoint else m
 
 
 def suggest_models(ref: str) -> list[str]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Optional
 
 import typer
@@ -29,10 +31,31 @@ def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
     return Console(stderr=stderr, highlight=False)
 
 
+@contextmanager
+def _progress_line() -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while the Hub is read (a plain line when stderr is not a terminal)."""
+    console = _console(stderr=True)
+    status = None
+
+    def show(message: str) -> None:
+        nonlocal status
+        if console.is_terminal:
+            status = console.status(message)
+            status.start()
+        else:
+            console.print(message + " …", markup=False)
+
+    try:
+        yield show
+    finally:
+        if status is not None:
+            status.stop()
+
+
 @app.command()
 def plan(
-    model: Annotated[str, typer.Argument(help="Catalogue id or alias (see `kvplan models`), or a "
-                                         "local model directory / config.json.")],
+    model: Annotated[str, typer.Argument(help="Catalogue id or alias (see `kvplan models`), a local "
+                                         "model directory / config.json, or a Hub repo id.")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name, e.g. "
                                      "h100-sxm-80gb or 'NVIDIA H100 80GB HBM3'.")],
     tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
@@ -61,6 +84,15 @@ def plan(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
     avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
     avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    revision: Annotated[Optional[str], typer.Option(
+        "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
+    token: Annotated[Optional[str], typer.Option(
+        "--token", help="Hub token for gated/private repos (default: HF_TOKEN or your saved login)")] = None,
+    offline: Annotated[Optional[bool], typer.Option(
+        "--offline", help="no network: kvplan's and huggingface_hub's caches only "
+        "(default: HF_HUB_OFFLINE)")] = None,
+    refresh: Annotated[bool, typer.Option(
+        "--refresh", help="fetch the Hub repo again instead of using kvplan's cache")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan one vLLM deployment: memory per GPU, KV capacity, fit, recommended flags.
@@ -79,8 +111,14 @@ def plan(
     except ValidationError as e:
         fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
         raise InvalidInputError(f"{fields} must be a positive integer") from None
+    from .catalog import resolve_gpu, resolve_model
+
+    g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
+    with _progress_line() as progress:
+        m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,
+                          progress=progress)
     result = make_plan(
-        model, gpu, engine_version=engine_version, workload=workload,
+        m, g, engine_version=engine_version, workload=workload,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
-from .specs import ModelSpec, MoeSpec, QuantSpec
+from .specs import ModelSpec, MoeSpec, Problem, QuantSpec
 from .units import DTYPE_ALIASES
 
 # Keys vLLM reads for the default max_model_len (vllm/config/model.py
@@ -81,19 +81,19 @@ def _dtype(cfg: dict[str, Any], path: str) -> str:
     return dtype
 
 
-def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None, unsupported: list[str],
-                  path: str) -> QuantSpec | None:
-    """FP8 checkpoints (per-tensor/channel, 128×128 blocks, ModelOpt). Others are reported."""
+def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
+                  path: str) -> tuple[QuantSpec | None, str | None]:
+    """FP8 checkpoints (per-tensor/channel, 128×128 blocks, ModelOpt) → QuantSpec. Any other
+    method → (None, its description): its bytes need the safetensors headers."""
     qc = cfg.get("quantization_config")
     if qc is None and extra is not None:  # ModelOpt: hf_quant_config.json beside config.json
         q = extra.get("quantization", {})
         if str(q.get("quant_algo", "")).upper() == "FP8":
             return QuantSpec(method="fp8", static_input_scale=True,
-                             ignore=list(q.get("exclude_modules") or []), source="checkpoint")
-        unsupported.append(f"quantization {q.get('quant_algo')!r} (hf_quant_config.json)")
-        return None
+                             ignore=list(q.get("exclude_modules") or []), source="checkpoint"), None
+        return None, f"weight quantization {q.get('quant_algo')!r} (hf_quant_config.json)"
     if qc is None:
-        return None
+        return None, None
     if not isinstance(qc, dict):
         raise InvalidConfigError("expected an object", path=path, field="quantization_config")
     method = str(qc.get("quant_method", "")).lower()
@@ -105,7 +105,7 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None, unsupported
             static_input_scale=qc.get("activation_scheme") == "static",
             ignore=list(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or []),
             source="checkpoint",
-        )
+        ), None
     if method == "compressed-tensors":
         groups = qc.get("config_groups") or {}
         weights = [g.get("weights") or {} for g in groups.values()]
@@ -115,9 +115,8 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None, unsupported
                 per_channel=all(w.get("strategy") == "channel" for w in weights),
                 ignore=list(qc.get("ignore") or []),
                 source="checkpoint",
-            )
-    unsupported.append(f"weight quantization {method or 'unknown'!r}")
-    return None
+            ), None
+    return None, f"weight quantization {method or 'unknown'!r}"
 
 
 def _rope(cfg: dict[str, Any]) -> tuple[str | None, float | None, int | None]:
@@ -163,6 +162,7 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         raise InvalidConfigError("missing", path=path, field="model_type",
                                  hint="is this a transformers config.json?")
     unsupported = _detect_unsupported(cfg, model_type)
+    raw_cfg = cfg
     if "text_config" in cfg and isinstance(cfg["text_config"], dict):
         # Multimodal wrappers keep the language model under text_config (Llama 4, Gemma 3, …).
         cfg = {**cfg["text_config"], "torch_dtype": cfg.get("torch_dtype"),
@@ -221,6 +221,13 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
                       shared_expert_intermediate_size=shared, shared_expert_gate=shared > 0,
                       moe_layers=moe_layers)
 
+    quant, unmodelled_quant = _quantization(cfg, extra, path)
+    problems = []
+    if cfg.get("auto_map") or "auto_map" in raw_cfg:
+        problems.append(Problem(
+            code="remote-code-not-run", severity="warning",
+            message="this model needs trust_remote_code; kvplan read its config.json as data and "
+            "never runs the repo's code, so layers defined only in that code are not seen"))
     rope_type, rope_factor, rope_original = _rope(cfg)
     max_pos = cfg.get("max_position_embeddings") or cfg.get("seq_length")
     # Rows of vLLM's shared cos/sin cache (get_rope): the max position, times the factor for
@@ -242,8 +249,8 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,
         rope_cache_positions=cache_rows,
-        quantization=_quantization(cfg, extra, unsupported, path), unsupported=unsupported,
-        source=source,
+        quantization=quant, unmodelled_quantization=unmodelled_quant, unsupported=unsupported,
+        problems=problems, source=source,
     )
 
 

@@ -191,10 +191,13 @@ def _what_would_serve(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vll
         "no single change (shorter length, more GPUs, fp8 KV cache) meets it"
 
 
-def serve_command(model_ref: str, dep: Deployment, rec: Recommendations, workload: Workload) -> str:
+def serve_command(model_ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                  revision: str | None = None) -> str:
     """`vllm serve` with the user's explicit flags and the recommended values. max_num_seqs is
     only set from a workload: the no-preemption bound alone would throttle short requests."""
     args = ["vllm", "serve", model_ref]
+    if revision:
+        args += ["--revision", revision]
     tp = dep.tensor_parallel_size
     if rec.max_model_len.reason.startswith("at tensor_parallel_size"):
         tp = rec.tensor_parallel_size.value or tp  # the other values were planned at this TP
@@ -231,16 +234,19 @@ def serve_command(model_ref: str, dep: Deployment, rec: Recommendations, workloa
 
 
 def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | None = None,
-         workload: Workload | None = None, **knobs: Any) -> Plan:
-    """Plan one vLLM deployment. `knobs` use vLLM's flag names with underscores
-    (tensor_parallel_size=2, max_model_len=32768, …) plus gpu_memory_gib.
+         workload: Workload | None = None, revision: str | None = None, token: str | None = None,
+         offline: bool | None = None, **knobs: Any) -> Plan:
+    """Plan one vLLM deployment. `model` is a ModelSpec, a local path, a catalogue id or a Hub
+    repo id (`revision`, `token`, `offline` apply to the Hub). `knobs` use vLLM's flag names
+    with underscores (tensor_parallel_size=2, max_model_len=32768, …) plus gpu_memory_gib.
 
     Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
     fits=False, not an exception."""
     unknown = set(knobs) - set(KNOB_NAMES)
     if unknown:
         raise TypeError(f"unknown knobs: {', '.join(sorted(unknown))}")
-    m = model if isinstance(model, ModelSpec) else resolve_model(model)
+    m = model if isinstance(model, ModelSpec) else resolve_model(
+        model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
     workload = workload or Workload()
     version = engine_version or vllm.NEWEST_MODELLED
@@ -249,7 +255,13 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
     opts = {k: v for k, v in knobs.items() if v is not None}
     dep, res, model_max = _evaluate(m, g, opts, era, version, version_source)
 
-    problems += res.problems
+    problems += m.problems + res.problems
+    if m.unmodelled_quantization and m.weights_from == "config":
+        problems.append(Problem(
+            code="unmodelled-quantization", severity="warning",
+            message=f"{m.unmodelled_quantization} cannot be sized from config.json: weights are "
+            f"counted in {m.dtype}; plan the checkpoint itself (a local directory or its Hub repo) "
+            "so the safetensors headers give the exact bytes"))
     problems += [Problem(code="unsupported-layout", severity="warning",
                          message=f"{feature}: the numbers assume full attention on every layer "
                          "and may be wrong for this model") for feature in m.unsupported]
@@ -277,8 +289,9 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
     return Plan(
         fits=res.fits,
         problems=problems,
-        model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m), dtype=dep.dtype,
-                        quantization=dep.quantization),
+        model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
+                        weights_from=m.weights_from, dtype=dep.dtype,
+                        quantization=dep.quantization or _quant_name(m)),
         gpu=PlanGpu(id=g.id, name=g.name,
                     count=dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size,
                     total_bytes_estimated="total_bytes" in estimated),
@@ -303,11 +316,19 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
             block_size=dep.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
             max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit),
         recommendations=rec,
-        command=serve_command(m.id if m.source.startswith("catalogue") else _local_ref(m), dep, rec,
-                              workload),
+        command=serve_command(_serve_ref(m), dep, rec, workload, revision=m.revision),
     )
 
 
-def _local_ref(m: ModelSpec) -> str:
+def _quant_name(m: ModelSpec) -> str | None:
+    """'awq' from "weight quantization 'awq'" — the method vLLM will detect from the config."""
+    text = m.unmodelled_quantization or ""
+    return text.split("'")[1] if text.count("'") >= 2 else None
+
+
+def _serve_ref(m: ModelSpec) -> str:
+    """What `vllm serve` needs: the repo id, or the local directory."""
+    if not m.source.startswith("local file "):
+        return m.id
     src = m.source.removeprefix("local file ")
     return src.removesuffix("/config.json").removesuffix("config.json") or m.id

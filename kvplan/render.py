@@ -44,7 +44,8 @@ def plan_table(plan: Plan, console: Console) -> None:
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
     t.add_row("budget", _gib(mem.budget_bytes),
               f"total × gpu_memory_utilization {d['gpu_memory_utilization'].value}")
-    t.add_row("  weights", _gib(mem.weights_bytes), "exact from config (+ RoPE cache)")
+    origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
+    t.add_row("  weights", _gib(mem.weights_bytes), f"exact from {origin} (+ RoPE cache)")
     t.add_row("  activation peak", _gib(mem.activation_bytes), "estimate: profile run + sampler")
     t.add_row("  non-torch", _gib(mem.non_torch_bytes), "estimate: cuBLAS, NCCL, all-reduce")
     t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes),
@@ -74,7 +75,7 @@ def plan_table(plan: Plan, console: Console) -> None:
         r.add_row(name, "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
     console.print(r)
     for p in plan.problems:
-        style = "red" if p.severity == "error" else "yellow"
+        style = {"error": "red", "warning": "yellow"}.get(p.severity, "dim")
         console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
     console.print("\n[bold]Serve command[/]")
     console.print(plan.command, markup=False, soft_wrap=True)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: "info" problems, model.weights_from
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -77,6 +77,23 @@ class GpuSpec(_Frozen):
 # ------------------------------------------------------------------------- model
 
 
+class Problem(BaseModel):
+    """Something the user should know. "error" and "warning" need action; "info" explains."""
+
+    code: str
+    severity: Literal["error", "warning", "info"]
+    message: str
+
+
+class CheckpointTensors(_Frozen):
+    """The tensor table of a checkpoint's safetensors headers (no weight data)."""
+
+    source: str = Field(description="where the headers were read, e.g. '4 local safetensors file(s)'")
+    files: int = Field(ge=0)
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = Field(
+        description="tensor name → (safetensors dtype, shape)")
+
+
 class MoeSpec(_Frozen):
     num_experts: int = Field(gt=0)
     top_k: int = Field(gt=0)
@@ -133,7 +150,13 @@ class ModelSpec(_Frozen):
         default_factory=list,
         description="layout features seen in the config that kvplan does not model yet",
     )
+    unmodelled_quantization: str | None = Field(
+        None, description="a quantization_config kvplan cannot size from the config alone")
+    checkpoint: CheckpointTensors | None = None
+    weights_from: Literal["config", "headers"] = "config"
+    problems: list[Problem] = Field(default_factory=list, description="notes from loading the model")
     source: str = Field(description="catalogue, local path, …")
+    revision: str | None = Field(None, description="Hub revision asked for (None = default branch)")
 
 
 # -------------------------------------------------------------------- deployment
@@ -170,12 +193,6 @@ class Workload(_Frozen):
 # -------------------------------------------------------------------------- plan
 
 
-class Problem(BaseModel):
-    code: str
-    severity: Literal["error", "warning"]
-    message: str
-
-
 class SourcedValue(BaseModel):
     value: int | float | str | bool | None
     source: Source
@@ -185,6 +202,8 @@ class PlanModel(BaseModel):
     id: str
     source: str
     parameters: int = Field(description="total parameters (unpadded), from the config")
+    weights_from: Literal["config", "headers"] = Field(
+        description="'headers': weight bytes from the checkpoint's safetensors headers")
     dtype: str
     quantization: str | None
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .checkpoint import FLOAT_DTYPES, SAFETENSORS_DTYPE_BYTES, is_encoder, is_scale, layer_of, skipped_by_vllm
 from .specs import ModelSpec, QuantSpec
 from .units import DTYPE_BYTES, cdiv
 
@@ -158,6 +159,8 @@ def weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
 
     The embedding sits on the first stage and the LM head on the last; with tied embeddings
     and pp > 1 the last stage builds its own copy (vllm/model_executor/models/llama.py)."""
+    if m.weights_from == "headers" and m.checkpoint is not None:
+        return header_weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=dtype)
     ranges = pp_layer_ranges(m.num_layers, pp)
     stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
     per_stage = [0] * pp
@@ -172,6 +175,59 @@ def weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
             if m.tie_word_embeddings and pp > 1:
                 per_stage[-1] += b
         else:  # final norm, lm_head
+            per_stage[-1] += b
+    rope = rope_cache_bytes(m, dtype)
+    return [w + rope for w in per_stage]
+
+
+_VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
+_REPLICATED = ("norm", "router", "mlp.gate.", "shared_expert_gate", "ln_")
+
+
+def _header_rank_elements(name: str, shape: tuple[int, ...], m: ModelSpec, tp: int) -> int:
+    """Elements of one checkpoint tensor on one TP rank, by vLLM's layer kinds read from the
+    tensor name: vocab rows padded to 64 then split; k/v projections keep
+    max(1, kv_heads // tp) of kv_heads; norms, routers and scalars replicated; every other
+    tensor split evenly (column- or row-parallel alike)."""
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel <= 1 or any(key in name for key in _REPLICATED):
+        return numel
+    if any(leaf in name for leaf in _VOCAB_LEAVES) and shape:
+        padded = cdiv(shape[0], VOCAB_PADDING) * VOCAB_PADDING
+        return cdiv(padded, tp) * (numel // shape[0])
+    if ("k_proj" in name or "v_proj" in name) and not is_encoder(name):
+        return cdiv(numel * max(1, m.num_kv_heads // tp), m.num_kv_heads)
+    return cdiv(numel, tp)
+
+
+def header_weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> list[int]:
+    """Weight bytes per PP stage from the safetensors tensor table (one TP rank), plus RoPE cache.
+
+    Floating tensors are cast to the run dtype (vLLM's --dtype); quantized payloads (int,
+    fp8, packed uint8) and quantization scales keep their stored dtype. Decoder layers go to
+    their PP stage; embeddings and encoders to the first, the rest (final norm, head) to the
+    last. Sharding by name is exact for the common layouts; fused or unusual names fall back
+    to an even TP split."""
+    assert m.checkpoint is not None
+    stage_of = {layer: s for s, r in enumerate(pp_layer_ranges(m.num_layers, pp)) for layer in r}
+    per_stage = [0] * pp
+    run_bytes = DTYPE_BYTES[dtype]
+    for name, (st_dtype, shape) in m.checkpoint.tensors.items():
+        if skipped_by_vllm(name, m):
+            continue
+        elem = (run_bytes if st_dtype in FLOAT_DTYPES and not is_scale(name)
+                else SAFETENSORS_DTYPE_BYTES[st_dtype])
+        b = _header_rank_elements(name, shape, m, tp) * elem
+        layer = layer_of(name)
+        if layer is not None:
+            per_stage[stage_of[layer]] += b
+        elif is_encoder(name) or "embed" in name or "wte" in name:
+            per_stage[0] += b
+            if pp > 1 and m.tie_word_embeddings and not is_encoder(name):
+                per_stage[-1] += b
+        else:
             per_stage[-1] += b
     rope = rope_cache_bytes(m, dtype)
     return [w + rope for w in per_stage]

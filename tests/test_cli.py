@@ -105,25 +105,20 @@ def test_local_directory_plans_and_command_uses_path(capsys, tmp_path):
     assert any(p["code"] == "gpu-total-estimated" for p in data["problems"])
 
 
-def test_unavailable_source_exit_3(capsys, monkeypatch):
-    from kvplan import planner
-    from kvplan.errors import UnavailableError
-
-    def offline(_ref):
-        raise UnavailableError("model source unreachable", hint="retry online")
-
-    monkeypatch.setattr(planner, "resolve_model", offline)
-    code, _, err = run(capsys, "plan", "some/repo", "--gpu", "h100")
-    assert code == 3 and "retry online" in err
+def test_uncached_hub_repo_while_offline_exits_3(capsys):
+    """conftest sets HF_HUB_OFFLINE=1 and an empty HF_HOME: nothing is cached."""
+    code, out, err = run(capsys, "plan", "some-org/some-model", "--gpu", "h100")
+    assert code == 3 and out == ""
+    assert "not cached and offline mode is on" in err and "run the same command once online" in err
 
 
 def test_internal_error_has_no_traceback_unless_debug(capsys, monkeypatch):
-    from kvplan import planner
+    from kvplan import catalog
 
-    def boom(_ref):
+    def boom(_ref, **_kw):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(planner, "resolve_model", boom)
+    monkeypatch.setattr(catalog, "resolve_model", boom)
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100")
     assert code == 2 and "internal error" in err and "Traceback" not in err
     monkeypatch.setenv("KVPLAN_DEBUG", "1")

@@ -1,0 +1,347 @@
+"""Hub and local-checkpoint sources, end to end through the real huggingface_hub client.
+
+A FakeHub on 127.0.0.1 stands in for huggingface.co (HF_ENDPOINT points at it); local
+checkpoints are header-only safetensors files written here. No test touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+
+import pytest
+
+from fakehub import FakeHub, FakeRepo, safetensors_header_only
+from kvplan import cli
+from kvplan.catalog import data_dir
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _llama_cfg() -> dict:
+    index = json.loads((data_dir("model_specs") / "index.json").read_text())
+    entry = next(e for e in index["models"] if e["id"] == LLAMA)
+    return json.loads((data_dir("model_specs") / entry["config"]).read_text())
+
+
+def _linears(cfg: dict):
+    """(name, out_features, in_features) of every linear layer, in HF Llama naming."""
+    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    hd = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * hd
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        yield from ((p + "self_attn.q_proj", h, h), (p + "self_attn.k_proj", kv, h),
+                    (p + "self_attn.v_proj", kv, h), (p + "self_attn.o_proj", h, h),
+                    (p + "mlp.gate_proj", inter, h), (p + "mlp.up_proj", inter, h),
+                    (p + "mlp.down_proj", h, inter))
+
+
+def _others(cfg: dict, dtype: str) -> dict:
+    h, v = cfg["hidden_size"], cfg["vocab_size"]
+    t = {"model.embed_tokens.weight": (dtype, [v, h]), "lm_head.weight": (dtype, [v, h]),
+         "model.norm.weight": (dtype, [h])}
+    for i in range(cfg["num_hidden_layers"]):
+        t[f"model.layers.{i}.input_layernorm.weight"] = (dtype, [h])
+        t[f"model.layers.{i}.post_attention_layernorm.weight"] = (dtype, [h])
+    return t
+
+
+def dense_tensors(cfg: dict) -> dict:
+    t = _others(cfg, "BF16")
+    t.update({name + ".weight": ("BF16", [out, inp]) for name, out, inp in _linears(cfg)})
+    return t
+
+
+def awq_tensors(cfg: dict) -> dict:
+    """AutoAWQ GEMM layout as vLLM's AWQLinearMethod.create_weights declares it
+    (vllm/model_executor/layers/quantization/awq.py): qweight int32 [in, out/8],
+    qzeros int32 [in/128, out/8], scales fp16 [in/128, out]."""
+    t = _others(cfg, "F16")
+    for name, out, inp in _linears(cfg):
+        t[name + ".qweight"] = ("I32", [inp, out // 8])
+        t[name + ".qzeros"] = ("I32", [inp // 128, out // 8])
+        t[name + ".scales"] = ("F16", [inp // 128, out])
+    return t
+
+
+AWQ_QC = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": True}
+
+
+def sharded(tensors: dict, shards: int) -> dict[str, bytes]:
+    """model-0000k-of-0000n.safetensors files plus their index, as the Hub stores them."""
+    names = list(tensors)
+    files, weight_map = {}, {}
+    for k in range(shards):
+        fname = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: tensors[n] for n in names[k::shards]}
+        files[fname] = safetensors_header_only(part)
+        weight_map.update(dict.fromkeys(part, fname))
+    files["model.safetensors.index.json"] = json.dumps({"metadata": {}, "weight_map": weight_map}).encode()
+    return files
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    import huggingface_hub.constants
+
+    cfg = _llama_cfg()
+    awq_cfg = {**cfg, "torch_dtype": "float16", "quantization_config": AWQ_QC}
+    fake = FakeHub(repos={
+        "acme/llama-dense": FakeRepo({"main": {"config.json": json.dumps(cfg).encode(),
+                                               **sharded(dense_tensors(cfg), 4)}}),
+        "acme/llama-awq": FakeRepo({"main": {"config.json": json.dumps(awq_cfg).encode(),
+                                             **sharded(awq_tensors(cfg), 2)}}),
+        "acme/gated-llama": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()}}, gated=True),
+        "acme/no-weights": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()},
+                                     "v1.0": {"config.json": json.dumps(cfg).encode()}}),
+        "acme/corrupt": FakeRepo({"main": {"config.json": json.dumps(cfg).encode(),
+                                           "model.safetensors": b"\xff" * 8 + b"{not json"}}),
+        "acme/remote-code": FakeRepo({"main": {"config.json": json.dumps(
+            {**cfg, "model_type": "acme_lm", "auto_map": {"AutoConfig": "cfg.AcmeConfig"}}).encode()}}),
+        "acme/no-config": FakeRepo({"main": {"README.md": b"# GGUF only"}}),
+    })
+    endpoint = fake.start()
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    # huggingface_hub reads HF_HUB_OFFLINE once at import; this process imported it offline.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    yield fake
+    fake.stop()
+
+
+def run(capsys, *args):
+    sys.argv = ["kvplan", *args]
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plan_json(capsys, *args):
+    code, out, err = run(capsys, "plan", *args, "--json")
+    assert code in (0, 1), err
+    return json.loads(out), err
+
+
+# ------------------------------------------------------------------------- Hub
+
+
+def test_dense_repo_plans_exactly_like_the_catalogue_copy(hub, capsys):
+    from_hub, err = plan_json(capsys, "acme/llama-dense", "--gpu", "h100")
+    from_catalogue, _ = plan_json(capsys, LLAMA, "--gpu", "h100")
+    assert from_hub["memory"] == from_catalogue["memory"]
+    assert from_hub["kv_cache"] == from_catalogue["kv_cache"]
+    assert from_hub["model"]["weights_from"] == "config"
+    assert any(p["code"] == "headers-agree" for p in from_hub["problems"])
+    assert from_hub["model"]["source"].startswith("Hugging Face Hub acme/llama-dense@")
+    assert from_hub["command"].startswith("vllm serve acme/llama-dense ")
+    assert "reading config and safetensors headers" in err
+
+
+def test_second_plan_of_a_repo_does_no_network_work(hub, capsys):
+    plan_json(capsys, "acme/llama-dense", "--gpu", "h100")
+    assert hub.requests
+    before = len(hub.requests)
+    again, err = plan_json(capsys, "acme/llama-dense", "--gpu", "h100")
+    assert len(hub.requests) == before
+    assert again["model"]["source"].endswith("(kvplan cache)") and "reading" not in err
+    plan_json(capsys, "acme/llama-dense", "--gpu", "h100", "--refresh")
+    assert len(hub.requests) > before
+
+
+def test_awq_weight_bytes_come_from_the_headers(hub, capsys):
+    """Hand-worked from the AWQ layout (awq.py shapes): per linear of N = in×out weights,
+    N/2 B packed int4 + N/256 B int32 zeros + N/64 B fp16 scales; fp16 embeddings, head and
+    norms; plus the RoPE cache 131072 × 128 × 2 B (rope_cache_bytes, ENGINE_MEMORY §1.8)."""
+    cfg = _llama_cfg()
+    n = sum(out * inp for _, out, inp in _linears(cfg))
+    h, v, layers = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
+    expected = (n // 2 + n // 256 + n // 64 + 2 * (2 * v * h) + 2 * h * (2 * layers + 1)
+                + 131072 * 128 * 2)
+    assert expected == 5_761_409_024  # 5.36 GiB, vs 14.99 GiB for the bf16 checkpoint
+    data, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4")
+    assert data["memory"]["weights_bytes"] == expected
+    assert data["model"]["weights_from"] == "headers"
+    assert data["model"]["quantization"] == "awq"
+    assert any(p["code"] == "weights-from-headers" for p in data["problems"])
+    assert not any(p["code"] == "unmodelled-quantization" for p in data["problems"])
+
+
+def test_awq_at_tp2_splits_every_linear(hub, capsys):
+    one, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4")
+    two, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4", "-tp", "2")
+    rope = 131072 * 128 * 2
+    # Everything but the replicated norms (2 B × 4096 × 65) and the RoPE cache halves.
+    norms = 2 * 4096 * 65
+    assert two["memory"]["weights_bytes"] - rope - norms == (one["memory"]["weights_bytes"] - rope - norms) // 2
+
+
+def test_gated_repo_without_token_says_how_to_get_access(hub, capsys):
+    code, out, err = run(capsys, "plan", "acme/gated-llama", "--gpu", "h100")
+    assert code == 3 and out == ""
+    assert "gated" in err and "HF_TOKEN" in err and "--token" in err
+    code, _, err = run(capsys, "plan", "acme/gated-llama", "--gpu", "h100", "--token", "hf_wrong")
+    assert code == 3 and "not been granted access" in err
+    code, out, _ = run(capsys, "plan", "acme/gated-llama", "--gpu", "h100", "--token", hub.token, "--json")
+    assert code == 0 and json.loads(out)["model"]["id"] == "acme/gated-llama"
+
+
+def test_gated_repo_token_from_environment(hub, capsys, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", hub.token)
+    code, _, err = run(capsys, "plan", "acme/gated-llama", "--gpu", "h100")
+    assert code == 0, err
+
+
+def test_missing_revision_is_bad_input(hub, capsys):
+    code, _, err = run(capsys, "plan", "acme/no-weights", "--gpu", "h100", "--revision", "v9")
+    assert code == 2 and "revision 'v9' not found in acme/no-weights" in err and "--revision" in err
+
+
+def test_existing_revision_goes_into_the_serve_command(hub, capsys):
+    data, _ = plan_json(capsys, "acme/no-weights", "--gpu", "h100", "--revision", "v1.0")
+    assert "--revision v1.0" in data["command"]
+    assert data["model"]["weights_from"] == "config"
+    assert not any(p["code"] == "headers-agree" for p in data["problems"])
+
+
+def test_missing_repo_suggests_catalogue_models(hub, capsys):
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruc", "--gpu", "h100")
+    assert code == 2 and "not found" in err and "did you mean 'meta-llama/Llama-3.1-8B-Instruct'" in err
+    code, _, err = run(capsys, "plan", "nobody/nothing-like-it", "--gpu", "h100")
+    assert code == 2 and "HF_TOKEN" in err
+
+
+def test_repo_without_config_json(hub, capsys):
+    code, _, err = run(capsys, "plan", "acme/no-config", "--gpu", "h100")
+    assert code == 2 and "no config.json" in err
+
+
+def test_corrupt_safetensors_header_names_the_repo(hub, capsys):
+    code, _, err = run(capsys, "plan", "acme/corrupt", "--gpu", "h100")
+    assert code == 2 and "corrupt safetensors header" in err and "acme/corrupt" in err
+    assert "Traceback" not in err
+
+
+def test_remote_code_model_is_read_not_run(hub, capsys):
+    data, _ = plan_json(capsys, "acme/remote-code", "--gpu", "h100")
+    codes = {p["code"] for p in data["problems"]}
+    assert "remote-code-not-run" in codes and "unsupported-layout" in codes
+
+
+def test_offline_uses_the_cache_and_never_the_network(hub, capsys, monkeypatch):
+    online, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4")
+    hub.stop()  # nothing answers any more
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4")
+    assert offline["memory"] == online["memory"]
+    hub.start()  # so the fixture can stop it
+
+
+def test_offline_falls_back_to_huggingface_hub_cache(hub, capsys, monkeypatch, tmp_path):
+    plan_json(capsys, "acme/no-weights", "--gpu", "h100")  # puts config.json in the HF cache
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "fresh-kvplan-cache"))
+    before = len(hub.requests)
+    data, _ = plan_json(capsys, "acme/no-weights", "--gpu", "h100", "--offline")
+    assert len(hub.requests) == before and data["model"]["parameters"] == 8_030_261_248
+
+
+def test_offline_without_cache_exits_3(hub, capsys):
+    code, _, err = run(capsys, "plan", "acme/llama-dense", "--gpu", "h100", "--offline")
+    assert code == 3 and "not cached" in err
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_network_down_exits_3_with_a_next_step(hub, capsys, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    code, _, err = run(capsys, "plan", "acme/llama-dense", "--gpu", "h100")
+    assert code == 3 and "could not reach" in err and "--offline" in err
+
+
+def test_slow_hub_times_out_within_the_bound(hub, capsys, monkeypatch):
+    import time
+
+    hub.delay_s = 3.0
+    monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", "0.5")
+    t0 = time.monotonic()
+    code, _, err = run(capsys, "plan", "acme/llama-dense", "--gpu", "h100")
+    assert code == 3 and "within 0.5 s" in err
+    assert time.monotonic() - t0 < 3.0
+    hub.delay_s = 0.0
+
+
+def test_bad_timeout_setting(hub, capsys, monkeypatch):
+    monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", "soon")
+    code, _, err = run(capsys, "plan", "acme/llama-dense", "--gpu", "h100")
+    assert code == 2 and "KVPLAN_HUB_TIMEOUT" in err
+
+
+def test_catalogue_model_never_touches_the_hub(hub, capsys):
+    plan_json(capsys, LLAMA, "--gpu", "h100")
+    assert hub.requests == []
+
+
+# --------------------------------------------------------------- local checkpoints
+
+
+def _write_dir(tmp_path, cfg, tensors, shards=1):
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    if shards == 1:
+        (d / "model.safetensors").write_bytes(safetensors_header_only(tensors))
+    else:
+        for name, blob in sharded(tensors, shards).items():
+            (d / name).write_bytes(blob)
+    return d
+
+
+def test_local_awq_directory_uses_headers(capsys, tmp_path):
+    cfg = {**_llama_cfg(), "torch_dtype": "float16", "quantization_config": AWQ_QC}
+    d = _write_dir(tmp_path, cfg, awq_tensors(cfg), shards=3)
+    data, _ = plan_json(capsys, str(d), "--gpu", "l4")
+    assert data["memory"]["weights_bytes"] == 5_761_409_024  # same hand-worked value as above
+    assert data["command"].startswith(f"vllm serve {d} ")
+
+
+def test_local_config_alone_warns_that_quantized_bytes_are_unknown(capsys, tmp_path):
+    cfg = {**_llama_cfg(), "torch_dtype": "float16", "quantization_config": AWQ_QC}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    data, _ = plan_json(capsys, str(tmp_path / "config.json"), "--gpu", "l4")
+    warning = next(p for p in data["problems"] if p["code"] == "unmodelled-quantization")
+    assert "safetensors headers" in warning["message"]
+
+
+def test_local_headers_that_disagree_with_the_config_win(capsys, tmp_path):
+    cfg = _llama_cfg()
+    tensors = dense_tensors(cfg)
+    tensors["vision_tower.proj.weight"] = ("BF16", [4096, 50_000])  # 0.2 B params the config lacks
+    d = _write_dir(tmp_path, cfg, tensors)
+    data, _ = plan_json(capsys, str(d), "--gpu", "h100")
+    warn = next(p for p in data["problems"] if p["code"] == "config-disagrees-with-headers")
+    assert "2.6%" in warn["message"] and data["model"]["weights_from"] == "headers"
+    baseline, _ = plan_json(capsys, LLAMA, "--gpu", "h100")
+    assert data["memory"]["weights_bytes"] - baseline["memory"]["weights_bytes"] == 4096 * 50_000 * 2
+
+
+def test_local_corrupt_header_is_named(capsys, tmp_path):
+    d = _write_dir(tmp_path, _llama_cfg(), {"a": ("BF16", [2, 2])})
+    (d / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": [1, 2]}   ")
+    code, _, err = run(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and "model.safetensors" in err and "unreadable dtype/shape" in err
+
+
+def test_local_index_with_missing_shard(capsys, tmp_path):
+    d = _write_dir(tmp_path, _llama_cfg(), dense_tensors(_llama_cfg()), shards=2)
+    (d / "model-00002-of-00002.safetensors").unlink()
+    code, _, err = run(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and "model-00002-of-00002.safetensors" in err and "config.json alone" in err
