@@ -6,7 +6,11 @@
 """
 
 from .errors import (
-    InvalidConfigError, InvalidInputError, KvplanError, UnavailableError, UnknownGpuError,
+    InvalidConfigError,
+    InvalidInputError,
+    KvplanError,
+    UnavailableError,
+    UnknownGpuError,
     UnknownModelError,
 )
 from .planner import plan

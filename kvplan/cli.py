@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -209,6 +210,78 @@ def gpus(
         from .render import gpus_table
 
         gpus_table(rows, _console())
+
+
+@app.command()
+def check(
+    files: Annotated[list[Path], typer.Argument(help="Deployment files: Dockerfile, shell scripts, "
+                                                "docker-compose, Kubernetes/KServe manifests, vLLM --config YAML.")],
+    gpu: Annotated[Optional[str], typer.Option(
+        "--gpu", help="GPU for commands whose file does not say (node selector or # kvplan: gpu=…)")] = None,
+    engine_version: Annotated[Optional[str], typer.Option(
+        "--engine-version", help="vLLM version when the file does not say (image tag, vllm==…)")] = None,
+    sets: Annotated[Optional[list[str]], typer.Option(
+        "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template (repeatable)")] = None,
+    config: Annotated[Optional[Path], typer.Option(
+        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
+    min_concurrency: Annotated[Optional[float], typer.Option(
+        "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
+    min_kv_tokens: Annotated[Optional[int], typer.Option("--min-kv-tokens", help="policy")] = None,
+    min_headroom_gib: Annotated[Optional[float], typer.Option(
+        "--min-headroom-gib", help="policy: GiB per GPU left outside vLLM's budget")] = None,
+    max_gpu_memory_utilization: Annotated[Optional[float], typer.Option(
+        "--max-gpu-memory-utilization", help="policy")] = None,
+    min_max_model_len: Annotated[Optional[int], typer.Option("--min-max-model-len", help="policy")] = None,
+    require_fp8_kv_cache: Annotated[Optional[bool], typer.Option(
+        "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
+    offline: Annotated[Optional[bool], typer.Option(
+        "--offline", help="resolve Hub models from caches only (default: HF_HUB_OFFLINE)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or github (Actions annotations)")] = "table",
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every serving command in deployment files: will it start, what KV capacity, does it
+    meet the team's policies. Exit 0 all fit, 1 any does not fit or breaks a policy, 2 a file
+    cannot be parsed, 3 a model source is unavailable.
+
+    Example: kvplan check deploy/k8s.yaml Dockerfile --gpu h100 --min-concurrency 8
+    """
+    from pydantic import ValidationError
+
+    from .check import Policy, check_files, load_policy
+    from .errors import InvalidInputError
+
+    fmt = "json" if as_json else fmt
+    if fmt not in {"table", "json", "github"}:
+        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, json or github")
+    values = {}
+    for item in sets or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise InvalidInputError(f"--set {item!r} is not KEY=VALUE")
+        values[key.strip()] = value
+    policy, _ = load_policy(config, Path.cwd())
+    overrides = {k: v for k, v in dict(
+        gpu=gpu, engine_version=engine_version, min_concurrency=min_concurrency,
+        min_kv_tokens=min_kv_tokens, min_headroom_gib=min_headroom_gib,
+        max_gpu_memory_utilization=max_gpu_memory_utilization, min_max_model_len=min_max_model_len,
+        require_fp8_kv_cache=require_fp8_kv_cache).items() if v is not None}
+    try:
+        policy = Policy.model_validate({**policy.model_dump(), **overrides})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InvalidInputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+    report = check_files(files, policy=policy, sets=values, offline=offline)
+    if fmt == "json":
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    elif fmt == "github":
+        from .render import github_annotations
+
+        sys.stdout.write(github_annotations(report))
+    else:
+        from .render import check_table
+
+        check_table(report, _console())
+    raise typer.Exit(report.exit_code)
 
 
 @app.command()

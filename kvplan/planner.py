@@ -10,8 +10,21 @@ from .catalog import resolve_gpu, resolve_model
 from .engines import vllm
 from .kv import blocks_per_request
 from .specs import (
-    Deployment, GpuSpec, KvCache, MemoryBreakdown, ModelSpec, Plan, PlanEngine, PlanGpu, PlanModel,
-    Problem, Recommendation, Recommendations, SourcedValue, StageBreakdown, Workload,
+    Deployment,
+    GpuSpec,
+    KvCache,
+    MemoryBreakdown,
+    ModelSpec,
+    Plan,
+    PlanEngine,
+    PlanGpu,
+    PlanModel,
+    Problem,
+    Recommendation,
+    Recommendations,
+    SourcedValue,
+    StageBreakdown,
+    Workload,
 )
 from .units import GiB
 from .weights import parameter_count

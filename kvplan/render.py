@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from .catalog import CatalogEntry
+    from .check import CheckReport
     from .specs import GpuSpec, ModelSpec, Plan
 
 
@@ -113,3 +114,67 @@ def gpus_table(gpus: list[GpuSpec], console: Console) -> None:
                   f"{g.bandwidth_tbps:g}" if g.bandwidth_tbps else "?",
                   f"{g.tflops.bf16:g}" if g.tflops.bf16 else "—", "yes" if g.fp8_native else "no")
     console.print(t)
+
+
+def check_table(report: CheckReport, console: Console) -> None:
+    """One row per deployment found, then each deployment's problems and policy violations."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    colour = {"fits": "green", "does-not-fit": "red", "policy-violation": "red", "error": "red",
+              "unchecked": "yellow"}
+    t = Table(show_edge=False)
+    for col in ("where", "model", "GPU", "status", "KV tokens", "max concurrency", "problems"):
+        t.add_column(col, justify="right" if col in ("KV tokens", "max concurrency") else "left")
+    for d in report.deployments:
+        p = d.plan
+        gpu = f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?")
+        serious = [x for x in [*d.problems, *d.policy_violations] if x.severity != "info"]
+        t.add_row(escape(f"{d.file}:{d.line}"), escape(d.model or "?"), escape(gpu),
+                  f"[{colour[d.status]}]{d.status}[/]",
+                  f"{p.kv_cache.tokens:,}" if p else "—",
+                  f"{p.kv_cache.max_concurrency:g}x" if p else "—", str(len(serious)))
+    console.print(t)
+    for d in report.deployments:
+        for x in [*d.policy_violations, *d.problems]:
+            if x.severity == "info" and d.status == "fits":
+                continue
+            style = {"error": "red", "warning": "yellow"}.get(x.severity, "dim")
+            console.print(f"{escape(f'{d.file}:{d.line}')} [{style}]{x.severity}[/] "
+                          f"{escape(f'[{x.code}]')} {escape(x.message)}")
+    s = report.summary
+    console.print(f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, "
+                  f"{s.unchecked} unchecked, {s.errors} error(s)")
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (%, CR, LF; plus : and , in properties)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(report: CheckReport) -> str:
+    """`::error file=…,line=…,title=…::message` lines for GitHub Actions, one per problem that
+    needs attention, and a `::notice` per deployment that fits."""
+    lines = []
+    for d in report.deployments:
+        where = f"file={_gh_escape(d.file, True)},line={d.line}"
+        p = d.plan
+        for x in [*d.policy_violations, *d.problems]:
+            if x.severity == "info":
+                continue
+            level = "error" if x.severity == "error" else "warning"
+            title = _gh_escape(f"kvplan {x.code}", True)
+            lines.append(f"::{level} {where},title={title}::{_gh_escape(x.message)}")
+        if d.status == "does-not-fit" and not any(x.severity == "error" for x in d.problems):
+            lines.append(f"::error {where},title=kvplan does-not-fit::{_gh_escape(d.model or '?')} "
+                         f"does not fit on {p.gpu.count if p else '?'} × {d.gpu}")
+        if d.status == "fits" and p:
+            lines.append(f"::notice {where},title=kvplan::{_gh_escape(d.model or '?')} fits on "
+                         f"{p.gpu.count} × {p.gpu.id}: {p.kv_cache.tokens:,} KV tokens, "
+                         f"{p.kv_cache.max_concurrency:g}x concurrency at max_model_len "
+                         f"{p.inputs['max_model_len'].value}")
+    s = report.summary
+    lines.append(f"kvplan check: {s.deployments} deployment(s), {s.fits} fit, {s.failed} failed, "
+                 f"{s.unchecked} unchecked, {s.errors} error(s)")
+    return "\n".join(lines) + "\n"

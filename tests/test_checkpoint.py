@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from fakehub import safetensors_header_only
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakehub import safetensors_header_only
 from kvplan.checkpoint import is_scale, layer_of, parse_header
 from kvplan.errors import InvalidConfigError
 

@@ -5,24 +5,9 @@ import subprocess
 import sys
 
 import pytest
-
-from kvplan import cli
+from clirun import run
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-def run(capsys, *args):
-    """Run kvplan's real entry point (main) and return (exit code, stdout, stderr)."""
-    old = sys.argv
-    sys.argv = ["kvplan", *args]
-    try:
-        with pytest.raises(SystemExit) as exc:
-            cli.main()
-    finally:
-        sys.argv = old
-    out = capsys.readouterr()
-    code = exc.value.code if isinstance(exc.value.code, int) else 0
-    return code, out.out, out.err
 
 
 def test_plan_fits_exit_0_and_table(capsys):

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 
 import pytest
-
+from clirun import run
 from fakehub import FakeHub, FakeRepo, safetensors_header_only
-from kvplan import cli
+
 from kvplan.catalog import data_dir
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -109,17 +108,6 @@ def hub(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     yield fake
     fake.stop()
-
-
-def run(capsys, *args):
-    sys.argv = ["kvplan", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def plan_json(capsys, *args):

@@ -75,7 +75,7 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
             code="engine-version-newer", severity="warning",
             message=f"vLLM {version} is newer than the newest release kvplan models "
             f"({NEWEST_MODELLED}); using the {ERAS[-1].name} accounting."))
-    elif any(lo <= v <= hi for lo, hi in UNREAD_RANGES):
+    elif v not in READ_VERSIONS and any(lo <= v <= hi for lo, hi in UNREAD_RANGES):
         problems.append(Problem(
             code="engine-version-boundary-uncertain", severity="warning",
             message=f"vLLM {version} lies in a range whose sources were not read; era boundaries "

@@ -1,0 +1,264 @@
+"""`kvplan check`: plan every serving command found in deployment files and apply policies.
+
+One CheckReport comes out, rendered as a table, JSON or GitHub annotations by the CLI.
+Exit code: 2 if any file or command could not be read (or nothing was found), else 3 if a
+model source was unavailable, else 1 if any deployment does not fit or violates a policy,
+else 0.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .catalog import find_model_entry, resolve_gpu, resolve_model
+from .deploy import DeployParseError, Found, Templates, find_commands
+from .errors import InvalidConfigError, KvplanError
+from .planner import plan
+from .specs import SCHEMA_VERSION, Plan, Problem
+from .units import GiB
+
+Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
+
+
+class Policy(BaseModel):
+    """Team rules every deployment must meet (flags, `[tool.kvplan]` in pyproject.toml, or
+    kvplan.toml). Unset rules are not checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str | None = Field(None, description="GPU for commands whose file does not say")
+    engine_version: str | None = Field(None, description="vLLM version when the file does not say")
+    min_concurrency: float | None = Field(None, gt=0, description="requests at max_model_len")
+    min_kv_tokens: int | None = Field(None, gt=0)
+    min_headroom_gib: float | None = Field(None, ge=0,
+                                           description="GPU memory left outside vLLM's budget")
+    max_gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    min_max_model_len: int | None = Field(None, gt=0)
+    require_fp8_kv_cache: bool = False
+
+
+class CheckedDeployment(BaseModel):
+    file: str
+    line: int
+    engine: str
+    command: str
+    model: str | None
+    gpu: str | None
+    gpu_source: str | None
+    status: Status
+    exit_code: int
+    problems: list[Problem]
+    policy_violations: list[Problem]
+    plan: Plan | None
+
+
+class CheckSummary(BaseModel):
+    deployments: int
+    fits: int
+    failed: int = Field(description="does not fit or violates a policy")
+    unchecked: int = Field(description="found but not modelled (e.g. SGLang)")
+    errors: int
+
+
+class CheckReport(BaseModel):
+    schema_version: str = SCHEMA_VERSION
+    exit_code: int
+    summary: CheckSummary
+    policy: Policy
+    deployments: list[CheckedDeployment]
+
+
+# ------------------------------------------------------------------------ policy
+
+
+def load_policy(config: Path | None, cwd: Path) -> tuple[Policy, str | None]:
+    """The policy file: `config` if given, else ./kvplan.toml, else [tool.kvplan] in
+    ./pyproject.toml. Returns (policy, where it came from)."""
+    candidates = [config] if config else [cwd / "kvplan.toml", cwd / "pyproject.toml"]
+    for path in candidates:
+        if path is None or not path.exists():
+            if config:
+                raise InvalidConfigError("no such file", path=str(config))
+            continue
+        data = _read_toml(path)
+        section = data.get("tool", {}).get("kvplan") if path.name == "pyproject.toml" else data
+        if section is None:
+            continue
+        return _validate_policy(section, str(path)), str(path)
+    return Policy(), None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise InvalidConfigError(f"not valid TOML ({e})", path=str(path)) from None
+
+
+def _validate_policy(section: dict[str, Any], where: str) -> Policy:
+    fields = set(Policy.model_fields)
+    for key in section:
+        norm = key.replace("-", "_")
+        if norm not in fields:
+            close = difflib.get_close_matches(norm, sorted(fields), n=1)
+            raise InvalidConfigError(f"unknown setting {key!r}", path=where, field=key,
+                                     hint=(f"did you mean {close[0]!r}?" if close else
+                                           "settings: " + ", ".join(sorted(fields))))
+    try:
+        return Policy.model_validate({k.replace("-", "_"): v for k, v in section.items()})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InvalidConfigError(err["msg"], path=where, field=str(err["loc"][0])) from None
+
+
+def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
+    """Each violated rule as a Problem whose code is the rule's name."""
+    out = []
+
+    def add(code: str, message: str) -> None:
+        out.append(Problem(code=code, severity="error", message=message))
+
+    kv, inputs = p.kv_cache, p.inputs
+    length = inputs["max_model_len"].value
+    if policy.min_concurrency is not None and kv.max_concurrency < policy.min_concurrency:
+        add("min_concurrency", f"the KV cache holds {kv.max_concurrency:g} requests at "
+            f"max_model_len {length}; the policy needs {policy.min_concurrency:g}")
+    if policy.min_kv_tokens is not None and kv.tokens < policy.min_kv_tokens:
+        add("min_kv_tokens", f"{kv.tokens:,} KV tokens; the policy needs {policy.min_kv_tokens:,}")
+    headroom = (p.memory.total_bytes - p.memory.budget_bytes) / GiB
+    if policy.min_headroom_gib is not None and headroom < policy.min_headroom_gib:
+        add("min_headroom_gib", f"{headroom:.2f} GiB per GPU left outside vLLM's budget; the policy "
+            f"needs {policy.min_headroom_gib:g} GiB")
+    util = inputs["gpu_memory_utilization"].value
+    if policy.max_gpu_memory_utilization is not None and isinstance(util, float) \
+            and util > policy.max_gpu_memory_utilization:
+        add("max_gpu_memory_utilization", f"gpu_memory_utilization {util:g} is above the policy's "
+            f"{policy.max_gpu_memory_utilization:g}")
+    if policy.min_max_model_len is not None and isinstance(length, int) and length < policy.min_max_model_len:
+        add("min_max_model_len", f"max_model_len {length} is below the policy's {policy.min_max_model_len}")
+    if policy.require_fp8_kv_cache and not str(inputs["kv_cache_dtype"].value).startswith("fp8"):
+        add("require_fp8_kv_cache", "the policy requires --kv-cache-dtype fp8")
+    return out
+
+
+# ------------------------------------------------------------------------- check
+
+
+def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
+                offline: bool | None = None) -> CheckReport:
+    rows: list[CheckedDeployment] = []
+    for path in paths:
+        templates = Templates(values=dict(sets))
+        try:
+            found = find_commands(path, templates)
+        except DeployParseError as e:
+            rows.append(_error_row(e.file, e.line, e, command=""))
+            continue
+        rows += [_check_one(f, policy, offline) for f in found]
+    if not rows:
+        rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
+            "found no serving command (vllm serve, vLLM's api_server, sglang.launch_server, "
+            "container args of a vllm-openai image, or a vLLM --config YAML)",
+            hint="check the file list; a command built at run time needs a # kvplan: comment"), ""))
+    errors = [r for r in rows if r.status == "error"]
+    codes = {r.exit_code for r in rows}
+    exit_code = 2 if 2 in codes else 3 if 3 in codes else 1 if 1 in codes else 0
+    return CheckReport(
+        exit_code=exit_code, policy=policy, deployments=rows,
+        summary=CheckSummary(deployments=len(rows) - len([r for r in errors if r.engine == ""]),
+                             fits=sum(r.status == "fits" for r in rows),
+                             failed=sum(r.status in ("does-not-fit", "policy-violation") for r in rows),
+                             unchecked=sum(r.status == "unchecked" for r in rows),
+                             errors=len(errors)))
+
+
+def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | None = None) -> CheckedDeployment:
+    message = e.reason if isinstance(e, DeployParseError) else e.message
+    if e.hint:
+        message += f" (hint: {e.hint})"
+    return CheckedDeployment(
+        file=file, line=line, engine=f.engine if f else "", command=command,
+        model=f.model if f else None, gpu=f.gpu if f else None, gpu_source=f.gpu_source if f else None,
+        status="error", exit_code=e.exit_code,
+        problems=[Problem(code="unreadable" if isinstance(e, DeployParseError) else "error",
+                          severity="error", message=message)],
+        policy_violations=[], plan=None)
+
+
+def _model_ref(f: Found) -> tuple[str, list[Problem]]:
+    """The model to plan. A container path that does not exist here (/models/Llama-3.1-8B) is
+    matched to the catalogue by its folder name, and the plan says so."""
+    assert f.model is not None
+    path = Path(f.model)
+    if path.is_absolute() and not path.exists():
+        entry = find_model_entry(path.name)
+        if entry is None:
+            raise KvplanError(f"model path {f.model} does not exist here and its folder name is not "
+                              "a catalogue model",
+                              hint="add `# kvplan: model=ORG/NAME` above the command")
+        return entry.id, [Problem(code="model-from-path-name", severity="info",
+                                  message=f"{f.model} planned as catalogue model {entry.id} "
+                                  "(by its folder name)")]
+    return f.model, []
+
+
+def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
+    gpu = f.gpu or policy.gpu
+    gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
+    base = dict(file=f.file, line=f.line, engine=f.engine, command=f.text, model=f.model, gpu=gpu,
+                gpu_source=gpu_source)
+    notes = [Problem(code="file-note", severity="info", message=n) for n in f.notes]
+    if f.unknown_flags:
+        notes.append(Problem(code="flags-not-modelled", severity="info",
+                             message="kept but not modelled: " + " ".join(f.unknown_flags)))
+    if f.engine != "vllm":
+        return CheckedDeployment(**base, status="unchecked", exit_code=0, policy_violations=[],
+                                 plan=None, problems=[*notes, Problem(
+                                     code="engine-not-modelled", severity="warning",
+                                     message=f"{f.engine} accounting is not modelled yet; this "
+                                     "deployment was found but not checked")])
+    try:
+        if f.model is None:
+            raise DeployParseError(f.file, f.line, "the command names no model",
+                                   hint="add the model after `vllm serve`, or --model")
+        if gpu is None:
+            raise DeployParseError(f.file, f.line, "no GPU for this deployment",
+                                   hint="pass --gpu, set gpu in [tool.kvplan], add a "
+                                   "nvidia.com/gpu.product node selector, or a `# kvplan: gpu=…` comment")
+        g = resolve_gpu(gpu)
+        ref, model_notes = _model_ref(f)
+        m = resolve_model(ref, revision=f.revision, offline=offline)
+        version = f.engine_version or policy.engine_version
+        p = plan(m, g, engine_version=version, **f.knobs)
+    except KvplanError as e:
+        if e.exit_code == 3:
+            e.hint = (e.hint or "") + " (kvplan check --offline uses only cached models)"
+        return _error_row(f.file, f.line, e, f.text, f)
+    problems = [*notes, *model_notes, *p.problems]
+    if f.version_source and f.engine_version:
+        problems.append(Problem(code="engine-version-from-file", severity="info",
+                                message=f"vLLM {f.engine_version} from {f.version_source}"))
+    fits = p.fits
+    gpus = p.gpu.count
+    if f.gpu_count is not None and f.gpu_count < gpus:
+        fits = False
+        problems.append(Problem(code="gpu-count-mismatch", severity="error",
+                                message=f"the file gives the container {f.gpu_count} GPU(s) but "
+                                f"TP × PP × DP = {gpus}; vLLM will not start"))
+    elif f.gpu_count is not None and f.gpu_count > gpus:
+        problems.append(Problem(code="gpu-count-mismatch", severity="warning",
+                                message=f"the file gives the container {f.gpu_count} GPUs but "
+                                f"TP × PP × DP = {gpus}; {f.gpu_count - gpus} would sit idle"))
+    violations = policy_violations(p, policy) if fits else []
+    status: Status = "does-not-fit" if not fits else "policy-violation" if violations else "fits"
+    return CheckedDeployment(**base, status=status, exit_code=0 if status == "fits" else 1,
+                             problems=problems, policy_violations=violations, plan=p)

@@ -1,0 +1,579 @@
+"""Find serving commands in deployment files and read their engine flags.
+
+Recognised: shell lines (scripts, Dockerfile RUN/CMD/ENTRYPOINT in shell or JSON form,
+backslash continuations) running `vllm serve`, `python -m vllm.entrypoints.openai.api_server`
+or `python -m sglang.launch_server`; YAML (multi-document): Kubernetes / KServe / Helm-rendered
+manifests (every `containers:` entry's command + args, GPU count from
+resources.limits["nvidia.com/gpu"], GPU model from the nvidia.com/gpu.product node selector
+or affinity), docker-compose services, and vLLM's own `--config` YAML. A `# kvplan: gpu=…
+model=… engine-version=…` comment sets what a file cannot say. Templates (`{{ }}`,
+`${VAR}`) are filled from `--set KEY=VALUE`.
+
+Pure parsing: nothing here plans, prints or touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInputError
+
+
+class DeployParseError(InvalidInputError):
+    """A deployment file (or one command in it) cannot be read. Names the file and line."""
+
+    def __init__(self, file: str, line: int, message: str, hint: str | None = None) -> None:
+        self.file, self.line, self.reason = file, line, message
+        super().__init__(f"{file}:{line}: {message}", hint=hint)
+
+
+@dataclass
+class Found:
+    """One serving command found in a file, with everything the file says about it."""
+
+    file: str
+    line: int
+    engine: str  # "vllm" | "sglang"
+    text: str  # the command as written (joined)
+    model: str | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)
+    revision: str | None = None
+    unknown_flags: list[str] = field(default_factory=list)
+    gpu: str | None = None
+    gpu_source: str | None = None
+    gpu_count: int | None = None
+    engine_version: str | None = None
+    version_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ flag tables
+
+# vLLM flag → (kvplan knob, kind). Kinds: int, hint (human-readable int: 32k = 32000,
+# 32K = 32768 — vllm/engine/arg_utils.py human_readable_int), float, str, bool.
+VLLM_FLAGS: dict[str, tuple[str, str]] = {
+    "--tensor-parallel-size": ("tensor_parallel_size", "int"), "-tp": ("tensor_parallel_size", "int"),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", "int"),
+    "-pp": ("pipeline_parallel_size", "int"),
+    "--data-parallel-size": ("data_parallel_size", "int"), "-dp": ("data_parallel_size", "int"),
+    "--max-model-len": ("max_model_len", "hint"), "--max-num-seqs": ("max_num_seqs", "int"),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", "hint"),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", "float"),
+    "--dtype": ("dtype", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--quantization": ("quantization", "str"), "-q": ("quantization", "str"),
+    "--block-size": ("block_size", "int"), "--enforce-eager": ("enforce_eager", "bool"),
+    "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", "hint"),
+    "--model": ("model", "str"), "--revision": ("revision", "str"),
+}
+SGLANG_FLAGS: dict[str, tuple[str, str]] = {
+    "--model-path": ("model", "str"), "--model": ("model", "str"),
+    "--tp-size": ("tensor_parallel_size", "int"), "--tp": ("tensor_parallel_size", "int"),
+    "--pp-size": ("pipeline_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
+    "--context-length": ("max_model_len", "int"), "--mem-fraction-static": ("mem_fraction_static", "float"),
+    "--max-running-requests": ("max_num_seqs", "int"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
+    "--chunked-prefill-size": ("chunked_prefill_size", "int"),
+    "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
+}
+# Flags known to take no value (vLLM / SGLang store_true or BooleanOptionalAction).
+BOOLEAN_FLAGS = {
+    "--enforce-eager", "--trust-remote-code", "--enable-prefix-caching", "--enable-chunked-prefill",
+    "--enable-expert-parallel", "--disable-log-requests", "--disable-log-stats",
+    "--enable-log-requests", "--enable-auto-tool-choice", "--enable-lora",
+    "--disable-custom-all-reduce", "--async-scheduling", "--disable-frontend-multiprocessing",
+    "--enable-reasoning", "--disable-sliding-window", "--skip-tokenizer-init", "--enable-sleep-mode",
+    "--disable-cuda-graph", "--enable-torch-compile", "--enable-dp-attention", "--enable-metrics",
+    "--disable-radix-cache", "--headless", "--enable-mixed-chunk",
+}
+
+ENTRY_HINT = re.compile(r"\bvllm\b|vllm\.entrypoints|sglang\.launch_server")  # cheap pre-filter
+DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
+DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
+TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}"
+                      r"|\$([A-Za-z_][A-Za-z0-9_]*)")
+UNSET = "__kvplan_unset_{}__"
+IMAGE_VERSION = re.compile(r"vllm[-/_]openai[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
+PIP_VERSION = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
+
+
+def human_int(text: str) -> int:
+    """'32768', '32k' (×1000), '32K' (×1024), '1M', '1.5k' (vLLM's human-readable integers)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text.strip())
+    if not m:
+        raise ValueError(text)
+    number, suffix = m.groups()
+    mult = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}[suffix]
+    value = float(number) * mult
+    if value != int(value) or (not suffix and "." in number):
+        raise ValueError(text)
+    return int(value)
+
+
+# ------------------------------------------------------------------- templates
+
+
+@dataclass
+class Templates:
+    """`--set` values and the placeholders left unfilled (sentinel → (placeholder, line))."""
+
+    values: dict[str, str]
+    unset: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    @staticmethod
+    def key(expr: str) -> str:
+        expr = expr.split("|")[0].strip()
+        return expr.removeprefix(".Values.").removeprefix("Values.").strip()
+
+    def fill(self, text: str, file: str) -> str:
+        out = []
+        for lineno, line in enumerate(text.splitlines(keepends=True), 1):
+            stripped = line.strip()
+            if re.fullmatch(r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*).*?\}\}", stripped):
+                out.append("\n")  # Helm control line: no value of its own
+                continue
+            out.append(TEMPLATE.sub(lambda m, n=lineno: self._one(m, n), line))
+        return "".join(out)
+
+    def _one(self, m: re.Match[str], line: int) -> str:
+        expr, var, default, bare = m.group(1), m.group(2), m.group(3), m.group(4)
+        if bare is not None:  # $VAR: filled when --set names it, else left for check() to report
+            return self.values.get(bare, m.group(0))
+        key = self.key(expr) if expr is not None else var
+        for k in (key, expr, var):
+            if k and k in self.values:
+                return self.values[k]
+        if var and default is not None:
+            return default
+        sentinel = UNSET.format(len(self.unset))
+        self.unset[sentinel] = (m.group(0), line)
+        return sentinel
+
+    def check(self, value: str, flag: str, file: str, line: int) -> str:
+        for sentinel, (placeholder, at) in self.unset.items():
+            if sentinel in value:
+                raise DeployParseError(file, at, f"{flag} is the unexpanded template {placeholder}",
+                                       hint=f"pass --set {self.key(placeholder.strip('{}$ -'))}=VALUE, "
+                                       "or check the rendered file (helm template …)")
+        if re.search(r"\$[A-Za-z_]", value):
+            var = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value).group(1)  # type: ignore[union-attr]
+            raise DeployParseError(file, line, f"{flag} is the unexpanded variable ${var}",
+                                   hint=f"pass --set {var}=VALUE")
+        return value
+
+
+# ---------------------------------------------------------------- flag parsing
+
+
+def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates: Templates,
+               text: str) -> Found:
+    """Engine arguments (after the entrypoint) → Found. Both `--flag value` and `--flag=value`;
+    unknown flags are kept; a known flag without its value, a bad value or two different values
+    for one setting is a DeployParseError."""
+    table = VLLM_FLAGS if engine == "vllm" else SGLANG_FLAGS
+    found = Found(file=file, line=line, engine=engine, text=text)
+    seen: dict[str, tuple[str, Any]] = {}
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if not tok.startswith("-") or tok == "-":
+            if found.model is None and engine == "vllm" and "model" not in seen:
+                found.model = templates.check(tok, "the model", file, line)
+                seen["model"] = ("model", found.model)
+            else:
+                found.unknown_flags.append(tok)
+            continue
+        flag, eq, inline = tok.partition("=")
+        if flag.startswith("--no-") and f"--{flag[5:]}" in table and table[f"--{flag[5:]}"][1] == "bool":
+            knob = table[f"--{flag[5:]}"][0]
+            _set(found, seen, knob, False, flag, file, line)
+            continue
+        spec = table.get(flag)
+        if spec is None:
+            if eq:
+                found.unknown_flags.append(tok)
+            elif flag in BOOLEAN_FLAGS or flag.startswith("--no-") or i >= len(argv) or argv[i].startswith("-"):
+                found.unknown_flags.append(flag)
+            else:
+                found.unknown_flags.append(f"{flag} {argv[i]}")
+                i += 1
+            continue
+        knob, kind = spec
+        if kind == "bool":
+            value: Any = True
+            if eq:
+                value = inline.lower() in {"1", "true", "yes", "on"}
+            _set(found, seen, knob, value, flag, file, line)
+            continue
+        if eq:
+            raw = inline
+        elif i < len(argv) and not (argv[i].startswith("--") or re.fullmatch(r"-[a-z]+", argv[i])):
+            raw = argv[i]
+            i += 1
+        else:
+            raise DeployParseError(file, line, f"{flag} is missing its value",
+                                   hint=f"write {flag} VALUE or {flag}=VALUE")
+        raw = templates.check(raw, flag, file, line)
+        _set(found, seen, knob, _convert(raw, kind, flag, file, line), flag, file, line)
+    if "model" in found.knobs:  # --model / --model-path
+        found.model = found.knobs.pop("model")
+    found.revision = found.knobs.pop("revision", None)
+    return found
+
+
+def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "hint":
+            return human_int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        what = {"int": "an integer", "hint": "an integer such as 32768 or 32k",
+                "float": "a number"}[kind]
+        raise DeployParseError(file, line, f"{flag} {raw!r} is not {what}") from None
+    return raw
+
+
+def _set(found: Found, seen: dict[str, tuple[str, Any]], knob: str, value: Any, flag: str,
+         file: str, line: int) -> None:
+    if knob in seen and seen[knob][1] != value:
+        first_flag, first = seen[knob]
+        raise DeployParseError(file, line, f"contradictory flags: {first_flag} {first} and "
+                               f"{flag} {value}", hint="keep one of them")
+    seen[knob] = (flag, value)
+    found.knobs[knob] = value
+
+
+# ----------------------------------------------------------------- shell lines
+
+
+def _entrypoint(tokens: list[str]) -> tuple[str, list[str]] | None:
+    """(engine, arguments after the entrypoint) if these tokens run a serving command."""
+    for k, tok in enumerate(tokens):
+        base = tok.rsplit("/", 1)[-1]
+        if base == "vllm" and k + 1 < len(tokens) and tokens[k + 1] == "serve":
+            return "vllm", tokens[k + 2:]
+        if tok == "-m" and k + 1 < len(tokens):
+            if tokens[k + 1] == "vllm.entrypoints.openai.api_server":
+                return "vllm", tokens[k + 2:]
+            if tokens[k + 1] == "sglang.launch_server":
+                return "sglang", tokens[k + 2:]
+    return None
+
+
+def _cut_at_shell_operator(tokens: list[str]) -> list[str]:
+    for k, tok in enumerate(tokens):
+        if tok in {"&&", "||", ";", "|", "&", ">", ">>", "2>&1"} or tok.startswith(("2>", ">")):
+            return tokens[:k]
+    return tokens
+
+
+def shell_commands(text: str, *, file: str, first_line: int, templates: Templates) -> list[Found]:
+    """Serving commands in shell text (continuations joined, comments dropped)."""
+    out: list[Found] = []
+    logical, start = "", first_line
+    lines = text.splitlines()
+    for offset, raw in enumerate(lines):
+        if not logical:
+            start = first_line + offset
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            logical += stripped[:-1] + " "
+            continue
+        logical += stripped
+        found = _shell_line(logical, file=file, line=start, templates=templates)
+        if found:
+            out.append(found)
+        logical = ""
+    return out
+
+
+def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -> Found | None:
+    body = line_text.strip()
+    if not ENTRY_HINT.search(body) or body.startswith("#"):
+        return None
+    # Dockerfile instructions: CMD/ENTRYPOINT/RUN, exec (JSON) or shell form.
+    m = re.match(r"(?i)(CMD|ENTRYPOINT|RUN)\s+(.*)$", body)
+    if m:
+        body = m.group(2).strip()
+        if body.startswith("["):
+            try:
+                tokens = json.loads(body)
+            except json.JSONDecodeError as e:
+                raise DeployParseError(file, line, f"{m.group(1)} is not a valid JSON array ({e.msg})") from None
+            if len(tokens) >= 3 and tokens[:2] in (["/bin/sh", "-c"], ["sh", "-c"], ["bash", "-c"],
+                                                   ["/bin/bash", "-c"]):
+                return _shell_line(tokens[2], file=file, line=line, templates=templates)
+            return _from_tokens([str(t) for t in tokens], file, line, templates, body)
+    try:
+        tokens = shlex.split(body, comments=True)
+    except ValueError as e:
+        raise DeployParseError(file, line, f"cannot split the command ({e})",
+                               hint="check the quotes on this line") from None
+    return _from_tokens(tokens, file, line, templates, body)
+
+
+def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, text: str) -> Found | None:
+    hit = _entrypoint(tokens)
+    if hit is None:
+        return None
+    engine, argv = hit
+    return parse_args(_cut_at_shell_operator(argv), engine, file=file, line=line,
+                      templates=templates, text=" ".join(shlex.quote(t) for t in tokens))
+
+
+# -------------------------------------------------------------------------- YAML
+
+
+def _yaml_nodes(text: str, file: str) -> list[Any]:
+    import yaml
+
+    try:
+        return [doc for doc in yaml.compose_all(text, Loader=yaml.SafeLoader) if doc is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise DeployParseError(file, line, f"malformed YAML: {problem}",
+                               hint="fix the YAML (yamllint helps), or render templates first") from None
+
+
+def _get(node: Any, key: str) -> Any:
+    if getattr(node, "id", None) != "mapping":
+        return None
+    for k, v in node.value:
+        if getattr(k, "value", None) == key:
+            return v
+    return None
+
+
+def _scalar(node: Any) -> str | None:
+    return node.value if getattr(node, "id", None) == "scalar" else None
+
+
+def _line(node: Any) -> int:
+    return node.start_mark.line + 1
+
+
+def _strings(node: Any) -> list[tuple[str, int]]:
+    """A YAML string or list of strings → [(text, line)]."""
+    if node is None:
+        return []
+    if getattr(node, "id", None) == "scalar":
+        return [(node.value, _line(node))]
+    if getattr(node, "id", None) == "sequence":
+        return [(n.value, _line(n)) for n in node.value if getattr(n, "id", None) == "scalar"]
+    return []
+
+
+def _walk(node: Any) -> Any:
+    yield node
+    if getattr(node, "id", None) == "mapping":
+        for _, v in node.value:
+            yield from _walk(v)
+    elif getattr(node, "id", None) == "sequence":
+        for v in node.value:
+            yield from _walk(v)
+
+
+def _gpu_product(pod_spec: Any) -> tuple[str | None, str | None]:
+    """nvidia.com/gpu.product from a pod spec's nodeSelector or required node affinity."""
+    sel = _scalar(_get(_get(pod_spec, "nodeSelector"), "nvidia.com/gpu.product"))
+    if sel:
+        return sel, "nodeSelector nvidia.com/gpu.product"
+    for n in _walk(_get(pod_spec, "affinity")):
+        if _scalar(_get(n, "key")) == "nvidia.com/gpu.product":
+            values = _strings(_get(n, "values"))
+            if values:
+                return values[0][0], "node affinity nvidia.com/gpu.product"
+    return None, None
+
+
+def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool, fallback_line: int,
+                  *, file: str, templates: Templates) -> Found | None:
+    """A container's entrypoint + arguments → the serving command they run, if any: an explicit
+    `sh -c "…"` script, an argv naming an entrypoint, or bare arguments to a vllm/vllm-openai
+    image (whose entrypoint is the API server)."""
+    tokens = [t for t, _ in parts]
+    line = parts[0][1] if parts else fallback_line
+    if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {"-c", "-lc", "-ec"}:
+        shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates)
+        return shells[0] if shells else None
+    if _entrypoint(tokens):
+        return _from_tokens(tokens, file, line, templates, " ".join(tokens))
+    if "vllm-openai" in image and not has_entrypoint:
+        return parse_args(tokens, "vllm", file=file, line=line, templates=templates,
+                          text=f"{image} " + " ".join(tokens))
+    return None
+
+
+def _container_commands(container: Any, *, file: str, templates: Templates) -> Found | None:
+    """A Kubernetes container: command + args, GPU count from resources.limits."""
+    image = _scalar(_get(container, "image")) or ""
+    command = _get(container, "command")
+    parts = _strings(command) + _strings(_get(container, "args"))
+    found = _argv_command(parts, image, command is not None, _line(container), file=file,
+                          templates=templates)
+    if found is None:
+        return None
+    count = _scalar(_get(_get(_get(container, "resources"), "limits"), "nvidia.com/gpu"))
+    if count is not None:
+        try:
+            found.gpu_count = int(templates.check(count, 'resources.limits["nvidia.com/gpu"]', file,
+                                                  found.line))
+        except ValueError:
+            raise DeployParseError(file, found.line, f'resources.limits["nvidia.com/gpu"] {count!r} '
+                                   "is not an integer") from None
+    _version_from_image(found, image)
+    return found
+
+
+def _version_from_image(found: Found, image: str) -> None:
+    m = IMAGE_VERSION.search(image)
+    if m and found.engine == "vllm":
+        found.engine_version, found.version_source = m.group(1), f"image {image}"
+
+
+def yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
+    out: list[Found] = []
+    for doc in _yaml_nodes(text, file):
+        services = _get(doc, "services")
+        if services is not None and getattr(services, "id", None) == "mapping":
+            out += _compose(services, file=file, templates=templates)
+            continue
+        if _vllm_config(doc):
+            out.append(_from_vllm_config(doc, file=file, templates=templates))
+            continue
+        for node in _walk(doc):
+            containers = _get(node, "containers")
+            if getattr(containers, "id", None) != "sequence":
+                continue
+            gpu, gpu_source = _gpu_product(node)
+            for c in containers.value:
+                found = _container_commands(c, file=file, templates=templates)
+                if found:
+                    if gpu:
+                        found.gpu, found.gpu_source = gpu, gpu_source
+                    out.append(found)
+    return out
+
+
+def _compose_argv(node: Any) -> list[tuple[str, int]]:
+    """Compose `command`/`entrypoint`: a list, or a string compose splits like a shell."""
+    if getattr(node, "id", None) == "scalar":
+        try:
+            return [(t, _line(node)) for t in shlex.split(node.value)]
+        except ValueError as e:
+            raise DeployParseError("", _line(node), f"cannot split the command ({e})") from None
+    return _strings(node)
+
+
+def _compose(services: Any, *, file: str, templates: Templates) -> list[Found]:
+    """docker-compose services: entrypoint + command, GPU count from device reservations."""
+    out = []
+    for _, svc in services.value:
+        image = _scalar(_get(svc, "image")) or ""
+        entry = _get(svc, "entrypoint")
+        try:
+            parts = _compose_argv(entry) + _compose_argv(_get(svc, "command"))
+        except DeployParseError as e:
+            raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
+        found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
+                              templates=templates)
+        if found is None:
+            continue
+        for dev in _walk(_get(svc, "deploy")):
+            count = _scalar(_get(dev, "count"))
+            ids = _strings(_get(dev, "device_ids"))
+            if count and count.isdigit():
+                found.gpu_count = int(count)
+            elif ids:
+                found.gpu_count = len(ids)
+        _version_from_image(found, image)
+        out.append(found)
+    return out
+
+
+def _vllm_config(doc: Any) -> bool:
+    """vLLM's --config YAML: a flat mapping of flag names (model + at least one engine flag)."""
+    if getattr(doc, "id", None) != "mapping":
+        return False
+    keys = {getattr(k, "value", "") for k, _ in doc.value}
+    flags = {f"--{k.replace('_', '-')}" for k in keys}
+    return "model" in keys and bool(flags & set(VLLM_FLAGS)) and not keys & {"apiVersion", "kind"}
+
+
+def _from_vllm_config(doc: Any, *, file: str, templates: Templates) -> Found:
+    argv = []
+    for k, v in doc.value:
+        flag = "--" + str(k.value).replace("_", "-")
+        value = _scalar(v)
+        if value is None:
+            argv.append(flag)  # lists / mappings: kept as unknown
+            continue
+        kind = VLLM_FLAGS.get(flag, ("", ""))[1]
+        if kind == "bool" or (kind == "" and value.lower() in {"true", "false"}):
+            argv.append(flag if value.lower() == "true" else f"--no-{flag[2:]}")
+        else:
+            argv.append(f"{flag}={value}")
+    return parse_args(argv, "vllm", file=file, line=_line(doc), templates=templates,
+                      text=f"vllm serve --config {file}")
+
+
+# ------------------------------------------------------------------------ files
+
+
+def _directives(text: str, file: str) -> list[tuple[int, dict[str, str]]]:
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = DIRECTIVE.search(line)
+        if not m:
+            continue
+        pairs = {}
+        for item in m.group(1).split():
+            key, eq, value = item.partition("=")
+            if not eq or key not in DIRECTIVE_KEYS:
+                raise DeployParseError(file, lineno, f"unknown kvplan directive {item!r}",
+                                       hint="use # kvplan: gpu=h100 model=ORG/NAME engine-version=0.19.0 gpu-count=4")
+            pairs[key] = value
+        out.append((lineno, pairs))
+    return out
+
+
+def find_commands(path: Path, templates: Templates) -> list[Found]:
+    """Every serving command in one file, with directives and file-wide facts applied."""
+    file = str(path)
+    try:
+        raw = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DeployParseError(file, 1, f"cannot read the file ({getattr(e, 'strerror', None) or e})") from None
+    directives = _directives(raw, file)
+    text = templates.fill(raw, file)
+    if path.suffix in {".yaml", ".yml"}:
+        found = yaml_commands(text, file=file, templates=templates)
+    else:
+        found = shell_commands(text, file=file, first_line=1, templates=templates)
+    version = IMAGE_VERSION.search(raw) or PIP_VERSION.search(raw)
+    for f in found:
+        if f.engine_version is None and version and path.suffix not in {".yaml", ".yml"}:
+            f.engine_version, f.version_source = version.group(1), f"{path.name}: {version.group(0)}"
+        for lineno, pairs in directives:
+            if lineno > f.line:
+                continue  # a directive applies to the commands below it; the nearest wins
+            if "gpu" in pairs:
+                f.gpu, f.gpu_source = pairs["gpu"], f"# kvplan: comment at line {lineno}"
+            if "model" in pairs:
+                f.notes.append(f"model {pairs['model']} from the # kvplan: comment at line {lineno}")
+                f.model = pairs["model"]
+            if "engine-version" in pairs:
+                f.engine_version, f.version_source = pairs["engine-version"], f"# kvplan: comment at line {lineno}"
+            if "gpu-count" in pairs:
+                f.gpu_count = int(pairs["gpu-count"]) if pairs["gpu-count"].isdigit() else f.gpu_count
+    return found

@@ -1,0 +1,349 @@
+"""`kvplan check` on realistic deployment files: exit codes, JSON, GitHub annotations, policies."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from clirun import run
+
+from kvplan.deploy import DeployParseError, Templates, find_commands, human_int, parse_args
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "deploy"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def check_json(capsys, *args):
+    code, out, err = run(capsys, "check", *args, "--json")
+    return code, json.loads(out), err
+
+
+# ------------------------------------------------------------- the bundled examples
+
+
+def test_every_example_file_is_found_and_fits(capsys):
+    files = sorted(str(p) for p in EXAMPLES.iterdir())
+    code, report, _ = check_json(capsys, *files)
+    assert code == 0, report
+    rows = report["deployments"]
+    assert {Path(r["file"]).name for r in rows} == {Path(f).name for f in files}
+    assert report["summary"] == {"deployments": 5, "fits": 5, "failed": 0, "unchecked": 0, "errors": 0}
+    by_file = {Path(r["file"]).name: r for r in rows}
+    k8s = by_file["k8s-deployment.yaml"]
+    assert k8s["gpu"] == "NVIDIA-H100-80GB-HBM3" and k8s["plan"]["gpu"]["count"] == 4
+    assert k8s["plan"]["inputs"]["tensor_parallel_size"]["value"] == 4
+    assert k8s["plan"]["engine"]["version"] == "0.19.0"  # from the image tag
+    kserve = by_file["kserve.yaml"]
+    assert kserve["gpu_source"] == "node affinity nvidia.com/gpu.product"
+    assert kserve["plan"]["inputs"]["max_model_len"]["value"] == 32000  # "32k" = 32 × 1000
+    assert kserve["plan"]["inputs"]["kv_cache_dtype"]["value"] == "fp8"
+    assert "--port 8080" in " ".join(p["message"] for p in kserve["problems"])
+    assert by_file["Dockerfile"]["line"] == 4 and by_file["Dockerfile"]["gpu"] == "l40s"
+    assert by_file["vllm-config.yaml"]["plan"]["inputs"]["tensor_parallel_size"]["value"] == 2
+    assert by_file["docker-compose.yaml"]["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.9
+
+
+# ---------------------------------------------------------------------- no fit
+
+
+def test_compose_that_does_not_fit_exits_1_with_annotation(capsys, tmp_path):
+    f = write(tmp_path, "compose.yml", """
+        services:
+          big:
+            image: vllm/vllm-openai:v0.19.0
+            command: ["--model", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "8192"]
+    """)
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--format", "github")
+    assert code == 1
+    errors = [line for line in out.splitlines() if line.startswith("::error ")]
+    assert errors and all(f"file={f}".replace(":", "%3A") in e or f"file={f}" in e for e in errors)
+    assert any(",line=4," in e for e in errors)
+    assert out.splitlines()[-1].startswith("kvplan check: 1 deployment(s), 0 fit, 1 failed")
+
+
+def test_k8s_gpu_limit_below_tp_does_not_fit(capsys, tmp_path):
+    f = write(tmp_path, "deploy.yaml", """
+        apiVersion: apps/v1
+        kind: Deployment
+        spec:
+          template:
+            spec:
+              nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+              containers:
+                - name: vllm
+                  image: vllm/vllm-openai:v0.19.0
+                  args: [meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size, "2"]
+                  resources: {limits: {nvidia.com/gpu: 1}}
+    """)
+    code, report, _ = check_json(capsys, str(f))
+    row = report["deployments"][0]
+    assert code == 1 and row["status"] == "does-not-fit"
+    assert any(p["code"] == "gpu-count-mismatch" and p["severity"] == "error" for p in row["problems"])
+
+
+# ----------------------------------------------------------------- parse errors
+
+
+def test_malformed_yaml_exits_2_naming_the_line(capsys, tmp_path):
+    f = write(tmp_path, "bad.yaml", """
+        services:
+          llm:
+            command: [vllm, serve
+            image: x
+    """)
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--format", "github")
+    assert code == 2
+    assert re.search(r"::error file=.*bad\.yaml,line=\d+,title=kvplan unreadable::malformed YAML", out)
+
+
+def test_flag_missing_its_value(capsys, tmp_path):
+    f = write(tmp_path, "serve.sh", """
+        #!/bin/sh
+        exec vllm serve meta-llama/Llama-3.1-8B-Instruct \\
+            --max-model-len --gpu-memory-utilization 0.9
+    """)
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    row = report["deployments"][0]
+    assert code == 2 and row["line"] == 2 and "--max-model-len is missing its value" in row["problems"][0]["message"]
+
+
+@pytest.mark.parametrize("text,gpu,message", [
+    ("vllm serve qwen2.5-7b -tp 1 --tensor-parallel-size=2\n", ["--gpu", "h100"], "contradictory flags"),
+    ("echo hello\n", ["--gpu", "h100"], "found no serving command"),
+    ("vllm serve qwen2.5-7b\n", [], "# kvplan: gpu="),
+    ("vllm serve qwen2.5-7b --max-num-seqs lots\n", ["--gpu", "h100"], "'lots' is not an integer"),
+    ("vllm serve qwen2.5-7b 'unclosed\n", ["--gpu", "h100"], "check the quotes"),
+])
+def test_single_command_errors_exit_2(capsys, tmp_path, text, gpu, message):
+    f = write(tmp_path, "serve.sh", text)
+    code, report, _ = check_json(capsys, str(f), *gpu)
+    assert code == 2 and message in report["deployments"][0]["problems"][0]["message"]
+
+
+def test_one_bad_file_does_not_hide_the_others(capsys, tmp_path):
+    good = write(tmp_path, "good.sh", "vllm serve qwen2.5-7b --max-model-len 8192\n")
+    bad = write(tmp_path, "bad.yaml", "a: [\n")
+    code, report, _ = check_json(capsys, str(good), str(bad), "--gpu", "h100")
+    assert code == 2 and [r["status"] for r in report["deployments"]] == ["fits", "error"]
+
+
+# -------------------------------------------------------------------- templates
+
+
+HELM = """
+    apiVersion: apps/v1
+    kind: Deployment
+    spec:
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.19.0
+              args:
+                - {{ .Values.model | quote }}
+                - --max-model-len={{ .Values.maxLen }}
+                {{- if .Values.eager }}
+                - --enforce-eager
+                {{- end }}
+"""
+
+
+def test_unexpanded_template_names_the_value(capsys, tmp_path):
+    f = write(tmp_path, "helm.yaml", HELM)
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    message = report["deployments"][0]["problems"][0]["message"]
+    assert code == 2 and "{{ .Values.model | quote }}" in message and "--set model=VALUE" in message
+
+
+def test_set_fills_templates(capsys, tmp_path):
+    f = write(tmp_path, "helm.yaml", HELM)
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100", "--set", "model=qwen2.5-7b",
+                                 "--set", ".Values.maxLen=16k")
+    assert code == 0, report
+    assert report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 16000
+
+
+def test_shell_variables_need_set_or_default(capsys, tmp_path):
+    f = write(tmp_path, "run.sh", 'vllm serve qwen2.5-7b --max-model-len "$MAX_LEN" --api-key "$KEY"\n')
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    assert code == 2 and "$MAX_LEN" in report["deployments"][0]["problems"][0]["message"]
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100", "--set", "MAX_LEN=4096")
+    assert code == 0 and report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 4096
+    g = write(tmp_path, "run2.sh", "vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-2048}\n")
+    code, report, _ = check_json(capsys, str(g), "--gpu", "h100")
+    assert report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 2048
+
+
+# ----------------------------------------------------------------------- policies
+
+
+def test_policy_failure_names_the_policy(capsys, tmp_path):
+    code, out, _ = run(capsys, "check", str(EXAMPLES / "Dockerfile"), "--min-concurrency", "10",
+                       "--format", "github")
+    assert code == 1
+    assert re.search(r"::error file=.*Dockerfile,line=4,title=kvplan min_concurrency::the KV cache "
+                     r"holds 6\.\d+ requests at max_model_len 32768; the policy needs 10", out)
+
+
+def test_policies_from_pyproject(capsys, tmp_path, monkeypatch):
+    write(tmp_path, "pyproject.toml", """
+        [project]
+        name = "serving"
+
+        [tool.kvplan]
+        gpu = "h100"
+        max-gpu-memory-utilization = 0.85
+        require_fp8_kv_cache = true
+    """)
+    f = write(tmp_path, "serve.sh", "vllm serve qwen2.5-7b --max-model-len 8192\n")
+    monkeypatch.chdir(tmp_path)
+    code, report, _ = check_json(capsys, str(f))
+    row = report["deployments"][0]
+    assert code == 1 and row["status"] == "policy-violation"
+    assert {v["code"] for v in row["policy_violations"]} == {"max_gpu_memory_utilization",
+                                                             "require_fp8_kv_cache"}
+
+
+def test_kvplan_toml_with_unknown_key(capsys, tmp_path, monkeypatch):
+    write(tmp_path, "kvplan.toml", "min_concurency = 4\n")
+    f = write(tmp_path, "serve.sh", "vllm serve qwen2.5-7b\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "check", str(f), "--gpu", "h100")
+    assert code == 2 and "kvplan.toml" in err and "did you mean 'min_concurrency'" in err
+
+
+def test_headroom_and_kv_tokens_policies(capsys):
+    code, report, _ = check_json(capsys, str(EXAMPLES / "docker-compose.yaml"),
+                                 "--min-headroom-gib", "10", "--min-kv-tokens", "10000000")
+    row = report["deployments"][0]
+    assert code == 1 and {v["code"] for v in row["policy_violations"]} == {"min_headroom_gib", "min_kv_tokens"}
+
+
+# ------------------------------------------------------------ other engines, sources
+
+
+def test_sglang_launch_is_found_but_unchecked(capsys, tmp_path):
+    f = write(tmp_path, "sglang.sh", "python3 -m sglang.launch_server --model-path qwen2.5-7b --tp 2 "
+                                     "--mem-fraction-static 0.85\n")
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    row = report["deployments"][0]
+    assert code == 0 and row["status"] == "unchecked" and row["engine"] == "sglang"
+    assert row["problems"][-1]["code"] == "engine-not-modelled"
+
+
+def test_container_path_matched_by_folder_name(capsys, tmp_path):
+    f = write(tmp_path, "serve.sh", "vllm serve /models/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    row = report["deployments"][0]
+    assert code == 0 and row["plan"]["model"]["id"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert any(p["code"] == "model-from-path-name" for p in row["problems"])
+
+
+def test_directive_sets_the_model_for_an_opaque_path(capsys, tmp_path):
+    f = write(tmp_path, "serve.sh", """
+        # kvplan: model=Qwen/Qwen2.5-7B-Instruct gpu=l4
+        vllm serve /mnt/weights/prod-v3 --max-model-len 8192
+    """)
+    code, report, _ = check_json(capsys, str(f))
+    assert code == 0 and report["deployments"][0]["plan"]["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_unresolvable_hub_model_offline_exits_3(capsys, tmp_path):
+    f = write(tmp_path, "serve.sh", "vllm serve some-org/private-model\n")
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    message = report["deployments"][0]["problems"][0]["message"]
+    assert code == 3 and "not cached" in message and "--offline" in message
+
+
+# ------------------------------------------------------------------ flag parsing
+
+
+@pytest.mark.parametrize("text,value", [("32768", 32768), ("32k", 32000), ("32K", 32768),
+                                        ("1M", 2**20), ("1.5k", 1500), ("25.6k", 25600)])
+def test_human_readable_ints(text, value):
+    """vLLM's human_readable_int (vllm/engine/arg_utils.py): k = 10³, K = 2¹⁰."""
+    assert human_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "1.5", "k", "12x", "-3"])
+def test_human_readable_ints_reject(text):
+    with pytest.raises(ValueError):
+        human_int(text)
+
+
+def test_parse_args_forms():
+    found = parse_args(["m/x", "--max-model-len=4096", "-tp", "2", "--enforce-eager", "--port", "80",
+                        "--trust-remote-code", "--no-enable-prefix-caching"], "vllm", file="f", line=1,
+                       templates=Templates({}), text="")
+    assert found.model == "m/x"
+    assert found.knobs == {"max_model_len": 4096, "tensor_parallel_size": 2, "enforce_eager": True}
+    assert found.unknown_flags == ["--port 80", "--trust-remote-code", "--no-enable-prefix-caching"]
+
+
+def test_bad_value_is_named():
+    with pytest.raises(DeployParseError, match="--gpu-memory-utilization 'lots' is not a number"):
+        parse_args(["m", "--gpu-memory-utilization", "lots"], "vllm", file="f", line=3,
+                   templates=Templates({}), text="")
+
+
+def test_dockerfile_cmd_shell_form_and_pip_version(tmp_path):
+    f = write(tmp_path, "Dockerfile", """
+        FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04
+        RUN pip install vllm==0.11.0
+        CMD vllm serve qwen2.5-7b --max-num-seqs 32 && echo done
+    """)
+    [found] = find_commands(f, Templates({}))
+    assert found.line == 3 and found.knobs == {"max_num_seqs": 32}
+    assert found.engine_version == "0.11.0" and found.unknown_flags == []
+
+
+def test_readme_github_actions_job_runs_as_written(capsys, tmp_path, monkeypatch):
+    """The workflow in the README: its `kvplan check` line, run in a repo laid out as it says."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    job = re.search(r"```yaml\n(name: kvplan\n.*?)```", readme, re.S).group(1)
+    import yaml
+
+    steps = yaml.safe_load(job)["jobs"]["check"]["steps"]
+    [command] = [s["run"] for s in steps if "run" in s and s["run"].startswith("kvplan check")]
+    (tmp_path / "deploy").mkdir()
+    for name in ("k8s-deployment.yaml", "kserve.yaml"):
+        shutil.copy(EXAMPLES / name, tmp_path / "deploy" / name)
+    shutil.copy(EXAMPLES / "Dockerfile", tmp_path / "Dockerfile")
+    monkeypatch.chdir(tmp_path)
+    args = command.split()[2:]
+    expanded = [str(p.relative_to(tmp_path)) for p in sorted((tmp_path / "deploy").glob("*.yaml"))]
+    args = [a for a in args if a != "deploy/*.yaml"]
+    code, out, _ = run(capsys, "check", *expanded, *args)
+    assert code == 0, out
+    assert out.count("::notice ") == 3
+
+
+def test_compose_entrypoint_plus_command_and_device_ids(tmp_path):
+    f = write(tmp_path, "compose.yaml", """
+        services:
+          a:
+            image: my/vllm:latest
+            entrypoint: ["vllm", "serve"]
+            command: ["qwen2.5-7b", "--tensor-parallel-size", "2"]
+            deploy:
+              resources:
+                reservations:
+                  devices: [{driver: nvidia, device_ids: ["0", "1"], capabilities: [gpu]}]
+          b:
+            image: python:3.12
+            command: vllm serve llama-3.1-8b --max-model-len=8192
+          web:
+            image: nginx
+    """)
+    a, b = find_commands(f, Templates({}))
+    assert (a.model, a.knobs, a.gpu_count, a.line) == ("qwen2.5-7b", {"tensor_parallel_size": 2}, 2, 4)
+    assert (b.model, b.knobs, b.line) == ("llama-3.1-8b", {"max_model_len": 8192}, 12)
