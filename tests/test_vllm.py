@@ -130,6 +130,12 @@ def test_unmodelled_versions_warn_and_use_nearest_era(version, code):
     assert any(x.code == code and x.severity == "warning" for x in p.problems)
 
 
+@pytest.mark.parametrize("version", ["0.19.0", "0.20.0", "0.33.0"])
+def test_read_versions_do_not_warn(version):
+    """0.19.0 sits in the unread 0.16–0.19 range but its start-up logs were read (calibration)."""
+    assert vllm.select_era(version)[1] == []
+
+
 @settings(max_examples=40, deadline=None)
 @given(a=st.floats(20, 200), b=st.floats(20, 200))
 def test_more_memory_never_fewer_kv_tokens(a, b):
