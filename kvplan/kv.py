@@ -1,14 +1,31 @@
-"""KV-cache sizes: bytes per token, pages, blocks and per-request need (vLLM V1 paging).
+"""KV-cache layout: per-layer specs, layer groups, bytes per block, per-request need (vLLM V1).
 
-Full attention with GQA/MQA (vllm/v1/kv_cache_interface.py FullAttentionSpec, 0.33.0):
-page per layer = block_size × 2 (K and V) × kv_heads_per_gpu × head_dim × dtype bytes, with
-kv_heads_per_gpu = max(1, kv_heads // tp) (vllm/config/model.py get_num_kv_heads).
+Sources (vLLM 0.33.0 unless noted; reference/ENGINE_MEMORY.md §1.3–1.4):
+* vllm/v1/kv_cache_interface.py — page per layer per block:
+  full / sliding / chunked attention: block_size × 2 × kv_heads_per_gpu × head_dim × dtype bytes,
+  kv_heads_per_gpu = max(1, kv_heads // tp) (vllm/config/model.py get_num_kv_heads);
+  MLA: block_size × (kv_lora_rank + qk_rope_head_dim) × dtype bytes, one head, replicated on
+  every TP rank (vllm/model_executor/layers/attention/mla_attention.py);
+  Mamba / Gated DeltaNet: the per-request state (conv + ssm, TP-sharded), padded up to the
+  attention page (vllm/platforms/interface.py _align_hybrid_block_size).
+* vllm/v1/core/kv_cache_planning.py — one group when every layer has the same spec; otherwise
+  layers are bucketed by spec and cut into groups of equal size (padding with virtual layers);
+  a block id spans one page in every layer slot of a group, so
+  bytes_per_block = group_size × page.
+* Per-request pages at length L: full/MLA cdiv(L, bs); sliding window W
+  cdiv(min(W − 1 + in_flight, L), bs) + 1; Mamba 1 page (3 in prefix-caching "align" mode).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from .specs import ModelSpec
 from .units import DTYPE_BYTES, cdiv
+
+LayerKind = Literal["full", "sliding", "mla", "mamba"]
+ALIGN_TOKENS = 16  # attention kernels' block-size multiple (FlashAttention MultipleOf(16))
 
 
 def kv_heads_per_gpu(m: ModelSpec, tp: int) -> int:
@@ -17,15 +34,127 @@ def kv_heads_per_gpu(m: ModelSpec, tp: int) -> int:
 
 
 def kv_bytes_per_token_per_layer(m: ModelSpec, *, tp: int, kv_dtype: str) -> int:
-    """2 × kv_heads_per_gpu × head_dim × dtype bytes (K and V of one token in one layer)."""
-    return 2 * kv_heads_per_gpu(m, tp) * m.head_dim * DTYPE_BYTES[kv_dtype]
+    """One token in one attention layer on one GPU: MLA (kv_lora_rank + qk_rope_head_dim) × dt,
+    else 2 × kv_heads_per_gpu × head_dim × dt."""
+    dt = DTYPE_BYTES[kv_dtype]
+    if m.mla is not None:
+        return (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * dt
+    return 2 * kv_heads_per_gpu(m, tp) * m.head_dim * dt
 
 
-def bytes_per_block(m: ModelSpec, *, layers: int, tp: int, kv_dtype: str, block_size: int) -> int:
-    """One block id spans one page in every layer: layers × block_size × per-token-per-layer bytes."""
-    return layers * block_size * kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
+def mamba_state_bytes(m: ModelSpec, *, tp: int, state_dtype: str) -> int:
+    """Per-request recurrent state of one linear-attention layer on one GPU.
+
+    Gated DeltaNet (Qwen3-Next; vllm/model_executor/layers/mamba/mamba_utils.py):
+    conv ((2·k_heads·dk + v_heads·dv) / tp) × (conv_kernel − 1) + ssm (v_heads / tp) × dv × dk,
+    both in the model dtype unless configured otherwise."""
+    la = m.linear_attention
+    assert la is not None
+    dt = DTYPE_BYTES[state_dtype]
+    conv = cdiv(2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim, tp)
+    ssm = cdiv(la.num_value_heads, tp) * la.value_head_dim * la.key_head_dim
+    return (conv * (la.conv_kernel - 1) + ssm) * dt
 
 
-def blocks_per_request(max_model_len: int, block_size: int) -> int:
-    """Blocks one request of max_model_len tokens needs: cdiv(L, block_size)."""
-    return cdiv(max_model_len, block_size)
+@dataclass(frozen=True)
+class LayerKv:
+    """One layer's cache on one GPU."""
+
+    kind: LayerKind
+    bytes_per_token: int  # attention layers; 0 for Mamba
+    window: int | None = None  # sliding layers
+    state_bytes: int = 0  # Mamba layers
+
+
+def layer_specs(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype: str,
+                hybrid_manager: bool) -> list[LayerKv]:
+    """Specs of the given layers. Without the hybrid manager (disabled, or auto-disabled for
+    chunked local attention) sliding and chunked layers are allocated as full attention."""
+    per_token = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
+    out = []
+    for i in layers:
+        kind = m.layer_types[i] if m.layer_types else "full"
+        if kind == "linear":
+            out.append(LayerKv("mamba", 0, state_bytes=mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)))
+        elif m.mla is not None:
+            out.append(LayerKv("mla", per_token))
+        elif kind == "sliding" and hybrid_manager and m.sliding_window:
+            out.append(LayerKv("sliding", per_token, window=m.sliding_window))
+        else:  # full, or sliding/chunked promoted to full
+            out.append(LayerKv("full", per_token))
+    return out
+
+
+@dataclass(frozen=True)
+class KvGroup:
+    kind: LayerKind
+    window: int | None
+    layers: int  # real layers in this group
+    slots: int  # group size (real + virtual padding layers)
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """How one worker's KV memory is cut into blocks."""
+
+    block_size: int
+    page_bytes: int  # one layer, one block (all groups share it after unification)
+    groups: tuple[KvGroup, ...]
+    bytes_per_block: int
+    padding_layers: int
+    mamba_page_padding_bytes: int  # per Mamba page, added to reach the attention page
+
+    @property
+    def hybrid(self) -> bool:
+        return len(self.groups) > 1
+
+    def blocks_per_request(self, length: int, *, in_flight: int, mamba_pages: int) -> int:
+        """Σ over groups of the pages one request of `length` tokens holds."""
+        bs, total = self.block_size, 0
+        for g in self.groups:
+            if g.kind == "sliding" and g.window:
+                total += cdiv(min(g.window - 1 + in_flight, length), bs) + 1
+            elif g.kind == "mamba":
+                total += mamba_pages
+            else:
+                total += cdiv(length, bs)
+        return total
+
+
+def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
+              group_rule: Literal["min", "max_if_close"]) -> KvLayout:
+    """Groups, page and bytes per block for one worker's layers.
+
+    Mamba layers raise the attention block size (unless the user fixed it) to the smallest
+    multiple of 16 whose attention page holds the state, and pad the state to that page.
+    Group size: the smallest bucket (0.11–0.19); from 0.20 the largest when it is under
+    1.5 × the smallest (kv_cache_planning.py)."""
+    attn = [s for s in specs if s.kind != "mamba"]
+    mamba = [s for s in specs if s.kind == "mamba"]
+    per_token = max((s.bytes_per_token for s in attn), default=0)
+    bs = block_size
+    state = max((s.state_bytes for s in mamba), default=0)
+    if mamba and per_token and not block_size_fixed:
+        bs = ALIGN_TOKENS * cdiv(state, ALIGN_TOKENS * per_token)
+        bs = max(bs, block_size)
+    page = bs * per_token if per_token else state
+    pad = (page - state) if mamba else 0
+    buckets: dict[tuple[LayerKind, int | None], int] = {}
+    for s in specs:
+        key = (s.kind, s.window)
+        buckets[key] = buckets.get(key, 0) + 1
+    if len(buckets) == 1:
+        (kind, window), n = next(iter(buckets.items()))
+        groups = (KvGroup(kind, window, n, n),)
+    else:
+        lo, hi = min(buckets.values()), max(buckets.values())
+        size = hi if group_rule == "max_if_close" and hi < 1.5 * lo else lo
+        out = []
+        for (kind, window), n in buckets.items():
+            for start in range(0, n, size):
+                out.append(KvGroup(kind, window, min(size, n - start), size))
+        groups = tuple(out)
+    slots = max(g.slots for g in groups)
+    padding = sum(g.slots - g.layers for g in groups)
+    return KvLayout(block_size=bs, page_bytes=page, groups=groups, bytes_per_block=slots * page,
+                    padding_layers=padding, mamba_page_padding_bytes=pad)

@@ -8,7 +8,6 @@ from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
 from .engines import vllm
-from .kv import blocks_per_request
 from .specs import (
     Deployment,
     GpuSpec,
@@ -33,6 +32,7 @@ KNOB_NAMES = (
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
     "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "dtype", "kv_cache_dtype",
     "quantization", "block_size", "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib",
+    "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
 )
 
 
@@ -97,7 +97,7 @@ def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, 
         dep, res, model_max = _evaluate(m, gpu, opts, era, version, version_source)
         prefix = f"at tensor_parallel_size {rec_tp.value}: "
 
-    bs, null = dep.block_size, _null(era)
+    null = _null(era)
     usable = max(0, res.num_blocks - null)
     n = workload.target_concurrency
 
@@ -105,13 +105,14 @@ def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, 
     # requests fit; otherwise the configured length when one request fits, else vLLM's estimate.
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
     if n and not work_len:
-        length = min(model_max, (usable // n) * bs)
+        length = vllm.largest_fitting_len(lambda k: n * res.request_blocks(k) <= usable, model_max)
         if length <= 0:
             rec_len = Recommendation(value=None, reason=f"the KV cache ({usable} blocks) cannot hold "
                                      f"{n} requests of even one block each")
         else:
             rec_len = Recommendation(value=length, reason=f"largest length at which {n} concurrent "
-                                     f"requests fit: {n} × {math.ceil(length / bs)} blocks ≤ {usable} usable blocks")
+                                     f"requests fit: {n} × {res.request_blocks(length)} blocks ≤ "
+                                     f"{usable} usable blocks")
     elif res.fits:
         rec_len = Recommendation(value=dep.max_model_len, reason=f"one {dep.max_model_len}-token "
                                  f"request fits; the KV cache holds {res.max_concurrency:.2f} of them")
@@ -126,10 +127,10 @@ def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, 
     max_len = int(rec_len.value or dep.max_model_len)
     target_len = work_len or max_len
     seq_cap = vllm.batch_defaults(dep.gpu_total_bytes, gpu.device_name, era)[1]
-    one = blocks_per_request(max_len, bs)
+    one = res.request_blocks(max_len)
     if n:
         # N requests of the workload's length, and always one request of max_model_len.
-        blocks_needed = max(n * blocks_per_request(target_len, bs), one) + null
+        blocks_needed = max(n * res.request_blocks(target_len), one) + null
         target = f"{n} requests of {target_len} tokens"
     else:
         blocks_needed = one + null
@@ -164,7 +165,7 @@ def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, 
         _, at_util, _ = _evaluate(m, gpu, {**opts, "gpu_memory_utilization": rec_util.value}, era,
                                   version, version_source)
         usable = max(0, at_util.num_blocks - null)
-    fit_seqs = usable // blocks_per_request(basis, bs)
+    fit_seqs = usable // res.request_blocks(basis)
     rec_seqs = Recommendation(
         value=min(fit_seqs, seq_cap),
         reason=f"the KV cache holds {fit_seqs} requests at {what}"
@@ -182,10 +183,10 @@ def _what_would_serve(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vll
                       ceiling: float) -> str:
     """Name the changes that would meet the target at the highest safe utilization."""
     base = {**opts, "gpu_memory_utilization": ceiling}
-    _, r, _ = _evaluate(m, gpu, base, era, version, version_source)
-    bs = dep.block_size
+    _, r, model_max = _evaluate(m, gpu, base, era, version, version_source)
     options = []
-    fit_len = (max(0, r.num_blocks - _null(era)) // n) * bs
+    usable = max(0, r.num_blocks - _null(era))
+    fit_len = vllm.largest_fitting_len(lambda k: n * r.request_blocks(k) <= usable, model_max)
     if fit_len > 0:
         options.append(f"--max-model-len {fit_len}")
     for cand in vllm.valid_tp_sizes(m):
@@ -193,12 +194,12 @@ def _what_would_serve(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vll
             continue
         _, r2, _ = _evaluate(m, gpu, {**base, "tensor_parallel_size": cand}, era, version,
                              version_source)
-        if r2.num_blocks - _null(era) >= n * blocks_per_request(length, bs):
+        if r2.num_blocks - _null(era) >= n * r2.request_blocks(length):
             options.append(f"--tensor-parallel-size {cand}")
             break
     if not dep.kv_cache_dtype.startswith("fp8"):
         _, r3, _ = _evaluate(m, gpu, {**base, "kv_cache_dtype": "fp8"}, era, version, version_source)
-        if r3.num_blocks - _null(era) >= n * blocks_per_request(length, bs):
+        if r3.num_blocks - _null(era) >= n * r3.request_blocks(length):
             options.append("--kv-cache-dtype fp8")
     return ("it would be met with " + " or ".join(options)) if options else \
         "no single change (shorter length, more GPUs, fp8 KV cache) meets it"
@@ -326,7 +327,7 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
         kv_cache=KvCache(
             bytes_per_token=res.bytes_per_token, bytes_per_block=worst.bytes_per_block,
             bytes_per_request=res.blocks_per_request * worst.bytes_per_block,
-            block_size=dep.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
+            block_size=worst.layout.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
             max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit),
         recommendations=rec,
         command=serve_command(_serve_ref(m), dep, rec, workload, revision=m.revision),

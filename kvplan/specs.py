@@ -103,6 +103,28 @@ class MoeSpec(_Frozen):
     moe_layers: list[int] = Field(description="indices of layers whose MLP is a MoE block")
 
 
+class MlaSpec(_Frozen):
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): the cache holds one latent
+    vector of kv_lora_rank + qk_rope_head_dim values per token per layer."""
+
+    kv_lora_rank: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(gt=0)
+    qk_nope_head_dim: int = Field(gt=0)
+    v_head_dim: int = Field(gt=0)
+    q_lora_rank: int | None = Field(None, description="None: q projected directly (V2-Lite)")
+
+
+class LinearAttentionSpec(_Frozen):
+    """Gated DeltaNet layers (Qwen3-Next): fixed-size recurrent state instead of a KV cache."""
+
+    kind: Literal["gated_deltanet"] = "gated_deltanet"
+    num_key_heads: int = Field(gt=0)
+    num_value_heads: int = Field(gt=0)
+    key_head_dim: int = Field(gt=0)
+    value_head_dim: int = Field(gt=0)
+    conv_kernel: int = Field(gt=1)
+
+
 class QuantSpec(_Frozen):
     """Weight quantization of a checkpoint, as vLLM loads it."""
 
@@ -135,6 +157,12 @@ class ModelSpec(_Frozen):
     qk_norm: bool = False
     norms_per_layer: int = 2
     moe: MoeSpec | None = None
+    layer_types: list[Literal["full", "sliding", "chunked", "linear"]] = Field(
+        default_factory=list, description="attention kind per layer; empty = full everywhere")
+    sliding_window: int | None = Field(None, gt=0, description="tokens, for 'sliding' layers")
+    attention_chunk_size: int | None = Field(None, gt=0, description="tokens, for 'chunked' layers")
+    mla: MlaSpec | None = None
+    linear_attention: LinearAttentionSpec | None = None
     dtype: str = Field(description="checkpoint dtype from the config (torch_dtype / dtype)")
     max_position_embeddings: int | None = None
     max_len_keys: dict[str, int] = Field(
@@ -181,6 +209,8 @@ class Deployment(_Frozen):
     enforce_eager: bool = False
     kv_cache_memory_bytes: int | None = Field(None, gt=0)
     gpu_total_bytes: int = Field(gt=0)
+    enable_prefix_caching: bool = True
+    hybrid_kv_cache_manager: bool = True
     sources: dict[str, Source]
 
 

@@ -5,7 +5,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
-from kvplan.kv import blocks_per_request, bytes_per_block, kv_bytes_per_token_per_layer
+from kvplan.kv import kv_bytes_per_token_per_layer, kv_layout, layer_specs
+
+
+def _layout(m, *, tp=1, kv_dtype="bfloat16", block_size=16, hybrid=True, rule="max_if_close"):
+    specs = layer_specs(m, range(m.num_layers), tp=tp, kv_dtype=kv_dtype, state_dtype="bfloat16",
+                        hybrid_manager=hybrid)
+    return kv_layout(specs, block_size=block_size, block_size_fixed=False, group_rule=rule)
 
 
 def _model(ref):
@@ -16,7 +22,8 @@ def test_llama_3_1_8b_is_128_kib_per_token():
     """2 (K,V) × 8 KV heads × 128 × 2 B × 32 layers = 131,072 B (ENGINE_MEMORY §1.9a)."""
     m = _model("meta-llama/Llama-3.1-8B-Instruct")
     assert m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 131_072
-    assert bytes_per_block(m, layers=32, tp=1, kv_dtype="bfloat16", block_size=16) == 2 * 1024 * 1024
+    layout = _layout(m)
+    assert layout.bytes_per_block == 2 * 1024 * 1024 and len(layout.groups) == 1
 
 
 def test_qwen2_5_7b_fp8_kv_halves_bytes():
@@ -33,14 +40,17 @@ def test_qwen3_head_dim_from_config_not_hidden_over_heads():
     assert kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 2 * 8 * 128 * 2
 
 
-@pytest.mark.parametrize("length,bs,blocks", [(1, 16, 1), (16, 16, 1), (17, 16, 2), (131072, 16, 8192)])
-def test_blocks_per_request_rounds_up(length, bs, blocks):
-    assert blocks_per_request(length, bs) == blocks
+@pytest.mark.parametrize("length,blocks", [(1, 1), (16, 1), (17, 2), (131072, 8192)])
+def test_blocks_per_request_rounds_up(length, blocks):
+    layout = _layout(_model("meta-llama/Llama-3.1-8B-Instruct"))
+    assert layout.blocks_per_request(length, in_flight=8192, mamba_pages=1) == blocks
 
 
 @given(entry=st.sampled_from(model_entries()), tp=st.sampled_from([1, 2, 4, 8, 16, 32, 64]))
 def test_kv_stops_shrinking_once_tp_reaches_kv_heads(entry, tp):
     m = load_catalog_model(entry)
+    if m.mla is not None:
+        return  # MLA: one latent head, replicated (tested separately)
     per = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype="bfloat16")
     assert per >= 2 * m.head_dim * 2  # never below one head
     if tp >= m.num_kv_heads:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..kv import blocks_per_request, bytes_per_block, kv_bytes_per_token_per_layer
+from ..kv import KvLayout, kv_layout, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
 from ..units import DTYPE_ALIASES, DTYPE_BYTES, GiB, MiB, cdiv
 from ..weights import pp_layer_ranges, weights_bytes_per_stage
@@ -32,25 +33,38 @@ class Era:
     null_block_in_fit_check: bool  # admission check plans against available − one block
     printed_tokens: Literal["blocks", "concurrency"]  # how "GPU KV cache size" is computed
     yarn_keeps_max_position: bool  # default max_model_len rule for yarn rope scaling
+    group_rule: Literal["min", "max_if_close"]  # hybrid group size (kv_cache_planning.py)
+    async_in_flight: bool  # sliding windows hold max_concurrent_batches × tokens in flight
+    mamba_align_pages: bool  # prefix caching puts Mamba layers in "align" mode (3 pages)
 
 
 ERAS: tuple[Era, ...] = (
     # Read in 0.11.0, 0.12.0, 0.15.1; the 0.19.0 logs in the calibration file print the graph
-    # estimate "not subtracted from KV in this version".
-    Era("v1 0.11–0.19", (0, 11, 0), 0.90, False, False, False, "blocks", False),
-    # 0.20.0: graph estimate subtracted by default; util default 0.92 (changed in 0.16–0.20).
-    Era("v1 0.20–0.21", (0, 20, 0), 0.92, True, False, False, "blocks", False),
-    # 0.22.0, 0.26.0: "GPU KV cache size" = int(concurrency × max_model_len).
-    Era("v1 0.22–0.29", (0, 22, 0), 0.92, True, False, False, "concurrency", False),
+    # estimate "not subtracted from KV in this version". Hybrid groups use the smallest bucket.
+    Era("v1 0.11–0.19", (0, 11, 0), 0.90, False, False, False, "blocks", False, "min", False, False),
+    # 0.20.0: graph estimate subtracted by default; util default 0.92 (changed in 0.16–0.20);
+    # group size = largest bucket when it is < 1.5 × the smallest.
+    Era("v1 0.20–0.21", (0, 20, 0), 0.92, True, False, False, "blocks", False, "max_if_close",
+        False, False),
+    # 0.22.0: "GPU KV cache size" = int(concurrency × max_model_len).
+    Era("v1 0.22–0.25", (0, 22, 0), 0.92, True, False, False, "concurrency", False, "max_if_close",
+        False, False),
+    # 0.26.0: async scheduling on by default → sliding windows keep 2 × max_num_batched_tokens
+    # in flight (max_concurrent_batches, vllm/config/vllm.py).
+    Era("v1 0.26–0.29", (0, 26, 0), 0.92, True, False, False, "concurrency", False, "max_if_close",
+        True, False),
     # 0.30.0, 0.33.0: total-consumed profiling, ≥160 GiB batch row, null block in the fit
-    # check, yarn models keep max_position_embeddings.
-    Era("v1 0.30+", (0, 30, 0), 0.92, True, True, True, "concurrency", True),
+    # check, yarn models keep max_position_embeddings; Mamba "align" mode under prefix caching
+    # (read in 0.33.0; its first release is UNVERIFIED, assumed 0.30).
+    Era("v1 0.30+", (0, 30, 0), 0.92, True, True, True, "concurrency", True, "max_if_close",
+        True, True),
 )
 NEWEST_MODELLED = "0.33.0"
 # Releases whose files (or logs) were read; a version between them has uncertain boundaries.
 READ_VERSIONS = {(0, 11, 0), (0, 12, 0), (0, 15, 1), (0, 19, 0), (0, 20, 0), (0, 22, 0),
                  (0, 26, 0), (0, 30, 0), (0, 33, 0)}
-UNREAD_RANGES = (((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)), ((0, 27, 0), (0, 29, 99)))
+UNREAD_RANGES = (((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)), ((0, 23, 0), (0, 25, 99)),
+                 ((0, 27, 0), (0, 29, 99)))
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -166,6 +180,24 @@ def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[st
     return m.dtype, "model-config"
 
 
+def default_block_size(m: ModelSpec, gpu: GpuSpec, version: str) -> int:
+    """Tokens per block when --block-size is not given: 16 (FlashAttention/FlashInfer accept it,
+    vllm/config/cache.py DEFAULT_BLOCK_SIZE), except MLA, whose default backend dictates it
+    (vllm/platforms/cuda.py): 0.11.0 forced FlashMLA (64) on Hopper and CUTLASS MLA (128) on
+    Blackwell; the 0.19.0 H100 logs show 16-token blocks (FLASH_ATTN_MLA, Hopper's default in
+    0.33), and 0.33 puts FlashInfer-MLA (32) first on Blackwell. Pre-Hopper GPUs use Triton MLA
+    (16). Releases 0.12–0.18 are assumed to behave like 0.11 (UNVERIFIED)."""
+    if m.mla is None:
+        return DEFAULT_BLOCK_SIZE
+    new = parse_version(version) >= (0, 19, 0)
+    cc = gpu.compute_capability or ""
+    if cc.startswith("10."):  # datacenter Blackwell (sm100/sm103)
+        return 32 if new else 128
+    if cc.startswith("9."):  # Hopper
+        return 16 if new else 64
+    return DEFAULT_BLOCK_SIZE
+
+
 def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     """TP sizes vLLM accepts: divide the attention heads, and divide or be a multiple of the KV
     heads (vllm/model_executor/layers/linear.py QKVParallelLinear)."""
@@ -260,9 +292,22 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
     if not 0 < util <= 1:
         raise InvalidInputError(f"--gpu-memory-utilization must be in (0, 1], got {util}",
                                 hint="it is a fraction of the device, e.g. 0.9")
-    block = pick("block_size", DEFAULT_BLOCK_SIZE, "engine-default")
+    block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
     if block < 1:
         raise InvalidInputError("--block-size must be ≥ 1")
+    prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
+    hybrid = not opts.get("disable_hybrid_kv_cache_manager")
+    if opts.get("disable_hybrid_kv_cache_manager") is not None:
+        sources["hybrid_kv_cache_manager"] = "cli"
+    elif m.attention_chunk_size:
+        hybrid = False  # auto-disabled for chunked local attention (vllm/config/vllm.py)
+        sources["hybrid_kv_cache_manager"] = "engine-default"
+    else:
+        sources["hybrid_kv_cache_manager"] = "engine-default"
+    if not hybrid and m.linear_attention is not None:
+        raise InvalidInputError("this model has linear-attention (Mamba-style) layers, which need "
+                                "the hybrid KV cache manager",
+                                hint="drop --disable-hybrid-kv-cache-manager")
     kv_bytes = opts.get("kv_cache_memory_bytes")
     if kv_bytes is not None:
         sources["kv_cache_memory_bytes"] = "cli"
@@ -276,7 +321,7 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
         quantization=quant.method if quant else None, max_model_len=max_len, max_num_seqs=seqs,
         max_num_batched_tokens=tokens, gpu_memory_utilization=util, block_size=block,
         enforce_eager=eager, kv_cache_memory_bytes=kv_bytes, gpu_total_bytes=total,
-        sources=sources,
+        enable_prefix_caching=prefix_caching, hybrid_kv_cache_manager=hybrid, sources=sources,
     )
     return dep, quant
 
@@ -348,8 +393,13 @@ class StageMemory:
     non_torch_bytes: int
     cudagraph_bytes: int
     kv_cache_bytes: int
-    bytes_per_block: int
+    layout: KvLayout
+    bytes_per_token: int  # Σ over this stage's attention layers, one GPU
     num_blocks: int
+
+    @property
+    def bytes_per_block(self) -> int:
+        return self.layout.bytes_per_block
 
 
 @dataclass(frozen=True)
@@ -366,6 +416,13 @@ class VllmResult:
     fits: bool
     max_model_len_fit: int
     problems: list[Problem]
+    in_flight_tokens: int
+    mamba_pages: int
+
+    def request_blocks(self, length: int) -> int:
+        """Blocks one request of `length` tokens holds on the limiting stage."""
+        return self.worst.layout.blocks_per_request(length, in_flight=self.in_flight_tokens,
+                                                    mamba_pages=self.mamba_pages)
 
 
 def budget_bytes(total_bytes: int, utilization: float) -> int:
@@ -373,16 +430,38 @@ def budget_bytes(total_bytes: int, utilization: float) -> int:
     return math.ceil(total_bytes * utilization)
 
 
-def largest_fitting_len(num_blocks: int, block_size: int, era: Era, cap: int) -> int:
-    """Largest L ≤ cap with cdiv(L, bs) blocks fitting: vLLM's binary search reduces to
-    (num_blocks − 1) × bs from 0.30 (null block held back), num_blocks × bs before."""
-    usable = num_blocks - (1 if era.null_block_in_fit_check else 0)
-    return max(0, min(cap, usable * block_size))
+def in_flight_tokens(d: Deployment, era: Era) -> int:
+    """Tokens a sliding window must keep beyond W − 1 for requests in flight: max_num_batched_tokens,
+    × max_concurrent_batches from 0.26 (2 with async scheduling at PP 1, else the PP size;
+    vllm/config/vllm.py)."""
+    if not era.async_in_flight:
+        return d.max_num_batched_tokens
+    batches = 2 if d.pipeline_parallel_size == 1 else d.pipeline_parallel_size
+    return batches * d.max_num_batched_tokens
+
+
+def mamba_pages_per_request(d: Deployment, era: Era) -> int:
+    """Pages a Mamba/GDN layer holds per request: 1 (mode none), or 3 in "align" mode, which
+    prefix caching selects from 0.30 (2 + one prefill checkpoint; MambaModelConfig, 0.33)."""
+    return 3 if era.mamba_align_pages and d.enable_prefix_caching else 1
+
+
+def largest_fitting_len(fits: Callable[[int], bool], cap: int) -> int:
+    """vLLM's binary search over 1…cap for the largest length whose request fits (0 if none)."""
+    lo, hi = 0, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | None,
                 era: Era, model_max_len: int) -> VllmResult:
-    """Per-worker budget → KV bytes → blocks (minimum over PP stages) → capacity and fit."""
+    """Per-worker budget → KV bytes → layer groups and blocks (minimum over PP stages) →
+    capacity and fit."""
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
     weights = weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant)
@@ -396,18 +475,29 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:
             kv = requested - weights[s] - act - nt - (graphs if era.cudagraph_in_budget else 0)
-        bpb = bytes_per_block(m, layers=layers, tp=tp, kv_dtype=d.kv_cache_dtype,
-                              block_size=d.block_size)
-        stages.append(StageMemory(layers, weights[s], act, nt, graphs, kv, bpb,
-                                  max(0, kv) // bpb))
+        specs = layer_specs(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype, state_dtype=d.dtype,
+                            hybrid_manager=d.hybrid_kv_cache_manager)
+        layout = kv_layout(specs, block_size=d.block_size,
+                           block_size_fixed=d.sources.get("block_size") == "cli",
+                           group_rule=era.group_rule)
+        stages.append(StageMemory(layers, weights[s], act, nt, graphs, kv, layout,
+                                  sum(x.bytes_per_token for x in specs),
+                                  max(0, kv) // layout.bytes_per_block))
     worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
     num_blocks = worst.num_blocks
-    bpr = blocks_per_request(d.max_model_len, d.block_size)
+    flight, mamba_pages = in_flight_tokens(d, era), mamba_pages_per_request(d, era)
+
+    def need(length: int) -> int:
+        return max(st.layout.blocks_per_request(length, in_flight=flight, mamba_pages=mamba_pages)
+                   for st in stages)
+
+    bpr = need(d.max_model_len)
+    null = 1 if era.null_block_in_fit_check else 0
     concurrency = num_blocks / bpr
     if era.printed_tokens == "concurrency":
         tokens = int(concurrency * d.max_model_len)
-    else:
-        tokens = num_blocks * d.block_size
+    else:  # ≤0.20: (num_blocks // groups) × block size
+        tokens = num_blocks // len(worst.layout.groups) * worst.layout.block_size
     problems: list[Problem] = []
     fits = True
     if any(st.kv_cache_bytes <= 0 for st in stages):
@@ -417,17 +507,21 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             message="No memory left for the KV cache after weights, activations and runtime "
             f"buffers (needs {-min(st.kv_cache_bytes for st in stages) / GiB:.2f} GiB more per "
             "GPU); vLLM stops with 'No available memory for the cache blocks'."))
-    else:
-        need = bpr + (1 if era.null_block_in_fit_check else 0)
-        if num_blocks < need:
-            fits = False
-            est = largest_fitting_len(num_blocks, d.block_size, era, d.max_model_len)
-            problems.append(Problem(
-                code="max-model-len-too-long", severity="error",
-                message=f"One request of max_model_len {d.max_model_len} needs "
-                f"{bpr * worst.bytes_per_block / GiB:.2f} GiB of KV cache but "
-                f"{worst.kv_cache_bytes / GiB:.2f} GiB is available; vLLM's estimated maximum "
-                f"model length is {est}."))
+    elif num_blocks < bpr + null:
+        fits = False
+        est = largest_fitting_len(lambda n: need(n) + null <= num_blocks, d.max_model_len)
+        problems.append(Problem(
+            code="max-model-len-too-long", severity="error",
+            message=f"One request of max_model_len {d.max_model_len} needs "
+            f"{bpr * worst.bytes_per_block / GiB:.2f} GiB of KV cache but "
+            f"{worst.kv_cache_bytes / GiB:.2f} GiB is available; vLLM's estimated maximum "
+            f"model length is {est}."))
+    if worst.layout.padding_layers:
+        pad = worst.layout.padding_layers
+        problems.append(Problem(
+            code="kv-padding-layers", severity="info",
+            message=f"vLLM adds {pad} virtual padding layer(s) to equalise the hybrid layer groups "
+            f"('Add {pad} padding layers'); their pages are allocated but unused"))
     if d.kv_cache_memory_bytes is None and requested > d.gpu_total_bytes - STARTUP_OVERHEAD_BYTES:
         fits = False
         problems.append(Problem(
@@ -446,9 +540,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                 " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
     return VllmResult(
         era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
-        blocks_per_request=bpr,
-        bytes_per_token=worst.layers * kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=d.kv_cache_dtype),
+        blocks_per_request=bpr, bytes_per_token=worst.bytes_per_token,
         tokens=tokens, max_concurrency=concurrency, fits=fits,
-        max_model_len_fit=largest_fitting_len(num_blocks, d.block_size, era, model_max_len),
-        problems=problems,
+        max_model_len_fit=largest_fitting_len(lambda n: need(n) + null <= num_blocks, model_max_len),
+        problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
     )
