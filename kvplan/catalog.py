@@ -41,6 +41,8 @@ class CatalogEntry(BaseModel):
     params_published: str = Field(description="published size and the reference count, as text")
     params_reference: int | None = Field(None, description="independent exact count (INDEX.md)")
     params_stated: float | None = Field(None, description="model-card size precise to ~3 digits")
+    params_reference_text_only: bool = Field(
+        False, description="params_reference counts the language model without its vision tower")
     notes: str = ""
 
 

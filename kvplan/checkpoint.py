@@ -148,14 +148,21 @@ def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
 
 
 def header_parameter_count(m: ModelSpec, ckpt: CheckpointTensors) -> int:
-    """Elements of every kept, non-scale tensor (packed int4 tensors count packed words)."""
+    """Parameters held by every kept, non-scale tensor. Packed integer payloads are unpacked:
+    an int32 word holds 32 / bits weights (AWQ/GPTQ qweight, compressed-tensors
+    weight_packed), a uint8 byte two 4-bit weights (NVFP4 / MXFP4 blocks)."""
+    bits = m.quantization.weight_bits if m.quantization else 4
     total = 0
-    for name, (_, shape) in ckpt.tensors.items():
+    for name, (dtype, shape) in ckpt.tensors.items():
         if is_scale(name) or skipped_by_vllm(name, m):
             continue
         n = 1
         for d in shape:
             n *= d
+        if dtype in {"I32", "U32"} and bits < 32:
+            n *= 32 // bits
+        elif dtype == "U8" and bits == 4:
+            n *= 2
         total += n
     return total
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
-from .specs import ModelSpec, MoeSpec, Problem, QuantSpec
+from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
 # Keys vLLM reads for the default max_model_len (vllm/config/model.py
@@ -24,7 +24,9 @@ MAX_LEN_KEYS = (
 # Families whose weights and attention kvplan models layer by layer.
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "yi", "internlm2"}
 MOE_FAMILIES = {"mixtral", "qwen3_moe", "qwen2_moe"}
-KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {"chatglm", "glm"}
+KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
+    "chatglm", "glm", "gemma2", "gemma3", "gpt_oss", "deepseek_v2", "deepseek_v3", "kimi_k2",
+    "qwen3_next", "llama4"}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -83,39 +85,72 @@ def _dtype(cfg: dict[str, Any], path: str) -> str:
 
 def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
                   path: str) -> tuple[QuantSpec | None, str | None]:
-    """FP8 checkpoints (per-tensor/channel, 128×128 blocks, ModelOpt) → QuantSpec. Any other
-    method → (None, its description): its bytes need the safetensors headers."""
+    """The checkpoint's weight format → QuantSpec (bytes per tensor in weights.py). Formats not
+    recognised → (None, their description): their bytes need the safetensors headers.
+
+    Read from quantization_config (fp8, mxfp4, awq, gptq, compressed-tensors) or ModelOpt's
+    hf_quant_config.json (FP8, NVFP4); ENGINE_MEMORY §1.8 lists what each keeps resident."""
     qc = cfg.get("quantization_config")
     if qc is None and extra is not None:  # ModelOpt: hf_quant_config.json beside config.json
         q = extra.get("quantization", {})
-        if str(q.get("quant_algo", "")).upper() == "FP8":
-            return QuantSpec(method="fp8", static_input_scale=True,
-                             ignore=list(q.get("exclude_modules") or []), source="checkpoint"), None
+        algo = str(q.get("quant_algo", "")).upper()
+        ignore = list(q.get("exclude_modules") or [])
+        if algo == "FP8":
+            return QuantSpec(method="fp8", static_input_scale=True, ignore=ignore,
+                             source="checkpoint"), None
+        if algo == "NVFP4":
+            return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
+                             source="checkpoint"), None
         return None, f"weight quantization {q.get('quant_algo')!r} (hf_quant_config.json)"
     if qc is None:
         return None, None
     if not isinstance(qc, dict):
         raise InvalidConfigError("expected an object", path=path, field="quantization_config")
     method = str(qc.get("quant_method", "")).lower()
+    skip = list(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore") or [])
     if method == "fp8":
         block = qc.get("weight_block_size")
         return QuantSpec(
-            method="fp8",
-            block_size=tuple(block) if block else None,
-            static_input_scale=qc.get("activation_scheme") == "static",
-            ignore=list(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or []),
-            source="checkpoint",
-        ), None
+            method="fp8", block_size=tuple(block) if block else None,
+            static_input_scale=qc.get("activation_scheme") == "static", ignore=skip,
+            source="checkpoint"), None
+    if method == "mxfp4":
+        return QuantSpec(method="mxfp4", weight_bits=4, group_size=32, experts_only=True,
+                         ignore=skip, source="checkpoint"), None
+    if method in {"awq", "gptq"}:
+        bits = qc.get("bits") or qc.get("w_bit") or 4
+        group = qc.get("group_size") or qc.get("q_group_size") or 128
+        if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
+            raise InvalidConfigError(f"unsupported bit width {bits!r}", path=path,
+                                     field="quantization_config.bits")
+        zero = bool(qc.get("zero_point", True)) if method == "awq" else not qc.get("sym", True)
+        return QuantSpec(method=method, weight_bits=bits, group_size=None if group == -1 else group,
+                         zero_points=zero, act_order=bool(qc.get("desc_act")), ignore=skip,
+                         source="checkpoint"), None
     if method == "compressed-tensors":
         groups = qc.get("config_groups") or {}
         weights = [g.get("weights") or {} for g in groups.values()]
-        if weights and all(w.get("num_bits") == 8 and w.get("type") == "float" for w in weights):
-            return QuantSpec(
-                method="fp8",
-                per_channel=all(w.get("strategy") == "channel" for w in weights),
-                ignore=list(qc.get("ignore") or []),
-                source="checkpoint",
-            ), None
+        if not weights:
+            return None, "compressed-tensors without weight groups"
+        w = weights[0]
+        bits, kind, strategy = w.get("num_bits"), w.get("type"), w.get("strategy")
+        same = all((x.get("num_bits"), x.get("type")) == (bits, kind) for x in weights)
+        if same and bits == 8 and kind == "float":
+            return QuantSpec(method="fp8", per_channel=all(x.get("strategy") == "channel" for x in weights),
+                             block_size=tuple(w["block_structure"]) if w.get("block_structure") else None,
+                             ignore=skip, source="checkpoint"), None
+        if same and bits == 8 and kind == "int":
+            return QuantSpec(method="int8", per_channel=strategy == "channel", ignore=skip,
+                             source="checkpoint"), None
+        if same and bits == 4 and kind == "float":  # nvfp4: e2m1 + fp8 scale per 16
+            return QuantSpec(method="nvfp4", weight_bits=4, group_size=w.get("group_size") or 16,
+                             ignore=skip, source="checkpoint"), None
+        if same and bits in (4, 8) and kind == "int":  # pack-quantized w4a16 / w8a16
+            return QuantSpec(method="w4a16", weight_bits=bits,
+                             group_size=w.get("group_size") if strategy == "group" else None,
+                             zero_points=not w.get("symmetric", True), act_order=bool(w.get("actorder")),
+                             ignore=skip, source="checkpoint"), None
+        return None, f"compressed-tensors weights {bits}-bit {kind} ({strategy})"
     return None, f"weight quantization {method or 'unknown'!r}"
 
 
@@ -131,27 +166,134 @@ def _rope(cfg: dict[str, Any]) -> tuple[str | None, float | None, int | None]:
     return str(rtype), float(factor) if factor is not None else None, original
 
 
-def _detect_unsupported(cfg: dict[str, Any], model_type: str) -> list[str]:
-    """Layout features whose KV or weights kvplan does not model yet (never guess silently)."""
+# Gemma3TextConfig defaults (transformers models/gemma3/configuration_gemma3.py): a sparse
+# published config (google/gemma-3-4b-it) leaves these out.
+GEMMA3_TEXT_DEFAULTS = {
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208,
+    "max_position_embeddings": 131072, "sliding_window": 4096, "sliding_window_pattern": 6,
+    "tie_word_embeddings": True,
+}
+# Gemma2Config / Gemma3 tie the embeddings by default (the published configs omit the key).
+TIED_BY_DEFAULT = {"gemma2", "gemma3", "gemma3_text"}
+MLA_FAMILIES = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
+MAMBA_KEYS = ("attn_layer_period", "hybrid_override_pattern", "layers_block_type", "ssm_cfg",
+              "mamba_d_state", "mamba_expand")
+
+
+def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -> list[str]:
+    """Layout features whose KV or weights kvplan does not model (never guess silently)."""
     found = []
-    if "text_config" in cfg or "vision_config" in cfg:
-        found.append("multimodal (vision tower and encoder profiling not modelled)")
-    if cfg.get("kv_lora_rank"):
-        found.append("MLA attention (latent KV cache)")
-    layer_types = cfg.get("layer_types")
-    sliding = cfg.get("sliding_window")
-    if isinstance(layer_types, list) and any(t != "full_attention" for t in layer_types):
-        found.append("per-layer attention types (sliding / linear layers)")
-    elif sliding and cfg.get("use_sliding_window", True) is not False:
-        found.append(f"sliding-window attention (window {sliding})")
-    if cfg.get("attention_chunk_size"):
-        found.append("chunked local attention")
-    if any(k in cfg for k in ("full_attention_interval", "attn_layer_period", "hybrid_override_pattern",
-                              "layers_block_type", "ssm_cfg", "mamba_d_state", "linear_num_key_heads")):
-        found.append("hybrid Mamba / linear-attention layers")
-    if model_type not in KNOWN_FAMILIES:
-        found.append(f"model_type {model_type!r} not specifically modelled (assumed Llama-style)")
+    if ("vision_config" in raw or "audio_config" in raw) and family not in {"gemma3", "llama4"}:
+        found.append("multimodal encoder (its weights are not counted)")
+    if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
+        found.append("MLA attention in an unrecognised family")
+    if any(k in cfg for k in MAMBA_KEYS):
+        found.append("hybrid Mamba layers (only Gated DeltaNet, Qwen3-Next, is modelled)")
+    if family in {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"} and cfg.get("use_sliding_window"):
+        found.append("Qwen sliding window on layers above max_window_layers")
+    if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
+        found.append("KV-sharing layers")
+    if family not in KNOWN_FAMILIES:
+        found.append(f"model_type {family!r} not specifically modelled (assumed Llama-style)")
     return found
+
+
+def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[list[str], int | None, int | None]:
+    """(per-layer kind, sliding window, chunk size). Kinds: full, sliding, chunked, linear.
+
+    Sources: the config's `layer_types` (transformers ≥ 4.5x); else Gemma 2 even layers slide
+    (vllm/model_executor/models/gemma2.py); Gemma 3 slides except every `sliding_window_pattern`-th
+    layer (gemma3.py); Qwen3-Next every `full_attention_interval`-th layer is full attention,
+    the rest Gated DeltaNet (qwen3_next.py); Llama 4 RoPE layers use chunked local attention,
+    the NoPE layers (every 4th, or `no_rope_layers`) global (llama4.py); otherwise a model-level
+    `sliding_window` applies to every layer (vllm/attention/layer.py cache_config.sliding_window)
+    unless `use_sliding_window` is false."""
+    window = cfg.get("sliding_window") if isinstance(cfg.get("sliding_window"), int) else None
+    chunk = cfg.get("attention_chunk_size") if isinstance(cfg.get("attention_chunk_size"), int) else None
+    names = {"full_attention": "full", "sliding_attention": "sliding", "linear_attention": "linear",
+             "chunked_attention": "chunked"}
+    explicit = cfg.get("layer_types")
+    if isinstance(explicit, list) and len(explicit) == layers:
+        kinds = [names.get(str(t), "full") for t in explicit]
+    elif family == "gemma2":
+        kinds = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
+    elif family == "gemma3":
+        pattern = cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern") or 6
+        kinds = ["sliding" if (i + 1) % pattern else "full" for i in range(layers)]
+    elif family == "qwen3_next":
+        interval = cfg.get("full_attention_interval") or 4
+        kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
+    elif family == "llama4" and chunk:
+        nope = cfg.get("no_rope_layers") or []
+        kinds = [("full" if nope[i] == 0 else "chunked") if len(nope) == layers
+                 else ("full" if (i + 1) % 4 == 0 else "chunked") for i in range(layers)]
+    elif window and cfg.get("use_sliding_window", True) is not False and family not in MLA_FAMILIES:
+        kinds = ["sliding"] * layers
+    else:
+        kinds = []
+    if "sliding" in kinds and not window:
+        kinds = ["full" if k == "sliding" else k for k in kinds]
+    if kinds and all(k == "full" for k in kinds):
+        kinds = []
+    return kinds, (window if "sliding" in kinds else None), (chunk if "chunked" in kinds else None)
+
+
+def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate: int) -> MoeSpec | None:
+    """Experts per family: Mixtral (all layers), Qwen2/3-MoE and Qwen3-Next (decoder_sparse_step,
+    mlp_only_layers, gated shared expert), DeepSeek (first_k_dense_replace, moe_layer_freq,
+    n_shared_experts, V3's fp32 score-correction bias), gpt-oss (biases everywhere), Llama 4
+    (interleave_moe_layer_step, one shared expert)."""
+    if family == "mixtral":
+        return MoeSpec(num_experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=intermediate, moe_layers=list(range(layers)))
+    if family == "gpt_oss":
+        return MoeSpec(num_experts=r.int("num_local_experts"),
+                       top_k=r.int("num_experts_per_tok", "experts_per_token"),
+                       expert_intermediate_size=intermediate, moe_layers=list(range(layers)),
+                       router_bias=True, expert_bias=True)
+    if family in MLA_FAMILIES and cfg.get("n_routed_experts"):
+        first, freq = r.int("first_k_dense_replace", default=0), r.int("moe_layer_freq", default=1)
+        inter = r.int("moe_intermediate_size")
+        return MoeSpec(num_experts=r.int("n_routed_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=inter,
+                       shared_expert_intermediate_size=(r.int("n_shared_experts", default=0) or 0) * inter,
+                       moe_layers=[i for i in range(layers) if i >= first and i % freq == 0],
+                       score_correction_bias=cfg.get("topk_method") == "noaux_tc")
+    if family == "llama4":
+        step = r.int("interleave_moe_layer_step", default=1)
+        expert = r.int("intermediate_size")  # intermediate_size_mlp is the dense layers' width
+        return MoeSpec(num_experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=expert, shared_expert_intermediate_size=expert,
+                       moe_layers=[i for i in range(layers) if (i + 1) % step == 0])
+    if family in {"qwen3_moe", "qwen2_moe", "qwen3_next"} or cfg.get("num_experts"):
+        step = r.int("decoder_sparse_step", default=1)
+        dense = set(cfg.get("mlp_only_layers") or [])
+        shared = r.int("shared_expert_intermediate_size", default=0) or 0
+        return MoeSpec(num_experts=r.int("num_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=r.int("moe_intermediate_size"),
+                       shared_expert_intermediate_size=shared, shared_expert_gate=shared > 0,
+                       moe_layers=[i for i in range(layers) if i not in dense and (i + 1) % step == 0])
+    return None
+
+
+def _vision(raw: dict[str, Any], family: str, text_hidden: int) -> VisionSpec | None:
+    vc = raw.get("vision_config")
+    if not isinstance(vc, dict) or family not in {"gemma3", "llama4"}:
+        return None
+    try:
+        return VisionSpec(
+            kind="siglip" if family == "gemma3" else "llama4",
+            hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
+            num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
+            image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
+            text_hidden_size=text_hidden,
+            projector_input_dim=vc.get("projector_input_dim"),
+            projector_output_dim=vc.get("projector_output_dim"),
+            output_dim=vc.get("vision_output_dim"),
+            pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
+    except KeyError as e:
+        raise InvalidConfigError("missing (needed to count the vision tower)",
+                                 field=f"vision_config.{e.args[0]}") from None
 
 
 def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
@@ -161,14 +303,18 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
     if not model_type:
         raise InvalidConfigError("missing", path=path, field="model_type",
                                  hint="is this a transformers config.json?")
-    unsupported = _detect_unsupported(cfg, model_type)
     raw_cfg = cfg
     if "text_config" in cfg and isinstance(cfg["text_config"], dict):
         # Multimodal wrappers keep the language model under text_config (Llama 4, Gemma 3, …).
-        cfg = {**cfg["text_config"], "torch_dtype": cfg.get("torch_dtype"),
+        text = cfg["text_config"]
+        if model_type == "gemma3":
+            text = {**GEMMA3_TEXT_DEFAULTS, **text}
+        cfg = {**text, "torch_dtype": cfg.get("torch_dtype") or cfg.get("dtype") or text.get("torch_dtype"),
                "quantization_config": cfg.get("quantization_config")}
+    family = {"gemma3_text": "gemma3", "llama4_text": "llama4"}.get(model_type, model_type)
     r = _Reader(cfg, path)
 
+    mla = None
     if model_type in {"chatglm", "glm"}:
         # GLM-4 (THUDM): ChatGLM key names; GQA via multi_query_group_num, head dim kv_channels,
         # fused dense_h_to_4h (gated, 2 × ffn_hidden_size), qkv bias, untied output_layer.
@@ -194,12 +340,21 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         head_dim = cfg.get("head_dim") or hidden_for_hd // heads
         vocab = r.int("vocab_size")
         intermediate = r.int("intermediate_size", default=0)
-        qkv_bias = r.bool("attention_bias", model_type == "qwen2")  # Qwen2: q/k/v bias always
-        o_bias = r.bool("attention_bias", False) if model_type != "qwen2" else False
+        if family == "llama4":
+            intermediate = r.int("intermediate_size_mlp", default=intermediate)  # dense layers
+        qkv_bias = r.bool("attention_bias", family == "qwen2")  # Qwen2: q/k/v bias always
+        o_bias = r.bool("attention_bias", False) if family != "qwen2" else False
         mlp_bias = r.bool("mlp_bias", False)
         rotary_dim = int(head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
-        tie = r.bool("tie_word_embeddings", False)
-        qk_norm = model_type in {"qwen3", "qwen3_moe"}  # per-head q/k RMSNorm
+        tie = r.bool("tie_word_embeddings", family in TIED_BY_DEFAULT)
+        qk_norm = family in {"qwen3", "qwen3_moe", "qwen3_next", "gemma3"}  # per-head RMSNorm
+        if family in MLA_FAMILIES:
+            mla = MlaSpec(kv_lora_rank=r.int("kv_lora_rank"), qk_rope_head_dim=r.int("qk_rope_head_dim"),
+                          qk_nope_head_dim=r.int("qk_nope_head_dim"), v_head_dim=r.int("v_head_dim"),
+                          q_lora_rank=r.int("q_lora_rank", required=False))
+            head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+            rotary_dim = mla.qk_rope_head_dim
+            kv_heads = heads  # nominal; the cache is one latent head (kv.py)
     hidden = r.int("hidden_size", "n_embd")
     assert layers and heads and kv_heads and hidden and vocab is not None  # for type checkers
     if heads % kv_heads:
@@ -207,22 +362,25 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
             f"num_attention_heads ({heads}) is not a multiple of the KV heads ({kv_heads})",
             path=path, field="num_key_value_heads")
 
-    moe = None
-    if model_type == "mixtral":
-        moe = MoeSpec(num_experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
-                      expert_intermediate_size=intermediate, moe_layers=list(range(layers)))
-    elif model_type in {"qwen3_moe", "qwen2_moe"} or cfg.get("num_experts"):
-        step = r.int("decoder_sparse_step", default=1)
-        dense = set(cfg.get("mlp_only_layers") or [])
-        moe_layers = [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
-        shared = r.int("shared_expert_intermediate_size", default=0)
-        moe = MoeSpec(num_experts=r.int("num_experts"), top_k=r.int("num_experts_per_tok"),
-                      expert_intermediate_size=r.int("moe_intermediate_size"),
-                      shared_expert_intermediate_size=shared, shared_expert_gate=shared > 0,
-                      moe_layers=moe_layers)
+    moe = _moe(cfg, family, r, layers, intermediate or 0)
+    if family == "gpt_oss":
+        intermediate = 0  # every MLP is a MoE block
+    layer_types, window, chunk = _layer_types(cfg, family, layers)
+    linear = None
+    if "linear" in layer_types:
+        linear = LinearAttentionSpec(
+            num_key_heads=r.int("linear_num_key_heads"), num_value_heads=r.int("linear_num_value_heads"),
+            key_head_dim=r.int("linear_key_head_dim"), value_head_dim=r.int("linear_value_head_dim"),
+            conv_kernel=r.int("linear_conv_kernel_dim"))
+    unsupported = _detect_unsupported(raw_cfg, cfg, family)
 
     quant, unmodelled_quant = _quantization(cfg, extra, path)
     problems = []
+    if "text_config" in raw_cfg and "vision_config" not in raw_cfg and family in {"gemma3", "llama4"}:
+        problems.append(Problem(
+            code="vision-not-counted", severity="warning",
+            message="this multimodal config has no vision_config, so the vision tower's weights "
+            "are not counted (plan the full config.json, or its checkpoint, to include them)"))
     if cfg.get("auto_map") or "auto_map" in raw_cfg:
         problems.append(Problem(
             code="remote-code-not-run", severity="warning",
@@ -237,15 +395,21 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         cache_rows = int(cache_rows * rope_factor)
     elif rope_type == "yarn" and rope_factor:
         cache_rows = int((rope_original or cache_rows) * rope_factor)
+    if family == "gemma3" and rope_type:
+        cache_rows += int(max_pos or 0)  # a second, unscaled cache for the local layers
     max_len_keys = {k: cfg[k] for k in MAX_LEN_KEYS
                     if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)}
 
     return ModelSpec(
-        id=model_id, model_type=model_type, architectures=list(cfg.get("architectures") or []),
+        id=model_id, model_type=family, architectures=list(raw_cfg.get("architectures") or []),
         num_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_kv_heads=kv_heads,
         head_dim=int(head_dim), vocab_size=vocab, intermediate_size=intermediate or 0,
         tie_word_embeddings=tie, qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
-        qk_norm=qk_norm, moe=moe, dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
+        qk_norm=qk_norm, norms_per_layer=4 if family in {"gemma2", "gemma3"} else 2,
+        attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
+        moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
+        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, family, hidden),
+        dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,
         rope_cache_positions=cache_rows,

@@ -101,6 +101,26 @@ class MoeSpec(_Frozen):
     shared_expert_intermediate_size: int = Field(0, ge=0, description="0 = no shared expert")
     shared_expert_gate: bool = False
     moe_layers: list[int] = Field(description="indices of layers whose MLP is a MoE block")
+    router_bias: bool = False
+    expert_bias: bool = False
+    score_correction_bias: bool = Field(False, description="DeepSeek-V3 e_score_correction_bias")
+
+
+class VisionSpec(_Frozen):
+    """The vision tower of a multimodal model, enough to count its weights."""
+
+    kind: Literal["siglip", "llama4"]
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    num_layers: int = Field(gt=0)
+    patch_size: int = Field(gt=0)
+    image_size: int = Field(gt=0)
+    num_channels: int = 3
+    text_hidden_size: int = Field(gt=0)
+    projector_input_dim: int | None = None
+    projector_output_dim: int | None = None
+    output_dim: int | None = None
+    pixel_shuffle_ratio: float | None = None
 
 
 class MlaSpec(_Frozen):
@@ -128,11 +148,15 @@ class LinearAttentionSpec(_Frozen):
 class QuantSpec(_Frozen):
     """Weight quantization of a checkpoint, as vLLM loads it."""
 
-    method: Literal["fp8"]
+    method: Literal["fp8", "int8", "awq", "gptq", "w4a16", "nvfp4", "mxfp4"]
     weight_bits: int = 8
     block_size: tuple[int, int] | None = Field(None, description="block-wise scales, e.g. 128×128")
     per_channel: bool = False
     static_input_scale: bool = False
+    group_size: int | None = Field(None, description="input elements per scale; None = per channel")
+    zero_points: bool = Field(False, description="asymmetric: packed zero points stored")
+    act_order: bool = Field(False, description="GPTQ desc_act: an int32 g_idx per input element")
+    experts_only: bool = Field(False, description="MXFP4 (gpt-oss): only MoE experts quantized")
     ignore: list[str] = Field(default_factory=list, description="module name patterns left unquantized")
     source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
 
@@ -156,6 +180,8 @@ class ModelSpec(_Frozen):
     mlp_bias: bool = False
     qk_norm: bool = False
     norms_per_layer: int = 2
+    attention_sinks: bool = Field(False, description="gpt-oss: one learned sink per head")
+    gated_attention: bool = Field(False, description="Qwen3-Next: q_proj also emits a gate")
     moe: MoeSpec | None = None
     layer_types: list[Literal["full", "sliding", "chunked", "linear"]] = Field(
         default_factory=list, description="attention kind per layer; empty = full everywhere")
@@ -163,6 +189,7 @@ class ModelSpec(_Frozen):
     attention_chunk_size: int | None = Field(None, gt=0, description="tokens, for 'chunked' layers")
     mla: MlaSpec | None = None
     linear_attention: LinearAttentionSpec | None = None
+    vision: VisionSpec | None = None
     dtype: str = Field(description="checkpoint dtype from the config (torch_dtype / dtype)")
     max_position_embeddings: int | None = None
     max_len_keys: dict[str, int] = Field(

@@ -20,7 +20,7 @@ from .units import DTYPE_BYTES, cdiv
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
-Kind = Literal["embedding", "lm_head", "linear", "bias", "norm", "router"]
+Kind = Literal["embedding", "lm_head", "linear", "expert", "bias", "norm", "router", "vision"]
 # How a tensor is split over TP ranks: "out" = rows (column-parallel), "in" = cols
 # (row-parallel), "kv" = rows by KV heads with replication, "vocab" = padded vocab rows.
 Split = Literal["out", "in", "kv", "vocab", "none"]
@@ -33,14 +33,17 @@ class Tensor:
     rows: int
     cols: int
     split: Split
-    layer: int | None  # None: embedding / final norm / lm_head
+    layer: int | None  # None: embedding / final norm / lm_head / vision tower
+    experts: int = 1  # "expert" tensors: rows = experts × rows of one expert
+    dtype: str | None = None  # fixed storage dtype (e.g. fp32 buffers); None = model dtype
 
 
-def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
+def _attention(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """GQA/MQA attention (Llama family): q, k, v, o (+ biases, q/k norms, gpt-oss sinks,
+    Qwen3-Next's output gate, which doubles q_proj's rows)."""
     h, hd = m.hidden_size, m.head_dim
     q_out, kv_out = m.num_attention_heads * hd, m.num_kv_heads * hd
-    p = f"layers.{i}."
-    yield Tensor(p + "q_proj", "linear", q_out, h, "out", i)
+    yield Tensor(p + "q_proj", "linear", q_out * (2 if m.gated_attention else 1), h, "out", i)
     yield Tensor(p + "k_proj", "linear", kv_out, h, "kv", i)
     yield Tensor(p + "v_proj", "linear", kv_out, h, "kv", i)
     yield Tensor(p + "o_proj", "linear", h, q_out, "in", i)
@@ -53,15 +56,63 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
     if m.qk_norm:
         yield Tensor(p + "q_norm", "norm", hd, 1, "none", i)
         yield Tensor(p + "k_norm", "norm", hd, 1, "none", i)
-    for n in range(m.norms_per_layer):
-        yield Tensor(p + f"norm{n}", "norm", h, 1, "none", i)
-    moe = m.moe
+    if m.attention_sinks:
+        yield Tensor(p + "sinks", "bias", m.num_attention_heads, 1, "out", i)
+
+
+def _mla(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py): the low-rank down-projections
+    q_a / kv_a (with the shared rope key) are replicated on every TP rank; q_b (or q), kv_b and
+    o are split by heads."""
+    assert m.mla is not None
+    a, h, heads = m.mla, m.hidden_size, m.num_attention_heads
+    q_head = a.qk_nope_head_dim + a.qk_rope_head_dim
+    if a.q_lora_rank:
+        yield Tensor(p + "q_a_proj", "linear", a.q_lora_rank, h, "none", i)
+        yield Tensor(p + "q_a_layernorm", "norm", a.q_lora_rank, 1, "none", i)
+        yield Tensor(p + "q_b_proj", "linear", heads * q_head, a.q_lora_rank, "out", i)
+    else:
+        yield Tensor(p + "q_proj", "linear", heads * q_head, h, "out", i)
+    yield Tensor(p + "kv_a_proj_with_mqa", "linear", a.kv_lora_rank + a.qk_rope_head_dim, h, "none", i)
+    yield Tensor(p + "kv_a_layernorm", "norm", a.kv_lora_rank, 1, "none", i)
+    yield Tensor(p + "kv_b_proj", "linear", heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank,
+                 "out", i)
+    yield Tensor(p + "o_proj", "linear", h, heads * a.v_head_dim, "in", i)
+
+
+def _gated_deltanet(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """Qwen3-Next Gated DeltaNet layer (vllm/model_executor/models/qwen3_next.py): fused
+    in_proj_qkvz and in_proj_ba, a depthwise conv over q/k/v channels, per-head A_log and
+    dt_bias, a gated RMSNorm over the value head dim, out_proj."""
+    la = m.linear_attention
+    assert la is not None
+    h = m.hidden_size
+    qk, v = la.num_key_heads * la.key_head_dim, la.num_value_heads * la.value_head_dim
+    yield Tensor(p + "in_proj_qkvz", "linear", 2 * qk + 2 * v, h, "out", i)
+    yield Tensor(p + "in_proj_ba", "linear", 2 * la.num_value_heads, h, "out", i)
+    yield Tensor(p + "conv1d", "bias", 2 * qk + v, la.conv_kernel, "out", i)
+    yield Tensor(p + "A_log", "bias", la.num_value_heads, 1, "out", i)
+    yield Tensor(p + "dt_bias", "bias", la.num_value_heads, 1, "out", i)
+    yield Tensor(p + "norm", "norm", la.value_head_dim, 1, "none", i)
+    yield Tensor(p + "out_proj", "linear", h, v, "in", i)
+
+
+def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    h, moe = m.hidden_size, m.moe
     if moe is not None and i in moe.moe_layers:
         e, inter = moe.num_experts, moe.expert_intermediate_size
         yield Tensor(p + "mlp.gate", "router", e, h, "none", i)
+        if moe.router_bias:
+            yield Tensor(p + "mlp.gate.bias", "router", e, 1, "none", i)
+        if moe.score_correction_bias:
+            yield Tensor(p + "mlp.gate.e_score_correction_bias", "router", e, 1, "none", i,
+                         dtype="float32")
         # Fused expert weights: w13 [E, 2I, H] split on I, w2 [E, H, I] split on I.
-        yield Tensor(p + "mlp.experts.w13", "linear", e * 2 * inter, h, "out", i)
-        yield Tensor(p + "mlp.experts.w2", "linear", e * h, inter, "in", i)
+        yield Tensor(p + "mlp.experts.w13", "expert", e * 2 * inter, h, "out", i, experts=e)
+        yield Tensor(p + "mlp.experts.w2", "expert", e * h, inter, "in", i, experts=e)
+        if moe.expert_bias:
+            yield Tensor(p + "mlp.experts.w13_bias", "bias", e * 2 * inter, 1, "out", i)
+            yield Tensor(p + "mlp.experts.w2_bias", "bias", e * h, 1, "none", i)
         if moe.shared_expert_intermediate_size:
             s = moe.shared_expert_intermediate_size
             yield Tensor(p + "mlp.shared_expert.gate_up_proj", "linear", 2 * s, h, "out", i)
@@ -77,19 +128,84 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
             yield Tensor(p + "mlp.down_proj.bias", "bias", h, 1, "none", i)
 
 
+def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
+    p = f"layers.{i}."
+    kind = m.layer_types[i] if m.layer_types else "full"
+    if kind == "linear":
+        yield from _gated_deltanet(m, i, p + "linear_attn.")
+    elif m.mla is not None:
+        yield from _mla(m, i, p + "self_attn.")
+    else:
+        yield from _attention(m, i, p + "self_attn.")
+    for n in range(m.norms_per_layer):
+        yield Tensor(p + f"norm{n}", "norm", m.hidden_size, 1, "none", i)
+    yield from _mlp(m, i, p)
+
+
+def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
+    """Vision tower + projector, counted from vision_config.
+
+    SigLIP (Gemma 3; vllm/model_executor/models/siglip.py, gemma3_mm.py): conv patch embedding
+    with bias, one position embedding per patch, per layer q/k/v/o and fc1/fc2 with biases and
+    two LayerNorms, a post-LayerNorm; projector = soft-embedding RMSNorm + a vision→text matrix.
+    Llama 4 (mllama4.py): unfold patch embedding without bias, class embedding, position
+    embedding for patches + class, pre/post LayerNorms, per layer as SigLIP, a pixel-shuffle
+    MLP adapter (projector_input_dim × hidden/ratio², projector_output_dim²) and a bias-free
+    vision→text projector."""
+    v = m.vision
+    if v is None:
+        return
+    h, f = v.hidden_size, v.intermediate_size
+    patches = (v.image_size // v.patch_size) ** 2
+    patch_in = v.num_channels * v.patch_size ** 2
+    name = "vision."
+    if v.kind == "siglip":
+        yield Tensor(name + "patch_embedding", "vision", h, patch_in + 1, "none", None)
+        yield Tensor(name + "position_embedding", "vision", patches, h, "none", None)
+        yield Tensor(name + "post_layernorm", "norm", 2 * h, 1, "none", None)
+    else:
+        yield Tensor(name + "patch_embedding", "vision", h, patch_in, "none", None)
+        yield Tensor(name + "class_embedding", "vision", h, 1, "none", None)
+        yield Tensor(name + "positional_embedding", "vision", patches + 1, h, "none", None)
+        yield Tensor(name + "layernorm_pre_post", "norm", 4 * h, 1, "none", None)
+    for i in range(v.num_layers):
+        p = f"{name}layers.{i}."
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            yield Tensor(p + proj, "vision", h, h + 1, "out", None)
+        yield Tensor(p + "o_proj", "vision", h, h, "in", None)
+        yield Tensor(p + "o_proj.bias", "norm", h, 1, "none", None)
+        yield Tensor(p + "fc1", "vision", f, h + 1, "out", None)
+        yield Tensor(p + "fc2", "vision", h, f, "in", None)
+        yield Tensor(p + "fc2.bias", "norm", h, 1, "none", None)
+        yield Tensor(p + "layer_norms", "norm", 4 * h, 1, "none", None)
+    if v.kind == "siglip":
+        yield Tensor("multi_modal_projector.norm", "norm", h, 1, "none", None)
+        yield Tensor("multi_modal_projector.proj", "vision", h, v.text_hidden_size, "none", None)
+    else:
+        ratio = v.pixel_shuffle_ratio or 0.5
+        adapter_in = int(h / (ratio * ratio))
+        pin, pout = v.projector_input_dim or adapter_in, v.projector_output_dim or h
+        yield Tensor(name + "adapter.fc1", "vision", pin, adapter_in, "out", None)
+        yield Tensor(name + "adapter.fc2", "vision", pout, pin, "in", None)
+        yield Tensor("multi_modal_projector.linear_1", "vision", v.text_hidden_size,
+                     v.output_dim or pout, "out", None)
+
+
 def tensors(m: ModelSpec) -> Iterator[Tensor]:
-    """Every weight tensor of the language model (unpadded, unsharded shapes)."""
+    """Every weight tensor of the model (unpadded, unsharded shapes)."""
     yield Tensor("embed_tokens", "embedding", m.vocab_size, m.hidden_size, "vocab", None)
     for i in range(m.num_layers):
         yield from _layer_tensors(m, i)
     yield Tensor("norm", "norm", m.hidden_size, 1, "none", None)
     if not m.tie_word_embeddings:
         yield Tensor("lm_head", "lm_head", m.vocab_size, m.hidden_size, "vocab", None)
+    yield from _vision_tensors(m)
 
 
-def parameter_count(m: ModelSpec) -> int:
+def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
     """Total parameters as published: unpadded vocabulary, tied head counted once."""
-    return sum(t.rows * t.cols for t in tensors(m))
+    return sum(t.rows * t.cols for t in tensors(m)
+               if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
 
 
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
@@ -122,26 +238,91 @@ def _shard_rows(t: Tensor, m: ModelSpec, tp: int) -> tuple[int, int]:
 
 
 def _is_ignored(name: str, q: QuantSpec) -> bool:
+    """Module patterns from modules_to_not_convert / ignore (plain names, `re:` regexes, or
+    `*` globs such as 'model.layers.*.self_attn')."""
     short = name.replace(".weight", "")
-    return any(pattern.split("model.")[-1] in short or short.endswith(pattern) for pattern in q.ignore
-               if pattern)
+    for pattern in q.ignore:
+        if not pattern:
+            continue
+        pat = pattern.removeprefix("re:").split("model.")[-1].replace(".*.", ".").replace("*", "")
+        if pat in short or short.endswith(pat) or (pat.startswith("layers.") and short.startswith(pat)):
+            return True
+        if "self_attn" in pat and ".self_attn." in short or "router" in pat and ".mlp.gate" in short:
+            return True
+    return False
+
+
+MXFP4_PAD_HIDDEN, MXFP4_PAD_INTERMEDIATE = 256, 128
+
+
+def _quantized_bytes(t: Tensor, rows: int, cols: int, q: QuantSpec) -> int:
+    """Bytes of one quantized shard [rows = out, cols = in] (ENGINE_MEMORY §1.8, vLLM's
+    quantization/*.py create_weights):
+    fp8: 1 B/element + fp32 scales per 128×128 block, per output channel, or per tensor
+    (+ a static input scale); int8 (w8a8): 1 B + fp32 per-channel scales;
+    awq/gptq/w4a16: bits/8 B per element + 16-bit scales per group of `group_size` inputs
+    (+ packed zero points when asymmetric, + an int32 g_idx per input with act-order);
+    nvfp4: ½ B + one fp8 scale per 16 elements + two fp32 global scales;
+    mxfp4 (experts only): ½ B + one e8m0 scale per 32, on expert matrices padded to a hidden
+    size multiple of 256 and an intermediate multiple of 128 (fused_moe/oracle/mxfp4.py)."""
+    n = rows * cols
+    if q.method == "fp8":
+        if q.block_size:
+            br, bc = q.block_size
+            scales = cdiv(rows, br) * cdiv(cols, bc)
+        elif q.per_channel:
+            scales = rows
+        else:
+            scales = 1 + int(q.static_input_scale)
+        return n + 4 * scales
+    if q.method == "int8":
+        return n + 4 * (rows if q.per_channel else 1)
+    if q.method == "nvfp4":
+        return n // 2 + cdiv(n, 16) + 8
+    if q.method == "mxfp4":
+        per_expert_rows = rows // t.experts
+        if t.split == "out":  # w13: rows = 2 × intermediate shard, cols = hidden
+            per_expert_rows = 2 * _round_up(per_expert_rows // 2, MXFP4_PAD_INTERMEDIATE)
+            cols = _round_up(cols, MXFP4_PAD_HIDDEN)
+        else:  # w2: rows = hidden, cols = intermediate shard
+            per_expert_rows = _round_up(per_expert_rows, MXFP4_PAD_HIDDEN)
+            cols = _round_up(cols, MXFP4_PAD_INTERMEDIATE)
+        padded = t.experts * per_expert_rows * cols
+        return padded // 2 + cdiv(padded, 32)
+    # awq / gptq / w4a16: packed integers, 16-bit group scales, optional zeros and g_idx.
+    groups = cdiv(cols, q.group_size) if q.group_size else 1
+    packed = cdiv(n * q.weight_bits, 8)
+    scales = 2 * rows * groups
+    zeros = cdiv(rows * groups * q.weight_bits, 8) if q.zero_points else 0
+    g_idx = 4 * cols if q.act_order else 0
+    return packed + scales + zeros + g_idx
+
+
+def _round_up(x: int, k: int) -> int:
+    return cdiv(x, k) * k
 
 
 def _tensor_bytes(t: Tensor, rows: int, cols: int, dtype_bytes: int, q: QuantSpec | None) -> int:
-    """Bytes of one shard. FP8 linear weights: 1 B per element plus fp32 scales —
-    per 128×128 block (`weight_scale_inv`), per output channel, or one per tensor
-    (+ one static input scale) (vLLM fp8.py / compressed_tensors; ENGINE_MEMORY §1.8)."""
-    if q is None or t.kind != "linear" or _is_ignored(t.name, q):
+    """Bytes of one shard: quantized linear/expert weights by their format, everything else
+    (embeddings, norms, biases, routers, vision tower, ignored modules) in the model dtype or
+    the tensor's fixed dtype."""
+    if t.dtype is not None:
+        return rows * cols * DTYPE_BYTES[t.dtype]
+    quantizable = t.kind == "expert" or (t.kind == "linear" and not (q and q.experts_only))
+    if q is None or not quantizable or _is_ignored(t.name, q):
         return rows * cols * dtype_bytes
-    weight = rows * cols  # 1 byte per fp8 element
-    if q.block_size:
-        br, bc = q.block_size
-        scales = cdiv(rows, br) * cdiv(cols, bc)
-    elif q.per_channel:
-        scales = rows
-    else:
-        scales = 1 + int(q.static_input_scale)
-    return weight + 4 * scales
+    return _quantized_bytes(t, rows, cols, q)
+
+
+def mla_dequantized_copy_bytes(m: ModelSpec, tp: int, quant: QuantSpec | None, dtype: str) -> int:
+    """MLA with a quantized kv_b_proj: vLLM dequantizes it once into W_UK/W_UV in the model
+    dtype and keeps them beside the quantized weight (mla_attention.py
+    process_weights_after_loading): per layer heads/tp × (nope + v) × kv_lora_rank elements."""
+    if m.mla is None or quant is None or _is_ignored("kv_b_proj", quant):
+        return 0
+    a = m.mla
+    per_layer = cdiv(m.num_attention_heads, tp) * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank
+    return per_layer * DTYPE_BYTES[dtype]
 
 
 def rope_cache_bytes(m: ModelSpec, dtype: str) -> int:
@@ -174,8 +355,13 @@ def weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
             per_stage[0] += b
             if m.tie_word_embeddings and pp > 1:
                 per_stage[-1] += b
+        elif t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
+            per_stage[0] += b  # the encoder runs on the first stage
         else:  # final norm, lm_head
             per_stage[-1] += b
+    mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
+    for s, r in enumerate(ranges):
+        per_stage[s] += mla_copy * len(r)
     rope = rope_cache_bytes(m, dtype)
     return [w + rope for w in per_stage]
 

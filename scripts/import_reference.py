@@ -173,6 +173,27 @@ MODELS: dict[str, list[str]] = {
     "microsoft--phi-4.json": [],
     "01-ai--Yi-34B.json": [],
     "THUDM--glm-4-9b-chat.json": ["glm-4-9b"],
+    # Sliding-window / hybrid attention
+    "mistralai--Mistral-7B-v0.1.json": ["mistral-7b-v0.1"],
+    "microsoft--Phi-3-mini-4k-instruct.json": ["phi-3-mini"],
+    "google--gemma-2-9b-it.json": ["gemma-2-9b"],
+    "google--gemma-2-27b-it.json": ["gemma-2-27b"],
+    "google--gemma-3-4b-it.json": ["gemma-3-4b"],
+    "google--gemma-3-27b-it.json": ["gemma-3-27b"],
+    "openai--gpt-oss-20b.json": ["gpt-oss-20b"],
+    "openai--gpt-oss-120b.json": ["gpt-oss-120b"],
+    # MLA
+    # INDEX.md: the Chat model's architecture fields match this base config (substitute).
+    "deepseek-ai--DeepSeek-V2-Lite.json": ["deepseek-v2-lite", "deepseek-ai/DeepSeek-V2-Lite-Chat"],
+    "deepseek-ai--DeepSeek-V3.json": ["deepseek-v3"],
+    "deepseek-ai--DeepSeek-R1.json": ["deepseek-r1"],
+    # Linear-attention hybrid
+    # INDEX.md: the Instruct sibling equals this Thinking config in every field (substitute).
+    "Qwen--Qwen3-Next-80B-A3B-Thinking.json": ["qwen3-next-80b", "Qwen/Qwen3-Next-80B-A3B-Instruct"],
+    # Llama 4 (chunked local attention, MoE, vision tower)
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct.json": ["llama-4-scout"],
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct.json": ["llama-4-maverick"],
+    "RedHatAI--Llama-4-Scout-17B-16E-Instruct-FP8-dynamic.json": [],
 }
 
 # Published ("stated") sizes precise enough to test against, in parameters (INDEX.md column
@@ -188,6 +209,24 @@ STATED_EXACT = {
     "microsoft--phi-4.json": 14.7e9,
     "01-ai--Yi-34B.json": 34.4e9,
     "THUDM--glm-4-9b-chat.json": 9.4e9,
+    "google--gemma-2-9b-it.json": 9.24e9,
+    "google--gemma-2-27b-it.json": 27.2e9,
+    "google--gemma-3-27b-it.json": 27.4e9,  # incl. the vision tower
+    "google--gemma-3-4b-it.json": 4e9,  # the name only
+    "microsoft--Phi-3-mini-4k-instruct.json": 3.8e9,
+    "openai--gpt-oss-20b.json": 20.9e9,
+    "openai--gpt-oss-120b.json": 116.8e9,
+    "deepseek-ai--DeepSeek-V2-Lite.json": 15.7e9,
+    "Qwen--Qwen3-Next-80B-A3B-Thinking.json": 80e9,  # the name only
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct.json": 109e9,  # incl. the vision tower
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct.json": 400e9,
+}
+
+# Reference counts that cover the language model only (INDEX.md "text …"): the catalogue
+# test compares them with the count without the vision tower.
+TEXT_ONLY_REFERENCE = {
+    "google--gemma-3-27b-it.json", "meta-llama--Llama-4-Scout-17B-16E-Instruct.json",
+    "RedHatAI--Llama-4-Scout-17B-16E-Instruct-FP8-dynamic.json",
 }
 
 
@@ -196,6 +235,8 @@ SAME_PARAMS_AS_REFERENCE_OF = {
     "Qwen--Qwen3-32B-FP8.json": 32_762_123_264,  # "as Qwen3-32B"
     "Qwen--Qwen3-30B-A3B-FP8.json": 30_532_122_624,  # "as Qwen3-30B-A3B"
     "mistralai--Mixtral-8x7B-v0.1.json": 46_702_792_704,  # "as above" (8x7B-Instruct)
+    "deepseek-ai--DeepSeek-R1.json": 671_026_419_200,  # "as V3"
+    "RedHatAI--Llama-4-Scout-17B-16E-Instruct-FP8-dynamic.json": 107_769_861_120,  # "as Scout"
 }
 
 
@@ -237,6 +278,7 @@ def import_models(ref: Path) -> None:
             "params_reference": int(computed[0].replace(",", "")) if computed
             else SAME_PARAMS_AS_REFERENCE_OF.get(fname),
             "params_stated": STATED_EXACT.get(fname),
+            "params_reference_text_only": fname in TEXT_ONLY_REFERENCE,
             "notes": row["notes"],
         })
     (out / "index.json").write_text(json.dumps({"models": entries}, indent=2, ensure_ascii=False) + "\n")

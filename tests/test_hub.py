@@ -68,6 +68,18 @@ def awq_tensors(cfg: dict) -> dict:
 AWQ_QC = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": True}
 
 
+FBGEMM_QC = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}
+
+
+def fbgemm_tensors(cfg: dict) -> dict:
+    """fbgemm_fp8 checkpoints: fp8 weight and an fp32 scale per output row for each linear."""
+    t = _others(cfg, "BF16")
+    for name, out, inp in _linears(cfg):
+        t[name + ".weight"] = ("F8_E4M3", [out, inp])
+        t[name + ".weight_scale"] = ("F32", [out, 1])
+    return t
+
+
 def sharded(tensors: dict, shards: int) -> dict[str, bytes]:
     """model-0000k-of-0000n.safetensors files plus their index, as the Hub stores them."""
     names = list(tensors)
@@ -92,6 +104,9 @@ def hub(monkeypatch):
                                                **sharded(dense_tensors(cfg), 4)}}),
         "acme/llama-awq": FakeRepo({"main": {"config.json": json.dumps(awq_cfg).encode(),
                                              **sharded(awq_tensors(cfg), 2)}}),
+        "acme/llama-fbgemm": FakeRepo({"main": {
+            "config.json": json.dumps({**cfg, "quantization_config": FBGEMM_QC}).encode(),
+            **sharded(fbgemm_tensors(cfg), 2)}}),
         "acme/gated-llama": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()}}, gated=True),
         "acme/no-weights": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()},
                                      "v1.0": {"config.json": json.dumps(cfg).encode()}}),
@@ -142,7 +157,7 @@ def test_second_plan_of_a_repo_does_no_network_work(hub, capsys):
     assert len(hub.requests) > before
 
 
-def test_awq_weight_bytes_come_from_the_headers(hub, capsys):
+def test_awq_bytes_from_config_agree_with_the_headers(hub, capsys):
     """Hand-worked from the AWQ layout (awq.py shapes): per linear of N = in×out weights,
     N/2 B packed int4 + N/256 B int32 zeros + N/64 B fp16 scales; fp16 embeddings, head and
     norms; plus the RoPE cache 131072 × 128 × 2 B (rope_cache_bytes, ENGINE_MEMORY §1.8)."""
@@ -151,11 +166,25 @@ def test_awq_weight_bytes_come_from_the_headers(hub, capsys):
     h, v, layers = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
     expected = (n // 2 + n // 256 + n // 64 + 2 * (2 * v * h) + 2 * h * (2 * layers + 1)
                 + 131072 * 128 * 2)
-    assert expected == 5_761_409_024  # 5.36 GiB, vs 14.99 GiB for the bf16 checkpoint
+    assert expected == 5_761_409_024  # 5.37 GiB, vs 14.99 GiB for the bf16 checkpoint
     data, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4")
     assert data["memory"]["weights_bytes"] == expected
-    assert data["model"]["weights_from"] == "headers"
+    assert data["model"]["weights_from"] == "config"
     assert data["model"]["quantization"] == "awq"
+    assert any(p["code"] == "headers-agree" for p in data["problems"])
+
+
+def test_unmodelled_quantization_takes_its_bytes_from_the_headers(hub, capsys):
+    """fbgemm_fp8 (a vLLM format kvplan does not size from config): fp8 weights [out, in] and
+    fp32 per-row scales [out, 1] per linear, bf16 embeddings/head/norms, plus the RoPE cache."""
+    cfg = _llama_cfg()
+    rows = sum(out for _, out, _ in _linears(cfg))
+    n = sum(out * inp for _, out, inp in _linears(cfg))
+    h, v, layers = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
+    expected = n + 4 * rows + 2 * (2 * v * h) + 2 * h * (2 * layers + 1) + 131072 * 128 * 2
+    data, _ = plan_json(capsys, "acme/llama-fbgemm", "--gpu", "l4")
+    assert data["memory"]["weights_bytes"] == expected
+    assert data["model"]["weights_from"] == "headers"
     assert any(p["code"] == "weights-from-headers" for p in data["problems"])
     assert not any(p["code"] == "unmodelled-quantization" for p in data["problems"])
 
@@ -293,16 +322,17 @@ def _write_dir(tmp_path, cfg, tensors, shards=1):
     return d
 
 
-def test_local_awq_directory_uses_headers(capsys, tmp_path):
+def test_local_awq_directory_reads_the_headers(capsys, tmp_path):
     cfg = {**_llama_cfg(), "torch_dtype": "float16", "quantization_config": AWQ_QC}
     d = _write_dir(tmp_path, cfg, awq_tensors(cfg), shards=3)
     data, _ = plan_json(capsys, str(d), "--gpu", "l4")
     assert data["memory"]["weights_bytes"] == 5_761_409_024  # same hand-worked value as above
+    assert any(p["code"] == "headers-agree" for p in data["problems"])
     assert data["command"].startswith(f"vllm serve {d} ")
 
 
 def test_local_config_alone_warns_that_quantized_bytes_are_unknown(capsys, tmp_path):
-    cfg = {**_llama_cfg(), "torch_dtype": "float16", "quantization_config": AWQ_QC}
+    cfg = {**_llama_cfg(), "quantization_config": FBGEMM_QC}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     data, _ = plan_json(capsys, str(tmp_path / "config.json"), "--gpu", "l4")
     warning = next(p for p in data["problems"] if p["code"] == "unmodelled-quantization")

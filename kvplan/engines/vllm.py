@@ -180,6 +180,15 @@ def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[st
     return m.dtype, "model-config"
 
 
+# --quantization values (vllm/model_executor/layers/quantization/__init__.py) → the checkpoint
+# format kvplan sizes them as.
+QUANT_FLAG_METHODS = {
+    "fp8": "fp8", "fbgemm_fp8": "fp8", "modelopt": "fp8", "mxfp4": "mxfp4", "awq": "awq",
+    "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq", "modelopt_fp4": "nvfp4",
+    "compressed-tensors": None,
+}
+
+
 def default_block_size(m: ModelSpec, gpu: GpuSpec, version: str) -> int:
     """Tokens per block when --block-size is not given: 16 (FlashAttention/FlashInfer accept it,
     vllm/config/cache.py DEFAULT_BLOCK_SIZE), except MLA, whose default backend dictates it
@@ -260,10 +269,15 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
     qname = opts.get("quantization")
     if qname:
         sources["quantization"] = "cli"
-        if qname.lower() != "fp8":
-            raise InvalidInputError(f"--quantization {qname!r} is not modelled yet",
-                                    hint="kvplan models fp8 (online or checkpoint) today")
-        if quant is None:  # online FP8: per-tensor weight scales after loading
+        named = QUANT_FLAG_METHODS.get(qname.lower())
+        if quant is not None and named == quant.method:
+            pass  # the flag names the checkpoint's own format (vLLM accepts and uses it)
+        elif qname.lower() != "fp8":
+            have = f"the checkpoint is {quant.method}" if quant else "the checkpoint is unquantized"
+            raise InvalidInputError(f"--quantization {qname!r} does not match the model ({have})",
+                                    hint="kvplan models online --quantization fp8, or the "
+                                    "checkpoint's own format (drop the flag)")
+        elif quant is None:  # online FP8: per-tensor weight scales after loading
             quant = QuantSpec(method="fp8", source="cli")
     elif quant is not None:
         sources["quantization"] = "model-config"
