@@ -148,7 +148,7 @@ def models(
     """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`)."""
     from .catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
     from .errors import UnknownModelError
-    from .kv import kv_bytes_per_token_per_layer
+    from .kv import layer_specs
     from .weights import parameter_count
 
     show, needle = _show_or_filter(args, "models")
@@ -171,10 +171,14 @@ def models(
             continue
         m = load_catalog_model(entry)
         dt = m.dtype if m.dtype != "float32" else "bfloat16"
-        kv = m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype=dt)
-        rows.append((entry, m, parameter_count(m), kv))
+        specs = layer_specs(m, range(m.num_layers), tp=1, kv_dtype=dt, state_dtype=dt,
+                            hybrid_manager=True)
+        rows.append((entry, m, parameter_count(m), sum(x.bytes_per_token for x in specs)))
     if as_json:
-        sys.stdout.write(json.dumps([{"id": e.id, "model_type": m.model_type, "parameters": p,
+        from .render import attention_layout
+
+        sys.stdout.write(json.dumps([{"id": e.id, "model_type": m.model_type,
+                                      "attention": attention_layout(m), "parameters": p,
                                       "kv_bytes_per_token": kv, "aliases": e.aliases}
                                      for e, m, p, kv in rows], indent=2) + "\n")
     else:

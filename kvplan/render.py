@@ -82,6 +82,31 @@ def plan_table(plan: Plan, console: Console) -> None:
     console.print(plan.command, markup=False, soft_wrap=True)
 
 
+def attention_layout(m: ModelSpec) -> str:
+    """'GQA 32/8', 'MLA 512+64', 'GQA 64/8: 12 sliding(128) + 12 full', 'GDN 36 + GQA 16/2 12'."""
+    if m.mla is not None:
+        base = f"MLA {m.mla.kv_lora_rank}+{m.mla.qk_rope_head_dim}"
+    elif m.num_kv_heads == 1:
+        base = "MQA"
+    elif m.num_kv_heads == m.num_attention_heads:
+        base = "MHA"
+    else:
+        base = f"GQA {m.num_attention_heads}/{m.num_kv_heads}"
+    if not m.layer_types:
+        return base
+    counts = {k: m.layer_types.count(k) for k in ("linear", "sliding", "chunked", "full")}
+    parts = []
+    if counts["linear"]:
+        parts.append(f"{counts['linear']} GDN")
+    if counts["sliding"]:
+        parts.append(f"{counts['sliding']} sliding({m.sliding_window})")
+    if counts["chunked"]:
+        parts.append(f"{counts['chunked']} chunked({m.attention_chunk_size})")
+    if counts["full"]:
+        parts.append(f"{counts['full']} full")
+    return f"{base}: " + " + ".join(parts)
+
+
 def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console) -> None:
     from rich.table import Table
 
@@ -90,10 +115,11 @@ def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: 
     for col in ("family", "attention", "params", "KV B/token", "max len", "weights"):
         t.add_column(col, justify="right" if col in {"params", "KV B/token", "max len"} else "left")
     for entry, m, params, kv in rows:
-        attn = ("MQA" if m.num_kv_heads == 1 else "MHA" if m.num_kv_heads == m.num_attention_heads
-                else f"GQA {m.num_attention_heads}/{m.num_kv_heads}")
+        attn = attention_layout(m)
         if m.moe:
             attn += f", MoE {m.moe.num_experts}×top{m.moe.top_k}"
+        if m.vision:
+            attn += ", vision"
         t.add_row(entry.id, m.model_type, attn, f"{params / 1e9:,.2f}B", f"{kv:,}",
                   f"{max(m.max_len_keys.values(), default=0):,}",
                   m.quantization.method if m.quantization else m.dtype)

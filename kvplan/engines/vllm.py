@@ -116,9 +116,11 @@ NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP
 # TP > 1 on NVSwitch (SXM) Hopper/Blackwell: 2.06–2.13 GiB in the TP2/TP4 rows, i.e. ≈1.82 GiB
 # above TP1 — NCCL (NVLS) and custom all-reduce buffers (mechanism UNVERIFIED).
 NON_TORCH_BYTES_TP_NVSWITCH = int(1.82 * GiB)
-# CUDA graphs: one piecewise graph per layer per capture size plus a shared pool.
-CUDAGRAPH_POOL_BYTES = int(0.23 * GiB)
-CUDAGRAPH_BYTES_PER_LAYER_GRAPH = int(0.38 * MiB)
+# CUDA graphs: one piecewise graph per layer per capture size plus a shared pool. Refitted on
+# all 22 replayable rows once the gemma-2, gpt-oss and DeepSeek-V2-Lite rows became plannable
+# (was 0.23 GiB + 0.38 MiB on the 18 dense/Mixtral rows).
+CUDAGRAPH_POOL_BYTES = int(0.5585 * GiB)
+CUDAGRAPH_BYTES_PER_LAYER_GRAPH = int(0.1983 * MiB)
 # Memory in use before vLLM's init snapshot (CUDA context 0.51 GiB + cuBLAS 0.19 GiB), measured
 # on one H200 with torch 2.11 / CUDA 13 (reference/ENGINE_MEMORY.md §1.9a, GPUS.md).
 STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
