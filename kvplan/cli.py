@@ -74,6 +74,13 @@ def plan(
                                                         help="online quantization: fp8")] = None,
     block_size: Annotated[Optional[int], typer.Option("--block-size", help="tokens per KV block")] = None,
     enforce_eager: Annotated[Optional[bool], typer.Option("--enforce-eager", help="no CUDA graphs")] = None,
+    enable_prefix_caching: Annotated[Optional[bool], typer.Option(
+        "--enable-prefix-caching/--no-enable-prefix-caching",
+        help="vLLM default on; off keeps Mamba/GDN states at one page per request")] = None,
+    disable_hybrid_kv_cache_manager: Annotated[Optional[bool], typer.Option(
+        "--disable-hybrid-kv-cache-manager", help="allocate sliding/chunked layers as full attention")] = None,
+    enable_expert_parallel: Annotated[Optional[bool], typer.Option(
+        "--enable-expert-parallel", help="MoE experts split over TP × DP ranks")] = None,
     kv_cache_memory_bytes: Annotated[Optional[int], typer.Option(
         "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)")] = None,
     gpu_memory_gib: Annotated[Optional[float], typer.Option(
@@ -125,6 +132,9 @@ def plan(
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
         quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
+        enable_prefix_caching=enable_prefix_caching,
+        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
+        enable_expert_parallel=enable_expert_parallel,
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib,
     )
     if as_json:

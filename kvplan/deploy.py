@@ -69,6 +69,9 @@ VLLM_FLAGS: dict[str, tuple[str, str]] = {
     "--block-size": ("block_size", "int"), "--enforce-eager": ("enforce_eager", "bool"),
     "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", "hint"),
     "--model": ("model", "str"), "--revision": ("revision", "str"),
+    "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
+    "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
+    "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
 }
 SGLANG_FLAGS: dict[str, tuple[str, str]] = {
     "--model-path": ("model", "str"), "--model": ("model", "str"),

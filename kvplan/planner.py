@@ -32,7 +32,7 @@ KNOB_NAMES = (
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
     "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "dtype", "kv_cache_dtype",
     "quantization", "block_size", "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib",
-    "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
+    "enable_prefix_caching", "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
 )
 
 
@@ -244,6 +244,12 @@ def serve_command(model_ref: str, dep: Deployment, rec: Recommendations, workloa
         args += ["--block-size", str(dep.block_size)]
     if dep.enforce_eager:
         args.append("--enforce-eager")
+    if dep.enable_expert_parallel:
+        args.append("--enable-expert-parallel")
+    if src.get("enable_prefix_caching") == "cli" and not dep.enable_prefix_caching:
+        args.append("--no-enable-prefix-caching")
+    if src.get("hybrid_kv_cache_manager") == "cli" and not dep.hybrid_kv_cache_manager:
+        args.append("--disable-hybrid-kv-cache-manager")
     return shlex.join(args)
 
 
@@ -270,6 +276,13 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
     dep, res, model_max = _evaluate(m, g, opts, era, version, version_source)
 
     problems += m.problems + res.problems
+    if m.vision is not None:
+        problems.append(Problem(
+            code="encoder-profiling", severity="info",
+            message="vLLM also profiles the vision encoder with a maximum-size image batch at "
+            "start-up; for large images or --limit-mm-per-prompt values that peak can exceed the "
+            "text forward pass estimated here (pass --limit-mm-per-prompt '{\"image\": 0}' to vLLM "
+            "for text-only serving)"))
     if m.unmodelled_quantization and m.weights_from == "config":
         problems.append(Problem(
             code="unmodelled-quantization", severity="warning",
@@ -299,6 +312,7 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
                         "data_parallel_size", "dtype", "kv_cache_dtype", "quantization",
                         "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                         "gpu_memory_utilization", "block_size", "enforce_eager",
+                        "enable_prefix_caching", "hybrid_kv_cache_manager", "enable_expert_parallel",
                         "kv_cache_memory_bytes", "gpu_total_bytes")}
     return Plan(
         fits=res.fits,

@@ -238,6 +238,7 @@ class Deployment(_Frozen):
     gpu_total_bytes: int = Field(gt=0)
     enable_prefix_caching: bool = True
     hybrid_kv_cache_manager: bool = True
+    enable_expert_parallel: bool = False
     sources: dict[str, Source]
 
 

@@ -111,8 +111,8 @@ def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         yield Tensor(p + "mlp.experts.w13", "expert", e * 2 * inter, h, "out", i, experts=e)
         yield Tensor(p + "mlp.experts.w2", "expert", e * h, inter, "in", i, experts=e)
         if moe.expert_bias:
-            yield Tensor(p + "mlp.experts.w13_bias", "bias", e * 2 * inter, 1, "out", i)
-            yield Tensor(p + "mlp.experts.w2_bias", "bias", e * h, 1, "none", i)
+            yield Tensor(p + "mlp.experts.w13_bias", "bias", e * 2 * inter, 1, "out", i, experts=e)
+            yield Tensor(p + "mlp.experts.w2_bias", "bias", e * h, 1, "none", i, experts=e)
         if moe.shared_expert_intermediate_size:
             s = moe.shared_expert_intermediate_size
             yield Tensor(p + "mlp.shared_expert.gate_up_proj", "linear", 2 * s, h, "out", i)
@@ -281,7 +281,7 @@ def _quantized_bytes(t: Tensor, rows: int, cols: int, q: QuantSpec) -> int:
         return n // 2 + cdiv(n, 16) + 8
     if q.method == "mxfp4":
         per_expert_rows = rows // t.experts
-        if t.split == "out":  # w13: rows = 2 × intermediate shard, cols = hidden
+        if "w13" in t.name:  # w13: rows = 2 × intermediate shard, cols = hidden
             per_expert_rows = 2 * _round_up(per_expert_rows // 2, MXFP4_PAD_INTERMEDIATE)
             cols = _round_up(cols, MXFP4_PAD_HIDDEN)
         else:  # w2: rows = hidden, cols = intermediate shard
@@ -334,12 +334,22 @@ def rope_cache_bytes(m: ModelSpec, dtype: str) -> int:
     return m.rope_cache_positions * m.rotary_dim * DTYPE_BYTES[dtype]
 
 
+def _expert_parallel(t: Tensor, ep: int) -> Tensor:
+    """With --enable-expert-parallel each of the ep = TP × DP ranks holds cdiv(E, ep) whole
+    experts instead of a TP slice of every expert (vllm/model_executor/layers/fused_moe/layer.py)."""
+    if ep <= 1 or ".mlp.experts." not in t.name:
+        return t
+    local = cdiv(t.experts, ep)
+    return Tensor(t.name, t.kind, t.rows // t.experts * local, t.cols, "none", t.layer, local, t.dtype)
+
+
 def weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
-                            quant: QuantSpec | None) -> list[int]:
+                            quant: QuantSpec | None, ep: int = 1) -> list[int]:
     """Weight bytes on one TP rank of each PP stage, including the RoPE cache buffer.
 
     The embedding sits on the first stage and the LM head on the last; with tied embeddings
-    and pp > 1 the last stage builds its own copy (vllm/model_executor/models/llama.py)."""
+    and pp > 1 the last stage builds its own copy (vllm/model_executor/models/llama.py).
+    `ep` > 1: expert parallelism over that many ranks (TP × DP)."""
     if m.weights_from == "headers" and m.checkpoint is not None:
         return header_weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=dtype)
     ranges = pp_layer_ranges(m.num_layers, pp)
@@ -347,6 +357,8 @@ def weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     per_stage = [0] * pp
     dtype_bytes = DTYPE_BYTES[dtype]
     for t in tensors(m):
+        if m.moe is not None:
+            t = _expert_parallel(t, ep)
         rows, cols = _shard_rows(t, m, tp)
         b = _tensor_bytes(t, rows, cols, dtype_bytes, quant)
         if t.layer is not None:

@@ -194,3 +194,21 @@ def test_gpt_oss_20b_mxfp4_weights_match_the_h100_log():
     m = _model("openai/gpt-oss-20b")
     (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
     assert abs(w / GiB - 13.64) / 13.64 < 0.01
+
+
+def test_expert_parallel_holds_whole_experts_on_fewer_ranks():
+    """--enable-expert-parallel with TP2 × DP2: each of the 4 ranks holds 128 / 4 = 32 whole
+    experts of Qwen3-30B-A3B (3 × 768 × 2048 each, 48 layers, bf16) instead of half of all 128."""
+    base = dict(tensor_parallel_size=2, data_parallel_size=2, max_model_len=8192)
+    no_ep = plan("Qwen/Qwen3-30B-A3B", "h100", **base)
+    ep = plan("Qwen/Qwen3-30B-A3B", "h100", enable_expert_parallel=True, **base)
+    expert = 3 * 768 * 2048 * 2
+    assert no_ep.memory.weights_bytes - ep.memory.weights_bytes == 48 * expert * (128 // 2 - 128 // 4)
+    assert "--enable-expert-parallel" in ep.command
+
+
+def test_expert_parallel_needs_experts():
+    from kvplan.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="mixture-of-experts"):
+        plan("llama-3.1-8b", "h100", enable_expert_parallel=True)

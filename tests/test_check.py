@@ -285,8 +285,9 @@ def test_parse_args_forms():
                         "--trust-remote-code", "--no-enable-prefix-caching"], "vllm", file="f", line=1,
                        templates=Templates({}), text="")
     assert found.model == "m/x"
-    assert found.knobs == {"max_model_len": 4096, "tensor_parallel_size": 2, "enforce_eager": True}
-    assert found.unknown_flags == ["--port 80", "--trust-remote-code", "--no-enable-prefix-caching"]
+    assert found.knobs == {"max_model_len": 4096, "tensor_parallel_size": 2, "enforce_eager": True,
+                           "enable_prefix_caching": False}
+    assert found.unknown_flags == ["--port 80", "--trust-remote-code"]
 
 
 def test_bad_value_is_named():

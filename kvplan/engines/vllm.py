@@ -312,6 +312,10 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
     if block < 1:
         raise InvalidInputError("--block-size must be ≥ 1")
     prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
+    expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
+    if expert_parallel and m.moe is None:
+        raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
+                                hint=f"{m.id} has no experts; drop the flag")
     hybrid = not opts.get("disable_hybrid_kv_cache_manager")
     if opts.get("disable_hybrid_kv_cache_manager") is not None:
         sources["hybrid_kv_cache_manager"] = "cli"
@@ -337,7 +341,8 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
         quantization=quant.method if quant else None, max_model_len=max_len, max_num_seqs=seqs,
         max_num_batched_tokens=tokens, gpu_memory_utilization=util, block_size=block,
         enforce_eager=eager, kv_cache_memory_bytes=kv_bytes, gpu_total_bytes=total,
-        enable_prefix_caching=prefix_caching, hybrid_kv_cache_manager=hybrid, sources=sources,
+        enable_prefix_caching=prefix_caching, hybrid_kv_cache_manager=hybrid,
+        enable_expert_parallel=expert_parallel, sources=sources,
     )
     return dep, quant
 
@@ -480,7 +485,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     capacity and fit."""
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
-    weights = weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant)
+    ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
+    weights = weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
     stages = []
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
