@@ -9,7 +9,6 @@ hand (with this output in the commit message) when rows are added.
 
 from __future__ import annotations
 
-import csv
 import re
 import statistics
 import sys
@@ -21,18 +20,28 @@ sys.path.insert(0, str(HERE.parent))
 from kvplan.catalog import find_model_entry, load_catalog_model  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
 from kvplan.units import DTYPE_BYTES, GiB, MiB  # noqa: E402
+from rowdata import load_rows  # noqa: E402
 
 
 def main() -> None:
-    with open(HERE / "data" / "vllm_calibration.csv", newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["vllm_version"]]
-    sampler, forward, nt_tp1, nt_pp, nt_tp, graphs = [], [], [], [], [], []
+    rows = [r for r in load_rows() if r["vllm_version"]]
+    sampler, forward, forward_v0, nt_tp1, nt_pp, nt_tp, graphs = [], [], [], [], [], [], []
     for r in rows:
         entry = find_model_entry(r["model"])
         if entry is None:
             continue
         m = load_catalog_model(entry)
         if m.unsupported:
+            continue
+        if not r["max_num_batched_tokens"]:
+            # V0-era rows: the profile prefills max(max_model_len, 2048) tokens as one batch;
+            # they fit their own forward constant and nothing else.
+            if r["activation_peak_gib"] and vllm.select_era(r["vllm_version"])[0].v0:
+                tp = int(r["tensor_parallel_size"] or 1)
+                tokens = max(int(r["max_model_len"]), 2048)
+                act = float(r["activation_peak_gib"]) * GiB
+                width = m.intermediate_size // tp
+                forward_v0.append((act / (tokens * 2) - 3 * width) / m.hidden_size)
             continue
         tp, pp = int(r["tensor_parallel_size"]), int(r["pipeline_parallel_size"])
         tokens, seqs = int(r["max_num_batched_tokens"]), int(r["max_num_seqs"])
@@ -61,6 +70,7 @@ def main() -> None:
 
     show("SAMPLER_BYTES_PER_LOGIT", statistics.median(sampler), vllm.SAMPLER_BYTES_PER_LOGIT)
     show("FORWARD_HIDDEN_BUFFERS", statistics.median(forward), vllm.FORWARD_HIDDEN_BUFFERS)
+    show("FORWARD_HIDDEN_BUFFERS_V0", statistics.median(forward_v0), vllm.FORWARD_HIDDEN_BUFFERS_V0)
     show("NON_TORCH_BYTES_TP1 (GiB)", statistics.median(nt_tp1), vllm.NON_TORCH_BYTES_TP1 / GiB)
     show("NON_TORCH_BYTES_PP_ONLY (GiB)", statistics.median(nt_pp), vllm.NON_TORCH_BYTES_PP_ONLY / GiB)
     show("NON_TORCH_BYTES_TP_NVSWITCH (GiB)", statistics.median(nt_tp) - statistics.median(nt_tp1),
@@ -71,7 +81,7 @@ def main() -> None:
     per = sum((x - mx) * (y - my) for x, y in graphs) / sum((x - mx) ** 2 for x in xs)
     show("CUDAGRAPH_POOL_BYTES (GiB)", (my - per * mx) / GiB, vllm.CUDAGRAPH_POOL_BYTES / GiB)
     show("CUDAGRAPH_BYTES_PER_LAYER_GRAPH (MiB)", per / MiB, vllm.CUDAGRAPH_BYTES_PER_LAYER_GRAPH / MiB)
-    print(f"\nrows: sampler {len(sampler)}, forward {len(forward)}, non-torch "
+    print(f"\nrows: sampler {len(sampler)}, forward {len(forward)} (V0: {len(forward_v0)}), non-torch "
           f"{len(nt_tp1)}/{len(nt_pp)}/{len(nt_tp)}, graph estimates {len(graphs)}")
 
 

@@ -122,7 +122,7 @@ def test_default_max_model_len_rules():
     assert vllm.derived_max_model_len(linear, vllm.ERAS[-1])[0] == 65536
 
 
-@pytest.mark.parametrize("version,code", [("0.6.3", "engine-version-not-modelled"),
+@pytest.mark.parametrize("version,code", [("0.4.0", "engine-version-not-modelled"),
                                           ("0.40.0", "engine-version-newer"),
                                           ("0.17.1", "engine-version-boundary-uncertain")])
 def test_unmodelled_versions_warn_and_use_nearest_era(version, code):
@@ -162,3 +162,30 @@ def test_target_concurrency_recommendation():
     usable = p.kv_cache.num_blocks - 1
     assert p.recommendations.max_model_len.value == min(131072, (usable // 10) * 16)
     assert "--max-num-seqs" in p.command
+
+
+def test_v0_defaults_and_whole_prompt_profile():
+    """V0 (vllm/config.py SchedulerConfig, 0.6.6): 256 sequences, max_num_batched_tokens =
+    max(max_model_len, 2048) without chunked prefill, which turns on above 32K (then 2048);
+    utilization 0.90; printed capacity = # GPU blocks × 16."""
+    p = plan(LLAMA, "rtx-3090", engine_version="0.6.4", max_model_len=20000)
+    assert p.inputs["max_num_seqs"].value == 256
+    assert p.inputs["max_num_batched_tokens"].value == 20000
+    assert p.inputs["gpu_memory_utilization"].value == 0.90
+    assert p.kv_cache.tokens == p.kv_cache.num_blocks * 16
+    long = plan(LLAMA, "h100", engine_version="0.6.4", max_model_len=65536)
+    assert long.inputs["max_num_batched_tokens"].value == 2048
+
+
+def test_v0_allocates_sliding_layers_fully():
+    """V0 has no hybrid KV manager: Gemma 2's sliding layers hold the whole length."""
+    v0 = plan("google/gemma-2-9b-it", "h100", engine_version="0.6.4", max_model_len=8192)
+    v1 = plan("google/gemma-2-9b-it", "h100", engine_version="0.19.0", max_model_len=8192)
+    assert v0.kv_cache.bytes_per_request == 42 * 8192 * 2 * 8 * 256 * 2
+    assert v1.kv_cache.bytes_per_request < v0.kv_cache.bytes_per_request
+
+
+def test_v1_before_0_11_warns_and_uses_the_first_v1_era():
+    p = plan(LLAMA, "h100", engine_version="0.9.2", max_model_len=8192)
+    assert p.engine.era == "v1 0.11–0.19"
+    assert any(x.code == "engine-version-boundary-uncertain" for x in p.problems)

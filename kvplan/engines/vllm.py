@@ -36,12 +36,19 @@ class Era:
     group_rule: Literal["min", "max_if_close"]  # hybrid group size (kv_cache_planning.py)
     async_in_flight: bool  # sliding windows hold max_concurrent_batches × tokens in flight
     mamba_align_pages: bool  # prefix caching puts Mamba layers in "align" mode (3 pages)
+    v0: bool = False  # the V0 engine: 256 seqs, whole-prompt profiling, no hybrid KV manager
 
 
 ERAS: tuple[Era, ...] = (
+    # V0 (read in 0.6.6; vllm/worker/worker.py determine_num_available_blocks, vllm/config.py):
+    # util 0.90; max_num_seqs 256; max_num_batched_tokens = max(max_model_len, 2048) unless
+    # chunked prefill (auto-on above 32K tokens; then 2048), so the profile prefills a whole
+    # max_model_len prompt; "# GPU blocks: B" = (total × util − peak) // block bytes; every
+    # layer allocated as full attention; CUDA graphs captured outside the budget.
+    Era("v0 ≤0.7", (0, 0, 0), 0.90, False, False, False, "blocks", False, "min", False, False, True),
     # Read in 0.11.0, 0.12.0, 0.15.1; the 0.19.0 logs in the calibration file print the graph
     # estimate "not subtracted from KV in this version". Hybrid groups use the smallest bucket.
-    Era("v1 0.11–0.19", (0, 11, 0), 0.90, False, False, False, "blocks", False, "min", False, False),
+    Era("v1 0.11–0.19", (0, 8, 0), 0.90, False, False, False, "blocks", False, "min", False, False),
     # 0.20.0: graph estimate subtracted by default; util default 0.92 (changed in 0.16–0.20);
     # group size = largest bucket when it is < 1.5 × the smallest.
     Era("v1 0.20–0.21", (0, 20, 0), 0.92, True, False, False, "blocks", False, "max_if_close",
@@ -61,9 +68,9 @@ ERAS: tuple[Era, ...] = (
 )
 NEWEST_MODELLED = "0.33.0"
 # Releases whose files (or logs) were read; a version between them has uncertain boundaries.
-READ_VERSIONS = {(0, 11, 0), (0, 12, 0), (0, 15, 1), (0, 19, 0), (0, 20, 0), (0, 22, 0),
+READ_VERSIONS = {(0, 6, 6), (0, 11, 0), (0, 12, 0), (0, 15, 1), (0, 19, 0), (0, 20, 0), (0, 22, 0),
                  (0, 26, 0), (0, 30, 0), (0, 33, 0)}
-UNREAD_RANGES = (((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)), ((0, 23, 0), (0, 25, 99)),
+UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)), ((0, 23, 0), (0, 25, 99)),
                  ((0, 27, 0), (0, 29, 99)))
 
 
@@ -79,11 +86,11 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
     """The modelled era for a version, plus a warning when the version is outside what was read."""
     v = parse_version(version)
     problems = []
-    if v < ERAS[0].first:
+    if v < (0, 5, 0):
         problems.append(Problem(
             code="engine-version-not-modelled", severity="warning",
-            message=f"vLLM {version} predates the V1 engine accounting kvplan models; "
-            f"using the nearest modelled era ({ERAS[0].name}). V0 numbers can differ."))
+            message=f"vLLM {version} predates the V0 releases kvplan read (0.6.x); using the "
+            f"{ERAS[0].name} accounting, which may differ."))
     elif v > parse_version(NEWEST_MODELLED):
         problems.append(Problem(
             code="engine-version-newer", severity="warning",
@@ -94,7 +101,12 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
             code="engine-version-boundary-uncertain", severity="warning",
             message=f"vLLM {version} lies in a range whose sources were not read; era boundaries "
             "there are uncertain (nearest read release's accounting used)."))
-    era = [e for e in ERAS if e.first <= max(v, ERAS[0].first)][-1]
+    era = [e for e in ERAS if e.first <= v][-1]
+    if (0, 8, 0) <= v < (0, 11, 0):
+        problems.append(Problem(
+            code="engine-version-boundary-uncertain", severity="warning",
+            message=f"vLLM {version} defaults to the V1 engine but predates the 0.11 accounting "
+            f"kvplan read; using {era.name} (set VLLM_USE_V1=0 deployments to 0.7 for V0)."))
     return era, problems
 
 
@@ -107,6 +119,9 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
 # one layer at a time; live tensors per token ≈ the gated MLP (gate_up 2I + act I per rank)
 # plus a few hidden-sized buffers (residual, normed input, qkv, attention output, …).
 FORWARD_HIDDEN_BUFFERS = 7.1  # hidden-sized tensors live at the MLP peak, per token
+# V0's profile prefills max(max_model_len, 2048) tokens without torch.compile; fitted on the
+# three V0 rows (issues 10517, 15815), whose peak grows linearly with the prompt length.
+FORWARD_HIDDEN_BUFFERS_V0 = 3.07
 # Activation peak, sampler part: logits for min(max_num_seqs, tokens) requests × vocab, then
 # the sampler's fp32 copy, sort values and int64 sort indices (top-k/top-p path).
 SAMPLER_BYTES_PER_LOGIT = 14.94
@@ -161,6 +176,8 @@ def batch_defaults(gpu_total_bytes: int, gpu_name: str, era: Era) -> tuple[int, 
     by device memory and name (vllm/engine/arg_utils.py get_batch_defaults)."""
     mem_gib = gpu_total_bytes / GiB
     name = gpu_name.lower()
+    if era.v0:
+        return 2048, 256, "V0 defaults (max(max_model_len, 2048) tokens without chunked prefill)"
     if era.batch_row_160gib and mem_gib >= 160:
         return 16384, 1024, "≥160 GiB GPU class"
     if mem_gib >= 70 and "a100" not in name and "gb10" not in name:
@@ -297,7 +314,9 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
     tokens_default, seqs_default, _ = batch_defaults(total, gpu.device_name, era)
     seqs = pick("max_num_seqs", seqs_default, "engine-default")
     tokens = pick("max_num_batched_tokens", tokens_default, "engine-default")
-    if sources["max_num_batched_tokens"] == "engine-default":
+    if sources["max_num_batched_tokens"] == "engine-default" and era.v0 and max_len <= 32768:
+        tokens = max(max_len, 2048)  # V0 without chunked prefill: a whole prompt per step
+    elif sources["max_num_batched_tokens"] == "engine-default":
         tokens = min(tokens, seqs * max_len)  # arg_utils: never more than seqs × length
     if sources["max_num_seqs"] == "engine-default":
         seqs = min(seqs, tokens)
@@ -316,7 +335,7 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
     if expert_parallel and m.moe is None:
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag")
-    hybrid = not opts.get("disable_hybrid_kv_cache_manager")
+    hybrid = not opts.get("disable_hybrid_kv_cache_manager") and not era.v0
     if opts.get("disable_hybrid_kv_cache_manager") is not None:
         sources["hybrid_kv_cache_manager"] = "cli"
     elif m.attention_chunk_size:
@@ -366,7 +385,8 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
     if m.moe is not None:
         widths.append(m.moe.top_k * cdiv(m.moe.expert_intermediate_size, tp)
                       + cdiv(m.moe.shared_expert_intermediate_size, tp))
-    forward = int(tokens * dt * (FORWARD_HIDDEN_BUFFERS * m.hidden_size + 3 * max(widths or [0])))
+    buffers = FORWARD_HIDDEN_BUFFERS_V0 if d.engine_version and _is_v0(d.engine_version) else FORWARD_HIDDEN_BUFFERS
+    forward = int(tokens * dt * (buffers * m.hidden_size + 3 * max(widths or [0])))
     if not last_stage:
         return forward
     num_reqs = min(d.max_num_seqs, tokens)
@@ -374,6 +394,13 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
     sampler = int(tokens * m.hidden_size * dt + received
                   + num_reqs * m.vocab_size * SAMPLER_BYTES_PER_LOGIT)
     return max(forward, sampler)
+
+
+def _is_v0(version: str) -> bool:
+    try:
+        return parse_version(version) < (0, 8, 0)
+    except InvalidInputError:
+        return False
 
 
 def has_nvswitch(gpu: GpuSpec) -> bool:

@@ -1,0 +1,42 @@
+"""The calibration rows, with the few assumptions needed to replay V0-era logs, stated.
+
+Logs from V0-era issues do not print the vLLM version; where the issue text pins the era, the
+assumption and its reason are recorded here (never in the data file, which stays a verbatim
+copy of the reference).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data" / "vllm_calibration.csv"
+
+# source URL → (assumed version, catalogue model or None, reason)
+V0_ASSUMPTIONS = {
+    "https://github.com/vllm-project/vllm/issues/10517": (
+        "0.6.4", None, "issue opened 2024-11 (vLLM 0.6.4 current); V0 profile line format"),
+    "https://github.com/vllm-project/vllm/issues/15815": (
+        "0.7.3", "Qwen/Qwen2.5-32B-Instruct",
+        "V0 worker.py log lines (~0.7.x per the row notes); model from the issue title"),
+}
+
+
+def load_rows() -> list[dict[str, str]]:
+    """Rows of the calibration CSV; V0 rows with an assumption get its version and model, an
+    `assumed` note, and their activation peak from the notes' peak_torch_memory − weights."""
+    with open(DATA, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["assumed"] = ""
+        if r["vllm_version"] or r["source"] not in V0_ASSUMPTIONS:
+            continue
+        version, model, reason = V0_ASSUMPTIONS[r["source"]]
+        r["vllm_version"], r["assumed"] = version, f"version {version} assumed: {reason}"
+        if model:
+            r["model"] = model
+        peak = re.search(r"peak_torch_memory=([\d.]+)GiB", r["notes"])
+        if peak and not r["activation_peak_gib"] and r["weights_gib"]:
+            r["activation_peak_gib"] = f"{float(peak.group(1)) - float(r['weights_gib']):.2f}"
+    return rows
