@@ -180,9 +180,11 @@ def test_v0_defaults_and_whole_prompt_profile():
 def test_v0_allocates_sliding_layers_fully():
     """V0 has no hybrid KV manager: Gemma 2's sliding layers hold the whole length."""
     v0 = plan("google/gemma-2-9b-it", "h100", engine_version="0.6.4", max_model_len=8192)
-    v1 = plan("google/gemma-2-9b-it", "h100", engine_version="0.19.0", max_model_len=8192)
+    v1 = plan("google/gemma-2-9b-it", "h100", engine_version="0.19.0", max_model_len=8192,
+              max_num_batched_tokens=2048)
     assert v0.kv_cache.bytes_per_request == 42 * 8192 * 2 * 8 * 256 * 2
-    assert v1.kv_cache.bytes_per_request < v0.kv_cache.bytes_per_request
+    # V1: the 21 sliding layers hold cdiv(4095 + 2048, 16) + 1 = 385 of 512 blocks.
+    assert v1.kv_cache.bytes_per_request == (512 + 385) * 21 * 16 * 2 * 8 * 256 * 2
 
 
 def test_v1_before_0_11_warns_and_uses_the_first_v1_era():
