@@ -86,8 +86,10 @@ def plan(
     gpu_memory_gib: Annotated[Optional[float], typer.Option(
         "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
         "your vLLM log prints")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="vllm, sglang or tgi (generic flags map to the engine's own knobs)")] = "vllm",
     engine_version: Annotated[Optional[str], typer.Option(
-        "--engine-version", help="vLLM release to model (default: newest modelled)")] = None,
+        "--engine-version", help="engine release to model (default: newest modelled)")] = None,
     target_concurrency: Annotated[Optional[int], typer.Option(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
     avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
@@ -126,7 +128,7 @@ def plan(
         m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,
                           progress=progress)
     result = make_plan(
-        m, g, engine_version=engine_version, workload=workload,
+        m, g, engine=engine.lower(), engine_version=engine_version, workload=workload,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -147,6 +149,48 @@ def plan(
 
         plan_table(result, _console())
     raise typer.Exit(0 if result.fits else 1)
+
+
+@app.command()
+def compare(
+    model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name.")],
+    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(
+        "--max-model-len", help="context length for every engine (default: each engine's own)")] = None,
+    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype")] = None,
+    gpu_memory_gib: Annotated[Optional[float], typer.Option("--gpu-memory-gib")] = None,
+    target_concurrency: Annotated[Optional[int], typer.Option("--target-concurrency")] = None,
+    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    offline: Annotated[Optional[bool], typer.Option("--offline")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The same model and GPU on vLLM, SGLang and TGI side by side: KV tokens, concurrency and
+    each engine's recommended knobs. Exit 0 if any engine fits, 1 if none does.
+
+    Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
+    """
+    from .catalog import resolve_gpu, resolve_model
+    from .planner import ENGINES
+    from .planner import plan as make_plan
+    from .specs import Workload
+
+    g = resolve_gpu(gpu)
+    with _progress_line() as progress:
+        m = resolve_model(model, offline=offline, progress=progress)
+    workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                        avg_output_tokens=avg_output_tokens)
+    plans = [make_plan(m, g, engine=e, workload=workload, tensor_parallel_size=tensor_parallel_size,
+                       max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
+                       gpu_memory_gib=gpu_memory_gib) for e in ENGINES]
+    if as_json:
+        sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
+    else:
+        from .render import compare_table
+
+        compare_table(plans, _console())
+    raise typer.Exit(0 if any(p.fits for p in plans) else 1)
 
 
 @app.command()

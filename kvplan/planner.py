@@ -7,6 +7,7 @@ import shlex
 from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
+from .errors import InvalidInputError
 from .engines import vllm
 from .specs import (
     Deployment,
@@ -253,10 +254,18 @@ def serve_command(model_ref: str, dep: Deployment, rec: Recommendations, workloa
     return shlex.join(args)
 
 
-def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | None = None,
+ENGINES = ("vllm", "sglang", "tgi")
+VLLM_KNOBS = {k: "--" + k.replace("_", "-") for k in (
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+    "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "dtype",
+    "quantization")}
+
+
+def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
+         engine_version: str | None = None,
          workload: Workload | None = None, revision: str | None = None, token: str | None = None,
          offline: bool | None = None, **knobs: Any) -> Plan:
-    """Plan one vLLM deployment. `model` is a ModelSpec, a local path, a catalogue id or a Hub
+    """Plan one deployment on `engine` (vllm, sglang or tgi). `model` is a ModelSpec, a local path, a catalogue id or a Hub
     repo id (`revision`, `token`, `offline` apply to the Hub). `knobs` use vLLM's flag names
     with underscores (tensor_parallel_size=2, max_model_len=32768, …) plus gpu_memory_gib.
 
@@ -269,39 +278,20 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
     workload = workload or Workload()
+    if engine not in ENGINES:
+        raise InvalidInputError(f"unknown --engine {engine!r}", hint="use vllm, sglang or tgi")
+    if engine != "vllm":
+        from .planner_engines import plan_other
+
+        return plan_other(engine, m, g, engine_version=engine_version, workload=workload,
+                          opts={k: v for k, v in knobs.items() if v is not None})
     version = engine_version or vllm.NEWEST_MODELLED
     version_source = "cli" if engine_version else "kvplan-default"
     era, problems = vllm.select_era(version)
     opts = {k: v for k, v in knobs.items() if v is not None}
     dep, res, model_max = _evaluate(m, g, opts, era, version, version_source)
 
-    problems += m.problems + res.problems
-    if m.vision is not None:
-        problems.append(Problem(
-            code="encoder-profiling", severity="info",
-            message="vLLM also profiles the vision encoder with a maximum-size image batch at "
-            "start-up; for large images or --limit-mm-per-prompt values that peak can exceed the "
-            "text forward pass estimated here (pass --limit-mm-per-prompt '{\"image\": 0}' to vLLM "
-            "for text-only serving)"))
-    if m.unmodelled_quantization and m.weights_from == "config":
-        problems.append(Problem(
-            code="unmodelled-quantization", severity="warning",
-            message=f"{m.unmodelled_quantization} cannot be sized from config.json: weights are "
-            f"counted in {m.dtype}; plan the checkpoint itself (a local directory or its Hub repo) "
-            "so the safetensors headers give the exact bytes"))
-    problems += [Problem(code="unsupported-layout", severity="warning",
-                         message=f"{feature}: the numbers assume full attention on every layer "
-                         "and may be wrong for this model") for feature in m.unsupported]
-    if g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
-        problems.append(Problem(code="gpu-total-estimated", severity="warning",
-                                message=f"the CUDA-visible total of {g.id} is an estimate "
-                                f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib with "
-                                "the total_gpu_memory your vLLM log prints"))
-    if g.vendor != "NVIDIA":
-        problems.append(Problem(code="non-cuda-platform", severity="warning",
-                                message=f"{g.vendor} GPUs use vLLM's ROCm/HPU platforms, whose "
-                                "defaults and buffers kvplan has not calibrated"))
-
+    problems += res.problems + model_gpu_problems(m, g, dep, engine="vLLM")
     rec = _recommend(m, g, opts, era, version, version_source, dep, res, model_max, workload)
     worst = res.worst
     estimated = ["activation_bytes", "non_torch_bytes", "cudagraph_bytes"]
@@ -323,7 +313,7 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
         gpu=PlanGpu(id=g.id, name=g.name,
                     count=dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size,
                     total_bytes_estimated="total_bytes" in estimated),
-        engine=PlanEngine(name="vllm", version=version, era=era.name),
+        engine=PlanEngine(name="vllm", version=version, era=era.name, knobs=VLLM_KNOBS),
         inputs=inputs,
         workload=workload,
         memory=MemoryBreakdown(
@@ -346,6 +336,38 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine_version: str | No
         recommendations=rec,
         command=serve_command(_serve_ref(m), dep, rec, workload, revision=m.revision),
     )
+
+
+def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str) -> list[Problem]:
+    """Notes that do not depend on the engine's arithmetic: the model's own, unsupported
+    layouts, quantization that needs the checkpoint, estimated GPU totals, non-CUDA GPUs."""
+    problems = list(m.problems)
+    if m.vision is not None:
+        problems.append(Problem(
+            code="encoder-profiling", severity="info",
+            message=f"{engine} also profiles the vision encoder with a maximum-size image batch "
+            "at start-up; for large images or many images per prompt that peak can exceed the "
+            "text forward pass estimated here (vLLM: --limit-mm-per-prompt '{\"image\": 0}' "
+            "serves text only)"))
+    if m.unmodelled_quantization and m.weights_from == "config":
+        problems.append(Problem(
+            code="unmodelled-quantization", severity="warning",
+            message=f"{m.unmodelled_quantization} cannot be sized from config.json: weights are "
+            f"counted in {m.dtype}; plan the checkpoint itself (a local directory or its Hub repo) "
+            "so the safetensors headers give the exact bytes"))
+    problems += [Problem(code="unsupported-layout", severity="warning",
+                         message=f"{feature}: the numbers assume full attention on every layer "
+                         "and may be wrong for this model") for feature in m.unsupported]
+    if g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
+        problems.append(Problem(code="gpu-total-estimated", severity="warning",
+                                message=f"the CUDA-visible total of {g.id} is an estimate "
+                                f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib with "
+                                "the total your engine log prints"))
+    if g.vendor != "NVIDIA":
+        problems.append(Problem(code="non-cuda-platform", severity="warning",
+                                message=f"{g.vendor} GPUs use {engine}'s ROCm/HPU platforms, whose "
+                                "defaults and buffers kvplan has not calibrated"))
+    return problems
 
 
 def _quant_name(m: ModelSpec) -> str | None:

@@ -18,21 +18,41 @@ def _gib(n: int) -> str:
     return f"{n / GiB:,.2f} GiB"
 
 
+ENGINE_LABEL = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
+# Per engine: (budget note, activation note, non-torch note, KV note, KV size label).
+ENGINE_NOTES = {
+    "vllm": ("total × gpu_memory_utilization {util}", "estimate: profile run + sampler",
+             "estimate: cuBLAS, NCCL, all-reduce", "what vLLM allocates", "GPU KV cache size"),
+    "sglang": ("mem_fraction_static {util} × free memory before loading",
+               "estimate: must fit in the (1 − fraction) reserve", "estimate: CUDA context, NCCL",
+               "the KV pool", "max_total_num_tokens"),
+    "tgi": ("0.9 × cuda_memory_fraction {util} × total", "estimate: warm-up prefill",
+            "estimate: CUDA context, NCCL", "KV blocks after warm-up", "max_batch_total_tokens"),
+}
+
+
+def _knob(plan: Plan, name: str) -> str:
+    flag = plan.engine.knobs.get(name)
+    return flag.removeprefix("--").replace("-", "_") if flag else name
+
+
 def plan_table(plan: Plan, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     d = plan.inputs
-    head = (f"[bold]{plan.model.id}[/] on {plan.gpu.count} × {plan.gpu.name} — vLLM "
-            f"{plan.engine.version} ({plan.engine.era} accounting)")
+    eng = plan.engine.name
+    budget_note, act_note, nt_note, kv_note, kv_label = ENGINE_NOTES[eng]
+    head = (f"[bold]{escape(plan.model.id)}[/] on {plan.gpu.count} × {plan.gpu.name} — "
+            f"{ENGINE_LABEL[eng]} {plan.engine.version} ({plan.engine.era})")
     console.print(head)
     verdict = "[bold green]FITS[/]" if plan.fits else "[bold red]DOES NOT FIT[/]"
     console.print(
         f"{verdict}  TP={d['tensor_parallel_size'].value} PP={d['pipeline_parallel_size'].value} "
         f"DP={d['data_parallel_size'].value}  dtype={plan.model.dtype}  "
-        f"kv={d['kv_cache_dtype'].value}  max_model_len={d['max_model_len'].value} "
-        f"({d['max_model_len'].source})  max_num_seqs={d['max_num_seqs'].value}  "
-        f"max_num_batched_tokens={d['max_num_batched_tokens'].value}"
+        f"kv={d['kv_cache_dtype'].value}  {_knob(plan, 'max_model_len')}={d['max_model_len'].value} "
+        f"({d['max_model_len'].source})  {_knob(plan, 'max_num_seqs')}={d['max_num_seqs'].value}  "
+        f"{_knob(plan, 'max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
     )
 
     mem = plan.memory
@@ -44,15 +64,16 @@ def plan_table(plan: Plan, console: Console) -> None:
     t.add_row("device total (CUDA)", _gib(mem.total_bytes),
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
     t.add_row("budget", _gib(mem.budget_bytes),
-              f"total × gpu_memory_utilization {d['gpu_memory_utilization'].value}")
+              budget_note.format(util=d["gpu_memory_utilization"].value))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
     t.add_row("  weights", _gib(mem.weights_bytes), f"exact from {origin} (+ RoPE cache)")
-    t.add_row("  activation peak", _gib(mem.activation_bytes), "estimate: profile run + sampler")
-    t.add_row("  non-torch", _gib(mem.non_torch_bytes), "estimate: cuBLAS, NCCL, all-reduce")
-    t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes),
-              "estimate, inside the budget" if mem.cudagraph_in_budget
-              else "estimate, outside the budget")
-    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", "what vLLM allocates")
+    t.add_row("  activation peak", _gib(mem.activation_bytes), act_note)
+    t.add_row("  non-torch", _gib(mem.non_torch_bytes), nt_note)
+    if eng != "tgi":
+        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes),
+                  "estimate, inside the budget" if mem.cudagraph_in_budget
+                  else "estimate, outside the budget")
+    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", kv_note)
     console.print(t)
 
     kv = plan.kv_cache
@@ -62,10 +83,10 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row("bytes per token (per GPU)", f"{kv.bytes_per_token:,}")
     k.add_row("block size (tokens)", f"{kv.block_size}")
     k.add_row("blocks", f"{kv.num_blocks:,}")
-    k.add_row("GPU KV cache size", f"[bold]{kv.tokens:,} tokens[/]")
+    k.add_row(kv_label, f"[bold]{kv.tokens:,} tokens[/]")
     k.add_row(f"max concurrency at {d['max_model_len'].value} tokens", f"[bold]{kv.max_concurrency:,.2f}x[/]")
     k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
-    k.add_row("largest max_model_len that fits", f"{kv.max_model_len_fit:,}")
+    k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
     console.print(k)
 
     r = Table(title="Recommendations", title_justify="left", show_edge=False)
@@ -73,13 +94,48 @@ def plan_table(plan: Plan, console: Console) -> None:
     r.add_column("value", justify="right")
     r.add_column("why")
     for name, rec in plan.recommendations:
-        r.add_row(name, "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
+        r.add_row(_knob(plan, name), "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
     console.print(r)
     for p in plan.problems:
         style = {"error": "red", "warning": "yellow"}.get(p.severity, "dim")
         console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
     console.print("\n[bold]Serve command[/]")
     console.print(plan.command, markup=False, soft_wrap=True)
+
+
+def compare_table(plans: list[Plan], console: Console) -> None:
+    """One column per engine: capacity and the recommended knobs in each engine's own names."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=f"{plans[0].model.id} on {plans[0].gpu.count} × {plans[0].gpu.name}",
+              title_justify="left", show_edge=False)
+    t.add_column("")
+    for p in plans:
+        t.add_column(f"{ENGINE_LABEL[p.engine.name]} {p.engine.version}", justify="right")
+
+    def row(label: str, cells: list[str]) -> None:
+        t.add_row(label, *cells)
+
+    row("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans])
+    row("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans])
+    row("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans])
+    row("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans])
+    row("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans])
+    row("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans])
+    row("concurrency at that length", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans])
+    for name in ("max_model_len", "max_num_seqs", "gpu_memory_utilization"):
+        row(f"recommended {name}", [
+            escape(f"{p.engine.knobs.get(name, name)} "
+                   + ("—" if getattr(p.recommendations, name).value is None
+                      else f"{getattr(p.recommendations, name).value:g}")) for p in plans])
+    console.print(t)
+    for p in plans:
+        console.print(f"\n[bold]{ENGINE_LABEL[p.engine.name]}[/]")
+        console.print(p.command, markup=False, soft_wrap=True)
+        for x in p.problems:
+            if x.severity != "info":
+                console.print(f"  {x.severity}: {escape(x.message)}")
 
 
 def attention_layout(m: ModelSpec) -> str:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.1"  # 1.1: "info" problems, model.weights_from
+SCHEMA_VERSION = "1.2"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -274,9 +274,13 @@ class PlanGpu(BaseModel):
 
 
 class PlanEngine(BaseModel):
-    name: str
+    name: Literal["vllm", "sglang", "tgi"]
     version: str
     era: str = Field(description="the modelled accounting era used for this version")
+    knobs: dict[str, str] = Field(
+        default_factory=dict,
+        description="the engine's flag for each generic input/recommendation name, e.g. "
+        "gpu_memory_utilization → --mem-fraction-static on SGLang")
 
 
 class StageBreakdown(BaseModel):

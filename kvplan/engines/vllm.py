@@ -159,6 +159,8 @@ def derived_max_model_len(m: ModelSpec, era: Era) -> tuple[int, str]:
     else:
         return 2048, "no length key in the config (vLLM's 2048 fallback)"
     rt, factor = m.rope_type, m.rope_factor
+    if m.model_type == "gemma3":  # the global layers' linear scaling is not a longer context
+        return length, rule + " (Gemma 3: RoPE scaling not applied)"
     no_scale = {"su", "longrope", "llama3"}
     if era.yarn_keeps_max_position:
         no_scale |= {"yarn", "deepseek_yarn"}

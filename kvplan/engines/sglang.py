@@ -1,0 +1,167 @@
+"""SGLang's start-up memory accounting (0.5.23; reference/ENGINE_MEMORY.md §2). Pure functions.
+
+The KV pool is what `mem_fraction_static` of the free memory measured before the weights load
+leaves after the weights: rest = f × free_before_load − weights
+(sglang/srt/mem_cache/kv_cache_configurator.py). Activations and CUDA graphs live in the
+(1 − f) remainder, which SGLang does not measure; kvplan estimates them and warns when they
+would not fit there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..kv import kv_bytes_per_token_per_layer, layer_specs
+from ..specs import GpuSpec, ModelSpec, Problem
+from ..units import GiB, MiB
+
+NEWEST_MODELLED = "0.5.23"
+SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
+# Memory in use before the weights load (CUDA context, cuBLAS, NCCL): 0.59 GiB at TP1 and
+# 2.51 GiB at TP8 on H200 in public SGLang logs ("Load weight begin. avail mem=…": PR 4826
+# TP1 139.21 GB free of 139.80; PR 11716 TP8 137.29 GB free). Estimates.
+CONTEXT_BYTES_TP1 = int(0.59 * GiB)
+CONTEXT_BYTES_TP_EXTRA = int(1.92 * GiB)
+
+
+def context_bytes(tp: int) -> int:
+    return CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+
+
+def gpu_mem_mib(gpu: GpuSpec, total_bytes: int) -> int:
+    """nvidia-smi memory.total in MiB (what SGLang's defaults read), else the CUDA total."""
+    return gpu.smi_total_mib or total_bytes // MiB
+
+
+def chunked_prefill_default(mem_mib: int) -> int:
+    """--chunked-prefill-size by GPU memory (sglang/srt/arg_groups/memory_hook.py)."""
+    gib = mem_mib / 1024
+    if gib < 20:
+        return 2048
+    if gib < 60:
+        return 4096
+    if gib < 160:
+        return 8192
+    return 16384
+
+
+def decode_graph_max_bs(mem_mib: int, tp: int) -> int:
+    """--cuda-graph-max-bs by GPU memory and TP (same function)."""
+    gib = mem_mib / 1024
+    if gib < 20:
+        return 8
+    if gib < 35:
+        return 48 if tp < 4 else 160
+    if gib < 60:
+        return 32 if tp < 4 else 160
+    if gib < 160:
+        return 256 if tp < 4 else 512
+    return 512
+
+
+def prefill_graph_sizes(max_tokens: int) -> int:
+    """Prefill CUDA-graph token buckets: 4…32 step 4, 48…256 step 16, 288…512 step 32,
+    576…1024 step 64, 1280…4096 step 256, 4608… step 512 (cuda_graph_hook.py)."""
+    steps = [(4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256),
+             (4608, max_tokens, 512)]
+    return sum(len(range(a, min(b, max_tokens) + 1, s)) for a, b, s in steps if a <= max_tokens)
+
+
+def default_mem_fraction(mem_mib: int, tp: int, pp: int, chunked: int, decode_bs: int,
+                         mla: bool) -> float:
+    """mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3) with reserved (MiB) =
+    512 + 1.5 × max(chunked, 2048) + tp·pp/8 × 1024 + 2 × decode_bs + (1536 for MLA, else 8 ×
+    prefill graph sizes), at least 10240 MiB on GPUs above 60 GiB. H100 80GB TP1 → 0.830."""
+    reserved = 512 + 1.5 * max(chunked, 2048) + tp * pp / 8 * 1024 + 2 * decode_bs
+    reserved += 1536 if mla else 8 * prefill_graph_sizes(chunked)
+    if mem_mib > 60 * 1024:
+        reserved = max(reserved, 10240)
+    return round((mem_mib - reserved) / mem_mib, 3)
+
+
+def context_length(m: ModelSpec) -> int:
+    """SGLang's default context length: the first present of max_sequence_length, seq_length,
+    max_seq_len, model_max_length, max_position_embeddings, times the rope factor unless the
+    scaling names original_max_position_embeddings or is llama3
+    (sglang/srt/utils/hf_transformers/common.py). Unlike vLLM the first key wins."""
+    keys = m.max_len_keys
+    for key in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                "max_position_embeddings"):
+        if key in keys:
+            length = keys[key]
+            break
+    else:
+        return 2048
+    if (m.rope_factor and m.rope_type not in (None, "llama3") and not m.rope_original_max_position
+            and m.model_type != "gemma3"):  # Gemma 3: scaling of the global layers only (as vLLM)
+        length = int(length * m.rope_factor)
+    return length
+
+
+def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str) -> tuple[int, int, int]:
+    """(cell bytes per token, full-attention layers, SWA layers): MHA/GQA
+    kv_heads_per_gpu × 2 × head_dim × layers × dt; MLA (kv_lora + rope) × layers × dt; hybrid
+    SWA models count the sliding layers at swa_full_tokens_ratio (model_config.py)."""
+    per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
+    specs = layer_specs(m, range(m.num_layers), tp=tp, kv_dtype=kv_dtype, state_dtype=kv_dtype,
+                        hybrid_manager=True)
+    swa = sum(1 for s in specs if s.kind == "sliding")
+    full = sum(1 for s in specs if s.kind in ("full", "mla"))
+    return int(per_layer * (full + SWA_FULL_TOKENS_RATIO * swa)), full, swa
+
+
+def max_running_requests(tokens: int, ctx: int) -> int:
+    """min(clamp(int(tokens / context_len × 512), 2048, 4096), tokens // 2) (scheduler.py)."""
+    return max(1, min(max(2048, min(4096, int(tokens / ctx * 512))), tokens // 2))
+
+
+@dataclass(frozen=True)
+class SglangResult:
+    free_before_bytes: int
+    mem_fraction: float
+    rest_bytes: int  # the KV pool
+    cell_bytes: int
+    tokens: int  # max_total_num_tokens
+    context_len: int
+    max_running_requests: int
+    chunked_prefill_size: int
+    problems: list[Problem]
+
+    @property
+    def fits(self) -> bool:
+        return self.rest_bytes > 0 and self.tokens >= self.context_len
+
+
+def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, kv_dtype: str,
+                mem_fraction: float, ctx: int, chunked: int, runtime_bytes: int,
+                max_total_tokens: int | None = None) -> SglangResult:
+    """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
+    --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs)."""
+    free_before = total_bytes - context_bytes(tp)
+    rest = math.floor(mem_fraction * free_before) - weights_bytes
+    cell, _, _ = cell_bytes(m, tp, kv_dtype)
+    tokens = max(0, rest) // cell
+    if max_total_tokens:
+        tokens = min(tokens, max_total_tokens)
+    problems = []
+    if rest <= 0:
+        problems.append(Problem(
+            code="no-kv-memory", severity="error",
+            message=f"the weights ({weights_bytes / GiB:.2f} GiB) exceed mem_fraction_static "
+            f"{mem_fraction} × {free_before / GiB:.2f} GiB free: SGLang stops with 'Loaded weights "
+            "leave no GPU memory for the KV cache'"))
+    elif tokens < ctx:
+        problems.append(Problem(
+            code="max-model-len-too-long", severity="error",
+            message=f"the KV pool holds {tokens:,} tokens, less than one {ctx:,}-token request; "
+            "requests that long will not be admitted"))
+    reserve = free_before - math.floor(mem_fraction * free_before)
+    if runtime_bytes > reserve:
+        problems.append(Problem(
+            code="runtime-headroom", severity="warning",
+            message=f"the (1 − mem_fraction_static) reserve is {reserve / GiB:.2f} GiB but "
+            f"activations and CUDA graphs need ≈{runtime_bytes / GiB:.2f} GiB: expect an "
+            "out-of-memory error under load; lower --mem-fraction-static or --chunked-prefill-size"))
+    return SglangResult(free_before, mem_fraction, rest, cell, tokens, ctx,
+                        max_running_requests(tokens, ctx) if tokens else 0, chunked, problems)

@@ -1,0 +1,333 @@
+"""Plans for SGLang and TGI: the same Plan object, with each engine's own knobs and launch line.
+
+Generic plan fields map to engine flags through Plan.engine.knobs:
+max_model_len → --context-length (SGLang) / --max-total-tokens (TGI);
+max_num_seqs → --max-running-requests / --max-concurrent-requests;
+gpu_memory_utilization → --mem-fraction-static / --cuda-memory-fraction;
+max_num_batched_tokens → --chunked-prefill-size / --max-batch-prefill-tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import Any
+
+from .engines import sglang, tgi, vllm
+from .errors import InvalidInputError
+from .planner import model_gpu_problems
+from .specs import (
+    GpuSpec, KvCache, MemoryBreakdown, ModelSpec, Plan, PlanEngine, PlanGpu, PlanModel, Problem,
+    QuantSpec, Recommendation, Recommendations, SourcedValue, StageBreakdown, Workload,
+)
+from .weights import parameter_count, weights_bytes_per_stage
+
+KNOBS = {
+    "sglang": {"tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
+               "data_parallel_size": "--dp-size", "max_model_len": "--context-length",
+               "max_num_seqs": "--max-running-requests",
+               "max_num_batched_tokens": "--chunked-prefill-size",
+               "gpu_memory_utilization": "--mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
+               "dtype": "--dtype", "quantization": "--quantization"},
+    "tgi": {"tensor_parallel_size": "--num-shard", "max_model_len": "--max-total-tokens",
+            "max_num_seqs": "--max-concurrent-requests",
+            "max_num_batched_tokens": "--max-batch-prefill-tokens",
+            "gpu_memory_utilization": "--cuda-memory-fraction", "kv_cache_dtype": "--kv-cache-dtype",
+            "dtype": "--dtype", "quantization": "--quantize"},
+}
+UNSUPPORTED_KNOBS = {
+    "sglang": {"block_size", "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
+               "disable_hybrid_kv_cache_manager", "enable_expert_parallel"},
+    "tgi": {"pipeline_parallel_size", "data_parallel_size", "block_size", "enforce_eager",
+            "kv_cache_memory_bytes", "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
+            "enable_expert_parallel"},
+}
+TGI_MAX_CONCURRENT_REQUESTS = 128  # launcher default
+
+
+def _check_knobs(engine: str, opts: dict[str, Any]) -> None:
+    bad = sorted(k for k in opts if k in UNSUPPORTED_KNOBS[engine] and opts[k] not in (None, False))
+    if bad:
+        names = ", ".join("--" + k.replace("_", "-") for k in bad)
+        raise InvalidInputError(f"{names} {'is' if len(bad) == 1 else 'are'} a vLLM setting that "
+                                f"{engine} does not have", hint="drop it, or plan with --engine vllm")
+
+
+def _layout_problems(engine: str, m: ModelSpec) -> list[Problem]:
+    if m.linear_attention is not None:
+        return [Problem(code="unsupported-layout", severity="warning",
+                        message=f"{engine}'s Mamba/linear-attention state pool is not modelled: the "
+                        "KV numbers count the attention layers only")]
+    if engine == "tgi" and (m.mla is not None or m.layer_types):
+        return [Problem(code="engine-layout", severity="info",
+                        message="TGI allocates every layer's K and V for every token (no MLA "
+                        "latent cache, no sliding-window savings) — as modelled here")]
+    return []
+
+
+def plan_other(engine: str, m: ModelSpec, g: GpuSpec, *, engine_version: str | None,
+               workload: Workload, opts: dict[str, Any]) -> Plan:
+    """Plan one SGLang or TGI deployment (engines/sglang.py, engines/tgi.py)."""
+    _check_knobs(engine, opts)
+    newest = sglang.NEWEST_MODELLED if engine == "sglang" else tgi.NEWEST_MODELLED
+    version = engine_version or newest
+    problems: list[Problem] = []
+    if engine_version and vllm.parse_version(engine_version) != vllm.parse_version(newest):
+        problems.append(Problem(
+            code="engine-version-not-modelled", severity="warning",
+            message=f"{engine} {engine_version}: kvplan models {engine} {newest} only; its defaults "
+            "and accounting are used (older releases used other mem-fraction defaults)"))
+    # Shared resolution (TP validity, dtypes, device total) through vLLM's resolver, then the
+    # engine's own defaults replace vLLM's.
+    base = {k: v for k, v in opts.items() if k not in ("max_model_len", "max_num_seqs",
+                                                       "max_num_batched_tokens",
+                                                       "gpu_memory_utilization", "quantization")}
+    era = vllm.ERAS[-1]
+    dep, quant = vllm.resolve_deployment(m, g, base, era, version, "cli" if engine_version else "kvplan-default")
+    problems += _layout_problems(engine, m) + model_gpu_problems(m, g, dep, engine=engine)
+    if opts.get("quantization") and (quant is None or vllm.QUANT_FLAG_METHODS.get(
+            str(opts["quantization"]).lower()) != quant.method):
+        if str(opts["quantization"]).lower() != "fp8":
+            raise InvalidInputError(f"--quantization {opts['quantization']!r} does not match the model")
+        quant = quant or QuantSpec(method="fp8", source="cli")
+    build = _sglang if engine == "sglang" else _tgi
+    return build(m, g, dep, quant, opts, version, workload, problems)
+
+
+def _sources(dep: Any, opts: dict[str, Any], defaults: dict[str, tuple[Any, str]]) -> dict[str, SourcedValue]:
+    out = {k: SourcedValue(value=getattr(dep, k), source=dep.sources.get(k, "engine-default"))
+           for k in ("engine_version", "tensor_parallel_size", "pipeline_parallel_size",
+                     "data_parallel_size", "dtype", "kv_cache_dtype", "gpu_total_bytes")}
+    for key, (value, source) in defaults.items():
+        out[key] = SourcedValue(value=opts.get(key, value), source="cli" if key in opts else source)
+    return out
+
+
+def _smallest_tp(m: ModelSpec, g: GpuSpec, tp: int, fits_at: Any) -> Recommendation:
+    if fits_at(tp):
+        return Recommendation(value=tp, reason=f"fits at tensor_parallel_size {tp}")
+    for cand in vllm.valid_tp_sizes(m):
+        if cand > tp and fits_at(cand):
+            return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that fits "
+                                  f"({cand} GPUs per replica)")
+    return Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits")
+
+
+# ------------------------------------------------------------------------ SGLang
+
+
+def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], version: str,
+            workload: Workload, problems: list[Problem]) -> Plan:
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    total = dep.gpu_total_bytes
+    mem = sglang.gpu_mem_mib(g, total)
+    chunked = opts.get("max_num_batched_tokens") or sglang.chunked_prefill_default(mem)
+    decode_bs = sglang.decode_graph_max_bs(mem, tp)
+    f_default = sglang.default_mem_fraction(mem, tp, pp, chunked, decode_bs, m.mla is not None)
+    f = opts.get("gpu_memory_utilization") or f_default
+    if not 0 < f <= 1:
+        raise InvalidInputError(f"--mem-fraction-static must be in (0, 1], got {f}")
+    model_ctx = sglang.context_length(m)
+    ctx = opts.get("max_model_len") or model_ctx
+    if ctx > model_ctx:
+        raise InvalidInputError(f"--context-length {ctx} exceeds the model's {model_ctx} tokens",
+                                hint="SGLang refuses it unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+    weights = max(weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=quant))
+    layers = math.ceil(m.num_layers / pp)
+    runtime_dep = dep.model_copy(update={"max_num_batched_tokens": chunked,
+                                         "max_num_seqs": min(decode_bs * 2, 4096)})
+    activation = vllm.activation_bytes(m, runtime_dep, last_stage=True)
+    graphs = vllm.cudagraph_bytes(runtime_dep.model_copy(update={"max_num_seqs": decode_bs}), layers)
+
+    def run(f_: float, tp_: int = tp) -> sglang.SglangResult:
+        w = weights if tp_ == tp else max(weights_bytes_per_stage(
+            m, tp=tp_, pp=pp, dtype=dep.dtype, quant=quant))
+        return sglang.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w,
+                                  kv_dtype=dep.kv_cache_dtype, mem_fraction=f_, ctx=ctx,
+                                  chunked=chunked, runtime_bytes=activation + graphs)
+
+    res = run(f)
+    problems += res.problems
+    seqs = opts.get("max_num_seqs") or res.max_running_requests
+    kv_bytes = max(0, res.rest_bytes)
+
+    # Recommendations in SGLang's knobs.
+    n = workload.target_concurrency
+    work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
+    need_tokens = max((n or 1) * (work_len or ctx), ctx)
+    f_needed = math.ceil((need_tokens * res.cell_bytes + weights) / res.free_before_bytes * 1000) / 1000
+    f_ceiling = math.floor((res.free_before_bytes - activation - graphs) / res.free_before_bytes * 1000) / 1000
+    if res.fits and not n:
+        rec_f = Recommendation(value=f, reason=f"one {ctx}-token request needs {f_needed}; "
+                               f"{f_ceiling} is the highest that leaves room for activations and graphs")
+    elif f_needed <= f_ceiling:
+        rec_f = Recommendation(value=f_needed, reason=f"smallest value whose pool holds {need_tokens:,} "
+                               f"tokens ({n or 1} × {work_len or ctx}); up to {f_ceiling} is safe")
+    else:
+        rec_f = Recommendation(value=f_ceiling, reason=f"{need_tokens:,} tokens need {f_needed}, above "
+                               f"the {f_ceiling} that leaves room for activations and CUDA graphs")
+    at_rec = run(rec_f.value or f)
+    fit_len = min(model_ctx, at_rec.tokens)
+    rec_len = (Recommendation(value=ctx, reason=f"one {ctx}-token request fits; the pool holds "
+                              f"{res.tokens / ctx:.2f} of them") if res.fits else
+               Recommendation(value=fit_len or None, reason="largest context the KV pool holds at the "
+                              "recommended fraction" if fit_len else "no context fits"))
+    basis = work_len or int(rec_len.value or ctx)
+    rec_seqs = Recommendation(value=max(1, at_rec.tokens // basis) if at_rec.tokens else None,
+                              reason=f"the pool holds {at_rec.tokens // basis if basis else 0} requests "
+                              f"of {basis} tokens (SGLang's own default: {res.max_running_requests})")
+    rec_tp = _smallest_tp(m, g, tp, lambda t: run(f_default if "gpu_memory_utilization" not in opts else f, t).fits)
+
+    args = ["python", "-m", "sglang.launch_server", "--model-path", _ref(m)]
+    if tp != 1:
+        args += ["--tp-size", str(tp)]
+    if dep.data_parallel_size != 1:
+        args += ["--dp-size", str(dep.data_parallel_size)]
+    if pp != 1:
+        args += ["--pp-size", str(pp)]
+    if rec_len.value:
+        args += ["--context-length", str(rec_len.value)]
+    if rec_f.value:
+        args += ["--mem-fraction-static", f"{rec_f.value:g}"]
+    if work_len or n:
+        args += ["--max-running-requests", str(rec_seqs.value)]
+    if dep.kv_cache_dtype.startswith("fp8"):
+        args += ["--kv-cache-dtype", "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3") else dep.kv_cache_dtype]
+    if m.revision:
+        args += ["--revision", m.revision]
+
+    defaults = {"max_model_len": (ctx, "model-config"), "max_num_seqs": (seqs, "engine-default"),
+                "max_num_batched_tokens": (chunked, "engine-default"),
+                "gpu_memory_utilization": (f, "engine-default")}
+    stage = StageBreakdown(layers=m.num_layers // pp, weights_bytes=weights, activation_bytes=activation,
+                           non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
+                           kv_cache_bytes=kv_bytes, num_blocks=res.tokens)
+    return Plan(
+        fits=res.fits, problems=problems,
+        model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
+                        weights_from=m.weights_from, dtype=dep.dtype,
+                        quantization=quant.method if quant else None),
+        gpu=PlanGpu(id=g.id, name=g.name, count=tp * pp * dep.data_parallel_size,
+                    total_bytes_estimated=g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli"),
+        engine=PlanEngine(name="sglang", version=version, era=f"sglang {sglang.NEWEST_MODELLED} accounting",
+                          knobs=KNOBS["sglang"]),
+        inputs=_sources(dep, opts, defaults), workload=workload,
+        memory=MemoryBreakdown(
+            total_bytes=total, budget_bytes=math.floor(f * res.free_before_bytes), weights_bytes=weights,
+            activation_bytes=activation, non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
+            cudagraph_in_budget=False, kv_cache_bytes=kv_bytes,
+            estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"], stages=[stage]),
+        kv_cache=KvCache(bytes_per_token=res.cell_bytes, bytes_per_block=res.cell_bytes,
+                         bytes_per_request=res.cell_bytes * ctx, block_size=1, num_blocks=res.tokens,
+                         tokens=res.tokens, max_concurrency=round(res.tokens / ctx, 2),
+                         max_model_len_fit=min(model_ctx, res.tokens)),
+        recommendations=Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
+                                        gpu_memory_utilization=rec_f, tensor_parallel_size=rec_tp),
+        command=shlex.join(args),
+    )
+
+
+# --------------------------------------------------------------------------- TGI
+
+
+def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], version: str,
+         workload: Workload, problems: list[Problem]) -> Plan:
+    tp = dep.tensor_parallel_size
+    total = dep.gpu_total_bytes
+    f = opts.get("gpu_memory_utilization") or 1.0
+    if not 0 < f <= 1:
+        raise InvalidInputError(f"--cuda-memory-fraction must be in (0, 1], got {f}")
+    prefill = opts.get("max_num_batched_tokens") or tgi.prefill_tokens_default(m)
+    model_max = m.max_position_embeddings or prefill
+    max_total = opts.get("max_model_len")
+    if max_total and max_total > model_max:
+        raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}")
+    weights = max(weights_bytes_per_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=quant))
+    warm_dep = dep.model_copy(update={"max_num_batched_tokens": prefill, "max_num_seqs": 1,
+                                      "engine_version": "0.6.6"})  # eager PyTorch: V0 constant
+    warmup = vllm.activation_bytes(m, warm_dep, last_stage=True)
+
+    def run(f_: float, tp_: int = tp) -> tgi.TgiResult:
+        w = weights if tp_ == tp else max(weights_bytes_per_stage(
+            m, tp=tp_, pp=1, dtype=dep.dtype, quant=quant))
+        return tgi.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w, warmup_peak_bytes=warmup,
+                               kv_dtype=dep.kv_cache_dtype, fraction=f_, prefill_tokens=prefill,
+                               max_total_tokens=max_total)
+
+    res = run(f)
+    problems += res.problems
+    length = res.max_total_tokens
+    n = workload.target_concurrency
+    work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
+    need_tokens = max((n or 1) * (work_len or length), length)
+    used = total * tgi.WIGGLE_ROOM * f - max(0, res.kv_bytes)
+    f_needed = math.ceil((need_tokens * res.bytes_per_token + used) / (tgi.WIGGLE_ROOM * total) * 100) / 100
+    rec_f = (Recommendation(value=f, reason=f"{need_tokens:,} tokens need {f_needed}; TGI keeps 10% of "
+                            "the GPU as wiggle room on top") if f_needed <= f else
+             Recommendation(value=min(1.0, f_needed), reason=f"{need_tokens:,} tokens need "
+                            f"{f_needed}" + (" — more than the whole GPU" if f_needed > 1 else "")))
+    rec_len = (Recommendation(value=length, reason=f"the KV cache holds {res.tokens:,} tokens, "
+                              f"{res.tokens / length:.2f} requests of {length}") if res.fits else
+               Recommendation(value=min(res.tokens, model_max) or None,
+                              reason="largest --max-total-tokens the KV cache holds"))
+    basis = work_len or int(rec_len.value or length)
+    fit = res.tokens // basis if basis else 0
+    rec_seqs = Recommendation(value=max(1, min(fit, TGI_MAX_CONCURRENT_REQUESTS)) if fit else None,
+                              reason=f"the KV cache holds {fit} requests of {basis} tokens "
+                              f"(TGI's --max-concurrent-requests default: {TGI_MAX_CONCURRENT_REQUESTS})")
+    rec_tp = _smallest_tp(m, g, tp, lambda t: run(f, t).fits)
+
+    args = ["text-generation-launcher", "--model-id", _ref(m)]
+    if tp != 1:
+        args += ["--num-shard", str(tp)]
+    if rec_len.value:
+        args += ["--max-input-tokens", str(int(rec_len.value) - 1), "--max-total-tokens", str(rec_len.value)]
+    if "max_num_batched_tokens" in opts:
+        args += ["--max-batch-prefill-tokens", str(prefill)]
+    if rec_f.value and rec_f.value != 1.0:
+        args += ["--cuda-memory-fraction", f"{rec_f.value:g}"]
+    if work_len or n:
+        args += ["--max-concurrent-requests", str(rec_seqs.value)]
+    if dep.kv_cache_dtype.startswith("fp8"):
+        args += ["--kv-cache-dtype", "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
+    if m.revision:
+        args += ["--revision", m.revision]
+
+    defaults = {"max_model_len": (length, "engine-default"),
+                "max_num_seqs": (TGI_MAX_CONCURRENT_REQUESTS, "engine-default"),
+                "max_num_batched_tokens": (prefill, "engine-default"),
+                "gpu_memory_utilization": (f, "engine-default")}
+    context = tgi.CONTEXT_BYTES_TP1 + (tgi.CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+    stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, activation_bytes=warmup,
+                           non_torch_bytes=context, cudagraph_bytes=0,
+                           kv_cache_bytes=max(0, res.kv_bytes), num_blocks=res.tokens // res.block_size)
+    return Plan(
+        fits=res.fits, problems=problems,
+        model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
+                        weights_from=m.weights_from, dtype=dep.dtype,
+                        quantization=quant.method if quant else None),
+        gpu=PlanGpu(id=g.id, name=g.name, count=tp,
+                    total_bytes_estimated=g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli"),
+        engine=PlanEngine(name="tgi", version=version, era=f"tgi {tgi.NEWEST_MODELLED} accounting",
+                          knobs=KNOBS["tgi"]),
+        inputs=_sources(dep, opts, defaults), workload=workload,
+        memory=MemoryBreakdown(
+            total_bytes=total, budget_bytes=math.floor(tgi.WIGGLE_ROOM * f * total), weights_bytes=weights,
+            activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0, cudagraph_in_budget=False,
+            kv_cache_bytes=max(0, res.kv_bytes),
+            estimated=["activation_bytes", "non_torch_bytes"], stages=[stage]),
+        kv_cache=KvCache(bytes_per_token=res.bytes_per_token, bytes_per_block=res.bytes_per_token * res.block_size,
+                         bytes_per_request=res.bytes_per_token * length, block_size=res.block_size,
+                         num_blocks=res.tokens // res.block_size, tokens=res.tokens,
+                         max_concurrency=round(res.tokens / length, 2) if length else 0.0,
+                         max_model_len_fit=min(res.tokens, model_max)),
+        recommendations=Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
+                                        gpu_memory_utilization=rec_f, tensor_parallel_size=rec_tp),
+        command=shlex.join(args),
+    )
+
+
+def _ref(m: ModelSpec) -> str:
+    from .planner import _serve_ref
+
+    return _serve_ref(m)
