@@ -41,8 +41,6 @@ COMPONENTS = [
 
 # Why a component misses by more than 10 % on a row (model label prefix, component, reason).
 EXPLANATIONS = [
-    ("DeepSeek-V2-Lite", "activation", "MLA prefill and fused-MoE intermediates are not in the "
-     "forward estimate (fitted on dense/Mixtral rows)"),
     ("Llama-3.1-8B-Instruct tp1pp1 L=2", "non-torch", "V0 on an RTX 3090 logged 0.35 GiB of "
      "non-torch memory; the constant is the H100 V1 value (0.25 GiB)"),
     ("Qwen2.5-32B-Instruct", "non-torch", "V0 TP2 on L40S (PCIe, no custom all-reduce buffers "

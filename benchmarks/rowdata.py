@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data" / "vllm_calibration.csv"
+# More vLLM 0.19.0 H100 logs from the same public sweep, extracted by extract_llmd_logs.py.
+EXTRA = Path(__file__).resolve().parent / "data" / "vllm_llmd_extra.csv"
 
 # source URL → (assumed version, catalogue model or None, reason)
 V0_ASSUMPTIONS = {
@@ -28,6 +30,9 @@ def load_rows() -> list[dict[str, str]]:
     `assumed` note, and their activation peak from the notes' peak_torch_memory − weights."""
     with open(DATA, newline="") as f:
         rows = list(csv.DictReader(f))
+    if EXTRA.exists():
+        with open(EXTRA, newline="") as f:
+            rows += list(csv.DictReader(f))
     for r in rows:
         r["assumed"] = ""
         if r["vllm_version"] or r["source"] not in V0_ASSUMPTIONS:

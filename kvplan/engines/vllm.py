@@ -395,7 +395,22 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
     received = 2 * tokens * m.hidden_size * dt if d.pipeline_parallel_size > 1 else 0
     sampler = int(tokens * m.hidden_size * dt + received
                   + num_reqs * m.vocab_size * SAMPLER_BYTES_PER_LOGIT)
-    return max(forward, sampler)
+    return max(forward, sampler + moe_workspace_bytes(m, d))
+
+
+def moe_workspace_bytes(m: ModelSpec, d: Deployment) -> int:
+    """Fused-MoE workspaces, allocated during the profile run and still held at the sampler
+    peak: M × top_k × (max(2N, H) + N) elements, M = min(max_num_batched_tokens, 32768)
+    (VLLM_FUSED_MOE_CHUNK_SIZE), N = expert intermediate / tp
+    (vllm/model_executor/layers/fused_moe, modular kernel workspace13 + workspace2). MXFP4
+    experts (gpt-oss) run other kernels without them. Checked against the DeepSeek-V2-Lite,
+    Qwen3-30B-A3B and Mixtral logs (calibration CSVs), none of which fitted a constant."""
+    q = m.quantization
+    if m.moe is None or (q is not None and q.method == "mxfp4"):
+        return 0
+    rows = min(d.max_num_batched_tokens, 32768) * m.moe.top_k
+    n = cdiv(m.moe.expert_intermediate_size, d.tensor_parallel_size)
+    return rows * (max(2 * n, m.hidden_size) + n) * DTYPE_BYTES[d.dtype]
 
 
 def _is_v0(version: str) -> bool:
