@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .catalog import find_model_entry, resolve_gpu, resolve_model
 from .deploy import DeployParseError, Found, Templates, find_commands
 from .errors import InvalidConfigError, KvplanError
-from .planner import plan
+from .planner import KNOB_NAMES, plan
 from .specs import SCHEMA_VERSION, Plan, Problem
 from .units import GiB
 
@@ -61,7 +61,7 @@ class CheckSummary(BaseModel):
     deployments: int
     fits: int
     failed: int = Field(description="does not fit or violates a policy")
-    unchecked: int = Field(description="found but not modelled (e.g. SGLang)")
+    unchecked: int = Field(description="found but not planned")
     errors: int
 
 
@@ -220,12 +220,6 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
     if f.unknown_flags:
         notes.append(Problem(code="flags-not-modelled", severity="info",
                              message="kept but not modelled: " + " ".join(f.unknown_flags)))
-    if f.engine != "vllm":
-        return CheckedDeployment(**base, status="unchecked", exit_code=0, policy_violations=[],
-                                 plan=None, problems=[*notes, Problem(
-                                     code="engine-not-modelled", severity="warning",
-                                     message=f"{f.engine} accounting is not modelled yet; this "
-                                     "deployment was found but not checked")])
     try:
         if f.model is None:
             raise DeployParseError(f.file, f.line, "the command names no model",
@@ -237,8 +231,13 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         g = resolve_gpu(gpu)
         ref, model_notes = _model_ref(f)
         m = resolve_model(ref, revision=f.revision, offline=offline)
-        version = f.engine_version or policy.engine_version
-        p = plan(m, g, engine_version=version, **f.knobs)
+        version = f.engine_version or (policy.engine_version if f.engine == "vllm" else None)
+        knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
+        extra = sorted(set(f.knobs) - set(knobs))
+        if extra:
+            notes.append(Problem(code="flags-not-modelled", severity="info",
+                                 message="read but not modelled: " + ", ".join(extra)))
+        p = plan(m, g, engine=f.engine, engine_version=version, **knobs)
     except KvplanError as e:
         if e.exit_code == 3:
             e.hint = (e.hint or "") + " (kvplan check --offline uses only cached models)"

@@ -77,11 +77,23 @@ SGLANG_FLAGS: dict[str, tuple[str, str]] = {
     "--model-path": ("model", "str"), "--model": ("model", "str"),
     "--tp-size": ("tensor_parallel_size", "int"), "--tp": ("tensor_parallel_size", "int"),
     "--pp-size": ("pipeline_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
-    "--context-length": ("max_model_len", "int"), "--mem-fraction-static": ("mem_fraction_static", "float"),
+    "--context-length": ("max_model_len", "int"),
+    "--mem-fraction-static": ("gpu_memory_utilization", "float"),
     "--max-running-requests": ("max_num_seqs", "int"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
     "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
-    "--chunked-prefill-size": ("chunked_prefill_size", "int"),
+    "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
     "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
+}
+# TGI launcher flag → (kvplan knob, kind) (launcher/src/main.rs).
+TGI_FLAGS: dict[str, tuple[str, str]] = {
+    "--model-id": ("model", "str"), "--num-shard": ("tensor_parallel_size", "int"),
+    "--max-total-tokens": ("max_model_len", "int"), "--max-input-tokens": ("max_input_tokens", "int"),
+    "--max-input-length": ("max_input_tokens", "int"),
+    "--max-batch-prefill-tokens": ("max_num_batched_tokens", "int"),
+    "--max-concurrent-requests": ("max_num_seqs", "int"),
+    "--cuda-memory-fraction": ("gpu_memory_utilization", "float"), "--dtype": ("dtype", "str"),
+    "--quantize": ("quantization", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--revision": ("revision", "str"),
 }
 # Flags known to take no value (vLLM / SGLang store_true or BooleanOptionalAction).
 BOOLEAN_FLAGS = {
@@ -94,7 +106,7 @@ BOOLEAN_FLAGS = {
     "--disable-radix-cache", "--headless", "--enable-mixed-chunk",
 }
 
-ENTRY_HINT = re.compile(r"\bvllm\b|vllm\.entrypoints|sglang\.launch_server")  # cheap pre-filter
+ENTRY_HINT = re.compile(r"\bvllm\b|vllm\.entrypoints|sglang\.launch_server|text-generation-launcher")
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
 DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
 TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}"
@@ -177,7 +189,7 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     """Engine arguments (after the entrypoint) → Found. Both `--flag value` and `--flag=value`;
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
-    table = VLLM_FLAGS if engine == "vllm" else SGLANG_FLAGS
+    table = {"vllm": VLLM_FLAGS, "sglang": SGLANG_FLAGS, "tgi": TGI_FLAGS}[engine]
     found = Found(file=file, line=line, engine=engine, text=text)
     seen: dict[str, tuple[str, Any]] = {}
     i = 0
@@ -263,6 +275,8 @@ def _entrypoint(tokens: list[str]) -> tuple[str, list[str]] | None:
         base = tok.rsplit("/", 1)[-1]
         if base == "vllm" and k + 1 < len(tokens) and tokens[k + 1] == "serve":
             return "vllm", tokens[k + 2:]
+        if base == "text-generation-launcher":
+            return "tgi", tokens[k + 1:]
         if tok == "-m" and k + 1 < len(tokens):
             if tokens[k + 1] == "vllm.entrypoints.openai.api_server":
                 return "vllm", tokens[k + 2:]

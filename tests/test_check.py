@@ -231,13 +231,20 @@ def test_headroom_and_kv_tokens_policies(capsys):
 # ------------------------------------------------------------ other engines, sources
 
 
-def test_sglang_launch_is_found_but_unchecked(capsys, tmp_path):
-    f = write(tmp_path, "sglang.sh", "python3 -m sglang.launch_server --model-path qwen2.5-7b --tp 2 "
-                                     "--mem-fraction-static 0.85\n")
+def test_sglang_and_tgi_launch_lines_are_planned_with_their_engines(capsys, tmp_path):
+    f = write(tmp_path, "serve.sh", """
+        python3 -m sglang.launch_server --model-path qwen2.5-7b --tp 2 --mem-fraction-static 0.85
+        text-generation-launcher --model-id qwen2.5-7b --num-shard 1 --max-total-tokens 16384 \\
+            --max-input-tokens 16000
+    """)
     code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
-    row = report["deployments"][0]
-    assert code == 0 and row["status"] == "unchecked" and row["engine"] == "sglang"
-    assert row["problems"][-1]["code"] == "engine-not-modelled"
+    sg, tg = report["deployments"]
+    assert code == 0, report
+    assert sg["engine"] == "sglang" and sg["plan"]["engine"]["name"] == "sglang"
+    assert sg["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.85
+    assert "--tp-size 2" in sg["plan"]["command"]
+    assert tg["engine"] == "tgi" and tg["plan"]["inputs"]["max_model_len"]["value"] == 16384
+    assert any("max_input_tokens" in p["message"] for p in tg["problems"])
 
 
 def test_container_path_matched_by_folder_name(capsys, tmp_path):
