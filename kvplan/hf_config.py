@@ -26,7 +26,7 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "yi", "internlm2"}
 MOE_FAMILIES = {"mixtral", "qwen3_moe", "qwen2_moe"}
 KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
     "chatglm", "glm", "gemma2", "gemma3", "gpt_oss", "deepseek_v2", "deepseek_v3", "kimi_k2",
-    "qwen3_next", "llama4"}
+    "qwen3_next", "llama4", "jamba", "bamba"}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -187,8 +187,9 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
         found.append("multimodal encoder (its weights are not counted)")
     if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
         found.append("MLA attention in an unrecognised family")
-    if any(k in cfg for k in MAMBA_KEYS):
-        found.append("hybrid Mamba layers (only Gated DeltaNet, Qwen3-Next, is modelled)")
+    if any(k in cfg for k in MAMBA_KEYS) and family not in {"jamba", "bamba"}:
+        found.append("hybrid Mamba layers of an unrecognised family (Jamba, Bamba and Qwen3-Next "
+                     "are modelled; Nemotron-H, Falcon-H1, MiniMax are not)")
     if family in {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"} and cfg.get("use_sliding_window"):
         found.append("Qwen sliding window on layers above max_window_layers")
     if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
@@ -223,6 +224,12 @@ def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[list[st
     elif family == "qwen3_next":
         interval = cfg.get("full_attention_interval") or 4
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
+    elif family == "jamba":  # transformers JambaConfig.layers_block_type
+        period, offset = cfg.get("attn_layer_period") or 8, cfg.get("attn_layer_offset") or 4
+        kinds = ["full" if i % period == offset else "linear" for i in range(layers)]
+    elif family == "bamba":
+        attn = set(cfg.get("attn_layer_indices") or [])
+        kinds = ["full" if i in attn else "linear" for i in range(layers)]
     elif family == "llama4" and chunk:
         nope = cfg.get("no_rope_layers") or []
         kinds = [("full" if nope[i] == 0 else "chunked") if len(nope) == layers
@@ -246,6 +253,11 @@ def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate
     if family == "mixtral":
         return MoeSpec(num_experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
                        expert_intermediate_size=intermediate, moe_layers=list(range(layers)))
+    if family == "jamba":  # experts every expert_layer_period-th layer from expert_layer_offset
+        period, offset = r.int("expert_layer_period", default=2), r.int("expert_layer_offset", default=1)
+        return MoeSpec(num_experts=r.int("num_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=intermediate,
+                       moe_layers=[i for i in range(layers) if i % period == offset])
     if family == "gpt_oss":
         return MoeSpec(num_experts=r.int("num_local_experts"),
                        top_k=r.int("num_experts_per_tok", "experts_per_token"),
@@ -274,6 +286,29 @@ def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate
                        shared_expert_intermediate_size=shared, shared_expert_gate=shared > 0,
                        moe_layers=[i for i in range(layers) if i not in dense and (i + 1) % step == 0])
     return None
+
+
+def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int | None) -> LinearAttentionSpec:
+    """Mamba dims by family: Jamba (Mamba1; JambaConfig mamba_d_state, mamba_d_conv,
+    mamba_expand, mamba_dt_rank 'auto' = ceil(hidden / 16)) and Bamba (Mamba2; BambaConfig
+    mamba_n_heads, mamba_d_head 'auto' = expand × hidden / heads, mamba_n_groups)."""
+    hidden = hidden_for_hd or 0
+    expand = r.int("mamba_expand", default=2) or 2
+    if family == "jamba":
+        dt_rank = cfg.get("mamba_dt_rank", "auto")
+        return LinearAttentionSpec(
+            kind="mamba1", conv_kernel=r.int("mamba_d_conv", default=4) or 4,
+            intermediate_size=expand * hidden, state_size=r.int("mamba_d_state", default=16) or 16,
+            dt_rank=-(-hidden // 16) if dt_rank in (None, "auto") else int(dt_rank),
+            conv_bias=bool(cfg.get("mamba_conv_bias", True)))
+    heads = r.int("mamba_n_heads")
+    head_dim = cfg.get("mamba_d_head", "auto")
+    inner = expand * hidden
+    return LinearAttentionSpec(
+        kind="mamba2", conv_kernel=r.int("mamba_d_conv", default=4) or 4, intermediate_size=inner,
+        state_size=r.int("mamba_d_state"), num_heads=heads,
+        head_dim=inner // heads if head_dim in (None, "auto") else int(head_dim),
+        n_groups=r.int("mamba_n_groups", default=1) or 1, conv_bias=bool(cfg.get("mamba_conv_bias", True)))
 
 
 def _vision(raw: dict[str, Any], family: str, text_hidden: int) -> VisionSpec | None:
@@ -346,6 +381,8 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         o_bias = r.bool("attention_bias", False) if family != "qwen2" else False
         mlp_bias = r.bool("mlp_bias", False)
         rotary_dim = int(head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
+        if family == "jamba":
+            rotary_dim = 0  # Jamba's attention layers use no positional encoding
         tie = r.bool("tie_word_embeddings", family in TIED_BY_DEFAULT)
         qk_norm = family in {"qwen3", "qwen3_moe", "qwen3_next", "gemma3"}  # per-head RMSNorm
         if family in MLA_FAMILIES:
@@ -367,7 +404,9 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         intermediate = 0  # every MLP is a MoE block
     layer_types, window, chunk = _layer_types(cfg, family, layers)
     linear = None
-    if "linear" in layer_types:
+    if "linear" in layer_types and family in {"jamba", "bamba"}:
+        linear = _mamba_spec(cfg, family, r, hidden_for_hd=r.int("hidden_size"))
+    elif "linear" in layer_types:
         linear = LinearAttentionSpec(
             num_key_heads=r.int("linear_num_key_heads"), num_value_heads=r.int("linear_num_value_heads"),
             key_head_dim=r.int("linear_key_head_dim"), value_head_dim=r.int("linear_value_head_dim"),

@@ -43,14 +43,24 @@ def kv_bytes_per_token_per_layer(m: ModelSpec, *, tp: int, kv_dtype: str) -> int
 
 
 def mamba_state_bytes(m: ModelSpec, *, tp: int, state_dtype: str) -> int:
-    """Per-request recurrent state of one linear-attention layer on one GPU.
-
-    Gated DeltaNet (Qwen3-Next; vllm/model_executor/layers/mamba/mamba_utils.py):
-    conv ((2·k_heads·dk + v_heads·dv) / tp) × (conv_kernel − 1) + ssm (v_heads / tp) × dv × dk,
-    both in the model dtype unless configured otherwise."""
+    """Per-request recurrent state of one linear-attention layer on one GPU
+    (vllm/model_executor/layers/mamba/mamba_utils.py; ENGINE_MEMORY §1.3), model dtype:
+    Gated DeltaNet: conv ((2·k_heads·dk + v_heads·dv) / tp) × (kernel − 1)
+                    + ssm (v_heads / tp) × dv × dk;
+    Mamba1: conv (d_inner / tp) × (kernel − 1) + ssm (d_inner / tp) × d_state;
+    Mamba2: conv ((d_inner + 2·n_groups·d_state) / tp) × (kernel − 1)
+            + ssm (heads / tp) × head_dim × d_state, n_groups padded up to a multiple of tp."""
     la = m.linear_attention
     assert la is not None
     dt = DTYPE_BYTES[state_dtype]
+    if la.kind == "mamba1":
+        inner = cdiv(la.intermediate_size, tp)
+        return (inner * (la.conv_kernel - 1) + inner * la.state_size) * dt
+    if la.kind == "mamba2":
+        groups = la.n_groups if la.n_groups % tp == 0 else cdiv(la.n_groups, tp) * tp
+        conv = cdiv(la.intermediate_size + 2 * groups * la.state_size, tp)
+        ssm = cdiv(la.num_heads, tp) * la.head_dim * la.state_size
+        return (conv * (la.conv_kernel - 1) + ssm) * dt
     conv = cdiv(2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim, tp)
     ssm = cdiv(la.num_value_heads, tp) * la.value_head_dim * la.key_head_dim
     return (conv * (la.conv_kernel - 1) + ssm) * dt

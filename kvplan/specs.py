@@ -135,14 +135,22 @@ class MlaSpec(_Frozen):
 
 
 class LinearAttentionSpec(_Frozen):
-    """Gated DeltaNet layers (Qwen3-Next): fixed-size recurrent state instead of a KV cache."""
+    """Recurrent-state layers: Gated DeltaNet (Qwen3-Next), Mamba1 (Jamba), Mamba2 (Bamba).
+    Fields a kind does not use stay 0."""
 
-    kind: Literal["gated_deltanet"] = "gated_deltanet"
-    num_key_heads: int = Field(gt=0)
-    num_value_heads: int = Field(gt=0)
-    key_head_dim: int = Field(gt=0)
-    value_head_dim: int = Field(gt=0)
+    kind: Literal["gated_deltanet", "mamba1", "mamba2"] = "gated_deltanet"
     conv_kernel: int = Field(gt=1)
+    num_key_heads: int = Field(0, ge=0, description="GDN")
+    num_value_heads: int = Field(0, ge=0, description="GDN")
+    key_head_dim: int = Field(0, ge=0, description="GDN")
+    value_head_dim: int = Field(0, ge=0, description="GDN")
+    intermediate_size: int = Field(0, ge=0, description="Mamba: expand × hidden")
+    state_size: int = Field(0, ge=0, description="Mamba: d_state")
+    dt_rank: int = Field(0, ge=0, description="Mamba1")
+    num_heads: int = Field(0, ge=0, description="Mamba2")
+    head_dim: int = Field(0, ge=0, description="Mamba2")
+    n_groups: int = Field(0, ge=0, description="Mamba2")
+    conv_bias: bool = True
 
 
 class QuantSpec(_Frozen):

@@ -97,6 +97,37 @@ def _gated_deltanet(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     yield Tensor(p + "out_proj", "linear", h, v, "in", i)
 
 
+def _mamba(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """Mamba mixers (vllm/model_executor/layers/mamba/mamba_mixer.py, mamba_mixer2.py).
+    Mamba1 (Jamba): in_proj [2·d_inner, H], depthwise conv [d_inner, kernel] (+ bias),
+    x_proj [dt_rank + 2·d_state, d_inner] (row-parallel), dt_proj [d_inner, dt_rank] + bias,
+    A [d_inner, d_state], D [d_inner], out_proj [H, d_inner]; Jamba adds RMSNorms over dt, B, C.
+    Mamba2 (Bamba): in_proj [2·d_inner + 2·groups·d_state + heads, H], conv over
+    d_inner + 2·groups·d_state channels (+ bias), A_log, D, dt_bias per head, a gated RMSNorm
+    over d_inner, out_proj [H, d_inner]."""
+    la = m.linear_attention
+    assert la is not None
+    h, inner, st = m.hidden_size, la.intermediate_size, la.state_size
+    if la.kind == "mamba1":
+        yield Tensor(p + "in_proj", "linear", 2 * inner, h, "out", i)
+        yield Tensor(p + "conv1d", "bias", inner, la.conv_kernel + int(la.conv_bias), "out", i)
+        yield Tensor(p + "x_proj", "linear", la.dt_rank + 2 * st, inner, "in", i)
+        yield Tensor(p + "dt_proj", "linear", inner, la.dt_rank, "out", i)
+        yield Tensor(p + "dt_proj.bias", "bias", inner, 1, "out", i)
+        yield Tensor(p + "A", "bias", inner, st, "out", i)
+        yield Tensor(p + "D", "bias", inner, 1, "out", i)
+        yield Tensor(p + "out_proj", "linear", h, inner, "in", i)
+        if m.model_type == "jamba":
+            yield Tensor(p + "dt_bc_layernorms", "norm", la.dt_rank + 2 * st, 1, "none", i)
+        return
+    conv = inner + 2 * la.n_groups * st
+    yield Tensor(p + "in_proj", "linear", inner + conv + la.num_heads, h, "out", i)
+    yield Tensor(p + "conv1d", "bias", conv, la.conv_kernel + int(la.conv_bias), "out", i)
+    yield Tensor(p + "A_log_D_dt_bias", "bias", 3 * la.num_heads, 1, "out", i)
+    yield Tensor(p + "norm", "norm", inner, 1, "out", i)
+    yield Tensor(p + "out_proj", "linear", h, inner, "in", i)
+
+
 def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     h, moe = m.hidden_size, m.moe
     if moe is not None and i in moe.moe_layers:
@@ -131,7 +162,9 @@ def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
 def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
     p = f"layers.{i}."
     kind = m.layer_types[i] if m.layer_types else "full"
-    if kind == "linear":
+    if kind == "linear" and m.linear_attention is not None and m.linear_attention.kind != "gated_deltanet":
+        yield from _mamba(m, i, p + "mamba.")
+    elif kind == "linear":
         yield from _gated_deltanet(m, i, p + "linear_attn.")
     elif m.mla is not None:
         yield from _mla(m, i, p + "self_attn.")

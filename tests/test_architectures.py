@@ -212,3 +212,55 @@ def test_expert_parallel_needs_experts():
 
     with pytest.raises(InvalidInputError, match="mixture-of-experts"):
         plan("llama-3.1-8b", "h100", enable_expert_parallel=True)
+
+
+# Jamba-v0.1 from the partial values in reference hf_configs/INDEX.md ("consistent across 4
+# fixtures"); tie_word_embeddings is transformers' JambaConfig default (False).
+JAMBA = {"model_type": "jamba", "architectures": ["JambaForCausalLM"], "num_hidden_layers": 32,
+         "attn_layer_period": 8, "attn_layer_offset": 4, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336,
+         "expert_layer_period": 2, "expert_layer_offset": 1, "num_experts": 16,
+         "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+         "mamba_dt_rank": 256, "vocab_size": 65536, "max_position_embeddings": 262144,
+         "torch_dtype": "bfloat16"}
+
+
+def test_jamba_parameters_and_mamba1_state():
+    """Card: 52B total. Mamba1 state per layer (d_inner 8192): conv 8192 × 3 + ssm 8192 × 16
+    elements × 2 B = 311,296 B; attention 2 × 8 × 128 × 2 B = 4,096 B/token → block size
+    16 × cdiv(311,296, 65,536) = 80; 4 attention layers (4, 12, 20, 28) → 1 + 7 groups of 4."""
+    from kvplan.weights import parameter_count
+
+    m = spec_from_config(JAMBA, model_id="ai21labs/Jamba-v0.1", source="test")
+    assert m.unsupported == [] and abs(parameter_count(m) - 52e9) <= 1e9
+    specs = layer_specs(m, range(32), tp=1, kv_dtype="bfloat16", state_dtype="bfloat16",
+                        hybrid_manager=True)
+    assert [i for i, s in enumerate(specs) if s.kind == "full"] == [4, 12, 20, 28]
+    assert {s.state_bytes for s in specs if s.kind == "mamba"} == {311_296}
+    layout = kv_layout(specs, block_size=16, block_size_fixed=False, group_rule="max_if_close")
+    assert layout.block_size == 80 and layout.page_bytes == 80 * 4096
+    assert len(layout.groups) == 8 and layout.bytes_per_block == 4 * 80 * 4096
+
+
+def test_mamba2_state_with_group_padding():
+    """Mamba2 (ENGINE_MEMORY §1.3), a synthetic Bamba-style config: d_inner 8192, 128 heads × 64,
+    1 group, d_state 128, kernel 4. TP1: (8192 + 2·128) × 3 + 128 × 64 × 128 = 1,073,920
+    elements; TP2 pads the single group to 2: (8192 + 4·128)/2 × 3 + 64 × 64 × 128 = 537,344."""
+    from kvplan.kv import mamba_state_bytes
+
+    cfg = {"model_type": "bamba", "num_hidden_layers": 4, "attn_layer_indices": [3],
+           "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 4096,
+           "mamba_n_heads": 128, "mamba_d_head": 64, "mamba_n_groups": 1, "mamba_d_state": 128,
+           "mamba_d_conv": 4, "mamba_expand": 2, "torch_dtype": "bfloat16"}
+    m = spec_from_config(cfg, model_id="synthetic-mamba2", source="test")
+    assert m.layer_types == ["linear", "linear", "linear", "full"]
+    assert mamba_state_bytes(m, tp=1, state_dtype="bfloat16") == 1_073_920 * 2
+    assert mamba_state_bytes(m, tp=2, state_dtype="bfloat16") == 537_344 * 2
+
+
+def test_unrecognised_mamba_families_warn():
+    cfg = {k: v for k, v in JAMBA.items() if "expert" not in k}
+    cfg.update(model_type="nemotron_h", hybrid_override_pattern="M-M*")
+    m = spec_from_config(cfg, model_id="nemotron-like", source="test")
+    assert any("Nemotron-H" in u for u in m.unsupported)
