@@ -18,10 +18,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from rowdata import load_rows  # noqa: E402
+
 from kvplan import KvplanError, plan  # noqa: E402
 from kvplan.catalog import find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
-from rowdata import load_rows  # noqa: E402
 
 DATA = HERE / "data" / "vllm_calibration.csv"
 README = HERE.parent / "README.md"

@@ -7,8 +7,8 @@ import shlex
 from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
-from .errors import InvalidInputError
 from .engines import vllm
+from .errors import InvalidInputError
 from .specs import (
     Deployment,
     GpuSpec,

@@ -17,8 +17,21 @@ from .engines import sglang, tgi, vllm
 from .errors import InvalidInputError
 from .planner import model_gpu_problems
 from .specs import (
-    GpuSpec, KvCache, MemoryBreakdown, ModelSpec, Plan, PlanEngine, PlanGpu, PlanModel, Problem,
-    QuantSpec, Recommendation, Recommendations, SourcedValue, StageBreakdown, Workload,
+    GpuSpec,
+    KvCache,
+    MemoryBreakdown,
+    ModelSpec,
+    Plan,
+    PlanEngine,
+    PlanGpu,
+    PlanModel,
+    Problem,
+    QuantSpec,
+    Recommendation,
+    Recommendations,
+    SourcedValue,
+    StageBreakdown,
+    Workload,
 )
 from .weights import parameter_count, weights_bytes_per_stage
 

@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from .checkpoint import FLOAT_DTYPES, SAFETENSORS_DTYPE_BYTES, is_encoder, is_scale, layer_of, skipped_by_vllm
+from .checkpoint import (
+    FLOAT_DTYPES,
+    SAFETENSORS_DTYPE_BYTES,
+    is_encoder,
+    is_scale,
+    layer_of,
+    skipped_by_vllm,
+)
 from .specs import ModelSpec, QuantSpec
 from .units import DTYPE_BYTES, cdiv
 

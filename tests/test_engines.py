@@ -6,8 +6,8 @@ import json
 import math
 
 import pytest
-
 from clirun import run
+
 from kvplan import plan
 from kvplan.catalog import resolve_model
 from kvplan.engines import sglang, tgi
