@@ -159,8 +159,8 @@ def main() -> None:
     table, errors, skipped = run()
     n = max(len(v) for v in errors.values())
     text = "\n".join([
-        f"Replayed {n} vLLM start-up logs (`benchmarks/data/vllm_calibration.csv`); error = "
-        "(kvplan − log) / log.", "", *table, "",
+        f"Replayed {n} vLLM start-up logs (`benchmarks/data/vllm_calibration.csv` and "
+        "`vllm_llmd_extra.csv`); error = (kvplan − log) / log.", "", *table, "",
         f"Not replayed yet ({len(skipped)} rows):", "", *skipped,
     ])
     print(text)
