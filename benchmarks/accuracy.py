@@ -11,6 +11,7 @@ cannot model yet is listed with the reason, never silently dropped.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from rowdata import load_rows  # noqa: E402
+from kvplan.catalog import data_dir  # noqa: E402
+from kvplan.hf_config import spec_from_config  # noqa: E402
+from rowdata import QUANT_ASSUMPTIONS, load_rows  # noqa: E402
 
 from kvplan import KvplanError, plan  # noqa: E402
 from kvplan.catalog import find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
@@ -67,10 +70,16 @@ def _row_plan(row: dict[str, str]):  # noqa: ANN202
     """Plan one row, or return (None, reason) when kvplan cannot model it yet."""
     if not row["vllm_version"]:
         return None, "engine version not stated and not pinned by the issue"
-    entry = find_model_entry(row["model"])
+    assumed_quant = QUANT_ASSUMPTIONS.get(row["model"])
+    entry = find_model_entry(assumed_quant[0] if assumed_quant else row["model"])
     if entry is None:
         return None, f"no bundled config for {row['model']}"
     m = load_catalog_model(entry)
+    if assumed_quant:
+        cfg = json.loads((data_dir("model_specs") / entry.config).read_text())
+        m = spec_from_config({**cfg, "quantization_config": assumed_quant[1]}, model_id=row["model"],
+                             source="base config + assumed quantization")
+        row["assumed"] = row.get("assumed") or f"quantization assumed: {assumed_quant[2]}"
     if m.unsupported:
         return None, "layout not modelled yet: " + "; ".join(m.unsupported)
     try:
@@ -87,7 +96,8 @@ def _row_plan(row: dict[str, str]):  # noqa: ANN202
         "gpu_memory_gib": _num(row["gpu_total_gib"]),
         "dtype": row["dtype"] or None,
         "kv_cache_dtype": row["kv_cache_dtype"] or None,
-        "quantization": None if row["quantization"] in ("", "none") else row["quantization"],
+        "quantization": (None if row["quantization"] in ("", "none", "compressed-tensors", "gptq_marlin")
+                         else row["quantization"]),
         "enforce_eager": row["enforce_eager"] == "True",
         # The llm-d sweep logs ran with enable_prefix_caching=False (row notes).
         "enable_prefix_caching": False if "enable_prefix_caching=False" in row["notes"] else None,
@@ -148,7 +158,7 @@ def run() -> tuple[list[str], dict[str, list[float]], list[str]]:
     if large:
         summary += ["", "Components more than 10 % off, and why:", "", *large]
     if assumed:
-        summary += ["", "\\* version not printed in the log:", "", *assumed]
+        summary += ["", "\\* an assumption the log does not state:", "", *assumed]
     return lines + summary, errors, skipped
 
 

@@ -45,3 +45,30 @@ def load_rows() -> list[dict[str, str]]:
         if peak and not r["activation_peak_gib"] and r["weights_gib"]:
             r["activation_peak_gib"] = f"{float(peak.group(1)) - float(r['weights_gib']):.2f}"
     return rows
+
+
+def _ct(num_bits: int, kind: str) -> dict:
+    return {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {
+        "group_0": {"targets": ["Linear"], "weights": {
+            "num_bits": num_bits, "type": kind, "strategy": "channel", "symmetric": True}}}}
+
+
+# Quantized checkpoints whose config.json is not bundled: the base model's config plus the
+# quantization_config their repo name stands for (assumed, not read; the log only says
+# "quantization=compressed-tensors" / "gptq_marlin").
+QUANT_ASSUMPTIONS = {
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8": (
+        "meta-llama/Llama-3.1-8B-Instruct", _ct(8, "int"), "w8a8 = int8 per-channel weights, lm_head kept"),
+    "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": (
+        "Qwen/Qwen2.5-7B-Instruct", _ct(8, "int"), "w8a8 = int8 per-channel weights, lm_head kept"),
+    "redhatai/Llama-3.3-70B-Instruct-quantized.w8a8": (
+        "meta-llama/Llama-3.3-70B-Instruct", _ct(8, "int"), "w8a8 = int8 per-channel weights, lm_head kept"),
+    "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic": (
+        "Qwen/Qwen2.5-7B-Instruct", _ct(8, "float"), "fp8-dynamic = fp8 per-channel weights, lm_head kept"),
+    "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic": (
+        "meta-llama/Llama-3.3-70B-Instruct", _ct(8, "float"), "fp8-dynamic = fp8 per-channel weights, lm_head kept"),
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False},
+        "w4a16 = GPTQ 4-bit, group 128, symmetric (the log loads it with gptq_marlin)"),
+}
