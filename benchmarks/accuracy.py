@@ -11,6 +11,7 @@ cannot model yet is listed with the reason, never silently dropped.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
 import sys
@@ -162,6 +163,42 @@ def run() -> tuple[list[str], dict[str, list[float]], list[str]]:
     return lines + summary, errors, skipped
 
 
+SGLANG = HERE / "data" / "sglang_logs.csv"
+
+
+def run_sglang() -> tuple[list[str], list[float]]:
+    """Replay SGLang logs: each row's free memory before the weights load (from the log),
+    TP, fraction and context; compare weights and max_total_num_tokens."""
+    from kvplan.engines import sglang
+
+    with open(SGLANG, newline="") as f:
+        rows = list(csv.DictReader(f))
+    lines = ["| log (SGLang version) | mem_fraction_static | weights | KV tokens |", "|---|---:|---:|---:|"]
+    token_errors, notes = [], []
+    for row in rows:
+        tp = int(row["tensor_parallel_size"])
+        m = load_catalog_model(find_model_entry(row["catalogue_model"]))
+        total_gib = float(row["free_before_load_gib"]) + sglang.context_bytes(tp) / GiB
+        p = plan(m, row["gpu"], engine="sglang", engine_version=row["sglang_version"],
+                 tensor_parallel_size=tp, gpu_memory_gib=total_gib,
+                 gpu_memory_utilization=_num(row["mem_fraction_static"]),
+                 max_model_len=int(row["context_length"]) if row["context_length"] else None)
+        w_err = (p.memory.weights_bytes / GiB - float(row["weights_gib"])) / float(row["weights_gib"]) * 100
+        actual = int(row["max_total_num_tokens"])
+        t_err = (p.kv_cache.tokens - actual) / actual * 100
+        token_errors.append(t_err)
+        label = f"{row['model'].split('/')[-1]} tp{tp}"
+        link = row["source"] if row["source"].startswith("http") else None
+        cell = f"[{label}]({link})" if link else f"{label} ({row['source']})"
+        f_used = p.inputs["gpu_memory_utilization"].value
+        lines.append(f"| {cell} ({row['sglang_version']}\\*) | {f_used:g} | {w_err:+.2f}% | {t_err:+.2f}% |")
+        notes.append(f"- {label}: version {row['version_note']}"
+                     + (f"; {row['model_note']}" if row["model_note"] else ""))
+    lines.append(f"| **median abs. error** | | | {statistics.median(abs(e) for e in token_errors):.2f}% |")
+    lines.append(f"| **worst abs. error** | | | {max(abs(e) for e in token_errors):.2f}% |")
+    return lines + ["", "\\* stated assumptions:", "", *notes], token_errors
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--update-readme", action="store_true")
@@ -173,6 +210,13 @@ def main() -> None:
         "`vllm_llmd_extra.csv`); error = (kvplan − log) / log.", "", *table, "",
         f"Not replayed yet ({len(skipped)} rows):", "", *skipped,
     ])
+    sg_table, sg_errors = run_sglang()
+    text += "\n\n" + "\n".join([
+        f"SGLang: replayed {len(sg_errors)} public start-up logs (`benchmarks/data/sglang_logs.csv`) "
+        "from the free memory each logged before loading the weights; error = (kvplan − log) / log.",
+        "", *sg_table, "",
+        "TGI: no start-up log with its GPU, launcher arguments and 'Setting max batch total tokens' "
+        "has been replayed yet."])
     print(text)
     if args.update_readme:
         readme = README.read_text()

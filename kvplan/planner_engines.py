@@ -85,11 +85,20 @@ def plan_other(engine: str, m: ModelSpec, g: GpuSpec, *, engine_version: str | N
     newest = sglang.NEWEST_MODELLED if engine == "sglang" else tgi.NEWEST_MODELLED
     version = engine_version or newest
     problems: list[Problem] = []
-    if engine_version and vllm.parse_version(engine_version) != vllm.parse_version(newest):
+    v = vllm.parse_version(version)
+    if engine == "sglang" and (0, 4, 10) <= v < sglang.LEGACY_BEFORE:
+        problems.append(Problem(
+            code="engine-version-boundary-uncertain", severity="warning",
+            message=f"sglang {version}: an intermediate mem-fraction rule (per GPU tier) was used "
+            "between 0.4.10 and 0.5.2 and was not read; the 0.4.x rule is used"))
+    elif engine == "sglang" and v > vllm.parse_version(newest):
+        problems.append(Problem(code="engine-version-newer", severity="warning",
+                                message=f"sglang {version} is newer than {newest}, the newest read"))
+    elif engine == "tgi" and engine_version and v != vllm.parse_version(newest):
         problems.append(Problem(
             code="engine-version-not-modelled", severity="warning",
-            message=f"{engine} {engine_version}: kvplan models {engine} {newest} only; its defaults "
-            "and accounting are used (older releases used other mem-fraction defaults)"))
+            message=f"tgi {engine_version}: kvplan models TGI {newest} (snapshot 2026-01-08) only; "
+            "TGI 2.x used 16-token paged blocks"))
     # Shared resolution (TP validity, dtypes, device total) through vLLM's resolver, then the
     # engine's own defaults replace vLLM's.
     base = {k: v for k, v in opts.items() if k not in ("max_model_len", "max_num_seqs",
@@ -133,10 +142,16 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
             workload: Workload, problems: list[Problem]) -> Plan:
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     total = dep.gpu_total_bytes
-    mem = sglang.gpu_mem_mib(g, total)
-    chunked = opts.get("max_num_batched_tokens") or sglang.chunked_prefill_default(mem)
-    decode_bs = sglang.decode_graph_max_bs(mem, tp)
-    f_default = sglang.default_mem_fraction(mem, tp, pp, chunked, decode_bs, m.mla is not None)
+    mem = sglang.gpu_mem_mib(g, total) if dep.sources.get("gpu_total_bytes") != "cli" else total // 2**20
+    legacy = vllm.parse_version(version) < sglang.LEGACY_BEFORE
+    if legacy:
+        chunked = opts.get("max_num_batched_tokens") or sglang.legacy_chunked_prefill(mem)
+        decode_bs = 8 if mem < 25000 else 160
+        f_default = sglang.legacy_mem_fraction(tp, m.vision is not None)
+    else:
+        chunked = opts.get("max_num_batched_tokens") or sglang.chunked_prefill_default(mem)
+        decode_bs = sglang.decode_graph_max_bs(mem, tp)
+        f_default = sglang.default_mem_fraction(mem, tp, pp, chunked, decode_bs, m.mla is not None)
     f = opts.get("gpu_memory_utilization") or f_default
     if not 0 < f <= 1:
         raise InvalidInputError(f"--mem-fraction-static must be in (0, 1], got {f}")
@@ -157,7 +172,8 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
             m, tp=tp_, pp=pp, dtype=dep.dtype, quant=quant))
         return sglang.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w,
                                   kv_dtype=dep.kv_cache_dtype, mem_fraction=f_, ctx=ctx,
-                                  chunked=chunked, runtime_bytes=activation + graphs)
+                                  chunked=chunked, runtime_bytes=activation + graphs,
+                                  swa_pool=not legacy)
 
     res = run(f)
     problems += res.problems
@@ -222,7 +238,8 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
                         quantization=quant.method if quant else None),
         gpu=PlanGpu(id=g.id, name=g.name, count=tp * pp * dep.data_parallel_size,
                     total_bytes_estimated=g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli"),
-        engine=PlanEngine(name="sglang", version=version, era=f"sglang {sglang.NEWEST_MODELLED} accounting",
+        engine=PlanEngine(name="sglang", version=version,
+                          era="sglang 0.4.x accounting" if legacy else f"sglang {sglang.NEWEST_MODELLED} accounting",
                           knobs=KNOBS["sglang"]),
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(

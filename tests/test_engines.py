@@ -110,3 +110,20 @@ def test_plan_engine_flag_on_the_cli(capsys):
     assert code == 0 and json.loads(out)["engine"]["name"] == "sglang"
     code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--engine", "trt")
     assert code == 2 and "unknown --engine" in err
+
+
+@pytest.mark.parametrize("tp,fraction", [(1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)])
+def test_sglang_0_4_fraction_by_tp(tp, fraction):
+    """Before 0.5.3: mem_fraction_static by TP size (older server_args.py; 0.4.x logs in
+    benchmarks/data/sglang_logs.csv show 0.88 at TP1 and 0.85 at TP4)."""
+    assert sglang.legacy_mem_fraction(tp, multimodal=False) == fraction
+
+
+def test_sglang_0_4_multimodal_fraction_and_no_swa_pool():
+    """sgl-project/sglang PR 4826 log (0.4.4, gemma-3-4b-it): 139.21 GB free before loading,
+    8.13 GB weights, 834,615 tokens = 0.88 × 0.95 = 0.836 of the free memory minus the weights
+    over 34 layers × 4 KV heads × 256 × 2 × 2 B (every layer full: no SWA pool then)."""
+    m = resolve_model("google/gemma-3-4b-it")
+    assert sglang.legacy_mem_fraction(1, multimodal=True) == 0.836
+    assert sglang.cell_bytes(m, 1, "bfloat16", swa_pool=False)[0] == 34 * 4 * 256 * 2 * 2
+    assert int((0.836 * 139.21 - 8.13) * GiB) // (34 * 4 * 256 * 2 * 2) == pytest.approx(834_615, rel=0.002)

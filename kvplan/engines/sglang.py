@@ -80,6 +80,23 @@ def default_mem_fraction(mem_mib: int, tp: int, pp: int, chunked: int, decode_bs
     return round((mem_mib - reserved) / mem_mib, 3)
 
 
+# Before 0.5.3 (PR sgl-project/sglang#10975, 2025-09, replaced them with the GPU-size rule):
+# mem_fraction_static by TP size, ×0.95 for multimodal models; chunked prefill 2048 and CUDA
+# graphs up to batch 8 below 25,000 MiB, else 8192 and 160 (older server_args.py; ENGINE_MEMORY
+# §2 "Older SGLang defaults"). Public 0.4.x logs confirm 0.88 at TP1 and 0.85 at TP4
+# (benchmarks/data/sglang_logs.csv). No separate sliding-window pool in those releases.
+LEGACY_BEFORE = (0, 5, 3)
+
+
+def legacy_mem_fraction(tp: int, multimodal: bool) -> float:
+    f = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
+    return round(f * 0.95, 3) if multimodal else f
+
+
+def legacy_chunked_prefill(mem_mib: int) -> int:
+    return 2048 if mem_mib < 25000 else 8192
+
+
 def context_length(m: ModelSpec) -> int:
     """SGLang's default context length: the first present of max_sequence_length, seq_length,
     max_seq_len, model_max_length, max_position_embeddings, times the rope factor unless the
@@ -99,13 +116,14 @@ def context_length(m: ModelSpec) -> int:
     return length
 
 
-def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str) -> tuple[int, int, int]:
+def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str, swa_pool: bool = True) -> tuple[int, int, int]:
     """(cell bytes per token, full-attention layers, SWA layers): MHA/GQA
     kv_heads_per_gpu × 2 × head_dim × layers × dt; MLA (kv_lora + rope) × layers × dt; hybrid
-    SWA models count the sliding layers at swa_full_tokens_ratio (model_config.py)."""
+    SWA models count the sliding layers at swa_full_tokens_ratio (model_config.py); without
+    the SWA pool (before 0.5.3) every layer counts fully."""
     per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
     specs = layer_specs(m, range(m.num_layers), tp=tp, kv_dtype=kv_dtype, state_dtype=kv_dtype,
-                        hybrid_manager=True)
+                        hybrid_manager=swa_pool)
     swa = sum(1 for s in specs if s.kind == "sliding")
     full = sum(1 for s in specs if s.kind in ("full", "mla"))
     return int(per_layer * (full + SWA_FULL_TOKENS_RATIO * swa)), full, swa
@@ -135,12 +153,12 @@ class SglangResult:
 
 def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, kv_dtype: str,
                 mem_fraction: float, ctx: int, chunked: int, runtime_bytes: int,
-                max_total_tokens: int | None = None) -> SglangResult:
+                max_total_tokens: int | None = None, swa_pool: bool = True) -> SglangResult:
     """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
     --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs)."""
     free_before = total_bytes - context_bytes(tp)
     rest = math.floor(mem_fraction * free_before) - weights_bytes
-    cell, _, _ = cell_bytes(m, tp, kv_dtype)
+    cell, _, _ = cell_bytes(m, tp, kv_dtype, swa_pool)
     tokens = max(0, rest) // cell
     if max_total_tokens:
         tokens = min(tokens, max_total_tokens)
