@@ -55,7 +55,7 @@ UNSUPPORTED_KNOBS = {
             "kv_cache_memory_bytes", "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
             "enable_expert_parallel"},
 }
-TGI_MAX_CONCURRENT_REQUESTS = 128  # launcher default
+TGI_MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 
 
 def _check_knobs(engine: str, opts: dict[str, Any]) -> None:
