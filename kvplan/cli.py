@@ -81,6 +81,8 @@ def plan(
         "--disable-hybrid-kv-cache-manager", help="allocate sliding/chunked layers as full attention")] = None,
     enable_expert_parallel: Annotated[Optional[bool], typer.Option(
         "--enable-expert-parallel", help="MoE experts split over TP × DP ranks")] = None,
+    usage_context: Annotated[Optional[str], typer.Option(
+        "--usage-context", help="serve (vllm serve, default) or llm (offline LLM class): batch defaults")] = None,
     kv_cache_memory_bytes: Annotated[Optional[int], typer.Option(
         "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)")] = None,
     gpu_memory_gib: Annotated[Optional[float], typer.Option(
@@ -136,7 +138,7 @@ def plan(
         quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
         enable_prefix_caching=enable_prefix_caching,
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
-        enable_expert_parallel=enable_expert_parallel,
+        enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib,
     )
     if as_json:

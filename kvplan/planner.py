@@ -34,6 +34,7 @@ KNOB_NAMES = (
     "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "dtype", "kv_cache_dtype",
     "quantization", "block_size", "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib",
     "enable_prefix_caching", "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
+    "usage_context",
 )
 
 
@@ -127,7 +128,8 @@ def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, 
     ceiling = _util_ceiling(dep, res)
     max_len = int(rec_len.value or dep.max_model_len)
     target_len = work_len or max_len
-    seq_cap = vllm.batch_defaults(dep.gpu_total_bytes, gpu.device_name, era)[1]
+    seq_cap = vllm.batch_defaults(dep.gpu_total_bytes, gpu.device_name, era,
+                                  opts.get("usage_context") or "serve")[1]
     one = res.request_blocks(max_len)
     if n:
         # N requests of the workload's length, and always one request of max_model_len.

@@ -50,10 +50,10 @@ KNOBS = {
 }
 UNSUPPORTED_KNOBS = {
     "sglang": {"block_size", "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
-               "disable_hybrid_kv_cache_manager", "enable_expert_parallel"},
+               "disable_hybrid_kv_cache_manager", "enable_expert_parallel", "usage_context"},
     "tgi": {"pipeline_parallel_size", "data_parallel_size", "block_size", "enforce_eager",
             "kv_cache_memory_bytes", "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
-            "enable_expert_parallel"},
+            "enable_expert_parallel", "usage_context"},
 }
 TGI_MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 

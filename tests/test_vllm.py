@@ -191,3 +191,13 @@ def test_v1_before_0_11_warns_and_uses_the_first_v1_era():
     p = plan(LLAMA, "h100", engine_version="0.9.2", max_model_len=8192)
     assert p.engine.era == "v1 0.11–0.19"
     assert any(x.code == "engine-version-boundary-uncertain" for x in p.problems)
+
+
+@pytest.mark.parametrize("gpu,usage,tokens,seqs", [
+    ("h100", "serve", 8192, 1024), ("h100", "llm", 16384, 1024),
+    ("l40s", "serve", 2048, 256), ("l40s", "llm", 8192, 256), ("b200", "llm", 16384, 1024)])
+def test_batch_defaults_by_usage_context(gpu, usage, tokens, seqs):
+    """vllm/engine/arg_utils.py get_batch_defaults (0.33.0): the offline LLM class batches
+    more tokens per step than `vllm serve` on the same GPU."""
+    p = plan(LLAMA, gpu, max_model_len=8192, usage_context=usage)
+    assert (p.inputs["max_num_batched_tokens"].value, p.inputs["max_num_seqs"].value) == (tokens, seqs)

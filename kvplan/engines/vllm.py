@@ -173,18 +173,23 @@ def derived_max_model_len(m: ModelSpec, era: Era) -> tuple[int, str]:
     return length, rule
 
 
-def batch_defaults(gpu_total_bytes: int, gpu_name: str, era: Era) -> tuple[int, int, str]:
-    """(max_num_batched_tokens, max_num_seqs) for `vllm serve` (usage context OPENAI_API_SERVER),
-    by device memory and name (vllm/engine/arg_utils.py get_batch_defaults)."""
+def batch_defaults(gpu_total_bytes: int, gpu_name: str, era: Era,
+                   usage: str = "serve") -> tuple[int, int, str]:
+    """(max_num_batched_tokens, max_num_seqs) by usage context — `vllm serve`
+    (OPENAI_API_SERVER) or the offline `LLM` class — device memory and name
+    (vllm/engine/arg_utils.py get_batch_defaults; ENGINE_MEMORY §1.7):
+    ≥160 GiB (0.30+) 16384/16384 tokens, 1024 seqs; ≥70 GiB non-A100 16384 (LLM) / 8192 (serve)
+    tokens, 1024 seqs; other GPUs 8192 / 2048 tokens, 256 seqs."""
     mem_gib = gpu_total_bytes / GiB
     name = gpu_name.lower()
+    llm = usage == "llm"
     if era.v0:
         return 2048, 256, "V0 defaults (max(max_model_len, 2048) tokens without chunked prefill)"
     if era.batch_row_160gib and mem_gib >= 160:
         return 16384, 1024, "≥160 GiB GPU class"
     if mem_gib >= 70 and "a100" not in name and "gb10" not in name:
-        return 8192, 1024, "≥70 GiB non-A100 GPU class"
-    return 2048, 256, "default GPU class (<70 GiB or A100)"
+        return (16384 if llm else 8192), 1024, "≥70 GiB non-A100 GPU class"
+    return (8192 if llm else 2048), 256, "default GPU class (<70 GiB or A100)"
 
 
 def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[str, Source]:
@@ -313,7 +318,11 @@ def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Er
             "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
             hint=f"use --max-model-len {derived_len} or less")
 
-    tokens_default, seqs_default, _ = batch_defaults(total, gpu.device_name, era)
+    usage = opts.get("usage_context") or "serve"
+    if usage not in ("serve", "llm"):
+        raise InvalidInputError(f"unknown --usage-context {usage!r}",
+                                hint="use serve (vllm serve, the default) or llm (the offline LLM class)")
+    tokens_default, seqs_default, _ = batch_defaults(total, gpu.device_name, era, usage)
     seqs = pick("max_num_seqs", seqs_default, "engine-default")
     tokens = pick("max_num_batched_tokens", tokens_default, "engine-default")
     if sources["max_num_batched_tokens"] == "engine-default" and era.v0 and max_len <= 32768:
