@@ -94,11 +94,15 @@ def plan_other(engine: str, m: ModelSpec, g: GpuSpec, *, engine_version: str | N
     elif engine == "sglang" and v > vllm.parse_version(newest):
         problems.append(Problem(code="engine-version-newer", severity="warning",
                                 message=f"sglang {version} is newer than {newest}, the newest read"))
-    elif engine == "tgi" and engine_version and v != vllm.parse_version(newest):
+    elif engine == "tgi" and v < tgi.ERAS[0].first:
         problems.append(Problem(
             code="engine-version-not-modelled", severity="warning",
-            message=f"tgi {engine_version}: kvplan models TGI {newest} (snapshot 2026-01-08) only; "
-            "TGI 2.x used 16-token paged blocks"))
+            message=f"tgi {version}: releases before 0.9.4 do not size the KV cache at warm-up "
+            "(max_batch_total_tokens defaults to 16000); modelled with the 0.9.4 accounting"))
+    elif engine == "tgi" and v > vllm.parse_version(newest):
+        problems.append(Problem(code="engine-version-newer", severity="warning",
+                                message=f"tgi {version} is newer than {newest}, the newest read; "
+                                f"modelled with the {tgi.ERAS[-1].name} accounting"))
     # Shared resolution (TP validity, dtypes, device total) through vLLM's resolver, then the
     # engine's own defaults replace vLLM's.
     base = {k: v for k, v in opts.items() if k not in ("max_model_len", "max_num_seqs",
@@ -264,38 +268,57 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
          workload: Workload, problems: list[Problem]) -> Plan:
     tp = dep.tensor_parallel_size
     total = dep.gpu_total_bytes
+    v = vllm.parse_version(version)
+    era = tgi.select_era(v)
     f = opts.get("gpu_memory_utilization") or 1.0
     if not 0 < f <= 1:
         raise InvalidInputError(f"--cuda-memory-fraction must be in (0, 1], got {f}")
-    prefill = opts.get("max_num_batched_tokens") or tgi.prefill_tokens_default(m)
+    d_input, d_total, d_prefill = tgi.default_lengths(m, era, v)
+    prefill = opts.get("max_num_batched_tokens") or d_prefill
     model_max = m.max_position_embeddings or prefill
     max_total = opts.get("max_model_len")
     if max_total and max_total > model_max:
         raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}")
+    max_input = max_total - 1 if max_total else d_input
+    max_total = max_total or d_total
     weights = max(weights_bytes_per_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=quant))
+    cc = _capability(g)
+    block = tgi.block_size(m, era, cc)
     warm_dep = dep.model_copy(update={"max_num_batched_tokens": prefill, "max_num_seqs": 1,
                                       "engine_version": "0.6.6"})  # eager PyTorch: V0 constant
-    warmup = vllm.activation_bytes(m, warm_dep, last_stage=True)
+
+    def warmup_peak(tp_: int) -> int:
+        d = warm_dep if tp_ == tp else warm_dep.model_copy(update={"tensor_parallel_size": tp_})
+        return (vllm.activation_bytes(m, d, last_stage=True)
+                + tgi.prefill_logits_bytes(m, era, tp_, prefill, dep.dtype))
+
+    warmup = warmup_peak(tp)
 
     def run(f_: float, tp_: int = tp) -> tgi.TgiResult:
         w = weights if tp_ == tp else max(weights_bytes_per_stage(
             m, tp=tp_, pp=1, dtype=dep.dtype, quant=quant))
-        return tgi.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w, warmup_peak_bytes=warmup,
+        return tgi.plan_memory(m, era, total_bytes=total, tp=tp_, weights_bytes=w,
+                               warmup_peak_bytes=warmup if tp_ == tp else warmup_peak(tp_),
                                kv_dtype=dep.kv_cache_dtype, fraction=f_, prefill_tokens=prefill,
-                               max_total_tokens=max_total)
+                               max_input_tokens=max_input, max_total_tokens=max_total, block=block)
 
     res = run(f)
     problems += res.problems
+    problems.append(Problem(
+        code="tgi-upper-bound", severity="warning",
+        message="TGI capacity is an upper bound: both replayed TGI logs held more memory at "
+        "warm-up than kvplan models and got fewer KV tokens (README accuracy table)"))
     length = res.max_total_tokens
     n = workload.target_concurrency
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
     need_tokens = max((n or 1) * (work_len or length), length)
-    used = total * tgi.WIGGLE_ROOM * f - max(0, res.kv_bytes)
-    f_needed = math.ceil((need_tokens * res.bytes_per_token + used) / (tgi.WIGGLE_ROOM * total) * 100) / 100
-    rec_f = (Recommendation(value=f, reason=f"{need_tokens:,} tokens need {f_needed}; TGI keeps 10% of "
-                            "the GPU as wiggle room on top") if f_needed <= f else
-             Recommendation(value=min(1.0, f_needed), reason=f"{need_tokens:,} tokens need "
-                            f"{f_needed}" + (" — more than the whole GPU" if f_needed > 1 else "")))
+    f_needed = _tgi_fraction_needed(lambda f_: run(f_).tokens, need_tokens)
+    rec_f = (Recommendation(value=f, reason=f"{need_tokens:,} tokens need {f_needed}; TGI keeps "
+                            f"{1 - era.wiggle_room:.0%} wiggle room on top ({era.name})")
+             if f_needed is not None and f_needed <= f else
+             Recommendation(value=1.0 if f_needed is None else min(1.0, f_needed),
+                            reason=f"{need_tokens:,} tokens need " + (
+                                "more than the whole GPU" if f_needed is None else str(f_needed))))
     rec_len = (Recommendation(value=length, reason=f"the KV cache holds {res.tokens:,} tokens, "
                               f"{res.tokens / length:.2f} requests of {length}") if res.fits else
                Recommendation(value=min(res.tokens, model_max) or None,
@@ -327,7 +350,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                 "max_num_seqs": (TGI_MAX_CONCURRENT_REQUESTS, "engine-default"),
                 "max_num_batched_tokens": (prefill, "engine-default"),
                 "gpu_memory_utilization": (f, "engine-default")}
-    context = tgi.CONTEXT_BYTES_TP1 + (tgi.CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+    context = tgi.context_bytes(tp)
     stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, activation_bytes=warmup,
                            non_torch_bytes=context, cudagraph_bytes=0,
                            kv_cache_bytes=max(0, res.kv_bytes), num_blocks=res.tokens // res.block_size)
@@ -338,11 +361,11 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                         quantization=quant.method if quant else None),
         gpu=PlanGpu(id=g.id, name=g.name, count=tp,
                     total_bytes_estimated=g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli"),
-        engine=PlanEngine(name="tgi", version=version, era=f"tgi {tgi.NEWEST_MODELLED} accounting",
+        engine=PlanEngine(name="tgi", version=version, era=f"{era.name} accounting",
                           knobs=KNOBS["tgi"]),
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(
-            total_bytes=total, budget_bytes=math.floor(tgi.WIGGLE_ROOM * f * total), weights_bytes=weights,
+            total_bytes=total, budget_bytes=res.budget_bytes, weights_bytes=weights,
             activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0, cudagraph_in_budget=False,
             kv_cache_bytes=max(0, res.kv_bytes),
             estimated=["activation_bytes", "non_torch_bytes"], stages=[stage]),
@@ -355,6 +378,28 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                                         gpu_memory_utilization=rec_f, tensor_parallel_size=rec_tp),
         command=shlex.join(args),
     )
+
+
+def _capability(g: GpuSpec) -> float | None:
+    try:
+        return float(g.compute_capability) if g.compute_capability else None
+    except ValueError:  # AMD gfx names
+        return None
+
+
+def _tgi_fraction_needed(tokens_at: Any, need_tokens: int) -> float | None:
+    """Smallest --cuda-memory-fraction (two decimals) whose KV cache holds need_tokens, by
+    bisection over the era's formula; None when even 1.0 is not enough."""
+    if tokens_at(1.0) < need_tokens:
+        return None
+    lo, hi = 0, 100  # hundredths
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tokens_at(mid / 100) >= need_tokens:
+            hi = mid
+        else:
+            lo = mid
+    return hi / 100
 
 
 def _ref(m: ModelSpec) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from clirun import run
 
-from kvplan import plan
+from kvplan import Workload, plan
 from kvplan.catalog import resolve_model
 from kvplan.engines import sglang, tgi
 from kvplan.errors import InvalidInputError
@@ -79,6 +80,95 @@ def test_tgi_allocates_full_heads_for_every_layer():
     """No sliding-window savings in TGI: gemma-2-9b = 42 × 8 × 256 × 2 × 2 B per token."""
     m = resolve_model("google/gemma-2-9b-it")
     assert tgi.bytes_per_token(m, 1, "bfloat16") == 42 * 8 * 256 * 2 * 2
+
+
+@pytest.mark.parametrize("version,wiggle,on_budget", [
+    ("1.4.0", 1.00, False),  # flash_causal_lm.py v1.4.0: free − (1 − f) × total, no wiggle room
+    ("1.4.1", 0.95, False),  # v1.4.1: int(free × 0.95 // block) + warm-up blocks
+    ("2.2.0", 0.95, False),
+    ("2.3.0", 0.90, False),  # v2.3.0: free × TGI_WIGGLE_ROOM
+    ("3.0.0", 0.90, True),   # v3.0.0: get_free_memory(device, MEMORY_FRACTION × TGI_WIGGLE_ROOM)
+    ("3.3.7", 0.90, True),
+])
+def test_tgi_eras_follow_the_warmup_code_of_each_release(version, wiggle, on_budget):
+    era = tgi.select_era(tuple(int(x) for x in version.split(".")))
+    assert (era.wiggle_room, era.wiggle_on_budget) == (wiggle, on_budget)
+
+
+def test_tgi_2x_warmup_batch_and_its_blocks():
+    """TGI 2.2 defaults for Llama 3.1 (launcher v2.0.0): max_input 4095, max_total 4096,
+    prefill 4095 + 50 = 4145. The router's warm-up (client.rs v2.0.4) sends ⌈4145 / 4095⌉ = 2
+    requests, each for 4096 total tokens → 2 × ⌈4096 / 16⌉ = 512 paged blocks."""
+    m = resolve_model(LLAMA)
+    era = tgi.select_era((2, 2, 0))
+    assert tgi.default_lengths(m, era, (2, 2, 0)) == (4095, 4096, 4145)
+    assert tgi.default_lengths(m, tgi.select_era((1, 4, 5)), (1, 4, 5)) == (1024, 2048, 4096)
+    assert tgi.block_size(m, era) == 16
+    assert tgi.warmup_blocks(era, 16, 4145, 4095, 4096) == 512
+    assert tgi.warmup_blocks(tgi.select_era((3, 3, 6)), 1, 4145, 4095, 4096) == 0
+
+
+def test_tgi_2x_blocks_by_hand():
+    """v2.2.0 warmup: blocks = ⌊0.95 × (f × total − used − 512 blocks) / block⌋ + 512, with a
+    16 × 131,072 B = 2 MiB block for Llama-3.1-8B; `used` = context + weights + warm-up peak."""
+    total = 22 * GiB
+    p = plan(LLAMA, "a10g", engine="tgi", engine_version="2.2.0", gpu_memory_gib=22)
+    used = p.memory.non_torch_bytes + p.memory.weights_bytes + p.memory.activation_bytes
+    block = 16 * 131072
+    expected = math.floor(0.95 * (total - used - 512 * block)) // block + 512
+    assert p.kv_cache.tokens == expected * 16
+    assert p.engine.era == "tgi 1.4.1–2.2 accounting"
+    assert p.inputs["max_model_len"].value == 4096 and p.inputs["max_num_batched_tokens"].value == 4145
+
+
+def test_tgi_prefill_logits_by_release():
+    """The warm-up asks for prefill logprobs, so before 3.0 TGI computes logits for every
+    prompt token: 4145 × 128,256 × 2 B, twice while log_softmax copies (< 2.4), + the local
+    shard during the TP gather (≥ 2.4, in place); 3.0 ignores prefill logprobs unless
+    REQUEST_LOGPROBS is set (flash_causal_lm.py v3.0.0)."""
+    m = resolve_model(LLAMA)
+    full = 4145 * 128256 * 2
+    assert tgi.prefill_logits_bytes(m, tgi.select_era((2, 2, 0)), 1, 4145, "bfloat16") == 2 * full
+    assert tgi.prefill_logits_bytes(m, tgi.select_era((2, 4, 1)), 2, 4145, "bfloat16") == full + full // 2
+    assert tgi.prefill_logits_bytes(m, tgi.select_era((2, 4, 1)), 1, 4145, "bfloat16") == full
+    assert tgi.prefill_logits_bytes(m, tgi.select_era((3, 0, 0)), 1, 4145, "bfloat16") == 0
+
+
+def test_tgi_block_size_by_attention_backend():
+    """launcher resolve_attention: ≤ 2.2 paged (16); from 2.3 flashinfer (1) for head_dim 64/
+    128/256, else flashdecoding (256); from 2.4 paged below compute capability 8.0."""
+    phi3 = resolve_model("microsoft/Phi-3-mini-4k-instruct")  # head_dim 96
+    assert phi3.head_dim == 96
+    assert tgi.block_size(phi3, tgi.select_era((2, 3, 0)), 7.5) == 256
+    assert tgi.block_size(phi3, tgi.select_era((3, 3, 6)), 7.5) == 16
+    assert tgi.block_size(phi3, tgi.select_era((3, 3, 6)), 8.9) == 256
+    assert tgi.block_size(resolve_model("deepseek-ai/DeepSeek-V2-Lite"), tgi.select_era((3, 3, 6)), 9.0) == 256
+    assert plan(phi3, "t4", engine="tgi").kv_cache.block_size == 16
+
+
+@pytest.mark.parametrize("version,code", [("0.9.3", "engine-version-not-modelled"),
+                                          ("9.0.0", "engine-version-newer"), ("3.3.4", None)])
+def test_tgi_versions_outside_the_read_releases_warn(version, code):
+    p = plan(LLAMA, "h100", engine="tgi", engine_version=version)
+    codes = {x.code for x in p.problems}
+    if code:
+        assert code in codes
+    else:
+        assert not codes & {"engine-version-not-modelled", "engine-version-newer"}
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "3.3.6"])
+def test_tgi_needed_fraction_is_the_smallest_that_holds_the_workload(version):
+    """The recommendation names the smallest --cuda-memory-fraction (hundredths) whose KV cache
+    holds 3 × 4096 tokens under that release's formula."""
+    p = plan(LLAMA, "a10g", engine="tgi", engine_version=version, max_model_len=4096,
+             workload=Workload(target_concurrency=3))
+    needed = float(re.search(r"tokens need ([0-9.]+)", p.recommendations.gpu_memory_utilization.reason)[1])
+    at = plan(LLAMA, "a10g", engine="tgi", engine_version=version, max_model_len=4096,
+              gpu_memory_utilization=needed)
+    below = plan(LLAMA, "a10g", engine="tgi", engine_version=version, max_model_len=4096,
+                 gpu_memory_utilization=round(needed - 0.01, 2))
+    assert at.kv_cache.tokens >= 3 * 4096 > below.kv_cache.tokens
 
 
 def test_vllm_only_flags_are_rejected_for_other_engines():

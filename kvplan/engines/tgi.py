@@ -1,11 +1,19 @@
-"""TGI's (text-generation-inference) start-up memory accounting (snapshot 2026-01-08;
-reference/ENGINE_MEMORY.md §3). Pure functions.
+"""TGI's (text-generation-inference) start-up memory accounting, release by release
+(git tags of huggingface/text-generation-inference, read 2026-01-08; reference/ENGINE_MEMORY.md
+§3). Pure functions.
 
-After loading the weights TGI runs one warm-up prefill of max_batch_prefill_tokens and
-measures free memory; it keeps a 10 % wiggle room and gives the rest to KV blocks:
-tokens = (0.9 × cuda_memory_fraction × total − in use after warm-up) / bytes per token
-(server/text_generation_server/models/flash_causal_lm.py `warmup`, models/globals.py
-TGI_WIGGLE_ROOM = 0.90). `max_batch_total_tokens` is then inferred from the block count.
+After loading the weights TGI allocates the KV cache of one warm-up batch, runs its prefill,
+measures free memory (torch.cuda.mem_get_info, so the allocator's peak still counts as used),
+and turns what is left into KV blocks, adding the warm-up batch's blocks back:
+
+  ≥ 3.0        blocks = ⌊(0.9 × f × total − used) / block⌋            (wiggle room on the budget)
+  2.3 – 2.4    blocks = ⌊0.9 × (f × total − used − warm) / block⌋ + warm_blocks
+  1.4.1 – 2.2  blocks = ⌊0.95 × (f × total − used − warm) / block⌋ + warm_blocks
+  0.9.4 – 1.4.0 blocks = ⌊(f × total − used) / block⌋                  (no wiggle room)
+
+(server/text_generation_server/models/flash_causal_lm.py `warmup` at v1.0.3, v2.0.4, v2.3.0,
+v3.3.6; utils/import_utils.py `get_cuda_free_memory`; models/globals.py TGI_WIGGLE_ROOM).
+`max_batch_total_tokens` = blocks × block size, the minimum over the shards.
 """
 
 from __future__ import annotations
@@ -15,34 +23,119 @@ from dataclasses import dataclass
 
 from ..kv import kv_heads_per_gpu
 from ..specs import ModelSpec, Problem
-from ..units import DTYPE_BYTES, GiB
+from ..units import DTYPE_BYTES, GiB, cdiv
 
-NEWEST_MODELLED = "3.3.6"
-WIGGLE_ROOM = 0.90
-DEFAULT_PREFILL_TOKENS = 4096  # launcher default when no compute-optimal estimate applies
 # Memory in use before the weights (CUDA context, cuBLAS; + NCCL at TP > 1): vLLM's measured
 # H200 figure, and the SGLang TP8 log's increment for NCCL. Estimates.
 CONTEXT_BYTES_TP1 = int(0.70 * GiB)
 CONTEXT_BYTES_TP_EXTRA = int(1.92 * GiB)
 
 
-def block_size(m: ModelSpec) -> int:
-    """flashinfer (BLOCK_SIZE 1) when head_dim ∈ {64, 128, 256}, else paged attention (16)
-    (server/text_generation_server/models/globals.py)."""
-    return 1 if m.head_dim in (64, 128, 256) and m.mla is None else 16
+@dataclass(frozen=True)
+class TgiEra:
+    """One stretch of TGI releases with the same warm-up accounting."""
+
+    name: str
+    first: tuple[int, int, int]
+    wiggle_room: float
+    wiggle_on_budget: bool  # True: 0.9 × f × total − used; False: wiggle × (f × total − used)
+    prefill_logprobs: bool  # the warm-up prefill computes logits for every prompt token
+    inplace_log_softmax: bool
+    defaults: str  # "1.x": 1024 / 2048 / 4096; "2.x": 4095 / 4096 / +50; "3.x": from the model
+    attention: str  # "paged": 16-token blocks; "flashinfer": by head_dim (see block_size)
+    source: str
 
 
-def prefill_tokens_default(m: ModelSpec) -> int:
-    """max_batch_prefill_tokens: 4096 (8000 for Gemma 3), capped by max_position_embeddings
-    (launcher/src/main.rs)."""
-    default = 8000 if m.model_type == "gemma3" else DEFAULT_PREFILL_TOKENS
-    return min(default, m.max_position_embeddings or default)
+ERAS = [
+    TgiEra("tgi 0.9.4–1.4.0", (0, 9, 4), 1.00, False, True, False, "1.x", "paged",
+           "flash_causal_lm.py v1.0.3: free − (1 − f) × total, no wiggle room"),
+    TgiEra("tgi 1.4.1–2.2", (1, 4, 1), 0.95, False, True, False, "1.x", "paged",
+           "flash_causal_lm.py v1.4.1–v2.2.0: int(free × 0.95 // block) + warm-up blocks"),
+    TgiEra("tgi 2.3", (2, 3, 0), 0.90, False, True, False, "2.x", "flashinfer",
+           "v2.3.0 (commit e415b690): free × TGI_WIGGLE_ROOM 0.90; flashinfer by default"),
+    TgiEra("tgi 2.4", (2, 4, 0), 0.90, False, True, True, "2.x", "flashinfer",
+           "v2.4.0 (commit 5f32dea1): log_softmax in place"),
+    TgiEra("tgi 3.0+", (3, 0, 0), 0.90, True, False, True, "3.x", "flashinfer",
+           "v3.0.0 (commits a04356fb, 5df80590): get_free_memory(f × 0.9); prefill logprobs "
+           "off unless --enable-prefill-logprobs"),
+]
+NEWEST_MODELLED = "3.3.7"
+# 2.0 changed the launcher defaults (launcher/src/main.rs v2.0.0: max_input_tokens =
+# min(max_position − 1, 4095), max_total_tokens = min(max_position, 4096), prefill = input + 50).
+DEFAULTS_2X_FROM = (2, 0, 0)
+
+
+def select_era(v: tuple[int, int, int]) -> TgiEra:
+    """The newest era whose first release is ≤ v (the oldest for anything before 0.9.4)."""
+    chosen = ERAS[0]
+    for era in ERAS:
+        if v >= era.first:
+            chosen = era
+    return chosen
+
+
+def block_size(m: ModelSpec, era: TgiEra, compute_capability: float | None = None) -> int:
+    """Tokens per KV block. ≤ 2.2: paged attention, 16. From 2.3 flashinfer (1) when head_dim
+    ∈ {64, 128, 256}, else flashdecoding (256); from 2.4 the fallback is paged (16) below
+    compute capability 8.0 (launcher/src/main.rs `resolve_attention`, v2.3.0 and v3.3.6).
+    MLA models (deepseek_v2) are forced to the fallback."""
+    if era.attention == "paged":
+        return 16
+    if m.head_dim in (64, 128, 256) and m.mla is None:
+        return 1
+    if era.first >= (2, 4, 0) and compute_capability is not None and compute_capability < 8.0:
+        return 16
+    return 256
+
+
+def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int]) -> tuple[int | None, int | None, int]:
+    """(max_input_tokens, max_total_tokens, max_batch_prefill_tokens) when none is passed.
+    < 2.0: 1024 / 2048 / 4096; 2.x: min(max_position − 1, 4095) / min(max_position, 4096) /
+    input + 50; 3.x: lengths left to the warm-up, prefill 4096 (8000 for Gemma 3) capped by
+    max_position (launcher/src/main.rs at v1.4.5, v2.0.0, v3.3.6)."""
+    max_pos = m.max_position_embeddings or 4096
+    if era.defaults == "3.x":
+        default = 8000 if m.model_type == "gemma3" else 4096
+        return None, None, min(default, max_pos)
+    if v < DEFAULTS_2X_FROM:
+        return 1024, 2048, 4096
+    inp = min(max_pos - 1, 4095)
+    return inp, min(max_pos, 4096), inp + 50
+
+
+def warmup_blocks(era: TgiEra, bs: int, prefill_tokens: int, max_input: int | None,
+                  max_total: int | None) -> int:
+    """KV blocks of the router's warm-up batch: requests of min(max_input, what is left)
+    prompt tokens until max_batch_prefill_tokens are covered, each asking for max_total −
+    prompt new tokens, so each needs ⌈max_total / block⌉ blocks
+    (router/client/src/client.rs `warmup`, v2.0.4)."""
+    if era.wiggle_on_budget or not max_input or not max_total:
+        return 0  # ≥ 3.0 the warm-up blocks cancel out of the formula
+    n_requests = cdiv(prefill_tokens, max_input)
+    return n_requests * cdiv(max_total, bs)
+
+
+def prefill_logits_bytes(m: ModelSpec, era: TgiEra, tp: int, prefill_tokens: int, dtype: str) -> int:
+    """Logits of every warm-up prompt token (the warm-up asks for prefill logprobs): N × vocab
+    × dtype for the gathered logits, + the same again for log_softmax's output before 2.4,
+    or + N × vocab / tp for the local shard while gathering at TP > 1
+    (layers/tensor_parallel.py TensorParallelHead, flash_causal_lm.py `generate_token`)."""
+    if not era.prefill_logprobs:
+        return 0
+    full = prefill_tokens * m.vocab_size * DTYPE_BYTES[dtype]
+    if not era.inplace_log_softmax:
+        return 2 * full
+    return full + (full // tp if tp > 1 else 0)
 
 
 def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
     """layers × kv_heads_per_gpu × head_dim × 2 × dt: TGI allocates every layer fully (no
     sliding-window savings)."""
     return m.num_layers * kv_heads_per_gpu(m, tp) * m.head_dim * 2 * DTYPE_BYTES[kv_dtype]
+
+
+def context_bytes(tp: int) -> int:
+    return CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
 
 
 @dataclass(frozen=True)
@@ -53,6 +146,7 @@ class TgiResult:
     tokens: int  # max_batch_total_tokens
     max_total_tokens: int
     prefill_tokens: int
+    budget_bytes: int
     problems: list[Problem]
 
     @property
@@ -60,17 +154,26 @@ class TgiResult:
         return self.kv_bytes > 0 and self.tokens >= self.max_total_tokens
 
 
-def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int,
+def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights_bytes: int,
                 warmup_peak_bytes: int, kv_dtype: str, fraction: float, prefill_tokens: int,
-                max_total_tokens: int | None) -> TgiResult:
-    """kv = 0.9 × fraction × total − (context + weights + warm-up peak);
-    tokens = kv // bytes_per_token, rounded down to the block size."""
-    used = (CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0) + weights_bytes
-            + warmup_peak_bytes)
-    kv = math.floor(WIGGLE_ROOM * fraction * total_bytes) - used
+                max_input_tokens: int | None, max_total_tokens: int | None,
+                block: int) -> TgiResult:
+    """Blocks by the era's formula (module docstring); used = context + weights + warm-up
+    peak; tokens = blocks × block size."""
+    used = context_bytes(tp) + weights_bytes + warmup_peak_bytes
     per_token = bytes_per_token(m, tp, kv_dtype)
-    bs = block_size(m)
-    tokens = max(0, kv) // per_token // bs * bs
+    per_block = per_token * block
+    if era.wiggle_on_budget:
+        budget = math.floor(era.wiggle_room * fraction * total_bytes)
+        kv = budget - used
+        blocks = max(0, kv) // per_block
+    else:
+        budget = math.floor(fraction * total_bytes)
+        warm = warmup_blocks(era, block, prefill_tokens, max_input_tokens, max_total_tokens)
+        free = budget - used - warm * per_block
+        blocks = max(0, math.floor(era.wiggle_room * free) // per_block + warm) if free > 0 else 0
+        kv = blocks * per_block if free > 0 else free
+    tokens = blocks * block
     model_max = m.max_position_embeddings or tokens
     total = max_total_tokens or min(tokens, model_max)
     problems = []
@@ -78,7 +181,7 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int,
         problems.append(Problem(
             code="no-kv-memory", severity="error",
             message="weights and the warm-up prefill leave no memory for the KV cache inside "
-            f"{WIGGLE_ROOM} × cuda_memory_fraction {fraction} of the GPU: TGI fails its warm-up "
+            f"cuda_memory_fraction {fraction} of the GPU ({era.name}): TGI fails its warm-up "
             "('Not enough memory to handle …'); lower --max-batch-prefill-tokens or add shards"))
     elif tokens < total:
         problems.append(Problem(
@@ -86,4 +189,4 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int,
             message=f"the KV cache holds {tokens:,} tokens, fewer than --max-total-tokens "
             f"{total:,}: TGI refuses to start ('max_total_tokens … must be <= "
             "max_batch_total_tokens')"))
-    return TgiResult(kv, per_token, bs, tokens, total, prefill_tokens, problems)
+    return TgiResult(kv, per_token, block, tokens, total, prefill_tokens, budget, problems)
