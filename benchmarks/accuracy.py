@@ -50,8 +50,6 @@ EXPLANATIONS = [
      "non-torch memory; the constant is the H100 V1 value (0.25 GiB)"),
     ("Qwen2.5-32B-Instruct", "non-torch", "V0 TP2 on L40S (PCIe, no custom all-reduce buffers "
      "measured) logged 0.30 GiB; kvplan uses 0.25 GiB"),
-    ("Qwen2.5-32B-Instruct", "activation", "one V0 TP2 row; the V0 forward constant is a median "
-     "over three rows of two models"),
 ]
 
 

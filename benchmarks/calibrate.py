@@ -37,10 +37,15 @@ def main() -> None:
         if not r["max_num_batched_tokens"]:
             # V0-era rows: the profile prefills max(max_model_len, 2048) tokens as one batch;
             # they fit their own forward constant and nothing else.
+            # Rows whose peak is V0's sampler (derived from the code, not fitted) are skipped.
             if r["activation_peak_gib"] and vllm.select_era(r["vllm_version"])[0].v0:
                 tp = int(r["tensor_parallel_size"] or 1)
                 tokens = max(int(r["max_model_len"]), 2048)
                 act = float(r["activation_peak_gib"]) * GiB
+                sampler_v0 = (tokens * m.hidden_size * 2 + min(256, tokens) * m.vocab_size
+                              * (2 + vllm.SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE))
+                if sampler_v0 >= 0.95 * act:
+                    continue
                 width = m.intermediate_size // tp
                 forward_v0.append((act / (tokens * 2) - 3 * width) / m.hidden_size)
             continue

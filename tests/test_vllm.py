@@ -177,6 +177,17 @@ def test_v0_defaults_and_whole_prompt_profile():
     assert long.inputs["max_num_batched_tokens"].value == 2048
 
 
+def test_v0_profile_peak_is_the_sort_path_sampler_for_a_large_vocab():
+    """V0 profiles with top_p=0.99, top_k=vocab − 1 (worker/model_runner.py `profile_run`,
+    v0.6.6), so `_apply_top_k_top_p` holds bf16 logits (2 B), an fp32 copy (4), sorted values
+    (4) and int64 indices (8), two bool masks (1 + 1), softmax (4), cumsum (4) and the scatter
+    (4) = 32 B per logit. Qwen2.5-32B at TP2, 10,000 tokens: 256 × 152,064 × 32 B plus the
+    10,000 × 5,120 × 2 B hidden states exceeds the forward pass (issue 15815 logs 1.26 GiB)."""
+    p = plan("Qwen/Qwen2.5-32B-Instruct", "l40s", engine_version="0.7.3",
+             tensor_parallel_size=2, max_model_len=10000)
+    assert p.memory.activation_bytes == 10000 * 5120 * 2 + 256 * 152064 * 32
+
+
 def test_v0_allocates_sliding_layers_fully():
     """V0 has no hybrid KV manager: Gemma 2's sliding layers hold the whole length."""
     v0 = plan("google/gemma-2-9b-it", "h100", engine_version="0.6.4", max_model_len=8192)

@@ -120,11 +120,19 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
 # plus a few hidden-sized buffers (residual, normed input, qkv, attention output, …).
 FORWARD_HIDDEN_BUFFERS = 7.1  # hidden-sized tensors live at the MLP peak, per token
 # V0's profile prefills max(max_model_len, 2048) tokens without torch.compile; fitted on the
-# three V0 rows (issues 10517, 15815), whose peak grows linearly with the prompt length.
-FORWARD_HIDDEN_BUFFERS_V0 = 3.07
+# two forward-bound V0 rows (issue 10517, L = 20000 and 29000; the issue-15815 row's peak is
+# the V0 sampler below).
+FORWARD_HIDDEN_BUFFERS_V0 = 3.04
 # Activation peak, sampler part: logits for min(max_num_seqs, tokens) requests × vocab, then
 # the sampler's fp32 copy, sort values and int64 sort indices (top-k/top-p path).
 SAMPLER_BYTES_PER_LOGIT = 14.94
+# V0's profile run samples with top_p=0.99, top_k=vocab − 1 (vllm/worker/model_runner.py
+# `profile_run`, v0.6.6), so its sampler takes the sort path (model_executor/layers/sampler.py
+# `_apply_top_k_top_p`, v0.6–0.7). At the final scatter these are alive per logit: the
+# model-dtype logits, their fp32 copy (4 B), sorted values (4) and int64 indices (8), the top-k
+# mask (1), softmax (4), cumsum (4), top-p mask (1) and the re-scattered logits (4): dtype + 30 B.
+# Derived from the code, not fitted.
+SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE = 30
 # Non-torch growth between the init snapshot and the end of profiling.
 NON_TORCH_BYTES_TP1 = int(0.25 * GiB)  # cuBLAS workspaces, backend buffers (TP1 PP1 rows)
 NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP4 rows)
@@ -385,7 +393,7 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
     the sampler peak (vllm/v1/worker/gpu_model_runner.py profile_run / _dummy_sampler_run).
 
     forward = tokens × dtype × (7.1 × hidden + 3 × widest MLP per rank)
-    sampler = tokens × hidden × dtype + min(seqs, tokens) × vocab × 14.94 B
+    sampler = tokens × hidden × dtype + min(seqs, tokens) × vocab × 14.94 B (V0: dtype + 30 B)
               (+ 2 × tokens × hidden × dtype of received hidden/residual tensors when PP > 1:
               the TP1 PP2/PP4 logs show 2.01 GiB on the last stage vs 1.89 GiB at PP1)."""
     tp, tokens = d.tensor_parallel_size, d.max_num_batched_tokens
@@ -402,8 +410,9 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
         return forward
     num_reqs = min(d.max_num_seqs, tokens)
     received = 2 * tokens * m.hidden_size * dt if d.pipeline_parallel_size > 1 else 0
-    sampler = int(tokens * m.hidden_size * dt + received
-                  + num_reqs * m.vocab_size * SAMPLER_BYTES_PER_LOGIT)
+    per_logit = (dt + SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE
+                 if d.engine_version and _is_v0(d.engine_version) else SAMPLER_BYTES_PER_LOGIT)
+    sampler = int(tokens * m.hidden_size * dt + received + num_reqs * m.vocab_size * per_logit)
     return max(forward, sampler + moe_workspace_bytes(m, d))
 
 
