@@ -211,6 +211,9 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     return f.model, []
 
 
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
+
+
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     gpu = f.gpu or policy.gpu
     gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
@@ -245,7 +248,8 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
     problems = [*notes, *model_notes, *p.problems]
     if f.version_source and f.engine_version:
         problems.append(Problem(code="engine-version-from-file", severity="info",
-                                message=f"vLLM {f.engine_version} from {f.version_source}"))
+                                message=f"{ENGINE_NAMES.get(f.engine, f.engine)} {f.engine_version} "
+                                f"from {f.version_source}"))
     fits = p.fits
     gpus = p.gpu.count
     if f.gpu_count is not None and f.gpu_count < gpus:

@@ -38,7 +38,7 @@ class Found:
 
     file: str
     line: int
-    engine: str  # "vllm" | "sglang"
+    engine: str  # "vllm" | "sglang" | "tgi"
     text: str  # the command as written (joined)
     model: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
@@ -114,6 +114,25 @@ TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::
 UNSET = "__kvplan_unset_{}__"
 IMAGE_VERSION = re.compile(r"vllm[-/_]openai[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
 PIP_VERSION = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
+# Engine version from an image reference, per engine: vllm/vllm-openai:v0.19.0,
+# lmsysorg/sglang:v0.4.6.post1-cu124, ghcr.io/huggingface/text-generation-inference:2.2.0 and
+# the Google Cloud TGI images (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
+IMAGE_VERSIONS = {
+    "vllm": [IMAGE_VERSION],
+    "sglang": [re.compile(r"sglang[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")],
+    "tgi": [re.compile(r"text-generation-inference[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)"),
+            re.compile(r"text-generation-inference-cu\d+\.(\d+)-(\d+)(?:-(\d+))?\.")],
+}
+PIP_VERSIONS = {"vllm": PIP_VERSION,
+                "sglang": re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")}
+# TGI's launcher reads every flag from the environment too (clap `env`, launcher/src/main.rs);
+# a flag on the command line wins over its variable.
+TGI_ENV = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens",
+           "MAX_INPUT_TOKENS": "--max-input-tokens", "MAX_INPUT_LENGTH": "--max-input-length",
+           "MAX_BATCH_PREFILL_TOKENS": "--max-batch-prefill-tokens",
+           "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
+           "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction", "DTYPE": "--dtype", "QUANTIZE": "--quantize",
+           "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision"}
 
 
 def human_int(text: str) -> int:
@@ -414,21 +433,80 @@ def _gpu_product(pod_spec: Any) -> tuple[str | None, str | None]:
 
 
 def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool, fallback_line: int,
-                  *, file: str, templates: Templates) -> Found | None:
+                  *, file: str, templates: Templates, env: dict[str, str] | None = None) -> Found | None:
     """A container's entrypoint + arguments → the serving command they run, if any: an explicit
     `sh -c "…"` script, an argv naming an entrypoint, or bare arguments to a vllm/vllm-openai
-    image (whose entrypoint is the API server)."""
+    or text-generation-inference image (whose entrypoint is the server). TGI also takes its
+    flags from the container's environment (MODEL_ID, NUM_SHARD, …)."""
     tokens = [t for t, _ in parts]
     line = parts[0][1] if parts else fallback_line
     if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {"-c", "-lc", "-ec"}:
         shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates)
         return shells[0] if shells else None
     if _entrypoint(tokens):
-        return _from_tokens(tokens, file, line, templates, " ".join(tokens))
-    if "vllm-openai" in image and not has_entrypoint:
+        found = _from_tokens(tokens, file, line, templates, " ".join(tokens))
+        if found and found.engine == "tgi" and env:
+            return _with_tgi_env(found, tokens, env, file=file, line=line, templates=templates)
+        return found
+    if has_entrypoint:
+        return None
+    if "vllm-openai" in image:
         return parse_args(tokens, "vllm", file=file, line=line, templates=templates,
                           text=f"{image} " + " ".join(tokens))
+    if "text-generation-inference" in image and (tokens or "MODEL_ID" in (env or {})):
+        argv = tokens + _tgi_env_argv(tokens, env or {})
+        return parse_args(argv, "tgi", file=file, line=line, templates=templates,
+                          text=f"{image} " + " ".join(argv))
     return None
+
+
+def _tgi_env_argv(tokens: list[str], env: dict[str, str]) -> list[str]:
+    """TGI flags from environment variables, for those not given on the command line."""
+    given = {t.partition("=")[0] for t in tokens if t.startswith("--")}
+    argv = []
+    for var, flag in TGI_ENV.items():
+        if var in env and flag not in given:
+            argv += [flag, env[var]]
+    return argv
+
+
+def _with_tgi_env(found: Found, tokens: list[str], env: dict[str, str], *, file: str, line: int,
+                  templates: Templates) -> Found:
+    entry = _entrypoint(tokens)
+    assert entry is not None
+    extra = _tgi_env_argv(entry[1], env)
+    if not extra:
+        return found
+    return parse_args(entry[1] + extra, "tgi", file=file, line=line, templates=templates,
+                      text=found.text + " (+ env " + " ".join(extra) + ")")
+
+
+def _k8s_env(container: Any) -> dict[str, str]:
+    """A container's literal `env` values (valueFrom references are skipped)."""
+    out = {}
+    env = _get(container, "env")
+    for item in getattr(env, "value", None) or []:
+        name, value = _scalar(_get(item, "name")), _scalar(_get(item, "value"))
+        if name and value is not None:
+            out[name] = value
+    return out
+
+
+def _compose_env(svc: Any) -> dict[str, str]:
+    """A compose service's `environment`: a mapping or a list of KEY=VALUE strings."""
+    env = _get(svc, "environment")
+    out: dict[str, str] = {}
+    if getattr(env, "id", None) == "mapping":
+        for k, v in env.value:
+            value = _scalar(v)
+            if value is not None:
+                out[str(k.value)] = value
+    else:
+        for text, _ in _strings(env):
+            key, eq, value = text.partition("=")
+            if eq:
+                out[key] = value
+    return out
 
 
 def _container_commands(container: Any, *, file: str, templates: Templates) -> Found | None:
@@ -437,7 +515,7 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
     command = _get(container, "command")
     parts = _strings(command) + _strings(_get(container, "args"))
     found = _argv_command(parts, image, command is not None, _line(container), file=file,
-                          templates=templates)
+                          templates=templates, env=_k8s_env(container))
     if found is None:
         return None
     count = _scalar(_get(_get(_get(container, "resources"), "limits"), "nvidia.com/gpu"))
@@ -453,9 +531,12 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
 
 
 def _version_from_image(found: Found, image: str) -> None:
-    m = IMAGE_VERSION.search(image)
-    if m and found.engine == "vllm":
-        found.engine_version, found.version_source = m.group(1), f"image {image}"
+    for pattern in IMAGE_VERSIONS[found.engine]:
+        m = pattern.search(image)
+        if m:
+            found.engine_version = ".".join(g for g in m.groups() if g)
+            found.version_source = f"image {image}"
+            return
 
 
 def yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
@@ -503,7 +584,7 @@ def _compose(services: Any, *, file: str, templates: Templates) -> list[Found]:
         except DeployParseError as e:
             raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
         found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
-                              templates=templates)
+                              templates=templates, env=_compose_env(svc))
         if found is None:
             continue
         for dev in _walk(_get(svc, "deploy")):
@@ -577,10 +658,14 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
         found = yaml_commands(text, file=file, templates=templates)
     else:
         found = shell_commands(text, file=file, first_line=1, templates=templates)
-    version = IMAGE_VERSION.search(raw) or PIP_VERSION.search(raw)
     for f in found:
-        if f.engine_version is None and version and path.suffix not in {".yaml", ".yml"}:
-            f.engine_version, f.version_source = version.group(1), f"{path.name}: {version.group(0)}"
+        version = None
+        if path.suffix not in {".yaml", ".yml"}:  # Dockerfiles, scripts: FROM image / pip pins
+            for pattern in IMAGE_VERSIONS[f.engine] + ([PIP_VERSIONS[f.engine]] if f.engine in PIP_VERSIONS else []):
+                version = version or pattern.search(raw)
+        if f.engine_version is None and version:
+            f.engine_version = ".".join(g for g in version.groups() if g)
+            f.version_source = f"{path.name}: {version.group(0)}"
         for lineno, pairs in directives:
             if lineno > f.line:
                 continue  # a directive applies to the commands below it; the nearest wins

@@ -34,7 +34,7 @@ KNOB_NAMES = (
     "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "dtype", "kv_cache_dtype",
     "quantization", "block_size", "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib",
     "enable_prefix_caching", "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-    "usage_context",
+    "usage_context", "max_input_tokens",
 )
 
 
@@ -287,6 +287,9 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
 
         return plan_other(engine, m, g, engine_version=engine_version, workload=workload,
                           opts={k: v for k, v in knobs.items() if v is not None})
+    if knobs.get("max_input_tokens") is not None:
+        raise InvalidInputError("max_input_tokens is a TGI setting (--max-input-tokens) that vLLM "
+                                "does not have", hint="plan with engine='tgi', or use max_model_len")
     version = engine_version or vllm.NEWEST_MODELLED
     version_source = "cli" if engine_version else "kvplan-default"
     era, problems = vllm.select_era(version)

@@ -50,7 +50,8 @@ KNOBS = {
 }
 UNSUPPORTED_KNOBS = {
     "sglang": {"block_size", "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
-               "disable_hybrid_kv_cache_manager", "enable_expert_parallel", "usage_context"},
+               "disable_hybrid_kv_cache_manager", "enable_expert_parallel", "usage_context",
+               "max_input_tokens"},
     "tgi": {"pipeline_parallel_size", "data_parallel_size", "block_size", "enforce_eager",
             "kv_cache_memory_bytes", "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
             "enable_expert_parallel", "usage_context"},
@@ -62,8 +63,8 @@ def _check_knobs(engine: str, opts: dict[str, Any]) -> None:
     bad = sorted(k for k in opts if k in UNSUPPORTED_KNOBS[engine] and opts[k] not in (None, False))
     if bad:
         names = ", ".join("--" + k.replace("_", "-") for k in bad)
-        raise InvalidInputError(f"{names} {'is' if len(bad) == 1 else 'are'} a vLLM setting that "
-                                f"{engine} does not have", hint="drop it, or plan with --engine vllm")
+        raise InvalidInputError(f"{names} {'is' if len(bad) == 1 else 'are'} not a setting "
+                                f"{engine} has", hint="drop it, or plan with the engine it belongs to")
 
 
 def _layout_problems(engine: str, m: ModelSpec) -> list[Problem]:
@@ -273,14 +274,37 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     f = opts.get("gpu_memory_utilization") or 1.0
     if not 0 < f <= 1:
         raise InvalidInputError(f"--cuda-memory-fraction must be in (0, 1], got {f}")
-    d_input, d_total, d_prefill = tgi.default_lengths(m, era, v)
+    launch = tgi.Launcher(g.smi_names[0] if g.smi_names else None, g.smi_total_mib, tp, f)
+    d_input, d_total, d_prefill = tgi.default_lengths(m, era, v, launch)
     prefill = opts.get("max_num_batched_tokens") or d_prefill
+    if era.defaults == "3.x" and not opts.get("max_num_batched_tokens"):
+        how = tgi.default_prefill_3x(m, launch)[1]
+        problems.append(Problem(
+            code="tgi-default-prefill", severity="info",
+            message=f"TGI's launcher sets --max-batch-prefill-tokens to {prefill:,} ({how}); the "
+            "warm-up prefills that many tokens, so its activation peak is sized from it"))
+        if tgi._launcher_mlp(m) is None:
+            problems.append(Problem(
+                code="tgi-default-prefill-unread", severity="warning",
+                message="TGI's launcher sizes the default prefill from raw MoE keys kvplan does not "
+                "keep for this family; 4096 is assumed — pass --max-num-batched-tokens with the "
+                "value the launcher logs ('Default `max_batch_prefill_tokens` to …')"))
     model_max = m.max_position_embeddings or prefill
     max_total = opts.get("max_model_len")
     if max_total and max_total > model_max:
         raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}")
-    max_input = max_total - 1 if max_total else d_input
+    max_input = opts.get("max_input_tokens") or (max_total - 1 if max_total else d_input)
+    if opts.get("max_input_tokens") and era.defaults == "2.x" and not opts.get("max_num_batched_tokens"):
+        prefill = max_input + 50  # launcher v2.x: max_batch_prefill_tokens = max_input_tokens + 50
     max_total = max_total or d_total
+    if max_input and max_total and max_input >= max_total:
+        raise InvalidInputError(f"--max-input-tokens {max_input} must be below --max-total-tokens "
+                                f"{max_total} (TGI's launcher refuses to start)",
+                                hint="lower --max-input-tokens or raise --max-total-tokens")
+    if max_input and prefill < max_input and era.defaults != "3.x":
+        raise InvalidInputError(f"--max-batch-prefill-tokens {prefill} must be at least "
+                                f"--max-input-tokens {max_input} (TGI's launcher refuses to start)",
+                                hint="raise --max-batch-prefill-tokens")
     weights = max(weights_bytes_per_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=quant))
     cc = _capability(g)
     block = tgi.block_size(m, era, cc)

@@ -139,16 +139,19 @@ def import_gpus(ref: Path) -> None:
     print(f"wrote {len(rows)} GPU specs to {out}")
 
 
-# Catalogue entries: reference file → (kvplan id, extra aliases). Only families whose
+# Catalogue entries: reference file → (kvplan id, extra aliases). The Llama 3.1 repos were
+# first published as meta-llama/Meta-Llama-3.1-* (the Hub redirects the old names). Only families whose
 # attention layout and weights kvplan models completely are listed (dense or MoE GQA/MHA
 # with full attention on every layer); sliding-window, MLA, hybrid and multimodal models
 # join with the architecture work.
 MODELS: dict[str, list[str]] = {
-    "meta-llama--Llama-3.1-8B-Instruct.json": ["llama-3.1-8b-instruct", "llama3.1-8b"],
-    "meta-llama--Llama-3.1-8B.json": [],
-    "meta-llama--Llama-3.1-70B-Instruct.json": ["llama-3.1-70b-instruct", "llama3.1-70b"],
-    "meta-llama--Llama-3.1-70B.json": [],
-    "meta-llama--Llama-3.1-405B.json": ["llama-3.1-405b"],
+    "meta-llama--Llama-3.1-8B-Instruct.json": ["llama-3.1-8b-instruct", "llama3.1-8b",
+                                               "meta-llama/Meta-Llama-3.1-8B-Instruct"],
+    "meta-llama--Llama-3.1-8B.json": ["meta-llama/Meta-Llama-3.1-8B"],
+    "meta-llama--Llama-3.1-70B-Instruct.json": ["llama-3.1-70b-instruct", "llama3.1-70b",
+                                                "meta-llama/Meta-Llama-3.1-70B-Instruct"],
+    "meta-llama--Llama-3.1-70B.json": ["meta-llama/Meta-Llama-3.1-70B"],
+    "meta-llama--Llama-3.1-405B.json": ["llama-3.1-405b", "meta-llama/Meta-Llama-3.1-405B"],
     "meta-llama--Llama-3.2-1B-Instruct.json": ["llama-3.2-1b"],
     "meta-llama--Llama-3.2-3B-Instruct.json": ["llama-3.2-3b"],
     "meta-llama--Llama-3.3-70B-Instruct.json": ["llama-3.3-70b"],

@@ -36,7 +36,7 @@ def test_every_example_file_is_found_and_fits(capsys):
     assert code == 0, report
     rows = report["deployments"]
     assert {Path(r["file"]).name for r in rows} == {Path(f).name for f in files}
-    assert report["summary"] == {"deployments": 5, "fits": 5, "failed": 0, "unchecked": 0, "errors": 0}
+    assert report["summary"] == {"deployments": 6, "fits": 6, "failed": 0, "unchecked": 0, "errors": 0}
     by_file = {Path(r["file"]).name: r for r in rows}
     k8s = by_file["k8s-deployment.yaml"]
     assert k8s["gpu"] == "NVIDIA-H100-80GB-HBM3" and k8s["plan"]["gpu"]["count"] == 4
@@ -50,6 +50,9 @@ def test_every_example_file_is_found_and_fits(capsys):
     assert by_file["Dockerfile"]["line"] == 4 and by_file["Dockerfile"]["gpu"] == "l40s"
     assert by_file["vllm-config.yaml"]["plan"]["inputs"]["tensor_parallel_size"]["value"] == 2
     assert by_file["docker-compose.yaml"]["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.9
+    tgi_row = by_file["tgi-gke.yaml"]
+    assert tgi_row["engine"] == "tgi" and tgi_row["plan"]["engine"]["version"] == "3.3.6"
+    assert tgi_row["plan"]["inputs"]["max_model_len"]["value"] == 8192  # MAX_TOTAL_TOKENS
 
 
 # ---------------------------------------------------------------------- no fit
@@ -244,7 +247,85 @@ def test_sglang_and_tgi_launch_lines_are_planned_with_their_engines(capsys, tmp_
     assert sg["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.85
     assert "--tp-size 2" in sg["plan"]["command"]
     assert tg["engine"] == "tgi" and tg["plan"]["inputs"]["max_model_len"]["value"] == 16384
-    assert any("max_input_tokens" in p["message"] for p in tg["problems"])
+    assert not any(p["code"] == "flags-not-modelled" for p in tg["problems"])  # max_input_tokens is modelled
+
+
+def test_tgi_image_with_bare_arguments_and_its_tag(capsys, tmp_path):
+    """The TGI image's entrypoint is text-generation-launcher: compose `command` holds only its
+    arguments; the image tag gives the release; Meta-Llama-3.1-* is the repo's first name."""
+    f = write(tmp_path, "compose.yaml", """
+        services:
+          tgi:
+            image: ghcr.io/huggingface/text-generation-inference:2.2.0
+            command: --model-id meta-llama/Meta-Llama-3.1-8B-Instruct --num-shard 1
+            deploy:
+              resources:
+                reservations:
+                  devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]
+    """)
+    code, report, _ = check_json(capsys, str(f), "--gpu", "a10g")
+    row = report["deployments"][0]
+    assert code == 0, row
+    assert row["engine"] == "tgi" and row["plan"]["engine"]["version"] == "2.2.0"
+    assert row["plan"]["engine"]["era"] == "tgi 1.4.1–2.2 accounting"
+    assert row["plan"]["model"]["id"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert any(p["code"] == "engine-version-from-file" and p["message"].startswith("TGI 2.2.0")
+               for p in row["problems"])
+
+
+def test_tgi_flags_from_the_container_environment(capsys, tmp_path):
+    """TGI's launcher reads MODEL_ID, NUM_SHARD, MAX_INPUT_TOKENS … from the environment (the
+    GKE tutorials configure it that way); a valueFrom secret is skipped; the Google Cloud image
+    name …-cu124.2-3.ubuntu2204 is release 2.3; a flag on the command line wins."""
+    f = write(tmp_path, "k8s.yaml", """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: llm}
+        spec:
+          template:
+            spec:
+              nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}
+              containers:
+              - name: llm
+                image: us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-generation-inference-cu124.2-3.ubuntu2204.py311
+                args: ["--max-total-tokens", "4096"]
+                resources: {limits: {nvidia.com/gpu: "2"}}
+                env:
+                - {name: MODEL_ID, value: mistralai/Mistral-7B-Instruct-v0.3}
+                - {name: NUM_SHARD, value: "2"}
+                - {name: MAX_INPUT_TOKENS, value: "2048"}
+                - {name: MAX_TOTAL_TOKENS, value: "8192"}
+                - name: HF_TOKEN
+                  valueFrom: {secretKeyRef: {name: hf, key: token}}
+    """)
+    code, report, _ = check_json(capsys, str(f))
+    row = report["deployments"][0]
+    assert code == 0, row
+    plan = row["plan"]
+    assert row["model"] == "mistralai/Mistral-7B-Instruct-v0.3" and row["gpu"] == "NVIDIA-L4"
+    assert plan["engine"]["version"] == "2.3" and plan["inputs"]["tensor_parallel_size"]["value"] == 2
+    assert plan["inputs"]["max_model_len"]["value"] == 4096  # args beat MAX_TOTAL_TOKENS
+    assert plan["inputs"]["max_num_batched_tokens"]["value"] == 2048 + 50  # v2.x: input + 50
+
+
+def test_tgi_input_longer_than_total_is_a_clear_error(capsys, tmp_path):
+    f = write(tmp_path, "serve.sh", "text-generation-launcher --model-id qwen2.5-7b "
+                                    "--max-input-tokens 8192 --max-total-tokens 4096\n")
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    row = report["deployments"][0]
+    assert code == 2 and "must be below --max-total-tokens" in json.dumps(row)
+
+
+def test_sglang_version_from_its_image_tag(capsys, tmp_path):
+    f = write(tmp_path, "compose.yaml", """
+        services:
+          sglang:
+            image: lmsysorg/sglang:v0.4.6.post1-cu124
+            command: python3 -m sglang.launch_server --model-path qwen2.5-7b --tp 1
+    """)
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    row = report["deployments"][0]
+    assert code == 0 and row["plan"]["engine"]["version"] == "0.4.6"
 
 
 def test_container_path_matched_by_folder_name(capsys, tmp_path):

@@ -171,9 +171,43 @@ def test_tgi_needed_fraction_is_the_smallest_that_holds_the_workload(version):
     assert at.kv_cache.tokens >= 3 * 4096 > below.kv_cache.tokens
 
 
+def test_tgi_3x_default_prefill_is_compute_optimal_on_known_cards():
+    """launcher/src/main.rs v3.3.6: prefill = card f16 FLOP/s × shards / `Config::flop`.
+    Llama-3.1-8B: (2·4096·128·(3·32 + 2·8) + 2·3·4096·14336) × 32 = 15,032,385,536 FLOP per
+    token; H100 SXM ("nvidia-h100-80gb-hbm3", 900 TFLOP/s) → 59,870 tokens, A10G (125) → 8,315.
+    The RTX A6000 is an "Unkown compute for card nvidia-rtx-a6000" (as the Gemma 3 log prints)
+    → 4096, 8000 for Gemma 3 (a VLM has no FLOP estimate)."""
+    m = resolve_model(LLAMA)
+    assert tgi.model_flop_per_token(m) == 15_032_385_536
+    h100 = tgi.Launcher("NVIDIA H100 80GB HBM3", 81559, 1, 1.0)
+    assert tgi.default_prefill_3x(m, h100)[0] == 900 * 10**12 // 15_032_385_536 == 59_870
+    assert tgi.default_prefill_3x(m, tgi.Launcher("NVIDIA A10G", 23028, 1, 1.0))[0] == 8_315
+    assert tgi.default_prefill_3x(m, tgi.Launcher("NVIDIA RTX A6000", 49140, 1, 1.0))[0] == 4096
+    gemma = resolve_model("google/gemma-3-27b-it")
+    assert tgi.default_prefill_3x(gemma, tgi.Launcher("NVIDIA H100 80GB HBM3", 81559, 2, 1.0))[0] == 8000
+    p = plan(LLAMA, "h100", engine="tgi")
+    assert p.inputs["max_num_batched_tokens"].value == 59_870
+    assert any(x.code == "tgi-default-prefill" for x in p.problems)
+
+
+def test_tgi_3x_default_prefill_is_capped_by_the_launchers_vram_estimate():
+    """`vram_maximum` on a T4 ("Tesla T4" is not in the launcher's card table → 4096): available
+    = 15,360 MiB × 0.95 = 15,300,820,992 B; the launcher's model size for Llama-3.1-8B =
+    (32 × (3·14336·4096 + 48·128 + 32·128·4096) + 2·128256·4096) × 2 = 14,449,770,496 B; per
+    token 131,072 + 21,504 × 6 = 260,096 B → (15,300,820,992 − 14,449,770,496) // 260,096 =
+    3,272 tokens."""
+    m = resolve_model(LLAMA)
+    t4 = tgi.Launcher("Tesla T4", 15360, 1, 1.0)
+    assert tgi.vram_maximum_tokens(m, t4) == 3_272
+    assert tgi.default_prefill_3x(m, t4)[0] == 3_272
+    assert tgi.vram_maximum_tokens(m, tgi.Launcher("NVIDIA L4", 23034, 1, 0.5)) is None  # model > VRAM
+
+
 def test_vllm_only_flags_are_rejected_for_other_engines():
-    with pytest.raises(InvalidInputError, match="does not have"):
+    with pytest.raises(InvalidInputError, match="not a setting tgi has"):
         plan(LLAMA, "h100", engine="tgi", pipeline_parallel_size=2)
+    with pytest.raises(InvalidInputError, match="TGI setting"):
+        plan(LLAMA, "h100", max_input_tokens=4095)
     with pytest.raises(InvalidInputError, match="unknown --engine"):
         plan(LLAMA, "h100", engine="trt")
 

@@ -88,15 +88,97 @@ def block_size(m: ModelSpec, era: TgiEra, compute_capability: float | None = Non
     return 256
 
 
-def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int]) -> tuple[int | None, int | None, int]:
+# launcher/src/main.rs v3.3.6 `ComputeType::f16_flop`: the card is nvidia-smi's name lowercased
+# with spaces as dashes; any other card is "Unkown compute" (no compute-optimal prefill).
+CARD_F16_FLOPS = {
+    "nvidia-4090": 82 * 10**12, "nvidia-t4": 65 * 10**12, "nvidia-l4": 121 * 10**12,
+    "nvidia-l40": 181 * 10**12, "nvidia-l40s": 363 * 10**12, "nvidia-a10g": 125 * 10**12,
+    "nvidia-a40": 149 * 10**12, "nvidia-h100-80gb-hbm3": 900 * 10**12, "nvidia-h100-nvl": 900 * 10**12,
+    "nvidia-h100": 900 * 10**12, "nvidia-a100-sxm4-80gb": 312 * 10**12,
+    "nvidia-a100-sxm4-40gb": 312 * 10**12, "nvidia-a100-80gb-pcie": 312 * 10**12,
+    "nvidia-a100": 312 * 10**12, "nvidia-h200": 989 * 10**12,
+}
+LAUNCHER_WIGGLE_ROOM = 0.95  # `ComputeType::vram` (TGI_WIGGLE_ROOM unset)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """What TGI's launcher sees: the GPU (nvidia-smi name and total), shards, fraction."""
+
+    smi_name: str | None
+    smi_total_mib: int | None
+    shards: int
+    fraction: float
+
+
+def _launcher_mlp(m: ModelSpec) -> tuple[int, int, int] | None:
+    """(intermediate_size, experts per token + shared, experts) as the launcher's RawConfig
+    reads them (num_experts_per_tok, n_shared_experts, num_local_experts); None for MoE
+    families whose raw keys kvplan does not keep."""
+    if m.moe is None:
+        return m.intermediate_size, 1, 1
+    if m.model_type == "mixtral":
+        return m.moe.expert_intermediate_size, m.moe.top_k, m.moe.num_experts
+    return None
+
+
+def model_flop_per_token(m: ModelSpec) -> int | None:
+    """`Config::flop`: per layer 2·h·hd·(3·heads + 2·kv_heads) + 2·3·h·I·(experts per token);
+    None for vision-language models."""
+    mlp = _launcher_mlp(m)
+    if m.vision is not None or mlp is None:
+        return None
+    h, hd = m.hidden_size, m.head_dim
+    attn = 2 * h * hd * (3 * m.num_attention_heads + 2 * m.num_kv_heads)
+    return (attn + 2 * 3 * h * mlp[0] * mlp[1]) * m.num_layers
+
+
+def vram_maximum_tokens(m: ModelSpec, launch: Launcher) -> int | None:
+    """`vram_maximum`: (smi total × shards × fraction × 0.95 − model) / per-token bytes, with the
+    launcher's own rough model size (layers × (3·I·E·h + (heads + 2·kv)·hd + heads·hd·h) +
+    2·vocab·h, × 2 B) and per-token bytes (KV + 1.5·I·E·2·3); None when quantized."""
+    mlp = _launcher_mlp(m)
+    if mlp is None or launch.smi_total_mib is None or m.quantization or m.unmodelled_quantization:
+        return None
+    inter, _, experts = mlp
+    hd, heads, kv = m.head_dim, m.num_attention_heads, m.num_kv_heads
+    available = int(launch.smi_total_mib * 2**20 * launch.shards * launch.fraction * LAUNCHER_WIGGLE_ROOM)
+    layer = 3 * inter * experts * m.hidden_size + (heads + 2 * kv) * hd + heads * hd * m.hidden_size
+    model = (layer * m.num_layers + 2 * m.vocab_size * m.hidden_size) * 2
+    token = kv * 2 * hd * 2 * m.num_layers + (inter + inter // 2) * experts * 2 * 3
+    return (available - model) // token if available >= model else None
+
+
+def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
+    """--max-batch-prefill-tokens when not passed (3.x): the card's f16 FLOP/s × shards / the
+    model's FLOPs per token when the card is known (and the result is > 100), else 10000 for
+    Qwen2-VL, 8000 for Gemma 3, 4096; capped by max_position and by `vram_maximum`
+    (launcher/src/main.rs v3.3.6, commits 5df80590 and a04356fb). Returns (tokens, how)."""
+    card = launch.smi_name.lower().replace(" ", "-") if launch.smi_name else None
+    flops, per_token = CARD_F16_FLOPS.get(card or ""), model_flop_per_token(m)
+    optimal = flops * launch.shards // per_token if flops and per_token else None
+    if optimal is not None and optimal > 100:
+        value, how = optimal, f"compute-optimal for {card} × {launch.shards}"
+    else:
+        value = 10000 if m.model_type in ("qwen2_vl", "qwen2_5_vl") else 8000 if m.model_type == "gemma3" else 4096
+        how = f"launcher default ({'unknown card ' + card if card and not flops else 'no FLOP estimate'})"
+    if m.max_position_embeddings:
+        value = min(value, m.max_position_embeddings)
+    cap = vram_maximum_tokens(m, launch)
+    if cap is not None and cap < value:
+        value, how = cap, how + ", reduced to what fits in VRAM"
+    return value, how
+
+
+def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int],
+                    launch: Launcher | None = None) -> tuple[int | None, int | None, int]:
     """(max_input_tokens, max_total_tokens, max_batch_prefill_tokens) when none is passed.
     < 2.0: 1024 / 2048 / 4096; 2.x: min(max_position − 1, 4095) / min(max_position, 4096) /
-    input + 50; 3.x: lengths left to the warm-up, prefill 4096 (8000 for Gemma 3) capped by
-    max_position (launcher/src/main.rs at v1.4.5, v2.0.0, v3.3.6)."""
+    input + 50; 3.x: lengths left to the warm-up, prefill by `default_prefill_3x`
+    (launcher/src/main.rs at v1.4.5, v2.0.0, v3.3.6)."""
     max_pos = m.max_position_embeddings or 4096
     if era.defaults == "3.x":
-        default = 8000 if m.model_type == "gemma3" else 4096
-        return None, None, min(default, max_pos)
+        return None, None, default_prefill_3x(m, launch or Launcher(None, None, 1, 1.0))[0]
     if v < DEFAULTS_2X_FROM:
         return 1024, 2048, 4096
     inp = min(max_pos - 1, 4095)
