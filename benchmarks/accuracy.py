@@ -167,7 +167,7 @@ SGLANG = HERE / "data" / "sglang_logs.csv"
 def run_sglang() -> tuple[list[str], list[float]]:
     """Replay SGLang logs: each row's free memory before the weights load (from the log),
     TP, fraction and context; compare weights and max_total_num_tokens."""
-    from kvplan.engines import sglang
+    from kvplan.engines import sglang, vllm
 
     with open(SGLANG, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -177,9 +177,14 @@ def run_sglang() -> tuple[list[str], list[float]]:
         tp = int(row["tensor_parallel_size"])
         m = load_catalog_model(find_model_entry(row["catalogue_model"]))
         total_gib = float(row["free_before_load_gib"]) + sglang.context_bytes(tp) / GiB
+        fraction = _num(row["mem_fraction_static"])
+        if fraction is None and row["smi_total_mib"]:
+            # The default fraction reads nvidia-smi's total, which the log states.
+            fraction = sglang.defaults(vllm.parse_version(row["sglang_version"]), m,
+                                       int(row["smi_total_mib"]), tp, 1).mem_fraction
         p = plan(m, row["gpu"], engine="sglang", engine_version=row["sglang_version"],
                  tensor_parallel_size=tp, gpu_memory_gib=total_gib,
-                 gpu_memory_utilization=_num(row["mem_fraction_static"]),
+                 gpu_memory_utilization=fraction,
                  max_model_len=int(row["context_length"]) if row["context_length"] else None)
         w_err = (p.memory.weights_bytes / GiB - float(row["weights_gib"])) / float(row["weights_gib"]) * 100
         actual = int(row["max_total_num_tokens"])

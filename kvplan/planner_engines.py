@@ -87,12 +87,7 @@ def plan_other(engine: str, m: ModelSpec, g: GpuSpec, *, engine_version: str | N
     version = engine_version or newest
     problems: list[Problem] = []
     v = vllm.parse_version(version)
-    if engine == "sglang" and (0, 4, 10) <= v < sglang.LEGACY_BEFORE:
-        problems.append(Problem(
-            code="engine-version-boundary-uncertain", severity="warning",
-            message=f"sglang {version}: an intermediate mem-fraction rule (per GPU tier) was used "
-            "between 0.4.10 and 0.5.2 and was not read; the 0.4.x rule is used"))
-    elif engine == "sglang" and v > vllm.parse_version(newest):
+    if engine == "sglang" and v > vllm.parse_version(newest):
         problems.append(Problem(code="engine-version-newer", severity="warning",
                                 message=f"sglang {version} is newer than {newest}, the newest read"))
     elif engine == "tgi" and v < tgi.ERAS[0].first:
@@ -148,15 +143,14 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
     tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
     total = dep.gpu_total_bytes
     mem = sglang.gpu_mem_mib(g, total) if dep.sources.get("gpu_total_bytes") != "cli" else total // 2**20
-    legacy = vllm.parse_version(version) < sglang.LEGACY_BEFORE
-    if legacy:
-        chunked = opts.get("max_num_batched_tokens") or sglang.legacy_chunked_prefill(mem)
-        decode_bs = 8 if mem < 25000 else 160
-        f_default = sglang.legacy_mem_fraction(tp, m.vision is not None)
-    else:
-        chunked = opts.get("max_num_batched_tokens") or sglang.chunked_prefill_default(mem)
-        decode_bs = sglang.decode_graph_max_bs(mem, tp)
-        f_default = sglang.default_mem_fraction(mem, tp, pp, chunked, decode_bs, m.mla is not None)
+    v = vllm.parse_version(version)
+    d = sglang.defaults(v, m, mem, tp, pp, opts.get("max_num_batched_tokens"))
+    chunked, decode_bs, f_default = d.chunked_prefill, d.decode_graph_bs, d.mem_fraction
+    if sglang.TIER_FROM <= v < sglang.LEGACY_BEFORE:
+        problems.append(Problem(
+            code="engine-version-boundary-uncertain", severity="info",
+            message=f"sglang {version}: the GPU-tier mem-fraction rule read at 0.5.0rc0 is applied "
+            "from 0.4.10 to 0.5.2; its exact first release was not pinned"))
     f = opts.get("gpu_memory_utilization") or f_default
     if not 0 < f <= 1:
         raise InvalidInputError(f"--mem-fraction-static must be in (0, 1], got {f}")
@@ -178,7 +172,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
         return sglang.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w,
                                   kv_dtype=dep.kv_cache_dtype, mem_fraction=f_, ctx=ctx,
                                   chunked=chunked, runtime_bytes=activation + graphs,
-                                  swa_pool=not legacy)
+                                  swa_pool=d.swa_pool)
 
     res = run(f)
     problems += res.problems
@@ -244,7 +238,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
         gpu=PlanGpu(id=g.id, name=g.name, count=tp * pp * dep.data_parallel_size,
                     total_bytes_estimated=g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli"),
         engine=PlanEngine(name="sglang", version=version,
-                          era="sglang 0.4.x accounting" if legacy else f"sglang {sglang.NEWEST_MODELLED} accounting",
+                          era=d.era,
                           knobs=KNOBS["sglang"]),
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(

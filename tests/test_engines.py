@@ -28,6 +28,40 @@ def test_sglang_default_mem_fraction(smi_mib, fraction):
     assert sglang.default_mem_fraction(smi_mib, 1, 1, 8192, 256, mla=False) == fraction
 
 
+@pytest.mark.parametrize("smi_mib,tp,fraction", [
+    (16303, 1, 0.818),   # RTX 5080: reserved (2.8 + 0.1) GiB = 2969.6 MiB
+    (81559, 1, 0.874),   # H100: (9.5 + 0.5) GiB = 10,240 MiB
+    (143771, 8, 0.886),  # H200 TP8: (12 + 4) GiB = 16,384 MiB
+    (183359, 1, 0.821),  # B200: 32 GiB
+])
+def test_sglang_0_4_10_to_0_5_2_reserves_memory_by_gpu_tier(smi_mib, tp, fraction):
+    """server_args.py `__post_init__` at 0.5.0rc0: round((mem − reserved) / mem, 3)."""
+    m = resolve_model(LLAMA)
+    assert sglang.tier_mem_fraction(smi_mib, tp, 1, None) == fraction
+    d = sglang.defaults((0, 5, 0), m, smi_mib, tp, 1)
+    assert d.mem_fraction == fraction and not d.swa_pool
+    assert d.era == "sglang 0.4.10–0.5.2 accounting"
+
+
+def test_sglang_tier_rule_scales_vlms_by_their_vision_tower():
+    """`adjust_mem_fraction_for_vlm`: × 0.95 × clamp(1 − 0.1 × (27 × 1152² / (24 × 1024²) − 1))
+    for Gemma 3's SigLIP (27 layers, hidden 1152) = × 0.9097."""
+    gemma = resolve_model("google/gemma-3-27b-it")
+    ratio = 27 * 1152**2 / (24 * 1024**2)
+    assert sglang.tier_mem_fraction(81559, 1, 1, gemma.vision) == pytest.approx(
+        0.874 * 0.95 * (1 - 0.1 * (ratio - 1)))
+
+
+def test_sglang_version_picks_the_rule():
+    m = resolve_model(LLAMA)
+    assert sglang.defaults((0, 4, 9), m, 81559, 1, 1).mem_fraction == 0.88     # TP table
+    assert sglang.defaults((0, 4, 10), m, 81559, 1, 1).mem_fraction == 0.874  # GPU tiers
+    assert sglang.defaults((0, 5, 3), m, 81559, 1, 1).mem_fraction == 0.830   # reserved formula
+    p = plan(LLAMA, "h100", engine="sglang", engine_version="0.5.2")
+    assert p.engine.era == "sglang 0.4.10–0.5.2 accounting"
+    assert p.inputs["gpu_memory_utilization"].value == 0.874
+
+
 def test_sglang_llama_8b_h100_pool_is_about_411k_tokens():
     """§2 example: KV = f × free_before_load − weights; free_before = total − 0.59 GiB context;
     131,072 B per token → ≈411K tokens."""

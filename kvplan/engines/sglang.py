@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ..kv import kv_bytes_per_token_per_layer, layer_specs
-from ..specs import GpuSpec, ModelSpec, Problem
+from ..specs import GpuSpec, ModelSpec, Problem, VisionSpec
 from ..units import GiB, MiB
 
 NEWEST_MODELLED = "0.5.23"
@@ -95,6 +95,70 @@ def legacy_mem_fraction(tp: int, multimodal: bool) -> float:
 
 def legacy_chunked_prefill(mem_mib: int) -> int:
     return 2048 if mem_mib < 25000 else 8192
+
+
+# 0.4.10 – 0.5.2: memory reserved for activations and CUDA graphs by GPU tier
+# (python/sglang/srt/server_args.py `__post_init__`, read at 0.5.0rc0 in a fork snapshot,
+# ikingye/sglang@3451f77e; the RTX 5080 log of 2025-08 in benchmarks/data/sglang_logs.csv
+# matches it). MiB of nvidia-smi memory → reserved MiB, with P = tp × pp.
+TIER_FROM = (0, 4, 10)
+
+
+def tier_mem_fraction(mem_mib: int, tp: int, pp: int, vision: VisionSpec | None) -> float:
+    """round((mem − reserved) / mem, 3), reserved = (2.8 + P/10) GiB below 35 GiB, (9.5 + P/2)
+    below 90 GiB, (12 + P/2) below 160 GiB, else 32 GiB; then × the VLM factor 0.95 ×
+    clamp(1 − 0.1 × (vit_layers × vit_hidden² / (24 × 1024²) − 1), 0.8, 1.05) (not rounded)."""
+    p = tp * pp
+    gib = 1024
+    if mem_mib < 35 * gib:
+        reserved = (2.8 + p / 10) * gib
+    elif mem_mib < 90 * gib:
+        reserved = (9.5 + p / 2) * gib
+    elif mem_mib < 160 * gib:
+        reserved = (12 + p / 2) * gib
+    else:
+        reserved = 32 * gib
+    f = round((mem_mib - reserved) / mem_mib, 3)
+    if vision is not None:
+        ratio = vision.num_layers * vision.hidden_size ** 2 / (24 * 1024 ** 2)
+        f *= 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return f
+
+
+def tier_chunked_prefill(mem_mib: int) -> int:
+    return 2048 if mem_mib < 35 * 1024 else 8192 if mem_mib < 160 * 1024 else 16384
+
+
+def tier_decode_graph_bs(mem_mib: int, tp: int) -> int:
+    """cuda_graph_max_bs: 8 (TP < 4) or 80 below 35 GiB, else the model runner's 160."""
+    return (8 if tp < 4 else 80) if mem_mib < 35 * 1024 else 160
+
+
+@dataclass(frozen=True)
+class Defaults:
+    era: str
+    chunked_prefill: int
+    decode_graph_bs: int
+    mem_fraction: float
+    swa_pool: bool
+
+
+def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: int,
+             chunked: int | None = None) -> Defaults:
+    """The release's defaults for one GPU (nvidia-smi MiB): before 0.4.10 the TP table, 0.4.10 –
+    0.5.2 the GPU tiers, from 0.5.3 the reserved-memory formula (`default_mem_fraction`)."""
+    if v < TIER_FROM:
+        c = chunked or legacy_chunked_prefill(mem_mib)
+        return Defaults("sglang 0.4.x accounting", c, 8 if mem_mib < 25000 else 160,
+                        legacy_mem_fraction(tp, m.vision is not None), False)
+    if v < LEGACY_BEFORE:
+        return Defaults("sglang 0.4.10–0.5.2 accounting", chunked or tier_chunked_prefill(mem_mib),
+                        tier_decode_graph_bs(mem_mib, tp), tier_mem_fraction(mem_mib, tp, pp, m.vision),
+                        False)
+    c = chunked or chunked_prefill_default(mem_mib)
+    bs = decode_graph_max_bs(mem_mib, tp)
+    return Defaults(f"sglang {NEWEST_MODELLED} accounting", c, bs,
+                    default_mem_fraction(mem_mib, tp, pp, c, bs, m.mla is not None), True)
 
 
 def context_length(m: ModelSpec) -> int:
