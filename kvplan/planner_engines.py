@@ -269,28 +269,20 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     if not 0 < f <= 1:
         raise InvalidInputError(f"--cuda-memory-fraction must be in (0, 1], got {f}")
     launch = tgi.Launcher(g.smi_names[0] if g.smi_names else None, g.smi_total_mib, tp, f)
-    d_input, d_total, d_prefill = tgi.default_lengths(m, era, v, launch)
-    prefill = opts.get("max_num_batched_tokens") or d_prefill
-    if era.defaults == "3.x" and not opts.get("max_num_batched_tokens"):
-        how = tgi.default_prefill_3x(m, launch)[1]
+    lengths = tgi.default_lengths(m, era, v, launch, opts.get("max_input_tokens"))
+    prefill = opts.get("max_num_batched_tokens") or lengths.prefill_tokens
+    if not opts.get("max_num_batched_tokens"):
         problems.append(Problem(
-            code="tgi-default-prefill", severity="info",
-            message=f"TGI's launcher sets --max-batch-prefill-tokens to {prefill:,} ({how}); the "
-            "warm-up prefills that many tokens, so its activation peak is sized from it"))
-        if tgi._launcher_mlp(m) is None:
-            problems.append(Problem(
-                code="tgi-default-prefill-unread", severity="warning",
-                message="TGI's launcher sizes the default prefill from raw MoE keys kvplan does not "
-                "keep for this family; 4096 is assumed — pass --max-num-batched-tokens with the "
-                "value the launcher logs ('Default `max_batch_prefill_tokens` to …')"))
+            code="tgi-default-prefill", severity="warning" if "assumed" in lengths.how else "info",
+            message=f"TGI's launcher sets --max-batch-prefill-tokens to {prefill:,} ({lengths.how}); "
+            "the warm-up prefills that many tokens, so its activation peak is sized from it"
+            + ("; pass --max-num-batched-tokens with the value the launcher logs" if "assumed" in lengths.how else "")))
     model_max = m.max_position_embeddings or prefill
     max_total = opts.get("max_model_len")
     if max_total and max_total > model_max:
         raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}")
-    max_input = opts.get("max_input_tokens") or (max_total - 1 if max_total else d_input)
-    if opts.get("max_input_tokens") and era.defaults == "2.x" and not opts.get("max_num_batched_tokens"):
-        prefill = max_input + 50  # launcher v2.x: max_batch_prefill_tokens = max_input_tokens + 50
-    max_total = max_total or d_total
+    max_input = lengths.max_input_tokens or (max_total - 1 if max_total else None)
+    max_total = max_total or lengths.max_total_tokens
     if max_input and max_total and max_input >= max_total:
         raise InvalidInputError(f"--max-input-tokens {max_input} must be below --max-total-tokens "
                                 f"{max_total} (TGI's launcher refuses to start)",

@@ -135,8 +135,12 @@ def test_tgi_2x_warmup_batch_and_its_blocks():
     requests, each for 4096 total tokens → 2 × ⌈4096 / 16⌉ = 512 paged blocks."""
     m = resolve_model(LLAMA)
     era = tgi.select_era((2, 2, 0))
-    assert tgi.default_lengths(m, era, (2, 2, 0)) == (4095, 4096, 4145)
-    assert tgi.default_lengths(m, tgi.select_era((1, 4, 5)), (1, 4, 5)) == (1024, 2048, 4096)
+    launch = tgi.Launcher("NVIDIA A10G", 23028, 1, 1.0)
+    two = tgi.default_lengths(m, era, (2, 2, 0), launch)
+    assert (two.max_input_tokens, two.max_total_tokens, two.prefill_tokens) == (4095, 4096, 4145)
+    one = tgi.default_lengths(m, tgi.select_era((1, 4, 5)), (1, 4, 5), launch)
+    assert (one.max_input_tokens, one.max_total_tokens, one.prefill_tokens) == (1024, 2048, 4096)
+    assert tgi.default_lengths(m, era, (2, 2, 0), launch, max_input_tokens=2048).prefill_tokens == 2098
     assert tgi.block_size(m, era) == 16
     assert tgi.warmup_blocks(era, 16, 4145, 4095, 4096) == 512
     assert tgi.warmup_blocks(tgi.select_era((3, 3, 6)), 1, 4145, 4095, 4096) == 0

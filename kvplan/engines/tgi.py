@@ -170,19 +170,32 @@ def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
     return value, how
 
 
-def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int],
-                    launch: Launcher | None = None) -> tuple[int | None, int | None, int]:
-    """(max_input_tokens, max_total_tokens, max_batch_prefill_tokens) when none is passed.
-    < 2.0: 1024 / 2048 / 4096; 2.x: min(max_position − 1, 4095) / min(max_position, 4096) /
-    input + 50; 3.x: lengths left to the warm-up, prefill by `default_prefill_3x`
-    (launcher/src/main.rs at v1.4.5, v2.0.0, v3.3.6)."""
+@dataclass(frozen=True)
+class Lengths:
+    """Launcher lengths before the warm-up; None = decided by the warm-up (3.x)."""
+
+    max_input_tokens: int | None
+    max_total_tokens: int | None
+    prefill_tokens: int
+    how: str  # how the default prefill was chosen
+
+
+def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int], launch: Launcher,
+                    max_input_tokens: int | None = None) -> Lengths:
+    """The launcher's defaults. < 2.0: 1024 / 2048 / 4096; 2.x: min(max_position − 1, 4095) /
+    min(max_position, 4096) / max_input + 50 (the given max_input if any); 3.x: lengths left to
+    the warm-up, prefill by `default_prefill_3x` (launcher/src/main.rs at v1.4.5, v2.0.0,
+    v3.3.6)."""
     max_pos = m.max_position_embeddings or 4096
     if era.defaults == "3.x":
-        return None, None, default_prefill_3x(m, launch or Launcher(None, None, 1, 1.0))[0]
+        prefill, how = default_prefill_3x(m, launch)
+        if _launcher_mlp(m) is None:
+            how += "; assumed: the launcher reads raw MoE keys kvplan does not keep for this family"
+        return Lengths(max_input_tokens, None, prefill, how)
     if v < DEFAULTS_2X_FROM:
-        return 1024, 2048, 4096
-    inp = min(max_pos - 1, 4095)
-    return inp, min(max_pos, 4096), inp + 50
+        return Lengths(max_input_tokens or 1024, 2048, 4096, "1.x launcher default")
+    inp = max_input_tokens or min(max_pos - 1, 4095)
+    return Lengths(inp, min(max_pos, 4096), inp + 50, "2.x launcher default: max_input_tokens + 50")
 
 
 def warmup_blocks(era: TgiEra, bs: int, prefill_tokens: int, max_input: int | None,
