@@ -26,7 +26,7 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "yi", "internlm2"}
 MOE_FAMILIES = {"mixtral", "qwen3_moe", "qwen2_moe"}
 KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
     "chatglm", "glm", "gemma2", "gemma3", "gpt_oss", "deepseek_v2", "deepseek_v3", "kimi_k2",
-    "qwen3_next", "llama4", "jamba", "bamba"}
+    "qwen3_next", "llama4", "jamba", "bamba", "nemotron_h"}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -176,6 +176,7 @@ GEMMA3_TEXT_DEFAULTS = {
 # Gemma2Config / Gemma3 tie the embeddings by default (the published configs omit the key).
 TIED_BY_DEFAULT = {"gemma2", "gemma3", "gemma3_text"}
 MLA_FAMILIES = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
+MAMBA_FAMILIES = {"jamba", "bamba", "nemotron_h"}
 MAMBA_KEYS = ("attn_layer_period", "hybrid_override_pattern", "layers_block_type", "ssm_cfg",
               "mamba_d_state", "mamba_expand")
 
@@ -187,9 +188,11 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
         found.append("multimodal encoder (its weights are not counted)")
     if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
         found.append("MLA attention in an unrecognised family")
-    if any(k in cfg for k in MAMBA_KEYS) and family not in {"jamba", "bamba"}:
-        found.append("hybrid Mamba layers of an unrecognised family (Jamba, Bamba and Qwen3-Next "
-                     "are modelled; Nemotron-H, Falcon-H1, MiniMax are not)")
+    if any(k in cfg for k in MAMBA_KEYS) and family not in MAMBA_FAMILIES:
+        found.append("hybrid Mamba layers of an unrecognised family (Jamba, Bamba, Nemotron-H and "
+                     "Qwen3-Next are modelled; Falcon-H1 and MiniMax are not)")
+    if family == "nemotron_h" and "E" in str(cfg.get("hybrid_override_pattern") or ""):
+        found.append("Nemotron-H MoE ('E') blocks (their experts are not counted)")
     if family in {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"} and cfg.get("use_sliding_window"):
         found.append("Qwen sliding window on layers above max_window_layers")
     if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
@@ -230,6 +233,12 @@ def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[list[st
     elif family == "bamba":
         attn = set(cfg.get("attn_layer_indices") or [])
         kinds = ["full" if i in attn else "linear" for i in range(layers)]
+    elif family == "nemotron_h":  # one block per character: M Mamba2, * attention, - / E MLP
+        pattern = str(cfg.get("hybrid_override_pattern") or "")
+        if len(pattern) != layers or set(pattern) - set("M*-E"):
+            raise InvalidConfigError(f"expected {layers} characters of M, *, - or E, got {pattern!r}",
+                                     field="hybrid_override_pattern")
+        kinds = [{"M": "linear", "*": "full"}.get(c, "none") for c in pattern]
     elif family == "llama4" and chunk:
         nope = cfg.get("no_rope_layers") or []
         kinds = [("full" if nope[i] == 0 else "chunked") if len(nope) == layers
@@ -290,9 +299,20 @@ def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate
 
 def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int | None) -> LinearAttentionSpec:
     """Mamba dims by family: Jamba (Mamba1; JambaConfig mamba_d_state, mamba_d_conv,
-    mamba_expand, mamba_dt_rank 'auto' = ceil(hidden / 16)) and Bamba (Mamba2; BambaConfig
-    mamba_n_heads, mamba_d_head 'auto' = expand × hidden / heads, mamba_n_groups)."""
+    mamba_expand, mamba_dt_rank 'auto' = ceil(hidden / 16)), Bamba (Mamba2; BambaConfig
+    mamba_n_heads, mamba_d_head 'auto' = expand × hidden / heads, mamba_n_groups) and Nemotron-H
+    (Mamba2; mamba_num_heads × mamba_head_dim, n_groups, ssm_state_size, conv_kernel, use_bias;
+    vLLM keeps its SSM state in the config's mamba_ssm_cache_dtype, else float32 —
+    vllm/model_executor/models/config.py NemotronHForCausalLMConfig)."""
     hidden = hidden_for_hd or 0
+    if family == "nemotron_h":
+        heads, head_dim = r.int("mamba_num_heads"), r.int("mamba_head_dim")
+        return LinearAttentionSpec(
+            kind="mamba2", conv_kernel=r.int("conv_kernel", default=4) or 4,
+            intermediate_size=heads * head_dim, state_size=r.int("ssm_state_size"),
+            num_heads=heads, head_dim=head_dim, n_groups=r.int("n_groups", default=1) or 1,
+            conv_bias=bool(cfg.get("use_conv_bias", True)), in_proj_bias=bool(cfg.get("use_bias", False)),
+            ssm_dtype=str(cfg.get("mamba_ssm_cache_dtype") or "float32"))
     expand = r.int("mamba_expand", default=2) or 2
     if family == "jamba":
         dt_rank = cfg.get("mamba_dt_rank", "auto")
@@ -372,7 +392,7 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         kv_heads = r.int("n_head_kv", "num_kv_heads", "num_key_value_heads",
                          "multi_query_group_num", "num_attention_groups", default=heads)
         hidden_for_hd = r.int("hidden_size", "n_embd")
-        head_dim = cfg.get("head_dim") or hidden_for_hd // heads
+        head_dim = cfg.get("head_dim") or cfg.get("attention_head_dim") or hidden_for_hd // heads
         vocab = r.int("vocab_size")
         intermediate = r.int("intermediate_size", default=0)
         if family == "llama4":
@@ -381,8 +401,8 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         o_bias = r.bool("attention_bias", False) if family != "qwen2" else False
         mlp_bias = r.bool("mlp_bias", False)
         rotary_dim = int(head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
-        if family == "jamba":
-            rotary_dim = 0  # Jamba's attention layers use no positional encoding
+        if family in {"jamba", "nemotron_h"}:
+            rotary_dim = 0  # their attention layers use no positional encoding
         tie = r.bool("tie_word_embeddings", family in TIED_BY_DEFAULT)
         qk_norm = family in {"qwen3", "qwen3_moe", "qwen3_next", "gemma3"}  # per-head RMSNorm
         if family in MLA_FAMILIES:
@@ -404,7 +424,7 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         intermediate = 0  # every MLP is a MoE block
     layer_types, window, chunk = _layer_types(cfg, family, layers)
     linear = None
-    if "linear" in layer_types and family in {"jamba", "bamba"}:
+    if "linear" in layer_types and family in MAMBA_FAMILIES:
         linear = _mamba_spec(cfg, family, r, hidden_for_hd=r.int("hidden_size"))
     elif "linear" in layer_types:
         linear = LinearAttentionSpec(
@@ -444,7 +464,11 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         num_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_kv_heads=kv_heads,
         head_dim=int(head_dim), vocab_size=vocab, intermediate_size=intermediate or 0,
         tie_word_embeddings=tie, qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
-        qk_norm=qk_norm, norms_per_layer=4 if family in {"gemma2", "gemma3"} else 2,
+        qk_norm=qk_norm, norms_per_layer=(4 if family in {"gemma2", "gemma3"}
+                                           else 1 if family == "nemotron_h" else 2),
+        mlp_layers=([i for i, k in enumerate(layer_types) if k == "none"]
+                    if family == "nemotron_h" else None),
+        mlp_gated=family != "nemotron_h",
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
         mla=mla, linear_attention=linear, vision=_vision(raw_cfg, family, hidden),

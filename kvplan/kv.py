@@ -49,18 +49,20 @@ def mamba_state_bytes(m: ModelSpec, *, tp: int, state_dtype: str) -> int:
                     + ssm (v_heads / tp) × dv × dk;
     Mamba1: conv (d_inner / tp) × (kernel − 1) + ssm (d_inner / tp) × d_state;
     Mamba2: conv ((d_inner + 2·n_groups·d_state) / tp) × (kernel − 1)
-            + ssm (heads / tp) × head_dim × d_state, n_groups padded up to a multiple of tp."""
+            + ssm (heads / tp) × head_dim × d_state, n_groups padded up to a multiple of tp;
+    the SSM part in its own dtype where the model sets one (Nemotron-H: float32)."""
     la = m.linear_attention
     assert la is not None
     dt = DTYPE_BYTES[state_dtype]
+    ssm_dt = DTYPE_BYTES[la.ssm_dtype] if la.ssm_dtype else dt
     if la.kind == "mamba1":
         inner = cdiv(la.intermediate_size, tp)
-        return (inner * (la.conv_kernel - 1) + inner * la.state_size) * dt
+        return inner * (la.conv_kernel - 1) * dt + inner * la.state_size * ssm_dt
     if la.kind == "mamba2":
         groups = la.n_groups if la.n_groups % tp == 0 else cdiv(la.n_groups, tp) * tp
         conv = cdiv(la.intermediate_size + 2 * groups * la.state_size, tp)
         ssm = cdiv(la.num_heads, tp) * la.head_dim * la.state_size
-        return (conv * (la.conv_kernel - 1) + ssm) * dt
+        return conv * (la.conv_kernel - 1) * dt + ssm * ssm_dt
     conv = cdiv(2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim, tp)
     ssm = cdiv(la.num_value_heads, tp) * la.value_head_dim * la.key_head_dim
     return (conv * (la.conv_kernel - 1) + ssm) * dt
@@ -84,6 +86,8 @@ def layer_specs(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dt
     out = []
     for i in layers:
         kind = m.layer_types[i] if m.layer_types else "full"
+        if kind == "none":
+            continue  # an MLP-only block holds no cache
         if kind == "linear":
             out.append(LayerKv("mamba", 0, state_bytes=mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)))
         elif m.mla is not None:

@@ -150,16 +150,19 @@ def attention_layout(m: ModelSpec) -> str:
         base = f"GQA {m.num_attention_heads}/{m.num_kv_heads}"
     if not m.layer_types:
         return base
-    counts = {k: m.layer_types.count(k) for k in ("linear", "sliding", "chunked", "full")}
+    counts = {k: m.layer_types.count(k) for k in ("linear", "sliding", "chunked", "full", "none")}
     parts = []
     if counts["linear"]:
-        parts.append(f"{counts['linear']} GDN")
+        kind = m.linear_attention.kind if m.linear_attention else "gated_deltanet"
+        parts.append(f"{counts['linear']} " + {"gated_deltanet": "GDN"}.get(kind, kind.capitalize()))
     if counts["sliding"]:
         parts.append(f"{counts['sliding']} sliding({m.sliding_window})")
     if counts["chunked"]:
         parts.append(f"{counts['chunked']} chunked({m.attention_chunk_size})")
     if counts["full"]:
         parts.append(f"{counts['full']} full")
+    if counts["none"]:
+        parts.append(f"{counts['none']} MLP-only")
     return f"{base}: " + " + ".join(parts)
 
 

@@ -151,6 +151,8 @@ class LinearAttentionSpec(_Frozen):
     head_dim: int = Field(0, ge=0, description="Mamba2")
     n_groups: int = Field(0, ge=0, description="Mamba2")
     conv_bias: bool = True
+    in_proj_bias: bool = False
+    ssm_dtype: str | None = Field(None, description="SSM state dtype; None = the conv state's")
 
 
 class QuantSpec(_Frozen):
@@ -191,8 +193,12 @@ class ModelSpec(_Frozen):
     attention_sinks: bool = Field(False, description="gpt-oss: one learned sink per head")
     gated_attention: bool = Field(False, description="Qwen3-Next: q_proj also emits a gate")
     moe: MoeSpec | None = None
-    layer_types: list[Literal["full", "sliding", "chunked", "linear"]] = Field(
-        default_factory=list, description="attention kind per layer; empty = full everywhere")
+    layer_types: list[Literal["full", "sliding", "chunked", "linear", "none"]] = Field(
+        default_factory=list,
+        description="token mixer per layer ('none' = an MLP-only block); empty = full everywhere")
+    mlp_layers: list[int] | None = Field(
+        None, description="layers that have an MLP block; None = every layer (Nemotron-H: '-')")
+    mlp_gated: bool = Field(True, description="gate_up (SwiGLU) MLP; False = up/down (relu²)")
     sliding_window: int | None = Field(None, gt=0, description="tokens, for 'sliding' layers")
     attention_chunk_size: int | None = Field(None, gt=0, description="tokens, for 'chunked' layers")
     mla: MlaSpec | None = None

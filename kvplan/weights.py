@@ -129,6 +129,8 @@ def _mamba(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         return
     conv = inner + 2 * la.n_groups * st
     yield Tensor(p + "in_proj", "linear", inner + conv + la.num_heads, h, "out", i)
+    if la.in_proj_bias:
+        yield Tensor(p + "in_proj.bias", "bias", inner + conv + la.num_heads, 1, "out", i)
     yield Tensor(p + "conv1d", "bias", conv, la.conv_kernel + int(la.conv_bias), "out", i)
     yield Tensor(p + "A_log_D_dt_bias", "bias", 3 * la.num_heads, 1, "out", i)
     yield Tensor(p + "norm", "norm", inner, 1, "out", i)
@@ -158,18 +160,20 @@ def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         if moe.shared_expert_gate:
             yield Tensor(p + "mlp.shared_expert_gate", "router", 1, h, "none", i)
     else:
-        inter = m.intermediate_size
-        yield Tensor(p + "mlp.gate_up_proj", "linear", 2 * inter, h, "out", i)
+        inter, n = m.intermediate_size, 2 if m.mlp_gated else 1  # gate_up, or up alone (relu²)
+        yield Tensor(p + "mlp.gate_up_proj", "linear", n * inter, h, "out", i)
         yield Tensor(p + "mlp.down_proj", "linear", h, inter, "in", i)
         if m.mlp_bias:
-            yield Tensor(p + "mlp.gate_up_proj.bias", "bias", 2 * inter, 1, "out", i)
+            yield Tensor(p + "mlp.gate_up_proj.bias", "bias", n * inter, 1, "out", i)
             yield Tensor(p + "mlp.down_proj.bias", "bias", h, 1, "none", i)
 
 
 def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
     p = f"layers.{i}."
     kind = m.layer_types[i] if m.layer_types else "full"
-    if kind == "linear" and m.linear_attention is not None and m.linear_attention.kind != "gated_deltanet":
+    if kind == "none":
+        pass  # an MLP-only block (Nemotron-H '-')
+    elif kind == "linear" and m.linear_attention is not None and m.linear_attention.kind != "gated_deltanet":
         yield from _mamba(m, i, p + "mamba.")
     elif kind == "linear":
         yield from _gated_deltanet(m, i, p + "linear_attn.")
@@ -179,7 +183,8 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _attention(m, i, p + "self_attn.")
     for n in range(m.norms_per_layer):
         yield Tensor(p + f"norm{n}", "norm", m.hidden_size, 1, "none", i)
-    yield from _mlp(m, i, p)
+    if m.mlp_layers is None or i in m.mlp_layers:
+        yield from _mlp(m, i, p)
 
 
 def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:

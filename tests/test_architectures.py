@@ -261,6 +261,68 @@ def test_mamba2_state_with_group_padding():
 
 def test_unrecognised_mamba_families_warn():
     cfg = {k: v for k, v in JAMBA.items() if "expert" not in k}
-    cfg.update(model_type="nemotron_h", hybrid_override_pattern="M-M*")
-    m = spec_from_config(cfg, model_id="nemotron-like", source="test")
-    assert any("Nemotron-H" in u for u in m.unsupported)
+    cfg.update(model_type="falcon_h1")
+    m = spec_from_config(cfg, model_id="falcon-h1-like", source="test")
+    assert any("Falcon-H1" in u for u in m.unsupported)
+
+
+# nvidia/Nemotron-H-8B-Base-8K config.json values as copied into a public test fixture
+# (search-index file id 52149605348, NVIDIA Megatron-Bridge tests).
+NEMOTRON_H_8B = {
+    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "attention_bias": False,
+    "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_size": 4096,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "intermediate_size": 21504, "mamba_head_dim": 64, "mamba_num_heads": 128,
+    "max_position_embeddings": 8192, "mlp_bias": False, "mlp_hidden_act": "relu2", "n_groups": 8,
+    "num_attention_heads": 32, "num_hidden_layers": 52, "num_key_value_heads": 8,
+    "ssm_state_size": 128, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_bias": False, "vocab_size": 131072,
+}
+
+
+def test_nemotron_h_blocks_parameters_and_state():
+    """One block per pattern character (vllm nemotron_h.py): 24 Mamba2 ('M'), 4 attention
+    ('*') and 24 relu² MLP ('-') blocks, one RMSNorm each. By hand:
+    embeddings + untied head 2 × 131,072 × 4,096 = 1,073,741,824; final norm 4,096;
+    Mamba2 block: in_proj (8192 + 10240 + 128) × 4096 + conv 10240 × (4 + 1) + 3 × 128
+    + gated norm 8192 + out_proj 4096 × 8192 + norm 4096 = 109,640,064 (× 24);
+    attention block: 2 × 4096² + 2 × 1024 × 4096 + norm = 41,947,136 (× 4);
+    MLP block: up + down 2 × 21504 × 4096 + norm = 176,164,864 (× 24)
+    → 8,100,852,736 ("8B"). State per Mamba layer: conv 10,240 × 3 × 2 B = 61,440 B + SSM
+    128 × 64 × 128 × 4 B (float32, vLLM's NemotronH default) = 4,194,304 B."""
+    from kvplan.weights import parameter_count
+
+    m = spec_from_config(NEMOTRON_H_8B, model_id="nvidia/Nemotron-H-8B-Base-8K", source="test")
+    assert m.unsupported == [] and m.head_dim == 128 and m.rotary_dim == 0
+    assert [m.layer_types.count(k) for k in ("linear", "full", "none")] == [24, 4, 24]
+    assert parameter_count(m) == 8_100_852_736
+    specs = layer_specs(m, range(52), tp=1, kv_dtype="bfloat16", state_dtype="bfloat16",
+                        hybrid_manager=True)
+    assert len(specs) == 28  # the MLP blocks hold no cache
+    assert {s.state_bytes for s in specs if s.kind == "mamba"} == {61_440 + 4_194_304}
+    # Block size: 16 × cdiv(4,255,744, 16 × 4,096) = 1,040; 24 Mamba + 4 attention layers →
+    # 6 + 1 groups of 4.
+    layout = kv_layout(specs, block_size=16, block_size_fixed=False, group_rule="max_if_close")
+    assert layout.block_size == 1040 and len(layout.groups) == 7
+    assert layout.bytes_per_block == 4 * 1040 * 4096
+
+
+def test_nemotron_h_ssm_dtype_from_the_config_and_bad_patterns():
+    from kvplan.errors import InvalidConfigError
+    from kvplan.kv import mamba_state_bytes
+
+    m = spec_from_config({**NEMOTRON_H_8B, "mamba_ssm_cache_dtype": "bfloat16"}, model_id="x",
+                         source="test")
+    assert mamba_state_bytes(m, tp=1, state_dtype="bfloat16") == 61_440 + 2_097_152
+    with pytest.raises(InvalidConfigError, match="hybrid_override_pattern"):
+        spec_from_config({**NEMOTRON_H_8B, "hybrid_override_pattern": "M-M*"}, model_id="x", source="test")
+    moe = spec_from_config({**NEMOTRON_H_8B, "hybrid_override_pattern": "ME" * 26}, model_id="x",
+                           source="test")
+    assert any("MoE ('E')" in u for u in moe.unsupported)
+
+
+def test_nemotron_h_plans_on_vllm():
+    m = spec_from_config(NEMOTRON_H_8B, model_id="nvidia/Nemotron-H-8B-Base-8K", source="test")
+    p = plan(m, "h100")
+    assert p.fits and p.kv_cache.block_size == 1040
+    assert p.memory.weights_bytes == pytest.approx(8_100_852_736 * 2, rel=1e-3)

@@ -392,7 +392,7 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
     """Profile-run torch peak (estimate): max of the forward peak and, on the last PP stage,
     the sampler peak (vllm/v1/worker/gpu_model_runner.py profile_run / _dummy_sampler_run).
 
-    forward = tokens × dtype × (7.1 × hidden + 3 × widest MLP per rank)
+    forward = tokens × dtype × (7.1 × hidden + 3 × widest MLP per rank; 2 × for a non-gated MLP)
     sampler = tokens × hidden × dtype + min(seqs, tokens) × vocab × 14.94 B (V0: dtype + 30 B)
               (+ 2 × tokens × hidden × dtype of received hidden/residual tensors when PP > 1:
               the TP1 PP2/PP4 logs show 2.01 GiB on the last stage vs 1.89 GiB at PP1)."""
@@ -405,7 +405,8 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
         widths.append(m.moe.top_k * cdiv(m.moe.expert_intermediate_size, tp)
                       + cdiv(m.moe.shared_expert_intermediate_size, tp))
     buffers = FORWARD_HIDDEN_BUFFERS_V0 if d.engine_version and _is_v0(d.engine_version) else FORWARD_HIDDEN_BUFFERS
-    forward = int(tokens * dt * (buffers * m.hidden_size + 3 * max(widths or [0])))
+    mlp_buffers = 3 if m.mlp_gated else 2  # gate_up (2I) + act (I); up (I) + relu² (I)
+    forward = int(tokens * dt * (buffers * m.hidden_size + mlp_buffers * max(widths or [0])))
     if not last_stage:
         return forward
     num_reqs = min(d.max_num_seqs, tokens)
