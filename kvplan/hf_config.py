@@ -440,6 +440,12 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
             code="vision-not-counted", severity="warning",
             message="this multimodal config has no vision_config, so the vision tower's weights "
             "are not counted (plan the full config.json, or its checkpoint, to include them)"))
+    if family == "nemotron_h" and not cfg.get("mamba_ssm_cache_dtype"):
+        problems.append(Problem(
+            code="mamba-ssm-dtype-assumed", severity="info",
+            message="Nemotron-H's SSM state is counted in float32, the default vLLM's NemotronH "
+            "config hook sets when the config names none; releases whose hook defaulted to "
+            "float16 hold half the SSM bytes"))
     if cfg.get("auto_map") or "auto_map" in raw_cfg:
         problems.append(Problem(
             code="remote-code-not-run", severity="warning",
