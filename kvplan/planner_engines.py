@@ -360,7 +360,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                 "max_num_seqs": (TGI_MAX_CONCURRENT_REQUESTS, "engine-default"),
                 "max_num_batched_tokens": (prefill, "engine-default"),
                 "gpu_memory_utilization": (f, "engine-default")}
-    context = tgi.context_bytes(tp)
+    context = tgi.context_bytes(tp, block)
     stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, activation_bytes=warmup,
                            non_torch_bytes=context, cudagraph_bytes=0,
                            kv_cache_bytes=max(0, res.kv_bytes), num_blocks=res.tokens // res.block_size)

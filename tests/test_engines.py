@@ -99,9 +99,10 @@ def test_sglang_weights_that_do_not_fit_say_so():
 
 def test_tgi_keeps_ten_percent_and_infers_max_batch_total_tokens():
     """§3: tokens = (0.9 × fraction × total − context − weights − warm-up peak) / bytes per
-    token, block size 1 (flashinfer, head_dim 128)."""
+    token, block size 1 (flashinfer, head_dim 128); the context includes FlashInfer's 128 MiB
+    workspace (layers/attention/flashinfer.py `get_workspace`)."""
     p = plan(LLAMA, "h100", engine="tgi")
-    used = int(0.70 * GiB) + LLAMA_WEIGHTS + p.memory.activation_bytes
+    used = int(0.70 * GiB) + 128 * 2**20 + LLAMA_WEIGHTS + p.memory.activation_bytes
     assert p.kv_cache.tokens == (math.floor(0.9 * H100_CUDA_TOTAL) - used) // 131072
     assert p.kv_cache.block_size == 1
     assert p.command.startswith("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")

@@ -229,8 +229,17 @@ def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
     return m.num_layers * kv_heads_per_gpu(m, tp) * m.head_dim * 2 * DTYPE_BYTES[kv_dtype]
 
 
-def context_bytes(tp: int) -> int:
-    return CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+# FlashInfer's shared workspace, allocated when the model is built (before the warm-up
+# measures free memory): server/text_generation_server/layers/attention/flashinfer.py
+# `get_workspace`, v3.3.4.
+FLASHINFER_WORKSPACE_BYTES = 128 * 1024 * 1024
+
+
+def context_bytes(tp: int, block: int = 16) -> int:
+    """Memory in use before the weights: CUDA context (+ NCCL at TP > 1), + FlashInfer's
+    workspace when it is the attention backend (1-token blocks)."""
+    return (CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+            + (FLASHINFER_WORKSPACE_BYTES if block == 1 else 0))
 
 
 @dataclass(frozen=True)
@@ -255,7 +264,7 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
                 block: int) -> TgiResult:
     """Blocks by the era's formula (module docstring); used = context + weights + warm-up
     peak; tokens = blocks × block size."""
-    used = context_bytes(tp) + weights_bytes + warmup_peak_bytes
+    used = context_bytes(tp, block) + weights_bytes + warmup_peak_bytes
     per_token = bytes_per_token(m, tp, kv_dtype)
     per_block = per_token * block
     if era.wiggle_on_budget:
