@@ -256,6 +256,21 @@ def _index_rows(ref: Path) -> dict[str, dict[str, str]]:
     return rows
 
 
+# Configs the reference folder lacks, copied verbatim from a public source into
+# scripts/extra_hf_configs/: file → (aliases, where the copy comes from, exact parameter count
+# and where that count comes from).
+EXTRA_MODELS: dict[str, tuple[list[str], str, int, str]] = {
+    "Qwen--Qwen2.5-72B-Instruct.json": (
+        ["qwen2.5-72b"],
+        "GitHub copy: a public model report quoting the repo's config.json (search-index file id "
+        "62544871882)",
+        72_706_203_648,
+        "72.7B (model card) / 72,706,203,648 summed over the checkpoint's 963 safetensors tensors "
+        "in the same report"),
+}
+EXTRA_DIR = Path(__file__).resolve().parent / "extra_hf_configs"
+
+
 def import_models(ref: Path) -> None:
     out = ROOT / "model_specs"
     cfg_dir = out / "configs"
@@ -283,6 +298,20 @@ def import_models(ref: Path) -> None:
             "params_stated": STATED_EXACT.get(fname),
             "params_reference_text_only": fname in TEXT_ONLY_REFERENCE,
             "notes": row["notes"],
+        })
+    for fname, (aliases, source, params, published) in EXTRA_MODELS.items():
+        shutil.copyfile(EXTRA_DIR / fname, cfg_dir / fname)
+        entries.append({
+            "id": fname[: -len(".json")].replace("--", "/", 1),
+            "config": f"configs/{fname}",
+            "aliases": aliases,
+            "config_source": source,
+            "config_status": "verbatim",
+            "params_published": published,
+            "params_reference": params,
+            "params_stated": None,
+            "params_reference_text_only": False,
+            "notes": "",
         })
     (out / "index.json").write_text(json.dumps({"models": entries}, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {len(entries)} model entries to {out}")
