@@ -356,13 +356,17 @@ def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -
     return _from_tokens(tokens, file, line, templates, body)
 
 
-def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, text: str) -> Found | None:
+def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, text: str,
+                 env: dict[str, str] | None = None) -> Found | None:
+    """The serving command these tokens run; TGI's also takes flags from `env`."""
     hit = _entrypoint(tokens)
     if hit is None:
         return None
     engine, argv = hit
-    return parse_args(_cut_at_shell_operator(argv), engine, file=file, line=line,
-                      templates=templates, text=" ".join(shlex.quote(t) for t in tokens))
+    argv = _cut_at_shell_operator(argv)
+    extra = _tgi_env_argv(argv, env) if engine == "tgi" and env else []
+    shown = " ".join(shlex.quote(t) for t in tokens) + (" (+ env " + " ".join(extra) + ")" if extra else "")
+    return parse_args(argv + extra, engine, file=file, line=line, templates=templates, text=shown)
 
 
 # -------------------------------------------------------------------------- YAML
@@ -444,10 +448,7 @@ def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool
         shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates)
         return shells[0] if shells else None
     if _entrypoint(tokens):
-        found = _from_tokens(tokens, file, line, templates, " ".join(tokens))
-        if found and found.engine == "tgi" and env:
-            return _with_tgi_env(found, tokens, env, file=file, line=line, templates=templates)
-        return found
+        return _from_tokens(tokens, file, line, templates, " ".join(tokens), env)
     if has_entrypoint:
         return None
     if "vllm-openai" in image:
@@ -468,17 +469,6 @@ def _tgi_env_argv(tokens: list[str], env: dict[str, str]) -> list[str]:
         if var in env and flag not in given:
             argv += [flag, env[var]]
     return argv
-
-
-def _with_tgi_env(found: Found, tokens: list[str], env: dict[str, str], *, file: str, line: int,
-                  templates: Templates) -> Found:
-    entry = _entrypoint(tokens)
-    assert entry is not None
-    extra = _tgi_env_argv(entry[1], env)
-    if not extra:
-        return found
-    return parse_args(entry[1] + extra, "tgi", file=file, line=line, templates=templates,
-                      text=found.text + " (+ env " + " ".join(extra) + ")")
 
 
 def _k8s_env(container: Any) -> dict[str, str]:

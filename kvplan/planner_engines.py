@@ -273,10 +273,10 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     prefill = opts.get("max_num_batched_tokens") or lengths.prefill_tokens
     if not opts.get("max_num_batched_tokens"):
         problems.append(Problem(
-            code="tgi-default-prefill", severity="warning" if "assumed" in lengths.how else "info",
+            code="tgi-default-prefill", severity="warning" if lengths.assumed else "info",
             message=f"TGI's launcher sets --max-batch-prefill-tokens to {prefill:,} ({lengths.how}); "
             "the warm-up prefills that many tokens, so its activation peak is sized from it"
-            + ("; pass --max-num-batched-tokens with the value the launcher logs" if "assumed" in lengths.how else "")))
+            + ("; pass --max-num-batched-tokens with the value the launcher logs" if lengths.assumed else "")))
     model_max = m.max_position_embeddings or prefill
     max_total = opts.get("max_model_len")
     if max_total and max_total > model_max:

@@ -178,6 +178,7 @@ class Lengths:
     max_total_tokens: int | None
     prefill_tokens: int
     how: str  # how the default prefill was chosen
+    assumed: bool = False  # the launcher reads config keys kvplan does not keep
 
 
 def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int], launch: Launcher,
@@ -189,9 +190,10 @@ def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int], launch: 
     max_pos = m.max_position_embeddings or 4096
     if era.defaults == "3.x":
         prefill, how = default_prefill_3x(m, launch)
-        if _launcher_mlp(m) is None:
+        assumed = _launcher_mlp(m) is None
+        if assumed:
             how += "; assumed: the launcher reads raw MoE keys kvplan does not keep for this family"
-        return Lengths(max_input_tokens, None, prefill, how)
+        return Lengths(max_input_tokens, None, prefill, how, assumed)
     if v < DEFAULTS_2X_FROM:
         return Lengths(max_input_tokens or 1024, 2048, 4096, "1.x launcher default")
     inp = max_input_tokens or min(max_pos - 1, 4095)
