@@ -33,7 +33,7 @@ from .specs import (
     StageBreakdown,
     Workload,
 )
-from .weights import parameter_count, weights_bytes_per_stage
+from .weights import WeightMemory, parameter_count, weight_memory_per_stage
 
 KNOBS = {
     "sglang": {"tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
@@ -58,6 +58,13 @@ UNSUPPORTED_KNOBS = {
 }
 TGI_MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 
+
+
+def _heaviest_stage(m: ModelSpec, tp: int, pp: int, dtype: str, quant: QuantSpec | None) -> WeightMemory:
+    """The PP stage whose weights hold the most device memory. SGLang and TGI see weights as
+    the drop in free memory, i.e. the caching allocator's reserved segments."""
+    return max(weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant),
+               key=lambda w: w.reserved_bytes)
 
 def _check_knobs(engine: str, opts: dict[str, Any]) -> None:
     bad = sorted(k for k in opts if k in UNSUPPORTED_KNOBS[engine] and opts[k] not in (None, False))
@@ -159,7 +166,8 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
     if ctx > model_ctx:
         raise InvalidInputError(f"--context-length {ctx} exceeds the model's {model_ctx} tokens",
                                 hint="SGLang refuses it unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
-    weights = max(weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=quant))
+    wm = _heaviest_stage(m, tp, pp, dep.dtype, quant)
+    weights = wm.reserved_bytes
     layers = math.ceil(m.num_layers / pp)
     runtime_dep = dep.model_copy(update={"max_num_batched_tokens": chunked,
                                          "max_num_seqs": min(decode_bs * 2, 4096)})
@@ -167,8 +175,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
     graphs = vllm.cudagraph_bytes(runtime_dep.model_copy(update={"max_num_seqs": decode_bs}), layers)
 
     def run(f_: float, tp_: int = tp) -> sglang.SglangResult:
-        w = weights if tp_ == tp else max(weights_bytes_per_stage(
-            m, tp=tp_, pp=pp, dtype=dep.dtype, quant=quant))
+        w = weights if tp_ == tp else _heaviest_stage(m, tp_, pp, dep.dtype, quant).reserved_bytes
         return sglang.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w,
                                   kv_dtype=dep.kv_cache_dtype, mem_fraction=f_, ctx=ctx,
                                   chunked=chunked, runtime_bytes=activation + graphs,
@@ -227,7 +234,8 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
     defaults = {"max_model_len": (ctx, "model-config"), "max_num_seqs": (seqs, "engine-default"),
                 "max_num_batched_tokens": (chunked, "engine-default"),
                 "gpu_memory_utilization": (f, "engine-default")}
-    stage = StageBreakdown(layers=m.num_layers // pp, weights_bytes=weights, activation_bytes=activation,
+    stage = StageBreakdown(layers=m.num_layers // pp, weights_bytes=weights,
+                           weights_tensor_bytes=wm.tensor_bytes, activation_bytes=activation,
                            non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
                            kv_cache_bytes=kv_bytes, num_blocks=res.tokens)
     return Plan(
@@ -243,7 +251,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(
             total_bytes=total, budget_bytes=math.floor(f * res.free_before_bytes), weights_bytes=weights,
-            activation_bytes=activation, non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
+            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=activation, non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
             cudagraph_in_budget=False, kv_cache_bytes=kv_bytes,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"], stages=[stage]),
         kv_cache=KvCache(bytes_per_token=res.cell_bytes, bytes_per_block=res.cell_bytes,
@@ -291,7 +299,8 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
         raise InvalidInputError(f"--max-batch-prefill-tokens {prefill} must be at least "
                                 f"--max-input-tokens {max_input} (TGI's launcher refuses to start)",
                                 hint="raise --max-batch-prefill-tokens")
-    weights = max(weights_bytes_per_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=quant))
+    wm = _heaviest_stage(m, tp, 1, dep.dtype, quant)
+    weights = wm.reserved_bytes
     cc = _capability(g)
     block = tgi.block_size(m, era, cc)
     warm_dep = dep.model_copy(update={"max_num_batched_tokens": prefill, "max_num_seqs": 1,
@@ -305,8 +314,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     warmup = warmup_peak(tp)
 
     def run(f_: float, tp_: int = tp) -> tgi.TgiResult:
-        w = weights if tp_ == tp else max(weights_bytes_per_stage(
-            m, tp=tp_, pp=1, dtype=dep.dtype, quant=quant))
+        w = weights if tp_ == tp else _heaviest_stage(m, tp_, 1, dep.dtype, quant).reserved_bytes
         return tgi.plan_memory(m, era, total_bytes=total, tp=tp_, weights_bytes=w,
                                warmup_peak_bytes=warmup if tp_ == tp else warmup_peak(tp_),
                                kv_dtype=dep.kv_cache_dtype, fraction=f_, prefill_tokens=prefill,
@@ -361,7 +369,8 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                 "max_num_batched_tokens": (prefill, "engine-default"),
                 "gpu_memory_utilization": (f, "engine-default")}
     context = tgi.context_bytes(tp, block)
-    stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, activation_bytes=warmup,
+    stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, weights_tensor_bytes=wm.tensor_bytes,
+                           activation_bytes=warmup,
                            non_torch_bytes=context, cudagraph_bytes=0,
                            kv_cache_bytes=max(0, res.kv_bytes), num_blocks=res.tokens // res.block_size)
     return Plan(
@@ -376,7 +385,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(
             total_bytes=total, budget_bytes=res.budget_bytes, weights_bytes=weights,
-            activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0, cudagraph_in_budget=False,
+            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0, cudagraph_in_budget=False,
             kv_cache_bytes=max(0, res.kv_bytes),
             estimated=["activation_bytes", "non_torch_bytes"], stages=[stage]),
         kv_cache=KvCache(bytes_per_token=res.bytes_per_token, bytes_per_block=res.bytes_per_token * res.block_size,

@@ -66,7 +66,9 @@ def plan_table(plan: Plan, console: Console) -> None:
     t.add_row("budget", _gib(mem.budget_bytes),
               budget_note.format(util=d["gpu_memory_utilization"].value))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
-    t.add_row("  weights", _gib(mem.weights_bytes), f"exact from {origin} (+ RoPE cache)")
+    rounding_mib = (mem.weights_bytes - mem.weights_tensor_bytes) / 2**20
+    rounding = f", {rounding_mib:,.0f} MiB rounding" if rounding_mib >= 0.5 else ""
+    t.add_row("  weights", _gib(mem.weights_bytes), f"exact: {origin}, RoPE{rounding}")
     t.add_row("  activation peak", _gib(mem.activation_bytes), act_note)
     t.add_row("  non-torch", _gib(mem.non_torch_bytes), nt_note)
     if eng != "tgi":

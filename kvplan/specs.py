@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.2"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI
+SCHEMA_VERSION = "1.3"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+# 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -302,6 +303,7 @@ class StageBreakdown(BaseModel):
 
     layers: int
     weights_bytes: int
+    weights_tensor_bytes: int
     activation_bytes: int
     non_torch_bytes: int
     cudagraph_bytes: int
@@ -314,7 +316,11 @@ class MemoryBreakdown(BaseModel):
 
     total_bytes: int = Field(description="device total as cudaMemGetInfo reports it")
     budget_bytes: int = Field(description="ceil(total × gpu_memory_utilization)")
-    weights_bytes: int
+    weights_bytes: int = Field(
+        description="weights and RoPE cache as the engine measures them through PyTorch's caching "
+        "allocator: allocated blocks (vLLM) or reserved segments (SGLang, TGI)")
+    weights_tensor_bytes: int = Field(
+        description="the same tensors' own bytes; weights_bytes minus this is allocator rounding")
     activation_bytes: int = Field(description="profile-run activation peak (estimate)")
     non_torch_bytes: int = Field(description="non-torch growth during start-up (estimate)")
     cudagraph_bytes: int = Field(

@@ -10,10 +10,12 @@ K/V projections keep max(1, kv_heads // tp) heads per rank, i.e. replicate when 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .allocator import CachingAllocator
 from .checkpoint import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -300,9 +302,9 @@ def _is_ignored(name: str, q: QuantSpec) -> bool:
 MXFP4_PAD_HIDDEN, MXFP4_PAD_INTERMEDIATE = 256, 128
 
 
-def _quantized_bytes(t: Tensor, rows: int, cols: int, q: QuantSpec) -> int:
-    """Bytes of one quantized shard [rows = out, cols = in] (ENGINE_MEMORY §1.8, vLLM's
-    quantization/*.py create_weights):
+def _quantized_parts(t: Tensor, rows: int, cols: int, q: QuantSpec) -> tuple[int, ...]:
+    """Bytes of each tensor vLLM creates for one quantized shard [rows = out, cols = in],
+    payload first (ENGINE_MEMORY §1.8, vLLM's quantization/*.py create_weights):
     fp8: 1 B/element + fp32 scales per 128×128 block, per output channel, or per tensor
     (+ a static input scale); int8 (w8a8): 1 B + fp32 per-channel scales;
     awq/gptq/w4a16: bits/8 B per element + 16-bit scales per group of `group_size` inputs
@@ -319,11 +321,11 @@ def _quantized_bytes(t: Tensor, rows: int, cols: int, q: QuantSpec) -> int:
             scales = rows
         else:
             scales = 1 + int(q.static_input_scale)
-        return n + 4 * scales
+        return n, 4 * scales
     if q.method == "int8":
-        return n + 4 * (rows if q.per_channel else 1)
+        return n, 4 * (rows if q.per_channel else 1)
     if q.method == "nvfp4":
-        return n // 2 + cdiv(n, 16) + 8
+        return n // 2, cdiv(n, 16), 8
     if q.method == "mxfp4":
         per_expert_rows = rows // t.experts
         if "w13" in t.name:  # w13: rows = 2 × intermediate shard, cols = hidden
@@ -333,30 +335,31 @@ def _quantized_bytes(t: Tensor, rows: int, cols: int, q: QuantSpec) -> int:
             per_expert_rows = _round_up(per_expert_rows, MXFP4_PAD_HIDDEN)
             cols = _round_up(cols, MXFP4_PAD_INTERMEDIATE)
         padded = t.experts * per_expert_rows * cols
-        return padded // 2 + cdiv(padded, 32)
+        return padded // 2, cdiv(padded, 32)
     # awq / gptq / w4a16: packed integers, 16-bit group scales, optional zeros and g_idx.
     groups = cdiv(cols, q.group_size) if q.group_size else 1
     packed = cdiv(n * q.weight_bits, 8)
     scales = 2 * rows * groups
     zeros = cdiv(rows * groups * q.weight_bits, 8) if q.zero_points else 0
     g_idx = 4 * cols if q.act_order else 0
-    return packed + scales + zeros + g_idx
+    return packed, scales, zeros, g_idx
 
 
 def _round_up(x: int, k: int) -> int:
     return cdiv(x, k) * k
 
 
-def _tensor_bytes(t: Tensor, rows: int, cols: int, dtype_bytes: int, q: QuantSpec | None) -> int:
-    """Bytes of one shard: quantized linear/expert weights by their format, everything else
-    (embeddings, norms, biases, routers, vision tower, ignored modules) in the model dtype or
-    the tensor's fixed dtype."""
+def _tensor_parts(t: Tensor, rows: int, cols: int, dtype_bytes: int,
+                  q: QuantSpec | None) -> tuple[int, ...]:
+    """Bytes of one shard, one entry per tensor vLLM creates for it: a quantized linear/expert
+    weight by its format (payload, scales, …); everything else (embeddings, norms, biases,
+    routers, vision tower, ignored modules) one tensor in the model dtype or its fixed dtype."""
     if t.dtype is not None:
-        return rows * cols * DTYPE_BYTES[t.dtype]
+        return (rows * cols * DTYPE_BYTES[t.dtype],)
     quantizable = t.kind == "expert" or (t.kind == "linear" and not (q and q.experts_only))
     if q is None or not quantizable or _is_ignored(t.name, q):
-        return rows * cols * dtype_bytes
-    return _quantized_bytes(t, rows, cols, q)
+        return (rows * cols * dtype_bytes,)
+    return _quantized_parts(t, rows, cols, q)
 
 
 def mla_dequantized_copy_bytes(m: ModelSpec, tp: int, quant: QuantSpec | None, dtype: str) -> int:
@@ -388,39 +391,136 @@ def _expert_parallel(t: Tensor, ep: int) -> Tensor:
     return Tensor(t.name, t.kind, t.rows // t.experts * local, t.cols, "none", t.layer, local, t.dtype)
 
 
-def weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
-                            quant: QuantSpec | None, ep: int = 1) -> list[int]:
-    """Weight bytes on one TP rank of each PP stage, including the RoPE cache buffer.
+# vLLM loads these checkpoint/enumerated tensors into one fused parameter each:
+# QKVParallelLinear (q/k/v), MergedColumnParallelLinear (gate/up; MLA's q_a and kv_a, as
+# fused_qkv_a_proj in deepseek_v2.py), FusedMoE (every expert's w1/w3 → w13, w2 → w2).
+_FUSED = [
+    (re.compile(r"\.experts\.\d+\.(gate_proj|up_proj|w1|w3)\b"), ".experts.w13"),
+    (re.compile(r"\.experts\.\d+\.(down_proj|w2)\b"), ".experts.w2"),
+    (re.compile(r"\.[qkv]_proj\b"), ".qkv_proj"),
+    (re.compile(r"\.(q_a_proj|kv_a_proj_with_mqa)\b"), ".fused_qkv_a_proj"),
+    (re.compile(r"\.(gate|up)_proj\b"), ".gate_up_proj"),
+]
+
+
+def fused_name(name: str) -> str:
+    """The vLLM parameter that tensor `name` is loaded into (itself when not fused)."""
+    for pattern, repl in _FUSED:
+        name = pattern.sub(repl, name)
+    return name
+
+
+ROPE_BUILD = -1  # marker in an allocation sequence: the RoPE cache is built here
+
+
+def _fuse(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[int]]:
+    """Fused parameters in creation order (where the first of their tensors appears), each
+    with its bytes per part (payload, scales, …) summed over the tensors fused into it."""
+    fused: dict[str, list[int]] = {}
+    for name, parts in parts_by_name:
+        have = fused.setdefault(fused_name(name), [])
+        have.extend([0] * (len(parts) - len(have)))
+        for k, b in enumerate(parts):
+            have[k] += b
+    return fused
+
+
+def _rope_build(a: CachingAllocator, m: ModelSpec, dtype: str) -> None:
+    """vLLM's RotaryEmbedding.__init__ on the device (rotary_embedding/base.py): t = arange(P)
+    fp32, freqs = t ⊗ inv_freq [P, R/2] fp32, cos, sin, cache = cat(cos, sin) [P, R] fp32; the
+    locals are freed on return, then cache.to(dtype) is allocated and the fp32 cache freed."""
+    p, r = m.rope_cache_positions, m.rotary_dim
+    if not p or not r:
+        return
+    temps = [a.malloc(n) for n in (p * 4, p * r // 2 * 4, p * r // 2 * 4, p * r // 2 * 4)]
+    cache = a.malloc(p * r * 4)
+    for h in temps:
+        a.free(h)
+    if DTYPE_BYTES[dtype] != 4:
+        a.malloc(p * r * DTYPE_BYTES[dtype])
+        a.free(cache)
+
+
+def replay_allocations(m: ModelSpec, sizes: list[int], dtype: str) -> CachingAllocator:
+    """Allocate `sizes` in order on an empty caching allocator (ROPE_BUILD builds the RoPE
+    cache there); the allocator reports allocated and reserved bytes."""
+    a = CachingAllocator()
+    for n in sizes:
+        if n == ROPE_BUILD:
+            _rope_build(a, m, dtype)
+        else:
+            a.malloc(n)
+    return a
+
+
+def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
+                      quant: QuantSpec | None, ep: int = 1) -> list[list[int]]:
+    """Per PP stage, the bytes of each tensor one TP rank allocates while vLLM builds the model,
+    in creation order, with ROPE_BUILD after the stage's first attention layer's projections.
 
     The embedding sits on the first stage and the LM head on the last; with tied embeddings
     and pp > 1 the last stage builds its own copy (vllm/model_executor/models/llama.py).
-    `ep` > 1: expert parallelism over that many ranks (TP × DP)."""
+    `ep` > 1: expert parallelism over that many ranks (TP × DP). MLA with a quantized kv_b_proj
+    adds its dequantized copy per layer after loading."""
     if m.weights_from == "headers" and m.checkpoint is not None:
-        return header_weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=dtype)
+        return header_stage_allocations(m, tp=tp, pp=pp, dtype=dtype)
     ranges = pp_layer_ranges(m.num_layers, pp)
     stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
-    per_stage = [0] * pp
+    named: list[list[tuple[str, tuple[int, ...]]]] = [[] for _ in range(pp)]
     dtype_bytes = DTYPE_BYTES[dtype]
     for t in tensors(m):
         if m.moe is not None:
             t = _expert_parallel(t, ep)
         rows, cols = _shard_rows(t, m, tp)
-        b = _tensor_bytes(t, rows, cols, dtype_bytes, quant)
+        item = (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))
         if t.layer is not None:
-            per_stage[stage_of[t.layer]] += b
+            named[stage_of[t.layer]].append(item)
         elif t.kind == "embedding":
-            per_stage[0] += b
+            named[0].insert(0, item)
             if m.tie_word_embeddings and pp > 1:
-                per_stage[-1] += b
+                named[-1].append(("lm_head", item[1]))
         elif t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
-            per_stage[0] += b  # the encoder runs on the first stage
+            named[0].append(item)  # the encoder runs on the first stage
         else:  # final norm, lm_head
-            per_stage[-1] += b
+            named[-1].append(item)
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
-    for s, r in enumerate(ranges):
-        per_stage[s] += mla_copy * len(r)
+    out = []
+    for s, items in enumerate(named):
+        sizes: list[int] = []
+        rope_pending = True
+        for name, parts in _fuse(items).items():
+            sizes += [b for b in parts if b]
+            if rope_pending and name.endswith("o_proj"):
+                sizes.append(ROPE_BUILD)
+                rope_pending = False
+        if rope_pending:
+            sizes.append(ROPE_BUILD)
+        out.append(sizes + [mla_copy] * len(ranges[s]) if mla_copy else sizes)
+    return out
+
+
+@dataclass(frozen=True)
+class WeightMemory:
+    """One TP rank of one PP stage after the model is built, bytes."""
+
+    tensor_bytes: int  # the weight tensors and the RoPE cache themselves
+    allocated_bytes: int  # blocks holding them: torch.cuda.memory_allocated, vLLM's "Model loading took"
+    reserved_bytes: int  # segments holding them after empty_cache: the free-memory drop SGLang and TGI see
+
+
+def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
+                            quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
+    """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
+    PyTorch's caching allocator counts them after building the model (kvplan/allocator.py)."""
     rope = rope_cache_bytes(m, dtype)
-    return [w + rope for w in per_stage]
+    out = []
+    for sizes in stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep):
+        a = replay_allocations(m, sizes, dtype)
+        allocated = a.allocated_bytes
+        a.empty_cache()
+        tensor = sum(n for n in sizes if n != ROPE_BUILD) + (rope if ROPE_BUILD in sizes else 0)
+        out.append(WeightMemory(tensor, allocated, a.reserved_bytes))
+    return out
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
@@ -445,8 +545,10 @@ def _header_rank_elements(name: str, shape: tuple[int, ...], m: ModelSpec, tp: i
     return cdiv(numel, tp)
 
 
-def header_weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> list[int]:
-    """Weight bytes per PP stage from the safetensors tensor table (one TP rank), plus RoPE cache.
+def header_stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> list[list[int]]:
+    """Per PP stage, the bytes one TP rank allocates for the safetensors tensor table, fused as
+    vLLM fuses them, ordered by layer (the files list tensors alphabetically, vLLM builds them
+    layer by layer), with ROPE_BUILD after the first attention output projection.
 
     Floating tensors are cast to the run dtype (vLLM's --dtype); quantized payloads (int,
     fp8, packed uint8) and quantization scales keep their stored dtype. Decoder layers go to
@@ -455,22 +557,34 @@ def header_weights_bytes_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str
     to an even TP split."""
     assert m.checkpoint is not None
     stage_of = {layer: s for s, r in enumerate(pp_layer_ranges(m.num_layers, pp)) for layer in r}
-    per_stage = [0] * pp
+    named: list[list[tuple[int, str, tuple[int, ...]]]] = [[] for _ in range(pp)]
     run_bytes = DTYPE_BYTES[dtype]
     for name, (st_dtype, shape) in m.checkpoint.tensors.items():
         if skipped_by_vllm(name, m):
             continue
         elem = (run_bytes if st_dtype in FLOAT_DTYPES and not is_scale(name)
                 else SAFETENSORS_DTYPE_BYTES[st_dtype])
-        b = _header_rank_elements(name, shape, m, tp) * elem
+        item = (_header_rank_elements(name, shape, m, tp) * elem,)
         layer = layer_of(name)
         if layer is not None:
-            per_stage[stage_of[layer]] += b
+            named[stage_of[layer]].append((layer, name, item))
         elif is_encoder(name) or "embed" in name or "wte" in name:
-            per_stage[0] += b
+            named[0].append((-1, name, item))
             if pp > 1 and m.tie_word_embeddings and not is_encoder(name):
-                per_stage[-1] += b
+                named[-1].append((m.num_layers, name, item))
         else:
-            per_stage[-1] += b
-    rope = rope_cache_bytes(m, dtype)
-    return [w + rope for w in per_stage]
+            named[-1].append((m.num_layers, name, item))
+    out = []
+    for items in named:
+        items.sort(key=lambda x: x[0])  # stable: file order within a layer
+        sizes: list[int] = []
+        rope_pending = True
+        for name, parts in _fuse([(n, p) for _, n, p in items]).items():
+            sizes += [b for b in parts if b]
+            if rope_pending and name.removesuffix(".weight").endswith("o_proj"):
+                sizes.append(ROPE_BUILD)
+                rope_pending = False
+        if rope_pending:
+            sizes.append(ROPE_BUILD)
+        out.append(sizes)
+    return out

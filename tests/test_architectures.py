@@ -17,7 +17,7 @@ from kvplan.kv import kv_layout, layer_specs
 from kvplan.units import GiB, MiB
 
 KiB = 1024
-from kvplan.weights import weights_bytes_per_stage
+from kvplan.weights import weight_memory_per_stage
 
 
 def _model(ref):
@@ -147,9 +147,9 @@ def test_mixtral_8x7b_weights_at_tp2():
     m = _model("mistralai/Mixtral-8x7B-Instruct-v0.1")
     per_layer = (2 * 4096 * 4096 + 2 * 1024 * 4096) // 2 + 8 * 3 * 14336 * 4096 // 2 + 8 * 4096 + 2 * 4096
     expected = 2 * (2 * 32000 * 4096 // 2 + 32 * per_layer + 4096 + 32768 * 128)
-    (w,) = weights_bytes_per_stage(m, tp=2, pp=1, dtype="bfloat16", quant=None)
-    assert w == expected
-    assert abs(w / GiB - 43.51) / 43.51 < 0.005
+    (w,) = weight_memory_per_stage(m, tp=2, pp=1, dtype="bfloat16", quant=None)
+    assert w.tensor_bytes == expected
+    assert abs(w.allocated_bytes / GiB - 43.51) / 43.51 < 0.001
 
 
 def test_llama_8b_fp8_checkpoint_is_8_49_gib():
@@ -159,9 +159,9 @@ def test_llama_8b_fp8_checkpoint_is_8_49_gib():
         "quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
             "num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True}}}})
-    (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
-    assert w == LLAMA8B_LINEAR_PARAMS + 4 * LLAMA8B_LINEAR_ROWS + LLAMA8B_BF16_REST
-    assert round(w / GiB, 2) == 8.49
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
+    assert w.tensor_bytes == LLAMA8B_LINEAR_PARAMS + 4 * LLAMA8B_LINEAR_ROWS + LLAMA8B_BF16_REST
+    assert round(w.allocated_bytes / GiB, 2) == 8.49
 
 
 def test_llama_8b_w4a16_is_about_5_4_gib():
@@ -171,9 +171,9 @@ def test_llama_8b_w4a16_is_about_5_4_gib():
         "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
             "num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}}}})
-    (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
-    assert w == LLAMA8B_LINEAR_PARAMS // 2 + LLAMA8B_LINEAR_PARAMS // 64 + LLAMA8B_BF16_REST
-    assert abs(w / GiB - 5.38) / 5.38 < 0.01
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
+    assert w.tensor_bytes == LLAMA8B_LINEAR_PARAMS // 2 + LLAMA8B_LINEAR_PARAMS // 64 + LLAMA8B_BF16_REST
+    assert abs(w.allocated_bytes / GiB - 5.38) / 5.38 < 0.01
 
 
 @pytest.mark.parametrize("qc,per_weight", [
@@ -184,16 +184,16 @@ def test_llama_8b_w4a16_is_about_5_4_gib():
 def test_integer_formats_bytes_per_weight(qc, per_weight):
     """ENGINE_MEMORY §1.8 table: AWQ 0.5 + 2.5/g, GPTQ 4-bit symmetric 0.5 + 2/g, 8-bit 1 + 2/g."""
     m = _llama8b_cfg(quantization_config=qc, torch_dtype="float16")
-    (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="float16", quant=m.quantization)
-    assert w - LLAMA8B_BF16_REST == LLAMA8B_LINEAR_PARAMS * per_weight
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="float16", quant=m.quantization)
+    assert w.tensor_bytes - LLAMA8B_BF16_REST == LLAMA8B_LINEAR_PARAMS * per_weight
 
 
 def test_gpt_oss_20b_mxfp4_weights_match_the_h100_log():
     """MXFP4 experts (½ B + 1/32 B e8m0 scale per weight) on matrices padded to 2944 × 3072,
     everything else bf16: vLLM 0.19.0 H100 log 13.64 GiB (calibration CSV)."""
     m = _model("openai/gpt-oss-20b")
-    (w,) = weights_bytes_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
-    assert abs(w / GiB - 13.64) / 13.64 < 0.01
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
+    assert abs(w.allocated_bytes / GiB - 13.64) / 13.64 < 0.01
 
 
 def test_expert_parallel_holds_whole_experts_on_fewer_ranks():
@@ -203,7 +203,8 @@ def test_expert_parallel_holds_whole_experts_on_fewer_ranks():
     no_ep = plan("Qwen/Qwen3-30B-A3B", "h100", **base)
     ep = plan("Qwen/Qwen3-30B-A3B", "h100", enable_expert_parallel=True, **base)
     expert = 3 * 768 * 2048 * 2
-    assert no_ep.memory.weights_bytes - ep.memory.weights_bytes == 48 * expert * (128 // 2 - 128 // 4)
+    assert (no_ep.memory.weights_tensor_bytes - ep.memory.weights_tensor_bytes
+            == 48 * expert * (128 // 2 - 128 // 4))
     assert "--enable-expert-parallel" in ep.command
 
 
@@ -325,4 +326,4 @@ def test_nemotron_h_plans_on_vllm():
     m = spec_from_config(NEMOTRON_H_8B, model_id="nvidia/Nemotron-H-8B-Base-8K", source="test")
     p = plan(m, "h100")
     assert p.fits and p.kv_cache.block_size == 1040
-    assert p.memory.weights_bytes == pytest.approx(8_100_852_736 * 2, rel=1e-3)
+    assert p.memory.weights_tensor_bytes == 8_100_852_736 * 2  # no RoPE: no cos/sin cache

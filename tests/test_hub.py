@@ -168,7 +168,7 @@ def test_awq_bytes_from_config_agree_with_the_headers(hub, capsys):
                 + 131072 * 128 * 2)
     assert expected == 5_761_409_024  # 5.37 GiB, vs 14.99 GiB for the bf16 checkpoint
     data, _ = plan_json(capsys, "acme/llama-awq", "--gpu", "l4")
-    assert data["memory"]["weights_bytes"] == expected
+    assert data["memory"]["weights_tensor_bytes"] == expected
     assert data["model"]["weights_from"] == "config"
     assert data["model"]["quantization"] == "awq"
     assert any(p["code"] == "headers-agree" for p in data["problems"])
@@ -183,7 +183,7 @@ def test_unmodelled_quantization_takes_its_bytes_from_the_headers(hub, capsys):
     h, v, layers = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
     expected = n + 4 * rows + 2 * (2 * v * h) + 2 * h * (2 * layers + 1) + 131072 * 128 * 2
     data, _ = plan_json(capsys, "acme/llama-fbgemm", "--gpu", "l4")
-    assert data["memory"]["weights_bytes"] == expected
+    assert data["memory"]["weights_tensor_bytes"] == expected
     assert data["model"]["weights_from"] == "headers"
     assert any(p["code"] == "weights-from-headers" for p in data["problems"])
     assert not any(p["code"] == "unmodelled-quantization" for p in data["problems"])
@@ -195,7 +195,8 @@ def test_awq_at_tp2_splits_every_linear(hub, capsys):
     rope = 131072 * 128 * 2
     # Everything but the replicated norms (2 B × 4096 × 65) and the RoPE cache halves.
     norms = 2 * 4096 * 65
-    assert two["memory"]["weights_bytes"] - rope - norms == (one["memory"]["weights_bytes"] - rope - norms) // 2
+    assert (two["memory"]["weights_tensor_bytes"] - rope - norms
+            == (one["memory"]["weights_tensor_bytes"] - rope - norms) // 2)
 
 
 def test_gated_repo_without_token_says_how_to_get_access(hub, capsys):
@@ -326,7 +327,7 @@ def test_local_awq_directory_reads_the_headers(capsys, tmp_path):
     cfg = {**_llama_cfg(), "torch_dtype": "float16", "quantization_config": AWQ_QC}
     d = _write_dir(tmp_path, cfg, awq_tensors(cfg), shards=3)
     data, _ = plan_json(capsys, str(d), "--gpu", "l4")
-    assert data["memory"]["weights_bytes"] == 5_761_409_024  # same hand-worked value as above
+    assert data["memory"]["weights_tensor_bytes"] == 5_761_409_024  # same hand-worked value as above
     assert any(p["code"] == "headers-agree" for p in data["problems"])
     assert data["command"].startswith(f"vllm serve {d} ")
 
@@ -348,7 +349,8 @@ def test_local_headers_that_disagree_with_the_config_win(capsys, tmp_path):
     warn = next(p for p in data["problems"] if p["code"] == "config-disagrees-with-headers")
     assert "2.6%" in warn["message"] and data["model"]["weights_from"] == "headers"
     baseline, _ = plan_json(capsys, LLAMA, "--gpu", "h100")
-    assert data["memory"]["weights_bytes"] - baseline["memory"]["weights_bytes"] == 4096 * 50_000 * 2
+    extra = data["memory"]["weights_tensor_bytes"] - baseline["memory"]["weights_tensor_bytes"]
+    assert extra == 4096 * 50_000 * 2
 
 
 def test_local_corrupt_header_is_named(capsys, tmp_path):

@@ -16,7 +16,7 @@ from ..errors import InvalidInputError
 from ..kv import KvLayout, kv_layout, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
 from ..units import DTYPE_ALIASES, DTYPE_BYTES, GiB, MiB, cdiv
-from ..weights import pp_layer_ranges, weights_bytes_per_stage
+from ..weights import pp_layer_ranges, weight_memory_per_stage
 
 # ------------------------------------------------------------------------ eras
 
@@ -480,6 +480,7 @@ class StageMemory:
     layout: KvLayout
     bytes_per_token: int  # Σ over this stage's attention layers, one GPU
     num_blocks: int
+    weights_tensor_bytes: int  # weights_bytes before the caching allocator's rounding
 
     @property
     def bytes_per_block(self) -> int:
@@ -549,7 +550,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
     ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
-    weights = weights_bytes_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
+    weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
     stages = []
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
@@ -559,15 +560,15 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:
-            kv = requested - weights[s] - act - nt - (graphs if era.cudagraph_in_budget else 0)
+            kv = requested - weights[s].allocated_bytes - act - nt - (graphs if era.cudagraph_in_budget else 0)
         specs = layer_specs(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype, state_dtype=d.dtype,
                             hybrid_manager=d.hybrid_kv_cache_manager)
         layout = kv_layout(specs, block_size=d.block_size,
                            block_size_fixed=d.sources.get("block_size") == "cli",
                            group_rule=era.group_rule)
-        stages.append(StageMemory(layers, weights[s], act, nt, graphs, kv, layout,
+        stages.append(StageMemory(layers, weights[s].allocated_bytes, act, nt, graphs, kv, layout,
                                   sum(x.bytes_per_token for x in specs),
-                                  max(0, kv) // layout.bytes_per_block))
+                                  max(0, kv) // layout.bytes_per_block, weights[s].tensor_bytes))
     worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
     num_blocks = worst.num_blocks
     flight, mamba_pages = in_flight_tokens(d, era), mamba_pages_per_request(d, era)

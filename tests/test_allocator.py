@@ -1,0 +1,97 @@
+"""PyTorch's CUDA caching allocator, replayed (kvplan/allocator.py). Expected values are worked
+by hand from the rules in pytorch c10/cuda/CUDACachingAllocator.cpp."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvplan.allocator import CachingAllocator, replay, round_size, segment_size
+
+MiB = 2**20
+
+
+def test_sizes_round_to_512_bytes():
+    assert [round_size(n) for n in (1, 512, 513, 7168)] == [512, 512, 1024, 7168]
+
+
+def test_segment_sizes_by_request():
+    """≤ 1 MiB: a 2 MiB small segment; 1–10 MiB: a 20 MiB segment; ≥ 10 MiB: rounded to 2 MiB."""
+    assert segment_size(MiB) == 2 * MiB
+    assert segment_size(MiB + 512) == 20 * MiB
+    assert segment_size(10 * MiB) == 10 * MiB
+    assert segment_size(259 * MiB) == 260 * MiB
+
+
+def test_a_remainder_of_one_mib_is_not_split_off():
+    """Qwen2.5-7B's gate_up_proj, 259 MiB: segment 260 MiB, remainder 1 MiB is not > 1 MiB,
+    so the whole block is handed out and counted."""
+    assert replay([259 * MiB]) == (260 * MiB, 260 * MiB)
+
+
+def test_a_larger_remainder_is_split_and_not_counted():
+    """o_proj, 24.5 MiB: segment 26 MiB, the 1.5 MiB remainder is split off and stays cached."""
+    assert replay([int(24.5 * MiB)]) == (int(24.5 * MiB), 26 * MiB)
+
+
+def test_mid_size_requests_share_a_20_mib_segment():
+    assert replay([3 * MiB, 3 * MiB]) == (6 * MiB, 20 * MiB)
+
+
+def test_small_requests_share_a_2_mib_segment():
+    assert replay([7168] * 3) == (3 * 7168, 2 * MiB)
+
+
+def test_freed_neighbours_merge_and_serve_a_larger_request():
+    """Two 8 MiB blocks in one 20 MiB segment, both freed: they merge with the 4 MiB tail into
+    20 MiB, which serves a 19 MiB request (1 MiB left, not split: counted as 20 MiB)."""
+    a = CachingAllocator()
+    x, y = a.malloc(8 * MiB), a.malloc(8 * MiB)
+    a.free(x)
+    a.free(y)
+    assert a.allocated_bytes == 0
+    a.malloc(19 * MiB)
+    assert (a.allocated_bytes, a.reserved_bytes) == (20 * MiB, 20 * MiB)
+
+
+def test_best_fit_takes_the_smallest_block_that_fits():
+    a = CachingAllocator()
+    big, small = a.malloc(40 * MiB), a.malloc(16 * MiB)
+    a.free(big)
+    a.free(small)
+    a.malloc(12 * MiB)  # from the 16 MiB block (4 MiB split off), not the 40 MiB one
+    a.malloc(40 * MiB)
+    assert a.reserved_bytes == 56 * MiB
+
+
+def test_empty_cache_releases_only_segments_without_live_blocks():
+    a = CachingAllocator()
+    keep, drop = a.malloc(3 * MiB), a.malloc(30 * MiB)
+    a.free(drop)
+    a.empty_cache()
+    assert a.reserved_bytes == 20 * MiB
+    a.free(keep)
+    a.empty_cache()
+    assert a.reserved_bytes == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 300 * MiB), max_size=40))
+def test_counts_bound_the_request_bytes(sizes):
+    """Each request costs at least its size and at most 1 MiB more (an unsplit remainder);
+    reserved covers allocated."""
+    allocated, reserved = replay(sizes)
+    assert sum(sizes) <= allocated <= sum(round_size(n) for n in sizes) + len(sizes) * MiB
+    assert reserved >= allocated
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 64 * MiB), min_size=1, max_size=30), st.data())
+def test_freeing_everything_returns_to_zero(sizes, data):
+    a = CachingAllocator()
+    handles = [a.malloc(n) for n in sizes]
+    for h in data.draw(st.permutations(handles)):
+        a.free(h)
+    assert a.allocated_bytes == 0
+    a.empty_cache()
+    assert a.reserved_bytes == 0
