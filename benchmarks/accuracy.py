@@ -269,6 +269,27 @@ def run_tgi() -> tuple[list[str], list[float]]:
     return lines + ["", *notes], errors
 
 
+def allocator_line() -> str:
+    """How kvplan's caching-allocator replay (the weights column) compares with PyTorch's own
+    allocator on a GPU (benchmarks/allocator_check.py; measured file in benchmarks/data)."""
+    from allocator_check import DATA, decode
+
+    from kvplan.weights import replay_allocations
+
+    data = json.loads(DATA.read_text())
+    exact = 0
+    for r in data["configs"]:
+        a = replay_allocations(decode(r["sizes"]), r["dtype"], r["rope_positions"], r["rotary_dim"])
+        allocated = a.allocated_bytes
+        a.empty_cache()
+        exact += allocated == r["allocated"] and a.reserved_bytes == r["reserved"]
+    run = data["run"]
+    return (f"Weights are replayed through PyTorch's caching allocator (`kvplan/allocator.py`). Against "
+            f"the real allocator (PyTorch {run['torch']}, {run['gpu']}, `benchmarks/allocator_check.py`), "
+            f"allocated and reserved bytes are byte-exact for {exact} of {len(data['configs'])} "
+            "bundled-model configurations.")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--update-readme", action="store_true")
@@ -290,6 +311,7 @@ def main() -> None:
         f"TGI: replayed {len(tg_errors)} public start-up logs (`benchmarks/data/tgi_logs.csv`) with "
         "their version, GPU, shards and launcher lengths; error = (kvplan − log) / log.",
         "", *tg_table, "", TGI_GAP])
+    text += "\n\n" + allocator_line()
     print(text)
     if args.update_readme:
         readme = README.read_text()

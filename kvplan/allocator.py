@@ -51,7 +51,7 @@ def segment_size(nbytes: int) -> int:
     return -(-nbytes // ROUND_LARGE_BYTES) * ROUND_LARGE_BYTES
 
 
-@dataclass
+@dataclass(eq=False)  # blocks are compared by identity
 class _Block:
     segment: int
     offset: int
@@ -96,7 +96,7 @@ class CachingAllocator:
             block = _Block(seg, 0, segment_size(size))
             self._segments.append(_Segment(block.size, small, [block]))
         remaining = block.size - size
-        if remaining >= MIN_BLOCK_BYTES if small else remaining > SMALL_REQUEST_BYTES:
+        if (remaining >= MIN_BLOCK_BYTES) if small else (remaining > SMALL_REQUEST_BYTES):
             rest = _Block(seg, block.offset + size, remaining)
             blocks = self._segments[seg].blocks
             blocks.insert(blocks.index(block) + 1, rest)

@@ -425,11 +425,12 @@ def _fuse(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[in
     return fused
 
 
-def _rope_build(a: CachingAllocator, m: ModelSpec, dtype: str) -> None:
+def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str) -> None:
     """vLLM's RotaryEmbedding.__init__ on the device (rotary_embedding/base.py): t = arange(P)
     fp32, freqs = t ⊗ inv_freq [P, R/2] fp32, cos, sin, cache = cat(cos, sin) [P, R] fp32; the
-    locals are freed on return, then cache.to(dtype) is allocated and the fp32 cache freed."""
-    p, r = m.rope_cache_positions, m.rotary_dim
+    locals are freed on return, then cache.to(dtype) is allocated and the fp32 cache freed.
+    (inv_freq and its temporaries are a few hundred bytes in the small pool.)"""
+    p, r = positions, rotary_dim
     if not p or not r:
         return
     temps = [a.malloc(n) for n in (p * 4, p * r // 2 * 4, p * r // 2 * 4, p * r // 2 * 4)]
@@ -441,13 +442,15 @@ def _rope_build(a: CachingAllocator, m: ModelSpec, dtype: str) -> None:
         a.free(cache)
 
 
-def replay_allocations(m: ModelSpec, sizes: list[int], dtype: str) -> CachingAllocator:
-    """Allocate `sizes` in order on an empty caching allocator (ROPE_BUILD builds the RoPE
-    cache there); the allocator reports allocated and reserved bytes."""
+def replay_allocations(sizes: list[int], dtype: str, rope_positions: int, rotary_dim: int) -> CachingAllocator:
+    """Allocate `sizes` in order on an empty caching allocator, building the RoPE cache
+    (rope_positions × rotary_dim, kept in `dtype`) at ROPE_BUILD; the allocator then reports
+    allocated and reserved bytes. Checked byte for byte against PyTorch 2.11 on an H200
+    (benchmarks/allocator_check.py, benchmarks/data/allocator_h200.json)."""
     a = CachingAllocator()
     for n in sizes:
         if n == ROPE_BUILD:
-            _rope_build(a, m, dtype)
+            _rope_build(a, rope_positions, rotary_dim, dtype)
         else:
             a.malloc(n)
     return a
@@ -515,7 +518,7 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     rope = rope_cache_bytes(m, dtype)
     out = []
     for sizes in stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep):
-        a = replay_allocations(m, sizes, dtype)
+        a = replay_allocations(sizes, dtype, m.rope_cache_positions, m.rotary_dim)
         allocated = a.allocated_bytes
         a.empty_cache()
         tensor = sum(n for n in sizes if n != ROPE_BUILD) + (rope if ROPE_BUILD in sizes else 0)

@@ -95,3 +95,24 @@ def test_freeing_everything_returns_to_zero(sizes, data):
     assert a.allocated_bytes == 0
     a.empty_cache()
     assert a.reserved_bytes == 0
+
+
+def test_replay_matches_pytorch_on_an_h200_byte_for_byte():
+    """benchmarks/data/allocator_h200.json: every bundled model at TP 1/2/4/8 that fits in
+    120 GiB (154 configurations), allocated with torch.empty in vLLM's build order on an H200
+    (PyTorch 2.11, benchmarks/allocator_check.py replay). memory_allocated() and, after
+    empty_cache(), memory_reserved() as measured there."""
+    import json
+    from pathlib import Path
+
+    from kvplan.weights import replay_allocations
+
+    data = json.loads((Path(__file__).parent.parent / "benchmarks/data/allocator_h200.json").read_text())
+    assert data["run"]["gpu"] == "NVIDIA H200" and len(data["configs"]) == 154
+    for r in data["configs"]:
+        s = r["sizes"]
+        sizes = s["head"] + s.get("body", []) * s.get("repeat", 0) + s.get("tail", [])
+        a = replay_allocations(sizes, r["dtype"], r["rope_positions"], r["rotary_dim"])
+        assert a.allocated_bytes == r["allocated"], r["label"]
+        a.empty_cache()
+        assert a.reserved_bytes == r["reserved"], r["label"]
