@@ -184,7 +184,9 @@ def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str, swa_pool: bool = True) -> t
     """(cell bytes per token, full-attention layers, SWA layers): MHA/GQA
     kv_heads_per_gpu × 2 × head_dim × layers × dt; MLA (kv_lora + rope) × layers × dt; hybrid
     SWA models count the sliding layers at swa_full_tokens_ratio (model_config.py); without
-    the SWA pool (before 0.5.3) every layer counts fully."""
+    the SWA pool (before 0.5.3) every layer counts fully. At 0.5.0rc0 the only hybrid pool is
+    opt-in (`--hybrid-kvcache-ratio`, Llama 4 only: configs/model_config.py is_hybrid_model,
+    read in the ikingye/sglang@3451f77e snapshot), so by default every layer is full there."""
     per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
     specs = layer_specs(m, range(m.num_layers), tp=tp, kv_dtype=kv_dtype, state_dtype=kv_dtype,
                         hybrid_manager=swa_pool)
