@@ -272,17 +272,10 @@ def run_tgi() -> tuple[list[str], list[float]]:
 def allocator_line() -> str:
     """How kvplan's caching-allocator replay (the weights column) compares with PyTorch's own
     allocator on a GPU (benchmarks/allocator_check.py; measured file in benchmarks/data)."""
-    from allocator_check import DATA, decode
-
-    from kvplan.weights import replay_allocations
+    from allocator_check import DATA, kvplan_counts
 
     data = json.loads(DATA.read_text())
-    exact = 0
-    for r in data["configs"]:
-        a = replay_allocations(decode(r["sizes"]), r["dtype"], r["rope_positions"], r["rotary_dim"])
-        allocated = a.allocated_bytes
-        a.empty_cache()
-        exact += allocated == r["allocated"] and a.reserved_bytes == r["reserved"]
+    exact = sum(kvplan_counts(r) == (r["allocated"], r["reserved"]) for r in data["configs"])
     run = data["run"]
     return (f"Weights are replayed through PyTorch's caching allocator (`kvplan/allocator.py`). Against "
             f"the real allocator (PyTorch {run['torch']}, {run['gpu']}, `benchmarks/allocator_check.py`), "

@@ -130,20 +130,26 @@ def replay(seqs_path: str, out_path: str) -> None:
     print(f"{header['gpu']}, torch {header['torch']}: {len(rows)} configurations measured")
 
 
-def compare(out_path: str = str(DATA)) -> None:
+def kvplan_counts(row: dict) -> tuple[int, int]:
+    """kvplan's (allocated, reserved after empty_cache) bytes for one measured configuration."""
     sys.path.insert(0, str(HERE.parent))
     from kvplan.weights import replay_allocations
 
+    a = replay_allocations(decode(row["sizes"]), row["dtype"], row["rope_positions"], row["rotary_dim"])
+    allocated = a.allocated_bytes
+    a.empty_cache()
+    return allocated, a.reserved_bytes
+
+
+def compare(out_path: str = str(DATA)) -> None:
     data = json.loads(Path(out_path).read_text())
     run = data["run"]
     print(f"{run['gpu']}, torch {run['torch']}, CUDA {run['cuda']}, driver {run['driver']}")
     print(f"{'configuration':56} {'kvplan − measured, MiB':>24}")
     exact = 0
     for r in data["configs"]:
-        a = replay_allocations(decode(r["sizes"]), r["dtype"], r["rope_positions"], r["rotary_dim"])
-        allocated = a.allocated_bytes
-        a.empty_cache()
-        da, dr = allocated - r["allocated"], a.reserved_bytes - r["reserved"]
+        allocated, reserved = kvplan_counts(r)
+        da, dr = allocated - r["allocated"], reserved - r["reserved"]
         exact += da == dr == 0
         print(f"{r['label']:56} allocated {da / 2**20:+8.3f} reserved {dr / 2**20:+8.3f}")
     print(f"byte-exact (allocated and reserved): {exact} of {len(data['configs'])} configurations")

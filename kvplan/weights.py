@@ -425,6 +425,18 @@ def _fuse(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[in
     return fused
 
 
+def _build_order(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> list[int]:
+    """One stage's allocation sizes: the fused parameters' parts in creation order, with
+    ROPE_BUILD after the first attention output projection (vLLM builds the rotary embedding
+    in the first attention layer's __init__, after its projections), or last if none."""
+    sizes: list[int] = []
+    for name, parts in _fuse(parts_by_name).items():
+        sizes += [b for b in parts if b]
+        if ROPE_BUILD not in sizes and name.removesuffix(".weight").endswith("o_proj"):
+            sizes.append(ROPE_BUILD)
+    return sizes if ROPE_BUILD in sizes else [*sizes, ROPE_BUILD]
+
+
 def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str) -> None:
     """vLLM's RotaryEmbedding.__init__ on the device (rotary_embedding/base.py): t = arange(P)
     fp32, freqs = t ⊗ inv_freq [P, R/2] fp32, cos, sin, cache = cat(cos, sin) [P, R] fp32; the
@@ -487,19 +499,8 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
         else:  # final norm, lm_head
             named[-1].append(item)
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
-    out = []
-    for s, items in enumerate(named):
-        sizes: list[int] = []
-        rope_pending = True
-        for name, parts in _fuse(items).items():
-            sizes += [b for b in parts if b]
-            if rope_pending and name.endswith("o_proj"):
-                sizes.append(ROPE_BUILD)
-                rope_pending = False
-        if rope_pending:
-            sizes.append(ROPE_BUILD)
-        out.append(sizes + [mla_copy] * len(ranges[s]) if mla_copy else sizes)
-    return out
+    return [_build_order(items) + [mla_copy] * len(ranges[s]) if mla_copy else _build_order(items)
+            for s, items in enumerate(named)]
 
 
 @dataclass(frozen=True)
@@ -521,7 +522,7 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
         a = replay_allocations(sizes, dtype, m.rope_cache_positions, m.rotary_dim)
         allocated = a.allocated_bytes
         a.empty_cache()
-        tensor = sum(n for n in sizes if n != ROPE_BUILD) + (rope if ROPE_BUILD in sizes else 0)
+        tensor = sum(n for n in sizes if n != ROPE_BUILD) + rope
         out.append(WeightMemory(tensor, allocated, a.reserved_bytes))
     return out
 
@@ -577,17 +578,5 @@ def header_stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> l
                 named[-1].append((m.num_layers, name, item))
         else:
             named[-1].append((m.num_layers, name, item))
-    out = []
-    for items in named:
-        items.sort(key=lambda x: x[0])  # stable: file order within a layer
-        sizes: list[int] = []
-        rope_pending = True
-        for name, parts in _fuse([(n, p) for _, n, p in items]).items():
-            sizes += [b for b in parts if b]
-            if rope_pending and name.removesuffix(".weight").endswith("o_proj"):
-                sizes.append(ROPE_BUILD)
-                rope_pending = False
-        if rope_pending:
-            sizes.append(ROPE_BUILD)
-        out.append(sizes)
-    return out
+    # sorted by layer; the sort is stable, so file order stays within a layer
+    return [_build_order([(n, p) for _, n, p in sorted(items, key=lambda x: x[0])]) for items in named]
