@@ -499,7 +499,7 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
         else:  # final norm, lm_head
             named[-1].append(item)
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
-    return [_build_order(items) + [mla_copy] * len(ranges[s]) if mla_copy else _build_order(items)
+    return [_build_order(items) + ([mla_copy] * len(ranges[s]) if mla_copy else [])
             for s, items in enumerate(named)]
 
 
