@@ -65,6 +65,8 @@ def plan(
     max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="tokens")] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens")] = None,
+    max_input_tokens: Annotated[Optional[int], typer.Option(
+        "--max-input-tokens", help="TGI only: longest prompt (default: --max-model-len − 1)")] = None,
     gpu_memory_utilization: Annotated[Optional[float], typer.Option(
         "--gpu-memory-utilization", help="fraction of the device total, (0, 1]")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="auto, bfloat16, float16, float32")] = None,
@@ -134,6 +136,7 @@ def plan(
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        max_input_tokens=max_input_tokens,
         gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
         quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
         enable_prefix_caching=enable_prefix_caching,

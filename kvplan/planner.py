@@ -289,7 +289,7 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
                           opts={k: v for k, v in knobs.items() if v is not None})
     if knobs.get("max_input_tokens") is not None:
         raise InvalidInputError("max_input_tokens is a TGI setting (--max-input-tokens) that vLLM "
-                                "does not have", hint="plan with engine='tgi', or use max_model_len")
+                                "does not have", hint="plan with --engine tgi (engine='tgi'), or use --max-model-len")
     version = engine_version or vllm.NEWEST_MODELLED
     version_source = "cli" if engine_version else "kvplan-default"
     era, problems = vllm.select_era(version)

@@ -352,7 +352,9 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     if tp != 1:
         args += ["--num-shard", str(tp)]
     if rec_len.value:
-        args += ["--max-input-tokens", str(int(rec_len.value) - 1), "--max-total-tokens", str(rec_len.value)]
+        asked = opts.get("max_input_tokens")  # kept when the recommended total still exceeds it
+        inp = asked if asked and asked < int(rec_len.value) else int(rec_len.value) - 1
+        args += ["--max-input-tokens", str(inp), "--max-total-tokens", str(rec_len.value)]
     if "max_num_batched_tokens" in opts:
         args += ["--max-batch-prefill-tokens", str(prefill)]
     if rec_f.value and rec_f.value != 1.0:

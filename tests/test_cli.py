@@ -54,6 +54,9 @@ def test_plan_does_not_fit_exit_1_with_valid_json(capsys):
     (["plan", LLAMA, "--gpu", "h100", "--kv-cache-dtype", "int3"], "--kv-cache-dtype"),
     (["plan", LLAMA, "--gpu", "h100", "--engine-version", "latest"], "--engine-version"),
     (["plan", LLAMA, "--gpu", "h100", "--target-concurrency", "0"], "--target-concurrency"),
+    (["plan", LLAMA, "--gpu", "h100", "--max-input-tokens", "4096"], "--engine tgi"),
+    (["plan", LLAMA, "--gpu", "h100", "--engine", "tgi", "--max-model-len", "4096",
+      "--max-input-tokens", "4096"], "must be below --max-total-tokens"),
     (["plan", LLAMA], "--gpu"),
     (["models", "show", "nope-model"], "unknown model"),
     (["gpus", "show", "nope"], "unknown GPU"),
@@ -63,6 +66,17 @@ def test_bad_input_exit_2_without_traceback(capsys, args, needle):
     assert code == 2
     assert needle in err
     assert "Traceback" not in out + err
+
+
+def test_tgi_max_input_tokens_reaches_the_plan_and_the_command(capsys):
+    """TGI 2.x sizes its warm-up prefill from --max-input-tokens (+ 50); the launcher line keeps
+    the value the user gave."""
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "a10g", "--engine", "tgi", "--engine-version",
+                       "2.2.0", "--max-model-len", "8192", "--max-input-tokens", "2048", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["inputs"]["max_num_batched_tokens"]["value"] == 2048 + 50
+    assert "--max-input-tokens 2048 --max-total-tokens 8192" in data["command"]
 
 
 def test_malformed_config_names_file_and_line(capsys, tmp_path):
