@@ -26,9 +26,22 @@ ENGINE_NOTES = {
     "sglang": ("mem_fraction_static {util} × free memory before loading",
                "estimate: must fit in the (1 − fraction) reserve", "estimate: CUDA context, NCCL",
                "the KV pool", "max_total_num_tokens"),
-    "tgi": ("0.9 × cuda_memory_fraction {util} × total", "estimate: warm-up prefill",
+    "tgi": ("", "estimate: warm-up prefill",  # budget note by release: _tgi_budget_note
             "estimate: CUDA context, NCCL", "KV blocks after warm-up", "max_batch_total_tokens"),
 }
+
+
+def _tgi_budget_note(version: str) -> str:
+    """Where the TGI release takes its wiggle room: off the budget (≥ 3.0), off what the
+    warm-up leaves (1.4.1–2.4), or nowhere (0.9.4–1.4.0)."""
+    from .engines import tgi, vllm
+
+    era = tgi.select_era(vllm.parse_version(version))
+    if era.wiggle_on_budget:
+        return f"{era.wiggle_room:g} × cuda_memory_fraction {{util}} × total"
+    if era.wiggle_room == 1:
+        return "cuda_memory_fraction {util} × total (no wiggle room)"
+    return f"cuda_memory_fraction {{util}} × total; KV gets {era.wiggle_room:g} × what is left"
 
 
 def _knob(plan: Plan, name: str) -> str:
@@ -63,6 +76,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     est = set(mem.estimated)
     t.add_row("device total (CUDA)", _gib(mem.total_bytes),
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
+    if eng == "tgi":
+        budget_note = _tgi_budget_note(plan.engine.version)
     t.add_row("budget", _gib(mem.budget_bytes),
               budget_note.format(util=d["gpu_memory_utilization"].value))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"

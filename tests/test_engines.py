@@ -294,3 +294,15 @@ def test_sglang_0_4_multimodal_fraction_and_no_swa_pool():
     assert sglang.legacy_mem_fraction(1, multimodal=True) == 0.836
     assert sglang.cell_bytes(m, 1, "bfloat16", swa_pool=False)[0] == 34 * 4 * 256 * 2 * 2
     assert int((0.836 * 139.21 - 8.13) * GiB) // (34 * 4 * 256 * 2 * 2) == pytest.approx(834_615, rel=0.002)
+
+
+def test_tgi_warmup_batch_kv_is_named_when_it_leaves_no_memory():
+    """TGI 2.x warm-up: ⌈10049 / 9999⌉ = 2 requests, each reserving --max-total-tokens 32000 of
+    KV (block 1 under flashinfer) = 64,000 tokens × 163,840 B (Llama-3.1-70B at TP2) before the
+    free memory is measured (router/client warmup, v2.0.4)."""
+    p = plan("meta-llama/Llama-3.1-70B-Instruct", "a100-sxm-80gb", engine="tgi", engine_version="2.4.0",
+             tensor_parallel_size=2, max_num_batched_tokens=10049, max_model_len=32000,
+             max_input_tokens=9999)
+    msg = next(x.message for x in p.problems if x.code == "no-kv-memory")
+    assert "64,000 tokens" in msg and f"{64000 * 163840 / GiB:.2f} GiB" in msg
+    assert not p.fits

@@ -269,6 +269,7 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
     used = context_bytes(tp, block) + weights_bytes + warmup_peak_bytes
     per_token = bytes_per_token(m, tp, kv_dtype)
     per_block = per_token * block
+    warm = 0
     if era.wiggle_on_budget:
         budget = math.floor(era.wiggle_room * fraction * total_bytes)
         kv = budget - used
@@ -288,7 +289,10 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
             code="no-kv-memory", severity="error",
             message="weights and the warm-up prefill leave no memory for the KV cache inside "
             f"cuda_memory_fraction {fraction} of the GPU ({era.name}): TGI fails its warm-up "
-            "('Not enough memory to handle …'); lower --max-batch-prefill-tokens or add shards"))
+            "('Not enough memory to handle …'); lower --max-batch-prefill-tokens or add shards"
+            + (f". Its batch alone holds KV for {warm * block:,} tokens "
+               f"({per_block * warm / GiB:.2f} GiB: every warm-up request reserves "
+               "--max-total-tokens); a lower --max-total-tokens shrinks it" if warm else "")))
     elif tokens < total:
         problems.append(Problem(
             code="max-model-len-too-long", severity="error",
