@@ -104,7 +104,14 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         return attach_headers(m, ckpt, parameter_count(m)) if ckpt else m
     entry = find_model_entry(ref)
     if entry is not None and revision is None:
-        return load_catalog_model(entry)
+        m = load_catalog_model(entry)
+        # A repo-id alias names another repo with the same config (Instruct/Chat siblings,
+        # renamed repos): plan under that name, so the serve command points where asked.
+        alias = next((a for a in entry.aliases if "/" in a and a.lower() == ref.lower().strip()), None)
+        if alias is None:
+            return m
+        return m.model_copy(update={"id": alias, "source": f"{m.source}; config of {entry.id}, "
+                                    "which this repo shares"})
     if ref.endswith(".json") or ref.startswith((".", "/", "~")):
         raise InvalidConfigError("no such file or directory", path=ref,
                                  hint="check the path, or name a catalogue model (`kvplan models`)")

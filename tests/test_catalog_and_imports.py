@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from kvplan import plan
 from kvplan.catalog import data_dir, gpu_specs, model_entries, resolve_gpu, resolve_model
 from kvplan.specs import GpuSpec
 
@@ -45,6 +46,18 @@ def test_h100_total_is_the_cuda_number_not_nvidia_smi():
                                  "Llama-3.1-8B-Instruct", "llama-3.1-8b", "qwen2.5-7b", "glm-4-9b"])
 def test_model_lookup_case_insensitive_and_aliases(ref):
     assert resolve_model(ref).num_layers > 0
+
+
+@pytest.mark.parametrize("ref,config_of", [
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3-Next-80B-A3B-Thinking"),
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", "deepseek-ai/DeepSeek-V2-Lite"),
+])
+def test_a_sibling_repo_alias_plans_under_its_own_name(ref, config_of):
+    """An alias that is another repo (same config) keeps its name: the serve line must point
+    at the repo the user asked for, not at the one whose config is bundled."""
+    p = plan(ref, "h200", tensor_parallel_size=2)
+    assert p.model.id == ref and p.command.startswith(f"vllm serve {ref} ")
+    assert config_of in p.model.source
 
 
 def test_every_catalogue_model_is_fully_modelled():

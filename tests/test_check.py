@@ -268,7 +268,7 @@ def test_tgi_image_with_bare_arguments_and_its_tag(capsys, tmp_path):
     assert code == 0, row
     assert row["engine"] == "tgi" and row["plan"]["engine"]["version"] == "2.2.0"
     assert row["plan"]["engine"]["era"] == "tgi 1.4.1–2.2 accounting"
-    assert row["plan"]["model"]["id"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert row["plan"]["model"]["id"] == "meta-llama/Meta-Llama-3.1-8B-Instruct"  # as the file names it
     assert any(p["code"] == "engine-version-from-file" and p["message"].startswith("TGI 2.2.0")
                for p in row["problems"])
 
