@@ -184,7 +184,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
     res = run(f)
     problems += res.problems
     seqs = opts.get("max_num_seqs") or res.max_running_requests
-    kv_bytes = max(0, res.rest_bytes)
+    kv_bytes = res.rest_bytes  # negative: the shortfall, as vLLM plans report it
 
     # Recommendations in SGLang's knobs.
     n = workload.target_concurrency
@@ -374,7 +374,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, weights_tensor_bytes=wm.tensor_bytes,
                            activation_bytes=warmup,
                            non_torch_bytes=context, cudagraph_bytes=0,
-                           kv_cache_bytes=max(0, res.kv_bytes), num_blocks=res.tokens // res.block_size)
+                           kv_cache_bytes=res.kv_bytes, num_blocks=res.tokens // res.block_size)
     return Plan(
         fits=res.fits, problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
@@ -388,7 +388,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
         memory=MemoryBreakdown(
             total_bytes=total, budget_bytes=res.budget_bytes, weights_bytes=weights,
             weights_tensor_bytes=wm.tensor_bytes, activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0, cudagraph_in_budget=False,
-            kv_cache_bytes=max(0, res.kv_bytes),
+            kv_cache_bytes=res.kv_bytes,
             estimated=["activation_bytes", "non_torch_bytes"], stages=[stage]),
         kv_cache=KvCache(bytes_per_token=res.bytes_per_token, bytes_per_block=res.bytes_per_token * res.block_size,
                          bytes_per_request=res.bytes_per_token * length, block_size=res.block_size,

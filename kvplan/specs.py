@@ -328,7 +328,9 @@ class MemoryBreakdown(BaseModel):
         "cudagraph_in_budget is true"
     )
     cudagraph_in_budget: bool
-    kv_cache_bytes: int = Field(description="memory the engine gives to the KV cache")
+    kv_cache_bytes: int = Field(
+        description="memory the engine gives to the KV cache; negative when the deployment does "
+        "not fit: by how much the budget falls short")
     estimated: list[str] = Field(description="which fields are estimates rather than exact")
     stages: list[StageBreakdown] = Field(description="per pipeline stage (one entry when PP = 1)")
 
