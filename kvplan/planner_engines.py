@@ -59,12 +59,12 @@ UNSUPPORTED_KNOBS = {
 TGI_MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 
 
-
 def _heaviest_stage(m: ModelSpec, tp: int, pp: int, dtype: str, quant: QuantSpec | None) -> WeightMemory:
     """The PP stage whose weights hold the most device memory. SGLang and TGI see weights as
     the drop in free memory, i.e. the caching allocator's reserved segments."""
     return max(weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant),
                key=lambda w: w.reserved_bytes)
+
 
 def _check_knobs(engine: str, opts: dict[str, Any]) -> None:
     bad = sorted(k for k in opts if k in UNSUPPORTED_KNOBS[engine] and opts[k] not in (None, False))
@@ -251,7 +251,8 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(
             total_bytes=total, budget_bytes=math.floor(f * res.free_before_bytes), weights_bytes=weights,
-            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=activation, non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
+            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=activation,
+            non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
             cudagraph_in_budget=False, kv_cache_bytes=kv_bytes,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"], stages=[stage]),
         kv_cache=KvCache(bytes_per_token=res.cell_bytes, bytes_per_block=res.cell_bytes,
@@ -372,8 +373,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                 "gpu_memory_utilization": (f, "engine-default")}
     context = tgi.context_bytes(tp, block)
     stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, weights_tensor_bytes=wm.tensor_bytes,
-                           activation_bytes=warmup,
-                           non_torch_bytes=context, cudagraph_bytes=0,
+                           activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0,
                            kv_cache_bytes=res.kv_bytes, num_blocks=res.tokens // res.block_size)
     return Plan(
         fits=res.fits, problems=problems,
@@ -387,7 +387,8 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
         inputs=_sources(dep, opts, defaults), workload=workload,
         memory=MemoryBreakdown(
             total_bytes=total, budget_bytes=res.budget_bytes, weights_bytes=weights,
-            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0, cudagraph_in_budget=False,
+            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=warmup, non_torch_bytes=context,
+            cudagraph_bytes=0, cudagraph_in_budget=False,
             kv_cache_bytes=res.kv_bytes,
             estimated=["activation_bytes", "non_torch_bytes"], stages=[stage]),
         kv_cache=KvCache(bytes_per_token=res.bytes_per_token, bytes_per_block=res.bytes_per_token * res.block_size,
