@@ -13,7 +13,7 @@ from .errors import (
     UnknownGpuError,
     UnknownModelError,
 )
-from .planner import plan
+from .api import plan
 from .specs import Deployment, GpuSpec, ModelSpec, Plan, Workload
 
 __all__ = [

@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .catalog import find_model_entry, resolve_gpu, resolve_model
 from .deploy import DeployParseError, Found, Templates, find_commands
 from .errors import InvalidConfigError, KvplanError
-from .planner import KNOB_NAMES, plan
+from .api import plan
+from .engines import registry
+from .knobs import KNOB_NAMES
 from .specs import SCHEMA_VERSION, Plan, Problem
 from .units import GiB
 
@@ -211,9 +213,6 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     return f.model, []
 
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
-
-
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     gpu = f.gpu or policy.gpu
     gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
@@ -248,7 +247,7 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
     problems = [*notes, *model_notes, *p.problems]
     if f.version_source and f.engine_version:
         problems.append(Problem(code="engine-version-from-file", severity="info",
-                                message=f"{ENGINE_NAMES.get(f.engine, f.engine)} {f.engine_version} "
+                                message=f"{registry.get(f.engine).label} {f.engine_version} "
                                 f"from {f.version_source}"))
     fits = p.fits
     gpus = p.gpu.count

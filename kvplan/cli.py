@@ -116,7 +116,7 @@ def plan(
     from pydantic import ValidationError
 
     from .errors import InvalidInputError
-    from .planner import plan as make_plan
+    from .api import plan as make_plan
     from .specs import Workload
 
     try:
@@ -176,9 +176,9 @@ def compare(
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
+    from .api import plan as make_plan
     from .catalog import resolve_gpu, resolve_model
-    from .planner import ENGINES
-    from .planner import plan as make_plan
+    from .engines.registry import NAMES
     from .specs import Workload
 
     g = resolve_gpu(gpu)
@@ -188,7 +188,7 @@ def compare(
                         avg_output_tokens=avg_output_tokens)
     plans = [make_plan(m, g, engine=e, workload=workload, tensor_parallel_size=tensor_parallel_size,
                        max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
-                       gpu_memory_gib=gpu_memory_gib) for e in ENGINES]
+                       gpu_memory_gib=gpu_memory_gib) for e in NAMES]
     if as_json:
         sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
     else:

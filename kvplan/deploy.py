@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .engines import registry
+from .engines.base import DeploySyntax
 from .errors import InvalidInputError
 
 
@@ -38,7 +40,7 @@ class Found:
 
     file: str
     line: int
-    engine: str  # "vllm" | "sglang" | "tgi"
+    engine: str  # a registry name: vllm, sglang, tgi, trtllm
     text: str  # the command as written (joined)
     model: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
@@ -53,86 +55,25 @@ class Found:
 
 
 # ------------------------------------------------------------------ flag tables
+# Every engine's flags, entry points, images and environment come from the engine registry
+# (each engine's `syntax`); this module only knows how deployment files are written.
 
-# vLLM flag → (kvplan knob, kind). Kinds: int, hint (human-readable int: 32k = 32000,
-# 32K = 32768 — vllm/engine/arg_utils.py human_readable_int), float, str, bool.
-VLLM_FLAGS: dict[str, tuple[str, str]] = {
-    "--tensor-parallel-size": ("tensor_parallel_size", "int"), "-tp": ("tensor_parallel_size", "int"),
-    "--pipeline-parallel-size": ("pipeline_parallel_size", "int"),
-    "-pp": ("pipeline_parallel_size", "int"),
-    "--data-parallel-size": ("data_parallel_size", "int"), "-dp": ("data_parallel_size", "int"),
-    "--max-model-len": ("max_model_len", "hint"), "--max-num-seqs": ("max_num_seqs", "int"),
-    "--max-num-batched-tokens": ("max_num_batched_tokens", "hint"),
-    "--gpu-memory-utilization": ("gpu_memory_utilization", "float"),
-    "--dtype": ("dtype", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
-    "--quantization": ("quantization", "str"), "-q": ("quantization", "str"),
-    "--block-size": ("block_size", "int"), "--enforce-eager": ("enforce_eager", "bool"),
-    "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", "hint"),
-    "--model": ("model", "str"), "--revision": ("revision", "str"),
-    "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
-    "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
-    "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
-}
-SGLANG_FLAGS: dict[str, tuple[str, str]] = {
-    "--model-path": ("model", "str"), "--model": ("model", "str"),
-    "--tp-size": ("tensor_parallel_size", "int"), "--tp": ("tensor_parallel_size", "int"),
-    "--pp-size": ("pipeline_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
-    "--context-length": ("max_model_len", "int"),
-    "--mem-fraction-static": ("gpu_memory_utilization", "float"),
-    "--max-running-requests": ("max_num_seqs", "int"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
-    "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
-    "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
-    "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
-}
-# TGI launcher flag → (kvplan knob, kind) (launcher/src/main.rs).
-TGI_FLAGS: dict[str, tuple[str, str]] = {
-    "--model-id": ("model", "str"), "--num-shard": ("tensor_parallel_size", "int"),
-    "--max-total-tokens": ("max_model_len", "int"), "--max-input-tokens": ("max_input_tokens", "int"),
-    "--max-input-length": ("max_input_tokens", "int"),
-    "--max-batch-prefill-tokens": ("max_num_batched_tokens", "int"),
-    "--max-concurrent-requests": ("max_num_seqs", "int"),
-    "--cuda-memory-fraction": ("gpu_memory_utilization", "float"), "--dtype": ("dtype", "str"),
-    "--quantize": ("quantization", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
-    "--revision": ("revision", "str"),
-}
-# Flags known to take no value (vLLM / SGLang store_true or BooleanOptionalAction).
-BOOLEAN_FLAGS = {
-    "--enforce-eager", "--trust-remote-code", "--enable-prefix-caching", "--enable-chunked-prefill",
-    "--enable-expert-parallel", "--disable-log-requests", "--disable-log-stats",
-    "--enable-log-requests", "--enable-auto-tool-choice", "--enable-lora",
-    "--disable-custom-all-reduce", "--async-scheduling", "--disable-frontend-multiprocessing",
-    "--enable-reasoning", "--disable-sliding-window", "--skip-tokenizer-init", "--enable-sleep-mode",
-    "--disable-cuda-graph", "--enable-torch-compile", "--enable-dp-attention", "--enable-metrics",
-    "--disable-radix-cache", "--headless", "--enable-mixed-chunk",
-}
 
-ENTRY_HINT = re.compile(r"\bvllm\b|vllm\.entrypoints|sglang\.launch_server|text-generation-launcher")
+def _syntax(engine: str) -> DeploySyntax:
+    return registry.get(engine).syntax
+
+
+BOOLEAN_FLAGS = frozenset().union(*(e.syntax.boolean_flags for e in registry.ENGINES.values()))
+VLLM_FLAGS = _syntax("vllm").cli_flags  # vLLM's --config YAML uses the same names
+
+ENTRY_HINT = re.compile("|".join(
+    [r"\b" + re.escape(exe) + r"\b" for e in registry.ENGINES.values() for exe, _ in e.syntax.executables]
+    + [re.escape(mod) for e in registry.ENGINES.values() for mod in e.syntax.modules]))
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
 DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
 TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}"
                       r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 UNSET = "__kvplan_unset_{}__"
-IMAGE_VERSION = re.compile(r"vllm[-/_]openai[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
-PIP_VERSION = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
-# Engine version from an image reference, per engine: vllm/vllm-openai:v0.19.0,
-# lmsysorg/sglang:v0.4.6.post1-cu124, ghcr.io/huggingface/text-generation-inference:2.2.0 and
-# the Google Cloud TGI images (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
-IMAGE_VERSIONS = {
-    "vllm": [IMAGE_VERSION],
-    "sglang": [re.compile(r"sglang[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")],
-    "tgi": [re.compile(r"text-generation-inference[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)"),
-            re.compile(r"text-generation-inference-cu\d+\.(\d+)-(\d+)(?:-(\d+))?\.")],
-}
-PIP_VERSIONS = {"vllm": PIP_VERSION,
-                "sglang": re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")}
-# TGI's launcher reads every flag from the environment too (clap `env`, launcher/src/main.rs);
-# a flag on the command line wins over its variable.
-TGI_ENV = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens",
-           "MAX_INPUT_TOKENS": "--max-input-tokens", "MAX_INPUT_LENGTH": "--max-input-length",
-           "MAX_BATCH_PREFILL_TOKENS": "--max-batch-prefill-tokens",
-           "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
-           "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction", "DTYPE": "--dtype", "QUANTIZE": "--quantize",
-           "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision"}
 
 
 def human_int(text: str) -> int:
@@ -208,7 +149,8 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     """Engine arguments (after the entrypoint) → Found. Both `--flag value` and `--flag=value`;
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
-    table = {"vllm": VLLM_FLAGS, "sglang": SGLANG_FLAGS, "tgi": TGI_FLAGS}[engine]
+    syntax = _syntax(engine)
+    table = syntax.cli_flags
     found = Found(file=file, line=line, engine=engine, text=text)
     seen: dict[str, tuple[str, Any]] = {}
     i = 0
@@ -216,7 +158,7 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
         tok = argv[i]
         i += 1
         if not tok.startswith("-") or tok == "-":
-            if found.model is None and engine == "vllm" and "model" not in seen:
+            if found.model is None and syntax.positional_model and "model" not in seen:
                 found.model = templates.check(tok, "the model", file, line)
                 seen["model"] = ("model", found.model)
             else:
@@ -289,18 +231,17 @@ def _set(found: Found, seen: dict[str, tuple[str, Any]], knob: str, value: Any, 
 
 
 def _entrypoint(tokens: list[str]) -> tuple[str, list[str]] | None:
-    """(engine, arguments after the entrypoint) if these tokens run a serving command."""
+    """(engine, arguments after the entrypoint) if these tokens run a serving command:
+    an engine's executable (`vllm serve`, `text-generation-launcher`) or `python -m MODULE`."""
     for k, tok in enumerate(tokens):
         base = tok.rsplit("/", 1)[-1]
-        if base == "vllm" and k + 1 < len(tokens) and tokens[k + 1] == "serve":
-            return "vllm", tokens[k + 2:]
-        if base == "text-generation-launcher":
-            return "tgi", tokens[k + 1:]
-        if tok == "-m" and k + 1 < len(tokens):
-            if tokens[k + 1] == "vllm.entrypoints.openai.api_server":
-                return "vllm", tokens[k + 2:]
-            if tokens[k + 1] == "sglang.launch_server":
-                return "sglang", tokens[k + 2:]
+        nxt = tokens[k + 1] if k + 1 < len(tokens) else None
+        for e in registry.ENGINES.values():
+            for exe, sub in e.syntax.executables:
+                if base == exe and (sub is None or nxt == sub):
+                    return e.name, tokens[k + (2 if sub else 1):]
+            if tok == "-m" and nxt in e.syntax.modules:
+                return e.name, tokens[k + 2:]
     return None
 
 
@@ -364,7 +305,7 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
         return None
     engine, argv = hit
     argv = _cut_at_shell_operator(argv)
-    extra = _tgi_env_argv(argv, env) if engine == "tgi" and env else []
+    extra = _env_argv(engine, argv, env) if env else []
     shown = " ".join(shlex.quote(t) for t in tokens) + (" (+ env " + " ".join(extra) + ")" if extra else "")
     return parse_args(argv + extra, engine, file=file, line=line, templates=templates, text=shown)
 
@@ -451,21 +392,22 @@ def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool
         return _from_tokens(tokens, file, line, templates, " ".join(tokens), env)
     if has_entrypoint:
         return None
-    if "vllm-openai" in image:
-        return parse_args(tokens, "vllm", file=file, line=line, templates=templates,
-                          text=f"{image} " + " ".join(tokens))
-    if "text-generation-inference" in image and (tokens or "MODEL_ID" in (env or {})):
-        argv = tokens + _tgi_env_argv(tokens, env or {})
-        return parse_args(argv, "tgi", file=file, line=line, templates=templates,
-                          text=f"{image} " + " ".join(argv))
+    for e in registry.ENGINES.values():
+        if not any(p.search(image) for p in e.syntax.image_entrypoints):
+            continue
+        argv = tokens + _env_argv(e.name, tokens, env or {})
+        if argv:
+            return parse_args(argv, e.name, file=file, line=line, templates=templates,
+                              text=f"{image} " + " ".join(argv))
     return None
 
 
-def _tgi_env_argv(tokens: list[str], env: dict[str, str]) -> list[str]:
-    """TGI flags from environment variables, for those not given on the command line."""
+def _env_argv(engine: str, tokens: list[str], env: dict[str, str]) -> list[str]:
+    """Flags an engine reads from environment variables (TGI's launcher), for those not given
+    on the command line."""
     given = {t.partition("=")[0] for t in tokens if t.startswith("--")}
     argv = []
-    for var, flag in TGI_ENV.items():
+    for var, flag in _syntax(engine).env_flags.items():
         if var in env and flag not in given:
             argv += [flag, env[var]]
     return argv
@@ -521,7 +463,7 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
 
 
 def _version_from_image(found: Found, image: str) -> None:
-    for pattern in IMAGE_VERSIONS[found.engine]:
+    for pattern in _syntax(found.engine).image_versions:
         m = pattern.search(image)
         if m:
             found.engine_version = ".".join(g for g in m.groups() if g)
@@ -651,7 +593,8 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     for f in found:
         version = None
         if path.suffix not in {".yaml", ".yml"}:  # Dockerfiles, scripts: FROM image / pip pins
-            for pattern in IMAGE_VERSIONS[f.engine] + ([PIP_VERSIONS[f.engine]] if f.engine in PIP_VERSIONS else []):
+            syntax = _syntax(f.engine)
+            for pattern in (*syntax.image_versions, *filter(None, [syntax.pip_version])):
                 version = version or pattern.search(raw)
         if f.engine_version is None and version:
             f.engine_version = ".".join(g for g in version.groups() if g)

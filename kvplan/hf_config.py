@@ -352,8 +352,9 @@ def _vision(raw: dict[str, Any], family: str, text_hidden: int) -> VisionSpec | 
 
 
 def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
-                     extra: dict[str, Any] | None = None) -> ModelSpec:
-    """Normalise one HF config dict. `extra` is hf_quant_config.json when present."""
+                     extra: dict[str, Any] | None = None, local_dir: str | None = None) -> ModelSpec:
+    """Normalise one HF config dict. `extra` is hf_quant_config.json when present; `local_dir`
+    the directory a launcher would be given (local models only)."""
     model_type = str(cfg.get("model_type") or "")
     if not model_type:
         raise InvalidConfigError("missing", path=path, field="model_type",
@@ -482,9 +483,21 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,
         rope_cache_positions=cache_rows,
-        quantization=quant, unmodelled_quantization=unmodelled_quant, unsupported=unsupported,
-        problems=problems, source=source,
+        quantization=quant, unmodelled_quantization=unmodelled_quant,
+        unmodelled_quantization_method=_quant_method_name(cfg, extra) if unmodelled_quant else None,
+        unsupported=unsupported, problems=problems, source=source, local_dir=local_dir,
     )
+
+
+def _quant_method_name(cfg: dict, extra: dict | None) -> str | None:
+    """The method an engine detects for a quantization kvplan cannot size from the config:
+    quantization_config.quant_method, else hf_quant_config.json's quant_algo (lowercased)."""
+    q = cfg.get("quantization_config")
+    if isinstance(q, dict) and isinstance(q.get("quant_method"), str):
+        return q["quant_method"].lower()
+    algo = (extra or {}).get("quantization", {}) if isinstance(extra, dict) else {}
+    return algo.get("quant_algo").lower() if isinstance(algo, dict) and isinstance(
+        algo.get("quant_algo"), str) else None
 
 
 def spec_from_path(path: Path) -> ModelSpec:
@@ -496,8 +509,11 @@ def spec_from_path(path: Path) -> ModelSpec:
     cfg = load_config_file(cfg_path)
     extra_path = cfg_path.parent / "hf_quant_config.json"
     extra = load_config_file(extra_path) if extra_path.exists() else None
-    model_id = str(cfg.get("_name_or_path") or cfg_path.parent.name or cfg_path.stem)
+    folder = cfg_path.parent
+    model_id = str(cfg.get("_name_or_path") or folder.resolve().name or cfg_path.stem)
     if path.is_dir():
-        model_id = path.name
+        model_id = path.resolve().name or model_id
+    # The launcher takes the directory: as the user wrote it, or resolved when it is "." / "".
+    local_dir = str(folder) if str(folder) not in ("", ".") else str(folder.resolve())
     return spec_from_config(cfg, model_id=model_id, source=f"local file {cfg_path}",
-                            path=str(cfg_path), extra=extra)
+                            path=str(cfg_path), extra=extra, local_dir=local_dir)

@@ -1,14 +1,14 @@
-"""From model + GPU + knobs to one Plan: fit, capacity, recommendations, serve command."""
+"""From model + GPU + knobs + workload + engine to one Plan: fit, capacity, recommendations,
+launch line. Pure: no catalogue, files or network (api.py resolves names). Written once for
+every engine, over the `Engine` interface (engines/base.py).
+"""
 
 from __future__ import annotations
 
-import math
-import shlex
-from typing import Any
-
-from .catalog import resolve_gpu, resolve_model
-from .engines import vllm
+from .engines import registry
+from .engines.base import Engine, MemoryResult
 from .errors import InvalidInputError
+from .knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
 from .specs import (
     Deployment,
     GpuSpec,
@@ -27,307 +27,73 @@ from .specs import (
     Workload,
 )
 from .units import GiB
+from .versions import parse_version
 from .weights import parameter_count
 
-KNOB_NAMES = (
-    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
-    "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "dtype", "kv_cache_dtype",
-    "quantization", "block_size", "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib",
-    "enable_prefix_caching", "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-    "usage_context", "max_input_tokens",
+__all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
+
+# Plan.inputs, in display order: (input name, the knob that sets it)
+INPUTS = (
+    ("engine_version", None), ("tensor_parallel_size", None), ("pipeline_parallel_size", None),
+    ("data_parallel_size", None), ("dtype", "dtype"), ("kv_cache_dtype", "kv_cache_dtype"),
+    ("quantization", "quantization"), ("max_model_len", "max_model_len"),
+    ("max_input_tokens", "max_input_tokens"), ("max_total_tokens", "max_total_tokens"),
+    ("max_num_seqs", "max_num_seqs"), ("max_num_batched_tokens", "max_num_batched_tokens"),
+    ("gpu_memory_utilization", "gpu_memory_utilization"), ("block_size", "block_size"),
+    ("enforce_eager", "enforce_eager"), ("enable_prefix_caching", "enable_prefix_caching"),
+    ("hybrid_kv_cache_manager", "disable_hybrid_kv_cache_manager"),
+    ("enable_expert_parallel", "enable_expert_parallel"),
+    ("kv_cache_memory_bytes", "kv_cache_memory_bytes"), ("gpu_total_bytes", None),
 )
 
 
-def _evaluate(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, version: str,
-              version_source: Any) -> tuple[Deployment, vllm.VllmResult, int]:
-    dep, quant = vllm.resolve_deployment(m, gpu, opts, era, version, version_source)
-    model_max = vllm.derived_max_model_len(m, era)[0]
-    return dep, vllm.plan_memory(m, gpu, dep, quant, era, model_max), model_max
+def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
+             version_source: str = "cli") -> tuple[Deployment, MemoryResult]:
+    """Resolve every knob for `eng` and run its memory accounting."""
+    layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
+    dep = eng.resolve(m, gpu, layout, knobs, version)
+    dep.sources["engine_version"] = version_source  # type: ignore[index]
+    return dep, eng.memory(m, gpu, dep)
 
 
-def _null(era: vllm.Era) -> int:
-    return 1 if era.null_block_in_fit_check else 0
-
-
-def _util_needed(dep: Deployment, res: vllm.VllmResult, blocks_needed: int) -> float:
-    """Smallest utilization (2 decimals, rounded up) whose budget holds blocks_needed blocks on
-    every PP stage: (non-KV + blocks × bytes_per_block) / total."""
-    need = 0
-    for st in res.stages:
-        non_kv = st.weights_bytes + st.activation_bytes + st.non_torch_bytes
-        if res.era.cudagraph_in_budget:
-            non_kv += st.cudagraph_bytes
-        need = max(need, non_kv + blocks_needed * st.bytes_per_block)
-    return math.ceil(need / dep.gpu_total_bytes * 100) / 100
-
-
-def _util_ceiling(dep: Deployment, res: vllm.VllmResult) -> float:
-    """Largest utilization that still starts: free memory after the CUDA context must cover the
-    budget, and (in eras that do not budget CUDA graphs) the graphs must fit outside it."""
-    outside = vllm.STARTUP_OVERHEAD_BYTES
-    if not res.era.cudagraph_in_budget:
-        outside += max(st.cudagraph_bytes for st in res.stages)
-    return math.floor((dep.gpu_total_bytes - outside) / dep.gpu_total_bytes * 100) / 100
-
-
-def _recommend(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era, version: str,
-               version_source: Any, dep: Deployment, res: vllm.VllmResult, model_max: int,
-               workload: Workload) -> Recommendations:
-    # tensor_parallel_size
-    tp = dep.tensor_parallel_size
-    if res.fits:
-        rec_tp = Recommendation(value=tp, reason=f"fits at tensor_parallel_size {tp}")
-    else:
-        found = None
-        for cand in vllm.valid_tp_sizes(m):
-            if cand <= tp:
-                continue
-            _, r2, _ = _evaluate(m, gpu, {**opts, "tensor_parallel_size": cand}, era, version,
-                                 version_source)
-            if r2.fits:
-                found = cand
-                break
-        rec_tp = (Recommendation(value=found, reason=f"smallest valid tensor_parallel_size that fits "
-                                 f"({found} GPUs per replica)") if found else
-                  Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits"))
-    prefix = ""
-    if rec_tp.value and rec_tp.value != tp and res.max_model_len_fit == 0:
-        # Nothing fits at this TP (no KV memory at all): the other settings only make sense on
-        # the deployment that does, so re-plan at that TP. Otherwise a shorter length and a
-        # larger TP are alternatives, and the command keeps the user's TP.
-        opts = {**opts, "tensor_parallel_size": rec_tp.value}
-        dep, res, model_max = _evaluate(m, gpu, opts, era, version, version_source)
-        prefix = f"at tensor_parallel_size {rec_tp.value}: "
-
-    null = _null(era)
-    usable = max(0, res.num_blocks - null)
-    n = workload.target_concurrency
-
-    # max_model_len: with a target but no workload length, the largest length at which N
-    # requests fit; otherwise the configured length when one request fits, else vLLM's estimate.
-    work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
-    if n and not work_len:
-        length = vllm.largest_fitting_len(lambda k: n * res.request_blocks(k) <= usable, model_max)
-        if length <= 0:
-            rec_len = Recommendation(value=None, reason=f"the KV cache ({usable} blocks) cannot hold "
-                                     f"{n} requests of even one block each")
-        else:
-            rec_len = Recommendation(value=length, reason=f"largest length at which {n} concurrent "
-                                     f"requests fit: {n} × {res.request_blocks(length)} blocks ≤ "
-                                     f"{usable} usable blocks")
-    elif res.fits:
-        rec_len = Recommendation(value=dep.max_model_len, reason=f"one {dep.max_model_len}-token "
-                                 f"request fits; the KV cache holds {res.max_concurrency:.2f} of them")
-    elif res.max_model_len_fit > 0:
-        rec_len = Recommendation(value=res.max_model_len_fit, reason="the configured length does not "
-                                 "fit; this is the largest that does (vLLM's estimated maximum model length)")
-    else:
-        rec_len = Recommendation(value=None, reason="no length fits: there is no memory for the KV cache")
-
-    # gpu_memory_utilization
-    ceiling = _util_ceiling(dep, res)
-    max_len = int(rec_len.value or dep.max_model_len)
-    target_len = work_len or max_len
-    seq_cap = vllm.batch_defaults(dep.gpu_total_bytes, gpu.device_name, era,
-                                  opts.get("usage_context") or "serve")[1]
-    one = res.request_blocks(max_len)
-    if n:
-        # N requests of the workload's length, and always one request of max_model_len.
-        blocks_needed = max(n * res.request_blocks(target_len), one) + null
-        target = f"{n} requests of {target_len} tokens"
-    else:
-        blocks_needed = one + null
-        target = f"one {max_len}-token request"
-    needed = _util_needed(dep, res, blocks_needed)
-    if dep.kv_cache_memory_bytes is not None:
-        rec_util = Recommendation(value=dep.gpu_memory_utilization, reason="--kv-cache-memory-bytes "
-                                  "replaces the utilization budget")
-    elif needed <= ceiling:
-        if n or not res.fits:
-            rec_util = Recommendation(value=needed, reason=f"smallest value that serves {target}; "
-                                      f"values up to {ceiling} start safely and add KV capacity")
-        else:
-            rec_util = Recommendation(value=dep.gpu_memory_utilization, reason=f"{target} needs "
-                                      f"{needed} or more; the current value leaves the rest to "
-                                      f"concurrency; {ceiling} is the highest that starts safely")
-    else:
-        alternatives = _what_would_serve(m, gpu, opts, era, version, version_source, dep,
-                                         n or 1, target_len, ceiling)
-        rec_util = Recommendation(value=ceiling, reason=f"{target} needs {needed}, above the "
-                                  f"{ceiling} at which vLLM still starts; {alternatives}")
-
-    # max_num_seqs
-    if work_len:
-        basis, what = work_len, f"the workload's {work_len} tokens per request (input + output)"
-    else:
-        basis = int(rec_len.value or dep.max_model_len)
-        what = (f"max_model_len {basis} for every request — the no-preemption bound; pass "
-                "--avg-input-tokens/--avg-output-tokens for a realistic figure")
-    if n and rec_util.value and rec_util.value != dep.gpu_memory_utilization:
-        # With a target, size the batch at the recommended utilization the command will use.
-        _, at_util, _ = _evaluate(m, gpu, {**opts, "gpu_memory_utilization": rec_util.value}, era,
-                                  version, version_source)
-        usable = max(0, at_util.num_blocks - null)
-    fit_seqs = usable // res.request_blocks(basis)
-    rec_seqs = Recommendation(
-        value=min(fit_seqs, seq_cap),
-        reason=f"the KV cache holds {fit_seqs} requests at {what}"
-        + (f", capped at the engine's limit of {seq_cap} for this GPU" if fit_seqs > seq_cap else ""),
-    )
-
-    for rec in (rec_len, rec_seqs, rec_util):
-        rec.reason = prefix + rec.reason
-    return Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
-                           gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp)
-
-
-def _what_would_serve(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: vllm.Era,
-                      version: str, version_source: Any, dep: Deployment, n: int, length: int,
-                      ceiling: float) -> str:
-    """Name the changes that would meet the target at the highest safe utilization."""
-    base = {**opts, "gpu_memory_utilization": ceiling}
-    _, r, model_max = _evaluate(m, gpu, base, era, version, version_source)
-    options = []
-    usable = max(0, r.num_blocks - _null(era))
-    fit_len = vllm.largest_fitting_len(lambda k: n * r.request_blocks(k) <= usable, model_max)
-    if fit_len > 0:
-        options.append(f"--max-model-len {fit_len}")
-    for cand in vllm.valid_tp_sizes(m):
-        if cand <= dep.tensor_parallel_size:
-            continue
-        _, r2, _ = _evaluate(m, gpu, {**base, "tensor_parallel_size": cand}, era, version,
-                             version_source)
-        if r2.num_blocks - _null(era) >= n * r2.request_blocks(length):
-            options.append(f"--tensor-parallel-size {cand}")
-            break
-    if not dep.kv_cache_dtype.startswith("fp8"):
-        _, r3, _ = _evaluate(m, gpu, {**base, "kv_cache_dtype": "fp8"}, era, version, version_source)
-        if r3.num_blocks - _null(era) >= n * r3.request_blocks(length):
-            options.append("--kv-cache-dtype fp8")
-    return ("it would be met with " + " or ".join(options)) if options else \
-        "no single change (shorter length, more GPUs, fp8 KV cache) meets it"
-
-
-def serve_command(model_ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
-                  revision: str | None = None) -> str:
-    """`vllm serve` with the user's explicit flags and the recommended values. max_num_seqs is
-    only set from a workload: the no-preemption bound alone would throttle short requests."""
-    args = ["vllm", "serve", model_ref]
-    if revision:
-        args += ["--revision", revision]
-    tp = dep.tensor_parallel_size
-    if rec.max_model_len.reason.startswith("at tensor_parallel_size"):
-        tp = rec.tensor_parallel_size.value or tp  # the other values were planned at this TP
-    if tp != 1:
-        args += ["--tensor-parallel-size", str(tp)]
-    for key, flag in (("pipeline_parallel_size", "--pipeline-parallel-size"),
-                      ("data_parallel_size", "--data-parallel-size")):
-        value = getattr(dep, key)
-        if value != 1:
-            args += [flag, str(value)]
-    if rec.max_model_len.value:
-        args += ["--max-model-len", str(rec.max_model_len.value)]
-    has_workload = any(v is not None for v in workload.model_dump().values())
-    if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
-        args += ["--max-num-seqs", str(rec.max_num_seqs.value)]
-    if dep.kv_cache_memory_bytes is not None:
-        args += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
-    elif rec.gpu_memory_utilization.value:
-        args += ["--gpu-memory-utilization", f"{rec.gpu_memory_utilization.value:g}"]
-    src = dep.sources
-    if src.get("max_num_batched_tokens") == "cli":
-        args += ["--max-num-batched-tokens", str(dep.max_num_batched_tokens)]
-    if src.get("dtype") == "cli":
-        args += ["--dtype", dep.dtype]
-    if src.get("kv_cache_dtype") == "cli" and dep.kv_cache_dtype.startswith("fp8"):
-        args += ["--kv-cache-dtype", dep.kv_cache_dtype]
-    if src.get("quantization") == "cli" and dep.quantization:
-        args += ["--quantization", dep.quantization]
-    if src.get("block_size") == "cli":
-        args += ["--block-size", str(dep.block_size)]
-    if dep.enforce_eager:
-        args.append("--enforce-eager")
-    if dep.enable_expert_parallel:
-        args.append("--enable-expert-parallel")
-    if src.get("enable_prefix_caching") == "cli" and not dep.enable_prefix_caching:
-        args.append("--no-enable-prefix-caching")
-    if src.get("hybrid_kv_cache_manager") == "cli" and not dep.hybrid_kv_cache_manager:
-        args.append("--disable-hybrid-kv-cache-manager")
-    return shlex.join(args)
-
-
-ENGINES = ("vllm", "sglang", "tgi")
-VLLM_KNOBS = {k: "--" + k.replace("_", "-") for k in (
-    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
-    "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "dtype",
-    "quantization")}
-
-
-def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
-         engine_version: str | None = None,
-         workload: Workload | None = None, revision: str | None = None, token: str | None = None,
-         offline: bool | None = None, **knobs: Any) -> Plan:
-    """Plan one deployment on `engine` (vllm, sglang or tgi). `model` is a ModelSpec, a local path, a catalogue id or a Hub
-    repo id (`revision`, `token`, `offline` apply to the Hub). `knobs` use vLLM's flag names
-    with underscores (tensor_parallel_size=2, max_model_len=32768, …) plus gpu_memory_gib.
-
-    Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
-    fits=False, not an exception."""
-    unknown = set(knobs) - set(KNOB_NAMES)
-    if unknown:
-        raise TypeError(f"unknown knobs: {', '.join(sorted(unknown))}")
-    m = model if isinstance(model, ModelSpec) else resolve_model(
-        model, revision=revision, token=token, offline=offline)
-    g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
+def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = "vllm",
+         engine_version: str | None = None, workload: Workload | None = None) -> Plan:
+    """Plan one deployment. Raises KvplanError subclasses for bad input; a deployment that
+    does not fit is a Plan with fits=False, not an exception."""
+    eng = registry.get(engine)
+    knobs = knobs or Knobs()
     workload = workload or Workload()
-    if engine not in ENGINES:
-        raise InvalidInputError(f"unknown --engine {engine!r}", hint="use vllm, sglang or tgi")
-    if engine != "vllm":
-        from .planner_engines import plan_other
-
-        return plan_other(engine, m, g, engine_version=engine_version, workload=workload,
-                          opts={k: v for k, v in knobs.items() if v is not None})
-    if knobs.get("max_input_tokens") is not None:
-        raise InvalidInputError("max_input_tokens is a TGI setting (--max-input-tokens) that vLLM "
-                                "does not have", hint="plan with --engine tgi (engine='tgi'), or use --max-model-len")
-    version = engine_version or vllm.NEWEST_MODELLED
-    version_source = "cli" if engine_version else "kvplan-default"
-    era, problems = vllm.select_era(version)
-    opts = {k: v for k, v in knobs.items() if v is not None}
-    dep, res, model_max = _evaluate(m, g, opts, era, version, version_source)
-
-    problems += res.problems + model_gpu_problems(m, g, dep, engine="vLLM")
-    rec = _recommend(m, g, opts, era, version, version_source, dep, res, model_max, workload)
+    _check_supported(eng, knobs)
+    version = engine_version or eng.newest_version
+    parse_version(version)
+    _, problems = eng.era(version)
+    dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
+    problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
+    rec, planned = _recommend(eng, m, gpu, knobs, dep, res, workload)
     worst = res.worst
-    estimated = ["activation_bytes", "non_torch_bytes", "cudagraph_bytes"]
-    if g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
+    estimated = list(res.estimated)
+    if gpu.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
         estimated.append("total_bytes")
-    inputs = {k: SourcedValue(value=getattr(dep, k), source=dep.sources.get(k, "engine-default"))
-              for k in ("engine_version", "tensor_parallel_size", "pipeline_parallel_size",
-                        "data_parallel_size", "dtype", "kv_cache_dtype", "quantization",
-                        "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-                        "gpu_memory_utilization", "block_size", "enforce_eager",
-                        "enable_prefix_caching", "hybrid_kv_cache_manager", "enable_expert_parallel",
-                        "kv_cache_memory_bytes", "gpu_total_bytes")}
     return Plan(
         fits=res.fits,
         problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
                         weights_from=m.weights_from, dtype=dep.dtype,
-                        quantization=dep.quantization or _quant_name(m)),
-        gpu=PlanGpu(id=g.id, name=g.name,
+                        quantization=dep.quantization or m.unmodelled_quantization_method),
+        gpu=PlanGpu(id=gpu.id, name=gpu.name,
                     count=dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size,
                     total_bytes_estimated="total_bytes" in estimated),
-        engine=PlanEngine(name="vllm", version=version, era=era.name, knobs=VLLM_KNOBS),
-        inputs=inputs,
+        engine=PlanEngine(name=eng.name, label=eng.label, version=version, era=res.era or dep.era,
+                          knobs=dict(eng.flags)),
+        inputs=_inputs(eng, dep, res),
         workload=workload,
         memory=MemoryBreakdown(
-            total_bytes=dep.gpu_total_bytes, budget_bytes=res.requested_bytes,
+            total_bytes=dep.gpu_total_bytes, budget_bytes=res.budget_bytes,
             weights_bytes=worst.weights_bytes, weights_tensor_bytes=worst.weights_tensor_bytes,
-            activation_bytes=worst.activation_bytes,
-            non_torch_bytes=worst.non_torch_bytes, cudagraph_bytes=worst.cudagraph_bytes,
-            cudagraph_in_budget=era.cudagraph_in_budget and not dep.enforce_eager,
+            activation_bytes=worst.activation_bytes, non_torch_bytes=worst.non_torch_bytes,
+            cudagraph_bytes=worst.cudagraph_bytes, cudagraph_in_budget=res.cudagraph_in_budget,
             kv_cache_bytes=worst.kv_cache_bytes, estimated=estimated,
+            notes={k: v for k, v in vars(res.notes).items() if v is not None},
             stages=[StageBreakdown(layers=st.layers, weights_bytes=st.weights_bytes,
                                    weights_tensor_bytes=st.weights_tensor_bytes,
                                    activation_bytes=st.activation_bytes,
@@ -337,12 +103,214 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
                     for st in res.stages]),
         kv_cache=KvCache(
             bytes_per_token=res.bytes_per_token, bytes_per_block=worst.bytes_per_block,
-            bytes_per_request=res.blocks_per_request * worst.bytes_per_block,
-            block_size=worst.layout.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
+            bytes_per_request=res.request_blocks(res.max_model_len) * worst.bytes_per_block
+            if res.max_model_len else 0,
+            block_size=res.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
             max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit),
         recommendations=rec,
-        command=serve_command(_serve_ref(m), dep, rec, workload, revision=m.revision),
+        command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
     )
+
+
+def _check_supported(eng: Engine, knobs: Knobs) -> None:
+    """A knob the engine does not have is an error naming the engines that do."""
+    bad = sorted(k for k, v in knobs.given().items() if k in eng.unsupported and v is not False)
+    if not bad:
+        return
+    names = ", ".join(flag(k) for k in bad)
+    have = [e.label for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
+    raise InvalidInputError(
+        f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
+        hint="drop it" + (f", or plan with --engine {' / '.join(e.lower() for e in have)}"
+                          if have else ""))
+
+
+def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, SourcedValue]:
+    out = {}
+    for key, knob in INPUTS:
+        if knob is not None and knob in eng.unsupported:
+            continue
+        value = getattr(dep, key)
+        source = dep.sources.get(key, "engine-default")
+        if key in res.engine_defaults and source != "cli":
+            value = res.engine_defaults[key]
+        if value is None and key in ("max_input_tokens", "max_total_tokens"):
+            continue
+        out[key] = SourcedValue(value=value, source=source)
+    return out
+
+
+# ---------------------------------------------------------------- recommendations
+
+
+def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
+         **changes: object) -> tuple[Deployment, MemoryResult] | None:
+    """The deployment with some knobs changed; None when the engine refuses that setting."""
+    try:
+        return evaluate(eng, m, gpu, knobs.model_copy(update=changes), version)
+    except InvalidInputError:
+        return None
+
+
+def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                 res: MemoryResult) -> Recommendation:
+    tp = dep.tensor_parallel_size
+    if res.fits:
+        return Recommendation(value=tp, reason=f"fits at tensor_parallel_size {tp}")
+    for cand in valid_tp_sizes(m):
+        if cand <= tp:
+            continue
+        got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=cand)
+        if got and got[1].fits:
+            return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that "
+                                  f"fits ({cand} GPUs per replica)")
+    return Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits")
+
+
+def _largest_len(fits: object, cap: int) -> int:
+    """Binary search over 1…cap for the largest length that `fits` (0 if none)."""
+    lo, hi = 0, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):  # type: ignore[operator]
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+               res: MemoryResult, workload: Workload) -> tuple[Recommendations, Deployment]:
+    """The four recommendations, and the deployment they were planned on (the serve line's)."""
+    rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res)
+    prefix = ""
+    if rec_tp.value and rec_tp.value != dep.tensor_parallel_size and res.max_model_len_fit == 0:
+        # Nothing fits at this TP (no KV memory at all): the other settings only make sense on
+        # the deployment that does, so re-plan there. Otherwise a shorter length and a larger
+        # TP are alternatives, and the command keeps the user's TP.
+        knobs = knobs.model_copy(update={"tensor_parallel_size": rec_tp.value})
+        dep, res = evaluate(eng, m, gpu, knobs, dep.engine_version)
+        prefix = f"at tensor_parallel_size {rec_tp.value}: "
+
+    usable = res.usable_blocks
+    n = workload.target_concurrency
+    length_now = res.max_model_len
+    model_max = max(res.max_model_len_fit, length_now)  # N requests fit no longer than one
+    work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
+
+    # max_model_len: a length the user gave is kept (the fraction below is sized for it);
+    # with a target but no workload length, the largest length at which N requests fit;
+    # otherwise the configured length when one request fits, else the largest that does
+    # (vLLM's "estimated maximum model length").
+    given_len = dep.sources.get("max_model_len") == "cli"
+    if n and not work_len and not given_len:
+        length = _largest_len(lambda k: n * res.request_blocks(k) <= usable, model_max)
+        rec_len = (Recommendation(value=None, reason=f"the KV cache ({usable} blocks) cannot hold "
+                                  f"{n} requests of even one block each") if length <= 0 else
+                   Recommendation(value=length, reason=f"largest length at which {n} concurrent "
+                                  f"requests fit: {n} × {res.request_blocks(length)} blocks ≤ "
+                                  f"{usable} usable blocks"))
+    elif n and not work_len and res.fits:
+        rec_len = Recommendation(value=length_now, reason=f"as given; {n} requests of "
+                                 f"{length_now} tokens need {n * res.request_blocks(length_now)} "
+                                 f"blocks of the {usable} usable at the current budget")
+    elif res.fits:
+        rec_len = Recommendation(value=length_now, reason=f"one {length_now}-token request fits; "
+                                 f"the KV cache holds {res.max_concurrency:.2f} of them")
+    elif res.max_model_len_fit > 0:
+        rec_len = Recommendation(value=res.max_model_len_fit, reason="the configured length does "
+                                 "not fit; this is the largest that does (the engine's estimated "
+                                 "maximum model length)")
+    else:
+        rec_len = Recommendation(value=None, reason="no length fits: there is no memory for the "
+                                 "KV cache")
+
+    # gpu_memory_utilization (the engine's budget fraction)
+    ceiling = eng.fraction_ceiling(dep, res)
+    max_len = int(rec_len.value or length_now)
+    target_len = work_len or max_len
+    one = res.request_blocks(max_len)
+    if n:
+        blocks_needed = max(n * res.request_blocks(target_len), one) + res.reserved_blocks
+        target = f"{n} requests of {target_len} tokens"
+    else:
+        blocks_needed = one + res.reserved_blocks
+        target = f"one {max_len}-token request"
+    needed = eng.fraction_needed(m, gpu, dep, res, blocks_needed)
+    current = dep.gpu_memory_utilization
+    if dep.kv_cache_memory_bytes is not None:
+        rec_util = Recommendation(value=current, reason="--kv-cache-memory-bytes replaces the "
+                                  "utilization budget")
+    elif needed is not None and needed <= ceiling:
+        if n or not res.fits:
+            rec_util = Recommendation(value=needed, reason=f"{target} need {needed}: the smallest "
+                                      f"value that serves them; up to {ceiling} starts safely and "
+                                      "adds KV capacity")
+        else:
+            rec_util = Recommendation(value=current, reason=f"{target} needs {needed} or more; the "
+                                      f"current value leaves the rest to concurrency; {ceiling} is "
+                                      "the highest that starts safely")
+    else:
+        what = "more than the whole GPU" if needed is None else str(needed)
+        alternatives = _what_would_serve(eng, m, gpu, knobs, dep, n or 1, target_len, ceiling)
+        rec_util = Recommendation(value=ceiling, reason=f"{target} need {what}, above the "
+                                  f"{ceiling} at which {eng.label} still starts; {alternatives}")
+
+    # max_num_seqs
+    if work_len:
+        basis, what = work_len, f"the workload's {work_len} tokens per request (input + output)"
+    else:
+        basis = max_len
+        what = (f"max_model_len {basis} for every request — the no-preemption bound; pass "
+                "--avg-input-tokens/--avg-output-tokens for a realistic figure")
+    if n and rec_util.value and rec_util.value != current:
+        # With a target, size the batch at the recommended fraction the command will use.
+        got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=rec_util.value)
+        if got:
+            usable = got[1].usable_blocks
+    fit_seqs = usable // res.request_blocks(basis) if basis else 0
+    cap = eng.max_seqs_cap(gpu, dep)
+    capped = cap is not None and fit_seqs > cap
+    rec_seqs = Recommendation(
+        value=(min(fit_seqs, cap) if capped else fit_seqs) or None,  # type: ignore[type-var]
+        reason=f"the KV cache holds {fit_seqs} request{'s' if fit_seqs != 1 else ''} at {what}"
+        + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
+
+    for r in (rec_len, rec_seqs, rec_util):
+        r.reason = prefix + r.reason
+    return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
+                            gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp), dep)
+
+
+def _what_would_serve(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                      n: int, length: int, ceiling: float) -> str:
+    """Name the changes that would meet the target at the highest safe fraction."""
+    version = dep.engine_version
+    base = knobs.model_copy(update={"gpu_memory_utilization": ceiling})
+    options = []
+    got = _try(eng, m, gpu, base, version)
+    if got:
+        r = got[1]
+        fit_len = _largest_len(lambda k: n * r.request_blocks(k) <= r.usable_blocks,
+                               max(r.max_model_len, r.max_model_len_fit))
+        if fit_len > 0:
+            options.append(f"{eng.flags.get('max_model_len', '--max-model-len')} {fit_len}")
+    for cand in valid_tp_sizes(m):
+        if cand <= dep.tensor_parallel_size:
+            continue
+        got = _try(eng, m, gpu, base, version, tensor_parallel_size=cand)
+        if got and got[1].usable_blocks >= n * got[1].request_blocks(length):
+            options.append(f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {cand}")
+            break
+    if not dep.kv_cache_dtype.startswith("fp8"):
+        got = _try(eng, m, gpu, base, version, kv_cache_dtype="fp8")
+        if got and got[1].usable_blocks >= n * got[1].request_blocks(length):
+            options.append(f"{eng.flags.get('kv_cache_dtype', '--kv-cache-dtype')} fp8")
+    return ("it would be met with " + " or ".join(options)) if options else \
+        "no single change (shorter length, more GPUs, fp8 KV cache) meets it"
+
+
+# ------------------------------------------------------------------ shared notes
 
 
 def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str) -> list[Problem]:
@@ -377,15 +345,6 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     return problems
 
 
-def _quant_name(m: ModelSpec) -> str | None:
-    """'awq' from "weight quantization 'awq'" — the method vLLM will detect from the config."""
-    text = m.unmodelled_quantization or ""
-    return text.split("'")[1] if text.count("'") >= 2 else None
-
-
-def _serve_ref(m: ModelSpec) -> str:
-    """What `vllm serve` needs: the repo id, or the local directory."""
-    if not m.source.startswith("local file "):
-        return m.id
-    src = m.source.removeprefix("local file ")
-    return src.removesuffix("/config.json").removesuffix("config.json") or m.id
+def serve_ref(m: ModelSpec) -> str:
+    """What a launcher needs: the local directory, else the repo id."""
+    return m.local_dir or m.id

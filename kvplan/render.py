@@ -18,32 +18,6 @@ def _gib(n: int) -> str:
     return f"{n / GiB:,.2f} GiB"
 
 
-ENGINE_LABEL = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
-# Per engine: (budget note, activation note, non-torch note, KV note, KV size label).
-ENGINE_NOTES = {
-    "vllm": ("total × gpu_memory_utilization {util}", "estimate: profile run + sampler",
-             "estimate: cuBLAS, NCCL, all-reduce", "what vLLM allocates", "GPU KV cache size"),
-    "sglang": ("mem_fraction_static {util} × free memory before loading",
-               "estimate: must fit in the (1 − fraction) reserve", "estimate: CUDA context, NCCL",
-               "the KV pool", "max_total_num_tokens"),
-    "tgi": ("", "estimate: warm-up prefill",  # budget note by release: _tgi_budget_note
-            "estimate: CUDA context, NCCL", "KV blocks after warm-up", "max_batch_total_tokens"),
-}
-
-
-def _tgi_budget_note(version: str) -> str:
-    """Where the TGI release takes its wiggle room: off the budget (≥ 3.0), off what the
-    warm-up leaves (1.4.1–2.4), or nowhere (0.9.4–1.4.0)."""
-    from .engines import tgi, vllm
-
-    era = tgi.select_era(vllm.parse_version(version))
-    if era.wiggle_on_budget:
-        return f"{era.wiggle_room:g} × cuda_memory_fraction {{util}} × total"
-    if era.wiggle_room == 1:
-        return "cuda_memory_fraction {util} × total (no wiggle room)"
-    return f"cuda_memory_fraction {{util}} × total; KV gets {era.wiggle_room:g} × what is left"
-
-
 def _knob(plan: Plan, name: str) -> str:
     flag = plan.engine.knobs.get(name)
     return flag.removeprefix("--").replace("-", "_") if flag else name
@@ -54,10 +28,9 @@ def plan_table(plan: Plan, console: Console) -> None:
     from rich.table import Table
 
     d = plan.inputs
-    eng = plan.engine.name
-    budget_note, act_note, nt_note, kv_note, kv_label = ENGINE_NOTES[eng]
+    notes = plan.memory.notes
     head = (f"[bold]{escape(plan.model.id)}[/] on {plan.gpu.count} × {plan.gpu.name} — "
-            f"{ENGINE_LABEL[eng]} {plan.engine.version} ({plan.engine.era})")
+            f"{plan.engine.label} {plan.engine.version} ({plan.engine.era})")
     console.print(head)
     verdict = "[bold green]FITS[/]" if plan.fits else "[bold red]DOES NOT FIT[/]"
     console.print(
@@ -76,21 +49,16 @@ def plan_table(plan: Plan, console: Console) -> None:
     est = set(mem.estimated)
     t.add_row("device total (CUDA)", _gib(mem.total_bytes),
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
-    if eng == "tgi":
-        budget_note = _tgi_budget_note(plan.engine.version)
-    t.add_row("budget", _gib(mem.budget_bytes),
-              budget_note.format(util=d["gpu_memory_utilization"].value))
+    t.add_row("budget", _gib(mem.budget_bytes), notes.get("budget", ""))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
     rounding_mib = (mem.weights_bytes - mem.weights_tensor_bytes) / 2**20
     rounding = f", {rounding_mib:,.0f} MiB rounding" if rounding_mib >= 0.5 else ""
     t.add_row("  weights", _gib(mem.weights_bytes), f"exact: {origin}, RoPE{rounding}")
-    t.add_row("  activation peak", _gib(mem.activation_bytes), act_note)
-    t.add_row("  non-torch", _gib(mem.non_torch_bytes), nt_note)
-    if eng != "tgi":
-        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes),
-                  "estimate, inside the budget" if mem.cudagraph_in_budget
-                  else "estimate, outside the budget")
-    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", kv_note)
+    t.add_row("  activation peak", _gib(mem.activation_bytes), notes.get("activation", ""))
+    t.add_row("  non-torch", _gib(mem.non_torch_bytes), notes.get("non_torch", ""))
+    if "cudagraph" in notes:
+        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), notes["cudagraph"])
+    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", notes.get("kv", ""))
     console.print(t)
 
     kv = plan.kv_cache
@@ -100,7 +68,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row("bytes per token (per GPU)", f"{kv.bytes_per_token:,}")
     k.add_row("block size (tokens)", f"{kv.block_size}")
     k.add_row("blocks", f"{kv.num_blocks:,}")
-    k.add_row(kv_label, f"[bold]{kv.tokens:,} tokens[/]")
+    k.add_row(notes.get("kv_tokens_label", "KV cache size"), f"[bold]{kv.tokens:,} tokens[/]")
     k.add_row(f"max concurrency at {d['max_model_len'].value} tokens", f"[bold]{kv.max_concurrency:,.2f}x[/]")
     k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
     k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
@@ -129,7 +97,7 @@ def compare_table(plans: list[Plan], console: Console) -> None:
               title_justify="left", show_edge=False)
     t.add_column("")
     for p in plans:
-        t.add_column(f"{ENGINE_LABEL[p.engine.name]} {p.engine.version}", justify="right")
+        t.add_column(f"{p.engine.label} {p.engine.version}", justify="right")
 
     def row(label: str, cells: list[str]) -> None:
         t.add_row(label, *cells)
@@ -148,7 +116,7 @@ def compare_table(plans: list[Plan], console: Console) -> None:
                       else f"{getattr(p.recommendations, name).value:g}")) for p in plans])
     console.print(t)
     for p in plans:
-        console.print(f"\n[bold]{ENGINE_LABEL[p.engine.name]}[/]")
+        console.print(f"\n[bold]{p.engine.label}[/]")
         console.print(p.command, markup=False, soft_wrap=True)
         for x in p.problems:
             if x.severity != "info":

@@ -10,8 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.3"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
-# 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding)
+SCHEMA_VERSION = "1.4"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+# 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
+# 1.4: engine.label, engine "trtllm", memory.notes
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -226,6 +227,10 @@ class ModelSpec(_Frozen):
     weights_from: Literal["config", "headers"] = "config"
     problems: list[Problem] = Field(default_factory=list, description="notes from loading the model")
     source: str = Field(description="catalogue, local path, …")
+    local_dir: str | None = Field(
+        None, description="the local model directory a launcher needs (None: serve by id)")
+    unmodelled_quantization_method: str | None = Field(
+        None, description="the method name of an unmodelled quantization_config, e.g. awq")
     revision: str | None = Field(None, description="Hub revision asked for (None = default branch)")
 
 
@@ -233,19 +238,25 @@ class ModelSpec(_Frozen):
 
 
 class Deployment(_Frozen):
-    """Resolved engine settings. `sources` says where each value came from."""
+    """Resolved engine settings under their generic (vLLM) names; each engine maps them to its
+    own flags. `sources` says where each value came from."""
 
-    engine: Literal["vllm"] = "vllm"
+    engine: str = "vllm"
     engine_version: str
+    era: str = Field("", description="the engine's modelled accounting era for this version")
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
     data_parallel_size: int = Field(1, ge=1)
     dtype: str
     kv_cache_dtype: str
     quantization: str | None = None
-    max_model_len: int = Field(gt=0)
+    quant: QuantSpec | None = Field(None, exclude=True, description="the weight format sized")
+    max_model_len: int | None = Field(
+        None, gt=0, description="None: the engine decides it at start-up (TGI 3.x)")
     max_num_seqs: int = Field(gt=0)
     max_num_batched_tokens: int = Field(gt=0)
+    max_input_tokens: int | None = Field(None, gt=0)
+    max_total_tokens: int | None = Field(None, gt=0)
     gpu_memory_utilization: float = Field(gt=0, le=1)
     block_size: int = Field(gt=0)
     enforce_eager: bool = False
@@ -254,6 +265,7 @@ class Deployment(_Frozen):
     enable_prefix_caching: bool = True
     hybrid_kv_cache_manager: bool = True
     enable_expert_parallel: bool = False
+    usage_context: Literal["serve", "llm"] = "serve"
     sources: dict[str, Source]
 
 
@@ -289,7 +301,8 @@ class PlanGpu(BaseModel):
 
 
 class PlanEngine(BaseModel):
-    name: Literal["vllm", "sglang", "tgi"]
+    name: str = Field(description="registry name: vllm, sglang, tgi or trtllm")
+    label: str = Field("", description="display name, e.g. vLLM")
     version: str
     era: str = Field(description="the modelled accounting era used for this version")
     knobs: dict[str, str] = Field(
@@ -332,6 +345,9 @@ class MemoryBreakdown(BaseModel):
         description="memory the engine gives to the KV cache; negative when the deployment does "
         "not fit: by how much the budget falls short")
     estimated: list[str] = Field(description="which fields are estimates rather than exact")
+    notes: dict[str, str] = Field(
+        default_factory=dict, description="what each line means for this engine: budget, "
+        "activation, non_torch, cudagraph (absent: no separate line), kv, kv_tokens_label")
     stages: list[StageBreakdown] = Field(description="per pipeline stage (one entry when PP = 1)")
 
 

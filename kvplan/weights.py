@@ -512,10 +512,36 @@ class WeightMemory:
     reserved_bytes: int  # segments holding them after empty_cache: the free-memory drop SGLang and TGI see
 
 
+_STAGE_CACHE: dict[tuple, tuple[ModelSpec, list[WeightMemory]]] = {}
+_STAGE_CACHE_SIZE = 512
+
+
 def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
-    PyTorch's caching allocator counts them after building the model (kvplan/allocator.py)."""
+    PyTorch's caching allocator counts them after building the model (kvplan/allocator.py).
+    Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
+    key = (id(m), tp, pp, dtype, quant.model_dump_json() if quant else None, ep)
+    hit = _STAGE_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_STAGE_CACHE) >= _STAGE_CACHE_SIZE:
+        _STAGE_CACHE.clear()
+    out = _weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
+    _STAGE_CACHE[key] = (m, out)
+    return out
+
+
+def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
+                   quant: QuantSpec | None) -> WeightMemory:
+    """The PP stage whose weights hold the most device memory (reserved segments: SGLang and
+    TGI see weights as the drop in free memory)."""
+    return max(weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant),
+               key=lambda w: w.reserved_bytes)
+
+
+def _weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
+                             quant: QuantSpec | None, ep: int) -> list[WeightMemory]:
     rope = rope_cache_bytes(m, dtype)
     out = []
     for sizes in stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep):

@@ -247,9 +247,9 @@ def test_tgi_3x_default_prefill_is_capped_by_the_launchers_vram_estimate():
 
 
 def test_vllm_only_flags_are_rejected_for_other_engines():
-    with pytest.raises(InvalidInputError, match="not a setting tgi has"):
+    with pytest.raises(InvalidInputError, match="not a setting TGI has"):
         plan(LLAMA, "h100", engine="tgi", pipeline_parallel_size=2)
-    with pytest.raises(InvalidInputError, match="TGI setting"):
+    with pytest.raises(InvalidInputError, match="not a setting vLLM has(.|\n)*--engine tgi"):
         plan(LLAMA, "h100", max_input_tokens=4095)
     with pytest.raises(InvalidInputError, match="unknown --engine"):
         plan(LLAMA, "h100", engine="trt")

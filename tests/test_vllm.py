@@ -156,12 +156,17 @@ def test_fit_agrees_with_capacity(util, length):
 
 
 def test_target_concurrency_recommendation():
-    """With N requests the recommended length is the largest with N × cdiv(L, 16) ≤ blocks − 1."""
-    p = plan(LLAMA, "h100", max_model_len=32768,
-             workload=__import__("kvplan").Workload(target_concurrency=10))
+    """With N requests and no length given, the recommended length is the largest with
+    N × cdiv(L, 16) ≤ blocks − 1; a length the user gave is kept (issue 16: explicit flags stay
+    in the serve line) when its N requests fit."""
+    workload = __import__("kvplan").Workload(target_concurrency=10)
+    p = plan(LLAMA, "h100", workload=workload)
     usable = p.kv_cache.num_blocks - 1
     assert p.recommendations.max_model_len.value == min(131072, (usable // 10) * 16)
     assert "--max-num-seqs" in p.command
+    given = plan(LLAMA, "h100", max_model_len=32768, workload=workload)
+    assert given.recommendations.max_model_len.value == 32768
+    assert "--max-model-len 32768" in given.command
 
 
 def test_v0_defaults_and_whole_prompt_profile():

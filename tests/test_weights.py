@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
-from kvplan.engines.vllm import valid_tp_sizes
+from kvplan.knobs import valid_tp_sizes
 from kvplan.units import GiB
 from kvplan.weights import fused_name, parameter_count, pp_layer_ranges, weight_memory_per_stage
 

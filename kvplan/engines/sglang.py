@@ -10,11 +10,17 @@ would not fit there.
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from dataclasses import dataclass
 
+from .. import forward
+from ..errors import InvalidInputError
 from ..kv import kv_bytes_per_token_per_layer, layer_specs
-from ..specs import GpuSpec, ModelSpec, Problem, VisionSpec
+from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source, VisionSpec
 from ..units import GiB, MiB
+from ..versions import parse_version
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
@@ -249,3 +255,186 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
             "out-of-memory error under load; lower --mem-fraction-static or --chunked-prefill-size"))
     return SglangResult(free_before, mem_fraction, rest, cell, tokens, ctx,
                         max_running_requests(tokens, ctx) if tokens else 0, chunked, problems)
+
+
+# ------------------------------------------------------------------ the engine
+
+_IMAGE = re.compile(r"sglang[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
+_PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")
+# sglang/srt/server_args.py flag → (knob, kind)
+CLI_FLAGS: dict[str, tuple[str, str]] = {
+    "--model-path": ("model", "str"), "--model": ("model", "str"),
+    "--tp-size": ("tensor_parallel_size", "int"), "--tp": ("tensor_parallel_size", "int"),
+    "--pp-size": ("pipeline_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
+    "--context-length": ("max_model_len", "int"),
+    "--mem-fraction-static": ("gpu_memory_utilization", "float"),
+    "--max-running-requests": ("max_num_seqs", "int"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
+    "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
+    "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
+}
+BOOLEAN_FLAGS = frozenset({
+    "--trust-remote-code", "--enable-lora", "--disable-cuda-graph", "--enable-torch-compile",
+    "--enable-dp-attention", "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
+    "--disable-custom-all-reduce", "--skip-tokenizer-init", "--enable-expert-parallel",
+})
+
+
+def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
+    """The deployments whose forward pass and decode graphs SGLang runs: chunked-prefill
+    tokens, and decode graphs up to --cuda-graph-max-bs."""
+    run = dep.model_copy(update={"max_num_batched_tokens": d.chunked_prefill,
+                                 "max_num_seqs": min(d.decode_graph_bs * 2, 4096)})
+    return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
+
+
+class SglangEngine(Engine):
+    name = "sglang"
+    label = "SGLang"
+    newest_version = NEWEST_MODELLED
+    flags = {"tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
+             "data_parallel_size": "--dp-size", "max_model_len": "--context-length",
+             "max_num_seqs": "--max-running-requests",
+             "max_num_batched_tokens": "--chunked-prefill-size",
+             "gpu_memory_utilization": "--mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
+             "dtype": "--dtype", "quantization": "--quantization",
+             "max_total_tokens": "--max-total-tokens"}
+    unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
+                             "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
+                             "enable_expert_parallel", "usage_context", "max_input_tokens"})
+    syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
+                          modules=("sglang.launch_server",), image_versions=(_IMAGE,),
+                          pip_version=_PIP)
+
+    def _defaults(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> Defaults:
+        mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if dep.sources.get("gpu_total_bytes") != "cli"
+               else dep.gpu_total_bytes // MiB)
+        chunked = dep.max_num_batched_tokens if dep.sources.get("max_num_batched_tokens") == "cli" else None
+        return defaults(parse_version(dep.engine_version), m, mem, dep.tensor_parallel_size,
+                        dep.pipeline_parallel_size, chunked)
+
+    def era(self, version: str) -> tuple[str, list[Problem]]:
+        v = parse_version(version)
+        problems = []
+        if v > parse_version(NEWEST_MODELLED):
+            problems.append(Problem(code="engine-version-newer", severity="warning",
+                                    message=f"sglang {version} is newer than {NEWEST_MODELLED}, "
+                                    "the newest read"))
+        if TIER_FROM <= v < LEGACY_BEFORE:
+            problems.append(Problem(
+                code="engine-version-boundary-uncertain", severity="info",
+                message=f"sglang {version}: the GPU-tier mem-fraction rule read at 0.5.0rc0 is "
+                "applied from 0.4.10 to 0.5.2; its exact first release was not pinned"))
+        return "", problems
+
+    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+        sources: dict[str, Source] = dict(layout.sources)
+        model_ctx = context_length(m)
+        ctx = knobs.max_model_len or model_ctx
+        if ctx > model_ctx:
+            raise InvalidInputError(f"--context-length {ctx} exceeds the model's {model_ctx} tokens",
+                                    hint="SGLang refuses it unless "
+                                    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+        for key, default_source in (("max_model_len", "model-config"),
+                                    ("max_num_batched_tokens", "engine-default"),
+                                    ("gpu_memory_utilization", "engine-default"),
+                                    ("max_num_seqs", "engine-default"),
+                                    ("max_total_tokens", "engine-default")):
+            sources[key] = "cli" if getattr(knobs, key) is not None else default_source
+        q = layout.quant
+        dep = Deployment(
+            engine=self.name, engine_version=version,
+            tensor_parallel_size=layout.tensor_parallel_size,
+            pipeline_parallel_size=layout.pipeline_parallel_size,
+            data_parallel_size=layout.data_parallel_size, dtype=layout.dtype,
+            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
+            max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
+            max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
+            gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
+        d = self._defaults(m, gpu, dep)
+        return dep.model_copy(update={
+            "era": d.era, "gpu_memory_utilization": knobs.gpu_memory_utilization or d.mem_fraction,
+            "max_num_batched_tokens": d.chunked_prefill})
+
+    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+        from ..weights import heaviest_stage
+
+        d = self._defaults(m, gpu, dep)
+        tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        wm = heaviest_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
+        run, graphs_dep = _runtime(dep, d)
+        activation = forward.activation_bytes(m, run, last_stage=True)
+        graphs = forward.cudagraph_bytes(graphs_dep, math.ceil(m.num_layers / pp))
+        ctx = int(dep.max_model_len or context_length(m))
+        res = plan_memory(m, total_bytes=dep.gpu_total_bytes, tp=tp, weights_bytes=wm.reserved_bytes,
+                          kv_dtype=dep.kv_cache_dtype, mem_fraction=dep.gpu_memory_utilization,
+                          ctx=ctx, chunked=d.chunked_prefill, runtime_bytes=activation + graphs,
+                          max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool)
+        stage = Stage(m.num_layers // pp, wm.reserved_bytes, wm.tensor_bytes, activation,
+                      context_bytes(tp), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
+        return MemoryResult(
+            era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
+            stages=[stage], cudagraph_in_budget=False,
+            estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
+            bytes_per_token=res.cell_bytes, block_size=1, num_blocks=res.tokens, reserved_blocks=0,
+            tokens=res.tokens, max_model_len=ctx, max_concurrency=res.tokens / ctx,
+            max_model_len_fit=min(context_length(m), res.tokens), fits=res.fits,
+            problems=res.problems,
+            notes=Notes(budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
+                        "before loading", activation="estimate: must fit in the (1 − fraction) "
+                        "reserve", non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
+                        kv_tokens_label="max_total_num_tokens",
+                        cudagraph="estimate, outside the fraction"),
+            request_blocks=lambda length: length,
+            engine_defaults={"max_num_seqs": res.max_running_requests or None})
+
+    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+        """(tokens × cell + weights) / free_before_load, in thousandths rounded up."""
+        st = res.stages[0]
+        free_before = dep.gpu_total_bytes - st.non_torch_bytes
+        return math.ceil((blocks * res.bytes_per_token + st.weights_bytes) / free_before * 1000) / 1000
+
+    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+        """The (1 − f) remainder must hold the activations and CUDA graphs."""
+        st = res.stages[0]
+        free_before = dep.gpu_total_bytes - st.non_torch_bytes
+        return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes)
+                          / free_before * 1000) / 1000
+
+    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+        args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
+        for key in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size"):
+            if getattr(dep, key) != 1:
+                args += [self.flags[key], str(getattr(dep, key))]
+        if rec.max_model_len.value:
+            args += ["--context-length", str(rec.max_model_len.value)]
+        if rec.gpu_memory_utilization.value:
+            args += ["--mem-fraction-static", f"{rec.gpu_memory_utilization.value:g}"]
+        has_workload = any(v is not None for v in workload.model_dump().values())
+        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
+            args += ["--max-running-requests", str(rec.max_num_seqs.value)]
+        if dep.sources.get("max_num_batched_tokens") == "cli":
+            args += ["--chunked-prefill-size", str(dep.max_num_batched_tokens)]
+        if dep.max_total_tokens:
+            args += ["--max-total-tokens", str(dep.max_total_tokens)]
+        if dep.kv_cache_dtype.startswith("fp8"):
+            args += ["--kv-cache-dtype", "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
+                     else dep.kv_cache_dtype]
+        if dep.sources.get("dtype") == "cli":
+            args += ["--dtype", dep.dtype]
+        if dep.sources.get("quantization") == "cli" and dep.quantization:
+            args += ["--quantization", dep.quantization]
+        if revision:
+            args += ["--revision", revision]
+        return shlex.join(args)
+
+    def layout_problems(self, m: ModelSpec) -> list[Problem]:
+        if m.linear_attention is not None:
+            return [Problem(code="unsupported-layout", severity="warning",
+                            message="SGLang's Mamba/linear-attention state pool is not modelled: "
+                            "the KV numbers count the attention layers only")]
+        return []
+
+
+ENGINE = SglangEngine()

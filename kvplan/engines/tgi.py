@@ -19,11 +19,17 @@ v3.3.6; utils/import_utils.py `get_cuda_free_memory`; models/globals.py TGI_WIGG
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from dataclasses import dataclass
 
+from .. import forward
+from ..errors import InvalidInputError
 from ..kv import kv_heads_per_gpu
-from ..specs import ModelSpec, Problem
+from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
+from ..versions import parse_version
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
 
 # Memory in use before the weights (CUDA context, cuBLAS; + NCCL at TP > 1): vLLM's measured
 # H200 figure, and the SGLang TP8 log's increment for NCCL. Estimates.
@@ -300,3 +306,234 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
             f"{total:,}: TGI refuses to start ('max_total_tokens … must be <= "
             "max_batch_total_tokens')"))
     return TgiResult(kv, per_token, block, tokens, total, prefill_tokens, budget, problems)
+
+
+# ------------------------------------------------------------------ the engine
+
+# launcher/src/main.rs flag → (knob, kind)
+CLI_FLAGS: dict[str, tuple[str, str]] = {
+    "--model-id": ("model", "str"), "--num-shard": ("tensor_parallel_size", "int"),
+    "--max-total-tokens": ("max_model_len", "int"), "--max-input-tokens": ("max_input_tokens", "int"),
+    "--max-input-length": ("max_input_tokens", "int"),
+    "--max-batch-prefill-tokens": ("max_num_batched_tokens", "int"),
+    "--max-concurrent-requests": ("max_num_seqs", "int"),
+    "--cuda-memory-fraction": ("gpu_memory_utilization", "float"), "--dtype": ("dtype", "str"),
+    "--quantize": ("quantization", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--revision": ("revision", "str"),
+}
+# The launcher reads every flag from the environment too (clap `env`, launcher/src/main.rs);
+# a flag on the command line wins over its variable.
+ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens",
+             "MAX_INPUT_TOKENS": "--max-input-tokens", "MAX_INPUT_LENGTH": "--max-input-length",
+             "MAX_BATCH_PREFILL_TOKENS": "--max-batch-prefill-tokens",
+             "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
+             "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction", "DTYPE": "--dtype", "QUANTIZE": "--quantize",
+             "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision"}
+# ghcr.io/huggingface/text-generation-inference:2.2.0 and the Google Cloud TGI images
+# (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
+_IMAGES = (re.compile(r"text-generation-inference[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)"),
+           re.compile(r"text-generation-inference-cu\d+\.(\d+)-(\d+)(?:-(\d+))?\."))
+MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
+
+
+def _capability(g: GpuSpec) -> float | None:
+    try:
+        return float(g.compute_capability) if g.compute_capability else None
+    except ValueError:  # AMD gfx names
+        return None
+
+
+class TgiEngine(Engine):
+    name = "tgi"
+    label = "TGI"
+    newest_version = NEWEST_MODELLED
+    flags = {"tensor_parallel_size": "--num-shard", "max_model_len": "--max-total-tokens",
+             "max_num_seqs": "--max-concurrent-requests",
+             "max_num_batched_tokens": "--max-batch-prefill-tokens",
+             "gpu_memory_utilization": "--cuda-memory-fraction", "kv_cache_dtype": "--kv-cache-dtype",
+             "dtype": "--dtype", "quantization": "--quantize", "max_input_tokens": "--max-input-tokens"}
+    unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
+                             "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
+                             "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
+                             "usage_context", "max_total_tokens"})
+    syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
+                          image_versions=_IMAGES, env_flags=ENV_FLAGS,
+                          image_entrypoints=(re.compile(r"text-generation-inference"),))
+
+    def era(self, version: str) -> tuple[str, list[Problem]]:
+        v = parse_version(version)
+        era = select_era(v)
+        problems = []
+        if v < ERAS[0].first:
+            problems.append(Problem(
+                code="engine-version-not-modelled", severity="warning",
+                message=f"tgi {version}: releases before 0.9.4 do not size the KV cache at warm-up "
+                "(max_batch_total_tokens defaults to 16000); modelled with the 0.9.4 accounting"))
+        elif v > parse_version(NEWEST_MODELLED):
+            problems.append(Problem(code="engine-version-newer", severity="warning",
+                                    message=f"tgi {version} is newer than {NEWEST_MODELLED}, the "
+                                    f"newest read; modelled with the {era.name} accounting"))
+        return f"{era.name} accounting", problems
+
+    def _lengths(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, max_input: int | None) -> Lengths:
+        v = parse_version(dep.engine_version)
+        launch = Launcher(gpu.smi_names[0] if gpu.smi_names else None, gpu.smi_total_mib,
+                          dep.tensor_parallel_size, dep.gpu_memory_utilization)
+        return default_lengths(m, select_era(v), v, launch, max_input)
+
+    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+        era = select_era(parse_version(version))
+        sources: dict[str, Source] = dict(layout.sources)
+        for key in ("max_model_len", "max_input_tokens", "max_num_batched_tokens",
+                    "gpu_memory_utilization", "max_num_seqs"):
+            sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
+        q = layout.quant
+        dep = Deployment(
+            engine=self.name, engine_version=version, era=f"{era.name} accounting",
+            tensor_parallel_size=layout.tensor_parallel_size, dtype=layout.dtype,
+            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            max_num_seqs=knobs.max_num_seqs or MAX_CONCURRENT_REQUESTS, max_num_batched_tokens=1,
+            gpu_memory_utilization=knobs.gpu_memory_utilization or 1.0,
+            block_size=block_size(m, era, _capability(gpu)),
+            gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
+        lengths = self._lengths(m, gpu, dep, knobs.max_input_tokens)
+        prefill = knobs.max_num_batched_tokens or lengths.prefill_tokens
+        model_max = m.max_position_embeddings or prefill
+        max_total = knobs.max_model_len
+        if max_total and max_total > model_max:
+            raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}",
+                                    hint=f"use --max-model-len {model_max} or less")
+        max_input = lengths.max_input_tokens or (max_total - 1 if max_total else None)
+        max_total = max_total or lengths.max_total_tokens
+        if max_input and max_total and max_input >= max_total:
+            raise InvalidInputError(f"--max-input-tokens {max_input} must be below --max-total-tokens "
+                                    f"{max_total} (TGI's launcher refuses to start)",
+                                    hint="lower --max-input-tokens or raise --max-total-tokens")
+        if max_input and prefill < max_input and era.defaults != "3.x":
+            raise InvalidInputError(f"--max-batch-prefill-tokens {prefill} must be at least "
+                                    f"--max-input-tokens {max_input} (TGI's launcher refuses to start)",
+                                    hint="raise --max-batch-prefill-tokens")
+        return dep.model_copy(update={"max_model_len": max_total, "max_input_tokens": max_input,
+                                      "max_num_batched_tokens": prefill})
+
+    def _warmup_peak(self, m: ModelSpec, dep: Deployment, era: TgiEra) -> int:
+        """Eager PyTorch forward of one max_batch_prefill_tokens batch + its prompt logits."""
+        warm = dep.model_copy(update={"max_num_seqs": 1})
+        return (forward.activation_bytes(m, warm, last_stage=True, eager_v0=True)
+                + prefill_logits_bytes(m, era, dep.tensor_parallel_size,
+                                       dep.max_num_batched_tokens, dep.dtype))
+
+    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+        from ..weights import heaviest_stage
+
+        v = parse_version(dep.engine_version)
+        era = select_era(v)
+        tp = dep.tensor_parallel_size
+        wm = heaviest_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=dep.quant)
+        warmup = self._warmup_peak(m, dep, era)
+        res = plan_memory(m, era, total_bytes=dep.gpu_total_bytes, tp=tp, weights_bytes=wm.reserved_bytes,
+                          warmup_peak_bytes=warmup, kv_dtype=dep.kv_cache_dtype,
+                          fraction=dep.gpu_memory_utilization, prefill_tokens=dep.max_num_batched_tokens,
+                          max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
+                          block=dep.block_size)
+        problems = list(res.problems)
+        if dep.sources.get("max_num_batched_tokens") != "cli":
+            lengths = self._lengths(m, gpu, dep, dep.max_input_tokens
+                                    if dep.sources.get("max_input_tokens") == "cli" else None)
+            problems.append(Problem(
+                code="tgi-default-prefill", severity="warning" if lengths.assumed else "info",
+                message=f"TGI's launcher sets --max-batch-prefill-tokens to "
+                f"{dep.max_num_batched_tokens:,} ({lengths.how}); the warm-up prefills that many "
+                "tokens, so its activation peak is sized from it"
+                + ("; pass --max-num-batched-tokens with the value the launcher logs"
+                   if lengths.assumed else "")))
+        problems.append(Problem(
+            code="tgi-upper-bound", severity="warning",
+            message="TGI capacity is an upper bound: both replayed TGI logs held more memory at "
+            "warm-up than kvplan models and got fewer KV tokens (README accuracy table)"))
+        length = res.max_total_tokens
+        model_max = m.max_position_embeddings or dep.max_num_batched_tokens
+        block = res.block_size
+        stage = Stage(m.num_layers, wm.reserved_bytes, wm.tensor_bytes, warmup,
+                      context_bytes(tp, block), 0, res.kv_bytes, res.tokens // block,
+                      res.bytes_per_token * block)
+        if era.wiggle_on_budget:
+            budget = f"{era.wiggle_room:g} × cuda_memory_fraction {dep.gpu_memory_utilization:g} × total"
+        elif era.wiggle_room == 1:
+            budget = f"cuda_memory_fraction {dep.gpu_memory_utilization:g} × total (no wiggle room)"
+        else:
+            budget = (f"cuda_memory_fraction {dep.gpu_memory_utilization:g} × total; KV gets "
+                      f"{era.wiggle_room:g} × what is left")
+        return MemoryResult(
+            era=f"{era.name} accounting", budget_bytes=res.budget_bytes, stages=[stage],
+            cudagraph_in_budget=False, estimated=["activation_bytes", "non_torch_bytes"],
+            bytes_per_token=res.bytes_per_token, block_size=block, num_blocks=res.tokens // block,
+            reserved_blocks=0, tokens=res.tokens, max_model_len=length,
+            max_concurrency=res.tokens / length if length else 0.0,
+            max_model_len_fit=min(res.tokens, model_max), fits=res.fits, problems=problems,
+            notes=Notes(budget=budget, activation="estimate: warm-up prefill",
+                        non_torch="estimate: CUDA context, NCCL", kv="KV blocks after warm-up",
+                        kv_tokens_label="max_batch_total_tokens"),
+            request_blocks=lambda n: cdiv(n, block),
+            engine_defaults={"max_model_len": length} if dep.max_model_len is None else {})
+
+    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+        """Smallest --cuda-memory-fraction (hundredths) whose KV cache holds `blocks` blocks, by
+        bisection over the era's formula; None when even 1.0 is not enough."""
+        def blocks_at(f: float) -> int:
+            return self.memory(m, gpu, dep.model_copy(update={"gpu_memory_utilization": f})).num_blocks
+
+        if blocks_at(1.0) < blocks:
+            return None
+        lo, hi = 0, 100  # hundredths
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if blocks_at(mid / 100) >= blocks:
+                hi = mid
+            else:
+                lo = mid
+        return hi / 100
+
+    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+        return 1.0  # the launcher's own wiggle room already keeps headroom
+
+    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+        return dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli" else MAX_CONCURRENT_REQUESTS
+
+    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+        args = ["text-generation-launcher", "--model-id", ref]
+        if dep.tensor_parallel_size != 1:
+            args += ["--num-shard", str(dep.tensor_parallel_size)]
+        if rec.max_model_len.value:
+            total = int(rec.max_model_len.value)
+            asked = dep.max_input_tokens if dep.sources.get("max_input_tokens") == "cli" else None
+            inp = asked if asked and asked < total else total - 1
+            args += ["--max-input-tokens", str(inp), "--max-total-tokens", str(total)]
+        if dep.sources.get("max_num_batched_tokens") == "cli":
+            args += ["--max-batch-prefill-tokens", str(dep.max_num_batched_tokens)]
+        if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
+            args += ["--cuda-memory-fraction", f"{rec.gpu_memory_utilization.value:g}"]
+        has_workload = any(v is not None for v in workload.model_dump().values())
+        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
+            args += ["--max-concurrent-requests", str(rec.max_num_seqs.value)]
+        if dep.kv_cache_dtype.startswith("fp8"):
+            args += ["--kv-cache-dtype", "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
+        if dep.sources.get("quantization") == "cli" and dep.quantization:
+            args += ["--quantize", dep.quantization]
+        if revision:
+            args += ["--revision", revision]
+        return shlex.join(args)
+
+    def layout_problems(self, m: ModelSpec) -> list[Problem]:
+        if m.linear_attention is not None:
+            return [Problem(code="unsupported-layout", severity="warning",
+                            message="TGI's Mamba/linear-attention state pool is not modelled: the "
+                            "KV numbers count the attention layers only")]
+        if m.mla is not None or m.layer_types:
+            return [Problem(code="engine-layout", severity="info",
+                            message="TGI allocates every layer's K and V for every token (no MLA "
+                            "latent cache, no sliding-window savings) — as modelled here")]
+        return []
+
+
+ENGINE = TgiEngine()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,8 +16,20 @@ from typing import Any, Literal
 from ..errors import InvalidInputError
 from ..kv import KvLayout, kv_layout, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
-from ..units import DTYPE_ALIASES, DTYPE_BYTES, GiB, MiB, cdiv
+from ..units import DTYPE_BYTES, GiB, MiB, cdiv
 from ..weights import pp_layer_ranges, weight_memory_per_stage
+from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
+    CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
+    CUDAGRAPH_POOL_BYTES,
+    FORWARD_HIDDEN_BUFFERS,
+    FORWARD_HIDDEN_BUFFERS_V0,
+    SAMPLER_BYTES_PER_LOGIT,
+    SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE,
+    activation_bytes,
+    cudagraph_bytes,
+)
+from ..versions import parse_version
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
 
 # ------------------------------------------------------------------------ eras
 
@@ -74,14 +87,6 @@ UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0
                  ((0, 27, 0), (0, 29, 99)))
 
 
-def parse_version(text: str) -> tuple[int, int, int]:
-    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+-]?\w*)*", text.strip())
-    if not m:
-        raise InvalidInputError(f"cannot read --engine-version {text!r}",
-                                hint="use a release number such as 0.33.0")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
 def select_era(version: str) -> tuple[Era, list[Problem]]:
     """The modelled era for a version, plus a warning when the version is outside what was read."""
     v = parse_version(version)
@@ -115,35 +120,12 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
 # benchmarks/data/vllm_calibration.csv (DEBUG profile lines: "torch peak increase",
 # "non-torch forward increase", "estimated CUDA graph memory"). Rerun it when rows are added.
 
-# Activation peak, forward part: the profile run pushes max_num_batched_tokens tokens through
-# one layer at a time; live tensors per token ≈ the gated MLP (gate_up 2I + act I per rank)
-# plus a few hidden-sized buffers (residual, normed input, qkv, attention output, …).
-FORWARD_HIDDEN_BUFFERS = 7.1  # hidden-sized tensors live at the MLP peak, per token
-# V0's profile prefills max(max_model_len, 2048) tokens without torch.compile; fitted on the
-# two forward-bound V0 rows (issue 10517, L = 20000 and 29000; the issue-15815 row's peak is
-# the V0 sampler below).
-FORWARD_HIDDEN_BUFFERS_V0 = 3.04
-# Activation peak, sampler part: logits for min(max_num_seqs, tokens) requests × vocab, then
-# the sampler's fp32 copy, sort values and int64 sort indices (top-k/top-p path).
-SAMPLER_BYTES_PER_LOGIT = 14.94
-# V0's profile run samples with top_p=0.99, top_k=vocab − 1 (vllm/worker/model_runner.py
-# `profile_run`, v0.6.6), so its sampler takes the sort path (model_executor/layers/sampler.py
-# `_apply_top_k_top_p`, v0.6–0.7). At the final scatter these are alive per logit: the
-# model-dtype logits, their fp32 copy (4 B), sorted values (4) and int64 indices (8), the top-k
-# mask (1), softmax (4), cumsum (4), top-p mask (1) and the re-scattered logits (4): dtype + 30 B.
-# Derived from the code, not fitted.
-SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE = 30
 # Non-torch growth between the init snapshot and the end of profiling.
 NON_TORCH_BYTES_TP1 = int(0.25 * GiB)  # cuBLAS workspaces, backend buffers (TP1 PP1 rows)
 NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP4 rows)
 # TP > 1 on NVSwitch (SXM) Hopper/Blackwell: 2.06–2.13 GiB in the TP2/TP4 rows, i.e. ≈1.82 GiB
 # above TP1 — NCCL (NVLS) and custom all-reduce buffers (mechanism UNVERIFIED).
 NON_TORCH_BYTES_TP_NVSWITCH = int(1.82 * GiB)
-# CUDA graphs: one piecewise graph per layer per capture size plus a shared pool. Refitted on
-# all 22 replayable rows once the gemma-2, gpt-oss and DeepSeek-V2-Lite rows became plannable
-# (was 0.23 GiB + 0.38 MiB on the 18 dense/Mixtral rows).
-CUDAGRAPH_POOL_BYTES = int(0.5585 * GiB)
-CUDAGRAPH_BYTES_PER_LAYER_GRAPH = int(0.1983 * MiB)
 # Memory in use before vLLM's init snapshot (CUDA context 0.51 GiB + cuBLAS 0.19 GiB), measured
 # on one H200 with torch 2.11 / CUDA 13 (reference/ENGINE_MEMORY.md §1.9a, GPUS.md).
 STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
@@ -200,29 +182,6 @@ def batch_defaults(gpu_total_bytes: int, gpu_name: str, era: Era,
     return (8192 if llm else 2048), 256, "default GPU class (<70 GiB or A100)"
 
 
-def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[str, Source]:
-    """--dtype auto → the config dtype; float32 checkpoints downcast to the first 16-bit dtype the
-    platform supports (vllm/config/model.py _resolve_auto_dtype)."""
-    if requested and requested != "auto":
-        dtype = DTYPE_ALIASES.get(requested.lower())
-        if dtype is None:
-            raise InvalidInputError(f"unknown --dtype {requested!r}",
-                                    hint="use auto, bfloat16, float16 or float32")
-        return dtype, "cli"
-    if m.dtype == "float32":
-        return ("bfloat16" if gpu.bf16_native else "float16"), "engine-default"
-    return m.dtype, "model-config"
-
-
-# --quantization values (vllm/model_executor/layers/quantization/__init__.py) → the checkpoint
-# format kvplan sizes them as.
-QUANT_FLAG_METHODS = {
-    "fp8": "fp8", "fbgemm_fp8": "fp8", "modelopt": "fp8", "mxfp4": "mxfp4", "awq": "awq",
-    "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq", "modelopt_fp4": "nvfp4",
-    "compressed-tensors": None,
-}
-
-
 def default_block_size(m: ModelSpec, gpu: GpuSpec, version: str) -> int:
     """Tokens per block when --block-size is not given: 16 (FlashAttention/FlashInfer accept it,
     vllm/config/cache.py DEFAULT_BLOCK_SIZE), except MLA, whose default backend dictates it
@@ -241,202 +200,7 @@ def default_block_size(m: ModelSpec, gpu: GpuSpec, version: str) -> int:
     return DEFAULT_BLOCK_SIZE
 
 
-def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
-    """TP sizes vLLM accepts: divide the attention heads, and divide or be a multiple of the KV
-    heads (vllm/model_executor/layers/linear.py QKVParallelLinear)."""
-    return [tp for tp in range(1, limit + 1) if m.num_attention_heads % tp == 0
-            and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0)]
-
-
-def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Era,
-                       version: str, version_source: Source) -> tuple[Deployment, QuantSpec | None]:
-    """Fill every knob the user did not give from the engine's defaults, recording sources."""
-    sources: dict[str, Source] = {"engine_version": version_source}
-
-    def pick(key: str, default: Any, default_source: Source) -> Any:
-        if opts.get(key) is not None:
-            sources[key] = "cli"
-            return opts[key]
-        sources[key] = default_source
-        return default
-
-    tp = pick("tensor_parallel_size", 1, "engine-default")
-    pp = pick("pipeline_parallel_size", 1, "engine-default")
-    dp = pick("data_parallel_size", 1, "engine-default")
-    if tp < 1 or pp < 1 or dp < 1:
-        raise InvalidInputError("parallel sizes must be ≥ 1")
-    if tp not in valid_tp_sizes(m, limit=max(tp, 1)):
-        valid = ", ".join(map(str, valid_tp_sizes(m)))
-        raise InvalidInputError(
-            f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "
-            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}")
-    if pp > m.num_layers:
-        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers")
-
-    if opts.get("gpu_memory_gib") is not None:
-        total = int(opts["gpu_memory_gib"] * GiB)
-        sources["gpu_total_bytes"] = "cli"
-    elif gpu.cuda_total_bytes is not None:
-        total = gpu.cuda_total_bytes
-        sources["gpu_total_bytes"] = "gpu-spec"
-    else:
-        raise InvalidInputError(f"the device total of {gpu.id} is unknown",
-                                hint="pass --gpu-memory-gib with the total your vLLM log prints")
-    if total <= 0:
-        raise InvalidInputError("--gpu-memory-gib must be positive")
-
-    dtype, dtype_source = resolve_dtype(opts.get("dtype"), m, gpu)
-    sources["dtype"] = "cli" if opts.get("dtype") not in (None, "auto") else dtype_source
-
-    kv_req = (opts.get("kv_cache_dtype") or "auto").lower()
-    if kv_req == "auto":
-        kv_dtype = dtype
-        sources["kv_cache_dtype"] = "cli" if opts.get("kv_cache_dtype") else "engine-default"
-    elif kv_req in {"fp8", "fp8_e4m3", "fp8_e5m2"}:
-        kv_dtype = kv_req
-        sources["kv_cache_dtype"] = "cli"
-    else:
-        raise InvalidInputError(f"unsupported --kv-cache-dtype {kv_req!r}",
-                                hint="use auto, fp8, fp8_e4m3 or fp8_e5m2")
-
-    quant = m.quantization
-    qname = opts.get("quantization")
-    if qname:
-        sources["quantization"] = "cli"
-        named = QUANT_FLAG_METHODS.get(qname.lower())
-        if quant is not None and named == quant.method:
-            pass  # the flag names the checkpoint's own format (vLLM accepts and uses it)
-        elif qname.lower() != "fp8":
-            have = f"the checkpoint is {quant.method}" if quant else "the checkpoint is unquantized"
-            raise InvalidInputError(f"--quantization {qname!r} does not match the model ({have})",
-                                    hint="kvplan models online --quantization fp8, or the "
-                                    "checkpoint's own format (drop the flag)")
-        elif quant is None:  # online FP8: per-tensor weight scales after loading
-            quant = QuantSpec(method="fp8", source="cli")
-    elif quant is not None:
-        sources["quantization"] = "model-config"
-
-    derived_len, _ = derived_max_model_len(m, era)
-    max_len = pick("max_model_len", derived_len, "model-config")
-    if max_len < 1:
-        raise InvalidInputError("--max-model-len must be ≥ 1")
-    if max_len > derived_len:
-        raise InvalidInputError(
-            f"--max-model-len {max_len} exceeds the model's maximum of {derived_len} tokens; "
-            "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-            hint=f"use --max-model-len {derived_len} or less")
-
-    usage = opts.get("usage_context") or "serve"
-    if usage not in ("serve", "llm"):
-        raise InvalidInputError(f"unknown --usage-context {usage!r}",
-                                hint="use serve (vllm serve, the default) or llm (the offline LLM class)")
-    tokens_default, seqs_default, _ = batch_defaults(total, gpu.device_name, era, usage)
-    seqs = pick("max_num_seqs", seqs_default, "engine-default")
-    tokens = pick("max_num_batched_tokens", tokens_default, "engine-default")
-    if sources["max_num_batched_tokens"] == "engine-default" and era.v0 and max_len <= 32768:
-        tokens = max(max_len, 2048)  # V0 without chunked prefill: a whole prompt per step
-    elif sources["max_num_batched_tokens"] == "engine-default":
-        tokens = min(tokens, seqs * max_len)  # arg_utils: never more than seqs × length
-    if sources["max_num_seqs"] == "engine-default":
-        seqs = min(seqs, tokens)
-    if seqs < 1 or tokens < 1:
-        raise InvalidInputError("--max-num-seqs and --max-num-batched-tokens must be ≥ 1")
-
-    util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
-    if not 0 < util <= 1:
-        raise InvalidInputError(f"--gpu-memory-utilization must be in (0, 1], got {util}",
-                                hint="it is a fraction of the device, e.g. 0.9")
-    block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
-    if block < 1:
-        raise InvalidInputError("--block-size must be ≥ 1")
-    prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
-    expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
-    if expert_parallel and m.moe is None:
-        raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
-                                hint=f"{m.id} has no experts; drop the flag")
-    hybrid = not opts.get("disable_hybrid_kv_cache_manager") and not era.v0
-    if opts.get("disable_hybrid_kv_cache_manager") is not None:
-        sources["hybrid_kv_cache_manager"] = "cli"
-    elif m.attention_chunk_size:
-        hybrid = False  # auto-disabled for chunked local attention (vllm/config/vllm.py)
-        sources["hybrid_kv_cache_manager"] = "engine-default"
-    else:
-        sources["hybrid_kv_cache_manager"] = "engine-default"
-    if not hybrid and m.linear_attention is not None:
-        raise InvalidInputError("this model has linear-attention (Mamba-style) layers, which need "
-                                "the hybrid KV cache manager",
-                                hint="drop --disable-hybrid-kv-cache-manager")
-    kv_bytes = opts.get("kv_cache_memory_bytes")
-    if kv_bytes is not None:
-        sources["kv_cache_memory_bytes"] = "cli"
-        if kv_bytes < 1:
-            raise InvalidInputError("--kv-cache-memory-bytes must be ≥ 1")
-    eager = bool(pick("enforce_eager", False, "engine-default"))
-
-    dep = Deployment(
-        engine_version=version, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-        data_parallel_size=dp, dtype=dtype, kv_cache_dtype=kv_dtype,
-        quantization=quant.method if quant else None, max_model_len=max_len, max_num_seqs=seqs,
-        max_num_batched_tokens=tokens, gpu_memory_utilization=util, block_size=block,
-        enforce_eager=eager, kv_cache_memory_bytes=kv_bytes, gpu_total_bytes=total,
-        enable_prefix_caching=prefix_caching, hybrid_kv_cache_manager=hybrid,
-        enable_expert_parallel=expert_parallel, sources=sources,
-    )
-    return dep, quant
-
-
 # ------------------------------------------------------------------ memory model
-
-
-def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool) -> int:
-    """Profile-run torch peak (estimate): max of the forward peak and, on the last PP stage,
-    the sampler peak (vllm/v1/worker/gpu_model_runner.py profile_run / _dummy_sampler_run).
-
-    forward = tokens × dtype × (7.1 × hidden + 3 × widest MLP per rank; 2 × for a non-gated MLP)
-    sampler = tokens × hidden × dtype + min(seqs, tokens) × vocab × 14.94 B (V0: dtype + 30 B)
-              (+ 2 × tokens × hidden × dtype of received hidden/residual tensors when PP > 1:
-              the TP1 PP2/PP4 logs show 2.01 GiB on the last stage vs 1.89 GiB at PP1)."""
-    tp, tokens = d.tensor_parallel_size, d.max_num_batched_tokens
-    dt = DTYPE_BYTES[d.dtype]
-    widths = []
-    if m.intermediate_size and (m.moe is None or len(m.moe.moe_layers) < m.num_layers):
-        widths.append(cdiv(m.intermediate_size, tp))
-    if m.moe is not None:
-        widths.append(m.moe.top_k * cdiv(m.moe.expert_intermediate_size, tp)
-                      + cdiv(m.moe.shared_expert_intermediate_size, tp))
-    buffers = FORWARD_HIDDEN_BUFFERS_V0 if d.engine_version and _is_v0(d.engine_version) else FORWARD_HIDDEN_BUFFERS
-    mlp_buffers = 3 if m.mlp_gated else 2  # gate_up (2I) + act (I); up (I) + relu² (I)
-    forward = int(tokens * dt * (buffers * m.hidden_size + mlp_buffers * max(widths or [0])))
-    if not last_stage:
-        return forward
-    num_reqs = min(d.max_num_seqs, tokens)
-    received = 2 * tokens * m.hidden_size * dt if d.pipeline_parallel_size > 1 else 0
-    per_logit = (dt + SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE
-                 if d.engine_version and _is_v0(d.engine_version) else SAMPLER_BYTES_PER_LOGIT)
-    sampler = int(tokens * m.hidden_size * dt + received + num_reqs * m.vocab_size * per_logit)
-    return max(forward, sampler + moe_workspace_bytes(m, d))
-
-
-def moe_workspace_bytes(m: ModelSpec, d: Deployment) -> int:
-    """Fused-MoE workspaces, allocated during the profile run and still held at the sampler
-    peak: M × top_k × (max(2N, H) + N) elements, M = min(max_num_batched_tokens, 32768)
-    (VLLM_FUSED_MOE_CHUNK_SIZE), N = expert intermediate / tp
-    (vllm/model_executor/layers/fused_moe, modular kernel workspace13 + workspace2). MXFP4
-    experts (gpt-oss) run other kernels without them. Checked against the DeepSeek-V2-Lite,
-    Qwen3-30B-A3B and Mixtral logs (calibration CSVs), none of which fitted a constant."""
-    q = m.quantization
-    if m.moe is None or (q is not None and q.method == "mxfp4"):
-        return 0
-    rows = min(d.max_num_batched_tokens, 32768) * m.moe.top_k
-    n = cdiv(m.moe.expert_intermediate_size, d.tensor_parallel_size)
-    return rows * (max(2 * n, m.hidden_size) + n) * DTYPE_BYTES[d.dtype]
-
-
-def _is_v0(version: str) -> bool:
-    try:
-        return parse_version(version) < (0, 8, 0)
-    except InvalidInputError:
-        return False
 
 
 def has_nvswitch(gpu: GpuSpec) -> bool:
@@ -450,23 +214,6 @@ def non_torch_bytes(d: Deployment, gpu: GpuSpec) -> int:
     if d.tensor_parallel_size > 1 and has_nvswitch(gpu):
         base += NON_TORCH_BYTES_TP_NVSWITCH
     return base
-
-
-def cudagraph_capture_sizes(d: Deployment) -> int:
-    """Number of decode batch sizes captured: [1, 2, 4] + every 8 to 248 + every 16 from 256, up to
-    min(2 × max_num_seqs, 512), capped at max_num_batched_tokens (vllm/config/vllm.py, 0.33)."""
-    top = min(2 * d.max_num_seqs, 512, d.max_num_batched_tokens)
-    sizes = [s for s in (1, 2, 4) if s <= top]
-    sizes += list(range(8, min(top, 248) + 1, 8)) + list(range(256, top + 1, 16))
-    return len(sizes)
-
-
-def cudagraph_bytes(d: Deployment, layers: int) -> int:
-    """CUDA-graph memory (estimate): pool + per-layer piecewise graphs × capture sizes.
-    0 with --enforce-eager."""
-    if d.enforce_eager:
-        return 0
-    return CUDAGRAPH_POOL_BYTES + CUDAGRAPH_BYTES_PER_LAYER_GRAPH * layers * cudagraph_capture_sizes(d)
 
 
 @dataclass(frozen=True)
@@ -554,7 +301,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     stages = []
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
-        act = activation_bytes(m, d, last_stage=s == pp - 1)
+        act = activation_bytes(m, d, last_stage=s == pp - 1, eager_v0=era.v0)
         nt = non_torch_bytes(d, gpu)
         graphs = cudagraph_bytes(d, layers)
         if d.kv_cache_memory_bytes is not None:
@@ -631,3 +378,212 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         max_model_len_fit=largest_fitting_len(lambda n: need(n) + null <= num_blocks, model_max_len),
         problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
     )
+
+
+# ------------------------------------------------------------------ the engine
+
+
+def era_of(dep: Deployment) -> Era:
+    return select_era(dep.engine_version)[0]
+
+
+_IMAGE = re.compile(r"vllm[-/_]openai[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
+_PIP = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
+# vLLM flag → (knob, kind). Kinds: int, hint (human-readable int: 32k = 32000, 32K = 32768 —
+# vllm/engine/arg_utils.py human_readable_int), float, str, bool.
+CLI_FLAGS: dict[str, tuple[str, str]] = {
+    "--tensor-parallel-size": ("tensor_parallel_size", "int"), "-tp": ("tensor_parallel_size", "int"),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", "int"),
+    "-pp": ("pipeline_parallel_size", "int"),
+    "--data-parallel-size": ("data_parallel_size", "int"), "-dp": ("data_parallel_size", "int"),
+    "--max-model-len": ("max_model_len", "hint"), "--max-num-seqs": ("max_num_seqs", "int"),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", "hint"),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", "float"),
+    "--dtype": ("dtype", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--quantization": ("quantization", "str"), "-q": ("quantization", "str"),
+    "--block-size": ("block_size", "int"), "--enforce-eager": ("enforce_eager", "bool"),
+    "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", "hint"),
+    "--model": ("model", "str"), "--revision": ("revision", "str"),
+    "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
+    "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
+    "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
+}
+# vllm/engine/arg_utils.py store_true / BooleanOptionalAction flags seen in deployment files.
+BOOLEAN_FLAGS = frozenset({
+    "--enforce-eager", "--trust-remote-code", "--enable-prefix-caching", "--enable-chunked-prefill",
+    "--enable-expert-parallel", "--disable-log-requests", "--disable-log-stats",
+    "--enable-log-requests", "--enable-auto-tool-choice", "--enable-lora",
+    "--disable-custom-all-reduce", "--async-scheduling", "--disable-frontend-multiprocessing",
+    "--enable-reasoning", "--disable-sliding-window", "--skip-tokenizer-init", "--enable-sleep-mode",
+    "--headless", "--disable-hybrid-kv-cache-manager",
+})
+
+
+class VllmEngine(Engine):
+    name = "vllm"
+    label = "vLLM"
+    newest_version = NEWEST_MODELLED
+    flags = {k: "--" + k.replace("_", "-") for k in (
+        "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+        "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
+        "dtype", "quantization", "block_size", "kv_cache_memory_bytes")}
+    unsupported = frozenset({"max_input_tokens", "max_total_tokens"})
+    syntax = DeploySyntax(
+        cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
+        modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
+        image_versions=(_IMAGE,), pip_version=_PIP,
+        image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True)
+
+    def era(self, version: str) -> tuple[str, list[Problem]]:
+        era, problems = select_era(version)
+        return era.name, problems
+
+    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+        era = select_era(version)[0]
+        sources: dict[str, Source] = dict(layout.sources)
+
+        def pick(key: str, default: Any, default_source: Source) -> Any:
+            value = getattr(knobs, key)
+            sources[key] = "cli" if value is not None else default_source
+            return default if value is None else value
+
+        derived_len, _ = derived_max_model_len(m, era)
+        max_len = pick("max_model_len", derived_len, "model-config")
+        if max_len > derived_len:
+            raise InvalidInputError(
+                f"--max-model-len {max_len} exceeds the model's maximum of {derived_len} tokens; "
+                "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+                hint=f"use --max-model-len {derived_len} or less")
+        usage = knobs.usage_context or "serve"
+        tokens_default, seqs_default, _ = batch_defaults(layout.gpu_total_bytes, gpu.device_name,
+                                                         era, usage)
+        seqs = pick("max_num_seqs", seqs_default, "engine-default")
+        tokens = pick("max_num_batched_tokens", tokens_default, "engine-default")
+        if sources["max_num_batched_tokens"] == "engine-default" and era.v0 and max_len <= 32768:
+            tokens = max(max_len, 2048)  # V0 without chunked prefill: a whole prompt per step
+        elif sources["max_num_batched_tokens"] == "engine-default":
+            tokens = min(tokens, seqs * max_len)  # arg_utils: never more than seqs × length
+        if sources["max_num_seqs"] == "engine-default":
+            seqs = min(seqs, tokens)
+        util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
+        block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
+        prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
+        expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
+        hybrid = not knobs.disable_hybrid_kv_cache_manager and not era.v0
+        if knobs.disable_hybrid_kv_cache_manager is not None:
+            sources["hybrid_kv_cache_manager"] = "cli"
+        else:
+            if m.attention_chunk_size:
+                hybrid = False  # auto-disabled for chunked local attention (vllm/config/vllm.py)
+            sources["hybrid_kv_cache_manager"] = "engine-default"
+        if not hybrid and m.linear_attention is not None:
+            raise InvalidInputError("this model has linear-attention (Mamba-style) layers, which "
+                                    "need the hybrid KV cache manager",
+                                    hint="drop --disable-hybrid-kv-cache-manager")
+        if knobs.kv_cache_memory_bytes is not None:
+            sources["kv_cache_memory_bytes"] = "cli"
+        eager = bool(pick("enforce_eager", False, "engine-default"))
+        q = layout.quant
+        return Deployment(
+            engine=self.name, engine_version=version, era=era.name,
+            tensor_parallel_size=layout.tensor_parallel_size,
+            pipeline_parallel_size=layout.pipeline_parallel_size,
+            data_parallel_size=layout.data_parallel_size, dtype=layout.dtype,
+            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            max_model_len=max_len, max_num_seqs=seqs, max_num_batched_tokens=tokens,
+            gpu_memory_utilization=util, block_size=block, enforce_eager=eager,
+            kv_cache_memory_bytes=knobs.kv_cache_memory_bytes,
+            gpu_total_bytes=layout.gpu_total_bytes, enable_prefix_caching=prefix_caching,
+            hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
+            usage_context=usage, sources=sources)
+
+    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+        era = era_of(dep)
+        res = plan_memory(m, gpu, dep, dep.quant, era, derived_max_model_len(m, era)[0])
+        worst = res.worst
+        graphs = "estimate, inside the budget" if era.cudagraph_in_budget and not dep.enforce_eager \
+            else "estimate, outside the budget"
+        return MemoryResult(
+            era=era.name, budget_bytes=res.requested_bytes,
+            stages=[Stage(st.layers, st.weights_bytes, st.weights_tensor_bytes, st.activation_bytes,
+                          st.non_torch_bytes, st.cudagraph_bytes, st.kv_cache_bytes, st.num_blocks,
+                          st.bytes_per_block) for st in res.stages],
+            cudagraph_in_budget=era.cudagraph_in_budget and not dep.enforce_eager,
+            estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
+            bytes_per_token=res.bytes_per_token, block_size=worst.layout.block_size,
+            num_blocks=res.num_blocks, reserved_blocks=1 if era.null_block_in_fit_check else 0,
+            tokens=res.tokens, max_model_len=int(dep.max_model_len or 0),
+            max_concurrency=res.max_concurrency, max_model_len_fit=res.max_model_len_fit,
+            fits=res.fits, problems=res.problems,
+            notes=Notes(budget=f"total × gpu_memory_utilization {dep.gpu_memory_utilization:g}"
+                        if dep.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
+                        activation="estimate: profile run + sampler",
+                        non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
+                        kv_tokens_label="GPU KV cache size", cudagraph=graphs),
+            request_blocks=res.request_blocks)
+
+    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+        """(non-KV + blocks × bytes_per_block) / total on the neediest stage, in hundredths
+        rounded up (may exceed 1.0: then no utilization holds them)."""
+        need = 0
+        for st in res.stages:
+            non_kv = st.weights_bytes + st.activation_bytes + st.non_torch_bytes
+            if res.cudagraph_in_budget:
+                non_kv += st.cudagraph_bytes
+            need = max(need, non_kv + blocks * st.bytes_per_block)
+        return math.ceil(need / dep.gpu_total_bytes * 100) / 100
+
+    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+        """Free memory after the CUDA context must cover the budget, and (in eras that do not
+        budget CUDA graphs) the graphs must fit outside it."""
+        outside = STARTUP_OVERHEAD_BYTES
+        if not era_of(dep).cudagraph_in_budget:
+            outside += max(st.cudagraph_bytes for st in res.stages)
+        return math.floor((dep.gpu_total_bytes - outside) / dep.gpu_total_bytes * 100) / 100
+
+    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+        return batch_defaults(dep.gpu_total_bytes, gpu.device_name, era_of(dep),
+                              dep.usage_context)[1]
+
+    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+        """`vllm serve` with the user's explicit flags and the recommended values. max_num_seqs
+        is only set from a workload or the user's flag: the no-preemption bound alone would
+        throttle short requests."""
+        args = ["vllm", "serve", ref]
+        if revision:
+            args += ["--revision", revision]
+        for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            if getattr(dep, key) != 1:
+                args += [self.flags[key], str(getattr(dep, key))]
+        if rec.max_model_len.value:
+            args += ["--max-model-len", str(rec.max_model_len.value)]
+        has_workload = any(v is not None for v in workload.model_dump().values())
+        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
+            args += ["--max-num-seqs", str(rec.max_num_seqs.value)]
+        if dep.kv_cache_memory_bytes is not None:
+            args += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
+        elif rec.gpu_memory_utilization.value:
+            args += ["--gpu-memory-utilization", f"{rec.gpu_memory_utilization.value:g}"]
+        src = dep.sources
+        if src.get("max_num_batched_tokens") == "cli":
+            args += ["--max-num-batched-tokens", str(dep.max_num_batched_tokens)]
+        if src.get("dtype") == "cli":
+            args += ["--dtype", dep.dtype]
+        if src.get("kv_cache_dtype") == "cli" and dep.kv_cache_dtype.startswith("fp8"):
+            args += ["--kv-cache-dtype", dep.kv_cache_dtype]
+        if src.get("quantization") == "cli" and dep.quantization:
+            args += ["--quantization", dep.quantization]
+        if src.get("block_size") == "cli":
+            args += ["--block-size", str(dep.block_size)]
+        if dep.enforce_eager:
+            args.append("--enforce-eager")
+        if dep.enable_expert_parallel:
+            args.append("--enable-expert-parallel")
+        if src.get("enable_prefix_caching") == "cli" and not dep.enable_prefix_caching:
+            args.append("--no-enable-prefix-caching")
+        if src.get("hybrid_kv_cache_manager") == "cli" and not dep.hybrid_kv_cache_manager:
+            args.append("--disable-hybrid-kv-cache-manager")
+        return shlex.join(args)
+
+
+ENGINE = VllmEngine()

@@ -1,0 +1,29 @@
+"""The library entry points: resolve names (catalogue, local files, the Hub), then call the
+pure planner. The only layer between users and the core that does I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import resolve_gpu, resolve_model
+from .knobs import Knobs
+from .planner import plan as _plan
+from .specs import GpuSpec, ModelSpec, Plan, Workload
+
+
+def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
+         engine_version: str | None = None, workload: Workload | None = None,
+         revision: str | None = None, token: str | None = None, offline: bool | None = None,
+         **knobs: Any) -> Plan:
+    """Plan one deployment on `engine` (see `kvplan.engines.registry.NAMES`). `model` is a
+    ModelSpec, a local path, a catalogue id or a Hub repo id (`revision`, `token`, `offline`
+    apply to the Hub). `knobs` use vLLM's flag names with underscores (tensor_parallel_size=2,
+    max_model_len=32768, …) plus gpu_memory_gib; each engine maps them to its own flags.
+
+    Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
+    fits=False, not an exception."""
+    k = Knobs.parse(knobs)
+    m = model if isinstance(model, ModelSpec) else resolve_model(
+        model, revision=revision, token=token, offline=offline)
+    g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
+    return _plan(m, g, k, engine=engine, engine_version=engine_version, workload=workload)

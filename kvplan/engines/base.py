@@ -1,0 +1,147 @@
+"""The engine interface. Every engine module implements `Engine` completely; the planner, the
+renderers and `kvplan check` know engines only through it (and the registry lists them).
+
+An engine answers five questions for one model × GPU × settings:
+  resolve  — its defaults for every knob the user left out (its own refusals raise);
+  memory   — its start-up accounting → a `MemoryResult` (per-stage bytes, blocks, tokens, fit);
+  fraction_needed / fraction_ceiling — the budget knob that holds N blocks, and the most
+             that still starts (the planner's searches are written once over these);
+  command  — its launch line.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from ..knobs import Knobs, Layout
+    from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Recommendations, Workload
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage's worker (every TP rank of a stage is identical), integer bytes."""
+
+    layers: int
+    weights_bytes: int
+    weights_tensor_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    kv_cache_bytes: int  # negative: the shortfall
+    num_blocks: int
+    bytes_per_block: int
+
+
+@dataclass(frozen=True)
+class Notes:
+    """What each memory line means for this engine (shown beside the numbers)."""
+
+    budget: str  # how the budget is formed, e.g. "total × gpu_memory_utilization 0.92"
+    activation: str
+    non_torch: str
+    kv: str
+    kv_tokens_label: str  # the engine's own name for its KV capacity line
+    cudagraph: str | None = None  # None: the engine has no separate CUDA-graph line
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    """An engine's start-up accounting for one deployment, on the most constrained worker."""
+
+    era: str
+    budget_bytes: int
+    stages: list[Stage]
+    cudagraph_in_budget: bool
+    estimated: list[str]  # MemoryBreakdown fields that are estimates
+    bytes_per_token: int
+    block_size: int
+    num_blocks: int  # per GPU, minimum over workers (including any null block)
+    reserved_blocks: int  # blocks requests can never use (vLLM's null block)
+    tokens: int  # the capacity line as the engine prints it
+    max_model_len: int  # the length in force (TGI 3.x: decided by the warm-up)
+    max_concurrency: float
+    max_model_len_fit: int
+    fits: bool
+    problems: list[Problem]
+    notes: Notes
+    request_blocks: Callable[[int], int] = field(compare=False, repr=False)
+    # Knobs the engine only decides at start-up (SGLang's max_running_requests, TGI 3.x's
+    # max_total_tokens): shown as the engine's defaults.
+    engine_defaults: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def worst(self) -> Stage:
+        return min(self.stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
+
+    @property
+    def usable_blocks(self) -> int:
+        return max(0, self.num_blocks - self.reserved_blocks)
+
+
+@dataclass(frozen=True)
+class DeploySyntax:
+    """How deployment files spell this engine: for `kvplan check`."""
+
+    cli_flags: Mapping[str, tuple[str, str]]  # engine flag → (knob, kind: int|hint|float|str|bool)
+    boolean_flags: frozenset[str] = frozenset()
+    # (executable basename, first argument or None) and `python -m MODULE` entry points
+    executables: tuple[tuple[str, str | None], ...] = ()
+    modules: tuple[str, ...] = ()
+    image_versions: tuple[re.Pattern[str], ...] = ()
+    pip_version: re.Pattern[str] | None = None
+    env_flags: Mapping[str, str] = field(default_factory=dict)  # env var → flag (TGI's launcher)
+    image_entrypoints: tuple[re.Pattern[str], ...] = ()  # images whose entrypoint is the server
+    positional_model: bool = False  # `vllm serve MODEL`, `trtllm-serve MODEL`
+
+
+class Engine(ABC):
+    """One serving engine, implemented completely by each engine module."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    newest_version: ClassVar[str]
+    flags: ClassVar[Mapping[str, str]]  # generic knob → the engine's flag
+    unsupported: ClassVar[frozenset[str]]  # knobs this engine does not have
+    syntax: ClassVar[DeploySyntax]
+
+    @abstractmethod
+    def era(self, version: str) -> tuple[str, list[Problem]]:
+        """The modelled accounting era for a release, and warnings when it was not read."""
+
+    @abstractmethod
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
+        """Every knob filled (the user's, else the engine's default), with its source."""
+
+    @abstractmethod
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
+        """The start-up accounting."""
+
+    @abstractmethod
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
+        """Smallest budget fraction (the engine's own knob, rounded up to its precision) whose KV
+        cache holds `blocks` blocks on every worker; None when even 1.0 does not."""
+
+    @abstractmethod
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
+        """Largest budget fraction that still starts and leaves room for what the engine does
+        not budget (CUDA context, graphs, activations outside the fraction)."""
+
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
+        """The engine's own ceiling on concurrent requests (None: none beyond the KV cache)."""
+        return None
+
+    @abstractmethod
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
+        """The launch line with the user's explicit flags and the recommended values."""
+
+    def layout_problems(self, m: ModelSpec) -> list[Problem]:
+        """Notes about model layouts this engine allocates differently (default: none)."""
+        return []

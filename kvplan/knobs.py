@@ -1,0 +1,232 @@
+"""Knobs: the one list of engine settings kvplan takes, their types and ranges, and the
+engine-independent resolution (parallel layout, dtypes, device total, weight format).
+
+Names are vLLM's flags with underscores (the CLI contract: `--max-model-len` → max_model_len);
+each engine maps them to its own flags (`Engine.flags`). Validation here is the same for every
+engine, so no engine can plan (or print in a launch line) a value the range refuses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import InvalidInputError
+from .specs import GpuSpec, ModelSpec, QuantSpec, Source
+from .units import DTYPE_ALIASES, GiB
+
+MAX_PARALLEL = 1024  # no deployment kvplan can plan spans more GPUs in one dimension
+MAX_DEVICE_GIB = 4096.0  # 4 TiB per device: above any GPU made; bounds integer bytes in JSON
+MAX_TOKENS = 1 << 31  # lengths and token budgets: engines keep them in int32
+
+
+class Knobs(BaseModel):
+    """Every setting a plan can take; None = the engine's default. Ranges are the engines'
+    own (each engine adds what only it refuses, e.g. vLLM's max_model_len above the model's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tensor_parallel_size: int | None = Field(None, ge=1, le=MAX_PARALLEL)
+    pipeline_parallel_size: int | None = Field(None, ge=1, le=MAX_PARALLEL)
+    data_parallel_size: int | None = Field(None, ge=1, le=MAX_PARALLEL)
+    max_model_len: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
+    max_num_seqs: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    max_input_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description="TGI")
+    max_total_tokens: int | None = Field(
+        None, ge=1, le=MAX_TOKENS, description="cap on KV pool tokens (SGLang --max-total-tokens, "
+        "TensorRT-LLM kv_cache_config.max_tokens)")
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    block_size: int | None = Field(None, ge=1, le=4096)
+    enforce_eager: bool | None = None
+    kv_cache_memory_bytes: int | None = Field(None, ge=1, le=int(MAX_DEVICE_GIB * GiB))
+    gpu_memory_gib: float | None = Field(None, gt=0, le=MAX_DEVICE_GIB)
+    enable_prefix_caching: bool | None = None
+    disable_hybrid_kv_cache_manager: bool | None = None
+    enable_expert_parallel: bool | None = None
+    usage_context: Literal["serve", "llm"] | None = None
+
+    @field_validator("gpu_memory_utilization", "gpu_memory_gib")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @classmethod
+    def parse(cls, values: dict[str, Any]) -> Knobs:
+        """Knobs from keyword values; a bad value is an InvalidInputError naming the flag."""
+        unknown = sorted(set(values) - set(cls.model_fields))
+        if unknown:
+            raise InvalidInputError(f"unknown setting(s): {', '.join(unknown)}",
+                                    hint="settings use vLLM's flag names with underscores, "
+                                    "e.g. max_model_len")
+        try:
+            return cls.model_validate({k: v for k, v in values.items() if v is not None})
+        except ValidationError as e:
+            err = e.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            span = _range(name)
+            what = (f"in {span}" if span and err["type"] in _RANGE_ERRORS
+                    else err["msg"].lower().removeprefix("input should be "))
+            raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
+                                    hint=_RANGE_HINTS.get(name)) from None
+
+    def given(self) -> dict[str, Any]:
+        """The knobs the user set (not None)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
+                 "finite_number", "value_error"}
+
+
+def _range(name: str) -> str | None:
+    """A knob's range in interval notation, from its Field bounds: '(0, 1]', '[1, 1024]'."""
+    lo = hi = None
+    for c in Knobs.model_fields[name].metadata:
+        if hasattr(c, "gt"):
+            lo = f"({c.gt}"
+        elif hasattr(c, "ge"):
+            lo = f"[{c.ge}"
+        elif hasattr(c, "le"):
+            hi = f"{c.le}]"
+        elif hasattr(c, "lt"):
+            hi = f"{c.lt})"
+    if lo is None and hi is None:
+        return None
+    return f"{lo or '(-inf'}, {hi or 'inf)'}"
+_RANGE_HINTS = {
+    "gpu_memory_utilization": "it is a fraction of the device, e.g. 0.9",
+    "gpu_memory_gib": "the device total in GiB, as your engine log prints it (e.g. 79.18)",
+    "usage_context": "use serve (vllm serve, the default) or llm (the offline LLM class)",
+}
+
+
+def flag(name: str) -> str:
+    """kvplan's (vLLM's) flag for a knob: max_model_len → --max-model-len."""
+    return "--" + name.replace("_", "-")
+
+
+# ----------------------------------------------------------- engine-independent resolution
+
+
+def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
+    """TP sizes the engines accept: divide the attention heads, and divide or be a multiple of
+    the KV heads (vllm/model_executor/layers/linear.py QKVParallelLinear). Only divisors of the
+    head count qualify, so this enumerates divisors, not every integer up to `limit`."""
+    heads = m.num_attention_heads
+    divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0 for d in (i, heads // i)}
+    return sorted(tp for tp in divisors if tp <= limit
+                  and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
+
+
+def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[str, Source]:
+    """--dtype auto → the config dtype; float32 checkpoints downcast to the first 16-bit dtype the
+    platform supports (vllm/config/model.py _resolve_auto_dtype)."""
+    if requested and requested != "auto":
+        dtype = DTYPE_ALIASES.get(requested.lower())
+        if dtype is None:
+            raise InvalidInputError(f"unknown --dtype {requested!r}",
+                                    hint="use auto, bfloat16, float16 or float32")
+        return dtype, "cli"
+    if m.dtype == "float32":
+        return ("bfloat16" if gpu.bf16_native else "float16"), "engine-default"
+    return m.dtype, "model-config"
+
+
+# --quantization values (vllm/model_executor/layers/quantization/__init__.py; SGLang and TGI
+# name the same formats) → the checkpoint format kvplan sizes them as.
+QUANT_FLAG_METHODS = {
+    "fp8": "fp8", "fbgemm_fp8": "fp8", "modelopt": "fp8", "mxfp4": "mxfp4", "awq": "awq",
+    "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq", "modelopt_fp4": "nvfp4",
+    "compressed-tensors": None,
+}
+KV_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What every engine resolves the same way: parallel sizes, dtypes, weight format, device."""
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    dtype: str
+    kv_cache_dtype: str
+    quant: QuantSpec | None
+    gpu_total_bytes: int
+    sources: dict[str, Source]
+
+
+def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str) -> Layout:
+    """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
+    catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each."""
+    sources: dict[str, Source] = {}
+
+    def pick(key: str, default: Any) -> Any:
+        value = getattr(knobs, key)
+        sources[key] = "cli" if value is not None else "engine-default"
+        return default if value is None else value
+
+    tp = pick("tensor_parallel_size", 1)
+    pp = pick("pipeline_parallel_size", 1)
+    dp = pick("data_parallel_size", 1)
+    if tp not in valid_tp_sizes(m, limit=tp):
+        valid = ", ".join(map(str, valid_tp_sizes(m)))
+        raise InvalidInputError(
+            f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "
+            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}")
+    if pp > m.num_layers:
+        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers")
+
+    if knobs.gpu_memory_gib is not None:
+        total = int(knobs.gpu_memory_gib * GiB)
+        sources["gpu_total_bytes"] = "cli"
+    elif gpu.cuda_total_bytes is not None:
+        total = gpu.cuda_total_bytes
+        sources["gpu_total_bytes"] = "gpu-spec"
+    else:
+        raise InvalidInputError(f"the device total of {gpu.id} is unknown",
+                                hint=f"pass --gpu-memory-gib with the total your {engine_label} "
+                                "log prints")
+
+    dtype, sources["dtype"] = resolve_dtype(knobs.dtype, m, gpu)
+    kv_req = (knobs.kv_cache_dtype or "auto").lower()
+    if kv_req == "auto":
+        kv_dtype = dtype
+        sources["kv_cache_dtype"] = "cli" if knobs.kv_cache_dtype else "engine-default"
+    elif kv_req in KV_DTYPES:
+        kv_dtype = kv_req
+        sources["kv_cache_dtype"] = "cli"
+    else:
+        raise InvalidInputError(f"unsupported --kv-cache-dtype {kv_req!r}",
+                                hint="use auto, " + ", ".join(KV_DTYPES))
+
+    quant = m.quantization
+    qname = knobs.quantization
+    if qname:
+        sources["quantization"] = "cli"
+        named = QUANT_FLAG_METHODS.get(qname.lower())
+        if quant is not None and named == quant.method:
+            pass  # the flag names the checkpoint's own format (the engines accept and use it)
+        elif qname.lower() != "fp8":
+            have = f"the checkpoint is {quant.method}" if quant else "the checkpoint is unquantized"
+            raise InvalidInputError(f"--quantization {qname!r} does not match the model ({have})",
+                                    hint="kvplan models online --quantization fp8, or the "
+                                    "checkpoint's own format (drop the flag)")
+        elif quant is None:  # online FP8: per-tensor weight scales after loading
+            quant = QuantSpec(method="fp8", source="cli")
+    elif quant is not None:
+        sources["quantization"] = "model-config"
+    if knobs.enable_expert_parallel and m.moe is None:
+        raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
+                                hint=f"{m.id} has no experts; drop the flag")
+    return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources)

@@ -1,0 +1,19 @@
+"""Engine release numbers: one parser for every engine (and deployment files)."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InvalidInputError
+
+
+VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?[\w.+-]*")  # linear: no nested repeats
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release such as 0.33.0, v2.3.1, 0.4.6.post1 or 1.0.0rc3."""
+    m = VERSION.fullmatch(text.strip()) if len(text) <= 64 else None
+    if not m:
+        raise InvalidInputError(f"cannot read --engine-version {text!r}",
+                                hint="use a release number such as 0.33.0")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
