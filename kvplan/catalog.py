@@ -119,8 +119,14 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
 
     if not hub.looks_like_repo_id(ref):
         raise UnknownModelError(ref, suggest_models(ref))
-    got = hub.load(ref, revision=revision, token=token, offline=offline, refresh=refresh,
-                   progress=progress)
+    try:
+        got = hub.load(ref, revision=revision, token=token, offline=offline, refresh=refresh,
+                       progress=progress)
+    except UnknownModelError as e:  # not on the Hub: name the closest catalogue ids
+        e.suggestions = suggest_models(ref)
+        if e.suggestions:
+            e.hint = "did you mean " + ", ".join(repr(x) for x in e.suggestions) + "?"
+        raise
     m = spec_from_config(got.config, model_id=ref, source=got.source, path=f"{ref}/config.json",
                          extra=got.quant_config)
     m = m.model_copy(update={"revision": revision})

@@ -12,20 +12,22 @@ sharding and padding) or from the headers (exact bytes for formats the config ca
 from __future__ import annotations
 
 import json
-import re
 import struct
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
 from .specs import CheckpointTensors, ModelSpec, Problem
+from .tensor_names import (  # noqa: F401 - re-exported for the readers' callers
+    FLOAT_DTYPES,
+    SAFETENSORS_DTYPE_BYTES,
+    is_encoder,
+    is_scale,
+    layer_of,
+    skipped_by_vllm,
+)
 
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).
-SAFETENSORS_DTYPE_BYTES = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
-    "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
-}
-FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors reference reader's own limit
 HEADER_AGREEMENT = 0.005  # issue 5: disagreement beyond 0.5 % → the headers win
 
@@ -112,40 +114,6 @@ def local_checkpoint(directory: Path) -> CheckpointTensors | None:
 
 
 # ------------------------------------------------------------- headers vs config
-
-_ENCODER = re.compile(r"vision|visual|image|mm_projector|multi_modal_projector|audio")
-_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
-
-
-def is_scale(name: str) -> bool:
-    """Quantization side tensors (scales, zero points, act-order indices): not parameters."""
-    leaf = name.rsplit(".", 1)[-1]
-    return "scale" in leaf or leaf in {"qzeros", "g_idx", "zeros", "weight_zero_point"}
-
-
-def layer_of(name: str) -> int | None:
-    """Decoder layer index of a language-model tensor; None for embeddings, heads, encoders."""
-    if _ENCODER.search(name):
-        return None
-    m = _LAYER.search(name)
-    return int(m.group(1)) if m else None
-
-
-def is_encoder(name: str) -> bool:
-    return bool(_ENCODER.search(name))
-
-
-def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
-    """Tensors in the checkpoint that vLLM does not keep: rotary inv_freq buffers, layers past
-    num_hidden_layers (DeepSeek-V3's MTP layer, loaded only for speculative decoding), and a
-    stored lm_head when the embeddings are tied."""
-    if name.endswith("rotary_emb.inv_freq"):
-        return True
-    layer = layer_of(name)
-    if layer is not None and layer >= m.num_layers:
-        return True
-    return m.tie_word_embeddings and name.split(".")[-2:-1] == ["lm_head"]
-
 
 def header_parameter_count(m: ModelSpec, ckpt: CheckpointTensors) -> int:
     """Parameters held by every kept, non-scale tensor. Packed integer payloads are unpacked:

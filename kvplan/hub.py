@@ -258,8 +258,6 @@ class _translate_errors:
             return False
         from huggingface_hub import errors as hf_errors
 
-        from .catalog import suggest_models
-
         repo, url = self.repo_id, f"{_endpoint()}/{self.repo_id}"
         if isinstance(exc, hf_errors.GatedRepoError):
             how = ("your token has not been granted access" if self.token else
@@ -272,11 +270,10 @@ class _translate_errors:
             raise InvalidInputError(f"revision {self.rev!r} not found in {repo}",
                                     hint=f"check --revision against the branches, tags and commits at {url}") from None
         if isinstance(exc, hf_errors.RepositoryNotFoundError):
-            err = UnknownModelError(repo, suggest_models(repo))
+            err = UnknownModelError(repo, [])  # the catalogue adds "did you mean" (catalog.py)
             err.message = f"model {repo!r} not found: not in the catalogue, not a local path, not on {_endpoint()}"
-            if not err.suggestions:
-                err.hint = ("check the repo id; for a private repo set HF_TOKEN (or pass --token); "
-                            "`kvplan models` lists the catalogue")
+            err.hint = ("check the repo id; for a private repo set HF_TOKEN (or pass --token); "
+                        "`kvplan models` lists the catalogue")
             raise err from None
         if isinstance(exc, hf_errors.OfflineModeIsEnabled):
             raise UnavailableError(f"{repo} is not cached and offline mode is on",

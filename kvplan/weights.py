@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .allocator import CachingAllocator
-from .checkpoint import (
+from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
     is_encoder,
