@@ -58,26 +58,40 @@ ERAS: tuple[Era, ...] = (
     # chunked prefill (auto-on above 32K tokens; then 2048), so the profile prefills a whole
     # max_model_len prompt; "# GPU blocks: B" = (total × util − peak) // block bytes; every
     # layer allocated as full attention; CUDA graphs captured outside the budget.
-    Era("v0 ≤0.7", (0, 0, 0), 0.90, False, False, False, "blocks", False, "min", False, False, True),
+    Era(name="v0 ≤0.7", first=(0, 0, 0), default_utilization=0.90, cudagraph_in_budget=False,
+        batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="blocks",
+        yarn_keeps_max_position=False, group_rule="min", async_in_flight=False,
+        mamba_align_pages=False, v0=True),
     # Read in 0.11.0, 0.12.0, 0.15.1; the 0.19.0 logs in the calibration file print the graph
     # estimate "not subtracted from KV in this version". Hybrid groups use the smallest bucket.
-    Era("v1 0.11–0.19", (0, 8, 0), 0.90, False, False, False, "blocks", False, "min", False, False),
+    Era(name="v1 0.11–0.19", first=(0, 8, 0), default_utilization=0.90, cudagraph_in_budget=False,
+        batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="blocks",
+        yarn_keeps_max_position=False, group_rule="min", async_in_flight=False,
+        mamba_align_pages=False),
     # 0.20.0: graph estimate subtracted by default; util default 0.92 (changed in 0.16–0.20);
     # group size = largest bucket when it is < 1.5 × the smallest.
-    Era("v1 0.20–0.21", (0, 20, 0), 0.92, True, False, False, "blocks", False, "max_if_close",
-        False, False),
+    Era(name="v1 0.20–0.21", first=(0, 20, 0), default_utilization=0.92, cudagraph_in_budget=True,
+        batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="blocks",
+        yarn_keeps_max_position=False, group_rule="max_if_close", async_in_flight=False,
+        mamba_align_pages=False),
     # 0.22.0: "GPU KV cache size" = int(concurrency × max_model_len).
-    Era("v1 0.22–0.25", (0, 22, 0), 0.92, True, False, False, "concurrency", False, "max_if_close",
-        False, False),
+    Era(name="v1 0.22–0.25", first=(0, 22, 0), default_utilization=0.92, cudagraph_in_budget=True,
+        batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="concurrency",
+        yarn_keeps_max_position=False, group_rule="max_if_close", async_in_flight=False,
+        mamba_align_pages=False),
     # 0.26.0: async scheduling on by default → sliding windows keep 2 × max_num_batched_tokens
     # in flight (max_concurrent_batches, vllm/config/vllm.py).
-    Era("v1 0.26–0.29", (0, 26, 0), 0.92, True, False, False, "concurrency", False, "max_if_close",
-        True, False),
+    Era(name="v1 0.26–0.29", first=(0, 26, 0), default_utilization=0.92, cudagraph_in_budget=True,
+        batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="concurrency",
+        yarn_keeps_max_position=False, group_rule="max_if_close", async_in_flight=True,
+        mamba_align_pages=False),
     # 0.30.0, 0.33.0: total-consumed profiling, ≥160 GiB batch row, null block in the fit
     # check, yarn models keep max_position_embeddings; Mamba "align" mode under prefix caching
     # (read in 0.33.0; its first release is UNVERIFIED, assumed 0.30).
-    Era("v1 0.30+", (0, 30, 0), 0.92, True, True, True, "concurrency", True, "max_if_close",
-        True, True),
+    Era(name="v1 0.30+", first=(0, 30, 0), default_utilization=0.92, cudagraph_in_budget=True,
+        batch_row_160gib=True, null_block_in_fit_check=True, printed_tokens="concurrency",
+        yarn_keeps_max_position=True, group_rule="max_if_close", async_in_flight=True,
+        mamba_align_pages=True),
 )
 NEWEST_MODELLED = "0.33.0"
 # Releases whose files (or logs) were read; a version between them has uncertain boundaries.
