@@ -114,6 +114,10 @@ class Engine(ABC):
         """The modelled accounting era for a release, and warnings when it was not read."""
 
     @abstractmethod
+    def eras(self) -> list[tuple[str, str]]:
+        """Every modelled era, oldest first: (name, first release it applies to)."""
+
+    @abstractmethod
     def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
                 version: str) -> Deployment:
         """Every knob filled (the user's, else the engine's default), with its source."""

@@ -327,6 +327,11 @@ class SglangEngine(Engine):
                 "applied from 0.4.10 to 0.5.2; its exact first release was not pinned"))
         return "", problems
 
+    def eras(self) -> list[tuple[str, str]]:
+        return [("sglang 0.4.x accounting", "0.0.0"),
+                ("sglang 0.4.10–0.5.2 accounting", ".".join(map(str, TIER_FROM))),
+                (f"sglang {NEWEST_MODELLED} accounting", ".".join(map(str, LEGACY_BEFORE)))]
+
     def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
         sources: dict[str, Source] = dict(layout.sources)
         model_ctx = context_length(m)

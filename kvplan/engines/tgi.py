@@ -375,6 +375,9 @@ class TgiEngine(Engine):
                                     f"newest read; modelled with the {era.name} accounting"))
         return f"{era.name} accounting", problems
 
+    def eras(self) -> list[tuple[str, str]]:
+        return [(f"{e.name} accounting", ".".join(map(str, e.first))) for e in ERAS]
+
     def _lengths(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, max_input: int | None) -> Lengths:
         v = parse_version(dep.engine_version)
         launch = Launcher(gpu.smi_names[0] if gpu.smi_names else None, gpu.smi_total_mib,

@@ -452,6 +452,9 @@ class VllmEngine(Engine):
         era, problems = select_era(version)
         return era.name, problems
 
+    def eras(self) -> list[tuple[str, str]]:
+        return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
+
     def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
         era = select_era(version)[0]
         sources: dict[str, Source] = dict(layout.sources)
