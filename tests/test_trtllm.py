@@ -98,9 +98,28 @@ def test_engine_budget_trt2268_blocks():
     assert trtllm.pool(budget, 524288, 32).blocks == 1261
 
 
-def test_engine_fraction_must_be_below_one():
+def test_fraction_must_be_below_one(llama31):
+    # both runtimes assert freeMemFraction < 1.0
     with pytest.raises(InvalidInputError):
         trtllm.engine_budget(free_bytes=GiB, fraction=1.0)
+    era, _ = trtllm.select_era("1.0.0")
+    with pytest.raises(InvalidInputError):
+        trtllm.plan_pytorch(llama31, era, total_bytes=80 * GiB, weights_bytes=[16 * GiB],
+                            activation_bytes=0, non_torch_bytes=0, kv_dtype="bfloat16",
+                            fraction=1.0, max_seq_len=4096)
+
+
+def test_block_rounding_by_era():
+    # ≤ 1.1: math.ceil(max_tokens / tokens_per_block); later snapshots: int(max_tokens // tpb)
+    assert trtllm.pool(10**15, 65536, 32, 860308, "ceil").tokens == 860320
+    assert trtllm.pool(10**15, 65536, 32, 860308, "floor").tokens == 860288
+    assert trtllm.select_era("1.0.0")[0].block_rounding == "ceil"
+    assert trtllm.select_era("1.2.0")[0].block_rounding == "floor"
+
+
+def test_nvfp4_kv_adds_scales(llama31):
+    # 32 × 8 × 128 × 2 = 65536 values: 32768 B of FP4 + 4096 B of FP8 scales (1 per 16)
+    assert trtllm.bytes_per_token(llama31, kv_dtype="nvfp4") == 32768 + 4096
 
 
 def test_pytorch_temporary_pool_cancels():
@@ -284,7 +303,7 @@ def _plan(m, total_gib, fraction, max_tokens=None):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(10, 300), st.floats(0, 50), st.floats(0.05, 1.0))
+@given(st.floats(10, 300), st.floats(0, 50), st.floats(0.05, 0.99))
 def test_more_memory_never_fewer_tokens(llama31, total, extra, fraction):
     assert _plan(llama31, total + extra, fraction).tokens >= _plan(llama31, total, fraction).tokens
 
@@ -292,7 +311,7 @@ def test_more_memory_never_fewer_tokens(llama31, total, extra, fraction):
 @settings(max_examples=60, deadline=None)
 @given(st.floats(10, 300), st.floats(0.05, 0.95), st.floats(0, 0.5))
 def test_larger_fraction_never_fewer_tokens(llama31, total, fraction, more):
-    hi = min(1.0, fraction + more)
+    hi = min(0.99, fraction + more)
     assert _plan(llama31, total, hi).tokens >= _plan(llama31, total, fraction).tokens
 
 

@@ -70,39 +70,47 @@ class TrtllmEra:
     default_fraction: float
     tokens_per_block: int  # default
     budget_unit: Literal["tokens", "bytes"]  # how the PyTorch estimate is carried
+    block_rounding: Literal["ceil", "floor"]  # tokens → blocks
     pinned: bool  # True: the boundary was read in a dated source; False: inferred from logs
     source: str
 
 
 ERAS: tuple[TrtllmEra, ...] = (
     # Engine runtime.
-    TrtllmEra("engine GptSession (≤0.7)", "engine", (0, 0, 0), 0.85, 64, "tokens", False,
+    TrtllmEra("engine GptSession (≤0.7)", "engine", (0, 0, 0), 0.85, 64, "tokens", "ceil", False,
               "docs/source/reference/memory.md @5a211b9 (GptSession era): 'by default allocate 85% "
               "of the remaining free GPU memory'; tensorrt_llm/plugin/plugin.py older "
               "_tokens_per_block 64. Boundary not pinned: the v0.8 log TRT#1400 needs a fraction "
               "≥ 0.89 on an 80 GB A100, so 0.85 ends by 0.8"),
-    TrtllmEra("engine executor 0.8–0.16", "engine", (0, 8, 0), 0.9, 64, "tokens", False,
+    TrtllmEra("engine executor 0.8–0.16", "engine", (0, 8, 0), 0.9, 64, "tokens", "ceil", False,
               "cpp/include/tensorrt_llm/executor/executor.h KvCacheConfig::kDefaultGpuMemFraction "
               "0.9F; memory.md @7ff5302 '90%'; 64-token blocks in the 0.12 (Suite.md) and 0.13 "
               "(TRT#2268: 631 blocks only with 64) logs"),
-    TrtllmEra("engine executor 0.17+", "engine", (0, 17, 0), 0.9, 32, "tokens", False,
+    TrtllmEra("engine executor 0.17+", "engine", (0, 17, 0), 0.9, 32, "tokens", "ceil", False,
               "newer tensorrt_llm/plugin/plugin.py: _tokens_per_block 32 (with paged context FMHA "
               "on by default); 32-token blocks in the 0.19 RTX 5090 log and the 2025-03 "
               "tensorrtllm_backend multimodal.md sample. The 64→32 switch lies between 0.13 and "
               "0.18 (not pinned)"),
     # PyTorch runtime.
     TrtllmEra("pytorch estimate_max_kv_cache_tokens (0.17–0.20)", "pytorch", (0, 17, 0), 0.9, 32,
-              "tokens", False,
+              "tokens", "ceil", False,
               "_torch/pyexecutor/_util.py (early 2025): available_kv_mem = (total − peak + "
               "alloc_kv_tokens × kv_size) × fraction; max_tokens = available // kv_size"),
-    TrtllmEra("pytorch KvCacheCreator (0.21–1.0)", "pytorch", (0, 21, 0), 0.9, 32, "tokens", False,
+    TrtllmEra("pytorch KvCacheCreator (0.21–1.0)", "pytorch", (0, 21, 0), 0.9, 32, "tokens", "ceil",
+              False,
               "_util.py KvCacheCreator (mid 2025): same formula, 'device total memory' and "
               "'tmp kv_mem' in the log line; KvCacheConfig.tokens_per_block default 32 "
               "(llmapi/llm_args.py)"),
-    TrtllmEra("pytorch byte budget (1.1+)", "pytorch", (1, 1, 0), 0.9, 32, "bytes", False,
+    TrtllmEra("pytorch byte budget (1.1)", "pytorch", (1, 1, 0), 0.9, 32, "bytes", "ceil", False,
               "PR #5933 (review July 2025): the estimate returns bytes ('Estimated max memory in "
               "KV cache'), written to kv_cache_config.max_gpu_total_bytes; _util.py @0004396 "
-              "`int(available_kv_mem)`"),
+              "`int(available_kv_mem)`; resource_manager.py snapshots with VSWA and "
+              "`calculate_max_num_blocks_from_cpp` still use math.ceil(max_tokens / tokens_per_block)"),
+    TrtllmEra("pytorch byte budget, whole blocks down (1.2+)", "pytorch", (1, 2, 0), 0.9, 32, "bytes",
+              "floor", False,
+              "later resource_manager.py snapshots (ranks agree through Distributed.allreduce MIN): "
+              "blocks_in_primary_pool = int(max_tokens // tokens_per_block). First release not "
+              "pinned; 1.2 assumed"),
 )
 
 
@@ -186,6 +194,15 @@ def defaults(version: str, m: ModelSpec, runtime: Runtime = "pytorch") -> Defaul
 # ----------------------------------------------------------------------------- bytes per token
 
 
+def kv_bytes(elements: int, kv_dtype: str) -> int:
+    """Bytes of `elements` KV values: 1 B for fp8/int8, 2 for fp16/bf16; NVFP4 half a byte +
+    one FP8 scale per 16 values (resource_manager.py `get_cache_bytes_per_token`,
+    `calculate_scaling_factor_size_bytes`)."""
+    if kv_dtype == "nvfp4":
+        return cdiv(elements, 2) + cdiv(elements, 16)
+    return elements * kv_dtype_bytes(kv_dtype)
+
+
 def kv_dtype_bytes(kv_dtype: str) -> int:
     """1 for fp8/int8 KV, 2 for fp16/bf16, as `get_cache_size_per_token` counts them."""
     if kv_dtype in ("int8", "fp8", "fp8_e4m3", "fp8_e5m2"):
@@ -214,14 +231,13 @@ def bytes_per_token(m: ModelSpec, *, tp: int = 1, pp: int = 1, kv_dtype: str,
 
     Sliding-window layers count as full layers here: the estimate multiplies by the number of
     attention layers. `stage` None = the stage with the most attention layers."""
-    dt = kv_dtype_bytes(kv_dtype)
     attn = set(attention_layers(m))
     stages = [sum(1 for i in r if i in attn) for r in pp_layer_ranges(m.num_layers, pp)]
     layers = max(stages) if stage is None else stages[stage]
     if m.mla is not None:
-        return dt * layers * (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+        return kv_bytes(layers * (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim), kv_dtype)
     heads = m.num_kv_heads if attention_dp else kv_heads_per_gpu(m, tp)
-    return dt * layers * heads * m.head_dim * 2
+    return kv_bytes(layers * heads * m.head_dim * 2, kv_dtype)
 
 
 # ----------------------------------------------------------------------------- budgets
@@ -253,10 +269,7 @@ def engine_free_bytes(*, total_bytes: int, engine_bytes: int, exec_context_bytes
 
 def engine_budget(*, free_bytes: int, fraction: float, memory_pool_free_bytes: int = 0) -> int:
     """`calculateFreeMemBytes`: (free + memory the pool can give back) × fraction."""
-    if not 0 < fraction < 1:
-        raise InvalidInputError(
-            f"kv_cache_free_gpu_mem_fraction {fraction} must be in (0, 1) for the engine runtime "
-            "(kvCacheManager.cpp checks freeMemFraction < 1.0)")
+    _check_fraction(fraction)
     return math.floor((free_bytes + memory_pool_free_bytes) * fraction)
 
 
@@ -268,15 +281,16 @@ class Pool:
 
 
 def pool(budget_bytes: int, bytes_per_token: int, tokens_per_block: int,
-         max_tokens: int | None = None) -> Pool:
-    """tokens = budget // bytes_per_token, min with max_tokens, rounded UP to whole blocks
-    (ceil_div in both runtimes; TRT#224: the maintainer notes the logged count is rounded up
-    to a block multiple at allocation)."""
+         max_tokens: int | None = None, rounding: Literal["ceil", "floor"] = "ceil") -> Pool:
+    """tokens = budget // bytes_per_token, min with max_tokens, then whole blocks: rounded UP
+    in the engine runtime and the PyTorch runtime up to 1.1 (ceilDiv / math.ceil; TRT#224: the
+    logged count is rounded up to a block multiple at allocation; TRT#6294: 860308 → 860320),
+    DOWN in later PyTorch snapshots (int(max_tokens // tokens_per_block))."""
     if bytes_per_token <= 0 or tokens_per_block <= 0:
         raise InvalidInputError("bytes per token and tokens per block must be positive")
     est = max(0, budget_bytes) // bytes_per_token
     tokens = min(est, max_tokens) if max_tokens is not None else est
-    blocks = cdiv(tokens, tokens_per_block)
+    blocks = cdiv(tokens, tokens_per_block) if rounding == "ceil" else tokens // tokens_per_block
     return Pool(est, blocks * tokens_per_block, blocks)
 
 
@@ -304,9 +318,10 @@ class TrtllmResult:
 
 def _finish(runtime: Runtime, *, budgets: Sequence[int], per_tokens: Sequence[int],
             tokens_per_block: int, max_tokens: int | None, max_seq_len: int, tp: int,
-            m: ModelSpec, explanation: str, extra: list[Problem]) -> TrtllmResult:
-    """Per PP stage pools; every rank takes the smallest block count (allreduce MIN)."""
-    pools = [pool(b, bpt, tokens_per_block, max_tokens) for b, bpt in zip(budgets, per_tokens)]
+            m: ModelSpec, explanation: str, extra: list[Problem],
+            rounding: Literal["ceil", "floor"]) -> TrtllmResult:
+    """Per PP stage pools; every rank takes the smallest (allreduce MIN of max_tokens)."""
+    pools = [pool(b, bpt, tokens_per_block, max_tokens, rounding) for b, bpt in zip(budgets, per_tokens)]
     worst = min(range(len(pools)), key=lambda s: pools[s].blocks)
     p, budget, bpt = pools[worst], budgets[worst], per_tokens[worst]
     kv = p.blocks * bpt * tokens_per_block if budget > 0 else budget
@@ -366,7 +381,8 @@ def plan_pytorch(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, weights_byte
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
     return _finish("pytorch", budgets=budgets, per_tokens=bpts,
                    tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
-                   max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[])
+                   max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[],
+                   rounding=era.block_rounding)
 
 
 def plan_engine(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, engine_bytes: Sequence[int],
@@ -392,14 +408,17 @@ def plan_engine(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, engine_bytes:
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
     return _finish("engine", budgets=budgets, per_tokens=bpts,
                    tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
-                   max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[])
+                   max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[],
+                   rounding=era.block_rounding)
 
 
 def _check_fraction(fraction: float, engine: bool = False) -> None:
-    if not 0 < fraction <= 1 or (engine and fraction >= 1):
+    """Both runtimes assert freeMemFraction < 1.0 (kvCacheManager.cpp; resource_manager.py
+    `calculate_max_num_blocks`)."""
+    if not 0 < fraction < 1:
         raise InvalidInputError(
-            f"free_gpu_memory_fraction {fraction} must be in (0, 1{')' if engine else ']'}",
-            hint="TensorRT-LLM's default is 0.9")
+            f"free_gpu_memory_fraction {fraction} must be in (0, 1): TensorRT-LLM asserts "
+            "'freeMemFraction … must be smaller than 1.0'", hint="its default is 0.9")
 
 
 # ----------------------------------------------------------------------------- estimates
