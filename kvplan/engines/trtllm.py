@@ -633,18 +633,19 @@ def _coerce(value: Any, kind: type, lo: float | None, hi: float | None, field: s
 
 # ----------------------------------------------------------------------------- images & entrypoints
 
-# Entrypoints that start TensorRT-LLM (for `kvplan check`): console scripts installed by the
-# tensorrt_llm wheel (setup.py entry_points: trtllm-serve, trtllm-bench, trtllm-build,
-# trtllm-eval) and the module form of the serve command (tensorrt_llm/commands/serve.py
-# defines a click `main`; not verified that `python -m` runs it).
-ENTRYPOINTS: tuple[str, ...] = ("trtllm-serve", "trtllm-bench", "trtllm-build", "trtllm-llmapi-launch")
+# Entrypoints that start TensorRT-LLM (for `kvplan check`). trtllm-serve is a click group
+# whose default command is `serve` (`trtllm-serve <model>` = `trtllm-serve serve <model>`),
+# and the module runs it under `python -m` (serve.py @00209af: `main = DefaultGroup(...)`,
+# `if __name__ == "__main__": main()`). trtllm-bench and trtllm-build appear in the logs
+# (benchmarks/data/trtllm_logs.csv); launch_triton_server.py is tensorrtllm_backend's launcher
+# (multimodal.md row). `tritonserver` alone is TensorRT-LLM only in a -trtllm- image.
+ENTRYPOINTS: tuple[str, ...] = ("trtllm-serve", "trtllm-bench", "trtllm-build")
 ENTRYPOINT_PATTERNS: tuple[str, ...] = (
     r"(^|[\s/])trtllm-serve(\s|$)",
     r"(^|[\s/])trtllm-bench(\s|$)",
-    r"(^|[\s/])trtllm-llmapi-launch(\s|$)",
     r"python3?\s+-m\s+tensorrt_llm\.commands\.serve\b",
-    r"(^|[\s/])launch_triton_server\.py(\s|$)",  # tensorrtllm_backend scripts/launch_triton_server.py
-    r"(^|[\s/])tritonserver(\s|$)",  # only TensorRT-LLM when the image is a -trtllm- one
+    r"(^|[\s/])launch_triton_server\.py(\s|$)",
+    r"(^|[\s/])tritonserver(\s|$)",
 )
 # NGC images: nvcr.io/nvidia/tensorrt-llm/release:<trtllm version> (the TRT-LLM release is the
 # tag), and Triton's nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3.
@@ -653,9 +654,9 @@ IMAGE_PATTERNS: dict[str, str] = {
     "devel": r"^nvcr\.io/nvidia/tensorrt-llm/devel:(?P<version>\S+)$",
     "triton": r"^nvcr\.io/nvidia/tritonserver:(?P<release>\d{2}\.\d{2})-trtllm-python-py3$",
 }
-# Triton release → TensorRT-LLM version it ships. Not sourced here (the Triton framework
-# support matrix was not read in this session); left empty rather than guessed. A caller
-# should ask for --engine-version when the image is a Triton one.
+# Triton release → TensorRT-LLM version it ships. Not sourced here (the Triton release notes /
+# framework support matrix were not found in the sources available); left empty rather than
+# guessed, so a caller asks for --engine-version when the image is a Triton one.
 TRITON_TRTLLM_VERSIONS: dict[str, str] = {}
 
 
