@@ -152,8 +152,10 @@ DEFAULT_MAX_BATCH_SIZE = 2048
 DEFAULT_MAX_NUM_TOKENS = 8192
 DEFAULT_MAX_INPUT_LEN = 1024
 DEFAULT_MAX_BEAM_WIDTH = 1
-# serve.py @00209af: --backend default "pytorch". The switch of the default to PyTorch came
-# with 1.0 (release notes; not re-read here): earlier trtllm-serve needs `--backend pytorch`.
+# serve.py @00209af: --backend default "pytorch". Earlier serve.py snapshots (the first one is
+# a single click command "trtllm-serve") have `--backend` Choice(["pytorch"]) default None,
+# "Default is cpp path", so they need `--backend pytorch`. The release of the switch is not
+# pinned in the snapshots read; 1.0 assumed.
 PYTORCH_DEFAULT_FROM = (1, 0, 0)
 
 
@@ -464,7 +466,10 @@ def activation_estimate(m: ModelSpec, *, tp: int, dtype: str, max_num_tokens: in
 # --tensor_parallel_size/--tp_size, --pipeline_parallel_size/--pp_size,
 # --moe_expert_parallel_size/--ep_size, --free_gpu_memory_fraction/
 # --kv_cache_free_gpu_memory_fraction, --max_batch_size, --max_num_tokens, --max_seq_len,
-# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code).
+# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code). The
+# first serve.py snapshot already spells --tp_size, --pp_size, --ep_size, --max_batch_size,
+# --max_num_tokens, --max_seq_len and --kv_cache_free_gpu_memory_fraction (default 0.9), but
+# has no --extra_llm_api_options: a YAML line needs a release that has it.
 KNOBS: dict[str, str] = {
     "tensor_parallel_size": "--tp_size",
     "pipeline_parallel_size": "--pp_size",
