@@ -33,7 +33,6 @@ from kvplan.engines import trtllm  # noqa: E402
 from kvplan.hf_config import spec_from_config  # noqa: E402
 from kvplan.specs import ModelSpec  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
-from kvplan.weights import weight_memory_per_stage  # noqa: E402
 
 DATA = HERE / "data" / "trtllm_logs.csv"
 
@@ -101,8 +100,9 @@ EXPLANATIONS: dict[tuple[str, str], str] = {
     ("294848", "conditional"): "UNEXPLAINED: the pool bytes match 0.99 × 63.62 GiB, but the log's "
     "62.99 GiB / 294848 tokens = 229376 B/token is 7/8 of Llama-2-7B's FP8 KV (32 layers × 32 heads "
     "× 128 × 2 × 1 B = 262144); the doc sample may mix runs or models",
-    ("294848", "end-to-end"): "the logged decoder (4.35 GB) and runtime buffers (1.14 GB) and 3.4 GiB "
-    "more that the log does not itemise are not estimated, so the bytes are 11.5 % high; the small "
+    ("294848", "end-to-end"): "the logged decoder (4.35 GB) and runtime buffers (1.14 GB), and 3.0–3.4 "
+    "GiB more that the log does not itemise (CUDA context included; the range is whether its 'GB' "
+    "is 2^30 or 10^9), are not estimated, so the bytes are 11.5 % high; the small "
     "token error is that error cancelling the bytes/token mismatch above",
     ("10718", "end-to-end"): "the v0.5 engine's execution context (max_input_len not in the excerpt), "
     "runtime buffers and decoder (batch 25 × 4096 tokens) are not estimated, and the A10's CUDA "
@@ -255,25 +255,15 @@ def end_to_end(row: dict[str, str]) -> Outcome:
     else:
         total = int(total_gib * GiB)
     tp, pp = _int(row["tp"]) or 1, _int(row["pp"]) or 1
-    d = trtllm.defaults(facts.version, m, runtime)
-    dtype = "float16" if (row["dtype"] == "float16" or m.dtype == "float16") else "bfloat16"
-    max_seq = _int(row["max_seq_len"]) or d.max_seq_len
-    max_batch = _int(row["max_batch_size"]) or d.max_batch_size
-    max_input = _int(row["max_input_len"])
-    max_num_tokens = _int(row["max_num_tokens"]) or (max_batch * max_input if max_input else d.max_num_tokens)
-    fraction = _num(row["free_gpu_memory_fraction"]) or d.free_gpu_memory_fraction
-    quant = m.quantization
-    weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant)]
-    act = trtllm.activation_estimate(m, tp=tp, dtype=dtype, max_num_tokens=max_num_tokens,
-                                     max_seq_len=max_seq)
-    kw = dict(kv_dtype=facts.kv_dtype, fraction=fraction, tp=tp, max_seq_len=max_seq, tokens_per_block=tpb)
-    if runtime == "pytorch":
-        r = trtllm.plan_pytorch(m, era, total_bytes=total, weights_bytes=weights, activation_bytes=act,
-                                non_torch_bytes=trtllm.non_torch_estimate(tp), **kw)
-    else:
-        r = trtllm.plan_engine(m, era, total_bytes=total, engine_bytes=weights, exec_context_bytes=act,
-                               runtime_buffer_bytes=0, decoder_bytes=0,
-                               context_bytes=trtllm.non_torch_estimate(tp), **kw)
+    max_batch, max_input = _int(row["max_batch_size"]), _int(row["max_input_len"])
+    # engines built without max_num_tokens take max_batch × max_input_len (memory.md)
+    built_tokens = max_batch * max_input if runtime == "engine" and max_batch and max_input else None
+    r = trtllm.plan_estimated(
+        m, version=facts.version, runtime=runtime, total_bytes=total, tp=tp, pp=pp,
+        dtype="float16" if row["dtype"] == "float16" else None, kv_dtype=facts.kv_dtype,
+        fraction=_num(row["free_gpu_memory_fraction"]), max_batch_size=max_batch,
+        max_num_tokens=_int(row["max_num_tokens"]) or built_tokens,
+        max_seq_len=_int(row["max_seq_len"]), tokens_per_block=tpb)
     out.tokens, out.gib, out.blocks = r.tokens, r.kv_bytes / GiB, r.num_blocks
     out.tokens_from_blocks = not row["kv_cache_tokens"] and out.logged_blocks is not None
     out.note = r.explanation
@@ -314,6 +304,12 @@ def report(outcomes: list[Outcome], title: str, mode: str = "") -> list[float]:
     for o in skipped:
         print(f"- not replayable: {o.label}: {o.skipped}")
     return errs
+
+
+def replay() -> dict[str, list[Outcome]]:
+    """Both modes for every row (for benchmarks/accuracy.py or the docs)."""
+    rows = load_rows()
+    return {"conditional": [conditional(r) for r in rows], "end-to-end": [end_to_end(r) for r in rows]}
 
 
 def main() -> None:
