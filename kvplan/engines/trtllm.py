@@ -41,8 +41,9 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from ..errors import InvalidConfigError, InvalidInputError
 from ..kv import kv_heads_per_gpu
@@ -491,8 +492,9 @@ def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", 
     weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dt,
                                                                quant=quant or m.quantization, ep=ep)]
     act = activation_estimate(m, tp=tp, dtype=dt, max_num_tokens=tokens, max_seq_len=seq)
-    common = dict(kv_dtype=kv, fraction=frac, tp=tp, max_seq_len=seq,
-                  tokens_per_block=tokens_per_block or d.tokens_per_block, max_tokens=max_tokens)
+    common: dict[str, Any] = {"kv_dtype": kv, "fraction": frac, "tp": tp, "max_seq_len": seq,
+                              "tokens_per_block": tokens_per_block or d.tokens_per_block,
+                              "max_tokens": max_tokens}
     if runtime == "pytorch":
         r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights, activation_bytes=act,
                          non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp, **common)
