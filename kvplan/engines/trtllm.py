@@ -1,0 +1,731 @@
+"""TensorRT-LLM's KV-cache sizing, both runtimes, as pure functions (reference/TRTLLM_MEMORY.md).
+
+TensorRT-LLM has two runtimes that size the KV pool differently:
+
+* **PyTorch runtime** (LLM API `backend="pytorch"`: `trtllm-serve <hf model>`, the default
+  backend of `trtllm-serve` in the version read, tensorrt_llm/commands/serve.py @00209af):
+  a temporary KV pool is built, a dummy batch of `max_num_tokens` context tokens is run, and
+  the peak (torch peak + memory used outside torch) is read. Then
+  (tensorrt_llm/_torch/pyexecutor/_util.py, `KvCacheCreator` / early-2025
+  `estimate_max_kv_cache_tokens`):
+
+      budget = fraction × (total − peak + temporary KV pool)
+             = fraction × (total − weights − activation peak − non-torch)
+
+  (the temporary pool is part of the peak and is added back, so it cancels out); tokens =
+  budget // bytes_per_token; a user `max_tokens` wins when smaller; the final manager
+  allocates ceil(tokens / tokens_per_block) blocks (resource_manager.py
+  `KVCacheManager.calculate_max_num_blocks`, `ceil_div`; TRT#6294: max_tokens 860308 →
+  "Allocated … (860320)" = 26885 × 32).
+
+* **Engine runtime** (built engines: `trtllm-build`, Triton `tensorrtllm` backend,
+  `trtllm-serve <engine dir>`): the engine, its execution context (activations fixed at
+  build time), runtime buffers and decoder buffers are allocated first; then
+  (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp `calculateFreeMemBytes`,
+  `calculateMaxNumBlocks`):
+
+      budget = fraction × (cudaMemGetInfo free + memory-pool free)
+      tokens = min(budget // bytes_per_token, max_tokens); blocks = ceil(tokens / tokens_per_block)
+
+Both: multi-GPU ranks agree on the smallest pool (MPI allreduce MIN); bytes per token are
+per rank (KV heads / TP, layers of this PP stage).
+
+Eras differ in defaults (fraction 0.85 in the GptSession era, 0.9 later; tokens_per_block 64
+for engines built by older `trtllm-build`, 32 later and in the PyTorch runtime) and in how
+the PyTorch estimate is carried (tokens, then a byte budget from PR #5933). For models
+without variable sliding windows the byte and token forms give the same pool.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import InvalidConfigError, InvalidInputError
+from ..kv import kv_heads_per_gpu
+from ..specs import Deployment, ModelSpec, Problem, QuantSpec
+from ..units import DTYPE_BYTES, GiB, cdiv
+from ..weights import pp_layer_ranges, weight_memory_per_stage
+from .vllm import activation_bytes as _vllm_activation_bytes
+from .vllm import parse_version
+
+Runtime = Literal["pytorch", "engine"]
+RUNTIMES: tuple[Runtime, ...] = ("pytorch", "engine")
+NEWEST_MODELLED = "1.2.0"  # the 2026 source snapshots read (serve.py @00209af, _util.py @0004396)
+
+
+# ----------------------------------------------------------------------------- eras
+
+
+@dataclass(frozen=True)
+class TrtllmEra:
+    """A stretch of TensorRT-LLM releases with the same KV sizing for one runtime."""
+
+    name: str
+    runtime: Runtime
+    first: tuple[int, int, int]
+    default_fraction: float
+    tokens_per_block: int  # default
+    budget_unit: Literal["tokens", "bytes"]  # how the PyTorch estimate is carried
+    block_rounding: Literal["ceil", "floor"]  # tokens → blocks
+    pinned: bool  # True: the boundary was read in a dated source; False: inferred from logs
+    source: str
+
+
+ERAS: tuple[TrtllmEra, ...] = (
+    # Engine runtime.
+    TrtllmEra("engine GptSession (≤0.7)", "engine", (0, 0, 0), 0.85, 64, "tokens", "ceil", False,
+              "docs/source/reference/memory.md @5a211b9 (GptSession era): 'by default allocate 85% "
+              "of the remaining free GPU memory'; tensorrt_llm/plugin/plugin.py older "
+              "_tokens_per_block 64. Boundary not pinned: the v0.8 log TRT#1400 needs a fraction "
+              "≥ 0.89 on an 80 GB A100, so 0.85 ends by 0.8"),
+    TrtllmEra("engine executor 0.8–0.16", "engine", (0, 8, 0), 0.9, 64, "tokens", "ceil", False,
+              "cpp/include/tensorrt_llm/executor/executor.h KvCacheConfig::kDefaultGpuMemFraction "
+              "0.9F; memory.md @7ff5302 '90%'; 64-token blocks in the 0.12 (Suite.md) and 0.13 "
+              "(TRT#2268: 631 blocks only with 64) logs"),
+    TrtllmEra("engine executor 0.17+", "engine", (0, 17, 0), 0.9, 32, "tokens", "ceil", False,
+              "newer tensorrt_llm/plugin/plugin.py: _tokens_per_block 32 (with paged context FMHA "
+              "on by default); 32-token blocks in the 0.19 RTX 5090 log and the 2025-03 "
+              "tensorrtllm_backend multimodal.md sample. The 64→32 switch lies between 0.13 and "
+              "0.18 (not pinned)"),
+    # PyTorch runtime.
+    TrtllmEra("pytorch estimate_max_kv_cache_tokens (0.17–0.20)", "pytorch", (0, 17, 0), 0.9, 32,
+              "tokens", "ceil", False,
+              "_torch/pyexecutor/_util.py (early 2025): available_kv_mem = (total − peak + "
+              "alloc_kv_tokens × kv_size) × fraction; max_tokens = available // kv_size"),
+    TrtllmEra("pytorch KvCacheCreator (0.21–1.0)", "pytorch", (0, 21, 0), 0.9, 32, "tokens", "ceil",
+              False,
+              "_util.py KvCacheCreator (mid 2025): same formula, 'device total memory' and "
+              "'tmp kv_mem' in the log line; KvCacheConfig.tokens_per_block default 32 "
+              "(llmapi/llm_args.py)"),
+    TrtllmEra("pytorch byte budget (1.1)", "pytorch", (1, 1, 0), 0.9, 32, "bytes", "ceil", False,
+              "PR #5933 (review July 2025): the estimate returns bytes ('Estimated max memory in "
+              "KV cache'), written to kv_cache_config.max_gpu_total_bytes; _util.py @0004396 "
+              "`int(available_kv_mem)`; resource_manager.py snapshots with VSWA and "
+              "`calculate_max_num_blocks_from_cpp` still use math.ceil(max_tokens / tokens_per_block)"),
+    TrtllmEra("pytorch byte budget, whole blocks down (1.2+)", "pytorch", (1, 2, 0), 0.9, 32, "bytes",
+              "floor", False,
+              "later resource_manager.py snapshots (ranks agree through Distributed.allreduce MIN): "
+              "blocks_in_primary_pool = int(max_tokens // tokens_per_block). First release not "
+              "pinned; 1.2 assumed"),
+)
+
+
+def select_era(version: str, runtime: Runtime = "pytorch") -> tuple[TrtllmEra, list[Problem]]:
+    """The era for a release and runtime, with a warning when the boundary is not pinned or the
+    version lies outside what was read."""
+    if runtime not in RUNTIMES:
+        raise InvalidInputError(f"unknown TensorRT-LLM runtime {runtime!r}",
+                                hint="use 'pytorch' (HF checkpoints) or 'engine' (built engines)")
+    v = parse_version(version)
+    eras = [e for e in ERAS if e.runtime == runtime]
+    problems: list[Problem] = []
+    if runtime == "pytorch" and v < eras[0].first:
+        problems.append(Problem(
+            code="engine-version-not-modelled", severity="warning",
+            message=f"TensorRT-LLM {version} predates the PyTorch backend (first seen early 2025, "
+            f"~0.17); using the {eras[0].name} accounting."))
+    if v > parse_version(NEWEST_MODELLED):
+        problems.append(Problem(
+            code="engine-version-newer", severity="warning",
+            message=f"TensorRT-LLM {version} is newer than the newest source read "
+            f"({NEWEST_MODELLED}); using the {eras[-1].name} accounting."))
+    era = [e for e in eras if e.first <= v][-1] if v >= eras[0].first else eras[0]
+    if not era.pinned and not problems:
+        problems.append(Problem(
+            code="engine-version-boundary-uncertain", severity="info",
+            message=f"TensorRT-LLM {version}: {era.name}; the era boundaries are inferred from "
+            "dated logs and source snapshots, not from release tags."))
+    return era, problems
+
+
+# ----------------------------------------------------------------------------- defaults
+
+# tensorrt_llm/builder.py BuildConfig @008b2b8: max_batch_size 2048, max_num_tokens 8192,
+# max_input_len 1024, max_seq_len None (deduced from the model config); trtllm-serve takes its
+# flag defaults from BuildConfig (commands/serve.py @00209af). The 02/2025 dynamo log prints
+# "max_seq_len=131072, max_num_requests=2048, max_num_tokens=8192" for a Llama-3-class model.
+DEFAULT_MAX_BATCH_SIZE = 2048
+DEFAULT_MAX_NUM_TOKENS = 8192
+DEFAULT_MAX_INPUT_LEN = 1024
+DEFAULT_MAX_BEAM_WIDTH = 1
+# serve.py @00209af: --backend default "pytorch". Earlier serve.py snapshots (the first one is
+# a single click command "trtllm-serve") have `--backend` Choice(["pytorch"]) default None,
+# "Default is cpp path", so they need `--backend pytorch`. The release of the switch is not
+# pinned in the snapshots read; 1.0 assumed.
+PYTORCH_DEFAULT_FROM = (1, 0, 0)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    max_batch_size: int
+    max_num_tokens: int
+    max_seq_len: int
+    free_gpu_memory_fraction: float
+    tokens_per_block: int
+    backend_flag_needed: bool  # `--backend pytorch` must be passed to trtllm-serve
+    sources: dict[str, str]
+
+
+def default_max_seq_len(m: ModelSpec) -> int:
+    """max_seq_len when not given: the model config's max_position_embeddings (BuildConfig
+    max_seq_len None → deduced from the model config; serve.py help text)."""
+    return m.max_position_embeddings or 2048
+
+
+def defaults(version: str, m: ModelSpec, runtime: Runtime = "pytorch") -> Defaults:
+    era, _ = select_era(version, runtime)
+    v = parse_version(version)
+    return Defaults(
+        max_batch_size=DEFAULT_MAX_BATCH_SIZE, max_num_tokens=DEFAULT_MAX_NUM_TOKENS,
+        max_seq_len=default_max_seq_len(m), free_gpu_memory_fraction=era.default_fraction,
+        tokens_per_block=era.tokens_per_block,
+        backend_flag_needed=runtime == "pytorch" and v < PYTORCH_DEFAULT_FROM,
+        sources={
+            "max_batch_size": "tensorrt_llm/builder.py BuildConfig @008b2b8",
+            "max_num_tokens": "tensorrt_llm/builder.py BuildConfig @008b2b8",
+            "max_seq_len": "model config max_position_embeddings (BuildConfig max_seq_len None)",
+            "free_gpu_memory_fraction": era.source,
+            "tokens_per_block": era.source,
+        })
+
+
+# ----------------------------------------------------------------------------- bytes per token
+
+
+def kv_bytes(elements: int, kv_dtype: str) -> int:
+    """Bytes of `elements` KV values: 1 B for fp8/int8, 2 for fp16/bf16; NVFP4 half a byte +
+    one FP8 scale per 16 values (resource_manager.py `get_cache_bytes_per_token`,
+    `calculate_scaling_factor_size_bytes`)."""
+    if kv_dtype == "nvfp4":
+        return cdiv(elements, 2) + cdiv(elements, 16)
+    return elements * kv_dtype_bytes(kv_dtype)
+
+
+def kv_dtype_bytes(kv_dtype: str) -> int:
+    """1 for fp8/int8 KV, 2 for fp16/bf16, as `get_cache_size_per_token` counts them."""
+    if kv_dtype in ("int8", "fp8", "fp8_e4m3", "fp8_e5m2"):
+        return 1
+    if kv_dtype in DTYPE_BYTES:
+        return DTYPE_BYTES[kv_dtype]
+    raise InvalidInputError(f"unknown KV cache dtype {kv_dtype!r}",
+                            hint="use auto, fp8, int8, float16 or bfloat16")
+
+
+def attention_layers(m: ModelSpec) -> list[int]:
+    """Layers that hold KV: every layer whose token mixer is attention (full, sliding,
+    chunked); linear-attention (Mamba / Gated DeltaNet) and MLP-only layers hold none here."""
+    if not m.layer_types:
+        return list(range(m.num_layers))
+    return [i for i, k in enumerate(m.layer_types) if k in ("full", "sliding", "chunked")]
+
+
+def bytes_per_token(m: ModelSpec, *, tp: int = 1, pp: int = 1, kv_dtype: str,
+                    attention_dp: bool = False, stage: int | None = None) -> int:
+    """KV bytes per token on one rank: dtype bytes × attention layers on the PP stage ×
+    (KV heads / TP, not split under attention-DP) × head_dim × 2 (K and V); MLA: head_dim =
+    kv_lora_rank + qk_rope_head_dim and kv_factor 1, replicated on every TP rank
+    (_torch/pyexecutor/resource_manager.py `get_cache_size_per_token`; the C++ engine
+    runtime's `calculateCacheSizePerTokenForSingleWindowSize`).
+
+    Sliding-window layers count as full layers here: the estimate multiplies by the number of
+    attention layers. `stage` None = the stage with the most attention layers."""
+    attn = set(attention_layers(m))
+    stages = [sum(1 for i in r if i in attn) for r in pp_layer_ranges(m.num_layers, pp)]
+    layers = max(stages) if stage is None else stages[stage]
+    if m.mla is not None:
+        return kv_bytes(layers * (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim), kv_dtype)
+    heads = m.num_kv_heads if attention_dp else kv_heads_per_gpu(m, tp)
+    return kv_bytes(layers * heads * m.head_dim * 2, kv_dtype)
+
+
+# ----------------------------------------------------------------------------- budgets
+
+
+def pytorch_budget_from_peak(*, total_bytes: int, peak_bytes: int, temp_kv_bytes: int,
+                             fraction: float) -> int:
+    """`_cal_max_memory`: (total − peak + temporary KV) × fraction, in bytes (floor)."""
+    return math.floor((total_bytes - peak_bytes + temp_kv_bytes) * fraction)
+
+
+def pytorch_budget(*, total_bytes: int, weights_bytes: int, activation_bytes: int,
+                   non_torch_bytes: int, fraction: float) -> int:
+    """The same with the peak written out: peak = weights + activation + non-torch +
+    temporary KV, so the temporary pool cancels."""
+    peak = weights_bytes + activation_bytes + non_torch_bytes
+    return pytorch_budget_from_peak(total_bytes=total_bytes, peak_bytes=peak, temp_kv_bytes=0,
+                                    fraction=fraction)
+
+
+def engine_free_bytes(*, total_bytes: int, engine_bytes: int, exec_context_bytes: int,
+                      runtime_buffer_bytes: int, decoder_bytes: int, context_bytes: int) -> int:
+    """cudaMemGetInfo free when the C++ KVCacheManager sizes its pool: everything the engine
+    allocated first is gone (engine weights, execution context = TRT activations fixed at
+    build, runtime buffers, decoder buffers, CUDA context)."""
+    return (total_bytes - engine_bytes - exec_context_bytes - runtime_buffer_bytes
+            - decoder_bytes - context_bytes)
+
+
+def engine_budget(*, free_bytes: int, fraction: float, memory_pool_free_bytes: int = 0) -> int:
+    """`calculateFreeMemBytes`: (free + memory the pool can give back) × fraction."""
+    _check_fraction(fraction)
+    return math.floor((free_bytes + memory_pool_free_bytes) * fraction)
+
+
+@dataclass(frozen=True)
+class Pool:
+    estimate_tokens: int  # budget // bytes_per_token, before the cap
+    tokens: int  # whole blocks
+    blocks: int
+
+
+def pool(budget_bytes: int, bytes_per_token: int, tokens_per_block: int,
+         max_tokens: int | None = None, rounding: Literal["ceil", "floor"] = "ceil") -> Pool:
+    """tokens = budget // bytes_per_token, min with max_tokens, then whole blocks: rounded UP
+    in the engine runtime and the PyTorch runtime up to 1.1 (ceilDiv / math.ceil; TRT#224: the
+    logged count is rounded up to a block multiple at allocation; TRT#6294: 860308 → 860320),
+    DOWN in later PyTorch snapshots (int(max_tokens // tokens_per_block))."""
+    if bytes_per_token <= 0 or tokens_per_block <= 0:
+        raise InvalidInputError("bytes per token and tokens per block must be positive")
+    est = max(0, budget_bytes) // bytes_per_token
+    tokens = min(est, max_tokens) if max_tokens is not None else est
+    blocks = cdiv(tokens, tokens_per_block) if rounding == "ceil" else tokens // tokens_per_block
+    return Pool(est, blocks * tokens_per_block, blocks)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class TrtllmResult:
+    runtime: Runtime
+    bytes_per_token: int
+    block_size: int  # tokens_per_block
+    bytes_per_block: int
+    num_blocks: int
+    tokens: int
+    kv_bytes: int  # the pool (negative = shortfall: nothing left for the KV cache)
+    budget_bytes: int  # fraction × what is left, before the max_tokens cap
+    max_seq_len: int
+    problems: tuple[Problem, ...]
+    explanation: str  # one line: how the budget was formed
+    max_batch_size: int | None = None  # the scheduler's request cap, when known
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_bytes > 0 and self.tokens >= self.max_seq_len
+
+
+def _finish(runtime: Runtime, *, budgets: Sequence[int], per_tokens: Sequence[int],
+            tokens_per_block: int, max_tokens: int | None, max_seq_len: int, tp: int,
+            m: ModelSpec, explanation: str, extra: list[Problem],
+            rounding: Literal["ceil", "floor"]) -> TrtllmResult:
+    """Per PP stage pools; every rank takes the smallest (allreduce MIN of max_tokens)."""
+    pools = [pool(b, bpt, tokens_per_block, max_tokens, rounding) for b, bpt in zip(budgets, per_tokens)]
+    worst = min(range(len(pools)), key=lambda s: pools[s].blocks)
+    p, budget, bpt = pools[worst], budgets[worst], per_tokens[worst]
+    kv = p.blocks * bpt * tokens_per_block if budget > 0 else budget
+    problems = list(extra)
+    if budget <= 0:
+        problems.append(Problem(
+            code="no-kv-memory", severity="error",
+            message=f"nothing is left for the KV cache ({budget / GiB:.2f} GiB): "
+            + ("weights, the profiling batch and non-torch memory exceed the GPU; lower "
+               "--max_num_tokens or add GPUs (--tp_size)" if runtime == "pytorch" else
+               "the engine, its activations and buffers exceed the GPU; rebuild with a smaller "
+               "max_num_tokens / max_batch_size or more GPUs")))
+    elif p.tokens < max_seq_len:
+        problems.append(Problem(
+            code="max-model-len-too-long", severity="error",
+            message=f"the KV cache holds {p.tokens:,} tokens, fewer than one max_seq_len "
+            f"({max_seq_len:,}) request: TensorRT-LLM reduces the attention window to what fits "
+            "(or fails with --fail_fast_on_attention_window_too_large); lower --max_seq_len or "
+            "raise --kv_cache_free_gpu_memory_fraction"))
+    if m.mla is None and tp > m.num_kv_heads:
+        problems.append(Problem(
+            code="kv-heads-replicated", severity="info",
+            message=f"tp {tp} > {m.num_kv_heads} KV heads: kvplan counts one replicated KV head "
+            "per rank; TensorRT-LLM's estimate divides head_dim × kv_heads by tp, so its token "
+            "estimate may be larger than the pool it can allocate"))
+    if m.linear_attention is not None:
+        problems.append(Problem(
+            code="layout-not-modelled", severity="warning",
+            message="recurrent-state (Mamba / linear attention) layers get a separate state pool "
+            "in TensorRT-LLM that kvplan does not size; tokens count the attention layers only"))
+    if m.sliding_window and any(k == "sliding" for k in m.layer_types):
+        problems.append(Problem(
+            code="sliding-window-counted-full", severity="info",
+            message="sliding-window layers are counted as full layers, as the estimate does; "
+            "newer releases split the pool per window size (VSWA), which kvplan does not model"))
+    return TrtllmResult(runtime, bpt, tokens_per_block, bpt * tokens_per_block, p.blocks, p.tokens,
+                        kv, budget, max_seq_len, tuple(problems), explanation)
+
+
+def plan_pytorch(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, weights_bytes: Sequence[int],
+                 activation_bytes: int, non_torch_bytes: int, kv_dtype: str, fraction: float,
+                 tp: int = 1, max_seq_len: int, tokens_per_block: int | None = None,
+                 max_tokens: int | None = None, attention_dp: bool = False) -> TrtllmResult:
+    """PyTorch runtime: per PP stage, budget = fraction × (total − weights − activation peak
+    of the max_num_tokens dummy batch − non-torch); tokens = min(budget // bytes_per_token,
+    max_tokens), whole blocks, the smallest stage wins. `weights_bytes` has one entry per PP
+    stage (per rank)."""
+    _check_fraction(fraction)
+    pp = len(weights_bytes)
+    bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, attention_dp=attention_dp, stage=s)
+            for s in range(pp)]
+    budgets = [pytorch_budget(total_bytes=total_bytes, weights_bytes=w, activation_bytes=activation_bytes,
+                              non_torch_bytes=non_torch_bytes, fraction=fraction) for w in weights_bytes]
+    w = max(weights_bytes)
+    expl = (f"{era.name}: {fraction} × ({total_bytes / GiB:.2f} GiB total − {w / GiB:.2f} weights − "
+            f"{activation_bytes / GiB:.2f} activation peak − {non_torch_bytes / GiB:.2f} non-torch)"
+            + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
+    return _finish("pytorch", budgets=budgets, per_tokens=bpts,
+                   tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
+                   max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[],
+                   rounding=era.block_rounding)
+
+
+def plan_engine(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, engine_bytes: Sequence[int],
+                exec_context_bytes: int, runtime_buffer_bytes: int, decoder_bytes: int,
+                context_bytes: int, kv_dtype: str, fraction: float, tp: int = 1, max_seq_len: int,
+                tokens_per_block: int | None = None, max_tokens: int | None = None,
+                memory_pool_free_bytes: int = 0) -> TrtllmResult:
+    """Engine runtime: per PP stage, budget = fraction × (total − engine − execution context −
+    runtime buffers − decoder − CUDA context + pool free); same pool rules. `engine_bytes` has
+    one entry per PP stage (per rank)."""
+    _check_fraction(fraction, engine=True)
+    pp = len(engine_bytes)
+    bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, stage=s) for s in range(pp)]
+    frees = [engine_free_bytes(total_bytes=total_bytes, engine_bytes=e, exec_context_bytes=exec_context_bytes,
+                               runtime_buffer_bytes=runtime_buffer_bytes, decoder_bytes=decoder_bytes,
+                               context_bytes=context_bytes) for e in engine_bytes]
+    budgets = [engine_budget(free_bytes=f, fraction=fraction, memory_pool_free_bytes=memory_pool_free_bytes)
+               for f in frees]
+    expl = (f"{era.name}: {fraction} × {min(frees) / GiB:.2f} GiB free after the engine "
+            f"({max(engine_bytes) / GiB:.2f} GiB), execution context ({exec_context_bytes / GiB:.2f}), "
+            f"runtime buffers ({runtime_buffer_bytes / GiB:.2f}), decoder ({decoder_bytes / GiB:.2f}) "
+            f"and CUDA context ({context_bytes / GiB:.2f})"
+            + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
+    return _finish("engine", budgets=budgets, per_tokens=bpts,
+                   tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
+                   max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[],
+                   rounding=era.block_rounding)
+
+
+def _check_fraction(fraction: float, engine: bool = False) -> None:
+    """Both runtimes assert freeMemFraction < 1.0 (kvCacheManager.cpp; resource_manager.py
+    `calculate_max_num_blocks`)."""
+    if not 0 < fraction < 1:
+        raise InvalidInputError(
+            f"free_gpu_memory_fraction {fraction} must be in (0, 1): TensorRT-LLM asserts "
+            "'freeMemFraction … must be smaller than 1.0'", hint="its default is 0.9")
+
+
+# ----------------------------------------------------------------------------- estimates
+# Used for end-to-end plans only; each is labelled an estimate.
+
+# Memory used outside torch before and during profiling (CUDA context, cuBLAS workspaces; NCCL
+# at TP > 1): the vLLM H200 figure and the SGLang TP8 log's NCCL increment, as TGI's module
+# uses them. Estimates, not TensorRT-LLM measurements.
+CONTEXT_BYTES_TP1 = int(0.70 * GiB)
+CONTEXT_BYTES_TP_EXTRA = int(1.92 * GiB)
+
+
+def non_torch_estimate(tp: int) -> int:
+    """Estimate of the non-torch memory in the profiled peak (CUDA context, + NCCL at TP > 1).
+    CUDA graphs are not included."""
+    return CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+
+
+def dummy_requests(max_num_tokens: int, max_seq_len: int) -> int:
+    """Requests of the profiling batch: prompts of min(max_num_tokens, input length) tokens
+    until max_num_tokens are covered (_util.py `_create_dummy_context_requests`)."""
+    return cdiv(max_num_tokens, max(1, min(max_num_tokens, max_seq_len)))
+
+
+def activation_estimate(m: ModelSpec, *, tp: int, dtype: str, max_num_tokens: int,
+                        max_seq_len: int, last_stage: bool = True) -> int:
+    """Estimate of the dummy batch's torch peak above the weights: kvplan's vLLM forward +
+    sampler peak for max_num_tokens tokens with one sampled row per dummy request
+    (engines/vllm.py `activation_bytes`; its constants were fitted on vLLM logs, not on
+    TensorRT-LLM)."""
+    dep = Deployment(engine_version="0.33.0", tensor_parallel_size=tp, dtype=dtype,
+                     kv_cache_dtype=dtype, max_model_len=max_seq_len,
+                     max_num_seqs=dummy_requests(max_num_tokens, max_seq_len),
+                     max_num_batched_tokens=max_num_tokens, gpu_memory_utilization=0.9,
+                     block_size=32, gpu_total_bytes=1, sources={})
+    return _vllm_activation_bytes(m, dep, last_stage=last_stage)
+
+
+def resolve_dtype(m: ModelSpec, dtype: str | None = None) -> str:
+    """The activation/weight dtype: the one asked for, else the checkpoint's 16-bit dtype
+    (bfloat16 for float32 or quantized configs)."""
+    if dtype and dtype != "auto":
+        return dtype
+    return m.dtype if m.dtype in ("float16", "bfloat16") else "bfloat16"
+
+
+def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", total_bytes: int,
+                   tp: int = 1, pp: int = 1, ep: int = 1, dtype: str | None = None,
+                   kv_dtype: str | None = None, quant: QuantSpec | None = None,
+                   fraction: float | None = None, max_batch_size: int | None = None,
+                   max_num_tokens: int | None = None, max_seq_len: int | None = None,
+                   max_tokens: int | None = None, tokens_per_block: int | None = None,
+                   attention_dp: bool = False) -> TrtllmResult:
+    """An end-to-end plan from the model, GPU total and flags alone: the release's defaults
+    for what is not given, weights from kvplan's weights module (per PP stage, one TP rank),
+    the activation peak and non-torch memory estimated (`activation_estimate`,
+    `non_torch_estimate`). For the engine runtime the execution context is taken as the same
+    activation estimate at the build's max_num_tokens, and runtime/decoder buffers are not
+    estimated (0): those plans over-state the pool (benchmarks/trtllm_replay.py)."""
+    era, problems = select_era(version, runtime)
+    d = defaults(version, m, runtime)
+    dt = resolve_dtype(m, dtype)
+    kv = dt if kv_dtype in (None, "auto") else kv_dtype
+    seq = max_seq_len or d.max_seq_len
+    tokens = max_num_tokens or d.max_num_tokens
+    frac = fraction if fraction is not None else d.free_gpu_memory_fraction
+    weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dt,
+                                                               quant=quant or m.quantization, ep=ep)]
+    act = activation_estimate(m, tp=tp, dtype=dt, max_num_tokens=tokens, max_seq_len=seq)
+    common: dict[str, Any] = {"kv_dtype": kv, "fraction": frac, "tp": tp, "max_seq_len": seq,
+                              "tokens_per_block": tokens_per_block or d.tokens_per_block,
+                              "max_tokens": max_tokens}
+    if runtime == "pytorch":
+        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights, activation_bytes=act,
+                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp, **common)
+    else:
+        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights, exec_context_bytes=act,
+                        runtime_buffer_bytes=0, decoder_bytes=0, context_bytes=non_torch_estimate(tp),
+                        **common)
+        problems = problems + [Problem(
+            code="engine-buffers-not-estimated", severity="warning",
+            message="the engine runtime's runtime and decoder buffers (they grow with max batch size "
+            "× max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not estimated: "
+            "the KV pool is over-stated")]
+    return TrtllmResult(**{**r.__dict__, "problems": tuple(problems) + r.problems,
+                           "max_batch_size": max_batch_size or d.max_batch_size})
+
+
+# ----------------------------------------------------------------------------- flags
+
+
+# Generic knob → trtllm-serve flag (tensorrt_llm/commands/serve.py @00209af: click options
+# --tensor_parallel_size/--tp_size, --pipeline_parallel_size/--pp_size,
+# --moe_expert_parallel_size/--ep_size, --free_gpu_memory_fraction/
+# --kv_cache_free_gpu_memory_fraction, --max_batch_size, --max_num_tokens, --max_seq_len,
+# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code). The
+# first serve.py snapshot already spells --tp_size, --pp_size, --ep_size, --max_batch_size,
+# --max_num_tokens, --max_seq_len and --kv_cache_free_gpu_memory_fraction (default 0.9), but
+# has no --extra_llm_api_options: a YAML line needs a release that has it.
+KNOBS: dict[str, str] = {
+    "tensor_parallel_size": "--tp_size",
+    "pipeline_parallel_size": "--pp_size",
+    "expert_parallel_size": "--ep_size",
+    "max_model_len": "--max_seq_len",
+    "max_num_seqs": "--max_batch_size",
+    "max_num_batched_tokens": "--max_num_tokens",
+    "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
+}
+# Knobs set only through the --extra_llm_api_options YAML (llmapi/llm_args.py KvCacheConfig).
+YAML_KNOBS: dict[str, str] = {
+    "kv_cache_dtype": "kv_cache_config.dtype",
+    "kv_cache_max_tokens": "kv_cache_config.max_tokens",
+    "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
+    "block_size": "kv_cache_config.tokens_per_block",
+}
+# Generic knobs TensorRT-LLM has no equivalent for.
+UNSUPPORTED_KNOBS: frozenset[str] = frozenset({
+    "data_parallel_size", "enforce_eager", "kv_cache_memory_bytes", "quantization", "dtype",
+    "disable_hybrid_kv_cache_manager", "enable_expert_parallel", "usage_context",
+    "max_input_tokens",
+})
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None = None,
+                   max_batch_size: int | None = None, max_num_tokens: int | None = None,
+                   max_seq_len: int | None = None, free_gpu_memory_fraction: float | None = None,
+                   kv_cache_dtype: str | None = None, max_tokens: int | None = None,
+                   enable_block_reuse: bool | None = None, tokens_per_block: int | None = None,
+                   backend_flag: bool = False, extra_options_path: str = "extra_llm_api_options.yaml",
+                   host: str | None = None, port: int | None = None) -> tuple[str, str | None]:
+    """The `trtllm-serve` line, and the YAML for --extra_llm_api_options when a setting has no
+    flag (KV dtype, max_tokens cap, block reuse, tokens per block); None when not needed.
+    The YAML's kv_cache_config replaces the flag-built one (serve.py merges it with
+    update_llm_args_with_extra_dict), so it repeats free_gpu_memory_fraction."""
+    args = ["trtllm-serve", model_ref]
+    if backend_flag:
+        args += ["--backend", "pytorch"]
+    if host:
+        args += ["--host", host]
+    if port:
+        args += ["--port", str(port)]
+    for flag, value in (("--tp_size", tp if tp != 1 else None), ("--pp_size", pp if pp != 1 else None),
+                        ("--ep_size", ep), ("--max_batch_size", max_batch_size),
+                        ("--max_num_tokens", max_num_tokens), ("--max_seq_len", max_seq_len)):
+        if value is not None:
+            args += [flag, str(value)]
+    if free_gpu_memory_fraction is not None:
+        args += ["--kv_cache_free_gpu_memory_fraction", _fmt(free_gpu_memory_fraction)]
+    kv: dict[str, Any] = {}
+    if kv_cache_dtype and kv_cache_dtype != "auto":
+        kv["dtype"] = "fp8" if kv_cache_dtype.startswith("fp8") else kv_cache_dtype
+    if max_tokens is not None:
+        kv["max_tokens"] = max_tokens
+    if enable_block_reuse is not None:
+        kv["enable_block_reuse"] = enable_block_reuse
+    if tokens_per_block is not None:
+        kv["tokens_per_block"] = tokens_per_block
+    if not kv:
+        return shlex.join(args), None
+    if free_gpu_memory_fraction is not None:
+        kv = {"free_gpu_memory_fraction": free_gpu_memory_fraction, **kv}
+    lines = ["kv_cache_config:"]
+    for key, value in kv.items():
+        text = ("true" if value else "false") if isinstance(value, bool) else (
+            _fmt(value) if isinstance(value, float) else str(value))
+        lines.append(f"  {key}: {text}")
+    args += ["--extra_llm_api_options", extra_options_path]
+    return shlex.join(args), "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- YAML options
+
+# (path in the YAML, kvplan name, type, lower bound, upper bound, bounds inclusive-low?)
+_YAML_FIELDS: tuple[tuple[str, str, type, float | None, float | None], ...] = (
+    ("kv_cache_config.free_gpu_memory_fraction", "free_gpu_memory_fraction", float, 0.0, 1.0),
+    ("kv_cache_config.max_tokens", "max_tokens", int, 1, None),
+    ("kv_cache_config.dtype", "kv_cache_dtype", str, None, None),
+    ("kv_cache_config.enable_block_reuse", "enable_block_reuse", bool, None, None),
+    ("kv_cache_config.tokens_per_block", "tokens_per_block", int, 1, None),
+    ("kv_cache_config.max_gpu_total_bytes", "max_gpu_total_bytes", int, 0, None),
+    ("max_batch_size", "max_batch_size", int, 1, None),
+    ("max_num_tokens", "max_num_tokens", int, 1, None),
+    ("max_seq_len", "max_seq_len", int, 1, None),
+    ("max_beam_width", "max_beam_width", int, 1, None),
+    ("tensor_parallel_size", "tensor_parallel_size", int, 1, None),
+    ("pipeline_parallel_size", "pipeline_parallel_size", int, 1, None),
+    ("moe_expert_parallel_size", "expert_parallel_size", int, 1, None),
+    ("enable_attention_dp", "enable_attention_dp", bool, None, None),
+    ("backend", "backend", str, None, None),
+)
+KV_CACHE_DTYPES = ("auto", "fp8", "int8", "float16", "bfloat16", "nvfp4")
+
+
+def _get(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
+    cur: Any = doc
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False, None
+        cur = cur[part]
+    return True, cur
+
+
+def parse_extra_llm_api_options(text: str, *, path: str | None = None) -> dict[str, Any]:
+    """Knob values found in an --extra_llm_api_options / --config YAML, by kvplan name
+    (free_gpu_memory_fraction, max_tokens, kv_cache_dtype, enable_block_reuse,
+    tokens_per_block, max_batch_size, max_num_tokens, max_seq_len, tensor_parallel_size, …).
+    Fields it does not know are ignored; a known field with a bad value raises
+    InvalidConfigError naming it."""
+    import yaml  # lazily: the pure core only needs it when a YAML is given
+
+    try:
+        doc = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as e:
+        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise InvalidConfigError("the top level must be a mapping of LLM API arguments", path=path)
+    kvc = doc.get("kv_cache_config")
+    if kvc is not None and not isinstance(kvc, dict):
+        raise InvalidConfigError("must be a mapping (free_gpu_memory_fraction, max_tokens, dtype, …)",
+                                 path=path, field="kv_cache_config")
+    out: dict[str, Any] = {}
+    for yaml_path, name, kind, lo, hi in _YAML_FIELDS:
+        present, value = _get(doc, yaml_path)
+        if not present or value is None:
+            continue
+        out[name] = _coerce(value, kind, lo, hi, yaml_path, path)
+    if "kv_cache_dtype" in out and out["kv_cache_dtype"] not in KV_CACHE_DTYPES:
+        raise InvalidConfigError(f"{out['kv_cache_dtype']!r} is not one of {', '.join(KV_CACHE_DTYPES)}",
+                                 path=path, field="kv_cache_config.dtype")
+    if "backend" in out and out["backend"] not in ("pytorch", "tensorrt", "trt", "_autodeploy"):
+        raise InvalidConfigError(f"{out['backend']!r} is not pytorch, tensorrt or _autodeploy",
+                                 path=path, field="backend")
+    return out
+
+
+def _coerce(value: Any, kind: type, lo: float | None, hi: float | None, field: str,
+            path: str | None) -> Any:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise InvalidConfigError(f"expected true or false, got {value!r}", path=path, field=field)
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise InvalidConfigError(f"expected a string, got {value!r}", path=path, field=field)
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidConfigError(f"expected a number, got {value!r}", path=path, field=field)
+    if kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise InvalidConfigError(f"expected a whole number, got {value!r}", path=path, field=field)
+        value = int(value)
+    else:
+        value = float(value)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
+        raise InvalidConfigError(f"{value!r} must be {bounds}", path=path, field=field)
+    return value
+
+
+# ----------------------------------------------------------------------------- images & entrypoints
+
+# Entrypoints that start TensorRT-LLM (for `kvplan check`). trtllm-serve is a click group
+# whose default command is `serve` (`trtllm-serve <model>` = `trtllm-serve serve <model>`),
+# and the module runs it under `python -m` (serve.py @00209af: `main = DefaultGroup(...)`,
+# `if __name__ == "__main__": main()`). trtllm-bench and trtllm-build appear in the logs
+# (benchmarks/data/trtllm_logs.csv); launch_triton_server.py is tensorrtllm_backend's launcher
+# (multimodal.md row). `tritonserver` alone is TensorRT-LLM only in a -trtllm- image.
+ENTRYPOINTS: tuple[str, ...] = ("trtllm-serve", "trtllm-bench", "trtllm-build")
+ENTRYPOINT_PATTERNS: tuple[str, ...] = (
+    r"(^|[\s/])trtllm-serve(\s|$)",
+    r"(^|[\s/])trtllm-bench(\s|$)",
+    r"python3?\s+-m\s+tensorrt_llm\.commands\.serve\b",
+    r"(^|[\s/])launch_triton_server\.py(\s|$)",
+    r"(^|[\s/])tritonserver(\s|$)",
+)
+# NGC images: nvcr.io/nvidia/tensorrt-llm/release:<trtllm version> (the TRT-LLM release is the
+# tag), and Triton's nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3.
+IMAGE_PATTERNS: dict[str, str] = {
+    "release": r"^nvcr\.io/nvidia/tensorrt-llm/release:(?P<version>v?\d+\.\d+\.\d+\S*)$",
+    "devel": r"^nvcr\.io/nvidia/tensorrt-llm/devel:(?P<version>\S+)$",
+    "triton": r"^nvcr\.io/nvidia/tritonserver:(?P<release>\d{2}\.\d{2})-trtllm-python-py3$",
+}
+# Triton release → TensorRT-LLM version it ships. Not sourced here (the Triton release notes /
+# framework support matrix were not found in the sources available); left empty rather than
+# guessed, so a caller asks for --engine-version when the image is a Triton one.
+TRITON_TRTLLM_VERSIONS: dict[str, str] = {}
+
+
+def version_from_image(image: str) -> tuple[str | None, str | None]:
+    """(TensorRT-LLM version, runtime hint) for an NGC image reference, or (None, None)."""
+    ref = image.strip()
+    for kind, pattern in IMAGE_PATTERNS.items():
+        mt = re.match(pattern, ref)
+        if not mt:
+            continue
+        if kind == "triton":
+            return TRITON_TRTLLM_VERSIONS.get(mt.group("release")), "engine"
+        version = mt.group("version").lstrip("v")
+        return (version if re.match(r"\d+\.\d+", version) else None), None
+    return None, None
