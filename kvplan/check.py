@@ -234,6 +234,12 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         ref, model_notes = _model_ref(f)
         m = resolve_model(ref, revision=f.revision, offline=offline)
         version = f.engine_version or (policy.engine_version if f.engine == "vllm" else None)
+        if "extra_llm_api_options" in f.knobs:  # TensorRT-LLM's YAML wins over its flags
+            from .trtllm_options import read_options_file
+
+            here = Path(f.file).parent
+            f.knobs.update(read_options_file(here / str(f.knobs.pop("extra_llm_api_options")),
+                                             within=here))
         knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
         extra = sorted(set(f.knobs) - set(knobs))
         if extra:

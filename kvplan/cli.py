@@ -90,8 +90,14 @@ def plan(
     gpu_memory_gib: Annotated[Optional[float], typer.Option(
         "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
         "your vLLM log prints")] = None,
+    max_total_tokens: Annotated[Optional[int], typer.Option(
+        "--max-total-tokens", help="SGLang / TensorRT-LLM: cap on KV pool tokens")] = None,
+    extra_llm_api_options: Annotated[Optional[Path], typer.Option(
+        "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
+        "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
     engine: Annotated[str, typer.Option(
-        "--engine", help="vllm, sglang or tgi (generic flags map to the engine's own knobs)")] = "vllm",
+        "--engine", help="vllm, sglang, tgi or trtllm (generic flags map to the engine's own "
+        "knobs; see docs/engines.md)")] = "vllm",
     engine_version: Annotated[Optional[str], typer.Option(
         "--engine-version", help="engine release to model (default: newest modelled)")] = None,
     target_concurrency: Annotated[Optional[int], typer.Option(
@@ -127,23 +133,31 @@ def plan(
         raise InvalidInputError(f"{fields} must be a positive integer") from None
     from .catalog import resolve_gpu, resolve_model
 
+    options = {}
+    if extra_llm_api_options is not None:
+        if engine.lower() != "trtllm":
+            raise InvalidInputError("--extra-llm-api-options is TensorRT-LLM's",
+                                    hint="plan with --engine trtllm")
+        from .trtllm_options import read_options_file
+
+        options = read_options_file(extra_llm_api_options)
     g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
     with _progress_line() as progress:
         m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,
                           progress=progress)
-    result = make_plan(
-        m, g, engine=engine.lower(), engine_version=engine_version, workload=workload,
+    flags = dict(
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, max_model_len=max_model_len,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        max_input_tokens=max_input_tokens,
+        max_input_tokens=max_input_tokens, max_total_tokens=max_total_tokens,
         gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
         quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
         enable_prefix_caching=enable_prefix_caching,
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
-        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib,
-    )
+        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib)
+    result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
+                       workload=workload, **{**flags, **options})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         err = _console(stderr=True)

@@ -260,7 +260,7 @@ def test_compare_dense_mla_and_hybrid(capsys, model):
     code, out, err = run(capsys, "compare", model, "--gpu", "h200", "--json")
     assert code == 0, err
     plans = json.loads(out)["plans"]
-    assert [p["engine"]["name"] for p in plans] == ["vllm", "sglang", "tgi"]
+    assert [p["engine"]["name"] for p in plans] == ["vllm", "sglang", "tgi", "trtllm"]
     assert all(p["kv_cache"]["tokens"] > 0 for p in plans)
     assert plans[1]["engine"]["knobs"]["gpu_memory_utilization"] == "--mem-fraction-static"
 

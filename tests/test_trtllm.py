@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan.catalog import resolve_model
+from kvplan import trtllm_options
 from kvplan.engines import trtllm
 from kvplan.errors import InvalidConfigError, InvalidInputError
 from kvplan.units import GiB
@@ -234,7 +235,7 @@ def test_launch_command_with_yaml_round_trips():
                                             backend_flag=True)
     assert "--backend pytorch" in line and "--pp_size 2" in line and "--ep_size 4" in line
     assert line.endswith("--extra_llm_api_options extra_llm_api_options.yaml")
-    assert trtllm.parse_extra_llm_api_options(yaml_text) == {
+    assert trtllm_options.parse_extra_llm_api_options(yaml_text) == {
         "free_gpu_memory_fraction": 0.8, "max_tokens": 100000, "kv_cache_dtype": "fp8"}
 
 
@@ -260,11 +261,11 @@ moe_expert_parallel_size: 2
 cuda_graph_config:
   max_batch_size: 64
 """
-    assert trtllm.parse_extra_llm_api_options(text) == {
+    assert trtllm_options.parse_extra_llm_api_options(text) == {
         "free_gpu_memory_fraction": 0.75, "max_tokens": 4096, "kv_cache_dtype": "fp8",
         "enable_block_reuse": False, "max_batch_size": 64, "max_num_tokens": 2048,
         "max_seq_len": 8192, "tensor_parallel_size": 4, "expert_parallel_size": 2}
-    assert trtllm.parse_extra_llm_api_options("") == {}
+    assert trtllm_options.parse_extra_llm_api_options("") == {}
 
 
 @pytest.mark.parametrize("text, field", [
@@ -281,15 +282,15 @@ cuda_graph_config:
 ])
 def test_parse_yaml_errors_name_the_field(text, field):
     with pytest.raises(InvalidConfigError) as e:
-        trtllm.parse_extra_llm_api_options(text, path="extra.yaml")
+        trtllm_options.parse_extra_llm_api_options(text, path="extra.yaml")
     assert e.value.field == field and "extra.yaml" in str(e.value)
 
 
 def test_parse_yaml_not_yaml_or_not_mapping():
     with pytest.raises(InvalidConfigError):
-        trtllm.parse_extra_llm_api_options("a: [1, 2\n")
+        trtllm_options.parse_extra_llm_api_options("a: [1, 2\n")
     with pytest.raises(InvalidConfigError):
-        trtllm.parse_extra_llm_api_options("- 1\n- 2\n")
+        trtllm_options.parse_extra_llm_api_options("- 1\n- 2\n")
 
 
 # --------------------------------------------------------------------- images

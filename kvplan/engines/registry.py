@@ -6,13 +6,14 @@ from __future__ import annotations
 import difflib
 
 from ..errors import InvalidInputError
-from . import sglang, tgi, vllm
+from . import sglang, tgi, trtllm, vllm
 from .base import Engine
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     vllm.ENGINE,
     sglang.ENGINE,
     tgi.ENGINE,
+    trtllm.ENGINE,
 )}
 NAMES: tuple[str, ...] = tuple(ENGINES)
 

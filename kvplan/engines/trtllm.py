@@ -50,8 +50,10 @@ from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, ModelSpec, Problem, QuantSpec
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..weights import pp_layer_ranges, weight_memory_per_stage
-from .vllm import activation_bytes as _vllm_activation_bytes
-from .vllm import parse_version
+from ..forward import activation_bytes as _forward_activation_bytes
+from ..forward import cudagraph_bytes as _forward_cudagraph_bytes
+from ..versions import parse_version
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
 
 Runtime = Literal["pytorch", "engine"]
 RUNTIMES: tuple[Runtime, ...] = ("pytorch", "engine")
@@ -451,14 +453,14 @@ def activation_estimate(m: ModelSpec, *, tp: int, dtype: str, max_num_tokens: in
                         max_seq_len: int, last_stage: bool = True) -> int:
     """Estimate of the dummy batch's torch peak above the weights: kvplan's vLLM forward +
     sampler peak for max_num_tokens tokens with one sampled row per dummy request
-    (engines/vllm.py `activation_bytes`; its constants were fitted on vLLM logs, not on
+    (forward.py `activation_bytes`; its constants were fitted on vLLM logs, not on
     TensorRT-LLM)."""
     dep = Deployment(engine_version="0.33.0", tensor_parallel_size=tp, dtype=dtype,
                      kv_cache_dtype=dtype, max_model_len=max_seq_len,
                      max_num_seqs=dummy_requests(max_num_tokens, max_seq_len),
                      max_num_batched_tokens=max_num_tokens, gpu_memory_utilization=0.9,
                      block_size=32, gpu_total_bytes=1, sources={})
-    return _vllm_activation_bytes(m, dep, last_stage=last_stage)
+    return _forward_activation_bytes(m, dep, last_stage=last_stage)
 
 
 def resolve_dtype(m: ModelSpec, dtype: str | None = None) -> str:
@@ -597,95 +599,8 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
     return shlex.join(args), "\n".join(lines) + "\n"
 
 
-# ----------------------------------------------------------------------------- YAML options
-
-# (path in the YAML, kvplan name, type, lower bound, upper bound, bounds inclusive-low?)
-_YAML_FIELDS: tuple[tuple[str, str, type, float | None, float | None], ...] = (
-    ("kv_cache_config.free_gpu_memory_fraction", "free_gpu_memory_fraction", float, 0.0, 1.0),
-    ("kv_cache_config.max_tokens", "max_tokens", int, 1, None),
-    ("kv_cache_config.dtype", "kv_cache_dtype", str, None, None),
-    ("kv_cache_config.enable_block_reuse", "enable_block_reuse", bool, None, None),
-    ("kv_cache_config.tokens_per_block", "tokens_per_block", int, 1, None),
-    ("kv_cache_config.max_gpu_total_bytes", "max_gpu_total_bytes", int, 0, None),
-    ("max_batch_size", "max_batch_size", int, 1, None),
-    ("max_num_tokens", "max_num_tokens", int, 1, None),
-    ("max_seq_len", "max_seq_len", int, 1, None),
-    ("max_beam_width", "max_beam_width", int, 1, None),
-    ("tensor_parallel_size", "tensor_parallel_size", int, 1, None),
-    ("pipeline_parallel_size", "pipeline_parallel_size", int, 1, None),
-    ("moe_expert_parallel_size", "expert_parallel_size", int, 1, None),
-    ("enable_attention_dp", "enable_attention_dp", bool, None, None),
-    ("backend", "backend", str, None, None),
-)
+# kv_cache_config.dtype values (llmapi/llm_args.py KvCacheConfig)
 KV_CACHE_DTYPES = ("auto", "fp8", "int8", "float16", "bfloat16", "nvfp4")
-
-
-def _get(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
-    cur: Any = doc
-    for part in path.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return False, None
-        cur = cur[part]
-    return True, cur
-
-
-def parse_extra_llm_api_options(text: str, *, path: str | None = None) -> dict[str, Any]:
-    """Knob values found in an --extra_llm_api_options / --config YAML, by kvplan name
-    (free_gpu_memory_fraction, max_tokens, kv_cache_dtype, enable_block_reuse,
-    tokens_per_block, max_batch_size, max_num_tokens, max_seq_len, tensor_parallel_size, …).
-    Fields it does not know are ignored; a known field with a bad value raises
-    InvalidConfigError naming it."""
-    import yaml  # lazily: the pure core only needs it when a YAML is given
-
-    try:
-        doc = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as e:
-        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
-    if doc is None:
-        doc = {}
-    if not isinstance(doc, dict):
-        raise InvalidConfigError("the top level must be a mapping of LLM API arguments", path=path)
-    kvc = doc.get("kv_cache_config")
-    if kvc is not None and not isinstance(kvc, dict):
-        raise InvalidConfigError("must be a mapping (free_gpu_memory_fraction, max_tokens, dtype, …)",
-                                 path=path, field="kv_cache_config")
-    out: dict[str, Any] = {}
-    for yaml_path, name, kind, lo, hi in _YAML_FIELDS:
-        present, value = _get(doc, yaml_path)
-        if not present or value is None:
-            continue
-        out[name] = _coerce(value, kind, lo, hi, yaml_path, path)
-    if "kv_cache_dtype" in out and out["kv_cache_dtype"] not in KV_CACHE_DTYPES:
-        raise InvalidConfigError(f"{out['kv_cache_dtype']!r} is not one of {', '.join(KV_CACHE_DTYPES)}",
-                                 path=path, field="kv_cache_config.dtype")
-    if "backend" in out and out["backend"] not in ("pytorch", "tensorrt", "trt", "_autodeploy"):
-        raise InvalidConfigError(f"{out['backend']!r} is not pytorch, tensorrt or _autodeploy",
-                                 path=path, field="backend")
-    return out
-
-
-def _coerce(value: Any, kind: type, lo: float | None, hi: float | None, field: str,
-            path: str | None) -> Any:
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise InvalidConfigError(f"expected true or false, got {value!r}", path=path, field=field)
-        return value
-    if kind is str:
-        if not isinstance(value, str):
-            raise InvalidConfigError(f"expected a string, got {value!r}", path=path, field=field)
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidConfigError(f"expected a number, got {value!r}", path=path, field=field)
-    if kind is int:
-        if isinstance(value, float) and not value.is_integer():
-            raise InvalidConfigError(f"expected a whole number, got {value!r}", path=path, field=field)
-        value = int(value)
-    else:
-        value = float(value)
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        bounds = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
-        raise InvalidConfigError(f"{value!r} must be {bounds}", path=path, field=field)
-    return value
 
 
 # ----------------------------------------------------------------------------- images & entrypoints
@@ -729,3 +644,212 @@ def version_from_image(image: str) -> tuple[str | None, str | None]:
         version = mt.group("version").lstrip("v")
         return (version if re.match(r"\d+\.\d+", version) else None), None
     return None, None
+
+
+# ----------------------------------------------------------------------------- the engine
+
+# trtllm-serve flag → (knob, kind) (tensorrt_llm/commands/serve.py @00209af click options).
+CLI_FLAGS: dict[str, tuple[str, str]] = {
+    "--tp_size": ("tensor_parallel_size", "int"), "--tensor_parallel_size": ("tensor_parallel_size", "int"),
+    "--pp_size": ("pipeline_parallel_size", "int"),
+    "--pipeline_parallel_size": ("pipeline_parallel_size", "int"),
+    "--max_batch_size": ("max_num_seqs", "int"), "--max_num_tokens": ("max_num_batched_tokens", "int"),
+    "--max_seq_len": ("max_model_len", "int"),
+    "--kv_cache_free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
+    "--free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
+    "--model": ("model", "str"), "--revision": ("revision", "str"),
+    "--extra_llm_api_options": ("extra_llm_api_options", "str"),
+    "--config": ("extra_llm_api_options", "str"),
+}
+# LLM API option (parse_extra_llm_api_options name) → kvplan knob.
+OPTION_KNOBS = {
+    "free_gpu_memory_fraction": "gpu_memory_utilization", "max_tokens": "max_total_tokens",
+    "kv_cache_dtype": "kv_cache_dtype", "tokens_per_block": "block_size",
+    "enable_block_reuse": "enable_prefix_caching", "max_batch_size": "max_num_seqs",
+    "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size", "pipeline_parallel_size": "pipeline_parallel_size",
+}
+
+
+def knobs_from_options(options: dict[str, Any]) -> dict[str, Any]:
+    """kvplan knobs from parsed --extra_llm_api_options (`parse_extra_llm_api_options`)."""
+    return {OPTION_KNOBS[k]: v for k, v in options.items() if k in OPTION_KNOBS}
+
+
+def runtime_for(version: str) -> Runtime:
+    """trtllm-serve's default backend: the C++ engine path before 1.0, PyTorch from 1.0
+    (serve.py; `defaults().backend_flag_needed`)."""
+    return "pytorch" if parse_version(version) >= PYTORCH_DEFAULT_FROM else "engine"
+
+
+class TrtllmEngine(Engine):
+    name = "trtllm"
+    label = "TensorRT-LLM"
+    newest_version = NEWEST_MODELLED
+    flags = {"tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
+             "max_model_len": "--max_seq_len", "max_num_seqs": "--max_batch_size",
+             "max_num_batched_tokens": "--max_num_tokens",
+             "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
+             "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
+             "block_size": "kv_cache_config.tokens_per_block",
+             "enable_prefix_caching": "kv_cache_config.enable_block_reuse"}
+    unsupported = UNSUPPORTED_KNOBS
+    syntax = DeploySyntax(
+        cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
+        modules=("tensorrt_llm.commands.serve",),
+        image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
+        pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
+        boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True)
+
+    def era(self, version: str) -> tuple[str, list[Problem]]:
+        era, problems = select_era(version, runtime_for(version))
+        return era.name, problems
+
+    def eras(self) -> list[tuple[str, str]]:
+        return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
+
+    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+        runtime = runtime_for(version)
+        era = select_era(version, runtime)[0]
+        d = defaults(version, m, runtime)
+        sources = dict(layout.sources)
+        for key, default_source in (("max_model_len", "model-config"), ("max_num_seqs", "engine-default"),
+                                    ("max_num_batched_tokens", "engine-default"),
+                                    ("gpu_memory_utilization", "engine-default"),
+                                    ("block_size", "engine-default"),
+                                    ("max_total_tokens", "engine-default"),
+                                    ("enable_prefix_caching", "engine-default")):
+            sources[key] = "cli" if getattr(knobs, key) is not None else default_source
+        fraction = knobs.gpu_memory_utilization or d.free_gpu_memory_fraction
+        if fraction >= 1:
+            raise InvalidInputError(f"--kv_cache_free_gpu_memory_fraction must be below 1, got {fraction:g}",
+                                    hint="TensorRT-LLM asserts fraction < 1.0 (both runtimes); "
+                                    "e.g. 0.95")
+        q = layout.quant
+        return Deployment(
+            engine=self.name, engine_version=version, era=era.name,
+            tensor_parallel_size=layout.tensor_parallel_size,
+            pipeline_parallel_size=layout.pipeline_parallel_size, dtype=layout.dtype,
+            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            max_model_len=knobs.max_model_len or d.max_seq_len,
+            max_num_seqs=knobs.max_num_seqs or d.max_batch_size,
+            max_num_batched_tokens=knobs.max_num_batched_tokens or d.max_num_tokens,
+            max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=fraction,
+            block_size=knobs.block_size or d.tokens_per_block,
+            enable_prefix_caching=knobs.enable_prefix_caching is not False,
+            gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
+
+    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+        runtime = runtime_for(dep.engine_version)
+        era = select_era(dep.engine_version, runtime)[0]
+        tp, pp, seq = dep.tensor_parallel_size, dep.pipeline_parallel_size, int(dep.max_model_len or 0)
+        wm = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
+        weights = [w.tensor_bytes for w in wm]
+        act = activation_estimate(m, tp=tp, dtype=dep.dtype, max_num_tokens=dep.max_num_batched_tokens,
+                                  max_seq_len=seq)
+        nt = non_torch_estimate(tp)
+        common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype, "fraction": dep.gpu_memory_utilization,
+                                  "tp": tp, "max_seq_len": seq, "tokens_per_block": dep.block_size,
+                                  "max_tokens": dep.max_total_tokens}
+        problems: list[Problem] = []
+        if runtime == "pytorch":
+            r = plan_pytorch(m, era, total_bytes=dep.gpu_total_bytes, weights_bytes=weights,
+                             activation_bytes=act, non_torch_bytes=nt, **common)
+            avail = dep.gpu_total_bytes - max(weights) - act - nt
+            budget_note = (f"{dep.gpu_memory_utilization:g} × (total − profiled peak): "
+                           "kv_cache_free_gpu_memory_fraction")
+        else:
+            r = plan_engine(m, era, total_bytes=dep.gpu_total_bytes, engine_bytes=weights,
+                            exec_context_bytes=act, runtime_buffer_bytes=0, decoder_bytes=0,
+                            context_bytes=nt, **common)
+            avail = dep.gpu_total_bytes - max(weights) - act - nt
+            budget_note = f"{dep.gpu_memory_utilization:g} × free memory after the engine loads"
+            problems.append(Problem(
+                code="engine-buffers-not-estimated", severity="warning",
+                message="TensorRT-LLM before 1.0 serves through a built engine whose runtime and "
+                "decoder buffers (growing with max_batch_size × max_seq_len) are not estimated: "
+                "the KV pool is over-stated (benchmarks/trtllm_replay.py)"))
+        # CUDA graphs are captured after the pool is sized, from the (1 − fraction) remainder:
+        # sized with vLLM's capture rule and per-graph constants (forward.py), an estimate with
+        # no TensorRT-LLM measurement behind it; it only bounds the recommended fraction.
+        graphs = _forward_cudagraph_bytes(dep, math.ceil(m.num_layers / pp))
+        stages = [Stage(len(rng), wm[s].tensor_bytes, wm[s].tensor_bytes, act, nt, graphs,
+                        r.kv_bytes, r.num_blocks, r.bytes_per_block)
+                  for s, rng in enumerate(pp_layer_ranges(m.num_layers, pp))]
+        block = r.block_size
+        model_max = default_max_seq_len(m)
+        fit = min(model_max, r.tokens)
+        return MemoryResult(
+            era=era.name, budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
+            stages=stages, cudagraph_in_budget=False,
+            estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
+            bytes_per_token=r.bytes_per_token, block_size=block, num_blocks=r.num_blocks,
+            reserved_blocks=0, tokens=r.tokens, max_model_len=seq,
+            max_concurrency=r.tokens / seq if seq else 0.0, max_model_len_fit=fit, fits=r.fits,
+            problems=problems + list(r.problems),
+            notes=Notes(budget=budget_note, activation="estimate: profiling dummy batch",
+                        non_torch="estimate: CUDA context, NCCL", kv="the KV pool (whole blocks)",
+                        kv_tokens_label="KV cache tokens",
+                        cudagraph="estimate, outside the fraction"),
+            request_blocks=lambda n: cdiv(n, block))
+
+    def _avail(self, dep: Deployment, res: MemoryResult) -> int:
+        st = res.worst
+        return dep.gpu_total_bytes - st.weights_bytes - st.activation_bytes - st.non_torch_bytes
+
+    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+        """blocks × bytes per block / (total − profiled peak), in hundredths rounded up."""
+        avail = self._avail(dep, res)
+        if avail <= 0:
+            return None
+        return math.ceil(blocks * res.worst.bytes_per_block / avail * 100) / 100
+
+    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+        """Below 1 (asserted by both runtimes), leaving the (1 − fraction) remainder room for
+        the CUDA graphs captured after the pool is sized (estimate)."""
+        avail = self._avail(dep, res)
+        if avail <= 0:
+            return 0.0
+        return min(0.99, math.floor((avail - res.worst.cudagraph_bytes) / avail * 100) / 100)
+
+    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+        return dep.max_num_seqs
+
+    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+        """`trtllm-serve`, preceded by the --extra_llm_api_options file when a setting has no
+        flag (KV dtype, a max_tokens cap, tokens per block)."""
+        src = dep.sources
+        has_workload = any(v is not None for v in workload.model_dump().values())
+        seqs = rec.max_num_seqs.value if rec.max_num_seqs.value and (
+            has_workload or src.get("max_num_seqs") == "cli") else None
+        line, yaml_text = launch_command(
+            ref, tp=dep.tensor_parallel_size, pp=dep.pipeline_parallel_size,
+            max_batch_size=int(seqs) if seqs else None,
+            max_num_tokens=dep.max_num_batched_tokens if src.get("max_num_batched_tokens") == "cli" else None,
+            max_seq_len=int(rec.max_model_len.value) if rec.max_model_len.value else None,
+            free_gpu_memory_fraction=rec.gpu_memory_utilization.value,
+            kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8") else None,
+            max_tokens=dep.max_total_tokens,
+            tokens_per_block=dep.block_size if src.get("block_size") == "cli" else None,
+            enable_block_reuse=False if src.get("enable_prefix_caching") == "cli"
+            and not dep.enable_prefix_caching else None)
+        if revision:
+            line += " --revision " + shlex.quote(revision)
+        if yaml_text is None:
+            return line
+        return f"cat > extra_llm_api_options.yaml <<'EOF'\n{yaml_text}EOF\n{line}"
+
+    def layout_problems(self, m: ModelSpec) -> list[Problem]:
+        out = []
+        if m.linear_attention is not None:
+            out.append(Problem(code="unsupported-layout", severity="warning",
+                               message="TensorRT-LLM's Mamba/linear-attention state pool is not "
+                               "modelled: the KV numbers count the attention layers only"))
+        if m.layer_types and "sliding" in m.layer_types:
+            out.append(Problem(code="engine-layout", severity="info",
+                               message="TensorRT-LLM's pool estimate counts sliding-window layers as "
+                               "full layers (get_cache_size_per_token) — as modelled here"))
+        return out
+
+
+ENGINE = TrtllmEngine()

@@ -1,0 +1,123 @@
+"""TensorRT-LLM's --extra_llm_api_options / --config YAML (llmapi/llm_args.py): the fields that
+move memory, read with bounds and named errors. I/O layer (YAML); the engine math is
+engines/trtllm.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .engines.trtllm import KV_CACHE_DTYPES, knobs_from_options
+from .errors import InvalidConfigError
+
+MAX_OPTIONS_BYTES = 1 << 20  # an LLM API options file is a few lines; refuse anything huge
+
+
+def read_options_file(path: Path, *, within: Path | None = None) -> dict[str, Any]:
+    """kvplan knobs from an --extra_llm_api_options file. `within`: the file must resolve inside
+    this directory (deployment files name paths relative to themselves; none may escape)."""
+    shown = str(path)
+    try:
+        real = path.resolve()
+        if within is not None and not real.is_relative_to(within.resolve()):
+            raise InvalidConfigError("the options file lies outside the deployment's directory",
+                                     path=shown, hint="keep it beside the deployment file")
+        if not real.is_file():
+            raise InvalidConfigError("not a regular file", path=shown,
+                                     hint="pass the YAML given to --extra_llm_api_options")
+        if real.stat().st_size > MAX_OPTIONS_BYTES:
+            raise InvalidConfigError(f"larger than {MAX_OPTIONS_BYTES // 1024} KiB", path=shown)
+        text = real.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read it ({e.strerror or e})", path=shown) from None
+    except UnicodeDecodeError:
+        raise InvalidConfigError("not UTF-8 text", path=shown) from None
+    return knobs_from_options(parse_extra_llm_api_options(text, path=shown))
+
+
+# (path in the YAML, kvplan name, type, lower bound, upper bound, bounds inclusive-low?)
+_YAML_FIELDS: tuple[tuple[str, str, type, float | None, float | None], ...] = (
+    ("kv_cache_config.free_gpu_memory_fraction", "free_gpu_memory_fraction", float, 0.0, 1.0),
+    ("kv_cache_config.max_tokens", "max_tokens", int, 1, None),
+    ("kv_cache_config.dtype", "kv_cache_dtype", str, None, None),
+    ("kv_cache_config.enable_block_reuse", "enable_block_reuse", bool, None, None),
+    ("kv_cache_config.tokens_per_block", "tokens_per_block", int, 1, None),
+    ("kv_cache_config.max_gpu_total_bytes", "max_gpu_total_bytes", int, 0, None),
+    ("max_batch_size", "max_batch_size", int, 1, None),
+    ("max_num_tokens", "max_num_tokens", int, 1, None),
+    ("max_seq_len", "max_seq_len", int, 1, None),
+    ("max_beam_width", "max_beam_width", int, 1, None),
+    ("tensor_parallel_size", "tensor_parallel_size", int, 1, None),
+    ("pipeline_parallel_size", "pipeline_parallel_size", int, 1, None),
+    ("moe_expert_parallel_size", "expert_parallel_size", int, 1, None),
+    ("enable_attention_dp", "enable_attention_dp", bool, None, None),
+    ("backend", "backend", str, None, None),
+)
+
+
+def _get(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
+    cur: Any = doc
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False, None
+        cur = cur[part]
+    return True, cur
+
+
+def parse_extra_llm_api_options(text: str, *, path: str | None = None) -> dict[str, Any]:
+    """Knob values found in an --extra_llm_api_options / --config YAML, by kvplan name
+    (free_gpu_memory_fraction, max_tokens, kv_cache_dtype, enable_block_reuse,
+    tokens_per_block, max_batch_size, max_num_tokens, max_seq_len, tensor_parallel_size, …).
+    Fields it does not know are ignored; a known field with a bad value raises
+    InvalidConfigError naming it."""
+    import yaml  # lazily: the pure core only needs it when a YAML is given
+
+    try:
+        doc = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as e:
+        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise InvalidConfigError("the top level must be a mapping of LLM API arguments", path=path)
+    kvc = doc.get("kv_cache_config")
+    if kvc is not None and not isinstance(kvc, dict):
+        raise InvalidConfigError("must be a mapping (free_gpu_memory_fraction, max_tokens, dtype, …)",
+                                 path=path, field="kv_cache_config")
+    out: dict[str, Any] = {}
+    for yaml_path, name, kind, lo, hi in _YAML_FIELDS:
+        present, value = _get(doc, yaml_path)
+        if not present or value is None:
+            continue
+        out[name] = _coerce(value, kind, lo, hi, yaml_path, path)
+    if "kv_cache_dtype" in out and out["kv_cache_dtype"] not in KV_CACHE_DTYPES:
+        raise InvalidConfigError(f"{out['kv_cache_dtype']!r} is not one of {', '.join(KV_CACHE_DTYPES)}",
+                                 path=path, field="kv_cache_config.dtype")
+    if "backend" in out and out["backend"] not in ("pytorch", "tensorrt", "trt", "_autodeploy"):
+        raise InvalidConfigError(f"{out['backend']!r} is not pytorch, tensorrt or _autodeploy",
+                                 path=path, field="backend")
+    return out
+
+
+def _coerce(value: Any, kind: type, lo: float | None, hi: float | None, field: str,
+            path: str | None) -> Any:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise InvalidConfigError(f"expected true or false, got {value!r}", path=path, field=field)
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise InvalidConfigError(f"expected a string, got {value!r}", path=path, field=field)
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidConfigError(f"expected a number, got {value!r}", path=path, field=field)
+    if kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise InvalidConfigError(f"expected a whole number, got {value!r}", path=path, field=field)
+        value = int(value)
+    else:
+        value = float(value)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
+        raise InvalidConfigError(f"{value!r} must be {bounds}", path=path, field=field)
+    return value
