@@ -104,6 +104,12 @@ def plan(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
     avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
     avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    slo_ttft_ms: Annotated[Optional[float], typer.Option(
+        "--slo-ttft-ms", help="latency target: time to first token, ms")] = None,
+    slo_tpot_ms: Annotated[Optional[float], typer.Option(
+        "--slo-tpot-ms", help="latency target: time per output token, ms")] = None,
+    gpu_hour_price: Annotated[Optional[float], typer.Option(
+        "--gpu-hour-price", help="USD per GPU-hour for cost figures (default: the catalogue's)")] = None,
     revision: Annotated[Optional[str], typer.Option(
         "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
     token: Annotated[Optional[str], typer.Option(
@@ -125,12 +131,9 @@ def plan(
     from .api import plan as make_plan
     from .specs import Workload
 
-    try:
-        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                            avg_output_tokens=avg_output_tokens)
-    except ValidationError as e:
-        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
-        raise InvalidInputError(f"{fields} must be a positive integer") from None
+    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                         avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
+                         slo_tpot_ms=slo_tpot_ms)
     from .catalog import resolve_gpu, resolve_model
 
     options = {}
@@ -157,7 +160,7 @@ def plan(
         enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
-                       workload=workload, **{**flags, **options})
+                       workload=workload, gpu_hour_price=gpu_hour_price, **{**flags, **options})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         err = _console(stderr=True)
@@ -198,8 +201,8 @@ def compare(
     g = resolve_gpu(gpu)
     with _progress_line() as progress:
         m = resolve_model(model, offline=offline, progress=progress)
-    workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                        avg_output_tokens=avg_output_tokens)
+    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                         avg_output_tokens=avg_output_tokens)
     plans = [make_plan(m, g, engine=e, workload=workload, tensor_parallel_size=tensor_parallel_size,
                        max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
                        gpu_memory_gib=gpu_memory_gib) for e in NAMES]
@@ -367,6 +370,27 @@ def schema() -> None:
     from .specs import Plan
 
     sys.stdout.write(json.dumps(Plan.model_json_schema(), indent=2) + "\n")
+
+
+def _workload(**values: object):  # noqa: ANN202 - specs imported lazily
+    """The Workload from CLI values; a bad one names its flag and range (exit 2)."""
+    import math
+
+    from pydantic import ValidationError
+
+    from .errors import InvalidInputError
+    from .specs import Workload
+
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInputError(f"--{key.replace('_', '-')} must be a finite number, got {value}")
+    try:
+        return Workload(**values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        name = "--" + str(err["loc"][0]).replace("_", "-")
+        raise InvalidInputError(f"{name} must be positive and realistic ({err['msg'].lower()}), "
+                                f"got {err.get('input')!r}") from None
 
 
 def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]:

@@ -19,6 +19,7 @@ from .specs import (
     PlanEngine,
     PlanGpu,
     PlanModel,
+    Price,
     Problem,
     Recommendation,
     Recommendations,
@@ -57,7 +58,8 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
 
 
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = "vllm",
-         engine_version: str | None = None, workload: Workload | None = None) -> Plan:
+         engine_version: str | None = None, workload: Workload | None = None,
+         price: Price | None = None) -> Plan:
     """Plan one deployment. Raises KvplanError subclasses for bad input; a deployment that
     does not fit is a Plan with fits=False, not an exception."""
     eng = registry.get(engine)

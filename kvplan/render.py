@@ -79,6 +79,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     r.add_column("value", justify="right")
     r.add_column("why")
     for name, rec in plan.recommendations:
+        if rec is None:
+            continue
         r.add_row(_knob(plan, name), "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
     console.print(r)
     for p in plan.problems:

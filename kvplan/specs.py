@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = "1.4"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
-# 1.4: engine.label, engine "trtllm", memory.notes
+# 1.4: engine.label, engine "trtllm", memory.notes, performance, workload SLOs,
+# recommendations.max_num_batched_tokens
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -270,9 +271,13 @@ class Deployment(_Frozen):
 
 
 class Workload(_Frozen):
-    target_concurrency: int | None = Field(None, gt=0)
-    avg_input_tokens: int | None = Field(None, gt=0)
-    avg_output_tokens: int | None = Field(None, gt=0)
+    """What the deployment must serve: closed-loop concurrency, request lengths, latency SLOs."""
+
+    target_concurrency: int | None = Field(None, gt=0, le=1 << 20)
+    avg_input_tokens: int | None = Field(None, gt=0, le=1 << 24)
+    avg_output_tokens: int | None = Field(None, gt=0, le=1 << 24)
+    slo_ttft_ms: float | None = Field(None, gt=0, le=3_600_000, description="time to first token")
+    slo_tpot_ms: float | None = Field(None, gt=0, le=60_000, description="time per output token")
 
 
 # -------------------------------------------------------------------------- plan
@@ -375,6 +380,61 @@ class Recommendations(BaseModel):
     max_num_seqs: Recommendation
     gpu_memory_utilization: Recommendation
     tensor_parallel_size: Recommendation
+    max_num_batched_tokens: Recommendation | None = Field(
+        None, description="with latency SLOs: the prefill chunk that trades TTFT against TPOT")
+
+
+class Price(BaseModel):
+    """What one GPU costs per hour, and where that number comes from."""
+
+    gpu_id: str
+    usd_per_hour: float = Field(gt=0)
+    source: str = Field(description="URL or file:line the price was read from")
+    date: str | None = None
+    default: bool = Field(description="True: kvplan's bundled default, not the user's price")
+
+
+class PerfPoint(BaseModel):
+    """Predicted serving figures of one replica at one closed-loop concurrency."""
+
+    concurrency: int
+    running: int = Field(description="sequences the engine runs at once (KV cache, max_num_seqs)")
+    ttft_ms: float
+    ttft_ms_low: float
+    ttft_ms_high: float
+    tpot_ms: float = Field(description="(e2e − TTFT) / (output tokens − 1)")
+    tpot_ms_low: float
+    tpot_ms_high: float
+    e2e_ms: float
+    output_tokens_per_s: float = Field(description="per replica")
+    output_tokens_per_s_low: float
+    output_tokens_per_s_high: float
+    output_tokens_per_s_per_gpu: float
+    requests_per_s: float
+    decode_bound: str = Field(description="the largest term of a decode step: compute, "
+                              "bandwidth or overhead")
+    saturated: bool = Field(description="prefill-bound: the token budget, not concurrency, "
+                            "sets throughput")
+
+
+class Performance(PerfPoint):
+    """The latency model at the workload's concurrency (kvplan/perf.py), with cost."""
+
+    input_tokens: int
+    output_tokens: int
+    workload_source: Literal["cli", "kvplan-default"] = Field(
+        description="kvplan-default: no --avg-input-tokens/--avg-output-tokens were given")
+    calibrated: bool = Field(description="this GPU family × engine has calibration data")
+    model_version: str = Field(description="which fit the coefficients come from")
+    gpu_hour_price: float | None = Field(None, description="USD per GPU-hour")
+    price_source: str | None = None
+    cost_per_hour: float | None = Field(None, description="USD per hour for the replica's GPUs")
+    cost_per_million_output_tokens: float | None = None
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    meets_slo: bool | None = Field(None, description="None: no SLO given")
+    by_concurrency: list[PerfPoint] = Field(
+        default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
 
 
 class Plan(BaseModel):
@@ -389,4 +449,6 @@ class Plan(BaseModel):
     memory: MemoryBreakdown
     kv_cache: KvCache
     recommendations: Recommendations
+    performance: Performance | None = Field(
+        None, description="latency and throughput (absent when the GPU lacks bandwidth/FLOPs)")
     command: str = Field(description="ready-to-paste serve command with the recommended values")
