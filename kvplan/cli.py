@@ -170,7 +170,7 @@ def plan(
         from .render import plan_table
 
         plan_table(result, _console())
-    raise typer.Exit(0 if result.fits else 1)
+    raise typer.Exit(0 if result.fits and not _errors(result) else 1)
 
 
 @app.command()
@@ -370,6 +370,11 @@ def schema() -> None:
     from .specs import Plan
 
     sys.stdout.write(json.dumps(Plan.model_json_schema(), indent=2) + "\n")
+
+
+def _errors(plan) -> list:  # noqa: ANN001 - a Plan; specs imported lazily
+    """Error problems: a plan that fits in memory but misses a target still exits 1."""
+    return [p for p in plan.problems if p.severity == "error"]
 
 
 def _workload(**values: object):  # noqa: ANN202 - specs imported lazily

@@ -5,6 +5,7 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
+from . import perf, performance
 from .engines import registry
 from .engines.base import Engine, MemoryResult
 from .errors import InvalidInputError
@@ -15,6 +16,7 @@ from .specs import (
     KvCache,
     MemoryBreakdown,
     ModelSpec,
+    Performance,
     Plan,
     PlanEngine,
     PlanGpu,
@@ -71,7 +73,10 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     _, problems = eng.era(version)
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
-    rec, planned = _recommend(eng, m, gpu, knobs, dep, res, workload)
+    rec, planned, planned_res = _recommend(eng, m, gpu, knobs, dep, res, workload)
+    performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
+                                              workload, price)
+    problems += perf_problems
     worst = res.worst
     estimated = list(res.estimated)
     if gpu.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
@@ -110,6 +115,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             block_size=res.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
             max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit),
         recommendations=rec,
+        performance=performance,
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
     )
 
@@ -182,7 +188,8 @@ def _largest_len(fits: object, cap: int) -> int:
 
 
 def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-               res: MemoryResult, workload: Workload) -> tuple[Recommendations, Deployment]:
+               res: MemoryResult, workload: Workload
+               ) -> tuple[Recommendations, Deployment, MemoryResult]:
     """The four recommendations, and the deployment they were planned on (the serve line's)."""
     rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res)
     prefix = ""
@@ -281,7 +288,7 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     for r in (rec_len, rec_seqs, rec_util):
         r.reason = prefix + r.reason
     return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
-                            gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp), dep)
+                            gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp), dep, res)
 
 
 def _what_would_serve(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -310,6 +317,110 @@ def _what_would_serve(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
             options.append(f"{eng.flags.get('kv_cache_dtype', '--kv-cache-dtype')} fp8")
     return ("it would be met with " + " or ".join(options)) if options else \
         "no single change (shorter length, more GPUs, fp8 KV cache) meets it"
+
+
+# ------------------------------------------------------------------ performance
+
+
+def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                 res: MemoryResult, rec: Recommendations, w: Workload,
+                 price: Price | None) -> tuple[Performance | None, list[Problem]]:
+    """The latency model on the recommended deployment; with SLOs, max_num_seqs and
+    max_num_batched_tokens are chosen by it (and rec is updated in place)."""
+    missing = perf.missing_gpu_fields(gpu)
+    if missing:
+        return None, [Problem(code="no-performance-figures", severity="warning",
+                              message=f"{gpu.id} has no {', '.join(missing)} in gpu_specs: "
+                              "latency and throughput are omitted (the memory plan stands)")]
+    util = rec.gpu_memory_utilization.value
+    if util and util != dep.gpu_memory_utilization and dep.kv_cache_memory_bytes is None:
+        got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
+        if got:  # predict the deployment the launch line starts
+            dep, res = got
+    n = performance.lengths(w)
+    bound = performance.kv_bound(res, n)
+    if not res.fits or bound == 0:
+        return None, []
+    cap = eng.max_seqs_cap(gpu, dep)
+    engine_seqs = (dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli"
+                   else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
+    if rec.max_num_seqs.value and (any(v is not None for v in w.model_dump().values())
+                                   or dep.sources.get("max_num_seqs") == "cli"):
+        engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
+    problems: list[Problem] = []
+    has_slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
+    tokens = None
+    if has_slo:
+        search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound))
+        rec.max_num_seqs, best = performance.slo_seqs(search, w, n, bound, cap)
+        if best == 0:
+            one = perf.evaluate(search, concurrency=1, input_tokens=n.input_tokens,
+                                output_tokens=n.output_tokens)
+            problems.append(performance.unmet_slo_problem(
+                w, n, one, _slo_alternatives(eng, m, gpu, knobs, dep, w, n)))
+        else:
+            engine_seqs = best
+            if dep.sources.get("max_num_batched_tokens") != "cli":
+                rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, knobs, dep, w, n, best)
+                got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
+                if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
+                    again = performance.context(m, gpu, got[0], got[1],
+                                                max_num_seqs=min(bound, cap or bound))
+                    seqs_rec, again_best = performance.slo_seqs(again, w, n,
+                                                                performance.kv_bound(got[1], n), cap)
+                    if again_best >= best:
+                        rec.max_num_seqs, best = seqs_rec, again_best
+                        engine_seqs = best
+            if w.target_concurrency and w.target_concurrency > best:
+                problems.append(Problem(
+                    code="slo-target-concurrency", severity="error",
+                    message=f"{w.target_concurrency} concurrent requests miss the latency target; "
+                    f"up to {best} meet it here ({rec.max_num_seqs.reason})"))
+    concurrency = w.target_concurrency or min(bound, engine_seqs)
+    if tokens and tokens != dep.max_num_batched_tokens:
+        got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
+        if got:
+            dep, res = got
+    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs)
+    return performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price), problems
+
+
+def _batched_tokens(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                    w: Workload, n: performance.Lengths, seqs: int) -> tuple[Recommendation, int]:
+    """max_num_batched_tokens for the TTFT/TPOT trade-off, each candidate re-planned (its
+    activation peak moves the KV cache) and evaluated at `seqs` requests."""
+    options = []
+    for cand in performance.BATCHED_TOKENS_CHOICES:
+        got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=cand)
+        if not got or not got[1].fits or performance.kv_bound(got[1], n) < seqs:
+            continue
+        ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=seqs)
+        options.append((cand, perf.evaluate(ctx, concurrency=seqs, input_tokens=n.input_tokens,
+                                            output_tokens=n.output_tokens)))
+    chosen = performance.batched_tokens_choice(options, dep.max_num_batched_tokens, w)
+    return chosen, int(chosen.value or dep.max_num_batched_tokens)
+
+
+def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                      w: Workload, n: performance.Lengths) -> list[str]:
+    """Single changes that meet the SLOs at one request: more TP, fp8 weights, fp8 KV."""
+    out = []
+    tries: list[tuple[str, dict[str, object]]] = []
+    bigger = [t for t in valid_tp_sizes(m) if t > dep.tensor_parallel_size]
+    if bigger:
+        tries.append((f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} "
+                      f"{bigger[0]}", {"tensor_parallel_size": bigger[0]}))
+    if dep.quant is None and gpu.fp8_native and "quantization" not in eng.unsupported:
+        tries.append(("--quantization fp8", {"quantization": "fp8"}))
+    for label, change in tries:
+        got = _try(eng, m, gpu, knobs, dep.engine_version, **change)
+        if not got or not got[1].fits:
+            continue
+        ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=1)
+        p = perf.evaluate(ctx, concurrency=1, input_tokens=n.input_tokens, output_tokens=n.output_tokens)
+        if performance._meets(p, w):
+            out.append(label)
+    return out
 
 
 # ------------------------------------------------------------------ shared notes

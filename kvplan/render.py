@@ -83,11 +83,57 @@ def plan_table(plan: Plan, console: Console) -> None:
             continue
         r.add_row(_knob(plan, name), "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
     console.print(r)
+    if plan.performance is not None:
+        performance_table(plan, console)
     for p in plan.problems:
         style = {"error": "red", "warning": "yellow"}.get(p.severity, "dim")
         console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
     console.print("\n[bold]Serve command[/]")
     console.print(plan.command, markup=False, soft_wrap=True)
+
+
+def performance_table(plan: Plan, console: Console) -> None:
+    """Latency and throughput at the workload's concurrency, then versus concurrency."""
+    from rich.table import Table
+
+    pf = plan.performance
+    assert pf is not None
+    how = ("workload" if pf.workload_source == "cli" else
+           "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
+    cal = "calibrated" if pf.calibrated else "not calibrated for this GPU family × engine"
+    t = Table(title=f"Performance per replica: {pf.input_tokens:,} in / {pf.output_tokens:,} out "
+              f"tokens, {pf.concurrency} concurrent ({how}; {cal})", title_justify="left",
+              show_edge=False)
+    t.add_column("figure")
+    t.add_column("predicted", justify="right")
+    t.add_column("range", justify="right")
+    slo_t = f" (target {pf.slo_ttft_ms:g})" if pf.slo_ttft_ms else ""
+    slo_p = f" (target {pf.slo_tpot_ms:g})" if pf.slo_tpot_ms else ""
+    t.add_row(f"TTFT, ms{slo_t}", f"{pf.ttft_ms:,.0f}", f"{pf.ttft_ms_low:,.0f}–{pf.ttft_ms_high:,.0f}")
+    t.add_row(f"TPOT, ms{slo_p}", f"{pf.tpot_ms:,.1f}", f"{pf.tpot_ms_low:,.1f}–{pf.tpot_ms_high:,.1f}")
+    t.add_row("end-to-end, s", f"{pf.e2e_ms / 1000:,.1f}", "")
+    t.add_row("output tokens/s", f"{pf.output_tokens_per_s:,.0f}",
+              f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
+    t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
+    t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
+    if pf.cost_per_hour is not None:
+        t.add_row("$ per hour", f"{pf.cost_per_hour:,.2f}", pf.price_source or "")
+    if pf.cost_per_million_output_tokens is not None:
+        t.add_row("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
+    console.print(t)
+    c = Table(title="Versus concurrency (closed loop)", title_justify="left", show_edge=False)
+    for col in ("concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s", "bound"):
+        c.add_column(col, justify="right")
+    for p in pf.by_concurrency:
+        miss = ((pf.slo_ttft_ms is not None and p.ttft_ms > pf.slo_ttft_ms)
+                or (pf.slo_tpot_ms is not None and p.tpot_ms > pf.slo_tpot_ms))
+        mark = " ✗" if miss else ""
+        c.add_row(f"{p.concurrency:,}", f"{p.running:,}", f"{p.ttft_ms:,.0f}",
+                  f"{p.tpot_ms:,.1f}{mark}", f"{p.output_tokens_per_s:,.0f}",
+                  "prefill" if p.saturated else p.decode_bound)
+    console.print(c)
+    if pf.slo_ttft_ms or pf.slo_tpot_ms:
+        console.print("✗ = misses a latency target")
 
 
 def compare_table(plans: list[Plan], console: Console) -> None:

@@ -99,6 +99,14 @@ class DeploySyntax:
     positional_model: bool = False  # `vllm serve MODEL`, `trtllm-serve MODEL`
 
 
+def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | None:
+    """The prefill token budget a launch line sets: the latency-driven recommendation, else the
+    user's own value; None = leave the engine's default."""
+    if rec.max_num_batched_tokens is not None and rec.max_num_batched_tokens.value:
+        return int(rec.max_num_batched_tokens.value)
+    return dep.max_num_batched_tokens if dep.sources.get("max_num_batched_tokens") == "cli" else None
+
+
 class Engine(ABC):
     """One serving engine, implemented completely by each engine module."""
 

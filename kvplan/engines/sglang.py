@@ -20,7 +20,7 @@ from ..kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source, VisionSpec
 from ..units import GiB, MiB
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
@@ -419,8 +419,8 @@ class SglangEngine(Engine):
         has_workload = any(v is not None for v in workload.model_dump().values())
         if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
             args += ["--max-running-requests", str(rec.max_num_seqs.value)]
-        if dep.sources.get("max_num_batched_tokens") == "cli":
-            args += ["--chunked-prefill-size", str(dep.max_num_batched_tokens)]
+        if (batched := batched_tokens_flag_value(rec, dep)) is not None:
+            args += ["--chunked-prefill-size", str(batched)]
         if dep.max_total_tokens:
             args += ["--max-total-tokens", str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8"):

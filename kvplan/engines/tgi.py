@@ -29,7 +29,7 @@ from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
 # Memory in use before the weights (CUDA context, cuBLAS; + NCCL at TP > 1): vLLM's measured
 # H200 figure, and the SGLang TP8 log's increment for NCCL. Estimates.
@@ -512,8 +512,8 @@ class TgiEngine(Engine):
             asked = dep.max_input_tokens if dep.sources.get("max_input_tokens") == "cli" else None
             inp = asked if asked and asked < total else total - 1
             args += ["--max-input-tokens", str(inp), "--max-total-tokens", str(total)]
-        if dep.sources.get("max_num_batched_tokens") == "cli":
-            args += ["--max-batch-prefill-tokens", str(dep.max_num_batched_tokens)]
+        if (batched := batched_tokens_flag_value(rec, dep)) is not None:
+            args += ["--max-batch-prefill-tokens", str(batched)]
         if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
             args += ["--cuda-memory-fraction", f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = any(v is not None for v in workload.model_dump().values())

@@ -53,7 +53,7 @@ from ..weights import pp_layer_ranges, weight_memory_per_stage
 from ..forward import activation_bytes as _forward_activation_bytes
 from ..forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
 Runtime = Literal["pytorch", "engine"]
 RUNTIMES: tuple[Runtime, ...] = ("pytorch", "engine")
@@ -825,7 +825,7 @@ class TrtllmEngine(Engine):
         line, yaml_text = launch_command(
             ref, tp=dep.tensor_parallel_size, pp=dep.pipeline_parallel_size,
             max_batch_size=int(seqs) if seqs else None,
-            max_num_tokens=dep.max_num_batched_tokens if src.get("max_num_batched_tokens") == "cli" else None,
+            max_num_tokens=batched_tokens_flag_value(rec, dep),
             max_seq_len=int(rec.max_model_len.value) if rec.max_model_len.value else None,
             free_gpu_memory_fraction=rec.gpu_memory_utilization.value,
             kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8") else None,

@@ -29,7 +29,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     cudagraph_bytes,
 )
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
 # ------------------------------------------------------------------------ eras
 
@@ -582,8 +582,8 @@ class VllmEngine(Engine):
         elif rec.gpu_memory_utilization.value:
             args += ["--gpu-memory-utilization", f"{rec.gpu_memory_utilization.value:g}"]
         src = dep.sources
-        if src.get("max_num_batched_tokens") == "cli":
-            args += ["--max-num-batched-tokens", str(dep.max_num_batched_tokens)]
+        if (batched := batched_tokens_flag_value(rec, dep)) is not None:
+            args += ["--max-num-batched-tokens", str(batched)]
         if src.get("dtype") == "cli":
             args += ["--dtype", dep.dtype]
         if src.get("kv_cache_dtype") == "cli" and dep.kv_cache_dtype.startswith("fp8"):

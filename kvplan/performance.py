@@ -1,0 +1,189 @@
+"""The plan's performance section: the latency model (perf.py) evaluated on the deployment the
+memory plan recommends, the SLO-aware max_num_seqs / max_num_batched_tokens, and cost. Pure.
+
+Concurrency is closed-loop (a fixed number of requests in flight). TPOT is
+(e2e − TTFT) / (output tokens − 1), as serving benchmarks report it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import perf
+from .engines.base import MemoryResult
+from .specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    Performance,
+    PerfPoint,
+    Price,
+    Problem,
+    Recommendation,
+    Workload,
+)
+
+# The workload the section assumes when the user gives no lengths (stated in the output and
+# the README): a chat turn of 1,024 prompt tokens and 256 generated tokens.
+DEFAULT_INPUT_TOKENS = 1024
+DEFAULT_OUTPUT_TOKENS = 256
+# max_num_batched_tokens candidates for the TTFT/TPOT trade-off of chunked prefill: the
+# engines' own defaults span 2,048–16,384 (vLLM get_batch_defaults, SGLang chunked_prefill).
+BATCHED_TOKENS_CHOICES = (2048, 4096, 8192, 16384)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    input_tokens: int
+    output_tokens: int
+    given: bool
+
+
+def lengths(workload: Workload) -> Lengths:
+    given = workload.avg_input_tokens is not None or workload.avg_output_tokens is not None
+    return Lengths(workload.avg_input_tokens or DEFAULT_INPUT_TOKENS,
+                   workload.avg_output_tokens or DEFAULT_OUTPUT_TOKENS, given)
+
+
+def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
+            max_num_seqs: int, max_num_batched_tokens: int | None = None) -> perf.PerfContext:
+    """The latency model's view of one deployment: exact per-GPU weight bytes from the memory
+    plan, its KV capacity, and the batch limits the launch line sets."""
+    return perf.context_for(
+        m, gpu, dep.engine, dep.engine_version, tp=dep.tensor_parallel_size,
+        pp=dep.pipeline_parallel_size, dtype=dep.dtype, kv_cache_dtype=dep.kv_cache_dtype,
+        quant=dep.quant, max_num_batched_tokens=max_num_batched_tokens or dep.max_num_batched_tokens,
+        max_num_seqs=max(1, max_num_seqs), weight_bytes_per_gpu=res.worst.weights_tensor_bytes,
+        kv_capacity_tokens=res.usable_blocks * res.block_size)
+
+
+def _meets(p: perf.PerfPoint, w: Workload) -> bool:
+    return ((w.slo_ttft_ms is None or p.ttft_ms <= w.slo_ttft_ms)
+            and (w.slo_tpot_ms is None or p.tpot_ms <= w.slo_tpot_ms))
+
+
+def largest_meeting(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int) -> int:
+    """Largest concurrency in 1…bound whose TTFT and TPOT meet the SLOs (0: none). Latency
+    grows with concurrency, so a bisection finds it."""
+    def ok(c: int) -> bool:
+        return _meets(perf.evaluate(ctx, concurrency=c, input_tokens=n.input_tokens,
+                                    output_tokens=n.output_tokens), w)
+
+    if bound < 1 or not ok(1):
+        return 0
+    lo, hi = 1, bound
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def kv_bound(res: MemoryResult, n: Lengths) -> int:
+    """Requests of the workload's length the KV cache holds at once (0: none)."""
+    return res.usable_blocks // max(1, res.request_blocks(n.input_tokens + n.output_tokens))
+
+
+def _point(p: perf.PerfPoint) -> PerfPoint:
+    return PerfPoint(
+        concurrency=p.concurrency, running=p.running, ttft_ms=round(p.ttft_ms, 2),
+        ttft_ms_low=round(p.ttft_ms_low, 2), ttft_ms_high=round(p.ttft_ms_high, 2),
+        tpot_ms=round(p.tpot_ms, 3), tpot_ms_low=round(p.tpot_ms_low, 3),
+        tpot_ms_high=round(p.tpot_ms_high, 3), e2e_ms=round(p.e2e_ms, 1),
+        output_tokens_per_s=round(p.output_tokens_per_s, 1),
+        output_tokens_per_s_low=round(p.output_tokens_per_s_low, 1),
+        output_tokens_per_s_high=round(p.output_tokens_per_s_high, 1),
+        output_tokens_per_s_per_gpu=round(p.output_tokens_per_s_per_gpu, 1),
+        requests_per_s=round(p.requests_per_s, 3), decode_bound=p.decode_bound,
+        saturated=p.saturated)
+
+
+def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, concurrency: int,
+            bound: int, price: Price | None) -> Performance:
+    """The Performance object at `concurrency`, the table up to the KV bound, and cost."""
+    at = perf.evaluate(ctx, concurrency=concurrency, input_tokens=n.input_tokens,
+                       output_tokens=n.output_tokens)
+    table = perf.concurrency_table(ctx, n.input_tokens, n.output_tokens, max(1, bound))
+    gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
+    cost_h = price.usd_per_hour * gpus if price else None
+    per_m = (cost_h / (at.output_tokens_per_s * 3600) * 1e6
+             if cost_h and at.output_tokens_per_s > 0 else None)
+    slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
+    return Performance(
+        **_point(at).model_dump(), input_tokens=n.input_tokens, output_tokens=n.output_tokens,
+        workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
+        model_version=fit_name(ctx),
+        gpu_hour_price=price.usd_per_hour if price else None,
+        price_source=(price.source + (" (kvplan default)" if price.default else "")) if price else None,
+        cost_per_hour=round(cost_h, 4) if cost_h else None,
+        cost_per_million_output_tokens=round(per_m, 4) if per_m else None,
+        slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms,
+        meets_slo=_meets(at, w) if slo else None, by_concurrency=[_point(p) for p in table])
+
+
+def fit_name(ctx: perf.PerfContext) -> str:
+    """Which engine's fitted coefficients the prediction uses (benchmarks/data/perf_fit.json)."""
+    own = ctx.engine if ctx.engine in perf.COEFFICIENTS else perf.BORROWS[ctx.engine]
+    return f"{own} fit (benchmarks/perf_fit.py)" + ("" if own == ctx.engine else
+                                                    f", borrowed for {ctx.engine}")
+
+
+def slo_seqs(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
+             cap: int | None) -> tuple[Recommendation, int]:
+    """max_num_seqs under latency SLOs: the largest concurrency that meets both SLOs and fits
+    the KV cache (and the engine's own cap); the reason names the bound that binds."""
+    limit = min(bound, cap) if cap else bound
+    best = largest_meeting(ctx, w, n, limit)
+    if best == 0:
+        return Recommendation(value=None, reason="no concurrency meets the latency targets on "
+                              "this deployment (see problems)"), 0
+    at = perf.evaluate(ctx, concurrency=best, input_tokens=n.input_tokens,
+                       output_tokens=n.output_tokens)
+    figures = f"TTFT {at.ttft_ms:,.0f} ms, TPOT {at.tpot_ms:.1f} ms at {best}"
+    if best == limit:
+        why = (f"the KV cache holds {bound} requests of {n.input_tokens + n.output_tokens} tokens"
+               if limit == bound else f"the engine's limit of {cap} for this GPU")
+        return Recommendation(value=best, reason=f"{why} binds before the latency targets ({figures})"), best
+    nxt = perf.evaluate(ctx, concurrency=best + 1, input_tokens=n.input_tokens,
+                        output_tokens=n.output_tokens)
+    broke = []
+    if w.slo_ttft_ms is not None and nxt.ttft_ms > w.slo_ttft_ms:
+        broke.append(f"TTFT {nxt.ttft_ms:,.0f} > {w.slo_ttft_ms:g} ms")
+    if w.slo_tpot_ms is not None and nxt.tpot_ms > w.slo_tpot_ms:
+        broke.append(f"TPOT {nxt.tpot_ms:.1f} > {w.slo_tpot_ms:g} ms")
+    return Recommendation(value=best, reason=f"the latency target binds: {figures}; at {best + 1} "
+                          + " and ".join(broke) + f" (the KV cache would hold {bound})"), best
+
+
+def unmet_slo_problem(w: Workload, n: Lengths, at: perf.PerfPoint, alternatives: list[str]) -> Problem:
+    """An SLO no concurrency meets: what is predicted at one request, and what would help."""
+    got = []
+    if w.slo_ttft_ms is not None and at.ttft_ms > w.slo_ttft_ms:
+        got.append(f"TTFT {at.ttft_ms:,.0f} ms > {w.slo_ttft_ms:g} ms")
+    if w.slo_tpot_ms is not None and at.tpot_ms > w.slo_tpot_ms:
+        got.append(f"TPOT {at.tpot_ms:.1f} ms > {w.slo_tpot_ms:g} ms")
+    helps = ("; it would be met with " + " or ".join(alternatives)) if alternatives else (
+        "; a faster GPU, fp8 weights or shorter inputs are the remaining levers")
+    return Problem(code="slo-unmet", severity="error",
+                   message=f"even one request of {n.input_tokens}+{n.output_tokens} tokens misses "
+                   f"the latency target ({', '.join(got)})" + helps)
+
+
+def batched_tokens_choice(options: list[tuple[int, perf.PerfPoint]], current: int,
+                          w: Workload) -> Recommendation:
+    """Among max_num_batched_tokens candidates evaluated at the chosen concurrency, the one with
+    the highest throughput that meets the SLOs (larger chunks: better TTFT, worse TPOT)."""
+    ok = [(t, p) for t, p in options if _meets(p, w)]
+    if not ok:
+        return Recommendation(value=current, reason="no prefill chunk size meets the targets; "
+                              "kept as is")
+    tokens, p = max(ok, key=lambda tp: (tp[1].output_tokens_per_s, -tp[0]))
+    others = ", ".join(f"{t:,}: TTFT {q.ttft_ms:,.0f} ms / TPOT {q.tpot_ms:.1f} ms"
+                       for t, q in options if t != tokens)
+    return Recommendation(value=tokens, reason=f"predicted TTFT {p.ttft_ms:,.0f} ms, TPOT "
+                          f"{p.tpot_ms:.1f} ms, {p.output_tokens_per_s:,.0f} tokens/s"
+                          + (f" (vs {others})" if others else ""))
+
+
