@@ -1,0 +1,112 @@
+"""The performance section of a plan: the latency model on the recommended deployment,
+SLO-aware recommendations, cost, and bad input (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from clirun import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvplan import Workload, perf, performance, plan
+from kvplan.catalog import resolve_gpu, resolve_model
+from kvplan.engines import registry
+from kvplan.knobs import Knobs
+from kvplan.planner import evaluate
+
+QWEN = "Qwen/Qwen3-32B"
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_performance_json_contract(capsys):
+    code, out, err = run(capsys, "plan", QWEN, "--gpu", "h200", "-tp", "2", "--avg-input-tokens",
+                         "1000", "--avg-output-tokens", "1000", "--gpu-hour-price", "3.50", "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s", "requests_per_s",
+                "concurrency", "calibrated", "cost_per_million_output_tokens"):
+        assert key in pf
+    for key in ("ttft_ms", "tpot_ms", "output_tokens_per_s"):
+        assert pf[f"{key}_low"] <= pf[key] <= pf[f"{key}_high"]
+    # $/M output tokens = price × GPUs / (tokens/s × 3600) × 10⁶ (2 GPUs at $3.50)
+    assert pf["cost_per_hour"] == 7.0
+    assert math.isclose(pf["cost_per_million_output_tokens"],
+                        7.0 / (pf["output_tokens_per_s"] * 3600) * 1e6, rel_tol=1e-3)
+    # TPOT as serving benchmarks define it: (e2e − TTFT) / (output − 1)
+    assert math.isclose(pf["tpot_ms"], (pf["e2e_ms"] - pf["ttft_ms"]) / 999, rel_tol=2e-3)
+    assert "performance" in json.dumps(run(capsys, "schema")[1])
+
+
+def test_default_workload_is_said():
+    p = plan(LLAMA, "h100")
+    assert p.performance is not None
+    assert p.performance.workload_source == "kvplan-default"
+    assert (p.performance.input_tokens, p.performance.output_tokens) == (1024, 256)
+
+
+def test_slo_sets_max_num_seqs_to_the_largest_concurrency_that_meets_it():
+    w = Workload(avg_input_tokens=1000, avg_output_tokens=1000, slo_ttft_ms=500, slo_tpot_ms=30)
+    p = plan(QWEN, "h200", tensor_parallel_size=2, workload=w)
+    seqs = p.recommendations.max_num_seqs.value
+    assert seqs and p.performance.meets_slo
+    by = {x.concurrency: x for x in p.performance.by_concurrency}
+    assert p.performance.tpot_ms <= 30 and p.performance.ttft_ms <= 500
+    assert f"--max-num-seqs {seqs}" in p.command
+    assert p.recommendations.max_num_batched_tokens is not None
+    assert f"--max-num-batched-tokens {p.recommendations.max_num_batched_tokens.value}" in p.command
+    # one more request breaks a target, unless the KV cache binds first (the reason says which)
+    reason = p.recommendations.max_num_seqs.reason
+    assert ("latency target binds" in reason) != ("binds before the latency targets" in reason)
+    assert by  # the table is there
+
+
+def test_unmeetable_slo_is_an_error_and_exit_1(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--slo-tpot-ms", "0.5", "--json")
+    assert code == 1
+    p = json.loads(out)
+    assert p["fits"] is True
+    assert any(x["code"] == "slo-unmet" and "TPOT" in x["message"] for x in p["problems"])
+
+
+def test_target_above_what_the_slo_allows_is_an_error():
+    w = Workload(target_concurrency=4000, avg_input_tokens=1000, avg_output_tokens=200,
+                 slo_tpot_ms=20)
+    p = plan(LLAMA, "h100", workload=w)
+    assert any(x.code == "slo-target-concurrency" for x in p.problems)
+
+
+@pytest.mark.parametrize("flag,value", [("--slo-ttft-ms", "-5"), ("--slo-tpot-ms", "0"),
+                                        ("--slo-tpot-ms", "nan"), ("--gpu-hour-price", "-1"),
+                                        ("--gpu-hour-price", "inf"), ("--avg-input-tokens", "0")])
+def test_bad_slo_and_price_exit_2_naming_the_flag(capsys, flag, value):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", flag, value)
+    assert code == 2 and flag in err and "Traceback" not in err
+
+
+def test_gpu_without_bandwidth_omits_performance_with_a_warning():
+    g = resolve_gpu("h100").model_copy(update={"bandwidth_tbps": None})
+    p = plan(LLAMA, g)
+    assert p.performance is None and p.fits
+    assert any(x.code == "no-performance-figures" and "bandwidth_tbps" in x.message for x in p.problems)
+
+
+def test_every_engine_predicts():
+    for engine in ("vllm", "sglang", "tgi", "trtllm"):
+        p = plan(LLAMA, "h100", engine=engine, workload=Workload(avg_input_tokens=512, avg_output_tokens=128))
+        assert p.performance is not None and p.performance.tpot_ms > 0, engine
+
+
+@settings(max_examples=15, deadline=None)
+@given(c1=st.integers(1, 200), c2=st.integers(1, 200))
+def test_tpot_does_not_fall_with_more_concurrency(c1, c2):
+    """More requests in flight never make a token faster (same deployment)."""
+    m, g = resolve_model(LLAMA), resolve_gpu("h100")
+    dep, res = evaluate(registry.get("vllm"), m, g, Knobs(), "0.33.0")
+    ctx = performance.context(m, g, dep, res, max_num_seqs=1024)
+    lo, hi = sorted((c1, c2))
+    a = perf.evaluate(ctx, concurrency=lo, input_tokens=1024, output_tokens=256)
+    b = perf.evaluate(ctx, concurrency=hi, input_tokens=1024, output_tokens=256)
+    assert b.tpot_ms >= a.tpot_ms - 1e-9
