@@ -80,7 +80,7 @@ def main() -> None:
     show("NON_TORCH_BYTES_TP1 (GiB)", statistics.median(nt_tp1), vllm.NON_TORCH_BYTES_TP1 / GiB)
     show("NON_TORCH_BYTES_PP_ONLY (GiB)", statistics.median(nt_pp), vllm.NON_TORCH_BYTES_PP_ONLY / GiB)
     show("NON_TORCH_BYTES_TP_NVSWITCH (GiB)", statistics.median(nt_tp) - statistics.median(nt_tp1),
-         vllm.NON_TORCH_BYTES_TP_NVSWITCH / GiB)
+         vllm.NON_TORCH_BYTES_TP_NVSWITCH_MEASURED / GiB)
     # Least squares: graph bytes = pool + per × (layers × capture sizes).
     xs, ys = [g[0] for g in graphs], [g[1] for g in graphs]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)

@@ -179,7 +179,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
         return sglang.plan_memory(m, total_bytes=total, tp=tp_, weights_bytes=w,
                                   kv_dtype=dep.kv_cache_dtype, mem_fraction=f_, ctx=ctx,
                                   chunked=chunked, runtime_bytes=activation + graphs,
-                                  swa_pool=d.swa_pool)
+                                  swa_pool=d.swa_pool, gpu=g)
 
     res = run(f)
     problems += res.problems
@@ -236,7 +236,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
                 "gpu_memory_utilization": (f, "engine-default")}
     stage = StageBreakdown(layers=m.num_layers // pp, weights_bytes=weights,
                            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=activation,
-                           non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
+                           non_torch_bytes=sglang.context_bytes(tp, g), cudagraph_bytes=graphs,
                            kv_cache_bytes=kv_bytes, num_blocks=res.tokens)
     return Plan(
         fits=res.fits, problems=problems,
@@ -252,7 +252,7 @@ def _sglang(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any]
         memory=MemoryBreakdown(
             total_bytes=total, budget_bytes=math.floor(f * res.free_before_bytes), weights_bytes=weights,
             weights_tensor_bytes=wm.tensor_bytes, activation_bytes=activation,
-            non_torch_bytes=sglang.context_bytes(tp), cudagraph_bytes=graphs,
+            non_torch_bytes=sglang.context_bytes(tp, g), cudagraph_bytes=graphs,
             cudagraph_in_budget=False, kv_cache_bytes=kv_bytes,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"], stages=[stage]),
         kv_cache=KvCache(bytes_per_token=res.cell_bytes, bytes_per_block=res.cell_bytes,
@@ -319,7 +319,8 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
         return tgi.plan_memory(m, era, total_bytes=total, tp=tp_, weights_bytes=w,
                                warmup_peak_bytes=warmup if tp_ == tp else warmup_peak(tp_),
                                kv_dtype=dep.kv_cache_dtype, fraction=f_, prefill_tokens=prefill,
-                               max_input_tokens=max_input, max_total_tokens=max_total, block=block)
+                               max_input_tokens=max_input, max_total_tokens=max_total, block=block,
+                               gpu=g)
 
     res = run(f)
     problems += res.problems
@@ -371,7 +372,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
                 "max_num_seqs": (TGI_MAX_CONCURRENT_REQUESTS, "engine-default"),
                 "max_num_batched_tokens": (prefill, "engine-default"),
                 "gpu_memory_utilization": (f, "engine-default")}
-    context = tgi.context_bytes(tp, block)
+    context = tgi.context_bytes(tp, block, g)
     stage = StageBreakdown(layers=m.num_layers, weights_bytes=weights, weights_tensor_bytes=wm.tensor_bytes,
                            activation_bytes=warmup, non_torch_bytes=context, cudagraph_bytes=0,
                            kv_cache_bytes=res.kv_bytes, num_blocks=res.tokens // res.block_size)

@@ -22,13 +22,14 @@ import math
 from dataclasses import dataclass
 
 from ..kv import kv_heads_per_gpu
-from ..specs import ModelSpec, Problem
+from ..specs import GpuSpec, ModelSpec, Problem
 from ..units import DTYPE_BYTES, GiB, cdiv
+from . import interconnect
 
-# Memory in use before the weights (CUDA context, cuBLAS; + NCCL at TP > 1): vLLM's measured
-# H200 figure, and the SGLang TP8 log's increment for NCCL. Estimates.
+# Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
+# TP > 1 adds one NCCL communicator's buffers (torch's ProcessGroupNCCL; TGI has no custom
+# all-reduce) by interconnect: engines/interconnect.py. Estimates.
 CONTEXT_BYTES_TP1 = int(0.70 * GiB)
-CONTEXT_BYTES_TP_EXTRA = int(1.92 * GiB)
 
 
 @dataclass(frozen=True)
@@ -237,10 +238,11 @@ def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
 FLASHINFER_WORKSPACE_BYTES = 128 * 1024 * 1024
 
 
-def context_bytes(tp: int, block: int = 16) -> int:
-    """Memory in use before the weights: CUDA context (+ NCCL at TP > 1), + FlashInfer's
-    workspace when it is the attention backend (1-token blocks)."""
-    return (CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+def context_bytes(tp: int, block: int = 16, gpu: GpuSpec | None = None) -> int:
+    """Memory in use at warm-up besides weights and activations: CUDA context, + one NCCL
+    communicator's buffers at TP > 1 on this interconnect (a PCIe part when `gpu` is None), +
+    FlashInfer's workspace when it is the attention backend (1-token blocks)."""
+    return (CONTEXT_BYTES_TP1 + interconnect.tp_bytes(gpu, tp, "tgi")
             + (FLASHINFER_WORKSPACE_BYTES if block == 1 else 0))
 
 
@@ -263,10 +265,10 @@ class TgiResult:
 def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights_bytes: int,
                 warmup_peak_bytes: int, kv_dtype: str, fraction: float, prefill_tokens: int,
                 max_input_tokens: int | None, max_total_tokens: int | None,
-                block: int) -> TgiResult:
+                block: int, gpu: GpuSpec | None = None) -> TgiResult:
     """Blocks by the era's formula (module docstring); used = context + weights + warm-up
     peak; tokens = blocks × block size."""
-    used = context_bytes(tp, block) + weights_bytes + warmup_peak_bytes
+    used = context_bytes(tp, block, gpu) + weights_bytes + warmup_peak_bytes
     per_token = bytes_per_token(m, tp, kv_dtype)
     per_block = per_token * block
     warm = 0

@@ -17,6 +17,7 @@ from ..kv import KvLayout, kv_layout, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
 from ..units import DTYPE_ALIASES, DTYPE_BYTES, GiB, MiB, cdiv
 from ..weights import pp_layer_ranges, weight_memory_per_stage
+from . import interconnect
 
 # ------------------------------------------------------------------------ eras
 
@@ -136,9 +137,10 @@ SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE = 30
 # Non-torch growth between the init snapshot and the end of profiling.
 NON_TORCH_BYTES_TP1 = int(0.25 * GiB)  # cuBLAS workspaces, backend buffers (TP1 PP1 rows)
 NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP4 rows)
-# TP > 1 on NVSwitch (SXM) Hopper/Blackwell: 2.06–2.13 GiB in the TP2/TP4 rows, i.e. ≈1.82 GiB
-# above TP1 — NCCL (NVLS) and custom all-reduce buffers (mechanism UNVERIFIED).
-NON_TORCH_BYTES_TP_NVSWITCH = int(1.82 * GiB)
+# TP > 1 adds NCCL's connection buffers and the custom all-reduce buffers, by interconnect
+# (engines/interconnect.py): 1.75 GiB on NVSwitch H100/H200, 0.05 GiB on PCIe pairs. The
+# calibration rows measured ≈1.82 GiB above TP1 on H100 SXM (TP2/TP4) and 0.05 GiB on L40S TP2.
+NON_TORCH_BYTES_TP_NVSWITCH_MEASURED = int(1.82 * GiB)  # reported by calibrate.py, not used
 # CUDA graphs: one piecewise graph per layer per capture size plus a shared pool. Refitted on
 # all 22 replayable rows once the gemma-2, gpt-oss and DeepSeek-V2-Lite rows became plannable
 # (was 0.23 GiB + 0.38 MiB on the 18 dense/Mixtral rows).
@@ -445,11 +447,10 @@ def has_nvswitch(gpu: GpuSpec) -> bool:
 
 
 def non_torch_bytes(d: Deployment, gpu: GpuSpec) -> int:
-    """Non-torch memory growth during start-up (estimate, from the calibration rows)."""
+    """Non-torch memory growth during start-up: cuBLAS/backend buffers (TP1 rows), + NCCL and
+    custom all-reduce buffers at TP > 1 as the interconnect sets them (engines/interconnect.py)."""
     base = NON_TORCH_BYTES_PP_ONLY if d.pipeline_parallel_size > 1 else NON_TORCH_BYTES_TP1
-    if d.tensor_parallel_size > 1 and has_nvswitch(gpu):
-        base += NON_TORCH_BYTES_TP_NVSWITCH
-    return base
+    return base + interconnect.tp_bytes(gpu, d.tensor_parallel_size, "vllm")
 
 
 def cudagraph_capture_sizes(d: Deployment) -> int:
