@@ -310,7 +310,8 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     def warmup_peak(tp_: int) -> int:
         d = warm_dep if tp_ == tp else warm_dep.model_copy(update={"tensor_parallel_size": tp_})
         return (vllm.activation_bytes(m, d, last_stage=True)
-                + tgi.prefill_logits_bytes(m, era, tp_, prefill, dep.dtype))
+                + tgi.prefill_logits_bytes(m, era, tp_, prefill, dep.dtype)
+                + tgi.vision_warmup_bytes(m, v, tp_, dep.dtype))
 
     warmup = warmup_peak(tp)
 

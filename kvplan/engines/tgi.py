@@ -226,6 +226,26 @@ def prefill_logits_bytes(m: ModelSpec, era: TgiEra, tp: int, prefill_tokens: int
     return full + (full // tp if tp > 1 else 0)
 
 
+# From 2.1 the router's warm-up puts one image into its first request ("1 request is enough to
+# test vision heads": backends/v3/src/client/grpc_client.rs `warmup` and WARMUP_IMAGE_BASE64 in
+# backends/client/src/lib.rs at v3.3.4; router/client/src/lib.rs from v2.1.0). The image
+# processor resizes it to the tower's image size, so a SigLIP tower sees (image / patch)²
+# patches, through TGI's eager attention (custom_modeling/siglip.py `SiglipAttention.forward`,
+# v2.2.0 – v3.3.4): scores of heads/tp × N² in the model dtype, their fp32 softmax and its cast
+# back are alive together, 2 × dtype + 4 bytes per score.
+WARMUP_IMAGE_FROM = (2, 1, 0)
+SIGLIP_HEAD_DIM = 72  # SigLIP-so400m (Gemma 3, PaliGemma 2): 1152 = 16 heads × 72
+
+
+def vision_warmup_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, dtype: str) -> int:
+    """Peak of the warm-up image's attention scores in a SigLIP tower (0 without one)."""
+    if m.vision is None or m.vision.kind != "siglip" or v < WARMUP_IMAGE_FROM:
+        return 0
+    patches = (m.vision.image_size // m.vision.patch_size) ** 2
+    heads = max(1, m.vision.hidden_size // SIGLIP_HEAD_DIM // tp)
+    return heads * patches * patches * (2 * DTYPE_BYTES[dtype] + 4)
+
+
 def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
     """layers × kv_heads_per_gpu × head_dim × 2 × dt: TGI allocates every layer fully (no
     sliding-window savings)."""
