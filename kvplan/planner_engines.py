@@ -327,7 +327,7 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
     problems += res.problems
     problems.append(Problem(
         code="tgi-upper-bound", severity="warning",
-        message="TGI capacity is an upper bound: both replayed TGI logs held more memory at "
+        message="TGI capacity is an upper bound: the replayed TGI logs held more memory at "
         "warm-up than kvplan models and got fewer KV tokens (README accuracy table)"))
     length = res.max_total_tokens
     n = workload.target_concurrency
