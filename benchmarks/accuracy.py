@@ -273,7 +273,8 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
         ctx = int(row["context_length"]) if row["context_length"] else None
         actual = int(row["max_total_num_tokens"])
 
-        def tokens(total_gib: float | None, fraction: float | None) -> tuple[int, object]:
+        def tokens(total_gib: float | None, fraction: float | None, m=m, g=g, row=row, tp=tp,
+                   ctx=ctx) -> tuple[int, object]:
             p = plan(m, g, engine="sglang", engine_version=row["sglang_version"], tensor_parallel_size=tp,
                      gpu_memory_gib=total_gib, gpu_memory_utilization=fraction, max_model_len=ctx)
             return p.kv_cache.tokens, p
@@ -376,7 +377,7 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
         m = _tgi_model(row)
         g = resolve_gpu(row["gpu"])
 
-        def run(total_gib: float | None = None):  # noqa: ANN202
+        def run(total_gib: float | None = None, m=m, g=g, row=row, shards=shards):  # noqa: ANN202
             return plan(m, g, engine="tgi", engine_version=row["tgi_version"], tensor_parallel_size=shards,
                         gpu_memory_utilization=float(row["cuda_memory_fraction"]),
                         max_num_batched_tokens=int(row["max_batch_prefill_tokens"]) if row["max_batch_prefill_tokens"] else None,

@@ -19,10 +19,15 @@ staging buffers, plus the custom all-reduce IPC buffers where the engine enables
     torch.distributed device group and their own PyNccl communicator
     (vllm/distributed/parallel_state.py `GroupCoordinator`, vllm/distributed/device_communicators/
     pynccl.py; SGLang's copies under sglang/srt/distributed/); TGI one, torch's ProcessGroupNCCL
-    (server/text_generation_server/utils/dist.py `initialize_torch_distributed`).
-  - NVLink SHARP (NVLS) buffers are not counted: NVLS needs NCCL's cuMem allocator, and vLLM
-    and SGLang set NCCL_CUMEM_ENABLE=0 (SGLang also NCCL_NVLS_ENABLE=0 unless
-    --enable-nccl-nvls: sglang/srt/entrypoints/engine.py `_set_envs_and_config`, PR 631).
+    (server/text_generation_server/utils/dist.py `initialize_torch_distributed`, v2.2.0: one
+    WORLD group, and no NCCL at all for a single shard).
+  - NVLink SHARP (NVLS) buffers are not counted: NVLS needs NCCL's cuMem allocator, which vLLM
+    turns off (vllm/env_override.py sets NCCL_CUMEM_ENABLE=0 unless multi-node NVLink IMEX
+    channels exist, "it will cost 1~2 GiB GPU memory with cudagraph+allreduce", NVIDIA/nccl
+    issue 1234; read in 2025 versions, UNVERIFIED at 0.33) and SGLang too (NCCL_CUMEM_ENABLE=0,
+    NCCL_NVLS_ENABLE=0 unless --enable-nccl-nvls: sglang/srt/entrypoints/engine.py
+    `_set_envs_and_config`, PR 631). TGI leaves NCCL's defaults (so NVLS may add memory at
+    TP > 2 on NVSwitch systems; not modelled, no log to check it).
 * **Custom all-reduce** (vLLM, SGLang; vllm/distributed/device_communicators/custom_all_reduce.py,
   SGLang's copy adapted from vLLM 0.6.4.post1): only for world sizes 2, 4, 6, 8, and beyond 2
   GPUs only when they are fully NVLink-connected ("not supported on more than two PCIe-only
