@@ -104,16 +104,43 @@ def test_tgi_3090_row_given_the_memory_in_use_before_start():
     """TGI issue 1856: Llama-3-8B-Instruct on an RTX 3090 with TGI 1.4, 'Initial VRAM usage:
     0.7 GB' (a desktop GPU), 'setting max batch total tokens to 38928'. With that 0.65 GiB
     taken off the device total, kvplan's 1.4.1–2.2 accounting gives the same tokens (±1 %)."""
-    from kvplan.hf_config import spec_from_config
-
-    base = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
-    import json
-
-    from kvplan.catalog import data_dir, find_model_entry
-
-    cfg = json.loads((data_dir("model_specs") / find_model_entry(base.id).config).read_text())
-    cfg = {k: v for k, v in cfg.items() if k != "rope_scaling"} | {"max_position_embeddings": 8192}
-    m = spec_from_config(cfg, model_id="meta-llama/Meta-Llama-3-8B-Instruct", source="test")
+    m = _llama3_8b()
     g = resolve_gpu("rtx-3090")
     p = plan(m, g, engine="tgi", engine_version="1.4.5", gpu_memory_gib=g.cuda_total_bytes / GiB - 0.65)
     assert abs(p.kv_cache.tokens / 38928 - 1) < 0.01
+
+
+def _llama3_8b(quantization: dict | None = None):
+    import json
+
+    from kvplan.catalog import data_dir, find_model_entry
+    from kvplan.hf_config import spec_from_config
+
+    cfg = json.loads((data_dir("model_specs") / find_model_entry(
+        "meta-llama/Llama-3.1-8B-Instruct").config).read_text())
+    cfg = {k: v for k, v in cfg.items() if k != "rope_scaling"} | {"max_position_embeddings": 8192}
+    if quantization:
+        cfg["quantization_config"] = quantization
+    return spec_from_config(cfg, model_id="meta-llama/Meta-Llama-3-8B-Instruct", source="test")
+
+
+def test_tgi_awq_split_k_buffer():
+    """llm-awq's gemm_forward_cuda (TGI utils/awq/quantize/qmodule.py, split_k_iters=8) writes
+    [8, tokens, out] fp16 partial sums: Llama-3-8B's fused gate_up (2 × 14336) over the 4096
+    warm-up tokens of TGI 1.4 = 8 × 4096 × 28672 × 2 B = 1.75 GiB. From 2.1.1 AWQ runs on
+    GPTQ-Marlin on compute capability ≥ 8.0 (no such buffer); a T4 (7.5) keeps it."""
+    awq = _llama3_8b({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                      "version": "gemm"})
+    assert tgi.awq_workspace_bytes(awq, (1, 4, 5), 1, 4096, 8.6) == 8 * 4096 * 28672 * 2
+    assert tgi.awq_workspace_bytes(awq, (2, 2, 0), 1, 4096, 8.6) == 0
+    assert tgi.awq_workspace_bytes(awq, (2, 2, 0), 1, 4096, 7.5) == 8 * 4096 * 28672 * 2
+    assert tgi.awq_workspace_bytes(_llama3_8b(), (1, 4, 5), 1, 4096, 8.6) == 0
+
+
+def test_tgi_3090_awq_row():
+    """TGI issue 1856: llama-3-8b-instruct-awq on an RTX 3090 with TGI 1.4, 'setting max batch
+    total tokens to 104384'; with the AWQ buffer kvplan lands within 2 % (13.9 % without)."""
+    awq = _llama3_8b({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                      "version": "gemm"})
+    p = plan(awq, "rtx-3090", engine="tgi", engine_version="1.4.5")
+    assert abs(p.kv_cache.tokens / 104384 - 1) < 0.02

@@ -246,6 +246,37 @@ def vision_warmup_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, dtype: s
     return heads * patches * patches * (2 * DTYPE_BYTES[dtype] + 4)
 
 
+# AWQ checkpoints run through llm-awq's GEMM (utils/awq/quantize/qmodule.py `WQLinear.forward`
+# at v1.1.0 – v2.1.0, layers/awq/quantize/ later) with split_k_iters = 8: the kernel writes 8
+# partial products [8, tokens, out] in fp16 and returns their sum (awq_inference_engine
+# `gemm_forward_cuda`). From 2.1.1 AWQ uses the GPTQ-Marlin kernels on compute capability
+# ≥ 8.0 instead (utils/weights.py / layers/gptq `can_use_gptq_marlin`), which need no such
+# buffer. The widest AWQ GEMM is TGI's fused gate_up (2 × intermediate) or qkv projection.
+AWQ_SPLIT_K = 8
+AWQ_MARLIN_FROM = (2, 1, 1)
+
+
+def awq_workspace_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: int,
+                        compute_capability: float | None) -> int:
+    """The split-K partial sums of the widest AWQ GEMM in the warm-up prefill (0 otherwise)."""
+    q = m.quantization
+    if q is None or q.method != "awq" or m.moe is not None:
+        return 0
+    if v >= AWQ_MARLIN_FROM and (compute_capability is None or compute_capability >= 8.0):
+        return 0
+    widest = max(2 * m.intermediate_size,
+                 (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim) // tp
+    return AWQ_SPLIT_K * tokens * widest * 2
+
+
+def warmup_extra_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: int, dtype: str,
+                       compute_capability: float | None) -> int:
+    """What TGI's warm-up holds beyond a plain prefill: the warm-up image through a SigLIP
+    tower, AWQ's split-K buffer."""
+    return (vision_warmup_bytes(m, v, tp, dtype)
+            + awq_workspace_bytes(m, v, tp, tokens, compute_capability))
+
+
 def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
     """layers × kv_heads_per_gpu × head_dim × 2 × dt: TGI allocates every layer fully (no
     sliding-window savings)."""
