@@ -330,16 +330,15 @@ TGI_GAP = ("The last column converts each miss into the memory TGI held at warm-
            "context + weights + warm-up estimate (divided by the era's wiggle room where it scales "
            "the free memory). TGI sizes the KV cache before it captures its CUDA graphs (decode "
            "sizes [1, 2, 4, 8, 16, 32] by default; flash_causal_lm.py `warmup` from v1.x to v3.3), "
-           "so graphs are no part of the gap. Two warm-up mechanisms are modelled from TGI's code: "
-           "the warm-up image through TGI's eager SigLIP attention (≥ 2.1, Gemma 3: 1 GiB at TP2) "
-           "and llm-awq's split-K GEMM buffer for AWQ before GPTQ-Marlin (8 × tokens × widest "
-           "GEMM, 1.75 GiB on the 3090 AWQ row). The 3090 bf16 gap equals the 0.7 GB its poster "
+           "so graphs are no part of the gap. Three warm-up mechanisms are modelled from TGI's code: "
+           "the warm-up image through TGI's eager SigLIP attention (≥ 2.1, Gemma 3: 1 GiB at TP2), "
+           "Gemma 3's image-aware L × L prefill masks (≥ 3.3: 10 B per element, 0.6 GiB at 8000 "
+           "tokens) and llm-awq's split-K GEMM buffer for AWQ before GPTQ-Marlin (8 × tokens × "
+           "widest GEMM, 1.75 GiB on the 3090 AWQ row). The 3090 bf16 gap equals the 0.7 GB its poster "
            "saw in use before starting (a desktop GPU): given that, the row replays within 1 %; "
            "whether the AWQ test ran with the same 0.7 GB is not stated (with it: −4.7 %). What "
-           "the A10G rows (2.0–2.2: 1.1–1.3 GiB) and the Gemma 3 row (1.8 GiB, where Gemma 3's "
-           "image-aware L × L attention masks, vlm_causal_lm.py v3.3.4, are a candidate) held "
-           "beyond that is not identified: no constant was fitted to it, so TGI capacity stays an "
-           "upper bound.")
+           "the A10G rows (2.0–2.2: 1.1–1.3 GiB) and the Gemma 3 row (1.2 GiB) held beyond that is "
+           "not identified: no constant was fitted to it, so TGI capacity stays an upper bound.")
 TGI_LOGS = HERE / "data" / "tgi_logs.csv"
 
 

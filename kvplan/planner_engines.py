@@ -311,7 +311,8 @@ def _tgi(m: ModelSpec, g: GpuSpec, dep: Any, quant: Any, opts: dict[str, Any], v
         d = warm_dep if tp_ == tp else warm_dep.model_copy(update={"tensor_parallel_size": tp_})
         return (vllm.activation_bytes(m, d, last_stage=True)
                 + tgi.prefill_logits_bytes(m, era, tp_, prefill, dep.dtype)
-                + tgi.warmup_extra_bytes(m, v, tp_, prefill, dep.dtype, cc))
+                + tgi.warmup_extra_bytes(m, v, tp_, prefill, dep.dtype, cc,
+                                         lengths.max_input_tokens))
 
     warmup = warmup_peak(tp)
 

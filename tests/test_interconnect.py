@@ -144,3 +144,14 @@ def test_tgi_3090_awq_row():
                       "version": "gemm"})
     p = plan(awq, "rtx-3090", engine="tgi", engine_version="1.4.5")
     assert abs(p.kv_cache.tokens / 104384 - 1) < 0.02
+
+
+def test_tgi_gemma3_prefill_masks():
+    """vlm_causal_lm.py `forward` + flash_gemma3_modeling.py (v3.3.4): bool mask, float32
+    additive mask, sliding bool mask, float32 local mask over L × L for the one 8000-token
+    warm-up request: 10 × 8000² B. Not in 3.2.x (different code, not read) nor for text models."""
+    m = resolve_model("google/gemma-3-27b-it")
+    assert tgi.gemma3_mask_bytes(m, (3, 3, 4), 8000, None) == 10 * 8000 * 8000
+    assert tgi.gemma3_mask_bytes(m, (3, 3, 4), 8000, 4000) == 10 * 2 * 4000 * 4000
+    assert tgi.gemma3_mask_bytes(m, (3, 2, 0), 8000, None) == 0
+    assert tgi.gemma3_mask_bytes(resolve_model("google/gemma-2-27b-it"), (3, 3, 4), 8000, None) == 0

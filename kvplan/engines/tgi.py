@@ -269,12 +269,33 @@ def awq_workspace_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: 
     return AWQ_SPLIT_K * tokens * widest * 2
 
 
+# Gemma 3 prefills with image-aware attention masks (models/vlm_causal_lm.py `forward` and
+# custom_modeling/flash_gemma3_modeling.py at v3.3.0 – v3.3.7): a bool [B, 1, L, L] mask
+# (get_attention_mask), its additive copy from torch.where with Python scalars (float32), the
+# sliding-window bool mask and the local additive mask (float32) stay alive through the layers:
+# 1 + 4 + 1 + 4 bytes per element, L the longest warm-up request. 3.2.x built them differently
+# (not read).
+GEMMA3_MASKS_FROM = (3, 3, 0)
+GEMMA3_MASK_BYTES_PER_ELEMENT = 1 + 4 + 1 + 4
+
+
+def gemma3_mask_bytes(m: ModelSpec, v: tuple[int, int, int], tokens: int,
+                      max_input_tokens: int | None) -> int:
+    """Gemma 3's prefill masks for the warm-up batch: requests of min(max_input, tokens)."""
+    if m.model_type != "gemma3" or m.vision is None or v < GEMMA3_MASKS_FROM or tokens <= 0:
+        return 0
+    length = min(tokens, max_input_tokens) if max_input_tokens else tokens
+    requests = -(-tokens // length)
+    return GEMMA3_MASK_BYTES_PER_ELEMENT * requests * length * length
+
+
 def warmup_extra_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: int, dtype: str,
-                       compute_capability: float | None) -> int:
+                       compute_capability: float | None, max_input_tokens: int | None = None) -> int:
     """What TGI's warm-up holds beyond a plain prefill: the warm-up image through a SigLIP
-    tower, AWQ's split-K buffer."""
+    tower, AWQ's split-K buffer, Gemma 3's attention masks."""
     return (vision_warmup_bytes(m, v, tp, dtype)
-            + awq_workspace_bytes(m, v, tp, tokens, compute_capability))
+            + awq_workspace_bytes(m, v, tp, tokens, compute_capability)
+            + gemma3_mask_bytes(m, v, tokens, max_input_tokens))
 
 
 def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
