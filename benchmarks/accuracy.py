@@ -1,11 +1,17 @@
-"""Replay real vLLM start-up logs through kvplan and report the error of every component.
+"""Replay real vLLM, SGLang and TGI start-up logs through kvplan and report the error of every
+component.
 
     python benchmarks/accuracy.py                  # table on stdout
     python benchmarks/accuracy.py --update-readme  # also rewrite the README's accuracy table
 
-Rows come from benchmarks/data/vllm_calibration.csv (one public log per row, URL in `source`).
-Each row is planned with that row's engine version, device total, flags and GPU; a row kvplan
-cannot model yet is listed with the reason, never silently dropped.
+Rows come from benchmarks/data/ (vllm_calibration.csv + vllm_llmd_extra.csv, sglang_logs.csv,
+tgi_logs.csv; one public log per row, URL in `source`). Each engine is reported two ways:
+*end-to-end*, planned from the GPU spec, flags and version alone (what a user gets), and
+*conditional*, given what the log itself measured (vLLM: its device total; SGLang: its free
+memory before loading; TGI: memory in use before start where the log states it). Where a
+constant was fitted on these logs, a *leave-one-out* column refits it without the row (vLLM:
+benchmarks/calibrate.py's constants; SGLang: the TP1 context). A row kvplan cannot model is
+listed with the reason, never silently dropped.
 """
 
 from __future__ import annotations
