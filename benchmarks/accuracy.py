@@ -444,7 +444,7 @@ def allocator_line() -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n")[:2]))
     ap.add_argument("--update-readme", action="store_true")
     args = ap.parse_args()
     table, errors, skipped = run()
