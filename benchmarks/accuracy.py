@@ -399,8 +399,8 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
         label = f"{row['model'].split('/')[-1]} ×{shards} {row['gpu']}"
         if row["expected"]:
             got = "fits" if p.fits else "fails"
-            outcomes.append(f"- {label} ({row['tgi_version']}, [log]({row['source']})): the log {row['expected']} "
-                            f"to start; kvplan says it {got} "
+            outcomes.append(f"- {label} ({row['tgi_version']}, [log]({row['source']})): the start-up {row['expected']} in "
+                            f"the log; kvplan says it {got} "
                             f"({', '.join(x.code for x in p.problems if x.severity == 'error') or 'no error'})"
                             + (" ✓" if got == row["expected"] else " ✗"))
             continue
@@ -417,7 +417,8 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
         era = tgi.select_era(vllm.parse_version(row["tgi_version"]))
         scale = 1.0 if era.wiggle_on_budget else era.wiggle_room
         extra = (p.kv_cache.tokens - actual) * p.kv_cache.bytes_per_token / scale / GiB
-        lines.append(f"| [{label}]({row['source']}) ({row['tgi_version']}\\*) | {p.engine.era} | "
+        cell = f"[{label}]({row['source']})" if row["source"].startswith("http") else f"{label} ({row['source']})"
+        lines.append(f"| {cell} ({row['tgi_version']}\\*) | {p.engine.era} | "
                      f"{p.kv_cache.block_size} | {p.kv_cache.tokens:,} | {actual:,} | {err:+.2f}% | {cond_cell} | "
                      f"{extra:.2f} |")
         notes.append(f"- {label}: version {row['version_note']}"
