@@ -452,7 +452,10 @@ def main() -> None:
     n = max(len(v) for v in errors.values())
     text = "\n".join([
         f"Replayed {n} vLLM start-up logs (`benchmarks/data/vllm_calibration.csv` and "
-        "`vllm_llmd_extra.csv`); error = (kvplan − log) / log.", "", *table, "",
+        "`vllm_llmd_extra.csv`); error = (kvplan − log) / log. The component columns are conditional "
+        "on each log's own device total; the last two plan the KV tokens end-to-end (the GPU "
+        "spec's total) and leave-one-out (benchmarks/calibrate.py's constants refitted without "
+        "the row).", "", *table, "",
         f"Not replayed yet ({len(skipped)} rows):", "", *skipped,
     ])
     sg_table, sg_errors, sg_skipped = run_sglang()
