@@ -1,4 +1,5 @@
-"""Derive the few empirical constants of kvplan/engines/vllm.py from the calibration logs.
+"""Derive the few empirical constants of kvplan/forward.py and kvplan/engines/vllm.py from the
+calibration logs.
 
     python benchmarks/calibrate.py
 
@@ -20,12 +21,15 @@ sys.path.insert(0, str(HERE.parent))
 from rowdata import load_rows  # noqa: E402
 
 from kvplan.catalog import find_model_entry, load_catalog_model  # noqa: E402
+from kvplan import forward as fwd  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
 from kvplan.units import DTYPE_BYTES, GiB, MiB  # noqa: E402
 
 
-def main() -> None:
-    rows = [r for r in load_rows() if r["vllm_version"]]
+def fit(rows: list[dict[str, str]]) -> tuple[dict[str, float], dict[str, int]]:
+    """The constants fitted on `rows` (vllm.py attribute name → value in the code's units: bytes
+    for *_BYTES*, plain numbers otherwise), and how many rows fed each group."""
+    rows = [r for r in rows if r["vllm_version"]]
     sampler, forward, forward_v0, nt_tp1, nt_pp, nt_tp, graphs = [], [], [], [], [], [], []
     for r in rows:
         entry = find_model_entry(r["model"])
@@ -69,26 +73,41 @@ def main() -> None:
                                 max_model_len=int(r["max_model_len"]), max_num_seqs=seqs,
                                 max_num_batched_tokens=tokens, gpu_memory_utilization=0.9,
                                 block_size=16, gpu_total_bytes=1, sources={})
-            graphs.append((layers * vllm.cudagraph_capture_sizes(d), float(est.group(1)) * GiB))
+            graphs.append((layers * fwd.cudagraph_capture_sizes(d), float(est.group(1)) * GiB))
 
-    def show(name: str, fitted: float, current: float) -> None:
-        print(f"{name:34s} fitted {fitted:12.4f}   in code {current:12.4f}")
-
-    show("SAMPLER_BYTES_PER_LOGIT", statistics.median(sampler), vllm.SAMPLER_BYTES_PER_LOGIT)
-    show("FORWARD_HIDDEN_BUFFERS", statistics.median(forward), vllm.FORWARD_HIDDEN_BUFFERS)
-    show("FORWARD_HIDDEN_BUFFERS_V0", statistics.median(forward_v0), vllm.FORWARD_HIDDEN_BUFFERS_V0)
-    show("NON_TORCH_BYTES_TP1 (GiB)", statistics.median(nt_tp1), vllm.NON_TORCH_BYTES_TP1 / GiB)
-    show("NON_TORCH_BYTES_PP_ONLY (GiB)", statistics.median(nt_pp), vllm.NON_TORCH_BYTES_PP_ONLY / GiB)
-    show("NON_TORCH_BYTES_TP_NVSWITCH (GiB)", statistics.median(nt_tp) - statistics.median(nt_tp1),
-         vllm.NON_TORCH_BYTES_TP_NVSWITCH / GiB)
-    # Least squares: graph bytes = pool + per × (layers × capture sizes).
     xs, ys = [g[0] for g in graphs], [g[1] for g in graphs]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     per = sum((x - mx) * (y - my) for x, y in graphs) / sum((x - mx) ** 2 for x in xs)
-    show("CUDAGRAPH_POOL_BYTES (GiB)", (my - per * mx) / GiB, vllm.CUDAGRAPH_POOL_BYTES / GiB)
-    show("CUDAGRAPH_BYTES_PER_LAYER_GRAPH (MiB)", per / MiB, vllm.CUDAGRAPH_BYTES_PER_LAYER_GRAPH / MiB)
-    print(f"\nrows: sampler {len(sampler)}, forward {len(forward)} (V0: {len(forward_v0)}), non-torch "
-          f"{len(nt_tp1)}/{len(nt_pp)}/{len(nt_tp)}, graph estimates {len(graphs)}")
+    fitted = {
+        "SAMPLER_BYTES_PER_LOGIT": statistics.median(sampler),
+        "FORWARD_HIDDEN_BUFFERS": statistics.median(forward),
+        "FORWARD_HIDDEN_BUFFERS_V0": statistics.median(forward_v0),
+        "NON_TORCH_BYTES_TP1": int(statistics.median(nt_tp1) * GiB),
+        "NON_TORCH_BYTES_PP_ONLY": int(statistics.median(nt_pp) * GiB),
+        # Least squares: graph bytes = pool + per × (layers × capture sizes).
+        "CUDAGRAPH_POOL_BYTES": int(my - per * mx),
+        "CUDAGRAPH_BYTES_PER_LAYER_GRAPH": int(per),
+    }
+    nt_nvswitch = statistics.median(nt_tp) - statistics.median(nt_tp1)
+    return fitted | {"_nt_tp_above_tp1_gib": nt_nvswitch}, {
+        "sampler": len(sampler), "forward": len(forward), "forward_v0": len(forward_v0),
+        "non-torch tp1": len(nt_tp1), "non-torch pp": len(nt_pp), "non-torch tp": len(nt_tp),
+        "graph estimates": len(graphs)}
+
+
+def main() -> None:
+    fitted, counts = fit(load_rows())
+    for name, value in fitted.items():
+        if name.startswith("_"):
+            continue
+        current = getattr(vllm, name)
+        unit, scale = {"NON_TORCH_BYTES_TP1": (" (GiB)", GiB), "NON_TORCH_BYTES_PP_ONLY": (" (GiB)", GiB),
+                       "CUDAGRAPH_POOL_BYTES": (" (GiB)", GiB),
+                       "CUDAGRAPH_BYTES_PER_LAYER_GRAPH": (" (MiB)", MiB)}.get(name, ("", 1))
+        print(f"{name + unit:40s} fitted {value / scale:12.4f}   in code {current / scale:12.4f}")
+    print(f"{'TP>1 non-torch above TP1, median (GiB)':40s} measured {fitted['_nt_tp_above_tp1_gib']:10.4f}   "
+          "(not fitted: engines/interconnect.py derives it from the GPU's link)")
+    print("\nrows: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 if __name__ == "__main__":

@@ -21,18 +21,24 @@ from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source, VisionSpec
 from ..units import GiB, MiB
 from ..versions import parse_version
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from . import interconnect
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
-# Memory in use before the weights load (CUDA context, cuBLAS, NCCL): 0.59 GiB at TP1 and
-# 2.51 GiB at TP8 on H200 in public SGLang logs ("Load weight begin. avail mem=…": PR 4826
-# TP1 139.21 GB free of 139.80; PR 11716 TP8 137.29 GB free). Estimates.
+# Memory in use before the weights load at TP1 (CUDA context, cuBLAS): 0.59 GiB on H200 in a
+# public SGLang log ("Load weight begin. avail mem=…": PR 4826 TP1 139.21 GB free of 139.80).
+# An estimate; the TP1 rows of benchmarks/data/sglang_logs.csv range 0.3–0.9 GiB (the
+# benchmark reports its leave-one-out error). TP > 1 adds NCCL and custom all-reduce buffers by
+# interconnect (engines/interconnect.py): SGLang connects them before loading, in
+# `get_available_gpu_memory(distributed=True)`'s all-reduce and PyNccl's warm-up all-reduce.
 CONTEXT_BYTES_TP1 = int(0.59 * GiB)
-CONTEXT_BYTES_TP_EXTRA = int(1.92 * GiB)
 
 
-def context_bytes(tp: int) -> int:
-    return CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+def context_bytes(tp: int, gpu: GpuSpec | None = None, tp1_bytes: int | None = None) -> int:
+    """Memory in use before the weights: the TP1 context + what TP adds on this interconnect
+    (a PCIe part when `gpu` is None)."""
+    base = CONTEXT_BYTES_TP1 if tp1_bytes is None else tp1_bytes
+    return base + interconnect.tp_bytes(gpu, tp, "sglang")
 
 
 def gpu_mem_mib(gpu: GpuSpec, total_bytes: int) -> int:
@@ -225,10 +231,11 @@ class SglangResult:
 
 def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, kv_dtype: str,
                 mem_fraction: float, ctx: int, chunked: int, runtime_bytes: int,
-                max_total_tokens: int | None = None, swa_pool: bool = True) -> SglangResult:
+                max_total_tokens: int | None = None, swa_pool: bool = True,
+                gpu: GpuSpec | None = None) -> SglangResult:
     """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
     --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs)."""
-    free_before = total_bytes - context_bytes(tp)
+    free_before = total_bytes - context_bytes(tp, gpu)
     rest = math.floor(mem_fraction * free_before) - weights_bytes
     cell, _, _ = cell_bytes(m, tp, kv_dtype, swa_pool)
     tokens = max(0, rest) // cell
@@ -375,9 +382,9 @@ class SglangEngine(Engine):
         res = plan_memory(m, total_bytes=dep.gpu_total_bytes, tp=tp, weights_bytes=wm.reserved_bytes,
                           kv_dtype=dep.kv_cache_dtype, mem_fraction=dep.gpu_memory_utilization,
                           ctx=ctx, chunked=d.chunked_prefill, runtime_bytes=activation + graphs,
-                          max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool)
+                          max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu)
         stage = Stage(m.num_layers // pp, wm.reserved_bytes, wm.tensor_bytes, activation,
-                      context_bytes(tp), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
+                      context_bytes(tp, gpu), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
         return MemoryResult(
             era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
             stages=[stage], cudagraph_in_budget=False,

@@ -29,12 +29,13 @@ from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
+from . import interconnect
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
-# Memory in use before the weights (CUDA context, cuBLAS; + NCCL at TP > 1): vLLM's measured
-# H200 figure, and the SGLang TP8 log's increment for NCCL. Estimates.
+# Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
+# TP > 1 adds one NCCL communicator's buffers (torch's ProcessGroupNCCL; TGI has no custom
+# all-reduce) by interconnect: engines/interconnect.py. Estimates.
 CONTEXT_BYTES_TP1 = int(0.70 * GiB)
-CONTEXT_BYTES_TP_EXTRA = int(1.92 * GiB)
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,78 @@ def prefill_logits_bytes(m: ModelSpec, era: TgiEra, tp: int, prefill_tokens: int
     return full + (full // tp if tp > 1 else 0)
 
 
+# From 2.1 the router's warm-up puts one image into its first request ("1 request is enough to
+# test vision heads": backends/v3/src/client/grpc_client.rs `warmup` and WARMUP_IMAGE_BASE64 in
+# backends/client/src/lib.rs at v3.3.4; router/client/src/lib.rs from v2.1.0). The image
+# processor resizes it to the tower's image size, so a SigLIP tower sees (image / patch)²
+# patches, through TGI's eager attention (custom_modeling/siglip.py `SiglipAttention.forward`,
+# v2.2.0 – v3.3.4): scores of heads/tp × N² in the model dtype, their fp32 softmax and its cast
+# back are alive together, 2 × dtype + 4 bytes per score.
+WARMUP_IMAGE_FROM = (2, 1, 0)
+SIGLIP_HEAD_DIM = 72  # SigLIP-so400m (Gemma 3, PaliGemma 2): 1152 = 16 heads × 72
+
+
+def vision_warmup_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, dtype: str) -> int:
+    """Peak of the warm-up image's attention scores in a SigLIP tower (0 without one)."""
+    if m.vision is None or m.vision.kind != "siglip" or v < WARMUP_IMAGE_FROM:
+        return 0
+    patches = (m.vision.image_size // m.vision.patch_size) ** 2
+    heads = max(1, m.vision.hidden_size // SIGLIP_HEAD_DIM // tp)
+    return heads * patches * patches * (2 * DTYPE_BYTES[dtype] + 4)
+
+
+# AWQ checkpoints run through llm-awq's GEMM (utils/awq/quantize/qmodule.py `WQLinear.forward`
+# at v1.1.0 – v2.1.0, layers/awq/quantize/ later) with split_k_iters = 8: the kernel writes 8
+# partial products [8, tokens, out] in fp16 and returns their sum (awq_inference_engine
+# `gemm_forward_cuda`). From 2.1.1 AWQ uses the GPTQ-Marlin kernels on compute capability
+# ≥ 8.0 instead (utils/weights.py / layers/gptq `can_use_gptq_marlin`), which need no such
+# buffer. The widest AWQ GEMM is TGI's fused gate_up (2 × intermediate) or qkv projection.
+AWQ_SPLIT_K = 8
+AWQ_MARLIN_FROM = (2, 1, 1)
+
+
+def awq_workspace_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: int,
+                        compute_capability: float | None) -> int:
+    """The split-K partial sums of the widest AWQ GEMM in the warm-up prefill (0 otherwise)."""
+    q = m.quantization
+    if q is None or q.method != "awq" or m.moe is not None:
+        return 0
+    if v >= AWQ_MARLIN_FROM and (compute_capability is None or compute_capability >= 8.0):
+        return 0
+    widest = max(2 * m.intermediate_size,
+                 (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim) // tp
+    return AWQ_SPLIT_K * tokens * widest * 2
+
+
+# Gemma 3 prefills with image-aware attention masks (models/vlm_causal_lm.py `forward` and
+# custom_modeling/flash_gemma3_modeling.py at v3.3.0 – v3.3.7): a bool [B, 1, L, L] mask
+# (get_attention_mask), its additive copy from torch.where with Python scalars (float32), the
+# sliding-window bool mask and the local additive mask (float32) stay alive through the layers:
+# 1 + 4 + 1 + 4 bytes per element, L the longest warm-up request. 3.2.x built them differently
+# (not read).
+GEMMA3_MASKS_FROM = (3, 3, 0)
+GEMMA3_MASK_BYTES_PER_ELEMENT = 1 + 4 + 1 + 4
+
+
+def gemma3_mask_bytes(m: ModelSpec, v: tuple[int, int, int], tokens: int,
+                      max_input_tokens: int | None) -> int:
+    """Gemma 3's prefill masks for the warm-up batch: requests of min(max_input, tokens)."""
+    if m.model_type != "gemma3" or m.vision is None or v < GEMMA3_MASKS_FROM or tokens <= 0:
+        return 0
+    length = min(tokens, max_input_tokens) if max_input_tokens else tokens
+    requests = -(-tokens // length)
+    return GEMMA3_MASK_BYTES_PER_ELEMENT * requests * length * length
+
+
+def warmup_extra_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: int, dtype: str,
+                       compute_capability: float | None, max_input_tokens: int | None = None) -> int:
+    """What TGI's warm-up holds beyond a plain prefill: the warm-up image through a SigLIP
+    tower, AWQ's split-K buffer, Gemma 3's attention masks."""
+    return (vision_warmup_bytes(m, v, tp, dtype)
+            + awq_workspace_bytes(m, v, tp, tokens, compute_capability)
+            + gemma3_mask_bytes(m, v, tokens, max_input_tokens))
+
+
 def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
     """layers × kv_heads_per_gpu × head_dim × 2 × dt: TGI allocates every layer fully (no
     sliding-window savings)."""
@@ -243,10 +316,11 @@ def bytes_per_token(m: ModelSpec, tp: int, kv_dtype: str) -> int:
 FLASHINFER_WORKSPACE_BYTES = 128 * 1024 * 1024
 
 
-def context_bytes(tp: int, block: int = 16) -> int:
-    """Memory in use before the weights: CUDA context (+ NCCL at TP > 1), + FlashInfer's
-    workspace when it is the attention backend (1-token blocks)."""
-    return (CONTEXT_BYTES_TP1 + (CONTEXT_BYTES_TP_EXTRA if tp > 1 else 0)
+def context_bytes(tp: int, block: int = 16, gpu: GpuSpec | None = None) -> int:
+    """Memory in use at warm-up besides weights and activations: CUDA context, + one NCCL
+    communicator's buffers at TP > 1 on this interconnect (a PCIe part when `gpu` is None), +
+    FlashInfer's workspace when it is the attention backend (1-token blocks)."""
+    return (CONTEXT_BYTES_TP1 + interconnect.tp_bytes(gpu, tp, "tgi")
             + (FLASHINFER_WORKSPACE_BYTES if block == 1 else 0))
 
 
@@ -269,10 +343,10 @@ class TgiResult:
 def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights_bytes: int,
                 warmup_peak_bytes: int, kv_dtype: str, fraction: float, prefill_tokens: int,
                 max_input_tokens: int | None, max_total_tokens: int | None,
-                block: int) -> TgiResult:
+                block: int, gpu: GpuSpec | None = None) -> TgiResult:
     """Blocks by the era's formula (module docstring); used = context + weights + warm-up
     peak; tokens = blocks × block size."""
-    used = context_bytes(tp, block) + weights_bytes + warmup_peak_bytes
+    used = context_bytes(tp, block, gpu) + weights_bytes + warmup_peak_bytes
     per_token = bytes_per_token(m, tp, kv_dtype)
     per_block = per_token * block
     warm = 0
@@ -419,12 +493,15 @@ class TgiEngine(Engine):
         return dep.model_copy(update={"max_model_len": max_total, "max_input_tokens": max_input,
                                       "max_num_batched_tokens": prefill})
 
-    def _warmup_peak(self, m: ModelSpec, dep: Deployment, era: TgiEra) -> int:
-        """Eager PyTorch forward of one max_batch_prefill_tokens batch + its prompt logits."""
+    def _warmup_peak(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, era: TgiEra) -> int:
+        """Eager PyTorch forward of one max_batch_prefill_tokens batch + its prompt logits +
+        what the warm-up holds beyond a plain prefill (`warmup_extra_bytes`)."""
         warm = dep.model_copy(update={"max_num_seqs": 1})
+        tp, prefill = dep.tensor_parallel_size, dep.max_num_batched_tokens
         return (forward.activation_bytes(m, warm, last_stage=True, eager_v0=True)
-                + prefill_logits_bytes(m, era, dep.tensor_parallel_size,
-                                       dep.max_num_batched_tokens, dep.dtype))
+                + prefill_logits_bytes(m, era, tp, prefill, dep.dtype)
+                + warmup_extra_bytes(m, parse_version(dep.engine_version), tp, prefill, dep.dtype,
+                                     _capability(gpu), dep.max_input_tokens))
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
         from ..weights import heaviest_stage
@@ -433,12 +510,12 @@ class TgiEngine(Engine):
         era = select_era(v)
         tp = dep.tensor_parallel_size
         wm = heaviest_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=dep.quant)
-        warmup = self._warmup_peak(m, dep, era)
+        warmup = self._warmup_peak(m, gpu, dep, era)
         res = plan_memory(m, era, total_bytes=dep.gpu_total_bytes, tp=tp, weights_bytes=wm.reserved_bytes,
                           warmup_peak_bytes=warmup, kv_dtype=dep.kv_cache_dtype,
                           fraction=dep.gpu_memory_utilization, prefill_tokens=dep.max_num_batched_tokens,
                           max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
-                          block=dep.block_size)
+                          block=dep.block_size, gpu=gpu)
         problems = list(res.problems)
         if dep.sources.get("max_num_batched_tokens") != "cli":
             lengths = self._lengths(m, gpu, dep, dep.max_input_tokens
@@ -452,13 +529,13 @@ class TgiEngine(Engine):
                    if lengths.assumed else "")))
         problems.append(Problem(
             code="tgi-upper-bound", severity="warning",
-            message="TGI capacity is an upper bound: both replayed TGI logs held more memory at "
+            message="TGI capacity is an upper bound: the replayed TGI logs held more memory at "
             "warm-up than kvplan models and got fewer KV tokens (README accuracy table)"))
         length = res.max_total_tokens
         model_max = m.max_position_embeddings or dep.max_num_batched_tokens
         block = res.block_size
         stage = Stage(m.num_layers, wm.reserved_bytes, wm.tensor_bytes, warmup,
-                      context_bytes(tp, block), 0, res.kv_bytes, res.tokens // block,
+                      context_bytes(tp, block, gpu), 0, res.kv_bytes, res.tokens // block,
                       res.bytes_per_token * block)
         if era.wiggle_on_budget:
             budget = f"{era.wiggle_room:g} × cuda_memory_fraction {dep.gpu_memory_utilization:g} × total"

@@ -30,6 +30,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
 )
 from ..versions import parse_version
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from . import interconnect
 
 # ------------------------------------------------------------------------ eras
 
@@ -137,9 +138,10 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
 # Non-torch growth between the init snapshot and the end of profiling.
 NON_TORCH_BYTES_TP1 = int(0.25 * GiB)  # cuBLAS workspaces, backend buffers (TP1 PP1 rows)
 NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP4 rows)
-# TP > 1 on NVSwitch (SXM) Hopper/Blackwell: 2.06–2.13 GiB in the TP2/TP4 rows, i.e. ≈1.82 GiB
-# above TP1 — NCCL (NVLS) and custom all-reduce buffers (mechanism UNVERIFIED).
-NON_TORCH_BYTES_TP_NVSWITCH = int(1.82 * GiB)
+# TP > 1 adds NCCL's connection buffers and the custom all-reduce buffers, by interconnect
+# (engines/interconnect.py): 1.75 GiB on NVSwitch H100/H200, 0.05 GiB on PCIe pairs. The
+# calibration rows measured ≈1.82 GiB above TP1 on H100 SXM (TP2/TP4) and 0.05 GiB on L40S TP2.
+NON_TORCH_BYTES_TP_NVSWITCH_MEASURED = int(1.82 * GiB)  # reported by calibrate.py, not used
 # Memory in use before vLLM's init snapshot (CUDA context 0.51 GiB + cuBLAS 0.19 GiB), measured
 # on one H200 with torch 2.11 / CUDA 13 (reference/ENGINE_MEMORY.md §1.9a, GPUS.md).
 STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
@@ -223,11 +225,10 @@ def has_nvswitch(gpu: GpuSpec) -> bool:
 
 
 def non_torch_bytes(d: Deployment, gpu: GpuSpec) -> int:
-    """Non-torch memory growth during start-up (estimate, from the calibration rows)."""
+    """Non-torch memory growth during start-up: cuBLAS/backend buffers (TP1 rows), + NCCL and
+    custom all-reduce buffers at TP > 1 as the interconnect sets them (engines/interconnect.py)."""
     base = NON_TORCH_BYTES_PP_ONLY if d.pipeline_parallel_size > 1 else NON_TORCH_BYTES_TP1
-    if d.tensor_parallel_size > 1 and has_nvswitch(gpu):
-        base += NON_TORCH_BYTES_TP_NVSWITCH
-    return base
+    return base + interconnect.tp_bytes(gpu, d.tensor_parallel_size, "vllm")
 
 
 @dataclass(frozen=True)
