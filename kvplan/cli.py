@@ -92,6 +92,9 @@ def plan(
         "your vLLM log prints")] = None,
     max_total_tokens: Annotated[Optional[int], typer.Option(
         "--max-total-tokens", help="SGLang / TensorRT-LLM: cap on KV pool tokens")] = None,
+    backend: Annotated[Optional[str], typer.Option(
+        "--backend", help="TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) or tensorrt "
+        "(a built engine)")] = None,
     extra_llm_api_options: Annotated[Optional[Path], typer.Option(
         "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
         "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
@@ -158,7 +161,7 @@ def plan(
         enable_prefix_caching=enable_prefix_caching,
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
-        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib)
+        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, **{**flags, **options})
     if as_json:

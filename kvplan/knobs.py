@@ -51,6 +51,9 @@ class Knobs(BaseModel):
     disable_hybrid_kv_cache_manager: bool | None = None
     enable_expert_parallel: bool | None = None
     usage_context: Literal["serve", "llm"] | None = None
+    backend: Literal["pytorch", "tensorrt"] | None = Field(
+        None, description="TensorRT-LLM runtime: pytorch (HF checkpoints; default from 1.0) or "
+        "tensorrt (a built engine)")
 
     @field_validator("gpu_memory_utilization", "gpu_memory_gib")
     @classmethod
@@ -107,6 +110,7 @@ _RANGE_HINTS = {
     "gpu_memory_utilization": "it is a fraction of the device, e.g. 0.9",
     "gpu_memory_gib": "the device total in GiB, as your engine log prints it (e.g. 79.18)",
     "usage_context": "use serve (vllm serve, the default) or llm (the offline LLM class)",
+    "backend": "use pytorch or tensorrt (TensorRT-LLM's --backend)",
 }
 
 

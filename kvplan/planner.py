@@ -126,11 +126,10 @@ def _check_supported(eng: Engine, knobs: Knobs) -> None:
     if not bad:
         return
     names = ", ".join(flag(k) for k in bad)
-    have = [e.label for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
+    have = [e.name for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
     raise InvalidInputError(
         f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
-        hint="drop it" + (f", or plan with --engine {' / '.join(e.lower() for e in have)}"
-                          if have else ""))
+        hint="drop it" + (f", or plan with --engine {' / '.join(have)}" if have else ""))
 
 
 def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, SourcedValue]:

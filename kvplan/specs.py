@@ -267,6 +267,8 @@ class Deployment(_Frozen):
     hybrid_kv_cache_manager: bool = True
     enable_expert_parallel: bool = False
     usage_context: Literal["serve", "llm"] = "serve"
+    backend: Literal["pytorch", "tensorrt"] | None = Field(
+        None, description="TensorRT-LLM runtime (None: not TensorRT-LLM)")
     sources: dict[str, Source]
 
 

@@ -308,7 +308,8 @@ class SglangEngine(Engine):
              "max_total_tokens": "--max-total-tokens"}
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
-                             "enable_expert_parallel", "usage_context", "max_input_tokens"})
+                             "enable_expert_parallel", "usage_context", "max_input_tokens",
+                             "backend"})
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP)

@@ -659,6 +659,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
     "--model": ("model", "str"), "--revision": ("revision", "str"),
     "--extra_llm_api_options": ("extra_llm_api_options", "str"),
+    "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
 # LLM API option (parse_extra_llm_api_options name) → kvplan knob.
@@ -676,9 +677,12 @@ def knobs_from_options(options: dict[str, Any]) -> dict[str, Any]:
     return {OPTION_KNOBS[k]: v for k, v in options.items() if k in OPTION_KNOBS}
 
 
-def runtime_for(version: str) -> Runtime:
-    """trtllm-serve's default backend: the C++ engine path before 1.0, PyTorch from 1.0
+def runtime_for(version: str, backend: str | None = None) -> Runtime:
+    """The runtime a deployment uses: `--backend` when given (pytorch, or tensorrt = a built
+    engine), else trtllm-serve's default: the C++ engine path before 1.0, PyTorch from 1.0
     (serve.py; `defaults().backend_flag_needed`)."""
+    if backend is not None:
+        return "pytorch" if backend == "pytorch" else "engine"
     return "pytorch" if parse_version(version) >= PYTORCH_DEFAULT_FROM else "engine"
 
 
@@ -692,7 +696,7 @@ class TrtllmEngine(Engine):
              "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
              "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
              "block_size": "kv_cache_config.tokens_per_block",
-             "enable_prefix_caching": "kv_cache_config.enable_block_reuse"}
+             "enable_prefix_caching": "kv_cache_config.enable_block_reuse", "backend": "--backend"}
     unsupported = UNSUPPORTED_KNOBS
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
@@ -703,13 +707,13 @@ class TrtllmEngine(Engine):
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
-        return era.name, problems
+        return era.name, problems  # the era in force is the resolved runtime's (MemoryResult.era)
 
     def eras(self) -> list[tuple[str, str]]:
         return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
 
     def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
-        runtime = runtime_for(version)
+        runtime = runtime_for(version, knobs.backend)
         era = select_era(version, runtime)[0]
         d = defaults(version, m, runtime)
         sources = dict(layout.sources)
@@ -718,7 +722,8 @@ class TrtllmEngine(Engine):
                                     ("gpu_memory_utilization", "engine-default"),
                                     ("block_size", "engine-default"),
                                     ("max_total_tokens", "engine-default"),
-                                    ("enable_prefix_caching", "engine-default")):
+                                    ("enable_prefix_caching", "engine-default"),
+                                    ("backend", "engine-default")):
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         fraction = knobs.gpu_memory_utilization or d.free_gpu_memory_fraction
         if fraction >= 1:
@@ -737,10 +742,11 @@ class TrtllmEngine(Engine):
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=fraction,
             block_size=knobs.block_size or d.tokens_per_block,
             enable_prefix_caching=knobs.enable_prefix_caching is not False,
+            backend="pytorch" if runtime == "pytorch" else "tensorrt",
             gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
-        runtime = runtime_for(dep.engine_version)
+        runtime = runtime_for(dep.engine_version, dep.backend)
         era = select_era(dep.engine_version, runtime)[0]
         tp, pp, seq = dep.tensor_parallel_size, dep.pipeline_parallel_size, int(dep.max_model_len or 0)
         wm = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
@@ -766,7 +772,7 @@ class TrtllmEngine(Engine):
             budget_note = f"{dep.gpu_memory_utilization:g} × free memory after the engine loads"
             problems.append(Problem(
                 code="engine-buffers-not-estimated", severity="warning",
-                message="TensorRT-LLM before 1.0 serves through a built engine whose runtime and "
+                message="a built TensorRT-LLM engine (the default before 1.0) has runtime and "
                 "decoder buffers (growing with max_batch_size × max_seq_len) are not estimated: "
                 "the KV pool is over-stated (benchmarks/trtllm_replay.py)"))
         # CUDA graphs are captured after the pool is sized, from the (1 − fraction) remainder:
@@ -832,7 +838,10 @@ class TrtllmEngine(Engine):
             max_tokens=dep.max_total_tokens,
             tokens_per_block=dep.block_size if src.get("block_size") == "cli" else None,
             enable_block_reuse=False if src.get("enable_prefix_caching") == "cli"
-            and not dep.enable_prefix_caching else None)
+            and not dep.enable_prefix_caching else None,
+            backend_flag=src.get("backend") == "cli" and dep.backend == "pytorch")
+        if src.get("backend") == "cli" and dep.backend == "tensorrt":
+            line += " --backend tensorrt"
         if revision:
             line += " --revision " + shlex.quote(revision)
         if yaml_text is None:
