@@ -2,7 +2,8 @@
 component.
 
     python benchmarks/accuracy.py                  # table on stdout
-    python benchmarks/accuracy.py --update-readme  # also rewrite the README's accuracy table
+    python benchmarks/accuracy.py --write   # rewrite docs/accuracy.md and the README summary
+    python benchmarks/accuracy.py --check   # exit 1 when either is stale (a test runs this)
 
 Rows come from benchmarks/data/ (vllm_calibration.csv + vllm_llmd_extra.csv, sglang_logs.csv,
 tgi_logs.csv; one public log per row, URL in `source`). Each engine is reported two ways:
@@ -37,6 +38,7 @@ from kvplan.units import GiB  # noqa: E402
 
 DATA = HERE / "data" / "vllm_calibration.csv"
 README = HERE.parent / "README.md"
+DOC = HERE.parent / "docs" / "accuracy.md"
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
 
 # (label, CSV column, function of the plan giving the same quantity). The per-component
@@ -447,13 +449,26 @@ def allocator_line() -> str:
             "bundled-model configurations.")
 
 
+def _row(engine: str, n: int, e2e: list[float], loo: list[float] | None, cond: list[float]) -> str:
+    """One engine's summary: median / worst |KV-token error| and (rows replayed) per mode."""
+    def cell(x: list[float]) -> str:
+        return f"{_median(x)} / {_worst(x)} ({len(x)})" if x else "—"
+
+    loo_cell = cell(loo) if loo else "= end-to-end (nothing fitted)"
+    return f"| {engine} | {n} | {cell(e2e)} | {loo_cell} | {cell(cond)} |"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n")[:2]))
-    ap.add_argument("--update-readme", action="store_true")
+    ap.add_argument("--write", action="store_true",
+                    help="rewrite docs/accuracy.md and the README's summary table")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when docs/accuracy.md or the README summary is out of date")
     args = ap.parse_args()
     table, errors, skipped = run()
     n = max(len(v) for v in errors.values())
     text = "\n".join([
+        "## vLLM", "",
         f"Replayed {n} vLLM start-up logs (`benchmarks/data/vllm_calibration.csv` and "
         "`vllm_llmd_extra.csv`); error = (kvplan − log) / log. The component columns are conditional "
         "on each log's own device total; the last two plan the KV tokens end-to-end (the GPU "
@@ -463,7 +478,8 @@ def main() -> None:
     ])
     sg_table, sg_errors, sg_skipped = run_sglang()
     text += "\n\n" + "\n".join([
-        f"SGLang: replayed {len(sg_errors['cond'])} public start-up logs (`benchmarks/data/sglang_logs.csv`); "
+        "## SGLang", "",
+        f"Replayed {len(sg_errors['cond'])} public start-up logs (`benchmarks/data/sglang_logs.csv`); "
         "error = (kvplan − log) / log. *End-to-end* plans from the GPU, flags and version only (as a "
         "user gets it); *conditional* starts from the free memory the log measured before loading the "
         "weights, so it tests the pool arithmetic alone; *leave-one-out* re-estimates the one constant "
@@ -472,20 +488,59 @@ def main() -> None:
         "", *sg_table, "", f"Not replayed ({len(sg_skipped)} rows):", "", *sg_skipped])
     tg_table, tg_errors, tg_skipped = run_tgi()
     text += "\n\n" + "\n".join([
-        f"TGI: replayed {len(tg_errors['e2e'])} public start-up logs (`benchmarks/data/tgi_logs.csv`) with "
+        "## TGI", "",
+        f"Replayed {len(tg_errors['e2e'])} public start-up logs (`benchmarks/data/tgi_logs.csv`) with "
         "their version, GPU, shards and launcher lengths; error = (kvplan − log) / log. *Conditional* "
         "also takes the memory the log says was in use before TGI started.",
         "", *tg_table, "", TGI_GAP, "", f"Not replayed ({len(tg_skipped)} rows):", "", *tg_skipped])
+    from trtllm_replay import conditional as trt_cond
+    from trtllm_replay import end_to_end as trt_e2e
+    from trtllm_replay import load_rows as trt_rows
+    from trtllm_replay import markdown as trt_markdown
+    from trtllm_replay import report as trt_report
+
+    rows = trt_rows()
+    _, trt_c = trt_report([trt_cond(r) for r in rows], "")
+    _, trt_e = trt_report([trt_e2e(r) for r in rows], "")
+    text += "\n\n" + "\n".join([
+        "## TensorRT-LLM", "",
+        f"Replayed the public TensorRT-LLM start-up logs (`benchmarks/data/trtllm_logs.csv`, "
+        f"{len(rows)} rows) with `benchmarks/trtllm_replay.py`: *conditional* runs the log's own "
+        "memory figures through the pool arithmetic; *end-to-end* is `kvplan plan --engine trtllm` "
+        "with the row's GPU, flags and version. Nothing is fitted to these rows.", "",
+        *trt_markdown()])
     text += "\n\n" + allocator_line()
-    print(text)
-    if args.update_readme:
-        readme = README.read_text()
-        if START not in readme or END not in readme:
-            sys.exit(f"README.md lacks the {START} … {END} markers")
-        head, rest = readme.split(START, 1)
-        _, tail = rest.split(END, 1)
-        README.write_text(f"{head}{START}\n{text}\n{END}{tail}")
-        print("\nREADME.md updated", file=sys.stderr)
+    summary = "\n".join([
+        "| engine | logs | KV tokens end-to-end: median / worst (rows) | leave-one-out | conditional |",
+        "|---|---:|---|---|---|",
+        _row("vLLM", n, errors[EXTRA_COLUMNS[0]], errors[EXTRA_COLUMNS[1]], errors["KV tokens"]),
+        _row("SGLang", len(sg_errors["cond"]) + len(sg_skipped), sg_errors["e2e"], sg_errors["loo"], sg_errors["cond"]),
+        _row("TGI", len(tg_errors["e2e"]) + len(tg_skipped), tg_errors["e2e"], None, tg_errors["cond"]),
+        _row("TensorRT-LLM", len(rows), trt_e, None, trt_c),
+    ])
+    doc = "\n".join([
+        "# Accuracy: kvplan against real engine start-up logs", "",
+        "Generated by `python benchmarks/accuracy.py --write`; never typed by hand, and CI fails "
+        "when it is stale. *End-to-end* is what a user gets: the GPU, the flags and the engine "
+        "version only. *Leave-one-out* refits every constant read off these logs without the row "
+        "it predicts. *Conditional* feeds the log's own measured memory into the arithmetic.", "",
+        summary, "", text]) + "\n"
+    print(doc)
+    readme = README.read_text()
+    if START not in readme or END not in readme:
+        sys.exit(f"README.md lacks the {START} … {END} markers")
+    head, rest = readme.split(START, 1)
+    _, tail = rest.split(END, 1)
+    new_readme = f"{head}{START}\n{summary}\n{END}{tail}"
+    if args.check:
+        stale = [str(p.relative_to(HERE.parent)) for p, want in ((DOC, doc), (README, new_readme))
+                 if not p.exists() or p.read_text() != want]
+        if stale:
+            sys.exit(f"out of date: {', '.join(stale)}: run python benchmarks/accuracy.py --write")
+    if args.write:
+        DOC.write_text(doc)
+        README.write_text(new_readme)
+        print("\ndocs/accuracy.md and README.md updated", file=sys.stderr)
 
 
 if __name__ == "__main__":

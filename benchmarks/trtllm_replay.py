@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu
+from kvplan import plan
 from kvplan.engines import trtllm
 from kvplan.hf_config import spec_from_config
 from kvplan.specs import ModelSpec
@@ -258,15 +259,18 @@ def end_to_end(row: dict[str, str]) -> Outcome:
     max_batch, max_input = _int(row["max_batch_size"]), _int(row["max_input_len"])
     # engines built without max_num_tokens take max_batch × max_input_len (memory.md)
     built_tokens = max_batch * max_input if runtime == "engine" and max_batch and max_input else None
-    r = trtllm.plan_estimated(
-        m, version=facts.version, runtime=runtime, total_bytes=total, tp=tp, pp=pp,
-        dtype="float16" if row["dtype"] == "float16" else None, kv_dtype=facts.kv_dtype,
-        fraction=_num(row["free_gpu_memory_fraction"]), max_batch_size=max_batch,
-        max_num_tokens=_int(row["max_num_tokens"]) or built_tokens,
-        max_seq_len=_int(row["max_seq_len"]), tokens_per_block=tpb)
-    out.tokens, out.gib, out.blocks = r.tokens, r.kv_bytes / GiB, r.num_blocks
+    # as a user runs it: kvplan's plan() with the row's GPU (or logged total), flags and version
+    p = plan(m, resolve_gpu(facts.gpu or "h100"), engine="trtllm", engine_version=facts.version,
+             backend="pytorch" if runtime == "pytorch" else "tensorrt",
+             gpu_memory_gib=total / GiB, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+             kv_cache_dtype=None if facts.kv_dtype in (None, "auto") or facts.kv_dtype == m.dtype
+             else facts.kv_dtype,
+             gpu_memory_utilization=_num(row["free_gpu_memory_fraction"]), max_num_seqs=max_batch,
+             max_num_batched_tokens=_int(row["max_num_tokens"]) or built_tokens,
+             max_model_len=_int(row["max_seq_len"]), block_size=tpb)
+    out.tokens, out.gib, out.blocks = p.kv_cache.tokens, p.memory.kv_cache_bytes / GiB, p.kv_cache.num_blocks
     out.tokens_from_blocks = not row["kv_cache_tokens"] and out.logged_blocks is not None
-    out.note = r.explanation
+    out.note = p.memory.notes.get("budget", "")
     if runtime == "engine":
         out.note += "; runtime buffers and decoder not estimated (0)"
     return out
@@ -276,10 +280,11 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.1f}%"
 
 
-def report(outcomes: list[Outcome], title: str, mode: str = "") -> list[float]:
-    print(f"\n## {title}\n")
-    print("| row | logged tokens | predicted | err | logged GiB | predicted GiB | err | blocks logged / predicted | how |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+def report(outcomes: list[Outcome], title: str, mode: str = "") -> tuple[list[str], list[float]]:
+    """Markdown lines for one mode, and the |KV-token errors| (%) of the replayed rows."""
+    lines = [f"**{title}**", "",
+             "| row | logged tokens | predicted | err | logged GiB | predicted GiB | err | blocks logged / predicted | how |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     errs: list[float] = []
     skipped = []
     for o in outcomes:
@@ -293,17 +298,17 @@ def report(outcomes: list[Outcome], title: str, mode: str = "") -> list[float]:
         lt = f"{o.logged_tokens:,}" if o.logged_tokens is not None else "—"
         lg = f"{o.logged_gib:.2f}" if o.logged_gib is not None else "—"
         bl = f"{o.logged_blocks if o.logged_blocks is not None else '—'} / {o.blocks}"
-        print(f"| {o.label} | {lt} | {o.tokens:,} | {_pct(et)} | {lg} | {o.gib:.2f} | {_pct(eg)} | {bl} | {o.note} |")
+        lines.append(f"| {o.label} | {lt} | {o.tokens:,} | {_pct(et)} | {lg} | {o.gib:.2f} | {_pct(eg)} | {bl} | {o.note} |")
     if errs:
-        print(f"\nKV tokens |error|: median {statistics.median(errs):.2f}%, worst {max(errs):.2f}% "
-              f"over {len(errs)} rows")
+        lines += ["", f"KV tokens |error|: median {statistics.median(errs):.2f}%, worst "
+                  f"{max(errs):.2f}% over {len(errs)} rows"]
+    lines.append("")
     for o in outcomes:
         why = EXPLANATIONS.get((o.label.split("[")[1].split("]")[0], mode))
         if why and not o.skipped:
-            print(f"- {o.label}: {why}")
-    for o in skipped:
-        print(f"- not replayable: {o.label}: {o.skipped}")
-    return errs
+            lines.append(f"- {o.label}: {why}")
+    lines += [f"- not replayable: {o.label}: {o.skipped}" for o in skipped]
+    return lines, errs
 
 
 def replay() -> dict[str, list[Outcome]]:
@@ -317,13 +322,18 @@ def main() -> None:
     missing = [r["source"] for r in rows if _key(r) not in ASSUMPTIONS]
     if missing:
         raise SystemExit(f"rows without replay facts: {missing}")
-    report([conditional(r) for r in rows], "Conditional (the log's own memory figures → pool arithmetic)",
-           "conditional")
-    report([end_to_end(r) for r in rows], "End-to-end (GPU, flags, version, catalogue model; activations estimated)",
-           "end-to-end")
-    print("\nAssumptions per row:")
-    for r in rows:
-        print(f"- {_label(r)}: {ASSUMPTIONS[_key(r)].reason}")
+    print("\n".join(markdown()))
+
+
+def markdown() -> list[str]:
+    """Both modes and the assumptions, as Markdown (benchmarks/accuracy.py embeds it)."""
+    rows = load_rows()
+    cond, _ = report([conditional(r) for r in rows],
+                     "Conditional (the log's own memory figures → pool arithmetic)", "conditional")
+    e2e, _ = report([end_to_end(r) for r in rows], "End-to-end (`kvplan plan --engine trtllm` with "
+                    "the GPU, flags, version and catalogue model; activations estimated)", "end-to-end")
+    return cond + [""] + e2e + ["", "Assumptions per row:", ""] + [
+        f"- {_label(r)}: {ASSUMPTIONS[_key(r)].reason}" for r in rows]
 
 
 if __name__ == "__main__":

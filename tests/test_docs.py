@@ -1,0 +1,26 @@
+"""Generated documents match what their scripts generate now (no drift)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _check(*script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT.joinpath(*script)), "--check"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_engine_docs_are_current():
+    """docs/engines.md is generated from the registry (scripts/engine_docs.py)."""
+    r = _check("scripts", "engine_docs.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_accuracy_docs_are_current():
+    """docs/accuracy.md and the README summary are the benchmark's output (accuracy.py)."""
+    r = _check("benchmarks", "accuracy.py")
+    assert r.returncode == 0, r.stderr[-2000:]
