@@ -163,11 +163,49 @@ def _gpu_keys() -> dict[str, GpuSpec]:
     return keys
 
 
+LOCAL = re.compile(r"local(?::(\d{1,3}))?")
+
+
 def resolve_gpu(ref: str) -> GpuSpec:
-    """By id, alias or the name nvidia-smi prints (case and punctuation ignored)."""
+    """By id, alias or the name nvidia-smi prints (case and punctuation ignored); `local` or
+    `local:N` reads this machine's GPU N through NVML."""
+    m = LOCAL.fullmatch(ref.strip().lower())
+    if m:
+        return local_gpu(int(m.group(1) or 0))
     key = _norm(ref)
     keys = _gpu_keys()
     if key in keys:
         return keys[key]
     close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
     raise UnknownGpuError(ref, list(dict.fromkeys(keys[c].id for c in close)))
+
+
+def local_gpu(index: int = 0) -> GpuSpec:
+    """This machine's GPU `index` (NVML): its catalogue entry (matched by the nvidia-smi name)
+    with the CUDA total NVML implies and what other processes hold now; a GPU the catalogue
+    lacks gets a minimal spec (memory only: no bandwidth or FLOPs, so no performance)."""
+    from .nvml import local_gpus
+    from .specs import LocalUsage
+
+    gpus = local_gpus()
+    if index >= len(gpus):
+        raise InvalidInputError(f"--gpu local:{index}: this machine has {len(gpus)} GPU(s)",
+                                hint=f"use local:0 … local:{len(gpus) - 1}")
+    g = gpus[index]
+    usage = LocalUsage(index=g.index, nvml_name=g.name, nvml_total_bytes=g.total_bytes,
+                       used_bytes=g.used_bytes, free_bytes=g.free_bytes, processes=g.processes)
+    spec = _gpu_keys().get(_norm(g.name))
+    update: dict = {"local": usage}
+    if g.cuda_total_bytes is not None:
+        update |= {"cuda_total_bytes": g.cuda_total_bytes, "cuda_total_estimated": False,
+                   "cuda_total_source": f"NVML on this machine: total {g.total_bytes} − reserved "
+                   f"{g.reserved_bytes} bytes"}
+    if spec is not None:
+        return spec.model_copy(update=update)
+    return GpuSpec(
+        id=f"local-{g.index}", vendor="NVIDIA", name=g.name, arch="unknown",
+        smi_total_mib=g.total_bytes // 2**20, smi_names=[g.name],
+        cuda_total_bytes=g.cuda_total_bytes or g.total_bytes,
+        cuda_total_source="NVML total (no reserved figure from this driver)",
+        cuda_total_estimated=g.cuda_total_bytes is None,
+        notes="not in kvplan's catalogue: memory from NVML only", **{"local": usage})

@@ -270,10 +270,16 @@ def models(
 def gpus(
     args: Annotated[Optional[list[str]], typer.Argument(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
+    local: Annotated[bool, typer.Option(
+        "--local", help="this machine's GPUs through NVML (pip install 'kvplan[nvml]')")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`)."""
+    """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`);
+    `--local` lists this machine's GPUs (NVML) and what other processes hold on them."""
     from .catalog import gpu_specs, resolve_gpu
+
+    if local:
+        return _local_gpus(as_json)
 
     show, needle = _show_or_filter(args, "gpus")
     if show is not None:
@@ -373,6 +379,28 @@ def schema() -> None:
     from .specs import Plan
 
     sys.stdout.write(json.dumps(Plan.model_json_schema(), indent=2) + "\n")
+
+
+def _local_gpus(as_json: bool) -> None:
+    """`kvplan gpus --local`: NVML's view, each GPU matched to its catalogue entry."""
+    from .catalog import local_gpu
+    from .nvml import local_gpus
+    from .units import GiB
+
+    rows = [(g, local_gpu(g.index)) for g in local_gpus()]
+    if as_json:
+        sys.stdout.write(json.dumps([{
+            "index": g.index, "name": g.name, "catalogue_id": s.id if not s.id.startswith("local-") else None,
+            "nvml_total_bytes": g.total_bytes, "cuda_total_bytes": s.cuda_total_bytes,
+            "used_bytes": g.used_bytes, "free_bytes": g.free_bytes, "processes": g.processes}
+            for g, s in rows], indent=2) + "\n")
+        return
+    out = _console()
+    for g, s in rows:
+        match = s.id if not s.id.startswith("local-") else "not in the catalogue"
+        out.print(f"local:{g.index}  {g.name}  ({match})  CUDA total {s.cuda_total_bytes / GiB:.2f} GiB, "
+                  f"in use {g.used_bytes / GiB:.2f} GiB by {g.processes} process(es), "
+                  f"free {g.free_bytes / GiB:.2f} GiB", markup=False, highlight=False)
 
 
 def _errors(plan) -> list:  # noqa: ANN001 - a Plan; specs imported lazily

@@ -168,6 +168,7 @@ class Layout:
     quant: QuantSpec | None
     gpu_total_bytes: int
     sources: dict[str, Source]
+    other_processes_bytes: int = 0  # held by other processes on a local GPU (--gpu local)
 
 
 def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str) -> Layout:
@@ -233,4 +234,5 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     if knobs.enable_expert_parallel and m.moe is None:
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag")
-    return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources)
+    others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
+    return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, others)

@@ -450,6 +450,12 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
                                 message=f"the CUDA-visible total of {g.id} is an estimate "
                                 f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib with "
                                 "the total your engine log prints"))
+    if g.local is not None and dep.other_processes_bytes:
+        problems.append(Problem(
+            code="gpu-shared", severity="warning",
+            message=f"GPU {g.local.index} ({g.local.nvml_name}) is shared: "
+            f"{dep.other_processes_bytes / GiB:.2f} GiB is already in use "
+            f"({g.local.processes} compute process(es)); planned against what is free"))
     if g.vendor != "NVIDIA":
         problems.append(Problem(code="non-cuda-platform", severity="warning",
                                 message=f"{g.vendor} GPUs use {engine}'s ROCm/HPU platforms, whose "

@@ -37,6 +37,17 @@ class GpuTflops(_Frozen):
     fp4: float | None = None
 
 
+class LocalUsage(_Frozen):
+    """The GPU as NVML reported it on this machine when the plan was made (`--gpu local`)."""
+
+    index: int
+    nvml_name: str
+    nvml_total_bytes: int
+    used_bytes: int = Field(description="in use by other processes before the engine starts")
+    free_bytes: int
+    processes: int
+
+
 class GpuSpec(_Frozen):
     """One GPU model as the serving engine sees it. Bundled files live in gpu_specs/."""
 
@@ -70,6 +81,7 @@ class GpuSpec(_Frozen):
     uncertain_fields: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
+    local: LocalUsage | None = Field(None, description="set for --gpu local: this machine's GPU")
 
     @property
     def device_name(self) -> str:
@@ -269,6 +281,8 @@ class Deployment(_Frozen):
     usage_context: Literal["serve", "llm"] = "serve"
     backend: Literal["pytorch", "tensorrt"] | None = Field(
         None, description="TensorRT-LLM runtime (None: not TensorRT-LLM)")
+    other_processes_bytes: int = Field(
+        0, ge=0, description="memory other processes hold on the GPU (--gpu local), bytes")
     sources: dict[str, Source]
 
 

@@ -364,7 +364,8 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
-            gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
+            gpu_total_bytes=layout.gpu_total_bytes,
+            other_processes_bytes=layout.other_processes_bytes, sources=sources)
         d = self._defaults(m, gpu, dep)
         return dep.model_copy(update={
             "era": d.era, "gpu_memory_utilization": knobs.gpu_memory_utilization or d.mem_fraction,
@@ -380,7 +381,9 @@ class SglangEngine(Engine):
         activation = forward.activation_bytes(m, run, last_stage=True)
         graphs = forward.cudagraph_bytes(graphs_dep, math.ceil(m.num_layers / pp))
         ctx = int(dep.max_model_len or context_length(m))
-        res = plan_memory(m, total_bytes=dep.gpu_total_bytes, tp=tp, weights_bytes=wm.reserved_bytes,
+        # SGLang measures free memory before loading: other processes' memory is gone from it
+        res = plan_memory(m, total_bytes=dep.gpu_total_bytes - dep.other_processes_bytes, tp=tp,
+                          weights_bytes=wm.reserved_bytes,
                           kv_dtype=dep.kv_cache_dtype, mem_fraction=dep.gpu_memory_utilization,
                           ctx=ctx, chunked=d.chunked_prefill, runtime_bytes=activation + graphs,
                           max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu)
@@ -405,13 +408,13 @@ class SglangEngine(Engine):
     def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
         """(tokens × cell + weights) / free_before_load, in thousandths rounded up."""
         st = res.stages[0]
-        free_before = dep.gpu_total_bytes - st.non_torch_bytes
+        free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         return math.ceil((blocks * res.bytes_per_token + st.weights_bytes) / free_before * 1000) / 1000
 
     def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
         """The (1 − f) remainder must hold the activations and CUDA graphs."""
         st = res.stages[0]
-        free_before = dep.gpu_total_bytes - st.non_torch_bytes
+        free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes)
                           / free_before * 1000) / 1000
 

@@ -343,10 +343,10 @@ class TgiResult:
 def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights_bytes: int,
                 warmup_peak_bytes: int, kv_dtype: str, fraction: float, prefill_tokens: int,
                 max_input_tokens: int | None, max_total_tokens: int | None,
-                block: int, gpu: GpuSpec | None = None) -> TgiResult:
+                block: int, gpu: GpuSpec | None = None, other_bytes: int = 0) -> TgiResult:
     """Blocks by the era's formula (module docstring); used = context + weights + warm-up
-    peak; tokens = blocks × block size."""
-    used = context_bytes(tp, block, gpu) + weights_bytes + warmup_peak_bytes
+    peak (+ what other processes hold: TGI reads free memory); tokens = blocks × block size."""
+    used = context_bytes(tp, block, gpu) + weights_bytes + warmup_peak_bytes + other_bytes
     per_token = bytes_per_token(m, tp, kv_dtype)
     per_block = per_token * block
     warm = 0
@@ -472,7 +472,8 @@ class TgiEngine(Engine):
             max_num_seqs=knobs.max_num_seqs or MAX_CONCURRENT_REQUESTS, max_num_batched_tokens=1,
             gpu_memory_utilization=knobs.gpu_memory_utilization or 1.0,
             block_size=block_size(m, era, _capability(gpu)),
-            gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
+            gpu_total_bytes=layout.gpu_total_bytes,
+            other_processes_bytes=layout.other_processes_bytes, sources=sources)
         lengths = self._lengths(m, gpu, dep, knobs.max_input_tokens)
         prefill = knobs.max_num_batched_tokens or lengths.prefill_tokens
         model_max = m.max_position_embeddings or prefill
@@ -515,7 +516,7 @@ class TgiEngine(Engine):
                           warmup_peak_bytes=warmup, kv_dtype=dep.kv_cache_dtype,
                           fraction=dep.gpu_memory_utilization, prefill_tokens=dep.max_num_batched_tokens,
                           max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
-                          block=dep.block_size, gpu=gpu)
+                          block=dep.block_size, gpu=gpu, other_bytes=dep.other_processes_bytes)
         problems = list(res.problems)
         if dep.sources.get("max_num_batched_tokens") != "cli":
             lengths = self._lengths(m, gpu, dep, dep.max_input_tokens

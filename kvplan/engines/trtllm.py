@@ -743,7 +743,8 @@ class TrtllmEngine(Engine):
             block_size=knobs.block_size or d.tokens_per_block,
             enable_prefix_caching=knobs.enable_prefix_caching is not False,
             backend="pytorch" if runtime == "pytorch" else "tensorrt",
-            gpu_total_bytes=layout.gpu_total_bytes, sources=sources)
+            gpu_total_bytes=layout.gpu_total_bytes,
+            other_processes_bytes=layout.other_processes_bytes, sources=sources)
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
         runtime = runtime_for(dep.engine_version, dep.backend)
@@ -754,21 +755,22 @@ class TrtllmEngine(Engine):
         act = activation_estimate(m, tp=tp, dtype=dep.dtype, max_num_tokens=dep.max_num_batched_tokens,
                                   max_seq_len=seq)
         nt = non_torch_estimate(tp)
+        others = dep.other_processes_bytes  # in the profiled peak / gone from free memory
         common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype, "fraction": dep.gpu_memory_utilization,
                                   "tp": tp, "max_seq_len": seq, "tokens_per_block": dep.block_size,
                                   "max_tokens": dep.max_total_tokens}
         problems: list[Problem] = []
         if runtime == "pytorch":
             r = plan_pytorch(m, era, total_bytes=dep.gpu_total_bytes, weights_bytes=weights,
-                             activation_bytes=act, non_torch_bytes=nt, **common)
-            avail = dep.gpu_total_bytes - max(weights) - act - nt
+                             activation_bytes=act, non_torch_bytes=nt + others, **common)
+            avail = dep.gpu_total_bytes - max(weights) - act - nt - others
             budget_note = (f"{dep.gpu_memory_utilization:g} × (total − profiled peak): "
                            "kv_cache_free_gpu_memory_fraction")
         else:
             r = plan_engine(m, era, total_bytes=dep.gpu_total_bytes, engine_bytes=weights,
                             exec_context_bytes=act, runtime_buffer_bytes=0, decoder_bytes=0,
-                            context_bytes=nt, **common)
-            avail = dep.gpu_total_bytes - max(weights) - act - nt
+                            context_bytes=nt + others, **common)
+            avail = dep.gpu_total_bytes - max(weights) - act - nt - others
             budget_note = f"{dep.gpu_memory_utilization:g} × free memory after the engine loads"
             problems.append(Problem(
                 code="engine-buffers-not-estimated", severity="warning",
@@ -801,7 +803,8 @@ class TrtllmEngine(Engine):
 
     def _avail(self, dep: Deployment, res: MemoryResult) -> int:
         st = res.worst
-        return dep.gpu_total_bytes - st.weights_bytes - st.activation_bytes - st.non_torch_bytes
+        return (dep.gpu_total_bytes - st.weights_bytes - st.activation_bytes - st.non_torch_bytes
+                - dep.other_processes_bytes)
 
     def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
         """blocks × bytes per block / (total − profiled peak), in hundredths rounded up."""

@@ -370,16 +370,19 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             code="kv-padding-layers", severity="info",
             message=f"vLLM adds {pad} virtual padding layer(s) to equalise the hybrid layer groups "
             f"('Add {pad} padding layers'); their pages are allocated but unused"))
-    if d.kv_cache_memory_bytes is None and requested > d.gpu_total_bytes - STARTUP_OVERHEAD_BYTES:
+    free_at_init = d.gpu_total_bytes - d.other_processes_bytes - STARTUP_OVERHEAD_BYTES
+    if d.kv_cache_memory_bytes is None and requested > free_at_init:
         fits = False
+        shared = (f" ({d.other_processes_bytes / GiB:.2f} GiB held by other processes)"
+                  if d.other_processes_bytes else "")
         problems.append(Problem(
             code="startup-free-memory", severity="error",
             message=f"gpu_memory_utilization {d.gpu_memory_utilization} asks for "
-            f"{requested / GiB:.2f} GiB but only ≈{(d.gpu_total_bytes - STARTUP_OVERHEAD_BYTES) / GiB:.2f}"
-            " GiB is free once the CUDA context exists; vLLM refuses to start ('Free memory on "
-            "device … is less than desired GPU memory utilization')."))
+            f"{requested / GiB:.2f} GiB but only ≈{free_at_init / GiB:.2f} GiB is free once the "
+            f"CUDA context exists{shared}; vLLM refuses to start ('Free memory on device … is "
+            "less than desired GPU memory utilization')."))
     elif not era.cudagraph_in_budget and not d.enforce_eager:
-        outside = d.gpu_total_bytes - requested - STARTUP_OVERHEAD_BYTES
+        outside = d.gpu_total_bytes - requested - STARTUP_OVERHEAD_BYTES - d.other_processes_bytes
         if outside < worst.cudagraph_bytes:
             problems.append(Problem(
                 code="cudagraph-headroom", severity="warning",
@@ -511,7 +514,8 @@ class VllmEngine(Engine):
             max_model_len=max_len, max_num_seqs=seqs, max_num_batched_tokens=tokens,
             gpu_memory_utilization=util, block_size=block, enforce_eager=eager,
             kv_cache_memory_bytes=knobs.kv_cache_memory_bytes,
-            gpu_total_bytes=layout.gpu_total_bytes, enable_prefix_caching=prefix_caching,
+            gpu_total_bytes=layout.gpu_total_bytes,
+            other_processes_bytes=layout.other_processes_bytes, enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
             usage_context=usage, sources=sources)
 
@@ -554,7 +558,7 @@ class VllmEngine(Engine):
     def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
         """Free memory after the CUDA context must cover the budget, and (in eras that do not
         budget CUDA graphs) the graphs must fit outside it."""
-        outside = STARTUP_OVERHEAD_BYTES
+        outside = STARTUP_OVERHEAD_BYTES + dep.other_processes_bytes
         if not era_of(dep).cudagraph_in_budget:
             outside += max(st.cudagraph_bytes for st in res.stages)
         return math.floor((dep.gpu_total_bytes - outside) / dep.gpu_total_bytes * 100) / 100
