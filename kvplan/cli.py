@@ -420,10 +420,7 @@ def report(
     from . import report as rep
     from .errors import InvalidInputError
 
-    name = (fmt or (output.suffix.lstrip(".") if output else "md")).lower()
-    if name not in rep.FORMATS:
-        raise InvalidInputError(f"unknown report format {name!r}" + (f" for {output}" if output else ""),
-                                hint="use --format md or html, or -o FILE.md / FILE.html")
+    name = rep.output_format(output, fmt)
     line = shlex.join(["kvplan", "report", *sys.argv[sys.argv.index("report") + 1:]]
                       if "report" in sys.argv else ["kvplan", "report", target])
     path = Path(target)

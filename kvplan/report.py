@@ -806,6 +806,20 @@ def check_markdown(report: CheckReport) -> str:
 # -------------------------------------------------------------------------- I/O
 
 
+def output_format(output: Path | None, fmt: str | None) -> str:
+    """'md' or 'html' from --format, else the -o suffix, else md; bad values name the path."""
+    from .errors import InvalidInputError
+
+    if output is not None and output.is_dir():
+        raise InvalidInputError(f"cannot write the report to {output}: it is a directory",
+                                hint="pass a file name, e.g. -o sizing.html")
+    name = (fmt or (output.suffix.lstrip(".") if output else "md")).lower()
+    if name not in FORMATS:
+        raise InvalidInputError(f"unknown report format {name!r}" + (f" for {output}" if output else ""),
+                                hint="use --format md or html, or -o FILE.md / FILE.html")
+    return FORMATS[name]
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
