@@ -301,6 +301,11 @@ def _unit(key: str) -> str:
     return ""
 
 
+def _curve_note(sec: Section) -> str:
+    how = sec.curve_source
+    return f"Computed from {how}." if sec.curve else how[:1].upper() + how[1:] + "."
+
+
 def _problems(sec: Section) -> list[Problem]:
     return [*sec.extra_problems, *sec.plan.problems]
 
@@ -314,7 +319,10 @@ def _verdict_detail(p: Plan) -> str:
     """What the verdict means in numbers: the shortfall, or the target met or not."""
     kv, n = p.kv_cache, p.workload.target_concurrency
     if not p.fits:
-        return f"the budget falls {gib(shortfall(p))} per GPU short of the KV cache"
+        tp, rec = p.inputs["tensor_parallel_size"].value, p.recommendations.tensor_parallel_size
+        other = (f"; the recommended command uses tensor_parallel_size {rec.value}"
+                 if rec.value and rec.value != tp else "")
+        return f"the budget falls {gib(shortfall(p))} per GPU short of the KV cache{other}"
     length = _num(p.inputs["max_model_len"].value)
     if n and kv.max_concurrency < n:
         return (f"one request fits, but the KV cache holds {kv.max_concurrency:,.2f} of the "
@@ -327,7 +335,8 @@ def _verdict_detail(p: Plan) -> str:
 def _key_numbers(p: Plan) -> list[tuple[str, str]]:
     kv, length = p.kv_cache, p.inputs["max_model_len"].value
     out = [("GPUs", f"{p.gpu.count} × {p.gpu.name}"),
-           ("KV cache per GPU", gib(p.memory.kv_cache_bytes)),
+           ("KV cache per GPU", gib(p.memory.kv_cache_bytes) if p.memory.kv_cache_bytes >= 0
+            else f"none ({gib(shortfall(p))} short)"),
            (p.memory.notes.get("kv_tokens_label", "KV cache size"), f"{kv.tokens:,} tokens"),
            (f"concurrency at {knob(p, 'max_model_len')} {length}", f"{kv.max_concurrency:,.2f} requests"),
            (f"largest {knob(p, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,} tokens"),
@@ -399,11 +408,15 @@ def _md_section(sec: Section, level: int) -> list[str]:
 
     stack = memory_stack(p)
     out += [f"{h}# Memory per GPU", ""]
-    out += ["```mermaid", f'pie showData title Memory per GPU (GiB of {p.memory.total_bytes / GiB:.2f})']
+    used = sum(b for _, _, b in stack)
+    pie_title = (f"Memory per GPU, GiB (device total {p.memory.total_bytes / GiB:.2f})"
+                 if used <= p.memory.total_bytes else
+                 f"Memory per GPU, GiB: {used / GiB:.2f} needed, {p.memory.total_bytes / GiB:.2f} there")
+    out += ["```mermaid", f"pie showData title {pie_title}"]
     out += [f'    "{_mermaid_label(label)}" : {b / GiB:.2f}' for _, label, b in stack if b > 0]
     out += ["```", ""]
     total = p.memory.total_bytes
-    out += _md_table(["component", "GiB", "share", "note"],
+    out += _md_table(["component", "GiB", "of device total", "note"],
                      [(label, f"{b / GiB:,.2f}", f"{100 * b / total:.1f}%",
                        p.memory.notes.get(key, _weights_note(p) if key == "weights" else
                                           "device total − the rest" if key == "headroom" else ""))
@@ -422,10 +435,11 @@ def _md_section(sec: Section, level: int) -> list[str]:
                 f'    x-axis "max_model_len (tokens)" [{xs}]',
                 f'    y-axis "requests" 0 --> {math.ceil(top * 1.05) or 1}',
                 f"    line [{ys}]", "```", ""]
-    out += _md_table([f"{knob(p, 'max_model_len')} (tokens)", "concurrent requests", ""],
-                     [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}", "chosen" if c.chosen else "")
-                      for c in sec.curve], right=[0, 1])
-    out += [f"Computed from {_md(sec.curve_source)}.", ""]
+    if sec.curve:
+        out += _md_table([f"{knob(p, 'max_model_len')} (tokens)", "concurrent requests", ""],
+                         [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}",
+                           "chosen" if c.chosen else "") for c in sec.curve], right=[0, 1])
+    out += [_md(_curve_note(sec)), ""]
 
     perf = performance(p)
     if perf is not None:
@@ -480,16 +494,24 @@ def _md_sweep(options: Sequence[SweepOption], level: int) -> list[str]:
     return out
 
 
+_SUMMARY_HEAD = ("where", "model", "GPUs", "engine", "status", "KV tokens", "concurrency")
+
+
+def _summary_cells(s: Section) -> tuple[str, ...]:
+    p = s.plan
+    return (p.model.id, f"{p.gpu.count} × {p.gpu.name}", f"{p.engine.label} {p.engine.version}",
+            s.status or "", f"{p.kv_cache.tokens:,}", f"{p.kv_cache.max_concurrency:,.2f}")
+
+
 def render_markdown(report: Report) -> str:
     out = [f"# {_md(report.title)}", ""]
     out += [f"- {_md(n)}" for n in report.notes] + ([""] if report.notes else [])
     single = len(report.sections) == 1 and not report.unplanned
     if not single:
-        out += _md_table(["deployment", "where", "status", "KV tokens", "concurrency"],
-                         [(s.title, s.where or "", s.status, f"{s.plan.kv_cache.tokens:,}",
-                           f"{s.plan.kv_cache.max_concurrency:,.2f}") for s in report.sections]
-                         + [(u.message, u.where, u.status, "—", "—") for u in report.unplanned],
-                         right=[3, 4])
+        out += _md_table(_SUMMARY_HEAD,
+                         [(s.where or "", *_summary_cells(s)) for s in report.sections]
+                         + [(u.where, u.message, "—", "—", u.status, "—", "—")
+                            for u in report.unplanned], right=[5, 6])
     for sec in report.sections:
         out += _md_section(sec, 2)
     if report.compare:
@@ -523,7 +545,7 @@ section.plan,section.block{background:var(--bg);border:1px solid var(--line);bor
 .verdict{display:inline-block;font-weight:700;padding:4px 12px;border-radius:4px;color:#fff;letter-spacing:.02em}
 .verdict.ok{background:var(--ok)}.verdict.bad{background:var(--bad)}
 .where{font-family:ui-monospace,Menlo,Consolas,monospace;color:var(--muted);font-size:.9em}
-pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px 12px;white-space:pre-wrap;word-break:break-all;font:13px/1.45 ui-monospace,Menlo,Consolas,monospace;margin:8px 0 12px}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px 12px;white-space:pre-wrap;overflow-wrap:anywhere;font:13px/1.45 ui-monospace,Menlo,Consolas,monospace;margin:8px 0 12px}
 dl.kpi{display:grid;grid-template-columns:repeat(auto-fit,minmax(170px,1fr));gap:8px;margin:12px 0}
 dl.kpi div{border:1px solid var(--line);border-radius:6px;padding:8px 10px}
 dl.kpi dt{color:var(--muted);font-size:.82em}dl.kpi dd{margin:0;font-weight:600;font-size:1.05em}
@@ -532,7 +554,7 @@ table{border-collapse:collapse;width:100%;margin:8px 0 12px;font-size:.92em}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.chosen td{font-weight:700}
-svg.chart{width:100%;height:auto;display:block;margin:8px 0}
+svg.chart{width:100%;height:auto;display:block;margin:8px 0}.chartwrap{overflow-x:auto}
 details{margin:4px 0 8px}summary{cursor:pointer;color:var(--accent)}
 ul.problems{padding-left:0;list-style:none}
 ul.problems li{border-left:4px solid var(--line);padding:4px 10px;margin:4px 0}
@@ -541,7 +563,7 @@ ul.problems li.error{border-color:var(--bad)}ul.problems li.warning{border-color
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 footer{color:var(--muted);font-size:.88em}
 @media (max-width:600px){body{font-size:14px}main{padding:12px 8px}section.plan,section.block{padding:12px}
-th,td{padding:4px 5px}h1{font-size:1.3rem}}
+th,td{padding:4px 5px}h1{font-size:1.3rem}svg.chart{min-width:540px}}
 @media print{body{background:#fff;font-size:11pt}main{max-width:none;padding:0}
 section.plan,section.block{border:none;padding:0;margin:0 0 12pt}h3{break-after:avoid}
 svg.chart,table,pre,dl.kpi{break-inside:avoid}details{display:block}details>summary{display:none}
@@ -572,6 +594,11 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[object]], *, numeri
             + "".join(body) + "</tbody></table></div>")
 
 
+def _wrap(chart: str) -> str:
+    """A chart keeps a legible minimum width on a phone and scrolls inside its box."""
+    return f'<div class="chartwrap">{chart}</div>'
+
+
 def _data_table(summary: str, table: str) -> str:
     return f"<details><summary>{_h(summary)}</summary>{table}</details>"
 
@@ -589,16 +616,18 @@ def _html_memory(sec: Section, cid: str) -> str:
     desc = "; ".join(f"{label} {gib(b)}" for _, label, b in stack) + \
         f"; total {gib(p.memory.total_bytes)}"
     chart = svg.stacked_bar(cid, segs, title=f"Memory per GPU, {gib(p.memory.total_bytes)} total",
-                            desc=desc, axis_label="GiB per GPU", fmt=lambda v: f"{v:,.2f} GiB")
+                            desc=desc, axis_label="GiB per GPU", fmt=lambda v: f"{v:,.2f} GiB",
+                            limit=(p.memory.total_bytes / GiB,
+                                   f"device total {gib(p.memory.total_bytes)}"))
     total = p.memory.total_bytes
-    table = _html_table(["component", "GiB", "share", "note"],
+    table = _html_table(["component", "GiB", "of device total", "note"],
                         [(label, f"{b / GiB:,.2f}", f"{100 * b / total:.1f}%",
                           p.memory.notes.get(key, _weights_note(p) if key == "weights" else
                                              "device total − the rest" if key == "headroom" else ""))
                          for key, label, b in stack], numeric=[1, 2])
     short = (f"<p><strong>The budget falls {_h(gib(shortfall(p)))} per GPU short of any KV "
              "cache.</strong></p>") if shortfall(p) else ""
-    return f"<h3>Memory per GPU</h3>{chart}{short}{table}"
+    return f"<h3>Memory per GPU</h3>{_wrap(chart)}{short}{table}"
 
 
 def _html_curve(sec: Section, cid: str) -> str:
@@ -619,18 +648,19 @@ def _html_curve(sec: Section, cid: str) -> str:
         desc = (f"Concurrent requests the KV cache holds at each {name}: "
                 + "; ".join(f"{c.max_model_len:,} tokens → {c.concurrency:g}" for c in pts)
                 + (f". Chosen {chosen.max_model_len:,} → {chosen.concurrency:g}." if chosen else ""))
-        out.append(svg.line_chart(
+        out.append(_wrap(svg.line_chart(
             cid, [svg.Series("requests held in the KV cache", [(c.max_model_len, c.concurrency)
                                                                  for c in pts])],
             title=f"KV capacity versus {name}", desc=desc,
             x_label=f"{name} (tokens per request, log scale)",
             y_label="concurrent requests (log scale)", x_fmt=tokens_k, y_fmt=lambda v: f"{v:g}",
-            log2_x=True, log2_y=True, marker=marker, hlines=hlines))
+            log2_x=True, log2_y=True, marker=marker, hlines=hlines)))
     table = _html_table([f"{name} (tokens)", "concurrent requests"],
                         [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}") for c in pts],
                         numeric=[0, 1], chosen=[c.chosen for c in pts])
-    out.append(_data_table("Data table", table) if len(pts) > 1 else table)
-    out.append(f"<p class=\"sub\">Computed from {_h(sec.curve_source)}.</p>")
+    if pts:
+        out.append(_data_table("Data table", table) if len(pts) > 1 else table)
+    out.append(f"<p class=\"sub\">{_h(_curve_note(sec))}</p>")
     return "".join(out)
 
 
@@ -647,12 +677,12 @@ def _html_perf(perf: dict[str, Any], cid: str) -> str:
                              svg.OKABE_ITO[i % 7]) for i, k in enumerate(keys)]
         hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in sorted(limits.items()) if k.startswith(prefix)]
         unit = _unit(keys[0])
-        out.append(svg.line_chart(
+        out.append(_wrap(svg.line_chart(
             f"{cid}-{n}", series, title=f"{prefix.upper() if prefix != 'throughput' else 'Throughput'} "
             "versus concurrency", desc="; ".join(f"{s.label}: " + ", ".join(
                 f"{x:g} → {y:g}" for x, y in s.points) for s in series),
             x_label="concurrent requests", y_label=f"{prefix} ({unit})" if unit else prefix,
-            x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl))
+            x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl)))
     keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
     if rows and keys:
         out.append(_data_table("Data table", _html_table(
@@ -716,7 +746,7 @@ def _html_compare(plans: Sequence[Plan]) -> str:
     cmds = "".join(f"<p><strong>{_h(p.engine.label)}</strong></p><pre><code>{_h(p.command)}</code></pre>"
                    for p in plans)
     return (f'<section class="block" aria-labelledby="cmp-h"><h2 id="cmp-h">Engines compared</h2>'
-            f"{chart}{_html_table(head, rows, numeric=list(range(1, len(head))))}"
+            f"{_wrap(chart)}{_html_table(head, rows, numeric=list(range(1, len(head))))}"
             f"{_data_table('Serve command for each engine', cmds)}</section>")
 
 
@@ -737,7 +767,7 @@ def _html_sweep(options: Sequence[SweepOption]) -> str:
                           gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options],
                         numeric=[2, 3, 4], chosen=[o.chosen for o in options])
     return (f'<section class="block" aria-labelledby="sw-h"><h2 id="sw-h">Options from a sweep</h2>'
-            f"{chart}{table}</section>")
+            f"{_wrap(chart) if chart else ''}{table}</section>")
 
 
 def render_html(report: Report) -> str:
@@ -745,12 +775,13 @@ def render_html(report: Report) -> str:
     body += [f'<p class="sub">{_h(n)}</p>' for n in report.notes]
     body.append("</header>")
     if len(report.sections) != 1 or report.unplanned:
-        rows = [(s.title, s.where or "", s.status, f"{s.plan.kv_cache.tokens:,}",
-                 f"{s.plan.kv_cache.max_concurrency:,.2f}") for s in report.sections]
-        rows += [(u.message, u.where, u.status, "—", "—") for u in report.unplanned]
-        body.append('<section class="block"><h2>Deployments</h2>'
-                    + _html_table(["deployment", "where", "status", "KV tokens", "concurrency"],
-                                  rows, numeric=[3, 4]) + "</section>")
+        rows = [(s.where or "", *_summary_cells(s)) for s in report.sections]
+        rows += [(u.where, u.message, "—", "—", u.status, "—", "—") for u in report.unplanned]
+        table = _html_table(list(_SUMMARY_HEAD), rows, numeric=[5, 6])
+        for i, s in enumerate(report.sections):  # each row's place links to its section
+            cell = f"<td>{_h(s.where or '')}</td>"
+            table = table.replace(cell, f'<td><a href="#s{i}-h">{_h(s.where or "")}</a></td>', 1)
+        body.append(f'<section class="block"><h2>Deployments</h2>{table}</section>')
     body += [_html_section(s, i) for i, s in enumerate(report.sections)]
     if report.compare:
         body.append(_html_compare(report.compare))

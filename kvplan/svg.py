@@ -93,11 +93,15 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def stacked_bar(cid: str, segments: Sequence[Segment], *, title: str, desc: str,
-                axis_label: str, fmt: Callable[[float], str], width: int = 720) -> str:
+                axis_label: str, fmt: Callable[[float], str],
+                limit: tuple[float, str] | None = None, width: int = 720) -> str:
     """One horizontal bar split into segments (e.g. per-GPU memory), with a legend below that
-    names each segment and its value, so no reader depends on colour or on hovering."""
-    total = sum(max(s.value, 0) for s in segments) or 1
-    left, right, top, bar_h = 16, 16, 12, 44
+    names each segment and its value, so no reader depends on colour or on hovering. `limit`
+    (value, label) draws a line where the segments overflow a capacity (e.g. the device)."""
+    used = sum(max(s.value, 0) for s in segments)
+    over = limit is not None and used > limit[0] * (1 + 1e-9)
+    total = (max(used, limit[0]) if limit else used) or 1
+    left, right, top, bar_h = 16, 16, 12 + (18 if over else 0), 44
     plot_w = width - left - right
     cols = 3
     rows = math.ceil(len(segments) / cols)
@@ -115,13 +119,19 @@ def stacked_bar(cid: str, segments: Sequence[Segment], *, title: str, desc: str,
                    f'stroke="#fff" stroke-width="1"><title>{escape(s.label)}: '
                    f'{escape(fmt(s.value))}</title></rect>')
         if w > 44:
-            share = f"{100 * s.value / total:.0f}%"
+            share = f"{100 * s.value / (limit[0] if limit else total):.0f}%"
             ink = "#000" if s.pattern or s.colour in ("#E69F00", "#F0E442", "#56B4E9") else "#fff"
             out.append(_text(x + w / 2, top + bar_h / 2 + 4, share, anchor="middle", fill=ink,
                              weight="bold"))
         x += w
     out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{bar_h}" fill="none" '
                f'stroke="#444" stroke-width="1"/>')
+    if over and limit:
+        lx = left + plot_w * limit[0] / total
+        out.append(f'<line x1="{_n(lx)}" y1="{top - 16}" x2="{_n(lx)}" y2="{top + bar_h + 4}" '
+                   f'stroke="#000" stroke-width="2.5" stroke-dasharray="5 3"/>')
+        out.append(_text(lx - 4, top - 5, limit[1], size=12, anchor="end", weight="bold",
+                         extra=HALO))
     out.append(_text(left, top + bar_h + 18, "0", size=11, fill="#555"))
     out.append(_text(left + plot_w, top + bar_h + 18, fmt(total), size=11, anchor="end",
                      fill="#555"))
@@ -134,7 +144,7 @@ def stacked_bar(cid: str, segments: Sequence[Segment], *, title: str, desc: str,
         fill = f"url(#{cid}-hatch)" if s.pattern else s.colour
         out.append(f'<rect x="{_n(lx)}" y="{_n(ly - 11)}" width="14" height="14" fill="{fill}" '
                    f'stroke="#444" stroke-width="0.5"/>')
-        out.append(_text(lx + 20, ly, f"{s.label} {fmt(s.value)}", size=12))
+        out.append(_text(lx + 20, ly, f"{s.label} {fmt(s.value)}", size=13))
     out.append("</svg>")
     return "\n".join(out)
 
