@@ -428,13 +428,17 @@ def _md_section(sec: Section, level: int) -> list[str]:
     if len(sec.curve) > 1:
         xs = ", ".join(f'"{tokens_k(c.max_model_len)}"' for c in sec.curve)
         ys = ", ".join(f"{c.concurrency:g}" for c in sec.curve)
-        top = max(c.concurrency for c in sec.curve)
+        n = p.workload.target_concurrency
+        top = max([c.concurrency for c in sec.curve] + [n or 0])
+        target = f"; flat line: target {n}" if n else ""
         out += ["```mermaid", "xychart-beta",
-                f'    title "Concurrent requests the KV cache holds (chosen: '
-                f'{tokens_k(p.inputs["max_model_len"].value or 0)})"',
+                f'    title "Concurrent requests the KV cache holds (chosen '
+                f'{tokens_k(p.inputs["max_model_len"].value or 0)}{target})"',
                 f'    x-axis "max_model_len (tokens)" [{xs}]',
                 f'    y-axis "requests" 0 --> {math.ceil(top * 1.05) or 1}',
-                f"    line [{ys}]", "```", ""]
+                f"    line [{ys}]"]
+        out += [f"    line [{', '.join([str(n)] * len(sec.curve))}]"] if n else []
+        out += ["```", ""]
     if sec.curve:
         out += _md_table([f"{knob(p, 'max_model_len')} (tokens)", "concurrent requests", ""],
                          [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}",
@@ -553,9 +557,9 @@ dl.kpi dt{color:var(--muted);font-size:.82em}dl.kpi dd{margin:0;font-weight:600;
 table{border-collapse:collapse;width:100%;margin:8px 0 12px;font-size:.92em}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr.chosen td{font-weight:700}
+tr.chosen td,td.chosen,th.chosen{font-weight:700;background:#fff4d6}
 svg.chart{width:100%;height:auto;display:block;margin:8px 0}.chartwrap{overflow-x:auto}
-details{margin:4px 0 8px}summary{cursor:pointer;color:var(--accent)}
+p.tcap{margin:10px 0 0;font-weight:600;font-size:.92em;color:var(--muted)}
 ul.problems{padding-left:0;list-style:none}
 ul.problems li{border-left:4px solid var(--line);padding:4px 10px;margin:4px 0}
 ul.problems li.error{border-color:var(--bad)}ul.problems li.warning{border-color:#E69F00}
@@ -566,7 +570,7 @@ footer{color:var(--muted);font-size:.88em}
 th,td{padding:4px 5px}h1{font-size:1.3rem}svg.chart{min-width:540px}}
 @media print{body{background:#fff;font-size:11pt}main{max-width:none;padding:0}
 section.plan,section.block{border:none;padding:0;margin:0 0 12pt}h3{break-after:avoid}
-svg.chart,table,pre,dl.kpi{break-inside:avoid}details{display:block}details>summary{display:none}
+svg.chart,table,pre,dl.kpi{break-inside:avoid}.chartwrap,.tablewrap{overflow:visible}
 .verdict{-webkit-print-color-adjust:exact;print-color-adjust:exact;border:1px solid #000}
 a{color:inherit}}
 """
@@ -599,8 +603,9 @@ def _wrap(chart: str) -> str:
     return f'<div class="chartwrap">{chart}</div>'
 
 
-def _data_table(summary: str, table: str) -> str:
-    return f"<details><summary>{_h(summary)}</summary>{table}</details>"
+def _data_table(caption: str, table: str) -> str:
+    """Always shown (not in a <details>), so a printed report carries every number."""
+    return f'<p class="tcap">{_h(caption)}</p>{table}'
 
 
 def _html_memory(sec: Section, cid: str) -> str:
@@ -655,11 +660,16 @@ def _html_curve(sec: Section, cid: str) -> str:
             x_label=f"{name} (tokens per request, log scale)",
             y_label="concurrent requests (log scale)", x_fmt=tokens_k, y_fmt=lambda v: f"{v:g}",
             log2_x=True, log2_y=True, marker=marker, hlines=hlines)))
-    table = _html_table([f"{name} (tokens)", "concurrent requests"],
-                        [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}") for c in pts],
-                        numeric=[0, 1], chosen=[c.chosen for c in pts])
+    # the chart's data, lengths across (compact; the chosen column is bold)
+    cells = "".join(f'<th scope="col" class="n{" chosen" if c.chosen else ""}">'
+                    f"{_h(f'{c.max_model_len:,}')}</th>" for c in pts)
+    values = "".join(f'<td class="n{" chosen" if c.chosen else ""}">{_h(f"{c.concurrency:,.2f}")}'
+                     "</td>" for c in pts)
     if pts:
-        out.append(_data_table("Data table", table) if len(pts) > 1 else table)
+        out.append(_data_table(f"Data: requests held at each {name}",
+                               f'<div class="tablewrap"><table><thead><tr><th scope="row">{_h(name)}'
+                               f"</th>{cells}</tr></thead><tbody><tr><th scope=\"row\">requests</th>"
+                               f"{values}</tr></tbody></table></div>"))
     out.append(f"<p class=\"sub\">{_h(_curve_note(sec))}</p>")
     return "".join(out)
 
@@ -685,7 +695,7 @@ def _html_perf(perf: dict[str, Any], cid: str) -> str:
             x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl)))
     keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
     if rows and keys:
-        out.append(_data_table("Data table", _html_table(
+        out.append(_data_table("Data", _html_table(
             ["concurrency", *keys], [(r["concurrency"], *(r.get(k, "—") for k in keys)) for r in rows],
             numeric=list(range(len(keys) + 1)))))
     if limits:
@@ -718,7 +728,7 @@ def _html_section(sec: Section, idx: int) -> str:
                                       "<p>No problems.</p>"))
     out.append("<h3>Assumptions and estimates</h3><ul>"
                + "".join(f"<li>{_h(a)}</li>" for a in _assumptions(p)) + "</ul>")
-    out.append(_data_table("Inputs and where each came from", _html_table(
+    out.append("<h3>Inputs</h3>" + _data_table("Each input and where it came from", _html_table(
         ["input", "value", "source"],
         [(k, "—" if v.value is None else v.value, v.source) for k, v in p.inputs.items()])))
     out.append("</section>")
