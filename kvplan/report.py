@@ -178,8 +178,9 @@ def kv_curve(plan: Plan, replan: Callable[[int], Plan] | None = None
     if linear_kv(plan):
         pts = tuple(CurvePoint(n, round(plan.kv_cache.num_blocks / _request_blocks(plan, n), 2),
                                n == chosen) for n in curve_lengths(plan))
-        return pts, (f"{plan.kv_cache.num_blocks:,} KV blocks of {plan.kv_cache.block_size} "
-                     f"tokens ÷ blocks per request (the plan's numbers)")
+        bs = plan.kv_cache.block_size
+        return pts, (f"{plan.kv_cache.num_blocks:,} KV blocks of {bs} token{'s' * (bs != 1)} "
+                     f"÷ blocks per request (the plan's numbers)")
     if replan is not None:
         pts = []
         for n in curve_lengths(plan):
@@ -322,7 +323,11 @@ def _verdict_detail(p: Plan) -> str:
         tp, rec = p.inputs["tensor_parallel_size"].value, p.recommendations.tensor_parallel_size
         other = (f"; the recommended command uses tensor_parallel_size {rec.value}"
                  if rec.value and rec.value != tp else "")
-        return f"the budget falls {gib(shortfall(p))} per GPU short of the KV cache{other}"
+        if shortfall(p):
+            return f"the budget falls {gib(shortfall(p))} per GPU short of the KV cache{other}"
+        return (f"one {_num(p.inputs['max_model_len'].value)}-token request does not fit in the "
+                f"KV cache ({kv.tokens:,} tokens); the largest {knob(p, 'max_model_len')} that "
+                f"fits is {kv.max_model_len_fit:,}{other}")
     length = _num(p.inputs["max_model_len"].value)
     if n and kv.max_concurrency < n:
         return (f"one request fits, but the KV cache holds {kv.max_concurrency:,.2f} of the "

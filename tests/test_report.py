@@ -122,6 +122,30 @@ def test_the_report_compares_every_registry_engine(report70):
     assert [p.engine.name for p in report70.compare] == list(NAMES)
 
 
+def test_a_deployment_that_does_not_fit_says_by_how_much_and_marks_the_device_total():
+    p = plan("llama-3.1-70b-instruct", "h100", max_model_len=32768)
+    assert not p.fits and p.memory.kv_cache_bytes < 0
+    r = rep.Report(title="t", command_line="c", version="0", sections=(rep.section_for(p),))
+    html, md = rep.render_html(r), rep.render_markdown(r)
+    short = rep.gib(-p.memory.kv_cache_bytes)
+    assert f"falls {short} per GPU short" in md and f"none ({short} short)" in html
+    assert "the recommended command uses tensor_parallel_size 4" in md
+    assert f"device total {rep.gib(p.memory.total_bytes)}" in html  # the overflow line
+    assert "No KV cache: the deployment does not fit." in html
+
+
+def test_a_check_report_lists_what_it_could_not_plan(tmp_path):
+    from kvplan.check import Policy, check_files
+
+    (tmp_path / "good.sh").write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n")
+    (tmp_path / "bad.sh").write_text("vllm serve nobody/no-such-model-xyz\n")
+    checked = check_files([tmp_path], policy=Policy(gpu="h100"), sets={}, offline=True)
+    r = rep.from_check(checked, command_line="kvplan report x", version="0")
+    assert len(r.sections) == 1 and len(r.unplanned) == 1
+    md = rep.render_markdown(r)
+    assert r.unplanned[0].where.endswith("bad.sh:1") and "bad.sh:1" in md and "| error |" in md
+
+
 # --------------------------------------------------------------------- Markdown
 
 
