@@ -15,7 +15,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -97,7 +97,9 @@ def gib(n: float) -> str:
 
 
 def _num(v: object) -> str:
-    return f"{v:,}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "—" if v is None else str(v)
+    if v is None:
+        return "—"
+    return f"{v:,}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def tokens_k(n: float) -> str:
@@ -184,18 +186,19 @@ def kv_curve(plan: Plan, replan: Callable[[int], Plan] | None = None
     if replan is not None:
         pts = []
         for n in curve_lengths(plan):
-            conc = plan.kv_cache.max_concurrency if n == chosen else replan(n).kv_cache.max_concurrency
+            conc = (plan if n == chosen else replan(n)).kv_cache.max_concurrency
             pts.append(CurvePoint(n, round(conc, 2), n == chosen))
-        return tuple(pts), "the planner re-run at each length (this model's KV is not linear in length)"
+        return tuple(pts), ("the planner re-run at each length (this model's KV is not linear "
+                            "in length)")
     if isinstance(chosen, int):
         return ((CurvePoint(chosen, plan.kv_cache.max_concurrency, True),),
                 "the chosen length only (this model's KV is not linear in length)")
     return (), "no max_model_len"
 
 
-def section_for(plan: Plan, replan: Callable[[int], Plan] | None = None, *, where: str | None = None,
-                status: str | None = None, extra_problems: Sequence[Problem] = (),
-                title: str | None = None) -> Section:
+def section_for(plan: Plan, replan: Callable[[int], Plan] | None = None, *,
+                where: str | None = None, status: str | None = None,
+                extra_problems: Sequence[Problem] = (), title: str | None = None) -> Section:
     curve, how = kv_curve(plan, replan)
     title = title or f"{plan.model.id} on {plan.gpu.count} × {plan.gpu.name} — " \
         f"{plan.engine.label} {plan.engine.version}"
@@ -312,8 +315,9 @@ def _problems(sec: Section) -> list[Problem]:
 
 
 def _verdict(sec: Section) -> str:
-    return {"fits": "FITS", "does-not-fit": "DOES NOT FIT",
-            "policy-violation": "FITS, BREAKS A POLICY"}.get(sec.status or "", str(sec.status).upper())
+    words = {"fits": "FITS", "does-not-fit": "DOES NOT FIT",
+             "policy-violation": "FITS, BREAKS A POLICY"}
+    return words.get(sec.status or "", str(sec.status).upper())
 
 
 def _verdict_detail(p: Plan) -> str:
@@ -343,12 +347,17 @@ def _key_numbers(p: Plan) -> list[tuple[str, str]]:
            ("KV cache per GPU", gib(p.memory.kv_cache_bytes) if p.memory.kv_cache_bytes >= 0
             else f"none ({gib(shortfall(p))} short)"),
            (p.memory.notes.get("kv_tokens_label", "KV cache size"), f"{kv.tokens:,} tokens"),
-           (f"concurrency at {knob(p, 'max_model_len')} {length}", f"{kv.max_concurrency:,.2f} requests"),
+           (f"concurrency at {knob(p, 'max_model_len')} {length}",
+            f"{kv.max_concurrency:,.2f} requests"),
            (f"largest {knob(p, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,} tokens"),
            ("weights per GPU", gib(p.memory.weights_bytes))]
     if p.workload.target_concurrency:
         out.append(("target concurrency", f"{p.workload.target_concurrency} requests"))
     return out
+
+
+def _input_rows(p: Plan) -> list[tuple[object, ...]]:
+    return [(k, "—" if v.value is None else v.value, v.source) for k, v in p.inputs.items()]
 
 
 def _rec_rows(p: Plan) -> list[tuple[str, str, str]]:
@@ -358,13 +367,13 @@ def _rec_rows(p: Plan) -> list[tuple[str, str, str]]:
 
 def _assumptions(p: Plan) -> list[str]:
     m = p.memory
+    origin = "the safetensors headers" if p.model.weights_from == "headers" else "config.json"
     out = [f"Memory is per GPU for the most constrained worker; the device total is "
            f"{gib(m.total_bytes)} as CUDA reports it"
            + (" (estimated)" if "total_bytes" in m.estimated else "") + ".",
            f"Budget: {m.notes.get('budget', 'engine budget')} = {gib(m.budget_bytes)}; headroom "
            f"is the device total minus everything the engine takes.",
-           f"Weights from {'the safetensors headers' if p.model.weights_from == 'headers' else 'config.json'}"
-           f" ({p.model.parameters / 1e9:,.2f} B parameters, {p.model.dtype}"
+           f"Weights from {origin} ({p.model.parameters / 1e9:,.2f} B parameters, {p.model.dtype}"
            + (f", {p.model.quantization}" if p.model.quantization else "") + ").",
            f"Engine modelled: {p.engine.label} {p.engine.version}, accounting era {p.engine.era}."]
     if m.estimated:
@@ -374,17 +383,63 @@ def _assumptions(p: Plan) -> list[str]:
     return out
 
 
+def _memory_rows(p: Plan) -> list[tuple[str, str, str, str]]:
+    total = p.memory.total_bytes
+    notes = {"weights": _weights_note(p), "headroom": "device total − the rest"}
+    return [(label, f"{b / GiB:,.2f}", f"{100 * b / total:.1f}%",
+             p.memory.notes.get(key, notes.get(key, ""))) for key, label, b in memory_stack(p)]
+
+
+_MEMORY_HEAD = ("component", "GiB", "of device total", "note")
+
+
+def _compare_rows(plans: Sequence[Plan]) -> tuple[list[str], list[tuple[str, ...]]]:
+    """`kvplan compare`'s table: one column per engine, knobs under each engine's flag."""
+    head = ["", *[f"{p.engine.label} {p.engine.version}" for p in plans]]
+    rows = [("fits", *["yes" if p.fits else "no" for p in plans]),
+            ("KV cache / GPU", *[gib(p.memory.kv_cache_bytes) for p in plans]),
+            ("KV tokens", *[f"{p.kv_cache.tokens:,}" for p in plans]),
+            ("context length", *[_num(p.inputs["max_model_len"].value) for p in plans]),
+            ("concurrency at that length", *[f"{p.kv_cache.max_concurrency:,.2f}" for p in plans])]
+    for name in ("max_model_len", "max_num_seqs", "gpu_memory_utilization"):
+        cells = []
+        for p in plans:
+            value = getattr(p.recommendations, name).value
+            cells.append(f"{p.engine.knobs.get(name, name)} "
+                         + ("—" if value is None else f"{value:g}"))
+        rows.append((f"recommended {name}", *cells))
+    return head, rows
+
+
+def _perf_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[tuple[object, ...]]]:
+    keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
+    return (["concurrency", *keys],
+            [(r["concurrency"], *(r.get(k, "—") for k in keys)) for r in rows] if keys else [])
+
+
+_SWEEP_HEAD = ("option", "fits", "cost per hour", "headroom per GPU", "KV tokens")
+
+
+def _sweep_rows(options: Sequence[SweepOption]) -> list[tuple[str, ...]]:
+    return [(o.label, "yes" if o.fits else "no",
+             "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}",
+             gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options]
+
+
 # --------------------------------------------------------------------- Markdown
 
 
 def _md(text: object) -> str:
     """Text safe in a GFM paragraph or table cell: no raw HTML, no table breaks, one line."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    s = s.replace("<", "&lt;").replace(">", "&gt;")
     s = re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", s)  # snake_case stays readable
     return s.replace("*", "\\*").replace("`", "\\`").replace("\n", " ")
 
 
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = ()) -> list[str]:
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[object]],
+              right: Iterable[int] = ()) -> list[str]:
+    right = set(right)
     out = ["| " + " | ".join(_md(h) for h in head) + " |",
            "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
     out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
@@ -413,19 +468,13 @@ def _md_section(sec: Section, level: int) -> list[str]:
 
     stack = memory_stack(p)
     out += [f"{h}# Memory per GPU", ""]
-    used = sum(b for _, _, b in stack)
-    pie_title = (f"Memory per GPU, GiB (device total {p.memory.total_bytes / GiB:.2f})"
-                 if used <= p.memory.total_bytes else
-                 f"Memory per GPU, GiB: {used / GiB:.2f} needed, {p.memory.total_bytes / GiB:.2f} there")
+    used, total = sum(b for _, _, b in stack) / GiB, p.memory.total_bytes / GiB
+    pie_title = (f"Memory per GPU, GiB (device total {total:.2f})" if used <= total else
+                 f"Memory per GPU, GiB: {used:.2f} needed, {total:.2f} there")
     out += ["```mermaid", f"pie showData title {pie_title}"]
     out += [f'    "{_mermaid_label(label)}" : {b / GiB:.2f}' for _, label, b in stack if b > 0]
     out += ["```", ""]
-    total = p.memory.total_bytes
-    out += _md_table(["component", "GiB", "of device total", "note"],
-                     [(label, f"{b / GiB:,.2f}", f"{100 * b / total:.1f}%",
-                       p.memory.notes.get(key, _weights_note(p) if key == "weights" else
-                                          "device total − the rest" if key == "headroom" else ""))
-                      for key, label, b in stack], right=[1, 2])
+    out += _md_table(_MEMORY_HEAD, _memory_rows(p), right=[1, 2])
     if shortfall(p):
         out += [f"The budget falls {gib(shortfall(p))} short of any KV cache.", ""]
 
@@ -458,18 +507,16 @@ def _md_section(sec: Section, level: int) -> list[str]:
     probs = _problems(sec)
     out += [f"- **{x.severity}** `{x.code}`: {_md(x.message)}" for x in probs] or ["- no problems"]
     out += [""] + [f"- {_md(a)}" for a in _assumptions(p)] + [""]
-    out += _md_table(["input", "value", "source"],
-                     [(k, "—" if v.value is None else v.value, v.source) for k, v in p.inputs.items()])
+    out += _md_table(["input", "value", "source"], _input_rows(p))
     return out
 
 
 def _md_perf(perf: dict[str, Any], level: int) -> list[str]:
     rows, limits = perf_points(perf)
     out = ["#" * level + " Latency and throughput versus concurrency", ""]
-    keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
-    if rows and keys:
-        out += _md_table(["concurrency", *keys], [(r["concurrency"], *(r.get(k, "—") for k in keys))
-                                                  for r in rows], right=list(range(len(keys) + 1)))
+    head, table = _perf_rows(rows)
+    if table:
+        out += _md_table(head, table, right=range(len(head)))
     if limits:
         out += ["SLOs: " + ", ".join(f"{_md(k)} {v:g}" for k, v in sorted(limits.items())), ""]
     return out
@@ -477,18 +524,8 @@ def _md_perf(perf: dict[str, Any], level: int) -> list[str]:
 
 def _md_compare(plans: Sequence[Plan], level: int) -> list[str]:
     out = ["#" * level + " Engines compared", ""]
-    head = ["", *[f"{p.engine.label} {p.engine.version}" for p in plans]]
-    rows = [("fits", *["yes" if p.fits else "no" for p in plans]),
-            ("KV cache / GPU", *[gib(p.memory.kv_cache_bytes) for p in plans]),
-            ("KV tokens", *[f"{p.kv_cache.tokens:,}" for p in plans]),
-            ("context length", *[_num(p.inputs['max_model_len'].value) for p in plans]),
-            ("concurrency at that length", *[f"{p.kv_cache.max_concurrency:,.2f}" for p in plans])]
-    for name in ("max_model_len", "max_num_seqs", "gpu_memory_utilization"):
-        rows.append((f"recommended {name}", *[
-            f"{p.engine.knobs.get(name, name)} " + ("—" if getattr(p.recommendations, name).value is None
-                                                    else f"{getattr(p.recommendations, name).value:g}")
-            for p in plans]))
-    out += _md_table(head, rows, right=list(range(1, len(head))))
+    head, rows = _compare_rows(plans)
+    out += _md_table(head, rows, right=range(1, len(head)))
     for p in plans:
         out += [f"{p.engine.label}:", "", *_code(p.command, "sh")]
     return out
@@ -496,10 +533,8 @@ def _md_compare(plans: Sequence[Plan], level: int) -> list[str]:
 
 def _md_sweep(options: Sequence[SweepOption], level: int) -> list[str]:
     out = ["#" * level + " Options from a sweep", ""]
-    out += _md_table(["option", "fits", "cost per hour", "headroom per GPU", "KV tokens"],
-                     [(o.label + (" (chosen)" if o.chosen else ""), "yes" if o.fits else "no",
-                       "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}",
-                       gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options], right=[2, 3, 4])
+    rows = [(r[0] + " (chosen)" * o.chosen, *r[1:]) for o, r in zip(options, _sweep_rows(options))]
+    out += _md_table(_SWEEP_HEAD, rows, right=[2, 3, 4])
     return out
 
 
@@ -512,6 +547,10 @@ def _summary_cells(s: Section) -> tuple[str, ...]:
             s.status or "", f"{p.kv_cache.tokens:,}", f"{p.kv_cache.max_concurrency:,.2f}")
 
 
+def _unplanned_cells(u: Unplanned) -> tuple[str, ...]:
+    return (u.where, u.message, "—", "—", u.status, "—", "—")
+
+
 def render_markdown(report: Report) -> str:
     out = [f"# {_md(report.title)}", ""]
     out += [f"- {_md(n)}" for n in report.notes] + ([""] if report.notes else [])
@@ -519,8 +558,7 @@ def render_markdown(report: Report) -> str:
     if not single:
         out += _md_table(_SUMMARY_HEAD,
                          [(s.where or "", *_summary_cells(s)) for s in report.sections]
-                         + [(u.where, u.message, "—", "—", u.status, "—", "—")
-                            for u in report.unplanned], right=[5, 6])
+                         + [_unplanned_cells(u) for u in report.unplanned], right=[5, 6])
     for sec in report.sections:
         out += _md_section(sec, 2)
     if report.compare:
@@ -542,26 +580,33 @@ def _schema(report: Report) -> str:
 # ------------------------------------------------------------------------- HTML
 
 _CSS = """
-:root{--ink:#1b1b1b;--muted:#555;--line:#d8d8d8;--bg:#fff;--ok:#009E73;--bad:#D55E00;--accent:#0072B2}
+:root{--ink:#1b1b1b;--muted:#555;--line:#d8d8d8;--bg:#fff;--ok:#009E73;
+--bad:#D55E00;--accent:#0072B2}
 *{box-sizing:border-box}
-body{margin:0;background:#f4f5f7;color:var(--ink);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+body{margin:0;background:#f4f5f7;color:var(--ink);
+font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 main{max-width:960px;margin:0 auto;padding:24px 16px 48px}
 header.top{border-bottom:3px solid var(--accent);margin-bottom:16px}
 h1{font-size:1.55rem;margin:0 0 4px}h2{font-size:1.3rem;margin:0 0 8px}
 h3{font-size:1.08rem;margin:24px 0 8px;padding-top:8px;border-top:1px solid var(--line)}
 .sub{color:var(--muted);margin:0 0 12px}
-section.plan,section.block{background:var(--bg);border:1px solid var(--line);border-radius:8px;padding:20px;margin:0 0 20px}
-.verdict{display:inline-block;font-weight:700;padding:4px 12px;border-radius:4px;color:#fff;letter-spacing:.02em}
+section.plan,section.block{background:var(--bg);border:1px solid var(--line);
+border-radius:8px;padding:20px;margin:0 0 20px}
+.verdict{display:inline-block;font-weight:700;padding:4px 12px;
+border-radius:4px;color:#fff;letter-spacing:.02em}
 .verdict.ok{background:var(--ok)}.verdict.bad{background:var(--bad)}
 .where{font-family:ui-monospace,Menlo,Consolas,monospace;color:var(--muted);font-size:.9em}
-pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px 12px;white-space:pre-wrap;overflow-wrap:anywhere;font:13px/1.45 ui-monospace,Menlo,Consolas,monospace;margin:8px 0 12px}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;
+padding:10px 12px;white-space:pre-wrap;overflow-wrap:anywhere;
+font:13px/1.45 ui-monospace,Menlo,Consolas,monospace;margin:8px 0 12px}
 dl.kpi{display:grid;grid-template-columns:repeat(auto-fit,minmax(170px,1fr));gap:8px;margin:12px 0}
 dl.kpi div{border:1px solid var(--line);border-radius:6px;padding:8px 10px}
 dl.kpi dt{color:var(--muted);font-size:.82em}dl.kpi dd{margin:0;font-weight:600;font-size:1.05em}
 .tablewrap{overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:8px 0 12px;font-size:.92em}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
-th{background:#f0f2f5;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f0f2f5;font-weight:600}td.n,th.n{text-align:right;
+font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.chosen td,td.chosen,th.chosen{font-weight:700;background:#fff4d6}
 svg.chart{width:100%;height:auto;display:block;margin:8px 0}.chartwrap{overflow-x:auto}
 p.tcap{margin:10px 0 0;font-weight:600;font-size:.92em;color:var(--muted)}
@@ -571,7 +616,8 @@ ul.problems li.error{border-color:var(--bad)}ul.problems li.warning{border-color
 .sev{font-weight:700;text-transform:uppercase;font-size:.78em;margin-right:6px}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 footer{color:var(--muted);font-size:.88em}
-@media (max-width:600px){body{font-size:14px}main{padding:12px 8px}section.plan,section.block{padding:12px}
+@media (max-width:600px){body{font-size:14px}main{padding:12px 8px}
+section.plan,section.block{padding:12px}
 th,td{padding:4px 5px}h1{font-size:1.3rem}svg.chart{min-width:540px}}
 @media print{body{background:#fff;font-size:11pt}main{max-width:none;padding:0}
 section.plan,section.block{border:none;padding:0;margin:0 0 12pt}h3{break-after:avoid}
@@ -587,14 +633,17 @@ def _h(text: object) -> str:
     return escape(str(text))
 
 
-def _html_table(head: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: Sequence[int] = (),
-                chosen: Sequence[bool] = ()) -> str:
-    def cell(tag: str, i: int, v: object) -> str:
-        cls = ' class="n"' if i in numeric else ""
-        return f"<{tag}{cls}>{_h(v)}</{tag}>"
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[object]], *,
+                numeric: Iterable[int] = (), chosen: Sequence[bool] = ()) -> str:
+    numeric = set(numeric)
 
-    head_html = "".join(f'<th scope="col"{" class=n" if i in numeric else ""}>{_h(h)}</th>'
-                        for i, h in enumerate(head))
+    def cell_class(i: int) -> str:
+        return ' class="n"' if i in numeric else ""
+
+    def cell(tag: str, i: int, v: object) -> str:
+        return f"<{tag}{cell_class(i)}>{_h(v)}</{tag}>"
+
+    head_html = "".join(f'<th scope="col"{cell_class(i)}>{_h(h)}</th>' for i, h in enumerate(head))
     body = []
     for j, r in enumerate(rows):
         cls = ' class="chosen"' if j < len(chosen) and chosen[j] else ""
@@ -629,12 +678,7 @@ def _html_memory(sec: Section, cid: str) -> str:
                             desc=desc, axis_label="GiB per GPU", fmt=lambda v: f"{v:,.2f} GiB",
                             limit=(p.memory.total_bytes / GiB,
                                    f"device total {gib(p.memory.total_bytes)}"))
-    total = p.memory.total_bytes
-    table = _html_table(["component", "GiB", "of device total", "note"],
-                        [(label, f"{b / GiB:,.2f}", f"{100 * b / total:.1f}%",
-                          p.memory.notes.get(key, _weights_note(p) if key == "weights" else
-                                             "device total − the rest" if key == "headroom" else ""))
-                         for key, label, b in stack], numeric=[1, 2])
+    table = _html_table(_MEMORY_HEAD, _memory_rows(p), numeric=[1, 2])
     short = (f"<p><strong>The budget falls {_h(gib(shortfall(p)))} per GPU short of any KV "
              "cache.</strong></p>") if shortfall(p) else ""
     return f"<h3>Memory per GPU</h3>{_wrap(chart)}{short}{table}"
@@ -649,15 +693,17 @@ def _html_curve(sec: Section, cid: str) -> str:
     pts = sec.curve
     if len(pts) > 1:
         chosen = next((c for c in pts if c.chosen), None)
-        marker = (chosen.max_model_len, chosen.concurrency,
-                  f"chosen {tokens_k(chosen.max_model_len)}: {chosen.concurrency:g}") if chosen else None
+        marker = None if chosen is None else (
+            chosen.max_model_len, chosen.concurrency,
+            f"chosen {tokens_k(chosen.max_model_len)}: {chosen.concurrency:g}")
         hlines = [svg.HLine(1, "1 request")]
         if p.workload.target_concurrency:
             hlines.append(svg.HLine(p.workload.target_concurrency,
                                     f"target {p.workload.target_concurrency}", svg.OKABE_ITO[3]))
         desc = (f"Concurrent requests the KV cache holds at each {name}: "
                 + "; ".join(f"{c.max_model_len:,} tokens → {c.concurrency:g}" for c in pts)
-                + (f". Chosen {chosen.max_model_len:,} → {chosen.concurrency:g}." if chosen else ""))
+                + (f". Chosen {chosen.max_model_len:,} → {chosen.concurrency:g}."
+                   if chosen else ""))
         out.append(_wrap(svg.line_chart(
             cid, [svg.Series("requests held in the KV cache", [(c.max_model_len, c.concurrency)
                                                                  for c in pts])],
@@ -671,10 +717,10 @@ def _html_curve(sec: Section, cid: str) -> str:
     values = "".join(f'<td class="n{" chosen" if c.chosen else ""}">{_h(f"{c.concurrency:,.2f}")}'
                      "</td>" for c in pts)
     if pts:
-        out.append(_data_table(f"Data: requests held at each {name}",
-                               f'<div class="tablewrap"><table><thead><tr><th scope="row">{_h(name)}'
-                               f"</th>{cells}</tr></thead><tbody><tr><th scope=\"row\">requests</th>"
-                               f"{values}</tr></tbody></table></div>"))
+        table = (f'<div class="tablewrap"><table><thead><tr><th scope="row">{_h(name)}</th>'
+                 f'{cells}</tr></thead><tbody><tr><th scope="row">requests</th>{values}</tr>'
+                 "</tbody></table></div>")
+        out.append(_data_table(f"Data: requests held at each {name}", table))
     out.append(f"<p class=\"sub\">{_h(_curve_note(sec))}</p>")
     return "".join(out)
 
@@ -688,23 +734,25 @@ def _html_perf(perf: dict[str, Any], cid: str) -> str:
         keys = _metric_keys(rows, prefix)
         if not keys:
             continue
-        series = [svg.Series(k, [(r["concurrency"], r[k]) for r in rows if isinstance(r.get(k), (int, float))],
-                             svg.OKABE_ITO[i % 7]) for i, k in enumerate(keys)]
-        hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in sorted(limits.items()) if k.startswith(prefix)]
+        series = [svg.Series(k, [(r["concurrency"], r[k]) for r in rows
+                                 if isinstance(r.get(k), (int, float))], svg.OKABE_ITO[i % 7])
+                  for i, k in enumerate(keys)]
+        hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in sorted(limits.items())
+              if k.startswith(prefix)]
         unit = _unit(keys[0])
+        what = "Throughput" if prefix == "throughput" else prefix.upper()
+        desc = "; ".join(f"{s.label}: " + ", ".join(f"{x:g} → {y:g}" for x, y in s.points)
+                         for s in series)
         out.append(_wrap(svg.line_chart(
-            f"{cid}-{n}", series, title=f"{prefix.upper() if prefix != 'throughput' else 'Throughput'} "
-            "versus concurrency", desc="; ".join(f"{s.label}: " + ", ".join(
-                f"{x:g} → {y:g}" for x, y in s.points) for s in series),
+            f"{cid}-{n}", series, title=f"{what} versus concurrency", desc=desc,
             x_label="concurrent requests", y_label=f"{prefix} ({unit})" if unit else prefix,
             x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl)))
-    keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
-    if rows and keys:
-        out.append(_data_table("Data", _html_table(
-            ["concurrency", *keys], [(r["concurrency"], *(r.get(k, "—") for k in keys)) for r in rows],
-            numeric=list(range(len(keys) + 1)))))
+    head, table = _perf_rows(rows)
+    if table:
+        out.append(_data_table("Data", _html_table(head, table, numeric=range(len(head)))))
     if limits:
-        out.append("<p>SLOs: " + _h(", ".join(f"{k} {v:g}" for k, v in sorted(limits.items()))) + "</p>")
+        slos = ", ".join(f"{k} {v:g}" for k, v in sorted(limits.items()))
+        out.append(f"<p>SLOs: {_h(slos)}</p>")
     return "".join(out)
 
 
@@ -734,8 +782,7 @@ def _html_section(sec: Section, idx: int) -> str:
     out.append("<h3>Assumptions and estimates</h3><ul>"
                + "".join(f"<li>{_h(a)}</li>" for a in _assumptions(p)) + "</ul>")
     out.append("<h3>Inputs</h3>" + _data_table("Each input and where it came from", _html_table(
-        ["input", "value", "source"],
-        [(k, "—" if v.value is None else v.value, v.source) for k, v in p.inputs.items()])))
+        ["input", "value", "source"], _input_rows(p))))
     out.append("</section>")
     return "".join(out)
 
@@ -747,21 +794,11 @@ def _html_compare(plans: Sequence[Plan]) -> str:
     chart = svg.bar_chart("e", bars, title="KV cache tokens per GPU by engine",
                           desc="; ".join(f"{k}: {v:,.0f} tokens" for k, v in bars),
                           axis_label="KV cache tokens per GPU", fmt=lambda v: f"{v:,.0f}")
-    head = ["", *[f"{p.engine.label} {p.engine.version}" for p in plans]]
-    rows = [("fits", *["yes" if p.fits else "no" for p in plans]),
-            ("KV cache / GPU", *[gib(p.memory.kv_cache_bytes) for p in plans]),
-            ("KV tokens", *[f"{p.kv_cache.tokens:,}" for p in plans]),
-            ("context length", *[_num(p.inputs['max_model_len'].value) for p in plans]),
-            ("concurrency at that length", *[f"{p.kv_cache.max_concurrency:,.2f}" for p in plans])]
-    for name in ("max_model_len", "max_num_seqs", "gpu_memory_utilization"):
-        rows.append((f"recommended {name}", *[
-            f"{p.engine.knobs.get(name, name)} " + ("—" if getattr(p.recommendations, name).value is None
-                                                    else f"{getattr(p.recommendations, name).value:g}")
-            for p in plans]))
-    cmds = "".join(f"<p><strong>{_h(p.engine.label)}</strong></p><pre><code>{_h(p.command)}</code></pre>"
-                   for p in plans)
-    return (f'<section class="block" aria-labelledby="cmp-h"><h2 id="cmp-h">Engines compared</h2>'
-            f"{_wrap(chart)}{_html_table(head, rows, numeric=list(range(1, len(head))))}"
+    head, rows = _compare_rows(plans)
+    cmds = "".join(f"<p><strong>{_h(p.engine.label)}</strong></p>"
+                   f"<pre><code>{_h(p.command)}</code></pre>" for p in plans)
+    return ('<section class="block" aria-labelledby="cmp-h"><h2 id="cmp-h">Engines compared</h2>'
+            f"{_wrap(chart)}{_html_table(head, rows, numeric=range(1, len(head)))}"
             f"{_data_table('Serve command for each engine', cmds)}</section>")
 
 
@@ -769,20 +806,20 @@ def _html_sweep(options: Sequence[SweepOption]) -> str:
     from . import svg
 
     priced = [o for o in options if o.cost_per_hour is not None]
-    chart = svg.scatter("sw", [(o.cost_per_hour or 0.0, o.headroom_bytes / GiB, o.label, o.chosen)
-                               for o in priced],
-                        title="Sweep options: cost versus headroom",
-                        desc="; ".join(f"{o.label}: ${o.cost_per_hour:,.2f}/h, {gib(o.headroom_bytes)}"
-                                       for o in priced),
-                        x_label="cost (USD per hour)", y_label="headroom per GPU (GiB)",
-                        x_fmt=lambda v: f"${v:g}", y_fmt=lambda v: f"{v:g}") if priced else ""
-    table = _html_table(["option", "fits", "cost per hour", "headroom per GPU", "KV tokens"],
-                        [(o.label, "yes" if o.fits else "no",
-                          "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}",
-                          gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options],
-                        numeric=[2, 3, 4], chosen=[o.chosen for o in options])
-    return (f'<section class="block" aria-labelledby="sw-h"><h2 id="sw-h">Options from a sweep</h2>'
-            f"{_wrap(chart) if chart else ''}{table}</section>")
+    chart = ""
+    if priced:
+        desc = "; ".join(f"{o.label}: ${o.cost_per_hour:,.2f}/h, {gib(o.headroom_bytes)}"
+                         for o in priced)
+        chart = _wrap(svg.scatter(
+            "sw", [(o.cost_per_hour or 0.0, o.headroom_bytes / GiB, o.label, o.chosen)
+                   for o in priced],
+            title="Sweep options: cost versus headroom", desc=desc,
+            x_label="cost (USD per hour)", y_label="headroom per GPU (GiB)",
+            x_fmt=lambda v: f"${v:g}", y_fmt=lambda v: f"{v:g}"))
+    table = _html_table(_SWEEP_HEAD, _sweep_rows(options), numeric=[2, 3, 4],
+                        chosen=[o.chosen for o in options])
+    return ('<section class="block" aria-labelledby="sw-h"><h2 id="sw-h">Options from a sweep</h2>'
+            f"{chart}{table}</section>")
 
 
 def render_html(report: Report) -> str:
@@ -791,7 +828,7 @@ def render_html(report: Report) -> str:
     body.append("</header>")
     if len(report.sections) != 1 or report.unplanned:
         rows = [(s.where or "", *_summary_cells(s)) for s in report.sections]
-        rows += [(u.where, u.message, "—", "—", u.status, "—", "—") for u in report.unplanned]
+        rows += [_unplanned_cells(u) for u in report.unplanned]
         table = _html_table(list(_SUMMARY_HEAD), rows, numeric=[5, 6])
         for i, s in enumerate(report.sections):  # each row's place links to its section
             cell = f"<td>{_h(s.where or '')}</td>"
@@ -825,8 +862,8 @@ def check_markdown(report: CheckReport) -> str:
     """`kvplan check --format markdown`: a compact GFM summary for a PR comment or
     $GITHUB_STEP_SUMMARY — one row per deployment, then what needs attention."""
     s = report.summary
-    icon = {"fits": "✅ fits", "does-not-fit": "❌ does not fit", "policy-violation": "❌ policy",
-            "error": "⚠️ error", "unchecked": "⚠️ unchecked"}
+    icon = {"fits": "✅ fits", "does-not-fit": "❌ does not fit",
+            "policy-violation": "❌ policy", "error": "⚠️ error", "unchecked": "⚠️ unchecked"}
     out = ["## kvplan check", "",
            f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, {s.unchecked} "
            f"unchecked, {s.errors} error(s).", ""]
@@ -834,12 +871,13 @@ def check_markdown(report: CheckReport) -> str:
     for d in report.deployments:
         p = d.plan
         rows.append((f"{d.file}:{d.line}", d.model or "?",
-                     f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"), icon.get(d.status, d.status),
+                     f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"),
+                     icon.get(d.status, d.status),
                      f"{p.kv_cache.tokens:,}" if p else "—",
                      f"{p.kv_cache.max_concurrency:g}" if p else "—",
                      f"{p.inputs['max_model_len'].value}" if p else "—"))
-    out += _md_table(["where", "model", "GPUs", "status", "KV tokens", "concurrency", "max_model_len"],
-                     rows, right=[4, 5, 6])
+    head = ["where", "model", "GPUs", "status", "KV tokens", "concurrency", "max_model_len"]
+    out += _md_table(head, rows, right=[4, 5, 6])
     attention = [(d, x) for d in report.deployments for x in [*d.policy_violations, *d.problems]
                  if x.severity != "info"]
     if attention:
@@ -861,7 +899,8 @@ def output_format(output: Path | None, fmt: str | None) -> str:
                                 hint="pass a file name, e.g. -o sizing.html")
     name = (fmt or (output.suffix.lstrip(".") if output else "md")).lower()
     if name not in FORMATS:
-        raise InvalidInputError(f"unknown report format {name!r}" + (f" for {output}" if output else ""),
+        where = f" for {output}" if output else ""
+        raise InvalidInputError(f"unknown report format {name!r}{where}",
                                 hint="use --format md or html, or -o FILE.md / FILE.html")
     return FORMATS[name]
 

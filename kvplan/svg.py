@@ -198,7 +198,8 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
         out.append(f'<line x1="{_n(px(t))}" y1="{top + ph}" x2="{_n(px(t))}" y2="{top + ph + 4}" '
                    f'stroke="#444"/>')
         out.append(_text(px(t), top + ph + 17, x_fmt(t), size=11, anchor="middle", fill="#555"))
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#444"/>')
+    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
+               'stroke="#444"/>')
     out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>')
     out.append(_text(left + pw / 2, height - 8, x_label, size=12, anchor="middle"))
     out.append(_text(14, top + ph / 2, y_label, size=12, anchor="middle",
@@ -280,7 +281,8 @@ def scatter(cid: str, points: Sequence[tuple[float, float, str, bool]], *, title
         out.append(_text(left - 6, py(t) + 4, y_fmt(t), size=11, anchor="end", fill="#555"))
     for t in xt:
         out.append(_text(px(t), top + ph + 17, x_fmt(t), size=11, anchor="middle", fill="#555"))
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#444"/>')
+    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
+               'stroke="#444"/>')
     out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>')
     out.append(_text(left + pw / 2, height - 8, x_label, size=12, anchor="middle"))
     out.append(_text(14, top + ph / 2, y_label, size=12, anchor="middle",

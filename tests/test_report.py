@@ -56,15 +56,15 @@ def test_svg_charts_are_accessible_images_with_labelled_axes():
     assert '<desc id="m-d">' in bar and "GiB per GPU" in bar
     assert "head&lt;room&gt; 10 GiB" in bar  # labels escaped, values in the legend
     assert "url(#m-hatch)" in bar  # headroom reads without colour
-    line = svg.line_chart("c", [svg.Series("s", [(1024, 100.0), (32768, 3.1)])], title="t", desc="d",
-                          x_label="length (tokens)", y_label="requests", x_fmt=str, y_fmt=str,
-                          log2_x=True, log2_y=True, marker=(32768, 3.1, "chosen"),
-                          hlines=[svg.HLine(1, "1 request")])
-    assert "length (tokens)" in line and "requests" in line and "chosen" in line
-    assert line == svg.line_chart("c", [svg.Series("s", [(1024, 100.0), (32768, 3.1)])], title="t",
-                                  desc="d", x_label="length (tokens)", y_label="requests",
-                                  x_fmt=str, y_fmt=str, log2_x=True, log2_y=True,
-                                  marker=(32768, 3.1, "chosen"), hlines=[svg.HLine(1, "1 request")])
+    def line() -> str:
+        return svg.line_chart("c", [svg.Series("s", [(1024, 100.0), (32768, 3.1)])], title="t",
+                              desc="d", x_label="length (tokens)", y_label="requests", x_fmt=str,
+                              y_fmt=str, log2_x=True, log2_y=True, marker=(32768, 3.1, "chosen"),
+                              hlines=[svg.HLine(1, "1 request")])
+
+    out = line()
+    assert "length (tokens)" in out and "requests" in out and "chosen" in out
+    assert out == line()  # deterministic
 
 
 def test_log_axis_keeps_a_reference_line_at_one_inside_the_plot():
@@ -233,7 +233,8 @@ def test_html_is_one_self_contained_accessible_file(report70):
     urls = set(re.findall(r"https?://[^\s\"'<>)]+", html))
     assert urls == {"http://www.w3.org/2000/svg"}  # the SVG namespace, never fetched
     assert "@import" not in html and "url(" not in html.replace("url(#", "")
-    csp = [a for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    csp = [a for t, a in page.tags
+           if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert csp and csp[0]["content"].startswith("default-src 'none'")
     charts = [a for t, a in page.tags if t == "svg"]
     assert len(charts) == 3  # memory, KV curve, engines
@@ -420,7 +421,7 @@ def test_html_report_in_a_real_headless_browser(capsys, tmp_path):
     for width, height in ((1200, 900), (500, 844)):  # 500: headless Chromium's narrowest
         r = _browse(exe, probe_file.as_uri(), tmp_path, f"--window-size={width},{height}",
                     "--dump-dom")
-        m = re.search(r'<pre id="kvplan-probe">(.*?)</pre>', r.stdout, re.S)
+        m = re.search(r'<pre id="kvplan-probe">(.*?)</pre>', r.stdout, re.DOTALL)
         assert m, (r.stdout[-1000:], r.stderr[-2000:])
         got = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")
                          .replace("&lt;", "<").replace("&gt;", ">"))
