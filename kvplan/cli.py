@@ -440,6 +440,14 @@ def report(
         from .catalog import resolve_gpu, resolve_model
         from .specs import Workload
 
+        from pydantic import ValidationError
+
+        try:
+            workload = Workload(target_concurrency=target_concurrency,
+                                avg_input_tokens=avg_input_tokens, avg_output_tokens=avg_output_tokens)
+        except ValidationError as e:
+            fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+            raise InvalidInputError(f"{fields} must be a positive integer") from None
         if gpu is None:
             raise InvalidInputError("--gpu is required to report on a model",
                                     hint="e.g. --gpu h100; deployment files may name their own GPU")
@@ -456,9 +464,7 @@ def report(
             gpu_memory_gib=gpu_memory_gib)
         result = rep.for_model(
             m, g, knobs=knobs, engine=engine.lower(), engine_version=engine_version,
-            workload=Workload(target_concurrency=target_concurrency,
-                              avg_input_tokens=avg_input_tokens, avg_output_tokens=avg_output_tokens),
-            command_line=line, version=__version__, generated_at=generated_at)
+            workload=workload, command_line=line, version=__version__, generated_at=generated_at)
     text = rep.render(result, name)
     if output is None:
         sys.stdout.write(text)

@@ -302,6 +302,7 @@ def test_report_on_a_deployment_directory_has_a_section_per_deployment(capsys, t
     (("-o", "{tmp}/r.pdf"), "r.pdf"),
     (("--format", "docx"), "docx"),
     (("-o", "{tmp}"), "is a directory"),
+    (("--target-concurrency", "0", "-o", "{tmp}/r.md"), "--target-concurrency"),
 ])
 def test_bad_output_exits_2_naming_it_and_writes_nothing(capsys, tmp_path, args, needle):
     args = tuple(a.format(tmp=tmp_path) for a in args)
