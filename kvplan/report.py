@@ -580,8 +580,8 @@ def _schema(report: Report) -> str:
 # ------------------------------------------------------------------------- HTML
 
 _CSS = """
-:root{--ink:#1b1b1b;--muted:#555;--line:#d8d8d8;--bg:#fff;--ok:#009E73;
---bad:#D55E00;--accent:#0072B2}
+:root{--ink:#1b1b1b;--muted:#555;--line:#d8d8d8;--bg:#fff;--ok:#00785A;
+--bad:#B34700;--accent:#0072B2}
 *{box-sizing:border-box}
 body{margin:0;background:#f4f5f7;color:var(--ink);
 font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}

@@ -120,7 +120,8 @@ def stacked_bar(cid: str, segments: Sequence[Segment], *, title: str, desc: str,
                    f'{escape(fmt(s.value))}</title></rect>')
         if w > 44:
             share = f"{100 * s.value / (limit[0] if limit else total):.0f}%"
-            ink = "#000" if s.pattern or s.colour in ("#E69F00", "#F0E442", "#56B4E9") else "#fff"
+            # WCAG AA contrast: white only on the dark blue and black, black on the rest
+            ink = "#fff" if not s.pattern and s.colour in ("#0072B2", "#000000") else "#000"
             out.append(_text(x + w / 2, top + bar_h / 2 + 4, share, anchor="middle", fill=ink,
                              weight="bold"))
         x += w
@@ -207,8 +208,8 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
     for h in hlines:
         out.append(f'<line x1="{left}" y1="{_n(py(h.y))}" x2="{left + pw}" y2="{_n(py(h.y))}" '
                    f'stroke="{h.colour}" stroke-width="1.5" stroke-dasharray="6 4"/>')
-        out.append(_text(left + pw - 4, py(h.y) - 5, h.label, size=11, anchor="end", fill=h.colour,
-                         extra=HALO))
+        out.append(_text(left + pw - 4, py(h.y) - 5, h.label, size=11, anchor="end", fill="#222",
+                         extra=HALO))  # dark text: the light line colours fail contrast as text
     for i, s in enumerate(series):
         pts = sorted(s.points)
         path = " ".join(f"{_n(px(x))},{_n(py(y))}" for x, y in pts)

@@ -248,6 +248,28 @@ def test_html_is_one_self_contained_accessible_file(report70):
         assert colour in html
 
 
+def _contrast(a: str, b: str) -> float:
+    def lum(h: str) -> float:
+        c = [int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_text_colours_meet_wcag_aa_contrast(report70):
+    html = rep.render_html(report70)
+    for var in ("ok", "bad"):  # white verdict text on the badge
+        colour = re.search(rf"--{var}:(#[0-9A-Fa-f]{{6}})", html).group(1)
+        assert _contrast(colour, "#ffffff") >= 4.5, var
+    # percentages printed inside the memory bar
+    for fill, ink in re.findall(r'fill="(#[0-9A-Fa-f]{6})" stroke="#fff" stroke-width="1">.*?\n'
+                                r'<text[^>]*fill="(#[0-9a-f]{3,6})"', html):
+        ink = "#" + "".join(ch * 2 for ch in ink[1:]) if len(ink) == 4 else ink
+        assert _contrast(fill, ink) >= 4.5, (fill, ink)
+
+
 def test_sections_render_only_when_their_inputs_exist(report70, p70):
     import dataclasses
 
