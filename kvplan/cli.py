@@ -377,8 +377,8 @@ def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]
 
 @app.command()
 def report(
-    target: Annotated[str, typer.Argument(help="A model (as for `kvplan plan`), or deployment files "
-                                          "/ a directory (as for `kvplan check`).")],
+    target: Annotated[str, typer.Argument(help="A model (as for `kvplan plan`), or a deployment "
+                                          "file or directory (as for `kvplan check`).")],
     output: Annotated[Optional[Path], typer.Option(
         "--output", "-o", help="report file: .html (self-contained) or .md; default: stdout")] = None,
     fmt: Annotated[Optional[str], typer.Option(

@@ -317,6 +317,7 @@ def test_report_on_a_deployment_directory_has_a_section_per_deployment(capsys, t
     md = out.read_text()
     assert md.count("\n## ") == 6 + 1  # six deployments, then "Regenerate this report"
     assert "examples/deploy/k8s-deployment.yaml:19" in md
+    assert not [t for t in _gfm(md) if t.type in ("html_block", "html_inline")]
 
 
 @pytest.mark.parametrize("args, needle", [
