@@ -359,6 +359,20 @@ def test_a_failed_write_leaves_the_old_report_and_no_temp_file(tmp_path, monkeyp
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.html"]
 
 
+def test_an_unwritable_directory_is_named(tmp_path, monkeypatch):
+    import tempfile
+
+    from kvplan.errors import InvalidInputError
+
+    def denied(**kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    with pytest.raises(InvalidInputError, match=r"r\.md: Permission denied") as e:
+        rep.write_atomic(tmp_path / "r.md", "x")
+    assert e.value.exit_code == 2 and not (tmp_path / "r.md").exists()
+
+
 def test_report_module_is_lazy():
     cli = "import sys, kvplan.cli; assert not {'kvplan.report', 'kvplan.svg'} & set(sys.modules)"
     assert subprocess.run([sys.executable, "-c", cli], timeout=60).returncode == 0
