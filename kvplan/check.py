@@ -155,10 +155,28 @@ def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
 # ------------------------------------------------------------------------- check
 
 
+DEPLOY_SUFFIXES = (".yaml", ".yml", ".sh", ".bash", ".dockerfile")
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """Files as given; a directory becomes its deployment files (YAML, shell scripts,
+    Dockerfiles/Containerfiles), recursively, sorted, hidden ones skipped."""
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        out += sorted(f for f in path.rglob("*") if f.is_file()
+                      and not any(part.startswith(".") for part in f.relative_to(path).parts)
+                      and (f.suffix in DEPLOY_SUFFIXES
+                           or f.name.startswith(("Dockerfile", "Containerfile"))))
+    return out
+
+
 def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
                 offline: bool | None = None) -> CheckReport:
     rows: list[CheckedDeployment] = []
-    for path in paths:
+    for path in expand_paths(paths):
         templates = Templates(values=dict(sets))
         try:
             found = find_commands(path, templates)

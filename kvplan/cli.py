@@ -325,7 +325,9 @@ def check(
         "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
     offline: Annotated[Optional[bool], typer.Option(
         "--offline", help="resolve Hub models from caches only (default: HF_HUB_OFFLINE)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or github (Actions annotations)")] = "table",
+    fmt: Annotated[str, typer.Option(
+        "--format", help="table, json, github (Actions annotations) or markdown (PR comment, "
+        "$GITHUB_STEP_SUMMARY)")] = "table",
     as_json: JsonOpt = False,
 ) -> None:
     """Check every serving command in deployment files: will it start, what KV capacity, does it
@@ -340,8 +342,8 @@ def check(
     from .errors import InvalidInputError
 
     fmt = "json" if as_json else fmt
-    if fmt not in {"table", "json", "github"}:
-        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, json or github")
+    if fmt not in {"table", "json", "github", "markdown"}:
+        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, json, github or markdown")
     values = {}
     for item in sets or []:
         key, eq, value = item.partition("=")
@@ -366,6 +368,10 @@ def check(
         from .render import github_annotations
 
         sys.stdout.write(github_annotations(report))
+    elif fmt == "markdown":
+        from .report import check_markdown
+
+        sys.stdout.write(check_markdown(report))
     else:
         from .render import check_table
 
@@ -441,6 +447,105 @@ def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]
     if len(args) > 1:
         raise InvalidInputError(f"usage: kvplan {noun} [FILTER] or kvplan {noun} show ID")
     return None, args[0].lower() if args else ""
+
+
+@app.command()
+def report(
+    target: Annotated[str, typer.Argument(help="A model (as for `kvplan plan`), or a deployment "
+                                          "file or directory (as for `kvplan check`).")],
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", help="report file: .html (self-contained) or .md; default: stdout")] = None,
+    fmt: Annotated[Optional[str], typer.Option(
+        "--format", help="md or html (default: from the -o suffix, else md)")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU id, alias or nvidia-smi name")] = None,
+    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
+    pipeline_parallel_size: Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp")] = None,
+    data_parallel_size: Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len")] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens")] = None,
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype")] = None,
+    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype")] = None,
+    quantization: Annotated[Optional[str], typer.Option("--quantization", "-q")] = None,
+    block_size: Annotated[Optional[int], typer.Option("--block-size")] = None,
+    enforce_eager: Annotated[Optional[bool], typer.Option("--enforce-eager")] = None,
+    kv_cache_memory_bytes: Annotated[Optional[int], typer.Option("--kv-cache-memory-bytes")] = None,
+    gpu_memory_gib: Annotated[Optional[float], typer.Option("--gpu-memory-gib")] = None,
+    engine: Annotated[str, typer.Option("--engine")] = "vllm",
+    engine_version: Annotated[Optional[str], typer.Option("--engine-version")] = None,
+    target_concurrency: Annotated[Optional[int], typer.Option("--target-concurrency")] = None,
+    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    revision: Annotated[Optional[str], typer.Option("--revision")] = None,
+    offline: Annotated[Optional[bool], typer.Option("--offline")] = None,
+    generated_at: Annotated[Optional[str], typer.Option(
+        "--generated-at", help="a date or note to print in the report (none by default, so the "
+        "same inputs give byte-identical reports)")] = None,
+) -> None:
+    """Write a sizing report (Markdown, or one self-contained HTML file with charts) for one
+    deployment, or for every serving command `kvplan check` finds. Exit codes as for plan/check.
+
+    Example: kvplan report llama-3.1-70b-instruct --gpu h100 -tp 4 -o sizing.html
+    """
+    import shlex
+
+    from . import __version__
+    from . import report as rep
+    from .errors import InvalidInputError
+
+    name = rep.output_format(output, fmt)
+    line = shlex.join(["kvplan", "report", *sys.argv[sys.argv.index("report") + 1:]]
+                      if "report" in sys.argv else ["kvplan", "report", target])
+    path = Path(target)
+    if path.exists() and not (path / "config.json").exists() and path.suffix != ".json":
+        from .check import Policy, check_files, load_policy
+
+        policy, _ = load_policy(None, Path.cwd())
+        policy = Policy.model_validate({**policy.model_dump(), **{k: v for k, v in dict(
+            gpu=gpu, engine_version=engine_version).items() if v is not None}})
+        checked = check_files([path], policy=policy, sets={}, offline=offline)
+        if not any(d.plan for d in checked.deployments):
+            why = "; ".join(p.message for d in checked.deployments for p in d.problems)
+            raise InvalidInputError(f"{target}: nothing to plan ({why})")
+        result = rep.from_check(checked, command_line=line, version=__version__,
+                                generated_at=generated_at)
+    else:
+        from .catalog import resolve_gpu, resolve_model
+        from .specs import Workload
+
+        from pydantic import ValidationError
+
+        try:
+            workload = Workload(target_concurrency=target_concurrency,
+                                avg_input_tokens=avg_input_tokens, avg_output_tokens=avg_output_tokens)
+        except ValidationError as e:
+            fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+            raise InvalidInputError(f"{fields} must be a positive integer") from None
+        if gpu is None:
+            raise InvalidInputError("--gpu is required to report on a model",
+                                    hint="e.g. --gpu h100; deployment files may name their own GPU")
+        g = resolve_gpu(gpu)
+        with _progress_line() as progress:
+            m = resolve_model(target, revision=revision, offline=offline, progress=progress)
+        knobs = dict(
+            tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+            data_parallel_size=data_parallel_size, max_model_len=max_model_len,
+            max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+            gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype, quantization=quantization, block_size=block_size,
+            enforce_eager=enforce_eager, kv_cache_memory_bytes=kv_cache_memory_bytes,
+            gpu_memory_gib=gpu_memory_gib)
+        result = rep.for_model(
+            m, g, knobs=knobs, engine=engine.lower(), engine_version=engine_version,
+            workload=workload, command_line=line, version=__version__, generated_at=generated_at)
+    text = rep.render(result, name)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        rep.write_atomic(output, text)
+        _console(stderr=True).print(f"wrote {output}", markup=False)
+    raise typer.Exit(result.exit_code)
 
 
 def main() -> None:

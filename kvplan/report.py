@@ -1,0 +1,943 @@
+"""`kvplan report`: a sizing report as GitHub-flavoured Markdown or one self-contained HTML file.
+
+The report renders Plans (and a CheckReport's Plans) and adds no facts of its own: every number
+is a Plan field or arithmetic on Plan fields (sums, GiB, the concurrency curve from the plan's
+KV blocks). Where a curve point needs engine math the caller passes `replan`, which runs the
+pure planner at another max_model_len. Output is deterministic: no clock, no random ids.
+
+Charts: inline SVG from kvplan/svg.py in HTML; Mermaid plus tables in Markdown (docs/report.md
+says why). Pure: no file or network I/O except `write_atomic`, which the CLI calls.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .units import GiB
+
+if TYPE_CHECKING:
+    from .check import CheckReport
+    from .specs import GpuSpec, ModelSpec, Plan, Problem, Workload
+
+FORMATS = {"md": "md", "markdown": "md", "html": "html", "htm": "html"}
+
+
+# ------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    max_model_len: int
+    concurrency: float  # requests of that length the KV cache holds at once
+    chosen: bool = False
+
+
+@dataclass(frozen=True)
+class SweepOption:
+    """HOOK for `kvplan sweep` (being built in parallel): one candidate deployment. The sweep
+    converts its results to these and passes them as `Report.sweep`; the "Options from a sweep"
+    section renders only when it is not None."""
+
+    label: str
+    fits: bool
+    cost_per_hour: float | None
+    headroom_bytes: int
+    kv_tokens: int
+    command: str = ""
+    chosen: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    """One planned deployment: its plan, capacity curve, and where it came from."""
+
+    title: str
+    plan: Plan
+    curve: tuple[CurvePoint, ...]
+    curve_source: str
+    where: str | None = None  # file:line when the deployment came from `kvplan check`
+    status: str | None = None
+    extra_problems: tuple[Problem, ...] = ()  # check's file notes and policy violations
+
+
+@dataclass(frozen=True)
+class Unplanned:
+    where: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    command_line: str
+    version: str
+    sections: tuple[Section, ...]
+    compare: tuple[Plan, ...] = ()
+    sweep: tuple[SweepOption, ...] | None = None
+    unplanned: tuple[Unplanned, ...] = ()
+    generated_at: str | None = None
+    exit_code: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+
+# ------------------------------------------------------------------- facts (derived)
+
+
+def gib(n: float) -> str:
+    return f"{n / GiB:,.2f} GiB"
+
+
+def _num(v: object) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def tokens_k(n: float) -> str:
+    """4096 → '4k', 131072 → '128k', 1000 → '1000'."""
+    n = int(n)
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
+def knob(plan: Plan, name: str) -> str:
+    """The engine's own name for a generic knob: mem_fraction_static on SGLang."""
+    flag = plan.engine.knobs.get(name)
+    return flag.removeprefix("--").replace("-", "_") if flag else name
+
+
+def _weights_note(p: Plan) -> str:
+    origin = "safetensors headers" if p.model.weights_from == "headers" else "config"
+    mib = (p.memory.weights_bytes - p.memory.weights_tensor_bytes) / 2**20
+    return f"exact: {origin}, RoPE" + (f", {mib:,.0f} MiB rounding" if mib >= 0.5 else "")
+
+
+def memory_stack(plan: Plan) -> list[tuple[str, str, int]]:
+    """(key, label, bytes) per GPU, summing to the device total: what the engine takes, the KV
+    cache, and the headroom left outside the engine's budget. A KV shortfall shows as 0 KV;
+    `shortfall(plan)` says by how much."""
+    m = plan.memory
+    parts = [("weights", "weights", m.weights_bytes),
+             ("activation", "activation peak", m.activation_bytes),
+             ("non_torch", "non-torch", m.non_torch_bytes)]
+    if "cudagraph" in m.notes or m.cudagraph_bytes:
+        parts.append(("cudagraph", "CUDA graphs", m.cudagraph_bytes))
+    parts.append(("kv", "KV cache", max(m.kv_cache_bytes, 0)))
+    used = sum(b for _, _, b in parts)
+    parts.append(("headroom", "headroom", max(m.total_bytes - used, 0)))
+    return parts
+
+
+def shortfall(plan: Plan) -> int:
+    """Bytes per GPU by which the budget falls short of the KV cache (0 when it fits)."""
+    return max(-plan.memory.kv_cache_bytes, 0)
+
+
+def _request_blocks(plan: Plan, length: int) -> int:
+    return -(-length // plan.kv_cache.block_size)
+
+
+def linear_kv(plan: Plan) -> bool:
+    """True when every token of a request takes KV in every layer (no sliding window, no state):
+    a request of L tokens then needs ceil(L / block_size) blocks, and the plan's own numbers
+    give the whole curve. Checked against the plan's bytes_per_request."""
+    kv, length = plan.kv_cache, plan.inputs["max_model_len"].value
+    if not isinstance(length, int) or not kv.bytes_per_block or not kv.bytes_per_request:
+        return False
+    return kv.bytes_per_request == _request_blocks(plan, length) * kv.bytes_per_block
+
+
+def curve_lengths(plan: Plan, count: int = 10) -> list[int]:
+    """Powers of two from 1k to the longest length that fits, plus that length and the chosen
+    one, thinned to about `count` points."""
+    chosen = plan.inputs["max_model_len"].value
+    top = max(plan.kv_cache.max_model_len_fit, chosen if isinstance(chosen, int) else 0)
+    lengths = [2 ** k for k in range(10, 24) if 2 ** k < top]
+    while len(lengths) > count - 2:
+        lengths = lengths[1::2] if len(lengths) % 2 == 0 else lengths[::2]
+    extra = {top} | ({chosen} if isinstance(chosen, int) else set())
+    return sorted(set(lengths) | {x for x in extra if x > 0})
+
+
+def kv_curve(plan: Plan, replan: Callable[[int], Plan] | None = None
+             ) -> tuple[tuple[CurvePoint, ...], str]:
+    """Concurrency against max_model_len at the plan's memory budget, and how it was computed.
+
+    Linear KV: num_blocks / ceil(L / block_size) — the engine's own "maximum concurrency"
+    formula, exact at the chosen point. Otherwise (sliding windows, recurrent state) each point
+    comes from `replan(L)`, the pure planner at that length; without it, only the chosen point."""
+    chosen = plan.inputs["max_model_len"].value
+    if plan.kv_cache.num_blocks <= 0:
+        return (), "no KV cache: the deployment does not fit"
+    if linear_kv(plan):
+        pts = tuple(CurvePoint(n, round(plan.kv_cache.num_blocks / _request_blocks(plan, n), 2),
+                               n == chosen) for n in curve_lengths(plan))
+        bs = plan.kv_cache.block_size
+        return pts, (f"{plan.kv_cache.num_blocks:,} KV blocks of {bs} token{'s' * (bs != 1)} "
+                     f"÷ blocks per request (the plan's numbers)")
+    if replan is not None:
+        pts = []
+        for n in curve_lengths(plan):
+            conc = (plan if n == chosen else replan(n)).kv_cache.max_concurrency
+            pts.append(CurvePoint(n, round(conc, 2), n == chosen))
+        return tuple(pts), ("the planner re-run at each length (this model's KV is not linear "
+                            "in length)")
+    if isinstance(chosen, int):
+        return ((CurvePoint(chosen, plan.kv_cache.max_concurrency, True),),
+                "the chosen length only (this model's KV is not linear in length)")
+    return (), "no max_model_len"
+
+
+def section_for(plan: Plan, replan: Callable[[int], Plan] | None = None, *,
+                where: str | None = None, status: str | None = None,
+                extra_problems: Sequence[Problem] = (), title: str | None = None) -> Section:
+    curve, how = kv_curve(plan, replan)
+    title = title or f"{plan.model.id} on {plan.gpu.count} × {plan.gpu.name} — " \
+        f"{plan.engine.label} {plan.engine.version}"
+    return Section(title=title, plan=plan, curve=curve, curve_source=how, where=where,
+                   status=status or ("fits" if plan.fits else "does-not-fit"),
+                   extra_problems=tuple(extra_problems))
+
+
+def from_check(report: CheckReport, *, command_line: str, version: str,
+               generated_at: str | None = None) -> Report:
+    """A report of every deployment `kvplan check` planned; rows it could not plan are listed."""
+    sections, unplanned = [], []
+    for d in report.deployments:
+        where = f"{d.file}:{d.line}"
+        if d.plan is None:
+            msg = "; ".join(p.message for p in d.problems if p.severity == "error") or d.status
+            unplanned.append(Unplanned(where, d.status, msg))
+            continue
+        own = {(p.code, p.message) for p in d.plan.problems}
+        extra = [p for p in [*d.policy_violations, *d.problems] if (p.code, p.message) not in own]
+        sections.append(section_for(d.plan, where=where, status=d.status, extra_problems=extra))
+    s = report.summary
+    return Report(title="Deployment sizing review", command_line=command_line, version=version,
+                  sections=tuple(sections), unplanned=tuple(unplanned), generated_at=generated_at,
+                  exit_code=report.exit_code,
+                  notes=(f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, "
+                         f"{s.unchecked} unchecked, {s.errors} error(s)",))
+
+
+def for_model(m: ModelSpec, g: GpuSpec, *, knobs: dict[str, Any], engine: str = "vllm",
+              engine_version: str | None = None, workload: Workload | None = None,
+              command_line: str, version: str, generated_at: str | None = None,
+              sweep: Sequence[SweepOption] | None = None) -> Report:
+    """The report of one deployment: its plan, the curve (re-planning only where the KV is not
+    linear in length), and the same model on every registry engine, as `kvplan compare` plans
+    them (the engine-generic knobs only)."""
+    from .engines.registry import NAMES
+    from .errors import KvplanError
+    from .knobs import Knobs
+    from .planner import plan as make_plan
+
+    main = make_plan(m, g, Knobs.parse(knobs), engine=engine, engine_version=engine_version,
+                     workload=workload)
+
+    def replan(length: int) -> Plan:
+        return make_plan(m, g, Knobs.parse({**knobs, "max_model_len": length}), engine=engine,
+                         engine_version=engine_version, workload=workload)
+
+    title = f"{main.engine.label} {main.engine.version} ({main.engine.era})"
+    try:
+        sec = section_for(main, replan, title=title)
+    except KvplanError:  # a length the engine refuses: fall back to the chosen point
+        sec = section_for(main, title=title)
+    generic = {k: knobs.get(k) for k in ("tensor_parallel_size", "max_model_len",
+                                         "kv_cache_dtype", "gpu_memory_gib")}
+    compare, notes = [], []
+    for name in NAMES:
+        try:
+            compare.append(make_plan(m, g, Knobs.parse(generic), engine=name, workload=workload))
+        except KvplanError as e:
+            notes.append(f"{name}: not planned ({e.message})")
+    return Report(title=f"Sizing report: {main.model.id} on {main.gpu.count} × {main.gpu.name}",
+                  command_line=command_line, version=version, sections=(sec,),
+                  compare=tuple(compare), sweep=tuple(sweep) if sweep is not None else None,
+                  generated_at=generated_at, exit_code=0 if main.fits else 1, notes=tuple(notes))
+
+
+def performance(plan: Plan) -> dict[str, Any] | None:
+    """The latency model's figures versus concurrency (`Plan.performance`) in the charts' terms,
+    with the SLOs; None when the plan has no performance section."""
+    perf = plan.performance
+    if perf is None:
+        return None
+    # The charts' names: one series per figure, SLO lines under the same names.
+    rows = [{"concurrency": x.concurrency, "ttft_ms": x.ttft_ms, "tpot_ms": x.tpot_ms,
+             "throughput_tokens_per_s": x.output_tokens_per_s} for x in perf.by_concurrency]
+    slo = {k: v for k, v in (("ttft_ms", perf.slo_ttft_ms), ("tpot_ms", perf.slo_tpot_ms))
+           if v is not None}
+    return {"by_concurrency": rows, "slo": slo}
+
+
+def perf_points(perf: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Rows by concurrency (the first list of dicts with a 'concurrency' key) and SLO limits
+    (a dict under 'slo'/'slos' of numbers), tolerant of the model's final field names."""
+    rows: list[dict[str, Any]] = []
+    for value in perf.values():
+        if isinstance(value, list) and value and all(isinstance(r, dict) and "concurrency" in r
+                                                     for r in value):
+            rows = sorted(value, key=lambda r: r["concurrency"])
+            break
+    slo = perf.get("slo") or perf.get("slos") or {}
+    limits = {k: float(v) for k, v in slo.items() if isinstance(v, (int, float))} \
+        if isinstance(slo, dict) else {}
+    return rows, limits
+
+
+def _metric_keys(rows: list[dict[str, Any]], prefix: str) -> list[str]:
+    keys = sorted({k for r in rows for k, v in r.items()
+                   if k.startswith(prefix) and isinstance(v, (int, float))})
+    return keys
+
+
+def _unit(key: str) -> str:
+    for suffix, unit in (("_ms", "ms"), ("_s", "s"), ("_per_s", "/s"), ("_tps", "tokens/s")):
+        if key.endswith(suffix):
+            return unit
+    return ""
+
+
+def _curve_note(sec: Section) -> str:
+    how = sec.curve_source
+    return f"Computed from {how}." if sec.curve else how[:1].upper() + how[1:] + "."
+
+
+def _problems(sec: Section) -> list[Problem]:
+    return [*sec.extra_problems, *sec.plan.problems]
+
+
+def _verdict(sec: Section) -> str:
+    words = {"fits": "FITS", "does-not-fit": "DOES NOT FIT",
+             "policy-violation": "FITS, BREAKS A POLICY"}
+    return words.get(sec.status or "", str(sec.status).upper())
+
+
+def _verdict_detail(p: Plan) -> str:
+    """What the verdict means in numbers: the shortfall, or the target met or not."""
+    kv, n = p.kv_cache, p.workload.target_concurrency
+    if not p.fits:
+        tp, rec = p.inputs["tensor_parallel_size"].value, p.recommendations.tensor_parallel_size
+        other = (f"; the recommended command uses tensor_parallel_size {rec.value}"
+                 if rec.value and rec.value != tp else "")
+        if shortfall(p):
+            return f"the budget falls {gib(shortfall(p))} per GPU short of the KV cache{other}"
+        return (f"one {_num(p.inputs['max_model_len'].value)}-token request does not fit in the "
+                f"KV cache ({kv.tokens:,} tokens); the largest {knob(p, 'max_model_len')} that "
+                f"fits is {kv.max_model_len_fit:,}{other}")
+    length = _num(p.inputs["max_model_len"].value)
+    if n and kv.max_concurrency < n:
+        return (f"one request fits, but the KV cache holds {kv.max_concurrency:,.2f} of the "
+                f"{n} target requests at {length} tokens (see the recommendations)")
+    if n:
+        return f"the KV cache holds all {n} target requests at {length} tokens"
+    return f"the KV cache holds {kv.max_concurrency:,.2f} requests of {length} tokens"
+
+
+def _key_numbers(p: Plan) -> list[tuple[str, str]]:
+    kv, length = p.kv_cache, p.inputs["max_model_len"].value
+    out = [("GPUs", f"{p.gpu.count} × {p.gpu.name}"),
+           ("KV cache per GPU", gib(p.memory.kv_cache_bytes) if p.memory.kv_cache_bytes >= 0
+            else f"none ({gib(shortfall(p))} short)"),
+           (p.memory.notes.get("kv_tokens_label", "KV cache size"), f"{kv.tokens:,} tokens"),
+           (f"concurrency at {knob(p, 'max_model_len')} {length}",
+            f"{kv.max_concurrency:,.2f} requests"),
+           (f"largest {knob(p, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,} tokens"),
+           ("weights per GPU", gib(p.memory.weights_bytes))]
+    if p.workload.target_concurrency:
+        out.append(("target concurrency", f"{p.workload.target_concurrency} requests"))
+    return out
+
+
+def _input_rows(p: Plan) -> list[tuple[object, ...]]:
+    return [(k, "—" if v.value is None else v.value, v.source) for k, v in p.inputs.items()]
+
+
+def _rec_rows(p: Plan) -> list[tuple[str, str, str]]:
+    return [(knob(p, name), "—" if r.value is None else f"{r.value:g}", r.reason)
+            for name, r in p.recommendations if r is not None]
+
+
+def _assumptions(p: Plan) -> list[str]:
+    m = p.memory
+    origin = "the safetensors headers" if p.model.weights_from == "headers" else "config.json"
+    out = [f"Memory is per GPU for the most constrained worker; the device total is "
+           f"{gib(m.total_bytes)} as CUDA reports it"
+           + (" (estimated)" if "total_bytes" in m.estimated else "") + ".",
+           f"Budget: {m.notes.get('budget', 'engine budget')} = {gib(m.budget_bytes)}; headroom "
+           f"is the device total minus everything the engine takes.",
+           f"Weights from {origin} ({p.model.parameters / 1e9:,.2f} B parameters, {p.model.dtype}"
+           + (f", {p.model.quantization}" if p.model.quantization else "") + ").",
+           f"Engine modelled: {p.engine.label} {p.engine.version}, accounting era {p.engine.era}."]
+    if m.estimated:
+        out.append("Estimated, not exact: " + ", ".join(m.estimated) + ".")
+    if not m.cudagraph_in_budget and m.cudagraph_bytes:
+        out.append("CUDA graphs are allocated outside the engine's budget, so they use headroom.")
+    return out
+
+
+def _memory_rows(p: Plan) -> list[tuple[str, str, str, str]]:
+    total = p.memory.total_bytes
+    notes = {"weights": _weights_note(p), "headroom": "device total − the rest"}
+    return [(label, f"{b / GiB:,.2f}", f"{100 * b / total:.1f}%",
+             p.memory.notes.get(key, notes.get(key, ""))) for key, label, b in memory_stack(p)]
+
+
+_MEMORY_HEAD = ("component", "GiB", "of device total", "note")
+
+
+def _compare_rows(plans: Sequence[Plan]) -> tuple[list[str], list[tuple[str, ...]]]:
+    """`kvplan compare`'s table: one column per engine, knobs under each engine's flag."""
+    head = ["", *[f"{p.engine.label} {p.engine.version}" for p in plans]]
+    rows = [("fits", *["yes" if p.fits else "no" for p in plans]),
+            ("KV cache / GPU", *[gib(p.memory.kv_cache_bytes) for p in plans]),
+            ("KV tokens", *[f"{p.kv_cache.tokens:,}" for p in plans]),
+            ("context length", *[_num(p.inputs["max_model_len"].value) for p in plans]),
+            ("concurrency at that length", *[f"{p.kv_cache.max_concurrency:,.2f}" for p in plans])]
+    for name in ("max_model_len", "max_num_seqs", "gpu_memory_utilization"):
+        cells = []
+        for p in plans:
+            value = getattr(p.recommendations, name).value
+            cells.append(f"{p.engine.knobs.get(name, name)} "
+                         + ("—" if value is None else f"{value:g}"))
+        rows.append((f"recommended {name}", *cells))
+    return head, rows
+
+
+def _perf_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[tuple[object, ...]]]:
+    keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
+    return (["concurrency", *keys],
+            [(r["concurrency"], *(r.get(k, "—") for k in keys)) for r in rows] if keys else [])
+
+
+_SWEEP_HEAD = ("option", "fits", "cost per hour", "headroom per GPU", "KV tokens")
+
+
+def _sweep_rows(options: Sequence[SweepOption]) -> list[tuple[str, ...]]:
+    return [(o.label, "yes" if o.fits else "no",
+             "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}",
+             gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options]
+
+
+# --------------------------------------------------------------------- Markdown
+
+
+def _md(text: object) -> str:
+    """Text safe in a GFM paragraph or table cell: no raw HTML, no table breaks, one line."""
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    s = s.replace("<", "&lt;").replace(">", "&gt;")
+    s = re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", s)  # snake_case stays readable
+    return s.replace("*", "\\*").replace("`", "\\`").replace("\n", " ")
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[object]],
+              right: Iterable[int] = ()) -> list[str]:
+    right = set(right)
+    out = ["| " + " | ".join(_md(h) for h in head) + " |",
+           "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    return out + [""]
+
+
+def _code(text: str, lang: str = "") -> list[str]:
+    fence = "```" if "```" not in text else "~~~~"
+    return [f"{fence}{lang}", text, fence, ""]
+
+
+def _mermaid_label(s: str) -> str:
+    return s.replace('"', "'")
+
+
+def _md_section(sec: Section, level: int) -> list[str]:
+    p, h = sec.plan, "#" * level
+    out = [f"{h} {_md(sec.title)}", ""]
+    if sec.where:
+        out += [f"Found at `{sec.where}`.", ""]
+    out += [f"**Verdict: {_verdict(sec)}** — {_md(_verdict_detail(p))}", ""]
+    out += ["Recommended serve command:", "", *_code(p.command, "sh")]
+    out += _md_table(["", "value"], _key_numbers(p), right=[1])
+    out += [f"{h}# Recommendations", ""]
+    out += _md_table(["setting", "value", "why"], _rec_rows(p), right=[1])
+
+    stack = memory_stack(p)
+    out += [f"{h}# Memory per GPU", ""]
+    used, total = sum(b for _, _, b in stack) / GiB, p.memory.total_bytes / GiB
+    pie_title = (f"Memory per GPU, GiB (device total {total:.2f})" if used <= total else
+                 f"Memory per GPU, GiB: {used:.2f} needed, {total:.2f} there")
+    out += ["```mermaid", f"pie showData title {pie_title}"]
+    out += [f'    "{_mermaid_label(label)}" : {b / GiB:.2f}' for _, label, b in stack if b > 0]
+    out += ["```", ""]
+    out += _md_table(_MEMORY_HEAD, _memory_rows(p), right=[1, 2])
+    if shortfall(p):
+        out += [f"The budget falls {gib(shortfall(p))} short of any KV cache.", ""]
+
+    out += [f"{h}# KV capacity versus {knob(p, 'max_model_len')}", ""]
+    if len(sec.curve) > 1:
+        xs = ", ".join(f'"{tokens_k(c.max_model_len)}"' for c in sec.curve)
+        ys = ", ".join(f"{c.concurrency:g}" for c in sec.curve)
+        n = p.workload.target_concurrency
+        top = max([c.concurrency for c in sec.curve] + [n or 0])
+        target = f"; flat line: target {n}" if n else ""
+        out += ["```mermaid", "xychart-beta",
+                f'    title "Concurrent requests the KV cache holds (chosen '
+                f'{tokens_k(p.inputs["max_model_len"].value or 0)}{target})"',
+                f'    x-axis "max_model_len (tokens)" [{xs}]',
+                f'    y-axis "requests" 0 --> {math.ceil(top * 1.05) or 1}',
+                f"    line [{ys}]"]
+        out += [f"    line [{', '.join([str(n)] * len(sec.curve))}]"] if n else []
+        out += ["```", ""]
+    if sec.curve:
+        out += _md_table([f"{knob(p, 'max_model_len')} (tokens)", "concurrent requests", ""],
+                         [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}",
+                           "chosen" if c.chosen else "") for c in sec.curve], right=[0, 1])
+    out += [_md(_curve_note(sec)), ""]
+
+    perf = performance(p)
+    if perf is not None:
+        out += _md_perf(perf, level + 1)
+
+    out += [f"{h}# Problems, assumptions and inputs", ""]
+    probs = _problems(sec)
+    out += [f"- **{x.severity}** `{x.code}`: {_md(x.message)}" for x in probs] or ["- no problems"]
+    out += [""] + [f"- {_md(a)}" for a in _assumptions(p)] + [""]
+    out += _md_table(["input", "value", "source"], _input_rows(p))
+    return out
+
+
+def _md_perf(perf: dict[str, Any], level: int) -> list[str]:
+    rows, limits = perf_points(perf)
+    out = ["#" * level + " Latency and throughput versus concurrency", ""]
+    head, table = _perf_rows(rows)
+    if table:
+        out += _md_table(head, table, right=range(len(head)))
+    if limits:
+        out += ["SLOs: " + ", ".join(f"{_md(k)} {v:g}" for k, v in sorted(limits.items())), ""]
+    return out
+
+
+def _md_compare(plans: Sequence[Plan], level: int) -> list[str]:
+    out = ["#" * level + " Engines compared", ""]
+    head, rows = _compare_rows(plans)
+    out += _md_table(head, rows, right=range(1, len(head)))
+    for p in plans:
+        out += [f"{p.engine.label}:", "", *_code(p.command, "sh")]
+    return out
+
+
+def _md_sweep(options: Sequence[SweepOption], level: int) -> list[str]:
+    out = ["#" * level + " Options from a sweep", ""]
+    rows = [(r[0] + " (chosen)" * o.chosen, *r[1:]) for o, r in zip(options, _sweep_rows(options))]
+    out += _md_table(_SWEEP_HEAD, rows, right=[2, 3, 4])
+    return out
+
+
+_SUMMARY_HEAD = ("where", "model", "GPUs", "engine", "status", "KV tokens", "concurrency")
+
+
+def _summary_cells(s: Section) -> tuple[str, ...]:
+    p = s.plan
+    return (p.model.id, f"{p.gpu.count} × {p.gpu.name}", f"{p.engine.label} {p.engine.version}",
+            s.status or "", f"{p.kv_cache.tokens:,}", f"{p.kv_cache.max_concurrency:,.2f}")
+
+
+def _unplanned_cells(u: Unplanned) -> tuple[str, ...]:
+    return (u.where, u.message, "—", "—", u.status, "—", "—")
+
+
+def render_markdown(report: Report) -> str:
+    out = [f"# {_md(report.title)}", ""]
+    out += [f"- {_md(n)}" for n in report.notes] + ([""] if report.notes else [])
+    single = len(report.sections) == 1 and not report.unplanned
+    if not single:
+        out += _md_table(_SUMMARY_HEAD,
+                         [(s.where or "", *_summary_cells(s)) for s in report.sections]
+                         + [_unplanned_cells(u) for u in report.unplanned], right=[5, 6])
+    for sec in report.sections:
+        out += _md_section(sec, 2)
+    if report.compare:
+        out += _md_compare(report.compare, 2)
+    if report.sweep is not None:
+        out += _md_sweep(report.sweep, 2)
+    out += ["## Regenerate this report", "", *_code(report.command_line, "sh")]
+    out += [f"kvplan {_md(report.version)}, Plan schema {_md(_schema(report))}"
+            + (f", generated {_md(report.generated_at)}" if report.generated_at else "") + ".", ""]
+    return "\n".join(out)
+
+
+def _schema(report: Report) -> str:
+    from .specs import SCHEMA_VERSION
+
+    return report.sections[0].plan.schema_version if report.sections else SCHEMA_VERSION
+
+
+# ------------------------------------------------------------------------- HTML
+
+_CSS = """
+:root{--ink:#1b1b1b;--muted:#555;--line:#d8d8d8;--bg:#fff;--ok:#00785A;
+--bad:#B34700;--accent:#0072B2}
+*{box-sizing:border-box}
+body{margin:0;background:#f4f5f7;color:var(--ink);
+font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+main{max-width:960px;margin:0 auto;padding:24px 16px 48px}
+header.top{border-bottom:3px solid var(--accent);margin-bottom:16px}
+h1{font-size:1.55rem;margin:0 0 4px}h2{font-size:1.3rem;margin:0 0 8px}
+h3{font-size:1.08rem;margin:24px 0 8px;padding-top:8px;border-top:1px solid var(--line)}
+.sub{color:var(--muted);margin:0 0 12px}
+section.plan,section.block{background:var(--bg);border:1px solid var(--line);
+border-radius:8px;padding:20px;margin:0 0 20px}
+.verdict{display:inline-block;font-weight:700;padding:4px 12px;
+border-radius:4px;color:#fff;letter-spacing:.02em}
+.verdict.ok{background:var(--ok)}.verdict.bad{background:var(--bad)}
+.where{font-family:ui-monospace,Menlo,Consolas,monospace;color:var(--muted);font-size:.9em}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;
+padding:10px 12px;white-space:pre-wrap;overflow-wrap:anywhere;
+font:13px/1.45 ui-monospace,Menlo,Consolas,monospace;margin:8px 0 12px}
+dl.kpi{display:grid;grid-template-columns:repeat(auto-fit,minmax(170px,1fr));gap:8px;margin:12px 0}
+dl.kpi div{border:1px solid var(--line);border-radius:6px;padding:8px 10px}
+dl.kpi dt{color:var(--muted);font-size:.82em}dl.kpi dd{margin:0;font-weight:600;font-size:1.05em}
+.tablewrap{overflow-x:auto}
+table{border-collapse:collapse;width:100%;margin:8px 0 12px;font-size:.92em}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f5;font-weight:600}td.n,th.n{text-align:right;
+font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.chosen td,td.chosen,th.chosen{font-weight:700;background:#fff4d6}
+svg.chart{width:100%;height:auto;display:block;margin:8px 0}.chartwrap{overflow-x:auto}
+p.tcap{margin:10px 0 0;font-weight:600;font-size:.92em;color:var(--muted)}
+ul.problems{padding-left:0;list-style:none}
+ul.problems li{border-left:4px solid var(--line);padding:4px 10px;margin:4px 0}
+ul.problems li.error{border-color:var(--bad)}ul.problems li.warning{border-color:#E69F00}
+.sev{font-weight:700;text-transform:uppercase;font-size:.78em;margin-right:6px}
+code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
+footer{color:var(--muted);font-size:.88em}
+@media (max-width:600px){body{font-size:14px}main{padding:12px 8px}
+section.plan,section.block{padding:12px}
+th,td{padding:4px 5px}h1{font-size:1.3rem}svg.chart{min-width:540px}}
+@media print{body{background:#fff;font-size:11pt}main{max-width:none;padding:0}
+section.plan,section.block{border:none;padding:0;margin:0 0 12pt}h3{break-after:avoid}
+svg.chart,table,pre,dl.kpi{break-inside:avoid}.chartwrap,.tablewrap{overflow:visible}
+.verdict{-webkit-print-color-adjust:exact;print-color-adjust:exact;border:1px solid #000}
+a{color:inherit}}
+"""
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _h(text: object) -> str:
+    return escape(str(text))
+
+
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[object]], *,
+                numeric: Iterable[int] = (), chosen: Sequence[bool] = ()) -> str:
+    numeric = set(numeric)
+
+    def cell_class(i: int) -> str:
+        return ' class="n"' if i in numeric else ""
+
+    def cell(tag: str, i: int, v: object) -> str:
+        return f"<{tag}{cell_class(i)}>{_h(v)}</{tag}>"
+
+    head_html = "".join(f'<th scope="col"{cell_class(i)}>{_h(h)}</th>' for i, h in enumerate(head))
+    body = []
+    for j, r in enumerate(rows):
+        cls = ' class="chosen"' if j < len(chosen) and chosen[j] else ""
+        body.append(f"<tr{cls}>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>")
+    return (f'<div class="tablewrap"><table><thead><tr>{head_html}</tr></thead><tbody>'
+            + "".join(body) + "</tbody></table></div>")
+
+
+def _wrap(chart: str) -> str:
+    """A chart keeps a legible minimum width on a phone and scrolls inside its box."""
+    return f'<div class="chartwrap">{chart}</div>'
+
+
+def _data_table(caption: str, table: str) -> str:
+    """Always shown (not in a <details>), so a printed report carries every number."""
+    return f'<p class="tcap">{_h(caption)}</p>{table}'
+
+
+def _html_memory(sec: Section, cid: str) -> str:
+    from . import svg
+
+    p = sec.plan
+    stack = memory_stack(p)
+    colours = {"weights": svg.OKABE_ITO[0], "activation": svg.OKABE_ITO[1],
+               "non_torch": svg.OKABE_ITO[3], "cudagraph": svg.OKABE_ITO[4],
+               "kv": svg.OKABE_ITO[2], "headroom": svg.GREY}
+    segs = [svg.Segment(label, b / GiB, colours[key], pattern=key == "headroom")
+            for key, label, b in stack]
+    desc = "; ".join(f"{label} {gib(b)}" for _, label, b in stack) + \
+        f"; total {gib(p.memory.total_bytes)}"
+    chart = svg.stacked_bar(cid, segs, title=f"Memory per GPU, {gib(p.memory.total_bytes)} total",
+                            desc=desc, axis_label="GiB per GPU", fmt=lambda v: f"{v:,.2f} GiB",
+                            limit=(p.memory.total_bytes / GiB,
+                                   f"device total {gib(p.memory.total_bytes)}"))
+    table = _html_table(_MEMORY_HEAD, _memory_rows(p), numeric=[1, 2])
+    short = (f"<p><strong>The budget falls {_h(gib(shortfall(p)))} per GPU short of any KV "
+             "cache.</strong></p>") if shortfall(p) else ""
+    return f"<h3>Memory per GPU</h3>{_wrap(chart)}{short}{table}"
+
+
+def _html_curve(sec: Section, cid: str) -> str:
+    from . import svg
+
+    p = sec.plan
+    name = knob(p, "max_model_len")
+    out = [f"<h3>KV capacity versus {_h(name)}</h3>"]
+    pts = sec.curve
+    if len(pts) > 1:
+        chosen = next((c for c in pts if c.chosen), None)
+        marker = None if chosen is None else (
+            chosen.max_model_len, chosen.concurrency,
+            f"chosen {tokens_k(chosen.max_model_len)}: {chosen.concurrency:g}")
+        hlines = [svg.HLine(1, "1 request")]
+        if p.workload.target_concurrency:
+            hlines.append(svg.HLine(p.workload.target_concurrency,
+                                    f"target {p.workload.target_concurrency}", svg.OKABE_ITO[3]))
+        desc = (f"Concurrent requests the KV cache holds at each {name}: "
+                + "; ".join(f"{c.max_model_len:,} tokens → {c.concurrency:g}" for c in pts)
+                + (f". Chosen {chosen.max_model_len:,} → {chosen.concurrency:g}."
+                   if chosen else ""))
+        out.append(_wrap(svg.line_chart(
+            cid, [svg.Series("requests held in the KV cache", [(c.max_model_len, c.concurrency)
+                                                                 for c in pts])],
+            title=f"KV capacity versus {name}", desc=desc,
+            x_label=f"{name} (tokens per request, log scale)",
+            y_label="concurrent requests (log scale)", x_fmt=tokens_k, y_fmt=lambda v: f"{v:g}",
+            log2_x=True, log2_y=True, marker=marker, hlines=hlines)))
+    # the chart's data, lengths across (compact; the chosen column is bold)
+    cells = "".join(f'<th scope="col" class="n{" chosen" if c.chosen else ""}">'
+                    f"{_h(f'{c.max_model_len:,}')}</th>" for c in pts)
+    values = "".join(f'<td class="n{" chosen" if c.chosen else ""}">{_h(f"{c.concurrency:,.2f}")}'
+                     "</td>" for c in pts)
+    if pts:
+        table = (f'<div class="tablewrap"><table><thead><tr><th scope="row">{_h(name)}</th>'
+                 f'{cells}</tr></thead><tbody><tr><th scope="row">requests</th>{values}</tr>'
+                 "</tbody></table></div>")
+        out.append(_data_table(f"Data: requests held at each {name}", table))
+    out.append(f"<p class=\"sub\">{_h(_curve_note(sec))}</p>")
+    return "".join(out)
+
+
+def _html_perf(perf: dict[str, Any], cid: str) -> str:
+    from . import svg
+
+    rows, limits = perf_points(perf)
+    out = ["<h3>Latency and throughput versus concurrency</h3>"]
+    for n, prefix in enumerate(("ttft", "tpot", "throughput")):
+        keys = _metric_keys(rows, prefix)
+        if not keys:
+            continue
+        series = [svg.Series(k, [(r["concurrency"], r[k]) for r in rows
+                                 if isinstance(r.get(k), (int, float))], svg.OKABE_ITO[i % 7])
+                  for i, k in enumerate(keys)]
+        hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in sorted(limits.items())
+              if k.startswith(prefix)]
+        unit = _unit(keys[0])
+        what = "Throughput" if prefix == "throughput" else prefix.upper()
+        desc = "; ".join(f"{s.label}: " + ", ".join(f"{x:g} → {y:g}" for x, y in s.points)
+                         for s in series)
+        out.append(_wrap(svg.line_chart(
+            f"{cid}-{n}", series, title=f"{what} versus concurrency", desc=desc,
+            x_label="concurrent requests", y_label=f"{prefix} ({unit})" if unit else prefix,
+            x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl)))
+    head, table = _perf_rows(rows)
+    if table:
+        out.append(_data_table("Data", _html_table(head, table, numeric=range(len(head)))))
+    if limits:
+        slos = ", ".join(f"{k} {v:g}" for k, v in sorted(limits.items()))
+        out.append(f"<p>SLOs: {_h(slos)}</p>")
+    return "".join(out)
+
+
+def _html_section(sec: Section, idx: int) -> str:
+    p = sec.plan
+    ok = sec.status == "fits"
+    out = [f'<section class="plan" aria-labelledby="s{idx}-h">',
+           f'<h2 id="s{idx}-h">{_h(sec.title)}</h2>']
+    if sec.where:
+        out.append(f'<p class="where">{_h(sec.where)}</p>')
+    out.append(f'<p><span class="verdict {"ok" if ok else "bad"}">{_h(_verdict(sec))}</span>'
+               + f" {_h(_verdict_detail(p))}</p>")
+    out.append(f"<h3>Recommended serve command</h3><pre><code>{_h(p.command)}</code></pre>")
+    out.append('<dl class="kpi">' + "".join(f"<div><dt>{_h(k)}</dt><dd>{_h(v)}</dd></div>"
+                                            for k, v in _key_numbers(p)) + "</dl>")
+    out.append("<h3>Recommendations</h3>" + _html_table(["setting", "value", "why"], _rec_rows(p),
+                                                       numeric=[1]))
+    out.append(_html_memory(sec, f"m{idx}"))
+    out.append(_html_curve(sec, f"c{idx}"))
+    perf = performance(p)
+    if perf is not None:
+        out.append(_html_perf(perf, f"p{idx}"))
+    items = "".join(f'<li class="{_h(x.severity)}"><span class="sev">{_h(x.severity)}</span>'
+                    f"<code>{_h(x.code)}</code> {_h(x.message)}</li>" for x in _problems(sec))
+    out.append("<h3>Problems</h3>" + (f'<ul class="problems">{items}</ul>' if items else
+                                      "<p>No problems.</p>"))
+    out.append("<h3>Assumptions and estimates</h3><ul>"
+               + "".join(f"<li>{_h(a)}</li>" for a in _assumptions(p)) + "</ul>")
+    out.append("<h3>Inputs</h3>" + _data_table("Each input and where it came from", _html_table(
+        ["input", "value", "source"], _input_rows(p))))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _html_compare(plans: Sequence[Plan]) -> str:
+    from . import svg
+
+    bars = [(f"{p.engine.label} {p.engine.version}", float(p.kv_cache.tokens)) for p in plans]
+    chart = svg.bar_chart("e", bars, title="KV cache tokens per GPU by engine",
+                          desc="; ".join(f"{k}: {v:,.0f} tokens" for k, v in bars),
+                          axis_label="KV cache tokens per GPU", fmt=lambda v: f"{v:,.0f}")
+    head, rows = _compare_rows(plans)
+    cmds = "".join(f"<p><strong>{_h(p.engine.label)}</strong></p>"
+                   f"<pre><code>{_h(p.command)}</code></pre>" for p in plans)
+    return ('<section class="block" aria-labelledby="cmp-h"><h2 id="cmp-h">Engines compared</h2>'
+            f"{_wrap(chart)}{_html_table(head, rows, numeric=range(1, len(head)))}"
+            f"{_data_table('Serve command for each engine', cmds)}</section>")
+
+
+def _html_sweep(options: Sequence[SweepOption]) -> str:
+    from . import svg
+
+    priced = [o for o in options if o.cost_per_hour is not None]
+    chart = ""
+    if priced:
+        desc = "; ".join(f"{o.label}: ${o.cost_per_hour:,.2f}/h, {gib(o.headroom_bytes)}"
+                         for o in priced)
+        chart = _wrap(svg.scatter(
+            "sw", [(o.cost_per_hour or 0.0, o.headroom_bytes / GiB, o.label, o.chosen)
+                   for o in priced],
+            title="Sweep options: cost versus headroom", desc=desc,
+            x_label="cost (USD per hour)", y_label="headroom per GPU (GiB)",
+            x_fmt=lambda v: f"${v:g}", y_fmt=lambda v: f"{v:g}"))
+    table = _html_table(_SWEEP_HEAD, _sweep_rows(options), numeric=[2, 3, 4],
+                        chosen=[o.chosen for o in options])
+    return ('<section class="block" aria-labelledby="sw-h"><h2 id="sw-h">Options from a sweep</h2>'
+            f"{chart}{table}</section>")
+
+
+def render_html(report: Report) -> str:
+    body = [f'<header class="top"><h1>{_h(report.title)}</h1>']
+    body += [f'<p class="sub">{_h(n)}</p>' for n in report.notes]
+    body.append("</header>")
+    if len(report.sections) != 1 or report.unplanned:
+        rows = [(s.where or "", *_summary_cells(s)) for s in report.sections]
+        rows += [_unplanned_cells(u) for u in report.unplanned]
+        table = _html_table(list(_SUMMARY_HEAD), rows, numeric=[5, 6])
+        for i, s in enumerate(report.sections):  # each row's place links to its section
+            cell = f"<td>{_h(s.where or '')}</td>"
+            table = table.replace(cell, f'<td><a href="#s{i}-h">{_h(s.where or "")}</a></td>', 1)
+        body.append(f'<section class="block"><h2>Deployments</h2>{table}</section>')
+    body += [_html_section(s, i) for i, s in enumerate(report.sections)]
+    if report.compare:
+        body.append(_html_compare(report.compare))
+    if report.sweep is not None:
+        body.append(_html_sweep(report.sweep))
+    body.append(f'<footer><h2>Regenerate this report</h2><pre><code>{_h(report.command_line)}'
+                f'</code></pre><p>kvplan {_h(report.version)}, Plan schema {_h(_schema(report))}'
+                + (f", generated {_h(report.generated_at)}" if report.generated_at else "")
+                + ".</p></footer>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            '<meta name="generator" content="kvplan">\n'
+            f"<title>{_h(report.title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
+            + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
+
+
+def render(report: Report, fmt: str) -> str:
+    return render_html(report) if FORMATS[fmt] == "html" else render_markdown(report)
+
+
+# ------------------------------------------------------------------ check markdown
+
+
+def check_markdown(report: CheckReport) -> str:
+    """`kvplan check --format markdown`: a compact GFM summary for a PR comment or
+    $GITHUB_STEP_SUMMARY — one row per deployment, then what needs attention."""
+    s = report.summary
+    icon = {"fits": "✅ fits", "does-not-fit": "❌ does not fit",
+            "policy-violation": "❌ policy", "error": "⚠️ error", "unchecked": "⚠️ unchecked"}
+    out = ["## kvplan check", "",
+           f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, {s.unchecked} "
+           f"unchecked, {s.errors} error(s).", ""]
+    rows = []
+    for d in report.deployments:
+        p = d.plan
+        rows.append((f"{d.file}:{d.line}", d.model or "?",
+                     f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"),
+                     icon.get(d.status, d.status),
+                     f"{p.kv_cache.tokens:,}" if p else "—",
+                     f"{p.kv_cache.max_concurrency:g}" if p else "—",
+                     f"{p.inputs['max_model_len'].value}" if p else "—"))
+    head = ["where", "model", "GPUs", "status", "KV tokens", "concurrency", "max_model_len"]
+    out += _md_table(head, rows, right=[4, 5, 6])
+    attention = [(d, x) for d in report.deployments for x in [*d.policy_violations, *d.problems]
+                 if x.severity != "info"]
+    if attention:
+        out += ["### Needs attention", ""]
+        out += [f"- `{_md(d.file)}:{d.line}` **{x.severity}** `{x.code}`: {_md(x.message)}"
+                for d, x in attention] + [""]
+    return "\n".join(out)
+
+
+# -------------------------------------------------------------------------- I/O
+
+
+def output_format(output: Path | None, fmt: str | None) -> str:
+    """'md' or 'html' from --format, else the -o suffix, else md; bad values name the path."""
+    from .errors import InvalidInputError
+
+    if output is not None and output.is_dir():
+        raise InvalidInputError(f"cannot write the report to {output}: it is a directory",
+                                hint="pass a file name, e.g. -o sizing.html")
+    name = (fmt or (output.suffix.lstrip(".") if output else "md")).lower()
+    if name not in FORMATS:
+        where = f" for {output}" if output else ""
+        raise InvalidInputError(f"unknown report format {name!r}{where}",
+                                hint="use --format md or html, or -o FILE.md / FILE.html")
+    return FORMATS[name]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory and a rename, so a
+    failure never leaves a half-written report. Raises InvalidInputError naming the path."""
+    from .errors import InvalidInputError
+
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InvalidInputError(f"cannot write the report to {path}: it is a directory",
+                                hint="pass a file name, e.g. -o sizing.html")
+    if not folder.is_dir():
+        raise InvalidInputError(f"cannot write the report to {path}: no directory {folder}",
+                                hint="create the directory first")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise InvalidInputError(f"cannot write the report to {path}: {e.strerror or e}",
+                                hint="choose a writable location with -o") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
