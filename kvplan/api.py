@@ -26,4 +26,16 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
-    return _plan(m, g, k, engine=engine, engine_version=engine_version, workload=workload)
+    return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
+                 engine_version=engine_version, workload=workload)
+
+
+def with_draft(k: Knobs, *, token: str | None = None, offline: bool | None = None) -> Knobs:
+    """Knobs whose --speculative-config draft ("model": a catalogue id, local directory or Hub
+    repo) is resolved to a ModelSpec, so the pure planner can size it. MTP and n-gram need none;
+    a draft given as a ModelSpec already is kept."""
+    sc = k.speculative_config
+    if sc is None or sc.draft is not None or sc.model is None or sc.method in ("mtp", "ngram"):
+        return k
+    draft = resolve_model(sc.model, token=token, offline=offline)
+    return k.model_copy(update={"speculative_config": sc.model_copy(update={"draft": draft})})
