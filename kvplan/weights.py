@@ -641,11 +641,13 @@ def draft_tensors(target: ModelSpec, sc: SpeculativeConfig) -> list[tuple[Tensor
 
     * draft_model: the whole draft model (own embedding and LM head), sharded over the target's TP.
     * eagle (vllm/model_executor/models/llama_eagle.py): the head's decoder layers + fc
-      (2·hidden → hidden, replicated); embedding and LM head shared with the target
-      (vllm/v1/spec_decode/eagle.py load_model shares them when the head has none).
+      (nn.Linear 2·hidden → hidden, no bias, replicated); the embedding is skipped at load
+      when PP is 1 and shared with the target, and the head has no LM head of its own
+      (vllm/v1/spec_decode/eagle.py load_model).
     * eagle3 (llama_eagle3.py): layer 0's q/k/v take 2·hidden inputs (embeddings ‖ hidden
-      states), an extra hidden_norm, fc 3·hidden → hidden, a final norm, its own LM head over
-      draft_vocab_size rows and the d2t int64 map; embedding shared.
+      states), every layer an extra hidden_norm, fc ReplicatedLinear 3·target hidden → hidden,
+      a final norm, its own LM head over draft_vocab_size rows and the draft_id_to_target_id
+      int64 map; embedding shared.
     * mtp (deepseek_mtp.py): per predict layer one decoder layer shaped like the target's last
       (MoE for DeepSeek-V3), enorm + hnorm, eh_proj 2·hidden → hidden (plain nn.Linear, not
       quantized), and a shared_head norm + LM head; the embedding shared with the target.
@@ -683,12 +685,15 @@ def draft_tensors(target: ModelSpec, sc: SpeculativeConfig) -> list[tuple[Tensor
                 cols = 2 * h
             out.append((Tensor("draft." + t.name, t.kind, t.rows, cols, t.split, None, t.experts,
                                t.dtype), d, q))
-    out.append((Tensor("draft.fc", "dense", h, (3 if eagle3 else 2) * target.hidden_size, "none",
-                       None), d, q))
+        if eagle3:  # every EAGLE-3 decoder layer has a hidden_norm
+            out.append((Tensor(f"draft.layers.{i}.hidden_norm", "norm", h, 1, "none", None), d, q))
+    # fc: EAGLE-1 nn.Linear(2 × draft hidden → hidden); EAGLE-3 ReplicatedLinear(3 × target
+    # hidden → hidden); both without bias
+    fc_in = 3 * target.hidden_size if eagle3 else 2 * h
+    out.append((Tensor("draft.fc", "dense", h, fc_in, "none", None), d, q))
     if eagle3:
         vocab = d.draft_vocab_size or d.vocab_size
         head_spec = d.model_copy(update={"vocab_size": vocab})
-        out.append((Tensor("draft.hidden_norm", "norm", h, 1, "none", None), d, q))
         out.append((Tensor("draft.norm", "norm", h, 1, "none", None), d, q))
         out.append((Tensor("draft.lm_head", "lm_head", vocab, h, "vocab", None), head_spec, q))
         if d.draft_vocab_size:  # d2t: int64 per draft token (two float32 slots = 8 bytes)
