@@ -286,3 +286,33 @@ def test_check_reads_the_feature_flags(capsys, tmp_path, eagle3_dir):
     assert p["offload"]["backend"] == "native"
     assert p["speculative"]["draft_layers"] == 1
     assert not any(pr["code"] == "flags-not-modelled" for pr in row["problems"])
+
+
+def test_check_reads_a_vllm_config_yaml_mapping(capsys, tmp_path):
+    """vLLM's --config YAML may give speculative_config as a mapping: read as its JSON."""
+    f = tmp_path / "vllm.yaml"
+    f.write_text(textwrap.dedent(f"""\
+        model: {LLAMA}
+        max_model_len: 8192
+        enable_lora: true
+        max_loras: 2
+        speculative_config:
+          method: ngram
+          num_speculative_tokens: 3
+          prompt_lookup_max: 4
+    """))
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    p = json.loads(out)["deployments"][0]["plan"]
+    assert p["speculative"]["num_speculative_tokens"] == 3
+    assert p["lora"]["max_loras"] == 2
+    assert '"prompt_lookup_max":4' in p["command"]
+
+
+def test_check_warns_when_sglang_speculative_decoding_is_not_modelled(capsys, tmp_path):
+    f = tmp_path / "sglang.sh"
+    f.write_text(f"python -m sglang.launch_server --model-path {LLAMA} --speculative-algorithm "
+                 "EAGLE --speculative-draft-model-path ORG/HEAD --speculative-num-steps 3\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    problems = json.loads(out)["deployments"][0]["problems"]
+    assert any(p["code"] == "feature-not-modelled" and p["severity"] == "warning"
+               and "speculative decoding" in p["message"] for p in problems)
