@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 from clirun import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvplan import plan
 from kvplan.catalog import resolve_model
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
+from kvplan.specs import Workload
 from kvplan.units import GiB, cdiv
 from kvplan.weights import _layer_tensors, _rank_bytes
 
@@ -232,8 +235,6 @@ def test_shared_prefix_concurrency_hand_worked():
     """vLLM shares full blocks only (vllm/v1/core/block_pool.py, kv_cache_utils.py): a
     1,000-token system prompt fills 1000 // 16 = 62 blocks stored once. At max_model_len 8192
     a request holds 512 blocks, so C = (num_blocks − 62) / (512 − 62)."""
-    from kvplan.specs import Workload
-
     p = plan(LLAMA, "h100", max_model_len=8192, workload=Workload(shared_prefix_tokens=1000))
     n = p.kv_cache.num_blocks
     assert p.kv_cache.effective_max_concurrency_with_prefix == round((n - 62) / (512 - 62), 2)
@@ -316,3 +317,40 @@ def test_check_warns_when_sglang_speculative_decoding_is_not_modelled(capsys, tm
     problems = json.loads(out)["deployments"][0]["problems"]
     assert any(p["code"] == "feature-not-modelled" and p["severity"] == "warning"
                and "speculative decoding" in p["message"] for p in problems)
+
+
+# ------------------------------------------------------------------------- invariants
+
+
+@settings(max_examples=15, deadline=None)
+@given(loras=st.integers(1, 64), rank=st.sampled_from([8, 16, 64, 256]),
+       tp=st.sampled_from([1, 2, 4, 8]))
+def test_more_lora_slots_never_add_kv(loras, rank, tp):
+    small = plan(LLAMA, "h100", tensor_parallel_size=tp, enable_lora=True, max_loras=loras,
+                 max_lora_rank=rank)
+    big = plan(LLAMA, "h100", tensor_parallel_size=tp, enable_lora=True, max_loras=loras + 1,
+               max_lora_rank=rank)
+    assert big.memory.lora_bytes > small.memory.lora_bytes
+    assert big.memory.kv_cache_bytes <= small.memory.kv_cache_bytes
+
+
+@settings(max_examples=15, deadline=None)
+@given(k=st.integers(1, 8), method=st.sampled_from(["ngram", "mtp"]))
+def test_speculation_never_raises_concurrency(k, method):
+    model = DSV3 if method == "mtp" else LLAMA
+    tp = 8 if method == "mtp" else 1
+    base = plan(model, "h200", tensor_parallel_size=tp, max_model_len=8192)
+    p = plan(model, "h200", tensor_parallel_size=tp, max_model_len=8192,
+             speculative_config=json.dumps({"method": method, "num_speculative_tokens": k}))
+    assert p.kv_cache.max_concurrency <= base.kv_cache.max_concurrency
+
+
+@settings(max_examples=15, deadline=None)
+@given(a=st.integers(1, 8191), b=st.integers(1, 8191))
+def test_longer_shared_prefix_never_lowers_concurrency(a, b):
+    lo, hi = sorted((a, b))
+    c = [plan(LLAMA, "h100", max_model_len=8192, workload=Workload(shared_prefix_tokens=n))
+         .kv_cache for n in (lo, hi)]
+    values = [x.effective_max_concurrency_with_prefix or x.max_concurrency for x in c]
+    assert values[0] <= values[1]
+    assert values[0] >= c[0].max_concurrency
