@@ -722,17 +722,19 @@ class LoraSlots:
 
 
 def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: int,
-               dtype: str) -> LoraSlots:
+               dtype: str, ep: int = 1) -> LoraSlots:
     """Stacked LoRA A/B buffers on one TP rank for `layers` (vLLM 0.33, lora_dtype auto = the
     model dtype; vllm/lora/layers/base_linear.py, column_parallel_linear.py, row_parallel_linear.py):
 
     every wrapped linear allocates per output slice A = (max_loras, 1, rank, input_size) and
     B = (max_loras, 1, output_slice, rank), where a column-parallel layer keeps its full input
     and its output slice per rank (qkv_proj: 3 slices q/k/v, gate_up_proj: 2) and a row-parallel
-    layer (o_proj, down_proj) its input per rank and full output. Not modelled (listed in
-    `skipped`): MLA and linear-attention projections, fused-MoE experts
-    (vllm/lora/layers/fused_moe.py); no LM-head / embedding LoRA (extra-vocabulary LoRA was
-    removed after 0.11; fully_sharded_loras off)."""
+    layer (o_proj, down_proj) its input per rank and full output. Fused-MoE experts
+    (vllm/lora/layers/fused_moe.py FusedMoEWithLoRA), per local expert: w13 A (rank, hidden)
+    and B (intermediate / tp, rank) for each of the 2 gated slices, w2 A (rank,
+    intermediate / tp) and B (hidden, rank); a shared expert is an ordinary gate_up / down pair.
+    Not modelled (listed in `skipped`): MLA and linear-attention projections; no LM-head /
+    embedding LoRA (extra-vocabulary LoRA was removed after 0.11; fully_sharded_loras off)."""
     dt = DTYPE_BYTES[dtype]
     h, hd = m.hidden_size, m.head_dim
     q_full, kv_full = m.num_attention_heads * hd, m.num_kv_heads * hd
@@ -759,7 +761,20 @@ def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: in
         if m.mlp_layers is not None and i not in m.mlp_layers:
             continue
         if m.moe is not None and i in m.moe.moe_layers:
-            skipped.add("MoE experts")
+            moe = m.moe
+            experts, inter = moe.num_experts // ep, moe.expert_intermediate_size
+            n13 = 2 if m.mlp_gated else 1
+            modules.add("experts")
+            gpu += n13 * (buffer(experts * rank * h) + buffer(experts * cdiv(inter, tp) * rank))
+            gpu += buffer(experts * rank * cdiv(inter, tp)) + buffer(experts * h * rank)
+            adapter += moe.num_experts * (n13 * rank * (h + inter) + rank * (inter + h))
+            if not moe.shared_expert_intermediate_size:
+                continue
+            inter, slices = moe.shared_expert_intermediate_size, 2  # shared expert: dense pair
+            modules.update(("shared_expert.gate_up_proj", "shared_expert.down_proj"))
+            gpu += slices * (buffer(rank * h) + buffer(cdiv(inter, tp) * rank))
+            gpu += buffer(rank * cdiv(inter, tp)) + buffer(h * rank)
+            adapter += slices * rank * (h + inter) + rank * (inter + h)
             continue
         inter, slices = m.intermediate_size, 2 if m.mlp_gated else 1
         modules.update(("gate_up_proj" if m.mlp_gated else "up_proj", "down_proj"))

@@ -199,9 +199,21 @@ def test_lora_defaults_and_errors():
         plan(LLAMA, "h100", enable_lora=True, max_lora_rank=24)
 
 
-def test_lora_on_moe_experts_is_flagged():
-    p = plan("Qwen/Qwen3-30B-A3B", "h100", enable_lora=True)
-    assert any(pr.code == "lora-partly-modelled" and "MoE" in pr.message for pr in p.problems)
+def test_lora_on_moe_experts_hand_worked():
+    """Qwen3-30B-A3B (48 layers, hidden 2048, 32 × 128 q / 4 × 128 kv heads, 128 experts of
+    768, no shared expert), TP2, one rank-16 slot (vllm/lora/layers/fused_moe.py): per layer
+    per rank
+      attention: qkv A 3 × 16 × 2048 = 98,304; B 16 × (2048 + 256 + 256) = 40,960;
+                 o A 16 × 2048 = 32,768; B 2048 × 16 = 32,768
+      experts:   w13 2 × 128 × (16 × 2048 + 384 × 16) = 9,961,472;
+                 w2 128 × (16 × 384 + 2048 × 16) = 4,980,736
+      = 15,147,008 × 2 B × 48 layers = 1,454,112,768 B."""
+    p = plan("Qwen/Qwen3-30B-A3B", "h100", tensor_parallel_size=2, enable_lora=True)
+    assert p.lora.gpu_bytes == 1_454_112_768
+    assert "experts" in p.lora.modules
+    assert not any(pr.code == "lora-partly-modelled" for pr in p.problems)
+    mla = plan("deepseek-ai/DeepSeek-V2-Lite", "h100", enable_lora=True)
+    assert any(pr.code == "lora-partly-modelled" and "MLA" in pr.message for pr in mla.problems)
 
 
 # ------------------------------------------------------------------------- KV offloading

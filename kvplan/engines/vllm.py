@@ -344,7 +344,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         # The draft lives beside the LM head (last stage); LoRA slots beside every layer. Both
         # are built inside load_model, so "Model loading took" includes them.
         lora = lora_slots(m, layer_range, tp=tp, max_loras=d.max_loras, rank=d.max_lora_rank,
-                          dtype=d.dtype) if d.enable_lora else None
+                          dtype=d.dtype, ep=ep) if d.enable_lora else None
         lora_parts.append(lora)
         extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
         extra_tensor = (draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
