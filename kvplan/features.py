@@ -3,7 +3,7 @@
 Prefix caching: requests that start with the same `shared_prefix_tokens` (a system prompt)
 share the KV blocks that prefix fills completely; a partly filled block is private to each
 request (vLLM hashes and shares full blocks only: vllm/v1/core/kv_cache_utils.py
-hash_block_tokens / vllm/v1/core/block_pool.py, 0.33). With a block size of 1 (SGLang's radix
+hash_block_tokens / vllm/v1/core/block_pool.py). With a block size of 1 (SGLang's radix
 cache) every prefix token is shared. Pure arithmetic over the engine's MemoryResult.
 """
 

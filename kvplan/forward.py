@@ -70,7 +70,7 @@ def sampler_rows_factor(d: Deployment) -> int:
     """Logit rows per dummy request in the profile run's sampler peak: 1; 2 with speculative
     decoding, whose dummy rejection-sampler run (after the plain sampler has returned) takes one
     draft token per request, i.e. target + bonus rows = 2 × num_reqs, whatever
-    num_speculative_tokens is (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, 0.33)."""
+    num_speculative_tokens is (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, V1 main-branch sources)."""
     return 2 if d.speculative_config is not None else 1
 
 

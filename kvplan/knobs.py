@@ -25,7 +25,7 @@ MAX_TOKENS = 1 << 31  # lengths and token budgets: engines keep them in int32
 MAX_LORAS = 1024  # adapter slots per batch: far above any deployment (each slot is preallocated)
 MAX_CPU_LORAS = 1 << 20
 MAX_OFFLOAD_GIB = 1 << 20  # 1 PiB of host memory: bounds integer bytes in JSON
-LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks (0.33)
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
 
 
 class Knobs(BaseModel):

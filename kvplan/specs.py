@@ -264,19 +264,24 @@ class SpeculativeConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _method(cls, data: Any) -> Any:
-        """vLLM's method inference (vllm/config/speculative.py, 0.33): no method → "ngram" for
-        the model "[ngram]", eagle3 / eagle when the draft's name says so, else draft_model;
-        "<family>_mtp" methods (deepseek_mtp, qwen3_next_mtp, …) are MTP."""
+        """vLLM's method inference (vllm/config/speculative.py SpeculativeConfig.__post_init__,
+        main-branch snapshots in the code index): no method and no model → the target's own MTP
+        layers; the model "[ngram]" → ngram; a draft named "…eagle-…" → eagle, "…eagle3…" →
+        eagle3; otherwise draft_model (vLLM also detects MTP, Medusa and MLP speculators from
+        the draft's model_type — a draft that is the target itself is treated as MTP by the
+        engine); "<family>_mtp" methods (deepseek_mtp, qwen3_next_mtp, …) are MTP."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
         data.setdefault("given", {k: v for k, v in data.items() if k not in ("draft", "given")})
         method = data.get("method")
         model = data.get("model")
-        if method is None and isinstance(model, str):
+        if method is None and model is None:
+            method = "mtp"
+        elif method is None and isinstance(model, str):
             low = model.lower()
-            method = ("ngram" if low in {"[ngram]", "ngram"} else "eagle3" if "eagle3" in low
-                      else "eagle" if "eagle" in low else "draft_model")
+            method = ("ngram" if low in {"[ngram]", "ngram"} else "eagle" if "eagle-" in low
+                      else "eagle3" if "eagle3" in low else "draft_model")
         if isinstance(method, str) and (method == "mtp" or method.endswith("_mtp")):
             method = "mtp"
         if method is not None:

@@ -637,7 +637,7 @@ def draft_layer_count(target: ModelSpec, sc: SpeculativeConfig) -> int:
 
 
 def draft_tensors(target: ModelSpec, sc: SpeculativeConfig) -> list[tuple[Tensor, ModelSpec, QuantSpec | None]]:
-    """The draft's weight tensors as vLLM builds them next to the target (V1, 0.33 sources):
+    """The draft's weight tensors as vLLM builds them next to the target (V1; vLLM main-branch sources, see docs/features.md):
 
     * draft_model: the whole draft model (own embedding and LM head), sharded over the target's TP.
     * eagle (vllm/model_executor/models/llama_eagle.py): the head's decoder layers + fc
@@ -723,7 +723,7 @@ class LoraSlots:
 
 def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: int,
                dtype: str, ep: int = 1) -> LoraSlots:
-    """Stacked LoRA A/B buffers on one TP rank for `layers` (vLLM 0.33, lora_dtype auto = the
+    """Stacked LoRA A/B buffers on one TP rank for `layers` (vLLM main-branch sources; lora_dtype auto = the
     model dtype; vllm/lora/layers/base_linear.py, column_parallel_linear.py, row_parallel_linear.py):
 
     every wrapped linear allocates per output slice A = (max_loras, 1, rank, input_size) and

@@ -1,6 +1,7 @@
 """Speculative decoding, LoRA, KV offloading and prefix sharing (docs/features.md), each pinned
-to hand-worked numbers. Sources are vLLM repo paths as read for 0.33 (the newest modelled
-release); no vLLM start-up log with these features was available to replay."""
+to hand-worked numbers. Sources are vLLM repo paths read from main-branch snapshots (file and
+commit in docs/features.md), planned as vLLM 0.33 (kvplan's newest modelled release); no vLLM
+start-up log with these features was available to replay."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def spec(d: Path | str, method: str = "eagle3", k: int = 3) -> str:
 
 
 def test_eagle3_head_weights_kv_and_profile_hand_worked(eagle3_dir):
-    """EAGLE-3 on Llama-3.1-8B, H100, TP1, bf16, vLLM 0.33.
+    """EAGLE-3 on Llama-3.1-8B, H100, TP1, bf16, planned as vLLM 0.33.
 
     Draft weights (vllm/model_executor/models/llama_eagle3.py; embedding shared with the target,
     vllm/v1/spec_decode/eagle.py load_model), parameters:
@@ -103,7 +104,7 @@ def test_eagle3_capture_sizes_use_the_decode_query_length(eagle3_dir):
 
 
 def test_mtp_deepseek_v3_hand_worked():
-    """DeepSeek-V3 (num_nextn_predict_layers 1), H200 × 8, TP8, vLLM 0.33, MTP
+    """DeepSeek-V3 (num_nextn_predict_layers 1), H200 × 8, TP8, planned as vLLM 0.33, MTP
     (vllm/model_executor/models/deepseek_mtp.py): one decoder layer shaped like layer 60
     (MLA + 256 FP8 experts), enorm + hnorm 2 × 7168 bf16 = 28,672 B, eh_proj (plain nn.Linear,
     bf16, replicated) 7168 × 14336 × 2 = 205,520,896 B, shared_head norm 14,336 B and head
@@ -366,3 +367,23 @@ def test_longer_shared_prefix_never_lowers_concurrency(a, b):
     values = [x.effective_max_concurrency_with_prefix or x.max_concurrency for x in c]
     assert values[0] <= values[1]
     assert values[0] >= c[0].max_concurrency
+
+
+@pytest.mark.parametrize(("cfg", "method"), [
+    ({"model": "yuhuili/EAGLE-LLaMA3-Instruct-8B"}, "eagle"),
+    ({"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}, "eagle3"),
+    ({"model": "AngelSlim/Qwen3-8B_eagle3"}, "eagle3"),
+    ({"model": "[ngram]"}, "ngram"),
+    ({"model": "meta-llama/Llama-3.2-1B-Instruct"}, "draft_model"),
+    ({"num_speculative_tokens": 1}, "mtp"),
+    ({"method": "deepseek_mtp"}, "mtp"),
+])
+def test_method_detection_as_vllm(cfg, method):
+    """vllm/config/speculative.py: "eagle-" → eagle, "eagle3" → eagle3, else draft_model."""
+    assert Knobs.parse({"speculative_config": json.dumps(cfg)}).speculative_config.method == method
+
+
+def test_the_target_as_its_own_draft_is_mtp():
+    p = plan(DSV3, "h200", tensor_parallel_size=8,
+             speculative_config=json.dumps({"model": DSV3, "num_speculative_tokens": 2}))
+    assert p.speculative.method == "mtp" and p.speculative.num_speculative_tokens == 2

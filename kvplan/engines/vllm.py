@@ -456,7 +456,8 @@ def draft_memory(m: ModelSpec, d: Deployment) -> DraftMemory:
     same forward context as the target's, so get_kv_cache_spec returns them with the target's
     and they share the target's block pool and block ids (vllm/v1/worker/gpu_model_runner.py
     get_kv_cache_spec; vllm/v1/spec_decode/eagle.py): every block gains one page per draft
-    layer, i.e. KV bytes per token grow by the draft layers' (0.33; no separate draft pool)."""
+    layer, i.e. KV bytes per token grow by the draft layers' (no separate draft pool; the
+    drafter finds its layers inside the shared kv_cache_groups in vLLM's main-branch sources)."""
     sc = d.speculative_config
     if sc is None:
         return NO_DRAFT
@@ -477,7 +478,7 @@ def draft_memory(m: ModelSpec, d: Deployment) -> DraftMemory:
 
 def resolve_speculative(m: ModelSpec, knobs: Any, era: Era,
                         sources: dict[str, Source]) -> SpeculativeConfig | None:
-    """--speculative-config checked as vLLM checks it (vllm/config/speculative.py, 0.33):
+    """--speculative-config checked as vLLM checks it (vllm/config/speculative.py):
     eagle/eagle3/draft_model need a draft ("model"); mtp needs the target's MTP layers and
     defaults num_speculative_tokens to num_nextn_predict_layers; the others need it given."""
     sc = knobs.speculative_config
@@ -489,6 +490,8 @@ def resolve_speculative(m: ModelSpec, knobs: Any, era: Era,
                                 "(V0 ran the draft in a separate worker with its own KV cache)",
                                 hint="plan with --engine-version 0.11.0 or later")
     k = sc.num_speculative_tokens
+    if sc.method == "draft_model" and sc.model == m.id and m.mtp_layers:
+        sc = sc.model_copy(update={"method": "mtp", "draft": None})  # the target's own MTP layers
     if sc.method == "mtp":
         if not m.mtp_layers:
             raise InvalidInputError(f"{m.id} has no multi-token-prediction layers "
@@ -513,7 +516,7 @@ def resolve_speculative(m: ModelSpec, knobs: Any, era: Era,
 
 
 def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
-    """--enable-lora with vLLM's defaults (vllm/config/lora.py, 0.33): max_loras 1,
+    """--enable-lora with vLLM's defaults (vllm/config/lora.py): max_loras 1,
     max_lora_rank 16, max_cpu_loras = max_loras (and never below it). Without --enable-lora
     vLLM builds no LoRA config and ignores the other three flags."""
     if not knobs.enable_lora:
