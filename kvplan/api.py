@@ -28,8 +28,8 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
-    return _plan(m, g, k, engine=engine, engine_version=engine_version, workload=workload,
-                 price=_price(g, gpu_hour_price))
+    return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
+                 engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price))
 
 
 def _price(gpu: GpuSpec, given: float | None) -> Price | None:
@@ -39,3 +39,14 @@ def _price(gpu: GpuSpec, given: float | None) -> Price | None:
             raise InvalidInputError(f"--gpu-hour-price must be in (0, 10000) USD, got {given}")
         return Price(gpu_id=gpu.id, usd_per_hour=given, source="--gpu-hour-price", default=False)
     return None
+
+
+def with_draft(k: Knobs, *, token: str | None = None, offline: bool | None = None) -> Knobs:
+    """Knobs whose --speculative-config draft ("model": a catalogue id, local directory or Hub
+    repo) is resolved to a ModelSpec, so the pure planner can size it. MTP and n-gram need none;
+    a draft given as a ModelSpec already is kept."""
+    sc = k.speculative_config
+    if sc is None or sc.draft is not None or sc.model is None or sc.method in ("mtp", "ngram"):
+        return k
+    draft = resolve_model(sc.model, token=token, offline=offline)
+    return k.model_copy(update={"speculative_config": sc.model_copy(update={"draft": draft})})

@@ -231,6 +231,26 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     return f.model, []
 
 
+# Memory features other engines have under their own flags, which kvplan models for vLLM only
+# (docs/features.md): a warning, because the plan leaves their memory out.
+FEATURE_FLAGS_NOT_MODELLED: dict[str, dict[str, str]] = {
+    "sglang": {"--speculative-algorithm": "speculative decoding (draft weights and KV layers)",
+               "--enable-lora": "LoRA adapter slots", "--lora-paths": "LoRA adapter slots",
+               "--enable-hierarchical-cache": "the hierarchical (host) KV cache"},
+    "tgi": {"--lora-adapters": "LoRA adapters", "--speculate": "speculative decoding"},
+}
+
+
+def _features_not_modelled(f: Found) -> list[Problem]:
+    table = FEATURE_FLAGS_NOT_MODELLED.get(f.engine, {})
+    seen = sorted({what for flag in f.unknown_flags for name, what in table.items()
+                   if flag.split()[0].split("=")[0] == name})
+    return [Problem(code="feature-not-modelled", severity="warning",
+                    message=f"{registry.get(f.engine).label} {what}: not modelled by kvplan for this "
+                    "engine, so the memory it takes is not subtracted and KV capacity is overstated "
+                    "(docs/features.md)") for what in seen]
+
+
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     gpu = f.gpu or policy.gpu
     gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
@@ -240,6 +260,7 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
     if f.unknown_flags:
         notes.append(Problem(code="flags-not-modelled", severity="info",
                              message="kept but not modelled: " + " ".join(f.unknown_flags)))
+    notes += _features_not_modelled(f)
     try:
         if f.model is None:
             raise DeployParseError(f.file, f.line, "the command names no model",

@@ -95,6 +95,22 @@ def plan(
     backend: Annotated[Optional[str], typer.Option(
         "--backend", help="TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) or tensorrt "
         "(a built engine)")] = None,
+    speculative_config: Annotated[Optional[str], typer.Option(
+        "--speculative-config", help="vLLM: speculative decoding JSON, e.g. '{\"method\": "
+        "\"eagle3\", \"model\": \"ORG/HEAD\", \"num_speculative_tokens\": 3}' (docs/features.md)")] = None,
+    enable_lora: Annotated[Optional[bool], typer.Option(
+        "--enable-lora", help="vLLM: preallocate LoRA adapter slots")] = None,
+    max_loras: Annotated[Optional[int], typer.Option("--max-loras", help="vLLM: adapters per batch (1)")] = None,
+    max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", help="vLLM: (16)")] = None,
+    max_cpu_loras: Annotated[Optional[int], typer.Option(
+        "--max-cpu-loras", help="vLLM: adapters cached in host memory (max_loras)")] = None,
+    kv_offloading_size: Annotated[Optional[float], typer.Option(
+        "--kv-offloading-size", help="vLLM: GiB of host memory for offloaded KV blocks")] = None,
+    kv_offloading_backend: Annotated[Optional[str], typer.Option(
+        "--kv-offloading-backend", help="vLLM: native (default) or lmcache")] = None,
+    shared_prefix_tokens: Annotated[Optional[int], typer.Option(
+        "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
+        "concurrency with prefix caching")] = None,
     extra_llm_api_options: Annotated[Optional[Path], typer.Option(
         "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
         "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
@@ -136,7 +152,7 @@ def plan(
 
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
-                         slo_tpot_ms=slo_tpot_ms)
+                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens)
     from .catalog import resolve_gpu, resolve_model
 
     options = {}
@@ -161,9 +177,13 @@ def plan(
         enable_prefix_caching=enable_prefix_caching,
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
-        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend)
+        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend,
+        speculative_config=speculative_config, enable_lora=enable_lora, max_loras=max_loras,
+        max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
+        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
-                       workload=workload, gpu_hour_price=gpu_hour_price, **{**flags, **options})
+                       workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
+                       **{**flags, **options})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         err = _console(stderr=True)

@@ -545,6 +545,9 @@ def _from_vllm_config(doc: Any, *, file: str, templates: Templates) -> Found:
     for k, v in doc.value:
         flag = "--" + str(k.value).replace("_", "-")
         value = _scalar(v)
+        if value is None and getattr(v, "id", None) == "mapping" and flag in VLLM_FLAGS:
+            argv.append(f"{flag}={_mapping_json(v)}")  # e.g. speculative_config: {method: …}
+            continue
         if value is None:
             argv.append(flag)  # lists / mappings: kept as unknown
             continue
@@ -555,6 +558,15 @@ def _from_vllm_config(doc: Any, *, file: str, templates: Templates) -> Found:
             argv.append(f"{flag}={value}")
     return parse_args(argv, "vllm", file=file, line=_line(doc), templates=templates,
                       text=f"vllm serve --config {file}")
+
+
+def _mapping_json(node: Any) -> str:
+    """A YAML mapping node as the JSON text its vLLM flag takes on the command line."""
+    import json
+
+    import yaml
+
+    return json.dumps(yaml.safe_load(yaml.serialize(node)))
 
 
 # ------------------------------------------------------------------------ files

@@ -61,8 +61,23 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool, eager_v0:
     num_reqs = min(d.max_num_seqs, tokens)
     received = 2 * tokens * m.hidden_size * dt if d.pipeline_parallel_size > 1 else 0
     per_logit = dt + SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE if eager_v0 else SAMPLER_BYTES_PER_LOGIT
-    sampler = int(tokens * m.hidden_size * dt + received + num_reqs * m.vocab_size * per_logit)
+    rows = sampler_rows_factor(d) * num_reqs
+    sampler = int(tokens * m.hidden_size * dt + received + rows * m.vocab_size * per_logit)
     return max(forward, sampler + moe_workspace_bytes(m, d))
+
+
+def sampler_rows_factor(d: Deployment) -> int:
+    """Logit rows per dummy request in the profile run's sampler peak: 1; 2 with speculative
+    decoding, whose dummy rejection-sampler run (after the plain sampler has returned) takes one
+    draft token per request, i.e. target + bonus rows = 2 × num_reqs, whatever
+    num_speculative_tokens is (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, V1 main-branch sources)."""
+    return 2 if d.speculative_config is not None else 1
+
+
+def decode_query_len(d: Deployment) -> int:
+    """Tokens a decode step verifies per request: 1 + num_speculative_tokens."""
+    sc = d.speculative_config
+    return 1 + (sc.num_speculative_tokens or 0) if sc is not None else 1
 
 
 def moe_workspace_bytes(m: ModelSpec, d: Deployment) -> int:
@@ -82,8 +97,9 @@ def moe_workspace_bytes(m: ModelSpec, d: Deployment) -> int:
 
 def cudagraph_capture_sizes(d: Deployment) -> int:
     """Number of decode batch sizes captured: [1, 2, 4] + every 8 to 248 + every 16 from 256, up to
-    min(2 × max_num_seqs, 512), capped at max_num_batched_tokens (vllm/config/vllm.py, 0.33)."""
-    top = min(2 * d.max_num_seqs, 512, d.max_num_batched_tokens)
+    min(2 × max_num_seqs × decode_query_len, 512), capped at max_num_batched_tokens
+    (vllm/config/vllm.py, 0.33; decode_query_len = 1 + num_speculative_tokens)."""
+    top = min(2 * d.max_num_seqs * decode_query_len(d), 512, d.max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top]
     sizes += list(range(8, min(top, 248) + 1, 8)) + list(range(256, top + 1, 16))
     return len(sizes)

@@ -486,7 +486,14 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         quantization=quant, unmodelled_quantization=unmodelled_quant,
         unmodelled_quantization_method=_quant_method_name(cfg, extra) if unmodelled_quant else None,
         unsupported=unsupported, problems=problems, source=source, local_dir=local_dir,
+        # speculative decoding (docs/features.md): DeepSeek-V3-style MTP layers, EAGLE-3 heads
+        mtp_layers=_positive_int(cfg.get("num_nextn_predict_layers")) or 0,
+        draft_vocab_size=_positive_int(cfg.get("draft_vocab_size")),
     )
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _quant_method_name(cfg: dict, extra: dict | None) -> str | None:

@@ -8,6 +8,7 @@ engine, so no engine can plan (or print in a launch line) a value the range refu
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,12 +16,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import InvalidInputError
-from .specs import GpuSpec, ModelSpec, QuantSpec, Source
+from .specs import GpuSpec, ModelSpec, QuantSpec, Source, SpeculativeConfig
 from .units import DTYPE_ALIASES, GiB
 
 MAX_PARALLEL = 1024  # no deployment kvplan can plan spans more GPUs in one dimension
 MAX_DEVICE_GIB = 4096.0  # 4 TiB per device: above any GPU made; bounds integer bytes in JSON
 MAX_TOKENS = 1 << 31  # lengths and token budgets: engines keep them in int32
+MAX_LORAS = 1024  # adapter slots per batch: far above any deployment (each slot is preallocated)
+MAX_CPU_LORAS = 1 << 20
+MAX_OFFLOAD_GIB = 1 << 20  # 1 PiB of host memory: bounds integer bytes in JSON
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
 
 
 class Knobs(BaseModel):
@@ -54,8 +59,40 @@ class Knobs(BaseModel):
     backend: Literal["pytorch", "tensorrt"] | None = Field(
         None, description="TensorRT-LLM runtime: pytorch (HF checkpoints; default from 1.0) or "
         "tensorrt (a built engine)")
+    # Speculative decoding, LoRA and KV offloading (docs/features.md); vLLM's flag names.
+    speculative_config: SpeculativeConfig | None = Field(
+        None, description="vLLM --speculative-config JSON: method, model, num_speculative_tokens")
+    enable_lora: bool | None = None
+    max_loras: int | None = Field(None, ge=1, le=MAX_LORAS)
+    max_lora_rank: int | None = Field(None, ge=1, le=512, description="vLLM takes 1, 8, 16, 32, "
+                                      "64, 128, 256, 320, 512 (vllm/config/lora.py)")
+    max_cpu_loras: int | None = Field(None, ge=1, le=MAX_CPU_LORAS)
+    kv_offloading_size: float | None = Field(None, gt=0, le=MAX_OFFLOAD_GIB,
+                                             description="GiB of host memory for offloaded KV")
+    kv_offloading_backend: Literal["native", "lmcache"] | None = None
 
-    @field_validator("gpu_memory_utilization", "gpu_memory_gib")
+    @field_validator("speculative_config", mode="before")
+    @classmethod
+    def _json(cls, v: Any) -> Any:
+        """The flag's value is JSON text (as `vllm serve --speculative-config '{…}'` takes it)."""
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                raise ValueError("JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"…\", "
+                                 "\"num_speculative_tokens\": 3}'") from None
+            if not isinstance(v, dict):
+                raise ValueError("a JSON object")  # noqa: TRY004 - pydantic reports ValueErrors
+        return v
+
+    @field_validator("max_lora_rank")
+    @classmethod
+    def _rank(cls, v: int | None) -> int | None:
+        if v is not None and v not in LORA_RANKS:
+            raise ValueError(f"one of {', '.join(map(str, LORA_RANKS))} (vLLM's MaxLoRARanks)")
+        return v
+
+    @field_validator("gpu_memory_utilization", "gpu_memory_gib", "kv_offloading_size")
     @classmethod
     def _finite(cls, v: float | None) -> float | None:
         if v is not None and not math.isfinite(v):
@@ -77,7 +114,12 @@ class Knobs(BaseModel):
             name = str(err["loc"][0]) if err["loc"] else "?"
             span = _range(name)
             what = (f"in {span}" if span and err["type"] in _RANGE_ERRORS
+                    and name not in _OWN_MESSAGES
+                    else err["msg"].removeprefix("Value error, ") if name in _OWN_MESSAGES
+                    and err["type"] == "value_error"
                     else err["msg"].lower().removeprefix("input should be "))
+            if name == "speculative_config" and len(err["loc"]) > 1:
+                what += f" (field {err['loc'][1]!r})"
             raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
                                     hint=_RANGE_HINTS.get(name)) from None
 
@@ -87,6 +129,12 @@ class Knobs(BaseModel):
 
 
 KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
+# The optional memory features kvplan models for vLLM only; other engines refuse them with the
+# standard "not a setting X has" error (docs/features.md).
+FEATURE_KNOBS: frozenset[str] = frozenset({
+    "speculative_config", "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras",
+    "kv_offloading_size", "kv_offloading_backend"})
+_OWN_MESSAGES = {"max_lora_rank", "speculative_config"}  # validators whose message says it all
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
                  "finite_number", "value_error"}
 

@@ -170,5 +170,11 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
         groups = tuple(out)
     slots = max(g.slots for g in groups)
     padding = sum(g.slots - g.layers for g in groups)
-    return KvLayout(block_size=bs, page_bytes=page, groups=groups, bytes_per_block=slots * page,
+    per_block = slots * page
+    if len(groups) == 1 and groups[0].kind in ("full", "mla"):
+        # One attention type with per-layer sizes that differ (a draft model's layers beside the
+        # target's): one UniformTypeKVCacheSpecs group whose page is the sum of the layers'
+        # pages (vllm/v1/core/kv_cache_utils.py, 0.33). Equal sizes: slots × page as before.
+        per_block = bs * sum(s.bytes_per_token for s in specs)
+    return KvLayout(block_size=bs, page_bytes=page, groups=groups, bytes_per_block=per_block,
                     padding_layers=padding, mamba_page_padding_bytes=pad)

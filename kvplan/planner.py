@@ -9,6 +9,7 @@ from . import perf, performance
 from .engines import registry
 from .engines.base import Engine, MemoryResult
 from .errors import InvalidInputError
+from .features import prefix_concurrency
 from .knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
 from .specs import (
     Deployment,
@@ -73,6 +74,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     _, problems = eng.era(version)
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
+    with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.shared_prefix_tokens)
+    problems += prefix_problems
     rec, planned, planned_res = _recommend(eng, m, gpu, knobs, dep, res, workload)
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
@@ -100,6 +103,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             activation_bytes=worst.activation_bytes, non_torch_bytes=worst.non_torch_bytes,
             cudagraph_bytes=worst.cudagraph_bytes, cudagraph_in_budget=res.cudagraph_in_budget,
             kv_cache_bytes=worst.kv_cache_bytes, estimated=estimated,
+            draft_weights_bytes=res.speculative.draft_weights_bytes if res.speculative else 0,
+            lora_bytes=res.lora.gpu_bytes if res.lora else 0,
             notes={k: v for k, v in vars(res.notes).items() if v is not None},
             stages=[StageBreakdown(layers=st.layers, weights_bytes=st.weights_bytes,
                                    weights_tensor_bytes=st.weights_tensor_bytes,
@@ -113,10 +118,12 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             bytes_per_request=res.request_blocks(res.max_model_len) * worst.bytes_per_block
             if res.max_model_len else 0,
             block_size=res.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
-            max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit),
+            max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit,
+            effective_max_concurrency_with_prefix=with_prefix),
         recommendations=rec,
         performance=performance,
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
+        speculative=res.speculative, lora=res.lora, offload=res.offload,
     )
 
 
@@ -343,7 +350,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     cap = eng.max_seqs_cap(gpu, dep)
     engine_seqs = (dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli"
                    else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
-    if rec.max_num_seqs.value and (any(v is not None for v in w.model_dump().values())
+    if rec.max_num_seqs.value and (w.sizes_batch()
                                    or dep.sources.get("max_num_seqs") == "cli"):
         engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
     problems: list[Problem] = []

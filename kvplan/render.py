@@ -54,6 +54,12 @@ def plan_table(plan: Plan, console: Console) -> None:
     rounding_mib = (mem.weights_bytes - mem.weights_tensor_bytes) / 2**20
     rounding = f", {rounding_mib:,.0f} MiB rounding" if rounding_mib >= 0.5 else ""
     t.add_row("  weights", _gib(mem.weights_bytes), f"exact: {origin}, RoPE{rounding}")
+    if plan.speculative is not None and plan.speculative.draft_layers:
+        t.add_row("    of which draft", _gib(mem.draft_weights_bytes),
+                  f"{plan.speculative.method}, {plan.speculative.draft_layers} layer(s)")
+    if plan.lora is not None:
+        t.add_row("    of which LoRA slots", _gib(mem.lora_bytes),
+                  f"{plan.lora.max_loras} × rank {plan.lora.max_lora_rank}")
     t.add_row("  activation peak", _gib(mem.activation_bytes), notes.get("activation", ""))
     t.add_row("  non-torch", _gib(mem.non_torch_bytes), notes.get("non_torch", ""))
     if "cudagraph" in notes:
@@ -72,6 +78,16 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row(f"max concurrency at {d['max_model_len'].value} tokens", f"[bold]{kv.max_concurrency:,.2f}x[/]")
     k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
     k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
+    if kv.effective_max_concurrency_with_prefix is not None:
+        k.add_row(f"max concurrency sharing a {plan.workload.shared_prefix_tokens:,}-token prefix",
+                  f"{kv.effective_max_concurrency_with_prefix:,.2f}x")
+    if plan.offload is not None:
+        o = plan.offload
+        k.add_row(f"host tier ({o.backend} offload, {_gib(o.host_bytes_per_worker)} per GPU)",
+                  f"{o.cpu_tokens:,} tokens")
+    if plan.lora is not None:
+        k.add_row(f"LoRA host cache ({plan.lora.max_cpu_loras} adapters, per GPU worker)",
+                  _gib(plan.lora.host_bytes_per_worker))
     console.print(k)
 
     r = Table(title="Recommendations", title_justify="left", show_edge=False)

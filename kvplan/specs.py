@@ -6,14 +6,17 @@ result object that the table, the JSON and the tests all read.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = "1.4"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.5"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine "trtllm", memory.notes, performance, workload SLOs,
-# recommendations.max_num_batched_tokens
+# recommendations.max_num_batched_tokens;
+# 1.5: speculative, lora and offload sections (null when unused), memory.draft_weights_bytes,
+#      memory.lora_bytes, workload.shared_prefix_tokens,
+#      kv_cache.effective_max_concurrency_with_prefix (docs/features.md); gpu.local
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -245,9 +248,60 @@ class ModelSpec(_Frozen):
     unmodelled_quantization_method: str | None = Field(
         None, description="the method name of an unmodelled quantization_config, e.g. awq")
     revision: str | None = Field(None, description="Hub revision asked for (None = default branch)")
+    mtp_layers: int = Field(
+        0, ge=0, description="multi-token-prediction layers shipped with the model "
+        "(num_nextn_predict_layers, e.g. 1 for DeepSeek-V3); used only by MTP speculative decoding")
+    draft_vocab_size: int | None = Field(
+        None, gt=0, description="EAGLE-3 heads: the draft LM head's reduced vocabulary")
 
 
 # -------------------------------------------------------------------- deployment
+
+SpecMethod = Literal["eagle", "eagle3", "mtp", "ngram", "draft_model"]
+
+
+class SpeculativeConfig(BaseModel):
+    """vLLM's --speculative-config JSON, the fields that move memory (vllm/config/speculative.py).
+    Other keys vLLM takes (prompt_lookup_max, draft_tensor_parallel_size, …) are accepted and
+    ignored. `draft` is the resolved draft model (set by kvplan.api, never serialised)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    method: SpecMethod
+    model: str | None = Field(None, description="the draft model / EAGLE head (not for mtp, ngram)")
+    num_speculative_tokens: int | None = Field(None, ge=1, le=64)
+    draft: ModelSpec | None = Field(None, exclude=True)
+    given: dict[str, Any] = Field(default_factory=dict, exclude=True,
+                                  description="the JSON as the user wrote it (for the serve line)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method(cls, data: Any) -> Any:
+        """vLLM's method inference (vllm/config/speculative.py SpeculativeConfig.__post_init__,
+        main-branch snapshots in the code index): no method and no model → the target's own MTP
+        layers; the model "[ngram]" → ngram; a draft named "…eagle-…" → eagle, "…eagle3…" →
+        eagle3; otherwise draft_model (vLLM also detects MTP, Medusa and MLP speculators from
+        the draft's model_type — a draft that is the target itself is treated as MTP by the
+        engine); "<family>_mtp" methods (deepseek_mtp, qwen3_next_mtp, …) are MTP."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        data.setdefault("given", {k: v for k, v in data.items() if k not in ("draft", "given")})
+        method = data.get("method")
+        model = data.get("model")
+        if method is None and model is None:
+            method = "mtp"
+        elif method is None and isinstance(model, str):
+            low = model.lower()
+            method = ("ngram" if low in {"[ngram]", "ngram"} else "eagle" if "eagle-" in low
+                      else "eagle3" if "eagle3" in low else "draft_model")
+        if isinstance(method, str) and (method == "mtp" or method.endswith("_mtp")):
+            method = "mtp"
+        if method is not None:
+            data["method"] = method
+        return data
+
+
 
 
 class Deployment(_Frozen):
@@ -283,6 +337,13 @@ class Deployment(_Frozen):
         None, description="TensorRT-LLM runtime (None: not TensorRT-LLM)")
     other_processes_bytes: int = Field(
         0, ge=0, description="memory other processes hold on the GPU (--gpu local), bytes")
+    speculative_config: SpeculativeConfig | None = None
+    enable_lora: bool = False
+    max_loras: int = Field(1, ge=1)
+    max_lora_rank: int = Field(16, ge=1)
+    max_cpu_loras: int | None = Field(None, ge=1)
+    kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
+    kv_offloading_backend: str | None = None
     sources: dict[str, Source]
 
 
@@ -294,6 +355,16 @@ class Workload(_Frozen):
     avg_output_tokens: int | None = Field(None, gt=0, le=1 << 24)
     slo_ttft_ms: float | None = Field(None, gt=0, le=3_600_000, description="time to first token")
     slo_tpot_ms: float | None = Field(None, gt=0, le=60_000, description="time per output token")
+    shared_prefix_tokens: int | None = Field(
+        None, gt=0, le=1 << 24, description="tokens every request shares at its start (system "
+        "prompt): with prefix caching their full blocks are stored once")
+
+    def sizes_batch(self) -> bool:
+        """A target, request lengths or latency targets were given (they size --max-num-seqs
+        in launch lines); a shared prefix alone does not."""
+        return any(v is not None for v in (self.target_concurrency, self.avg_input_tokens,
+                                           self.avg_output_tokens, self.slo_ttft_ms,
+                                           self.slo_tpot_ms))
 
 
 # -------------------------------------------------------------------------- plan
@@ -366,6 +437,10 @@ class MemoryBreakdown(BaseModel):
         description="memory the engine gives to the KV cache; negative when the deployment does "
         "not fit: by how much the budget falls short")
     estimated: list[str] = Field(description="which fields are estimates rather than exact")
+    draft_weights_bytes: int = Field(
+        0, description="speculative decoding: the draft's weights, part of weights_bytes")
+    lora_bytes: int = Field(
+        0, description="LoRA: the preallocated adapter slots, part of weights_bytes")
     notes: dict[str, str] = Field(
         default_factory=dict, description="what each line means for this engine: budget, "
         "activation, non_torch, cudagraph (absent: no separate line), kv, kv_tokens_label")
@@ -384,6 +459,10 @@ class KvCache(BaseModel):
         description="largest max_model_len (≤ the model's own limit) at which one request fits; "
         "vLLM's 'estimated maximum model length' when the configured one does not fit"
     )
+    effective_max_concurrency_with_prefix: float | None = Field(
+        None, description="max_concurrency when every request shares workload.shared_prefix_tokens "
+        "and prefix caching stores their full blocks once: (num_blocks − s) / (blocks per request "
+        "− s), s = shared_prefix_tokens // block_size; null without a shared prefix")
 
 
 class Recommendation(BaseModel):
@@ -453,6 +532,45 @@ class Performance(PerfPoint):
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
 
 
+class PlanSpeculative(BaseModel):
+    """Speculative decoding as the engine allocates it (docs/features.md)."""
+
+    method: str
+    draft_model: str | None = Field(description="draft / head id; null for mtp and ngram")
+    num_speculative_tokens: int
+    draft_layers: int = Field(description="decoder layers the draft runs (each holds a KV cache)")
+    draft_weights_bytes: int = Field(description="per GPU (last PP stage), in memory.weights_bytes")
+    draft_kv_bytes_per_token: int = Field(description="per GPU, part of kv_cache.bytes_per_token")
+    sampler_rows_factor: int = Field(description="profile-run sampler rows per request (rejection "
+                                     "sampler: target + bonus rows)")
+
+
+class PlanLora(BaseModel):
+    """LoRA slots preallocated on every GPU (docs/features.md)."""
+
+    max_loras: int
+    max_lora_rank: int
+    max_cpu_loras: int
+    gpu_bytes: int = Field(description="per GPU (worst stage): stacked A/B buffers, in weights_bytes")
+    adapter_bytes: int = Field(description="one adapter at max_lora_rank, unsharded (host copy)")
+    host_bytes_per_worker: int = Field(description="max_cpu_loras × adapter_bytes (upper bound)")
+    modules: list[str] = Field(description="modules given LoRA slots")
+
+
+class PlanOffload(BaseModel):
+    """KV-cache offloading to host memory (docs/features.md)."""
+
+    backend: str
+    host_bytes: int = Field(description="pinned host memory for the whole deployment (all DP "
+                            "replicas): kv_offloading_size GiB per replica")
+    host_bytes_per_worker: int = Field(description="host_bytes per replica / (TP × PP)")
+    cpu_blocks: int = Field(description="offloaded blocks per worker (GPU block layout)")
+    cpu_tokens: int = Field(description="tokens the host tier stores (cpu_blocks × block_size)")
+    effective_cached_tokens: int = Field(
+        description="GPU KV tokens + cpu_tokens: prefix-cache capacity; running requests still "
+        "need GPU blocks, so max_concurrency is unchanged")
+
+
 class Plan(BaseModel):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -468,3 +586,6 @@ class Plan(BaseModel):
     performance: Performance | None = Field(
         None, description="latency and throughput (absent when the GPU lacks bandwidth/FLOPs)")
     command: str = Field(description="ready-to-paste serve command with the recommended values")
+    speculative: PlanSpeculative | None = None
+    lora: PlanLora | None = None
+    offload: PlanOffload | None = None

@@ -24,12 +24,13 @@ from .tensor_names import (
     layer_of,
     skipped_by_vllm,
 )
-from .specs import ModelSpec, QuantSpec
+from .specs import ModelSpec, QuantSpec, SpeculativeConfig
 from .units import DTYPE_BYTES, cdiv
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
-Kind = Literal["embedding", "lm_head", "linear", "expert", "bias", "norm", "router", "vision"]
+Kind = Literal["embedding", "lm_head", "linear", "expert", "bias", "norm", "router", "vision",
+               "dense"]  # dense: an unquantized nn.Linear (EAGLE fc, MTP eh_proj)
 # How a tensor is split over TP ranks: "out" = rows (column-parallel), "in" = cols
 # (row-parallel), "kv" = rows by KV heads with replication, "vocab" = padded vocab rows.
 Split = Literal["out", "in", "kv", "vocab", "none"]
@@ -606,3 +607,178 @@ def header_stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> l
             named[-1].append((m.num_layers, name, item))
     # sorted by layer; the sort is stable, so file order stays within a layer
     return [_build_order([(n, p) for _, n, p in sorted(items, key=lambda x: x[0])]) for items in named]
+
+
+# ------------------------------------------------------------ speculative decoding drafts
+
+ALLOC_ROUND = 512  # PyTorch's caching allocator rounds every block to 512 bytes
+
+
+def _rank_bytes(items: list[tuple[Tensor, ModelSpec, QuantSpec | None]], tp: int,
+                dtype: str) -> tuple[int, int]:
+    """(tensor bytes, allocated bytes) of tensors on one TP rank, each sharded by its own spec."""
+    tensor = allocated = 0
+    for t, spec, quant in items:
+        rows, cols = _shard_rows(t, spec, tp)
+        for part in _tensor_parts(t, rows, cols, DTYPE_BYTES[dtype], quant):
+            tensor += part
+            allocated += _round_up(part, ALLOC_ROUND)
+    return tensor, allocated
+
+
+def draft_layer_count(target: ModelSpec, sc: SpeculativeConfig) -> int:
+    """Decoder layers the draft runs, each an attention layer with its own KV cache: the draft
+    model's / EAGLE head's layers, the target's num_nextn_predict_layers for MTP, 0 for n-gram."""
+    if sc.method == "ngram":
+        return 0
+    if sc.method == "mtp":
+        return target.mtp_layers
+    return sc.draft.num_layers if sc.draft is not None else 0
+
+
+def draft_tensors(target: ModelSpec, sc: SpeculativeConfig) -> list[tuple[Tensor, ModelSpec, QuantSpec | None]]:
+    """The draft's weight tensors as vLLM builds them next to the target (V1; vLLM main-branch sources, see docs/features.md):
+
+    * draft_model: the whole draft model (own embedding and LM head), sharded over the target's TP.
+    * eagle (vllm/model_executor/models/llama_eagle.py): the head's decoder layers + fc
+      (nn.Linear 2·hidden → hidden, no bias, replicated); the embedding is skipped at load
+      when PP is 1 and shared with the target, and the head has no LM head of its own
+      (vllm/v1/spec_decode/eagle.py load_model).
+    * eagle3 (llama_eagle3.py): layer 0's q/k/v take 2·hidden inputs (embeddings ‖ hidden
+      states), every layer an extra hidden_norm, fc ReplicatedLinear 3·target hidden → hidden,
+      a final norm, its own LM head over draft_vocab_size rows and the draft_id_to_target_id
+      int64 map; embedding shared.
+    * mtp (deepseek_mtp.py): per predict layer one decoder layer shaped like the target's last
+      (MoE for DeepSeek-V3), enorm + hnorm, eh_proj 2·hidden → hidden (plain nn.Linear, not
+      quantized), and a shared_head norm + LM head; the embedding shared with the target.
+      Whether vLLM also shares the MTP LM head is UNVERIFIED: it is counted.
+    * ngram: none."""
+    out: list[tuple[Tensor, ModelSpec, QuantSpec | None]] = []
+    if sc.method == "ngram":
+        return out
+    if sc.method == "mtp":
+        q, h, last = target.quantization, target.hidden_size, target.num_layers - 1
+        for j in range(target.mtp_layers):
+            p = f"mtp.{j}."
+            for t in _layer_tensors(target, last):
+                out.append((Tensor(p + t.name, t.kind, t.rows, t.cols, t.split, None, t.experts,
+                                   t.dtype), target, q))
+            out.append((Tensor(p + "enorm_hnorm", "norm", 2 * h, 1, "none", None), target, q))
+            out.append((Tensor(p + "eh_proj", "dense", h, 2 * h, "none", None), target, q))
+            out.append((Tensor(p + "shared_head.norm", "norm", h, 1, "none", None), target, q))
+            out.append((Tensor(p + "shared_head.head", "lm_head", target.vocab_size, h, "vocab",
+                               None), target, q))
+        return out
+    d = sc.draft
+    if d is None:
+        return out
+    q = d.quantization
+    if sc.method == "draft_model":
+        return [(Tensor("draft." + t.name, t.kind, t.rows, t.cols, t.split, None, t.experts,
+                        t.dtype), d, q) for t in tensors(d)]
+    h = d.hidden_size
+    eagle3 = sc.method == "eagle3"
+    for i in range(d.num_layers):
+        for t in _layer_tensors(d, i):
+            cols = t.cols
+            if eagle3 and i == 0 and t.name.endswith(("q_proj", "k_proj", "v_proj")):
+                cols = 2 * h
+            out.append((Tensor("draft." + t.name, t.kind, t.rows, cols, t.split, None, t.experts,
+                               t.dtype), d, q))
+        if eagle3:  # every EAGLE-3 decoder layer has a hidden_norm
+            out.append((Tensor(f"draft.layers.{i}.hidden_norm", "norm", h, 1, "none", None), d, q))
+    # fc: EAGLE-1 nn.Linear(2 × draft hidden → hidden); EAGLE-3 ReplicatedLinear(3 × target
+    # hidden → hidden); both without bias
+    fc_in = 3 * target.hidden_size if eagle3 else 2 * h
+    out.append((Tensor("draft.fc", "dense", h, fc_in, "none", None), d, q))
+    if eagle3:
+        vocab = d.draft_vocab_size or d.vocab_size
+        head_spec = d.model_copy(update={"vocab_size": vocab})
+        out.append((Tensor("draft.norm", "norm", h, 1, "none", None), d, q))
+        out.append((Tensor("draft.lm_head", "lm_head", vocab, h, "vocab", None), head_spec, q))
+        if d.draft_vocab_size:  # d2t: int64 per draft token (two float32 slots = 8 bytes)
+            out.append((Tensor("draft.d2t", "norm", d.draft_vocab_size, 2, "none", None,
+                               dtype="float32"), d, q))
+    return out
+
+
+def draft_weight_bytes(target: ModelSpec, sc: SpeculativeConfig, *, tp: int,
+                       dtype: str) -> tuple[int, int]:
+    """(tensor bytes, allocated bytes) of the draft on one TP rank of the last PP stage."""
+    return _rank_bytes(draft_tensors(target, sc), tp, dtype)
+
+
+# ------------------------------------------------------------------------- LoRA slots
+
+
+@dataclass(frozen=True)
+class LoraSlots:
+    """LoRA buffers vLLM preallocates for max_loras adapters at max_lora_rank."""
+
+    gpu_bytes: int  # one TP rank, allocated (each buffer rounded to 512 bytes)
+    adapter_bytes: int  # one adapter at max_lora_rank, unsharded (what the CPU cache holds)
+    modules: tuple[str, ...]
+    skipped: tuple[str, ...]  # layer kinds whose LoRA buffers are not modelled
+
+
+def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: int,
+               dtype: str, ep: int = 1) -> LoraSlots:
+    """Stacked LoRA A/B buffers on one TP rank for `layers` (vLLM main-branch sources; lora_dtype auto = the
+    model dtype; vllm/lora/layers/base_linear.py, column_parallel_linear.py, row_parallel_linear.py):
+
+    every wrapped linear allocates per output slice A = (max_loras, 1, rank, input_size) and
+    B = (max_loras, 1, output_slice, rank), where a column-parallel layer keeps its full input
+    and its output slice per rank (qkv_proj: 3 slices q/k/v, gate_up_proj: 2) and a row-parallel
+    layer (o_proj, down_proj) its input per rank and full output. Fused-MoE experts
+    (vllm/lora/layers/fused_moe.py FusedMoEWithLoRA), per local expert: w13 A (rank, hidden)
+    and B (intermediate / tp, rank) for each of the 2 gated slices, w2 A (rank,
+    intermediate / tp) and B (hidden, rank); a shared expert is an ordinary gate_up / down pair.
+    Not modelled (listed in `skipped`): MLA and linear-attention projections; no LM-head /
+    embedding LoRA (extra-vocabulary LoRA was removed after 0.11; fully_sharded_loras off)."""
+    dt = DTYPE_BYTES[dtype]
+    h, hd = m.hidden_size, m.head_dim
+    q_full, kv_full = m.num_attention_heads * hd, m.num_kv_heads * hd
+    q_rank, kv_rank = cdiv(m.num_attention_heads, tp) * hd, max(1, m.num_kv_heads // tp) * hd
+    gpu = adapter = 0
+    modules: set[str] = set()
+    skipped: set[str] = set()
+
+    def buffer(elements: int) -> int:
+        return _round_up(max_loras * elements * dt, ALLOC_ROUND)
+
+    for i in layers:
+        kind = m.layer_types[i] if m.layer_types else "full"
+        if kind == "linear":
+            skipped.add("linear-attention projections")
+        elif kind != "none" and m.mla is not None:
+            skipped.add("MLA projections")
+        elif kind != "none":
+            modules.update(("qkv_proj", "o_proj"))
+            gpu += sum(buffer(rank * h) for _ in range(3))  # A: q, k, v slices
+            gpu += buffer(q_rank * rank) + 2 * buffer(kv_rank * rank)  # B
+            gpu += buffer(rank * q_rank) + buffer(h * rank)  # o_proj A (input per rank), B
+            adapter += rank * (3 * h + q_full + 2 * kv_full) + rank * (q_full + h)
+        if m.mlp_layers is not None and i not in m.mlp_layers:
+            continue
+        if m.moe is not None and i in m.moe.moe_layers:
+            moe = m.moe
+            experts, inter = moe.num_experts // ep, moe.expert_intermediate_size
+            n13 = 2 if m.mlp_gated else 1
+            modules.add("experts")
+            gpu += n13 * (buffer(experts * rank * h) + buffer(experts * cdiv(inter, tp) * rank))
+            gpu += buffer(experts * rank * cdiv(inter, tp)) + buffer(experts * h * rank)
+            adapter += moe.num_experts * (n13 * rank * (h + inter) + rank * (inter + h))
+            if not moe.shared_expert_intermediate_size:
+                continue
+            inter, slices = moe.shared_expert_intermediate_size, 2  # shared expert: dense pair
+            modules.update(("shared_expert.gate_up_proj", "shared_expert.down_proj"))
+            gpu += slices * (buffer(rank * h) + buffer(cdiv(inter, tp) * rank))
+            gpu += buffer(rank * cdiv(inter, tp)) + buffer(h * rank)
+            adapter += slices * rank * (h + inter) + rank * (inter + h)
+            continue
+        inter, slices = m.intermediate_size, 2 if m.mlp_gated else 1
+        modules.update(("gate_up_proj" if m.mlp_gated else "up_proj", "down_proj"))
+        gpu += slices * (buffer(rank * h) + buffer(cdiv(inter, tp) * rank))
+        gpu += buffer(rank * cdiv(inter, tp)) + buffer(h * rank)
+        adapter += slices * rank * (h + inter) + rank * (inter + h)
+    return LoraSlots(gpu, adapter * dt, tuple(sorted(modules)), tuple(sorted(skipped)))

@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
-    from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Recommendations, Workload
+    from ..specs import (
+        Deployment,
+        GpuSpec,
+        ModelSpec,
+        PlanLora,
+        PlanOffload,
+        PlanSpeculative,
+        Problem,
+        Recommendations,
+        Workload,
+    )
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,10 @@ class MemoryResult:
     # Knobs the engine only decides at start-up (SGLang's max_running_requests, TGI 3.x's
     # max_total_tokens): shown as the engine's defaults.
     engine_defaults: dict[str, int | None] = field(default_factory=dict)
+    # Optional features (docs/features.md): None when unused or not modelled by the engine.
+    speculative: PlanSpeculative | None = None
+    lora: PlanLora | None = None
+    offload: PlanOffload | None = None
 
     @property
     def worst(self) -> Stage:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .. import forward
 from ..errors import InvalidInputError
+from ..knobs import FEATURE_KNOBS
 from ..kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source, VisionSpec
 from ..units import GiB, MiB
@@ -309,7 +310,7 @@ class SglangEngine(Engine):
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
-                             "backend"})
+                             "backend"}) | FEATURE_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP)
@@ -427,7 +428,7 @@ class SglangEngine(Engine):
             args += ["--context-length", str(rec.max_model_len.value)]
         if rec.gpu_memory_utilization.value:
             args += ["--mem-fraction-static", f"{rec.gpu_memory_utilization.value:g}"]
-        has_workload = any(v is not None for v in workload.model_dump().values())
+        has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
             args += ["--max-running-requests", str(rec.max_num_seqs.value)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:

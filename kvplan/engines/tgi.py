@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from .. import forward
 from ..errors import InvalidInputError
+from ..knobs import FEATURE_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
@@ -429,7 +430,7 @@ class TgiEngine(Engine):
     unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-                             "usage_context", "max_total_tokens", "backend"})
+                             "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),))
@@ -594,7 +595,7 @@ class TgiEngine(Engine):
             args += ["--max-batch-prefill-tokens", str(batched)]
         if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
             args += ["--cuda-memory-fraction", f"{rec.gpu_memory_utilization.value:g}"]
-        has_workload = any(v is not None for v in workload.model_dump().values())
+        has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
             args += ["--max-concurrent-requests", str(rec.max_num_seqs.value)]
         if dep.kv_cache_dtype.startswith("fp8"):

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidConfigError, InvalidInputError
+from ..knobs import FEATURE_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, ModelSpec, Problem, QuantSpec
 from ..units import DTYPE_BYTES, GiB, cdiv
@@ -697,7 +698,7 @@ class TrtllmEngine(Engine):
              "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
              "block_size": "kv_cache_config.tokens_per_block",
              "enable_prefix_caching": "kv_cache_config.enable_block_reuse", "backend": "--backend"}
-    unsupported = UNSUPPORTED_KNOBS
+    unsupported = UNSUPPORTED_KNOBS | FEATURE_KNOBS
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
@@ -828,7 +829,7 @@ class TrtllmEngine(Engine):
         """`trtllm-serve`, preceded by the --extra_llm_api_options file when a setting has no
         flag (KV dtype, a max_tokens cap, tokens per block)."""
         src = dep.sources
-        has_workload = any(v is not None for v in workload.model_dump().values())
+        has_workload = workload.sizes_batch()
         seqs = rec.max_num_seqs.value if rec.max_num_seqs.value and (
             has_workload or src.get("max_num_seqs") == "cli") else None
         line, yaml_text = launch_command(

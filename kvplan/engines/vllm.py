@@ -6,6 +6,7 @@ the start-up logs in benchmarks/data/vllm_calibration.csv. File paths are vLLM r
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -14,10 +15,28 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..kv import KvLayout, kv_layout, layer_specs
-from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
+from ..kv import KvLayout, LayerKv, kv_layout, layer_specs
+from ..specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    PlanLora,
+    PlanOffload,
+    PlanSpeculative,
+    Problem,
+    QuantSpec,
+    Source,
+    SpeculativeConfig,
+)
 from ..units import DTYPE_BYTES, GiB, MiB, cdiv
-from ..weights import pp_layer_ranges, weight_memory_per_stage
+from ..weights import (
+    LoraSlots,
+    draft_layer_count,
+    draft_weight_bytes,
+    lora_slots,
+    pp_layer_ranges,
+    weight_memory_per_stage,
+)
 from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -27,6 +46,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE,
     activation_bytes,
     cudagraph_bytes,
+    sampler_rows_factor,
 )
 from ..versions import parse_version
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
@@ -265,6 +285,8 @@ class VllmResult:
     problems: list[Problem]
     in_flight_tokens: int
     mamba_pages: int
+    speculative: PlanSpeculative | None = None
+    lora: PlanLora | None = None
 
     def request_blocks(self, length: int) -> int:
         """Blocks one request of `length` tokens holds on the limiting stage."""
@@ -289,8 +311,10 @@ def in_flight_tokens(d: Deployment, era: Era) -> int:
 
 def mamba_pages_per_request(d: Deployment, era: Era) -> int:
     """Pages a Mamba/GDN layer holds per request: 1 (mode none), or 3 in "align" mode, which
-    prefix caching selects from 0.30 (2 + one prefill checkpoint; MambaModelConfig, 0.33)."""
-    return 3 if era.mamba_align_pages and d.enable_prefix_caching else 1
+    prefix caching selects from 0.30 (2 + one prefill checkpoint; MambaModelConfig, 0.33), plus
+    num_speculative_tokens with speculative decoding (ENGINE_MEMORY §1.3)."""
+    spec = (d.speculative_config.num_speculative_tokens or 0) if d.speculative_config else 0
+    return (3 if era.mamba_align_pages and d.enable_prefix_caching else 1) + spec
 
 
 def largest_fitting_len(fits: Callable[[int], bool], cap: int) -> int:
@@ -313,24 +337,37 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
     ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
     weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
-    stages = []
+    draft = draft_memory(m, d)
+    stages, lora_parts = [], []
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
-        act = activation_bytes(m, d, last_stage=s == pp - 1, eager_v0=era.v0)
+        last = s == pp - 1
+        # The draft lives beside the LM head (last stage); LoRA slots beside every layer. Both
+        # are built inside load_model, so "Model loading took" includes them.
+        lora = lora_slots(m, layer_range, tp=tp, max_loras=d.max_loras, rank=d.max_lora_rank,
+                          dtype=d.dtype, ep=ep) if d.enable_lora else None
+        lora_parts.append(lora)
+        extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
+        extra_tensor = (draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
+        stage_weights = weights[s].allocated_bytes + extra
+        act = activation_bytes(m, d, last_stage=last, eager_v0=era.v0)
         nt = non_torch_bytes(d, gpu)
-        graphs = cudagraph_bytes(d, layers)
+        graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:
-            kv = requested - weights[s].allocated_bytes - act - nt - (graphs if era.cudagraph_in_budget else 0)
+            kv = requested - stage_weights - act - nt - (graphs if era.cudagraph_in_budget else 0)
         specs = layer_specs(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype, state_dtype=d.dtype,
                             hybrid_manager=d.hybrid_kv_cache_manager)
+        if last:
+            specs = specs + draft.kv_specs
         layout = kv_layout(specs, block_size=d.block_size,
                            block_size_fixed=d.sources.get("block_size") == "cli",
                            group_rule=era.group_rule)
-        stages.append(StageMemory(layers, weights[s].allocated_bytes, act, nt, graphs, kv, layout,
+        stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout,
                                   sum(x.bytes_per_token for x in specs),
-                                  max(0, kv) // layout.bytes_per_block, weights[s].tensor_bytes))
+                                  max(0, kv) // layout.bytes_per_block,
+                                  weights[s].tensor_bytes + extra_tensor))
     worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
     num_blocks = worst.num_blocks
     flight, mamba_pages = in_flight_tokens(d, era), mamba_pages_per_request(d, era)
@@ -389,13 +426,200 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                 message=f"This vLLM version captures CUDA graphs (≈{worst.cudagraph_bytes / GiB:.2f} GiB)"
                 f" outside the utilization budget, but only ≈{max(0, outside) / GiB:.2f} GiB is left"
                 " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
+    problems += feature_problems(m, d, draft, lora_parts)
     return VllmResult(
         era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
         blocks_per_request=bpr, bytes_per_token=worst.bytes_per_token,
         tokens=tokens, max_concurrency=concurrency, fits=fits,
         max_model_len_fit=largest_fitting_len(lambda n: need(n) + null <= num_blocks, model_max_len),
         problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
+        speculative=speculative_section(d, draft), lora=lora_section(m, d, lora_parts),
     )
+
+
+# ------------------------------------------------- speculative decoding, LoRA, KV offloading
+# docs/features.md. No vLLM start-up log with these features was available to replay (the
+# calibration CSVs have none), so these terms come from source reading alone.
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """A speculative-decoding draft on one GPU of the last PP stage."""
+
+    layers: int  # decoder layers the draft runs (each adds an attention layer's KV cache)
+    tensor_bytes: int
+    allocated_bytes: int
+    kv_specs: list[LayerKv]
+
+
+NO_DRAFT = DraftMemory(0, 0, 0, [])
+
+
+def draft_memory(m: ModelSpec, d: Deployment) -> DraftMemory:
+    """The draft's weights and KV layers. vLLM V1 registers the draft's attention layers in the
+    same forward context as the target's, so get_kv_cache_spec returns them with the target's
+    and they share the target's block pool and block ids (vllm/v1/worker/gpu_model_runner.py
+    get_kv_cache_spec; vllm/v1/spec_decode/eagle.py): every block gains one page per draft
+    layer, i.e. KV bytes per token grow by the draft layers' (no separate draft pool; the
+    drafter finds its layers inside the shared kv_cache_groups in vLLM's main-branch sources)."""
+    sc = d.speculative_config
+    if sc is None:
+        return NO_DRAFT
+    tp = d.tensor_parallel_size
+    tensor, allocated = draft_weight_bytes(m, sc, tp=tp, dtype=d.dtype)
+    n = draft_layer_count(m, sc)
+    if sc.method == "mtp":  # the MTP layers are shaped like the target's last layer
+        last = m.num_layers - 1
+        specs = layer_specs(m, range(last, last + 1), tp=tp, kv_dtype=d.kv_cache_dtype,
+                            state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager) * n
+    elif sc.draft is not None and n:
+        specs = layer_specs(sc.draft, range(n), tp=tp, kv_dtype=d.kv_cache_dtype,
+                            state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager)
+    else:
+        specs = []
+    return DraftMemory(n, tensor, allocated, specs)
+
+
+def resolve_speculative(m: ModelSpec, knobs: Any, era: Era,
+                        sources: dict[str, Source]) -> SpeculativeConfig | None:
+    """--speculative-config checked as vLLM checks it (vllm/config/speculative.py):
+    eagle/eagle3/draft_model need a draft ("model"); mtp needs the target's MTP layers and
+    defaults num_speculative_tokens to num_nextn_predict_layers; the others need it given."""
+    sc = knobs.speculative_config
+    if sc is None:
+        return None
+    sources["speculative_config"] = "cli"
+    if era.v0:
+        raise InvalidInputError("kvplan models speculative decoding for vLLM's V1 engine only "
+                                "(V0 ran the draft in a separate worker with its own KV cache)",
+                                hint="plan with --engine-version 0.11.0 or later")
+    k = sc.num_speculative_tokens
+    if sc.method == "draft_model" and sc.model == m.id and m.mtp_layers:
+        sc = sc.model_copy(update={"method": "mtp", "draft": None})  # the target's own MTP layers
+    if sc.method == "mtp":
+        if not m.mtp_layers:
+            raise InvalidInputError(f"{m.id} has no multi-token-prediction layers "
+                                    "(num_nextn_predict_layers) for method mtp",
+                                    hint="use eagle, eagle3 or draft_model with a draft model, "
+                                    "or ngram")
+        k = k or m.mtp_layers
+    elif sc.method != "ngram":
+        if sc.model is None:
+            raise InvalidInputError(f"--speculative-config method {sc.method} needs \"model\": "
+                                    "the draft model or EAGLE head",
+                                    hint='e.g. {"method": "eagle3", "model": "ORG/HEAD", '
+                                    '"num_speculative_tokens": 3}')
+        if sc.draft is None:
+            raise InvalidInputError(f"the draft model {sc.model!r} was not loaded",
+                                    hint="plan through kvplan.api.plan or the CLI, which resolve "
+                                    "it by name, or set SpeculativeConfig.draft")
+    if k is None:
+        raise InvalidInputError("--speculative-config needs num_speculative_tokens",
+                                hint='add "num_speculative_tokens": 3 (vLLM requires it)')
+    return sc.model_copy(update={"num_speculative_tokens": k})
+
+
+def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+    """--enable-lora with vLLM's defaults (vllm/config/lora.py): max_loras 1,
+    max_lora_rank 16, max_cpu_loras = max_loras (and never below it). Without --enable-lora
+    vLLM builds no LoRA config and ignores the other three flags."""
+    if not knobs.enable_lora:
+        return {}
+    sources["enable_lora"] = "cli"
+    loras = knobs.max_loras or 1
+    values = {"enable_lora": True, "max_loras": loras, "max_lora_rank": knobs.max_lora_rank or 16,
+              "max_cpu_loras": knobs.max_cpu_loras or loras}
+    for key in ("max_loras", "max_lora_rank", "max_cpu_loras"):
+        sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
+    if values["max_cpu_loras"] < loras:
+        raise InvalidInputError(f"--max-cpu-loras {values['max_cpu_loras']} is below --max-loras "
+                                f"{loras}", hint="vLLM requires max_cpu_loras ≥ max_loras")
+    return values
+
+
+def resolve_offload(knobs: Any, era: Era, sources: dict[str, Source]) -> dict[str, Any]:
+    """--kv-offloading-size GiB (backend native by default); without a size vLLM offloads
+    nothing and ignores the backend (vllm/config/vllm.py _post_init_kv_transfer_config)."""
+    if knobs.kv_offloading_size is None:
+        return {}
+    if era.v0:
+        raise InvalidInputError("--kv-offloading-size is a V1 setting (V0 swapped with "
+                                "--swap-space)", hint="plan with --engine-version 0.11.0 or later")
+    sources["kv_offloading_size"] = "cli"
+    sources["kv_offloading_backend"] = "cli" if knobs.kv_offloading_backend else "engine-default"
+    return {"kv_offloading_size": knobs.kv_offloading_size,
+            "kv_offloading_backend": knobs.kv_offloading_backend or "native"}
+
+
+def speculative_section(d: Deployment, draft: DraftMemory) -> PlanSpeculative | None:
+    sc = d.speculative_config
+    if sc is None:
+        return None
+    return PlanSpeculative(
+        method=sc.method, draft_model=sc.draft.id if sc.draft is not None else sc.model,
+        num_speculative_tokens=sc.num_speculative_tokens or 0, draft_layers=draft.layers,
+        draft_weights_bytes=draft.allocated_bytes,
+        draft_kv_bytes_per_token=sum(x.bytes_per_token for x in draft.kv_specs),
+        sampler_rows_factor=sampler_rows_factor(d))
+
+
+def lora_section(m: ModelSpec, d: Deployment, parts: list[LoraSlots | None]) -> PlanLora | None:
+    if not d.enable_lora or not parts or parts[0] is None:
+        return None
+    whole = lora_slots(m, range(m.num_layers), tp=1, max_loras=1, rank=d.max_lora_rank,
+                       dtype=d.dtype)
+    cpu = d.max_cpu_loras or d.max_loras
+    return PlanLora(max_loras=d.max_loras, max_lora_rank=d.max_lora_rank, max_cpu_loras=cpu,
+                    gpu_bytes=max(p.gpu_bytes for p in parts if p is not None),
+                    adapter_bytes=whole.adapter_bytes, host_bytes_per_worker=cpu * whole.adapter_bytes,
+                    modules=list(whole.modules))
+
+
+def offload_section(d: Deployment, res: VllmResult) -> PlanOffload | None:
+    """Native CPU offloading: kv_offloading_size GiB per engine (DP replica), split evenly over
+    its TP × PP workers; each worker's CPU blocks = its bytes // the GPU bytes per block
+    (vllm/config/vllm.py: cpu_bytes_to_use = size × 2^30; vllm/v1/kv_offload/cpu/spec.py:
+    num_cpu_blocks = cpu bytes // bytes per offloaded block, block_size_factor 1)."""
+    if d.kv_offloading_size is None:
+        return None
+    per_replica = int(d.kv_offloading_size * GiB)
+    per_worker = per_replica // (d.tensor_parallel_size * d.pipeline_parallel_size)
+    blocks = per_worker // res.worst.bytes_per_block
+    tokens = blocks * res.worst.layout.block_size
+    return PlanOffload(backend=d.kv_offloading_backend or "native",
+                       host_bytes=per_replica * d.data_parallel_size,
+                       host_bytes_per_worker=per_worker, cpu_blocks=blocks, cpu_tokens=tokens,
+                       effective_cached_tokens=res.tokens + tokens)
+
+
+def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
+                     lora_parts: list[LoraSlots | None]) -> list[Problem]:
+    out = []
+    sc = d.speculative_config
+    if sc is not None:
+        out.append(Problem(
+            code="speculative-decoding-estimate", severity="info",
+            message=f"speculative decoding ({sc.method}, {sc.num_speculative_tokens} tokens): the "
+            f"draft adds {draft.allocated_bytes / GiB:.2f} GiB of weights and {draft.layers} "
+            "layer(s) to every KV block; modelled from vLLM's source, not yet checked against a "
+            "start-up log"))
+        if sc.method == "mtp":
+            out.append(Problem(
+                code="mtp-head-counted", severity="info",
+                message="the MTP layers' own LM head is counted; if vLLM shares the target's, the "
+                "draft holds vocab × hidden bytes less (UNVERIFIED)"))
+    skipped = sorted({k for p in lora_parts if p is not None for k in p.skipped})
+    if skipped:
+        out.append(Problem(
+            code="lora-partly-modelled", severity="warning",
+            message=f"LoRA slots for {', '.join(skipped)} are not modelled; the LoRA memory shown "
+            "covers the dense attention and MLP projections only"))
+    if d.kv_offloading_size is not None and d.kv_offloading_backend == "lmcache":
+        out.append(Problem(
+            code="lmcache-capacity", severity="info",
+            message="with the lmcache backend LMCache owns the host pool (its own chunking and "
+            "eviction); the offload figures assume vLLM's native block layout"))
+    return out
 
 
 # ------------------------------------------------------------------ the engine
@@ -425,6 +649,11 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
+    "--speculative-config": ("speculative_config", "str"),
+    "--enable-lora": ("enable_lora", "bool"), "--max-loras": ("max_loras", "int"),
+    "--max-lora-rank": ("max_lora_rank", "int"), "--max-cpu-loras": ("max_cpu_loras", "int"),
+    "--kv-offloading-size": ("kv_offloading_size", "float"),
+    "--kv-offloading-backend": ("kv_offloading_backend", "str"),
 }
 # vllm/engine/arg_utils.py store_true / BooleanOptionalAction flags seen in deployment files.
 BOOLEAN_FLAGS = frozenset({
@@ -504,6 +733,9 @@ class VllmEngine(Engine):
         if knobs.kv_cache_memory_bytes is not None:
             sources["kv_cache_memory_bytes"] = "cli"
         eager = bool(pick("enforce_eager", False, "engine-default"))
+        spec = resolve_speculative(m, knobs, era, sources)
+        lora = resolve_lora(knobs, sources)
+        offload = resolve_offload(knobs, era, sources)
         q = layout.quant
         return Deployment(
             engine=self.name, engine_version=version, era=era.name,
@@ -517,7 +749,7 @@ class VllmEngine(Engine):
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
-            usage_context=usage, sources=sources)
+            usage_context=usage, speculative_config=spec, **lora, **offload, sources=sources)
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
         era = era_of(dep)
@@ -542,7 +774,8 @@ class VllmEngine(Engine):
                         activation="estimate: profile run + sampler",
                         non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
                         kv_tokens_label="GPU KV cache size", cudagraph=graphs),
-            request_blocks=res.request_blocks)
+            request_blocks=res.request_blocks, speculative=res.speculative, lora=res.lora,
+            offload=offload_section(dep, res))
 
     def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
         """(non-KV + blocks × bytes_per_block) / total on the neediest stage, in hundredths
@@ -579,7 +812,7 @@ class VllmEngine(Engine):
                 args += [self.flags[key], str(getattr(dep, key))]
         if rec.max_model_len.value:
             args += ["--max-model-len", str(rec.max_model_len.value)]
-        has_workload = any(v is not None for v in workload.model_dump().values())
+        has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
             args += ["--max-num-seqs", str(rec.max_num_seqs.value)]
         if dep.kv_cache_memory_bytes is not None:
@@ -605,7 +838,27 @@ class VllmEngine(Engine):
             args.append("--no-enable-prefix-caching")
         if src.get("hybrid_kv_cache_manager") == "cli" and not dep.hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
+        args += feature_flags(dep)
         return shlex.join(args)
 
 
 ENGINE = VllmEngine()
+
+
+def feature_flags(dep: Deployment) -> list[str]:
+    """The serve-line flags of the optional features, as the user gave them."""
+    args: list[str] = []
+    sc = dep.speculative_config
+    if sc is not None:
+        given = sc.given or {k: v for k, v in sc.model_dump().items() if v is not None}
+        args += ["--speculative-config", json.dumps(given, separators=(",", ":"))]
+    if dep.enable_lora:
+        args.append("--enable-lora")
+        for key in ("max_loras", "max_lora_rank", "max_cpu_loras"):
+            if dep.sources.get(key) == "cli":
+                args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
+    if dep.kv_offloading_size is not None:
+        args += ["--kv-offloading-size", f"{dep.kv_offloading_size:g}"]
+        if dep.sources.get("kv_offloading_backend") == "cli":
+            args += ["--kv-offloading-backend", str(dep.kv_offloading_backend)]
+    return args
