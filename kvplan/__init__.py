@@ -13,11 +13,11 @@ from .errors import (
     UnknownGpuError,
     UnknownModelError,
 )
-from .api import plan
+from .api import plan, sweep
 from .specs import Deployment, GpuSpec, ModelSpec, Plan, Workload
 
 __all__ = [
-    "plan", "Plan", "ModelSpec", "GpuSpec", "Deployment", "Workload", "KvplanError",
+    "plan", "sweep", "Plan", "ModelSpec", "GpuSpec", "Deployment", "Workload", "KvplanError",
     "UnknownModelError", "UnknownGpuError", "InvalidConfigError", "InvalidInputError",
     "UnavailableError",
 ]
