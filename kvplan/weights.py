@@ -249,10 +249,23 @@ def tensors(m: ModelSpec) -> Iterator[Tensor]:
     yield from _vision_tensors(m)
 
 
+_COUNT_CACHE: dict[tuple[int, bool], tuple[ModelSpec, int]] = {}
+_COUNT_CACHE_SIZE = 256
+
+
 def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
-    """Total parameters as published: unpadded vocabulary, tied head counted once."""
-    return sum(t.rows * t.cols for t in tensors(m)
-               if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
+    """Total parameters as published: unpadded vocabulary, tied head counted once. Memoised
+    per model object (a ModelSpec is frozen): every plan of a sweep asks it."""
+    key = (id(m), include_vision)
+    hit = _COUNT_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_COUNT_CACHE) >= _COUNT_CACHE_SIZE:
+        _COUNT_CACHE.clear()
+    n = sum(t.rows * t.cols for t in tensors(m)
+            if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
+    _COUNT_CACHE[key] = (m, n)
+    return n
 
 
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:

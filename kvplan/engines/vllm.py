@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..kv import KvLayout, kv_layout, layer_specs
+from ..kv import KvLayout, stage_kv
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, QuantSpec, Source
 from ..units import DTYPE_BYTES, GiB, MiB, cdiv
 from ..weights import pp_layer_ranges, weight_memory_per_stage
@@ -308,14 +308,14 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:
             kv = requested - weights[s].allocated_bytes - act - nt - (graphs if era.cudagraph_in_budget else 0)
-        specs = layer_specs(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype, state_dtype=d.dtype,
-                            hybrid_manager=d.hybrid_kv_cache_manager)
-        layout = kv_layout(specs, block_size=d.block_size,
-                           block_size_fixed=d.sources.get("block_size") == "cli",
-                           group_rule=era.group_rule)
+        layout, per_token = stage_kv(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype,
+                                     state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager,
+                                     block_size=d.block_size,
+                                     block_size_fixed=d.sources.get("block_size") == "cli",
+                                     group_rule=era.group_rule)
         stages.append(StageMemory(layers, weights[s].allocated_bytes, act, nt, graphs, kv, layout,
-                                  sum(x.bytes_per_token for x in specs),
-                                  max(0, kv) // layout.bytes_per_block, weights[s].tensor_bytes))
+                                  per_token, max(0, kv) // layout.bytes_per_block,
+                                  weights[s].tensor_bytes))
     worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
     num_blocks = worst.num_blocks
     flight, mamba_pages = in_flight_tokens(d, era), mamba_pages_per_request(d, era)
