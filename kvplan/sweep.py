@@ -27,7 +27,7 @@ from .specs import GpuSpec, ModelSpec, Plan, Workload
 from .weights import weight_memory_per_stage
 
 SWEEP_SCHEMA_VERSION = "1.0"
-NO_LATENCY_MODEL = "SLO not evaluated (no latency model yet)"
+NO_LATENCY_MODEL = "SLO not evaluated (no latency model yet)"  # render.NO_LATENCY matches it
 MAX_SWEEP_GPUS = 64
 
 
@@ -271,8 +271,9 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     options = rank(planned, latency)
     notes = []
     if not latency:
-        notes.append("no latency model yet: ranked by memory and price only; "
-                     "$/M tokens and SLOs are not evaluated")
+        notes.append("no latency model yet: ranked by memory and price only; $/M tokens are "
+                     "not computed" + ("; the SLOs given are not evaluated (every option says so "
+                                       "in its reasons)" if slo_tpot_ms or slo_ttft_ms else ""))
     if any(o.price_per_hour is None for o in options):
         notes.append("options without a price (no default for that GPU) rank after priced ones; "
                      "pass --prices FILE")
@@ -283,7 +284,7 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     ranking = ("meets the target first; then $/M output tokens, $/hour, fewer GPUs, more "
                "headroom" if latency else
                "meets the target first; then $/hour, fewer GPUs, more headroom; misses by "
-               "headroom")
+               "headroom, then the KV shortfall")
     return SweepResult(model=m.id, target=target, latency_model=latency, ranking=ranking,
                        notes=notes, candidates=total, options=options, pruned=pruned)
 
@@ -391,7 +392,7 @@ def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
                     inf if o.price_per_hour is None else o.price_per_hour,
                     o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
         memory_miss = any(r.startswith("memory:") for r in o.reasons)
-        return (1, memory_miss, -o.headroom,
+        return (1, memory_miss, -o.headroom, -o.plan.memory.kv_cache_bytes,
                 inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
 
     ordered = sorted(options, key=key)
