@@ -72,7 +72,9 @@ class Candidate:
         """The knobs `kvplan plan` takes for this option (the same object planned here)."""
         return base.model_copy(update={
             "tensor_parallel_size": self.tensor_parallel_size,
-            "pipeline_parallel_size": self.pipeline_parallel_size,
+            # PP 1 stays unset: an engine without pipeline parallelism (TGI) refuses the flag
+            "pipeline_parallel_size": self.pipeline_parallel_size if self.pipeline_parallel_size > 1
+            else None,
             "quantization": self.quantization, "kv_cache_dtype": self.kv_cache_dtype})
 
 
