@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from .allocator import CachingAllocator
@@ -416,6 +417,7 @@ _FUSED = [
 ]
 
 
+@lru_cache(maxsize=1 << 16)
 def fused_name(name: str) -> str:
     """The vLLM parameter that tensor `name` is loaded into (itself when not fused)."""
     for pattern, repl in _FUSED:
@@ -495,12 +497,7 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     ranges = pp_layer_ranges(m.num_layers, pp)
     stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
     named: list[list[tuple[str, tuple[int, ...]]]] = [[] for _ in range(pp)]
-    dtype_bytes = DTYPE_BYTES[dtype]
-    for t in tensors(m):
-        if m.moe is not None:
-            t = _expert_parallel(t, ep)
-        rows, cols = _shard_rows(t, m, tp)
-        item = (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))
+    for t, item in _rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep):
         if t.layer is not None:
             named[stage_of[t.layer]].append(item)
         elif t.kind == "embedding":
@@ -514,6 +511,31 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
     return [_build_order(items) + ([mla_copy] * len(ranges[s]) if mla_copy else [])
             for s, items in enumerate(named)]
+
+
+_RANK_CACHE: dict[tuple, tuple[ModelSpec, list[tuple[Tensor, tuple[str, tuple[int, ...]]]]]] = {}
+_RANK_CACHE_SIZE = 256
+
+
+def _rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
+                  ep: int) -> list[tuple[Tensor, tuple[str, tuple[int, ...]]]]:
+    """Every tensor with (name, bytes of each part) on one TP rank, in `tensors` order.
+    Memoised per (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
+    key = (id(m), tp, dtype, quant.model_dump_json() if quant else None, ep)
+    hit = _RANK_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_RANK_CACHE) >= _RANK_CACHE_SIZE:
+        _RANK_CACHE.clear()
+    dtype_bytes = DTYPE_BYTES[dtype]
+    out = []
+    for t in tensors(m):
+        if m.moe is not None:
+            t = _expert_parallel(t, ep)
+        rows, cols = _shard_rows(t, m, tp)
+        out.append((t, (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))))
+    _RANK_CACHE[key] = (m, out)
+    return out
 
 
 @dataclass(frozen=True)
