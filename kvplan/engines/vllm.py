@@ -324,6 +324,14 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         return max(st.layout.blocks_per_request(length, in_flight=flight, mamba_pages=mamba_pages)
                    for st in stages)
 
+    def largest_len(blocks: int, cap: int) -> int:
+        """largest_fitting_len(need(n) + null <= blocks); closed form when every stage holds
+        only full-attention/MLA groups (need(n) = groups × cdiv(n, block size) per stage)."""
+        if all(g.kind in ("full", "mla") for st in stages for g in st.layout.groups):
+            return max(0, min([cap] + [(blocks - null) // len(st.layout.groups) * st.layout.block_size
+                                       for st in stages]))
+        return largest_fitting_len(lambda n: need(n) + null <= blocks, cap)
+
     bpr = need(d.max_model_len)
     null = 1 if era.null_block_in_fit_check else 0
     concurrency = num_blocks / bpr
@@ -342,7 +350,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             "GPU); vLLM stops with 'No available memory for the cache blocks'."))
     elif num_blocks < bpr + null:
         fits = False
-        est = largest_fitting_len(lambda n: need(n) + null <= num_blocks, d.max_model_len)
+        est = largest_len(num_blocks, d.max_model_len)
         problems.append(Problem(
             code="max-model-len-too-long", severity="error",
             message=f"One request of max_model_len {d.max_model_len} needs "
@@ -375,7 +383,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
         blocks_per_request=bpr, bytes_per_token=worst.bytes_per_token,
         tokens=tokens, max_concurrency=concurrency, fits=fits,
-        max_model_len_fit=largest_fitting_len(lambda n: need(n) + null <= num_blocks, model_max_len),
+        max_model_len_fit=largest_len(num_blocks, model_max_len),
         problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
     )
 
