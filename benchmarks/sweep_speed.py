@@ -1,0 +1,76 @@
+"""How fast `kvplan sweep` plans: in-process plans per second, and the whole command, cold.
+
+    python benchmarks/sweep_speed.py [runs]
+
+In-process: kvplan.sweep() over the whole GPU catalogue (vLLM, up to 8 GPUs, the checkpoint's
+own format) for a dense, an MoE and an MLA catalogue model; each run loads the model afresh, so
+nothing memoised for one run's model object helps the next (the per-model caches start cold).
+"plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
+this process's CPU time (the machine may be shared; wall time is shown for the command).
+Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
+
+MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"), ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
+          ("MoE", "Qwen/Qwen3-235B-A22B"), ("MoE", "Qwen/Qwen3-30B-A3B"),
+          ("MLA", "deepseek-ai/DeepSeek-V2-Lite")]
+TARGET = dict(max_model_len=32768)
+CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
+       "--target-concurrency", "40", "--avg-input-tokens", "3000", "--avg-output-tokens", "400"]
+
+
+def in_process(runs: int) -> None:
+    import kvplan
+    from kvplan.catalog import find_model_entry, load_catalog_model
+    from kvplan.specs import Workload
+
+    workload = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
+    kvplan.sweep(load_catalog_model(find_model_entry("llama-3.1-8b")), gpus=["h100"])  # imports
+    for kind, ref in MODELS:
+        rates, secs = [], []
+        for _ in range(runs):
+            m = load_catalog_model(find_model_entry(ref))  # a new object: cold per-model caches
+            start = time.process_time()  # CPU time: the machine may be shared
+            r = kvplan.sweep(m, workload=workload, **TARGET)
+            dt = time.process_time() - start
+            rates.append(len(r.options) / dt)
+            secs.append(dt)
+        print(f"{kind:5} {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "
+              f"median {statistics.median(rates):,.0f} plans/s "
+              f"({statistics.median(secs) * 1000:,.0f} ms per sweep)")
+
+
+def command(runs: int) -> None:
+    times = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(runs):
+        start = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "kvplan", *CMD, "--json"], capture_output=True,
+                           env=env, cwd=ROOT)
+        times.append(time.perf_counter() - start)
+        assert r.returncode in (0, 1), r.stderr
+    bare = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - start)
+    print(f"`kvplan {' '.join(CMD[:2])} …` (whole catalogue, --json): median "
+          f"{statistics.median(times) * 1000:,.0f} ms, worst {max(times) * 1000:,.0f} ms over "
+          f"{runs} runs; bare `python -c pass` median {statistics.median(bare) * 1000:,.0f} ms")
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    in_process(n)
+    command(n)
