@@ -11,6 +11,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
@@ -89,6 +90,12 @@ UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0
 
 def select_era(version: str) -> tuple[Era, list[Problem]]:
     """The modelled era for a version, plus a warning when the version is outside what was read."""
+    era, problems = _select_era(version)
+    return era, [p.model_copy() for p in problems]
+
+
+@lru_cache(maxsize=256)
+def _select_era(version: str) -> tuple[Era, tuple[Problem, ...]]:
     v = parse_version(version)
     problems = []
     if v < (0, 5, 0):
@@ -112,7 +119,7 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
             code="engine-version-boundary-uncertain", severity="warning",
             message=f"vLLM {version} defaults to the V1 engine but predates the 0.11 accounting "
             f"kvplan read; using {era.name} (set VLLM_USE_V1=0 deployments to 0.7 for V0)."))
-    return era, problems
+    return era, tuple(problems)
 
 
 # --------------------------------------------------------------- calibrated constants
