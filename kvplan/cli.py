@@ -34,12 +34,13 @@ def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
 
 @contextmanager
 def _progress_line() -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr while the Hub is read (a plain line when stderr is not a terminal)."""
-    console = _console(stderr=True)
+    """A spinner on stderr while the Hub is read (a plain line when stderr is not a terminal).
+    rich is imported only when there is something to show (catalogue models never do)."""
     status = None
 
     def show(message: str) -> None:
         nonlocal status
+        console = _console(stderr=True)
         if console.is_terminal:
             status = console.status(message)
             status.start()
