@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -285,9 +286,18 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         pruned.append(_pruned(c, f"memory: the weights alone are {excess:.2f}× the device "
                               f"({c.gpu.id})"))
 
+    if not planned:
+        # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input
+        reasons = Counter(p.reason.removeprefix("unsupported: ") for p in pruned)
+        reason, n = reasons.most_common(1)[0]
+        raise InvalidInputError(f"no candidate can be planned: {reason}"
+                                + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned) else ""))
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
     options = rank(planned, latency)
     notes = []
+    if knobs.max_model_len is None:
+        notes.append("no --max-model-len: each engine's default length (usually the model's "
+                     "maximum) is planned")
     if not latency:
         notes.append("no latency model yet: ranked by memory and price only; $/M tokens are "
                      "not computed" + ("; the SLOs given are not evaluated (every option says so "

@@ -253,6 +253,13 @@ def test_empty_search_space_is_bad_input(llama70):
         pure_sweep(llama70, [], {})
 
 
+def test_a_length_no_candidate_accepts_is_bad_input(capsys):
+    code, out, err = run(capsys, "sweep", "llama-3.1-8b", "--gpus", "h100", "--max-model-len",
+                         "999999")
+    assert code == 2 and out == ""
+    assert "no candidate can be planned: --max-model-len 999999 exceeds" in err
+
+
 def test_sweep_refuses_the_knobs_it_explores(llama70):
     with pytest.raises(InvalidInputError, match="explores tensor_parallel_size"):
         kvplan.sweep(llama70, gpus=["h100"], tensor_parallel_size=2)
