@@ -278,6 +278,14 @@ def _fit_columns(cols: list[tuple[str, list[str], int, str]], width: int) -> lis
 NO_LATENCY = "not evaluated (no latency model yet)"  # said once, in the notes
 
 
+_SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "e4m3",
+          "fp8_e5m2": "e5m2"}
+
+
+def _short(dtype: str) -> str:
+    return _SHORT.get(dtype, dtype)
+
+
 def _money(x: float | None) -> str:
     return "—" if x is None else f"{x:,.2f}"
 
@@ -327,8 +335,9 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         if engines:
             cols.append(("engine", [o.engine for o in opts], 6, "<"))
         cols += [
-            ("weights", [o.weights_format for o in opts], 3, "<"),
-            ("KV", [o.plan.inputs["kv_cache_dtype"].value for o in opts], 2, "<"),
+            ("weights/KV", [f"{_short(o.weights_format)}/"
+                            f"{_short(str(o.plan.inputs['kv_cache_dtype'].value))}"
+                            for o in opts], 7, "<"),
             ("KV tokens", [f"{o.kv_tokens:,}" for o in opts], 4, ">"),
             ("headroom", [f"{o.headroom:.2f}×" for o in opts], 9, ">"),
             ("$/hour", [_money(o.price_per_hour) for o in opts], 9, ">"),
@@ -339,6 +348,8 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
                                 for o in opts], 4, ">"),
                      ("$/M tok", [_money(o.cost_per_million_output_tokens) for o in opts], 6, ">")]
         cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
+        cols.append(("!", ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""
+                           for o in opts], 1, "<"))
         lines.extend(textwrap.wrap(title, width))
         lines.extend(_fit_columns(cols, width))
         lines.append("")
@@ -348,7 +359,8 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         table(shown, f"Options that meet the target (best {len(shown)} of {len(meeting)}). "
               "headroom: KV tokens at the engine's default memory fraction ÷ tokens the target "
               "needs (below 1×, the serve command raises the fraction); P: * = Pareto, no "
-              "cheaper option has as much headroom")
+              "cheaper option has as much headroom; !: the plan carries warnings (e.g. a "
+              "non-CUDA platform or an estimated device total: see --json plan.problems)")
         lines.append("Serve commands")
         for o in meeting[:commands]:
             lines.append(f"#{o.rank} {_option_label(o)}:")
