@@ -83,8 +83,9 @@ def parse_yaml(text: str, path: str, resolve: Callable[[str], GpuSpec]) -> dict[
         mark = getattr(e, "problem_mark", None)
         raise InvalidConfigError(f"not valid YAML: {getattr(e, 'problem', e)}",
                                  path=f"{path}:{mark.line + 1}" if mark else path) from None
-    if root is not None and isinstance(root, yaml.MappingNode) and len(root.value) == 1 \
-            and root.value[0][0].value == "prices" and isinstance(root.value[0][1], yaml.MappingNode):
+    if isinstance(root, yaml.MappingNode) and len(root.value) == 1 \
+            and root.value[0][0].value == "prices" \
+            and isinstance(root.value[0][1], yaml.MappingNode):
         root = root.value[0][1]  # an optional top-level `prices:` key
     if not isinstance(root, yaml.MappingNode) or not root.value:
         line = root.start_mark.line + 1 if root is not None else 1

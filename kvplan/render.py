@@ -259,7 +259,8 @@ def _fit_columns(cols: list[tuple[str, list[str], int, str]], width: int) -> lis
     cols = list(cols)
 
     def line_width(cs: list[tuple[str, list[str], int, str]]) -> int:
-        return sum(max(len(h), *(len(c) for c in cells)) for h, cells, _, _ in cs) + 2 * (len(cs) - 1)
+        return (sum(max(len(h), *(len(c) for c in cells)) for h, cells, _, _ in cs)
+                + 2 * (len(cs) - 1))
 
     while len(cols) > 1 and line_width(cols) > width:
         drop = min(range(len(cols)), key=lambda i: (cols[i][2], -i))
@@ -330,7 +331,8 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         cols: list[tuple[str, list[str], int, str]] = [
             ("#", [str(o.rank) for o in opts], 8, ">"),
             ("GPU × n", [_option_label(o) for o in opts], 10, "<"),
-            ("TP×PP", [f"{o.tensor_parallel_size}×{o.pipeline_parallel_size}" for o in opts], 7, "<"),
+            ("TP×PP", [f"{o.tensor_parallel_size}×{o.pipeline_parallel_size}" for o in opts], 7,
+             "<"),
         ]
         if engines:
             cols.append(("engine", [o.engine for o in opts], 6, "<"))
@@ -343,9 +345,10 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
             ("$/hour", [_money(o.price_per_hour) for o in opts], 9, ">"),
         ]
         if latency:
-            cols += [("TPOT ms", ["—" if o.tpot_ms is None else f"{o.tpot_ms:.1f}" for o in opts], 5, ">"),
-                     ("tok/s", ["—" if o.output_tokens_per_s is None else f"{o.output_tokens_per_s:,.0f}"
-                                for o in opts], 4, ">"),
+            cols += [("TPOT ms", ["—" if o.tpot_ms is None else f"{o.tpot_ms:.1f}" for o in opts],
+                      5, ">"),
+                     ("tok/s", ["—" if o.output_tokens_per_s is None
+                                else f"{o.output_tokens_per_s:,.0f}" for o in opts], 4, ">"),
                      ("$/M tok", [_money(o.cost_per_million_output_tokens) for o in opts], 6, ">")]
         cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
         cols.append(("!", ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""

@@ -291,7 +291,8 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         reasons = Counter(p.reason.removeprefix("unsupported: ") for p in pruned)
         reason, n = reasons.most_common(1)[0]
         raise InvalidInputError(f"no candidate can be planned: {reason}"
-                                + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned) else ""))
+                                + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned)
+                                   else ""))
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
     options = rank(planned, latency)
     notes = []
@@ -375,7 +376,8 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
     ttft = _num(perf, "ttft_ms")
     tput = _num(perf, "output_tokens_per_s")
     slo_missed = False
-    for name, limit, got in (("TPOT", target.slo_tpot_ms, tpot), ("TTFT", target.slo_ttft_ms, ttft)):
+    for name, limit, got in (("TPOT", target.slo_tpot_ms, tpot),
+                             ("TTFT", target.slo_ttft_ms, ttft)):
         if limit is None:
             continue
         if perf is None or got is None:
@@ -390,10 +392,12 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         reasons.append(f"no price for {c.gpu.id}")
     return Option(
         rank=0, meets_target=meets, reasons=reasons, pareto=False, gpu=c.gpu.id, count=c.count,
-        tensor_parallel_size=c.tensor_parallel_size, pipeline_parallel_size=c.pipeline_parallel_size,
+        tensor_parallel_size=c.tensor_parallel_size,
+        pipeline_parallel_size=c.pipeline_parallel_size,
         engine=c.engine, quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
         weights_format=p.model.quantization or p.model.dtype, kv_tokens=p.kv_cache.tokens,
-        headroom=round(headroom, 4), price_per_hour=None if per_hour is None else round(per_hour, 4),
+        headroom=round(headroom, 4),
+        price_per_hour=None if per_hour is None else round(per_hour, 4),
         price_source=None if price is None else price.source,
         cost_per_million_output_tokens=None if cost is None else round(cost, 4),
         tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from clirun import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,8 +16,6 @@ from kvplan.prices import default_prices, load_price_file
 from kvplan.specs import Workload
 from kvplan.sweep import NO_LATENCY_MODEL, SWEEP_SCHEMA_VERSION, layouts, pareto, rank
 from kvplan.sweep import sweep as pure_sweep
-
-from clirun import run
 
 W = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
 GPUS = ["h100", "h200", "a100-sxm-80gb", "l40s", "mi300x", "rtx-4090"]
@@ -150,9 +149,9 @@ def test_slo_filter_uses_plan_performance_when_present(llama70):
 def mixed():
     """A dense, an MoE and an MLA model over a few GPUs, engines and formats."""
     out = []
-    for ref, kw in (("llama-3.1-8b-instruct", dict(engine="all")),
-                    ("qwen3-30b-a3b", dict(quantization="auto,fp8")),
-                    ("deepseek-ai/DeepSeek-V2-Lite", dict(kv_cache_dtype="auto,fp8"))):
+    for ref, kw in (("llama-3.1-8b-instruct", {"engine": "all"}),
+                    ("qwen3-30b-a3b", {"quantization": "auto,fp8"}),
+                    ("deepseek-ai/DeepSeek-V2-Lite", {"kv_cache_dtype": "auto,fp8"})):
         m = resolve_model(ref)
         out.append((m, kvplan.sweep(m, gpus=["h100", "l4", "mi300x", "a100-sxm-40gb"],
                                     max_model_len=16384, max_gpus=4,
@@ -280,7 +279,7 @@ def test_impossible_target_names_the_closest(capsys):
 
 
 def test_cli_json_is_valid_and_complete(capsys):
-    code, out, err = run(capsys, "sweep", "llama-3.1-70b-instruct", "--gpus", "h100,h200,mi300x",
+    code, out, _ = run(capsys, "sweep", "llama-3.1-70b-instruct", "--gpus", "h100,h200,mi300x",
                          "--max-model-len", "32768", "--target-concurrency", "40",
                          "--avg-input-tokens", "3000", "--avg-output-tokens", "400",
                          "--slo-tpot-ms", "50", "--engine", "all", "--json")
@@ -313,14 +312,13 @@ def test_cli_table_fits_80_columns_and_never_cuts_ids(capsys):
 def test_cli_bad_numbers_exit_2(capsys):
     for args in (["--target-concurrency", "0"], ["--slo-tpot-ms", "-1"], ["--max-gpus", "0"],
                  ["--top", "0"], ["--engine", "vlm"]):
-        code, out, err = run(capsys, "sweep", "llama-3.1-8b", "--gpus", "h100", *args)
+        code, out, _ = run(capsys, "sweep", "llama-3.1-8b", "--gpus", "h100", *args)
         assert code == 2 and out == "", args
 
 
 def test_library_sweep_is_the_function_and_pure_module_has_no_io():
     import ast
     import inspect
-
     import sys
 
     mod = sys.modules["kvplan.sweep"]  # `import kvplan.sweep as m` gives the function
@@ -331,3 +329,16 @@ def test_library_sweep_is_the_function_and_pure_module_has_no_io():
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not imported & {"catalog", "prices", "hub", "checkpoint", "pathlib", "rich", "typer",
                            "yaml", "csv"}
+
+
+def test_table_shows_latency_columns_when_a_latency_model_exists(result70):
+    from kvplan.render import sweep_text
+
+    opts = [o.model_copy(update={"tpot_ms": 31.5, "output_tokens_per_s": 1234.0,
+                                 "cost_per_million_output_tokens": 1.07})
+            for o in result70.options]
+    text = sweep_text(result70.model_copy(update={"latency_model": True, "options": opts}),
+                      width=120)
+    assert "TPOT ms" in text and "$/M tok" in text and "31.5" in text and "1.07" in text
+    narrow = sweep_text(result70, width=80)
+    assert all(len(x) <= 80 for x in narrow.splitlines() if not x.startswith("  vllm serve"))
