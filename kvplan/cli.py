@@ -147,9 +147,10 @@ def plan(
     )
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-        err = _console(stderr=True)
-        for p in result.problems:
-            err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
+        if result.problems:
+            err = _console(stderr=True)
+            for p in result.problems:
+                err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
     else:
         from .render import plan_table
 

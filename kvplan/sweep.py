@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .engines import registry
 from .errors import InvalidInputError, KvplanError
@@ -33,10 +33,15 @@ NO_LATENCY_MODEL = "SLO not evaluated (no latency model yet)"  # render.NO_LATEN
 MAX_SWEEP_GPUS = 64
 
 
+class _Model(BaseModel):
+    # schemas are built on first use, so `import kvplan` (and `kvplan plan`) does not pay for them
+    model_config = ConfigDict(defer_build=True)
+
+
 # ------------------------------------------------------------------------- inputs
 
 
-class Price(BaseModel):
+class Price(_Model):
     """What one GPU costs per hour, and where that number comes from."""
 
     gpu_id: str
@@ -46,7 +51,7 @@ class Price(BaseModel):
     default: bool = Field(description="True: kvplan's bundled default, not the user's price")
 
 
-class Target(BaseModel):
+class Target(_Model):
     """What the deployment must do."""
 
     max_model_len: int | None
@@ -83,7 +88,7 @@ class Candidate:
 # ------------------------------------------------------------------------ results
 
 
-class Option(BaseModel):
+class Option(_Model):
     """One planned candidate. `plan` is the very object `kvplan plan --json` prints for it."""
 
     rank: int = Field(description="1 = best; options that meet the target come first")
@@ -117,7 +122,7 @@ class Option(BaseModel):
     plan: Plan
 
 
-class Pruned(BaseModel):
+class Pruned(_Model):
     """A candidate not planned, and why (weights alone exceed the device, unsupported format)."""
 
     gpu: str
@@ -130,7 +135,7 @@ class Pruned(BaseModel):
     reason: str
 
 
-class SweepResult(BaseModel):
+class SweepResult(_Model):
     schema_version: str = SWEEP_SCHEMA_VERSION
     model: str
     target: Target
