@@ -13,9 +13,7 @@ Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter 
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,7 +24,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
 MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"), ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
           ("MoE", "Qwen/Qwen3-235B-A22B"), ("MoE", "Qwen/Qwen3-30B-A3B"),
           ("MLA", "deepseek-ai/DeepSeek-V2-Lite")]
-TARGET = dict(max_model_len=32768)
+TARGET = {"max_model_len": 32768}
 CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
        "--target-concurrency", "40", "--avg-input-tokens", "3000", "--avg-output-tokens", "400"]
 
@@ -53,22 +51,16 @@ def in_process(runs: int) -> None:
 
 
 def command(runs: int) -> None:
-    times = []
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(runs):
-        start = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "kvplan", *CMD, "--json"], capture_output=True,
-                           env=env, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-        assert r.returncode in (0, 1), r.stderr
-    bare = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        bare.append(time.perf_counter() - start)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from cli_speed import BARE, measure
+
+    walls, cpus = measure([sys.executable, "-m", "kvplan", *CMD, "--json"], runs)
+    bare_walls, bare_cpus = measure(BARE, runs)
     print(f"`kvplan {' '.join(CMD[:2])} …` (whole catalogue, --json): median "
-          f"{statistics.median(times) * 1000:,.0f} ms, worst {max(times) * 1000:,.0f} ms over "
-          f"{runs} runs; bare `python -c pass` median {statistics.median(bare) * 1000:,.0f} ms")
+          f"{statistics.median(walls) * 1000:,.0f} ms wall (worst {max(walls) * 1000:,.0f}), "
+          f"{statistics.median(cpus) * 1000:,.0f} ms CPU over {runs} runs; bare `python -c pass` "
+          f"{statistics.median(bare_walls) * 1000:,.0f} ms wall, "
+          f"{statistics.median(bare_cpus) * 1000:,.0f} ms CPU")
 
 
 if __name__ == "__main__":
