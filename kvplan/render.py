@@ -357,8 +357,24 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         lines.extend(_fit_columns(cols, width))
         lines.append("")
 
+    def price_line(opts: list) -> None:
+        seen: dict[str, str] = {}
+        for o in opts:
+            if o.price_per_hour is None or o.gpu in seen:
+                continue
+            where = (o.price_source or "").removeprefix("https://").removeprefix("http://")
+            where = where.split("/")[0] if o.price_default else where
+            seen[o.gpu] = (f"{o.gpu} {o.price_per_hour / o.count:,.2f}"
+                           + (" (default: " if o.price_default else " (")
+                           + ", ".join(x for x in (where, o.price_date) if x) + ")")
+        if seen:
+            lines.extend(textwrap.wrap("Prices, US$ per GPU-hour: " + "; ".join(seen.values()),
+                                       width, subsequent_indent="  ", break_long_words=False))
+            lines.append("")
+
     if meeting:
         shown = meeting[:top]
+        price_line(shown)
         table(shown, f"Options that meet the target (best {len(shown)} of {len(meeting)}). "
               "headroom: KV tokens at the engine's default memory fraction ÷ tokens the target "
               "needs (below 1×, the serve command raises the fraction); P: * = Pareto, no "

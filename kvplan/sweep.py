@@ -112,6 +112,9 @@ class Option(_Model):
                             "max_model_len request)")
     price_per_hour: float | None = Field(description="US$ for all `count` GPUs per hour")
     price_source: str | None
+    price_date: str | None = None
+    price_default: bool | None = Field(None, description="True: kvplan's bundled default price, "
+                                       "not the user's")
     cost_per_million_output_tokens: float | None = Field(
         description="US$; None until a latency model provides throughput")
     tpot_ms: float | None = None
@@ -404,6 +407,8 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         headroom=round(headroom, 4),
         price_per_hour=None if per_hour is None else round(per_hour, 4),
         price_source=None if price is None else price.source,
+        price_date=None if price is None else price.date,
+        price_default=None if price is None else price.default,
         cost_per_million_output_tokens=None if cost is None else round(cost, 4),
         tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,
         knobs=k.given(), plan=p)
