@@ -307,6 +307,7 @@ def test_cli_table_fits_80_columns_and_never_cuts_ids(capsys):
         assert row.split()[1] in ids  # the whole id, never wrapped or cut
     assert "Serve commands" in out and "vllm serve" in out or "sglang" in out
     assert "no latency model yet" in out
+    assert "Prices, US$ per GPU-hour:" in out and "(default: deploybase.ai, 2026-03-10)" in out
 
 
 def test_cli_bad_numbers_exit_2(capsys):
