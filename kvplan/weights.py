@@ -580,12 +580,21 @@ def _weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     rope = rope_cache_bytes(m, dtype)
     out = []
     for sizes in stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep):
-        a = replay_allocations(sizes, dtype, m.rope_cache_positions, m.rotary_dim)
-        allocated = a.allocated_bytes
-        a.empty_cache()
+        allocated, reserved = _replayed(tuple(sizes), dtype, m.rope_cache_positions, m.rotary_dim)
         tensor = sum(n for n in sizes if n != ROPE_BUILD) + rope
-        out.append(WeightMemory(tensor, allocated, a.reserved_bytes))
+        out.append(WeightMemory(tensor, allocated, reserved))
     return out
+
+
+@lru_cache(maxsize=1024)
+def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
+              rotary_dim: int) -> tuple[int, int]:
+    """(allocated, reserved) bytes after replay_allocations and empty_cache; memoised on the
+    allocation sequence itself (PP stages with the same layers replay the same sequence)."""
+    a = replay_allocations(list(sizes), dtype, rope_positions, rotary_dim)
+    allocated = a.allocated_bytes
+    a.empty_cache()
+    return allocated, a.reserved_bytes
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
