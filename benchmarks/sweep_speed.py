@@ -4,8 +4,9 @@
 
 In-process: kvplan.sweep() over the whole GPU catalogue (vLLM, up to 8 GPUs, the checkpoint's
 own format) for dense, MoE and MLA catalogue models, after one warm-up sweep of another model.
-"cold": each run loads the model afresh, so nothing memoised for an earlier model object helps
-(weights and KV layouts are worked out anew); "warm": the same sweep again on that object.
+"cold": each run loads the model afresh and clears the allocator-replay memo, so nothing
+memoised before helps (weights and KV layouts are worked out anew); "warm": the same sweep again
+on that object.
 "plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
 this process's CPU time (the machine may be shared; wall time is shown for the command).
 Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
@@ -32,6 +33,7 @@ CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
 def in_process(runs: int) -> None:
     import kvplan
     from kvplan.catalog import find_model_entry, load_catalog_model
+    from kvplan import weights
     from kvplan.specs import Workload
 
     workload = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
@@ -41,6 +43,8 @@ def in_process(runs: int) -> None:
         cold, warm = [], []
         for _ in range(runs):
             m = load_catalog_model(find_model_entry(ref))  # a new object: cold per-model caches
+            weights._replayed.cache_clear()  # and no allocator replay or fused name from before
+            weights.fused_name.cache_clear()
             for rates in (cold, warm):  # the second sweep reuses that model's caches
                 start = time.process_time()  # CPU time: the machine may be shared
                 r = kvplan.sweep(m, workload=workload, **TARGET)
