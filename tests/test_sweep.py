@@ -343,3 +343,14 @@ def test_table_shows_latency_columns_when_a_latency_model_exists(result70):
     assert "TPOT ms" in text and "$/M tok" in text and "31.5" in text and "1.07" in text
     narrow = sweep_text(result70, width=80)
     assert all(len(x) <= 80 for x in narrow.splitlines() if not x.startswith("  vllm serve"))
+
+
+def test_pruned_candidates_would_not_have_fit(result70, llama70):
+    """Pruning never drops an option: planned anyway, each memory-pruned candidate fails."""
+    memory = [p for p in result70.pruned if p.reason.startswith("memory:")]
+    for p in memory[:: max(1, len(memory) // 12)]:
+        got = kvplan.plan(llama70, p.gpu, engine=p.engine, workload=W, max_model_len=32768,
+                          tensor_parallel_size=p.tensor_parallel_size,
+                          pipeline_parallel_size=p.pipeline_parallel_size,
+                          quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype)
+        assert not got.fits, p
