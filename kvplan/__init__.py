@@ -13,11 +13,12 @@ from .errors import (
     UnknownGpuError,
     UnknownModelError,
 )
-from .api import plan
+from . import sweep as _sweep_module  # noqa: F401 - loaded first, so `kvplan.sweep` below
+from .api import plan, sweep  # stays the function (a later `import kvplan.sweep` keeps it)
 from .specs import Deployment, GpuSpec, ModelSpec, Plan, Workload
 
 __all__ = [
-    "plan", "Plan", "ModelSpec", "GpuSpec", "Deployment", "Workload", "KvplanError",
+    "plan", "sweep", "Plan", "ModelSpec", "GpuSpec", "Deployment", "Workload", "KvplanError",
     "UnknownModelError", "UnknownGpuError", "InvalidConfigError", "InvalidInputError",
     "UnavailableError",
 ]

@@ -3,13 +3,19 @@ pure planner. The only layer between users and the core that does I/O."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .catalog import resolve_gpu, resolve_model
-from .errors import InvalidInputError
+from .catalog import gpu_specs, resolve_gpu, resolve_model
+from .engines.registry import NAMES
+from .errors import InvalidInputError, UnknownGpuError
 from .knobs import Knobs
 from .planner import plan as _plan
 from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
+
+if TYPE_CHECKING:
+    from .sweep import SweepResult
 
 
 def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
@@ -38,7 +44,9 @@ def _price(gpu: GpuSpec, given: float | None) -> Price | None:
         if not (0 < given < 10_000) or given != given:
             raise InvalidInputError(f"--gpu-hour-price must be in (0, 10000) USD, got {given}")
         return Price(gpu_id=gpu.id, usd_per_hour=given, source="--gpu-hour-price", default=False)
-    return None
+    from .prices import default_prices
+
+    return default_prices(resolve_gpu).get(gpu.id)
 
 
 def with_draft(k: Knobs, *, token: str | None = None, offline: bool | None = None) -> Knobs:
@@ -50,3 +58,82 @@ def with_draft(k: Knobs, *, token: str | None = None, offline: bool | None = Non
         return k
     draft = resolve_model(sc.model, token=token, offline=offline)
     return k.model_copy(update={"speculative_config": sc.model_copy(update={"draft": draft})})
+
+
+def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None,
+          engine: str | Sequence[str] = "vllm", max_gpus: int = 8,
+          quantization: str | Sequence[str | None] | None = None,
+          kv_cache_dtype: str | Sequence[str | None] | None = None,
+          workload: Workload | None = None, slo_tpot_ms: float | None = None,
+          slo_ttft_ms: float | None = None,
+          prices: str | Path | Mapping[str, float] | None = None,
+          engine_version: str | None = None, revision: str | None = None,
+          token: str | None = None, offline: bool | None = None, **knobs: Any) -> SweepResult:
+    """Every deployment of `model` kvplan can plan, ranked: the options that meet the target
+    (the workload's concurrency at its lengths, `max_model_len`) first, cheapest first.
+
+    `gpus`: ids/aliases or GpuSpecs (default: the whole catalogue). `engine`: a name, a list,
+    or "all" (every registry engine). `quantization`: "auto" (the checkpoint's own) and/or
+    "fp8" (online, on fp8-native GPUs), comma-separated or a list; `kv_cache_dtype`: "auto"
+    and/or "fp8" likewise. `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the
+    bundled defaults. Other `knobs` as for plan(). Raises KvplanError for bad input; nothing
+    meeting the target is a result (SweepResult.exit_code 1)."""
+    from .prices import default_prices, load_price_file
+    from .sweep import sweep as _sweep
+
+    m = model if isinstance(model, ModelSpec) else resolve_model(
+        model, revision=revision, token=token, offline=offline)
+    specs = list(gpu_specs()) if gpus is None else resolve_gpus(gpus)
+    table = default_prices(resolve_gpu)
+    if isinstance(prices, Mapping):
+        for ref, usd in prices.items():
+            gid = resolve_gpu(ref).id
+            if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not usd > 0:
+                raise InvalidInputError(f"price for {ref!r} must be a positive number, got {usd!r}")
+            table[gid] = Price(gpu_id=gid, usd_per_hour=float(usd), source="prices argument",
+                               default=False)
+    elif prices is not None:
+        table.update(load_price_file(prices, resolve_gpu))
+    engines = ([*NAMES] if isinstance(engine, str) and engine.strip().lower() == "all"
+               else _split(engine))
+    return _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
+                  engines=[e for e in engines if e], max_gpus=max_gpus,
+                  quantizations=_formats(quantization, "--quantization"),
+                  kv_cache_dtypes=_formats(kv_cache_dtype, "--kv-cache-dtype"),
+                  engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms)
+
+
+def resolve_gpus(refs: Sequence[str | GpuSpec]) -> list[GpuSpec]:
+    """GPU references, each once; every unknown one named in one error, with suggestions."""
+    out: dict[str, GpuSpec] = {}
+    bad: list[str] = []
+    for ref in refs:
+        if isinstance(ref, GpuSpec):
+            out.setdefault(ref.id, ref)
+            continue
+        try:
+            g = resolve_gpu(ref)
+        except UnknownGpuError as e:
+            bad.append(f"{ref!r}" + (f" (did you mean {', '.join(map(repr, e.suggestions))}?)"
+                                     if e.suggestions else ""))
+            continue
+        out.setdefault(g.id, g)
+    if bad:
+        raise InvalidInputError(f"unknown GPU{'s' if len(bad) > 1 else ''} in --gpus: "
+                                + ", ".join(bad), hint="run `kvplan gpus` to list known GPUs")
+    return list(out.values())
+
+
+def _split(value: str | Sequence[str | None] | None) -> list[str | None]:
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    return [None if i is None else i.strip() for i in items]
+
+
+def _formats(value: str | Sequence[str | None] | None, flag: str) -> list[str | None]:
+    """'auto,fp8' → [None, 'fp8'] (None: the default, as `kvplan plan` without the flag)."""
+    if value is None:
+        return [None]
+    items = [None if not i or i.lower() == "auto" else i.lower() for i in _split(value)]
+    if not items:
+        raise InvalidInputError(f"{flag} lists nothing", hint="e.g. auto,fp8")
+    return list(dict.fromkeys(items))

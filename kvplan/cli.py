@@ -34,12 +34,13 @@ def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
 
 @contextmanager
 def _progress_line() -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr while the Hub is read (a plain line when stderr is not a terminal)."""
-    console = _console(stderr=True)
+    """A spinner on stderr while the Hub is read (a plain line when stderr is not a terminal).
+    rich is imported only when there is something to show (catalogue models never do)."""
     status = None
 
     def show(message: str) -> None:
         nonlocal status
+        console = _console(stderr=True)
         if console.is_terminal:
             status = console.status(message)
             status.start()
@@ -186,9 +187,10 @@ def plan(
                        **{**flags, **options})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-        err = _console(stderr=True)
-        for p in result.problems:
-            err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
+        if result.problems:
+            err = _console(stderr=True)
+            for p in result.problems:
+                err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
     else:
         from .render import plan_table
 
@@ -236,6 +238,92 @@ def compare(
 
         compare_table(plans, _console())
     raise typer.Exit(0 if any(p.fits for p in plans) else 1)
+
+
+@app.command()
+def sweep(
+    model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
+    gpus: Annotated[Optional[str], typer.Option(
+        "--gpus", help="comma-separated GPU ids/aliases (default: the whole catalogue)")] = None,
+    max_gpus: Annotated[int, typer.Option("--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="vllm, sglang, tgi, a comma list, or all")] = "vllm",
+    engine_version: Annotated[Optional[str], typer.Option(
+        "--engine-version", help="one engine's release (default: newest modelled)")] = None,
+    quantization: Annotated[Optional[str], typer.Option(
+        "--quantization", "-q", help="weight formats to try: auto (the checkpoint's own), fp8 "
+        "(online, fp8-native GPUs only); comma-separated")] = None,
+    kv_cache_dtype: Annotated[Optional[str], typer.Option(
+        "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="tokens")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype")] = None,
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization")] = None,
+    target_concurrency: Annotated[Optional[int], typer.Option(
+        "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
+    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    slo_tpot_ms: Annotated[Optional[float], typer.Option(
+        "--slo-tpot-ms", help="time per output token limit (needs a latency model)")] = None,
+    slo_ttft_ms: Annotated[Optional[float], typer.Option(
+        "--slo-ttft-ms", help="time to first token limit (needs a latency model)")] = None,
+    prices: Annotated[Optional[Path], typer.Option(
+        "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of your own US$ per GPU-hour")] = None,
+    top: Annotated[int, typer.Option("--top", help="options shown in the table")] = 10,
+    offline: Annotated[Optional[bool], typer.Option("--offline")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The cheapest deployments that meet a target, over every GPU, GPU count, TP/PP layout,
+    weight format, KV dtype and engine kvplan knows. Exit 0 if any option meets the target, 1 if
+    none does (the closest are shown), 2 on bad input.
+
+    Example: kvplan sweep llama-3.1-70b-instruct --max-model-len 32768 --target-concurrency 40
+    --avg-input-tokens 3000 --avg-output-tokens 400
+    """
+    from pydantic import ValidationError
+
+    from .api import sweep as make_sweep
+    from .errors import InvalidInputError
+    from .specs import Workload
+
+    try:
+        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                            avg_output_tokens=avg_output_tokens)
+    except ValidationError as e:
+        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+        raise InvalidInputError(f"{fields} must be a positive integer") from None
+    for name, v in (("--slo-tpot-ms", slo_tpot_ms), ("--slo-ttft-ms", slo_ttft_ms)):
+        if v is not None and not v > 0:
+            raise InvalidInputError(f"{name} must be a positive number of milliseconds, got {v:g}")
+    if top < 1:
+        raise InvalidInputError(f"--top must be at least 1, got {top}")
+    gpu_list = None
+    if gpus is not None:
+        gpu_list = [g.strip() for g in gpus.split(",") if g.strip()]
+        if not gpu_list:
+            raise InvalidInputError("--gpus lists no GPU", hint="e.g. --gpus h100,h200,mi300x")
+    if gpu_list is not None:
+        from .api import resolve_gpus
+
+        resolve_gpus(gpu_list)  # bad --gpus fail before any network work
+    from .catalog import resolve_model
+
+    with _progress_line() as progress:
+        m = resolve_model(model, offline=offline, progress=progress)
+    result = make_sweep(
+        m, gpus=gpu_list, engine=engine, max_gpus=max_gpus, quantization=quantization,
+        kv_cache_dtype=kv_cache_dtype, workload=workload, slo_tpot_ms=slo_tpot_ms,
+        slo_ttft_ms=slo_ttft_ms, prices=prices, engine_version=engine_version,
+        max_model_len=max_model_len, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=1) + "\n")
+    else:
+        import shutil
+
+        from .render import sweep_text
+
+        sys.stdout.write(sweep_text(result, width=shutil.get_terminal_size((80, 24)).columns,
+                                    top=top))
+    raise typer.Exit(result.exit_code)
 
 
 @app.command()

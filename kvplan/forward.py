@@ -100,9 +100,9 @@ def cudagraph_capture_sizes(d: Deployment) -> int:
     min(2 × max_num_seqs × decode_query_len, 512), capped at max_num_batched_tokens
     (vllm/config/vllm.py, 0.33; decode_query_len = 1 + num_speculative_tokens)."""
     top = min(2 * d.max_num_seqs * decode_query_len(d), 512, d.max_num_batched_tokens)
-    sizes = [s for s in (1, 2, 4) if s <= top]
-    sizes += list(range(8, min(top, 248) + 1, 8)) + list(range(256, top + 1, 16))
-    return len(sizes)
+    # len([1, 2, 4 ≤ top] + range(8, min(top, 248) + 1, 8) + range(256, top + 1, 16))
+    return (sum(s <= top for s in (1, 2, 4)) + max(0, min(top, 248) // 8)
+            + (max(0, (top - 256) // 16 + 1) if top >= 256 else 0))
 
 
 def cudagraph_bytes(d: Deployment, layers: int) -> int:

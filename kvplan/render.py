@@ -312,3 +312,167 @@ def github_annotations(report: CheckReport) -> str:
     lines.append(f"kvplan check: {s.deployments} deployment(s), {s.fits} fit, {s.failed} failed, "
                  f"{s.unchecked} unchecked, {s.errors} error(s)")
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------- sweep
+
+
+def _fit_columns(cols: list[tuple[str, list[str], int, str]], width: int) -> list[str]:
+    """Plain-text table lines: (header, cells, priority, justify '<' or '>'); the lowest
+    priority columns are dropped until the table fits `width` (cells are never cut)."""
+    cols = list(cols)
+
+    def line_width(cs: list[tuple[str, list[str], int, str]]) -> int:
+        return (sum(max(len(h), *(len(c) for c in cells)) for h, cells, _, _ in cs)
+                + 2 * (len(cs) - 1))
+
+    while len(cols) > 1 and line_width(cols) > width:
+        drop = min(range(len(cols)), key=lambda i: (cols[i][2], -i))
+        cols.pop(drop)
+    widths = [max(len(h), *(len(c) for c in cells)) for h, cells, _, _ in cols]
+    rows = len(cols[0][1])
+
+    def fmt(values: list[str]) -> str:
+        return "  ".join(f"{v:{j}{w}}" for v, w, (_, _, _, j) in zip(values, widths, cols)).rstrip()
+
+    out = [fmt([h for h, _, _, _ in cols])]
+    out += [fmt([c[1][r] for c in cols]) for r in range(rows)]
+    return out
+
+
+NO_LATENCY = "not evaluated (no latency model yet)"  # said once, in the notes
+
+
+_SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "e4m3",
+          "fp8_e5m2": "e5m2"}
+
+
+def _short(dtype: str) -> str:
+    return _SHORT.get(dtype, dtype)
+
+
+def _money(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.2f}"
+
+
+def _option_label(o) -> str:  # noqa: ANN001 - sweep.Option
+    return f"{o.gpu} ×{o.count}"
+
+
+def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # noqa: ANN001
+               misses: int = 5) -> str:
+    """`kvplan sweep` for people: plain text, readable at `width` columns and in pipes."""
+    import textwrap
+    from collections import Counter
+
+    t = result.target
+    meeting = result.meeting
+    missed = [o for o in result.options if not o.meets_target]
+    want = []
+    if t.target_concurrency:
+        per = (t.avg_input_tokens or 0) + (t.avg_output_tokens or 0)
+        want.append(f"{t.target_concurrency} concurrent" + (f" × {per:,} tokens" if per else ""))
+    if t.max_model_len:
+        want.append(f"max_model_len {t.max_model_len:,}")
+    if t.slo_tpot_ms is not None:
+        want.append(f"TPOT ≤ {t.slo_tpot_ms:g} ms")
+    if t.slo_ttft_ms is not None:
+        want.append(f"TTFT ≤ {t.slo_ttft_ms:g} ms")
+    lines = textwrap.wrap(
+        f"{result.model}: {result.candidates} candidates, {len(result.options)} planned, "
+        f"{len(result.pruned)} pruned; {len(meeting)} meet the target"
+        + (f" ({', '.join(want)})" if want else " (one request at max_model_len)"), width,
+        subsequent_indent="  ", break_long_words=False)
+    for note in result.notes:
+        lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
+    lines.append("")
+
+    def table(opts: list, title: str) -> None:
+        if not opts:
+            return
+        engines = len({o.engine for o in result.options}) > 1
+        latency = result.latency_model
+        cols: list[tuple[str, list[str], int, str]] = [
+            ("#", [str(o.rank) for o in opts], 8, ">"),
+            ("GPU × n", [_option_label(o) for o in opts], 10, "<"),
+            ("TP×PP", [f"{o.tensor_parallel_size}×{o.pipeline_parallel_size}" for o in opts], 7,
+             "<"),
+        ]
+        if engines:
+            cols.append(("engine", [o.engine for o in opts], 6, "<"))
+        cols += [
+            ("weights/KV", [f"{_short(o.weights_format)}/"
+                            f"{_short(str(o.plan.inputs['kv_cache_dtype'].value))}"
+                            for o in opts], 7, "<"),
+            ("KV tokens", [f"{o.kv_tokens:,}" for o in opts], 4, ">"),
+            ("headroom", [f"{o.headroom:.2f}×" for o in opts], 9, ">"),
+            ("$/hour", [_money(o.price_per_hour) for o in opts], 9, ">"),
+        ]
+        if latency:
+            cols += [("TPOT ms", ["—" if o.tpot_ms is None else f"{o.tpot_ms:.1f}" for o in opts],
+                      5, ">"),
+                     ("tok/s", ["—" if o.output_tokens_per_s is None
+                                else f"{o.output_tokens_per_s:,.0f}" for o in opts], 4, ">"),
+                     ("$/M tok", [_money(o.cost_per_million_output_tokens) for o in opts], 6, ">")]
+        cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
+        cols.append(("!", ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""
+                           for o in opts], 1, "<"))
+        lines.extend(textwrap.wrap(title, width))
+        lines.extend(_fit_columns(cols, width))
+        lines.append("")
+
+    def price_line(opts: list) -> None:
+        seen: dict[str, str] = {}
+        for o in opts:
+            if o.price_per_hour is None or o.gpu in seen:
+                continue
+            where = (o.price_source or "").removeprefix("https://").removeprefix("http://")
+            where = where.split("/")[0] if o.price_default else where
+            seen[o.gpu] = (f"{o.gpu} {o.price_per_hour / o.count:,.2f}"
+                           + (" (default: " if o.price_default else " (")
+                           + ", ".join(x for x in (where, o.price_date) if x) + ")")
+        if seen:
+            lines.extend(textwrap.wrap("Prices, US$ per GPU-hour: " + "; ".join(seen.values()),
+                                       width, subsequent_indent="  ", break_long_words=False))
+            lines.append("")
+
+    if meeting:
+        shown = meeting[:top]
+        price_line(shown)
+        table(shown, f"Options that meet the target (best {len(shown)} of {len(meeting)}). "
+              "headroom: KV tokens at the engine's default memory fraction ÷ tokens the target "
+              "needs (below 1×, the serve command raises the fraction); P: * = Pareto, no "
+              "cheaper option has as much headroom; !: the plan carries warnings (e.g. a "
+              "non-CUDA platform or an estimated device total: see --json plan.problems)")
+        lines.append("Serve commands")
+        for o in meeting[:commands]:
+            lines.append(f"#{o.rank} {_option_label(o)}:")
+            lines.append(f"  {o.plan.command}")
+        lines.append("")
+    else:
+        if missed:
+            c = missed[0]
+            lines += textwrap.wrap(
+                f"Nothing meets this target; closest is {_option_label(c)} "
+                f"TP{c.tensor_parallel_size}×PP{c.pipeline_parallel_size} ({c.engine}): "
+                + "; ".join(r for r in c.reasons if NO_LATENCY not in r), width,
+                subsequent_indent="  ", break_long_words=False)
+        else:
+            lines.append("Nothing meets this target, and no candidate could be planned.")
+        lines.append("")
+    if missed:
+        lines.append("Nearest misses")
+        for o in missed[:misses]:
+            head = (f"#{o.rank} {_option_label(o)} {o.tensor_parallel_size}×"
+                    f"{o.pipeline_parallel_size} {o.engine}: ")
+            why = [r for r in o.reasons if NO_LATENCY not in r] or ["—"]
+            lines += textwrap.wrap(head + "; ".join(why), width,
+                                   subsequent_indent="    ", break_long_words=False)
+        lines.append("")
+    if result.pruned:
+        kinds = Counter(p.reason.split(":")[0] for p in result.pruned)
+        lines += textwrap.wrap(
+            "Not planned: " + ", ".join(f"{n} ({k})" for k, n in kinds.most_common())
+            + " — e.g. " + result.pruned[0].reason, width, subsequent_indent="  ",
+            break_long_words=False)
+    return "\n".join(lines).rstrip() + "\n"

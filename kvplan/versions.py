@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .errors import InvalidInputError
 
@@ -10,8 +11,10 @@ from .errors import InvalidInputError
 VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?[\w.+-]*")  # linear: no nested repeats
 
 
+@lru_cache(maxsize=256)
 def parse_version(text: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of a release such as 0.33.0, v2.3.1, 0.4.6.post1 or 1.0.0rc3."""
+    """(major, minor, patch) of a release such as 0.33.0, v2.3.1, 0.4.6.post1 or 1.0.0rc3.
+    Memoised (a sweep asks the same few releases thousands of times)."""
     m = VERSION.fullmatch(text.strip()) if len(text) <= 64 else None
     if not m:
         raise InvalidInputError(f"cannot read --engine-version {text!r}",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from .allocator import CachingAllocator
@@ -250,10 +251,23 @@ def tensors(m: ModelSpec) -> Iterator[Tensor]:
     yield from _vision_tensors(m)
 
 
+_COUNT_CACHE: dict[tuple[int, bool], tuple[ModelSpec, int]] = {}
+_COUNT_CACHE_SIZE = 256
+
+
 def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
-    """Total parameters as published: unpadded vocabulary, tied head counted once."""
-    return sum(t.rows * t.cols for t in tensors(m)
-               if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
+    """Total parameters as published: unpadded vocabulary, tied head counted once. Memoised
+    per model object (a ModelSpec is frozen): every plan of a sweep asks it."""
+    key = (id(m), include_vision)
+    hit = _COUNT_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_COUNT_CACHE) >= _COUNT_CACHE_SIZE:
+        _COUNT_CACHE.clear()
+    n = sum(t.rows * t.cols for t in tensors(m)
+            if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
+    _COUNT_CACHE[key] = (m, n)
+    return n
 
 
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
@@ -404,6 +418,7 @@ _FUSED = [
 ]
 
 
+@lru_cache(maxsize=1 << 16)
 def fused_name(name: str) -> str:
     """The vLLM parameter that tensor `name` is loaded into (itself when not fused)."""
     for pattern, repl in _FUSED:
@@ -483,12 +498,7 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     ranges = pp_layer_ranges(m.num_layers, pp)
     stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
     named: list[list[tuple[str, tuple[int, ...]]]] = [[] for _ in range(pp)]
-    dtype_bytes = DTYPE_BYTES[dtype]
-    for t in tensors(m):
-        if m.moe is not None:
-            t = _expert_parallel(t, ep)
-        rows, cols = _shard_rows(t, m, tp)
-        item = (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))
+    for t, item in _rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep):
         if t.layer is not None:
             named[stage_of[t.layer]].append(item)
         elif t.kind == "embedding":
@@ -502,6 +512,31 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
     return [_build_order(items) + ([mla_copy] * len(ranges[s]) if mla_copy else [])
             for s, items in enumerate(named)]
+
+
+_RANK_CACHE: dict[tuple, tuple[ModelSpec, list[tuple[Tensor, tuple[str, tuple[int, ...]]]]]] = {}
+_RANK_CACHE_SIZE = 256
+
+
+def _rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
+                  ep: int) -> list[tuple[Tensor, tuple[str, tuple[int, ...]]]]:
+    """Every tensor with (name, bytes of each part) on one TP rank, in `tensors` order.
+    Memoised per (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
+    key = (id(m), tp, dtype, quant.model_dump_json() if quant else None, ep)
+    hit = _RANK_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_RANK_CACHE) >= _RANK_CACHE_SIZE:
+        _RANK_CACHE.clear()
+    dtype_bytes = DTYPE_BYTES[dtype]
+    out = []
+    for t in tensors(m):
+        if m.moe is not None:
+            t = _expert_parallel(t, ep)
+        rows, cols = _shard_rows(t, m, tp)
+        out.append((t, (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))))
+    _RANK_CACHE[key] = (m, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -546,12 +581,21 @@ def _weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     rope = rope_cache_bytes(m, dtype)
     out = []
     for sizes in stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep):
-        a = replay_allocations(sizes, dtype, m.rope_cache_positions, m.rotary_dim)
-        allocated = a.allocated_bytes
-        a.empty_cache()
+        allocated, reserved = _replayed(tuple(sizes), dtype, m.rope_cache_positions, m.rotary_dim)
         tensor = sum(n for n in sizes if n != ROPE_BUILD) + rope
-        out.append(WeightMemory(tensor, allocated, a.reserved_bytes))
+        out.append(WeightMemory(tensor, allocated, reserved))
     return out
+
+
+@lru_cache(maxsize=1024)
+def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
+              rotary_dim: int) -> tuple[int, int]:
+    """(allocated, reserved) bytes after replay_allocations and empty_cache; memoised on the
+    allocation sequence itself (PP stages with the same layers replay the same sequence)."""
+    a = replay_allocations(list(sizes), dtype, rope_positions, rotary_dim)
+    allocated = a.allocated_bytes
+    a.empty_cache()
+    return allocated, a.reserved_bytes
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")

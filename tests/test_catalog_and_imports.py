@@ -69,6 +69,7 @@ def test_core_modules_import_no_cli_or_hub_libraries():
     code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.kv, kvplan.weights, "
             "kvplan.hf_config, kvplan.catalog, kvplan.specs, kvplan.checkpoint\n"
             "kvplan.plan('llama-3.1-8b', 'h100')\n"
+            "kvplan.sweep('llama-3.1-8b', gpus=['h100'], max_gpus=1)\n"
             "bad = [m for m in ('typer', 'rich', 'click', 'huggingface_hub') if m in sys.modules]\n"
             "print(','.join(bad))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -12,10 +12,11 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..kv import KvLayout, LayerKv, kv_layout, layer_specs
+from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -124,6 +125,12 @@ UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0
 
 def select_era(version: str) -> tuple[Era, list[Problem]]:
     """The modelled era for a version, plus a warning when the version is outside what was read."""
+    era, problems = _select_era(version)
+    return era, [p.model_copy() for p in problems]
+
+
+@lru_cache(maxsize=256)
+def _select_era(version: str) -> tuple[Era, tuple[Problem, ...]]:
     v = parse_version(version)
     problems = []
     if v < (0, 5, 0):
@@ -147,7 +154,7 @@ def select_era(version: str) -> tuple[Era, list[Problem]]:
             code="engine-version-boundary-uncertain", severity="warning",
             message=f"vLLM {version} defaults to the V1 engine but predates the 0.11 accounting "
             f"kvplan read; using {era.name} (set VLLM_USE_V1=0 deployments to 0.7 for V0)."))
-    return era, problems
+    return era, tuple(problems)
 
 
 # --------------------------------------------------------------- calibrated constants
@@ -357,15 +364,21 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:
             kv = requested - stage_weights - act - nt - (graphs if era.cudagraph_in_budget else 0)
-        specs = layer_specs(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype, state_dtype=d.dtype,
-                            hybrid_manager=d.hybrid_kv_cache_manager)
-        if last:
+        if last and draft.kv_specs:  # the draft's layers share the target's blocks
+            specs = layer_specs(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype,
+                                state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager)
             specs = specs + draft.kv_specs
-        layout = kv_layout(specs, block_size=d.block_size,
-                           block_size_fixed=d.sources.get("block_size") == "cli",
-                           group_rule=era.group_rule)
-        stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout,
-                                  sum(x.bytes_per_token for x in specs),
+            layout = kv_layout(specs, block_size=d.block_size,
+                               block_size_fixed=d.sources.get("block_size") == "cli",
+                               group_rule=era.group_rule)
+            per_token = sum(x.bytes_per_token for x in specs)
+        else:  # memoised per model and stage (kv.stage_kv)
+            layout, per_token = stage_kv(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype,
+                                         state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager,
+                                         block_size=d.block_size,
+                                         block_size_fixed=d.sources.get("block_size") == "cli",
+                                         group_rule=era.group_rule)
+        stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout, per_token,
                                   max(0, kv) // layout.bytes_per_block,
                                   weights[s].tensor_bytes + extra_tensor))
     worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
@@ -375,6 +388,14 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     def need(length: int) -> int:
         return max(st.layout.blocks_per_request(length, in_flight=flight, mamba_pages=mamba_pages)
                    for st in stages)
+
+    def largest_len(blocks: int, cap: int) -> int:
+        """largest_fitting_len(need(n) + null <= blocks); closed form when every stage holds
+        only full-attention/MLA groups (need(n) = groups × cdiv(n, block size) per stage)."""
+        if all(g.kind in ("full", "mla") for st in stages for g in st.layout.groups):
+            return max(0, min([cap] + [(blocks - null) // len(st.layout.groups) * st.layout.block_size
+                                       for st in stages]))
+        return largest_fitting_len(lambda n: need(n) + null <= blocks, cap)
 
     bpr = need(d.max_model_len)
     null = 1 if era.null_block_in_fit_check else 0
@@ -394,7 +415,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             "GPU); vLLM stops with 'No available memory for the cache blocks'."))
     elif num_blocks < bpr + null:
         fits = False
-        est = largest_fitting_len(lambda n: need(n) + null <= num_blocks, d.max_model_len)
+        est = largest_len(num_blocks, d.max_model_len)
         problems.append(Problem(
             code="max-model-len-too-long", severity="error",
             message=f"One request of max_model_len {d.max_model_len} needs "
@@ -431,7 +452,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
         blocks_per_request=bpr, bytes_per_token=worst.bytes_per_token,
         tokens=tokens, max_concurrency=concurrency, fits=fits,
-        max_model_len_fit=largest_fitting_len(lambda n: need(n) + null <= num_blocks, model_max_len),
+        max_model_len_fit=largest_len(num_blocks, model_max_len),
         problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
         speculative=speculative_section(d, draft), lora=lora_section(m, d, lora_parts),
     )

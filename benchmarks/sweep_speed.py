@@ -1,0 +1,73 @@
+"""How fast `kvplan sweep` plans: in-process plans per second, and the whole command, cold.
+
+    python benchmarks/sweep_speed.py [runs]
+
+In-process: kvplan.sweep() over the whole GPU catalogue (vLLM, up to 8 GPUs, the checkpoint's
+own format) for dense, MoE and MLA catalogue models, after one warm-up sweep of another model.
+"cold": each run loads the model afresh and clears the allocator-replay memo, so nothing
+memoised before helps (weights and KV layouts are worked out anew); "warm": the same sweep again
+on that object.
+"plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
+this process's CPU time (the machine may be shared; wall time is shown for the command).
+Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
+
+MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"), ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
+          ("MoE", "Qwen/Qwen3-235B-A22B"), ("MoE", "Qwen/Qwen3-30B-A3B"),
+          ("MLA", "deepseek-ai/DeepSeek-V2-Lite")]
+TARGET = {"max_model_len": 32768}
+CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
+       "--target-concurrency", "40", "--avg-input-tokens", "3000", "--avg-output-tokens", "400"]
+
+
+def in_process(runs: int) -> None:
+    import kvplan
+    from kvplan.catalog import find_model_entry, load_catalog_model
+    from kvplan import weights
+    from kvplan.specs import Workload
+
+    workload = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
+    # warm the interpreter on every code path (imports, engines, misses) with another model
+    kvplan.sweep(load_catalog_model(find_model_entry("qwen2.5-7b")), workload=workload, **TARGET)
+    for kind, ref in MODELS:
+        cold, warm = [], []
+        for _ in range(runs):
+            m = load_catalog_model(find_model_entry(ref))  # a new object: cold per-model caches
+            weights._replayed.cache_clear()  # and no allocator replay or fused name from before
+            weights.fused_name.cache_clear()
+            for rates in (cold, warm):  # the second sweep reuses that model's caches
+                start = time.process_time()  # CPU time: the machine may be shared
+                r = kvplan.sweep(m, workload=workload, **TARGET)
+                rates.append(len(r.options) / (time.process_time() - start))
+        print(f"{kind:5} {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "
+              f"median {statistics.median(cold):,.0f} plans/s cold, "
+              f"{statistics.median(warm):,.0f} warm")
+
+
+def command(runs: int) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from cli_speed import BARE, measure
+
+    walls, cpus = measure([sys.executable, "-m", "kvplan", *CMD, "--json"], runs)
+    bare_walls, bare_cpus = measure(BARE, runs)
+    print(f"`kvplan {' '.join(CMD[:2])} …` (whole catalogue, --json): median "
+          f"{statistics.median(walls) * 1000:,.0f} ms wall (worst {max(walls) * 1000:,.0f}), "
+          f"{statistics.median(cpus) * 1000:,.0f} ms CPU over {runs} runs; bare `python -c pass` "
+          f"{statistics.median(bare_walls) * 1000:,.0f} ms wall, "
+          f"{statistics.median(bare_cpus) * 1000:,.0f} ms CPU")
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    in_process(n)
+    command(n)

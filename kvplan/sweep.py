@@ -1,0 +1,471 @@
+"""Sweep: every (GPU, GPU count, TP × PP layout, weight format, KV dtype, engine) kvplan can plan
+for one model, each planned in full by the planner, then ranked: the options that meet the
+target first (cheapest first), then the nearest misses with why they miss.
+
+Pure: no catalogue or file I/O. api.sweep() resolves names and reads price files; this module
+takes a ModelSpec, a list of GpuSpecs and a price table.
+
+Latency: the ranking and the SLO filter read `plan.performance` (tpot_ms, ttft_ms,
+output_tokens_per_s) when the planner provides it; until it does, options are ranked by memory
+and price only, and every SLO given is reported as not evaluated.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .engines import registry
+from .errors import InvalidInputError, KvplanError
+from .knobs import Knobs, resolve_layout, valid_tp_sizes
+from .planner import plan as make_plan
+from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
+from .weights import weight_memory_per_stage
+
+SWEEP_SCHEMA_VERSION = "1.0"
+NO_LATENCY_MODEL = "SLO not evaluated (no latency model yet)"  # render.NO_LATENCY matches it
+MAX_SWEEP_GPUS = 64
+
+
+class _Model(BaseModel):
+    # schemas are built on first use, so `import kvplan` (and `kvplan plan`) does not pay for them
+    model_config = ConfigDict(defer_build=True)
+
+
+# ------------------------------------------------------------------------- inputs
+
+
+class Target(_Model):
+    """What the deployment must do."""
+
+    max_model_len: int | None
+    target_concurrency: int | None
+    avg_input_tokens: int | None
+    avg_output_tokens: int | None
+    slo_tpot_ms: float | None = None
+    slo_ttft_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    gpu: GpuSpec
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    quantization: str | None  # None: the checkpoint's own format
+    kv_cache_dtype: str | None  # None: auto (the model dtype)
+    engine: str
+
+    @property
+    def count(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def knobs(self, base: Knobs) -> Knobs:
+        """The knobs `kvplan plan` takes for this option (the same object planned here)."""
+        return base.model_copy(update={
+            "tensor_parallel_size": self.tensor_parallel_size,
+            # PP 1 stays unset: an engine without pipeline parallelism (TGI) refuses the flag
+            "pipeline_parallel_size": self.pipeline_parallel_size if self.pipeline_parallel_size > 1
+            else None,
+            "quantization": self.quantization, "kv_cache_dtype": self.kv_cache_dtype})
+
+
+# ------------------------------------------------------------------------ results
+
+
+class Option(_Model):
+    """One planned candidate. `plan` is the very object `kvplan plan --json` prints for it."""
+
+    rank: int = Field(description="1 = best; options that meet the target come first")
+    meets_target: bool
+    reasons: list[str] = Field(description="why it misses; notes (e.g. SLO not evaluated)")
+    pareto: bool = Field(description="not dominated by a cheaper option with as much headroom "
+                         "(and throughput, when a latency model exists); only among options that "
+                         "meet the target and have a price")
+    gpu: str
+    count: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    engine: str
+    quantization: str | None = Field(description="--quantization given (None: the checkpoint's "
+                                     "own format)")
+    kv_cache_dtype: str | None = Field(description="--kv-cache-dtype given (None: auto)")
+    weights_format: str = Field(description="what the weights are sized as")
+    kv_tokens: int
+    headroom: float = Field(description="KV tokens at the engine's default budget ÷ tokens the "
+                            "target needs (target_concurrency × (input + output), else one "
+                            "max_model_len request)")
+    price_per_hour: float | None = Field(description="US$ for all `count` GPUs per hour")
+    price_source: str | None
+    price_date: str | None = None
+    price_default: bool | None = Field(None, description="True: kvplan's bundled default price, "
+                                       "not the user's")
+    cost_per_million_output_tokens: float | None = Field(
+        description="US$; None until a latency model provides throughput")
+    tpot_ms: float | None = None
+    ttft_ms: float | None = None
+    output_tokens_per_s: float | None = None
+    knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
+                                  "plan's, with underscores)")
+    plan: Plan
+
+
+class Pruned(_Model):
+    """A candidate not planned, and why (weights alone exceed the device, unsupported format)."""
+
+    gpu: str
+    count: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    engine: str
+    quantization: str | None
+    kv_cache_dtype: str | None
+    reason: str
+
+
+class SweepResult(_Model):
+    schema_version: str = SWEEP_SCHEMA_VERSION
+    model: str
+    target: Target
+    latency_model: bool = Field(description="False: ranked by memory and price only")
+    ranking: str = Field(description="how options are ordered, in words")
+    notes: list[str]
+    candidates: int = Field(description="candidates considered (planned + pruned)")
+    options: list[Option] = Field(description="planned candidates, best first")
+    pruned: list[Pruned]
+
+    @property
+    def meeting(self) -> list[Option]:
+        return [o for o in self.options if o.meets_target]
+
+    @property
+    def exit_code(self) -> int:
+        """0: some option meets the target; 1: none does."""
+        return 0 if self.meeting else 1
+
+
+# ---------------------------------------------------------------------- candidates
+
+
+def layouts(m: ModelSpec, max_gpus: int, engine: str) -> list[tuple[int, int]]:
+    """(tp, pp) with tp valid for the model and tp × pp ≤ max_gpus, fewest GPUs first.
+    Engines without pipeline parallelism (TGI) get pp = 1 only."""
+    pp_max = 1 if "pipeline_parallel_size" in registry.get(engine).unsupported else m.num_layers
+    out = [(tp, pp) for tp in valid_tp_sizes(m, limit=max_gpus)
+           for pp in range(1, min(max_gpus // tp, pp_max) + 1)]
+    return sorted(out, key=lambda x: (x[0] * x[1], x[1]))
+
+
+def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str], max_gpus: int,
+               quantizations: Sequence[str | None], kv_cache_dtypes: Sequence[str | None]
+               ) -> tuple[list[Candidate], list[Pruned]]:
+    """Every candidate, and those dropped before planning because the format is unsupported
+    (online fp8 weights only on fp8-native GPUs, only for an unquantized checkpoint, only on
+    engines that take --quantization)."""
+    out: list[Candidate] = []
+    dropped: list[Pruned] = []
+    for engine in engines:
+        eng = registry.get(engine)
+        lay = layouts(m, max_gpus, engine)
+        for g in gpus:
+            for q in quantizations:
+                why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
+                for kv in kv_cache_dtypes:
+                    for tp, pp in lay:
+                        c = Candidate(g, tp, pp, q, kv, eng.name)
+                        if why:
+                            dropped.append(_pruned(c, why))
+                        else:
+                            out.append(c)
+    return out, dropped
+
+
+def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str],
+                        q: str | None) -> str | None:
+    if q is None:
+        return None
+    if "quantization" in unsupported:
+        return f"unsupported format: {engine} has no --quantization"
+    if q.lower() != "fp8":
+        return f"unsupported format: kvplan models online --quantization fp8 only, not {q!r}"
+    if m.quantization is not None:
+        return f"unsupported format: the checkpoint is already {m.quantization.method}"
+    if not g.fp8_native:
+        return f"unsupported format: online fp8 weights need an fp8-native GPU ({g.id} is not)"
+    return None
+
+
+def _pruned(c: Candidate, reason: str) -> Pruned:
+    return Pruned(gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
+                  pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
+                  quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype, reason=reason)
+
+
+def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
+    """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
+    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine."""
+    k = c.knobs(base)
+    lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
+    ep = lay.tensor_parallel_size * lay.data_parallel_size if k.enable_expert_parallel else 1
+    stages = weight_memory_per_stage(m, tp=lay.tensor_parallel_size,
+                                     pp=lay.pipeline_parallel_size, dtype=lay.dtype,
+                                     quant=lay.quant, ep=ep)
+    return max(s.tensor_bytes for s in stages) / lay.gpu_total_bytes
+
+
+# ------------------------------------------------------------------------- sweep
+
+
+def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
+          knobs: Knobs | None = None, workload: Workload | None = None,
+          engines: Sequence[str] = ("vllm",), max_gpus: int = 8,
+          quantizations: Sequence[str | None] = (None,),
+          kv_cache_dtypes: Sequence[str | None] = (None,),
+          engine_version: str | None = None,
+          slo_tpot_ms: float | None = None, slo_ttft_ms: float | None = None,
+          closest_pruned: int = 3) -> SweepResult:
+    """Plan every candidate that can fit and rank them. Raises InvalidInputError for an empty
+    search space; a sweep where nothing meets the target is a result (exit_code 1), whose
+    options start with the closest misses."""
+    knobs = knobs or Knobs()
+    workload = workload or Workload()
+    _check_inputs(knobs, gpus, engines, max_gpus, engine_version)
+    engines = [registry.get(e).name for e in dict.fromkeys(engines)]
+    cands, pruned = candidates(m, gpus, engines=engines, max_gpus=max_gpus,
+                               quantizations=list(dict.fromkeys(quantizations)),
+                               kv_cache_dtypes=list(dict.fromkeys(kv_cache_dtypes)))
+    total = len(cands) + len(pruned)
+    if not cands:
+        why = sorted({p.reason for p in pruned})
+        raise InvalidInputError("the search space is empty: no candidate can be planned"
+                                + (" (" + "; ".join(why) + ")" if why else ""),
+                                hint="widen --gpus, --quantization or --engine")
+
+    # the SLOs travel in the workload, so every plan sizes max_num_seqs by them
+    workload = workload.model_copy(update={k: v for k, v in (("slo_tpot_ms", slo_tpot_ms),
+                                                               ("slo_ttft_ms", slo_ttft_ms))
+                                           if v is not None})
+    target = Target(max_model_len=knobs.max_model_len, target_concurrency=workload.target_concurrency,
+                    avg_input_tokens=workload.avg_input_tokens,
+                    avg_output_tokens=workload.avg_output_tokens,
+                    slo_tpot_ms=workload.slo_tpot_ms, slo_ttft_ms=workload.slo_ttft_ms)
+    # Hundreds of plans allocate many small objects and free none of them in cycles: the cyclic
+    # collector's passes over the growing heap cost 20–40 % of a sweep, so pause it meanwhile.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices, target,
+                      closest_pruned)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
+           workload: Workload, engine_version: str | None, prices: Mapping[str, Price],
+           target: Target, closest_pruned: int) -> SweepResult:
+    planned: list[Option] = []
+    too_big: list[tuple[float, Candidate]] = []
+    for c in cands:
+        try:
+            excess = weights_excess(m, c, knobs)
+        except KvplanError as e:
+            pruned.append(_pruned(c, f"unsupported: {e.message}"))
+            continue
+        if excess > 1:
+            too_big.append((excess, c))
+            continue
+        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned)
+    too_big.sort(key=lambda x: (x[0], x[1].count))
+    # Nothing could even hold its weights: plan the closest few, so the answer names them.
+    n_closest = closest_pruned if not planned else 0
+    for _, c in too_big[:n_closest]:
+        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned)
+    for excess, c in too_big[n_closest:]:
+        pruned.append(_pruned(c, f"memory: the weights alone are {excess:.2f}× the device "
+                              f"({c.gpu.id})"))
+
+    if not planned:
+        # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input
+        reasons = Counter(p.reason.removeprefix("unsupported: ") for p in pruned)
+        reason, n = reasons.most_common(1)[0]
+        raise InvalidInputError(f"no candidate can be planned: {reason}"
+                                + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned)
+                                   else ""))
+    latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
+    options = rank(planned, latency)
+    notes = []
+    if knobs.max_model_len is None:
+        notes.append("no --max-model-len: each engine's default length (usually the model's "
+                     "maximum) is planned")
+    if not latency:
+        notes.append("no latency model yet: ranked by memory and price only; $/M tokens are "
+                     "not computed" + ("; the SLOs given are not evaluated (every option says so "
+                                       "in its reasons)" if target.slo_tpot_ms or target.slo_ttft_ms
+                                       else ""))
+    if any(o.price_per_hour is None for o in options):
+        notes.append("options without a price (no default for that GPU) rank after priced ones; "
+                     "pass --prices FILE")
+    if any(o.price_per_hour is not None and o.price_source and
+           prices.get(o.gpu) is not None and prices[o.gpu].default for o in options):
+        notes.append("prices are kvplan's bundled defaults (on-demand list prices with source "
+                     "and date, gpu_specs/prices.csv); pass --prices FILE for your own")
+    ranking = ("meets the target first; then $/M output tokens, $/hour, fewer GPUs, more "
+               "headroom" if latency else
+               "meets the target first; then $/hour, fewer GPUs, more headroom; misses by "
+               "headroom, then the KV shortfall")
+    return SweepResult(model=m.id, target=target, latency_model=latency, ranking=ranking,
+                       notes=notes, candidates=total, options=options, pruned=pruned)
+
+
+def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
+                  max_gpus: int, engine_version: str | None) -> None:
+    fixed = [k for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                         "quantization", "kv_cache_dtype") if getattr(knobs, k) is not None]
+    if fixed:
+        raise InvalidInputError(f"sweep explores {', '.join(fixed)} itself",
+                                hint="use --max-gpus, --quantization and --kv-cache-dtype lists")
+    if not gpus:
+        raise InvalidInputError("the search space is empty: no GPUs to sweep")
+    if not engines:
+        raise InvalidInputError("the search space is empty: no engines to sweep")
+    if not 1 <= max_gpus <= MAX_SWEEP_GPUS:
+        raise InvalidInputError(f"--max-gpus must be in [1, {MAX_SWEEP_GPUS}], got {max_gpus}")
+    if engine_version is not None and len(set(engines)) > 1:
+        raise InvalidInputError("--engine-version names one engine's release",
+                                hint="sweep one --engine with it")
+
+
+def _plan_one(m: ModelSpec, c: Candidate, base: Knobs, workload: Workload,
+              engine_version: str | None, prices: Mapping[str, Price], target: Target,
+              planned: list[Option], pruned: list[Pruned]) -> None:
+    k = c.knobs(base)
+    try:
+        p = make_plan(m, c.gpu, k, engine=c.engine, engine_version=engine_version,
+                      workload=workload, price=prices.get(c.gpu.id))
+    except KvplanError as e:
+        pruned.append(_pruned(c, f"unsupported: {e.message}"))
+        return
+    planned.append(evaluate_option(c, k, p, prices.get(c.gpu.id), target))
+
+
+def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
+                    target: Target) -> Option:
+    """Does this plan meet the target, and why not; its price and headroom."""
+    reasons: list[str] = []
+    n = target.target_concurrency
+    work_len = (target.avg_input_tokens or 0) + (target.avg_output_tokens or 0)
+    length = p.inputs["max_model_len"].value if "max_model_len" in p.inputs else None
+    per_request = work_len or (length if isinstance(length, int) else 0)
+    needed = (n or 1) * per_request
+    headroom = p.kv_cache.tokens / needed if needed else 0.0
+    if not p.fits:
+        errors = [pr.message for pr in p.problems if pr.severity == "error"]
+        short = -p.memory.kv_cache_bytes / 2**30 if p.memory.kv_cache_bytes < 0 else None
+        reasons.append("memory: does not fit" + (f" (KV cache short by {short:.2f} GiB)"
+                                                  if short else "")
+                       + (f": {errors[0]}" if errors and not short else ""))
+    elif any(pr.code.startswith("slo-") and pr.severity == "error" for pr in p.problems):
+        pass  # a latency miss: named below
+    elif n:
+        seqs = p.recommendations.max_num_seqs.value or 0
+        if seqs < n:
+            reasons.append(f"memory: the KV cache holds {seqs:g} of {n} concurrent requests of "
+                           f"{per_request} tokens")
+    perf = getattr(p, "performance", None)
+    tpot = _num(perf, "tpot_ms")
+    ttft = _num(perf, "ttft_ms")
+    tput = _num(perf, "output_tokens_per_s")
+    slo_missed = False
+    for name, limit, got in (("TPOT", target.slo_tpot_ms, tpot),
+                             ("TTFT", target.slo_ttft_ms, ttft)):
+        if limit is None:
+            continue
+        if perf is None or got is None:
+            if p.fits:  # a plan that does not fit has no performance: memory is its reason
+                reasons.append(f"{name} SLO not evaluated (no bandwidth/FLOPs figures for "
+                               f"{c.gpu.id})")
+        elif got > limit:
+            slo_missed = True
+            reasons.append(f"SLO: predicted {name} {got:.1f} ms > {limit:g} ms")
+    for pr in p.problems:  # at the target's concurrency, or not even at one request
+        if pr.code.startswith("slo-") and pr.severity == "error":
+            slo_missed = True
+            reasons.append(f"SLO: {pr.message}")
+    meets = p.fits and not slo_missed and not any(r.startswith("memory:") for r in reasons)
+    per_hour = price.usd_per_hour * c.count if price else None
+    cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
+    if price is None:
+        reasons.append(f"no price for {c.gpu.id}")
+    return Option(
+        rank=0, meets_target=meets, reasons=reasons, pareto=False, gpu=c.gpu.id, count=c.count,
+        tensor_parallel_size=c.tensor_parallel_size,
+        pipeline_parallel_size=c.pipeline_parallel_size,
+        engine=c.engine, quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
+        weights_format=p.model.quantization or p.model.dtype, kv_tokens=p.kv_cache.tokens,
+        headroom=round(headroom, 4),
+        price_per_hour=None if per_hour is None else round(per_hour, 4),
+        price_source=None if price is None else price.source,
+        price_date=None if price is None else price.date,
+        price_default=None if price is None else price.default,
+        cost_per_million_output_tokens=None if cost is None else round(cost, 4),
+        tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,
+        knobs=k.given(), plan=p)
+
+
+def _num(obj: object, name: str) -> float | None:
+    v = getattr(obj, name, None) if obj is not None else None
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+# ------------------------------------------------------------------------ ranking
+
+
+def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
+    """Options that meet the target first, cheapest first ($/M output tokens when a latency
+    model gives throughput, else $/hour; unpriced last), then fewer GPUs and more headroom.
+    Misses follow, closest first (most headroom). Pareto flags among the priced meeting ones."""
+    inf = math.inf
+
+    def key(o: Option) -> tuple:
+        if o.meets_target:
+            cost = o.cost_per_million_output_tokens if latency else None
+            return (0, inf if cost is None else cost,
+                    inf if o.price_per_hour is None else o.price_per_hour,
+                    o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
+        memory_miss = any(r.startswith("memory:") for r in o.reasons)
+        return (1, memory_miss, -o.headroom, -o.plan.memory.kv_cache_bytes,
+                inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
+
+    ordered = sorted(options, key=key)
+    pareto_set = set(map(id, pareto(ordered, latency)))
+    return [o.model_copy(update={"rank": i, "pareto": id(o) in pareto_set})
+            for i, o in enumerate(ordered, 1)]
+
+
+def pareto(options: Sequence[Option], latency: bool = False) -> list[Option]:
+    """The meeting, priced options no other beats: another dominates when it costs no more
+    and has at least the headroom (and throughput, with a latency model), better in one."""
+    pool = [o for o in options if o.meets_target and o.price_per_hour is not None]
+    if latency:
+        axes = [(-(o.price_per_hour or 0.0), o.headroom, o.output_tokens_per_s or 0.0)
+                for o in pool]
+        return [o for o, a in zip(pool, axes)
+                if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in axes)]
+    # two axes: by price (then headroom, best first), an option is dominated when an earlier
+    # one with different numbers has at least its headroom
+    order = sorted(pool, key=lambda o: (o.price_per_hour, -o.headroom))
+    front, best, group, group_best = [], -math.inf, None, -math.inf
+    for o in order:
+        axes2 = (o.price_per_hour, o.headroom)
+        if axes2 != group:
+            best, group = max(best, group_best), axes2
+            group_best = o.headroom
+        if best < o.headroom:
+            front.append(o)
+    return front
