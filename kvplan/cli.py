@@ -98,6 +98,9 @@ def plan(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
     avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
     avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
+    minimize_utilization: Annotated[bool, typer.Option(
+        "--minimize-utilization", help="recommend the smallest --gpu-memory-utilization that "
+        "holds --target-concurrency (default: keep the engine's default when it is enough)")] = False,
     revision: Annotated[Optional[str], typer.Option(
         "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
     token: Annotated[Optional[str], typer.Option(
@@ -143,6 +146,7 @@ def plan(
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
         enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib,
+        minimize_utilization=minimize_utilization,
     )
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")

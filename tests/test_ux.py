@@ -1,0 +1,91 @@
+"""Issue #16: what a new user trips over. One regression test per item (and per instance of the
+same class of mistake found elsewhere)."""
+
+import json
+
+import pytest
+from clirun import run
+
+
+def _plan_json(capsys, *args):
+    code, out, err = run(capsys, "plan", *args, "--json")
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+# ------------------------------------------------------------ 1: plan . inside a model dir
+
+
+@pytest.mark.parametrize("ref", [".", "./config.json", "config.json"])
+def test_plan_inside_model_directory_serves_the_directory(capsys, tmp_path, monkeypatch, ref):
+    from kvplan.catalog import data_dir
+
+    (tmp_path / "config.json").write_text(
+        (data_dir("model_specs") / "configs" / "Qwen--Qwen2.5-0.5B-Instruct.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    code, data, err = _plan_json(capsys, ref, "--gpu", "rtx-4090")
+    assert code == 0, err
+    assert data["command"].split()[2] == str(tmp_path)
+
+
+# ------------------------------------------- 2: a device smaller than the weights, any engine
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
+@pytest.mark.parametrize("gib", ["0.5", "2"])
+def test_tiny_device_is_a_clean_does_not_fit_naming_the_weights(capsys, engine, gib):
+    code, data, err = _plan_json(capsys, "llama-3.2-1b", "--gpu", "h100", "--gpu-memory-gib", gib,
+                                 "--engine", engine)
+    assert code == 1, err
+    assert "internal error" not in err and "Traceback" not in err
+    codes = {p["code"]: p["message"] for p in data["problems"]}
+    assert "weights-exceed-device" in codes and "GiB per GPU" in codes["weights-exceed-device"]
+    # no impossible value leaks into the serve line from an internal search
+    for tok in data["command"].split():
+        assert not (tok.startswith("-") and tok[1:2].isdigit()), data["command"]
+    r = data["recommendations"]["gpu_memory_utilization"]["value"]
+    assert r is None or 0 < r <= 1
+
+
+# ------------------------------------------------ 3: the user's flags stay in the serve line
+
+
+def test_given_max_model_len_is_kept_when_raising_utilization_fits(capsys):
+    code, data, _ = _plan_json(capsys, "gpt-oss-120b", "--gpu", "h100", "--max-model-len", "131072")
+    assert code == 1  # as configured (default utilization) it does not fit
+    assert "--max-model-len 131072" in data["command"]
+    assert "--gpu-memory-utilization 0.95" in data["command"]
+    steps = next(p for p in data["problems"] if p["code"] == "next-steps")["message"]
+    # alternatives in order of cost
+    order = [steps.index(s) for s in ("--gpu-memory-utilization", "--kv-cache-dtype fp8",
+                                      "--tensor-parallel-size 2")]
+    assert order == sorted(order)
+
+
+def test_unmet_target_is_an_error_and_never_suggests_a_length_below_the_request(capsys):
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "32768",
+                               "--target-concurrency", "64", "--avg-input-tokens", "8000",
+                               "--avg-output-tokens", "1000")
+    assert code == 1 and data["fits"] is False
+    msg = next(p for p in data["problems"] if p["code"] == "target-not-met")["message"]
+    import re
+
+    for length in re.findall(r"--max-model-len (\d+)", msg + data["command"]):
+        assert int(length) >= 9000
+    assert "--max-model-len 32768" in data["command"]
+
+
+# ------------------------------------------- 4: keep the engine's default utilization
+
+
+def test_target_that_fits_keeps_the_default_utilization(capsys):
+    args = ["llama-3.1-70b", "--gpu", "h100", "-tp", "4", "--target-concurrency", "16",
+            "--avg-input-tokens", "2000", "--avg-output-tokens", "500"]
+    code, data, _ = _plan_json(capsys, *args)
+    assert code == 0
+    rec = data["recommendations"]["gpu_memory_utilization"]
+    assert rec["value"] == 0.92 and "--gpu-memory-utilization 0.92" in data["command"]
+    code, data, _ = _plan_json(capsys, *args, "--minimize-utilization")
+    small = data["recommendations"]["gpu_memory_utilization"]
+    assert code == 0 and small["value"] < 0.92 and f"{small['value']:g}" in small["reason"]
+    # the batch size is sized at the fraction shown next to it
+    assert f"{small['value']:g}" in data["recommendations"]["max_num_seqs"]["reason"]
