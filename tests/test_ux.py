@@ -89,3 +89,18 @@ def test_target_that_fits_keeps_the_default_utilization(capsys):
     assert code == 0 and small["value"] < 0.92 and f"{small['value']:g}" in small["reason"]
     # the batch size is sized at the fraction shown next to it
     assert f"{small['value']:g}" in data["recommendations"]["max_num_seqs"]["reason"]
+
+
+# ------------------------------------------- 13: no internal provenance text in shipped data
+
+
+def test_no_internal_provenance_text_in_data():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for folder in ("model_specs", "gpu_specs", "benchmarks/data"):
+        for path in (root / folder).rglob("*"):
+            if path.is_file() and path.suffix in {".json", ".csv", ".md"}:
+                text = path.read_text(errors="replace").lower()
+                for leak in ("search-index", "in this workplace", "reference hf_configs"):
+                    assert leak not in text, f"{path}: {leak}"
