@@ -104,3 +104,71 @@ def test_no_internal_provenance_text_in_data():
                 text = path.read_text(errors="replace").lower()
                 for leak in ("search-index", "in this workplace", "reference hf_configs"):
                     assert leak not in text, f"{path}: {leak}"
+
+
+# ------------------------------------------------------------ 5: predictable aliases
+
+
+@pytest.mark.parametrize("ref,want", [
+    ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"), ("llama3.1-8b", "meta-llama/Llama-3.1-8B"),
+    ("Llama3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("llama3.1-70b", "meta-llama/Llama-3.1-70B"), ("llama-3.1-70b-instruct",
+                                                   "meta-llama/Llama-3.1-70B-Instruct"),
+    ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"), ("llama-2-7b-chat", "meta-llama/Llama-2-7b-chat-hf"),
+])
+def test_aliases_follow_the_documented_rule(ref, want):
+    from kvplan.catalog import find_model_entry
+
+    assert find_model_entry(ref).id == want
+
+
+def test_no_alias_without_a_variant_word_names_a_tuned_model_that_has_a_base():
+    """The rule: an alias without instruct/it/chat names the base model when there is one."""
+    import re
+
+    from kvplan.catalog import _model_key, model_entries
+
+    names = {_model_key(e.id.split("/")[1]): e.id for e in model_entries()}
+    variant = re.compile(r"(instruct|chat|-it\b|thinking)", re.I)
+    for e in model_entries():
+        for a in e.aliases:
+            owner = names.get(_model_key(a.split("/")[-1]))
+            assert owner in (None, e.id) or "/" in a, f"{a} of {e.id} is {owner}'s repo name"
+            if variant.search(e.id) and not variant.search(a) and "/" not in a:
+                stem = _model_key(variant.sub("", e.id.split("/")[1]))
+                assert not any(_model_key(variant.sub("", o.split("/")[1])) == stem
+                               and not variant.search(o) for o in names.values()), (a, e.id)
+
+
+# ------------------------------------------------------------ 7: GPU suggestions
+
+
+def test_unknown_gpu_suggests_prefix_matches_first(capsys):
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "v100")
+    assert code == 2
+    hint = err.split("did you mean", 1)[1]
+    assert hint.index("v100-sxm2-16gb") < hint.index("h100") if "h100" in hint else True
+    assert "v100-sxm2-32gb" in hint
+
+
+# ------------------------------------------- 12: typo'd repo ids suggest catalogue ids
+
+
+def test_typod_repo_id_offline_is_bad_input_with_suggestion(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kv"))
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instrcut", "--gpu", "h100", "--offline")
+    assert code == 2 and "meta-llama/Llama-3.1-8B-Instruct" in err
+
+
+def test_typod_repo_id_unreachable_hub_exit_3_names_catalogue_id(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kv"))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instrcut", "--gpu", "h100")
+    assert code == 3 and "did you mean 'meta-llama/Llama-3.1-8B-Instruct'" in err
