@@ -59,6 +59,10 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source  # type: ignore[index]
     res = eng.memory(m, gpu, dep)
+    if layout.problems:  # what the GPU's compute capability refuses (error) or changes
+        refused = any(p.severity == "error" for p in layout.problems)
+        res = replace(res, fits=res.fits and not refused,
+                      problems=[*layout.problems, *res.problems])
     return dep, _device_guard(eng, dep, res)
 
 
@@ -256,6 +260,15 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     """The four recommendations, the deployment they were planned on (the serve line's), and
     the problems planning found (a length or target that cannot be met, with alternatives)."""
     problems: list[Problem] = []
+    if any(p.code == "gpu-capability" for p in res.problems):
+        # The GPU refuses this dtype / format: no other setting makes it start.
+        why = f"the {gpu.name} refuses this configuration (see the gpu-capability problem)"
+        return (Recommendations(
+            max_model_len=Recommendation(value=res.max_model_len or None, reason=why),
+            max_num_seqs=Recommendation(value=None, reason=why),
+            gpu_memory_utilization=Recommendation(value=dep.gpu_memory_utilization, reason=why),
+            tensor_parallel_size=Recommendation(value=dep.tensor_parallel_size, reason=why)),
+            dep, problems)
     given = {k for k, v in dep.sources.items() if v == "cli"}
     rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res)
     prefix = ""

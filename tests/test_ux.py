@@ -102,7 +102,8 @@ def test_no_internal_provenance_text_in_data():
         for path in (root / folder).rglob("*"):
             if path.is_file() and path.suffix in {".json", ".csv", ".md"}:
                 text = path.read_text(errors="replace").lower()
-                for leak in ("search-index", "in this workplace", "reference hf_configs"):
+                for leak in ("search-index", "index search", "in this workplace", "reference hf_configs",
+                             "reference gpus.md"):
                     assert leak not in text, f"{path}: {leak}"
 
 
@@ -172,3 +173,40 @@ def test_typod_repo_id_unreachable_hub_exit_3_names_catalogue_id(capsys, monkeyp
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instrcut", "--gpu", "h100")
     assert code == 3 and "did you mean 'meta-llama/Llama-3.1-8B-Instruct'" in err
+
+
+# ------------------------------------------------------------ 6: GPU capability
+
+
+def _codes(data):
+    return {p["code"]: p["severity"] for p in data["problems"]}
+
+
+def test_bf16_checkpoint_on_v100_falls_back_to_float16_with_a_warning(capsys):
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "v100-sxm2-32gb",
+                               "--max-model-len", "8192")
+    assert code == 0 and data["model"]["dtype"] == "float16"
+    assert _codes(data)["dtype-fallback"] == "warning"
+
+
+def test_gemma2_on_t4_falls_back_to_float32_as_vllm_does(capsys):
+    _, data, _ = _plan_json(capsys, "gemma-2-9b", "--gpu", "t4")
+    assert data["model"]["dtype"] == "float32"
+
+
+@pytest.mark.parametrize("flags", [["--dtype", "bfloat16"], ["-q", "fp8"]])
+def test_what_a_v100_refuses_does_not_fit(capsys, flags):
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "v100-sxm2-32gb",
+                               "--max-model-len", "8192", *flags)
+    assert code == 1 and _codes(data)["gpu-capability"] == "error"
+
+
+def test_fp8_kv_cache_below_cc_8_9_and_fp8_weights_on_ampere_are_warned(capsys):
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "v100-sxm2-32gb",
+                               "--max-model-len", "8192", "--kv-cache-dtype", "fp8")
+    assert code == 0 and _codes(data)["fp8-kv-emulated"] == "warning"
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "a100", "-q", "fp8")
+    assert code == 0 and _codes(data)["fp8-weight-only"] == "warning"
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "-q", "fp8",
+                               "--kv-cache-dtype", "fp8")
+    assert not {"fp8-weight-only", "fp8-kv-emulated", "gpu-capability"} & set(_codes(data))
