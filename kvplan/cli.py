@@ -26,6 +26,22 @@ app = typer.Typer(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout (warnings go to stderr).")]
 
 
+def _human_int(text: str | int) -> int:
+    """vLLM's human-readable integers for lengths and byte counts: 32768, 32k (×1000),
+    32K (×1024), 1M, 1.5k (vllm/engine/arg_utils.py human_readable_int) — as `kvplan check`
+    reads them in deployment files."""
+    from .deploy import human_int
+
+    if isinstance(text, int):
+        return text
+    try:
+        return human_int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not an integer such as 32768, 32k or 32K") from None
+
+
+
+
 def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
     from rich.console import Console
 
@@ -62,9 +78,12 @@ def plan(
     tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
     pipeline_parallel_size: Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp")] = None,
     data_parallel_size: Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="tokens")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(
+        "--max-model-len", help="tokens; 32k = 32000, 32K = 32768 (as vLLM reads it)",
+        parser=_human_int, metavar="INT")] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option(
+        "--max-num-batched-tokens", parser=_human_int, metavar="INT")] = None,
     max_input_tokens: Annotated[Optional[int], typer.Option(
         "--max-input-tokens", help="TGI only: longest prompt (default: --max-model-len − 1)")] = None,
     gpu_memory_utilization: Annotated[Optional[float], typer.Option(
@@ -86,7 +105,8 @@ def plan(
     usage_context: Annotated[Optional[str], typer.Option(
         "--usage-context", help="serve (vllm serve, default) or llm (offline LLM class): batch defaults")] = None,
     kv_cache_memory_bytes: Annotated[Optional[int], typer.Option(
-        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)")] = None,
+        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)",
+        parser=_human_int, metavar="INT")] = None,
     gpu_memory_gib: Annotated[Optional[float], typer.Option(
         "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
         "your vLLM log prints")] = None,
@@ -166,7 +186,8 @@ def compare(
     gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name.")],
     tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
     max_model_len: Annotated[Optional[int], typer.Option(
-        "--max-model-len", help="context length for every engine (default: each engine's own)")] = None,
+        "--max-model-len", help="context length for every engine (default: each engine's own)",
+        parser=_human_int, metavar="INT")] = None,
     kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype")] = None,
     gpu_memory_gib: Annotated[Optional[float], typer.Option("--gpu-memory-gib")] = None,
     target_concurrency: Annotated[Optional[int], typer.Option("--target-concurrency")] = None,

@@ -210,3 +210,24 @@ def test_fp8_kv_cache_below_cc_8_9_and_fp8_weights_on_ampere_are_warned(capsys):
     code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "-q", "fp8",
                                "--kv-cache-dtype", "fp8")
     assert not {"fp8-weight-only", "fp8-kv-emulated", "gpu-capability"} & set(_codes(data))
+
+
+# ------------------------------------------- 10: block sizes and human-readable integers
+
+
+def test_block_size_outside_vllms_choices_is_refused(capsys):
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--block-size", "7")
+    assert code == 2 and "--block-size 7" in err and "16" in err
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--block-size", "32")
+    assert code == 0 and "--block-size 32" in data["command"]
+
+
+@pytest.mark.parametrize("text,value", [("32k", 32000), ("32K", 32768), ("8192", 8192)])
+def test_plan_reads_human_readable_lengths_as_vllm_and_check_do(capsys, text, value):
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--max-model-len", text)
+    assert code == 0 and data["inputs"]["max_model_len"]["value"] == value
+
+
+def test_plan_refuses_a_malformed_length_as_usage_error(capsys):
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "32x")
+    assert code == 2 and "32k" in err and "internal error" not in err

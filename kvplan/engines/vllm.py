@@ -131,6 +131,9 @@ NON_TORCH_BYTES_TP_NVSWITCH = int(1.82 * GiB)
 STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
 
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py; FlashAttention/FlashInfer accept 16
+# --block-size choices: vllm/config/cache.py BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
+# (256 added after 0.6; older releases stop at 128). Anything else is refused by the parser.
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 
 # ----------------------------------------------------------------------- defaults
@@ -467,6 +470,9 @@ class VllmEngine(Engine):
             seqs = min(seqs, tokens)
         util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
         block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
+        if block not in BLOCK_SIZES:
+            raise InvalidInputError(f"--block-size {block} is not one vLLM accepts",
+                                    hint="use one of " + ", ".join(map(str, BLOCK_SIZES)))
         prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
         expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
         hybrid = not knobs.disable_hybrid_kv_cache_manager and not era.v0
