@@ -136,18 +136,9 @@ def plan(
 
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
-    from pydantic import ValidationError
-
-    from .errors import InvalidInputError
     from .api import plan as make_plan
-    from .specs import Workload
 
-    try:
-        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                            avg_output_tokens=avg_output_tokens)
-    except ValidationError as e:
-        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
-        raise InvalidInputError(f"{fields} must be a positive integer") from None
+    workload = _workload(target_concurrency, avg_input_tokens, avg_output_tokens)
     from .catalog import resolve_gpu, resolve_model
 
     g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
@@ -197,23 +188,34 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """The same model and GPU on vLLM, SGLang and TGI side by side: KV tokens, concurrency and
-    each engine's recommended knobs. Exit 0 if any engine fits, 1 if none does.
+    each engine's recommended knobs. Without --tensor-parallel-size each engine is planned at the
+    smallest TP at which it fits (the table says so when they differ). Exit 0 if any engine
+    fits, 1 if none does.
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
     from .api import plan as make_plan
     from .catalog import resolve_gpu, resolve_model
     from .engines.registry import NAMES
-    from .specs import Workload
+    from .specs import Plan
 
+    workload = _workload(target_concurrency, avg_input_tokens, avg_output_tokens)
     g = resolve_gpu(gpu)
     with _progress_line() as progress:
         m = resolve_model(model, offline=offline, progress=progress)
-    workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                        avg_output_tokens=avg_output_tokens)
-    plans = [make_plan(m, g, engine=e, workload=workload, tensor_parallel_size=tensor_parallel_size,
-                       max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
-                       gpu_memory_gib=gpu_memory_gib) for e in NAMES]
+
+    def one(engine: str, tp: int | None) -> Plan:
+        return make_plan(m, g, engine=engine, workload=workload, tensor_parallel_size=tp,
+                         max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
+                         gpu_memory_gib=gpu_memory_gib)
+
+    plans = []
+    for e in NAMES:
+        p = one(e, tensor_parallel_size)
+        rec_tp = p.recommendations.tensor_parallel_size.value
+        if tensor_parallel_size is None and not p.fits and rec_tp and rec_tp != p.gpu.count:
+            p = one(e, int(rec_tp))  # each column describes the deployment its serve line runs
+        plans.append(p)
     if as_json:
         sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
     else:
@@ -380,6 +382,22 @@ def schema() -> None:
     sys.stdout.write(json.dumps(Plan.model_json_schema(), indent=2) + "\n")
 
 
+def _workload(target_concurrency: int | None, avg_input_tokens: int | None,
+              avg_output_tokens: int | None):  # noqa: ANN202 - specs imported lazily
+    """The workload flags, validated: a bad value is bad usage naming the flag (exit 2)."""
+    from pydantic import ValidationError
+
+    from .errors import InvalidInputError
+    from .specs import Workload
+
+    try:
+        return Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                        avg_output_tokens=avg_output_tokens)
+    except ValidationError as e:
+        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+        raise InvalidInputError(f"{fields} must be a positive integer") from None
+
+
 def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]:
     """`kvplan NOUN show ID` → (ID, ""); `kvplan NOUN [FILTER]` → (None, filter)."""
     from .errors import InvalidInputError
@@ -408,6 +426,13 @@ def main() -> None:
             raise
         sys.stderr.write(f"Error: {e}\n")
         sys.exit(e.exit_code)
+    except ValueError as e:  # pydantic ValidationError: a value no layer validated (a bug)
+        if debug or type(e).__name__ != "ValidationError":
+            raise
+        errs = e.errors()  # type: ignore[attr-defined]
+        fields = ", ".join("--" + str(x["loc"][0]).replace("_", "-") for x in errs if x["loc"])
+        sys.stderr.write(f"Error: invalid value for {fields or 'an input'}: {errs[0]['msg']}\n")
+        sys.exit(2)
     except Exception as e:  # noqa: BLE001 - the contract: no traceback without KVPLAN_DEBUG
         if debug:
             raise

@@ -93,7 +93,7 @@ def compare_table(plans: list[Plan], console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"{plans[0].model.id} on {plans[0].gpu.count} × {plans[0].gpu.name}",
+    t = Table(title=f"{escape(plans[0].model.id)} on {plans[0].gpu.name}",
               title_justify="left", show_edge=False)
     t.add_column("")
     for p in plans:
@@ -103,6 +103,10 @@ def compare_table(plans: list[Plan], console: Console) -> None:
         t.add_row(label, *cells)
 
     row("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans])
+    row("GPUs (TP × PP × DP)", [
+        f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
+        f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
+        for p in plans])
     row("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans])
     row("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans])
     row("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans])
@@ -115,6 +119,12 @@ def compare_table(plans: list[Plan], console: Console) -> None:
                    + ("—" if getattr(p.recommendations, name).value is None
                       else f"{getattr(p.recommendations, name).value:g}")) for p in plans])
     console.print(t)
+    sizes = {p.inputs["tensor_parallel_size"].value for p in plans}
+    if len(sizes) > 1:
+        each = ", ".join(f"{p.engine.label} {p.inputs['tensor_parallel_size'].value}" for p in plans)
+        console.print(f"[yellow]note[/] the engines are planned at different tensor_parallel_size "
+                      f"({each}): the smallest at which each fits; per-GPU rows are not "
+                      "comparable across them (pass --tensor-parallel-size to fix one)")
     for p in plans:
         console.print(f"\n[bold]{p.engine.label}[/]")
         console.print(p.command, markup=False, soft_wrap=True)

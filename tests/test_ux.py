@@ -231,3 +231,20 @@ def test_plan_reads_human_readable_lengths_as_vllm_and_check_do(capsys, text, va
 def test_plan_refuses_a_malformed_length_as_usage_error(capsys):
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "32x")
     assert code == 2 and "32k" in err and "internal error" not in err
+
+
+# ------------------------------------------------------------ 14: compare
+
+
+def test_compare_validates_workload_flags(capsys):
+    code, _, err = run(capsys, "compare", "llama-3.1-8b", "--gpu", "h100", "--target-concurrency", "0")
+    assert code == 2 and "--target-concurrency" in err and "internal error" not in err
+
+
+def test_compare_says_when_engines_run_at_different_tp(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100")
+    assert "GPUs (TP × PP × DP)" in out
+    assert "different tensor_parallel_size" in out
+    code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100", "-tp", "4")
+    assert "different tensor_parallel_size" not in out
