@@ -88,7 +88,19 @@ def load_policy(config: Path | None, cwd: Path) -> tuple[Policy, str | None]:
                 raise InvalidConfigError("no such file", path=str(config))
             continue
         data = _read_toml(path)
-        section = data.get("tool", {}).get("kvplan") if path.name == "pyproject.toml" else data
+        tool = data.get("tool")
+        if path.name == "pyproject.toml":
+            section = tool.get("kvplan") if isinstance(tool, dict) else None
+        elif isinstance(tool, dict) and "kvplan" in tool:
+            # kvplan.toml holding the README's [tool.kvplan] snippet: the same settings
+            rest = {k: v for k, v in data.items() if k != "tool"}
+            extra = sorted(set(tool) - {"kvplan"})
+            if extra:
+                raise InvalidConfigError(f"unknown table [tool.{extra[0]}]", path=str(path),
+                                         hint="kvplan.toml holds kvplan settings only")
+            section = {**rest, **tool["kvplan"]}
+        else:
+            section = data
         if section is None:
             continue
         return _validate_policy(section, str(path)), str(path)

@@ -313,7 +313,7 @@ def check(
     sets: Annotated[Optional[list[str]], typer.Option(
         "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template (repeatable)")] = None,
     config: Annotated[Optional[Path], typer.Option(
-        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
+        "--config", help="policy file (default: ./kvplan.toml, else \\[tool.kvplan] in ./pyproject.toml)")] = None,
     min_concurrency: Annotated[Optional[float], typer.Option(
         "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
     min_kv_tokens: Annotated[Optional[int], typer.Option("--min-kv-tokens", help="policy")] = None,

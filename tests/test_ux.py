@@ -248,3 +248,35 @@ def test_compare_says_when_engines_run_at_different_tp(capsys, monkeypatch):
     assert "different tensor_parallel_size" in out
     code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100", "-tp", "4")
     assert "different tensor_parallel_size" not in out
+
+
+# ------------------------------------------------------------ 9: policy files and help text
+
+
+def test_kvplan_toml_accepts_the_tool_kvplan_snippet(tmp_path):
+    from kvplan.check import load_policy
+
+    (tmp_path / "kvplan.toml").write_text("[tool.kvplan]\nmin_concurrency = 4\ngpu = 'h100'\n")
+    policy, where = load_policy(None, tmp_path)
+    assert policy.min_concurrency == 4 and policy.gpu == "h100" and where.endswith("kvplan.toml")
+    (tmp_path / "kvplan.toml").write_text("min_concurrency = 2\n")
+    assert load_policy(None, tmp_path)[0].min_concurrency == 2
+
+
+def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
+    """Brackets in help text ([tool.kvplan]) must not be eaten as rich markup."""
+    import re
+
+    import typer.main
+
+    from kvplan.cli import app
+
+    monkeypatch.setenv("COLUMNS", "400")
+    group = typer.main.get_command(app)
+    norm = lambda t: re.sub(r"[\s│]+", " ", t)  # noqa: E731
+    for name, cmd in group.commands.items():
+        code, out, _ = run(capsys, name, "--help")
+        for param in cmd.params:
+            help_text = getattr(param, "help", None)
+            if help_text:
+                assert norm(help_text.replace("\\[", "[")) in norm(out), (name, help_text)
