@@ -77,7 +77,8 @@ class Knobs(BaseModel):
             what = (f"in {span}" if span and err["type"] in _RANGE_ERRORS
                     else err["msg"].lower().removeprefix("input should be "))
             raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
-                                    hint=_RANGE_HINTS.get(name)) from None
+                                    hint=_RANGE_HINTS.get(name), code="out-of-range",
+                                    knob=name) from None
 
     def given(self) -> dict[str, Any]:
         """The knobs the user set (not None)."""
@@ -158,7 +159,8 @@ def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[st
         dtype = DTYPE_ALIASES.get(requested.lower())
         if dtype is None:
             raise InvalidInputError(f"unknown --dtype {requested!r}",
-                                    hint="use auto, bfloat16, float16 or float32")
+                                    hint="use auto, bfloat16, float16 or float32",
+                                    code="dtype-unknown", knob="dtype")
         return dtype, "cli"
     supported = [d for d in ("bfloat16", "float16", "float32")
                  if (d != "bfloat16" or _has_bf16(gpu))
@@ -267,9 +269,11 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         valid = ", ".join(map(str, valid_tp_sizes(m)))
         raise InvalidInputError(
             f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "
-            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}")
+            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}",
+            code="tensor-parallel-size-invalid", knob="tensor_parallel_size")
     if pp > m.num_layers:
-        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers")
+        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers",
+                                code="pipeline-parallel-size-invalid", knob="pipeline_parallel_size")
 
     if knobs.gpu_memory_gib is not None:
         total = int(knobs.gpu_memory_gib * GiB)
@@ -292,7 +296,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         sources["kv_cache_dtype"] = "cli"
     else:
         raise InvalidInputError(f"unsupported --kv-cache-dtype {kv_req!r}",
-                                hint="use auto, " + ", ".join(KV_DTYPES))
+                                hint="use auto, " + ", ".join(KV_DTYPES),
+                                code="kv-cache-dtype-unsupported", knob="kv_cache_dtype")
 
     quant = m.quantization
     qname = knobs.quantization
@@ -305,14 +310,16 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
             have = f"the checkpoint is {quant.method}" if quant else "the checkpoint is unquantized"
             raise InvalidInputError(f"--quantization {qname!r} does not match the model ({have})",
                                     hint="kvplan models online --quantization fp8, or the "
-                                    "checkpoint's own format (drop the flag)")
+                                    "checkpoint's own format (drop the flag)",
+                                    code="quantization-mismatch", knob="quantization")
         elif quant is None:  # online FP8: per-tensor weight scales after loading
             quant = QuantSpec(method="fp8", source="cli")
     elif quant is not None:
         sources["quantization"] = "model-config"
     if knobs.enable_expert_parallel and m.moe is None:
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
-                                hint=f"{m.id} has no experts; drop the flag")
+                                hint=f"{m.id} has no experts; drop the flag",
+                                code="expert-parallel-needs-moe", knob="enable_expert_parallel")
     problems = capability_problems(m, gpu, dtype, knobs.dtype if sources["dtype"] == "cli" else None,
                                    kv_dtype, quant)
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems))

@@ -165,7 +165,7 @@ def _check_supported(eng: Engine, knobs: Knobs) -> None:
     raise InvalidInputError(
         f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
         hint="drop it" + (f", or plan with --engine {' / '.join(e.lower() for e in have)}"
-                          if have else ""))
+                          if have else ""), code="setting-not-supported", knob=bad[0])
 
 
 def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, SourcedValue]:

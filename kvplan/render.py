@@ -209,11 +209,12 @@ def check_table(report: CheckReport, console: Console) -> None:
     for d in report.deployments:
         p = d.plan
         gpu = f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?")
-        serious = [x for x in [*d.problems, *d.policy_violations] if x.severity != "info"]
+        shown = [x for x in [*d.problems, *d.policy_violations]  # the lines printed below
+                 if not (x.severity == "info" and d.status == "fits")]
         t.add_row(escape(f"{d.file}:{d.line}"), escape(d.model or "?"), escape(gpu),
                   f"[{colour[d.status]}]{d.status}[/]",
                   f"{p.kv_cache.tokens:,}" if p else "—",
-                  f"{p.kv_cache.max_concurrency:g}x" if p else "—", str(len(serious)))
+                  f"{p.kv_cache.max_concurrency:g}x" if p else "—", str(len(shown)))
     console.print(t)
     for d in report.deployments:
         for x in [*d.policy_violations, *d.problems]:

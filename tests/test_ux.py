@@ -280,3 +280,65 @@ def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
             help_text = getattr(param, "help", None)
             if help_text:
                 assert norm(help_text.replace("\\[", "[")) in norm(out), (name, help_text)
+
+
+# ------------------------------------- 8, 11, 15: check reports what the engine would refuse
+
+
+def _check(capsys, tmp_path, text, name="serve.sh", *extra):
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run(capsys, "check", str(path), "--gpu", "h100", "--json", *extra)
+    return code, json.loads(out)
+
+
+def test_unknown_engine_flags_are_errors_with_did_you_mean(capsys, tmp_path):
+    code, report = _check(capsys, tmp_path, "vllm serve meta-llama/Llama-3.1-8B-Instruct "
+                          "--max-model-length 65536 --gpu-memory-utilisation 0.99\n")
+    d = report["deployments"][0]
+    msgs = [p["message"] for p in d["problems"] if p["code"] == "unknown-flag"]
+    assert code == 2 and d["status"] == "error"
+    assert any("did you mean --max-model-len" in m for m in msgs)
+    assert any("did you mean --gpu-memory-utilization" in m for m in msgs)
+
+
+def test_valid_unmodelled_flags_are_kept(capsys, tmp_path):
+    code, report = _check(capsys, tmp_path, "vllm serve meta-llama/Llama-3.1-8B-Instruct "
+                          "--port 8000 --served-model-name x --no-enable-log-requests "
+                          "--compilation-config.level=3 -O3 --swap-space 4 --max-model-len 8192\n")
+    assert code == 0, report["deployments"][0]["problems"]
+
+
+@pytest.mark.parametrize("line,engine", [
+    ("python -m vllm.entrypoints.api_server --model meta-llama/Llama-2-7b-chat-hf", "vllm"),
+    ("python3 -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-2-7b-chat-hf", "vllm"),
+    ("vllm serve meta-llama/Llama-2-7b-chat-hf", "vllm"),
+    ("python3 -m sglang.launch_server --model-path meta-llama/Llama-2-7b-chat-hf", "sglang"),
+    ("sglang serve meta-llama/Llama-2-7b-chat-hf --port 30000", "sglang"),
+    ("text-generation-launcher --model-id meta-llama/Llama-2-7b-chat-hf -p 8080", "tgi"),
+])
+def test_every_entry_point_is_recognised(capsys, tmp_path, line, engine):
+    code, report = _check(capsys, tmp_path, line + "\n")
+    d = report["deployments"][0]
+    assert d["engine"] == engine and d["model"] == "meta-llama/Llama-2-7b-chat-hf", d
+    assert code == 0, d["problems"]
+
+
+def test_legacy_api_server_reports_every_refusal_with_specific_codes(capsys, tmp_path):
+    code, report = _check(capsys, tmp_path, "python -m vllm.entrypoints.api_server --model "
+                          "meta-llama/Llama-2-7b-chat-hf --tensor-parallel-size 1 "
+                          "--gpu-memory-utilization 0.9 --max-model-len 8192 --quantization awq\n")
+    codes = {p["code"] for p in report["deployments"][0]["problems"]}
+    assert code == 2
+    assert {"max-model-len-above-model-maximum", "quantization-mismatch"} <= codes
+    assert "error" not in codes
+
+
+def test_check_table_counts_the_problems_it_prints(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    path = tmp_path / "serve.sh"
+    path.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct --port 8000\n")
+    code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    row = next(line for line in out.splitlines() if "serve.sh:1" in line and "│" in line)
+    printed = [line for line in out.splitlines() if line.startswith(f"{path}:1 ")]
+    assert row.split("│")[-1].strip() == str(len(printed))

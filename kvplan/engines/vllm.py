@@ -29,6 +29,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     cudagraph_bytes,
 )
 from ..versions import parse_version
+from . import flags as known_flags
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage
 
 # ------------------------------------------------------------------------ eras
@@ -435,7 +436,8 @@ class VllmEngine(Engine):
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
         image_versions=(_IMAGE,), pip_version=_PIP,
-        image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True)
+        image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
+        known_flags=known_flags.VLLM)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)
@@ -456,7 +458,8 @@ class VllmEngine(Engine):
             raise InvalidInputError(
                 f"--max-model-len {max_len} exceeds the model's maximum of {derived_len} tokens; "
                 "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-                hint=f"use --max-model-len {derived_len} or less")
+                hint=f"use --max-model-len {derived_len} or less",
+                code="max-model-len-above-model-maximum", knob="max_model_len")
         usage = knobs.usage_context or "serve"
         tokens_default, seqs_default, _ = batch_defaults(layout.gpu_total_bytes, gpu.device_name,
                                                          era, usage)
@@ -472,7 +475,8 @@ class VllmEngine(Engine):
         block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
         if block not in BLOCK_SIZES:
             raise InvalidInputError(f"--block-size {block} is not one vLLM accepts",
-                                    hint="use one of " + ", ".join(map(str, BLOCK_SIZES)))
+                                    hint="use one of " + ", ".join(map(str, BLOCK_SIZES)),
+                                    code="block-size-invalid", knob="block_size")
         prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
         expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
         hybrid = not knobs.disable_hybrid_kv_cache_manager and not era.v0
