@@ -144,7 +144,7 @@ def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
     kv, inputs = p.kv_cache, p.inputs
     length = inputs["max_model_len"].value
     if policy.min_concurrency is not None and kv.max_concurrency < policy.min_concurrency:
-        add("min_concurrency", f"the KV cache holds {kv.max_concurrency:g} requests at "
+        add("min_concurrency", f"the KV cache holds {kv.max_concurrency:.2f} requests at "
             f"max_model_len {length}; the policy needs {policy.min_concurrency:g}")
     if policy.min_kv_tokens is not None and kv.tokens < policy.min_kv_tokens:
         add("min_kv_tokens", f"{kv.tokens:,} KV tokens; the policy needs {policy.min_kv_tokens:,}")

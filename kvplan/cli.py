@@ -19,6 +19,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it.",
 )
@@ -40,6 +41,21 @@ def _human_int(text: str | int) -> int:
         raise typer.BadParameter(f"{text!r} is not an integer such as 32768, 32k or 32K") from None
 
 
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"kvplan {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print kvplan's version and exit.")] = None,
+          ) -> None:
+    """Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it."""
 
 
 def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
@@ -225,18 +241,47 @@ def compare(
     raise typer.Exit(0 if any(p.fits for p in plans) else 1)
 
 
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="table (fits 80 columns; ids never cut), tsv (every column, for scripts) "
+    "or json")]
+
+
+def _list_format(fmt: str, as_json: bool) -> str:
+    from .errors import InvalidInputError
+
+    fmt = "json" if as_json else fmt.lower()
+    if fmt not in {"table", "tsv", "json"}:
+        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, tsv or json")
+    return fmt
+
+
+def _nothing_matched(noun: str, needle: str, suggestions: list[str]) -> None:
+    """A filter that matches nothing is bad input (exit 2), as an unknown id is for `plan`."""
+    from .errors import KvplanError
+
+    raise KvplanError(f"no catalogue {noun} matches {needle!r}",
+                      hint=(f"did you mean {', '.join(repr(x) for x in suggestions)}? "
+                            if suggestions else "") + f"`kvplan {noun}s` lists them all")
+
+
 @app.command()
 def models(
     args: Annotated[Optional[list[str]], typer.Argument(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
+    fmt: FormatOpt = "table",
     as_json: JsonOpt = False,
 ) -> None:
-    """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`)."""
+    """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`).
+
+    A model answers to its repo id, its repo name without the owner, and its aliases (case,
+    '-' and '_' ignored); an alias without instruct/it/chat names the base model where the
+    catalogue has one."""
     from .catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
     from .errors import UnknownModelError
     from .kv import layer_specs
     from .weights import parameter_count
 
+    fmt = _list_format(fmt, as_json)
     show, needle = _show_or_filter(args, "models")
     if show is not None:
         entry = find_model_entry(show)
@@ -244,23 +289,27 @@ def models(
             raise UnknownModelError(show, suggest_models(show))
         m = load_catalog_model(entry)
         data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
-        if as_json:
+        if fmt == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            from rich.pretty import Pretty
+            from .render import model_detail
 
-            _console().print(Pretty(data))
+            model_detail(entry, m, parameter_count(m), _console(), tsv=fmt == "tsv")
         return
     rows = []
+    key = needle.replace("-", "").replace("_", "")
     for entry in model_entries():
-        if needle and needle not in entry.id.lower() and not any(needle in a for a in entry.aliases):
+        names = [entry.id, *entry.aliases]
+        if key and not any(key in n.lower().replace("-", "").replace("_", "") for n in names):
             continue
         m = load_catalog_model(entry)
         dt = m.dtype if m.dtype != "float32" else "bfloat16"
         specs = layer_specs(m, range(m.num_layers), tp=1, kv_dtype=dt, state_dtype=dt,
                             hybrid_manager=True)
         rows.append((entry, m, parameter_count(m), sum(x.bytes_per_token for x in specs)))
-    if as_json:
+    if not rows:
+        _nothing_matched("model", needle, suggest_models(needle))
+    if fmt == "json":
         from .render import attention_layout
 
         sys.stdout.write(json.dumps([{"id": e.id, "model_type": m.model_type,
@@ -270,36 +319,45 @@ def models(
     else:
         from .render import models_table
 
-        models_table(rows, _console())
+        models_table(rows, _console(), tsv=fmt == "tsv")
 
 
 @app.command()
 def gpus(
     args: Annotated[Optional[list[str]], typer.Argument(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
+    fmt: FormatOpt = "table",
     as_json: JsonOpt = False,
 ) -> None:
     """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`)."""
     from .catalog import gpu_specs, resolve_gpu
 
+    fmt = _list_format(fmt, as_json)
     show, needle = _show_or_filter(args, "gpus")
     if show is not None:
         g = resolve_gpu(show)
-        if as_json:
+        if fmt == "json":
             sys.stdout.write(g.model_dump_json(indent=2) + "\n")
         else:
-            from rich.pretty import Pretty
+            from .render import gpu_detail
 
-            _console().print(Pretty(g.model_dump()))
+            gpu_detail(g, _console(), tsv=fmt == "tsv")
         return
     rows = [g for g in gpu_specs() if not needle or needle in g.id
             or any(needle in n.lower() for n in (g.name, *g.smi_names, *g.aliases))]
-    if as_json:
+    if not rows:
+        from .errors import UnknownGpuError
+
+        try:
+            resolve_gpu(needle)
+        except UnknownGpuError as e:
+            _nothing_matched("gpu", needle, e.suggestions)
+    if fmt == "json":
         sys.stdout.write(json.dumps([g.model_dump() for g in rows], indent=2) + "\n")
     else:
         from .render import gpus_table
 
-        gpus_table(rows, _console())
+        gpus_table(rows, _console(), tsv=fmt == "tsv")
 
 
 @app.command()
@@ -313,7 +371,7 @@ def check(
     sets: Annotated[Optional[list[str]], typer.Option(
         "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template (repeatable)")] = None,
     config: Annotated[Optional[Path], typer.Option(
-        "--config", help="policy file (default: ./kvplan.toml, else \\[tool.kvplan] in ./pyproject.toml)")] = None,
+        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
     min_concurrency: Annotated[Optional[float], typer.Option(
         "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
     min_kv_tokens: Annotated[Optional[int], typer.Option("--min-kv-tokens", help="policy")] = None,

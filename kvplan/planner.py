@@ -385,8 +385,8 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
             f"; one request fits {pres.max_concurrency:.2f} times over" if met else
             "; it does not fit as configured (see the problems)"))
     elif n and not work_len:
-        rec_len = Recommendation(value=max_len, reason=f"largest length at which {n} concurrent "
-                                 f"requests fit at {util_name} {util if util else current:g}")
+        rec_len = Recommendation(value=max_len, reason=f"largest length at which "
+                                 f"{_plural(n, 'concurrent request')} fit at {util_name} {util if util else current:g}")
     elif rec_len_value != max_len:
         rec_len = Recommendation(value=rec_len_value, reason="the configured length does not fit; "
                                  "this is the largest that does (the engine's estimated maximum "

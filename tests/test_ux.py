@@ -273,7 +273,7 @@ def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "400")
     group = typer.main.get_command(app)
-    norm = lambda t: re.sub(r"[\s│]+", " ", t)  # noqa: E731
+    norm = lambda t: re.sub(r"[\s│]+", "", t)  # noqa: E731 - wrapping may split anywhere
     for name, cmd in group.commands.items():
         code, out, _ = run(capsys, name, "--help")
         for param in cmd.params:
@@ -339,6 +339,119 @@ def test_check_table_counts_the_problems_it_prints(capsys, tmp_path, monkeypatch
     path = tmp_path / "serve.sh"
     path.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct --port 8000\n")
     code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
-    row = next(line for line in out.splitlines() if "serve.sh:1" in line and "│" in line)
-    printed = [line for line in out.splitlines() if line.startswith(f"{path}:1 ")]
-    assert row.split("│")[-1].strip() == str(len(printed))
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("where"))
+    row = lines[header + 1].split()
+    printed = [line for line in lines[header + 2:] if line.startswith(f"{path}:1 ")]
+    assert row[3] == str(len(printed)) and printed
+
+
+# ------------------------------------------- tables at 80 columns, in pipes, and as TSV
+
+
+def _render80(fn, *args, **kw):
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    fn(*args, Console(width=80, file=buf, highlight=False), **kw)
+    return buf.getvalue()
+
+
+def _model_rows():
+    from kvplan.catalog import load_catalog_model, model_entries
+    from kvplan.weights import parameter_count
+
+    return [(e, m, parameter_count(m), 1) for e in model_entries() for m in [load_catalog_model(e)]]
+
+
+def test_models_table_at_80_columns_keeps_every_id_whole():
+    from kvplan.render import models_table
+
+    rows = _model_rows()
+    out = _render80(models_table, rows)
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    for e, *_ in rows:
+        assert any(line.split()[0] == e.id for line in lines[1:] if line.strip()), e.id
+
+
+def test_gpus_table_at_80_columns_keeps_every_id_whole():
+    from kvplan.catalog import gpu_specs
+    from kvplan.render import gpus_table
+
+    out = _render80(gpus_table, list(gpu_specs()))
+    firsts = {line.split()[0] for line in out.splitlines() if line.strip()}
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert {g.id for g in gpu_specs()} <= firsts
+
+
+def test_check_and_compare_tables_at_80_columns(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, "compare", "llama-3.1-8b", "--gpu", "h100")
+    table = out.split("\n\n")[0].splitlines()
+    assert all(len(line) <= 80 for line in table) and "131,072" in out
+    path = tmp_path / "s.sh"
+    path.write_text("vllm serve RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic -tp 4\n")
+    code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    lines = out.splitlines()
+    row = lines[next(i for i, line in enumerate(lines) if line.startswith("where")) + 1]
+    assert "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic" in row.split()
+
+
+def test_models_tsv_has_every_column_and_grep_finds_whole_ids(capsys):
+    code, out, _ = run(capsys, "models", "--format", "tsv")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split("\t")[:2] == ["id", "params"] and "aliases" in lines[0]
+    assert any(line.startswith("Qwen/Qwen3-8B\t") for line in lines)
+    code, out, _ = run(capsys, "models", "qwen")
+    assert all("Qwen/" in line for line in out.splitlines()[1:] if line.strip())
+
+
+def test_plan_help_at_80_columns_shows_whole_option_names(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run(capsys, "plan", "--help")
+    for name in ("--tensor-parallel-size", "--gpu-memory-utilization", "--max-num-batched-tokens",
+                 "--disable-hybrid-kv-cache-manager", "--minimize-utilization"):
+        assert name in out
+
+
+# ------------------------------------------------------------ 13: small things
+
+
+def test_models_filter_matching_nothing_is_bad_input(capsys):
+    code, out, err = run(capsys, "models", "nonexistent")
+    assert code == 2 and out == "" and "no catalogue model matches 'nonexistent'" in err
+    code, out, err = run(capsys, "gpus", "v99")
+    assert code == 2 and "no catalogue gpu matches" in err
+
+
+def test_show_is_readable_and_has_json(capsys):
+    code, out, _ = run(capsys, "models", "show", "llama-3.1-8b")
+    assert code == 0 and "{" not in out and "aliases" in out and "meta-llama/Llama-3.1-8B" in out
+    code, out, _ = run(capsys, "models", "show", "llama-3.1-8b", "--json")
+    assert json.loads(out)["entry"]["id"] == "meta-llama/Llama-3.1-8B"
+    code, out, _ = run(capsys, "gpus", "show", "h200")
+    assert code == 0 and "compute capability" in out and "{'" not in out
+    code, out, _ = run(capsys, "gpus", "show", "h200", "--json")
+    assert json.loads(out)["id"] == "h200-sxm-141gb"
+
+
+def test_version(capsys):
+    from kvplan import __version__
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"kvplan {__version__}"
+
+
+def test_concurrency_is_formatted_alike_everywhere(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    path = tmp_path / "s.sh"
+    path.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    _, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    import re
+
+    assert re.search(r"\b\d+\.\d\dx\b", out)
+    _, out, _ = run(capsys, "check", str(path), "--gpu", "h100", "--format", "github")
+    assert re.search(r"\d+\.\d\dx concurrency", out)
