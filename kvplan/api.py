@@ -33,8 +33,8 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
 
 
 def larger_gpus(g: GpuSpec) -> list[GpuSpec]:
-    """Catalogue GPUs of the same vendor with more memory than `g`, smallest first: the "a
-    larger GPU" alternative a plan that does not fit names."""
+    """Catalogue GPUs of the same vendor with at least 10 % more memory than `g`, smallest
+    first: the "a larger GPU" alternative a plan that does not fit names."""
     total = g.cuda_total_bytes or 0
     return sorted((x for x in gpu_specs() if x.vendor == g.vendor and x.cuda_total_bytes
-                   and x.cuda_total_bytes > total), key=lambda x: (x.cuda_total_bytes, x.id))
+                   and x.cuda_total_bytes > 1.1 * total), key=lambda x: (x.cuda_total_bytes, x.id))

@@ -382,7 +382,8 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
                                  "KV cache")
     elif given_len:
         rec_len = Recommendation(value=max_len, reason="as given" + (
-            f"; one request fits {pres.max_concurrency:.2f} times over" if met else
+            f"; the KV cache holds {pres.max_concurrency:.2f} requests of {max_len} tokens"
+            if met else
             "; it does not fit as configured (see the problems)"))
     elif n and not work_len:
         rec_len = Recommendation(value=max_len, reason=f"largest length at which "
