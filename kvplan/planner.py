@@ -325,6 +325,8 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
             problems.append(Problem(code="gpu-memory-utilization-too-low", severity="warning",
                                     message=f"{util_name} {current:g} cannot hold {goal.text()}; "
                                     f"the serve line uses {needed:g}"))
+    elif workable and needed == current:
+        util, util_reason = current, f"the engine default: exactly what {goal.text()} {goal.need()}"
     elif workable:
         util = current
         util_reason = (f"the engine default; {goal.text()} {goal.need()} {needed}, and the rest of the "
@@ -408,10 +410,16 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     cap = eng.max_seqs_cap(gpu, pdep)
     capped = cap is not None and fit_seqs > cap
     at = f" at {util_name} {util:g}" if util else ""
-    rec_seqs = Recommendation(
-        value=(min(fit_seqs, cap) if capped else fit_seqs) or None,  # type: ignore[type-var]
-        reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
-        + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
+    if "max_num_seqs" in given:  # the user's batch size always starts: keep it, say what it means
+        seqs = int(pdep.max_num_seqs)
+        over = f"more than {fit_seqs} running at once are preempted: " if seqs > fit_seqs else ""
+        rec_seqs = Recommendation(value=seqs, reason=f"as given; {over}the KV cache{at} holds "
+                                  f"{_plural(fit_seqs, 'request')} of {what}")
+    else:
+        rec_seqs = Recommendation(
+            value=(min(fit_seqs, cap) if capped else fit_seqs) or None,  # type: ignore[type-var]
+            reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
+            + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
 
     for r in (rec_len, rec_seqs, rec_util):
         r.reason = prefix + r.reason

@@ -455,3 +455,16 @@ def test_concurrency_is_formatted_alike_everywhere(capsys, tmp_path, monkeypatch
     assert re.search(r"\b\d+\.\d\dx\b", out)
     _, out, _ = run(capsys, "check", str(path), "--gpu", "h100", "--format", "github")
     assert re.search(r"\d+\.\d\dx concurrency", out)
+
+
+# ------------------------------- 3 (same class): a given --max-num-seqs is kept, every engine
+
+
+@pytest.mark.parametrize("engine,flag", [("vllm", "--max-num-seqs"), ("sglang", "--max-running-requests"),
+                                         ("tgi", "--max-concurrent-requests")])
+def test_given_max_num_seqs_is_kept_in_the_serve_line(capsys, engine, flag):
+    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--max-num-seqs", "64",
+                               "--max-model-len", "8192", "--engine", engine)
+    assert f"{flag} 64" in data["command"]
+    rec = data["recommendations"]["max_num_seqs"]
+    assert rec["value"] == 64 and "preempted" in rec["reason"]
