@@ -374,12 +374,16 @@ def check(
         "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
     min_concurrency: Annotated[Optional[float], typer.Option(
         "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
-    min_kv_tokens: Annotated[Optional[int], typer.Option("--min-kv-tokens", help="policy")] = None,
+    min_kv_tokens: Annotated[Optional[int], typer.Option(
+        "--min-kv-tokens", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
+        metavar="INT")] = None,
     min_headroom_gib: Annotated[Optional[float], typer.Option(
         "--min-headroom-gib", help="policy: GiB per GPU left outside vLLM's budget")] = None,
     max_gpu_memory_utilization: Annotated[Optional[float], typer.Option(
         "--max-gpu-memory-utilization", help="policy")] = None,
-    min_max_model_len: Annotated[Optional[int], typer.Option("--min-max-model-len", help="policy")] = None,
+    min_max_model_len: Annotated[Optional[int], typer.Option(
+        "--min-max-model-len", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
+        metavar="INT")] = None,
     require_fp8_kv_cache: Annotated[Optional[bool], typer.Option(
         "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
     offline: Annotated[Optional[bool], typer.Option(

@@ -49,16 +49,16 @@ def plan_table(plan: Plan, console: Console) -> None:
     est = set(mem.estimated)
     t.add_row("device total (CUDA)", _gib(mem.total_bytes),
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
-    t.add_row("budget", _gib(mem.budget_bytes), notes.get("budget", ""))
+    t.add_row("budget", _gib(mem.budget_bytes), escape(notes.get("budget", "")))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
     rounding_mib = (mem.weights_bytes - mem.weights_tensor_bytes) / 2**20
     rounding = f", {rounding_mib:,.0f} MiB rounding" if rounding_mib >= 0.5 else ""
     t.add_row("  weights", _gib(mem.weights_bytes), f"exact: {origin}, RoPE{rounding}")
-    t.add_row("  activation peak", _gib(mem.activation_bytes), notes.get("activation", ""))
-    t.add_row("  non-torch", _gib(mem.non_torch_bytes), notes.get("non_torch", ""))
+    t.add_row("  activation peak", _gib(mem.activation_bytes), escape(notes.get("activation", "")))
+    t.add_row("  non-torch", _gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
     if "cudagraph" in notes:
-        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), notes["cudagraph"])
-    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", notes.get("kv", ""))
+        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
+    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", escape(notes.get("kv", "")))
     console.print(t)
 
     kv = plan.kv_cache
