@@ -15,6 +15,9 @@ from __future__ import annotations
 
 
 VLLM = frozenset("""
+    --worker-use-ray --engine-use-ray --max-context-len-to-capture --max-paddings --embedding-mode
+    --quantization-param-path --image-input-type --image-token-id --image-input-shape
+    --image-feature-size --image-processor --image-processor-revision --disable-image-processor
     --additional-config --all2all-backend --allow-credentials --allowed-headers
     --allowed-local-media-path --allowed-media-domains --allowed-methods --allowed-origins
     --api-key --api-server-count --async-scheduling --attention-backend --attention-config
