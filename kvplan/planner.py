@@ -266,7 +266,9 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
         return (Recommendations(
             max_model_len=Recommendation(value=res.max_model_len or None, reason=why),
             max_num_seqs=Recommendation(value=None, reason=why),
-            gpu_memory_utilization=Recommendation(value=dep.gpu_memory_utilization, reason=why),
+            gpu_memory_utilization=Recommendation(
+                value=dep.gpu_memory_utilization if 0 < dep.gpu_memory_utilization <= 1 else None,
+                reason=why),
             tensor_parallel_size=Recommendation(value=dep.tensor_parallel_size, reason=why)),
             dep, problems)
     given = {k for k, v in dep.sources.items() if v == "cli"}

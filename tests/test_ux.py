@@ -468,3 +468,24 @@ def test_given_max_num_seqs_is_kept_in_the_serve_line(capsys, engine, flag):
     assert f"{flag} 64" in data["command"]
     rec = data["recommendations"]["max_num_seqs"]
     assert rec["value"] == 64 and "preempted" in rec["reason"]
+
+
+def test_no_plan_recommends_an_out_of_range_fraction_anywhere():
+    """The item-2 class over the catalogue: no engine, GPU or tiny device leaks an internal
+    search value (a negative or >1 fraction) into a recommendation or a serve line."""
+    from kvplan.api import plan
+    from kvplan.catalog import load_catalog_model, model_entries, resolve_gpu
+    from kvplan.errors import KvplanError
+
+    gpus = [resolve_gpu(g) for g in ("h100", "t4")]
+    for e in list(model_entries())[::3]:
+        m = load_catalog_model(e)
+        for g in gpus:
+            for engine in ("vllm", "sglang", "tgi"):
+                try:
+                    p = plan(m, g, engine=engine, gpu_memory_gib=0.5)
+                except KvplanError:
+                    continue
+                r = p.recommendations.gpu_memory_utilization.value
+                assert r is None or 0 < r <= 1, (e.id, g.id, engine, r)
+                assert not any(t.startswith("-") and t[1:2].isdigit() for t in p.command.split())
