@@ -52,8 +52,8 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[Optional[bool], typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print kvplan's version and exit.")] = None,
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print kvplan's version and exit.")] = False,
           ) -> None:
     """Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it."""
 
@@ -445,7 +445,7 @@ def schema() -> None:
 
 
 def _workload(target_concurrency: int | None, avg_input_tokens: int | None,
-              avg_output_tokens: int | None):  # noqa: ANN202 - specs imported lazily
+              avg_output_tokens: int | None):
     """The workload flags, validated: a bad value is bad usage naming the flag (exit 2)."""
     from pydantic import ValidationError
 

@@ -13,7 +13,7 @@ from clirun import run
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "docs" / "README.draft.md"  # the lead switches this to ROOT / "README.md"
 
-BLOCK = re.compile(r"<!--\s*readme-test(?:\s+exit=(\d+))?\s*-->\s*\n```[a-z]*\n(.*?)\n```", re.S)
+BLOCK = re.compile(r"<!--\s*readme-test(?:\s+exit=(\d+))?\s*-->\s*\n```[a-z]*\n(.*?)\n```", re.DOTALL)
 
 
 def examples() -> list[tuple[str, int, str]]:

@@ -130,7 +130,7 @@ def test_no_alias_without_a_variant_word_names_a_tuned_model_that_has_a_base():
     from kvplan.catalog import _model_key, model_entries
 
     names = {_model_key(e.id.split("/")[1]): e.id for e in model_entries()}
-    variant = re.compile(r"(instruct|chat|-it\b|thinking)", re.I)
+    variant = re.compile(r"(instruct|chat|-it\b|thinking)", re.IGNORECASE)
     for e in model_entries():
         for a in e.aliases:
             owner = names.get(_model_key(a.split("/")[-1]))
@@ -246,7 +246,7 @@ def test_compare_says_when_engines_run_at_different_tp(capsys, monkeypatch):
     code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100")
     assert "GPUs (TP × PP × DP)" in out
     assert "different tensor_parallel_size" in out
-    code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100", "-tp", "4")
+    _code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100", "-tp", "4")
     assert "different tensor_parallel_size" not in out
 
 
@@ -273,9 +273,9 @@ def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "400")
     group = typer.main.get_command(app)
-    norm = lambda t: re.sub(r"[\s│]+", "", t)  # noqa: E731 - wrapping may split anywhere
+    norm = lambda t: re.sub(r"[\s│]+", "", t)  # wrapping may split anywhere
     for name, cmd in group.commands.items():
-        code, out, _ = run(capsys, name, "--help")
+        _code, out, _ = run(capsys, name, "--help")
         for param in cmd.params:
             help_text = getattr(param, "help", None)
             if help_text:
@@ -288,7 +288,7 @@ def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
 def _check(capsys, tmp_path, text, name="serve.sh", *extra):
     path = tmp_path / name
     path.write_text(text)
-    code, out, err = run(capsys, "check", str(path), "--gpu", "h100", "--json", *extra)
+    code, out, _err = run(capsys, "check", str(path), "--gpu", "h100", "--json", *extra)
     return code, json.loads(out)
 
 
@@ -338,7 +338,7 @@ def test_check_table_counts_the_problems_it_prints(capsys, tmp_path, monkeypatch
     monkeypatch.setenv("COLUMNS", "200")
     path = tmp_path / "serve.sh"
     path.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct --port 8000\n")
-    code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    _code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("where"))
     row = lines[header + 1].split()
@@ -394,7 +394,7 @@ def test_check_and_compare_tables_at_80_columns(capsys, tmp_path, monkeypatch):
     assert all(len(line) <= 80 for line in table) and "131,072" in out
     path = tmp_path / "s.sh"
     path.write_text("vllm serve RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic -tp 4\n")
-    code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    _code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
     lines = out.splitlines()
     row = lines[next(i for i, line in enumerate(lines) if line.startswith("where")) + 1]
     assert "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic" in row.split()
@@ -463,7 +463,7 @@ def test_concurrency_is_formatted_alike_everywhere(capsys, tmp_path, monkeypatch
 @pytest.mark.parametrize("engine,flag", [("vllm", "--max-num-seqs"), ("sglang", "--max-running-requests"),
                                          ("tgi", "--max-concurrent-requests")])
 def test_given_max_num_seqs_is_kept_in_the_serve_line(capsys, engine, flag):
-    code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--max-num-seqs", "64",
+    _code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--max-num-seqs", "64",
                                "--max-model-len", "8192", "--engine", engine)
     assert f"{flag} 64" in data["command"]
     rec = data["recommendations"]["max_num_seqs"]

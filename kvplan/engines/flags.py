@@ -14,7 +14,11 @@ vLLM's `--no-FLAG` (BooleanOptionalAction) and dotted JSON keys (`--compilation-
 from __future__ import annotations
 
 
-VLLM = frozenset("""
+def _flags(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+VLLM = _flags("""
     --worker-use-ray --engine-use-ray --max-context-len-to-capture --max-paddings --embedding-mode
     --quantization-param-path --image-input-type --image-token-id --image-input-shape
     --image-feature-size --image-processor --image-processor-revision --disable-image-processor
@@ -86,10 +90,10 @@ VLLM = frozenset("""
     --use-v2-block-manager --uvicorn-log-level --version --video-pruning-rate --worker-cls
     --worker-extension-cls -O -asc -cc -dcp -dp -dpa -dpb -dpe -dph -dpl -dpn -dpp -h -pcp -pp
     -q -tp
-""".split())
+""")
 
 
-SGLANG = frozenset("""
+SGLANG = _flags("""
     --model-type
     --abort-on-priority-when-disabled --admin-api-key --allow-auto-truncate
     --allowed-media-domains --api-key --asr-max-buffer-seconds --asr-max-concurrent-sessions
@@ -279,10 +283,10 @@ SGLANG = frozenset("""
     --weight-cache-mode --weight-cache-socket --weight-cache-timeout
     --weight-loader-disable-mmap --weight-loader-drop-cache-after-load
     --weight-loader-prefetch-checkpoints --weight-loader-prefetch-num-threads --weight-version
-""".split())
+""")
 
 
-TGI = frozenset("""
+TGI = _flags("""
     --api-key --cors-allow-origin --cuda-graphs --cuda-memory-fraction --disable-crash-reports
     --disable-custom-kernels --disable-grammar-support --disable-usage-stats --dtype
     --enable-cuda-graphs --enable-prefill-logprobs --env --graceful-termination-timeout --help
@@ -296,4 +300,4 @@ TGI = frozenset("""
     --rope-factor --rope-scaling --shard-uds-path --sharded --speculate --tokenizer-config-path
     --trust-remote-code --usage-stats --validation-workers --version --waiting-served-ratio
     --watermark-delta --watermark-gamma --weights-cache-override -e -p
-""".split())
+""")
