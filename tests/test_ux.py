@@ -243,7 +243,7 @@ def test_compare_validates_workload_flags(capsys):
 
 def test_compare_says_when_engines_run_at_different_tp(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100")
+    _code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100")
     assert "GPUs (TP × PP × DP)" in out
     assert "different tensor_parallel_size" in out
     _code, out, _ = run(capsys, "compare", "llama-3.1-70b", "--gpu", "h100", "-tp", "4")
@@ -389,7 +389,7 @@ def test_gpus_table_at_80_columns_keeps_every_id_whole():
 
 def test_check_and_compare_tables_at_80_columns(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    code, out, _ = run(capsys, "compare", "llama-3.1-8b", "--gpu", "h100")
+    _code, out, _ = run(capsys, "compare", "llama-3.1-8b", "--gpu", "h100")
     table = out.split("\n\n")[0].splitlines()
     assert all(len(line) <= 80 for line in table) and "131,072" in out
     path = tmp_path / "s.sh"
