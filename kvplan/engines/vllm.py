@@ -133,8 +133,10 @@ STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
 
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py; FlashAttention/FlashInfer accept 16
 # --block-size choices: vllm/config/cache.py BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
-# (256 added after 0.6; older releases stop at 128). Anything else is refused by the parser.
+# (V1 releases); the V0 argument parser (vllm/engine/arg_utils.py, 0.6–0.7) offered
+# choices=[8, 16, 32, 64, 128]. Anything else is refused when the arguments are parsed.
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+BLOCK_SIZES_V0 = (8, 16, 32, 64, 128)
 
 
 # ----------------------------------------------------------------------- defaults
@@ -473,9 +475,10 @@ class VllmEngine(Engine):
             seqs = min(seqs, tokens)
         util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
         block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
-        if block not in BLOCK_SIZES:
-            raise InvalidInputError(f"--block-size {block} is not one vLLM accepts",
-                                    hint="use one of " + ", ".join(map(str, BLOCK_SIZES)),
+        sizes = BLOCK_SIZES_V0 if era.v0 else BLOCK_SIZES
+        if block not in sizes:
+            raise InvalidInputError(f"--block-size {block} is not one vLLM {version} accepts",
+                                    hint="use one of " + ", ".join(map(str, sizes)),
                                     code="block-size-invalid", knob="block_size")
         prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
         expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
