@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
          engine_version: str | None = None, workload: Workload | None = None,
          revision: str | None = None, token: str | None = None, offline: bool | None = None,
-         gpu_hour_price: float | None = None, **knobs: Any) -> Plan:
+         gpu_hour_price: float | None = None, minimize_utilization: bool = False,
+         **knobs: Any) -> Plan:
     """Plan one deployment on `engine` (see `kvplan.engines.registry.NAMES`). `model` is a
     ModelSpec, a local path, a catalogue id or a Hub repo id (`revision`, `token`, `offline`
     apply to the Hub). `knobs` use vLLM's flag names with underscores (tensor_parallel_size=2,
     max_model_len=32768, …) plus gpu_memory_gib; each engine maps them to its own flags.
     `gpu_hour_price` (USD per GPU-hour) overrides the catalogue's default price.
+    `minimize_utilization`: recommend the smallest budget fraction that meets the workload
+    instead of keeping the engine's default.
 
     Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
     fits=False, not an exception."""
@@ -35,7 +38,8 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
     return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
-                 engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price))
+                 engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price),
+                 minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g))
 
 
 def _price(gpu: GpuSpec, given: float | None) -> Price | None:
@@ -100,7 +104,8 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                   engines=[e for e in engines if e], max_gpus=max_gpus,
                   quantizations=_formats(quantization, "--quantization"),
                   kv_cache_dtypes=_formats(kv_cache_dtype, "--kv-cache-dtype"),
-                  engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms)
+                  engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
+                  larger_gpus=larger_gpus)
 
 
 def resolve_gpus(refs: Sequence[str | GpuSpec]) -> list[GpuSpec]:
@@ -137,3 +142,11 @@ def _formats(value: str | Sequence[str | None] | None, flag: str) -> list[str | 
     if not items:
         raise InvalidInputError(f"{flag} lists nothing", hint="e.g. auto,fp8")
     return list(dict.fromkeys(items))
+
+
+def larger_gpus(g: GpuSpec) -> list[GpuSpec]:
+    """Catalogue GPUs of the same vendor with at least 10 % more memory than `g`, smallest
+    first: the "a larger GPU" alternative a plan that does not fit names."""
+    total = g.cuda_total_bytes or 0
+    return sorted((x for x in gpu_specs() if x.vendor == g.vendor and x.cuda_total_bytes
+                   and x.cuda_total_bytes > 1.1 * total), key=lambda x: (x.cuda_total_bytes, x.id))

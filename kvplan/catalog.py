@@ -11,7 +11,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .checkpoint import attach_headers, local_checkpoint
-from .errors import InvalidConfigError, InvalidInputError, UnknownGpuError, UnknownModelError
+from .errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    UnavailableError,
+    UnknownGpuError,
+    UnknownModelError,
+)
 from .hf_config import load_config_file, spec_from_config, spec_from_path
 from .specs import GpuSpec, ModelSpec
 from .weights import parameter_count
@@ -66,17 +72,30 @@ def model_entries() -> tuple[CatalogEntry, ...]:
         raise InvalidConfigError(f"invalid catalogue index: {e}", path=str(path)) from e
 
 
+def _model_key(name: str) -> str:
+    """Case, '-', '_' and spaces ignored: 'Llama3.1-8B' and 'llama-3.1-8b' are one key."""
+    return re.sub(r"[\s_\-]+", "", name.lower().strip())
+
+
 @cache
 def _model_keys() -> dict[str, CatalogEntry]:
+    """Alias rule (README, `kvplan models show`): a model answers to its repo id, to its repo
+    name without the owner, and to its aliases, ignoring case, '-' and '_'. A repo name always
+    wins over another entry's alias, so `llama-3.1-8b` is meta-llama/Llama-3.1-8B (the base) and
+    `llama-3.1-8b-instruct` the Instruct model; an alias without a variant word (instruct, it,
+    chat) names the base model, or the tuned one where the catalogue has no base."""
     keys: dict[str, CatalogEntry] = {}
     for e in model_entries():
-        for key in (e.id, e.id.split("/", 1)[1], *e.aliases):
-            keys.setdefault(key.lower(), e)
+        for key in (e.id, e.id.split("/", 1)[1]):
+            keys.setdefault(_model_key(key), e)
+    for e in model_entries():
+        for key in e.aliases:
+            keys.setdefault(_model_key(key), e)
     return keys
 
 
 def find_model_entry(ref: str) -> CatalogEntry | None:
-    return _model_keys().get(ref.lower().strip())
+    return _model_keys().get(_model_key(ref))
 
 
 def load_catalog_model(entry: CatalogEntry) -> ModelSpec:
@@ -107,7 +126,7 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         m = load_catalog_model(entry)
         # A repo-id alias names another repo with the same config (Instruct/Chat siblings,
         # renamed repos): plan under that name, so the serve command points where asked.
-        alias = next((a for a in entry.aliases if "/" in a and a.lower() == ref.lower().strip()), None)
+        alias = next((a for a in entry.aliases if "/" in a and _model_key(a) == _model_key(ref)), None)
         if alias is None:
             return m
         return m.model_copy(update={"id": alias, "source": f"{m.source}; config of {entry.id}, "
@@ -127,17 +146,30 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         if e.suggestions:
             e.hint = "did you mean " + ", ".join(repr(x) for x in e.suggestions) + "?"
         raise
+    except UnavailableError as e:
+        # A typo'd repo id goes to the Hub like any repo id; when it fails, name the close
+        # catalogue ids. Offline, a near-miss of a catalogue id is bad input (exit 2).
+        close = suggest_models(ref, cutoff=0.85)
+        if not close or "gated" in e.message:
+            raise
+        if "offline" in e.message:
+            raise UnknownModelError(ref, close) from None
+        e.hint = f"did you mean {', '.join(repr(c) for c in close)}? " + (e.hint or "")
+        raise
     m = spec_from_config(got.config, model_id=ref, source=got.source, path=f"{ref}/config.json",
                          extra=got.quant_config)
     m = m.model_copy(update={"revision": revision})
     return attach_headers(m, got.checkpoint, parameter_count(m)) if got.checkpoint else m
 
 
-def suggest_models(ref: str) -> list[str]:
-    """Catalogue ids closest to a mistyped reference (ids and aliases both count)."""
+def suggest_models(ref: str, cutoff: float = 0.5) -> list[str]:
+    """Catalogue ids closest to a mistyped reference (ids and aliases both count): keys that
+    start with or contain it first, then by similarity."""
     keys = _model_keys()
-    close = difflib.get_close_matches(ref.lower(), list(keys), n=3, cutoff=0.5)
-    return list(dict.fromkeys(keys[c].id for c in close))
+    key = _model_key(ref)
+    hits = [k for k in keys if key and (k.startswith(key) or key in k)] if len(key) >= 3 else []
+    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=cutoff)
+    return list(dict.fromkeys(keys[c].id for c in [*hits, *close]))[:5]
 
 
 # ------------------------------------------------------------------------- GPUs
@@ -176,8 +208,11 @@ def resolve_gpu(ref: str) -> GpuSpec:
     keys = _gpu_keys()
     if key in keys:
         return keys[key]
+    # Prefix and substring matches first (`v100` → both V100 entries), then similar spellings.
+    hits = sorted((k for k in keys if key and (k.startswith(key) or key in k)),
+                  key=lambda k: (not k.startswith(key), keys[k].id))
     close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
-    raise UnknownGpuError(ref, list(dict.fromkeys(keys[c].id for c in close)))
+    raise UnknownGpuError(ref, list(dict.fromkeys(keys[c].id for c in [*hits, *close]))[:5])
 
 
 def local_gpu(index: int = 0) -> GpuSpec:

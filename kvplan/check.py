@@ -88,7 +88,19 @@ def load_policy(config: Path | None, cwd: Path) -> tuple[Policy, str | None]:
                 raise InvalidConfigError("no such file", path=str(config))
             continue
         data = _read_toml(path)
-        section = data.get("tool", {}).get("kvplan") if path.name == "pyproject.toml" else data
+        tool = data.get("tool")
+        if path.name == "pyproject.toml":
+            section = tool.get("kvplan") if isinstance(tool, dict) else None
+        elif isinstance(tool, dict) and "kvplan" in tool:
+            # kvplan.toml holding the README's [tool.kvplan] snippet: the same settings
+            rest = {k: v for k, v in data.items() if k != "tool"}
+            extra = sorted(set(tool) - {"kvplan"})
+            if extra:
+                raise InvalidConfigError(f"unknown table [tool.{extra[0]}]", path=str(path),
+                                         hint="kvplan.toml holds kvplan settings only")
+            section = {**rest, **tool["kvplan"]}
+        else:
+            section = data
         if section is None:
             continue
         return _validate_policy(section, str(path)), str(path)
@@ -132,7 +144,7 @@ def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
     kv, inputs = p.kv_cache, p.inputs
     length = inputs["max_model_len"].value
     if policy.min_concurrency is not None and kv.max_concurrency < policy.min_concurrency:
-        add("min_concurrency", f"the KV cache holds {kv.max_concurrency:g} requests at "
+        add("min_concurrency", f"the KV cache holds {kv.max_concurrency:.2f} requests at "
             f"max_model_len {length}; the policy needs {policy.min_concurrency:g}")
     if policy.min_kv_tokens is not None and kv.tokens < policy.min_kv_tokens:
         add("min_kv_tokens", f"{kv.tokens:,} KV tokens; the policy needs {policy.min_kv_tokens:,}")
@@ -201,6 +213,59 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
                              errors=len(errors)))
 
 
+def unknown_flag_problems(f: Found) -> tuple[list[str], list[Problem]]:
+    """Split the flags kvplan does not model into valid ones (kept, listed in the engine's
+    `known_flags`) and ones the engine does not have — an error with "did you mean", since the
+    engine refuses to start on an unknown argument."""
+    syntax = registry.get(f.engine).syntax
+    valid = set(syntax.cli_flags) | set(syntax.boolean_flags) | set(syntax.known_flags)
+    kept: list[str] = []
+    refused: list[Problem] = []
+    label = registry.get(f.engine).label
+    for item in f.unknown_flags:
+        tok = item.split(" ", 1)[0]
+        if not tok.startswith("-"):
+            kept.append(item)  # a stray positional word: kept as written
+            continue
+        flag = tok.partition("=")[0]
+        base = flag.split(".", 1)[0]  # vLLM's --compilation-config.level=3
+        if base.startswith("-O") and not base.startswith("--"):
+            base = "-O"  # -O3, -O.level
+        if (base in valid or (base.startswith("--no-") and f"--{base[5:]}" in valid)):
+            kept.append(item)
+            continue
+        close = difflib.get_close_matches(flag, sorted(valid), n=1, cutoff=0.75)
+        refused.append(Problem(
+            code="unknown-flag", severity="error",
+            message=f"{flag} is not a {label} flag; {label} refuses to start"
+            + (f" — did you mean {close[0]}?" if close else "")))
+    return kept, refused
+
+
+def _plan_all_refusals(m: Any, g: Any, engine: str, version: str | None,
+                       knobs: dict[str, Any]) -> tuple[Plan | None, list[Problem]]:
+    """Plan; when the engine refuses a setting, drop that setting and plan again, so the report
+    names every refusal (a length above the model's and a quantization the checkpoint lacks),
+    each under its own code. (None, refusals) when any was refused."""
+    from .errors import InvalidInputError
+
+    refusals: list[Problem] = []
+    knobs = dict(knobs)
+    while True:
+        try:
+            p = plan(m, g, engine=engine, engine_version=version, **knobs)
+        except InvalidInputError as e:
+            if not refusals and e.knob is None:
+                raise
+            message = e.message + (f" (hint: {e.hint})" if e.hint else "")
+            refusals.append(Problem(code=e.code, severity="error", message=message))
+            if e.knob is None or e.knob not in knobs:
+                return None, refusals
+            knobs.pop(e.knob)
+            continue
+        return (None, refusals) if refusals else (p, [])
+
+
 def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | None = None) -> CheckedDeployment:
     message = e.reason if isinstance(e, DeployParseError) else e.message
     if e.hint:
@@ -209,7 +274,8 @@ def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | No
         file=file, line=line, engine=f.engine if f else "", command=command,
         model=f.model if f else None, gpu=f.gpu if f else None, gpu_source=f.gpu_source if f else None,
         status="error", exit_code=e.exit_code,
-        problems=[Problem(code="unreadable" if isinstance(e, DeployParseError) else "error",
+        problems=[Problem(code="unreadable" if isinstance(e, DeployParseError)
+                          else getattr(e, "code", None) or "error",
                           severity="error", message=message)],
         policy_violations=[], plan=None)
 
@@ -257,9 +323,10 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
     base = dict(file=f.file, line=f.line, engine=f.engine, command=f.text, model=f.model, gpu=gpu,
                 gpu_source=gpu_source)
     notes = [Problem(code="file-note", severity="info", message=n) for n in f.notes]
-    if f.unknown_flags:
+    kept, refused = unknown_flag_problems(f)
+    if kept:
         notes.append(Problem(code="flags-not-modelled", severity="info",
-                             message="kept but not modelled: " + " ".join(f.unknown_flags)))
+                             message="kept but not modelled: " + " ".join(kept)))
     notes += _features_not_modelled(f)
     try:
         if f.model is None:
@@ -284,11 +351,17 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         if extra:
             notes.append(Problem(code="flags-not-modelled", severity="info",
                                  message="read but not modelled: " + ", ".join(extra)))
-        p = plan(m, g, engine=f.engine, engine_version=version, **knobs)
+        p, refusals = _plan_all_refusals(m, g, f.engine, version, knobs)
     except KvplanError as e:
         if e.exit_code == 3:
             e.hint = (e.hint or "") + " (kvplan check --offline uses only cached models)"
-        return _error_row(f.file, f.line, e, f.text, f)
+        row = _error_row(f.file, f.line, e, f.text, f)
+        row.problems += refused
+        return row
+    if refusals or refused:
+        # The engine would refuse the command: every reason, not only the first.
+        return CheckedDeployment(**base, status="error", exit_code=2, plan=None,
+                                 policy_violations=[], problems=[*refused, *refusals, *notes])
     problems = [*notes, *model_notes, *p.problems]
     if f.version_source and f.engine_version:
         problems.append(Problem(code="engine-version-from-file", severity="info",

@@ -19,11 +19,43 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it.",
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout (warnings go to stderr).")]
+
+
+def _human_int(text: str | int) -> int:
+    """vLLM's human-readable integers for lengths and byte counts: 32768, 32k (×1000),
+    32K (×1024), 1M, 1.5k (vllm/engine/arg_utils.py human_readable_int) — as `kvplan check`
+    reads them in deployment files."""
+    from .deploy import human_int
+
+    if isinstance(text, int):
+        return text
+    try:
+        return human_int(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not an integer such as 32768, 32k or 32K") from None
+
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"kvplan {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print kvplan's version and exit.")] = False,
+          ) -> None:
+    """Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it."""
 
 
 def _console(stderr: bool = False):  # noqa: ANN202 - rich imported lazily
@@ -63,9 +95,12 @@ def plan(
     tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
     pipeline_parallel_size: Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp")] = None,
     data_parallel_size: Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="tokens")] = None,
+    max_model_len: Annotated[Optional[int], typer.Option(
+        "--max-model-len", help="tokens; 32k = 32000, 32K = 32768 (as vLLM reads it)",
+        parser=_human_int, metavar="INT")] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option(
+        "--max-num-batched-tokens", parser=_human_int, metavar="INT")] = None,
     max_input_tokens: Annotated[Optional[int], typer.Option(
         "--max-input-tokens", help="TGI only: longest prompt (default: --max-model-len − 1)")] = None,
     gpu_memory_utilization: Annotated[Optional[float], typer.Option(
@@ -87,7 +122,8 @@ def plan(
     usage_context: Annotated[Optional[str], typer.Option(
         "--usage-context", help="serve (vllm serve, default) or llm (offline LLM class): batch defaults")] = None,
     kv_cache_memory_bytes: Annotated[Optional[int], typer.Option(
-        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)")] = None,
+        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)",
+        parser=_human_int, metavar="INT")] = None,
     gpu_memory_gib: Annotated[Optional[float], typer.Option(
         "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
         "your vLLM log prints")] = None,
@@ -130,6 +166,9 @@ def plan(
         "--slo-tpot-ms", help="latency target: time per output token, ms")] = None,
     gpu_hour_price: Annotated[Optional[float], typer.Option(
         "--gpu-hour-price", help="USD per GPU-hour for cost figures (default: the catalogue's)")] = None,
+    minimize_utilization: Annotated[bool, typer.Option(
+        "--minimize-utilization", help="recommend the smallest --gpu-memory-utilization that "
+        "holds --target-concurrency (default: keep the engine's default when it is enough)")] = False,
     revision: Annotated[Optional[str], typer.Option(
         "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
     token: Annotated[Optional[str], typer.Option(
@@ -145,11 +184,7 @@ def plan(
 
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
-    from pydantic import ValidationError
-
-    from .errors import InvalidInputError
     from .api import plan as make_plan
-    from .specs import Workload
 
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
@@ -158,6 +193,8 @@ def plan(
 
     options = {}
     if extra_llm_api_options is not None:
+        from .errors import InvalidInputError
+
         if engine.lower() != "trtllm":
             raise InvalidInputError("--extra-llm-api-options is TensorRT-LLM's",
                                     hint="plan with --engine trtllm")
@@ -184,6 +221,7 @@ def plan(
         kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
+                       minimize_utilization=minimize_utilization,
                        **{**flags, **options})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
@@ -204,7 +242,8 @@ def compare(
     gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name.")],
     tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
     max_model_len: Annotated[Optional[int], typer.Option(
-        "--max-model-len", help="context length for every engine (default: each engine's own)")] = None,
+        "--max-model-len", help="context length for every engine (default: each engine's own)",
+        parser=_human_int, metavar="INT")] = None,
     kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype")] = None,
     gpu_memory_gib: Annotated[Optional[float], typer.Option("--gpu-memory-gib")] = None,
     target_concurrency: Annotated[Optional[int], typer.Option("--target-concurrency")] = None,
@@ -214,23 +253,35 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """The same model and GPU on vLLM, SGLang and TGI side by side: KV tokens, concurrency and
-    each engine's recommended knobs. Exit 0 if any engine fits, 1 if none does.
+    each engine's recommended knobs. Without --tensor-parallel-size each engine is planned at the
+    smallest TP at which it fits (the table says so when they differ). Exit 0 if any engine
+    fits, 1 if none does.
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
     from .api import plan as make_plan
     from .catalog import resolve_gpu, resolve_model
     from .engines.registry import NAMES
-    from .specs import Workload
+    from .specs import Plan
 
+    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                         avg_output_tokens=avg_output_tokens)
     g = resolve_gpu(gpu)
     with _progress_line() as progress:
         m = resolve_model(model, offline=offline, progress=progress)
-    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                         avg_output_tokens=avg_output_tokens)
-    plans = [make_plan(m, g, engine=e, workload=workload, tensor_parallel_size=tensor_parallel_size,
-                       max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
-                       gpu_memory_gib=gpu_memory_gib) for e in NAMES]
+
+    def one(engine: str, tp: int | None) -> Plan:
+        return make_plan(m, g, engine=engine, workload=workload, tensor_parallel_size=tp,
+                         max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
+                         gpu_memory_gib=gpu_memory_gib)
+
+    plans = []
+    for e in NAMES:
+        p = one(e, tensor_parallel_size)
+        rec_tp = p.recommendations.tensor_parallel_size.value
+        if tensor_parallel_size is None and not p.fits and rec_tp and rec_tp != p.gpu.count:
+            p = one(e, int(rec_tp))  # each column describes the deployment its serve line runs
+        plans.append(p)
     if as_json:
         sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
     else:
@@ -238,6 +289,29 @@ def compare(
 
         compare_table(plans, _console())
     raise typer.Exit(0 if any(p.fits for p in plans) else 1)
+
+
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="table (fits 80 columns; ids never cut), tsv (every column, for scripts) "
+    "or json")]
+
+
+def _list_format(fmt: str, as_json: bool) -> str:
+    from .errors import InvalidInputError
+
+    fmt = "json" if as_json else fmt.lower()
+    if fmt not in {"table", "tsv", "json"}:
+        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, tsv or json")
+    return fmt
+
+
+def _nothing_matched(noun: str, needle: str, suggestions: list[str]) -> None:
+    """A filter that matches nothing is bad input (exit 2), as an unknown id is for `plan`."""
+    from .errors import KvplanError
+
+    raise KvplanError(f"no catalogue {noun} matches {needle!r}",
+                      hint=(f"did you mean {', '.join(repr(x) for x in suggestions)}? "
+                            if suggestions else "") + f"`kvplan {noun}s` lists them all")
 
 
 @app.command()
@@ -330,14 +404,20 @@ def sweep(
 def models(
     args: Annotated[Optional[list[str]], typer.Argument(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
+    fmt: FormatOpt = "table",
     as_json: JsonOpt = False,
 ) -> None:
-    """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`)."""
+    """List the bundled models (`kvplan models qwen`), or show one (`kvplan models show ID`).
+
+    A model answers to its repo id, its repo name without the owner, and its aliases (case,
+    '-' and '_' ignored); an alias without instruct/it/chat names the base model where the
+    catalogue has one."""
     from .catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
     from .errors import UnknownModelError
     from .kv import layer_specs
     from .weights import parameter_count
 
+    fmt = _list_format(fmt, as_json)
     show, needle = _show_or_filter(args, "models")
     if show is not None:
         entry = find_model_entry(show)
@@ -345,23 +425,27 @@ def models(
             raise UnknownModelError(show, suggest_models(show))
         m = load_catalog_model(entry)
         data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
-        if as_json:
+        if fmt == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            from rich.pretty import Pretty
+            from .render import model_detail
 
-            _console().print(Pretty(data))
+            model_detail(entry, m, parameter_count(m), _console(), tsv=fmt == "tsv")
         return
     rows = []
+    key = needle.replace("-", "").replace("_", "")
     for entry in model_entries():
-        if needle and needle not in entry.id.lower() and not any(needle in a for a in entry.aliases):
+        names = [entry.id, *entry.aliases]
+        if key and not any(key in n.lower().replace("-", "").replace("_", "") for n in names):
             continue
         m = load_catalog_model(entry)
         dt = m.dtype if m.dtype != "float32" else "bfloat16"
         specs = layer_specs(m, range(m.num_layers), tp=1, kv_dtype=dt, state_dtype=dt,
                             hybrid_manager=True)
         rows.append((entry, m, parameter_count(m), sum(x.bytes_per_token for x in specs)))
-    if as_json:
+    if not rows:
+        _nothing_matched("model", needle, suggest_models(needle))
+    if fmt == "json":
         from .render import attention_layout
 
         sys.stdout.write(json.dumps([{"id": e.id, "model_type": m.model_type,
@@ -371,7 +455,7 @@ def models(
     else:
         from .render import models_table
 
-        models_table(rows, _console())
+        models_table(rows, _console(), tsv=fmt == "tsv")
 
 
 @app.command()
@@ -380,33 +464,42 @@ def gpus(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
     local: Annotated[bool, typer.Option(
         "--local", help="this machine's GPUs through NVML (pip install 'kvplan[nvml]')")] = False,
+    fmt: FormatOpt = "table",
     as_json: JsonOpt = False,
 ) -> None:
     """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`);
     `--local` lists this machine's GPUs (NVML) and what other processes hold on them."""
     from .catalog import gpu_specs, resolve_gpu
 
+    fmt = _list_format(fmt, as_json)
     if local:
         return _local_gpus(as_json)
 
     show, needle = _show_or_filter(args, "gpus")
     if show is not None:
         g = resolve_gpu(show)
-        if as_json:
+        if fmt == "json":
             sys.stdout.write(g.model_dump_json(indent=2) + "\n")
         else:
-            from rich.pretty import Pretty
+            from .render import gpu_detail
 
-            _console().print(Pretty(g.model_dump()))
+            gpu_detail(g, _console(), tsv=fmt == "tsv")
         return
     rows = [g for g in gpu_specs() if not needle or needle in g.id
             or any(needle in n.lower() for n in (g.name, *g.smi_names, *g.aliases))]
-    if as_json:
+    if not rows:
+        from .errors import UnknownGpuError
+
+        try:
+            resolve_gpu(needle)
+        except UnknownGpuError as e:
+            _nothing_matched("gpu", needle, e.suggestions)
+    if fmt == "json":
         sys.stdout.write(json.dumps([g.model_dump() for g in rows], indent=2) + "\n")
     else:
         from .render import gpus_table
 
-        gpus_table(rows, _console())
+        gpus_table(rows, _console(), tsv=fmt == "tsv")
 
 
 @app.command()
@@ -423,12 +516,16 @@ def check(
         "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
     min_concurrency: Annotated[Optional[float], typer.Option(
         "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
-    min_kv_tokens: Annotated[Optional[int], typer.Option("--min-kv-tokens", help="policy")] = None,
+    min_kv_tokens: Annotated[Optional[int], typer.Option(
+        "--min-kv-tokens", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
+        metavar="INT")] = None,
     min_headroom_gib: Annotated[Optional[float], typer.Option(
         "--min-headroom-gib", help="policy: GiB per GPU left outside vLLM's budget")] = None,
     max_gpu_memory_utilization: Annotated[Optional[float], typer.Option(
         "--max-gpu-memory-utilization", help="policy")] = None,
-    min_max_model_len: Annotated[Optional[int], typer.Option("--min-max-model-len", help="policy")] = None,
+    min_max_model_len: Annotated[Optional[int], typer.Option(
+        "--min-max-model-len", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
+        metavar="INT")] = None,
     require_fp8_kv_cache: Annotated[Optional[bool], typer.Option(
         "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
     offline: Annotated[Optional[bool], typer.Option(
@@ -670,6 +767,13 @@ def main() -> None:
             raise
         sys.stderr.write(f"Error: {e}\n")
         sys.exit(e.exit_code)
+    except ValueError as e:  # pydantic ValidationError: a value no layer validated (a bug)
+        if debug or type(e).__name__ != "ValidationError":
+            raise
+        errs = e.errors()  # type: ignore[attr-defined]
+        fields = ", ".join("--" + str(x["loc"][0]).replace("_", "-") for x in errs if x["loc"])
+        sys.stderr.write(f"Error: invalid value for {fields or 'an input'}: {errs[0]['msg']}\n")
+        sys.exit(2)
     except Exception as e:  # noqa: BLE001 - the contract: no traceback without KVPLAN_DEBUG
         if debug:
             raise

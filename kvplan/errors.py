@@ -58,7 +58,15 @@ class InvalidConfigError(KvplanError, ValueError):
 
 
 class InvalidInputError(KvplanError, ValueError):
-    """An impossible deployment value (utilization 1.5, TP that does not divide heads, …)."""
+    """An impossible deployment value (utilization 1.5, TP that does not divide heads, …).
+    `code` names the refusal for reports (kvplan check rows, JSON); `knob` is the setting at
+    fault when there is one (check drops it to find the next refusal)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, code: str = "invalid-input",
+                 knob: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+        self.knob = knob
 
 
 class UnavailableError(KvplanError, ConnectionError):

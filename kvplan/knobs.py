@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import InvalidInputError
-from .specs import GpuSpec, ModelSpec, QuantSpec, Source, SpeculativeConfig
+from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig
 from .units import DTYPE_ALIASES, GiB
 
 MAX_PARALLEL = 1024  # no deployment kvplan can plan spans more GPUs in one dimension
@@ -121,7 +122,8 @@ class Knobs(BaseModel):
             if name == "speculative_config" and len(err["loc"]) > 1:
                 what += f" (field {err['loc'][1]!r})"
             raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
-                                    hint=_RANGE_HINTS.get(name)) from None
+                                    hint=_RANGE_HINTS.get(name), code="out-of-range",
+                                    knob=name) from None
 
     def given(self) -> dict[str, Any]:
         """The knobs the user set (not None)."""
@@ -180,18 +182,101 @@ def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
                   and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
 
 
+def compute_capability(gpu: GpuSpec) -> tuple[int, int] | None:
+    """An NVIDIA GPU's compute capability ('8.9' → (8, 9)); None for other vendors / unknown."""
+    cc = gpu.compute_capability or ""
+    if gpu.vendor != "NVIDIA" or not re.fullmatch(r"\d+\.\d+", cc):
+        return None
+    major, minor = cc.split(".")
+    return int(major), int(minor)
+
+
+def _has_bf16(gpu: GpuSpec) -> bool:
+    cc = compute_capability(gpu)
+    return gpu.bf16_native and (cc is None or cc >= (8, 0))
+
+
+# vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS ("Numerical instability"): --dtype auto
+# skips float16 for these model types.
+FLOAT16_UNSUPPORTED_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"})
+
+
 def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[str, Source]:
-    """--dtype auto → the config dtype; float32 checkpoints downcast to the first 16-bit dtype the
-    platform supports (vllm/config/model.py _resolve_auto_dtype)."""
+    """--dtype auto → the config dtype if the platform supports it, else the first dtype the
+    platform supports (bfloat16, float16, float32 on CUDA cc ≥ 8.0; float16, float32 below —
+    vllm/platforms/cuda.py supported_dtypes; vllm/config/model.py _resolve_auto_dtype, which
+    also skips float16 for FLOAT16_UNSUPPORTED_MODEL_TYPES and downcasts float32 checkpoints).
+    An explicit dtype is returned as given (capability_problems says if the GPU refuses it)."""
     if requested and requested != "auto":
         dtype = DTYPE_ALIASES.get(requested.lower())
         if dtype is None:
             raise InvalidInputError(f"unknown --dtype {requested!r}",
-                                    hint="use auto, bfloat16, float16 or float32")
+                                    hint="use auto, bfloat16, float16 or float32",
+                                    code="dtype-unknown", knob="dtype")
         return dtype, "cli"
+    supported = [d for d in ("bfloat16", "float16", "float32")
+                 if (d != "bfloat16" or _has_bf16(gpu))
+                 and (d != "float16" or m.model_type not in FLOAT16_UNSUPPORTED_MODEL_TYPES)]
     if m.dtype == "float32":
-        return ("bfloat16" if gpu.bf16_native else "float16"), "engine-default"
-    return m.dtype, "model-config"
+        return supported[0], "engine-default"
+    if m.dtype in supported:
+        return m.dtype, "model-config"
+    return supported[0], "engine-default"
+
+
+def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype: str | None,
+                        kv_dtype: str, quant: QuantSpec | None) -> list[Problem]:
+    """What the GPU's compute capability refuses or changes, as vLLM decides it (the other
+    engines use the same CUDA kernels' limits):
+    * bfloat16 needs cc ≥ 8.0: --dtype auto falls back to float16 with a warning
+      (vllm/config/model.py _resolve_auto_dtype); an explicit --dtype bfloat16 is refused
+      ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0",
+      vllm/platforms/interface.py check_if_supports_dtype / the V0 worker's
+      _check_if_gpu_supports_dtype).
+    * FP8 weights (--quantization fp8 or an FP8 checkpoint) need cc ≥ 8.0 (Fp8Config
+      get_min_capability 80, vllm/model_executor/layers/quantization/fp8.py); below 8.9 there
+      is no FP8 compute and vLLM runs them weight-only through the Marlin kernel (same memory,
+      16-bit math).
+    * An fp8 KV cache stores 1-byte elements on any GPU, but below cc 8.9 there is no FP8
+      arithmetic: the attention backend converts on the fly (UNVERIFIED below cc 8.0, where
+      vLLM's FlashAttention backends do not run)."""
+    cc = compute_capability(gpu)
+    if cc is None:
+        return []
+    out: list[Problem] = []
+    cc_s = f"{cc[0]}.{cc[1]}"
+    if dtype == "bfloat16" and not _has_bf16(gpu):
+        out.append(Problem(
+            code="gpu-capability", severity="error",
+            message=f"--dtype {requested_dtype or 'bfloat16'}: bfloat16 needs compute capability "
+            f"≥ 8.0 and the {gpu.name} has {cc_s}; vLLM refuses to start ('Bfloat16 is only "
+            "supported on GPUs with compute capability of at least 8.0') — use --dtype float16"))
+    elif m.dtype == "bfloat16" and dtype != "bfloat16" and not requested_dtype:
+        out.append(Problem(
+            code="dtype-fallback", severity="warning",
+            message=f"the {gpu.name} (compute capability {cc_s}) has no bfloat16: --dtype auto "
+            f"runs this bfloat16 checkpoint in {dtype}, as vLLM does ('Falling back to {dtype} "
+            "for compatibility'); some models lose accuracy in float16"))
+    if quant is not None and quant.method == "fp8":
+        if cc < (8, 0):
+            out.append(Problem(
+                code="gpu-capability", severity="error",
+                message=f"FP8 weights need compute capability ≥ 8.0 and the {gpu.name} has "
+                f"{cc_s}; vLLM refuses them ('Minimum capability: 80')"))
+        elif cc < (8, 9):
+            out.append(Problem(
+                code="fp8-weight-only", severity="warning",
+                message=f"the {gpu.name} (compute capability {cc_s}) has no FP8 compute: vLLM "
+                "runs FP8 weights weight-only through the Marlin kernel (same memory, 16-bit "
+                "math, slower than on cc ≥ 8.9)"))
+    if kv_dtype.startswith("fp8") and cc < (8, 9):
+        out.append(Problem(
+            code="fp8-kv-emulated", severity="warning",
+            message=f"--kv-cache-dtype {kv_dtype} on the {gpu.name} (compute capability {cc_s}, "
+            "no FP8 arithmetic): the cache is stored in 1-byte elements and converted on the "
+            "fly" + (" — UNVERIFIED below cc 8.0, where vLLM's FlashAttention backends do not "
+                     "run; check that your engine version starts" if cc < (8, 0) else "")))
+    return out
 
 
 # --quantization values (vllm/model_executor/layers/quantization/__init__.py; SGLang and TGI
@@ -216,6 +301,7 @@ class Layout:
     quant: QuantSpec | None
     gpu_total_bytes: int
     sources: dict[str, Source]
+    problems: tuple[Problem, ...] = ()  # capability notes; an "error" means it will not start
     other_processes_bytes: int = 0  # held by other processes on a local GPU (--gpu local)
 
 
@@ -236,9 +322,11 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         valid = ", ".join(map(str, valid_tp_sizes(m)))
         raise InvalidInputError(
             f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "
-            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}")
+            f"attention heads / {m.num_kv_heads} KV heads", hint=f"valid sizes: {valid}",
+            code="tensor-parallel-size-invalid", knob="tensor_parallel_size")
     if pp > m.num_layers:
-        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers")
+        raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers",
+                                code="pipeline-parallel-size-invalid", knob="pipeline_parallel_size")
 
     if knobs.gpu_memory_gib is not None:
         total = int(knobs.gpu_memory_gib * GiB)
@@ -261,7 +349,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         sources["kv_cache_dtype"] = "cli"
     else:
         raise InvalidInputError(f"unsupported --kv-cache-dtype {kv_req!r}",
-                                hint="use auto, " + ", ".join(KV_DTYPES))
+                                hint="use auto, " + ", ".join(KV_DTYPES),
+                                code="kv-cache-dtype-unsupported", knob="kv_cache_dtype")
 
     quant = m.quantization
     qname = knobs.quantization
@@ -274,13 +363,17 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
             have = f"the checkpoint is {quant.method}" if quant else "the checkpoint is unquantized"
             raise InvalidInputError(f"--quantization {qname!r} does not match the model ({have})",
                                     hint="kvplan models online --quantization fp8, or the "
-                                    "checkpoint's own format (drop the flag)")
+                                    "checkpoint's own format (drop the flag)",
+                                    code="quantization-mismatch", knob="quantization")
         elif quant is None:  # online FP8: per-tensor weight scales after loading
             quant = QuantSpec(method="fp8", source="cli")
     elif quant is not None:
         sources["quantization"] = "model-config"
     if knobs.enable_expert_parallel and m.moe is None:
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
-                                hint=f"{m.id} has no experts; drop the flag")
+                                hint=f"{m.id} has no experts; drop the flag",
+                                code="expert-parallel-needs-moe", knob="enable_expert_parallel")
+    problems = capability_problems(m, gpu, dtype, knobs.dtype if sources["dtype"] == "cli" else None,
+                                   kv_dtype, quant)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
-    return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, others)
+    return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -5,6 +5,11 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pydantic import ValidationError
+
 from . import perf, performance
 from .engines import registry
 from .engines.base import Engine, MemoryResult
@@ -57,14 +62,49 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source  # type: ignore[index]
-    return dep, eng.memory(m, gpu, dep)
+    res = eng.memory(m, gpu, dep)
+    if layout.problems:  # what the GPU's compute capability refuses (error) or changes
+        refused = any(p.severity == "error" for p in layout.problems)
+        res = replace(res, fits=res.fits and not refused,
+                      problems=[*layout.problems, *res.problems])
+    return dep, _device_guard(eng, dep, res)
+
+
+def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResult:
+    """Engine-independent refusals: weights larger than the device, and a budget fraction the
+    engine derives outside (0, 1] (its fixed reserve exceeds a small device). Either way the
+    deployment does not fit, and the problem says how much memory the weights need."""
+    problems = []
+    weights = res.worst.weights_bytes
+    total = dep.gpu_total_bytes
+    gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
+    if weights > total:
+        problems.append(Problem(
+            code="weights-exceed-device", severity="error",
+            message=f"the weights need {weights / GiB:.2f} GiB per GPU ({gpus} GPU"
+            f"{'s' if gpus != 1 else ''}) but the device has {total / GiB:.2f} GiB"))
+    frac = dep.gpu_memory_utilization
+    flag_name = eng.flags.get("gpu_memory_utilization", "--gpu-memory-utilization")
+    if not 0 < frac <= 1:
+        problems.append(Problem(
+            code="no-valid-fraction", severity="error",
+            message=f"{eng.label}'s default {flag_name} on a {total / GiB:.2f} GiB device would be "
+            f"{frac:g}: the device is smaller than what {eng.label} keeps outside the KV cache"
+            + ("" if problems else f" (the weights alone need {weights / GiB:.2f} GiB per GPU)")))
+    if not problems:
+        return res
+    return replace(res, fits=False, problems=[*problems, *res.problems])
 
 
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = "vllm",
          engine_version: str | None = None, workload: Workload | None = None,
-         price: Price | None = None) -> Plan:
+         price: Price | None = None, minimize_utilization: bool = False,
+         larger_gpus: Sequence[GpuSpec] = ()) -> Plan:
     """Plan one deployment. Raises KvplanError subclasses for bad input; a deployment that
-    does not fit is a Plan with fits=False, not an exception."""
+    does not fit (or misses the workload's target) is a Plan with fits=False, not an exception.
+    `minimize_utilization`: recommend the smallest budget fraction that meets the target instead
+    of keeping the engine's default. `larger_gpus`: candidates named as an alternative when the
+    plan does not fit (api.py passes the catalogue's)."""
     eng = registry.get(engine)
     knobs = knobs or Knobs()
     workload = workload or Workload()
@@ -76,7 +116,10 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.shared_prefix_tokens)
     problems += prefix_problems
-    rec, planned, planned_res = _recommend(eng, m, gpu, knobs, dep, res, workload)
+    rec, planned, planned_res, rec_problems = _recommend(
+        eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
+        larger_gpus=larger_gpus)
+    problems += rec_problems
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
@@ -85,7 +128,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     if gpu.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
         estimated.append("total_bytes")
     return Plan(
-        fits=res.fits,
+        fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
                         weights_from=m.weights_from, dtype=dep.dtype,
@@ -136,7 +179,8 @@ def _check_supported(eng: Engine, knobs: Knobs) -> None:
     have = [e.name for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
     raise InvalidInputError(
         f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
-        hint="drop it" + (f", or plan with --engine {' / '.join(have)}" if have else ""))
+        hint="drop it" + (f", or plan with --engine {' / '.join(have)}" if have else ""),
+        code="setting-not-supported", knob=bad[0])
 
 
 def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, SourcedValue]:
@@ -155,14 +199,18 @@ def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, Source
 
 
 # ---------------------------------------------------------------- recommendations
+# Rule: a knob the user gave (source "cli") is kept in the serve line unless it cannot work;
+# when it cannot, a problem says so. Changes are tried in order of cost (ALTERNATIVES).
 
 
 def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
          **changes: object) -> tuple[Deployment, MemoryResult] | None:
-    """The deployment with some knobs changed; None when the engine refuses that setting."""
+    """The deployment with some knobs changed; None when the engine (or a range) refuses it.
+    Changes are validated like user input, so a search can never leak an out-of-range value."""
     try:
-        return evaluate(eng, m, gpu, knobs.model_copy(update=changes), version)
-    except InvalidInputError:
+        new = Knobs.model_validate({**knobs.given(), **changes})
+        return evaluate(eng, m, gpu, new, version)
+    except (InvalidInputError, ValidationError):
         return None
 
 
@@ -193,136 +241,266 @@ def _largest_len(fits: object, cap: int) -> int:
     return lo
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class _Goal:
+    """What the serve line must hold: `n` requests of `length` tokens (the workload's, else
+    max_model_len) and one request of max_model_len."""
+
+    def __init__(self, n: int | None, length: int, max_len: int) -> None:
+        self.n, self.length, self.max_len = n, length, max_len
+
+    def blocks(self, res: MemoryResult) -> int:
+        one = res.request_blocks(self.max_len)
+        return max((self.n or 0) * res.request_blocks(self.length), one) + res.reserved_blocks
+
+    def met(self, res: MemoryResult) -> bool:
+        return res.fits and res.num_blocks >= self.blocks(res)
+
+    def text(self) -> str:
+        if self.n:
+            return f"{_plural(self.n, 'request')} of {self.length} tokens"
+        return f"one {self.max_len}-token request"
+
+    def need(self) -> str:
+        return "needs" if not self.n or self.n == 1 else "need"
+
+
 def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-               res: MemoryResult, workload: Workload
-               ) -> tuple[Recommendations, Deployment, MemoryResult]:
-    """The four recommendations, and the deployment they were planned on (the serve line's)."""
+               res: MemoryResult, workload: Workload, *, minimize_utilization: bool = False,
+               larger_gpus: Sequence[GpuSpec] = ()
+               ) -> tuple[Recommendations, Deployment, MemoryResult, list[Problem]]:
+    """The four recommendations, the deployment they were planned on (the serve line's) with
+    its memory result, and the problems planning found (a length or target that cannot be met, with alternatives)."""
+    problems: list[Problem] = []
+    if any(p.code == "gpu-capability" for p in res.problems):
+        # The GPU refuses this dtype / format: no other setting makes it start.
+        why = f"the {gpu.name} refuses this configuration (see the gpu-capability problem)"
+        return (Recommendations(
+            max_model_len=Recommendation(value=res.max_model_len or None, reason=why),
+            max_num_seqs=Recommendation(value=None, reason=why),
+            gpu_memory_utilization=Recommendation(
+                value=dep.gpu_memory_utilization if 0 < dep.gpu_memory_utilization <= 1 else None,
+                reason=why),
+            tensor_parallel_size=Recommendation(value=dep.tensor_parallel_size, reason=why)),
+            dep, res, problems)
+    given = {k for k, v in dep.sources.items() if v == "cli"}
     rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res)
     prefix = ""
     if rec_tp.value and rec_tp.value != dep.tensor_parallel_size and res.max_model_len_fit == 0:
         # Nothing fits at this TP (no KV memory at all): the other settings only make sense on
         # the deployment that does, so re-plan there. Otherwise a shorter length and a larger
         # TP are alternatives, and the command keeps the user's TP.
+        if "tensor_parallel_size" in given:
+            problems.append(Problem(
+                code="tensor-parallel-size-too-small", severity="error",
+                message=f"tensor_parallel_size {dep.tensor_parallel_size} leaves no memory for "
+                f"the KV cache; the serve line uses {rec_tp.value}, the smallest that fits"))
         knobs = knobs.model_copy(update={"tensor_parallel_size": rec_tp.value})
         dep, res = evaluate(eng, m, gpu, knobs, dep.engine_version)
         prefix = f"at tensor_parallel_size {rec_tp.value}: "
 
-    usable = res.usable_blocks
+    len_flag = eng.flags.get("max_model_len", "--max-model-len")
+    util_flag = eng.flags.get("gpu_memory_utilization", "--gpu-memory-utilization")
+    util_name = util_flag.removeprefix("--").replace("-", "_")
     n = workload.target_concurrency
     length_now = res.max_model_len
     model_max = max(res.max_model_len_fit, length_now)  # N requests fit no longer than one
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
+    given_len = "max_model_len" in given
+    given_util = "gpu_memory_utilization" in given
+    current = dep.gpu_memory_utilization
+    ceiling = eng.fraction_ceiling(dep, res)
 
-    # max_model_len: a length the user gave is kept (the fraction below is sized for it);
-    # with a target but no workload length, the largest length at which N requests fit;
-    # otherwise the configured length when one request fits, else the largest that does
-    # (vLLM's "estimated maximum model length").
-    given_len = dep.sources.get("max_model_len") == "cli"
+    # The length to plan: the user's (kept unless it cannot work); with a target but neither a
+    # length nor a workload, the largest at which N requests fit at the highest safe budget;
+    # otherwise the configured length.
+    max_len = length_now
     if n and not work_len and not given_len:
-        length = _largest_len(lambda k: n * res.request_blocks(k) <= usable, model_max)
-        rec_len = (Recommendation(value=None, reason=f"the KV cache ({usable} blocks) cannot hold "
-                                  f"{n} requests of even one block each") if length <= 0 else
-                   Recommendation(value=length, reason=f"largest length at which {n} concurrent "
-                                  f"requests fit: {n} × {res.request_blocks(length)} blocks ≤ "
-                                  f"{usable} usable blocks"))
-    elif n and not work_len and res.fits:
-        rec_len = Recommendation(value=length_now, reason=f"as given; {n} requests of "
-                                 f"{length_now} tokens need {n * res.request_blocks(length_now)} "
-                                 f"blocks of the {usable} usable at the current budget")
-    elif res.fits:
-        rec_len = Recommendation(value=length_now, reason=f"one {length_now}-token request fits; "
-                                 f"the KV cache holds {res.max_concurrency:.2f} of them")
-    elif res.max_model_len_fit > 0:
-        rec_len = Recommendation(value=res.max_model_len_fit, reason="the configured length does "
-                                 "not fit; this is the largest that does (the engine's estimated "
-                                 "maximum model length)")
+        best = _largest_len(lambda k: n * res.request_blocks(k) <= res.usable_blocks, model_max)
+        max_len = best or length_now
+    goal = _Goal(n, work_len or max_len, max_len)
+
+    # The budget fraction: the user's when it works; else the engine default unless the goal
+    # needs more (or the user asked for the minimum); never above the ceiling.
+    needed = eng.fraction_needed(m, gpu, dep, res, goal.blocks(res))
+    workable = needed is not None and 0 < needed <= ceiling
+    if dep.kv_cache_memory_bytes is not None:
+        util, util_reason = current, "--kv-cache-memory-bytes replaces the utilization budget"
+    elif given_util and (not workable or needed <= current):  # type: ignore[operator]
+        util = current
+        util_reason = f"as given; {goal.text()} {goal.need()} {needed}" if workable and needed is not None \
+            else f"as given; {goal.text()} cannot be held at any safe value"
+    elif workable and (minimize_utilization or needed > current):  # type: ignore[operator]
+        util = needed
+        util_reason = f"{goal.text()} {goal.need()} {needed}: the smallest value that holds them" + (
+            f" (the default is {current:g})" if not given_util else
+            f" (the given {current:g} is too low)") + f"; up to {ceiling:g} starts safely"
+        if given_util:
+            problems.append(Problem(code="gpu-memory-utilization-too-low", severity="warning",
+                                    message=f"{util_name} {current:g} cannot hold {goal.text()}; "
+                                    f"the serve line uses {needed:g}"))
+    elif workable and needed == current:
+        util, util_reason = current, f"the engine default: exactly what {goal.text()} {goal.need()}"
+    elif workable and current > ceiling:  # the default would not start here (a shared GPU)
+        util = ceiling
+        util_reason = (f"the engine default {current:g} is above the {ceiling:g} that starts here; "
+                       f"{goal.text()} {goal.need()} {needed}")
+    elif workable:
+        util = current
+        util_reason = (f"the engine default; {goal.text()} {goal.need()} {needed}, and the rest of the "
+                       f"budget adds KV capacity (--minimize-utilization picks {needed})")
     else:
+        util = None if ceiling <= 0 else current if given_util else ceiling
+        what = "more than the whole GPU" if needed is None else f"{needed}"
+        util_reason = f"{goal.text()} {goal.need()} {what}, above the {ceiling:g} at which {eng.label} " \
+            "still starts"
+    if util is not None and not 0 < util <= 1 or ceiling <= 0:
+        util, util_reason = None, (f"no {util_name} works: the device is smaller than what "
+                                   f"{eng.label} holds outside the KV cache")
+
+    planned_knobs = knobs if util is None or util == current else knobs.model_copy(
+        update={"gpu_memory_utilization": util})
+    got = (dep, res) if planned_knobs is knobs else _try(eng, m, gpu, planned_knobs,
+                                                         dep.engine_version)
+    pdep, pres = got if got else (dep, res)
+    met = goal.met(pres)
+    rec_len_value: int | None = max_len
+    if not goal.met(res):
+        options = _alternatives(eng, m, gpu, knobs, dep, goal, given, work_len, ceiling,
+                                larger_gpus)
+        listing = "; ".join(f"{i}) {o}" for i, (o, _) in enumerate(options, 1)) or \
+            "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
+        shorter = next((v for o, v in options if o.startswith(len_flag)), None)
+        if not met and not n and shorter and not given_len:
+            rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
+        elif not met and not n and not shorter and not pres.max_model_len_fit:
+            rec_len_value = None
+        uses = (f"; the serve line uses {util_name} {util:g}" if met and util != current else
+                f"; the serve line uses {len_flag} {rec_len_value}" if rec_len_value and
+                rec_len_value != max_len else "")
+        if n and not met:
+            problems.append(Problem(
+                code="target-not-met", severity="error",
+                message=f"--target-concurrency {n}: the KV cache holds "
+                f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
+                f"{goal.text()}; alternatives, cheapest first: {listing}{uses}"))
+        else:
+            problems.append(Problem(
+                code="next-steps", severity="info" if met or not given_len else "error",
+                message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
+                f"alternatives, cheapest first: {listing}{uses}"))
+    if met and pdep.tensor_parallel_size == rec_tp.value is not None and not res.fits:
+        rec_tp = Recommendation(value=rec_tp.value, reason=f"fits at tensor_parallel_size "
+                                f"{rec_tp.value} with {util_name} {util:g}")
+    elif met and not res.fits and util != current:
+        rec_tp = Recommendation(value=pdep.tensor_parallel_size, reason=f"fits at "
+                                f"tensor_parallel_size {pdep.tensor_parallel_size} with "
+                                f"{util_name} {util:g}")
+
+    if rec_len_value is None:
         rec_len = Recommendation(value=None, reason="no length fits: there is no memory for the "
                                  "KV cache")
-
-    # gpu_memory_utilization (the engine's budget fraction)
-    ceiling = eng.fraction_ceiling(dep, res)
-    max_len = int(rec_len.value or length_now)
-    target_len = work_len or max_len
-    one = res.request_blocks(max_len)
-    if n:
-        blocks_needed = max(n * res.request_blocks(target_len), one) + res.reserved_blocks
-        target = f"{n} requests of {target_len} tokens"
+    elif given_len:
+        rec_len = Recommendation(value=max_len, reason="as given" + (
+            f"; the KV cache holds {pres.max_concurrency:.2f} requests of {max_len} tokens"
+            if met else
+            "; it does not fit as configured (see the problems)"))
+    elif n and not work_len:
+        rec_len = Recommendation(value=max_len, reason=f"largest length at which "
+                                 f"{_plural(n, 'concurrent request')} fit at {util_name} {util if util else current:g}")
+    elif rec_len_value != max_len:
+        rec_len = Recommendation(value=rec_len_value, reason="the configured length does not fit; "
+                                 "this is the largest that does (the engine's estimated maximum "
+                                 "model length)")
     else:
-        blocks_needed = one + res.reserved_blocks
-        target = f"one {max_len}-token request"
-    needed = eng.fraction_needed(m, gpu, dep, res, blocks_needed)
-    current = dep.gpu_memory_utilization
-    if dep.kv_cache_memory_bytes is not None:
-        rec_util = Recommendation(value=current, reason="--kv-cache-memory-bytes replaces the "
-                                  "utilization budget")
-    elif needed is not None and needed <= ceiling:
-        if n or not res.fits:
-            rec_util = Recommendation(value=needed, reason=f"{target} need {needed}: the smallest "
-                                      f"value that serves them; up to {ceiling} starts safely and "
-                                      "adds KV capacity")
-        else:
-            rec_util = Recommendation(value=current, reason=f"{target} needs {needed} or more; the "
-                                      f"current value leaves the rest to concurrency; {ceiling} is "
-                                      "the highest that starts safely")
-    else:
-        what = "more than the whole GPU" if needed is None else str(needed)
-        alternatives = _what_would_serve(eng, m, gpu, knobs, dep, n or 1, target_len, ceiling)
-        rec_util = Recommendation(value=ceiling, reason=f"{target} need {what}, above the "
-                                  f"{ceiling} at which {eng.label} still starts; {alternatives}")
+        rec_len = Recommendation(value=max_len, reason=f"one {max_len}-token request fits; the "
+                                 f"KV cache holds {pres.max_concurrency:.2f} of them")
+    rec_util = Recommendation(value=util, reason=util_reason)
 
-    # max_num_seqs
+    # max_num_seqs, sized at the recommended budget the command will use
     if work_len:
         basis, what = work_len, f"the workload's {work_len} tokens per request (input + output)"
     else:
-        basis = max_len
-        what = (f"max_model_len {basis} for every request — the no-preemption bound; pass "
+        basis = int(rec_len.value or max_len)
+        what = (f"{basis} tokens each — the no-preemption bound; pass "
                 "--avg-input-tokens/--avg-output-tokens for a realistic figure")
-    if n and rec_util.value and rec_util.value != current:
-        # With a target, size the batch at the recommended fraction the command will use.
-        got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=rec_util.value)
-        if got:
-            usable = got[1].usable_blocks
-    fit_seqs = usable // res.request_blocks(basis) if basis else 0
-    cap = eng.max_seqs_cap(gpu, dep)
+    fit_seqs = pres.usable_blocks // pres.request_blocks(basis) if basis else 0
+    cap = eng.max_seqs_cap(gpu, pdep)
     capped = cap is not None and fit_seqs > cap
-    rec_seqs = Recommendation(
-        value=(min(fit_seqs, cap) if capped else fit_seqs) or None,  # type: ignore[type-var]
-        reason=f"the KV cache holds {fit_seqs} request{'s' if fit_seqs != 1 else ''} at {what}"
-        + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
+    at = f" at {util_name} {util:g}" if util else ""
+    if "max_num_seqs" in given:  # the user's batch size always starts: keep it, say what it means
+        seqs = int(pdep.max_num_seqs)
+        over = f"more than {fit_seqs} running at once are preempted: " if seqs > fit_seqs else ""
+        rec_seqs = Recommendation(value=seqs, reason=f"as given; {over}the KV cache{at} holds "
+                                  f"{_plural(fit_seqs, 'request')} of {what}")
+    else:
+        rec_seqs = Recommendation(
+            value=(min(fit_seqs, cap) if capped else fit_seqs) or None,  # type: ignore[type-var]
+            reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
+            + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
 
     for r in (rec_len, rec_seqs, rec_util):
         r.reason = prefix + r.reason
     return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
-                            gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp), dep, res)
+                            gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp),
+            dep, res, problems)
 
 
-def _what_would_serve(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-                      n: int, length: int, ceiling: float) -> str:
-    """Name the changes that would meet the target at the highest safe fraction."""
+def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                  goal: _Goal, given: set[str], work_len: int, ceiling: float,
+                  larger_gpus: Sequence[GpuSpec]) -> list[tuple[str, int | None]]:
+    """Changes that would meet `goal`, cheapest first: a higher utilization, fp8 KV cache, a
+    larger TP, a larger GPU, then (only when the goal's length is max_model_len) a shorter
+    length — never shorter than the workload's requests. [(text, value)]."""
     version = dep.engine_version
-    base = knobs.model_copy(update={"gpu_memory_utilization": ceiling})
-    options = []
-    got = _try(eng, m, gpu, base, version)
-    if got:
-        r = got[1]
-        fit_len = _largest_len(lambda k: n * r.request_blocks(k) <= r.usable_blocks,
-                               max(r.max_model_len, r.max_model_len_fit))
-        if fit_len > 0:
-            options.append(f"{eng.flags.get('max_model_len', '--max-model-len')} {fit_len}")
+    out: list[tuple[str, int | None]] = []
+    flag_of = eng.flags.get
+    top = {} if "gpu_memory_utilization" in given or ceiling <= 0 else \
+        {"gpu_memory_utilization": max(ceiling, dep.gpu_memory_utilization)}
+    if top and top["gpu_memory_utilization"] != dep.gpu_memory_utilization \
+            and dep.kv_cache_memory_bytes is None:
+        got = _try(eng, m, gpu, knobs, version, **top)
+        if got and goal.met(got[1]):
+            f = eng.fraction_needed(m, gpu, got[0], got[1], goal.blocks(got[1]))
+            f = f if f is not None and 0 < f <= ceiling else ceiling
+            out.append((f"{flag_of('gpu_memory_utilization', '--gpu-memory-utilization')} {f:g}",
+                        None))
+    if not dep.kv_cache_dtype.startswith("fp8"):
+        got = _try(eng, m, gpu, knobs, version, kv_cache_dtype="fp8", **top)
+        if got and goal.met(got[1]):
+            out.append((f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8", None))
     for cand in valid_tp_sizes(m):
         if cand <= dep.tensor_parallel_size:
             continue
-        got = _try(eng, m, gpu, base, version, tensor_parallel_size=cand)
-        if got and got[1].usable_blocks >= n * got[1].request_blocks(length):
-            options.append(f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {cand}")
+        got = _try(eng, m, gpu, knobs, version, tensor_parallel_size=cand)
+        if got and goal.met(got[1]):
+            out.append((f"{flag_of('tensor_parallel_size', '--tensor-parallel-size')} {cand}", cand))
             break
-    if not dep.kv_cache_dtype.startswith("fp8"):
-        got = _try(eng, m, gpu, base, version, kv_cache_dtype="fp8")
-        if got and got[1].usable_blocks >= n * got[1].request_blocks(length):
-            options.append(f"{eng.flags.get('kv_cache_dtype', '--kv-cache-dtype')} fp8")
-    return ("it would be met with " + " or ".join(options)) if options else \
-        "no single change (shorter length, more GPUs, fp8 KV cache) meets it"
+    for g in larger_gpus:
+        got = _try(eng, m, g, knobs, version)
+        if got and goal.met(got[1]):
+            out.append((f"a larger GPU: --gpu {g.id}", None))
+            break
+    got = _try(eng, m, gpu, knobs, version, **top)
+    if got and not work_len:
+        r = got[1]
+        n = goal.n or 1
+        fit_len = _largest_len(lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
+                               max(r.max_model_len, r.max_model_len_fit))
+        if 0 < fit_len < goal.max_len:
+            at = (f" (at {flag_of('gpu_memory_utilization', '--gpu-memory-utilization')} "
+                  f"{top['gpu_memory_utilization']:g})") if top else ""
+            out.append((f"{flag_of('max_model_len', '--max-model-len')} {fit_len}{at}", fit_len))
+    elif got and goal.n:
+        r = got[1]
+        fewer = r.usable_blocks // max(1, r.request_blocks(goal.length))
+        if 0 < fewer < goal.n:
+            out.append((f"a lower target: {_plural(fewer, 'request')} of {goal.length} tokens fit",
+                        None))
+    return out
 
 
 # ------------------------------------------------------------------ performance

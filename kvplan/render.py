@@ -49,7 +49,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     est = set(mem.estimated)
     t.add_row("device total (CUDA)", _gib(mem.total_bytes),
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
-    t.add_row("budget", _gib(mem.budget_bytes), notes.get("budget", ""))
+    t.add_row("budget", _gib(mem.budget_bytes), escape(notes.get("budget", "")))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
     rounding_mib = (mem.weights_bytes - mem.weights_tensor_bytes) / 2**20
     rounding = f", {rounding_mib:,.0f} MiB rounding" if rounding_mib >= 0.5 else ""
@@ -60,11 +60,11 @@ def plan_table(plan: Plan, console: Console) -> None:
     if plan.lora is not None:
         t.add_row("    of which LoRA slots", _gib(mem.lora_bytes),
                   f"{plan.lora.max_loras} × rank {plan.lora.max_lora_rank}")
-    t.add_row("  activation peak", _gib(mem.activation_bytes), notes.get("activation", ""))
-    t.add_row("  non-torch", _gib(mem.non_torch_bytes), notes.get("non_torch", ""))
+    t.add_row("  activation peak", _gib(mem.activation_bytes), escape(notes.get("activation", "")))
+    t.add_row("  non-torch", _gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
     if "cudagraph" in notes:
-        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), notes["cudagraph"])
-    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", notes.get("kv", ""))
+        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
+    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", escape(notes.get("kv", "")))
     console.print(t)
 
     kv = plan.kv_cache
@@ -157,7 +157,7 @@ def compare_table(plans: list[Plan], console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"{plans[0].model.id} on {plans[0].gpu.count} × {plans[0].gpu.name}",
+    t = Table(title=f"{escape(plans[0].model.id)} on {plans[0].gpu.name}",
               title_justify="left", show_edge=False)
     t.add_column("")
     for p in plans:
@@ -167,18 +167,31 @@ def compare_table(plans: list[Plan], console: Console) -> None:
         t.add_row(label, *cells)
 
     row("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans])
+    row("GPUs (TP × PP × DP)", [
+        f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
+        f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
+        for p in plans])
     row("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans])
     row("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans])
     row("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans])
     row("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans])
     row("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans])
-    row("concurrency at that length", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans])
-    for name in ("max_model_len", "max_num_seqs", "gpu_memory_utilization"):
-        row(f"recommended {name}", [
-            escape(f"{p.engine.knobs.get(name, name)} "
-                   + ("—" if getattr(p.recommendations, name).value is None
-                      else f"{getattr(p.recommendations, name).value:g}")) for p in plans])
+    row("concurrency", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans])
+    for name, label in (("max_model_len", "rec. length"), ("max_num_seqs", "rec. max requests"),
+                        ("gpu_memory_utilization", "rec. memory fraction")):
+        row(label, ["—" if getattr(p.recommendations, name).value is None
+                    else f"{getattr(p.recommendations, name).value:,g}" for p in plans])
     console.print(t)
+    names = ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
+    for p in plans:  # the rec. rows in each engine's own flags
+        flags = " / ".join(p.engine.knobs.get(n, n) for n in names)
+        console.print(f"rec. rows for {p.engine.label}: {flags}", markup=False, style="dim")
+    sizes = {p.inputs["tensor_parallel_size"].value for p in plans}
+    if len(sizes) > 1:
+        each = ", ".join(f"{p.engine.label} {p.inputs['tensor_parallel_size'].value}" for p in plans)
+        console.print(f"[yellow]note[/] the engines are planned at different tensor_parallel_size "
+                      f"({each}): the smallest at which each fits; per-GPU rows are not "
+                      "comparable across them (pass --tensor-parallel-size to fix one)")
     for p in plans:
         console.print(f"\n[bold]{p.engine.label}[/]")
         console.print(p.command, markup=False, soft_wrap=True)
@@ -215,60 +228,186 @@ def attention_layout(m: ModelSpec) -> str:
     return f"{base}: " + " + ".join(parts)
 
 
-def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console) -> None:
+def _fit_columns(console: Console, columns: list[tuple[str, list[str], str]],
+                 required: int = 1) -> list[int]:
+    """Indices of the columns to show, in priority order (the first — the id — always): each
+    column is (header, cells, justify); optional ones are added while the table still fits the
+    console's width (80 in a pipe), so no cell is ever wrapped or cut."""
+    def width(k: int) -> int:
+        header, cells, _ = columns[k]
+        return max([len(header), *map(len, cells)]) + 2  # one space each side
+
+    keep = list(range(required))
+    used = sum(width(k) for k in keep) - 2  # no padding at the table's edges
+    for k in range(required, len(columns)):
+        if used + width(k) <= console.width:
+            keep.append(k)
+            used += width(k)
+    return sorted(keep)
+
+
+def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
+                 tsv: bool, priority: list[int] | None = None, required: int = 1) -> None:
+    """A table that stays usable at 80 columns and in pipes (ids never wrapped or cut; less
+    important columns dropped), or TSV with every column for scripts."""
+    if tsv:
+        import sys
+
+        rows = zip(*(cells for _, cells, _ in columns))
+        sys.stdout.write("\t".join(h for h, _, _ in columns) + "\n")
+        sys.stdout.write("".join("\t".join(r) + "\n" for r in rows))
+        return
     from rich.table import Table
 
-    t = Table(show_edge=False)
-    t.add_column("id", overflow="fold")
-    for col in ("family", "attention", "params", "KV B/token", "max len", "weights"):
-        t.add_column(col, justify="right" if col in {"params", "KV B/token", "max len"} else "left")
-    for entry, m, params, kv in rows:
-        attn = attention_layout(m)
+    order = priority or list(range(len(columns)))
+    chosen = _fit_columns(console, [columns[k] for k in order], required)
+    shown = sorted(order[k] for k in chosen)
+    t = Table(show_edge=False, box=None, pad_edge=False, header_style="bold")
+    for k in shown:
+        header, _, justify = columns[k]
+        t.add_column(header, justify=justify, no_wrap=True,  # type: ignore[arg-type]
+                     min_width=max([len(header), *map(len, columns[k][1])]))
+    for r in zip(*(columns[k][1] for k in shown)):
+        t.add_row(*r)
+    needed = sum(max([len(columns[k][0]), *map(len, columns[k][1])]) + 2 for k in shown) - 2
+    # Required columns wider than the console (a long file path) overflow rather than cut an id.
+    console.print(t, markup=False, crop=False, width=max(console.width, needed))
+    hidden = [columns[k][0] for k in range(len(columns)) if k not in shown]
+    if hidden and console.is_terminal:
+        console.print(f"(not shown at {console.width} columns: {', '.join(hidden)}; "
+                      "--format tsv has every column)", style="dim", markup=False)
+
+
+def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console, *,
+                 tsv: bool = False) -> None:
+    attn, weights = [], []
+    for _, m, _, _ in rows:
+        a = attention_layout(m)
         if m.moe:
-            attn += f", MoE {m.moe.num_experts}×top{m.moe.top_k}"
+            a += f", MoE {m.moe.num_experts}×top{m.moe.top_k}"
         if m.vision:
-            attn += ", vision"
-        t.add_row(entry.id, m.model_type, attn, f"{params / 1e9:,.2f}B", f"{kv:,}",
-                  f"{max(m.max_len_keys.values(), default=0):,}",
-                  m.quantization.method if m.quantization else m.dtype)
-    console.print(t)
+            a += ", vision"
+        attn.append(a)
+        weights.append(m.quantization.method if m.quantization else m.dtype)
+    columns = [
+        ("id", [e.id for e, _, _, _ in rows], "left"),
+        ("params", [f"{p / 1e9:,.2f}B" for _, _, p, _ in rows], "right"),
+        ("max len", [f"{max(m.max_len_keys.values(), default=0):,}" for _, m, _, _ in rows], "right"),
+        ("KV B/token", [f"{kv:,}" for _, _, _, kv in rows], "right"),
+        ("weights", weights, "left"),
+        ("family", [m.model_type for _, m, _, _ in rows], "left"),
+        ("aliases", [", ".join(e.aliases) for e, _, _, _ in rows], "left"),
+        ("attention", attn, "left"),
+    ]
+    _print_table(console, columns, tsv=tsv, priority=[0, 1, 3, 2, 4, 5, 6, 7])
 
 
-def gpus_table(gpus: list[GpuSpec], console: Console) -> None:
+def gpus_table(gpus: list[GpuSpec], console: Console, *, tsv: bool = False) -> None:
+    columns = [
+        ("id", [g.id for g in gpus], "left"),
+        ("CUDA total", ["?" if g.cuda_total_bytes is None else f"{g.cuda_total_bytes / GiB:.2f} GiB"
+                        + ("*" if g.cuda_total_estimated else "") for g in gpus], "right"),
+        ("cc", [g.compute_capability or "?" for g in gpus], "left"),
+        ("bf16 TFLOPS", [f"{g.tflops.bf16:g}" if g.tflops.bf16 else "—" for g in gpus], "right"),
+        ("fp8", ["yes" if g.fp8_native else "no" for g in gpus], "left"),
+        ("BW TB/s", [f"{g.bandwidth_tbps:g}" if g.bandwidth_tbps else "?" for g in gpus], "right"),
+        ("name", [g.device_name for g in gpus], "left"),
+        ("nvidia-smi", [f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?" for g in gpus], "right"),
+        ("aliases", [", ".join(g.aliases) for g in gpus], "left"),
+    ]
+    _print_table(console, columns, tsv=tsv)
+    if not tsv and any(g.cuda_total_estimated for g in gpus):
+        console.print("* estimated: pass --gpu-memory-gib with the total your engine log prints",
+                      markup=False)
+
+
+def _print_fields(console: Console, fields: list[tuple[str, str]], *, tsv: bool) -> None:
+    """`kvplan models show` / `gpus show`: one `field  value` line each (TSV: field<TAB>value)."""
+    if tsv:
+        import sys
+
+        sys.stdout.write("".join(f"{k}\t{v}\n" for k, v in fields))
+        return
     from rich.table import Table
 
-    t = Table(show_edge=False)
-    for col in ("id", "name", "CUDA total", "nvidia-smi", "BW TB/s", "bf16 TFLOPS", "fp8"):
-        t.add_column(col)
-    for g in gpus:
-        total = "?" if g.cuda_total_bytes is None else f"{g.cuda_total_bytes / GiB:.2f} GiB" + (
-            " (est.)" if g.cuda_total_estimated else "")
-        t.add_row(g.id, g.device_name, total,
-                  f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?",
-                  f"{g.bandwidth_tbps:g}" if g.bandwidth_tbps else "?",
-                  f"{g.tflops.bf16:g}" if g.tflops.bf16 else "—", "yes" if g.fp8_native else "no")
-    console.print(t)
+    t = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
+    t.add_column("field", style="bold", no_wrap=True)
+    t.add_column("value", overflow="fold")
+    for k, v in fields:
+        t.add_row(k, v)
+    console.print(t, markup=False)
+
+
+def model_detail(entry: CatalogEntry, m: ModelSpec, params: int, console: Console, *,
+                 tsv: bool = False) -> None:
+    q = m.quantization
+    fields = [
+        ("id", entry.id), ("aliases", ", ".join(entry.aliases) or "—"),
+        ("family", f"{m.model_type} ({', '.join(m.architectures)})"),
+        ("parameters", f"{params:,} ({params / 1e9:,.2f}B); published: {entry.params_published}"),
+        ("layers", str(m.num_layers)), ("hidden size", str(m.hidden_size)),
+        ("attention", attention_layout(m)),
+        ("heads/KV/head dim", f"{m.num_attention_heads} / {m.num_kv_heads} / {m.head_dim}"),
+        ("vocabulary", f"{m.vocab_size:,}"),
+        ("max length", ", ".join(f"{k} {v:,}" for k, v in m.max_len_keys.items()) or "—"),
+        ("weights", f"{q.method} ({m.dtype} elsewhere)" if q else m.dtype),
+    ]
+    if m.moe:
+        fields.append(("experts", f"{m.moe.num_experts}, top-{m.moe.top_k}"))
+    if m.vision:
+        fields.append(("vision", "yes (encoder counted)"))
+    fields += [("config", entry.config_source), ("config status", entry.config_status)]
+    if entry.notes:
+        fields.append(("notes", entry.notes))
+    fields.append(("plan it", f"kvplan plan {entry.id} --gpu h100"))
+    _print_fields(console, fields, tsv=tsv)
+
+
+def gpu_detail(g: GpuSpec, console: Console, *, tsv: bool = False) -> None:
+    t = g.tflops
+    tf = ", ".join(f"{k} {v:g}" for k, v in t.model_dump().items() if v) or "?"
+    fields = [
+        ("id", g.id), ("name", f"{g.name} ({g.vendor} {g.arch})"),
+        ("aliases", ", ".join(g.aliases) or "—"), ("nvidia-smi names", ", ".join(g.smi_names) or "—"),
+        ("compute capability", g.compute_capability or "?"),
+        ("CUDA total", "?" if g.cuda_total_bytes is None else
+         f"{g.cuda_total_bytes:,} B = {g.cuda_total_bytes / GiB:.2f} GiB"
+         + (" (estimated)" if g.cuda_total_estimated else "")),
+        ("CUDA total source", g.cuda_total_source),
+        ("nvidia-smi total", f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?"),
+        ("bandwidth", f"{g.bandwidth_tbps:g} TB/s" if g.bandwidth_tbps else "?"),
+        ("dense TFLOPS", tf),
+        ("native bf16 / fp8", f"{'yes' if g.bf16_native else 'no'} / {'yes' if g.fp8_native else 'no'}"),
+        ("interconnect", (f"NVLink {g.nvlink_gbps_per_gpu:g} GB/s" if g.nvlink_gbps_per_gpu else "PCIe")
+         + (f", PCIe gen {g.pcie_gen}" if g.pcie_gen else "")),
+    ]
+    if g.sources:
+        fields.append(("sources", "; ".join(g.sources)))
+    if g.notes:
+        fields.append(("notes", g.notes))
+    _print_fields(console, fields, tsv=tsv)
 
 
 def check_table(report: CheckReport, console: Console) -> None:
     """One row per deployment found, then each deployment's problems and policy violations."""
     from rich.markup import escape
-    from rich.table import Table
 
-    colour = {"fits": "green", "does-not-fit": "red", "policy-violation": "red", "error": "red",
-              "unchecked": "yellow"}
-    t = Table(show_edge=False)
-    for col in ("where", "model", "GPU", "status", "KV tokens", "max concurrency", "problems"):
-        t.add_column(col, justify="right" if col in ("KV tokens", "max concurrency") else "left")
+    cells: dict[str, list[str]] = {k: [] for k in ("where", "model", "status", "problems",
+                                                   "KV tokens", "concurrency", "GPU")}
     for d in report.deployments:
         p = d.plan
-        gpu = f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?")
-        serious = [x for x in [*d.problems, *d.policy_violations] if x.severity != "info"]
-        t.add_row(escape(f"{d.file}:{d.line}"), escape(d.model or "?"), escape(gpu),
-                  f"[{colour[d.status]}]{d.status}[/]",
-                  f"{p.kv_cache.tokens:,}" if p else "—",
-                  f"{p.kv_cache.max_concurrency:g}x" if p else "—", str(len(serious)))
-    console.print(t)
+        shown = [x for x in [*d.problems, *d.policy_violations]  # the lines printed below
+                 if not (x.severity == "info" and d.status == "fits")]
+        cells["where"].append(f"{d.file}:{d.line}")
+        cells["model"].append(d.model or "?")
+        cells["status"].append(d.status)
+        cells["problems"].append(str(len(shown)))
+        cells["KV tokens"].append(f"{p.kv_cache.tokens:,}" if p else "—")
+        cells["concurrency"].append(f"{p.kv_cache.max_concurrency:.2f}x" if p else "—")
+        cells["GPU"].append(f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"))
+    right = {"problems", "KV tokens", "concurrency"}
+    _print_table(console, [(k, v, "right" if k in right else "left") for k, v in cells.items()],
+                 tsv=False, required=3)
     for d in report.deployments:
         for x in [*d.policy_violations, *d.problems]:
             if x.severity == "info" and d.status == "fits":
@@ -306,7 +445,7 @@ def github_annotations(report: CheckReport) -> str:
         if d.status == "fits" and p:
             lines.append(f"::notice {where},title=kvplan::{_gh_escape(d.model or '?')} fits on "
                          f"{p.gpu.count} × {p.gpu.id}: {p.kv_cache.tokens:,} KV tokens, "
-                         f"{p.kv_cache.max_concurrency:g}x concurrency at max_model_len "
+                         f"{p.kv_cache.max_concurrency:.2f}x concurrency at max_model_len "
                          f"{p.inputs['max_model_len'].value}")
     s = report.summary
     lines.append(f"kvplan check: {s.deployments} deployment(s), {s.fits} fit, {s.failed} failed, "
@@ -317,7 +456,7 @@ def github_annotations(report: CheckReport) -> str:
 # ------------------------------------------------------------------------- sweep
 
 
-def _fit_columns(cols: list[tuple[str, list[str], int, str]], width: int) -> list[str]:
+def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]], width: int) -> list[str]:
     """Plain-text table lines: (header, cells, priority, justify '<' or '>'); the lowest
     priority columns are dropped until the table fits `width` (cells are never cut)."""
     cols = list(cols)
@@ -418,7 +557,7 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         cols.append(("!", ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""
                            for o in opts], 1, "<"))
         lines.extend(textwrap.wrap(title, width))
-        lines.extend(_fit_columns(cols, width))
+        lines.extend(_fit_sweep_columns(cols, width))
         lines.append("")
 
     def price_line(opts: list) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,7 +228,8 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
           kv_cache_dtypes: Sequence[str | None] = (None,),
           engine_version: str | None = None,
           slo_tpot_ms: float | None = None, slo_ttft_ms: float | None = None,
-          closest_pruned: int = 3) -> SweepResult:
+          closest_pruned: int = 3,
+          larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
     """Plan every candidate that can fit and rank them. Raises InvalidInputError for an empty
     search space; a sweep where nothing meets the target is a result (exit_code 1), whose
     options start with the closest misses."""
@@ -260,7 +261,7 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     gc.disable()
     try:
         return _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices, target,
-                      closest_pruned)
+                      closest_pruned, larger_gpus)
     finally:
         if was_enabled:
             gc.enable()
@@ -268,7 +269,8 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
 
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
            workload: Workload, engine_version: str | None, prices: Mapping[str, Price],
-           target: Target, closest_pruned: int) -> SweepResult:
+           target: Target, closest_pruned: int,
+           larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
     planned: list[Option] = []
     too_big: list[tuple[float, Candidate]] = []
     for c in cands:
@@ -280,12 +282,14 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         if excess > 1:
             too_big.append((excess, c))
             continue
-        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned)
+        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
+                  larger_gpus)
     too_big.sort(key=lambda x: (x[0], x[1].count))
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
     for _, c in too_big[:n_closest]:
-        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned)
+        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
+                  larger_gpus)
     for excess, c in too_big[n_closest:]:
         pruned.append(_pruned(c, f"memory: the weights alone are {excess:.2f}× the device "
                               f"({c.gpu.id})"))
@@ -343,11 +347,13 @@ def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
 
 def _plan_one(m: ModelSpec, c: Candidate, base: Knobs, workload: Workload,
               engine_version: str | None, prices: Mapping[str, Price], target: Target,
-              planned: list[Option], pruned: list[Pruned]) -> None:
+              planned: list[Option], pruned: list[Pruned],
+              larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> None:
     k = c.knobs(base)
-    try:
+    try:  # the same call as `kvplan plan` for this option (api.plan)
         p = make_plan(m, c.gpu, k, engine=c.engine, engine_version=engine_version,
-                      workload=workload, price=prices.get(c.gpu.id))
+                      workload=workload, price=prices.get(c.gpu.id),
+                      larger_gpus=larger_gpus(c.gpu) if larger_gpus else ())
     except KvplanError as e:
         pruned.append(_pruned(c, f"unsupported: {e.message}"))
         return

@@ -268,7 +268,7 @@ def test_unrecognised_mamba_families_warn():
 
 
 # nvidia/Nemotron-H-8B-Base-8K config.json values as copied into a public test fixture
-# (search-index file id 52149605348, NVIDIA Megatron-Bridge tests).
+# (NVIDIA Megatron-Bridge tests).
 NEMOTRON_H_8B = {
     "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "attention_bias": False,
     "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_size": 4096,

@@ -24,13 +24,14 @@ from kvplan.specs import Plan, Workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "deploy"
 ARGS = ("llama-3.1-70b-instruct", "--gpu", "h100", "-tp", "4", "--max-model-len", "32768",
-        "--target-concurrency", "32")
+        "--target-concurrency", "32", "--avg-input-tokens", "2000", "--avg-output-tokens", "500")
+W32 = Workload(target_concurrency=32, avg_input_tokens=2000, avg_output_tokens=500)
 
 
 @pytest.fixture(scope="module")
 def p70() -> Plan:
     return plan("llama-3.1-70b-instruct", "h100", tensor_parallel_size=4, max_model_len=32768,
-                workload=Workload(target_concurrency=32))
+                workload=W32)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def report70(p70) -> rep.Report:
 
     return rep.for_model(resolve_model("llama-3.1-70b-instruct"), resolve_gpu("h100"),
                          knobs={"tensor_parallel_size": 4, "max_model_len": 32768},
-                         workload=Workload(target_concurrency=32),
+                         workload=W32,
                          command_line="kvplan report " + " ".join(ARGS), version="0.1.0")
 
 
@@ -281,7 +282,7 @@ def test_sections_render_only_when_their_inputs_exist(report70, p70):
     assert "Latency and throughput" not in rep.render_html(bare)
 
     slo = plan("llama-3.1-70b-instruct", "h100", tensor_parallel_size=4, max_model_len=32768,
-               workload=Workload(target_concurrency=32, slo_ttft_ms=400, slo_tpot_ms=40))
+               workload=W32.model_copy(update={"slo_ttft_ms": 400, "slo_tpot_ms": 40}))
     sweep = (rep.SweepOption("4 × H100 tp4", True, 12.0, 6 * 2**30, 452464, chosen=True),
              rep.SweepOption("8 × L40S tp8", True, 8.0, 3 * 2**30, 200000))
     r = dataclasses.replace(report70, sections=(rep.section_for(slo),), sweep=sweep)

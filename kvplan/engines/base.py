@@ -111,6 +111,9 @@ class DeploySyntax:
     env_flags: Mapping[str, str] = field(default_factory=dict)  # env var → flag (TGI's launcher)
     image_entrypoints: tuple[re.Pattern[str], ...] = ()  # images whose entrypoint is the server
     positional_model: bool = False  # `vllm serve MODEL`, `trtllm-serve MODEL`
+    # Valid flags kvplan does not model (engines/flags.py): kept; any flag in none of
+    # cli_flags, boolean_flags and known_flags is one the engine would refuse.
+    known_flags: frozenset[str] = frozenset()
 
 
 def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | None:

@@ -21,8 +21,9 @@ from ..kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source, VisionSpec
 from ..units import GiB, MiB
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from . import flags as known_flags
 from . import interconnect
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
@@ -313,7 +314,9 @@ class SglangEngine(Engine):
                              "backend"}) | FEATURE_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
-                          pip_version=_PIP)
+                          pip_version=_PIP, known_flags=known_flags.SGLANG,
+                          executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
+                          positional_model=True)  # `sglang serve MODEL` (sglang/cli/serve.py)
 
     def _defaults(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> Defaults:
         mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if dep.sources.get("gpu_total_bytes") != "cli"
@@ -348,7 +351,8 @@ class SglangEngine(Engine):
         if ctx > model_ctx:
             raise InvalidInputError(f"--context-length {ctx} exceeds the model's {model_ctx} tokens",
                                     hint="SGLang refuses it unless "
-                                    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+                                    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+                                    code="max-model-len-above-model-maximum", knob="max_model_len")
         for key, default_source in (("max_model_len", "model-config"),
                                     ("max_num_batched_tokens", "engine-default"),
                                     ("gpu_memory_utilization", "engine-default"),

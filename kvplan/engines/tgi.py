@@ -30,6 +30,7 @@ from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
+from . import flags as known_flags
 from . import interconnect
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
@@ -433,7 +434,8 @@ class TgiEngine(Engine):
                              "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
-                          image_entrypoints=(re.compile(r"text-generation-inference"),))
+                          image_entrypoints=(re.compile(r"text-generation-inference"),),
+                          known_flags=known_flags.TGI)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -481,7 +483,8 @@ class TgiEngine(Engine):
         max_total = knobs.max_model_len
         if max_total and max_total > model_max:
             raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}",
-                                    hint=f"use --max-model-len {model_max} or less")
+                                    hint=f"use --max-model-len {model_max} or less",
+                                    code="max-model-len-above-model-maximum", knob="max_model_len")
         max_input = lengths.max_input_tokens or (max_total - 1 if max_total else None)
         max_total = max_total or lengths.max_total_tokens
         if max_input and max_total and max_input >= max_total:

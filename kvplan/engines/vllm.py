@@ -50,8 +50,9 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     sampler_rows_factor,
 )
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from . import flags as known_flags
 from . import interconnect
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 
 # ------------------------------------------------------------------------ eras
 
@@ -174,6 +175,11 @@ NON_TORCH_BYTES_TP_NVSWITCH_MEASURED = int(1.82 * GiB)  # reported by calibrate.
 STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)
 
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py; FlashAttention/FlashInfer accept 16
+# --block-size choices: vllm/config/cache.py BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
+# (V1 releases); the V0 argument parser (vllm/engine/arg_utils.py, 0.6–0.7) offered
+# choices=[8, 16, 32, 64, 128]. Anything else is refused when the arguments are parsed.
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+BLOCK_SIZES_V0 = (8, 16, 32, 64, 128)
 
 
 # ----------------------------------------------------------------------- defaults
@@ -700,7 +706,8 @@ class VllmEngine(Engine):
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
         image_versions=(_IMAGE,), pip_version=_PIP,
-        image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True)
+        image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
+        known_flags=known_flags.VLLM)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)
@@ -724,7 +731,8 @@ class VllmEngine(Engine):
             raise InvalidInputError(
                 f"--max-model-len {max_len} exceeds the model's maximum of {derived_len} tokens; "
                 "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
-                hint=f"use --max-model-len {derived_len} or less")
+                hint=f"use --max-model-len {derived_len} or less",
+                code="max-model-len-above-model-maximum", knob="max_model_len")
         usage = knobs.usage_context or "serve"
         tokens_default, seqs_default, _ = batch_defaults(layout.gpu_total_bytes, gpu.device_name,
                                                          era, usage)
@@ -738,6 +746,11 @@ class VllmEngine(Engine):
             seqs = min(seqs, tokens)
         util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
         block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
+        sizes = BLOCK_SIZES_V0 if era.v0 else BLOCK_SIZES
+        if block not in sizes:
+            raise InvalidInputError(f"--block-size {block} is not one vLLM {version} accepts",
+                                    hint="use one of " + ", ".join(map(str, sizes)),
+                                    code="block-size-invalid", knob="block_size")
         prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
         expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
         hybrid = not knobs.disable_hybrid_kv_cache_manager and not era.v0

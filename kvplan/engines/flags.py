@@ -1,0 +1,303 @@
+"""Flags each engine accepts that kvplan does not model (it keeps them, and `kvplan check`
+knows they are valid): an engine flag in neither an engine's `cli_flags`/`boolean_flags` nor
+its `known_flags` is a typo the engine would refuse to start with.
+
+Unions over releases, so a deployment pinned to an older release is not flagged: vLLM from
+vllm/engine/arg_utils.py (EngineArgs) and vllm/entrypoints/openai/cli_args.py (FrontendArgs),
+0.6 to 0.11+ (removed flags such as --use-v2-block-manager kept); SGLang from the ServerArgs
+fields of the sglang 0.5.23 wheel (sglang/srt/arg_groups/fields/*.py, server_args.py) plus
+0.3–0.4 flags; TGI from `struct Args` in launcher/src/main.rs at every tag v1.0 … v3.3.7.
+vLLM's `--no-FLAG` (BooleanOptionalAction) and dotted JSON keys (`--compilation-config.level`,
+`-O3`) are accepted where FLAG is known.
+"""
+
+from __future__ import annotations
+
+
+def _flags(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+VLLM = _flags("""
+    --worker-use-ray --engine-use-ray --max-context-len-to-capture --max-paddings --embedding-mode
+    --quantization-param-path --image-input-type --image-token-id --image-input-shape
+    --image-feature-size --image-processor --image-processor-revision --disable-image-processor
+    --additional-config --all2all-backend --allow-credentials --allowed-headers
+    --allowed-local-media-path --allowed-media-domains --allowed-methods --allowed-origins
+    --api-key --api-server-count --async-scheduling --attention-backend --attention-config
+    --block-size --calculate-kv-scales --chat-template --chat-template-content-format
+    --code-revision --collect-detailed-traces --compilation-config --config --config-format
+    --convert --cp-kv-cache-interleave-size --cpu-offload-gb --cuda-graph-sizes
+    --data-parallel-address --data-parallel-backend --data-parallel-external-lb
+    --data-parallel-hybrid-lb --data-parallel-rank --data-parallel-rpc-port --data-parallel-size
+    --data-parallel-size-local --data-parallel-start-rank --dbo-decode-token-threshold
+    --dbo-prefill-token-threshold --dcp-kv-cache-interleave-size --decode-context-parallel-size
+    --default-chat-template-kwargs --default-mm-loras --device --disable-async-output-proc
+    --disable-cascade-attn --disable-chunked-mm-input --disable-custom-all-reduce
+    --disable-fastapi-docs --disable-frontend-multiprocessing --disable-hybrid-kv-cache-manager
+    --disable-log-requests --disable-log-stats --disable-logprobs-during-spec-decoding
+    --disable-mm-preprocessor-cache --disable-nccl-for-dp-synchronization
+    --disable-sliding-window --disable-uvicorn-access-log --distributed-executor-backend
+    --distributed-timeout-seconds --download-dir --dtype --enable-auto-tool-choice
+    --enable-chunked-prefill --enable-dbo --enable-eplb --enable-expert-parallel
+    --enable-force-include-usage --enable-layerwise-nvtx-tracing --enable-log-deltas
+    --enable-log-outputs --enable-log-requests --enable-lora --enable-lora-bias
+    --enable-mfu-metrics --enable-multimodal-encoder-data-parallel --enable-offline-docs
+    --enable-prefix-caching --enable-prompt-adapter --enable-prompt-embeds
+    --enable-prompt-tokens-details --enable-reasoning --enable-request-id-headers
+    --enable-response-messages --enable-server-load-tracking --enable-sleep-mode
+    --enable-ssl-refresh --enable-tokenizer-info-endpoint --enforce-eager --eplb-config
+    --eplb-log-balancedness --eplb-step-interval --eplb-window-size
+    --exclude-tools-when-tool-choice-none --expert-placement-strategy --fully-sharded-loras
+    --gdn-prefill-backend --generation-config --gpu-memory-utilization --guided-decoding-backend
+    --guided-decoding-disable-additional-properties --guided-decoding-disable-any-whitespace
+    --guided-decoding-disable-fallback --h11-max-header-count --h11-max-incomplete-event-size
+    --headless --help --hf-config-path --hf-overrides --hf-token --host --ignore-patterns
+    --interleave-mm-strings --io-processor-plugin --kv-cache-dtype --kv-cache-memory-bytes
+    --kv-events-config --kv-offloading-backend --kv-offloading-size --kv-sharing-fast-prefill
+    --kv-transfer-config --limit-mm-per-prompt --load-format --log-config-file --log-error-stack
+    --logits-processor-pattern --logits-processors --logprobs-mode --long-lora-scaling-factors
+    --long-prefill-token-threshold --lora-dtype --lora-extra-vocab-size --lora-modules
+    --mamba-block-size --mamba-cache-dtype --mamba-cache-mode --mamba-ssm-cache-dtype
+    --master-addr --master-port --max-cpu-loras --max-cudagraph-capture-size --max-log-len
+    --max-logprobs --max-long-partial-prefills --max-lora-rank --max-loras --max-model-len
+    --max-num-batched-tokens --max-num-partial-prefills --max-num-seqs
+    --max-parallel-loading-workers --max-prompt-adapter-token --max-prompt-adapters
+    --max-seq-len-to-capture --media-io-kwargs --middleware --mm-encoder-attn-backend
+    --mm-encoder-tp-mode --mm-processor-cache-gb --mm-processor-cache-type --mm-processor-kwargs
+    --mm-shm-cache-max-object-size-mb --model --model-impl --model-loader-extra-config
+    --multi-step-stream-outputs --ngram-prompt-lookup-max --ngram-prompt-lookup-min --nnodes
+    --node-rank --num-gpu-blocks-override --num-lookahead-slots --num-redundant-experts
+    --num-scheduler-steps --num-speculative-tokens --otlp-traces-endpoint
+    --override-attention-dtype --override-generation-config --override-neuron-config
+    --override-pooler-config --pipeline-parallel-size --pooler-config --port --preemption-mode
+    --prefill-context-parallel-size --prefix-caching-hash-algo --profiler-config
+    --prompt-adapters --pt-load-map-location --qlora-adapter-name-or-path --quantization
+    --ray-workers-use-nsight --reasoning-parser --reasoning-parser-plugin --response-role
+    --return-tokens-as-token-ids --revision --root-path --rope-scaling --rope-theta --runner
+    --safetensors-load-strategy --scheduler-cls --scheduler-delay-factor --scheduling-policy
+    --seed --served-model-name --show-hidden-metrics-for-version --skip-mm-profiling
+    --skip-tokenizer-init --spec-decoding-acceptance-method --speculative-config
+    --speculative-disable-by-batch-size --speculative-disable-mqa-scorer
+    --speculative-draft-tensor-parallel-size --speculative-max-model-len --speculative-model
+    --speculative-model-quantization --ssl-ca-certs --ssl-cert-reqs --ssl-certfile --ssl-keyfile
+    --stream-interval --structured-outputs-config --swap-space --task --tensor-parallel-size
+    --tokenizer --tokenizer-mode --tokenizer-pool-extra-config --tokenizer-pool-size
+    --tokenizer-pool-type --tokenizer-revision --tokens-only --tool-call-parser
+    --tool-parser-plugin --tool-server --trust-remote-code --trust-request-chat-template
+    --typical-acceptance-sampler-posterior-alpha
+    --typical-acceptance-sampler-posterior-threshold --ubatch-size --uds --use-tqdm-on-load
+    --use-v2-block-manager --uvicorn-log-level --version --video-pruning-rate --worker-cls
+    --worker-extension-cls -O -asc -cc -dcp -dp -dpa -dpb -dpe -dph -dpl -dpn -dpp -h -pcp -pp
+    -q -tp
+""")
+
+
+SGLANG = _flags("""
+    --model-type
+    --abort-on-priority-when-disabled --admin-api-key --allow-auto-truncate
+    --allowed-media-domains --api-key --asr-max-buffer-seconds --asr-max-concurrent-sessions
+    --attention-backend --attention-context-parallel-size --attention-data-parallel-size
+    --attn-cp-size --attn-dp-size --aux-hidden-state-capture --base-gpu-id --batch-notify-size
+    --bf16-gemm-backend --boundary-reduction --bucket-e2e-request-latency
+    --bucket-inter-token-latency --bucket-time-to-first-token --c128-page-size --chat-template
+    --checkpoint-engine-wait-weights-before-ready --chunked-prefill-size --completion-template
+    --config --constrained-json-disable-any-whitespace --constrained-json-max-whitespace-cnt
+    --constrained-json-whitespace-pattern --context-bucket --context-length --cp-strategy
+    --cpu-offload-gb --crash-dump-folder --cuda-graph-backend-decode
+    --cuda-graph-backend-prefill --cuda-graph-bs --cuda-graph-bs-decode --cuda-graph-bs-prefill
+    --cuda-graph-config --cuda-graph-max-bs --cuda-graph-max-bs-decode
+    --cuda-graph-max-bs-prefill --cuda-graph-max-seq-len-prefill
+    --cuda-graph-prefill-max-context --custom-sigquit-handler --custom-weight-loader
+    --data-parallel-size --dcp-comm-backend --dcp-replicate-q-proj --dcp-size --debug-cuda-graph
+    --debug-tensor-dump-input-file --debug-tensor-dump-layers --debug-tensor-dump-output-folder
+    --decode-attention-backend --decode-context-parallel-size --decode-log-interval
+    --decoupled-spec-bind-endpoint --decoupled-spec-connect-endpoints
+    --decoupled-spec-ipc-config --decoupled-spec-rank --decoupled-spec-role
+    --decrypted-config-file --decrypted-draft-config-file --deepep-config
+    --deepep-dispatcher-output-dtype --deepep-mode --deepep-v2-mode
+    --default-chat-template-kwargs --default-priority-value --delete-ckpt-after-loading
+    --detokenizer-ipc-name --detokenizer-worker-num --device
+    --disable-aiter-allreduce-fusion-in-decode --disable-aiter-allreduce-fusion-in-prefill
+    --disable-attn-tp-gather --disable-chunked-prefix-cache --disable-cuda-graph
+    --disable-cuda-graph-padding --disable-custom-all-reduce --disable-decode-cuda-graph
+    --disable-disk-cache --disable-fast-image-processor --disable-flashinfer
+    --disable-flashinfer-autotune --disable-flashinfer-cutlass-moe-fp4-allgather
+    --disable-flashinfer-sampling --disable-hybrid-swa-memory --disable-jump-forward
+    --disable-mla --disable-outlines-disk-cache --disable-overlap-schedule
+    --disable-prefill-cuda-graph --disable-priority-preemption --disable-radix-cache
+    --disable-shared-experts-fusion --disable-tokenizer-batch-decode
+    --disaggregation-bootstrap-port --disaggregation-decode-allocation-policy
+    --disaggregation-decode-enable-offload-kvcache --disaggregation-decode-enable-radix-cache
+    --disaggregation-decode-extra-slots --disaggregation-decode-host-receive-threshold
+    --disaggregation-decode-polling-interval --disaggregation-decode-retraction-backup
+    --disaggregation-enable-kv-checksum --disaggregation-ib-device --disaggregation-mode
+    --disaggregation-transfer-backend --dist-init-addr --dist-timeout --dllm-algorithm
+    --dllm-algorithm-config --dllm-fdfo --download-dir --dp-size --dsa-decode-backend
+    --dsa-paged-mqa-logits-backend --dsa-prefill-backend --dsa-topk-backend --dsa-triton-union
+    --dsv4-attn-backend --dsv4-prefill-backend --dtype --dwdp-size
+    --dynamic-batch-tokenizer-batch-size --dynamic-batch-tokenizer-batch-timeout
+    --elastic-ep-backend --elastic-ep-initial-size --elastic-ep-join-mode
+    --elastic-ep-join-rank-offset --elastic-ep-scale-timeout
+    --enable-adaptive-dispatch-to-encoder --enable-aiter-allreduce-fusion
+    --enable-amd-monokernel --enable-attn-tp-input-scattered
+    --enable-broadcast-mm-inputs-process --enable-cache-report --enable-cp-decode-attn-tp
+    --enable-cp-tp-group-sharing --enable-cudagraph-gc --enable-custom-logit-processor
+    --enable-decoder-swa-bounded-replay --enable-deepep-moe --enable-deepseek-v4-fp4-indexer
+    --enable-dense-mlp-attn-tp --enable-deterministic-inference --enable-double-sparsity
+    --enable-dp-attention --enable-dp-attention-local-control-broadcast --enable-dp-lm-head
+    --enable-draft-weights-cpu-backup --enable-dsa-cache-layer-split --enable-dsa-fused-indexer
+    --enable-dynamic-batch-tokenizer --enable-dynamic-chunking --enable-elastic-expert-backup
+    --enable-encoder-swa-bounded-replay --enable-ep-moe --enable-eplb --enable-expert-parallel
+    --enable-flashinfer-allreduce-fusion --enable-flexkv --enable-forward-pass-metrics
+    --enable-fp32-lm-head --enable-fused-moe-sum-all-reduce --enable-fused-qk-norm-rope
+    --enable-hicache --enable-hierarchical-cache --enable-hisparse
+    --enable-http-worker-reuseport --enable-http2 --enable-int8-mamba-checkpoint
+    --enable-kv-cache-sharding --enable-layernorm-sp --enable-layerwise-nvtx-marker
+    --enable-lean-attention --enable-linear-replayssm --enable-linear-replayssm-spec
+    --enable-linker-mla-dedup --enable-lmcache --enable-lora --enable-lora-overlap-loading
+    --enable-mamba-cache-stochastic-rounding --enable-megamoe-for-layernorm-sp
+    --enable-memory-saver --enable-metrics --enable-metrics-for-all-schedulers
+    --enable-mfu-metrics --enable-mis --enable-mixed-chunk --enable-mm-global-cache
+    --enable-mscclpp --enable-multi-layer-eagle --enable-multimodal --enable-nan-detection
+    --enable-nccl-nvls --enable-nvidia-megakernel --enable-overlap-schedule --enable-p2p-check
+    --enable-page-major-kv-layout --enable-paged-experts --enable-pd-role-switch --enable-pdmux
+    --enable-precise-embedding-interpolation --enable-prefill-cp --enable-prefill-delayer
+    --enable-prefix-mm-cache --enable-priority-scheduling --enable-profile-cuda-graph
+    --enable-quant-communications --enable-request-time-stats-logging --enable-response-store
+    --enable-return-aux-hidden-states --enable-return-hidden-states --enable-return-indexer-topk
+    --enable-return-routed-experts --enable-scattered-sconv --enable-session-radix-cache
+    --enable-shared-experts-attn-tp --enable-single-batch-overlap --enable-ssl-refresh
+    --enable-streaming-session --enable-strict-thinking --enable-symm-mem --enable-tf32-matmul
+    --enable-tokenizer-batch-encode --enable-torch-compile --enable-torch-compile-debug-mode
+    --enable-torch-symm-mem --enable-tp-lm-head-all-to-all --enable-trace
+    --enable-two-batch-overlap --enable-unified-cache-external-linker --enable-unified-memory
+    --enable-w4a4-mxfp4-megamoe --enable-waterfill --enable-watermark
+    --enable-weights-cpu-backup --encoder-bootstrap-port --encoder-only --encoder-register-urls
+    --encoder-transfer-backend --encoder-urls --enforce-disable-flashinfer-allreduce-fusion
+    --enforce-shared-experts-fusion --engine-info-bootstrap-port --ep --ep-dispatch-algorithm
+    --ep-join-mode --ep-join-rank-offset --ep-num-redundant-experts --ep-size --eplb-algorithm
+    --eplb-min-rebalancing-utilization-threshold --eplb-rebalance-layers-per-chunk
+    --eplb-rebalance-num-iterations --expert-balancedness-report-mode
+    --expert-distribution-recorder-buffer-size --expert-distribution-recorder-mode
+    --expert-parallel-size --experts-shared-outer-loras --export-metrics-to-file
+    --export-metrics-to-file-dir --extra-metric-labels --fastapi-root-path --file-storage-path
+    --file-storage-pth --flashinfer-a2a-dispatch-type --flashinfer-allreduce-fusion-backend
+    --flashinfer-autotune-skip-ops --flashinfer-mla-disable-ragged
+    --flashinfer-mxfp4-moe-precision --flexkv-config-file --forward-hooks
+    --forward-pass-metrics-ipc-name --forward-pass-metrics-worker-id --fp4-gemm-backend
+    --fp4-gemm-runner-backend --fp8-gemm-backend --fp8-gemm-runner-backend --fuseep-mode
+    --gated-launch-port --gc-threshold --gc-warning-threshold-secs --generation-tokens-buckets
+    --gpu-id-step --grammar-backend --grpc-http-sidecar-port --grpc-mode --grpc-port
+    --grpc-response-timeout-secs --grpc-worker-threads --hf-chat-template-name
+    --hicache-host-memory-fraction --hicache-host-memory-mode --hicache-io-backend
+    --hicache-mem-layout --hicache-ratio --hicache-size --hicache-storage-backend
+    --hicache-storage-backend-extra-config --hicache-storage-prefetch-policy
+    --hicache-storage-prefetch-retry-max-attempts --hicache-storage-prefetch-retry-poll-interval
+    --hicache-write-policy --hierarchical-sparse-attention-extra-config --hisparse-config --host
+    --http2-initial-connection-window-size --http2-max-concurrent-streams
+    --image-processor-backend --incremental-streaming-output --init-expert-location
+    --instance-id --int8-mamba-ckpt-size --is-embedding --json-model-override-args
+    --keep-mm-feature-on-device --kt-cpuinfer --kt-max-deferred-experts-per-token --kt-method
+    --kt-num-gpu-experts --kt-threadpool-count --kt-weight-path --kv-cache-dtype
+    --kv-cache-dtype. --kv-canary --kv-canary-real-data --kv-canary-sweep-interval
+    --kv-events-config --language-model-only --language-only --limit-mm-data-per-request
+    --linear-attn-backend --linear-attn-decode-backend --linear-attn-prefill-backend
+    --linear-attn-verify-backend --linear-replayssm-cache-len --lmcache-config-file
+    --load-balance-method --load-collector-ipc-name --load-format --load-publish-endpoint
+    --load-snapshot-publish-interval --log-level --log-level-http --log-requests
+    --log-requests-format --log-requests-level --log-requests-target --lora-backend
+    --lora-drain-wait-threshold --lora-eviction-policy --lora-paths --lora-strict-loading
+    --lora-target-modules --lora-use-virtual-experts --mamba-backend --mamba-cache-philox-rounds
+    --mamba-full-memory-ratio --mamba-max-states-per-path --mamba-radix-cache-strategy
+    --mamba-ssm-dtype --mamba-track-interval --max-ep-size --max-loaded-loras
+    --max-lora-chunk-size --max-lora-rank --max-loras-per-batch --max-mamba-cache-size
+    --max-num-reqs --max-prefill-tokens --max-queued-requests --max-running-requests
+    --max-total-tokens --media-url-max-file-size-mb --mem-fraction --mem-fraction-static
+    --metrics-ipc-name --min-free-slots-delay --mlx-enable-sampling --mm-attention-backend
+    --mm-enable-dp-encoder --mm-feature-transport --mm-global-cache-backend --mm-io-worker-num
+    --mm-preprocess-cache-size-mb --mm-process-config --mm-processor-worker-num --model
+    --model-checksum --model-config-parser --model-impl --model-loader-extra-config --model-path
+    --modelexpress-config --modelopt-checkpoint-restore-path --modelopt-checkpoint-save-path
+    --modelopt-export-path --modelopt-quant --moe-a2a-backend --moe-data-parallel-size
+    --moe-dense-tp-size --moe-dp-size --moe-runner-backend --monokernel-backend
+    --mooncake-ib-device --msprobe-dump-config --nccl-init-addr --nccl-port --nnodes --node-rank
+    --num-continuous-decode-steps --num-reserved-decode-tokens --numa-node --offload-group-size
+    --offload-mode --offload-num-in-group --offload-prefetch-step --optimistic-prefill-attempts
+    --otlp-service-name --otlp-traces-endpoint --page-size --paged-experts-num-resident
+    --pdmux-config-path --pipeline-parallel-size --ple-offload-backend --ple-offload-dir
+    --ple-offload-embedding --port --pp-async-batch-depth --pp-max-micro-batch-size --pp-size
+    --pre-warm-nccl --preferred-sampling-params --prefill-attention-backend
+    --prefill-decode-interval --prefill-decode-interval-min-bs
+    --prefill-delayer-forward-passes-buckets --prefill-delayer-max-delay-ms
+    --prefill-delayer-max-delay-passes --prefill-delayer-queue-min-ratio
+    --prefill-delayer-token-usage-low-watermark --prefill-delayer-wait-seconds-buckets
+    --prefill-kv-cache-dequant-dtype --prefill-max-requests --prefill-only-disable-kv-cache
+    --priority-scheduling-preemption-threshold --prompt-tokens-buckets --qsa-indexer-dtype
+    --quantization --quantization-param-path --quantize-and-serve --radix-cache-backend
+    --radix-eviction-policy --radix-eviction-policy-config --random-seed --reasoning-parser
+    --remote-instance-weight-loader-backend --remote-instance-weight-loader-seed-instance-ip
+    --remote-instance-weight-loader-seed-instance-service-port
+    --remote-instance-weight-loader-send-weights-group-ports
+    --remote-instance-weight-loader-start-seed-via-transfer-engine --retraction-policy
+    --return-aux-hidden-state-layer-ids --return-hidden-states-mode --return-input-ids
+    --return-output-ids --revision --rl-on-policy-target --rl-quant-profile --rpc-ipc-name
+    --sampling-backend --sampling-defaults --sampling-mask-max-tokens
+    --schedule-conservativeness --schedule-low-priority-values-first --schedule-policy
+    --scheduler-input-ipc-name --scheduler-recv-interval --served-model-name
+    --shared-experts-tp-size --show-time-cost --sidecar --sidecar-args --skip-server-warmup
+    --skip-tokenizer-init --sleep-on-idle --sm-group-num --smg-grpc-mode --smg-http-sidecar-port
+    --soft-watchdog-timeout --spec-trace-dir --speculative-accept-threshold-acc
+    --speculative-accept-threshold-single --speculative-adaptive --speculative-adaptive-config
+    --speculative-algorithm --speculative-algorithm. --speculative-attention-mode
+    --speculative-boundary-reduction --speculative-dflash-block-size
+    --speculative-domino-candidate-pool-size --speculative-draft-attention-backend
+    --speculative-draft-kv-cache-dtype --speculative-draft-load-format --speculative-draft-model
+    --speculative-draft-model-path --speculative-draft-model-quantization
+    --speculative-draft-model-revision --speculative-draft-sink-size
+    --speculative-draft-window-size --speculative-dsa-topk-backend
+    --speculative-dspark-align-verify-tokens-to-graph-tier --speculative-dspark-block-size
+    --speculative-dspark-confidence-sts-path --speculative-dspark-sps-table-path
+    --speculative-eagle-topk --speculative-enable-w4a4-mxfp4-megamoe
+    --speculative-moe-a2a-backend --speculative-moe-runner-backend --speculative-ngram-capacity
+    --speculative-ngram-external-corpus-max-tokens --speculative-ngram-external-corpus-path
+    --speculative-ngram-external-sam-budget --speculative-ngram-match-type
+    --speculative-ngram-max-bfs-breadth --speculative-ngram-max-trie-depth
+    --speculative-ngram-min-bfs-breadth --speculative-num-draft-tokens --speculative-num-steps
+    --speculative-token-map --speculative-use-block-verification
+    --speculative-use-rejection-sampling --ssl-ca-certs --ssl-certfile --ssl-keyfile
+    --ssl-keyfile-password --startup-weight-load-mode --stat-loggers --stream-interval
+    --stream-response-default-include-usage --strip-thinking-cache --swa-full-tokens-ratio
+    --swa-prefix-tails --tbo-token-distribution-threshold --tensor-parallel-size
+    --tokenizer-backend --tokenizer-ipc-name --tokenizer-metrics-allowed-custom-labels
+    --tokenizer-metrics-custom-labels-header --tokenizer-mode --tokenizer-path
+    --tokenizer-worker-ipc-name --tokenizer-worker-num --tool-call-parser --tool-server
+    --torch-compile-max-bs --torchao-config --tp --tp-size --trace-modules
+    --triton-attention-num-kv-splits --triton-attention-reduce-in-fp32
+    --triton-attention-split-tile-size --trust-mm-content-hashes --trust-remote-code
+    --trust-request-chat-template --unified-cache-external-linker-backend
+    --unified-cache-external-linker-config --uno-lora-path --use-ray --uses-mamba-radix-cache
+    --uvicorn-access-log-exclude-prefixes --warmups --watchdog-timeout --watermark-config
+    --watermark-context-window --watermark-default-enabled --watermark-enforce-all
+    --watermark-key --watermark-key-b --watermark-max-probability --watermark-mixing-probability
+    --weight-cache-mode --weight-cache-socket --weight-cache-timeout
+    --weight-loader-disable-mmap --weight-loader-drop-cache-after-load
+    --weight-loader-prefetch-checkpoints --weight-loader-prefetch-num-threads --weight-version
+""")
+
+
+TGI = _flags("""
+    --api-key --cors-allow-origin --cuda-graphs --cuda-memory-fraction --disable-crash-reports
+    --disable-custom-kernels --disable-grammar-support --disable-usage-stats --dtype
+    --enable-cuda-graphs --enable-prefill-logprobs --env --graceful-termination-timeout --help
+    --hostname --huggingface-hub-cache --json-output --kv-cache-dtype --lora-adapters
+    --master-addr --master-port --max-batch-prefill-tokens --max-batch-size
+    --max-batch-total-tokens --max-best-of --max-client-batch-size --max-concurrent-requests
+    --max-input-length --max-input-tokens --max-stop-sequences --max-top-n-tokens
+    --max-total-tokens --max-waiting-tokens --model-id --ngrok --ngrok-authtoken --ngrok-domain
+    --ngrok-edge --ngrok-password --ngrok-username --num-shard --otlp-endpoint
+    --otlp-service-name --payload-limit --port --prometheus-port --quantize --revision
+    --rope-factor --rope-scaling --shard-uds-path --sharded --speculate --tokenizer-config-path
+    --trust-remote-code --usage-stats --validation-workers --version --waiting-served-ratio
+    --watermark-delta --watermark-gamma --weights-cache-override -e -p
+""")
