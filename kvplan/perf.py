@@ -1,0 +1,529 @@
+"""Step-time model: TTFT, TPOT and throughput of one replica under continuous batching.
+
+Pure: imports only the standard library and kvplan's specs, weights, kv and units.
+
+One engine step that carries `d` decoding sequences (mean context L) and `p` prefill tokens
+costs, on the busiest GPU (one TP rank of the heaviest PP stage):
+
+    GEMMs      max(2·active_params·(d+p) / (peak_dtype · gemm_efficiency),
+                   weight_bytes_read(d+p) / (bandwidth · bandwidth_efficiency))
+    attention  max(attention_flops / (peak_bf16 · gemm_efficiency),
+                   kv_bytes_read / (bandwidth · bandwidth_efficiency))
+    all-reduce 2 per layer (tp > 1): latency + (d+p)·hidden·2 B · 2(tp−1)/tp / link bandwidth
+    overheads  step_overhead + layers · layer_overhead
+
+GEMMs and attention are separate kernels, so their roofline times add. Weight bytes are the
+exact per-GPU tensor bytes of kvplan.weights (embedding table not read, MoE experts by the
+expected share that d+p tokens touch); KV bytes come from kvplan.kv (GQA, MLA, sliding windows,
+KV dtype). Peak FLOP/s are the dense figures of gpu_specs/ (reference/GPUS.md).
+
+Continuous batching at closed-loop concurrency B (input I, output O tokens per request):
+* running sequences B_run = min(B, max_num_seqs, KV capacity / (I + O/2));
+* "mixed" engines (vLLM V1 chunked prefill, TensorRT-LLM in-flight batching) put each new
+  request's prefill into decode steps, up to max_num_batched_tokens per step; "separate"
+  engines (SGLang, TGI) run prefill batches that pause decoding;
+* TPOT = mean step time over a request's life = (mixed/prefill steps + decode steps) / steps;
+* TTFT = half a step (arrival) + own prefill steps × (1 + M/D/1 wait for other prefills)
+  + request overhead; requests beyond B_run wait for a slot (Little's law);
+* e2e = TTFT + (O − 1)·TPOT (TPOT defined as (e2e − TTFT)/(O − 1)); requests/s = B / e2e;
+  output tokens/s = B·O / e2e.
+
+Coefficients are fitted by benchmarks/perf_fit.py on benchmarks/data/perf_calibration.csv and
+recorded, with leave-one-group-out errors, in benchmarks/data/perf_fit.json and
+docs/performance.md. The model is engine-agnostic apart from those named coefficients and the
+batching style.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from . import weights as _weights
+from .kv import kv_bytes_per_token_per_layer, mamba_state_bytes
+from .specs import GpuSpec, ModelSpec, QuantSpec
+from .units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
+
+Engine = Literal["vllm", "sglang", "tgi", "trtllm"]
+Bound = Literal["compute", "bandwidth", "overhead"]
+
+ACTIVATION_BYTES = 2  # bf16/fp16 activations in the TP all-reduce (every engine modelled)
+# Per-direction x16 link bandwidth, bytes/s (PCI-SIG: 8/16/32 GT/s per lane with 128b/130b).
+PCIE_X16_BYTES_PER_S = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9, 6: 126.0e9}
+# NVIDIA quotes NVLink per GPU as the bidirectional total (H100: 18 links × 50 GB/s = 900 GB/s);
+# one direction is half (https://www.nvidia.com/en-us/data-center/nvlink/).
+NVLINK_DIRECTIONS = 2
+
+
+# ------------------------------------------------------------------- coefficients
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Named efficiency and overhead coefficients of one engine era.
+
+    gemm_efficiency: achieved / dense peak FLOP/s in large GEMMs and prefill attention;
+    bandwidth_efficiency: achieved / peak HBM bytes/s when streaming weights and KV;
+    step_overhead_ms: scheduler, sampling and launch cost per engine step;
+    layer_overhead_us: per decoder layer per step (kernel launches, norms, rotary, small ops);
+    seq_overhead_us: per sequence in a step (scheduling, sampling, detokenising: CPU work);
+    allreduce_latency_us: fixed cost of one TP all-reduce;
+    request_overhead_ms: per request in TTFT (HTTP, tokenizer, detokenizer, first scheduling)."""
+
+    gemm_efficiency: float
+    bandwidth_efficiency: float
+    step_overhead_ms: float
+    layer_overhead_us: float
+    seq_overhead_us: float
+    allreduce_latency_us: float
+    request_overhead_ms: float
+
+
+# Fitted by benchmarks/perf_fit.py → benchmarks/data/perf_fit.json ("coefficients");
+# tests/test_perf.py checks these equal the committed fit.
+COEFFICIENTS: dict[str, Coefficients] = {
+    "vllm": Coefficients(gemm_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead_ms=1.0,
+                         layer_overhead_us=20.0, seq_overhead_us=10.0, allreduce_latency_us=10.0,
+                         request_overhead_ms=10.0),
+    "sglang": Coefficients(gemm_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead_ms=1.0,
+                           layer_overhead_us=20.0, seq_overhead_us=10.0, allreduce_latency_us=10.0,
+                           request_overhead_ms=10.0),
+}
+
+# Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
+# the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
+RANGES: dict[str, tuple[float, float]] = {
+    "ttft": (0.6, 1.6),
+    "tpot": (0.8, 1.25),
+    "throughput": (0.8, 1.25),
+}
+
+# Calibrated eras: (engine, first version, last version) with rows in perf_calibration.csv.
+# An engine without rows borrows the coefficients of the engine with the same batching style.
+CALIBRATED_VERSIONS: dict[str, tuple[str, ...]] = {
+    "vllm": ("0.12.0",),
+    "sglang": ("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"),
+}
+CALIBRATED_ARCHS = ("Hopper",)  # GPU families with calibration rows (H100 SXM, H200 SXM)
+BORROWS = {"trtllm": "vllm", "tgi": "sglang"}  # same batching style, no calibration rows
+# Batching style (engine docs): vLLM V1 schedules prefill chunks into decode steps
+# (chunked prefill on by default); TensorRT-LLM in-flight batching mixes context and
+# generation requests in one step; SGLang and TGI run a prefill batch that pauses decoding.
+STYLE: dict[str, Literal["mixed", "separate"]] = {
+    "vllm": "mixed", "trtllm": "mixed", "sglang": "separate", "tgi": "separate"}
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:4]) or (0,)
+
+
+def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
+    """(coefficients, calibrated-era?) for an engine version: a version inside the calibrated
+    range of the engine uses its fit; any other, or an engine without rows, the nearest
+    (or borrowed) era with calibrated=False."""
+    if engine not in STYLE:
+        raise ValueError(f"unknown engine {engine!r}")
+    own = engine in COEFFICIENTS
+    coeffs = COEFFICIENTS[engine if own else BORROWS[engine]]
+    if not own:
+        return coeffs, False
+    keys = [_version_key(v) for v in CALIBRATED_VERSIONS[engine]]
+    k = _version_key(version)
+    inside = min(keys)[:2] <= k[:2] <= max(keys)[:2] if version else False
+    return coeffs, inside
+
+
+# ------------------------------------------------------------------------ context
+
+
+@dataclass(frozen=True)
+class PerfContext:
+    """Everything the step-time model needs about one deployment, per GPU (one TP rank of the
+    heaviest PP stage). Integer bytes and FLOPs; build it with context_for()."""
+
+    engine: str
+    engine_version: str
+    tp: int
+    pp: int
+    compute_dtype: str  # GEMM dtype: 'bfloat16', 'float16', 'fp8', 'int8', 'fp4'
+    layers: int  # decoder layers on the heaviest stage
+    hidden_size: int
+    weight_bytes_per_gpu: int  # from the memory plan (weights.weight_memory_per_stage)
+    dense_read_bytes: int  # bytes read every step: weights minus unread embedding and experts
+    expert_bytes: int  # all routed-expert bytes on this GPU (0 for dense models)
+    num_experts: int  # routed experts per MoE layer (0 = dense)
+    top_k: int
+    dense_flops_per_token: int  # 2 × dense matmul elements on this GPU (LM head excluded)
+    expert_flops_per_token: int  # 2 × top_k experts' matmul elements on this GPU
+    lm_head_flops_per_token: int  # 2 × vocab shard × hidden, per sampled token
+    attention_flops_per_context_token: int  # per query token per context token, all layers
+    sliding_attention_flops_per_context_token: int
+    kv_bytes_per_token: int  # full-attention / MLA layers of this GPU, per context token
+    sliding_kv_bytes_per_token: int  # sliding-window layers, per context token (≤ window)
+    sliding_window: int  # 0 = none
+    state_bytes_per_seq: int  # recurrent (Mamba / DeltaNet) state read per step per sequence
+    peak_flops_per_s: float  # dense, compute dtype
+    attention_peak_flops_per_s: float  # dense bf16/fp16
+    bandwidth_bytes_per_s: float
+    link_bytes_per_s: float  # one direction, per GPU (NVLink, else PCIe x16)
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    kv_capacity_tokens: int | None  # per replica; None = not limiting
+    coefficients: Coefficients
+    style: Literal["mixed", "separate"]
+    calibrated: bool
+
+
+@dataclass(frozen=True)
+class PerfPoint:
+    """One operating point of a replica at closed-loop `concurrency` (ms, tokens/s, req/s).
+    *_low/*_high: the p10–p90 spread of measured/predicted in the leave-one-group-out
+    evaluation (benchmarks/data/perf_fit.json)."""
+
+    concurrency: int
+    running: int  # sequences the engine actually runs (KV capacity, max_num_seqs)
+    ttft_ms: float
+    tpot_ms: float
+    e2e_ms: float
+    output_tokens_per_s: float  # per replica
+    output_tokens_per_s_per_gpu: float
+    requests_per_s: float
+    ttft_ms_low: float
+    ttft_ms_high: float
+    tpot_ms_low: float
+    tpot_ms_high: float
+    output_tokens_per_s_low: float
+    output_tokens_per_s_high: float
+    decode_bound: Bound  # the largest term of a pure decode step
+    calibrated: bool
+
+
+def missing_gpu_fields(gpu: GpuSpec) -> list[str]:
+    """GpuSpec fields the model needs and this GPU lacks (then the planner omits performance)."""
+    out = []
+    if not gpu.bandwidth_tbps:
+        out.append("bandwidth_tbps")
+    if not (gpu.tflops.bf16 or gpu.tflops.fp16):
+        out.append("tflops.bf16")
+    return out
+
+
+def _peak_tflops(gpu: GpuSpec, dtype: str) -> float:
+    """Dense TFLOP/s for a GEMM dtype, falling back to bf16/fp16 where the dtype is absent."""
+    t = gpu.tflops
+    table = {"fp8": t.fp8, "int8": t.int8, "fp4": t.fp4, "bfloat16": t.bf16, "float16": t.fp16,
+             "float32": t.tf32}
+    value = table.get(dtype)
+    return value or t.bf16 or t.fp16 or 0.0
+
+
+def compute_dtype_for(model_dtype: str, quant: QuantSpec | None, gpu: GpuSpec) -> str:
+    """GEMM dtype: fp8 / int8 (w8a8) / fp4 where the GPU runs it natively, else the model
+    dtype (weight-only 4-bit formats dequantize into fp16/bf16 GEMMs)."""
+    if quant is not None:
+        if quant.method == "fp8" and gpu.fp8_native:
+            return "fp8"
+        if quant.method == "int8":
+            return "int8"
+        if quant.method in ("nvfp4", "mxfp4") and gpu.fp4_native:
+            return "fp4"
+    return DTYPE_ALIASES.get(model_dtype, model_dtype)
+
+
+def link_bytes_per_s(gpu: GpuSpec) -> float:
+    """One-direction TP link bandwidth per GPU: NVLink total / 2, else PCIe x16 of its gen."""
+    if gpu.nvlink_gbps_per_gpu:
+        return gpu.nvlink_gbps_per_gpu * 1e9 / NVLINK_DIRECTIONS
+    return PCIE_X16_BYTES_PER_S.get(gpu.pcie_gen or 4, PCIE_X16_BYTES_PER_S[4])
+
+
+@dataclass(frozen=True)
+class _Enumerated:
+    layers: int
+    dense_read_bytes: int
+    expert_bytes: int
+    unread_bytes: int
+    dense_elements: int
+    expert_elements_active: int
+    lm_head_elements: int
+
+
+def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str, quant: QuantSpec | None) -> _Enumerated:
+    """Bytes and matmul elements of one TP rank of the heaviest PP stage, from the same tensor
+    enumeration and sharding rules as weights.weight_memory_per_stage."""
+    ranges = _weights.pp_layer_ranges(m.num_layers, pp)
+    stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
+    dtype_bytes = DTYPE_BYTES[dtype]
+    per_stage = [[0, 0, 0, 0, 0, 0] for _ in range(pp)]  # read, expert, unread, dense_el, exp_el, lm_el
+    k_over_e = m.moe.top_k / m.moe.num_experts if m.moe else 0.0
+    for t in _weights.tensors(m):
+        if t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
+            continue
+        rows, cols = _weights._shard_rows(t, m, tp)
+        nbytes = sum(_weights._tensor_parts(t, rows, cols, dtype_bytes, quant))
+        stage = stage_of[t.layer] if t.layer is not None else (0 if t.kind == "embedding" else pp - 1)
+        acc = per_stage[stage]
+        if t.kind == "embedding":
+            if m.tie_word_embeddings:  # the LM head reads the tied table on the last stage
+                per_stage[pp - 1][0] += nbytes
+                per_stage[pp - 1][5] += rows * cols
+                if pp > 1:
+                    acc[2] += nbytes
+            else:
+                acc[2] += nbytes  # a lookup reads a few rows only
+        elif t.kind == "lm_head":
+            acc[0] += nbytes
+            acc[5] += rows * cols
+        elif t.kind == "expert":
+            acc[1] += nbytes
+            acc[4] += round(rows * cols * k_over_e)
+        else:
+            acc[0] += nbytes
+            if t.kind in ("linear", "router"):
+                acc[3] += rows * cols
+    best = max(range(pp), key=lambda s: per_stage[s][0] + per_stage[s][1])
+    r, e, u, de, ee, le = per_stage[best]
+    return _Enumerated(len(ranges[best]), r, e, u, de, ee, le)
+
+
+def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: int = 1, pp: int = 1,
+                dtype: str | None = None, kv_cache_dtype: str | None = None,
+                quant: QuantSpec | None = None, max_num_batched_tokens: int = 8192,
+                max_num_seqs: int = 1024, weight_bytes_per_gpu: int | None = None,
+                kv_bytes_per_token: int | None = None,
+                kv_capacity_tokens: int | None = None) -> PerfContext:
+    """Build a PerfContext from the model, GPU and engine settings. Figures the memory plan
+    already has (weight bytes per GPU, KV bytes per token per GPU, KV capacity in tokens per
+    replica) may be passed in; missing ones are computed from kvplan.weights / kvplan.kv.
+    Raises ValueError when the GPU lacks bandwidth or FLOP figures (missing_gpu_fields)."""
+    missing = missing_gpu_fields(gpu)
+    if missing:
+        raise ValueError(f"{gpu.id}: no {', '.join(missing)} in gpu_specs")
+    quant = quant if quant is not None else m.quantization
+    dtype = DTYPE_ALIASES.get(dtype or m.dtype, dtype or m.dtype)
+    if dtype not in ("bfloat16", "float16", "float32"):
+        dtype = "bfloat16"  # a quantized checkpoint's dtype names its payload; runs in bf16
+    kv_dtype = kv_cache_dtype if kv_cache_dtype and kv_cache_dtype != "auto" else dtype
+    kv_dtype = DTYPE_ALIASES.get(kv_dtype, kv_dtype)
+    en = _enumerate_stage(m, tp, pp, dtype, quant)
+    if weight_bytes_per_gpu is None:
+        stages = _weights.weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant)
+        weight_bytes_per_gpu = max(s.tensor_bytes for s in stages)
+    dense_read = max(0, weight_bytes_per_gpu - en.expert_bytes - en.unread_bytes)
+
+    ranges = _weights.pp_layer_ranges(m.num_layers, pp)
+    stage = max(ranges, key=len)
+    per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
+    heads = cdiv(m.num_attention_heads, tp)
+    if m.mla is not None:  # absorbed MLA: scores over latent + rope, values over the latent
+        attn_per_ctx = 2 * heads * (2 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
+    else:
+        attn_per_ctx = 4 * heads * m.head_dim
+    full = sliding = linear = 0
+    for i in stage:
+        kind = m.layer_types[i] if m.layer_types else "full"
+        if kind == "linear":
+            linear += 1
+        elif kind == "sliding" and m.sliding_window:
+            sliding += 1
+        elif kind != "none":
+            full += 1
+    state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
+    full_kv = full * per_layer if kv_bytes_per_token is None else kv_bytes_per_token
+    coeffs, era_ok = coefficients_for(engine, version)
+    compute = compute_dtype_for(dtype, quant, gpu)
+    attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
+    return PerfContext(
+        engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
+        layers=len(stage), hidden_size=m.hidden_size,
+        weight_bytes_per_gpu=weight_bytes_per_gpu, dense_read_bytes=dense_read,
+        expert_bytes=en.expert_bytes, num_experts=m.moe.num_experts if m.moe else 0,
+        top_k=m.moe.top_k if m.moe else 0,
+        dense_flops_per_token=2 * en.dense_elements,
+        expert_flops_per_token=2 * en.expert_elements_active,
+        lm_head_flops_per_token=2 * en.lm_head_elements,
+        attention_flops_per_context_token=full * attn_per_ctx,
+        sliding_attention_flops_per_context_token=sliding * attn_per_ctx,
+        kv_bytes_per_token=full_kv, sliding_kv_bytes_per_token=sliding * per_layer,
+        sliding_window=(m.sliding_window or 0) if sliding else 0, state_bytes_per_seq=state,
+        peak_flops_per_s=_peak_tflops(gpu, compute) * 1e12, attention_peak_flops_per_s=attn_peak,
+        bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
+        link_bytes_per_s=link_bytes_per_s(gpu),
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=STYLE[engine],
+        calibrated=era_ok and gpu.arch in CALIBRATED_ARCHS)
+
+
+# --------------------------------------------------------------------- step time
+
+
+@dataclass(frozen=True)
+class StepTerms:
+    """The terms of one engine step on one GPU, seconds (FLOPs and bytes for the record)."""
+
+    gemm_flops: float
+    weight_bytes: float
+    attention_flops: float
+    kv_bytes: float
+    compute_s: float  # the FLOP-bound part of the rooflines
+    bandwidth_s: float  # the byte-bound part
+    comm_s: float
+    overhead_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.bandwidth_s + self.comm_s + self.overhead_s
+
+    @property
+    def bound(self) -> Bound:
+        terms = {"compute": self.compute_s, "bandwidth": self.bandwidth_s,
+                 "overhead": self.comm_s + self.overhead_s}
+        return max(terms, key=terms.__getitem__)  # type: ignore[return-value]
+
+
+def expert_fraction(ctx: PerfContext, tokens: float) -> float:
+    """Expected share of routed experts that `tokens` tokens touch, each choosing top_k of E
+    uniformly: 1 − (1 − k/E)^tokens."""
+    if not ctx.num_experts:
+        return 0.0
+    return 1.0 - (1.0 - ctx.top_k / ctx.num_experts) ** max(tokens, 0.0)
+
+
+def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
+               prefill_tokens: float = 0.0, prefill_context_tokens: float = 0.0,
+               prefill_seqs: float = 0.0) -> StepTerms:
+    """One step: `decode_seqs` sequences at mean context `context_tokens`, plus
+    `prefill_tokens` prompt tokens whose mean causal context is `prefill_context_tokens`,
+    belonging to `prefill_seqs` requests (each of which samples one token)."""
+    c = ctx.coefficients
+    tokens = decode_seqs + prefill_tokens
+    gemm_flops = (tokens * (ctx.dense_flops_per_token + ctx.expert_flops_per_token)
+                  + (decode_seqs + prefill_seqs) * ctx.lm_head_flops_per_token)
+    weight_bytes = ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens)
+    win = ctx.sliding_window or 0
+    attn_flops = (ctx.attention_flops_per_context_token * (decode_seqs * context_tokens
+                                                           + prefill_tokens * prefill_context_tokens)
+                  + ctx.sliding_attention_flops_per_context_token
+                  * (decode_seqs * min(context_tokens, win) + prefill_tokens * min(prefill_context_tokens, win)))
+    kv_bytes = (decode_seqs * (ctx.kv_bytes_per_token * context_tokens
+                               + ctx.sliding_kv_bytes_per_token * min(context_tokens, win)
+                               + ctx.state_bytes_per_seq)
+                + prefill_seqs * (ctx.kv_bytes_per_token * 2 * prefill_context_tokens
+                                  + ctx.sliding_kv_bytes_per_token * min(2 * prefill_context_tokens, win)))
+    flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency
+    attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency
+    byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency
+    g_c, g_b = gemm_flops / flop_rate, weight_bytes / byte_rate
+    a_c, a_b = attn_flops / attn_rate, kv_bytes / byte_rate
+    compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
+    bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)
+    comm_s = 0.0
+    if ctx.tp > 1:
+        ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
+        comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
+    overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6
+                  + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
+    return StepTerms(gemm_flops, weight_bytes, attn_flops, kv_bytes, compute_s, bandwidth_s,
+                     comm_s, overhead_s)
+
+
+def _step_s(ctx: PerfContext, d: float, ctx_len: float, p: float = 0.0, p_ctx: float = 0.0,
+            p_seqs: float = 0.0) -> float:
+    """Wall time of one step of the whole pipeline: the stage time × pp stages in series."""
+    return step_terms(ctx, decode_seqs=d, context_tokens=ctx_len, prefill_tokens=p,
+                      prefill_context_tokens=p_ctx, prefill_seqs=p_seqs).total_s * ctx.pp
+
+
+# ------------------------------------------------------------------ batching model
+
+
+def _running(ctx: PerfContext, concurrency: int, input_tokens: int, output_tokens: int) -> int:
+    """Sequences the engine runs at once: concurrency, capped by max_num_seqs and by the KV
+    capacity at the mean footprint of a running request (input + output/2 tokens)."""
+    run = min(concurrency, ctx.max_num_seqs)
+    if ctx.kv_capacity_tokens:
+        run = min(run, max(1, ctx.kv_capacity_tokens // (input_tokens + output_tokens // 2)))
+    return max(1, run)
+
+
+def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_tokens: int) -> PerfPoint:
+    """TTFT, TPOT (= (e2e − TTFT)/(output − 1)), e2e and throughput of one replica at
+    closed-loop `concurrency`, fixed input/output lengths (tokens). See the module docstring."""
+    if concurrency < 1 or input_tokens < 1 or output_tokens < 1:
+        raise ValueError("concurrency, input_tokens and output_tokens must be ≥ 1")
+    c = ctx.coefficients
+    b = _running(ctx, concurrency, input_tokens, output_tokens)
+    i, o = input_tokens, output_tokens
+    decode_steps = max(o - 1, 1)
+    mean_ctx = i + o / 2
+    budget = ctx.max_num_batched_tokens
+    if ctx.style == "mixed":
+        # Decode-first chunked prefill: requests that arrive together are prefilled together
+        # up to the token budget; the sub-waves this cuts a burst into then stay apart, each
+        # prefilled in its own mixed steps while the others decode (steady state).
+        own_steps = math.ceil(i / budget)
+        life = decode_steps + own_steps  # steps in one request's life when prefill is not short
+        chunk = max(budget - b * decode_steps / life, budget / 2)  # prefill room in a mixed step
+        piece = min(b * i, chunk)  # prefill tokens a mixed step carries (a full chunk when
+        # the requests that arrive together hold that much)
+        rate = min(b / life, chunk / i)  # requests completed per step (prefill-bound: chunk / i)
+        steps = b / rate  # steps per request life (Little's law)
+        mixed = min(steps, b * i / piece)  # steps per life that carry prefill
+        decoding = b * decode_steps / steps  # mean sequences decoding per step
+        t_mix = _step_s(ctx, decoding, mean_ctx, piece, i / 2, piece / i)
+        t_dec = _step_s(ctx, decoding, mean_ctx)
+        tpot = (mixed * t_mix + (steps - mixed) * t_dec) / steps
+        busy = min((mixed - own_steps) / steps, 0.95) if mixed > own_steps else 0.0
+        # M/D/1 wait behind other sub-waves' prefill steps
+        ttft = (steps - decode_steps) * t_mix * (1 + busy / (2 * (1 - busy)))
+    else:
+        # Prefill-first: a prefill batch of up to `budget` tokens runs before decoding resumes,
+        # so a closed loop with fixed lengths runs in waves: the b requests arrive together,
+        # are prefilled in n batches, decode in lock-step and finish together. A request
+        # prefilled in batch j waits n − j more batches before decoding resumes: mean
+        # TTFT = (n + 1)/2 batches, and TPOT carries (n − 1)/2 batches over O − 1 tokens.
+        batches = math.ceil(b * i / budget)
+        batch = min(budget, b * i)
+        t_pf = _step_s(ctx, 0.0, 0.0, batch, i / 2, batch / i)
+        t_dec = _step_s(ctx, b, mean_ctx)
+        ttft = t_pf * (batches + 1) / 2
+        tpot = t_dec + t_pf * (batches - 1) / 2 / decode_steps
+    ttft += c.request_overhead_ms * 1e-3
+    e2e = ttft + decode_steps * tpot if o > 1 else ttft
+    if concurrency > b:  # closed loop: the others wait for a slot (Little's law)
+        e2e_all = e2e * concurrency / b
+        ttft += e2e_all - e2e
+        e2e = e2e_all
+    rps = concurrency / e2e
+    tok_s = rps * o
+    dec = step_terms(ctx, decode_seqs=b, context_tokens=mean_ctx)
+    lo_f, hi_f = RANGES["ttft"]
+    lo_p, hi_p = RANGES["tpot"]
+    lo_t, hi_t = RANGES["throughput"]
+    ttft_ms, tpot_ms = ttft * 1e3, tpot * 1e3
+    return PerfPoint(
+        concurrency=concurrency, running=b, ttft_ms=ttft_ms, tpot_ms=tpot_ms, e2e_ms=e2e * 1e3,
+        output_tokens_per_s=tok_s, output_tokens_per_s_per_gpu=tok_s / (ctx.tp * ctx.pp),
+        requests_per_s=rps,
+        ttft_ms_low=ttft_ms * lo_f, ttft_ms_high=ttft_ms * hi_f,
+        tpot_ms_low=tpot_ms * lo_p, tpot_ms_high=tpot_ms * hi_p,
+        output_tokens_per_s_low=tok_s * lo_t, output_tokens_per_s_high=tok_s * hi_t,
+        decode_bound=dec.bound, calibrated=ctx.calibrated)
+
+
+def concurrency_levels(max_concurrency: int) -> list[int]:
+    """1, 2, 4, … below max_concurrency, then max_concurrency itself."""
+    out, c = [], 1
+    while c < max_concurrency:
+        out.append(c)
+        c *= 2
+    return out + [max_concurrency]
+
+
+def concurrency_table(ctx: PerfContext, input_tokens: int, output_tokens: int,
+                      max_concurrency: int) -> list[PerfPoint]:
+    """evaluate() at concurrency 1, 2, 4, … and max_concurrency."""
+    return [evaluate(ctx, concurrency=b, input_tokens=input_tokens, output_tokens=output_tokens)
+            for b in concurrency_levels(max_concurrency)]
