@@ -2,6 +2,7 @@
 
     python benchmarks/perf_fit.py            # fit, print the tables, write the outputs
     python benchmarks/perf_fit.py --check    # exit 1 if the committed outputs have drifted
+    python benchmarks/perf_fit.py --render   # rewrite docs/performance.md from the JSON
 
 Data: benchmarks/data/perf_calibration.csv (a copy of reference/perf_calibration.csv; 328
 closed-loop points, source URL per row). Measured throughput is not in the file; it follows
@@ -10,9 +11,9 @@ from the measured TTFT and TPOT by Little's law: B · O / (TTFT + (O − 1) · T
 Each row becomes a PerfContext built from kvplan's own model (catalogue ModelSpec, GpuSpec,
 exact weight bytes per GPU, KV bytes per token) and the KV capacity kvplan's memory planner
 gives that deployment (kvplan.planner.plan at max_model_len = ISL + OSL, the engine's defaults).
-Fitted: three GPU-physics coefficients shared by every engine (gemm_efficiency,
-bandwidth_efficiency, allreduce_latency_us) and three overheads per engine (step_overhead_ms,
-layer_overhead_us, request_overhead_ms). Loss: mean squared log error of TTFT and TPOT.
+Fitted: four GPU/kernel coefficients shared by every engine (gemm_efficiency,
+bandwidth_efficiency, allreduce_latency_us, layer_overhead_us) and three CPU-side overheads per
+engine (step_overhead_ms, seq_overhead_us, request_overhead_ms). Loss: mean soft-L1 (pseudo-Huber) of the log errors of TTFT and TPOT.
 Optimiser: Nelder–Mead on transformed parameters, pure Python (no scipy).
 
 Evaluation: leave one (model × GPU × engine) group out, fit on the rest, predict it; absolute
@@ -50,9 +51,8 @@ OUT_JSON = HERE / "data" / "perf_fit.json"
 OUT_DOC = ROOT / "docs" / "performance.md"
 
 GPU_IDS = {"H100-SXM-80GB": "h100-sxm-80gb", "H200-SXM-141GB": "h200-sxm-141gb"}
-SHARED = ("bandwidth_efficiency", "allreduce_latency_us")
-PER_ENGINE = ("gemm_efficiency", "step_overhead_ms", "layer_overhead_us", "seq_overhead_us",
-              "request_overhead_ms")
+SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us", "layer_overhead_us")
+PER_ENGINE = ("step_overhead_ms", "seq_overhead_us", "request_overhead_ms")
 ENGINES = ("vllm", "sglang")
 START = {"gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
          "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0, "request_overhead_ms": 20.0}
@@ -150,12 +150,25 @@ def predict(r: dict, coeffs: dict[str, perf.Coefficients]) -> perf.PerfPoint:
                          output_tokens=r["osl"])
 
 
+ROBUST_SCALE = 0.25  # log-error scale where the soft-L1 loss turns from quadratic to linear
+
+
+def _soft_l1(e: float) -> float:
+    """Soft-L1 (pseudo-Huber) of a log error: ≈ e² near 0, ≈ 2·s·|e| beyond the scale s, so a
+    few rows the model cannot explain (e.g. a run with less KV memory than its plan) do not
+    dominate the fit."""
+    s = ROBUST_SCALE
+    return 2 * s * s * (math.sqrt(1 + (e / s) ** 2) - 1)
+
+
 def loss(x: list[float], rows: list[dict]) -> float:
+    """Mean soft-L1 of the log errors of TPOT and TTFT."""
     coeffs = unpack(x)
     total = 0.0
     for r in rows:
         p = predict(r, coeffs)
-        total += math.log(p.tpot_ms / r["tpot_ms"]) ** 2 + math.log(p.ttft_ms / r["ttft_ms"]) ** 2
+        total += (_soft_l1(math.log(p.tpot_ms / r["tpot_ms"]))
+                  + _soft_l1(math.log(p.ttft_ms / r["ttft_ms"])))
     return total / len(rows)
 
 
@@ -338,8 +351,9 @@ def render_doc(result: dict) -> str:
         lines.append(f"| `{k}` | " + " | ".join(str(c[e][k]) for e in ENGINES) + " |")
     lines += [
         "",
-        f"`gemm_efficiency`, `bandwidth_efficiency` and `allreduce_latency_us` are shared by all "
-        f"engines (GPU physics); the overheads are per engine. {result['rows']} rows, "
+        f"Shared by all engines (GPU and kernel physics): {', '.join(f'`{k}`' for k in SHARED)}; "
+        f"per engine (CPU-side work): {', '.join(f'`{k}`' for k in PER_ENGINE)}. "
+        f"{result['rows']} rows, "
         f"{result['groups']} (model × GPU × engine) groups, all from one source "
         "(aiconfigurator's silicon sample, H100 SXM and H200 SXM).",
         "",
@@ -430,9 +444,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if committed outputs drifted")
     ap.add_argument("--full", action="store_true", help="with --check: also refit")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite docs/performance.md from the committed perf_fit.json")
     args = ap.parse_args()
     if args.check:
         return check(args.full)
+    if args.render:
+        OUT_DOC.write_text(render_doc(json.loads(OUT_JSON.read_text())))
+        return 0
     rows = load_rows()
     result = run_fit(rows)
     result["gaps"] = GAPS

@@ -10,7 +10,7 @@ costs, on the busiest GPU (one TP rank of the heaviest PP stage):
     attention  max(attention_flops / (peak_bf16 · gemm_efficiency),
                    kv_bytes_read / (bandwidth · bandwidth_efficiency))
     all-reduce 2 per layer (tp > 1): latency + (d+p)·hidden·2 B · 2(tp−1)/tp / link bandwidth
-    overheads  step_overhead + layers · layer_overhead
+    overheads  step_overhead + layers · layer_overhead + sequences · seq_overhead
 
 GEMMs and attention are separate kernels, so their roofline times add. Weight bytes are the
 exact per-GPU tensor bytes of kvplan.weights (embedding table not read, MoE experts by the
@@ -18,15 +18,22 @@ expected share that d+p tokens touch); KV bytes come from kvplan.kv (GQA, MLA, s
 KV dtype). Peak FLOP/s are the dense figures of gpu_specs/ (reference/GPUS.md).
 
 Continuous batching at closed-loop concurrency B (input I, output O tokens per request):
-* running sequences B_run = min(B, max_num_seqs, KV capacity / (I + O/2));
-* "mixed" engines (vLLM V1 chunked prefill, TensorRT-LLM in-flight batching) put each new
-  request's prefill into decode steps, up to max_num_batched_tokens per step; "separate"
-  engines (SGLang, TGI) run prefill batches that pause decoding;
-* TPOT = mean step time over a request's life = (mixed/prefill steps + decode steps) / steps;
-* TTFT = half a step (arrival) + own prefill steps × (1 + M/D/1 wait for other prefills)
-  + request overhead; requests beyond B_run wait for a slot (Little's law);
-* e2e = TTFT + (O − 1)·TPOT (TPOT defined as (e2e − TTFT)/(O − 1)); requests/s = B / e2e;
-  output tokens/s = B·O / e2e.
+* running sequences B_run = min(B, max_num_seqs, KV capacity / (I + O/2)); requests beyond
+  B_run wait for a slot, so e2e grows by B / B_run (Little's law) and the wait goes to TTFT;
+* "mixed" engines (vLLM V1: decode-first chunked prefill; TensorRT-LLM in-flight batching)
+  put new requests' prefill into decode steps, up to max_num_batched_tokens tokens per step.
+  Steady state: a request's life is O − 1 decode steps plus its prefill steps, and some steps
+  per life carry prefill chunks; TPOT = mean step time over the life; TTFT = the request's
+  own mixed steps × (1 + an M/D/1 wait behind other prefills). When the prefill tokens no
+  longer fit the budget the replica is saturated: every step is full and requests queue;
+* "separate" engines (SGLang, TGI: prefill-first) run prefill batches that pause decoding,
+  which keeps a fixed-length closed loop in waves: the B_run requests are prefilled in
+  batches of max_num_batched_tokens, decode in lock-step and finish together; mean TTFT =
+  (first batch + whole wave) / 2, and TPOT carries the rest of the wave's prefill;
+* TTFT adds a per-request overhead; e2e = TTFT + (O − 1)·TPOT (TPOT is defined as
+  (e2e − TTFT)/(O − 1)); requests/s = B / e2e; output tokens/s = B·O / e2e.
+* Pipeline parallelism: a step crosses the pp stages in series (stage time × pp); the
+  heaviest stage is modelled. Not calibrated (no PP rows).
 
 Coefficients are fitted by benchmarks/perf_fit.py on benchmarks/data/perf_calibration.csv and
 recorded, with leave-one-group-out errors, in benchmarks/data/perf_fit.json and
@@ -84,20 +91,22 @@ class Coefficients:
 # Fitted by benchmarks/perf_fit.py → benchmarks/data/perf_fit.json ("coefficients");
 # tests/test_perf.py checks these equal the committed fit.
 COEFFICIENTS: dict[str, Coefficients] = {
-    "vllm": Coefficients(gemm_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead_ms=1.0,
-                         layer_overhead_us=20.0, seq_overhead_us=10.0, allreduce_latency_us=10.0,
-                         request_overhead_ms=10.0),
-    "sglang": Coefficients(gemm_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead_ms=1.0,
-                           layer_overhead_us=20.0, seq_overhead_us=10.0, allreduce_latency_us=10.0,
-                           request_overhead_ms=10.0),
+    "vllm": Coefficients(gemm_efficiency=0.6638, bandwidth_efficiency=0.9306,
+                         step_overhead_ms=4.9565, layer_overhead_us=0.719,
+                         seq_overhead_us=62.2802, allreduce_latency_us=0.0015,
+                         request_overhead_ms=0.0),
+    "sglang": Coefficients(gemm_efficiency=0.6638, bandwidth_efficiency=0.9306,
+                           step_overhead_ms=4.8893, layer_overhead_us=0.719,
+                           seq_overhead_us=28.8366, allreduce_latency_us=0.0015,
+                           request_overhead_ms=118.9723),
 }
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
 # the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.6, 1.6),
-    "tpot": (0.8, 1.25),
-    "throughput": (0.8, 1.25),
+    "ttft": (0.359, 2.929),
+    "tpot": (0.698, 1.183),
+    "throughput": (0.847, 1.225),
 }
 
 # Calibrated eras: (engine, first version, last version) with rows in perf_calibration.csv.
@@ -197,6 +206,7 @@ class PerfPoint:
     output_tokens_per_s_low: float
     output_tokens_per_s_high: float
     decode_bound: Bound  # the largest term of a pure decode step
+    saturated: bool  # prefill-bound: the token budget, not concurrency, sets throughput
     calibrated: bool
 
 
@@ -465,13 +475,16 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_to
         # prefilled in its own mixed steps while the others decode (steady state).
         own_steps = math.ceil(i / budget)
         life = decode_steps + own_steps  # steps in one request's life when prefill is not short
-        chunk = max(budget - b * decode_steps / life, budget / 2)  # prefill room in a mixed step
+        # Requests completed per step: b / life, unless every step is full (prefill-bound):
+        # then each step carries `budget` tokens, i prefill + (O − 1) decode per request.
+        rate = min(b / life, budget / (i + decode_steps))
+        saturated = b / life > budget / (i + decode_steps)
+        steps = b / rate  # steps per request life (Little's law)
+        decoding = rate * decode_steps  # mean sequences decoding per step
+        chunk = max(budget - decoding, 1.0)  # prefill room in a mixed step
         piece = min(b * i, chunk)  # prefill tokens a mixed step carries (a full chunk when
         # the requests that arrive together hold that much)
-        rate = min(b / life, chunk / i)  # requests completed per step (prefill-bound: chunk / i)
-        steps = b / rate  # steps per request life (Little's law)
         mixed = min(steps, b * i / piece)  # steps per life that carry prefill
-        decoding = b * decode_steps / steps  # mean sequences decoding per step
         t_mix = _step_s(ctx, decoding, mean_ctx, piece, i / 2, piece / i)
         t_dec = _step_s(ctx, decoding, mean_ctx)
         tpot = (mixed * t_mix + (steps - mixed) * t_dec) / steps
@@ -481,15 +494,19 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_to
     else:
         # Prefill-first: a prefill batch of up to `budget` tokens runs before decoding resumes,
         # so a closed loop with fixed lengths runs in waves: the b requests arrive together,
-        # are prefilled in n batches, decode in lock-step and finish together. A request
-        # prefilled in batch j waits n − j more batches before decoding resumes: mean
-        # TTFT = (n + 1)/2 batches, and TPOT carries (n − 1)/2 batches over O − 1 tokens.
-        batches = math.ceil(b * i / budget)
-        batch = min(budget, b * i)
-        t_pf = _step_s(ctx, 0.0, 0.0, batch, i / 2, batch / i)
+        # are prefilled in batches, decode in lock-step and finish together. A request's first
+        # token comes at the end of its batch: mean TTFT = (first batch + all batches) / 2
+        # (exact for equal batches); after it, a request waits the rest of the wave's prefill
+        # (all − TTFT on average) before decoding resumes, which TPOT carries over O − 1.
+        wave = b * i
+        full, rest = divmod(wave, budget)
+        t_full = _step_s(ctx, 0.0, 0.0, budget, i / 2, budget / i) if full else 0.0
+        t_rest = _step_s(ctx, 0.0, 0.0, rest, i / 2, rest / i) if rest else 0.0
+        t_all = full * t_full + t_rest
+        ttft = ((t_full if full else t_rest) + t_all) / 2
         t_dec = _step_s(ctx, b, mean_ctx)
-        ttft = t_pf * (batches + 1) / 2
-        tpot = t_dec + t_pf * (batches - 1) / 2 / decode_steps
+        tpot = t_dec + (t_all - ttft) / decode_steps
+        saturated = False
     ttft += c.request_overhead_ms * 1e-3
     e2e = ttft + decode_steps * tpot if o > 1 else ttft
     if concurrency > b:  # closed loop: the others wait for a slot (Little's law)
@@ -510,7 +527,7 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_to
         ttft_ms_low=ttft_ms * lo_f, ttft_ms_high=ttft_ms * hi_f,
         tpot_ms_low=tpot_ms * lo_p, tpot_ms_high=tpot_ms * hi_p,
         output_tokens_per_s_low=tok_s * lo_t, output_tokens_per_s_high=tok_s * hi_t,
-        decode_bound=dec.bound, calibrated=ctx.calibrated)
+        decode_bound=dec.bound, saturated=saturated, calibrated=ctx.calibrated)
 
 
 def concurrency_levels(max_concurrency: int) -> list[int]:
