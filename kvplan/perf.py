@@ -91,22 +91,22 @@ class Coefficients:
 # Fitted by benchmarks/perf_fit.py → benchmarks/data/perf_fit.json ("coefficients");
 # tests/test_perf.py checks these equal the committed fit.
 COEFFICIENTS: dict[str, Coefficients] = {
-    "vllm": Coefficients(gemm_efficiency=0.6638, bandwidth_efficiency=0.9306,
-                         step_overhead_ms=4.9565, layer_overhead_us=0.719,
-                         seq_overhead_us=62.2802, allreduce_latency_us=0.0015,
-                         request_overhead_ms=0.0),
-    "sglang": Coefficients(gemm_efficiency=0.6638, bandwidth_efficiency=0.9306,
-                           step_overhead_ms=4.8893, layer_overhead_us=0.719,
-                           seq_overhead_us=28.8366, allreduce_latency_us=0.0015,
-                           request_overhead_ms=118.9723),
+    "vllm": Coefficients(gemm_efficiency=0.5503, bandwidth_efficiency=0.9601,
+                         step_overhead_ms=4.9782, layer_overhead_us=2.451,
+                         seq_overhead_us=52.9134, allreduce_latency_us=0.0,
+                         request_overhead_ms=135.3383),
+    "sglang": Coefficients(gemm_efficiency=0.5503, bandwidth_efficiency=0.9601,
+                           step_overhead_ms=4.4245, layer_overhead_us=2.451,
+                           seq_overhead_us=27.9698, allreduce_latency_us=0.0,
+                           request_overhead_ms=28.0769),
 }
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
 # the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.359, 2.929),
-    "tpot": (0.698, 1.183),
-    "throughput": (0.847, 1.225),
+    "ttft": (0.42, 2.562),
+    "tpot": (0.717, 1.186),
+    "throughput": (0.901, 1.278),
 }
 
 # Calibrated eras: (engine, first version, last version) with rows in perf_calibration.csv.
@@ -183,6 +183,13 @@ class PerfContext:
     coefficients: Coefficients
     style: Literal["mixed", "separate"]
     calibrated: bool
+
+
+def active_weight_bytes(ctx: PerfContext, tokens: float = 1.0) -> int:
+    """Weight bytes one step over `tokens` tokens reads on this GPU: every non-expert weight
+    (embedding table excluded) plus the expected share of routed experts they touch
+    (one token: top_k of E)."""
+    return round(ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens))
 
 
 @dataclass(frozen=True)
@@ -341,7 +348,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         elif kind != "none":
             full += 1
     state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
-    full_kv = full * per_layer if kv_bytes_per_token is None else kv_bytes_per_token
+    # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
+    full_kv = (full * per_layer if kv_bytes_per_token is None
+               else max(0, kv_bytes_per_token - sliding * per_layer))
     coeffs, era_ok = coefficients_for(engine, version)
     compute = compute_dtype_for(dtype, quant, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
@@ -482,8 +491,8 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_to
         steps = b / rate  # steps per request life (Little's law)
         decoding = rate * decode_steps  # mean sequences decoding per step
         chunk = max(budget - decoding, 1.0)  # prefill room in a mixed step
-        piece = min(b * i, chunk)  # prefill tokens a mixed step carries (a full chunk when
-        # the requests that arrive together hold that much)
+        piece = min(chunk, i * max(1.0, rate))  # prefill tokens a mixed step carries: the
+        # requests that arrive per step (at least one), up to the room left by decodes
         mixed = min(steps, b * i / piece)  # steps per life that carry prefill
         t_mix = _step_s(ctx, decoding, mean_ctx, piece, i / 2, piece / i)
         t_dec = _step_s(ctx, decoding, mean_ctx)

@@ -97,6 +97,8 @@ def test_moe_step_terms_by_hand(qwen_moe: perf.PerfContext) -> None:
     assert ctx.attention_flops_per_context_token == 4 * 32 * 128 * 48
     # total weights minus all experts minus the embedding table (151936 · 2048 · 2 B)
     assert ctx.dense_read_bytes == ctx.weight_bytes_per_gpu - 57_982_058_496 - 151936 * 2048 * 2
+    # one token reads the non-expert weights and 8 of 128 experts: 57,982,058,496 / 16
+    assert perf.active_weight_bytes(ctx) == ctx.dense_read_bytes + 3_623_878_656
     ctx = dataclasses.replace(ctx, coefficients=UNIT)
     t = perf.step_terms(ctx, decode_seqs=1, context_tokens=2048)
     assert t.weight_bytes == pytest.approx(ctx.dense_read_bytes + 57_982_058_496 * 8 / 128)
