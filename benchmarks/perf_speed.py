@@ -38,11 +38,12 @@ def main() -> None:
     for model, engine, tp in CASES:
         m = resolve_model(model)
         version = "0.12.0" if engine == "vllm" else "0.5.6"
-        t_ctx = best_of(lambda: perf.context_for(m, gpu, engine, version, tp=tp), 3, 5)
-        ctx = perf.context_for(m, gpu, engine, version, tp=tp)
-        t_eval = best_of(lambda: perf.evaluate(ctx, concurrency=64, input_tokens=2048,
-                                               output_tokens=512))
-        t_table = best_of(lambda: perf.concurrency_table(ctx, 2048, 512, 1024), 5, 50)
+        args = (m, gpu, engine, version)
+        t_ctx = best_of(lambda a=args, t=tp: perf.context_for(*a, tp=t), 3, 5)
+        ctx = perf.context_for(*args, tp=tp)
+        t_eval = best_of(lambda c=ctx: perf.evaluate(c, concurrency=64, input_tokens=2048,
+                                                     output_tokens=512))
+        t_table = best_of(lambda c=ctx: perf.concurrency_table(c, 2048, 512, 1024), 5, 50)
         print(f"{model:36s} {engine:7s} {tp:2d}  {t_ctx * 1e3:13.2f}  {t_eval * 1e6:11.1f}  "
               f"{t_table * 1e3:17.3f}")
 

@@ -267,20 +267,25 @@ class _Enumerated:
     lm_head_elements: int
 
 
-def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str, quant: QuantSpec | None) -> _Enumerated:
+def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
+                     quant: QuantSpec | None) -> _Enumerated:
     """Bytes and matmul elements of one TP rank of the heaviest PP stage, from the same tensor
     enumeration and sharding rules as weights.weight_memory_per_stage."""
     ranges = _weights.pp_layer_ranges(m.num_layers, pp)
     stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
     dtype_bytes = DTYPE_BYTES[dtype]
-    per_stage = [[0, 0, 0, 0, 0, 0] for _ in range(pp)]  # read, expert, unread, dense_el, exp_el, lm_el
+    # per stage: read bytes, expert bytes, unread bytes, dense / active-expert / LM-head elements
+    per_stage = [[0, 0, 0, 0, 0, 0] for _ in range(pp)]
     k_over_e = m.moe.top_k / m.moe.num_experts if m.moe else 0.0
     for t in _weights.tensors(m):
         if t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
             continue
         rows, cols = _weights._shard_rows(t, m, tp)
         nbytes = sum(_weights._tensor_parts(t, rows, cols, dtype_bytes, quant))
-        stage = stage_of[t.layer] if t.layer is not None else (0 if t.kind == "embedding" else pp - 1)
+        if t.layer is not None:
+            stage = stage_of[t.layer]
+        else:
+            stage = 0 if t.kind == "embedding" else pp - 1
         acc = per_stage[stage]
         if t.kind == "embedding":
             if m.tie_word_embeddings:  # the LM head reads the tied table on the last stage
@@ -422,15 +427,17 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
                   + (decode_seqs + prefill_seqs) * ctx.lm_head_flops_per_token)
     weight_bytes = ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens)
     win = ctx.sliding_window or 0
-    attn_flops = (ctx.attention_flops_per_context_token * (decode_seqs * context_tokens
-                                                           + prefill_tokens * prefill_context_tokens)
+    attn_flops = (ctx.attention_flops_per_context_token
+                  * (decode_seqs * context_tokens + prefill_tokens * prefill_context_tokens)
                   + ctx.sliding_attention_flops_per_context_token
-                  * (decode_seqs * min(context_tokens, win) + prefill_tokens * min(prefill_context_tokens, win)))
+                  * (decode_seqs * min(context_tokens, win)
+                     + prefill_tokens * min(prefill_context_tokens, win)))
     kv_bytes = (decode_seqs * (ctx.kv_bytes_per_token * context_tokens
                                + ctx.sliding_kv_bytes_per_token * min(context_tokens, win)
                                + ctx.state_bytes_per_seq)
                 + prefill_seqs * (ctx.kv_bytes_per_token * 2 * prefill_context_tokens
-                                  + ctx.sliding_kv_bytes_per_token * min(2 * prefill_context_tokens, win)))
+                                  + ctx.sliding_kv_bytes_per_token
+                                  * min(2 * prefill_context_tokens, win)))
     flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency
@@ -467,7 +474,8 @@ def _running(ctx: PerfContext, concurrency: int, input_tokens: int, output_token
     return max(1, run)
 
 
-def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_tokens: int) -> PerfPoint:
+def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
+             output_tokens: int) -> PerfPoint:
     """TTFT, TPOT (= (e2e − TTFT)/(output − 1)), e2e and throughput of one replica at
     closed-loop `concurrency`, fixed input/output lengths (tokens). See the module docstring."""
     if concurrency < 1 or input_tokens < 1 or output_tokens < 1:

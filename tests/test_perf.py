@@ -254,6 +254,7 @@ def test_constants_match_committed_fit() -> None:
 
 
 def test_perf_fit_check_has_no_drift() -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "perf_fit.py"), "--check"],
+    script = ROOT / "benchmarks" / "perf_fit.py"
+    r = subprocess.run([sys.executable, str(script), "--check"], check=False,
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
