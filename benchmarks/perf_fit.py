@@ -353,6 +353,23 @@ def render_doc(result: dict) -> str:
         "batching style (TensorRT-LLM ← vLLM, TGI ← SGLang) and report `calibrated=False`, as do "
         "versions outside the calibrated range and GPUs outside the calibrated family (Hopper).",
         "",
+        "## API",
+        "",
+        "```python",
+        "from kvplan import perf",
+        "ctx = perf.context_for(model_spec, gpu_spec, 'vllm', '0.12.0', tp=2, quant=None,",
+        "                       max_num_batched_tokens=8192, max_num_seqs=1024,",
+        "                       weight_bytes_per_gpu=..., kv_capacity_tokens=...)  # from the plan",
+        "point = perf.evaluate(ctx, concurrency=32, input_tokens=2048, output_tokens=512)",
+        "table = perf.concurrency_table(ctx, 2048, 512, max_concurrency=256)  # 1, 2, 4, … 256",
+        "perf.missing_gpu_fields(gpu_spec)  # ['bandwidth_tbps', …]: omit the section",
+        "```",
+        "",
+        "`PerfPoint` carries `ttft_ms`, `tpot_ms`, `e2e_ms`, `output_tokens_per_s` (per replica), "
+        "`output_tokens_per_s_per_gpu`, `requests_per_s`, `running` (sequences the KV cache and "
+        "max_num_seqs admit), `_low`/`_high` for TTFT, TPOT and throughput, `decode_bound` "
+        "(compute, bandwidth or overhead), `saturated` and `calibrated`.",
+        "",
         "## Coefficients (fitted on all rows)",
         "",
         "| coefficient | " + " | ".join(ENGINES) + " |",

@@ -258,3 +258,12 @@ def test_perf_fit_check_has_no_drift() -> None:
     r = subprocess.run([sys.executable, str(script), "--check"], check=False,
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+def test_calibration_gpus_use_dense_tflops() -> None:
+    """NVIDIA's H100/H200 SXM datasheets print sparse tensor figures (bf16 1,979, fp8 3,958
+    TFLOP/s); gpu_specs/ must hold the dense halves (reference/GPUS.md), or every compute term
+    of the fit would be 2× optimistic."""
+    for gid in ("h100-sxm-80gb", "h200-sxm-141gb"):
+        t = resolve_gpu(gid).tflops
+        assert t.bf16 == 989.4 and t.fp8 == 1978.9
