@@ -456,6 +456,11 @@ GAPS = [
     "and one request overhead per engine, and cannot serve both. The missing mechanism is the "
     "benchmark's arrival pattern (burst at start vs spread) — a property of the harness, not of "
     "the deployment; a discrete-event simulation of the first waves would capture it.",
+    "* **vLLM's `request_overhead_ms` fits 136 ms.** It absorbs the slow Qwen3-32B TTFTs "
+    "(one shared value for both engines fits 135 ms and is worse held out: TTFT median 35.7 %). "
+    "For a small model at low concurrency it then dominates TTFT (Llama-3.1-8B bf16, H100, "
+    "c = 1, ISL 512: 153 ms predicted, of which 136 ms is this overhead), where the prefill "
+    "itself takes a few ms: expect TTFT to be over-predicted there.",
     "* **TTFT of SGLang, Llama-3.1-8B fp8 held out (+132 % median).** Fitted on Qwen3-32B only, "
     "the SGLang prefill comes out too long for this small fp8 (block-quantised) model at very high "
     "concurrency (160–512), and its TTFT grows with TP at fixed concurrency in the data (c = 512: "
