@@ -88,23 +88,26 @@ class Coefficients:
     request_overhead_ms: float
 
 
-# Fitted by benchmarks/perf_fit.py → benchmarks/data/perf_fit.json ("coefficients");
-# tests/test_perf.py checks these equal the committed fit.
+# Fitted by benchmarks/perf_fit.py → benchmarks/data/perf_fit.json ("coefficients"; method and
+# leave-one-group-out errors in docs/performance.md). All but request_overhead_ms are shared
+# by the engines in the fit. tests/test_perf.py checks these equal the committed fit.
 COEFFICIENTS: dict[str, Coefficients] = {
-    "vllm": Coefficients(gemm_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead_ms=1.0,
-                         layer_overhead_us=20.0, seq_overhead_us=10.0, allreduce_latency_us=10.0,
-                         request_overhead_ms=10.0),
-    "sglang": Coefficients(gemm_efficiency=0.6, bandwidth_efficiency=0.8, step_overhead_ms=1.0,
-                           layer_overhead_us=20.0, seq_overhead_us=10.0, allreduce_latency_us=10.0,
-                           request_overhead_ms=10.0),
+    "vllm": Coefficients(gemm_efficiency=0.5456, bandwidth_efficiency=0.9578,
+                         step_overhead_ms=3.2778, layer_overhead_us=28.2837,
+                         seq_overhead_us=30.3438, allreduce_latency_us=0.0656,
+                         request_overhead_ms=135.6765),
+    "sglang": Coefficients(gemm_efficiency=0.5456, bandwidth_efficiency=0.9578,
+                           step_overhead_ms=3.2778, layer_overhead_us=28.2837,
+                           seq_overhead_us=30.3438, allreduce_latency_us=0.0656,
+                           request_overhead_ms=22.5286),
 }
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
 # the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.6, 1.6),
-    "tpot": (0.8, 1.25),
-    "throughput": (0.8, 1.25),
+    "ttft": (0.421, 2.572),
+    "tpot": (0.88, 1.153),
+    "throughput": (0.893, 1.085),
 }
 
 # Calibrated eras: (engine, first version, last version) with rows in perf_calibration.csv.
@@ -183,6 +186,13 @@ class PerfContext:
     calibrated: bool
 
 
+def active_weight_bytes(ctx: PerfContext, tokens: float = 1.0) -> int:
+    """Weight bytes one step over `tokens` tokens reads on this GPU: every non-expert weight
+    (embedding table excluded) plus the expected share of routed experts they touch
+    (one token: top_k of E)."""
+    return round(ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens))
+
+
 @dataclass(frozen=True)
 class PerfPoint:
     """One operating point of a replica at closed-loop `concurrency` (ms, tokens/s, req/s).
@@ -258,20 +268,25 @@ class _Enumerated:
     lm_head_elements: int
 
 
-def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str, quant: QuantSpec | None) -> _Enumerated:
+def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
+                     quant: QuantSpec | None) -> _Enumerated:
     """Bytes and matmul elements of one TP rank of the heaviest PP stage, from the same tensor
     enumeration and sharding rules as weights.weight_memory_per_stage."""
     ranges = _weights.pp_layer_ranges(m.num_layers, pp)
     stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
     dtype_bytes = DTYPE_BYTES[dtype]
-    per_stage = [[0, 0, 0, 0, 0, 0] for _ in range(pp)]  # read, expert, unread, dense_el, exp_el, lm_el
+    # per stage: read bytes, expert bytes, unread bytes, dense / active-expert / LM-head elements
+    per_stage = [[0, 0, 0, 0, 0, 0] for _ in range(pp)]
     k_over_e = m.moe.top_k / m.moe.num_experts if m.moe else 0.0
     for t in _weights.tensors(m):
         if t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
             continue
         rows, cols = _weights._shard_rows(t, m, tp)
         nbytes = sum(_weights._tensor_parts(t, rows, cols, dtype_bytes, quant))
-        stage = stage_of[t.layer] if t.layer is not None else (0 if t.kind == "embedding" else pp - 1)
+        if t.layer is not None:
+            stage = stage_of[t.layer]
+        else:
+            stage = 0 if t.kind == "embedding" else pp - 1
         acc = per_stage[stage]
         if t.kind == "embedding":
             if m.tie_word_embeddings:  # the LM head reads the tied table on the last stage
@@ -339,7 +354,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         elif kind != "none":
             full += 1
     state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
-    full_kv = full * per_layer if kv_bytes_per_token is None else kv_bytes_per_token
+    # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
+    full_kv = (full * per_layer if kv_bytes_per_token is None
+               else max(0, kv_bytes_per_token - sliding * per_layer))
     coeffs, era_ok = coefficients_for(engine, version)
     compute = compute_dtype_for(dtype, quant, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
@@ -411,15 +428,17 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
                   + (decode_seqs + prefill_seqs) * ctx.lm_head_flops_per_token)
     weight_bytes = ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens)
     win = ctx.sliding_window or 0
-    attn_flops = (ctx.attention_flops_per_context_token * (decode_seqs * context_tokens
-                                                           + prefill_tokens * prefill_context_tokens)
+    attn_flops = (ctx.attention_flops_per_context_token
+                  * (decode_seqs * context_tokens + prefill_tokens * prefill_context_tokens)
                   + ctx.sliding_attention_flops_per_context_token
-                  * (decode_seqs * min(context_tokens, win) + prefill_tokens * min(prefill_context_tokens, win)))
+                  * (decode_seqs * min(context_tokens, win)
+                     + prefill_tokens * min(prefill_context_tokens, win)))
     kv_bytes = (decode_seqs * (ctx.kv_bytes_per_token * context_tokens
                                + ctx.sliding_kv_bytes_per_token * min(context_tokens, win)
                                + ctx.state_bytes_per_seq)
                 + prefill_seqs * (ctx.kv_bytes_per_token * 2 * prefill_context_tokens
-                                  + ctx.sliding_kv_bytes_per_token * min(2 * prefill_context_tokens, win)))
+                                  + ctx.sliding_kv_bytes_per_token
+                                  * min(2 * prefill_context_tokens, win)))
     flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency
@@ -456,7 +475,8 @@ def _running(ctx: PerfContext, concurrency: int, input_tokens: int, output_token
     return max(1, run)
 
 
-def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_tokens: int) -> PerfPoint:
+def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
+             output_tokens: int) -> PerfPoint:
     """TTFT, TPOT (= (e2e − TTFT)/(output − 1)), e2e and throughput of one replica at
     closed-loop `concurrency`, fixed input/output lengths (tokens). See the module docstring."""
     if concurrency < 1 or input_tokens < 1 or output_tokens < 1:
@@ -480,8 +500,8 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int, output_to
         steps = b / rate  # steps per request life (Little's law)
         decoding = rate * decode_steps  # mean sequences decoding per step
         chunk = max(budget - decoding, 1.0)  # prefill room in a mixed step
-        piece = min(b * i, chunk)  # prefill tokens a mixed step carries (a full chunk when
-        # the requests that arrive together hold that much)
+        piece = min(chunk, i * max(1.0, rate))  # prefill tokens a mixed step carries: the
+        # requests that arrive per step (at least one), up to the room left by decodes
         mixed = min(steps, b * i / piece)  # steps per life that carry prefill
         t_mix = _step_s(ctx, decoding, mean_ctx, piece, i / 2, piece / i)
         t_dec = _step_s(ctx, decoding, mean_ctx)

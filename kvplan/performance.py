@@ -179,7 +179,16 @@ def batched_tokens_choice(options: list[tuple[int, perf.PerfPoint]], current: in
     if not ok:
         return Recommendation(value=current, reason="no prefill chunk size meets the targets; "
                               "kept as is")
-    tokens, p = max(ok, key=lambda tp: (tp[1].output_tokens_per_s, -tp[0]))
+    # the best throughput; among candidates within 0.5 % of it (a tie in the model), the one
+    # nearest the engine's own default, so the launch line changes only for a real gain
+    best = max(q.output_tokens_per_s for _, q in ok)
+    tokens, p = min(((t, q) for t, q in ok if q.output_tokens_per_s >= 0.995 * best),
+                    key=lambda tq: (abs(tq[0] - current), tq[0]))
+    if tokens == current:
+        return Recommendation(value=current, reason=f"the engine default: predicted TTFT "
+                              f"{p.ttft_ms:,.0f} ms, TPOT {p.tpot_ms:.1f} ms, "
+                              f"{p.output_tokens_per_s:,.0f} tokens/s; other chunk sizes predict "
+                              "no better")
     others = ", ".join(f"{t:,}: TTFT {q.ttft_ms:,.0f} ms / TPOT {q.tpot_ms:.1f} ms"
                        for t, q in options if t != tokens)
     return Recommendation(value=tokens, reason=f"predicted TTFT {p.ttft_ms:,.0f} ms, TPOT "

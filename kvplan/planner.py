@@ -536,14 +536,24 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     tokens = None
     if has_slo:
         search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound))
-        rec.max_num_seqs, best = performance.slo_seqs(search, w, n, bound, cap)
+        seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
+        if dep.sources.get("max_num_seqs") == "cli":  # the user's batch size stays; say so
+            if best and engine_seqs > best:
+                problems.append(Problem(
+                    code="slo-max-num-seqs", severity="warning",
+                    message=f"max_num_seqs {engine_seqs} as given lets more requests run than "
+                    f"the latency targets allow: up to {best} meet them ({seqs_rec.reason})"))
+            best = min(best, engine_seqs) if best else 0
+        else:
+            rec.max_num_seqs = seqs_rec
         if best == 0:
             one = perf.evaluate(search, concurrency=1, input_tokens=n.input_tokens,
                                 output_tokens=n.output_tokens)
             problems.append(performance.unmet_slo_problem(
                 w, n, one, _slo_alternatives(eng, m, gpu, knobs, dep, w, n)))
         else:
-            engine_seqs = best
+            given_seqs = dep.sources.get("max_num_seqs") == "cli"
+            engine_seqs = engine_seqs if given_seqs else best
             if dep.sources.get("max_num_batched_tokens") != "cli":
                 rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, knobs, dep, w, n, best)
                 got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
@@ -552,7 +562,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
                                                 max_num_seqs=min(bound, cap or bound))
                     seqs_rec, again_best = performance.slo_seqs(again, w, n,
                                                                 performance.kv_bound(got[1], n), cap)
-                    if again_best >= best:
+                    if again_best >= best and not given_seqs:
                         rec.max_num_seqs, best = seqs_rec, again_best
                         engine_seqs = best
             if w.target_concurrency and w.target_concurrency > best:

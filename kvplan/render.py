@@ -133,7 +133,11 @@ def performance_table(plan: Plan, console: Console) -> None:
     t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
     t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
     if pf.cost_per_hour is not None:
-        t.add_row("$ per hour", f"{pf.cost_per_hour:,.2f}", pf.price_source or "")
+        src = pf.price_source or ""
+        if src.startswith("http"):  # the page's host, and whether it is kvplan's default
+            host = src.split("/")[2]
+            src = host + (" (kvplan default)" if src.endswith("(kvplan default)") else "")
+        t.add_row("$ per hour", f"{pf.cost_per_hour:,.2f}", src)
     if pf.cost_per_million_output_tokens is not None:
         t.add_row("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
     console.print(t)

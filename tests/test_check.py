@@ -396,8 +396,8 @@ def test_dockerfile_cmd_shell_form_and_pip_version(tmp_path):
 
 
 def test_readme_github_actions_job_runs_as_written(capsys, tmp_path, monkeypatch):
-    """The workflow in the README: its `kvplan check` line, run in a repo laid out as it says."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    """The workflow in docs/guide.md: its `kvplan check` line, run in a repo laid out as it says."""
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
     job = re.search(r"```yaml\n(name: kvplan\n.*?)```", readme, re.S).group(1)
     import yaml
 

@@ -110,3 +110,12 @@ def test_tpot_does_not_fall_with_more_concurrency(c1, c2):
     a = perf.evaluate(ctx, concurrency=lo, input_tokens=1024, output_tokens=256)
     b = perf.evaluate(ctx, concurrency=hi, input_tokens=1024, output_tokens=256)
     assert b.tpot_ms >= a.tpot_ms - 1e-9
+
+
+def test_a_given_max_num_seqs_stays_under_slos():
+    """A flag the user gave stays in the serve line; a latency target it breaks is a warning
+    that says how many requests would meet it."""
+    w = Workload(avg_input_tokens=1000, avg_output_tokens=1000, slo_tpot_ms=20)
+    p = plan(QWEN, "h200", tensor_parallel_size=2, max_num_seqs=256, workload=w)
+    assert p.recommendations.max_num_seqs.value == 256 and "--max-num-seqs 256" in p.command
+    assert any(x.code == "slo-max-num-seqs" for x in p.problems)

@@ -1,7 +1,8 @@
 """The README's examples are real: every fenced block that follows a `<!-- readme-test -->`
 marker starts with `$ kvplan …`; the test runs that command (in-process, 80 columns, from the
 repository root) and compares its output with the block, whitespace normalised. A marker may
-give the expected exit code: `<!-- readme-test exit=1 -->` (default 0)."""
+give the expected exit code, `exit=1` (default 0), and show an excerpt, `lines=A-B` (1-based,
+inclusive) of the output. `python scripts/readme_examples.py` rewrites the blocks."""
 
 import re
 import shlex
@@ -11,17 +12,19 @@ import pytest
 from clirun import run
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "docs" / "README.draft.md"  # the lead switches this to ROOT / "README.md"
+README = ROOT / "README.md"
 
-BLOCK = re.compile(r"<!--\s*readme-test(?:\s+exit=(\d+))?\s*-->\s*\n```[a-z]*\n(.*?)\n```", re.DOTALL)
+BLOCK = re.compile(r"<!--\s*readme-test(?:\s+exit=(\d+))?(?:\s+lines=(\d+)-(\d+))?\s*-->\s*\n"
+                   r"```[a-z]*\n((?:(?!```).)*?)\n```", re.DOTALL)
 
 
-def examples() -> list[tuple[str, int, str]]:
+def examples() -> list[tuple[str, int, tuple[int, int] | None, str]]:
     out = []
     for m in BLOCK.finditer(README.read_text()):
-        first, _, expected = m.group(2).partition("\n")
+        first, _, expected = m.group(4).partition("\n")
         assert first.startswith("$ kvplan "), f"a readme-test block must start with $ kvplan: {first}"
-        out.append((first[2:], int(m.group(1) or 0), expected))
+        span = (int(m.group(2)), int(m.group(3))) if m.group(2) else None
+        out.append((first[2:], int(m.group(1) or 0), span, expected))
     return out
 
 
@@ -33,10 +36,12 @@ def test_readme_has_tested_examples():
     assert len(examples()) >= 3
 
 
-@pytest.mark.parametrize("command,exit_code,expected", examples(), ids=lambda v: str(v)[:60])
-def test_readme_example_output_is_real(capsys, monkeypatch, command, exit_code, expected):
+@pytest.mark.parametrize("command,exit_code,span,expected", examples(), ids=lambda v: str(v)[:60])
+def test_readme_example_output_is_real(capsys, monkeypatch, command, exit_code, span, expected):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("COLUMNS", "80")
     code, out, err = run(capsys, *shlex.split(command)[1:])
     assert code == exit_code, err
+    if span:
+        out = "\n".join(out.splitlines()[span[0] - 1:span[1]])
     assert _norm(out) == _norm(expected), f"README block for `{command}` is stale:\n{out}"

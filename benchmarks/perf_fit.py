@@ -1,0 +1,565 @@
+"""Fit the named coefficients of kvplan/perf.py and evaluate them leave-one-group-out.
+
+    python benchmarks/perf_fit.py            # fit, print the tables, write the outputs
+    python benchmarks/perf_fit.py --check    # exit 1 if the committed outputs have drifted
+    python benchmarks/perf_fit.py --render   # rewrite docs/performance.md from the JSON
+
+Data: benchmarks/data/perf_calibration.csv (a copy of reference/perf_calibration.csv; 328
+closed-loop points, source URL per row). Measured throughput is not in the file; it follows
+from the measured TTFT and TPOT by Little's law: B · O / (TTFT + (O − 1) · TPOT).
+
+Each row becomes a PerfContext built from kvplan's own model (catalogue ModelSpec, GpuSpec,
+exact weight bytes per GPU, KV bytes per token) and the KV capacity kvplan's memory planner
+gives that deployment (kvplan.planner.plan at max_model_len = ISL + OSL, the engine's defaults).
+Fitted: six coefficients shared by every engine (gemm_efficiency, bandwidth_efficiency,
+allreduce_latency_us, layer_overhead_us, step_overhead_ms, seq_overhead_us) and one per engine
+(request_overhead_ms). Sharing the step and per-sequence overheads transfers better to a
+held-out group than per-engine overheads did (TPOT p90 40 % → 19 %, benchmarks/perf_fit.py
+history in git). Loss: mean soft-L1
+(pseudo-Huber) of the log errors of TTFT and TPOT.
+Optimiser: Nelder–Mead on transformed parameters, pure Python (no scipy).
+
+Evaluation: leave one (model × GPU × engine) group out, fit on the rest, predict it; absolute
+percentage errors of TTFT, TPOT and throughput pooled over all held-out predictions (mean,
+median, p90) and per group. The final coefficients are fitted on all rows.
+
+Outputs: benchmarks/data/perf_fit.json (coefficients, ranges, metrics) and docs/performance.md.
+--check regenerates the doc from the committed JSON, re-predicts every row with the committed
+coefficients (the in-sample metrics must match: catches a model change without a refit), and
+compares kvplan/perf.py's COEFFICIENTS and RANGES with the JSON; --check --full also refits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from kvplan import perf  # noqa: E402
+from kvplan.catalog import resolve_gpu, resolve_model  # noqa: E402
+from kvplan.api import plan  # noqa: E402
+from kvplan.specs import QuantSpec  # noqa: E402
+
+DATA = HERE / "data" / "perf_calibration.csv"
+OUT_JSON = HERE / "data" / "perf_fit.json"
+OUT_DOC = ROOT / "docs" / "performance.md"
+
+GPU_IDS = {"H100-SXM-80GB": "h100-sxm-80gb", "H200-SXM-141GB": "h200-sxm-141gb"}
+SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us", "layer_overhead_us",
+          "step_overhead_ms", "seq_overhead_us")
+PER_ENGINE = ("request_overhead_ms",)
+ENGINES = ("vllm", "sglang")
+START = {"gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
+         "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0, "request_overhead_ms": 20.0}
+BOUNDS = {"gemm_efficiency": (0.05, 1.0), "bandwidth_efficiency": (0.2, 1.0),
+          "allreduce_latency_us": (0.0, 200.0), "step_overhead_ms": (0.0, 50.0),
+          "layer_overhead_us": (0.0, 500.0), "seq_overhead_us": (0.0, 200.0),
+          "request_overhead_ms": (0.0, 500.0)}
+
+
+# ------------------------------------------------------------------------- rows
+
+
+def _quant(precision: str) -> QuantSpec | None:
+    """The calibration file's precision note → kvplan's QuantSpec (None: bf16 checkpoint)."""
+    if "fp8_block" in precision:
+        return QuantSpec(method="fp8", block_size=(128, 128), source="cli")
+    if "fp8" in precision:
+        return QuantSpec(method="fp8", per_channel=True, source="cli")
+    return None
+
+
+def load_rows() -> list[dict]:
+    rows = []
+    with DATA.open(newline="") as f:
+        for r in csv.DictReader(f):
+            r["group"] = f"{r['model']} | {r['gpu']} | {r['engine']}"
+            for k in ("tp", "pp", "isl", "osl", "concurrency"):
+                r[k] = int(r[k])
+            r["ttft_ms"], r["tpot_ms"] = float(r["ttft_ms"]), float(r["tpot_ms"])
+            r["throughput"] = (r["concurrency"] * r["osl"]
+                               / ((r["ttft_ms"] + (r["osl"] - 1) * r["tpot_ms"]) / 1e3))
+            rows.append(r)
+    return rows
+
+
+_CTX: dict[tuple, perf.PerfContext] = {}
+
+
+def context(r: dict) -> perf.PerfContext:
+    """The PerfContext of a row's deployment, with the KV capacity kvplan's planner gives it."""
+    version = r["engine_version"] if r["engine_version"] != "not given" else ""
+    key = (r["model"], r["gpu"], r["engine"], version, r["precision"], r["tp"], r["pp"],
+           r["isl"] + r["osl"])
+    if key in _CTX:
+        return _CTX[key]
+    m, g, q = resolve_model(r["model"]), resolve_gpu(GPU_IDS[r["gpu"]]), _quant(r["precision"])
+    knobs = {"tensor_parallel_size": r["tp"], "pipeline_parallel_size": r["pp"],
+             "max_model_len": r["isl"] + r["osl"]}
+    if q is not None:
+        knobs["quantization"] = "fp8"
+    p = plan(m, g, engine=r["engine"], engine_version=version or None, **knobs)
+    inputs = {k: v.value for k, v in p.inputs.items()}
+    ctx = perf.context_for(
+        m, g, r["engine"], (version or "0.12.0") if r["engine"] == "vllm" else version,
+        tp=r["tp"], pp=r["pp"], quant=q,
+        max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
+        max_num_seqs=int(inputs["max_num_seqs"]),
+        kv_capacity_tokens=max(p.kv_cache.tokens, 1))
+    _CTX[key] = ctx
+    return ctx
+
+
+# ------------------------------------------------------------------ parameters
+
+
+def unpack(x: list[float]) -> dict[str, perf.Coefficients]:
+    """Vector (transformed) → coefficients per engine: efficiencies via a logistic into their
+    bounds, overheads via softplus-free clamping to the bounds."""
+    def val(name: str, z: float) -> float:
+        lo, hi = BOUNDS[name]
+        return lo + (hi - lo) / (1 + math.exp(-z))
+    shared = {n: val(n, z) for n, z in zip(SHARED, x[:len(SHARED)])}
+    out, k = {}, len(SHARED)
+    for e in ENGINES:
+        own = {n: val(n, z) for n, z in zip(PER_ENGINE, x[k:k + len(PER_ENGINE)])}
+        k += len(PER_ENGINE)
+        out[e] = perf.Coefficients(**shared, **own)
+    return out
+
+
+def pack(coeffs: dict[str, dict[str, float]]) -> list[float]:
+    def z(name: str, v: float) -> float:
+        lo, hi = BOUNDS[name]
+        t = min(max((v - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+        return math.log(t / (1 - t))
+    x = [z(n, coeffs[ENGINES[0]][n]) for n in SHARED]
+    for e in ENGINES:
+        x += [z(n, coeffs[e][n]) for n in PER_ENGINE]
+    return x
+
+
+def predict(r: dict, coeffs: dict[str, perf.Coefficients]) -> perf.PerfPoint:
+    ctx = dataclasses.replace(context(r), coefficients=coeffs[r["engine"]])
+    return perf.evaluate(ctx, concurrency=r["concurrency"], input_tokens=r["isl"],
+                         output_tokens=r["osl"])
+
+
+ROBUST_SCALE = 0.25  # log-error scale where the soft-L1 loss turns from quadratic to linear
+
+
+def _soft_l1(e: float) -> float:
+    """Soft-L1 (pseudo-Huber) of a log error: ≈ e² near 0, ≈ 2·s·|e| beyond the scale s, so a
+    few rows the model cannot explain (e.g. a run with less KV memory than its plan) do not
+    dominate the fit."""
+    s = ROBUST_SCALE
+    return 2 * s * s * (math.sqrt(1 + (e / s) ** 2) - 1)
+
+
+def loss(x: list[float], rows: list[dict]) -> float:
+    """Mean soft-L1 of the log errors of TPOT and TTFT."""
+    coeffs = unpack(x)
+    total = 0.0
+    for r in rows:
+        p = predict(r, coeffs)
+        total += (_soft_l1(math.log(p.tpot_ms / r["tpot_ms"]))
+                  + _soft_l1(math.log(p.ttft_ms / r["ttft_ms"])))
+    return total / len(rows)
+
+
+def nelder_mead(f, x0: list[float], *, step: float = 0.7, iters: int = 1200,
+                tol: float = 1e-7) -> list[float]:
+    """Minimise f from x0 (standard reflection/expansion/contraction/shrink coefficients)."""
+    n = len(x0)
+    simplex = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
+    values = [f(p) for p in simplex]
+    for _ in range(iters):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] < tol:
+            break
+        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        refl = [c + (c - w) for c, w in zip(centroid, worst)]
+        fr = f(refl)
+        if fr < values[0]:
+            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            fe = f(exp)
+            simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = refl, fr
+        else:
+            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            fc = f(con)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = con, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q)]
+                                    for q in simplex[1:]]
+                values = [values[0]] + [f(p) for p in simplex[1:]]
+    return simplex[min(range(n + 1), key=values.__getitem__)]
+
+
+def fit(rows: list[dict],
+        start: dict[str, dict[str, float]] | None = None) -> dict[str, perf.Coefficients]:
+    """Fit on `rows`; an engine without rows keeps its start values."""
+    start = start or {e: dict(START) for e in ENGINES}
+    x = pack(start)
+    for _ in range(2):  # a restart around the optimum escapes a collapsed simplex
+        x = nelder_mead(lambda v: loss(v, rows), x)
+    coeffs = unpack(x)
+    have = {r["engine"] for r in rows}
+    for e in ENGINES:
+        if e not in have:  # nothing constrains its own overheads: borrow the other engine's
+            other = next(iter(have))
+            coeffs[e] = coeffs[other]
+    return coeffs
+
+
+# --------------------------------------------------------------------- metrics
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def errors(rows: list[dict], preds: list[perf.PerfPoint]) -> dict[str, list[float]]:
+    out = {"ttft": [], "tpot": [], "throughput": []}
+    for r, p in zip(rows, preds):
+        out["ttft"].append(p.ttft_ms / r["ttft_ms"] - 1)
+        out["tpot"].append(p.tpot_ms / r["tpot_ms"] - 1)
+        out["throughput"].append(p.output_tokens_per_s / r["throughput"] - 1)
+    return out
+
+
+def summary(errs: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    return {k: {"mean": round(100 * statistics.fmean(abs(e) for e in v), 1),
+                "median": round(100 * statistics.median(abs(e) for e in v), 1),
+                "p90": round(100 * _pct([abs(e) for e in v], 0.9), 1),
+                "bias": round(100 * statistics.median(v), 1)}
+            for k, v in errs.items()}
+
+
+def as_dict(c: perf.Coefficients) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in dataclasses.asdict(c).items()}
+
+
+def run_fit(rows: list[dict]) -> dict:
+    groups = sorted({r["group"] for r in rows})
+    held_rows, held_preds, per_group = [], [], {}
+    for gname in groups:
+        train = [r for r in rows if r["group"] != gname]
+        test = [r for r in rows if r["group"] == gname]
+        coeffs = fit(train)
+        preds = [predict(r, coeffs) for r in test]
+        held_rows += test
+        held_preds += preds
+        per_group[gname] = {"rows": len(test), **summary(errors(test, preds))}
+        print(f"  held out {gname}: {per_group[gname]}", file=sys.stderr)
+    logo = errors(held_rows, held_preds)
+    ranges = {}
+    for k, v in logo.items():  # measured / predicted = 1 / (1 + e)
+        ratios = [1 / (1 + e) for e in v]
+        ranges[k] = [round(_pct(ratios, 0.1), 3), round(_pct(ratios, 0.9), 3)]
+    final = fit(rows)
+    in_sample = summary(errors(rows, [predict(r, final) for r in rows]))
+    return {"coefficients": {e: as_dict(final[e]) for e in ENGINES},
+            "ranges": ranges, "logo": summary(logo), "logo_groups": per_group,
+            "in_sample": in_sample, "rows": len(rows), "groups": len(groups)}
+
+
+# ------------------------------------------------------------------------ docs
+
+
+def table(metrics: dict[str, dict[str, float]]) -> list[str]:
+    out = ["| metric | mean APE | median APE | p90 APE | median signed error |",
+           "|---|---:|---:|---:|---:|"]
+    for k in ("ttft", "tpot", "throughput"):
+        v = metrics[k]
+        out.append(f"| {k.upper() if k != 'throughput' else 'throughput'} | {v['mean']} % | "
+                   f"{v['median']} % | {v['p90']} % | {v['bias']:+} % |")
+    return out
+
+
+def render_doc(result: dict) -> str:
+    c = result["coefficients"]
+    lines = [
+        "# Performance model: TTFT, TPOT, throughput",
+        "",
+        "<!-- generated by benchmarks/perf_fit.py from benchmarks/data/perf_fit.json; "
+        "do not edit by hand -->",
+        "",
+        "`kvplan/perf.py` predicts, for one replica at a closed-loop concurrency B with fixed "
+        "input (I) and output (O) lengths, the time to first token, the time per output token "
+        "and the throughput. It is a roofline over kvplan's own sizing (exact per-GPU weight "
+        "bytes, KV bytes per token, matmul FLOPs from the same tensor enumeration) plus a few "
+        "named efficiencies and overheads fitted on measured points.",
+        "",
+        "## Definitions",
+        "",
+        "* **TTFT**: request sent → first output token (ms).",
+        "* **TPOT** = (e2e − TTFT) / (O − 1) (ms), the definition most serving benchmarks use.",
+        "* **Throughput**: output tokens/s per replica = B · O / e2e (Little's law, closed loop);"
+        " per GPU = that / (TP · PP). The calibration file has no throughput column, so measured "
+        "throughput is B · O / (TTFT + (O − 1) · TPOT) from the measured TTFT and TPOT.",
+        "",
+        "## Method",
+        "",
+        "One engine step with d decoding sequences (mean context L) and p prefill tokens, on the "
+        "busiest GPU:",
+        "",
+        "```",
+        "GEMMs      max(2·active_params·(d+p) / (dense_peak[dtype]·gemm_efficiency),",
+        "               weight_bytes_read(d+p) / (HBM_bandwidth·bandwidth_efficiency))",
+        "attention  max(attention_FLOPs / (dense_peak[bf16]·gemm_efficiency),",
+        "               KV_bytes_read / (HBM_bandwidth·bandwidth_efficiency))",
+        "all-reduce 2 per layer when TP > 1:",
+        "           allreduce_latency + (d+p)·hidden·2 B·2(TP−1)/TP / link",
+        "overheads  step_overhead + layers·layer_overhead + sequences·seq_overhead",
+        "```",
+        "",
+        "* Weight bytes read: kvplan's per-GPU tensor bytes minus the embedding table (a lookup "
+        "reads a few rows) and, for MoE, the routed experts scaled by the expected share "
+        "1 − (1 − k/E)^(d+p) that the step's tokens touch.",
+        "* KV bytes read: kvplan's per-GPU bytes per token (GQA heads per rank, MLA latent, "
+        "sliding windows capped at the window, fp8 KV) × context, per decoding sequence.",
+        "* Peak FLOP/s: the dense figures of `gpu_specs/` for the GEMM dtype (fp8 for fp8 "
+        "checkpoints on GPUs with native fp8), bf16 for attention; bandwidth: `bandwidth_tbps`; "
+        "link: NVLink per GPU / 2 (one direction), else PCIe x16 of the card's generation.",
+        "* Continuous batching: B_run = min(B, max_num_seqs, KV capacity / (I + O/2)); "
+        "requests beyond B_run wait for a slot (closed loop: e2e × B / B_run).",
+        "* vLLM (and TensorRT-LLM): decode-first chunked prefill. In the steady state the "
+        "requests that arrive per step are prefilled in mixed steps with the decodes, up to "
+        "max_num_batched_tokens; TPOT is the mean step time over a request's life (O − 1 decode "
+        "steps plus the mixed ones); TTFT is the request's own mixed steps × (1 + an M/D/1 "
+        "wait behind other prefills) + request_overhead. When prefill no longer fits the "
+        "budget every step is full and the replica is saturated.",
+        "* SGLang (and TGI): prefill-first. Prefill batches pause decoding, which keeps a "
+        "fixed-length closed loop in waves: the B_run requests are prefilled in batches of "
+        "max_num_batched_tokens, decode in lock-step and finish together. Mean TTFT = (first "
+        "batch + whole wave) / 2 + request_overhead; TPOT = decode step + the rest of the "
+        "wave's prefill spread over O − 1 tokens.",
+        "* Engines without calibration rows borrow the coefficients of the engine with the same "
+        "batching style (TensorRT-LLM ← vLLM, TGI ← SGLang) and report `calibrated=False`, as do "
+        "versions outside the calibrated range and GPUs outside the calibrated family (Hopper).",
+        "",
+        "## API",
+        "",
+        "```python",
+        "from kvplan import perf",
+        "ctx = perf.context_for(model_spec, gpu_spec, 'vllm', '0.12.0', tp=2, quant=None,",
+        "                       max_num_batched_tokens=8192, max_num_seqs=1024,",
+        "                       weight_bytes_per_gpu=..., kv_capacity_tokens=...)  # from the plan",
+        "point = perf.evaluate(ctx, concurrency=32, input_tokens=2048, output_tokens=512)",
+        "table = perf.concurrency_table(ctx, 2048, 512, max_concurrency=256)  # 1, 2, 4, … 256",
+        "perf.missing_gpu_fields(gpu_spec)  # ['bandwidth_tbps', …]: omit the section",
+        "```",
+        "",
+        "`PerfPoint` carries `ttft_ms`, `tpot_ms`, `e2e_ms`, `output_tokens_per_s` (per replica), "
+        "`output_tokens_per_s_per_gpu`, `requests_per_s`, `running` (sequences the KV cache and "
+        "max_num_seqs admit), `_low`/`_high` for TTFT, TPOT and throughput, `decode_bound` "
+        "(compute, bandwidth or overhead), `saturated` and `calibrated`.",
+        "",
+        "## Coefficients (fitted on all rows)",
+        "",
+        "| coefficient | " + " | ".join(ENGINES) + " |",
+        "|---|" + "---:|" * len(ENGINES),
+    ]
+    for k in (*SHARED, *PER_ENGINE):
+        lines.append(f"| `{k}` | " + " | ".join(str(c[e][k]) for e in ENGINES) + " |")
+    lines += [
+        "",
+        f"Shared by all engines: {', '.join(f'`{k}`' for k in SHARED)}; "
+        f"per engine: {', '.join(f'`{k}`' for k in PER_ENGINE)}. "
+        f"{result['rows']} rows, "
+        f"{result['groups']} (model × GPU × engine) groups, all from one source "
+        "(aiconfigurator's silicon sample, H100 SXM and H200 SXM).",
+        "",
+        "## Accuracy, leave one (model × GPU × engine) group out",
+        "",
+        "Each group is predicted by coefficients fitted on the other groups only; errors pooled "
+        "over all held-out predictions. APE = |predicted / measured − 1|; signed error > 0 means "
+        "the model predicts more than measured.",
+        "",
+        *table(result["logo"]),
+        "",
+        "Against the targets of the issue:",
+        "",
+        "| metric | statistic | target | leave-one-group-out | met |",
+        "|---|---|---:|---:|---|",
+        *[f"| {k} | {s} | ≤ {t:g} % | {result['logo'][k][s]} % | "
+          f"{'yes' if result['logo'][k][s] <= t else 'no'} |" for k, s, t in TARGETS],
+        "",
+        "Per held-out group (median APE, p90 APE):",
+        "",
+        "| held-out group | rows | TTFT | TPOT | throughput |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for g, v in result["logo_groups"].items():
+        lines.append(f"| {g.replace(' | ', ' × ')} | {v['rows']} | "
+                     f"{v['ttft']['median']} / {v['ttft']['p90']} % | "
+                     f"{v['tpot']['median']} / {v['tpot']['p90']} % | "
+                     f"{v['throughput']['median']} / {v['throughput']['p90']} % |")
+    lines += [
+        "",
+        "In sample (all rows, final coefficients), for comparison only — not an accuracy claim:",
+        "",
+        *table(result["in_sample"]),
+        "",
+        "## Ranges",
+        "",
+        "Every prediction carries `_low` / `_high` values: the prediction × the 10th and 90th "
+        "percentiles of measured / predicted in the leave-one-group-out evaluation "
+        f"(TTFT {result['ranges']['ttft']}, TPOT {result['ranges']['tpot']}, throughput "
+        f"{result['ranges']['throughput']}).",
+        "",
+        "## Known gaps",
+        "",
+        *GAPS,
+        "",
+        "Regenerate with `python benchmarks/perf_fit.py`; `--check` fails when this page, the "
+        "JSON or the constants in `kvplan/perf.py` have drifted.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# The issue's targets for the leave-one-group-out errors, % (metric, statistic, bound).
+TARGETS = [("tpot", "median", 12.0), ("tpot", "p90", 30.0), ("throughput", "median", 15.0),
+           ("ttft", "median", 25.0)]
+
+GAPS = [
+    "* **Data.** One source (aiconfigurator's silicon sample), two GPUs (H100 SXM, H200 SXM), "
+    "three models, two engines, five groups. Only `request_overhead_ms` is per engine; other GPU "
+    "families, TGI and TensorRT-LLM are `calibrated=False`.",
+    "* **TTFT of vLLM (held out: Qwen3-32B −43 % median signed error, Llama-3.1-70B +12 % to "
+    "+24 %).** The two vLLM groups disagree by about 3× in prefill time per FLOP at the same "
+    "concurrency and lengths: Llama-3.1-70B fp8 at c = 8, ISL 1024, TP8 returns the first token "
+    "in ~80 ms (8 prompts prefilled together would need 96 % of the dense fp8 peak, so the "
+    "requests must arrive spread out), while Qwen3-32B bf16 at c = 8, ISL 4096, TP8 takes ~300 ms "
+    "(~11 % of the bf16 peak if each request were prefilled alone). The rows come from two "
+    "different benchmark runs (file "
+    "names and dates differ); the model has one arrival pattern (desynchronised steady state) "
+    "and one request overhead per engine, and cannot serve both. The missing mechanism is the "
+    "benchmark's arrival pattern (burst at start vs spread) — a property of the harness, not of "
+    "the deployment; a discrete-event simulation of the first waves would capture it.",
+    "* **vLLM's `request_overhead_ms` fits 136 ms.** It absorbs the slow Qwen3-32B TTFTs "
+    "(one shared value for both engines fits 135 ms and is worse held out: TTFT median 35.7 %). "
+    "For a small model at low concurrency it then dominates TTFT (Llama-3.1-8B bf16, H100, "
+    "c = 1, ISL 512: 153 ms predicted, of which 136 ms is this overhead), where the prefill "
+    "itself takes a few ms: expect TTFT to be over-predicted there.",
+    "* **TTFT of SGLang, Llama-3.1-8B fp8 held out (+132 % median).** Fitted on Qwen3-32B only, "
+    "the SGLang prefill comes out too long for this small fp8 (block-quantised) model at very high "
+    "concurrency (160–512), and its TTFT grows with TP at fixed concurrency in the data (c = 512: "
+    "3.6 s at TP2, 8.0 s at TP8), which no per-GPU cost explains: a front-end (tokeniser / "
+    "HTTP) limit at hundreds of requests per second is the likely mechanism, not modelled.",
+    "* **TPOT, Llama-3.1-8B fp8 on SGLang held out** is the worst TPOT group (13.6 % median, "
+    "33 % p90, −10.5 % median signed error): at concurrency 160–512 a small model's step is "
+    "dominated by per-sequence CPU work and block-scaled fp8 kernels, which the shared overheads, "
+    "fitted mostly on 32B and 70B models, under-state. A per-sequence cost that depends on the "
+    "engine version, or a kernel efficiency for block-scaled fp8, would need more than one "
+    "group to be fitted honestly.",
+    "* **KV capacity** comes from kvplan's memory plan at engine defaults. The SGLang 0.5.8 "
+    "Qwen3-32B TP1 rows (TTFT 7–89 s at c = 16) imply ~5k tokens of KV cache against the "
+    "plan's 17k, i.e. the run had less memory for KV than the defaults give; those rows stay "
+    "under-predicted (the soft-L1 loss keeps them from dominating the fit).",
+    "* TTFT under load is a steady-state average (vLLM: M/D/1 wait behind other prefills; "
+    "SGLang: waves), not a simulation of the scheduler.",
+]
+
+
+README = ROOT / "README.md"
+README_START, README_END = "<!-- performance:start -->", "<!-- performance:end -->"
+
+
+def readme_with(result: dict) -> str:
+    """README.md with its performance block replaced by the leave-one-group-out table."""
+    text = README.read_text()
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    return f"{head}{README_START}\n" + "\n".join(table(result["logo"])) + f"\n{README_END}{tail}"
+
+
+def check(full: bool) -> int:
+    """Exit status 1 when the committed outputs have drifted from what this script makes."""
+    committed = json.loads(OUT_JSON.read_text())
+    problems = []
+    if not OUT_DOC.exists() or OUT_DOC.read_text() != render_doc(committed):
+        problems.append(f"{OUT_DOC.relative_to(ROOT)} differs from what perf_fit.json generates")
+    if README.read_text() != readme_with(committed):
+        problems.append("README.md's performance block differs from perf_fit.json")
+    for e, vals in committed["coefficients"].items():
+        if as_dict(perf.COEFFICIENTS[e]) != vals:
+            problems.append(f"kvplan/perf.py COEFFICIENTS[{e!r}] != perf_fit.json")
+    for k, v in committed["ranges"].items():
+        if list(perf.RANGES[k]) != v:
+            problems.append(f"kvplan/perf.py RANGES[{k!r}] != perf_fit.json")
+    rows = load_rows()
+    coeffs = {e: perf.Coefficients(**v) for e, v in committed["coefficients"].items()}
+    in_sample = summary(errors(rows, [predict(r, coeffs) for r in rows]))
+    if _rounded(in_sample) != _rounded(committed["in_sample"]):
+        problems.append("in-sample errors with the committed coefficients changed: the model "
+                        "changed without a refit")
+    if full:
+        fresh = run_fit(rows)
+        if fresh["coefficients"] != committed["coefficients"] or fresh["logo"] != committed["logo"]:
+            problems.append("a fresh fit differs from perf_fit.json")
+    for p in problems:
+        print("drift:", p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _rounded(m: dict) -> dict:
+    return {k: {s: round(x, 0) for s, x in v.items()} for k, v in m.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if committed outputs drifted")
+    ap.add_argument("--full", action="store_true", help="with --check: also refit")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite docs/performance.md from the committed perf_fit.json")
+    args = ap.parse_args()
+    if args.check:
+        return check(args.full)
+    if args.render:
+        committed = json.loads(OUT_JSON.read_text())
+        OUT_DOC.write_text(render_doc(committed))
+        README.write_text(readme_with(committed))
+        return 0
+    rows = load_rows()
+    result = run_fit(rows)
+    result["source"] = "benchmarks/data/perf_calibration.csv"
+    OUT_JSON.write_text(json.dumps(result, indent=2) + "\n")
+    OUT_DOC.write_text(render_doc(result))
+    README.write_text(readme_with(result))
+    print(f"{result['rows']} rows, {result['groups']} groups")
+    print("coefficients:", json.dumps(result["coefficients"], indent=1))
+    print("LOGO (pooled held-out predictions):")
+    print("\n".join(table(result["logo"])))
+    print("per held-out group (median/p90 APE %):")
+    for g, v in result["logo_groups"].items():
+        print(f"  {g:55s} ttft {v['ttft']['median']:6.1f}/{v['ttft']['p90']:6.1f}  "
+              f"tpot {v['tpot']['median']:5.1f}/{v['tpot']['p90']:5.1f}  "
+              f"thr {v['throughput']['median']:5.1f}/{v['throughput']['p90']:5.1f}")
+    print("in sample:")
+    print("\n".join(table(result["in_sample"])))
+    print("ranges (measured/predicted p10, p90):", result["ranges"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

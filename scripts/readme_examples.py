@@ -1,0 +1,42 @@
+"""Rewrite the README's tested examples with the real output of their commands (80 columns),
+so the front page is never typed by hand. tests/test_readme.py checks the result.
+
+    python scripts/readme_examples.py
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+BLOCK = re.compile(r"(<!--\s*readme-test(?:\s+exit=(\d+))?(?:\s+lines=(\d+)-(\d+))?\s*-->\s*\n"
+                   r"```([a-z]*)\n)(\$ kvplan [^\n]*)((?:\n(?:(?!```).)*?)?)(\n```)", re.DOTALL)
+
+
+def main() -> int:
+    env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
+
+    def fill(m: re.Match[str]) -> str:
+        cmd = m.group(6)
+        r = subprocess.run([sys.executable, "-m", "kvplan", *shlex.split(cmd)[2:]],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        want = int(m.group(2) or 0)
+        if r.returncode != want:
+            sys.exit(f"`{cmd}` exited {r.returncode}, the README says {want}:\n{r.stderr}")
+        out = r.stdout.rstrip("\n").splitlines()
+        if m.group(3):
+            out = out[int(m.group(3)) - 1:int(m.group(4))]
+        return m.group(1) + cmd + "\n" + "\n".join(line.rstrip() for line in out) + m.group(8)
+
+    README.write_text(BLOCK.sub(fill, README.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

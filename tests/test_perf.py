@@ -1,0 +1,269 @@
+"""kvplan.perf: hand-worked step terms, invariants, purity, and the committed fit."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from kvplan import perf
+from kvplan.catalog import resolve_gpu, resolve_model
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = resolve_gpu("h100-sxm-80gb")
+# Round numbers so the hand arithmetic below stays readable.
+UNIT = perf.Coefficients(gemm_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead_ms=0.0,
+                         layer_overhead_us=0.0, seq_overhead_us=0.0, allreduce_latency_us=0.0,
+                         request_overhead_ms=0.0)
+
+
+@pytest.fixture(scope="module")
+def llama8b() -> perf.PerfContext:
+    m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    return perf.context_for(m, H100, "vllm", "0.12.0", tp=1)
+
+
+@pytest.fixture(scope="module")
+def qwen_moe() -> perf.PerfContext:
+    m = resolve_model("Qwen/Qwen3-30B-A3B")
+    return perf.context_for(m, H100, "vllm", "0.12.0", tp=1)
+
+
+def test_dense_step_terms_by_hand(llama8b: perf.PerfContext) -> None:
+    """Llama-3.1-8B bf16, H100 SXM, TP1 (config: hidden 4096, 32 layers, 32 heads, 8 KV heads,
+    head_dim 128, MLP 14336, vocab 128256 (a multiple of 64, so unpadded), untied head).
+
+    Matmul elements per layer: q 4096·4096 + k,v 2·1024·4096 + o 4096·4096
+    + gate_up 2·14336·4096 + down 4096·14336 = 218,103,808; × 32 layers = 6,979,321,856;
+    2 FLOPs each → 13,958,643,712 FLOPs per token. LM head 128256·4096 = 525,336,576 → ×2.
+    Attention per context token: QKᵀ and PV, 2·128 FLOPs each per head: 4·32·128·32 layers.
+    KV: 2 (K,V) · 8 heads · 128 · 2 B · 32 layers = 131,072 B per token.
+    Weights read: 8,030,261,248 params · 2 B + RoPE cache 131072·128·2 B = 16,094,076,928 B
+    (weights.weight_memory_per_stage), minus the embedding table (a lookup, not a stream):
+    525,336,576 · 2 B → 15,043,403,776 B."""
+    ctx = llama8b
+    assert ctx.dense_flops_per_token == 2 * 32 * (4096 * 4096 + 2 * 1024 * 4096 + 4096 * 4096
+                                                  + 2 * 14336 * 4096 + 4096 * 14336)
+    assert ctx.dense_flops_per_token == 13_958_643_712
+    assert ctx.lm_head_flops_per_token == 2 * 128256 * 4096
+    assert ctx.attention_flops_per_context_token == 4 * 32 * 128 * 32
+    assert ctx.kv_bytes_per_token == 2 * 8 * 128 * 2 * 32 == 131_072
+    assert ctx.weight_bytes_per_gpu == 8_030_261_248 * 2 + 131072 * 128 * 2
+    assert ctx.dense_read_bytes == 16_094_076_928 - 128256 * 4096 * 2 == 15_043_403_776
+    assert ctx.peak_flops_per_s == 989.4e12 and ctx.bandwidth_bytes_per_s == 3.35e12
+
+    # One decode step, one sequence at context 1024, unit efficiencies and no overheads.
+    ctx = dataclasses.replace(ctx, coefficients=UNIT)
+    t = perf.step_terms(ctx, decode_seqs=1, context_tokens=1024)
+    assert t.gemm_flops == 13_958_643_712 + 1_050_673_152
+    assert t.weight_bytes == 15_043_403_776
+    assert t.attention_flops == 524_288 * 1024
+    assert t.kv_bytes == 131_072 * 1024
+    # Both rooflines are byte-bound at batch 1: (15,043,403,776 + 134,217,728) B / 3.35e12 B/s
+    assert t.bandwidth_s == pytest.approx((15_043_403_776 + 134_217_728) / 3.35e12)
+    assert t.compute_s == 0.0 and t.comm_s == 0.0 and t.overhead_s == 0.0
+    assert t.bound == "bandwidth"
+    # 8192 prefill tokens are FLOP-bound: 8192 · 13,958,643,712 + one LM-head row.
+    p = perf.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=8192,
+                        prefill_context_tokens=4096, prefill_seqs=1)
+    assert p.gemm_flops == 8192 * 13_958_643_712 + 1_050_673_152
+    assert p.attention_flops == 524_288 * 8192 * 4096
+    assert p.compute_s == pytest.approx((p.gemm_flops + p.attention_flops) / 989.4e12)
+    assert p.bound == "compute"
+
+
+def test_moe_step_terms_by_hand(qwen_moe: perf.PerfContext) -> None:
+    """Qwen3-30B-A3B bf16, H100 SXM, TP1 (hidden 2048, 48 layers, 32 heads × 128, 4 KV heads,
+    128 experts of width 768, top-8, vocab 151936, untied).
+
+    Dense matmul elements per layer: q 4096·2048 + k,v 2·512·2048 + o 2048·4096 + router
+    128·2048 = 19,136,512 → ×48 ×2 = 1,837,105,152 FLOPs per token. One expert: w13
+    2·768·2048 + w2 2048·768 = 4,718,592 elements; top-8 → ×8 ×48 ×2 = 3,623,878,656.
+    Expert bytes: 128 · 4,718,592 · 48 · 2 B = 57,982,058,496; one token touches 8/128 of them.
+    KV: 2 · 4 · 128 · 2 B · 48 = 98,304 B per token."""
+    ctx = qwen_moe
+    assert ctx.dense_flops_per_token == 2 * 48 * (4096 * 2048 + 2 * 512 * 2048 + 2048 * 4096
+                                                  + 128 * 2048) == 1_837_105_152
+    assert ctx.expert_flops_per_token == 2 * 48 * 8 * (2 * 768 * 2048 + 2048 * 768)
+    assert ctx.expert_bytes == 128 * 4_718_592 * 48 * 2 == 57_982_058_496
+    assert ctx.kv_bytes_per_token == 2 * 4 * 128 * 2 * 48 == 98_304
+    assert ctx.attention_flops_per_context_token == 4 * 32 * 128 * 48
+    # total weights minus all experts minus the embedding table (151936 · 2048 · 2 B)
+    assert ctx.dense_read_bytes == ctx.weight_bytes_per_gpu - 57_982_058_496 - 151936 * 2048 * 2
+    # one token reads the non-expert weights and 8 of 128 experts: 57,982,058,496 / 16
+    assert perf.active_weight_bytes(ctx) == ctx.dense_read_bytes + 3_623_878_656
+    ctx = dataclasses.replace(ctx, coefficients=UNIT)
+    t = perf.step_terms(ctx, decode_seqs=1, context_tokens=2048)
+    assert t.weight_bytes == pytest.approx(ctx.dense_read_bytes + 57_982_058_496 * 8 / 128)
+    assert t.gemm_flops == 1_837_105_152 + 3_623_878_656 + 2 * 151936 * 2048
+    assert t.kv_bytes == 98_304 * 2048
+    # A large batch touches (almost) every expert: 1 − (1 − 8/128)^512 ≈ 1.
+    big = perf.step_terms(ctx, decode_seqs=512, context_tokens=2048)
+    assert big.weight_bytes == pytest.approx(ctx.dense_read_bytes + 57_982_058_496, rel=1e-9)
+
+
+def test_tp_adds_allreduce_and_nvlink_vs_pcie() -> None:
+    m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    nv = perf.context_for(m, H100, "vllm", "0.12.0", tp=2)
+    pcie = perf.context_for(m, resolve_gpu("l40s"), "vllm", "0.12.0", tp=2)
+    assert nv.link_bytes_per_s == 450e9  # 900 GB/s bidirectional NVLink / 2
+    assert pcie.link_bytes_per_s == perf.PCIE_X16_BYTES_PER_S[resolve_gpu("l40s").pcie_gen]
+    t = perf.step_terms(nv, decode_seqs=64, context_tokens=1024)
+    assert t.comm_s > 0
+
+
+# -------------------------------------------------------------------- invariants
+
+MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-30B-A3B", "meta-llama/Llama-3.1-70B"]
+_CTX: dict[tuple, perf.PerfContext] = {}
+
+
+def _ctx(model: str, engine: str, tp: int, kv: str | None = None) -> perf.PerfContext:
+    key = (model, engine, tp, kv)
+    if key not in _CTX:
+        _CTX[key] = perf.context_for(resolve_model(model), resolve_gpu("h200"), engine, "0.12.0"
+                                     if engine == "vllm" else "0.5.6", tp=tp, kv_cache_dtype=kv)
+    return _CTX[key]
+
+
+ctx_args = st.tuples(st.sampled_from(MODELS), st.sampled_from(["vllm", "sglang", "tgi", "trtllm"]),
+                     st.sampled_from([1, 2, 4, 8]))
+lengths = st.integers(min_value=16, max_value=16384)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ctx_args, lengths, lengths, st.integers(1, 512))
+def test_tpot_non_decreasing_in_concurrency(args, i: int, o: int, b: int) -> None:
+    ctx = _ctx(*args)
+    lo = perf.evaluate(ctx, concurrency=b, input_tokens=i, output_tokens=o)
+    hi = perf.evaluate(ctx, concurrency=b + 1, input_tokens=i, output_tokens=o)
+    assert hi.tpot_ms >= lo.tpot_ms * (1 - 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ctx_args, lengths, lengths, st.integers(1, 256))
+def test_throughput_non_decreasing_below_saturation(args, i: int, o: int, b: int) -> None:
+    """Per-replica throughput does not fall while every request runs (no KV or seq cap) and
+    the token budget does not bound prefill (saturation)."""
+    ctx = dataclasses.replace(_ctx(*args), kv_capacity_tokens=None, max_num_seqs=10_000)
+    lo = perf.evaluate(ctx, concurrency=b, input_tokens=i, output_tokens=o)
+    hi = perf.evaluate(ctx, concurrency=2 * b, input_tokens=i, output_tokens=o)
+    assume(not hi.saturated)
+    assert hi.output_tokens_per_s >= lo.output_tokens_per_s * (1 - 1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from([1, 2, 4]))
+def test_more_tp_never_reads_more_weight_bytes_per_gpu(model: str, tp: int) -> None:
+    a, b = _ctx(model, "vllm", tp), _ctx(model, "vllm", 2 * tp)
+    assert b.dense_read_bytes + b.expert_bytes <= a.dense_read_bytes + a.expert_bytes
+    assert b.weight_bytes_per_gpu <= a.weight_bytes_per_gpu
+
+
+@settings(max_examples=40, deadline=None)
+@given(ctx_args, lengths, lengths, st.integers(1, 256))
+def test_fp8_kv_never_slower(args, i: int, o: int, b: int) -> None:
+    model, engine, tp = args
+    bf16 = dataclasses.replace(_ctx(model, engine, tp), kv_capacity_tokens=None)
+    fp8 = dataclasses.replace(_ctx(model, engine, tp, "fp8"), kv_capacity_tokens=None)
+    assert fp8.kv_bytes_per_token * 2 == bf16.kv_bytes_per_token
+    x = perf.evaluate(bf16, concurrency=b, input_tokens=i, output_tokens=o)
+    y = perf.evaluate(fp8, concurrency=b, input_tokens=i, output_tokens=o)
+    assert y.tpot_ms <= x.tpot_ms * (1 + 1e-9) and y.ttft_ms <= x.ttft_ms * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ctx_args, st.integers(16, 8192), lengths, st.integers(1, 256))
+def test_ttft_increasing_in_input_length(args, i: int, o: int, b: int) -> None:
+    ctx = _ctx(*args)
+    short = perf.evaluate(ctx, concurrency=b, input_tokens=i, output_tokens=o)
+    long = perf.evaluate(ctx, concurrency=b, input_tokens=2 * i, output_tokens=o)
+    assert long.ttft_ms >= short.ttft_ms * (1 - 1e-9)
+
+
+# ---------------------------------------------------------------------- API
+
+def test_evaluate_fields_and_table() -> None:
+    ctx = _ctx("meta-llama/Llama-3.1-8B-Instruct", "vllm", 1)
+    table = perf.concurrency_table(ctx, 1024, 256, 100)
+    assert [p.concurrency for p in table] == [1, 2, 4, 8, 16, 32, 64, 100]
+    p = table[-1]
+    assert p.ttft_ms_low <= p.ttft_ms <= p.ttft_ms_high
+    assert p.tpot_ms_low <= p.tpot_ms <= p.tpot_ms_high
+    assert p.output_tokens_per_s_low <= p.output_tokens_per_s <= p.output_tokens_per_s_high
+    assert p.e2e_ms == pytest.approx(p.ttft_ms + 255 * p.tpot_ms)
+    assert p.output_tokens_per_s == pytest.approx(100 * 256 / (p.e2e_ms / 1e3))
+    assert p.decode_bound in ("compute", "bandwidth", "overhead")
+    assert p.calibrated
+    assert perf.concurrency_levels(1) == [1] and perf.concurrency_levels(8) == [1, 2, 4, 8]
+
+
+def test_calibration_flags() -> None:
+    m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    assert perf.context_for(m, H100, "vllm", "0.12.0").calibrated
+    assert not perf.context_for(m, H100, "vllm", "0.5.4").calibrated  # V0 era: nearest fit
+    assert not perf.context_for(m, H100, "tgi", "3.3.7").calibrated  # borrowed coefficients
+    assert not perf.context_for(m, resolve_gpu("a100-sxm-80gb"), "vllm", "0.12.0").calibrated
+    assert perf.context_for(m, H100, "trtllm", "1.0").coefficients == perf.COEFFICIENTS["vllm"]
+
+
+def test_kv_capacity_queues_requests() -> None:
+    ctx = dataclasses.replace(_ctx("meta-llama/Llama-3.1-8B-Instruct", "vllm", 1),
+                              kv_capacity_tokens=10 * 1536)
+    p = perf.evaluate(ctx, concurrency=40, input_tokens=1024, output_tokens=1024)
+    assert p.running == 10
+    assert p.ttft_ms > 1000 * 0.5 * p.e2e_ms / 1000  # most of the time is spent waiting
+
+
+def test_missing_gpu_fields() -> None:
+    bare = H100.model_copy(update={"bandwidth_tbps": None})
+    assert perf.missing_gpu_fields(bare) == ["bandwidth_tbps"]
+    assert perf.missing_gpu_fields(H100) == []
+    with pytest.raises(ValueError):
+        perf.context_for(resolve_model("meta-llama/Llama-3.1-8B-Instruct"), bare, "vllm", "0.12.0")
+
+
+def test_perf_imports_only_allowed_modules() -> None:
+    tree = ast.parse((ROOT / "kvplan" / "perf.py").read_text())
+    allowed_kvplan = {"specs", "weights", "kv", "units"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name.split(".")[0] in sys.stdlib_module_names, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import weights / from .kv import …
+                names = [node.module] if node.module else [a.name for a in node.names]
+                assert set(names) <= allowed_kvplan, names
+            else:
+                assert node.module.split(".")[0] in sys.stdlib_module_names, node.module
+
+
+def test_constants_match_committed_fit() -> None:
+    fit = json.loads((ROOT / "benchmarks" / "data" / "perf_fit.json").read_text())
+    for engine, values in fit["coefficients"].items():
+        got = {k: round(v, 4) for k, v in dataclasses.asdict(perf.COEFFICIENTS[engine]).items()}
+        assert got == values
+    assert {k: list(v) for k, v in perf.RANGES.items()} == fit["ranges"]
+
+
+def test_perf_fit_check_has_no_drift() -> None:
+    script = ROOT / "benchmarks" / "perf_fit.py"
+    r = subprocess.run([sys.executable, str(script), "--check"], check=False,
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+
+
+def test_calibration_gpus_use_dense_tflops() -> None:
+    """NVIDIA's H100/H200 SXM datasheets print sparse tensor figures (bf16 1,979, fp8 3,958
+    TFLOP/s); gpu_specs/ must hold the dense halves (reference/GPUS.md), or every compute term
+    of the fit would be 2× optimistic."""
+    for gid in ("h100-sxm-80gb", "h200-sxm-141gb"):
+        t = resolve_gpu(gid).tflops
+        assert t.bf16 == 989.4 and t.fp8 == 1978.9
