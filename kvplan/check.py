@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .catalog import find_model_entry, resolve_gpu, resolve_model
 from .deploy import DeployParseError, Found, Templates, find_commands
 from .errors import InvalidConfigError, KvplanError
+from .limits import MAX_POLICY_BYTES, read_text_limited
 from .planner import KNOB_NAMES, plan
 from .specs import SCHEMA_VERSION, Plan, Problem
 from .units import GiB
@@ -99,8 +100,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - exercised on 3.10 only
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        return tomllib.loads(read_text_limited(path, MAX_POLICY_BYTES, what="policy file"))
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise InvalidConfigError(f"not valid TOML ({e})", path=str(path)) from None
 
 

@@ -11,13 +11,15 @@ sharding and padding) or from the headers (exact bytes for formats the config ca
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import stat
 import struct
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
+from .limits import MAX_INDEX_BYTES, MAX_TENSOR_DIMS, MAX_TENSORS, loads_json, read_limited
 from .specs import CheckpointTensors, ModelSpec, Problem
 
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).
@@ -45,24 +47,29 @@ def parse_header(data: bytes, *, where: str, file_size: int | None = None) -> di
         raise InvalidConfigError("truncated safetensors header", path=where,
                                  hint="re-download the file; vLLM could not load it either")
     try:
-        raw = json.loads(data[8:8 + length])
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InvalidConfigError(f"corrupt safetensors header (not JSON: {e})", path=where,
-                                 hint="re-download the file; vLLM could not load it either") from e
+        raw = loads_json(data[8:8 + length], where=where)
+    except InvalidConfigError as e:
+        raise InvalidConfigError(f"corrupt safetensors header ({e.message.removeprefix(where + ': ')})",
+                                 path=where,
+                                 hint="re-download the file; vLLM could not load it either") from None
     if not isinstance(raw, dict):
         raise InvalidConfigError("corrupt safetensors header (not a JSON object)", path=where)
     return _tensor_table(raw, where)
 
 
 def _tensor_table(raw: dict[str, Any], where: str) -> dict[str, tuple[str, tuple[int, ...]]]:
+    if len(raw) > MAX_TENSORS:
+        raise InvalidConfigError(f"{len(raw):,} tensors is over kvplan's limit of {MAX_TENSORS:,}",
+                                 path=where, hint="the largest published checkpoints hold ~100 k")
     out = {}
     for name, info in raw.items():
         if name == "__metadata__":
             continue
         dtype = info.get("dtype") if isinstance(info, dict) else None
         shape = info.get("shape") if isinstance(info, dict) else None
-        if dtype not in SAFETENSORS_DTYPE_BYTES or not isinstance(shape, list) or not all(
-                isinstance(d, int) and d >= 0 for d in shape):
+        if dtype not in SAFETENSORS_DTYPE_BYTES or not isinstance(shape, list) \
+                or len(shape) > MAX_TENSOR_DIMS or not all(
+                isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**48 for d in shape):
             raise InvalidConfigError(f"tensor {name!r} has an unreadable dtype/shape "
                                      f"({dtype!r}, {shape!r})", path=where,
                                      hint="re-download the file; vLLM could not load it either")
@@ -71,16 +78,27 @@ def _tensor_table(raw: dict[str, Any], where: str) -> dict[str, tuple[str, tuple
 
 
 def read_file_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """The tensor table of one local .safetensors file (reads the header only)."""
+    """The tensor table of one local .safetensors file (reads the header only). Regular
+    files only, opened without blocking: a FIFO or a device named *.safetensors is refused."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidConfigError("not a regular file (a device, FIFO or directory)", path=str(path))
+        with os.fdopen(os.dup(fd), "rb") as f:
             head = f.read(8)
             if len(head) == 8:
-                head += f.read(min(struct.unpack("<Q", head)[0], MAX_HEADER_BYTES + 1))
+                claimed = struct.unpack("<Q", head)[0]
+                if claimed <= min(MAX_HEADER_BYTES, st.st_size - 8):
+                    head += f.read(claimed)
     except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from e
-    return parse_header(head, where=str(path), file_size=size)
+        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from None
+    finally:
+        os.close(fd)
+    return parse_header(head, where=str(path), file_size=st.st_size)
 
 
 def local_checkpoint(directory: Path) -> CheckpointTensors | None:
@@ -89,7 +107,8 @@ def local_checkpoint(directory: Path) -> CheckpointTensors | None:
     index = directory / "model.safetensors.index.json"
     if index.exists():
         try:
-            weight_map = json.loads(index.read_text())["weight_map"]
+            weight_map = loads_json(read_limited(index, MAX_INDEX_BYTES, what="shard index"),
+                                    where=str(index))["weight_map"]
             files = sorted({directory / f for f in weight_map.values()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise InvalidConfigError(f"unreadable shard index ({e})", path=str(index),

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidInputError
+from .errors import InvalidConfigError, InvalidInputError
+from .limits import (MAX_COMMAND_CHARS, MAX_COMMANDS_PER_FILE, MAX_DEPLOY_BYTES, MAX_YAML_DEPTH,
+                     MAX_YAML_NODES, read_text_limited)
 
 
 class DeployParseError(InvalidInputError):
@@ -109,19 +111,22 @@ BOOLEAN_FLAGS = {
 ENTRY_HINT = re.compile(r"\bvllm\b|vllm\.entrypoints|sglang\.launch_server|text-generation-launcher")
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
 DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
-TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}"
+# `{{ … }}` holds no brace: each match attempt stops at the next brace, so a line of
+# `{{ {{ {{ …` is scanned once (linear), not once per `{{` (quadratic). Stripped in _one.
+TEMPLATE = re.compile(r"\{\{([^{}]*)\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^{}]*))?\}"
                       r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 UNSET = "__kvplan_unset_{}__"
-IMAGE_VERSION = re.compile(r"vllm[-/_]openai[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
+# Image names are bounded ({0,200}) so a file of repeated prefixes is scanned linearly.
+IMAGE_VERSION = re.compile(r"vllm[-/_]openai[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 PIP_VERSION = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
 # Engine version from an image reference, per engine: vllm/vllm-openai:v0.19.0,
 # lmsysorg/sglang:v0.4.6.post1-cu124, ghcr.io/huggingface/text-generation-inference:2.2.0 and
 # the Google Cloud TGI images (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
 IMAGE_VERSIONS = {
     "vllm": [IMAGE_VERSION],
-    "sglang": [re.compile(r"sglang[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")],
-    "tgi": [re.compile(r"text-generation-inference[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)"),
-            re.compile(r"text-generation-inference-cu\d+\.(\d+)-(\d+)(?:-(\d+))?\.")],
+    "sglang": [re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")],
+    "tgi": [re.compile(r"text-generation-inference[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)"),
+            re.compile(r"text-generation-inference-cu\d{1,6}\.(\d{1,6})-(\d{1,6})(?:-(\d{1,6}))?\.")],
 }
 PIP_VERSIONS = {"vllm": PIP_VERSION,
                 "sglang": re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")}
@@ -137,7 +142,7 @@ TGI_ENV = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKE
 
 def human_int(text: str) -> int:
     """'32768', '32k' (×1000), '32K' (×1024), '1M', '1.5k' (vLLM's human-readable integers)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text.strip())
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text.strip()) if len(text) <= 32 else None
     if not m:
         raise ValueError(text)
     number, suffix = m.groups()
@@ -167,7 +172,7 @@ class Templates:
         out = []
         for lineno, line in enumerate(text.splitlines(keepends=True), 1):
             stripped = line.strip()
-            if re.fullmatch(r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*).*?\}\}", stripped):
+            if re.fullmatch(r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*)[^{}]*\}\}", stripped):
                 out.append("\n")  # Helm control line: no value of its own
                 continue
             out.append(TEMPLATE.sub(lambda m, n=lineno: self._one(m, n), line))
@@ -175,6 +180,8 @@ class Templates:
 
     def _one(self, m: re.Match[str], line: int) -> str:
         expr, var, default, bare = m.group(1), m.group(2), m.group(3), m.group(4)
+        if expr is not None:
+            expr = expr.strip().removeprefix("-").removesuffix("-").strip()
         if bare is not None:  # $VAR: filled when --set names it, else left for check() to report
             return self.values.get(bare, m.group(0))
         key = self.key(expr) if expr is not None else var
@@ -314,20 +321,29 @@ def _cut_at_shell_operator(tokens: list[str]) -> list[str]:
 def shell_commands(text: str, *, file: str, first_line: int, templates: Templates) -> list[Found]:
     """Serving commands in shell text (continuations joined, comments dropped)."""
     out: list[Found] = []
-    logical, start = "", first_line
+    parts: list[str] = []
+    size, start = 0, first_line
     lines = text.splitlines()
     for offset, raw in enumerate(lines):
-        if not logical:
+        if not parts:
             start = first_line + offset
         stripped = raw.rstrip()
-        if stripped.endswith("\\"):
-            logical += stripped[:-1] + " "
+        cont = stripped.endswith("\\")
+        parts.append(stripped[:-1] + " " if cont else stripped)  # joined once: linear
+        size += len(parts[-1])
+        if size > MAX_COMMAND_CHARS:
+            raise DeployParseError(file, start, f"a command line of over {MAX_COMMAND_CHARS:,} "
+                                   "characters (Linux refuses one argument longer than 128 KiB)",
+                                   hint="split the file, or check it was generated correctly")
+        if cont:
             continue
-        logical += stripped
-        found = _shell_line(logical, file=file, line=start, templates=templates)
+        found = _shell_line("".join(parts), file=file, line=start, templates=templates)
+        parts, size = [], 0
         if found:
             out.append(found)
-        logical = ""
+            if len(out) > MAX_COMMANDS_PER_FILE:
+                raise DeployParseError(file, start, f"more than {MAX_COMMANDS_PER_FILE} serving "
+                                       "commands in one file", hint="split the file")
     return out
 
 
@@ -375,8 +391,24 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
 def _yaml_nodes(text: str, file: str) -> list[Any]:
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~4x faster
     try:
-        return [doc for doc in yaml.compose_all(text, Loader=yaml.SafeLoader) if doc is not None]
+        # libyaml's composer recurses in C (a deep file would crash the process), so the
+        # nesting is measured first on its flat event stream.
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise DeployParseError(file, event.start_mark.line + 1,
+                                           f"YAML nested more than {MAX_YAML_DEPTH} levels deep",
+                                           hint="a deployment manifest nests a few dozen levels at most")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+        return [doc for doc in yaml.compose_all(text, Loader=loader) if doc is not None]
+    except RecursionError:
+        raise DeployParseError(file, 1, "YAML nested too deeply to read",
+                               hint="a deployment manifest nests a few dozen levels at most") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -413,22 +445,37 @@ def _strings(node: Any) -> list[tuple[str, int]]:
     return []
 
 
-def _walk(node: Any) -> Any:
-    yield node
-    if getattr(node, "id", None) == "mapping":
-        for _, v in node.value:
-            yield from _walk(v)
-    elif getattr(node, "id", None) == "sequence":
-        for v in node.value:
-            yield from _walk(v)
+def _walk(node: Any, budget: list[int] | None = None) -> Any:
+    """Every node under `node`, each once: YAML aliases share nodes, so a walk that revisits
+    them is exponential in an alias bomb, and a recursive alias never ends. Iterative (deep
+    nesting cannot overflow the stack); all walks of one file share `budget`, so the file's
+    work is bounded by MAX_YAML_NODES whatever its aliases."""
+    budget = budget if budget is not None else [MAX_YAML_NODES]
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise DeployParseError("", _line(n), f"more than {MAX_YAML_NODES:,} YAML nodes to "
+                                   "visit (an alias bomb?)", hint="expand the aliases, or split the file")
+        yield n
+        kind = getattr(n, "id", None)
+        if kind == "mapping":
+            stack.extend(v for _, v in reversed(n.value))
+        elif kind == "sequence":
+            stack.extend(reversed(n.value))
 
 
-def _gpu_product(pod_spec: Any) -> tuple[str | None, str | None]:
+def _gpu_product(pod_spec: Any, budget: list[int] | None = None) -> tuple[str | None, str | None]:
     """nvidia.com/gpu.product from a pod spec's nodeSelector or required node affinity."""
     sel = _scalar(_get(_get(pod_spec, "nodeSelector"), "nvidia.com/gpu.product"))
     if sel:
         return sel, "nodeSelector nvidia.com/gpu.product"
-    for n in _walk(_get(pod_spec, "affinity")):
+    for n in _walk(_get(pod_spec, "affinity"), budget):
         if _scalar(_get(n, "key")) == "nvidia.com/gpu.product":
             values = _strings(_get(n, "values"))
             if values:
@@ -530,27 +577,48 @@ def _version_from_image(found: Found, image: str) -> None:
 
 
 def yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
+    try:
+        return _yaml_commands(text, file=file, templates=templates)
+    except DeployParseError as e:
+        if e.file:
+            raise
+        raise DeployParseError(file, e.line, e.reason, hint=e.hint) from None
+
+
+def _yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
     out: list[Found] = []
+    budget = [MAX_YAML_NODES]  # node visits for the whole file
     for doc in _yaml_nodes(text, file):
         services = _get(doc, "services")
         if services is not None and getattr(services, "id", None) == "mapping":
-            out += _compose(services, file=file, templates=templates)
+            out += _compose(services, file=file, templates=templates, budget=budget)
             continue
         if _vllm_config(doc):
             out.append(_from_vllm_config(doc, file=file, templates=templates))
             continue
-        for node in _walk(doc):
+        for node in _walk(doc, budget):
             containers = _get(node, "containers")
             if getattr(containers, "id", None) != "sequence":
                 continue
-            gpu, gpu_source = _gpu_product(node)
+            gpu, gpu_source = _gpu_product(node, budget)
             for c in containers.value:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    raise DeployParseError(file, _line(c), f"more than {MAX_YAML_NODES:,} YAML nodes "
+                                           "to visit (an alias bomb?)", hint="expand the aliases")
                 found = _container_commands(c, file=file, templates=templates)
                 if found:
                     if gpu:
                         found.gpu, found.gpu_source = gpu, gpu_source
                     out.append(found)
+                    _check_count(out, file, found.line)
     return out
+
+
+def _check_count(out: list[Found], file: str, line: int) -> None:
+    if len(out) > MAX_COMMANDS_PER_FILE:
+        raise DeployParseError(file, line, f"more than {MAX_COMMANDS_PER_FILE} serving commands "
+                               "in one file", hint="split the file")
 
 
 def _compose_argv(node: Any) -> list[tuple[str, int]]:
@@ -563,7 +631,8 @@ def _compose_argv(node: Any) -> list[tuple[str, int]]:
     return _strings(node)
 
 
-def _compose(services: Any, *, file: str, templates: Templates) -> list[Found]:
+def _compose(services: Any, *, file: str, templates: Templates,
+             budget: list[int] | None = None) -> list[Found]:
     """docker-compose services: entrypoint + command, GPU count from device reservations."""
     out = []
     for _, svc in services.value:
@@ -577,7 +646,7 @@ def _compose(services: Any, *, file: str, templates: Templates) -> list[Found]:
                               templates=templates, env=_compose_env(svc))
         if found is None:
             continue
-        for dev in _walk(_get(svc, "deploy")):
+        for dev in _walk(_get(svc, "deploy"), budget):
             count = _scalar(_get(dev, "count"))
             ids = _strings(_get(dev, "device_ids"))
             if count and count.isdigit():
@@ -586,6 +655,7 @@ def _compose(services: Any, *, file: str, templates: Templates) -> list[Found]:
                 found.gpu_count = len(ids)
         _version_from_image(found, image)
         out.append(found)
+        _check_count(out, file, found.line)
     return out
 
 
@@ -639,9 +709,9 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     """Every serving command in one file, with directives and file-wide facts applied."""
     file = str(path)
     try:
-        raw = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise DeployParseError(file, 1, f"cannot read the file ({getattr(e, 'strerror', None) or e})") from None
+        raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
+    except InvalidConfigError as e:
+        raise DeployParseError(file, 1, e.message.removeprefix(f"{file}: "), hint=e.hint) from None
     directives = _directives(raw, file)
     text = templates.fill(raw, file)
     if path.suffix in {".yaml", ".yml"}:

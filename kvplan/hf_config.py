@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
+from .limits import MAX_CONFIG_BYTES, MAX_LAYERS, loads_json, read_limited
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
@@ -31,17 +32,7 @@ KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
 
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read a config.json, with errors that name the file and the line."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidConfigError(
-            f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", path=str(path),
-            hint="check the file is the model's config.json",
-        ) from e
+    data = loads_json(read_limited(path, MAX_CONFIG_BYTES, what="model config"), where=str(path))
     if not isinstance(data, dict):
         raise InvalidConfigError("expected a JSON object at the top level", path=str(path))
     return data
@@ -413,6 +404,10 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
             rotary_dim = mla.qk_rope_head_dim
             kv_heads = heads  # nominal; the cache is one latent head (kv.py)
     hidden = r.int("hidden_size", "n_embd")
+    if layers > MAX_LAYERS:  # every plan walks the layers: bound the work
+        raise InvalidConfigError(f"{layers} layers is over kvplan's limit of {MAX_LAYERS}", path=path,
+                                 field="num_hidden_layers",
+                                 hint="the largest published models have ~130 layers; check the config")
     assert layers and heads and kv_heads and hidden and vocab is not None  # for type checkers
     if heads % kv_heads:
         raise InvalidConfigError(

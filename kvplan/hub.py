@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError, InvalidInputError, UnavailableError, UnknownModelError
+from .limits import MAX_CACHE_BYTES, MAX_CONFIG_BYTES, loads_json, read_limited
 from .specs import CheckpointTensors
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
@@ -107,8 +108,9 @@ def load(repo_id: str, *, revision: str | None = None, token: str | None = None,
     path = _cache_path(repo_id, rev)
     if path.exists() and not refresh:
         try:
-            data = json.loads(path.read_text())
-            if data.get("format") == CACHE_FORMAT:
+            data = loads_json(read_limited(path, MAX_CACHE_BYTES, what="kvplan cache entry"),
+                              where=str(path))
+            if isinstance(data, dict) and data.get("format") == CACHE_FORMAT:
                 return HubModel(data, cached=True)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable cache entry: fetch again
@@ -203,10 +205,7 @@ def _commit_of(path: Path) -> str | None:
 
 
 def _read_json(path: Path, name: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise InvalidConfigError(f"not valid JSON ({e})", path=name) from None
+    data = loads_json(read_limited(path, MAX_CONFIG_BYTES, what="model config"), where=name)
     if not isinstance(data, dict):
         raise InvalidConfigError("expected a JSON object at the top level", path=name)
     return data

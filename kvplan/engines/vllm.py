@@ -74,10 +74,16 @@ UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0
                  ((0, 27, 0), (0, 29, 99)))
 
 
+VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?[\w.+-]*")  # linear: no nested repeats
+
+
 def parse_version(text: str) -> tuple[int, int, int]:
-    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+-]?\w*)*", text.strip())
+    """(major, minor, patch) of '0.19.0', 'v0.8.5.post1', '0.11.0rc2+cu128'. Linear-time and
+    bounded: at most 64 characters, at most 6 digits per number."""
+    m = VERSION.fullmatch(text.strip()) if len(text) <= 64 else None
     if not m:
-        raise InvalidInputError(f"cannot read --engine-version {text!r}",
+        shown = text if len(text) <= 64 else text[:64] + "…"
+        raise InvalidInputError(f"cannot read --engine-version {shown!r}",
                                 hint="use a release number such as 0.33.0")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
@@ -244,8 +250,12 @@ def default_block_size(m: ModelSpec, gpu: GpuSpec, version: str) -> int:
 def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     """TP sizes vLLM accepts: divide the attention heads, and divide or be a multiple of the KV
     heads (vllm/model_executor/layers/linear.py QKVParallelLinear)."""
-    return [tp for tp in range(1, limit + 1) if m.num_attention_heads % tp == 0
-            and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0)]
+    heads, kv = m.num_attention_heads, m.num_kv_heads
+    # Only divisors of the heads can qualify: enumerate them in O(sqrt(heads)), never up to
+    # `limit` (a hostile -tp 1000000000 would otherwise loop for minutes).
+    divisors = {d for i in range(1, math.isqrt(max(heads, 1)) + 1) if heads % i == 0
+                for d in (i, heads // i)}
+    return sorted(tp for tp in divisors if tp <= limit and (kv % tp == 0 or tp % kv == 0))
 
 
 def resolve_deployment(m: ModelSpec, gpu: GpuSpec, opts: dict[str, Any], era: Era,

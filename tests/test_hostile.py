@@ -1,0 +1,178 @@
+"""Hostile input: every class of the reliability issue has its regression test here.
+
+Each input must end quickly (bounded work) in an exit code 0-3 with a message naming the
+file, field or flag — never "internal error", a hang or a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from clirun import run
+
+LLAMA = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "num_hidden_layers": 4, "vocab_size": 1000,
+         "intermediate_size": 512, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
+
+
+def timed(capsys, *args, limit_s: float = 10.0):
+    start = time.monotonic()
+    code, out, err = run(capsys, *args)
+    elapsed = time.monotonic() - start
+    assert elapsed < limit_s, f"kvplan {' '.join(args)[:80]} took {elapsed:.1f} s"
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert code in (0, 1, 2, 3)
+    return code, out, err
+
+
+def model_dir(tmp_path: Path, cfg: dict | None = None, name: str = "model") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg or LLAMA))
+    return d
+
+
+def safetensors(path: Path, header: dict, payload: int = 0) -> None:
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * payload)
+
+
+def check_report(capsys, *files, limit_s: float = 10.0, extra=()):
+    code, out, err = timed(capsys, "check", *map(str, files), "--gpu", "h100", "--json", *extra,
+                           limit_s=limit_s)
+    return code, json.loads(out), err
+
+
+def messages(report: dict) -> str:
+    return "\n".join(p["message"] for d in report["deployments"] for p in d["problems"])
+
+
+# ----------------------------------------------------- class 1: hangs, unbounded work
+
+
+@pytest.mark.parametrize("version", ["0.1" + "a" * 30 + "!", "0." + "1" * 5000, "v" * 100_000])
+def test_engine_version_parser_is_linear(capsys, version):
+    code, _, err = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", "--engine-version", version,
+                         limit_s=5)
+    assert code == 2 and "--engine-version" in err
+
+
+def test_engine_version_directive_is_linear(capsys, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("# kvplan: engine-version=0.1" + "a" * 30 + "!\nvllm serve qwen2.5-7b\n")
+    code, report, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2 and "--engine-version" in messages(report)
+
+
+def test_template_scan_is_linear(capsys, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("vllm serve x " + "{{ " * 10_000 + "${a:-" * 5_000 + "\n")
+    code, _, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2
+
+
+def test_yaml_alias_bomb_is_expanded_once(capsys, tmp_path):
+    levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for prev, cur in zip("abcdef", "bcdefg"):
+        levels.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 10) + "]")
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(levels) + "\nspec:\n  affinity: *g\n  containers: *g\n")
+    code, _, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2  # no serving command in it, found quickly
+
+
+@pytest.mark.parametrize("text", ["a: &a [*a]\n", "a: &a {b: *a}\nspec: {containers: [*a]}\n",
+                                  "a: " + "[" * 100_000 + "]" * 100_000 + "\n",
+                                  "a:\n" + "".join(" " * (2 * i + 2) + f"k{i}:\n" for i in range(500))])
+def test_recursive_and_deep_yaml(capsys, tmp_path, text):
+    f = tmp_path / "x.yaml"
+    f.write_text(text)
+    code, report, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2 and "x.yaml" in json.dumps(report)
+
+
+def test_huge_tensor_parallel_size_is_rejected_fast(capsys):
+    code, _, err = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", "-tp", "1000000000", limit_s=5)
+    assert code == 2 and "--tensor-parallel-size" in err
+
+
+def test_layer_count_is_capped(capsys, tmp_path):
+    d = model_dir(tmp_path, {**LLAMA, "num_hidden_layers": 100_000})
+    code, _, err = timed(capsys, "plan", str(d), "--gpu", "h100", limit_s=5)
+    assert code == 2 and "num_hidden_layers" in err and "config.json" in err
+
+
+def test_many_tensors_plan_in_linear_time(capsys, tmp_path):
+    d = model_dir(tmp_path)
+    n = 100_000
+    header = {f"model.layers.{i % 4}.mlp.experts.{i}.w.weight":
+              {"dtype": "BF16", "shape": [8, 8], "data_offsets": [i * 128, (i + 1) * 128]}
+              for i in range(n)}
+    safetensors(d / "model.safetensors", header, payload=n * 128)
+    code, _, _ = timed(capsys, "plan", str(d), "--gpu", "h100", "--json", limit_s=30)
+    assert code in (0, 1)
+
+
+def test_allocator_replays_many_small_tensors_fast():
+    from kvplan.allocator import CachingAllocator
+
+    a = CachingAllocator()
+    start = time.monotonic()
+    handles = [a.malloc(600) for _ in range(100_000)]
+    for h in handles[::2]:
+        a.free(h)
+    for h in handles[1::2]:
+        a.free(h)
+    a.empty_cache()
+    assert a.reserved_bytes == 0 and a.allocated_bytes == 0
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("args", [("plan", "/dev/zero"), ("plan", "/dev")])
+def test_devices_are_not_read(capsys, args):
+    code, _, err = timed(capsys, *args, "--gpu", "h100", limit_s=5)
+    assert code == 2 and "/dev" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
+def test_fifos_do_not_hang(capsys, tmp_path, name):
+    d = model_dir(tmp_path)
+    (d / name).unlink(missing_ok=True)
+    os.mkfifo(d / name)
+    code, _, err = timed(capsys, "plan", str(d), "--gpu", "h100", limit_s=5)
+    assert code == 2 and name in err and "regular file" in err
+
+
+def test_fifo_deployment_file(capsys, tmp_path):
+    f = tmp_path / "deploy.yaml"
+    os.mkfifo(f)
+    code, report, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2 and "regular file" in messages(report)
+
+
+@pytest.mark.parametrize("name,size", [("big.yaml", 5 * 2**20), ("run.sh", 6 * 2**20)])
+def test_oversized_deployment_files(capsys, tmp_path, name, size):
+    f = tmp_path / name
+    f.write_text(("a: b\n" * (size // 5)) if name.endswith(".yaml") else "vllm serve x " + "y" * size)
+    code, report, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2 and "limit" in messages(report)
+
+
+def test_long_shell_line_under_the_file_limit(capsys, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("vllm serve x " + "\\\n--y z " * 100_000 + "\n")
+    code, report, _ = check_report(capsys, f, limit_s=5)
+    assert code == 2 and "characters" in messages(report)
+
+
+def test_too_many_commands_in_one_file(capsys, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("vllm serve qwen2.5-7b\n" * 1000)
+    code, report, _ = check_report(capsys, f, limit_s=10)
+    assert code == 2 and "serving commands" in messages(report)
