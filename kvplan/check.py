@@ -9,6 +9,7 @@ else 0.
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -160,6 +161,7 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
     for path in paths:
         templates = Templates(values=dict(sets))
         try:
+            _refuse_outside_link(path)
             found = find_commands(path, templates)
         except DeployParseError as e:
             rows.append(_error_row(e.file, e.line, e, command=""))
@@ -182,6 +184,22 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
                              errors=len(errors)))
 
 
+def _inside_cwd(path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(Path.cwd().resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _refuse_outside_link(path: Path) -> None:
+    """A deployment file that is a symlink out of the checked repository (a pull request can
+    add `deploy.yaml -> ~/.cache/huggingface/token`) is not read."""
+    if path.is_symlink() and not _inside_cwd(path):
+        raise DeployParseError(str(path), 1, "is a symlink to a file outside the working directory; "
+                               "kvplan check does not follow it",
+                               hint="check the file itself, not a link to it")
+
+
 def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | None = None) -> CheckedDeployment:
     message = e.reason if isinstance(e, DeployParseError) else e.message
     if e.hint:
@@ -200,10 +218,18 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     matched to the catalogue by its folder name, and the plan says so."""
     assert f.model is not None
     path = Path(f.model)
-    if path.is_absolute() and not path.exists():
+    # The file comes from a pull request: a local model path is read only when it lies inside
+    # the checked directory. /models/x, ~/x or ../../x name a path in the container, never a
+    # file on the CI machine (which could hold tokens and keys).
+    home = f.model.startswith("~")
+    exists = not home and os.path.lexists(path)
+    if exists and _inside_cwd(path):
+        return f.model, []
+    if path.is_absolute() or home or exists or ".." in path.parts:
         entry = find_model_entry(path.name)
+        where = "does not exist here" if not exists else "is outside the directory kvplan check runs in"
         if entry is None:
-            raise KvplanError(f"model path {f.model} does not exist here and its folder name is not "
+            raise KvplanError(f"model path {f.model} {where} and its folder name is not "
                               "a catalogue model",
                               hint="add `# kvplan: model=ORG/NAME` above the command")
         return entry.id, [Problem(code="model-from-path-name", severity="info",

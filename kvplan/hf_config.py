@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
-from .limits import MAX_CONFIG_BYTES, MAX_LAYERS, loads_json, read_limited
+from .limits import MAX_CONFIG_BYTES, MAX_LAYERS, contained, loads_json, model_root, read_limited
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
@@ -483,13 +483,19 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
 
 
 def spec_from_path(path: Path) -> ModelSpec:
-    """A local model directory (config.json inside) or a config.json file."""
+    """A local model directory (config.json inside) or a config.json file. Files beside the
+    config are read only when they resolve inside the model directory (limits.model_root)."""
     cfg_path = path / "config.json" if path.is_dir() else path
     if not cfg_path.exists():
         raise InvalidConfigError("no config.json in this directory", path=str(path),
                                  hint="point kvplan at the model directory or its config.json")
+    root = model_root(path if path.is_dir() else path.parent)
+    if path.is_dir():
+        contained(cfg_path, root, what="config.json")
     cfg = load_config_file(cfg_path)
     extra_path = cfg_path.parent / "hf_quant_config.json"
+    if extra_path.exists():
+        contained(extra_path, model_root(cfg_path.parent), what="hf_quant_config.json")
     extra = load_config_file(extra_path) if extra_path.exists() else None
     model_id = str(cfg.get("_name_or_path") or cfg_path.parent.name or cfg_path.stem)
     if path.is_dir():

@@ -166,3 +166,29 @@ def _short(value: object, n: int = 40) -> str:
 
 
 short = _short
+
+
+# ------------------------------------------------------------------ containment
+
+
+def model_root(directory: Path) -> Path:
+    """The folder every file of a model directory must resolve into: the directory itself,
+    or, for a snapshot in huggingface_hub's cache (…/models--org--name/snapshots/<commit>,
+    whose files are symlinks to ../../blobs/…), that repo's cache folder."""
+    d = directory.resolve()
+    return d.parent.parent if d.parent.name == "snapshots" else d
+
+
+def contained(path: Path, root: Path, *, what: str, where: str | None = None) -> Path:
+    """`path` resolved (symlinks followed), refused unless it lies inside `root`: a shard
+    index naming /etc/… or ../…, or a symlinked shard pointing at ~/.cache/huggingface/token,
+    is never read. The error names the entry as given, never the target's contents."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        resolved = None
+    if resolved is None or not resolved.is_relative_to(root):
+        raise InvalidConfigError(f"{what} {short(str(path), 120)} points outside the model directory "
+                                 f"{root}; kvplan reads only files inside it", path=where or str(path),
+                                 hint="copy the file into the model directory instead of linking it")
+    return resolved

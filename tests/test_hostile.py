@@ -176,3 +176,91 @@ def test_too_many_commands_in_one_file(capsys, tmp_path):
     f.write_text("vllm serve qwen2.5-7b\n" * 1000)
     code, report, _ = check_report(capsys, f, limit_s=10)
     assert code == 2 and "serving commands" in messages(report)
+
+
+# ------------------------------------------- class 2: reads outside the model directory
+
+SECRET = b"hf_SECRETTOKENVALUE1234567890"
+
+
+def _leaks(text: str) -> bool:
+    number = str(struct.unpack("<Q", SECRET[:8])[0])
+    return number in text or "SECRE" in text or "hf_" in text
+
+
+@pytest.mark.parametrize("entry", ["ABSOLUTE", "../secret/token", "sub/../../secret/token"])
+def test_shard_index_cannot_name_files_outside(capsys, tmp_path, monkeypatch, entry):
+    secret = tmp_path / "secret" / "token"
+    secret.parent.mkdir()
+    secret.write_bytes(SECRET)
+    d = model_dir(tmp_path)
+    name = str(secret) if entry == "ABSOLUTE" else entry
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": name}}))
+    for fmt in ("table", "github"):
+        f = tmp_path / "run.sh"
+        f.write_text(f"vllm serve {d.name}\n")
+        monkeypatch.chdir(tmp_path)
+        code, out, err = timed(capsys, "check", str(f), "--gpu", "h100", "--format", fmt)
+        assert code == 2 and not _leaks(out + err)
+        assert "weight_map" in out + err
+    code, out, err = timed(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and not _leaks(out + err) and "index" in err
+
+
+def test_symlinked_shard_pointing_outside_is_refused(capsys, tmp_path):
+    secret = tmp_path / "token"
+    secret.write_bytes(SECRET)
+    d = model_dir(tmp_path)
+    (d / "model.safetensors").symlink_to(secret)
+    code, out, err = timed(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and "outside the model directory" in err and not _leaks(out + err)
+
+
+def test_symlinked_config_pointing_outside_is_refused(capsys, tmp_path):
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(json.dumps({**LLAMA, "model_type": "hf_SECRET"}))
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").symlink_to(outside)
+    code, out, err = timed(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and "outside the model directory" in err and not _leaks(out + err)
+
+
+def test_corrupt_header_never_echoes_its_bytes(capsys, tmp_path):
+    d = model_dir(tmp_path)
+    (d / "model.safetensors").write_bytes(SECRET)
+    code, out, err = timed(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and "model.safetensors" in err and not _leaks(out + err)
+
+
+def test_hf_cache_snapshot_symlinks_to_blobs_are_followed(capsys, tmp_path):
+    repo = tmp_path / "models--org--m"
+    blobs, snap = repo / "blobs", repo / "snapshots" / "abc123"
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    (blobs / "cfg").write_text(json.dumps(LLAMA))
+    (snap / "config.json").symlink_to("../../blobs/cfg")
+    code, _, err = timed(capsys, "plan", str(snap), "--gpu", "h100")
+    assert code == 0, err
+
+
+def test_check_does_not_read_model_paths_outside_the_repo(capsys, tmp_path, monkeypatch):
+    outside = model_dir(tmp_path, {**LLAMA, "model_type": "hf_SECRET"}, name="outside")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    for ref in (str(outside), "../outside", "~/outside"):
+        (repo / "run.sh").write_text(f"vllm serve {ref}\n")
+        code, out, err = timed(capsys, "check", "run.sh", "--gpu", "h100", "--format", "github")
+        assert code == 2 and not _leaks(out + err) and "outside" in out
+
+
+def test_check_does_not_follow_a_deployment_symlink_out(capsys, tmp_path, monkeypatch):
+    secret = tmp_path / "token"
+    secret.write_bytes(b"vllm serve " + SECRET + b"\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "deploy.sh").symlink_to(secret)
+    monkeypatch.chdir(repo)
+    code, out, err = timed(capsys, "check", "deploy.sh", "--gpu", "h100", "--format", "github")
+    assert code == 2 and "symlink" in out and not _leaks(out + err)
