@@ -125,14 +125,24 @@ def loads_json(text: str | bytes, *, where: str, field: str | None = None) -> ob
     if not json_depth_ok(text):
         raise InvalidConfigError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=where,
                                  field=field, hint="check the file is what it claims to be")
+    def finite(token: str) -> float:
+        value = float(token)
+        if not math.isfinite(value):
+            raise ValueError(f"the number {token[:20]} is out of range")
+        return value
+
+    def constant(token: str) -> float:
+        raise ValueError(f"{token} is not a JSON number")
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=finite, parse_constant=constant)
     except json.JSONDecodeError as e:
         raise InvalidConfigError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})",
                                  path=where, field=field,
                                  hint="check the file is the model's config.json") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
-        reason = "an integer with too many digits" if "digits" in str(e) else type(e).__name__
+        reason = ("an integer with too many digits" if "digits" in str(e) else
+                  str(e) if isinstance(e, ValueError) else "nested too deeply")
         raise InvalidConfigError(f"not valid JSON ({reason})", path=where, field=field) from None
 
 

@@ -264,3 +264,67 @@ def test_check_does_not_follow_a_deployment_symlink_out(capsys, tmp_path, monkey
     monkeypatch.chdir(repo)
     code, out, err = timed(capsys, "check", "deploy.sh", "--gpu", "h100", "--format", "github")
     assert code == 2 and "symlink" in out and not _leaks(out + err)
+
+
+# ------------------------------------------------------ class 4: config validation
+
+CONFIGS = Path(__file__).resolve().parent.parent / "model_specs" / "configs"
+
+
+def _mutated(name: str, path: tuple[str, ...], value) -> dict:
+    cfg = json.loads((CONFIGS / name).read_text())
+    node = cfg
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return cfg
+
+
+@pytest.mark.parametrize("name,path,value", [
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("num_attention_heads",), 0),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("num_key_value_heads",), 0),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("head_dim",), "32"),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("architectures",), 7),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("hidden_size",), 10**5000 // 10**4000),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("max_position_embeddings",), "131072"),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("vocab_size",), 0),
+    ("Qwen--Qwen2.5-7B-Instruct.json", ("num_attention_heads",), 2**80),
+    ("meta-llama--Llama-3.1-8B.json", ("rope_scaling", "factor"), 1e308),
+    ("meta-llama--Llama-3.1-8B.json", ("rope_scaling", "factor"), "8"),
+    ("meta-llama--Llama-3.1-8B.json", ("rope_scaling", "original_max_position_embeddings"), {}),
+    ("Qwen--Qwen3-32B-FP8.json", ("quantization_config", "weight_block_size"), [0, 0]),
+    ("Qwen--Qwen3-32B-FP8.json", ("quantization_config", "weight_block_size"), -1),
+    ("Qwen--Qwen3-235B-A22B.json", ("decoder_sparse_step",), 0),
+    ("Qwen--Qwen3-235B-A22B.json", ("mlp_only_layers",), "abc"),
+    ("google--gemma-3-4b-it.json", ("text_config", "sliding_window_pattern"), "abc"),
+    ("google--gemma-3-27b-it.json", ("vision_config", "patch_size"), 1.5),
+])
+def test_mutated_config_exits_2_naming_file_and_field(capsys, tmp_path, name, path, value):
+    d = model_dir(tmp_path, _mutated(name, path, value))
+    code, _, err = timed(capsys, "plan", str(d), "--gpu", "h100", "--json", limit_s=10)
+    assert code == 2, err
+    assert "config.json" in err and path[-1] in err, err
+    assert len(err) < 2000  # a 1000-digit value is not echoed whole
+
+
+@pytest.mark.parametrize("raw,needle", [
+    (b'{"model_type": "llama", "hidden_size": 4\xff}', "UTF-8"),
+    (b'{"model_type": "llama", "hidden_size": ' + b"9" * 5000 + b"}", "digits"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested"),
+    (b'{"model_type": "llama", "hidden_size": 1e999}', "out of range"),
+    (b'{"model_type": "llama", "hidden_size": NaN}', "NaN"),
+])
+def test_unreadable_config_json(capsys, tmp_path, raw, needle):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_bytes(raw)
+    code, _, err = timed(capsys, "plan", str(d), "--gpu", "h100", limit_s=5)
+    assert code == 2 and "config.json" in err and needle in err, err
+
+
+def test_numeric_string_is_refused_not_ignored(capsys, tmp_path):
+    """vLLM compares max-length keys with numbers (min over them) and fails on a string, so
+    kvplan refuses it rather than silently planning with a 2048-token fallback."""
+    d = model_dir(tmp_path, {**LLAMA, "max_position_embeddings": "131072"})
+    code, _, err = timed(capsys, "plan", str(d), "--gpu", "h100")
+    assert code == 2 and "max_position_embeddings" in err and "without quotes" in err
