@@ -94,8 +94,8 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
                   progress: Callable[[str], None] | None = None) -> ModelSpec:
     """A local path (directory or config.json) first, then the catalogue (unless a revision
     is asked for), then the Hugging Face Hub for anything shaped like `owner/name`."""
-    path = Path(ref).expanduser()
-    if path.exists():
+    path = _local_path(ref)
+    if path is not None:
         if revision is not None:
             raise InvalidInputError(f"--revision applies to Hub repos, but {ref!r} is a local path",
                                     hint="drop --revision, or name the repo id instead")
@@ -127,9 +127,21 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
     return attach_headers(m, got.checkpoint, parameter_count(m)) if got.checkpoint else m
 
 
+def _local_path(ref: str) -> Path | None:
+    """`ref` as an existing local path, else None. `~nosuchuser/x`, a NUL byte or a name too
+    long for the file system are simply not local paths (not internal errors)."""
+    try:
+        path = Path(ref).expanduser()
+        return path if path.exists() else None
+    except (RuntimeError, OSError, ValueError):
+        return None
+
+
 def suggest_models(ref: str) -> list[str]:
     """Catalogue ids closest to a mistyped reference (ids and aliases both count)."""
     keys = _model_keys()
+    if len(ref) > 200:  # difflib is quadratic in the length
+        return []
     close = difflib.get_close_matches(ref.lower(), list(keys), n=3, cutoff=0.5)
     return list(dict.fromkeys(keys[c].id for c in close))
 
@@ -163,5 +175,5 @@ def resolve_gpu(ref: str) -> GpuSpec:
     keys = _gpu_keys()
     if key in keys:
         return keys[key]
-    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5) if len(key) <= 200 else []
     raise UnknownGpuError(ref, list(dict.fromkeys(keys[c].id for c in close)))

@@ -166,7 +166,8 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
         except DeployParseError as e:
             rows.append(_error_row(e.file, e.line, e, command=""))
             continue
-        rows += [_check_one(f, policy, offline) for f in found]
+        rows += [_error_row(f.file, f.line, f.error, f.text) if f.error else _check_one(f, policy, offline)
+                 for f in found]
     if not rows:
         rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
             "found no serving command (vllm serve, vLLM's api_server, sglang.launch_server, "

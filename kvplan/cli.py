@@ -116,9 +116,11 @@ def plan(
     from pydantic import ValidationError
 
     from .errors import InvalidInputError
+    from .limits import check_flags
     from .planner import plan as make_plan
     from .specs import Workload
 
+    check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
     try:
         workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                             avg_output_tokens=avg_output_tokens)
@@ -176,16 +178,25 @@ def compare(
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
+    from pydantic import ValidationError
+
     from .catalog import resolve_gpu, resolve_model
+    from .errors import InvalidInputError
+    from .limits import check_flags
     from .planner import ENGINES
     from .planner import plan as make_plan
     from .specs import Workload
 
+    check_flags(dict(locals()))
+    try:
+        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+                            avg_output_tokens=avg_output_tokens)
+    except ValidationError as e:
+        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+        raise InvalidInputError(f"{fields} must be a positive integer") from None
     g = resolve_gpu(gpu)
     with _progress_line() as progress:
         m = resolve_model(model, offline=offline, progress=progress)
-    workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                        avg_output_tokens=avg_output_tokens)
     plans = [make_plan(m, g, engine=e, workload=workload, tensor_parallel_size=tensor_parallel_size,
                        max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
                        gpu_memory_gib=gpu_memory_gib) for e in ENGINES]
@@ -369,6 +380,45 @@ def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]
     return None, args[0].lower() if args else ""
 
 
+class _PipeGuard:
+    """stdout that a closed reader (`kvplan plan … | head -1`) cannot break: the rest of the
+    output goes to /dev/null, quietly, and the command still exits with the plan's code
+    (rich would otherwise exit 1 on a broken pipe)."""
+
+    def __init__(self, stream) -> None:  # noqa: ANN001 - any text stream
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._broke()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._broke()
+
+    def _broke(self) -> None:
+        self.broken = True
+        try:  # later flushes of the real stream (at exit) then write to /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        except Exception:  # noqa: BLE001 - io.UnsupportedOperation on in-memory streams
+            pass
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, encoding, fileno, …
+        return getattr(self._stream, name)
+
+
 def main() -> None:
     """Entry point: run the app, turn kvplan errors into messages and exit codes.
 
@@ -376,6 +426,17 @@ def main() -> None:
     from .errors import KvplanError
 
     debug = os.environ.get("KVPLAN_DEBUG") == "1"
+    guard = sys.stdout = _PipeGuard(sys.stdout)
+    try:
+        _run(debug)
+    finally:
+        guard.flush()
+        sys.stdout = guard._stream
+
+
+def _run(debug: bool) -> None:
+    from .errors import KvplanError
+
     try:
         app()
     except KvplanError as e:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import InvalidConfigError, InvalidInputError
 from .limits import (MAX_COMMAND_CHARS, MAX_COMMANDS_PER_FILE, MAX_DEPLOY_BYTES, MAX_YAML_DEPTH,
-                     MAX_YAML_NODES, read_text_limited)
+                     MAX_YAML_NODES, knob_error, read_text_limited)
 
 
 class DeployParseError(InvalidInputError):
@@ -52,6 +52,14 @@ class Found:
     engine_version: str | None = None
     version_source: str | None = None
     notes: list[str] = field(default_factory=list)
+    error: DeployParseError | None = None  # this command could not be read; the others still are
+
+
+def _failed(e: DeployParseError, file: str, engine: str = "", text: str = "") -> Found:
+    """One unreadable command (service, container, line), reported in place of its plan."""
+    if not e.file:
+        e = DeployParseError(file, e.line, e.reason, hint=e.hint)
+    return Found(file=e.file, line=e.line, engine=engine, text=text, error=e)
 
 
 # ------------------------------------------------------------------ flag tables
@@ -260,7 +268,11 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
             raise DeployParseError(file, line, f"{flag} is missing its value",
                                    hint=f"write {flag} VALUE or {flag}=VALUE")
         raw = templates.check(raw, flag, file, line)
-        _set(found, seen, knob, _convert(raw, kind, flag, file, line), flag, file, line)
+        value = _convert(raw, kind, flag, file, line)
+        why = knob_error(knob, value)  # nan, inf, a 400-digit length: bounded like the CLI's
+        if why:
+            raise DeployParseError(file, line, f"{flag} {why}")
+        _set(found, seen, knob, value, flag, file, line)
     if "model" in found.knobs:  # --model / --model-path
         found.model = found.knobs.pop("model")
     found.revision = found.knobs.pop("revision", None)
@@ -270,15 +282,20 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
 def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
     try:
         if kind == "int":
+            if len(raw) > 32:
+                raise ValueError(raw)
             return int(raw)
         if kind == "hint":
             return human_int(raw)
         if kind == "float":
+            if len(raw) > 32:
+                raise ValueError(raw)
             return float(raw)
     except ValueError:
         what = {"int": "an integer", "hint": "an integer such as 32768 or 32k",
                 "float": "a number"}[kind]
-        raise DeployParseError(file, line, f"{flag} {raw!r} is not {what}") from None
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise DeployParseError(file, line, f"{flag} {shown!r} is not {what}") from None
     return raw
 
 
@@ -337,7 +354,10 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
                                    hint="split the file, or check it was generated correctly")
         if cont:
             continue
-        found = _shell_line("".join(parts), file=file, line=start, templates=templates)
+        try:
+            found = _shell_line("".join(parts), file=file, line=start, templates=templates)
+        except DeployParseError as e:  # one bad command does not hide the others
+            found = _failed(e, file)
         parts, size = [], 0
         if found:
             out.append(found)
@@ -606,7 +626,10 @@ def _yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]
                 if budget[0] < 0:
                     raise DeployParseError(file, _line(c), f"more than {MAX_YAML_NODES:,} YAML nodes "
                                            "to visit (an alias bomb?)", hint="expand the aliases")
-                found = _container_commands(c, file=file, templates=templates)
+                try:
+                    found = _container_commands(c, file=file, templates=templates)
+                except DeployParseError as e:  # one bad container does not hide the others
+                    found = _failed(e, file, text=_scalar(_get(c, "name")) or "")
                 if found:
                     if gpu:
                         found.gpu, found.gpu_source = gpu, gpu_source
@@ -635,28 +658,38 @@ def _compose(services: Any, *, file: str, templates: Templates,
              budget: list[int] | None = None) -> list[Found]:
     """docker-compose services: entrypoint + command, GPU count from device reservations."""
     out = []
-    for _, svc in services.value:
-        image = _scalar(_get(svc, "image")) or ""
-        entry = _get(svc, "entrypoint")
+    for name, svc in services.value:
         try:
-            parts = _compose_argv(entry) + _compose_argv(_get(svc, "command"))
-        except DeployParseError as e:
-            raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
-        found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
-                              templates=templates, env=_compose_env(svc))
+            found = _compose_service(svc, file=file, templates=templates, budget=budget)
+        except DeployParseError as e:  # each service is reported; one bad one hides no other
+            found = _failed(e, file, text=f"service {_scalar(name) or '?'}")
         if found is None:
             continue
+        out.append(found)
+        _check_count(out, file, found.line)
+    return out
+
+
+def _compose_service(svc: Any, *, file: str, templates: Templates,
+                     budget: list[int] | None) -> Found | None:
+    image = _scalar(_get(svc, "image")) or ""
+    entry = _get(svc, "entrypoint")
+    try:
+        parts = _compose_argv(entry) + _compose_argv(_get(svc, "command"))
+    except DeployParseError as e:
+        raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
+    found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
+                          templates=templates, env=_compose_env(svc))
+    if found is not None:
         for dev in _walk(_get(svc, "deploy"), budget):
             count = _scalar(_get(dev, "count"))
             ids = _strings(_get(dev, "device_ids"))
-            if count and count.isdigit():
+            if count and count.isdigit() and len(count) <= 9:
                 found.gpu_count = int(count)
             elif ids:
                 found.gpu_count = len(ids)
         _version_from_image(found, image)
-        out.append(found)
-        _check_count(out, file, found.line)
-    return out
+    return found
 
 
 def _vllm_config(doc: Any) -> bool:
@@ -719,6 +752,8 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     else:
         found = shell_commands(text, file=file, first_line=1, templates=templates)
     for f in found:
+        if f.error is not None:
+            continue
         version = None
         if path.suffix not in {".yaml", ".yml"}:  # Dockerfiles, scripts: FROM image / pip pins
             for pattern in IMAGE_VERSIONS[f.engine] + ([PIP_VERSIONS[f.engine]] if f.engine in PIP_VERSIONS else []):

@@ -202,3 +202,44 @@ def contained(path: Path, root: Path, *, what: str, where: str | None = None) ->
                                  f"{root}; kvplan reads only files inside it", path=where or str(path),
                                  hint="copy the file into the model directory instead of linking it")
     return resolved
+
+
+# ------------------------------------------------------------------- knob bounds
+
+# Sanity bounds on deployment knobs, wherever they come from (flags, files): ints as
+# (lo, hi), floats as (lo exclusive, hi inclusive). Engine-specific ranges stay with the
+# engines; these only keep hostile values (nan, 1e300, a 400-digit length) out of the math.
+INT_KNOBS = {
+    "tensor_parallel_size": (1, MAX_PARALLEL), "pipeline_parallel_size": (1, MAX_PARALLEL),
+    "data_parallel_size": (1, MAX_PARALLEL), "max_model_len": (1, MAX_TOKENS),
+    "max_num_seqs": (1, 2**24), "max_num_batched_tokens": (1, MAX_TOKENS),
+    "max_input_tokens": (1, MAX_TOKENS), "max_total_tokens": (1, MAX_TOKENS),
+    "block_size": (1, 2**16), "kv_cache_memory_bytes": (1, MAX_BYTES_KNOB),
+    "target_concurrency": (1, 2**24), "avg_input_tokens": (1, MAX_TOKENS),
+    "avg_output_tokens": (1, MAX_TOKENS),
+}
+FLOAT_KNOBS = {"gpu_memory_utilization": (0.0, 1.0), "gpu_memory_gib": (0.0, MAX_GPU_MEMORY_GIB)}
+
+
+def knob_error(knob: str, value: object) -> str | None:
+    """Why `value` is out of bounds for `knob`, or None when it is fine (or not bounded)."""
+    if value is None:
+        return None
+    if knob in INT_KNOBS and isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = INT_KNOBS[knob]
+        if not lo <= value <= hi:
+            return f"{_short(value)} is out of range (use {lo:,} to {hi:,})"
+    if knob in FLOAT_KNOBS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = FLOAT_KNOBS[knob]
+        if not (math.isfinite(value) and lo < value <= hi):
+            why = " (GiB per device)" if knob == "gpu_memory_gib" else ""
+            return f"{_short(value)} is out of range (use a finite number in ({lo:g}, {hi:g}]{why})"
+    return None
+
+
+def check_flags(values: dict[str, object]) -> None:
+    """CLI flags (by parameter name) within their bounds, or InvalidInputError naming the flag."""
+    for knob, value in values.items():
+        why = knob_error(knob, value)
+        if why:
+            raise InvalidInputError(f"--{knob.replace('_', '-')} {why}")

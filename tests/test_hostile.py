@@ -328,3 +328,134 @@ def test_numeric_string_is_refused_not_ignored(capsys, tmp_path):
     d = model_dir(tmp_path, {**LLAMA, "max_position_embeddings": "131072"})
     code, _, err = timed(capsys, "plan", str(d), "--gpu", "h100")
     assert code == 2 and "max_position_embeddings" in err and "without quotes" in err
+
+
+# ------------------------------------------------------------------ class 5: smaller
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "1e30", "0", "-5"])
+def test_gpu_memory_gib_is_bounded(capsys, value):
+    code, out, err = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", "--json",
+                           f"--gpu-memory-gib={value}")
+    assert code == 2 and "--gpu-memory-gib" in err and out == ""
+
+
+@pytest.mark.parametrize("args", [("--gpu-memory-utilization", "nan"), ("-tp", "0"),
+                                  ("--max-model-len", "9" * 400), ("--kv-cache-memory-bytes", "9" * 30)])
+def test_other_flags_are_bounded(capsys, args):
+    code, _, err = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", *args)
+    assert code == 2 and "--" in err
+
+
+def test_json_never_holds_integers_beyond_int64(capsys):
+    code, out, _ = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", "--json",
+                         "--gpu-memory-gib", "4096")
+    assert code in (0, 1)
+
+    def ints(x):
+        if isinstance(x, bool):
+            return
+        if isinstance(x, int):
+            yield x
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from ints(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from ints(v)
+    assert all(-(2**63) <= i < 2**63 for i in ints(json.loads(out)))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
+def test_hub_timeout_is_bounded(monkeypatch, value):
+    from kvplan import hub
+    from kvplan.errors import InvalidInputError
+
+    monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", value)
+    with pytest.raises(InvalidInputError, match="KVPLAN_HUB_TIMEOUT"):
+        hub._timeout_s()
+
+
+def test_compare_validates_the_workload(capsys):
+    code, _, err = timed(capsys, "compare", "qwen2.5-7b", "--gpu", "h100", "--target-concurrency=-1")
+    assert code == 2 and "--target-concurrency" in err
+
+
+@pytest.mark.parametrize("flag", ["--max-model-len", "--gpu-memory-utilization", "-tp"])
+def test_out_of_range_values_in_files(capsys, tmp_path, flag):
+    f = tmp_path / "run.sh"
+    value = {"--max-model-len": "9" * 400, "--gpu-memory-utilization": "nan", "-tp": "99999999"}[flag]
+    f.write_text(f"vllm serve qwen2.5-7b {flag} {value}\n")
+    code, report, _ = check_report(capsys, f)
+    assert code == 2 and flag in messages(report) and "run.sh" in json.dumps(report)
+    assert len(messages(report)) < 1000
+
+
+@pytest.mark.parametrize("ref", ["~nosuchuser/x", "~nosuchuser", "a" * 5000, "x\0y"],
+                         ids=["tilde-user-path", "tilde-user", "long", "nul"])
+def test_odd_model_references(capsys, ref):
+    code, _, err = timed(capsys, "plan", ref, "--gpu", "h100")
+    assert code in (2, 3) and len(err) < 2000
+
+
+def test_broken_pipe_keeps_the_plans_exit_code(capsys, monkeypatch):
+    import io
+    import sys
+
+    from kvplan import cli
+
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    for gpu, want in (("h100", 0), ("l4", 1)):
+        monkeypatch.setattr(sys, "stdout", Closed())
+        monkeypatch.setattr(sys, "argv", ["kvplan", "plan", "qwen2.5-32b", "--gpu", gpu])
+        with pytest.raises(SystemExit) as exc:
+            cli.main()
+        assert exc.value.code == want
+        assert "internal error" not in capsys.readouterr().err
+
+
+def test_broken_pipe_in_a_real_pipe(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    p = subprocess.Popen([sys.executable, "-m", "kvplan", "plan", "qwen2.5-7b", "--gpu", "h100"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=root)
+    p.stdout.readline()
+    p.stdout.close()  # like `| head -1`
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 0 and err == ""
+
+
+def test_one_bad_compose_service_does_not_hide_the_others(capsys, tmp_path):
+    f = tmp_path / "docker-compose.yaml"
+    f.write_text("""services:
+  bad:
+    image: vllm/vllm-openai:v0.19.0
+    command: ["qwen2.5-7b", "--max-num-seqs", "lots"]
+  good:
+    image: vllm/vllm-openai:v0.19.0
+    command: ["qwen2.5-7b", "--max-model-len", "8192"]
+  quotes:
+    image: vllm/vllm-openai:v0.19.0
+    command: "qwen2.5-7b 'unclosed"
+""")
+    code, report, _ = check_report(capsys, f)
+    rows = report["deployments"]
+    assert code == 2 and len(rows) == 3
+    assert [r["status"] for r in rows] == ["error", "fits", "error"]
+    assert "'lots' is not an integer" in rows[0]["problems"][0]["message"]
+
+
+def test_one_bad_container_or_line_does_not_hide_the_others(capsys, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("vllm serve qwen2.5-7b --max-num-seqs lots\nvllm serve qwen2.5-7b\n")
+    code, report, _ = check_report(capsys, f)
+    assert code == 2 and [r["status"] for r in report["deployments"]] == ["error", "fits"]
