@@ -19,8 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
-from .limits import (MAX_INDEX_BYTES, MAX_TENSOR_DIMS, MAX_TENSORS, contained, loads_json, model_root,
-                     read_limited, short)
+from .limits import (
+    MAX_INDEX_BYTES,
+    MAX_TENSOR_DIMS,
+    MAX_TENSORS,
+    contained,
+    loads_json,
+    model_root,
+    read_limited,
+    short,
+)
 from .specs import CheckpointTensors, ModelSpec, Problem
 
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional, TextIO
 
 import typer
 
@@ -385,7 +385,7 @@ class _PipeGuard:
     output goes to /dev/null, quietly, and the command still exits with the plan's code
     (rich would otherwise exit 1 on a broken pipe)."""
 
-    def __init__(self, stream) -> None:  # noqa: ANN001 - any text stream
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self.broken = False
 
@@ -407,15 +407,18 @@ class _PipeGuard:
     def _broke(self) -> None:
         self.broken = True
         try:  # later flushes of the real stream (at exit) then write to /dev/null
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())
+            fd = self._stream.fileno()
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: in-memory
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        except OSError:
+            self.broken = True  # nothing more is written either way
+        finally:
             os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
-        except Exception:  # noqa: BLE001 - io.UnsupportedOperation on in-memory streams
-            pass
 
-    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, encoding, fileno, …
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno, …
         return getattr(self._stream, name)
 
 
@@ -423,8 +426,6 @@ def main() -> None:
     """Entry point: run the app, turn kvplan errors into messages and exit codes.
 
     Usage errors are typer's own (exit 2); KvplanError subclasses carry their exit code."""
-    from .errors import KvplanError
-
     debug = os.environ.get("KVPLAN_DEBUG") == "1"
     guard = sys.stdout = _PipeGuard(sys.stdout)
     try:

@@ -22,8 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError, InvalidInputError
-from .limits import (MAX_COMMAND_CHARS, MAX_COMMANDS_PER_FILE, MAX_DEPLOY_BYTES, MAX_YAML_DEPTH,
-                     MAX_YAML_NODES, knob_error, read_text_limited)
+from .limits import (
+    MAX_COMMAND_CHARS,
+    MAX_COMMANDS_PER_FILE,
+    MAX_DEPLOY_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
+    knob_error,
+    read_text_limited,
+)
 
 
 class DeployParseError(InvalidInputError):

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
-from .limits import MAX_CONFIG_BYTES, MAX_LAYERS, contained, loads_json, model_root, read_limited, short
+from .limits import (
+    MAX_CONFIG_BYTES,
+    MAX_LAYERS,
+    contained,
+    loads_json,
+    model_root,
+    read_limited,
+    short,
+)
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
