@@ -299,6 +299,9 @@ def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
                 raise ValueError(raw)
             return float(raw)
     except ValueError:
+        if len(raw) > 32 and raw.strip().isdigit():
+            raise DeployParseError(file, line, f"{flag} (a {len(raw.strip())}-digit number) is out "
+                                   "of range", hint="check the value") from None
         what = {"int": "an integer", "hint": "an integer such as 32768 or 32k",
                 "float": "a number"}[kind]
         shown = raw if len(raw) <= 40 else raw[:40] + "…"
