@@ -428,11 +428,13 @@ def main() -> None:
     Usage errors are typer's own (exit 2); KvplanError subclasses carry their exit code."""
     debug = os.environ.get("KVPLAN_DEBUG") == "1"
     guard = sys.stdout = _PipeGuard(sys.stdout)
+    err_guard = sys.stderr = _PipeGuard(sys.stderr)  # `2>&1 | head -1` closes both
     try:
         _run(debug)
     finally:
         guard.flush()
-        sys.stdout = guard._stream
+        err_guard.flush()
+        sys.stdout, sys.stderr = guard._stream, err_guard._stream
 
 
 def _run(debug: bool) -> None:

@@ -459,3 +459,17 @@ def test_one_bad_container_or_line_does_not_hide_the_others(capsys, tmp_path):
     f.write_text("vllm serve qwen2.5-7b --max-num-seqs lots\nvllm serve qwen2.5-7b\n")
     code, report, _ = check_report(capsys, f)
     assert code == 2 and [r["status"] for r in report["deployments"]] == ["error", "fits"]
+
+
+def test_broken_pipe_on_stdout_and_stderr_together():
+    """`kvplan plan … 2>&1 | head -1`: the problems on stderr hit the closed pipe too."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    p = subprocess.Popen([sys.executable, "-m", "kvplan", "plan", "qwen2.5-72b", "--gpu", "l4", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=root)
+    p.stdout.readline()
+    p.stdout.close()
+    assert p.wait(timeout=60) == 1  # does not fit: the plan's own code, not a crash's
