@@ -587,12 +587,12 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
         return None
     count = _scalar(_get(_get(_get(container, "resources"), "limits"), "nvidia.com/gpu"))
     if count is not None:
-        try:
-            found.gpu_count = int(templates.check(count, 'resources.limits["nvidia.com/gpu"]', file,
-                                                  found.line))
-        except ValueError:
-            raise DeployParseError(file, found.line, f'resources.limits["nvidia.com/gpu"] {count!r} '
-                                   "is not an integer") from None
+        value = templates.check(count, 'resources.limits["nvidia.com/gpu"]', file, found.line)
+        if not re.fullmatch(r"[0-9]{1,6}", value.strip()):
+            shown = value if len(value) <= 20 else value[:20] + "…"
+            raise DeployParseError(file, found.line, f'resources.limits["nvidia.com/gpu"] {shown!r} '
+                                   "is not an integer")
+        found.gpu_count = int(value)
     _version_from_image(found, image)
     return found
 
@@ -694,7 +694,7 @@ def _compose_service(svc: Any, *, file: str, templates: Templates,
         for dev in _walk(_get(svc, "deploy"), budget):
             count = _scalar(_get(dev, "count"))
             ids = _strings(_get(dev, "device_ids"))
-            if count and count.isdigit() and len(count) <= 9:
+            if count and re.fullmatch(r"[0-9]{1,6}", count):  # str.isdigit() also takes '²'; `all` is skipped
                 found.gpu_count = int(count)
             elif ids:
                 found.gpu_count = len(ids)
@@ -782,5 +782,8 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
             if "engine-version" in pairs:
                 f.engine_version, f.version_source = pairs["engine-version"], f"# kvplan: comment at line {lineno}"
             if "gpu-count" in pairs:
-                f.gpu_count = int(pairs["gpu-count"]) if pairs["gpu-count"].isdigit() else f.gpu_count
+                if not re.fullmatch(r"[0-9]{1,6}", pairs["gpu-count"]):
+                    raise DeployParseError(file, lineno, f"gpu-count={pairs['gpu-count'][:20]!r} is not a "
+                                           "number of GPUs", hint="write # kvplan: gpu-count=8")
+                f.gpu_count = int(pairs["gpu-count"])
     return found

@@ -262,7 +262,8 @@ FILE_VALUES = st.one_of(FLAG_TEXT, st.sampled_from(["{{ x }}", "{{ {{ {{", "${X:
 DIRECTIVES = st.sampled_from(["", "", "", "# kvplan: gpu=h100\n", "# kvplan: gpu=nosuch\n",
                               "# kvplan: engine-version=0.1" + "a" * 30 + "!\n", "# kvplan: bogus=1\n",
                               "# kvplan: model=qwen2.5-7b gpu-count=2\n",
-                              "# kvplan: engine-version=0.19.0\n", "# kvplan: gpu-count=99999999999\n"])
+                              "# kvplan: engine-version=0.19.0\n", "# kvplan: gpu-count=99999999999\n",
+                              "# kvplan: gpu-count=\u00b2\n", "# kvplan: gpu-count=" + "9" * 5000 + "\n"])
 
 
 @st.composite
@@ -295,7 +296,8 @@ def deployment_file(draw) -> tuple[str, str]:
         return name, head + image + "\n".join(cmds) + "\n"
     if kind == "k8s":
         args = draw(st.lists(FILE_VALUES | st.sampled_from(FILE_FLAGS + FILE_MODELS), max_size=6))
-        gpu = draw(st.sampled_from(["1", "2", "8", "x", "-1", "99999999999999999999", "{{ .Values.gpus }}"]))
+        gpu = draw(st.sampled_from(["1", "2", "8", "x", "-1", "99999999999999999999", "{{ .Values.gpus }}",
+                                    "\u00b2", "9" * 5000, "\u0663"]))
         product = draw(st.sampled_from(["NVIDIA-H100-80GB-HBM3", "no-such", "", "NVIDIA-L4"]))
         text = (f"{head}apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n"
                 f"      nodeSelector:\n        nvidia.com/gpu.product: {_yaml_str(product)}\n"
@@ -315,7 +317,8 @@ def deployment_file(draw) -> tuple[str, str]:
                 body = (f"    image: vllm/vllm-openai:v0.8.5\n    command: "
                         f"[{', '.join(_yaml_str(t) for t in c.split()[2:])}]\n")
             gpus = "    deploy: {resources: {reservations: {devices: [{count: 2}]}}}\n"
-            count = draw(st.sampled_from(["", gpus, "    deploy: [[[[1]]]]\n"]))
+            count = draw(st.sampled_from(["", gpus, "    deploy: [[[[1]]]]\n",
+                                          gpus.replace("2", '"\u00b2"'), gpus.replace("2", "9" * 5000)]))
             services.append(f"  s{i}:\n{body}{count}")
         return "docker-compose.yaml", head + "services:\n" + "".join(services)
     if kind == "vllm-config":

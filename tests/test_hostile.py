@@ -473,3 +473,22 @@ def test_broken_pipe_on_stdout_and_stderr_together():
     p.stdout.readline()
     p.stdout.close()
     assert p.wait(timeout=60) == 1  # does not fit: the plan's own code, not a crash's
+
+
+@pytest.mark.parametrize("text", [
+    "# kvplan: gpu-count=\u00b2\nvllm serve qwen2.5-7b\n",
+    "# kvplan: gpu-count=" + "9" * 5000 + "\nvllm serve qwen2.5-7b\n",
+])
+def test_gpu_count_directive_must_be_a_number(capsys, tmp_path, text):
+    f = tmp_path / "run.sh"
+    f.write_text(text)
+    code, report, _ = check_report(capsys, f)
+    assert code == 2 and "gpu-count" in messages(report)
+
+
+def test_compose_gpu_count_that_is_not_a_number_is_ignored(capsys, tmp_path):
+    f = tmp_path / "docker-compose.yaml"
+    f.write_text("services:\n  a:\n    image: vllm/vllm-openai:v0.8.5\n    command: [qwen2.5-7b]\n"
+                 '    deploy: {resources: {reservations: {devices: [{count: "\u00b2"}]}}}\n')
+    code, report, _ = check_report(capsys, f)
+    assert code == 0, messages(report)
