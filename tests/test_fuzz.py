@@ -76,7 +76,7 @@ FLAG_TEXT = st.one_of(
     st.integers(-5, 200).map(str), HOSTILE_INTS.map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.sampled_from(["nan", "inf", "-inf", "1e300", "1e30", "0", "-1", "0.9", "32k", "1.5", "", " ",
-                     "9" * 400, "0x10"]),
+                     "9" * 400, "0x10", "\u00b2", "\u0663", "\u00bd", "1_000"]),
     SHORT_TEXT)
 MODELS = ["qwen2.5-7b", "qwen2.5-0.5b", "meta-llama/Llama-3.1-8B-Instruct", "TINY", "acme/not-cached",
           "~nosuchuser/x", "/dev/zero", "/nonexistent/config.json", "../x", "a" * 300, "x\x00y",
@@ -258,7 +258,8 @@ FILE_FLAGS = ["-tp", "--tensor-parallel-size", "--max-model-len", "--max-num-seq
               "--max-input-tokens", "--cuda-memory-fraction", "--enforce-eager", "--unknown-flag",
               "--kv-cache-memory-bytes", "--max-num-batched-tokens", "-q"]
 FILE_VALUES = st.one_of(FLAG_TEXT, st.sampled_from(["{{ x }}", "{{ {{ {{", "${X:-4}", "$X", "'a b'", "\\",
-                                                    "\"", "&&", "|", "#", "32K", "1.5k", "--"]))
+                                                    "\"", "&&", "|", "#", "32K", "1.5k", "--", "\u00b2",
+                                                    "\u0663", "\u0663.\u0665", "x\x00y", "\u00bd"]))
 DIRECTIVES = st.sampled_from(["", "", "", "# kvplan: gpu=h100\n", "# kvplan: gpu=nosuch\n",
                               "# kvplan: engine-version=0.1" + "a" * 30 + "!\n", "# kvplan: bogus=1\n",
                               "# kvplan: model=qwen2.5-7b gpu-count=2\n",
