@@ -113,8 +113,9 @@ def names_something(err: str, *needles: str) -> bool:
 @settings(FUZZ, max_examples=EXAMPLES["flags"])
 @given(cmd=st.sampled_from(["plan"] * 6 + ["compare"]), model=st.sampled_from(MODELS),
        gpu=st.sampled_from(GPUS),
-       flags=st.lists(st.tuples(st.sampled_from(PLAN_FLAGS), st.data()), max_size=4))
-def test_fuzz_flags(tmp_path_factory, cmd, model, gpu, flags):
+       flags=st.lists(st.tuples(st.sampled_from(PLAN_FLAGS), st.data()), max_size=4),
+       as_json=st.sampled_from([True, True, False]))
+def test_fuzz_flags(tmp_path_factory, cmd, model, gpu, flags, as_json):
     base = tmp_path_factory.getbasetemp()
     if model == "TINY":
         model = str(tiny_dir(base))
@@ -128,10 +129,10 @@ def test_fuzz_flags(tmp_path_factory, cmd, model, gpu, flags):
         args.append(f"{flag}={value}" if value.startswith("-") or not value.strip() else flag)
         if not args[-1].startswith(f"{flag}="):
             args.append(value)
-    code, out, err = invoke(*args, "--json")
+    code, out, err = invoke(*args, *(["--json"] if as_json else []))
     if code == 2:
         assert names_something(err), err
-    if code in (0, 1):
+    if code in (0, 1) and as_json:
         json.loads(out)  # stdout is valid JSON alone
 
 
@@ -343,8 +344,9 @@ def deployment_file(draw) -> tuple[str, str]:
 
 @settings(FUZZ, max_examples=EXAMPLES["files"])
 @given(file=deployment_file(), gpu=st.sampled_from(["h100", "h100", "l4", "nosuch"]),
-       sets=st.lists(st.sampled_from(["model=qwen2.5-7b", "gpus=2", "x=", "MODEL=tiny", "X=4"]), max_size=2))
-def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets):
+       sets=st.lists(st.sampled_from(["model=qwen2.5-7b", "gpus=2", "x=", "MODEL=tiny", "X=4"]), max_size=2),
+       fmt=st.sampled_from(["json", "json", "table", "github"]))
+def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets, fmt):
     name, text = file
     repo = tmp_path_factory.getbasetemp() / "repo"
     repo.mkdir(exist_ok=True)
@@ -354,7 +356,7 @@ def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets):
     old = os.getcwd()
     os.chdir(repo)
     try:
-        args = ["check", name, "--gpu", gpu, "--json"]
+        args = ["check", name, "--gpu", gpu, "--format", fmt]
         for s in sets:
             args += ["--set", s]
         code, out, err = invoke(*args)
@@ -362,6 +364,10 @@ def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets):
         os.chdir(old)
     if not out:  # a usage error before any file was read
         assert code == 2 and names_something(err), err
+        return
+    if fmt == "github":  # one workflow command per line: a file cannot inject another
+        assert all(line.startswith(("::", "kvplan check:")) for line in out.splitlines()), out
+    if fmt != "json":
         return
     report = json.loads(out)
     assert report["exit_code"] == code
