@@ -10,6 +10,7 @@ budget for this file is two minutes).
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import os
@@ -69,7 +70,7 @@ HOSTILE_NUMBERS = st.one_of(HOSTILE_INTS, st.floats(allow_nan=False, allow_infin
 SHORT_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 JSON_VALUES = st.one_of(HOSTILE_NUMBERS, st.none(), st.booleans(), SHORT_TEXT,
                         st.sampled_from(["32", "131072", "abc", "auto", "", "fp8", "yarn"]),
-                        st.lists(HOSTILE_INTS, max_size=3), st.just({}), st.just([0, 0]),
+                        st.lists(HOSTILE_INTS, max_size=3), st.builds(dict), st.builds(lambda: [0, 0]),
                         st.dictionaries(st.sampled_from(["factor", "type", "rope_type"]), HOSTILE_NUMBERS,
                                         max_size=2))
 FLAG_TEXT = st.one_of(
@@ -168,7 +169,7 @@ def test_fuzz_config_json(tmp_path_factory, base, edits, corrupt, engine):
             if value == "DELETE":
                 node.pop(path[-1], None)
             else:
-                node[path[-1]] = value
+                node[path[-1]] = copy.deepcopy(value)  # never share (or nest) a generated value
     try:
         text = json.dumps(cfg, allow_nan=True)
     except ValueError:  # an integer beyond the str-conversion limit
