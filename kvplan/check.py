@@ -9,6 +9,7 @@ else 0.
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,7 @@ from .errors import InvalidConfigError, KvplanError
 from .api import plan
 from .engines import registry
 from .knobs import KNOB_NAMES
+from .limits import MAX_POLICY_BYTES, read_text_limited
 from .specs import SCHEMA_VERSION, Plan, Problem
 from .units import GiB
 
@@ -113,8 +115,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - exercised on 3.10 only
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        return tomllib.loads(read_text_limited(path, MAX_POLICY_BYTES, what="policy file"))
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise InvalidConfigError(f"not valid TOML ({e})", path=str(path)) from None
 
 
@@ -191,11 +193,13 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
     for path in expand_paths(paths):
         templates = Templates(values=dict(sets))
         try:
+            _refuse_outside_link(path)
             found = find_commands(path, templates)
         except DeployParseError as e:
             rows.append(_error_row(e.file, e.line, e, command=""))
             continue
-        rows += [_check_one(f, policy, offline) for f in found]
+        rows += [_error_row(f.file, f.line, f.error, f.text) if f.error else _check_one(f, policy, offline)
+                 for f in found]
     if not rows:
         rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
             "found no serving command (vllm serve, vLLM's api_server, sglang.launch_server, "
@@ -266,6 +270,22 @@ def _plan_all_refusals(m: Any, g: Any, engine: str, version: str | None,
         return (None, refusals) if refusals else (p, [])
 
 
+def _inside_cwd(path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(Path.cwd().resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _refuse_outside_link(path: Path) -> None:
+    """A deployment file that is a symlink out of the checked repository (a pull request can
+    add `deploy.yaml -> ~/.cache/huggingface/token`) is not read."""
+    if path.is_symlink() and not _inside_cwd(path):
+        raise DeployParseError(str(path), 1, "is a symlink to a file outside the working directory; "
+                               "kvplan check does not follow it",
+                               hint="check the file itself, not a link to it")
+
+
 def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | None = None) -> CheckedDeployment:
     message = e.reason if isinstance(e, DeployParseError) else e.message
     if e.hint:
@@ -285,10 +305,18 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     matched to the catalogue by its folder name, and the plan says so."""
     assert f.model is not None
     path = Path(f.model)
-    if path.is_absolute() and not path.exists():
+    # The file comes from a pull request: a local model path is read only when it lies inside
+    # the checked directory. /models/x, ~/x or ../../x name a path in the container, never a
+    # file on the CI machine (which could hold tokens and keys).
+    home = f.model.startswith("~")
+    exists = not home and os.path.lexists(path)
+    if exists and _inside_cwd(path):
+        return f.model, []
+    if path.is_absolute() or home or exists or ".." in path.parts:
         entry = find_model_entry(path.name)
+        where = "does not exist here" if not exists else "is outside the directory kvplan check runs in"
         if entry is None:
-            raise KvplanError(f"model path {f.model} does not exist here and its folder name is not "
+            raise KvplanError(f"model path {f.model} {where} and its folder name is not "
                               "a catalogue model",
                               hint="add `# kvplan: model=ORG/NAME` above the command")
         return entry.id, [Problem(code="model-from-path-name", severity="info",

@@ -12,11 +12,24 @@ sharding and padding) or from the headers (exact bytes for formats the config ca
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 import struct
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
+from .limits import (
+    MAX_INDEX_BYTES,
+    MAX_TENSOR_DIMS,
+    MAX_TENSORS,
+    contained,
+    loads_json,
+    model_root,
+    read_limited,
+    short,
+)
 from .specs import CheckpointTensors, ModelSpec, Problem
 from .tensor_names import (  # noqa: F401 - re-exported for the readers' callers
     FLOAT_DTYPES,
@@ -41,61 +54,97 @@ def parse_header(data: bytes, *, where: str, file_size: int | None = None) -> di
                                  hint="re-download the file; vLLM could not load it either")
     (length,) = struct.unpack("<Q", data[:8])
     if length > MAX_HEADER_BYTES or (file_size is not None and 8 + length > file_size):
-        raise InvalidConfigError(f"corrupt safetensors header (claims {length} bytes)", path=where,
+        # The length field is not echoed: when the file is not a safetensors file at all, its
+        # first 8 bytes are someone else's data (a token, a key), not a length.
+        what = "over the 100 MiB header limit" if length > MAX_HEADER_BYTES else "beyond the end of the file"
+        raise InvalidConfigError(f"corrupt safetensors header (its length field is {what})", path=where,
                                  hint="re-download the file; vLLM could not load it either")
     if len(data) < 8 + length:
         raise InvalidConfigError("truncated safetensors header", path=where,
                                  hint="re-download the file; vLLM could not load it either")
     try:
-        raw = json.loads(data[8:8 + length])
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InvalidConfigError(f"corrupt safetensors header (not JSON: {e})", path=where,
-                                 hint="re-download the file; vLLM could not load it either") from e
+        raw = loads_json(data[8:8 + length], where=where)
+    except InvalidConfigError as e:
+        raise InvalidConfigError(f"corrupt safetensors header ({e.message.removeprefix(where + ': ')})",
+                                 path=where,
+                                 hint="re-download the file; vLLM could not load it either") from None
     if not isinstance(raw, dict):
         raise InvalidConfigError("corrupt safetensors header (not a JSON object)", path=where)
     return _tensor_table(raw, where)
 
 
 def _tensor_table(raw: dict[str, Any], where: str) -> dict[str, tuple[str, tuple[int, ...]]]:
+    if len(raw) > MAX_TENSORS:
+        raise InvalidConfigError(f"{len(raw):,} tensors is over kvplan's limit of {MAX_TENSORS:,}",
+                                 path=where, hint="the largest published checkpoints hold ~100 k")
     out = {}
     for name, info in raw.items():
         if name == "__metadata__":
             continue
         dtype = info.get("dtype") if isinstance(info, dict) else None
         shape = info.get("shape") if isinstance(info, dict) else None
-        if dtype not in SAFETENSORS_DTYPE_BYTES or not isinstance(shape, list) or not all(
-                isinstance(d, int) and d >= 0 for d in shape):
-            raise InvalidConfigError(f"tensor {name!r} has an unreadable dtype/shape "
-                                     f"({dtype!r}, {shape!r})", path=where,
+        if dtype not in SAFETENSORS_DTYPE_BYTES or not isinstance(shape, list) \
+                or len(shape) > MAX_TENSOR_DIMS or not all(
+                isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**48 for d in shape):
+            raise InvalidConfigError(f"tensor {short(name, 80)} has an unreadable dtype/shape "
+                                     f"({short(dtype, 20)}, {short(shape, 40)})", path=where,
                                      hint="re-download the file; vLLM could not load it either")
         out[name] = (dtype, tuple(shape))
     return out
 
 
 def read_file_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """The tensor table of one local .safetensors file (reads the header only)."""
+    """The tensor table of one local .safetensors file (reads the header only). Regular
+    files only, opened without blocking: a FIFO or a device named *.safetensors is refused."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidConfigError("not a regular file (a device, FIFO or directory)", path=str(path))
+        with os.fdopen(os.dup(fd), "rb") as f:
             head = f.read(8)
             if len(head) == 8:
-                head += f.read(min(struct.unpack("<Q", head)[0], MAX_HEADER_BYTES + 1))
+                claimed = struct.unpack("<Q", head)[0]
+                if claimed <= min(MAX_HEADER_BYTES, st.st_size - 8):
+                    head += f.read(claimed)
     except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from e
-    return parse_header(head, where=str(path), file_size=size)
+        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from None
+    finally:
+        os.close(fd)
+    return parse_header(head, where=str(path), file_size=st.st_size)
 
 
 def local_checkpoint(directory: Path) -> CheckpointTensors | None:
     """Headers of every safetensors shard in a model directory (the index's shards when a
-    model.safetensors.index.json is present), or None when there are none."""
+    model.safetensors.index.json is present), or None when there are none.
+
+    Every file read must resolve inside the directory (model_root): index entries that are
+    absolute or climb out with ../, and shards that are symlinks to elsewhere, are refused."""
+    root = model_root(directory)
     index = directory / "model.safetensors.index.json"
     if index.exists():
+        contained(index, root, what="the shard index")
         try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-            files = sorted({directory / f for f in weight_map.values()})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise InvalidConfigError(f"unreadable shard index ({e})", path=str(index),
-                                     field="weight_map") from e
+            weight_map = loads_json(read_limited(index, MAX_INDEX_BYTES, what="shard index"),
+                                    where=str(index))["weight_map"]
+            names = set(weight_map.values())
+        except InvalidConfigError:
+            raise
+        except (KeyError, TypeError, AttributeError):
+            raise InvalidConfigError("expected an object mapping tensor names to shard file names",
+                                     path=str(index), field="weight_map") from None
+        if not all(isinstance(n, str) for n in names):
+            raise InvalidConfigError("shard file names must be strings", path=str(index),
+                                     field="weight_map")
+        for n in names:
+            if Path(n).is_absolute() or ".." in Path(n).parts:
+                raise InvalidConfigError(f"shard {short(n, 120)} is not a file name inside the model "
+                                         "directory", path=str(index), field="weight_map",
+                                         hint="an index names its shards relative to its own folder")
+        files = sorted(directory / n for n in names)
         missing = [f.name for f in files if not f.exists()]
         if missing:
             raise InvalidConfigError(f"shards listed in the index are missing: {', '.join(missing[:3])}"
@@ -108,7 +157,10 @@ def local_checkpoint(directory: Path) -> CheckpointTensors | None:
         return None
     tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
     for f in files:
+        contained(f, root, what="shard")
         tensors.update(read_file_header(f))
+        if len(tensors) > MAX_TENSORS:
+            raise InvalidConfigError(f"over {MAX_TENSORS:,} tensors in the checkpoint", path=str(directory))
     return CheckpointTensors(source=f"{len(files)} local safetensors file(s)", files=len(files),
                              tensors=tensors)
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional, TextIO
 
 import typer
 
@@ -186,6 +186,9 @@ def plan(
     """
     from .api import plan as make_plan
 
+    from .limits import check_flags
+
+    check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
                          slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens)
@@ -264,6 +267,9 @@ def compare(
     from .engines.registry import NAMES
     from .specs import Plan
 
+    from .limits import check_flags
+
+    check_flags(dict(locals()))
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens)
     g = resolve_gpu(gpu)
@@ -753,13 +759,66 @@ def report(
     raise typer.Exit(result.exit_code)
 
 
+class _PipeGuard:
+    """stdout that a closed reader (`kvplan plan … | head -1`) cannot break: the rest of the
+    output goes to /dev/null, quietly, and the command still exits with the plan's code
+    (rich would otherwise exit 1 on a broken pipe)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._broke()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._broke()
+
+    def _broke(self) -> None:
+        self.broken = True
+        try:  # later flushes of the real stream (at exit) then write to /dev/null
+            fd = self._stream.fileno()
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: in-memory
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        except OSError:
+            self.broken = True  # nothing more is written either way
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno, …
+        return getattr(self._stream, name)
+
+
 def main() -> None:
     """Entry point: run the app, turn kvplan errors into messages and exit codes.
 
     Usage errors are typer's own (exit 2); KvplanError subclasses carry their exit code."""
+    debug = os.environ.get("KVPLAN_DEBUG") == "1"
+    guard = sys.stdout = _PipeGuard(sys.stdout)
+    err_guard = sys.stderr = _PipeGuard(sys.stderr)  # `2>&1 | head -1` closes both
+    try:
+        _run(debug)
+    finally:
+        guard.flush()
+        err_guard.flush()
+        sys.stdout, sys.stderr = guard._stream, err_guard._stream
+
+
+def _run(debug: bool) -> None:
     from .errors import KvplanError
 
-    debug = os.environ.get("KVPLAN_DEBUG") == "1"
     try:
         app()
     except KvplanError as e:

@@ -23,7 +23,16 @@ from typing import Any
 
 from .engines import registry
 from .engines.base import DeploySyntax
-from .errors import InvalidInputError
+from .errors import InvalidConfigError, InvalidInputError
+from .limits import (
+    MAX_COMMAND_CHARS,
+    MAX_COMMANDS_PER_FILE,
+    MAX_DEPLOY_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
+    knob_error,
+    read_text_limited,
+)
 
 
 class DeployParseError(InvalidInputError):
@@ -52,6 +61,14 @@ class Found:
     engine_version: str | None = None
     version_source: str | None = None
     notes: list[str] = field(default_factory=list)
+    error: DeployParseError | None = None  # this command could not be read; the others still are
+
+
+def _failed(e: DeployParseError, file: str, engine: str = "", text: str = "") -> Found:
+    """One unreadable command (service, container, line), reported in place of its plan."""
+    if not e.file:
+        e = DeployParseError(file, e.line, e.reason, hint=e.hint)
+    return Found(file=e.file, line=e.line, engine=engine, text=text, error=e)
 
 
 # ------------------------------------------------------------------ flag tables
@@ -71,14 +88,16 @@ ENTRY_HINT = re.compile("|".join(
     + [re.escape(mod) for e in registry.ENGINES.values() for mod in e.syntax.modules]))
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
 DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
-TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}"
+# `{{ … }}` holds no brace: each match attempt stops at the next brace, so a line of
+# `{{ {{ {{ …` is scanned once (linear), not once per `{{` (quadratic). Stripped in _one.
+TEMPLATE = re.compile(r"\{\{([^{}]*)\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^{}]*))?\}"
                       r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 UNSET = "__kvplan_unset_{}__"
 
 
 def human_int(text: str) -> int:
     """'32768', '32k' (×1000), '32K' (×1024), '1M', '1.5k' (vLLM's human-readable integers)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text.strip())
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text.strip()) if len(text) <= 32 else None
     if not m:
         raise ValueError(text)
     number, suffix = m.groups()
@@ -108,7 +127,7 @@ class Templates:
         out = []
         for lineno, line in enumerate(text.splitlines(keepends=True), 1):
             stripped = line.strip()
-            if re.fullmatch(r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*).*?\}\}", stripped):
+            if re.fullmatch(r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*)[^{}]*\}\}", stripped):
                 out.append("\n")  # Helm control line: no value of its own
                 continue
             out.append(TEMPLATE.sub(lambda m, n=lineno: self._one(m, n), line))
@@ -116,6 +135,8 @@ class Templates:
 
     def _one(self, m: re.Match[str], line: int) -> str:
         expr, var, default, bare = m.group(1), m.group(2), m.group(3), m.group(4)
+        if expr is not None:
+            expr = expr.strip().removeprefix("-").removesuffix("-").strip()
         if bare is not None:  # $VAR: filled when --set names it, else left for check() to report
             return self.values.get(bare, m.group(0))
         key = self.key(expr) if expr is not None else var
@@ -195,7 +216,11 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
             raise DeployParseError(file, line, f"{flag} is missing its value",
                                    hint=f"write {flag} VALUE or {flag}=VALUE")
         raw = templates.check(raw, flag, file, line)
-        _set(found, seen, knob, _convert(raw, kind, flag, file, line), flag, file, line)
+        value = _convert(raw, kind, flag, file, line)
+        why = knob_error(knob, value)  # nan, inf, a 400-digit length: bounded like the CLI's
+        if why:
+            raise DeployParseError(file, line, f"{flag} {why}")
+        _set(found, seen, knob, value, flag, file, line)
     if "model" in found.knobs:  # --model / --model-path
         found.model = found.knobs.pop("model")
     found.revision = found.knobs.pop("revision", None)
@@ -205,15 +230,23 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
 def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
     try:
         if kind == "int":
+            if len(raw) > 32:
+                raise ValueError(raw)
             return int(raw)
         if kind == "hint":
             return human_int(raw)
         if kind == "float":
+            if len(raw) > 32:
+                raise ValueError(raw)
             return float(raw)
     except ValueError:
+        if len(raw) > 32 and raw.strip().isdigit():
+            raise DeployParseError(file, line, f"{flag} (a {len(raw.strip())}-digit number) is out "
+                                   "of range", hint="check the value") from None
         what = {"int": "an integer", "hint": "an integer such as 32768 or 32k",
                 "float": "a number"}[kind]
-        raise DeployParseError(file, line, f"{flag} {raw!r} is not {what}") from None
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise DeployParseError(file, line, f"{flag} {shown!r} is not {what}") from None
     return raw
 
 
@@ -255,20 +288,32 @@ def _cut_at_shell_operator(tokens: list[str]) -> list[str]:
 def shell_commands(text: str, *, file: str, first_line: int, templates: Templates) -> list[Found]:
     """Serving commands in shell text (continuations joined, comments dropped)."""
     out: list[Found] = []
-    logical, start = "", first_line
+    parts: list[str] = []
+    size, start = 0, first_line
     lines = text.splitlines()
     for offset, raw in enumerate(lines):
-        if not logical:
+        if not parts:
             start = first_line + offset
         stripped = raw.rstrip()
-        if stripped.endswith("\\"):
-            logical += stripped[:-1] + " "
+        cont = stripped.endswith("\\")
+        parts.append(stripped[:-1] + " " if cont else stripped)  # joined once: linear
+        size += len(parts[-1])
+        if size > MAX_COMMAND_CHARS:
+            raise DeployParseError(file, start, f"a command line of over {MAX_COMMAND_CHARS:,} "
+                                   "characters (Linux refuses one argument longer than 128 KiB)",
+                                   hint="split the file, or check it was generated correctly")
+        if cont:
             continue
-        logical += stripped
-        found = _shell_line(logical, file=file, line=start, templates=templates)
+        try:
+            found = _shell_line("".join(parts), file=file, line=start, templates=templates)
+        except DeployParseError as e:  # one bad command does not hide the others
+            found = _failed(e, file)
+        parts, size = [], 0
         if found:
             out.append(found)
-        logical = ""
+            if len(out) > MAX_COMMANDS_PER_FILE:
+                raise DeployParseError(file, start, f"more than {MAX_COMMANDS_PER_FILE} serving "
+                                       "commands in one file", hint="split the file")
     return out
 
 
@@ -316,8 +361,24 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
 def _yaml_nodes(text: str, file: str) -> list[Any]:
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~4x faster
     try:
-        return [doc for doc in yaml.compose_all(text, Loader=yaml.SafeLoader) if doc is not None]
+        # libyaml's composer recurses in C (a deep file would crash the process), so the
+        # nesting is measured first on its flat event stream.
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise DeployParseError(file, event.start_mark.line + 1,
+                                           f"YAML nested more than {MAX_YAML_DEPTH} levels deep",
+                                           hint="a deployment manifest nests a few dozen levels at most")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+        return [doc for doc in yaml.compose_all(text, Loader=loader) if doc is not None]
+    except RecursionError:
+        raise DeployParseError(file, 1, "YAML nested too deeply to read",
+                               hint="a deployment manifest nests a few dozen levels at most") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -354,22 +415,37 @@ def _strings(node: Any) -> list[tuple[str, int]]:
     return []
 
 
-def _walk(node: Any) -> Any:
-    yield node
-    if getattr(node, "id", None) == "mapping":
-        for _, v in node.value:
-            yield from _walk(v)
-    elif getattr(node, "id", None) == "sequence":
-        for v in node.value:
-            yield from _walk(v)
+def _walk(node: Any, budget: list[int] | None = None) -> Any:
+    """Every node under `node`, each once: YAML aliases share nodes, so a walk that revisits
+    them is exponential in an alias bomb, and a recursive alias never ends. Iterative (deep
+    nesting cannot overflow the stack); all walks of one file share `budget`, so the file's
+    work is bounded by MAX_YAML_NODES whatever its aliases."""
+    budget = budget if budget is not None else [MAX_YAML_NODES]
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise DeployParseError("", _line(n), f"more than {MAX_YAML_NODES:,} YAML nodes to "
+                                   "visit (an alias bomb?)", hint="expand the aliases, or split the file")
+        yield n
+        kind = getattr(n, "id", None)
+        if kind == "mapping":
+            stack.extend(v for _, v in reversed(n.value))
+        elif kind == "sequence":
+            stack.extend(reversed(n.value))
 
 
-def _gpu_product(pod_spec: Any) -> tuple[str | None, str | None]:
+def _gpu_product(pod_spec: Any, budget: list[int] | None = None) -> tuple[str | None, str | None]:
     """nvidia.com/gpu.product from a pod spec's nodeSelector or required node affinity."""
     sel = _scalar(_get(_get(pod_spec, "nodeSelector"), "nvidia.com/gpu.product"))
     if sel:
         return sel, "nodeSelector nvidia.com/gpu.product"
-    for n in _walk(_get(pod_spec, "affinity")):
+    for n in _walk(_get(pod_spec, "affinity"), budget):
         if _scalar(_get(n, "key")) == "nvidia.com/gpu.product":
             values = _strings(_get(n, "values"))
             if values:
@@ -452,12 +528,12 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
         return None
     count = _scalar(_get(_get(_get(container, "resources"), "limits"), "nvidia.com/gpu"))
     if count is not None:
-        try:
-            found.gpu_count = int(templates.check(count, 'resources.limits["nvidia.com/gpu"]', file,
-                                                  found.line))
-        except ValueError:
-            raise DeployParseError(file, found.line, f'resources.limits["nvidia.com/gpu"] {count!r} '
-                                   "is not an integer") from None
+        value = templates.check(count, 'resources.limits["nvidia.com/gpu"]', file, found.line)
+        if not re.fullmatch(r"[0-9]{1,6}", value.strip()):
+            shown = value if len(value) <= 20 else value[:20] + "…"
+            raise DeployParseError(file, found.line, f'resources.limits["nvidia.com/gpu"] {shown!r} '
+                                   "is not an integer")
+        found.gpu_count = int(value)
     _version_from_image(found, image)
     return found
 
@@ -472,27 +548,51 @@ def _version_from_image(found: Found, image: str) -> None:
 
 
 def yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
+    try:
+        return _yaml_commands(text, file=file, templates=templates)
+    except DeployParseError as e:
+        if e.file:
+            raise
+        raise DeployParseError(file, e.line, e.reason, hint=e.hint) from None
+
+
+def _yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
     out: list[Found] = []
+    budget = [MAX_YAML_NODES]  # node visits for the whole file
     for doc in _yaml_nodes(text, file):
         services = _get(doc, "services")
         if services is not None and getattr(services, "id", None) == "mapping":
-            out += _compose(services, file=file, templates=templates)
+            out += _compose(services, file=file, templates=templates, budget=budget)
             continue
         if _vllm_config(doc):
             out.append(_from_vllm_config(doc, file=file, templates=templates))
             continue
-        for node in _walk(doc):
+        for node in _walk(doc, budget):
             containers = _get(node, "containers")
             if getattr(containers, "id", None) != "sequence":
                 continue
-            gpu, gpu_source = _gpu_product(node)
+            gpu, gpu_source = _gpu_product(node, budget)
             for c in containers.value:
-                found = _container_commands(c, file=file, templates=templates)
+                budget[0] -= 1
+                if budget[0] < 0:
+                    raise DeployParseError(file, _line(c), f"more than {MAX_YAML_NODES:,} YAML nodes "
+                                           "to visit (an alias bomb?)", hint="expand the aliases")
+                try:
+                    found = _container_commands(c, file=file, templates=templates)
+                except DeployParseError as e:  # one bad container does not hide the others
+                    found = _failed(e, file, text=_scalar(_get(c, "name")) or "")
                 if found:
                     if gpu:
                         found.gpu, found.gpu_source = gpu, gpu_source
                     out.append(found)
+                    _check_count(out, file, found.line)
     return out
+
+
+def _check_count(out: list[Found], file: str, line: int) -> None:
+    if len(out) > MAX_COMMANDS_PER_FILE:
+        raise DeployParseError(file, line, f"more than {MAX_COMMANDS_PER_FILE} serving commands "
+                               "in one file", hint="split the file")
 
 
 def _compose_argv(node: Any) -> list[tuple[str, int]]:
@@ -505,30 +605,42 @@ def _compose_argv(node: Any) -> list[tuple[str, int]]:
     return _strings(node)
 
 
-def _compose(services: Any, *, file: str, templates: Templates) -> list[Found]:
+def _compose(services: Any, *, file: str, templates: Templates,
+             budget: list[int] | None = None) -> list[Found]:
     """docker-compose services: entrypoint + command, GPU count from device reservations."""
     out = []
-    for _, svc in services.value:
-        image = _scalar(_get(svc, "image")) or ""
-        entry = _get(svc, "entrypoint")
+    for name, svc in services.value:
         try:
-            parts = _compose_argv(entry) + _compose_argv(_get(svc, "command"))
-        except DeployParseError as e:
-            raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
-        found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
-                              templates=templates, env=_compose_env(svc))
+            found = _compose_service(svc, file=file, templates=templates, budget=budget)
+        except DeployParseError as e:  # each service is reported; one bad one hides no other
+            found = _failed(e, file, text=f"service {_scalar(name) or '?'}")
         if found is None:
             continue
-        for dev in _walk(_get(svc, "deploy")):
+        out.append(found)
+        _check_count(out, file, found.line)
+    return out
+
+
+def _compose_service(svc: Any, *, file: str, templates: Templates,
+                     budget: list[int] | None) -> Found | None:
+    image = _scalar(_get(svc, "image")) or ""
+    entry = _get(svc, "entrypoint")
+    try:
+        parts = _compose_argv(entry) + _compose_argv(_get(svc, "command"))
+    except DeployParseError as e:
+        raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
+    found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
+                          templates=templates, env=_compose_env(svc))
+    if found is not None:
+        for dev in _walk(_get(svc, "deploy"), budget):
             count = _scalar(_get(dev, "count"))
             ids = _strings(_get(dev, "device_ids"))
-            if count and count.isdigit():
+            if count and re.fullmatch(r"[0-9]{1,6}", count):  # str.isdigit() also takes '²'; `all` is skipped
                 found.gpu_count = int(count)
             elif ids:
                 found.gpu_count = len(ids)
         _version_from_image(found, image)
-        out.append(found)
-    return out
+    return found
 
 
 def _vllm_config(doc: Any) -> bool:
@@ -593,9 +705,9 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     """Every serving command in one file, with directives and file-wide facts applied."""
     file = str(path)
     try:
-        raw = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise DeployParseError(file, 1, f"cannot read the file ({getattr(e, 'strerror', None) or e})") from None
+        raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
+    except InvalidConfigError as e:
+        raise DeployParseError(file, 1, e.message.removeprefix(f"{file}: "), hint=e.hint) from None
     directives = _directives(raw, file)
     text = templates.fill(raw, file)
     if path.suffix in {".yaml", ".yml"}:
@@ -603,6 +715,8 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     else:
         found = shell_commands(text, file=file, first_line=1, templates=templates)
     for f in found:
+        if f.error is not None:
+            continue
         version = None
         if path.suffix not in {".yaml", ".yml"}:  # Dockerfiles, scripts: FROM image / pip pins
             syntax = _syntax(f.engine)
@@ -622,5 +736,8 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
             if "engine-version" in pairs:
                 f.engine_version, f.version_source = pairs["engine-version"], f"# kvplan: comment at line {lineno}"
             if "gpu-count" in pairs:
-                f.gpu_count = int(pairs["gpu-count"]) if pairs["gpu-count"].isdigit() else f.gpu_count
+                if not re.fullmatch(r"[0-9]{1,6}", pairs["gpu-count"]):
+                    raise DeployParseError(file, lineno, f"gpu-count={pairs['gpu-count'][:20]!r} is not a "
+                                           "number of GPUs", hint="write # kvplan: gpu-count=8")
+                f.gpu_count = int(pairs["gpu-count"])
     return found

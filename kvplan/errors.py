@@ -7,6 +7,11 @@ error), 2 bad usage or bad input, 3 a model source is unavailable.
 from __future__ import annotations
 
 
+def _shown(text: str, n: int = 120) -> str:
+    """A name from user input as it appears in a message: quoted, at most n characters."""
+    return repr(text if len(text) <= n else text[:n] + "…")
+
+
 class KvplanError(Exception):
     """Base class. `hint` is the next step a user can take."""
 
@@ -30,7 +35,7 @@ class UnknownModelError(KvplanError, LookupError):
             if suggestions
             else "run `kvplan models` to list the catalogue, or pass a path to a config.json"
         )
-        super().__init__(f"unknown model {model!r}: not in the catalogue and not a local path", hint=hint)
+        super().__init__(f"unknown model {_shown(model)}: not in the catalogue and not a local path", hint=hint)
 
 
 class UnknownGpuError(KvplanError, LookupError):
@@ -42,7 +47,7 @@ class UnknownGpuError(KvplanError, LookupError):
             if suggestions
             else "run `kvplan gpus` to list known GPUs, or pass --gpu-memory-gib"
         )
-        super().__init__(f"unknown GPU {gpu!r}", hint=hint)
+        super().__init__(f"unknown GPU {_shown(gpu)}", hint=hint)
 
 
 class InvalidConfigError(KvplanError, ValueError):

@@ -6,11 +6,20 @@ ill-typed required field raises InvalidConfigError naming the file and the field
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError
+from .limits import (
+    MAX_CONFIG_BYTES,
+    MAX_LAYERS,
+    contained,
+    loads_json,
+    model_root,
+    read_limited,
+    short,
+)
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
@@ -31,38 +40,92 @@ KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
 
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read a config.json, with errors that name the file and the line."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidConfigError(
-            f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", path=str(path),
-            hint="check the file is the model's config.json",
-        ) from e
+    data = loads_json(read_limited(path, MAX_CONFIG_BYTES, what="model config"), where=str(path))
     if not isinstance(data, dict):
         raise InvalidConfigError("expected a JSON object at the top level", path=str(path))
     return data
 
 
+# Upper bounds of config integers (a bound, not a guess: each is far above every published
+# model, and keeps every derived byte count well inside int64). Fields not named: INT_MAX.
+FIELD_MAX = {
+    "num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "num_layers": MAX_LAYERS,
+    "num_attention_heads": 2**14, "n_head": 2**14, "hidden_size": 2**18, "n_embd": 2**18,
+    "vocab_size": 2**24, "padded_vocab_size": 2**24, "head_dim": 2**14, "attention_head_dim": 2**14,
+    "kv_channels": 2**14, "intermediate_size": 2**20, "ffn_hidden_size": 2**20,
+    "intermediate_size_mlp": 2**20, "moe_intermediate_size": 2**20,
+    "num_local_experts": 2**12, "num_experts": 2**12, "n_routed_experts": 2**12,
+    **{k: 2**34 for k in MAX_LEN_KEYS}, "sliding_window": 2**34, "attention_chunk_size": 2**34,
+    "original_max_position_embeddings": 2**34,
+}
+INT_MAX = 2**24
+# Fields that are divisors, counts or periods: 0 is as impossible as a negative.
+POSITIVE = {
+    "num_hidden_layers", "n_layer", "num_layers", "num_attention_heads", "n_head", "hidden_size",
+    "n_embd", "vocab_size", "padded_vocab_size", "head_dim", "attention_head_dim", "kv_channels",
+    "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+    "num_attention_groups", "num_local_experts", "num_experts", "n_routed_experts",
+    "num_experts_per_tok", "experts_per_token", "decoder_sparse_step", "moe_layer_freq",
+    "interleave_moe_layer_step", "expert_layer_period", "sliding_window_pattern",
+    "_sliding_window_pattern", "full_attention_interval", "attn_layer_period", "mamba_n_heads",
+    "mamba_num_heads", "mamba_head_dim", "mamba_d_head", "linear_num_key_heads",
+    "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "moe_intermediate_size",
+    "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "mamba_expand", "mamba_d_state",
+    "ssm_state_size", "sliding_window", "attention_chunk_size", *MAX_LEN_KEYS,
+}
+
+
 class _Reader:
-    """Typed access to config fields, raising errors that name the field."""
+    """Typed access to config fields, raising errors that name the file and the field.
+
+    Integers must be JSON integers (a numeric string such as "131072" is refused: vLLM
+    compares these fields with numbers and fails on a string), within [0 or 1, FIELD_MAX]."""
 
     def __init__(self, cfg: dict[str, Any], path: str) -> None:
         self.cfg = cfg
         self.path = path
 
+    def check_int(self, key: str, value: Any, where: str | None = None) -> int:
+        name = where or key
+        lo = 1 if key in POSITIVE else 0
+        hi = FIELD_MAX.get(key, INT_MAX)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidConfigError(f"expected an integer, got {short(value)}", path=self.path,
+                                     field=name, hint="write the number without quotes")
+        if not lo <= value <= hi:
+            raise InvalidConfigError(f"expected an integer from {lo} to {hi:,}, got {short(value)}",
+                                     path=self.path, field=name)
+        return value
+
+    def opt_int(self, key: str, default: Any = None) -> Any:
+        """The field when present (validated), else `default` (not validated)."""
+        value = self.cfg.get(key)
+        return default if value is None else self.check_int(key, value)
+
+    def float(self, key: str, *, lo: float, hi: float) -> float | None:
+        value = self.cfg.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and lo < value <= hi):
+            raise InvalidConfigError(f"expected a number in ({lo:g}, {hi:g}], got {short(value)}",
+                                     path=self.path, field=key)
+        return float(value)
+
+    def int_list(self, key: str) -> list[int]:
+        value = self.cfg.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or len(value) > 4 * MAX_LAYERS or not all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_MAX for v in value):
+            raise InvalidConfigError(f"expected a list of non-negative integers, got {short(value)}",
+                                     path=self.path, field=key)
+        return value
+
     def int(self, *keys: str, default: int | None = None, required: bool = True) -> int | None:
         for key in keys:
             if key in self.cfg and self.cfg[key] is not None:
-                value = self.cfg[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise InvalidConfigError(
-                        f"expected a non-negative integer, got {value!r}", path=self.path, field=key
-                    )
-                return value
+                return self.check_int(key, self.cfg[key])
         if default is not None or not required:
             return default
         raise InvalidConfigError(
@@ -73,6 +136,52 @@ class _Reader:
     def bool(self, key: str, default: bool) -> bool:
         value = self.cfg.get(key, default)
         return bool(value) if value is not None else default
+
+
+def _architectures(raw: dict[str, Any], path: str) -> list[str]:
+    value = raw.get("architectures") or []
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise InvalidConfigError(f"expected a list of class names, got {short(value)}", path=path,
+                                 field="architectures")
+    return value
+
+
+def _ssm_dtype(cfg: dict[str, Any], path: str) -> str:
+    raw = cfg.get("mamba_ssm_cache_dtype") or "float32"
+    dtype = DTYPE_ALIASES.get(str(raw).lower().replace("torch.", ""))
+    if dtype is None:
+        raise InvalidConfigError(f"unknown dtype {short(raw)}", path=path, field="mamba_ssm_cache_dtype")
+    return dtype
+
+
+def _names(value: Any, path: str, field: str) -> list[str]:
+    """A list of module names (or patterns) from a quantization config."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidConfigError(f"expected a list of module names, got {short(value)}", path=path,
+                                 field=field)
+    return value
+
+
+def _block(value: Any, path: str, field: str) -> tuple[int, int] | None:
+    """A [rows, cols] block of a block-wise quantization scale."""
+    if not value:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**16 for v in value)):
+        raise InvalidConfigError(f"expected [rows, cols] of positive integers, got {short(value)}",
+                                 path=path, field=field)
+    return value[0], value[1]
+
+
+def _group(value: Any, path: str, field: str, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= 2**20):
+        raise InvalidConfigError(f"expected a positive group size (or -1), got {short(value)}",
+                                 path=path, field=field)
+    return value
 
 
 def _dtype(cfg: dict[str, Any], path: str) -> str:
@@ -93,8 +202,10 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
     qc = cfg.get("quantization_config")
     if qc is None and extra is not None:  # ModelOpt: hf_quant_config.json beside config.json
         q = extra.get("quantization", {})
+        if not isinstance(q, dict):
+            raise InvalidConfigError("expected an object", path="hf_quant_config.json", field="quantization")
         algo = str(q.get("quant_algo", "")).upper()
-        ignore = list(q.get("exclude_modules") or [])
+        ignore = _names(q.get("exclude_modules"), "hf_quant_config.json", "quantization.exclude_modules")
         if algo == "FP8":
             return QuantSpec(method="fp8", static_input_scale=True, ignore=ignore,
                              source="checkpoint"), None
@@ -107,11 +218,12 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
     if not isinstance(qc, dict):
         raise InvalidConfigError("expected an object", path=path, field="quantization_config")
     method = str(qc.get("quant_method", "")).lower()
-    skip = list(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore") or [])
+    skip = _names(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore"),
+                  path, "quantization_config.ignore")
     if method == "fp8":
-        block = qc.get("weight_block_size")
+        block = _block(qc.get("weight_block_size"), path, "quantization_config.weight_block_size")
         return QuantSpec(
-            method="fp8", block_size=tuple(block) if block else None,
+            method="fp8", block_size=block,
             static_input_scale=qc.get("activation_scheme") == "static", ignore=skip,
             source="checkpoint"), None
     if method == "mxfp4":
@@ -119,7 +231,8 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
                          ignore=skip, source="checkpoint"), None
     if method in {"awq", "gptq"}:
         bits = qc.get("bits") or qc.get("w_bit") or 4
-        group = qc.get("group_size") or qc.get("q_group_size") or 128
+        group = _group(qc.get("group_size") or qc.get("q_group_size"), path,
+                       "quantization_config.group_size", 128)
         if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
             raise InvalidConfigError(f"unsupported bit width {bits!r}", path=path,
                                      field="quantization_config.bits")
@@ -129,41 +242,57 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
                          source="checkpoint"), None
     if method == "compressed-tensors":
         groups = qc.get("config_groups") or {}
+        if not isinstance(groups, dict) or not all(
+                isinstance(g, dict) and isinstance(g.get("weights") or {}, dict) for g in groups.values()):
+            raise InvalidConfigError("expected an object of {\"weights\": {…}} groups", path=path,
+                                     field="quantization_config.config_groups")
         weights = [g.get("weights") or {} for g in groups.values()]
         if not weights:
             return None, "compressed-tensors without weight groups"
         w = weights[0]
         bits, kind, strategy = w.get("num_bits"), w.get("type"), w.get("strategy")
+        where = "quantization_config.config_groups.weights"
+        block_structure = _block(w.get("block_structure"), path, f"{where}.block_structure")
+        w_group = _group(w.get("group_size"), path, f"{where}.group_size", None)
         same = all((x.get("num_bits"), x.get("type")) == (bits, kind) for x in weights)
         if same and bits == 8 and kind == "float":
             return QuantSpec(method="fp8", per_channel=all(x.get("strategy") == "channel" for x in weights),
-                             block_size=tuple(w["block_structure"]) if w.get("block_structure") else None,
+                             block_size=block_structure,
                              ignore=skip, source="checkpoint"), None
         if same and bits == 8 and kind == "int":
             return QuantSpec(method="int8", per_channel=strategy == "channel", ignore=skip,
                              source="checkpoint"), None
         if same and bits == 4 and kind == "float":  # nvfp4: e2m1 + fp8 scale per 16
-            return QuantSpec(method="nvfp4", weight_bits=4, group_size=w.get("group_size") or 16,
+            return QuantSpec(method="nvfp4", weight_bits=4, group_size=w_group or 16,
                              ignore=skip, source="checkpoint"), None
         if same and bits in (4, 8) and kind == "int":  # pack-quantized w4a16 / w8a16
             return QuantSpec(method="w4a16", weight_bits=bits,
-                             group_size=w.get("group_size") if strategy == "group" else None,
+                             group_size=w_group if strategy == "group" else None,
                              zero_points=not w.get("symmetric", True), act_order=bool(w.get("actorder")),
                              ignore=skip, source="checkpoint"), None
         return None, f"compressed-tensors weights {bits}-bit {kind} ({strategy})"
     return None, f"weight quantization {method or 'unknown'!r}"
 
 
-def _rope(cfg: dict[str, Any]) -> tuple[str | None, float | None, int | None]:
-    rs = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+def _rope(cfg: dict[str, Any], path: str) -> tuple[str | None, float | None, int | None]:
+    key = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
+    rs = cfg.get(key)
     if not isinstance(rs, dict):
         return None, None, None
     rtype = rs.get("rope_type") or rs.get("type")
     if rtype in (None, "default"):
         return None, None, None
-    factor = rs.get("factor")
-    original = rs.get("original_max_position_embeddings")
-    return str(rtype), float(factor) if factor is not None else None, original
+    if not isinstance(rtype, str):
+        raise InvalidConfigError(f"expected a string, got {short(rtype)}", path=path,
+                                 field=f"{key}.rope_type")
+    r = _Reader(rs, path)
+    try:
+        factor = r.float("factor", lo=0.0, hi=1024.0)  # published factors: 2 to 64
+        original = r.opt_int("original_max_position_embeddings")
+    except InvalidConfigError as e:
+        raise InvalidConfigError(e.message.split(": ", 2)[-1], path=path,
+                                 field=f"{key}.{e.field}") from None
+    return rtype, factor, original
 
 
 # Gemma3TextConfig defaults (transformers models/gemma3/configuration_gemma3.py): a sparse
@@ -202,7 +331,8 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
     return found
 
 
-def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[list[str], int | None, int | None]:
+def _layer_types(cfg: dict[str, Any], family: str, layers: int,
+                 path: str = "config.json") -> tuple[list[str], int | None, int | None]:
     """(per-layer kind, sliding window, chunk size). Kinds: full, sliding, chunked, linear.
 
     Sources: the config's `layer_types` (transformers ≥ 4.5x); else Gemma 2 even layers slide
@@ -212,35 +342,40 @@ def _layer_types(cfg: dict[str, Any], family: str, layers: int) -> tuple[list[st
     the NoPE layers (every 4th, or `no_rope_layers`) global (llama4.py); otherwise a model-level
     `sliding_window` applies to every layer (vllm/attention/layer.py cache_config.sliding_window)
     unless `use_sliding_window` is false."""
-    window = cfg.get("sliding_window") if isinstance(cfg.get("sliding_window"), int) else None
-    chunk = cfg.get("attention_chunk_size") if isinstance(cfg.get("attention_chunk_size"), int) else None
+    r = _Reader(cfg, path)
+    # Some configs write `"sliding_window": false` (or null) for "none"; those mean no window.
+    window = None if isinstance(cfg.get("sliding_window"), bool) else r.opt_int("sliding_window")
+    chunk = r.opt_int("attention_chunk_size")
     names = {"full_attention": "full", "sliding_attention": "sliding", "linear_attention": "linear",
              "chunked_attention": "chunked"}
     explicit = cfg.get("layer_types")
+    if explicit is not None and not (isinstance(explicit, list) and all(isinstance(t, str) for t in explicit)):
+        raise InvalidConfigError(f"expected a list of layer type names, got {short(explicit)}",
+                                 path=path, field="layer_types")
     if isinstance(explicit, list) and len(explicit) == layers:
         kinds = [names.get(str(t), "full") for t in explicit]
     elif family == "gemma2":
         kinds = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
     elif family == "gemma3":
-        pattern = cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern") or 6
+        pattern = r.opt_int("sliding_window_pattern") or r.opt_int("_sliding_window_pattern") or 6
         kinds = ["sliding" if (i + 1) % pattern else "full" for i in range(layers)]
     elif family == "qwen3_next":
-        interval = cfg.get("full_attention_interval") or 4
+        interval = r.opt_int("full_attention_interval") or 4
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
     elif family == "jamba":  # transformers JambaConfig.layers_block_type
-        period, offset = cfg.get("attn_layer_period") or 8, cfg.get("attn_layer_offset") or 4
+        period, offset = r.opt_int("attn_layer_period") or 8, r.opt_int("attn_layer_offset", 4)
         kinds = ["full" if i % period == offset else "linear" for i in range(layers)]
     elif family == "bamba":
-        attn = set(cfg.get("attn_layer_indices") or [])
+        attn = set(r.int_list("attn_layer_indices"))
         kinds = ["full" if i in attn else "linear" for i in range(layers)]
     elif family == "nemotron_h":  # one block per character: M Mamba2, * attention, - / E MLP
         pattern = str(cfg.get("hybrid_override_pattern") or "")
         if len(pattern) != layers or set(pattern) - set("M*-E"):
-            raise InvalidConfigError(f"expected {layers} characters of M, *, - or E, got {pattern!r}",
-                                     field="hybrid_override_pattern")
+            raise InvalidConfigError(f"expected {layers} characters of M, *, - or E, got {short(pattern)}",
+                                     path=path, field="hybrid_override_pattern")
         kinds = [{"M": "linear", "*": "full"}.get(c, "none") for c in pattern]
     elif family == "llama4" and chunk:
-        nope = cfg.get("no_rope_layers") or []
+        nope = r.int_list("no_rope_layers")
         kinds = [("full" if nope[i] == 0 else "chunked") if len(nope) == layers
                  else ("full" if (i + 1) % 4 == 0 else "chunked") for i in range(layers)]
     elif window and cfg.get("use_sliding_window", True) is not False and family not in MLA_FAMILIES:
@@ -288,7 +423,7 @@ def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate
                        moe_layers=[i for i in range(layers) if (i + 1) % step == 0])
     if family in {"qwen3_moe", "qwen2_moe", "qwen3_next"} or cfg.get("num_experts"):
         step = r.int("decoder_sparse_step", default=1)
-        dense = set(cfg.get("mlp_only_layers") or [])
+        dense = set(r.int_list("mlp_only_layers"))
         shared = r.int("shared_expert_intermediate_size", default=0) or 0
         return MoeSpec(num_experts=r.int("num_experts"), top_k=r.int("num_experts_per_tok"),
                        expert_intermediate_size=r.int("moe_intermediate_size"),
@@ -312,10 +447,12 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
             intermediate_size=heads * head_dim, state_size=r.int("ssm_state_size"),
             num_heads=heads, head_dim=head_dim, n_groups=r.int("n_groups", default=1) or 1,
             conv_bias=bool(cfg.get("use_conv_bias", True)), in_proj_bias=bool(cfg.get("use_bias", False)),
-            ssm_dtype=str(cfg.get("mamba_ssm_cache_dtype") or "float32"))
+            ssm_dtype=_ssm_dtype(cfg, r.path))
     expand = r.int("mamba_expand", default=2) or 2
     if family == "jamba":
         dt_rank = cfg.get("mamba_dt_rank", "auto")
+        if dt_rank not in (None, "auto"):
+            dt_rank = r.check_int("mamba_dt_rank", dt_rank)
         return LinearAttentionSpec(
             kind="mamba1", conv_kernel=r.int("mamba_d_conv", default=4) or 4,
             intermediate_size=expand * hidden, state_size=r.int("mamba_d_state", default=16) or 16,
@@ -323,6 +460,8 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
             conv_bias=bool(cfg.get("mamba_conv_bias", True)))
     heads = r.int("mamba_n_heads")
     head_dim = cfg.get("mamba_d_head", "auto")
+    if head_dim not in (None, "auto"):
+        head_dim = r.check_int("mamba_d_head", head_dim)
     inner = expand * hidden
     return LinearAttentionSpec(
         kind="mamba2", conv_kernel=r.int("mamba_d_conv", default=4) or 4, intermediate_size=inner,
@@ -331,10 +470,16 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
         n_groups=r.int("mamba_n_groups", default=1) or 1, conv_bias=bool(cfg.get("mamba_conv_bias", True)))
 
 
-def _vision(raw: dict[str, Any], family: str, text_hidden: int) -> VisionSpec | None:
+def _vision(raw: dict[str, Any], family: str, text_hidden: int, path: str = "config.json") -> VisionSpec | None:
     vc = raw.get("vision_config")
     if not isinstance(vc, dict) or family not in {"gemma3", "llama4"}:
         return None
+    vr = _Reader(vc, path)
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size",
+                "num_channels", "projector_input_dim", "projector_output_dim", "vision_output_dim"):
+        if vc.get(key) is not None:
+            vr.check_int(key, vc[key], where=f"vision_config.{key}")
+    vr.float("pixel_shuffle_ratio", lo=0.0, hi=1.0)
     try:
         return VisionSpec(
             kind="siglip" if family == "gemma3" else "llama4",
@@ -347,15 +492,40 @@ def _vision(raw: dict[str, Any], family: str, text_hidden: int) -> VisionSpec | 
             output_dim=vc.get("vision_output_dim"),
             pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
     except KeyError as e:
-        raise InvalidConfigError("missing (needed to count the vision tower)",
+        raise InvalidConfigError("missing (needed to count the vision tower)", path=path,
                                  field=f"vision_config.{e.args[0]}") from None
 
 
 def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
                      extra: dict[str, Any] | None = None, local_dir: str | None = None) -> ModelSpec:
     """Normalise one HF config dict. `extra` is hf_quant_config.json when present; `local_dir`
-    the directory a launcher would be given (local models only)."""
-    model_type = str(cfg.get("model_type") or "")
+    the directory a launcher would be given (local models only).
+
+    Every field the math reads is validated by _Reader (type, sign, upper bound); a value
+    that still trips the spec models' own checks is reported with its field, never as an
+    internal error."""
+    from pydantic import ValidationError
+
+    try:
+        return _spec_from_config(cfg, model_id=model_id, source=source, path=path, extra=extra,
+                                 local_dir=local_dir)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise InvalidConfigError(f"{err['msg']} (as read into kvplan's model description)", path=path,
+                                 field=field or None) from None
+    except (TypeError, ArithmeticError, AttributeError, KeyError) as e:
+        raise InvalidConfigError(f"a field has a value of the wrong type or range ({type(e).__name__})",
+                                 path=path, hint="compare the file with the model's published "
+                                 "config.json") from None
+
+
+def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str,
+                      extra: dict[str, Any] | None, local_dir: str | None = None) -> ModelSpec:
+    model_type = cfg.get("model_type") or ""
+    if not isinstance(model_type, str) or len(model_type) > 64:
+        raise InvalidConfigError(f"expected a short string, got {short(model_type)}", path=path,
+                                 field="model_type")
     if not model_type:
         raise InvalidConfigError("missing", path=path, field="model_type",
                                  hint="is this a transformers config.json?")
@@ -393,7 +563,10 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         kv_heads = r.int("n_head_kv", "num_kv_heads", "num_key_value_heads",
                          "multi_query_group_num", "num_attention_groups", default=heads)
         hidden_for_hd = r.int("hidden_size", "n_embd")
-        head_dim = cfg.get("head_dim") or cfg.get("attention_head_dim") or hidden_for_hd // heads
+        head_dim = r.opt_int("head_dim") or r.opt_int("attention_head_dim") or hidden_for_hd // heads
+        if head_dim < 1:
+            raise InvalidConfigError(f"hidden_size {hidden_for_hd} over {heads} heads leaves no head "
+                                     "dimension", path=path, field="head_dim")
         vocab = r.int("vocab_size")
         intermediate = r.int("intermediate_size", default=0)
         if family == "llama4":
@@ -401,7 +574,7 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         qkv_bias = r.bool("attention_bias", family == "qwen2")  # Qwen2: q/k/v bias always
         o_bias = r.bool("attention_bias", False) if family != "qwen2" else False
         mlp_bias = r.bool("mlp_bias", False)
-        rotary_dim = int(head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
+        rotary_dim = int(head_dim * (r.float("partial_rotary_factor", lo=0.0, hi=1.0) or 1.0))
         if family in {"jamba", "nemotron_h"}:
             rotary_dim = 0  # their attention layers use no positional encoding
         tie = r.bool("tie_word_embeddings", family in TIED_BY_DEFAULT)
@@ -414,6 +587,10 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
             rotary_dim = mla.qk_rope_head_dim
             kv_heads = heads  # nominal; the cache is one latent head (kv.py)
     hidden = r.int("hidden_size", "n_embd")
+    if layers > MAX_LAYERS:  # every plan walks the layers: bound the work
+        raise InvalidConfigError(f"{layers} layers is over kvplan's limit of {MAX_LAYERS}", path=path,
+                                 field="num_hidden_layers",
+                                 hint="the largest published models have ~130 layers; check the config")
     assert layers and heads and kv_heads and hidden and vocab is not None  # for type checkers
     if heads % kv_heads:
         raise InvalidConfigError(
@@ -423,7 +600,7 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
     moe = _moe(cfg, family, r, layers, intermediate or 0)
     if family == "gpt_oss":
         intermediate = 0  # every MLP is a MoE block
-    layer_types, window, chunk = _layer_types(cfg, family, layers)
+    layer_types, window, chunk = _layer_types(cfg, family, layers, path)
     linear = None
     if "linear" in layer_types and family in MAMBA_FAMILIES:
         linear = _mamba_spec(cfg, family, r, hidden_for_hd=r.int("hidden_size"))
@@ -452,8 +629,11 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
             code="remote-code-not-run", severity="warning",
             message="this model needs trust_remote_code; kvplan read its config.json as data and "
             "never runs the repo's code, so layers defined only in that code are not seen"))
-    rope_type, rope_factor, rope_original = _rope(cfg)
-    max_pos = cfg.get("max_position_embeddings") or cfg.get("seq_length")
+    rope_type, rope_factor, rope_original = _rope(cfg, path)
+    # vLLM takes the minimum over these keys (a string there fails its comparison), so each
+    # present one must be an integer: a quoted "131072" is refused, not silently skipped.
+    max_len_keys = {k: r.check_int(k, cfg[k]) for k in MAX_LEN_KEYS if cfg.get(k) is not None}
+    max_pos = max_len_keys.get("max_position_embeddings") or max_len_keys.get("seq_length")
     # Rows of vLLM's shared cos/sin cache (get_rope): the max position, times the factor for
     # scalings that precompute the stretched range (linear, dynamic, yarn from the original).
     cache_rows = int(max_pos or 0)
@@ -463,11 +643,9 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         cache_rows = int((rope_original or cache_rows) * rope_factor)
     if family == "gemma3" and rope_type:
         cache_rows += int(max_pos or 0)  # a second, unscaled cache for the local layers
-    max_len_keys = {k: cfg[k] for k in MAX_LEN_KEYS
-                    if isinstance(cfg.get(k), int) and not isinstance(cfg.get(k), bool)}
 
     return ModelSpec(
-        id=model_id, model_type=family, architectures=list(raw_cfg.get("architectures") or []),
+        id=model_id, model_type=family, architectures=_architectures(raw_cfg, path),
         num_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_kv_heads=kv_heads,
         head_dim=int(head_dim), vocab_size=vocab, intermediate_size=intermediate or 0,
         tie_word_embeddings=tie, qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
@@ -478,7 +656,7 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
         mlp_gated=family != "nemotron_h",
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
-        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, family, hidden),
+        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, family, hidden, path),
         dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,
@@ -508,13 +686,19 @@ def _quant_method_name(cfg: dict, extra: dict | None) -> str | None:
 
 
 def spec_from_path(path: Path) -> ModelSpec:
-    """A local model directory (config.json inside) or a config.json file."""
+    """A local model directory (config.json inside) or a config.json file. Files beside the
+    config are read only when they resolve inside the model directory (limits.model_root)."""
     cfg_path = path / "config.json" if path.is_dir() else path
     if not cfg_path.exists():
         raise InvalidConfigError("no config.json in this directory", path=str(path),
                                  hint="point kvplan at the model directory or its config.json")
+    root = model_root(path if path.is_dir() else path.parent)
+    if path.is_dir():
+        contained(cfg_path, root, what="config.json")
     cfg = load_config_file(cfg_path)
     extra_path = cfg_path.parent / "hf_quant_config.json"
+    if extra_path.exists():
+        contained(extra_path, model_root(cfg_path.parent), what="hf_quant_config.json")
     extra = load_config_file(extra_path) if extra_path.exists() else None
     folder = cfg_path.parent
     model_id = str(cfg.get("_name_or_path") or folder.resolve().name or cfg_path.stem)

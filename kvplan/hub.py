@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidConfigError, InvalidInputError, UnavailableError, UnknownModelError
+from .limits import MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_HUB_TIMEOUT_S, loads_json, read_limited
 from .specs import CheckpointTensors
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
@@ -38,14 +40,31 @@ def _endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
+def _shown_endpoint() -> str:
+    """HF_ENDPOINT for messages and the cache file: `https://user:pass@host` → `https://***@host`
+    (credentials in the URL are never echoed or stored)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    url = _endpoint()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(HF_ENDPOINT, unparseable)"
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
 def _timeout_s() -> float:
     raw = os.environ.get("KVPLAN_HUB_TIMEOUT", "10")
     try:
         value = float(raw)
     except ValueError:
-        raise InvalidInputError(f"KVPLAN_HUB_TIMEOUT={raw!r} is not a number of seconds") from None
-    if value <= 0:
-        raise InvalidInputError(f"KVPLAN_HUB_TIMEOUT={raw!r} must be positive")
+        raise InvalidInputError(f"KVPLAN_HUB_TIMEOUT={raw[:40]!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= MAX_HUB_TIMEOUT_S):
+        raise InvalidInputError(f"KVPLAN_HUB_TIMEOUT={raw[:40]!r} must be a number of seconds in "
+                                f"(0, {MAX_HUB_TIMEOUT_S:g}]")
     return value
 
 
@@ -107,8 +126,9 @@ def load(repo_id: str, *, revision: str | None = None, token: str | None = None,
     path = _cache_path(repo_id, rev)
     if path.exists() and not refresh:
         try:
-            data = json.loads(path.read_text())
-            if data.get("format") == CACHE_FORMAT:
+            data = loads_json(read_limited(path, MAX_CACHE_BYTES, what="kvplan cache entry"),
+                              where=str(path))
+            if isinstance(data, dict) and data.get("format") == CACHE_FORMAT:
                 return HubModel(data, cached=True)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable cache entry: fetch again
@@ -117,7 +137,7 @@ def load(repo_id: str, *, revision: str | None = None, token: str | None = None,
         data = _from_hf_cache(repo_id, rev)
     else:
         if progress:
-            progress(f"reading config and safetensors headers of {repo_id} from {_endpoint()}")
+            progress(f"reading config and safetensors headers of {repo_id} from {_shown_endpoint()}")
         data = _fetch(repo_id, rev, token)
         _write_cache(path, data)
     return HubModel(data, cached=False)
@@ -137,6 +157,8 @@ def _fetch(repo_id: str, rev: str, token: str | None) -> dict[str, Any]:
     import huggingface_hub as hf
     from huggingface_hub import errors as hf_errors
     from huggingface_hub.utils import disable_progress_bars
+
+    from .checkpoint import _tensor_table
 
     disable_progress_bars()  # kvplan shows its own progress line
     timeout = _timeout_s()
@@ -178,6 +200,9 @@ def _fetch(repo_id: str, rev: str, token: str | None) -> dict[str, Any]:
                            for fm in meta.files_metadata.values()
                            for name, info in fm.tensors.items()}
                 files = len(meta.files_metadata)
+                # the same checks as local headers: tensor count, dtypes, shapes
+                _tensor_table({n: {"dtype": d, "shape": sh} for n, (d, sh) in tensors.items()},
+                              f"{repo_id}@{rev}")
             except hf_errors.NotASafetensorsRepoError:
                 tensors, files = None, 0
             except hf_errors.SafetensorsParsingError as e:
@@ -189,7 +214,7 @@ def _fetch(repo_id: str, rev: str, token: str | None) -> dict[str, Any]:
                                  path=f"{repo_id}@{rev}") from None
     return {
         "format": CACHE_FORMAT, "repo_id": repo_id, "revision": rev, "commit": commit,
-        "endpoint": endpoint, "fetched_at": int(time.time()),
+        "endpoint": _shown_endpoint(), "fetched_at": int(time.time()),
         "config": _read_json(config_path, f"{repo_id}/config.json"),
         "quant_config": _read_json(quant_path, f"{repo_id}/hf_quant_config.json") if quant_path else None,
         "tensors": tensors, "safetensors_files": files,
@@ -203,10 +228,7 @@ def _commit_of(path: Path) -> str | None:
 
 
 def _read_json(path: Path, name: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise InvalidConfigError(f"not valid JSON ({e})", path=name) from None
+    data = loads_json(read_limited(path, MAX_CONFIG_BYTES, what="model config"), where=name)
     if not isinstance(data, dict):
         raise InvalidConfigError("expected a JSON object at the top level", path=name)
     return data
@@ -236,7 +258,7 @@ def _from_hf_cache(repo_id: str, rev: str) -> dict[str, Any]:
     ckpt = local_checkpoint(config_path.parent)
     return {
         "format": CACHE_FORMAT, "repo_id": repo_id, "revision": rev,
-        "commit": _commit_of(config_path), "endpoint": _endpoint(), "fetched_at": int(time.time()),
+        "commit": _commit_of(config_path), "endpoint": _shown_endpoint(), "fetched_at": int(time.time()),
         "config": _read_json(config_path, str(config_path)),
         "quant_config": _read_json(quant_path, str(quant_path)) if quant_path else None,
         "tensors": None if ckpt is None else {k: [d, list(s)] for k, (d, s) in ckpt.tensors.items()},
@@ -258,7 +280,7 @@ class _translate_errors:
             return False
         from huggingface_hub import errors as hf_errors
 
-        repo, url = self.repo_id, f"{_endpoint()}/{self.repo_id}"
+        repo, url = self.repo_id, f"{_shown_endpoint()}/{self.repo_id}"
         if isinstance(exc, hf_errors.GatedRepoError):
             how = ("your token has not been granted access" if self.token else
                    "no token was sent")
@@ -271,7 +293,7 @@ class _translate_errors:
                                     hint=f"check --revision against the branches, tags and commits at {url}") from None
         if isinstance(exc, hf_errors.RepositoryNotFoundError):
             err = UnknownModelError(repo, [])  # the catalogue adds "did you mean" (catalog.py)
-            err.message = f"model {repo!r} not found: not in the catalogue, not a local path, not on {_endpoint()}"
+            err.message = f"model {repo!r} not found: not in the catalogue, not a local path, not on {_shown_endpoint()}"
             err.hint = ("check the repo id; for a private repo set HF_TOKEN (or pass --token); "
                         "`kvplan models` lists the catalogue")
             raise err from None
@@ -280,7 +302,7 @@ class _translate_errors:
                                    hint="run once online, or pass a local model directory") from None
         if isinstance(exc, hf_errors.LocalEntryNotFoundError) or _is_network_error(exc):
             raise UnavailableError(
-                f"could not reach {_endpoint()} for {repo} within {self.timeout:g} s "
+                f"could not reach {_shown_endpoint()} for {repo} within {self.timeout:g} s "
                 f"({type(exc).__name__})",
                 hint="check the network / proxy / HF_ENDPOINT, raise KVPLAN_HUB_TIMEOUT, or plan "
                 "offline from a cache (--offline) or a local directory") from None

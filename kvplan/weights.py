@@ -446,11 +446,13 @@ def _build_order(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> list[int]:
     ROPE_BUILD after the first attention output projection (vLLM builds the rotary embedding
     in the first attention layer's __init__, after its projections), or last if none."""
     sizes: list[int] = []
+    rope = False  # a flag, not `ROPE_BUILD in sizes`: that scan made this quadratic
     for name, parts in _fuse(parts_by_name).items():
         sizes += [b for b in parts if b]
-        if ROPE_BUILD not in sizes and name.removesuffix(".weight").endswith("o_proj"):
+        if not rope and name.removesuffix(".weight").endswith("o_proj"):
             sizes.append(ROPE_BUILD)
-    return sizes if ROPE_BUILD in sizes else [*sizes, ROPE_BUILD]
+            rope = True
+    return sizes if rope else [*sizes, ROPE_BUILD]
 
 
 def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str) -> None:

@@ -7,6 +7,7 @@ checkpoints are header-only safetensors files written here. No test touches the 
 from __future__ import annotations
 
 import json
+import os
 import socket
 
 import pytest
@@ -365,3 +366,13 @@ def test_local_index_with_missing_shard(capsys, tmp_path):
     (d / "model-00002-of-00002.safetensors").unlink()
     code, _, err = run(capsys, "plan", str(d), "--gpu", "h100")
     assert code == 2 and "model-00002-of-00002.safetensors" in err and "config.json alone" in err
+
+
+def test_endpoint_credentials_are_never_echoed_or_cached(hub, capsys, monkeypatch, tmp_path):
+    endpoint = os.environ["HF_ENDPOINT"]
+    monkeypatch.setenv("HF_ENDPOINT", endpoint.replace("://", "://kvuser:s3cretpass@"))
+    code, out, err = run(capsys, "plan", "acme/llama-dense", "--gpu", "h100", "--json")
+    assert code in (0, 1) and "reading config" in err
+    assert "s3cretpass" not in out + err and "***@127.0.0.1" in err
+    cached = "".join(p.read_text() for p in (tmp_path / "kvplan-cache").rglob("*.json"))
+    assert cached and "s3cretpass" not in cached

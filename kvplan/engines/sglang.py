@@ -268,7 +268,7 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
 
 # ------------------------------------------------------------------ the engine
 
-_IMAGE = re.compile(r"sglang[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
+_IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 _PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")
 # sglang/srt/server_args.py flag → (knob, kind)
 CLI_FLAGS: dict[str, tuple[str, str]] = {

@@ -407,8 +407,8 @@ ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TO
              "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision"}
 # ghcr.io/huggingface/text-generation-inference:2.2.0 and the Google Cloud TGI images
 # (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
-_IMAGES = (re.compile(r"text-generation-inference[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)"),
-           re.compile(r"text-generation-inference-cu\d+\.(\d+)-(\d+)(?:-(\d+))?\."))
+_IMAGES = (re.compile(r"text-generation-inference[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)"),
+           re.compile(r"text-generation-inference-cu\d{1,6}\.(\d{1,6})-(\d{1,6})(?:-(\d{1,6}))?\."))
 MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 
 

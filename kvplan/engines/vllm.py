@@ -656,7 +656,7 @@ def era_of(dep: Deployment) -> Era:
     return select_era(dep.engine_version)[0]
 
 
-_IMAGE = re.compile(r"vllm[-/_]openai[^:\s\"']*:v?(\d+\.\d+(?:\.\d+)?)")
+_IMAGE = re.compile(r"vllm[-/_]openai[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 _PIP = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
 # vLLM flag → (knob, kind). Kinds: int, hint (human-readable int: 32k = 32000, 32K = 32768 —
 # vllm/engine/arg_utils.py human_readable_int), float, str, bool.

@@ -1,0 +1,383 @@
+"""Fuzzing the CLI in-process with hostile input (hypothesis, derandomized, bounded).
+
+About 2,200 generated inputs across flags, config.json mutations, safetensors headers and
+deployment files (shell lines, YAML, docker-compose, Kubernetes, vLLM --config). Every input
+must end in exit 0-3 within a per-input time bound, never in an internal error; exit 2 must
+name the file, field or flag. Runs in about a minute on a 2-core machine (the suite's
+budget for this file is two minutes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import re
+import struct
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvplan import cli
+
+PER_INPUT_S = 10.0  # a hang or a quadratic blow-up exceeds this by far; real inputs take < 0.5 s
+EXAMPLES = {"flags": 600, "configs": 600, "headers": 400, "files": 600}  # 2,200 inputs
+FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=False,
+                suppress_health_check=list(HealthCheck))
+
+CONFIGS = Path(__file__).resolve().parent.parent / "model_specs" / "configs"
+BASES = ["meta-llama--Llama-3.1-8B.json", "Qwen--Qwen3-30B-A3B-FP8.json", "google--gemma-3-4b-it.json",
+         "Qwen--Qwen2.5-7B-Instruct.json"]
+TINY = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "num_hidden_layers": 4, "vocab_size": 1000,
+        "intermediate_size": 512, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    """`kvplan ARGS…` through cli.main(), in-process; asserts the universal contract."""
+    old = sys.argv
+    sys.argv = ["kvplan", *args]
+    out, err = io.StringIO(), io.StringIO()
+    start = time.monotonic()
+    code: object = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cli.main()
+    except SystemExit as e:
+        code = e.code if e.code is not None else 0
+    finally:
+        sys.argv = old
+    elapsed = time.monotonic() - start
+    shown = " ".join(a[:60] for a in args)[:300]
+    assert elapsed < PER_INPUT_S, f"kvplan {shown}: {elapsed:.1f} s"
+    assert code in (0, 1, 2, 3), f"kvplan {shown}: exit {code!r}\n{err.getvalue()[-2000:]}"
+    text = err.getvalue()
+    assert "internal error" not in text and "Traceback" not in text, f"kvplan {shown}:\n{text[-3000:]}"
+    return code, out.getvalue(), text  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------ value pools
+
+HOSTILE_INTS = st.one_of(st.integers(-3, 70), st.sampled_from([0, -1, 2**31, 2**63, 10**30, 10**400]),
+                         st.integers(-(2**70), 2**70))
+HOSTILE_NUMBERS = st.one_of(HOSTILE_INTS, st.floats(allow_nan=False, allow_infinity=False),
+                            st.sampled_from([0.5, 1e308, -0.0, 1e-300]))
+SHORT_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+JSON_VALUES = st.one_of(HOSTILE_NUMBERS, st.none(), st.booleans(), SHORT_TEXT,
+                        st.sampled_from(["32", "131072", "abc", "auto", "", "fp8", "yarn"]),
+                        st.lists(HOSTILE_INTS, max_size=3), st.builds(dict), st.builds(lambda: [0, 0]),
+                        st.dictionaries(st.sampled_from(["factor", "type", "rope_type"]), HOSTILE_NUMBERS,
+                                        max_size=2))
+FLAG_TEXT = st.one_of(
+    st.integers(-5, 200).map(str), HOSTILE_INTS.map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["nan", "inf", "-inf", "1e300", "1e30", "0", "-1", "0.9", "32k", "1.5", "", " ",
+                     "9" * 400, "0x10", "\u00b2", "\u0663", "\u00bd", "1_000"]),
+    SHORT_TEXT)
+MODELS = ["qwen2.5-7b", "qwen2.5-0.5b", "meta-llama/Llama-3.1-8B-Instruct", "TINY", "acme/not-cached",
+          "~nosuchuser/x", "/dev/zero", "/nonexistent/config.json", "../x", "a" * 300, "x\x00y",
+          "gemma-3-4b-it", "qwen3-30b-a3b"]
+GPUS = ["h100", "l4", "a100-80gb", "NVIDIA H100 80GB HBM3", "h200", "no-such-gpu", ""]
+PLAN_FLAGS = ["--tensor-parallel-size", "-tp", "-pp", "-dp", "--max-model-len", "--max-num-seqs",
+              "--max-num-batched-tokens", "--max-input-tokens", "--gpu-memory-utilization", "--dtype",
+              "--kv-cache-dtype", "--quantization", "--block-size", "--kv-cache-memory-bytes",
+              "--gpu-memory-gib", "--engine-version", "--target-concurrency", "--avg-input-tokens",
+              "--avg-output-tokens", "--engine"]
+FLAG_CHOICES = {"--dtype": ["auto", "bfloat16", "float16", "float32", "int3"],
+                "--kv-cache-dtype": ["auto", "fp8", "fp8_e5m2", "fp4"], "--quantization": ["fp8", "awq"],
+                "--engine": ["vllm", "sglang", "tgi", "trt"],
+                "--engine-version": ["0.6.3", "0.19.0", "v0.8.5.post1", "2.3.0", "0.4.6", "99.0",
+                                     "0.1" + "a" * 30 + "!"]}
+
+
+def tiny_dir(base: Path) -> Path:
+    d = base / "tiny"
+    d.mkdir(exist_ok=True)
+    (d / "config.json").write_text(json.dumps(TINY))
+    return d
+
+
+def names_something(err: str, *needles: str) -> bool:
+    """An exit-2 message names a flag, a field, a file or the input it refuses."""
+    return bool(re.search(r"--?[a-z]|field '|config\.json|model|GPU|engine", err)) or any(
+        n and n in err for n in needles)
+
+
+# ------------------------------------------------------------------------ flags
+
+
+@settings(FUZZ, max_examples=EXAMPLES["flags"])
+@given(cmd=st.sampled_from(["plan"] * 6 + ["compare"]), model=st.sampled_from(MODELS),
+       gpu=st.sampled_from(GPUS),
+       flags=st.lists(st.tuples(st.sampled_from(PLAN_FLAGS), st.data()), max_size=4),
+       as_json=st.sampled_from([True, True, False]))
+def test_fuzz_flags(tmp_path_factory, cmd, model, gpu, flags, as_json):
+    base = tmp_path_factory.getbasetemp()
+    if model == "TINY":
+        model = str(tiny_dir(base))
+    args = [cmd, model, "--gpu", gpu]
+    for flag, data in flags:
+        if cmd == "compare" and flag not in ("-tp", "--max-model-len", "--kv-cache-dtype", "--gpu-memory-gib",
+                                             "--target-concurrency", "--avg-input-tokens"):
+            continue
+        choices = FLAG_CHOICES.get(flag)
+        value = data.draw(st.sampled_from(choices) | FLAG_TEXT if choices else FLAG_TEXT)
+        args.append(f"{flag}={value}" if value.startswith("-") or not value.strip() else flag)
+        if not args[-1].startswith(f"{flag}="):
+            args.append(value)
+    code, out, err = invoke(*args, *(["--json"] if as_json else []))
+    if code == 2:
+        assert names_something(err), err
+    if code in (0, 1) and as_json:
+        json.loads(out)  # stdout is valid JSON alone
+
+
+# ---------------------------------------------------------------- config.json
+
+
+def _paths(cfg: dict, prefix: tuple = ()) -> list[tuple]:
+    out = []
+    for k, v in cfg.items():
+        out.append((*prefix, k))
+        if isinstance(v, dict) and len(prefix) < 2:
+            out += _paths(v, (*prefix, k))
+    return out
+
+
+BASE_CFGS = [json.loads((CONFIGS / name).read_text()) for name in BASES] + [TINY]
+CFG_PATHS = sorted({p for cfg in BASE_CFGS for p in _paths(cfg)})
+
+
+@settings(FUZZ, max_examples=EXAMPLES["configs"])
+@given(base=st.integers(0, len(BASE_CFGS) - 1),
+       edits=st.lists(st.tuples(st.sampled_from(CFG_PATHS), st.one_of(JSON_VALUES, st.just("DELETE"))),
+                      min_size=1, max_size=3),
+       corrupt=st.sampled_from([None] * 12 + ["truncate", "non-utf8", "digits", "deep", "nan", "array"]),
+       engine=st.sampled_from(["vllm", "vllm", "sglang", "tgi"]))
+def test_fuzz_config_json(tmp_path_factory, base, edits, corrupt, engine):
+    cfg = json.loads(json.dumps(BASE_CFGS[base]))
+    for path, value in edits:
+        node = cfg
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            if value == "DELETE":
+                node.pop(path[-1], None)
+            else:
+                node[path[-1]] = copy.deepcopy(value)  # never share (or nest) a generated value
+    try:
+        text = json.dumps(cfg, allow_nan=True)
+    except ValueError:  # an integer beyond the str-conversion limit
+        text = json.dumps(TINY)[:-1] + ', "x": ' + "9" * 5000 + "}"
+    raw = text.encode()
+    if corrupt == "truncate":
+        raw = raw[: len(raw) // 2]
+    elif corrupt == "non-utf8":
+        raw = raw[:10] + b"\xff\xfe" + raw[10:]
+    elif corrupt == "digits":
+        raw = raw[:-1] + b', "n": ' + b"7" * 5000 + b"}"
+    elif corrupt == "deep":
+        raw = b"[" * 50_000 + b"]" * 50_000
+    elif corrupt == "nan":
+        raw = raw[:-1] + b', "hidden_size": NaN}'
+    elif corrupt == "array":
+        raw = b"[1, 2, 3]"
+    d = tmp_path_factory.getbasetemp() / "cfg"
+    d.mkdir(exist_ok=True)
+    (d / "config.json").write_bytes(raw)
+    code, out, err = invoke("plan", str(d), "--gpu", "h100", "--engine", engine, "--json")
+    if code == 2:
+        assert "config.json" in err or "--" in err, err  # the file (and field), or a flag
+    elif code in (0, 1):
+        json.loads(out)
+
+
+# --------------------------------------------------------------- safetensors
+
+DTYPES = ["BF16", "F16", "F32", "F8_E4M3", "I32", "U8", "I64", "BOOL", "Q4", "", None, 7]
+TENSOR_NAMES = ["model.embed_tokens.weight", "lm_head.weight", "model.norm.weight",
+                "model.layers.0.self_attn.q_proj.weight", "model.layers.3.mlp.gate_proj.weight",
+                "model.layers.9999.mlp.up_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                "vision_tower.x.weight", "__metadata__", "model.layers.1.self_attn.k_proj.weight_scale"]
+SHAPES = st.one_of(st.lists(st.integers(0, 4096), max_size=3),
+                   st.lists(st.sampled_from([-1, 2**48, 2**70, 0, 1]), max_size=3),
+                   st.sampled_from([None, "4096", [1.5], [True], {}]),
+                   st.lists(st.integers(1, 8), min_size=9, max_size=10))
+TENSOR = st.fixed_dictionaries({"dtype": st.sampled_from(DTYPES), "shape": SHAPES,
+                                "data_offsets": st.just([0, 0])})
+
+
+@settings(FUZZ, max_examples=EXAMPLES["headers"])
+@given(tensors=st.dictionaries(st.sampled_from(TENSOR_NAMES) | SHORT_TEXT, TENSOR | JSON_VALUES,
+                               max_size=6),
+       length=st.sampled_from(["exact", "exact", "exact", "huge", "short", "zero", "raw"]),
+       raw=st.binary(max_size=64),
+       index=st.sampled_from([None, None, "ok", "../secret", "/etc/hostname", "missing.safetensors", 7,
+                              "sub/../../x"]),
+       fifo=st.sampled_from([False] * 20 + [True]))
+def test_fuzz_safetensors_headers(tmp_path_factory, tensors, length, raw, index, fifo):
+    d = tmp_path_factory.getbasetemp() / "st"
+    if d.exists():
+        for f in d.iterdir():
+            f.unlink()
+    else:
+        d.mkdir()
+    (d / "config.json").write_text(json.dumps(TINY))
+    (tmp_path_factory.getbasetemp() / "secret").write_bytes(b"hf_SECRETTOKEN")
+    header = json.dumps(tensors).encode()
+    n = {"exact": len(header), "huge": 2**62, "short": max(len(header) - 3, 0), "zero": 0}.get(length, 0)
+    body = raw if length == "raw" else struct.pack("<Q", n) + header + b"\0" * 64
+    shard = "model-00001-of-00001.safetensors" if index else "model.safetensors"
+    if fifo and hasattr(os, "mkfifo"):
+        os.mkfifo(d / shard)
+    else:
+        (d / shard).write_bytes(body)
+    if index is not None:
+        target = shard if index == "ok" else index
+        (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": target}}))
+    code, out, err = invoke("plan", str(d), "--gpu", "h100", "--json")
+    assert "SECRET" not in out + err and str(struct.unpack("<Q", b"hf_SECRE")[0]) not in out + err
+    if code == 2:
+        assert str(d) in err, err
+
+
+# ----------------------------------------------------------- deployment files
+
+ENTRYPOINTS = ["vllm serve", "python -m vllm.entrypoints.openai.api_server --model",
+               "python3 -m sglang.launch_server --model-path", "text-generation-launcher --model-id",
+               "exec vllm serve", "RUN vllm serve", 'CMD ["vllm", "serve",']
+FILE_MODELS = ["qwen2.5-0.5b", "Qwen/Qwen2.5-7B-Instruct", "/models/Llama-3.1-8B", "./tiny", "tiny",
+               "~/x", "../x", "/dev/zero", "{{ .Values.model }}", "${MODEL}", "${MODEL:-qwen2.5-7b}",
+               "acme/not-cached", "'unclosed"]
+FILE_FLAGS = ["-tp", "--tensor-parallel-size", "--max-model-len", "--max-num-seqs", "--dtype",
+              "--gpu-memory-utilization", "--kv-cache-dtype", "--block-size", "--tp-size",
+              "--context-length", "--mem-fraction-static", "--num-shard", "--max-total-tokens",
+              "--max-input-tokens", "--cuda-memory-fraction", "--enforce-eager", "--unknown-flag",
+              "--kv-cache-memory-bytes", "--max-num-batched-tokens", "-q"]
+FILE_VALUES = st.one_of(FLAG_TEXT, st.sampled_from(["{{ x }}", "{{ {{ {{", "${X:-4}", "$X", "'a b'", "\\",
+                                                    "\"", "&&", "|", "#", "32K", "1.5k", "--", "\u00b2",
+                                                    "\u0663", "\u0663.\u0665", "x\x00y", "\u00bd"]))
+DIRECTIVES = st.sampled_from(["", "", "", "# kvplan: gpu=h100\n", "# kvplan: gpu=nosuch\n",
+                              "# kvplan: engine-version=0.1" + "a" * 30 + "!\n", "# kvplan: bogus=1\n",
+                              "# kvplan: model=qwen2.5-7b gpu-count=2\n",
+                              "# kvplan: engine-version=0.19.0\n", "# kvplan: gpu-count=99999999999\n",
+                              "# kvplan: gpu-count=\u00b2\n", "# kvplan: gpu-count=" + "9" * 5000 + "\n"])
+
+
+@st.composite
+def command(draw) -> str:
+    entry = draw(st.sampled_from(ENTRYPOINTS))
+    parts = [entry, draw(st.sampled_from(FILE_MODELS))]
+    for _ in range(draw(st.integers(0, 4))):
+        flag = draw(st.sampled_from(FILE_FLAGS))
+        value = draw(FILE_VALUES)
+        parts.append(draw(st.sampled_from([f"{flag} {value}", f"{flag}={value}", flag])))
+    text = " ".join(parts)
+    if entry.startswith("CMD ["):
+        text = entry + ", ".join(json.dumps(p) for p in parts[1:]) + "]"
+    return text + draw(st.sampled_from(["", "", " && echo done", " \\\n  --max-num-seqs 8", " | tee log"]))
+
+
+def _yaml_str(s: str) -> str:
+    return json.dumps(s)
+
+
+@st.composite
+def deployment_file(draw) -> tuple[str, str]:
+    kind = draw(st.sampled_from(["sh", "sh", "Dockerfile", "k8s", "compose", "compose", "vllm-config",
+                                 "yaml-noise", "alias"]))
+    head = draw(DIRECTIVES)
+    cmds = draw(st.lists(command(), min_size=1, max_size=3))
+    if kind in ("sh", "Dockerfile"):
+        name = "run.sh" if kind == "sh" else "Dockerfile"
+        image = draw(st.sampled_from(["", "FROM vllm/vllm-openai:v0.19.0\n", "FROM x:latest\n"]))
+        return name, head + image + "\n".join(cmds) + "\n"
+    if kind == "k8s":
+        args = draw(st.lists(FILE_VALUES | st.sampled_from(FILE_FLAGS + FILE_MODELS), max_size=6))
+        gpu = draw(st.sampled_from(["1", "2", "8", "x", "-1", "99999999999999999999", "{{ .Values.gpus }}",
+                                    "\u00b2", "9" * 5000, "\u0663"]))
+        product = draw(st.sampled_from(["NVIDIA-H100-80GB-HBM3", "no-such", "", "NVIDIA-L4"]))
+        text = (f"{head}apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n"
+                f"      nodeSelector:\n        nvidia.com/gpu.product: {_yaml_str(product)}\n"
+                f"      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.19.0\n"
+                f"          args: [{', '.join(_yaml_str(a) for a in ['qwen2.5-7b', *args])}]\n"
+                f"          resources:\n            limits:\n              nvidia.com/gpu: {_yaml_str(gpu)}\n")
+        return "deploy.yaml", text
+    if kind == "compose":
+        services = []
+        for i, c in enumerate(cmds):
+            form = draw(st.sampled_from(["string", "list", "image-args"]))
+            if form == "string":
+                body = f"    command: {_yaml_str(c)}\n"
+            elif form == "list":
+                body = f"    command: [{', '.join(_yaml_str(t) for t in c.split())}]\n"
+            else:
+                body = (f"    image: vllm/vllm-openai:v0.8.5\n    command: "
+                        f"[{', '.join(_yaml_str(t) for t in c.split()[2:])}]\n")
+            gpus = "    deploy: {resources: {reservations: {devices: [{count: 2}]}}}\n"
+            count = draw(st.sampled_from(["", gpus, "    deploy: [[[[1]]]]\n",
+                                          gpus.replace("2", '"\u00b2"'), gpus.replace("2", "9" * 5000)]))
+            services.append(f"  s{i}:\n{body}{count}")
+        return "docker-compose.yaml", head + "services:\n" + "".join(services)
+    if kind == "vllm-config":
+        keys = draw(st.lists(st.tuples(st.sampled_from([f.lstrip("-").replace("-", "_") for f in FILE_FLAGS]),
+                                       FILE_VALUES), max_size=4))
+        body = "".join(f"{k}: {_yaml_str(v)}\n" for k, v in keys)
+        model = _yaml_str(draw(st.sampled_from(FILE_MODELS)))
+        return "config.yaml", f"{head}model: {model}\ntensor_parallel_size: 1\n{body}"
+    if kind == "alias":
+        depth = draw(st.integers(1, 8))
+        lines = ['a0: &a0 ["x", "y", "z", "w"]']
+        for i in range(1, depth):
+            lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 8) + "]")
+        tail = draw(st.sampled_from([f"spec:\n  containers: *a{depth - 1}\n",
+                                     f"spec:\n  affinity: *a{depth - 1}\n  containers: []\n",
+                                     "r: &r [*r]\n", "m: &m {k: *m}\n"]))
+        return "bomb.yaml", "\n".join(lines) + "\n" + tail
+    noise = draw(st.text(st.sampled_from("abc:-[]{}&*!|>'\"\n #%@`\t,?0"), max_size=200))
+    return "noise.yaml", head + noise
+
+
+@settings(FUZZ, max_examples=EXAMPLES["files"])
+@given(file=deployment_file(), gpu=st.sampled_from(["h100", "h100", "l4", "nosuch"]),
+       sets=st.lists(st.sampled_from(["model=qwen2.5-7b", "gpus=2", "x=", "MODEL=tiny", "X=4"]), max_size=2),
+       fmt=st.sampled_from(["json", "json", "table", "github"]))
+def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets, fmt):
+    name, text = file
+    repo = tmp_path_factory.getbasetemp() / "repo"
+    repo.mkdir(exist_ok=True)
+    tiny_dir(repo)
+    path = repo / name
+    path.write_text(text)
+    old = os.getcwd()
+    os.chdir(repo)
+    try:
+        args = ["check", name, "--gpu", gpu, "--format", fmt]
+        for s in sets:
+            args += ["--set", s]
+        code, out, err = invoke(*args)
+    finally:
+        os.chdir(old)
+    if not out:  # a usage error before any file was read
+        assert code == 2 and names_something(err), err
+        return
+    if fmt == "github":  # one workflow command per line: a file cannot inject another
+        assert all(line.startswith(("::", "kvplan check:")) for line in out.splitlines()), out
+    if fmt != "json":
+        return
+    report = json.loads(out)
+    assert report["exit_code"] == code
+    for row in report["deployments"]:
+        assert name in row["file"]
+        if row["status"] == "error":
+            assert row["problems"] and row["problems"][0]["message"].strip()
+            assert "internal error" not in row["problems"][0]["message"]
+
+
+def test_fuzz_budget_is_at_least_two_thousand_inputs():
+    assert sum(EXAMPLES.values()) >= 2000
