@@ -268,8 +268,27 @@ class _Enumerated:
     lm_head_elements: int
 
 
+_ENUM_CACHE: dict[tuple, tuple[ModelSpec, _Enumerated]] = {}
+_ENUM_CACHE_SIZE = 512
+
+
 def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
                      quant: QuantSpec | None) -> _Enumerated:
+    """_enumerate_stage_uncached, memoised per (model object, tp, pp, dtype, format): a sweep
+    asks the same model × layout on every GPU."""
+    key = (id(m), tp, pp, dtype, quant.model_dump_json() if quant else None)
+    hit = _ENUM_CACHE.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_ENUM_CACHE) >= _ENUM_CACHE_SIZE:
+        _ENUM_CACHE.clear()
+    out = _enumerate_stage_uncached(m, tp, pp, dtype, quant)
+    _ENUM_CACHE[key] = (m, out)
+    return out
+
+
+def _enumerate_stage_uncached(m: ModelSpec, tp: int, pp: int, dtype: str,
+                              quant: QuantSpec | None) -> _Enumerated:
     """Bytes and matmul elements of one TP rank of the heaviest PP stage, from the same tensor
     enumeration and sharding rules as weights.weight_memory_per_stage."""
     ranges = _weights.pp_layer_ranges(m.num_layers, pp)

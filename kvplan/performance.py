@@ -87,7 +87,8 @@ def kv_bound(res: MemoryResult, n: Lengths) -> int:
 
 
 def _point(p: perf.PerfPoint) -> PerfPoint:
-    return PerfPoint(
+    # model_construct: every field is computed here with its type (a sweep builds thousands)
+    return PerfPoint.model_construct(
         concurrency=p.concurrency, running=p.running, ttft_ms=round(p.ttft_ms, 2),
         ttft_ms_low=round(p.ttft_ms_low, 2), ttft_ms_high=round(p.ttft_ms_high, 2),
         tpot_ms=round(p.tpot_ms, 3), tpot_ms_low=round(p.tpot_ms_low, 3),
