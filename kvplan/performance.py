@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from . import perf
 from .engines.base import MemoryResult
+from .units import largest_true
 from .specs import (
     Deployment,
     GpuSpec,
@@ -69,16 +70,7 @@ def largest_meeting(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int) 
         return _meets(perf.evaluate(ctx, concurrency=c, input_tokens=n.input_tokens,
                                     output_tokens=n.output_tokens), w)
 
-    if bound < 1 or not ok(1):
-        return 0
-    lo, hi = 1, bound
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return largest_true(ok, bound)
 
 
 def kv_bound(res: MemoryResult, n: Lengths) -> int:

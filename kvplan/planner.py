@@ -35,7 +35,7 @@ from .specs import (
     StageBreakdown,
     Workload,
 )
-from .units import GiB
+from .units import GiB, largest_true
 from .versions import parse_version
 from .weights import parameter_count
 
@@ -229,16 +229,7 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     return Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits")
 
 
-def _largest_len(fits: object, cap: int) -> int:
-    """Binary search over 1…cap for the largest length that `fits` (0 if none)."""
-    lo, hi = 0, cap
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):  # type: ignore[operator]
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+_largest_len = largest_true  # the largest length that fits: a binary search
 
 
 def _plural(n: int, word: str) -> str:

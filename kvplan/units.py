@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -32,3 +34,16 @@ DTYPE_ALIASES: dict[str, str] = {
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of non-negative integers."""
     return -(-a // b)
+
+
+def largest_true(pred: Callable[[int], bool], cap: int) -> int:
+    """Largest k in 1…cap with pred(k), for a pred that is true up to some k and false after
+    (0 if pred(1) is false): a binary search, O(log cap) calls."""
+    lo, hi = 0, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -172,5 +172,12 @@ class Engine(ABC):
         """The launch line with the user's explicit flags and the recommended values."""
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
-        """Notes about model layouts this engine allocates differently (default: none)."""
-        return []
+        """Notes about model layouts this engine allocates differently. Default: the recurrent
+        (Mamba / linear-attention) state pool is modelled for vLLM only."""
+        from ..specs import Problem
+
+        if m.linear_attention is None:
+            return []
+        return [Problem(code="unsupported-layout", severity="warning",
+                        message=f"{self.label}'s Mamba/linear-attention state pool is not "
+                        "modelled: the KV numbers count the attention layers only")]

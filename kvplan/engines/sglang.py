@@ -450,12 +450,6 @@ class SglangEngine(Engine):
             args += ["--revision", revision]
         return shlex.join(args)
 
-    def layout_problems(self, m: ModelSpec) -> list[Problem]:
-        if m.linear_attention is not None:
-            return [Problem(code="unsupported-layout", severity="warning",
-                            message="SGLang's Mamba/linear-attention state pool is not modelled: "
-                            "the KV numbers count the attention layers only")]
-        return []
 
 
 ENGINE = SglangEngine()

@@ -611,9 +611,7 @@ class TgiEngine(Engine):
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         if m.linear_attention is not None:
-            return [Problem(code="unsupported-layout", severity="warning",
-                            message="TGI's Mamba/linear-attention state pool is not modelled: the "
-                            "KV numbers count the attention layers only")]
+            return super().layout_problems(m)
         if m.mla is not None or m.layer_types:
             return [Problem(code="engine-layout", severity="info",
                             message="TGI allocates every layer's K and V for every token (no MLA "

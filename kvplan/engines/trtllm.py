@@ -853,11 +853,7 @@ class TrtllmEngine(Engine):
         return f"cat > extra_llm_api_options.yaml <<'EOF'\n{yaml_text}EOF\n{line}"
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
-        out = []
-        if m.linear_attention is not None:
-            out.append(Problem(code="unsupported-layout", severity="warning",
-                               message="TensorRT-LLM's Mamba/linear-attention state pool is not "
-                               "modelled: the KV numbers count the attention layers only"))
+        out = super().layout_problems(m)
         if m.layer_types and "sliding" in m.layer_types:
             out.append(Problem(code="engine-layout", severity="info",
                                message="TensorRT-LLM's pool estimate counts sliding-window layers as "

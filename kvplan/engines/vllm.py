@@ -29,7 +29,7 @@ from ..specs import (
     Source,
     SpeculativeConfig,
 )
-from ..units import DTYPE_BYTES, GiB, MiB, cdiv
+from ..units import DTYPE_BYTES, GiB, MiB, cdiv, largest_true
 from ..weights import (
     LoraSlots,
     draft_layer_count,
@@ -332,14 +332,7 @@ def mamba_pages_per_request(d: Deployment, era: Era) -> int:
 
 def largest_fitting_len(fits: Callable[[int], bool], cap: int) -> int:
     """vLLM's binary search over 1…cap for the largest length whose request fits (0 if none)."""
-    lo, hi = 0, cap
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return largest_true(fits, cap)
 
 
 def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | None,
@@ -829,6 +822,9 @@ class VllmEngine(Engine):
         if not era_of(dep).cudagraph_in_budget:
             outside += max(st.cudagraph_bytes for st in res.stages)
         return math.floor((dep.gpu_total_bytes - outside) / dep.gpu_total_bytes * 100) / 100
+
+    def layout_problems(self, m: ModelSpec) -> list[Problem]:
+        return []  # vLLM's layouts, recurrent state pools included, are modelled (kv.py)
 
     def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
         return batch_defaults(dep.gpu_total_bytes, gpu.device_name, era_of(dep),
