@@ -42,9 +42,8 @@ class CurvePoint:
 
 @dataclass(frozen=True)
 class SweepOption:
-    """HOOK for `kvplan sweep` (being built in parallel): one candidate deployment. The sweep
-    converts its results to these and passes them as `Report.sweep`; the "Options from a sweep"
-    section renders only when it is not None."""
+    """One candidate deployment from `kvplan sweep` (`sweep_options` converts its results); the
+    "Options from a sweep" section renders only when `Report.sweep` is not None."""
 
     label: str
     fits: bool
@@ -53,6 +52,30 @@ class SweepOption:
     kv_tokens: int
     command: str = ""
     chosen: bool = False
+
+
+def sweep_options(result: Any, chosen: Plan, top: int = 8) -> list[SweepOption]:
+    """The best `top` options of a sweep (sweep.SweepResult) as report rows; headroom is the KV
+    memory per GPU beyond what the target needs; the row matching `chosen` is marked."""
+    def same(o: Any) -> bool:
+        return (o.gpu == chosen.gpu.id and o.engine == chosen.engine.name
+                and o.count == chosen.gpu.count)
+
+    picked = list(result.options[:top])
+    if not any(same(o) for o in picked):  # the reviewed deployment, for comparison
+        picked += [o for o in result.options if same(o)][:1]
+    out = []
+    for o in picked:
+        p = o.plan
+        per_request = (p.workload.avg_input_tokens or 0) + (p.workload.avg_output_tokens or 0)
+        need_tokens = (p.workload.target_concurrency or 1) * (
+            per_request or int(p.inputs["max_model_len"].value or 0))
+        spare = max(0, p.kv_cache.tokens - need_tokens) * p.kv_cache.bytes_per_token
+        out.append(SweepOption(
+            label=f"{o.count} × {o.gpu} TP{o.tensor_parallel_size}×PP{o.pipeline_parallel_size} "
+            f"{o.engine}", fits=o.meets_target, cost_per_hour=o.price_per_hour,
+            headroom_bytes=spare, kv_tokens=p.kv_cache.tokens, command=p.command, chosen=same(o)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -336,6 +359,13 @@ def _verdict_detail(p: Plan) -> str:
                 f"KV cache ({kv.tokens:,} tokens); the largest {knob(p, 'max_model_len')} that "
                 f"fits is {kv.max_model_len_fit:,}{other}")
     length = _num(p.inputs["max_model_len"].value)
+    per_request = (p.workload.avg_input_tokens or 0) + (p.workload.avg_output_tokens or 0)
+    if n and per_request:  # the workload's own request length, as the planner sizes the target
+        held = kv.tokens / per_request
+        if held < n:
+            return (f"one request fits, but the KV cache holds {held:,.2f} of the {n} target "
+                    f"requests of {per_request:,} tokens (see the recommendations)")
+        return f"the KV cache holds all {n} target requests of {per_request:,} tokens"
     if n and kv.max_concurrency < n:
         return (f"one request fits, but the KV cache holds {kv.max_concurrency:,.2f} of the "
                 f"{n} target requests at {length} tokens (see the recommendations)")

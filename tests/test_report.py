@@ -464,8 +464,9 @@ def test_html_report_in_a_real_headless_browser(capsys, tmp_path):
         got = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")
                          .replace("&lt;", "<").replace("&gt;", ">"))
         assert got["errors"] == [] and got["blocked"] == [] and got["resources"] == []
-        # memory stack, KV curve, engines compared + TTFT, TPOT and throughput versus concurrency
-        assert len(got["charts"]) == 6 and all(w > 200 and h > 50 for w, h in got["charts"]), got
+        # memory stack, KV curve, engines compared, TTFT/TPOT/throughput versus concurrency,
+        # and the sweep's cost versus headroom (the CLI report includes the sweep)
+        assert len(got["charts"]) == 7 and all(w > 200 and h > 50 for w, h in got["charts"]), got
         assert got["scrollWidth"] <= got["innerWidth"], f"sideways scroll at {width}px: {got}"
         assert got["title"].startswith("Sizing report")
         assert _console_messages(r.stderr) == []
