@@ -483,7 +483,7 @@ def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]], width: int) 
     return out
 
 
-NO_LATENCY = "not evaluated (no latency model yet)"  # said once, in the notes
+NO_LATENCY = "not evaluated (no bandwidth/FLOPs figures"  # said once, in the notes
 
 
 _SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "e4m3",

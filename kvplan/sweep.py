@@ -29,7 +29,7 @@ from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
 from .weights import weight_memory_per_stage
 
 SWEEP_SCHEMA_VERSION = "1.0"
-NO_LATENCY_MODEL = "SLO not evaluated (no latency model yet)"  # render.NO_LATENCY matches it
+NO_LATENCY_MODEL = "SLO not evaluated (no bandwidth/FLOPs figures"  # the reason's prefix
 MAX_SWEEP_GPUS = 64
 
 
@@ -308,10 +308,10 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         notes.append("no --max-model-len: each engine's default length (usually the model's "
                      "maximum) is planned")
     if not latency:
-        notes.append("no latency model yet: ranked by memory and price only; $/M tokens are "
-                     "not computed" + ("; the SLOs given are not evaluated (every option says so "
-                                       "in its reasons)" if target.slo_tpot_ms or target.slo_ttft_ms
-                                       else ""))
+        notes.append("no latency figures for these GPUs (no bandwidth/FLOPs in gpu_specs): ranked "
+                     "by memory and price only; $/M tokens are not computed"
+                     + ("; the SLOs given are not evaluated" if target.slo_tpot_ms
+                        or target.slo_ttft_ms else ""))
     if any(o.price_per_hour is None for o in options):
         notes.append("options without a price (no default for that GPU) rank after priced ones; "
                      "pass --prices FILE")
@@ -394,8 +394,7 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
             continue
         if perf is None or got is None:
             if p.fits:  # a plan that does not fit has no performance: memory is its reason
-                reasons.append(f"{name} SLO not evaluated (no bandwidth/FLOPs figures for "
-                               f"{c.gpu.id})")
+                reasons.append(f"{name} {NO_LATENCY_MODEL} for {c.gpu.id})")
         elif got > limit:
             slo_missed = True
             reasons.append(f"SLO: predicted {name} {got:.1f} ms > {limit:g} ms")
