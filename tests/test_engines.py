@@ -306,3 +306,9 @@ def test_tgi_warmup_batch_kv_is_named_when_it_leaves_no_memory():
     msg = next(x.message for x in p.problems if x.code == "no-kv-memory")
     assert "64,000 tokens" in msg and f"{64000 * 163840 / GiB:.2f} GiB" in msg
     assert not p.fits
+
+
+def test_tgi_refuses_a_total_too_short_for_a_prompt():
+    """Issue 15 class 3: --max-total-tokens 1 would print --max-input-tokens 0."""
+    with pytest.raises(InvalidInputError, match="no room for a prompt"):
+        plan(LLAMA, "h100", engine="tgi", max_model_len=1)

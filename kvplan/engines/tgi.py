@@ -485,6 +485,11 @@ class TgiEngine(Engine):
             raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}",
                                     hint=f"use --max-model-len {model_max} or less",
                                     code="max-model-len-above-model-maximum", knob="max_model_len")
+        if max_total is not None and max_total < 2:
+            raise InvalidInputError(f"--max-total-tokens {max_total} leaves no room for a prompt "
+                                    "and a generated token (TGI's launcher refuses it)",
+                                    hint="use --max-model-len 2 or more", code="max-model-len-too-short",
+                                    knob="max_model_len")
         max_input = lengths.max_input_tokens or (max_total - 1 if max_total else None)
         max_total = max_total or lengths.max_total_tokens
         if max_input and max_total and max_input >= max_total:
