@@ -181,6 +181,14 @@ def compare_table(plans: list[Plan], console: Console) -> None:
     row("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans])
     row("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans])
     row("concurrency", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans])
+    if any(p.performance for p in plans):  # the latency model at each plan's own concurrency
+        perf = [p.performance for p in plans]
+        row("TPOT ms", [f"{x.tpot_ms:,.1f} at {x.concurrency}" if x else "—" for x in perf])
+        row("TTFT ms", [f"{x.ttft_ms:,.0f}" if x else "—" for x in perf])
+        row("tokens/s", [f"{x.output_tokens_per_s:,.0f}" if x else "—" for x in perf])
+        row("$/M tokens", [f"{x.cost_per_million_output_tokens:,.3f}"
+                           if x and x.cost_per_million_output_tokens is not None else "—"
+                           for x in perf])
     for name, label in (("max_model_len", "rec. length"), ("max_num_seqs", "rec. max requests"),
                         ("gpu_memory_utilization", "rec. memory fraction")):
         row(label, ["—" if getattr(p.recommendations, name).value is None
