@@ -35,7 +35,11 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "yi", "internlm2"}
 MOE_FAMILIES = {"mixtral", "qwen3_moe", "qwen2_moe"}
 KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
     "chatglm", "glm", "gemma2", "gemma3", "gpt_oss", "deepseek_v2", "deepseek_v3", "kimi_k2",
-    "qwen3_next", "llama4", "jamba", "bamba", "nemotron_h"}
+    "qwen3_next", "llama4", "jamba", "bamba", "nemotron_h", "phi"}
+# Phi-1 / 1.5 / 2 (transformers PhiModel; vllm/model_executor/models/phi.py): one LayerNorm
+# (weight + bias) feeds attention and MLP in parallel; q/k/v and dense carry biases; the MLP is
+# fc1 → gelu → fc2 with biases (not gated); the final LayerNorm and the LM head carry biases.
+BIASED_LAYERNORM_FAMILIES = {"phi"}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -571,9 +575,9 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         intermediate = r.int("intermediate_size", default=0)
         if family == "llama4":
             intermediate = r.int("intermediate_size_mlp", default=intermediate)  # dense layers
-        qkv_bias = r.bool("attention_bias", family == "qwen2")  # Qwen2: q/k/v bias always
-        o_bias = r.bool("attention_bias", False) if family != "qwen2" else False
-        mlp_bias = r.bool("mlp_bias", False)
+        qkv_bias = r.bool("attention_bias", family in {"qwen2", "phi"})  # always biased there
+        o_bias = r.bool("attention_bias", family == "phi") if family != "qwen2" else False
+        mlp_bias = r.bool("mlp_bias", family == "phi")
         rotary_dim = int(head_dim * (r.float("partial_rotary_factor", lo=0.0, hi=1.0) or 1.0))
         if family in {"jamba", "nemotron_h"}:
             rotary_dim = 0  # their attention layers use no positional encoding
@@ -650,10 +654,11 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         head_dim=int(head_dim), vocab_size=vocab, intermediate_size=intermediate or 0,
         tie_word_embeddings=tie, qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
         qk_norm=qk_norm, norms_per_layer=(4 if family in {"gemma2", "gemma3"}
-                                           else 1 if family == "nemotron_h" else 2),
+                                           else 1 if family in {"nemotron_h", "phi"} else 2),
+        norm_bias=family in BIASED_LAYERNORM_FAMILIES, lm_head_bias=family == "phi",
         mlp_layers=([i for i, k in enumerate(layer_types) if k == "none"]
                     if family == "nemotron_h" else None),
-        mlp_gated=family != "nemotron_h",
+        mlp_gated=family not in {"nemotron_h", "phi"},
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
         mla=mla, linear_attention=linear, vision=_vision(raw_cfg, family, hidden, path),

@@ -208,6 +208,8 @@ class ModelSpec(_Frozen):
     mlp_bias: bool = False
     qk_norm: bool = False
     norms_per_layer: int = 2
+    norm_bias: bool = Field(False, description="LayerNorm with a bias (Phi) instead of RMSNorm")
+    lm_head_bias: bool = Field(False, description="the LM head has a bias (Phi)")
     attention_sinks: bool = Field(False, description="gpt-oss: one learned sink per head")
     gated_attention: bool = Field(False, description="Qwen3-Next: q_proj also emits a gate")
     moe: MoeSpec | None = None

@@ -187,6 +187,8 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _attention(m, i, p + "self_attn.")
     for n in range(m.norms_per_layer):
         yield Tensor(p + f"norm{n}", "norm", m.hidden_size, 1, "none", i)
+        if m.norm_bias:
+            yield Tensor(p + f"norm{n}.bias", "norm", m.hidden_size, 1, "none", i)
     if m.mlp_layers is None or i in m.mlp_layers:
         yield from _mlp(m, i, p)
 
@@ -246,8 +248,12 @@ def tensors(m: ModelSpec) -> Iterator[Tensor]:
     for i in range(m.num_layers):
         yield from _layer_tensors(m, i)
     yield Tensor("norm", "norm", m.hidden_size, 1, "none", None)
+    if m.norm_bias:
+        yield Tensor("norm.bias", "norm", m.hidden_size, 1, "none", None)
     if not m.tie_word_embeddings:
         yield Tensor("lm_head", "lm_head", m.vocab_size, m.hidden_size, "vocab", None)
+    if m.lm_head_bias:  # ParallelLMHead(bias=True): one value per (padded) vocab row
+        yield Tensor("lm_head.bias", "bias", m.vocab_size, 1, "vocab", None)
     yield from _vision_tensors(m)
 
 

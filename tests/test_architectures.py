@@ -11,13 +11,13 @@ import json
 import pytest
 
 from kvplan import plan
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
+from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_model
 from kvplan.hf_config import spec_from_config
 from kvplan.kv import kv_layout, layer_specs
 from kvplan.units import GiB, MiB
 
 KiB = 1024
-from kvplan.weights import weight_memory_per_stage
+from kvplan.weights import parameter_count, weight_memory_per_stage
 
 
 def _model(ref):
@@ -327,3 +327,27 @@ def test_nemotron_h_plans_on_vllm():
     p = plan(m, "h100")
     assert p.fits and p.kv_cache.block_size == 1040
     assert p.memory.weights_tensor_bytes == 8_100_852_736 * 2  # no RoPE: no cos/sin cache
+
+
+def test_phi2_non_gated_mlp_parallel_block_and_biases_hand_worked():
+    """microsoft/phi-2 (config in model_specs; vllm/model_executor/models/phi.py): hidden 2560,
+    32 layers, 32 heads of 80, fc1/fc2 10240 (not gated), vocab 51200, untied.
+      embed              51200 × 2560                        = 131,072,000
+      per layer: q,k,v   3 × (2560 × 2560 + 2560)            =  19,668,480
+                 dense   2560 × 2560 + 2560                  =   6,556,160
+                 fc1     2560 × 10240 + 10240                =  26,224,640
+                 fc2     10240 × 2560 + 2560                 =  26,216,960
+                 one LayerNorm, weight + bias 2 × 2560       =       5,120
+                 = 78,671,360 × 32 layers                    = 2,517,483,520
+      final LayerNorm 2 × 2560 = 5,120; LM head 51200 × 2560 + 51200 = 131,123,200
+      total 2,779,683,840 (HF's 2.78B); fp16 = 5,559,367,680 B = 5.18 GiB, which vLLM's
+      "Model loading took" rounds to 5.19 GiB (issue 14 quotes it); Llama-style assumptions
+      gave 6.75 GiB (+30 %: a gated MLP)."""
+    m = resolve_model("microsoft/phi-2")
+    assert m.unsupported == [] and not m.mlp_gated and m.norms_per_layer == 1
+    assert parameter_count(m) == 2_779_683_840
+    assert m.rotary_dim == 32  # partial_rotary_factor 0.4 × head_dim 80
+    p = plan("microsoft/phi-2", "h100")
+    assert p.memory.weights_tensor_bytes - 2 * 2_779_683_840 < 2**20  # + the fp16 RoPE cache
+    assert round(p.memory.weights_bytes / 2**30, 2) == 5.19
+    assert p.kv_cache.bytes_per_token == 32 * 2 * 32 * 80 * 2  # MHA, fp16
