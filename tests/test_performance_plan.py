@@ -99,7 +99,7 @@ def test_every_engine_predicts():
         assert p.performance is not None and p.performance.tpot_ms > 0, engine
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(c1=st.integers(1, 200), c2=st.integers(1, 200))
 def test_tpot_does_not_fall_with_more_concurrency(c1, c2):
     """More requests in flight never make a token faster (same deployment)."""
