@@ -34,11 +34,7 @@ MAX_LAYERS = 1024  # num_hidden_layers (largest published: 126 layers)
 MAX_TENSORS = 1_000_000  # safetensors tensors per checkpoint (DeepSeek-V3: ~92 k)
 MAX_TENSOR_DIMS = 8
 
-# --------------------------------------------------------------- deployment knobs
-MAX_PARALLEL = 4096  # TP / PP / DP sizes
-MAX_TOKENS = 2**34  # max_model_len, batched tokens, KV tokens: 17 G tokens
-MAX_GPU_MEMORY_GIB = 4096.0  # --gpu-memory-gib: 4 TiB per device (largest today: 288 GB)
-MAX_BYTES_KNOB = 2**42  # --kv-cache-memory-bytes: 4 TiB
+# ---------------------------------------------------------------------- inputs
 MAX_VERSION_CHARS = 64
 MAX_HUB_TIMEOUT_S = 3600.0
 
@@ -209,32 +205,39 @@ def contained(path: Path, root: Path, *, what: str, where: str | None = None) ->
 # Sanity bounds on deployment knobs, wherever they come from (flags, files): ints as
 # (lo, hi), floats as (lo exclusive, hi inclusive). Engine-specific ranges stay with the
 # engines; these only keep hostile values (nan, 1e300, a 400-digit length) out of the math.
-INT_KNOBS = {
-    "tensor_parallel_size": (1, MAX_PARALLEL), "pipeline_parallel_size": (1, MAX_PARALLEL),
-    "data_parallel_size": (1, MAX_PARALLEL), "max_model_len": (1, MAX_TOKENS),
-    "max_num_seqs": (1, 2**24), "max_num_batched_tokens": (1, MAX_TOKENS),
-    "max_input_tokens": (1, MAX_TOKENS), "max_total_tokens": (1, MAX_TOKENS),
-    "block_size": (1, 2**16), "kv_cache_memory_bytes": (1, MAX_BYTES_KNOB),
-    "target_concurrency": (1, 2**24), "avg_input_tokens": (1, MAX_TOKENS),
-    "avg_output_tokens": (1, MAX_TOKENS),
-}
-FLOAT_KNOBS = {"gpu_memory_utilization": (0.0, 1.0), "gpu_memory_gib": (0.0, MAX_GPU_MEMORY_GIB)}
+def _bounds(knob: str) -> tuple[float | None, bool, float | None] | None:
+    """(lower bound, lower bound open?, upper bound) of a knob or workload field, read from
+    the one typed definition (knobs.Knobs, specs.Workload): None when it has no numeric bound."""
+    from .knobs import Knobs
+    from .specs import Workload
+
+    field = Knobs.model_fields.get(knob) or Workload.model_fields.get(knob)
+    if field is None:
+        return None
+    lo, lo_open, hi = None, False, None
+    for c in field.metadata:
+        if getattr(c, "gt", None) is not None:
+            lo, lo_open = c.gt, True
+        elif getattr(c, "ge", None) is not None:
+            lo = c.ge
+        elif getattr(c, "le", None) is not None:
+            hi = c.le
+    return None if lo is None and hi is None else (lo, lo_open, hi)
 
 
 def knob_error(knob: str, value: object) -> str | None:
-    """Why `value` is out of bounds for `knob`, or None when it is fine (or not bounded)."""
-    if value is None:
+    """Why `value` is out of bounds for `knob` (the bounds of its typed field), or None when it
+    is fine or not bounded. Bounded before anything else sees it: nan, inf, 1e300, 400 digits."""
+    bounds = _bounds(knob)
+    if value is None or bounds is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if knob in INT_KNOBS and isinstance(value, int) and not isinstance(value, bool):
-        lo, hi = INT_KNOBS[knob]
-        if not lo <= value <= hi:
-            return f"{_short(value)} is out of range (use {lo:,} to {hi:,})"
-    if knob in FLOAT_KNOBS and isinstance(value, (int, float)) and not isinstance(value, bool):
-        lo, hi = FLOAT_KNOBS[knob]
-        if not (math.isfinite(value) and lo < value <= hi):
-            why = " (GiB per device)" if knob == "gpu_memory_gib" else ""
-            return f"{_short(value)} is out of range (use a finite number in ({lo:g}, {hi:g}]{why})"
-    return None
+    lo, lo_open, hi = bounds
+    ok = (not isinstance(value, float) or math.isfinite(value)) and (
+        lo is None or (value > lo if lo_open else value >= lo)) and (hi is None or value <= hi)
+    if ok:
+        return None
+    span = f"{'(' if lo_open else '['}{lo:,g}, {hi:,g}]" if lo is not None and hi is not None else ""
+    return f"{_short(value)} is out of range (use a value in {span})"
 
 
 def check_flags(values: dict[str, object]) -> None:

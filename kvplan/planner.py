@@ -110,8 +110,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     workload = workload or Workload()
     _check_supported(eng, knobs)
     version = engine_version or eng.newest_version
-    parse_version(version)
-    _, problems = eng.era(version)
+    era_name, problems = eng.era(version)
+    problems = newer_than_modelled(eng, version, era_name) + problems
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.shared_prefix_tokens)
@@ -168,6 +168,16 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
         speculative=res.speculative, lora=res.lora, offload=res.offload,
     )
+
+
+def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
+    """A release newer than the newest one read is planned with the newest era's accounting,
+    and the plan says so (every engine: `Engine.newest_version`)."""
+    if parse_version(version) <= parse_version(eng.newest_version):
+        return []
+    return [Problem(code="engine-version-newer", severity="warning",
+                    message=f"{eng.label} {version} is newer than {eng.newest_version}, the "
+                    f"newest release kvplan read; modelled with the {era} accounting")]
 
 
 def _check_supported(eng: Engine, knobs: Knobs) -> None:

@@ -328,10 +328,6 @@ class SglangEngine(Engine):
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
         problems = []
-        if v > parse_version(NEWEST_MODELLED):
-            problems.append(Problem(code="engine-version-newer", severity="warning",
-                                    message=f"sglang {version} is newer than {NEWEST_MODELLED}, "
-                                    "the newest read"))
         if TIER_FROM <= v < LEGACY_BEFORE:
             problems.append(Problem(
                 code="engine-version-boundary-uncertain", severity="info",

@@ -446,10 +446,6 @@ class TgiEngine(Engine):
                 code="engine-version-not-modelled", severity="warning",
                 message=f"tgi {version}: releases before 0.9.4 do not size the KV cache at warm-up "
                 "(max_batch_total_tokens defaults to 16000); modelled with the 0.9.4 accounting"))
-        elif v > parse_version(NEWEST_MODELLED):
-            problems.append(Problem(code="engine-version-newer", severity="warning",
-                                    message=f"tgi {version} is newer than {NEWEST_MODELLED}, the "
-                                    f"newest read; modelled with the {era.name} accounting"))
         return f"{era.name} accounting", problems
 
     def eras(self) -> list[tuple[str, str]]:

@@ -132,13 +132,8 @@ def select_era(version: str, runtime: Runtime = "pytorch") -> tuple[TrtllmEra, l
             code="engine-version-not-modelled", severity="warning",
             message=f"TensorRT-LLM {version} predates the PyTorch backend (first seen early 2025, "
             f"~0.17); using the {eras[0].name} accounting."))
-    if v > parse_version(NEWEST_MODELLED):
-        problems.append(Problem(
-            code="engine-version-newer", severity="warning",
-            message=f"TensorRT-LLM {version} is newer than the newest source read "
-            f"({NEWEST_MODELLED}); using the {eras[-1].name} accounting."))
     era = [e for e in eras if e.first <= v][-1] if v >= eras[0].first else eras[0]
-    if not era.pinned and not problems:
+    if not era.pinned and not problems and v <= parse_version(NEWEST_MODELLED):
         problems.append(Problem(
             code="engine-version-boundary-uncertain", severity="info",
             message=f"TensorRT-LLM {version}: {era.name}; the era boundaries are inferred from "

@@ -125,7 +125,8 @@ UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0
 
 
 def select_era(version: str) -> tuple[Era, list[Problem]]:
-    """The modelled era for a version, plus a warning when the version is outside what was read."""
+    """The modelled era for a version, plus a warning when the version is older than or between
+    the releases read (one newer than the newest: planner.newer_than_modelled)."""
     era, problems = _select_era(version)
     return era, [p.model_copy() for p in problems]
 
@@ -139,11 +140,6 @@ def _select_era(version: str) -> tuple[Era, tuple[Problem, ...]]:
             code="engine-version-not-modelled", severity="warning",
             message=f"vLLM {version} predates the V0 releases kvplan read (0.6.x); using the "
             f"{ERAS[0].name} accounting, which may differ."))
-    elif v > parse_version(NEWEST_MODELLED):
-        problems.append(Problem(
-            code="engine-version-newer", severity="warning",
-            message=f"vLLM {version} is newer than the newest release kvplan models "
-            f"({NEWEST_MODELLED}); using the {ERAS[-1].name} accounting."))
     elif v not in READ_VERSIONS and any(lo <= v <= hi for lo, hi in UNREAD_RANGES):
         problems.append(Problem(
             code="engine-version-boundary-uncertain", severity="warning",
