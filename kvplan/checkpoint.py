@@ -31,14 +31,7 @@ from .limits import (
     short,
 )
 from .specs import CheckpointTensors, ModelSpec, Problem
-from .tensor_names import (  # noqa: F401 - re-exported for the readers' callers
-    FLOAT_DTYPES,
-    SAFETENSORS_DTYPE_BYTES,
-    is_encoder,
-    is_scale,
-    layer_of,
-    skipped_by_vllm,
-)
+from .tensor_names import SAFETENSORS_DTYPE_BYTES, is_scale, skipped_by_vllm
 
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors reference reader's own limit

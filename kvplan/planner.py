@@ -239,7 +239,6 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     return Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits")
 
 
-_largest_len = largest_true  # the largest length that fits: a binary search
 
 
 def _plural(n: int, word: str) -> str:
@@ -320,7 +319,7 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     # otherwise the configured length.
     max_len = length_now
     if n and not work_len and not given_len:
-        best = _largest_len(lambda k: n * res.request_blocks(k) <= res.usable_blocks, model_max)
+        best = largest_true(lambda k: n * res.request_blocks(k) <= res.usable_blocks, model_max)
         max_len = best or length_now
     goal = _Goal(n, work_len or max_len, max_len)
 
@@ -489,7 +488,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     if got and not work_len:
         r = got[1]
         n = goal.n or 1
-        fit_len = _largest_len(lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
+        fit_len = largest_true(lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
                                max(r.max_model_len, r.max_model_len_fit))
         if 0 < fit_len < goal.max_len:
             at = (f" (at {flag_of('gpu_memory_utilization', '--gpu-memory-utilization')} "

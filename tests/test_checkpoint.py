@@ -7,7 +7,8 @@ from fakehub import safetensors_header_only
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.checkpoint import is_scale, layer_of, parse_header
+from kvplan.checkpoint import parse_header
+from kvplan.tensor_names import is_scale, layer_of
 from kvplan.errors import InvalidConfigError
 
 names = st.from_regex(r"model\.layers\.[0-9]{1,2}\.[a-z_]{1,12}\.weight", fullmatch=True)
