@@ -241,8 +241,13 @@ class ModelSpec(_Frozen):
     )
     unmodelled_quantization: str | None = Field(
         None, description="a quantization_config kvplan cannot size from the config alone")
+    layout_assumed: str | None = Field(
+        None, description="a model_type kvplan does not model layer by layer: its weights come "
+        "from the safetensors headers when present, else from an assumed Llama-style layout")
     checkpoint: CheckpointTensors | None = None
     weights_from: Literal["config", "headers"] = "config"
+    header_parameters: int | None = Field(
+        None, description="parameters the safetensors headers hold (packed payloads unpacked)")
     problems: list[Problem] = Field(default_factory=list, description="notes from loading the model")
     source: str = Field(description="catalogue, local path, …")
     local_dir: str | None = Field(
@@ -380,7 +385,8 @@ class SourcedValue(BaseModel):
 class PlanModel(BaseModel):
     id: str
     source: str
-    parameters: int = Field(description="total parameters (unpadded), from the config")
+    parameters: int = Field(description="total parameters (unpadded): from the config, or from "
+                            "the safetensors headers when model.weights_from is 'headers'")
     weights_from: Literal["config", "headers"] = Field(
         description="'headers': weight bytes from the checkpoint's safetensors headers")
     dtype: str
