@@ -351,6 +351,9 @@ class Deployment(_Frozen):
     max_cpu_loras: int | None = Field(None, ge=1)
     kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
     kv_offloading_backend: str | None = None
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float = Field(2.0, gt=0, description="SGLang: host/device pool tokens")
+    hicache_size: int = Field(0, ge=0, description="SGLang: GB of host KV per GPU (0 = ratio)")
     sources: dict[str, Source]
 
 
@@ -566,12 +569,13 @@ class PlanLora(BaseModel):
 
 
 class PlanOffload(BaseModel):
-    """KV-cache offloading to host memory (docs/features.md)."""
+    """KV-cache offloading to host memory (docs/features.md): vLLM's native/LMCache offloading
+    or SGLang's hierarchical cache (backend "sglang-hicache")."""
 
     backend: str
-    host_bytes: int = Field(description="pinned host memory for the whole deployment (all DP "
-                            "replicas): kv_offloading_size GiB per replica")
-    host_bytes_per_worker: int = Field(description="host_bytes per replica / (TP × PP)")
+    host_bytes: int = Field(description="pinned host memory for the whole deployment (all GPUs "
+                            "of all DP replicas)")
+    host_bytes_per_worker: int = Field(description="pinned host memory per GPU worker")
     cpu_blocks: int = Field(description="offloaded blocks per worker (GPU block layout)")
     cpu_tokens: int = Field(description="tokens the host tier stores (cpu_blocks × block_size)")
     effective_cached_tokens: int = Field(
