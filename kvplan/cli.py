@@ -152,6 +152,9 @@ def plan(
         "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
     hicache_size: Annotated[Optional[int], typer.Option(
         "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
+    prefix_hit_rate: Annotated[Optional[float], typer.Option(
+        "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
+        "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
     shared_prefix_tokens: Annotated[Optional[int], typer.Option(
         "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
         "concurrency with prefix caching")] = None,
@@ -198,7 +201,8 @@ def plan(
     check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
-                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens)
+                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens,
+                         prefix_hit_rate=prefix_hit_rate)
     from .catalog import resolve_gpu, resolve_model
 
     options = {}
@@ -650,6 +654,8 @@ def _workload(**values: object):  # noqa: ANN202 - specs imported lazily
         return Workload(**values)
     except ValidationError as e:
         err = e.errors()[0]
+        if not err["loc"]:  # a rule across flags: its message names them
+            raise InvalidInputError(err["msg"].removeprefix("Value error, ")) from None
         name = "--" + str(err["loc"][0]).replace("_", "-")
         raise InvalidInputError(f"{name} must be positive and realistic ({err['msg'].lower()}), "
                                 f"got {err.get('input')!r}") from None

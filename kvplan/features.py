@@ -13,6 +13,13 @@ from .engines.base import MemoryResult
 from .specs import Deployment, ModelSpec, Problem
 
 
+def prefix_shared(m: ModelSpec, dep: Deployment) -> bool:
+    """Prefix caching is on and kvplan models its sharing (not for sliding-window, chunked or
+    linear-attention layers, which keep only recent pages)."""
+    return dep.enable_prefix_caching and not any(
+        kind in ("sliding", "chunked", "linear") for kind in m.layer_types)
+
+
 def prefix_concurrency(m: ModelSpec, dep: Deployment, res: MemoryResult,
                        shared_tokens: int | None) -> tuple[float | None, list[Problem]]:
     """max_concurrency when every request shares its first `shared_tokens` tokens:

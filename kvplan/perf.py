@@ -495,22 +495,31 @@ def _running(ctx: PerfContext, concurrency: int, input_tokens: int, output_token
 
 
 def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
-             output_tokens: int) -> PerfPoint:
+             output_tokens: int, cached_tokens: int = 0) -> PerfPoint:
     """TTFT, TPOT (= (e2e − TTFT)/(output − 1)), e2e and throughput of one replica at
-    closed-loop `concurrency`, fixed input/output lengths (tokens). See the module docstring."""
+    closed-loop `concurrency`, fixed input/output lengths (tokens). See the module docstring.
+    `cached_tokens` of each prompt are found in the prefix cache: prefill computes only the
+    other i − cached tokens, which attend over the cached ones (p_ctx = cached + new / 2)."""
     if concurrency < 1 or input_tokens < 1 or output_tokens < 1:
         raise ValueError("concurrency, input_tokens and output_tokens must be ≥ 1")
+    if not 0 <= cached_tokens < input_tokens:
+        raise ValueError("cached_tokens must be in [0, input_tokens)")
     c = ctx.coefficients
     b = _running(ctx, concurrency, input_tokens, output_tokens)
-    i, o = input_tokens, output_tokens
+    o = output_tokens
+    i = input_tokens - cached_tokens  # prefill work per request
+    p_ctx = cached_tokens + i / 2  # mean context a prefill token attends over
     decode_steps = max(o - 1, 1)
-    mean_ctx = i + o / 2
+    mean_ctx = input_tokens + o / 2
     budget = ctx.max_num_batched_tokens
     if ctx.style == "mixed":
         # Decode-first chunked prefill: requests that arrive together are prefilled together
         # up to the token budget; the sub-waves this cuts a burst into then stay apart, each
         # prefilled in its own mixed steps while the others decode (steady state).
-        own_steps = math.ceil(i / budget)
+        # Steps of a request's own prefill, fractional: the last chunk of a prompt just over
+        # the budget is a small piece of a step, not a whole one (no calibration row has
+        # i > budget, so the fit is unchanged; benchmarks/perf_fit.py).
+        own_steps = max(1.0, i / budget)
         life = decode_steps + own_steps  # steps in one request's life when prefill is not short
         # Requests completed per step: b / life, unless every step is full (prefill-bound):
         # then each step carries `budget` tokens, i prefill + (O − 1) decode per request.
@@ -522,7 +531,7 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         piece = min(chunk, i * max(1.0, rate))  # prefill tokens a mixed step carries: the
         # requests that arrive per step (at least one), up to the room left by decodes
         mixed = min(steps, b * i / piece)  # steps per life that carry prefill
-        t_mix = _step_s(ctx, decoding, mean_ctx, piece, i / 2, piece / i)
+        t_mix = _step_s(ctx, decoding, mean_ctx, piece, p_ctx, piece / i)
         t_dec = _step_s(ctx, decoding, mean_ctx)
         tpot = (mixed * t_mix + (steps - mixed) * t_dec) / steps
         busy = min((mixed - own_steps) / steps, 0.95) if mixed > own_steps else 0.0
@@ -537,8 +546,8 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         # (all − TTFT on average) before decoding resumes, which TPOT carries over O − 1.
         wave = b * i
         full, rest = divmod(wave, budget)
-        t_full = _step_s(ctx, 0.0, 0.0, budget, i / 2, budget / i) if full else 0.0
-        t_rest = _step_s(ctx, 0.0, 0.0, rest, i / 2, rest / i) if rest else 0.0
+        t_full = _step_s(ctx, 0.0, 0.0, budget, p_ctx, budget / i) if full else 0.0
+        t_rest = _step_s(ctx, 0.0, 0.0, rest, p_ctx, rest / i) if rest else 0.0
         t_all = full * t_full + t_rest
         ttft = ((t_full if full else t_rest) + t_all) / 2
         t_dec = _step_s(ctx, b, mean_ctx)
@@ -577,7 +586,7 @@ def concurrency_levels(max_concurrency: int) -> list[int]:
 
 
 def concurrency_table(ctx: PerfContext, input_tokens: int, output_tokens: int,
-                      max_concurrency: int) -> list[PerfPoint]:
+                      max_concurrency: int, cached_tokens: int = 0) -> list[PerfPoint]:
     """evaluate() at concurrency 1, 2, 4, … and max_concurrency."""
-    return [evaluate(ctx, concurrency=b, input_tokens=input_tokens, output_tokens=output_tokens)
-            for b in concurrency_levels(max_concurrency)]
+    return [evaluate(ctx, concurrency=b, input_tokens=input_tokens, output_tokens=output_tokens,
+                     cached_tokens=cached_tokens) for b in concurrency_levels(max_concurrency)]

@@ -38,12 +38,24 @@ class Lengths:
     input_tokens: int
     output_tokens: int
     given: bool
+    cached_tokens: int = 0  # of each prompt, found in the prefix cache (prefill skips them)
 
 
-def lengths(workload: Workload) -> Lengths:
+def lengths(workload: Workload, *, block_size: int = 1, prefix_caching: bool = True) -> Lengths:
+    """Request lengths, and the prompt tokens the prefix cache serves: the shared prefix's
+    full blocks (vLLM hashes full blocks only; SGLang's page is 1 token), at most input − 1
+    (the engine recomputes the last prompt token to sample from it)."""
     given = workload.avg_input_tokens is not None or workload.avg_output_tokens is not None
-    return Lengths(workload.avg_input_tokens or DEFAULT_INPUT_TOKENS,
-                   workload.avg_output_tokens or DEFAULT_OUTPUT_TOKENS, given)
+    i = workload.avg_input_tokens or DEFAULT_INPUT_TOKENS
+    prefix = workload.prefix_tokens() if prefix_caching else None
+    cached = min((prefix or 0) // block_size * block_size, i - 1)
+    return Lengths(i, workload.avg_output_tokens or DEFAULT_OUTPUT_TOKENS, given, cached)
+
+
+def at_lengths(ctx: perf.PerfContext, n: Lengths, concurrency: int) -> perf.PerfPoint:
+    """perf.evaluate() for requests of lengths `n` at closed-loop `concurrency`."""
+    return perf.evaluate(ctx, concurrency=concurrency, input_tokens=n.input_tokens,
+                         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens)
 
 
 def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
@@ -67,8 +79,7 @@ def largest_meeting(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int) 
     """Largest concurrency in 1…bound whose TTFT and TPOT meet the SLOs (0: none). Latency
     grows with concurrency, so a bisection finds it."""
     def ok(c: int) -> bool:
-        return _meets(perf.evaluate(ctx, concurrency=c, input_tokens=n.input_tokens,
-                                    output_tokens=n.output_tokens), w)
+        return _meets(at_lengths(ctx, n, c), w)
 
     return largest_true(ok, bound)
 
@@ -96,9 +107,9 @@ def _point(p: perf.PerfPoint) -> PerfPoint:
 def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, concurrency: int,
             bound: int, price: Price | None) -> Performance:
     """The Performance object at `concurrency`, the table up to the KV bound, and cost."""
-    at = perf.evaluate(ctx, concurrency=concurrency, input_tokens=n.input_tokens,
-                       output_tokens=n.output_tokens)
-    table = perf.concurrency_table(ctx, n.input_tokens, n.output_tokens, max(1, bound))
+    at = at_lengths(ctx, n, concurrency)
+    table = perf.concurrency_table(ctx, n.input_tokens, n.output_tokens, max(1, bound),
+                                   n.cached_tokens)
     gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
     cost_h = price.usd_per_hour * gpus if price else None
     per_m = (cost_h / (at.output_tokens_per_s * 3600) * 1e6
@@ -106,6 +117,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
     slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     return Performance(
         **_point(at).model_dump(), input_tokens=n.input_tokens, output_tokens=n.output_tokens,
+        cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         model_version=fit_name(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
@@ -132,15 +144,13 @@ def slo_seqs(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
     if best == 0:
         return Recommendation(value=None, reason="no concurrency meets the latency targets on "
                               "this deployment (see problems)"), 0
-    at = perf.evaluate(ctx, concurrency=best, input_tokens=n.input_tokens,
-                       output_tokens=n.output_tokens)
+    at = at_lengths(ctx, n, best)
     figures = f"TTFT {at.ttft_ms:,.0f} ms, TPOT {at.tpot_ms:.1f} ms at {best}"
     if best == limit:
         why = (f"the KV cache holds {bound} requests of {n.input_tokens + n.output_tokens} tokens"
                if limit == bound else f"the engine's limit of {cap} for this GPU")
         return Recommendation(value=best, reason=f"{why} binds before the latency targets ({figures})"), best
-    nxt = perf.evaluate(ctx, concurrency=best + 1, input_tokens=n.input_tokens,
-                        output_tokens=n.output_tokens)
+    nxt = at_lengths(ctx, n, best + 1)
     broke = []
     if w.slo_ttft_ms is not None and nxt.ttft_ms > w.slo_ttft_ms:
         broke.append(f"TTFT {nxt.ttft_ms:,.0f} > {w.slo_ttft_ms:g} ms")

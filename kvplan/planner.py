@@ -14,7 +14,7 @@ from . import perf, performance
 from .engines import registry
 from .engines.base import Engine, MemoryResult
 from .errors import InvalidInputError
-from .features import prefix_concurrency
+from .features import prefix_concurrency, prefix_shared
 from .knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
 from .specs import (
     Deployment,
@@ -114,7 +114,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems = newer_than_modelled(eng, version, era_name) + problems
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
-    with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.shared_prefix_tokens)
+    with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
     rec, planned, planned_res, rec_problems = _recommend(
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
@@ -521,7 +521,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
         if got:  # predict the deployment the launch line starts
             dep, res = got
-    n = performance.lengths(w)
+    n = performance.lengths(w, block_size=res.block_size, prefix_caching=prefix_shared(m, dep))
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
         return None, []
@@ -547,8 +547,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         else:
             rec.max_num_seqs = seqs_rec
         if best == 0:
-            one = perf.evaluate(search, concurrency=1, input_tokens=n.input_tokens,
-                                output_tokens=n.output_tokens)
+            one = performance.at_lengths(search, n, 1)
             problems.append(performance.unmet_slo_problem(
                 w, n, one, _slo_alternatives(eng, m, gpu, knobs, dep, w, n)))
         else:
@@ -589,8 +588,7 @@ def _batched_tokens(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: 
         if not got or not got[1].fits or performance.kv_bound(got[1], n) < seqs:
             continue
         ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=seqs)
-        options.append((cand, perf.evaluate(ctx, concurrency=seqs, input_tokens=n.input_tokens,
-                                            output_tokens=n.output_tokens)))
+        options.append((cand, performance.at_lengths(ctx, n, seqs)))
     chosen = performance.batched_tokens_choice(options, dep.max_num_batched_tokens, w)
     return chosen, int(chosen.value or dep.max_num_batched_tokens)
 
@@ -611,7 +609,7 @@ def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
         if not got or not got[1].fits:
             continue
         ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=1)
-        p = perf.evaluate(ctx, concurrency=1, input_tokens=n.input_tokens, output_tokens=n.output_tokens)
+        p = performance.at_lengths(ctx, n, 1)
         if performance._meets(p, w):
             out.append(label)
     return out

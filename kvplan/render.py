@@ -79,7 +79,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
     k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
     if kv.effective_max_concurrency_with_prefix is not None:
-        k.add_row(f"max concurrency sharing a {plan.workload.shared_prefix_tokens:,}-token prefix",
+        k.add_row(f"max concurrency sharing a {plan.workload.prefix_tokens():,}-token prefix",
                   f"{kv.effective_max_concurrency_with_prefix:,.2f}x")
     if plan.offload is not None:
         o = plan.offload
@@ -117,8 +117,9 @@ def performance_table(plan: Plan, console: Console) -> None:
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
     cal = "calibrated" if pf.calibrated else "not calibrated for this GPU family × engine"
-    t = Table(title=f"Performance per replica: {pf.input_tokens:,} in / {pf.output_tokens:,} out "
-              f"tokens, {pf.concurrency} concurrent ({how}; {cal})", title_justify="left",
+    cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
+    t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / {pf.output_tokens:,} "
+              f"out tokens, {pf.concurrency} concurrent ({how}; {cal})", title_justify="left",
               show_edge=False)
     t.add_column("figure")
     t.add_column("predicted", justify="right")

@@ -368,6 +368,24 @@ class Workload(_Frozen):
     shared_prefix_tokens: int | None = Field(
         None, gt=0, le=1 << 24, description="tokens every request shares at its start (system "
         "prompt): with prefix caching their full blocks are stored once")
+    prefix_hit_rate: float | None = Field(
+        None, gt=0, le=1, description="fraction of each prompt found in the prefix cache, "
+        "read as a shared prefix of hit rate × avg_input_tokens (needs avg_input_tokens)")
+
+    @model_validator(mode="after")
+    def _one_prefix(self) -> Workload:
+        if self.prefix_hit_rate is not None and self.shared_prefix_tokens is not None:
+            raise ValueError("give --shared-prefix-tokens or --prefix-hit-rate, not both")
+        if self.prefix_hit_rate is not None and self.avg_input_tokens is None:
+            raise ValueError("--prefix-hit-rate is a fraction of the prompt: pass "
+                             "--avg-input-tokens too")
+        return self
+
+    def prefix_tokens(self) -> int | None:
+        """Tokens every request shares at its start: given, or hit rate × input (floor)."""
+        if self.prefix_hit_rate is not None and self.avg_input_tokens is not None:
+            return int(self.prefix_hit_rate * self.avg_input_tokens) or None
+        return self.shared_prefix_tokens
 
     def sizes_batch(self) -> bool:
         """A target, request lengths or latency targets were given (they size --max-num-seqs
@@ -528,6 +546,8 @@ class Performance(PerfPoint):
 
     input_tokens: int
     output_tokens: int
+    cached_tokens: int = Field(0, description="prompt tokens per request served by the prefix "
+                               "cache (the shared prefix's full blocks): prefill skips them")
     workload_source: Literal["cli", "kvplan-default"] = Field(
         description="kvplan-default: no --avg-input-tokens/--avg-output-tokens were given")
     calibrated: bool = Field(description="this GPU family × engine has calibration data")
