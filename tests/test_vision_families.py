@@ -256,3 +256,17 @@ def test_llava_with_an_unmodelled_tower_still_warns():
     m = spec_from_config(raw, model_id="x", source="test")
     assert m.vision is None
     assert any("siglip_vision_model" in u for u in m.unsupported)
+
+
+def test_mistral_small_31_weights_match_a_real_vllm_log():
+    """llm-d-planner accuracy sweep, vLLM 0.19.0, H100, bf16, TP=1
+    (benchmarks/data/vllm_llmd_extra.csv, mistralai-mistral-small---h100-80gb--tp1pp1dp1--8192.log):
+    weights 44.76 GiB. 24,011,361,280 params · 2 B = 44.725 GiB + the RoPE cos/sin cache
+    131072 · 128 · 2 B = 32 MiB → 44.756 GiB. The language model alone (23,572,403,200 · 2 B
+    + 32 MiB = 43.94 GiB) would be 1.8 % low: the Pixtral tower and projector are the gap."""
+    from kvplan.units import GiB
+
+    m = _model("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=None)
+    assert w.tensor_bytes == 24_011_361_280 * 2 + 131072 * 128 * 2
+    assert abs(w.allocated_bytes / GiB - 44.76) / 44.76 < 0.001
