@@ -483,7 +483,8 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
 # text_config in re-serialised configs); the llava-style wrappers name it in
 # text_config.model_type, defaulting as transformers' config classes do (LlavaConfig /
 # LlavaNextConfig / Idefics3Config: llama; Mistral3Config: mistral).
-VLM_TEXT_FAMILY = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "llava": "llama",
+VLM_TEXT_FAMILY = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3",
+                   "qwen3_vl_moe": "qwen3_moe", "llava": "llama",
                    "llava_next": "llama", "mistral3": "mistral", "idefics3": "llama"}
 VISION_MODEL_TYPES = {"gemma3", "llama4", *VLM_TEXT_FAMILY}
 # Defaults transformers fills into a sparse text_config (llava-hf configs list only what
@@ -503,7 +504,9 @@ CLIP_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidd
 # Qwen2-VL / Qwen2.5-VL image processor: the published preprocessor_config.json of
 # Qwen/Qwen2-VL-7B-Instruct and Qwen/Qwen2.5-VL-*-Instruct sets max_pixels 12845056
 # (= 3584²); vLLM's get_image_size_with_most_features resizes a huge image to that area.
-QWEN_VL_MAX_PIXELS = 12_845_056
+# Qwen3-VL's sets size.longest_edge 16777216 (= 4096², read by vLLM as the pixel budget).
+QWEN_VL_MAX_PIXELS = {"qwen2_vl": 12_845_056, "qwen2_5_vl": 12_845_056, "qwen3_vl": 16_777_216,
+                      "qwen3_vl_moe": 16_777_216}
 # Idefics3ImageProcessor defaults (transformers): tiles of max_image_size 364 up to a longest
 # edge of 4 × 364, plus one global tile (vLLM idefics3.py get_num_patches: grid_w·grid_h + 1).
 IDEFICS3_MAX_TILES_PER_SIDE = 4
@@ -540,7 +543,8 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int, path: str = 
     for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size",
                 "num_channels", "projector_input_dim", "projector_output_dim", "vision_output_dim",
                 "depth", "embed_dim", "num_heads", "mlp_ratio", "in_chans", "in_channels",
-                "out_hidden_size", "spatial_merge_size", "temporal_patch_size"):
+                "out_hidden_size", "spatial_merge_size", "temporal_patch_size",
+                "num_position_embeddings"):
         if vc.get(key) is not None:
             vr.check_int(key, vc[key], where=f"vision_config.{key}")
     vr.float("pixel_shuffle_ratio", lo=0.0, hi=1.0)
@@ -557,23 +561,27 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int, path: str = 
                 projector_output_dim=vc.get("projector_output_dim"),
                 output_dim=vc.get("vision_output_dim"),
                 pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
-        if model_type in {"qwen2_vl", "qwen2_5_vl"}:
-            # Qwen2VLVisionConfig: embed_dim is the ViT width, hidden_size the LM's; Qwen2.5-VL:
-            # hidden_size is the ViT width, out_hidden_size the LM's (transformers configs).
-            merge, patch = vc.get("spatial_merge_size", 2), vc.get("patch_size", 14)
+        if model_type in QWEN_VL_MAX_PIXELS:
+            # Qwen2VLVisionConfig: embed_dim is the ViT width, hidden_size the LM's; Qwen2.5-VL
+            # and Qwen3-VL: hidden_size is the ViT width, out_hidden_size the LM's.
+            qwen3 = model_type.startswith("qwen3")
+            merge, patch = vc.get("spatial_merge_size", 2), vc.get("patch_size", 16 if qwen3 else 14)
             unit = patch * merge
-            side = math.isqrt(QWEN_VL_MAX_PIXELS) // unit * unit  # smart_resize to max_pixels
+            side = math.isqrt(QWEN_VL_MAX_PIXELS[model_type]) // unit * unit  # smart_resize
             if model_type == "qwen2_vl":
                 width = vc.get("embed_dim", 1280)
                 inter = int(width * vr.float("mlp_ratio", lo=0.0, hi=64.0)) if vc.get("mlp_ratio") else 4 * width
             else:
                 width, inter = vc.get("hidden_size", 1280), vc["intermediate_size"]
+            deepstack = vr.int_list("deepstack_visual_indexes") if qwen3 else []
             return VisionSpec(
-                kind=model_type, hidden_size=width, intermediate_size=inter,
+                kind="qwen3_vl" if qwen3 else model_type, hidden_size=width, intermediate_size=inter,
                 num_layers=vc.get("depth", 32), patch_size=patch, image_size=side,
                 num_channels=vc.get("in_channels") or vc.get("in_chans") or 3,
                 text_hidden_size=text_hidden, spatial_merge_size=merge,
                 temporal_patch_size=vc.get("temporal_patch_size", 2),
+                num_position_embeddings=vc.get("num_position_embeddings", 2304) if qwen3 else 0,
+                deepstack_mergers=len(deepstack),
                 max_tokens_per_image=(side // patch) ** 2 // merge ** 2)
         if model_type in {"llava", "llava_next", "mistral3"}:
             pixtral = vc.get("model_type") == "pixtral"

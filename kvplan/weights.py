@@ -239,6 +239,10 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
     (channels × temporal × patch²), biased qkv/proj, MLP fc1/fc2 (2-VL, LayerNorms) or gated
     gate_up/down with biases (2.5-VL, RMSNorms); merger = norm + column-parallel
     (hidden·merge²)² + row-parallel (hidden·merge² → LM hidden), both biased.
+    Qwen3-VL (qwen3_vl.py): Conv3d patch embedding with bias, a learned position table
+    (num_position_embeddings × hidden), blocks as Qwen2-VL (LayerNorms, fc1/fc2 with biases),
+    the merger plus one deepstack merger per deepstack_visual_indexes entry (its LayerNorm over
+    the merged hidden·merge² features).
     Idefics3 (idefics3.py, idefics2_vision_model.py): the SigLIP tower (biased conv patch,
     position embedding per patch, post-LayerNorm) and a connector ReplicatedLinear
     (hidden·scale_factor² → LM hidden) without bias."""
@@ -270,8 +274,12 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         yield Tensor(name + "patch_conv", "vision", h, patch_in, "none", None)
         yield Tensor(name + "ln_pre", "norm", h, 1, "none", None)
         yield from _vit_layers(name, v, gated=True, rms=True, bias=False)
-    else:  # qwen2_vl, qwen2_5_vl
-        yield Tensor(name + "patch_embed", "vision", h, patch_in * v.temporal_patch_size, "none", None)
+    else:  # qwen2_vl, qwen2_5_vl, qwen3_vl
+        qwen3 = v.kind == "qwen3_vl"
+        yield Tensor(name + "patch_embed", "vision", h, patch_in * v.temporal_patch_size + int(qwen3),
+                     "none", None)
+        if qwen3:
+            yield Tensor(name + "pos_embed", "vision", v.num_position_embeddings, h, "none", None)
         yield from _vit_layers(name, v, gated=v.kind == "qwen2_5_vl", rms=v.kind == "qwen2_5_vl")
     if v.kind == "siglip":
         yield Tensor("multi_modal_projector.norm", "norm", h, 1, "none", None)
@@ -297,13 +305,15 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
             yield Tensor("multi_modal_projector.image_newline", "norm", t, 1, "none", None)
     elif v.kind == "idefics3":
         yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none", None)
-    else:  # Qwen-VL patch merger
+    else:  # Qwen-VL patch merger (+ Qwen3-VL's deepstack mergers, LayerNorm after the shuffle)
         merged = h * v.spatial_merge_size ** 2
-        yield Tensor("multi_modal_projector.ln_q", "norm", h * (2 if v.kind == "qwen2_vl" else 1), 1,
-                     "none", None)
-        yield Tensor("multi_modal_projector.mlp0", "vision", merged, merged + 1, "out", None)
-        yield Tensor("multi_modal_projector.mlp2", "vision", t, merged, "in", None)
-        yield Tensor("multi_modal_projector.mlp2.bias", "norm", t, 1, "none", None)
+        for j in range(1 + v.deepstack_mergers):
+            p = "multi_modal_projector." + (f"deepstack.{j - 1}." if j else "")
+            norm = merged if j else h  # deepstack mergers normalise the shuffled features
+            yield Tensor(p + "ln_q", "norm", norm * (1 if v.kind == "qwen2_5_vl" else 2), 1, "none", None)
+            yield Tensor(p + "mlp0", "vision", merged, merged + 1, "out", None)
+            yield Tensor(p + "mlp2", "vision", t, merged, "in", None)
+            yield Tensor(p + "mlp2.bias", "norm", t, 1, "none", None)
 
 
 def tensors(m: ModelSpec) -> Iterator[Tensor]:

@@ -270,3 +270,48 @@ def test_mistral_small_31_weights_match_a_real_vllm_log():
     (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=None)
     assert w.tensor_bytes == 24_011_361_280 * 2 + 131072 * 128 * 2
     assert abs(w.allocated_bytes / GiB - 44.76) / 44.76 < 0.001
+
+
+# ------------------------------------------------------------------------------ Qwen3-VL
+
+QWEN3_VL_BLOCK_8B = 15_239_504
+"""One Qwen3-VL-8B ViT block (width 1152, MLP 4304; qwen3_vl.py): qkv 3456·1152 + 3456 =
+3,984,768; proj 1152² + 1152 = 1,328,256; linear_fc1 4304·1152 + 4304 = 4,962,512;
+linear_fc2 1152·4304 + 1152 = 4,959,360; norm1/norm2 LayerNorms 4·1152 = 4,608."""
+
+
+def test_qwen3_vl_8b_tower_with_deepstack_mergers():
+    """patch_embed Conv3d with bias 1152 · 3·2·16·16 + 1152 = 1,770,624; pos_embed 2304 · 1152 =
+    2,654,208; 27 blocks · 15,239,504 = 411,466,608. Merger (merged width 1152·4 = 4608):
+    LayerNorm(1152) 2,304 + linear_fc1 4608² + 4608 = 21,238,272 + linear_fc2 4096·4608 + 4096 =
+    18,878,464 → 40,119,040. Each deepstack merger normalises the 4608-wide features:
+    9,216 + 21,238,272 + 18,878,464 = 40,125,952, × 3 = 120,377,856. Tower 576,388,336.
+    LM (Qwen3-8B shape, untied): 2 · 151936 · 4096 = 1,244,659,712 + 36 · (2 · 4096² + 2 ·
+    4096·1024 + 256 q/k norms + 3 · 4096 · 12288 + 2 · 4096 = 192,946,432) + 4096 =
+    8,190,735,360. Total 8,767,123,696 (model card 8.77B)."""
+    m = _model("Qwen/Qwen3-VL-8B-Instruct")
+    assert m.model_type == "qwen3" and m.qk_norm and m.vision is not None
+    assert m.vision.kind == "qwen3_vl" and m.vision.deepstack_mergers == 3
+    assert _tower(m) == 1_770_624 + 2_654_208 + 27 * QWEN3_VL_BLOCK_8B + 40_119_040 + 120_377_856
+    assert parameter_count(m, include_vision=False) == 8_190_735_360
+    assert parameter_count(m) == 8_767_123_696
+    # processor size.longest_edge 16777216 = 4096²: (4096/16)² / 2² = 16384 tokens
+    assert m.vision.max_tokens_per_image == 16384
+
+
+def test_qwen3_vl_4b_shape_matches_its_card():
+    """Qwen3-VL-4B-Instruct's published dims (text hidden 2560, MLP 9728, 36 layers, tied
+    embeddings; ViT depth 24, width 1024, MLP 4096, out 2560, deepstack [5, 11, 17]).
+    ViT: patch 1024·1536 + 1024 = 1,573,888; pos 2304·1024 = 2,359,296; 24 blocks ·
+    12,596,224 = 302,309,376; merger 2,048 + 16,781,312 + 10,488,320 = 27,271,680; deepstack
+    3 · (8,192 + 16,781,312 + 10,488,320) = 81,833,472 → 415,347,712. LM: 151936 · 2560
+    (tied) = 388,956,160 + 36 · 100,930,816 + 2,560 = 4,022,468,096. Total 4,437,815,808
+    (model card 4.44B)."""
+    raw = _raw("Qwen/Qwen3-VL-8B-Instruct")
+    raw["tie_word_embeddings"] = True
+    raw["text_config"].update(hidden_size=2560, intermediate_size=9728, tie_word_embeddings=True)
+    raw["vision_config"].update(depth=24, hidden_size=1024, intermediate_size=4096,
+                                out_hidden_size=2560, deepstack_visual_indexes=[5, 11, 17])
+    m = spec_from_config(raw, model_id="qwen3-vl-4b", source="test")
+    assert _tower(m) == 415_347_712
+    assert parameter_count(m) == 4_437_815_808
