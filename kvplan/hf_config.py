@@ -317,12 +317,12 @@ MAMBA_KEYS = ("attn_layer_period", "hybrid_override_pattern", "layers_block_type
 def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -> list[str]:
     """Layout features whose KV or weights kvplan does not model (never guess silently)."""
     found = []
-    if "audio_config" in raw or ("vision_config" in raw and raw.get("model_type") not in VISION_MODEL_TYPES):
+    vc = raw.get("vision_config")
+    if "audio_config" in raw or (vc is not None and raw.get("model_type") not in VISION_MODEL_TYPES):
         found.append("multimodal encoder (its weights are not counted)")
-    elif (raw.get("model_type") in {"llava", "llava_next", "mistral3"} and isinstance(
-            raw.get("vision_config"), dict) and raw["vision_config"].get("model_type", "clip_vision_model")
-            not in {"clip_vision_model", "pixtral"}):
-        found.append(f"vision tower {raw['vision_config'].get('model_type')!r} (its weights are not counted)")
+    elif (raw.get("model_type") in {"llava", "llava_next", "mistral3"} and isinstance(vc, dict)
+          and vc.get("model_type", "clip_vision_model") not in {"clip_vision_model", "pixtral"}):
+        found.append(f"vision tower {vc.get('model_type')!r} (its weights are not counted)")
     if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
         found.append("MLA attention in an unrecognised family")
     if any(k in cfg for k in MAMBA_KEYS) and family not in MAMBA_FAMILIES:
@@ -523,8 +523,8 @@ def _llava_next_max_tokens(pinpoints: Any, image_size: int, patch_size: int, pat
     + the grid's (rows·side) × (cols·side) features + one newline per feature row. Images
     matching a pinpoint's aspect ratio lose no padding."""
     if not (isinstance(pinpoints, list) and pinpoints and all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) and 0 < v <= 2**16 for v in p)
-            for p in pinpoints)):
+            isinstance(p, list) and len(p) == 2
+            and all(isinstance(v, int) and 0 < v <= 2**16 for v in p) for p in pinpoints)):
         raise InvalidConfigError(f"expected a list of [height, width] pairs, got {short(pinpoints)}",
                                  path=path, field="image_grid_pinpoints")
     side = image_size // patch_size
@@ -535,7 +535,8 @@ def _llava_next_max_tokens(pinpoints: Any, image_size: int, patch_size: int, pat
     return best
 
 
-def _vision(raw: dict[str, Any], model_type: str, text_hidden: int, path: str = "config.json") -> VisionSpec | None:
+def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
+            path: str = "config.json") -> VisionSpec | None:
     vc = raw.get("vision_config")
     if not isinstance(vc, dict) or model_type not in VISION_MODEL_TYPES:
         return None
@@ -570,7 +571,8 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int, path: str = 
             side = math.isqrt(QWEN_VL_MAX_PIXELS[model_type]) // unit * unit  # smart_resize
             if model_type == "qwen2_vl":
                 width = vc.get("embed_dim", 1280)
-                inter = int(width * vr.float("mlp_ratio", lo=0.0, hi=64.0)) if vc.get("mlp_ratio") else 4 * width
+                ratio = vr.float("mlp_ratio", lo=0.0, hi=64.0) or 4.0
+                inter = int(width * ratio)
             else:
                 width, inter = vc.get("hidden_size", 1280), vc["intermediate_size"]
             deepstack = vr.int_list("deepstack_visual_indexes") if qwen3 else []
@@ -594,11 +596,13 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int, path: str = 
             features = feature if isinstance(feature, list) else [feature]
             if not features or not all(isinstance(f, int) and not isinstance(f, bool)
                                        and -layers <= f <= layers for f in features):
-                raise InvalidConfigError(f"expected a layer index within ±{layers}, got {short(feature)}",
-                                         path=path, field="vision_feature_layer")
+                raise InvalidConfigError(
+                    f"expected a layer index within ±{layers}, got {short(feature)}",
+                    path=path, field="vision_feature_layer")
             kept = max(_layer_index(f, layers) for f in features)
             if kept < 1:
-                raise InvalidConfigError("selects no encoder layer", path=path, field="vision_feature_layer")
+                raise InvalidConfigError("selects no encoder layer", path=path,
+                                         field="vision_feature_layer")
             image, patch = vc["image_size"], vc["patch_size"]
             merge = top.int("spatial_merge_size", default=2) if model_type == "mistral3" else 1
             if pixtral:  # rows of merged patches, each ended by [IMG_BREAK] (vLLM mistral3.py)
@@ -607,7 +611,8 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int, path: str = 
             elif model_type == "llava_next":
                 tokens = _llava_next_max_tokens(raw.get("image_grid_pinpoints"), image, patch, path)
             else:  # CLIP features without the CLS token ("default" select strategy)
-                tokens = (image // patch) ** 2 + int(raw.get("vision_feature_select_strategy") == "full")
+                full = raw.get("vision_feature_select_strategy") == "full"
+                tokens = (image // patch) ** 2 + int(full)
             return VisionSpec(
                 kind="pixtral" if pixtral else "clip", hidden_size=vc["hidden_size"],
                 intermediate_size=vc["intermediate_size"], num_layers=kept,

@@ -304,13 +304,15 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         if v.image_newline:
             yield Tensor("multi_modal_projector.image_newline", "norm", t, 1, "none", None)
     elif v.kind == "idefics3":
-        yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none", None)
+        yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none",
+                     None)
     else:  # Qwen-VL patch merger (+ Qwen3-VL's deepstack mergers, LayerNorm after the shuffle)
         merged = h * v.spatial_merge_size ** 2
         for j in range(1 + v.deepstack_mergers):
             p = "multi_modal_projector." + (f"deepstack.{j - 1}." if j else "")
             norm = merged if j else h  # deepstack mergers normalise the shuffled features
-            yield Tensor(p + "ln_q", "norm", norm * (1 if v.kind == "qwen2_5_vl" else 2), 1, "none", None)
+            ln = norm * (1 if v.kind == "qwen2_5_vl" else 2)  # RMSNorm, or LayerNorm + bias
+            yield Tensor(p + "ln_q", "norm", ln, 1, "none", None)
             yield Tensor(p + "mlp0", "vision", merged, merged + 1, "out", None)
             yield Tensor(p + "mlp2", "vision", t, merged, "in", None)
             yield Tensor(p + "mlp2.bias", "norm", t, 1, "none", None)

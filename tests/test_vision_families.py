@@ -174,8 +174,8 @@ IDEFICS3 = {
     "text_config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
                     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
                     "vocab_size": 128259},
-    "vision_config": {"model_type": "idefics3_vision", "hidden_size": 1152, "intermediate_size": 4304,
-                      "num_hidden_layers": 27, "num_attention_heads": 16, "patch_size": 14,
+    "vision_config": {"model_type": "idefics3_vision", "hidden_size": 1152,
+                      "intermediate_size": 4304, "num_hidden_layers": 27, "num_attention_heads": 16, "patch_size": 14,
                       "image_size": 364, "num_channels": 3},
 }
 
@@ -315,3 +315,25 @@ def test_qwen3_vl_4b_shape_matches_its_card():
     m = spec_from_config(raw, model_id="qwen3-vl-4b", source="test")
     assert _tower(m) == 415_347_712
     assert parameter_count(m) == 4_437_815_808
+
+
+def test_qwen3_vl_moe_reads_its_language_model_as_qwen3_moe():
+    """qwen3_vl_moe wraps a Qwen3-MoE text model (qwen3_vl_moe_text: experts, top-k,
+    moe_intermediate_size in text_config). With Qwen3-30B-A3B's text geometry (48 layers,
+    hidden 2048, 32q/4kv, 128 experts top-8 of width 768; 30,532,122,624 parameters,
+    reference INDEX) and the Qwen3-VL tower at out_hidden_size 2048: merger 2,304 + 21,238,272
+    + (2048·4608 + 2048 = 9,439,232) = 30,679,808; deepstack 3 · (9,216 + 21,238,272 +
+    9,439,232) = 92,060,160; with patch 1,770,624 + pos 2,654,208 + 27 blocks 411,466,608 the
+    tower is 538,631,408."""
+    raw = _raw("Qwen/Qwen3-VL-8B-Instruct")
+    raw["model_type"] = "qwen3_vl_moe"
+    raw["vision_config"]["out_hidden_size"] = 2048
+    raw["text_config"].update(
+        model_type="qwen3_vl_moe_text", hidden_size=2048, intermediate_size=6144,
+        num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4, num_experts=128,
+        num_experts_per_tok=8, moe_intermediate_size=768, decoder_sparse_step=1, mlp_only_layers=[])
+    m = spec_from_config(raw, model_id="qwen3-vl-30b-a3b", source="test")
+    assert m.model_type == "qwen3_moe" and m.moe is not None and m.moe.num_experts == 128
+    assert m.vision is not None and m.vision.kind == "qwen3_vl"
+    assert parameter_count(m, include_vision=False) == 30_532_122_624
+    assert _tower(m) == 538_631_408
