@@ -317,8 +317,12 @@ MAMBA_KEYS = ("attn_layer_period", "hybrid_override_pattern", "layers_block_type
 def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -> list[str]:
     """Layout features whose KV or weights kvplan does not model (never guess silently)."""
     found = []
-    if ("vision_config" in raw or "audio_config" in raw) and family not in {"gemma3", "llama4"}:
+    vc = raw.get("vision_config")
+    if "audio_config" in raw or (vc is not None and raw.get("model_type") not in VISION_MODEL_TYPES):
         found.append("multimodal encoder (its weights are not counted)")
+    elif (raw.get("model_type") in {"llava", "llava_next", "mistral3"} and isinstance(vc, dict)
+          and vc.get("model_type", "clip_vision_model") not in {"clip_vision_model", "pixtral"}):
+        found.append(f"vision tower {vc.get('model_type')!r} (its weights are not counted)")
     if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
         found.append("MLA attention in an unrecognised family")
     if any(k in cfg for k in MAMBA_KEYS) and family not in MAMBA_FAMILIES:
@@ -472,27 +476,160 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
         n_groups=r.int("mamba_n_groups", default=1) or 1, conv_bias=bool(cfg.get("mamba_conv_bias", True)))
 
 
-def _vision(raw: dict[str, Any], family: str, text_hidden: int, path: str = "config.json") -> VisionSpec | None:
+# Vision-language wrappers whose tower kvplan counts (gemma3 / llama4 above, these below),
+# with the language-model family each runs: Qwen-VL's LM is Qwen2 (top-level keys, or
+# text_config in re-serialised configs); the llava-style wrappers name it in
+# text_config.model_type, defaulting as transformers' config classes do (LlavaConfig /
+# LlavaNextConfig / Idefics3Config: llama; Mistral3Config: mistral).
+VLM_TEXT_FAMILY = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3",
+                   "qwen3_vl_moe": "qwen3_moe", "llava": "llama",
+                   "llava_next": "llama", "mistral3": "mistral", "idefics3": "llama"}
+VISION_MODEL_TYPES = {"gemma3", "llama4", *VLM_TEXT_FAMILY}
+# Defaults transformers fills into a sparse text_config (llava-hf configs list only what
+# differs): LlamaConfig and MistralConfig (models/llama|mistral/configuration_*.py).
+TEXT_CONFIG_DEFAULTS = {
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048,
+              "tie_word_embeddings": False},
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+                "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "max_position_embeddings": 4096 * 32, "sliding_window": 4096,
+                "tie_word_embeddings": False},
+}
+# CLIPVisionConfig defaults (transformers models/clip/configuration_clip.py).
+CLIP_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                        "image_size": 224, "patch_size": 32, "num_channels": 3}
+# Qwen2-VL / Qwen2.5-VL image processor: the published preprocessor_config.json of
+# Qwen/Qwen2-VL-7B-Instruct and Qwen/Qwen2.5-VL-*-Instruct sets max_pixels 12845056
+# (= 3584²); vLLM's get_image_size_with_most_features resizes a huge image to that area.
+# Qwen3-VL's sets size.longest_edge 16777216 (= 4096², read by vLLM as the pixel budget).
+QWEN_VL_MAX_PIXELS = {"qwen2_vl": 12_845_056, "qwen2_5_vl": 12_845_056, "qwen3_vl": 16_777_216,
+                      "qwen3_vl_moe": 16_777_216}
+# Idefics3ImageProcessor defaults (transformers): tiles of max_image_size 364 up to a longest
+# edge of 4 × 364, plus one global tile (vLLM idefics3.py get_num_patches: grid_w·grid_h + 1).
+IDEFICS3_MAX_TILES_PER_SIDE = 4
+
+
+def _layer_index(feature_layer: int, num_layers: int) -> int:
+    """vLLM llava.py get_layer_index: a negative vision_feature_layer counts from the end."""
+    return num_layers + feature_layer + 1 if feature_layer < 0 else feature_layer
+
+
+def _llava_next_max_tokens(pinpoints: Any, image_size: int, patch_size: int, path: str) -> int:
+    """Tokens of the largest LLaVA-NeXT image (vLLM llava_next.py get_num_image_tokens over
+    image_grid_pinpoints): base (image_size/patch)² features ("default" strategy drops CLS)
+    + the grid's (rows·side) × (cols·side) features + one newline per feature row. Images
+    matching a pinpoint's aspect ratio lose no padding."""
+    if not (isinstance(pinpoints, list) and pinpoints and all(
+            isinstance(p, list) and len(p) == 2
+            and all(isinstance(v, int) and 0 < v <= 2**16 for v in p) for p in pinpoints)):
+        raise InvalidConfigError(f"expected a list of [height, width] pairs, got {short(pinpoints)}",
+                                 path=path, field="image_grid_pinpoints")
+    side = image_size // patch_size
+    best = 0
+    for height, width in pinpoints:
+        rows, cols = side * (height // image_size), side * (width // image_size)
+        best = max(best, side * side + rows * cols + rows)
+    return best
+
+
+def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
+            path: str = "config.json") -> VisionSpec | None:
     vc = raw.get("vision_config")
-    if not isinstance(vc, dict) or family not in {"gemma3", "llama4"}:
+    if not isinstance(vc, dict) or model_type not in VISION_MODEL_TYPES:
         return None
     vr = _Reader(vc, path)
     for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "image_size",
-                "num_channels", "projector_input_dim", "projector_output_dim", "vision_output_dim"):
+                "num_channels", "projector_input_dim", "projector_output_dim", "vision_output_dim",
+                "depth", "embed_dim", "num_heads", "mlp_ratio", "in_chans", "in_channels",
+                "out_hidden_size", "spatial_merge_size", "temporal_patch_size",
+                "num_position_embeddings"):
         if vc.get(key) is not None:
             vr.check_int(key, vc[key], where=f"vision_config.{key}")
     vr.float("pixel_shuffle_ratio", lo=0.0, hi=1.0)
+    top = _Reader(raw, path)
     try:
+        if model_type in {"gemma3", "llama4"}:
+            return VisionSpec(
+                kind="siglip" if model_type == "gemma3" else "llama4",
+                hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
+                num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
+                image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
+                text_hidden_size=text_hidden,
+                projector_input_dim=vc.get("projector_input_dim"),
+                projector_output_dim=vc.get("projector_output_dim"),
+                output_dim=vc.get("vision_output_dim"),
+                pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
+        if model_type in QWEN_VL_MAX_PIXELS:
+            # Qwen2VLVisionConfig: embed_dim is the ViT width, hidden_size the LM's; Qwen2.5-VL
+            # and Qwen3-VL: hidden_size is the ViT width, out_hidden_size the LM's.
+            qwen3 = model_type.startswith("qwen3")
+            merge, patch = vc.get("spatial_merge_size", 2), vc.get("patch_size", 16 if qwen3 else 14)
+            unit = patch * merge
+            side = math.isqrt(QWEN_VL_MAX_PIXELS[model_type]) // unit * unit  # smart_resize
+            if model_type == "qwen2_vl":
+                width = vc.get("embed_dim", 1280)
+                ratio = vr.float("mlp_ratio", lo=0.0, hi=64.0) or 4.0
+                inter = int(width * ratio)
+            else:
+                width, inter = vc.get("hidden_size", 1280), vc["intermediate_size"]
+            deepstack = vr.int_list("deepstack_visual_indexes") if qwen3 else []
+            return VisionSpec(
+                kind="qwen3_vl" if qwen3 else model_type, hidden_size=width, intermediate_size=inter,
+                num_layers=vc.get("depth", 32), patch_size=patch, image_size=side,
+                num_channels=vc.get("in_channels") or vc.get("in_chans") or 3,
+                text_hidden_size=text_hidden, spatial_merge_size=merge,
+                temporal_patch_size=vc.get("temporal_patch_size", 2),
+                num_position_embeddings=vc.get("num_position_embeddings", 2304) if qwen3 else 0,
+                deepstack_mergers=len(deepstack),
+                max_tokens_per_image=(side // patch) ** 2 // merge ** 2)
+        if model_type in {"llava", "llava_next", "mistral3"}:
+            pixtral = vc.get("model_type") == "pixtral"
+            if not pixtral and vc.get("model_type", "clip_vision_model") != "clip_vision_model":
+                return None  # other towers (SigLIP llava variants) are not modelled
+            vc = {**CLIP_VISION_DEFAULTS, **vc}
+            layers = vr.check_int("num_hidden_layers", vc["num_hidden_layers"],
+                                  where="vision_config.num_hidden_layers")
+            feature = raw.get("vision_feature_layer", -1 if model_type == "mistral3" else -2)
+            features = feature if isinstance(feature, list) else [feature]
+            if not features or not all(isinstance(f, int) and not isinstance(f, bool)
+                                       and -layers <= f <= layers for f in features):
+                raise InvalidConfigError(
+                    f"expected a layer index within ±{layers}, got {short(feature)}",
+                    path=path, field="vision_feature_layer")
+            kept = max(_layer_index(f, layers) for f in features)
+            if kept < 1:
+                raise InvalidConfigError("selects no encoder layer", path=path,
+                                         field="vision_feature_layer")
+            image, patch = vc["image_size"], vc["patch_size"]
+            merge = top.int("spatial_merge_size", default=2) if model_type == "mistral3" else 1
+            if pixtral:  # rows of merged patches, each ended by [IMG_BREAK] (vLLM mistral3.py)
+                rows = -(-image // (patch * merge))
+                tokens = rows * (rows + 1)
+            elif model_type == "llava_next":
+                tokens = _llava_next_max_tokens(raw.get("image_grid_pinpoints"), image, patch, path)
+            else:  # CLIP features without the CLS token ("default" select strategy)
+                full = raw.get("vision_feature_select_strategy") == "full"
+                tokens = (image // patch) ** 2 + int(full)
+            return VisionSpec(
+                kind="pixtral" if pixtral else "clip", hidden_size=vc["hidden_size"],
+                intermediate_size=vc["intermediate_size"], num_layers=kept,
+                config_num_layers=layers if kept < layers else None, patch_size=patch,
+                image_size=image, num_channels=vc.get("num_channels", 3),
+                text_hidden_size=text_hidden, spatial_merge_size=merge,
+                projector_bias=top.bool("multimodal_projector_bias", True),
+                image_newline=model_type == "llava_next", max_tokens_per_image=tokens)
+        # idefics3: SigLIP-style tower, pixel-shuffle connector by scale_factor
+        scale = top.int("scale_factor", default=2)
+        image, patch = vc.get("image_size", 224), vc.get("patch_size", 32)
+        per_tile = (image // patch) ** 2 // scale ** 2
         return VisionSpec(
-            kind="siglip" if family == "gemma3" else "llama4",
-            hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
-            num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
-            image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
-            text_hidden_size=text_hidden,
-            projector_input_dim=vc.get("projector_input_dim"),
-            projector_output_dim=vc.get("projector_output_dim"),
-            output_dim=vc.get("vision_output_dim"),
-            pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
+            kind="idefics3", hidden_size=vc.get("hidden_size", 768),
+            intermediate_size=vc.get("intermediate_size", 3072),
+            num_layers=vc.get("num_hidden_layers", 12), patch_size=patch, image_size=image,
+            num_channels=vc.get("num_channels", 3), text_hidden_size=text_hidden,
+            spatial_merge_size=scale, projector_bias=False,
+            max_tokens_per_image=(IDEFICS3_MAX_TILES_PER_SIDE ** 2 + 1) * per_tile)
     except KeyError as e:
         raise InvalidConfigError("missing (needed to count the vision tower)", path=path,
                                  field=f"vision_config.{e.args[0]}") from None
@@ -537,9 +674,16 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         text = cfg["text_config"]
         if model_type == "gemma3":
             text = {**GEMMA3_TEXT_DEFAULTS, **text}
+        elif model_type in VLM_TEXT_FAMILY:
+            text_type = text.get("model_type") or VLM_TEXT_FAMILY[model_type]
+            text = {**TEXT_CONFIG_DEFAULTS.get(str(text_type), {}), **text}
         cfg = {**text, "torch_dtype": cfg.get("torch_dtype") or cfg.get("dtype") or text.get("torch_dtype"),
                "quantization_config": cfg.get("quantization_config")}
     family = {"gemma3_text": "gemma3", "llama4_text": "llama4"}.get(model_type, model_type)
+    if model_type in VLM_TEXT_FAMILY:  # the wrapper's language model decides the layout
+        text_type = cfg.get("model_type") if raw_cfg is not cfg else None
+        family = VLM_TEXT_FAMILY[model_type] if model_type.startswith("qwen") else str(
+            text_type or VLM_TEXT_FAMILY[model_type])
     r = _Reader(cfg, path)
 
     mla = None
@@ -659,7 +803,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         mlp_gated=family not in {"nemotron_h", "phi"},
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
-        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, family, hidden, path),
+        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, model_type, hidden, path),
         dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,

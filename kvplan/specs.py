@@ -125,20 +125,35 @@ class MoeSpec(_Frozen):
 
 
 class VisionSpec(_Frozen):
-    """The vision tower of a multimodal model, enough to count its weights."""
+    """The vision tower of a multimodal model, enough to count its weights as vLLM builds them
+    (kvplan/weights.py _vision_tensors names each kind's source file)."""
 
-    kind: Literal["siglip", "llama4"]
+    kind: Literal["siglip", "llama4", "clip", "pixtral", "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
+                  "idefics3"]
     hidden_size: int = Field(gt=0)
     intermediate_size: int = Field(gt=0)
-    num_layers: int = Field(gt=0)
+    num_layers: int = Field(gt=0, description="encoder layers vLLM builds (llava-style towers "
+                            "stop at vision_feature_layer)")
     patch_size: int = Field(gt=0)
-    image_size: int = Field(gt=0)
+    image_size: int = Field(gt=0, description="side of the largest image vLLM profiles with")
     num_channels: int = 3
     text_hidden_size: int = Field(gt=0)
     projector_input_dim: int | None = None
     projector_output_dim: int | None = None
     output_dim: int | None = None
     pixel_shuffle_ratio: float | None = None
+    config_num_layers: int | None = Field(None, description="encoder layers in vision_config "
+                                          "when vLLM builds fewer")
+    spatial_merge_size: int = Field(1, gt=0, description="patches merged per side before the "
+                                    "LM (Qwen-VL, Pixtral, Idefics3 scale_factor)")
+    temporal_patch_size: int = Field(1, gt=0, description="Qwen-VL Conv3d frames per patch")
+    num_position_embeddings: int = Field(0, ge=0, description="Qwen3-VL learned position table")
+    deepstack_mergers: int = Field(0, ge=0, description="Qwen3-VL deepstack_visual_indexes count")
+    projector_bias: bool = True
+    image_newline: bool = Field(False, description="LLaVA-NeXT's learned newline embedding")
+    max_tokens_per_image: int | None = Field(None, description="LM tokens one image of the "
+                                             "largest default size occupies (vLLM "
+                                             "get_max_image_tokens)")
 
 
 class MlaSpec(_Frozen):

@@ -17,6 +17,7 @@ FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
 
 _ENCODER = re.compile(r"vision|visual|image|mm_projector|multi_modal_projector|audio")
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
+_TOWER_LAYER = re.compile(r"vision_tower\..*?layers\.(\d+)\.")
 
 
 def is_scale(name: str) -> bool:
@@ -38,11 +39,19 @@ def is_encoder(name: str) -> bool:
 
 
 def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
-    """Tensors in the checkpoint that vLLM does not keep: rotary inv_freq buffers, layers past
+    """Tensors in the checkpoint that vLLM does not keep: rotary inv_freq buffers, llava CLIP
+    tower layers past vision_feature_layer (and its post-LayerNorm), layers past
     num_hidden_layers (DeepSeek-V3's MTP layer, loaded only for speculative decoding), and a
     stored lm_head when the embeddings are tied."""
     if name.endswith("rotary_emb.inv_freq"):
         return True
+    v = m.vision
+    if v is not None and v.kind == "clip" and "vision_tower" in name:
+        # llava-style CLIP towers: vLLM builds only the layers up to vision_feature_layer and
+        # no post_layernorm (vllm/model_executor/models/llava.py init_vision_tower_for_llava)
+        tower_layer = _TOWER_LAYER.search(name)
+        if "post_layernorm" in name or (tower_layer and int(tower_layer.group(1)) >= v.num_layers):
+            return True
     layer = layer_of(name)
     if layer is not None and layer >= m.num_layers:
         return True

@@ -193,53 +193,129 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _mlp(m, i, p)
 
 
-def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
-    """Vision tower + projector, counted from vision_config.
+def _vit_layers(name: str, v, *, gated: bool = False, rms: bool = False,
+                bias: bool = True) -> Iterator[Tensor]:
+    """Encoder layers as vLLM builds them: q/k/v (QKVParallelLinear) and fc1 / gate_up
+    column-parallel, o and fc2 / down row-parallel, so each is split by TP; a column-parallel
+    bias splits with its rows (one extra column), a row-parallel bias is replicated; two norms
+    per layer (LayerNorm weight + bias, or RMSNorm weight)."""
+    h, f = v.hidden_size, v.intermediate_size
+    b = int(bias)
+    for i in range(v.num_layers):
+        p = f"{name}layers.{i}."
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            yield Tensor(p + proj, "vision", h, h + b, "out", None)
+        yield Tensor(p + "o_proj", "vision", h, h, "in", None)
+        if bias:
+            yield Tensor(p + "o_proj.bias", "norm", h, 1, "none", None)
+        yield Tensor(p + ("gate_up_proj" if gated else "fc1"), "vision", f * (2 if gated else 1), h + b,
+                     "out", None)
+        yield Tensor(p + ("down_proj" if gated else "fc2"), "vision", h, f, "in", None)
+        if bias:
+            yield Tensor(p + "fc2.bias", "norm", h, 1, "none", None)
+        yield Tensor(p + "layer_norms", "norm", (2 if rms else 4) * h, 1, "none", None)
 
-    SigLIP (Gemma 3; vllm/model_executor/models/siglip.py, gemma3_mm.py): conv patch embedding
-    with bias, one position embedding per patch, per layer q/k/v/o and fc1/fc2 with biases and
-    two LayerNorms, a post-LayerNorm; projector = soft-embedding RMSNorm + a vision→text matrix.
+
+def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
+    """Vision tower + projector, counted from vision_config as vLLM builds them (vLLM main,
+    vllm/model_executor/models/*.py). Patch/position embeddings, norms and replicated linears
+    stay whole on every TP rank; encoder linears and column/row-parallel projectors split.
+
+    SigLIP (Gemma 3; siglip.py, gemma3_mm.py): conv patch embedding with bias, one position
+    embedding per patch, biased q/k/v/o and fc1/fc2, two LayerNorms per layer, a
+    post-LayerNorm; projector = soft-embedding RMSNorm + a vision→text matrix.
     Llama 4 (mllama4.py): unfold patch embedding without bias, class embedding, position
     embedding for patches + class, pre/post LayerNorms, per layer as SigLIP, a pixel-shuffle
     MLP adapter (projector_input_dim × hidden/ratio², projector_output_dim²) and a bias-free
-    vision→text projector."""
+    vision→text projector.
+    CLIP (llava.py, llava_next.py, clip.py): class + bias-free conv patch + (patches + 1)
+    position embeddings, pre-LayerNorm, only the layers up to vision_feature_layer
+    (init_vision_tower_for_llava) and no post-LayerNorm (require_post_norm=False); projector
+    linear_1 column- and linear_2 row-parallel with biases; LLaVA-NeXT adds image_newline.
+    Pixtral (mistral3.py, pixtral.py PixtralHFVisionModel): bias-free conv patch, ln_pre
+    RMSNorm, bias-free qkv/o and gated MLP with RMSNorms, 2-D RoPE (no weights); projector
+    RMSNorm, patch merger nn.Linear(hidden·merge² → hidden) (replicated), linear_1/linear_2.
+    Qwen2-VL / Qwen2.5-VL (qwen2_vl.py, qwen2_5_vl.py): bias-free Conv3d patch embedding
+    (channels × temporal × patch²), biased qkv/proj, MLP fc1/fc2 (2-VL, LayerNorms) or gated
+    gate_up/down with biases (2.5-VL, RMSNorms); merger = norm + column-parallel
+    (hidden·merge²)² + row-parallel (hidden·merge² → LM hidden), both biased.
+    Qwen3-VL (qwen3_vl.py): Conv3d patch embedding with bias, a learned position table
+    (num_position_embeddings × hidden), blocks as Qwen2-VL (LayerNorms, fc1/fc2 with biases),
+    the merger plus one deepstack merger per deepstack_visual_indexes entry (its LayerNorm over
+    the merged hidden·merge² features).
+    Idefics3 (idefics3.py, idefics2_vision_model.py): the SigLIP tower (biased conv patch,
+    position embedding per patch, post-LayerNorm) and a connector ReplicatedLinear
+    (hidden·scale_factor² → LM hidden) without bias."""
     v = m.vision
     if v is None:
         return
-    h, f = v.hidden_size, v.intermediate_size
+    h, t = v.hidden_size, v.text_hidden_size
     patches = (v.image_size // v.patch_size) ** 2
     patch_in = v.num_channels * v.patch_size ** 2
     name = "vision."
-    if v.kind == "siglip":
+    if v.kind in {"siglip", "idefics3"}:
         yield Tensor(name + "patch_embedding", "vision", h, patch_in + 1, "none", None)
         yield Tensor(name + "position_embedding", "vision", patches, h, "none", None)
         yield Tensor(name + "post_layernorm", "norm", 2 * h, 1, "none", None)
-    else:
+        yield from _vit_layers(name, v)
+    elif v.kind == "llama4":
         yield Tensor(name + "patch_embedding", "vision", h, patch_in, "none", None)
         yield Tensor(name + "class_embedding", "vision", h, 1, "none", None)
         yield Tensor(name + "positional_embedding", "vision", patches + 1, h, "none", None)
         yield Tensor(name + "layernorm_pre_post", "norm", 4 * h, 1, "none", None)
-    for i in range(v.num_layers):
-        p = f"{name}layers.{i}."
-        for proj in ("q_proj", "k_proj", "v_proj"):
-            yield Tensor(p + proj, "vision", h, h + 1, "out", None)
-        yield Tensor(p + "o_proj", "vision", h, h, "in", None)
-        yield Tensor(p + "o_proj.bias", "norm", h, 1, "none", None)
-        yield Tensor(p + "fc1", "vision", f, h + 1, "out", None)
-        yield Tensor(p + "fc2", "vision", h, f, "in", None)
-        yield Tensor(p + "fc2.bias", "norm", h, 1, "none", None)
-        yield Tensor(p + "layer_norms", "norm", 4 * h, 1, "none", None)
+        yield from _vit_layers(name, v)
+    elif v.kind == "clip":
+        yield Tensor(name + "patch_embedding", "vision", h, patch_in, "none", None)
+        yield Tensor(name + "class_embedding", "vision", h, 1, "none", None)
+        yield Tensor(name + "position_embedding", "vision", patches + 1, h, "none", None)
+        yield Tensor(name + "pre_layrnorm", "norm", 2 * h, 1, "none", None)
+        yield from _vit_layers(name, v)
+    elif v.kind == "pixtral":
+        yield Tensor(name + "patch_conv", "vision", h, patch_in, "none", None)
+        yield Tensor(name + "ln_pre", "norm", h, 1, "none", None)
+        yield from _vit_layers(name, v, gated=True, rms=True, bias=False)
+    else:  # qwen2_vl, qwen2_5_vl, qwen3_vl
+        qwen3 = v.kind == "qwen3_vl"
+        yield Tensor(name + "patch_embed", "vision", h, patch_in * v.temporal_patch_size + int(qwen3),
+                     "none", None)
+        if qwen3:
+            yield Tensor(name + "pos_embed", "vision", v.num_position_embeddings, h, "none", None)
+        yield from _vit_layers(name, v, gated=v.kind == "qwen2_5_vl", rms=v.kind == "qwen2_5_vl")
     if v.kind == "siglip":
         yield Tensor("multi_modal_projector.norm", "norm", h, 1, "none", None)
-        yield Tensor("multi_modal_projector.proj", "vision", h, v.text_hidden_size, "none", None)
-    else:
+        yield Tensor("multi_modal_projector.proj", "vision", h, t, "none", None)
+    elif v.kind == "llama4":
         ratio = v.pixel_shuffle_ratio or 0.5
         adapter_in = int(h / (ratio * ratio))
         pin, pout = v.projector_input_dim or adapter_in, v.projector_output_dim or h
         yield Tensor(name + "adapter.fc1", "vision", pin, adapter_in, "out", None)
         yield Tensor(name + "adapter.fc2", "vision", pout, pin, "in", None)
-        yield Tensor("multi_modal_projector.linear_1", "vision", v.text_hidden_size,
-                     v.output_dim or pout, "out", None)
+        yield Tensor("multi_modal_projector.linear_1", "vision", t, v.output_dim or pout, "out", None)
+    elif v.kind in {"clip", "pixtral"}:
+        b = int(v.projector_bias)
+        if v.kind == "pixtral":
+            yield Tensor("multi_modal_projector.norm", "norm", h, 1, "none", None)
+            yield Tensor("multi_modal_projector.patch_merger", "vision", h,
+                         h * v.spatial_merge_size ** 2, "none", None)
+        yield Tensor("multi_modal_projector.linear_1", "vision", t, h + b, "out", None)
+        yield Tensor("multi_modal_projector.linear_2", "vision", t, t, "in", None)
+        if b:
+            yield Tensor("multi_modal_projector.linear_2.bias", "norm", t, 1, "none", None)
+        if v.image_newline:
+            yield Tensor("multi_modal_projector.image_newline", "norm", t, 1, "none", None)
+    elif v.kind == "idefics3":
+        yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none",
+                     None)
+    else:  # Qwen-VL patch merger (+ Qwen3-VL's deepstack mergers, LayerNorm after the shuffle)
+        merged = h * v.spatial_merge_size ** 2
+        for j in range(1 + v.deepstack_mergers):
+            p = "multi_modal_projector." + (f"deepstack.{j - 1}." if j else "")
+            norm = merged if j else h  # deepstack mergers normalise the shuffled features
+            ln = norm * (1 if v.kind == "qwen2_5_vl" else 2)  # RMSNorm, or LayerNorm + bias
+            yield Tensor(p + "ln_q", "norm", ln, 1, "none", None)
+            yield Tensor(p + "mlp0", "vision", merged, merged + 1, "out", None)
+            yield Tensor(p + "mlp2", "vision", t, merged, "in", None)
+            yield Tensor(p + "mlp2.bias", "norm", t, 1, "none", None)
 
 
 def tensors(m: ModelSpec) -> Iterator[Tensor]:
