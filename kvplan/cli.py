@@ -149,6 +149,13 @@ def plan(
     shared_prefix_tokens: Annotated[Optional[int], typer.Option(
         "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
         "concurrency with prefix caching")] = None,
+    limit_mm_per_prompt: Annotated[Optional[str], typer.Option(
+        "--limit-mm-per-prompt", help="vLLM: items per prompt by modality, JSON '{\"image\": 4, "
+        "\"video\": 0}' or the legacy image=4,video=0; image 0 skips the encoder profile "
+        "(docs/features.md)")] = None,
+    images_per_request: Annotated[Optional[int], typer.Option(
+        "--images-per-request", help="images each request carries (a VLM): their tokens are "
+        "added to each request's KV length")] = None,
     extra_llm_api_options: Annotated[Optional[Path], typer.Option(
         "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
         "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
@@ -192,7 +199,8 @@ def plan(
     check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
-                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens)
+                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens,
+                         images_per_request=images_per_request)
     from .catalog import resolve_gpu, resolve_model
 
     options = {}
@@ -222,7 +230,8 @@ def plan(
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend,
         speculative_config=speculative_config, enable_lora=enable_lora, max_loras=max_loras,
         max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
-        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend)
+        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
+        limit_mm_per_prompt=limit_mm_per_prompt)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
                        minimize_utilization=minimize_utilization,

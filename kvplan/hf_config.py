@@ -20,6 +20,7 @@ from .limits import (
     read_limited,
     short,
 )
+from .multimodal import max_tokens_per_image
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
@@ -484,9 +485,10 @@ def _vision(raw: dict[str, Any], family: str, text_hidden: int, path: str = "con
         if vc.get(key) is not None:
             vr.check_int(key, vc[key], where=f"vision_config.{key}")
     vr.float("pixel_shuffle_ratio", lo=0.0, hi=1.0)
+    kind = "siglip" if family == "gemma3" else "llama4"
     try:
         return VisionSpec(
-            kind="siglip" if family == "gemma3" else "llama4",
+            kind=kind,
             hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
             num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
             image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
@@ -494,7 +496,8 @@ def _vision(raw: dict[str, Any], family: str, text_hidden: int, path: str = "con
             projector_input_dim=vc.get("projector_input_dim"),
             projector_output_dim=vc.get("projector_output_dim"),
             output_dim=vc.get("vision_output_dim"),
-            pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
+            pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"),
+            max_tokens_per_image=max_tokens_per_image(kind, vc, raw))
     except KeyError as e:
         raise InvalidConfigError("missing (needed to count the vision tower)", path=path,
                                  field=f"vision_config.{e.args[0]}") from None
