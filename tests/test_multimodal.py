@@ -235,3 +235,36 @@ def test_check_reads_the_limit_from_a_yaml_mapping(capsys, tmp_path):
     p = json.loads(out)["deployments"][0]["plan"]
     assert p["multimodal"]["limit_per_prompt"] == 2
     assert '--limit-mm-per-prompt \'{"image":2,"video":0}\'' in p["command"]
+
+
+def test_check_refuses_the_legacy_form_from_vllm_0_10(capsys, tmp_path):
+    """vLLM 0.10.0 and later parse --limit-mm-per-prompt as JSON only (issue #21615); 0.8.5–0.9
+    still took image=2 with a warning. The check says what to write instead."""
+    f = tmp_path / "serve.sh"
+    f.write_text(f"vllm serve {GEMMA} --max-model-len 32768 --limit-mm-per-prompt image=2\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    row = json.loads(out)["deployments"][0]
+    assert code == 2 and row["status"] == "error"
+    legacy = [p for p in row["problems"] if p["code"] == "mm-limit-legacy-form"]
+    assert legacy and "'{\"image\": 2}'" in legacy[0]["message"]
+    old = tmp_path / "old.sh"
+    old.write_text(f"pip install vllm==0.9.2\nvllm serve {GEMMA} --max-model-len 32768 "
+                   "--limit-mm-per-prompt image=2\n")
+    _, out, _ = run(capsys, "check", str(old), "--gpu", "h100", "--json")
+    row = json.loads(out)["deployments"][0]
+    assert row["status"] == "fits" and row["plan"]["multimodal"]["limit_per_prompt"] == 2
+
+
+def test_check_reads_the_dotted_form(capsys, tmp_path):
+    f = tmp_path / "serve.sh"
+    f.write_text(f"vllm serve {GEMMA} --max-model-len 32768 --limit-mm-per-prompt.image 2 "
+                 "--limit-mm-per-prompt.video=0\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    row = json.loads(out)["deployments"][0]
+    assert row["status"] == "fits"
+    assert row["plan"]["multimodal"]["limit_per_prompt"] == 2
+    assert not any(p["code"] in ("flags-not-modelled", "mm-limit-unset") for p in row["problems"])
+    bad = tmp_path / "bad.sh"
+    bad.write_text(f"vllm serve {GEMMA} --limit-mm-per-prompt.image lots\n")
+    code, out, err = run(capsys, "check", str(bad), "--gpu", "h100")
+    assert code == 2 and "--limit-mm-per-prompt.image 'lots'" in out + err
