@@ -9,6 +9,7 @@ else 0.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,10 +22,11 @@ from .deploy import DeployParseError, Found, Templates, find_commands
 from .errors import InvalidConfigError, KvplanError
 from .api import plan
 from .engines import registry
-from .knobs import KNOB_NAMES
+from .knobs import KNOB_NAMES, parse_mm_limits
 from .limits import MAX_POLICY_BYTES, read_text_limited
 from .specs import SCHEMA_VERSION, Plan, Problem
 from .units import GiB
+from .versions import parse_version
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
 
@@ -344,6 +346,25 @@ def _features_not_modelled(f: Found) -> list[Problem]:
                     "(docs/features.md)") for what in seen]
 
 
+# vLLM took --limit-mm-per-prompt as key=value pairs (image=4,video=1) until JSON replaced them
+# (vLLM PR #16789, first released in 0.8.5, kept the old form as a fallback with a warning);
+# 0.10.0 refuses it at argument parsing (vLLM issue #21615; 0.11.0 vllm/engine/arg_utils.py
+# parses the flag with json.loads only).
+MM_LEGACY_REFUSED_FROM = (0, 10, 0)
+
+
+def _legacy_mm_limit(f: Found, version: str | None) -> list[Problem]:
+    raw = f.knobs.get("limit_mm_per_prompt")
+    if f.engine != "vllm" or not isinstance(raw, str) or raw.strip().startswith("{"):
+        return []
+    v = version or registry.get("vllm").newest_version
+    if parse_version(v) < MM_LEGACY_REFUSED_FROM:
+        return []
+    return [Problem(code="mm-limit-legacy-form", severity="error",
+                    message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value form "
+                    "(JSON only from 0.10.0); write '" + json.dumps(parse_mm_limits(raw)) + "'")]
+
+
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     gpu = f.gpu or policy.gpu
     gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
@@ -379,6 +400,7 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
             notes.append(Problem(code="flags-not-modelled", severity="info",
                                  message="read but not modelled: " + ", ".join(extra)))
         p, refusals = _plan_all_refusals(m, g, f.engine, version, knobs)
+        refusals += _legacy_mm_limit(f, version)
     except KvplanError as e:
         if e.exit_code == 3:
             e.hint = (e.hint or "") + " (kvplan check --offline uses only cached models)"

@@ -158,6 +158,13 @@ def plan(
     shared_prefix_tokens: Annotated[Optional[int], typer.Option(
         "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
         "concurrency with prefix caching")] = None,
+    limit_mm_per_prompt: Annotated[Optional[str], typer.Option(
+        "--limit-mm-per-prompt", help="vLLM: items per prompt by modality, JSON '{\"image\": 4, "
+        "\"video\": 0}' or the legacy image=4,video=0; image 0 skips the encoder profile "
+        "(docs/features.md)")] = None,
+    images_per_request: Annotated[Optional[int], typer.Option(
+        "--images-per-request", help="images each request carries (a VLM): their tokens are "
+        "added to each request's KV length")] = None,
     extra_llm_api_options: Annotated[Optional[Path], typer.Option(
         "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
         "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
@@ -202,7 +209,8 @@ def plan(
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
                          slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens,
-                         prefix_hit_rate=prefix_hit_rate)
+                         prefix_hit_rate=prefix_hit_rate,
+                         images_per_request=images_per_request)
     from .catalog import resolve_gpu, resolve_model
 
     options = {}
@@ -234,7 +242,7 @@ def plan(
         max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
         kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
         enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
-        hicache_size=hicache_size)
+        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
                        minimize_utilization=minimize_utilization,

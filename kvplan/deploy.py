@@ -190,6 +190,9 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
             knob = table[f"--{flag[5:]}"][0]
             _set(found, seen, knob, False, flag, file, line)
             continue
+        if engine == "vllm" and flag.startswith(MM_LIMIT_DOTTED) and len(flag) > len(MM_LIMIT_DOTTED):
+            i = _dotted_mm_limit(found, flag, inline if eq else None, argv, i, file, line)
+            continue
         spec = table.get(flag)
         if spec is None:
             if eq:
@@ -225,6 +228,30 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
         found.model = found.knobs.pop("model")
     found.revision = found.knobs.pop("revision", None)
     return found
+
+
+# vLLM's dotted form of a dict-valued flag: `--limit-mm-per-prompt.image 4` sets {"image": 4}
+# (vLLM's argument parser; the form vLLM's own recipes use for one modality).
+MM_LIMIT_DOTTED = "--limit-mm-per-prompt."
+
+
+def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str], i: int,
+                     file: str, line: int) -> int:
+    """Merge `--limit-mm-per-prompt.MODALITY N` into the limit knob; returns the next index."""
+    from .knobs import parse_mm_limits
+
+    modality = flag[len(MM_LIMIT_DOTTED):]
+    if inline is None:
+        if i >= len(argv) or argv[i].startswith("-"):
+            raise DeployParseError(file, line, f"{flag} is missing its value",
+                                   hint=f"write {flag} 4 or {flag}=4")
+        inline, i = argv[i], i + 1
+    try:
+        current = parse_mm_limits(found.knobs.get("limit_mm_per_prompt")) or {}
+        found.knobs["limit_mm_per_prompt"] = {**current, **parse_mm_limits({modality: inline})}
+    except ValueError as e:
+        raise DeployParseError(file, line, f"{flag} {inline!r}: {e}") from None
+    return i
 
 
 def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:

@@ -10,7 +10,7 @@ cache) every prefix token is shared. Pure arithmetic over the engine's MemoryRes
 from __future__ import annotations
 
 from .engines.base import MemoryResult
-from .specs import Deployment, ModelSpec, Problem
+from .specs import Deployment, ModelSpec, PlanMultimodal, Problem, Workload
 
 
 def prefix_shared(m: ModelSpec, dep: Deployment) -> bool:
@@ -47,3 +47,60 @@ def prefix_concurrency(m: ModelSpec, dep: Deployment, res: MemoryResult,
     if shared >= per_request or res.num_blocks <= shared:
         return None, []
     return round((res.num_blocks - shared) / (per_request - shared), 2), []
+
+
+def image_tokens(m: ModelSpec, workload: Workload) -> int:
+    """images_per_request × the model's max_tokens_per_image (0 for text-only models or when
+    the tower's token count is unknown)."""
+    n = workload.images_per_request or 0
+    tokens = m.vision.max_tokens_per_image if m.vision is not None else None
+    return n * tokens if n and tokens else 0
+
+
+def image_concurrency(m: ModelSpec, res: MemoryResult,
+                      workload: Workload) -> tuple[PlanMultimodal | None, list[Problem]]:
+    """The engine's multimodal section completed with the workload's images:
+
+        image tokens  = images_per_request × max_tokens_per_image
+        request       = avg_input + avg_output (when given) + image tokens
+        concurrency   = usable blocks / blocks_per_request(request)
+
+    Images sit inside the prompt, so a request of max_model_len tokens holds no more KV with
+    images than without; images matter when request lengths are given (or alone, when only
+    images_per_request is). vLLM refuses a prompt with more images than --limit-mm-per-prompt
+    allows (vllm/multimodal/processing.py validate_num_items) or longer than max_model_len."""
+    mm = res.multimodal
+    n = workload.images_per_request or 0
+    problems: list[Problem] = []
+    if mm is None:
+        if n and m.vision is None:
+            problems.append(Problem(code="images-text-only-model", severity="warning",
+                                    message=f"--images-per-request {n}: {m.id} takes no images"))
+        elif n:
+            problems.append(Problem(code="images-not-modelled", severity="info",
+                                    message=f"--images-per-request {n}: the tokens per image of "
+                                    "this vision tower (or engine) are not modelled; the request "
+                                    "lengths exclude the images"))
+        return None, problems
+    tokens = n * mm.max_tokens_per_item
+    text = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
+    request = text + tokens if n or text else None
+    concurrency = None
+    if request and res.max_model_len:
+        if request > res.max_model_len:
+            problems.append(Problem(
+                code="images-exceed-max-model-len", severity="warning",
+                message=f"{n} image(s) of {mm.max_tokens_per_item} tokens + {text} text tokens = "
+                f"{request} tokens per request, above max_model_len {res.max_model_len}: vLLM "
+                "refuses such prompts"))
+        blocks = res.request_blocks(min(request, res.max_model_len))
+        concurrency = round(res.usable_blocks / blocks, 2) if blocks else None
+    if n > mm.limit_per_prompt:
+        problems.append(Problem(
+            code="images-above-mm-limit", severity="warning",
+            message=f"--images-per-request {n} is above --limit-mm-per-prompt image "
+            f"{mm.limit_per_prompt}: vLLM refuses such prompts ('At most {mm.limit_per_prompt} "
+            "image(s) may be provided in one prompt')"))
+    return mm.model_copy(update={"images_per_request": n, "image_tokens_per_request": tokens,
+                                 "request_tokens": request,
+                                 "max_concurrency_with_images": concurrency}), problems

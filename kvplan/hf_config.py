@@ -20,6 +20,7 @@ from .limits import (
     read_limited,
     short,
 )
+from .multimodal import max_tokens_per_image
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
@@ -550,8 +551,9 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
     top = _Reader(raw, path)
     try:
         if model_type in {"gemma3", "llama4"}:
+            kind = "siglip" if model_type == "gemma3" else "llama4"
             return VisionSpec(
-                kind="siglip" if model_type == "gemma3" else "llama4",
+                kind=kind,
                 hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
                 num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
                 image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
@@ -559,7 +561,8 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
                 projector_input_dim=vc.get("projector_input_dim"),
                 projector_output_dim=vc.get("projector_output_dim"),
                 output_dim=vc.get("vision_output_dim"),
-                pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"))
+                pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"),
+                max_tokens_per_image=max_tokens_per_image(kind, vc, raw))
         if model_type in QWEN_VL_MAX_PIXELS:
             # Qwen2VLVisionConfig: embed_dim is the ViT width, hidden_size the LM's; Qwen2.5-VL
             # and Qwen3-VL: hidden_size is the ViT width, out_hidden_size the LM's.

@@ -77,6 +77,10 @@ class Knobs(BaseModel):
                                         "device pool token (SGLang default 2.0)")
     hicache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB, description="GB (10^9 B) "
                                      "of host KV per GPU; 0 = use hicache_ratio")
+    # Multimodal (docs/features.md): items per prompt by modality, as vLLM takes it.
+    limit_mm_per_prompt: dict[str, int] | None = Field(
+        None, description="vLLM --limit-mm-per-prompt: JSON '{\"image\": 4, \"video\": 0}' or the "
+        "legacy image=4,video=0")
 
     @field_validator("speculative_config", mode="before")
     @classmethod
@@ -91,6 +95,14 @@ class Knobs(BaseModel):
             if not isinstance(v, dict):
                 raise ValueError("a JSON object")  # noqa: TRY004 - pydantic reports ValueErrors
         return v
+
+    @field_validator("limit_mm_per_prompt", mode="before")
+    @classmethod
+    def _mm_limits(cls, v: Any) -> Any:
+        """JSON (vLLM ≥ 0.8.5: '{"image": 4}', or main's '{"image": {"count": 4, …}}') or the
+        legacy key=value list ('image=4,video=1'; vLLM 0.10 and later refuse it) → {modality:
+        count}. Counts are integers ≥ 0; 0 disables the modality's encoder."""
+        return parse_mm_limits(v)
 
     @field_validator("max_lora_rank")
     @classmethod
@@ -142,13 +154,58 @@ KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
 # standard "not a setting X has" error (docs/features.md).
 FEATURE_KNOBS: frozenset[str] = frozenset({
     "speculative_config", "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras",
-    "kv_offloading_size", "kv_offloading_backend"})
+    "kv_offloading_size", "kv_offloading_backend", "limit_mm_per_prompt"})
 # SGLang-only settings: every other engine refuses them with the standard error.
 SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_ratio",
                                           "hicache_size"})
-_OWN_MESSAGES = {"max_lora_rank", "speculative_config"}  # validators whose message says it all
+# validators whose message says it all
+_OWN_MESSAGES = {"max_lora_rank", "speculative_config", "limit_mm_per_prompt"}
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
                  "finite_number", "value_error"}
+
+
+MM_LIMIT_EXAMPLE = "JSON like '{\"image\": 4, \"video\": 0}' (or the legacy image=4,video=0)"
+MAX_MM_ITEMS = 1 << 20
+_MODALITY = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+def _mm_count(modality: str, value: Any) -> int:
+    if isinstance(value, dict):  # main's configurable form: {"count": 4, "width": …, "height": …}
+        value = value.get("count", 999)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MM_ITEMS:
+        raise ValueError(f"{MM_LIMIT_EXAMPLE}; the count for {modality!r} is not an integer in "
+                         f"[0, {MAX_MM_ITEMS}]")
+    return value
+
+
+def parse_mm_limits(v: Any) -> Any:
+    """--limit-mm-per-prompt in any form vLLM has taken → {modality: count} (None stays None)."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        text = v.strip()
+        if text.startswith("{"):
+            try:
+                v = json.loads(text)
+            except ValueError:
+                raise ValueError(MM_LIMIT_EXAMPLE) from None
+        else:  # legacy key=value list (vllm/engine/arg_utils.py nullable_kvs, ≤ 0.9)
+            pairs = [p.strip() for p in text.split(",") if p.strip()]
+            if not pairs or any(p.count("=") != 1 for p in pairs):
+                raise ValueError(MM_LIMIT_EXAMPLE)
+            v = dict(p.split("=") for p in pairs)
+    if not isinstance(v, dict):
+        raise ValueError(MM_LIMIT_EXAMPLE)
+    out: dict[str, int] = {}
+    for key, value in v.items():
+        name = str(key).strip()
+        if not _MODALITY.fullmatch(name):
+            raise ValueError(f"{MM_LIMIT_EXAMPLE}; {name!r} is not a modality name (image, "
+                             "video, audio)")
+        out[name] = _mm_count(name, value)
+    return out
 
 
 def _range(name: str) -> str | None:

@@ -14,7 +14,7 @@ from . import perf, performance
 from .engines import registry
 from .engines.base import Engine, MemoryResult
 from .errors import InvalidInputError
-from .features import prefix_concurrency, prefix_shared
+from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 from .knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
 from .specs import (
     Deployment,
@@ -116,6 +116,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
+    multimodal, mm_problems = image_concurrency(m, res, workload)
+    problems += mm_problems
     rec, planned, planned_res, rec_problems = _recommend(
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
@@ -166,7 +168,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         recommendations=rec,
         performance=performance,
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
-        speculative=res.speculative, lora=res.lora, offload=res.offload,
+        speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
     )
 
 
@@ -309,6 +311,8 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     length_now = res.max_model_len
     model_max = max(res.max_model_len_fit, length_now)  # N requests fit no longer than one
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
+    if work_len:  # each image adds its tokens to the request (features.image_tokens)
+        work_len += image_tokens(m, workload)
     given_len = "max_model_len" in given
     given_util = "gpu_memory_utilization" in given
     current = dep.gpu_memory_utilization
@@ -422,7 +426,8 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
 
     # max_num_seqs, sized at the recommended budget the command will use
     if work_len:
-        basis, what = work_len, f"the workload's {work_len} tokens per request (input + output)"
+        basis, what = work_len, f"the workload's {work_len} tokens per request (input + output" + (
+            " + images)" if image_tokens(m, workload) else ")")
     else:
         basis = int(rec_len.value or max_len)
         what = (f"{basis} tokens each — the no-preemption bound; pass "
@@ -622,7 +627,7 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     """Notes that do not depend on the engine's arithmetic: the model's own, unsupported
     layouts, quantization that needs the checkpoint, estimated GPU totals, non-CUDA GPUs."""
     problems = list(m.problems)
-    if m.vision is not None:
+    if m.vision is not None and dep.engine != "vllm":  # vLLM's is modelled (multimodal.py)
         problems.append(Problem(
             code="encoder-profiling", severity="info",
             message=f"{engine} also profiles the vision encoder with a maximum-size image batch "

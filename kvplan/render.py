@@ -61,6 +61,10 @@ def plan_table(plan: Plan, console: Console) -> None:
         t.add_row("    of which LoRA slots", _gib(mem.lora_bytes),
                   f"{plan.lora.max_loras} × rank {plan.lora.max_lora_rank}")
     t.add_row("  activation peak", _gib(mem.activation_bytes), escape(notes.get("activation", "")))
+    if plan.multimodal is not None and plan.multimodal.profile_items:
+        mm = plan.multimodal
+        t.add_row("    of which image encoder", _gib(mm.profile_bytes),
+                  f"{mm.profile_items} dummy {mm.modality}(s), budget {mm.encoder_budget_tokens:,} tokens")
     t.add_row("  non-torch", _gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
     if "cudagraph" in notes:
         t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
@@ -81,6 +85,14 @@ def plan_table(plan: Plan, console: Console) -> None:
     if kv.effective_max_concurrency_with_prefix is not None:
         k.add_row(f"max concurrency sharing a {plan.workload.prefix_tokens():,}-token prefix",
                   f"{kv.effective_max_concurrency_with_prefix:,.2f}x")
+    if plan.multimodal is not None:
+        mm = plan.multimodal
+        k.add_row(f"{mm.modality}s per prompt (--limit-mm-per-prompt, {mm.limit_source})",
+                  f"{mm.limit_per_prompt} × {mm.max_tokens_per_item:,} tokens")
+        if mm.max_concurrency_with_images is not None:
+            k.add_row(f"max concurrency, {mm.images_per_request} {mm.modality}(s) + "
+                      f"{(mm.request_tokens or 0) - mm.image_tokens_per_request:,} text tokens "
+                      "per request", f"[bold]{mm.max_concurrency_with_images:,.2f}x[/]")
     if plan.offload is not None:
         o = plan.offload
         k.add_row(f"host tier ({o.backend} offload, {_gib(o.host_bytes_per_worker)} per GPU)",

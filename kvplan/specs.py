@@ -10,13 +10,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = "1.5"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.6"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine "trtllm", memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
 # 1.5: speculative, lora and offload sections (null when unused), memory.draft_weights_bytes,
 #      memory.lora_bytes, workload.shared_prefix_tokens,
 #      kv_cache.effective_max_concurrency_with_prefix (docs/features.md); gpu.local
+# 1.6: multimodal section (null for text-only models), workload.images_per_request,
+#      workload.prefix_hit_rate, performance.cached_tokens, offload backend "sglang-hicache"
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -151,9 +153,9 @@ class VisionSpec(_Frozen):
     deepstack_mergers: int = Field(0, ge=0, description="Qwen3-VL deepstack_visual_indexes count")
     projector_bias: bool = True
     image_newline: bool = Field(False, description="LLaVA-NeXT's learned newline embedding")
-    max_tokens_per_image: int | None = Field(None, description="LM tokens one image of the "
-                                             "largest default size occupies (vLLM "
-                                             "get_max_image_tokens)")
+    max_tokens_per_image: int | None = Field(
+        None, gt=0, description="tokens one image of the largest default size occupies in the LM "
+        "sequence (placeholder incl. separator tokens), as vLLM's processor counts it")
 
 
 class MlaSpec(_Frozen):
@@ -369,6 +371,9 @@ class Deployment(_Frozen):
     enable_hierarchical_cache: bool = False
     hicache_ratio: float = Field(2.0, gt=0, description="SGLang: host/device pool tokens")
     hicache_size: int = Field(0, ge=0, description="SGLang: GB of host KV per GPU (0 = ratio)")
+    limit_mm_per_prompt: dict[str, int] | None = Field(
+        None, description="vLLM --limit-mm-per-prompt: items per prompt by modality (None: the "
+        "engine default)")
     sources: dict[str, Source]
 
 
@@ -386,6 +391,9 @@ class Workload(_Frozen):
     prefix_hit_rate: float | None = Field(
         None, gt=0, le=1, description="fraction of each prompt found in the prefix cache, "
         "read as a shared prefix of hit rate × avg_input_tokens (needs avg_input_tokens)")
+    images_per_request: int | None = Field(
+        None, ge=0, le=1 << 10, description="images each request carries (a VLM): each adds the "
+        "model's max_tokens_per_image to the request's KV length")
 
     @model_validator(mode="after")
     def _one_prefix(self) -> Workload:
@@ -618,6 +626,28 @@ class PlanOffload(BaseModel):
         "need GPU blocks, so max_concurrency is unchanged")
 
 
+class PlanMultimodal(BaseModel):
+    """A vision-language model's image budget as vLLM profiles it (docs/features.md)."""
+
+    modality: str = Field(description="the modality profiled (the one with the most tokens)")
+    limit_per_prompt: int = Field(description="items per prompt vLLM accepts (0: encoder off)")
+    limit_source: Source
+    max_tokens_per_item: int = Field(description="LM-sequence tokens of one largest item")
+    embeds_per_item: int = Field(description="encoder output rows of one largest item")
+    encoder_budget_tokens: int = Field(
+        description="min(encoder compute budget, encoder cache size) = max(max_num_batched_tokens, "
+        "max_tokens_per_item); 0 when the modality is disabled")
+    profile_items: int = Field(description="dummy items the profile run encodes")
+    profile_bytes: int = Field(description="per GPU: encoder outputs and pixel inputs held "
+                               "through the profile's forward pass, in memory.activation_bytes")
+    images_per_request: int = Field(description="the workload's images per request (assumed)")
+    image_tokens_per_request: int = Field(description="images_per_request × max_tokens_per_item")
+    request_tokens: int | None = Field(
+        None, description="text (avg input + output, when given) + image tokens of one request")
+    max_concurrency_with_images: float | None = Field(
+        None, description="KV blocks / blocks of one request of request_tokens")
+
+
 class Plan(BaseModel):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -636,3 +666,4 @@ class Plan(BaseModel):
     speculative: PlanSpeculative | None = None
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
+    multimodal: PlanMultimodal | None = None

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         GpuSpec,
         ModelSpec,
         PlanLora,
+        PlanMultimodal,
         PlanOffload,
         PlanSpeculative,
         Problem,
@@ -87,6 +88,7 @@ class MemoryResult:
     speculative: PlanSpeculative | None = None
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
+    multimodal: PlanMultimodal | None = None
 
     @property
     def worst(self) -> Stage:

@@ -23,6 +23,7 @@ from ..specs import (
     GpuSpec,
     ModelSpec,
     PlanLora,
+    PlanMultimodal,
     PlanOffload,
     PlanSpeculative,
     Problem,
@@ -50,6 +51,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     cudagraph_bytes,
     sampler_rows_factor,
 )
+from ..multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
@@ -297,6 +299,7 @@ class VllmResult:
     mamba_pages: int
     speculative: PlanSpeculative | None = None
     lora: PlanLora | None = None
+    multimodal: PlanMultimodal | None = None
 
     def request_blocks(self, length: int) -> int:
         """Blocks one request of `length` tokens holds on the limiting stage."""
@@ -341,6 +344,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
     weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
     draft = draft_memory(m, d)
+    mm = mm_profile(m, d, era)
     stages, lora_parts = [], []
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
@@ -353,7 +357,9 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
         extra_tensor = (draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
         stage_weights = weights[s].allocated_bytes + extra
-        act = activation_bytes(m, d, last_stage=last, eager_v0=era.v0)
+        # The encoder's dummy outputs and pixel inputs are held through the LM's profile forward
+        # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
+        act = activation_bytes(m, d, last_stage=last, eager_v0=era.v0) + (mm.held_bytes if mm else 0)
         nt = non_torch_bytes(d, gpu)
         graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
         if d.kv_cache_memory_bytes is not None:
@@ -443,7 +449,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                 message=f"This vLLM version captures CUDA graphs (≈{worst.cudagraph_bytes / GiB:.2f} GiB)"
                 f" outside the utilization budget, but only ≈{max(0, outside) / GiB:.2f} GiB is left"
                 " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
-    problems += feature_problems(m, d, draft, lora_parts)
+    problems += feature_problems(m, d, draft, lora_parts) + mm_problems(m, d, era, mm)
     return VllmResult(
         era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
         blocks_per_request=bpr, bytes_per_token=worst.bytes_per_token,
@@ -451,6 +457,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         max_model_len_fit=largest_len(num_blocks, model_max_len),
         problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
         speculative=speculative_section(d, draft), lora=lora_section(m, d, lora_parts),
+        multimodal=mm_section(m, d, mm),
     )
 
 
@@ -639,6 +646,75 @@ def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
     return out
 
 
+# ------------------------------------------------------------------------ multimodal
+# docs/features.md. vLLM 0.11.0 read (vllm/v1/worker/gpu_model_runner.py profile_run,
+# vllm/v1/worker/utils.py MultiModalBudget, vllm/config/multimodal.py); checked against the
+# 0.19.0 gemma-3 and Llama-4-Scout start-up logs in benchmarks/data/vllm_llmd_extra.csv.
+# 0.11.x copies each dummy encoder output into a zero tensor of encoder-budget rows before
+# caching it (vLLM PR #25810, first released in 0.11.0); the 0.19.0 logs fit the outputs as
+# they are. Releases 0.12–0.18 are assumed to behave like 0.19 (UNVERIFIED).
+MM_EXPANDED_OUTPUTS = ((0, 11, 0), (0, 12, 0))
+
+
+def mm_image_limit(d: Deployment) -> int:
+    """Images per prompt vLLM accepts: --limit-mm-per-prompt's "image" count, else 999 (V1)."""
+    given = d.limit_mm_per_prompt or {}
+    return given.get("image", DEFAULT_LIMIT_V1)
+
+
+def mm_profile(m: ModelSpec, d: Deployment, era: Era) -> EncoderProfile | None:
+    """The image encoder's share of vLLM V1's profile run (kvplan.multimodal.encoder_profile);
+    None for text-only models, towers whose token count is unknown, and V0 (not modelled)."""
+    v = m.vision
+    if v is None or not v.max_tokens_per_image or era.v0:
+        return None
+    lo, hi = MM_EXPANDED_OUTPUTS
+    return encoder_profile(
+        v, limit=mm_image_limit(d), max_num_batched_tokens=d.max_num_batched_tokens,
+        max_num_seqs=d.max_num_seqs, max_model_len=d.max_model_len or 0,
+        text_hidden_size=v.text_hidden_size, dtype_bytes=DTYPE_BYTES[d.dtype],
+        expand_to_budget=lo <= parse_version(d.engine_version) < hi)
+
+
+def mm_section(m: ModelSpec, d: Deployment, mm: EncoderProfile | None) -> PlanMultimodal | None:
+    if mm is None:
+        return None
+    return PlanMultimodal(
+        modality="image", limit_per_prompt=mm.limit_per_prompt,
+        limit_source="cli" if "image" in (d.limit_mm_per_prompt or {}) else "engine-default",
+        max_tokens_per_item=mm.max_tokens_per_item, embeds_per_item=mm.embeds_per_item,
+        encoder_budget_tokens=mm.encoder_budget_tokens, profile_items=mm.items,
+        profile_bytes=mm.held_bytes, images_per_request=0, image_tokens_per_request=0)
+
+
+def mm_problems(m: ModelSpec, d: Deployment, era: Era, mm: EncoderProfile | None) -> list[Problem]:
+    v = m.vision
+    if v is None:
+        return []
+    if era.v0 or not v.max_tokens_per_image:
+        return [Problem(code="multimodal-not-modelled", severity="info",
+                        message="the image encoder's profile-run memory is not modelled for this "
+                        + ("vLLM version (V0)" if era.v0 else "vision tower")
+                        + "; the KV budget may be smaller than shown")]
+    if mm is None:
+        return []
+    if mm.items == 0:
+        return [Problem(code="multimodal-encoder-off", severity="info",
+                        message="--limit-mm-per-prompt image 0: vLLM skips the image encoder's "
+                        "profiling and encoder cache; requests with images are refused")]
+    out = []
+    if d.limit_mm_per_prompt is None or "image" not in d.limit_mm_per_prompt:
+        out.append(Problem(
+            code="mm-limit-unset", severity="warning",
+            message=f"{m.id} takes images and --limit-mm-per-prompt is unset: vLLM's default "
+            f"({DEFAULT_LIMIT_V1} per prompt) profiles the encoder with {mm.items} dummy "
+            f"image(s) of {mm.max_tokens_per_item} tokens ({mm.held_bytes / GiB:.2f} GiB held "
+            "through the profile, in the activation figure). '{\"image\": 0}' frees it for "
+            "text-only traffic; a per-prompt limit shrinks the batch only below max_num_seqs × "
+            "limit items, but makes vLLM refuse prompts with more images"))
+    return out
+
+
 # ------------------------------------------------------------------ the engine
 
 
@@ -671,6 +747,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--max-lora-rank": ("max_lora_rank", "int"), "--max-cpu-loras": ("max_cpu_loras", "int"),
     "--kv-offloading-size": ("kv_offloading_size", "float"),
     "--kv-offloading-backend": ("kv_offloading_backend", "str"),
+    "--limit-mm-per-prompt": ("limit_mm_per_prompt", "str"),
 }
 # vllm/engine/arg_utils.py store_true / BooleanOptionalAction flags seen in deployment files.
 BOOLEAN_FLAGS = frozenset({
@@ -760,6 +837,8 @@ class VllmEngine(Engine):
         spec = resolve_speculative(m, knobs, era, sources)
         lora = resolve_lora(knobs, sources)
         offload = resolve_offload(knobs, era, sources)
+        if knobs.limit_mm_per_prompt is not None:
+            sources["limit_mm_per_prompt"] = "cli"
         q = layout.quant
         return Deployment(
             engine=self.name, engine_version=version, era=era.name,
@@ -773,7 +852,8 @@ class VllmEngine(Engine):
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
-            usage_context=usage, speculative_config=spec, **lora, **offload, sources=sources)
+            usage_context=usage, speculative_config=spec, **lora, **offload,
+            limit_mm_per_prompt=knobs.limit_mm_per_prompt, sources=sources)
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
         era = era_of(dep)
@@ -799,7 +879,7 @@ class VllmEngine(Engine):
                         non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
                         kv_tokens_label="GPU KV cache size", cudagraph=graphs),
             request_blocks=res.request_blocks, speculative=res.speculative, lora=res.lora,
-            offload=offload_section(dep, res))
+            offload=offload_section(dep, res), multimodal=res.multimodal)
 
     def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
         """(non-KV + blocks × bytes_per_block) / total on the neediest stage, in hundredths
@@ -884,6 +964,9 @@ def feature_flags(dep: Deployment) -> list[str]:
         for key in ("max_loras", "max_lora_rank", "max_cpu_loras"):
             if dep.sources.get(key) == "cli":
                 args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
+    if dep.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
+        args += ["--limit-mm-per-prompt",
+                 json.dumps(dep.limit_mm_per_prompt, separators=(",", ":"))]
     if dep.kv_offloading_size is not None:
         args += ["--kv-offloading-size", f"{dep.kv_offloading_size:g}"]
         if dep.sources.get("kv_offloading_backend") == "cli":
