@@ -37,11 +37,19 @@ def is_encoder(name: str) -> bool:
     return bool(_ENCODER.search(name))
 
 
+# decoder families (fam-a): GPT-2-era checkpoints store the causal mask as h.N.attn.bias (and GPT-J
+# a masked_bias scalar); vLLM skips them at load (vllm/model_executor/models/gpt2.py,
+# gpt_bigcode.py, gpt_j.py load_weights). c_attn.bias is a real weight and does not match.
+ATTN_MASK_BUFFER_FAMILIES = {"gpt2", "gpt_bigcode", "gptj"}
+
+
 def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
     """Tensors in the checkpoint that vLLM does not keep: rotary inv_freq buffers, layers past
     num_hidden_layers (DeepSeek-V3's MTP layer, loaded only for speculative decoding), and a
     stored lm_head when the embeddings are tied."""
     if name.endswith("rotary_emb.inv_freq"):
+        return True
+    if m.model_type in ATTN_MASK_BUFFER_FAMILIES and name.endswith((".attn.bias", ".attn.masked_bias")):
         return True
     layer = layer_of(name)
     if layer is not None and layer >= m.num_layers:

@@ -632,7 +632,8 @@ def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
-_REPLICATED = ("norm", "router", "mlp.gate.", "shared_expert_gate", "ln_")
+_REPLICATED = ("norm", "router", "mlp.gate.", "shared_expert_gate", "ln_",
+               "wpe", "embed_positions")  # fam-a: learned positions (nn.Embedding, replicated)
 
 
 def _header_rank_elements(name: str, shape: tuple[int, ...], m: ModelSpec, tp: int) -> int:

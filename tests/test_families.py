@@ -153,8 +153,8 @@ def test_falcon_multi_query_beats_num_kv_heads_without_the_new_architecture():
 
 
 def test_gptj_6b_parallel_block_partial_rotary_biased_head():
-    """EleutherAI/gpt-j-6b geometry (config.json: n_embd 4096, n_layer 28, n_head 16,
-    rotary_dim 64, n_inner null, vocab 50400, n_positions 2048; vllm gpt_j.py):
+    """EleutherAI/gpt-j-6b (catalogue: n_embd 4096, n_layer 28, n_head 16, rotary_dim 64,
+    no n_inner → 4 × 4096, vocab 50400, n_positions 2048; vllm gpt_j.py):
       wte 50400 × 4096                                  =   206,438,400
       per layer: q, k, v 3 × 4096 × 4096 (no bias)      =    50,331,648
                  out_proj 4096 × 4096 (no bias)         =    16,777,216
@@ -164,8 +164,7 @@ def test_gptj_6b_parallel_block_partial_rotary_biased_head():
                  = 201,355,264 × 28                     = 5,637,947,392
       ln_f 8,192; lm_head 50400 × 4096 + 50400 (bias)   =   206,488,800
       total 6,050,882,784; the card states 6,053,381,344 (0.04 % apart)."""
-    m = _spec({"model_type": "gptj", "n_embd": 4096, "n_layer": 28, "n_head": 16, "rotary_dim": 64,
-               "n_inner": None, "vocab_size": 50400, "n_positions": 2048, "tie_word_embeddings": False})
+    m = resolve_model("EleutherAI/gpt-j-6b")
     assert parameter_count(m) == 6_050_882_784
     assert abs(parameter_count(m) - 6_053_381_344) < 0.005 * 6_053_381_344
     assert (m.norms_per_layer, m.rotary_dim, m.rope_cache_positions) == (1, 64, 2048)
@@ -193,6 +192,23 @@ def test_gpt_neox_20b_hand_sum_rotary_pct():
                "use_parallel_residual": True})
     assert parameter_count(m) == 20_554_567_680
     assert (m.rotary_dim, m.rope_cache_positions, m.norms_per_layer) == (24, 2048, 2)
+
+
+def test_redpajama_3b_sequential_neox_full_rotary():
+    """togethercomputer/RedPajama-INCITE-Base-3B-v1 (catalogue; gpt_neox.py): hidden 2560,
+    32 layers, 32 heads of 80, intermediate 10240, vocab 50432, rotary_pct 1.0,
+    use_parallel_residual false (same weights), untied embed_out.
+      embed_in 50432 × 2560                               =   129,105,920
+      per layer: query_key_value 3 × 2560 × 2560 + 7680   =    19,668,480
+                 dense 2560 × 2560 + 2560                 =     6,556,160
+                 dense_h_to_4h 10240 × 2560 + 10240       =    26,224,640
+                 dense_4h_to_h 2560 × 10240 + 2560        =    26,216,960
+                 two LayerNorms 4 × 2560                  =        10,240
+                 = 78,676,480 × 32                        = 2,517,647,360
+      final_layer_norm 5,120; embed_out 129,105,920 → total 2,775,864,320 (card: 2.8B)."""
+    m = resolve_model("togethercomputer/RedPajama-INCITE-Base-3B-v1")
+    assert parameter_count(m) == 2_775_864_320
+    assert (m.rotary_dim, m.norms_per_layer, m.tie_word_embeddings) == (80, 2, False)
 
 
 # ---------------------------------------------------------------------------- Bloom
@@ -342,3 +358,29 @@ def test_catalogue_non_gated_families_count_fewer_mlp_params_than_a_gated_mlp(en
     assert mlp < 3 * m.hidden_size * m.intermediate_size * m.num_layers
     assert not m.mlp_gated and m.unsupported == []
     assert plan(m, "h100").fits
+
+
+def test_gpt2_checkpoint_mask_buffers_are_not_parameters():
+    """GPT-2-era checkpoints store the causal mask h.N.attn.bias [1, 1, 1024, 1024] (GPT-J also
+    attn.masked_bias); vLLM's gpt2.py / gpt_j.py load_weights skip them, so the header count
+    must too — else 12 × 1,048,576 extra "parameters" (+10 %) would make kvplan distrust the
+    config. The real c_attn.bias is kept. Table: GPT-2 small, F32, lm_head stored but tied:
+      wte 38,597,376 + wpe 786,432 + 12 × 7,087,872 + ln_f 1,536 = 124,439,808."""
+    from kvplan.checkpoint import header_parameter_count
+    from kvplan.specs import CheckpointTensors
+
+    table = {"wte.weight": ("F32", (50257, 768)), "wpe.weight": ("F32", (1024, 768)),
+             "ln_f.weight": ("F32", (768,)), "ln_f.bias": ("F32", (768,)),
+             "lm_head.weight": ("F32", (50257, 768))}
+    for i in range(12):
+        p = f"h.{i}."
+        table.update({
+            p + "attn.bias": ("F32", (1, 1, 1024, 1024)), p + "attn.masked_bias": ("F32", ()),
+            p + "attn.c_attn.weight": ("F32", (768, 2304)), p + "attn.c_attn.bias": ("F32", (2304,)),
+            p + "attn.c_proj.weight": ("F32", (768, 768)), p + "attn.c_proj.bias": ("F32", (768,)),
+            p + "mlp.c_fc.weight": ("F32", (768, 3072)), p + "mlp.c_fc.bias": ("F32", (3072,)),
+            p + "mlp.c_proj.weight": ("F32", (3072, 768)), p + "mlp.c_proj.bias": ("F32", (768,)),
+            p + "ln_1.weight": ("F32", (768,)), p + "ln_1.bias": ("F32", (768,)),
+            p + "ln_2.weight": ("F32", (768,)), p + "ln_2.bias": ("F32", (768,))})
+    ckpt = CheckpointTensors(source="test", files=1, tensors=table)
+    assert header_parameter_count(resolve_model("openai-community/gpt2"), ckpt) == 124_439_808
