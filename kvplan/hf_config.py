@@ -541,7 +541,8 @@ def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader)
     mpt.py: ALiBi, d_model/n_heads/n_layers, KV heads attn_config.kv_n_heads, MLP
       expansion_ratio · d_model, no_bias (MptConfig default true) drops every linear and
       LayerNorm bias, tied head."""
-    out: dict[str, Any] = {"mlp_gated": False, "norm_bias": True, "norms_per_layer": 2, "_unsupported": []}
+    out: dict[str, Any] = {"mlp_gated": False, "norm_bias": True, "norms_per_layer": 2,
+                           "_unsupported": []}
     unsupported = out["_unsupported"]
     if family == "mpt":
         ac = cfg.get("attn_config") or {}
@@ -550,7 +551,8 @@ def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader)
                                      field="attn_config")
         layers, heads, hidden = r.int("n_layers"), r.int("n_heads"), r.int("d_model")
         kv = ac.get("kv_n_heads")
-        kv_heads = r.check_int("kv_n_heads", kv, where="attn_config.kv_n_heads") if kv is not None else heads
+        kv_heads = (heads if kv is None
+                    else r.check_int("kv_n_heads", kv, where="attn_config.kv_n_heads"))
         ratio = r.int("expansion_ratio", default=4)
         biased = not r.bool("no_bias", True)
         if ac.get("alibi") is False or ac.get("qk_ln") or ac.get("prefix_lm"):
@@ -566,8 +568,8 @@ def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader)
     hidden = r.int("hidden_size", "n_embd", "n_embed")
     head_dim = hidden // heads
     if head_dim < 1:
-        raise InvalidConfigError(f"hidden_size {hidden} over {heads} heads leaves no head dimension",
-                                 path=r.path, field="num_attention_heads")
+        raise InvalidConfigError(f"hidden_size {hidden} over {heads} heads leaves no head "
+                                 "dimension", path=r.path, field="num_attention_heads")
     kv_heads, rotary_dim, rope_rows, tie = heads, 0, 0, r.bool("tie_word_embeddings", True)
     four_h = 4 * hidden
     if family in {"gpt2", "gpt_bigcode"}:
@@ -575,7 +577,9 @@ def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader)
             kv_heads = 1
         inter = r.int("n_inner", default=0) or four_h
         qkv_bias = o_bias = mlp_bias = True
-        out["position_embedding_rows"] = r.int("n_positions", "max_position_embeddings")
+        # GPT2Config / GPTBigCodeConfig default n_positions: 1024
+        out["position_embedding_rows"] = r.int("n_positions", "max_position_embeddings",
+                                               default=1024)
     elif family == "gptj":
         inter = r.int("n_inner", default=0) or four_h
         qkv_bias = o_bias = False
@@ -688,7 +692,8 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         layers, heads, kv_heads = fam_a.pop("_layers"), fam_a.pop("_heads"), fam_a.pop("_kv_heads")
         head_dim, vocab = fam_a.pop("_head_dim"), r.int("vocab_size")
         intermediate = fam_a.pop("_intermediate")
-        qkv_bias, o_bias, mlp_bias = fam_a.pop("_qkv_bias"), fam_a.pop("_o_bias"), fam_a.pop("_mlp_bias")
+        qkv_bias, o_bias = fam_a.pop("_qkv_bias"), fam_a.pop("_o_bias")
+        mlp_bias = fam_a.pop("_mlp_bias")
         rotary_dim, tie, qk_norm = fam_a.pop("_rotary_dim"), fam_a.pop("_tie"), False
     elif model_type in {"chatglm", "glm"}:
         # GLM-4 (THUDM): ChatGLM key names; GQA via multi_query_group_num, head dim kv_channels,

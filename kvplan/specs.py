@@ -264,7 +264,8 @@ class ModelSpec(_Frozen):
         None, gt=0, description="OPT: embedding width when it differs from hidden_size "
         "(replicated project_in / project_out linears)")
     final_norm: bool = Field(True, description="False: no final norm (OPT-350m, post-LN)")
-    alibi: bool = Field(False, description="ALiBi attention biases instead of RoPE (no cos/sin cache)")
+    alibi: bool = Field(False, description="ALiBi attention biases instead of RoPE (no cos/sin "
+                        "cache)")
 
 
 # -------------------------------------------------------------------- deployment

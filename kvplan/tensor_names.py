@@ -49,7 +49,8 @@ def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
     stored lm_head when the embeddings are tied."""
     if name.endswith("rotary_emb.inv_freq"):
         return True
-    if m.model_type in ATTN_MASK_BUFFER_FAMILIES and name.endswith((".attn.bias", ".attn.masked_bias")):
+    if m.model_type in ATTN_MASK_BUFFER_FAMILIES and name.endswith(
+            (".attn.bias", ".attn.masked_bias")):
         return True
     layer = layer_of(name)
     if layer is not None and layer >= m.num_layers:

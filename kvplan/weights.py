@@ -248,7 +248,8 @@ def _embedding_extras(m: ModelSpec) -> Iterator[Tensor]:
     OPTLearnedPositionalEmbedding, +2 rows), Bloom's word_embeddings_layernorm (bloom.py),
     OPT's project_in (ReplicatedLinear word_embed_proj_dim → hidden, no bias; opt.py)."""
     if m.position_embedding_rows:
-        yield Tensor("embed_positions", "dense", m.position_embedding_rows, m.hidden_size, "none", None)
+        yield Tensor("embed_positions", "dense", m.position_embedding_rows, m.hidden_size, "none",
+                     None)
     if m.embedding_norm:
         yield Tensor("embed_norm", "norm", m.hidden_size, 1, "none", None)
         yield Tensor("embed_norm.bias", "norm", m.hidden_size, 1, "none", None)

@@ -43,6 +43,9 @@ def test_gpt2_hand_sum_learned_positions_tied_head():
     assert m.unsupported == [] and not m.mlp_gated and m.norm_bias
     assert m.rotary_dim == 0 and m.rope_cache_positions == 0  # learned positions, no RoPE
     assert m.position_embedding_rows == 1024 and m.tie_word_embeddings
+    bare = _spec({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+                  "vocab_size": 50257})
+    assert bare.position_embedding_rows == 1024  # GPT2Config's default n_positions
 
 
 # ------------------------------------------------------------------- GPTBigCode (MQA)
@@ -83,7 +86,8 @@ def test_falcon_7b_hand_sum_mqa_parallel_block():
       6,921,720,704 + 295,469,056 = 7,217,189,760.
     KV per token, bf16: 32 × 2 × 1 × 64 × 2 B = 8,192 B."""
     m = resolve_model("tiiuae/falcon-7b")
-    assert (m.model_type, m.num_kv_heads, m.norms_per_layer, m.intermediate_size) == ("falcon", 1, 1, 18176)
+    assert (m.model_type, m.num_kv_heads, m.norms_per_layer) == ("falcon", 1, 1)
+    assert m.intermediate_size == 18176
     assert not (m.qkv_bias or m.o_bias or m.mlp_bias) and m.norm_bias
     assert parameter_count(m) == 6_921_720_704
     assert m.rotary_dim == 64 and m.rope_cache_positions == 8192  # RWConfig: getattr default
@@ -241,7 +245,8 @@ def test_bloom_7b1_alibi_embedding_layernorm_hand_sum():
 MPT_7B = {  # mosaicml/mpt-7b geometry (config.json keys)
     "model_type": "mpt", "architectures": ["MPTForCausalLM"], "d_model": 4096, "n_heads": 32,
     "n_layers": 32, "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432,
-    "no_bias": True, "attn_config": {"alibi": True, "attn_impl": "torch"}, "torch_dtype": "bfloat16"}
+    "no_bias": True, "attn_config": {"alibi": True, "attn_impl": "torch"},
+    "torch_dtype": "bfloat16"}
 
 
 def test_mpt_7b_no_bias_alibi_hand_sum():
@@ -255,7 +260,8 @@ def test_mpt_7b_no_bias_alibi_hand_sum():
       norm_f 4,096; head tied → total 6,649,286,656 (card: 6.7B)."""
     m = _spec(MPT_7B)
     assert parameter_count(m) == 6_649_286_656
-    assert m.alibi and m.rotary_dim == 0 and not m.norm_bias and m.max_len_keys == {"max_seq_len": 2048}
+    assert m.alibi and m.rotary_dim == 0 and not m.norm_bias
+    assert m.max_len_keys == {"max_seq_len": 2048}
     gqa = _spec({**MPT_7B, "attn_config": {"alibi": True, "kv_n_heads": 8}})
     assert gqa.num_kv_heads == 8  # attn_config.kv_n_heads
 
@@ -376,7 +382,8 @@ def test_gpt2_checkpoint_mask_buffers_are_not_parameters():
         p = f"h.{i}."
         table.update({
             p + "attn.bias": ("F32", (1, 1, 1024, 1024)), p + "attn.masked_bias": ("F32", ()),
-            p + "attn.c_attn.weight": ("F32", (768, 2304)), p + "attn.c_attn.bias": ("F32", (2304,)),
+            p + "attn.c_attn.weight": ("F32", (768, 2304)),
+            p + "attn.c_attn.bias": ("F32", (2304,)),
             p + "attn.c_proj.weight": ("F32", (768, 768)), p + "attn.c_proj.bias": ("F32", (768,)),
             p + "mlp.c_fc.weight": ("F32", (768, 3072)), p + "mlp.c_fc.bias": ("F32", (3072,)),
             p + "mlp.c_proj.weight": ("F32", (3072, 768)), p + "mlp.c_proj.bias": ("F32", (768,)),
