@@ -41,6 +41,12 @@ KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
 # (weight + bias) feeds attention and MLP in parallel; q/k/v and dense carry biases; the MLP is
 # fc1 → gelu → fc2 with biases (not gated); the final LayerNorm and the LM head carry biases.
 BIASED_LAYERNORM_FAMILIES = {"phi"}
+# decoder families (fam-a): GPT-2-style and parallel-block decoders with LayerNorms, learned or
+# ALiBi positions and non-gated MLPs, read by _fam_a_layout (each as vLLM v0.11 builds it).
+FALCON_TYPES = {"falcon", "RefinedWeb", "RefinedWebModel"}  # RW*: the pre-transformers configs
+FAM_A_FAMILIES = {"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "falcon", "starcoder2", "opt",
+                  "bloom", "mpt"}
+KNOWN_FAMILIES |= FAM_A_FAMILIES
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -62,6 +68,8 @@ FIELD_MAX = {
     "num_local_experts": 2**12, "num_experts": 2**12, "n_routed_experts": 2**12,
     **{k: 2**34 for k in MAX_LEN_KEYS}, "sliding_window": 2**34, "attention_chunk_size": 2**34,
     "original_max_position_embeddings": 2**34,
+    "n_layers": MAX_LAYERS, "n_heads": 2**14, "d_model": 2**18, "n_inner": 2**20, "ffn_dim": 2**20,
+    "word_embed_proj_dim": 2**18, "rotary_dim": 2**14, "kv_n_heads": 2**14,  # fam-a
 }
 INT_MAX = 2**24
 # Fields that are divisors, counts or periods: 0 is as impossible as a negative.
@@ -77,6 +85,7 @@ POSITIVE = {
     "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "moe_intermediate_size",
     "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "mamba_expand", "mamba_d_state",
     "ssm_state_size", "sliding_window", "attention_chunk_size", *MAX_LEN_KEYS,
+    "n_layers", "n_heads", "d_model", "ffn_dim", "word_embed_proj_dim", "kv_n_heads",  # fam-a
 }
 
 
@@ -638,6 +647,136 @@ def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
                                  field=f"vision_config.{e.args[0]}") from None
 
 
+def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader) -> dict[str, Any]:
+    """Decoder families (fam-a) as vLLM v0.11 builds them (vllm/model_executor/models/<file>.py).
+    Keys starting with "_" are the geometry _spec_from_config reads; the rest are ModelSpec
+    fields that replace the Llama-style defaults. Every family here has LayerNorms (weight, and
+    a bias unless noted), a non-gated MLP and fused, head-split q/k/v.
+
+    gpt2.py: learned wpe (n_positions rows, replicated), c_attn/c_proj/c_fc/c_proj all biased,
+      MLP n_inner or 4·n_embd, two LayerNorms, tied head.
+    gpt_bigcode.py: as GPT-2, q/k/v over 1 KV head when multi_query (GPTBigCodeConfig: true).
+    gpt_j.py: one LayerNorm (parallel block), q/k/v and out_proj without bias, fc_in/fc_out
+      biased (n_inner or 4·n_embd), partial RoPE over rotary_dim, untied LM head with a bias.
+    gpt_neox.py: two LayerNorms (use_parallel_residual does not change the weights),
+      query_key_value/dense biased (attention_bias, default true), MLP intermediate_size
+      biased, RoPE over int(head_dim · rotary_pct), embed_out untied unless tie_word_embeddings.
+    falcon.py: KV heads num_kv_heads (RW: n_head_kv) with new_decoder_architecture (RWConfig
+      forces it at hidden 8192), else 1 with multi_query, else all; one LayerNorm when
+      parallel_attn, two (ln_attn/ln_mlp) with new_decoder_architecture unless
+      num_ln_in_parallel_attn is 1, two when not parallel; linears biased per `bias`; MLP
+      4·hidden (hard-coded); RoPE over the whole head unless alibi; head tied unless
+      tie_word_embeddings is false. RoPE cache rows: max_position_embeddings (FalconConfig
+      default 2048); RW configs have none, so vLLM's getattr default 8192.
+    starcoder2.py: nn.LayerNorm norms, q/k/v/o and c_fc/c_proj biased per use_bias (default
+      true), GQA, full RoPE, sliding window from the config.
+    opt.py: learned positions max_position_embeddings + 2 rows (replicated), embed_tokens
+      vocab × word_embed_proj_dim with ReplicatedLinear project_in/project_out (no bias) when
+      that differs from hidden_size, final LayerNorm only with do_layer_norm_before (and not
+      _remove_final_layer_norm), linears biased per enable_bias, MLP ffn_dim, tied head.
+    bloom.py: ALiBi (no RoPE), word_embeddings_layernorm, biased fused qkv/dense and 4·hidden
+      MLP, two LayerNorms, tied head.
+    mpt.py: ALiBi, d_model/n_heads/n_layers, KV heads attn_config.kv_n_heads, MLP
+      expansion_ratio · d_model, no_bias (MptConfig default true) drops every linear and
+      LayerNorm bias, tied head."""
+    out: dict[str, Any] = {"mlp_gated": False, "norm_bias": True, "norms_per_layer": 2,
+                           "_unsupported": []}
+    unsupported = out["_unsupported"]
+    if family == "mpt":
+        ac = cfg.get("attn_config") or {}
+        if not isinstance(ac, dict):
+            raise InvalidConfigError(f"expected an object, got {short(ac)}", path=r.path,
+                                     field="attn_config")
+        layers, heads, hidden = r.int("n_layers"), r.int("n_heads"), r.int("d_model")
+        kv = ac.get("kv_n_heads")
+        kv_heads = (heads if kv is None
+                    else r.check_int("kv_n_heads", kv, where="attn_config.kv_n_heads"))
+        ratio = r.int("expansion_ratio", default=4)
+        biased = not r.bool("no_bias", True)
+        if ac.get("alibi") is False or ac.get("qk_ln") or ac.get("prefix_lm"):
+            unsupported.append("MPT without ALiBi, or with qk_ln / prefix_lm (vLLM's mpt.py "
+                               "asserts ALiBi and no prefix_lm; q/k LayerNorms not counted)")
+        out.update(_layers=layers, _heads=heads, _kv_heads=kv_heads, _head_dim=hidden // heads,
+                   _intermediate=ratio * hidden, _qkv_bias=biased, _o_bias=biased,
+                   _mlp_bias=biased, _rotary_dim=0, _tie=True, norm_bias=biased, alibi=True,
+                   rope_cache_positions=0)
+        return out
+    layers = r.int("num_hidden_layers", "n_layer", "num_layers")
+    heads = r.int("num_attention_heads", "n_head")
+    hidden = r.int("hidden_size", "n_embd", "n_embed")
+    head_dim = hidden // heads
+    if head_dim < 1:
+        raise InvalidConfigError(f"hidden_size {hidden} over {heads} heads leaves no head "
+                                 "dimension", path=r.path, field="num_attention_heads")
+    kv_heads, rotary_dim, rope_rows, tie = heads, 0, 0, r.bool("tie_word_embeddings", True)
+    four_h = 4 * hidden
+    if family in {"gpt2", "gpt_bigcode"}:
+        if family == "gpt_bigcode" and r.bool("multi_query", True):
+            kv_heads = 1
+        inter = r.int("n_inner", default=0) or four_h
+        qkv_bias = o_bias = mlp_bias = True
+        # GPT2Config / GPTBigCodeConfig default n_positions: 1024
+        out["position_embedding_rows"] = r.int("n_positions", "max_position_embeddings",
+                                               default=1024)
+    elif family == "gptj":
+        inter = r.int("n_inner", default=0) or four_h
+        qkv_bias = o_bias = False
+        mlp_bias, tie = True, False
+        rotary_dim = r.int("rotary_dim", default=64) or head_dim
+        rope_rows = r.int("n_positions", "max_position_embeddings", default=2048)
+        out.update(norms_per_layer=1, lm_head_bias=True)
+    elif family == "gpt_neox":
+        inter = r.int("intermediate_size")
+        qkv_bias = o_bias = r.bool("attention_bias", True)
+        mlp_bias, tie = True, r.bool("tie_word_embeddings", False)
+        rotary_dim = int(head_dim * (r.float("rotary_pct", lo=0.0, hi=1.0) or 1.0))
+        rope_rows = r.int("max_position_embeddings", default=2048)
+    elif family == "falcon":
+        rw = model_type != "falcon"
+        new_arch = r.bool("new_decoder_architecture", False) or (rw and hidden == 8192)
+        if new_arch:
+            kv_heads = (r.int("n_head_kv", default=1) if rw
+                        else r.int("num_kv_heads", default=heads))
+        elif r.bool("multi_query", True):
+            kv_heads = 1
+        parallel = r.bool("parallel_attn", not rw)
+        n_ln = cfg.get("num_ln_in_parallel_attn")
+        if n_ln is None and new_arch:
+            n_ln = 2
+        out["norms_per_layer"] = 2 if not parallel or n_ln == 2 else 1
+        inter = four_h
+        qkv_bias = o_bias = mlp_bias = r.bool("bias", False)
+        alibi = r.bool("alibi", False)
+        rotary_dim = 0 if alibi else head_dim
+        rope_rows = 0 if alibi else (8192 if rw else r.int("max_position_embeddings", default=2048))
+        out["alibi"] = alibi
+    elif family == "starcoder2":
+        kv_heads = r.int("num_key_value_heads", default=heads)
+        inter = r.int("intermediate_size")
+        qkv_bias = o_bias = mlp_bias = r.bool("use_bias", True)
+        rotary_dim = head_dim
+        rope_rows = r.int("max_position_embeddings", default=4096)
+    elif family == "opt":
+        inter = r.int("ffn_dim")
+        qkv_bias = o_bias = mlp_bias = r.bool("enable_bias", True)
+        proj = r.int("word_embed_proj_dim", default=hidden)
+        out["position_embedding_rows"] = r.int("max_position_embeddings", default=2048) + 2
+        out["word_embed_proj_dim"] = proj if proj != hidden else None
+        out["final_norm"] = r.bool("do_layer_norm_before", True) and not r.bool(
+            "_remove_final_layer_norm", False)
+        if not r.bool("layer_norm_elementwise_affine", True):
+            unsupported.append("OPT LayerNorms without weights (layer_norm_elementwise_affine "
+                               "false): counted with weight and bias")
+    else:  # bloom
+        inter = four_h
+        qkv_bias = o_bias = mlp_bias = True
+        out.update(embedding_norm=True, alibi=True)
+    out.update(_layers=layers, _heads=heads, _kv_heads=kv_heads, _head_dim=head_dim,
+               _intermediate=inter, _qkv_bias=qkv_bias, _o_bias=o_bias, _mlp_bias=mlp_bias,
+               _rotary_dim=rotary_dim, _tie=tie, rope_cache_positions=rope_rows)
+    return out
+
+
 def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
                      extra: dict[str, Any] | None = None, local_dir: str | None = None) -> ModelSpec:
     """Normalise one HF config dict. `extra` is hf_quant_config.json when present; `local_dir`
@@ -687,10 +826,21 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         text_type = cfg.get("model_type") if raw_cfg is not cfg else None
         family = VLM_TEXT_FAMILY[model_type] if model_type.startswith("qwen") else str(
             text_type or VLM_TEXT_FAMILY[model_type])
+    elif model_type in FALCON_TYPES:
+        family = "falcon"
     r = _Reader(cfg, path)
 
     mla = None
-    if model_type in {"chatglm", "glm"}:
+    fam_a: dict[str, Any] = {}
+    if family in FAM_A_FAMILIES:
+        fam_a = _fam_a_layout(cfg, family, model_type, r)
+        layers, heads, kv_heads = fam_a.pop("_layers"), fam_a.pop("_heads"), fam_a.pop("_kv_heads")
+        head_dim, vocab = fam_a.pop("_head_dim"), r.int("vocab_size")
+        intermediate = fam_a.pop("_intermediate")
+        qkv_bias, o_bias = fam_a.pop("_qkv_bias"), fam_a.pop("_o_bias")
+        mlp_bias = fam_a.pop("_mlp_bias")
+        rotary_dim, tie, qk_norm = fam_a.pop("_rotary_dim"), fam_a.pop("_tie"), False
+    elif model_type in {"chatglm", "glm"}:
         # GLM-4 (THUDM): ChatGLM key names; GQA via multi_query_group_num, head dim kv_channels,
         # fused dense_h_to_4h (gated, 2 × ffn_hidden_size), qkv bias, untied output_layer.
         layers = r.int("num_layers", "num_hidden_layers")
@@ -735,7 +885,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
             head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
             rotary_dim = mla.qk_rope_head_dim
             kv_heads = heads  # nominal; the cache is one latent head (kv.py)
-    hidden = r.int("hidden_size", "n_embd")
+    hidden = r.int("hidden_size", "n_embd", "d_model", "n_embed")
     if layers > MAX_LAYERS:  # every plan walks the layers: bound the work
         raise InvalidConfigError(f"{layers} layers is over kvplan's limit of {MAX_LAYERS}", path=path,
                                  field="num_hidden_layers",
@@ -793,7 +943,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
     if family == "gemma3" and rope_type:
         cache_rows += int(max_pos or 0)  # a second, unscaled cache for the local layers
 
-    return ModelSpec(
+    spec = ModelSpec(
         id=model_id, model_type=family, architectures=_architectures(raw_cfg, path),
         num_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_kv_heads=kv_heads,
         head_dim=int(head_dim), vocab_size=vocab, intermediate_size=intermediate or 0,
@@ -819,6 +969,10 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         mtp_layers=_positive_int(cfg.get("num_nextn_predict_layers")) or 0,
         draft_vocab_size=_positive_int(cfg.get("draft_vocab_size")),
     )
+    if fam_a:  # decoder families (fam-a): their norms, positions and heads replace the defaults
+        fam_a["unsupported"] = spec.unsupported + fam_a.pop("_unsupported")
+        spec = ModelSpec.model_validate({**spec.model_dump(), **fam_a})
+    return spec
 
 
 def _positive_int(value: Any) -> int | None:

@@ -277,6 +277,17 @@ class ModelSpec(_Frozen):
         "(num_nextn_predict_layers, e.g. 1 for DeepSeek-V3); used only by MTP speculative decoding")
     draft_vocab_size: int | None = Field(
         None, gt=0, description="EAGLE-3 heads: the draft LM head's reduced vocabulary")
+    # decoder families (fam-a)
+    position_embedding_rows: int = Field(
+        0, ge=0, description="learned absolute position embeddings (GPT-2: n_positions; OPT: "
+        "max_position_embeddings + 2), replicated on every TP rank; 0 = none")
+    embedding_norm: bool = Field(False, description="Bloom: a LayerNorm right after the embedding")
+    word_embed_proj_dim: int | None = Field(
+        None, gt=0, description="OPT: embedding width when it differs from hidden_size "
+        "(replicated project_in / project_out linears)")
+    final_norm: bool = Field(True, description="False: no final norm (OPT-350m, post-LN)")
+    alibi: bool = Field(False, description="ALiBi attention biases instead of RoPE (no cos/sin "
+                        "cache)")
 
 
 # -------------------------------------------------------------------- deployment

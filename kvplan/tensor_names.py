@@ -38,6 +38,12 @@ def is_encoder(name: str) -> bool:
     return bool(_ENCODER.search(name))
 
 
+# decoder families (fam-a): GPT-2-era checkpoints store the causal mask as h.N.attn.bias (and GPT-J
+# a masked_bias scalar); vLLM skips them at load (vllm/model_executor/models/gpt2.py,
+# gpt_bigcode.py, gpt_j.py load_weights). c_attn.bias is a real weight and does not match.
+ATTN_MASK_BUFFER_FAMILIES = {"gpt2", "gpt_bigcode", "gptj"}
+
+
 def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
     """Tensors in the checkpoint that vLLM does not keep: rotary inv_freq buffers, llava CLIP
     tower layers past vision_feature_layer (and its post-LayerNorm), layers past
@@ -52,6 +58,9 @@ def skipped_by_vllm(name: str, m: ModelSpec) -> bool:
         tower_layer = _TOWER_LAYER.search(name)
         if "post_layernorm" in name or (tower_layer and int(tower_layer.group(1)) >= v.num_layers):
             return True
+    if m.model_type in ATTN_MASK_BUFFER_FAMILIES and name.endswith(
+            (".attn.bias", ".attn.masked_bias")):
+        return True
     layer = layer_of(name)
     if layer is not None and layer >= m.num_layers:
         return True

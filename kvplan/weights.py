@@ -318,16 +318,40 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
             yield Tensor(p + "mlp2.bias", "norm", t, 1, "none", None)
 
 
+def _embedding_extras(m: ModelSpec) -> Iterator[Tensor]:
+    """Decoder families (fam-a), beside the token embedding, all replicated on every TP rank:
+    learned positions (nn.Embedding in vllm gpt2.py / gpt_bigcode.py; opt.py's
+    OPTLearnedPositionalEmbedding, +2 rows), Bloom's word_embeddings_layernorm (bloom.py),
+    OPT's project_in (ReplicatedLinear word_embed_proj_dim → hidden, no bias; opt.py)."""
+    if m.position_embedding_rows:
+        yield Tensor("embed_positions", "dense", m.position_embedding_rows, m.hidden_size, "none",
+                     None)
+    if m.embedding_norm:
+        yield Tensor("embed_norm", "norm", m.hidden_size, 1, "none", None)
+        yield Tensor("embed_norm.bias", "norm", m.hidden_size, 1, "none", None)
+    if m.word_embed_proj_dim:
+        yield Tensor("project_in", "linear", m.hidden_size, m.word_embed_proj_dim, "none", None)
+
+
+# fam-a: tensors outside the decoder layers that vLLM builds with the embedding (first PP stage)
+_FIRST_STAGE_EXTRAS = ("embed_positions", "embed_norm", "project_in")
+
+
 def tensors(m: ModelSpec) -> Iterator[Tensor]:
     """Every weight tensor of the model (unpadded, unsharded shapes)."""
-    yield Tensor("embed_tokens", "embedding", m.vocab_size, m.hidden_size, "vocab", None)
+    embed_dim = m.word_embed_proj_dim or m.hidden_size  # OPT: the table is word_embed_proj_dim wide
+    yield Tensor("embed_tokens", "embedding", m.vocab_size, embed_dim, "vocab", None)
+    yield from _embedding_extras(m)
     for i in range(m.num_layers):
         yield from _layer_tensors(m, i)
-    yield Tensor("norm", "norm", m.hidden_size, 1, "none", None)
-    if m.norm_bias:
-        yield Tensor("norm.bias", "norm", m.hidden_size, 1, "none", None)
+    if m.final_norm:
+        yield Tensor("norm", "norm", m.hidden_size, 1, "none", None)
+        if m.norm_bias:
+            yield Tensor("norm.bias", "norm", m.hidden_size, 1, "none", None)
+    if m.word_embed_proj_dim:  # OPT project_out: ReplicatedLinear hidden → word_embed_proj_dim
+        yield Tensor("project_out", "linear", m.word_embed_proj_dim, m.hidden_size, "none", None)
     if not m.tie_word_embeddings:
-        yield Tensor("lm_head", "lm_head", m.vocab_size, m.hidden_size, "vocab", None)
+        yield Tensor("lm_head", "lm_head", m.vocab_size, embed_dim, "vocab", None)
     if m.lm_head_bias:  # ParallelLMHead(bias=True): one value per (padded) vocab row
         yield Tensor("lm_head.bias", "bias", m.vocab_size, 1, "vocab", None)
     yield from _vision_tensors(m)
@@ -591,6 +615,8 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                 named[-1].append(("lm_head", item[1]))
         elif t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
             named[0].append(item)  # the encoder runs on the first stage
+        elif t.name.startswith(_FIRST_STAGE_EXTRAS):
+            named[0].append(item)
         else:  # final norm, lm_head
             named[-1].append(item)
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
@@ -683,7 +709,8 @@ def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
-_REPLICATED = ("norm", "router", "mlp.gate.", "shared_expert_gate", "ln_")
+_REPLICATED = ("norm", "router", "mlp.gate.", "shared_expert_gate", "ln_",
+               "wpe", "embed_positions")  # fam-a: learned positions (nn.Embedding, replicated)
 
 
 def _header_rank_elements(name: str, shape: tuple[int, ...], m: ModelSpec, tp: int) -> int:
