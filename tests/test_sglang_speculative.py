@@ -327,3 +327,12 @@ def test_check_bad_speculative_flags_exit_2_with_json(capsys, tmp_path, flags, n
     row = json.loads(out)["deployments"][0]
     assert row["status"] == "error"
     assert needle in json.dumps(row)
+
+
+def test_vllm_serve_line_drops_the_sglang_only_keys():
+    """eagle_topk / num_draft_tokens are SGLang's; vLLM's --speculative-config JSON has no such
+    keys, so a knob read from an SGLang file and planned on vLLM leaves them out."""
+    p = plan(DSV3, "h200", tensor_parallel_size=8,
+             speculative_config=spec(method="mtp", num_speculative_tokens=2, eagle_topk=1,
+                                     num_draft_tokens=3))
+    assert '--speculative-config \'{"method":"mtp","num_speculative_tokens":2}\'' in p.command
