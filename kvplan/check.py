@@ -328,8 +328,7 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
 # Memory features other engines have under their own flags, which kvplan models for vLLM only
 # (docs/features.md): a warning, because the plan leaves their memory out.
 FEATURE_FLAGS_NOT_MODELLED: dict[str, dict[str, str]] = {
-    "sglang": {"--enable-lora": "LoRA adapter slots", "--lora-paths": "LoRA adapter slots",
-               "--enable-hierarchical-cache": "the hierarchical (host) KV cache"},
+    "sglang": {"--enable-lora": "LoRA adapter slots", "--lora-paths": "LoRA adapter slots"},
     "tgi": {"--lora-adapters": "LoRA adapters", "--speculate": "speculative decoding"},
 }
 

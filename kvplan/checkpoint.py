@@ -194,13 +194,19 @@ def checkpoint_bytes(ckpt: CheckpointTensors) -> int:
 def attach_headers(m: ModelSpec, ckpt: CheckpointTensors, config_params: int) -> ModelSpec:
     """Choose where the weight bytes come from and say why.
 
-    Headers win when the config's quantization is one kvplan cannot size, or when the
+    Headers win when kvplan does not model the family layer by layer, when the config's
+    quantization is one kvplan cannot size, or when the
     config-derived parameter count is more than 0.5 % away from the headers' (vision towers,
     config quirks, extra heads). Otherwise the config enumeration is used, because it carries
     vLLM's exact sharding and padding."""
     header_params = header_parameter_count(m, ckpt)
     gap = abs(header_params - config_params) / max(config_params, 1)
-    if m.unmodelled_quantization:
+    if m.layout_assumed:
+        source, note = "headers", Problem(
+            code="weights-from-headers", severity="info",
+            message=f"model_type {m.layout_assumed!r}: weight bytes come from the safetensors "
+            f"headers ({ckpt.source}, {header_params:,} parameters), not from an assumed layout")
+    elif m.unmodelled_quantization:
         gib = checkpoint_bytes(ckpt) / 2**30
         source, note = "headers", Problem(
             code="weights-from-headers", severity="info",
@@ -216,4 +222,5 @@ def attach_headers(m: ModelSpec, ckpt: CheckpointTensors, config_params: int) ->
             code="headers-agree", severity="info",
             message=f"safetensors headers ({ckpt.source}) agree with the config within {gap:.2%}")
     return m.model_copy(update={"checkpoint": ckpt, "weights_from": source,
+                                "header_parameters": header_params,
                                 "problems": [*m.problems, note]})

@@ -147,6 +147,12 @@ def plan(
         "--kv-offloading-size", help="vLLM: GiB of host memory for offloaded KV blocks")] = None,
     kv_offloading_backend: Annotated[Optional[str], typer.Option(
         "--kv-offloading-backend", help="vLLM: native (default) or lmcache")] = None,
+    enable_hierarchical_cache: Annotated[Optional[bool], typer.Option(
+        "--enable-hierarchical-cache", help="SGLang: host-memory KV tier (HiCache)")] = None,
+    hicache_ratio: Annotated[Optional[float], typer.Option(
+        "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
+    hicache_size: Annotated[Optional[int], typer.Option(
+        "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
     shared_prefix_tokens: Annotated[Optional[int], typer.Option(
         "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
         "concurrency with prefix caching")] = None,
@@ -223,7 +229,9 @@ def plan(
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend,
         speculative_config=speculative_config, enable_lora=enable_lora, max_loras=max_loras,
         max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
-        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend)
+        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
+        enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
+        hicache_size=hicache_size)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
                        minimize_utilization=minimize_utilization,

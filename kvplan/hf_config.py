@@ -330,8 +330,6 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
         found.append("Qwen sliding window on layers above max_window_layers")
     if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
         found.append("KV-sharing layers")
-    if family not in KNOWN_FAMILIES:
-        found.append(f"model_type {family!r} not specifically modelled (assumed Llama-style)")
     return found
 
 
@@ -669,6 +667,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         quantization=quant, unmodelled_quantization=unmodelled_quant,
         unmodelled_quantization_method=_quant_method_name(cfg, extra) if unmodelled_quant else None,
         unsupported=unsupported, problems=problems, source=source, local_dir=local_dir,
+        layout_assumed=None if family in KNOWN_FAMILIES else family,
         # speculative decoding (docs/features.md): DeepSeek-V3-style MTP layers, EAGLE-3 heads
         mtp_layers=_positive_int(cfg.get("num_nextn_predict_layers")) or 0,
         draft_vocab_size=_positive_int(cfg.get("draft_vocab_size")),

@@ -72,6 +72,12 @@ class Knobs(BaseModel):
     kv_offloading_size: float | None = Field(None, gt=0, le=MAX_OFFLOAD_GIB,
                                              description="GiB of host memory for offloaded KV")
     kv_offloading_backend: Literal["native", "lmcache"] | None = None
+    # SGLang's hierarchical (host) KV cache, its own flag names (docs/features.md).
+    enable_hierarchical_cache: bool | None = None
+    hicache_ratio: float | None = Field(None, gt=0, le=1000, description="host pool tokens per "
+                                        "device pool token (SGLang default 2.0)")
+    hicache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB, description="GB (10^9 B) "
+                                     "of host KV per GPU; 0 = use hicache_ratio")
 
     @field_validator("speculative_config", mode="before")
     @classmethod
@@ -94,7 +100,8 @@ class Knobs(BaseModel):
             raise ValueError(f"one of {', '.join(map(str, LORA_RANKS))} (vLLM's MaxLoRARanks)")
         return v
 
-    @field_validator("gpu_memory_utilization", "gpu_memory_gib", "kv_offloading_size")
+    @field_validator("gpu_memory_utilization", "gpu_memory_gib", "kv_offloading_size",
+                     "hicache_ratio")
     @classmethod
     def _finite(cls, v: float | None) -> float | None:
         if v is not None and not math.isfinite(v):
@@ -138,6 +145,9 @@ KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
 FEATURE_KNOBS: frozenset[str] = frozenset({
     "speculative_config", "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras",
     "kv_offloading_size", "kv_offloading_backend"})
+# SGLang-only settings: every other engine refuses them with the standard error.
+SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_ratio",
+                                          "hicache_size"})
 _OWN_MESSAGES = {"max_lora_rank", "speculative_config"}  # validators whose message says it all
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
                  "finite_number", "value_error"}

@@ -130,7 +130,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     return Plan(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
-        model=PlanModel(id=m.id, source=m.source, parameters=parameter_count(m),
+        model=PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
                         weights_from=m.weights_from, dtype=dep.dtype,
                         quantization=dep.quantization or m.unmodelled_quantization_method),
         gpu=PlanGpu(id=gpu.id, name=gpu.name,
@@ -637,6 +637,8 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
             message=f"{m.unmodelled_quantization} cannot be sized from config.json: weights are "
             f"counted in {m.dtype}; plan the checkpoint itself (a local directory or its Hub repo) "
             "so the safetensors headers give the exact bytes"))
+    if m.layout_assumed:
+        problems.append(_layout_assumed(m))
     problems += [Problem(code="unsupported-layout", severity="warning",
                          message=f"{feature}: the numbers assume full attention on every layer "
                          "and may be wrong for this model") for feature in m.unsupported]
@@ -656,6 +658,31 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
                                 message=f"{g.vendor} GPUs use {engine}'s ROCm/HPU platforms, whose "
                                 "defaults and buffers kvplan has not calibrated"))
     return problems
+
+
+def _parameters(m: ModelSpec) -> int:
+    """The count the weights were sized from: the headers' when they won, else the config's."""
+    if m.weights_from == "headers" and m.header_parameters:
+        return m.header_parameters
+    return parameter_count(m)
+
+
+def _layout_assumed(m: ModelSpec) -> Problem:
+    """What is assumed for a model_type kvplan does not model layer by layer (never silent):
+    the KV cache always, the weights only when no safetensors headers were read."""
+    kv = (f"the KV cache assumes full attention on all {m.num_layers} layers with "
+          f"{m.num_kv_heads} KV heads × {m.head_dim} dims (from config.json)")
+    if m.weights_from == "headers":
+        return Problem(code="layout-assumed", severity="warning",
+                       message=f"model_type {m.layout_assumed!r} is not modelled layer by layer: "
+                       f"weights come from the safetensors headers, and {kv}; the activation "
+                       "peak is estimated Llama-style")
+    return Problem(code="layout-assumed", severity="warning",
+                   message=f"model_type {m.layout_assumed!r} is not modelled layer by layer: "
+                   f"weights assume a Llama-style layout (gated MLP of 3 × {m.intermediate_size} "
+                   "matrices, RMSNorm, no biases), which is off by up to a third of the MLP for "
+                   f"a non-gated family, and {kv}. Plan the checkpoint (a local directory with its "
+                   "safetensors files, or its Hub repo id) so the weights come from its headers")
 
 
 def serve_ref(m: ModelSpec) -> str:

@@ -241,8 +241,13 @@ class ModelSpec(_Frozen):
     )
     unmodelled_quantization: str | None = Field(
         None, description="a quantization_config kvplan cannot size from the config alone")
+    layout_assumed: str | None = Field(
+        None, description="a model_type kvplan does not model layer by layer: its weights come "
+        "from the safetensors headers when present, else from an assumed Llama-style layout")
     checkpoint: CheckpointTensors | None = None
     weights_from: Literal["config", "headers"] = "config"
+    header_parameters: int | None = Field(
+        None, description="parameters the safetensors headers hold (packed payloads unpacked)")
     problems: list[Problem] = Field(default_factory=list, description="notes from loading the model")
     source: str = Field(description="catalogue, local path, …")
     local_dir: str | None = Field(
@@ -351,6 +356,9 @@ class Deployment(_Frozen):
     max_cpu_loras: int | None = Field(None, ge=1)
     kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
     kv_offloading_backend: str | None = None
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float = Field(2.0, gt=0, description="SGLang: host/device pool tokens")
+    hicache_size: int = Field(0, ge=0, description="SGLang: GB of host KV per GPU (0 = ratio)")
     sources: dict[str, Source]
 
 
@@ -385,7 +393,8 @@ class SourcedValue(BaseModel):
 class PlanModel(BaseModel):
     id: str
     source: str
-    parameters: int = Field(description="total parameters (unpadded), from the config")
+    parameters: int = Field(description="total parameters (unpadded): from the config, or from "
+                            "the safetensors headers when model.weights_from is 'headers'")
     weights_from: Literal["config", "headers"] = Field(
         description="'headers': weight bytes from the checkpoint's safetensors headers")
     dtype: str
@@ -571,12 +580,13 @@ class PlanLora(BaseModel):
 
 
 class PlanOffload(BaseModel):
-    """KV-cache offloading to host memory (docs/features.md)."""
+    """KV-cache offloading to host memory (docs/features.md): vLLM's native/LMCache offloading
+    or SGLang's hierarchical cache (backend "sglang-hicache")."""
 
     backend: str
-    host_bytes: int = Field(description="pinned host memory for the whole deployment (all DP "
-                            "replicas): kv_offloading_size GiB per replica")
-    host_bytes_per_worker: int = Field(description="host_bytes per replica / (TP × PP)")
+    host_bytes: int = Field(description="pinned host memory for the whole deployment (all GPUs "
+                            "of all DP replicas)")
+    host_bytes_per_worker: int = Field(description="pinned host memory per GPU worker")
     cpu_blocks: int = Field(description="offloaded blocks per worker (GPU block layout)")
     cpu_tokens: int = Field(description="tokens the host tier stores (cpu_blocks × block_size)")
     effective_cached_tokens: int = Field(

@@ -20,6 +20,12 @@ def test_engine_docs_are_current():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_catalogue_docs_are_current():
+    """docs/models.md is generated from model_specs/index.json (scripts/catalogue_docs.py)."""
+    r = _check("scripts", "catalogue_docs.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_accuracy_docs_are_current():
     """docs/accuracy.md and the README summary are the benchmark's output (accuracy.py)."""
     r = _check("benchmarks", "accuracy.py")

@@ -54,6 +54,13 @@ def dense_tensors(cfg: dict) -> dict:
     return t
 
 
+def ungated_tensors(cfg: dict) -> dict:
+    """The dense Llama checkpoint with a non-gated MLP (fc1 → act → fc2, no gate_proj), as
+    GPT-style families store it: 32 × 14,336 × 4,096 fewer weights than the gated layout."""
+    return {name.replace("up_proj", "fc1").replace("down_proj", "fc2"): v
+            for name, v in dense_tensors(cfg).items() if "gate_proj" not in name}
+
+
 def awq_tensors(cfg: dict) -> dict:
     """AutoAWQ GEMM layout as vLLM's AWQLinearMethod.create_weights declares it
     (vllm/model_executor/layers/quantization/awq.py): qweight int32 [in, out/8],
@@ -116,6 +123,8 @@ def hub(monkeypatch):
         "acme/remote-code": FakeRepo({"main": {"config.json": json.dumps(
             {**cfg, "model_type": "acme_lm", "auto_map": {"AutoConfig": "cfg.AcmeConfig"}}).encode()}}),
         "acme/no-config": FakeRepo({"main": {"README.md": b"# GGUF only"}}),
+        "acme/mystery-lm": FakeRepo({"main": {"config.json": json.dumps(
+            {**cfg, "model_type": "mystery_lm"}).encode(), **sharded(ungated_tensors(cfg), 2)}}),
     })
     endpoint = fake.start()
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
@@ -249,7 +258,25 @@ def test_corrupt_safetensors_header_names_the_repo(hub, capsys):
 def test_remote_code_model_is_read_not_run(hub, capsys):
     data, _ = plan_json(capsys, "acme/remote-code", "--gpu", "h100")
     codes = {p["code"] for p in data["problems"]}
-    assert "remote-code-not-run" in codes and "unsupported-layout" in codes
+    assert "remote-code-not-run" in codes and "layout-assumed" in codes
+    assumed = next(p for p in data["problems"] if p["code"] == "layout-assumed")
+    assert "gated MLP" in assumed["message"] and "safetensors" in assumed["message"]
+
+
+def test_unknown_family_takes_its_weights_from_the_headers_not_a_gated_guess(hub, capsys):
+    """Issue 14: never silently assume a gated MLP. acme/mystery-lm is Llama-3.1-8B's geometry
+    under a model_type kvplan does not know, stored with a non-gated MLP: its headers hold
+    32 layers × 14,336 × 4,096 = 1,879,048,192 fewer weights (3,758,096,384 bf16 bytes) than the
+    gated layout the config alone would suggest."""
+    dense, _ = plan_json(capsys, "acme/llama-dense", "--gpu", "h100")
+    mystery, _ = plan_json(capsys, "acme/mystery-lm", "--gpu", "h100")
+    assert mystery["model"]["weights_from"] == "headers"
+    assert mystery["model"]["parameters"] == dense["model"]["parameters"] - 1_879_048_192
+    gap = dense["memory"]["weights_tensor_bytes"] - mystery["memory"]["weights_tensor_bytes"]
+    assert gap == 3_758_096_384
+    codes = {p["code"]: p["message"] for p in mystery["problems"]}
+    assert "weights come from the safetensors headers" in codes["layout-assumed"]
+    assert "KV cache assumes full attention on all 32 layers with 8 KV heads × 128" in codes["layout-assumed"]
 
 
 def test_offline_uses_the_cache_and_never_the_network(hub, capsys, monkeypatch):

@@ -23,6 +23,7 @@ from ..specs import (
     Deployment,
     GpuSpec,
     ModelSpec,
+    PlanOffload,
     PlanSpeculative,
     Problem,
     Source,
@@ -566,6 +567,79 @@ def combine_spec_flags(knobs: dict[str, Any], model: str | None) -> dict[str, An
     return knobs
 
 
+# ------------------------------------------------------- hierarchical (host) KV cache
+
+# SGLang refuses to start when the host pool would leave less than this much host memory
+# available (sglang/srt/mem_cache/pool_host/base.py HICACHE_HOST_MEMORY_RESERVE_BYTES,
+# sgl-project/sglang@049f8e64; older releases subtracted 10 × 10^9 B the same way).
+HICACHE_HOST_RESERVE_BYTES = 10 * GiB
+HICACHE_PAGE_SIZE = 1  # --page-size default; kvplan models SGLang's pool at page size 1
+
+
+def _hicache_knobs(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("enable_hierarchical_cache", "hicache_ratio", "hicache_size"):
+        value = getattr(knobs, key)
+        if value is not None:
+            out[key] = value
+            sources[key] = "cli"
+    return out
+
+
+def hicache_tokens(device_tokens: int, bytes_per_token: int, ratio: float, size_gb: int,
+                   page_size: int = HICACHE_PAGE_SIZE) -> int:
+    """Host pool tokens per GPU (sglang/srt/mem_cache/pool_host/base.py HostKVCache.__init__):
+    size = int(hicache_size × 10^9 // size_per_token) when --hicache-size > 0, else
+    int(device pool tokens × hicache_ratio); then page-aligned as (size // page + 1) × page."""
+    size = int(size_gb * 10**9 // bytes_per_token) if size_gb > 0 else int(device_tokens * ratio)
+    return (size // page_size + 1) * page_size
+
+
+def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
+                    ) -> tuple[PlanOffload | None, list[Problem]]:
+    """--enable-hierarchical-cache: every TP × PP rank pins a host pool mirroring its device
+    pool layout (size_per_token = the device cell bytes: kv heads per GPU × head_dim × 2 ×
+    layers × dtype, or MLA's latent), so the host needs ranks × tokens × cell bytes, plus the
+    10 GiB SGLang keeps free. Capacity for prefix reuse grows; running requests still need
+    device tokens, so max concurrency is unchanged."""
+    problems: list[Problem] = []
+    given = [k for k in ("hicache_ratio", "hicache_size") if dep.sources.get(k) == "cli"]
+    if not dep.enable_hierarchical_cache:
+        if given:
+            problems.append(Problem(
+                code="hicache-off", severity="warning",
+                message=f"{', '.join('--' + k.replace('_', '-') for k in given)} has no effect "
+                "without --enable-hierarchical-cache (SGLang builds no host pool)"))
+        return None, problems
+    _, _, swa = cell_bytes(m, dep.tensor_parallel_size, dep.kv_cache_dtype)
+    if swa or m.linear_attention is not None:
+        problems.append(Problem(
+            code="hicache-hybrid-not-modelled", severity="warning",
+            message="the hierarchical cache of a sliding-window or hybrid model keeps separate "
+            "host pools kvplan does not model; the host tier is not shown"))
+        return None, problems
+    per_gpu_tokens = hicache_tokens(res.tokens, res.cell_bytes, dep.hicache_ratio, dep.hicache_size)
+    per_gpu_bytes = per_gpu_tokens * res.cell_bytes
+    ranks = dep.tensor_parallel_size * dep.pipeline_parallel_size
+    gpus = ranks * dep.data_parallel_size
+    host = per_gpu_bytes * gpus
+    problems.append(Problem(
+        code="hicache-host-memory", severity="info",
+        message=f"the hierarchical cache pins {per_gpu_bytes / GiB:.2f} GiB of host memory per GPU"
+        + (f" ({host / GiB:.2f} GiB for all {gpus} GPUs)" if gpus > 1 else "")
+        + "; SGLang refuses to start unless the host has that much available beyond "
+        f"{HICACHE_HOST_RESERVE_BYTES // GiB} GiB"))
+    if per_gpu_tokens <= res.tokens:
+        problems.append(Problem(
+            code="hicache-smaller-than-device", severity="warning",
+            message=f"the host pool ({per_gpu_tokens:,} tokens) is not larger than the device pool "
+            f"({res.tokens:,}): SGLang warns that the L2 cache is ineffective; raise "
+            "--hicache-ratio or --hicache-size"))
+    return PlanOffload(backend="sglang-hicache", host_bytes=host, host_bytes_per_worker=per_gpu_bytes,
+                       cpu_blocks=per_gpu_tokens // HICACHE_PAGE_SIZE, cpu_tokens=per_gpu_tokens,
+                       effective_cached_tokens=res.tokens + per_gpu_tokens), problems
+
+
 # ------------------------------------------------------------------ the engine
 
 _IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
@@ -582,11 +656,14 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
     "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
     **SPEC_CLI_FLAGS,
+    "--enable-hierarchical-cache": ("enable_hierarchical_cache", "bool"),
+    "--hicache-ratio": ("hicache_ratio", "float"), "--hicache-size": ("hicache_size", "int"),
 }
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--enable-lora", "--disable-cuda-graph", "--enable-torch-compile",
     "--enable-dp-attention", "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
     "--disable-custom-all-reduce", "--skip-tokenizer-init", "--enable-expert-parallel",
+    "--enable-hierarchical-cache",
 })
 
 
@@ -668,6 +745,7 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
+            **_hicache_knobs(knobs, sources),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
             sources=sources)
@@ -718,6 +796,9 @@ class SglangEngine(Engine):
             res = replace(res, max_running_requests=reqs)
             spec = speculative_section(dep, draft, res, plain_cell, pool)
             res = replace(res, problems=res.problems + speculative_problems(dep, draft, spec, version))
+        # the host pool mirrors the target's device pool only (its cell without the draft)
+        target_cell = cell_bytes(m, tp, dep.kv_cache_dtype, d.swa_pool)[0]
+        offload, hicache_problems = hicache_section(m, dep, replace(res, cell_bytes=target_cell))
         stage = Stage(m.num_layers // pp, wm.reserved_bytes + draft.weights_bytes,
                       wm.tensor_bytes + draft.tensor_bytes, activation,
                       context_bytes(tp, gpu), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
@@ -728,7 +809,7 @@ class SglangEngine(Engine):
             bytes_per_token=res.cell_bytes, block_size=1, num_blocks=res.tokens, reserved_blocks=0,
             tokens=res.tokens, max_model_len=ctx, max_concurrency=res.tokens / ctx,
             max_model_len_fit=min(context_length(m), res.tokens), fits=res.fits,
-            problems=res.problems,
+            problems=res.problems + hicache_problems, offload=offload,
             notes=Notes(budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
                         "before loading", activation="estimate: must fit in the (1 − fraction) "
                         "reserve", non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
@@ -774,6 +855,12 @@ class SglangEngine(Engine):
             args += ["--dtype", dep.dtype]
         if dep.sources.get("quantization") == "cli" and dep.quantization:
             args += ["--quantization", dep.quantization]
+        if dep.enable_hierarchical_cache:
+            args += ["--enable-hierarchical-cache"]
+        if dep.sources.get("hicache_ratio") == "cli":
+            args += ["--hicache-ratio", f"{dep.hicache_ratio:g}"]
+        if dep.sources.get("hicache_size") == "cli":
+            args += ["--hicache-size", str(dep.hicache_size)]
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidConfigError, InvalidInputError
-from ..knobs import FEATURE_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, ModelSpec, Problem, QuantSpec
 from ..units import DTYPE_BYTES, GiB, cdiv
@@ -693,7 +693,7 @@ class TrtllmEngine(Engine):
              "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
              "block_size": "kv_cache_config.tokens_per_block",
              "enable_prefix_caching": "kv_cache_config.enable_block_reuse", "backend": "--backend"}
-    unsupported = UNSUPPORTED_KNOBS | FEATURE_KNOBS
+    unsupported = UNSUPPORTED_KNOBS | FEATURE_KNOBS | SGLANG_KNOBS
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
