@@ -330,8 +330,7 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
 # Memory features other engines have under their own flags, which kvplan models for vLLM only
 # (docs/features.md): a warning, because the plan leaves their memory out.
 FEATURE_FLAGS_NOT_MODELLED: dict[str, dict[str, str]] = {
-    "sglang": {"--speculative-algorithm": "speculative decoding (draft weights and KV layers)",
-               "--enable-lora": "LoRA adapter slots", "--lora-paths": "LoRA adapter slots"},
+    "sglang": {"--enable-lora": "LoRA adapter slots", "--lora-paths": "LoRA adapter slots"},
     "tgi": {"--lora-adapters": "LoRA adapters", "--speculate": "speculative decoding"},
 }
 

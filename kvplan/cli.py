@@ -134,8 +134,9 @@ def plan(
         "--backend", help="TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) or tensorrt "
         "(a built engine)")] = None,
     speculative_config: Annotated[Optional[str], typer.Option(
-        "--speculative-config", help="vLLM: speculative decoding JSON, e.g. '{\"method\": "
-        "\"eagle3\", \"model\": \"ORG/HEAD\", \"num_speculative_tokens\": 3}' (docs/features.md)")] = None,
+        "--speculative-config", help="vLLM, SGLang: speculative decoding JSON, e.g. '{\"method\": "
+        "\"eagle3\", \"model\": \"ORG/HEAD\", \"num_speculative_tokens\": 3}'; SGLang also "
+        "takes eagle_topk and num_draft_tokens (docs/features.md)")] = None,
     enable_lora: Annotated[Optional[bool], typer.Option(
         "--enable-lora", help="vLLM: preallocate LoRA adapter slots")] = None,
     max_loras: Annotated[Optional[int], typer.Option("--max-loras", help="vLLM: adapters per batch (1)")] = None,

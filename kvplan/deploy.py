@@ -227,6 +227,11 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     if "model" in found.knobs:  # --model / --model-path
         found.model = found.knobs.pop("model")
     found.revision = found.knobs.pop("revision", None)
+    if syntax.combine is not None:
+        try:
+            found.knobs = syntax.combine(found.knobs, found.model)
+        except ValueError as e:
+            raise DeployParseError(file, line, str(e)) from None
     return found
 
 

@@ -62,7 +62,8 @@ class Knobs(BaseModel):
         "tensorrt (a built engine)")
     # Speculative decoding, LoRA and KV offloading (docs/features.md); vLLM's flag names.
     speculative_config: SpeculativeConfig | None = Field(
-        None, description="vLLM --speculative-config JSON: method, model, num_speculative_tokens")
+        None, description="vLLM --speculative-config JSON: method, model, num_speculative_tokens "
+        "(SGLang: --speculative-algorithm and its flags, plus eagle_topk, num_draft_tokens)")
     enable_lora: bool | None = None
     max_loras: int | None = Field(None, ge=1, le=MAX_LORAS)
     max_lora_rank: int | None = Field(None, ge=1, le=512, description="vLLM takes 1, 8, 16, 32, "
@@ -150,8 +151,9 @@ class Knobs(BaseModel):
 
 
 KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
-# The optional memory features kvplan models for vLLM only; other engines refuse them with the
-# standard "not a setting X has" error (docs/features.md).
+# The optional memory features kvplan models for vLLM (and speculative decoding for SGLang);
+# engines without them refuse them with the standard "not a setting X has" error
+# (docs/features.md).
 FEATURE_KNOBS: frozenset[str] = frozenset({
     "speculative_config", "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras",
     "kv_offloading_size", "kv_offloading_backend", "limit_mm_per_prompt"})

@@ -305,6 +305,11 @@ class SpeculativeConfig(BaseModel):
     method: SpecMethod
     model: str | None = Field(None, description="the draft model / EAGLE head (not for mtp, ngram)")
     num_speculative_tokens: int | None = Field(None, ge=1, le=64)
+    # SGLang's tree shape (--speculative-eagle-topk, --speculative-num-draft-tokens); vLLM has
+    # no such keys. num_speculative_tokens is SGLang's --speculative-num-steps.
+    eagle_topk: int | None = Field(None, ge=1, le=64, description="SGLang: branches per draft step")
+    num_draft_tokens: int | None = Field(None, ge=1, le=1024,
+                                         description="SGLang: tokens verified per step")
     draft: ModelSpec | None = Field(None, exclude=True)
     given: dict[str, Any] = Field(default_factory=dict, exclude=True,
                                   description="the JSON as the user wrote it (for the serve line)")
@@ -607,7 +612,13 @@ class PlanSpeculative(BaseModel):
     draft_weights_bytes: int = Field(description="per GPU (last PP stage), in memory.weights_bytes")
     draft_kv_bytes_per_token: int = Field(description="per GPU, part of kv_cache.bytes_per_token")
     sampler_rows_factor: int = Field(description="profile-run sampler rows per request (rejection "
-                                     "sampler: target + bonus rows)")
+                                     "sampler: target + bonus rows); 1 where the engine has no "
+                                     "profile run (SGLang)")
+    eagle_topk: int | None = Field(None, description="SGLang: branches per draft step")
+    num_draft_tokens: int | None = Field(None, description="SGLang: tokens verified per step")
+    draft_pool_tokens: int | None = Field(
+        None, description="SGLang: tokens in the draft's own KV pool (the target's count from "
+        "0.5.3; before, the target's plus a headroom, outside mem_fraction_static)")
 
 
 class PlanLora(BaseModel):

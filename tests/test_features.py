@@ -266,6 +266,8 @@ def test_shared_prefix_concurrency_hand_worked():
                                   {"speculative_config": '{"method": "ngram", '
                                    '"num_speculative_tokens": 2}'}])
 def test_other_engines_refuse_the_features(engine, knob):
+    if engine == "sglang" and "speculative_config" in knob:
+        pytest.skip("SGLang's speculative decoding is modelled (tests/test_sglang_speculative.py)")
     with pytest.raises(InvalidInputError, match="not a setting"):
         plan(LLAMA, "h100", engine=engine, **knob)
 
@@ -322,14 +324,16 @@ def test_check_reads_a_vllm_config_yaml_mapping(capsys, tmp_path):
     assert '"prompt_lookup_max":4' in p["command"]
 
 
-def test_check_warns_when_sglang_speculative_decoding_is_not_modelled(capsys, tmp_path):
+def test_check_models_sglang_speculative_decoding(capsys, tmp_path, eagle3_dir):
+    """SGLang's --speculative-* flags are read into the plan (no longer a not-modelled warning)."""
     f = tmp_path / "sglang.sh"
     f.write_text(f"python -m sglang.launch_server --model-path {LLAMA} --speculative-algorithm "
-                 "EAGLE --speculative-draft-model-path ORG/HEAD --speculative-num-steps 3\n")
+                 f"EAGLE3 --speculative-draft-model-path {eagle3_dir} --speculative-num-steps 3 "
+                 "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4\n")
     _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
-    problems = json.loads(out)["deployments"][0]["problems"]
-    assert any(p["code"] == "feature-not-modelled" and p["severity"] == "warning"
-               and "speculative decoding" in p["message"] for p in problems)
+    row = json.loads(out)["deployments"][0]
+    assert not any(p["code"] == "feature-not-modelled" for p in row["problems"])
+    assert row["plan"]["speculative"]["draft_layers"] == 1
 
 
 # ------------------------------------------------------------------------- invariants

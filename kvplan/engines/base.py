@@ -15,7 +15,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
@@ -116,6 +116,9 @@ class DeploySyntax:
     # Valid flags kvplan does not model (engines/flags.py): kept; any flag in none of
     # cli_flags, boolean_flags and known_flags is one the engine would refuse.
     known_flags: frozenset[str] = frozenset()
+    # (knobs, model) → knobs: flags that together form one knob (SGLang's --speculative-*);
+    # a ValueError names what is wrong
+    combine: Callable[[dict[str, Any], str | None], dict[str, Any]] | None = None
 
 
 def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | None:

@@ -12,14 +12,24 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import forward
 from ..errors import InvalidInputError
 from ..knobs import FEATURE_KNOBS
 from ..kv import kv_bytes_per_token_per_layer, layer_specs
-from ..specs import Deployment, GpuSpec, ModelSpec, PlanOffload, Problem, Source, VisionSpec
+from ..specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    PlanOffload,
+    PlanSpeculative,
+    Problem,
+    Source,
+    SpeculativeConfig,
+    VisionSpec,
+)
 from ..units import GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
@@ -195,19 +205,30 @@ def context_length(m: ModelSpec) -> int:
     return length
 
 
-def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str, swa_pool: bool = True) -> tuple[int, int, int]:
+def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str, swa_pool: bool = True,
+               draft_layers: int = 0) -> tuple[int, int, int]:
     """(cell bytes per token, full-attention layers, SWA layers): MHA/GQA
     kv_heads_per_gpu × 2 × head_dim × layers × dt; MLA (kv_lora + rope) × layers × dt; hybrid
     SWA models count the sliding layers at swa_full_tokens_ratio (model_config.py); without
     the SWA pool (before 0.5.3) every layer counts fully. At 0.5.0rc0 the only hybrid pool is
     opt-in (`--hybrid-kvcache-ratio`, Llama 4 only: configs/model_config.py is_hybrid_model,
-    read in the ikingye/sglang@3451f77e snapshot), so by default every layer is full there."""
+    read in the ikingye/sglang@3451f77e snapshot), so by default every layer is full there.
+
+    `draft_layers` (EAGLE / EAGLE-3 / NEXTN / STANDALONE drafts, 0.5.23): the target's cell
+    also pays for the draft's pool, which holds as many tokens, priced like a target layer:
+    int(cell × (1 + d / n)), or per_layer × (full + d + ratio × swa) for hybrid SWA models
+    (model_executor/pool_configurator.py DefaultPoolConfigurator / HybridSWAPoolConfigurator)."""
     per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
     specs = layer_specs(m, range(m.num_layers), tp=tp, kv_dtype=kv_dtype, state_dtype=kv_dtype,
                         hybrid_manager=swa_pool)
     swa = sum(1 for s in specs if s.kind == "sliding")
     full = sum(1 for s in specs if s.kind in ("full", "mla"))
-    return int(per_layer * (full + SWA_FULL_TOKENS_RATIO * swa)), full, swa
+    if swa:
+        return int(per_layer * (full + draft_layers + SWA_FULL_TOKENS_RATIO * swa)), full, swa
+    cell = per_layer * full
+    if draft_layers and full:
+        cell = int(cell * (1 + draft_layers / full))
+    return cell, full, swa
 
 
 def max_running_requests(tokens: int, ctx: int) -> int:
@@ -235,12 +256,12 @@ class SglangResult:
 def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, kv_dtype: str,
                 mem_fraction: float, ctx: int, chunked: int, runtime_bytes: int,
                 max_total_tokens: int | None = None, swa_pool: bool = True,
-                gpu: GpuSpec | None = None) -> SglangResult:
+                gpu: GpuSpec | None = None, draft_layers: int = 0) -> SglangResult:
     """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
     --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs)."""
     free_before = total_bytes - context_bytes(tp, gpu)
     rest = math.floor(mem_fraction * free_before) - weights_bytes
-    cell, _, _ = cell_bytes(m, tp, kv_dtype, swa_pool)
+    cell, _, _ = cell_bytes(m, tp, kv_dtype, swa_pool, draft_layers)
     tokens = max(0, rest) // cell
     if max_total_tokens:
         tokens = min(tokens, max_total_tokens)
@@ -265,6 +286,285 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
             "out-of-memory error under load; lower --mem-fraction-static or --chunked-prefill-size"))
     return SglangResult(free_before, mem_fraction, rest, cell, tokens, ctx,
                         max_running_requests(tokens, ctx) if tokens else 0, chunked, problems)
+
+
+# ------------------------------------------------------------ speculative decoding
+# docs/features.md. SGLang runs the draft in its own ModelRunner (is_draft_worker) that shares
+# the target's req_to_token pool and token allocator, and owns a KV pool of its own with the
+# same max_total_num_tokens (speculative/eagle_worker.py; model_executor/pool_configurator.py
+# MemoryPoolConfig "shared between target and draft workers"). Read in sgl-project/sglang
+# main-branch sources (pool_configurator.py @003fca80, arg_groups/speculative_hook.py
+# @004c82e0, eagle_worker.py @00559eac); the draft-layer scaling of the cell is applied to
+# kvplan's newest era (0.5.3+), the boundary of that change was not pinned.
+
+# --speculative-algorithm ↔ kvplan's generic method (NEXTN is SGLang's alias of EAGLE run with
+# the target's own MTP layers as the draft: speculative_hook.py _resolve_speculative_algorithm_alias)
+SPEC_ALGORITHMS = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "mtp",
+                   "STANDALONE": "draft_model", "NGRAM": "ngram"}
+SPEC_FLAGS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
+              "ngram": "NGRAM"}
+# max_running_requests is reset to 48 for speculative decoding unless given
+# (speculative_hook.py _handle_eagle_family / _handle_ngram)
+SPEC_MAX_RUNNING_REQUESTS = 48
+# NGRAM's --speculative-num-draft-tokens default (speculative_hook.py _handle_ngram)
+NGRAM_DRAFT_TOKENS = 12
+# Targets whose draft path defaults to the model itself (their MTP layers), with the automatic
+# (num_steps, topk, num_draft_tokens) = (3, 1, 4); Llama targets get (5, 4, 8), the rest (3, 1, 4)
+# (speculative_hook.py _handle_eagle_family, _auto_choose_speculative_params).
+MTP_ARCHITECTURES = frozenset({
+    "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM",
+    "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM",
+    "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM", "BailingMoeV2_5ForCausalLM"})
+# Before this release the draft is not priced into the target's cell: the target pool is sized
+# alone and the draft's pool (with a headroom) comes out of the (1 − f) reserve
+# (model_runner.py init_memory_pool `draft_runner_cache_size`, read in 0.4.x copies and
+# reproduced by the 2025-01 SGLang docs log in reference/sglang_logs_more.csv).
+SPEC_HEADROOM_BOTH_FROM = (0, 4, 3)  # UNVERIFIED boundary: the 2025-01-28 log still has the old rule
+
+
+def auto_spec_params(algorithm: str, architecture: str) -> tuple[int, int, int]:
+    """(num_steps, eagle_topk, num_draft_tokens) SGLang picks when none is given."""
+    if algorithm != "STANDALONE" and architecture == "LlamaForCausalLM":
+        return 5, 4, 8
+    return 3, 1, 4
+
+
+def draft_layer_count(m: ModelSpec, sc: SpeculativeConfig) -> int:
+    """eagle_draft_num_layers: the draft config's num_nextn_predict_layers if set, else its
+    num_hidden_layers (model_runner.py); the target's MTP layers for NEXTN; 0 for NGRAM."""
+    if sc.method == "ngram":
+        return 0
+    if sc.method == "mtp":
+        return m.mtp_layers
+    d = sc.draft
+    return 0 if d is None else (d.mtp_layers or d.num_layers)
+
+
+def spec_headroom_tokens(sc: SpeculativeConfig, version: tuple[int, int, int], reqs: int) -> int:
+    """Extra draft-pool tokens before 0.5.3 (model_runner.py init_memory_pool):
+    reqs × steps + 100 in the 0.4.x copy the 2025-01 log matches; later
+    reqs × steps × topk + reqs × num_draft_tokens + 100 (then the target's pool too)."""
+    steps = sc.num_speculative_tokens or 0
+    if version < SPEC_HEADROOM_BOTH_FROM:
+        return reqs * steps + 100
+    return reqs * steps * (sc.eagle_topk or 1) + reqs * (sc.num_draft_tokens or 0) + 100
+
+
+def resolve_speculative(m: ModelSpec, sc: SpeculativeConfig | None,
+                        sources: dict[str, Source]) -> SpeculativeConfig | None:
+    """The generic knob as SGLang takes it: EAGLE / EAGLE3 / STANDALONE need a draft path;
+    NEXTN (and EAGLE without a draft on an MTP architecture) needs the target's MTP layers;
+    num_steps, topk and num_draft_tokens are all given or all chosen by SGLang; topk 1 forces
+    num_draft_tokens = num_steps + 1 (speculative_hook.py)."""
+    if sc is None:
+        return None
+    sources["speculative_config"] = "cli"
+    arch = m.architectures[0] if m.architectures else ""
+    if sc.method == "eagle" and sc.model is None and arch in MTP_ARCHITECTURES:
+        sc = sc.model_copy(update={"method": "mtp"})
+    if sc.method == "draft_model" and sc.model == m.id and m.mtp_layers:
+        sc = sc.model_copy(update={"method": "mtp", "draft": None})
+    algo = SPEC_FLAGS[sc.method]
+    if sc.method == "mtp" and not m.mtp_layers:
+        raise InvalidInputError(f"{m.id} has no MTP layers (num_nextn_predict_layers) for "
+                                "--speculative-algorithm NEXTN",
+                                hint="use EAGLE, EAGLE3 or STANDALONE with "
+                                "--speculative-draft-model-path, or NGRAM",
+                                code="speculative-invalid", knob="speculative_config")
+    if sc.method in ("eagle", "eagle3", "draft_model"):
+        if sc.model is None:
+            raise InvalidInputError(f"--speculative-algorithm {algo} needs "
+                                    "--speculative-draft-model-path (the draft / EAGLE head)",
+                                    hint="add the draft path, or use NEXTN (models with MTP "
+                                    "layers) or NGRAM, which need no draft",
+                                    code="speculative-invalid", knob="speculative_config")
+        if sc.draft is None:
+            raise InvalidInputError(f"the draft model {sc.model!r} was not loaded",
+                                    hint="plan through kvplan.api.plan or the CLI, which resolve "
+                                    "it by name, or set SpeculativeConfig.draft")
+    steps, topk, tokens = sc.num_speculative_tokens, sc.eagle_topk, sc.num_draft_tokens
+    if sc.method == "ngram":
+        tokens = tokens or NGRAM_DRAFT_TOKENS
+    elif steps is None:
+        if topk is not None or tokens is not None:
+            raise InvalidInputError("SGLang needs --speculative-num-steps with "
+                                    "--speculative-eagle-topk / --speculative-num-draft-tokens",
+                                    hint="give all three, or none for SGLang's automatic choice",
+                                    code="speculative-invalid", knob="speculative_config")
+        steps, topk, tokens = auto_spec_params(algo, arch)
+    else:
+        topk = topk or 1  # kvplan's choice for a vLLM-style knob; the launch line spells it out
+        if topk == 1 or tokens is None:
+            if topk > 1:
+                raise InvalidInputError("--speculative-eagle-topk above 1 needs "
+                                        "--speculative-num-draft-tokens",
+                                        hint="e.g. --speculative-num-draft-tokens 8",
+                                        code="speculative-invalid", knob="speculative_config")
+            tokens = steps + 1  # SGLang adjusts it to num_steps + 1 when topk is 1
+    return sc.model_copy(update={"num_speculative_tokens": steps, "eagle_topk": topk,
+                                 "num_draft_tokens": tokens})
+
+
+def spec_flags(sc: SpeculativeConfig) -> list[str]:
+    """The launch-line flags of a resolved SpeculativeConfig (the user's tree shape only)."""
+    args = ["--speculative-algorithm", SPEC_FLAGS[sc.method]]
+    if sc.method in ("eagle", "eagle3", "draft_model") and sc.model:
+        args += ["--speculative-draft-model-path", sc.model]
+    given = sc.given
+    if "num_speculative_tokens" in given and sc.num_speculative_tokens:
+        args += ["--speculative-num-steps", str(sc.num_speculative_tokens)]
+        if sc.method != "ngram":
+            args += ["--speculative-eagle-topk", str(sc.eagle_topk or 1)]
+    if sc.num_draft_tokens and ("num_speculative_tokens" in given or "num_draft_tokens" in given):
+        args += ["--speculative-num-draft-tokens", str(sc.num_draft_tokens)]
+    return args
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """A speculative-decoding draft on one GPU. Its weights load after the target's KV pool is
+    sized (eagle_worker.py builds the draft ModelRunner after the target's), so they come out
+    of the (1 − f) reserve; its KV pool is priced into the target's cell from 0.5.3
+    (`in_cell`), and before that also comes out of the reserve."""
+
+    layers: int  # eagle_draft_num_layers
+    tensor_bytes: int
+    weights_bytes: int
+    kv_bytes_per_token: int  # the draft pool's own bytes per token (its layers × per-layer)
+    in_cell: bool
+
+
+NO_DRAFT = DraftMemory(0, 0, 0, 0, False)
+
+
+def draft_memory(m: ModelSpec, dep: Deployment, version: tuple[int, int, int]) -> DraftMemory:
+    """Draft weights as kvplan sizes them for vLLM (weights.draft_tensors), except that SGLang's
+    NEXTN draft shares the target's LM head (eagle_worker.py set_embed_and_head for every
+    non-EAGLE3 draft), so the MTP head is not counted; KV per token = layers × the draft's
+    per-layer bytes (MTP: the target's)."""
+    from ..weights import _rank_bytes, draft_tensors
+
+    sc = dep.speculative_config
+    if sc is None:
+        return NO_DRAFT
+    tp = dep.tensor_parallel_size
+    tensors = [x for x in draft_tensors(m, sc)
+               if not (sc.method == "mtp" and x[0].name.endswith("shared_head.head"))]
+    tensor, allocated = _rank_bytes(tensors, tp, dep.dtype)
+    n = draft_layer_count(m, sc)
+    spec_model = m if sc.method == "mtp" or sc.draft is None else sc.draft
+    per_layer = kv_bytes_per_token_per_layer(spec_model, tp=tp, kv_dtype=dep.kv_cache_dtype) if n else 0
+    return DraftMemory(n, tensor, allocated, n * per_layer, n > 0 and version >= LEGACY_BEFORE)
+
+
+def legacy_draft_pool(m: ModelSpec, dep: Deployment, res: SglangResult, draft: DraftMemory,
+                      version: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Before 0.5.3: (printed max_total_num_tokens, draft pool tokens, bytes outside the
+    fraction). max_num_reqs = --max-running-requests, else 48 once SGLang resets it for
+    speculative decoding (server_args.py, same UNVERIFIED boundary), else clamp(int(tokens /
+    ctx × 512), 2048, 4096) (model_runner.py init_memory_pool)."""
+    sc = dep.speculative_config
+    assert sc is not None
+    reqs = (dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli"
+            else SPEC_MAX_RUNNING_REQUESTS if version >= SPEC_HEADROOM_BOTH_FROM
+            else min(max(int(res.tokens / res.context_len * 512), 2048), 4096))
+    pool = res.tokens + spec_headroom_tokens(sc, version, reqs)
+    if dep.max_total_tokens:
+        pool = min(pool, dep.max_total_tokens)
+    if version < SPEC_HEADROOM_BOTH_FROM:
+        return res.tokens, pool, pool * draft.kv_bytes_per_token
+    extra_target = (pool - res.tokens) * res.cell_bytes
+    return pool, pool, pool * draft.kv_bytes_per_token + extra_target
+
+
+def speculative_section(dep: Deployment, draft: DraftMemory, res: SglangResult,
+                        plain_cell: int, pool_tokens: int) -> PlanSpeculative:
+    sc = dep.speculative_config
+    assert sc is not None
+    per_token = res.cell_bytes - plain_cell if draft.in_cell else draft.kv_bytes_per_token
+    return PlanSpeculative(
+        method=sc.method, draft_model=sc.draft.id if sc.draft is not None else sc.model,
+        num_speculative_tokens=sc.num_speculative_tokens or 0, draft_layers=draft.layers,
+        draft_weights_bytes=draft.weights_bytes, draft_kv_bytes_per_token=per_token,
+        sampler_rows_factor=1, eagle_topk=sc.eagle_topk, num_draft_tokens=sc.num_draft_tokens,
+        draft_pool_tokens=pool_tokens)
+
+
+def speculative_problems(dep: Deployment, draft: DraftMemory, spec: PlanSpeculative,
+                         version: tuple[int, int, int]) -> list[Problem]:
+    sc = dep.speculative_config
+    assert sc is not None
+    where = ("priced into the target's cell, so both pools hold max_total_num_tokens"
+             if draft.in_cell else "outside mem_fraction_static, from the (1 − f) reserve")
+    out = [Problem(
+        code="speculative-decoding-estimate", severity="info",
+        message=f"SGLang speculative decoding ({SPEC_FLAGS[sc.method]}, steps "
+        f"{sc.num_speculative_tokens}, topk {sc.eagle_topk}, draft tokens {sc.num_draft_tokens}): "
+        f"the draft's {draft.weights_bytes / GiB:.2f} GiB of weights load after the KV pool, in "
+        f"the (1 − f) reserve; its KV pool of {spec.draft_pool_tokens:,} tokens "
+        f"({draft.layers} layer(s)) is {where}; modelled from SGLang's source")]
+    if sc.method == "draft_model" and draft.in_cell:
+        out.append(Problem(
+            code="standalone-draft-priced-as-target", severity="info",
+            message="SGLang prices a STANDALONE draft's KV like target layers (pool_configurator.py "
+            "assumes equal per-layer size); a draft with a different head layout allocates "
+            f"{draft.kv_bytes_per_token:,} B per token, not the {spec.draft_kv_bytes_per_token:,} "
+            "B budgeted"))
+    if not draft.in_cell and sc.method != "ngram":
+        out.append(Problem(
+            code="engine-version-boundary-uncertain", severity="info",
+            message="SGLang before 0.5.3: the target pool is sized without the draft and the draft "
+            "pool (target tokens + a headroom) comes from the (1 − f) reserve; the releases where "
+            "this rule and its headroom changed were not pinned"))
+    if dep.sources.get("max_num_seqs") != "cli" and version >= SPEC_HEADROOM_BOTH_FROM:
+        out.append(Problem(
+            code="speculative-max-running-requests", severity="info",
+            message=f"SGLang resets --max-running-requests to {SPEC_MAX_RUNNING_REQUESTS} with "
+            "speculative decoding unless it is given; set it to use the pool's concurrency"))
+    return out
+
+
+# deployment-file flags → parts of the speculative_config knob (SGLang's argparse also takes
+# unique prefixes: the 2025 docs write --speculative-algo / --speculative-draft)
+SPEC_CLI_FLAGS: dict[str, tuple[str, str]] = {
+    "--speculative-algorithm": ("speculative_algorithm", "str"),
+    "--speculative-algo": ("speculative_algorithm", "str"),
+    "--speculative-draft-model-path": ("speculative_draft_model_path", "str"),
+    "--speculative-draft-model": ("speculative_draft_model_path", "str"),
+    "--speculative-draft": ("speculative_draft_model_path", "str"),
+    "--speculative-num-steps": ("speculative_num_steps", "int"),
+    "--speculative-eagle-topk": ("speculative_eagle_topk", "int"),
+    "--speculative-num-draft-tokens": ("speculative_num_draft_tokens", "int"),
+}
+
+
+def combine_spec_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """SGLang's separate --speculative-* flags → one speculative_config mapping (ValueError
+    naming the flag when they cannot be read)."""
+    parts = {k: knobs.pop(k) for k in [k for k in knobs if k.startswith("speculative_")]}
+    if not parts:
+        return knobs
+    algo = parts.get("speculative_algorithm")
+    if algo is None:
+        raise ValueError("--speculative-* flags without --speculative-algorithm: SGLang "
+                         "ignores them")
+    method = SPEC_ALGORITHMS.get(str(algo).upper())
+    if method is None:
+        raise ValueError(f"--speculative-algorithm {algo} is not modelled by kvplan (it models "
+                         + ", ".join(SPEC_ALGORITHMS) + ")")
+    draft = parts.get("speculative_draft_model_path")
+    if method == "mtp" and draft is not None and draft != model:
+        method = "eagle"  # NEXTN is EAGLE: a separate draft path is an EAGLE draft
+    value: dict[str, Any] = {"method": method}
+    if draft is not None and method != "mtp":
+        value["model"] = draft
+    for flag, key in (("speculative_num_steps", "num_speculative_tokens"),
+                      ("speculative_eagle_topk", "eagle_topk"),
+                      ("speculative_num_draft_tokens", "num_draft_tokens")):
+        if flag in parts:
+            value[key] = parts[flag]
+    knobs["speculative_config"] = value
+    return knobs
 
 
 # ------------------------------------------------------- hierarchical (host) KV cache
@@ -355,6 +655,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
     "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
     "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
+    **SPEC_CLI_FLAGS,
     "--enable-hierarchical-cache": ("enable_hierarchical_cache", "bool"),
     "--hicache-ratio": ("hicache_ratio", "float"), "--hicache-size": ("hicache_size", "int"),
 }
@@ -388,12 +689,13 @@ class SglangEngine(Engine):
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
-                             "backend"}) | FEATURE_KNOBS
+                             "backend"}) | (FEATURE_KNOBS - {"speculative_config"})
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,
                           executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
-                          positional_model=True)  # `sglang serve MODEL` (sglang/cli/serve.py)
+                          positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
+                          combine=combine_spec_flags)
 
     def _defaults(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> Defaults:
         mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if dep.sources.get("gpu_total_bytes") != "cli"
@@ -432,6 +734,7 @@ class SglangEngine(Engine):
                                     ("max_num_seqs", "engine-default"),
                                     ("max_total_tokens", "engine-default")):
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
+        spec = resolve_speculative(m, knobs.speculative_config, sources)
         q = layout.quant
         dep = Deployment(
             engine=self.name, engine_version=version,
@@ -444,7 +747,8 @@ class SglangEngine(Engine):
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
             **_hicache_knobs(knobs, sources),
             gpu_total_bytes=layout.gpu_total_bytes,
-            other_processes_bytes=layout.other_processes_bytes, sources=sources)
+            other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
+            sources=sources)
         d = self._defaults(m, gpu, dep)
         return dep.model_copy(update={
             "era": d.era, "gpu_memory_utilization": knobs.gpu_memory_utilization or d.mem_fraction,
@@ -458,16 +762,45 @@ class SglangEngine(Engine):
         wm = heaviest_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
         run, graphs_dep = _runtime(dep, d)
         activation = forward.activation_bytes(m, run, last_stage=True)
-        graphs = forward.cudagraph_bytes(graphs_dep, math.ceil(m.num_layers / pp))
         ctx = int(dep.max_model_len or context_length(m))
+        draft = draft_memory(m, dep, parse_version(dep.engine_version))
+        graphs = forward.cudagraph_bytes(graphs_dep, math.ceil(m.num_layers / pp) + draft.layers)
         # SGLang measures free memory before loading: other processes' memory is gone from it
         res = plan_memory(m, total_bytes=dep.gpu_total_bytes - dep.other_processes_bytes, tp=tp,
                           weights_bytes=wm.reserved_bytes,
                           kv_dtype=dep.kv_cache_dtype, mem_fraction=dep.gpu_memory_utilization,
-                          ctx=ctx, chunked=d.chunked_prefill, runtime_bytes=activation + graphs,
-                          max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu)
-        offload, hicache_problems = hicache_section(m, dep, res)
-        stage = Stage(m.num_layers // pp, wm.reserved_bytes, wm.tensor_bytes, activation,
+                          ctx=ctx, chunked=d.chunked_prefill,
+                          runtime_bytes=activation + graphs + draft.weights_bytes,
+                          max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu,
+                          draft_layers=draft.layers if draft.in_cell else 0)
+        spec = None
+        if dep.speculative_config is not None:
+            version = parse_version(dep.engine_version)
+            plain_cell = cell_bytes(m, tp, dep.kv_cache_dtype, d.swa_pool)[0]
+            pool = res.tokens
+            reqs = res.max_running_requests
+            if not draft.in_cell and draft.layers:
+                printed, pool, outside = legacy_draft_pool(m, dep, res, draft, version)
+                res = plan_memory(
+                    m, total_bytes=dep.gpu_total_bytes - dep.other_processes_bytes, tp=tp,
+                    weights_bytes=wm.reserved_bytes, kv_dtype=dep.kv_cache_dtype,
+                    mem_fraction=dep.gpu_memory_utilization, ctx=ctx, chunked=d.chunked_prefill,
+                    runtime_bytes=activation + graphs + draft.weights_bytes + outside,
+                    max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu)
+                reqs = max_running_requests(printed, ctx) if printed else 0
+                res = replace(res, tokens=printed)
+                if version >= SPEC_HEADROOM_BOTH_FROM and printed:
+                    reqs = min(SPEC_MAX_RUNNING_REQUESTS, printed)
+            elif version >= SPEC_HEADROOM_BOTH_FROM and res.tokens:
+                reqs = min(SPEC_MAX_RUNNING_REQUESTS, res.tokens)
+            res = replace(res, max_running_requests=reqs)
+            spec = speculative_section(dep, draft, res, plain_cell, pool)
+            res = replace(res, problems=res.problems + speculative_problems(dep, draft, spec, version))
+        # the host pool mirrors the target's device pool only (its cell without the draft)
+        target_cell = cell_bytes(m, tp, dep.kv_cache_dtype, d.swa_pool)[0]
+        offload, hicache_problems = hicache_section(m, dep, replace(res, cell_bytes=target_cell))
+        stage = Stage(m.num_layers // pp, wm.reserved_bytes + draft.weights_bytes,
+                      wm.tensor_bytes + draft.tensor_bytes, activation,
                       context_bytes(tp, gpu), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
         return MemoryResult(
             era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
@@ -482,21 +815,22 @@ class SglangEngine(Engine):
                         "reserve", non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
                         kv_tokens_label="max_total_num_tokens",
                         cudagraph="estimate, outside the fraction"),
-            request_blocks=lambda length: length,
+            request_blocks=lambda length: length, speculative=spec,
             engine_defaults={"max_num_seqs": res.max_running_requests or None})
 
     def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
         """(tokens × cell + weights) / free_before_load, in thousandths rounded up."""
         st = res.stages[0]
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
-        return math.ceil((blocks * res.bytes_per_token + st.weights_bytes) / free_before * 1000) / 1000
+        weights = st.weights_bytes - _draft_weights(res)  # the draft loads outside the fraction
+        return math.ceil((blocks * res.bytes_per_token + weights) / free_before * 1000) / 1000
 
     def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
         """The (1 − f) remainder must hold the activations and CUDA graphs."""
         st = res.stages[0]
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
-        return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes)
-                          / free_before * 1000) / 1000
+        return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes
+                           - _draft_weights(res)) / free_before * 1000) / 1000
 
     def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
         args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
@@ -529,8 +863,14 @@ class SglangEngine(Engine):
             args += ["--hicache-size", str(dep.hicache_size)]
         if revision:
             args += ["--revision", revision]
+        if dep.speculative_config is not None:
+            args += spec_flags(dep.speculative_config)
         return shlex.join(args)
 
+
+
+def _draft_weights(res: MemoryResult) -> int:
+    return res.speculative.draft_weights_bytes if res.speculative else 0
 
 
 ENGINE = SglangEngine()

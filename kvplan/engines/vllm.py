@@ -952,12 +952,17 @@ class VllmEngine(Engine):
 ENGINE = VllmEngine()
 
 
+SGLANG_ONLY_SPEC_KEYS = frozenset({"eagle_topk", "num_draft_tokens"})
+
+
 def feature_flags(dep: Deployment) -> list[str]:
     """The serve-line flags of the optional features, as the user gave them."""
     args: list[str] = []
     sc = dep.speculative_config
     if sc is not None:
         given = sc.given or {k: v for k, v in sc.model_dump().items() if v is not None}
+        # SGLang's tree-shape keys are not vLLM's (vLLM would refuse them in its JSON)
+        given = {k: v for k, v in given.items() if k not in SGLANG_ONLY_SPEC_KEYS}
         args += ["--speculative-config", json.dumps(given, separators=(",", ":"))]
     if dep.enable_lora:
         args.append("--enable-lora")
