@@ -261,13 +261,14 @@ def test_shared_prefix_concurrency_hand_worked():
 # ------------------------------------------------------------- engines, CLI, check, JSON
 
 
-@pytest.mark.parametrize("engine", ["sglang", "tgi", "trtllm"])
-@pytest.mark.parametrize("knob", [{"enable_lora": True}, {"kv_offloading_size": 4},
-                                  {"speculative_config": '{"method": "ngram", '
-                                   '"num_speculative_tokens": 2}'}])
+NGRAM = {"speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}'}
+LORA, OFFLOAD = {"enable_lora": True}, {"kv_offloading_size": 4}
+
+
+@pytest.mark.parametrize(("engine", "knob"), [  # SGLang's speculative decoding is modelled
+    ("sglang", LORA), ("sglang", OFFLOAD), ("tgi", LORA), ("tgi", OFFLOAD), ("tgi", NGRAM),
+    ("trtllm", LORA), ("trtllm", OFFLOAD), ("trtllm", NGRAM)])
 def test_other_engines_refuse_the_features(engine, knob):
-    if engine == "sglang" and "speculative_config" in knob:
-        pytest.skip("SGLang's speculative decoding is modelled (tests/test_sglang_speculative.py)")
     with pytest.raises(InvalidInputError, match="not a setting"):
         plan(LLAMA, "h100", engine=engine, **knob)
 
