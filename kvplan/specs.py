@@ -277,6 +277,13 @@ class ModelSpec(_Frozen):
         "(num_nextn_predict_layers, e.g. 1 for DeepSeek-V3); used only by MTP speculative decoding")
     draft_vocab_size: int | None = Field(
         None, gt=0, description="EAGLE-3 heads: the draft LM head's reduced vocabulary")
+    # llama-variant families (fam-b)
+    norm_weights: bool = Field(
+        True, description="False: non-parametric LayerNorms (OLMo-1), no norm tensors at all")
+    qk_norm_layout: Literal["shared", "per_head", "full_width"] = Field(
+        "shared", description="q/k norm weights: 'shared' one head_dim vector (Qwen3); 'per_head' "
+        "[heads, head_dim] split by heads over TP (Command-R+); 'full_width' over heads·head_dim, "
+        "replicated on every TP rank (OLMo-2)")
 
 
 # -------------------------------------------------------------------- deployment
