@@ -383,3 +383,22 @@ def test_minicpm3_is_flagged_not_assumed():
                "q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64,
                "qk_rope_head_dim": 32, "v_head_dim": 64})
     assert any("MiniCPM3" in u for u in m.unsupported)
+
+
+def test_exaone_3_0_7_8b_from_the_catalogue():
+    """LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct: the same shape as above (num_layers 32, GQA 32q/8kv,
+    intermediate 14336, vocab 102400, untied): 7,818,448,896; RoPE cache 4096 rows × 128."""
+    m = _model("LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct")
+    assert parameter_count(m) == 7_818_448_896
+    assert (m.rope_cache_positions, m.rotary_dim) == (4096, 128)
+
+
+def test_granite_3_3_8b_matches_its_parameter_shape_listing():
+    """ibm-granite/granite-3.3-8b-instruct, shapes as a public model report lists them:
+      embed_tokens (49159, 4096) = 201,355,264 (lm_head tied)
+      per layer q (4096,4096) + k (1024,4096) + v (1024,4096) + o (4096,4096) = 41,943,040;
+      gate/up (12800,4096) ×2 + down (4096,12800) = 157,286,400; 2 norms 8,192
+      → 199,237,632 × 40 = 7,969,505,280; final norm 4,096 → 8,170,864,640."""
+    m = _model("ibm-granite/granite-3.3-8b-instruct")
+    assert m.tie_word_embeddings and not m.unsupported
+    assert parameter_count(m) == 8_170_864_640
