@@ -402,3 +402,14 @@ def test_granite_3_3_8b_matches_its_parameter_shape_listing():
     m = _model("ibm-granite/granite-3.3-8b-instruct")
     assert m.tie_word_embeddings and not m.unsupported
     assert parameter_count(m) == 8_170_864_640
+
+
+def test_olmo2_7b_instruct_shapes_confirm_full_width_qk_norms():
+    """A public model report lists allenai/OLMo-2-1124-7B-Instruct's parameters: per layer
+    self_attn.q_norm (4096,) and self_attn.k_norm (4096,) — the projection width, not one
+    head_dim (128) — plus post_attention_layernorm and post_feedforward_layernorm, no input
+    norm. Same sum as the base model: 7,298,617,344."""
+    m = _model("allenai/OLMo-2-1124-7B-Instruct")
+    norms = [t for t in tensors(m) if t.layer == 0 and t.kind == "norm"]
+    assert sorted(t.rows for t in norms) == [4096, 4096, 4096, 4096]  # q_norm, k_norm, 2 norms
+    assert parameter_count(m) == 7_298_617_344
