@@ -904,7 +904,10 @@ def _llama_variant(spec: ModelSpec, cfg: dict[str, Any], path: str) -> ModelSpec
     * phimoe (phimoe.py): LayerNorms with weight and bias, biased q/k/v and o, 16 experts top-2
       of intermediate_size with a bias-free router, an untied LM head with a bias.
     * phi3 / phimoe with longrope scaling (rotary_embedding Phi3LongRoPEScaledRotaryEmbedding):
-      the cache holds the short and the long table, original + max_position_embeddings rows.
+      the cache holds the short and the long table, original + max_position_embeddings rows
+      (rotary_embedding/phi3_long_rope_scaled_rope.py as of the releases that select the table
+      with use_long_rope; earlier releases also kept the two tables registered as buffers,
+      twice these bytes — not modelled per version).
 
     Not modelled: minicpm3 (MLA-shaped projections, but minicpm3.py caches full per-head K and V
     of qk_nope + qk_rope dims, unlike kvplan's latent MLA cache) — flagged by _detect_unsupported."""

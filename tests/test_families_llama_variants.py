@@ -413,3 +413,13 @@ def test_olmo2_7b_instruct_shapes_confirm_full_width_qk_norms():
     norms = [t for t in tensors(m) if t.layer == 0 and t.kind == "norm"]
     assert sorted(t.rows for t in norms) == [4096, 4096, 4096, 4096]  # q_norm, k_norm, 2 norms
     assert parameter_count(m) == 7_298_617_344
+
+
+def test_missing_expert_count_names_the_field():
+    """A PhiMoE / Granite-MoE config without num_local_experts is refused with the field named."""
+    from kvplan.errors import InvalidConfigError
+
+    cfg = {k: v for k, v in PHI35_MOE.items() if k != "num_local_experts"}
+    with pytest.raises(InvalidConfigError) as e:
+        spec_from_config(cfg, model_id="x", source="test", path="phimoe/config.json")
+    assert e.value.field == "num_local_experts" and "phimoe/config.json" in str(e.value.path)
