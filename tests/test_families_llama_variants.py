@@ -263,8 +263,9 @@ def test_phi35_moe_is_41_9b():
 def test_granitemoe_experts_from_num_local_experts():
     """vLLM granitemoe.py: every layer a FusedMoE of num_local_experts experts of
     intermediate_size (checkpoint input_linear = w1‖w3, output_linear = w2) and a bias-free
-    router; tied head. ibm-granite/granite-3.1-3b-a800m geometry: hidden 1536, 32 layers, 24
-    heads of 64, 8 KV heads, 40 experts of 512, top-8, vocab 49155:
+    router; tied head. ibm-granite/granite-3.1-3b-a800m-instruct geometry (the config fields a
+    public planner's fixture copies): hidden 1536, 32 layers, 24 heads of 64, 8 KV heads, 40
+    experts of 512, top-8, vocab 49155, tied:
       embed 49155 × 1536                                  =    75,502,080
       per layer: q,o 2 × 1536² + k,v 2 × 512 × 1536         =     6,291,456
                  experts 40 × 3 × 1536 × 512                 =    94,371,840
