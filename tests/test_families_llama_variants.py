@@ -364,7 +364,7 @@ def test_covered_families_are_no_longer_assumed_llama_style():
         m = _spec({"model_type": family, "hidden_size": 256, "intermediate_size": 512,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000,
                    "num_local_experts": 4, "num_experts_per_tok": 2})
-        assert not m.unsupported, family
+        assert not m.unsupported and m.layout_assumed is None, family
 
 
 def test_exaone_reads_num_layers():
