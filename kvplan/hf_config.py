@@ -37,6 +37,12 @@ MOE_FAMILIES = {"mixtral", "qwen3_moe", "qwen2_moe"}
 KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
     "chatglm", "glm", "gemma2", "gemma3", "gpt_oss", "deepseek_v2", "deepseek_v3", "kimi_k2",
     "qwen3_next", "llama4", "jamba", "bamba", "nemotron_h", "phi"}
+# llama-variant families (fam-b): Llama-shaped decoders whose differences (norms, biases, tied
+# heads, q/k norms, experts, sliding layers, RoPE/ALiBi) _llama_variant applies to the spec.
+LLAMA_VARIANT_FAMILIES = {
+    "gemma", "cohere", "cohere2", "olmo", "olmo2", "granite", "granitemoe", "granitemoeshared",
+    "internlm", "internlm3", "baichuan", "exaone", "minicpm", "phimoe"}
+KNOWN_FAMILIES |= LLAMA_VARIANT_FAMILIES
 # Phi-1 / 1.5 / 2 (transformers PhiModel; vllm/model_executor/models/phi.py): one LayerNorm
 # (weight + bias) feeds attention and MLP in parallel; q/k/v and dense carry biases; the MLP is
 # fc1 → gelu → fc2 with biases (not gated); the final LayerNorm and the LM head carry biases.
@@ -344,6 +350,9 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
         found.append("Qwen sliding window on layers above max_window_layers")
     if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
         found.append("KV-sharing layers")
+    if family == "minicpm3":  # fam-b: see _llama_variant's docstring
+        found.append("MiniCPM3 attention: MLA-shaped projections, but vLLM caches full per-head "
+                     "K and V (vllm/model_executor/models/minicpm3.py), which kvplan does not model")
     return found
 
 
@@ -410,6 +419,8 @@ def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate
     mlp_only_layers, gated shared expert), DeepSeek (first_k_dense_replace, moe_layer_freq,
     n_shared_experts, V3's fp32 score-correction bias), gpt-oss (biases everywhere), Llama 4
     (interleave_moe_layer_step, one shared expert)."""
+    if family in LLAMA_VARIANT_FAMILIES:
+        return None  # fam-b: experts (PhiMoE, Granite-MoE, MiniCPM-MoE) set by _llama_variant
     if family == "mixtral":
         return MoeSpec(num_experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
                        expert_intermediate_size=intermediate, moe_layers=list(range(layers)))
@@ -788,8 +799,9 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
     from pydantic import ValidationError
 
     try:
-        return _spec_from_config(cfg, model_id=model_id, source=source, path=path, extra=extra,
+        spec = _spec_from_config(cfg, model_id=model_id, source=source, path=path, extra=extra,
                                  local_dir=local_dir)
+        return _llama_variant(spec, cfg, path)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(x) for x in err["loc"])
@@ -1013,3 +1025,90 @@ def spec_from_path(path: Path) -> ModelSpec:
     local_dir = str(folder) if str(folder) not in ("", ".") else str(folder.resolve())
     return spec_from_config(cfg, model_id=model_id, source=f"local file {cfg_path}",
                             path=str(cfg_path), extra=extra, local_dir=local_dir)
+
+
+def _llama_variant(spec: ModelSpec, cfg: dict[str, Any], path: str) -> ModelSpec:
+    """Llama-variant families (fam-b), as vLLM builds them (vllm/model_executor/models/<family>.py,
+    main branch as read for v0.11+; transformers configuration_<family>.py for config defaults).
+    The generic Llama reading in _spec_from_config is right for their q/k/v/o and gated MLP
+    shapes; this applies what differs:
+
+    * gemma (gemma.py): gated GeLU MLP, two RMSNorms; no lm_head of its own (logits from
+      embed_tokens), so the embedding is tied whatever the config says.
+    * cohere / cohere2 (commandr.py): ONE LayerNorm (weight, no bias) feeding attention and MLP
+      in parallel; logits from embed_tokens (tied); use_qk_norm adds LayerNorm weights of shape
+      [heads, head_dim] / [kv_heads, head_dim] split by heads over TP; the RoPE cache has
+      model_max_length (else max_position_embeddings, else 8192) rows. cohere2: layers slide
+      except every sliding_window_pattern-th (Cohere2Config default 4) unless layer_types says.
+    * olmo (olmo.py): LayerNorm(elementwise_affine=False) — no norm tensors anywhere.
+    * olmo2 (olmo2.py): no input norm; post-attention and post-feedforward RMSNorms; q_norm over
+      heads·head_dim and k_norm over kv_heads·head_dim, replicated (all-gather under TP).
+    * granite (granite.py): Llama + scalar multipliers (no tensors). granitemoe / granitemoeshared
+      (granitemoe.py, granitemoeshared.py): every layer a FusedMoE of num_local_experts experts of
+      intermediate_size (checkpoint input_linear / output_linear), a bias-free router; shared:
+      a gated shared_mlp of shared_intermediate_size.
+    * internlm / internlm2 / internlm3 (llama.py, internlm2.py): q/k/v (wqkv) and o biases from
+      `bias`; `qkv_bias` overrides the q/k/v part (InternLM3).
+    * baichuan (baichuan.py BaichuanForCausalLM): W_pack = fused q/k/v of an MHA; hidden_size
+      4096 (Baichuan2-7B) uses RoPE, any other (13B) ALiBi — no rotary cache. NormHead only
+      normalises the untied lm_head at load.
+    * exaone (exaone.py): Llama under other names (num_layers read generically).
+    * minicpm (minicpm.py): Llama + scale_emb / dim_model_base scalars; with num_experts, every
+      MLP is num_experts experts of intermediate_size (MiniCPM-MoE).
+    * phimoe (phimoe.py): LayerNorms with weight and bias, biased q/k/v and o, 16 experts top-2
+      of intermediate_size with a bias-free router, an untied LM head with a bias.
+    * phi3 / phimoe with longrope scaling (rotary_embedding Phi3LongRoPEScaledRotaryEmbedding):
+      the cache holds the short and the long table, original + max_position_embeddings rows
+      (rotary_embedding/phi3_long_rope_scaled_rope.py as of the releases that select the table
+      with use_long_rope; earlier releases also kept the two tables registered as buffers,
+      twice these bytes — not modelled per version).
+
+    Not modelled: minicpm3 (MLA-shaped projections, but minicpm3.py caches full per-head K and V
+    of qk_nope + qk_rope dims, unlike kvplan's latent MLA cache) — flagged by _detect_unsupported."""
+    family = spec.model_type
+    if family not in LLAMA_VARIANT_FAMILIES and family != "internlm2" and family != "phi3":
+        return spec
+    r = _Reader(cfg, path)
+    u: dict[str, Any] = {}
+    if spec.rope_type == "longrope" and spec.max_position_embeddings:
+        original = spec.rope_original_max_position or r.opt_int("original_max_position_embeddings")
+        u["rope_cache_positions"] = spec.max_position_embeddings + (original or 0)
+    if family == "gemma":
+        u["tie_word_embeddings"] = True
+    elif family in {"cohere", "cohere2"}:
+        u.update(tie_word_embeddings=True, norms_per_layer=1, norm_bias=False)
+        if r.bool("use_qk_norm", False):
+            u.update(qk_norm=True, qk_norm_layout="per_head")
+        if not spec.rope_type:
+            u["rope_cache_positions"] = (r.opt_int("model_max_length")
+                                         or r.opt_int("max_position_embeddings") or 8192)
+        if family == "cohere2":
+            explicit = cfg.get("layer_types")
+            if not (isinstance(explicit, list) and len(explicit) == spec.num_layers):
+                pattern = r.opt_int("sliding_window_pattern") or 4
+                window = spec.sliding_window or r.opt_int("sliding_window")
+                kinds = ["sliding" if (i + 1) % pattern else "full" for i in range(spec.num_layers)]
+                u.update(layer_types=kinds if window and "sliding" in kinds else [],
+                         sliding_window=window if window and "sliding" in kinds else None)
+    elif family == "olmo":
+        u["norm_weights"] = False
+    elif family == "olmo2":
+        u.update(qk_norm=True, qk_norm_layout="full_width")
+    elif family in {"internlm", "internlm2", "internlm3"}:
+        bias = r.bool("bias", False) or r.bool("attention_bias", False)
+        u.update(qkv_bias=r.bool("qkv_bias", bias), o_bias=bias)
+    elif family == "baichuan" and spec.hidden_size != 4096:
+        u.update(rotary_dim=0, rope_cache_positions=0)  # ALiBi (Baichuan 13B)
+    elif family == "baichuan" and not spec.max_position_embeddings:
+        u["rope_cache_positions"] = 8192  # getattr(config, "max_position_embeddings", 8192)
+    if family in {"granitemoe", "granitemoeshared", "phimoe"} or (
+            family == "minicpm" and cfg.get("num_experts")):
+        experts_key = "num_experts" if family == "minicpm" else "num_local_experts"
+        shared = r.int("shared_intermediate_size", default=0) if family == "granitemoeshared" else 0
+        u.update(intermediate_size=0, moe=MoeSpec(
+            num_experts=r.int(experts_key), top_k=r.int("num_experts_per_tok"),
+            expert_intermediate_size=r.int("intermediate_size"),
+            shared_expert_intermediate_size=shared or 0, moe_layers=list(range(spec.num_layers))))
+    if family == "phimoe":
+        u.update(norm_bias=True, qkv_bias=True, o_bias=True, lm_head_bias=True)
+    return spec.model_copy(update=u) if u else spec

@@ -288,6 +288,13 @@ class ModelSpec(_Frozen):
     final_norm: bool = Field(True, description="False: no final norm (OPT-350m, post-LN)")
     alibi: bool = Field(False, description="ALiBi attention biases instead of RoPE (no cos/sin "
                         "cache)")
+    # llama-variant families (fam-b)
+    norm_weights: bool = Field(
+        True, description="False: non-parametric LayerNorms (OLMo-1), no norm tensors at all")
+    qk_norm_layout: Literal["shared", "per_head", "full_width"] = Field(
+        "shared", description="q/k norm weights: 'shared' one head_dim vector (Qwen3); 'per_head' "
+        "[heads, head_dim] split by heads over TP (Command-R+); 'full_width' over heads·head_dim, "
+        "replicated on every TP rank (OLMo-2)")
 
 
 # -------------------------------------------------------------------- deployment

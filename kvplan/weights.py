@@ -64,7 +64,13 @@ def _attention(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         yield Tensor(p + "v_proj.bias", "bias", kv_out, 1, "kv", i)
     if m.o_bias:
         yield Tensor(p + "o_proj.bias", "bias", h, 1, "none", i)
-    if m.qk_norm:
+    if m.qk_norm and m.qk_norm_layout == "per_head":  # commandr.py LayerNorm((heads, hd))
+        yield Tensor(p + "q_norm", "norm", q_out, 1, "out", i)
+        yield Tensor(p + "k_norm", "norm", kv_out, 1, "kv", i)
+    elif m.qk_norm and m.qk_norm_layout == "full_width":  # olmo2.py RMSNorm(heads × hd)
+        yield Tensor(p + "q_norm", "norm", q_out, 1, "none", i)
+        yield Tensor(p + "k_norm", "norm", kv_out, 1, "none", i)
+    elif m.qk_norm:
         yield Tensor(p + "q_norm", "norm", hd, 1, "none", i)
         yield Tensor(p + "k_norm", "norm", hd, 1, "none", i)
     if m.attention_sinks:
@@ -185,7 +191,7 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _mla(m, i, p + "self_attn.")
     else:
         yield from _attention(m, i, p + "self_attn.")
-    for n in range(m.norms_per_layer):
+    for n in range(m.norms_per_layer if m.norm_weights else 0):
         yield Tensor(p + f"norm{n}", "norm", m.hidden_size, 1, "none", i)
         if m.norm_bias:
             yield Tensor(p + f"norm{n}.bias", "norm", m.hidden_size, 1, "none", i)
@@ -344,7 +350,7 @@ def tensors(m: ModelSpec) -> Iterator[Tensor]:
     yield from _embedding_extras(m)
     for i in range(m.num_layers):
         yield from _layer_tensors(m, i)
-    if m.final_norm:
+    if m.final_norm and m.norm_weights:  # OLMo-1: LayerNorm(elementwise_affine=False), no tensors
         yield Tensor("norm", "norm", m.hidden_size, 1, "none", None)
         if m.norm_bias:
             yield Tensor("norm.bias", "norm", m.hidden_size, 1, "none", None)
