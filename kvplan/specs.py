@@ -122,6 +122,9 @@ class MoeSpec(_Frozen):
     router_bias: bool = False
     expert_bias: bool = False
     score_correction_bias: bool = Field(False, description="DeepSeek-V3 e_score_correction_bias")
+    router_dtype: str | None = Field(
+        None, description="fixed dtype of the router weight (GLM-4.5, MiniMax-M2: float32); "
+        "None = the model dtype")
 
 
 class VisionSpec(_Frozen):
@@ -207,6 +210,8 @@ class ModelSpec(_Frozen):
     o_bias: bool = False
     mlp_bias: bool = False
     qk_norm: bool = False
+    qk_norm_full_width: bool = Field(
+        False, description="MiniMax-M2: q/k RMSNorm over all heads' width (TP-sharded), not per head")
     norms_per_layer: int = 2
     norm_bias: bool = Field(False, description="LayerNorm with a bias (Phi) instead of RMSNorm")
     lm_head_bias: bool = Field(False, description="the LM head has a bias (Phi)")
