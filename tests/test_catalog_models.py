@@ -91,6 +91,7 @@ HAND_COUNTS = {
     "zai-org/GLM-4.5-Air": _glm45_air(),
     "MiniMaxAI/MiniMax-M2.5": _minimax_m2(),
     "nvidia/MiniMax-M2.5-NVFP4": _minimax_m2(),
+    "MiniMaxAI/MiniMax-M2.7": _minimax_m2(),
     "moonshotai/Kimi-K2-Instruct": _kimi_k2(),
     "Qwen/Qwen3-Coder-480B-A35B-Instruct": _qwen3_coder_480b(),
     # Qwen3-1.7B: 28 layers, hidden 2048, 16 × 128 q, 8 × 128 kv, MLP 6144, tied, qk-norm 128
@@ -321,3 +322,42 @@ def test_official_quantized_checkpoints_are_read_from_their_configs():
         m = _model(ref)
         assert m.unmodelled_quantization is None, ref
         assert (m.quantization.method, m.quantization.block_size) == (method, block), ref
+
+
+def test_qwen3_8b_fp8_bytes_follow_the_published_tensor_list():
+    """The public report on Qwen3-8B-FP8 (the entry's source) lists per layer (× 36) fp8
+    weights q [4096, 4096], k and v [1024, 4096], o [4096, 4096], gate and up [12288, 4096],
+    down [4096, 12288] with 16-bit weight_scale_inv blocks [32, 32], [8, 32] × 2, [32, 32],
+    [96, 32] × 2, [32, 96]; 16-bit norms 2 × 4096 + 2 × 128; embedding and LM head
+    [151936, 4096] 16-bit; final norm: 9,436,551,168 B ('8.79 GB'). vLLM's Fp8LinearMethod
+    allocates the block scales in float32 (fp8.py create_weights), so it holds 2 B more per
+    scale element: 36 × 11,776 × 2 = 847,872 B, and nothing else differs."""
+    m = _model("Qwen/Qwen3-8B-FP8")
+    assert m.quantization.method == "fp8" and m.quantization.block_size == (128, 128)
+    fp8 = 4096 * 4096 * 2 + 1024 * 4096 * 2 + 12288 * 4096 * 3
+    scales = 32 * 32 * 2 + 8 * 32 * 2 + 96 * 32 * 3  # 11,776 per layer
+    listed = 36 * (fp8 + 2 * scales + (2 * 4096 + 2 * 128) * 2) + 2 * 151936 * 4096 * 2 + 4096 * 2
+    assert listed == 9_436_551_168
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
+    assert w.tensor_bytes - rope_cache_bytes(m, "bfloat16") == listed + 36 * scales * 2
+
+
+def test_minimax_m27_fp8_bytes_equal_the_published_tensor_list():
+    """The public report on MiniMax-M2.7 (the entry's source) lists per layer (× 62):
+    e_score_correction_bias [256] fp32; experts w1, w3 [1536, 3072] and w2 [3072, 1536] fp8
+    × 256 with fp32 block scales [12, 24] / [24, 12]; router `gate` [256, 3072] fp32;
+    RMSNorms 2 × [3072] and k_norm [1024], q_norm [6144] 16-bit; q [6144, 3072], k and v
+    [1024, 3072], o [3072, 6144] fp8 with fp32 scales [48, 24], [8, 24] × 2, [24, 48]; plus
+    embedding and LM head [200064, 3072] and the final norm 16-bit: 230,121,630,720 B
+    ('214.32 GB'), no MTP tensors. vLLM allocates exactly these (fp8.py block scales in fp32,
+    minimax_m2.py fp32 router and bias), so kvplan must match to the byte."""
+    m = _model("MiniMaxAI/MiniMax-M2.7")
+    per_layer = (256 * 4
+                 + 256 * 3 * 1536 * 3072 + 256 * (12 * 24 * 2 + 24 * 12) * 4
+                 + 256 * 3072 * 4
+                 + (2 * 3072 + 1024 + 6144) * 2
+                 + 6144 * 3072 * 2 + 1024 * 3072 * 2 + (48 * 24 * 2 + 8 * 24 * 2) * 4)
+    listed = 62 * per_layer + 2 * 200064 * 3072 * 2 + 3072 * 2
+    assert listed == 230_121_630_720
+    (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
+    assert w.tensor_bytes - rope_cache_bytes(m, "bfloat16") == listed
