@@ -36,7 +36,7 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "yi", "internlm2"}
 MOE_FAMILIES = {"mixtral", "qwen3_moe", "qwen2_moe"}
 KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
     "chatglm", "glm", "gemma2", "gemma3", "gpt_oss", "deepseek_v2", "deepseek_v3", "kimi_k2",
-    "qwen3_next", "llama4", "jamba", "bamba", "nemotron_h", "phi"}
+    "qwen3_next", "llama4", "jamba", "bamba", "nemotron_h", "phi", "glm4_moe", "minimax_m2"}
 # llama-variant families (fam-b): Llama-shaped decoders whose differences (norms, biases, tied
 # heads, q/k norms, experts, sliding layers, RoPE/ALiBi) _llama_variant applies to the spec.
 LLAMA_VARIANT_FAMILIES = {
@@ -246,6 +246,23 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
             method="fp8", block_size=block,
             static_input_scale=qc.get("activation_scheme") == "static", ignore=skip,
             source="checkpoint"), None
+    if method == "modelopt":
+        # Newer ModelOpt exports repeat hf_quant_config.json inside config.json (quant_algo,
+        # ignore): read them the same way (e.g. nvidia/MiniMax-M2.5-NVFP4).
+        algo = str(qc.get("quant_algo", "")).upper()
+        if algo == "FP8":
+            return QuantSpec(method="fp8", static_input_scale=True, ignore=skip,
+                             source="checkpoint"), None
+        if algo == "NVFP4":
+            return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, ignore=skip,
+                             source="checkpoint"), None
+        return None, f"weight quantization {qc.get('quant_algo')!r} (modelopt)"
+    if method == "fbgemm_fp8":
+        # vllm/model_executor/layers/quantization/fbgemm_fp8.py (v0.6–main): every LinearBase not
+        # in modules_to_not_convert gets an fp8 weight, one fp32 scale per output row and an fp32
+        # scalar input_scale_ub (activation_scale_ub); the LM head and embeddings stay 16-bit.
+        return QuantSpec(method="fp8", per_channel=True, static_input_scale=True, ignore=skip,
+                         source="checkpoint"), None
     if method == "mxfp4":
         return QuantSpec(method="mxfp4", weight_bits=4, group_size=32, experts_only=True,
                          ignore=skip, source="checkpoint"), None
@@ -442,6 +459,24 @@ def _moe(cfg: dict[str, Any], family: str, r: _Reader, layers: int, intermediate
                        shared_expert_intermediate_size=(r.int("n_shared_experts", default=0) or 0) * inter,
                        moe_layers=[i for i in range(layers) if i >= first and i % freq == 0],
                        score_correction_bias=cfg.get("topk_method") == "noaux_tc")
+    if family == "glm4_moe":
+        # vllm/model_executor/models/glm4_moe.py (main @ 002d6073): layers ≥ first_k_dense_replace
+        # are MoE; the router is an fp32 nn.Linear with an fp32 e_score_correction_bias; the
+        # shared experts are one ungated MLP of n_shared_experts × moe_intermediate_size.
+        first, inter = r.int("first_k_dense_replace", default=0), r.int("moe_intermediate_size")
+        return MoeSpec(num_experts=r.int("n_routed_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=inter,
+                       shared_expert_intermediate_size=(r.int("n_shared_experts", default=0) or 0) * inter,
+                       moe_layers=[i for i in range(layers) if i >= first],
+                       score_correction_bias=True, router_dtype="float32")
+    if family == "minimax_m2":
+        # vllm/model_executor/models/minimax_m2.py (main @ 01d99586): every layer is MoE over
+        # num_local_experts experts of intermediate_size, no shared expert; fp32 ReplicatedLinear
+        # router, fp32 e_score_correction_bias when use_routing_bias.
+        return MoeSpec(num_experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
+                       expert_intermediate_size=r.int("intermediate_size"),
+                       moe_layers=list(range(layers)),
+                       score_correction_bias=r.bool("use_routing_bias", False), router_dtype="float32")
     if family == "llama4":
         step = r.int("interleave_moe_layer_step", default=1)
         expert = r.int("intermediate_size")  # intermediate_size_mlp is the dense layers' width
@@ -882,14 +917,23 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         intermediate = r.int("intermediate_size", default=0)
         if family == "llama4":
             intermediate = r.int("intermediate_size_mlp", default=intermediate)  # dense layers
-        qkv_bias = r.bool("attention_bias", family in {"qwen2", "phi"})  # always biased there
-        o_bias = r.bool("attention_bias", family == "phi") if family != "qwen2" else False
+        # Always biased there (qwen2.py; qwen2_moe.py: QKVParallelLinear(bias=True), o_proj not).
+        qkv_bias = r.bool("attention_bias", family in {"qwen2", "qwen2_moe", "phi"})
+        # GLM-4.5's attention_bias biases q/k/v only (glm4_moe.py: o_proj bias=False).
+        o_bias = (r.bool("attention_bias", family == "phi")
+                  if family not in {"qwen2", "qwen2_moe", "glm4_moe"} else False)
         mlp_bias = r.bool("mlp_bias", family == "phi")
-        rotary_dim = int(head_dim * (r.float("partial_rotary_factor", lo=0.0, hi=1.0) or 1.0))
+        # glm4_moe.py defaults partial_rotary_factor to 0.5; MiniMax-M2 names rotary_dim itself.
+        partial = r.float("partial_rotary_factor", lo=0.0, hi=1.0) or (0.5 if family == "glm4_moe" else 1.0)
+        rotary_dim = int(head_dim * partial)
+        if family == "minimax_m2":
+            rotary_dim = min(r.int("rotary_dim", default=head_dim), head_dim)
         if family in {"jamba", "nemotron_h"}:
             rotary_dim = 0  # their attention layers use no positional encoding
         tie = r.bool("tie_word_embeddings", family in TIED_BY_DEFAULT)
-        qk_norm = family in {"qwen3", "qwen3_moe", "qwen3_next", "gemma3"}  # per-head RMSNorm
+        qk_norm = family in {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "minimax_m2"}  # RMSNorm
+        if family == "glm4_moe":  # optional per-head q/k RMSNorm (GLM-4.5 on, GLM-4.5-Air off)
+            qk_norm = r.bool("use_qk_norm", False)
         if family in MLA_FAMILIES:
             mla = MlaSpec(kv_lora_rank=r.int("kv_lora_rank"), qk_rope_head_dim=r.int("qk_rope_head_dim"),
                           qk_nope_head_dim=r.int("qk_nope_head_dim"), v_head_dim=r.int("v_head_dim"),
@@ -909,7 +953,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
             path=path, field="num_key_value_heads")
 
     moe = _moe(cfg, family, r, layers, intermediate or 0)
-    if family == "gpt_oss":
+    if family in {"gpt_oss", "minimax_m2"}:
         intermediate = 0  # every MLP is a MoE block
     layer_types, window, chunk = _layer_types(cfg, family, layers, path)
     linear = None
@@ -960,8 +1004,9 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         num_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_kv_heads=kv_heads,
         head_dim=int(head_dim), vocab_size=vocab, intermediate_size=intermediate or 0,
         tie_word_embeddings=tie, qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
-        qk_norm=qk_norm, norms_per_layer=(4 if family in {"gemma2", "gemma3"}
-                                           else 1 if family in {"nemotron_h", "phi"} else 2),
+        qk_norm=qk_norm, qk_norm_layout="full_width_tp" if family == "minimax_m2" else "shared",
+        norms_per_layer=(4 if family in {"gemma2", "gemma3"}
+                         else 1 if family in {"nemotron_h", "phi"} else 2),
         norm_bias=family in BIASED_LAYERNORM_FAMILIES, lm_head_bias=family == "phi",
         mlp_layers=([i for i, k in enumerate(layer_types) if k == "none"]
                     if family == "nemotron_h" else None),

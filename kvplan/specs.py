@@ -124,6 +124,9 @@ class MoeSpec(_Frozen):
     router_bias: bool = False
     expert_bias: bool = False
     score_correction_bias: bool = Field(False, description="DeepSeek-V3 e_score_correction_bias")
+    router_dtype: str | None = Field(
+        None, description="fixed dtype of the router weight (GLM-4.5, MiniMax-M2: float32); "
+        "None = the model dtype")
 
 
 class VisionSpec(_Frozen):
@@ -291,10 +294,11 @@ class ModelSpec(_Frozen):
     # llama-variant families (fam-b)
     norm_weights: bool = Field(
         True, description="False: non-parametric LayerNorms (OLMo-1), no norm tensors at all")
-    qk_norm_layout: Literal["shared", "per_head", "full_width"] = Field(
+    qk_norm_layout: Literal["shared", "per_head", "full_width", "full_width_tp"] = Field(
         "shared", description="q/k norm weights: 'shared' one head_dim vector (Qwen3); 'per_head' "
         "[heads, head_dim] split by heads over TP (Command-R+); 'full_width' over heads·head_dim, "
-        "replicated on every TP rank (OLMo-2)")
+        "replicated on every TP rank (OLMo-2); 'full_width_tp' over heads·head_dim, split over "
+        "TP ranks (MiniMax-M2)")
 
 
 # -------------------------------------------------------------------- deployment

@@ -70,6 +70,11 @@ def _attention(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     elif m.qk_norm and m.qk_norm_layout == "full_width":  # olmo2.py RMSNorm(heads × hd)
         yield Tensor(p + "q_norm", "norm", q_out, 1, "none", i)
         yield Tensor(p + "k_norm", "norm", kv_out, 1, "none", i)
+    elif m.qk_norm and m.qk_norm_layout == "full_width_tp":
+        # MiniMax-M2 (vllm/model_executor/models/minimax_m2.py, MiniMaxText01RMSNormTP): one
+        # weight per q / k channel of all heads, each TP rank holding 1/tp of it.
+        yield Tensor(p + "q_norm", "norm", q_out, 1, "out", i)
+        yield Tensor(p + "k_norm", "norm", kv_out, 1, "out", i)
     elif m.qk_norm:
         yield Tensor(p + "q_norm", "norm", hd, 1, "none", i)
         yield Tensor(p + "k_norm", "norm", hd, 1, "none", i)
@@ -151,7 +156,7 @@ def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     h, moe = m.hidden_size, m.moe
     if moe is not None and i in moe.moe_layers:
         e, inter = moe.num_experts, moe.expert_intermediate_size
-        yield Tensor(p + "mlp.gate", "router", e, h, "none", i)
+        yield Tensor(p + "mlp.gate", "router", e, h, "none", i, dtype=moe.router_dtype)
         if moe.router_bias:
             yield Tensor(p + "mlp.gate.bias", "router", e, 1, "none", i)
         if moe.score_correction_bias:
@@ -445,6 +450,10 @@ def _quantized_parts(t: Tensor, rows: int, cols: int, q: QuantSpec) -> tuple[int
             br, bc = q.block_size
             scales = cdiv(rows, br) * cdiv(cols, bc)
         elif q.per_channel:
+            # + fbgemm_fp8's fp32 input_scale_ub scalar, its own tensor, one per vLLM linear:
+            # q/k/v share the fused qkv_proj's, so k_proj and v_proj add none (fbgemm_fp8.py).
+            if q.static_input_scale and not t.name.endswith(("k_proj", "v_proj")):
+                return n, 4 * rows, 4
             scales = rows
         else:
             scales = 1 + int(q.static_input_scale)

@@ -77,6 +77,9 @@ AWQ_QC = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm"
 
 
 FBGEMM_QC = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}
+# A format kvplan does not size from the config (AMD Quark); its per-channel FP8 export stores
+# the same tensors as fbgemm_fp8: an fp8 weight and an fp32 scale per output row.
+QUARK_QC = {"quant_method": "quark"}
 
 
 def fbgemm_tensors(cfg: dict) -> dict:
@@ -114,6 +117,9 @@ def hub(monkeypatch):
                                              **sharded(awq_tensors(cfg), 2)}}),
         "acme/llama-fbgemm": FakeRepo({"main": {
             "config.json": json.dumps({**cfg, "quantization_config": FBGEMM_QC}).encode(),
+            **sharded(fbgemm_tensors(cfg), 2)}}),
+        "acme/llama-quark": FakeRepo({"main": {
+            "config.json": json.dumps({**cfg, "quantization_config": QUARK_QC}).encode(),
             **sharded(fbgemm_tensors(cfg), 2)}}),
         "acme/gated-llama": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()}}, gated=True),
         "acme/no-weights": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()},
@@ -185,18 +191,35 @@ def test_awq_bytes_from_config_agree_with_the_headers(hub, capsys):
 
 
 def test_unmodelled_quantization_takes_its_bytes_from_the_headers(hub, capsys):
-    """fbgemm_fp8 (a vLLM format kvplan does not size from config): fp8 weights [out, in] and
-    fp32 per-row scales [out, 1] per linear, bf16 embeddings/head/norms, plus the RoPE cache."""
+    """Quark (a vLLM format kvplan does not size from config), per-channel FP8: fp8 weights
+    [out, in] and fp32 per-row scales [out, 1] per linear, bf16 embeddings/head/norms, plus the
+    RoPE cache."""
     cfg = _llama_cfg()
     rows = sum(out for _, out, _ in _linears(cfg))
     n = sum(out * inp for _, out, inp in _linears(cfg))
     h, v, layers = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
     expected = n + 4 * rows + 2 * (2 * v * h) + 2 * h * (2 * layers + 1) + 131072 * 128 * 2
-    data, _ = plan_json(capsys, "acme/llama-fbgemm", "--gpu", "l4")
+    data, _ = plan_json(capsys, "acme/llama-quark", "--gpu", "l4")
     assert data["memory"]["weights_tensor_bytes"] == expected
     assert data["model"]["weights_from"] == "headers"
     assert any(p["code"] == "weights-from-headers" for p in data["problems"])
     assert not any(p["code"] == "unmodelled-quantization" for p in data["problems"])
+
+
+def test_fbgemm_fp8_bytes_from_config_agree_with_the_headers(hub, capsys):
+    """fbgemm_fp8 is sized from the config (quantization/fbgemm_fp8.py): the same fp8 weights
+    and fp32 per-row scales as its headers, plus the fp32 input_scale_ub scalar vLLM creates
+    for each of the 4 fused linears (qkv, o, gate_up, down) of the 32 layers, which the
+    checkpoint does not store: 4 B × 4 × 32 = 512 B more than the headers."""
+    cfg = _llama_cfg()
+    rows = sum(out for _, out, _ in _linears(cfg))
+    n = sum(out * inp for _, out, inp in _linears(cfg))
+    h, v, layers = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
+    headers = n + 4 * rows + 2 * (2 * v * h) + 2 * h * (2 * layers + 1) + 131072 * 128 * 2
+    data, _ = plan_json(capsys, "acme/llama-fbgemm", "--gpu", "l4")
+    assert data["memory"]["weights_tensor_bytes"] == headers + 4 * 4 * layers
+    assert data["model"]["weights_from"] == "config"
+    assert any(p["code"] == "headers-agree" for p in data["problems"])
 
 
 def test_awq_at_tp2_splits_every_linear(hub, capsys):
@@ -361,7 +384,7 @@ def test_local_awq_directory_reads_the_headers(capsys, tmp_path):
 
 
 def test_local_config_alone_warns_that_quantized_bytes_are_unknown(capsys, tmp_path):
-    cfg = {**_llama_cfg(), "quantization_config": FBGEMM_QC}
+    cfg = {**_llama_cfg(), "quantization_config": QUARK_QC}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     data, _ = plan_json(capsys, str(tmp_path / "config.json"), "--gpu", "l4")
     warning = next(p for p in data["problems"] if p["code"] == "unmodelled-quantization")
