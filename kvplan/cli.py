@@ -153,6 +153,9 @@ def plan(
         "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
     hicache_size: Annotated[Optional[int], typer.Option(
         "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
+    acceptance_rate: Annotated[Optional[float], typer.Option(
+        "--acceptance-rate", help="speculative decoding: probability each draft token is "
+        "accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): TPOT and tokens/s")] = None,
     prefix_hit_rate: Annotated[Optional[float], typer.Option(
         "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
         "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
@@ -210,7 +213,7 @@ def plan(
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
                          avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
                          slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens,
-                         prefix_hit_rate=prefix_hit_rate,
+                         prefix_hit_rate=prefix_hit_rate, acceptance_rate=acceptance_rate,
                          images_per_request=images_per_request)
     from .catalog import resolve_gpu, resolve_model
 

@@ -184,6 +184,27 @@ class PerfContext:
     coefficients: Coefficients
     style: Literal["mixed", "separate"]
     calibrated: bool
+    # Speculative decoding (docs/features.md): every decode step verifies `spec_tokens` draft
+    # tokens per sequence after `draft_steps` draft forward passes; each draft token is accepted
+    # with probability `acceptance_rate`.
+    spec_tokens: int = 0  # tokens verified per sequence per step beyond the first
+    draft_steps: int = 0  # sequential draft forward passes per step (0: n-gram)
+    acceptance_rate: float = 0.0
+    draft_read_bytes: int = 0  # draft weights one draft pass reads on this GPU (incl. a shared head)
+    draft_flops_per_token: int = 0
+    draft_kv_bytes_per_token: int = 0  # the draft's own KV, per context token
+    draft_layers: int = 0
+
+
+def tokens_per_step(ctx: PerfContext) -> float:
+    """Expected tokens a sequence gains per verification step with k draft tokens, each accepted
+    with probability α until the first rejection, plus the target's own token:
+    (1 − α^(k+1)) / (1 − α) (Leviathan et al. 2023, "Fast Inference from Transformers via
+    Speculative Decoding", eq. 1); 1 without speculation."""
+    k, a = ctx.spec_tokens, ctx.acceptance_rate
+    if not k:
+        return 1.0
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
 def active_weight_bytes(ctx: PerfContext, tokens: float = 1.0) -> int:
@@ -442,15 +463,16 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     `prefill_tokens` prompt tokens whose mean causal context is `prefill_context_tokens`,
     belonging to `prefill_seqs` requests (each of which samples one token)."""
     c = ctx.coefficients
-    tokens = decode_seqs + prefill_tokens
+    queries = decode_seqs * (1 + ctx.spec_tokens)  # a verify step scores every draft token
+    tokens = queries + prefill_tokens
     gemm_flops = (tokens * (ctx.dense_flops_per_token + ctx.expert_flops_per_token)
-                  + (decode_seqs + prefill_seqs) * ctx.lm_head_flops_per_token)
+                  + (queries + prefill_seqs) * ctx.lm_head_flops_per_token)
     weight_bytes = ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens)
     win = ctx.sliding_window or 0
     attn_flops = (ctx.attention_flops_per_context_token
-                  * (decode_seqs * context_tokens + prefill_tokens * prefill_context_tokens)
+                  * (queries * context_tokens + prefill_tokens * prefill_context_tokens)
                   + ctx.sliding_attention_flops_per_context_token
-                  * (decode_seqs * min(context_tokens, win)
+                  * (queries * min(context_tokens, win)
                      + prefill_tokens * min(prefill_context_tokens, win)))
     kv_bytes = (decode_seqs * (ctx.kv_bytes_per_token * context_tokens
                                + ctx.sliding_kv_bytes_per_token * min(context_tokens, win)
@@ -471,6 +493,13 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
     overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
+    if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
+        d_c = decode_seqs * ctx.draft_flops_per_token / flop_rate
+        d_b = (ctx.draft_read_bytes + decode_seqs * ctx.draft_kv_bytes_per_token
+               * context_tokens) / byte_rate
+        compute_s += ctx.draft_steps * (d_c if d_c > d_b else 0.0)
+        bandwidth_s += ctx.draft_steps * (d_b if d_b >= d_c else 0.0)
+        overhead_s += ctx.draft_steps * ctx.draft_layers * c.layer_overhead_us * 1e-6
     return StepTerms(gemm_flops, weight_bytes, attn_flops, kv_bytes, compute_s, bandwidth_s,
                      comm_s, overhead_s)
 
@@ -509,7 +538,10 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
     o = output_tokens
     i = input_tokens - cached_tokens  # prefill work per request
     p_ctx = cached_tokens + i / 2  # mean context a prefill token attends over
-    decode_steps = max(o - 1, 1)
+    decode_steps = max(o - 1, 1)  # output tokens after the first
+    # Speculative decoding: each decode step gains per_step tokens and scores q per sequence.
+    per_step, q = tokens_per_step(ctx), 1 + ctx.spec_tokens
+    steps_dec = decode_steps / per_step  # decode steps per request
     mean_ctx = input_tokens + o / 2
     budget = ctx.max_num_batched_tokens
     if ctx.style == "mixed":
@@ -520,23 +552,23 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         # the budget is a small piece of a step, not a whole one (no calibration row has
         # i > budget, so the fit is unchanged; benchmarks/perf_fit.py).
         own_steps = max(1.0, i / budget)
-        life = decode_steps + own_steps  # steps in one request's life when prefill is not short
+        life = steps_dec + own_steps  # steps in one request's life when prefill is not short
         # Requests completed per step: b / life, unless every step is full (prefill-bound):
         # then each step carries `budget` tokens, i prefill + (O − 1) decode per request.
-        rate = min(b / life, budget / (i + decode_steps))
-        saturated = b / life > budget / (i + decode_steps)
+        rate = min(b / life, budget / (i + steps_dec * q))
+        saturated = b / life > budget / (i + steps_dec * q)
         steps = b / rate  # steps per request life (Little's law)
-        decoding = rate * decode_steps  # mean sequences decoding per step
-        chunk = max(budget - decoding, 1.0)  # prefill room in a mixed step
+        decoding = rate * steps_dec  # mean sequences decoding per step
+        chunk = max(budget - decoding * q, 1.0)  # prefill room in a mixed step
         piece = min(chunk, i * max(1.0, rate))  # prefill tokens a mixed step carries: the
         # requests that arrive per step (at least one), up to the room left by decodes
         mixed = min(steps, b * i / piece)  # steps per life that carry prefill
         t_mix = _step_s(ctx, decoding, mean_ctx, piece, p_ctx, piece / i)
         t_dec = _step_s(ctx, decoding, mean_ctx)
-        tpot = (mixed * t_mix + (steps - mixed) * t_dec) / steps
+        step_s = (mixed * t_mix + (steps - mixed) * t_dec) / steps  # mean step time
         busy = min((mixed - own_steps) / steps, 0.95) if mixed > own_steps else 0.0
         # M/D/1 wait behind other sub-waves' prefill steps
-        ttft = (steps - decode_steps) * t_mix * (1 + busy / (2 * (1 - busy)))
+        ttft = (steps - steps_dec) * t_mix * (1 + busy / (2 * (1 - busy)))
     else:
         # Prefill-first: a prefill batch of up to `budget` tokens runs before decoding resumes,
         # so a closed loop with fixed lengths runs in waves: the b requests arrive together,
@@ -551,8 +583,9 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         t_all = full * t_full + t_rest
         ttft = ((t_full if full else t_rest) + t_all) / 2
         t_dec = _step_s(ctx, b, mean_ctx)
-        tpot = t_dec + (t_all - ttft) / decode_steps
+        step_s = t_dec + (t_all - ttft) / steps_dec
         saturated = False
+    tpot = step_s / per_step  # per output token
     ttft += c.request_overhead_ms * 1e-3
     e2e = ttft + decode_steps * tpot if o > 1 else ttft
     if concurrency > b:  # closed loop: the others wait for a slot (Little's law)

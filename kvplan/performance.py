@@ -7,11 +7,11 @@ Concurrency is closed-loop (a fixed number of requests in flight). TPOT is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import perf
 from .engines.base import MemoryResult
-from .units import largest_true
+from .units import DTYPE_BYTES, largest_true
 from .specs import (
     Deployment,
     GpuSpec,
@@ -58,16 +58,67 @@ def at_lengths(ctx: perf.PerfContext, n: Lengths, concurrency: int) -> perf.Perf
                          output_tokens=n.output_tokens, cached_tokens=n.cached_tokens)
 
 
+# Per-token acceptance rate assumed when the user gives none: only where a published figure
+# exists. DeepSeek-V3 technical report (arXiv 2412.19437) §5.4.3: the second token its MTP
+# module predicts is accepted 85–90 % of the time; the low end is used.
+DEFAULT_ACCEPTANCE = {"mtp": 0.85}
+ACCEPTANCE_SOURCES = {"mtp": "DeepSeek-V3 technical report §5.4.3 (MTP: 85–90 %)"}
+
+
+def acceptance(dep: Deployment, w: Workload) -> tuple[float, str | None]:
+    """(per-token acceptance rate, where it comes from): the user's, a published default for
+    the method, else 0 — the worst case, every draft token rejected."""
+    sc = dep.speculative_config
+    if sc is None:
+        return 0.0, None
+    if w.acceptance_rate is not None:
+        return w.acceptance_rate, "cli"
+    if sc.method in DEFAULT_ACCEPTANCE:
+        return DEFAULT_ACCEPTANCE[sc.method], ACCEPTANCE_SOURCES[sc.method]
+    return 0.0, "worst case (none given): no draft token accepted"
+
+
+def _speculation(m: ModelSpec, dep: Deployment, res: MemoryResult,
+                 acceptance_rate: float) -> dict:
+    """PerfContext fields for speculative decoding, from the plan's speculative section: k
+    verified tokens (SGLang's tree: num_draft_tokens − 1), k sequential draft passes (none for
+    n-gram), each reading the draft's weights — plus the target's LM head where the draft shares
+    it (vLLM EAGLE-1: vllm/model_executor/models/llama_eagle.py; SGLang EAGLE/NEXTN drafts) —
+    and the draft's own KV."""
+    sc, ps = dep.speculative_config, res.speculative
+    if sc is None or ps is None:
+        return {}
+    k = ps.num_speculative_tokens
+    verified = (ps.num_draft_tokens - 1) if ps.num_draft_tokens else k
+    shared_head = sc.method == "eagle" or (dep.engine == "sglang" and sc.method == "mtp")
+    head_bytes = 0
+    if shared_head:
+        tp, padded = dep.tensor_parallel_size, -(-m.vocab_size // 64) * 64
+        head_bytes = -(-padded // tp) * m.hidden_size * DTYPE_BYTES.get(dep.dtype, 2)
+    read = ps.draft_weights_bytes + head_bytes
+    return dict(spec_tokens=verified, draft_steps=0 if sc.method == "ngram" else k,
+                acceptance_rate=acceptance_rate, draft_read_bytes=read,
+                draft_flops_per_token=2 * read // DTYPE_BYTES.get(dep.dtype, 2),
+                draft_kv_bytes_per_token=ps.draft_kv_bytes_per_token,
+                draft_layers=ps.draft_layers)
+
+
 def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
-            max_num_seqs: int, max_num_batched_tokens: int | None = None) -> perf.PerfContext:
+            max_num_seqs: int, max_num_batched_tokens: int | None = None,
+            acceptance_rate: float = 0.0) -> perf.PerfContext:
     """The latency model's view of one deployment: exact per-GPU weight bytes from the memory
-    plan, its KV capacity, and the batch limits the launch line sets."""
-    return perf.context_for(
+    plan (the target's: a draft's weights are read by its own passes), its KV capacity, the
+    batch limits the launch line sets, and speculative decoding when configured."""
+    spec = _speculation(m, dep, res, acceptance_rate)
+    draft_bytes = res.speculative.draft_weights_bytes if spec and res.speculative else 0
+    ctx = perf.context_for(
         m, gpu, dep.engine, dep.engine_version, tp=dep.tensor_parallel_size,
         pp=dep.pipeline_parallel_size, dtype=dep.dtype, kv_cache_dtype=dep.kv_cache_dtype,
         quant=dep.quant, max_num_batched_tokens=max_num_batched_tokens or dep.max_num_batched_tokens,
-        max_num_seqs=max(1, max_num_seqs), weight_bytes_per_gpu=res.worst.weights_tensor_bytes,
+        max_num_seqs=max(1, max_num_seqs),
+        weight_bytes_per_gpu=res.worst.weights_tensor_bytes - draft_bytes,
         kv_capacity_tokens=res.usable_blocks * res.block_size)
+    return replace(ctx, **spec) if spec else ctx
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:
@@ -104,8 +155,28 @@ def _point(p: perf.PerfPoint) -> PerfPoint:
         saturated=p.saturated)
 
 
+def break_even_acceptance(ctx: perf.PerfContext, n: Lengths, concurrency: int) -> float | None:
+    """The per-token acceptance rate at which speculative decoding's TPOT equals the TPOT
+    without it, at `concurrency` (bisection; TPOT falls as acceptance rises). 0.0 when it pays
+    even with every draft token rejected; None when it never pays."""
+    plain = at_lengths(replace(ctx, spec_tokens=0, draft_steps=0), n, concurrency).tpot_ms
+
+    def pays(a: float) -> bool:
+        return at_lengths(replace(ctx, acceptance_rate=a), n, concurrency).tpot_ms <= plain
+
+    if pays(0.0):
+        return 0.0
+    if not pays(1.0):
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(20):  # 1e-6 resolution
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if pays(mid) else (mid, hi)
+    return round(hi, 3)
+
+
 def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, concurrency: int,
-            bound: int, price: Price | None) -> Performance:
+            bound: int, price: Price | None, acceptance_source: str | None = None) -> Performance:
     """The Performance object at `concurrency`, the table up to the KV bound, and cost."""
     at = at_lengths(ctx, n, concurrency)
     table = perf.concurrency_table(ctx, n.input_tokens, n.output_tokens, max(1, bound),
@@ -125,7 +196,11 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         cost_per_hour=round(cost_h, 4) if cost_h else None,
         cost_per_million_output_tokens=round(per_m, 4) if per_m else None,
         slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms,
-        meets_slo=_meets(at, w) if slo else None, by_concurrency=[_point(p) for p in table])
+        meets_slo=_meets(at, w) if slo else None, by_concurrency=[_point(p) for p in table],
+        **(dict(acceptance_rate=ctx.acceptance_rate, acceptance_rate_source=acceptance_source,
+                tokens_per_step=round(perf.tokens_per_step(ctx), 3),
+                break_even_acceptance_rate=break_even_acceptance(ctx, n, concurrency))
+           if ctx.spec_tokens else {}))
 
 
 def fit_name(ctx: perf.PerfContext) -> str:

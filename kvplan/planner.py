@@ -527,6 +527,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         if got:  # predict the deployment the launch line starts
             dep, res = got
     n = performance.lengths(w, block_size=res.block_size, prefix_caching=prefix_shared(m, dep))
+    acc, acc_source = performance.acceptance(dep, w)
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
         return None, []
@@ -540,7 +541,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     has_slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     tokens = None
     if has_slo:
-        search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound))
+        search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound),
+                                     acceptance_rate=acc)
         seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
         if dep.sources.get("max_num_seqs") == "cli":  # the user's batch size stays; say so
             if best and engine_seqs > best:
@@ -563,7 +565,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
                 got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
                 if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
                     again = performance.context(m, gpu, got[0], got[1],
-                                                max_num_seqs=min(bound, cap or bound))
+                                                max_num_seqs=min(bound, cap or bound),
+                                                acceptance_rate=acc)
                     seqs_rec, again_best = performance.slo_seqs(again, w, n,
                                                                 performance.kv_bound(got[1], n), cap)
                     if again_best >= best and not given_seqs:
@@ -579,8 +582,19 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
         if got:
             dep, res = got
-    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs)
-    return performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price), problems
+    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
+    section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
+                                  acceptance_source=acc_source)
+    if acc_source is not None and acc_source != "cli":
+        even = section.break_even_acceptance_rate
+        problems.append(Problem(
+            code="acceptance-rate-assumed", severity="warning" if acc == 0 else "info",
+            message=f"speculative decoding latency assumes a draft-token acceptance rate of {acc:g} "
+            f"({acc_source}); pass --acceptance-rate from your engine's metrics (vLLM logs "
+            "'Draft acceptance rate'). At this concurrency it lowers TPOT only above "
+            + ("— never: the verify and draft passes cost more than they save here"
+               if even is None else f"{even:g}")))
+    return section, problems
 
 
 def _batched_tokens(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -592,7 +606,8 @@ def _batched_tokens(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: 
         got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=cand)
         if not got or not got[1].fits or performance.kv_bound(got[1], n) < seqs:
             continue
-        ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=seqs)
+        ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=seqs,
+                                  acceptance_rate=performance.acceptance(dep, w)[0])
         options.append((cand, performance.at_lengths(ctx, n, seqs)))
     chosen = performance.batched_tokens_choice(options, dep.max_num_batched_tokens, w)
     return chosen, int(chosen.value or dep.max_num_batched_tokens)
@@ -613,7 +628,8 @@ def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
         got = _try(eng, m, gpu, knobs, dep.engine_version, **change)
         if not got or not got[1].fits:
             continue
-        ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=1)
+        ctx = performance.context(m, gpu, got[0], got[1], max_num_seqs=1,
+                                  acceptance_rate=performance.acceptance(dep, w)[0])
         p = performance.at_lengths(ctx, n, 1)
         if performance._meets(p, w):
             out.append(label)

@@ -145,6 +145,13 @@ def performance_table(plan: Plan, console: Console) -> None:
               f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
     t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
     t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
+    if pf.tokens_per_step is not None:
+        src = "given" if pf.acceptance_rate_source == "cli" else "assumed"
+        t.add_row("speculative: tokens per step", f"{pf.tokens_per_step:,.2f}",
+                  f"acceptance {pf.acceptance_rate:g} ({src})")
+        even = pf.break_even_acceptance_rate
+        t.add_row("speculative: pays above acceptance",
+                  "never" if even is None else f"{even:g}", "at this concurrency")
     if pf.cost_per_hour is not None:
         src = pf.price_source or ""
         if src.startswith("http"):  # the page's host, and whether it is kvplan's default

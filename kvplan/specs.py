@@ -421,6 +421,9 @@ class Workload(_Frozen):
     images_per_request: int | None = Field(
         None, ge=0, le=1 << 10, description="images each request carries (a VLM): each adds the "
         "model's max_tokens_per_image to the request's KV length")
+    acceptance_rate: float | None = Field(
+        None, ge=0, le=1, description="speculative decoding: probability each draft token is "
+        "accepted (vLLM logs 'Draft acceptance rate'); latency only")
 
     @model_validator(mode="after")
     def _one_prefix(self) -> Workload:
@@ -609,6 +612,15 @@ class Performance(PerfPoint):
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
     meets_slo: bool | None = Field(None, description="None: no SLO given")
+    acceptance_rate: float | None = Field(
+        None, description="speculative decoding: per-draft-token acceptance the figures assume")
+    acceptance_rate_source: str | None = None
+    tokens_per_step: float | None = Field(
+        None, description="speculative decoding: expected tokens per sequence per decode step, "
+        "(1 − α^(k+1)) / (1 − α)")
+    break_even_acceptance_rate: float | None = Field(
+        None, description="speculative decoding: the acceptance rate above which it lowers TPOT "
+        "at this concurrency (null: it never does, or always does)")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
 
