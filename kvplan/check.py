@@ -331,7 +331,7 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
 # that engine (docs/features.md): a warning, because the plan leaves their memory out. SGLang's
 # LoRA flags are modelled (engines/sglang.py) and parsed as knobs.
 FEATURE_FLAGS_NOT_MODELLED: dict[str, dict[str, str]] = {
-    "tgi": {"--lora-adapters": "LoRA adapters", "--speculate": "speculative decoding"},
+    "tgi": {"--lora-adapters": "LoRA adapters"},
 }
 
 

@@ -266,7 +266,7 @@ LORA, OFFLOAD = {"enable_lora": True}, {"kv_offloading_size": 4}
 
 
 @pytest.mark.parametrize(("engine", "knob"), [  # SGLang's speculative decoding, LoRA: modelled
-    ("sglang", OFFLOAD), ("tgi", LORA), ("tgi", OFFLOAD), ("tgi", NGRAM),
+    ("sglang", OFFLOAD), ("tgi", LORA), ("tgi", OFFLOAD),
     ("trtllm", LORA), ("trtllm", OFFLOAD), ("trtllm", NGRAM)])
 def test_other_engines_refuse_the_features(engine, knob):
     with pytest.raises(InvalidInputError, match="not a setting"):

@@ -221,15 +221,57 @@ def test_sglang_only_lora_settings_refused_elsewhere(engine):
 
 
 # ------------------------------------------------------------------------- TGI
+# --speculate N (text-generation-inference v3.3.7): n-gram speculation loads nothing; every
+# request reserves N more KV slots (backends/v3/src/queue.rs: input + max_new_tokens + speculate
+# − 1; flash_causal_lm.py from_pb maps prompt + max_new − 1 + speculate tokens to blocks); the
+# warm-up batch's extra blocks are added back, so the block count is unchanged.
 
 
-def test_tgi_speculate_and_lora_adapters_still_warn(capsys, tmp_path):
-    """Not modelled for TGI (docs/features.md says why): kvplan check keeps the warning."""
+def test_tgi_speculate_reserves_n_more_slots_per_request():
+    """Same KV pool; concurrency = tokens / (8192 + 2) instead of tokens / 8192; with
+    flashinfer's 1-token blocks one request takes 8,194 blocks."""
+    base = plan(LLAMA8, "h100", engine="tgi", max_model_len=8192)
+    p = plan(LLAMA8, "h100", engine="tgi", max_model_len=8192,
+             speculative_config={"method": "ngram", "num_speculative_tokens": 2})
+    t = base.kv_cache.tokens
+    assert p.kv_cache.tokens == t
+    assert p.kv_cache.block_size == 1
+    assert p.kv_cache.max_concurrency == pytest.approx(round(t / 8194, 2), abs=0.005)
+    assert p.kv_cache.bytes_per_request == 8194 * p.kv_cache.bytes_per_block
+    assert p.speculative.method == "ngram" and p.speculative.num_speculative_tokens == 2
+    assert p.speculative.draft_weights_bytes == 0
+    assert p.memory.weights_bytes == base.memory.weights_bytes
+    assert p.command.endswith("--speculate 2")
+    assert any(pr.code == "tgi-speculate" for pr in p.problems)
+
+
+def test_check_reads_tgi_speculate(capsys, tmp_path):
     f = tmp_path / "serve.sh"
-    f.write_text(f"text-generation-launcher --model-id {LLAMA8} --speculate 2 "
-                 "--lora-adapters org/a,org/b\n")
+    f.write_text(f"text-generation-launcher --model-id {LLAMA8} --max-total-tokens 8192 "
+                 "--speculate 3 --lora-adapters org/a,org/b\n")
     code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
     row = json.loads(out)["deployments"][0]
+    assert code == 0, row
+    assert row["plan"]["speculative"]["num_speculative_tokens"] == 3
     warned = [p["message"] for p in row["problems"] if p["code"] == "feature-not-modelled"]
-    assert any("speculative decoding" in w for w in warned)
-    assert any("LoRA adapters" in w for w in warned)
+    # --lora-adapters stays a warning: the adapters' rank and modules are in their own files
+    assert len(warned) == 1 and "LoRA adapters" in warned[0]
+
+
+@pytest.mark.parametrize(("flags", "needle"), [
+    ("--speculate 0", "at least 1 token"),
+    ("--speculate two", "not an integer"),
+])
+def test_check_bad_tgi_speculate_exit_2(capsys, tmp_path, flags, needle):
+    f = tmp_path / "serve.sh"
+    f.write_text(f"text-generation-launcher --model-id {LLAMA8} {flags}\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    assert code == 2
+    assert needle in json.dumps(json.loads(out)["deployments"][0])
+
+
+def test_tgi_refuses_draft_model_methods():
+    with pytest.raises(InvalidInputError, match="TGI has no mtp speculation") as e:
+        plan(LLAMA8, "h100", engine="tgi",
+             speculative_config={"method": "mtp", "num_speculative_tokens": 2})
+    assert e.value.knob == "speculative_config"
