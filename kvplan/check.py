@@ -327,11 +327,11 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     return f.model, []
 
 
-# Memory features other engines have under their own flags, which kvplan models for vLLM only
-# (docs/features.md): a warning, because the plan leaves their memory out.
+# Memory features other engines have under their own flags, which kvplan does not model for
+# that engine (docs/features.md): a warning, because the plan leaves their memory out. SGLang's
+# LoRA flags are modelled (engines/sglang.py) and parsed as knobs.
 FEATURE_FLAGS_NOT_MODELLED: dict[str, dict[str, str]] = {
-    "sglang": {"--enable-lora": "LoRA adapter slots", "--lora-paths": "LoRA adapter slots"},
-    "tgi": {"--lora-adapters": "LoRA adapters", "--speculate": "speculative decoding"},
+    "tgi": {"--lora-adapters": "LoRA adapters"},
 }
 
 

@@ -143,6 +143,13 @@ def plan(
     max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", help="vLLM: (16)")] = None,
     max_cpu_loras: Annotated[Optional[int], typer.Option(
         "--max-cpu-loras", help="vLLM: adapters cached in host memory (max_loras)")] = None,
+    lora_target_modules: Annotated[Optional[str], typer.Option(
+        "--lora-target-modules", help="SGLang: LoRA modules, comma-separated (q_proj,v_proj or "
+        "all); --max-loras is its --max-loras-per-batch (8), --max-cpu-loras its "
+        "--max-loaded-loras")] = None,
+    lora_paths: Annotated[Optional[str], typer.Option(
+        "--lora-paths", help="SGLang: adapters loaded at start, comma-separated NAME=PATH "
+        "(counted, not read; turns LoRA on)")] = None,
     kv_offloading_size: Annotated[Optional[float], typer.Option(
         "--kv-offloading-size", help="vLLM: GiB of host memory for offloaded KV blocks")] = None,
     kv_offloading_backend: Annotated[Optional[str], typer.Option(
@@ -244,6 +251,7 @@ def plan(
         kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend,
         speculative_config=speculative_config, enable_lora=enable_lora, max_loras=max_loras,
         max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
+        lora_target_modules=lora_target_modules, lora_paths=lora_paths,
         kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
         enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
         hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt)

@@ -210,6 +210,16 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
                 value = inline.lower() in {"1", "true", "yes", "on"}
             _set(found, seen, knob, value, flag, file, line)
             continue
+        if kind == "list":  # argparse nargs="*": every value up to the next flag (SGLang LoRA)
+            words = [inline] if eq else []
+            while not eq and i < len(argv) and not argv[i].startswith("-"):
+                words.append(templates.check(argv[i], flag, file, line))
+                i += 1
+            if not words:
+                raise DeployParseError(file, line, f"{flag} is missing its value",
+                                       hint=f"write {flag} VALUE [VALUE …]")
+            _set(found, seen, knob, words, flag, file, line)
+            continue
         if eq:
             raw = inline
         elif i < len(argv) and not (argv[i].startswith("--") or re.fullmatch(r"-[a-z]+", argv[i])):

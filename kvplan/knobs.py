@@ -69,6 +69,15 @@ class Knobs(BaseModel):
     max_lora_rank: int | None = Field(None, ge=1, le=512, description="vLLM takes 1, 8, 16, 32, "
                                       "64, 128, 256, 320, 512 (vllm/config/lora.py)")
     max_cpu_loras: int | None = Field(None, ge=1, le=MAX_CPU_LORAS)
+    # SGLang's LoRA flags without a vLLM counterpart (max_loras is --max-loras-per-batch,
+    # max_cpu_loras --max-loaded-loras there; docs/features.md)
+    lora_paths: list[str] | None = Field(
+        None, max_length=MAX_LORAS, description="SGLang --lora-paths: adapters loaded at start "
+        "(NAME=PATH or PATH); kvplan counts them, it does not read them")
+    lora_target_modules: list[str] | None = Field(
+        None, min_length=1, max_length=64, description="SGLang --lora-target-modules: q_proj, "
+        "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, qkv_proj, gate_up_proj, "
+        "embed_tokens, lm_head, or all")
     kv_offloading_size: float | None = Field(None, gt=0, le=MAX_OFFLOAD_GIB,
                                              description="GiB of host memory for offloaded KV")
     kv_offloading_backend: Literal["native", "lmcache"] | None = None
@@ -104,6 +113,15 @@ class Knobs(BaseModel):
         legacy key=value list ('image=4,video=1'; vLLM 0.10 and later refuse it) → {modality:
         count}. Counts are integers ≥ 0; 0 disables the modality's encoder."""
         return parse_mm_limits(v)
+
+    @field_validator("lora_paths", "lora_target_modules", mode="before")
+    @classmethod
+    def _words(cls, v: Any) -> Any:
+        """A list, or one string of names separated by spaces or commas (SGLang takes several
+        values after the flag: `--lora-target-modules q_proj v_proj`)."""
+        if isinstance(v, str):
+            v = [w for w in re.split(r"[\s,]+", v) if w]
+        return v
 
     @field_validator("max_lora_rank")
     @classmethod
@@ -159,7 +177,7 @@ FEATURE_KNOBS: frozenset[str] = frozenset({
     "kv_offloading_size", "kv_offloading_backend", "limit_mm_per_prompt"})
 # SGLang-only settings: every other engine refuses them with the standard error.
 SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_ratio",
-                                          "hicache_size"})
+                                          "hicache_size", "lora_paths", "lora_target_modules"})
 # validators whose message says it all
 _OWN_MESSAGES = {"max_lora_rank", "speculative_config", "limit_mm_per_prompt"}
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",

@@ -393,6 +393,10 @@ class Deployment(_Frozen):
     max_loras: int = Field(1, ge=1)
     max_lora_rank: int = Field(16, ge=1)
     max_cpu_loras: int | None = Field(None, ge=1)
+    lora_paths: list[str] | None = Field(None, description="SGLang --lora-paths as given")
+    lora_target_modules: list[str] | None = Field(
+        None, description="SGLang: LoRA target modules, normalized (qkv_proj, o_proj, "
+        "gate_up_proj, down_proj, embed_tokens, lm_head); None = not a LoRA deployment")
     kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
     kv_offloading_backend: str | None = None
     enable_hierarchical_cache: bool = False

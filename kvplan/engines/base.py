@@ -103,7 +103,8 @@ class MemoryResult:
 class DeploySyntax:
     """How deployment files spell this engine: for `kvplan check`."""
 
-    cli_flags: Mapping[str, tuple[str, str]]  # engine flag → (knob, kind: int|hint|float|str|bool)
+    # engine flag → (knob, kind: int|hint|float|str|bool|list)
+    cli_flags: Mapping[str, tuple[str, str]]
     boolean_flags: frozenset[str] = frozenset()
     # (executable basename, first argument or None) and `python -m MODULE` entry points
     executables: tuple[tuple[str, str | None], ...] = ()

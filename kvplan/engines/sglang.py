@@ -23,6 +23,7 @@ from ..specs import (
     Deployment,
     GpuSpec,
     ModelSpec,
+    PlanLora,
     PlanOffload,
     PlanSpeculative,
     Problem,
@@ -30,7 +31,7 @@ from ..specs import (
     SpeculativeConfig,
     VisionSpec,
 )
-from ..units import GiB, MiB
+from ..units import DTYPE_BYTES, GiB, MiB, cdiv
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
@@ -640,6 +641,237 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
                        effective_cached_tokens=res.tokens + per_gpu_tokens), problems
 
 
+# ------------------------------------------------------------------------ LoRA
+# docs/features.md. Read in sgl-project/sglang main-branch copies: lora/mem_pool.py
+# LoRAMemoryPool (@00639c4d: init_buffers, get_lora_A_shape / get_lora_B_shape,
+# get_embedding_lora_*_shape), lora/utils.py (@01235a16: get_default_hidden_dim,
+# get_stacked_multiply, get_normalized_target_modules, ROW_PARALLELISM_LINEAR_LORA_NAMES),
+# lora/lora_manager.py init_lora_shapes (@db922586: "all" = every linear module of the model
+# plus embed_tokens and lm_head), arg_groups/lora_hook.py check_lora_server_args (@47ed7ecf),
+# server_args.py (max_loras_per_batch 8; max_lora_rank, lora_target_modules and
+# max_loaded_loras None). model_executor/model_runner.py calls init_lora_manager() before
+# init_memory_pool() in every copy read (0.4.x to main), so the pool is already allocated
+# when the free memory is measured: it comes out of mem_fraction_static's rest, like weights.
+# Adapters themselves are read into host memory and copied into a pool slot when a batch
+# needs them (lora/lora.py LoRAAdapter.initialize_weights, "initialize the LoRA weights to cpu").
+
+MAX_LORAS_PER_BATCH = 8  # --max-loras-per-batch default (server_args.py)
+LORA_RANK_ASSUMED = 16  # kvplan's assumption when SGLang would read the rank from --lora-paths
+# --lora-target-modules names → SGLang's normalized pool names (utils.py params_mapping)
+LORA_MODULE_NAMES = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
+                     "qkv_proj": "qkv_proj", "o_proj": "o_proj", "gate_proj": "gate_up_proj",
+                     "up_proj": "gate_up_proj", "gate_up_proj": "gate_up_proj",
+                     "down_proj": "down_proj", "embed_tokens": "embed_tokens", "lm_head": "lm_head"}
+LORA_LINEAR = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+LORA_ALL = (*LORA_LINEAR, "embed_tokens", "lm_head")
+
+
+@dataclass(frozen=True)
+class LoraPool:
+    """SGLang's LoRA pool on one GPU, and one adapter's host copy."""
+
+    gpu_bytes: int  # every A/B buffer, each rounded to 512 bytes by the caching allocator
+    adapter_bytes: int  # one adapter at max_lora_rank, unsharded, in the model dtype
+    modules: tuple[str, ...]
+    skipped: tuple[str, ...]  # buffers kvplan does not size (MoE experts, MLA, linear attention)
+
+
+def normalize_lora_modules(names: list[str]) -> tuple[str, ...]:
+    """--lora-target-modules → pool module names; "all" (alone) → every linear module plus
+    embed_tokens and lm_head. ValueError naming what SGLang (or kvplan) does not take."""
+    if "all" in names:
+        if len(names) != 1:
+            raise ValueError("'all' must be the only --lora-target-modules value (SGLang "
+                             "asserts it)")
+        return LORA_ALL
+    unknown = sorted({n for n in names if n.split(".")[-1] not in LORA_MODULE_NAMES})
+    if unknown:
+        raise ValueError(f"--lora-target-modules {' '.join(unknown)}: kvplan sizes "
+                         + ", ".join(LORA_MODULE_NAMES) + " or all")
+    return tuple(sorted({LORA_MODULE_NAMES[n.split(".")[-1]] for n in names}))
+
+
+def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tuple[str, ...],
+              dtype: str) -> LoraPool:
+    """LoRAMemoryPool buffers on one TP rank, for every decoder layer (mem_pool.py sizes them by
+    num_hidden_layers), n = max_loras_per_batch, r = max_lora_rank:
+    qkv_proj A (n, 3r, hidden), B (n, (q + 2 kv) / tp, r) — KV heads replicated when fewer than
+    tp ranks (q / tp + 2 head_dim); o_proj A (n, r, q / tp), B (n, hidden, r); gate_up_proj
+    A (n, 2r, hidden), B (n, 2 inter / tp, r) (non-gated MLP: r and inter); down_proj A (n, r,
+    inter / tp), B (n, hidden, r); embed_tokens A (n, r, vocab), B (n, hidden, r), unsharded;
+    lm_head A (n, r, hidden), B (n, padded vocab / tp, r). q = heads × head_dim,
+    kv = kv_heads × head_dim. MoE models (expert parallelism off, so moe_tp = tp): every layer
+    gets gate_up_proj_moe A (n, E, 2r, hidden), B (n, E, 2 moe_inter / tp, r) and
+    down_proj_moe A (n, E, r, moe_inter / tp), B (n, E, hidden, r) instead of the dense pair;
+    shared-expert buffers are not sized (listed in `skipped`)."""
+    from ..weights import ALLOC_ROUND, _round_up
+
+    dt = DTYPE_BYTES[dtype]
+    h, hd = m.hidden_size, m.head_dim
+    q_full, kv_full = m.num_attention_heads * hd, m.num_kv_heads * hd
+    q_rank = q_full // tp
+    qkv_rank = q_rank + 2 * max(1, m.num_kv_heads // tp) * hd
+    gate = 2 if m.mlp_gated else 1
+    gpu = adapter = 0
+    used: set[str] = set()
+    skipped: set[str] = set()
+
+    def buf(*dims: int) -> int:
+        return _round_up(max_loras * math.prod(dims) * dt, ALLOC_ROUND)
+
+    for i in range(m.num_layers):
+        kind = m.layer_types[i] if m.layer_types else "full"
+        attn = [x for x in ("qkv_proj", "o_proj") if x in modules]
+        if attn and kind == "linear":
+            skipped.add("linear-attention projections")
+        elif attn and kind != "none" and m.mla is not None:
+            skipped.add("MLA projections")
+        elif kind != "none":
+            if "qkv_proj" in attn:
+                gpu += buf(3 * rank, h) + buf(qkv_rank, rank)
+                adapter += rank * (3 * h + q_full + 2 * kv_full)
+            if "o_proj" in attn:
+                gpu += buf(rank, q_rank) + buf(h, rank)
+                adapter += rank * (q_full + h)
+            used.update(attn)
+        mlp = [x for x in ("gate_up_proj", "down_proj") if x in modules]
+        if mlp and m.moe is not None:  # per-expert 4D buffers on every layer (init_buffers)
+            experts, inter = m.moe.num_experts, m.moe.expert_intermediate_size
+            if "gate_up_proj" in mlp:
+                gpu += buf(experts, gate * rank, h) + buf(experts, gate * inter // tp, rank)
+                adapter += experts * gate * rank * (h + inter)
+            if "down_proj" in mlp:
+                gpu += buf(experts, rank, inter // tp) + buf(experts, h, rank)
+                adapter += experts * rank * (inter + h)
+            if m.moe.shared_expert_intermediate_size:
+                skipped.add("shared-expert buffers")
+            used.update(f"{x}_moe" for x in mlp)
+            continue
+        if not mlp or (m.mlp_layers is not None and i not in m.mlp_layers):
+            continue
+        inter = m.intermediate_size
+        if "gate_up_proj" in mlp:
+            gpu += buf(gate * rank, h) + buf(gate * inter // tp, rank)
+            adapter += gate * rank * (h + inter)
+        if "down_proj" in mlp:
+            gpu += buf(rank, inter // tp) + buf(h, rank)
+            adapter += rank * (inter + h)
+        used.update(mlp)
+    if "embed_tokens" in modules:
+        gpu += buf(rank, m.vocab_size) + buf(h, rank)
+        adapter += rank * (m.vocab_size + h)
+        used.add("embed_tokens")
+    if "lm_head" in modules:
+        shard = m.vocab_size if tp == 1 else cdiv(cdiv(m.vocab_size, 64) * 64, tp)
+        gpu += buf(rank, h) + buf(shard, rank)
+        adapter += rank * (h + m.vocab_size)
+        used.add("lm_head")
+    return LoraPool(gpu, adapter * dt, tuple(sorted(used)), tuple(sorted(skipped)))
+
+
+def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+    """SGLang's LoRA settings (check_lora_server_args): --lora-paths turns LoRA on unless
+    --enable-lora is false; without --lora-paths SGLang needs both --max-lora-rank and
+    --lora-target-modules; --max-loaded-loras ≥ --max-loras-per-batch and ≥ the adapters given.
+    With --lora-paths SGLang reads rank and modules from the adapters, which kvplan cannot:
+    rank 16 and the four linear modules are assumed (source kvplan-default)."""
+    paths = knobs.lora_paths or []
+    if not (knobs.enable_lora or (paths and knobs.enable_lora is None)):
+        return {}
+    sources["enable_lora"] = "cli"
+    loras = knobs.max_loras or MAX_LORAS_PER_BATCH
+    if not paths and not (knobs.max_lora_rank and knobs.lora_target_modules):
+        raise InvalidInputError("SGLang LoRA without --lora-paths needs both --max-lora-rank and "
+                                "--lora-target-modules (SGLang refuses to start)",
+                                hint="e.g. --max-lora-rank 16 --lora-target-modules all",
+                                code="lora-invalid", knob="enable_lora")
+    try:
+        modules = (normalize_lora_modules(knobs.lora_target_modules) if knobs.lora_target_modules
+                   else LORA_LINEAR)
+    except ValueError as e:
+        raise InvalidInputError(str(e), hint="q_proj k_proj v_proj o_proj gate_proj up_proj "
+                                "down_proj, or all", code="lora-invalid",
+                                knob="lora_target_modules") from None
+    loaded = knobs.max_cpu_loras
+    if loaded is not None and loaded < loras:
+        raise InvalidInputError(f"--max-loaded-loras {loaded} is below --max-loras-per-batch "
+                                f"{loras}", hint="SGLang requires max_loaded_loras ≥ "
+                                "max_loras_per_batch", code="lora-invalid", knob="max_cpu_loras")
+    if loaded is not None and len(paths) > loaded:
+        raise InvalidInputError(f"{len(paths)} --lora-paths exceed --max-loaded-loras {loaded}",
+                                hint="raise --max-loaded-loras or load fewer adapters at start",
+                                code="lora-invalid", knob="max_cpu_loras")
+    sources["max_loras"] = "cli" if knobs.max_loras else "engine-default"
+    sources["max_lora_rank"] = "cli" if knobs.max_lora_rank else "kvplan-default"
+    sources["lora_target_modules"] = "cli" if knobs.lora_target_modules else "kvplan-default"
+    if loaded is not None:
+        sources["max_cpu_loras"] = "cli"
+    out: dict[str, Any] = {"enable_lora": True, "max_loras": loras,
+                           "max_lora_rank": knobs.max_lora_rank or LORA_RANK_ASSUMED,
+                           "max_cpu_loras": loaded, "lora_target_modules": list(modules)}
+    if paths:
+        out["lora_paths"] = list(paths)
+        sources["lora_paths"] = "cli"
+    return out
+
+
+def lora_problems(dep: Deployment, pool: LoraPool) -> list[Problem]:
+    out = []
+    assumed = [what for key, what in (("max_lora_rank", f"rank {dep.max_lora_rank}"),
+                                      ("lora_target_modules", "the modules "
+                                       + ", ".join(pool.modules)))
+               if dep.sources.get(key) == "kvplan-default"]
+    if assumed:
+        out.append(Problem(
+            code="lora-assumed", severity="warning",
+            message="SGLang reads the LoRA rank and target modules from the --lora-paths "
+            f"adapters, which kvplan does not open: the pool is sized for {' and '.join(assumed)}; "
+            "pass --max-lora-rank / --lora-target-modules to pin it (the pool grows linearly "
+            "with the rank)"))
+    if pool.skipped:
+        out.append(Problem(
+            code="lora-partly-modelled", severity="warning",
+            message="SGLang LoRA buffers not sized by kvplan: " + ", ".join(pool.skipped)
+            + "; the KV pool is overstated by their size"))
+    if dep.pipeline_parallel_size > 1:
+        out.append(Problem(
+            code="lora-pp-upper-bound", severity="info",
+            message="the LoRA pool is counted for every decoder layer on each pipeline stage "
+            "(mem_pool.py sizes it by num_hidden_layers): an upper bound"))
+    return out
+
+
+def lora_section(dep: Deployment, pool: LoraPool | None) -> PlanLora | None:
+    """The plan's LoRA section: max_cpu_loras = --max-loaded-loras, else the adapters loaded at
+    start (--lora-paths; more can be loaded at run time up to the cap)."""
+    if pool is None:
+        return None
+    cpu = dep.max_cpu_loras if dep.max_cpu_loras is not None else len(dep.lora_paths or [])
+    return PlanLora(max_loras=dep.max_loras, max_lora_rank=dep.max_lora_rank, max_cpu_loras=cpu,
+                    gpu_bytes=pool.gpu_bytes, adapter_bytes=pool.adapter_bytes,
+                    host_bytes_per_worker=cpu * pool.adapter_bytes, modules=list(pool.modules))
+
+
+def lora_flags(dep: Deployment) -> list[str]:
+    """The launch-line LoRA flags, SGLang's names, as the user set them."""
+    if not dep.enable_lora:
+        return []
+    src = dep.sources
+    args = ["--enable-lora"]
+    if dep.lora_paths:
+        args += ["--lora-paths", *dep.lora_paths]
+    if src.get("max_loras") == "cli":
+        args += ["--max-loras-per-batch", str(dep.max_loras)]
+    if src.get("max_lora_rank") == "cli":
+        args += ["--max-lora-rank", str(dep.max_lora_rank)]
+    if src.get("lora_target_modules") == "cli" and dep.lora_target_modules:
+        modules = dep.lora_target_modules
+        args += ["--lora-target-modules", *(["all"] if tuple(modules) == LORA_ALL else modules)]
+    if dep.max_cpu_loras is not None:
+        args += ["--max-loaded-loras", str(dep.max_cpu_loras)]
+    return args
+
+
 # ------------------------------------------------------------------ the engine
 
 _IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
@@ -658,9 +890,13 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     **SPEC_CLI_FLAGS,
     "--enable-hierarchical-cache": ("enable_hierarchical_cache", "bool"),
     "--hicache-ratio": ("hicache_ratio", "float"), "--hicache-size": ("hicache_size", "int"),
+    "--enable-lora": ("enable_lora", "bool"), "--max-loras-per-batch": ("max_loras", "int"),
+    "--max-lora-rank": ("max_lora_rank", "int"), "--max-loaded-loras": ("max_cpu_loras", "int"),
+    "--lora-paths": ("lora_paths", "list"),
+    "--lora-target-modules": ("lora_target_modules", "list"),
 }
 BOOLEAN_FLAGS = frozenset({
-    "--trust-remote-code", "--enable-lora", "--disable-cuda-graph", "--enable-torch-compile",
+    "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
     "--enable-dp-attention", "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
     "--disable-custom-all-reduce", "--skip-tokenizer-init", "--enable-expert-parallel",
     "--enable-hierarchical-cache",
@@ -685,11 +921,16 @@ class SglangEngine(Engine):
              "max_num_batched_tokens": "--chunked-prefill-size",
              "gpu_memory_utilization": "--mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
              "dtype": "--dtype", "quantization": "--quantization",
-             "max_total_tokens": "--max-total-tokens"}
+             "max_total_tokens": "--max-total-tokens", "enable_lora": "--enable-lora",
+             "max_loras": "--max-loras-per-batch", "max_lora_rank": "--max-lora-rank",
+             "max_cpu_loras": "--max-loaded-loras", "lora_paths": "--lora-paths",
+             "lora_target_modules": "--lora-target-modules"}
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
-                             "backend"}) | (FEATURE_KNOBS - {"speculative_config"})
+                             "backend"}) | (FEATURE_KNOBS - {"speculative_config", "enable_lora",
+                                                           "max_loras", "max_lora_rank",
+                                                           "max_cpu_loras"})
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,
@@ -745,7 +986,7 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
-            **_hicache_knobs(knobs, sources),
+            **_hicache_knobs(knobs, sources), **resolve_lora(knobs, sources),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
             sources=sources)
@@ -765,9 +1006,14 @@ class SglangEngine(Engine):
         ctx = int(dep.max_model_len or context_length(m))
         draft = draft_memory(m, dep, parse_version(dep.engine_version))
         graphs = forward.cudagraph_bytes(graphs_dep, math.ceil(m.num_layers / pp) + draft.layers)
+        lora_p = (lora_pool(m, tp=tp, max_loras=dep.max_loras, rank=dep.max_lora_rank,
+                          modules=tuple(dep.lora_target_modules or LORA_LINEAR), dtype=dep.dtype)
+                if dep.enable_lora else None)
+        # the LoRA pool is allocated before the KV pool is sized: it counts like weights
+        lora_bytes = lora_p.gpu_bytes if lora_p else 0
         # SGLang measures free memory before loading: other processes' memory is gone from it
         res = plan_memory(m, total_bytes=dep.gpu_total_bytes - dep.other_processes_bytes, tp=tp,
-                          weights_bytes=wm.reserved_bytes,
+                          weights_bytes=wm.reserved_bytes + lora_bytes,
                           kv_dtype=dep.kv_cache_dtype, mem_fraction=dep.gpu_memory_utilization,
                           ctx=ctx, chunked=d.chunked_prefill,
                           runtime_bytes=activation + graphs + draft.weights_bytes,
@@ -783,7 +1029,7 @@ class SglangEngine(Engine):
                 printed, pool, outside = legacy_draft_pool(m, dep, res, draft, version)
                 res = plan_memory(
                     m, total_bytes=dep.gpu_total_bytes - dep.other_processes_bytes, tp=tp,
-                    weights_bytes=wm.reserved_bytes, kv_dtype=dep.kv_cache_dtype,
+                    weights_bytes=wm.reserved_bytes + lora_bytes, kv_dtype=dep.kv_cache_dtype,
                     mem_fraction=dep.gpu_memory_utilization, ctx=ctx, chunked=d.chunked_prefill,
                     runtime_bytes=activation + graphs + draft.weights_bytes + outside,
                     max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu)
@@ -799,8 +1045,8 @@ class SglangEngine(Engine):
         # the host pool mirrors the target's device pool only (its cell without the draft)
         target_cell = cell_bytes(m, tp, dep.kv_cache_dtype, d.swa_pool)[0]
         offload, hicache_problems = hicache_section(m, dep, replace(res, cell_bytes=target_cell))
-        stage = Stage(m.num_layers // pp, wm.reserved_bytes + draft.weights_bytes,
-                      wm.tensor_bytes + draft.tensor_bytes, activation,
+        stage = Stage(m.num_layers // pp, wm.reserved_bytes + draft.weights_bytes + lora_bytes,
+                      wm.tensor_bytes + draft.tensor_bytes + lora_bytes, activation,
                       context_bytes(tp, gpu), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
         return MemoryResult(
             era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
@@ -809,7 +1055,9 @@ class SglangEngine(Engine):
             bytes_per_token=res.cell_bytes, block_size=1, num_blocks=res.tokens, reserved_blocks=0,
             tokens=res.tokens, max_model_len=ctx, max_concurrency=res.tokens / ctx,
             max_model_len_fit=min(context_length(m), res.tokens), fits=res.fits,
-            problems=res.problems + hicache_problems, offload=offload,
+            problems=(res.problems + hicache_problems
+                      + (lora_problems(dep, lora_p) if lora_p else [])),
+            offload=offload, lora=lora_section(dep, lora_p),
             notes=Notes(budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
                         "before loading", activation="estimate: must fit in the (1 − fraction) "
                         "reserve", non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
@@ -865,6 +1113,7 @@ class SglangEngine(Engine):
             args += ["--revision", revision]
         if dep.speculative_config is not None:
             args += spec_flags(dep.speculative_config)
+        args += lora_flags(dep)
         return shlex.join(args)
 
 

@@ -22,12 +22,13 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from .. import forward
 from ..errors import InvalidInputError
 from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS
 from ..kv import kv_heads_per_gpu
-from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
+from ..specs import Deployment, GpuSpec, ModelSpec, PlanSpeculative, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import flags as known_flags
@@ -395,7 +396,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--max-concurrent-requests": ("max_num_seqs", "int"),
     "--cuda-memory-fraction": ("gpu_memory_utilization", "float"), "--dtype": ("dtype", "str"),
     "--quantize": ("quantization", "str"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
-    "--revision": ("revision", "str"),
+    "--revision": ("revision", "str"), "--speculate": ("tgi_speculate", "int"),
 }
 # The launcher reads every flag from the environment too (clap `env`, launcher/src/main.rs);
 # a flag on the command line wins over its variable.
@@ -404,11 +405,53 @@ ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TO
              "MAX_BATCH_PREFILL_TOKENS": "--max-batch-prefill-tokens",
              "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
              "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction", "DTYPE": "--dtype", "QUANTIZE": "--quantize",
-             "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision"}
+             "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision",
+             "SPECULATE": "--speculate"}
 # ghcr.io/huggingface/text-generation-inference:2.2.0 and the Google Cloud TGI images
 # (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
 _IMAGES = (re.compile(r"text-generation-inference[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)"),
            re.compile(r"text-generation-inference-cu\d{1,6}\.(\d{1,6})-(\d{1,6})(?:-(\d{1,6}))?\."))
+# ------------------------------------------------------------ speculation (docs/features.md)
+# --speculate N (launcher/src/main.rs v3.3.7): the model's own Medusa / MLP-speculator heads when
+# its config has them (server/.../models/__init__.py: medusa_num_heads, model_type
+# mlp_speculator; N may not exceed their count), else n-gram speculation, which loads nothing.
+# Every request then reserves N more KV slots: the router allocates input + max_new_tokens +
+# speculate − 1 tokens (backends/v3/src/queue.rs) and the shard maps prompt + max_new − 1 +
+# speculate tokens to blocks (flash_causal_lm.py FlashCausalLMBatch.from_pb). The warm-up
+# batch's extra blocks are added back to the block count, so the KV pool itself is unchanged.
+
+
+def combine_speculate(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """--speculate N → speculative_config {"method": "ngram", "num_speculative_tokens": N}."""
+    n = knobs.pop("tgi_speculate", None)
+    if n is None:
+        return knobs
+    if n < 1:
+        raise ValueError(f"--speculate {n}: TGI speculates on at least 1 token (leave the flag "
+                         "out to turn speculation off)")
+    return {**knobs, "speculative_config": {"method": "ngram", "num_speculative_tokens": n}}
+
+
+def resolve_speculate(knobs: Any, sources: dict[str, Source]) -> Any:
+    """The generic knob as TGI takes it: n-gram with a token count (Medusa heads ride in the
+    model repository, not in a separate draft)."""
+    sc = knobs.speculative_config
+    if sc is None:
+        return None
+    if sc.method != "ngram":
+        raise InvalidInputError(f"TGI has no {sc.method} speculation: --speculate N uses the "
+                                "model's own Medusa / MLP-speculator heads, or n-gram",
+                                hint="plan TGI with {\"method\": \"ngram\", "
+                                "\"num_speculative_tokens\": N} (the launcher's --speculate N)",
+                                code="speculative-invalid", knob="speculative_config")
+    if not sc.num_speculative_tokens:
+        raise InvalidInputError("TGI's --speculate needs a token count",
+                                hint="e.g. --speculate 2", code="speculative-invalid",
+                                knob="speculative_config")
+    sources["speculative_config"] = "cli"
+    return sc
+
+
 MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 
 
@@ -431,11 +474,12 @@ class TgiEngine(Engine):
     unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-                             "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS | SGLANG_KNOBS
+                             "usage_context", "max_total_tokens", "backend"}) | (
+                                FEATURE_KNOBS - {"speculative_config"}) | SGLANG_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
-                          known_flags=known_flags.TGI)
+                          known_flags=known_flags.TGI, combine=combine_speculate)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -472,7 +516,8 @@ class TgiEngine(Engine):
             gpu_memory_utilization=knobs.gpu_memory_utilization or 1.0,
             block_size=block_size(m, era, _capability(gpu)),
             gpu_total_bytes=layout.gpu_total_bytes,
-            other_processes_bytes=layout.other_processes_bytes, sources=sources)
+            other_processes_bytes=layout.other_processes_bytes,
+            speculative_config=resolve_speculate(knobs, sources), sources=sources)
         lengths = self._lengths(m, gpu, dep, knobs.max_input_tokens)
         prefill = knobs.max_num_batched_tokens or lengths.prefill_tokens
         model_max = m.max_position_embeddings or prefill
@@ -540,6 +585,19 @@ class TgiEngine(Engine):
         length = res.max_total_tokens
         model_max = m.max_position_embeddings or dep.max_num_batched_tokens
         block = res.block_size
+        sc = dep.speculative_config
+        extra = (sc.num_speculative_tokens or 0) if sc is not None else 0  # slots per request
+        spec = None
+        if sc is not None:
+            spec = PlanSpeculative(method="ngram", draft_model=None, num_speculative_tokens=extra,
+                                   draft_layers=0, draft_weights_bytes=0,
+                                   draft_kv_bytes_per_token=0, sampler_rows_factor=1)
+            problems.append(Problem(
+                code="tgi-speculate", severity="info",
+                message=f"--speculate {extra}: every request reserves {extra} more KV slots; "
+                "n-gram speculation loads nothing, but Medusa / MLP-speculator heads shipped in "
+                "the model repository (config medusa_num_heads / mlp_speculator) load with the "
+                "weights and are not counted by kvplan"))
         stage = Stage(m.num_layers, wm.reserved_bytes, wm.tensor_bytes, warmup,
                       context_bytes(tp, block, gpu), 0, res.kv_bytes, res.tokens // block,
                       res.bytes_per_token * block)
@@ -555,12 +613,12 @@ class TgiEngine(Engine):
             cudagraph_in_budget=False, estimated=["activation_bytes", "non_torch_bytes"],
             bytes_per_token=res.bytes_per_token, block_size=block, num_blocks=res.tokens // block,
             reserved_blocks=0, tokens=res.tokens, max_model_len=length,
-            max_concurrency=res.tokens / length if length else 0.0,
+            max_concurrency=res.tokens / (length + extra) if length else 0.0,
             max_model_len_fit=min(res.tokens, model_max), fits=res.fits, problems=problems,
             notes=Notes(budget=budget, activation="estimate: warm-up prefill",
                         non_torch="estimate: CUDA context, NCCL", kv="KV blocks after warm-up",
                         kv_tokens_label="max_batch_total_tokens"),
-            request_blocks=lambda n: cdiv(n, block),
+            request_blocks=lambda n: cdiv(n + extra, block), speculative=spec,
             engine_defaults={"max_model_len": length} if dep.max_model_len is None else {})
 
     def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
@@ -608,6 +666,8 @@ class TgiEngine(Engine):
             args += ["--quantize", dep.quantization]
         if revision:
             args += ["--revision", revision]
+        if dep.speculative_config is not None:
+            args += ["--speculate", str(dep.speculative_config.num_speculative_tokens)]
         return shlex.join(args)
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
