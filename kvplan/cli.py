@@ -153,6 +153,12 @@ def plan(
         "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
     hicache_size: Annotated[Optional[int], typer.Option(
         "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
+    host_cache_size: Annotated[Optional[int], typer.Option(
+        "--host-cache-size", help="TensorRT-LLM: kv_cache_config.host_cache_size, bytes of host "
+        "KV blocks per GPU")] = None,
+    lora_target_modules: Annotated[Optional[str], typer.Option(
+        "--lora-target-modules", help="TensorRT-LLM: comma-separated LoRA modules, e.g. "
+        "attn_q,attn_k,attn_v,attn_dense")] = None,
     prefix_hit_rate: Annotated[Optional[float], typer.Option(
         "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
         "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
@@ -243,7 +249,10 @@ def plan(
         max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
         kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
         enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
-        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt)
+        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt,
+        host_cache_size=host_cache_size,
+        lora_target_modules=tuple(x.strip() for x in lora_target_modules.split(",") if x.strip())
+        if lora_target_modules else None)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
                        minimize_utilization=minimize_utilization,

@@ -79,6 +79,14 @@ class Knobs(BaseModel):
     hicache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB, description="GB (10^9 B) "
                                      "of host KV per GPU; 0 = use hicache_ratio")
     # Multimodal (docs/features.md): items per prompt by modality, as vLLM takes it.
+    # TensorRT-LLM only (llmapi/llm_args.py KvCacheConfig.host_cache_size, LoraConfig
+    # .lora_target_modules; docs/features.md): other engines refuse them.
+    host_cache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB * (1 << 30),
+                                        description="TensorRT-LLM: bytes of host memory per GPU "
+                                        "for secondary KV blocks")
+    lora_target_modules: tuple[str, ...] | None = Field(
+        None, description="TensorRT-LLM: LoRA modules (attn_q, attn_k, attn_v, attn_dense, "
+        "mlp_h_to_4h, mlp_gate, mlp_4h_to_h, …)")
     limit_mm_per_prompt: dict[str, int] | None = Field(
         None, description="vLLM --limit-mm-per-prompt: JSON '{\"image\": 4, \"video\": 0}' or the "
         "legacy image=4,video=0")
@@ -160,6 +168,8 @@ FEATURE_KNOBS: frozenset[str] = frozenset({
 # SGLang-only settings: every other engine refuses them with the standard error.
 SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_ratio",
                                           "hicache_size"})
+# TensorRT-LLM-only settings: every other engine refuses them with the standard error.
+TRTLLM_KNOBS: frozenset[str] = frozenset({"host_cache_size", "lora_target_modules"})
 # validators whose message says it all
 _OWN_MESSAGES = {"max_lora_rank", "speculative_config", "limit_mm_per_prompt"}
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",

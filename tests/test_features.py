@@ -265,9 +265,10 @@ NGRAM = {"speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}
 LORA, OFFLOAD = {"enable_lora": True}, {"kv_offloading_size": 4}
 
 
-@pytest.mark.parametrize(("engine", "knob"), [  # SGLang's speculative decoding is modelled
+@pytest.mark.parametrize(("engine", "knob"), [  # SGLang's speculative decoding is modelled,
+    # and TensorRT-LLM's speculative decoding and LoRA (tests/test_trtllm_features.py)
     ("sglang", LORA), ("sglang", OFFLOAD), ("tgi", LORA), ("tgi", OFFLOAD), ("tgi", NGRAM),
-    ("trtllm", LORA), ("trtllm", OFFLOAD), ("trtllm", NGRAM)])
+    ("trtllm", OFFLOAD)])
 def test_other_engines_refuse_the_features(engine, knob):
     with pytest.raises(InvalidInputError, match="not a setting"):
         plan(LLAMA, "h100", engine=engine, **knob)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import forward
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS
+from ..knobs import FEATURE_KNOBS, TRTLLM_KNOBS
 from ..kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
     Deployment,
@@ -689,7 +689,7 @@ class SglangEngine(Engine):
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
-                             "backend"}) | (FEATURE_KNOBS - {"speculative_config"})
+                             "backend"}) | (FEATURE_KNOBS - {"speculative_config"}) | TRTLLM_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,

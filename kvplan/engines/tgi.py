@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .. import forward
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
@@ -431,7 +431,7 @@ class TgiEngine(Engine):
     unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-                             "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS | SGLANG_KNOBS
+                             "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS | SGLANG_KNOBS | TRTLLM_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
