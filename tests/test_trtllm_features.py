@@ -55,7 +55,8 @@ def spec(d: Path | str | None, method: str = "eagle3", k: int = 3, **kw: object)
 def _budget(p) -> int:  # noqa: ANN001 - a Plan
     """_util.py _cal_max_memory: 0.9 × (total − weights − activation peak − non-torch)."""
     m = p.memory
-    return math.floor(0.9 * (m.total_bytes - m.weights_bytes - m.activation_bytes - m.non_torch_bytes))
+    return math.floor(0.9 * (m.total_bytes - m.weights_bytes - m.activation_bytes
+                             - m.non_torch_bytes))
 
 
 # ------------------------------------------------------------------ speculative decoding
@@ -85,8 +86,8 @@ def test_eagle3_one_model_llama_h100_hand_worked(eagle3_dir):
     # the launch file carries the speculative_config section (llm_args.py names)
     assert "speculative_config:\n  decoding_type: Eagle\n  max_draft_len: 3\n" in p.command
     # a decode step runs 1 + 3 tokens per request: max_num_tokens 8,192 // 4 = 2,048 requests
-    assert any(pr.code == "speculative-decoding-estimate" and "2,048 decoding requests" in pr.message
-               for pr in p.problems)
+    assert any(pr.code == "speculative-decoding-estimate"
+               and "2,048 decoding requests" in pr.message for pr in p.problems)
 
 
 def test_eagle3_two_model_shares_the_estimate(eagle3_dir):
@@ -177,7 +178,8 @@ def test_peft_cache_llama_attention_modules_hand_worked():
           attn_dense 4096 + 4096 = 8,192 → page width P = 5,120, widest D = 8,192
       module-layers = 64 × (32 layers × 4 modules) × 4 adapters = 32,768
       slots = 32,768 × ceil(8,192 / 5,120) = 65,536
-      slots per page = max(8 × (2 + 1 + 1 + 2) × 32 = 1,536, ceil(64 × 8,192 / 5,120) = 103) = 1,536
+      slots per page = max(8 × (2 + 1 + 1 + 2) × 32 = 1,536, ceil(64 × 8,192 / 5,120) = 103)
+                     = 1,536
       pages = ceil(65,536 / 1,536) = 43 → 43 × 1,536 × 5,120 × 2 B = 676,331,520 B
     Host (max_cpu_loras 4): the same. One adapter: 64 × (8,192 + 5,120 × 2 + 8,192) × 32 × 2 B
     = 109,051,904 B. The device pages are allocated before the KV estimate (the estimation
@@ -256,8 +258,8 @@ def test_options_file_sections_parse():
 
 @pytest.mark.parametrize(("text", "field"), [
     ("speculative_config:\n  decoding_type: Medusa\n", "speculative_config.decoding_type"),
-    ("speculative_config:\n  decoding_type: Eagle\n  max_draft_len: three\n"
-     "  speculative_model_dir: x\n", "speculative_config.max_draft_len"),
+    (("speculative_config:\n  decoding_type: Eagle\n  max_draft_len: three\n"
+      "  speculative_model_dir: x\n"), "speculative_config.max_draft_len"),
     ("speculative_config:\n  decoding_type: Eagle\n  max_draft_len: 3\n",
      "speculative_config.speculative_model_dir"),
     ("speculative_config:\n  decoding_type: NGram\n", "speculative_config.max_draft_len"),
@@ -304,7 +306,8 @@ def test_check_reads_a_trtllm_serve_command_with_the_features(capsys, tmp_path, 
 
 def test_cli_plan_takes_the_trtllm_feature_flags(capsys):
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--engine", "trtllm", "--json",
-                         "--enable-lora", "--lora-target-modules", "attn_q,attn_k,attn_v,attn_dense",
+                         "--enable-lora", "--lora-target-modules",
+                         "attn_q,attn_k,attn_v,attn_dense",
                          "--host-cache-size", str(8 * GiB))
     assert code == 0, err
     data = json.loads(out)

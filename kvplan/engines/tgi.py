@@ -431,7 +431,8 @@ class TgiEngine(Engine):
     unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-                             "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS | SGLANG_KNOBS | TRTLLM_KNOBS
+                             "usage_context", "max_total_tokens", "backend"}) | FEATURE_KNOBS | SGLANG_KNOBS \
+        | TRTLLM_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),

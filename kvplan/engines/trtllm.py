@@ -783,7 +783,8 @@ def _draft_weight_bytes(m: ModelSpec, sc: Any, tp: int, dtype: str) -> int:
     from ..weights import _rank_bytes, draft_tensors
 
     if sc.method == "mtp":
-        target = m.model_copy(update={"mtp_layers": min(sc.num_speculative_tokens or 1, m.mtp_layers)})
+        n = min(sc.num_speculative_tokens or 1, m.mtp_layers)
+        target = m.model_copy(update={"mtp_layers": n})
         items = [x for x in draft_tensors(target, sc) if not x[0].name.endswith("shared_head.head")]
     else:
         items = draft_tensors(m, sc)
@@ -815,8 +816,8 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
                                         tp=tp, kv_dtype=dep.kv_cache_dtype)
             spec_bpt[-1] = spec.spec_layers * per_layer
         elif sc.draft is not None:
-            draft_bpt = [bytes_per_token(sc.draft, tp=tp, pp=pp, kv_dtype=dep.kv_cache_dtype, stage=s)
-                         for s in range(pp)]
+            draft_bpt = [bytes_per_token(sc.draft, tp=tp, pp=pp, kv_dtype=dep.kv_cache_dtype,
+                                         stage=s) for s in range(pp)]
         mode = ("one-model (the draft's layers join the target's KV manager)" if spec.one_model
                 else "two-model (the draft has its own KV manager; the estimate shares the "
                 "budget)" if spec.method != "ngram" else "no draft model")
@@ -824,11 +825,13 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
             code="speculative-decoding-estimate", severity="info",
             message=f"TensorRT-LLM {F.DECODING_TYPE_NAMES[spec.method]} speculative decoding, "
             f"{mode}: max_draft_len {spec.max_draft_len}, draft weights "
-            f"{draft_w / GiB:.2f} GiB, each request holds {spec.extra_kv_tokens + spec.max_draft_len} "
+            f"{draft_w / GiB:.2f} GiB, each request holds "
+            f"{spec.extra_kv_tokens + spec.max_draft_len} "
             f"extra KV tokens; a decode step runs 1 + {spec.max_draft_len} tokens per request, so "
             f"max_num_tokens {dep.max_num_batched_tokens:,} covers at most "
             f"{dep.max_num_batched_tokens // (1 + spec.max_draft_len):,} decoding requests per "
-            "step. Modelled from source; no TensorRT-LLM log with speculative decoding was available"))
+            "step. Modelled from source; no TensorRT-LLM log with speculative decoding was "
+            "available"))
         if pp > 1:
             problems.append(Problem(
                 code="speculative-pp-assumed", severity="info",
@@ -875,7 +878,8 @@ def speculative_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) -
         method=sc.method, draft_model=sc.draft.id if sc.draft is not None else sc.model,
         num_speculative_tokens=spec.max_draft_len, draft_layers=spec.draft_layers,
         draft_weights_bytes=feat.draft_weights_bytes,
-        draft_kv_bytes_per_token=max(feat.spec_bytes_per_token[-1], max(feat.draft_bytes_per_token)),
+        draft_kv_bytes_per_token=max(feat.spec_bytes_per_token[-1],
+                                     max(feat.draft_bytes_per_token)),
         sampler_rows_factor=1,
         draft_pool_tokens=r.tokens if any(feat.draft_bytes_per_token) else None)
 
@@ -906,7 +910,8 @@ def host_cache_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) ->
     per_worker = blocks * r.block_size * bpt
     tokens = blocks * r.block_size
     return PlanOffload(backend="trtllm-host-cache",
-                       host_bytes=per_worker * dep.tensor_parallel_size * dep.pipeline_parallel_size,
+                       host_bytes=per_worker * dep.tensor_parallel_size
+                       * dep.pipeline_parallel_size,
                        host_bytes_per_worker=per_worker, cpu_blocks=blocks, cpu_tokens=tokens,
                        effective_cached_tokens=r.tokens + tokens)
 

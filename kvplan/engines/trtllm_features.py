@@ -49,7 +49,8 @@ from ..units import DTYPE_BYTES, cdiv
 DECODING_TYPES = {"eagle": "eagle3", "eagle3": "eagle3", "mtp": "mtp", "drafttarget": "draft_model",
                   "ngram": "ngram"}
 # kvplan method → the YAML decoding_type a launch file uses
-DECODING_TYPE_NAMES = {"eagle3": "Eagle", "mtp": "MTP", "draft_model": "DraftTarget", "ngram": "NGram"}
+DECODING_TYPE_NAMES = {"eagle3": "Eagle", "mtp": "MTP", "draft_model": "DraftTarget",
+                       "ngram": "NGram"}
 MTP_DEFAULT_LAYERS = 1  # MTPDecodingConfig.num_nextn_predict_layers default (llm_args.py)
 
 
@@ -195,7 +196,8 @@ def peft_cache(m: ModelSpec, *, tp: int, local_layers: int, dtype: str, max_lora
     """Device and host LoRA caches (peftCacheManager.cpp):
 
         d_m        = local in + local out of module m;  P = min d_m (page width);  D = max d_m
-        module-layers = max_lora_rank × num_hidden_layers × |modules| × max_loras (host: max_cpu_loras)
+        module-layers = max_lora_rank × num_hidden_layers × |modules| × max_loras
+                        (host: max_cpu_loras)
         slots      = module-layers × ceil(D / P)
         per page   = max(Σ_m min(8, r) × ceil(d_m / P) × local layers, ceil(min(64, r) × D / P))
         pages      = ceil(slots / per page);   bytes = pages × per page × P × dtype bytes"""
@@ -207,7 +209,8 @@ def peft_cache(m: ModelSpec, *, tp: int, local_layers: int, dtype: str, max_lora
     local = [li + lo for _, _, li, lo in dims]
     width, widest = min(local), max(local)
     opt, max_a = min(OPTIMAL_ADAPTER_SIZE, max_lora_rank), min(MAX_ADAPTER_SIZE, max_lora_rank)
-    per_page = max(sum(opt * cdiv(d, width) for d in local) * local_layers, cdiv(max_a * widest, width))
+    per_page = max(sum(opt * cdiv(d, width) for d in local) * local_layers,
+                   cdiv(max_a * widest, width))
     module_layers = max_lora_rank * m.num_layers * len(mods)
     dt = DTYPE_BYTES[dtype]
 
