@@ -145,8 +145,8 @@ def plan(
         "--max-cpu-loras", help="vLLM: adapters cached in host memory (max_loras)")] = None,
     lora_target_modules: Annotated[Optional[str], typer.Option(
         "--lora-target-modules", help="SGLang: LoRA modules, comma-separated (q_proj,v_proj or "
-        "all); --max-loras is its --max-loras-per-batch (8), --max-cpu-loras its "
-        "--max-loaded-loras")] = None,
+        "all; --max-loras is its --max-loras-per-batch, --max-cpu-loras its --max-loaded-loras); "
+        "TensorRT-LLM: attn_q,attn_k,attn_v,attn_dense, …")] = None,
     lora_paths: Annotated[Optional[str], typer.Option(
         "--lora-paths", help="SGLang: adapters loaded at start, comma-separated NAME=PATH "
         "(counted, not read; turns LoRA on)")] = None,
@@ -163,6 +163,9 @@ def plan(
     acceptance_rate: Annotated[Optional[float], typer.Option(
         "--acceptance-rate", help="speculative decoding: probability each draft token is "
         "accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): TPOT and tokens/s")] = None,
+    host_cache_size: Annotated[Optional[int], typer.Option(
+        "--host-cache-size", help="TensorRT-LLM: kv_cache_config.host_cache_size, bytes of host "
+        "KV blocks per GPU")] = None,
     prefix_hit_rate: Annotated[Optional[float], typer.Option(
         "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
         "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
@@ -254,7 +257,8 @@ def plan(
         lora_target_modules=lora_target_modules, lora_paths=lora_paths,
         kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
         enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
-        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt)
+        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt,
+        host_cache_size=host_cache_size)
     result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
                        workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
                        minimize_utilization=minimize_utilization,

@@ -75,9 +75,10 @@ class Knobs(BaseModel):
         None, max_length=MAX_LORAS, description="SGLang --lora-paths: adapters loaded at start "
         "(NAME=PATH or PATH); kvplan counts them, it does not read them")
     lora_target_modules: list[str] | None = Field(
-        None, min_length=1, max_length=64, description="SGLang --lora-target-modules: q_proj, "
+        None, min_length=1, max_length=64, description="SGLang --lora-target-modules (q_proj, "
         "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, qkv_proj, gate_up_proj, "
-        "embed_tokens, lm_head, or all")
+        "embed_tokens, lm_head, or all); TensorRT-LLM lora_config.lora_target_modules (attn_q, "
+        "attn_k, attn_v, attn_dense, mlp_h_to_4h, mlp_gate, mlp_4h_to_h, …)")
     kv_offloading_size: float | None = Field(None, gt=0, le=MAX_OFFLOAD_GIB,
                                              description="GiB of host memory for offloaded KV")
     kv_offloading_backend: Literal["native", "lmcache"] | None = None
@@ -88,6 +89,10 @@ class Knobs(BaseModel):
     hicache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB, description="GB (10^9 B) "
                                      "of host KV per GPU; 0 = use hicache_ratio")
     # Multimodal (docs/features.md): items per prompt by modality, as vLLM takes it.
+    # TensorRT-LLM only (llmapi/llm_args.py KvCacheConfig.host_cache_size; docs/features.md).
+    host_cache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB * (1 << 30),
+                                        description="TensorRT-LLM: bytes of host memory per GPU "
+                                        "for secondary KV blocks")
     limit_mm_per_prompt: dict[str, int] | None = Field(
         None, description="vLLM --limit-mm-per-prompt: JSON '{\"image\": 4, \"video\": 0}' or the "
         "legacy image=4,video=0")
@@ -178,6 +183,8 @@ FEATURE_KNOBS: frozenset[str] = frozenset({
 # SGLang-only settings: every other engine refuses them with the standard error.
 SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_ratio",
                                           "hicache_size", "lora_paths", "lora_target_modules"})
+# TensorRT-LLM settings vLLM, SGLang and TGI refuse (lora_target_modules is SGLang's too).
+TRTLLM_KNOBS: frozenset[str] = frozenset({"host_cache_size", "lora_target_modules"})
 # validators whose message says it all
 _OWN_MESSAGES = {"max_lora_rank", "speculative_config", "limit_mm_per_prompt"}
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",

@@ -321,6 +321,11 @@ class SpeculativeConfig(BaseModel):
     eagle_topk: int | None = Field(None, ge=1, le=64, description="SGLang: branches per draft step")
     num_draft_tokens: int | None = Field(None, ge=1, le=1024,
                                          description="SGLang: tokens verified per step")
+    # TensorRT-LLM's EagleDecodingConfig.eagle3_one_model (llmapi/llm_args.py, default True): the
+    # EAGLE-3 head runs inside the target's engine and its layer joins the target's KV manager;
+    # False = a second (draft) engine with its own KV manager. vLLM and SGLang ignore it.
+    eagle3_one_model: bool | None = Field(None, description="TensorRT-LLM: EAGLE-3 in the target's "
+                                          "engine (default true)")
     draft: ModelSpec | None = Field(None, exclude=True)
     given: dict[str, Any] = Field(default_factory=dict, exclude=True,
                                   description="the JSON as the user wrote it (for the serve line)")
@@ -395,8 +400,9 @@ class Deployment(_Frozen):
     max_cpu_loras: int | None = Field(None, ge=1)
     lora_paths: list[str] | None = Field(None, description="SGLang --lora-paths as given")
     lora_target_modules: list[str] | None = Field(
-        None, description="SGLang: LoRA target modules, normalized (qkv_proj, o_proj, "
-        "gate_up_proj, down_proj, embed_tokens, lm_head); None = not a LoRA deployment")
+        None, description="LoRA target modules: SGLang's normalized (qkv_proj, o_proj, "
+        "gate_up_proj, down_proj, embed_tokens, lm_head), TensorRT-LLM's as given (attn_q, …); "
+        "None = not given")
     kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
     kv_offloading_backend: str | None = None
     enable_hierarchical_cache: bool = False
@@ -405,6 +411,8 @@ class Deployment(_Frozen):
     limit_mm_per_prompt: dict[str, int] | None = Field(
         None, description="vLLM --limit-mm-per-prompt: items per prompt by modality (None: the "
         "engine default)")
+    host_cache_size: int = Field(0, ge=0, description="TensorRT-LLM kv_cache_config."
+                                 "host_cache_size: bytes of host KV per GPU (0 = none)")
     sources: dict[str, Source]
 
 

@@ -43,6 +43,7 @@ _YAML_FIELDS: tuple[tuple[str, str, type, float | None, float | None], ...] = (
     ("kv_cache_config.enable_block_reuse", "enable_block_reuse", bool, None, None),
     ("kv_cache_config.tokens_per_block", "tokens_per_block", int, 1, None),
     ("kv_cache_config.max_gpu_total_bytes", "max_gpu_total_bytes", int, 0, None),
+    ("kv_cache_config.host_cache_size", "host_cache_size", int, 0, 1 << 50),
     ("max_batch_size", "max_batch_size", int, 1, None),
     ("max_num_tokens", "max_num_tokens", int, 1, None),
     ("max_seq_len", "max_seq_len", int, 1, None),
@@ -96,6 +97,81 @@ def parse_extra_llm_api_options(text: str, *, path: str | None = None) -> dict[s
     if "backend" in out and out["backend"] not in ("pytorch", "tensorrt", "trt", "_autodeploy"):
         raise InvalidConfigError(f"{out['backend']!r} is not pytorch, tensorrt or _autodeploy",
                                  path=path, field="backend")
+    out.update(_speculative(doc.get("speculative_config"), path))
+    out.update(_lora(doc.get("lora_config"), path))
+    return out
+
+
+def _section(value: Any, name: str, path: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidConfigError("must be a mapping", path=path, field=name)
+    return value
+
+
+def _field(sec: dict[str, Any], section: str, key: str, kind: type, lo: float | None,
+           path: str | None) -> Any:
+    value = sec.get(key)
+    return None if value is None else _coerce(value, kind, lo, None, f"{section}.{key}", path)
+
+
+def _speculative(value: Any, path: str | None) -> dict[str, Any]:
+    """speculative_config (llmapi/llm_args.py DecodingBaseConfig subclasses): decoding_type
+    Eagle/Eagle3 (EAGLE-3), MTP, DraftTarget or NGram; max_draft_len;
+    speculative_model_dir (or speculative_model); eagle3_one_model; num_nextn_predict_layers
+    (MTP) → kvplan's speculative_config knob."""
+    sec = _section(value, "speculative_config", path)
+    if sec is None:
+        return {}
+    from .engines.trtllm_features import DECODING_TYPES
+
+    kind = _field(sec, "speculative_config", "decoding_type", str, None, path)
+    if kind is None or kind.lower() not in DECODING_TYPES:
+        raise InvalidConfigError(f"decoding_type {kind!r} is not one of Eagle, Eagle3, MTP, "
+                                 "DraftTarget, NGram", path=path,
+                                 field="speculative_config.decoding_type")
+    method = DECODING_TYPES[kind.lower()]
+    k = _field(sec, "speculative_config", "max_draft_len", int, 1, path)
+    if method == "mtp":
+        k = _field(sec, "speculative_config", "num_nextn_predict_layers", int, 1, path) or k
+    model = (_field(sec, "speculative_config", "speculative_model_dir", str, None, path)
+             or _field(sec, "speculative_config", "speculative_model", str, None, path))
+    if method in ("eagle3", "draft_model") and model is None:
+        raise InvalidConfigError(f"decoding_type {kind} needs the draft model", path=path,
+                                 field="speculative_config.speculative_model_dir")
+    if method != "mtp" and k is None:
+        raise InvalidConfigError(f"decoding_type {kind} needs max_draft_len", path=path,
+                                 field="speculative_config.max_draft_len")
+    if k is not None and k > 64:
+        raise InvalidConfigError(f"{k} draft tokens: kvplan takes at most 64", path=path,
+                                 field="speculative_config.max_draft_len")
+    spec: dict[str, Any] = {"method": method, "num_speculative_tokens": k}
+    if model is not None and method != "mtp":
+        spec["model"] = model
+    one = _field(sec, "speculative_config", "eagle3_one_model", bool, None, path)
+    if one is not None:
+        spec["eagle3_one_model"] = one
+    return {"speculative_config": spec}
+
+
+def _lora(value: Any, path: str | None) -> dict[str, Any]:
+    """lora_config (LoraConfig: max_lora_rank, max_loras, max_cpu_loras,
+    lora_target_modules) → kvplan's LoRA knobs."""
+    sec = _section(value, "lora_config", path)
+    if sec is None:
+        return {}
+    out: dict[str, Any] = {"enable_lora": True}
+    for key in ("max_lora_rank", "max_loras", "max_cpu_loras"):
+        v = _field(sec, "lora_config", key, int, 1, path)
+        if v is not None:
+            out[key] = v
+    modules = sec.get("lora_target_modules")
+    if modules is not None:
+        if not isinstance(modules, list) or not all(isinstance(x, str) for x in modules):
+            raise InvalidConfigError(f"expected a list of module names, got {modules!r}", path=path,
+                                     field="lora_config.lora_target_modules")
+        out["lora_target_modules"] = tuple(modules)
     return out
 
 

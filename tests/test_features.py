@@ -265,9 +265,9 @@ NGRAM = {"speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}
 LORA, OFFLOAD = {"enable_lora": True}, {"kv_offloading_size": 4}
 
 
-@pytest.mark.parametrize(("engine", "knob"), [  # SGLang's speculative decoding, LoRA: modelled
-    ("sglang", OFFLOAD), ("tgi", LORA), ("tgi", OFFLOAD),
-    ("trtllm", LORA), ("trtllm", OFFLOAD), ("trtllm", NGRAM)])
+@pytest.mark.parametrize(("engine", "knob"), [  # modelled: SGLang's speculative decoding and
+    # LoRA, TGI's --speculate, TensorRT-LLM's speculative decoding and LoRA
+    ("sglang", OFFLOAD), ("tgi", LORA), ("tgi", OFFLOAD), ("trtllm", OFFLOAD)])
 def test_other_engines_refuse_the_features(engine, knob):
     with pytest.raises(InvalidInputError, match="not a setting"):
         plan(LLAMA, "h100", engine=engine, **knob)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import forward
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
 from ..kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
     Deployment,
@@ -930,7 +930,8 @@ class SglangEngine(Engine):
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
                              "backend"}) | (FEATURE_KNOBS - {"speculative_config", "enable_lora",
                                                            "max_loras", "max_lora_rank",
-                                                           "max_cpu_loras"})
+                                                           "max_cpu_loras"}) | (
+                                TRTLLM_KNOBS - SGLANG_KNOBS)
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,

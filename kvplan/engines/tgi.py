@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import forward
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanSpeculative, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
@@ -475,7 +475,7 @@ class TgiEngine(Engine):
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
                              "usage_context", "max_total_tokens", "backend"}) | (
-                                FEATURE_KNOBS - {"speculative_config"}) | SGLANG_KNOBS
+                                FEATURE_KNOBS - {"speculative_config"}) | SGLANG_KNOBS | TRTLLM_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidConfigError, InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, ModelSpec, Problem, QuantSpec
 from ..units import DTYPE_BYTES, GiB, cdiv
@@ -55,6 +55,8 @@ from ..forward import activation_bytes as _forward_activation_bytes
 from ..forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..versions import parse_version
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from . import trtllm_features as F
+from .trtllm_features import request_kv_tokens
 
 Runtime = Literal["pytorch", "engine"]
 RUNTIMES: tuple[Runtime, ...] = ("pytorch", "engine")
@@ -366,11 +368,21 @@ def _finish(runtime: Runtime, *, budgets: Sequence[int], per_tokens: Sequence[in
 def plan_pytorch(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, weights_bytes: Sequence[int],
                  activation_bytes: int, non_torch_bytes: int, kv_dtype: str, fraction: float,
                  tp: int = 1, max_seq_len: int, tokens_per_block: int | None = None,
-                 max_tokens: int | None = None, attention_dp: bool = False) -> TrtllmResult:
+                 max_tokens: int | None = None, attention_dp: bool = False,
+                 spec_bytes_per_token: Sequence[int] | None = None,
+                 draft_bytes_per_token: Sequence[int] | None = None) -> TrtllmResult:
     """PyTorch runtime: per PP stage, budget = fraction × (total − weights − activation peak
     of the max_num_tokens dummy batch − non-torch); tokens = min(budget // bytes_per_token,
     max_tokens), whole blocks, the smallest stage wins. `weights_bytes` has one entry per PP
-    stage (per rank)."""
+    stage (per rank).
+
+    Speculative decoding (engines/trtllm_features.py): `draft_bytes_per_token` (two-model: the
+    draft's own manager) is in the estimate's bytes per token and in the pool;
+    `spec_bytes_per_token` (one-model: layers appended to the target's manager) only in the
+    final manager's. In the token eras the estimate (target + draft only) becomes max_tokens
+    and the final manager takes min(max_tokens, fraction × free / its bytes per token), free
+    being total − weights − non-torch (the profiling activations are gone); in the byte eras
+    the byte budget is divided by the final manager's bytes per token."""
     _check_fraction(fraction)
     pp = len(weights_bytes)
     bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, attention_dp=attention_dp, stage=s)
@@ -381,6 +393,17 @@ def plan_pytorch(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, weights_byte
     expl = (f"{era.name}: {fraction} × ({total_bytes / GiB:.2f} GiB total − {w / GiB:.2f} weights − "
             f"{activation_bytes / GiB:.2f} activation peak − {non_torch_bytes / GiB:.2f} non-torch)"
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
+    spec = list(spec_bytes_per_token or [0] * pp)
+    draft = list(draft_bytes_per_token or [0] * pp)
+    if any(spec) or any(draft):
+        est = [b + d for b, d in zip(bpts, draft)]
+        final = [e + x for e, x in zip(est, spec)]
+        if era.budget_unit == "tokens" and any(spec):
+            cap = min(max(0, b) // e for b, e in zip(budgets, est))
+            max_tokens = cap if max_tokens is None else min(cap, max_tokens)
+            budgets = [math.floor((total_bytes - wb - non_torch_bytes) * fraction)
+                       if b > 0 else b for wb, b in zip(weights_bytes, budgets)]
+        bpts = final
     return _finish("pytorch", budgets=budgets, per_tokens=bpts,
                    tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
                    max_seq_len=max_seq_len, tp=tp, m=m, explanation=expl, extra=[],
@@ -554,7 +577,9 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
                    kv_cache_dtype: str | None = None, max_tokens: int | None = None,
                    enable_block_reuse: bool | None = None, tokens_per_block: int | None = None,
                    backend_flag: bool = False, extra_options_path: str = "extra_llm_api_options.yaml",
-                   host: str | None = None, port: int | None = None) -> tuple[str, str | None]:
+                   host: str | None = None, port: int | None = None,
+                   host_cache_size: int | None = None,
+                   sections: dict[str, dict[str, Any]] | None = None) -> tuple[str, str | None]:
     """The `trtllm-serve` line, and the YAML for --extra_llm_api_options when a setting has no
     flag (KV dtype, max_tokens cap, block reuse, tokens per block); None when not needed.
     The YAML's kv_cache_config replaces the flag-built one (serve.py merges it with
@@ -582,17 +607,47 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
         kv["enable_block_reuse"] = enable_block_reuse
     if tokens_per_block is not None:
         kv["tokens_per_block"] = tokens_per_block
-    if not kv:
+    if host_cache_size:
+        kv["host_cache_size"] = host_cache_size
+    if not kv and not sections:
         return shlex.join(args), None
-    if free_gpu_memory_fraction is not None:
+    if kv and free_gpu_memory_fraction is not None:
         kv = {"free_gpu_memory_fraction": free_gpu_memory_fraction, **kv}
-    lines = ["kv_cache_config:"]
-    for key, value in kv.items():
-        text = ("true" if value else "false") if isinstance(value, bool) else (
-            _fmt(value) if isinstance(value, float) else str(value))
-        lines.append(f"  {key}: {text}")
+    lines: list[str] = []
+    for name, body in (({"kv_cache_config": kv} if kv else {}) | (sections or {})).items():
+        lines.append(f"{name}:")
+        for key, value in body.items():
+            text = ("true" if value else "false") if isinstance(value, bool) else (
+                _fmt(value) if isinstance(value, float) else
+                "[" + ", ".join(map(str, value)) + "]" if isinstance(value, (list, tuple))
+                else str(value))
+            lines.append(f"  {key}: {text}")
     args += ["--extra_llm_api_options", extra_options_path]
     return shlex.join(args), "\n".join(lines) + "\n"
+
+
+def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
+    """speculative_config and lora_config YAML sections for a launch file (llm_args.py names)."""
+    out: dict[str, dict[str, Any]] = {}
+    sc = dep.speculative_config
+    if sc is not None:
+        spec: dict[str, Any] = {"decoding_type": F.DECODING_TYPE_NAMES[sc.method]}
+        if sc.method == "mtp":
+            spec["num_nextn_predict_layers"] = sc.num_speculative_tokens
+        else:
+            spec["max_draft_len"] = sc.num_speculative_tokens
+        if sc.model and sc.method in ("eagle3", "draft_model"):
+            spec["speculative_model_dir"] = sc.model
+        if sc.method == "eagle3" and sc.eagle3_one_model is not None:
+            spec["eagle3_one_model"] = sc.eagle3_one_model
+        out["speculative_config"] = spec
+    if dep.enable_lora:
+        lora: dict[str, Any] = {"max_lora_rank": dep.max_lora_rank, "max_loras": dep.max_loras,
+                                "max_cpu_loras": dep.max_cpu_loras or dep.max_loras}
+        if dep.lora_target_modules:
+            lora["lora_target_modules"] = list(dep.lora_target_modules)
+        out["lora_config"] = lora
+    return out
 
 
 # kv_cache_config.dtype values (llmapi/llm_args.py KvCacheConfig)
@@ -665,12 +720,200 @@ OPTION_KNOBS = {
     "enable_block_reuse": "enable_prefix_caching", "max_batch_size": "max_num_seqs",
     "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len",
     "tensor_parallel_size": "tensor_parallel_size", "pipeline_parallel_size": "pipeline_parallel_size",
+    # features (trtllm_options._speculative / _lora; kv_cache_config.host_cache_size)
+    "speculative_config": "speculative_config", "enable_lora": "enable_lora",
+    "max_loras": "max_loras", "max_lora_rank": "max_lora_rank", "max_cpu_loras": "max_cpu_loras",
+    "lora_target_modules": "lora_target_modules", "host_cache_size": "host_cache_size",
 }
 
 
 def knobs_from_options(options: dict[str, Any]) -> dict[str, Any]:
     """kvplan knobs from parsed --extra_llm_api_options (`parse_extra_llm_api_options`)."""
     return {OPTION_KNOBS[k]: v for k, v in options.items() if k in OPTION_KNOBS}
+
+
+# ----------------------------------------------------------------------------- features
+# Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
+
+TRTLLM_FEATURE_KNOBS = frozenset({"speculative_config", "enable_lora", "max_loras",
+                                  "max_lora_rank", "max_cpu_loras"})
+
+
+def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[str, Any]:
+    """Deployment fields of the features, with TensorRT-LLM's defaults: LoraConfig
+    max_lora_rank 64, max_loras 4, max_cpu_loras 4 (trtllm_features.DEFAULT_*)."""
+    out: dict[str, Any] = {}
+    sc = F.resolve_speculative(m, knobs.speculative_config)
+    if sc is not None:
+        sources["speculative_config"] = "cli"
+        out["speculative_config"] = sc
+    if knobs.enable_lora or knobs.lora_target_modules:
+        sources["enable_lora"] = "cli"
+        loras = knobs.max_loras or F.DEFAULT_MAX_LORAS
+        out.update(enable_lora=True, max_loras=loras,
+                   max_lora_rank=knobs.max_lora_rank or F.DEFAULT_MAX_LORA_RANK,
+                   max_cpu_loras=knobs.max_cpu_loras or F.DEFAULT_MAX_CPU_LORAS,
+                   lora_target_modules=knobs.lora_target_modules)
+        for key in ("max_loras", "max_lora_rank", "max_cpu_loras", "lora_target_modules"):
+            sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
+    if knobs.host_cache_size:
+        sources["host_cache_size"] = "cli"
+        out["host_cache_size"] = knobs.host_cache_size
+    return out
+
+
+@dataclass(frozen=True)
+class FeatureMemory:
+    """What the features add on one GPU, per PP stage."""
+
+    spec: F.TrtSpec | None
+    stage_extra_bytes: list[int]  # draft weights (last stage) + PEFT device cache
+    spec_bytes_per_token: list[int]  # one-model layers in the target's manager
+    draft_bytes_per_token: list[int]  # two-model draft manager
+    draft_weights_bytes: int
+    peft: F.PeftCache | None
+    problems: list[Problem]
+
+
+def _draft_weight_bytes(m: ModelSpec, sc: Any, tp: int, dtype: str) -> int:
+    """Draft tensor bytes on one TP rank, with kvplan's draft layouts (weights.draft_tensors):
+    the EAGLE-3 head (layers, fc, norm, draft LM head, d2t), the whole DraftTarget model, or
+    min(k, the checkpoint's) MTP layers without an LM head of their own (TensorRT-LLM's
+    DeepseekV3MTPHead is a norm; the target's LM head is passed in)."""
+    from ..weights import _rank_bytes, draft_tensors
+
+    if sc.method == "mtp":
+        n = min(sc.num_speculative_tokens or 1, m.mtp_layers)
+        target = m.model_copy(update={"mtp_layers": n})
+        items = [x for x in draft_tensors(target, sc) if not x[0].name.endswith("shared_head.head")]
+    else:
+        items = draft_tensors(m, sc)
+    return _rank_bytes(items, tp, dtype)[0]
+
+
+def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMemory:
+    """Draft weights and KV layers, PEFT cache pages; zero when a feature is off. The engine
+    runtime (built engines) bakes speculative decoding and LoRA in at build time: not modelled."""
+    tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+    zero = [0] * pp
+    sc = dep.speculative_config
+    problems: list[Problem] = []
+    if runtime != "pytorch" and (sc is not None or dep.enable_lora):
+        what = " and ".join(x for x, on in (("speculative decoding", sc is not None),
+                                             ("LoRA", dep.enable_lora)) if on)
+        problems.append(Problem(
+            code="feature-not-modelled", severity="warning",
+            message=f"TensorRT-LLM {what} on a built engine (backend tensorrt): sized at build "
+            "time, not modelled, so KV capacity is overstated (docs/features.md)"))
+        return FeatureMemory(None, zero, zero, zero, 0, None, problems)
+    spec = F.spec_shape(sc) if sc is not None else None
+    extra, spec_bpt, draft_bpt, draft_w = list(zero), list(zero), list(zero), 0
+    if spec is not None:
+        draft_w = _draft_weight_bytes(m, sc, tp, dep.dtype) if spec.method != "ngram" else 0
+        extra[-1] += draft_w
+        if spec.one_model:
+            per_layer = bytes_per_token(m.model_copy(update={"num_layers": 1, "layer_types": []}),
+                                        tp=tp, kv_dtype=dep.kv_cache_dtype)
+            spec_bpt[-1] = spec.spec_layers * per_layer
+        elif sc.draft is not None:
+            draft_bpt = [bytes_per_token(sc.draft, tp=tp, pp=pp, kv_dtype=dep.kv_cache_dtype,
+                                         stage=s) for s in range(pp)]
+        mode = ("one-model (the draft's layers join the target's KV manager)" if spec.one_model
+                else "two-model (the draft has its own KV manager; the estimate shares the "
+                "budget)" if spec.method != "ngram" else "no draft model")
+        problems.append(Problem(
+            code="speculative-decoding-estimate", severity="info",
+            message=f"TensorRT-LLM {F.DECODING_TYPE_NAMES[spec.method]} speculative decoding, "
+            f"{mode}: max_draft_len {spec.max_draft_len}, draft weights "
+            f"{draft_w / GiB:.2f} GiB, each request holds "
+            f"{spec.extra_kv_tokens + spec.max_draft_len} "
+            f"extra KV tokens; a decode step runs 1 + {spec.max_draft_len} tokens per request, so "
+            f"max_num_tokens {dep.max_num_batched_tokens:,} covers at most "
+            f"{dep.max_num_batched_tokens // (1 + spec.max_draft_len):,} decoding requests per "
+            "step. Modelled from source; no TensorRT-LLM log with speculative decoding was "
+            "available"))
+        if pp > 1:
+            problems.append(Problem(
+                code="speculative-pp-assumed", severity="info",
+                message="with pipeline parallelism the draft's weights and one-model layers are "
+                "placed on the last stage (resource_manager.py get_pp_layers)"))
+    peft = None
+    if dep.enable_lora:
+        if not dep.lora_target_modules:
+            problems.append(Problem(
+                code="feature-not-modelled", severity="warning",
+                message="TensorRT-LLM LoRA: the PEFT cache is sized from lora_config."
+                "lora_target_modules (else from the adapters' own configs); none given, so its "
+                "device memory is not subtracted and KV capacity is overstated"))
+        elif m.mla is not None or m.moe is not None:
+            problems.append(Problem(
+                code="feature-not-modelled", severity="warning",
+                message="TensorRT-LLM LoRA on an MLA or mixture-of-experts model: its module "
+                "sizes are not modelled, so the PEFT cache is not subtracted"))
+        else:
+            attn = set(attention_layers(m))
+            caches = [F.peft_cache(m, tp=tp, local_layers=max(1, sum(1 for i in rng if i in attn)),
+                                   dtype=dep.dtype, max_lora_rank=dep.max_lora_rank,
+                                   max_loras=dep.max_loras,
+                                   max_cpu_loras=dep.max_cpu_loras or dep.max_loras,
+                                   target_modules=dep.lora_target_modules)
+                      for rng in pp_layer_ranges(m.num_layers, pp)]
+            extra = [e + c.device_bytes for e, c in zip(extra, caches)]
+            peft = max(caches, key=lambda c: c.device_bytes)
+    if dep.host_cache_size and not dep.enable_prefix_caching:
+        problems.append(Problem(
+            code="host-cache-without-reuse", severity="info",
+            message="kv_cache_config.host_cache_size holds blocks offloaded for reuse; with "
+            "enable_block_reuse false they are never read back"))
+    return FeatureMemory(spec, extra, spec_bpt, draft_bpt, draft_w, peft, problems)
+
+
+def speculative_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) -> Any:
+    from ..specs import PlanSpeculative
+
+    sc, spec = dep.speculative_config, feat.spec
+    if sc is None or spec is None:
+        return None
+    return PlanSpeculative(
+        method=sc.method, draft_model=sc.draft.id if sc.draft is not None else sc.model,
+        num_speculative_tokens=spec.max_draft_len, draft_layers=spec.draft_layers,
+        draft_weights_bytes=feat.draft_weights_bytes,
+        draft_kv_bytes_per_token=max(feat.spec_bytes_per_token[-1],
+                                     max(feat.draft_bytes_per_token)),
+        sampler_rows_factor=1,
+        draft_pool_tokens=r.tokens if any(feat.draft_bytes_per_token) else None)
+
+
+def lora_section(dep: Deployment, feat: FeatureMemory) -> Any:
+    from ..specs import PlanLora
+
+    if feat.peft is None:
+        return None
+    c = feat.peft
+    return PlanLora(max_loras=dep.max_loras, max_lora_rank=dep.max_lora_rank,
+                    max_cpu_loras=dep.max_cpu_loras or dep.max_loras, gpu_bytes=c.device_bytes,
+                    adapter_bytes=c.adapter_bytes, host_bytes_per_worker=c.host_bytes,
+                    modules=list(c.modules))
+
+
+def host_cache_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) -> Any:
+    """kv_cache_config.host_cache_size bytes per GPU → secondary blocks of the target's manager
+    (its bytes per token: target + one-model layers; resource_manager.py
+    calculate_max_num_blocks; the engine runtime's calculateMaxNumBlocks takes the same
+    hostCacheSize as its secondary pool)."""
+    from ..specs import PlanOffload
+
+    if not dep.host_cache_size:
+        return None
+    bpt = r.bytes_per_token - max(feat.draft_bytes_per_token)
+    blocks = F.secondary_blocks(dep.host_cache_size, bpt, r.block_size)
+    per_worker = blocks * r.block_size * bpt
+    tokens = blocks * r.block_size
+    return PlanOffload(backend="trtllm-host-cache",
+                       host_bytes=per_worker * dep.tensor_parallel_size
+                       * dep.pipeline_parallel_size,
+                       host_bytes_per_worker=per_worker, cpu_blocks=blocks, cpu_tokens=tokens,
+                       effective_cached_tokens=r.tokens + tokens)
 
 
 def runtime_for(version: str, backend: str | None = None) -> Runtime:
@@ -693,7 +936,9 @@ class TrtllmEngine(Engine):
              "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
              "block_size": "kv_cache_config.tokens_per_block",
              "enable_prefix_caching": "kv_cache_config.enable_block_reuse", "backend": "--backend"}
-    unsupported = UNSUPPORTED_KNOBS | FEATURE_KNOBS | SGLANG_KNOBS
+    # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
+    # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
+    unsupported = UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS) | (SGLANG_KNOBS - TRTLLM_KNOBS)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
@@ -727,8 +972,9 @@ class TrtllmEngine(Engine):
                                     hint="TensorRT-LLM asserts fraction < 1.0 (both runtimes); "
                                     "e.g. 0.95")
         q = layout.quant
+        features = resolve_features(m, knobs, sources)
         return Deployment(
-            engine=self.name, engine_version=version, era=era.name,
+            **features, engine=self.name, engine_version=version, era=era.name,
             tensor_parallel_size=layout.tensor_parallel_size,
             pipeline_parallel_size=layout.pipeline_parallel_size, dtype=layout.dtype,
             kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
@@ -752,13 +998,18 @@ class TrtllmEngine(Engine):
                                   max_seq_len=seq)
         nt = non_torch_estimate(tp)
         others = dep.other_processes_bytes  # in the profiled peak / gone from free memory
+        feat = feature_memory(m, dep, runtime)
+        weights = [w + x for w, x in zip(weights, feat.stage_extra_bytes)]
         common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype, "fraction": dep.gpu_memory_utilization,
                                   "tp": tp, "max_seq_len": seq, "tokens_per_block": dep.block_size,
                                   "max_tokens": dep.max_total_tokens}
         problems: list[Problem] = []
         if runtime == "pytorch":
             r = plan_pytorch(m, era, total_bytes=dep.gpu_total_bytes, weights_bytes=weights,
-                             activation_bytes=act, non_torch_bytes=nt + others, **common)
+                             activation_bytes=act, non_torch_bytes=nt + others,
+                             spec_bytes_per_token=feat.spec_bytes_per_token,
+                             draft_bytes_per_token=feat.draft_bytes_per_token,
+                             **{**common, "max_seq_len": request_kv_tokens(seq, feat.spec)})
             avail = dep.gpu_total_bytes - max(weights) - act - nt - others
             budget_note = (f"{dep.gpu_memory_utilization:g} × (total − profiled peak): "
                            "kv_cache_free_gpu_memory_fraction")
@@ -777,25 +1028,30 @@ class TrtllmEngine(Engine):
         # sized with vLLM's capture rule and per-graph constants (forward.py), an estimate with
         # no TensorRT-LLM measurement behind it; it only bounds the recommended fraction.
         graphs = _forward_cudagraph_bytes(dep, math.ceil(m.num_layers / pp))
-        stages = [Stage(len(rng), wm[s].tensor_bytes, wm[s].tensor_bytes, act, nt, graphs,
+        stages = [Stage(len(rng), weights[s], weights[s], act, nt, graphs,
                         r.kv_bytes, r.num_blocks, r.bytes_per_block)
                   for s, rng in enumerate(pp_layer_ranges(m.num_layers, pp))]
         block = r.block_size
         model_max = default_max_seq_len(m)
-        fit = min(model_max, r.tokens)
+        extra = request_kv_tokens(0, feat.spec)
+        fit = max(0, min(model_max, r.tokens - extra))
+        per_request = request_kv_tokens(seq, feat.spec)
         return MemoryResult(
             era=era.name, budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
             stages=stages, cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=r.bytes_per_token, block_size=block, num_blocks=r.num_blocks,
             reserved_blocks=0, tokens=r.tokens, max_model_len=seq,
-            max_concurrency=r.tokens / seq if seq else 0.0, max_model_len_fit=fit, fits=r.fits,
-            problems=problems + list(r.problems),
+            max_concurrency=r.tokens / per_request if seq else 0.0, max_model_len_fit=fit,
+            fits=r.fits, problems=problems + list(r.problems) + feat.problems,
             notes=Notes(budget=budget_note, activation="estimate: profiling dummy batch",
                         non_torch="estimate: CUDA context, NCCL", kv="the KV pool (whole blocks)",
                         kv_tokens_label="KV cache tokens",
                         cudagraph="estimate, outside the fraction"),
-            request_blocks=lambda n: cdiv(n, block))
+            request_blocks=lambda n: cdiv(request_kv_tokens(n, feat.spec), block),
+            speculative=speculative_section(dep, feat, r),
+            lora=lora_section(dep, feat),
+            offload=host_cache_section(dep, feat, r))
 
     def _avail(self, dep: Deployment, res: MemoryResult) -> int:
         st = res.worst
@@ -838,7 +1094,8 @@ class TrtllmEngine(Engine):
             tokens_per_block=dep.block_size if src.get("block_size") == "cli" else None,
             enable_block_reuse=False if src.get("enable_prefix_caching") == "cli"
             and not dep.enable_prefix_caching else None,
-            backend_flag=src.get("backend") == "cli" and dep.backend == "pytorch")
+            backend_flag=src.get("backend") == "cli" and dep.backend == "pytorch",
+            host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
         if src.get("backend") == "cli" and dep.backend == "tensorrt":
             line += " --backend tensorrt"
         if revision:

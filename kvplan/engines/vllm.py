@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ..errors import InvalidInputError
 from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
-from ..knobs import SGLANG_KNOBS
+from ..knobs import SGLANG_KNOBS, TRTLLM_KNOBS
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -768,7 +768,8 @@ class VllmEngine(Engine):
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes")}
-    unsupported = frozenset({"max_input_tokens", "max_total_tokens", "backend"}) | SGLANG_KNOBS
+    unsupported = (frozenset({"max_input_tokens", "max_total_tokens", "backend"}) | SGLANG_KNOBS
+                   | TRTLLM_KNOBS)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
