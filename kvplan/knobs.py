@@ -66,7 +66,7 @@ class Knobs(BaseModel):
         "(SGLang: --speculative-algorithm and its flags, plus eagle_topk, num_draft_tokens)")
     enable_lora: bool | None = None
     max_loras: int | None = Field(None, ge=1, le=MAX_LORAS)
-    max_lora_rank: int | None = Field(None, ge=1, le=512, description="vLLM takes 1, 8, 16, 32, "
+    max_lora_rank: int | None = Field(None, ge=1, le=512, description="vLLM takes only 1, 8, 16, 32, "
                                       "64, 128, 256, 320, 512 (vllm/config/lora.py)")
     max_cpu_loras: int | None = Field(None, ge=1, le=MAX_CPU_LORAS)
     # SGLang's LoRA flags without a vLLM counterpart (max_loras is --max-loras-per-batch,
@@ -128,13 +128,6 @@ class Knobs(BaseModel):
             v = [w for w in re.split(r"[\s,]+", v) if w]
         return v
 
-    @field_validator("max_lora_rank")
-    @classmethod
-    def _rank(cls, v: int | None) -> int | None:
-        if v is not None and v not in LORA_RANKS:
-            raise ValueError(f"one of {', '.join(map(str, LORA_RANKS))} (vLLM's MaxLoRARanks)")
-        return v
-
     @field_validator("gpu_memory_utilization", "gpu_memory_gib", "kv_offloading_size",
                      "hicache_ratio")
     @classmethod
@@ -186,7 +179,7 @@ SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_
 # TensorRT-LLM settings vLLM, SGLang and TGI refuse (lora_target_modules is SGLang's too).
 TRTLLM_KNOBS: frozenset[str] = frozenset({"host_cache_size", "lora_target_modules"})
 # validators whose message says it all
-_OWN_MESSAGES = {"max_lora_rank", "speculative_config", "limit_mm_per_prompt"}
+_OWN_MESSAGES = {"speculative_config", "limit_mm_per_prompt"}
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
                  "finite_number", "value_error"}
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ..errors import InvalidInputError
 from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
-from ..knobs import SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -550,6 +550,11 @@ def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
     if not knobs.enable_lora:
         return {}
     sources["enable_lora"] = "cli"
+    if knobs.max_lora_rank is not None and knobs.max_lora_rank not in LORA_RANKS:
+        raise InvalidInputError(f"--max-lora-rank must be one of {', '.join(map(str, LORA_RANKS))} "
+                                f"for vLLM (its MaxLoRARanks), got {knobs.max_lora_rank}",
+                                hint="SGLang and TensorRT-LLM take other ranks", code="out-of-range",
+                                knob="max_lora_rank")
     loras = knobs.max_loras or 1
     values = {"enable_lora": True, "max_loras": loras, "max_lora_rank": knobs.max_lora_rank or 16,
               "max_cpu_loras": knobs.max_cpu_loras or loras}
