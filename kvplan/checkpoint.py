@@ -11,9 +11,7 @@ sharding and padding) or from the headers (exact bytes for formats the config ca
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import struct
 from pathlib import Path

@@ -31,7 +31,7 @@ from ..specs import (
     Source,
     SpeculativeConfig,
 )
-from ..units import DTYPE_BYTES, GiB, MiB, cdiv, largest_true
+from ..units import DTYPE_BYTES, GiB, largest_true
 from ..weights import (
     LoraSlots,
     draft_layer_count,
