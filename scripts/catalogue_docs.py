@@ -8,13 +8,14 @@ bytes per token and where its config.json came from. Generated, never typed.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import gendoc  # noqa: E402
 
 from kvplan.catalog import load_catalog_model, model_entries  # noqa: E402
 from kvplan.kv import layer_specs  # noqa: E402
@@ -62,17 +63,7 @@ def render() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    text = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT.relative_to(ROOT)} is out of date: run python scripts/catalogue_docs.py")
-            return 1
-        return 0
-    OUT.write_text(text)
-    return 0
+    return gendoc.run(OUT, render, __doc__.splitlines()[0], ROOT)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,13 @@ settings it lacks, and how deployment files spell it. Generated, never typed.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import gendoc  # noqa: E402
 
 from kvplan.engines import registry  # noqa: E402
 from kvplan.knobs import KNOB_NAMES, flag  # noqa: E402
@@ -53,17 +54,7 @@ def render() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    text = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT.relative_to(ROOT)} is out of date: run python scripts/engine_docs.py")
-            return 1
-        return 0
-    OUT.write_text(text)
-    return 0
+    return gendoc.run(OUT, render, __doc__.splitlines()[0], ROOT)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 """Shared fixtures. No test reaches the network: Hub access is forced offline."""
 
+from pathlib import Path
+
 import pytest
+from drafts import EAGLE3_CONFIG, write_config
 
 
 @pytest.fixture(autouse=True)
@@ -11,3 +14,9 @@ def _offline(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kvplan-cache"))
     monkeypatch.delenv("KVPLAN_DEBUG", raising=False)
+
+
+@pytest.fixture()
+def eagle3_dir(tmp_path: Path) -> Path:
+    """A local EAGLE-3 head for Llama-3.1-8B (tests/drafts.py)."""
+    return write_config(tmp_path, "eagle3-head", EAGLE3_CONFIG)

@@ -25,23 +25,7 @@ from kvplan.weights import _layer_tensors, _rank_bytes
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"
 
-# An EAGLE-3 head for Llama-3.1-8B (the layout of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B's
-# config.json): one Llama decoder layer, a 32,000-token draft vocabulary.
-EAGLE3_CONFIG = {
-    "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "num_hidden_layers": 1, "vocab_size": 128256, "draft_vocab_size": 32000,
-    "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16", "rope_theta": 500000.0,
-}
 
-
-@pytest.fixture()
-def eagle3_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "eagle3-head"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(EAGLE3_CONFIG))
-    return d
 
 
 def spec(d: Path | str, method: str = "eagle3", k: int = 3) -> str:

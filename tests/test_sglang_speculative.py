@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 from clirun import run
@@ -28,19 +27,11 @@ from kvplan.engines import sglang
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
 from kvplan.specs import SpeculativeConfig
+from drafts import write_config
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"
 
-# An EAGLE-3 head for Llama-3.1-8B (the layout of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B's
-# config.json, as in tests/test_features.py): one Llama decoder layer, a 32,000-token draft vocab.
-EAGLE3_CONFIG = {
-    "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "num_hidden_layers": 1, "vocab_size": 128256, "draft_vocab_size": 32000,
-    "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16", "rope_theta": 500000.0,
-}
 # An EAGLE-1 head for Llama-2-7B-chat, laid out like the public EAGLE-llama2-chat-7B heads (one
 # Llama decoder layer, 32 KV heads of 128); only its KV shape matters for the replay below.
 EAGLE1_LLAMA2_CONFIG = {
@@ -49,18 +40,6 @@ EAGLE1_LLAMA2_CONFIG = {
     "num_hidden_layers": 1, "vocab_size": 32000, "max_position_embeddings": 4096,
     "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "float16",
 }
-
-
-def _head(tmp_path: Path, name: str, config: dict) -> Path:
-    d = tmp_path / name
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(config))
-    return d
-
-
-@pytest.fixture()
-def eagle3_dir(tmp_path: Path) -> Path:
-    return _head(tmp_path, "eagle3-head", EAGLE3_CONFIG)
 
 
 def spec(**kw: object) -> str:
@@ -213,7 +192,7 @@ def test_replay_sglang_docs_eagle_log_2025_01(tmp_path):
     assert round(pool * 1 * 32 * 128 * 2 / 2**30, 2) == 0.82
     assert round(87_056 * 32 * 32 * 128 * 2 / 2**30, 2) == 21.25
 
-    head = _head(tmp_path, "eagle-llama2", EAGLE1_LLAMA2_CONFIG)
+    head = write_config(tmp_path, "eagle-llama2", EAGLE1_LLAMA2_CONFIG)
     p = plan("meta-llama/Llama-2-7b-hf", "h100", engine="sglang", engine_version="0.4.1",
              gpu_memory_utilization=0.7,
              speculative_config=spec(method="eagle", model=str(head), num_speculative_tokens=5,

@@ -105,19 +105,14 @@ def test_cli_acceptance_rate(capsys):
     assert json.loads(out)["performance"]["acceptance_rate"] == 0.7
 
 
-def test_draft_passes_cost_time_and_the_target_reads_only_its_own_weights(tmp_path):
-    """An EAGLE-3 head (one Llama layer + a 32,000-token head, tests/test_features.py) runs k
+def test_draft_passes_cost_time_and_the_target_reads_only_its_own_weights(eagle3_dir):
+    """An EAGLE-3 head (one Llama layer + a 32,000-token head, tests/drafts.py) runs k
     draft passes per step: with nothing accepted it is slower than n-gram, which at one request is
     no faster than not speculating (bandwidth-bound: four queries read the weights once); the
     target's weight read excludes the head's bytes."""
     from kvplan import performance
 
-    from test_features import EAGLE3_CONFIG
-
-    d = tmp_path / "eagle3-head"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(EAGLE3_CONFIG))
-    eagle = json.dumps({"method": "eagle3", "model": str(d), "num_speculative_tokens": 3})
+    eagle = json.dumps({"method": "eagle3", "model": str(eagle3_dir), "num_speculative_tokens": 3})
     w = Workload(target_concurrency=1, avg_input_tokens=1000, avg_output_tokens=200,
                  acceptance_rate=0.0)
     tpot = {name: plan(LLAMA, "h100", workload=w, **kw).performance.tpot_ms
