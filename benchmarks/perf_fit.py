@@ -344,8 +344,10 @@ def render_doc(result: dict) -> str:
         "* vLLM (and TensorRT-LLM): decode-first chunked prefill. In the steady state the "
         "requests that arrive per step are prefilled in mixed steps with the decodes, up to "
         "max_num_batched_tokens; TPOT is the mean step time over a request's life (O − 1 decode "
-        "steps plus the mixed ones); TTFT is the request's own mixed steps × (1 + an M/D/1 "
-        "wait behind other prefills) + request_overhead. When prefill no longer fits the "
+        "steps plus the mixed ones); TTFT is the request's own mixed steps + its wait behind "
+        "other prefills (mean-value analysis of the closed loop: B requests cycling through "
+        "one prefill queue and the decode steps) + request_overhead. When prefill no longer "
+        "fits the "
         "budget every step is full and the replica is saturated.",
         "* SGLang (and TGI): prefill-first. Prefill batches pause decoding, which keeps a "
         "fixed-length closed loop in waves: the B_run requests are prefilled in batches of "
@@ -476,7 +478,8 @@ GAPS = [
     "Qwen3-32B TP1 rows (TTFT 7–89 s at c = 16) imply ~5k tokens of KV cache against the "
     "plan's 17k, i.e. the run had less memory for KV than the defaults give; those rows stay "
     "under-predicted (the soft-L1 loss keeps them from dominating the fit).",
-    "* TTFT under load is a steady-state average (vLLM: M/D/1 wait behind other prefills; "
+    "* TTFT under load is a steady-state average (vLLM: closed-loop MVA wait behind other "
+    "prefills; "
     "SGLang: waves), not a simulation of the scheduler.",
 ]
 

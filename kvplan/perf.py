@@ -24,8 +24,9 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
   put new requests' prefill into decode steps, up to max_num_batched_tokens tokens per step.
   Steady state: a request's life is O − 1 decode steps plus its prefill steps, and some steps
   per life carry prefill chunks; TPOT = mean step time over the life; TTFT = the request's
-  own mixed steps × (1 + an M/D/1 wait behind other prefills). When the prefill tokens no
-  longer fit the budget the replica is saturated: every step is full and requests queue;
+  own mixed steps + its wait behind other requests' prefill, by mean-value analysis of the
+  closed loop (_prefill_wait_s). When the prefill tokens no longer fit the budget the
+  replica is saturated: every step is full and requests queue;
 * "separate" engines (SGLang, TGI: prefill-first) run prefill batches that pause decoding,
   which keeps a fixed-length closed loop in waves: the B_run requests are prefilled in
   batches of max_num_batched_tokens, decode in lock-step and finish together; mean TTFT =
@@ -91,22 +92,22 @@ class Coefficients:
 # leave-one-group-out errors in docs/performance.md). All but request_overhead_ms are shared
 # by the engines in the fit. tests/test_perf.py checks these equal the committed fit.
 COEFFICIENTS: dict[str, Coefficients] = {
-    "vllm": Coefficients(gemm_efficiency=0.5456, bandwidth_efficiency=0.9578,
-                         step_overhead_ms=3.2778, layer_overhead_us=28.2837,
-                         seq_overhead_us=30.3438, allreduce_latency_us=0.0656,
-                         request_overhead_ms=135.6765),
-    "sglang": Coefficients(gemm_efficiency=0.5456, bandwidth_efficiency=0.9578,
-                           step_overhead_ms=3.2778, layer_overhead_us=28.2837,
-                           seq_overhead_us=30.3438, allreduce_latency_us=0.0656,
-                           request_overhead_ms=22.5286),
+    "vllm": Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                         step_overhead_ms=5.1313, layer_overhead_us=0.0,
+                         seq_overhead_us=26.6505, allreduce_latency_us=2.026,
+                         request_overhead_ms=107.6345),
+    "sglang": Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                           step_overhead_ms=5.1313, layer_overhead_us=0.0,
+                           seq_overhead_us=26.6505, allreduce_latency_us=2.026,
+                           request_overhead_ms=0.0039),
 }
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
 # the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.421, 2.572),
-    "tpot": (0.88, 1.153),
-    "throughput": (0.893, 1.085),
+    "ttft": (0.471, 2.027),
+    "tpot": (0.893, 1.19),
+    "throughput": (0.878, 1.1),
 }
 
 # Calibrated eras: (engine, first version, last version) with rows in perf_calibration.csv.
@@ -522,6 +523,31 @@ def _running(ctx: PerfContext, concurrency: int, input_tokens: int, output_token
     return max(1, run)
 
 
+def _prefill_wait_s(n: int, *, own_s: float, demand_s: float, delay_s: float) -> float:
+    """Mean wait of a request behind the other requests' prefill in a closed loop of n
+    requests: exact mean-value analysis (MVA; Reiser & Lavenberg 1980, "Mean-Value Analysis of
+    Closed Multichain Queuing Networks", J. ACM 27(2)) of the single queue + delay network.
+
+    Stations: one FCFS prefill server holding each request for demand_s seconds (its share of
+    the mixed steps), then a delay without queue of own_s − demand_s (the rest of its own
+    prefill steps, shared with other prefills) + delay_s (decode steps + per-request overhead).
+    With k requests in the loop, an arriving request sees the loop as it is with k − 1 (arrival
+    theorem), Q(k−1) requests at the prefill server:
+
+        W(k) = demand_s · Q(k−1)                     wait before its own prefill
+        X(k) = k / (W(k) + own_s + delay_s)          requests/s (Little's law on the loop)
+        Q(k) = X(k) · (W(k) + demand_s),  Q(0) = 0   (Little's law at the server)
+
+    and returns W(n). W stays finite (< demand_s · n) where the open M/D/1 formula diverges,
+    and X(n) never falls as n grows (throughput of a closed product-form network is
+    non-decreasing in its population), so more requests in flight never lose throughput."""
+    q = w = 0.0
+    for k in range(1, n + 1):
+        w = demand_s * q
+        q = k * (w + demand_s) / (w + own_s + delay_s)
+    return w
+
+
 def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
              output_tokens: int, cached_tokens: int = 0) -> PerfPoint:
     """TTFT, TPOT (= (e2e − TTFT)/(output − 1)), e2e and throughput of one replica at
@@ -565,9 +591,11 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         t_mix = _step_s(ctx, decoding, mean_ctx, piece, p_ctx, piece / i)
         t_dec = _step_s(ctx, decoding, mean_ctx)
         step_s = (mixed * t_mix + (steps - mixed) * t_dec) / steps  # mean step time
-        busy = min((mixed - own_steps) / steps, 0.95) if mixed > own_steps else 0.0
-        # M/D/1 wait behind other sub-waves' prefill steps
-        ttft = (steps - steps_dec) * t_mix * (1 + busy / (2 * (1 - busy)))
+        # Closed-loop wait behind the other requests' prefill (_prefill_wait_s): each request
+        # holds the prefill station for its share of the mixed steps, then decodes.
+        ttft = (steps - steps_dec) * t_mix + _prefill_wait_s(
+            b, own_s=(steps - steps_dec) * t_mix, demand_s=mixed / b * t_mix,
+            delay_s=steps_dec * step_s + c.request_overhead_ms * 1e-3)
     else:
         # Prefill-first: a prefill batch of up to `budget` tokens runs before decoding resumes,
         # so a closed loop with fixed lengths runs in waves: the b requests arrive together,

@@ -176,7 +176,9 @@ def test_fp8_kv_never_slower(args, i: int, o: int, b: int) -> None:
     assert fp8.kv_bytes_per_token * 2 == bf16.kv_bytes_per_token
     x = perf.evaluate(bf16, concurrency=b, input_tokens=i, output_tokens=o)
     y = perf.evaluate(fp8, concurrency=b, input_tokens=i, output_tokens=o)
-    assert y.tpot_ms <= x.tpot_ms * (1 + 1e-9) and y.ttft_ms <= x.ttft_ms * (1 + 1e-9)
+    # TPOT and e2e, not TTFT: in the closed loop faster decoding brings requests back to the
+    # prefill queue sooner, so the wait there (perf._prefill_wait_s) may grow a little.
+    assert y.tpot_ms <= x.tpot_ms * (1 + 1e-9) and y.e2e_ms <= x.e2e_ms * (1 + 1e-9)
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -269,11 +271,27 @@ def test_calibration_gpus_use_dense_tflops() -> None:
         assert t.bf16 == 989.4 and t.fp8 == 1978.9
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: in the mixed (vLLM) steady state the M/D/1 "
-                   "wait behind other requests' prefill jumps as the prefill share of steps nears "
-                   "its 0.95 cap, so closed-loop throughput can dip (17 → 25 requests of 102 + 19 "
-                   "tokens on one H200: 349 → 330 tokens/s); a closed-loop (finite-population) "
-                   "prefill queue would remove it")
+def test_closed_loop_prefill_wait_by_hand() -> None:
+    """Exact MVA of one FCFS queue + a delay (Reiser & Lavenberg 1980), demand D = 1 s, own
+    prefill 1 s, delay Z = 3 s: W(k) = D·Q(k−1), Q(k) = k·(W(k) + D)/(W(k) + own + Z).
+    k = 1: W = 0, Q(1) = 1·1/4 = 0.25. k = 2: W = 0.25, Q(2) = 2·1.25/4.25 = 10/17.
+    k = 3: W = 10/17 s."""
+    wait = perf._prefill_wait_s
+    assert wait(1, own_s=1.0, demand_s=1.0, delay_s=3.0) == 0.0
+    assert wait(2, own_s=1.0, demand_s=1.0, delay_s=3.0) == pytest.approx(0.25)
+    assert wait(3, own_s=1.0, demand_s=1.0, delay_s=3.0) == pytest.approx(10 / 17)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.floats(1e-4, 10.0), st.floats(1.0, 5.0), st.floats(0.0, 100.0), st.integers(1, 300))
+def test_closed_loop_throughput_never_falls(d: float, own: float, z: float, n: int) -> None:
+    """X(n) = n / (W(n) + own + Z) is non-decreasing in n, and W(n) < D·n."""
+    wait = perf._prefill_wait_s
+    w0, w1 = (wait(k, own_s=d * own, demand_s=d, delay_s=z) for k in (n, n + 1))
+    assert (n + 1) / (w1 + d * own + z) >= n / (w0 + d * own + z) * (1 - 1e-12)
+    assert w1 < d * (n + 1)
+
+
 def test_known_throughput_dip_in_the_mixed_steady_state() -> None:
     ctx = dataclasses.replace(_ctx("meta-llama/Llama-3.1-70B", "vllm", 1), kv_capacity_tokens=None,
                               max_num_seqs=10_000)
