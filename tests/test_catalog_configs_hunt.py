@@ -77,3 +77,14 @@ def test_kv_bytes_per_token_follow_the_config(ref, layers, kv_heads, head_dim):
 def test_falcon_40b_kv_per_token_worked_example():
     m = _model("tiiuae/falcon-40b")
     assert m.num_layers * kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 122_880
+
+
+def test_tinyllama_kv_per_token_matches_the_dynamo_trtllm_readme_log():
+    """benchmarks/data/trtllm_logs.csv, the ai-dynamo TensorRT-LLM README row (TinyLlama/
+    TinyLlama-1.1B-Chat-v1.0, tp_size 2): the log reserves 18.88 GiB for 1,800,032 tokens per
+    rank. 22 layers × (4 KV heads / TP 2 = 2) × head_dim 64 × 2 (K, V) × 2 B = 11,264 B per
+    token, and 1,800,032 × 11,264 B = 20,275,560,448 B = 18.883 GiB."""
+    m = _model("TinyLlama/TinyLlama-1.1B-Chat-v1.0")
+    per_token = m.num_layers * kv_bytes_per_token_per_layer(m, tp=2, kv_dtype="bfloat16")
+    assert per_token == 22 * 2 * 64 * 2 * 2 == 11_264
+    assert abs(1_800_032 * per_token / 2**30 - 18.88) < 0.005
