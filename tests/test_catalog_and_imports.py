@@ -49,7 +49,6 @@ def test_model_lookup_case_insensitive_and_aliases(ref):
 
 
 @pytest.mark.parametrize("ref,config_of", [
-    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3-Next-80B-A3B-Thinking"),
     ("deepseek-ai/DeepSeek-V2-Lite-Chat", "deepseek-ai/DeepSeek-V2-Lite"),
 ])
 def test_a_sibling_repo_alias_plans_under_its_own_name(ref, config_of):

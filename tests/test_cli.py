@@ -135,7 +135,9 @@ def test_models_and_gpus_listing(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "models", "qwen3", "--json")
     rows = json.loads(out)
-    assert code == 0 and rows and all("qwen3" in r["id"].lower() for r in rows)
+    # The filter ignores case, '-' and '_' (so DeepSeek-R1-Distill-Qwen-32B matches too).
+    assert code == 0 and rows and all("qwen3" in r["id"].lower().replace("-", "").replace("_", "")
+                                      for r in rows)
     code, out, _ = run(capsys, "models", "show", "llama-3.1-8b-instruct", "--json")
     assert code == 0 and json.loads(out)["entry"]["id"] == LLAMA
     code, out, _ = run(capsys, "gpus", "h200", "--json")

@@ -363,7 +363,7 @@ def test_catalogue_non_gated_families_count_fewer_mlp_params_than_a_gated_mlp(en
     mlp = sum(t.rows * t.cols for t in tensors(m) if ".mlp." in t.name)
     assert mlp < 3 * m.hidden_size * m.intermediate_size * m.num_layers
     assert not m.mlp_gated and m.unsupported == []
-    assert plan(m, "h100").fits
+    assert plan(m, "h200").fits  # falcon-40b's 83 GB of bf16 weights need more than one H100
 
 
 def test_gpt2_checkpoint_mask_buffers_are_not_parameters():
