@@ -20,7 +20,7 @@ from .limits import (
     read_limited,
     short,
 )
-from .multimodal import max_tokens_per_image
+from .multimodal import PHI3V_PROFILE_IMAGE, max_tokens_per_image, phi3v_tokens
 from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
 from .units import DTYPE_ALIASES
 
@@ -76,6 +76,7 @@ FIELD_MAX = {
     "original_max_position_embeddings": 2**34,
     "n_layers": MAX_LAYERS, "n_heads": 2**14, "d_model": 2**18, "n_inner": 2**20, "ffn_dim": 2**20,
     "word_embed_proj_dim": 2**18, "rotary_dim": 2**14, "kv_n_heads": 2**14,  # fam-a
+    "num_crops": 64, "image_dim_out": 2**16, "num_img_tokens": 2**16,  # fam-c: phi3_v
 }
 INT_MAX = 2**24
 # Fields that are divisors, counts or periods: 0 is as impossible as a negative.
@@ -92,6 +93,7 @@ POSITIVE = {
     "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "mamba_expand", "mamba_d_state",
     "ssm_state_size", "sliding_window", "attention_chunk_size", *MAX_LEN_KEYS,
     "n_layers", "n_heads", "d_model", "ffn_dim", "word_embed_proj_dim", "kv_n_heads",  # fam-a
+    "num_crops", "image_dim_out", "num_img_tokens",  # fam-c: phi3_v
 }
 
 
@@ -317,6 +319,8 @@ def _rope(cfg: dict[str, Any], path: str) -> tuple[str | None, float | None, int
     if not isinstance(rs, dict):
         return None, None, None
     rtype = rs.get("rope_type") or rs.get("type")
+    if rtype == "su":  # vllm/transformers_utils/config.py patch_rope_scaling_dict: legacy name
+        rtype = "longrope"
     if rtype in (None, "default"):
         return None, None, None
     if not isinstance(rtype, str):
@@ -539,7 +543,8 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
 # LlavaNextConfig / Idefics3Config: llama; Mistral3Config: mistral).
 VLM_TEXT_FAMILY = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3",
                    "qwen3_vl_moe": "qwen3_moe", "llava": "llama",
-                   "llava_next": "llama", "mistral3": "mistral", "idefics3": "llama"}
+                   "llava_next": "llama", "mistral3": "mistral", "idefics3": "llama",
+                   "phi3_v": "phi3"}
 VISION_MODEL_TYPES = {"gemma3", "llama4", *VLM_TEXT_FAMILY}
 # Defaults transformers fills into a sparse text_config (llava-hf configs list only what
 # differs): LlamaConfig and MistralConfig (models/llama|mistral/configuration_*.py).
@@ -589,8 +594,46 @@ def _llava_next_max_tokens(pinpoints: Any, image_size: int, patch_size: int, pat
     return best
 
 
+def _phi3v_vision(raw: dict[str, Any], text_hidden: int, path: str) -> VisionSpec:
+    """Phi-3-vision / Phi-3.5-vision (vllm/model_executor/models/phi3v.py, main @ 3bc38489):
+    `img_processor` and `embd_layer` replace vision_config. The tower is vLLM's hard-coded
+    CLIP ViT-L/14-336 (CLIP_VIT_LARGE_PATCH14_336_CONFIG: width 1024, MLP 4096, 24 layers,
+    patch 14, image 336) built up to img_processor.layer_idx (default −2: 23 layers, no
+    post-LayerNorm); the HD projector is glb_GN and sub_GN (4 · image_dim_out each) and
+    img_projection = Linear(4 · image_dim_out → hidden) + GELU + Linear(hidden → hidden), both
+    plain nn.Linear with biases (replicated on every TP rank). Crops per image: the config's
+    num_crops when it has one, else 16 — the HD transform's default maximum (vLLM ≤ 0.5
+    getattr(hf_config, "num_crops", 16)); vLLM ≥ 0.6 asks the HF processor, whose num_crops
+    comes from preprocessor_config.json, which kvplan does not read."""
+    ip, el = raw.get("img_processor"), raw.get("embd_layer")
+    for field, value in (("img_processor", ip), ("embd_layer", el)):
+        if not isinstance(value, dict):
+            raise InvalidConfigError(f"expected an object, got {short(value)}", path=path, field=field)
+    assert isinstance(ip, dict) and isinstance(el, dict)
+    r = _Reader(ip, path)
+    dim_out = r.int("image_dim_out")
+    r.int("num_img_tokens")  # required by vLLM's Phi3HDImageEmbedding
+    layer_idx = ip.get("layer_idx", -2)
+    if isinstance(layer_idx, bool) or not isinstance(layer_idx, int) or not -24 <= layer_idx < 24:
+        raise InvalidConfigError(f"expected a CLIP layer index within ±24, got {short(layer_idx)}",
+                                 path=path, field="img_processor.layer_idx")
+    if not (el.get("use_hd_transform") and el.get("with_learnable_separator")):
+        raise InvalidConfigError("vLLM's phi3v.py asserts use_hd_transform and "
+                                 "with_learnable_separator", path=path, field="embd_layer")
+    crops = _Reader(raw, path).int("num_crops", default=16)
+    assert dim_out and crops
+    kept = 24 + layer_idx + 1 if layer_idx < 0 else layer_idx + 1  # _init_img_processor
+    return VisionSpec(
+        kind="phi3v", hidden_size=1024, intermediate_size=4096, num_layers=kept,
+        config_num_layers=24 if kept < 24 else None, patch_size=14, image_size=336,
+        text_hidden_size=text_hidden, projector_input_dim=4 * dim_out, num_crops=crops,
+        max_tokens_per_image=phi3v_tokens(*PHI3V_PROFILE_IMAGE, crops))
+
+
 def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
             path: str = "config.json") -> VisionSpec | None:
+    if model_type == "phi3_v":
+        return _phi3v_vision(raw, text_hidden, path)
     vc = raw.get("vision_config")
     if not isinstance(vc, dict) or model_type not in VISION_MODEL_TYPES:
         return None

@@ -134,7 +134,7 @@ class VisionSpec(_Frozen):
     (kvplan/weights.py _vision_tensors names each kind's source file)."""
 
     kind: Literal["siglip", "llama4", "clip", "pixtral", "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
-                  "idefics3"]
+                  "idefics3", "phi3v"]
     hidden_size: int = Field(gt=0)
     intermediate_size: int = Field(gt=0)
     num_layers: int = Field(gt=0, description="encoder layers vLLM builds (llava-style towers "
@@ -159,6 +159,8 @@ class VisionSpec(_Frozen):
     max_tokens_per_image: int | None = Field(
         None, gt=0, description="tokens one image of the largest default size occupies in the LM "
         "sequence (placeholder incl. separator tokens), as vLLM's processor counts it")
+    num_crops: int = Field(0, ge=0, description="Phi-3-vision HD transform: the most 336-pixel "
+                           "crops of one image (the processor adds one global crop); 0 = no crops")
 
 
 class MlaSpec(_Frozen):

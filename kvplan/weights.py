@@ -254,6 +254,10 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
     (num_position_embeddings × hidden), blocks as Qwen2-VL (LayerNorms, fc1/fc2 with biases),
     the merger plus one deepstack merger per deepstack_visual_indexes entry (its LayerNorm over
     the merged hidden·merge² features).
+    Phi-3-vision (phi3v.py): the CLIP tower as for LLaVA (layers up to img_processor.layer_idx,
+    no post-LayerNorm); glb_GN / sub_GN separators of 4 · image_dim_out values and img_projection
+    Linear(4 · image_dim_out → LM hidden) + Linear(hidden → hidden) with biases, nn.Linear
+    (whole on every TP rank).
     Idefics3 (idefics3.py, idefics2_vision_model.py): the SigLIP tower (biased conv patch,
     position embedding per patch, post-LayerNorm) and a connector ReplicatedLinear
     (hidden·scale_factor² → LM hidden) without bias."""
@@ -275,7 +279,7 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         yield Tensor(name + "positional_embedding", "vision", patches + 1, h, "none", None)
         yield Tensor(name + "layernorm_pre_post", "norm", 4 * h, 1, "none", None)
         yield from _vit_layers(name, v)
-    elif v.kind == "clip":
+    elif v.kind in {"clip", "phi3v"}:
         yield Tensor(name + "patch_embedding", "vision", h, patch_in, "none", None)
         yield Tensor(name + "class_embedding", "vision", h, 1, "none", None)
         yield Tensor(name + "position_embedding", "vision", patches + 1, h, "none", None)
@@ -314,6 +318,13 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
             yield Tensor("multi_modal_projector.linear_2.bias", "norm", t, 1, "none", None)
         if v.image_newline:
             yield Tensor("multi_modal_projector.image_newline", "norm", t, 1, "none", None)
+    elif v.kind == "phi3v":  # HD transform separators + img_projection (nn.Linear, replicated)
+        if v.config_num_layers is None:  # clip.py: require_post_norm None → built with every layer
+            yield Tensor(name + "post_layernorm", "norm", 2 * h, 1, "none", None)
+        pin = v.projector_input_dim or 4 * h
+        yield Tensor("multi_modal_projector.glb_GN_sub_GN", "norm", 2 * pin, 1, "none", None)
+        yield Tensor("multi_modal_projector.img_projection.0", "vision", t, pin + 1, "none", None)
+        yield Tensor("multi_modal_projector.img_projection.2", "vision", t, t + 1, "none", None)
     elif v.kind == "idefics3":
         yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none",
                      None)

@@ -1,0 +1,132 @@
+"""More families (issue #14, fam-c): Phi-3.5-vision (phi3_v), MiniCPM3 and Whisper, counted
+as vLLM builds them. Every expected number is summed by hand in the docstrings, with the
+shapes and the source file named; none is derived by calling the code under test."""
+
+import copy
+import json
+
+import pytest
+
+from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
+from kvplan.errors import InvalidConfigError
+from kvplan.hf_config import spec_from_config
+from kvplan.multimodal import phi3v_tokens, pixels_per_image
+from kvplan.specs import ModelSpec
+from kvplan.weights import parameter_count, weight_memory_per_stage
+
+
+def _model(ref: str) -> ModelSpec:
+    entry = find_model_entry(ref)
+    assert entry is not None
+    return load_catalog_model(entry)
+
+
+def _raw(ref: str) -> dict:
+    entry = find_model_entry(ref)
+    assert entry is not None
+    return json.loads((data_dir("model_specs") / entry.config).read_text())
+
+
+# --------------------------------------------------------------- Phi-3.5-vision (phi3_v)
+
+PHI35_LM = 3_821_079_552
+"""The Phi-3.5-mini language model (hidden 3072, 32 layers, 32 heads of 96, MHA,
+intermediate 8192, vocab 32064, untied): per layer q/k/v/o 4 · 3072² = 37,748,736 +
+gate/up/down 3 · 3072 · 8192 = 75,497,472 + 2 RMSNorms 6,144 = 113,252,352; × 32 =
+3,624,075,264; embed + lm_head 2 · 32064 · 3072 = 197,001,216; final norm 3,072."""
+CLIP_LAYER = 12_596_224
+"""One CLIP ViT-L/14 layer: q/k/v/out 4 · (1024² + 1024) = 4,198,400; fc1 1024 · 4096 + 4096 =
+4,198,400; fc2 4096 · 1024 + 1024 = 4,195,328; two LayerNorms 4 · 1024 = 4,096."""
+CLIP_EMBEDDINGS = 1_193_984
+"""class 1024 + conv patch 1024 · 3 · 14 · 14 = 602,112 + positions (24² + 1) · 1024 = 590,848."""
+PHI3V_PROJECTOR = 22_034_432
+"""phi3v.py Phi3HDImageEmbedding: glb_GN 4096 + sub_GN 4096; img_projection[0]
+Linear(4096 → 3072) 4096 · 3072 + 3072 = 12,585,984; img_projection[2] Linear(3072 → 3072)
+3072² + 3072 = 9,440,256."""
+
+
+def test_phi35_vision_counts_clip_to_layer_idx_and_the_hd_projector():
+    """vLLM (phi3v.py _init_img_processor) builds CLIP ViT-L/14-336 up to layer_idx −2:
+    24 − 2 + 1 = 23 layers, and no post-LayerNorm (clip.py: only when every layer is built).
+    Tower: 1,193,984 + pre-LayerNorm 2,048 + 23 · 12,596,224 = 290,909,184; + projector
+    22,034,432 = 312,943,616; + LM 3,821,079,552 = 4,134,023,168. The checkpoint adds the
+    24th CLIP layer and the post-LayerNorm: 4,134,023,168 + 12,596,224 + 2,048 =
+    4,146,621,440 = the card's 4.15B."""
+    m = _model("microsoft/Phi-3.5-vision-instruct")
+    assert m.model_type == "phi3" and m.vision is not None and m.vision.kind == "phi3v"
+    assert (m.vision.num_layers, m.vision.config_num_layers) == (23, 24)
+    assert parameter_count(m, include_vision=False) == PHI35_LM
+    assert CLIP_EMBEDDINGS + 2048 + 23 * CLIP_LAYER == 290_909_184
+    assert parameter_count(m) == PHI35_LM + 290_909_184 + PHI3V_PROJECTOR == 4_134_023_168
+    assert 4_134_023_168 + CLIP_LAYER + 2048 == 4_146_621_440
+    assert not m.unsupported
+
+
+def test_phi35_vision_tp2_bytes():
+    """TP=2, bf16, one rank. LM: embed and lm_head 32064 rows (a multiple of 64) / 2 = 16,032
+    × 3072 = 49,250,304 each; per layer q/k/v/o 4 · 3072 · 1536 = 18,874,368, gate_up
+    8192 · 3072 = 25,165,824, down 3072 · 4096 = 12,582,912, norms 6,144 → 56,629,248 × 32 =
+    1,812,135,936; final norm 3,072 → 1,910,639,616. CLIP (clip.py: QKVParallelLinear,
+    fc1 column-, out_proj/fc2 row-parallel): q/k/v 3 · 512 · 1025 = 1,574,400, out 1024 · 512
+    = 524,288 + its bias 1,024, fc1 2048 · 1025 = 2,099,200, fc2 1024 · 2048 = 2,097,152 + bias
+    1,024, LayerNorms 4,096 → 6,301,184 × 23 = 144,927,232; embeddings 1,193,984 and
+    pre-LayerNorm 2,048 replicated; projector (nn.Linear, replicated) 22,034,432 →
+    168,157,696. (1,910,639,616 + 168,157,696) · 2 B = 4,157,594,624, + the longrope cos/sin
+    cache (4096 + 131072) · 96 · 2 B = 25,952,256 → 4,183,546,880."""
+    m = _model("microsoft/Phi-3.5-vision-instruct")
+    (w,) = weight_memory_per_stage(m, tp=2, pp=1, dtype="bfloat16", quant=None)
+    assert w.tensor_bytes == 4_157_594_624 + 25_952_256 == 4_183_546_880
+
+
+def test_phi3v_tokens_per_image_follow_the_hd_transform():
+    """vLLM profiles with an 8000 (h) × 50 (w) image. 16 crops: ratio 160, scale 16
+    (16 · ceil(16/160) = 16 ≤ 16), long side 16 · 336 = 5376, short int(5376/160) = 33 padded
+    to 336 → 1 × 16 crops: (16 + 1) · 144 + 1 + (16 + 1) · 12 = 2,448 + 1 + 204 = 2,653.
+    4 crops: 4 · 336 = 1344 × 336 → (4 + 1) · 144 + 1 + 5 · 12 = 781. A square 672² image at
+    16 crops: ratio 1, scale 4 → 1344² → (16 + 1) · 144 + 1 + 5 · 12 = 2,509."""
+    assert phi3v_tokens(50, 8000, 16) == 2653
+    assert phi3v_tokens(50, 8000, 4) == 781
+    assert phi3v_tokens(672, 672, 16) == 2509
+    m = _model("microsoft/Phi-3.5-vision-instruct")
+    assert m.vision is not None and m.vision.max_tokens_per_image == 2653
+    assert pixels_per_image(m.vision) == 17 * 3 * 336 * 336  # 16 crops + the global one
+    raw = _raw("microsoft/Phi-3.5-vision-instruct") | {"num_crops": 4}
+    four = spec_from_config(raw, model_id="phi3v-4-crops", source="test")
+    assert four.vision is not None and four.vision.max_tokens_per_image == 781
+
+
+def test_phi3v_su_rope_is_longrope_with_both_tables():
+    """The config's rope_scaling type "su" is vLLM's legacy name for longrope
+    (vllm/transformers_utils/config.py patch_rope_scaling_dict): both tables, original 4096 +
+    131072 = 135,168 rows."""
+    m = _model("microsoft/Phi-3.5-vision-instruct")
+    assert m.rope_type == "longrope" and m.rope_cache_positions == 135_168
+
+
+def test_phi3v_layer_idx_and_bad_blocks():
+    """layer_idx −1 builds all 24 layers (24 − 1 + 1) and then, unlike LLaVA (which passes
+    require_post_norm=False), also the post-LayerNorm: phi3v.py leaves require_post_norm None
+    and clip.py builds it when every layer is built: + 12,596,224 + 2,048. A positive layer_idx
+    k builds k + 1 layers. Bad blocks are config errors naming the field."""
+    raw = _raw("microsoft/Phi-3.5-vision-instruct")
+    base = parameter_count(spec_from_config(raw, model_id="a", source="test"))
+    last = copy.deepcopy(raw)
+    last["img_processor"]["layer_idx"] = -1
+    m = spec_from_config(last, model_id="b", source="test")
+    assert m.vision is not None and m.vision.num_layers == 24
+    assert parameter_count(m) == base + CLIP_LAYER + 2048
+    first = copy.deepcopy(raw)
+    first["img_processor"]["layer_idx"] = 0
+    m = spec_from_config(first, model_id="c", source="test")
+    assert m.vision is not None and m.vision.num_layers == 1
+    with pytest.raises(InvalidConfigError, match="img_processor"):
+        spec_from_config(raw | {"img_processor": "clip"}, model_id="d", source="test")
+    broken = copy.deepcopy(raw)
+    del broken["img_processor"]["image_dim_out"]
+    with pytest.raises(InvalidConfigError, match="image_dim_out"):
+        spec_from_config(broken, model_id="e", source="test")
+    with pytest.raises(InvalidConfigError, match="embd_layer"):
+        spec_from_config(raw | {"embd_layer": {"use_hd_transform": False}}, model_id="f",
+                         source="test")
+    with pytest.raises(InvalidConfigError, match="num_crops"):
+        spec_from_config(raw | {"num_crops": 10**6}, model_id="g", source="test")
