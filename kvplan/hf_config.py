@@ -41,7 +41,7 @@ KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
 # heads, q/k norms, experts, sliding layers, RoPE/ALiBi) _llama_variant applies to the spec.
 LLAMA_VARIANT_FAMILIES = {
     "gemma", "cohere", "cohere2", "olmo", "olmo2", "granite", "granitemoe", "granitemoeshared",
-    "internlm", "internlm3", "baichuan", "exaone", "minicpm", "phimoe"}
+    "internlm", "internlm3", "baichuan", "exaone", "minicpm", "phimoe", "minicpm3"}
 KNOWN_FAMILIES |= LLAMA_VARIANT_FAMILIES
 # Phi-1 / 1.5 / 2 (transformers PhiModel; vllm/model_executor/models/phi.py): one LayerNorm
 # (weight + bias) feeds attention and MLP in parallel; q/k/v and dense carry biases; the MLP is
@@ -345,6 +345,9 @@ GEMMA3_TEXT_DEFAULTS = {
 }
 # Gemma2Config / Gemma3 tie the embeddings by default (the published configs omit the key).
 TIED_BY_DEFAULT = {"gemma2", "gemma3", "gemma3_text"}
+# MiniCPM3Config in the model repo's configuration_minicpm.py: tie_word_embeddings=True, and
+# openbmb/MiniCPM3-4B's config.json leaves the key out (vLLM minicpm.py then ties lm_head).
+TIED_BY_DEFAULT |= {"minicpm3"}
 MLA_FAMILIES = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
 MAMBA_FAMILIES = {"jamba", "bamba", "nemotron_h"}
 MAMBA_KEYS = ("attn_layer_period", "hybrid_override_pattern", "layers_block_type", "ssm_cfg",
@@ -360,7 +363,7 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
     elif (raw.get("model_type") in {"llava", "llava_next", "mistral3"} and isinstance(vc, dict)
           and vc.get("model_type", "clip_vision_model") not in {"clip_vision_model", "pixtral"}):
         found.append(f"vision tower {vc.get('model_type')!r} (its weights are not counted)")
-    if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
+    if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES and family != "minicpm3":
         found.append("MLA attention in an unrecognised family")
     if any(k in cfg for k in MAMBA_KEYS) and family not in MAMBA_FAMILIES:
         found.append("hybrid Mamba layers of an unrecognised family (Jamba, Bamba, Nemotron-H and "
@@ -371,9 +374,6 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
         found.append("Qwen sliding window on layers above max_window_layers")
     if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
         found.append("KV-sharing layers")
-    if family == "minicpm3":  # fam-b: see _llama_variant's docstring
-        found.append("MiniCPM3 attention: MLA-shaped projections, but vLLM caches full per-head "
-                     "K and V (vllm/model_executor/models/minicpm3.py), which kvplan does not model")
     return found
 
 
@@ -920,7 +920,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         family = "falcon"
     r = _Reader(cfg, path)
 
-    mla = None
+    mla = mla_projections = None
     fam_a: dict[str, Any] = {}
     if family in FAM_A_FAMILIES:
         fam_a = _fam_a_layout(cfg, family, model_type, r)
@@ -984,6 +984,21 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
             head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
             rotary_dim = mla.qk_rope_head_dim
             kv_heads = heads  # nominal; the cache is one latent head (kv.py)
+        elif family == "minicpm3":
+            # vllm/model_executor/models/minicpm3.py (main @ 009ccee0): DeepSeek-V2-shaped
+            # projections, but Attention(num_local_heads, qk_nope + qk_rope,
+            # num_kv_heads=num_local_heads) caches full per-head K and V, V zero-padded from
+            # v_head_dim to the same qk_nope + qk_rope head size; RoPE over qk_rope_head_dim.
+            mla_projections = MlaSpec(
+                kv_lora_rank=r.int("kv_lora_rank"), qk_rope_head_dim=r.int("qk_rope_head_dim"),
+                qk_nope_head_dim=r.int("qk_nope_head_dim"),
+                # the model repo's configuration_minicpm.py MiniCPM3Config: v_head_dim None →
+                # qk_nope_head_dim (openbmb/MiniCPM3-4B's config.json leaves it out)
+                v_head_dim=r.int("v_head_dim", "qk_nope_head_dim"),
+                q_lora_rank=r.int("q_lora_rank", required=False))
+            head_dim = mla_projections.qk_nope_head_dim + mla_projections.qk_rope_head_dim
+            rotary_dim = mla_projections.qk_rope_head_dim
+            kv_heads = heads
     hidden = r.int("hidden_size", "n_embd", "d_model", "n_embed")
     if layers > MAX_LAYERS:  # every plan walks the layers: bound the work
         raise InvalidConfigError(f"{layers} layers is over kvplan's limit of {MAX_LAYERS}", path=path,
@@ -1056,7 +1071,7 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         mlp_gated=family not in {"nemotron_h", "phi"},
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
-        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, model_type, hidden, path),
+        mla=mla, mla_projections=mla_projections, linear_attention=linear, vision=_vision(raw_cfg, model_type, hidden, path),
         dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,
@@ -1151,8 +1166,9 @@ def _llama_variant(spec: ModelSpec, cfg: dict[str, Any], path: str) -> ModelSpec
       with use_long_rope; earlier releases also kept the two tables registered as buffers,
       twice these bytes — not modelled per version).
 
-    Not modelled: minicpm3 (MLA-shaped projections, but minicpm3.py caches full per-head K and V
-    of qk_nope + qk_rope dims, unlike kvplan's latent MLA cache) — flagged by _detect_unsupported."""
+    * minicpm3 (minicpm3.py, fam-c): MiniCPM's scalars, DeepSeek-V2-shaped attention projections
+      (q_a / q_b, kv_a_proj_with_mqa / kv_b, o; ModelSpec.mla_projections) and a per-head K/V
+      cache of qk_nope + qk_rope dims (read in _spec_from_config)."""
     family = spec.model_type
     if family not in LLAMA_VARIANT_FAMILIES and family != "internlm2" and family != "phi3":
         return spec

@@ -244,6 +244,10 @@ class ModelSpec(_Frozen):
     sliding_window: int | None = Field(None, gt=0, description="tokens, for 'sliding' layers")
     attention_chunk_size: int | None = Field(None, gt=0, description="tokens, for 'chunked' layers")
     mla: MlaSpec | None = None
+    mla_projections: MlaSpec | None = Field(
+        None, description="MiniCPM3: MLA-shaped projections whose cache is ordinary per-head K "
+        "and V of head_dim each (mla stays None: the KV, the backends and the block size are "
+        "those of plain attention)")
     linear_attention: LinearAttentionSpec | None = None
     vision: VisionSpec | None = None
     dtype: str = Field(description="checkpoint dtype from the config (torch_dtype / dtype)")

@@ -86,8 +86,9 @@ def _mla(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     """DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py): the low-rank down-projections
     q_a / kv_a (with the shared rope key) are replicated on every TP rank; q_b (or q), kv_b and
     o are split by heads."""
-    assert m.mla is not None
-    a, h, heads = m.mla, m.hidden_size, m.num_attention_heads
+    a = m.mla or m.mla_projections
+    assert a is not None
+    h, heads = m.hidden_size, m.num_attention_heads
     q_head = a.qk_nope_head_dim + a.qk_rope_head_dim
     if a.q_lora_rank:
         yield Tensor(p + "q_a_proj", "linear", a.q_lora_rank, h, "none", i)
@@ -192,7 +193,7 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _mamba(m, i, p + "mamba.")
     elif kind == "linear":
         yield from _gated_deltanet(m, i, p + "linear_attn.")
-    elif m.mla is not None:
+    elif m.mla is not None or m.mla_projections is not None:  # MLA, or MiniCPM3's projections
         yield from _mla(m, i, p + "self_attn.")
     else:
         yield from _attention(m, i, p + "self_attn.")
@@ -931,7 +932,7 @@ def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: in
         kind = m.layer_types[i] if m.layer_types else "full"
         if kind == "linear":
             skipped.add("linear-attention projections")
-        elif kind != "none" and m.mla is not None:
+        elif kind != "none" and (m.mla is not None or m.mla_projections is not None):
             skipped.add("MLA projections")
         elif kind != "none":
             modules.update(("qkv_proj", "o_proj"))

@@ -130,3 +130,82 @@ def test_phi3v_layer_idx_and_bad_blocks():
                          source="test")
     with pytest.raises(InvalidConfigError, match="num_crops"):
         spec_from_config(raw | {"num_crops": 10**6}, model_id="g", source="test")
+
+
+# ------------------------------------------------------------------------------- MiniCPM3
+
+MINICPM3_LAYER = 62_674_944
+"""One MiniCPM3-4B layer (hidden 2560, 40 heads, q_lora_rank 768, kv_lora_rank 256, qk_nope 64,
+qk_rope 32, v_head_dim 64, intermediate 6400; vllm minicpm3.py MiniCPM3Attention):
+q_a_proj 768 · 2560 = 1,966,080; q_a_layernorm 768; q_b_proj 40 · 96 · 768 = 2,949,120;
+kv_a_proj_with_mqa (256 + 32) · 2560 = 737,280; kv_a_layernorm 256; kv_b_proj
+40 · (64 + 64) · 256 = 1,310,720; o_proj 2560 · 40 · 64 = 6,553,600 → attention 13,517,824;
+gate/up/down 3 · 2560 · 6400 = 49,152,000; two RMSNorms 5,120."""
+
+
+def test_minicpm3_4b_counts_mla_projections_and_ties_embeddings():
+    """62 · 62,674,944 = 3,885,846,528; embed 73448 · 2560 = 188,026,880 (tied: the config
+    omits tie_word_embeddings, MiniCPM3Config defaults it to True); final norm 2,560 →
+    4,073,875,968 = the 4.07B of the model page (untied would be 4.26B)."""
+    m = _model("openbmb/MiniCPM3-4B")
+    assert m.tie_word_embeddings and m.mla is None and m.mla_projections is not None
+    assert m.mla_projections.v_head_dim == 64  # = qk_nope_head_dim, the config class default
+    assert 1_966_080 + 768 + 2_949_120 + 737_280 + 256 + 1_310_720 + 6_553_600 == 13_517_824
+    assert 13_517_824 + 49_152_000 + 5_120 == MINICPM3_LAYER
+    assert parameter_count(m) == 62 * MINICPM3_LAYER + 188_026_880 + 2_560 == 4_073_875_968
+    assert not m.unsupported and m.layout_assumed is None
+
+
+def test_minicpm3_kv_is_per_head_k_and_padded_v():
+    """minicpm3.py: Attention(num_local_heads, qk_head_dim = 64 + 32, num_kv_heads =
+    num_local_heads), V zero-padded from 64 to 96, so vLLM's FullAttentionSpec page holds
+    2 · heads/tp · 96 values per token per layer: bf16 2 · 40 · 96 · 2 B = 15,360 (TP=2: 7,680),
+    × 62 layers = 952,320 bytes per token (not the 288-value MLA latent)."""
+    from kvplan.kv import kv_bytes_per_token_per_layer, stage_kv
+    from kvplan.engines.vllm import default_block_size
+    from kvplan.specs import GpuSpec
+
+    m = _model("openbmb/MiniCPM3-4B")
+    assert (m.head_dim, m.num_kv_heads, m.rotary_dim) == (96, 40, 32)
+    assert kv_bytes_per_token_per_layer(m, tp=1, kv_dtype="bfloat16") == 15_360
+    assert kv_bytes_per_token_per_layer(m, tp=2, kv_dtype="bfloat16") == 7_680
+    layout, per_token = stage_kv(m, range(62), tp=1, kv_dtype="bfloat16", state_dtype="bfloat16",
+                                 hybrid_manager=True, block_size=16, block_size_fixed=False,
+                                 group_rule="min")
+    assert per_token == 62 * 15_360 == 952_320
+    assert [g.kind for g in layout.groups] == ["full"]
+    hopper = GpuSpec(id="h", vendor="nvidia", name="H", arch="hopper", compute_capability="9.0",
+                     cuda_total_source="test", cuda_total_estimated=False, cuda_total_bytes=1)
+    assert default_block_size(m, hopper, "0.11.0") == 16  # plain attention, not an MLA backend
+
+
+def test_minicpm3_tp2_bytes():
+    """TP=2, bf16, one rank. Embedding: 73448 rows padded to 73472 (1148 · 64), / 2 = 36,736 ×
+    2560 = 94,044,160 (tied, no lm_head). Per layer: q_a 1,966,080 and kv_a 737,280
+    (ReplicatedLinear) + the two latent norms 768 + 256; q_b 3840/2 · 768 = 1,474,560; kv_b
+    5120/2 · 256 = 655,360; o 2560 · 1280 = 3,276,800; gate_up 12800/2 · 2560 = 16,384,000;
+    down 2560 · 3200 = 8,192,000; norms 5,120 → 32,692,224 × 62 = 2,026,917,888; final norm
+    2,560. (94,044,160 + 2,026,917,888 + 2,560) · 2 B = 4,241,929,216; + the longrope cos/sin
+    cache (32768 + 32768) rows · 32 · 2 B = 4,194,304 → 4,246,123,520."""
+    m = _model("openbmb/MiniCPM3-4B")
+    assert m.rope_cache_positions == 65_536
+    (w,) = weight_memory_per_stage(m, tp=2, pp=1, dtype="bfloat16", quant=None)
+    assert w.tensor_bytes == 4_241_929_216 + 4_194_304 == 4_246_123_520
+
+
+def test_minicpm3_missing_lora_rank_is_a_config_error():
+    raw = _raw("openbmb/MiniCPM3-4B")
+    del raw["kv_lora_rank"]
+    with pytest.raises(InvalidConfigError, match="kv_lora_rank"):
+        spec_from_config(raw, model_id="x", source="test")
+
+
+def test_minicpm3_sglang_pools_the_latent():
+    """SGLang's configs/model_config.py sets attention_arch MLA for MiniCPM3ForCausalLM with
+    kv_lora_rank and qk_rope_head_dim, so its token cell is the latent: (256 + 32) · 2 B =
+    576 per layer × 62 = 35,712 bytes (vLLM: 952,320)."""
+    from kvplan.engines.sglang import cell_bytes
+
+    m = _model("openbmb/MiniCPM3-4B")
+    assert cell_bytes(m, 1, "bfloat16")[0] == 62 * 576 == 35_712
+    assert cell_bytes(m, 2, "bfloat16")[0] == 35_712  # the latent is replicated over TP
