@@ -21,7 +21,16 @@ from .limits import (
     short,
 )
 from .multimodal import PHI3V_PROFILE_IMAGE, max_tokens_per_image, phi3v_tokens
-from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
+from .specs import (
+    AudioEncoderSpec,
+    LinearAttentionSpec,
+    MlaSpec,
+    ModelSpec,
+    MoeSpec,
+    Problem,
+    QuantSpec,
+    VisionSpec,
+)
 from .units import DTYPE_ALIASES
 
 # Keys vLLM reads for the default max_model_len (vllm/config/model.py
@@ -53,6 +62,8 @@ FALCON_TYPES = {"falcon", "RefinedWeb", "RefinedWebModel"}  # RW*: the pre-trans
 FAM_A_FAMILIES = {"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "falcon", "starcoder2", "opt",
                   "bloom", "mpt"}
 KNOWN_FAMILIES |= FAM_A_FAMILIES
+# encoder-decoder speech models (fam-c): read by _whisper_layout.
+KNOWN_FAMILIES |= {"whisper"}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -77,6 +88,10 @@ FIELD_MAX = {
     "n_layers": MAX_LAYERS, "n_heads": 2**14, "d_model": 2**18, "n_inner": 2**20, "ffn_dim": 2**20,
     "word_embed_proj_dim": 2**18, "rotary_dim": 2**14, "kv_n_heads": 2**14,  # fam-a
     "num_crops": 64, "image_dim_out": 2**16, "num_img_tokens": 2**16,  # fam-c: phi3_v
+    "encoder_layers": MAX_LAYERS, "decoder_layers": MAX_LAYERS,  # fam-c: whisper
+    "encoder_attention_heads": 2**14, "decoder_attention_heads": 2**14,
+    "encoder_ffn_dim": 2**20, "decoder_ffn_dim": 2**20, "num_mel_bins": 2**12,
+    "max_source_positions": 2**20,
 }
 INT_MAX = 2**24
 # Fields that are divisors, counts or periods: 0 is as impossible as a negative.
@@ -94,6 +109,8 @@ POSITIVE = {
     "ssm_state_size", "sliding_window", "attention_chunk_size", *MAX_LEN_KEYS,
     "n_layers", "n_heads", "d_model", "ffn_dim", "word_embed_proj_dim", "kv_n_heads",  # fam-a
     "num_crops", "image_dim_out", "num_img_tokens",  # fam-c: phi3_v
+    "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+    "encoder_ffn_dim", "decoder_ffn_dim", "num_mel_bins", "max_source_positions",  # whisper
 }
 
 
@@ -866,6 +883,40 @@ def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader)
     return out
 
 
+def _whisper_layout(cfg: dict[str, Any], r: _Reader) -> dict[str, Any]:
+    """Whisper (vllm/model_executor/models/whisper.py, main @ 00a23257), in _fam_a_layout's
+    shape. The decoder: decoder_layers layers of d_model width, MHA over decoder_attention_heads
+    (head_dim d_model / heads), q/k/v fused with biases (k's bias is built and zero-filled by
+    _create_fake_bias_for_k_proj), biased out_proj, a cross-attention (q_proj, fused kv_proj,
+    out_proj, all biased), a non-gated fc1/fc2 MLP of decoder_ffn_dim with biases, three
+    LayerNorms with biases, learned positions (max_target_positions rows), a final LayerNorm;
+    embed_tokens is a plain nn.Embedding (whole on every TP rank) and proj_out is tied to it.
+    The encoder (AudioEncoderSpec) runs once per request; each decoder layer's
+    cross-attention caches max_source_positions encoder frames (CrossAttentionSpec)."""
+    layers, heads = r.int("decoder_layers"), r.int("decoder_attention_heads")
+    d_model = r.int("d_model")
+    assert layers and heads and d_model
+    if d_model % heads:
+        raise InvalidConfigError(f"d_model {d_model} is not a multiple of the {heads} heads",
+                                 path=r.path, field="decoder_attention_heads")
+    enc_heads = r.int("encoder_attention_heads")
+    assert enc_heads
+    if d_model % enc_heads:
+        raise InvalidConfigError(f"d_model {d_model} is not a multiple of the {enc_heads} heads",
+                                 path=r.path, field="encoder_attention_heads")
+    frames = r.int("max_source_positions")
+    encoder = AudioEncoderSpec(
+        hidden_size=d_model, intermediate_size=r.int("encoder_ffn_dim"),
+        num_layers=r.int("encoder_layers"), num_heads=enc_heads,
+        num_mel_bins=r.int("num_mel_bins"), max_source_positions=frames)
+    return {"mlp_gated": False, "norm_bias": True, "norms_per_layer": 3, "_unsupported": [],
+            "_layers": layers, "_heads": heads, "_kv_heads": heads, "_head_dim": d_model // heads,
+            "_intermediate": r.int("decoder_ffn_dim"), "_qkv_bias": True, "_o_bias": True,
+            "_mlp_bias": True, "_rotary_dim": 0, "_tie": True, "rope_cache_positions": 0,
+            "position_embedding_rows": r.int("max_target_positions"), "audio_encoder": encoder,
+            "cross_attention_tokens": frames, "embedding_replicated": True}
+
+
 def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
                      extra: dict[str, Any] | None = None, local_dir: str | None = None) -> ModelSpec:
     """Normalise one HF config dict. `extra` is hf_quant_config.json when present; `local_dir`
@@ -922,8 +973,9 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
 
     mla = mla_projections = None
     fam_a: dict[str, Any] = {}
-    if family in FAM_A_FAMILIES:
-        fam_a = _fam_a_layout(cfg, family, model_type, r)
+    if family in FAM_A_FAMILIES or family == "whisper":
+        fam_a = (_fam_a_layout(cfg, family, model_type, r) if family in FAM_A_FAMILIES
+                 else _whisper_layout(cfg, r))
         layers, heads, kv_heads = fam_a.pop("_layers"), fam_a.pop("_heads"), fam_a.pop("_kv_heads")
         head_dim, vocab = fam_a.pop("_head_dim"), r.int("vocab_size")
         intermediate = fam_a.pop("_intermediate")

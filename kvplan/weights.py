@@ -197,6 +197,8 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _mla(m, i, p + "self_attn.")
     else:
         yield from _attention(m, i, p + "self_attn.")
+    if m.cross_attention_tokens:  # encoder-decoder (Whisper): the decoder's cross-attention
+        yield from _cross_attention(m, i, p + "encoder_attn.")
     for n in range(m.norms_per_layer if m.norm_weights else 0):
         yield Tensor(p + f"norm{n}", "norm", m.hidden_size, 1, "none", i)
         if m.norm_bias:
@@ -363,7 +365,8 @@ _FIRST_STAGE_EXTRAS = ("embed_positions", "embed_norm", "project_in")
 def tensors(m: ModelSpec) -> Iterator[Tensor]:
     """Every weight tensor of the model (unpadded, unsharded shapes)."""
     embed_dim = m.word_embed_proj_dim or m.hidden_size  # OPT: the table is word_embed_proj_dim wide
-    yield Tensor("embed_tokens", "embedding", m.vocab_size, embed_dim, "vocab", None)
+    yield Tensor("embed_tokens", "embedding", m.vocab_size, embed_dim,
+                 "none" if m.embedding_replicated else "vocab", None)
     yield from _embedding_extras(m)
     for i in range(m.num_layers):
         yield from _layer_tensors(m, i)
@@ -378,6 +381,38 @@ def tensors(m: ModelSpec) -> Iterator[Tensor]:
     if m.lm_head_bias:  # ParallelLMHead(bias=True): one value per (padded) vocab row
         yield Tensor("lm_head.bias", "bias", m.vocab_size, 1, "vocab", None)
     yield from _vision_tensors(m)
+    yield from _audio_tensors(m)
+
+
+def _cross_attention(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """Whisper's decoder cross-attention (whisper.py WhisperCrossAttention): q_proj
+    (ColumnParallelLinear), kv_proj (MergedColumnParallelLinear [k; v], split by heads) and
+    out_proj (RowParallelLinear), each d_model × d_model per projection, all with biases
+    (the checkpoint's absent k bias is built and zero-filled)."""
+    h = m.hidden_size
+    yield Tensor(p + "q_proj", "linear", h, h, "out", i)
+    yield Tensor(p + "q_proj.bias", "bias", h, 1, "out", i)
+    yield Tensor(p + "kv_proj", "linear", 2 * h, h, "out", i)
+    yield Tensor(p + "kv_proj.bias", "bias", 2 * h, 1, "out", i)
+    yield Tensor(p + "out_proj", "linear", h, h, "in", i)
+    yield Tensor(p + "out_proj.bias", "bias", h, 1, "none", i)
+
+
+def _audio_tensors(m: ModelSpec) -> Iterator[Tensor]:
+    """Whisper's encoder (whisper.py WhisperEncoder), built on the first PP stage: conv1
+    Conv1d(num_mel_bins → d, kernel 3) and conv2 Conv1d(d → d, kernel 3, stride 2), both biased
+    and replicated; embed_positions nn.Embedding(max_source_positions, d), replicated; layers as
+    _vit_layers counts them (QKVParallelLinear with biases, out_proj and fc2 row-parallel with
+    biases, fc1 column-parallel, two LayerNorms); a final LayerNorm (weight + bias)."""
+    a = m.audio_encoder
+    if a is None:
+        return
+    h, name = a.hidden_size, "audio_encoder."
+    yield Tensor(name + "conv1", "vision", h, a.num_mel_bins * 3 + 1, "none", None)
+    yield Tensor(name + "conv2", "vision", h, h * 3 + 1, "none", None)
+    yield Tensor(name + "embed_positions", "vision", a.max_source_positions, h, "none", None)
+    yield from _vit_layers(name, a)
+    yield Tensor(name + "layer_norm", "norm", 2 * h, 1, "none", None)
 
 
 _COUNT_CACHE: dict[tuple[int, bool], tuple[ModelSpec, int]] = {}
@@ -393,8 +428,8 @@ def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
         return hit[1]
     if len(_COUNT_CACHE) >= _COUNT_CACHE_SIZE:
         _COUNT_CACHE.clear()
-    n = sum(t.rows * t.cols for t in tensors(m)
-            if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
+    n = sum(t.rows * t.cols for t in tensors(m) if include_vision or not t.name.startswith(
+        ("vision.", "multi_modal_projector", "audio_encoder.")))
     _COUNT_CACHE[key] = (m, n)
     return n
 

@@ -209,3 +209,95 @@ def test_minicpm3_sglang_pools_the_latent():
     m = _model("openbmb/MiniCPM3-4B")
     assert cell_bytes(m, 1, "bfloat16")[0] == 62 * 576 == 35_712
     assert cell_bytes(m, 2, "bfloat16")[0] == 35_712  # the latent is replicated over TP
+
+
+# -------------------------------------------------------------------------------- Whisper
+
+WHISPER_ENCODER_LAYER = 19_676_160
+"""One whisper-large-v3 encoder layer in the checkpoint (d 1280, MLP 5120): q/v/out
+3 · (1280² + 1280) + k 1280² (no bias) = 6,557,440; fc1 1280 · 5120 + 5120 = 6,558,720; fc2
+5120 · 1280 + 1280 = 6,554,880; two LayerNorms 2 · 2 · 1280 = 5,120."""
+WHISPER_DECODER_LAYER = 26_236_160
+"""One decoder layer in the checkpoint: self-attention 6,557,440 + cross-attention (the same
+shapes) 6,557,440 + fc1 6,558,720 + fc2 6,554,880 + three LayerNorms 7,680."""
+
+
+def test_whisper_large_v3_checkpoint_and_vllm_counts():
+    """Encoder: conv1 1280 · 128 · 3 + 1280 = 492,800; conv2 1280 · 1280 · 3 + 1280 = 4,916,480;
+    positions 1500 · 1280 = 1,920,000; 32 · 19,676,160 = 629,637,120; LayerNorm 2,560 →
+    636,968,960. Decoder: embed_tokens 51866 · 1280 = 66,388,480 (proj_out tied); positions
+    448 · 1280 = 573,440; 32 · 26,236,160 = 839,557,120; LayerNorm 2,560 → 906,521,600.
+    Checkpoint: 1,543,490,560 (1.54B; 1.55B as issue #14 and the paper's "1550M" round it).
+    vLLM (whisper.py) builds q/k/v with QKVParallelLinear(bias=True) and kv_proj with a bias,
+    zero-filling the k biases the checkpoint lacks: + 3 · 32 · 1280 = 122,880 →
+    1,543,613,440."""
+    enc = 492_800 + 4_916_480 + 1_920_000 + 32 * WHISPER_ENCODER_LAYER + 2_560
+    dec = 66_388_480 + 573_440 + 32 * WHISPER_DECODER_LAYER + 2_560
+    assert (enc, dec) == (636_968_960, 906_521_600)
+    m = _model("openai/whisper-large-v3")
+    assert m.model_type == "whisper" and m.audio_encoder is not None
+    assert (m.num_layers, m.head_dim, m.num_kv_heads, m.cross_attention_tokens) == (32, 64, 20, 1500)
+    assert m.tie_word_embeddings and m.embedding_replicated and m.rotary_dim == 0
+    assert parameter_count(m) == enc + dec + 3 * 32 * 1280 == 1_543_613_440
+    assert parameter_count(m, include_vision=False) == dec + 2 * 32 * 1280  # decoder only
+    assert m.max_len_keys == {"max_target_positions": 448}
+    assert not m.unsupported and m.layout_assumed is None
+
+
+def test_whisper_tp2_bytes():
+    """TP=2, fp16, one rank. Decoder: embed_tokens (nn.Embedding, whole) 66,388,480 and
+    positions 573,440 replicated; per layer self q/k/v 3 · 640 · 1280 = 2,457,600 + biases
+    1,920, out 1280 · 640 = 819,200 + bias 1,280; cross q 640 · 1280 = 819,200 + 640, kv
+    1280 · 1280 = 1,638,400 + 1,280, out 819,200 + 1,280; LayerNorms 7,680; fc1 2560 · 1280 =
+    3,276,800 + 2,560; fc2 1280 · 2560 = 3,276,800 + 1,280 → 13,125,120 × 32 = 420,003,840;
+    final LayerNorm 2,560 → 486,968,320. Encoder: conv1 492,800, conv2 4,916,480, positions
+    1,920,000 (replicated); per layer q/k/v 3 · 640 · 1281 = 2,459,520, out 819,200 + 1,280,
+    fc1 2560 · 1281 = 3,279,360, fc2 3,276,800 + 1,280, LayerNorms 5,120 → 9,842,560 × 32 =
+    314,961,920; LayerNorm 2,560 → 322,293,760. (486,968,320 + 322,293,760) · 2 B =
+    1,618,524,160 (no RoPE cache)."""
+    m = _model("openai/whisper-large-v3")
+    (w,) = weight_memory_per_stage(m, tp=2, pp=1, dtype="float16", quant=None)
+    assert w.tensor_bytes == 1_618_524_160
+
+
+def test_whisper_kv_self_and_cross_attention_groups():
+    """vLLM V1: each decoder layer's self-attention is a FullAttentionSpec and its
+    cross-attention a CrossAttentionSpec (vllm/v1/kv_cache_interface.py), same page: fp16
+    16 tokens · 2 · 20 heads · 64 · 2 B = 81,920. Two groups of 32 layers: a block id spans
+    32 pages = 2,621,440 B. A request of 448 decoder tokens holds cdiv(448, 16) = 28 self pages
+    + cdiv(1500, 16) = 94 cross pages = 122 blocks; a 1-token request 1 + 94 = 95."""
+    from kvplan.kv import stage_kv
+
+    m = _model("openai/whisper-large-v3")
+    layout, per_token = stage_kv(m, range(32), tp=1, kv_dtype="float16", state_dtype="float16",
+                                 hybrid_manager=True, block_size=16, block_size_fixed=False,
+                                 group_rule="min")
+    assert layout.page_bytes == 81_920 and layout.bytes_per_block == 32 * 81_920 == 2_621_440
+    assert sorted((g.kind, g.layers) for g in layout.groups) == [("cross", 32), ("full", 32)]
+    assert layout.blocks_per_request(448, in_flight=0, mamba_pages=1) == 28 + 94 == 122
+    assert layout.blocks_per_request(1, in_flight=0, mamba_pages=1) == 95
+    assert per_token == 64 * 5_120  # self + cross, 2 · 20 · 64 · 2 B each
+
+
+def test_whisper_vllm_plan_and_other_engines_warn():
+    """The vLLM plan sizes requests at 122 blocks (above); the other engines' encoder-decoder
+    serving is not modelled and says so."""
+    from kvplan.api import plan
+
+    p = plan("openai/whisper-large-v3", "l4")
+    assert p.kv_cache.bytes_per_block == 2_621_440
+    assert p.kv_cache.bytes_per_request == 122 * 2_621_440  # max_model_len 448 (config)
+    assert p.kv_cache.max_concurrency == pytest.approx(p.kv_cache.num_blocks / 122, abs=0.01)
+    for engine in ("sglang", "tgi", "trtllm"):
+        q = plan("openai/whisper-large-v3", "l4", engine=engine)
+        assert any("encoder-decoder" in x.message for x in q.problems), engine
+
+
+def test_whisper_bad_heads_is_a_config_error():
+    raw = _raw("openai/whisper-large-v3") | {"decoder_attention_heads": 7}
+    with pytest.raises(InvalidConfigError, match="decoder_attention_heads"):
+        spec_from_config(raw, model_id="x", source="test")
+    raw = _raw("openai/whisper-large-v3")
+    del raw["encoder_layers"]
+    with pytest.raises(InvalidConfigError, match="encoder_layers"):
+        spec_from_config(raw, model_id="x", source="test")
