@@ -625,7 +625,8 @@ def _phi3v_vision(raw: dict[str, Any], text_hidden: int, path: str) -> VisionSpe
     ip, el = raw.get("img_processor"), raw.get("embd_layer")
     for field, value in (("img_processor", ip), ("embd_layer", el)):
         if not isinstance(value, dict):
-            raise InvalidConfigError(f"expected an object, got {short(value)}", path=path, field=field)
+            raise InvalidConfigError(f"expected an object, got {short(value)}", path=path,
+                                     field=field)
     assert isinstance(ip, dict) and isinstance(el, dict)
     r = _Reader(ip, path)
     dim_out = r.int("image_dim_out")
@@ -1123,7 +1124,8 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         mlp_gated=family not in {"nemotron_h", "phi"},
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
-        mla=mla, mla_projections=mla_projections, linear_attention=linear, vision=_vision(raw_cfg, model_type, hidden, path),
+        mla=mla, mla_projections=mla_projections, linear_attention=linear,
+        vision=_vision(raw_cfg, model_type, hidden, path),
         dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,

@@ -322,7 +322,7 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         if v.image_newline:
             yield Tensor("multi_modal_projector.image_newline", "norm", t, 1, "none", None)
     elif v.kind == "phi3v":  # HD transform separators + img_projection (nn.Linear, replicated)
-        if v.config_num_layers is None:  # clip.py: require_post_norm None → built with every layer
+        if v.config_num_layers is None:  # clip.py require_post_norm None: built with all layers
             yield Tensor(name + "post_layernorm", "norm", 2 * h, 1, "none", None)
         pin = v.projector_input_dim or 4 * h
         yield Tensor("multi_modal_projector.glb_GN_sub_GN", "norm", 2 * pin, 1, "none", None)
