@@ -20,8 +20,17 @@ from .limits import (
     read_limited,
     short,
 )
-from .multimodal import max_tokens_per_image
-from .specs import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem, QuantSpec, VisionSpec
+from .multimodal import PHI3V_PROFILE_IMAGE, max_tokens_per_image, phi3v_tokens
+from .specs import (
+    AudioEncoderSpec,
+    LinearAttentionSpec,
+    MlaSpec,
+    ModelSpec,
+    MoeSpec,
+    Problem,
+    QuantSpec,
+    VisionSpec,
+)
 from .units import DTYPE_ALIASES
 
 # Keys vLLM reads for the default max_model_len (vllm/config/model.py
@@ -41,7 +50,7 @@ KNOWN_FAMILIES = LLAMA_LIKE | MOE_FAMILIES | {
 # heads, q/k norms, experts, sliding layers, RoPE/ALiBi) _llama_variant applies to the spec.
 LLAMA_VARIANT_FAMILIES = {
     "gemma", "cohere", "cohere2", "olmo", "olmo2", "granite", "granitemoe", "granitemoeshared",
-    "internlm", "internlm3", "baichuan", "exaone", "minicpm", "phimoe"}
+    "internlm", "internlm3", "baichuan", "exaone", "minicpm", "phimoe", "minicpm3"}
 KNOWN_FAMILIES |= LLAMA_VARIANT_FAMILIES
 # Phi-1 / 1.5 / 2 (transformers PhiModel; vllm/model_executor/models/phi.py): one LayerNorm
 # (weight + bias) feeds attention and MLP in parallel; q/k/v and dense carry biases; the MLP is
@@ -53,6 +62,8 @@ FALCON_TYPES = {"falcon", "RefinedWeb", "RefinedWebModel"}  # RW*: the pre-trans
 FAM_A_FAMILIES = {"gpt2", "gpt_bigcode", "gptj", "gpt_neox", "falcon", "starcoder2", "opt",
                   "bloom", "mpt"}
 KNOWN_FAMILIES |= FAM_A_FAMILIES
+# encoder-decoder speech models (fam-c): read by _whisper_layout.
+KNOWN_FAMILIES |= {"whisper"}
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -76,6 +87,11 @@ FIELD_MAX = {
     "original_max_position_embeddings": 2**34,
     "n_layers": MAX_LAYERS, "n_heads": 2**14, "d_model": 2**18, "n_inner": 2**20, "ffn_dim": 2**20,
     "word_embed_proj_dim": 2**18, "rotary_dim": 2**14, "kv_n_heads": 2**14,  # fam-a
+    "num_crops": 64, "image_dim_out": 2**16, "num_img_tokens": 2**16,  # fam-c: phi3_v
+    "encoder_layers": MAX_LAYERS, "decoder_layers": MAX_LAYERS,  # fam-c: whisper
+    "encoder_attention_heads": 2**14, "decoder_attention_heads": 2**14,
+    "encoder_ffn_dim": 2**20, "decoder_ffn_dim": 2**20, "num_mel_bins": 2**12,
+    "max_source_positions": 2**20,
 }
 INT_MAX = 2**24
 # Fields that are divisors, counts or periods: 0 is as impossible as a negative.
@@ -92,6 +108,9 @@ POSITIVE = {
     "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "mamba_expand", "mamba_d_state",
     "ssm_state_size", "sliding_window", "attention_chunk_size", *MAX_LEN_KEYS,
     "n_layers", "n_heads", "d_model", "ffn_dim", "word_embed_proj_dim", "kv_n_heads",  # fam-a
+    "num_crops", "image_dim_out", "num_img_tokens",  # fam-c: phi3_v
+    "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+    "encoder_ffn_dim", "decoder_ffn_dim", "num_mel_bins", "max_source_positions",  # whisper
 }
 
 
@@ -317,6 +336,8 @@ def _rope(cfg: dict[str, Any], path: str) -> tuple[str | None, float | None, int
     if not isinstance(rs, dict):
         return None, None, None
     rtype = rs.get("rope_type") or rs.get("type")
+    if rtype == "su":  # vllm/transformers_utils/config.py patch_rope_scaling_dict: legacy name
+        rtype = "longrope"
     if rtype in (None, "default"):
         return None, None, None
     if not isinstance(rtype, str):
@@ -341,6 +362,9 @@ GEMMA3_TEXT_DEFAULTS = {
 }
 # Gemma2Config / Gemma3 tie the embeddings by default (the published configs omit the key).
 TIED_BY_DEFAULT = {"gemma2", "gemma3", "gemma3_text"}
+# MiniCPM3Config in the model repo's configuration_minicpm.py: tie_word_embeddings=True, and
+# openbmb/MiniCPM3-4B's config.json leaves the key out (vLLM minicpm.py then ties lm_head).
+TIED_BY_DEFAULT |= {"minicpm3"}
 MLA_FAMILIES = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
 MAMBA_FAMILIES = {"jamba", "bamba", "nemotron_h"}
 MAMBA_KEYS = ("attn_layer_period", "hybrid_override_pattern", "layers_block_type", "ssm_cfg",
@@ -356,7 +380,7 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
     elif (raw.get("model_type") in {"llava", "llava_next", "mistral3"} and isinstance(vc, dict)
           and vc.get("model_type", "clip_vision_model") not in {"clip_vision_model", "pixtral"}):
         found.append(f"vision tower {vc.get('model_type')!r} (its weights are not counted)")
-    if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES:
+    if cfg.get("kv_lora_rank") and family not in MLA_FAMILIES and family != "minicpm3":
         found.append("MLA attention in an unrecognised family")
     if any(k in cfg for k in MAMBA_KEYS) and family not in MAMBA_FAMILIES:
         found.append("hybrid Mamba layers of an unrecognised family (Jamba, Bamba, Nemotron-H and "
@@ -367,9 +391,6 @@ def _detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -
         found.append("Qwen sliding window on layers above max_window_layers")
     if cfg.get("num_kv_shared_layers") or cfg.get("kv_sharing"):
         found.append("KV-sharing layers")
-    if family == "minicpm3":  # fam-b: see _llama_variant's docstring
-        found.append("MiniCPM3 attention: MLA-shaped projections, but vLLM caches full per-head "
-                     "K and V (vllm/model_executor/models/minicpm3.py), which kvplan does not model")
     return found
 
 
@@ -539,7 +560,8 @@ def _mamba_spec(cfg: dict[str, Any], family: str, r: _Reader, hidden_for_hd: int
 # LlavaNextConfig / Idefics3Config: llama; Mistral3Config: mistral).
 VLM_TEXT_FAMILY = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3",
                    "qwen3_vl_moe": "qwen3_moe", "llava": "llama",
-                   "llava_next": "llama", "mistral3": "mistral", "idefics3": "llama"}
+                   "llava_next": "llama", "mistral3": "mistral", "idefics3": "llama",
+                   "phi3_v": "phi3"}
 VISION_MODEL_TYPES = {"gemma3", "llama4", *VLM_TEXT_FAMILY}
 # Defaults transformers fills into a sparse text_config (llava-hf configs list only what
 # differs): LlamaConfig and MistralConfig (models/llama|mistral/configuration_*.py).
@@ -589,8 +611,47 @@ def _llava_next_max_tokens(pinpoints: Any, image_size: int, patch_size: int, pat
     return best
 
 
+def _phi3v_vision(raw: dict[str, Any], text_hidden: int, path: str) -> VisionSpec:
+    """Phi-3-vision / Phi-3.5-vision (vllm/model_executor/models/phi3v.py, main @ 3bc38489):
+    `img_processor` and `embd_layer` replace vision_config. The tower is vLLM's hard-coded
+    CLIP ViT-L/14-336 (CLIP_VIT_LARGE_PATCH14_336_CONFIG: width 1024, MLP 4096, 24 layers,
+    patch 14, image 336) built up to img_processor.layer_idx (default −2: 23 layers, no
+    post-LayerNorm); the HD projector is glb_GN and sub_GN (4 · image_dim_out each) and
+    img_projection = Linear(4 · image_dim_out → hidden) + GELU + Linear(hidden → hidden), both
+    plain nn.Linear with biases (replicated on every TP rank). Crops per image: the config's
+    num_crops when it has one, else 16 — the HD transform's default maximum (vLLM ≤ 0.5
+    getattr(hf_config, "num_crops", 16)); vLLM ≥ 0.6 asks the HF processor, whose num_crops
+    comes from preprocessor_config.json, which kvplan does not read."""
+    ip, el = raw.get("img_processor"), raw.get("embd_layer")
+    for field, value in (("img_processor", ip), ("embd_layer", el)):
+        if not isinstance(value, dict):
+            raise InvalidConfigError(f"expected an object, got {short(value)}", path=path,
+                                     field=field)
+    assert isinstance(ip, dict) and isinstance(el, dict)
+    r = _Reader(ip, path)
+    dim_out = r.int("image_dim_out")
+    r.int("num_img_tokens")  # required by vLLM's Phi3HDImageEmbedding
+    layer_idx = ip.get("layer_idx", -2)
+    if isinstance(layer_idx, bool) or not isinstance(layer_idx, int) or not -24 <= layer_idx < 24:
+        raise InvalidConfigError(f"expected a CLIP layer index within ±24, got {short(layer_idx)}",
+                                 path=path, field="img_processor.layer_idx")
+    if not (el.get("use_hd_transform") and el.get("with_learnable_separator")):
+        raise InvalidConfigError("vLLM's phi3v.py asserts use_hd_transform and "
+                                 "with_learnable_separator", path=path, field="embd_layer")
+    crops = _Reader(raw, path).int("num_crops", default=16)
+    assert dim_out and crops
+    kept = 24 + layer_idx + 1 if layer_idx < 0 else layer_idx + 1  # _init_img_processor
+    return VisionSpec(
+        kind="phi3v", hidden_size=1024, intermediate_size=4096, num_layers=kept,
+        config_num_layers=24 if kept < 24 else None, patch_size=14, image_size=336,
+        text_hidden_size=text_hidden, projector_input_dim=4 * dim_out, num_crops=crops,
+        max_tokens_per_image=phi3v_tokens(*PHI3V_PROFILE_IMAGE, crops))
+
+
 def _vision(raw: dict[str, Any], model_type: str, text_hidden: int,
             path: str = "config.json") -> VisionSpec | None:
+    if model_type == "phi3_v":
+        return _phi3v_vision(raw, text_hidden, path)
     vc = raw.get("vision_config")
     if not isinstance(vc, dict) or model_type not in VISION_MODEL_TYPES:
         return None
@@ -823,6 +884,40 @@ def _fam_a_layout(cfg: dict[str, Any], family: str, model_type: str, r: _Reader)
     return out
 
 
+def _whisper_layout(cfg: dict[str, Any], r: _Reader) -> dict[str, Any]:
+    """Whisper (vllm/model_executor/models/whisper.py, main @ 00a23257), in _fam_a_layout's
+    shape. The decoder: decoder_layers layers of d_model width, MHA over decoder_attention_heads
+    (head_dim d_model / heads), q/k/v fused with biases (k's bias is built and zero-filled by
+    _create_fake_bias_for_k_proj), biased out_proj, a cross-attention (q_proj, fused kv_proj,
+    out_proj, all biased), a non-gated fc1/fc2 MLP of decoder_ffn_dim with biases, three
+    LayerNorms with biases, learned positions (max_target_positions rows), a final LayerNorm;
+    embed_tokens is a plain nn.Embedding (whole on every TP rank) and proj_out is tied to it.
+    The encoder (AudioEncoderSpec) runs once per request; each decoder layer's
+    cross-attention caches max_source_positions encoder frames (CrossAttentionSpec)."""
+    layers, heads = r.int("decoder_layers"), r.int("decoder_attention_heads")
+    d_model = r.int("d_model")
+    assert layers and heads and d_model
+    if d_model % heads:
+        raise InvalidConfigError(f"d_model {d_model} is not a multiple of the {heads} heads",
+                                 path=r.path, field="decoder_attention_heads")
+    enc_heads = r.int("encoder_attention_heads")
+    assert enc_heads
+    if d_model % enc_heads:
+        raise InvalidConfigError(f"d_model {d_model} is not a multiple of the {enc_heads} heads",
+                                 path=r.path, field="encoder_attention_heads")
+    frames = r.int("max_source_positions")
+    encoder = AudioEncoderSpec(
+        hidden_size=d_model, intermediate_size=r.int("encoder_ffn_dim"),
+        num_layers=r.int("encoder_layers"), num_heads=enc_heads,
+        num_mel_bins=r.int("num_mel_bins"), max_source_positions=frames)
+    return {"mlp_gated": False, "norm_bias": True, "norms_per_layer": 3, "_unsupported": [],
+            "_layers": layers, "_heads": heads, "_kv_heads": heads, "_head_dim": d_model // heads,
+            "_intermediate": r.int("decoder_ffn_dim"), "_qkv_bias": True, "_o_bias": True,
+            "_mlp_bias": True, "_rotary_dim": 0, "_tie": True, "rope_cache_positions": 0,
+            "position_embedding_rows": r.int("max_target_positions"), "audio_encoder": encoder,
+            "cross_attention_tokens": frames, "embedding_replicated": True}
+
+
 def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
                      extra: dict[str, Any] | None = None, local_dir: str | None = None) -> ModelSpec:
     """Normalise one HF config dict. `extra` is hf_quant_config.json when present; `local_dir`
@@ -877,10 +972,11 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         family = "falcon"
     r = _Reader(cfg, path)
 
-    mla = None
+    mla = mla_projections = None
     fam_a: dict[str, Any] = {}
-    if family in FAM_A_FAMILIES:
-        fam_a = _fam_a_layout(cfg, family, model_type, r)
+    if family in FAM_A_FAMILIES or family == "whisper":
+        fam_a = (_fam_a_layout(cfg, family, model_type, r) if family in FAM_A_FAMILIES
+                 else _whisper_layout(cfg, r))
         layers, heads, kv_heads = fam_a.pop("_layers"), fam_a.pop("_heads"), fam_a.pop("_kv_heads")
         head_dim, vocab = fam_a.pop("_head_dim"), r.int("vocab_size")
         intermediate = fam_a.pop("_intermediate")
@@ -941,6 +1037,21 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
             head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
             rotary_dim = mla.qk_rope_head_dim
             kv_heads = heads  # nominal; the cache is one latent head (kv.py)
+        elif family == "minicpm3":
+            # vllm/model_executor/models/minicpm3.py (main @ 009ccee0): DeepSeek-V2-shaped
+            # projections, but Attention(num_local_heads, qk_nope + qk_rope,
+            # num_kv_heads=num_local_heads) caches full per-head K and V, V zero-padded from
+            # v_head_dim to the same qk_nope + qk_rope head size; RoPE over qk_rope_head_dim.
+            mla_projections = MlaSpec(
+                kv_lora_rank=r.int("kv_lora_rank"), qk_rope_head_dim=r.int("qk_rope_head_dim"),
+                qk_nope_head_dim=r.int("qk_nope_head_dim"),
+                # the model repo's configuration_minicpm.py MiniCPM3Config: v_head_dim None →
+                # qk_nope_head_dim (openbmb/MiniCPM3-4B's config.json leaves it out)
+                v_head_dim=r.int("v_head_dim", "qk_nope_head_dim"),
+                q_lora_rank=r.int("q_lora_rank", required=False))
+            head_dim = mla_projections.qk_nope_head_dim + mla_projections.qk_rope_head_dim
+            rotary_dim = mla_projections.qk_rope_head_dim
+            kv_heads = heads
     hidden = r.int("hidden_size", "n_embd", "d_model", "n_embed")
     if layers > MAX_LAYERS:  # every plan walks the layers: bound the work
         raise InvalidConfigError(f"{layers} layers is over kvplan's limit of {MAX_LAYERS}", path=path,
@@ -1013,7 +1124,8 @@ def _spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: 
         mlp_gated=family not in {"nemotron_h", "phi"},
         attention_sinks=family == "gpt_oss", gated_attention=family == "qwen3_next",
         moe=moe, layer_types=layer_types, sliding_window=window, attention_chunk_size=chunk,
-        mla=mla, linear_attention=linear, vision=_vision(raw_cfg, model_type, hidden, path),
+        mla=mla, mla_projections=mla_projections, linear_attention=linear,
+        vision=_vision(raw_cfg, model_type, hidden, path),
         dtype=_dtype(cfg, path), max_position_embeddings=max_pos,
         max_len_keys=max_len_keys, rope_type=rope_type, rope_factor=rope_factor,
         rope_original_max_position=rope_original, rotary_dim=rotary_dim,
@@ -1108,8 +1220,9 @@ def _llama_variant(spec: ModelSpec, cfg: dict[str, Any], path: str) -> ModelSpec
       with use_long_rope; earlier releases also kept the two tables registered as buffers,
       twice these bytes — not modelled per version).
 
-    Not modelled: minicpm3 (MLA-shaped projections, but minicpm3.py caches full per-head K and V
-    of qk_nope + qk_rope dims, unlike kvplan's latent MLA cache) — flagged by _detect_unsupported."""
+    * minicpm3 (minicpm3.py, fam-c): MiniCPM's scalars, DeepSeek-V2-shaped attention projections
+      (q_a / q_b, kv_a_proj_with_mqa / kv_b, o; ModelSpec.mla_projections) and a per-head K/V
+      cache of qk_nope + qk_rope dims (read in _spec_from_config)."""
     family = spec.model_type
     if family not in LLAMA_VARIANT_FAMILIES and family != "internlm2" and family != "phi3":
         return spec

@@ -14,6 +14,11 @@ Sources (vLLM 0.33.0 unless noted; reference/ENGINE_MEMORY.md §1.3–1.4):
   bytes_per_block = group_size × page.
 * Per-request pages at length L: full/MLA cdiv(L, bs); sliding window W
   cdiv(min(W − 1 + in_flight, L), bs) + 1; Mamba 1 page (3 in prefix-caching "align" mode).
+* Encoder-decoder models (Whisper; vllm/v1/kv_cache_interface.py CrossAttentionSpec, main @
+  00a23257): every decoder layer adds a cross-attention layer of the same page size in its own
+  group ("cross"), holding the encoder's frames: cdiv(encoder tokens, bs) pages per request,
+  whatever the decoder length (max_memory_usage_bytes reads
+  scheduler_config.max_num_encoder_input_tokens, 1500 for Whisper).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Literal
 from .specs import ModelSpec
 from .units import DTYPE_BYTES, cdiv
 
-LayerKind = Literal["full", "sliding", "mla", "mamba"]
+LayerKind = Literal["full", "sliding", "mla", "mamba", "cross"]
 ALIGN_TOKENS = 16  # attention kernels' block-size multiple (FlashAttention MultipleOf(16))
 
 
@@ -74,7 +79,7 @@ class LayerKv:
 
     kind: LayerKind
     bytes_per_token: int  # attention layers; 0 for Mamba
-    window: int | None = None  # sliding layers
+    window: int | None = None  # sliding layers; cross layers: encoder tokens per request
     state_bytes: int = 0  # Mamba layers
 
 
@@ -96,6 +101,8 @@ def layer_specs(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dt
             out.append(LayerKv("sliding", per_token, window=m.sliding_window))
         else:  # full, or sliding/chunked promoted to full
             out.append(LayerKv("full", per_token))
+        if m.cross_attention_tokens and kind != "none":  # Whisper: the layer's cross-attention
+            out.append(LayerKv("cross", per_token, window=m.cross_attention_tokens))
     return out
 
 
@@ -130,6 +137,8 @@ class KvLayout:
                 total += cdiv(min(g.window - 1 + in_flight, length), bs) + 1
             elif g.kind == "mamba":
                 total += mamba_pages
+            elif g.kind == "cross" and g.window:  # encoder frames, fixed per request
+                total += cdiv(g.window, bs)
             else:
                 total += cdiv(length, bs)
         return total

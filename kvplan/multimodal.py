@@ -7,6 +7,7 @@ release unless stated otherwise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,46 @@ def _llama4_tokens_per_tile(image_size: int, patch_size: int, pixel_shuffle_rati
     """(image_size / patch_size)² / round(1 / ratio²) (mllama4.py get_patch_per_chunk): 144 for
     336-pixel tiles, 14-pixel patches and ratio 0.5."""
     return (image_size // patch_size) ** 2 // int(round(1.0 / pixel_shuffle_ratio ** 2))
+
+
+# Phi-3-vision / Phi-3.5-vision (vllm/model_executor/models/phi3v.py, main @ 3bc38489): vLLM
+# profiles with an 8000 × 50 image (get_image_size_with_most_features, "h:w = 16:1") and counts
+# its tokens with the HF processor's calc_num_image_tokens_from_image_size (the model repo's
+# processing_phi3_v.py / image_processing_phi3_v.py; the same formula as vLLM ≤ 0.5's
+# get_phi3v_image_feature_size). PHI3V_CROP_PIXELS is the CLIP-336 crop side; each crop gives
+# 24 × 24 patches merged 2 × 2 into 12 × 12 = 144 features.
+PHI3V_CROP_PIXELS = 336
+PHI3V_FEATURES_PER_CROP = 144
+PHI3V_FEATURE_ROWS_PER_CROP = 12
+PHI3V_PROFILE_IMAGE = (50, 8000)  # (width, height)
+
+
+def phi3v_hd_size(width: int, height: int, num_crops: int) -> tuple[int, int]:
+    """The HD transform's padded (width, height) (image_processing_phi3_v.py HD_transform):
+    the longer side scaled to the largest `scale` crops with scale · ceil(scale / ratio) ≤
+    num_crops, the shorter side int(longer / ratio), then padded up to a multiple of 336."""
+    transposed = width < height
+    if transposed:
+        width, height = height, width
+    ratio = width / height
+    scale = 1
+    while scale * math.ceil(scale / ratio) <= num_crops:
+        scale += 1
+    scale -= 1
+    new_w = scale * PHI3V_CROP_PIXELS
+    new_h = int(new_w / ratio)
+    new_h = math.ceil(new_h / PHI3V_CROP_PIXELS) * PHI3V_CROP_PIXELS
+    return (new_h, new_w) if transposed else (new_w, new_h)
+
+
+def phi3v_tokens(width: int, height: int, num_crops: int) -> int:
+    """LM tokens of one image (calc_num_image_tokens_from_image_size): the h × w crops and the
+    global crop at 144 features each, one separator (glb_GN), one newline (sub_GN) per feature
+    row of the crops and of the global crop: (h·w + 1)·144 + 1 + (h + 1)·12, h and w in crops."""
+    w, h = phi3v_hd_size(width, height, num_crops)
+    rows, cols = h // PHI3V_CROP_PIXELS, w // PHI3V_CROP_PIXELS
+    return ((rows * cols + 1) * PHI3V_FEATURES_PER_CROP + 1
+            + (rows + 1) * PHI3V_FEATURE_ROWS_PER_CROP)
 
 
 def max_tokens_per_image(kind: str, vision_config: dict[str, Any], config: dict[str, Any]) -> int | None:
@@ -73,8 +114,10 @@ def embeds_per_image(v: VisionSpec) -> int:
 
 def pixels_per_image(v: VisionSpec) -> int:
     """Pixel values of one largest image after the processor: channels × image_size² per tile;
-    llama4 has T + 1 tiles, gemma3 one 896² image (no pan-and-scan)."""
-    tiles = LLAMA4_MAX_TILES + 1 if v.kind == "llama4" else 1
+    llama4 has T + 1 tiles, gemma3 one 896² image (no pan-and-scan), phi3v num_crops + 1 crops
+    of 336² (the processor pads every image to num_crops + 1)."""
+    tiles = (LLAMA4_MAX_TILES + 1 if v.kind == "llama4"
+             else v.num_crops + 1 if v.kind == "phi3v" else 1)  # phi3v: crops + the global one
     return tiles * v.num_channels * v.image_size ** 2
 
 

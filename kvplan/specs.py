@@ -134,7 +134,7 @@ class VisionSpec(_Frozen):
     (kvplan/weights.py _vision_tensors names each kind's source file)."""
 
     kind: Literal["siglip", "llama4", "clip", "pixtral", "qwen2_vl", "qwen2_5_vl", "qwen3_vl",
-                  "idefics3"]
+                  "idefics3", "phi3v"]
     hidden_size: int = Field(gt=0)
     intermediate_size: int = Field(gt=0)
     num_layers: int = Field(gt=0, description="encoder layers vLLM builds (llava-style towers "
@@ -159,6 +159,22 @@ class VisionSpec(_Frozen):
     max_tokens_per_image: int | None = Field(
         None, gt=0, description="tokens one image of the largest default size occupies in the LM "
         "sequence (placeholder incl. separator tokens), as vLLM's processor counts it")
+    num_crops: int = Field(0, ge=0, description="Phi-3-vision HD transform: the most 336-pixel "
+                           "crops of one image (the processor adds one global crop); 0 = no crops")
+
+
+class AudioEncoderSpec(_Frozen):
+    """Whisper's audio encoder (vllm/model_executor/models/whisper.py WhisperEncoder): two
+    Conv1d front-end layers, a position table of max_source_positions rows, encoder layers of
+    hidden_size width and intermediate_size MLP, a final LayerNorm."""
+
+    kind: Literal["whisper"] = "whisper"
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    num_layers: int = Field(gt=0)
+    num_heads: int = Field(gt=0)
+    num_mel_bins: int = Field(gt=0)
+    max_source_positions: int = Field(gt=0, description="encoder output frames (1500 for 30 s)")
 
 
 class MlaSpec(_Frozen):
@@ -242,6 +258,18 @@ class ModelSpec(_Frozen):
     sliding_window: int | None = Field(None, gt=0, description="tokens, for 'sliding' layers")
     attention_chunk_size: int | None = Field(None, gt=0, description="tokens, for 'chunked' layers")
     mla: MlaSpec | None = None
+    audio_encoder: AudioEncoderSpec | None = Field(
+        None, description="encoder-decoder speech models (Whisper): the audio encoder")
+    cross_attention_tokens: int = Field(
+        0, ge=0, description="encoder-decoder models: encoder positions every decoder layer's "
+        "cross-attention caches per request (Whisper: max_source_positions); 0 = none")
+    embedding_replicated: bool = Field(
+        False, description="the token embedding is a plain nn.Embedding, whole on every TP rank "
+        "(Whisper's decoder), not a vocab-parallel one")
+    mla_projections: MlaSpec | None = Field(
+        None, description="MiniCPM3: MLA-shaped projections whose cache is ordinary per-head K "
+        "and V of head_dim each (mla stays None: the KV, the backends and the block size are "
+        "those of plain attention)")
     linear_attention: LinearAttentionSpec | None = None
     vision: VisionSpec | None = None
     dtype: str = Field(description="checkpoint dtype from the config (torch_dtype / dtype)")

@@ -86,8 +86,9 @@ def _mla(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     """DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py): the low-rank down-projections
     q_a / kv_a (with the shared rope key) are replicated on every TP rank; q_b (or q), kv_b and
     o are split by heads."""
-    assert m.mla is not None
-    a, h, heads = m.mla, m.hidden_size, m.num_attention_heads
+    a = m.mla or m.mla_projections
+    assert a is not None
+    h, heads = m.hidden_size, m.num_attention_heads
     q_head = a.qk_nope_head_dim + a.qk_rope_head_dim
     if a.q_lora_rank:
         yield Tensor(p + "q_a_proj", "linear", a.q_lora_rank, h, "none", i)
@@ -192,10 +193,12 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
         yield from _mamba(m, i, p + "mamba.")
     elif kind == "linear":
         yield from _gated_deltanet(m, i, p + "linear_attn.")
-    elif m.mla is not None:
+    elif m.mla is not None or m.mla_projections is not None:  # MLA, or MiniCPM3's projections
         yield from _mla(m, i, p + "self_attn.")
     else:
         yield from _attention(m, i, p + "self_attn.")
+    if m.cross_attention_tokens:  # encoder-decoder (Whisper): the decoder's cross-attention
+        yield from _cross_attention(m, i, p + "encoder_attn.")
     for n in range(m.norms_per_layer if m.norm_weights else 0):
         yield Tensor(p + f"norm{n}", "norm", m.hidden_size, 1, "none", i)
         if m.norm_bias:
@@ -254,6 +257,10 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
     (num_position_embeddings × hidden), blocks as Qwen2-VL (LayerNorms, fc1/fc2 with biases),
     the merger plus one deepstack merger per deepstack_visual_indexes entry (its LayerNorm over
     the merged hidden·merge² features).
+    Phi-3-vision (phi3v.py): the CLIP tower as for LLaVA (layers up to img_processor.layer_idx,
+    no post-LayerNorm); glb_GN / sub_GN separators of 4 · image_dim_out values and img_projection
+    Linear(4 · image_dim_out → LM hidden) + Linear(hidden → hidden) with biases, nn.Linear
+    (whole on every TP rank).
     Idefics3 (idefics3.py, idefics2_vision_model.py): the SigLIP tower (biased conv patch,
     position embedding per patch, post-LayerNorm) and a connector ReplicatedLinear
     (hidden·scale_factor² → LM hidden) without bias."""
@@ -275,7 +282,7 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         yield Tensor(name + "positional_embedding", "vision", patches + 1, h, "none", None)
         yield Tensor(name + "layernorm_pre_post", "norm", 4 * h, 1, "none", None)
         yield from _vit_layers(name, v)
-    elif v.kind == "clip":
+    elif v.kind in {"clip", "phi3v"}:
         yield Tensor(name + "patch_embedding", "vision", h, patch_in, "none", None)
         yield Tensor(name + "class_embedding", "vision", h, 1, "none", None)
         yield Tensor(name + "position_embedding", "vision", patches + 1, h, "none", None)
@@ -314,6 +321,13 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
             yield Tensor("multi_modal_projector.linear_2.bias", "norm", t, 1, "none", None)
         if v.image_newline:
             yield Tensor("multi_modal_projector.image_newline", "norm", t, 1, "none", None)
+    elif v.kind == "phi3v":  # HD transform separators + img_projection (nn.Linear, replicated)
+        if v.config_num_layers is None:  # clip.py require_post_norm None: built with all layers
+            yield Tensor(name + "post_layernorm", "norm", 2 * h, 1, "none", None)
+        pin = v.projector_input_dim or 4 * h
+        yield Tensor("multi_modal_projector.glb_GN_sub_GN", "norm", 2 * pin, 1, "none", None)
+        yield Tensor("multi_modal_projector.img_projection.0", "vision", t, pin + 1, "none", None)
+        yield Tensor("multi_modal_projector.img_projection.2", "vision", t, t + 1, "none", None)
     elif v.kind == "idefics3":
         yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none",
                      None)
@@ -351,7 +365,8 @@ _FIRST_STAGE_EXTRAS = ("embed_positions", "embed_norm", "project_in")
 def tensors(m: ModelSpec) -> Iterator[Tensor]:
     """Every weight tensor of the model (unpadded, unsharded shapes)."""
     embed_dim = m.word_embed_proj_dim or m.hidden_size  # OPT: the table is word_embed_proj_dim wide
-    yield Tensor("embed_tokens", "embedding", m.vocab_size, embed_dim, "vocab", None)
+    yield Tensor("embed_tokens", "embedding", m.vocab_size, embed_dim,
+                 "none" if m.embedding_replicated else "vocab", None)
     yield from _embedding_extras(m)
     for i in range(m.num_layers):
         yield from _layer_tensors(m, i)
@@ -366,6 +381,38 @@ def tensors(m: ModelSpec) -> Iterator[Tensor]:
     if m.lm_head_bias:  # ParallelLMHead(bias=True): one value per (padded) vocab row
         yield Tensor("lm_head.bias", "bias", m.vocab_size, 1, "vocab", None)
     yield from _vision_tensors(m)
+    yield from _audio_tensors(m)
+
+
+def _cross_attention(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """Whisper's decoder cross-attention (whisper.py WhisperCrossAttention): q_proj
+    (ColumnParallelLinear), kv_proj (MergedColumnParallelLinear [k; v], split by heads) and
+    out_proj (RowParallelLinear), each d_model × d_model per projection, all with biases
+    (the checkpoint's absent k bias is built and zero-filled)."""
+    h = m.hidden_size
+    yield Tensor(p + "q_proj", "linear", h, h, "out", i)
+    yield Tensor(p + "q_proj.bias", "bias", h, 1, "out", i)
+    yield Tensor(p + "kv_proj", "linear", 2 * h, h, "out", i)
+    yield Tensor(p + "kv_proj.bias", "bias", 2 * h, 1, "out", i)
+    yield Tensor(p + "out_proj", "linear", h, h, "in", i)
+    yield Tensor(p + "out_proj.bias", "bias", h, 1, "none", i)
+
+
+def _audio_tensors(m: ModelSpec) -> Iterator[Tensor]:
+    """Whisper's encoder (whisper.py WhisperEncoder), built on the first PP stage: conv1
+    Conv1d(num_mel_bins → d, kernel 3) and conv2 Conv1d(d → d, kernel 3, stride 2), both biased
+    and replicated; embed_positions nn.Embedding(max_source_positions, d), replicated; layers as
+    _vit_layers counts them (QKVParallelLinear with biases, out_proj and fc2 row-parallel with
+    biases, fc1 column-parallel, two LayerNorms); a final LayerNorm (weight + bias)."""
+    a = m.audio_encoder
+    if a is None:
+        return
+    h, name = a.hidden_size, "audio_encoder."
+    yield Tensor(name + "conv1", "vision", h, a.num_mel_bins * 3 + 1, "none", None)
+    yield Tensor(name + "conv2", "vision", h, h * 3 + 1, "none", None)
+    yield Tensor(name + "embed_positions", "vision", a.max_source_positions, h, "none", None)
+    yield from _vit_layers(name, a)
+    yield Tensor(name + "layer_norm", "norm", 2 * h, 1, "none", None)
 
 
 _COUNT_CACHE: dict[tuple[int, bool], tuple[ModelSpec, int]] = {}
@@ -381,8 +428,8 @@ def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
         return hit[1]
     if len(_COUNT_CACHE) >= _COUNT_CACHE_SIZE:
         _COUNT_CACHE.clear()
-    n = sum(t.rows * t.cols for t in tensors(m)
-            if include_vision or not t.name.startswith(("vision.", "multi_modal_projector")))
+    n = sum(t.rows * t.cols for t in tensors(m) if include_vision or not t.name.startswith(
+        ("vision.", "multi_modal_projector", "audio_encoder.")))
     _COUNT_CACHE[key] = (m, n)
     return n
 
@@ -920,7 +967,7 @@ def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: in
         kind = m.layer_types[i] if m.layer_types else "full"
         if kind == "linear":
             skipped.add("linear-attention projections")
-        elif kind != "none" and m.mla is not None:
+        elif kind != "none" and (m.mla is not None or m.mla_projections is not None):
             skipped.add("MLA projections")
         elif kind != "none":
             modules.update(("qkv_proj", "o_proj"))

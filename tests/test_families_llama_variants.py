@@ -377,13 +377,15 @@ def test_exaone_reads_num_layers():
     assert m.num_layers == 32 and parameter_count(m) == 7_818_448_896
 
 
-def test_minicpm3_is_flagged_not_assumed():
-    """minicpm3.py projects like MLA but caches full per-head K and V: not modelled, said so."""
+def test_minicpm3_is_modelled_not_flagged():
+    """minicpm3.py projects like MLA but caches full per-head K and V: modelled since fam-c
+    (tests/test_families_more.py holds its hand-worked counts)."""
     m = _spec({"model_type": "minicpm3", "hidden_size": 2560, "intermediate_size": 6400,
                "num_hidden_layers": 2, "num_attention_heads": 40, "vocab_size": 1000,
                "q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64,
                "qk_rope_head_dim": 32, "v_head_dim": 64})
-    assert any("MiniCPM3" in u for u in m.unsupported)
+    assert not m.unsupported and m.layout_assumed is None and m.mla is None
+    assert m.mla_projections is not None and (m.head_dim, m.num_kv_heads) == (96, 40)
 
 
 def test_exaone_3_0_7_8b_from_the_catalogue():

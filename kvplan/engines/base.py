@@ -182,6 +182,11 @@ class Engine(ABC):
         (Mamba / linear-attention) state pool is modelled for vLLM only."""
         from ..specs import Problem
 
+        if m.cross_attention_tokens:
+            return [Problem(code="unsupported-layout", severity="warning",
+                            message=f"{self.label}'s encoder-decoder (Whisper) serving is not "
+                            "modelled: the KV numbers count the decoder's self-attention only, "
+                            "not the per-request cross-attention cache (modelled for vLLM)")]
         if m.linear_attention is None:
             return []
         return [Problem(code="unsupported-layout", severity="warning",

@@ -184,7 +184,7 @@ def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: i
     c = chunked or chunked_prefill_default(mem_mib)
     bs = decode_graph_max_bs(mem_mib, tp)
     return Defaults(f"sglang {NEWEST_MODELLED} accounting", c, bs,
-                    default_mem_fraction(mem_mib, tp, pp, c, bs, m.mla is not None), True)
+                    default_mem_fraction(mem_mib, tp, pp, c, bs, mla_view(m).mla is not None), True)
 
 
 def context_length(m: ModelSpec) -> int:
@@ -206,6 +206,15 @@ def context_length(m: ModelSpec) -> int:
     return length
 
 
+def mla_view(m: ModelSpec) -> ModelSpec:
+    """The model as SGLang's cache sees it: SGLang treats MiniCPM3ForCausalLM as MLA
+    (python/sglang/srt/configs/model_config.py: attention_arch MLA, kv_lora_rank,
+    qk_rope_head_dim) and pools the latent, where vLLM caches per-head K and V."""
+    if m.mla is None and m.mla_projections is not None:
+        return m.model_copy(update={"mla": m.mla_projections})
+    return m
+
+
 def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str, swa_pool: bool = True,
                draft_layers: int = 0) -> tuple[int, int, int]:
     """(cell bytes per token, full-attention layers, SWA layers): MHA/GQA
@@ -219,6 +228,7 @@ def cell_bytes(m: ModelSpec, tp: int, kv_dtype: str, swa_pool: bool = True,
     also pays for the draft's pool, which holds as many tokens, priced like a target layer:
     int(cell × (1 + d / n)), or per_layer × (full + d + ratio × swa) for hybrid SWA models
     (model_executor/pool_configurator.py DefaultPoolConfigurator / HybridSWAPoolConfigurator)."""
+    m = mla_view(m)
     per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
     specs = layer_specs(m, range(m.num_layers), tp=tp, kv_dtype=kv_dtype, state_dtype=kv_dtype,
                         hybrid_manager=swa_pool)
@@ -724,7 +734,7 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
         attn = [x for x in ("qkv_proj", "o_proj") if x in modules]
         if attn and kind == "linear":
             skipped.add("linear-attention projections")
-        elif attn and kind != "none" and m.mla is not None:
+        elif attn and kind != "none" and (m.mla is not None or m.mla_projections is not None):
             skipped.add("MLA projections")
         elif kind != "none":
             if "qkv_proj" in attn:

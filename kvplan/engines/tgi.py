@@ -671,7 +671,7 @@ class TgiEngine(Engine):
         return shlex.join(args)
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
-        if m.linear_attention is not None:
+        if m.linear_attention is not None or m.cross_attention_tokens:
             return super().layout_problems(m)
         if m.mla is not None or m.layer_types:
             return [Problem(code="engine-layout", severity="info",
