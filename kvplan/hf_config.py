@@ -231,6 +231,19 @@ def _dtype(cfg: dict[str, Any], path: str) -> str:
     return dtype
 
 
+def _modelopt(algo: Any, ignore: list[str], where: str) -> tuple[QuantSpec | None, str | None]:
+    """A ModelOpt quant_algo: FP8 (static per-tensor input scales) or NVFP4 (e2m1 + an fp8
+    scale per 16); any other is not sized from the config."""
+    name = str(algo or "").upper()
+    if name == "FP8":
+        return QuantSpec(method="fp8", static_input_scale=True, ignore=ignore,
+                         source="checkpoint"), None
+    if name == "NVFP4":
+        return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
+                         source="checkpoint"), None
+    return None, f"weight quantization {algo!r} ({where})"
+
+
 def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
                   path: str) -> tuple[QuantSpec | None, str | None]:
     """The checkpoint's weight format → QuantSpec (bytes per tensor in weights.py). Formats not
@@ -243,15 +256,8 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
         q = extra.get("quantization", {})
         if not isinstance(q, dict):
             raise InvalidConfigError("expected an object", path="hf_quant_config.json", field="quantization")
-        algo = str(q.get("quant_algo", "")).upper()
         ignore = _names(q.get("exclude_modules"), "hf_quant_config.json", "quantization.exclude_modules")
-        if algo == "FP8":
-            return QuantSpec(method="fp8", static_input_scale=True, ignore=ignore,
-                             source="checkpoint"), None
-        if algo == "NVFP4":
-            return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
-                             source="checkpoint"), None
-        return None, f"weight quantization {q.get('quant_algo')!r} (hf_quant_config.json)"
+        return _modelopt(q.get("quant_algo"), ignore, "hf_quant_config.json")
     if qc is None:
         return None, None
     if not isinstance(qc, dict):
@@ -268,14 +274,7 @@ def _quantization(cfg: dict[str, Any], extra: dict[str, Any] | None,
     if method == "modelopt":
         # Newer ModelOpt exports repeat hf_quant_config.json inside config.json (quant_algo,
         # ignore): read them the same way (e.g. nvidia/MiniMax-M2.5-NVFP4).
-        algo = str(qc.get("quant_algo", "")).upper()
-        if algo == "FP8":
-            return QuantSpec(method="fp8", static_input_scale=True, ignore=skip,
-                             source="checkpoint"), None
-        if algo == "NVFP4":
-            return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, ignore=skip,
-                             source="checkpoint"), None
-        return None, f"weight quantization {qc.get('quant_algo')!r} (modelopt)"
+        return _modelopt(qc.get("quant_algo"), skip, "modelopt")
     if method == "fbgemm_fp8":
         # vllm/model_executor/layers/quantization/fbgemm_fp8.py (v0.6–main): every LinearBase not
         # in modules_to_not_convert gets an fp8 weight, one fp32 scale per output row and an fp32
