@@ -149,3 +149,12 @@ def test_sglang_tree_accepts_at_most_num_steps_draft_tokens(eagle3_dir):
                      acceptance_rate=a)
         p = plan(LLAMA, "h100", engine="sglang", speculative_config=tree, workload=w)
         assert p.performance.tokens_per_step == pytest.approx(want)
+
+
+def test_acceptance_rate_without_speculative_decoding_is_not_silently_dropped():
+    """--acceptance-rate only feeds the speculative-decoding latency (Workload.acceptance_rate:
+    "latency only"); without --speculative-config it changes nothing, which the plan says."""
+    p = plan(LLAMA, "h100", workload=Workload(acceptance_rate=0.5))
+    warn = next(pr for pr in p.problems if pr.code == "acceptance-rate-unused")
+    assert "--speculative-config" in warn.message
+    assert p.performance.acceptance_rate is None
