@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from . import perf
 from .engines.base import MemoryResult
 from .units import DTYPE_BYTES, largest_true
+from .weights import vocab_rows_per_rank
 from .specs import (
     Deployment,
     GpuSpec,
@@ -96,8 +97,8 @@ def _speculation(m: ModelSpec, dep: Deployment, res: MemoryResult,
     shared_head = sc.method == "eagle" or (dep.engine == "sglang" and sc.method == "mtp")
     head_bytes = 0
     if shared_head:
-        tp, padded = dep.tensor_parallel_size, -(-m.vocab_size // 64) * 64
-        head_bytes = -(-padded // tp) * m.hidden_size * DTYPE_BYTES.get(dep.dtype, 2)
+        head_bytes = (vocab_rows_per_rank(m.vocab_size, dep.tensor_parallel_size)
+                      * m.hidden_size * DTYPE_BYTES.get(dep.dtype, 2))
     read = ps.draft_weights_bytes + head_bytes
     return dict(spec_tokens=verified, accept_tokens=depth,
                 draft_steps=0 if sc.method == "ngram" else k,
