@@ -76,11 +76,17 @@ def image_concurrency(m: ModelSpec, res: MemoryResult,
         if n and m.vision is None:
             problems.append(Problem(code="images-text-only-model", severity="warning",
                                     message=f"--images-per-request {n}: {m.id} takes no images"))
+        elif n and image_tokens(m, workload):  # the planner adds them to the request length
+            problems.append(Problem(code="images-not-modelled", severity="info",
+                                    message=f"--images-per-request {n}: this engine's image "
+                                    "encoder memory is not modelled; each image counts as "
+                                    f"{image_tokens(m, workload) // n:,} tokens of the request "
+                                    "length that sizes the batch"))
         elif n:
             problems.append(Problem(code="images-not-modelled", severity="info",
                                     message=f"--images-per-request {n}: the tokens per image of "
-                                    "this vision tower (or engine) are not modelled; the request "
-                                    "lengths exclude the images"))
+                                    "this vision tower are not modelled; the request lengths "
+                                    "exclude the images"))
         return None, problems
     tokens = n * mm.max_tokens_per_item
     text = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)

@@ -194,16 +194,20 @@ class PerfContext:
     draft_flops_per_token: int = 0
     draft_kv_bytes_per_token: int = 0  # the draft's own KV, per context token
     draft_layers: int = 0
+    # longest draft chain one step can accept (SGLang's EAGLE tree: its depth, num_steps, while
+    # it verifies num_draft_tokens − 1 tokens); 0: spec_tokens (a chain)
+    accept_tokens: int = 0
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
     """Expected tokens a sequence gains per verification step with k draft tokens, each accepted
     with probability α until the first rejection, plus the target's own token:
     (1 − α^(k+1)) / (1 − α) (Leviathan et al. 2023, "Fast Inference from Transformers via
-    Speculative Decoding", eq. 1); 1 without speculation."""
-    k, a = ctx.spec_tokens, ctx.acceptance_rate
-    if not k:
+    Speculative Decoding", eq. 1), k the longest chain a step can accept (accept_tokens, else
+    spec_tokens); 1 without speculation."""
+    if not ctx.spec_tokens:
         return 1.0
+    k, a = ctx.accept_tokens or ctx.spec_tokens, ctx.acceptance_rate
     return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 

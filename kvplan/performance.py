@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from . import perf
 from .engines.base import MemoryResult
 from .units import DTYPE_BYTES, largest_true
+from .weights import vocab_rows_per_rank
 from .specs import (
     Deployment,
     GpuSpec,
@@ -90,13 +91,17 @@ def _speculation(m: ModelSpec, dep: Deployment, res: MemoryResult,
         return {}
     k = ps.num_speculative_tokens
     verified = (ps.num_draft_tokens - 1) if ps.num_draft_tokens else k
+    # an EAGLE tree of k levels accepts one root-to-leaf path: at most k draft tokens, however
+    # many it verifies (SGLang: num_steps draft passes, one level each); n-gram keeps the chain
+    depth = min(k, verified) if sc.method != "ngram" else verified
     shared_head = sc.method == "eagle" or (dep.engine == "sglang" and sc.method == "mtp")
     head_bytes = 0
     if shared_head:
-        tp, padded = dep.tensor_parallel_size, -(-m.vocab_size // 64) * 64
-        head_bytes = -(-padded // tp) * m.hidden_size * DTYPE_BYTES.get(dep.dtype, 2)
+        head_bytes = (vocab_rows_per_rank(m.vocab_size, dep.tensor_parallel_size)
+                      * m.hidden_size * DTYPE_BYTES.get(dep.dtype, 2))
     read = ps.draft_weights_bytes + head_bytes
-    return dict(spec_tokens=verified, draft_steps=0 if sc.method == "ngram" else k,
+    return dict(spec_tokens=verified, accept_tokens=depth,
+                draft_steps=0 if sc.method == "ngram" else k,
                 acceptance_rate=acceptance_rate, draft_read_bytes=read,
                 draft_flops_per_token=2 * read // DTYPE_BYTES.get(dep.dtype, 2),
                 draft_kv_bytes_per_token=ps.draft_kv_bytes_per_token,

@@ -118,6 +118,11 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += prefix_problems
     multimodal, mm_problems = image_concurrency(m, res, workload)
     problems += mm_problems
+    if workload.acceptance_rate is not None and dep.speculative_config is None:
+        problems.append(Problem(
+            code="acceptance-rate-unused", severity="warning",
+            message=f"--acceptance-rate {workload.acceptance_rate:g} has no effect without "
+            "--speculative-config (no speculative decoding is planned)"))
     rec, planned, planned_res, rec_problems = _recommend(
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)

@@ -448,6 +448,12 @@ def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
     return out
 
 
+def vocab_rows_per_rank(vocab_size: int, tp: int) -> int:
+    """Rows of a vocab-parallel embedding / LM head on one TP rank: the vocabulary padded to a
+    multiple of 64, then split (vocab_parallel_embedding.py)."""
+    return cdiv(cdiv(vocab_size, VOCAB_PADDING) * VOCAB_PADDING, tp)
+
+
 def _shard_rows(t: Tensor, m: ModelSpec, tp: int) -> tuple[int, int]:
     """(rows, cols) of tensor t on one TP rank."""
     if t.split == "out":
@@ -458,8 +464,7 @@ def _shard_rows(t: Tensor, m: ModelSpec, tp: int) -> tuple[int, int]:
         heads_per_rank = max(1, m.num_kv_heads // tp)
         return heads_per_rank * (t.rows // m.num_kv_heads), t.cols
     if t.split == "vocab":
-        padded = cdiv(m.vocab_size, VOCAB_PADDING) * VOCAB_PADDING
-        return cdiv(padded, tp), t.cols
+        return vocab_rows_per_rank(m.vocab_size, tp), t.cols
     return t.rows, t.cols
 
 
@@ -786,8 +791,7 @@ def _header_rank_elements(name: str, shape: tuple[int, ...], m: ModelSpec, tp: i
     if numel <= 1 or any(key in name for key in _REPLICATED):
         return numel
     if any(leaf in name for leaf in _VOCAB_LEAVES) and shape:
-        padded = cdiv(shape[0], VOCAB_PADDING) * VOCAB_PADDING
-        return cdiv(padded, tp) * (numel // shape[0])
+        return vocab_rows_per_rank(shape[0], tp) * (numel // shape[0])
     if ("k_proj" in name or "v_proj" in name) and not is_encoder(name):
         return cdiv(numel * max(1, m.num_kv_heads // tp), m.num_kv_heads)
     return cdiv(numel, tp)

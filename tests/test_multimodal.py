@@ -268,3 +268,17 @@ def test_check_reads_the_dotted_form(capsys, tmp_path):
     bad.write_text(f"vllm serve {GEMMA} --limit-mm-per-prompt.image lots\n")
     code, out, err = run(capsys, "check", str(bad), "--gpu", "h100")
     assert code == 2 and "--limit-mm-per-prompt.image 'lots'" in out + err
+
+
+def test_images_on_an_engine_without_the_encoder_model_say_what_the_lengths_hold():
+    """Qwen2.5-VL on SGLang (no multimodal section): the planner still adds the images to each
+    request's length for --max-running-requests (planner._recommend: work_len += image_tokens),
+    so the note must not claim the lengths exclude them. One image = Qwen2.5-VL's largest,
+    max_pixels 12,845,056 → side isqrt = 3,584 (a multiple of 14 × 2 = 28) → (3,584 / 14)² / 2²
+    = 65,536 / 4 = 16,384 tokens; 2 images + 500 + 100 text = 33,368 tokens per request."""
+    p = plan("Qwen/Qwen2.5-VL-7B-Instruct", "h100", engine="sglang",
+             workload=Workload(images_per_request=2, avg_input_tokens=500, avg_output_tokens=100))
+    assert "33368 tokens per request (input + output + images)" in p.recommendations.max_num_seqs.reason
+    note = next(pr for pr in p.problems if pr.code == "images-not-modelled")
+    assert "exclude" not in note.message
+    assert "16,384 tokens" in note.message

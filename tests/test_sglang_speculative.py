@@ -315,3 +315,12 @@ def test_vllm_serve_line_drops_the_sglang_only_keys():
              speculative_config=spec(method="mtp", num_speculative_tokens=2, eagle_topk=1,
                                      num_draft_tokens=3))
     assert '--speculative-config \'{"method":"mtp","num_speculative_tokens":2}\'' in p.command
+
+
+def test_vllm_serve_line_drops_the_trtllm_only_key():
+    """eagle3_one_model is TensorRT-LLM's EagleDecodingConfig key (llmapi/llm_args.py); vLLM's
+    SpeculativeConfig (vllm/config/speculative.py) has no such field, so the vLLM serve line
+    leaves it out like SGLang's tree keys."""
+    p = plan(LLAMA, "h100", speculative_config=spec(method="ngram", num_speculative_tokens=3,
+                                                    eagle3_one_model=False))
+    assert '--speculative-config \'{"method":"ngram","num_speculative_tokens":3}\'' in p.command

@@ -132,3 +132,29 @@ def test_draft_passes_cost_time_and_the_target_reads_only_its_own_weights(eagle3
     plain, spec = ctxs
     assert spec.dense_read_bytes == plain.dense_read_bytes
     assert spec.draft_read_bytes > 0 and spec.draft_steps == 3 and spec.draft_layers == 1
+
+
+def test_sglang_tree_accepts_at_most_num_steps_draft_tokens(eagle3_dir):
+    """SGLang's EAGLE tree (--speculative-num-steps 4, --speculative-eagle-topk 2,
+    --speculative-num-draft-tokens 8): each draft step adds one depth level, so the verify pass
+    scores 8 − 1 = 7 draft tokens but accepts one root-to-leaf path of at most num_steps = 4 of
+    them, plus the target's bonus token (sglang speculative/eagle_worker.py draft loop of
+    num_steps; eagle_utils build_tree). Expected tokens per step, k = 4 (Leviathan et al. eq. 1):
+      α = 1:   k + 1 = 5 (not 8, which a chain of 7 would give)
+      α = 0.6: (1 − 0.6⁵) / 0.4 = (1 − 0.07776) / 0.4 = 2.3056."""
+    tree = json.dumps({"method": "eagle3", "model": str(eagle3_dir), "num_speculative_tokens": 4,
+                       "eagle_topk": 2, "num_draft_tokens": 8})
+    for a, want in ((1.0, 5.0), (0.6, 2.306)):
+        w = Workload(target_concurrency=4, avg_input_tokens=1000, avg_output_tokens=200,
+                     acceptance_rate=a)
+        p = plan(LLAMA, "h100", engine="sglang", speculative_config=tree, workload=w)
+        assert p.performance.tokens_per_step == pytest.approx(want)
+
+
+def test_acceptance_rate_without_speculative_decoding_is_not_silently_dropped():
+    """--acceptance-rate only feeds the speculative-decoding latency (Workload.acceptance_rate:
+    "latency only"); without --speculative-config it changes nothing, which the plan says."""
+    p = plan(LLAMA, "h100", workload=Workload(acceptance_rate=0.5))
+    warn = next(pr for pr in p.problems if pr.code == "acceptance-rate-unused")
+    assert "--speculative-config" in warn.message
+    assert p.performance.acceptance_rate is None

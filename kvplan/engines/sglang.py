@@ -714,7 +714,7 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
     gets gate_up_proj_moe A (n, E, 2r, hidden), B (n, E, 2 moe_inter / tp, r) and
     down_proj_moe A (n, E, r, moe_inter / tp), B (n, E, hidden, r) instead of the dense pair;
     shared-expert buffers are not sized (listed in `skipped`)."""
-    from ..weights import ALLOC_ROUND, _round_up
+    from ..weights import ALLOC_ROUND, _round_up, vocab_rows_per_rank
 
     dt = DTYPE_BYTES[dtype]
     h, hd = m.hidden_size, m.head_dim
@@ -772,7 +772,7 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
         adapter += rank * (m.vocab_size + h)
         used.add("embed_tokens")
     if "lm_head" in modules:
-        shard = m.vocab_size if tp == 1 else cdiv(cdiv(m.vocab_size, 64) * 64, tp)
+        shard = m.vocab_size if tp == 1 else vocab_rows_per_rank(m.vocab_size, tp)
         gpu += buf(rank, h) + buf(shard, rank)
         adapter += rank * (h + m.vocab_size)
         used.add("lm_head")

@@ -958,7 +958,9 @@ class VllmEngine(Engine):
 ENGINE = VllmEngine()
 
 
-SGLANG_ONLY_SPEC_KEYS = frozenset({"eagle_topk", "num_draft_tokens"})
+# speculative_config keys other engines read and vLLM's JSON does not take: SGLang's tree shape,
+# TensorRT-LLM's eagle3_one_model
+NOT_VLLM_SPEC_KEYS = frozenset({"eagle_topk", "num_draft_tokens", "eagle3_one_model"})
 
 
 def feature_flags(dep: Deployment) -> list[str]:
@@ -967,8 +969,8 @@ def feature_flags(dep: Deployment) -> list[str]:
     sc = dep.speculative_config
     if sc is not None:
         given = sc.given or {k: v for k, v in sc.model_dump().items() if v is not None}
-        # SGLang's tree-shape keys are not vLLM's (vLLM would refuse them in its JSON)
-        given = {k: v for k, v in given.items() if k not in SGLANG_ONLY_SPEC_KEYS}
+        # SGLang's and TensorRT-LLM's keys are not vLLM's (vLLM would refuse them in its JSON)
+        given = {k: v for k, v in given.items() if k not in NOT_VLLM_SPEC_KEYS}
         args += ["--speculative-config", json.dumps(given, separators=(",", ":"))]
     if dep.enable_lora:
         args.append("--enable-lora")
