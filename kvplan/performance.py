@@ -42,12 +42,14 @@ class Lengths:
     cached_tokens: int = 0  # of each prompt, found in the prefix cache (prefill skips them)
 
 
-def lengths(workload: Workload, *, block_size: int = 1, prefix_caching: bool = True) -> Lengths:
-    """Request lengths, and the prompt tokens the prefix cache serves: the shared prefix's
-    full blocks (vLLM hashes full blocks only; SGLang's page is 1 token), at most input − 1
-    (the engine recomputes the last prompt token to sample from it)."""
+def lengths(workload: Workload, *, block_size: int = 1, prefix_caching: bool = True,
+            image_tokens: int = 0) -> Lengths:
+    """Request lengths (a VLM's `image_tokens` sit inside the prompt: they are prefilled and
+    held in the KV cache like text), and the prompt tokens the prefix cache serves: the shared
+    prefix's full blocks (vLLM hashes full blocks only; SGLang's page is 1 token), at most
+    input − 1 (the engine recomputes the last prompt token to sample from it)."""
     given = workload.avg_input_tokens is not None or workload.avg_output_tokens is not None
-    i = workload.avg_input_tokens or DEFAULT_INPUT_TOKENS
+    i = (workload.avg_input_tokens or DEFAULT_INPUT_TOKENS) + image_tokens
     prefix = workload.prefix_tokens() if prefix_caching else None
     cached = min((prefix or 0) // block_size * block_size, i - 1)
     return Lengths(i, workload.avg_output_tokens or DEFAULT_OUTPUT_TOKENS, given, cached)

@@ -531,7 +531,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
         if got:  # predict the deployment the launch line starts
             dep, res = got
-    n = performance.lengths(w, block_size=res.block_size, prefix_caching=prefix_shared(m, dep))
+    n = performance.lengths(w, block_size=res.block_size, prefix_caching=prefix_shared(m, dep),
+                            image_tokens=image_tokens(m, w))
     acc, acc_source = performance.acceptance(dep, w)
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:

@@ -472,6 +472,9 @@ class Workload(_Frozen):
         if self.prefix_hit_rate is not None and self.avg_input_tokens is None:
             raise ValueError("--prefix-hit-rate is a fraction of the prompt: pass "
                              "--avg-input-tokens too")
+        if self.prefix_hit_rate is not None and self.prefix_tokens() is None:
+            raise ValueError(f"--prefix-hit-rate {self.prefix_hit_rate:g} of "
+                             f"{self.avg_input_tokens} input tokens is less than one token")
         return self
 
     def prefix_tokens(self) -> int | None:

@@ -282,3 +282,13 @@ def test_images_on_an_engine_without_the_encoder_model_say_what_the_lengths_hold
     note = next(pr for pr in p.problems if pr.code == "images-not-modelled")
     assert "exclude" not in note.message
     assert "16,384 tokens" in note.message
+
+
+def test_latency_counts_the_images_in_each_prompt():
+    """Images sit inside the prompt: 4 Gemma 3 images × (256 + 4 separator tokens) = 1,040
+    tokens join 1,500 text tokens, so the latency model prefills 2,540 per request."""
+    from kvplan.specs import Workload
+
+    p = plan("google/gemma-3-27b-it", "h100", workload=Workload(
+        avg_input_tokens=1500, avg_output_tokens=200, images_per_request=4))
+    assert p.performance.input_tokens == 2540

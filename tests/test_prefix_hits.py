@@ -69,3 +69,10 @@ def test_cli_prefix_flag_errors_exit_2(capsys):
     code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "1000",
                        "--prefix-hit-rate", "1.5")
     assert code == 2 and "--prefix-hit-rate" in err
+
+
+def test_a_hit_rate_under_one_token_is_refused(capsys):
+    """0.001 × 100 tokens = 0.1 token: no prefix at all, so the flag could only be ignored."""
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "100",
+                       "--prefix-hit-rate", "0.001")
+    assert code == 2 and "less than one token" in err and "Traceback" not in err
