@@ -114,6 +114,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems = newer_than_modelled(eng, version, era_name) + problems
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
     problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
+    problems += _lora_knobs_without_lora(eng, knobs, dep)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
     multimodal, mm_problems = image_concurrency(m, res, workload)
@@ -683,6 +684,19 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
                                 message=f"{g.vendor} GPUs use {engine}'s ROCm/HPU platforms, whose "
                                 "defaults and buffers kvplan has not calibrated"))
     return problems
+
+
+def _lora_knobs_without_lora(eng: Engine, knobs: Knobs, dep: Deployment) -> list[Problem]:
+    """LoRA sizes given while LoRA stays off (no --enable-lora; SGLang's --lora-paths and
+    TensorRT-LLM's target modules also turn it on): the engine ignores them, so say so."""
+    given = [k for k in ("max_loras", "max_lora_rank", "max_cpu_loras", "lora_target_modules")
+             if getattr(knobs, k, None) is not None]
+    if not given or dep.enable_lora or knobs.enable_lora:
+        return []
+    flags = ", ".join("--" + k.replace("_", "-") for k in given)
+    return [Problem(code="lora-off", severity="warning",
+                    message=f"{flags} has no effect without --enable-lora: {eng.label} builds no "
+                    "LoRA slots, so none are planned")]
 
 
 def _parameters(m: ModelSpec) -> int:

@@ -376,3 +376,11 @@ def test_the_target_as_its_own_draft_is_mtp():
     p = plan(DSV3, "h200", tensor_parallel_size=8,
              speculative_config=json.dumps({"model": DSV3, "num_speculative_tokens": 2}))
     assert p.speculative.method == "mtp" and p.speculative.num_speculative_tokens == 2
+
+
+def test_lora_sizes_without_enable_lora_are_said_to_do_nothing():
+    for engine in ("vllm", "sglang"):
+        p = plan(LLAMA, "h100", engine=engine, max_loras=4)
+        assert p.lora is None
+        warn = next(pr for pr in p.problems if pr.code == "lora-off")
+        assert "--max-loras" in warn.message and "--enable-lora" in warn.message
