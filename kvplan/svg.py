@@ -75,6 +75,16 @@ def _hatch(cid: str) -> str:
             f'<line x1="0" y1="0" x2="0" y2="6" stroke="#888" stroke-width="2"/></pattern></defs>')
 
 
+def _axes(left: float, top: float, pw: float, ph: float, height: int, x_label: str,
+          y_label: str) -> list[str]:
+    """The x and y axis lines of a plot area and their labels (y rotated)."""
+    return [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#444"/>',
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>',
+            _text(left + pw / 2, height - 8, x_label, size=12, anchor="middle"),
+            _text(14, top + ph / 2, y_label, size=12, anchor="middle",
+                  extra=f' transform="rotate(-90 14 {_n(top + ph / 2)})"')]
+
+
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """Round tick values covering [lo, hi] (1, 2, 2.5, 5 × 10^k steps)."""
     if hi <= lo:
@@ -199,12 +209,7 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
         out.append(f'<line x1="{_n(px(t))}" y1="{top + ph}" x2="{_n(px(t))}" y2="{top + ph + 4}" '
                    f'stroke="#444"/>')
         out.append(_text(px(t), top + ph + 17, x_fmt(t), size=11, anchor="middle", fill="#555"))
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
-               'stroke="#444"/>')
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>')
-    out.append(_text(left + pw / 2, height - 8, x_label, size=12, anchor="middle"))
-    out.append(_text(14, top + ph / 2, y_label, size=12, anchor="middle",
-                     extra=f' transform="rotate(-90 14 {_n(top + ph / 2)})"'))
+    out += _axes(left, top, pw, ph, height, x_label, y_label)
     for h in hlines:
         out.append(f'<line x1="{left}" y1="{_n(py(h.y))}" x2="{left + pw}" y2="{_n(py(h.y))}" '
                    f'stroke="{h.colour}" stroke-width="1.5" stroke-dasharray="6 4"/>')
@@ -282,12 +287,7 @@ def scatter(cid: str, points: Sequence[tuple[float, float, str, bool]], *, title
         out.append(_text(left - 6, py(t) + 4, y_fmt(t), size=11, anchor="end", fill="#555"))
     for t in xt:
         out.append(_text(px(t), top + ph + 17, x_fmt(t), size=11, anchor="middle", fill="#555"))
-    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
-               'stroke="#444"/>')
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#444"/>')
-    out.append(_text(left + pw / 2, height - 8, x_label, size=12, anchor="middle"))
-    out.append(_text(14, top + ph / 2, y_label, size=12, anchor="middle",
-                     extra=f' transform="rotate(-90 14 {_n(top + ph / 2)})"'))
+    out += _axes(left, top, pw, ph, height, x_label, y_label)
     for x, y, label, hot in points:
         colour = OKABE_ITO[5] if hot else OKABE_ITO[0]
         shape = (f'<rect x="{_n(px(x) - 5)}" y="{_n(py(y) - 5)}" width="10" height="10" '
