@@ -28,12 +28,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kvplan.catalog import data_dir  # noqa: E402
-from kvplan.hf_config import spec_from_config  # noqa: E402
 from rowdata import QUANT_ASSUMPTIONS, load_rows  # noqa: E402
 
 from kvplan import KvplanError, plan  # noqa: E402
-from kvplan.catalog import find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
+from kvplan.catalog import (  # noqa: E402
+    data_dir,  # noqa: E402
+    find_model_entry,
+    load_catalog_model,
+    resolve_gpu,
+)
+from kvplan.hf_config import spec_from_config  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
 
 DATA = HERE / "data" / "vllm_calibration.csv"

@@ -45,8 +45,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from kvplan import perf  # noqa: E402
-from kvplan.catalog import resolve_gpu, resolve_model  # noqa: E402
 from kvplan.api import plan  # noqa: E402
+from kvplan.catalog import resolve_gpu, resolve_model  # noqa: E402
 from kvplan.specs import QuantSpec  # noqa: E402
 
 DATA = HERE / "data" / "perf_calibration.csv"

@@ -32,8 +32,8 @@ CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
 
 def in_process(runs: int) -> None:
     import kvplan
-    from kvplan.catalog import find_model_entry, load_catalog_model
     from kvplan import weights
+    from kvplan.catalog import find_model_entry, load_catalog_model
     from kvplan.specs import Workload
 
     workload = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)

@@ -28,8 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu
 from kvplan import plan
+from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu
 from kvplan.engines import trtllm
 from kvplan.hf_config import spec_from_config
 from kvplan.specs import ModelSpec

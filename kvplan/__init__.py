@@ -5,6 +5,8 @@
     >>> p.kv_cache.tokens, p.fits
 """
 
+from . import sweep as _sweep_module  # noqa: F401 - loaded first, so `kvplan.sweep` below
+from .api import plan, sweep  # stays the function (a later `import kvplan.sweep` keeps it)
 from .errors import (
     InvalidConfigError,
     InvalidInputError,
@@ -13,8 +15,6 @@ from .errors import (
     UnknownGpuError,
     UnknownModelError,
 )
-from . import sweep as _sweep_module  # noqa: F401 - loaded first, so `kvplan.sweep` below
-from .api import plan, sweep  # stays the function (a later `import kvplan.sweep` keeps it)
 from .specs import Deployment, GpuSpec, ModelSpec, Plan, Workload
 
 __all__ = [

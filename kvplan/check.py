@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .api import plan
 from .catalog import find_model_entry, resolve_gpu, resolve_model
 from .deploy import DeployParseError, Found, Templates, find_commands
-from .errors import InvalidConfigError, KvplanError
-from .api import plan
 from .engines import registry
+from .errors import InvalidConfigError, KvplanError
 from .knobs import KNOB_NAMES, parse_mm_limits
 from .limits import MAX_POLICY_BYTES, read_text_limited
 from .specs import SCHEMA_VERSION, Plan, Problem

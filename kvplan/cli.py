@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -93,118 +93,118 @@ def plan(
                                          "model directory / config.json, or a Hub repo id.")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name, e.g. "
                                      "h100-sxm-80gb or 'NVIDIA H100 80GB HBM3'.")],
-    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
-    pipeline_parallel_size: Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp")] = None,
-    data_parallel_size: Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(
+    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
+    pipeline_parallel_size: Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp")] = None,
+    data_parallel_size: Annotated[int | None, typer.Option("--data-parallel-size", "-dp")] = None,
+    max_model_len: Annotated[int | None, typer.Option(
         "--max-model-len", help="tokens; 32k = 32000, 32K = 32768 (as vLLM reads it)",
         parser=_human_int, metavar="INT")] = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option(
+    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs")] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option(
         "--max-num-batched-tokens", parser=_human_int, metavar="INT")] = None,
-    max_input_tokens: Annotated[Optional[int], typer.Option(
+    max_input_tokens: Annotated[int | None, typer.Option(
         "--max-input-tokens", help="TGI only: longest prompt (default: --max-model-len − 1)")] = None,
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option(
+    gpu_memory_utilization: Annotated[float | None, typer.Option(
         "--gpu-memory-utilization", help="fraction of the device total, (0, 1]")] = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="auto, bfloat16, float16, float32")] = None,
-    kv_cache_dtype: Annotated[Optional[str], typer.Option(
+    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, bfloat16, float16, float32")] = None,
+    kv_cache_dtype: Annotated[str | None, typer.Option(
         "--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2")] = None,
-    quantization: Annotated[Optional[str], typer.Option("--quantization", "-q",
+    quantization: Annotated[str | None, typer.Option("--quantization", "-q",
                                                         help="online quantization: fp8")] = None,
-    block_size: Annotated[Optional[int], typer.Option("--block-size", help="tokens per KV block")] = None,
-    enforce_eager: Annotated[Optional[bool], typer.Option("--enforce-eager", help="no CUDA graphs")] = None,
-    enable_prefix_caching: Annotated[Optional[bool], typer.Option(
+    block_size: Annotated[int | None, typer.Option("--block-size", help="tokens per KV block")] = None,
+    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager", help="no CUDA graphs")] = None,
+    enable_prefix_caching: Annotated[bool | None, typer.Option(
         "--enable-prefix-caching/--no-enable-prefix-caching",
         help="vLLM default on; off keeps Mamba/GDN states at one page per request")] = None,
-    disable_hybrid_kv_cache_manager: Annotated[Optional[bool], typer.Option(
+    disable_hybrid_kv_cache_manager: Annotated[bool | None, typer.Option(
         "--disable-hybrid-kv-cache-manager", help="allocate sliding/chunked layers as full attention")] = None,
-    enable_expert_parallel: Annotated[Optional[bool], typer.Option(
+    enable_expert_parallel: Annotated[bool | None, typer.Option(
         "--enable-expert-parallel", help="MoE experts split over TP × DP ranks")] = None,
-    usage_context: Annotated[Optional[str], typer.Option(
+    usage_context: Annotated[str | None, typer.Option(
         "--usage-context", help="serve (vllm serve, default) or llm (offline LLM class): batch defaults")] = None,
-    kv_cache_memory_bytes: Annotated[Optional[int], typer.Option(
+    kv_cache_memory_bytes: Annotated[int | None, typer.Option(
         "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)",
         parser=_human_int, metavar="INT")] = None,
-    gpu_memory_gib: Annotated[Optional[float], typer.Option(
+    gpu_memory_gib: Annotated[float | None, typer.Option(
         "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
         "your vLLM log prints")] = None,
-    max_total_tokens: Annotated[Optional[int], typer.Option(
+    max_total_tokens: Annotated[int | None, typer.Option(
         "--max-total-tokens", help="SGLang / TensorRT-LLM: cap on KV pool tokens")] = None,
-    backend: Annotated[Optional[str], typer.Option(
+    backend: Annotated[str | None, typer.Option(
         "--backend", help="TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) or tensorrt "
         "(a built engine)")] = None,
-    speculative_config: Annotated[Optional[str], typer.Option(
+    speculative_config: Annotated[str | None, typer.Option(
         "--speculative-config", help="vLLM, SGLang: speculative decoding JSON, e.g. '{\"method\": "
         "\"eagle3\", \"model\": \"ORG/HEAD\", \"num_speculative_tokens\": 3}'; SGLang also "
         "takes eagle_topk and num_draft_tokens (docs/features.md)")] = None,
-    enable_lora: Annotated[Optional[bool], typer.Option(
+    enable_lora: Annotated[bool | None, typer.Option(
         "--enable-lora", help="vLLM: preallocate LoRA adapter slots")] = None,
-    max_loras: Annotated[Optional[int], typer.Option("--max-loras", help="vLLM: adapters per batch (1)")] = None,
-    max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", help="vLLM: (16)")] = None,
-    max_cpu_loras: Annotated[Optional[int], typer.Option(
+    max_loras: Annotated[int | None, typer.Option("--max-loras", help="vLLM: adapters per batch (1)")] = None,
+    max_lora_rank: Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM: (16)")] = None,
+    max_cpu_loras: Annotated[int | None, typer.Option(
         "--max-cpu-loras", help="vLLM: adapters cached in host memory (max_loras)")] = None,
-    lora_target_modules: Annotated[Optional[str], typer.Option(
+    lora_target_modules: Annotated[str | None, typer.Option(
         "--lora-target-modules", help="SGLang: LoRA modules, comma-separated (q_proj,v_proj or "
         "all; --max-loras is its --max-loras-per-batch, --max-cpu-loras its --max-loaded-loras); "
         "TensorRT-LLM: attn_q,attn_k,attn_v,attn_dense, …")] = None,
-    lora_paths: Annotated[Optional[str], typer.Option(
+    lora_paths: Annotated[str | None, typer.Option(
         "--lora-paths", help="SGLang: adapters loaded at start, comma-separated NAME=PATH "
         "(counted, not read; turns LoRA on)")] = None,
-    kv_offloading_size: Annotated[Optional[float], typer.Option(
+    kv_offloading_size: Annotated[float | None, typer.Option(
         "--kv-offloading-size", help="vLLM: GiB of host memory for offloaded KV blocks")] = None,
-    kv_offloading_backend: Annotated[Optional[str], typer.Option(
+    kv_offloading_backend: Annotated[str | None, typer.Option(
         "--kv-offloading-backend", help="vLLM: native (default) or lmcache")] = None,
-    enable_hierarchical_cache: Annotated[Optional[bool], typer.Option(
+    enable_hierarchical_cache: Annotated[bool | None, typer.Option(
         "--enable-hierarchical-cache", help="SGLang: host-memory KV tier (HiCache)")] = None,
-    hicache_ratio: Annotated[Optional[float], typer.Option(
+    hicache_ratio: Annotated[float | None, typer.Option(
         "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
-    hicache_size: Annotated[Optional[int], typer.Option(
+    hicache_size: Annotated[int | None, typer.Option(
         "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
-    acceptance_rate: Annotated[Optional[float], typer.Option(
+    acceptance_rate: Annotated[float | None, typer.Option(
         "--acceptance-rate", help="speculative decoding: probability each draft token is "
         "accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): TPOT and tokens/s")] = None,
-    host_cache_size: Annotated[Optional[int], typer.Option(
+    host_cache_size: Annotated[int | None, typer.Option(
         "--host-cache-size", help="TensorRT-LLM: kv_cache_config.host_cache_size, bytes of host "
         "KV blocks per GPU")] = None,
-    prefix_hit_rate: Annotated[Optional[float], typer.Option(
+    prefix_hit_rate: Annotated[float | None, typer.Option(
         "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
         "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
-    shared_prefix_tokens: Annotated[Optional[int], typer.Option(
+    shared_prefix_tokens: Annotated[int | None, typer.Option(
         "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
         "concurrency with prefix caching")] = None,
-    limit_mm_per_prompt: Annotated[Optional[str], typer.Option(
+    limit_mm_per_prompt: Annotated[str | None, typer.Option(
         "--limit-mm-per-prompt", help="vLLM: items per prompt by modality, JSON '{\"image\": 4, "
         "\"video\": 0}' or the legacy image=4,video=0; image 0 skips the encoder profile "
         "(docs/features.md)")] = None,
-    images_per_request: Annotated[Optional[int], typer.Option(
+    images_per_request: Annotated[int | None, typer.Option(
         "--images-per-request", help="images each request carries (a VLM): their tokens are "
         "added to each request's KV length")] = None,
-    extra_llm_api_options: Annotated[Optional[Path], typer.Option(
+    extra_llm_api_options: Annotated[Path | None, typer.Option(
         "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
         "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="vllm, sglang, tgi or trtllm (generic flags map to the engine's own "
         "knobs; see docs/engines.md)")] = "vllm",
-    engine_version: Annotated[Optional[str], typer.Option(
+    engine_version: Annotated[str | None, typer.Option(
         "--engine-version", help="engine release to model (default: newest modelled)")] = None,
-    target_concurrency: Annotated[Optional[int], typer.Option(
+    target_concurrency: Annotated[int | None, typer.Option(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
-    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
-    slo_ttft_ms: Annotated[Optional[float], typer.Option(
+    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
+    slo_ttft_ms: Annotated[float | None, typer.Option(
         "--slo-ttft-ms", help="latency target: time to first token, ms")] = None,
-    slo_tpot_ms: Annotated[Optional[float], typer.Option(
+    slo_tpot_ms: Annotated[float | None, typer.Option(
         "--slo-tpot-ms", help="latency target: time per output token, ms")] = None,
-    gpu_hour_price: Annotated[Optional[float], typer.Option(
+    gpu_hour_price: Annotated[float | None, typer.Option(
         "--gpu-hour-price", help="USD per GPU-hour for cost figures (default: the catalogue's)")] = None,
     minimize_utilization: Annotated[bool, typer.Option(
         "--minimize-utilization", help="recommend the smallest --gpu-memory-utilization that "
         "holds --target-concurrency (default: keep the engine's default when it is enough)")] = False,
-    revision: Annotated[Optional[str], typer.Option(
+    revision: Annotated[str | None, typer.Option(
         "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
-    token: Annotated[Optional[str], typer.Option(
+    token: Annotated[str | None, typer.Option(
         "--token", help="Hub token for gated/private repos (default: HF_TOKEN or your saved login)")] = None,
-    offline: Annotated[Optional[bool], typer.Option(
+    offline: Annotated[bool | None, typer.Option(
         "--offline", help="no network: kvplan's and huggingface_hub's caches only "
         "(default: HF_HUB_OFFLINE)")] = None,
     refresh: Annotated[bool, typer.Option(
@@ -216,7 +216,6 @@ def plan(
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
     from .api import plan as make_plan
-
     from .limits import check_flags
 
     check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
@@ -280,16 +279,16 @@ def plan(
 def compare(
     model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name.")],
-    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option(
+    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
+    max_model_len: Annotated[int | None, typer.Option(
         "--max-model-len", help="context length for every engine (default: each engine's own)",
         parser=_human_int, metavar="INT")] = None,
-    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype")] = None,
-    gpu_memory_gib: Annotated[Optional[float], typer.Option("--gpu-memory-gib")] = None,
-    target_concurrency: Annotated[Optional[int], typer.Option("--target-concurrency")] = None,
-    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
-    offline: Annotated[Optional[bool], typer.Option("--offline")] = None,
+    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype")] = None,
+    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
+    target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
+    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
+    offline: Annotated[bool | None, typer.Option("--offline")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The same model and GPU on vLLM, SGLang and TGI side by side: KV tokens, concurrency and
@@ -302,9 +301,8 @@ def compare(
     from .api import plan as make_plan
     from .catalog import resolve_gpu, resolve_model
     from .engines.registry import NAMES
-    from .specs import Plan
-
     from .limits import check_flags
+    from .specs import Plan
 
     check_flags(dict(locals()))
     workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
@@ -360,33 +358,33 @@ def _nothing_matched(noun: str, needle: str, suggestions: list[str]) -> None:
 @app.command()
 def sweep(
     model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
-    gpus: Annotated[Optional[str], typer.Option(
+    gpus: Annotated[str | None, typer.Option(
         "--gpus", help="comma-separated GPU ids/aliases (default: the whole catalogue)")] = None,
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
     engine: Annotated[str, typer.Option(
         "--engine", help="vllm, sglang, tgi, a comma list, or all")] = "vllm",
-    engine_version: Annotated[Optional[str], typer.Option(
+    engine_version: Annotated[str | None, typer.Option(
         "--engine-version", help="one engine's release (default: newest modelled)")] = None,
-    quantization: Annotated[Optional[str], typer.Option(
+    quantization: Annotated[str | None, typer.Option(
         "--quantization", "-q", help="weight formats to try: auto (the checkpoint's own), fp8 "
         "(online, fp8-native GPUs only); comma-separated")] = None,
-    kv_cache_dtype: Annotated[Optional[str], typer.Option(
+    kv_cache_dtype: Annotated[str | None, typer.Option(
         "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="tokens")] = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype")] = None,
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization")] = None,
-    target_concurrency: Annotated[Optional[int], typer.Option(
+    max_model_len: Annotated[int | None, typer.Option("--max-model-len", help="tokens")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
+    gpu_memory_utilization: Annotated[float | None, typer.Option("--gpu-memory-utilization")] = None,
+    target_concurrency: Annotated[int | None, typer.Option(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
-    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
-    slo_tpot_ms: Annotated[Optional[float], typer.Option(
+    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option(
         "--slo-tpot-ms", help="time per output token limit (needs a latency model)")] = None,
-    slo_ttft_ms: Annotated[Optional[float], typer.Option(
+    slo_ttft_ms: Annotated[float | None, typer.Option(
         "--slo-ttft-ms", help="time to first token limit (needs a latency model)")] = None,
-    prices: Annotated[Optional[Path], typer.Option(
+    prices: Annotated[Path | None, typer.Option(
         "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of your own US$ per GPU-hour")] = None,
     top: Annotated[int, typer.Option("--top", help="options shown in the table")] = 10,
-    offline: Annotated[Optional[bool], typer.Option("--offline")] = None,
+    offline: Annotated[bool | None, typer.Option("--offline")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The cheapest deployments that meet a target, over every GPU, GPU count, TP/PP layout,
@@ -445,7 +443,7 @@ def sweep(
 
 @app.command()
 def models(
-    args: Annotated[Optional[list[str]], typer.Argument(
+    args: Annotated[list[str] | None, typer.Argument(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
     fmt: FormatOpt = "table",
     as_json: JsonOpt = False,
@@ -503,7 +501,7 @@ def models(
 
 @app.command()
 def gpus(
-    args: Annotated[Optional[list[str]], typer.Argument(
+    args: Annotated[list[str] | None, typer.Argument(
         help="A substring to filter by, or `show ID` for one entry.")] = None,
     local: Annotated[bool, typer.Option(
         "--local", help="this machine's GPUs through NVML (pip install 'kvplan[nvml]')")] = False,
@@ -549,29 +547,29 @@ def gpus(
 def check(
     files: Annotated[list[Path], typer.Argument(help="Deployment files: Dockerfile, shell scripts, "
                                                 "docker-compose, Kubernetes/KServe manifests, vLLM --config YAML.")],
-    gpu: Annotated[Optional[str], typer.Option(
+    gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU for commands whose file does not say (node selector or # kvplan: gpu=…)")] = None,
-    engine_version: Annotated[Optional[str], typer.Option(
+    engine_version: Annotated[str | None, typer.Option(
         "--engine-version", help="vLLM version when the file does not say (image tag, vllm==…)")] = None,
-    sets: Annotated[Optional[list[str]], typer.Option(
+    sets: Annotated[list[str] | None, typer.Option(
         "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template (repeatable)")] = None,
-    config: Annotated[Optional[Path], typer.Option(
+    config: Annotated[Path | None, typer.Option(
         "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
-    min_concurrency: Annotated[Optional[float], typer.Option(
+    min_concurrency: Annotated[float | None, typer.Option(
         "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
-    min_kv_tokens: Annotated[Optional[int], typer.Option(
+    min_kv_tokens: Annotated[int | None, typer.Option(
         "--min-kv-tokens", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
         metavar="INT")] = None,
-    min_headroom_gib: Annotated[Optional[float], typer.Option(
+    min_headroom_gib: Annotated[float | None, typer.Option(
         "--min-headroom-gib", help="policy: GiB per GPU left outside vLLM's budget")] = None,
-    max_gpu_memory_utilization: Annotated[Optional[float], typer.Option(
+    max_gpu_memory_utilization: Annotated[float | None, typer.Option(
         "--max-gpu-memory-utilization", help="policy")] = None,
-    min_max_model_len: Annotated[Optional[int], typer.Option(
+    min_max_model_len: Annotated[int | None, typer.Option(
         "--min-max-model-len", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
         metavar="INT")] = None,
-    require_fp8_kv_cache: Annotated[Optional[bool], typer.Option(
+    require_fp8_kv_cache: Annotated[bool | None, typer.Option(
         "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
-    offline: Annotated[Optional[bool], typer.Option(
+    offline: Annotated[bool | None, typer.Option(
         "--offline", help="resolve Hub models from caches only (default: HF_HUB_OFFLINE)")] = None,
     fmt: Annotated[str, typer.Option(
         "--format", help="table, json, github (Actions annotations) or markdown (PR comment, "
@@ -703,33 +701,33 @@ def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]
 def report(
     target: Annotated[str, typer.Argument(help="A model (as for `kvplan plan`), or a deployment "
                                           "file or directory (as for `kvplan check`).")],
-    output: Annotated[Optional[Path], typer.Option(
+    output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="report file: .html (self-contained) or .md; default: stdout")] = None,
-    fmt: Annotated[Optional[str], typer.Option(
+    fmt: Annotated[str | None, typer.Option(
         "--format", help="md or html (default: from the -o suffix, else md)")] = None,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU id, alias or nvidia-smi name")] = None,
-    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp")] = None,
-    pipeline_parallel_size: Annotated[Optional[int], typer.Option("--pipeline-parallel-size", "-pp")] = None,
-    data_parallel_size: Annotated[Optional[int], typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len")] = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens")] = None,
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization")] = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype")] = None,
-    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype")] = None,
-    quantization: Annotated[Optional[str], typer.Option("--quantization", "-q")] = None,
-    block_size: Annotated[Optional[int], typer.Option("--block-size")] = None,
-    enforce_eager: Annotated[Optional[bool], typer.Option("--enforce-eager")] = None,
-    kv_cache_memory_bytes: Annotated[Optional[int], typer.Option("--kv-cache-memory-bytes")] = None,
-    gpu_memory_gib: Annotated[Optional[float], typer.Option("--gpu-memory-gib")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name")] = None,
+    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
+    pipeline_parallel_size: Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp")] = None,
+    data_parallel_size: Annotated[int | None, typer.Option("--data-parallel-size", "-dp")] = None,
+    max_model_len: Annotated[int | None, typer.Option("--max-model-len")] = None,
+    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs")] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option("--max-num-batched-tokens")] = None,
+    gpu_memory_utilization: Annotated[float | None, typer.Option("--gpu-memory-utilization")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
+    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype")] = None,
+    quantization: Annotated[str | None, typer.Option("--quantization", "-q")] = None,
+    block_size: Annotated[int | None, typer.Option("--block-size")] = None,
+    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager")] = None,
+    kv_cache_memory_bytes: Annotated[int | None, typer.Option("--kv-cache-memory-bytes")] = None,
+    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
     engine: Annotated[str, typer.Option("--engine")] = "vllm",
-    engine_version: Annotated[Optional[str], typer.Option("--engine-version")] = None,
-    target_concurrency: Annotated[Optional[int], typer.Option("--target-concurrency")] = None,
-    avg_input_tokens: Annotated[Optional[int], typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[Optional[int], typer.Option("--avg-output-tokens")] = None,
-    revision: Annotated[Optional[str], typer.Option("--revision")] = None,
-    offline: Annotated[Optional[bool], typer.Option("--offline")] = None,
-    generated_at: Annotated[Optional[str], typer.Option(
+    engine_version: Annotated[str | None, typer.Option("--engine-version")] = None,
+    target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
+    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
+    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
+    revision: Annotated[str | None, typer.Option("--revision")] = None,
+    offline: Annotated[bool | None, typer.Option("--offline")] = None,
+    generated_at: Annotated[str | None, typer.Option(
         "--generated-at", help="a date or note to print in the report (none by default, so the "
         "same inputs give byte-identical reports)")] = None,
 ) -> None:
@@ -761,10 +759,10 @@ def report(
         result = rep.from_check(checked, command_line=line, version=__version__,
                                 generated_at=generated_at)
     else:
+        from pydantic import ValidationError
+
         from .catalog import resolve_gpu, resolve_model
         from .specs import Workload
-
-        from pydantic import ValidationError
 
         try:
             workload = Workload(target_concurrency=target_concurrency,

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import InvalidConfigError, KvplanError
-from .specs import GpuSpec
-from .specs import Price
+from .specs import GpuSpec, Price
 
 PRICE_COLUMNS = ("id", "usd_per_hour")
 

@@ -7,7 +7,6 @@ from functools import lru_cache
 
 from .errors import InvalidInputError
 
-
 VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?[\w.+-]*")  # linear: no nested repeats
 
 

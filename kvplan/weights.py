@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Literal
 
 from .allocator import CachingAllocator
+from .specs import ModelSpec, QuantSpec, SpeculativeConfig
 from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -25,7 +26,6 @@ from .tensor_names import (
     layer_of,
     skipped_by_vllm,
 )
-from .specs import ModelSpec, QuantSpec, SpeculativeConfig
 from .units import DTYPE_BYTES, cdiv
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE

@@ -20,6 +20,7 @@ import textwrap
 
 import pytest
 from clirun import run
+from drafts import write_config
 
 from kvplan import plan
 from kvplan.deploy import Templates, parse_args
@@ -27,7 +28,6 @@ from kvplan.engines import sglang
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
 from kvplan.specs import SpeculativeConfig
-from drafts import write_config
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.catalog import resolve_model
 from kvplan import plan, trtllm_options
+from kvplan.catalog import resolve_model
 from kvplan.engines import trtllm
 from kvplan.errors import InvalidConfigError, InvalidInputError
 from kvplan.units import GiB

@@ -31,7 +31,7 @@ from ..specs import (
     SpeculativeConfig,
     VisionSpec,
 )
-from ..units import DTYPE_BYTES, GiB, MiB, cdiv
+from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect

@@ -46,16 +46,16 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
+from ..forward import activation_bytes as _forward_activation_bytes
+from ..forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
 from ..kv import kv_heads_per_gpu
 from ..specs import Deployment, ModelSpec, Problem, QuantSpec
 from ..units import DTYPE_BYTES, GiB, cdiv
-from ..weights import pp_layer_ranges, weight_memory_per_stage
-from ..forward import activation_bytes as _forward_activation_bytes
-from ..forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..versions import parse_version
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from ..weights import pp_layer_ranges, weight_memory_per_stage
 from . import trtllm_features as F
+from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
 from .trtllm_features import request_kv_tokens
 
 Runtime = Literal["pytorch", "engine"]

@@ -16,8 +16,20 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
+from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
+    CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
+    CUDAGRAPH_POOL_BYTES,
+    FORWARD_HIDDEN_BUFFERS,
+    FORWARD_HIDDEN_BUFFERS_V0,
+    SAMPLER_BYTES_PER_LOGIT,
+    SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE,
+    activation_bytes,
+    cudagraph_bytes,
+    sampler_rows_factor,
+)
 from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
+from ..multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -32,6 +44,7 @@ from ..specs import (
     SpeculativeConfig,
 )
 from ..units import DTYPE_BYTES, GiB, largest_true
+from ..versions import parse_version
 from ..weights import (
     LoraSlots,
     draft_layer_count,
@@ -40,19 +53,6 @@ from ..weights import (
     pp_layer_ranges,
     weight_memory_per_stage,
 )
-from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
-    CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
-    CUDAGRAPH_POOL_BYTES,
-    FORWARD_HIDDEN_BUFFERS,
-    FORWARD_HIDDEN_BUFFERS_V0,
-    SAMPLER_BYTES_PER_LOGIT,
-    SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE,
-    activation_bytes,
-    cudagraph_bytes,
-    sampler_rows_factor,
-)
-from ..multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
-from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
 from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
