@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kvplan import perf
 from kvplan.catalog import resolve_gpu, resolve_model
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H100 = resolve_gpu("h100-sxm-80gb")
 # Round numbers so the hand arithmetic below stays readable.
 UNIT = perf.Coefficients(gemm_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead_ms=0.0,

@@ -30,7 +30,7 @@ EXAMPLES = {"flags": 600, "configs": 600, "headers": 400, "files": 600}  # 2,200
 FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))
 
-CONFIGS = Path(__file__).resolve().parent.parent / "model_specs" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "model_specs" / "configs"
 BASES = ["meta-llama--Llama-3.1-8B.json", "Qwen--Qwen3-30B-A3B-FP8.json", "google--gemma-3-4b-it.json",
          "Qwen--Qwen2.5-7B-Instruct.json"]
 TINY = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,

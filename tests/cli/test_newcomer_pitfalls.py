@@ -97,7 +97,7 @@ def test_target_that_fits_keeps_the_default_utilization(capsys):
 def test_no_internal_provenance_text_in_data():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     for folder in ("model_specs", "gpu_specs", "benchmarks/data"):
         for path in (root / folder).rglob("*"):
             if path.is_file() and path.suffix in {".json", ".csv", ".md"}:

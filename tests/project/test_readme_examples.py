@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from clirun import run
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 BLOCK = re.compile(r"<!--\s*readme-test(?:\s+exit=(\d+))?(?:\s+lines=(\d+)-(\d+))?\s*-->\s*\n"

@@ -22,7 +22,7 @@ from kvplan import svg
 from kvplan.api import plan
 from kvplan.specs import Plan, Workload
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "deploy"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 ARGS = ("llama-3.1-70b-instruct", "--gpu", "h100", "-tp", "4", "--max-model-len", "32768",
         "--target-concurrency", "32", "--avg-input-tokens", "2000", "--avg-output-tokens", "500")
 W32 = Workload(target_concurrency=32, avg_input_tokens=2000, avg_output_tokens=500)

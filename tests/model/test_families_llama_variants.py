@@ -379,7 +379,7 @@ def test_exaone_reads_num_layers():
 
 def test_minicpm3_is_modelled_not_flagged():
     """minicpm3.py projects like MLA but caches full per-head K and V: modelled since fam-c
-    (tests/test_families_more.py holds its hand-worked counts)."""
+    (tests/model/test_families_phi3v_minicpm3_whisper.py holds its hand-worked counts)."""
     m = _spec({"model_type": "minicpm3", "hidden_size": 2560, "intermediate_size": 6400,
                "num_hidden_layers": 2, "num_attention_heads": 40, "vocab_size": 1000,
                "q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64,

@@ -13,7 +13,7 @@ from clirun import run
 
 from kvplan.deploy import DeployParseError, Templates, find_commands, human_int, parse_args
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "deploy"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -397,7 +397,7 @@ def test_dockerfile_cmd_shell_form_and_pip_version(tmp_path):
 
 def test_readme_github_actions_job_runs_as_written(capsys, tmp_path, monkeypatch):
     """The workflow in docs/guide.md: its `kvplan check` line, run in a repo laid out as it says."""
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
     job = re.search(r"```yaml\n(name: kvplan\n.*?)```", readme, re.S).group(1)
     import yaml
 

@@ -67,7 +67,7 @@ def test_eagle3_llama_h100_draft_kv_and_pool_hand_worked(eagle3_dir):
     Draft weights (sglang/srt/models/llama_eagle3.py has the tensors of vLLM's layout: layer 0's
     qkv over 2 × 4096, hidden_norm, fc 3 × 4096 → 4096, norm, lm_head over 32,000 rows, d2t;
     embedding shared, eagle_worker.py set_embed) = 424,689,664 × 2 B + 32,000 × 8 B
-    = 849,635,328 B (sum written out in tests/test_features.py)."""
+    = 849,635,328 B (sum written out in tests/engines/test_vllm_features.py)."""
     base = plan(LLAMA, "h100", engine="sglang")
     p = plan(LLAMA, "h100", engine="sglang",
              speculative_config=spec(method="eagle3", model=str(eagle3_dir),

@@ -268,7 +268,7 @@ def test_check_does_not_follow_a_deployment_symlink_out(capsys, tmp_path, monkey
 
 # ------------------------------------------------------ class 4: config validation
 
-CONFIGS = Path(__file__).resolve().parent.parent / "model_specs" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "model_specs" / "configs"
 
 
 def _mutated(name: str, path: tuple[str, ...], value) -> dict:
@@ -424,7 +424,7 @@ def test_broken_pipe_in_a_real_pipe(tmp_path):
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     p = subprocess.Popen([sys.executable, "-m", "kvplan", "plan", "qwen2.5-7b", "--gpu", "h100"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=root)
@@ -466,7 +466,7 @@ def test_broken_pipe_on_stdout_and_stderr_together():
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     p = subprocess.Popen([sys.executable, "-m", "kvplan", "plan", "qwen2.5-72b", "--gpu", "l4", "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=root)

@@ -23,7 +23,7 @@ from kvplan.weights import _layer_tensors, _rank_bytes
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"
 
-# the head's weights, hand-summed in tests/test_features.py
+# the head's weights, hand-summed in tests/engines/test_vllm_features.py
 # test_eagle3_head_weights_kv_and_profile_hand_worked: 424,689,664 bf16 parameters + d2t
 EAGLE3_HEAD_BYTES = 424_689_664 * 2 + 32_000 * 8  # = 849,635,328
 
