@@ -1,0 +1,317 @@
+"""The import layers (DESIGN "Rooms"), as one table.
+
+Every kvplan module sits in one layer. A module may import kvplan modules of its own layer and
+of the layers before it in LAYERS, and none of the libraries its layer forbids: the pure core
+imports no catalogue, file reader, network client, rich or typer. Imports are read from the
+source (ast), so an import inside a function counts; one under `if TYPE_CHECKING:` does not (it
+never runs). Moving or adding a module is one line in LAYER, by dotted name.
+"""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kvplan
+
+# Lowest first: a layer may import its own modules and those of the layers before it.
+LAYERS = ("core", "sources", "api", "deploy", "render", "cli")
+
+LAYER = {
+    # core: specs, knobs, the sizing math, engines, perf, planner, sweep (pure: no I/O, no UI)
+    "kvplan.allocator": "core",
+    "kvplan.engines": "core",
+    "kvplan.engines.base": "core",
+    "kvplan.engines.flags": "core",
+    "kvplan.engines.interconnect": "core",
+    "kvplan.engines.registry": "core",
+    "kvplan.engines.sglang": "core",
+    "kvplan.engines.tgi": "core",
+    "kvplan.engines.trtllm": "core",
+    "kvplan.engines.trtllm_features": "core",
+    "kvplan.engines.vllm": "core",
+    "kvplan.errors": "core",
+    "kvplan.features": "core",
+    "kvplan.forward": "core",
+    "kvplan.knobs": "core",
+    "kvplan.kv": "core",
+    "kvplan.multimodal": "core",
+    "kvplan.perf": "core",
+    "kvplan.performance": "core",
+    "kvplan.planner": "core",
+    "kvplan.specs": "core",
+    "kvplan.sweep": "core",
+    "kvplan.tensor_names": "core",
+    "kvplan.units": "core",
+    "kvplan.versions": "core",
+    "kvplan.weights": "core",
+    # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
+    "kvplan.catalog": "sources",
+    "kvplan.checkpoint": "sources",
+    "kvplan.hf_config": "sources",
+    "kvplan.hub": "sources",
+    "kvplan.limits": "sources",
+    "kvplan.nvml": "sources",
+    "kvplan.prices": "sources",
+    "kvplan.trtllm_options": "sources",
+    # api: resolves names through the sources and builds Plans (the package re-exports it)
+    "kvplan": "api",
+    "kvplan.api": "api",
+    # deploy: serving commands and manifests, check
+    "kvplan.check": "deploy",
+    "kvplan.deploy": "deploy",
+    # render: text tables, Markdown, HTML, SVG
+    "kvplan.render": "render",
+    "kvplan.report": "render",
+    "kvplan.svg": "render",
+    # cli
+    "kvplan.__main__": "cli",
+    "kvplan.cli": "cli",
+}
+
+UI = ("rich", "typer", "click")
+NETWORK = ("huggingface_hub", "requests", "httpx", "urllib3", "aiohttp", "http", "socket", "ssl",
+           "urllib.request")
+FILES = ("os", "io", "pathlib", "shutil", "tempfile", "glob", "fileinput", "mmap", "stat", "csv",
+         "pickle", "shelve", "sqlite3", "yaml", "tomllib", "tomli", "pynvml", "subprocess",
+         "open()")  # open(): a call of the builtin, the one file reader that needs no import
+FORBIDDEN = {
+    "core": UI + NETWORK + FILES,
+    "sources": UI,
+    "api": UI + NETWORK,
+    "deploy": UI + NETWORK,
+    "render": ("typer", "click") + NETWORK,
+    "cli": NETWORK,
+}
+# Libraries that one module alone may import (and only inside functions, so that a plan which
+# does not need them never pays for loading them).
+OWNER = {"huggingface_hub": "kvplan.hub", "pynvml": "kvplan.nvml"}
+
+SRC = Path(kvplan.__file__).resolve().parent
+
+
+def discovered() -> dict[str, Path]:
+    """Every module of the package, by dotted name: pkgutil's walk and every .py file."""
+    out = {"kvplan": SRC / "__init__.py"}
+    for info in pkgutil.walk_packages([str(SRC)], "kvplan."):
+        folder = Path(info.module_finder.path)  # type: ignore[union-attr]
+        leaf = info.name.rsplit(".", 1)[1]
+        out[info.name] = folder / leaf / "__init__.py" if info.ispkg else folder / f"{leaf}.py"
+    for p in SRC.rglob("*.py"):
+        parts = ("kvplan", *p.relative_to(SRC).with_suffix("").parts)
+        out.setdefault(".".join(parts[:-1] if parts[-1] == "__init__" else parts), p)
+    return out
+
+
+MODULES = discovered()
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes in the body of an `if TYPE_CHECKING:` (never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (getattr(node.test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(node.test, "attr", None) == "TYPE_CHECKING"):
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
+def _kvplan_module(dotted: str) -> str:
+    """The longest prefix of `dotted` that is a kvplan module (`kvplan.x.Name` → `kvplan.x`)."""
+    while dotted not in MODULES and "." in dotted:
+        dotted = dotted.rsplit(".", 1)[0]
+    return dotted
+
+
+def imports(name: str, source: str) -> list[tuple[int, str, bool]]:
+    """(line, imported name, at module level) for each import the module runs; kvplan modules
+    resolved to their dotted names, relative imports made absolute, `open(` calls as `open()`."""
+    tree = ast.parse(source)
+    skip = _type_checking_only(tree)
+    top = {id(n) for n in tree.body}
+    package = name.split(".") if name == "kvplan" or MODULES.get(name, Path()).name == "__init__.py" \
+        else name.split(".")[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out.append((node.lineno, sub if sub in MODULES else target, id(node) in top))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "open":
+            out.append((node.lineno, "open()", id(node) in top))
+    return [(line, _kvplan_module(i) if i.split(".")[0] == "kvplan" else i, at_top)
+            for line, i, at_top in out]
+
+
+def _matches(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def violations(name: str, source: str) -> list[tuple[int, str]]:
+    """(line, what is wrong) for every import that `name`'s layer forbids."""
+    layer = LAYER.get(name)
+    if layer is None:
+        return [(0, "the module is not in the layer table")]
+    rank = LAYERS.index(layer)
+    out = []
+    for line, i, at_top in imports(name, source):
+        if i.split(".")[0] == "kvplan":
+            other = LAYER.get(i)
+            if other is None:
+                out.append((line, f"{i} (not a module in the layer table)"))
+            elif LAYERS.index(other) > rank:
+                out.append((line, f"{i} ({other}, above {layer})"))
+            continue
+        bad = [f for f in FORBIDDEN[layer] if _matches(i, f)]
+        if bad:
+            out.append((line, f"{i} (forbidden in {layer})"))
+        for lib, owner in OWNER.items():
+            if _matches(i, lib) and name != owner:
+                out.append((line, f"{i} (only {owner} imports it)"))
+            elif _matches(i, lib) and at_top:
+                out.append((line, f"{i} (imported at module level; import it where it is used)"))
+    return out
+
+
+def test_every_module_is_in_the_layer_table():
+    assert sorted(set(MODULES) - set(LAYER)) == []  # a new module: give it a line in LAYER
+    assert sorted(set(LAYER) - set(MODULES)) == []  # a moved or deleted module: update its line
+    assert set(LAYER.values()) == set(LAYERS) == set(FORBIDDEN)
+
+
+def test_no_module_imports_what_its_layer_forbids():
+    bad = {n: violations(n, p.read_text()) for n, p in sorted(MODULES.items())}
+    assert {n: v for n, v in bad.items() if v} == {}
+
+
+def _import_lines(name: str, target: str) -> list[str]:
+    """Three spellings of `import target` from inside module `name` (absolute, from-package,
+    relative) — the checker must resolve each."""
+    parent, leaf = target.rsplit(".", 1)
+    package = name if MODULES[name].name == "__init__.py" else name.rsplit(".", 1)[0]
+    dots = "." * (package.count(".") + 1)  # relative to the package root
+    rest = parent.removeprefix("kvplan").lstrip(".")
+    return [f"import {target}", f"from {parent} import {leaf}", f"from {dots}{rest} import {leaf}"]
+
+
+def _inject(source: str, lines: list[str], in_function: bool) -> tuple[str, list[int]]:
+    """source + the lines (at module level or inside a function); their line numbers."""
+    first = source.count("\n") + (1 if source.endswith("\n") else 2)
+    if in_function:
+        body = "\n\ndef _injected():\n" + "".join(f"    {x}\n" for x in lines)
+        first += 3
+    else:
+        body = "\n" + "".join(f"{x}\n" for x in lines)
+        first += 1
+    text = source + ("" if source.endswith("\n") else "\n") + body
+    return text, list(range(first, first + len(lines)))
+
+
+@pytest.mark.parametrize("name", sorted(LAYER))
+def test_the_check_bites_on_an_injected_forbidden_import(name):
+    """Every forbidden library and one module of every higher layer, injected into the module's
+    real source at module level and inside a function, is reported on its own line."""
+    layer = LAYER[name]
+    libraries = [x for x in FORBIDDEN[layer] if x != "open()"]
+    libraries += [lib for lib, owner in OWNER.items() if owner != name and lib not in libraries]
+    higher = LAYERS[LAYERS.index(layer) + 1:]
+    targets = [min(m for m, lay in LAYER.items() if lay == h and m != "kvplan") for h in higher]
+    lines = [f"import {lib}" for lib in libraries] + [
+        x for t in targets for x in _import_lines(name, t)]
+    if "open()" in FORBIDDEN[layer]:
+        lines.append("open('config.json')")
+    if layer == "core":  # the issue's own example, in every core module
+        lines += ["import rich", "from kvplan import catalog"]
+    source = MODULES[name].read_text()
+    for in_function in (False, True):
+        text, numbers = _inject(source, lines, in_function)
+        reported = {line for line, _ in violations(name, text)}
+        missed = [x for x, n in zip(lines, numbers, strict=True) if n not in reported]
+        assert missed == [], (name, "in a function" if in_function else "at module level")
+
+
+def test_a_type_checking_import_is_not_a_dependency_but_its_else_branch_is():
+    source = ("from typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    import rich\nelse:\n    import typer\n")
+    assert violations("kvplan.units", source) == [(5, "typer (forbidden in core)")]
+
+
+def test_owned_libraries_are_imported_where_they_are_used():
+    """hub.py is the one place that talks to the Hub, and it imports huggingface_hub lazily."""
+    source = MODULES["kvplan.hub"].read_text()
+    assert violations("kvplan.hub", source + "\nimport huggingface_hub\n") != []
+    assert any(i == "huggingface_hub" for _, i, _ in imports("kvplan.hub", source))
+
+
+def _kvplan_graph() -> dict[str, set[str]]:
+    graph = {}
+    for n, p in MODULES.items():
+        deps = {i for _, i, _ in imports(n, p.read_text()) if i in MODULES and i != n}
+        graph[n] = {d for d in deps if not n.startswith(d + ".") and d != "kvplan"}
+    return graph
+
+
+def test_no_import_circles():
+    graph = _kvplan_graph()
+    seen: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    cycle: list[str] = []
+
+    def visit(n: str, stack: list[str]) -> None:
+        seen[n] = 1
+        for d in graph[n]:
+            if seen.get(d) == 1 and not cycle:
+                cycle.extend([*stack[stack.index(d):], d])
+            elif d not in seen:
+                visit(d, [*stack, d])
+        seen[n] = 2
+
+    for n in graph:
+        if n not in seen:
+            visit(n, [n])
+    assert cycle == []
+
+
+def test_engines_do_not_import_their_callers():
+    """No upward imports inside the core: engines know the specs and the math, not who calls
+    them."""
+    graph = _kvplan_graph()
+    callers = {"kvplan.planner", "kvplan.sweep", "kvplan.performance", "kvplan.api"}
+    assert {n: sorted(d & callers) for n, d in graph.items()
+            if n.startswith("kvplan.engines") and d & callers} == {}
+
+
+def test_the_step_time_model_is_a_leaf():
+    """perf imports the standard library and four kvplan modules only."""
+    allowed = {"kvplan.specs", "kvplan.weights", "kvplan.kv", "kvplan.units"}
+    got = {i for _, i, _ in imports("kvplan.perf", MODULES["kvplan.perf"].read_text())}
+    assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
+    assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}
+                  ) == []
+
+
+def test_a_library_plan_and_sweep_load_no_cli_or_hub_library():
+    """What a fresh interpreter loads, as a cross-check of the table: a dynamic import
+    (importlib) escapes the ast walk, and a catalogue model must not need the Hub client."""
+    code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.kv, kvplan.weights, "
+            "kvplan.hf_config, kvplan.catalog, kvplan.specs, kvplan.checkpoint\n"
+            "kvplan.plan('llama-3.1-8b', 'h100')\n"
+            "kvplan.sweep('llama-3.1-8b', gpus=['h100'], max_gpus=1)\n"
+            "bad = [m for m in ('typer', 'rich', 'click', 'huggingface_hub') if m in sys.modules]\n"
+            "print(','.join(bad))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""
