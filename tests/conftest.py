@@ -4,6 +4,12 @@ from pathlib import Path
 
 import pytest
 from drafts import EAGLE3_CONFIG, write_config
+from hypothesis import settings
+
+# Hypothesis profiles: Hypothesis's own "default" is the README's `pytest`; "campaign" is the long
+# fuzz run that .ci/run adds (`pytest -m fuzz --hypothesis-profile=campaign`, tests/cli/test_fuzz.py
+# splits its max_examples among the fuzzed surfaces: 2,200 inputs).
+settings.register_profile("campaign", max_examples=2200)
 
 
 @pytest.fixture(autouse=True)

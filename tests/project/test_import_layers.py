@@ -134,8 +134,8 @@ def imports(name: str, source: str) -> list[tuple[int, str, bool]]:
     tree = ast.parse(source)
     skip = _type_checking_only(tree)
     top = {id(n) for n in tree.body}
-    package = name.split(".") if name == "kvplan" or MODULES.get(name, Path()).name == "__init__.py" \
-        else name.split(".")[:-1]
+    is_package = MODULES.get(name, Path()).name == "__init__.py"
+    package = name.split(".") if is_package else name.split(".")[:-1]
     out = []
     for node in ast.walk(tree):
         if id(node) in skip:
