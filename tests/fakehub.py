@@ -63,7 +63,9 @@ class FakeHub:
             def do_GET(self) -> None:  # noqa: N802
                 self._answer(body=True)
 
-            def _send(self, status: int, headers: dict[str, str], payload: bytes, body: bool) -> None:
+            def _send(
+                self, status: int, headers: dict[str, str], payload: bytes, body: bool
+            ) -> None:
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -89,8 +91,9 @@ class FakeHub:
                 if repo is None:
                     return self._error(401, "RepoNotFound", "Repository not found", body)
                 if repo.gated and self.headers.get("authorization") != f"Bearer {hub.token}":
-                    return self._error(401, "GatedRepo", f"Access to model {repo_id} is restricted.",
-                                       body)
+                    return self._error(
+                        401, "GatedRepo", f"Access to model {repo_id} is restricted.", body
+                    )
                 if revision not in repo.files:
                     return self._error(404, "RevisionNotFound", "Invalid rev id: " + revision, body)
                 commit = repo.commit(revision)
@@ -105,14 +108,17 @@ class FakeHub:
                 if rng:
                     start, end = int(rng.group(1)), min(int(rng.group(2)), len(content) - 1)
                     part = content[start:end + 1]
-                    headers["Content-Range"] = f"bytes {start}-{start + len(part) - 1}/{len(content)}"
+                    headers["Content-Range"] = (
+                        f"bytes {start}-{start + len(part) - 1}/{len(content)}"
+                    )
                     return self._send(206, headers, part, body)
                 return self._send(200, headers, content, body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)  # shutdown() waits up to one poll
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )  # shutdown() waits up to one poll
         self._thread.start()
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 

@@ -38,7 +38,9 @@ def test_plan_json_contract(capsys):
 
 
 def test_plan_does_not_fit_exit_1_with_valid_json(capsys):
-    code, out, err = run(capsys, "plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "--json")
+    code, out, err = run(
+        capsys, "plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "--json"
+    )
     assert code == 1
     data = json.loads(out)
     assert data["fits"] is False and data["problems"]
@@ -71,8 +73,22 @@ def test_bad_input_exit_2_without_traceback(capsys, args, needle):
 def test_tgi_max_input_tokens_reaches_the_plan_and_the_command(capsys):
     """TGI 2.x sizes its warm-up prefill from --max-input-tokens (+ 50); the launcher line keeps
     the value the user gave."""
-    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "a10g", "--engine", "tgi", "--engine-version",
-                       "2.2.0", "--max-model-len", "8192", "--max-input-tokens", "2048", "--json")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        LLAMA,
+        "--gpu",
+        "a10g",
+        "--engine",
+        "tgi",
+        "--engine-version",
+        "2.2.0",
+        "--max-model-len",
+        "8192",
+        "--max-input-tokens",
+        "2048",
+        "--json",
+    )
     assert code == 0
     data = json.loads(out)
     assert data["inputs"]["max_num_batched_tokens"]["value"] == 2048 + 50

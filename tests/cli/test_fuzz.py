@@ -42,8 +42,12 @@ def examples(prop: str, profile: settings | None = None) -> int:
     return max(1, total * SHARES[prop] // sum(SHARES.values()))
 
 CONFIGS = Path(__file__).resolve().parents[2] / "model_specs" / "configs"
-BASES = ["meta-llama--Llama-3.1-8B.json", "Qwen--Qwen3-30B-A3B-FP8.json", "google--gemma-3-4b-it.json",
-         "Qwen--Qwen2.5-7B-Instruct.json"]
+BASES = [
+    "meta-llama--Llama-3.1-8B.json",
+    "Qwen--Qwen3-30B-A3B-FP8.json",
+    "google--gemma-3-4b-it.json",
+    "Qwen--Qwen2.5-7B-Instruct.json",
+]
 TINY = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
         "num_key_value_heads": 2, "num_hidden_layers": 4, "vocab_size": 1000,
         "intermediate_size": 512, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
@@ -68,42 +72,92 @@ def invoke(*args: str) -> tuple[int, str, str]:
     assert elapsed < PER_INPUT_S, f"kvplan {shown}: {elapsed:.1f} s"
     assert code in (0, 1, 2, 3), f"kvplan {shown}: exit {code!r}\n{err.getvalue()[-2000:]}"
     text = err.getvalue()
-    assert "internal error" not in text and "Traceback" not in text, f"kvplan {shown}:\n{text[-3000:]}"
+    assert "internal error" not in text and "Traceback" not in text, (
+        f"kvplan {shown}:\n{text[-3000:]}"
+    )
     return code, out.getvalue(), text  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------ value pools
 
-HOSTILE_INTS = st.one_of(st.integers(-3, 70), st.sampled_from([0, -1, 2**31, 2**63, 10**30, 10**400]),
-                         st.integers(-(2**70), 2**70))
+HOSTILE_INTS = st.one_of(
+    st.integers(-3, 70),
+    st.sampled_from([0, -1, 2**31, 2**63, 10**30, 10**400]),
+    st.integers(-(2**70), 2**70),
+)
 HOSTILE_NUMBERS = st.one_of(HOSTILE_INTS, st.floats(allow_nan=False, allow_infinity=False),
                             st.sampled_from([0.5, 1e308, -0.0, 1e-300]))
 SHORT_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
-JSON_VALUES = st.one_of(HOSTILE_NUMBERS, st.none(), st.booleans(), SHORT_TEXT,
-                        st.sampled_from(["32", "131072", "abc", "auto", "", "fp8", "yarn"]),
-                        st.lists(HOSTILE_INTS, max_size=3), st.builds(dict), st.builds(lambda: [0, 0]),
-                        st.dictionaries(st.sampled_from(["factor", "type", "rope_type"]), HOSTILE_NUMBERS,
-                                        max_size=2))
+JSON_VALUES = st.one_of(
+    HOSTILE_NUMBERS,
+    st.none(),
+    st.booleans(),
+    SHORT_TEXT,
+    st.sampled_from(["32", "131072", "abc", "auto", "", "fp8", "yarn"]),
+    st.lists(HOSTILE_INTS, max_size=3),
+    st.builds(dict),
+    st.builds(lambda: [0, 0]),
+    st.dictionaries(st.sampled_from(["factor", "type", "rope_type"]), HOSTILE_NUMBERS, max_size=2),
+)
 FLAG_TEXT = st.one_of(
     st.integers(-5, 200).map(str), HOSTILE_INTS.map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.sampled_from(["nan", "inf", "-inf", "1e300", "1e30", "0", "-1", "0.9", "32k", "1.5", "", " ",
                      "9" * 400, "0x10", "\u00b2", "\u0663", "\u00bd", "1_000"]),
     SHORT_TEXT)
-MODELS = ["qwen2.5-7b", "qwen2.5-0.5b", "meta-llama/Llama-3.1-8B-Instruct", "TINY", "acme/not-cached",
-          "~nosuchuser/x", "/dev/zero", "/nonexistent/config.json", "../x", "a" * 300, "x\x00y",
-          "gemma-3-4b-it", "qwen3-30b-a3b"]
+MODELS = [
+    "qwen2.5-7b",
+    "qwen2.5-0.5b",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "TINY",
+    "acme/not-cached",
+    "~nosuchuser/x",
+    "/dev/zero",
+    "/nonexistent/config.json",
+    "../x",
+    "a" * 300,
+    "x\x00y",
+    "gemma-3-4b-it",
+    "qwen3-30b-a3b",
+]
 GPUS = ["h100", "l4", "a100-80gb", "NVIDIA H100 80GB HBM3", "h200", "no-such-gpu", ""]
-PLAN_FLAGS = ["--tensor-parallel-size", "-tp", "-pp", "-dp", "--max-model-len", "--max-num-seqs",
-              "--max-num-batched-tokens", "--max-input-tokens", "--gpu-memory-utilization", "--dtype",
-              "--kv-cache-dtype", "--quantization", "--block-size", "--kv-cache-memory-bytes",
-              "--gpu-memory-gib", "--engine-version", "--target-concurrency", "--avg-input-tokens",
-              "--avg-output-tokens", "--engine"]
-FLAG_CHOICES = {"--dtype": ["auto", "bfloat16", "float16", "float32", "int3"],
-                "--kv-cache-dtype": ["auto", "fp8", "fp8_e5m2", "fp4"], "--quantization": ["fp8", "awq"],
-                "--engine": ["vllm", "sglang", "tgi", "trt"],
-                "--engine-version": ["0.6.3", "0.19.0", "v0.8.5.post1", "2.3.0", "0.4.6", "99.0",
-                                     "0.1" + "a" * 30 + "!"]}
+PLAN_FLAGS = [
+    "--tensor-parallel-size",
+    "-tp",
+    "-pp",
+    "-dp",
+    "--max-model-len",
+    "--max-num-seqs",
+    "--max-num-batched-tokens",
+    "--max-input-tokens",
+    "--gpu-memory-utilization",
+    "--dtype",
+    "--kv-cache-dtype",
+    "--quantization",
+    "--block-size",
+    "--kv-cache-memory-bytes",
+    "--gpu-memory-gib",
+    "--engine-version",
+    "--target-concurrency",
+    "--avg-input-tokens",
+    "--avg-output-tokens",
+    "--engine",
+]
+FLAG_CHOICES = {
+    "--dtype": ["auto", "bfloat16", "float16", "float32", "int3"],
+    "--kv-cache-dtype": ["auto", "fp8", "fp8_e5m2", "fp4"],
+    "--quantization": ["fp8", "awq"],
+    "--engine": ["vllm", "sglang", "tgi", "trt"],
+    "--engine-version": [
+        "0.6.3",
+        "0.19.0",
+        "v0.8.5.post1",
+        "2.3.0",
+        "0.4.6",
+        "99.0",
+        "0.1" + "a" * 30 + "!",
+    ],
+}
 
 
 def tiny_dir(base: Path) -> Path:
@@ -133,8 +187,14 @@ def test_fuzz_flags(tmp_path_factory, cmd, model, gpu, flags, as_json):
         model = str(tiny_dir(base))
     args = [cmd, model, "--gpu", gpu]
     for flag, data in flags:
-        if cmd == "compare" and flag not in ("-tp", "--max-model-len", "--kv-cache-dtype", "--gpu-memory-gib",
-                                             "--target-concurrency", "--avg-input-tokens"):
+        if cmd == "compare" and flag not in (
+            "-tp",
+            "--max-model-len",
+            "--kv-cache-dtype",
+            "--gpu-memory-gib",
+            "--target-concurrency",
+            "--avg-input-tokens",
+        ):
             continue
         choices = FLAG_CHOICES.get(flag)
         value = data.draw(st.sampled_from(choices) | FLAG_TEXT if choices else FLAG_TEXT)
@@ -165,11 +225,18 @@ CFG_PATHS = sorted({p for cfg in BASE_CFGS for p in _paths(cfg)})
 
 
 @settings(FUZZ, max_examples=examples("configs"))
-@given(base=st.integers(0, len(BASE_CFGS) - 1),
-       edits=st.lists(st.tuples(st.sampled_from(CFG_PATHS), st.one_of(JSON_VALUES, st.just("DELETE"))),
-                      min_size=1, max_size=3),
-       corrupt=st.sampled_from([None] * 12 + ["truncate", "non-utf8", "digits", "deep", "nan", "array"]),
-       engine=st.sampled_from(["vllm", "vllm", "sglang", "tgi"]))
+@given(
+    base=st.integers(0, len(BASE_CFGS) - 1),
+    edits=st.lists(
+        st.tuples(st.sampled_from(CFG_PATHS), st.one_of(JSON_VALUES, st.just("DELETE"))),
+        min_size=1,
+        max_size=3,
+    ),
+    corrupt=st.sampled_from(
+        [None] * 12 + ["truncate", "non-utf8", "digits", "deep", "nan", "array"]
+    ),
+    engine=st.sampled_from(["vllm", "vllm", "sglang", "tgi"]),
+)
 def test_fuzz_config_json(tmp_path_factory, base, edits, corrupt, engine):
     cfg = json.loads(json.dumps(BASE_CFGS[base]))
     for path, value in edits:
@@ -211,10 +278,18 @@ def test_fuzz_config_json(tmp_path_factory, base, edits, corrupt, engine):
 # --------------------------------------------------------------- safetensors
 
 DTYPES = ["BF16", "F16", "F32", "F8_E4M3", "I32", "U8", "I64", "BOOL", "Q4", "", None, 7]
-TENSOR_NAMES = ["model.embed_tokens.weight", "lm_head.weight", "model.norm.weight",
-                "model.layers.0.self_attn.q_proj.weight", "model.layers.3.mlp.gate_proj.weight",
-                "model.layers.9999.mlp.up_proj.weight", "model.layers.0.self_attn.o_proj.weight",
-                "vision_tower.x.weight", "__metadata__", "model.layers.1.self_attn.k_proj.weight_scale"]
+TENSOR_NAMES = [
+    "model.embed_tokens.weight",
+    "lm_head.weight",
+    "model.norm.weight",
+    "model.layers.0.self_attn.q_proj.weight",
+    "model.layers.3.mlp.gate_proj.weight",
+    "model.layers.9999.mlp.up_proj.weight",
+    "model.layers.0.self_attn.o_proj.weight",
+    "vision_tower.x.weight",
+    "__metadata__",
+    "model.layers.1.self_attn.k_proj.weight_scale",
+]
 SHAPES = st.one_of(st.lists(st.integers(0, 4096), max_size=3),
                    st.lists(st.sampled_from([-1, 2**48, 2**70, 0, 1]), max_size=3),
                    st.sampled_from([None, "4096", [1.5], [True], {}]),
@@ -224,13 +299,17 @@ TENSOR = st.fixed_dictionaries({"dtype": st.sampled_from(DTYPES), "shape": SHAPE
 
 
 @settings(FUZZ, max_examples=examples("headers"))
-@given(tensors=st.dictionaries(st.sampled_from(TENSOR_NAMES) | SHORT_TEXT, TENSOR | JSON_VALUES,
-                               max_size=6),
-       length=st.sampled_from(["exact", "exact", "exact", "huge", "short", "zero", "raw"]),
-       raw=st.binary(max_size=64),
-       index=st.sampled_from([None, None, "ok", "../secret", "/etc/hostname", "missing.safetensors", 7,
-                              "sub/../../x"]),
-       fifo=st.sampled_from([False] * 20 + [True]))
+@given(
+    tensors=st.dictionaries(
+        st.sampled_from(TENSOR_NAMES) | SHORT_TEXT, TENSOR | JSON_VALUES, max_size=6
+    ),
+    length=st.sampled_from(["exact", "exact", "exact", "huge", "short", "zero", "raw"]),
+    raw=st.binary(max_size=64),
+    index=st.sampled_from(
+        [None, None, "ok", "../secret", "/etc/hostname", "missing.safetensors", 7, "sub/../../x"]
+    ),
+    fifo=st.sampled_from([False] * 20 + [True]),
+)
 def test_fuzz_safetensors_headers(tmp_path_factory, tensors, length, raw, index, fifo):
     d = tmp_path_factory.getbasetemp() / "st"
     if d.exists():
@@ -241,7 +320,9 @@ def test_fuzz_safetensors_headers(tmp_path_factory, tensors, length, raw, index,
     (d / "config.json").write_text(json.dumps(TINY))
     (tmp_path_factory.getbasetemp() / "secret").write_bytes(b"hf_SECRETTOKEN")
     header = json.dumps(tensors).encode()
-    n = {"exact": len(header), "huge": 2**62, "short": max(len(header) - 3, 0), "zero": 0}.get(length, 0)
+    n = {"exact": len(header), "huge": 2**62, "short": max(len(header) - 3, 0), "zero": 0}.get(
+        length, 0
+    )
     body = raw if length == "raw" else struct.pack("<Q", n) + header + b"\0" * 64
     shard = "model-00001-of-00001.safetensors" if index else "model.safetensors"
     if fifo and hasattr(os, "mkfifo"):
@@ -259,25 +340,76 @@ def test_fuzz_safetensors_headers(tmp_path_factory, tensors, length, raw, index,
 
 # ----------------------------------------------------------- deployment files
 
-ENTRYPOINTS = ["vllm serve", "python -m vllm.entrypoints.openai.api_server --model",
-               "python3 -m sglang.launch_server --model-path", "text-generation-launcher --model-id",
-               "exec vllm serve", "RUN vllm serve", 'CMD ["vllm", "serve",']
-FILE_MODELS = ["qwen2.5-0.5b", "Qwen/Qwen2.5-7B-Instruct", "/models/Llama-3.1-8B", "./tiny", "tiny",
-               "~/x", "../x", "/dev/zero", "{{ .Values.model }}", "${MODEL}", "${MODEL:-qwen2.5-7b}",
-               "acme/not-cached", "'unclosed"]
+ENTRYPOINTS = [
+    "vllm serve",
+    "python -m vllm.entrypoints.openai.api_server --model",
+    "python3 -m sglang.launch_server --model-path",
+    "text-generation-launcher --model-id",
+    "exec vllm serve",
+    "RUN vllm serve",
+    'CMD ["vllm", "serve",',
+]
+FILE_MODELS = [
+    "qwen2.5-0.5b",
+    "Qwen/Qwen2.5-7B-Instruct",
+    "/models/Llama-3.1-8B",
+    "./tiny",
+    "tiny",
+    "~/x",
+    "../x",
+    "/dev/zero",
+    "{{ .Values.model }}",
+    "${MODEL}",
+    "${MODEL:-qwen2.5-7b}",
+    "acme/not-cached",
+    "'unclosed",
+]
 FILE_FLAGS = ["-tp", "--tensor-parallel-size", "--max-model-len", "--max-num-seqs", "--dtype",
               "--gpu-memory-utilization", "--kv-cache-dtype", "--block-size", "--tp-size",
               "--context-length", "--mem-fraction-static", "--num-shard", "--max-total-tokens",
               "--max-input-tokens", "--cuda-memory-fraction", "--enforce-eager", "--unknown-flag",
               "--kv-cache-memory-bytes", "--max-num-batched-tokens", "-q"]
-FILE_VALUES = st.one_of(FLAG_TEXT, st.sampled_from(["{{ x }}", "{{ {{ {{", "${X:-4}", "$X", "'a b'", "\\",
-                                                    "\"", "&&", "|", "#", "32K", "1.5k", "--", "\u00b2",
-                                                    "\u0663", "\u0663.\u0665", "x\x00y", "\u00bd"]))
-DIRECTIVES = st.sampled_from(["", "", "", "# kvplan: gpu=h100\n", "# kvplan: gpu=nosuch\n",
-                              "# kvplan: engine-version=0.1" + "a" * 30 + "!\n", "# kvplan: bogus=1\n",
-                              "# kvplan: model=qwen2.5-7b gpu-count=2\n",
-                              "# kvplan: engine-version=0.19.0\n", "# kvplan: gpu-count=99999999999\n",
-                              "# kvplan: gpu-count=\u00b2\n", "# kvplan: gpu-count=" + "9" * 5000 + "\n"])
+FILE_VALUES = st.one_of(
+    FLAG_TEXT,
+    st.sampled_from(
+        [
+            "{{ x }}",
+            "{{ {{ {{",
+            "${X:-4}",
+            "$X",
+            "'a b'",
+            "\\",
+            '"',
+            "&&",
+            "|",
+            "#",
+            "32K",
+            "1.5k",
+            "--",
+            "\u00b2",
+            "\u0663",
+            "\u0663.\u0665",
+            "x\x00y",
+            "\u00bd",
+        ]
+    ),
+)
+DIRECTIVES = st.sampled_from(
+    [
+        "",
+        "",
+        "",
+        "# kvplan: gpu=h100\n",
+        "# kvplan: gpu=nosuch\n",
+        "# kvplan: engine-version=0.1" + "a" * 30 + "!\n",
+        "# kvplan: bogus=1\n",
+        "# kvplan: model=qwen2.5-7b gpu-count=2\n",
+        "# kvplan: engine-version=0.19.0\n",
+        "# kvplan: gpu-count=99999999999\n",
+        "# kvplan: gpu-count=\u00b2\n",
+        "# kvplan: gpu-count=" + "9" * 5000 + "\n",
+    ]
+)
 
 
 @st.composite
@@ -291,7 +423,9 @@ def command(draw) -> str:
     text = " ".join(parts)
     if entry.startswith("CMD ["):
         text = entry + ", ".join(json.dumps(p) for p in parts[1:]) + "]"
-    return text + draw(st.sampled_from(["", "", " && echo done", " \\\n  --max-num-seqs 8", " | tee log"]))
+    return text + draw(
+        st.sampled_from(["", "", " && echo done", " \\\n  --max-num-seqs 8", " | tee log"])
+    )
 
 
 def _yaml_str(s: str) -> str:
@@ -300,8 +434,21 @@ def _yaml_str(s: str) -> str:
 
 @st.composite
 def deployment_file(draw) -> tuple[str, str]:
-    kind = draw(st.sampled_from(["sh", "sh", "Dockerfile", "k8s", "compose", "compose", "vllm-config",
-                                 "yaml-noise", "alias"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "sh",
+                "sh",
+                "Dockerfile",
+                "k8s",
+                "compose",
+                "compose",
+                "vllm-config",
+                "yaml-noise",
+                "alias",
+            ]
+        )
+    )
     head = draw(DIRECTIVES)
     cmds = draw(st.lists(command(), min_size=1, max_size=3))
     if kind in ("sh", "Dockerfile"):
@@ -310,14 +457,31 @@ def deployment_file(draw) -> tuple[str, str]:
         return name, head + image + "\n".join(cmds) + "\n"
     if kind == "k8s":
         args = draw(st.lists(FILE_VALUES | st.sampled_from(FILE_FLAGS + FILE_MODELS), max_size=6))
-        gpu = draw(st.sampled_from(["1", "2", "8", "x", "-1", "99999999999999999999", "{{ .Values.gpus }}",
-                                    "\u00b2", "9" * 5000, "\u0663"]))
+        gpu = draw(
+            st.sampled_from(
+                [
+                    "1",
+                    "2",
+                    "8",
+                    "x",
+                    "-1",
+                    "99999999999999999999",
+                    "{{ .Values.gpus }}",
+                    "\u00b2",
+                    "9" * 5000,
+                    "\u0663",
+                ]
+            )
+        )
         product = draw(st.sampled_from(["NVIDIA-H100-80GB-HBM3", "no-such", "", "NVIDIA-L4"]))
-        text = (f"{head}apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n"
-                f"      nodeSelector:\n        nvidia.com/gpu.product: {_yaml_str(product)}\n"
-                f"      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.19.0\n"
-                f"          args: [{', '.join(_yaml_str(a) for a in ['qwen2.5-7b', *args])}]\n"
-                f"          resources:\n            limits:\n              nvidia.com/gpu: {_yaml_str(gpu)}\n")
+        text = (
+            f"{head}apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n"
+            f"      nodeSelector:\n        nvidia.com/gpu.product: {_yaml_str(product)}\n"
+            f"      containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.19.0\n"
+            f"          args: [{', '.join(_yaml_str(a) for a in ['qwen2.5-7b', *args])}]\n"
+            f"          resources:\n            limits:\n"
+            f"              nvidia.com/gpu: {_yaml_str(gpu)}\n"
+        )
         return "deploy.yaml", text
     if kind == "compose":
         services = []
@@ -331,13 +495,29 @@ def deployment_file(draw) -> tuple[str, str]:
                 body = (f"    image: vllm/vllm-openai:v0.8.5\n    command: "
                         f"[{', '.join(_yaml_str(t) for t in c.split()[2:])}]\n")
             gpus = "    deploy: {resources: {reservations: {devices: [{count: 2}]}}}\n"
-            count = draw(st.sampled_from(["", gpus, "    deploy: [[[[1]]]]\n",
-                                          gpus.replace("2", '"\u00b2"'), gpus.replace("2", "9" * 5000)]))
+            count = draw(
+                st.sampled_from(
+                    [
+                        "",
+                        gpus,
+                        "    deploy: [[[[1]]]]\n",
+                        gpus.replace("2", '"\u00b2"'),
+                        gpus.replace("2", "9" * 5000),
+                    ]
+                )
+            )
             services.append(f"  s{i}:\n{body}{count}")
         return "docker-compose.yaml", head + "services:\n" + "".join(services)
     if kind == "vllm-config":
-        keys = draw(st.lists(st.tuples(st.sampled_from([f.lstrip("-").replace("-", "_") for f in FILE_FLAGS]),
-                                       FILE_VALUES), max_size=4))
+        keys = draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from([f.lstrip("-").replace("-", "_") for f in FILE_FLAGS]),
+                    FILE_VALUES,
+                ),
+                max_size=4,
+            )
+        )
         body = "".join(f"{k}: {_yaml_str(v)}\n" for k, v in keys)
         model = _yaml_str(draw(st.sampled_from(FILE_MODELS)))
         return "config.yaml", f"{head}model: {model}\ntensor_parallel_size: 1\n{body}"
@@ -355,9 +535,14 @@ def deployment_file(draw) -> tuple[str, str]:
 
 
 @settings(FUZZ, max_examples=examples("files"))
-@given(file=deployment_file(), gpu=st.sampled_from(["h100", "h100", "l4", "nosuch"]),
-       sets=st.lists(st.sampled_from(["model=qwen2.5-7b", "gpus=2", "x=", "MODEL=tiny", "X=4"]), max_size=2),
-       fmt=st.sampled_from(["json", "json", "table", "github"]))
+@given(
+    file=deployment_file(),
+    gpu=st.sampled_from(["h100", "h100", "l4", "nosuch"]),
+    sets=st.lists(
+        st.sampled_from(["model=qwen2.5-7b", "gpus=2", "x=", "MODEL=tiny", "X=4"]), max_size=2
+    ),
+    fmt=st.sampled_from(["json", "json", "table", "github"]),
+)
 def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets, fmt):
     name, text = file
     repo = tmp_path_factory.getbasetemp() / "repo"

@@ -78,7 +78,7 @@ def test_template_scan_is_linear(capsys, tmp_path):
 
 def test_yaml_alias_bomb_is_expanded_once(capsys, tmp_path):
     levels = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
-    for prev, cur in zip("abcdef", "bcdefg"):
+    for prev, cur in zip("abcdef", "bcdefg", strict=True):
         levels.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 10) + "]")
     f = tmp_path / "bomb.yaml"
     f.write_text("\n".join(levels) + "\nspec:\n  affinity: *g\n  containers: *g\n")
@@ -86,9 +86,15 @@ def test_yaml_alias_bomb_is_expanded_once(capsys, tmp_path):
     assert code == 2  # no serving command in it, found quickly
 
 
-@pytest.mark.parametrize("text", ["a: &a [*a]\n", "a: &a {b: *a}\nspec: {containers: [*a]}\n",
-                                  "a: " + "[" * 100_000 + "]" * 100_000 + "\n",
-                                  "a:\n" + "".join(" " * (2 * i + 2) + f"k{i}:\n" for i in range(500))])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &a [*a]\n",
+        "a: &a {b: *a}\nspec: {containers: [*a]}\n",
+        "a: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "a:\n" + "".join(" " * (2 * i + 2) + f"k{i}:\n" for i in range(500)),
+    ],
+)
 def test_recursive_and_deep_yaml(capsys, tmp_path, text):
     f = tmp_path / "x.yaml"
     f.write_text(text)
@@ -97,7 +103,9 @@ def test_recursive_and_deep_yaml(capsys, tmp_path, text):
 
 
 def test_huge_tensor_parallel_size_is_rejected_fast(capsys):
-    code, _, err = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", "-tp", "1000000000", limit_s=5)
+    code, _, err = timed(
+        capsys, "plan", "qwen2.5-7b", "--gpu", "h100", "-tp", "1000000000", limit_s=5
+    )
     assert code == 2 and "--tensor-parallel-size" in err
 
 
@@ -159,7 +167,9 @@ def test_fifo_deployment_file(capsys, tmp_path):
 @pytest.mark.parametrize("name,size", [("big.yaml", 5 * 2**20), ("run.sh", 6 * 2**20)])
 def test_oversized_deployment_files(capsys, tmp_path, name, size):
     f = tmp_path / name
-    f.write_text(("a: b\n" * (size // 5)) if name.endswith(".yaml") else "vllm serve x " + "y" * size)
+    f.write_text(
+        ("a: b\n" * (size // 5)) if name.endswith(".yaml") else "vllm serve x " + "y" * size
+    )
     code, report, _ = check_report(capsys, f, limit_s=5)
     assert code == 2 and "limit" in messages(report)
 
@@ -340,8 +350,15 @@ def test_gpu_memory_gib_is_bounded(capsys, value):
     assert code == 2 and "--gpu-memory-gib" in err and out == ""
 
 
-@pytest.mark.parametrize("args", [("--gpu-memory-utilization", "nan"), ("-tp", "0"),
-                                  ("--max-model-len", "9" * 400), ("--kv-cache-memory-bytes", "9" * 30)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--gpu-memory-utilization", "nan"),
+        ("-tp", "0"),
+        ("--max-model-len", "9" * 400),
+        ("--kv-cache-memory-bytes", "9" * 30),
+    ],
+)
 def test_other_flags_are_bounded(capsys, args):
     code, _, err = timed(capsys, "plan", "qwen2.5-7b", "--gpu", "h100", *args)
     assert code == 2 and "--" in err
@@ -377,14 +394,18 @@ def test_hub_timeout_is_bounded(monkeypatch, value):
 
 
 def test_compare_validates_the_workload(capsys):
-    code, _, err = timed(capsys, "compare", "qwen2.5-7b", "--gpu", "h100", "--target-concurrency=-1")
+    code, _, err = timed(
+        capsys, "compare", "qwen2.5-7b", "--gpu", "h100", "--target-concurrency=-1"
+    )
     assert code == 2 and "--target-concurrency" in err
 
 
 @pytest.mark.parametrize("flag", ["--max-model-len", "--gpu-memory-utilization", "-tp"])
 def test_out_of_range_values_in_files(capsys, tmp_path, flag):
     f = tmp_path / "run.sh"
-    value = {"--max-model-len": "9" * 400, "--gpu-memory-utilization": "nan", "-tp": "99999999"}[flag]
+    value = {"--max-model-len": "9" * 400, "--gpu-memory-utilization": "nan", "-tp": "99999999"}[
+        flag
+    ]
     f.write_text(f"vllm serve qwen2.5-7b {flag} {value}\n")
     code, report, _ = check_report(capsys, f)
     assert code == 2 and flag in messages(report) and "run.sh" in json.dumps(report)
@@ -468,8 +489,13 @@ def test_broken_pipe_on_stdout_and_stderr_together():
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    p = subprocess.Popen([sys.executable, "-m", "kvplan", "plan", "qwen2.5-72b", "--gpu", "l4", "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=root)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kvplan", "plan", "qwen2.5-72b", "--gpu", "l4", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=root,
+    )
     p.stdout.readline()
     p.stdout.close()
     assert p.wait(timeout=60) == 1  # does not fit: the plan's own code, not a crash's

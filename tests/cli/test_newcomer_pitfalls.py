@@ -102,21 +102,31 @@ def test_no_internal_provenance_text_in_data():
         for path in (root / folder).rglob("*"):
             if path.is_file() and path.suffix in {".json", ".csv", ".md"}:
                 text = path.read_text(errors="replace").lower()
-                for leak in ("search-index", "index search", "in this workplace", "reference hf_configs",
-                             "reference gpus.md"):
+                for leak in (
+                    "search-index",
+                    "index search",
+                    "in this workplace",
+                    "reference hf_configs",
+                    "reference gpus.md",
+                ):
                     assert leak not in text, f"{path}: {leak}"
 
 
 # ------------------------------------------------------------ 5: predictable aliases
 
 
-@pytest.mark.parametrize("ref,want", [
-    ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"), ("llama3.1-8b", "meta-llama/Llama-3.1-8B"),
-    ("Llama3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
-    ("llama3.1-70b", "meta-llama/Llama-3.1-70B"), ("llama-3.1-70b-instruct",
-                                                   "meta-llama/Llama-3.1-70B-Instruct"),
-    ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"), ("llama-2-7b-chat", "meta-llama/Llama-2-7b-chat-hf"),
-])
+@pytest.mark.parametrize(
+    "ref,want",
+    [
+        ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"),
+        ("llama3.1-8b", "meta-llama/Llama-3.1-8B"),
+        ("Llama3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+        ("llama3.1-70b", "meta-llama/Llama-3.1-70B"),
+        ("llama-3.1-70b-instruct", "meta-llama/Llama-3.1-70B-Instruct"),
+        ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"),
+        ("llama-2-7b-chat", "meta-llama/Llama-2-7b-chat-hf"),
+    ],
+)
 def test_aliases_follow_the_documented_rule(ref, want):
     from kvplan.catalog import find_model_entry
 
@@ -158,7 +168,9 @@ def test_unknown_gpu_suggests_prefix_matches_first(capsys):
 def test_typod_repo_id_offline_is_bad_input_with_suggestion(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kv"))
-    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instrcut", "--gpu", "h100", "--offline")
+    code, _, err = run(
+        capsys, "plan", "meta-llama/Llama-3.1-8B-Instrcut", "--gpu", "h100", "--offline"
+    )
     assert code == 2 and "meta-llama/Llama-3.1-8B-Instruct" in err
 
 
@@ -237,7 +249,9 @@ def test_plan_refuses_a_malformed_length_as_usage_error(capsys):
 
 
 def test_compare_validates_workload_flags(capsys):
-    code, _, err = run(capsys, "compare", "llama-3.1-8b", "--gpu", "h100", "--target-concurrency", "0")
+    code, _, err = run(
+        capsys, "compare", "llama-3.1-8b", "--gpu", "h100", "--target-concurrency", "0"
+    )
     assert code == 2 and "--target-concurrency" in err and "internal error" not in err
 
 
@@ -273,7 +287,10 @@ def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "400")
     group = typer.main.get_command(app)
-    norm = lambda t: re.sub(r"[\s│]+", "", t)  # wrapping may split anywhere
+
+    def norm(t: str) -> str:
+        return re.sub(r"[\s│]+", "", t)  # wrapping may split anywhere
+
     for name, cmd in group.commands.items():
         _code, out, _ = run(capsys, name, "--help")
         for param in cmd.params:
@@ -461,8 +478,14 @@ def test_concurrency_is_formatted_alike_everywhere(capsys, tmp_path, monkeypatch
 # ------------------------------- 3 (same class): a given --max-num-seqs is kept, every engine
 
 
-@pytest.mark.parametrize("engine,flag", [("vllm", "--max-num-seqs"), ("sglang", "--max-running-requests"),
-                                         ("tgi", "--max-concurrent-requests")])
+@pytest.mark.parametrize(
+    "engine,flag",
+    [
+        ("vllm", "--max-num-seqs"),
+        ("sglang", "--max-running-requests"),
+        ("tgi", "--max-concurrent-requests"),
+    ],
+)
 def test_given_max_num_seqs_is_kept_in_the_serve_line(capsys, engine, flag):
     _code, data, _ = _plan_json(capsys, "llama-3.1-8b", "--gpu", "h100", "--max-num-seqs", "64",
                                "--max-model-len", "8192", "--engine", engine)

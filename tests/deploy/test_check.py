@@ -36,7 +36,13 @@ def test_every_example_file_is_found_and_fits(capsys):
     assert code == 0, report
     rows = report["deployments"]
     assert {Path(r["file"]).name for r in rows} == {Path(f).name for f in files}
-    assert report["summary"] == {"deployments": 6, "fits": 6, "failed": 0, "unchecked": 0, "errors": 0}
+    assert report["summary"] == {
+        "deployments": 6,
+        "fits": 6,
+        "failed": 0,
+        "unchecked": 0,
+        "errors": 0,
+    }
     by_file = {Path(r["file"]).name: r for r in rows}
     k8s = by_file["k8s-deployment.yaml"]
     assert k8s["gpu"] == "NVIDIA-H100-80GB-HBM3" and k8s["plan"]["gpu"]["count"] == 4
@@ -49,7 +55,9 @@ def test_every_example_file_is_found_and_fits(capsys):
     assert "--port 8080" in " ".join(p["message"] for p in kserve["problems"])
     assert by_file["Dockerfile"]["line"] == 4 and by_file["Dockerfile"]["gpu"] == "l40s"
     assert by_file["vllm-config.yaml"]["plan"]["inputs"]["tensor_parallel_size"]["value"] == 2
-    assert by_file["docker-compose.yaml"]["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.9
+    assert (
+        by_file["docker-compose.yaml"]["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.9
+    )
     tgi_row = by_file["tgi-gke.yaml"]
     assert tgi_row["engine"] == "tgi" and tgi_row["plan"]["engine"]["version"] == "3.3.6"
     assert tgi_row["plan"]["inputs"]["max_model_len"]["value"] == 8192  # MAX_TOTAL_TOKENS
@@ -90,7 +98,9 @@ def test_k8s_gpu_limit_below_tp_does_not_fit(capsys, tmp_path):
     code, report, _ = check_json(capsys, str(f))
     row = report["deployments"][0]
     assert code == 1 and row["status"] == "does-not-fit"
-    assert any(p["code"] == "gpu-count-mismatch" and p["severity"] == "error" for p in row["problems"])
+    assert any(
+        p["code"] == "gpu-count-mismatch" and p["severity"] == "error" for p in row["problems"]
+    )
 
 
 # ----------------------------------------------------------------- parse errors
@@ -105,7 +115,9 @@ def test_malformed_yaml_exits_2_naming_the_line(capsys, tmp_path):
     """)
     code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--format", "github")
     assert code == 2
-    assert re.search(r"::error file=.*bad\.yaml,line=\d+,title=kvplan unreadable::malformed YAML", out)
+    assert re.search(
+        r"::error file=.*bad\.yaml,line=\d+,title=kvplan unreadable::malformed YAML", out
+    )
 
 
 def test_flag_missing_its_value(capsys, tmp_path):
@@ -116,16 +128,31 @@ def test_flag_missing_its_value(capsys, tmp_path):
     """)
     code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
     row = report["deployments"][0]
-    assert code == 2 and row["line"] == 2 and "--max-model-len is missing its value" in row["problems"][0]["message"]
+    assert (
+        code == 2
+        and row["line"] == 2
+        and "--max-model-len is missing its value" in row["problems"][0]["message"]
+    )
 
 
-@pytest.mark.parametrize("text,gpu,message", [
-    ("vllm serve qwen2.5-7b -tp 1 --tensor-parallel-size=2\n", ["--gpu", "h100"], "contradictory flags"),
-    ("echo hello\n", ["--gpu", "h100"], "found no serving command"),
-    ("vllm serve qwen2.5-7b\n", [], "# kvplan: gpu="),
-    ("vllm serve qwen2.5-7b --max-num-seqs lots\n", ["--gpu", "h100"], "'lots' is not an integer"),
-    ("vllm serve qwen2.5-7b 'unclosed\n", ["--gpu", "h100"], "check the quotes"),
-])
+@pytest.mark.parametrize(
+    "text,gpu,message",
+    [
+        (
+            "vllm serve qwen2.5-7b -tp 1 --tensor-parallel-size=2\n",
+            ["--gpu", "h100"],
+            "contradictory flags",
+        ),
+        ("echo hello\n", ["--gpu", "h100"], "found no serving command"),
+        ("vllm serve qwen2.5-7b\n", [], "# kvplan: gpu="),
+        (
+            "vllm serve qwen2.5-7b --max-num-seqs lots\n",
+            ["--gpu", "h100"],
+            "'lots' is not an integer",
+        ),
+        ("vllm serve qwen2.5-7b 'unclosed\n", ["--gpu", "h100"], "check the quotes"),
+    ],
+)
 def test_single_command_errors_exit_2(capsys, tmp_path, text, gpu, message):
     f = write(tmp_path, "serve.sh", text)
     code, report, _ = check_json(capsys, str(f), *gpu)
@@ -176,11 +203,15 @@ def test_set_fills_templates(capsys, tmp_path):
 
 
 def test_shell_variables_need_set_or_default(capsys, tmp_path):
-    f = write(tmp_path, "run.sh", 'vllm serve qwen2.5-7b --max-model-len "$MAX_LEN" --api-key "$KEY"\n')
+    f = write(
+        tmp_path, "run.sh", 'vllm serve qwen2.5-7b --max-model-len "$MAX_LEN" --api-key "$KEY"\n'
+    )
     code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
     assert code == 2 and "$MAX_LEN" in report["deployments"][0]["problems"][0]["message"]
     code, report, _ = check_json(capsys, str(f), "--gpu", "h100", "--set", "MAX_LEN=4096")
-    assert code == 0 and report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 4096
+    assert (
+        code == 0 and report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 4096
+    )
     g = write(tmp_path, "run2.sh", "vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-2048}\n")
     code, report, _ = check_json(capsys, str(g), "--gpu", "h100")
     assert report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 2048
@@ -228,7 +259,10 @@ def test_headroom_and_kv_tokens_policies(capsys):
     code, report, _ = check_json(capsys, str(EXAMPLES / "docker-compose.yaml"),
                                  "--min-headroom-gib", "10", "--min-kv-tokens", "10000000")
     row = report["deployments"][0]
-    assert code == 1 and {v["code"] for v in row["policy_violations"]} == {"min_headroom_gib", "min_kv_tokens"}
+    assert code == 1 and {v["code"] for v in row["policy_violations"]} == {
+        "min_headroom_gib",
+        "min_kv_tokens",
+    }
 
 
 # ------------------------------------------------------------ other engines, sources
@@ -247,7 +281,9 @@ def test_sglang_and_tgi_launch_lines_are_planned_with_their_engines(capsys, tmp_
     assert sg["plan"]["inputs"]["gpu_memory_utilization"]["value"] == 0.85
     assert "--tp-size 2" in sg["plan"]["command"]
     assert tg["engine"] == "tgi" and tg["plan"]["inputs"]["max_model_len"]["value"] == 16384
-    assert not any(p["code"] == "flags-not-modelled" for p in tg["problems"])  # max_input_tokens is modelled
+    assert not any(
+        p["code"] == "flags-not-modelled" for p in tg["problems"]
+    )  # max_input_tokens is modelled
 
 
 def test_tgi_image_with_bare_arguments_and_its_tag(capsys, tmp_path):
@@ -268,7 +304,9 @@ def test_tgi_image_with_bare_arguments_and_its_tag(capsys, tmp_path):
     assert code == 0, row
     assert row["engine"] == "tgi" and row["plan"]["engine"]["version"] == "2.2.0"
     assert row["plan"]["engine"]["era"] == "tgi 1.4.1–2.2 accounting"
-    assert row["plan"]["model"]["id"] == "meta-llama/Meta-Llama-3.1-8B-Instruct"  # as the file names it
+    assert (
+        row["plan"]["model"]["id"] == "meta-llama/Meta-Llama-3.1-8B-Instruct"
+    )  # as the file names it
     assert any(p["code"] == "engine-version-from-file" and p["message"].startswith("TGI 2.2.0")
                for p in row["problems"])
 
@@ -277,6 +315,8 @@ def test_tgi_flags_from_the_container_environment(capsys, tmp_path):
     """TGI's launcher reads MODEL_ID, NUM_SHARD, MAX_INPUT_TOKENS … from the environment (the
     GKE tutorials configure it that way); a valueFrom secret is skipped; the Google Cloud image
     name …-cu124.2-3.ubuntu2204 is release 2.3; a flag on the command line wins."""
+    image = ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/"
+             "huggingface-text-generation-inference-cu124.2-3.ubuntu2204.py311")
     f = write(tmp_path, "k8s.yaml", """
         apiVersion: apps/v1
         kind: Deployment
@@ -287,7 +327,7 @@ def test_tgi_flags_from_the_container_environment(capsys, tmp_path):
               nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}
               containers:
               - name: llm
-                image: us-docker.pkg.dev/deeplearning-platform-release/gcr.io/huggingface-text-generation-inference-cu124.2-3.ubuntu2204.py311
+                image: IMAGE
                 args: ["--max-total-tokens", "4096"]
                 resources: {limits: {nvidia.com/gpu: "2"}}
                 env:
@@ -297,13 +337,15 @@ def test_tgi_flags_from_the_container_environment(capsys, tmp_path):
                 - {name: MAX_TOTAL_TOKENS, value: "8192"}
                 - name: HF_TOKEN
                   valueFrom: {secretKeyRef: {name: hf, key: token}}
-    """)
+    """.replace("IMAGE", image))
     code, report, _ = check_json(capsys, str(f))
     row = report["deployments"][0]
     assert code == 0, row
     plan = row["plan"]
     assert row["model"] == "mistralai/Mistral-7B-Instruct-v0.3" and row["gpu"] == "NVIDIA-L4"
-    assert plan["engine"]["version"] == "2.3" and plan["inputs"]["tensor_parallel_size"]["value"] == 2
+    assert (
+        plan["engine"]["version"] == "2.3" and plan["inputs"]["tensor_parallel_size"]["value"] == 2
+    )
     assert plan["inputs"]["max_model_len"]["value"] == 4096  # args beat MAX_TOTAL_TOKENS
     assert plan["inputs"]["max_num_batched_tokens"]["value"] == 2048 + 50  # v2.x: input + 50
 
@@ -329,7 +371,9 @@ def test_sglang_version_from_its_image_tag(capsys, tmp_path):
 
 
 def test_container_path_matched_by_folder_name(capsys, tmp_path):
-    f = write(tmp_path, "serve.sh", "vllm serve /models/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    f = write(
+        tmp_path, "serve.sh", "vllm serve /models/Llama-3.1-8B-Instruct --max-model-len 8192\n"
+    )
     code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
     row = report["deployments"][0]
     assert code == 0 and row["plan"]["model"]["id"] == "meta-llama/Llama-3.1-8B-Instruct"
@@ -342,7 +386,9 @@ def test_directive_sets_the_model_for_an_opaque_path(capsys, tmp_path):
         vllm serve /mnt/weights/prod-v3 --max-model-len 8192
     """)
     code, report, _ = check_json(capsys, str(f))
-    assert code == 0 and report["deployments"][0]["plan"]["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert (
+        code == 0 and report["deployments"][0]["plan"]["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    )
 
 
 def test_unresolvable_hub_model_offline_exits_3(capsys, tmp_path):
@@ -369,9 +415,24 @@ def test_human_readable_ints_reject(text):
 
 
 def test_parse_args_forms():
-    found = parse_args(["m/x", "--max-model-len=4096", "-tp", "2", "--enforce-eager", "--port", "80",
-                        "--trust-remote-code", "--no-enable-prefix-caching"], "vllm", file="f", line=1,
-                       templates=Templates({}), text="")
+    found = parse_args(
+        [
+            "m/x",
+            "--max-model-len=4096",
+            "-tp",
+            "2",
+            "--enforce-eager",
+            "--port",
+            "80",
+            "--trust-remote-code",
+            "--no-enable-prefix-caching",
+        ],
+        "vllm",
+        file="f",
+        line=1,
+        templates=Templates({}),
+        text="",
+    )
     assert found.model == "m/x"
     assert found.knobs == {"max_model_len": 4096, "tensor_parallel_size": 2, "enforce_eager": True,
                            "enable_prefix_caching": False}
@@ -434,5 +495,10 @@ def test_compose_entrypoint_plus_command_and_device_ids(tmp_path):
             image: nginx
     """)
     a, b = find_commands(f, Templates({}))
-    assert (a.model, a.knobs, a.gpu_count, a.line) == ("qwen2.5-7b", {"tensor_parallel_size": 2}, 2, 4)
+    assert (a.model, a.knobs, a.gpu_count, a.line) == (
+        "qwen2.5-7b",
+        {"tensor_parallel_size": 2},
+        2,
+        4,
+    )
     assert (b.model, b.knobs, b.line) == ("llama-3.1-8b", {"max_model_len": 8192}, 12)

@@ -49,7 +49,11 @@ def test_tp_bytes_hand_worked():
     h100, l4 = resolve_gpu("h100"), resolve_gpu("l4")
     # vLLM / SGLang on NVSwitch: 2 communicators × 32 channels × 3 connections × 9.19 MiB
     # + custom all-reduce 3 × 8 MiB = 1,874,853,888 B (1.75 GiB).
-    assert interconnect.tp_bytes(h100, 2, "vllm") == 2 * 32 * 3 * CONN_NVLINK + 24 * MiB == 1_874_853_888
+    assert (
+        interconnect.tp_bytes(h100, 2, "vllm")
+        == 2 * 32 * 3 * CONN_NVLINK + 24 * MiB
+        == 1_874_853_888
+    )
     # PCIe TP4 (custom all-reduce off): 2 × 2 × 3 × 4.5 MiB = 54 MiB.
     assert interconnect.tp_bytes(l4, 4, "sglang") == 2 * 2 * 3 * CONN_PCIE == 54 * MiB
     # TGI: torch's one ProcessGroupNCCL, no custom all-reduce.
@@ -96,7 +100,12 @@ def test_tgi_sizes_kv_before_capturing_cuda_graphs():
     """flash_causal_lm.py `warmup` (v1.4.5, v2.2.0, v3.3.4): KV blocks from free memory after the
     warm-up prefill, then `init_kv_cache`, then the CUDA-graph loop — graphs are captured in
     memory the KV sizing left, so they do not change the KV tokens."""
-    p = plan(resolve_model("meta-llama/Llama-3.1-8B-Instruct"), "h100", engine="tgi", engine_version="2.2.0")
+    p = plan(
+        resolve_model("meta-llama/Llama-3.1-8B-Instruct"),
+        "h100",
+        engine="tgi",
+        engine_version="2.2.0",
+    )
     assert p.memory.cudagraph_bytes == 0 and not p.memory.cudagraph_in_budget
 
 
@@ -106,7 +115,9 @@ def test_tgi_3090_row_given_the_memory_in_use_before_start():
     taken off the device total, kvplan's 1.4.1–2.2 accounting gives the same tokens (±1 %)."""
     m = _llama3_8b()
     g = resolve_gpu("rtx-3090")
-    p = plan(m, g, engine="tgi", engine_version="1.4.5", gpu_memory_gib=g.cuda_total_bytes / GiB - 0.65)
+    p = plan(
+        m, g, engine="tgi", engine_version="1.4.5", gpu_memory_gib=g.cuda_total_bytes / GiB - 0.65
+    )
     assert abs(p.kv_cache.tokens / 38928 - 1) < 0.01
 
 

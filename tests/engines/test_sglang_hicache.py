@@ -104,4 +104,6 @@ def test_check_reads_the_hicache_flags(capsys, tmp_path):
     assert row["status"] == "fits", row["problems"]
     o = row["plan"]["offload"]
     assert o["cpu_tokens"] == 3 * row["plan"]["kv_cache"]["tokens"] + 1
-    assert not any(p["code"] in ("feature-not-modelled", "flags-not-modelled") for p in row["problems"])
+    assert not any(
+        p["code"] in ("feature-not-modelled", "flags-not-modelled") for p in row["problems"]
+    )

@@ -75,7 +75,9 @@ def test_sglang_llama_8b_h100_pool_is_about_411k_tokens():
     assert p.kv_cache.tokens == expected
     assert round(expected, -3) == 411_000
     assert p.inputs["gpu_memory_utilization"].value == 0.83
-    assert "--mem-fraction-static 0.83" in p.command and p.command.startswith("python -m sglang.launch_server")
+    assert "--mem-fraction-static 0.83" in p.command and p.command.startswith(
+        "python -m sglang.launch_server"
+    )
 
 
 def test_sglang_cells_for_mla_and_sliding_window():
@@ -83,7 +85,9 @@ def test_sglang_cells_for_mla_and_sliding_window():
     layers (swa_full_tokens_ratio) — gemma-2-9b: 2·8·256·2 B × (21 + 0.8 × 21)."""
     assert plan("deepseek-ai/DeepSeek-V3", "h200", engine="sglang", tensor_parallel_size=8
                 ).kv_cache.bytes_per_token == 70_272
-    assert sglang.cell_bytes(resolve_model("google/gemma-2-9b-it"), 1, "bfloat16")[0] == int(8192 * 37.8)
+    assert sglang.cell_bytes(resolve_model("google/gemma-2-9b-it"), 1, "bfloat16")[0] == int(
+        8192 * 37.8
+    )
 
 
 def test_sglang_context_length_takes_the_first_key():
@@ -109,7 +113,9 @@ def test_tgi_keeps_ten_percent_and_infers_max_batch_total_tokens():
     used = int(0.70 * GiB) + 128 * 2**20 + LLAMA_RESERVED + p.memory.activation_bytes
     assert p.kv_cache.tokens == (math.floor(0.9 * H100_CUDA_TOTAL) - used) // 131072
     assert p.kv_cache.block_size == 1
-    assert p.command.startswith("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
+    assert p.command.startswith(
+        "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct"
+    )
     assert "--max-total-tokens 131072" in p.command and "--max-input-tokens 131071" in p.command
     half = plan(LLAMA, "h100", engine="tgi", gpu_memory_utilization=0.5)
     assert half.kv_cache.tokens < p.kv_cache.tokens
@@ -145,7 +151,9 @@ def test_tgi_2x_warmup_batch_and_its_blocks():
     assert (two.max_input_tokens, two.max_total_tokens, two.prefill_tokens) == (4095, 4096, 4145)
     one = tgi.default_lengths(m, tgi.select_era((1, 4, 5)), (1, 4, 5), launch)
     assert (one.max_input_tokens, one.max_total_tokens, one.prefill_tokens) == (1024, 2048, 4096)
-    assert tgi.default_lengths(m, era, (2, 2, 0), launch, max_input_tokens=2048).prefill_tokens == 2098
+    assert (
+        tgi.default_lengths(m, era, (2, 2, 0), launch, max_input_tokens=2048).prefill_tokens == 2098
+    )
     assert tgi.block_size(m, era) == 16
     assert tgi.warmup_blocks(era, 16, 4145, 4095, 4096) == 512
     assert tgi.warmup_blocks(tgi.select_era((3, 3, 6)), 1, 4145, 4095, 4096) == 0
@@ -161,7 +169,9 @@ def test_tgi_2x_blocks_by_hand():
     expected = math.floor(0.95 * (total - used - 512 * block)) // block + 512
     assert p.kv_cache.tokens == expected * 16
     assert p.engine.era == "tgi 1.4.1–2.2 accounting"
-    assert p.inputs["max_model_len"].value == 4096 and p.inputs["max_num_batched_tokens"].value == 4145
+    assert (
+        p.inputs["max_model_len"].value == 4096 and p.inputs["max_num_batched_tokens"].value == 4145
+    )
 
 
 def test_tgi_prefill_logits_by_release():
@@ -172,7 +182,10 @@ def test_tgi_prefill_logits_by_release():
     m = resolve_model(LLAMA)
     full = 4145 * 128256 * 2
     assert tgi.prefill_logits_bytes(m, tgi.select_era((2, 2, 0)), 1, 4145, "bfloat16") == 2 * full
-    assert tgi.prefill_logits_bytes(m, tgi.select_era((2, 4, 1)), 2, 4145, "bfloat16") == full + full // 2
+    assert (
+        tgi.prefill_logits_bytes(m, tgi.select_era((2, 4, 1)), 2, 4145, "bfloat16")
+        == full + full // 2
+    )
     assert tgi.prefill_logits_bytes(m, tgi.select_era((2, 4, 1)), 1, 4145, "bfloat16") == full
     assert tgi.prefill_logits_bytes(m, tgi.select_era((3, 0, 0)), 1, 4145, "bfloat16") == 0
 
@@ -185,7 +198,12 @@ def test_tgi_block_size_by_attention_backend():
     assert tgi.block_size(phi3, tgi.select_era((2, 3, 0)), 7.5) == 256
     assert tgi.block_size(phi3, tgi.select_era((3, 3, 6)), 7.5) == 16
     assert tgi.block_size(phi3, tgi.select_era((3, 3, 6)), 8.9) == 256
-    assert tgi.block_size(resolve_model("deepseek-ai/DeepSeek-V2-Lite"), tgi.select_era((3, 3, 6)), 9.0) == 256
+    assert (
+        tgi.block_size(
+            resolve_model("deepseek-ai/DeepSeek-V2-Lite"), tgi.select_era((3, 3, 6)), 9.0
+        )
+        == 256
+    )
     assert plan(phi3, "t4", engine="tgi").kv_cache.block_size == 16
 
 
@@ -206,7 +224,9 @@ def test_tgi_needed_fraction_is_the_smallest_that_holds_the_workload(version):
     holds 3 × 4096 tokens under that release's formula."""
     p = plan(LLAMA, "a10g", engine="tgi", engine_version=version, max_model_len=4096,
              workload=Workload(target_concurrency=3))
-    needed = float(re.search(r"tokens need ([0-9.]+)", p.recommendations.gpu_memory_utilization.reason)[1])
+    needed = float(
+        re.search(r"tokens need ([0-9.]+)", p.recommendations.gpu_memory_utilization.reason)[1]
+    )
     at = plan(LLAMA, "a10g", engine="tgi", engine_version=version, max_model_len=4096,
               gpu_memory_utilization=needed)
     below = plan(LLAMA, "a10g", engine="tgi", engine_version=version, max_model_len=4096,
@@ -227,7 +247,10 @@ def test_tgi_3x_default_prefill_is_compute_optimal_on_known_cards():
     assert tgi.default_prefill_3x(m, tgi.Launcher("NVIDIA A10G", 23028, 1, 1.0))[0] == 8_315
     assert tgi.default_prefill_3x(m, tgi.Launcher("NVIDIA RTX A6000", 49140, 1, 1.0))[0] == 4096
     gemma = resolve_model("google/gemma-3-27b-it")
-    assert tgi.default_prefill_3x(gemma, tgi.Launcher("NVIDIA H100 80GB HBM3", 81559, 2, 1.0))[0] == 8000
+    assert (
+        tgi.default_prefill_3x(gemma, tgi.Launcher("NVIDIA H100 80GB HBM3", 81559, 2, 1.0))[0]
+        == 8000
+    )
     p = plan(LLAMA, "h100", engine="tgi")
     assert p.inputs["max_num_batched_tokens"].value == 59_870
     assert any(x.code == "tgi-default-prefill" for x in p.problems)
@@ -243,7 +266,9 @@ def test_tgi_3x_default_prefill_is_capped_by_the_launchers_vram_estimate():
     t4 = tgi.Launcher("Tesla T4", 15360, 1, 1.0)
     assert tgi.vram_maximum_tokens(m, t4) == 3_272
     assert tgi.default_prefill_3x(m, t4)[0] == 3_272
-    assert tgi.vram_maximum_tokens(m, tgi.Launcher("NVIDIA L4", 23034, 1, 0.5)) is None  # model > VRAM
+    assert (
+        tgi.vram_maximum_tokens(m, tgi.Launcher("NVIDIA L4", 23034, 1, 0.5)) is None
+    )  # model > VRAM
 
 
 def test_vllm_only_flags_are_rejected_for_other_engines():
@@ -269,7 +294,11 @@ def test_compare_table_names_each_engines_knobs(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "compare", LLAMA, "--gpu", "h100")
     assert code == 0
-    assert "--mem-fraction-static" in out and "--cuda-memory-fraction" in out and "--gpu-memory-utilization" in out
+    assert (
+        "--mem-fraction-static" in out
+        and "--cuda-memory-fraction" in out
+        and "--gpu-memory-utilization" in out
+    )
 
 
 def test_plan_engine_flag_on_the_cli(capsys):
@@ -293,16 +322,25 @@ def test_sglang_0_4_multimodal_fraction_and_no_swa_pool():
     m = resolve_model("google/gemma-3-4b-it")
     assert sglang.legacy_mem_fraction(1, multimodal=True) == 0.836
     assert sglang.cell_bytes(m, 1, "bfloat16", swa_pool=False)[0] == 34 * 4 * 256 * 2 * 2
-    assert int((0.836 * 139.21 - 8.13) * GiB) // (34 * 4 * 256 * 2 * 2) == pytest.approx(834_615, rel=0.002)
+    assert int((0.836 * 139.21 - 8.13) * GiB) // (34 * 4 * 256 * 2 * 2) == pytest.approx(
+        834_615, rel=0.002
+    )
 
 
 def test_tgi_warmup_batch_kv_is_named_when_it_leaves_no_memory():
     """TGI 2.x warm-up: ⌈10049 / 9999⌉ = 2 requests, each reserving --max-total-tokens 32000 of
     KV (block 1 under flashinfer) = 64,000 tokens × 163,840 B (Llama-3.1-70B at TP2) before the
     free memory is measured (router/client warmup, v2.0.4)."""
-    p = plan("meta-llama/Llama-3.1-70B-Instruct", "a100-sxm-80gb", engine="tgi", engine_version="2.4.0",
-             tensor_parallel_size=2, max_num_batched_tokens=10049, max_model_len=32000,
-             max_input_tokens=9999)
+    p = plan(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "a100-sxm-80gb",
+        engine="tgi",
+        engine_version="2.4.0",
+        tensor_parallel_size=2,
+        max_num_batched_tokens=10049,
+        max_model_len=32000,
+        max_input_tokens=9999,
+    )
     msg = next(x.message for x in p.problems if x.code == "no-kv-memory")
     assert "64,000 tokens" in msg and f"{64000 * 163840 / GiB:.2f} GiB" in msg
     assert not p.fits

@@ -59,7 +59,10 @@ def test_bytes_per_token_mla_latent_replicated():
 def test_sliding_window_layers_count_fully():
     # get_cache_size_per_token multiplies by the number of attention layers
     m = resolve_model("google/gemma-2-9b-it")
-    assert trtllm.bytes_per_token(m, kv_dtype="bfloat16") == m.num_layers * m.num_kv_heads * m.head_dim * 4
+    assert (
+        trtllm.bytes_per_token(m, kv_dtype="bfloat16")
+        == m.num_layers * m.num_kv_heads * m.head_dim * 4
+    )
 
 
 def test_unknown_kv_dtype_rejected(llama31):
@@ -80,8 +83,8 @@ def test_pool_rounds_max_tokens_up_to_blocks_trt6294():
 
 def test_engine_budget_memory_md_sample():
     # memory.md @7ff5302: available 70.48 GiB, default 0.9, 64-token blocks; logged 4060 blocks,
-    # 259840 tokens, 63.44 GiB. 0.9 × 70.48 GiB / 262144 B = 0.9 × 70.48 × 4096 = 259817.5 → 259817 tokens →
-    # ceil(/64) = 4060 blocks = 259840 tokens.
+    # 259840 tokens, 63.44 GiB. 0.9 × 70.48 GiB / 262144 B = 0.9 × 70.48 × 4096 = 259817.5 →
+    # 259817 tokens → ceil(/64) = 4060 blocks = 259840 tokens.
     budget = trtllm.engine_budget(free_bytes=int(70.48 * GiB), fraction=0.9)
     p = trtllm.pool(budget, 262144, 64)
     assert p.estimate_tokens == 259817
@@ -127,8 +130,13 @@ def test_pytorch_temporary_pool_cancels():
     # peak includes the temporary KV pool; it is added back (_util.py `_cal_max_memory`)
     a = trtllm.pytorch_budget_from_peak(total_bytes=80 * GiB, peak_bytes=20 * GiB + 3 * GiB,
                                         temp_kv_bytes=3 * GiB, fraction=0.9)
-    b = trtllm.pytorch_budget(total_bytes=80 * GiB, weights_bytes=15 * GiB, activation_bytes=4 * GiB,
-                              non_torch_bytes=GiB, fraction=0.9)
+    b = trtllm.pytorch_budget(
+        total_bytes=80 * GiB,
+        weights_bytes=15 * GiB,
+        activation_bytes=4 * GiB,
+        non_torch_bytes=GiB,
+        fraction=0.9,
+    )
     assert a == b == int(0.9 * 60 * GiB)
 
 
@@ -151,9 +159,17 @@ def test_plan_max_tokens_cap_and_min_over_stages(llama31):
                                  fraction=0.9, max_seq_len=4096, max_tokens=100000)
     assert capped.tokens == 100000 // 32 * 32 + 32 * (100000 % 32 > 0)
     # PP2: the stage with more weights decides for every rank
-    staged = trtllm.plan_pytorch(llama31, era, total_bytes=80 * GiB, weights_bytes=[8 * GiB, 10 * GiB],
-                                 activation_bytes=0, non_torch_bytes=0, kv_dtype="bfloat16",
-                                 fraction=0.5, max_seq_len=4096)
+    staged = trtllm.plan_pytorch(
+        llama31,
+        era,
+        total_bytes=80 * GiB,
+        weights_bytes=[8 * GiB, 10 * GiB],
+        activation_bytes=0,
+        non_torch_bytes=0,
+        kv_dtype="bfloat16",
+        fraction=0.5,
+        max_seq_len=4096,
+    )
     assert staged.tokens == 35 * GiB // 65536
 
 
@@ -168,9 +184,19 @@ def test_plan_shortfall_is_negative_with_a_problem(llama31):
 
 def test_plan_engine_too_short_for_max_seq_len(llama2):
     era, _ = trtllm.select_era("0.12.0", "engine")
-    r = trtllm.plan_engine(llama2, era, total_bytes=16 * GiB, engine_bytes=[13 * GiB], exec_context_bytes=GiB,
-                           runtime_buffer_bytes=0, decoder_bytes=0, context_bytes=GiB // 2,
-                           kv_dtype="float16", fraction=0.9, max_seq_len=4096)
+    r = trtllm.plan_engine(
+        llama2,
+        era,
+        total_bytes=16 * GiB,
+        engine_bytes=[13 * GiB],
+        exec_context_bytes=GiB,
+        runtime_buffer_bytes=0,
+        decoder_bytes=0,
+        context_bytes=GiB // 2,
+        kv_dtype="float16",
+        fraction=0.9,
+        max_seq_len=4096,
+    )
     assert 0 < r.tokens < 4096 and not r.fits
     assert any(p.code == "max-model-len-too-long" for p in r.problems)
 
@@ -186,7 +212,9 @@ def test_eras():
     assert trtllm.select_era("0.18.0")[0].budget_unit == "tokens"
     assert trtllm.select_era("1.2.0")[0].budget_unit == "bytes"
     # a release past the newest read: the planner says so, for every engine (planner.py)
-    newer = plan("meta-llama/Llama-3.1-8B-Instruct", "h100", engine="trtllm", engine_version="9.0.0")
+    newer = plan(
+        "meta-llama/Llama-3.1-8B-Instruct", "h100", engine="trtllm", engine_version="9.0.0"
+    )
     assert [p.code for p in newer.problems if p.code.startswith("engine-version")] == [
         "engine-version-newer"]
     with pytest.raises(InvalidInputError):
@@ -196,7 +224,11 @@ def test_eras():
 def test_defaults(llama31):
     d = trtllm.defaults("1.0.0", llama31)
     assert (d.max_batch_size, d.max_num_tokens, d.max_seq_len) == (2048, 8192, 131072)
-    assert (d.free_gpu_memory_fraction, d.tokens_per_block, d.backend_flag_needed) == (0.9, 32, False)
+    assert (d.free_gpu_memory_fraction, d.tokens_per_block, d.backend_flag_needed) == (
+        0.9,
+        32,
+        False,
+    )
     assert trtllm.defaults("0.19.0", llama31).backend_flag_needed
 
 
@@ -214,8 +246,14 @@ def test_plan_estimated_uses_release_defaults(llama31):
     assert (r.block_size, r.max_seq_len, r.max_batch_size) == (32, 131072, 2048)
     assert r.bytes_per_token == 131072 and r.tokens > 131072 and r.fits
     # a smaller fraction or a cap never gives more
-    assert trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, fraction=0.5).tokens < r.tokens
-    assert trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, max_tokens=50000).tokens == 50016
+    assert (
+        trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, fraction=0.5).tokens
+        < r.tokens
+    )
+    assert (
+        trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, max_tokens=50000).tokens
+        == 50016
+    )
     e = trtllm.plan_estimated(llama31, version="0.12.0", runtime="engine", total_bytes=total)
     assert e.block_size == 64 and "engine-buffers-not-estimated" in [p.code for p in e.problems]
 
@@ -224,10 +262,18 @@ def test_plan_estimated_uses_release_defaults(llama31):
 
 
 def test_launch_command_plain():
-    line, yaml_text = trtllm.launch_command(LLAMA31_8B, tp=2, max_batch_size=256, max_num_tokens=8192,
-                                            max_seq_len=32768, free_gpu_memory_fraction=0.85)
-    assert line == ("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 2 --max_batch_size 256 "
-                    "--max_num_tokens 8192 --max_seq_len 32768 --kv_cache_free_gpu_memory_fraction 0.85")
+    line, yaml_text = trtllm.launch_command(
+        LLAMA31_8B,
+        tp=2,
+        max_batch_size=256,
+        max_num_tokens=8192,
+        max_seq_len=32768,
+        free_gpu_memory_fraction=0.85,
+    )
+    assert line == (
+        "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 2 --max_batch_size 256 "
+        "--max_num_tokens 8192 --max_seq_len 32768 --kv_cache_free_gpu_memory_fraction 0.85"
+    )
     assert yaml_text is None
 
 
@@ -270,18 +316,27 @@ cuda_graph_config:
     assert trtllm_options.parse_extra_llm_api_options("") == {}
 
 
-@pytest.mark.parametrize("text, field", [
-    ("kv_cache_config:\n  free_gpu_memory_fraction: 1.5\n", "kv_cache_config.free_gpu_memory_fraction"),
-    ("kv_cache_config:\n  free_gpu_memory_fraction: high\n", "kv_cache_config.free_gpu_memory_fraction"),
-    ("kv_cache_config:\n  max_tokens: 10.5\n", "kv_cache_config.max_tokens"),
-    ("kv_cache_config:\n  max_tokens: 0\n", "kv_cache_config.max_tokens"),
-    ("kv_cache_config:\n  dtype: fp4\n", "kv_cache_config.dtype"),
-    ("kv_cache_config:\n  enable_block_reuse: 1\n", "kv_cache_config.enable_block_reuse"),
-    ("kv_cache_config: 0.9\n", "kv_cache_config"),
-    ("max_batch_size: true\n", "max_batch_size"),
-    ("tensor_parallel_size: -2\n", "tensor_parallel_size"),
-    ("backend: onnx\n", "backend"),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        (
+            "kv_cache_config:\n  free_gpu_memory_fraction: 1.5\n",
+            "kv_cache_config.free_gpu_memory_fraction",
+        ),
+        (
+            "kv_cache_config:\n  free_gpu_memory_fraction: high\n",
+            "kv_cache_config.free_gpu_memory_fraction",
+        ),
+        ("kv_cache_config:\n  max_tokens: 10.5\n", "kv_cache_config.max_tokens"),
+        ("kv_cache_config:\n  max_tokens: 0\n", "kv_cache_config.max_tokens"),
+        ("kv_cache_config:\n  dtype: fp4\n", "kv_cache_config.dtype"),
+        ("kv_cache_config:\n  enable_block_reuse: 1\n", "kv_cache_config.enable_block_reuse"),
+        ("kv_cache_config: 0.9\n", "kv_cache_config"),
+        ("max_batch_size: true\n", "max_batch_size"),
+        ("tensor_parallel_size: -2\n", "tensor_parallel_size"),
+        ("backend: onnx\n", "backend"),
+    ],
+)
 def test_parse_yaml_errors_name_the_field(text, field):
     with pytest.raises(InvalidConfigError) as e:
         trtllm_options.parse_extra_llm_api_options(text, path="extra.yaml")
@@ -301,8 +356,14 @@ def test_parse_yaml_not_yaml_or_not_mapping():
 def test_images_and_entrypoints():
     import re
 
-    assert trtllm.version_from_image("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4") == ("1.0.0rc4", None)
-    assert trtllm.version_from_image("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3") == (None, "engine")
+    assert trtllm.version_from_image("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4") == (
+        "1.0.0rc4",
+        None,
+    )
+    assert trtllm.version_from_image("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3") == (
+        None,
+        "engine",
+    )
     assert trtllm.version_from_image("vllm/vllm-openai:v0.11.0") == (None, None)
     cmd = "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 2"
     assert any(re.search(p, cmd) for p in trtllm.ENTRYPOINT_PATTERNS)

@@ -29,7 +29,9 @@ def test_pytorch_budget_is_fraction_of_total_minus_profiled_peak():
     TP1), in whole 32-token blocks, rounded down from 1.2 (resource_manager.py)."""
     p = plan(LLAMA, "h100", engine="trtllm")
     m = p.memory
-    budget = math.floor(0.9 * (m.total_bytes - m.weights_bytes - m.activation_bytes - m.non_torch_bytes))
+    budget = math.floor(
+        0.9 * (m.total_bytes - m.weights_bytes - m.activation_bytes - m.non_torch_bytes)
+    )
     assert p.kv_cache.bytes_per_token == 131_072 and p.kv_cache.block_size == 32
     assert p.kv_cache.tokens == budget // 131_072 // 32 * 32
     assert p.inputs["gpu_memory_utilization"].value == 0.9
@@ -61,7 +63,9 @@ def test_compare_shows_four_engines(capsys):
 
 def test_cli_reads_the_llm_api_options_file(capsys, tmp_path):
     f = tmp_path / "extra.yaml"
-    f.write_text("kv_cache_config:\n  free_gpu_memory_fraction: 0.5\n  dtype: fp8\nmax_batch_size: 64\n")
+    f.write_text(
+        "kv_cache_config:\n  free_gpu_memory_fraction: 0.5\n  dtype: fp8\nmax_batch_size: 64\n"
+    )
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--engine", "trtllm",
                          "--extra-llm-api-options", str(f), "--json")
     assert code == 0, err

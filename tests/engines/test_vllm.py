@@ -38,8 +38,12 @@ def test_newer_eras_subtract_cuda_graph_estimate():
 
 
 def test_default_utilization_by_era():
-    assert plan(LLAMA, "h100", engine_version="0.15.1").inputs["gpu_memory_utilization"].value == 0.90
-    assert plan(LLAMA, "h100", engine_version="0.33.0").inputs["gpu_memory_utilization"].value == 0.92
+    assert (
+        plan(LLAMA, "h100", engine_version="0.15.1").inputs["gpu_memory_utilization"].value == 0.90
+    )
+    assert (
+        plan(LLAMA, "h100", engine_version="0.33.0").inputs["gpu_memory_utilization"].value == 0.92
+    )
 
 
 @pytest.mark.parametrize("gpu,version,tokens,seqs", [
@@ -216,4 +220,7 @@ def test_batch_defaults_by_usage_context(gpu, usage, tokens, seqs):
     """vllm/engine/arg_utils.py get_batch_defaults (0.33.0): the offline LLM class batches
     more tokens per step than `vllm serve` on the same GPU."""
     p = plan(LLAMA, gpu, max_model_len=8192, usage_context=usage)
-    assert (p.inputs["max_num_batched_tokens"].value, p.inputs["max_num_seqs"].value) == (tokens, seqs)
+    assert (p.inputs["max_num_batched_tokens"].value, p.inputs["max_num_seqs"].value) == (
+        tokens,
+        seqs,
+    )

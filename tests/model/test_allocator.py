@@ -107,7 +107,9 @@ def test_replay_matches_pytorch_on_an_h200_byte_for_byte():
 
     from kvplan.weights import replay_allocations
 
-    data = json.loads((Path(__file__).resolve().parents[2] / "benchmarks/data/allocator_h200.json").read_text())
+    data = json.loads(
+        (Path(__file__).resolve().parents[2] / "benchmarks/data/allocator_h200.json").read_text()
+    )
     assert data["run"]["gpu"] == "NVIDIA H200" and len(data["configs"]) == 154
     for r in data["configs"]:
         s = r["sizes"]

@@ -114,13 +114,23 @@ def test_cohere_qk_norm_is_per_head_and_split_over_tp():
       per layer q_norm 16×64 = 1,024 and k_norm 4×64 = 256 parameters;
       at TP=2 one rank holds 8×64 = 512 and 2×64 = 128 of them: 640 × 2 layers × 2 B = 2,560 B
       fewer than the unsharded 1,280 × 2 × 2 B = 5,120 B."""
-    cfg = {**COMMAND_R_V01, "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 2,
-           "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 1024, "use_qk_norm": True}
+    cfg = {
+        **COMMAND_R_V01,
+        "hidden_size": 1024,
+        "intermediate_size": 2048,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "vocab_size": 1024,
+        "use_qk_norm": True,
+    }
     plain = _spec({**cfg, "use_qk_norm": False})
     qk = _spec(cfg)
     assert parameter_count(qk) - parameter_count(plain) == 2 * (16 * 64 + 4 * 64)
     one = weight_memory_per_stage(qk, tp=2, pp=1, dtype="bfloat16", quant=None)[0].tensor_bytes
-    one_plain = weight_memory_per_stage(plain, tp=2, pp=1, dtype="bfloat16", quant=None)[0].tensor_bytes
+    one_plain = weight_memory_per_stage(plain, tp=2, pp=1, dtype="bfloat16", quant=None)[
+        0
+    ].tensor_bytes
     assert one - one_plain == 2 * (8 * 64 + 2 * 64) * 2
 
 
@@ -212,10 +222,19 @@ def test_olmo2_7b_tp2_bytes_per_rank():
 
 
 OLMO_7B_SHAPED = {  # the layout of allenai/OLMo-7B-hf: hidden 4096, 32 layers, MHA, vocab 50304
-    "model_type": "olmo", "architectures": ["OlmoForCausalLM"], "hidden_size": 4096,
-    "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
-    "num_key_value_heads": 32, "vocab_size": 50304, "max_position_embeddings": 2048,
-    "clip_qkv": None, "attention_bias": False, "tie_word_embeddings": False, "torch_dtype": "float32",
+    "model_type": "olmo",
+    "architectures": ["OlmoForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "vocab_size": 50304,
+    "max_position_embeddings": 2048,
+    "clip_qkv": None,
+    "attention_bias": False,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float32",
 }
 
 
@@ -277,7 +296,11 @@ def test_granitemoe_experts_from_num_local_experts():
                "num_attention_heads": 24, "num_key_value_heads": 8, "num_local_experts": 40,
                "num_experts_per_tok": 8, "vocab_size": 49155, "max_position_embeddings": 131072,
                "tie_word_embeddings": True, "torch_dtype": "bfloat16"})
-    assert m.intermediate_size == 0 and m.moe is not None and m.moe.shared_expert_intermediate_size == 0
+    assert (
+        m.intermediate_size == 0
+        and m.moe is not None
+        and m.moe.shared_expert_intermediate_size == 0
+    )
     assert parameter_count(m) == 3_298_793_472
 
 

@@ -73,7 +73,12 @@ def test_llava_15_7b_language_model_from_llama_defaults():
     4096 → 6,738,939,904. With the tower: 6,738,939,904 + 311,888,896 = 7,050,828,800
     (the checkpoint adds the unbuilt 24th layer and the post-LayerNorm: 7,063,427,072 = 7.06B)."""
     m = _model("llava-hf/llava-1.5-7b-hf")
-    assert (m.model_type, m.num_layers, m.num_kv_heads, m.intermediate_size) == ("llama", 32, 32, 11008)
+    assert (m.model_type, m.num_layers, m.num_kv_heads, m.intermediate_size) == (
+        "llama",
+        32,
+        32,
+        11008,
+    )
     assert parameter_count(m, include_vision=False) == 6_738_939_904
     assert parameter_count(m) == 7_050_828_800
     assert 7_050_828_800 + CLIP_LAYER + 2 * 1024 == 7_063_427_072
@@ -87,7 +92,12 @@ def test_llava_next_mistral_image_newline_and_mistral_defaults():
     218,112,000) = 6,979,584,000 + 4096 → 7,242,256,384. Tower as llava-1.5 (23 layers)
     290,909,184 + projector 20,979,712 + image_newline 4096 = 311,892,992 → 7,554,149,376."""
     m = _model("llava-hf/llava-v1.6-mistral-7b-hf")
-    assert (m.model_type, m.num_kv_heads, m.layer_types, m.sliding_window) == ("mistral", 8, [], None)
+    assert (m.model_type, m.num_kv_heads, m.layer_types, m.sliding_window) == (
+        "mistral",
+        8,
+        [],
+        None,
+    )
     assert parameter_count(m, include_vision=False) == 7_242_256_384
     assert _tower(m) == 290_909_184 + LLAVA_PROJECTOR + 4096
     assert parameter_count(m) == 7_554_149_376
@@ -169,14 +179,29 @@ IDEFICS3 = {
     # Idefics3-8B-Llama3's vision_config values as public re-implementations quote them
     # (hidden 1152, MLP 4304, 27 layers, 16 heads, patch 14, image 364) and its Llama-3-8B
     # text_config (hidden 4096, MLP 14336, 32 layers, 32q/8kv) with the 128259-token vocab
-    "architectures": ["Idefics3ForConditionalGeneration"], "model_type": "idefics3",
-    "scale_factor": 2, "torch_dtype": "bfloat16",
-    "text_config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-                    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-                    "vocab_size": 128259},
-    "vision_config": {"model_type": "idefics3_vision", "hidden_size": 1152,
-                      "intermediate_size": 4304, "num_hidden_layers": 27, "num_attention_heads": 16, "patch_size": 14,
-                      "image_size": 364, "num_channels": 3},
+    "architectures": ["Idefics3ForConditionalGeneration"],
+    "model_type": "idefics3",
+    "scale_factor": 2,
+    "torch_dtype": "bfloat16",
+    "text_config": {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128259,
+    },
+    "vision_config": {
+        "model_type": "idefics3_vision",
+        "hidden_size": 1152,
+        "intermediate_size": 4304,
+        "num_hidden_layers": 27,
+        "num_attention_heads": 16,
+        "patch_size": 14,
+        "image_size": 364,
+        "num_channels": 3,
+    },
 }
 
 

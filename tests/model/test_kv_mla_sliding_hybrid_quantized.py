@@ -15,9 +15,9 @@ from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resol
 from kvplan.hf_config import spec_from_config
 from kvplan.kv import kv_layout, layer_specs
 from kvplan.units import GiB, MiB
+from kvplan.weights import parameter_count, weight_memory_per_stage
 
 KiB = 1024
-from kvplan.weights import parameter_count, weight_memory_per_stage
 
 
 def _model(ref):
@@ -32,7 +32,9 @@ def _llama8b_cfg(**extra):
 
 LLAMA8B_LINEAR_PARAMS = 32 * (4096 * 4096 * 2 + 1024 * 4096 * 2 + 14336 * 4096 * 3)  # 6,979,321,856
 LLAMA8B_LINEAR_ROWS = 32 * (4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096)  # output channels
-LLAMA8B_BF16_REST = 2 * 128256 * 4096 * 2 + 65 * 4096 * 2 + 131072 * 128 * 2  # embed+head, norms, RoPE
+LLAMA8B_BF16_REST = (
+    2 * 128256 * 4096 * 2 + 65 * 4096 * 2 + 131072 * 128 * 2
+)  # embed+head, norms, RoPE
 
 
 # ------------------------------------------------------------------------------ MLA
@@ -102,7 +104,9 @@ def test_gemma_2_printed_tokens_use_the_old_formula_in_0_19():
 
 
 def test_disabling_the_hybrid_manager_allocates_every_layer_fully():
-    p = plan("google/gemma-3-27b-it", "h100", max_model_len=131072, disable_hybrid_kv_cache_manager=True)
+    p = plan(
+        "google/gemma-3-27b-it", "h100", max_model_len=131072, disable_hybrid_kv_cache_manager=True
+    )
     assert p.kv_cache.bytes_per_request == 62 * 131072 * 2 * 16 * 128 * 2
 
 
@@ -145,7 +149,9 @@ def test_mixtral_8x7b_weights_at_tp2():
     two norms replicated; final norm; RoPE cache 32768 × 128; all bf16. vLLM 0.19.0 log
     (calibration CSV, TP2): 43.51 GiB per GPU."""
     m = _model("mistralai/Mixtral-8x7B-Instruct-v0.1")
-    per_layer = (2 * 4096 * 4096 + 2 * 1024 * 4096) // 2 + 8 * 3 * 14336 * 4096 // 2 + 8 * 4096 + 2 * 4096
+    per_layer = (
+        (2 * 4096 * 4096 + 2 * 1024 * 4096) // 2 + 8 * 3 * 14336 * 4096 // 2 + 8 * 4096 + 2 * 4096
+    )
     expected = 2 * (2 * 32000 * 4096 // 2 + 32 * per_layer + 4096 + 32768 * 128)
     (w,) = weight_memory_per_stage(m, tp=2, pp=1, dtype="bfloat16", quant=None)
     assert w.tensor_bytes == expected
@@ -167,20 +173,50 @@ def test_llama_8b_fp8_checkpoint_is_8_49_gib():
 def test_llama_8b_w4a16_is_about_5_4_gib():
     """compressed-tensors W4A16 (pack-quantized, group 128, symmetric): N/2 B packed + 2 B per
     128 inputs per output → 5.34 GiB (the issue's ≈5.38 includes kernel workspaces)."""
-    m = _llama8b_cfg(quantization_config={
-        "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
-        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
-            "num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}}}})
+    m = _llama8b_cfg(
+        quantization_config={
+            "quant_method": "compressed-tensors",
+            "format": "pack-quantized",
+            "ignore": ["lm_head"],
+            "config_groups": {
+                "group_0": {
+                    "targets": ["Linear"],
+                    "weights": {
+                        "num_bits": 4,
+                        "type": "int",
+                        "strategy": "group",
+                        "group_size": 128,
+                        "symmetric": True,
+                    },
+                }
+            },
+        }
+    )
     (w,) = weight_memory_per_stage(m, tp=1, pp=1, dtype="bfloat16", quant=m.quantization)
-    assert w.tensor_bytes == LLAMA8B_LINEAR_PARAMS // 2 + LLAMA8B_LINEAR_PARAMS // 64 + LLAMA8B_BF16_REST
+    assert (
+        w.tensor_bytes
+        == LLAMA8B_LINEAR_PARAMS // 2 + LLAMA8B_LINEAR_PARAMS // 64 + LLAMA8B_BF16_REST
+    )
     assert abs(w.allocated_bytes / GiB - 5.38) / 5.38 < 0.01
 
 
-@pytest.mark.parametrize("qc,per_weight", [
-    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, 0.5 + 2.5 / 128),
-    ({"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}, 0.5 + 2 / 128),
-    ({"quant_method": "gptq", "bits": 8, "group_size": 128, "sym": True, "desc_act": False}, 1 + 2 / 128),
-])
+@pytest.mark.parametrize(
+    "qc,per_weight",
+    [
+        (
+            {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
+            0.5 + 2.5 / 128,
+        ),
+        (
+            {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False},
+            0.5 + 2 / 128,
+        ),
+        (
+            {"quant_method": "gptq", "bits": 8, "group_size": 128, "sym": True, "desc_act": False},
+            1 + 2 / 128,
+        ),
+    ],
+)
 def test_integer_formats_bytes_per_weight(qc, per_weight):
     """ENGINE_MEMORY §1.8 table: AWQ 0.5 + 2.5/g, GPTQ 4-bit symmetric 0.5 + 2/g, 8-bit 1 + 2/g."""
     m = _llama8b_cfg(quantization_config=qc, torch_dtype="float16")
@@ -270,14 +306,30 @@ def test_unrecognised_mamba_families_warn():
 # nvidia/Nemotron-H-8B-Base-8K config.json values as copied into a public test fixture
 # (NVIDIA Megatron-Bridge tests).
 NEMOTRON_H_8B = {
-    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "attention_bias": False,
-    "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_size": 4096,
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "attention_bias": False,
+    "attention_head_dim": 128,
+    "chunk_size": 128,
+    "conv_kernel": 4,
+    "expand": 2,
+    "hidden_size": 4096,
     "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
-    "intermediate_size": 21504, "mamba_head_dim": 64, "mamba_num_heads": 128,
-    "max_position_embeddings": 8192, "mlp_bias": False, "mlp_hidden_act": "relu2", "n_groups": 8,
-    "num_attention_heads": 32, "num_hidden_layers": 52, "num_key_value_heads": 8,
-    "ssm_state_size": 128, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-    "use_bias": False, "vocab_size": 131072,
+    "intermediate_size": 21504,
+    "mamba_head_dim": 64,
+    "mamba_num_heads": 128,
+    "max_position_embeddings": 8192,
+    "mlp_bias": False,
+    "mlp_hidden_act": "relu2",
+    "n_groups": 8,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 52,
+    "num_key_value_heads": 8,
+    "ssm_state_size": 128,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_bias": False,
+    "vocab_size": 131072,
 }
 
 
@@ -316,7 +368,9 @@ def test_nemotron_h_ssm_dtype_from_the_config_and_bad_patterns():
                          source="test")
     assert mamba_state_bytes(m, tp=1, state_dtype="bfloat16") == 61_440 + 2_097_152
     with pytest.raises(InvalidConfigError, match="hybrid_override_pattern"):
-        spec_from_config({**NEMOTRON_H_8B, "hybrid_override_pattern": "M-M*"}, model_id="x", source="test")
+        spec_from_config(
+            {**NEMOTRON_H_8B, "hybrid_override_pattern": "M-M*"}, model_id="x", source="test"
+        )
     moe = spec_from_config({**NEMOTRON_H_8B, "hybrid_override_pattern": "ME" * 26}, model_id="x",
                            source="test")
     assert any("MoE ('E')" in u for u in moe.unsupported)

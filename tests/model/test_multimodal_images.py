@@ -278,7 +278,10 @@ def test_images_on_an_engine_without_the_encoder_model_say_what_the_lengths_hold
     = 65,536 / 4 = 16,384 tokens; 2 images + 500 + 100 text = 33,368 tokens per request."""
     p = plan("Qwen/Qwen2.5-VL-7B-Instruct", "h100", engine="sglang",
              workload=Workload(images_per_request=2, avg_input_tokens=500, avg_output_tokens=100))
-    assert "33368 tokens per request (input + output + images)" in p.recommendations.max_num_seqs.reason
+    assert (
+        "33368 tokens per request (input + output + images)"
+        in p.recommendations.max_num_seqs.reason
+    )
     note = next(pr for pr in p.problems if pr.code == "images-not-modelled")
     assert "exclude" not in note.message
     assert "16,384 tokens" in note.message

@@ -24,7 +24,10 @@ def test_parameter_count_matches_reference(entry):
     """Exact element counts computed independently in reference hf_configs/INDEX.md (language
     model only where INDEX says 'text')."""
     m = load_catalog_model(entry)
-    assert parameter_count(m, include_vision=not entry.params_reference_text_only) == entry.params_reference
+    assert (
+        parameter_count(m, include_vision=not entry.params_reference_text_only)
+        == entry.params_reference
+    )
 
 
 def test_every_catalogue_model_has_a_published_size_to_check():
@@ -79,8 +82,16 @@ def test_tp_splits_vocab_after_padding_and_replicates_kv():
     assert w8 - w4 / 2 < m.num_layers * kv_bytes_per_layer + 64 * 1024 * 1024
 
 
-@pytest.mark.parametrize("layers,pp,sizes", [(32, 1, [32]), (32, 2, [16, 16]), (32, 3, [11, 11, 10]),
-                                             (10, 4, [2, 3, 3, 2]), (61, 4, [15, 15, 16, 15])])
+@pytest.mark.parametrize(
+    "layers,pp,sizes",
+    [
+        (32, 1, [32]),
+        (32, 2, [16, 16]),
+        (32, 3, [11, 11, 10]),
+        (10, 4, [2, 3, 3, 2]),
+        (61, 4, [15, 15, 16, 15]),
+    ],
+)
 def test_pp_split_follows_vllm(layers, pp, sizes):
     """vllm/distributed/utils.py get_pp_indices: remainder to stages pp-2, pp-3, …"""
     assert [len(r) for r in pp_layer_ranges(layers, pp)] == sizes
@@ -133,16 +144,28 @@ def test_qwen25_72b_tp2_down_proj_rounding_matches_the_vllm_log():
     assert round(w.allocated_bytes / GiB, 2) == 67.80
 
 
-@pytest.mark.parametrize("name,fused", [
-    ("model.layers.3.self_attn.k_proj.weight", "model.layers.3.self_attn.qkv_proj.weight"),
-    ("layers.3.self_attn.v_proj.bias", "layers.3.self_attn.qkv_proj.bias"),
-    ("model.layers.0.mlp.up_proj.qweight", "model.layers.0.mlp.gate_up_proj.qweight"),
-    ("model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "model.layers.0.self_attn.fused_qkv_a_proj.weight"),
-    ("model.layers.1.mlp.experts.17.down_proj.weight", "model.layers.1.mlp.experts.w2.weight"),
-    ("model.layers.1.block_sparse_moe.experts.2.w3.weight", "model.layers.1.block_sparse_moe.experts.w13.weight"),
-    ("model.layers.1.mlp.shared_expert.gate_proj.weight", "model.layers.1.mlp.shared_expert.gate_up_proj.weight"),
-    ("model.layers.1.self_attn.o_proj.weight", "model.layers.1.self_attn.o_proj.weight"),
-    ("model.layers.1.mlp.gate.weight", "model.layers.1.mlp.gate.weight"),
-])
+@pytest.mark.parametrize(
+    "name,fused",
+    [
+        ("model.layers.3.self_attn.k_proj.weight", "model.layers.3.self_attn.qkv_proj.weight"),
+        ("layers.3.self_attn.v_proj.bias", "layers.3.self_attn.qkv_proj.bias"),
+        ("model.layers.0.mlp.up_proj.qweight", "model.layers.0.mlp.gate_up_proj.qweight"),
+        (
+            "model.layers.0.self_attn.kv_a_proj_with_mqa.weight",
+            "model.layers.0.self_attn.fused_qkv_a_proj.weight",
+        ),
+        ("model.layers.1.mlp.experts.17.down_proj.weight", "model.layers.1.mlp.experts.w2.weight"),
+        (
+            "model.layers.1.block_sparse_moe.experts.2.w3.weight",
+            "model.layers.1.block_sparse_moe.experts.w13.weight",
+        ),
+        (
+            "model.layers.1.mlp.shared_expert.gate_proj.weight",
+            "model.layers.1.mlp.shared_expert.gate_up_proj.weight",
+        ),
+        ("model.layers.1.self_attn.o_proj.weight", "model.layers.1.self_attn.o_proj.weight"),
+        ("model.layers.1.mlp.gate.weight", "model.layers.1.mlp.gate.weight"),
+    ],
+)
 def test_tensors_fuse_into_vllm_parameters(name, fused):
     assert fused_name(name) == fused

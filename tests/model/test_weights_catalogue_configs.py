@@ -41,7 +41,10 @@ def test_qwen3_next_instruct_is_the_hf_total_without_the_mtp_module():
 def test_qwen3_next_instruct_and_thinking_share_one_geometry():
     """The Instruct config.json read for this entry equals the Thinking sibling's file key
     for key, so both count the same parameters and the same KV bytes."""
-    inst, think = _model("Qwen/Qwen3-Next-80B-A3B-Instruct"), _model("Qwen/Qwen3-Next-80B-A3B-Thinking")
+    inst, think = (
+        _model("Qwen/Qwen3-Next-80B-A3B-Instruct"),
+        _model("Qwen/Qwen3-Next-80B-A3B-Thinking"),
+    )
     assert parameter_count(inst) == parameter_count(think)
     assert inst.id == "Qwen/Qwen3-Next-80B-A3B-Instruct"
 

@@ -99,16 +99,22 @@ HAND_COUNTS = {
     # Qwen3-14B: 40 layers, hidden 5120, 40 × 128 q, 8 × 128 kv, MLP 17408, untied
     "Qwen/Qwen3-14B": _dense(40, 5120, 5120, 1024, 17408, 151936, tied=False, qk_norm=128),
     # gemma-3-1b: 26 layers, hidden 1152, 4 × 256 q, 1 × 256 kv, MLP 6912, 4 norms, tied
-    "google/gemma-3-1b-it": _dense(26, 1152, 1024, 256, 6912, 262144, tied=True, norms=4,
-                                   qk_norm=256),
+    "google/gemma-3-1b-it": _dense(
+        26, 1152, 1024, 256, 6912, 262144, tied=True, norms=4, qk_norm=256
+    ),
     # gemma-3-12b text: 48 layers, hidden 3840, 16 × 256 q, 8 × 256 kv, MLP 15360, 4 norms
-    "google/gemma-3-12b-it": _dense(48, 3840, 4096, 2048, 15360, 262208, tied=True, norms=4,
-                                    qk_norm=256),
+    "google/gemma-3-12b-it": _dense(
+        48, 3840, 4096, 2048, 15360, 262208, tied=True, norms=4, qk_norm=256
+    ),
     # Mistral-Nemo: 40 layers, hidden 5120, 32 × 128 q, 8 × 128 kv, MLP 14336, vocab 131072
     "mistralai/Mistral-Nemo-Instruct-2407": _dense(40, 5120, 4096, 1024, 14336, 131072, tied=False),
     # Qwen2.5-1.5B / 3B: q/k/v biases, tied embeddings
-    "Qwen/Qwen2.5-1.5B-Instruct": _dense(28, 1536, 1536, 256, 8960, 151936, tied=True, qkv_bias=True),
-    "Qwen/Qwen2.5-3B-Instruct": _dense(36, 2048, 2048, 256, 11008, 151936, tied=True, qkv_bias=True),
+    "Qwen/Qwen2.5-1.5B-Instruct": _dense(
+        28, 1536, 1536, 256, 8960, 151936, tied=True, qkv_bias=True
+    ),
+    "Qwen/Qwen2.5-3B-Instruct": _dense(
+        36, 2048, 2048, 256, 11008, 151936, tied=True, qkv_bias=True
+    ),
     # CodeLlama-34b: 48 layers, hidden 8192, 64 × 128 q, 8 × 128 kv, MLP 22016, vocab 32000
     "codellama/CodeLlama-34b-Instruct-hf": _dense(48, 8192, 8192, 1024, 22016, 32000, tied=False),
     # CodeLlama-7b: 32 layers, hidden 4096, MHA 32 × 128, MLP 11008, vocab 32016
@@ -272,8 +278,11 @@ def test_fbgemm_modules_to_not_convert_stay_16_bit():
     entry = find_model_entry("meta-llama/Llama-3.1-8B-Instruct")
     cfg = json.loads((data_dir("model_specs") / entry.config).read_text())
     qc = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0}
-    a = spec_from_config({**cfg, "quantization_config": {**qc, "modules_to_not_convert": ["lm_head"]}},
-                         model_id="a", source="test")
+    a = spec_from_config(
+        {**cfg, "quantization_config": {**qc, "modules_to_not_convert": ["lm_head"]}},
+        model_id="a",
+        source="test",
+    )
     b = spec_from_config({**cfg, "quantization_config": {
         **qc, "modules_to_not_convert": ["lm_head", "model.layers.0.mlp.down_proj"]}},
         model_id="b", source="test")

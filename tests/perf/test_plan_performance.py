@@ -22,8 +22,22 @@ LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def test_performance_json_contract(capsys):
-    code, out, err = run(capsys, "plan", QWEN, "--gpu", "h200", "-tp", "2", "--avg-input-tokens",
-                         "1000", "--avg-output-tokens", "1000", "--gpu-hour-price", "3.50", "--json")
+    code, out, err = run(
+        capsys,
+        "plan",
+        QWEN,
+        "--gpu",
+        "h200",
+        "-tp",
+        "2",
+        "--avg-input-tokens",
+        "1000",
+        "--avg-output-tokens",
+        "1000",
+        "--gpu-hour-price",
+        "3.50",
+        "--json",
+    )
     assert code == 0, err
     pf = json.loads(out)["performance"]
     for key in ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s", "requests_per_s",
@@ -90,12 +104,19 @@ def test_gpu_without_bandwidth_omits_performance_with_a_warning():
     g = resolve_gpu("h100").model_copy(update={"bandwidth_tbps": None})
     p = plan(LLAMA, g)
     assert p.performance is None and p.fits
-    assert any(x.code == "no-performance-figures" and "bandwidth_tbps" in x.message for x in p.problems)
+    assert any(
+        x.code == "no-performance-figures" and "bandwidth_tbps" in x.message for x in p.problems
+    )
 
 
 def test_every_engine_predicts():
     for engine in ("vllm", "sglang", "tgi", "trtllm"):
-        p = plan(LLAMA, "h100", engine=engine, workload=Workload(avg_input_tokens=512, avg_output_tokens=128))
+        p = plan(
+            LLAMA,
+            "h100",
+            engine=engine,
+            workload=Workload(avg_input_tokens=512, avg_output_tokens=128),
+        )
         assert p.performance is not None and p.performance.tpot_ms > 0, engine
 
 

@@ -101,7 +101,8 @@ def test_pareto_flags_dominated_options(result70):
         def axes(x):  # cost (lower is better), headroom and throughput (higher is better)
             return (-x.price_per_hour, x.headroom, x.output_tokens_per_s or 0.0)
 
-        dominated = any(axes(b) != axes(o) and all(p >= q for p, q in zip(axes(b), axes(o)))
+        dominated = any(axes(b) != axes(o)
+                        and all(p >= q for p, q in zip(axes(b), axes(o), strict=True))
                         for b in result70.meeting if b.price_per_hour is not None)
         assert o.pareto == (not dominated)
 
@@ -170,7 +171,9 @@ def mixed():
     return out
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_every_option_is_the_plan_kvplan_plan_gives(mixed, data):
     """Random candidates: the option's plan is exactly api.plan() for its knobs."""
@@ -215,7 +218,9 @@ def test_a_price_file_overrides_the_defaults(tmp_path, llama70):
     y = tmp_path / "mine.yaml"
     y.write_text("prices:\n  h100-sxm-80gb: 1.5\n  h200:\n    usd_per_hour: 2.5\n")
     table = load_price_file(y, resolve_gpu)
-    assert table["h100-sxm-80gb"].usd_per_hour == 1.5 and table["h200-sxm-141gb"].usd_per_hour == 2.5
+    assert (
+        table["h100-sxm-80gb"].usd_per_hour == 1.5 and table["h200-sxm-141gb"].usd_per_hour == 2.5
+    )
     assert table["h200-sxm-141gb"].source == f"{y}:4"
     r = kvplan.sweep(llama70, gpus=["h100"], prices={"h100": 3.0}, max_model_len=8192)
     assert r.options[0].price_per_hour == pytest.approx(3.0 * r.options[0].count)
@@ -329,7 +334,8 @@ def test_cli_bad_numbers_exit_2(capsys):
 
 
 def test_library_sweep_is_the_function():
-    """`kvplan.sweep` is api.sweep (the pure module's imports: tests/project/test_import_layers.py)."""
+    """`kvplan.sweep` is api.sweep (the pure module's imports are checked in
+    tests/project/test_import_layers.py)."""
     assert callable(kvplan.sweep) and kvplan.sweep is api.sweep
 
 

@@ -22,7 +22,9 @@ def examples() -> list[tuple[str, int, tuple[int, int] | None, str]]:
     out = []
     for m in BLOCK.finditer(README.read_text()):
         first, _, expected = m.group(4).partition("\n")
-        assert first.startswith("$ kvplan "), f"a readme-test block must start with $ kvplan: {first}"
+        assert first.startswith("$ kvplan "), (
+            f"a readme-test block must start with $ kvplan: {first}"
+        )
         span = (int(m.group(2)), int(m.group(3))) if m.group(2) else None
         out.append((first[2:], int(m.group(1) or 0), span, expected))
     return out

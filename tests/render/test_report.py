@@ -99,7 +99,7 @@ def test_curve_at_the_chosen_length_is_the_plans_max_concurrency(p70):
     assert len(chosen) == 1 and chosen[0].max_model_len == 32768
     assert chosen[0].concurrency == p70.kv_cache.max_concurrency
     assert curve[-1].max_model_len == p70.kv_cache.max_model_len_fit
-    assert all(a.concurrency > b.concurrency for a, b in zip(curve, curve[1:]))
+    assert all(a.concurrency > b.concurrency for a, b in zip(curve, curve[1:], strict=False))
     assert f"{p70.kv_cache.num_blocks:,} KV blocks" in how  # the sentence quotes the plan
 
 

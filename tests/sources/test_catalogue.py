@@ -38,8 +38,17 @@ def test_h100_total_is_the_cuda_number_not_nvidia_smi():
     assert resolve_gpu("h100").cuda_total_bytes == 81008 * 2**20
 
 
-@pytest.mark.parametrize("ref", ["meta-llama/Llama-3.1-8B-Instruct", "META-LLAMA/LLAMA-3.1-8B-INSTRUCT",
-                                 "Llama-3.1-8B-Instruct", "llama-3.1-8b", "qwen2.5-7b", "glm-4-9b"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "META-LLAMA/LLAMA-3.1-8B-INSTRUCT",
+        "Llama-3.1-8B-Instruct",
+        "llama-3.1-8b",
+        "qwen2.5-7b",
+        "glm-4-9b",
+    ],
+)
 def test_model_lookup_case_insensitive_and_aliases(ref):
     assert resolve_model(ref).num_layers > 0
 

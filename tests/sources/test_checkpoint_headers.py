@@ -12,8 +12,14 @@ from kvplan.errors import InvalidConfigError
 from kvplan.tensor_names import is_scale, layer_of
 
 names = st.from_regex(r"model\.layers\.[0-9]{1,2}\.[a-z_]{1,12}\.weight", fullmatch=True)
-tables = st.dictionaries(names, st.tuples(st.sampled_from(["BF16", "F32", "I32", "U8", "F8_E4M3"]),
-                                          st.lists(st.integers(0, 70_000), max_size=3)), max_size=20)
+tables = st.dictionaries(
+    names,
+    st.tuples(
+        st.sampled_from(["BF16", "F32", "I32", "U8", "F8_E4M3"]),
+        st.lists(st.integers(0, 70_000), max_size=3),
+    ),
+    max_size=20,
+)
 
 
 @given(tables)
@@ -36,10 +42,15 @@ def test_truncated_header_is_named():
         parse_header(blob[:-3], where="f")
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("model.layers.7.self_attn.q_proj.qweight", 7), ("model.norm.weight", None),
-    ("model.vision_tower.encoder.layers.3.mlp.fc1.weight", None), ("transformer.h.11.attn.c_attn.weight", 11),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("model.layers.7.self_attn.q_proj.qweight", 7),
+        ("model.norm.weight", None),
+        ("model.vision_tower.encoder.layers.3.mlp.fc1.weight", None),
+        ("transformer.h.11.attn.c_attn.weight", 11),
+    ],
+)
 def test_layer_of(name, expected):
     assert layer_of(name) == expected
 

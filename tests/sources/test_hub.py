@@ -73,10 +73,20 @@ def awq_tensors(cfg: dict) -> dict:
     return t
 
 
-AWQ_QC = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": True}
+AWQ_QC = {
+    "bits": 4,
+    "group_size": 128,
+    "quant_method": "awq",
+    "version": "gemm",
+    "zero_point": True,
+}
 
 
-FBGEMM_QC = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]}
+FBGEMM_QC = {
+    "quant_method": "fbgemm_fp8",
+    "activation_scale_ub": 1200.0,
+    "modules_to_not_convert": ["lm_head"],
+}
 # A format kvplan does not size from the config (AMD Quark); its per-channel FP8 export stores
 # the same tensors as fbgemm_fp8: an fp8 weight and an fp32 scale per output row.
 QUARK_QC = {"quant_method": "quark"}
@@ -100,7 +110,9 @@ def sharded(tensors: dict, shards: int) -> dict[str, bytes]:
         part = {n: tensors[n] for n in names[k::shards]}
         files[fname] = safetensors_header_only(part)
         weight_map.update(dict.fromkeys(part, fname))
-    files["model.safetensors.index.json"] = json.dumps({"metadata": {}, "weight_map": weight_map}).encode()
+    files["model.safetensors.index.json"] = json.dumps(
+        {"metadata": {}, "weight_map": weight_map}
+    ).encode()
     return files
 
 
@@ -110,28 +122,85 @@ def hub(monkeypatch):
 
     cfg = _llama_cfg()
     awq_cfg = {**cfg, "torch_dtype": "float16", "quantization_config": AWQ_QC}
-    fake = FakeHub(repos={
-        "acme/llama-dense": FakeRepo({"main": {"config.json": json.dumps(cfg).encode(),
-                                               **sharded(dense_tensors(cfg), 4)}}),
-        "acme/llama-awq": FakeRepo({"main": {"config.json": json.dumps(awq_cfg).encode(),
-                                             **sharded(awq_tensors(cfg), 2)}}),
-        "acme/llama-fbgemm": FakeRepo({"main": {
-            "config.json": json.dumps({**cfg, "quantization_config": FBGEMM_QC}).encode(),
-            **sharded(fbgemm_tensors(cfg), 2)}}),
-        "acme/llama-quark": FakeRepo({"main": {
-            "config.json": json.dumps({**cfg, "quantization_config": QUARK_QC}).encode(),
-            **sharded(fbgemm_tensors(cfg), 2)}}),
-        "acme/gated-llama": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()}}, gated=True),
-        "acme/no-weights": FakeRepo({"main": {"config.json": json.dumps(cfg).encode()},
-                                     "v1.0": {"config.json": json.dumps(cfg).encode()}}),
-        "acme/corrupt": FakeRepo({"main": {"config.json": json.dumps(cfg).encode(),
-                                           "model.safetensors": b"\xff" * 8 + b"{not json"}}),
-        "acme/remote-code": FakeRepo({"main": {"config.json": json.dumps(
-            {**cfg, "model_type": "acme_lm", "auto_map": {"AutoConfig": "cfg.AcmeConfig"}}).encode()}}),
-        "acme/no-config": FakeRepo({"main": {"README.md": b"# GGUF only"}}),
-        "acme/mystery-lm": FakeRepo({"main": {"config.json": json.dumps(
-            {**cfg, "model_type": "mystery_lm"}).encode(), **sharded(ungated_tensors(cfg), 2)}}),
-    })
+    fake = FakeHub(
+        repos={
+            "acme/llama-dense": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps(cfg).encode(),
+                        **sharded(dense_tensors(cfg), 4),
+                    }
+                }
+            ),
+            "acme/llama-awq": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps(awq_cfg).encode(),
+                        **sharded(awq_tensors(cfg), 2),
+                    }
+                }
+            ),
+            "acme/llama-fbgemm": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps(
+                            {**cfg, "quantization_config": FBGEMM_QC}
+                        ).encode(),
+                        **sharded(fbgemm_tensors(cfg), 2),
+                    }
+                }
+            ),
+            "acme/llama-quark": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps(
+                            {**cfg, "quantization_config": QUARK_QC}
+                        ).encode(),
+                        **sharded(fbgemm_tensors(cfg), 2),
+                    }
+                }
+            ),
+            "acme/gated-llama": FakeRepo(
+                {"main": {"config.json": json.dumps(cfg).encode()}}, gated=True
+            ),
+            "acme/no-weights": FakeRepo(
+                {
+                    "main": {"config.json": json.dumps(cfg).encode()},
+                    "v1.0": {"config.json": json.dumps(cfg).encode()},
+                }
+            ),
+            "acme/corrupt": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps(cfg).encode(),
+                        "model.safetensors": b"\xff" * 8 + b"{not json",
+                    }
+                }
+            ),
+            "acme/remote-code": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps(
+                            {
+                                **cfg,
+                                "model_type": "acme_lm",
+                                "auto_map": {"AutoConfig": "cfg.AcmeConfig"},
+                            }
+                        ).encode()
+                    }
+                }
+            ),
+            "acme/no-config": FakeRepo({"main": {"README.md": b"# GGUF only"}}),
+            "acme/mystery-lm": FakeRepo(
+                {
+                    "main": {
+                        "config.json": json.dumps({**cfg, "model_type": "mystery_lm"}).encode(),
+                        **sharded(ungated_tensors(cfg), 2),
+                    }
+                }
+            ),
+        }
+    )
     endpoint = fake.start()
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
@@ -238,7 +307,9 @@ def test_gated_repo_without_token_says_how_to_get_access(hub, capsys):
     assert "gated" in err and "HF_TOKEN" in err and "--token" in err
     code, _, err = run(capsys, "plan", "acme/gated-llama", "--gpu", "h100", "--token", "hf_wrong")
     assert code == 3 and "not been granted access" in err
-    code, out, _ = run(capsys, "plan", "acme/gated-llama", "--gpu", "h100", "--token", hub.token, "--json")
+    code, out, _ = run(
+        capsys, "plan", "acme/gated-llama", "--gpu", "h100", "--token", hub.token, "--json"
+    )
     assert code == 0 and json.loads(out)["model"]["id"] == "acme/gated-llama"
 
 
@@ -262,7 +333,11 @@ def test_existing_revision_goes_into_the_serve_command(hub, capsys):
 
 def test_missing_repo_suggests_catalogue_models(hub, capsys):
     code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruc", "--gpu", "h100")
-    assert code == 2 and "not found" in err and "did you mean 'meta-llama/Llama-3.1-8B-Instruct'" in err
+    assert (
+        code == 2
+        and "not found" in err
+        and "did you mean 'meta-llama/Llama-3.1-8B-Instruct'" in err
+    )
     code, _, err = run(capsys, "plan", "nobody/nothing-like-it", "--gpu", "h100")
     assert code == 2 and "HF_TOKEN" in err
 
@@ -299,7 +374,10 @@ def test_unknown_family_takes_its_weights_from_the_headers_not_a_gated_guess(hub
     assert gap == 3_758_096_384
     codes = {p["code"]: p["message"] for p in mystery["problems"]}
     assert "weights come from the safetensors headers" in codes["layout-assumed"]
-    assert "KV cache assumes full attention on all 32 layers with 8 KV heads × 128" in codes["layout-assumed"]
+    assert (
+        "KV cache assumes full attention on all 32 layers with 8 KV heads × 128"
+        in codes["layout-assumed"]
+    )
 
 
 def test_offline_uses_the_cache_and_never_the_network(hub, capsys, monkeypatch):
@@ -378,7 +456,9 @@ def test_local_awq_directory_reads_the_headers(capsys, tmp_path):
     cfg = {**_llama_cfg(), "torch_dtype": "float16", "quantization_config": AWQ_QC}
     d = _write_dir(tmp_path, cfg, awq_tensors(cfg), shards=3)
     data, _ = plan_json(capsys, str(d), "--gpu", "l4")
-    assert data["memory"]["weights_tensor_bytes"] == 5_761_409_024  # same hand-worked value as above
+    assert (
+        data["memory"]["weights_tensor_bytes"] == 5_761_409_024
+    )  # same hand-worked value as above
     assert any(p["code"] == "headers-agree" for p in data["problems"])
     assert data["command"].startswith(f"vllm serve {d} ")
 

@@ -113,7 +113,10 @@ def test_index_out_of_range_is_bad_input(capsys, nvml):
 
 
 def test_gpus_local_lists_usage(capsys, nvml):
-    nvml(("NVIDIA H100 80GB HBM3", H100_TOTAL, H100_RESERVED, 2 * GiB, 2), ("NVIDIA L4", 23034 * MiB, 500 * MiB, 0, 0))
+    nvml(
+        ("NVIDIA H100 80GB HBM3", H100_TOTAL, H100_RESERVED, 2 * GiB, 2),
+        ("NVIDIA L4", 23034 * MiB, 500 * MiB, 0, 0),
+    )
     code, out, err = run(capsys, "gpus", "--local", "--json")
     assert code == 0, err
     rows = json.loads(out)
