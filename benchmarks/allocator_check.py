@@ -13,7 +13,7 @@ torch.cuda.memory_allocated() and, after empty_cache(), memory_reserved(). `comp
 the same lists through kvplan.weights.replay_allocations and prints the differences.
 
 The measured file of a real run is benchmarks/data/allocator_h200.json (one configuration per
-line); tests/test_allocator.py checks kvplan's replay against it.
+line); tests/model/test_allocator.py checks kvplan's replay against it.
 """
 
 from __future__ import annotations

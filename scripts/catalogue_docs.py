@@ -52,8 +52,8 @@ def render() -> str:
              f"{len(entries)} models in {len(families)} families. Every entry is a config.json "
              "copied from a public source (the entry's `config_source`); the test suite checks "
              "kvplan's parameter count against the published one for every entry "
-             "(tests/test_weights.py). Any other model plans from the Hugging Face Hub or a local "
-             "directory.", "",
+             "(tests/model/test_weights.py). Any other model plans from the Hugging Face Hub or a "
+             "local directory.", "",
              "| id | family | params (kvplan) | published | weights | KV B/token (TP1) | config |",
              "|---|---|---:|---:|---|---:|---|", *rows, "",
              "`published` is an exact independent count where one exists, else the model card's "

@@ -1,5 +1,5 @@
 """Rewrite the README's tested examples with the real output of their commands (80 columns),
-so the front page is never typed by hand. tests/test_readme.py checks the result.
+so the front page is never typed by hand. tests/project/test_readme_examples.py checks the result.
 
     python scripts/readme_examples.py
 """
