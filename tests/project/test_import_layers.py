@@ -10,6 +10,7 @@ never runs). Moving or adding a module is one line in LAYER, by dotted name.
 from __future__ import annotations
 
 import ast
+import functools
 import pkgutil
 import subprocess
 import sys
@@ -157,18 +158,26 @@ def imports(name: str, source: str) -> list[tuple[int, str, bool]]:
             for line, i, at_top in out]
 
 
+@functools.cache
+def module_imports(name: str) -> list[tuple[int, str, bool]]:
+    """imports() of the module's source as it is on disk (parsed once per run)."""
+    return imports(name, MODULES[name].read_text())
+
+
 def _matches(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
-def violations(name: str, source: str) -> list[tuple[int, str]]:
-    """(line, what is wrong) for every import that `name`'s layer forbids."""
+def violations(name: str, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, what is wrong) for every import that `name`'s layer forbids, in `source` (default:
+    the module's file)."""
     layer = LAYER.get(name)
     if layer is None:
         return [(0, "the module is not in the layer table")]
     rank = LAYERS.index(layer)
     out = []
-    for line, i, at_top in imports(name, source):
+    found = module_imports(name) if source is None else imports(name, source)
+    for line, i, at_top in found:
         if i.split(".")[0] == "kvplan":
             other = LAYER.get(i)
             if other is None:
@@ -194,7 +203,7 @@ def test_every_module_is_in_the_layer_table():
 
 
 def test_no_module_imports_what_its_layer_forbids():
-    bad = {n: violations(n, p.read_text()) for n, p in sorted(MODULES.items())}
+    bad = {n: violations(n) for n in sorted(MODULES)}
     assert {n: v for n, v in bad.items() if v} == {}
 
 
@@ -254,13 +263,13 @@ def test_owned_libraries_are_imported_where_they_are_used():
     """hub.py is the one place that talks to the Hub, and it imports huggingface_hub lazily."""
     source = MODULES["kvplan.hub"].read_text()
     assert violations("kvplan.hub", source + "\nimport huggingface_hub\n") != []
-    assert any(i == "huggingface_hub" for _, i, _ in imports("kvplan.hub", source))
+    assert any(i == "huggingface_hub" for _, i, _ in module_imports("kvplan.hub"))
 
 
 def _kvplan_graph() -> dict[str, set[str]]:
     graph = {}
-    for n, p in MODULES.items():
-        deps = {i for _, i, _ in imports(n, p.read_text()) if i in MODULES and i != n}
+    for n in MODULES:
+        deps = {i for _, i, _ in module_imports(n) if i in MODULES and i != n}
         graph[n] = {d for d in deps if not n.startswith(d + ".") and d != "kvplan"}
     return graph
 
@@ -297,7 +306,7 @@ def test_engines_do_not_import_their_callers():
 def test_the_step_time_model_is_a_leaf():
     """perf imports the standard library and four kvplan modules only."""
     allowed = {"kvplan.specs", "kvplan.weights", "kvplan.kv", "kvplan.units"}
-    got = {i for _, i, _ in imports("kvplan.perf", MODULES["kvplan.perf"].read_text())}
+    got = {i for _, i, _ in module_imports("kvplan.perf")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
     assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}
                   ) == []
