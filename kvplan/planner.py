@@ -96,7 +96,7 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     return replace(res, fits=False, problems=[*problems, *res.problems])
 
 
-def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = "vllm",
+def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
          larger_gpus: Sequence[GpuSpec] = ()) -> Plan:
@@ -650,7 +650,7 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     """Notes that do not depend on the engine's arithmetic: the model's own, unsupported
     layouts, quantization that needs the checkpoint, estimated GPU totals, non-CUDA GPUs."""
     problems = list(m.problems)
-    if m.vision is not None and dep.engine != "vllm":  # vLLM's is modelled (multimodal.py)
+    if m.vision is not None and not registry.get(dep.engine).models_vision_encoder:
         problems.append(Problem(
             code="encoder-profiling", severity="info",
             message=f"{engine} also profiles the vision encoder with a maximum-size image batch "

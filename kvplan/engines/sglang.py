@@ -35,7 +35,16 @@ from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    Coefficients,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+)
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
@@ -921,6 +930,21 @@ def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
     return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
 
 
+# Latency model (kvplan/perf.py). Coefficients fitted by benchmarks/perf_fit.py →
+# benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
+# docs/performance.md). All but request_overhead_ms are shared with vLLM in the fit
+# (engines/vllm.py); tests/test_perf.py checks these equal the committed fit. Calibrated
+# releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (SGLang
+# docs): a prefill batch runs while decoding pauses.
+CALIBRATION = Calibration(
+    style="separate",
+    coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.1313, layer_overhead_us=0.0,
+                              seq_overhead_us=26.6505, allreduce_latency_us=2.026,
+                              request_overhead_ms=0.0039),
+    versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"))
+
+
 class SglangEngine(Engine):
     name = "sglang"
     label = "SGLang"
@@ -948,6 +972,11 @@ class SglangEngine(Engine):
                           executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
                           combine=combine_spec_flags)
+    calibration = CALIBRATION
+
+    def draft_shares_lm_head(self, method: str) -> bool:
+        """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""
+        return method in ("eagle", "mtp")
 
     def _defaults(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> Defaults:
         mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if dep.sources.get("gpu_total_bytes") != "cli"

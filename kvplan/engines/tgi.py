@@ -33,7 +33,15 @@ from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+)
 
 # Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
 # TP > 1 adds one NCCL communicator's buffers (torch's ProcessGroupNCCL; TGI has no custom
@@ -479,7 +487,11 @@ class TgiEngine(Engine):
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
-                          known_flags=known_flags.TGI, combine=combine_speculate)
+                          known_flags=known_flags.TGI, combine=combine_speculate,
+                          unmodelled_features={"--lora-adapters": "LoRA adapters"})
+    # Latency model (kvplan/perf.py): no calibration rows; TGI runs a prefill batch that pauses
+    # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
+    calibration = Calibration(style="separate", borrows="sglang")
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)

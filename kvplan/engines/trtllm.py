@@ -55,7 +55,15 @@ from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from ..weights import pp_layer_ranges, weight_memory_per_stage
 from . import trtllm_features as F
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+)
 from .trtllm_features import request_kv_tokens
 
 Runtime = Literal["pytorch", "engine"]
@@ -945,6 +953,9 @@ class TrtllmEngine(Engine):
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
         pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
         boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True)
+    # Latency model (kvplan/perf.py): no calibration rows; in-flight batching mixes context and
+    # generation requests in one step, vLLM's batching style, so it borrows vLLM's fit.
+    calibration = Calibration(style="mixed", borrows="vllm")
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))

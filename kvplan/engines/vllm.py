@@ -10,7 +10,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -27,7 +27,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     cudagraph_bytes,
     sampler_rows_factor,
 )
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
 from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
 from ..multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
 from ..specs import (
@@ -55,7 +55,16 @@ from ..weights import (
 )
 from . import flags as known_flags
 from . import interconnect
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    Coefficients,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+)
 
 # ------------------------------------------------------------------------ eras
 
@@ -765,6 +774,28 @@ BOOLEAN_FLAGS = frozenset({
 })
 
 
+# vLLM took --limit-mm-per-prompt as key=value pairs (image=4,video=1) until JSON replaced them
+# (vLLM PR #16789, first released in 0.8.5, kept the old form as a fallback with a warning);
+# 0.10.0 refuses it at argument parsing (vLLM issue #21615; 0.11.0 vllm/engine/arg_utils.py
+# parses the flag with json.loads only).
+MM_LEGACY_REFUSED_FROM = (0, 10, 0)
+
+
+# Latency model (kvplan/perf.py). Coefficients fitted by benchmarks/perf_fit.py →
+# benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
+# docs/performance.md). All but request_overhead_ms are shared by the engines in the fit
+# (engines/sglang.py); tests/test_perf.py checks these equal the committed fit. Calibrated
+# releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (vLLM
+# docs): V1 schedules prefill chunks into decode steps (chunked prefill on by default).
+CALIBRATION = Calibration(
+    style="mixed",
+    coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.1313, layer_overhead_us=0.0,
+                              seq_overhead_us=26.6505, allreduce_latency_us=2.026,
+                              request_overhead_ms=107.6345),
+    versions=("0.12.0",))
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
@@ -780,7 +811,23 @@ class VllmEngine(Engine):
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
         image_versions=(_IMAGE,), pip_version=_PIP,
         image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
-        known_flags=known_flags.VLLM)
+        known_flags=known_flags.VLLM, dotted_mm_limit=True,
+        config_yaml=True)
+    calibration = CALIBRATION
+    models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
+
+    def deploy_problems(self, knobs: Mapping[str, Any], version: str | None) -> list[Problem]:
+        """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse."""
+        raw = knobs.get("limit_mm_per_prompt")
+        if not isinstance(raw, str) or raw.strip().startswith("{"):
+            return []
+        v = version or self.newest_version
+        if parse_version(v) < MM_LEGACY_REFUSED_FROM:
+            return []
+        return [Problem(code="mm-limit-legacy-form", severity="error",
+                        message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
+                        "form (JSON only from 0.10.0); write '"
+                        + json.dumps(parse_mm_limits(raw)) + "'")]
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)
