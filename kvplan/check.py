@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .api import plan
 from .catalog import find_model_entry, resolve_gpu, resolve_model
-from .deploy import DeployParseError, Found, Templates, find_commands
+from .deploy import DeployParseError, Found, Templates, find_commands, read_options_file
 from .engines import registry
 from .errors import InvalidConfigError, KvplanError
 from .knobs import KNOB_NAMES
@@ -364,10 +364,9 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                        else None)
         if "extra_llm_api_options" in f.knobs:  # TensorRT-LLM's YAML wins over its flags
-            from .trtllm_options import read_options_file
-
             here = Path(f.file).parent
-            f.knobs.update(read_options_file(here / str(f.knobs.pop("extra_llm_api_options")),
+            f.knobs.update(read_options_file(registry.get(f.engine),
+                                             here / str(f.knobs.pop("extra_llm_api_options")),
                                              within=here))
         knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
         extra = sorted(set(f.knobs) - set(knobs))

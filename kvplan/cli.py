@@ -230,14 +230,15 @@ def plan(
 
     options = {}
     if extra_llm_api_options is not None:
+        from .deploy import read_options_file
+        from .engines.registry import ENGINES
         from .errors import InvalidInputError
 
-        if engine.lower() != "trtllm":
+        owner = ENGINES.get(engine.lower())
+        if owner is None or owner.options_file_flag is None:
             raise InvalidInputError("--extra-llm-api-options is TensorRT-LLM's",
                                     hint="plan with --engine trtllm")
-        from .trtllm_options import read_options_file
-
-        options = read_options_file(extra_llm_api_options)
+        options = read_options_file(owner, extra_llm_api_options)
     g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
     with _progress_line() as progress:
         m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,

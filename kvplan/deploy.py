@@ -175,6 +175,45 @@ class Templates:
         return value
 
 
+# ------------------------------------------------------------------ options files
+
+MAX_OPTIONS_BYTES = 1 << 20  # an engine's options file is a few lines; refuse anything huge
+
+
+def load_yaml(text: str, *, path: str | None = None) -> Any:
+    """A YAML document (an empty text: an empty mapping); malformed YAML is an
+    InvalidConfigError naming `path`."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as e:
+        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
+
+
+def read_options_file(engine: Engine, path: Path, *, within: Path | None = None) -> dict[str, Any]:
+    """kvplan knobs from the YAML file an engine's `options_file_flag` names (TensorRT-LLM's
+    --extra_llm_api_options). `within`: the file must resolve inside this directory
+    (deployment files name paths relative to themselves; none may escape)."""
+    shown = str(path)
+    try:
+        real = path.resolve()
+        if within is not None and not real.is_relative_to(within.resolve()):
+            raise InvalidConfigError("the options file lies outside the deployment's directory",
+                                     path=shown, hint="keep it beside the deployment file")
+        if not real.is_file():
+            raise InvalidConfigError("not a regular file", path=shown,
+                                     hint=f"pass the YAML given to {engine.options_file_flag}")
+        if real.stat().st_size > MAX_OPTIONS_BYTES:
+            raise InvalidConfigError(f"larger than {MAX_OPTIONS_BYTES // 1024} KiB", path=shown)
+        text = real.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read it ({e.strerror or e})", path=shown) from None
+    except UnicodeDecodeError:
+        raise InvalidConfigError("not UTF-8 text", path=shown) from None
+    return engine.options_from_document(load_yaml(text, path=shown), shown)
+
+
 # ---------------------------------------------------------------- flag parsing
 
 

@@ -191,6 +191,9 @@ class Engine(ABC):
     calibration: ClassVar[Calibration]  # the latency model's coefficients and batching style
     # the vision encoder's start-up profiling is in the memory accounting (else a note says so)
     models_vision_encoder: ClassVar[bool] = False
+    # the engine's flag naming a YAML of further settings that win over its flags (read by
+    # options_from_document); None: it has none
+    options_file_flag: ClassVar[str | None] = None
 
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:
@@ -228,6 +231,11 @@ class Engine(ABC):
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
         """The launch line with the user's explicit flags and the recommended values."""
+
+    def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
+        """kvplan knobs from the parsed YAML given to `options_file_flag` (`path` names it in
+        errors). Only engines with an options_file_flag implement it."""
+        raise NotImplementedError(f"{self.label} reads no options file")
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """Whether a speculative draft of `method` reads the target's LM head on every pass

@@ -658,10 +658,6 @@ def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
     return out
 
 
-# kv_cache_config.dtype values (llmapi/llm_args.py KvCacheConfig)
-KV_CACHE_DTYPES = ("auto", "fp8", "int8", "float16", "bfloat16", "nvfp4")
-
-
 # ----------------------------------------------------------------------------- images & entrypoints
 
 # Entrypoints that start TensorRT-LLM (for `kvplan check`). trtllm-serve is a click group
@@ -721,25 +717,6 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
-# LLM API option (parse_extra_llm_api_options name) → kvplan knob.
-OPTION_KNOBS = {
-    "free_gpu_memory_fraction": "gpu_memory_utilization", "max_tokens": "max_total_tokens",
-    "kv_cache_dtype": "kv_cache_dtype", "tokens_per_block": "block_size",
-    "enable_block_reuse": "enable_prefix_caching", "max_batch_size": "max_num_seqs",
-    "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len",
-    "tensor_parallel_size": "tensor_parallel_size", "pipeline_parallel_size": "pipeline_parallel_size",
-    # features (trtllm_options._speculative / _lora; kv_cache_config.host_cache_size)
-    "speculative_config": "speculative_config", "enable_lora": "enable_lora",
-    "max_loras": "max_loras", "max_lora_rank": "max_lora_rank", "max_cpu_loras": "max_cpu_loras",
-    "lora_target_modules": "lora_target_modules", "host_cache_size": "host_cache_size",
-}
-
-
-def knobs_from_options(options: dict[str, Any]) -> dict[str, Any]:
-    """kvplan knobs from parsed --extra_llm_api_options (`parse_extra_llm_api_options`)."""
-    return {OPTION_KNOBS[k]: v for k, v in options.items() if k in OPTION_KNOBS}
-
-
 # ----------------------------------------------------------------------------- features
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
 
@@ -956,6 +933,12 @@ class TrtllmEngine(Engine):
     # Latency model (kvplan/perf.py): no calibration rows; in-flight batching mixes context and
     # generation requests in one step, vLLM's batching style, so it borrows vLLM's fit.
     calibration = Calibration(style="mixed", borrows="vllm")
+    options_file_flag = "--extra_llm_api_options"
+
+    def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
+        from .trtllm_options import knobs_from_options, parse_options_document
+
+        return knobs_from_options(parse_options_document(doc, path=path))
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
