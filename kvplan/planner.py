@@ -117,7 +117,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += _lora_knobs_without_lora(eng, knobs, dep)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
-    multimodal, mm_problems = image_concurrency(m, res, workload)
+    multimodal, mm_problems = image_concurrency(m, res, workload, eng)
     problems += mm_problems
     if workload.acceptance_rate is not None and dep.speculative_config is None:
         problems.append(Problem(

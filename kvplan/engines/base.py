@@ -237,6 +237,12 @@ class Engine(ABC):
         errors). Only engines with an options_file_flag implement it."""
         raise NotImplementedError(f"{self.label} reads no options file")
 
+    def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,
+                       request_tokens: int | None, max_model_len: int) -> list[Problem]:
+        """What the engine refuses about `images` images per request (plus `text_tokens`;
+        `request_tokens` None: no request length given) against its multimodal section."""
+        return []
+
     def draft_shares_lm_head(self, method: str) -> bool:
         """Whether a speculative draft of `method` reads the target's LM head on every pass
         (vLLM EAGLE-1: vllm/model_executor/models/llama_eagle.py)."""

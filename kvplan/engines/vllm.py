@@ -816,6 +816,25 @@ class VllmEngine(Engine):
     calibration = CALIBRATION
     models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
 
+    def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,
+                       request_tokens: int | None, max_model_len: int) -> list[Problem]:
+        """vLLM refuses a prompt longer than max_model_len or with more images than
+        --limit-mm-per-prompt allows (vllm/multimodal/processing.py validate_num_items)."""
+        problems: list[Problem] = []
+        if request_tokens and max_model_len and request_tokens > max_model_len:
+            problems.append(Problem(
+                code="images-exceed-max-model-len", severity="warning",
+                message=f"{images} image(s) of {mm.max_tokens_per_item} tokens + {text_tokens} "
+                f"text tokens = {request_tokens} tokens per request, above max_model_len "
+                f"{max_model_len}: vLLM refuses such prompts"))
+        if images > mm.limit_per_prompt:
+            problems.append(Problem(
+                code="images-above-mm-limit", severity="warning",
+                message=f"--images-per-request {images} is above --limit-mm-per-prompt image "
+                f"{mm.limit_per_prompt}: vLLM refuses such prompts ('At most "
+                f"{mm.limit_per_prompt} image(s) may be provided in one prompt')"))
+        return problems
+
     def deploy_problems(self, knobs: Mapping[str, Any], version: str | None) -> list[Problem]:
         """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse."""
         raw = knobs.get("limit_mm_per_prompt")
