@@ -445,6 +445,11 @@ class Deployment(_Frozen):
                                  "host_cache_size: bytes of host KV per GPU (0 = none)")
     sources: dict[str, Source]
 
+    def user_set(self, knob: str) -> bool:
+        """Whether the user gave `knob` (flag, file or API argument: source "cli") rather than
+        leaving it to the engine's or kvplan's default."""
+        return self.sources.get(knob) == "cli"
+
 
 class Workload(_Frozen):
     """What the deployment must serve: closed-loop concurrency, request lengths, latency SLOs."""

@@ -176,7 +176,7 @@ def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | No
     user's own value; None = leave the engine's default."""
     if rec.max_num_batched_tokens is not None and rec.max_num_batched_tokens.value:
         return int(rec.max_num_batched_tokens.value)
-    return dep.max_num_batched_tokens if dep.sources.get("max_num_batched_tokens") == "cli" else None
+    return dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
 
 
 class Engine(ABC):

@@ -485,7 +485,7 @@ def legacy_draft_pool(m: ModelSpec, dep: Deployment, res: SglangResult, draft: D
     ctx × 512), 2048, 4096) (model_runner.py init_memory_pool)."""
     sc = dep.speculative_config
     assert sc is not None
-    reqs = (dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli"
+    reqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
             else SPEC_MAX_RUNNING_REQUESTS if version >= SPEC_HEADROOM_BOTH_FROM
             else min(max(int(res.tokens / res.context_len * 512), 2048), 4096))
     pool = res.tokens + spec_headroom_tokens(sc, version, reqs)
@@ -536,7 +536,7 @@ def speculative_problems(dep: Deployment, draft: DraftMemory, spec: PlanSpeculat
             message="SGLang before 0.5.3: the target pool is sized without the draft and the draft "
             "pool (target tokens + a headroom) comes from the (1 − f) reserve; the releases where "
             "this rule and its headroom changed were not pinned"))
-    if dep.sources.get("max_num_seqs") != "cli" and version >= SPEC_HEADROOM_BOTH_FROM:
+    if not dep.user_set("max_num_seqs") and version >= SPEC_HEADROOM_BOTH_FROM:
         out.append(Problem(
             code="speculative-max-running-requests", severity="info",
             message=f"SGLang resets --max-running-requests to {SPEC_MAX_RUNNING_REQUESTS} with "
@@ -623,7 +623,7 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
     10 GiB SGLang keeps free. Capacity for prefix reuse grows; running requests still need
     device tokens, so max concurrency is unchanged."""
     problems: list[Problem] = []
-    given = [k for k in ("hicache_ratio", "hicache_size") if dep.sources.get(k) == "cli"]
+    given = [k for k in ("hicache_ratio", "hicache_size") if dep.user_set(k)]
     if not dep.enable_hierarchical_cache:
         if given:
             problems.append(Problem(
@@ -979,9 +979,9 @@ class SglangEngine(Engine):
         return method in ("eagle", "mtp")
 
     def _defaults(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> Defaults:
-        mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if dep.sources.get("gpu_total_bytes") != "cli"
+        mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if not dep.user_set("gpu_total_bytes")
                else dep.gpu_total_bytes // MiB)
-        chunked = dep.max_num_batched_tokens if dep.sources.get("max_num_batched_tokens") == "cli" else None
+        chunked = dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
         return defaults(parse_version(dep.engine_version), m, mem, dep.tensor_parallel_size,
                         dep.pipeline_parallel_size, chunked)
 
@@ -1130,7 +1130,7 @@ class SglangEngine(Engine):
         if rec.gpu_memory_utilization.value:
             args += ["--mem-fraction-static", f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
-        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
+        if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
             args += ["--max-running-requests", str(rec.max_num_seqs.value)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
             args += ["--chunked-prefill-size", str(batched)]
@@ -1139,15 +1139,15 @@ class SglangEngine(Engine):
         if dep.kv_cache_dtype.startswith("fp8"):
             args += ["--kv-cache-dtype", "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
                      else dep.kv_cache_dtype]
-        if dep.sources.get("dtype") == "cli":
+        if dep.user_set("dtype"):
             args += ["--dtype", dep.dtype]
-        if dep.sources.get("quantization") == "cli" and dep.quantization:
+        if dep.user_set("quantization") and dep.quantization:
             args += ["--quantization", dep.quantization]
         if dep.enable_hierarchical_cache:
             args += ["--enable-hierarchical-cache"]
-        if dep.sources.get("hicache_ratio") == "cli":
+        if dep.user_set("hicache_ratio"):
             args += ["--hicache-ratio", f"{dep.hicache_ratio:g}"]
-        if dep.sources.get("hicache_size") == "cli":
+        if dep.user_set("hicache_size"):
             args += ["--hicache-size", str(dep.hicache_size)]
         if revision:
             args += ["--revision", revision]

@@ -580,9 +580,9 @@ class TgiEngine(Engine):
                           max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
                           block=dep.block_size, gpu=gpu, other_bytes=dep.other_processes_bytes)
         problems = list(res.problems)
-        if dep.sources.get("max_num_batched_tokens") != "cli":
+        if not dep.user_set("max_num_batched_tokens"):
             lengths = self._lengths(m, gpu, dep, dep.max_input_tokens
-                                    if dep.sources.get("max_input_tokens") == "cli" else None)
+                                    if dep.user_set("max_input_tokens") else None)
             problems.append(Problem(
                 code="tgi-default-prefill", severity="warning" if lengths.assumed else "info",
                 message=f"TGI's launcher sets --max-batch-prefill-tokens to "
@@ -654,7 +654,7 @@ class TgiEngine(Engine):
         return 1.0  # the launcher's own wiggle room already keeps headroom
 
     def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
-        return dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli" else MAX_CONCURRENT_REQUESTS
+        return dep.max_num_seqs if dep.user_set("max_num_seqs") else MAX_CONCURRENT_REQUESTS
 
     def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
         args = ["text-generation-launcher", "--model-id", ref]
@@ -662,7 +662,7 @@ class TgiEngine(Engine):
             args += ["--num-shard", str(dep.tensor_parallel_size)]
         if rec.max_model_len.value:
             total = int(rec.max_model_len.value)
-            asked = dep.max_input_tokens if dep.sources.get("max_input_tokens") == "cli" else None
+            asked = dep.max_input_tokens if dep.user_set("max_input_tokens") else None
             inp = asked if asked and asked < total else total - 1
             args += ["--max-input-tokens", str(inp), "--max-total-tokens", str(total)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
@@ -670,11 +670,11 @@ class TgiEngine(Engine):
         if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
             args += ["--cuda-memory-fraction", f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
-        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
+        if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
             args += ["--max-concurrent-requests", str(rec.max_num_seqs.value)]
         if dep.kv_cache_dtype.startswith("fp8"):
             args += ["--kv-cache-dtype", "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
-        if dep.sources.get("quantization") == "cli" and dep.quantization:
+        if dep.user_set("quantization") and dep.quantization:
             args += ["--quantize", dep.quantization]
         if revision:
             args += ["--revision", revision]

@@ -380,14 +380,14 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                                 state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager)
             specs = specs + draft.kv_specs
             layout = kv_layout(specs, block_size=d.block_size,
-                               block_size_fixed=d.sources.get("block_size") == "cli",
+                               block_size_fixed=d.user_set("block_size"),
                                group_rule=era.group_rule)
             per_token = sum(x.bytes_per_token for x in specs)
         else:  # memoised per model and stage (kv.stage_kv)
             layout, per_token = stage_kv(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype,
                                          state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager,
                                          block_size=d.block_size,
-                                         block_size_fixed=d.sources.get("block_size") == "cli",
+                                         block_size_fixed=d.user_set("block_size"),
                                          group_rule=era.group_rule)
         stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout, per_token,
                                   max(0, kv) // layout.bytes_per_block,
@@ -992,7 +992,7 @@ class VllmEngine(Engine):
         if rec.max_model_len.value:
             args += ["--max-model-len", str(rec.max_model_len.value)]
         has_workload = workload.sizes_batch()
-        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
+        if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
             args += ["--max-num-seqs", str(rec.max_num_seqs.value)]
         if dep.kv_cache_memory_bytes is not None:
             args += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
@@ -1041,13 +1041,13 @@ def feature_flags(dep: Deployment) -> list[str]:
     if dep.enable_lora:
         args.append("--enable-lora")
         for key in ("max_loras", "max_lora_rank", "max_cpu_loras"):
-            if dep.sources.get(key) == "cli":
+            if dep.user_set(key):
                 args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
     if dep.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
         args += ["--limit-mm-per-prompt",
                  json.dumps(dep.limit_mm_per_prompt, separators=(",", ":"))]
     if dep.kv_offloading_size is not None:
         args += ["--kv-offloading-size", f"{dep.kv_offloading_size:g}"]
-        if dep.sources.get("kv_offloading_backend") == "cli":
+        if dep.user_set("kv_offloading_backend"):
             args += ["--kv-offloading-backend", str(dep.kv_offloading_backend)]
     return args
