@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -169,6 +169,23 @@ class DeploySyntax:
     dotted_mm_limit: bool = False
     # a YAML file whose keys are this engine's flag names (vLLM's `serve --config FILE`)
     config_yaml: bool = False
+
+
+def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
+               settings: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Engine.flags derived from the engine's flag table (DeploySyntax.cli_flags): knob → the
+    first flag that sets it (aliases follow their flag in the table), in `knobs` order; a knob
+    no flag sets takes its name from `settings` (TensorRT-LLM's YAML fields)."""
+    first: dict[str, str] = {}
+    for flag, (knob, _kind) in cli_flags.items():
+        first.setdefault(knob, flag)
+    out = {}
+    for knob in knobs:
+        name = first.get(knob) or (settings or {}).get(knob)
+        if name is None:
+            raise ValueError(f"no flag or setting of the engine sets {knob!r}")
+        out[knob] = name
+    return out
 
 
 def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | None:

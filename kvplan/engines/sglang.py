@@ -44,6 +44,7 @@ from .base import (
     Notes,
     Stage,
     batched_tokens_flag_value,
+    knob_flags,
 )
 
 NEWEST_MODELLED = "0.5.23"
@@ -875,15 +876,14 @@ def lora_flags(dep: Deployment) -> list[str]:
     """The launch-line LoRA flags, SGLang's names, as the user set them."""
     if not dep.enable_lora:
         return []
-    src = dep.sources
     args = ["--enable-lora"]
     if dep.lora_paths:
         args += ["--lora-paths", *dep.lora_paths]
-    if src.get("max_loras") == "cli":
+    if dep.user_set("max_loras"):
         args += ["--max-loras-per-batch", str(dep.max_loras)]
-    if src.get("max_lora_rank") == "cli":
+    if dep.user_set("max_lora_rank"):
         args += ["--max-lora-rank", str(dep.max_lora_rank)]
-    if src.get("lora_target_modules") == "cli" and dep.lora_target_modules:
+    if dep.user_set("lora_target_modules") and dep.lora_target_modules:
         modules = dep.lora_target_modules
         args += ["--lora-target-modules", *(["all"] if tuple(modules) == LORA_ALL else modules)]
     if dep.max_cpu_loras is not None:
@@ -949,16 +949,11 @@ class SglangEngine(Engine):
     name = "sglang"
     label = "SGLang"
     newest_version = NEWEST_MODELLED
-    flags = {"tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
-             "data_parallel_size": "--dp-size", "max_model_len": "--context-length",
-             "max_num_seqs": "--max-running-requests",
-             "max_num_batched_tokens": "--chunked-prefill-size",
-             "gpu_memory_utilization": "--mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
-             "dtype": "--dtype", "quantization": "--quantization",
-             "max_total_tokens": "--max-total-tokens", "enable_lora": "--enable-lora",
-             "max_loras": "--max-loras-per-batch", "max_lora_rank": "--max-lora-rank",
-             "max_cpu_loras": "--max-loaded-loras", "lora_paths": "--lora-paths",
-             "lora_target_modules": "--lora-target-modules"}
+    flags = knob_flags(CLI_FLAGS, (
+        "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+        "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
+        "dtype", "quantization", "max_total_tokens", "enable_lora", "max_loras", "max_lora_rank",
+        "max_cpu_loras", "lora_paths", "lora_target_modules"))
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
@@ -1126,23 +1121,23 @@ class SglangEngine(Engine):
             if getattr(dep, key) != 1:
                 args += [self.flags[key], str(getattr(dep, key))]
         if rec.max_model_len.value:
-            args += ["--context-length", str(rec.max_model_len.value)]
+            args += [self.flags["max_model_len"], str(rec.max_model_len.value)]
         if rec.gpu_memory_utilization.value:
-            args += ["--mem-fraction-static", f"{rec.gpu_memory_utilization.value:g}"]
+            args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
-            args += ["--max-running-requests", str(rec.max_num_seqs.value)]
+            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
-            args += ["--chunked-prefill-size", str(batched)]
+            args += [self.flags["max_num_batched_tokens"], str(batched)]
         if dep.max_total_tokens:
-            args += ["--max-total-tokens", str(dep.max_total_tokens)]
+            args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8"):
-            args += ["--kv-cache-dtype", "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
-                     else dep.kv_cache_dtype]
+            args += [self.flags["kv_cache_dtype"],
+                     "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3") else dep.kv_cache_dtype]
         if dep.user_set("dtype"):
-            args += ["--dtype", dep.dtype]
+            args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:
-            args += ["--quantization", dep.quantization]
+            args += [self.flags["quantization"], dep.quantization]
         if dep.enable_hierarchical_cache:
             args += ["--enable-hierarchical-cache"]
         if dep.user_set("hicache_ratio"):

@@ -41,6 +41,7 @@ from .base import (
     Notes,
     Stage,
     batched_tokens_flag_value,
+    knob_flags,
 )
 
 # Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
@@ -474,11 +475,9 @@ class TgiEngine(Engine):
     name = "tgi"
     label = "TGI"
     newest_version = NEWEST_MODELLED
-    flags = {"tensor_parallel_size": "--num-shard", "max_model_len": "--max-total-tokens",
-             "max_num_seqs": "--max-concurrent-requests",
-             "max_num_batched_tokens": "--max-batch-prefill-tokens",
-             "gpu_memory_utilization": "--cuda-memory-fraction", "kv_cache_dtype": "--kv-cache-dtype",
-             "dtype": "--dtype", "quantization": "--quantize", "max_input_tokens": "--max-input-tokens"}
+    flags = knob_flags(CLI_FLAGS, (
+        "tensor_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+        "gpu_memory_utilization", "kv_cache_dtype", "dtype", "quantization", "max_input_tokens"))
     unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
@@ -659,23 +658,25 @@ class TgiEngine(Engine):
     def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
         args = ["text-generation-launcher", "--model-id", ref]
         if dep.tensor_parallel_size != 1:
-            args += ["--num-shard", str(dep.tensor_parallel_size)]
+            args += [self.flags["tensor_parallel_size"], str(dep.tensor_parallel_size)]
         if rec.max_model_len.value:
             total = int(rec.max_model_len.value)
             asked = dep.max_input_tokens if dep.user_set("max_input_tokens") else None
             inp = asked if asked and asked < total else total - 1
-            args += ["--max-input-tokens", str(inp), "--max-total-tokens", str(total)]
+            args += [self.flags["max_input_tokens"], str(inp),
+                     self.flags["max_model_len"], str(total)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
-            args += ["--max-batch-prefill-tokens", str(batched)]
+            args += [self.flags["max_num_batched_tokens"], str(batched)]
         if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
-            args += ["--cuda-memory-fraction", f"{rec.gpu_memory_utilization.value:g}"]
+            args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
-            args += ["--max-concurrent-requests", str(rec.max_num_seqs.value)]
+            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
         if dep.kv_cache_dtype.startswith("fp8"):
-            args += ["--kv-cache-dtype", "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
+            args += [self.flags["kv_cache_dtype"],
+                     "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
         if dep.user_set("quantization") and dep.quantization:
-            args += ["--quantize", dep.quantization]
+            args += [self.flags["quantization"], dep.quantization]
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:

@@ -63,8 +63,10 @@ from .base import (
     Notes,
     Stage,
     batched_tokens_flag_value,
+    knob_flags,
 )
 from .trtllm_features import request_kv_tokens
+from .trtllm_options import knobs_from_options, parse_options_document, yaml_knob_fields
 
 Runtime = Literal["pytorch", "engine"]
 RUNTIMES: tuple[Runtime, ...] = ("pytorch", "engine")
@@ -914,13 +916,11 @@ class TrtllmEngine(Engine):
     name = "trtllm"
     label = "TensorRT-LLM"
     newest_version = NEWEST_MODELLED
-    flags = {"tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
-             "max_model_len": "--max_seq_len", "max_num_seqs": "--max_batch_size",
-             "max_num_batched_tokens": "--max_num_tokens",
-             "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
-             "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
-             "block_size": "kv_cache_config.tokens_per_block",
-             "enable_prefix_caching": "kv_cache_config.enable_block_reuse", "backend": "--backend"}
+    # flags where trtllm-serve has one, else the --extra_llm_api_options YAML field
+    flags = knob_flags(CLI_FLAGS, (
+        "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
+        "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
+        "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
     # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
     # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
     unsupported = UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS) | (SGLANG_KNOBS - TRTLLM_KNOBS)
@@ -936,8 +936,6 @@ class TrtllmEngine(Engine):
     options_file_flag = "--extra_llm_api_options"
 
     def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
-        from .trtllm_options import knobs_from_options, parse_options_document
-
         return knobs_from_options(parse_options_document(doc, path=path))
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
@@ -1073,10 +1071,9 @@ class TrtllmEngine(Engine):
     def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
         """`trtllm-serve`, preceded by the --extra_llm_api_options file when a setting has no
         flag (KV dtype, a max_tokens cap, tokens per block)."""
-        src = dep.sources
         has_workload = workload.sizes_batch()
         seqs = rec.max_num_seqs.value if rec.max_num_seqs.value and (
-            has_workload or src.get("max_num_seqs") == "cli") else None
+            has_workload or dep.user_set("max_num_seqs")) else None
         line, yaml_text = launch_command(
             ref, tp=dep.tensor_parallel_size, pp=dep.pipeline_parallel_size,
             max_batch_size=int(seqs) if seqs else None,
@@ -1085,12 +1082,12 @@ class TrtllmEngine(Engine):
             free_gpu_memory_fraction=rec.gpu_memory_utilization.value,
             kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8") else None,
             max_tokens=dep.max_total_tokens,
-            tokens_per_block=dep.block_size if src.get("block_size") == "cli" else None,
-            enable_block_reuse=False if src.get("enable_prefix_caching") == "cli"
+            tokens_per_block=dep.block_size if dep.user_set("block_size") else None,
+            enable_block_reuse=False if dep.user_set("enable_prefix_caching")
             and not dep.enable_prefix_caching else None,
-            backend_flag=src.get("backend") == "cli" and dep.backend == "pytorch",
+            backend_flag=dep.user_set("backend") and dep.backend == "pytorch",
             host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
-        if src.get("backend") == "cli" and dep.backend == "tensorrt":
+        if dep.user_set("backend") and dep.backend == "tensorrt":
             line += " --backend tensorrt"
         if revision:
             line += " --revision " + shlex.quote(revision)

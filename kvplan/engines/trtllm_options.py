@@ -56,6 +56,11 @@ _YAML_FIELDS: tuple[tuple[str, str, type, float | None, float | None], ...] = (
 )
 
 
+def yaml_knob_fields() -> dict[str, str]:
+    """kvplan knob → its field in the options YAML (kv_cache_dtype → kv_cache_config.dtype)."""
+    return {OPTION_KNOBS[name]: path for path, name, *_ in _YAML_FIELDS if name in OPTION_KNOBS}
+
+
 def _get(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
     cur: Any = doc
     for part in path.split("."):

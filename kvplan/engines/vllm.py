@@ -64,6 +64,7 @@ from .base import (
     Notes,
     Stage,
     batched_tokens_flag_value,
+    knob_flags,
 )
 
 # ------------------------------------------------------------------------ eras
@@ -800,10 +801,10 @@ class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
     newest_version = NEWEST_MODELLED
-    flags = {k: "--" + k.replace("_", "-") for k in (
+    flags = knob_flags(CLI_FLAGS, (
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
-        "dtype", "quantization", "block_size", "kv_cache_memory_bytes")}
+        "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
     unsupported = (frozenset({"max_input_tokens", "max_total_tokens", "backend"}) | SGLANG_KNOBS
                    | TRTLLM_KNOBS)
     syntax = DeploySyntax(
@@ -990,32 +991,31 @@ class VllmEngine(Engine):
             if getattr(dep, key) != 1:
                 args += [self.flags[key], str(getattr(dep, key))]
         if rec.max_model_len.value:
-            args += ["--max-model-len", str(rec.max_model_len.value)]
+            args += [self.flags["max_model_len"], str(rec.max_model_len.value)]
         has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
-            args += ["--max-num-seqs", str(rec.max_num_seqs.value)]
+            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
         if dep.kv_cache_memory_bytes is not None:
-            args += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
+            args += [self.flags["kv_cache_memory_bytes"], str(dep.kv_cache_memory_bytes)]
         elif rec.gpu_memory_utilization.value:
-            args += ["--gpu-memory-utilization", f"{rec.gpu_memory_utilization.value:g}"]
-        src = dep.sources
+            args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
-            args += ["--max-num-batched-tokens", str(batched)]
-        if src.get("dtype") == "cli":
-            args += ["--dtype", dep.dtype]
-        if src.get("kv_cache_dtype") == "cli" and dep.kv_cache_dtype.startswith("fp8"):
-            args += ["--kv-cache-dtype", dep.kv_cache_dtype]
-        if src.get("quantization") == "cli" and dep.quantization:
-            args += ["--quantization", dep.quantization]
-        if src.get("block_size") == "cli":
-            args += ["--block-size", str(dep.block_size)]
+            args += [self.flags["max_num_batched_tokens"], str(batched)]
+        if dep.user_set("dtype"):
+            args += [self.flags["dtype"], dep.dtype]
+        if dep.user_set("kv_cache_dtype") and dep.kv_cache_dtype.startswith("fp8"):
+            args += [self.flags["kv_cache_dtype"], dep.kv_cache_dtype]
+        if dep.user_set("quantization") and dep.quantization:
+            args += [self.flags["quantization"], dep.quantization]
+        if dep.user_set("block_size"):
+            args += [self.flags["block_size"], str(dep.block_size)]
         if dep.enforce_eager:
             args.append("--enforce-eager")
         if dep.enable_expert_parallel:
             args.append("--enable-expert-parallel")
-        if src.get("enable_prefix_caching") == "cli" and not dep.enable_prefix_caching:
+        if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
-        if src.get("hybrid_kv_cache_manager") == "cli" and not dep.hybrid_kv_cache_manager:
+        if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
         args += feature_flags(dep)
         return shlex.join(args)
