@@ -145,3 +145,40 @@ def test_the_launch_line_is_unknown_without_the_plugin(capsys: pytest.CaptureFix
     script.write_text(f"# kvplan: gpu=h100\nplugin-serve run {MODEL}\n")
     code, _, _ = run(capsys, "check", str(script), "--json")
     assert code == 2  # no serving command found
+
+
+class BorrowingEngine(PluginEngine):
+    """The same engine declaring no fit of its own: it borrows SGLang's (prefill-first)."""
+
+    name = "plugin-borrowing"
+    syntax: DeploySyntax = dataclasses.replace(PluginEngine.syntax,
+                                               executables=(("plugin-borrowing", "run"),))
+    calibration = Calibration(style="separate", borrows="sglang")
+
+
+def test_a_borrowed_fit_is_named_and_never_calibrated(capsys: pytest.CaptureFixture[str]) -> None:
+    engine = registry.register(BorrowingEngine())
+    try:
+        p = _plan(capsys, engine.name)
+    finally:
+        registry.unregister(engine.name)
+    assert p["performance"]["model_version"] == (
+        "sglang fit (benchmarks/perf_fit.py), borrowed for plugin-borrowing")
+    assert p["performance"]["calibrated"] is False
+
+
+def test_register_refuses_what_it_cannot_plan() -> None:
+    class NoLender(PluginEngine):
+        name = "plugin-no-lender"
+        calibration = Calibration(style="mixed", borrows="not-an-engine")
+
+    class Shouting(PluginEngine):
+        name = "Plugin"
+
+    with pytest.raises(ValueError, match="borrows"):
+        registry.register(NoLender())
+    with pytest.raises(ValueError, match="lower case"):
+        registry.register(Shouting())
+    with pytest.raises(ValueError, match="own coefficients or borrows"):
+        Calibration(style="mixed")
+    assert "plugin-no-lender" not in registry.names() and "Plugin" not in registry.names()
