@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .catalog import gpu_specs, resolve_gpu, resolve_model
-from .engines.registry import NAMES
+from .engines import registry
 from .errors import InvalidInputError, UnknownGpuError
 from .knobs import Knobs
 from .planner import plan as _plan
@@ -18,12 +18,12 @@ if TYPE_CHECKING:
     from .sweep import SweepResult
 
 
-def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = "vllm",
+def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          revision: str | None = None, token: str | None = None, offline: bool | None = None,
          gpu_hour_price: float | None = None, minimize_utilization: bool = False,
          **knobs: Any) -> Plan:
-    """Plan one deployment on `engine` (see `kvplan.engines.registry.NAMES`). `model` is a
+    """Plan one deployment on `engine` (see `kvplan.engines.registry.names()`). `model` is a
     ModelSpec, a local path, a catalogue id or a Hub repo id (`revision`, `token`, `offline`
     apply to the Hub). `knobs` use vLLM's flag names with underscores (tensor_parallel_size=2,
     max_model_len=32768, …) plus gpu_memory_gib; each engine maps them to its own flags.
@@ -65,7 +65,7 @@ def with_draft(k: Knobs, *, token: str | None = None, offline: bool | None = Non
 
 
 def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None,
-          engine: str | Sequence[str] = "vllm", max_gpus: int = 8,
+          engine: str | Sequence[str] = registry.DEFAULT, max_gpus: int = 8,
           quantization: str | Sequence[str | None] | None = None,
           kv_cache_dtype: str | Sequence[str | None] | None = None,
           workload: Workload | None = None, slo_tpot_ms: float | None = None,
@@ -98,7 +98,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                                default=False)
     elif prices is not None:
         table.update(load_price_file(prices, resolve_gpu))
-    engines = ([*NAMES] if isinstance(engine, str) and engine.strip().lower() == "all"
+    engines = ([*registry.names()] if isinstance(engine, str) and engine.strip().lower() == "all"
                else _split(engine))
     return _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
                   engines=[e for e in engines if e], max_gpus=max_gpus,

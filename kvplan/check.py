@@ -9,7 +9,6 @@ else 0.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import sys
 from pathlib import Path
@@ -19,14 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .api import plan
 from .catalog import find_model_entry, resolve_gpu, resolve_model
-from .deploy import DeployParseError, Found, Templates, find_commands
+from .deploy import DeployParseError, Found, Templates, find_commands, read_options_file
 from .engines import registry
 from .errors import InvalidConfigError, KvplanError
-from .knobs import KNOB_NAMES, parse_mm_limits
+from .knobs import KNOB_NAMES
 from .limits import MAX_POLICY_BYTES, read_text_limited
 from .specs import SCHEMA_VERSION, Plan, Problem
 from .units import GiB
-from .versions import parse_version
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
 
@@ -327,41 +325,17 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     return f.model, []
 
 
-# Memory features other engines have under their own flags, which kvplan does not model for
-# that engine (docs/features.md): a warning, because the plan leaves their memory out. SGLang's
-# LoRA flags are modelled (engines/sglang.py) and parsed as knobs.
-FEATURE_FLAGS_NOT_MODELLED: dict[str, dict[str, str]] = {
-    "tgi": {"--lora-adapters": "LoRA adapters"},
-}
-
-
 def _features_not_modelled(f: Found) -> list[Problem]:
-    table = FEATURE_FLAGS_NOT_MODELLED.get(f.engine, {})
+    """Memory features an engine has under flags kvplan does not model for it (each engine's
+    `syntax.unmodelled_features`; docs/features.md): a warning, because the plan leaves their
+    memory out."""
+    table = registry.get(f.engine).syntax.unmodelled_features
     seen = sorted({what for flag in f.unknown_flags for name, what in table.items()
                    if flag.split()[0].split("=")[0] == name})
     return [Problem(code="feature-not-modelled", severity="warning",
                     message=f"{registry.get(f.engine).label} {what}: not modelled by kvplan for this "
                     "engine, so the memory it takes is not subtracted and KV capacity is overstated "
                     "(docs/features.md)") for what in seen]
-
-
-# vLLM took --limit-mm-per-prompt as key=value pairs (image=4,video=1) until JSON replaced them
-# (vLLM PR #16789, first released in 0.8.5, kept the old form as a fallback with a warning);
-# 0.10.0 refuses it at argument parsing (vLLM issue #21615; 0.11.0 vllm/engine/arg_utils.py
-# parses the flag with json.loads only).
-MM_LEGACY_REFUSED_FROM = (0, 10, 0)
-
-
-def _legacy_mm_limit(f: Found, version: str | None) -> list[Problem]:
-    raw = f.knobs.get("limit_mm_per_prompt")
-    if f.engine != "vllm" or not isinstance(raw, str) or raw.strip().startswith("{"):
-        return []
-    v = version or registry.get("vllm").newest_version
-    if parse_version(v) < MM_LEGACY_REFUSED_FROM:
-        return []
-    return [Problem(code="mm-limit-legacy-form", severity="error",
-                    message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value form "
-                    "(JSON only from 0.10.0); write '" + json.dumps(parse_mm_limits(raw)) + "'")]
 
 
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
@@ -386,12 +360,13 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         g = resolve_gpu(gpu)
         ref, model_notes = _model_ref(f)
         m = resolve_model(ref, revision=f.revision, offline=offline)
-        version = f.engine_version or (policy.engine_version if f.engine == "vllm" else None)
+        # the policy's engine_version is the default engine's (vLLM's) release
+        version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
+                                       else None)
         if "extra_llm_api_options" in f.knobs:  # TensorRT-LLM's YAML wins over its flags
-            from .trtllm_options import read_options_file
-
             here = Path(f.file).parent
-            f.knobs.update(read_options_file(here / str(f.knobs.pop("extra_llm_api_options")),
+            f.knobs.update(read_options_file(registry.get(f.engine),
+                                             here / str(f.knobs.pop("extra_llm_api_options")),
                                              within=here))
         knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
         extra = sorted(set(f.knobs) - set(knobs))
@@ -399,7 +374,7 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
             notes.append(Problem(code="flags-not-modelled", severity="info",
                                  message="read but not modelled: " + ", ".join(extra)))
         p, refusals = _plan_all_refusals(m, g, f.engine, version, knobs)
-        refusals += _legacy_mm_limit(f, version)
+        refusals += registry.get(f.engine).deploy_problems(f.knobs, version)
     except KvplanError as e:
         if e.exit_code == 3:
             e.hint = (e.hint or "") + " (kvplan check --offline uses only cached models)"

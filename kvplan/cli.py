@@ -16,6 +16,8 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
+from .engines import DEFAULT_ENGINE
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -184,7 +186,7 @@ def plan(
         "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="vllm, sglang, tgi or trtllm (generic flags map to the engine's own "
-        "knobs; see docs/engines.md)")] = "vllm",
+        "knobs; see docs/engines.md)")] = DEFAULT_ENGINE,
     engine_version: Annotated[str | None, typer.Option(
         "--engine-version", help="engine release to model (default: newest modelled)")] = None,
     target_concurrency: Annotated[int | None, typer.Option(
@@ -228,14 +230,15 @@ def plan(
 
     options = {}
     if extra_llm_api_options is not None:
+        from .deploy import read_options_file
+        from .engines.registry import ENGINES
         from .errors import InvalidInputError
 
-        if engine.lower() != "trtllm":
+        owner = ENGINES.get(engine.lower())
+        if owner is None or owner.options_file_flag is None:
             raise InvalidInputError("--extra-llm-api-options is TensorRT-LLM's",
                                     hint="plan with --engine trtllm")
-        from .trtllm_options import read_options_file
-
-        options = read_options_file(extra_llm_api_options)
+        options = read_options_file(owner, extra_llm_api_options)
     g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
     with _progress_line() as progress:
         m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,
@@ -362,7 +365,7 @@ def sweep(
         "--gpus", help="comma-separated GPU ids/aliases (default: the whole catalogue)")] = None,
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
     engine: Annotated[str, typer.Option(
-        "--engine", help="vllm, sglang, tgi, a comma list, or all")] = "vllm",
+        "--engine", help="vllm, sglang, tgi, a comma list, or all")] = DEFAULT_ENGINE,
     engine_version: Annotated[str | None, typer.Option(
         "--engine-version", help="one engine's release (default: newest modelled)")] = None,
     quantization: Annotated[str | None, typer.Option(
@@ -720,7 +723,7 @@ def report(
     enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager")] = None,
     kv_cache_memory_bytes: Annotated[int | None, typer.Option("--kv-cache-memory-bytes")] = None,
     gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
-    engine: Annotated[str, typer.Option("--engine")] = "vllm",
+    engine: Annotated[str, typer.Option("--engine")] = DEFAULT_ENGINE,
     engine_version: Annotated[str | None, typer.Option("--engine-version")] = None,
     target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
     avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,

@@ -18,11 +18,12 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .engines import registry
-from .engines.base import DeploySyntax
+from .engines.base import DeploySyntax, Engine
 from .errors import InvalidConfigError, InvalidInputError
 from .limits import (
     MAX_COMMAND_CHARS,
@@ -80,12 +81,24 @@ def _syntax(engine: str) -> DeploySyntax:
     return registry.get(engine).syntax
 
 
-BOOLEAN_FLAGS = frozenset().union(*(e.syntax.boolean_flags for e in registry.ENGINES.values()))
-VLLM_FLAGS = _syntax("vllm").cli_flags  # vLLM's --config YAML uses the same names
+def _boolean_flags() -> frozenset[str]:
+    """Every registered engine's flags that take no value."""
+    return frozenset().union(*(e.syntax.boolean_flags for e in registry.ENGINES.values()))
 
-ENTRY_HINT = re.compile("|".join(
-    [r"\b" + re.escape(exe) + r"\b" for e in registry.ENGINES.values() for exe, _ in e.syntax.executables]
-    + [re.escape(mod) for e in registry.ENGINES.values() for mod in e.syntax.modules]))
+
+def _entry_hint() -> re.Pattern[str]:
+    """Matches a line that may run a registered engine (an executable or a module name)."""
+    return _alternatives(tuple(
+        [r"\b" + re.escape(exe) + r"\b" for e in registry.ENGINES.values()
+         for exe, _ in e.syntax.executables]
+        + [re.escape(mod) for e in registry.ENGINES.values() for mod in e.syntax.modules]))
+
+
+@lru_cache(maxsize=8)
+def _alternatives(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(patterns))
+
+
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
 DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
 # `{{ … }}` holds no brace: each match attempt stops at the next brace, so a line of
@@ -162,6 +175,45 @@ class Templates:
         return value
 
 
+# ------------------------------------------------------------------ options files
+
+MAX_OPTIONS_BYTES = 1 << 20  # an engine's options file is a few lines; refuse anything huge
+
+
+def load_yaml(text: str, *, path: str | None = None) -> Any:
+    """A YAML document (an empty text: an empty mapping); malformed YAML is an
+    InvalidConfigError naming `path`."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as e:
+        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
+
+
+def read_options_file(engine: Engine, path: Path, *, within: Path | None = None) -> dict[str, Any]:
+    """kvplan knobs from the YAML file an engine's `options_file_flag` names (TensorRT-LLM's
+    --extra_llm_api_options). `within`: the file must resolve inside this directory
+    (deployment files name paths relative to themselves; none may escape)."""
+    shown = str(path)
+    try:
+        real = path.resolve()
+        if within is not None and not real.is_relative_to(within.resolve()):
+            raise InvalidConfigError("the options file lies outside the deployment's directory",
+                                     path=shown, hint="keep it beside the deployment file")
+        if not real.is_file():
+            raise InvalidConfigError("not a regular file", path=shown,
+                                     hint=f"pass the YAML given to {engine.options_file_flag}")
+        if real.stat().st_size > MAX_OPTIONS_BYTES:
+            raise InvalidConfigError(f"larger than {MAX_OPTIONS_BYTES // 1024} KiB", path=shown)
+        text = real.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read it ({e.strerror or e})", path=shown) from None
+    except UnicodeDecodeError:
+        raise InvalidConfigError("not UTF-8 text", path=shown) from None
+    return engine.options_from_document(load_yaml(text, path=shown), shown)
+
+
 # ---------------------------------------------------------------- flag parsing
 
 
@@ -171,6 +223,7 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
     syntax = _syntax(engine)
+    boolean_flags = _boolean_flags()
     table = syntax.cli_flags
     found = Found(file=file, line=line, engine=engine, text=text)
     seen: dict[str, tuple[str, Any]] = {}
@@ -190,14 +243,15 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
             knob = table[f"--{flag[5:]}"][0]
             _set(found, seen, knob, False, flag, file, line)
             continue
-        if engine == "vllm" and flag.startswith(MM_LIMIT_DOTTED) and len(flag) > len(MM_LIMIT_DOTTED):
+        if (syntax.dotted_mm_limit and flag.startswith(MM_LIMIT_DOTTED)
+                and len(flag) > len(MM_LIMIT_DOTTED)):
             i = _dotted_mm_limit(found, flag, inline if eq else None, argv, i, file, line)
             continue
         spec = table.get(flag)
         if spec is None:
             if eq:
                 found.unknown_flags.append(tok)
-            elif flag in BOOLEAN_FLAGS or flag.startswith("--no-") or i >= len(argv) or argv[i].startswith("-"):
+            elif flag in boolean_flags or flag.startswith("--no-") or i >= len(argv) or argv[i].startswith("-"):
                 found.unknown_flags.append(flag)
             else:
                 found.unknown_flags.append(f"{flag} {argv[i]}")
@@ -361,7 +415,7 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
 
 def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -> Found | None:
     body = line_text.strip()
-    if not ENTRY_HINT.search(body) or body.startswith("#"):
+    if not _entry_hint().search(body) or body.startswith("#"):
         return None
     # Dockerfile instructions: CMD/ENTRYPOINT/RUN, exec (JSON) or shell form.
     m = re.match(r"(?i)(CMD|ENTRYPOINT|RUN)\s+(.*)$", body)
@@ -606,8 +660,9 @@ def _yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]
         if services is not None and getattr(services, "id", None) == "mapping":
             out += _compose(services, file=file, templates=templates, budget=budget)
             continue
-        if _vllm_config(doc):
-            out.append(_from_vllm_config(doc, file=file, templates=templates))
+        config_of = _config_engine(doc)
+        if config_of is not None:
+            out.append(_from_config(doc, config_of, file=file, templates=templates))
             continue
         for node in _walk(doc, budget):
             containers = _get(node, "containers")
@@ -685,33 +740,40 @@ def _compose_service(svc: Any, *, file: str, templates: Templates,
     return found
 
 
-def _vllm_config(doc: Any) -> bool:
-    """vLLM's --config YAML: a flat mapping of flag names (model + at least one engine flag)."""
+def _config_engine(doc: Any) -> Engine | None:
+    """The engine whose config YAML this is (vLLM's `serve --config`): a flat mapping of flag
+    names (model + at least one of the engine's flags); None when it is none of them."""
     if getattr(doc, "id", None) != "mapping":
-        return False
+        return None
     keys = {getattr(k, "value", "") for k, _ in doc.value}
+    if "model" not in keys or keys & {"apiVersion", "kind"}:
+        return None
     flags = {f"--{k.replace('_', '-')}" for k in keys}
-    return "model" in keys and bool(flags & set(VLLM_FLAGS)) and not keys & {"apiVersion", "kind"}
+    return next((e for e in registry.ENGINES.values()
+                 if e.syntax.config_yaml and flags & set(e.syntax.cli_flags)), None)
 
 
-def _from_vllm_config(doc: Any, *, file: str, templates: Templates) -> Found:
+def _from_config(doc: Any, engine: Engine, *, file: str, templates: Templates) -> Found:
+    """A config YAML as the command line it stands for (its keys are the engine's flags)."""
+    table = engine.syntax.cli_flags
     argv = []
     for k, v in doc.value:
         flag = "--" + str(k.value).replace("_", "-")
         value = _scalar(v)
-        if value is None and getattr(v, "id", None) == "mapping" and flag in VLLM_FLAGS:
+        if value is None and getattr(v, "id", None) == "mapping" and flag in table:
             argv.append(f"{flag}={_mapping_json(v)}")  # e.g. speculative_config: {method: …}
             continue
         if value is None:
             argv.append(flag)  # lists / mappings: kept as unknown
             continue
-        kind = VLLM_FLAGS.get(flag, ("", ""))[1]
+        kind = table.get(flag, ("", ""))[1]
         if kind == "bool" or (kind == "" and value.lower() in {"true", "false"}):
             argv.append(flag if value.lower() == "true" else f"--no-{flag[2:]}")
         else:
             argv.append(f"{flag}={value}")
-    return parse_args(argv, "vllm", file=file, line=_line(doc), templates=templates,
-                      text=f"vllm serve --config {file}")
+    exe = " ".join(filter(None, engine.syntax.executables[0]))
+    return parse_args(argv, engine.name, file=file, line=_line(doc), templates=templates,
+                      text=f"{exe} --config {file}")
 
 
 def _mapping_json(node: Any) -> str:

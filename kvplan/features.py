@@ -9,7 +9,7 @@ cache) every prefix token is shared. Pure arithmetic over the engine's MemoryRes
 
 from __future__ import annotations
 
-from .engines.base import MemoryResult
+from .engines.base import Engine, MemoryResult
 from .specs import Deployment, ModelSpec, PlanMultimodal, Problem, Workload
 
 
@@ -57,8 +57,8 @@ def image_tokens(m: ModelSpec, workload: Workload) -> int:
     return n * tokens if n and tokens else 0
 
 
-def image_concurrency(m: ModelSpec, res: MemoryResult,
-                      workload: Workload) -> tuple[PlanMultimodal | None, list[Problem]]:
+def image_concurrency(m: ModelSpec, res: MemoryResult, workload: Workload,
+                      engine: Engine) -> tuple[PlanMultimodal | None, list[Problem]]:
     """The engine's multimodal section completed with the workload's images:
 
         image tokens  = images_per_request × max_tokens_per_image
@@ -67,8 +67,8 @@ def image_concurrency(m: ModelSpec, res: MemoryResult,
 
     Images sit inside the prompt, so a request of max_model_len tokens holds no more KV with
     images than without; images matter when request lengths are given (or alone, when only
-    images_per_request is). vLLM refuses a prompt with more images than --limit-mm-per-prompt
-    allows (vllm/multimodal/processing.py validate_num_items) or longer than max_model_len."""
+    images_per_request is). The prompts the engine refuses (too many images, too long) are the
+    engine's to say (Engine.image_problems)."""
     mm = res.multimodal
     n = workload.images_per_request or 0
     problems: list[Problem] = []
@@ -93,20 +93,10 @@ def image_concurrency(m: ModelSpec, res: MemoryResult,
     request = text + tokens if n or text else None
     concurrency = None
     if request and res.max_model_len:
-        if request > res.max_model_len:
-            problems.append(Problem(
-                code="images-exceed-max-model-len", severity="warning",
-                message=f"{n} image(s) of {mm.max_tokens_per_item} tokens + {text} text tokens = "
-                f"{request} tokens per request, above max_model_len {res.max_model_len}: vLLM "
-                "refuses such prompts"))
         blocks = res.request_blocks(min(request, res.max_model_len))
         concurrency = round(res.usable_blocks / blocks, 2) if blocks else None
-    if n > mm.limit_per_prompt:
-        problems.append(Problem(
-            code="images-above-mm-limit", severity="warning",
-            message=f"--images-per-request {n} is above --limit-mm-per-prompt image "
-            f"{mm.limit_per_prompt}: vLLM refuses such prompts ('At most {mm.limit_per_prompt} "
-            "image(s) may be provided in one prompt')"))
+    problems += engine.image_problems(mm, images=n, text_tokens=text, request_tokens=request,
+                                      max_model_len=res.max_model_len)
     return mm.model_copy(update={"images_per_request": n, "image_tokens_per_request": tokens,
                                  "request_tokens": request,
                                  "max_concurrency_with_images": concurrency}), problems

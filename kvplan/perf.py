@@ -1,6 +1,7 @@
 """Step-time model: TTFT, TPOT and throughput of one replica under continuous batching.
 
-Pure: imports only the standard library and kvplan's specs, weights, kv and units.
+Pure: imports only the standard library and kvplan's specs, weights, kv, units and the engine
+registry (each engine declares its coefficients and batching style: Engine.calibration).
 
 One engine step that carries `d` decoding sequences (mean context L) and `p` prefill tokens
 costs, on the busiest GPU (one TP rank of the heaviest PP stage):
@@ -39,21 +40,22 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
 Coefficients are fitted by benchmarks/perf_fit.py on benchmarks/data/perf_calibration.csv and
 recorded, with leave-one-group-out errors, in benchmarks/data/perf_fit.json and
 docs/performance.md. The model is engine-agnostic apart from those named coefficients and the
-batching style.
+batching style, which each engine declares (`calibration` in kvplan/engines/<engine>.py).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from . import weights as _weights
+from .engines import registry
+from .engines.base import Coefficients
 from .kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from .specs import GpuSpec, ModelSpec, QuantSpec
 from .units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
 
-Engine = Literal["vllm", "sglang", "tgi", "trtllm"]
 Bound = Literal["compute", "bandwidth", "overhead"]
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the TP all-reduce (every engine modelled)
@@ -67,40 +69,17 @@ NVLINK_DIRECTIONS = 2
 # ------------------------------------------------------------------- coefficients
 
 
-@dataclass(frozen=True)
-class Coefficients:
-    """Named efficiency and overhead coefficients of one engine era.
+# Every engine declares its own coefficients (or which engine's it borrows), calibrated
+# releases and batching style: `calibration` in kvplan/engines/<engine>.py, with their sources.
+def __getattr__(attr: str) -> Any:
+    # COEFFICIENTS: engine name → its own fitted coefficients (engines that borrow are absent),
+    # read from the registry on each access (benchmarks/perf_fit.py and tests compare it with
+    # the committed fit).
+    if attr == "COEFFICIENTS":
+        return {e.name: e.calibration.coefficients for e in registry.ENGINES.values()
+                if e.calibration.coefficients is not None}
+    raise AttributeError(attr)
 
-    gemm_efficiency: achieved / dense peak FLOP/s in large GEMMs and prefill attention;
-    bandwidth_efficiency: achieved / peak HBM bytes/s when streaming weights and KV;
-    step_overhead_ms: scheduler, sampling and launch cost per engine step;
-    layer_overhead_us: per decoder layer per step (kernel launches, norms, rotary, small ops);
-    seq_overhead_us: per sequence in a step (scheduling, sampling, detokenising: CPU work);
-    allreduce_latency_us: fixed cost of one TP all-reduce;
-    request_overhead_ms: per request in TTFT (HTTP, tokenizer, detokenizer, first scheduling)."""
-
-    gemm_efficiency: float
-    bandwidth_efficiency: float
-    step_overhead_ms: float
-    layer_overhead_us: float
-    seq_overhead_us: float
-    allreduce_latency_us: float
-    request_overhead_ms: float
-
-
-# Fitted by benchmarks/perf_fit.py → benchmarks/data/perf_fit.json ("coefficients"; method and
-# leave-one-group-out errors in docs/performance.md). All but request_overhead_ms are shared
-# by the engines in the fit. tests/test_perf.py checks these equal the committed fit.
-COEFFICIENTS: dict[str, Coefficients] = {
-    "vllm": Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
-                         step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                         seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                         request_overhead_ms=107.6345),
-    "sglang": Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
-                           step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                           seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                           request_overhead_ms=0.0039),
-}
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
 # the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
@@ -110,19 +89,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "throughput": (0.878, 1.1),
 }
 
-# Calibrated eras: (engine, first version, last version) with rows in perf_calibration.csv.
-# An engine without rows borrows the coefficients of the engine with the same batching style.
-CALIBRATED_VERSIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("0.12.0",),
-    "sglang": ("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"),
-}
 CALIBRATED_ARCHS = ("Hopper",)  # GPU families with calibration rows (H100 SXM, H200 SXM)
-BORROWS = {"trtllm": "vllm", "tgi": "sglang"}  # same batching style, no calibration rows
-# Batching style (engine docs): vLLM V1 schedules prefill chunks into decode steps
-# (chunked prefill on by default); TensorRT-LLM in-flight batching mixes context and
-# generation requests in one step; SGLang and TGI run a prefill batch that pauses decoding.
-STYLE: dict[str, Literal["mixed", "separate"]] = {
-    "vllm": "mixed", "trtllm": "mixed", "sglang": "separate", "tgi": "separate"}
 
 
 def _version_key(v: str) -> tuple[int, ...]:
@@ -130,16 +97,16 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 
 def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
-    """(coefficients, calibrated-era?) for an engine version: a version inside the calibrated
-    range of the engine uses its fit; any other, or an engine without rows, the nearest
-    (or borrowed) era with calibrated=False."""
-    if engine not in STYLE:
-        raise ValueError(f"unknown engine {engine!r}")
-    own = engine in COEFFICIENTS
-    coeffs = COEFFICIENTS[engine if own else BORROWS[engine]]
-    if not own:
+    """(coefficients, calibrated-era?) for an engine version, from the engine's declared
+    calibration: a version inside the engine's calibrated range uses its fit; any other, or an
+    engine that borrows another's fit, those coefficients with calibrated=False."""
+    eng = registry.get(engine)
+    cal = eng.calibration
+    coeffs = registry.calibrated_by(eng).calibration.coefficients
+    assert coeffs is not None  # registry.register refuses a borrow without a fit
+    if cal.coefficients is None or not cal.versions:
         return coeffs, False
-    keys = [_version_key(v) for v in CALIBRATED_VERSIONS[engine]]
+    keys = [_version_key(v) for v in cal.versions]
     k = _version_key(version)
     inside = min(keys)[:2] <= k[:2] <= max(keys)[:2] if version else False
     return coeffs, inside
@@ -402,6 +369,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     full_kv = (full * per_layer if kv_bytes_per_token is None
                else max(0, kv_bytes_per_token - sliding * per_layer))
     coeffs, era_ok = coefficients_for(engine, version)
+    style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
@@ -421,7 +389,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
         link_bytes_per_s=link_bytes_per_s(gpu),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=STYLE[engine],
+        kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
         calibrated=era_ok and gpu.arch in CALIBRATED_ARCHS)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import perf
+from .engines import registry
 from .engines.base import MemoryResult
 from .specs import (
     Deployment,
@@ -96,7 +97,7 @@ def _speculation(m: ModelSpec, dep: Deployment, res: MemoryResult,
     # an EAGLE tree of k levels accepts one root-to-leaf path: at most k draft tokens, however
     # many it verifies (SGLang: num_steps draft passes, one level each); n-gram keeps the chain
     depth = min(k, verified) if sc.method != "ngram" else verified
-    shared_head = sc.method == "eagle" or (dep.engine == "sglang" and sc.method == "mtp")
+    shared_head = registry.get(dep.engine).draft_shares_lm_head(sc.method)
     head_bytes = 0
     if shared_head:
         head_bytes = (vocab_rows_per_rank(m.vocab_size, dep.tensor_parallel_size)
@@ -212,7 +213,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
 
 def fit_name(ctx: perf.PerfContext) -> str:
     """Which engine's fitted coefficients the prediction uses (benchmarks/data/perf_fit.json)."""
-    own = ctx.engine if ctx.engine in perf.COEFFICIENTS else perf.BORROWS[ctx.engine]
+    own = registry.calibrated_by(registry.get(ctx.engine)).name
     return f"{own} fit (benchmarks/perf_fit.py)" + ("" if own == ctx.engine else
                                                     f", borrowed for {ctx.engine}")
 

@@ -96,7 +96,7 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     return replace(res, fits=False, problems=[*problems, *res.problems])
 
 
-def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = "vllm",
+def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
          larger_gpus: Sequence[GpuSpec] = ()) -> Plan:
@@ -117,7 +117,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += _lora_knobs_without_lora(eng, knobs, dep)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
-    multimodal, mm_problems = image_concurrency(m, res, workload)
+    multimodal, mm_problems = image_concurrency(m, res, workload, eng)
     problems += mm_problems
     if workload.acceptance_rate is not None and dep.speculative_config is None:
         problems.append(Problem(
@@ -133,7 +133,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += perf_problems
     worst = res.worst
     estimated = list(res.estimated)
-    if gpu.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
+    if gpu.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
         estimated.append("total_bytes")
     return Plan(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
@@ -539,10 +539,10 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     if not res.fits or bound == 0:
         return None, []
     cap = eng.max_seqs_cap(gpu, dep)
-    engine_seqs = (dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli"
+    engine_seqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
                    else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
     if rec.max_num_seqs.value and (w.sizes_batch()
-                                   or dep.sources.get("max_num_seqs") == "cli"):
+                                   or dep.user_set("max_num_seqs")):
         engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
     problems: list[Problem] = []
     has_slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
@@ -551,7 +551,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound),
                                      acceptance_rate=acc)
         seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
-        if dep.sources.get("max_num_seqs") == "cli":  # the user's batch size stays; say so
+        if dep.user_set("max_num_seqs"):  # the user's batch size stays; say so
             if best and engine_seqs > best:
                 problems.append(Problem(
                     code="slo-max-num-seqs", severity="warning",
@@ -565,9 +565,9 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             problems.append(performance.unmet_slo_problem(
                 w, n, one, _slo_alternatives(eng, m, gpu, knobs, dep, w, n)))
         else:
-            given_seqs = dep.sources.get("max_num_seqs") == "cli"
+            given_seqs = dep.user_set("max_num_seqs")
             engine_seqs = engine_seqs if given_seqs else best
-            if dep.sources.get("max_num_batched_tokens") != "cli":
+            if not dep.user_set("max_num_batched_tokens"):
                 rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, knobs, dep, w, n, best)
                 got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
                 if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
@@ -650,7 +650,7 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     """Notes that do not depend on the engine's arithmetic: the model's own, unsupported
     layouts, quantization that needs the checkpoint, estimated GPU totals, non-CUDA GPUs."""
     problems = list(m.problems)
-    if m.vision is not None and dep.engine != "vllm":  # vLLM's is modelled (multimodal.py)
+    if m.vision is not None and not registry.get(dep.engine).models_vision_encoder:
         problems.append(Problem(
             code="encoder-profiling", severity="info",
             message=f"{engine} also profiles the vision encoder with a maximum-size image batch "
@@ -668,7 +668,7 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     problems += [Problem(code="unsupported-layout", severity="warning",
                          message=f"{feature}: the numbers assume full attention on every layer "
                          "and may be wrong for this model") for feature in m.unsupported]
-    if g.cuda_total_estimated and dep.sources.get("gpu_total_bytes") != "cli":
+    if g.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
         problems.append(Problem(code="gpu-total-estimated", severity="warning",
                                 message=f"the CUDA-visible total of {g.id} is an estimate "
                                 f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib with "

@@ -251,18 +251,19 @@ def from_check(report: CheckReport, *, command_line: str, version: str,
                          f"{s.unchecked} unchecked, {s.errors} error(s)",))
 
 
-def for_model(m: ModelSpec, g: GpuSpec, *, knobs: dict[str, Any], engine: str = "vllm",
+def for_model(m: ModelSpec, g: GpuSpec, *, knobs: dict[str, Any], engine: str | None = None,
               engine_version: str | None = None, workload: Workload | None = None,
               command_line: str, version: str, generated_at: str | None = None,
               sweep: Sequence[SweepOption] | None = None) -> Report:
     """The report of one deployment: its plan, the curve (re-planning only where the KV is not
     linear in length), and the same model on every registry engine, as `kvplan compare` plans
-    them (the engine-generic knobs only)."""
-    from .engines.registry import NAMES
+    them (the engine-generic knobs only). `engine` None: the registry's default engine."""
+    from .engines import registry
     from .errors import KvplanError
     from .knobs import Knobs
     from .planner import plan as make_plan
 
+    engine = engine or registry.DEFAULT
     main = make_plan(m, g, Knobs.parse(knobs), engine=engine, engine_version=engine_version,
                      workload=workload)
 
@@ -278,7 +279,7 @@ def for_model(m: ModelSpec, g: GpuSpec, *, knobs: dict[str, Any], engine: str = 
     generic = {k: knobs.get(k) for k in ("tensor_parallel_size", "max_model_len",
                                          "kv_cache_dtype", "gpu_memory_gib")}
     compare, notes = [], []
-    for name in NAMES:
+    for name in registry.names():
         try:
             compare.append(make_plan(m, g, Knobs.parse(generic), engine=name, workload=workload))
         except KvplanError as e:

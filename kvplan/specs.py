@@ -10,9 +10,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .engines import DEFAULT_ENGINE
+
 SCHEMA_VERSION = "1.6"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
-# 1.4: engine.label, engine "trtllm", memory.notes, performance, workload SLOs,
+# 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
 # 1.5: speculative, lora and offload sections (null when unused), memory.draft_weights_bytes,
 #      memory.lora_bytes, workload.shared_prefix_tokens,
@@ -392,7 +394,7 @@ class Deployment(_Frozen):
     """Resolved engine settings under their generic (vLLM) names; each engine maps them to its
     own flags. `sources` says where each value came from."""
 
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     engine_version: str
     era: str = Field("", description="the engine's modelled accounting era for this version")
     tensor_parallel_size: int = Field(1, ge=1)
@@ -442,6 +444,11 @@ class Deployment(_Frozen):
     host_cache_size: int = Field(0, ge=0, description="TensorRT-LLM kv_cache_config."
                                  "host_cache_size: bytes of host KV per GPU (0 = none)")
     sources: dict[str, Source]
+
+    def user_set(self, knob: str) -> bool:
+        """Whether the user gave `knob` (flag, file or API argument: source "cli") rather than
+        leaving it to the engine's or kvplan's default."""
+        return self.sources.get(knob) == "cli"
 
 
 class Workload(_Frozen):

@@ -223,7 +223,7 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
 
 def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
           knobs: Knobs | None = None, workload: Workload | None = None,
-          engines: Sequence[str] = ("vllm",), max_gpus: int = 8,
+          engines: Sequence[str] = (registry.DEFAULT,), max_gpus: int = 8,
           quantizations: Sequence[str | None] = (None,),
           kv_cache_dtypes: Sequence[str | None] = (None,),
           engine_version: str | None = None,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
@@ -100,6 +100,48 @@ class MemoryResult:
 
 
 @dataclass(frozen=True)
+class Coefficients:
+    """Named efficiency and overhead coefficients of one engine era (kvplan/perf.py).
+
+    gemm_efficiency: achieved / dense peak FLOP/s in large GEMMs and prefill attention;
+    bandwidth_efficiency: achieved / peak HBM bytes/s when streaming weights and KV;
+    step_overhead_ms: scheduler, sampling and launch cost per engine step;
+    layer_overhead_us: per decoder layer per step (kernel launches, norms, rotary, small ops);
+    seq_overhead_us: per sequence in a step (scheduling, sampling, detokenising: CPU work);
+    allreduce_latency_us: fixed cost of one TP all-reduce;
+    request_overhead_ms: per request in TTFT (HTTP, tokenizer, detokenizer, first scheduling)."""
+
+    gemm_efficiency: float
+    bandwidth_efficiency: float
+    step_overhead_ms: float
+    layer_overhead_us: float
+    seq_overhead_us: float
+    allreduce_latency_us: float
+    request_overhead_ms: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the step-time model (kvplan/perf.py) knows about an engine.
+
+    style: "mixed" (prefill chunks ride in decode steps) or "separate" (a prefill batch pauses
+    decoding); coefficients: the engine's own fit, or None to borrow those of the engine named
+    by `borrows` (same batching style, no calibration rows: never a calibrated prediction);
+    versions: the releases with calibration rows (benchmarks/data/perf_calibration.csv); a
+    version between the first and last (major.minor) is a calibrated era."""
+
+    style: Literal["mixed", "separate"]
+    coefficients: Coefficients | None = None
+    versions: tuple[str, ...] = ()
+    borrows: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.coefficients is None) == (self.borrows is None):
+            raise ValueError("a Calibration has its own coefficients or borrows another "
+                             "engine's, not both or neither")
+
+
+@dataclass(frozen=True)
 class DeploySyntax:
     """How deployment files spell this engine: for `kvplan check`."""
 
@@ -120,6 +162,30 @@ class DeploySyntax:
     # (knobs, model) → knobs: flags that together form one knob (SGLang's --speculative-*);
     # a ValueError names what is wrong
     combine: Callable[[dict[str, Any], str | None], dict[str, Any]] | None = None
+    # memory features under flags kvplan does not model for this engine: flag → what it is
+    # (`kvplan check` warns that the plan leaves their memory out)
+    unmodelled_features: Mapping[str, str] = field(default_factory=dict)
+    # the per-modality form `--limit-mm-per-prompt.image 4` (vLLM's argument parser)
+    dotted_mm_limit: bool = False
+    # a YAML file whose keys are this engine's flag names (vLLM's `serve --config FILE`)
+    config_yaml: bool = False
+
+
+def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
+               settings: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Engine.flags derived from the engine's flag table (DeploySyntax.cli_flags): knob → the
+    first flag that sets it (aliases follow their flag in the table), in `knobs` order; a knob
+    no flag sets takes its name from `settings` (TensorRT-LLM's YAML fields)."""
+    first: dict[str, str] = {}
+    for flag, (knob, _kind) in cli_flags.items():
+        first.setdefault(knob, flag)
+    out = {}
+    for knob in knobs:
+        name = first.get(knob) or (settings or {}).get(knob)
+        if name is None:
+            raise ValueError(f"no flag or setting of the engine sets {knob!r}")
+        out[knob] = name
+    return out
 
 
 def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | None:
@@ -127,7 +193,7 @@ def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | No
     user's own value; None = leave the engine's default."""
     if rec.max_num_batched_tokens is not None and rec.max_num_batched_tokens.value:
         return int(rec.max_num_batched_tokens.value)
-    return dep.max_num_batched_tokens if dep.sources.get("max_num_batched_tokens") == "cli" else None
+    return dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
 
 
 class Engine(ABC):
@@ -139,6 +205,12 @@ class Engine(ABC):
     flags: ClassVar[Mapping[str, str]]  # generic knob → the engine's flag
     unsupported: ClassVar[frozenset[str]]  # knobs this engine does not have
     syntax: ClassVar[DeploySyntax]
+    calibration: ClassVar[Calibration]  # the latency model's coefficients and batching style
+    # the vision encoder's start-up profiling is in the memory accounting (else a note says so)
+    models_vision_encoder: ClassVar[bool] = False
+    # the engine's flag naming a YAML of further settings that win over its flags (read by
+    # options_from_document); None: it has none
+    options_file_flag: ClassVar[str | None] = None
 
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:
@@ -176,6 +248,27 @@ class Engine(ABC):
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
         """The launch line with the user's explicit flags and the recommended values."""
+
+    def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
+        """kvplan knobs from the parsed YAML given to `options_file_flag` (`path` names it in
+        errors). Only engines with an options_file_flag implement it."""
+        raise NotImplementedError(f"{self.label} reads no options file")
+
+    def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,
+                       request_tokens: int | None, max_model_len: int) -> list[Problem]:
+        """What the engine refuses about `images` images per request (plus `text_tokens`;
+        `request_tokens` None: no request length given) against its multimodal section."""
+        return []
+
+    def draft_shares_lm_head(self, method: str) -> bool:
+        """Whether a speculative draft of `method` reads the target's LM head on every pass
+        (vLLM EAGLE-1: vllm/model_executor/models/llama_eagle.py)."""
+        return method == "eagle"
+
+    def deploy_problems(self, knobs: Mapping[str, Any], version: str | None) -> list[Problem]:
+        """Refusals of a deployment file's flags as written that the plan cannot see
+        (`kvplan check`); `version` None: the newest modelled release."""
+        return []
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         """Notes about model layouts this engine allocates differently. Default: the recurrent

@@ -35,7 +35,17 @@ from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    Coefficients,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+    knob_flags,
+)
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
@@ -476,7 +486,7 @@ def legacy_draft_pool(m: ModelSpec, dep: Deployment, res: SglangResult, draft: D
     ctx × 512), 2048, 4096) (model_runner.py init_memory_pool)."""
     sc = dep.speculative_config
     assert sc is not None
-    reqs = (dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli"
+    reqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
             else SPEC_MAX_RUNNING_REQUESTS if version >= SPEC_HEADROOM_BOTH_FROM
             else min(max(int(res.tokens / res.context_len * 512), 2048), 4096))
     pool = res.tokens + spec_headroom_tokens(sc, version, reqs)
@@ -527,7 +537,7 @@ def speculative_problems(dep: Deployment, draft: DraftMemory, spec: PlanSpeculat
             message="SGLang before 0.5.3: the target pool is sized without the draft and the draft "
             "pool (target tokens + a headroom) comes from the (1 − f) reserve; the releases where "
             "this rule and its headroom changed were not pinned"))
-    if dep.sources.get("max_num_seqs") != "cli" and version >= SPEC_HEADROOM_BOTH_FROM:
+    if not dep.user_set("max_num_seqs") and version >= SPEC_HEADROOM_BOTH_FROM:
         out.append(Problem(
             code="speculative-max-running-requests", severity="info",
             message=f"SGLang resets --max-running-requests to {SPEC_MAX_RUNNING_REQUESTS} with "
@@ -614,7 +624,7 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
     10 GiB SGLang keeps free. Capacity for prefix reuse grows; running requests still need
     device tokens, so max concurrency is unchanged."""
     problems: list[Problem] = []
-    given = [k for k in ("hicache_ratio", "hicache_size") if dep.sources.get(k) == "cli"]
+    given = [k for k in ("hicache_ratio", "hicache_size") if dep.user_set(k)]
     if not dep.enable_hierarchical_cache:
         if given:
             problems.append(Problem(
@@ -866,15 +876,14 @@ def lora_flags(dep: Deployment) -> list[str]:
     """The launch-line LoRA flags, SGLang's names, as the user set them."""
     if not dep.enable_lora:
         return []
-    src = dep.sources
     args = ["--enable-lora"]
     if dep.lora_paths:
         args += ["--lora-paths", *dep.lora_paths]
-    if src.get("max_loras") == "cli":
+    if dep.user_set("max_loras"):
         args += ["--max-loras-per-batch", str(dep.max_loras)]
-    if src.get("max_lora_rank") == "cli":
+    if dep.user_set("max_lora_rank"):
         args += ["--max-lora-rank", str(dep.max_lora_rank)]
-    if src.get("lora_target_modules") == "cli" and dep.lora_target_modules:
+    if dep.user_set("lora_target_modules") and dep.lora_target_modules:
         modules = dep.lora_target_modules
         args += ["--lora-target-modules", *(["all"] if tuple(modules) == LORA_ALL else modules)]
     if dep.max_cpu_loras is not None:
@@ -921,20 +930,30 @@ def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
     return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
 
 
+# Latency model (kvplan/perf.py). Coefficients fitted by benchmarks/perf_fit.py →
+# benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
+# docs/performance.md). All but request_overhead_ms are shared with vLLM in the fit
+# (engines/vllm.py); tests/test_perf.py checks these equal the committed fit. Calibrated
+# releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (SGLang
+# docs): a prefill batch runs while decoding pauses.
+CALIBRATION = Calibration(
+    style="separate",
+    coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.1313, layer_overhead_us=0.0,
+                              seq_overhead_us=26.6505, allreduce_latency_us=2.026,
+                              request_overhead_ms=0.0039),
+    versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"))
+
+
 class SglangEngine(Engine):
     name = "sglang"
     label = "SGLang"
     newest_version = NEWEST_MODELLED
-    flags = {"tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
-             "data_parallel_size": "--dp-size", "max_model_len": "--context-length",
-             "max_num_seqs": "--max-running-requests",
-             "max_num_batched_tokens": "--chunked-prefill-size",
-             "gpu_memory_utilization": "--mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
-             "dtype": "--dtype", "quantization": "--quantization",
-             "max_total_tokens": "--max-total-tokens", "enable_lora": "--enable-lora",
-             "max_loras": "--max-loras-per-batch", "max_lora_rank": "--max-lora-rank",
-             "max_cpu_loras": "--max-loaded-loras", "lora_paths": "--lora-paths",
-             "lora_target_modules": "--lora-target-modules"}
+    flags = knob_flags(CLI_FLAGS, (
+        "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+        "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
+        "dtype", "quantization", "max_total_tokens", "enable_lora", "max_loras", "max_lora_rank",
+        "max_cpu_loras", "lora_paths", "lora_target_modules"))
     unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
                              "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
                              "enable_expert_parallel", "usage_context", "max_input_tokens",
@@ -948,11 +967,16 @@ class SglangEngine(Engine):
                           executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
                           combine=combine_spec_flags)
+    calibration = CALIBRATION
+
+    def draft_shares_lm_head(self, method: str) -> bool:
+        """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""
+        return method in ("eagle", "mtp")
 
     def _defaults(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> Defaults:
-        mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if dep.sources.get("gpu_total_bytes") != "cli"
+        mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if not dep.user_set("gpu_total_bytes")
                else dep.gpu_total_bytes // MiB)
-        chunked = dep.max_num_batched_tokens if dep.sources.get("max_num_batched_tokens") == "cli" else None
+        chunked = dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
         return defaults(parse_version(dep.engine_version), m, mem, dep.tensor_parallel_size,
                         dep.pipeline_parallel_size, chunked)
 
@@ -1097,28 +1121,28 @@ class SglangEngine(Engine):
             if getattr(dep, key) != 1:
                 args += [self.flags[key], str(getattr(dep, key))]
         if rec.max_model_len.value:
-            args += ["--context-length", str(rec.max_model_len.value)]
+            args += [self.flags["max_model_len"], str(rec.max_model_len.value)]
         if rec.gpu_memory_utilization.value:
-            args += ["--mem-fraction-static", f"{rec.gpu_memory_utilization.value:g}"]
+            args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
-        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
-            args += ["--max-running-requests", str(rec.max_num_seqs.value)]
+        if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
+            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
-            args += ["--chunked-prefill-size", str(batched)]
+            args += [self.flags["max_num_batched_tokens"], str(batched)]
         if dep.max_total_tokens:
-            args += ["--max-total-tokens", str(dep.max_total_tokens)]
+            args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8"):
-            args += ["--kv-cache-dtype", "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
-                     else dep.kv_cache_dtype]
-        if dep.sources.get("dtype") == "cli":
-            args += ["--dtype", dep.dtype]
-        if dep.sources.get("quantization") == "cli" and dep.quantization:
-            args += ["--quantization", dep.quantization]
+            args += [self.flags["kv_cache_dtype"],
+                     "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3") else dep.kv_cache_dtype]
+        if dep.user_set("dtype"):
+            args += [self.flags["dtype"], dep.dtype]
+        if dep.user_set("quantization") and dep.quantization:
+            args += [self.flags["quantization"], dep.quantization]
         if dep.enable_hierarchical_cache:
             args += ["--enable-hierarchical-cache"]
-        if dep.sources.get("hicache_ratio") == "cli":
+        if dep.user_set("hicache_ratio"):
             args += ["--hicache-ratio", f"{dep.hicache_ratio:g}"]
-        if dep.sources.get("hicache_size") == "cli":
+        if dep.user_set("hicache_size"):
             args += ["--hicache-size", str(dep.hicache_size)]
         if revision:
             args += ["--revision", revision]

@@ -33,7 +33,16 @@ from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+    knob_flags,
+)
 
 # Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
 # TP > 1 adds one NCCL communicator's buffers (torch's ProcessGroupNCCL; TGI has no custom
@@ -466,11 +475,9 @@ class TgiEngine(Engine):
     name = "tgi"
     label = "TGI"
     newest_version = NEWEST_MODELLED
-    flags = {"tensor_parallel_size": "--num-shard", "max_model_len": "--max-total-tokens",
-             "max_num_seqs": "--max-concurrent-requests",
-             "max_num_batched_tokens": "--max-batch-prefill-tokens",
-             "gpu_memory_utilization": "--cuda-memory-fraction", "kv_cache_dtype": "--kv-cache-dtype",
-             "dtype": "--dtype", "quantization": "--quantize", "max_input_tokens": "--max-input-tokens"}
+    flags = knob_flags(CLI_FLAGS, (
+        "tensor_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+        "gpu_memory_utilization", "kv_cache_dtype", "dtype", "quantization", "max_input_tokens"))
     unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
@@ -479,7 +486,11 @@ class TgiEngine(Engine):
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
-                          known_flags=known_flags.TGI, combine=combine_speculate)
+                          known_flags=known_flags.TGI, combine=combine_speculate,
+                          unmodelled_features={"--lora-adapters": "LoRA adapters"})
+    # Latency model (kvplan/perf.py): no calibration rows; TGI runs a prefill batch that pauses
+    # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
+    calibration = Calibration(style="separate", borrows="sglang")
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -568,9 +579,9 @@ class TgiEngine(Engine):
                           max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
                           block=dep.block_size, gpu=gpu, other_bytes=dep.other_processes_bytes)
         problems = list(res.problems)
-        if dep.sources.get("max_num_batched_tokens") != "cli":
+        if not dep.user_set("max_num_batched_tokens"):
             lengths = self._lengths(m, gpu, dep, dep.max_input_tokens
-                                    if dep.sources.get("max_input_tokens") == "cli" else None)
+                                    if dep.user_set("max_input_tokens") else None)
             problems.append(Problem(
                 code="tgi-default-prefill", severity="warning" if lengths.assumed else "info",
                 message=f"TGI's launcher sets --max-batch-prefill-tokens to "
@@ -642,28 +653,30 @@ class TgiEngine(Engine):
         return 1.0  # the launcher's own wiggle room already keeps headroom
 
     def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
-        return dep.max_num_seqs if dep.sources.get("max_num_seqs") == "cli" else MAX_CONCURRENT_REQUESTS
+        return dep.max_num_seqs if dep.user_set("max_num_seqs") else MAX_CONCURRENT_REQUESTS
 
     def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
         args = ["text-generation-launcher", "--model-id", ref]
         if dep.tensor_parallel_size != 1:
-            args += ["--num-shard", str(dep.tensor_parallel_size)]
+            args += [self.flags["tensor_parallel_size"], str(dep.tensor_parallel_size)]
         if rec.max_model_len.value:
             total = int(rec.max_model_len.value)
-            asked = dep.max_input_tokens if dep.sources.get("max_input_tokens") == "cli" else None
+            asked = dep.max_input_tokens if dep.user_set("max_input_tokens") else None
             inp = asked if asked and asked < total else total - 1
-            args += ["--max-input-tokens", str(inp), "--max-total-tokens", str(total)]
+            args += [self.flags["max_input_tokens"], str(inp),
+                     self.flags["max_model_len"], str(total)]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
-            args += ["--max-batch-prefill-tokens", str(batched)]
+            args += [self.flags["max_num_batched_tokens"], str(batched)]
         if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
-            args += ["--cuda-memory-fraction", f"{rec.gpu_memory_utilization.value:g}"]
+            args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
-        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
-            args += ["--max-concurrent-requests", str(rec.max_num_seqs.value)]
+        if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
+            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
         if dep.kv_cache_dtype.startswith("fp8"):
-            args += ["--kv-cache-dtype", "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
-        if dep.sources.get("quantization") == "cli" and dep.quantization:
-            args += ["--quantize", dep.quantization]
+            args += [self.flags["kv_cache_dtype"],
+                     "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
+        if dep.user_set("quantization") and dep.quantization:
+            args += [self.flags["quantization"], dep.quantization]
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:

@@ -55,8 +55,18 @@ from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from ..weights import pp_layer_ranges, weight_memory_per_stage
 from . import trtllm_features as F
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+    knob_flags,
+)
 from .trtllm_features import request_kv_tokens
+from .trtllm_options import knobs_from_options, parse_options_document, yaml_knob_fields
 
 Runtime = Literal["pytorch", "engine"]
 RUNTIMES: tuple[Runtime, ...] = ("pytorch", "engine")
@@ -650,10 +660,6 @@ def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
     return out
 
 
-# kv_cache_config.dtype values (llmapi/llm_args.py KvCacheConfig)
-KV_CACHE_DTYPES = ("auto", "fp8", "int8", "float16", "bfloat16", "nvfp4")
-
-
 # ----------------------------------------------------------------------------- images & entrypoints
 
 # Entrypoints that start TensorRT-LLM (for `kvplan check`). trtllm-serve is a click group
@@ -713,25 +719,6 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
-# LLM API option (parse_extra_llm_api_options name) → kvplan knob.
-OPTION_KNOBS = {
-    "free_gpu_memory_fraction": "gpu_memory_utilization", "max_tokens": "max_total_tokens",
-    "kv_cache_dtype": "kv_cache_dtype", "tokens_per_block": "block_size",
-    "enable_block_reuse": "enable_prefix_caching", "max_batch_size": "max_num_seqs",
-    "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len",
-    "tensor_parallel_size": "tensor_parallel_size", "pipeline_parallel_size": "pipeline_parallel_size",
-    # features (trtllm_options._speculative / _lora; kv_cache_config.host_cache_size)
-    "speculative_config": "speculative_config", "enable_lora": "enable_lora",
-    "max_loras": "max_loras", "max_lora_rank": "max_lora_rank", "max_cpu_loras": "max_cpu_loras",
-    "lora_target_modules": "lora_target_modules", "host_cache_size": "host_cache_size",
-}
-
-
-def knobs_from_options(options: dict[str, Any]) -> dict[str, Any]:
-    """kvplan knobs from parsed --extra_llm_api_options (`parse_extra_llm_api_options`)."""
-    return {OPTION_KNOBS[k]: v for k, v in options.items() if k in OPTION_KNOBS}
-
-
 # ----------------------------------------------------------------------------- features
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
 
@@ -929,13 +916,11 @@ class TrtllmEngine(Engine):
     name = "trtllm"
     label = "TensorRT-LLM"
     newest_version = NEWEST_MODELLED
-    flags = {"tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
-             "max_model_len": "--max_seq_len", "max_num_seqs": "--max_batch_size",
-             "max_num_batched_tokens": "--max_num_tokens",
-             "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
-             "kv_cache_dtype": "kv_cache_config.dtype", "max_total_tokens": "kv_cache_config.max_tokens",
-             "block_size": "kv_cache_config.tokens_per_block",
-             "enable_prefix_caching": "kv_cache_config.enable_block_reuse", "backend": "--backend"}
+    # flags where trtllm-serve has one, else the --extra_llm_api_options YAML field
+    flags = knob_flags(CLI_FLAGS, (
+        "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
+        "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
+        "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
     # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
     # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
     unsupported = UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS) | (SGLANG_KNOBS - TRTLLM_KNOBS)
@@ -945,6 +930,13 @@ class TrtllmEngine(Engine):
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
         pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
         boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True)
+    # Latency model (kvplan/perf.py): no calibration rows; in-flight batching mixes context and
+    # generation requests in one step, vLLM's batching style, so it borrows vLLM's fit.
+    calibration = Calibration(style="mixed", borrows="vllm")
+    options_file_flag = "--extra_llm_api_options"
+
+    def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
+        return knobs_from_options(parse_options_document(doc, path=path))
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
@@ -1079,10 +1071,9 @@ class TrtllmEngine(Engine):
     def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
         """`trtllm-serve`, preceded by the --extra_llm_api_options file when a setting has no
         flag (KV dtype, a max_tokens cap, tokens per block)."""
-        src = dep.sources
         has_workload = workload.sizes_batch()
         seqs = rec.max_num_seqs.value if rec.max_num_seqs.value and (
-            has_workload or src.get("max_num_seqs") == "cli") else None
+            has_workload or dep.user_set("max_num_seqs")) else None
         line, yaml_text = launch_command(
             ref, tp=dep.tensor_parallel_size, pp=dep.pipeline_parallel_size,
             max_batch_size=int(seqs) if seqs else None,
@@ -1091,12 +1082,12 @@ class TrtllmEngine(Engine):
             free_gpu_memory_fraction=rec.gpu_memory_utilization.value,
             kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8") else None,
             max_tokens=dep.max_total_tokens,
-            tokens_per_block=dep.block_size if src.get("block_size") == "cli" else None,
-            enable_block_reuse=False if src.get("enable_prefix_caching") == "cli"
+            tokens_per_block=dep.block_size if dep.user_set("block_size") else None,
+            enable_block_reuse=False if dep.user_set("enable_prefix_caching")
             and not dep.enable_prefix_caching else None,
-            backend_flag=src.get("backend") == "cli" and dep.backend == "pytorch",
+            backend_flag=dep.user_set("backend") and dep.backend == "pytorch",
             host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
-        if src.get("backend") == "cli" and dep.backend == "tensorrt":
+        if dep.user_set("backend") and dep.backend == "tensorrt":
             line += " --backend tensorrt"
         if revision:
             line += " --revision " + shlex.quote(revision)

@@ -10,7 +10,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -27,7 +27,7 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     cudagraph_bytes,
     sampler_rows_factor,
 )
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
 from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
 from ..multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
 from ..specs import (
@@ -55,7 +55,17 @@ from ..weights import (
 )
 from . import flags as known_flags
 from . import interconnect
-from .base import DeploySyntax, Engine, MemoryResult, Notes, Stage, batched_tokens_flag_value
+from .base import (
+    Calibration,
+    Coefficients,
+    DeploySyntax,
+    Engine,
+    MemoryResult,
+    Notes,
+    Stage,
+    batched_tokens_flag_value,
+    knob_flags,
+)
 
 # ------------------------------------------------------------------------ eras
 
@@ -371,14 +381,14 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                                 state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager)
             specs = specs + draft.kv_specs
             layout = kv_layout(specs, block_size=d.block_size,
-                               block_size_fixed=d.sources.get("block_size") == "cli",
+                               block_size_fixed=d.user_set("block_size"),
                                group_rule=era.group_rule)
             per_token = sum(x.bytes_per_token for x in specs)
         else:  # memoised per model and stage (kv.stage_kv)
             layout, per_token = stage_kv(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype,
                                          state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager,
                                          block_size=d.block_size,
-                                         block_size_fixed=d.sources.get("block_size") == "cli",
+                                         block_size_fixed=d.user_set("block_size"),
                                          group_rule=era.group_rule)
         stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout, per_token,
                                   max(0, kv) // layout.bytes_per_block,
@@ -765,14 +775,36 @@ BOOLEAN_FLAGS = frozenset({
 })
 
 
+# vLLM took --limit-mm-per-prompt as key=value pairs (image=4,video=1) until JSON replaced them
+# (vLLM PR #16789, first released in 0.8.5, kept the old form as a fallback with a warning);
+# 0.10.0 refuses it at argument parsing (vLLM issue #21615; 0.11.0 vllm/engine/arg_utils.py
+# parses the flag with json.loads only).
+MM_LEGACY_REFUSED_FROM = (0, 10, 0)
+
+
+# Latency model (kvplan/perf.py). Coefficients fitted by benchmarks/perf_fit.py →
+# benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
+# docs/performance.md). All but request_overhead_ms are shared by the engines in the fit
+# (engines/sglang.py); tests/test_perf.py checks these equal the committed fit. Calibrated
+# releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (vLLM
+# docs): V1 schedules prefill chunks into decode steps (chunked prefill on by default).
+CALIBRATION = Calibration(
+    style="mixed",
+    coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.1313, layer_overhead_us=0.0,
+                              seq_overhead_us=26.6505, allreduce_latency_us=2.026,
+                              request_overhead_ms=107.6345),
+    versions=("0.12.0",))
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
     newest_version = NEWEST_MODELLED
-    flags = {k: "--" + k.replace("_", "-") for k in (
+    flags = knob_flags(CLI_FLAGS, (
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
-        "dtype", "quantization", "block_size", "kv_cache_memory_bytes")}
+        "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
     unsupported = (frozenset({"max_input_tokens", "max_total_tokens", "backend"}) | SGLANG_KNOBS
                    | TRTLLM_KNOBS)
     syntax = DeploySyntax(
@@ -780,7 +812,42 @@ class VllmEngine(Engine):
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
         image_versions=(_IMAGE,), pip_version=_PIP,
         image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
-        known_flags=known_flags.VLLM)
+        known_flags=known_flags.VLLM, dotted_mm_limit=True,
+        config_yaml=True)
+    calibration = CALIBRATION
+    models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
+
+    def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,
+                       request_tokens: int | None, max_model_len: int) -> list[Problem]:
+        """vLLM refuses a prompt longer than max_model_len or with more images than
+        --limit-mm-per-prompt allows (vllm/multimodal/processing.py validate_num_items)."""
+        problems: list[Problem] = []
+        if request_tokens and max_model_len and request_tokens > max_model_len:
+            problems.append(Problem(
+                code="images-exceed-max-model-len", severity="warning",
+                message=f"{images} image(s) of {mm.max_tokens_per_item} tokens + {text_tokens} "
+                f"text tokens = {request_tokens} tokens per request, above max_model_len "
+                f"{max_model_len}: vLLM refuses such prompts"))
+        if images > mm.limit_per_prompt:
+            problems.append(Problem(
+                code="images-above-mm-limit", severity="warning",
+                message=f"--images-per-request {images} is above --limit-mm-per-prompt image "
+                f"{mm.limit_per_prompt}: vLLM refuses such prompts ('At most "
+                f"{mm.limit_per_prompt} image(s) may be provided in one prompt')"))
+        return problems
+
+    def deploy_problems(self, knobs: Mapping[str, Any], version: str | None) -> list[Problem]:
+        """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse."""
+        raw = knobs.get("limit_mm_per_prompt")
+        if not isinstance(raw, str) or raw.strip().startswith("{"):
+            return []
+        v = version or self.newest_version
+        if parse_version(v) < MM_LEGACY_REFUSED_FROM:
+            return []
+        return [Problem(code="mm-limit-legacy-form", severity="error",
+                        message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
+                        "form (JSON only from 0.10.0); write '"
+                        + json.dumps(parse_mm_limits(raw)) + "'")]
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)
@@ -924,32 +991,31 @@ class VllmEngine(Engine):
             if getattr(dep, key) != 1:
                 args += [self.flags[key], str(getattr(dep, key))]
         if rec.max_model_len.value:
-            args += ["--max-model-len", str(rec.max_model_len.value)]
+            args += [self.flags["max_model_len"], str(rec.max_model_len.value)]
         has_workload = workload.sizes_batch()
-        if rec.max_num_seqs.value and (has_workload or dep.sources.get("max_num_seqs") == "cli"):
-            args += ["--max-num-seqs", str(rec.max_num_seqs.value)]
+        if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
+            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
         if dep.kv_cache_memory_bytes is not None:
-            args += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
+            args += [self.flags["kv_cache_memory_bytes"], str(dep.kv_cache_memory_bytes)]
         elif rec.gpu_memory_utilization.value:
-            args += ["--gpu-memory-utilization", f"{rec.gpu_memory_utilization.value:g}"]
-        src = dep.sources
+            args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
-            args += ["--max-num-batched-tokens", str(batched)]
-        if src.get("dtype") == "cli":
-            args += ["--dtype", dep.dtype]
-        if src.get("kv_cache_dtype") == "cli" and dep.kv_cache_dtype.startswith("fp8"):
-            args += ["--kv-cache-dtype", dep.kv_cache_dtype]
-        if src.get("quantization") == "cli" and dep.quantization:
-            args += ["--quantization", dep.quantization]
-        if src.get("block_size") == "cli":
-            args += ["--block-size", str(dep.block_size)]
+            args += [self.flags["max_num_batched_tokens"], str(batched)]
+        if dep.user_set("dtype"):
+            args += [self.flags["dtype"], dep.dtype]
+        if dep.user_set("kv_cache_dtype") and dep.kv_cache_dtype.startswith("fp8"):
+            args += [self.flags["kv_cache_dtype"], dep.kv_cache_dtype]
+        if dep.user_set("quantization") and dep.quantization:
+            args += [self.flags["quantization"], dep.quantization]
+        if dep.user_set("block_size"):
+            args += [self.flags["block_size"], str(dep.block_size)]
         if dep.enforce_eager:
             args.append("--enforce-eager")
         if dep.enable_expert_parallel:
             args.append("--enable-expert-parallel")
-        if src.get("enable_prefix_caching") == "cli" and not dep.enable_prefix_caching:
+        if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
-        if src.get("hybrid_kv_cache_manager") == "cli" and not dep.hybrid_kv_cache_manager:
+        if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
         args += feature_flags(dep)
         return shlex.join(args)
@@ -975,13 +1041,13 @@ def feature_flags(dep: Deployment) -> list[str]:
     if dep.enable_lora:
         args.append("--enable-lora")
         for key in ("max_loras", "max_lora_rank", "max_cpu_loras"):
-            if dep.sources.get(key) == "cli":
+            if dep.user_set(key):
                 args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
     if dep.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
         args += ["--limit-mm-per-prompt",
                  json.dumps(dep.limit_mm_per_prompt, separators=(",", ":"))]
     if dep.kv_offloading_size is not None:
         args += ["--kv-offloading-size", f"{dep.kv_offloading_size:g}"]
-        if dep.sources.get("kv_offloading_backend") == "cli":
+        if dep.user_set("kv_offloading_backend"):
             args += ["--kv-offloading-backend", str(dep.kv_offloading_backend)]
     return args

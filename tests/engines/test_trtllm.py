@@ -5,11 +5,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan import plan, trtllm_options
+from kvplan import plan
 from kvplan.catalog import resolve_model
+from kvplan.deploy import load_yaml
 from kvplan.engines import trtllm
+from kvplan.engines.trtllm_options import parse_options_document
 from kvplan.errors import InvalidConfigError, InvalidInputError
 from kvplan.units import GiB
+
+
+def parse_extra_llm_api_options(text: str, path: str | None = None) -> dict:
+    """The LLM API options a TensorRT-LLM options YAML sets, read as kvplan reads the file."""
+    return parse_options_document(load_yaml(text, path=path), path=path)
+
 
 LLAMA31_8B = "meta-llama/Llama-3.1-8B-Instruct"
 LLAMA2_7B = "meta-llama/Llama-2-7b-hf"
@@ -283,7 +291,7 @@ def test_launch_command_with_yaml_round_trips():
                                             backend_flag=True)
     assert "--backend pytorch" in line and "--pp_size 2" in line and "--ep_size 4" in line
     assert line.endswith("--extra_llm_api_options extra_llm_api_options.yaml")
-    assert trtllm_options.parse_extra_llm_api_options(yaml_text) == {
+    assert parse_extra_llm_api_options(yaml_text) == {
         "free_gpu_memory_fraction": 0.8, "max_tokens": 100000, "kv_cache_dtype": "fp8"}
 
 
@@ -309,11 +317,11 @@ moe_expert_parallel_size: 2
 cuda_graph_config:
   max_batch_size: 64
 """
-    assert trtllm_options.parse_extra_llm_api_options(text) == {
+    assert parse_extra_llm_api_options(text) == {
         "free_gpu_memory_fraction": 0.75, "max_tokens": 4096, "kv_cache_dtype": "fp8",
         "enable_block_reuse": False, "max_batch_size": 64, "max_num_tokens": 2048,
         "max_seq_len": 8192, "tensor_parallel_size": 4, "expert_parallel_size": 2}
-    assert trtllm_options.parse_extra_llm_api_options("") == {}
+    assert parse_extra_llm_api_options("") == {}
 
 
 @pytest.mark.parametrize(
@@ -339,15 +347,15 @@ cuda_graph_config:
 )
 def test_parse_yaml_errors_name_the_field(text, field):
     with pytest.raises(InvalidConfigError) as e:
-        trtllm_options.parse_extra_llm_api_options(text, path="extra.yaml")
+        parse_extra_llm_api_options(text, path="extra.yaml")
     assert e.value.field == field and "extra.yaml" in str(e.value)
 
 
 def test_parse_yaml_not_yaml_or_not_mapping():
     with pytest.raises(InvalidConfigError):
-        trtllm_options.parse_extra_llm_api_options("a: [1, 2\n")
+        parse_extra_llm_api_options("a: [1, 2\n")
     with pytest.raises(InvalidConfigError):
-        trtllm_options.parse_extra_llm_api_options("- 1\n- 2\n")
+        parse_extra_llm_api_options("- 1\n- 2\n")
 
 
 # --------------------------------------------------------------------- images

@@ -14,11 +14,18 @@ from clirun import run
 
 from kvplan import plan
 from kvplan.catalog import resolve_model
+from kvplan.deploy import load_yaml
 from kvplan.engines import trtllm_features as F
+from kvplan.engines.trtllm_options import parse_options_document
 from kvplan.errors import InvalidConfigError, InvalidInputError
-from kvplan.trtllm_options import parse_extra_llm_api_options
 from kvplan.units import GiB, cdiv
 from kvplan.weights import _layer_tensors, _rank_bytes
+
+
+def parse_extra_llm_api_options(text: str, path: str | None = None) -> dict:
+    """The LLM API options a TensorRT-LLM options YAML sets, read as kvplan reads the file."""
+    return parse_options_document(load_yaml(text, path=path), path=path)
+
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"

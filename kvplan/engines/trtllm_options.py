@@ -1,38 +1,38 @@
 """TensorRT-LLM's --extra_llm_api_options / --config YAML (llmapi/llm_args.py): the fields that
-move memory, read with bounds and named errors. I/O layer (YAML); the engine math is
-engines/trtllm.py."""
+move memory, checked with bounds and named errors. Pure: it reads the parsed document (the file
+and its YAML are read by deploy.read_options_file); the engine math is engines/trtllm.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from .engines.trtllm import KV_CACHE_DTYPES, knobs_from_options
-from .errors import InvalidConfigError
+from ..errors import InvalidConfigError
+from .trtllm_features import DECODING_TYPES
 
-MAX_OPTIONS_BYTES = 1 << 20  # an LLM API options file is a few lines; refuse anything huge
+# kv_cache_config.dtype values (llmapi/llm_args.py KvCacheConfig)
+KV_CACHE_DTYPES = ("auto", "fp8", "int8", "float16", "bfloat16", "nvfp4")
 
 
-def read_options_file(path: Path, *, within: Path | None = None) -> dict[str, Any]:
-    """kvplan knobs from an --extra_llm_api_options file. `within`: the file must resolve inside
-    this directory (deployment files name paths relative to themselves; none may escape)."""
-    shown = str(path)
-    try:
-        real = path.resolve()
-        if within is not None and not real.is_relative_to(within.resolve()):
-            raise InvalidConfigError("the options file lies outside the deployment's directory",
-                                     path=shown, hint="keep it beside the deployment file")
-        if not real.is_file():
-            raise InvalidConfigError("not a regular file", path=shown,
-                                     hint="pass the YAML given to --extra_llm_api_options")
-        if real.stat().st_size > MAX_OPTIONS_BYTES:
-            raise InvalidConfigError(f"larger than {MAX_OPTIONS_BYTES // 1024} KiB", path=shown)
-        text = real.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read it ({e.strerror or e})", path=shown) from None
-    except UnicodeDecodeError:
-        raise InvalidConfigError("not UTF-8 text", path=shown) from None
-    return knobs_from_options(parse_extra_llm_api_options(text, path=shown))
+# LLM API option (parse_options_document name) → kvplan knob.
+OPTION_KNOBS = {
+    "free_gpu_memory_fraction": "gpu_memory_utilization", "max_tokens": "max_total_tokens",
+    "kv_cache_dtype": "kv_cache_dtype", "tokens_per_block": "block_size",
+    "enable_block_reuse": "enable_prefix_caching", "max_batch_size": "max_num_seqs",
+    "max_num_tokens": "max_num_batched_tokens", "max_seq_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    # features (_speculative / _lora below; kv_cache_config.host_cache_size)
+    "speculative_config": "speculative_config", "enable_lora": "enable_lora",
+    "max_loras": "max_loras", "max_lora_rank": "max_lora_rank", "max_cpu_loras": "max_cpu_loras",
+    "lora_target_modules": "lora_target_modules", "host_cache_size": "host_cache_size",
+}
+
+
+def knobs_from_options(options: dict[str, Any]) -> dict[str, Any]:
+    """kvplan knobs from parsed --extra_llm_api_options (`parse_options_document`)."""
+    return {OPTION_KNOBS[k]: v for k, v in options.items() if k in OPTION_KNOBS}
+
+
 
 
 # (path in the YAML, kvplan name, type, lower bound, upper bound, bounds inclusive-low?)
@@ -56,6 +56,11 @@ _YAML_FIELDS: tuple[tuple[str, str, type, float | None, float | None], ...] = (
 )
 
 
+def yaml_knob_fields() -> dict[str, str]:
+    """kvplan knob → its field in the options YAML (kv_cache_dtype → kv_cache_config.dtype)."""
+    return {OPTION_KNOBS[name]: path for path, name, *_ in _YAML_FIELDS if name in OPTION_KNOBS}
+
+
 def _get(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
     cur: Any = doc
     for part in path.split("."):
@@ -65,25 +70,20 @@ def _get(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
     return True, cur
 
 
-def parse_extra_llm_api_options(text: str, *, path: str | None = None) -> dict[str, Any]:
-    """Knob values found in an --extra_llm_api_options / --config YAML, by kvplan name
-    (free_gpu_memory_fraction, max_tokens, kv_cache_dtype, enable_block_reuse,
+def parse_options_document(doc: Any, *, path: str | None = None) -> dict[str, Any]:
+    """Option values found in a parsed --extra_llm_api_options / --config YAML document, by
+    their LLM API name (free_gpu_memory_fraction, max_tokens, kv_cache_dtype, enable_block_reuse,
     tokens_per_block, max_batch_size, max_num_tokens, max_seq_len, tensor_parallel_size, …).
     Fields it does not know are ignored; a known field with a bad value raises
     InvalidConfigError naming it."""
-    import yaml  # lazily: the pure core only needs it when a YAML is given
-
-    try:
-        doc = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as e:
-        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
         raise InvalidConfigError("the top level must be a mapping of LLM API arguments", path=path)
     kvc = doc.get("kv_cache_config")
     if kvc is not None and not isinstance(kvc, dict):
-        raise InvalidConfigError("must be a mapping (free_gpu_memory_fraction, max_tokens, dtype, …)",
+        raise InvalidConfigError("must be a mapping (free_gpu_memory_fraction, max_tokens, "
+                                 "dtype, …)",
                                  path=path, field="kv_cache_config")
     out: dict[str, Any] = {}
     for yaml_path, name, kind, lo, hi in _YAML_FIELDS:
@@ -92,7 +92,8 @@ def parse_extra_llm_api_options(text: str, *, path: str | None = None) -> dict[s
             continue
         out[name] = _coerce(value, kind, lo, hi, yaml_path, path)
     if "kv_cache_dtype" in out and out["kv_cache_dtype"] not in KV_CACHE_DTYPES:
-        raise InvalidConfigError(f"{out['kv_cache_dtype']!r} is not one of {', '.join(KV_CACHE_DTYPES)}",
+        raise InvalidConfigError(f"{out['kv_cache_dtype']!r} is not one of "
+                                 f"{', '.join(KV_CACHE_DTYPES)}",
                                  path=path, field="kv_cache_config.dtype")
     if "backend" in out and out["backend"] not in ("pytorch", "tensorrt", "trt", "_autodeploy"):
         raise InvalidConfigError(f"{out['backend']!r} is not pytorch, tensorrt or _autodeploy",
@@ -124,8 +125,6 @@ def _speculative(value: Any, path: str | None) -> dict[str, Any]:
     sec = _section(value, "speculative_config", path)
     if sec is None:
         return {}
-    from .engines.trtllm_features import DECODING_TYPES
-
     kind = _field(sec, "speculative_config", "decoding_type", str, None, path)
     if kind is None or kind.lower() not in DECODING_TYPES:
         raise InvalidConfigError(f"decoding_type {kind!r} is not one of Eagle, Eagle3, MTP, "
@@ -179,7 +178,8 @@ def _coerce(value: Any, kind: type, lo: float | None, hi: float | None, field: s
             path: str | None) -> Any:
     if kind is bool:
         if not isinstance(value, bool):
-            raise InvalidConfigError(f"expected true or false, got {value!r}", path=path, field=field)
+            raise InvalidConfigError(f"expected true or false, got {value!r}", path=path,
+                                     field=field)
         return value
     if kind is str:
         if not isinstance(value, str):
@@ -189,7 +189,8 @@ def _coerce(value: Any, kind: type, lo: float | None, hi: float | None, field: s
         raise InvalidConfigError(f"expected a number, got {value!r}", path=path, field=field)
     if kind is int:
         if isinstance(value, float) and not value.is_integer():
-            raise InvalidConfigError(f"expected a whole number, got {value!r}", path=path, field=field)
+            raise InvalidConfigError(f"expected a whole number, got {value!r}", path=path,
+                                     field=field)
         value = int(value)
     else:
         value = float(value)
