@@ -37,7 +37,7 @@ from kvplan.catalog import (  # noqa: E402
     load_catalog_model,
     resolve_gpu,
 )
-from kvplan.hf_config import spec_from_config  # noqa: E402
+from kvplan.model.config import spec_from_config  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
 
 DATA = HERE / "data" / "vllm_calibration.csv"

@@ -48,8 +48,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from . import weights as _weights
-from .kv import kv_bytes_per_token_per_layer, mamba_state_bytes
+from .model import weights as _weights
+from .model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from .specs import GpuSpec, ModelSpec, QuantSpec
 from .units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
 

@@ -65,8 +65,9 @@ def test_every_catalogue_model_is_fully_modelled():
 
 
 def test_core_modules_import_no_cli_or_hub_libraries():
-    code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.kv, kvplan.weights, "
-            "kvplan.hf_config, kvplan.catalog, kvplan.specs, kvplan.checkpoint\n"
+    code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.model.kv, "
+            "kvplan.model.weights, kvplan.model.config, kvplan.catalog, kvplan.specs, "
+            "kvplan.checkpoint\n"
             "kvplan.plan('llama-3.1-8b', 'h100')\n"
             "kvplan.sweep('llama-3.1-8b', gpus=['h100'], max_gpus=1)\n"
             "bad = [m for m in ('typer', 'rich', 'click', 'huggingface_hub') if m in sys.modules]\n"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "kvplan"
 # The pure core: specs, the sizing math, the engines, the planner (DESIGN "Rooms").
-CORE = {"specs", "units", "errors", "knobs", "kv", "weights", "allocator", "forward", "versions",
-        "tensor_names", "planner", "perf", "sweep", "engines"}
+CORE = {"specs", "units", "errors", "knobs", "model", "versions", "planner", "perf", "sweep",
+        "engines"}
 # I/O and presentation layers, and the third-party libraries only they may use.
-FORBIDDEN = {"kvplan.catalog", "kvplan.hub", "kvplan.checkpoint", "kvplan.hf_config", "kvplan.api",
+FORBIDDEN = {"kvplan.catalog", "kvplan.hub", "kvplan.checkpoint", "kvplan.model.config", "kvplan.api",
              "kvplan.cli", "kvplan.render", "kvplan.check", "kvplan.deploy", "kvplan.report",
              "rich", "typer", "click", "huggingface_hub", "yaml"}
 

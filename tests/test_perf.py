@@ -234,14 +234,16 @@ def test_missing_gpu_fields() -> None:
 
 def test_perf_imports_only_allowed_modules() -> None:
     tree = ast.parse((ROOT / "kvplan" / "perf.py").read_text())
-    allowed_kvplan = {"specs", "weights", "kv", "units"}
+    allowed_kvplan = {"specs", "model.weights", "model.kv", "units"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 assert alias.name.split(".")[0] in sys.stdlib_module_names, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: from . import weights / from .kv import …
-                names = [node.module] if node.module else [a.name for a in node.names]
+            if node.level:  # relative: from .model import weights / from .model.kv import …
+                mod = node.module or ""
+                names = ([f"{mod}.{a.name}".lstrip(".") for a in node.names]
+                         if mod in ("", "model") else [mod])
                 assert set(names) <= allowed_kvplan, names
             else:
                 assert node.module.split(".")[0] in sys.stdlib_module_names, node.module

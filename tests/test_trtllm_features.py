@@ -16,9 +16,9 @@ from kvplan import plan
 from kvplan.catalog import resolve_model
 from kvplan.engines import trtllm_features as F
 from kvplan.errors import InvalidConfigError, InvalidInputError
+from kvplan.model.weights import _layer_tensors, _rank_bytes
 from kvplan.trtllm_options import parse_extra_llm_api_options
 from kvplan.units import GiB, cdiv
-from kvplan.weights import _layer_tensors, _rank_bytes
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"

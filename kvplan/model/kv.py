@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .specs import ModelSpec
-from .units import DTYPE_BYTES, cdiv
+from ..specs import ModelSpec
+from ..units import DTYPE_BYTES, cdiv
 
 LayerKind = Literal["full", "sliding", "mla", "mamba", "cross"]
 ALIGN_TOKENS = 16  # attention kernels' block-size multiple (FlashAttention MultipleOf(16))

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from ..specs import ModelSpec, QuantSpec, SpeculativeConfig
+from ..units import DTYPE_BYTES, cdiv
 from .allocator import CachingAllocator
-from .specs import ModelSpec, QuantSpec, SpeculativeConfig
 from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -26,7 +27,6 @@ from .tensor_names import (
     layer_of,
     skipped_by_vllm,
 )
-from .units import DTYPE_BYTES, cdiv
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
@@ -732,7 +732,7 @@ _STAGE_CACHE_SIZE = 512
 def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
-    PyTorch's caching allocator counts them after building the model (kvplan/allocator.py).
+    PyTorch's caching allocator counts them after building the model (kvplan/model/allocator.py).
     Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
     key = (id(m), tp, pp, dtype, quant.model_dump_json() if quant else None, ep)
     hit = _STAGE_CACHE.get(key)

@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidConfigError
-from .limits import (
+from ..errors import InvalidConfigError
+from ..limits import (
     MAX_CONFIG_BYTES,
     MAX_LAYERS,
     contained,
@@ -20,8 +20,7 @@ from .limits import (
     read_limited,
     short,
 )
-from .multimodal import PHI3V_PROFILE_IMAGE, max_tokens_per_image, phi3v_tokens
-from .specs import (
+from ..specs import (
     AudioEncoderSpec,
     LinearAttentionSpec,
     MlaSpec,
@@ -31,7 +30,8 @@ from .specs import (
     QuantSpec,
     VisionSpec,
 )
-from .units import DTYPE_ALIASES
+from ..units import DTYPE_ALIASES
+from .multimodal import PHI3V_PROFILE_IMAGE, max_tokens_per_image, phi3v_tokens
 
 # Keys vLLM reads for the default max_model_len (vllm/config/model.py
 # `_get_and_verify_max_len`, 0.33.0): the minimum over those present.

@@ -10,8 +10,8 @@ which TGI's eager warm-up shares. Rerun the script when rows are added.
 
 from __future__ import annotations
 
-from .specs import Deployment, ModelSpec
-from .units import DTYPE_BYTES, GiB, MiB, cdiv
+from ..specs import Deployment, ModelSpec
+from ..units import DTYPE_BYTES, GiB, MiB, cdiv
 
 # Activation peak, forward part: the profile run pushes max_num_batched_tokens tokens through
 # one layer at a time; live tensors per token ≈ the gated MLP (gate_up 2I + act I per rank)

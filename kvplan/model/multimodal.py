@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .specs import VisionSpec
+from ..specs import VisionSpec
 
 # vLLM's default --limit-mm-per-prompt count per modality: 999 in V1, 1 in V0
 # (vllm/config/multimodal.py get_limit_per_prompt, 0.11.0; main keeps 999).
