@@ -88,8 +88,117 @@ def _phi3v_vision(raw: dict[str, Any], text_hidden: int, path: str) -> VisionSpe
         max_tokens_per_image=phi3v_tokens(*PHI3V_PROFILE_IMAGE, crops))
 
 
+def _siglip_llama4(raw: dict[str, Any], vc: dict[str, Any], model_type: str, text_hidden: int,
+                   path: str) -> VisionSpec | None:
+    """Gemma 3 (SigLIP) and Llama 4 towers: sizes from vision_config."""
+    kind = "siglip" if model_type == "gemma3" else "llama4"
+    return VisionSpec(
+        kind=kind,
+        hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
+        num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
+        image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
+        text_hidden_size=text_hidden,
+        projector_input_dim=vc.get("projector_input_dim"),
+        projector_output_dim=vc.get("projector_output_dim"),
+        output_dim=vc.get("vision_output_dim"),
+        pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"),
+        max_tokens_per_image=max_tokens_per_image(kind, vc, raw))
+
+
+def _qwen_vl(raw: dict[str, Any], vc: dict[str, Any], model_type: str, text_hidden: int,
+             path: str) -> VisionSpec | None:
+    """Qwen2-VL, Qwen2.5-VL, Qwen3-VL: a ViT over merged patches at the processor's pixel
+    budget."""
+    # Qwen2VLVisionConfig: embed_dim is the ViT width, hidden_size the LM's; Qwen2.5-VL
+    # and Qwen3-VL: hidden_size is the ViT width, out_hidden_size the LM's.
+    vr = Reader(vc, path)
+    qwen3 = model_type.startswith("qwen3")
+    merge, patch = vc.get("spatial_merge_size", 2), vc.get("patch_size", 16 if qwen3 else 14)
+    unit = patch * merge
+    side = math.isqrt(QWEN_VL_MAX_PIXELS[model_type]) // unit * unit  # smart_resize
+    if model_type == "qwen2_vl":
+        width = vc.get("embed_dim", 1280)
+        ratio = vr.float("mlp_ratio", lo=0.0, hi=64.0) or 4.0
+        inter = int(width * ratio)
+    else:
+        width, inter = vc.get("hidden_size", 1280), vc["intermediate_size"]
+    deepstack = vr.int_list("deepstack_visual_indexes") if qwen3 else []
+    return VisionSpec(
+        kind="qwen3_vl" if qwen3 else model_type, hidden_size=width, intermediate_size=inter,
+        num_layers=vc.get("depth", 32), patch_size=patch, image_size=side,
+        num_channels=vc.get("in_channels") or vc.get("in_chans") or 3,
+        text_hidden_size=text_hidden, spatial_merge_size=merge,
+        temporal_patch_size=vc.get("temporal_patch_size", 2),
+        num_position_embeddings=vc.get("num_position_embeddings", 2304) if qwen3 else 0,
+        deepstack_mergers=len(deepstack),
+        max_tokens_per_image=(side // patch) ** 2 // merge ** 2)
+
+
+def _llava(raw: dict[str, Any], vc: dict[str, Any], model_type: str, text_hidden: int,
+           path: str) -> VisionSpec | None:
+    """LLaVA, LLaVA-NeXT, Mistral 3: a CLIP (or Pixtral) tower up to vision_feature_layer."""
+    pixtral = vc.get("model_type") == "pixtral"
+    if not pixtral and vc.get("model_type", "clip_vision_model") != "clip_vision_model":
+        return None  # other towers (SigLIP llava variants) are not modelled
+    vr, top = Reader(vc, path), Reader(raw, path)
+    vc = {**CLIP_VISION_DEFAULTS, **vc}
+    layers = vr.check_int("num_hidden_layers", vc["num_hidden_layers"],
+                          where="vision_config.num_hidden_layers")
+    feature = raw.get("vision_feature_layer", -1 if model_type == "mistral3" else -2)
+    features = feature if isinstance(feature, list) else [feature]
+    if not features or not all(isinstance(f, int) and not isinstance(f, bool)
+                               and -layers <= f <= layers for f in features):
+        raise InvalidConfigError(
+            f"expected a layer index within ±{layers}, got {short(feature)}",
+            path=path, field="vision_feature_layer")
+    kept = max(_layer_index(f, layers) for f in features)
+    if kept < 1:
+        raise InvalidConfigError("selects no encoder layer", path=path,
+                                 field="vision_feature_layer")
+    image, patch = vc["image_size"], vc["patch_size"]
+    merge = top.int("spatial_merge_size", default=2) if model_type == "mistral3" else 1
+    if pixtral:  # rows of merged patches, each ended by [IMG_BREAK] (vLLM mistral3.py)
+        rows = -(-image // (patch * merge))
+        tokens = rows * (rows + 1)
+    elif model_type == "llava_next":
+        tokens = _llava_next_max_tokens(raw.get("image_grid_pinpoints"), image, patch, path)
+    else:  # CLIP features without the CLS token ("default" select strategy)
+        full = raw.get("vision_feature_select_strategy") == "full"
+        tokens = (image // patch) ** 2 + int(full)
+    return VisionSpec(
+        kind="pixtral" if pixtral else "clip", hidden_size=vc["hidden_size"],
+        intermediate_size=vc["intermediate_size"], num_layers=kept,
+        config_num_layers=layers if kept < layers else None, patch_size=patch,
+        image_size=image, num_channels=vc.get("num_channels", 3),
+        text_hidden_size=text_hidden, spatial_merge_size=merge,
+        projector_bias=top.bool("multimodal_projector_bias", True),
+        image_newline=model_type == "llava_next", max_tokens_per_image=tokens)
+
+
+def _idefics3(raw: dict[str, Any], vc: dict[str, Any], model_type: str, text_hidden: int,
+              path: str) -> VisionSpec | None:
+    """Idefics3: SigLIP-style tower, pixel-shuffle connector by scale_factor."""
+    scale = Reader(raw, path).int("scale_factor", default=2)
+    image, patch = vc.get("image_size", 224), vc.get("patch_size", 32)
+    per_tile = (image // patch) ** 2 // scale ** 2
+    return VisionSpec(
+        kind="idefics3", hidden_size=vc.get("hidden_size", 768),
+        intermediate_size=vc.get("intermediate_size", 3072),
+        num_layers=vc.get("num_hidden_layers", 12), patch_size=patch, image_size=image,
+        num_channels=vc.get("num_channels", 3), text_hidden_size=text_hidden,
+        spatial_merge_size=scale, projector_bias=False,
+        max_tokens_per_image=(IDEFICS3_MAX_TILES_PER_SIDE ** 2 + 1) * per_tile)
+
+
+TOWERS = {"gemma3": _siglip_llama4, "llama4": _siglip_llama4,
+          **{t: _qwen_vl for t in QWEN_VL_MAX_PIXELS},
+          "llava": _llava, "llava_next": _llava, "mistral3": _llava, "idefics3": _idefics3}
+
+
 def vision(raw: dict[str, Any], model_type: str, text_hidden: int,
-            path: str = "config.json") -> VisionSpec | None:
+           path: str = "config.json") -> VisionSpec | None:
+    """The wrapper's vision tower (None: not a vision-language wrapper kvplan counts). Every
+    integer in vision_config is bounded first; a missing size names its field."""
     if model_type == "phi3_v":
         return _phi3v_vision(raw, text_hidden, path)
     vc = raw.get("vision_config")
@@ -104,91 +213,9 @@ def vision(raw: dict[str, Any], model_type: str, text_hidden: int,
         if vc.get(key) is not None:
             vr.check_int(key, vc[key], where=f"vision_config.{key}")
     vr.float("pixel_shuffle_ratio", lo=0.0, hi=1.0)
-    top = Reader(raw, path)
+    tower = TOWERS.get(model_type, _idefics3)
     try:
-        if model_type in {"gemma3", "llama4"}:
-            kind = "siglip" if model_type == "gemma3" else "llama4"
-            return VisionSpec(
-                kind=kind,
-                hidden_size=vc["hidden_size"], intermediate_size=vc["intermediate_size"],
-                num_layers=vc["num_hidden_layers"], patch_size=vc["patch_size"],
-                image_size=vc["image_size"], num_channels=vc.get("num_channels", 3),
-                text_hidden_size=text_hidden,
-                projector_input_dim=vc.get("projector_input_dim"),
-                projector_output_dim=vc.get("projector_output_dim"),
-                output_dim=vc.get("vision_output_dim"),
-                pixel_shuffle_ratio=vc.get("pixel_shuffle_ratio"),
-                max_tokens_per_image=max_tokens_per_image(kind, vc, raw))
-        if model_type in QWEN_VL_MAX_PIXELS:
-            # Qwen2VLVisionConfig: embed_dim is the ViT width, hidden_size the LM's; Qwen2.5-VL
-            # and Qwen3-VL: hidden_size is the ViT width, out_hidden_size the LM's.
-            qwen3 = model_type.startswith("qwen3")
-            merge, patch = vc.get("spatial_merge_size", 2), vc.get("patch_size", 16 if qwen3 else 14)
-            unit = patch * merge
-            side = math.isqrt(QWEN_VL_MAX_PIXELS[model_type]) // unit * unit  # smart_resize
-            if model_type == "qwen2_vl":
-                width = vc.get("embed_dim", 1280)
-                ratio = vr.float("mlp_ratio", lo=0.0, hi=64.0) or 4.0
-                inter = int(width * ratio)
-            else:
-                width, inter = vc.get("hidden_size", 1280), vc["intermediate_size"]
-            deepstack = vr.int_list("deepstack_visual_indexes") if qwen3 else []
-            return VisionSpec(
-                kind="qwen3_vl" if qwen3 else model_type, hidden_size=width, intermediate_size=inter,
-                num_layers=vc.get("depth", 32), patch_size=patch, image_size=side,
-                num_channels=vc.get("in_channels") or vc.get("in_chans") or 3,
-                text_hidden_size=text_hidden, spatial_merge_size=merge,
-                temporal_patch_size=vc.get("temporal_patch_size", 2),
-                num_position_embeddings=vc.get("num_position_embeddings", 2304) if qwen3 else 0,
-                deepstack_mergers=len(deepstack),
-                max_tokens_per_image=(side // patch) ** 2 // merge ** 2)
-        if model_type in {"llava", "llava_next", "mistral3"}:
-            pixtral = vc.get("model_type") == "pixtral"
-            if not pixtral and vc.get("model_type", "clip_vision_model") != "clip_vision_model":
-                return None  # other towers (SigLIP llava variants) are not modelled
-            vc = {**CLIP_VISION_DEFAULTS, **vc}
-            layers = vr.check_int("num_hidden_layers", vc["num_hidden_layers"],
-                                  where="vision_config.num_hidden_layers")
-            feature = raw.get("vision_feature_layer", -1 if model_type == "mistral3" else -2)
-            features = feature if isinstance(feature, list) else [feature]
-            if not features or not all(isinstance(f, int) and not isinstance(f, bool)
-                                       and -layers <= f <= layers for f in features):
-                raise InvalidConfigError(
-                    f"expected a layer index within ±{layers}, got {short(feature)}",
-                    path=path, field="vision_feature_layer")
-            kept = max(_layer_index(f, layers) for f in features)
-            if kept < 1:
-                raise InvalidConfigError("selects no encoder layer", path=path,
-                                         field="vision_feature_layer")
-            image, patch = vc["image_size"], vc["patch_size"]
-            merge = top.int("spatial_merge_size", default=2) if model_type == "mistral3" else 1
-            if pixtral:  # rows of merged patches, each ended by [IMG_BREAK] (vLLM mistral3.py)
-                rows = -(-image // (patch * merge))
-                tokens = rows * (rows + 1)
-            elif model_type == "llava_next":
-                tokens = _llava_next_max_tokens(raw.get("image_grid_pinpoints"), image, patch, path)
-            else:  # CLIP features without the CLS token ("default" select strategy)
-                full = raw.get("vision_feature_select_strategy") == "full"
-                tokens = (image // patch) ** 2 + int(full)
-            return VisionSpec(
-                kind="pixtral" if pixtral else "clip", hidden_size=vc["hidden_size"],
-                intermediate_size=vc["intermediate_size"], num_layers=kept,
-                config_num_layers=layers if kept < layers else None, patch_size=patch,
-                image_size=image, num_channels=vc.get("num_channels", 3),
-                text_hidden_size=text_hidden, spatial_merge_size=merge,
-                projector_bias=top.bool("multimodal_projector_bias", True),
-                image_newline=model_type == "llava_next", max_tokens_per_image=tokens)
-        # idefics3: SigLIP-style tower, pixel-shuffle connector by scale_factor
-        scale = top.int("scale_factor", default=2)
-        image, patch = vc.get("image_size", 224), vc.get("patch_size", 32)
-        per_tile = (image // patch) ** 2 // scale ** 2
-        return VisionSpec(
-            kind="idefics3", hidden_size=vc.get("hidden_size", 768),
-            intermediate_size=vc.get("intermediate_size", 3072),
-            num_layers=vc.get("num_hidden_layers", 12), patch_size=patch, image_size=image,
-            num_channels=vc.get("num_channels", 3), text_hidden_size=text_hidden,
-            spatial_merge_size=scale, projector_bias=False,
-            max_tokens_per_image=(IDEFICS3_MAX_TILES_PER_SIDE ** 2 + 1) * per_tile)
+        return tower(raw, vc, model_type, text_hidden, path)
     except KeyError as e:
         raise InvalidConfigError("missing (needed to count the vision tower)", path=path,
                                  field=f"vision_config.{e.args[0]}") from None
