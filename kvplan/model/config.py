@@ -85,8 +85,9 @@ def _rope(cfg: dict[str, Any], path: str) -> tuple[str | None, float | None, int
     return rtype, factor, original
 
 
-def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: str = "config.json",
-                     extra: dict[str, Any] | None = None, local_dir: str | None = None) -> ModelSpec:
+def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str,
+                     path: str = "config.json", extra: dict[str, Any] | None = None,
+                     local_dir: str | None = None) -> ModelSpec:
     """Normalise one HF config dict. `extra` is hf_quant_config.json when present; `local_dir`
     the directory a launcher would be given (local models only).
 
@@ -101,12 +102,12 @@ def spec_from_config(cfg: dict[str, Any], *, model_id: str, source: str, path: s
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(x) for x in err["loc"])
-        raise InvalidConfigError(f"{err['msg']} (as read into kvplan's model description)", path=path,
-                                 field=field or None) from None
+        raise InvalidConfigError(f"{err['msg']} (as read into kvplan's model description)",
+                                 path=path, field=field or None) from None
     except (TypeError, ArithmeticError, AttributeError, KeyError) as e:
-        raise InvalidConfigError(f"a field has a value of the wrong type or range ({type(e).__name__})",
-                                 path=path, hint="compare the file with the model's published "
-                                 "config.json") from None
+        raise InvalidConfigError(
+            f"a field has a value of the wrong type or range ({type(e).__name__})",
+            path=path, hint="compare the file with the model's published config.json") from None
 
 
 def _model_type(cfg: dict[str, Any], path: str) -> str:

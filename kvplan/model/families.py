@@ -686,7 +686,8 @@ def _baichuan(c: Context) -> Shape:
         if spec.hidden_size != 4096:
             return {"rotary_dim": 0, "rope_cache_positions": 0}  # ALiBi (Baichuan 13B)
         if not spec.max_position_embeddings:
-            return {"rope_cache_positions": 8192}  # getattr(config, "max_position_embeddings", 8192)
+            # getattr(config, "max_position_embeddings", 8192)
+            return {"rope_cache_positions": 8192}
         return {}
 
     return _variant(c, adjust)
@@ -928,7 +929,8 @@ def _mpt(c: Context) -> Shape:
                                  field="attn_config")
     layers, heads, hidden = r.int("n_layers"), r.int("n_heads"), r.int("d_model")
     kv = ac.get("kv_n_heads")
-    kv_heads = heads if kv is None else r.check_int("kv_n_heads", kv, where="attn_config.kv_n_heads")
+    kv_heads = (heads if kv is None
+                else r.check_int("kv_n_heads", kv, where="attn_config.kv_n_heads"))
     ratio = r.int("expansion_ratio", default=4)
     biased = not r.bool("no_bias", True)
     unsupported = []
@@ -1042,7 +1044,8 @@ def detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) ->
     """Layout features whose KV or weights kvplan does not model (never guess silently)."""
     found = []
     vc = raw.get("vision_config")
-    if "audio_config" in raw or (vc is not None and raw.get("model_type") not in VISION_MODEL_TYPES):
+    if "audio_config" in raw or (vc is not None
+                                 and raw.get("model_type") not in VISION_MODEL_TYPES):
         found.append("multimodal encoder (its weights are not counted)")
     elif (raw.get("model_type") in {"llava", "llava_next", "mistral3"} and isinstance(vc, dict)
           and vc.get("model_type", "clip_vision_model") not in {"clip_vision_model", "pixtral"}):

@@ -46,7 +46,8 @@ POSITIVE = {
     "interleave_moe_layer_step", "expert_layer_period", "sliding_window_pattern",
     "_sliding_window_pattern", "full_attention_interval", "attn_layer_period", "mamba_n_heads",
     "mamba_num_heads", "mamba_head_dim", "mamba_d_head", "linear_num_key_heads",
-    "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "moe_intermediate_size",
+    "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "moe_intermediate_size",
     "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "mamba_expand", "mamba_d_state",
     "ssm_state_size", "sliding_window", "attention_chunk_size", *MAX_LEN_KEYS,
     "n_layers", "n_heads", "d_model", "ffn_dim", "word_embed_proj_dim", "kv_n_heads",  # fam-a
@@ -98,9 +99,11 @@ class Reader:
         if value is None:
             return []
         if not isinstance(value, list) or len(value) > 4 * MAX_LAYERS or not all(
-                isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_MAX for v in value):
-            raise InvalidConfigError(f"expected a list of non-negative integers, got {short(value)}",
-                                     path=self.path, field=key)
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_MAX
+                for v in value):
+            raise InvalidConfigError(
+                f"expected a list of non-negative integers, got {short(value)}",
+                path=self.path, field=key)
         return value
 
     def int(self, *keys: str, default: int | None = None) -> int:

@@ -94,7 +94,8 @@ def layer_specs(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dt
         if kind == "none":
             continue  # an MLP-only block holds no cache
         if kind == "linear":
-            out.append(LayerKv("mamba", 0, state_bytes=mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)))
+            state = mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)
+            out.append(LayerKv("mamba", 0, state_bytes=state))
         elif m.mla is not None:
             out.append(LayerKv("mla", per_token))
         elif kind == "sliding" and hybrid_manager and m.sliding_window:
@@ -168,7 +169,7 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
         buckets[key] = buckets.get(key, 0) + 1
     if len(buckets) == 1:
         (kind, window), n = next(iter(buckets.items()))
-        groups = (KvGroup(kind, window, n, n),)
+        groups: tuple[KvGroup, ...] = (KvGroup(kind, window, n, n),)
     else:
         lo, hi = min(buckets.values()), max(buckets.values())
         size = hi if group_rule == "max_if_close" and hi < 1.5 * lo else lo

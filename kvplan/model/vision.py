@@ -41,8 +41,9 @@ def _llava_next_max_tokens(pinpoints: Any, image_size: int, patch_size: int, pat
     if not (isinstance(pinpoints, list) and pinpoints and all(
             isinstance(p, list) and len(p) == 2
             and all(isinstance(v, int) and 0 < v <= 2**16 for v in p) for p in pinpoints)):
-        raise InvalidConfigError(f"expected a list of [height, width] pairs, got {short(pinpoints)}",
-                                 path=path, field="image_grid_pinpoints")
+        raise InvalidConfigError(
+            f"expected a list of [height, width] pairs, got {short(pinpoints)}",
+            path=path, field="image_grid_pinpoints")
     side = image_size // patch_size
     best = 0
     for height, width in pinpoints:
