@@ -1020,15 +1020,8 @@ def layer_types(shape: Shape, cfg: dict[str, Any], layers: int,
     # Some configs write `"sliding_window": false` (or null) for "none"; those mean no window.
     window = None if isinstance(cfg.get("sliding_window"), bool) else r.opt_int("sliding_window")
     chunk = r.opt_int("attention_chunk_size")
-    explicit = cfg.get("layer_types")
-    if explicit is not None and not (isinstance(explicit, list)
-                                     and all(isinstance(t, str) for t in explicit)):
-        raise InvalidConfigError(f"expected a list of layer type names, got {short(explicit)}",
-                                 path=path, field="layer_types")
-    kinds: list[str] | None = None
-    if isinstance(explicit, list) and len(explicit) == layers:
-        kinds = [LAYER_TYPE_NAMES.get(str(t), "full") for t in explicit]
-    elif shape.layer_pattern is not None:
+    kinds = _listed_layer_types(cfg, layers, path)
+    if kinds is None and shape.layer_pattern is not None:
         kinds = shape.layer_pattern(r, layers, chunk)
     if kinds is None:
         sliding = window and cfg.get("use_sliding_window", True) is not False
@@ -1038,6 +1031,18 @@ def layer_types(shape: Shape, cfg: dict[str, Any], layers: int,
     if kinds and all(k == "full" for k in kinds):
         kinds = []
     return kinds, (window if "sliding" in kinds else None), (chunk if "chunked" in kinds else None)
+
+
+def _listed_layer_types(cfg: dict[str, Any], layers: int, path: str) -> list[str] | None:
+    """The config's own `layer_types` in kvplan's kinds, when it lists every layer."""
+    explicit = cfg.get("layer_types")
+    if explicit is not None and not (isinstance(explicit, list)
+                                     and all(isinstance(t, str) for t in explicit)):
+        raise InvalidConfigError(f"expected a list of layer type names, got {short(explicit)}",
+                                 path=path, field="layer_types")
+    if isinstance(explicit, list) and len(explicit) == layers:
+        return [LAYER_TYPE_NAMES.get(str(t), "full") for t in explicit]
+    return None
 
 
 def detect_unsupported(raw: dict[str, Any], cfg: dict[str, Any], family: str) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ..specs import ModelSpec, QuantSpec, SpeculativeConfig
+from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec
 from ..units import DTYPE_BYTES, cdiv
 from .allocator import CachingAllocator
 from .tensor_names import (
@@ -269,7 +269,13 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
     v = m.vision
     if v is None:
         return
-    h, t = v.hidden_size, v.text_hidden_size
+    yield from _vision_encoder(v)
+    yield from _vision_projector(v)
+
+
+def _vision_encoder(v: VisionSpec) -> Iterator[Tensor]:
+    """The tower's embeddings, norms and layers (_vision_tensors names the sources)."""
+    h = v.hidden_size
     patches = (v.image_size // v.patch_size) ** 2
     patch_in = v.num_channels * v.patch_size ** 2
     name = "vision."
@@ -301,6 +307,12 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         if qwen3:
             yield Tensor(name + "pos_embed", "vision", v.num_position_embeddings, h, "none", None)
         yield from _vit_layers(name, v, gated=v.kind == "qwen2_5_vl", rms=v.kind == "qwen2_5_vl")
+
+
+def _vision_projector(v: VisionSpec) -> Iterator[Tensor]:
+    """The projector into the language model (_vision_tensors names the sources)."""
+    h, t = v.hidden_size, v.text_hidden_size
+    name = "vision."
     if v.kind == "siglip":
         yield Tensor("multi_modal_projector.norm", "norm", h, 1, "none", None)
         yield Tensor("multi_modal_projector.proj", "vision", h, t, "none", None)
