@@ -37,7 +37,7 @@ from kvplan.catalog import (  # noqa: E402
     load_catalog_model,
     resolve_gpu,
 )
-from kvplan.hf_config import spec_from_config  # noqa: E402
+from kvplan.model.config import spec_from_config  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
 
 DATA = HERE / "data" / "vllm_calibration.csv"
@@ -163,7 +163,7 @@ EXTRA_COLUMNS = ["KV tokens end-to-end", "KV tokens leave-one-out"]
 def _constants(values: dict[str, float]):  # noqa: ANN202
     """The fitted constants (forward.py's forward-pass ones, vllm.py's non-torch ones)
     temporarily replaced by `values`."""
-    from kvplan import forward
+    from kvplan.model import forward
     from kvplan.engines import vllm
 
     home = {k: forward if hasattr(forward, k) else vllm for k in values if not k.startswith("_")}

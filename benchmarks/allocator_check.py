@@ -52,7 +52,7 @@ def decode(d: dict) -> list[int]:
 def export(path: str) -> None:
     sys.path.insert(0, str(HERE.parent))
     from kvplan.catalog import load_catalog_model, model_entries
-    from kvplan.weights import stage_allocations
+    from kvplan.model.weights import stage_allocations
 
     configs = []
     for entry in model_entries():
@@ -133,7 +133,7 @@ def replay(seqs_path: str, out_path: str) -> None:
 def kvplan_counts(row: dict) -> tuple[int, int]:
     """kvplan's (allocated, reserved after empty_cache) bytes for one measured configuration."""
     sys.path.insert(0, str(HERE.parent))
-    from kvplan.weights import replay_allocations
+    from kvplan.model.weights import replay_allocations
 
     a = replay_allocations(decode(row["sizes"]), row["dtype"], row["rope_positions"], row["rotary_dim"])
     allocated = a.allocated_bytes

@@ -32,7 +32,7 @@ CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
 
 def in_process(runs: int) -> None:
     import kvplan
-    from kvplan import weights
+    from kvplan.model import weights
     from kvplan.catalog import find_model_entry, load_catalog_model
     from kvplan.specs import Workload
 

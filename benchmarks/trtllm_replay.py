@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 from kvplan import plan
 from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu
 from kvplan.engines import trtllm
-from kvplan.hf_config import spec_from_config
+from kvplan.model.config import spec_from_config
 from kvplan.specs import ModelSpec
 from kvplan.units import GiB
 

@@ -18,9 +18,9 @@ from .errors import (
     UnknownGpuError,
     UnknownModelError,
 )
-from .hf_config import load_config_file, spec_from_config, spec_from_path
+from .model.config import load_config_file, spec_from_config, spec_from_path
+from .model.weights import parameter_count
 from .specs import GpuSpec, ModelSpec
-from .weights import parameter_count
 
 
 def data_dir(name: str) -> Path:

@@ -28,8 +28,8 @@ from .limits import (
     read_limited,
     short,
 )
+from .model.tensor_names import SAFETENSORS_DTYPE_BYTES, is_scale, skipped_by_vllm
 from .specs import CheckpointTensors, ModelSpec, Problem
-from .tensor_names import SAFETENSORS_DTYPE_BYTES, is_scale, skipped_by_vllm
 
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors reference reader's own limit

@@ -458,8 +458,8 @@ def models(
     catalogue has one."""
     from .catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
     from .errors import UnknownModelError
-    from .kv import layer_specs
-    from .weights import parameter_count
+    from .model.kv import layer_specs
+    from .model.weights import parameter_count
 
     fmt = _list_format(fmt, as_json)
     show, needle = _show_or_filter(args, "models")

@@ -49,10 +49,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import weights as _weights
 from .engines import registry
 from .engines.base import Coefficients
-from .kv import kv_bytes_per_token_per_layer, mamba_state_bytes
+from .model import weights as _weights
+from .model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from .specs import GpuSpec, ModelSpec, QuantSpec
 from .units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
 

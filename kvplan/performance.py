@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from . import perf
 from .engines import registry
 from .engines.base import MemoryResult
+from .model.weights import vocab_rows_per_rank
 from .specs import (
     Deployment,
     GpuSpec,
@@ -24,7 +25,6 @@ from .specs import (
     Workload,
 )
 from .units import DTYPE_BYTES, largest_true
-from .weights import vocab_rows_per_rank
 
 # The workload the section assumes when the user gives no lengths (stated in the output and
 # the README): a chat turn of 1,024 prompt tokens and 256 generated tokens.

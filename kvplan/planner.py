@@ -16,6 +16,7 @@ from .engines.base import Engine, MemoryResult
 from .errors import InvalidInputError
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 from .knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
+from .model.weights import parameter_count
 from .specs import (
     Deployment,
     GpuSpec,
@@ -37,7 +38,6 @@ from .specs import (
 )
 from .units import GiB, largest_true
 from .versions import parse_version
-from .weights import parameter_count
 
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
 

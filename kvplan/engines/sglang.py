@@ -15,10 +15,10 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import forward
 from ..errors import InvalidInputError
 from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
-from ..kv import kv_bytes_per_token_per_layer, layer_specs
+from ..model import forward
+from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -463,7 +463,7 @@ def draft_memory(m: ModelSpec, dep: Deployment, version: tuple[int, int, int]) -
     NEXTN draft shares the target's LM head (eagle_worker.py set_embed_and_head for every
     non-EAGLE3 draft), so the MTP head is not counted; KV per token = layers × the draft's
     per-layer bytes (MTP: the target's)."""
-    from ..weights import _rank_bytes, draft_tensors
+    from ..model.weights import _rank_bytes, draft_tensors
 
     sc = dep.speculative_config
     if sc is None:
@@ -724,7 +724,7 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
     gets gate_up_proj_moe A (n, E, 2r, hidden), B (n, E, 2 moe_inter / tp, r) and
     down_proj_moe A (n, E, r, moe_inter / tp), B (n, E, hidden, r) instead of the dense pair;
     shared-expert buffers are not sized (listed in `skipped`)."""
-    from ..weights import ALLOC_ROUND, _round_up, vocab_rows_per_rank
+    from ..model.weights import ALLOC_ROUND, _round_up, vocab_rows_per_rank
 
     dt = DTYPE_BYTES[dtype]
     h, hd = m.hidden_size, m.head_dim
@@ -1031,7 +1031,7 @@ class SglangEngine(Engine):
             "max_num_batched_tokens": d.chunked_prefill})
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
-        from ..weights import heaviest_stage
+        from ..model.weights import heaviest_stage
 
         d = self._defaults(m, gpu, dep)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size

@@ -24,10 +24,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from .. import forward
 from ..errors import InvalidInputError
 from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
-from ..kv import kv_heads_per_gpu
+from ..model import forward
+from ..model.kv import kv_heads_per_gpu
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanSpeculative, Problem, Source
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
@@ -566,7 +566,7 @@ class TgiEngine(Engine):
                                      _capability(gpu), dep.max_input_tokens))
 
     def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
-        from ..weights import heaviest_stage
+        from ..model.weights import heaviest_stage
 
         v = parse_version(dep.engine_version)
         era = select_era(v)

@@ -46,14 +46,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..forward import activation_bytes as _forward_activation_bytes
-from ..forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
-from ..kv import kv_heads_per_gpu
+from ..model.forward import activation_bytes as _forward_activation_bytes
+from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
+from ..model.kv import kv_heads_per_gpu
+from ..model.weights import pp_layer_ranges, weight_memory_per_stage
 from ..specs import Deployment, ModelSpec, Problem, QuantSpec
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
-from ..weights import pp_layer_ranges, weight_memory_per_stage
 from . import trtllm_features as F
 from .base import (
     Calibration,
@@ -767,7 +767,7 @@ def _draft_weight_bytes(m: ModelSpec, sc: Any, tp: int, dtype: str) -> int:
     the EAGLE-3 head (layers, fc, norm, draft LM head, d2t), the whole DraftTarget model, or
     min(k, the checkpoint's) MTP layers without an LM head of their own (TensorRT-LLM's
     DeepseekV3MTPHead is a norm; the target's LM head is passed in)."""
-    from ..weights import _rank_bytes, draft_tensors
+    from ..model.weights import _rank_bytes, draft_tensors
 
     if sc.method == "mtp":
         n = min(sc.num_speculative_tokens or 1, m.mtp_layers)

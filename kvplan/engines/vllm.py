@@ -16,7 +16,8 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
     FORWARD_HIDDEN_BUFFERS,
@@ -28,8 +29,16 @@ from ..forward import (  # noqa: F401 - re-exported: the constants calibrate.py 
     sampler_rows_factor,
 )
 from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
-from ..kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
-from ..multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
+from ..model.kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
+from ..model.multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
+from ..model.weights import (
+    LoraSlots,
+    draft_layer_count,
+    draft_weight_bytes,
+    lora_slots,
+    pp_layer_ranges,
+    weight_memory_per_stage,
+)
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -45,14 +54,6 @@ from ..specs import (
 )
 from ..units import DTYPE_BYTES, GiB, largest_true
 from ..versions import parse_version
-from ..weights import (
-    LoraSlots,
-    draft_layer_count,
-    draft_weight_bytes,
-    lora_slots,
-    pp_layer_ranges,
-    weight_memory_per_stage,
-)
 from . import flags as known_flags
 from . import interconnect
 from .base import (

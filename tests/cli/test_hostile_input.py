@@ -127,7 +127,7 @@ def test_many_tensors_plan_in_linear_time(capsys, tmp_path):
 
 
 def test_allocator_replays_many_small_tensors_fast():
-    from kvplan.allocator import CachingAllocator
+    from kvplan.model.allocator import CachingAllocator
 
     a = CachingAllocator()
     start = time.monotonic()

@@ -378,7 +378,7 @@ def _render80(fn, *args, **kw):
 
 def _model_rows():
     from kvplan.catalog import load_catalog_model, model_entries
-    from kvplan.weights import parameter_count
+    from kvplan.model.weights import parameter_count
 
     return [(e, m, parameter_count(m), 1) for e in model_entries() for m in [load_catalog_model(e)]]
 

@@ -125,7 +125,7 @@ def _llama3_8b(quantization: dict | None = None):
     import json
 
     from kvplan.catalog import data_dir, find_model_entry
-    from kvplan.hf_config import spec_from_config
+    from kvplan.model.config import spec_from_config
 
     cfg = json.loads((data_dir("model_specs") / find_model_entry(
         "meta-llama/Llama-3.1-8B-Instruct").config).read_text())

@@ -18,8 +18,8 @@ from kvplan.deploy import load_yaml
 from kvplan.engines import trtllm_features as F
 from kvplan.engines.trtllm_options import parse_options_document
 from kvplan.errors import InvalidConfigError, InvalidInputError
+from kvplan.model.weights import _layer_tensors, _rank_bytes
 from kvplan.units import GiB, cdiv
-from kvplan.weights import _layer_tensors, _rank_bytes
 
 
 def parse_extra_llm_api_options(text: str, path: str | None = None) -> dict:

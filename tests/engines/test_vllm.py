@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from kvplan import plan
 from kvplan.catalog import find_model_entry, load_catalog_model
 from kvplan.engines import vllm
-from kvplan.hf_config import spec_from_config
+from kvplan.model.config import spec_from_config
 from kvplan.units import GiB
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

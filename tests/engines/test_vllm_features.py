@@ -18,9 +18,9 @@ from kvplan import plan
 from kvplan.catalog import resolve_model
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
+from kvplan.model.weights import _layer_tensors, _rank_bytes
 from kvplan.specs import Workload
 from kvplan.units import GiB, cdiv
-from kvplan.weights import _layer_tensors, _rank_bytes
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"
@@ -82,7 +82,7 @@ def test_eagle3_capture_sizes_use_the_decode_query_length(eagle3_dir):
     with max_num_seqs 8 and k 3: 64 → sizes 1, 2, 4, 8, …, 64 = 11 (vs 16 → 5 without)."""
     base = plan(LLAMA, "h100", max_num_seqs=8)
     p = plan(LLAMA, "h100", max_num_seqs=8, speculative_config=spec(eagle3_dir))
-    from kvplan.forward import CUDAGRAPH_BYTES_PER_LAYER_GRAPH as PER
+    from kvplan.model.forward import CUDAGRAPH_BYTES_PER_LAYER_GRAPH as PER
     assert base.memory.cudagraph_bytes - int(0.5585 * GiB) == PER * 32 * 5
     assert p.memory.cudagraph_bytes - int(0.5585 * GiB) == PER * 33 * 11
 

@@ -1,12 +1,12 @@
-"""PyTorch's CUDA caching allocator, replayed (kvplan/allocator.py). Expected values are worked
-by hand from the rules in pytorch c10/cuda/CUDACachingAllocator.cpp."""
+"""PyTorch's CUDA caching allocator, replayed (kvplan/model/allocator.py). Expected values are
+worked by hand from the rules in pytorch c10/cuda/CUDACachingAllocator.cpp."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.allocator import CachingAllocator, replay, round_size, segment_size
+from kvplan.model.allocator import CachingAllocator, replay, round_size, segment_size
 
 MiB = 2**20
 
@@ -105,7 +105,7 @@ def test_replay_matches_pytorch_on_an_h200_byte_for_byte():
     import json
     from pathlib import Path
 
-    from kvplan.weights import replay_allocations
+    from kvplan.model.weights import replay_allocations
 
     data = json.loads(
         (Path(__file__).resolve().parents[2] / "benchmarks/data/allocator_h200.json").read_text()

@@ -13,9 +13,10 @@ import pytest
 from kvplan import plan
 from kvplan.catalog import model_entries, resolve_model
 from kvplan.errors import InvalidConfigError
-from kvplan.hf_config import FAM_A_FAMILIES, spec_from_config
-from kvplan.kv import kv_bytes_per_token_per_layer
-from kvplan.weights import parameter_count, tensors, weight_memory_per_stage
+from kvplan.model.config import spec_from_config
+from kvplan.model.families import FAM_A_FAMILIES
+from kvplan.model.kv import kv_bytes_per_token_per_layer
+from kvplan.model.weights import parameter_count, tensors, weight_memory_per_stage
 
 
 def _spec(cfg: dict):

@@ -9,10 +9,10 @@ import pytest
 
 from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
 from kvplan.errors import InvalidConfigError
-from kvplan.hf_config import spec_from_config
-from kvplan.multimodal import phi3v_tokens, pixels_per_image
+from kvplan.model.config import spec_from_config
+from kvplan.model.multimodal import phi3v_tokens, pixels_per_image
+from kvplan.model.weights import parameter_count, weight_memory_per_stage
 from kvplan.specs import ModelSpec
-from kvplan.weights import parameter_count, weight_memory_per_stage
 
 
 def _model(ref: str) -> ModelSpec:
@@ -162,7 +162,7 @@ def test_minicpm3_kv_is_per_head_k_and_padded_v():
     2 · heads/tp · 96 values per token per layer: bf16 2 · 40 · 96 · 2 B = 15,360 (TP=2: 7,680),
     × 62 layers = 952,320 bytes per token (not the 288-value MLA latent)."""
     from kvplan.engines.vllm import default_block_size
-    from kvplan.kv import kv_bytes_per_token_per_layer, stage_kv
+    from kvplan.model.kv import kv_bytes_per_token_per_layer, stage_kv
     from kvplan.specs import GpuSpec
 
     m = _model("openbmb/MiniCPM3-4B")
@@ -267,7 +267,7 @@ def test_whisper_kv_self_and_cross_attention_groups():
     16 tokens · 2 · 20 heads · 64 · 2 B = 81,920. Two groups of 32 layers: a block id spans
     32 pages = 2,621,440 B. A request of 448 decoder tokens holds cdiv(448, 16) = 28 self pages
     + cdiv(1500, 16) = 94 cross pages = 122 blocks; a 1-token request 1 + 94 = 95."""
-    from kvplan.kv import stage_kv
+    from kvplan.model.kv import stage_kv
 
     m = _model("openai/whisper-large-v3")
     layout, per_token = stage_kv(m, range(32), tp=1, kv_dtype="float16", state_dtype="float16",

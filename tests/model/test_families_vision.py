@@ -9,10 +9,10 @@ import pytest
 
 from kvplan.catalog import find_model_entry, load_catalog_model
 from kvplan.errors import InvalidConfigError
-from kvplan.hf_config import spec_from_config
+from kvplan.model.config import spec_from_config
+from kvplan.model.tensor_names import skipped_by_vllm
+from kvplan.model.weights import parameter_count, weight_memory_per_stage
 from kvplan.specs import ModelSpec
-from kvplan.tensor_names import skipped_by_vllm
-from kvplan.weights import parameter_count, weight_memory_per_stage
 
 
 def _model(ref: str) -> ModelSpec:

@@ -12,10 +12,10 @@ import pytest
 
 from kvplan import plan
 from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_model
-from kvplan.hf_config import spec_from_config
-from kvplan.kv import kv_layout, layer_specs
+from kvplan.model.config import spec_from_config
+from kvplan.model.kv import kv_layout, layer_specs
 from kvplan.units import GiB, MiB
-from kvplan.weights import parameter_count, weight_memory_per_stage
+from kvplan.model.weights import parameter_count, weight_memory_per_stage
 
 KiB = 1024
 
@@ -266,7 +266,7 @@ def test_jamba_parameters_and_mamba1_state():
     """Card: 52B total. Mamba1 state per layer (d_inner 8192): conv 8192 × 3 + ssm 8192 × 16
     elements × 2 B = 311,296 B; attention 2 × 8 × 128 × 2 B = 4,096 B/token → block size
     16 × cdiv(311,296, 65,536) = 80; 4 attention layers (4, 12, 20, 28) → 1 + 7 groups of 4."""
-    from kvplan.weights import parameter_count
+    from kvplan.model.weights import parameter_count
 
     m = spec_from_config(JAMBA, model_id="ai21labs/Jamba-v0.1", source="test")
     assert m.unsupported == [] and abs(parameter_count(m) - 52e9) <= 1e9
@@ -283,7 +283,7 @@ def test_mamba2_state_with_group_padding():
     """Mamba2 (ENGINE_MEMORY §1.3), a synthetic Bamba-style config: d_inner 8192, 128 heads × 64,
     1 group, d_state 128, kernel 4. TP1: (8192 + 2·128) × 3 + 128 × 64 × 128 = 1,073,920
     elements; TP2 pads the single group to 2: (8192 + 4·128)/2 × 3 + 64 × 64 × 128 = 537,344."""
-    from kvplan.kv import mamba_state_bytes
+    from kvplan.model.kv import mamba_state_bytes
 
     cfg = {"model_type": "bamba", "num_hidden_layers": 4, "attn_layer_indices": [3],
            "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -343,7 +343,7 @@ def test_nemotron_h_blocks_parameters_and_state():
     MLP block: up + down 2 × 21504 × 4096 + norm = 176,164,864 (× 24)
     → 8,100,852,736 ("8B"). State per Mamba layer: conv 10,240 × 3 × 2 B = 61,440 B + SSM
     128 × 64 × 128 × 4 B (float32, vLLM's NemotronH default) = 4,194,304 B."""
-    from kvplan.weights import parameter_count
+    from kvplan.model.weights import parameter_count
 
     m = spec_from_config(NEMOTRON_H_8B, model_id="nvidia/Nemotron-H-8B-Base-8K", source="test")
     assert m.unsupported == [] and m.head_dim == 128 and m.rotary_dim == 0
@@ -362,7 +362,7 @@ def test_nemotron_h_blocks_parameters_and_state():
 
 def test_nemotron_h_ssm_dtype_from_the_config_and_bad_patterns():
     from kvplan.errors import InvalidConfigError
-    from kvplan.kv import mamba_state_bytes
+    from kvplan.model.kv import mamba_state_bytes
 
     m = spec_from_config({**NEMOTRON_H_8B, "mamba_ssm_cache_dtype": "bfloat16"}, model_id="x",
                          source="test")

@@ -6,8 +6,13 @@ from hypothesis import strategies as st
 
 from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
 from kvplan.knobs import valid_tp_sizes
+from kvplan.model.weights import (
+    fused_name,
+    parameter_count,
+    pp_layer_ranges,
+    weight_memory_per_stage,
+)
 from kvplan.units import GiB
-from kvplan.weights import fused_name, parameter_count, pp_layer_ranges, weight_memory_per_stage
 
 ENTRIES = model_entries()
 
@@ -118,9 +123,9 @@ def test_pp_stages_cover_every_layer_once(entry, pp):
 
 
 def test_qwen25_7b_allocator_rounding_explains_the_vllm_log():
-    """Qwen2.5-7B, TP 1, bf16, worked by hand (kvplan/allocator.py rules): per layer qkv 31.5 MiB
-    (segment 32, 0.5 MiB not split), o 24.5 (segment 26, 1.5 MiB split off), gate_up 259 (260,
-    1 MiB not split), down 129.5 (130, 0.5 not split) → 2 MiB × 28 layers, + 0.5 MiB each for
+    """Qwen2.5-7B, TP 1, bf16, worked by hand (kvplan/model/allocator.py rules): per layer qkv
+    31.5 MiB (segment 32, 0.5 MiB not split), o 24.5 (segment 26, 1.5 MiB split off), gate_up
+    259 (260, 1 MiB not split), down 129.5 (130, 0.5 not split) → 2 MiB × 28 layers, + 0.5 MiB each for
     the 1039.5 MiB embedding and LM head = 57 MiB allocated beyond the tensors. vLLM 0.19.0
     logged 'Model loading took 14.25 GiB' (calibration CSV, H100). Reserved adds the 28 split
     o_proj remainders (1.5 MiB), the 12 MiB left beside the RoPE cache in its 20 MiB segment

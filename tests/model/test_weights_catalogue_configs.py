@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kvplan.catalog import find_model_entry, load_catalog_model
-from kvplan.kv import kv_bytes_per_token_per_layer
-from kvplan.weights import parameter_count
+from kvplan.model.kv import kv_bytes_per_token_per_layer
+from kvplan.model.weights import parameter_count
 
 
 def _model(ref):

@@ -1,7 +1,7 @@
 """Hand-worked parameter counts and weight bytes for the catalogue's deployed models: the
 GLM-4.5 (glm4_moe) and MiniMax-M2 (minimax_m2) families, fbgemm_fp8 and the quantized
 checkpoints. Every expected value is written out from the config's shapes, independently of
-kvplan's enumeration (kvplan/weights.py); the sources are named per test.
+kvplan's enumeration (kvplan/model/weights.py); the sources are named per test.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from kvplan import plan
 from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
-from kvplan.hf_config import spec_from_config
-from kvplan.weights import parameter_count, rope_cache_bytes, weight_memory_per_stage
+from kvplan.model.config import spec_from_config
+from kvplan.model.weights import parameter_count, rope_cache_bytes, weight_memory_per_stage
 
 
 def _model(ref):

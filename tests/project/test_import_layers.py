@@ -25,7 +25,6 @@ LAYERS = ("core", "sources", "api", "deploy", "render", "cli")
 
 LAYER = {
     # core: specs, knobs, the sizing math, engines, perf, planner, sweep (pure: no I/O, no UI)
-    "kvplan.allocator": "core",
     "kvplan.engines": "core",
     "kvplan.engines.base": "core",
     "kvplan.engines.flags": "core",
@@ -39,23 +38,30 @@ LAYER = {
     "kvplan.engines.vllm": "core",
     "kvplan.errors": "core",
     "kvplan.features": "core",
-    "kvplan.forward": "core",
     "kvplan.knobs": "core",
-    "kvplan.kv": "core",
-    "kvplan.multimodal": "core",
+    "kvplan.model": "core",
+    "kvplan.model.allocator": "core",
+    "kvplan.model.forward": "core",
+    "kvplan.model.kv": "core",
+    "kvplan.model.multimodal": "core",
+    "kvplan.model.tensor_names": "core",
+    "kvplan.model.weights": "core",
     "kvplan.perf": "core",
     "kvplan.performance": "core",
     "kvplan.planner": "core",
     "kvplan.specs": "core",
     "kvplan.sweep": "core",
-    "kvplan.tensor_names": "core",
     "kvplan.units": "core",
     "kvplan.versions": "core",
-    "kvplan.weights": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.catalog": "sources",
     "kvplan.checkpoint": "sources",
-    "kvplan.hf_config": "sources",
+    # model.config and its family converters read untrusted config.json values (bounded readers)
+    "kvplan.model.config": "sources",
+    "kvplan.model.families": "sources",
+    "kvplan.model.fields": "sources",
+    "kvplan.model.quant": "sources",
+    "kvplan.model.vision": "sources",
     "kvplan.hub": "sources",
     "kvplan.limits": "sources",
     "kvplan.nvml": "sources",
@@ -306,7 +312,7 @@ def test_engines_do_not_import_their_callers():
 def test_the_step_time_model_is_a_leaf():
     """perf imports the standard library, four kvplan modules and the engine registry (each
     engine declares its own calibration) only."""
-    allowed = {"kvplan.specs", "kvplan.weights", "kvplan.kv", "kvplan.units",
+    allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
                "kvplan.engines.registry", "kvplan.engines.base"}
     got = {i for _, i, _ in module_imports("kvplan.perf")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
@@ -317,8 +323,8 @@ def test_the_step_time_model_is_a_leaf():
 def test_a_library_plan_and_sweep_load_no_cli_or_hub_library():
     """What a fresh interpreter loads, as a cross-check of the table: a dynamic import
     (importlib) escapes the ast walk, and a catalogue model must not need the Hub client."""
-    code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.kv, kvplan.weights, "
-            "kvplan.hf_config, kvplan.catalog, kvplan.specs, kvplan.checkpoint\n"
+    code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.model.kv, "
+            "kvplan.model.weights, kvplan.model.config, kvplan.catalog, kvplan.specs, kvplan.checkpoint\n"
             "kvplan.plan('llama-3.1-8b', 'h100')\n"
             "kvplan.sweep('llama-3.1-8b', gpus=['h100'], max_gpus=1)\n"
             "bad = [m for m in ('typer', 'rich', 'click', 'huggingface_hub') if m in sys.modules]\n"

@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .specs import ModelSpec
-from .units import DTYPE_BYTES, cdiv
+from ..specs import ModelSpec
+from ..units import DTYPE_BYTES, cdiv
 
 LayerKind = Literal["full", "sliding", "mla", "mamba", "cross"]
 ALIGN_TOKENS = 16  # attention kernels' block-size multiple (FlashAttention MultipleOf(16))
@@ -94,7 +94,8 @@ def layer_specs(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dt
         if kind == "none":
             continue  # an MLP-only block holds no cache
         if kind == "linear":
-            out.append(LayerKv("mamba", 0, state_bytes=mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)))
+            state = mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)
+            out.append(LayerKv("mamba", 0, state_bytes=state))
         elif m.mla is not None:
             out.append(LayerKv("mla", per_token))
         elif kind == "sliding" and hybrid_manager and m.sliding_window:
@@ -144,6 +145,25 @@ class KvLayout:
         return total
 
 
+def _kv_groups(specs: list[LayerKv],
+               group_rule: Literal["min", "max_if_close"]) -> tuple[KvGroup, ...]:
+    """Layers bucketed by (kind, window), each bucket cut into groups of one size."""
+    buckets: dict[tuple[LayerKind, int | None], int] = {}
+    for s in specs:
+        key = (s.kind, s.window)
+        buckets[key] = buckets.get(key, 0) + 1
+    if len(buckets) == 1:
+        (kind, window), n = next(iter(buckets.items()))
+        return (KvGroup(kind, window, n, n),)
+    lo, hi = min(buckets.values()), max(buckets.values())
+    size = hi if group_rule == "max_if_close" and hi < 1.5 * lo else lo
+    out = []
+    for (kind, window), n in buckets.items():
+        for start in range(0, n, size):
+            out.append(KvGroup(kind, window, min(size, n - start), size))
+    return tuple(out)
+
+
 def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
               group_rule: Literal["min", "max_if_close"]) -> KvLayout:
     """Groups, page and bytes per block for one worker's layers.
@@ -162,21 +182,7 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
         bs = max(bs, block_size)
     page = bs * per_token if per_token else state
     pad = (page - state) if mamba else 0
-    buckets: dict[tuple[LayerKind, int | None], int] = {}
-    for s in specs:
-        key = (s.kind, s.window)
-        buckets[key] = buckets.get(key, 0) + 1
-    if len(buckets) == 1:
-        (kind, window), n = next(iter(buckets.items()))
-        groups = (KvGroup(kind, window, n, n),)
-    else:
-        lo, hi = min(buckets.values()), max(buckets.values())
-        size = hi if group_rule == "max_if_close" and hi < 1.5 * lo else lo
-        out = []
-        for (kind, window), n in buckets.items():
-            for start in range(0, n, size):
-                out.append(KvGroup(kind, window, min(size, n - start), size))
-        groups = tuple(out)
+    groups = _kv_groups(specs, group_rule)
     slots = max(g.slots for g in groups)
     padding = sum(g.slots - g.layers for g in groups)
     per_block = slots * page

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .specs import VisionSpec
+from ..specs import VisionSpec
 
 # vLLM's default --limit-mm-per-prompt count per modality: 999 in V1, 1 in V0
 # (vllm/config/multimodal.py get_limit_per_prompt, 0.11.0; main keeps 999).
@@ -78,7 +78,8 @@ def phi3v_tokens(width: int, height: int, num_crops: int) -> int:
             + (rows + 1) * PHI3V_FEATURE_ROWS_PER_CROP)
 
 
-def max_tokens_per_image(kind: str, vision_config: dict[str, Any], config: dict[str, Any]) -> int | None:
+def max_tokens_per_image(kind: str, vision_config: dict[str, Any],
+                         config: dict[str, Any]) -> int | None:
     """Tokens one image of the largest default size occupies in the LM sequence.
 
     gemma3 (siglip): mm_tokens_per_image + 4 (see GEMMA3_EXTRA_TOKENS) = 260.

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec
+from ..units import DTYPE_BYTES, cdiv
 from .allocator import CachingAllocator
-from .specs import ModelSpec, QuantSpec, SpeculativeConfig
 from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -26,7 +27,6 @@ from .tensor_names import (
     layer_of,
     skipped_by_vllm,
 )
-from .units import DTYPE_BYTES, cdiv
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
@@ -96,10 +96,11 @@ def _mla(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         yield Tensor(p + "q_b_proj", "linear", heads * q_head, a.q_lora_rank, "out", i)
     else:
         yield Tensor(p + "q_proj", "linear", heads * q_head, h, "out", i)
-    yield Tensor(p + "kv_a_proj_with_mqa", "linear", a.kv_lora_rank + a.qk_rope_head_dim, h, "none", i)
+    yield Tensor(p + "kv_a_proj_with_mqa", "linear", a.kv_lora_rank + a.qk_rope_head_dim, h,
+                 "none", i)
     yield Tensor(p + "kv_a_layernorm", "norm", a.kv_lora_rank, 1, "none", i)
-    yield Tensor(p + "kv_b_proj", "linear", heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank,
-                 "out", i)
+    yield Tensor(p + "kv_b_proj", "linear", heads * (a.qk_nope_head_dim + a.v_head_dim),
+                 a.kv_lora_rank, "out", i)
     yield Tensor(p + "o_proj", "linear", h, heads * a.v_head_dim, "in", i)
 
 
@@ -189,7 +190,8 @@ def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
     kind = m.layer_types[i] if m.layer_types else "full"
     if kind == "none":
         pass  # an MLP-only block (Nemotron-H '-')
-    elif kind == "linear" and m.linear_attention is not None and m.linear_attention.kind != "gated_deltanet":
+    elif (kind == "linear" and m.linear_attention is not None
+          and m.linear_attention.kind != "gated_deltanet"):
         yield from _mamba(m, i, p + "mamba.")
     elif kind == "linear":
         yield from _gated_deltanet(m, i, p + "linear_attn.")
@@ -222,8 +224,8 @@ def _vit_layers(name: str, v, *, gated: bool = False, rms: bool = False,
         yield Tensor(p + "o_proj", "vision", h, h, "in", None)
         if bias:
             yield Tensor(p + "o_proj.bias", "norm", h, 1, "none", None)
-        yield Tensor(p + ("gate_up_proj" if gated else "fc1"), "vision", f * (2 if gated else 1), h + b,
-                     "out", None)
+        yield Tensor(p + ("gate_up_proj" if gated else "fc1"), "vision", f * (2 if gated else 1),
+                     h + b, "out", None)
         yield Tensor(p + ("down_proj" if gated else "fc2"), "vision", h, f, "in", None)
         if bias:
             yield Tensor(p + "fc2.bias", "norm", h, 1, "none", None)
@@ -267,7 +269,13 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
     v = m.vision
     if v is None:
         return
-    h, t = v.hidden_size, v.text_hidden_size
+    yield from _vision_encoder(v)
+    yield from _vision_projector(v)
+
+
+def _vision_encoder(v: VisionSpec) -> Iterator[Tensor]:
+    """The tower's embeddings, norms and layers (_vision_tensors names the sources)."""
+    h = v.hidden_size
     patches = (v.image_size // v.patch_size) ** 2
     patch_in = v.num_channels * v.patch_size ** 2
     name = "vision."
@@ -294,11 +302,17 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         yield from _vit_layers(name, v, gated=True, rms=True, bias=False)
     else:  # qwen2_vl, qwen2_5_vl, qwen3_vl
         qwen3 = v.kind == "qwen3_vl"
-        yield Tensor(name + "patch_embed", "vision", h, patch_in * v.temporal_patch_size + int(qwen3),
-                     "none", None)
+        yield Tensor(name + "patch_embed", "vision", h,
+                     patch_in * v.temporal_patch_size + int(qwen3), "none", None)
         if qwen3:
             yield Tensor(name + "pos_embed", "vision", v.num_position_embeddings, h, "none", None)
         yield from _vit_layers(name, v, gated=v.kind == "qwen2_5_vl", rms=v.kind == "qwen2_5_vl")
+
+
+def _vision_projector(v: VisionSpec) -> Iterator[Tensor]:
+    """The projector into the language model (_vision_tensors names the sources)."""
+    h, t = v.hidden_size, v.text_hidden_size
+    name = "vision."
     if v.kind == "siglip":
         yield Tensor("multi_modal_projector.norm", "norm", h, 1, "none", None)
         yield Tensor("multi_modal_projector.proj", "vision", h, t, "none", None)
@@ -308,7 +322,8 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         pin, pout = v.projector_input_dim or adapter_in, v.projector_output_dim or h
         yield Tensor(name + "adapter.fc1", "vision", pin, adapter_in, "out", None)
         yield Tensor(name + "adapter.fc2", "vision", pout, pin, "in", None)
-        yield Tensor("multi_modal_projector.linear_1", "vision", t, v.output_dim or pout, "out", None)
+        yield Tensor("multi_modal_projector.linear_1", "vision", t, v.output_dim or pout, "out",
+                     None)
     elif v.kind in {"clip", "pixtral"}:
         b = int(v.projector_bias)
         if v.kind == "pixtral":
@@ -329,8 +344,8 @@ def _vision_tensors(m: ModelSpec) -> Iterator[Tensor]:
         yield Tensor("multi_modal_projector.img_projection.0", "vision", t, pin + 1, "none", None)
         yield Tensor("multi_modal_projector.img_projection.2", "vision", t, t + 1, "none", None)
     elif v.kind == "idefics3":
-        yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2, "none",
-                     None)
+        yield Tensor("multi_modal_projector.proj", "vision", t, h * v.spatial_merge_size ** 2,
+                     "none", None)
     else:  # Qwen-VL patch merger (+ Qwen3-VL's deepstack mergers, LayerNorm after the shuffle)
         merged = h * v.spatial_merge_size ** 2
         for j in range(1 + v.deepstack_mergers):
@@ -476,9 +491,11 @@ def _is_ignored(name: str, q: QuantSpec) -> bool:
         if not pattern:
             continue
         pat = pattern.removeprefix("re:").split("model.")[-1].replace(".*.", ".").replace("*", "")
-        if pat in short or short.endswith(pat) or (pat.startswith("layers.") and short.startswith(pat)):
+        if pat in short or short.endswith(pat) or (
+                pat.startswith("layers.") and short.startswith(pat)):
             return True
-        if "self_attn" in pat and ".self_attn." in short or "router" in pat and ".mlp.gate" in short:
+        if ("self_attn" in pat and ".self_attn." in short
+                or "router" in pat and ".mlp.gate" in short):
             return True
     return False
 
@@ -557,7 +574,8 @@ def mla_dequantized_copy_bytes(m: ModelSpec, tp: int, quant: QuantSpec | None, d
     if m.mla is None or quant is None or _is_ignored("kv_b_proj", quant):
         return 0
     a = m.mla
-    per_layer = cdiv(m.num_attention_heads, tp) * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank
+    per_layer = (cdiv(m.num_attention_heads, tp) * (a.qk_nope_head_dim + a.v_head_dim)
+                 * a.kv_lora_rank)
     return per_layer * DTYPE_BYTES[dtype]
 
 
@@ -572,11 +590,13 @@ def rope_cache_bytes(m: ModelSpec, dtype: str) -> int:
 
 def _expert_parallel(t: Tensor, ep: int) -> Tensor:
     """With --enable-expert-parallel each of the ep = TP × DP ranks holds cdiv(E, ep) whole
-    experts instead of a TP slice of every expert (vllm/model_executor/layers/fused_moe/layer.py)."""
+    experts instead of a TP slice of every expert
+    (vllm/model_executor/layers/fused_moe/layer.py)."""
     if ep <= 1 or ".mlp.experts." not in t.name:
         return t
     local = cdiv(t.experts, ep)
-    return Tensor(t.name, t.kind, t.rows // t.experts * local, t.cols, "none", t.layer, local, t.dtype)
+    return Tensor(t.name, t.kind, t.rows // t.experts * local, t.cols, "none", t.layer, local,
+                  t.dtype)
 
 
 # vLLM loads these checkpoint/enumerated tensors into one fused parameter each:
@@ -645,7 +665,8 @@ def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str
         a.free(cache)
 
 
-def replay_allocations(sizes: list[int], dtype: str, rope_positions: int, rotary_dim: int) -> CachingAllocator:
+def replay_allocations(sizes: list[int], dtype: str, rope_positions: int,
+                       rotary_dim: int) -> CachingAllocator:
     """Allocate `sizes` in order on an empty caching allocator, building the RoPE cache
     (rope_positions × rotary_dim, kept in `dtype`) at ROPE_BUILD; the allocator then reports
     allocated and reserved bytes. Checked byte for byte against PyTorch 2.11 on an H200
@@ -721,8 +742,10 @@ class WeightMemory:
     """One TP rank of one PP stage after the model is built, bytes."""
 
     tensor_bytes: int  # the weight tensors and the RoPE cache themselves
-    allocated_bytes: int  # blocks holding them: torch.cuda.memory_allocated, vLLM's "Model loading took"
-    reserved_bytes: int  # segments holding them after empty_cache: the free-memory drop SGLang and TGI see
+    # blocks holding them: torch.cuda.memory_allocated, vLLM's "Model loading took"
+    allocated_bytes: int
+    # segments holding them after empty_cache: the free-memory drop SGLang and TGI see
+    reserved_bytes: int
 
 
 _STAGE_CACHE: dict[tuple, tuple[ModelSpec, list[WeightMemory]]] = {}
@@ -732,7 +755,7 @@ _STAGE_CACHE_SIZE = 512
 def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
-    PyTorch's caching allocator counts them after building the model (kvplan/allocator.py).
+    PyTorch's caching allocator counts them after building the model (kvplan/model/allocator.py).
     Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
     key = (id(m), tp, pp, dtype, quant.model_dump_json() if quant else None, ep)
     hit = _STAGE_CACHE.get(key)
@@ -827,7 +850,8 @@ def header_stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> l
         else:
             named[-1].append((m.num_layers, name, item))
     # sorted by layer; the sort is stable, so file order stays within a layer
-    return [_build_order([(n, p) for _, n, p in sorted(items, key=lambda x: x[0])]) for items in named]
+    return [_build_order([(n, p) for _, n, p in sorted(items, key=lambda x: x[0])])
+            for items in named]
 
 
 # ------------------------------------------------------------ speculative decoding drafts
@@ -857,8 +881,10 @@ def draft_layer_count(target: ModelSpec, sc: SpeculativeConfig) -> int:
     return sc.draft.num_layers if sc.draft is not None else 0
 
 
-def draft_tensors(target: ModelSpec, sc: SpeculativeConfig) -> list[tuple[Tensor, ModelSpec, QuantSpec | None]]:
-    """The draft's weight tensors as vLLM builds them next to the target (V1; vLLM main-branch sources, see docs/features.md):
+def draft_tensors(target: ModelSpec,
+                  sc: SpeculativeConfig) -> list[tuple[Tensor, ModelSpec, QuantSpec | None]]:
+    """The draft's weight tensors as vLLM builds them next to the target (V1; vLLM main-branch
+    sources, see docs/features.md):
 
     * draft_model: the whole draft model (own embedding and LM head), sharded over the target's TP.
     * eagle (vllm/model_executor/models/llama_eagle.py): the head's decoder layers + fc
@@ -944,8 +970,9 @@ class LoraSlots:
 
 def lora_slots(m: ModelSpec, layers: range, *, tp: int, max_loras: int, rank: int,
                dtype: str, ep: int = 1) -> LoraSlots:
-    """Stacked LoRA A/B buffers on one TP rank for `layers` (vLLM main-branch sources; lora_dtype auto = the
-    model dtype; vllm/lora/layers/base_linear.py, column_parallel_linear.py, row_parallel_linear.py):
+    """Stacked LoRA A/B buffers on one TP rank for `layers` (vLLM main-branch sources;
+    lora_dtype auto = the model dtype; vllm/lora/layers/base_linear.py,
+    column_parallel_linear.py, row_parallel_linear.py):
 
     every wrapped linear allocates per output slice A = (max_loras, 1, rank, input_size) and
     B = (max_loras, 1, output_slice, rank), where a column-parallel layer keeps its full input

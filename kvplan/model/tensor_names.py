@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .specs import ModelSpec
+from ..specs import ModelSpec
 
 SAFETENSORS_DTYPE_BYTES = {
     "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,

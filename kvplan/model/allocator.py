@@ -80,7 +80,8 @@ class CachingAllocator:
     allocated_bytes: int = 0  # torch.cuda.memory_allocated()
     _segments: list[_Segment] = field(default_factory=list)
     # free blocks of each pool (True = small), sorted by (size, segment, offset): best fit first
-    _free: dict[bool, list[tuple[int, int, int]]] = field(default_factory=lambda: {True: [], False: []})
+    _free: dict[bool, list[tuple[int, int, int]]] = field(
+        default_factory=lambda: {True: [], False: []})
     _live: dict[int, _Block] = field(default_factory=dict)
     _handles: int = 0
 

@@ -10,8 +10,8 @@ which TGI's eager warm-up shares. Rerun the script when rows are added.
 
 from __future__ import annotations
 
-from .specs import Deployment, ModelSpec
-from .units import DTYPE_BYTES, GiB, MiB, cdiv
+from ..specs import Deployment, ModelSpec
+from ..units import DTYPE_BYTES, GiB, MiB, cdiv
 
 # Activation peak, forward part: the profile run pushes max_num_batched_tokens tokens through
 # one layer at a time; live tensors per token ≈ the gated MLP (gate_up 2I + act I per rank)
@@ -37,7 +37,8 @@ SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE = 30
 CUDAGRAPH_POOL_BYTES = int(0.5585 * GiB)
 CUDAGRAPH_BYTES_PER_LAYER_GRAPH = int(0.1983 * MiB)
 
-def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool, eager_v0: bool = False) -> int:
+def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool,
+                     eager_v0: bool = False) -> int:
     """Profile-run torch peak (estimate): max of the forward peak and, on the last PP stage,
     the sampler peak (vllm/v1/worker/gpu_model_runner.py profile_run / _dummy_sampler_run).
 
@@ -60,7 +61,8 @@ def activation_bytes(m: ModelSpec, d: Deployment, *, last_stage: bool, eager_v0:
         return forward
     num_reqs = min(d.max_num_seqs, tokens)
     received = 2 * tokens * m.hidden_size * dt if d.pipeline_parallel_size > 1 else 0
-    per_logit = dt + SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE if eager_v0 else SAMPLER_BYTES_PER_LOGIT
+    per_logit = (dt + SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE if eager_v0
+                 else SAMPLER_BYTES_PER_LOGIT)
     rows = sampler_rows_factor(d) * num_reqs
     sampler = int(tokens * m.hidden_size * dt + received + rows * m.vocab_size * per_logit)
     return max(forward, sampler + moe_workspace_bytes(m, d))
@@ -70,7 +72,8 @@ def sampler_rows_factor(d: Deployment) -> int:
     """Logit rows per dummy request in the profile run's sampler peak: 1; 2 with speculative
     decoding, whose dummy rejection-sampler run (after the plain sampler has returned) takes one
     draft token per request, i.e. target + bonus rows = 2 × num_reqs, whatever
-    num_speculative_tokens is (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, V1 main-branch sources)."""
+    num_speculative_tokens is (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run, V1
+    main-branch sources)."""
     return 2 if d.speculative_config is not None else 1
 
 
@@ -110,4 +113,5 @@ def cudagraph_bytes(d: Deployment, layers: int) -> int:
     0 with --enforce-eager."""
     if d.enforce_eager:
         return 0
-    return CUDAGRAPH_POOL_BYTES + CUDAGRAPH_BYTES_PER_LAYER_GRAPH * layers * cudagraph_capture_sizes(d)
+    graphs = cudagraph_capture_sizes(d)
+    return CUDAGRAPH_POOL_BYTES + CUDAGRAPH_BYTES_PER_LAYER_GRAPH * layers * graphs
