@@ -128,10 +128,10 @@ def unpack(x: list[float]) -> dict[str, perf.Coefficients]:
     def val(name: str, z: float) -> float:
         lo, hi = BOUNDS[name]
         return lo + (hi - lo) / (1 + math.exp(-z))
-    shared = {n: val(n, z) for n, z in zip(SHARED, x[:len(SHARED)])}
+    shared = {n: val(n, z) for n, z in zip(SHARED, x[:len(SHARED)], strict=True)}
     out, k = {}, len(SHARED)
     for e in ENGINES:
-        own = {n: val(n, z) for n, z in zip(PER_ENGINE, x[k:k + len(PER_ENGINE)])}
+        own = {n: val(n, z) for n, z in zip(PER_ENGINE, x[k:k + len(PER_ENGINE)], strict=True)}
         k += len(PER_ENGINE)
         out[e] = perf.Coefficients(**shared, **own)
     return out
@@ -189,22 +189,22 @@ def nelder_mead(f, x0: list[float], *, step: float = 0.7, iters: int = 1200,
             break
         centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
         worst = simplex[-1]
-        refl = [c + (c - w) for c, w in zip(centroid, worst)]
+        refl = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
         fr = f(refl)
         if fr < values[0]:
-            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
             fe = f(exp)
             simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
         elif fr < values[-2]:
             simplex[-1], values[-1] = refl, fr
         else:
-            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
             fc = f(con)
             if fc < values[-1]:
                 simplex[-1], values[-1] = con, fc
             else:
                 best = simplex[0]
-                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q)]
+                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q, strict=True)]
                                     for q in simplex[1:]]
                 values = [values[0]] + [f(p) for p in simplex[1:]]
     return simplex[min(range(n + 1), key=values.__getitem__)]
@@ -238,7 +238,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 def errors(rows: list[dict], preds: list[perf.PerfPoint]) -> dict[str, list[float]]:
     out = {"ttft": [], "tpot": [], "throughput": []}
-    for r, p in zip(rows, preds):
+    for r, p in zip(rows, preds, strict=True):
         out["ttft"].append(p.ttft_ms / r["ttft_ms"] - 1)
         out["tpot"].append(p.tpot_ms / r["tpot_ms"] - 1)
         out["throughput"].append(p.output_tokens_per_s / r["throughput"] - 1)

@@ -65,7 +65,8 @@ def import_gpus(ref: Path) -> None:
     for row in rows:
         uncertain: list[str] = []
 
-        def num(col: str) -> float | None:
+        def num(col: str, row: dict[str, str] = row, uncertain: list[str] = uncertain
+                ) -> float | None:
             v, unc = _num(row[col])
             if unc:
                 uncertain.append(col)
