@@ -101,11 +101,13 @@ def main() -> None:
         if name.startswith("_"):
             continue
         current = getattr(vllm, name)
-        unit, scale = {"NON_TORCH_BYTES_TP1": (" (GiB)", GiB), "NON_TORCH_BYTES_PP_ONLY": (" (GiB)", GiB),
+        unit, scale = {"NON_TORCH_BYTES_TP1": (" (GiB)", GiB),
+                       "NON_TORCH_BYTES_PP_ONLY": (" (GiB)", GiB),
                        "CUDAGRAPH_POOL_BYTES": (" (GiB)", GiB),
                        "CUDAGRAPH_BYTES_PER_LAYER_GRAPH": (" (MiB)", MiB)}.get(name, ("", 1))
         print(f"{name + unit:40s} fitted {value / scale:12.4f}   in code {current / scale:12.4f}")
-    print(f"{'TP>1 non-torch above TP1, median (GiB)':40s} measured {fitted['_nt_tp_above_tp1_gib']:10.4f}   "
+    print(f"{'TP>1 non-torch above TP1, median (GiB)':40s} "
+          f"measured {fitted['_nt_tp_above_tp1_gib']:10.4f}   "
           "(not fitted: engines/interconnect.py derives it from the GPU's link)")
     print("\nrows: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 

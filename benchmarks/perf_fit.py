@@ -59,7 +59,8 @@ SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us", "la
 PER_ENGINE = ("request_overhead_ms",)
 ENGINES = ("vllm", "sglang")
 START = {"gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
-         "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0, "request_overhead_ms": 20.0}
+         "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0,
+         "request_overhead_ms": 20.0}
 BOUNDS = {"gemm_efficiency": (0.05, 1.0), "bandwidth_efficiency": (0.2, 1.0),
           "allreduce_latency_us": (0.0, 200.0), "step_overhead_ms": (0.0, 50.0),
           "layer_overhead_us": (0.0, 500.0), "seq_overhead_us": (0.0, 200.0),

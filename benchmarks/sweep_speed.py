@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
 
-MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"), ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
+MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"),
+          ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
           ("MoE", "Qwen/Qwen3-235B-A22B"), ("MoE", "Qwen/Qwen3-30B-A3B"),
           ("MLA", "deepseek-ai/DeepSeek-V2-Lite")]
 TARGET = {"max_model_len": 32768}
