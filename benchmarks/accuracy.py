@@ -30,9 +30,10 @@ sys.path.insert(0, str(HERE.parent))
 
 from rowdata import QUANT_ASSUMPTIONS, load_rows  # noqa: E402
 
-from kvplan import KvplanError, plan  # noqa: E402
+from kvplan import GpuSpec, KvplanError, ModelSpec, Plan, plan  # noqa: E402
 from kvplan.catalog import (  # noqa: E402
-    data_dir,  # noqa: E402
+    CatalogEntry,
+    data_dir,
     find_model_entry,
     load_catalog_model,
     resolve_gpu,
@@ -120,26 +121,26 @@ def _row_plan(row: dict[str, str], end_to_end: bool = False):  # noqa: ANN202
         gpu = resolve_gpu(row["gpu"])
     except KvplanError:
         return None, f"GPU {row['gpu']!r} not in the catalogue"
-    knobs = {
-        "tensor_parallel_size": int(row["tensor_parallel_size"] or 1),
-        "pipeline_parallel_size": int(row["pipeline_parallel_size"] or 1),
-        "gpu_memory_utilization": _num(row["gpu_memory_utilization"]),
-        "max_model_len": int(row["max_model_len"]) if row["max_model_len"] else None,
-        "max_num_seqs": int(row["max_num_seqs"]) if row["max_num_seqs"] else None,
-        "max_num_batched_tokens": (int(row["max_num_batched_tokens"])
-                                   if row["max_num_batched_tokens"] else None),
-        "gpu_memory_gib": None if end_to_end else _num(row["gpu_total_gib"]),
-        "dtype": row["dtype"] or None,
-        "kv_cache_dtype": row["kv_cache_dtype"] or None,
-        "quantization": (None if row["quantization"] in ("", "none", "compressed-tensors",
-                                                          "gptq_marlin")
-                         else row["quantization"]),
-        "enforce_eager": row["enforce_eager"] == "True",
-        # The llm-d sweep logs ran with enable_prefix_caching=False (row notes).
-        "enable_prefix_caching": False if "enable_prefix_caching=False" in row["notes"] else None,
-    }
+    def count(name: str) -> int | None:
+        return int(row[name]) if row[name] else None
+
+    quantization: str | None = row["quantization"]
+    if quantization in ("", "none", "compressed-tensors", "gptq_marlin"):
+        quantization = None
     try:
-        return plan(m, gpu, engine_version=row["vllm_version"], **knobs), None
+        return plan(
+            m, gpu, engine_version=row["vllm_version"],
+            tensor_parallel_size=int(row["tensor_parallel_size"] or 1),
+            pipeline_parallel_size=int(row["pipeline_parallel_size"] or 1),
+            gpu_memory_utilization=_num(row["gpu_memory_utilization"]),
+            max_model_len=count("max_model_len"), max_num_seqs=count("max_num_seqs"),
+            max_num_batched_tokens=count("max_num_batched_tokens"),
+            gpu_memory_gib=None if end_to_end else _num(row["gpu_total_gib"]),
+            dtype=row["dtype"] or None, kv_cache_dtype=row["kv_cache_dtype"] or None,
+            quantization=quantization, enforce_eager=row["enforce_eager"] == "True",
+            # The llm-d sweep logs ran with enable_prefix_caching=False (row notes).
+            enable_prefix_caching=(False if "enable_prefix_caching=False" in row["notes"]
+                                   else None)), None
     except KvplanError as e:
         return None, f"kvplan rejected the row: {e.message}"
 
@@ -184,7 +185,8 @@ def run() -> tuple[list[str], dict[str, list[float]], list[str]]:
     from calibrate import fit
 
     rows = load_rows()
-    errors: dict[str, list[float]] = {c[0]: [] for c in COMPONENTS} | {c: [] for c in EXTRA_COLUMNS}
+    errors: dict[str, list[float]] = {
+        name: [] for name in [*(c[0] for c in COMPONENTS), *EXTRA_COLUMNS]}
     lines = ["| log (vLLM version) | "
              + " | ".join([c[0] for c in COMPONENTS] + EXTRA_COLUMNS) + " |",
              "|---|" + "---:|" * (len(COMPONENTS) + len(EXTRA_COLUMNS))]
@@ -253,6 +255,34 @@ def _sglang_rows() -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _entry(ref: str) -> CatalogEntry:
+    """The catalogue entry a row names (a row naming a model the catalogue lacks is a data
+    error)."""
+    entry = find_model_entry(ref)
+    if entry is None:
+        raise LookupError(f"{ref} is not in the catalogue")
+    return entry
+
+
+def _catalogue_model(ref: str) -> ModelSpec:
+    return load_catalog_model(_entry(ref))
+
+
+def _cuda_total(g: GpuSpec) -> int:
+    """The GPU's CUDA total in bytes (every GPU these rows replay on has one)."""
+    if g.cuda_total_bytes is None:
+        raise ValueError(f"{g.id} has no CUDA total")
+    return g.cuda_total_bytes
+
+
+def _smi_mib(row: dict[str, str], g: GpuSpec) -> int:
+    """nvidia-smi's total (MiB): the log's where it states it, else the GPU spec's."""
+    mib = int(row["smi_total_mib"]) if row["smi_total_mib"] else g.smi_total_mib
+    if mib is None:
+        raise ValueError(f"{g.id} has no nvidia-smi total")
+    return mib
+
+
 def _sglang_used_tp1(row: dict[str, str]) -> float | None:
     """Bytes in use before the weights at TP1 on this row (GPU total − logged free − what TP
     adds), for rows whose GPU total kvplan knows and whose GPU was not shared."""
@@ -262,7 +292,7 @@ def _sglang_used_tp1(row: dict[str, str]) -> float | None:
         return None
     g = resolve_gpu(row["gpu"])
     tp = int(row["tensor_parallel_size"])
-    return (g.cuda_total_bytes - float(row["free_before_load_gib"]) * GiB
+    return (_cuda_total(g) - float(row["free_before_load_gib"]) * GiB
             - interconnect.tp_bytes(g, tp, "sglang"))
 
 
@@ -288,7 +318,7 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
             skipped.append(f"- {label} ({row['source']}): {row['replay_note'][5:].strip()}")
             continue
         tp = int(row["tensor_parallel_size"])
-        m = load_catalog_model(find_model_entry(row["catalogue_model"]))
+        m = _catalogue_model(row["catalogue_model"])
         g = resolve_gpu(row["gpu"])
         v = vllm.parse_version(row["sglang_version"])
         stated = _num(row["mem_fraction_static"])
@@ -296,7 +326,7 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
         actual = int(row["max_total_num_tokens"])
 
         def tokens(total_gib: float | None, fraction: float | None, m=m, g=g, row=row, tp=tp,
-                   ctx=ctx) -> tuple[int, object]:
+                   ctx=ctx) -> tuple[int, Plan]:
             p = plan(m, g, engine="sglang", engine_version=row["sglang_version"],
                      tensor_parallel_size=tp, gpu_memory_gib=total_gib,
                      gpu_memory_utilization=fraction, max_model_len=ctx)
@@ -304,8 +334,7 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
 
         # Conditional: the log's free memory before loading; the default fraction reads
         # nvidia-smi's total (the log's where it states it, else the GPU spec's).
-        smi = int(row["smi_total_mib"]) if row["smi_total_mib"] else g.smi_total_mib
-        fraction = stated or sglang.defaults(v, m, smi, tp, 1).mem_fraction
+        fraction = stated or sglang.defaults(v, m, _smi_mib(row, g), tp, 1).mem_fraction
         free = float(row["free_before_load_gib"])
         cond_tokens, p = tokens(free + sglang.context_bytes(tp, g) / GiB, fraction)
         cond = (cond_tokens - actual) / actual * 100
@@ -320,12 +349,12 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
                       int(rows[j]["tensor_parallel_size"]) == 1]
             ctx_loo = statistics.median(others)
             shift = (sglang.CONTEXT_BYTES_TP1 - ctx_loo) / GiB
-            loo_tokens, _ = tokens(g.cuda_total_bytes / GiB + shift, fraction)
+            loo_tokens, _ = tokens(_cuda_total(g) / GiB + shift, fraction)
             loo = (loo_tokens - actual) / actual * 100
             errs["e2e"].append(e2e)
             errs["loo"].append(loo)
             e2e_cell, loo_cell = f"{e2e:+.2f}%", f"{loo:+.2f}%"
-            in_use = (f"{(g.cuda_total_bytes / GiB - free):.2f} / "
+            in_use = (f"{(_cuda_total(g) / GiB - free):.2f} / "
                       f"{sglang.context_bytes(tp, g) / GiB:.2f}")
         else:
             in_use = "— (" + row["replay_note"].split(":", 1)[1].strip() + ")"
@@ -351,7 +380,7 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
         notes.append(f"- TP{tp} on {g.name} ({link}): "
                      f"kvplan adds {interconnect.tp_bytes(g, tp, 'sglang') / GiB:.2f} GiB of "
                      "NCCL/all-reduce buffers to the TP1 context; the log had "
-                     f"{(g.cuda_total_bytes / GiB - float(r['free_before_load_gib'])):.2f} GiB "
+                     f"{(_cuda_total(g) / GiB - float(r['free_before_load_gib'])):.2f} GiB "
                      "in use before loading in all (GPU total estimated where the spec says so)")
     return lines + ["", "\\* stated assumptions:", "", *notes], errs, skipped
 
@@ -380,7 +409,7 @@ def _tgi_model(row: dict[str, str]):  # noqa: ANN202
     name = row["catalogue_model"]
     base = ("meta-llama/Llama-3.1-8B-Instruct" if name == "meta-llama/Meta-Llama-3-8B-Instruct"
             else name)
-    entry = find_model_entry(base)
+    entry = _entry(base)
     cfg = json.loads((data_dir("model_specs") / entry.config).read_text())
     if base != name:
         cfg = ({k: v for k, v in cfg.items() if k != "rope_scaling"}
@@ -442,7 +471,7 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
         errs["e2e"].append(err)
         cond_cell = "—"
         if row["used_before_start_gib"]:
-            q = run(g.cuda_total_bytes / GiB - float(row["used_before_start_gib"]))
+            q = run(_cuda_total(g) / GiB - float(row["used_before_start_gib"]))
             cond = (q.kv_cache.tokens - actual) / actual * 100
             errs["cond"].append(cond)
             cond_cell = f"{cond:+.2f}%"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -79,7 +80,8 @@ def replay(seqs_path: str, out_path: str) -> None:
     import os
     import subprocess
 
-    import torch
+    # torch is on the GPU machine only (and typed there)
+    import torch  # type: ignore[import-not-found, unused-ignore]
 
     dev = torch.device("cuda")
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -160,5 +162,6 @@ def compare(out_path: str = str(DATA)) -> None:
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:] or ["help"]
-    commands = {"export": export, "replay": replay, "compare": compare}
+    commands: dict[str, Callable[..., None]] = {"export": export, "replay": replay,
+                                                "compare": compare}
     commands.get(cmd, lambda *_: print(__doc__))(*args)

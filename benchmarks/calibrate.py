@@ -30,7 +30,13 @@ def fit(rows: list[dict[str, str]]) -> tuple[dict[str, float], dict[str, int]]:
     """The constants fitted on `rows` (vllm.py attribute name → value in the code's units: bytes
     for *_BYTES*, plain numbers otherwise), and how many rows fed each group."""
     rows = [r for r in rows if r["vllm_version"]]
-    sampler, forward, forward_v0, nt_tp1, nt_pp, nt_tp, graphs = [], [], [], [], [], [], []
+    sampler: list[float] = []
+    forward: list[float] = []
+    forward_v0: list[float] = []
+    nt_tp1: list[float] = []
+    nt_pp: list[float] = []
+    nt_tp: list[float] = []
+    graphs: list[tuple[int, float]] = []
     for r in rows:
         entry = find_model_entry(r["model"])
         if entry is None:

@@ -39,6 +39,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -79,10 +80,11 @@ def _quant(precision: str) -> QuantSpec | None:
     return None
 
 
-def load_rows() -> list[dict]:
+def load_rows() -> list[dict[str, Any]]:
     rows = []
     with DATA.open(newline="") as f:
-        for r in csv.DictReader(f):
+        for raw in csv.DictReader(f):
+            r: dict[str, Any] = dict(raw)
             r["group"] = f"{r['model']} | {r['gpu']} | {r['engine']}"
             for k in ("tp", "pp", "isl", "osl", "concurrency"):
                 r[k] = int(r[k])
@@ -94,6 +96,13 @@ def load_rows() -> list[dict]:
 
 
 _CTX: dict[tuple, perf.PerfContext] = {}
+
+
+def _count(value: object) -> int:
+    """A planned count (max_num_seqs, max_num_batched_tokens) as int() reads it."""
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {value!r}")
+    return int(value)
 
 
 def context(r: dict) -> perf.PerfContext:
@@ -113,8 +122,8 @@ def context(r: dict) -> perf.PerfContext:
     ctx = perf.context_for(
         m, g, r["engine"], (version or "0.12.0") if r["engine"] == "vllm" else version,
         tp=r["tp"], pp=r["pp"], quant=q,
-        max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
-        max_num_seqs=int(inputs["max_num_seqs"]),
+        max_num_batched_tokens=_count(inputs["max_num_batched_tokens"]),
+        max_num_seqs=_count(inputs["max_num_seqs"]),
         kv_capacity_tokens=max(p.kv_cache.tokens, 1))
     _CTX[key] = ctx
     return ctx
@@ -238,7 +247,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def errors(rows: list[dict], preds: list[perf.PerfPoint]) -> dict[str, list[float]]:
-    out = {"ttft": [], "tpot": [], "throughput": []}
+    out: dict[str, list[float]] = {"ttft": [], "tpot": [], "throughput": []}
     for r, p in zip(rows, preds, strict=True):
         out["ttft"].append(p.ttft_ms / r["ttft_ms"] - 1)
         out["tpot"].append(p.tpot_ms / r["tpot_ms"] - 1)

@@ -263,7 +263,10 @@ def end_to_end(row: dict[str, str]) -> Outcome:
         if facts.gpu is None:
             out.skipped = "GPU and device total not stated"
             return out
-        total = resolve_gpu(facts.gpu).cuda_total_bytes
+        cuda_total = resolve_gpu(facts.gpu).cuda_total_bytes
+        if cuda_total is None:
+            raise ValueError(f"{facts.gpu} has no CUDA total to replay against")
+        total = cuda_total
     else:
         total = int(total_gib * GiB)
     tp, pp = _int(row["tp"]) or 1, _int(row["pp"]) or 1
