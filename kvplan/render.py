@@ -194,34 +194,49 @@ def compare_table(plans: list[Plan], console: Console) -> None:
     t.add_column("")
     for p in plans:
         t.add_column(f"{p.engine.label} {p.engine.version}", justify="right")
-
-    def row(label: str, cells: list[str]) -> None:
+    for label, cells in _compare_rows(plans):
         t.add_row(label, *cells)
+    console.print(t)
+    _compare_notes(plans, console)
 
-    row("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans])
-    row("GPUs (TP × PP × DP)", [
-        f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
-        f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
-        for p in plans])
-    row("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans])
-    row("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans])
-    row("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans])
-    row("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans])
-    row("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans])
-    row("concurrency", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans])
+
+def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
+    """compare_table's rows: capacity, the latency model's figures, the recommended knobs."""
+    rows = [
+        ("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans]),
+        ("GPUs (TP × PP × DP)", [
+            f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
+            f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
+            for p in plans]),
+        ("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans]),
+        ("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans]),
+        ("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans]),
+        ("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans]),
+        ("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans]),
+        ("concurrency", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans]),
+    ]
     if any(p.performance for p in plans):  # the latency model at each plan's own concurrency
         perf = [p.performance for p in plans]
-        row("TPOT ms", [f"{x.tpot_ms:,.1f} at {x.concurrency}" if x else "—" for x in perf])
-        row("TTFT ms", [f"{x.ttft_ms:,.0f}" if x else "—" for x in perf])
-        row("tokens/s", [f"{x.output_tokens_per_s:,.0f}" if x else "—" for x in perf])
-        row("$/M tokens", [f"{x.cost_per_million_output_tokens:,.3f}"
-                           if x and x.cost_per_million_output_tokens is not None else "—"
-                           for x in perf])
+        rows += [
+            ("TPOT ms", [f"{x.tpot_ms:,.1f} at {x.concurrency}" if x else "—" for x in perf]),
+            ("TTFT ms", [f"{x.ttft_ms:,.0f}" if x else "—" for x in perf]),
+            ("tokens/s", [f"{x.output_tokens_per_s:,.0f}" if x else "—" for x in perf]),
+            ("$/M tokens", [f"{x.cost_per_million_output_tokens:,.3f}"
+                            if x and x.cost_per_million_output_tokens is not None else "—"
+                            for x in perf]),
+        ]
     for name, label in (("max_model_len", "rec. length"), ("max_num_seqs", "rec. max requests"),
                         ("gpu_memory_utilization", "rec. memory fraction")):
-        row(label, ["—" if getattr(p.recommendations, name).value is None
-                    else f"{getattr(p.recommendations, name).value:,g}" for p in plans])
-    console.print(t)
+        rows.append((label, ["—" if getattr(p.recommendations, name).value is None
+                             else f"{getattr(p.recommendations, name).value:,g}"
+                             for p in plans]))
+    return rows
+
+
+def _compare_notes(plans: list[Plan], console: Console) -> None:
+    """Below compare_table: each engine's flag names, a TP caveat, the commands and problems."""
+    from rich.markup import escape
+
     names = ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
     for p in plans:  # the rec. rows in each engine's own flags
         flags = " / ".join(p.engine.knobs.get(n, n) for n in names)
