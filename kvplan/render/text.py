@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .units import GiB
+from ..units import GiB
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .catalog import CatalogEntry
-    from .check import CheckReport
-    from .specs import GpuSpec, ModelSpec, Plan
+    from ..catalog import CatalogEntry
+    from ..check import CheckReport
+    from ..specs import GpuSpec, ModelSpec, Plan
 
 
 def _gib(n: int) -> str:
