@@ -244,7 +244,7 @@ def local_gpu(index: int = 0) -> GpuSpec:
     usage = LocalUsage(index=g.index, nvml_name=g.name, nvml_total_bytes=g.total_bytes,
                        used_bytes=g.used_bytes, free_bytes=g.free_bytes, processes=g.processes)
     spec = _gpu_keys().get(_norm(g.name))
-    update: dict = {"local": usage}
+    update: dict[str, object] = {"local": usage}
     if g.cuda_total_bytes is not None:
         update |= {"cuda_total_bytes": g.cuda_total_bytes, "cuda_total_estimated": False,
                    "cuda_total_source": f"NVML on this machine: total {g.total_bytes} − reserved "

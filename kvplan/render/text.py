@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..catalog import CatalogEntry
     from ..check import CheckReport
     from ..specs import GpuSpec, ModelSpec, Plan
+    from ..sweep import Option, SweepResult
 
 
 def _gib(n: int) -> str:
@@ -557,11 +558,11 @@ def _money(x: float | None) -> str:
     return "—" if x is None else f"{x:,.2f}"
 
 
-def _option_label(o) -> str:  # noqa: ANN001 - sweep.Option
+def _option_label(o: Option) -> str:
     return f"{o.gpu} ×{o.count}"
 
 
-def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # noqa: ANN001
+def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands: int = 3,
                misses: int = 5) -> str:
     """`kvplan sweep` for people: plain text, readable at `width` columns and in pipes."""
     import textwrap
@@ -589,7 +590,7 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
     lines.append("")
 
-    def table(opts: list, title: str) -> None:
+    def table(opts: list[Option], title: str) -> None:
         if not opts:
             return
         engines = len({o.engine for o in result.options}) > 1
@@ -623,7 +624,7 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         lines.extend(_fit_sweep_columns(cols, width))
         lines.append("")
 
-    def price_line(opts: list) -> None:
+    def price_line(opts: list[Option]) -> None:
         seen: dict[str, str] = {}
         for o in opts:
             if o.price_per_hour is None or o.gpu in seen:
