@@ -30,9 +30,10 @@ sys.path.insert(0, str(HERE.parent))
 
 from rowdata import QUANT_ASSUMPTIONS, load_rows  # noqa: E402
 
-from kvplan import KvplanError, plan  # noqa: E402
+from kvplan import GpuSpec, KvplanError, ModelSpec, Plan, plan  # noqa: E402
 from kvplan.catalog import (  # noqa: E402
-    data_dir,  # noqa: E402
+    CatalogEntry,
+    data_dir,
     find_model_entry,
     load_catalog_model,
     resolve_gpu,
@@ -70,7 +71,8 @@ EXPLANATIONS = [
 # kvplan cannot derive from a GPU spec decides their error.
 WORST_CASE_EXCLUDED = {
     "https://github.com/vllm-project/vllm/issues/10517": "V0 on an RTX 3090 logged 0.35 GiB of "
-    "non-torch memory (driver and consumer-GPU dependent); kvplan's constant is the H100 value, 0.25 GiB",
+    "non-torch memory (driver and consumer-GPU dependent); kvplan's constant is the H100 value, "
+    "0.25 GiB",
 }
 
 
@@ -110,8 +112,8 @@ def _row_plan(row: dict[str, str], end_to_end: bool = False):  # noqa: ANN202
     m = load_catalog_model(entry)
     if assumed_quant:
         cfg = json.loads((data_dir("model_specs") / entry.config).read_text())
-        m = spec_from_config({**cfg, "quantization_config": assumed_quant[1]}, model_id=row["model"],
-                             source="base config + assumed quantization")
+        m = spec_from_config({**cfg, "quantization_config": assumed_quant[1]},
+                             model_id=row["model"], source="base config + assumed quantization")
         row["assumed"] = row.get("assumed") or f"quantization assumed: {assumed_quant[2]}"
     if m.unsupported:
         return None, "layout not modelled yet: " + "; ".join(m.unsupported)
@@ -119,24 +121,26 @@ def _row_plan(row: dict[str, str], end_to_end: bool = False):  # noqa: ANN202
         gpu = resolve_gpu(row["gpu"])
     except KvplanError:
         return None, f"GPU {row['gpu']!r} not in the catalogue"
-    knobs = {
-        "tensor_parallel_size": int(row["tensor_parallel_size"] or 1),
-        "pipeline_parallel_size": int(row["pipeline_parallel_size"] or 1),
-        "gpu_memory_utilization": _num(row["gpu_memory_utilization"]),
-        "max_model_len": int(row["max_model_len"]) if row["max_model_len"] else None,
-        "max_num_seqs": int(row["max_num_seqs"]) if row["max_num_seqs"] else None,
-        "max_num_batched_tokens": int(row["max_num_batched_tokens"]) if row["max_num_batched_tokens"] else None,
-        "gpu_memory_gib": None if end_to_end else _num(row["gpu_total_gib"]),
-        "dtype": row["dtype"] or None,
-        "kv_cache_dtype": row["kv_cache_dtype"] or None,
-        "quantization": (None if row["quantization"] in ("", "none", "compressed-tensors", "gptq_marlin")
-                         else row["quantization"]),
-        "enforce_eager": row["enforce_eager"] == "True",
-        # The llm-d sweep logs ran with enable_prefix_caching=False (row notes).
-        "enable_prefix_caching": False if "enable_prefix_caching=False" in row["notes"] else None,
-    }
+    def count(name: str) -> int | None:
+        return int(row[name]) if row[name] else None
+
+    quantization: str | None = row["quantization"]
+    if quantization in ("", "none", "compressed-tensors", "gptq_marlin"):
+        quantization = None
     try:
-        return plan(m, gpu, engine_version=row["vllm_version"], **knobs), None
+        return plan(
+            m, gpu, engine_version=row["vllm_version"],
+            tensor_parallel_size=int(row["tensor_parallel_size"] or 1),
+            pipeline_parallel_size=int(row["pipeline_parallel_size"] or 1),
+            gpu_memory_utilization=_num(row["gpu_memory_utilization"]),
+            max_model_len=count("max_model_len"), max_num_seqs=count("max_num_seqs"),
+            max_num_batched_tokens=count("max_num_batched_tokens"),
+            gpu_memory_gib=None if end_to_end else _num(row["gpu_total_gib"]),
+            dtype=row["dtype"] or None, kv_cache_dtype=row["kv_cache_dtype"] or None,
+            quantization=quantization, enforce_eager=row["enforce_eager"] == "True",
+            # The llm-d sweep logs ran with enable_prefix_caching=False (row notes).
+            enable_prefix_caching=(False if "enable_prefix_caching=False" in row["notes"]
+                                   else None)), None
     except KvplanError as e:
         return None, f"kvplan rejected the row: {e.message}"
 
@@ -181,8 +185,10 @@ def run() -> tuple[list[str], dict[str, list[float]], list[str]]:
     from calibrate import fit
 
     rows = load_rows()
-    errors: dict[str, list[float]] = {c[0]: [] for c in COMPONENTS} | {c: [] for c in EXTRA_COLUMNS}
-    lines = ["| log (vLLM version) | " + " | ".join([c[0] for c in COMPONENTS] + EXTRA_COLUMNS) + " |",
+    errors: dict[str, list[float]] = {
+        name: [] for name in [*(c[0] for c in COMPONENTS), *EXTRA_COLUMNS]}
+    lines = ["| log (vLLM version) | "
+             + " | ".join([c[0] for c in COMPONENTS] + EXTRA_COLUMNS) + " |",
              "|---|" + "---:|" * (len(COMPONENTS) + len(EXTRA_COLUMNS))]
     skipped, assumed, large, excluded = [], [], [], {}
     kept: dict[str, list[float]] = {c[0]: [] for c in COMPONENTS}
@@ -205,7 +211,8 @@ def run() -> tuple[list[str], dict[str, list[float]], list[str]]:
                 kept[label].append(err)
             cells.append(f"{err:+.2f}%")
             if abs(err) > 10:
-                large.append(f"- {_label(row)} — {label} {err:+.1f}%: {_explain(_label(row), label)}")
+                large.append(f"- {_label(row)} — {label} {err:+.1f}%: "
+                             f"{_explain(_label(row), label)}")
         actual = _num(row["kv_cache_tokens"])
         if actual:
             e2e, _ = _row_plan(dict(row), end_to_end=True)
@@ -248,6 +255,34 @@ def _sglang_rows() -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _entry(ref: str) -> CatalogEntry:
+    """The catalogue entry a row names (a row naming a model the catalogue lacks is a data
+    error)."""
+    entry = find_model_entry(ref)
+    if entry is None:
+        raise LookupError(f"{ref} is not in the catalogue")
+    return entry
+
+
+def _catalogue_model(ref: str) -> ModelSpec:
+    return load_catalog_model(_entry(ref))
+
+
+def _cuda_total(g: GpuSpec) -> int:
+    """The GPU's CUDA total in bytes (every GPU these rows replay on has one)."""
+    if g.cuda_total_bytes is None:
+        raise ValueError(f"{g.id} has no CUDA total")
+    return g.cuda_total_bytes
+
+
+def _smi_mib(row: dict[str, str], g: GpuSpec) -> int:
+    """nvidia-smi's total (MiB): the log's where it states it, else the GPU spec's."""
+    mib = int(row["smi_total_mib"]) if row["smi_total_mib"] else g.smi_total_mib
+    if mib is None:
+        raise ValueError(f"{g.id} has no nvidia-smi total")
+    return mib
+
+
 def _sglang_used_tp1(row: dict[str, str]) -> float | None:
     """Bytes in use before the weights at TP1 on this row (GPU total − logged free − what TP
     adds), for rows whose GPU total kvplan knows and whose GPU was not shared."""
@@ -257,7 +292,8 @@ def _sglang_used_tp1(row: dict[str, str]) -> float | None:
         return None
     g = resolve_gpu(row["gpu"])
     tp = int(row["tensor_parallel_size"])
-    return g.cuda_total_bytes - float(row["free_before_load_gib"]) * GiB - interconnect.tp_bytes(g, tp, "sglang")
+    return (_cuda_total(g) - float(row["free_before_load_gib"]) * GiB
+            - interconnect.tp_bytes(g, tp, "sglang"))
 
 
 def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
@@ -270,7 +306,8 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
 
     rows = _sglang_rows()
     lines = ["| log (SGLang version) | fraction | weights | KV tokens end-to-end | "
-             "KV tokens leave-one-out | KV tokens conditional | in use before load: log / kvplan (GiB) |",
+             "KV tokens leave-one-out | KV tokens conditional | in use before load: log / kvplan "
+             "(GiB) |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     errs: dict[str, list[float]] = {"e2e": [], "loo": [], "cond": []}
     notes, skipped = [], []
@@ -281,7 +318,7 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
             skipped.append(f"- {label} ({row['source']}): {row['replay_note'][5:].strip()}")
             continue
         tp = int(row["tensor_parallel_size"])
-        m = load_catalog_model(find_model_entry(row["catalogue_model"]))
+        m = _catalogue_model(row["catalogue_model"])
         g = resolve_gpu(row["gpu"])
         v = vllm.parse_version(row["sglang_version"])
         stated = _num(row["mem_fraction_static"])
@@ -289,20 +326,21 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
         actual = int(row["max_total_num_tokens"])
 
         def tokens(total_gib: float | None, fraction: float | None, m=m, g=g, row=row, tp=tp,
-                   ctx=ctx) -> tuple[int, object]:
-            p = plan(m, g, engine="sglang", engine_version=row["sglang_version"], tensor_parallel_size=tp,
-                     gpu_memory_gib=total_gib, gpu_memory_utilization=fraction, max_model_len=ctx)
+                   ctx=ctx) -> tuple[int, Plan]:
+            p = plan(m, g, engine="sglang", engine_version=row["sglang_version"],
+                     tensor_parallel_size=tp, gpu_memory_gib=total_gib,
+                     gpu_memory_utilization=fraction, max_model_len=ctx)
             return p.kv_cache.tokens, p
 
         # Conditional: the log's free memory before loading; the default fraction reads
         # nvidia-smi's total (the log's where it states it, else the GPU spec's).
-        smi = int(row["smi_total_mib"]) if row["smi_total_mib"] else g.smi_total_mib
-        fraction = stated or sglang.defaults(v, m, smi, tp, 1).mem_fraction
+        fraction = stated or sglang.defaults(v, m, _smi_mib(row, g), tp, 1).mem_fraction
         free = float(row["free_before_load_gib"])
         cond_tokens, p = tokens(free + sglang.context_bytes(tp, g) / GiB, fraction)
         cond = (cond_tokens - actual) / actual * 100
         errs["cond"].append(cond)
-        w_err = (p.memory.weights_bytes / GiB - float(row["weights_gib"])) / float(row["weights_gib"]) * 100
+        w_err = ((p.memory.weights_bytes / GiB - float(row["weights_gib"]))
+                 / float(row["weights_gib"]) * 100)
         e2e_cell = loo_cell = "—"
         if not row["replay_note"]:
             e2e_tokens, _ = tokens(None, stated)
@@ -311,32 +349,38 @@ def run_sglang() -> tuple[list[str], dict[str, list[float]], list[str]]:
                       int(rows[j]["tensor_parallel_size"]) == 1]
             ctx_loo = statistics.median(others)
             shift = (sglang.CONTEXT_BYTES_TP1 - ctx_loo) / GiB
-            loo_tokens, _ = tokens(g.cuda_total_bytes / GiB + shift, fraction)
+            loo_tokens, _ = tokens(_cuda_total(g) / GiB + shift, fraction)
             loo = (loo_tokens - actual) / actual * 100
             errs["e2e"].append(e2e)
             errs["loo"].append(loo)
             e2e_cell, loo_cell = f"{e2e:+.2f}%", f"{loo:+.2f}%"
-            in_use = f"{(g.cuda_total_bytes / GiB - free):.2f} / {sglang.context_bytes(tp, g) / GiB:.2f}"
+            in_use = (f"{(_cuda_total(g) / GiB - free):.2f} / "
+                      f"{sglang.context_bytes(tp, g) / GiB:.2f}")
         else:
             in_use = "— (" + row["replay_note"].split(":", 1)[1].strip() + ")"
         link = row["source"] if row["source"].startswith("http") else None
         cell = f"[{label}]({link})" if link else f"{label} ({row['source']})"
-        lines.append(f"| {cell} ({row['sglang_version']}\\*) | {fraction:g} | {w_err:+.2f}% | {e2e_cell} | "
-                     f"{loo_cell} | {cond:+.2f}% | {in_use} |")
+        lines.append(f"| {cell} ({row['sglang_version']}\\*) | {fraction:g} | {w_err:+.2f}% | "
+                     f"{e2e_cell} | {loo_cell} | {cond:+.2f}% | {in_use} |")
         notes.append(f"- {label}: version {row['version_note']}"
                      + (f"; {row['model_note']}" if row["model_note"] else "")
-                     + ("; GPU assumed (the docs CI card is not named)" if "GPU not named" in row["notes"] else ""))
+                     + ("; GPU assumed (the docs CI card is not named)"
+                        if "GPU not named" in row["notes"] else ""))
     lines.append(f"| **median abs. error** | | | {_median(errs['e2e'])} | {_median(errs['loo'])} | "
                  f"{_median(errs['cond'])} | |")
     lines.append(f"| **worst abs. error** | | | {_worst(errs['e2e'])} | {_worst(errs['loo'])} | "
                  f"{_worst(errs['cond'])} | |")
-    tp_rows = [r for r in rows if int(r["tensor_parallel_size"] or 1) > 1 and r["gpu"] and not r["replay_note"]]
+    tp_rows = [r for r in rows
+               if int(r["tensor_parallel_size"] or 1) > 1 and r["gpu"] and not r["replay_note"]]
     for r in tp_rows:
         g = resolve_gpu(r["gpu"])
         tp = int(r["tensor_parallel_size"])
-        notes.append(f"- TP{tp} on {g.name} ({'NVLink ' + format(g.nvlink_gbps_per_gpu, 'g') + ' GB/s' if g.nvlink_gbps_per_gpu else 'PCIe'}): "
-                     f"kvplan adds {interconnect.tp_bytes(g, tp, 'sglang') / GiB:.2f} GiB of NCCL/all-reduce buffers "
-                     f"to the TP1 context; the log had {(g.cuda_total_bytes / GiB - float(r['free_before_load_gib'])):.2f} GiB "
+        link = (f"NVLink {format(g.nvlink_gbps_per_gpu, 'g')} GB/s" if g.nvlink_gbps_per_gpu
+                else "PCIe")
+        notes.append(f"- TP{tp} on {g.name} ({link}): "
+                     f"kvplan adds {interconnect.tp_bytes(g, tp, 'sglang') / GiB:.2f} GiB of "
+                     "NCCL/all-reduce buffers to the TP1 context; the log had "
+                     f"{(_cuda_total(g) / GiB - float(r['free_before_load_gib'])):.2f} GiB "
                      "in use before loading in all (GPU total estimated where the spec says so)")
     return lines + ["", "\\* stated assumptions:", "", *notes], errs, skipped
 
@@ -345,15 +389,16 @@ TGI_GAP = ("The last column converts each miss into the memory TGI held at warm-
            "context + weights + warm-up estimate (divided by the era's wiggle room where it scales "
            "the free memory). TGI sizes the KV cache before it captures its CUDA graphs (decode "
            "sizes [1, 2, 4, 8, 16, 32] by default; flash_causal_lm.py `warmup` from v1.x to v3.3), "
-           "so graphs are no part of the gap. Three warm-up mechanisms are modelled from TGI's code: "
-           "the warm-up image through TGI's eager SigLIP attention (≥ 2.1, Gemma 3: 1 GiB at TP2), "
-           "Gemma 3's image-aware L × L prefill masks (≥ 3.3: 10 B per element, 0.6 GiB at 8000 "
-           "tokens) and llm-awq's split-K GEMM buffer for AWQ before GPTQ-Marlin (8 × tokens × "
-           "widest GEMM, 1.75 GiB on the 3090 AWQ row). The 3090 bf16 gap equals the 0.7 GB its poster "
-           "saw in use before starting (a desktop GPU): given that, the row replays within 1 %; "
-           "whether the AWQ test ran with the same 0.7 GB is not stated (with it: −4.7 %). What "
-           "the A10G rows (2.0–2.2: 1.1–1.3 GiB) and the Gemma 3 row (1.2 GiB) held beyond that is "
-           "not identified: no constant was fitted to it, so TGI capacity stays an upper bound.")
+           "so graphs are no part of the gap. Three warm-up mechanisms are modelled from TGI's "
+           "code: the warm-up image through TGI's eager SigLIP attention (≥ 2.1, Gemma 3: 1 GiB at "
+           "TP2), Gemma 3's image-aware L × L prefill masks (≥ 3.3: 10 B per element, 0.6 GiB at "
+           "8000 tokens) and llm-awq's split-K GEMM buffer for AWQ before GPTQ-Marlin (8 × tokens "
+           "× widest GEMM, 1.75 GiB on the 3090 AWQ row). The 3090 bf16 gap equals the 0.7 GB its "
+           "poster saw in use before starting (a desktop GPU): given that, the row replays within "
+           "1 %; whether the AWQ test ran with the same 0.7 GB is not stated (with it: −4.7 %). "
+           "What the A10G rows (2.0–2.2: 1.1–1.3 GiB) and the Gemma 3 row (1.2 GiB) held beyond "
+           "that is not identified: no constant was fitted to it, so TGI capacity stays an upper "
+           "bound.")
 TGI_LOGS = HERE / "data" / "tgi_logs.csv"
 
 
@@ -362,11 +407,13 @@ def _tgi_model(row: dict[str, str]):  # noqa: ANN202
     (no rope scaling) for Meta-Llama-3-8B-Instruct; AWQ 4-bit group 128 where the row says awq
     (both stated as assumptions in the row's model_note)."""
     name = row["catalogue_model"]
-    base = "meta-llama/Llama-3.1-8B-Instruct" if name == "meta-llama/Meta-Llama-3-8B-Instruct" else name
-    entry = find_model_entry(base)
+    base = ("meta-llama/Llama-3.1-8B-Instruct" if name == "meta-llama/Meta-Llama-3-8B-Instruct"
+            else name)
+    entry = _entry(base)
     cfg = json.loads((data_dir("model_specs") / entry.config).read_text())
     if base != name:
-        cfg = {k: v for k, v in cfg.items() if k != "rope_scaling"} | {"max_position_embeddings": 8192}
+        cfg = ({k: v for k, v in cfg.items() if k != "rope_scaling"}
+               | {"max_position_embeddings": 8192})
     if row["quantization"] == "awq":
         cfg["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128,
                                       "zero_point": True, "version": "gemm"}
@@ -386,31 +433,37 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
     with open(TGI_LOGS, newline="") as f:
         rows = list(csv.DictReader(f))
     lines = ["| log (TGI version) | era | block | kvplan | log | KV tokens end-to-end | "
-             "KV tokens conditional | extra GiB at warm-up |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "KV tokens conditional | extra GiB at warm-up |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     errs: dict[str, list[float]] = {"e2e": [], "cond": []}
     notes, skipped, outcomes = [], [], []
     for row in rows:
         if row["replay_note"].startswith("skip:"):
-            skipped.append(f"- `{row['model']}` ({row['tgi_version']}, {row['source']}): {row['replay_note'][5:].strip()}")
+            skipped.append(f"- `{row['model']}` ({row['tgi_version']}, {row['source']}): "
+                           f"{row['replay_note'][5:].strip()}")
             continue
         shards = int(row["num_shard"])
         m = _tgi_model(row)
         g = resolve_gpu(row["gpu"])
 
         def run(total_gib: float | None = None, m=m, g=g, row=row, shards=shards):  # noqa: ANN202
-            return plan(m, g, engine="tgi", engine_version=row["tgi_version"], tensor_parallel_size=shards,
+            prefill = row["max_batch_prefill_tokens"]
+            return plan(m, g, engine="tgi", engine_version=row["tgi_version"],
+                        tensor_parallel_size=shards,
                         gpu_memory_utilization=float(row["cuda_memory_fraction"]),
-                        max_num_batched_tokens=int(row["max_batch_prefill_tokens"]) if row["max_batch_prefill_tokens"] else None,
-                        max_model_len=int(row["max_total_tokens"]) if row["max_total_tokens"] else None,
+                        max_num_batched_tokens=int(prefill) if prefill else None,
+                        max_model_len=(int(row["max_total_tokens"]) if row["max_total_tokens"]
+                                       else None),
                         dtype=row["dtype"] or None, gpu_memory_gib=total_gib)
 
         p = run()
         label = f"{row['model'].split('/')[-1]} ×{shards} {row['gpu']}"
         if row["expected"]:
             got = "fits" if p.fits else "fails"
-            outcomes.append(f"- {label} ({row['tgi_version']}, [log]({row['source']})): the start-up {row['expected']} in "
-                            f"the log; kvplan says it {got} "
-                            f"({', '.join(x.code for x in p.problems if x.severity == 'error') or 'no error'})"
+            refused = ", ".join(x.code for x in p.problems if x.severity == "error")
+            outcomes.append(f"- {label} ({row['tgi_version']}, [log]({row['source']})): the "
+                            f"start-up {row['expected']} in the log; kvplan says it {got} "
+                            f"({refused or 'no error'})"
                             + (" ✓" if got == row["expected"] else " ✗"))
             continue
         actual = int(row["max_batch_total_tokens"])
@@ -418,7 +471,7 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
         errs["e2e"].append(err)
         cond_cell = "—"
         if row["used_before_start_gib"]:
-            q = run(g.cuda_total_bytes / GiB - float(row["used_before_start_gib"]))
+            q = run(_cuda_total(g) / GiB - float(row["used_before_start_gib"]))
             cond = (q.kv_cache.tokens - actual) / actual * 100
             errs["cond"].append(cond)
             cond_cell = f"{cond:+.2f}%"
@@ -426,16 +479,21 @@ def run_tgi() -> tuple[list[str], dict[str, list[float]], list[str]]:
         era = tgi.select_era(vllm.parse_version(row["tgi_version"]))
         scale = 1.0 if era.wiggle_on_budget else era.wiggle_room
         extra = (p.kv_cache.tokens - actual) * p.kv_cache.bytes_per_token / scale / GiB
-        cell = f"[{label}]({row['source']})" if row["source"].startswith("http") else f"{label} ({row['source']})"
+        cell = (f"[{label}]({row['source']})" if row["source"].startswith("http")
+                else f"{label} ({row['source']})")
         lines.append(f"| {cell} ({row['tgi_version']}\\*) | {p.engine.era} | "
-                     f"{p.kv_cache.block_size} | {p.kv_cache.tokens:,} | {actual:,} | {err:+.2f}% | {cond_cell} | "
+                     f"{p.kv_cache.block_size} | {p.kv_cache.tokens:,} | {actual:,} | {err:+.2f}% "
+                     f"| {cond_cell} | "
                      f"{extra:.2f} |")
         notes.append(f"- {label}: version {row['version_note']}"
                      + (f"; {row['model_note']}" if row["model_note"] else "")
                      + "; the GPU's CUDA total is kvplan's estimate (no TGI log prints it)")
-    lines.append(f"| **median abs. error** | | | | | {_median(errs['e2e'])} | {_median(errs['cond'])} | |")
-    lines.append(f"| **worst abs. error** | | | | | {_worst(errs['e2e'])} | {_worst(errs['cond'])} | |")
-    return (lines + ["", "\\* stated assumptions:", "", *notes, "", "Outcome-only rows:", "", *outcomes],
+    lines.append(f"| **median abs. error** | | | | | {_median(errs['e2e'])} | "
+                 f"{_median(errs['cond'])} | |")
+    lines.append(f"| **worst abs. error** | | | | | {_worst(errs['e2e'])} | "
+                 f"{_worst(errs['cond'])} | |")
+    return (lines + ["", "\\* stated assumptions:", "", *notes, "", "Outcome-only rows:", "",
+                     *outcomes],
             errs, skipped)
 
 
@@ -447,10 +505,10 @@ def allocator_line() -> str:
     data = json.loads(DATA.read_text())
     exact = sum(kvplan_counts(r) == (r["allocated"], r["reserved"]) for r in data["configs"])
     run = data["run"]
-    return (f"Weights are replayed through PyTorch's caching allocator (`kvplan/allocator.py`). Against "
-            f"the real allocator (PyTorch {run['torch']}, {run['gpu']}, `benchmarks/allocator_check.py`), "
-            f"allocated and reserved bytes are byte-exact for {exact} of {len(data['configs'])} "
-            "bundled-model configurations.")
+    return ("Weights are replayed through PyTorch's caching allocator (`kvplan/allocator.py`). "
+            f"Against the real allocator (PyTorch {run['torch']}, {run['gpu']}, "
+            "`benchmarks/allocator_check.py`), allocated and reserved bytes are byte-exact for "
+            f"{exact} of {len(data['configs'])} bundled-model configurations.")
 
 
 def _row(engine: str, n: int, e2e: list[float], loo: list[float] | None, cond: list[float]) -> str:
@@ -474,28 +532,29 @@ def main() -> None:
     text = "\n".join([
         "## vLLM", "",
         f"Replayed {n} vLLM start-up logs (`benchmarks/data/vllm_calibration.csv` and "
-        "`vllm_llmd_extra.csv`); error = (kvplan − log) / log. The component columns are conditional "
-        "on each log's own device total; the last two plan the KV tokens end-to-end (the GPU "
-        "spec's total) and leave-one-out (benchmarks/calibrate.py's constants refitted without "
-        "the row).", "", *table, "",
+        "`vllm_llmd_extra.csv`); error = (kvplan − log) / log. The component columns are "
+        "conditional on each log's own device total; the last two plan the KV tokens end-to-end "
+        "(the GPU spec's total) and leave-one-out (benchmarks/calibrate.py's constants refitted "
+        "without the row).", "", *table, "",
         f"Not replayed yet ({len(skipped)} rows):", "", *skipped,
     ])
     sg_table, sg_errors, sg_skipped = run_sglang()
     text += "\n\n" + "\n".join([
         "## SGLang", "",
-        f"Replayed {len(sg_errors['cond'])} public start-up logs (`benchmarks/data/sglang_logs.csv`); "
-        "error = (kvplan − log) / log. *End-to-end* plans from the GPU, flags and version only (as a "
-        "user gets it); *conditional* starts from the free memory the log measured before loading the "
-        "weights, so it tests the pool arithmetic alone; *leave-one-out* re-estimates the one constant "
-        "read off these logs (the TP1 context in use before loading) without the row. Shared GPUs and "
-        "GPUs outside the catalogue are replayed conditionally only.",
+        f"Replayed {len(sg_errors['cond'])} public start-up logs "
+        "(`benchmarks/data/sglang_logs.csv`); error = (kvplan − log) / log. *End-to-end* plans "
+        "from the GPU, flags and version only (as a user gets it); *conditional* starts from the "
+        "free memory the log measured before loading the weights, so it tests the pool "
+        "arithmetic alone; *leave-one-out* re-estimates the one constant read off these logs (the "
+        "TP1 context in use before loading) without the row. Shared GPUs and GPUs outside the "
+        "catalogue are replayed conditionally only.",
         "", *sg_table, "", f"Not replayed ({len(sg_skipped)} rows):", "", *sg_skipped])
     tg_table, tg_errors, tg_skipped = run_tgi()
     text += "\n\n" + "\n".join([
         "## TGI", "",
-        f"Replayed {len(tg_errors['e2e'])} public start-up logs (`benchmarks/data/tgi_logs.csv`) with "
-        "their version, GPU, shards and launcher lengths; error = (kvplan − log) / log. *Conditional* "
-        "also takes the memory the log says was in use before TGI started.",
+        f"Replayed {len(tg_errors['e2e'])} public start-up logs (`benchmarks/data/tgi_logs.csv`) "
+        "with their version, GPU, shards and launcher lengths; error = (kvplan − log) / log. "
+        "*Conditional* also takes the memory the log says was in use before TGI started.",
         "", *tg_table, "", TGI_GAP, "", f"Not replayed ({len(tg_skipped)} rows):", "", *tg_skipped])
     from trtllm_replay import conditional as trt_cond
     from trtllm_replay import end_to_end as trt_e2e
@@ -515,11 +574,14 @@ def main() -> None:
         *trt_markdown()])
     text += "\n\n" + allocator_line()
     summary = "\n".join([
-        "| engine | logs | KV tokens end-to-end: median / worst (rows) | leave-one-out | conditional |",
+        "| engine | logs | KV tokens end-to-end: median / worst (rows) | leave-one-out | "
+        "conditional |",
         "|---|---:|---|---|---|",
         _row("vLLM", n, errors[EXTRA_COLUMNS[0]], errors[EXTRA_COLUMNS[1]], errors["KV tokens"]),
-        _row("SGLang", len(sg_errors["cond"]) + len(sg_skipped), sg_errors["e2e"], sg_errors["loo"], sg_errors["cond"]),
-        _row("TGI", len(tg_errors["e2e"]) + len(tg_skipped), tg_errors["e2e"], None, tg_errors["cond"]),
+        _row("SGLang", len(sg_errors["cond"]) + len(sg_skipped), sg_errors["e2e"],
+             sg_errors["loo"], sg_errors["cond"]),
+        _row("TGI", len(tg_errors["e2e"]) + len(tg_skipped), tg_errors["e2e"], None,
+             tg_errors["cond"]),
         _row("TensorRT-LLM", len(rows), trt_e, None, trt_c),
     ])
     doc = "\n".join([

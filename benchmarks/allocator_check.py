@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -68,7 +69,8 @@ def export(path: str) -> None:
             (sizes,) = stage_allocations(m, tp=tp, pp=1, dtype=dtype, quant=m.quantization)
             if sum(n for n in sizes if n > 0) <= LIMIT_BYTES:
                 configs.append({"label": f"{entry.id} tp{tp} {dtype}", "dtype": dtype,
-                                "rope_positions": m.rope_cache_positions, "rotary_dim": m.rotary_dim,
+                                "rope_positions": m.rope_cache_positions,
+                                "rotary_dim": m.rotary_dim,
                                 "sizes": encode(sizes)})
     Path(path).write_text(json.dumps(configs))
     print(f"{len(configs)} configurations written to {path}")
@@ -78,7 +80,8 @@ def replay(seqs_path: str, out_path: str) -> None:
     import os
     import subprocess
 
-    import torch
+    # torch is on the GPU machine only (and typed there)
+    import torch  # type: ignore[import-not-found, unused-ignore]
 
     dev = torch.device("cuda")
     dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -120,10 +123,11 @@ def replay(seqs_path: str, out_path: str) -> None:
         rows.append({**cfg, "allocated": allocated, "reserved": reserved})
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip()
-    header = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-              "driver": driver, "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-              "method": "benchmarks/allocator_check.py replay: one process, configurations in order, "
-                        "each starting from an empty allocator (reserved 0)"}
+    header = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "cuda": torch.version.cuda, "driver": driver,
+              "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+              "method": "benchmarks/allocator_check.py replay: one process, configurations in "
+                        "order, each starting from an empty allocator (reserved 0)"}
     lines = [json.dumps(r, separators=(",", ":")) for r in rows]
     Path(out_path).write_text('{"run": ' + json.dumps(header) + ',\n"configs": [\n'
                               + ",\n".join(lines) + "\n]}\n")
@@ -135,7 +139,8 @@ def kvplan_counts(row: dict) -> tuple[int, int]:
     sys.path.insert(0, str(HERE.parent))
     from kvplan.model.weights import replay_allocations
 
-    a = replay_allocations(decode(row["sizes"]), row["dtype"], row["rope_positions"], row["rotary_dim"])
+    a = replay_allocations(decode(row["sizes"]), row["dtype"], row["rope_positions"],
+                           row["rotary_dim"])
     allocated = a.allocated_bytes
     a.empty_cache()
     return allocated, a.reserved_bytes
@@ -157,4 +162,6 @@ def compare(out_path: str = str(DATA)) -> None:
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:] or ["help"]
-    {"export": export, "replay": replay, "compare": compare}.get(cmd, lambda *_: print(__doc__))(*args)
+    commands: dict[str, Callable[..., None]] = {"export": export, "replay": replay,
+                                                "compare": compare}
+    commands.get(cmd, lambda *_: print(__doc__))(*args)

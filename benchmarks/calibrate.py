@@ -30,7 +30,13 @@ def fit(rows: list[dict[str, str]]) -> tuple[dict[str, float], dict[str, int]]:
     """The constants fitted on `rows` (vllm.py attribute name → value in the code's units: bytes
     for *_BYTES*, plain numbers otherwise), and how many rows fed each group."""
     rows = [r for r in rows if r["vllm_version"]]
-    sampler, forward, forward_v0, nt_tp1, nt_pp, nt_tp, graphs = [], [], [], [], [], [], []
+    sampler: list[float] = []
+    forward: list[float] = []
+    forward_v0: list[float] = []
+    nt_tp1: list[float] = []
+    nt_pp: list[float] = []
+    nt_tp: list[float] = []
+    graphs: list[tuple[int, float]] = []
     for r in rows:
         entry = find_model_entry(r["model"])
         if entry is None:
@@ -101,11 +107,13 @@ def main() -> None:
         if name.startswith("_"):
             continue
         current = getattr(vllm, name)
-        unit, scale = {"NON_TORCH_BYTES_TP1": (" (GiB)", GiB), "NON_TORCH_BYTES_PP_ONLY": (" (GiB)", GiB),
+        unit, scale = {"NON_TORCH_BYTES_TP1": (" (GiB)", GiB),
+                       "NON_TORCH_BYTES_PP_ONLY": (" (GiB)", GiB),
                        "CUDAGRAPH_POOL_BYTES": (" (GiB)", GiB),
                        "CUDAGRAPH_BYTES_PER_LAYER_GRAPH": (" (MiB)", MiB)}.get(name, ("", 1))
         print(f"{name + unit:40s} fitted {value / scale:12.4f}   in code {current / scale:12.4f}")
-    print(f"{'TP>1 non-torch above TP1, median (GiB)':40s} measured {fitted['_nt_tp_above_tp1_gib']:10.4f}   "
+    print(f"{'TP>1 non-torch above TP1, median (GiB)':40s} "
+          f"measured {fitted['_nt_tp_above_tp1_gib']:10.4f}   "
           "(not fitted: engines/interconnect.py derives it from the GPU's link)")
     print("\nrows: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 

@@ -49,8 +49,9 @@ def main() -> None:
         print(f"{name}: median {ms[name][0] * 1000:.0f} ms wall (worst {max(walls) * 1000:.0f}), "
               f"{ms[name][1] * 1000:.0f} ms CPU over {runs} runs")
     plan, bare, floor = ms[CMD_NAME], ms["bare python -c pass"], ms["import typer, pydantic, rich"]
-    print(f"kvplan plan / bare python: {plan[0] / bare[0]:.1f}× wall, {plan[1] / bare[1]:.1f}× CPU; "
-          f"typer+pydantic+rich floor: {floor[0] / bare[0]:.1f}× wall, {floor[1] / bare[1]:.1f}× CPU")
+    print(f"kvplan plan / bare python: {plan[0] / bare[0]:.1f}× wall, "
+          f"{plan[1] / bare[1]:.1f}× CPU; typer+pydantic+rich floor: "
+          f"{floor[0] / bare[0]:.1f}× wall, {floor[1] / bare[1]:.1f}× CPU")
 
 
 CMD_NAME = "kvplan plan (catalogue model, --json)"

@@ -60,7 +60,8 @@ def row(path: Path) -> dict[str, str]:
         "kv_cache_gib": first(r"Available KV cache memory: ([\d.]+) GiB", t),
         "kv_cache_tokens": first(r"GPU KV cache size: ([\d,]+) tokens", t).replace(",", ""),
         "gpu_blocks": "",
-        "max_concurrency": first(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x", t),
+        "max_concurrency": first(
+            r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x", t),
         "cuda_graph_gib": first(r"Estimated CUDA graph memory: ([\d.]+) GiB total", t),
         "error_text": "",
         "notes": (f"llm-d-planner accuracy sweep raw vLLM log; enable_prefix_caching={prefix}; "
@@ -69,7 +70,8 @@ def row(path: Path) -> dict[str, str]:
 
 
 def main() -> None:
-    known = {r["source"] for r in csv.DictReader(open(Path(__file__).parent / "data" / "vllm_calibration.csv"))}
+    calibration = Path(__file__).parent / "data" / "vllm_calibration.csv"
+    known = {r["source"] for r in csv.DictReader(open(calibration))}
     out = csv.DictWriter(sys.stdout, fieldnames=FIELDS, lineterminator="\n")
     out.writeheader()
     for path in sorted(Path(sys.argv[1]).glob("*.log")):

@@ -39,6 +39,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -59,7 +60,8 @@ SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us", "la
 PER_ENGINE = ("request_overhead_ms",)
 ENGINES = ("vllm", "sglang")
 START = {"gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
-         "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0, "request_overhead_ms": 20.0}
+         "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0,
+         "request_overhead_ms": 20.0}
 BOUNDS = {"gemm_efficiency": (0.05, 1.0), "bandwidth_efficiency": (0.2, 1.0),
           "allreduce_latency_us": (0.0, 200.0), "step_overhead_ms": (0.0, 50.0),
           "layer_overhead_us": (0.0, 500.0), "seq_overhead_us": (0.0, 200.0),
@@ -78,10 +80,11 @@ def _quant(precision: str) -> QuantSpec | None:
     return None
 
 
-def load_rows() -> list[dict]:
+def load_rows() -> list[dict[str, Any]]:
     rows = []
     with DATA.open(newline="") as f:
-        for r in csv.DictReader(f):
+        for raw in csv.DictReader(f):
+            r: dict[str, Any] = dict(raw)
             r["group"] = f"{r['model']} | {r['gpu']} | {r['engine']}"
             for k in ("tp", "pp", "isl", "osl", "concurrency"):
                 r[k] = int(r[k])
@@ -93,6 +96,13 @@ def load_rows() -> list[dict]:
 
 
 _CTX: dict[tuple, perf.PerfContext] = {}
+
+
+def _count(value: object) -> int:
+    """A planned count (max_num_seqs, max_num_batched_tokens) as int() reads it."""
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {value!r}")
+    return int(value)
 
 
 def context(r: dict) -> perf.PerfContext:
@@ -112,8 +122,8 @@ def context(r: dict) -> perf.PerfContext:
     ctx = perf.context_for(
         m, g, r["engine"], (version or "0.12.0") if r["engine"] == "vllm" else version,
         tp=r["tp"], pp=r["pp"], quant=q,
-        max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
-        max_num_seqs=int(inputs["max_num_seqs"]),
+        max_num_batched_tokens=_count(inputs["max_num_batched_tokens"]),
+        max_num_seqs=_count(inputs["max_num_seqs"]),
         kv_capacity_tokens=max(p.kv_cache.tokens, 1))
     _CTX[key] = ctx
     return ctx
@@ -128,10 +138,10 @@ def unpack(x: list[float]) -> dict[str, perf.Coefficients]:
     def val(name: str, z: float) -> float:
         lo, hi = BOUNDS[name]
         return lo + (hi - lo) / (1 + math.exp(-z))
-    shared = {n: val(n, z) for n, z in zip(SHARED, x[:len(SHARED)])}
+    shared = {n: val(n, z) for n, z in zip(SHARED, x[:len(SHARED)], strict=True)}
     out, k = {}, len(SHARED)
     for e in ENGINES:
-        own = {n: val(n, z) for n, z in zip(PER_ENGINE, x[k:k + len(PER_ENGINE)])}
+        own = {n: val(n, z) for n, z in zip(PER_ENGINE, x[k:k + len(PER_ENGINE)], strict=True)}
         k += len(PER_ENGINE)
         out[e] = perf.Coefficients(**shared, **own)
     return out
@@ -189,22 +199,22 @@ def nelder_mead(f, x0: list[float], *, step: float = 0.7, iters: int = 1200,
             break
         centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
         worst = simplex[-1]
-        refl = [c + (c - w) for c, w in zip(centroid, worst)]
+        refl = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
         fr = f(refl)
         if fr < values[0]:
-            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
             fe = f(exp)
             simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
         elif fr < values[-2]:
             simplex[-1], values[-1] = refl, fr
         else:
-            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
             fc = f(con)
             if fc < values[-1]:
                 simplex[-1], values[-1] = con, fc
             else:
                 best = simplex[0]
-                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q)]
+                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q, strict=True)]
                                     for q in simplex[1:]]
                 values = [values[0]] + [f(p) for p in simplex[1:]]
     return simplex[min(range(n + 1), key=values.__getitem__)]
@@ -237,8 +247,8 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def errors(rows: list[dict], preds: list[perf.PerfPoint]) -> dict[str, list[float]]:
-    out = {"ttft": [], "tpot": [], "throughput": []}
-    for r, p in zip(rows, preds):
+    out: dict[str, list[float]] = {"ttft": [], "tpot": [], "throughput": []}
+    for r, p in zip(rows, preds, strict=True):
         out["ttft"].append(p.ttft_ms / r["ttft_ms"] - 1)
         out["tpot"].append(p.tpot_ms / r["tpot_ms"] - 1)
         out["throughput"].append(p.output_tokens_per_s / r["throughput"] - 1)

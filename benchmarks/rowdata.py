@@ -58,18 +58,22 @@ def _ct(num_bits: int, kind: str) -> dict:
 # "quantization=compressed-tensors" / "gptq_marlin").
 QUANT_ASSUMPTIONS = {
     "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8": (
-        "meta-llama/Llama-3.1-8B-Instruct", _ct(8, "int"), "w8a8 = int8 per-channel weights, lm_head kept"),
+        "meta-llama/Llama-3.1-8B-Instruct", _ct(8, "int"),
+        "w8a8 = int8 per-channel weights, lm_head kept"),
     "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": (
         "Qwen/Qwen2.5-7B-Instruct", _ct(8, "int"), "w8a8 = int8 per-channel weights, lm_head kept"),
     "redhatai/Llama-3.3-70B-Instruct-quantized.w8a8": (
-        "meta-llama/Llama-3.3-70B-Instruct", _ct(8, "int"), "w8a8 = int8 per-channel weights, lm_head kept"),
+        "meta-llama/Llama-3.3-70B-Instruct", _ct(8, "int"),
+        "w8a8 = int8 per-channel weights, lm_head kept"),
     "RedHatAI/Mistral-Small-3.1-24B-Instruct-2503-quantized.w8a8": (
         "mistralai/Mistral-Small-3.1-24B-Instruct-2503", _ct(8, "int"),
         "w8a8 = int8 per-channel weights of the language model, lm_head kept"),
     "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic": (
-        "Qwen/Qwen2.5-7B-Instruct", _ct(8, "float"), "fp8-dynamic = fp8 per-channel weights, lm_head kept"),
+        "Qwen/Qwen2.5-7B-Instruct", _ct(8, "float"),
+        "fp8-dynamic = fp8 per-channel weights, lm_head kept"),
     "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic": (
-        "meta-llama/Llama-3.3-70B-Instruct", _ct(8, "float"), "fp8-dynamic = fp8 per-channel weights, lm_head kept"),
+        "meta-llama/Llama-3.3-70B-Instruct", _ct(8, "float"),
+        "fp8-dynamic = fp8 per-channel weights, lm_head kept"),
     "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": (
         "meta-llama/Llama-3.1-8B-Instruct",
         {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False},

@@ -22,10 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
 
-MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"), ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
+MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"),
+          ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
           ("MoE", "Qwen/Qwen3-235B-A22B"), ("MoE", "Qwen/Qwen3-30B-A3B"),
           ("MLA", "deepseek-ai/DeepSeek-V2-Lite")]
-TARGET = {"max_model_len": 32768}
+MAX_MODEL_LEN = 32768
 CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
        "--target-concurrency", "40", "--avg-input-tokens", "3000", "--avg-output-tokens", "400"]
 
@@ -34,20 +35,27 @@ def in_process(runs: int) -> None:
     import kvplan
     from kvplan.model import weights
     from kvplan.catalog import find_model_entry, load_catalog_model
-    from kvplan.specs import Workload
+    from kvplan.specs import ModelSpec, Workload
 
     workload = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
     # warm the interpreter on every code path (imports, engines, misses) with another model
-    kvplan.sweep(load_catalog_model(find_model_entry("qwen2.5-7b")), workload=workload, **TARGET)
+    def load(ref: str) -> ModelSpec:
+        entry = find_model_entry(ref)
+        if entry is None:
+            raise LookupError(f"{ref} is not in the catalogue")
+        return load_catalog_model(entry)
+
+    kvplan.sweep(load("qwen2.5-7b"), workload=workload, max_model_len=MAX_MODEL_LEN)
     for kind, ref in MODELS:
-        cold, warm = [], []
+        cold: list[float] = []
+        warm: list[float] = []
         for _ in range(runs):
-            m = load_catalog_model(find_model_entry(ref))  # a new object: cold per-model caches
+            m = load(ref)  # a new object: cold per-model caches
             weights._replayed.cache_clear()  # and no allocator replay or fused name from before
             weights.fused_name.cache_clear()
             for rates in (cold, warm):  # the second sweep reuses that model's caches
                 start = time.process_time()  # CPU time: the machine may be shared
-                r = kvplan.sweep(m, workload=workload, **TARGET)
+                r = kvplan.sweep(m, workload=workload, max_model_len=MAX_MODEL_LEN)
                 rates.append(len(r.options) / (time.process_time() - start))
         print(f"{kind:5} {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "
               f"median {statistics.median(cold):,.0f} plans/s cold, "

@@ -28,12 +28,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kvplan import plan
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu
-from kvplan.engines import trtllm
-from kvplan.model.config import spec_from_config
-from kvplan.specs import ModelSpec
-from kvplan.units import GiB
+from kvplan import plan  # noqa: E402
+from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
+from kvplan.engines import trtllm  # noqa: E402
+from kvplan.model.config import spec_from_config  # noqa: E402
+from kvplan.specs import ModelSpec  # noqa: E402
+from kvplan.units import GiB  # noqa: E402
 
 DATA = HERE / "data" / "trtllm_logs.csv"
 
@@ -62,8 +62,8 @@ ASSUMPTIONS: dict[tuple[str, str], RowFacts] = {
         "0.21.0", "meta-llama/Llama-3.1-8B-Instruct", True, "fp8", "h100-sxm-80gb", None,
         "log dated 07/24/2025 with the 07/2025 'pages per sequence … [window size=…]' format → "
         "KvCacheCreator era (0.21 assumed); nvidia/Llama-3.1-8B-Instruct-FP8 = the Llama-3.1-8B "
-        "config + ModelOpt FP8 (weights and KV, lm_head kept), as its 70B sibling in the catalogue; "
-        "'H100' from the issue title → H100 SXM"),
+        "config + ModelOpt FP8 (weights and KV, lm_head kept), as its 70B sibling in the "
+        "catalogue; 'H100' from the issue title → H100 SXM"),
     ("https://github.com/NVIDIA/TensorRT-LLM/issues/224", "10718"): RowFacts(
         "0.5.0", "meta-llama/Llama-2-7b-hf", False, "float16", "a10", None,
         "issue opened 2023-10-31 with examples/llama/build.py (row notes: v0.5 log format)"),
@@ -75,22 +75,28 @@ ASSUMPTIONS: dict[tuple[str, str], RowFacts] = {
         "engine version 0.13.0.dev2024082000 in the log; Qwen1.5-7B (fine-tune) is not in the "
         "catalogue: its published config has 32 layers, 32 KV heads (MHA), head_dim 128, fp16 "
         "→ 524288 B/token; tokens per block and fraction not logged → the era's defaults"),
-    ("https://github.com/triton-inference-server/tensorrtllm_backend/blob/71ff7bc6b9e4f4b8be9e45387e712a8f4f0c4517/docs/multimodal.md", "315488"): RowFacts(
+    ("https://github.com/triton-inference-server/tensorrtllm_backend/blob/"
+     "71ff7bc6b9e4f4b8be9e45387e712a8f4f0c4517/docs/multimodal.md", "315488"): RowFacts(
         "0.18.0", None, True, "float16", None, None,
         "doc commit 2025-03-11 → 0.18 assumed; llava-1.5-7b not in the catalogue; "
         "bytes/token from the log (77.02 GiB / 315488 = 262144 = 32 layers × 16 KV heads × 128 "
         "× 2 × 2 B: fp16 KV at TP2, not the fp8 KV the doc also shows); 315488 = 9859 × 32"),
-    ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md (mid-2024 revision; the log lines were trimmed in later revisions such as 8809c33; exact commit not pinned)", "294848"): RowFacts(
+    ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md (mid-2024 revision; "
+     "the log lines were trimmed in later revisions such as 8809c33; exact commit not pinned)",
+     "294848"): RowFacts(
         "0.12.0", "meta-llama/Llama-2-7b-hf", True, "fp8", None, None,
         "TensorRT-LLM 0.12.0.dev2024073000 in the log; FP8 weights and KV per the row"),
-    ("https://github.com/NVIDIA/TensorRT-LLM/blob/7ff5302377eb3063d2c056746f686eebb23184bc/docs/source/reference/memory.md", "259840"): RowFacts(
+    ("https://github.com/NVIDIA/TensorRT-LLM/blob/7ff5302377eb3063d2c056746f686eebb23184bc/"
+     "docs/source/reference/memory.md", "259840"): RowFacts(
         "0.12.0", None, False, "float16", None, None,
         "version not stated (64-token blocks → the 0.8–0.16 engine era); model not stated: "
         "bytes/token from the log (63.44 GiB / 259840)"),
-    ("https://github.com/ai-dynamo/dynamo/blob/34be266cb557c951d8df7fe0d5c5b89d2c4b76ea/examples/python_rs/llm/tensorrt_llm/README.md", "220480"): RowFacts(
+    ("https://github.com/ai-dynamo/dynamo/blob/34be266cb557c951d8df7fe0d5c5b89d2c4b76ea/"
+     "examples/python_rs/llm/tensorrt_llm/README.md", "220480"): RowFacts(
         "0.18.0", None, False, "float16", "h100-sxm-80gb", None,
         "log dated 02/14/2025 (0.18 assumed); model unknown (131072 B/token: Llama-3-8B class)"),
-    ("https://github.com/ai-dynamo/dynamo/blob/34be266cb557c951d8df7fe0d5c5b89d2c4b76ea/examples/python_rs/llm/tensorrt_llm/README.md", "1800032"): RowFacts(
+    ("https://github.com/ai-dynamo/dynamo/blob/34be266cb557c951d8df7fe0d5c5b89d2c4b76ea/"
+     "examples/python_rs/llm/tensorrt_llm/README.md", "1800032"): RowFacts(
         "0.18.0", None, False, "float16", None, None,
         "log dated 02/20/2025; TinyLlama-1.1B is not in the catalogue; GPU not stated"),
 }
@@ -98,18 +104,23 @@ ASSUMPTIONS: dict[tuple[str, str], RowFacts] = {
 
 # Why a row misses by more than 1 % (row key, mode, reason). No constant is fitted to close them.
 EXPLANATIONS: dict[tuple[str, str], str] = {
-    ("294848", "conditional"): "UNEXPLAINED: the pool bytes match 0.99 × 63.62 GiB, but the log's "
-    "62.99 GiB / 294848 tokens = 229376 B/token is 7/8 of Llama-2-7B's FP8 KV (32 layers × 32 heads "
-    "× 128 × 2 × 1 B = 262144); the doc sample may mix runs or models",
-    ("294848", "end-to-end"): "the logged decoder (4.35 GB) and runtime buffers (1.14 GB), and 3.0–3.4 "
-    "GiB more that the log does not itemise (CUDA context included; the range is whether its 'GB' "
-    "is 2^30 or 10^9), are not estimated, so the bytes are 11.5 % high; the small "
-    "token error is that error cancelling the bytes/token mismatch above",
-    ("10718", "end-to-end"): "the v0.5 engine's execution context (max_input_len not in the excerpt), "
-    "runtime buffers and decoder (batch 25 × 4096 tokens) are not estimated, and the A10's CUDA "
-    "total is itself an estimate",
-    ("860320", "end-to-end"): "activation peak from the vLLM-fitted estimate and non-torch from the "
-    "vLLM/SGLang constants, neither measured on TensorRT-LLM; CUDA graphs not counted; the log gives no peak to check them against",
+    ("294848", "conditional"): (
+        "UNEXPLAINED: the pool bytes match 0.99 × 63.62 GiB, but the log's 62.99 GiB / 294848 "
+        "tokens = 229376 B/token is 7/8 of Llama-2-7B's FP8 KV (32 layers × 32 heads × 128 × 2 × 1 "
+        "B = 262144); the doc sample may mix runs or models"),
+    ("294848", "end-to-end"): (
+        "the logged decoder (4.35 GB) and runtime buffers (1.14 GB), and 3.0–3.4 GiB more that the "
+        "log does not itemise (CUDA context included; the range is whether its 'GB' is 2^30 or "
+        "10^9), are not estimated, so the bytes are 11.5 % high; the small token error is that "
+        "error cancelling the bytes/token mismatch above"),
+    ("10718", "end-to-end"): (
+        "the v0.5 engine's execution context (max_input_len not in the excerpt), runtime buffers "
+        "and decoder (batch 25 × 4096 tokens) are not estimated, and the A10's CUDA total is "
+        "itself an estimate"),
+    ("860320", "end-to-end"): (
+        "activation peak from the vLLM-fitted estimate and non-torch from the vLLM/SGLang "
+        "constants, neither measured on TensorRT-LLM; CUDA graphs not counted; the log gives no "
+        "peak to check them against"),
 }
 
 
@@ -252,13 +263,17 @@ def end_to_end(row: dict[str, str]) -> Outcome:
         if facts.gpu is None:
             out.skipped = "GPU and device total not stated"
             return out
-        total = resolve_gpu(facts.gpu).cuda_total_bytes
+        cuda_total = resolve_gpu(facts.gpu).cuda_total_bytes
+        if cuda_total is None:
+            raise ValueError(f"{facts.gpu} has no CUDA total to replay against")
+        total = cuda_total
     else:
         total = int(total_gib * GiB)
     tp, pp = _int(row["tp"]) or 1, _int(row["pp"]) or 1
     max_batch, max_input = _int(row["max_batch_size"]), _int(row["max_input_len"])
     # engines built without max_num_tokens take max_batch × max_input_len (memory.md)
-    built_tokens = max_batch * max_input if runtime == "engine" and max_batch and max_input else None
+    built_tokens = (max_batch * max_input if runtime == "engine" and max_batch and max_input
+                    else None)
     # as a user runs it: kvplan's plan() with the row's GPU (or logged total), flags and version
     p = plan(m, resolve_gpu(facts.gpu or "h100"), engine="trtllm", engine_version=facts.version,
              backend="pytorch" if runtime == "pytorch" else "tensorrt",
@@ -268,7 +283,8 @@ def end_to_end(row: dict[str, str]) -> Outcome:
              gpu_memory_utilization=_num(row["free_gpu_memory_fraction"]), max_num_seqs=max_batch,
              max_num_batched_tokens=_int(row["max_num_tokens"]) or built_tokens,
              max_model_len=_int(row["max_seq_len"]), block_size=tpb)
-    out.tokens, out.gib, out.blocks = p.kv_cache.tokens, p.memory.kv_cache_bytes / GiB, p.kv_cache.num_blocks
+    out.tokens, out.gib = p.kv_cache.tokens, p.memory.kv_cache_bytes / GiB
+    out.blocks = p.kv_cache.num_blocks
     out.tokens_from_blocks = not row["kv_cache_tokens"] and out.logged_blocks is not None
     out.note = p.memory.notes.get("budget", "")
     if runtime == "engine":
@@ -283,7 +299,8 @@ def _pct(x: float | None) -> str:
 def report(outcomes: list[Outcome], title: str, mode: str = "") -> tuple[list[str], list[float]]:
     """Markdown lines for one mode, and the |KV-token errors| (%) of the replayed rows."""
     lines = [f"**{title}**", "",
-             "| row | logged tokens | predicted | err | logged GiB | predicted GiB | err | blocks logged / predicted | how |",
+             "| row | logged tokens | predicted | err | logged GiB | predicted GiB | err | blocks "
+             "logged / predicted | how |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     errs: list[float] = []
     skipped = []
@@ -298,7 +315,8 @@ def report(outcomes: list[Outcome], title: str, mode: str = "") -> tuple[list[st
         lt = f"{o.logged_tokens:,}" if o.logged_tokens is not None else "—"
         lg = f"{o.logged_gib:.2f}" if o.logged_gib is not None else "—"
         bl = f"{o.logged_blocks if o.logged_blocks is not None else '—'} / {o.blocks}"
-        lines.append(f"| {o.label} | {lt} | {o.tokens:,} | {_pct(et)} | {lg} | {o.gib:.2f} | {_pct(eg)} | {bl} | {o.note} |")
+        lines.append(f"| {o.label} | {lt} | {o.tokens:,} | {_pct(et)} | {lg} | {o.gib:.2f} | "
+                     f"{_pct(eg)} | {bl} | {o.note} |")
     if errs:
         lines += ["", f"KV tokens |error|: median {statistics.median(errs):.2f}%, worst "
                   f"{max(errs):.2f}% over {len(errs)} rows"]
@@ -314,7 +332,8 @@ def report(outcomes: list[Outcome], title: str, mode: str = "") -> tuple[list[st
 def replay() -> dict[str, list[Outcome]]:
     """Both modes for every row (for benchmarks/accuracy.py or the docs)."""
     rows = load_rows()
-    return {"conditional": [conditional(r) for r in rows], "end-to-end": [end_to_end(r) for r in rows]}
+    return {"conditional": [conditional(r) for r in rows],
+            "end-to-end": [end_to_end(r) for r in rows]}
 
 
 def main() -> None:
@@ -330,8 +349,9 @@ def markdown() -> list[str]:
     rows = load_rows()
     cond, _ = report([conditional(r) for r in rows],
                      "Conditional (the log's own memory figures → pool arithmetic)", "conditional")
-    e2e, _ = report([end_to_end(r) for r in rows], "End-to-end (`kvplan plan --engine trtllm` with "
-                    "the GPU, flags, version and catalogue model; activations estimated)", "end-to-end")
+    e2e, _ = report([end_to_end(r) for r in rows], "End-to-end (`kvplan plan --engine trtllm` "
+                    "with the GPU, flags, version and catalogue model; activations estimated)",
+                    "end-to-end")
     return cond + [""] + e2e + ["", "Assumptions per row:", ""] + [
         f"- {_label(r)}: {ASSUMPTIONS[_key(r)].reason}" for r in rows]
 

@@ -14,6 +14,7 @@ from .checkpoint import attach_headers, local_checkpoint
 from .errors import (
     InvalidConfigError,
     InvalidInputError,
+    Reason,
     UnavailableError,
     UnknownGpuError,
     UnknownModelError,
@@ -126,7 +127,8 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         m = load_catalog_model(entry)
         # A repo-id alias names another repo with the same config (Instruct/Chat siblings,
         # renamed repos): plan under that name, so the serve command points where asked.
-        alias = next((a for a in entry.aliases if "/" in a and _model_key(a) == _model_key(ref)), None)
+        alias = next((a for a in entry.aliases if "/" in a and _model_key(a) == _model_key(ref)),
+                     None)
         if alias is None:
             return m
         return m.model_copy(update={"id": alias, "source": f"{m.source}; config of {entry.id}, "
@@ -150,9 +152,9 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         # A typo'd repo id goes to the Hub like any repo id; when it fails, name the close
         # catalogue ids. Offline, a near-miss of a catalogue id is bad input (exit 2).
         close = suggest_models(ref, cutoff=0.85)
-        if not close or "gated" in e.message:
+        if not close or e.reason is Reason.GATED:
             raise
-        if "offline" in e.message:
+        if e.reason is Reason.OFFLINE_MISS:
             raise UnknownModelError(ref, close) from None
         e.hint = f"did you mean {', '.join(repr(c) for c in close)}? " + (e.hint or "")
         raise
@@ -242,7 +244,7 @@ def local_gpu(index: int = 0) -> GpuSpec:
     usage = LocalUsage(index=g.index, nvml_name=g.name, nvml_total_bytes=g.total_bytes,
                        used_bytes=g.used_bytes, free_bytes=g.free_bytes, processes=g.processes)
     spec = _gpu_keys().get(_norm(g.name))
-    update: dict = {"local": usage}
+    update: dict[str, object] = {"local": usage}
     if g.cuda_total_bytes is not None:
         update |= {"cuda_total_bytes": g.cuda_total_bytes, "cuda_total_estimated": False,
                    "cuda_total_source": f"NVML on this machine: total {g.total_bytes} − reserved "

@@ -287,7 +287,7 @@ def _refuse_outside_link(path: Path) -> None:
 
 
 def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | None = None) -> CheckedDeployment:
-    message = e.reason if isinstance(e, DeployParseError) else e.message
+    message = e.detail if isinstance(e, DeployParseError) else e.message
     if e.hint:
         message += f" (hint: {e.hint})"
     return CheckedDeployment(

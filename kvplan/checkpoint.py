@@ -36,7 +36,8 @@ MAX_HEADER_BYTES = 100 * 2**20  # the safetensors reference reader's own limit
 HEADER_AGREEMENT = 0.005  # issue 5: disagreement beyond 0.5 % → the headers win
 
 
-def parse_header(data: bytes, *, where: str, file_size: int | None = None) -> dict[str, tuple[str, tuple[int, ...]]]:
+def parse_header(data: bytes, *, where: str, file_size: int | None = None
+                 ) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Tensor name → (dtype, shape) from the first bytes of a safetensors file.
 
     `data` must hold the 8-byte length and the whole JSON header."""
@@ -47,8 +48,10 @@ def parse_header(data: bytes, *, where: str, file_size: int | None = None) -> di
     if length > MAX_HEADER_BYTES or (file_size is not None and 8 + length > file_size):
         # The length field is not echoed: when the file is not a safetensors file at all, its
         # first 8 bytes are someone else's data (a token, a key), not a length.
-        what = "over the 100 MiB header limit" if length > MAX_HEADER_BYTES else "beyond the end of the file"
-        raise InvalidConfigError(f"corrupt safetensors header (its length field is {what})", path=where,
+        what = ("over the 100 MiB header limit" if length > MAX_HEADER_BYTES
+                else "beyond the end of the file")
+        raise InvalidConfigError(f"corrupt safetensors header (its length field is {what})",
+                                 path=where,
                                  hint="re-download the file; vLLM could not load it either")
     if len(data) < 8 + length:
         raise InvalidConfigError("truncated safetensors header", path=where,
@@ -56,9 +59,9 @@ def parse_header(data: bytes, *, where: str, file_size: int | None = None) -> di
     try:
         raw = loads_json(data[8:8 + length], where=where)
     except InvalidConfigError as e:
-        raise InvalidConfigError(f"corrupt safetensors header ({e.message.removeprefix(where + ': ')})",
-                                 path=where,
-                                 hint="re-download the file; vLLM could not load it either") from None
+        raise InvalidConfigError(f"corrupt safetensors header ({e.detail})", path=where,
+                                 hint="re-download the file; vLLM could not load it either"
+                                 ) from None
     if not isinstance(raw, dict):
         raise InvalidConfigError("corrupt safetensors header (not a JSON object)", path=where)
     return _tensor_table(raw, where)
@@ -94,7 +97,8 @@ def read_file_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InvalidConfigError("not a regular file (a device, FIFO or directory)", path=str(path))
+            raise InvalidConfigError("not a regular file (a device, FIFO or directory)",
+                                     path=str(path))
         with os.fdopen(os.dup(fd), "rb") as f:
             head = f.read(8)
             if len(head) == 8:
@@ -118,27 +122,30 @@ def local_checkpoint(directory: Path) -> CheckpointTensors | None:
     index = directory / "model.safetensors.index.json"
     if index.exists():
         contained(index, root, what="the shard index")
+        doc = loads_json(read_limited(index, MAX_INDEX_BYTES, what="shard index"),
+                         where=str(index))
+        weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
         try:
-            weight_map = loads_json(read_limited(index, MAX_INDEX_BYTES, what="shard index"),
-                                    where=str(index))["weight_map"]
-            names = set(weight_map.values())
-        except InvalidConfigError:
-            raise
-        except (KeyError, TypeError, AttributeError):
+            names = set(weight_map.values()) if isinstance(weight_map, dict) else None
+        except TypeError:  # unhashable shard names (arrays, objects)
+            names = None
+        if names is None:
             raise InvalidConfigError("expected an object mapping tensor names to shard file names",
-                                     path=str(index), field="weight_map") from None
+                                     path=str(index), field="weight_map")
         if not all(isinstance(n, str) for n in names):
             raise InvalidConfigError("shard file names must be strings", path=str(index),
                                      field="weight_map")
         for n in names:
             if Path(n).is_absolute() or ".." in Path(n).parts:
-                raise InvalidConfigError(f"shard {short(n, 120)} is not a file name inside the model "
-                                         "directory", path=str(index), field="weight_map",
-                                         hint="an index names its shards relative to its own folder")
+                raise InvalidConfigError(f"shard {short(n, 120)} is not a file name inside the "
+                                         "model directory", path=str(index), field="weight_map",
+                                         hint="an index names its shards relative to its own "
+                                         "folder")
         files = sorted(directory / n for n in names)
         missing = [f.name for f in files if not f.exists()]
         if missing:
-            raise InvalidConfigError(f"shards listed in the index are missing: {', '.join(missing[:3])}"
+            raise InvalidConfigError("shards listed in the index are missing: "
+                                     f"{', '.join(missing[:3])}"
                                      + (" …" if len(missing) > 3 else ""), path=str(index),
                                      hint="download the whole checkpoint, or point kvplan at "
                                      "config.json alone to plan from the config")
@@ -151,7 +158,8 @@ def local_checkpoint(directory: Path) -> CheckpointTensors | None:
         contained(f, root, what="shard")
         tensors.update(read_file_header(f))
         if len(tensors) > MAX_TENSORS:
-            raise InvalidConfigError(f"over {MAX_TENSORS:,} tensors in the checkpoint", path=str(directory))
+            raise InvalidConfigError(f"over {MAX_TENSORS:,} tensors in the checkpoint",
+                                     path=str(directory))
     return CheckpointTensors(source=f"{len(files)} local safetensors file(s)", files=len(files),
                              tensors=tensors)
 
@@ -213,8 +221,8 @@ def attach_headers(m: ModelSpec, ckpt: CheckpointTensors, config_params: int) ->
     elif gap > HEADER_AGREEMENT:
         source, note = "headers", Problem(
             code="config-disagrees-with-headers", severity="warning",
-            message=f"the config describes {config_params:,} parameters but the safetensors headers "
-            f"hold {header_params:,} ({gap:.1%} apart); weight bytes come from the headers")
+            message=f"the config describes {config_params:,} parameters but the safetensors "
+            f"headers hold {header_params:,} ({gap:.1%} apart); weight bytes come from the headers")
     else:
         source, note = "config", Problem(
             code="headers-agree", severity="info",

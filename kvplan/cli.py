@@ -272,7 +272,7 @@ def plan(
             for p in result.problems:
                 err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
     else:
-        from .render import plan_table
+        from .render.text import plan_table
 
         plan_table(result, _console())
     raise typer.Exit(0 if result.fits and not _errors(result) else 1)
@@ -329,7 +329,7 @@ def compare(
     if as_json:
         sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
     else:
-        from .render import compare_table
+        from .render.text import compare_table
 
         compare_table(plans, _console())
     raise typer.Exit(0 if any(p.fits for p in plans) else 1)
@@ -437,7 +437,7 @@ def sweep(
     else:
         import shutil
 
-        from .render import sweep_text
+        from .render.text import sweep_text
 
         sys.stdout.write(sweep_text(result, width=shutil.get_terminal_size((80, 24)).columns,
                                     top=top))
@@ -472,7 +472,7 @@ def models(
         if fmt == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
-            from .render import model_detail
+            from .render.text import model_detail
 
             model_detail(entry, m, parameter_count(m), _console(), tsv=fmt == "tsv")
         return
@@ -490,14 +490,14 @@ def models(
     if not rows:
         _nothing_matched("model", needle, suggest_models(needle))
     if fmt == "json":
-        from .render import attention_layout
+        from .render.text import attention_layout
 
         sys.stdout.write(json.dumps([{"id": e.id, "model_type": m.model_type,
                                       "attention": attention_layout(m), "parameters": p,
                                       "kv_bytes_per_token": kv, "aliases": e.aliases}
                                      for e, m, p, kv in rows], indent=2) + "\n")
     else:
-        from .render import models_table
+        from .render.text import models_table
 
         models_table(rows, _console(), tsv=fmt == "tsv")
 
@@ -525,7 +525,7 @@ def gpus(
         if fmt == "json":
             sys.stdout.write(g.model_dump_json(indent=2) + "\n")
         else:
-            from .render import gpu_detail
+            from .render.text import gpu_detail
 
             gpu_detail(g, _console(), tsv=fmt == "tsv")
         return
@@ -541,7 +541,7 @@ def gpus(
     if fmt == "json":
         sys.stdout.write(json.dumps([g.model_dump() for g in rows], indent=2) + "\n")
     else:
-        from .render import gpus_table
+        from .render.text import gpus_table
 
         gpus_table(rows, _console(), tsv=fmt == "tsv")
 
@@ -614,7 +614,7 @@ def check(
     if fmt == "json":
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     elif fmt == "github":
-        from .render import github_annotations
+        from .render.text import github_annotations
 
         sys.stdout.write(github_annotations(report))
     elif fmt == "markdown":
@@ -622,7 +622,7 @@ def check(
 
         sys.stdout.write(check_markdown(report))
     else:
-        from .render import check_table
+        from .render.text import check_table
 
         check_table(report, _console())
     raise typer.Exit(report.exit_code)

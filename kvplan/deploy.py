@@ -40,7 +40,7 @@ class DeployParseError(InvalidInputError):
     """A deployment file (or one command in it) cannot be read. Names the file and line."""
 
     def __init__(self, file: str, line: int, message: str, hint: str | None = None) -> None:
-        self.file, self.line, self.reason = file, line, message
+        self.file, self.line, self.detail = file, line, message
         super().__init__(f"{file}:{line}: {message}", hint=hint)
 
 
@@ -68,7 +68,7 @@ class Found:
 def _failed(e: DeployParseError, file: str, engine: str = "", text: str = "") -> Found:
     """One unreadable command (service, container, line), reported in place of its plan."""
     if not e.file:
-        e = DeployParseError(file, e.line, e.reason, hint=e.hint)
+        e = DeployParseError(file, e.line, e.detail, hint=e.hint)
     return Found(file=e.file, line=e.line, engine=engine, text=text, error=e)
 
 
@@ -649,7 +649,7 @@ def yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
     except DeployParseError as e:
         if e.file:
             raise
-        raise DeployParseError(file, e.line, e.reason, hint=e.hint) from None
+        raise DeployParseError(file, e.line, e.detail, hint=e.hint) from None
 
 
 def _yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]:
@@ -725,7 +725,7 @@ def _compose_service(svc: Any, *, file: str, templates: Templates,
     try:
         parts = _compose_argv(entry) + _compose_argv(_get(svc, "command"))
     except DeployParseError as e:
-        raise DeployParseError(file, e.line, e.reason, hint="check the quotes") from None
+        raise DeployParseError(file, e.line, e.detail, hint="check the quotes") from None
     found = _argv_command(parts, image, entry is not None, _line(svc), file=file,
                           templates=templates, env=_compose_env(svc))
     if found is not None:

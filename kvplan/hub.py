@@ -17,9 +17,15 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .errors import InvalidConfigError, InvalidInputError, UnavailableError, UnknownModelError
+from .errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    Reason,
+    UnavailableError,
+    UnknownModelError,
+)
 from .limits import MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_HUB_TIMEOUT_S, loads_json, read_limited
 from .specs import CheckpointTensors
 
@@ -61,7 +67,8 @@ def _timeout_s() -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise InvalidInputError(f"KVPLAN_HUB_TIMEOUT={raw[:40]!r} is not a number of seconds") from None
+        raise InvalidInputError(
+            f"KVPLAN_HUB_TIMEOUT={raw[:40]!r} is not a number of seconds") from None
     if not (math.isfinite(value) and 0 < value <= MAX_HUB_TIMEOUT_S):
         raise InvalidInputError(f"KVPLAN_HUB_TIMEOUT={raw[:40]!r} must be a number of seconds in "
                                 f"(0, {MAX_HUB_TIMEOUT_S:g}]")
@@ -137,7 +144,8 @@ def load(repo_id: str, *, revision: str | None = None, token: str | None = None,
         data = _from_hf_cache(repo_id, rev)
     else:
         if progress:
-            progress(f"reading config and safetensors headers of {repo_id} from {_shown_endpoint()}")
+            progress(f"reading config and safetensors headers of {repo_id} from "
+                     f"{_shown_endpoint()}")
         data = _fetch(repo_id, rev, token)
         _write_cache(path, data)
     return HubModel(data, cached=False)
@@ -206,7 +214,8 @@ def _fetch(repo_id: str, rev: str, token: str | None) -> dict[str, Any]:
             except hf_errors.NotASafetensorsRepoError:
                 tensors, files = None, 0
             except hf_errors.SafetensorsParsingError as e:
-                raise InvalidConfigError(f"corrupt safetensors header: {e}", path=f"{repo_id}@{rev}",
+                raise InvalidConfigError(f"corrupt safetensors header: {e}",
+                                         path=f"{repo_id}@{rev}",
                                          hint="the checkpoint is broken upstream and vLLM could "
                                          "not load it either; try another --revision") from None
     except KeyError as e:  # a header entry without dtype/shape
@@ -216,7 +225,8 @@ def _fetch(repo_id: str, rev: str, token: str | None) -> dict[str, Any]:
         "format": CACHE_FORMAT, "repo_id": repo_id, "revision": rev, "commit": commit,
         "endpoint": _shown_endpoint(), "fetched_at": int(time.time()),
         "config": _read_json(config_path, f"{repo_id}/config.json"),
-        "quant_config": _read_json(quant_path, f"{repo_id}/hf_quant_config.json") if quant_path else None,
+        "quant_config": (_read_json(quant_path, f"{repo_id}/hf_quant_config.json")
+                         if quant_path else None),
         "tensors": tensors, "safetensors_files": files,
     }
 
@@ -248,20 +258,24 @@ def _from_hf_cache(repo_id: str, rev: str) -> dict[str, Any]:
     except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled, ValueError):
         raise UnavailableError(
             f"{repo_id} (revision {rev}) is not cached and offline mode is on",
+            reason=Reason.OFFLINE_MISS,
             hint="run the same command once online (unset HF_HUB_OFFLINE, drop --offline), "
             "or pass a local model directory") from None
     try:
         quant_path: Path | None = Path(hf.hf_hub_download(
-            repo_id, "hf_quant_config.json", revision=rev, cache_dir=cache_dir, local_files_only=True))
+            repo_id, "hf_quant_config.json", revision=rev, cache_dir=cache_dir,
+            local_files_only=True))
     except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled, ValueError):
         quant_path = None
     ckpt = local_checkpoint(config_path.parent)
     return {
         "format": CACHE_FORMAT, "repo_id": repo_id, "revision": rev,
-        "commit": _commit_of(config_path), "endpoint": _shown_endpoint(), "fetched_at": int(time.time()),
+        "commit": _commit_of(config_path), "endpoint": _shown_endpoint(),
+        "fetched_at": int(time.time()),
         "config": _read_json(config_path, str(config_path)),
         "quant_config": _read_json(quant_path, str(quant_path)) if quant_path else None,
-        "tensors": None if ckpt is None else {k: [d, list(s)] for k, (d, s) in ckpt.tensors.items()},
+        "tensors": (None if ckpt is None
+                    else {k: [d, list(s)] for k, (d, s) in ckpt.tensors.items()}),
         "safetensors_files": 0 if ckpt is None else ckpt.files,
     }
 
@@ -275,7 +289,8 @@ class _translate_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> Literal[False]:
         if exc is None or isinstance(exc, (InvalidConfigError, UnavailableError)):
             return False
         from huggingface_hub import errors as hf_errors
@@ -285,30 +300,36 @@ class _translate_errors:
             how = ("your token has not been granted access" if self.token else
                    "no token was sent")
             raise UnavailableError(
-                f"{repo} is a gated repo and {how}",
+                f"{repo} is a gated repo and {how}", reason=Reason.GATED,
                 hint=f"accept the licence at {url}, then set HF_TOKEN (or pass --token) to a token "
                 "of that account") from None
         if isinstance(exc, hf_errors.RevisionNotFoundError):
             raise InvalidInputError(f"revision {self.rev!r} not found in {repo}",
-                                    hint=f"check --revision against the branches, tags and commits at {url}") from None
+                                    reason=Reason.NOT_FOUND,
+                                    hint="check --revision against the branches, tags and "
+                                    f"commits at {url}") from None
         if isinstance(exc, hf_errors.RepositoryNotFoundError):
-            err = UnknownModelError(repo, [])  # the catalogue adds "did you mean" (catalog.py)
-            err.message = f"model {repo!r} not found: not in the catalogue, not a local path, not on {_shown_endpoint()}"
-            err.hint = ("check the repo id; for a private repo set HF_TOKEN (or pass --token); "
-                        "`kvplan models` lists the catalogue")
-            raise err from None
+            # the catalogue adds "did you mean" (catalog.py)
+            raise UnknownModelError(
+                repo, [], message=f"model {repo!r} not found: not in the catalogue, not a local "
+                f"path, not on {_shown_endpoint()}",
+                hint="check the repo id; for a private repo set HF_TOKEN (or pass --token); "
+                "`kvplan models` lists the catalogue") from None
         if isinstance(exc, hf_errors.OfflineModeIsEnabled):
             raise UnavailableError(f"{repo} is not cached and offline mode is on",
-                                   hint="run once online, or pass a local model directory") from None
+                                   reason=Reason.OFFLINE_MISS,
+                                   hint="run once online, or pass a local model directory"
+                                   ) from None
         if isinstance(exc, hf_errors.LocalEntryNotFoundError) or _is_network_error(exc):
             raise UnavailableError(
                 f"could not reach {_shown_endpoint()} for {repo} within {self.timeout:g} s "
-                f"({type(exc).__name__})",
+                f"({type(exc).__name__})", reason=Reason.NETWORK,
                 hint="check the network / proxy / HF_ENDPOINT, raise KVPLAN_HUB_TIMEOUT, or plan "
                 "offline from a cache (--offline) or a local directory") from None
         if isinstance(exc, hf_errors.HfHubHTTPError):
             status = getattr(getattr(exc, "response", None), "status_code", "?")
             raise UnavailableError(f"the Hub answered HTTP {status} for {repo}",
+                                   reason=Reason.HUB_ERROR,
                                    hint="retry later, or plan from a local directory") from None
         return False
 

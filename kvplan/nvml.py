@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UnavailableError
+from .errors import Reason, UnavailableError
 
 
 @dataclass(frozen=True)
@@ -33,15 +33,17 @@ class LocalGpu:
 def local_gpus() -> list[LocalGpu]:
     """Every GPU NVML sees. UnavailableError (exit 3) without the bindings, a driver or a GPU."""
     try:
-        import pynvml
+        # nvidia-ml-py (the optional nvml extra) ships no stubs, and may be absent
+        import pynvml  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise UnavailableError("reading the local GPU needs the NVML bindings",
+                               reason=Reason.NO_LOCAL_GPU,
                                hint="pip install 'kvplan[nvml]' (nvidia-ml-py), or pass --gpu with "
                                "a catalogue id (`kvplan gpus`)") from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
-        raise UnavailableError(f"NVML cannot be read here ({e})",
+        raise UnavailableError(f"NVML cannot be read here ({e})", reason=Reason.NO_LOCAL_GPU,
                                hint="no NVIDIA driver or GPU on this machine; pass --gpu with a "
                                "catalogue id (`kvplan gpus`)") from None
     try:
@@ -59,15 +61,16 @@ def local_gpus() -> list[LocalGpu]:
                 procs = len(pynvml.nvmlDeviceGetComputeRunningProcesses(h))
             except pynvml.NVMLError:
                 procs = 0
-            out.append(LocalGpu(i, name, int(mem.total), reserved, int(mem.used), int(mem.free), procs))
+            out.append(LocalGpu(i, name, int(mem.total), reserved, int(mem.used), int(mem.free),
+                                procs))
     except pynvml.NVMLError as e:
-        raise UnavailableError(f"NVML query failed ({e})") from None
+        raise UnavailableError(f"NVML query failed ({e})", reason=Reason.NO_LOCAL_GPU) from None
     finally:
         try:
             pynvml.nvmlShutdown()
         except pynvml.NVMLError:
             pass
     if not out:
-        raise UnavailableError("NVML sees no GPU on this machine",
+        raise UnavailableError("NVML sees no GPU on this machine", reason=Reason.NO_LOCAL_GPU,
                                hint="pass --gpu with a catalogue id (`kvplan gpus`)")
     return out

@@ -62,7 +62,7 @@ def parse_csv(text: str, path: str, resolve: Callable[[str], GpuSpec], *,
         row = next(csv.reader(io.StringIO(raw)))
         if len(row) > len(cols):
             raise _bad(path, n, cols[-1], f"{len(row)} fields, the header names {len(cols)}")
-        rec = dict(zip(cols, (v.strip() for v in row)))
+        rec = dict(zip(cols, (v.strip() for v in row), strict=False))  # short rows: blanks
         gpu = _gpu(rec.get("id"), path, n, resolve)
         if gpu in out:
             raise _bad(path, n, "id", f"{gpu} is priced twice")
@@ -74,7 +74,7 @@ def parse_csv(text: str, path: str, resolve: Callable[[str], GpuSpec], *,
 
 def parse_yaml(text: str, path: str, resolve: Callable[[str], GpuSpec]) -> dict[str, Price]:
     """A mapping `gpu id: price` (or `gpu id: {usd_per_hour: price}`), line numbers kept."""
-    import yaml
+    import yaml  # type: ignore[import-untyped]  # no stubs: types-PyYAML is not a dependency
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)

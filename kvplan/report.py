@@ -697,7 +697,7 @@ def _data_table(caption: str, table: str) -> str:
 
 
 def _html_memory(sec: Section, cid: str) -> str:
-    from . import svg
+    from .render import svg
 
     p = sec.plan
     stack = memory_stack(p)
@@ -719,7 +719,7 @@ def _html_memory(sec: Section, cid: str) -> str:
 
 
 def _html_curve(sec: Section, cid: str) -> str:
-    from . import svg
+    from .render import svg
 
     p = sec.plan
     name = knob(p, "max_model_len")
@@ -760,7 +760,7 @@ def _html_curve(sec: Section, cid: str) -> str:
 
 
 def _html_perf(perf: dict[str, Any], cid: str) -> str:
-    from . import svg
+    from .render import svg
 
     rows, limits = perf_points(perf)
     out = ["<h3>Latency and throughput versus concurrency</h3>"]
@@ -822,7 +822,7 @@ def _html_section(sec: Section, idx: int) -> str:
 
 
 def _html_compare(plans: Sequence[Plan]) -> str:
-    from . import svg
+    from .render import svg
 
     bars = [(f"{p.engine.label} {p.engine.version}", float(p.kv_cache.tokens)) for p in plans]
     chart = svg.bar_chart("e", bars, title="KV cache tokens per GPU by engine",
@@ -837,7 +837,7 @@ def _html_compare(plans: Sequence[Plan]) -> str:
 
 
 def _html_sweep(options: Sequence[SweepOption]) -> str:
-    from . import svg
+    from .render import svg
 
     priced = [o for o in options if o.cost_per_hour is not None]
     chart = ""

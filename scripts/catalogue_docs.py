@@ -30,7 +30,8 @@ def _cell(text: str) -> str:
 
 def render() -> str:
     entries = model_entries()
-    rows, families = [], Counter()
+    rows: list[str] = []
+    families: Counter[str] = Counter()
     for e in entries:
         m = load_catalog_model(e)
         dt = m.dtype if m.dtype != "float32" else "bfloat16"

@@ -45,9 +45,10 @@ def render() -> str:
         lines += [f"| {name} | {first} |" for name, first in e.eras()]
         launchers = [f"`{exe}{' ' + sub if sub else ''}`" for exe, sub in s.executables]
         launchers += [f"`python -m {mod}`" for mod in s.modules]
+        images = ", ".join(f"`{p.pattern}`" for p in s.image_entrypoints)
         lines += ["", "Recognised in deployment files (`kvplan check`): " + ", ".join(launchers)
-                  + (f"; images matching {', '.join(f'`{p.pattern}`' for p in s.image_entrypoints)} "
-                     "run the server as their entrypoint" if s.image_entrypoints else "")
+                  + (f"; images matching {images} run the server as their entrypoint"
+                     if s.image_entrypoints else "")
                   + (f"; settings from the environment: {', '.join(f'`{v}`' for v in s.env_flags)}"
                      if s.env_flags else "") + ".", ""]
     return "\n".join(lines).rstrip() + "\n"

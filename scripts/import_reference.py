@@ -22,7 +22,8 @@ MiB = 1 << 20
 # Driver-reserved memory to subtract from the nvidia-smi total when no cudaMemGetInfo total
 # was found (reference/GPUS.md, "Recommendation for the planner": ≈550–700 MiB on Hopper/
 # Blackwell datacenter parts, ≈450–850 MiB on A100/Ada datacenter parts, ≈350 MiB GeForce).
-RESERVED_MIB_BY_CLASS = {"hopper-blackwell-dc": 625, "ampere-ada-dc": 650, "geforce-workstation": 350}
+RESERVED_MIB_BY_CLASS = {"hopper-blackwell-dc": 625, "ampere-ada-dc": 650,
+                         "geforce-workstation": 350}
 
 # Exact cudaMemGetInfo totals measured in this workplace (GPUS.md: H200 150109880320 B).
 EXACT_CUDA_TOTAL_BYTES = {"h200-sxm-141gb": 150_109_880_320}
@@ -65,7 +66,8 @@ def import_gpus(ref: Path) -> None:
     for row in rows:
         uncertain: list[str] = []
 
-        def num(col: str) -> float | None:
+        def num(col: str, row: dict[str, str] = row, uncertain: list[str] = uncertain
+                ) -> float | None:
             v, unc = _num(row[col])
             if unc:
                 uncertain.append(col)
@@ -135,15 +137,16 @@ def import_gpus(ref: Path) -> None:
             "sources": [s.strip() for s in row["source_urls"].split(";") if s.strip()],
             "notes": notes,
         }
-        (out / f"{row['id']}.json").write_text(json.dumps(spec, indent=2, ensure_ascii=False) + "\n")
+        (out / f"{row['id']}.json").write_text(json.dumps(spec, indent=2, ensure_ascii=False)
+                                               + "\n")
     print(f"wrote {len(rows)} GPU specs to {out}")
 
 
 # Catalogue entries: reference file → (kvplan id, extra aliases). The Llama 3.1 repos were
-# first published as meta-llama/Meta-Llama-3.1-* (the Hub redirects the old names). Only families whose
-# attention layout and weights kvplan models completely are listed (dense or MoE GQA/MHA
-# with full attention on every layer); sliding-window, MLA, hybrid and multimodal models
-# join with the architecture work.
+# first published as meta-llama/Meta-Llama-3.1-* (the Hub redirects the old names). Only
+# families whose attention layout and weights kvplan models completely are listed (dense or
+# MoE GQA/MHA with full attention on every layer); sliding-window, MLA, hybrid and multimodal
+# models join with the architecture work.
 MODELS: dict[str, list[str]] = {
     "meta-llama--Llama-3.1-8B-Instruct.json": ["llama-3.1-8b-instruct", "llama3.1-8b",
                                                "meta-llama/Meta-Llama-3.1-8B-Instruct"],
@@ -192,7 +195,8 @@ MODELS: dict[str, list[str]] = {
     "deepseek-ai--DeepSeek-R1.json": ["deepseek-r1"],
     # Linear-attention hybrid
     # INDEX.md: the Instruct sibling equals this Thinking config in every field (substitute).
-    "Qwen--Qwen3-Next-80B-A3B-Thinking.json": ["qwen3-next-80b", "Qwen/Qwen3-Next-80B-A3B-Instruct"],
+    "Qwen--Qwen3-Next-80B-A3B-Thinking.json": ["qwen3-next-80b",
+                                               "Qwen/Qwen3-Next-80B-A3B-Instruct"],
     # Llama 4 (chunked local attention, MoE, vision tower)
     "meta-llama--Llama-4-Scout-17B-16E-Instruct.json": ["llama-4-scout"],
     "meta-llama--Llama-4-Maverick-17B-128E-Instruct.json": ["llama-4-maverick"],
@@ -290,7 +294,8 @@ def import_models(ref: Path) -> None:
             "id": fname[: -len(".json")].replace("--", "/", 1),
             "config": f"configs/{fname}",
             "aliases": aliases,
-            "config_source": "GitHub copy: " + row["source"] + " (see reference hf_configs/INDEX.md)",
+            "config_source": "GitHub copy: " + row["source"]
+            + " (see reference hf_configs/INDEX.md)",
             "config_status": re.sub(r"\*\*", "", row["status"]),
             "params_published": row["params"],
             "params_reference": int(computed[0].replace(",", "")) if computed
@@ -313,7 +318,8 @@ def import_models(ref: Path) -> None:
             "params_reference_text_only": False,
             "notes": "",
         })
-    (out / "index.json").write_text(json.dumps({"models": entries}, indent=2, ensure_ascii=False) + "\n")
+    (out / "index.json").write_text(json.dumps({"models": entries}, indent=2, ensure_ascii=False)
+                                    + "\n")
     print(f"wrote {len(entries)} model entries to {out}")
 
 

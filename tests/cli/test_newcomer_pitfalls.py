@@ -384,7 +384,7 @@ def _model_rows():
 
 
 def test_models_table_at_80_columns_keeps_every_id_whole():
-    from kvplan.render import models_table
+    from kvplan.render.text import models_table
 
     rows = _model_rows()
     out = _render80(models_table, rows)
@@ -396,7 +396,7 @@ def test_models_table_at_80_columns_keeps_every_id_whole():
 
 def test_gpus_table_at_80_columns_keeps_every_id_whole():
     from kvplan.catalog import gpu_specs
-    from kvplan.render import gpus_table
+    from kvplan.render.text import gpus_table
 
     out = _render80(gpus_table, list(gpu_specs()))
     firsts = {line.split()[0] for line in out.splitlines() if line.strip()}

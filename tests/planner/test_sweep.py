@@ -340,7 +340,7 @@ def test_library_sweep_is_the_function():
 
 
 def test_table_shows_latency_columns_when_a_latency_model_exists(result70):
-    from kvplan.render import sweep_text
+    from kvplan.render.text import sweep_text
 
     opts = [o.model_copy(update={"tpot_ms": 31.5, "output_tokens_per_s": 1234.0,
                                  "cost_per_million_output_tokens": 1.07})

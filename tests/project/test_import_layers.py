@@ -74,8 +74,9 @@ LAYER = {
     "kvplan.deploy": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
+    "kvplan.render.svg": "render",
+    "kvplan.render.text": "render",
     "kvplan.report": "render",
-    "kvplan.svg": "render",
     # cli
     "kvplan.__main__": "cli",
     "kvplan.cli": "cli",

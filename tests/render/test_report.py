@@ -18,7 +18,7 @@ import pytest
 from clirun import run
 
 from kvplan import report as rep
-from kvplan import svg
+from kvplan.render import svg
 from kvplan.api import plan
 from kvplan.specs import Plan, Workload
 
@@ -44,7 +44,7 @@ def report70(p70) -> rep.Report:
                          command_line="kvplan report " + " ".join(ARGS), version="0.1.0")
 
 
-# ----------------------------------------------------------------------- svg.py
+# ---------------------------------------------------------------- render/svg.py
 
 
 def test_svg_charts_are_accessible_images_with_labelled_axes():
@@ -374,11 +374,12 @@ def test_an_unwritable_directory_is_named(tmp_path, monkeypatch):
 
 
 def test_report_module_is_lazy():
-    cli = "import sys, kvplan.cli; assert not {'kvplan.report', 'kvplan.svg'} & set(sys.modules)"
+    cli = ("import sys, kvplan.cli; "
+           "assert not {'kvplan.report', 'kvplan.render.svg'} & set(sys.modules)")
     assert subprocess.run([sys.executable, "-c", cli], timeout=60).returncode == 0
-    code = ("import sys, kvplan.report, kvplan.svg\n"
+    code = ("import sys, kvplan.report, kvplan.render.svg\n"
             "bad = [m for m in ('rich', 'markdown_it', 'kvplan.check', 'kvplan.deploy',\n"
-            "                   'kvplan.render', 'typer') if m in sys.modules]\n"
+            "                   'kvplan.render.text', 'typer') if m in sys.modules]\n"
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

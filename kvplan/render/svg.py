@@ -177,15 +177,7 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
     x0, x1 = min(map(tx, xs)), max(map(tx, xs))
     if x1 <= x0:
         x1 = x0 + 1
-    if log2_y:
-        lo = math.floor(math.log2(min(y for y in ys if y > 0))) if any(y > 0 for y in ys) else 0
-        hi = max(math.ceil(math.log2(max(ys))), lo + 1) if ys and max(ys) > 0 else lo + 1
-        step = math.ceil((hi - lo + 1) / 8)
-        yticks = [2.0 ** k for k in range(lo, hi + step, step)]
-        y_lo, y1 = math.log2(yticks[0]), math.log2(yticks[-1])
-    else:
-        yticks = nice_ticks(0, max(ys) if ys else 1)
-        y_lo, y1 = 0.0, yticks[-1] or 1
+    yticks, y_lo, y1 = _y_scale(ys, log2_y)
 
     def px(v: float) -> float:
         return left + pw * (tx(v) - x0) / (x1 - x0)
@@ -199,13 +191,7 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
         out.append(f'<line x1="{left}" y1="{_n(py(t))}" x2="{left + pw}" y2="{_n(py(t))}" '
                    f'stroke="#e3e3e3" stroke-width="1"/>')
         out.append(_text(left - 6, py(t) + 4, y_fmt(t), size=11, anchor="end", fill="#555"))
-    if log2_x:
-        xticks = [2.0 ** k for k in range(math.ceil(x0), math.floor(x1) + 1)]
-    else:
-        xticks = nice_ticks(x0, x1)
-    if len(xticks) > 9:
-        xticks = xticks[::math.ceil(len(xticks) / 9)]
-    for t in xticks:
+    for t in _x_ticks(x0, x1, log2_x):
         out.append(f'<line x1="{_n(px(t))}" y1="{top + ph}" x2="{_n(px(t))}" y2="{top + ph + 4}" '
                    f'stroke="#444"/>')
         out.append(_text(px(t), top + ph + 17, x_fmt(t), size=11, anchor="middle", fill="#555"))
@@ -216,19 +202,7 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
         out.append(_text(left + pw - 4, py(h.y) - 5, h.label, size=11, anchor="end", fill="#222",
                          extra=HALO))  # dark text: the light line colours fail contrast as text
     for i, s in enumerate(series):
-        pts = sorted(s.points)
-        path = " ".join(f"{_n(px(x))},{_n(py(y))}" for x, y in pts)
-        dash = ' stroke-dasharray="5 3"' if s.dashed else ""
-        out.append(f'<polyline points="{path}" fill="none" stroke="{s.colour}" stroke-width="2.5"'
-                   f'{dash}/>')
-        for x, y in pts:
-            out.append(f'<circle cx="{_n(px(x))}" cy="{_n(py(y))}" r="3" fill="{s.colour}">'
-                       f'<title>{escape(s.label)}: {escape(x_fmt(x))} → {escape(y_fmt(y))}'
-                       f'</title></circle>')
-        ly = 14 + 18 * i
-        out.append(f'<line x1="{left}" y1="{ly - 4}" x2="{left + 22}" y2="{ly - 4}" '
-                   f'stroke="{s.colour}" stroke-width="2.5"{dash}/>')
-        out.append(_text(left + 28, ly, s.label, size=12))
+        out += _series(s, i, px, py, left, x_fmt, y_fmt)
     if marker:
         mx, my, label = marker
         # Lines here mostly fall to the right: below-left or above-right of the point is clear.
@@ -240,6 +214,48 @@ def line_chart(cid: str, series: Sequence[Series], *, title: str, desc: str, x_l
                          extra=HALO))
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _y_scale(ys: Sequence[float], log2_y: bool) -> tuple[list[float], float, float]:
+    """line_chart's y ticks and the (transformed) bottom and top of its y axis."""
+    if log2_y:
+        lo = math.floor(math.log2(min(y for y in ys if y > 0))) if any(y > 0 for y in ys) else 0
+        hi = max(math.ceil(math.log2(max(ys))), lo + 1) if ys and max(ys) > 0 else lo + 1
+        step = math.ceil((hi - lo + 1) / 8)
+        yticks = [2.0 ** k for k in range(lo, hi + step, step)]
+        return yticks, math.log2(yticks[0]), math.log2(yticks[-1])
+    yticks = nice_ticks(0, max(ys) if ys else 1)
+    return yticks, 0.0, yticks[-1] or 1
+
+
+def _x_ticks(x0: float, x1: float, log2_x: bool) -> list[float]:
+    """line_chart's x ticks (x0, x1 already transformed), at most nine of them."""
+    if log2_x:
+        xticks = [2.0 ** k for k in range(math.ceil(x0), math.floor(x1) + 1)]
+    else:
+        xticks = nice_ticks(x0, x1)
+    if len(xticks) > 9:
+        xticks = xticks[::math.ceil(len(xticks) / 9)]
+    return xticks
+
+
+def _series(s: Series, i: int, px: Callable[[float], float], py: Callable[[float], float],
+            left: int, x_fmt: Callable[[float], str], y_fmt: Callable[[float], str]) -> list[str]:
+    """One line_chart series: its line, a dot with a tooltip per point, its legend entry."""
+    pts = sorted(s.points)
+    path = " ".join(f"{_n(px(x))},{_n(py(y))}" for x, y in pts)
+    dash = ' stroke-dasharray="5 3"' if s.dashed else ""
+    out = [f'<polyline points="{path}" fill="none" stroke="{s.colour}" stroke-width="2.5"'
+           f'{dash}/>']
+    for x, y in pts:
+        out.append(f'<circle cx="{_n(px(x))}" cy="{_n(py(y))}" r="3" fill="{s.colour}">'
+                   f'<title>{escape(s.label)}: {escape(x_fmt(x))} → {escape(y_fmt(y))}'
+                   f'</title></circle>')
+    ly = 14 + 18 * i
+    out.append(f'<line x1="{left}" y1="{ly - 4}" x2="{left + 22}" y2="{ly - 4}" '
+               f'stroke="{s.colour}" stroke-width="2.5"{dash}/>')
+    out.append(_text(left + 28, ly, s.label, size=12))
+    return out
 
 
 def bar_chart(cid: str, bars: Sequence[tuple[str, float]], *, title: str, desc: str,

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .units import GiB
+from ..units import GiB
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .catalog import CatalogEntry
-    from .check import CheckReport
-    from .specs import GpuSpec, ModelSpec, Plan
+    from ..catalog import CatalogEntry
+    from ..check import CheckReport
+    from ..specs import GpuSpec, ModelSpec, Plan
+    from ..sweep import Option, SweepResult
 
 
 def _gib(n: int) -> str:
@@ -36,7 +37,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     console.print(
         f"{verdict}  TP={d['tensor_parallel_size'].value} PP={d['pipeline_parallel_size'].value} "
         f"DP={d['data_parallel_size'].value}  dtype={plan.model.dtype}  "
-        f"kv={d['kv_cache_dtype'].value}  {_knob(plan, 'max_model_len')}={d['max_model_len'].value} "
+        f"kv={d['kv_cache_dtype'].value}  "
+        f"{_knob(plan, 'max_model_len')}={d['max_model_len'].value} "
         f"({d['max_model_len'].source})  {_knob(plan, 'max_num_seqs')}={d['max_num_seqs'].value}  "
         f"{_knob(plan, 'max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
     )
@@ -64,11 +66,13 @@ def plan_table(plan: Plan, console: Console) -> None:
     if plan.multimodal is not None and plan.multimodal.profile_items:
         mm = plan.multimodal
         t.add_row("    of which image encoder", _gib(mm.profile_bytes),
-                  f"{mm.profile_items} dummy {mm.modality}(s), budget {mm.encoder_budget_tokens:,} tokens")
+                  f"{mm.profile_items} dummy {mm.modality}(s), "
+                  f"budget {mm.encoder_budget_tokens:,} tokens")
     t.add_row("  non-torch", _gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
     if "cudagraph" in notes:
         t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
-    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]", escape(notes.get("kv", "")))
+    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]",
+              escape(notes.get("kv", "")))
     console.print(t)
 
     kv = plan.kv_cache
@@ -79,7 +83,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row("block size (tokens)", f"{kv.block_size}")
     k.add_row("blocks", f"{kv.num_blocks:,}")
     k.add_row(notes.get("kv_tokens_label", "KV cache size"), f"[bold]{kv.tokens:,} tokens[/]")
-    k.add_row(f"max concurrency at {d['max_model_len'].value} tokens", f"[bold]{kv.max_concurrency:,.2f}x[/]")
+    k.add_row(f"max concurrency at {d['max_model_len'].value} tokens",
+              f"[bold]{kv.max_concurrency:,.2f}x[/]")
     k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
     k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
     if kv.effective_max_concurrency_with_prefix is not None:
@@ -109,7 +114,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     for name, rec in plan.recommendations:
         if rec is None:
             continue
-        r.add_row(_knob(plan, name), "—" if rec.value is None else f"{rec.value:g}", escape(rec.reason))
+        r.add_row(_knob(plan, name), "—" if rec.value is None else f"{rec.value:g}",
+                  escape(rec.reason))
     console.print(r)
     if plan.performance is not None:
         performance_table(plan, console)
@@ -130,16 +136,19 @@ def performance_table(plan: Plan, console: Console) -> None:
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
     cal = "calibrated" if pf.calibrated else "not calibrated for this GPU family × engine"
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
-    t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / {pf.output_tokens:,} "
-              f"out tokens, {pf.concurrency} concurrent ({how}; {cal})", title_justify="left",
+    t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / "
+              f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
+              title_justify="left",
               show_edge=False)
     t.add_column("figure")
     t.add_column("predicted", justify="right")
     t.add_column("range", justify="right")
     slo_t = f" (target {pf.slo_ttft_ms:g})" if pf.slo_ttft_ms else ""
     slo_p = f" (target {pf.slo_tpot_ms:g})" if pf.slo_tpot_ms else ""
-    t.add_row(f"TTFT, ms{slo_t}", f"{pf.ttft_ms:,.0f}", f"{pf.ttft_ms_low:,.0f}–{pf.ttft_ms_high:,.0f}")
-    t.add_row(f"TPOT, ms{slo_p}", f"{pf.tpot_ms:,.1f}", f"{pf.tpot_ms_low:,.1f}–{pf.tpot_ms_high:,.1f}")
+    t.add_row(f"TTFT, ms{slo_t}", f"{pf.ttft_ms:,.0f}",
+              f"{pf.ttft_ms_low:,.0f}–{pf.ttft_ms_high:,.0f}")
+    t.add_row(f"TPOT, ms{slo_p}", f"{pf.tpot_ms:,.1f}",
+              f"{pf.tpot_ms_low:,.1f}–{pf.tpot_ms_high:,.1f}")
     t.add_row("end-to-end, s", f"{pf.e2e_ms / 1000:,.1f}", "")
     t.add_row("output tokens/s", f"{pf.output_tokens_per_s:,.0f}",
               f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
@@ -186,41 +195,57 @@ def compare_table(plans: list[Plan], console: Console) -> None:
     t.add_column("")
     for p in plans:
         t.add_column(f"{p.engine.label} {p.engine.version}", justify="right")
-
-    def row(label: str, cells: list[str]) -> None:
+    for label, cells in _compare_rows(plans):
         t.add_row(label, *cells)
+    console.print(t)
+    _compare_notes(plans, console)
 
-    row("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans])
-    row("GPUs (TP × PP × DP)", [
-        f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
-        f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
-        for p in plans])
-    row("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans])
-    row("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans])
-    row("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans])
-    row("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans])
-    row("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans])
-    row("concurrency", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans])
+
+def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
+    """compare_table's rows: capacity, the latency model's figures, the recommended knobs."""
+    rows = [
+        ("fits", ["[green]yes[/]" if p.fits else "[red]no[/]" for p in plans]),
+        ("GPUs (TP × PP × DP)", [
+            f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
+            f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
+            for p in plans]),
+        ("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans]),
+        ("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans]),
+        ("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans]),
+        ("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans]),
+        ("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans]),
+        ("concurrency", [f"{p.kv_cache.max_concurrency:,.2f}x" for p in plans]),
+    ]
     if any(p.performance for p in plans):  # the latency model at each plan's own concurrency
         perf = [p.performance for p in plans]
-        row("TPOT ms", [f"{x.tpot_ms:,.1f} at {x.concurrency}" if x else "—" for x in perf])
-        row("TTFT ms", [f"{x.ttft_ms:,.0f}" if x else "—" for x in perf])
-        row("tokens/s", [f"{x.output_tokens_per_s:,.0f}" if x else "—" for x in perf])
-        row("$/M tokens", [f"{x.cost_per_million_output_tokens:,.3f}"
-                           if x and x.cost_per_million_output_tokens is not None else "—"
-                           for x in perf])
+        rows += [
+            ("TPOT ms", [f"{x.tpot_ms:,.1f} at {x.concurrency}" if x else "—" for x in perf]),
+            ("TTFT ms", [f"{x.ttft_ms:,.0f}" if x else "—" for x in perf]),
+            ("tokens/s", [f"{x.output_tokens_per_s:,.0f}" if x else "—" for x in perf]),
+            ("$/M tokens", [f"{x.cost_per_million_output_tokens:,.3f}"
+                            if x and x.cost_per_million_output_tokens is not None else "—"
+                            for x in perf]),
+        ]
     for name, label in (("max_model_len", "rec. length"), ("max_num_seqs", "rec. max requests"),
                         ("gpu_memory_utilization", "rec. memory fraction")):
-        row(label, ["—" if getattr(p.recommendations, name).value is None
-                    else f"{getattr(p.recommendations, name).value:,g}" for p in plans])
-    console.print(t)
+        rows.append((label, ["—" if getattr(p.recommendations, name).value is None
+                             else f"{getattr(p.recommendations, name).value:,g}"
+                             for p in plans]))
+    return rows
+
+
+def _compare_notes(plans: list[Plan], console: Console) -> None:
+    """Below compare_table: each engine's flag names, a TP caveat, the commands and problems."""
+    from rich.markup import escape
+
     names = ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
     for p in plans:  # the rec. rows in each engine's own flags
         flags = " / ".join(p.engine.knobs.get(n, n) for n in names)
         console.print(f"rec. rows for {p.engine.label}: {flags}", markup=False, style="dim")
     sizes = {p.inputs["tensor_parallel_size"].value for p in plans}
     if len(sizes) > 1:
-        each = ", ".join(f"{p.engine.label} {p.inputs['tensor_parallel_size'].value}" for p in plans)
+        each = ", ".join(f"{p.engine.label} {p.inputs['tensor_parallel_size'].value}"
+                         for p in plans)
         console.print(f"[yellow]note[/] the engines are planned at different tensor_parallel_size "
                       f"({each}): the smallest at which each fits; per-GPU rows are not "
                       "comparable across them (pass --tensor-parallel-size to fix one)")
@@ -248,7 +273,8 @@ def attention_layout(m: ModelSpec) -> str:
     parts = []
     if counts["linear"]:
         kind = m.linear_attention.kind if m.linear_attention else "gated_deltanet"
-        parts.append(f"{counts['linear']} " + {"gated_deltanet": "GDN"}.get(kind, kind.capitalize()))
+        parts.append(f"{counts['linear']} "
+                     + {"gated_deltanet": "GDN"}.get(kind, kind.capitalize()))
     if counts["sliding"]:
         parts.append(f"{counts['sliding']} sliding({m.sliding_window})")
     if counts["chunked"]:
@@ -285,7 +311,7 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
     if tsv:
         import sys
 
-        rows = zip(*(cells for _, cells, _ in columns))
+        rows = zip(*(cells for _, cells, _ in columns), strict=True)
         sys.stdout.write("\t".join(h for h, _, _ in columns) + "\n")
         sys.stdout.write("".join("\t".join(r) + "\n" for r in rows))
         return
@@ -299,7 +325,7 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
         header, _, justify = columns[k]
         t.add_column(header, justify=justify, no_wrap=True,  # type: ignore[arg-type]
                      min_width=max([len(header), *map(len, columns[k][1])]))
-    for r in zip(*(columns[k][1] for k in shown)):
+    for r in zip(*(columns[k][1] for k in shown), strict=True):
         t.add_row(*r)
     needed = sum(max([len(columns[k][0]), *map(len, columns[k][1])]) + 2 for k in shown) - 2
     # Required columns wider than the console (a long file path) overflow rather than cut an id.
@@ -324,7 +350,8 @@ def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: 
     columns = [
         ("id", [e.id for e, _, _, _ in rows], "left"),
         ("params", [f"{p / 1e9:,.2f}B" for _, _, p, _ in rows], "right"),
-        ("max len", [f"{max(m.max_len_keys.values(), default=0):,}" for _, m, _, _ in rows], "right"),
+        ("max len", [f"{max(m.max_len_keys.values(), default=0):,}" for _, m, _, _ in rows],
+         "right"),
         ("KV B/token", [f"{kv:,}" for _, _, _, kv in rows], "right"),
         ("weights", weights, "left"),
         ("family", [m.model_type for _, m, _, _ in rows], "left"),
@@ -344,7 +371,8 @@ def gpus_table(gpus: list[GpuSpec], console: Console, *, tsv: bool = False) -> N
         ("fp8", ["yes" if g.fp8_native else "no" for g in gpus], "left"),
         ("BW TB/s", [f"{g.bandwidth_tbps:g}" if g.bandwidth_tbps else "?" for g in gpus], "right"),
         ("name", [g.device_name for g in gpus], "left"),
-        ("nvidia-smi", [f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?" for g in gpus], "right"),
+        ("nvidia-smi", [f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?" for g in gpus],
+         "right"),
         ("aliases", [", ".join(g.aliases) for g in gpus], "left"),
     ]
     _print_table(console, columns, tsv=tsv)
@@ -400,7 +428,8 @@ def gpu_detail(g: GpuSpec, console: Console, *, tsv: bool = False) -> None:
     tf = ", ".join(f"{k} {v:g}" for k, v in t.model_dump().items() if v) or "?"
     fields = [
         ("id", g.id), ("name", f"{g.name} ({g.vendor} {g.arch})"),
-        ("aliases", ", ".join(g.aliases) or "—"), ("nvidia-smi names", ", ".join(g.smi_names) or "—"),
+        ("aliases", ", ".join(g.aliases) or "—"),
+        ("nvidia-smi names", ", ".join(g.smi_names) or "—"),
         ("compute capability", g.compute_capability or "?"),
         ("CUDA total", "?" if g.cuda_total_bytes is None else
          f"{g.cuda_total_bytes:,} B = {g.cuda_total_bytes / GiB:.2f} GiB"
@@ -409,8 +438,10 @@ def gpu_detail(g: GpuSpec, console: Console, *, tsv: bool = False) -> None:
         ("nvidia-smi total", f"{g.smi_total_mib} MiB" if g.smi_total_mib else "?"),
         ("bandwidth", f"{g.bandwidth_tbps:g} TB/s" if g.bandwidth_tbps else "?"),
         ("dense TFLOPS", tf),
-        ("native bf16 / fp8", f"{'yes' if g.bf16_native else 'no'} / {'yes' if g.fp8_native else 'no'}"),
-        ("interconnect", (f"NVLink {g.nvlink_gbps_per_gpu:g} GB/s" if g.nvlink_gbps_per_gpu else "PCIe")
+        ("native bf16 / fp8",
+         f"{'yes' if g.bf16_native else 'no'} / {'yes' if g.fp8_native else 'no'}"),
+        ("interconnect", (f"NVLink {g.nvlink_gbps_per_gpu:g} GB/s" if g.nvlink_gbps_per_gpu
+                          else "PCIe")
          + (f", PCIe gen {g.pcie_gen}" if g.pcie_gen else "")),
     ]
     if g.sources:
@@ -504,7 +535,8 @@ def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]], width: int) 
     rows = len(cols[0][1])
 
     def fmt(values: list[str]) -> str:
-        return "  ".join(f"{v:{j}{w}}" for v, w, (_, _, _, j) in zip(values, widths, cols)).rstrip()
+        return "  ".join(f"{v:{j}{w}}"
+                         for v, w, (_, _, _, j) in zip(values, widths, cols, strict=True)).rstrip()
 
     out = [fmt([h for h, _, _, _ in cols])]
     out += [fmt([c[1][r] for c in cols]) for r in range(rows)]
@@ -526,11 +558,11 @@ def _money(x: float | None) -> str:
     return "—" if x is None else f"{x:,.2f}"
 
 
-def _option_label(o) -> str:  # noqa: ANN001 - sweep.Option
+def _option_label(o: Option) -> str:
     return f"{o.gpu} ×{o.count}"
 
 
-def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # noqa: ANN001
+def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands: int = 3,
                misses: int = 5) -> str:
     """`kvplan sweep` for people: plain text, readable at `width` columns and in pipes."""
     import textwrap
@@ -558,7 +590,7 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         lines += textwrap.wrap("note: " + note, width, subsequent_indent="  ")
     lines.append("")
 
-    def table(opts: list, title: str) -> None:
+    def table(opts: list[Option], title: str) -> None:
         if not opts:
             return
         engines = len({o.engine for o in result.options}) > 1
@@ -592,7 +624,7 @@ def sweep_text(result, *, width: int = 80, top: int = 10, commands: int = 3,  # 
         lines.extend(_fit_sweep_columns(cols, width))
         lines.append("")
 
-    def price_line(opts: list) -> None:
+    def price_line(opts: list[Option]) -> None:
         seen: dict[str, str] = {}
         for o in opts:
             if o.price_per_hour is None or o.gpu in seen:
