@@ -167,8 +167,8 @@ EXTRA_COLUMNS = ["KV tokens end-to-end", "KV tokens leave-one-out"]
 def _constants(values: dict[str, float]):  # noqa: ANN202
     """The fitted constants (forward.py's forward-pass ones, vllm.py's non-torch ones)
     temporarily replaced by `values`."""
-    from kvplan.model import forward
     from kvplan.engines import vllm
+    from kvplan.model import forward
 
     home = {k: forward if hasattr(forward, k) else vllm for k in values if not k.startswith("_")}
     saved = {k: getattr(mod, k) for k, mod in home.items()}

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -28,7 +28,6 @@ from ..model.forward import (  # noqa: F401 - re-exported: the constants calibra
     cudagraph_bytes,
     sampler_rows_factor,
 )
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
 from ..model.kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
 from ..model.multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
 from ..model.weights import (

@@ -18,8 +18,8 @@ import pytest
 from clirun import run
 
 from kvplan import report as rep
-from kvplan.render import svg
 from kvplan.api import plan
+from kvplan.render import svg
 from kvplan.specs import Plan, Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
