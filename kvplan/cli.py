@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -848,6 +848,47 @@ class _PipeGuard:
         return getattr(self._stream, name)
 
 
+class _LazyCommands(Mapping[str, Any]):
+    """The commands of the click group, each built from its function's signature when first
+    looked up: a call builds only the command it runs (`kvplan --help` builds them all)."""
+
+    def __init__(self, infos: list[Any]) -> None:
+        from typer.main import get_command_name
+
+        self._infos = {info.name or get_command_name(info.callback.__name__): info
+                       for info in infos}
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            from typer.main import get_command_from_info
+
+            self._built[name] = get_command_from_info(
+                self._infos[name], pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._infos)
+
+    def __len__(self) -> int:
+        return len(self._infos)
+
+
+def click_app() -> Any:
+    """The click group `kvplan` runs: `app`'s callback and help, its commands built lazily
+    (typer.main.get_command(app) would build the parameters of every command)."""
+    from typer.main import get_group
+
+    registered, app.registered_commands = app.registered_commands, []
+    try:
+        group = get_group(app)
+    finally:
+        app.registered_commands = registered
+    group.commands = _LazyCommands(registered)  # type: ignore[assignment]
+    return group
+
+
 def main() -> None:
     """Entry point: run the app, turn kvplan errors into messages and exit codes.
 
@@ -867,7 +908,7 @@ def _run(debug: bool) -> None:
     from .errors import KvplanError
 
     try:
-        app()
+        click_app()()
     except KvplanError as e:
         if debug:
             raise
