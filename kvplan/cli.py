@@ -6,10 +6,12 @@ Exit codes: 0 fits, 1 does not fit, 2 bad usage or input, 3 a model source is un
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -87,147 +89,82 @@ def _progress_line() -> Iterator[Callable[[str], None]]:
             status.stop()
 
 
+def _option(name: str) -> inspect.Parameter:
+    """The typer parameter of one option declared in knobs.OPTIONS (flags, type, help)."""
+    from .knobs import OPTIONS
+
+    o = OPTIONS[name]
+    extra: dict[str, Any] = {"parser": _human_int, "metavar": "INT"} if o.human else {}
+    kind = o.type if o.required or o.default is not None else o.type | None
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY,
+        default=inspect.Parameter.empty if o.required else o.default,
+        annotation=Annotated[kind, typer.Option(*o.decls, help=o.help, **extra)])
+
+
+class _TableCommand:
+    """A command function `fn(*arguments, **values)` whose signature, as typer reads it, is its
+    arguments and then the options named, from knobs.OPTIONS in that order (its --help order).
+    Built on first use, so importing the CLI does not import the knob table."""
+
+    def __init__(self, fn: Callable[..., None], head: Callable[[], list[inspect.Parameter]],
+                 names: Callable[[], Iterable[str]]) -> None:
+        functools.update_wrapper(self, fn)
+        self._fn, self._head, self._names = fn, head, names
+
+    @functools.cached_property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.Signature([*self._head(), *(_option(n) for n in self._names())],
+                                 return_annotation=None)
+
+    def __call__(self, *args: Any, **values: Any) -> None:
+        self._fn(*args, **values)
+
+
+def _options_from_table(head: Callable[[], list[inspect.Parameter]],
+                        names: Callable[[], Iterable[str]]
+                        ) -> Callable[[Callable[..., None]], _TableCommand]:
+    def wrap(fn: Callable[..., None]) -> _TableCommand:
+        return _TableCommand(fn, head, names)
+    return wrap
+
+
+def _argument(name: str, help: str) -> inspect.Parameter:  # noqa: A002 - typer's word
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             annotation=Annotated[str, typer.Argument(help=help)])
+
+
+_WORKLOAD = ("target_concurrency", "avg_input_tokens", "avg_output_tokens", "slo_ttft_ms",
+             "slo_tpot_ms", "shared_prefix_tokens", "prefix_hit_rate", "acceptance_rate",
+             "images_per_request")
+
+
+def _plan_options() -> Iterable[str]:
+    from .knobs import OPTIONS
+
+    return OPTIONS  # the table is in plan's --help order
+
+
 @app.command()
-def plan(
-    model: Annotated[str, typer.Argument(help="Catalogue id or alias (see `kvplan models`), a local "
-                                         "model directory / config.json, or a Hub repo id.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name, e.g. "
-                                     "h100-sxm-80gb or 'NVIDIA H100 80GB HBM3'.")],
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
-    pipeline_parallel_size: Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp")] = None,
-    data_parallel_size: Annotated[int | None, typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[int | None, typer.Option(
-        "--max-model-len", help="tokens; 32k = 32000, 32K = 32768 (as vLLM reads it)",
-        parser=_human_int, metavar="INT")] = None,
-    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[int | None, typer.Option(
-        "--max-num-batched-tokens", parser=_human_int, metavar="INT")] = None,
-    max_input_tokens: Annotated[int | None, typer.Option(
-        "--max-input-tokens", help="TGI only: longest prompt (default: --max-model-len − 1)")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option(
-        "--gpu-memory-utilization", help="fraction of the device total, (0, 1]")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, bfloat16, float16, float32")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option(
-        "--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2")] = None,
-    quantization: Annotated[str | None, typer.Option("--quantization", "-q",
-                                                        help="online quantization: fp8")] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size", help="tokens per KV block")] = None,
-    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager", help="no CUDA graphs")] = None,
-    enable_prefix_caching: Annotated[bool | None, typer.Option(
-        "--enable-prefix-caching/--no-enable-prefix-caching",
-        help="vLLM default on; off keeps Mamba/GDN states at one page per request")] = None,
-    disable_hybrid_kv_cache_manager: Annotated[bool | None, typer.Option(
-        "--disable-hybrid-kv-cache-manager", help="allocate sliding/chunked layers as full attention")] = None,
-    enable_expert_parallel: Annotated[bool | None, typer.Option(
-        "--enable-expert-parallel", help="MoE experts split over TP × DP ranks")] = None,
-    usage_context: Annotated[str | None, typer.Option(
-        "--usage-context", help="serve (vllm serve, default) or llm (offline LLM class): batch defaults")] = None,
-    kv_cache_memory_bytes: Annotated[int | None, typer.Option(
-        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)",
-        parser=_human_int, metavar="INT")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option(
-        "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
-        "your vLLM log prints")] = None,
-    max_total_tokens: Annotated[int | None, typer.Option(
-        "--max-total-tokens", help="SGLang / TensorRT-LLM: cap on KV pool tokens")] = None,
-    backend: Annotated[str | None, typer.Option(
-        "--backend", help="TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) or tensorrt "
-        "(a built engine)")] = None,
-    speculative_config: Annotated[str | None, typer.Option(
-        "--speculative-config", help="vLLM, SGLang: speculative decoding JSON, e.g. '{\"method\": "
-        "\"eagle3\", \"model\": \"ORG/HEAD\", \"num_speculative_tokens\": 3}'; SGLang also "
-        "takes eagle_topk and num_draft_tokens (docs/features.md)")] = None,
-    enable_lora: Annotated[bool | None, typer.Option(
-        "--enable-lora", help="vLLM: preallocate LoRA adapter slots")] = None,
-    max_loras: Annotated[int | None, typer.Option("--max-loras", help="vLLM: adapters per batch (1)")] = None,
-    max_lora_rank: Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM: (16)")] = None,
-    max_cpu_loras: Annotated[int | None, typer.Option(
-        "--max-cpu-loras", help="vLLM: adapters cached in host memory (max_loras)")] = None,
-    lora_target_modules: Annotated[str | None, typer.Option(
-        "--lora-target-modules", help="SGLang: LoRA modules, comma-separated (q_proj,v_proj or "
-        "all; --max-loras is its --max-loras-per-batch, --max-cpu-loras its --max-loaded-loras); "
-        "TensorRT-LLM: attn_q,attn_k,attn_v,attn_dense, …")] = None,
-    lora_paths: Annotated[str | None, typer.Option(
-        "--lora-paths", help="SGLang: adapters loaded at start, comma-separated NAME=PATH "
-        "(counted, not read; turns LoRA on)")] = None,
-    kv_offloading_size: Annotated[float | None, typer.Option(
-        "--kv-offloading-size", help="vLLM: GiB of host memory for offloaded KV blocks")] = None,
-    kv_offloading_backend: Annotated[str | None, typer.Option(
-        "--kv-offloading-backend", help="vLLM: native (default) or lmcache")] = None,
-    enable_hierarchical_cache: Annotated[bool | None, typer.Option(
-        "--enable-hierarchical-cache", help="SGLang: host-memory KV tier (HiCache)")] = None,
-    hicache_ratio: Annotated[float | None, typer.Option(
-        "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
-    hicache_size: Annotated[int | None, typer.Option(
-        "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
-    acceptance_rate: Annotated[float | None, typer.Option(
-        "--acceptance-rate", help="speculative decoding: probability each draft token is "
-        "accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): TPOT and tokens/s")] = None,
-    host_cache_size: Annotated[int | None, typer.Option(
-        "--host-cache-size", help="TensorRT-LLM: kv_cache_config.host_cache_size, bytes of host "
-        "KV blocks per GPU")] = None,
-    prefix_hit_rate: Annotated[float | None, typer.Option(
-        "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
-        "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
-    shared_prefix_tokens: Annotated[int | None, typer.Option(
-        "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
-        "concurrency with prefix caching")] = None,
-    limit_mm_per_prompt: Annotated[str | None, typer.Option(
-        "--limit-mm-per-prompt", help="vLLM: items per prompt by modality, JSON '{\"image\": 4, "
-        "\"video\": 0}' or the legacy image=4,video=0; image 0 skips the encoder profile "
-        "(docs/features.md)")] = None,
-    images_per_request: Annotated[int | None, typer.Option(
-        "--images-per-request", help="images each request carries (a VLM): their tokens are "
-        "added to each request's KV length")] = None,
-    extra_llm_api_options: Annotated[Path | None, typer.Option(
-        "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
-        "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="vllm, sglang, tgi or trtllm (generic flags map to the engine's own "
-        "knobs; see docs/engines.md)")] = "vllm",
-    engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="engine release to model (default: newest modelled)")] = None,
-    target_concurrency: Annotated[int | None, typer.Option(
-        "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    slo_ttft_ms: Annotated[float | None, typer.Option(
-        "--slo-ttft-ms", help="latency target: time to first token, ms")] = None,
-    slo_tpot_ms: Annotated[float | None, typer.Option(
-        "--slo-tpot-ms", help="latency target: time per output token, ms")] = None,
-    gpu_hour_price: Annotated[float | None, typer.Option(
-        "--gpu-hour-price", help="USD per GPU-hour for cost figures (default: the catalogue's)")] = None,
-    minimize_utilization: Annotated[bool, typer.Option(
-        "--minimize-utilization", help="recommend the smallest --gpu-memory-utilization that "
-        "holds --target-concurrency (default: keep the engine's default when it is enough)")] = False,
-    revision: Annotated[str | None, typer.Option(
-        "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
-    token: Annotated[str | None, typer.Option(
-        "--token", help="Hub token for gated/private repos (default: HF_TOKEN or your saved login)")] = None,
-    offline: Annotated[bool | None, typer.Option(
-        "--offline", help="no network: kvplan's and huggingface_hub's caches only "
-        "(default: HF_HUB_OFFLINE)")] = None,
-    refresh: Annotated[bool, typer.Option(
-        "--refresh", help="fetch the Hub repo again instead of using kvplan's cache")] = False,
-    as_json: JsonOpt = False,
-) -> None:
+@_options_from_table(lambda: [_argument(
+    "model", "Catalogue id or alias (see `kvplan models`), a local model directory / "
+    "config.json, or a Hub repo id.")], _plan_options)
+def plan(model: str, **values: Any) -> None:
     """Plan one vLLM deployment: memory per GPU, KV capacity, fit, recommended flags.
 
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
     from .api import plan as make_plan
+    from .knobs import KNOB_NAMES
     from .limits import check_flags
 
-    check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
-    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                         avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
-                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens,
-                         prefix_hit_rate=prefix_hit_rate, acceptance_rate=acceptance_rate,
-                         images_per_request=images_per_request)
+    check_flags(values)  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
+    workload = _workload(**{k: values[k] for k in _WORKLOAD})
     from .catalog import resolve_gpu, resolve_model
 
+    engine: str = values["engine"]
     options = {}
-    if extra_llm_api_options is not None:
+    if values["extra_llm_api_options"] is not None:
         from .errors import InvalidInputError
 
         if engine.lower() != "trtllm":
@@ -235,34 +172,19 @@ def plan(
                                     hint="plan with --engine trtllm")
         from .trtllm_options import read_options_file
 
-        options = read_options_file(extra_llm_api_options)
-    g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
+        options = read_options_file(values["extra_llm_api_options"])
+    g = resolve_gpu(values["gpu"])  # a bad --gpu fails before any network work
     with _progress_line() as progress:
-        m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,
+        m = resolve_model(model, revision=values["revision"], token=values["token"],
+                          offline=values["offline"], refresh=values["refresh"],
                           progress=progress)
-    flags = dict(
-        tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
-        data_parallel_size=data_parallel_size, max_model_len=max_model_len,
-        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        max_input_tokens=max_input_tokens, max_total_tokens=max_total_tokens,
-        gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
-        quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
-        enable_prefix_caching=enable_prefix_caching,
-        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
-        enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
-        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend,
-        speculative_config=speculative_config, enable_lora=enable_lora, max_loras=max_loras,
-        max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
-        lora_target_modules=lora_target_modules, lora_paths=lora_paths,
-        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
-        enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
-        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt,
-        host_cache_size=host_cache_size)
-    result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
-                       workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
-                       minimize_utilization=minimize_utilization,
+    flags = {k: values[k] for k in KNOB_NAMES}
+    result = make_plan(m, g, engine=engine.lower(), engine_version=values["engine_version"],
+                       workload=workload, gpu_hour_price=values["gpu_hour_price"],
+                       offline=values["offline"],
+                       minimize_utilization=values["minimize_utilization"],
                        **{**flags, **options})
-    if as_json:
+    if values["as_json"]:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         if result.problems:
             err = _console(stderr=True)

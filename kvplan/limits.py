@@ -202,27 +202,16 @@ def contained(path: Path, root: Path, *, what: str, where: str | None = None) ->
 
 # ------------------------------------------------------------------- knob bounds
 
-# Sanity bounds on deployment knobs, wherever they come from (flags, files): ints as
-# (lo, hi), floats as (lo exclusive, hi inclusive). Engine-specific ranges stay with the
-# engines; these only keep hostile values (nan, 1e300, a 400-digit length) out of the math.
+# Sanity bounds on deployment knobs, wherever they come from (flags, files), as declared once in
+# knobs.OPTIONS. Engine-specific ranges stay with the engines; these only keep hostile values
+# (nan, 1e300, a 400-digit length) out of the math.
 def _bounds(knob: str) -> tuple[float | None, bool, float | None] | None:
-    """(lower bound, lower bound open?, upper bound) of a knob or workload field, read from
-    the one typed definition (knobs.Knobs, specs.Workload): None when it has no numeric bound."""
-    from .knobs import Knobs
-    from .specs import Workload
+    """(lower bound, lower bound open?, upper bound) of a knob or workload setting (knobs.OPTIONS);
+    None when it has no numeric bound."""
+    from .knobs import OPTIONS
 
-    field = Knobs.model_fields.get(knob) or Workload.model_fields.get(knob)
-    if field is None:
-        return None
-    lo, lo_open, hi = None, False, None
-    for c in field.metadata:
-        if getattr(c, "gt", None) is not None:
-            lo, lo_open = c.gt, True
-        elif getattr(c, "ge", None) is not None:
-            lo = c.ge
-        elif getattr(c, "le", None) is not None:
-            hi = c.le
-    return None if lo is None and hi is None else (lo, lo_open, hi)
+    option = OPTIONS.get(knob)
+    return option.bounds() if option is not None else None
 
 
 def knob_error(knob: str, value: object) -> str | None:
