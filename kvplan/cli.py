@@ -89,11 +89,14 @@ def _progress_line() -> Iterator[Callable[[str], None]]:
             status.stop()
 
 
-def _option(name: str) -> inspect.Parameter:
-    """The typer parameter of one option declared in knobs.OPTIONS (flags, type, help)."""
+def _option(name: str, *, bare: bool = False, **override: Any) -> inspect.Parameter:
+    """The typer parameter of one option declared in knobs.OPTIONS (flags, type, help), with a
+    command's own `override`s of the declaration; `bare`: the flag alone (no help text, plain
+    integers), as `report` and `compare` take most knobs."""
     from .knobs import OPTIONS
 
-    o = OPTIONS[name]
+    o = dataclasses.replace(OPTIONS[name], **({"help": None, "human": False} if bare else {}),
+                            **override)
     extra: dict[str, Any] = {"parser": _human_int, "metavar": "INT"} if o.human else {}
     kind = o.type if o.required or o.default is not None else o.type | None
     return inspect.Parameter(
@@ -102,31 +105,11 @@ def _option(name: str) -> inspect.Parameter:
         annotation=Annotated[kind, typer.Option(*o.decls, help=o.help, **extra)])
 
 
-class _TableCommand:
-    """A command function `fn(*arguments, **values)` whose signature, as typer reads it, is its
-    arguments and then the options named, from knobs.OPTIONS in that order (its --help order).
-    Built on first use, so importing the CLI does not import the knob table."""
-
-    def __init__(self, fn: Callable[..., None], head: Callable[[], list[inspect.Parameter]],
-                 names: Callable[[], Iterable[str]]) -> None:
-        functools.update_wrapper(self, fn)
-        self._fn, self._head, self._names = fn, head, names
-
-    @functools.cached_property
-    def __signature__(self) -> inspect.Signature:
-        return inspect.Signature([*self._head(), *(_option(n) for n in self._names())],
-                                 return_annotation=None)
-
-    def __call__(self, *args: Any, **values: Any) -> None:
-        self._fn(*args, **values)
-
-
-def _options_from_table(head: Callable[[], list[inspect.Parameter]],
-                        names: Callable[[], Iterable[str]]
-                        ) -> Callable[[Callable[..., None]], _TableCommand]:
-    def wrap(fn: Callable[..., None]) -> _TableCommand:
-        return _TableCommand(fn, head, names)
-    return wrap
+def _own(name: str, kind: Any, *decls: str, help: str | None = None,  # noqa: A002 - typer's
+         default: Any = None) -> inspect.Parameter:
+    """A command's own option, not a setting in the knob table (--output, --format, …)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, typer.Option(*decls, help=help)])
 
 
 def _argument(name: str, help: str) -> inspect.Parameter:  # noqa: A002 - typer's word
@@ -134,21 +117,46 @@ def _argument(name: str, help: str) -> inspect.Parameter:  # noqa: A002 - typer'
                              annotation=Annotated[str, typer.Argument(help=help)])
 
 
+class _TableCommand:
+    """A command function `fn(argument, **values)` whose signature, as typer reads it, is
+    `params()`: its argument, then options mostly from knobs.OPTIONS, in --help order. Built on
+    first use, so importing the CLI does not import the knob table (or pydantic)."""
+
+    def __init__(self, fn: Callable[..., None],
+                 params: Callable[[], list[inspect.Parameter]]) -> None:
+        functools.update_wrapper(self, fn)
+        self._fn, self._params = fn, params
+
+    @functools.cached_property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.Signature(self._params(), return_annotation=None)
+
+    def __call__(self, *args: Any, **values: Any) -> None:
+        self._fn(*args, **values)
+
+
+def _table_options(params: Callable[[], list[inspect.Parameter]]
+                   ) -> Callable[[Callable[..., None]], _TableCommand]:
+    def wrap(fn: Callable[..., None]) -> _TableCommand:
+        return _TableCommand(fn, params)
+    return wrap
+
+
 _WORKLOAD = ("target_concurrency", "avg_input_tokens", "avg_output_tokens", "slo_ttft_ms",
              "slo_tpot_ms", "shared_prefix_tokens", "prefix_hit_rate", "acceptance_rate",
              "images_per_request")
 
 
-def _plan_options() -> Iterable[str]:
+def _plan_params() -> list[inspect.Parameter]:
     from .knobs import OPTIONS
 
-    return OPTIONS  # the table is in plan's --help order
+    return [_argument("model", "Catalogue id or alias (see `kvplan models`), a local model "
+                      "directory / config.json, or a Hub repo id."),
+            *(_option(name) for name in OPTIONS)]  # the table is in plan's --help order
 
 
 @app.command()
-@_options_from_table(lambda: [_argument(
-    "model", "Catalogue id or alias (see `kvplan models`), a local model directory / "
-    "config.json, or a Hub repo id.")], _plan_options)
+@_table_options(_plan_params)
 def plan(model: str, **values: Any) -> None:
     """Plan one vLLM deployment: memory per GPU, KV capacity, fit, recommended flags.
 
@@ -197,22 +205,21 @@ def plan(model: str, **values: Any) -> None:
     raise typer.Exit(0 if result.fits and not _errors(result) else 1)
 
 
+def _compare_params() -> list[inspect.Parameter]:
+    return [_argument("model", "Catalogue id, local path or Hub repo id."),
+            _option("gpu", help="GPU id, alias or nvidia-smi name."),
+            _option("tensor_parallel_size"),
+            _option("max_model_len", help="context length for every engine (default: each "
+                    "engine's own)"),
+            *(_option(name, bare=True) for name in (
+                "kv_cache_dtype", "gpu_memory_gib", "target_concurrency", "avg_input_tokens",
+                "avg_output_tokens", "offline")),
+            _option("as_json")]
+
+
 @app.command()
-def compare(
-    model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name.")],
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
-    max_model_len: Annotated[int | None, typer.Option(
-        "--max-model-len", help="context length for every engine (default: each engine's own)",
-        parser=_human_int, metavar="INT")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
-    target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    offline: Annotated[bool | None, typer.Option("--offline")] = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_compare_params)
+def compare(model: str, **values: Any) -> None:
     """The same model and GPU on vLLM, SGLang and TGI side by side: KV tokens, concurrency and
     each engine's recommended knobs. Without --tensor-parallel-size each engine is planned at the
     smallest TP at which it fits (the table says so when they differ). Exit 0 if any engine
@@ -226,17 +233,19 @@ def compare(
     from .limits import check_flags
     from .specs import Plan
 
-    check_flags(dict(locals()))
-    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                         avg_output_tokens=avg_output_tokens)
-    g = resolve_gpu(gpu)
+    check_flags(values)
+    workload = _workload(**{k: values[k] for k in (
+        "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
+    g = resolve_gpu(values["gpu"])
     with _progress_line() as progress:
-        m = resolve_model(model, offline=offline, progress=progress)
+        m = resolve_model(model, offline=values["offline"], progress=progress)
+    tensor_parallel_size = values["tensor_parallel_size"]
 
     def one(engine: str, tp: int | None) -> Plan:
         return make_plan(m, g, engine=engine, workload=workload, tensor_parallel_size=tp,
-                         max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
-                         gpu_memory_gib=gpu_memory_gib)
+                         max_model_len=values["max_model_len"],
+                         kv_cache_dtype=values["kv_cache_dtype"],
+                         gpu_memory_gib=values["gpu_memory_gib"])
 
     plans = []
     for e in NAMES:
@@ -245,8 +254,9 @@ def compare(
         if tensor_parallel_size is None and not p.fits and rec_tp and rec_tp != p.gpu.count:
             p = one(e, int(rec_tp))  # each column describes the deployment its serve line runs
         plans.append(p)
-    if as_json:
-        sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
+    if values["as_json"]:
+        sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]},
+                                    indent=2) + "\n")
     else:
         from .render import compare_table
 
@@ -619,40 +629,30 @@ def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]
     return None, args[0].lower() if args else ""
 
 
+_REPORT_KNOBS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                 "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+                 "gpu_memory_utilization", "dtype", "kv_cache_dtype", "quantization", "block_size",
+                 "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib")
+
+
+def _report_params() -> list[inspect.Parameter]:
+    return [_argument("target", "A model (as for `kvplan plan`), or a deployment file or "
+                      "directory (as for `kvplan check`)."),
+            _own("output", Path | None, "--output", "-o", help="report file: .html "
+                 "(self-contained) or .md; default: stdout"),
+            _own("fmt", str | None, "--format", help="md or html (default: from the -o suffix, "
+                 "else md)"),
+            _option("gpu", help="GPU id, alias or nvidia-smi name", required=False),
+            *(_option(name, bare=True) for name in (
+                *_REPORT_KNOBS, "engine", "engine_version", "target_concurrency",
+                "avg_input_tokens", "avg_output_tokens", "revision", "offline")),
+            _own("generated_at", str | None, "--generated-at", help="a date or note to print in "
+                 "the report (none by default, so the same inputs give byte-identical reports)")]
+
+
 @app.command()
-def report(
-    target: Annotated[str, typer.Argument(help="A model (as for `kvplan plan`), or a deployment "
-                                          "file or directory (as for `kvplan check`).")],
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="report file: .html (self-contained) or .md; default: stdout")] = None,
-    fmt: Annotated[str | None, typer.Option(
-        "--format", help="md or html (default: from the -o suffix, else md)")] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name")] = None,
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
-    pipeline_parallel_size: Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp")] = None,
-    data_parallel_size: Annotated[int | None, typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[int | None, typer.Option("--max-model-len")] = None,
-    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[int | None, typer.Option("--max-num-batched-tokens")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option("--gpu-memory-utilization")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype")] = None,
-    quantization: Annotated[str | None, typer.Option("--quantization", "-q")] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size")] = None,
-    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager")] = None,
-    kv_cache_memory_bytes: Annotated[int | None, typer.Option("--kv-cache-memory-bytes")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
-    engine: Annotated[str, typer.Option("--engine")] = "vllm",
-    engine_version: Annotated[str | None, typer.Option("--engine-version")] = None,
-    target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    revision: Annotated[str | None, typer.Option("--revision")] = None,
-    offline: Annotated[bool | None, typer.Option("--offline")] = None,
-    generated_at: Annotated[str | None, typer.Option(
-        "--generated-at", help="a date or note to print in the report (none by default, so the "
-        "same inputs give byte-identical reports)")] = None,
-) -> None:
+@_table_options(_report_params)
+def report(target: str, **values: Any) -> None:
     """Write a sizing report (Markdown, or one self-contained HTML file with charts) for one
     deployment, or for every serving command `kvplan check` finds. Exit codes as for plan/check.
 
@@ -660,65 +660,17 @@ def report(
     """
     import shlex
 
-    from . import __version__
     from . import report as rep
-    from .errors import InvalidInputError
 
-    name = rep.output_format(output, fmt)
+    output = values["output"]
+    name = rep.output_format(output, values["fmt"])
     line = shlex.join(["kvplan", "report", *sys.argv[sys.argv.index("report") + 1:]]
                       if "report" in sys.argv else ["kvplan", "report", target])
     path = Path(target)
     if path.exists() and not (path / "config.json").exists() and path.suffix != ".json":
-        from .check import Policy, check_files, load_policy
-
-        policy, _ = load_policy(None, Path.cwd())
-        policy = Policy.model_validate({**policy.model_dump(), **{k: v for k, v in dict(
-            gpu=gpu, engine_version=engine_version).items() if v is not None}})
-        checked = check_files([path], policy=policy, sets={}, offline=offline)
-        if not any(d.plan for d in checked.deployments):
-            why = "; ".join(p.message for d in checked.deployments for p in d.problems)
-            raise InvalidInputError(f"{target}: nothing to plan ({why})")
-        result = rep.from_check(checked, command_line=line, version=__version__,
-                                generated_at=generated_at)
+        result = _report_on_files(target, values, line)
     else:
-        from pydantic import ValidationError
-
-        from .catalog import resolve_gpu, resolve_model
-        from .specs import Workload
-
-        try:
-            workload = Workload(target_concurrency=target_concurrency,
-                                avg_input_tokens=avg_input_tokens, avg_output_tokens=avg_output_tokens)
-        except ValidationError as e:
-            fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
-            raise InvalidInputError(f"{fields} must be a positive integer") from None
-        if gpu is None:
-            raise InvalidInputError("--gpu is required to report on a model",
-                                    hint="e.g. --gpu h100; deployment files may name their own GPU")
-        g = resolve_gpu(gpu)
-        with _progress_line() as progress:
-            m = resolve_model(target, revision=revision, offline=offline, progress=progress)
-        knobs = dict(
-            tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
-            data_parallel_size=data_parallel_size, max_model_len=max_model_len,
-            max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-            gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype, quantization=quantization, block_size=block_size,
-            enforce_eager=enforce_eager, kv_cache_memory_bytes=kv_cache_memory_bytes,
-            gpu_memory_gib=gpu_memory_gib)
-        from .api import sweep as run_sweep
-        from .errors import KvplanError
-
-        try:  # the cheapest alternatives for the same workload, as `kvplan sweep` ranks them
-            swept = run_sweep(m, engine=engine.lower(), workload=workload, max_model_len=max_model_len)
-        except KvplanError:
-            swept = None
-        result = rep.for_model(
-            m, g, knobs=knobs, engine=engine.lower(), engine_version=engine_version,
-            workload=workload, command_line=line, version=__version__, generated_at=generated_at)
-        if swept is not None:
-            result = dataclasses.replace(result, sweep=tuple(
-                rep.sweep_options(swept, result.sections[0].plan)))
+        result = _report_on_model(target, values, line)
     text = rep.render(result, name)
     if output is None:
         sys.stdout.write(text)
@@ -726,6 +678,64 @@ def report(
         rep.write_atomic(output, text)
         _console(stderr=True).print(f"wrote {output}", markup=False)
     raise typer.Exit(result.exit_code)
+
+
+def _report_on_files(target: str, values: dict[str, Any], line: str) -> Any:
+    """The report of every serving command `kvplan check` finds in `target`."""
+    from . import __version__
+    from . import report as rep
+    from .check import Policy, check_files, load_policy
+    from .errors import InvalidInputError
+
+    policy, _ = load_policy(None, Path.cwd())
+    policy = Policy.model_validate({**policy.model_dump(), **{
+        k: values[k] for k in ("gpu", "engine_version") if values[k] is not None}})
+    checked = check_files([Path(target)], policy=policy, sets={}, offline=values["offline"])
+    if not any(d.plan for d in checked.deployments):
+        why = "; ".join(p.message for d in checked.deployments for p in d.problems)
+        raise InvalidInputError(f"{target}: nothing to plan ({why})")
+    return rep.from_check(checked, command_line=line, version=__version__,
+                          generated_at=values["generated_at"])
+
+
+def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
+    """The report of one model's deployment, with the sweep's cheapest alternatives."""
+    from pydantic import ValidationError
+
+    from . import __version__
+    from . import report as rep
+    from .api import sweep as run_sweep
+    from .catalog import resolve_gpu, resolve_model
+    from .errors import InvalidInputError, KvplanError
+    from .specs import Workload
+
+    try:
+        workload = Workload(**{k: values[k] for k in (
+            "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
+    except ValidationError as e:
+        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+        raise InvalidInputError(f"{fields} must be a positive integer") from None
+    if values["gpu"] is None:
+        raise InvalidInputError("--gpu is required to report on a model",
+                                hint="e.g. --gpu h100; deployment files may name their own GPU")
+    g = resolve_gpu(values["gpu"])
+    with _progress_line() as progress:
+        m = resolve_model(target, revision=values["revision"], offline=values["offline"],
+                          progress=progress)
+    engine = values["engine"].lower()
+    try:  # the cheapest alternatives for the same workload, as `kvplan sweep` ranks them
+        swept = run_sweep(m, engine=engine, workload=workload,
+                          max_model_len=values["max_model_len"])
+    except KvplanError:
+        swept = None
+    result = rep.for_model(
+        m, g, knobs={k: values[k] for k in _REPORT_KNOBS}, engine=engine,
+        engine_version=values["engine_version"], workload=workload, command_line=line,
+        version=__version__, generated_at=values["generated_at"])
+    if swept is not None:
+        result = dataclasses.replace(result, sweep=tuple(
+            rep.sweep_options(swept, result.sections[0].plan)))
+    return result
 
 
 class _PipeGuard:
