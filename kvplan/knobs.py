@@ -49,6 +49,8 @@ class Option:
     human: bool = False  # vLLM's human-readable integers: 32k = 32000, 32K = 32768
     default: Any = None
     required: bool = False
+    doc: str | None = None  # docs/knobs.md's line where --help shows none
+
 
     def bounds(self) -> tuple[float | None, bool, float | None] | None:
         """(lower bound, lower bound open?, upper bound); None when it has no numeric bound."""
@@ -74,16 +76,17 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("gpu", str, ("--gpu",), "GPU id, alias or nvidia-smi name, e.g. h100-sxm-80gb or "
        "'NVIDIA H100 80GB HBM3'.", required=True),
     _O("tensor_parallel_size", int, ("--tensor-parallel-size", "-tp"), ge=1, le=MAX_PARALLEL,
-       unit="GPUs"),
+       unit="GPUs", doc="GPUs each layer is split over (default: 1, or the plan recommends one)"),
     _O("pipeline_parallel_size", int, ("--pipeline-parallel-size", "-pp"), ge=1,
-       le=MAX_PARALLEL, unit="GPUs"),
+       le=MAX_PARALLEL, unit="GPUs", doc="pipeline stages, each a slice of the layers (1)"),
     _O("data_parallel_size", int, ("--data-parallel-size", "-dp"), ge=1, le=MAX_PARALLEL,
-       unit="replicas"),
+       unit="replicas", doc="engine replicas; with --enable-expert-parallel they share experts"),
     _O("max_model_len", int, ("--max-model-len",), "tokens; 32k = 32000, 32K = 32768 (as vLLM "
        "reads it)", ge=1, le=MAX_TOKENS, unit="tokens", human=True),
-    _O("max_num_seqs", int, ("--max-num-seqs",), ge=1, le=MAX_TOKENS, unit="sequences"),
+    _O("max_num_seqs", int, ("--max-num-seqs",), ge=1, le=MAX_TOKENS, unit="sequences",
+       doc="requests the engine runs at once (the engine's default by version and GPU)"),
     _O("max_num_batched_tokens", int, ("--max-num-batched-tokens",), ge=1, le=MAX_TOKENS,
-       unit="tokens", human=True),
+       unit="tokens", human=True, doc="tokens per scheduler step (the prefill chunk)"),
     _O("max_input_tokens", int, ("--max-input-tokens",), "TGI only: longest prompt (default: "
        "--max-model-len − 1)", ge=1, le=MAX_TOKENS, unit="tokens"),
     _O("gpu_memory_utilization", float, ("--gpu-memory-utilization",), "fraction of the device "
@@ -162,8 +165,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "modelled)"),
     _O("target_concurrency", int, ("--target-concurrency",), "requests that must fit in the KV "
        "cache at once", gt=0, le=1 << 20, unit="requests"),
-    _O("avg_input_tokens", int, ("--avg-input-tokens",), gt=0, le=1 << 24, unit="tokens"),
-    _O("avg_output_tokens", int, ("--avg-output-tokens",), gt=0, le=1 << 24, unit="tokens"),
+    _O("avg_input_tokens", int, ("--avg-input-tokens",), gt=0, le=1 << 24, unit="tokens",
+       doc="prompt length of a typical request: concurrency, TTFT, throughput"),
+    _O("avg_output_tokens", int, ("--avg-output-tokens",), gt=0, le=1 << 24, unit="tokens",
+       doc="generated tokens of a typical request: concurrency, TPOT, throughput"),
     _O("slo_ttft_ms", float, ("--slo-ttft-ms",), "latency target: time to first token, ms", gt=0,
        le=3_600_000, unit="ms"),
     _O("slo_tpot_ms", float, ("--slo-tpot-ms",), "latency target: time per output token, ms",
