@@ -11,7 +11,7 @@ import inspect
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -27,7 +27,8 @@ app = typer.Typer(
     help="Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it.",
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout (warnings go to stderr).")]
+JsonOpt = Annotated[bool, typer.Option("--json",
+                                       help="Print JSON to stdout (warnings go to stderr).")]
 
 
 def _human_int(text: str | int) -> int:
@@ -56,7 +57,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print kvplan's version and exit.")] = False,
+        "--version", callback=_version, is_eager=True,
+        help="Print kvplan's version and exit.")] = False,
           ) -> None:
     """Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it."""
 
@@ -95,8 +97,8 @@ def _option(name: str, *, bare: bool = False, **override: Any) -> inspect.Parame
     integers), as `report` and `compare` take most knobs."""
     from .knobs import OPTIONS
 
-    o = dataclasses.replace(OPTIONS[name], **({"help": None, "human": False} if bare else {}),
-                            **override)
+    plain: dict[str, Any] = {"help": None, "human": False} if bare else {}
+    o = dataclasses.replace(OPTIONS[name], **plain, **override)
     extra: dict[str, Any] = {"parser": _human_int, "metavar": "INT"} if o.human else {}
     kind = o.type if o.required or o.default is not None else o.type | None
     return inspect.Parameter(
@@ -292,7 +294,8 @@ def sweep(
     model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
     gpus: Annotated[str | None, typer.Option(
         "--gpus", help="comma-separated GPU ids/aliases (default: the whole catalogue)")] = None,
-    max_gpus: Annotated[int, typer.Option("--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
+    max_gpus: Annotated[int, typer.Option(
+        "--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
     engine: Annotated[str, typer.Option(
         "--engine", help="vllm, sglang, tgi, a comma list, or all")] = "vllm",
     engine_version: Annotated[str | None, typer.Option(
@@ -304,7 +307,8 @@ def sweep(
         "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8")] = None,
     max_model_len: Annotated[int | None, typer.Option("--max-model-len", help="tokens")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option("--gpu-memory-utilization")] = None,
+    gpu_memory_utilization: Annotated[float | None, typer.Option(
+        "--gpu-memory-utilization")] = None,
     target_concurrency: Annotated[int | None, typer.Option(
         "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
     avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
@@ -314,7 +318,8 @@ def sweep(
     slo_ttft_ms: Annotated[float | None, typer.Option(
         "--slo-ttft-ms", help="time to first token limit (needs a latency model)")] = None,
     prices: Annotated[Path | None, typer.Option(
-        "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of your own US$ per GPU-hour")] = None,
+        "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of your own US$ per "
+        "GPU-hour")] = None,
     top: Annotated[int, typer.Option("--top", help="options shown in the table")] = 10,
     offline: Annotated[bool | None, typer.Option("--offline")] = None,
     as_json: JsonOpt = False,
@@ -333,7 +338,8 @@ def sweep(
     from .specs import Workload
 
     try:
-        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
+        workload = Workload(target_concurrency=target_concurrency,
+                            avg_input_tokens=avg_input_tokens,
                             avg_output_tokens=avg_output_tokens)
     except ValidationError as e:
         fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
@@ -397,7 +403,8 @@ def models(
         if entry is None:
             raise UnknownModelError(show, suggest_models(show))
         m = load_catalog_model(entry)
-        data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
+        data = {"entry": entry.model_dump(), "spec": m.model_dump(),
+                "parameters": parameter_count(m)}
         if fmt == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
@@ -477,18 +484,24 @@ def gpus(
 
 @app.command()
 def check(
-    files: Annotated[list[Path], typer.Argument(help="Deployment files: Dockerfile, shell scripts, "
-                                                "docker-compose, Kubernetes/KServe manifests, vLLM --config YAML.")],
+    files: Annotated[list[Path], typer.Argument(
+        help="Deployment files: Dockerfile, shell scripts, docker-compose, Kubernetes/KServe "
+        "manifests, vLLM --config YAML.")],
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="GPU for commands whose file does not say (node selector or # kvplan: gpu=…)")] = None,
+        "--gpu", help="GPU for commands whose file does not say (node selector or # kvplan: "
+        "gpu=…)")] = None,
     engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="vLLM version when the file does not say (image tag, vllm==…)")] = None,
+        "--engine-version", help="vLLM version when the file does not say (image tag, "
+        "vllm==…)")] = None,
     sets: Annotated[list[str] | None, typer.Option(
-        "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template (repeatable)")] = None,
+        "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template "
+        "(repeatable)")] = None,
     config: Annotated[Path | None, typer.Option(
-        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
+        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in "
+        "./pyproject.toml)")] = None,
     min_concurrency: Annotated[float | None, typer.Option(
-        "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
+        "--min-concurrency",
+        help="policy: requests the KV cache must hold at max_model_len")] = None,
     min_kv_tokens: Annotated[int | None, typer.Option(
         "--min-kv-tokens", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
         metavar="INT")] = None,
@@ -500,7 +513,8 @@ def check(
         "--min-max-model-len", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
         metavar="INT")] = None,
     require_fp8_kv_cache: Annotated[bool | None, typer.Option(
-        "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
+        "--require-fp8-kv-cache",
+        help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
     offline: Annotated[bool | None, typer.Option(
         "--offline", help="resolve Hub models from caches only (default: HF_HUB_OFFLINE)")] = None,
     fmt: Annotated[str, typer.Option(
@@ -521,7 +535,8 @@ def check(
 
     fmt = "json" if as_json else fmt
     if fmt not in {"table", "json", "github", "markdown"}:
-        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, json, github or markdown")
+        raise InvalidInputError(f"unknown --format {fmt!r}",
+                                hint="use table, json, github or markdown")
     values = {}
     for item in sets or []:
         key, eq, value = item.partition("=")
@@ -574,7 +589,8 @@ def _local_gpus(as_json: bool) -> None:
     rows = [(g, local_gpu(g.index)) for g in local_gpus()]
     if as_json:
         sys.stdout.write(json.dumps([{
-            "index": g.index, "name": g.name, "catalogue_id": s.id if not s.id.startswith("local-") else None,
+            "index": g.index, "name": g.name,
+            "catalogue_id": s.id if not s.id.startswith("local-") else None,
             "nvml_total_bytes": g.total_bytes, "cuda_total_bytes": s.cuda_total_bytes,
             "used_bytes": g.used_bytes, "free_bytes": g.free_bytes, "processes": g.processes}
             for g, s in rows], indent=2) + "\n")
@@ -582,7 +598,8 @@ def _local_gpus(as_json: bool) -> None:
     out = _console()
     for g, s in rows:
         match = s.id if not s.id.startswith("local-") else "not in the catalogue"
-        out.print(f"local:{g.index}  {g.name}  ({match})  CUDA total {s.cuda_total_bytes / GiB:.2f} GiB, "
+        cuda_total = s.cuda_total_bytes or 0  # a local GPU's entry always has it (NVML)
+        out.print(f"local:{g.index}  {g.name}  ({match})  CUDA total {cuda_total / GiB:.2f} GiB, "
                   f"in use {g.used_bytes / GiB:.2f} GiB by {g.processes} process(es), "
                   f"free {g.free_bytes / GiB:.2f} GiB", markup=False, highlight=False)
 
@@ -603,7 +620,8 @@ def _workload(**values: object):  # noqa: ANN202 - specs imported lazily
 
     for key, value in values.items():
         if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInputError(f"--{key.replace('_', '-')} must be a finite number, got {value}")
+            raise InvalidInputError(f"--{key.replace('_', '-')} must be a finite number, "
+                                    f"got {value}")
     try:
         return Workload(**values)
     except ValidationError as e:

@@ -425,7 +425,8 @@ def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     the KV heads (vllm/model_executor/layers/linear.py QKVParallelLinear). Only divisors of the
     head count qualify, so this enumerates divisors, not every integer up to `limit`."""
     heads = m.num_attention_heads
-    divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0 for d in (i, heads // i)}
+    divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0
+                for d in (i, heads // i)}
     return sorted(tp for tp in divisors if tp <= limit
                   and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
 
@@ -574,7 +575,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
             code="tensor-parallel-size-invalid", knob="tensor_parallel_size")
     if pp > m.num_layers:
         raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers",
-                                code="pipeline-parallel-size-invalid", knob="pipeline_parallel_size")
+                                code="pipeline-parallel-size-invalid",
+                                knob="pipeline_parallel_size")
 
     if knobs.gpu_memory_gib is not None:
         total = int(knobs.gpu_memory_gib * GiB)
@@ -621,7 +623,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe", knob="enable_expert_parallel")
-    problems = capability_problems(m, gpu, dtype, knobs.dtype if sources["dtype"] == "cli" else None,
+    problems = capability_problems(m, gpu, dtype,
+                                   knobs.dtype if sources["dtype"] == "cli" else None,
                                    kv_dtype, quant)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)
