@@ -289,41 +289,35 @@ def _nothing_matched(noun: str, needle: str, suggestions: list[str]) -> None:
                             if suggestions else "") + f"`kvplan {noun}s` lists them all")
 
 
+def _sweep_params() -> list[inspect.Parameter]:
+    return [
+        _argument("model", "Catalogue id, local path or Hub repo id."),
+        _own("gpus", str | None, "--gpus", help="comma-separated GPU ids/aliases (default: the "
+             "whole catalogue)"),
+        _own("max_gpus", int, "--max-gpus", help="most GPUs per deployment (TP × PP)", default=8),
+        _option("engine", help="vllm, sglang, tgi, a comma list, or all"),
+        _option("engine_version", help="one engine's release (default: newest modelled)"),
+        _option("quantization", help="weight formats to try: auto (the checkpoint's own), fp8 "
+                "(online, fp8-native GPUs only); comma-separated"),
+        _option("kv_cache_dtype", help="KV dtypes to try, e.g. auto,fp8"),
+        _option("max_model_len", help="tokens", human=False),
+        _option("dtype", bare=True),
+        _option("gpu_memory_utilization", bare=True),
+        _option("target_concurrency"),
+        _option("avg_input_tokens"),
+        _option("avg_output_tokens"),
+        _option("slo_tpot_ms", help="time per output token limit (needs a latency model)"),
+        _option("slo_ttft_ms", help="time to first token limit (needs a latency model)"),
+        _own("prices", Path | None, "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of "
+             "your own US$ per GPU-hour"),
+        _own("top", int, "--top", help="options shown in the table", default=10),
+        _option("offline", bare=True),
+        _option("as_json")]
+
+
 @app.command()
-def sweep(
-    model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
-    gpus: Annotated[str | None, typer.Option(
-        "--gpus", help="comma-separated GPU ids/aliases (default: the whole catalogue)")] = None,
-    max_gpus: Annotated[int, typer.Option(
-        "--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="vllm, sglang, tgi, a comma list, or all")] = "vllm",
-    engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="one engine's release (default: newest modelled)")] = None,
-    quantization: Annotated[str | None, typer.Option(
-        "--quantization", "-q", help="weight formats to try: auto (the checkpoint's own), fp8 "
-        "(online, fp8-native GPUs only); comma-separated")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option(
-        "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8")] = None,
-    max_model_len: Annotated[int | None, typer.Option("--max-model-len", help="tokens")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option(
-        "--gpu-memory-utilization")] = None,
-    target_concurrency: Annotated[int | None, typer.Option(
-        "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    slo_tpot_ms: Annotated[float | None, typer.Option(
-        "--slo-tpot-ms", help="time per output token limit (needs a latency model)")] = None,
-    slo_ttft_ms: Annotated[float | None, typer.Option(
-        "--slo-ttft-ms", help="time to first token limit (needs a latency model)")] = None,
-    prices: Annotated[Path | None, typer.Option(
-        "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of your own US$ per "
-        "GPU-hour")] = None,
-    top: Annotated[int, typer.Option("--top", help="options shown in the table")] = 10,
-    offline: Annotated[bool | None, typer.Option("--offline")] = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_sweep_params)
+def sweep(model: str, **values: Any) -> None:
     """The cheapest deployments that meet a target, over every GPU, GPU count, TP/PP layout,
     weight format, KV dtype and engine kvplan knows. Exit 0 if any option meets the target, 1 if
     none does (the closest are shown), 2 on bad input.
@@ -338,20 +332,20 @@ def sweep(
     from .specs import Workload
 
     try:
-        workload = Workload(target_concurrency=target_concurrency,
-                            avg_input_tokens=avg_input_tokens,
-                            avg_output_tokens=avg_output_tokens)
+        workload = Workload(**{k: values[k] for k in (
+            "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
     except ValidationError as e:
         fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
         raise InvalidInputError(f"{fields} must be a positive integer") from None
+    slo_tpot_ms, slo_ttft_ms, top = values["slo_tpot_ms"], values["slo_ttft_ms"], values["top"]
     for name, v in (("--slo-tpot-ms", slo_tpot_ms), ("--slo-ttft-ms", slo_ttft_ms)):
         if v is not None and not v > 0:
             raise InvalidInputError(f"{name} must be a positive number of milliseconds, got {v:g}")
     if top < 1:
         raise InvalidInputError(f"--top must be at least 1, got {top}")
     gpu_list = None
-    if gpus is not None:
-        gpu_list = [g.strip() for g in gpus.split(",") if g.strip()]
+    if values["gpus"] is not None:
+        gpu_list = [g.strip() for g in values["gpus"].split(",") if g.strip()]
         if not gpu_list:
             raise InvalidInputError("--gpus lists no GPU", hint="e.g. --gpus h100,h200,mi300x")
     if gpu_list is not None:
@@ -361,13 +355,11 @@ def sweep(
     from .catalog import resolve_model
 
     with _progress_line() as progress:
-        m = resolve_model(model, offline=offline, progress=progress)
-    result = make_sweep(
-        m, gpus=gpu_list, engine=engine, max_gpus=max_gpus, quantization=quantization,
-        kv_cache_dtype=kv_cache_dtype, workload=workload, slo_tpot_ms=slo_tpot_ms,
-        slo_ttft_ms=slo_ttft_ms, prices=prices, engine_version=engine_version,
-        max_model_len=max_model_len, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization)
-    if as_json:
+        m = resolve_model(model, offline=values["offline"], progress=progress)
+    result = make_sweep(m, gpus=gpu_list, workload=workload, **{k: values[k] for k in (
+        "engine", "max_gpus", "quantization", "kv_cache_dtype", "slo_tpot_ms", "slo_ttft_ms",
+        "prices", "engine_version", "max_model_len", "dtype", "gpu_memory_utilization")})
+    if values["as_json"]:
         sys.stdout.write(result.model_dump_json(indent=1) + "\n")
     else:
         import shutil
