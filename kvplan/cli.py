@@ -108,15 +108,16 @@ def _option(name: str, *, bare: bool = False, **override: Any) -> inspect.Parame
 
 
 def _own(name: str, kind: Any, *decls: str, help: str | None = None,  # noqa: A002 - typer's
-         default: Any = None) -> inspect.Parameter:
+         default: Any = None, human: bool = False) -> inspect.Parameter:
     """A command's own option, not a setting in the knob table (--output, --format, …)."""
+    extra: dict[str, Any] = {"parser": _human_int, "metavar": "INT"} if human else {}
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[kind, typer.Option(*decls, help=help)])
+                             annotation=Annotated[kind, typer.Option(*decls, help=help, **extra)])
 
 
-def _argument(name: str, help: str) -> inspect.Parameter:  # noqa: A002 - typer's word
+def _argument(name: str, help: str, kind: Any = str) -> inspect.Parameter:  # noqa: A002
     return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                             annotation=Annotated[str, typer.Argument(help=help)])
+                             annotation=Annotated[kind, typer.Argument(help=help)])
 
 
 class _TableCommand:
@@ -474,46 +475,43 @@ def gpus(
         gpus_table(rows, _console(), tsv=fmt == "tsv")
 
 
+_POLICY = ("gpu", "engine_version", "min_concurrency", "min_kv_tokens", "min_headroom_gib",
+           "max_gpu_memory_utilization", "min_max_model_len", "require_fp8_kv_cache")
+
+
+def _check_params() -> list[inspect.Parameter]:
+    policy = "policy (32k = 32000, 32K = 32768)"
+    return [
+        _argument("files", "Deployment files: Dockerfile, shell scripts, docker-compose, "
+                  "Kubernetes/KServe manifests, vLLM --config YAML.", list[Path]),
+        _option("gpu", help="GPU for commands whose file does not say (node selector or # "
+                "kvplan: gpu=…)", required=False),
+        _option("engine_version", help="vLLM version when the file does not say (image tag, "
+                "vllm==…)"),
+        _own("sets", list[str] | None, "--set", help="KEY=VALUE for a {{ KEY }}, "
+             "{{ .Values.KEY }} or ${KEY} template (repeatable)"),
+        _own("config", Path | None, "--config", help="policy file (default: ./kvplan.toml, else "
+             "[tool.kvplan] in ./pyproject.toml)"),
+        _own("min_concurrency", float | None, "--min-concurrency", help="policy: requests the KV "
+             "cache must hold at max_model_len"),
+        _own("min_kv_tokens", int | None, "--min-kv-tokens", help=policy, human=True),
+        _own("min_headroom_gib", float | None, "--min-headroom-gib", help="policy: GiB per GPU "
+             "left outside vLLM's budget"),
+        _own("max_gpu_memory_utilization", float | None, "--max-gpu-memory-utilization",
+             help="policy"),
+        _own("min_max_model_len", int | None, "--min-max-model-len", help=policy, human=True),
+        _own("require_fp8_kv_cache", bool | None, "--require-fp8-kv-cache", help="policy: every "
+             "deployment uses --kv-cache-dtype fp8"),
+        _option("offline", help="resolve Hub models from caches only (default: "
+                "HF_HUB_OFFLINE)"),
+        _own("fmt", str, "--format", help="table, json, github (Actions annotations) or markdown "
+             "(PR comment, $GITHUB_STEP_SUMMARY)", default="table"),
+        _option("as_json")]
+
+
 @app.command()
-def check(
-    files: Annotated[list[Path], typer.Argument(
-        help="Deployment files: Dockerfile, shell scripts, docker-compose, Kubernetes/KServe "
-        "manifests, vLLM --config YAML.")],
-    gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="GPU for commands whose file does not say (node selector or # kvplan: "
-        "gpu=…)")] = None,
-    engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="vLLM version when the file does not say (image tag, "
-        "vllm==…)")] = None,
-    sets: Annotated[list[str] | None, typer.Option(
-        "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template "
-        "(repeatable)")] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in "
-        "./pyproject.toml)")] = None,
-    min_concurrency: Annotated[float | None, typer.Option(
-        "--min-concurrency",
-        help="policy: requests the KV cache must hold at max_model_len")] = None,
-    min_kv_tokens: Annotated[int | None, typer.Option(
-        "--min-kv-tokens", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
-        metavar="INT")] = None,
-    min_headroom_gib: Annotated[float | None, typer.Option(
-        "--min-headroom-gib", help="policy: GiB per GPU left outside vLLM's budget")] = None,
-    max_gpu_memory_utilization: Annotated[float | None, typer.Option(
-        "--max-gpu-memory-utilization", help="policy")] = None,
-    min_max_model_len: Annotated[int | None, typer.Option(
-        "--min-max-model-len", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
-        metavar="INT")] = None,
-    require_fp8_kv_cache: Annotated[bool | None, typer.Option(
-        "--require-fp8-kv-cache",
-        help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
-    offline: Annotated[bool | None, typer.Option(
-        "--offline", help="resolve Hub models from caches only (default: HF_HUB_OFFLINE)")] = None,
-    fmt: Annotated[str, typer.Option(
-        "--format", help="table, json, github (Actions annotations) or markdown (PR comment, "
-        "$GITHUB_STEP_SUMMARY)")] = "table",
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_check_params)
+def check(files: list[Path], **values: Any) -> None:
     """Check every serving command in deployment files: will it start, what KV capacity, does it
     meet the team's policies. Exit 0 all fit, 1 any does not fit or breaks a policy, 2 a file
     cannot be parsed, 3 a model source is unavailable.
@@ -525,28 +523,24 @@ def check(
     from .check import Policy, check_files, load_policy
     from .errors import InvalidInputError
 
-    fmt = "json" if as_json else fmt
+    fmt = "json" if values["as_json"] else values["fmt"]
     if fmt not in {"table", "json", "github", "markdown"}:
         raise InvalidInputError(f"unknown --format {fmt!r}",
                                 hint="use table, json, github or markdown")
-    values = {}
-    for item in sets or []:
+    sets = {}
+    for item in values["sets"] or []:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise InvalidInputError(f"--set {item!r} is not KEY=VALUE")
-        values[key.strip()] = value
-    policy, _ = load_policy(config, Path.cwd())
-    overrides = {k: v for k, v in dict(
-        gpu=gpu, engine_version=engine_version, min_concurrency=min_concurrency,
-        min_kv_tokens=min_kv_tokens, min_headroom_gib=min_headroom_gib,
-        max_gpu_memory_utilization=max_gpu_memory_utilization, min_max_model_len=min_max_model_len,
-        require_fp8_kv_cache=require_fp8_kv_cache).items() if v is not None}
+        sets[key.strip()] = value
+    policy, _ = load_policy(values["config"], Path.cwd())
+    overrides = {k: values[k] for k in _POLICY if values[k] is not None}
     try:
         policy = Policy.model_validate({**policy.model_dump(), **overrides})
     except ValidationError as e:
         err = e.errors()[0]
         raise InvalidInputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
-    report = check_files(files, policy=policy, sets=values, offline=offline)
+    report = check_files(files, policy=policy, sets=sets, offline=values["offline"])
     if fmt == "json":
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     elif fmt == "github":
