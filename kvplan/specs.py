@@ -709,6 +709,10 @@ class Performance(PerfPoint):
         self._by_concurrency()
         return handler(self)
 
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the table, not the closure that makes it
+        self._by_concurrency()
+        return super().__getstate__()
+
 
 class PlanSpeculative(BaseModel):
     """Speculative decoding as the engine allocates it (docs/features.md)."""

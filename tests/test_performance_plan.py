@@ -140,5 +140,17 @@ def test_the_concurrency_table_is_computed_only_when_read(monkeypatch):
     table = json.loads(text)["performance"]["by_concurrency"]
     assert [x["concurrency"] for x in table][:3] == [1, 2, 4]
     assert list(json.loads(text)["performance"])[-1] == "by_concurrency"
-    assert [x.concurrency for x in p.performance.by_concurrency] == [x["concurrency"] for x in table]
+    assert [x.concurrency for x in p.performance.by_concurrency] == [x["concurrency"]
+                                                                    for x in table]
     assert len(calls) == 1
+
+
+def test_a_plan_with_its_table_not_yet_computed_pickles_with_the_table():
+    import pickle
+
+    import kvplan
+
+    p = kvplan.sweep("llama-3.1-8b", gpus=["h100"], max_gpus=1).options[0].plan
+    again = pickle.loads(pickle.dumps(p))
+    assert again.model_dump_json() == p.model_dump_json()
+    assert again.performance.by_concurrency[0].concurrency == 1
