@@ -713,6 +713,12 @@ class Performance(PerfPoint):
         self._by_concurrency()
         return super().__getstate__()
 
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the table in both
+        self._by_concurrency()
+        if isinstance(other, Performance):
+            other._by_concurrency()
+        return super().__eq__(other)
+
 
 class PlanSpeculative(BaseModel):
     """Speculative decoding as the engine allocates it (docs/features.md)."""

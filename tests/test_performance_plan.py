@@ -154,3 +154,12 @@ def test_a_plan_with_its_table_not_yet_computed_pickles_with_the_table():
     again = pickle.loads(pickle.dumps(p))
     assert again.model_dump_json() == p.model_dump_json()
     assert again.performance.by_concurrency[0].concurrency == 1
+
+
+def test_a_plan_equals_its_twin_whether_or_not_its_table_was_read():
+    import kvplan
+
+    a, b = (kvplan.sweep("llama-3.1-8b", gpus=["h100"], max_gpus=1).options[0].plan
+            for _ in range(2))
+    assert b.performance.by_concurrency  # computed in b only
+    assert a == b
