@@ -145,11 +145,6 @@ def _table_options(params: Callable[[], list[inspect.Parameter]]
     return wrap
 
 
-_WORKLOAD = ("target_concurrency", "avg_input_tokens", "avg_output_tokens", "slo_ttft_ms",
-             "slo_tpot_ms", "shared_prefix_tokens", "prefix_hit_rate", "acceptance_rate",
-             "images_per_request")
-
-
 def _plan_params() -> list[inspect.Parameter]:
     from .knobs import OPTIONS
 
@@ -168,9 +163,10 @@ def plan(model: str, **values: Any) -> None:
     from .api import plan as make_plan
     from .knobs import KNOB_NAMES
     from .limits import check_flags
+    from .specs import Workload
 
     check_flags(values)  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
-    workload = _workload(**{k: values[k] for k in _WORKLOAD})
+    workload = _workload(**{k: values[k] for k in Workload.model_fields})
     from .catalog import resolve_gpu, resolve_model
 
     engine: str = values["engine"]
