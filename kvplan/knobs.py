@@ -110,41 +110,57 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
        "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB"),
     _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
-       "tokens", ge=1, le=MAX_TOKENS, unit="tokens"),
+       "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
+       doc="SGLang --max-total-tokens, TensorRT-LLM kv_cache_config.max_tokens"),
     _O("backend", str, ("--backend",), "TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) "
-       "or tensorrt (a built engine)"),
+       "or tensorrt (a built engine)",
+       doc="TensorRT-LLM's runtime: --backend of trtllm-serve"),
     _O("speculative_config", str, ("--speculative-config",), "vLLM, SGLang: speculative "
        "decoding JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"ORG/HEAD\", "
        "\"num_speculative_tokens\": 3}'; SGLang also takes eagle_topk and num_draft_tokens "
-       "(docs/features.md)", unit="JSON"),
+       "(docs/features.md)", unit="JSON",
+       doc="vLLM --speculative-config: method, model, num_speculative_tokens; SGLang: "
+       "--speculative-algorithm and its flags"),
     _O("enable_lora", bool, ("--enable-lora",), "vLLM: preallocate LoRA adapter slots"),
     _O("max_loras", int, ("--max-loras",), "vLLM: adapters per batch (1)", ge=1, le=MAX_LORAS,
        unit="adapters"),
-    _O("max_lora_rank", int, ("--max-lora-rank",), "vLLM: (16)", ge=1, le=512),
+    _O("max_lora_rank", int, ("--max-lora-rank",), "vLLM: (16)", ge=1, le=512,
+       doc="vLLM takes only 1, 8, 16, 32, 64, 128, 256, 320, 512 (vllm/config/lora.py)"),
     _O("max_cpu_loras", int, ("--max-cpu-loras",), "vLLM: adapters cached in host memory "
        "(max_loras)", ge=1, le=MAX_CPU_LORAS, unit="adapters"),
     _O("lora_target_modules", str, ("--lora-target-modules",), "SGLang: LoRA modules, "
        "comma-separated (q_proj,v_proj or all; --max-loras is its --max-loras-per-batch, "
        "--max-cpu-loras its --max-loaded-loras); TensorRT-LLM: attn_q,attn_k,attn_v,"
-       "attn_dense, …"),
+       "attn_dense, …",
+       doc="SGLang --lora-target-modules (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+       "down_proj, qkv_proj, gate_up_proj, embed_tokens, lm_head, or all); TensorRT-LLM "
+       "lora_config.lora_target_modules (attn_q, attn_k, attn_v, attn_dense, mlp_h_to_4h, "
+       "mlp_gate, mlp_4h_to_h, …)"),
     _O("lora_paths", str, ("--lora-paths",), "SGLang: adapters loaded at start, comma-separated "
-       "NAME=PATH (counted, not read; turns LoRA on)"),
+       "NAME=PATH (counted, not read; turns LoRA on)",
+       doc="SGLang --lora-paths: NAME=PATH or PATH; kvplan counts them, it does not read "
+       "them"),
     _O("kv_offloading_size", float, ("--kv-offloading-size",), "vLLM: GiB of host memory for "
-       "offloaded KV blocks", gt=0, le=MAX_OFFLOAD_GIB, unit="GiB"),
+       "offloaded KV blocks", gt=0, le=MAX_OFFLOAD_GIB, unit="GiB",
+       doc="GiB of host memory for offloaded KV"),
     _O("kv_offloading_backend", str, ("--kv-offloading-backend",), "vLLM: native (default) or "
        "lmcache"),
     _O("enable_hierarchical_cache", bool, ("--enable-hierarchical-cache",), "SGLang: "
        "host-memory KV tier (HiCache)"),
     _O("hicache_ratio", float, ("--hicache-ratio",), "SGLang: host pool tokens per device pool "
-       "token (2.0)", gt=0, le=1000, unit="ratio"),
+       "token (2.0)", gt=0, le=1000, unit="ratio",
+       doc="host pool tokens per device pool token (SGLang default 2.0)"),
     _O("hicache_size", int, ("--hicache-size",), "SGLang: GB of host KV per GPU (0: use "
-       "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB"),
+       "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB",
+       doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio"),
     _O("acceptance_rate", float, ("--acceptance-rate",), "speculative decoding: probability "
        "each draft token is accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): "
        "TPOT and tokens/s", ge=0, le=1, unit="fraction"),
     _O("host_cache_size", int, ("--host-cache-size",), "TensorRT-LLM: "
        "kv_cache_config.host_cache_size, bytes of host KV blocks per GPU", ge=0,
-       le=MAX_HOST_CACHE_BYTES, unit="bytes"),
+       le=MAX_HOST_CACHE_BYTES, unit="bytes",
+       doc="TensorRT-LLM: bytes of host memory per GPU for secondary KV blocks "
+       "(llmapi/llm_args.py KvCacheConfig.host_cache_size)"),
     _O("prefix_hit_rate", float, ("--prefix-hit-rate",), "fraction (0, 1] of each prompt found "
        "in the prefix cache (with --avg-input-tokens): concurrency and TTFT with prefix caching",
        gt=0, le=1, unit="fraction"),
@@ -152,7 +168,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "(system prompt): concurrency with prefix caching", gt=0, le=1 << 24, unit="tokens"),
     _O("limit_mm_per_prompt", str, ("--limit-mm-per-prompt",), "vLLM: items per prompt by "
        "modality, JSON '{\"image\": 4, \"video\": 0}' or the legacy image=4,video=0; image 0 "
-       "skips the encoder profile (docs/features.md)", unit="JSON"),
+       "skips the encoder profile (docs/features.md)", unit="JSON",
+       doc="vLLM --limit-mm-per-prompt"),
     _O("images_per_request", int, ("--images-per-request",), "images each request carries (a "
        "VLM): their tokens are added to each request's KV length", ge=0, le=1 << 10,
        unit="images"),
@@ -192,8 +209,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 
 
 def _field(name: str, **extra: Any) -> Any:
-    """A Knobs field (default None) with the bounds OPTIONS declares for it."""
+    """A Knobs field (default None) with the bounds and description OPTIONS declares for it."""
     o = OPTIONS[name]
+    if o.doc is not None:
+        extra = {"description": o.doc, **extra}
     bounds: dict[str, Any] = {k: v for k, v in (("gt", o.gt), ("ge", o.ge), ("le", o.le))
                               if v is not None}
     return Field(None, **bounds, **extra)
@@ -208,13 +227,11 @@ class Knobs(BaseModel):
     tensor_parallel_size: int | None = _field("tensor_parallel_size")
     pipeline_parallel_size: int | None = _field("pipeline_parallel_size")
     data_parallel_size: int | None = _field("data_parallel_size")
-    max_model_len: int | None = _field("max_model_len", description="tokens")
+    max_model_len: int | None = _field("max_model_len")
     max_num_seqs: int | None = _field("max_num_seqs")
     max_num_batched_tokens: int | None = _field("max_num_batched_tokens")
-    max_input_tokens: int | None = _field("max_input_tokens", description="TGI")
-    max_total_tokens: int | None = _field(
-        "max_total_tokens", description="cap on KV pool tokens (SGLang --max-total-tokens, "
-        "TensorRT-LLM kv_cache_config.max_tokens)")
+    max_input_tokens: int | None = _field("max_input_tokens")
+    max_total_tokens: int | None = _field("max_total_tokens")
     gpu_memory_utilization: float | None = _field("gpu_memory_utilization")
     dtype: str | None = None
     kv_cache_dtype: str | None = None
@@ -227,45 +244,28 @@ class Knobs(BaseModel):
     disable_hybrid_kv_cache_manager: bool | None = None
     enable_expert_parallel: bool | None = None
     usage_context: Literal["serve", "llm"] | None = None
-    backend: Literal["pytorch", "tensorrt"] | None = Field(
-        None, description="TensorRT-LLM runtime: pytorch (HF checkpoints; default from 1.0) or "
-        "tensorrt (a built engine)")
+    backend: Literal["pytorch", "tensorrt"] | None = _field("backend")
     # Speculative decoding, LoRA and KV offloading (docs/features.md); vLLM's flag names.
-    speculative_config: SpeculativeConfig | None = Field(
-        None, description="vLLM --speculative-config JSON: method, model, num_speculative_tokens "
-        "(SGLang: --speculative-algorithm and its flags, plus eagle_topk, num_draft_tokens)")
+    speculative_config: SpeculativeConfig | None = _field("speculative_config")
     enable_lora: bool | None = None
     max_loras: int | None = _field("max_loras")
-    max_lora_rank: int | None = _field("max_lora_rank", description="vLLM takes only 1, 8, 16, 32, "
-                                      "64, 128, 256, 320, 512 (vllm/config/lora.py)")
+    max_lora_rank: int | None = _field("max_lora_rank")
     max_cpu_loras: int | None = _field("max_cpu_loras")
     # SGLang's LoRA flags without a vLLM counterpart (max_loras is --max-loras-per-batch,
     # max_cpu_loras --max-loaded-loras there; docs/features.md)
-    lora_paths: list[str] | None = Field(
-        None, max_length=MAX_LORAS, description="SGLang --lora-paths: adapters loaded at start "
-        "(NAME=PATH or PATH); kvplan counts them, it does not read them")
-    lora_target_modules: list[str] | None = Field(
-        None, min_length=1, max_length=64, description="SGLang --lora-target-modules (q_proj, "
-        "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, qkv_proj, gate_up_proj, "
-        "embed_tokens, lm_head, or all); TensorRT-LLM lora_config.lora_target_modules (attn_q, "
-        "attn_k, attn_v, attn_dense, mlp_h_to_4h, mlp_gate, mlp_4h_to_h, …)")
-    kv_offloading_size: float | None = _field("kv_offloading_size",
-                                             description="GiB of host memory for offloaded KV")
+    lora_paths: list[str] | None = _field("lora_paths", max_length=MAX_LORAS)
+    lora_target_modules: list[str] | None = _field("lora_target_modules", min_length=1,
+                                                   max_length=64)
+    kv_offloading_size: float | None = _field("kv_offloading_size")
     kv_offloading_backend: Literal["native", "lmcache"] | None = None
     # SGLang's hierarchical (host) KV cache, its own flag names (docs/features.md).
     enable_hierarchical_cache: bool | None = None
-    hicache_ratio: float | None = _field("hicache_ratio", description="host pool tokens per "
-                                        "device pool token (SGLang default 2.0)")
-    hicache_size: int | None = _field("hicache_size", description="GB (10^9 B) "
-                                     "of host KV per GPU; 0 = use hicache_ratio")
+    hicache_ratio: float | None = _field("hicache_ratio")
+    hicache_size: int | None = _field("hicache_size")
     # Multimodal (docs/features.md): items per prompt by modality, as vLLM takes it.
     # TensorRT-LLM only (llmapi/llm_args.py KvCacheConfig.host_cache_size; docs/features.md).
-    host_cache_size: int | None = _field("host_cache_size",
-                                        description="TensorRT-LLM: bytes of host memory per GPU "
-                                        "for secondary KV blocks")
-    limit_mm_per_prompt: dict[str, int] | None = Field(
-        None, description="vLLM --limit-mm-per-prompt: JSON '{\"image\": 4, \"video\": 0}' or the "
-        "legacy image=4,video=0")
+    host_cache_size: int | None = _field("host_cache_size")
+    limit_mm_per_prompt: dict[str, int] | None = _field("limit_mm_per_prompt")
 
     @field_validator("speculative_config", mode="before")
     @classmethod

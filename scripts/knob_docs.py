@@ -41,7 +41,7 @@ def _range(o: Option) -> str:
 def _row(o: Option) -> str:
     flags = ", ".join(f"`{d}`" for d in o.decls)
     kind = KINDS.get(o.type, o.type.__name__) + (" (32k, 32K)" if o.human else "")
-    text = (o.help or o.doc or "").replace("|", "\\|")
+    text = " — ".join(x for x in (o.help, o.doc) if x).replace("|", "\\|")
     if o.default is not None and o.type is not bool:
         text += f" (default: {o.default})"
     return f"| {flags} | {kind} | {_range(o)} | {o.unit} | {text} |"
