@@ -1,15 +1,22 @@
 """How fast `kvplan plan` answers for a catalogue model (whole process, cold interpreter).
 
-    python benchmarks/cli_speed.py [runs]
+    python benchmarks/cli_speed.py [runs] [--no-compile]
 
-Prints the median and worst wall time of `python -m kvplan plan … --json` over N runs, the CPU
-time (user + system) of the same runs, and both for a bare `python -c pass` and for importing
-typer + pydantic + rich (the floor kvplan's own dependencies set), so the ratio can be read on a
-shared machine where wall time alone varies with the load.
+Paired runs: each round starts `python -m kvplan plan … --json`, a bare `python -c pass` and an
+interpreter importing typer + pydantic (the floor kvplan's own dependencies set), in an order
+that alternates from round to round, so a load spike on a shared machine hits all of them. The
+ratios are taken per round (kvplan / bare of the same round); the report gives their median, with
+the median wall and CPU (user + system) times.
+
+By default the checkout is byte-compiled first (`compileall`, into the ignored __pycache__
+folders), as an installed wheel is, and the runs may read that bytecode even when
+PYTHONDONTWRITEBYTECODE is set; `--no-compile` measures whatever is there (with no bytecode,
+every start compiles kvplan's sources, about 0.1 s more).
 """
 
 from __future__ import annotations
 
+import compileall
 import os
 import resource
 import statistics
@@ -22,39 +29,65 @@ ROOT = Path(__file__).resolve().parent.parent
 CMD = [sys.executable, "-m", "kvplan", "plan", "meta-llama/Llama-3.1-8B-Instruct",
        "--gpu", "h100-sxm-80gb", "--json"]
 BARE = [sys.executable, "-c", "pass"]
-FLOOR = [sys.executable, "-c", "import typer, pydantic, rich.console"]
+FLOOR = [sys.executable, "-c", "import typer, pydantic"]
+CMD_NAME = "kvplan plan (catalogue model, --json)"
+NAMES = {CMD_NAME: CMD, "bare python -c pass": BARE, "import typer, pydantic": FLOOR}
+
+
+def run_once(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run of `cmd` with this checkout's kvplan."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=ROOT)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def measure(cmd: list[str], runs: int) -> tuple[list[float], list[float]]:
-    """(wall seconds, CPU seconds) per run."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's kvplan
+    """(wall seconds, CPU seconds) per run of one command (unpaired; sweep_speed.py uses it)."""
     walls, cpus = [], []
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=ROOT)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        wall, cpu = run_once(cmd)
+        walls.append(wall)
+        cpus.append(cpu)
     return walls, cpus
 
 
+def paired(runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Per command: (wall seconds, CPU seconds) per round, the rounds interleaved."""
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in NAMES}
+    order = list(NAMES)
+    for i in range(runs):
+        for name in order if i % 2 == 0 else order[::-1]:
+            wall, cpu = run_once(NAMES[name])
+            times[name][0].append(wall)
+            times[name][1].append(cpu)
+    return times
+
+
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    ms = {}
-    for name, cmd in (("kvplan plan (catalogue model, --json)", CMD), ("bare python -c pass", BARE),
-                      ("import typer, pydantic, rich", FLOOR)):
-        walls, cpus = measure(cmd, runs)
-        ms[name] = (statistics.median(walls), statistics.median(cpus))
-        print(f"{name}: median {ms[name][0] * 1000:.0f} ms wall (worst {max(walls) * 1000:.0f}), "
-              f"{ms[name][1] * 1000:.0f} ms CPU over {runs} runs")
-    plan, bare, floor = ms[CMD_NAME], ms["bare python -c pass"], ms["import typer, pydantic, rich"]
-    print(f"kvplan plan / bare python: {plan[0] / bare[0]:.1f}× wall, "
-          f"{plan[1] / bare[1]:.1f}× CPU; typer+pydantic+rich floor: "
-          f"{floor[0] / bare[0]:.1f}× wall, {floor[1] / bare[1]:.1f}× CPU")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    runs = int(args[0]) if args else 10
+    if "--no-compile" not in sys.argv:
+        compileall.compile_dir(ROOT / "kvplan", quiet=1)
+    run_once(CMD)  # warm the file cache
+    times = paired(runs)
+    for name, (walls, cpus) in times.items():
+        print(f"{name}: median {statistics.median(walls) * 1000:.0f} ms wall (worst "
+              f"{max(walls) * 1000:.0f}), {statistics.median(cpus) * 1000:.0f} ms CPU over {runs} "
+              "paired runs")
+    bare = times["bare python -c pass"]
 
+    def ratio(name: str, k: int) -> float:
+        return statistics.median(a / b for a, b in zip(times[name][k], bare[k], strict=True))
 
-CMD_NAME = "kvplan plan (catalogue model, --json)"
+    floor = "import typer, pydantic"
+    print(f"kvplan plan / bare python (median of per-round ratios): {ratio(CMD_NAME, 0):.1f}× "
+          f"wall, {ratio(CMD_NAME, 1):.1f}× CPU; typer+pydantic floor: {ratio(floor, 0):.1f}× "
+          f"wall, {ratio(floor, 1):.1f}× CPU")
+
 
 if __name__ == "__main__":
     main()

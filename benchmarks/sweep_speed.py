@@ -8,7 +8,9 @@ own format) for dense, MoE and MLA catalogue models, after one warm-up sweep of 
 memoised before helps (weights and KV layouts are worked out anew); "warm": the same sweep again
 on that object.
 "plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
-this process's CPU time (the machine may be shared; wall time is shown for the command).
+this process's CPU time (the machine may be shared; wall time is shown for the command). A plan's
+concurrency table (performance.by_concurrency) is computed when first read or serialized, so the
+in-process sweep computes none; the command's --json output computes every option's.
 Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
 """
 

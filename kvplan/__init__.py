@@ -3,19 +3,31 @@
     >>> from kvplan import plan
     >>> p = plan("meta-llama/Llama-3.1-8B-Instruct", "h100-sxm-80gb", max_model_len=32768)
     >>> p.kv_cache.tokens, p.fits
+
+The names below load on first use (PEP 562), so `import kvplan` and the CLI's start pay only
+for what they use. `kvplan.sweep` is the function `kvplan.api.sweep`, before and after any
+`import kvplan.sweep` (the submodule stays reachable as sys.modules["kvplan.sweep"] and through
+`from kvplan.sweep import …`).
 """
 
-from . import sweep as _sweep_module  # noqa: F401 - loaded first, so `kvplan.sweep` below
-from .api import plan, sweep  # stays the function (a later `import kvplan.sweep` keeps it)
-from .errors import (
-    InvalidConfigError,
-    InvalidInputError,
-    KvplanError,
-    UnavailableError,
-    UnknownGpuError,
-    UnknownModelError,
-)
-from .specs import Deployment, GpuSpec, ModelSpec, Plan, Workload
+from __future__ import annotations
+
+import sys
+import types
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import plan, sweep
+    from .errors import (
+        InvalidConfigError,
+        InvalidInputError,
+        KvplanError,
+        UnavailableError,
+        UnknownGpuError,
+        UnknownModelError,
+    )
+    from .specs import Deployment, GpuSpec, ModelSpec, Plan, Workload
 
 __all__ = [
     "plan", "sweep", "Plan", "ModelSpec", "GpuSpec", "Deployment", "Workload", "KvplanError",
@@ -23,3 +35,33 @@ __all__ = [
     "UnavailableError",
 ]
 __version__ = "0.1.0"
+
+_HOME = {"plan": "api", "sweep": "api", "Plan": "specs", "ModelSpec": "specs", "GpuSpec": "specs",
+         "Deployment": "specs", "Workload": "specs", "KvplanError": "errors",
+         "UnknownModelError": "errors", "UnknownGpuError": "errors",
+         "InvalidConfigError": "errors", "InvalidInputError": "errors",
+         "UnavailableError": "errors"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{home}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The package module: importing the submodule kvplan.sweep binds no attribute, so
+    `kvplan.sweep` stays the function (the import system sets it on first import)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "sweep" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

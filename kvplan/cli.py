@@ -6,17 +6,17 @@ Exit codes: 0 fits, 1 does not fit, 2 bad usage or input, 3 a model source is un
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 import typer
-
-from .engines import DEFAULT_ENGINE
 
 app = typer.Typer(
     add_completion=False,
@@ -27,7 +27,8 @@ app = typer.Typer(
     help="Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it.",
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout (warnings go to stderr).")]
+JsonOpt = Annotated[bool, typer.Option("--json",
+                                       help="Print JSON to stdout (warnings go to stderr).")]
 
 
 def _human_int(text: str | int) -> int:
@@ -56,7 +57,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print kvplan's version and exit.")] = False,
+        "--version", callback=_version, is_eager=True,
+        help="Print kvplan's version and exit.")] = False,
           ) -> None:
     """Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it."""
 
@@ -89,147 +91,88 @@ def _progress_line() -> Iterator[Callable[[str], None]]:
             status.stop()
 
 
+def _option(name: str, *, bare: bool = False, **override: Any) -> inspect.Parameter:
+    """The typer parameter of one option declared in knobs.OPTIONS (flags, type, help), with a
+    command's own `override`s of the declaration; `bare`: the flag alone (no help text, plain
+    integers), as `report` and `compare` take most knobs."""
+    from .knobs import OPTIONS
+
+    plain: dict[str, Any] = {"help": None, "human": False} if bare else {}
+    o = dataclasses.replace(OPTIONS[name], **plain, **override)
+    extra: dict[str, Any] = {"parser": _human_int, "metavar": "INT"} if o.human else {}
+    base: Any = Path if o.path else o.type
+    kind = base if o.required or o.default is not None else base | None
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY,
+        default=inspect.Parameter.empty if o.required else o.default,
+        annotation=Annotated[kind, typer.Option(*o.decls, help=o.help, **extra)])
+
+
+def _own(name: str, kind: Any, *decls: str, help: str | None = None,  # noqa: A002 - typer's
+         default: Any = None, human: bool = False) -> inspect.Parameter:
+    """A command's own option, not a setting in the knob table (--output, --format, …)."""
+    extra: dict[str, Any] = {"parser": _human_int, "metavar": "INT"} if human else {}
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, typer.Option(*decls, help=help, **extra)])
+
+
+def _argument(name: str, help: str, kind: Any = str) -> inspect.Parameter:  # noqa: A002
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             annotation=Annotated[kind, typer.Argument(help=help)])
+
+
+class _TableCommand:
+    """A command function `fn(argument, **values)` whose signature, as typer reads it, is
+    `params()`: its argument, then options mostly from knobs.OPTIONS, in --help order. Built on
+    first use, so importing the CLI does not import the knob table (or pydantic)."""
+
+    def __init__(self, fn: Callable[..., None],
+                 params: Callable[[], list[inspect.Parameter]]) -> None:
+        functools.update_wrapper(self, fn)
+        self._fn, self._params = fn, params
+
+    @functools.cached_property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.Signature(self._params(), return_annotation=None)
+
+    def __call__(self, *args: Any, **values: Any) -> None:
+        self._fn(*args, **values)
+
+
+def _table_options(params: Callable[[], list[inspect.Parameter]]
+                   ) -> Callable[[Callable[..., None]], _TableCommand]:
+    def wrap(fn: Callable[..., None]) -> _TableCommand:
+        return _TableCommand(fn, params)
+    return wrap
+
+
+def _plan_params() -> list[inspect.Parameter]:
+    from .knobs import OPTIONS
+
+    return [_argument("model", "Catalogue id or alias (see `kvplan models`), a local model "
+                      "directory / config.json, or a Hub repo id."),
+            *(_option(name) for name in OPTIONS)]  # the table is in plan's --help order
+
+
 @app.command()
-def plan(
-    model: Annotated[str, typer.Argument(help="Catalogue id or alias (see `kvplan models`), a local "
-                                         "model directory / config.json, or a Hub repo id.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name, e.g. "
-                                     "h100-sxm-80gb or 'NVIDIA H100 80GB HBM3'.")],
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
-    pipeline_parallel_size: Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp")] = None,
-    data_parallel_size: Annotated[int | None, typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[int | None, typer.Option(
-        "--max-model-len", help="tokens; 32k = 32000, 32K = 32768 (as vLLM reads it)",
-        parser=_human_int, metavar="INT")] = None,
-    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[int | None, typer.Option(
-        "--max-num-batched-tokens", parser=_human_int, metavar="INT")] = None,
-    max_input_tokens: Annotated[int | None, typer.Option(
-        "--max-input-tokens", help="TGI only: longest prompt (default: --max-model-len − 1)")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option(
-        "--gpu-memory-utilization", help="fraction of the device total, (0, 1]")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="auto, bfloat16, float16, float32")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option(
-        "--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2")] = None,
-    quantization: Annotated[str | None, typer.Option("--quantization", "-q",
-                                                        help="online quantization: fp8")] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size", help="tokens per KV block")] = None,
-    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager", help="no CUDA graphs")] = None,
-    enable_prefix_caching: Annotated[bool | None, typer.Option(
-        "--enable-prefix-caching/--no-enable-prefix-caching",
-        help="vLLM default on; off keeps Mamba/GDN states at one page per request")] = None,
-    disable_hybrid_kv_cache_manager: Annotated[bool | None, typer.Option(
-        "--disable-hybrid-kv-cache-manager", help="allocate sliding/chunked layers as full attention")] = None,
-    enable_expert_parallel: Annotated[bool | None, typer.Option(
-        "--enable-expert-parallel", help="MoE experts split over TP × DP ranks")] = None,
-    usage_context: Annotated[str | None, typer.Option(
-        "--usage-context", help="serve (vllm serve, default) or llm (offline LLM class): batch defaults")] = None,
-    kv_cache_memory_bytes: Annotated[int | None, typer.Option(
-        "--kv-cache-memory-bytes", help="fixed KV budget per GPU, bytes (ignores utilization)",
-        parser=_human_int, metavar="INT")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option(
-        "--gpu-memory-gib", help="override the device total (GiB), e.g. the total_gpu_memory "
-        "your vLLM log prints")] = None,
-    max_total_tokens: Annotated[int | None, typer.Option(
-        "--max-total-tokens", help="SGLang / TensorRT-LLM: cap on KV pool tokens")] = None,
-    backend: Annotated[str | None, typer.Option(
-        "--backend", help="TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) or tensorrt "
-        "(a built engine)")] = None,
-    speculative_config: Annotated[str | None, typer.Option(
-        "--speculative-config", help="vLLM, SGLang: speculative decoding JSON, e.g. '{\"method\": "
-        "\"eagle3\", \"model\": \"ORG/HEAD\", \"num_speculative_tokens\": 3}'; SGLang also "
-        "takes eagle_topk and num_draft_tokens (docs/features.md)")] = None,
-    enable_lora: Annotated[bool | None, typer.Option(
-        "--enable-lora", help="vLLM: preallocate LoRA adapter slots")] = None,
-    max_loras: Annotated[int | None, typer.Option("--max-loras", help="vLLM: adapters per batch (1)")] = None,
-    max_lora_rank: Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM: (16)")] = None,
-    max_cpu_loras: Annotated[int | None, typer.Option(
-        "--max-cpu-loras", help="vLLM: adapters cached in host memory (max_loras)")] = None,
-    lora_target_modules: Annotated[str | None, typer.Option(
-        "--lora-target-modules", help="SGLang: LoRA modules, comma-separated (q_proj,v_proj or "
-        "all; --max-loras is its --max-loras-per-batch, --max-cpu-loras its --max-loaded-loras); "
-        "TensorRT-LLM: attn_q,attn_k,attn_v,attn_dense, …")] = None,
-    lora_paths: Annotated[str | None, typer.Option(
-        "--lora-paths", help="SGLang: adapters loaded at start, comma-separated NAME=PATH "
-        "(counted, not read; turns LoRA on)")] = None,
-    kv_offloading_size: Annotated[float | None, typer.Option(
-        "--kv-offloading-size", help="vLLM: GiB of host memory for offloaded KV blocks")] = None,
-    kv_offloading_backend: Annotated[str | None, typer.Option(
-        "--kv-offloading-backend", help="vLLM: native (default) or lmcache")] = None,
-    enable_hierarchical_cache: Annotated[bool | None, typer.Option(
-        "--enable-hierarchical-cache", help="SGLang: host-memory KV tier (HiCache)")] = None,
-    hicache_ratio: Annotated[float | None, typer.Option(
-        "--hicache-ratio", help="SGLang: host pool tokens per device pool token (2.0)")] = None,
-    hicache_size: Annotated[int | None, typer.Option(
-        "--hicache-size", help="SGLang: GB of host KV per GPU (0: use --hicache-ratio)")] = None,
-    acceptance_rate: Annotated[float | None, typer.Option(
-        "--acceptance-rate", help="speculative decoding: probability each draft token is "
-        "accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): TPOT and tokens/s")] = None,
-    host_cache_size: Annotated[int | None, typer.Option(
-        "--host-cache-size", help="TensorRT-LLM: kv_cache_config.host_cache_size, bytes of host "
-        "KV blocks per GPU")] = None,
-    prefix_hit_rate: Annotated[float | None, typer.Option(
-        "--prefix-hit-rate", help="fraction (0, 1] of each prompt found in the prefix cache "
-        "(with --avg-input-tokens): concurrency and TTFT with prefix caching")] = None,
-    shared_prefix_tokens: Annotated[int | None, typer.Option(
-        "--shared-prefix-tokens", help="tokens every request shares (system prompt): "
-        "concurrency with prefix caching")] = None,
-    limit_mm_per_prompt: Annotated[str | None, typer.Option(
-        "--limit-mm-per-prompt", help="vLLM: items per prompt by modality, JSON '{\"image\": 4, "
-        "\"video\": 0}' or the legacy image=4,video=0; image 0 skips the encoder profile "
-        "(docs/features.md)")] = None,
-    images_per_request: Annotated[int | None, typer.Option(
-        "--images-per-request", help="images each request carries (a VLM): their tokens are "
-        "added to each request's KV length")] = None,
-    extra_llm_api_options: Annotated[Path | None, typer.Option(
-        "--extra-llm-api-options", help="TensorRT-LLM: the YAML given to trtllm-serve "
-        "(kv_cache_config, max_batch_size, …); its values win over flags, as in trtllm-serve")] = None,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="vllm, sglang, tgi or trtllm (generic flags map to the engine's own "
-        "knobs; see docs/engines.md)")] = DEFAULT_ENGINE,
-    engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="engine release to model (default: newest modelled)")] = None,
-    target_concurrency: Annotated[int | None, typer.Option(
-        "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    slo_ttft_ms: Annotated[float | None, typer.Option(
-        "--slo-ttft-ms", help="latency target: time to first token, ms")] = None,
-    slo_tpot_ms: Annotated[float | None, typer.Option(
-        "--slo-tpot-ms", help="latency target: time per output token, ms")] = None,
-    gpu_hour_price: Annotated[float | None, typer.Option(
-        "--gpu-hour-price", help="USD per GPU-hour for cost figures (default: the catalogue's)")] = None,
-    minimize_utilization: Annotated[bool, typer.Option(
-        "--minimize-utilization", help="recommend the smallest --gpu-memory-utilization that "
-        "holds --target-concurrency (default: keep the engine's default when it is enough)")] = False,
-    revision: Annotated[str | None, typer.Option(
-        "--revision", help="Hub branch, tag or commit (fetches from the Hub even for catalogue ids)")] = None,
-    token: Annotated[str | None, typer.Option(
-        "--token", help="Hub token for gated/private repos (default: HF_TOKEN or your saved login)")] = None,
-    offline: Annotated[bool | None, typer.Option(
-        "--offline", help="no network: kvplan's and huggingface_hub's caches only "
-        "(default: HF_HUB_OFFLINE)")] = None,
-    refresh: Annotated[bool, typer.Option(
-        "--refresh", help="fetch the Hub repo again instead of using kvplan's cache")] = False,
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_plan_params)
+def plan(model: str, **values: Any) -> None:
     """Plan one vLLM deployment: memory per GPU, KV capacity, fit, recommended flags.
 
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
     from .api import plan as make_plan
+    from .knobs import KNOB_NAMES
     from .limits import check_flags
+    from .specs import Workload
 
-    check_flags(dict(locals()))  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
-    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                         avg_output_tokens=avg_output_tokens, slo_ttft_ms=slo_ttft_ms,
-                         slo_tpot_ms=slo_tpot_ms, shared_prefix_tokens=shared_prefix_tokens,
-                         prefix_hit_rate=prefix_hit_rate, acceptance_rate=acceptance_rate,
-                         images_per_request=images_per_request)
+    check_flags(values)  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
+    workload = _workload(**{k: values[k] for k in Workload.model_fields})
     from .catalog import resolve_gpu, resolve_model
 
+    engine: str = values["engine"]
     options = {}
-    if extra_llm_api_options is not None:
+    if values["extra_llm_api_options"] is not None:
         from .deploy import read_options_file
         from .engines.registry import ENGINES
         from .errors import InvalidInputError
@@ -238,34 +181,19 @@ def plan(
         if owner is None or owner.options_file_flag is None:
             raise InvalidInputError("--extra-llm-api-options is TensorRT-LLM's",
                                     hint="plan with --engine trtllm")
-        options = read_options_file(owner, extra_llm_api_options)
-    g = resolve_gpu(gpu)  # a bad --gpu fails before any network work
+        options = read_options_file(owner, values["extra_llm_api_options"])
+    g = resolve_gpu(values["gpu"])  # a bad --gpu fails before any network work
     with _progress_line() as progress:
-        m = resolve_model(model, revision=revision, token=token, offline=offline, refresh=refresh,
+        m = resolve_model(model, revision=values["revision"], token=values["token"],
+                          offline=values["offline"], refresh=values["refresh"],
                           progress=progress)
-    flags = dict(
-        tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
-        data_parallel_size=data_parallel_size, max_model_len=max_model_len,
-        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        max_input_tokens=max_input_tokens, max_total_tokens=max_total_tokens,
-        gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
-        quantization=quantization, block_size=block_size, enforce_eager=enforce_eager,
-        enable_prefix_caching=enable_prefix_caching,
-        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
-        enable_expert_parallel=enable_expert_parallel, usage_context=usage_context,
-        kv_cache_memory_bytes=kv_cache_memory_bytes, gpu_memory_gib=gpu_memory_gib, backend=backend,
-        speculative_config=speculative_config, enable_lora=enable_lora, max_loras=max_loras,
-        max_lora_rank=max_lora_rank, max_cpu_loras=max_cpu_loras,
-        lora_target_modules=lora_target_modules, lora_paths=lora_paths,
-        kv_offloading_size=kv_offloading_size, kv_offloading_backend=kv_offloading_backend,
-        enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio,
-        hicache_size=hicache_size, limit_mm_per_prompt=limit_mm_per_prompt,
-        host_cache_size=host_cache_size)
-    result = make_plan(m, g, engine=engine.lower(), engine_version=engine_version,
-                       workload=workload, gpu_hour_price=gpu_hour_price, offline=offline,
-                       minimize_utilization=minimize_utilization,
+    flags = {k: values[k] for k in KNOB_NAMES}
+    result = make_plan(m, g, engine=engine.lower(), engine_version=values["engine_version"],
+                       workload=workload, gpu_hour_price=values["gpu_hour_price"],
+                       offline=values["offline"],
+                       minimize_utilization=values["minimize_utilization"],
                        **{**flags, **options})
-    if as_json:
+    if values["as_json"]:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         if result.problems:
             err = _console(stderr=True)
@@ -278,22 +206,21 @@ def plan(
     raise typer.Exit(0 if result.fits and not _errors(result) else 1)
 
 
+def _compare_params() -> list[inspect.Parameter]:
+    return [_argument("model", "Catalogue id, local path or Hub repo id."),
+            _option("gpu", help="GPU id, alias or nvidia-smi name."),
+            _option("tensor_parallel_size"),
+            _option("max_model_len", help="context length for every engine (default: each "
+                    "engine's own)"),
+            *(_option(name, bare=True) for name in (
+                "kv_cache_dtype", "gpu_memory_gib", "target_concurrency", "avg_input_tokens",
+                "avg_output_tokens", "offline")),
+            _option("as_json")]
+
+
 @app.command()
-def compare(
-    model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name.")],
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
-    max_model_len: Annotated[int | None, typer.Option(
-        "--max-model-len", help="context length for every engine (default: each engine's own)",
-        parser=_human_int, metavar="INT")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
-    target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    offline: Annotated[bool | None, typer.Option("--offline")] = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_compare_params)
+def compare(model: str, **values: Any) -> None:
     """The same model and GPU on vLLM, SGLang and TGI side by side: KV tokens, concurrency and
     each engine's recommended knobs. Without --tensor-parallel-size each engine is planned at the
     smallest TP at which it fits (the table says so when they differ). Exit 0 if any engine
@@ -307,17 +234,19 @@ def compare(
     from .limits import check_flags
     from .specs import Plan
 
-    check_flags(dict(locals()))
-    workload = _workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                         avg_output_tokens=avg_output_tokens)
-    g = resolve_gpu(gpu)
+    check_flags(values)
+    workload = _workload(**{k: values[k] for k in (
+        "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
+    g = resolve_gpu(values["gpu"])
     with _progress_line() as progress:
-        m = resolve_model(model, offline=offline, progress=progress)
+        m = resolve_model(model, offline=values["offline"], progress=progress)
+    tensor_parallel_size = values["tensor_parallel_size"]
 
     def one(engine: str, tp: int | None) -> Plan:
         return make_plan(m, g, engine=engine, workload=workload, tensor_parallel_size=tp,
-                         max_model_len=max_model_len, kv_cache_dtype=kv_cache_dtype,
-                         gpu_memory_gib=gpu_memory_gib)
+                         max_model_len=values["max_model_len"],
+                         kv_cache_dtype=values["kv_cache_dtype"],
+                         gpu_memory_gib=values["gpu_memory_gib"])
 
     plans = []
     for e in NAMES:
@@ -326,8 +255,9 @@ def compare(
         if tensor_parallel_size is None and not p.fits and rec_tp and rec_tp != p.gpu.count:
             p = one(e, int(rec_tp))  # each column describes the deployment its serve line runs
         plans.append(p)
-    if as_json:
-        sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
+    if values["as_json"]:
+        sys.stdout.write(json.dumps({"plans": [p.model_dump(mode="json") for p in plans]},
+                                    indent=2) + "\n")
     else:
         from .render.text import compare_table
 
@@ -358,38 +288,35 @@ def _nothing_matched(noun: str, needle: str, suggestions: list[str]) -> None:
                             if suggestions else "") + f"`kvplan {noun}s` lists them all")
 
 
+def _sweep_params() -> list[inspect.Parameter]:
+    return [
+        _argument("model", "Catalogue id, local path or Hub repo id."),
+        _own("gpus", str | None, "--gpus", help="comma-separated GPU ids/aliases (default: the "
+             "whole catalogue)"),
+        _own("max_gpus", int, "--max-gpus", help="most GPUs per deployment (TP × PP)", default=8),
+        _option("engine", help="vllm, sglang, tgi, a comma list, or all"),
+        _option("engine_version", help="one engine's release (default: newest modelled)"),
+        _option("quantization", help="weight formats to try: auto (the checkpoint's own), fp8 "
+                "(online, fp8-native GPUs only); comma-separated"),
+        _option("kv_cache_dtype", help="KV dtypes to try, e.g. auto,fp8"),
+        _option("max_model_len", help="tokens", human=False),
+        _option("dtype", bare=True),
+        _option("gpu_memory_utilization", bare=True),
+        _option("target_concurrency"),
+        _option("avg_input_tokens"),
+        _option("avg_output_tokens"),
+        _option("slo_tpot_ms", help="time per output token limit (needs a latency model)"),
+        _option("slo_ttft_ms", help="time to first token limit (needs a latency model)"),
+        _own("prices", Path | None, "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of "
+             "your own US$ per GPU-hour"),
+        _own("top", int, "--top", help="options shown in the table", default=10),
+        _option("offline", bare=True),
+        _option("as_json")]
+
+
 @app.command()
-def sweep(
-    model: Annotated[str, typer.Argument(help="Catalogue id, local path or Hub repo id.")],
-    gpus: Annotated[str | None, typer.Option(
-        "--gpus", help="comma-separated GPU ids/aliases (default: the whole catalogue)")] = None,
-    max_gpus: Annotated[int, typer.Option("--max-gpus", help="most GPUs per deployment (TP × PP)")] = 8,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="vllm, sglang, tgi, a comma list, or all")] = DEFAULT_ENGINE,
-    engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="one engine's release (default: newest modelled)")] = None,
-    quantization: Annotated[str | None, typer.Option(
-        "--quantization", "-q", help="weight formats to try: auto (the checkpoint's own), fp8 "
-        "(online, fp8-native GPUs only); comma-separated")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option(
-        "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8")] = None,
-    max_model_len: Annotated[int | None, typer.Option("--max-model-len", help="tokens")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option("--gpu-memory-utilization")] = None,
-    target_concurrency: Annotated[int | None, typer.Option(
-        "--target-concurrency", help="requests that must fit in the KV cache at once")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    slo_tpot_ms: Annotated[float | None, typer.Option(
-        "--slo-tpot-ms", help="time per output token limit (needs a latency model)")] = None,
-    slo_ttft_ms: Annotated[float | None, typer.Option(
-        "--slo-ttft-ms", help="time to first token limit (needs a latency model)")] = None,
-    prices: Annotated[Path | None, typer.Option(
-        "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of your own US$ per GPU-hour")] = None,
-    top: Annotated[int, typer.Option("--top", help="options shown in the table")] = 10,
-    offline: Annotated[bool | None, typer.Option("--offline")] = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_sweep_params)
+def sweep(model: str, **values: Any) -> None:
     """The cheapest deployments that meet a target, over every GPU, GPU count, TP/PP layout,
     weight format, KV dtype and engine kvplan knows. Exit 0 if any option meets the target, 1 if
     none does (the closest are shown), 2 on bad input.
@@ -404,19 +331,20 @@ def sweep(
     from .specs import Workload
 
     try:
-        workload = Workload(target_concurrency=target_concurrency, avg_input_tokens=avg_input_tokens,
-                            avg_output_tokens=avg_output_tokens)
+        workload = Workload(**{k: values[k] for k in (
+            "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
     except ValidationError as e:
         fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
         raise InvalidInputError(f"{fields} must be a positive integer") from None
+    slo_tpot_ms, slo_ttft_ms, top = values["slo_tpot_ms"], values["slo_ttft_ms"], values["top"]
     for name, v in (("--slo-tpot-ms", slo_tpot_ms), ("--slo-ttft-ms", slo_ttft_ms)):
         if v is not None and not v > 0:
             raise InvalidInputError(f"{name} must be a positive number of milliseconds, got {v:g}")
     if top < 1:
         raise InvalidInputError(f"--top must be at least 1, got {top}")
     gpu_list = None
-    if gpus is not None:
-        gpu_list = [g.strip() for g in gpus.split(",") if g.strip()]
+    if values["gpus"] is not None:
+        gpu_list = [g.strip() for g in values["gpus"].split(",") if g.strip()]
         if not gpu_list:
             raise InvalidInputError("--gpus lists no GPU", hint="e.g. --gpus h100,h200,mi300x")
     if gpu_list is not None:
@@ -426,13 +354,11 @@ def sweep(
     from .catalog import resolve_model
 
     with _progress_line() as progress:
-        m = resolve_model(model, offline=offline, progress=progress)
-    result = make_sweep(
-        m, gpus=gpu_list, engine=engine, max_gpus=max_gpus, quantization=quantization,
-        kv_cache_dtype=kv_cache_dtype, workload=workload, slo_tpot_ms=slo_tpot_ms,
-        slo_ttft_ms=slo_ttft_ms, prices=prices, engine_version=engine_version,
-        max_model_len=max_model_len, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization)
-    if as_json:
+        m = resolve_model(model, offline=values["offline"], progress=progress)
+    result = make_sweep(m, gpus=gpu_list, workload=workload, **{k: values[k] for k in (
+        "engine", "max_gpus", "quantization", "kv_cache_dtype", "slo_tpot_ms", "slo_ttft_ms",
+        "prices", "engine_version", "max_model_len", "dtype", "gpu_memory_utilization")})
+    if values["as_json"]:
         sys.stdout.write(result.model_dump_json(indent=1) + "\n")
     else:
         import shutil
@@ -468,7 +394,8 @@ def models(
         if entry is None:
             raise UnknownModelError(show, suggest_models(show))
         m = load_catalog_model(entry)
-        data = {"entry": entry.model_dump(), "spec": m.model_dump(), "parameters": parameter_count(m)}
+        data = {"entry": entry.model_dump(), "spec": m.model_dump(),
+                "parameters": parameter_count(m)}
         if fmt == "json":
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
         else:
@@ -546,39 +473,43 @@ def gpus(
         gpus_table(rows, _console(), tsv=fmt == "tsv")
 
 
+_POLICY = ("gpu", "engine_version", "min_concurrency", "min_kv_tokens", "min_headroom_gib",
+           "max_gpu_memory_utilization", "min_max_model_len", "require_fp8_kv_cache")
+
+
+def _check_params() -> list[inspect.Parameter]:
+    policy = "policy (32k = 32000, 32K = 32768)"
+    return [
+        _argument("files", "Deployment files: Dockerfile, shell scripts, docker-compose, "
+                  "Kubernetes/KServe manifests, vLLM --config YAML.", list[Path]),
+        _option("gpu", help="GPU for commands whose file does not say (node selector or # "
+                "kvplan: gpu=…)", required=False),
+        _option("engine_version", help="vLLM version when the file does not say (image tag, "
+                "vllm==…)"),
+        _own("sets", list[str] | None, "--set", help="KEY=VALUE for a {{ KEY }}, "
+             "{{ .Values.KEY }} or ${KEY} template (repeatable)"),
+        _own("config", Path | None, "--config", help="policy file (default: ./kvplan.toml, else "
+             "[tool.kvplan] in ./pyproject.toml)"),
+        _own("min_concurrency", float | None, "--min-concurrency", help="policy: requests the KV "
+             "cache must hold at max_model_len"),
+        _own("min_kv_tokens", int | None, "--min-kv-tokens", help=policy, human=True),
+        _own("min_headroom_gib", float | None, "--min-headroom-gib", help="policy: GiB per GPU "
+             "left outside vLLM's budget"),
+        _own("max_gpu_memory_utilization", float | None, "--max-gpu-memory-utilization",
+             help="policy"),
+        _own("min_max_model_len", int | None, "--min-max-model-len", help=policy, human=True),
+        _own("require_fp8_kv_cache", bool | None, "--require-fp8-kv-cache", help="policy: every "
+             "deployment uses --kv-cache-dtype fp8"),
+        _option("offline", help="resolve Hub models from caches only (default: "
+                "HF_HUB_OFFLINE)"),
+        _own("fmt", str, "--format", help="table, json, github (Actions annotations) or markdown "
+             "(PR comment, $GITHUB_STEP_SUMMARY)", default="table"),
+        _option("as_json")]
+
+
 @app.command()
-def check(
-    files: Annotated[list[Path], typer.Argument(help="Deployment files: Dockerfile, shell scripts, "
-                                                "docker-compose, Kubernetes/KServe manifests, vLLM --config YAML.")],
-    gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="GPU for commands whose file does not say (node selector or # kvplan: gpu=…)")] = None,
-    engine_version: Annotated[str | None, typer.Option(
-        "--engine-version", help="vLLM version when the file does not say (image tag, vllm==…)")] = None,
-    sets: Annotated[list[str] | None, typer.Option(
-        "--set", help="KEY=VALUE for a {{ KEY }}, {{ .Values.KEY }} or ${KEY} template (repeatable)")] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", help="policy file (default: ./kvplan.toml, else [tool.kvplan] in ./pyproject.toml)")] = None,
-    min_concurrency: Annotated[float | None, typer.Option(
-        "--min-concurrency", help="policy: requests the KV cache must hold at max_model_len")] = None,
-    min_kv_tokens: Annotated[int | None, typer.Option(
-        "--min-kv-tokens", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
-        metavar="INT")] = None,
-    min_headroom_gib: Annotated[float | None, typer.Option(
-        "--min-headroom-gib", help="policy: GiB per GPU left outside vLLM's budget")] = None,
-    max_gpu_memory_utilization: Annotated[float | None, typer.Option(
-        "--max-gpu-memory-utilization", help="policy")] = None,
-    min_max_model_len: Annotated[int | None, typer.Option(
-        "--min-max-model-len", help="policy (32k = 32000, 32K = 32768)", parser=_human_int,
-        metavar="INT")] = None,
-    require_fp8_kv_cache: Annotated[bool | None, typer.Option(
-        "--require-fp8-kv-cache", help="policy: every deployment uses --kv-cache-dtype fp8")] = None,
-    offline: Annotated[bool | None, typer.Option(
-        "--offline", help="resolve Hub models from caches only (default: HF_HUB_OFFLINE)")] = None,
-    fmt: Annotated[str, typer.Option(
-        "--format", help="table, json, github (Actions annotations) or markdown (PR comment, "
-        "$GITHUB_STEP_SUMMARY)")] = "table",
-    as_json: JsonOpt = False,
-) -> None:
+@_table_options(_check_params)
+def check(files: list[Path], **values: Any) -> None:
     """Check every serving command in deployment files: will it start, what KV capacity, does it
     meet the team's policies. Exit 0 all fit, 1 any does not fit or breaks a policy, 2 a file
     cannot be parsed, 3 a model source is unavailable.
@@ -590,27 +521,24 @@ def check(
     from .check import Policy, check_files, load_policy
     from .errors import InvalidInputError
 
-    fmt = "json" if as_json else fmt
+    fmt = "json" if values["as_json"] else values["fmt"]
     if fmt not in {"table", "json", "github", "markdown"}:
-        raise InvalidInputError(f"unknown --format {fmt!r}", hint="use table, json, github or markdown")
-    values = {}
-    for item in sets or []:
+        raise InvalidInputError(f"unknown --format {fmt!r}",
+                                hint="use table, json, github or markdown")
+    sets = {}
+    for item in values["sets"] or []:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise InvalidInputError(f"--set {item!r} is not KEY=VALUE")
-        values[key.strip()] = value
-    policy, _ = load_policy(config, Path.cwd())
-    overrides = {k: v for k, v in dict(
-        gpu=gpu, engine_version=engine_version, min_concurrency=min_concurrency,
-        min_kv_tokens=min_kv_tokens, min_headroom_gib=min_headroom_gib,
-        max_gpu_memory_utilization=max_gpu_memory_utilization, min_max_model_len=min_max_model_len,
-        require_fp8_kv_cache=require_fp8_kv_cache).items() if v is not None}
+        sets[key.strip()] = value
+    policy, _ = load_policy(values["config"], Path.cwd())
+    overrides = {k: values[k] for k in _POLICY if values[k] is not None}
     try:
         policy = Policy.model_validate({**policy.model_dump(), **overrides})
     except ValidationError as e:
         err = e.errors()[0]
         raise InvalidInputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
-    report = check_files(files, policy=policy, sets=values, offline=offline)
+    report = check_files(files, policy=policy, sets=sets, offline=values["offline"])
     if fmt == "json":
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     elif fmt == "github":
@@ -645,7 +573,8 @@ def _local_gpus(as_json: bool) -> None:
     rows = [(g, local_gpu(g.index)) for g in local_gpus()]
     if as_json:
         sys.stdout.write(json.dumps([{
-            "index": g.index, "name": g.name, "catalogue_id": s.id if not s.id.startswith("local-") else None,
+            "index": g.index, "name": g.name,
+            "catalogue_id": s.id if not s.id.startswith("local-") else None,
             "nvml_total_bytes": g.total_bytes, "cuda_total_bytes": s.cuda_total_bytes,
             "used_bytes": g.used_bytes, "free_bytes": g.free_bytes, "processes": g.processes}
             for g, s in rows], indent=2) + "\n")
@@ -653,7 +582,8 @@ def _local_gpus(as_json: bool) -> None:
     out = _console()
     for g, s in rows:
         match = s.id if not s.id.startswith("local-") else "not in the catalogue"
-        out.print(f"local:{g.index}  {g.name}  ({match})  CUDA total {s.cuda_total_bytes / GiB:.2f} GiB, "
+        cuda_total = s.cuda_total_bytes or 0  # a local GPU's entry always has it (NVML)
+        out.print(f"local:{g.index}  {g.name}  ({match})  CUDA total {cuda_total / GiB:.2f} GiB, "
                   f"in use {g.used_bytes / GiB:.2f} GiB by {g.processes} process(es), "
                   f"free {g.free_bytes / GiB:.2f} GiB", markup=False, highlight=False)
 
@@ -674,7 +604,8 @@ def _workload(**values: object):  # noqa: ANN202 - specs imported lazily
 
     for key, value in values.items():
         if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInputError(f"--{key.replace('_', '-')} must be a finite number, got {value}")
+            raise InvalidInputError(f"--{key.replace('_', '-')} must be a finite number, "
+                                    f"got {value}")
     try:
         return Workload(**values)
     except ValidationError as e:
@@ -700,40 +631,30 @@ def _show_or_filter(args: list[str] | None, noun: str) -> tuple[str | None, str]
     return None, args[0].lower() if args else ""
 
 
+_REPORT_KNOBS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                 "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+                 "gpu_memory_utilization", "dtype", "kv_cache_dtype", "quantization", "block_size",
+                 "enforce_eager", "kv_cache_memory_bytes", "gpu_memory_gib")
+
+
+def _report_params() -> list[inspect.Parameter]:
+    return [_argument("target", "A model (as for `kvplan plan`), or a deployment file or "
+                      "directory (as for `kvplan check`)."),
+            _own("output", Path | None, "--output", "-o", help="report file: .html "
+                 "(self-contained) or .md; default: stdout"),
+            _own("fmt", str | None, "--format", help="md or html (default: from the -o suffix, "
+                 "else md)"),
+            _option("gpu", help="GPU id, alias or nvidia-smi name", required=False),
+            *(_option(name, bare=True) for name in (
+                *_REPORT_KNOBS, "engine", "engine_version", "target_concurrency",
+                "avg_input_tokens", "avg_output_tokens", "revision", "offline")),
+            _own("generated_at", str | None, "--generated-at", help="a date or note to print in "
+                 "the report (none by default, so the same inputs give byte-identical reports)")]
+
+
 @app.command()
-def report(
-    target: Annotated[str, typer.Argument(help="A model (as for `kvplan plan`), or a deployment "
-                                          "file or directory (as for `kvplan check`).")],
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="report file: .html (self-contained) or .md; default: stdout")] = None,
-    fmt: Annotated[str | None, typer.Option(
-        "--format", help="md or html (default: from the -o suffix, else md)")] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU id, alias or nvidia-smi name")] = None,
-    tensor_parallel_size: Annotated[int | None, typer.Option("--tensor-parallel-size", "-tp")] = None,
-    pipeline_parallel_size: Annotated[int | None, typer.Option("--pipeline-parallel-size", "-pp")] = None,
-    data_parallel_size: Annotated[int | None, typer.Option("--data-parallel-size", "-dp")] = None,
-    max_model_len: Annotated[int | None, typer.Option("--max-model-len")] = None,
-    max_num_seqs: Annotated[int | None, typer.Option("--max-num-seqs")] = None,
-    max_num_batched_tokens: Annotated[int | None, typer.Option("--max-num-batched-tokens")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option("--gpu-memory-utilization")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option("--kv-cache-dtype")] = None,
-    quantization: Annotated[str | None, typer.Option("--quantization", "-q")] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size")] = None,
-    enforce_eager: Annotated[bool | None, typer.Option("--enforce-eager")] = None,
-    kv_cache_memory_bytes: Annotated[int | None, typer.Option("--kv-cache-memory-bytes")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib")] = None,
-    engine: Annotated[str, typer.Option("--engine")] = DEFAULT_ENGINE,
-    engine_version: Annotated[str | None, typer.Option("--engine-version")] = None,
-    target_concurrency: Annotated[int | None, typer.Option("--target-concurrency")] = None,
-    avg_input_tokens: Annotated[int | None, typer.Option("--avg-input-tokens")] = None,
-    avg_output_tokens: Annotated[int | None, typer.Option("--avg-output-tokens")] = None,
-    revision: Annotated[str | None, typer.Option("--revision")] = None,
-    offline: Annotated[bool | None, typer.Option("--offline")] = None,
-    generated_at: Annotated[str | None, typer.Option(
-        "--generated-at", help="a date or note to print in the report (none by default, so the "
-        "same inputs give byte-identical reports)")] = None,
-) -> None:
+@_table_options(_report_params)
+def report(target: str, **values: Any) -> None:
     """Write a sizing report (Markdown, or one self-contained HTML file with charts) for one
     deployment, or for every serving command `kvplan check` finds. Exit codes as for plan/check.
 
@@ -741,65 +662,17 @@ def report(
     """
     import shlex
 
-    from . import __version__
     from . import report as rep
-    from .errors import InvalidInputError
 
-    name = rep.output_format(output, fmt)
+    output = values["output"]
+    name = rep.output_format(output, values["fmt"])
     line = shlex.join(["kvplan", "report", *sys.argv[sys.argv.index("report") + 1:]]
                       if "report" in sys.argv else ["kvplan", "report", target])
     path = Path(target)
     if path.exists() and not (path / "config.json").exists() and path.suffix != ".json":
-        from .check import Policy, check_files, load_policy
-
-        policy, _ = load_policy(None, Path.cwd())
-        policy = Policy.model_validate({**policy.model_dump(), **{k: v for k, v in dict(
-            gpu=gpu, engine_version=engine_version).items() if v is not None}})
-        checked = check_files([path], policy=policy, sets={}, offline=offline)
-        if not any(d.plan for d in checked.deployments):
-            why = "; ".join(p.message for d in checked.deployments for p in d.problems)
-            raise InvalidInputError(f"{target}: nothing to plan ({why})")
-        result = rep.from_check(checked, command_line=line, version=__version__,
-                                generated_at=generated_at)
+        result = _report_on_files(target, values, line)
     else:
-        from pydantic import ValidationError
-
-        from .catalog import resolve_gpu, resolve_model
-        from .specs import Workload
-
-        try:
-            workload = Workload(target_concurrency=target_concurrency,
-                                avg_input_tokens=avg_input_tokens, avg_output_tokens=avg_output_tokens)
-        except ValidationError as e:
-            fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
-            raise InvalidInputError(f"{fields} must be a positive integer") from None
-        if gpu is None:
-            raise InvalidInputError("--gpu is required to report on a model",
-                                    hint="e.g. --gpu h100; deployment files may name their own GPU")
-        g = resolve_gpu(gpu)
-        with _progress_line() as progress:
-            m = resolve_model(target, revision=revision, offline=offline, progress=progress)
-        knobs = dict(
-            tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
-            data_parallel_size=data_parallel_size, max_model_len=max_model_len,
-            max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-            gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
-            kv_cache_dtype=kv_cache_dtype, quantization=quantization, block_size=block_size,
-            enforce_eager=enforce_eager, kv_cache_memory_bytes=kv_cache_memory_bytes,
-            gpu_memory_gib=gpu_memory_gib)
-        from .api import sweep as run_sweep
-        from .errors import KvplanError
-
-        try:  # the cheapest alternatives for the same workload, as `kvplan sweep` ranks them
-            swept = run_sweep(m, engine=engine.lower(), workload=workload, max_model_len=max_model_len)
-        except KvplanError:
-            swept = None
-        result = rep.for_model(
-            m, g, knobs=knobs, engine=engine.lower(), engine_version=engine_version,
-            workload=workload, command_line=line, version=__version__, generated_at=generated_at)
-        if swept is not None:
-            result = dataclasses.replace(result, sweep=tuple(
-                rep.sweep_options(swept, result.sections[0].plan)))
+        result = _report_on_model(target, values, line)
     text = rep.render(result, name)
     if output is None:
         sys.stdout.write(text)
@@ -807,6 +680,64 @@ def report(
         rep.write_atomic(output, text)
         _console(stderr=True).print(f"wrote {output}", markup=False)
     raise typer.Exit(result.exit_code)
+
+
+def _report_on_files(target: str, values: dict[str, Any], line: str) -> Any:
+    """The report of every serving command `kvplan check` finds in `target`."""
+    from . import __version__
+    from . import report as rep
+    from .check import Policy, check_files, load_policy
+    from .errors import InvalidInputError
+
+    policy, _ = load_policy(None, Path.cwd())
+    policy = Policy.model_validate({**policy.model_dump(), **{
+        k: values[k] for k in ("gpu", "engine_version") if values[k] is not None}})
+    checked = check_files([Path(target)], policy=policy, sets={}, offline=values["offline"])
+    if not any(d.plan for d in checked.deployments):
+        why = "; ".join(p.message for d in checked.deployments for p in d.problems)
+        raise InvalidInputError(f"{target}: nothing to plan ({why})")
+    return rep.from_check(checked, command_line=line, version=__version__,
+                          generated_at=values["generated_at"])
+
+
+def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
+    """The report of one model's deployment, with the sweep's cheapest alternatives."""
+    from pydantic import ValidationError
+
+    from . import __version__
+    from . import report as rep
+    from .api import sweep as run_sweep
+    from .catalog import resolve_gpu, resolve_model
+    from .errors import InvalidInputError, KvplanError
+    from .specs import Workload
+
+    try:
+        workload = Workload(**{k: values[k] for k in (
+            "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
+    except ValidationError as e:
+        fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
+        raise InvalidInputError(f"{fields} must be a positive integer") from None
+    if values["gpu"] is None:
+        raise InvalidInputError("--gpu is required to report on a model",
+                                hint="e.g. --gpu h100; deployment files may name their own GPU")
+    g = resolve_gpu(values["gpu"])
+    with _progress_line() as progress:
+        m = resolve_model(target, revision=values["revision"], offline=values["offline"],
+                          progress=progress)
+    engine = values["engine"].lower()
+    try:  # the cheapest alternatives for the same workload, as `kvplan sweep` ranks them
+        swept = run_sweep(m, engine=engine, workload=workload,
+                          max_model_len=values["max_model_len"])
+    except KvplanError:
+        swept = None
+    result = rep.for_model(
+        m, g, knobs={k: values[k] for k in _REPORT_KNOBS}, engine=engine,
+        engine_version=values["engine_version"], workload=workload, command_line=line,
+        version=__version__, generated_at=values["generated_at"])
+    if swept is not None:
+        result = dataclasses.replace(result, sweep=tuple(
+            rep.sweep_options(swept, result.sections[0].plan)))
+    return result
 
 
 class _PipeGuard:
@@ -851,6 +782,47 @@ class _PipeGuard:
         return getattr(self._stream, name)
 
 
+class _LazyCommands(Mapping[str, Any]):
+    """The commands of the click group, each built from its function's signature when first
+    looked up: a call builds only the command it runs (`kvplan --help` builds them all)."""
+
+    def __init__(self, infos: list[Any]) -> None:
+        from typer.main import get_command_name
+
+        self._infos = {info.name or get_command_name(info.callback.__name__): info
+                       for info in infos}
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            from typer.main import get_command_from_info
+
+            self._built[name] = get_command_from_info(
+                self._infos[name], pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._infos)
+
+    def __len__(self) -> int:
+        return len(self._infos)
+
+
+def click_app() -> Any:
+    """The click group `kvplan` runs: `app`'s callback and help, its commands built lazily
+    (typer.main.get_command(app) would build the parameters of every command)."""
+    from typer.main import get_group
+
+    registered, app.registered_commands = app.registered_commands, []
+    try:
+        group = get_group(app)
+    finally:
+        app.registered_commands = registered
+    group.commands = _LazyCommands(registered)  # type: ignore[assignment]
+    return group
+
+
 def main() -> None:
     """Entry point: run the app, turn kvplan errors into messages and exit codes.
 
@@ -870,7 +842,7 @@ def _run(debug: bool) -> None:
     from .errors import KvplanError
 
     try:
-        app()
+        click_app()()
     except KvplanError as e:
         if debug:
             raise

@@ -27,6 +27,195 @@ MAX_LORAS = 1024  # adapter slots per batch: far above any deployment (each slot
 MAX_CPU_LORAS = 1 << 20
 MAX_OFFLOAD_GIB = 1 << 20  # 1 PiB of host memory: bounds integer bytes in JSON
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
+MAX_KV_BYTES = int(MAX_DEVICE_GIB * GiB)
+MAX_HOST_CACHE_BYTES = MAX_OFFLOAD_GIB * (1 << 30)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting as the command line takes it: the Python type, flag(s), help, unit and, where
+    it has them, bounds (`gt`/`ge` below, `le` above). The bounds of a knob are its Knobs
+    field's; the CLI's range errors, `kvplan check`'s and docs/knobs.md read them from here."""
+
+    name: str
+    type: type
+    decls: tuple[str, ...]
+    help: str | None = None
+    gt: float | None = None
+    ge: float | None = None
+    le: float | None = None
+    unit: str = ""
+    human: bool = False  # vLLM's human-readable integers: 32k = 32000, 32K = 32768
+    default: Any = None
+    required: bool = False
+    doc: str | None = None  # docs/knobs.md's line where --help shows none
+    path: bool = False  # a file the CLI opens (given to the command as a pathlib.Path)
+
+
+    def bounds(self) -> tuple[float | None, bool, float | None] | None:
+        """(lower bound, lower bound open?, upper bound); None when it has no numeric bound."""
+        lo = self.gt if self.gt is not None else self.ge
+        if lo is None and self.le is None:
+            return None
+        return lo, self.gt is not None, self.le
+
+    def span(self) -> str | None:
+        """The range in interval notation: '(0, 1]', '[1, 1024]'."""
+        b = self.bounds()
+        if b is None:
+            return None
+        lo, lo_open, hi = b
+        left = "(-inf" if lo is None else f"{'(' if lo_open else '['}{lo}"
+        return f"{left}, {'inf)' if hi is None else f'{hi}]'}"
+
+
+_O = Option
+# Every option `kvplan plan` takes, in its --help order: the engine knobs (Knobs' fields), the
+# workload (specs.Workload's fields) and kvplan's own. Other commands take a subset (cli.py).
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    _O("gpu", str, ("--gpu",), "GPU id, alias or nvidia-smi name, e.g. h100-sxm-80gb or "
+       "'NVIDIA H100 80GB HBM3'.", required=True),
+    _O("tensor_parallel_size", int, ("--tensor-parallel-size", "-tp"), ge=1, le=MAX_PARALLEL,
+       unit="GPUs", doc="GPUs each layer is split over (default: 1, or the plan recommends one)"),
+    _O("pipeline_parallel_size", int, ("--pipeline-parallel-size", "-pp"), ge=1,
+       le=MAX_PARALLEL, unit="GPUs", doc="pipeline stages, each a slice of the layers (1)"),
+    _O("data_parallel_size", int, ("--data-parallel-size", "-dp"), ge=1, le=MAX_PARALLEL,
+       unit="replicas", doc="engine replicas; with --enable-expert-parallel they share experts"),
+    _O("max_model_len", int, ("--max-model-len",), "tokens; 32k = 32000, 32K = 32768 (as vLLM "
+       "reads it)", ge=1, le=MAX_TOKENS, unit="tokens", human=True),
+    _O("max_num_seqs", int, ("--max-num-seqs",), ge=1, le=MAX_TOKENS, unit="sequences",
+       doc="requests the engine runs at once (the engine's default by version and GPU)"),
+    _O("max_num_batched_tokens", int, ("--max-num-batched-tokens",), ge=1, le=MAX_TOKENS,
+       unit="tokens", human=True, doc="tokens per scheduler step (the prefill chunk)"),
+    _O("max_input_tokens", int, ("--max-input-tokens",), "TGI only: longest prompt (default: "
+       "--max-model-len − 1)", ge=1, le=MAX_TOKENS, unit="tokens"),
+    _O("gpu_memory_utilization", float, ("--gpu-memory-utilization",), "fraction of the device "
+       "total, (0, 1]", gt=0, le=1, unit="fraction"),
+    _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32"),
+    _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2"),
+    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8"),
+    _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
+       unit="tokens"),
+    _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs"),
+    _O("enable_prefix_caching", bool, ("--enable-prefix-caching/--no-enable-prefix-caching",),
+       "vLLM default on; off keeps Mamba/GDN states at one page per request"),
+    _O("disable_hybrid_kv_cache_manager", bool, ("--disable-hybrid-kv-cache-manager",),
+       "allocate sliding/chunked layers as full attention"),
+    _O("enable_expert_parallel", bool, ("--enable-expert-parallel",),
+       "MoE experts split over TP × DP ranks"),
+    _O("usage_context", str, ("--usage-context",), "serve (vllm serve, default) or llm (offline "
+       "LLM class): batch defaults"),
+    _O("kv_cache_memory_bytes", int, ("--kv-cache-memory-bytes",), "fixed KV budget per GPU, "
+       "bytes (ignores utilization)", ge=1, le=MAX_KV_BYTES, unit="bytes", human=True),
+    _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
+       "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB"),
+    _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
+       "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
+       doc="SGLang --max-total-tokens, TensorRT-LLM kv_cache_config.max_tokens"),
+    _O("backend", str, ("--backend",), "TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) "
+       "or tensorrt (a built engine)",
+       doc="TensorRT-LLM's runtime: --backend of trtllm-serve"),
+    _O("speculative_config", str, ("--speculative-config",), "vLLM, SGLang: speculative "
+       "decoding JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"ORG/HEAD\", "
+       "\"num_speculative_tokens\": 3}'; SGLang also takes eagle_topk and num_draft_tokens "
+       "(docs/features.md)", unit="JSON",
+       doc="vLLM --speculative-config: method, model, num_speculative_tokens; SGLang: "
+       "--speculative-algorithm and its flags"),
+    _O("enable_lora", bool, ("--enable-lora",), "vLLM: preallocate LoRA adapter slots"),
+    _O("max_loras", int, ("--max-loras",), "vLLM: adapters per batch (1)", ge=1, le=MAX_LORAS,
+       unit="adapters"),
+    _O("max_lora_rank", int, ("--max-lora-rank",), "vLLM: (16)", ge=1, le=512,
+       doc="vLLM takes only 1, 8, 16, 32, 64, 128, 256, 320, 512 (vllm/config/lora.py)"),
+    _O("max_cpu_loras", int, ("--max-cpu-loras",), "vLLM: adapters cached in host memory "
+       "(max_loras)", ge=1, le=MAX_CPU_LORAS, unit="adapters"),
+    _O("lora_target_modules", str, ("--lora-target-modules",), "SGLang: LoRA modules, "
+       "comma-separated (q_proj,v_proj or all; --max-loras is its --max-loras-per-batch, "
+       "--max-cpu-loras its --max-loaded-loras); TensorRT-LLM: attn_q,attn_k,attn_v,"
+       "attn_dense, …",
+       doc="SGLang --lora-target-modules (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+       "down_proj, qkv_proj, gate_up_proj, embed_tokens, lm_head, or all); TensorRT-LLM "
+       "lora_config.lora_target_modules (attn_q, attn_k, attn_v, attn_dense, mlp_h_to_4h, "
+       "mlp_gate, mlp_4h_to_h, …)"),
+    _O("lora_paths", str, ("--lora-paths",), "SGLang: adapters loaded at start, comma-separated "
+       "NAME=PATH (counted, not read; turns LoRA on)",
+       doc="SGLang --lora-paths: NAME=PATH or PATH; kvplan counts them, it does not read "
+       "them"),
+    _O("kv_offloading_size", float, ("--kv-offloading-size",), "vLLM: GiB of host memory for "
+       "offloaded KV blocks", gt=0, le=MAX_OFFLOAD_GIB, unit="GiB",
+       doc="GiB of host memory for offloaded KV"),
+    _O("kv_offloading_backend", str, ("--kv-offloading-backend",), "vLLM: native (default) or "
+       "lmcache"),
+    _O("enable_hierarchical_cache", bool, ("--enable-hierarchical-cache",), "SGLang: "
+       "host-memory KV tier (HiCache)"),
+    _O("hicache_ratio", float, ("--hicache-ratio",), "SGLang: host pool tokens per device pool "
+       "token (2.0)", gt=0, le=1000, unit="ratio",
+       doc="host pool tokens per device pool token (SGLang default 2.0)"),
+    _O("hicache_size", int, ("--hicache-size",), "SGLang: GB of host KV per GPU (0: use "
+       "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB",
+       doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio"),
+    _O("acceptance_rate", float, ("--acceptance-rate",), "speculative decoding: probability "
+       "each draft token is accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): "
+       "TPOT and tokens/s", ge=0, le=1, unit="fraction"),
+    _O("host_cache_size", int, ("--host-cache-size",), "TensorRT-LLM: "
+       "kv_cache_config.host_cache_size, bytes of host KV blocks per GPU", ge=0,
+       le=MAX_HOST_CACHE_BYTES, unit="bytes",
+       doc="TensorRT-LLM: bytes of host memory per GPU for secondary KV blocks "
+       "(llmapi/llm_args.py KvCacheConfig.host_cache_size)"),
+    _O("prefix_hit_rate", float, ("--prefix-hit-rate",), "fraction (0, 1] of each prompt found "
+       "in the prefix cache (with --avg-input-tokens): concurrency and TTFT with prefix caching",
+       gt=0, le=1, unit="fraction"),
+    _O("shared_prefix_tokens", int, ("--shared-prefix-tokens",), "tokens every request shares "
+       "(system prompt): concurrency with prefix caching", gt=0, le=1 << 24, unit="tokens"),
+    _O("limit_mm_per_prompt", str, ("--limit-mm-per-prompt",), "vLLM: items per prompt by "
+       "modality, JSON '{\"image\": 4, \"video\": 0}' or the legacy image=4,video=0; image 0 "
+       "skips the encoder profile (docs/features.md)", unit="JSON",
+       doc="vLLM --limit-mm-per-prompt"),
+    _O("images_per_request", int, ("--images-per-request",), "images each request carries (a "
+       "VLM): their tokens are added to each request's KV length", ge=0, le=1 << 10,
+       unit="images"),
+    _O("extra_llm_api_options", str, ("--extra-llm-api-options",), "TensorRT-LLM: the YAML "
+       "given to trtllm-serve (kv_cache_config, max_batch_size, …); its values win over flags, "
+       "as in trtllm-serve", unit="file", path=True),
+    _O("engine", str, ("--engine",), "vllm, sglang, tgi or trtllm (generic flags map to the "
+       "engine's own knobs; see docs/engines.md)", default="vllm"),
+    _O("engine_version", str, ("--engine-version",), "engine release to model (default: newest "
+       "modelled)"),
+    _O("target_concurrency", int, ("--target-concurrency",), "requests that must fit in the KV "
+       "cache at once", gt=0, le=1 << 20, unit="requests"),
+    _O("avg_input_tokens", int, ("--avg-input-tokens",), gt=0, le=1 << 24, unit="tokens",
+       doc="prompt length of a typical request: concurrency, TTFT, throughput"),
+    _O("avg_output_tokens", int, ("--avg-output-tokens",), gt=0, le=1 << 24, unit="tokens",
+       doc="generated tokens of a typical request: concurrency, TPOT, throughput"),
+    _O("slo_ttft_ms", float, ("--slo-ttft-ms",), "latency target: time to first token, ms", gt=0,
+       le=3_600_000, unit="ms"),
+    _O("slo_tpot_ms", float, ("--slo-tpot-ms",), "latency target: time per output token, ms",
+       gt=0, le=60_000, unit="ms"),
+    _O("gpu_hour_price", float, ("--gpu-hour-price",), "USD per GPU-hour for cost figures "
+       "(default: the catalogue's)", unit="USD/GPU-hour"),
+    _O("minimize_utilization", bool, ("--minimize-utilization",), "recommend the smallest "
+       "--gpu-memory-utilization that holds --target-concurrency (default: keep the engine's "
+       "default when it is enough)", default=False),
+    _O("revision", str, ("--revision",), "Hub branch, tag or commit (fetches from the Hub even "
+       "for catalogue ids)"),
+    _O("token", str, ("--token",), "Hub token for gated/private repos (default: HF_TOKEN or "
+       "your saved login)"),
+    _O("offline", bool, ("--offline",), "no network: kvplan's and huggingface_hub's caches only "
+       "(default: HF_HUB_OFFLINE)"),
+    _O("refresh", bool, ("--refresh",), "fetch the Hub repo again instead of using kvplan's "
+       "cache", default=False),
+    _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
+       default=False),
+)}
+
+
+def _field(name: str, **extra: Any) -> Any:
+    """A Knobs field (default None) with the bounds and description OPTIONS declares for it."""
+    o = OPTIONS[name]
+    if o.doc is not None:
+        extra = {"description": o.doc, **extra}
+    bounds: dict[str, Any] = {k: v for k, v in (("gt", o.gt), ("ge", o.ge), ("le", o.le))
+                              if v is not None}
+    return Field(None, **bounds, **extra)
 
 
 class Knobs(BaseModel):
@@ -35,67 +224,48 @@ class Knobs(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tensor_parallel_size: int | None = Field(None, ge=1, le=MAX_PARALLEL)
-    pipeline_parallel_size: int | None = Field(None, ge=1, le=MAX_PARALLEL)
-    data_parallel_size: int | None = Field(None, ge=1, le=MAX_PARALLEL)
-    max_model_len: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
-    max_num_seqs: int | None = Field(None, ge=1, le=MAX_TOKENS)
-    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS)
-    max_input_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS, description="TGI")
-    max_total_tokens: int | None = Field(
-        None, ge=1, le=MAX_TOKENS, description="cap on KV pool tokens (SGLang --max-total-tokens, "
-        "TensorRT-LLM kv_cache_config.max_tokens)")
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    tensor_parallel_size: int | None = _field("tensor_parallel_size")
+    pipeline_parallel_size: int | None = _field("pipeline_parallel_size")
+    data_parallel_size: int | None = _field("data_parallel_size")
+    max_model_len: int | None = _field("max_model_len")
+    max_num_seqs: int | None = _field("max_num_seqs")
+    max_num_batched_tokens: int | None = _field("max_num_batched_tokens")
+    max_input_tokens: int | None = _field("max_input_tokens")
+    max_total_tokens: int | None = _field("max_total_tokens")
+    gpu_memory_utilization: float | None = _field("gpu_memory_utilization")
     dtype: str | None = None
     kv_cache_dtype: str | None = None
     quantization: str | None = None
-    block_size: int | None = Field(None, ge=1, le=4096)
+    block_size: int | None = _field("block_size")
     enforce_eager: bool | None = None
-    kv_cache_memory_bytes: int | None = Field(None, ge=1, le=int(MAX_DEVICE_GIB * GiB))
-    gpu_memory_gib: float | None = Field(None, gt=0, le=MAX_DEVICE_GIB)
+    kv_cache_memory_bytes: int | None = _field("kv_cache_memory_bytes")
+    gpu_memory_gib: float | None = _field("gpu_memory_gib")
     enable_prefix_caching: bool | None = None
     disable_hybrid_kv_cache_manager: bool | None = None
     enable_expert_parallel: bool | None = None
     usage_context: Literal["serve", "llm"] | None = None
-    backend: Literal["pytorch", "tensorrt"] | None = Field(
-        None, description="TensorRT-LLM runtime: pytorch (HF checkpoints; default from 1.0) or "
-        "tensorrt (a built engine)")
+    backend: Literal["pytorch", "tensorrt"] | None = _field("backend")
     # Speculative decoding, LoRA and KV offloading (docs/features.md); vLLM's flag names.
-    speculative_config: SpeculativeConfig | None = Field(
-        None, description="vLLM --speculative-config JSON: method, model, num_speculative_tokens "
-        "(SGLang: --speculative-algorithm and its flags, plus eagle_topk, num_draft_tokens)")
+    speculative_config: SpeculativeConfig | None = _field("speculative_config")
     enable_lora: bool | None = None
-    max_loras: int | None = Field(None, ge=1, le=MAX_LORAS)
-    max_lora_rank: int | None = Field(None, ge=1, le=512, description="vLLM takes only 1, 8, 16, 32, "
-                                      "64, 128, 256, 320, 512 (vllm/config/lora.py)")
-    max_cpu_loras: int | None = Field(None, ge=1, le=MAX_CPU_LORAS)
+    max_loras: int | None = _field("max_loras")
+    max_lora_rank: int | None = _field("max_lora_rank")
+    max_cpu_loras: int | None = _field("max_cpu_loras")
     # SGLang's LoRA flags without a vLLM counterpart (max_loras is --max-loras-per-batch,
     # max_cpu_loras --max-loaded-loras there; docs/features.md)
-    lora_paths: list[str] | None = Field(
-        None, max_length=MAX_LORAS, description="SGLang --lora-paths: adapters loaded at start "
-        "(NAME=PATH or PATH); kvplan counts them, it does not read them")
-    lora_target_modules: list[str] | None = Field(
-        None, min_length=1, max_length=64, description="SGLang --lora-target-modules (q_proj, "
-        "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, qkv_proj, gate_up_proj, "
-        "embed_tokens, lm_head, or all); TensorRT-LLM lora_config.lora_target_modules (attn_q, "
-        "attn_k, attn_v, attn_dense, mlp_h_to_4h, mlp_gate, mlp_4h_to_h, …)")
-    kv_offloading_size: float | None = Field(None, gt=0, le=MAX_OFFLOAD_GIB,
-                                             description="GiB of host memory for offloaded KV")
+    lora_paths: list[str] | None = _field("lora_paths", max_length=MAX_LORAS)
+    lora_target_modules: list[str] | None = _field("lora_target_modules", min_length=1,
+                                                   max_length=64)
+    kv_offloading_size: float | None = _field("kv_offloading_size")
     kv_offloading_backend: Literal["native", "lmcache"] | None = None
     # SGLang's hierarchical (host) KV cache, its own flag names (docs/features.md).
     enable_hierarchical_cache: bool | None = None
-    hicache_ratio: float | None = Field(None, gt=0, le=1000, description="host pool tokens per "
-                                        "device pool token (SGLang default 2.0)")
-    hicache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB, description="GB (10^9 B) "
-                                     "of host KV per GPU; 0 = use hicache_ratio")
+    hicache_ratio: float | None = _field("hicache_ratio")
+    hicache_size: int | None = _field("hicache_size")
     # Multimodal (docs/features.md): items per prompt by modality, as vLLM takes it.
     # TensorRT-LLM only (llmapi/llm_args.py KvCacheConfig.host_cache_size; docs/features.md).
-    host_cache_size: int | None = Field(None, ge=0, le=MAX_OFFLOAD_GIB * (1 << 30),
-                                        description="TensorRT-LLM: bytes of host memory per GPU "
-                                        "for secondary KV blocks")
-    limit_mm_per_prompt: dict[str, int] | None = Field(
-        None, description="vLLM --limit-mm-per-prompt: JSON '{\"image\": 4, \"video\": 0}' or the "
-        "legacy image=4,video=0")
+    host_cache_size: int | None = _field("host_cache_size")
+    limit_mm_per_prompt: dict[str, int] | None = _field("limit_mm_per_prompt")
 
     @field_validator("speculative_config", mode="before")
     @classmethod
@@ -229,20 +399,11 @@ def parse_mm_limits(v: Any) -> Any:
 
 
 def _range(name: str) -> str | None:
-    """A knob's range in interval notation, from its Field bounds: '(0, 1]', '[1, 1024]'."""
-    lo = hi = None
-    for c in Knobs.model_fields[name].metadata:
-        if hasattr(c, "gt"):
-            lo = f"({c.gt}"
-        elif hasattr(c, "ge"):
-            lo = f"[{c.ge}"
-        elif hasattr(c, "le"):
-            hi = f"{c.le}]"
-        elif hasattr(c, "lt"):
-            hi = f"{c.lt})"
-    if lo is None and hi is None:
-        return None
-    return f"{lo or '(-inf'}, {hi or 'inf)'}"
+    """A knob's range in interval notation, from OPTIONS: '(0, 1]', '[1, 1024]'."""
+    o = OPTIONS.get(name)
+    return o.span() if o else None
+
+
 _RANGE_HINTS = {
     "gpu_memory_utilization": "it is a fraction of the device, e.g. 0.9",
     "gpu_memory_gib": "the device total in GiB, as your engine log prints it (e.g. 79.18)",
@@ -264,7 +425,8 @@ def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     the KV heads (vllm/model_executor/layers/linear.py QKVParallelLinear). Only divisors of the
     head count qualify, so this enumerates divisors, not every integer up to `limit`."""
     heads = m.num_attention_heads
-    divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0 for d in (i, heads // i)}
+    divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0
+                for d in (i, heads // i)}
     return sorted(tp for tp in divisors if tp <= limit
                   and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
 
@@ -413,7 +575,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
             code="tensor-parallel-size-invalid", knob="tensor_parallel_size")
     if pp > m.num_layers:
         raise InvalidInputError(f"--pipeline-parallel-size {pp} exceeds the {m.num_layers} layers",
-                                code="pipeline-parallel-size-invalid", knob="pipeline_parallel_size")
+                                code="pipeline-parallel-size-invalid",
+                                knob="pipeline_parallel_size")
 
     if knobs.gpu_memory_gib is not None:
         total = int(knobs.gpu_memory_gib * GiB)
@@ -460,7 +623,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe", knob="enable_expert_parallel")
-    problems = capability_problems(m, gpu, dtype, knobs.dtype if sources["dtype"] == "cli" else None,
+    problems = capability_problems(m, gpu, dtype,
+                                   knobs.dtype if sources["dtype"] == "cli" else None,
                                    kv_dtype, quant)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -59,7 +59,8 @@ def read_limited(path: Path, limit: int, *, what: str = "file",
         if st.st_size > limit:
             raise InvalidConfigError(f"{st.st_size:,} bytes is over the {limit:,}-byte limit "
                                      f"for a {what}", path=where,
-                                     hint="is this the right file? kvplan reads only small text files")
+                                     hint="is this the right file? kvplan reads only small "
+                                     "text files")
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
@@ -194,49 +195,42 @@ def contained(path: Path, root: Path, *, what: str, where: str | None = None) ->
     except (OSError, RuntimeError):
         resolved = None
     if resolved is None or not resolved.is_relative_to(root):
-        raise InvalidConfigError(f"{what} {short(str(path), 120)} points outside the model directory "
-                                 f"{root}; kvplan reads only files inside it", path=where or str(path),
-                                 hint="copy the file into the model directory instead of linking it")
+        raise InvalidConfigError(f"{what} {short(str(path), 120)} points outside the model "
+                                 f"directory {root}; kvplan reads only files inside it",
+                                 path=where or str(path),
+                                 hint="copy the file into the model directory instead of "
+                                 "linking it")
     return resolved
 
 
 # ------------------------------------------------------------------- knob bounds
 
-# Sanity bounds on deployment knobs, wherever they come from (flags, files): ints as
-# (lo, hi), floats as (lo exclusive, hi inclusive). Engine-specific ranges stay with the
-# engines; these only keep hostile values (nan, 1e300, a 400-digit length) out of the math.
+# Sanity bounds on deployment knobs, wherever they come from (flags, files), as declared once in
+# knobs.OPTIONS. Engine-specific ranges stay with the engines; these only keep hostile values
+# (nan, 1e300, a 400-digit length) out of the math.
 def _bounds(knob: str) -> tuple[float | None, bool, float | None] | None:
-    """(lower bound, lower bound open?, upper bound) of a knob or workload field, read from
-    the one typed definition (knobs.Knobs, specs.Workload): None when it has no numeric bound."""
-    from .knobs import Knobs
-    from .specs import Workload
+    """(lower bound, lower bound open?, upper bound) of a knob or workload setting (knobs.OPTIONS);
+    None when it has no numeric bound."""
+    from .knobs import OPTIONS
 
-    field = Knobs.model_fields.get(knob) or Workload.model_fields.get(knob)
-    if field is None:
-        return None
-    lo, lo_open, hi = None, False, None
-    for c in field.metadata:
-        if getattr(c, "gt", None) is not None:
-            lo, lo_open = c.gt, True
-        elif getattr(c, "ge", None) is not None:
-            lo = c.ge
-        elif getattr(c, "le", None) is not None:
-            hi = c.le
-    return None if lo is None and hi is None else (lo, lo_open, hi)
+    option = OPTIONS.get(knob)
+    return option.bounds() if option is not None else None
 
 
 def knob_error(knob: str, value: object) -> str | None:
-    """Why `value` is out of bounds for `knob` (the bounds of its typed field), or None when it
+    """Why `value` is out of bounds for `knob` (its bounds in knobs.OPTIONS), or None when it
     is fine or not bounded. Bounded before anything else sees it: nan, inf, 1e300, 400 digits."""
     bounds = _bounds(knob)
-    if value is None or bounds is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+    if (value is None or bounds is None or isinstance(value, bool)
+            or not isinstance(value, (int, float))):
         return None
     lo, lo_open, hi = bounds
     ok = (not isinstance(value, float) or math.isfinite(value)) and (
         lo is None or (value > lo if lo_open else value >= lo)) and (hi is None or value <= hi)
     if ok:
         return None
-    span = f"{'(' if lo_open else '['}{lo:,g}, {hi:,g}]" if lo is not None and hi is not None else ""
+    span = (f"{'(' if lo_open else '['}{lo:,g}, {hi:,g}]" if lo is not None and hi is not None
+            else "")
     return f"{_short(value)} is out of range (use a value in {span})"
 
 

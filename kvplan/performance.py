@@ -187,16 +187,19 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
             bound: int, price: Price | None, acceptance_source: str | None = None) -> Performance:
     """The Performance object at `concurrency`, the table up to the KV bound, and cost."""
     at = at_lengths(ctx, n, concurrency)
-    table = perf.concurrency_table(ctx, n.input_tokens, n.output_tokens, max(1, bound),
-                                   n.cached_tokens)
+
+    def table() -> list[PerfPoint]:  # computed when read (a sweep reads none)
+        return [_point(p) for p in perf.concurrency_table(
+            ctx, n.input_tokens, n.output_tokens, max(1, bound), n.cached_tokens)]
+
     gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
     cost_h = price.usd_per_hour * gpus if price else None
     per_m = (cost_h / (at.output_tokens_per_s * 3600) * 1e6
              if cost_h and at.output_tokens_per_s > 0 else None)
     slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
-    return Performance(
-        **_point(at).model_dump(), input_tokens=n.input_tokens, output_tokens=n.output_tokens,
-        cached_tokens=n.cached_tokens,
+    return Performance.deferred(
+        table, **_point(at).model_dump(), input_tokens=n.input_tokens,
+        output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         model_version=fit_name(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
@@ -204,7 +207,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         cost_per_hour=round(cost_h, 4) if cost_h else None,
         cost_per_million_output_tokens=round(per_m, 4) if per_m else None,
         slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms,
-        meets_slo=_meets(at, w) if slo else None, by_concurrency=[_point(p) for p in table],
+        meets_slo=_meets(at, w) if slo else None,
         **(dict(acceptance_rate=ctx.acceptance_rate, acceptance_rate_source=acceptance_source,
                 tokens_per_step=round(perf.tokens_per_step(ctx), 3),
                 break_even_acceptance_rate=break_even_acceptance(ctx, n, concurrency))

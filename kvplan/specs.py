@@ -6,9 +6,18 @@ result object that the table, the JSON and the tests all read.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from .engines import DEFAULT_ENGINE
 
@@ -673,6 +682,49 @@ class Performance(PerfPoint):
         "at this concurrency (null: it never does, or always does)")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
+    # by_concurrency computed on first read or serialization, not per plan: a sweep plans
+    # hundreds of deployments and reads none of their tables (Performance.deferred)
+    _table: Callable[[], list[PerfPoint]] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, table: Callable[[], list[PerfPoint]], **values: Any) -> Performance:
+        """A Performance whose by_concurrency is `table()`, called when first needed."""
+        p = cls(**values)
+        del p.__dict__["by_concurrency"]
+        p._table = table
+        return p
+
+    def _by_concurrency(self) -> list[PerfPoint]:
+        """Fill by_concurrency in place, keeping the fields' order (the JSON's)."""
+        d = self.__dict__
+        if "by_concurrency" not in d and self._table is not None:
+            d["by_concurrency"] = self._table()
+            ordered = {k: d[k] for k in type(self).model_fields if k in d}
+            d.clear()
+            d.update(ordered)
+            self._table = None
+        return d["by_concurrency"]
+
+    if not TYPE_CHECKING:  # mypy: by_concurrency is the field above
+        def __getattr__(self, name: str) -> Any:
+            if name == "by_concurrency":
+                return self._by_concurrency()
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._by_concurrency()
+        return handler(self)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the table, not the closure that makes it
+        self._by_concurrency()
+        return super().__getstate__()
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the table in both
+        self._by_concurrency()
+        if isinstance(other, Performance):
+            other._by_concurrency()
+        return super().__eq__(other)
 
 
 class PlanSpeculative(BaseModel):

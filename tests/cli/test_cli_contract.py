@@ -168,3 +168,29 @@ def test_python_dash_m_entry_point():
     r = subprocess.run([sys.executable, "-m", "kvplan", "--help"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and "plan" in r.stdout
+
+
+def test_the_knob_table_bounds_the_workload_as_the_workload_model_does():
+    """specs.Workload still declares its own Field bounds; the CLI's range errors read
+    knobs.OPTIONS. The two must agree on every workload field (0 rejected, the top accepted)."""
+    import pytest
+    from pydantic import ValidationError
+
+    from kvplan.knobs import OPTIONS
+    from kvplan.limits import knob_error
+    from kvplan.specs import Workload
+
+    for name in Workload.model_fields:
+        lo, lo_open, hi = OPTIONS[name].bounds()
+        # a hit rate is a fraction of the prompt: it needs a prompt length
+        base = {"avg_input_tokens": 1000} if name == "prefix_hit_rate" else {}
+        Workload(**base, **{name: hi})  # the table's top is valid
+        assert knob_error(name, hi) is None
+        over = hi * 2
+        with pytest.raises(ValidationError):
+            Workload(**base, **{name: over})
+        assert knob_error(name, over) is not None
+        if lo_open:
+            with pytest.raises(ValidationError):
+                Workload(**base, **{name: lo})
+            assert knob_error(name, lo) is not None

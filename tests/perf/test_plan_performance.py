@@ -140,3 +140,47 @@ def test_a_given_max_num_seqs_stays_under_slos():
     p = plan(QWEN, "h200", tensor_parallel_size=2, max_num_seqs=256, workload=w)
     assert p.recommendations.max_num_seqs.value == 256 and "--max-num-seqs 256" in p.command
     assert any(x.code == "slo-max-num-seqs" for x in p.problems)
+
+
+def test_the_concurrency_table_is_computed_only_when_read(monkeypatch):
+    """A sweep reads no plan's by_concurrency, so it computes none; reading one (or its JSON)
+    computes that one, in the field's place."""
+    import json
+
+    import kvplan
+    from kvplan import perf
+
+    calls = []
+    real = perf.concurrency_table
+    monkeypatch.setattr(perf, "concurrency_table", lambda *a, **k: calls.append(a) or real(*a, **k))
+    result = kvplan.sweep("llama-3.1-8b", gpus=["h100"], max_gpus=2)
+    assert calls == []
+    p = result.options[0].plan
+    text = p.model_dump_json()
+    assert len(calls) == 1
+    table = json.loads(text)["performance"]["by_concurrency"]
+    assert [x["concurrency"] for x in table][:3] == [1, 2, 4]
+    assert list(json.loads(text)["performance"])[-1] == "by_concurrency"
+    assert [x.concurrency for x in p.performance.by_concurrency] == [x["concurrency"]
+                                                                    for x in table]
+    assert len(calls) == 1
+
+
+def test_a_plan_with_its_table_not_yet_computed_pickles_with_the_table():
+    import pickle
+
+    import kvplan
+
+    p = kvplan.sweep("llama-3.1-8b", gpus=["h100"], max_gpus=1).options[0].plan
+    again = pickle.loads(pickle.dumps(p))
+    assert again.model_dump_json() == p.model_dump_json()
+    assert again.performance.by_concurrency[0].concurrency == 1
+
+
+def test_a_plan_equals_its_twin_whether_or_not_its_table_was_read():
+    import kvplan
+
+    a, b = (kvplan.sweep("llama-3.1-8b", gpus=["h100"], max_gpus=1).options[0].plan
+            for _ in range(2))
+    assert b.performance.by_concurrency  # computed in b only
+    assert a == b

@@ -30,3 +30,9 @@ def test_accuracy_docs_are_current():
     """docs/accuracy.md and the README summary are the benchmark's output (accuracy.py)."""
     r = _check("benchmarks", "accuracy.py")
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_knob_docs_are_current():
+    """docs/knobs.md is generated from the knob table (scripts/knob_docs.py)."""
+    r = _check("scripts", "knob_docs.py")
+    assert r.returncode == 0, r.stdout + r.stderr
