@@ -5,7 +5,6 @@ Exit codes: 0 fits, 1 does not fit, 2 bad usage or input, 3 a model source is un
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -779,7 +778,7 @@ def report(
         g = resolve_gpu(gpu)
         with _progress_line() as progress:
             m = resolve_model(target, revision=revision, offline=offline, progress=progress)
-        knobs = dict(
+        knobs: dict[str, Any] = dict(
             tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
             data_parallel_size=data_parallel_size, max_model_len=max_model_len,
             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -787,19 +786,12 @@ def report(
             kv_cache_dtype=kv_cache_dtype, quantization=quantization, block_size=block_size,
             enforce_eager=enforce_eager, kv_cache_memory_bytes=kv_cache_memory_bytes,
             gpu_memory_gib=gpu_memory_gib)
-        from .api import sweep as run_sweep
-        from .errors import KvplanError
+        from .api import report as plan_report
 
-        try:  # the cheapest alternatives for the same workload, as `kvplan sweep` ranks them
-            swept = run_sweep(m, engine=engine.lower(), workload=workload, max_model_len=max_model_len)
-        except KvplanError:
-            swept = None
-        result = rep.for_model(
-            m, g, knobs=knobs, engine=engine.lower(), engine_version=engine_version,
-            workload=workload, command_line=line, version=__version__, generated_at=generated_at)
-        if swept is not None:
-            result = dataclasses.replace(result, sweep=tuple(
-                rep.sweep_options(swept, result.sections[0].plan)))
+        data = plan_report(m, g, engine=engine.lower(), engine_version=engine_version,
+                           workload=workload, **knobs)
+        result = rep.for_model(data, command_line=line, version=__version__,
+                               generated_at=generated_at)
     text = rep.render(result, name)
     if output is None:
         sys.stdout.write(text)
