@@ -116,6 +116,23 @@ def test_a_sliding_window_model_takes_curve_points_from_the_planner():
     assert by_len[8192] == round(other.kv_cache.max_concurrency, 2)
 
 
+def test_the_renderer_lays_out_what_the_api_planned():
+    """api.report plans (the deployment, every engine, the sweep); for_model only places it:
+    the same Plan objects, one sweep row marked as the reviewed deployment, a note per engine
+    that could not be planned."""
+    data = plan_report("llama-3.1-8b", "l40s", max_model_len=8192, workload=Workload(
+        target_concurrency=16))
+    r = rep.for_model(data, command_line="x", version="0")
+    assert r.sections[0].plan is data.plan and r.compare == data.compare
+    assert data.sweep is not None and r.sweep is not None and len(r.sweep) >= 1
+    chosen = [o for o in r.sweep if o.chosen]
+    p = data.plan
+    assert len(chosen) == 1 and chosen[0].label.startswith(f"{p.gpu.count} × {p.gpu.id} TP")
+    assert chosen[0].label.endswith(f" {p.engine.name}")
+    assert r.notes == tuple(f"{e}: not planned ({why})" for e, why in data.not_planned)
+    assert r.exit_code == (0 if data.plan.fits else 1)
+
+
 def test_the_report_compares_every_registry_engine(report70):
     from kvplan.engines.registry import NAMES
 
