@@ -4,12 +4,14 @@ pure planner. The only layer between users and the core that does I/O."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .catalog import gpu_specs, resolve_gpu, resolve_model
+from .curve import CurvePoint, kv_curve
 from .engines import registry
-from .errors import InvalidInputError, UnknownGpuError
+from .errors import InvalidInputError, KvplanError, UnknownGpuError
 from .knobs import Knobs
 from .planner import plan as _plan
 from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
@@ -106,6 +108,70 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                   kv_cache_dtypes=_formats(kv_cache_dtype, "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
                   larger_gpus=larger_gpus)
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything `kvplan report` shows about one deployment, planned: the renderer
+    (kvplan.report.for_model) lays it out and plans nothing."""
+
+    plan: Plan  # the deployment under review
+    curve: tuple[CurvePoint, ...]  # requests its KV cache holds at each max_model_len
+    curve_source: str  # how the curve was computed, as the report says it
+    compare: tuple[Plan, ...]  # the same model on every registry engine, as compare plans it
+    not_planned: tuple[tuple[str, str], ...]  # (engine, why) for each engine that could not be
+    sweep: SweepResult | None  # the cheapest alternatives for the same workload; None: none
+
+
+# The engine-generic knobs every engine of the report's comparison gets.
+_COMPARE_KNOBS = ("tensor_parallel_size", "max_model_len", "kv_cache_dtype", "gpu_memory_gib")
+
+
+def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
+           engine_version: str | None = None, workload: Workload | None = None,
+           revision: str | None = None, token: str | None = None, offline: bool | None = None,
+           with_sweep: bool = True, **knobs: Any) -> ReportData:
+    """Plan what a sizing report shows: the deployment, its KV capacity curve (the
+    planner re-run at each length where the KV is not linear in length; only the chosen point if
+    the engine refuses a length), the same model on every registry engine with the
+    engine-generic knobs only (an engine that cannot plan it is named with why) and, with
+    `with_sweep`, the sweep of the same workload on `engine` (None when it raises)."""
+    m = model if isinstance(model, ModelSpec) else resolve_model(
+        model, revision=revision, token=token, offline=offline)
+    g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
+
+    def at(values: dict[str, Any], name: str, version: str | None = None) -> Plan:
+        # The pure planner without plan()'s price and larger-GPU alternatives: the report has
+        # never shown them (its problems list omits "a larger GPU"), and its output stays
+        # byte-identical. Whether it should agree with `kvplan plan` there is an open question.
+        return _plan(m, g, Knobs.parse(values), engine=name, engine_version=version,
+                     workload=workload)
+
+    main = at(knobs, engine, engine_version)
+
+    def replan(length: int) -> Plan:
+        return at({**knobs, "max_model_len": length}, engine, engine_version)
+
+    try:
+        curve, how = kv_curve(main, replan)
+    except KvplanError:  # a length the engine refuses: the chosen point only
+        curve, how = kv_curve(main)
+    generic = {k: knobs.get(k) for k in _COMPARE_KNOBS}
+    compare, not_planned = [], []
+    for name in registry.names():
+        try:
+            compare.append(at(generic, name))
+        except KvplanError as e:
+            not_planned.append((name, e.message))
+    swept = None
+    if with_sweep:
+        try:
+            swept = sweep(m, engine=engine, workload=workload, token=token, offline=offline,
+                          max_model_len=knobs.get("max_model_len"))
+        except KvplanError:
+            swept = None
+    return ReportData(plan=main, curve=curve, curve_source=how, compare=tuple(compare),
+                      not_planned=tuple(not_planned), sweep=swept)
 
 
 def resolve_gpus(refs: Sequence[str | GpuSpec]) -> list[GpuSpec]:

@@ -706,9 +706,8 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
 
     from . import __version__
     from . import report as rep
-    from .api import sweep as run_sweep
     from .catalog import resolve_gpu, resolve_model
-    from .errors import InvalidInputError, KvplanError
+    from .errors import InvalidInputError
     from .specs import Workload
 
     try:
@@ -724,20 +723,13 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
     with _progress_line() as progress:
         m = resolve_model(target, revision=values["revision"], offline=values["offline"],
                           progress=progress)
-    engine = values["engine"].lower()
-    try:  # the cheapest alternatives for the same workload, as `kvplan sweep` ranks them
-        swept = run_sweep(m, engine=engine, workload=workload,
-                          max_model_len=values["max_model_len"])
-    except KvplanError:
-        swept = None
-    result = rep.for_model(
-        m, g, knobs={k: values[k] for k in _REPORT_KNOBS}, engine=engine,
-        engine_version=values["engine_version"], workload=workload, command_line=line,
-        version=__version__, generated_at=values["generated_at"])
-    if swept is not None:
-        result = dataclasses.replace(result, sweep=tuple(
-            rep.sweep_options(swept, result.sections[0].plan)))
-    return result
+    from .api import report as plan_report
+
+    data = plan_report(m, g, engine=values["engine"].lower(),
+                       engine_version=values["engine_version"], workload=workload,
+                       **{k: values[k] for k in _REPORT_KNOBS})
+    return rep.for_model(data, command_line=line, version=__version__,
+                         generated_at=values["generated_at"])
 
 
 class _PipeGuard:

@@ -2,8 +2,9 @@
 
 The report renders Plans (and a CheckReport's Plans) and adds no facts of its own: every number
 is a Plan field or arithmetic on Plan fields (sums, GiB, the concurrency curve from the plan's
-KV blocks). Where a curve point needs engine math the caller passes `replan`, which runs the
-pure planner at another max_model_len. Output is deterministic: no clock, no random ids.
+KV blocks). Renderers never plan: `for_model` takes the finished plans `kvplan.api.report` built
+(the main Plan, its curve, every engine's Plan, the sweep), `from_check` the CheckReport's.
+Output is deterministic: no clock, no random ids.
 
 Charts: inline SVG from kvplan/svg.py in HTML; Mermaid plus tables in Markdown (docs/report.md
 says why). Pure: no file or network I/O except `write_atomic`, which the CLI calls.
@@ -15,29 +16,30 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .curve import CurvePoint, curve_lengths, kv_curve, linear_kv
 from .units import GiB
 
 if TYPE_CHECKING:
+    from .api import ReportData
     from .check import CheckReport
-    from .specs import GpuSpec, ModelSpec, Plan, Problem, Workload
+    from .specs import Performance, PerfPoint, Plan, Problem
+    from .sweep import Option, SweepResult
+
+__all__ = ["FORMATS", "CurvePoint", "Report", "Section", "SweepOption", "Unplanned",
+           "check_markdown", "curve_lengths", "for_model", "from_check", "kv_curve", "linear_kv",
+           "memory_stack", "output_format", "render", "render_html", "render_markdown",
+           "section_for", "sweep_options", "write_atomic"]
 
 FORMATS = {"md": "md", "markdown": "md", "html": "html", "htm": "html"}
 
 
 # ------------------------------------------------------------------------- model
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    max_model_len: int
-    concurrency: float  # requests of that length the KV cache holds at once
-    chosen: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,10 @@ class SweepOption:
     chosen: bool = False
 
 
-def sweep_options(result: Any, chosen: Plan, top: int = 8) -> list[SweepOption]:
-    """The best `top` options of a sweep (sweep.SweepResult) as report rows; headroom is the KV
-    memory per GPU beyond what the target needs; the row matching `chosen` is marked."""
-    def same(o: Any) -> bool:
+def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[SweepOption]:
+    """The best `top` options of a finished sweep as report rows; headroom is the KV memory per
+    GPU beyond what the target needs; the row matching `chosen` is marked."""
+    def same(o: Option) -> bool:
         return (o.gpu == chosen.gpu.id and o.engine == chosen.engine.name
                 and o.count == chosen.gpu.count)
 
@@ -164,68 +166,13 @@ def shortfall(plan: Plan) -> int:
     return max(-plan.memory.kv_cache_bytes, 0)
 
 
-def _request_blocks(plan: Plan, length: int) -> int:
-    return -(-length // plan.kv_cache.block_size)
-
-
-def linear_kv(plan: Plan) -> bool:
-    """True when every token of a request takes KV in every layer (no sliding window, no state):
-    a request of L tokens then needs ceil(L / block_size) blocks, and the plan's own numbers
-    give the whole curve. Checked against the plan's bytes_per_request."""
-    kv, length = plan.kv_cache, plan.inputs["max_model_len"].value
-    if not isinstance(length, int) or not kv.bytes_per_block or not kv.bytes_per_request:
-        return False
-    return kv.bytes_per_request == _request_blocks(plan, length) * kv.bytes_per_block
-
-
-def curve_lengths(plan: Plan, count: int = 10) -> list[int]:
-    """Powers of two from 1k to the longest length that fits, plus that length and the chosen
-    one, thinned to about `count` points."""
-    chosen = plan.inputs["max_model_len"].value
-    top = max(plan.kv_cache.max_model_len_fit, chosen if isinstance(chosen, int) else 0)
-    lengths = [2 ** k for k in range(10, 24) if 2 ** k < top]
-    while len(lengths) > count - 2:
-        lengths = lengths[1::2] if len(lengths) % 2 == 0 else lengths[::2]
-    extra = {top} | ({chosen} if isinstance(chosen, int) else set())
-    return sorted(set(lengths) | {x for x in extra if x > 0})
-
-
-def kv_curve(plan: Plan, replan: Callable[[int], Plan] | None = None
-             ) -> tuple[tuple[CurvePoint, ...], str]:
-    """Concurrency against max_model_len at the plan's memory budget, and how it was computed.
-
-    Linear KV: num_blocks / ceil(L / block_size) — the engine's own "maximum concurrency"
-    formula, exact at the chosen point. Otherwise (sliding windows, recurrent state) each point
-    comes from `replan(L)`, the pure planner at that length; without it, only the chosen point."""
-    chosen = plan.inputs["max_model_len"].value
-    if plan.kv_cache.num_blocks <= 0:
-        return (), "no KV cache: the deployment does not fit"
-    if linear_kv(plan):
-        pts = tuple(CurvePoint(n, round(plan.kv_cache.num_blocks / _request_blocks(plan, n), 2),
-                               n == chosen) for n in curve_lengths(plan))
-        bs = plan.kv_cache.block_size
-        return pts, (f"{plan.kv_cache.num_blocks:,} KV blocks of {bs} token{'s' * (bs != 1)} "
-                     f"÷ blocks per request (the plan's numbers)")
-    if replan is not None:
-        pts = []
-        for n in curve_lengths(plan):
-            conc = (plan if n == chosen else replan(n)).kv_cache.max_concurrency
-            pts.append(CurvePoint(n, round(conc, 2), n == chosen))
-        return tuple(pts), ("the planner re-run at each length (this model's KV is not linear "
-                            "in length)")
-    if isinstance(chosen, int):
-        return ((CurvePoint(chosen, plan.kv_cache.max_concurrency, True),),
-                "the chosen length only (this model's KV is not linear in length)")
-    return (), "no max_model_len"
-
-
-def section_for(plan: Plan, replan: Callable[[int], Plan] | None = None, *,
+def section_for(plan: Plan, *, curve: tuple[tuple[CurvePoint, ...], str] | None = None,
                 where: str | None = None, status: str | None = None,
                 extra_problems: Sequence[Problem] = (), title: str | None = None) -> Section:
-    curve, how = kv_curve(plan, replan)
+    points, how = kv_curve(plan) if curve is None else curve
     title = title or f"{plan.model.id} on {plan.gpu.count} × {plan.gpu.name} — " \
         f"{plan.engine.label} {plan.engine.version}"
-    return Section(title=title, plan=plan, curve=curve, curve_source=how, where=where,
+    return Section(title=title, plan=plan, curve=points, curve_source=how, where=where,
                    status=status or ("fits" if plan.fits else "does-not-fit"),
                    extra_problems=tuple(extra_problems))
 
@@ -251,85 +198,41 @@ def from_check(report: CheckReport, *, command_line: str, version: str,
                          f"{s.unchecked} unchecked, {s.errors} error(s)",))
 
 
-def for_model(m: ModelSpec, g: GpuSpec, *, knobs: dict[str, Any], engine: str | None = None,
-              engine_version: str | None = None, workload: Workload | None = None,
-              command_line: str, version: str, generated_at: str | None = None,
-              sweep: Sequence[SweepOption] | None = None) -> Report:
-    """The report of one deployment: its plan, the curve (re-planning only where the KV is not
-    linear in length), and the same model on every registry engine, as `kvplan compare` plans
-    them (the engine-generic knobs only). `engine` None: the registry's default engine."""
-    from .engines import registry
-    from .errors import KvplanError
-    from .knobs import Knobs
-    from .planner import plan as make_plan
-
-    engine = engine or registry.DEFAULT
-    main = make_plan(m, g, Knobs.parse(knobs), engine=engine, engine_version=engine_version,
-                     workload=workload)
-
-    def replan(length: int) -> Plan:
-        return make_plan(m, g, Knobs.parse({**knobs, "max_model_len": length}), engine=engine,
-                         engine_version=engine_version, workload=workload)
-
+def for_model(data: ReportData, *, command_line: str, version: str,
+              generated_at: str | None = None) -> Report:
+    """The report of one deployment from what `kvplan.api.report` planned: its plan and curve,
+    the same model on every registry engine (as `kvplan compare` plans them) and, when a sweep
+    ran, its cheapest options."""
+    main = data.plan
     title = f"{main.engine.label} {main.engine.version} ({main.engine.era})"
-    try:
-        sec = section_for(main, replan, title=title)
-    except KvplanError:  # a length the engine refuses: fall back to the chosen point
-        sec = section_for(main, title=title)
-    generic = {k: knobs.get(k) for k in ("tensor_parallel_size", "max_model_len",
-                                         "kv_cache_dtype", "gpu_memory_gib")}
-    compare, notes = [], []
-    for name in registry.names():
-        try:
-            compare.append(make_plan(m, g, Knobs.parse(generic), engine=name, workload=workload))
-        except KvplanError as e:
-            notes.append(f"{name}: not planned ({e.message})")
+    sec = section_for(main, curve=(data.curve, data.curve_source), title=title)
+    sweep = None if data.sweep is None else tuple(sweep_options(data.sweep, main))
     return Report(title=f"Sizing report: {main.model.id} on {main.gpu.count} × {main.gpu.name}",
                   command_line=command_line, version=version, sections=(sec,),
-                  compare=tuple(compare), sweep=tuple(sweep) if sweep is not None else None,
-                  generated_at=generated_at, exit_code=0 if main.fits else 1, notes=tuple(notes))
+                  compare=data.compare, sweep=sweep, generated_at=generated_at,
+                  exit_code=0 if main.fits else 1,
+                  notes=tuple(f"{name}: not planned ({why})" for name, why in data.not_planned))
 
 
-def performance(plan: Plan) -> dict[str, Any] | None:
-    """The latency model's figures versus concurrency (`Plan.performance`) in the charts' terms,
-    with the SLOs; None when the plan has no performance section."""
-    perf = plan.performance
-    if perf is None:
-        return None
-    # The charts' names: one series per figure, SLO lines under the same names.
-    rows = [{"concurrency": x.concurrency, "ttft_ms": x.ttft_ms, "tpot_ms": x.tpot_ms,
-             "throughput_tokens_per_s": x.output_tokens_per_s} for x in perf.by_concurrency]
-    slo = {k: v for k, v in (("ttft_ms", perf.slo_ttft_ms), ("tpot_ms", perf.slo_tpot_ms))
-           if v is not None}
-    return {"by_concurrency": rows, "slo": slo}
+# The latency model's figures as the charts and tables name them: (column and series name, chart
+# (and SLO) prefix, the unit the chart's axis shows, the PerfPoint field). The throughput axis has
+# read "throughput (s)" since the report's first version; kept so the output stays byte-identical.
+_PERF_METRICS = (("ttft_ms", "ttft", "ms", "ttft_ms"), ("tpot_ms", "tpot", "ms", "tpot_ms"),
+                 ("throughput_tokens_per_s", "throughput", "s", "output_tokens_per_s"))
 
 
-def perf_points(perf: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """Rows by concurrency (the first list of dicts with a 'concurrency' key) and SLO limits
-    (a dict under 'slo'/'slos' of numbers), tolerant of the model's final field names."""
-    rows: list[dict[str, Any]] = []
-    for value in perf.values():
-        if isinstance(value, list) and value and all(isinstance(r, dict) and "concurrency" in r
-                                                     for r in value):
-            rows = sorted(value, key=lambda r: r["concurrency"])
-            break
-    slo = perf.get("slo") or perf.get("slos") or {}
-    limits = {k: float(v) for k, v in slo.items() if isinstance(v, (int, float))} \
-        if isinstance(slo, dict) else {}
-    return rows, limits
+def _perf_rows(perf: Performance) -> tuple[list[str], list[tuple[float, ...]]]:
+    """The figures by concurrency (one row per point, lowest concurrency first) and their head."""
+    points: list[PerfPoint] = sorted(perf.by_concurrency, key=lambda x: x.concurrency)
+    head = ["concurrency", *(name for name, _, _, _ in _PERF_METRICS)]
+    return head, [(x.concurrency, *(float(getattr(x, f)) for _, _, _, f in _PERF_METRICS))
+                  for x in points]
 
 
-def _metric_keys(rows: list[dict[str, Any]], prefix: str) -> list[str]:
-    keys = sorted({k for r in rows for k, v in r.items()
-                   if k.startswith(prefix) and isinstance(v, (int, float))})
-    return keys
-
-
-def _unit(key: str) -> str:
-    for suffix, unit in (("_ms", "ms"), ("_s", "s"), ("_per_s", "/s"), ("_tps", "tokens/s")):
-        if key.endswith(suffix):
-            return unit
-    return ""
+def _slos(perf: Performance) -> list[tuple[str, float]]:
+    """The workload's SLOs under the figures' names, sorted by name."""
+    return sorted((k, float(v)) for k, v in (("ttft_ms", perf.slo_ttft_ms),
+                                             ("tpot_ms", perf.slo_tpot_ms)) if v is not None)
 
 
 def _curve_note(sec: Section) -> str:
@@ -445,12 +348,6 @@ def _compare_rows(plans: Sequence[Plan]) -> tuple[list[str], list[tuple[str, ...
     return head, rows
 
 
-def _perf_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[tuple[object, ...]]]:
-    keys = [k for pre in ("ttft", "tpot", "throughput") for k in _metric_keys(rows, pre)]
-    return (["concurrency", *keys],
-            [(r["concurrency"], *(r.get(k, "—") for k in keys)) for r in rows] if keys else [])
-
-
 _SWEEP_HEAD = ("option", "fits", "cost per hour", "headroom per GPU", "KV tokens")
 
 
@@ -521,7 +418,7 @@ def _md_section(sec: Section, level: int) -> list[str]:
         target = f"; flat line: target {n}" if n else ""
         out += ["```mermaid", "xychart-beta",
                 f'    title "Concurrent requests the KV cache holds (chosen '
-                f'{tokens_k(p.inputs["max_model_len"].value or 0)}{target})"',
+                f'{tokens_k(int(p.inputs["max_model_len"].value or 0))}{target})"',
                 f'    x-axis "max_model_len (tokens)" [{xs}]',
                 f'    y-axis "requests" 0 --> {math.ceil(top * 1.05) or 1}',
                 f"    line [{ys}]"]
@@ -533,9 +430,8 @@ def _md_section(sec: Section, level: int) -> list[str]:
                            "chosen" if c.chosen else "") for c in sec.curve], right=[0, 1])
     out += [_md(_curve_note(sec)), ""]
 
-    perf = performance(p)
-    if perf is not None:
-        out += _md_perf(perf, level + 1)
+    if p.performance is not None:
+        out += _md_perf(p.performance, level + 1)
 
     out += [f"{h}# Problems, assumptions and inputs", ""]
     probs = _problems(sec)
@@ -545,14 +441,13 @@ def _md_section(sec: Section, level: int) -> list[str]:
     return out
 
 
-def _md_perf(perf: dict[str, Any], level: int) -> list[str]:
-    rows, limits = perf_points(perf)
+def _md_perf(perf: Performance, level: int) -> list[str]:
     out = ["#" * level + " Latency and throughput versus concurrency", ""]
-    head, table = _perf_rows(rows)
+    head, table = _perf_rows(perf)
     if table:
         out += _md_table(head, table, right=range(len(head)))
-    if limits:
-        out += ["SLOs: " + ", ".join(f"{_md(k)} {v:g}" for k, v in sorted(limits.items())), ""]
+    if slos := _slos(perf):
+        out += ["SLOs: " + ", ".join(f"{_md(k)} {v:g}" for k, v in slos), ""]
     return out
 
 
@@ -567,7 +462,8 @@ def _md_compare(plans: Sequence[Plan], level: int) -> list[str]:
 
 def _md_sweep(options: Sequence[SweepOption], level: int) -> list[str]:
     out = ["#" * level + " Options from a sweep", ""]
-    rows = [(r[0] + " (chosen)" * o.chosen, *r[1:]) for o, r in zip(options, _sweep_rows(options))]
+    rows = [(r[0] + " (chosen)" * o.chosen, *r[1:])
+            for o, r in zip(options, _sweep_rows(options), strict=True)]
     out += _md_table(_SWEEP_HEAD, rows, right=[2, 3, 4])
     return out
 
@@ -759,34 +655,27 @@ def _html_curve(sec: Section, cid: str) -> str:
     return "".join(out)
 
 
-def _html_perf(perf: dict[str, Any], cid: str) -> str:
+def _html_perf(perf: Performance, cid: str) -> str:
     from .render import svg
 
-    rows, limits = perf_points(perf)
+    head, table = _perf_rows(perf)
+    slos = _slos(perf)
     out = ["<h3>Latency and throughput versus concurrency</h3>"]
-    for n, prefix in enumerate(("ttft", "tpot", "throughput")):
-        keys = _metric_keys(rows, prefix)
-        if not keys:
-            continue
-        series = [svg.Series(k, [(r["concurrency"], r[k]) for r in rows
-                                 if isinstance(r.get(k), (int, float))], svg.OKABE_ITO[i % 7])
-                  for i, k in enumerate(keys)]
-        hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in sorted(limits.items())
-              if k.startswith(prefix)]
-        unit = _unit(keys[0])
+    for n, (name, prefix, unit, _) in enumerate(_PERF_METRICS if table else ()):
+        col = head.index(name)
+        series = [svg.Series(name, [(r[0], r[col]) for r in table], svg.OKABE_ITO[0])]
+        hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in slos if k.startswith(prefix)]
         what = "Throughput" if prefix == "throughput" else prefix.upper()
         desc = "; ".join(f"{s.label}: " + ", ".join(f"{x:g} → {y:g}" for x, y in s.points)
                          for s in series)
         out.append(_wrap(svg.line_chart(
             f"{cid}-{n}", series, title=f"{what} versus concurrency", desc=desc,
-            x_label="concurrent requests", y_label=f"{prefix} ({unit})" if unit else prefix,
+            x_label="concurrent requests", y_label=f"{prefix} ({unit})",
             x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl)))
-    head, table = _perf_rows(rows)
     if table:
         out.append(_data_table("Data", _html_table(head, table, numeric=range(len(head)))))
-    if limits:
-        slos = ", ".join(f"{k} {v:g}" for k, v in sorted(limits.items()))
-        out.append(f"<p>SLOs: {_h(slos)}</p>")
+    if slos:
+        out.append(f"<p>SLOs: {_h(', '.join(f'{k} {v:g}' for k, v in slos))}</p>")
     return "".join(out)
 
 
@@ -806,9 +695,8 @@ def _html_section(sec: Section, idx: int) -> str:
                                                        numeric=[1]))
     out.append(_html_memory(sec, f"m{idx}"))
     out.append(_html_curve(sec, f"c{idx}"))
-    perf = performance(p)
-    if perf is not None:
-        out.append(_html_perf(perf, f"p{idx}"))
+    if p.performance is not None:
+        out.append(_html_perf(p.performance, f"p{idx}"))
     items = "".join(f'<li class="{_h(x.severity)}"><span class="sev">{_h(x.severity)}</span>'
                     f"<code>{_h(x.code)}</code> {_h(x.message)}</li>" for x in _problems(sec))
     out.append("<h3>Problems</h3>" + (f'<ul class="problems">{items}</ul>' if items else

@@ -36,6 +36,7 @@ LAYER = {
     "kvplan.engines.trtllm_features": "core",
     "kvplan.engines.trtllm_options": "core",
     "kvplan.engines.vllm": "core",
+    "kvplan.curve": "core",
     "kvplan.errors": "core",
     "kvplan.features": "core",
     "kvplan.knobs": "core",
@@ -96,6 +97,14 @@ FORBIDDEN = {
     "render": ("typer", "click") + NETWORK,
     "cli": NETWORK,
 }
+# Renderers never plan (DESIGN: reports and sweeps take finished plans; the API layer builds
+# them). A render module may name these modules' types under TYPE_CHECKING, but runs none of the
+# modules that plan, model performance or resolve names, though they sit in lower layers.
+# "kvplan" is the package itself, which re-exports plan() and sweep().
+PLANNING = ("kvplan", "kvplan.api", "kvplan.planner", "kvplan.sweep", "kvplan.performance",
+            "kvplan.perf", "kvplan.engines", "kvplan.model", "kvplan.catalog", "kvplan.hub",
+            "kvplan.check")
+NEVER = {"render": PLANNING}
 # Libraries that one module alone may import (and only inside functions, so that a plan which
 # does not need them never pays for loading them).
 OWNER = {"huggingface_hub": "kvplan.hub", "pynvml": "kvplan.nvml"}
@@ -175,6 +184,11 @@ def _matches(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def _is_module(name: str, module: str) -> bool:
+    """`name` is `module` or inside it; the package "kvplan" matches only itself."""
+    return name == module if module == "kvplan" else _matches(name, module)
+
+
 def violations(name: str, source: str | None = None) -> list[tuple[int, str]]:
     """(line, what is wrong) for every import that `name`'s layer forbids, in `source` (default:
     the module's file)."""
@@ -191,6 +205,8 @@ def violations(name: str, source: str | None = None) -> list[tuple[int, str]]:
                 out.append((line, f"{i} (not a module in the layer table)"))
             elif LAYERS.index(other) > rank:
                 out.append((line, f"{i} ({other}, above {layer})"))
+            elif any(_is_module(i, m) for m in NEVER.get(layer, ())):
+                out.append((line, f"{i} (plans; {layer} takes finished plans)"))
             continue
         bad = [f for f in FORBIDDEN[layer] if _matches(i, f)]
         if bad:
@@ -258,6 +274,24 @@ def test_the_check_bites_on_an_injected_forbidden_import(name):
         reported = {line for line, _ in violations(name, text)}
         missed = [x for x, n in zip(lines, numbers, strict=True) if n not in reported]
         assert missed == [], (name, "in a function" if in_function else "at module level")
+
+
+@pytest.mark.parametrize("name", sorted(n for n, lay in LAYER.items() if lay in NEVER))
+def test_renderers_never_plan(name):
+    """Every planning module, injected into a render module's real source (three spellings, at
+    module level and in a function), is reported; under TYPE_CHECKING it is a type only."""
+    lines = ["import kvplan", "from kvplan import plan"]
+    lines += [x for m in NEVER[LAYER[name]] if m != "kvplan"
+              for x in _import_lines(name, min(k for k in LAYER if _is_module(k, m)))]
+    source = MODULES[name].read_text()
+    for in_function in (False, True):
+        text, numbers = _inject(source, lines, in_function)
+        reported = {line for line, _ in violations(name, text)}
+        missed = [x for x, n in zip(lines, numbers, strict=True) if n not in reported]
+        assert missed == [], (name, "in a function" if in_function else "at module level")
+    typed = (source + "\nfrom typing import TYPE_CHECKING\n"
+             "if TYPE_CHECKING:\n    from kvplan.api import plan\n")
+    assert violations(name, typed) == violations(name)
 
 
 def test_a_type_checking_import_is_not_a_dependency_but_its_else_branch_is():

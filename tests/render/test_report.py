@@ -19,6 +19,7 @@ from clirun import run
 
 from kvplan import report as rep
 from kvplan.api import plan
+from kvplan.api import report as plan_report
 from kvplan.render import svg
 from kvplan.specs import Plan, Workload
 
@@ -36,12 +37,9 @@ def p70() -> Plan:
 
 @pytest.fixture(scope="module")
 def report70(p70) -> rep.Report:
-    from kvplan.catalog import resolve_gpu, resolve_model
-
-    return rep.for_model(resolve_model("llama-3.1-70b-instruct"), resolve_gpu("h100"),
-                         knobs={"tensor_parallel_size": 4, "max_model_len": 32768},
-                         workload=W32,
-                         command_line="kvplan report " + " ".join(ARGS), version="0.1.0")
+    data = plan_report("llama-3.1-70b-instruct", "h100", tensor_parallel_size=4,
+                       max_model_len=32768, workload=W32, with_sweep=False)
+    return rep.for_model(data, command_line="kvplan report " + " ".join(ARGS), version="0.1.0")
 
 
 # ---------------------------------------------------------------- render/svg.py
@@ -107,7 +105,8 @@ def test_a_sliding_window_model_takes_curve_points_from_the_planner():
     from kvplan.catalog import resolve_gpu, resolve_model
 
     m, g = resolve_model("gemma-3-27b-it"), resolve_gpu("h100")
-    r = rep.for_model(m, g, knobs={"max_model_len": 32768}, command_line="x", version="0")
+    r = rep.for_model(plan_report(m, g, max_model_len=32768, with_sweep=False),
+                      command_line="x", version="0")
     p = r.sections[0].plan
     assert not rep.linear_kv(p)
     assert "re-run at each length" in r.sections[0].curve_source
@@ -115,6 +114,23 @@ def test_a_sliding_window_model_takes_curve_points_from_the_planner():
     assert by_len[32768] == p.kv_cache.max_concurrency
     other = plan(m, g, max_model_len=8192)
     assert by_len[8192] == round(other.kv_cache.max_concurrency, 2)
+
+
+def test_the_renderer_lays_out_what_the_api_planned():
+    """api.report plans (the deployment, every engine, the sweep); for_model only places it:
+    the same Plan objects, one sweep row marked as the reviewed deployment, a note per engine
+    that could not be planned."""
+    data = plan_report("llama-3.1-8b", "l40s", max_model_len=8192, workload=Workload(
+        target_concurrency=16))
+    r = rep.for_model(data, command_line="x", version="0")
+    assert r.sections[0].plan is data.plan and r.compare == data.compare
+    assert data.sweep is not None and r.sweep is not None and len(r.sweep) >= 1
+    chosen = [o for o in r.sweep if o.chosen]
+    p = data.plan
+    assert len(chosen) == 1 and chosen[0].label.startswith(f"{p.gpu.count} × {p.gpu.id} TP")
+    assert chosen[0].label.endswith(f" {p.engine.name}")
+    assert r.notes == tuple(f"{e}: not planned ({why})" for e, why in data.not_planned)
+    assert r.exit_code == (0 if data.plan.fits else 1)
 
 
 def test_the_report_compares_every_registry_engine(report70):
