@@ -141,11 +141,10 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
 
     def at(values: dict[str, Any], name: str, version: str | None = None) -> Plan:
-        # The pure planner without plan()'s price and larger-GPU alternatives: the report has
-        # never shown them (its problems list omits "a larger GPU"), and its output stays
-        # byte-identical. Whether it should agree with `kvplan plan` there is an open question.
-        return _plan(m, g, Knobs.parse(values), engine=name, engine_version=version,
-                     workload=workload)
+        # plan() itself, so a report says what `kvplan plan` and `kvplan compare` say of the same
+        # deployment (its price, and the "a larger GPU" alternative of a plan that misses)
+        return plan(m, g, engine=name, engine_version=version, workload=workload,
+                    token=token, offline=offline, **values)
 
     main = at(knobs, engine, engine_version)
 

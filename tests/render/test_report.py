@@ -493,3 +493,19 @@ def test_html_report_in_a_real_headless_browser(capsys, tmp_path):
     _browse(exe, page.as_uri(), tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}")
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 20_000
     print(f"headless Chromium checks took {time.monotonic() - started:.1f} s")
+
+
+def test_the_report_plans_exactly_what_kvplan_plan_plans():
+    """Every view agrees (issue #21 item 4): the report's deployment is `kvplan plan`'s, so a
+    target it misses lists the same alternatives, the larger GPU included, and the same price."""
+    w = Workload(target_concurrency=32)
+    knobs = {"tensor_parallel_size": 4, "max_model_len": 32768}
+    data = plan_report("meta-llama/Llama-3.1-70B-Instruct", "h100-sxm-80gb", workload=w,
+                       with_sweep=False, **knobs)
+    alone = plan("meta-llama/Llama-3.1-70B-Instruct", "h100-sxm-80gb", workload=w, **knobs)
+    assert data.plan == alone
+    missed = [p for p in alone.problems if p.code == "target-not-met"]
+    assert missed and "a larger GPU" in missed[0].message
+    html = rep.render(rep.for_model(data, command_line="kvplan report", version="0",
+                                    generated_at=None), "html")
+    assert missed[0].message.split("alternatives, cheapest first: ")[1] in html
