@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 from clirun import run
 
-from kvplan.deploy import DeployParseError, Templates, find_commands, human_int, parse_args
+from kvplan.deploy import (
+    DeployParseError,
+    Templates,
+    UnknownArg,
+    find_commands,
+    human_int,
+    parse_args,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 
@@ -101,6 +108,8 @@ def test_k8s_gpu_limit_below_tp_does_not_fit(capsys, tmp_path):
     assert any(
         p["code"] == "gpu-count-mismatch" and p["severity"] == "error" for p in row["problems"]
     )
+    [mismatch] = [p for p in row["problems"] if p["code"] == "gpu-count-mismatch"]
+    assert mismatch["message"].endswith("; vLLM will not start")
 
 
 # ----------------------------------------------------------------- parse errors
@@ -436,7 +445,20 @@ def test_parse_args_forms():
     assert found.model == "m/x"
     assert found.knobs == {"max_model_len": 4096, "tensor_parallel_size": 2, "enforce_eager": True,
                            "enable_prefix_caching": False}
-    assert found.unknown_flags == ["--port 80", "--trust-remote-code"]
+    assert found.unknown_flags == [UnknownArg("--port", "80"), UnknownArg("--trust-remote-code")]
+    assert [str(a) for a in found.unknown_flags] == ["--port 80", "--trust-remote-code"]
+
+
+def test_unknown_arguments_keep_their_form():
+    """`--flag=value`, a positional word and a quoted `"--flag value"` token are kept as typed
+    fields: the name `kvplan check` looks flags up by, and the text as written."""
+    found = parse_args(["m/x", "--port=80", "extra", "--max-seqs 4", "-"], "vllm", file="f",
+                       line=1, templates=Templates({}), text="")
+    port, extra, spaced, dash = found.unknown_flags
+    assert (port.name, port.value, str(port), port.is_flag) == ("--port", "80", "--port=80", True)
+    assert (str(extra), extra.is_flag) == ("extra", False)
+    assert (spaced.name, str(spaced)) == ("--max-seqs", "--max-seqs 4")
+    assert (dash.name, dash.is_flag) == ("-", True)
 
 
 def test_bad_value_is_named():
