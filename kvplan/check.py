@@ -24,7 +24,9 @@ from .deploy import (
     Found,
     Templates,
     find_commands,
+    model_hint,
     read_options_file,
+    recognised_commands,
 )
 from .engines import registry
 from .errors import InvalidConfigError, InvalidInputError, KvplanError
@@ -162,7 +164,7 @@ def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
         add("min_kv_tokens", f"{kv.tokens:,} KV tokens; the policy needs {policy.min_kv_tokens:,}")
     headroom = (p.memory.total_bytes - p.memory.budget_bytes) / GiB
     if policy.min_headroom_gib is not None and headroom < policy.min_headroom_gib:
-        add("min_headroom_gib", f"{headroom:.2f} GiB per GPU left outside vLLM's "
+        add("min_headroom_gib", f"{headroom:.2f} GiB per GPU left outside {p.engine.label}'s "
             f"budget; the policy needs {policy.min_headroom_gib:g} GiB")
     util = inputs["gpu_memory_utilization"].value
     if policy.max_gpu_memory_utilization is not None and isinstance(util, float) \
@@ -214,8 +216,7 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
                  else _check_one(f, policy, offline) for f in found]
     if not rows:
         rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
-            "found no serving command (vllm serve, vLLM's api_server, sglang.launch_server, "
-            "container args of a vllm-openai image, or a vLLM --config YAML)",
+            f"found no serving command ({recognised_commands()})",
             hint="check the file list; a command built at run time needs a # kvplan: comment"), ""))
     errors = [r for r in rows if r.status == "error"]
     codes = {r.exit_code for r in rows}
@@ -395,7 +396,7 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     """Plan one command as its file describes it. A KvplanError when it cannot be planned."""
     if f.model is None:
         raise DeployParseError(f.file, f.line, "the command names no model",
-                               hint="add the model after `vllm serve`, or --model")
+                               hint=model_hint(f.engine))
     if gpu is None:
         raise DeployParseError(f.file, f.line, "no GPU for this deployment",
                                hint="pass --gpu, set gpu in [tool.kvplan], add a "
@@ -427,7 +428,7 @@ def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:
     if f.gpu_count < gpus:
         return [Problem(code="gpu-count-mismatch", severity="error",
                         message=f"the file gives the container {f.gpu_count} GPU(s) but "
-                        f"TP × PP × DP = {gpus}; vLLM will not start")]
+                        f"TP × PP × DP = {gpus}; {registry.get(f.engine).label} will not start")]
     return [Problem(code="gpu-count-mismatch", severity="warning",
                     message=f"the file gives the container {f.gpu_count} GPUs but "
                     f"TP × PP × DP = {gpus}; {f.gpu_count - gpus} would sit idle")]
