@@ -32,7 +32,7 @@ from .engines import registry
 from .errors import InvalidConfigError, InvalidInputError, KvplanError
 from .knobs import KNOB_NAMES
 from .limits import MAX_POLICY_BYTES, read_text_limited
-from .specs import SCHEMA_VERSION, Plan, Problem
+from .specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from .units import GiB
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
@@ -261,7 +261,7 @@ def _is_valid_flag(flag: str, valid: set[str]) -> bool:
     return base in valid or (base.startswith("--no-") and f"--{base[5:]}" in valid)
 
 
-def _plan_all_refusals(m: Any, g: Any, engine: str, version: str | None,
+def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | None,
                        knobs: dict[str, Any]) -> tuple[Plan | None, list[Problem]]:
     """Plan; when the engine refuses a setting, drop that setting and plan again, so the report
     names every refusal (a length above the model's and a quantization the checkpoint lacks),

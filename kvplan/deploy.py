@@ -936,7 +936,7 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     try:
         raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
     except InvalidConfigError as e:
-        raise DeployParseError(file, 1, e.message.removeprefix(f"{file}: "), hint=e.hint) from None
+        raise DeployParseError(file, 1, e.detail, hint=e.hint) from None
     directives = _directives(raw, file)
     text = templates.fill(raw, file)
     if path.suffix in {".yaml", ".yml"}:
