@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,15 +19,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .api import plan
 from .catalog import find_model_entry, resolve_gpu, resolve_model
-from .deploy import DeployParseError, Found, Templates, find_commands, read_options_file
+from .deploy import (
+    DeployParseError,
+    Found,
+    Templates,
+    find_commands,
+    model_hint,
+    read_options_file,
+    recognised_commands,
+)
 from .engines import registry
-from .errors import InvalidConfigError, KvplanError
+from .errors import InvalidConfigError, InvalidInputError, KvplanError
 from .knobs import KNOB_NAMES
 from .limits import MAX_POLICY_BYTES, read_text_limited
-from .specs import SCHEMA_VERSION, Plan, Problem
+from .specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from .units import GiB
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
+_DEFAULT_LABEL = registry.get(registry.DEFAULT).label  # the engine a policy's version is for
 
 
 class Policy(BaseModel):
@@ -36,11 +46,12 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: str | None = Field(None, description="GPU for commands whose file does not say")
-    engine_version: str | None = Field(None, description="vLLM version when the file does not say")
+    engine_version: str | None = Field(
+        None, description=f"{_DEFAULT_LABEL} version when the file does not say")
     min_concurrency: float | None = Field(None, gt=0, description="requests at max_model_len")
     min_kv_tokens: int | None = Field(None, gt=0)
-    min_headroom_gib: float | None = Field(None, ge=0,
-                                           description="GPU memory left outside vLLM's budget")
+    min_headroom_gib: float | None = Field(
+        None, ge=0, description=f"GPU memory left outside {_DEFAULT_LABEL}'s budget")
     max_gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     min_max_model_len: int | None = Field(None, gt=0)
     require_fp8_kv_cache: bool = False
@@ -113,7 +124,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
+        # absent where Python has tomllib: mypy (python_version 3.10) looks here only
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
     try:
         return tomllib.loads(read_text_limited(path, MAX_POLICY_BYTES, what="policy file"))
     except (tomllib.TOMLDecodeError, RecursionError) as e:
@@ -152,15 +164,17 @@ def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
         add("min_kv_tokens", f"{kv.tokens:,} KV tokens; the policy needs {policy.min_kv_tokens:,}")
     headroom = (p.memory.total_bytes - p.memory.budget_bytes) / GiB
     if policy.min_headroom_gib is not None and headroom < policy.min_headroom_gib:
-        add("min_headroom_gib", f"{headroom:.2f} GiB per GPU left outside vLLM's budget; the policy "
-            f"needs {policy.min_headroom_gib:g} GiB")
+        add("min_headroom_gib", f"{headroom:.2f} GiB per GPU left outside {p.engine.label}'s "
+            f"budget; the policy needs {policy.min_headroom_gib:g} GiB")
     util = inputs["gpu_memory_utilization"].value
     if policy.max_gpu_memory_utilization is not None and isinstance(util, float) \
             and util > policy.max_gpu_memory_utilization:
         add("max_gpu_memory_utilization", f"gpu_memory_utilization {util:g} is above the policy's "
             f"{policy.max_gpu_memory_utilization:g}")
-    if policy.min_max_model_len is not None and isinstance(length, int) and length < policy.min_max_model_len:
-        add("min_max_model_len", f"max_model_len {length} is below the policy's {policy.min_max_model_len}")
+    if policy.min_max_model_len is not None and isinstance(length, int) \
+            and length < policy.min_max_model_len:
+        add("min_max_model_len",
+            f"max_model_len {length} is below the policy's {policy.min_max_model_len}")
     if policy.require_fp8_kv_cache and not str(inputs["kv_cache_dtype"].value).startswith("fp8"):
         add("require_fp8_kv_cache", "the policy requires --kv-cache-dtype fp8")
     return out
@@ -198,23 +212,23 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
         except DeployParseError as e:
             rows.append(_error_row(e.file, e.line, e, command=""))
             continue
-        rows += [_error_row(f.file, f.line, f.error, f.text) if f.error else _check_one(f, policy, offline)
-                 for f in found]
+        rows += [_error_row(f.file, f.line, f.error, f.text) if f.error
+                 else _check_one(f, policy, offline) for f in found]
     if not rows:
         rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
-            "found no serving command (vllm serve, vLLM's api_server, sglang.launch_server, "
-            "container args of a vllm-openai image, or a vLLM --config YAML)",
+            f"found no serving command ({recognised_commands()})",
             hint="check the file list; a command built at run time needs a # kvplan: comment"), ""))
     errors = [r for r in rows if r.status == "error"]
     codes = {r.exit_code for r in rows}
     exit_code = 2 if 2 in codes else 3 if 3 in codes else 1 if 1 in codes else 0
     return CheckReport(
         exit_code=exit_code, policy=policy, deployments=rows,
-        summary=CheckSummary(deployments=len(rows) - len([r for r in errors if r.engine == ""]),
-                             fits=sum(r.status == "fits" for r in rows),
-                             failed=sum(r.status in ("does-not-fit", "policy-violation") for r in rows),
-                             unchecked=sum(r.status == "unchecked" for r in rows),
-                             errors=len(errors)))
+        summary=CheckSummary(
+            deployments=len(rows) - len([r for r in errors if r.engine == ""]),
+            fits=sum(r.status == "fits" for r in rows),
+            failed=sum(r.status in ("does-not-fit", "policy-violation") for r in rows),
+            unchecked=sum(r.status == "unchecked" for r in rows),
+            errors=len(errors)))
 
 
 def unknown_flag_problems(f: Found) -> tuple[list[str], list[Problem]]:
@@ -226,33 +240,32 @@ def unknown_flag_problems(f: Found) -> tuple[list[str], list[Problem]]:
     kept: list[str] = []
     refused: list[Problem] = []
     label = registry.get(f.engine).label
-    for item in f.unknown_flags:
-        tok = item.split(" ", 1)[0]
-        if not tok.startswith("-"):
-            kept.append(item)  # a stray positional word: kept as written
+    for arg in f.unknown_flags:
+        if not arg.is_flag or _is_valid_flag(arg.name, valid):
+            kept.append(str(arg))  # a stray positional word or a valid flag: kept as written
             continue
-        flag = tok.partition("=")[0]
-        base = flag.split(".", 1)[0]  # vLLM's --compilation-config.level=3
-        if base.startswith("-O") and not base.startswith("--"):
-            base = "-O"  # -O3, -O.level
-        if (base in valid or (base.startswith("--no-") and f"--{base[5:]}" in valid)):
-            kept.append(item)
-            continue
-        close = difflib.get_close_matches(flag, sorted(valid), n=1, cutoff=0.75)
+        close = difflib.get_close_matches(arg.name, sorted(valid), n=1, cutoff=0.75)
         refused.append(Problem(
             code="unknown-flag", severity="error",
-            message=f"{flag} is not a {label} flag; {label} refuses to start"
+            message=f"{arg.name} is not a {label} flag; {label} refuses to start"
             + (f" — did you mean {close[0]}?" if close else "")))
     return kept, refused
 
 
-def _plan_all_refusals(m: Any, g: Any, engine: str, version: str | None,
+def _is_valid_flag(flag: str, valid: set[str]) -> bool:
+    """`flag` or the flag it is a form of: `--X.key=value` (a dict flag's dotted form),
+    `-O3` / `-O.level` (an optimisation level), `--no-X` (a negated boolean)."""
+    base = flag.split(".", 1)[0]
+    if base.startswith("-O") and not base.startswith("--"):
+        base = "-O"
+    return base in valid or (base.startswith("--no-") and f"--{base[5:]}" in valid)
+
+
+def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | None,
                        knobs: dict[str, Any]) -> tuple[Plan | None, list[Problem]]:
     """Plan; when the engine refuses a setting, drop that setting and plan again, so the report
     names every refusal (a length above the model's and a quantization the checkpoint lacks),
     each under its own code. (None, refusals) when any was refused."""
-    from .errors import InvalidInputError
-
     refusals: list[Problem] = []
     knobs = dict(knobs)
     while True:
@@ -281,23 +294,32 @@ def _refuse_outside_link(path: Path) -> None:
     """A deployment file that is a symlink out of the checked repository (a pull request can
     add `deploy.yaml -> ~/.cache/huggingface/token`) is not read."""
     if path.is_symlink() and not _inside_cwd(path):
-        raise DeployParseError(str(path), 1, "is a symlink to a file outside the working directory; "
-                               "kvplan check does not follow it",
+        raise DeployParseError(str(path), 1, "is a symlink to a file outside the working "
+                               "directory; kvplan check does not follow it",
                                hint="check the file itself, not a link to it")
 
 
-def _error_row(file: str, line: int, e: KvplanError, command: str, f: Found | None = None) -> CheckedDeployment:
+def _error_row(file: str, line: int, e: KvplanError, command: str,
+               f: Found | None = None) -> CheckedDeployment:
     message = e.detail if isinstance(e, DeployParseError) else e.message
     if e.hint:
         message += f" (hint: {e.hint})"
     return CheckedDeployment(
         file=file, line=line, engine=f.engine if f else "", command=command,
-        model=f.model if f else None, gpu=f.gpu if f else None, gpu_source=f.gpu_source if f else None,
-        status="error", exit_code=e.exit_code,
-        problems=[Problem(code="unreadable" if isinstance(e, DeployParseError)
-                          else getattr(e, "code", None) or "error",
-                          severity="error", message=message)],
+        model=f.model if f else None, gpu=f.gpu if f else None,
+        gpu_source=f.gpu_source if f else None, status="error", exit_code=e.exit_code,
+        problems=[Problem(code=_problem_code(e), severity="error", message=message)],
         policy_violations=[], plan=None)
+
+
+def _problem_code(e: KvplanError) -> str:
+    """The code a row's error is reported under: a file that cannot be read is `unreadable`;
+    an input the engine refuses keeps its own code."""
+    if isinstance(e, DeployParseError):
+        return "unreadable"
+    if isinstance(e, InvalidInputError):
+        return e.code or "error"
+    return "error"
 
 
 def _model_ref(f: Found) -> tuple[str, list[Problem]]:
@@ -314,7 +336,8 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
         return f.model, []
     if path.is_absolute() or home or exists or ".." in path.parts:
         entry = find_model_entry(path.name)
-        where = "does not exist here" if not exists else "is outside the directory kvplan check runs in"
+        where = ("does not exist here" if not exists
+                 else "is outside the directory kvplan check runs in")
         if entry is None:
             raise KvplanError(f"model path {f.model} {where} and its folder name is not "
                               "a catalogue model",
@@ -330,78 +353,119 @@ def _features_not_modelled(f: Found) -> list[Problem]:
     `syntax.unmodelled_features`; docs/features.md): a warning, because the plan leaves their
     memory out."""
     table = registry.get(f.engine).syntax.unmodelled_features
-    seen = sorted({what for flag in f.unknown_flags for name, what in table.items()
-                   if flag.split()[0].split("=")[0] == name})
+    seen = sorted({table[arg.name] for arg in f.unknown_flags
+                   if arg.is_flag and arg.name in table})
     return [Problem(code="feature-not-modelled", severity="warning",
-                    message=f"{registry.get(f.engine).label} {what}: not modelled by kvplan for this "
-                    "engine, so the memory it takes is not subtracted and KV capacity is overstated "
-                    "(docs/features.md)") for what in seen]
+                    message=f"{registry.get(f.engine).label} {what}: not modelled by kvplan for "
+                    "this engine, so the memory it takes is not subtracted and KV capacity is "
+                    "overstated (docs/features.md)") for what in seen]
+
+
+def _file_notes(f: Found, kept: list[str]) -> list[Problem]:
+    """What the file itself says that the plan does not model: its notes, the valid flags kvplan
+    keeps but does not model, and memory features under such flags."""
+    notes = [Problem(code="file-note", severity="info", message=n) for n in f.notes]
+    if kept:
+        notes.append(Problem(code="flags-not-modelled", severity="info",
+                             message="kept but not modelled: " + " ".join(kept)))
+    return notes + _features_not_modelled(f)
+
+
+def _options_file_knobs(f: Found) -> None:
+    """Merge the engine's options file (the YAML its `options_file_flag` names, read beside the
+    deployment file) into the command's knobs: its settings win over the flags."""
+    engine = registry.get(f.engine)
+    spec = engine.syntax.cli_flags.get(engine.options_file_flag or "")
+    if spec is None or spec[0] not in f.knobs:
+        return
+    here = Path(f.file).parent
+    f.knobs.update(read_options_file(engine, here / str(f.knobs.pop(spec[0])), within=here))
+
+
+@dataclass
+class _Planned:
+    """A command planned: the plan (None when the engine refuses it) and every refusal."""
+
+    plan: Plan | None
+    refusals: list[Problem]
+    read_notes: list[Problem]  # knobs read from the file that kvplan does not model
+    model_notes: list[Problem]  # how the model was found (a container path's folder name)
+
+
+def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None) -> _Planned:
+    """Plan one command as its file describes it. A KvplanError when it cannot be planned."""
+    if f.model is None:
+        raise DeployParseError(f.file, f.line, "the command names no model",
+                               hint=model_hint(f.engine))
+    if gpu is None:
+        raise DeployParseError(f.file, f.line, "no GPU for this deployment",
+                               hint="pass --gpu, set gpu in [tool.kvplan], add a "
+                               "nvidia.com/gpu.product node selector, or a `# kvplan: gpu=…` "
+                               "comment")
+    g = resolve_gpu(gpu)
+    ref, model_notes = _model_ref(f)
+    m = resolve_model(ref, revision=f.revision, offline=offline)
+    # the policy's engine_version is the default engine's release
+    version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
+                                   else None)
+    _options_file_knobs(f)
+    knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
+    notes: list[Problem] = []
+    extra = sorted(set(f.knobs) - set(knobs))
+    if extra:
+        notes.append(Problem(code="flags-not-modelled", severity="info",
+                             message="read but not modelled: " + ", ".join(extra)))
+    p, refusals = _plan_all_refusals(m, g, f.engine, version, knobs)
+    refusals += registry.get(f.engine).deploy_problems(f.knobs, version)
+    return _Planned(p, refusals, notes, model_notes)
+
+
+def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:
+    """The GPUs the file gives the container against the plan's TP × PP × DP: too few is an
+    error (the engine will not start), too many a warning."""
+    if f.gpu_count is None or f.gpu_count == gpus:
+        return []
+    if f.gpu_count < gpus:
+        return [Problem(code="gpu-count-mismatch", severity="error",
+                        message=f"the file gives the container {f.gpu_count} GPU(s) but "
+                        f"TP × PP × DP = {gpus}; {registry.get(f.engine).label} will not start")]
+    return [Problem(code="gpu-count-mismatch", severity="warning",
+                    message=f"the file gives the container {f.gpu_count} GPUs but "
+                    f"TP × PP × DP = {gpus}; {f.gpu_count - gpus} would sit idle")]
 
 
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     gpu = f.gpu or policy.gpu
     gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
-    base = dict(file=f.file, line=f.line, engine=f.engine, command=f.text, model=f.model, gpu=gpu,
-                gpu_source=gpu_source)
-    notes = [Problem(code="file-note", severity="info", message=n) for n in f.notes]
+
+    def row(status: Status, exit_code: int, problems: list[Problem], plan: Plan | None = None,
+            violations: list[Problem] | None = None) -> CheckedDeployment:
+        return CheckedDeployment(
+            file=f.file, line=f.line, engine=f.engine, command=f.text, model=f.model, gpu=gpu,
+            gpu_source=gpu_source, status=status, exit_code=exit_code, problems=problems,
+            policy_violations=violations or [], plan=plan)
+
     kept, refused = unknown_flag_problems(f)
-    if kept:
-        notes.append(Problem(code="flags-not-modelled", severity="info",
-                             message="kept but not modelled: " + " ".join(kept)))
-    notes += _features_not_modelled(f)
+    notes = _file_notes(f, kept)
     try:
-        if f.model is None:
-            raise DeployParseError(f.file, f.line, "the command names no model",
-                                   hint="add the model after `vllm serve`, or --model")
-        if gpu is None:
-            raise DeployParseError(f.file, f.line, "no GPU for this deployment",
-                                   hint="pass --gpu, set gpu in [tool.kvplan], add a "
-                                   "nvidia.com/gpu.product node selector, or a `# kvplan: gpu=…` comment")
-        g = resolve_gpu(gpu)
-        ref, model_notes = _model_ref(f)
-        m = resolve_model(ref, revision=f.revision, offline=offline)
-        # the policy's engine_version is the default engine's (vLLM's) release
-        version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
-                                       else None)
-        if "extra_llm_api_options" in f.knobs:  # TensorRT-LLM's YAML wins over its flags
-            here = Path(f.file).parent
-            f.knobs.update(read_options_file(registry.get(f.engine),
-                                             here / str(f.knobs.pop("extra_llm_api_options")),
-                                             within=here))
-        knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
-        extra = sorted(set(f.knobs) - set(knobs))
-        if extra:
-            notes.append(Problem(code="flags-not-modelled", severity="info",
-                                 message="read but not modelled: " + ", ".join(extra)))
-        p, refusals = _plan_all_refusals(m, g, f.engine, version, knobs)
-        refusals += registry.get(f.engine).deploy_problems(f.knobs, version)
+        planned = _plan_found(f, gpu, policy, offline)
     except KvplanError as e:
         if e.exit_code == 3:
             e.hint = (e.hint or "") + " (kvplan check --offline uses only cached models)"
-        row = _error_row(f.file, f.line, e, f.text, f)
-        row.problems += refused
-        return row
-    if refusals or refused:
+        failed = _error_row(f.file, f.line, e, f.text, f)
+        failed.problems += refused
+        return failed
+    p = planned.plan
+    if p is None or planned.refusals or refused:
         # The engine would refuse the command: every reason, not only the first.
-        return CheckedDeployment(**base, status="error", exit_code=2, plan=None,
-                                 policy_violations=[], problems=[*refused, *refusals, *notes])
-    problems = [*notes, *model_notes, *p.problems]
+        return row("error", 2, [*refused, *planned.refusals, *notes, *planned.read_notes])
+    problems = [*notes, *planned.read_notes, *planned.model_notes, *p.problems]
     if f.version_source and f.engine_version:
         problems.append(Problem(code="engine-version-from-file", severity="info",
                                 message=f"{registry.get(f.engine).label} {f.engine_version} "
                                 f"from {f.version_source}"))
-    fits = p.fits
-    gpus = p.gpu.count
-    if f.gpu_count is not None and f.gpu_count < gpus:
-        fits = False
-        problems.append(Problem(code="gpu-count-mismatch", severity="error",
-                                message=f"the file gives the container {f.gpu_count} GPU(s) but "
-                                f"TP × PP × DP = {gpus}; vLLM will not start"))
-    elif f.gpu_count is not None and f.gpu_count > gpus:
-        problems.append(Problem(code="gpu-count-mismatch", severity="warning",
-                                message=f"the file gives the container {f.gpu_count} GPUs but "
-                                f"TP × PP × DP = {gpus}; {f.gpu_count - gpus} would sit idle"))
+    problems += _gpu_count_problems(f, p.gpu.count)
+    fits = p.fits and not (f.gpu_count is not None and f.gpu_count < p.gpu.count)
     violations = policy_violations(p, policy) if fits else []
     status: Status = "does-not-fit" if not fits else "policy-violation" if violations else "fits"
-    return CheckedDeployment(**base, status=status, exit_code=0 if status == "fits" else 1,
-                             problems=problems, policy_violations=violations, plan=p)
+    return row(status, 0 if status == "fits" else 1, problems, p, violations)

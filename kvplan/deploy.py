@@ -1,13 +1,17 @@
 """Find serving commands in deployment files and read their engine flags.
 
 Recognised: shell lines (scripts, Dockerfile RUN/CMD/ENTRYPOINT in shell or JSON form,
-backslash continuations) running `vllm serve`, `python -m vllm.entrypoints.openai.api_server`
-or `python -m sglang.launch_server`; YAML (multi-document): Kubernetes / KServe / Helm-rendered
-manifests (every `containers:` entry's command + args, GPU count from
-resources.limits["nvidia.com/gpu"], GPU model from the nvidia.com/gpu.product node selector
-or affinity), docker-compose services, and vLLM's own `--config` YAML. A `# kvplan: gpu=…
-model=… engine-version=…` comment sets what a file cannot say. Templates (`{{ }}`,
-`${VAR}`) are filled from `--set KEY=VALUE`.
+backslash continuations) running a registered engine's executable or `python -m MODULE`;
+YAML (multi-document): Kubernetes / KServe / Helm-rendered manifests (every `containers:`
+entry's command + args, or the bare arguments of an image whose entrypoint is the server; GPU
+count from resources.limits["nvidia.com/gpu"], GPU model from the nvidia.com/gpu.product node
+selector or affinity), docker-compose services, and an engine's own config YAML (its flags as
+keys). A `# kvplan: gpu=… model=… engine-version=…` comment sets what a file cannot say.
+Templates (`{{ }}`, `${VAR}`) are filled from `--set KEY=VALUE`.
+
+What each engine's commands look like (executables, modules, images, flag tables, environment)
+comes from its `syntax` (engines/base.py DeploySyntax), read through the engine registry: no
+engine is named here.
 
 Pure parsing: nothing here plans, prints or touches the network.
 """
@@ -18,7 +22,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +48,45 @@ class DeployParseError(InvalidInputError):
         super().__init__(f"{file}:{line}: {message}", hint=hint)
 
 
+@dataclass(frozen=True)
+class UnknownArg:
+    """A word of a serving command that kvplan does not model: a flag, with the value it
+    appears to take, or a stray positional word (`flag` is then the word itself)."""
+
+    flag: str
+    value: str | None = None
+    joined: bool = False  # written `--flag=value`
+
+    @property
+    def name(self) -> str:
+        """The flag as named in messages and tables: a token holding a space (`"--x 1"` quoted
+        as one argument) is named by its first word."""
+        words = self.flag.split(maxsplit=1)
+        return words[0] if words else ""
+
+    @property
+    def is_flag(self) -> bool:
+        return self.flag.startswith("-")
+
+    def __str__(self) -> str:
+        """The argument as written."""
+        if self.value is None:
+            return self.flag
+        return f"{self.flag}{'=' if self.joined else ' '}{self.value}"
+
+
 @dataclass
 class Found:
     """One serving command found in a file, with everything the file says about it."""
 
     file: str
     line: int
-    engine: str  # a registry name: vllm, sglang, tgi, trtllm
+    engine: str  # a name in the engine registry
     text: str  # the command as written (joined)
     model: str | None = None
     knobs: dict[str, Any] = field(default_factory=dict)
     revision: str | None = None
-    unknown_flags: list[str] = field(default_factory=list)
+    unknown_flags: list[UnknownArg] = field(default_factory=list)
     gpu: str | None = None
     gpu_source: str | None = None
     gpu_count: int | None = None
@@ -99,6 +130,29 @@ def _alternatives(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(patterns))
 
 
+def recognised_commands() -> str:
+    """What a serving command looks like to kvplan, for a message about a file that has none:
+    every registered engine's executables and modules, images and config YAML."""
+    engines = list(registry.ENGINES.values())
+    commands = [" ".join(filter(None, exe)) for e in engines for exe in e.syntax.executables]
+    commands += [f"python -m {module}" for e in engines for module in e.syntax.modules]
+    configs = [e.label for e in engines if e.syntax.config_yaml]
+    shown = ", ".join(dict.fromkeys(commands)) + ", the arguments of an engine's server image"
+    if configs:
+        shown += f", or a {' / '.join(configs)} --config YAML"
+    return shown
+
+
+def model_hint(engine: str) -> str:
+    """How to name the model on this engine's command line."""
+    syntax = _syntax(engine)
+    flag = next((f for f, (knob, _) in syntax.cli_flags.items() if knob == "model"), None)
+    if syntax.positional_model and syntax.executables:
+        exe = " ".join(filter(None, syntax.executables[0]))
+        return f"add the model after `{exe}`" + (f", or {flag}" if flag else "")
+    return f"add {flag} MODEL" if flag else "add the model"
+
+
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
 DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
 # `{{ … }}` holds no brace: each match attempt stops at the next brace, so a line of
@@ -106,10 +160,13 @@ DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
 TEMPLATE = re.compile(r"\{\{([^{}]*)\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^{}]*))?\}"
                       r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 UNSET = "__kvplan_unset_{}__"
+HELM_CONTROL = re.compile(
+    r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*)[^{}]*\}\}")
 
 
 def human_int(text: str) -> int:
-    """'32768', '32k' (×1000), '32K' (×1024), '1M', '1.5k' (vLLM's human-readable integers)."""
+    """'32768', '32k' (×1000), '32K' (×1024), '1M', '1.5k' (the human-readable integers
+    engine flags take)."""
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", text.strip()) if len(text) <= 32 else None
     if not m:
         raise ValueError(text)
@@ -140,10 +197,10 @@ class Templates:
         out = []
         for lineno, line in enumerate(text.splitlines(keepends=True), 1):
             stripped = line.strip()
-            if re.fullmatch(r"\{\{-?\s*(if|else|end|range|with|define|include|template|/\*)[^{}]*\}\}", stripped):
+            if HELM_CONTROL.fullmatch(stripped):
                 out.append("\n")  # Helm control line: no value of its own
                 continue
-            out.append(TEMPLATE.sub(lambda m, n=lineno: self._one(m, n), line))
+            out.append(TEMPLATE.sub(partial(self._one, line=lineno), line))
         return "".join(out)
 
     def _one(self, m: re.Match[str], line: int) -> str:
@@ -165,11 +222,13 @@ class Templates:
     def check(self, value: str, flag: str, file: str, line: int) -> str:
         for sentinel, (placeholder, at) in self.unset.items():
             if sentinel in value:
+                key = self.key(placeholder.strip("{}$ -"))
                 raise DeployParseError(file, at, f"{flag} is the unexpanded template {placeholder}",
-                                       hint=f"pass --set {self.key(placeholder.strip('{}$ -'))}=VALUE, "
+                                       hint=f"pass --set {key}=VALUE, "
                                        "or check the rendered file (helm template …)")
-        if re.search(r"\$[A-Za-z_]", value):
-            var = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value).group(1)  # type: ignore[union-attr]
+        variable = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value)
+        if variable is not None:
+            var = variable.group(1)
             raise DeployParseError(file, line, f"{flag} is the unexpanded variable ${var}",
                                    hint=f"pass --set {var}=VALUE")
         return value
@@ -180,10 +239,17 @@ class Templates:
 MAX_OPTIONS_BYTES = 1 << 20  # an engine's options file is a few lines; refuse anything huge
 
 
+def _yaml_module() -> Any:
+    """PyYAML, imported when first needed (a plan never reads YAML)."""
+    import yaml  # type: ignore[import-untyped]  # no stubs: types-PyYAML is not a dependency
+
+    return yaml
+
+
 def load_yaml(text: str, *, path: str | None = None) -> Any:
     """A YAML document (an empty text: an empty mapping); malformed YAML is an
     InvalidConfigError naming `path`."""
-    import yaml
+    yaml = _yaml_module()
 
     try:
         return yaml.safe_load(text) if text.strip() else {}
@@ -192,8 +258,8 @@ def load_yaml(text: str, *, path: str | None = None) -> Any:
 
 
 def read_options_file(engine: Engine, path: Path, *, within: Path | None = None) -> dict[str, Any]:
-    """kvplan knobs from the YAML file an engine's `options_file_flag` names (TensorRT-LLM's
-    --extra_llm_api_options). `within`: the file must resolve inside this directory
+    """kvplan knobs from the YAML file an engine's `options_file_flag` names (a YAML of
+    further settings). `within`: the file must resolve inside this directory
     (deployment files name paths relative to themselves; none may escape)."""
     shown = str(path)
     try:
@@ -222,102 +288,155 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     """Engine arguments (after the entrypoint) → Found. Both `--flag value` and `--flag=value`;
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
-    syntax = _syntax(engine)
-    boolean_flags = _boolean_flags()
-    table = syntax.cli_flags
-    found = Found(file=file, line=line, engine=engine, text=text)
-    seen: dict[str, tuple[str, Any]] = {}
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        i += 1
+    parser = _ArgParser(argv, _syntax(engine), templates,
+                        Found(file=file, line=line, engine=engine, text=text))
+    while parser.more():
+        parser.step()
+    return parser.finish()
+
+
+class _ArgParser:
+    """One pass over an engine's argument list; `i` is the next argument to read."""
+
+    def __init__(self, argv: list[str], syntax: DeploySyntax, templates: Templates,
+                 found: Found) -> None:
+        self.argv, self.syntax, self.templates, self.found = argv, syntax, templates, found
+        self.file, self.line = found.file, found.line
+        self.seen: dict[str, tuple[str, object]] = {}  # knob → (the flag that set it, value)
+        self.i = 0
+
+    def more(self) -> bool:
+        return self.i < len(self.argv)
+
+    def _next_is_value(self) -> bool:
+        """The next argument exists and is not a flag (a value for the flag just read)."""
+        return self.more() and not self.argv[self.i].startswith("-")
+
+    def _take(self) -> str:
+        word = self.argv[self.i]
+        self.i += 1
+        return word
+
+    def step(self) -> None:
+        tok = self._take()
         if not tok.startswith("-") or tok == "-":
-            if found.model is None and syntax.positional_model and "model" not in seen:
-                found.model = templates.check(tok, "the model", file, line)
-                seen["model"] = ("model", found.model)
-            else:
-                found.unknown_flags.append(tok)
-            continue
+            self._positional(tok)
+            return
         flag, eq, inline = tok.partition("=")
-        if flag.startswith("--no-") and f"--{flag[5:]}" in table and table[f"--{flag[5:]}"][1] == "bool":
-            knob = table[f"--{flag[5:]}"][0]
-            _set(found, seen, knob, False, flag, file, line)
-            continue
-        if (syntax.dotted_mm_limit and flag.startswith(MM_LIMIT_DOTTED)
-                and len(flag) > len(MM_LIMIT_DOTTED)):
-            i = _dotted_mm_limit(found, flag, inline if eq else None, argv, i, file, line)
-            continue
+        value = inline if eq else None
+        table = self.syntax.cli_flags
+        negated = f"--{flag[5:]}" if flag.startswith("--no-") else None
+        if negated is not None and negated in table and table[negated][1] == "bool":
+            self._set(table[negated][0], False, flag)
+            return
+        dotted = _dotted_prefix(self.syntax)
+        if dotted and flag.startswith(dotted) and len(flag) > len(dotted):
+            self.i = _dotted_mm_limit(self.found, flag, value, self.argv, self.i, dotted,
+                                      self.file, self.line)
+            return
         spec = table.get(flag)
         if spec is None:
-            if eq:
-                found.unknown_flags.append(tok)
-            elif flag in boolean_flags or flag.startswith("--no-") or i >= len(argv) or argv[i].startswith("-"):
-                found.unknown_flags.append(flag)
-            else:
-                found.unknown_flags.append(f"{flag} {argv[i]}")
-                i += 1
-            continue
+            self._unknown(flag, value)
+            return
         knob, kind = spec
         if kind == "bool":
-            value: Any = True
-            if eq:
-                value = inline.lower() in {"1", "true", "yes", "on"}
-            _set(found, seen, knob, value, flag, file, line)
-            continue
-        if kind == "list":  # argparse nargs="*": every value up to the next flag (SGLang LoRA)
-            words = [inline] if eq else []
-            while not eq and i < len(argv) and not argv[i].startswith("-"):
-                words.append(templates.check(argv[i], flag, file, line))
-                i += 1
-            if not words:
-                raise DeployParseError(file, line, f"{flag} is missing its value",
-                                       hint=f"write {flag} VALUE [VALUE …]")
-            _set(found, seen, knob, words, flag, file, line)
-            continue
-        if eq:
-            raw = inline
-        elif i < len(argv) and not (argv[i].startswith("--") or re.fullmatch(r"-[a-z]+", argv[i])):
-            raw = argv[i]
-            i += 1
+            self._set(knob, True if value is None else value.lower() in _TRUE_WORDS, flag)
+        elif kind == "list":
+            self._set(knob, self._list_value(flag, value), flag)
         else:
-            raise DeployParseError(file, line, f"{flag} is missing its value",
-                                   hint=f"write {flag} VALUE or {flag}=VALUE")
-        raw = templates.check(raw, flag, file, line)
-        value = _convert(raw, kind, flag, file, line)
-        why = knob_error(knob, value)  # nan, inf, a 400-digit length: bounded like the CLI's
+            self._set(knob, self._scalar_value(knob, kind, flag, value), flag)
+
+    def _positional(self, tok: str) -> None:
+        found = self.found
+        if found.model is None and self.syntax.positional_model and "model" not in self.seen:
+            found.model = self.templates.check(tok, "the model", self.file, self.line)
+            self.seen["model"] = ("model", found.model)
+        else:
+            found.unknown_flags.append(UnknownArg(tok))
+
+    def _unknown(self, flag: str, value: str | None) -> None:
+        """A flag kvplan does not model: kept with the value it appears to take."""
+        if value is not None:
+            arg = UnknownArg(flag, value, joined=True)
+        elif (flag in _boolean_flags() or flag.startswith("--no-") or not self.more()
+              or self.argv[self.i].startswith("-")):
+            arg = UnknownArg(flag)
+        else:
+            arg = UnknownArg(flag, self._take())
+        self.found.unknown_flags.append(arg)
+
+    def _list_value(self, flag: str, value: str | None) -> list[str]:
+        """argparse nargs="*": every value up to the next flag (a LoRA adapter list)."""
+        words = [value] if value is not None else []
+        while value is None and self._next_is_value():
+            words.append(self.templates.check(self._take(), flag, self.file, self.line))
+        if not words:
+            raise DeployParseError(self.file, self.line, f"{flag} is missing its value",
+                                   hint=f"write {flag} VALUE [VALUE …]")
+        return words
+
+    def _scalar_value(self, knob: str, kind: str, flag: str, value: str | None) -> object:
+        if value is None:
+            if not self.more() or self.argv[self.i].startswith("--") \
+                    or re.fullmatch(r"-[a-z]+", self.argv[self.i]):
+                raise DeployParseError(self.file, self.line, f"{flag} is missing its value",
+                                       hint=f"write {flag} VALUE or {flag}=VALUE")
+            value = self._take()
+        raw = self.templates.check(value, flag, self.file, self.line)
+        converted = _convert(raw, kind, flag, self.file, self.line)
+        why = knob_error(knob, converted)  # nan, inf, a 400-digit length: bounded like the CLI's
         if why:
-            raise DeployParseError(file, line, f"{flag} {why}")
-        _set(found, seen, knob, value, flag, file, line)
-    if "model" in found.knobs:  # --model / --model-path
-        found.model = found.knobs.pop("model")
-    found.revision = found.knobs.pop("revision", None)
-    if syntax.combine is not None:
-        try:
-            found.knobs = syntax.combine(found.knobs, found.model)
-        except ValueError as e:
-            raise DeployParseError(file, line, str(e)) from None
-    return found
+            raise DeployParseError(self.file, self.line, f"{flag} {why}")
+        return converted
+
+    def _set(self, knob: str, value: object, flag: str) -> None:
+        if knob in self.seen and self.seen[knob][1] != value:
+            first_flag, first = self.seen[knob]
+            raise DeployParseError(self.file, self.line, f"contradictory flags: {first_flag} "
+                                   f"{first} and {flag} {value}", hint="keep one of them")
+        self.seen[knob] = (flag, value)
+        self.found.knobs[knob] = value
+
+    def finish(self) -> Found:
+        found = self.found
+        if "model" in found.knobs:  # --model / --model-path
+            found.model = found.knobs.pop("model")
+        found.revision = found.knobs.pop("revision", None)
+        if self.syntax.combine is not None:
+            try:
+                found.knobs = self.syntax.combine(found.knobs, found.model)
+            except ValueError as e:
+                raise DeployParseError(self.file, self.line, str(e)) from None
+        return found
 
 
-# vLLM's dotted form of a dict-valued flag: `--limit-mm-per-prompt.image 4` sets {"image": 4}
-# (vLLM's argument parser; the form vLLM's own recipes use for one modality).
-MM_LIMIT_DOTTED = "--limit-mm-per-prompt."
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+MM_LIMIT_KNOB = "limit_mm_per_prompt"
+
+
+def _dotted_prefix(syntax: DeploySyntax) -> str | None:
+    """`--FLAG.` when the engine takes the per-modality form of its multimodal-limit flag
+    (`--FLAG.image 4` sets {"image": 4}, its argument parser's dotted form of a dict flag)."""
+    if not syntax.dotted_mm_limit:
+        return None
+    flag = next((f for f, (knob, _) in syntax.cli_flags.items() if knob == MM_LIMIT_KNOB), None)
+    return f"{flag}." if flag else None
 
 
 def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str], i: int,
-                     file: str, line: int) -> int:
-    """Merge `--limit-mm-per-prompt.MODALITY N` into the limit knob; returns the next index."""
+                     prefix: str, file: str, line: int) -> int:
+    """Merge `--FLAG.MODALITY N` into the limit knob; returns the next index."""
     from .knobs import parse_mm_limits
 
-    modality = flag[len(MM_LIMIT_DOTTED):]
+    modality = flag[len(prefix):]
     if inline is None:
         if i >= len(argv) or argv[i].startswith("-"):
             raise DeployParseError(file, line, f"{flag} is missing its value",
                                    hint=f"write {flag} 4 or {flag}=4")
         inline, i = argv[i], i + 1
     try:
-        current = parse_mm_limits(found.knobs.get("limit_mm_per_prompt")) or {}
-        found.knobs["limit_mm_per_prompt"] = {**current, **parse_mm_limits({modality: inline})}
+        current = parse_mm_limits(found.knobs.get(MM_LIMIT_KNOB)) or {}
+        found.knobs[MM_LIMIT_KNOB] = {**current, **parse_mm_limits({modality: inline})}
     except ValueError as e:
         raise DeployParseError(file, line, f"{flag} {inline!r}: {e}") from None
     return i
@@ -346,22 +465,12 @@ def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
     return raw
 
 
-def _set(found: Found, seen: dict[str, tuple[str, Any]], knob: str, value: Any, flag: str,
-         file: str, line: int) -> None:
-    if knob in seen and seen[knob][1] != value:
-        first_flag, first = seen[knob]
-        raise DeployParseError(file, line, f"contradictory flags: {first_flag} {first} and "
-                               f"{flag} {value}", hint="keep one of them")
-    seen[knob] = (flag, value)
-    found.knobs[knob] = value
-
-
 # ----------------------------------------------------------------- shell lines
 
 
 def _entrypoint(tokens: list[str]) -> tuple[str, list[str]] | None:
     """(engine, arguments after the entrypoint) if these tokens run a serving command:
-    an engine's executable (`vllm serve`, `text-generation-launcher`) or `python -m MODULE`."""
+    an engine's executable (with its subcommand, if it has one) or `python -m MODULE`."""
     for k, tok in enumerate(tokens):
         base = tok.rsplit("/", 1)[-1]
         nxt = tokens[k + 1] if k + 1 < len(tokens) else None
@@ -425,7 +534,8 @@ def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -
             try:
                 tokens = json.loads(body)
             except json.JSONDecodeError as e:
-                raise DeployParseError(file, line, f"{m.group(1)} is not a valid JSON array ({e.msg})") from None
+                raise DeployParseError(file, line, f"{m.group(1)} is not a valid JSON array "
+                                       f"({e.msg})") from None
             if len(tokens) >= 3 and tokens[:2] in (["/bin/sh", "-c"], ["sh", "-c"], ["bash", "-c"],
                                                    ["/bin/bash", "-c"]):
                 return _shell_line(tokens[2], file=file, line=line, templates=templates)
@@ -440,22 +550,27 @@ def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -
 
 def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, text: str,
                  env: dict[str, str] | None = None) -> Found | None:
-    """The serving command these tokens run; TGI's also takes flags from `env`."""
+    """The serving command these tokens run, with the flags its engine reads from `env`."""
     hit = _entrypoint(tokens)
     if hit is None:
         return None
     engine, argv = hit
     argv = _cut_at_shell_operator(argv)
     extra = _env_argv(engine, argv, env) if env else []
-    shown = " ".join(shlex.quote(t) for t in tokens) + (" (+ env " + " ".join(extra) + ")" if extra else "")
+    shown = " ".join(shlex.quote(t) for t in tokens)
+    if extra:
+        shown += " (+ env " + " ".join(extra) + ")"
     return parse_args(argv + extra, engine, file=file, line=line, templates=templates, text=shown)
 
 
 # -------------------------------------------------------------------------- YAML
 
 
+NESTING_HINT = "a deployment manifest nests a few dozen levels at most"
+
+
 def _yaml_nodes(text: str, file: str) -> list[Any]:
-    import yaml
+    yaml = _yaml_module()
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~4x faster
     try:
@@ -468,19 +583,19 @@ def _yaml_nodes(text: str, file: str) -> list[Any]:
                 if depth > MAX_YAML_DEPTH:
                     raise DeployParseError(file, event.start_mark.line + 1,
                                            f"YAML nested more than {MAX_YAML_DEPTH} levels deep",
-                                           hint="a deployment manifest nests a few dozen levels at most")
+                                           hint=NESTING_HINT)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
         return [doc for doc in yaml.compose_all(text, Loader=loader) if doc is not None]
     except RecursionError:
         raise DeployParseError(file, 1, "YAML nested too deeply to read",
-                               hint="a deployment manifest nests a few dozen levels at most") from None
+                               hint=NESTING_HINT) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark is not None else 1
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise DeployParseError(file, line, f"malformed YAML: {problem}",
-                               hint="fix the YAML (yamllint helps), or render templates first") from None
+        raise DeployParseError(file, line, f"malformed YAML: {problem}", hint="fix the YAML "
+                               "(yamllint helps), or render templates first") from None
 
 
 def _get(node: Any, key: str) -> Any:
@@ -527,7 +642,8 @@ def _walk(node: Any, budget: list[int] | None = None) -> Any:
         budget[0] -= 1
         if budget[0] < 0:
             raise DeployParseError("", _line(n), f"more than {MAX_YAML_NODES:,} YAML nodes to "
-                                   "visit (an alias bomb?)", hint="expand the aliases, or split the file")
+                                   "visit (an alias bomb?)",
+                                   hint="expand the aliases, or split the file")
         yield n
         kind = getattr(n, "id", None)
         if kind == "mapping":
@@ -549,15 +665,17 @@ def _gpu_product(pod_spec: Any, budget: list[int] | None = None) -> tuple[str | 
     return None, None
 
 
-def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool, fallback_line: int,
-                  *, file: str, templates: Templates, env: dict[str, str] | None = None) -> Found | None:
+def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool,
+                  fallback_line: int, *, file: str, templates: Templates,
+                  env: dict[str, str] | None = None) -> Found | None:
     """A container's entrypoint + arguments → the serving command they run, if any: an explicit
-    `sh -c "…"` script, an argv naming an entrypoint, or bare arguments to a vllm/vllm-openai
-    or text-generation-inference image (whose entrypoint is the server). TGI also takes its
+    `sh -c "…"` script, an argv naming an entrypoint, or bare arguments to an image whose
+    entrypoint is an engine's server (`syntax.image_entrypoints`). An engine may also take its
     flags from the container's environment (MODEL_ID, NUM_SHARD, …)."""
     tokens = [t for t, _ in parts]
     line = parts[0][1] if parts else fallback_line
-    if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {"-c", "-lc", "-ec"}:
+    if (len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"}
+            and tokens[1] in {"-c", "-lc", "-ec"}):
         shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates)
         return shells[0] if shells else None
     if _entrypoint(tokens):
@@ -575,7 +693,7 @@ def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool
 
 
 def _env_argv(engine: str, tokens: list[str], env: dict[str, str]) -> list[str]:
-    """Flags an engine reads from environment variables (TGI's launcher), for those not given
+    """Flags an engine reads from environment variables (`syntax.env_flags`), for those not given
     on the command line."""
     given = {t.partition("=")[0] for t in tokens if t.startswith("--")}
     argv = []
@@ -627,8 +745,8 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
         value = templates.check(count, 'resources.limits["nvidia.com/gpu"]', file, found.line)
         if not re.fullmatch(r"[0-9]{1,6}", value.strip()):
             shown = value if len(value) <= 20 else value[:20] + "…"
-            raise DeployParseError(file, found.line, f'resources.limits["nvidia.com/gpu"] {shown!r} '
-                                   "is not an integer")
+            raise DeployParseError(file, found.line, 'resources.limits["nvidia.com/gpu"] '
+                                   f"{shown!r} is not an integer")
         found.gpu_count = int(value)
     _version_from_image(found, image)
     return found
@@ -664,26 +782,34 @@ def _yaml_commands(text: str, *, file: str, templates: Templates) -> list[Found]
         if config_of is not None:
             out.append(_from_config(doc, config_of, file=file, templates=templates))
             continue
-        for node in _walk(doc, budget):
-            containers = _get(node, "containers")
-            if getattr(containers, "id", None) != "sequence":
-                continue
-            gpu, gpu_source = _gpu_product(node, budget)
-            for c in containers.value:
-                budget[0] -= 1
-                if budget[0] < 0:
-                    raise DeployParseError(file, _line(c), f"more than {MAX_YAML_NODES:,} YAML nodes "
-                                           "to visit (an alias bomb?)", hint="expand the aliases")
-                try:
-                    found = _container_commands(c, file=file, templates=templates)
-                except DeployParseError as e:  # one bad container does not hide the others
-                    found = _failed(e, file, text=_scalar(_get(c, "name")) or "")
-                if found:
-                    if gpu:
-                        found.gpu, found.gpu_source = gpu, gpu_source
-                    out.append(found)
-                    _check_count(out, file, found.line)
+        _pod_commands(doc, out, file=file, templates=templates, budget=budget)
     return out
+
+
+def _pod_commands(doc: Any, out: list[Found], *, file: str, templates: Templates,
+                  budget: list[int]) -> None:
+    """Every `containers:` list under a manifest: each container's serving command, with the
+    GPU model its pod spec selects, appended to `out` (the file's commands so far)."""
+    for node in _walk(doc, budget):
+        containers = _get(node, "containers")
+        if getattr(containers, "id", None) != "sequence":
+            continue
+        gpu, gpu_source = _gpu_product(node, budget)
+        for c in containers.value:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise DeployParseError(file, _line(c), f"more than {MAX_YAML_NODES:,} YAML "
+                                       "nodes to visit (an alias bomb?)",
+                                       hint="expand the aliases")
+            try:
+                found = _container_commands(c, file=file, templates=templates)
+            except DeployParseError as e:  # one bad container does not hide the others
+                found = _failed(e, file, text=_scalar(_get(c, "name")) or "")
+            if found:
+                if gpu:
+                    found.gpu, found.gpu_source = gpu, gpu_source
+                out.append(found)
+                _check_count(out, file, found.line)
 
 
 def _check_count(out: list[Found], file: str, line: int) -> None:
@@ -732,7 +858,8 @@ def _compose_service(svc: Any, *, file: str, templates: Templates,
         for dev in _walk(_get(svc, "deploy"), budget):
             count = _scalar(_get(dev, "count"))
             ids = _strings(_get(dev, "device_ids"))
-            if count and re.fullmatch(r"[0-9]{1,6}", count):  # str.isdigit() also takes '²'; `all` is skipped
+            # str.isdigit() also takes '²'; `all` is skipped
+            if count and re.fullmatch(r"[0-9]{1,6}", count):
                 found.gpu_count = int(count)
             elif ids:
                 found.gpu_count = len(ids)
@@ -741,7 +868,7 @@ def _compose_service(svc: Any, *, file: str, templates: Templates,
 
 
 def _config_engine(doc: Any) -> Engine | None:
-    """The engine whose config YAML this is (vLLM's `serve --config`): a flat mapping of flag
+    """The engine whose config YAML this is (`syntax.config_yaml`): a flat mapping of flag
     names (model + at least one of the engine's flags); None when it is none of them."""
     if getattr(doc, "id", None) != "mapping":
         return None
@@ -777,11 +904,8 @@ def _from_config(doc: Any, engine: Engine, *, file: str, templates: Templates) -
 
 
 def _mapping_json(node: Any) -> str:
-    """A YAML mapping node as the JSON text its vLLM flag takes on the command line."""
-    import json
-
-    import yaml
-
+    """A YAML mapping node as the JSON text its flag takes on the command line."""
+    yaml = _yaml_module()
     return json.dumps(yaml.safe_load(yaml.serialize(node)))
 
 
@@ -799,7 +923,8 @@ def _directives(text: str, file: str) -> list[tuple[int, dict[str, str]]]:
             key, eq, value = item.partition("=")
             if not eq or key not in DIRECTIVE_KEYS:
                 raise DeployParseError(file, lineno, f"unknown kvplan directive {item!r}",
-                                       hint="use # kvplan: gpu=h100 model=ORG/NAME engine-version=0.19.0 gpu-count=4")
+                                       hint="use # kvplan: gpu=h100 model=ORG/NAME "
+                                       "engine-version=0.19.0 gpu-count=4")
             pairs[key] = value
         out.append((lineno, pairs))
     return out
@@ -811,7 +936,7 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     try:
         raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
     except InvalidConfigError as e:
-        raise DeployParseError(file, 1, e.message.removeprefix(f"{file}: "), hint=e.hint) from None
+        raise DeployParseError(file, 1, e.detail, hint=e.hint) from None
     directives = _directives(raw, file)
     text = templates.fill(raw, file)
     if path.suffix in {".yaml", ".yml"}:
@@ -821,27 +946,38 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
     for f in found:
         if f.error is not None:
             continue
-        version = None
         if path.suffix not in {".yaml", ".yml"}:  # Dockerfiles, scripts: FROM image / pip pins
-            syntax = _syntax(f.engine)
-            for pattern in (*syntax.image_versions, *filter(None, [syntax.pip_version])):
-                version = version or pattern.search(raw)
-        if f.engine_version is None and version:
-            f.engine_version = ".".join(g for g in version.groups() if g)
-            f.version_source = f"{path.name}: {version.group(0)}"
+            _version_from_text(f, raw, path.name)
         for lineno, pairs in directives:
-            if lineno > f.line:
-                continue  # a directive applies to the commands below it; the nearest wins
-            if "gpu" in pairs:
-                f.gpu, f.gpu_source = pairs["gpu"], f"# kvplan: comment at line {lineno}"
-            if "model" in pairs:
-                f.notes.append(f"model {pairs['model']} from the # kvplan: comment at line {lineno}")
-                f.model = pairs["model"]
-            if "engine-version" in pairs:
-                f.engine_version, f.version_source = pairs["engine-version"], f"# kvplan: comment at line {lineno}"
-            if "gpu-count" in pairs:
-                if not re.fullmatch(r"[0-9]{1,6}", pairs["gpu-count"]):
-                    raise DeployParseError(file, lineno, f"gpu-count={pairs['gpu-count'][:20]!r} is not a "
-                                           "number of GPUs", hint="write # kvplan: gpu-count=8")
-                f.gpu_count = int(pairs["gpu-count"])
+            if lineno <= f.line:  # a directive applies to the commands below it; the nearest wins
+                _apply_directive(f, pairs, lineno, file)
     return found
+
+
+def _version_from_text(f: Found, raw: str, name: str) -> None:
+    """The engine's release from the file's text (a base image tag, a pip pin), unless the
+    command already has one."""
+    syntax = _syntax(f.engine)
+    version = None
+    for pattern in (*syntax.image_versions, *filter(None, [syntax.pip_version])):
+        version = version or pattern.search(raw)
+    if f.engine_version is None and version:
+        f.engine_version = ".".join(g for g in version.groups() if g)
+        f.version_source = f"{name}: {version.group(0)}"
+
+
+def _apply_directive(f: Found, pairs: dict[str, str], lineno: int, file: str) -> None:
+    """A `# kvplan:` comment at `lineno` sets what the file cannot say about `f`."""
+    where = f"# kvplan: comment at line {lineno}"
+    if "gpu" in pairs:
+        f.gpu, f.gpu_source = pairs["gpu"], where
+    if "model" in pairs:
+        f.notes.append(f"model {pairs['model']} from the {where}")
+        f.model = pairs["model"]
+    if "engine-version" in pairs:
+        f.engine_version, f.version_source = pairs["engine-version"], where
+    if "gpu-count" in pairs:
+        if not re.fullmatch(r"[0-9]{1,6}", pairs["gpu-count"]):
+            raise DeployParseError(file, lineno, f"gpu-count={pairs['gpu-count'][:20]!r} is not "
+                                   "a number of GPUs", hint="write # kvplan: gpu-count=8")
+        f.gpu_count = int(pairs["gpu-count"])

@@ -518,3 +518,15 @@ def test_compose_gpu_count_that_is_not_a_number_is_ignored(capsys, tmp_path):
                  '    deploy: {resources: {reservations: {devices: [{count: "\u00b2"}]}}}\n')
     code, report, _ = check_report(capsys, f)
     assert code == 0, messages(report)
+
+
+@pytest.mark.parametrize("word", ['""', '"  "', '" --lora-adapters"'])
+def test_empty_or_blank_argument_words(capsys, tmp_path, word):
+    """An empty or blank argument word (`""`) on an engine whose unmodelled-feature table is
+    consulted: it used to end in an internal error (IndexError) instead of a report."""
+    f = tmp_path / "run.sh"
+    f.write_text(f"text-generation-launcher --model-id qwen2.5-7b {word}\n")
+    code, report, _ = check_report(capsys, f)
+    assert code == 0, messages(report)
+    assert "feature-not-modelled" not in {p["code"] for r in report["deployments"]
+                                          for p in r["problems"]}

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 from clirun import run
 
-from kvplan.deploy import DeployParseError, Templates, find_commands, human_int, parse_args
+from kvplan.deploy import (
+    DeployParseError,
+    Templates,
+    UnknownArg,
+    find_commands,
+    human_int,
+    parse_args,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 
@@ -101,6 +108,78 @@ def test_k8s_gpu_limit_below_tp_does_not_fit(capsys, tmp_path):
     assert any(
         p["code"] == "gpu-count-mismatch" and p["severity"] == "error" for p in row["problems"]
     )
+    [mismatch] = [p for p in row["problems"] if p["code"] == "gpu-count-mismatch"]
+    assert mismatch["message"].endswith("; vLLM will not start")
+
+
+@pytest.mark.parametrize(("command", "args", "label"), [
+    ("[python3, -m, sglang.launch_server]", "[--model-path, meta-llama/Llama-3.1-8B-Instruct, "
+     '--tp, "2"]', "SGLang"),
+    ("[text-generation-launcher]", '[--model-id, meta-llama/Llama-3.1-8B-Instruct, --num-shard, '
+     '"2"]', "TGI"),
+])
+def test_too_few_gpus_names_the_engine_that_will_not_start(capsys, tmp_path, command, args,
+                                                           label):
+    """Regression: the gpu-count error said "vLLM will not start" for every engine."""
+    f = write(tmp_path, "deploy.yaml", f"""
+        apiVersion: apps/v1
+        kind: Deployment
+        spec:
+          template:
+            spec:
+              nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
+              containers:
+                - name: server
+                  image: server:latest
+                  command: {command}
+                  args: {args}
+                  resources: {{limits: {{nvidia.com/gpu: 1}}}}
+    """)
+    code, report, _ = check_json(capsys, str(f), "--offline")
+    row = report["deployments"][0]
+    assert code == 1 and row["status"] == "does-not-fit", row
+    [mismatch] = [p for p in row["problems"] if p["code"] == "gpu-count-mismatch"]
+    assert mismatch["severity"] == "error"
+    assert mismatch["message"] == ("the file gives the container 1 GPU(s) but TP × PP × DP = 2; "
+                                   f"{label} will not start")
+
+
+def test_policy_headroom_names_the_checked_engine(capsys, tmp_path):
+    """Regression: the min_headroom_gib violation said "vLLM's budget" for every engine."""
+    f = write(tmp_path, "run.sh", """
+        text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct
+    """)
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100", "--offline",
+                                 "--min-headroom-gib", "70")
+    [row] = report["deployments"]
+    assert code == 1 and row["status"] == "policy-violation", row
+    [violation] = row["policy_violations"]
+    assert violation["code"] == "min_headroom_gib"
+    assert "left outside TGI's budget" in violation["message"]
+
+
+@pytest.mark.parametrize(("line", "hint"), [
+    ("vllm serve --max-model-len 4096", "add the model after `vllm serve`, or --model"),
+    ("python -m sglang.launch_server --tp 2",
+     "add the model after `sglang serve`, or --model-path"),
+    ("text-generation-launcher --num-shard 2", "add --model-id MODEL"),
+])
+def test_no_model_hint_uses_the_engines_own_syntax(capsys, tmp_path, line, hint):
+    f = write(tmp_path, "run.sh", line + "\n")
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100", "--offline")
+    [row] = report["deployments"]
+    assert code == 2
+    assert row["problems"][0]["message"] == f"the command names no model (hint: {hint})"
+
+
+def test_no_command_message_lists_every_engine(capsys, tmp_path):
+    f = write(tmp_path, "run.sh", "echo hello\n")
+    code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
+    message = report["deployments"][0]["problems"][0]["message"]
+    assert code == 2 and message.startswith("found no serving command (")
+    for command in ("vllm serve", "python -m sglang.launch_server", "text-generation-launcher",
+                    "trtllm-serve"):
+        assert command in message
 
 
 # ----------------------------------------------------------------- parse errors
@@ -436,7 +515,20 @@ def test_parse_args_forms():
     assert found.model == "m/x"
     assert found.knobs == {"max_model_len": 4096, "tensor_parallel_size": 2, "enforce_eager": True,
                            "enable_prefix_caching": False}
-    assert found.unknown_flags == ["--port 80", "--trust-remote-code"]
+    assert found.unknown_flags == [UnknownArg("--port", "80"), UnknownArg("--trust-remote-code")]
+    assert [str(a) for a in found.unknown_flags] == ["--port 80", "--trust-remote-code"]
+
+
+def test_unknown_arguments_keep_their_form():
+    """`--flag=value`, a positional word and a quoted `"--flag value"` token are kept as typed
+    fields: the name `kvplan check` looks flags up by, and the text as written."""
+    found = parse_args(["m/x", "--port=80", "extra", "--max-seqs 4", "-"], "vllm", file="f",
+                       line=1, templates=Templates({}), text="")
+    port, extra, spaced, dash = found.unknown_flags
+    assert (port.name, port.value, str(port), port.is_flag) == ("--port", "80", "--port=80", True)
+    assert (str(extra), extra.is_flag) == ("extra", False)
+    assert (spaced.name, str(spaced)) == ("--max-seqs", "--max-seqs 4")
+    assert (dash.name, dash.is_flag) == ("-", True)
 
 
 def test_bad_value_is_named():
