@@ -168,6 +168,20 @@ def vram_maximum_tokens(m: ModelSpec, launch: Launcher) -> int | None:
     return (available - model) // token if available >= model else None
 
 
+def launcher_default_prefill(m: ModelSpec) -> int:
+    """The launcher's fallback --max-batch-prefill-tokens: 10000 for Qwen2-VL / Qwen2.5-VL, 8000
+    for Gemma 3, else 4096. The launcher matches config.json's top-level model_type (its
+    RawConfig), not the language model's family: kvplan keeps the former as the vision tower's
+    kind for Qwen-VL (ModelSpec.model_type is "qwen2" there), and only the multimodal Gemma 3
+    ("gemma3", with a vision_config) is that type; text-only Gemma 3 is "gemma3_text"."""
+    kind = m.vision.kind if m.vision is not None else None
+    if kind in ("qwen2_vl", "qwen2_5_vl"):
+        return 10000
+    if m.model_type == "gemma3" and m.vision is not None:
+        return 8000
+    return 4096
+
+
 def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
     """--max-batch-prefill-tokens when not passed (3.x): the card's f16 FLOP/s × shards / the
     model's FLOPs per token when the card is known (and the result is > 100), else 10000 for
@@ -179,7 +193,7 @@ def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
     if optimal is not None and optimal > 100:
         value, how = optimal, f"compute-optimal for {card} × {launch.shards}"
     else:
-        value = 10000 if m.model_type in ("qwen2_vl", "qwen2_5_vl") else 8000 if m.model_type == "gemma3" else 4096
+        value = launcher_default_prefill(m)
         how = f"launcher default ({'unknown card ' + card if card and not flops else 'no FLOP estimate'})"
     if m.max_position_embeddings:
         value = min(value, m.max_position_embeddings)
