@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -724,7 +725,7 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
     gets gate_up_proj_moe A (n, E, 2r, hidden), B (n, E, 2 moe_inter / tp, r) and
     down_proj_moe A (n, E, r, moe_inter / tp), B (n, E, hidden, r) instead of the dense pair;
     shared-expert buffers are not sized (listed in `skipped`)."""
-    from ..model.weights import ALLOC_ROUND, _round_up, vocab_rows_per_rank
+    from ..model.weights import ALLOC_ROUND, _round_up
 
     dt = DTYPE_BYTES[dtype]
     h, hd = m.hidden_size, m.head_dim
@@ -777,16 +778,30 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
             gpu += buf(rank, inter // tp) + buf(h, rank)
             adapter += rank * (inter + h)
         used.update(mlp)
+    vocab_gpu, vocab_adapter, vocab_used = _lora_vocab_buffers(m, tp, rank, modules, buf)
+    used.update(vocab_used)
+    return LoraPool(gpu + vocab_gpu, (adapter + vocab_adapter) * dt, tuple(sorted(used)),
+                    tuple(sorted(skipped)))
+
+
+def _lora_vocab_buffers(m: ModelSpec, tp: int, rank: int, modules: tuple[str, ...],
+                        buf: Callable[..., int]) -> tuple[int, int, list[str]]:
+    """lora_pool's embed_tokens and lm_head buffers: (GPU bytes, adapter elements, modules)."""
+    from ..model.weights import vocab_rows_per_rank
+
+    h = m.hidden_size
+    gpu = adapter = 0
+    used = []
     if "embed_tokens" in modules:
         gpu += buf(rank, m.vocab_size) + buf(h, rank)
         adapter += rank * (m.vocab_size + h)
-        used.add("embed_tokens")
+        used.append("embed_tokens")
     if "lm_head" in modules:
         shard = m.vocab_size if tp == 1 else vocab_rows_per_rank(m.vocab_size, tp)
         gpu += buf(rank, h) + buf(shard, rank)
         adapter += rank * (h + m.vocab_size)
-        used.add("lm_head")
-    return LoraPool(gpu, adapter * dt, tuple(sorted(used)), tuple(sorted(skipped)))
+        used.append("lm_head")
+    return gpu, adapter, used
 
 
 def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
