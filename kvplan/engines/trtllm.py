@@ -581,12 +581,20 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _kv_field(knob: str) -> str:
+    """The kv_cache_config key that sets `knob` (FLAGS holds its dotted YAML path)."""
+    section, _, key = FLAGS[knob].partition(".")
+    assert section == "kv_cache_config", FLAGS[knob]
+    return key
+
+
 def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None = None,
                    max_batch_size: int | None = None, max_num_tokens: int | None = None,
                    max_seq_len: int | None = None, free_gpu_memory_fraction: float | None = None,
                    kv_cache_dtype: str | None = None, max_tokens: int | None = None,
                    enable_block_reuse: bool | None = None, tokens_per_block: int | None = None,
-                   backend_flag: bool = False, extra_options_path: str = "extra_llm_api_options.yaml",
+                   backend_flag: bool = False,
+                   extra_options_path: str = "extra_llm_api_options.yaml",
                    host: str | None = None, port: int | None = None,
                    host_cache_size: int | None = None,
                    sections: dict[str, dict[str, Any]] | None = None) -> tuple[str, str | None]:
@@ -596,35 +604,42 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
     update_llm_args_with_extra_dict), so it repeats free_gpu_memory_fraction."""
     args = ["trtllm-serve", model_ref]
     if backend_flag:
-        args += ["--backend", "pytorch"]
+        args += [FLAGS["backend"], "pytorch"]
     if host:
         args += ["--host", host]
     if port:
         args += ["--port", str(port)]
-    for flag, value in (("--tp_size", tp if tp != 1 else None), ("--pp_size", pp if pp != 1 else None),
-                        ("--ep_size", ep), ("--max_batch_size", max_batch_size),
-                        ("--max_num_tokens", max_num_tokens), ("--max_seq_len", max_seq_len)):
+    for flag, value in ((FLAGS["tensor_parallel_size"], tp if tp != 1 else None),
+                        (FLAGS["pipeline_parallel_size"], pp if pp != 1 else None),
+                        ("--ep_size", ep), (FLAGS["max_num_seqs"], max_batch_size),
+                        (FLAGS["max_num_batched_tokens"], max_num_tokens),
+                        (FLAGS["max_model_len"], max_seq_len)):
         if value is not None:
             args += [flag, str(value)]
     if free_gpu_memory_fraction is not None:
-        args += ["--kv_cache_free_gpu_memory_fraction", _fmt(free_gpu_memory_fraction)]
+        args += [FLAGS["gpu_memory_utilization"], _fmt(free_gpu_memory_fraction)]
     kv: dict[str, Any] = {}
     if kv_cache_dtype and kv_cache_dtype != "auto":
-        kv["dtype"] = "fp8" if kv_cache_dtype.startswith("fp8") else kv_cache_dtype
-    if max_tokens is not None:
-        kv["max_tokens"] = max_tokens
-    if enable_block_reuse is not None:
-        kv["enable_block_reuse"] = enable_block_reuse
-    if tokens_per_block is not None:
-        kv["tokens_per_block"] = tokens_per_block
+        kv[_kv_field("kv_cache_dtype")] = "fp8" if kv_cache_dtype.startswith("fp8") else kv_cache_dtype
+    for knob, value in (("max_total_tokens", max_tokens),
+                        ("enable_prefix_caching", enable_block_reuse),
+                        ("block_size", tokens_per_block)):
+        if value is not None:
+            kv[_kv_field(knob)] = value
     if host_cache_size:
         kv["host_cache_size"] = host_cache_size
     if not kv and not sections:
         return shlex.join(args), None
     if kv and free_gpu_memory_fraction is not None:
         kv = {"free_gpu_memory_fraction": free_gpu_memory_fraction, **kv}
+    args += [LAUNCH_FLAGS["extra_llm_api_options"], extra_options_path]
+    return shlex.join(args), _options_yaml(({"kv_cache_config": kv} if kv else {}) | (sections or {}))
+
+
+def _options_yaml(sections: dict[str, dict[str, Any]]) -> str:
+    """The --extra_llm_api_options file: one YAML mapping per section, scalars and flow lists."""
     lines: list[str] = []
-    for name, body in (({"kv_cache_config": kv} if kv else {}) | (sections or {})).items():
+    for name, body in sections.items():
         lines.append(f"{name}:")
         for key, value in body.items():
             text = ("true" if value else "false") if isinstance(value, bool) else (
@@ -632,8 +647,7 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
                 "[" + ", ".join(map(str, value)) + "]" if isinstance(value, (list, tuple))
                 else str(value))
             lines.append(f"  {key}: {text}")
-    args += ["--extra_llm_api_options", extra_options_path]
-    return shlex.join(args), "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
@@ -719,6 +733,13 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
+# generic knob → trtllm-serve's flag where it has one, else the options YAML's dotted field
+FLAGS = knob_flags(CLI_FLAGS, (
+    "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
+    "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
+    "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
+# the launch line's other flags, from the same table
+LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
 # ----------------------------------------------------------------------------- features
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
 
@@ -917,10 +938,7 @@ class TrtllmEngine(Engine):
     label = "TensorRT-LLM"
     newest_version = NEWEST_MODELLED
     # flags where trtllm-serve has one, else the --extra_llm_api_options YAML field
-    flags = knob_flags(CLI_FLAGS, (
-        "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
-        "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
-        "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
+    flags = FLAGS
     # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
     # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
     unsupported = UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS) | (SGLANG_KNOBS - TRTLLM_KNOBS)
@@ -1088,9 +1106,9 @@ class TrtllmEngine(Engine):
             backend_flag=dep.user_set("backend") and dep.backend == "pytorch",
             host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
         if dep.user_set("backend") and dep.backend == "tensorrt":
-            line += " --backend tensorrt"
+            line += f" {FLAGS['backend']} tensorrt"
         if revision:
-            line += " --revision " + shlex.quote(revision)
+            line += f" {LAUNCH_FLAGS['revision']} " + shlex.quote(revision)
         if yaml_text is None:
             return line
         return f"cat > extra_llm_api_options.yaml <<'EOF'\n{yaml_text}EOF\n{line}"
