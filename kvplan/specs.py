@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from .engines import DEFAULT_ENGINE
 
@@ -546,6 +547,8 @@ class StageBreakdown(BaseModel):
     cudagraph_bytes: int
     kv_cache_bytes: int
     num_blocks: int
+    # the stage's own block size in bytes: picks the worst stage; not in the plan's JSON
+    bytes_per_block: SkipJsonSchema[int] = Field(0, exclude=True)
 
 
 class MemoryBreakdown(BaseModel):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
@@ -28,9 +28,12 @@ from ..specs import (
     PlanOffload,
     PlanSpeculative,
     Problem,
+    Recommendations,
     Source,
     SpeculativeConfig,
+    StageBreakdown,
     VisionSpec,
+    Workload,
 )
 from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
@@ -42,10 +45,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 
 NEWEST_MODELLED = "0.5.23"
@@ -1010,7 +1013,8 @@ class SglangEngine(Engine):
                 ("sglang 0.4.10–0.5.2 accounting", ".".join(map(str, TIER_FROM))),
                 (f"sglang {NEWEST_MODELLED} accounting", ".".join(map(str, LEGACY_BEFORE)))]
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         sources: dict[str, Source] = dict(layout.sources)
         model_ctx = context_length(m)
         ctx = knobs.max_model_len or model_ctx
@@ -1019,11 +1023,11 @@ class SglangEngine(Engine):
                                     hint="SGLang refuses it unless "
                                     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
                                     code="max-model-len-above-model-maximum", knob="max_model_len")
-        for key, default_source in (("max_model_len", "model-config"),
-                                    ("max_num_batched_tokens", "engine-default"),
-                                    ("gpu_memory_utilization", "engine-default"),
-                                    ("max_num_seqs", "engine-default"),
-                                    ("max_total_tokens", "engine-default")):
+        default_sources: tuple[tuple[str, Source], ...] = (
+            ("max_model_len", "model-config"), ("max_num_batched_tokens", "engine-default"),
+            ("gpu_memory_utilization", "engine-default"), ("max_num_seqs", "engine-default"),
+            ("max_total_tokens", "engine-default"))
+        for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
         q = layout.quant
@@ -1045,7 +1049,7 @@ class SglangEngine(Engine):
             "era": d.era, "gpu_memory_utilization": knobs.gpu_memory_utilization or d.mem_fraction,
             "max_num_batched_tokens": d.chunked_prefill})
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         from ..model.weights import heaviest_stage
 
         d = self._defaults(m, gpu, dep)
@@ -1095,11 +1099,15 @@ class SglangEngine(Engine):
         # the host pool mirrors the target's device pool only (its cell without the draft)
         target_cell = cell_bytes(m, tp, dep.kv_cache_dtype, d.swa_pool)[0]
         offload, hicache_problems = hicache_section(m, dep, replace(res, cell_bytes=target_cell))
-        stage = Stage(m.num_layers // pp, wm.reserved_bytes + draft.weights_bytes + lora_bytes,
-                      wm.tensor_bytes + draft.tensor_bytes + lora_bytes, activation,
-                      context_bytes(tp, gpu), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
-        return MemoryResult(
-            era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
+        stage = StageBreakdown(
+            layers=m.num_layers // pp,
+            weights_bytes=wm.reserved_bytes + draft.weights_bytes + lora_bytes,
+            weights_tensor_bytes=wm.tensor_bytes + draft.tensor_bytes + lora_bytes,
+            activation_bytes=activation, non_torch_bytes=context_bytes(tp, gpu),
+            cudagraph_bytes=graphs, kv_cache_bytes=res.rest_bytes, num_blocks=res.tokens,
+            bytes_per_block=res.cell_bytes)
+        return memory_result(
+            gpu, dep, era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
             stages=[stage], cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=res.cell_bytes, block_size=1, num_blocks=res.tokens, reserved_blocks=0,
@@ -1108,29 +1116,31 @@ class SglangEngine(Engine):
             problems=(res.problems + hicache_problems
                       + (lora_problems(dep, lora_p) if lora_p else [])),
             offload=offload, lora=lora_section(dep, lora_p),
-            notes=Notes(budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
-                        "before loading", activation="estimate: must fit in the (1 − fraction) "
-                        "reserve", non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
-                        kv_tokens_label="max_total_num_tokens",
-                        cudagraph="estimate, outside the fraction"),
+            notes=memory_notes(
+                budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
+                "before loading", activation="estimate: must fit in the (1 − fraction) reserve",
+                non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
+                kv_tokens_label="max_total_num_tokens", cudagraph="estimate, outside the fraction"),
             request_blocks=lambda length: length, speculative=spec,
             engine_defaults={"max_num_seqs": res.max_running_requests or None})
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """(tokens × cell + weights) / free_before_load, in thousandths rounded up."""
         st = res.stages[0]
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         weights = st.weights_bytes - _draft_weights(res)  # the draft loads outside the fraction
-        return math.ceil((blocks * res.bytes_per_token + weights) / free_before * 1000) / 1000
+        return math.ceil((blocks * res.kv_cache.bytes_per_token + weights) / free_before * 1000) / 1000
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         """The (1 − f) remainder must hold the activations and CUDA graphs."""
         st = res.stages[0]
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes
                            - _draft_weights(res)) / free_before * 1000) / 1000
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
         for key in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size"):
             if getattr(dep, key) != 1:

@@ -25,10 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_heads_per_gpu
-from ..specs import Deployment, GpuSpec, ModelSpec, PlanSpeculative, Problem, Source
+from ..specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    PlanSpeculative,
+    Problem,
+    Recommendations,
+    Source,
+    StageBreakdown,
+    Workload,
+)
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import flags as known_flags
@@ -38,10 +48,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 
 # Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
@@ -526,7 +536,8 @@ class TgiEngine(Engine):
                           dep.tensor_parallel_size, dep.gpu_memory_utilization)
         return default_lengths(m, select_era(v), v, launch, max_input)
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         era = select_era(parse_version(version))
         sources: dict[str, Source] = dict(layout.sources)
         for key in ("max_model_len", "max_input_tokens", "max_num_batched_tokens",
@@ -579,7 +590,7 @@ class TgiEngine(Engine):
                 + warmup_extra_bytes(m, parse_version(dep.engine_version), tp, prefill, dep.dtype,
                                      _capability(gpu), dep.max_input_tokens))
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         from ..model.weights import heaviest_stage
 
         v = parse_version(dep.engine_version)
@@ -623,9 +634,12 @@ class TgiEngine(Engine):
                 "n-gram speculation loads nothing, but Medusa / MLP-speculator heads shipped in "
                 "the model repository (config medusa_num_heads / mlp_speculator) load with the "
                 "weights and are not counted by kvplan"))
-        stage = Stage(m.num_layers, wm.reserved_bytes, wm.tensor_bytes, warmup,
-                      context_bytes(tp, block, gpu), 0, res.kv_bytes, res.tokens // block,
-                      res.bytes_per_token * block)
+        stage = StageBreakdown(
+            layers=m.num_layers, weights_bytes=wm.reserved_bytes,
+            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=warmup,
+            non_torch_bytes=context_bytes(tp, block, gpu), cudagraph_bytes=0,
+            kv_cache_bytes=res.kv_bytes, num_blocks=res.tokens // block,
+            bytes_per_block=res.bytes_per_token * block)
         if era.wiggle_on_budget:
             budget = f"{era.wiggle_room:g} × cuda_memory_fraction {dep.gpu_memory_utilization:g} × total"
         elif era.wiggle_room == 1:
@@ -633,20 +647,22 @@ class TgiEngine(Engine):
         else:
             budget = (f"cuda_memory_fraction {dep.gpu_memory_utilization:g} × total; KV gets "
                       f"{era.wiggle_room:g} × what is left")
-        return MemoryResult(
-            era=f"{era.name} accounting", budget_bytes=res.budget_bytes, stages=[stage],
+        return memory_result(
+            gpu, dep, era=f"{era.name} accounting", budget_bytes=res.budget_bytes, stages=[stage],
             cudagraph_in_budget=False, estimated=["activation_bytes", "non_torch_bytes"],
             bytes_per_token=res.bytes_per_token, block_size=block, num_blocks=res.tokens // block,
             reserved_blocks=0, tokens=res.tokens, max_model_len=length,
             max_concurrency=res.tokens / (length + extra) if length else 0.0,
             max_model_len_fit=min(res.tokens, model_max), fits=res.fits, problems=problems,
-            notes=Notes(budget=budget, activation="estimate: warm-up prefill",
-                        non_torch="estimate: CUDA context, NCCL", kv="KV blocks after warm-up",
-                        kv_tokens_label="max_batch_total_tokens"),
+            notes=memory_notes(budget=budget, activation="estimate: warm-up prefill",
+                               non_torch="estimate: CUDA context, NCCL",
+                               kv="KV blocks after warm-up",
+                               kv_tokens_label="max_batch_total_tokens"),
             request_blocks=lambda n: cdiv(n + extra, block), speculative=spec,
             engine_defaults={"max_model_len": length} if dep.max_model_len is None else {})
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """Smallest --cuda-memory-fraction (hundredths) whose KV cache holds `blocks` blocks, by
         bisection over the era's formula; None when even 1.0 is not enough."""
         def blocks_at(f: float) -> int:
@@ -663,13 +679,14 @@ class TgiEngine(Engine):
                 lo = mid
         return hi / 100
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         return 1.0  # the launcher's own wiggle room already keeps headroom
 
-    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return dep.max_num_seqs if dep.user_set("max_num_seqs") else MAX_CONCURRENT_REQUESTS
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         args = ["text-generation-launcher", "--model-id", ref]
         if dep.tensor_parallel_size != 1:
             args += [self.flags["tensor_parallel_size"], str(dep.tensor_parallel_size)]

@@ -46,12 +46,22 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
 from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
-from ..specs import Deployment, ModelSpec, Problem, QuantSpec
+from ..specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    Problem,
+    QuantSpec,
+    Recommendations,
+    Source,
+    StageBreakdown,
+    Workload,
+)
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import trtllm_features as F
@@ -60,10 +70,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 from .trtllm_features import request_kv_tokens
 from .trtllm_options import knobs_from_options, parse_options_document, yaml_knob_fields
@@ -823,7 +833,7 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
             per_layer = bytes_per_token(m.model_copy(update={"num_layers": 1, "layer_types": []}),
                                         tp=tp, kv_dtype=dep.kv_cache_dtype)
             spec_bpt[-1] = spec.spec_layers * per_layer
-        elif sc.draft is not None:
+        elif sc is not None and sc.draft is not None:  # spec is not None: so is sc
             draft_bpt = [bytes_per_token(sc.draft, tp=tp, pp=pp, kv_dtype=dep.kv_cache_dtype,
                                          stage=s) for s in range(pp)]
         mode = ("one-model (the draft's layers join the target's KV manager)" if spec.one_model
@@ -963,18 +973,19 @@ class TrtllmEngine(Engine):
     def eras(self) -> list[tuple[str, str]]:
         return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         runtime = runtime_for(version, knobs.backend)
         era = select_era(version, runtime)[0]
         d = defaults(version, m, runtime)
         sources = dict(layout.sources)
-        for key, default_source in (("max_model_len", "model-config"), ("max_num_seqs", "engine-default"),
-                                    ("max_num_batched_tokens", "engine-default"),
-                                    ("gpu_memory_utilization", "engine-default"),
-                                    ("block_size", "engine-default"),
-                                    ("max_total_tokens", "engine-default"),
-                                    ("enable_prefix_caching", "engine-default"),
-                                    ("backend", "engine-default")):
+        default_sources: tuple[tuple[str, Source], ...] = (
+            ("max_model_len", "model-config"), ("max_num_seqs", "engine-default"),
+            ("max_num_batched_tokens", "engine-default"),
+            ("gpu_memory_utilization", "engine-default"), ("block_size", "engine-default"),
+            ("max_total_tokens", "engine-default"), ("enable_prefix_caching", "engine-default"),
+            ("backend", "engine-default"))
+        for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         fraction = knobs.gpu_memory_utilization or d.free_gpu_memory_fraction
         if fraction >= 1:
@@ -998,7 +1009,7 @@ class TrtllmEngine(Engine):
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, sources=sources)
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         runtime = runtime_for(dep.engine_version, dep.backend)
         era = select_era(dep.engine_version, runtime)[0]
         tp, pp, seq = dep.tensor_parallel_size, dep.pipeline_parallel_size, int(dep.max_model_len or 0)
@@ -1038,26 +1049,29 @@ class TrtllmEngine(Engine):
         # sized with vLLM's capture rule and per-graph constants (forward.py), an estimate with
         # no TensorRT-LLM measurement behind it; it only bounds the recommended fraction.
         graphs = _forward_cudagraph_bytes(dep, math.ceil(m.num_layers / pp))
-        stages = [Stage(len(rng), weights[s], weights[s], act, nt, graphs,
-                        r.kv_bytes, r.num_blocks, r.bytes_per_block)
+        stages = [StageBreakdown(layers=len(rng), weights_bytes=weights[s],
+                                 weights_tensor_bytes=weights[s], activation_bytes=act,
+                                 non_torch_bytes=nt, cudagraph_bytes=graphs,
+                                 kv_cache_bytes=r.kv_bytes, num_blocks=r.num_blocks,
+                                 bytes_per_block=r.bytes_per_block)
                   for s, rng in enumerate(pp_layer_ranges(m.num_layers, pp))]
         block = r.block_size
         model_max = default_max_seq_len(m)
         extra = request_kv_tokens(0, feat.spec)
         fit = max(0, min(model_max, r.tokens - extra))
         per_request = request_kv_tokens(seq, feat.spec)
-        return MemoryResult(
-            era=era.name, budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
+        return memory_result(
+            gpu, dep, era=era.name, budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
             stages=stages, cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=r.bytes_per_token, block_size=block, num_blocks=r.num_blocks,
             reserved_blocks=0, tokens=r.tokens, max_model_len=seq,
             max_concurrency=r.tokens / per_request if seq else 0.0, max_model_len_fit=fit,
             fits=r.fits, problems=problems + list(r.problems) + feat.problems,
-            notes=Notes(budget=budget_note, activation="estimate: profiling dummy batch",
-                        non_torch="estimate: CUDA context, NCCL", kv="the KV pool (whole blocks)",
-                        kv_tokens_label="KV cache tokens",
-                        cudagraph="estimate, outside the fraction"),
+            notes=memory_notes(budget=budget_note, activation="estimate: profiling dummy batch",
+                               non_torch="estimate: CUDA context, NCCL",
+                               kv="the KV pool (whole blocks)", kv_tokens_label="KV cache tokens",
+                               cudagraph="estimate, outside the fraction"),
             request_blocks=lambda n: cdiv(request_kv_tokens(n, feat.spec), block),
             speculative=speculative_section(dep, feat, r),
             lora=lora_section(dep, feat),
@@ -1068,14 +1082,15 @@ class TrtllmEngine(Engine):
         return (dep.gpu_total_bytes - st.weights_bytes - st.activation_bytes - st.non_torch_bytes
                 - dep.other_processes_bytes)
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """blocks × bytes per block / (total − profiled peak), in hundredths rounded up."""
         avail = self._avail(dep, res)
         if avail <= 0:
             return None
         return math.ceil(blocks * res.worst.bytes_per_block / avail * 100) / 100
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         """Below 1 (asserted by both runtimes), leaving the (1 − fraction) remainder room for
         the CUDA graphs captured after the pool is sized (estimate)."""
         avail = self._avail(dep, res)
@@ -1083,10 +1098,11 @@ class TrtllmEngine(Engine):
             return 0.0
         return min(0.99, math.floor((avail - res.worst.cudagraph_bytes) / avail * 100) / 100)
 
-    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return dep.max_num_seqs
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         """`trtllm-serve`, preceded by the --extra_llm_api_options file when a setting has no
         flag (KV dtype, a max_tokens cap, tokens per block)."""
         has_workload = workload.sizes_batch()

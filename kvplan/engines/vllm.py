@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout, parse_mm_limits
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -48,8 +48,11 @@ from ..specs import (
     PlanSpeculative,
     Problem,
     QuantSpec,
+    Recommendations,
     Source,
     SpeculativeConfig,
+    StageBreakdown,
+    Workload,
 )
 from ..units import DTYPE_BYTES, GiB, largest_true
 from ..versions import parse_version
@@ -61,10 +64,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 
 # ------------------------------------------------------------------------ eras
@@ -409,11 +412,14 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                                        for st in stages]))
         return largest_fitting_len(lambda n: need(n) + null <= blocks, cap)
 
-    bpr = need(d.max_model_len)
+    if d.max_model_len is None:
+        raise ValueError("vLLM's accounting runs on a resolved max_model_len")
+    max_len = d.max_model_len
+    bpr = need(max_len)
     null = 1 if era.null_block_in_fit_check else 0
     concurrency = num_blocks / bpr
     if era.printed_tokens == "concurrency":
-        tokens = int(concurrency * d.max_model_len)
+        tokens = int(concurrency * max_len)
     else:  # ≤0.20: (num_blocks // groups) × block size
         tokens = num_blocks // len(worst.layout.groups) * worst.layout.block_size
     problems: list[Problem] = []
@@ -427,7 +433,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             "GPU); vLLM stops with 'No available memory for the cache blocks'."))
     elif num_blocks < bpr + null:
         fits = False
-        est = largest_len(num_blocks, d.max_model_len)
+        est = largest_len(num_blocks, max_len)
         problems.append(Problem(
             code="max-model-len-too-long", severity="error",
             message=f"One request of max_model_len {d.max_model_len} needs "
@@ -856,7 +862,8 @@ class VllmEngine(Engine):
     def eras(self) -> list[tuple[str, str]]:
         return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         era = select_era(version)[0]
         sources: dict[str, Source] = dict(layout.sources)
 
@@ -928,17 +935,20 @@ class VllmEngine(Engine):
             usage_context=usage, speculative_config=spec, **lora, **offload,
             limit_mm_per_prompt=knobs.limit_mm_per_prompt, sources=sources)
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         era = era_of(dep)
         res = plan_memory(m, gpu, dep, dep.quant, era, derived_max_model_len(m, era)[0])
         worst = res.worst
         graphs = "estimate, inside the budget" if era.cudagraph_in_budget and not dep.enforce_eager \
             else "estimate, outside the budget"
-        return MemoryResult(
-            era=era.name, budget_bytes=res.requested_bytes,
-            stages=[Stage(st.layers, st.weights_bytes, st.weights_tensor_bytes, st.activation_bytes,
-                          st.non_torch_bytes, st.cudagraph_bytes, st.kv_cache_bytes, st.num_blocks,
-                          st.bytes_per_block) for st in res.stages],
+        return memory_result(
+            gpu, dep, era=era.name, budget_bytes=res.requested_bytes,
+            stages=[StageBreakdown(
+                layers=st.layers, weights_bytes=st.weights_bytes,
+                weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
+                non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
+                kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
+                bytes_per_block=st.bytes_per_block) for st in res.stages],
             cudagraph_in_budget=era.cudagraph_in_budget and not dep.enforce_eager,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=res.bytes_per_token, block_size=worst.layout.block_size,
@@ -946,26 +956,28 @@ class VllmEngine(Engine):
             tokens=res.tokens, max_model_len=int(dep.max_model_len or 0),
             max_concurrency=res.max_concurrency, max_model_len_fit=res.max_model_len_fit,
             fits=res.fits, problems=res.problems,
-            notes=Notes(budget=f"total × gpu_memory_utilization {dep.gpu_memory_utilization:g}"
-                        if dep.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
-                        activation="estimate: profile run + sampler",
-                        non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
-                        kv_tokens_label="GPU KV cache size", cudagraph=graphs),
+            notes=memory_notes(
+                budget=f"total × gpu_memory_utilization {dep.gpu_memory_utilization:g}"
+                if dep.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
+                activation="estimate: profile run + sampler",
+                non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
+                kv_tokens_label="GPU KV cache size", cudagraph=graphs),
             request_blocks=res.request_blocks, speculative=res.speculative, lora=res.lora,
             offload=offload_section(dep, res), multimodal=res.multimodal)
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """(non-KV + blocks × bytes_per_block) / total on the neediest stage, in hundredths
         rounded up (may exceed 1.0: then no utilization holds them)."""
         need = 0
         for st in res.stages:
             non_kv = st.weights_bytes + st.activation_bytes + st.non_torch_bytes
-            if res.cudagraph_in_budget:
+            if res.memory.cudagraph_in_budget:
                 non_kv += st.cudagraph_bytes
             need = max(need, non_kv + blocks * st.bytes_per_block)
         return math.ceil(need / dep.gpu_total_bytes * 100) / 100
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         """Free memory after the CUDA context must cover the budget, and (in eras that do not
         budget CUDA graphs) the graphs must fit outside it."""
         outside = STARTUP_OVERHEAD_BYTES + dep.other_processes_bytes
@@ -976,11 +988,12 @@ class VllmEngine(Engine):
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         return []  # vLLM's layouts, recurrent state pools included, are modelled (kv.py)
 
-    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return batch_defaults(dep.gpu_total_bytes, gpu.device_name, era_of(dep),
                               dep.usage_context)[1]
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         """`vllm serve` with the user's explicit flags and the recommended values. max_num_seqs
         is only set from a workload or the user's flag: the no-preemption bound alone would
         throttle short requests."""
