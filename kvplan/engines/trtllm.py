@@ -131,10 +131,12 @@ ERAS: tuple[TrtllmEra, ...] = (
               "PR #5933 (review July 2025): the estimate returns bytes ('Estimated max memory in "
               "KV cache'), written to kv_cache_config.max_gpu_total_bytes; _util.py @0004396 "
               "`int(available_kv_mem)`; resource_manager.py snapshots with VSWA and "
-              "`calculate_max_num_blocks_from_cpp` still use math.ceil(max_tokens / tokens_per_block)"),
-    TrtllmEra("pytorch byte budget, whole blocks down (1.2+)", "pytorch", (1, 2, 0), 0.9, 32, "bytes",
-              "floor", False,
-              "later resource_manager.py snapshots (ranks agree through Distributed.allreduce MIN): "
+              "`calculate_max_num_blocks_from_cpp` still use "
+              "math.ceil(max_tokens / tokens_per_block)"),
+    TrtllmEra("pytorch byte budget, whole blocks down (1.2+)", "pytorch", (1, 2, 0), 0.9, 32,
+              "bytes", "floor", False,
+              "later resource_manager.py snapshots (ranks agree through Distributed.allreduce "
+              "MIN): "
               "blocks_in_primary_pool = int(max_tokens // tokens_per_block). First release not "
               "pinned; 1.2 assumed"),
 )
@@ -345,7 +347,8 @@ def _finish(runtime: Runtime, *, budgets: Sequence[int], per_tokens: Sequence[in
             m: ModelSpec, explanation: str, extra: list[Problem],
             rounding: Literal["ceil", "floor"]) -> TrtllmResult:
     """Per PP stage pools; every rank takes the smallest (allreduce MIN of max_tokens)."""
-    pools = [pool(b, bpt, tokens_per_block, max_tokens, rounding) for b, bpt in zip(budgets, per_tokens)]
+    pools = [pool(b, bpt, tokens_per_block, max_tokens, rounding)
+             for b, bpt in zip(budgets, per_tokens, strict=True)]
     worst = min(range(len(pools)), key=lambda s: pools[s].blocks)
     p, budget, bpt = pools[worst], budgets[worst], per_tokens[worst]
     kv = p.blocks * bpt * tokens_per_block if budget > 0 else budget
@@ -407,22 +410,25 @@ def plan_pytorch(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, weights_byte
     pp = len(weights_bytes)
     bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, attention_dp=attention_dp, stage=s)
             for s in range(pp)]
-    budgets = [pytorch_budget(total_bytes=total_bytes, weights_bytes=w, activation_bytes=activation_bytes,
-                              non_torch_bytes=non_torch_bytes, fraction=fraction) for w in weights_bytes]
+    budgets = [pytorch_budget(total_bytes=total_bytes, weights_bytes=w,
+                              activation_bytes=activation_bytes,
+                              non_torch_bytes=non_torch_bytes,
+                              fraction=fraction) for w in weights_bytes]
     w = max(weights_bytes)
-    expl = (f"{era.name}: {fraction} × ({total_bytes / GiB:.2f} GiB total − {w / GiB:.2f} weights − "
+    expl = (f"{era.name}: {fraction} × ({total_bytes / GiB:.2f} GiB total − "
+            f"{w / GiB:.2f} weights − "
             f"{activation_bytes / GiB:.2f} activation peak − {non_torch_bytes / GiB:.2f} non-torch)"
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
     spec = list(spec_bytes_per_token or [0] * pp)
     draft = list(draft_bytes_per_token or [0] * pp)
     if any(spec) or any(draft):
-        est = [b + d for b, d in zip(bpts, draft)]
-        final = [e + x for e, x in zip(est, spec)]
+        est = [b + d for b, d in zip(bpts, draft, strict=True)]
+        final = [e + x for e, x in zip(est, spec, strict=True)]
         if era.budget_unit == "tokens" and any(spec):
-            cap = min(max(0, b) // e for b, e in zip(budgets, est))
+            cap = min(max(0, b) // e for b, e in zip(budgets, est, strict=True))
             max_tokens = cap if max_tokens is None else min(cap, max_tokens)
             budgets = [math.floor((total_bytes - wb - non_torch_bytes) * fraction)
-                       if b > 0 else b for wb, b in zip(weights_bytes, budgets)]
+                       if b > 0 else b for wb, b in zip(weights_bytes, budgets, strict=True)]
         bpts = final
     return _finish("pytorch", budgets=budgets, per_tokens=bpts,
                    tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
@@ -441,14 +447,18 @@ def plan_engine(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, engine_bytes:
     _check_fraction(fraction, engine=True)
     pp = len(engine_bytes)
     bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, stage=s) for s in range(pp)]
-    frees = [engine_free_bytes(total_bytes=total_bytes, engine_bytes=e, exec_context_bytes=exec_context_bytes,
-                               runtime_buffer_bytes=runtime_buffer_bytes, decoder_bytes=decoder_bytes,
+    frees = [engine_free_bytes(total_bytes=total_bytes, engine_bytes=e,
+                               exec_context_bytes=exec_context_bytes,
+                               runtime_buffer_bytes=runtime_buffer_bytes,
+                               decoder_bytes=decoder_bytes,
                                context_bytes=context_bytes) for e in engine_bytes]
-    budgets = [engine_budget(free_bytes=f, fraction=fraction, memory_pool_free_bytes=memory_pool_free_bytes)
+    budgets = [engine_budget(free_bytes=f, fraction=fraction,
+                             memory_pool_free_bytes=memory_pool_free_bytes)
                for f in frees]
     expl = (f"{era.name}: {fraction} × {min(frees) / GiB:.2f} GiB free after the engine "
-            f"({max(engine_bytes) / GiB:.2f} GiB), execution context ({exec_context_bytes / GiB:.2f}), "
-            f"runtime buffers ({runtime_buffer_bytes / GiB:.2f}), decoder ({decoder_bytes / GiB:.2f}) "
+            f"({max(engine_bytes) / GiB:.2f} GiB), execution context "
+            f"({exec_context_bytes / GiB:.2f}), runtime buffers "
+            f"({runtime_buffer_bytes / GiB:.2f}), decoder ({decoder_bytes / GiB:.2f}) "
             f"and CUDA context ({context_bytes / GiB:.2f})"
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
     return _finish("engine", budgets=budgets, per_tokens=bpts,
@@ -531,22 +541,28 @@ def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", 
     tokens = max_num_tokens or d.max_num_tokens
     frac = fraction if fraction is not None else d.free_gpu_memory_fraction
     weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dt,
-                                                               quant=quant or m.quantization, ep=ep)]
+                                                               quant=quant or m.quantization,
+                                                               ep=ep)]
     act = activation_estimate(m, tp=tp, dtype=dt, max_num_tokens=tokens, max_seq_len=seq)
     common: dict[str, Any] = {"kv_dtype": kv, "fraction": frac, "tp": tp, "max_seq_len": seq,
                               "tokens_per_block": tokens_per_block or d.tokens_per_block,
                               "max_tokens": max_tokens}
     if runtime == "pytorch":
-        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights, activation_bytes=act,
-                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp, **common)
+        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights,
+                         activation_bytes=act,
+                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp,
+                         **common)
     else:
-        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights, exec_context_bytes=act,
-                        runtime_buffer_bytes=0, decoder_bytes=0, context_bytes=non_torch_estimate(tp),
+        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights,
+                        exec_context_bytes=act,
+                        runtime_buffer_bytes=0, decoder_bytes=0,
+                        context_bytes=non_torch_estimate(tp),
                         **common)
         problems = problems + [Problem(
             code="engine-buffers-not-estimated", severity="warning",
-            message="the engine runtime's runtime and decoder buffers (they grow with max batch size "
-            "× max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not estimated: "
+            message="the engine runtime's runtime and decoder buffers (they grow with max batch "
+            "size × max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not "
+            "estimated: "
             "the KV pool is over-stated")]
     return TrtllmResult(**{**r.__dict__, "problems": tuple(problems) + r.problems,
                            "max_batch_size": max_batch_size or d.max_batch_size})
@@ -630,7 +646,8 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
         args += [FLAGS["gpu_memory_utilization"], _fmt(free_gpu_memory_fraction)]
     kv: dict[str, Any] = {}
     if kv_cache_dtype and kv_cache_dtype != "auto":
-        kv[_kv_field("kv_cache_dtype")] = "fp8" if kv_cache_dtype.startswith("fp8") else kv_cache_dtype
+        fp8 = kv_cache_dtype.startswith("fp8")
+        kv[_kv_field("kv_cache_dtype")] = "fp8" if fp8 else kv_cache_dtype
     for knob, value in (("max_total_tokens", max_tokens),
                         ("enable_prefix_caching", enable_block_reuse),
                         ("block_size", tokens_per_block)):
@@ -643,7 +660,8 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
     if kv and free_gpu_memory_fraction is not None:
         kv = {"free_gpu_memory_fraction": free_gpu_memory_fraction, **kv}
     args += [LAUNCH_FLAGS["extra_llm_api_options"], extra_options_path]
-    return shlex.join(args), _options_yaml(({"kv_cache_config": kv} if kv else {}) | (sections or {}))
+    sections = ({"kv_cache_config": kv} if kv else {}) | (sections or {})
+    return shlex.join(args), _options_yaml(sections)
 
 
 def _options_yaml(sections: dict[str, dict[str, Any]]) -> str:
@@ -731,10 +749,12 @@ def version_from_image(image: str) -> tuple[str | None, str | None]:
 
 # trtllm-serve flag → (knob, kind) (tensorrt_llm/commands/serve.py @00209af click options).
 CLI_FLAGS: dict[str, tuple[str, str]] = {
-    "--tp_size": ("tensor_parallel_size", "int"), "--tensor_parallel_size": ("tensor_parallel_size", "int"),
+    "--tp_size": ("tensor_parallel_size", "int"),
+    "--tensor_parallel_size": ("tensor_parallel_size", "int"),
     "--pp_size": ("pipeline_parallel_size", "int"),
     "--pipeline_parallel_size": ("pipeline_parallel_size", "int"),
-    "--max_batch_size": ("max_num_seqs", "int"), "--max_num_tokens": ("max_num_batched_tokens", "int"),
+    "--max_batch_size": ("max_num_seqs", "int"),
+    "--max_num_tokens": ("max_num_batched_tokens", "int"),
     "--max_seq_len": ("max_model_len", "int"),
     "--kv_cache_free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
     "--free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
@@ -876,7 +896,7 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
                                    max_cpu_loras=dep.max_cpu_loras or dep.max_loras,
                                    target_modules=dep.lora_target_modules)
                       for rng in pp_layer_ranges(m.num_layers, pp)]
-            extra = [e + c.device_bytes for e, c in zip(extra, caches)]
+            extra = [e + c.device_bytes for e, c in zip(extra, caches, strict=True)]
             peft = max(caches, key=lambda c: c.device_bytes)
     if dep.host_cache_size and not dep.enable_prefix_caching:
         problems.append(Problem(
@@ -951,7 +971,8 @@ class TrtllmEngine(Engine):
     flags = FLAGS
     # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
     # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
-    unsupported = UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS) | (SGLANG_KNOBS - TRTLLM_KNOBS)
+    unsupported = (UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS)
+                   | (SGLANG_KNOBS - TRTLLM_KNOBS))
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
@@ -989,7 +1010,8 @@ class TrtllmEngine(Engine):
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         fraction = knobs.gpu_memory_utilization or d.free_gpu_memory_fraction
         if fraction >= 1:
-            raise InvalidInputError(f"--kv_cache_free_gpu_memory_fraction must be below 1, got {fraction:g}",
+            raise InvalidInputError("--kv_cache_free_gpu_memory_fraction must be below 1, got "
+                                    f"{fraction:g}",
                                     hint="TensorRT-LLM asserts fraction < 1.0 (both runtimes); "
                                     "e.g. 0.95")
         q = layout.quant
@@ -1012,16 +1034,19 @@ class TrtllmEngine(Engine):
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         runtime = runtime_for(dep.engine_version, dep.backend)
         era = select_era(dep.engine_version, runtime)[0]
-        tp, pp, seq = dep.tensor_parallel_size, dep.pipeline_parallel_size, int(dep.max_model_len or 0)
+        tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        seq = int(dep.max_model_len or 0)
         wm = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
         weights = [w.tensor_bytes for w in wm]
-        act = activation_estimate(m, tp=tp, dtype=dep.dtype, max_num_tokens=dep.max_num_batched_tokens,
+        act = activation_estimate(m, tp=tp, dtype=dep.dtype,
+                                  max_num_tokens=dep.max_num_batched_tokens,
                                   max_seq_len=seq)
         nt = non_torch_estimate(tp)
         others = dep.other_processes_bytes  # in the profiled peak / gone from free memory
         feat = feature_memory(m, dep, runtime)
-        weights = [w + x for w, x in zip(weights, feat.stage_extra_bytes)]
-        common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype, "fraction": dep.gpu_memory_utilization,
+        weights = [w + x for w, x in zip(weights, feat.stage_extra_bytes, strict=True)]
+        common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype,
+                                  "fraction": dep.gpu_memory_utilization,
                                   "tp": tp, "max_seq_len": seq, "tokens_per_block": dep.block_size,
                                   "max_tokens": dep.max_total_tokens}
         problems: list[Problem] = []
@@ -1061,7 +1086,8 @@ class TrtllmEngine(Engine):
         fit = max(0, min(model_max, r.tokens - extra))
         per_request = request_kv_tokens(seq, feat.spec)
         return memory_result(
-            gpu, dep, era=era.name, budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
+            gpu, dep, era=era.name,
+            budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
             stages=stages, cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=r.bytes_per_token, block_size=block, num_blocks=r.num_blocks,
@@ -1133,7 +1159,8 @@ class TrtllmEngine(Engine):
         out = super().layout_problems(m)
         if m.layer_types and "sliding" in m.layer_types:
             out.append(Problem(code="engine-layout", severity="info",
-                               message="TensorRT-LLM's pool estimate counts sliding-window layers as "
+                               message="TensorRT-LLM's pool estimate counts sliding-window "
+                               "layers as "
                                "full layers (get_cache_size_per_token) — as modelled here"))
         return out
 
