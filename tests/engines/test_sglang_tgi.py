@@ -270,6 +270,11 @@ def test_tgi_3x_default_prefill_reads_the_configs_own_model_type():
     assert tgi.default_prefill_3x(resolve_model("Qwen/Qwen2.5-7B-Instruct"), h100)[0] != 10000
     p = plan("Qwen/Qwen2.5-VL-7B-Instruct", "h100", engine="tgi")
     assert any(x.code == "tgi-default-prefill" and "10,000" in x.message for x in p.problems)
+    # text-only Gemma 3 is config model_type "gemma3_text" (Gemma3ForCausalLM), not the launcher's
+    # "gemma3": on a card the launcher does not know it gets 4096, the multimodal 27B 8000
+    a6000 = tgi.Launcher("NVIDIA RTX A6000", 49140, 1, 1.0)
+    assert tgi.default_prefill_3x(resolve_model("google/gemma-3-1b-it"), a6000)[0] == 4096
+    assert tgi.default_prefill_3x(resolve_model("google/gemma-3-27b-it"), a6000)[0] == 8000
 
 
 def test_tgi_3x_default_prefill_is_capped_by_the_launchers_vram_estimate():
