@@ -20,8 +20,6 @@ from .model.weights import parameter_count
 from .specs import (
     Deployment,
     GpuSpec,
-    KvCache,
-    MemoryBreakdown,
     ModelSpec,
     Performance,
     Plan,
@@ -33,7 +31,6 @@ from .specs import (
     Recommendation,
     Recommendations,
     SourcedValue,
-    StageBreakdown,
     Workload,
 )
 from .units import GiB, largest_true
@@ -131,10 +128,6 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
-    worst = res.worst
-    estimated = list(res.estimated)
-    if gpu.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
-        estimated.append("total_bytes")
     return Plan(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
@@ -143,34 +136,14 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
                         quantization=dep.quantization or m.unmodelled_quantization_method),
         gpu=PlanGpu(id=gpu.id, name=gpu.name,
                     count=dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size,
-                    total_bytes_estimated="total_bytes" in estimated),
+                    total_bytes_estimated="total_bytes" in res.memory.estimated),
         engine=PlanEngine(name=eng.name, label=eng.label, version=version, era=res.era or dep.era,
                           knobs=dict(eng.flags)),
         inputs=_inputs(eng, dep, res),
         workload=workload,
-        memory=MemoryBreakdown(
-            total_bytes=dep.gpu_total_bytes, budget_bytes=res.budget_bytes,
-            weights_bytes=worst.weights_bytes, weights_tensor_bytes=worst.weights_tensor_bytes,
-            activation_bytes=worst.activation_bytes, non_torch_bytes=worst.non_torch_bytes,
-            cudagraph_bytes=worst.cudagraph_bytes, cudagraph_in_budget=res.cudagraph_in_budget,
-            kv_cache_bytes=worst.kv_cache_bytes, estimated=estimated,
-            draft_weights_bytes=res.speculative.draft_weights_bytes if res.speculative else 0,
-            lora_bytes=res.lora.gpu_bytes if res.lora else 0,
-            notes={k: v for k, v in vars(res.notes).items() if v is not None},
-            stages=[StageBreakdown(layers=st.layers, weights_bytes=st.weights_bytes,
-                                   weights_tensor_bytes=st.weights_tensor_bytes,
-                                   activation_bytes=st.activation_bytes,
-                                   non_torch_bytes=st.non_torch_bytes,
-                                   cudagraph_bytes=st.cudagraph_bytes,
-                                   kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks)
-                    for st in res.stages]),
-        kv_cache=KvCache(
-            bytes_per_token=res.bytes_per_token, bytes_per_block=worst.bytes_per_block,
-            bytes_per_request=res.request_blocks(res.max_model_len) * worst.bytes_per_block
-            if res.max_model_len else 0,
-            block_size=res.block_size, num_blocks=res.num_blocks, tokens=res.tokens,
-            max_concurrency=round(res.max_concurrency, 2), max_model_len_fit=res.max_model_len_fit,
-            effective_max_concurrency_with_prefix=with_prefix),
+        memory=res.memory,
+        kv_cache=res.kv_cache.model_copy(
+            update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),

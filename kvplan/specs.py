@@ -18,6 +18,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from .engines import DEFAULT_ENGINE
 
@@ -555,6 +556,8 @@ class StageBreakdown(BaseModel):
     cudagraph_bytes: int
     kv_cache_bytes: int
     num_blocks: int
+    # the stage's own block size in bytes: picks the worst stage; not in the plan's JSON
+    bytes_per_block: SkipJsonSchema[int] = Field(0, exclude=True)
 
 
 class MemoryBreakdown(BaseModel):

@@ -3,7 +3,8 @@ renderers and `kvplan check` know engines only through it (and the registry list
 
 An engine answers five questions for one model × GPU × settings:
   resolve  — its defaults for every knob the user left out (its own refusals raise);
-  memory   — its start-up accounting → a `MemoryResult` (per-stage bytes, blocks, tokens, fit);
+  memory   — its start-up accounting → a `MemoryResult` (the plan's memory and kv_cache
+             sections, fit, problems);
   fraction_needed / fraction_ceiling — the budget knob that holds N blocks, and the most
              that still starts (the planner's searches are written once over these);
   command  — its launch line.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from ..specs import (
         Deployment,
         GpuSpec,
+        KvCache,
+        MemoryBreakdown,
         ModelSpec,
         PlanLora,
         PlanMultimodal,
@@ -29,57 +32,43 @@ if TYPE_CHECKING:
         PlanSpeculative,
         Problem,
         Recommendations,
+        StageBreakdown,
         Workload,
     )
 
 
-@dataclass(frozen=True)
-class Stage:
-    """One pipeline stage's worker (every TP rank of a stage is identical), integer bytes."""
-
-    layers: int
-    weights_bytes: int
-    weights_tensor_bytes: int
-    activation_bytes: int
-    non_torch_bytes: int
-    cudagraph_bytes: int
-    kv_cache_bytes: int  # negative: the shortfall
-    num_blocks: int
-    bytes_per_block: int
+def memory_notes(*, budget: str, activation: str, non_torch: str, kv: str, kv_tokens_label: str,
+                 cudagraph: str | None = None) -> dict[str, str]:
+    """What each memory line means for this engine (the plan's memory.notes, shown beside the
+    numbers): budget, e.g. "total × gpu_memory_utilization 0.92"; kv_tokens_label, the engine's
+    own name for its KV capacity line; cudagraph None: the engine has no separate CUDA-graph
+    line."""
+    out = {"budget": budget, "activation": activation, "non_torch": non_torch, "kv": kv,
+           "kv_tokens_label": kv_tokens_label}
+    if cudagraph is not None:
+        out["cudagraph"] = cudagraph
+    return out
 
 
-@dataclass(frozen=True)
-class Notes:
-    """What each memory line means for this engine (shown beside the numbers)."""
-
-    budget: str  # how the budget is formed, e.g. "total × gpu_memory_utilization 0.92"
-    activation: str
-    non_torch: str
-    kv: str
-    kv_tokens_label: str  # the engine's own name for its KV capacity line
-    cudagraph: str | None = None  # None: the engine has no separate CUDA-graph line
+def worst_stage(stages: Sequence[StageBreakdown]) -> StageBreakdown:
+    """The most constrained pipeline stage: fewest KV blocks, then the largest blocks."""
+    return min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
 
 
 @dataclass(frozen=True)
 class MemoryResult:
-    """An engine's start-up accounting for one deployment, on the most constrained worker."""
+    """An engine's start-up accounting for one deployment: the plan's `memory` and `kv_cache`
+    sections as the engine fills them (the most constrained worker), and what the planner's
+    searches read beyond them. Built by `memory_result`."""
 
     era: str
-    budget_bytes: int
-    stages: list[Stage]
-    cudagraph_in_budget: bool
-    estimated: list[str]  # MemoryBreakdown fields that are estimates
-    bytes_per_token: int
-    block_size: int
-    num_blocks: int  # per GPU, minimum over workers (including any null block)
+    memory: MemoryBreakdown
+    # effective_max_concurrency_with_prefix stays None: it depends on the workload (planner)
+    kv_cache: KvCache
     reserved_blocks: int  # blocks requests can never use (vLLM's null block)
-    tokens: int  # the capacity line as the engine prints it
     max_model_len: int  # the length in force (TGI 3.x: decided by the warm-up)
-    max_concurrency: float
-    max_model_len_fit: int
     fits: bool
     problems: list[Problem]
-    notes: Notes
     request_blocks: Callable[[int], int] = field(compare=False, repr=False)
     # Knobs the engine only decides at start-up (SGLang's max_running_requests, TGI 3.x's
     # max_total_tokens): shown as the engine's defaults.
@@ -91,12 +80,72 @@ class MemoryResult:
     multimodal: PlanMultimodal | None = None
 
     @property
-    def worst(self) -> Stage:
-        return min(self.stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
+    def stages(self) -> list[StageBreakdown]:
+        return self.memory.stages
+
+    @property
+    def worst(self) -> StageBreakdown:
+        return worst_stage(self.memory.stages)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.kv_cache.num_blocks
+
+    @property
+    def block_size(self) -> int:
+        return self.kv_cache.block_size
+
+    @property
+    def max_concurrency(self) -> float:
+        return self.kv_cache.max_concurrency
+
+    @property
+    def max_model_len_fit(self) -> int:
+        return self.kv_cache.max_model_len_fit
 
     @property
     def usable_blocks(self) -> int:
-        return max(0, self.num_blocks - self.reserved_blocks)
+        return max(0, self.kv_cache.num_blocks - self.reserved_blocks)
+
+
+def memory_result(gpu: GpuSpec, dep: Deployment, *, era: str, budget_bytes: int,
+                  stages: list[StageBreakdown], cudagraph_in_budget: bool, estimated: list[str],
+                  notes: dict[str, str], bytes_per_token: int, block_size: int, num_blocks: int,
+                  tokens: int, max_model_len: int, max_concurrency: float, max_model_len_fit: int,
+                  fits: bool, problems: list[Problem], request_blocks: Callable[[int], int],
+                  reserved_blocks: int = 0, engine_defaults: dict[str, int | None] | None = None,
+                  speculative: PlanSpeculative | None = None, lora: PlanLora | None = None,
+                  offload: PlanOffload | None = None,
+                  multimodal: PlanMultimodal | None = None) -> MemoryResult:
+    """The one way an engine reports its accounting. The memory section shows the most
+    constrained stage; `estimated` names the MemoryBreakdown fields that are estimates
+    ("total_bytes" is added when the device total is the catalogue's estimate); num_blocks is
+    per GPU, the minimum over workers (including any null block); tokens is the capacity line
+    as the engine prints it; request_blocks(length) is the blocks one request holds."""
+    from ..specs import KvCache, MemoryBreakdown
+
+    worst = worst_stage(stages)
+    if gpu.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
+        estimated = [*estimated, "total_bytes"]
+    memory = MemoryBreakdown(
+        total_bytes=dep.gpu_total_bytes, budget_bytes=budget_bytes,
+        weights_bytes=worst.weights_bytes, weights_tensor_bytes=worst.weights_tensor_bytes,
+        activation_bytes=worst.activation_bytes, non_torch_bytes=worst.non_torch_bytes,
+        cudagraph_bytes=worst.cudagraph_bytes, cudagraph_in_budget=cudagraph_in_budget,
+        kv_cache_bytes=worst.kv_cache_bytes, estimated=estimated,
+        draft_weights_bytes=speculative.draft_weights_bytes if speculative else 0,
+        lora_bytes=lora.gpu_bytes if lora else 0, notes=notes, stages=stages)
+    kv_cache = KvCache(
+        bytes_per_token=bytes_per_token, bytes_per_block=worst.bytes_per_block,
+        bytes_per_request=request_blocks(max_model_len) * worst.bytes_per_block
+        if max_model_len else 0,
+        block_size=block_size, num_blocks=num_blocks, tokens=tokens,
+        max_concurrency=round(max_concurrency, 2), max_model_len_fit=max_model_len_fit)
+    return MemoryResult(era=era, memory=memory, kv_cache=kv_cache,
+                        reserved_blocks=reserved_blocks, max_model_len=max_model_len, fits=fits,
+                        problems=problems, request_blocks=request_blocks,
+                        engine_defaults=engine_defaults or {}, speculative=speculative, lora=lora,
+                        offload=offload, multimodal=multimodal)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
@@ -27,9 +28,12 @@ from ..specs import (
     PlanOffload,
     PlanSpeculative,
     Problem,
+    Recommendations,
     Source,
     SpeculativeConfig,
+    StageBreakdown,
     VisionSpec,
+    Workload,
 )
 from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
@@ -41,10 +45,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 
 NEWEST_MODELLED = "0.5.23"
@@ -189,7 +193,8 @@ def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: i
                         legacy_mem_fraction(tp, m.vision is not None), False)
     if v < LEGACY_BEFORE:
         return Defaults("sglang 0.4.10–0.5.2 accounting", chunked or tier_chunked_prefill(mem_mib),
-                        tier_decode_graph_bs(mem_mib, tp), tier_mem_fraction(mem_mib, tp, pp, m.vision),
+                        tier_decode_graph_bs(mem_mib, tp),
+                        tier_mem_fraction(mem_mib, tp, pp, m.vision),
                         False)
     c = chunked or chunked_prefill_default(mem_mib)
     bs = decode_graph_max_bs(mem_mib, tp)
@@ -304,7 +309,8 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
             code="runtime-headroom", severity="warning",
             message=f"the (1 − mem_fraction_static) reserve is {reserve / GiB:.2f} GiB but "
             f"activations and CUDA graphs need ≈{runtime_bytes / GiB:.2f} GiB: expect an "
-            "out-of-memory error under load; lower --mem-fraction-static or --chunked-prefill-size"))
+            "out-of-memory error under load; lower --mem-fraction-static or "
+            "--chunked-prefill-size"))
     return SglangResult(free_before, mem_fraction, rest, cell, tokens, ctx,
                         max_running_requests(tokens, ctx) if tokens else 0, chunked, problems)
 
@@ -319,7 +325,8 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
 # kvplan's newest era (0.5.3+), the boundary of that change was not pinned.
 
 # --speculative-algorithm ↔ kvplan's generic method (NEXTN is SGLang's alias of EAGLE run with
-# the target's own MTP layers as the draft: speculative_hook.py _resolve_speculative_algorithm_alias)
+# the target's own MTP layers as the draft: speculative_hook.py
+# _resolve_speculative_algorithm_alias)
 SPEC_ALGORITHMS = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "mtp",
                    "STANDALONE": "draft_model", "NGRAM": "ngram"}
 SPEC_FLAGS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
@@ -340,7 +347,8 @@ MTP_ARCHITECTURES = frozenset({
 # alone and the draft's pool (with a headroom) comes out of the (1 − f) reserve
 # (model_runner.py init_memory_pool `draft_runner_cache_size`, read in 0.4.x copies and
 # reproduced by the 2025-01 SGLang docs log in reference/sglang_logs_more.csv).
-SPEC_HEADROOM_BOTH_FROM = (0, 4, 3)  # UNVERIFIED boundary: the 2025-01-28 log still has the old rule
+# UNVERIFIED boundary: the 2025-01-28 log still has the old rule
+SPEC_HEADROOM_BOTH_FROM = (0, 4, 3)
 
 
 def auto_spec_params(algorithm: str, architecture: str) -> tuple[int, int, int]:
@@ -474,7 +482,8 @@ def draft_memory(m: ModelSpec, dep: Deployment, version: tuple[int, int, int]) -
     tensor, allocated = _rank_bytes(tensors, tp, dep.dtype)
     n = draft_layer_count(m, sc)
     spec_model = m if sc.method == "mtp" or sc.draft is None else sc.draft
-    per_layer = kv_bytes_per_token_per_layer(spec_model, tp=tp, kv_dtype=dep.kv_cache_dtype) if n else 0
+    per_layer = kv_bytes_per_token_per_layer(spec_model, tp=tp,
+                                             kv_dtype=dep.kv_cache_dtype) if n else 0
     return DraftMemory(n, tensor, allocated, n * per_layer, n > 0 and version >= LEGACY_BEFORE)
 
 
@@ -527,9 +536,10 @@ def speculative_problems(dep: Deployment, draft: DraftMemory, spec: PlanSpeculat
     if sc.method == "draft_model" and draft.in_cell:
         out.append(Problem(
             code="standalone-draft-priced-as-target", severity="info",
-            message="SGLang prices a STANDALONE draft's KV like target layers (pool_configurator.py "
-            "assumes equal per-layer size); a draft with a different head layout allocates "
-            f"{draft.kv_bytes_per_token:,} B per token, not the {spec.draft_kv_bytes_per_token:,} "
+            message="SGLang prices a STANDALONE draft's KV like target layers "
+            "(pool_configurator.py assumes equal per-layer size); a draft with a different head "
+            f"layout allocates {draft.kv_bytes_per_token:,} B per token, not the "
+            f"{spec.draft_kv_bytes_per_token:,} "
             "B budgeted"))
     if not draft.in_cell and sc.method != "ngram":
         out.append(Problem(
@@ -656,7 +666,8 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
             message=f"the host pool ({per_gpu_tokens:,} tokens) is not larger than the device pool "
             f"({res.tokens:,}): SGLang warns that the L2 cache is ineffective; raise "
             "--hicache-ratio or --hicache-size"))
-    return PlanOffload(backend="sglang-hicache", host_bytes=host, host_bytes_per_worker=per_gpu_bytes,
+    return PlanOffload(backend="sglang-hicache", host_bytes=host,
+                       host_bytes_per_worker=per_gpu_bytes,
                        cpu_blocks=per_gpu_tokens // HICACHE_PAGE_SIZE, cpu_tokens=per_gpu_tokens,
                        effective_cached_tokens=res.tokens + per_gpu_tokens), problems
 
@@ -724,7 +735,7 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
     gets gate_up_proj_moe A (n, E, 2r, hidden), B (n, E, 2 moe_inter / tp, r) and
     down_proj_moe A (n, E, r, moe_inter / tp), B (n, E, hidden, r) instead of the dense pair;
     shared-expert buffers are not sized (listed in `skipped`)."""
-    from ..model.weights import ALLOC_ROUND, _round_up, vocab_rows_per_rank
+    from ..model.weights import ALLOC_ROUND, _round_up
 
     dt = DTYPE_BYTES[dtype]
     h, hd = m.hidden_size, m.head_dim
@@ -777,16 +788,30 @@ def lora_pool(m: ModelSpec, *, tp: int, max_loras: int, rank: int, modules: tupl
             gpu += buf(rank, inter // tp) + buf(h, rank)
             adapter += rank * (inter + h)
         used.update(mlp)
+    vocab_gpu, vocab_adapter, vocab_used = _lora_vocab_buffers(m, tp, rank, modules, buf)
+    used.update(vocab_used)
+    return LoraPool(gpu + vocab_gpu, (adapter + vocab_adapter) * dt, tuple(sorted(used)),
+                    tuple(sorted(skipped)))
+
+
+def _lora_vocab_buffers(m: ModelSpec, tp: int, rank: int, modules: tuple[str, ...],
+                        buf: Callable[..., int]) -> tuple[int, int, list[str]]:
+    """lora_pool's embed_tokens and lm_head buffers: (GPU bytes, adapter elements, modules)."""
+    from ..model.weights import vocab_rows_per_rank
+
+    h = m.hidden_size
+    gpu = adapter = 0
+    used = []
     if "embed_tokens" in modules:
         gpu += buf(rank, m.vocab_size) + buf(h, rank)
         adapter += rank * (m.vocab_size + h)
-        used.add("embed_tokens")
+        used.append("embed_tokens")
     if "lm_head" in modules:
         shard = m.vocab_size if tp == 1 else vocab_rows_per_rank(m.vocab_size, tp)
         gpu += buf(rank, h) + buf(shard, rank)
         adapter += rank * (h + m.vocab_size)
-        used.add("lm_head")
-    return LoraPool(gpu, adapter * dt, tuple(sorted(used)), tuple(sorted(skipped)))
+        used.append("lm_head")
+    return gpu, adapter, used
 
 
 def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
@@ -902,7 +927,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--pp-size": ("pipeline_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
     "--context-length": ("max_model_len", "int"),
     "--mem-fraction-static": ("gpu_memory_utilization", "float"),
-    "--max-running-requests": ("max_num_seqs", "int"), "--kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "--max-running-requests": ("max_num_seqs", "int"),
+    "--kv-cache-dtype": ("kv_cache_dtype", "str"),
     "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
     "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
     "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
@@ -995,20 +1021,22 @@ class SglangEngine(Engine):
                 ("sglang 0.4.10–0.5.2 accounting", ".".join(map(str, TIER_FROM))),
                 (f"sglang {NEWEST_MODELLED} accounting", ".".join(map(str, LEGACY_BEFORE)))]
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         sources: dict[str, Source] = dict(layout.sources)
         model_ctx = context_length(m)
         ctx = knobs.max_model_len or model_ctx
         if ctx > model_ctx:
-            raise InvalidInputError(f"--context-length {ctx} exceeds the model's {model_ctx} tokens",
+            raise InvalidInputError(f"--context-length {ctx} exceeds the model's {model_ctx} "
+                                    "tokens",
                                     hint="SGLang refuses it unless "
                                     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
                                     code="max-model-len-above-model-maximum", knob="max_model_len")
-        for key, default_source in (("max_model_len", "model-config"),
-                                    ("max_num_batched_tokens", "engine-default"),
-                                    ("gpu_memory_utilization", "engine-default"),
-                                    ("max_num_seqs", "engine-default"),
-                                    ("max_total_tokens", "engine-default")):
+        default_sources: tuple[tuple[str, Source], ...] = (
+            ("max_model_len", "model-config"), ("max_num_batched_tokens", "engine-default"),
+            ("gpu_memory_utilization", "engine-default"), ("max_num_seqs", "engine-default"),
+            ("max_total_tokens", "engine-default"))
+        for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
         q = layout.quant
@@ -1030,7 +1058,7 @@ class SglangEngine(Engine):
             "era": d.era, "gpu_memory_utilization": knobs.gpu_memory_utilization or d.mem_fraction,
             "max_num_batched_tokens": d.chunked_prefill})
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         from ..model.weights import heaviest_stage
 
         d = self._defaults(m, gpu, dep)
@@ -1076,15 +1104,21 @@ class SglangEngine(Engine):
                 reqs = min(SPEC_MAX_RUNNING_REQUESTS, res.tokens)
             res = replace(res, max_running_requests=reqs)
             spec = speculative_section(dep, draft, res, plain_cell, pool)
-            res = replace(res, problems=res.problems + speculative_problems(dep, draft, spec, version))
+            res = replace(res,
+                          problems=res.problems + speculative_problems(dep, draft, spec, version))
         # the host pool mirrors the target's device pool only (its cell without the draft)
         target_cell = cell_bytes(m, tp, dep.kv_cache_dtype, d.swa_pool)[0]
         offload, hicache_problems = hicache_section(m, dep, replace(res, cell_bytes=target_cell))
-        stage = Stage(m.num_layers // pp, wm.reserved_bytes + draft.weights_bytes + lora_bytes,
-                      wm.tensor_bytes + draft.tensor_bytes + lora_bytes, activation,
-                      context_bytes(tp, gpu), graphs, res.rest_bytes, res.tokens, res.cell_bytes)
-        return MemoryResult(
-            era=d.era, budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
+        stage = StageBreakdown(
+            layers=m.num_layers // pp,
+            weights_bytes=wm.reserved_bytes + draft.weights_bytes + lora_bytes,
+            weights_tensor_bytes=wm.tensor_bytes + draft.tensor_bytes + lora_bytes,
+            activation_bytes=activation, non_torch_bytes=context_bytes(tp, gpu),
+            cudagraph_bytes=graphs, kv_cache_bytes=res.rest_bytes, num_blocks=res.tokens,
+            bytes_per_block=res.cell_bytes)
+        return memory_result(
+            gpu, dep, era=d.era,
+            budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
             stages=[stage], cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=res.cell_bytes, block_size=1, num_blocks=res.tokens, reserved_blocks=0,
@@ -1093,29 +1127,32 @@ class SglangEngine(Engine):
             problems=(res.problems + hicache_problems
                       + (lora_problems(dep, lora_p) if lora_p else [])),
             offload=offload, lora=lora_section(dep, lora_p),
-            notes=Notes(budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
-                        "before loading", activation="estimate: must fit in the (1 − fraction) "
-                        "reserve", non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
-                        kv_tokens_label="max_total_num_tokens",
-                        cudagraph="estimate, outside the fraction"),
+            notes=memory_notes(
+                budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
+                "before loading", activation="estimate: must fit in the (1 − fraction) reserve",
+                non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
+                kv_tokens_label="max_total_num_tokens", cudagraph="estimate, outside the fraction"),
             request_blocks=lambda length: length, speculative=spec,
             engine_defaults={"max_num_seqs": res.max_running_requests or None})
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """(tokens × cell + weights) / free_before_load, in thousandths rounded up."""
         st = res.stages[0]
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         weights = st.weights_bytes - _draft_weights(res)  # the draft loads outside the fraction
-        return math.ceil((blocks * res.bytes_per_token + weights) / free_before * 1000) / 1000
+        need = blocks * res.kv_cache.bytes_per_token + weights
+        return math.ceil(need / free_before * 1000) / 1000
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         """The (1 − f) remainder must hold the activations and CUDA graphs."""
         st = res.stages[0]
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes
                            - _draft_weights(res)) / free_before * 1000) / 1000
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
         for key in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size"):
             if getattr(dep, key) != 1:
@@ -1133,7 +1170,8 @@ class SglangEngine(Engine):
             args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8"):
             args += [self.flags["kv_cache_dtype"],
-                     "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3") else dep.kv_cache_dtype]
+                     "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
+                     else dep.kv_cache_dtype]
         if dep.user_set("dtype"):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:

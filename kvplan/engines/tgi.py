@@ -25,10 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_heads_per_gpu
-from ..specs import Deployment, GpuSpec, ModelSpec, PlanSpeculative, Problem, Source
+from ..specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    PlanSpeculative,
+    Problem,
+    Recommendations,
+    Source,
+    StageBreakdown,
+    Workload,
+)
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import flags as known_flags
@@ -38,10 +48,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 
 # Memory in use before the weights at TP1 (CUDA context, cuBLAS): vLLM's measured H200 figure.
@@ -112,7 +122,8 @@ def block_size(m: ModelSpec, era: TgiEra, compute_capability: float | None = Non
 CARD_F16_FLOPS = {
     "nvidia-4090": 82 * 10**12, "nvidia-t4": 65 * 10**12, "nvidia-l4": 121 * 10**12,
     "nvidia-l40": 181 * 10**12, "nvidia-l40s": 363 * 10**12, "nvidia-a10g": 125 * 10**12,
-    "nvidia-a40": 149 * 10**12, "nvidia-h100-80gb-hbm3": 900 * 10**12, "nvidia-h100-nvl": 900 * 10**12,
+    "nvidia-a40": 149 * 10**12, "nvidia-h100-80gb-hbm3": 900 * 10**12,
+    "nvidia-h100-nvl": 900 * 10**12,
     "nvidia-h100": 900 * 10**12, "nvidia-a100-sxm4-80gb": 312 * 10**12,
     "nvidia-a100-sxm4-40gb": 312 * 10**12, "nvidia-a100-80gb-pcie": 312 * 10**12,
     "nvidia-a100": 312 * 10**12, "nvidia-h200": 989 * 10**12,
@@ -161,11 +172,26 @@ def vram_maximum_tokens(m: ModelSpec, launch: Launcher) -> int | None:
         return None
     inter, _, experts = mlp
     hd, heads, kv = m.head_dim, m.num_attention_heads, m.num_kv_heads
-    available = int(launch.smi_total_mib * 2**20 * launch.shards * launch.fraction * LAUNCHER_WIGGLE_ROOM)
+    available = int(launch.smi_total_mib * 2**20 * launch.shards * launch.fraction
+                    * LAUNCHER_WIGGLE_ROOM)
     layer = 3 * inter * experts * m.hidden_size + (heads + 2 * kv) * hd + heads * hd * m.hidden_size
     model = (layer * m.num_layers + 2 * m.vocab_size * m.hidden_size) * 2
     token = kv * 2 * hd * 2 * m.num_layers + (inter + inter // 2) * experts * 2 * 3
     return (available - model) // token if available >= model else None
+
+
+def launcher_default_prefill(m: ModelSpec) -> int:
+    """The launcher's fallback --max-batch-prefill-tokens: 10000 for Qwen2-VL / Qwen2.5-VL, 8000
+    for Gemma 3, else 4096. The launcher matches config.json's top-level model_type (its
+    RawConfig), not the language model's family: kvplan keeps the former as the vision tower's
+    kind for Qwen-VL (ModelSpec.model_type is "qwen2" there), and only the multimodal Gemma 3
+    ("gemma3", with a vision_config) is that type; text-only Gemma 3 is "gemma3_text"."""
+    kind = m.vision.kind if m.vision is not None else None
+    if kind in ("qwen2_vl", "qwen2_5_vl"):
+        return 10000
+    if m.model_type == "gemma3" and m.vision is not None:
+        return 8000
+    return 4096
 
 
 def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
@@ -179,8 +205,9 @@ def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
     if optimal is not None and optimal > 100:
         value, how = optimal, f"compute-optimal for {card} × {launch.shards}"
     else:
-        value = 10000 if m.model_type in ("qwen2_vl", "qwen2_5_vl") else 8000 if m.model_type == "gemma3" else 4096
-        how = f"launcher default ({'unknown card ' + card if card and not flops else 'no FLOP estimate'})"
+        value = launcher_default_prefill(m)
+        why = "unknown card " + card if card and not flops else "no FLOP estimate"
+        how = f"launcher default ({why})"
     if m.max_position_embeddings:
         value = min(value, m.max_position_embeddings)
     cap = vram_maximum_tokens(m, launch)
@@ -231,7 +258,8 @@ def warmup_blocks(era: TgiEra, bs: int, prefill_tokens: int, max_input: int | No
     return n_requests * cdiv(max_total, bs)
 
 
-def prefill_logits_bytes(m: ModelSpec, era: TgiEra, tp: int, prefill_tokens: int, dtype: str) -> int:
+def prefill_logits_bytes(m: ModelSpec, era: TgiEra, tp: int, prefill_tokens: int,
+                         dtype: str) -> int:
     """Logits of every warm-up prompt token (the warm-up asks for prefill logprobs): N × vocab
     × dtype for the gathered logits, + the same again for log_softmax's output before 2.4,
     or + N × vocab / tp for the local shard while gathering at TP > 1
@@ -308,7 +336,8 @@ def gemma3_mask_bytes(m: ModelSpec, v: tuple[int, int, int], tokens: int,
 
 
 def warmup_extra_bytes(m: ModelSpec, v: tuple[int, int, int], tp: int, tokens: int, dtype: str,
-                       compute_capability: float | None, max_input_tokens: int | None = None) -> int:
+                       compute_capability: float | None,
+                       max_input_tokens: int | None = None) -> int:
     """What TGI's warm-up holds beyond a plain prefill: the warm-up image through a SigLIP
     tower, AWQ's split-K buffer, Gemma 3's attention masks."""
     return (vision_warmup_bytes(m, v, tp, dtype)
@@ -399,7 +428,8 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
 # launcher/src/main.rs flag → (knob, kind)
 CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--model-id": ("model", "str"), "--num-shard": ("tensor_parallel_size", "int"),
-    "--max-total-tokens": ("max_model_len", "int"), "--max-input-tokens": ("max_input_tokens", "int"),
+    "--max-total-tokens": ("max_model_len", "int"),
+    "--max-input-tokens": ("max_input_tokens", "int"),
     "--max-input-length": ("max_input_tokens", "int"),
     "--max-batch-prefill-tokens": ("max_num_batched_tokens", "int"),
     "--max-concurrent-requests": ("max_num_seqs", "int"),
@@ -409,11 +439,13 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
 }
 # The launcher reads every flag from the environment too (clap `env`, launcher/src/main.rs);
 # a flag on the command line wins over its variable.
-ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens",
+ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard",
+             "MAX_TOTAL_TOKENS": "--max-total-tokens",
              "MAX_INPUT_TOKENS": "--max-input-tokens", "MAX_INPUT_LENGTH": "--max-input-length",
              "MAX_BATCH_PREFILL_TOKENS": "--max-batch-prefill-tokens",
              "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
-             "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction", "DTYPE": "--dtype", "QUANTIZE": "--quantize",
+             "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction", "DTYPE": "--dtype",
+             "QUANTIZE": "--quantize",
              "KV_CACHE_DTYPE": "--kv-cache-dtype", "REVISION": "--revision",
              "SPECULATE": "--speculate"}
 # ghcr.io/huggingface/text-generation-inference:2.2.0 and the Google Cloud TGI images
@@ -461,7 +493,8 @@ def resolve_speculate(knobs: Any, sources: dict[str, Source]) -> Any:
     return sc
 
 
-MAX_CONCURRENT_REQUESTS = 128  # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
+# --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
+MAX_CONCURRENT_REQUESTS = 128
 
 
 def _capability(g: GpuSpec) -> float | None:
@@ -482,7 +515,8 @@ class TgiEngine(Engine):
                              "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
                              "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
                              "usage_context", "max_total_tokens", "backend"}) | (
-                                FEATURE_KNOBS - {"speculative_config"}) | SGLANG_KNOBS | TRTLLM_KNOBS
+                                FEATURE_KNOBS - {"speculative_config"}) | SGLANG_KNOBS \
+        | TRTLLM_KNOBS
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
@@ -506,13 +540,15 @@ class TgiEngine(Engine):
     def eras(self) -> list[tuple[str, str]]:
         return [(f"{e.name} accounting", ".".join(map(str, e.first))) for e in ERAS]
 
-    def _lengths(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, max_input: int | None) -> Lengths:
+    def _lengths(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment,
+                 max_input: int | None) -> Lengths:
         v = parse_version(dep.engine_version)
         launch = Launcher(gpu.smi_names[0] if gpu.smi_names else None, gpu.smi_total_mib,
                           dep.tensor_parallel_size, dep.gpu_memory_utilization)
         return default_lengths(m, select_era(v), v, launch, max_input)
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         era = select_era(parse_version(version))
         sources: dict[str, Source] = dict(layout.sources)
         for key in ("max_model_len", "max_input_tokens", "max_num_batched_tokens",
@@ -534,23 +570,27 @@ class TgiEngine(Engine):
         model_max = m.max_position_embeddings or prefill
         max_total = knobs.max_model_len
         if max_total and max_total > model_max:
-            raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's {model_max}",
+            raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's "
+                                    f"{model_max}",
                                     hint=f"use --max-model-len {model_max} or less",
                                     code="max-model-len-above-model-maximum", knob="max_model_len")
         if max_total is not None and max_total < 2:
             raise InvalidInputError(f"--max-total-tokens {max_total} leaves no room for a prompt "
                                     "and a generated token (TGI's launcher refuses it)",
-                                    hint="use --max-model-len 2 or more", code="max-model-len-too-short",
+                                    hint="use --max-model-len 2 or more",
+                                    code="max-model-len-too-short",
                                     knob="max_model_len")
         max_input = lengths.max_input_tokens or (max_total - 1 if max_total else None)
         max_total = max_total or lengths.max_total_tokens
         if max_input and max_total and max_input >= max_total:
-            raise InvalidInputError(f"--max-input-tokens {max_input} must be below --max-total-tokens "
-                                    f"{max_total} (TGI's launcher refuses to start)",
+            raise InvalidInputError(f"--max-input-tokens {max_input} must be below "
+                                    f"--max-total-tokens {max_total} (TGI's launcher refuses "
+                                    "to start)",
                                     hint="lower --max-input-tokens or raise --max-total-tokens")
         if max_input and prefill < max_input and era.defaults != "3.x":
             raise InvalidInputError(f"--max-batch-prefill-tokens {prefill} must be at least "
-                                    f"--max-input-tokens {max_input} (TGI's launcher refuses to start)",
+                                    f"--max-input-tokens {max_input} (TGI's launcher refuses "
+                                    "to start)",
                                     hint="raise --max-batch-prefill-tokens")
         return dep.model_copy(update={"max_model_len": max_total, "max_input_tokens": max_input,
                                       "max_num_batched_tokens": prefill})
@@ -565,7 +605,7 @@ class TgiEngine(Engine):
                 + warmup_extra_bytes(m, parse_version(dep.engine_version), tp, prefill, dep.dtype,
                                      _capability(gpu), dep.max_input_tokens))
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         from ..model.weights import heaviest_stage
 
         v = parse_version(dep.engine_version)
@@ -573,9 +613,11 @@ class TgiEngine(Engine):
         tp = dep.tensor_parallel_size
         wm = heaviest_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=dep.quant)
         warmup = self._warmup_peak(m, gpu, dep, era)
-        res = plan_memory(m, era, total_bytes=dep.gpu_total_bytes, tp=tp, weights_bytes=wm.reserved_bytes,
+        res = plan_memory(m, era, total_bytes=dep.gpu_total_bytes, tp=tp,
+                          weights_bytes=wm.reserved_bytes,
                           warmup_peak_bytes=warmup, kv_dtype=dep.kv_cache_dtype,
-                          fraction=dep.gpu_memory_utilization, prefill_tokens=dep.max_num_batched_tokens,
+                          fraction=dep.gpu_memory_utilization,
+                          prefill_tokens=dep.max_num_batched_tokens,
                           max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
                           block=dep.block_size, gpu=gpu, other_bytes=dep.other_processes_bytes)
         problems = list(res.problems)
@@ -609,34 +651,41 @@ class TgiEngine(Engine):
                 "n-gram speculation loads nothing, but Medusa / MLP-speculator heads shipped in "
                 "the model repository (config medusa_num_heads / mlp_speculator) load with the "
                 "weights and are not counted by kvplan"))
-        stage = Stage(m.num_layers, wm.reserved_bytes, wm.tensor_bytes, warmup,
-                      context_bytes(tp, block, gpu), 0, res.kv_bytes, res.tokens // block,
-                      res.bytes_per_token * block)
+        stage = StageBreakdown(
+            layers=m.num_layers, weights_bytes=wm.reserved_bytes,
+            weights_tensor_bytes=wm.tensor_bytes, activation_bytes=warmup,
+            non_torch_bytes=context_bytes(tp, block, gpu), cudagraph_bytes=0,
+            kv_cache_bytes=res.kv_bytes, num_blocks=res.tokens // block,
+            bytes_per_block=res.bytes_per_token * block)
         if era.wiggle_on_budget:
-            budget = f"{era.wiggle_room:g} × cuda_memory_fraction {dep.gpu_memory_utilization:g} × total"
+            budget = (f"{era.wiggle_room:g} × cuda_memory_fraction "
+                      f"{dep.gpu_memory_utilization:g} × total")
         elif era.wiggle_room == 1:
             budget = f"cuda_memory_fraction {dep.gpu_memory_utilization:g} × total (no wiggle room)"
         else:
             budget = (f"cuda_memory_fraction {dep.gpu_memory_utilization:g} × total; KV gets "
                       f"{era.wiggle_room:g} × what is left")
-        return MemoryResult(
-            era=f"{era.name} accounting", budget_bytes=res.budget_bytes, stages=[stage],
+        return memory_result(
+            gpu, dep, era=f"{era.name} accounting", budget_bytes=res.budget_bytes, stages=[stage],
             cudagraph_in_budget=False, estimated=["activation_bytes", "non_torch_bytes"],
             bytes_per_token=res.bytes_per_token, block_size=block, num_blocks=res.tokens // block,
             reserved_blocks=0, tokens=res.tokens, max_model_len=length,
             max_concurrency=res.tokens / (length + extra) if length else 0.0,
             max_model_len_fit=min(res.tokens, model_max), fits=res.fits, problems=problems,
-            notes=Notes(budget=budget, activation="estimate: warm-up prefill",
-                        non_torch="estimate: CUDA context, NCCL", kv="KV blocks after warm-up",
-                        kv_tokens_label="max_batch_total_tokens"),
+            notes=memory_notes(budget=budget, activation="estimate: warm-up prefill",
+                               non_torch="estimate: CUDA context, NCCL",
+                               kv="KV blocks after warm-up",
+                               kv_tokens_label="max_batch_total_tokens"),
             request_blocks=lambda n: cdiv(n + extra, block), speculative=spec,
             engine_defaults={"max_model_len": length} if dep.max_model_len is None else {})
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """Smallest --cuda-memory-fraction (hundredths) whose KV cache holds `blocks` blocks, by
         bisection over the era's formula; None when even 1.0 is not enough."""
         def blocks_at(f: float) -> int:
-            return self.memory(m, gpu, dep.model_copy(update={"gpu_memory_utilization": f})).num_blocks
+            return self.memory(m, gpu,
+                               dep.model_copy(update={"gpu_memory_utilization": f})).num_blocks
 
         if blocks_at(1.0) < blocks:
             return None
@@ -649,13 +698,14 @@ class TgiEngine(Engine):
                 lo = mid
         return hi / 100
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         return 1.0  # the launcher's own wiggle room already keeps headroom
 
-    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return dep.max_num_seqs if dep.user_set("max_num_seqs") else MAX_CONCURRENT_REQUESTS
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         args = ["text-generation-launcher", "--model-id", ref]
         if dep.tensor_parallel_size != 1:
             args += [self.flags["tensor_parallel_size"], str(dep.tensor_parallel_size)]

@@ -46,12 +46,22 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS
+from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
 from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
-from ..specs import Deployment, ModelSpec, Problem, QuantSpec
+from ..specs import (
+    Deployment,
+    GpuSpec,
+    ModelSpec,
+    Problem,
+    QuantSpec,
+    Recommendations,
+    Source,
+    StageBreakdown,
+    Workload,
+)
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import trtllm_features as F
@@ -60,10 +70,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 from .trtllm_features import request_kv_tokens
 from .trtllm_options import knobs_from_options, parse_options_document, yaml_knob_fields
@@ -121,10 +131,12 @@ ERAS: tuple[TrtllmEra, ...] = (
               "PR #5933 (review July 2025): the estimate returns bytes ('Estimated max memory in "
               "KV cache'), written to kv_cache_config.max_gpu_total_bytes; _util.py @0004396 "
               "`int(available_kv_mem)`; resource_manager.py snapshots with VSWA and "
-              "`calculate_max_num_blocks_from_cpp` still use math.ceil(max_tokens / tokens_per_block)"),
-    TrtllmEra("pytorch byte budget, whole blocks down (1.2+)", "pytorch", (1, 2, 0), 0.9, 32, "bytes",
-              "floor", False,
-              "later resource_manager.py snapshots (ranks agree through Distributed.allreduce MIN): "
+              "`calculate_max_num_blocks_from_cpp` still use "
+              "math.ceil(max_tokens / tokens_per_block)"),
+    TrtllmEra("pytorch byte budget, whole blocks down (1.2+)", "pytorch", (1, 2, 0), 0.9, 32,
+              "bytes", "floor", False,
+              "later resource_manager.py snapshots (ranks agree through Distributed.allreduce "
+              "MIN): "
               "blocks_in_primary_pool = int(max_tokens // tokens_per_block). First release not "
               "pinned; 1.2 assumed"),
 )
@@ -335,7 +347,8 @@ def _finish(runtime: Runtime, *, budgets: Sequence[int], per_tokens: Sequence[in
             m: ModelSpec, explanation: str, extra: list[Problem],
             rounding: Literal["ceil", "floor"]) -> TrtllmResult:
     """Per PP stage pools; every rank takes the smallest (allreduce MIN of max_tokens)."""
-    pools = [pool(b, bpt, tokens_per_block, max_tokens, rounding) for b, bpt in zip(budgets, per_tokens)]
+    pools = [pool(b, bpt, tokens_per_block, max_tokens, rounding)
+             for b, bpt in zip(budgets, per_tokens, strict=True)]
     worst = min(range(len(pools)), key=lambda s: pools[s].blocks)
     p, budget, bpt = pools[worst], budgets[worst], per_tokens[worst]
     kv = p.blocks * bpt * tokens_per_block if budget > 0 else budget
@@ -397,22 +410,25 @@ def plan_pytorch(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, weights_byte
     pp = len(weights_bytes)
     bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, attention_dp=attention_dp, stage=s)
             for s in range(pp)]
-    budgets = [pytorch_budget(total_bytes=total_bytes, weights_bytes=w, activation_bytes=activation_bytes,
-                              non_torch_bytes=non_torch_bytes, fraction=fraction) for w in weights_bytes]
+    budgets = [pytorch_budget(total_bytes=total_bytes, weights_bytes=w,
+                              activation_bytes=activation_bytes,
+                              non_torch_bytes=non_torch_bytes,
+                              fraction=fraction) for w in weights_bytes]
     w = max(weights_bytes)
-    expl = (f"{era.name}: {fraction} × ({total_bytes / GiB:.2f} GiB total − {w / GiB:.2f} weights − "
+    expl = (f"{era.name}: {fraction} × ({total_bytes / GiB:.2f} GiB total − "
+            f"{w / GiB:.2f} weights − "
             f"{activation_bytes / GiB:.2f} activation peak − {non_torch_bytes / GiB:.2f} non-torch)"
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
     spec = list(spec_bytes_per_token or [0] * pp)
     draft = list(draft_bytes_per_token or [0] * pp)
     if any(spec) or any(draft):
-        est = [b + d for b, d in zip(bpts, draft)]
-        final = [e + x for e, x in zip(est, spec)]
+        est = [b + d for b, d in zip(bpts, draft, strict=True)]
+        final = [e + x for e, x in zip(est, spec, strict=True)]
         if era.budget_unit == "tokens" and any(spec):
-            cap = min(max(0, b) // e for b, e in zip(budgets, est))
+            cap = min(max(0, b) // e for b, e in zip(budgets, est, strict=True))
             max_tokens = cap if max_tokens is None else min(cap, max_tokens)
             budgets = [math.floor((total_bytes - wb - non_torch_bytes) * fraction)
-                       if b > 0 else b for wb, b in zip(weights_bytes, budgets)]
+                       if b > 0 else b for wb, b in zip(weights_bytes, budgets, strict=True)]
         bpts = final
     return _finish("pytorch", budgets=budgets, per_tokens=bpts,
                    tokens_per_block=tokens_per_block or era.tokens_per_block, max_tokens=max_tokens,
@@ -431,14 +447,18 @@ def plan_engine(m: ModelSpec, era: TrtllmEra, *, total_bytes: int, engine_bytes:
     _check_fraction(fraction, engine=True)
     pp = len(engine_bytes)
     bpts = [bytes_per_token(m, tp=tp, pp=pp, kv_dtype=kv_dtype, stage=s) for s in range(pp)]
-    frees = [engine_free_bytes(total_bytes=total_bytes, engine_bytes=e, exec_context_bytes=exec_context_bytes,
-                               runtime_buffer_bytes=runtime_buffer_bytes, decoder_bytes=decoder_bytes,
+    frees = [engine_free_bytes(total_bytes=total_bytes, engine_bytes=e,
+                               exec_context_bytes=exec_context_bytes,
+                               runtime_buffer_bytes=runtime_buffer_bytes,
+                               decoder_bytes=decoder_bytes,
                                context_bytes=context_bytes) for e in engine_bytes]
-    budgets = [engine_budget(free_bytes=f, fraction=fraction, memory_pool_free_bytes=memory_pool_free_bytes)
+    budgets = [engine_budget(free_bytes=f, fraction=fraction,
+                             memory_pool_free_bytes=memory_pool_free_bytes)
                for f in frees]
     expl = (f"{era.name}: {fraction} × {min(frees) / GiB:.2f} GiB free after the engine "
-            f"({max(engine_bytes) / GiB:.2f} GiB), execution context ({exec_context_bytes / GiB:.2f}), "
-            f"runtime buffers ({runtime_buffer_bytes / GiB:.2f}), decoder ({decoder_bytes / GiB:.2f}) "
+            f"({max(engine_bytes) / GiB:.2f} GiB), execution context "
+            f"({exec_context_bytes / GiB:.2f}), runtime buffers "
+            f"({runtime_buffer_bytes / GiB:.2f}), decoder ({decoder_bytes / GiB:.2f}) "
             f"and CUDA context ({context_bytes / GiB:.2f})"
             + (f", capped at max_tokens {max_tokens:,}" if max_tokens is not None else ""))
     return _finish("engine", budgets=budgets, per_tokens=bpts,
@@ -521,22 +541,28 @@ def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", 
     tokens = max_num_tokens or d.max_num_tokens
     frac = fraction if fraction is not None else d.free_gpu_memory_fraction
     weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dt,
-                                                               quant=quant or m.quantization, ep=ep)]
+                                                               quant=quant or m.quantization,
+                                                               ep=ep)]
     act = activation_estimate(m, tp=tp, dtype=dt, max_num_tokens=tokens, max_seq_len=seq)
     common: dict[str, Any] = {"kv_dtype": kv, "fraction": frac, "tp": tp, "max_seq_len": seq,
                               "tokens_per_block": tokens_per_block or d.tokens_per_block,
                               "max_tokens": max_tokens}
     if runtime == "pytorch":
-        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights, activation_bytes=act,
-                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp, **common)
+        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights,
+                         activation_bytes=act,
+                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp,
+                         **common)
     else:
-        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights, exec_context_bytes=act,
-                        runtime_buffer_bytes=0, decoder_bytes=0, context_bytes=non_torch_estimate(tp),
+        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights,
+                        exec_context_bytes=act,
+                        runtime_buffer_bytes=0, decoder_bytes=0,
+                        context_bytes=non_torch_estimate(tp),
                         **common)
         problems = problems + [Problem(
             code="engine-buffers-not-estimated", severity="warning",
-            message="the engine runtime's runtime and decoder buffers (they grow with max batch size "
-            "× max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not estimated: "
+            message="the engine runtime's runtime and decoder buffers (they grow with max batch "
+            "size × max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not "
+            "estimated: "
             "the KV pool is over-stated")]
     return TrtllmResult(**{**r.__dict__, "problems": tuple(problems) + r.problems,
                            "max_batch_size": max_batch_size or d.max_batch_size})
@@ -581,12 +607,20 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _kv_field(knob: str) -> str:
+    """The kv_cache_config key that sets `knob` (FLAGS holds its dotted YAML path)."""
+    section, _, key = FLAGS[knob].partition(".")
+    assert section == "kv_cache_config", FLAGS[knob]
+    return key
+
+
 def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None = None,
                    max_batch_size: int | None = None, max_num_tokens: int | None = None,
                    max_seq_len: int | None = None, free_gpu_memory_fraction: float | None = None,
                    kv_cache_dtype: str | None = None, max_tokens: int | None = None,
                    enable_block_reuse: bool | None = None, tokens_per_block: int | None = None,
-                   backend_flag: bool = False, extra_options_path: str = "extra_llm_api_options.yaml",
+                   backend_flag: bool = False,
+                   extra_options_path: str = "extra_llm_api_options.yaml",
                    host: str | None = None, port: int | None = None,
                    host_cache_size: int | None = None,
                    sections: dict[str, dict[str, Any]] | None = None) -> tuple[str, str | None]:
@@ -596,35 +630,44 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
     update_llm_args_with_extra_dict), so it repeats free_gpu_memory_fraction."""
     args = ["trtllm-serve", model_ref]
     if backend_flag:
-        args += ["--backend", "pytorch"]
+        args += [FLAGS["backend"], "pytorch"]
     if host:
         args += ["--host", host]
     if port:
         args += ["--port", str(port)]
-    for flag, value in (("--tp_size", tp if tp != 1 else None), ("--pp_size", pp if pp != 1 else None),
-                        ("--ep_size", ep), ("--max_batch_size", max_batch_size),
-                        ("--max_num_tokens", max_num_tokens), ("--max_seq_len", max_seq_len)):
+    for flag, value in ((FLAGS["tensor_parallel_size"], tp if tp != 1 else None),
+                        (FLAGS["pipeline_parallel_size"], pp if pp != 1 else None),
+                        ("--ep_size", ep), (FLAGS["max_num_seqs"], max_batch_size),
+                        (FLAGS["max_num_batched_tokens"], max_num_tokens),
+                        (FLAGS["max_model_len"], max_seq_len)):
         if value is not None:
             args += [flag, str(value)]
     if free_gpu_memory_fraction is not None:
-        args += ["--kv_cache_free_gpu_memory_fraction", _fmt(free_gpu_memory_fraction)]
+        args += [FLAGS["gpu_memory_utilization"], _fmt(free_gpu_memory_fraction)]
     kv: dict[str, Any] = {}
     if kv_cache_dtype and kv_cache_dtype != "auto":
-        kv["dtype"] = "fp8" if kv_cache_dtype.startswith("fp8") else kv_cache_dtype
-    if max_tokens is not None:
-        kv["max_tokens"] = max_tokens
-    if enable_block_reuse is not None:
-        kv["enable_block_reuse"] = enable_block_reuse
-    if tokens_per_block is not None:
-        kv["tokens_per_block"] = tokens_per_block
+        fp8 = kv_cache_dtype.startswith("fp8")
+        kv[_kv_field("kv_cache_dtype")] = "fp8" if fp8 else kv_cache_dtype
+    for knob, value in (("max_total_tokens", max_tokens),
+                        ("enable_prefix_caching", enable_block_reuse),
+                        ("block_size", tokens_per_block)):
+        if value is not None:
+            kv[_kv_field(knob)] = value
     if host_cache_size:
         kv["host_cache_size"] = host_cache_size
     if not kv and not sections:
         return shlex.join(args), None
     if kv and free_gpu_memory_fraction is not None:
         kv = {"free_gpu_memory_fraction": free_gpu_memory_fraction, **kv}
+    args += [LAUNCH_FLAGS["extra_llm_api_options"], extra_options_path]
+    sections = ({"kv_cache_config": kv} if kv else {}) | (sections or {})
+    return shlex.join(args), _options_yaml(sections)
+
+
+def _options_yaml(sections: dict[str, dict[str, Any]]) -> str:
+    """The --extra_llm_api_options file: one YAML mapping per section, scalars and flow lists."""
     lines: list[str] = []
-    for name, body in (({"kv_cache_config": kv} if kv else {}) | (sections or {})).items():
+    for name, body in sections.items():
         lines.append(f"{name}:")
         for key, value in body.items():
             text = ("true" if value else "false") if isinstance(value, bool) else (
@@ -632,8 +675,7 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
                 "[" + ", ".join(map(str, value)) + "]" if isinstance(value, (list, tuple))
                 else str(value))
             lines.append(f"  {key}: {text}")
-    args += ["--extra_llm_api_options", extra_options_path]
-    return shlex.join(args), "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
@@ -707,10 +749,12 @@ def version_from_image(image: str) -> tuple[str | None, str | None]:
 
 # trtllm-serve flag → (knob, kind) (tensorrt_llm/commands/serve.py @00209af click options).
 CLI_FLAGS: dict[str, tuple[str, str]] = {
-    "--tp_size": ("tensor_parallel_size", "int"), "--tensor_parallel_size": ("tensor_parallel_size", "int"),
+    "--tp_size": ("tensor_parallel_size", "int"),
+    "--tensor_parallel_size": ("tensor_parallel_size", "int"),
     "--pp_size": ("pipeline_parallel_size", "int"),
     "--pipeline_parallel_size": ("pipeline_parallel_size", "int"),
-    "--max_batch_size": ("max_num_seqs", "int"), "--max_num_tokens": ("max_num_batched_tokens", "int"),
+    "--max_batch_size": ("max_num_seqs", "int"),
+    "--max_num_tokens": ("max_num_batched_tokens", "int"),
     "--max_seq_len": ("max_model_len", "int"),
     "--kv_cache_free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
     "--free_gpu_memory_fraction": ("gpu_memory_utilization", "float"),
@@ -719,6 +763,13 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
+# generic knob → trtllm-serve's flag where it has one, else the options YAML's dotted field
+FLAGS = knob_flags(CLI_FLAGS, (
+    "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
+    "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
+    "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
+# the launch line's other flags, from the same table
+LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
 # ----------------------------------------------------------------------------- features
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
 
@@ -802,7 +853,7 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
             per_layer = bytes_per_token(m.model_copy(update={"num_layers": 1, "layer_types": []}),
                                         tp=tp, kv_dtype=dep.kv_cache_dtype)
             spec_bpt[-1] = spec.spec_layers * per_layer
-        elif sc.draft is not None:
+        elif sc is not None and sc.draft is not None:  # spec is not None: so is sc
             draft_bpt = [bytes_per_token(sc.draft, tp=tp, pp=pp, kv_dtype=dep.kv_cache_dtype,
                                          stage=s) for s in range(pp)]
         mode = ("one-model (the draft's layers join the target's KV manager)" if spec.one_model
@@ -845,7 +896,7 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
                                    max_cpu_loras=dep.max_cpu_loras or dep.max_loras,
                                    target_modules=dep.lora_target_modules)
                       for rng in pp_layer_ranges(m.num_layers, pp)]
-            extra = [e + c.device_bytes for e, c in zip(extra, caches)]
+            extra = [e + c.device_bytes for e, c in zip(extra, caches, strict=True)]
             peft = max(caches, key=lambda c: c.device_bytes)
     if dep.host_cache_size and not dep.enable_prefix_caching:
         problems.append(Problem(
@@ -917,13 +968,11 @@ class TrtllmEngine(Engine):
     label = "TensorRT-LLM"
     newest_version = NEWEST_MODELLED
     # flags where trtllm-serve has one, else the --extra_llm_api_options YAML field
-    flags = knob_flags(CLI_FLAGS, (
-        "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
-        "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
-        "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
+    flags = FLAGS
     # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
     # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
-    unsupported = UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS) | (SGLANG_KNOBS - TRTLLM_KNOBS)
+    unsupported = (UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS)
+                   | (SGLANG_KNOBS - TRTLLM_KNOBS))
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
@@ -945,22 +994,24 @@ class TrtllmEngine(Engine):
     def eras(self) -> list[tuple[str, str]]:
         return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         runtime = runtime_for(version, knobs.backend)
         era = select_era(version, runtime)[0]
         d = defaults(version, m, runtime)
         sources = dict(layout.sources)
-        for key, default_source in (("max_model_len", "model-config"), ("max_num_seqs", "engine-default"),
-                                    ("max_num_batched_tokens", "engine-default"),
-                                    ("gpu_memory_utilization", "engine-default"),
-                                    ("block_size", "engine-default"),
-                                    ("max_total_tokens", "engine-default"),
-                                    ("enable_prefix_caching", "engine-default"),
-                                    ("backend", "engine-default")):
+        default_sources: tuple[tuple[str, Source], ...] = (
+            ("max_model_len", "model-config"), ("max_num_seqs", "engine-default"),
+            ("max_num_batched_tokens", "engine-default"),
+            ("gpu_memory_utilization", "engine-default"), ("block_size", "engine-default"),
+            ("max_total_tokens", "engine-default"), ("enable_prefix_caching", "engine-default"),
+            ("backend", "engine-default"))
+        for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         fraction = knobs.gpu_memory_utilization or d.free_gpu_memory_fraction
         if fraction >= 1:
-            raise InvalidInputError(f"--kv_cache_free_gpu_memory_fraction must be below 1, got {fraction:g}",
+            raise InvalidInputError("--kv_cache_free_gpu_memory_fraction must be below 1, got "
+                                    f"{fraction:g}",
                                     hint="TensorRT-LLM asserts fraction < 1.0 (both runtimes); "
                                     "e.g. 0.95")
         q = layout.quant
@@ -980,19 +1031,22 @@ class TrtllmEngine(Engine):
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, sources=sources)
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         runtime = runtime_for(dep.engine_version, dep.backend)
         era = select_era(dep.engine_version, runtime)[0]
-        tp, pp, seq = dep.tensor_parallel_size, dep.pipeline_parallel_size, int(dep.max_model_len or 0)
+        tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
+        seq = int(dep.max_model_len or 0)
         wm = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
         weights = [w.tensor_bytes for w in wm]
-        act = activation_estimate(m, tp=tp, dtype=dep.dtype, max_num_tokens=dep.max_num_batched_tokens,
+        act = activation_estimate(m, tp=tp, dtype=dep.dtype,
+                                  max_num_tokens=dep.max_num_batched_tokens,
                                   max_seq_len=seq)
         nt = non_torch_estimate(tp)
         others = dep.other_processes_bytes  # in the profiled peak / gone from free memory
         feat = feature_memory(m, dep, runtime)
-        weights = [w + x for w, x in zip(weights, feat.stage_extra_bytes)]
-        common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype, "fraction": dep.gpu_memory_utilization,
+        weights = [w + x for w, x in zip(weights, feat.stage_extra_bytes, strict=True)]
+        common: dict[str, Any] = {"kv_dtype": dep.kv_cache_dtype,
+                                  "fraction": dep.gpu_memory_utilization,
                                   "tp": tp, "max_seq_len": seq, "tokens_per_block": dep.block_size,
                                   "max_tokens": dep.max_total_tokens}
         problems: list[Problem] = []
@@ -1020,26 +1074,30 @@ class TrtllmEngine(Engine):
         # sized with vLLM's capture rule and per-graph constants (forward.py), an estimate with
         # no TensorRT-LLM measurement behind it; it only bounds the recommended fraction.
         graphs = _forward_cudagraph_bytes(dep, math.ceil(m.num_layers / pp))
-        stages = [Stage(len(rng), weights[s], weights[s], act, nt, graphs,
-                        r.kv_bytes, r.num_blocks, r.bytes_per_block)
+        stages = [StageBreakdown(layers=len(rng), weights_bytes=weights[s],
+                                 weights_tensor_bytes=weights[s], activation_bytes=act,
+                                 non_torch_bytes=nt, cudagraph_bytes=graphs,
+                                 kv_cache_bytes=r.kv_bytes, num_blocks=r.num_blocks,
+                                 bytes_per_block=r.bytes_per_block)
                   for s, rng in enumerate(pp_layer_ranges(m.num_layers, pp))]
         block = r.block_size
         model_max = default_max_seq_len(m)
         extra = request_kv_tokens(0, feat.spec)
         fit = max(0, min(model_max, r.tokens - extra))
         per_request = request_kv_tokens(seq, feat.spec)
-        return MemoryResult(
-            era=era.name, budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
+        return memory_result(
+            gpu, dep, era=era.name,
+            budget_bytes=max(0, math.floor(avail * dep.gpu_memory_utilization)),
             stages=stages, cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=r.bytes_per_token, block_size=block, num_blocks=r.num_blocks,
             reserved_blocks=0, tokens=r.tokens, max_model_len=seq,
             max_concurrency=r.tokens / per_request if seq else 0.0, max_model_len_fit=fit,
             fits=r.fits, problems=problems + list(r.problems) + feat.problems,
-            notes=Notes(budget=budget_note, activation="estimate: profiling dummy batch",
-                        non_torch="estimate: CUDA context, NCCL", kv="the KV pool (whole blocks)",
-                        kv_tokens_label="KV cache tokens",
-                        cudagraph="estimate, outside the fraction"),
+            notes=memory_notes(budget=budget_note, activation="estimate: profiling dummy batch",
+                               non_torch="estimate: CUDA context, NCCL",
+                               kv="the KV pool (whole blocks)", kv_tokens_label="KV cache tokens",
+                               cudagraph="estimate, outside the fraction"),
             request_blocks=lambda n: cdiv(request_kv_tokens(n, feat.spec), block),
             speculative=speculative_section(dep, feat, r),
             lora=lora_section(dep, feat),
@@ -1050,14 +1108,15 @@ class TrtllmEngine(Engine):
         return (dep.gpu_total_bytes - st.weights_bytes - st.activation_bytes - st.non_torch_bytes
                 - dep.other_processes_bytes)
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """blocks × bytes per block / (total − profiled peak), in hundredths rounded up."""
         avail = self._avail(dep, res)
         if avail <= 0:
             return None
         return math.ceil(blocks * res.worst.bytes_per_block / avail * 100) / 100
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         """Below 1 (asserted by both runtimes), leaving the (1 − fraction) remainder room for
         the CUDA graphs captured after the pool is sized (estimate)."""
         avail = self._avail(dep, res)
@@ -1065,10 +1124,11 @@ class TrtllmEngine(Engine):
             return 0.0
         return min(0.99, math.floor((avail - res.worst.cudagraph_bytes) / avail * 100) / 100)
 
-    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return dep.max_num_seqs
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         """`trtllm-serve`, preceded by the --extra_llm_api_options file when a setting has no
         flag (KV dtype, a max_tokens cap, tokens per block)."""
         has_workload = workload.sizes_batch()
@@ -1088,9 +1148,9 @@ class TrtllmEngine(Engine):
             backend_flag=dep.user_set("backend") and dep.backend == "pytorch",
             host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
         if dep.user_set("backend") and dep.backend == "tensorrt":
-            line += " --backend tensorrt"
+            line += f" {FLAGS['backend']} tensorrt"
         if revision:
-            line += " --revision " + shlex.quote(revision)
+            line += f" {LAUNCH_FLAGS['revision']} " + shlex.quote(revision)
         if yaml_text is None:
             return line
         return f"cat > extra_llm_api_options.yaml <<'EOF'\n{yaml_text}EOF\n{line}"
@@ -1099,7 +1159,8 @@ class TrtllmEngine(Engine):
         out = super().layout_problems(m)
         if m.layer_types and "sliding" in m.layer_types:
             out.append(Problem(code="engine-layout", severity="info",
-                               message="TensorRT-LLM's pool estimate counts sliding-window layers as "
+                               message="TensorRT-LLM's pool estimate counts sliding-window "
+                               "layers as "
                                "full layers (get_cache_size_per_token) — as modelled here"))
         return out
 

@@ -192,7 +192,8 @@ class PeftCache:
 
 
 def peft_cache(m: ModelSpec, *, tp: int, local_layers: int, dtype: str, max_lora_rank: int,
-               max_loras: int, max_cpu_loras: int, target_modules: tuple[str, ...]) -> PeftCache:
+               max_loras: int, max_cpu_loras: int,
+               target_modules: tuple[str, ...] | list[str]) -> PeftCache:
     """Device and host LoRA caches (peftCacheManager.cpp):
 
         d_m        = local in + local out of module m;  P = min d_m (page width);  D = max d_m

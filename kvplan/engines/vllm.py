@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, parse_mm_limits
+from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout, parse_mm_limits
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -48,8 +48,11 @@ from ..specs import (
     PlanSpeculative,
     Problem,
     QuantSpec,
+    Recommendations,
     Source,
     SpeculativeConfig,
+    StageBreakdown,
+    Workload,
 )
 from ..units import DTYPE_BYTES, GiB, largest_true
 from ..versions import parse_version
@@ -61,10 +64,10 @@ from .base import (
     DeploySyntax,
     Engine,
     MemoryResult,
-    Notes,
-    Stage,
     batched_tokens_flag_value,
     knob_flags,
+    memory_notes,
+    memory_result,
 )
 
 # ------------------------------------------------------------------------ eras
@@ -133,7 +136,8 @@ NEWEST_MODELLED = "0.33.0"
 # Releases whose files (or logs) were read; a version between them has uncertain boundaries.
 READ_VERSIONS = {(0, 6, 6), (0, 11, 0), (0, 12, 0), (0, 15, 1), (0, 19, 0), (0, 20, 0), (0, 22, 0),
                  (0, 26, 0), (0, 30, 0), (0, 33, 0)}
-UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)), ((0, 23, 0), (0, 25, 99)),
+UNREAD_RANGES = (((0, 7, 0), (0, 10, 99)), ((0, 16, 0), (0, 19, 99)), ((0, 21, 0), (0, 21, 99)),
+                 ((0, 23, 0), (0, 25, 99)),
                  ((0, 27, 0), (0, 29, 99)))
 
 
@@ -323,9 +327,9 @@ def budget_bytes(total_bytes: int, utilization: float) -> int:
 
 
 def in_flight_tokens(d: Deployment, era: Era) -> int:
-    """Tokens a sliding window must keep beyond W − 1 for requests in flight: max_num_batched_tokens,
-    × max_concurrent_batches from 0.26 (2 with async scheduling at PP 1, else the PP size;
-    vllm/config/vllm.py)."""
+    """Tokens a sliding window must keep beyond W − 1 for requests in flight:
+    max_num_batched_tokens, × max_concurrent_batches from 0.26 (2 with async scheduling at PP 1,
+    else the PP size; vllm/config/vllm.py)."""
     if not era.async_in_flight:
         return d.max_num_batched_tokens
     batches = 2 if d.pipeline_parallel_size == 1 else d.pipeline_parallel_size
@@ -369,7 +373,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         stage_weights = weights[s].allocated_bytes + extra
         # The encoder's dummy outputs and pixel inputs are held through the LM's profile forward
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
-        act = activation_bytes(m, d, last_stage=last, eager_v0=era.v0) + (mm.held_bytes if mm else 0)
+        act = (activation_bytes(m, d, last_stage=last, eager_v0=era.v0)
+               + (mm.held_bytes if mm else 0))
         nt = non_torch_bytes(d, gpu)
         graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
         if d.kv_cache_memory_bytes is not None:
@@ -386,7 +391,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             per_token = sum(x.bytes_per_token for x in specs)
         else:  # memoised per model and stage (kv.stage_kv)
             layout, per_token = stage_kv(m, layer_range, tp=tp, kv_dtype=d.kv_cache_dtype,
-                                         state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager,
+                                         state_dtype=d.dtype,
+                                         hybrid_manager=d.hybrid_kv_cache_manager,
                                          block_size=d.block_size,
                                          block_size_fixed=d.user_set("block_size"),
                                          group_rule=era.group_rule)
@@ -405,15 +411,19 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         """largest_fitting_len(need(n) + null <= blocks); closed form when every stage holds
         only full-attention/MLA groups (need(n) = groups × cdiv(n, block size) per stage)."""
         if all(g.kind in ("full", "mla") for st in stages for g in st.layout.groups):
-            return max(0, min([cap] + [(blocks - null) // len(st.layout.groups) * st.layout.block_size
+            return max(0,
+                       min([cap] + [(blocks - null) // len(st.layout.groups) * st.layout.block_size
                                        for st in stages]))
         return largest_fitting_len(lambda n: need(n) + null <= blocks, cap)
 
-    bpr = need(d.max_model_len)
+    if d.max_model_len is None:
+        raise ValueError("vLLM's accounting runs on a resolved max_model_len")
+    max_len = d.max_model_len
+    bpr = need(max_len)
     null = 1 if era.null_block_in_fit_check else 0
     concurrency = num_blocks / bpr
     if era.printed_tokens == "concurrency":
-        tokens = int(concurrency * d.max_model_len)
+        tokens = int(concurrency * max_len)
     else:  # ≤0.20: (num_blocks // groups) × block size
         tokens = num_blocks // len(worst.layout.groups) * worst.layout.block_size
     problems: list[Problem] = []
@@ -427,7 +437,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
             "GPU); vLLM stops with 'No available memory for the cache blocks'."))
     elif num_blocks < bpr + null:
         fits = False
-        est = largest_len(num_blocks, d.max_model_len)
+        est = largest_len(num_blocks, max_len)
         problems.append(Problem(
             code="max-model-len-too-long", severity="error",
             message=f"One request of max_model_len {d.max_model_len} needs "
@@ -456,8 +466,9 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         if outside < worst.cudagraph_bytes:
             problems.append(Problem(
                 code="cudagraph-headroom", severity="warning",
-                message=f"This vLLM version captures CUDA graphs (≈{worst.cudagraph_bytes / GiB:.2f} GiB)"
-                f" outside the utilization budget, but only ≈{max(0, outside) / GiB:.2f} GiB is left"
+                message="This vLLM version captures CUDA graphs "
+                f"(≈{worst.cudagraph_bytes / GiB:.2f} GiB) outside the utilization budget, but "
+                f"only ≈{max(0, outside) / GiB:.2f} GiB is left"
                 " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
     problems += feature_problems(m, d, draft, lora_parts) + mm_problems(m, d, era, mm)
     return VllmResult(
@@ -563,7 +574,8 @@ def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
     if knobs.max_lora_rank is not None and knobs.max_lora_rank not in LORA_RANKS:
         raise InvalidInputError(f"--max-lora-rank must be one of {', '.join(map(str, LORA_RANKS))} "
                                 f"for vLLM (its MaxLoRARanks), got {knobs.max_lora_rank}",
-                                hint="SGLang and TensorRT-LLM take other ranks", code="out-of-range",
+                                hint="SGLang and TensorRT-LLM take other ranks",
+                                code="out-of-range",
                                 knob="max_lora_rank")
     loras = knobs.max_loras or 1
     values = {"enable_lora": True, "max_loras": loras, "max_lora_rank": knobs.max_lora_rank or 16,
@@ -610,7 +622,8 @@ def lora_section(m: ModelSpec, d: Deployment, parts: list[LoraSlots | None]) -> 
     cpu = d.max_cpu_loras or d.max_loras
     return PlanLora(max_loras=d.max_loras, max_lora_rank=d.max_lora_rank, max_cpu_loras=cpu,
                     gpu_bytes=max(p.gpu_bytes for p in parts if p is not None),
-                    adapter_bytes=whole.adapter_bytes, host_bytes_per_worker=cpu * whole.adapter_bytes,
+                    adapter_bytes=whole.adapter_bytes,
+                    host_bytes_per_worker=cpu * whole.adapter_bytes,
                     modules=list(whole.modules))
 
 
@@ -742,7 +755,8 @@ _PIP = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
 # vLLM flag → (knob, kind). Kinds: int, hint (human-readable int: 32k = 32000, 32K = 32768 —
 # vllm/engine/arg_utils.py human_readable_int), float, str, bool.
 CLI_FLAGS: dict[str, tuple[str, str]] = {
-    "--tensor-parallel-size": ("tensor_parallel_size", "int"), "-tp": ("tensor_parallel_size", "int"),
+    "--tensor-parallel-size": ("tensor_parallel_size", "int"),
+    "-tp": ("tensor_parallel_size", "int"),
     "--pipeline-parallel-size": ("pipeline_parallel_size", "int"),
     "-pp": ("pipeline_parallel_size", "int"),
     "--data-parallel-size": ("data_parallel_size", "int"), "-dp": ("data_parallel_size", "int"),
@@ -770,7 +784,8 @@ BOOLEAN_FLAGS = frozenset({
     "--enable-expert-parallel", "--disable-log-requests", "--disable-log-stats",
     "--enable-log-requests", "--enable-auto-tool-choice", "--enable-lora",
     "--disable-custom-all-reduce", "--async-scheduling", "--disable-frontend-multiprocessing",
-    "--enable-reasoning", "--disable-sliding-window", "--skip-tokenizer-init", "--enable-sleep-mode",
+    "--enable-reasoning", "--disable-sliding-window", "--skip-tokenizer-init",
+    "--enable-sleep-mode",
     "--headless", "--disable-hybrid-kv-cache-manager",
 })
 
@@ -856,7 +871,8 @@ class VllmEngine(Engine):
     def eras(self) -> list[tuple[str, str]]:
         return [(e.name, ".".join(map(str, e.first))) for e in ERAS]
 
-    def resolve(self, m, gpu, layout, knobs, version):  # noqa: ANN001, ANN201 - Engine.resolve
+    def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
+                version: str) -> Deployment:
         era = select_era(version)[0]
         sources: dict[str, Source] = dict(layout.sources)
 
@@ -923,22 +939,26 @@ class VllmEngine(Engine):
             gpu_memory_utilization=util, block_size=block, enforce_eager=eager,
             kv_cache_memory_bytes=knobs.kv_cache_memory_bytes,
             gpu_total_bytes=layout.gpu_total_bytes,
-            other_processes_bytes=layout.other_processes_bytes, enable_prefix_caching=prefix_caching,
+            other_processes_bytes=layout.other_processes_bytes,
+            enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
             usage_context=usage, speculative_config=spec, **lora, **offload,
             limit_mm_per_prompt=knobs.limit_mm_per_prompt, sources=sources)
 
-    def memory(self, m, gpu, dep):  # noqa: ANN001, ANN201 - Engine.memory
+    def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         era = era_of(dep)
         res = plan_memory(m, gpu, dep, dep.quant, era, derived_max_model_len(m, era)[0])
         worst = res.worst
-        graphs = "estimate, inside the budget" if era.cudagraph_in_budget and not dep.enforce_eager \
-            else "estimate, outside the budget"
-        return MemoryResult(
-            era=era.name, budget_bytes=res.requested_bytes,
-            stages=[Stage(st.layers, st.weights_bytes, st.weights_tensor_bytes, st.activation_bytes,
-                          st.non_torch_bytes, st.cudagraph_bytes, st.kv_cache_bytes, st.num_blocks,
-                          st.bytes_per_block) for st in res.stages],
+        graphs = ("estimate, inside the budget" if era.cudagraph_in_budget
+                  and not dep.enforce_eager else "estimate, outside the budget")
+        return memory_result(
+            gpu, dep, era=era.name, budget_bytes=res.requested_bytes,
+            stages=[StageBreakdown(
+                layers=st.layers, weights_bytes=st.weights_bytes,
+                weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
+                non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
+                kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
+                bytes_per_block=st.bytes_per_block) for st in res.stages],
             cudagraph_in_budget=era.cudagraph_in_budget and not dep.enforce_eager,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=res.bytes_per_token, block_size=worst.layout.block_size,
@@ -946,26 +966,28 @@ class VllmEngine(Engine):
             tokens=res.tokens, max_model_len=int(dep.max_model_len or 0),
             max_concurrency=res.max_concurrency, max_model_len_fit=res.max_model_len_fit,
             fits=res.fits, problems=res.problems,
-            notes=Notes(budget=f"total × gpu_memory_utilization {dep.gpu_memory_utilization:g}"
-                        if dep.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
-                        activation="estimate: profile run + sampler",
-                        non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
-                        kv_tokens_label="GPU KV cache size", cudagraph=graphs),
+            notes=memory_notes(
+                budget=f"total × gpu_memory_utilization {dep.gpu_memory_utilization:g}"
+                if dep.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
+                activation="estimate: profile run + sampler",
+                non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
+                kv_tokens_label="GPU KV cache size", cudagraph=graphs),
             request_blocks=res.request_blocks, speculative=res.speculative, lora=res.lora,
             offload=offload_section(dep, res), multimodal=res.multimodal)
 
-    def fraction_needed(self, m, gpu, dep, res, blocks):  # noqa: ANN001, ANN201
+    def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+                        blocks: int) -> float | None:
         """(non-KV + blocks × bytes_per_block) / total on the neediest stage, in hundredths
         rounded up (may exceed 1.0: then no utilization holds them)."""
         need = 0
         for st in res.stages:
             non_kv = st.weights_bytes + st.activation_bytes + st.non_torch_bytes
-            if res.cudagraph_in_budget:
+            if res.memory.cudagraph_in_budget:
                 non_kv += st.cudagraph_bytes
             need = max(need, non_kv + blocks * st.bytes_per_block)
         return math.ceil(need / dep.gpu_total_bytes * 100) / 100
 
-    def fraction_ceiling(self, dep, res):  # noqa: ANN001, ANN201
+    def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
         """Free memory after the CUDA context must cover the budget, and (in eras that do not
         budget CUDA graphs) the graphs must fit outside it."""
         outside = STARTUP_OVERHEAD_BYTES + dep.other_processes_bytes
@@ -976,11 +998,12 @@ class VllmEngine(Engine):
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         return []  # vLLM's layouts, recurrent state pools included, are modelled (kv.py)
 
-    def max_seqs_cap(self, gpu, dep):  # noqa: ANN001, ANN201
+    def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return batch_defaults(dep.gpu_total_bytes, gpu.device_name, era_of(dep),
                               dep.usage_context)[1]
 
-    def command(self, ref, dep, rec, workload, revision):  # noqa: ANN001, ANN201
+    def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
+                revision: str | None) -> str:
         """`vllm serve` with the user's explicit flags and the recommended values. max_num_seqs
         is only set from a workload or the user's flag: the no-preemption bound alone would
         throttle short requests."""

@@ -256,6 +256,27 @@ def test_tgi_3x_default_prefill_is_compute_optimal_on_known_cards():
     assert any(x.code == "tgi-default-prefill" for x in p.problems)
 
 
+def test_tgi_3x_default_prefill_reads_the_configs_own_model_type():
+    """Regression: the launcher's fallback prefill is 10000 for config.json model_type
+    "qwen2_vl" / "qwen2_5_vl" (launcher/src/main.rs v3.3.6; reference ENGINE_MEMORY.md §3
+    "10000 for qwen2-vl/qwen2.5-vl"); it matches the top-level model_type (its RawConfig), but
+    kvplan's ModelSpec.model_type is the language model's family, "qwen2", so the 10000 never
+    applied and Qwen2.5-VL got 4096. A VLM has no FLOP estimate, so the fallback is taken."""
+    qwen_vl = resolve_model("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert qwen_vl.model_type == "qwen2"
+    h100 = tgi.Launcher("NVIDIA H100 80GB HBM3", 81559, 1, 1.0)
+    assert tgi.default_prefill_3x(qwen_vl, h100)[0] == 10000
+    # a text-only Qwen2 keeps the compute-optimal value, not the VLM fallback
+    assert tgi.default_prefill_3x(resolve_model("Qwen/Qwen2.5-7B-Instruct"), h100)[0] != 10000
+    p = plan("Qwen/Qwen2.5-VL-7B-Instruct", "h100", engine="tgi")
+    assert any(x.code == "tgi-default-prefill" and "10,000" in x.message for x in p.problems)
+    # text-only Gemma 3 is config model_type "gemma3_text" (Gemma3ForCausalLM), not the launcher's
+    # "gemma3": on a card the launcher does not know it gets 4096, the multimodal 27B 8000
+    a6000 = tgi.Launcher("NVIDIA RTX A6000", 49140, 1, 1.0)
+    assert tgi.default_prefill_3x(resolve_model("google/gemma-3-1b-it"), a6000)[0] == 4096
+    assert tgi.default_prefill_3x(resolve_model("google/gemma-3-27b-it"), a6000)[0] == 8000
+
+
 def test_tgi_3x_default_prefill_is_capped_by_the_launchers_vram_estimate():
     """`vram_maximum` on a T4 ("Tesla T4" is not in the launcher's card table → 4096): available
     = 15,360 MiB × 0.95 = 15,300,820,992 B; the launcher's model size for Llama-3.1-8B =
