@@ -34,6 +34,7 @@ from .specs import (
     Problem,
     Recommendation,
     Recommendations,
+    Source,
     SourcedValue,
     StageBreakdown,
     Workload,
@@ -59,11 +60,11 @@ INPUTS = (
 
 
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
-             version_source: str = "cli") -> tuple[Deployment, MemoryResult]:
+             version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
     dep = eng.resolve(m, gpu, layout, knobs, version)
-    dep.sources["engine_version"] = version_source  # type: ignore[index]
+    dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
     if layout.problems:  # what the GPU's compute capability refuses (error) or changes
         refused = any(p.severity == "error" for p in layout.problems)
@@ -115,7 +116,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
-    problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
+    problems += (eng.layout_problems(m) + res.problems
+                 + model_gpu_problems(m, gpu, dep, engine=eng.label))
     problems += _lora_knobs_without_lora(eng, knobs, dep)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
@@ -144,7 +146,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
                         weights_from=m.weights_from, dtype=dep.dtype,
                         quantization=dep.quantization or m.unmodelled_quantization_method),
         gpu=PlanGpu(id=gpu.id, name=gpu.name,
-                    count=dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size,
+                    count=dep.tensor_parallel_size * dep.pipeline_parallel_size
+                    * dep.data_parallel_size,
                     total_bytes_estimated="total_bytes" in estimated),
         engine=PlanEngine(name=eng.name, label=eng.label, version=version, era=res.era or dep.era,
                           knobs=dict(eng.flags)),
@@ -316,7 +319,8 @@ class Alternative(NamedTuple):
 
 @dataclass(frozen=True)
 class _Fraction:
-    """The budget-fraction recommendation, with what `_fraction` needs downstream."""
+    """The budget-fraction recommendation: the value (None: no fraction works), its reason,
+    and the warning when a given fraction is raised."""
 
     value: float | None
     reason: str
@@ -674,70 +678,98 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
         return None, []
-    cap = eng.max_seqs_cap(gpu, dep)
-    engine_seqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
-                   else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
-    if rec.max_num_seqs.value and (w.sizes_batch()
-                                   or dep.user_set("max_num_seqs")):
-        engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
+    s = _Setup(eng, m, gpu, knobs, dep, res)
+    engine_seqs = _launch_seqs(dep, res, rec, w)
     problems: list[Problem] = []
-    has_slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     tokens = None
-    if has_slo:
-        search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound),
-                                     acceptance_rate=acc)
-        seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
-        if dep.user_set("max_num_seqs"):  # the user's batch size stays; say so
-            if best and engine_seqs > best:
-                problems.append(Problem(
-                    code="slo-max-num-seqs", severity="warning",
-                    message=f"max_num_seqs {engine_seqs} as given lets more requests run than "
-                    f"the latency targets allow: up to {best} meet them ({seqs_rec.reason})"))
-            best = min(best, engine_seqs) if best else 0
-        else:
-            rec.max_num_seqs = seqs_rec
-        if best == 0:
-            one = performance.at_lengths(search, n, 1)
-            problems.append(performance.unmet_slo_problem(
-                w, n, one, _slo_alternatives(eng, m, gpu, knobs, dep, w, n)))
-        else:
-            given_seqs = dep.user_set("max_num_seqs")
-            engine_seqs = engine_seqs if given_seqs else best
-            if not dep.user_set("max_num_batched_tokens"):
-                rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, knobs, dep, w, n, best)
-                got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
-                if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
-                    again = performance.context(m, gpu, got[0], got[1],
-                                                max_num_seqs=min(bound, cap or bound),
-                                                acceptance_rate=acc)
-                    seqs_rec, again_best = performance.slo_seqs(again, w, n,
-                                                                performance.kv_bound(got[1], n), cap)
-                    if again_best >= best and not given_seqs:
-                        rec.max_num_seqs, best = seqs_rec, again_best
-                        engine_seqs = best
-            if w.target_concurrency and w.target_concurrency > best:
-                problems.append(Problem(
-                    code="slo-target-concurrency", severity="error",
-                    message=f"{w.target_concurrency} concurrent requests miss the latency target; "
-                    f"up to {best} meet it here ({rec.max_num_seqs.reason})"))
+    if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
+        engine_seqs, tokens, problems = _size_for_slos(s, rec, w, n, bound, engine_seqs, acc)
     concurrency = w.target_concurrency or min(bound, engine_seqs)
     if tokens and tokens != dep.max_num_batched_tokens:
-        got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
+        got = s.attempt(max_num_batched_tokens=tokens)
         if got:
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source)
     if acc_source is not None and acc_source != "cli":
-        even = section.break_even_acceptance_rate
-        problems.append(Problem(
-            code="acceptance-rate-assumed", severity="warning" if acc == 0 else "info",
-            message=f"speculative decoding latency assumes a draft-token acceptance rate of {acc:g} "
-            f"({acc_source}); pass --acceptance-rate from your engine's metrics (vLLM logs "
-            "'Draft acceptance rate'). At this concurrency it lowers TPOT only above "
-            + ("— never: the verify and draft passes cost more than they save here"
-               if even is None else f"{even:g}")))
+        problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems
+
+
+def _launch_seqs(dep: Deployment, res: MemoryResult, rec: Recommendations, w: Workload) -> int:
+    """The max_num_seqs the launch line runs with: the user's, else the recommendation when the
+    workload sizes the batch, else the engine's default."""
+    engine_seqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
+                   else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
+    if rec.max_num_seqs.value and (w.sizes_batch() or dep.user_set("max_num_seqs")):
+        engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
+    return int(engine_seqs)
+
+
+def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.Lengths,
+                   bound: int, engine_seqs: int, acc: float
+                   ) -> tuple[int, int | None, list[Problem]]:
+    """With latency targets: the largest max_num_seqs that meets them (kept as the user's when
+    given, with a warning when theirs lets more run), then max_num_batched_tokens for the
+    TTFT/TPOT trade-off and a re-search at that budget. Returns the concurrency the engine
+    runs, the batched-token budget chosen (None: unchanged) and the problems (a target missed
+    even at one request, or at the target's concurrency); rec is updated in place."""
+    eng, m, gpu, dep = s.eng, s.m, s.gpu, s.dep
+    problems: list[Problem] = []
+    cap = eng.max_seqs_cap(gpu, dep)
+    search = performance.context(m, gpu, dep, s.res, max_num_seqs=min(bound, cap or bound),
+                                 acceptance_rate=acc)
+    seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
+    given_seqs = dep.user_set("max_num_seqs")
+    if given_seqs:  # the user's batch size stays; say so
+        if best and engine_seqs > best:
+            problems.append(Problem(
+                code="slo-max-num-seqs", severity="warning",
+                message=f"max_num_seqs {engine_seqs} as given lets more requests run than "
+                f"the latency targets allow: up to {best} meet them ({seqs_rec.reason})"))
+        best = min(best, engine_seqs) if best else 0
+    else:
+        rec.max_num_seqs = seqs_rec
+    if best == 0:
+        one = performance.at_lengths(search, n, 1)
+        problems.append(performance.unmet_slo_problem(
+            w, n, one, _slo_alternatives(eng, m, gpu, s.knobs, dep, w, n)))
+        return engine_seqs, None, problems
+    engine_seqs = engine_seqs if given_seqs else best
+    tokens = None
+    if not dep.user_set("max_num_batched_tokens"):
+        rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, s.knobs, dep, w, n,
+                                                             best)
+        got = s.attempt(max_num_batched_tokens=tokens)
+        if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
+            again = performance.context(m, gpu, got[0], got[1],
+                                        max_num_seqs=min(bound, cap or bound),
+                                        acceptance_rate=acc)
+            seqs_rec, again_best = performance.slo_seqs(again, w, n,
+                                                        performance.kv_bound(got[1], n), cap)
+            if again_best >= best and not given_seqs:
+                rec.max_num_seqs, best = seqs_rec, again_best
+                engine_seqs = best
+    if w.target_concurrency and w.target_concurrency > best:
+        problems.append(Problem(
+            code="slo-target-concurrency", severity="error",
+            message=f"{w.target_concurrency} concurrent requests miss the latency target; "
+            f"up to {best} meet it here ({rec.max_num_seqs.reason})"))
+    return engine_seqs, tokens, problems
+
+
+def _acceptance_assumed(section: Performance, acc: float, acc_source: str) -> Problem:
+    """Speculative decoding predicted with an acceptance rate the user did not give: say which,
+    and above what rate it pays off at this concurrency."""
+    even = section.break_even_acceptance_rate
+    return Problem(
+        code="acceptance-rate-assumed", severity="warning" if acc == 0 else "info",
+        message=f"speculative decoding latency assumes a draft-token acceptance rate of {acc:g} "
+        f"({acc_source}); pass --acceptance-rate from your engine's metrics (vLLM logs "
+        "'Draft acceptance rate'). At this concurrency it lowers TPOT only above "
+        + ("— never: the verify and draft passes cost more than they save here"
+           if even is None else f"{even:g}"))
 
 
 def _batched_tokens(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -807,8 +839,8 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     if g.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
         problems.append(Problem(code="gpu-total-estimated", severity="warning",
                                 message=f"the CUDA-visible total of {g.id} is an estimate "
-                                f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib with "
-                                "the total your engine log prints"))
+                                f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib "
+                                "with the total your engine log prints"))
     if g.local is not None and dep.other_processes_bytes:
         problems.append(Problem(
             code="gpu-shared", severity="warning",
