@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .engines import registry
 from .errors import InvalidInputError, KvplanError
@@ -115,16 +115,9 @@ class Option(_Model):
     pareto: bool = Field(description="not dominated by a cheaper option with as much headroom "
                          "(and throughput, when a latency model exists); only among options that "
                          "meet the target and have a price")
-    gpu: str
-    count: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    engine: str
-    quantization: str | None = Field(description="--quantization given (None: the checkpoint's "
-                                     "own format)")
-    kv_cache_dtype: str | None = Field(description="--kv-cache-dtype given (None: auto)")
-    weights_format: str = Field(description="what the weights are sized as")
-    kv_tokens: int
+    # gpu, count, tensor_parallel_size, pipeline_parallel_size, engine, quantization,
+    # kv_cache_dtype, weights_format and kv_tokens are read from `plan` and `knobs` (properties
+    # below); the JSON prints them here, between pareto and headroom (_with_plan_fields)
     headroom: float = Field(description="KV tokens at the engine's default budget ÷ tokens the "
                             "target needs (target_concurrency × (input + output), else one "
                             "max_model_len request)")
@@ -149,6 +142,65 @@ class Option(_Model):
 
     def misses_of(self, *kinds: MissKind) -> list[Miss]:
         return [r for r in self.misses if r.kind in kinds]
+
+    @property
+    def gpu(self) -> str:
+        return self.plan.gpu.id
+
+    @property
+    def count(self) -> int:
+        """GPUs in the deployment (TP × PP; the sweep plans one replica)."""
+        return self.plan.gpu.count
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return self._size("tensor_parallel_size")
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return self._size("pipeline_parallel_size")
+
+    def _size(self, name: str) -> int:
+        value = self.plan.inputs[name].value
+        if not isinstance(value, int):
+            raise TypeError(f"plan.inputs[{name!r}] is {value!r}, not a size")
+        return value
+
+    @property
+    def engine(self) -> str:
+        return self.plan.engine.name
+
+    @property
+    def quantization(self) -> str | None:
+        """--quantization given (None: the checkpoint's own format)."""
+        return self.knobs.get("quantization")
+
+    @property
+    def kv_cache_dtype(self) -> str | None:
+        """--kv-cache-dtype given (None: auto)."""
+        return self.knobs.get("kv_cache_dtype")
+
+    @property
+    def weights_format(self) -> str:
+        """What the weights are sized as."""
+        return self.plan.model.quantization or self.plan.model.dtype
+
+    @property
+    def kv_tokens(self) -> int:
+        return self.plan.kv_cache.tokens
+
+    @model_serializer(mode="wrap")
+    def _with_plan_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The stored fields, with the ones read from the plan printed after `pareto` (the
+        sweep JSON's order since schema 1.0)."""
+        stored = handler(self)
+        out = {k: stored.pop(k) for k in ("rank", "meets_target", "reasons", "pareto")}
+        out.update((k, getattr(self, k)) for k in _PLAN_FIELDS)
+        return out | stored
+
+
+_PLAN_FIELDS = ("gpu", "count", "tensor_parallel_size", "pipeline_parallel_size", "engine",
+                "quantization", "kv_cache_dtype", "weights_format", "kv_tokens")
 
 
 class Pruned(_Model):
@@ -424,12 +476,7 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         misses.append(Miss(MissKind.NO_PRICE, f"no price for {c.gpu.id}"))
     return Option(
         rank=0, meets_target=meets, reasons=[r.text for r in misses],
-        reason_kinds=[r.kind for r in misses], pareto=False, gpu=c.gpu.id, count=c.count,
-        tensor_parallel_size=c.tensor_parallel_size,
-        pipeline_parallel_size=c.pipeline_parallel_size,
-        engine=c.engine, quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
-        weights_format=p.model.quantization or p.model.dtype, kv_tokens=p.kv_cache.tokens,
-        headroom=round(headroom, 4),
+        reason_kinds=[r.kind for r in misses], pareto=False, headroom=round(headroom, 4),
         price_per_hour=None if per_hour is None else round(per_hour, 4),
         price_source=None if price is None else price.source,
         price_date=None if price is None else price.date,

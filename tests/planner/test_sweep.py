@@ -374,3 +374,22 @@ def test_pruned_candidates_would_not_have_fit(result70, llama70):
                           pipeline_parallel_size=p.pipeline_parallel_size,
                           quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype)
         assert not got.fits, p
+
+
+def test_option_json_keeps_its_order_and_reads_the_plan(result70):
+    """The layout fields are read from the plan and the knobs, and the JSON still prints them
+    in schema 1.0's order, with no field of the typed reasons."""
+    order = ["rank", "meets_target", "reasons", "pareto", "gpu", "count",
+             "tensor_parallel_size", "pipeline_parallel_size", "engine", "quantization",
+             "kv_cache_dtype", "weights_format", "kv_tokens", "headroom", "price_per_hour",
+             "price_source", "price_date", "price_default", "cost_per_million_output_tokens",
+             "tpot_ms", "ttft_ms", "output_tokens_per_s", "knobs", "plan"]
+    for o in result70.options:
+        d = json.loads(o.model_dump_json())
+        assert list(d) == order
+        assert d["gpu"] == d["plan"]["gpu"]["id"]
+        assert d["count"] == d["tensor_parallel_size"] * d["pipeline_parallel_size"]
+        assert d["tensor_parallel_size"] == d["knobs"]["tensor_parallel_size"]
+        assert d["pipeline_parallel_size"] == d["knobs"].get("pipeline_parallel_size", 1)
+        assert d["kv_tokens"] == d["plan"]["kv_cache"]["tokens"]
+        assert d["quantization"] == d["knobs"].get("quantization")
