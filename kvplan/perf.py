@@ -157,7 +157,7 @@ class PerfContext:
     spec_tokens: int = 0  # tokens verified per sequence per step beyond the first
     draft_steps: int = 0  # sequential draft forward passes per step (0: n-gram)
     acceptance_rate: float = 0.0
-    draft_read_bytes: int = 0  # draft weights one draft pass reads on this GPU (incl. a shared head)
+    draft_read_bytes: int = 0  # draft weights one draft pass reads on this GPU (incl. shared head)
     draft_flops_per_token: int = 0
     draft_kv_bytes_per_token: int = 0  # the draft's own KV, per context token
     draft_layers: int = 0
@@ -415,9 +415,9 @@ class StepTerms:
 
     @property
     def bound(self) -> Bound:
-        terms = {"compute": self.compute_s, "bandwidth": self.bandwidth_s,
-                 "overhead": self.comm_s + self.overhead_s}
-        return max(terms, key=terms.__getitem__)  # type: ignore[return-value]
+        terms: dict[Bound, float] = {"compute": self.compute_s, "bandwidth": self.bandwidth_s,
+                                     "overhead": self.comm_s + self.overhead_s}
+        return max(terms, key=terms.__getitem__)
 
 
 def expert_fraction(ctx: PerfContext, tokens: float) -> float:

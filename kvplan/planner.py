@@ -6,7 +6,9 @@ every engine, over the `Engine` interface (engines/base.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -30,6 +32,7 @@ from .specs import (
     Problem,
     Recommendation,
     Recommendations,
+    Source,
     SourcedValue,
     Workload,
 )
@@ -54,11 +57,11 @@ INPUTS = (
 
 
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
-             version_source: str = "cli") -> tuple[Deployment, MemoryResult]:
+             version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
     dep = eng.resolve(m, gpu, layout, knobs, version)
-    dep.sources["engine_version"] = version_source  # type: ignore[index]
+    dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
     if layout.problems:  # what the GPU's compute capability refuses (error) or changes
         refused = any(p.severity == "error" for p in layout.problems)
@@ -110,7 +113,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
     dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
-    problems += eng.layout_problems(m) + res.problems + model_gpu_problems(m, gpu, dep, engine=eng.label)
+    problems += (eng.layout_problems(m) + res.problems
+                 + model_gpu_problems(m, gpu, dep, engine=eng.label))
     problems += _lora_knobs_without_lora(eng, knobs, dep)
     with_prefix, prefix_problems = prefix_concurrency(m, dep, res, workload.prefix_tokens())
     problems += prefix_problems
@@ -135,7 +139,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
                         weights_from=m.weights_from, dtype=dep.dtype,
                         quantization=dep.quantization or m.unmodelled_quantization_method),
         gpu=PlanGpu(id=gpu.id, name=gpu.name,
-                    count=dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size,
+                    count=dep.tensor_parallel_size * dep.pipeline_parallel_size
+                    * dep.data_parallel_size,
                     total_bytes_estimated="total_bytes" in res.memory.estimated),
         engine=PlanEngine(name=eng.name, label=eng.label, version=version, era=res.era or dep.era,
                           knobs=dict(eng.flags)),
@@ -249,183 +254,96 @@ class _Goal:
         return "needs" if not self.n or self.n == 1 else "need"
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """One planning problem: the engine, model and GPU, the knobs as given, and the deployment
+    they resolve to with its memory result. `_try` re-plans it with some knobs changed."""
+
+    eng: Engine
+    m: ModelSpec
+    gpu: GpuSpec
+    knobs: Knobs
+    dep: Deployment
+    res: MemoryResult
+
+    def attempt(self, **changes: object) -> tuple[Deployment, MemoryResult] | None:
+        return _try(self.eng, self.m, self.gpu, self.knobs, self.dep.engine_version, **changes)
+
+
+class AlternativeKind(Enum):
+    """What an alternative in a next-steps / target-not-met problem changes."""
+
+    UTILIZATION = "utilization"
+    FP8_KV_CACHE = "fp8-kv-cache"
+    TENSOR_PARALLEL = "tensor-parallel"
+    LARGER_GPU = "larger-gpu"
+    SHORTER_LENGTH = "shorter-length"
+    LOWER_TARGET = "lower-target"
+
+
+class Alternative(NamedTuple):
+    """One change that would meet the goal: its kind, the words the problem prints, and the
+    value it sets where the planner can use it (the length, the TP size)."""
+
+    kind: AlternativeKind
+    text: str
+    value: int | None = None
+
+
+@dataclass(frozen=True)
+class _Fraction:
+    """The budget-fraction recommendation: the value (None: no fraction works), its reason,
+    and the warning when a given fraction is raised."""
+
+    value: float | None
+    reason: str
+    problems: list[Problem]
+
+
 def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                res: MemoryResult, workload: Workload, *, minimize_utilization: bool = False,
                larger_gpus: Sequence[GpuSpec] = ()
                ) -> tuple[Recommendations, Deployment, MemoryResult, list[Problem]]:
     """The four recommendations, the deployment they were planned on (the serve line's) with
-    its memory result, and the problems planning found (a length or target that cannot be met, with alternatives)."""
-    problems: list[Problem] = []
+    its memory result, and the problems planning found (a length or target that cannot be met,
+    with alternatives)."""
     if any(p.code == "gpu-capability" for p in res.problems):
-        # The GPU refuses this dtype / format: no other setting makes it start.
-        why = f"the {gpu.name} refuses this configuration (see the gpu-capability problem)"
-        return (Recommendations(
-            max_model_len=Recommendation(value=res.max_model_len or None, reason=why),
-            max_num_seqs=Recommendation(value=None, reason=why),
-            gpu_memory_utilization=Recommendation(
-                value=dep.gpu_memory_utilization if 0 < dep.gpu_memory_utilization <= 1 else None,
-                reason=why),
-            tensor_parallel_size=Recommendation(value=dep.tensor_parallel_size, reason=why)),
-            dep, res, problems)
+        return _refused(gpu, dep, res), dep, res, []
     given = {k for k, v in dep.sources.items() if v == "cli"}
     rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res)
-    prefix = ""
-    if rec_tp.value and rec_tp.value != dep.tensor_parallel_size and res.max_model_len_fit == 0:
-        # Nothing fits at this TP (no KV memory at all): the other settings only make sense on
-        # the deployment that does, so re-plan there. Otherwise a shorter length and a larger
-        # TP are alternatives, and the command keeps the user's TP.
-        if "tensor_parallel_size" in given:
-            problems.append(Problem(
-                code="tensor-parallel-size-too-small", severity="error",
-                message=f"tensor_parallel_size {dep.tensor_parallel_size} leaves no memory for "
-                f"the KV cache; the serve line uses {rec_tp.value}, the smallest that fits"))
-        knobs = knobs.model_copy(update={"tensor_parallel_size": rec_tp.value})
-        dep, res = evaluate(eng, m, gpu, knobs, dep.engine_version)
-        prefix = f"at tensor_parallel_size {rec_tp.value}: "
-
-    len_flag = eng.flags.get("max_model_len", "--max-model-len")
-    util_flag = eng.flags.get("gpu_memory_utilization", "--gpu-memory-utilization")
-    util_name = util_flag.removeprefix("--").replace("-", "_")
+    s, prefix, problems = _replan_at_tp(_Setup(eng, m, gpu, knobs, dep, res), rec_tp, given)
+    dep, res = s.dep, s.res
+    util_name = _util_flag(eng).removeprefix("--").replace("-", "_")
     n = workload.target_concurrency
-    length_now = res.max_model_len
-    model_max = max(res.max_model_len_fit, length_now)  # N requests fit no longer than one
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
     if work_len:  # each image adds its tokens to the request (features.image_tokens)
         work_len += image_tokens(m, workload)
     given_len = "max_model_len" in given
-    given_util = "gpu_memory_utilization" in given
     current = dep.gpu_memory_utilization
     ceiling = eng.fraction_ceiling(dep, res)
-
-    # The length to plan: the user's (kept unless it cannot work); with a target but neither a
-    # length nor a workload, the largest at which N requests fit at the highest safe budget;
-    # otherwise the configured length.
-    max_len = length_now
-    if n and not work_len and not given_len:
-        best = largest_true(lambda k: n * res.request_blocks(k) <= res.usable_blocks, model_max)
-        max_len = best or length_now
+    max_len = _planned_length(res, n, work_len, given_len)
     goal = _Goal(n, work_len or max_len, max_len)
-
-    # The budget fraction: the user's when it works; else the engine default unless the goal
-    # needs more (or the user asked for the minimum); never above the ceiling.
-    needed = eng.fraction_needed(m, gpu, dep, res, goal.blocks(res))
-    workable = needed is not None and 0 < needed <= ceiling
-    if dep.kv_cache_memory_bytes is not None:
-        util, util_reason = current, "--kv-cache-memory-bytes replaces the utilization budget"
-    elif given_util and (not workable or needed <= current):  # type: ignore[operator]
-        util = current
-        util_reason = f"as given; {goal.text()} {goal.need()} {needed}" if workable and needed is not None \
-            else f"as given; {goal.text()} cannot be held at any safe value"
-    elif workable and (minimize_utilization or needed > current):  # type: ignore[operator]
-        util = needed
-        util_reason = f"{goal.text()} {goal.need()} {needed}: the smallest value that holds them" + (
-            f" (the default is {current:g})" if not given_util else
-            f" (the given {current:g} is too low)") + f"; up to {ceiling:g} starts safely"
-        if given_util:
-            problems.append(Problem(code="gpu-memory-utilization-too-low", severity="warning",
-                                    message=f"{util_name} {current:g} cannot hold {goal.text()}; "
-                                    f"the serve line uses {needed:g}"))
-    elif workable and needed == current:
-        util, util_reason = current, f"the engine default: exactly what {goal.text()} {goal.need()}"
-    elif workable and current > ceiling:  # the default would not start here (a shared GPU)
-        util = ceiling
-        util_reason = (f"the engine default {current:g} is above the {ceiling:g} that starts here; "
-                       f"{goal.text()} {goal.need()} {needed}")
-    elif workable:
-        util = current
-        util_reason = (f"the engine default; {goal.text()} {goal.need()} {needed}, and the rest of the "
-                       f"budget adds KV capacity (--minimize-utilization picks {needed})")
-    else:
-        util = None if ceiling <= 0 else current if given_util else ceiling
-        what = "more than the whole GPU" if needed is None else f"{needed}"
-        util_reason = f"{goal.text()} {goal.need()} {what}, above the {ceiling:g} at which {eng.label} " \
-            "still starts"
-    if util is not None and not 0 < util <= 1 or ceiling <= 0:
-        util, util_reason = None, (f"no {util_name} works: the device is smaller than what "
-                                   f"{eng.label} holds outside the KV cache")
-
-    planned_knobs = knobs if util is None or util == current else knobs.model_copy(
-        update={"gpu_memory_utilization": util})
-    got = (dep, res) if planned_knobs is knobs else _try(eng, m, gpu, planned_knobs,
-                                                         dep.engine_version)
+    frac = _fraction(s, goal, ceiling, util_name,
+                     given_util="gpu_memory_utilization" in given,
+                     minimize_utilization=minimize_utilization)
+    problems += frac.problems
+    util = frac.value
+    got = (dep, res) if util is None or util == current else s.attempt(
+        gpu_memory_utilization=util)
     pdep, pres = got if got else (dep, res)
     met = goal.met(pres)
     rec_len_value: int | None = max_len
     if not goal.met(res):
-        options = _alternatives(eng, m, gpu, knobs, dep, goal, given, work_len, ceiling,
-                                larger_gpus)
-        listing = "; ".join(f"{i}) {o}" for i, (o, _) in enumerate(options, 1)) or \
-            "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
-        shorter = next((v for o, v in options if o.startswith(len_flag)), None)
-        if not met and not n and shorter and not given_len:
-            rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
-        elif not met and not n and not shorter and not pres.max_model_len_fit:
-            rec_len_value = None
-        uses = (f"; the serve line uses {util_name} {util:g}" if met and util != current else
-                f"; the serve line uses {len_flag} {rec_len_value}" if rec_len_value and
-                rec_len_value != max_len else "")
-        if n and not met:
-            problems.append(Problem(
-                code="target-not-met", severity="error",
-                message=f"--target-concurrency {n}: the KV cache holds "
-                f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
-                f"{goal.text()}; alternatives, cheapest first: {listing}{uses}"))
-        else:
-            problems.append(Problem(
-                code="next-steps", severity="info" if met or not given_len else "error",
-                message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
-                f"alternatives, cheapest first: {listing}{uses}"))
-    if met and pdep.tensor_parallel_size == rec_tp.value is not None and not res.fits:
-        rec_tp = Recommendation(value=rec_tp.value, reason=f"fits at tensor_parallel_size "
-                                f"{rec_tp.value} with {util_name} {util:g}")
-    elif met and not res.fits and util != current:
-        rec_tp = Recommendation(value=pdep.tensor_parallel_size, reason=f"fits at "
-                                f"tensor_parallel_size {pdep.tensor_parallel_size} with "
-                                f"{util_name} {util:g}")
-
-    if rec_len_value is None:
-        rec_len = Recommendation(value=None, reason="no length fits: there is no memory for the "
-                                 "KV cache")
-    elif given_len:
-        rec_len = Recommendation(value=max_len, reason="as given" + (
-            f"; the KV cache holds {pres.max_concurrency:.2f} requests of {max_len} tokens"
-            if met else
-            "; it does not fit as configured (see the problems)"))
-    elif n and not work_len:
-        rec_len = Recommendation(value=max_len, reason=f"largest length at which "
-                                 f"{_plural(n, 'concurrent request')} fit at {util_name} {util if util else current:g}")
-    elif rec_len_value != max_len:
-        rec_len = Recommendation(value=rec_len_value, reason="the configured length does not fit; "
-                                 "this is the largest that does (the engine's estimated maximum "
-                                 "model length)")
-    else:
-        rec_len = Recommendation(value=max_len, reason=f"one {max_len}-token request fits; the "
-                                 f"KV cache holds {pres.max_concurrency:.2f} of them")
-    rec_util = Recommendation(value=util, reason=util_reason)
-
-    # max_num_seqs, sized at the recommended budget the command will use
-    if work_len:
-        basis, what = work_len, f"the workload's {work_len} tokens per request (input + output" + (
-            " + images)" if image_tokens(m, workload) else ")")
-    else:
-        basis = int(rec_len.value or max_len)
-        what = (f"{basis} tokens each — the no-preemption bound; pass "
-                "--avg-input-tokens/--avg-output-tokens for a realistic figure")
-    fit_seqs = pres.usable_blocks // pres.request_blocks(basis) if basis else 0
-    cap = eng.max_seqs_cap(gpu, pdep)
-    capped = cap is not None and fit_seqs > cap
-    at = f" at {util_name} {util:g}" if util else ""
-    if "max_num_seqs" in given:  # the user's batch size always starts: keep it, say what it means
-        seqs = int(pdep.max_num_seqs)
-        over = f"more than {fit_seqs} running at once are preempted: " if seqs > fit_seqs else ""
-        rec_seqs = Recommendation(value=seqs, reason=f"as given; {over}the KV cache{at} holds "
-                                  f"{_plural(fit_seqs, 'request')} of {what}")
-    else:
-        rec_seqs = Recommendation(
-            value=(min(fit_seqs, cap) if capped else fit_seqs) or None,  # type: ignore[type-var]
-            reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
-            + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
-
+        rec_len_value, miss = _next_steps(s, goal, pres, given, work_len, ceiling, larger_gpus,
+                                          util, util_name)
+        problems.append(miss)
+    rec_tp = _tp_at_fraction(rec_tp, met, pdep, res, util, current, util_name)
+    rec_len = _length_rec(rec_len_value, max_len, pres, met, n, work_len, given_len,
+                          f"{util_name} {util if util else current:g}")
+    rec_seqs = _seqs_rec(eng, m, gpu, pdep, pres, workload, work_len,
+                         int(rec_len.value or max_len), given,
+                         f" at {util_name} {util:g}" if util else "")
+    rec_util = Recommendation(value=util, reason=frac.reason)
     for r in (rec_len, rec_seqs, rec_util):
         r.reason = prefix + r.reason
     return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
@@ -433,14 +351,225 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
             dep, res, problems)
 
 
+def _util_flag(eng: Engine) -> str:
+    return eng.flags.get("gpu_memory_utilization", "--gpu-memory-utilization")
+
+
+def _refused(gpu: GpuSpec, dep: Deployment, res: MemoryResult) -> Recommendations:
+    """The GPU refuses this dtype / format: no other setting makes it start, so every
+    recommendation points at the gpu-capability problem and keeps what was planned."""
+    why = f"the {gpu.name} refuses this configuration (see the gpu-capability problem)"
+    return Recommendations(
+        max_model_len=Recommendation(value=res.max_model_len or None, reason=why),
+        max_num_seqs=Recommendation(value=None, reason=why),
+        gpu_memory_utilization=Recommendation(
+            value=dep.gpu_memory_utilization if 0 < dep.gpu_memory_utilization <= 1 else None,
+            reason=why),
+        tensor_parallel_size=Recommendation(value=dep.tensor_parallel_size, reason=why))
+
+
+def _replan_at_tp(s: _Setup, rec_tp: Recommendation, given: set[str]
+                  ) -> tuple[_Setup, str, list[Problem]]:
+    """When nothing fits at this TP (no KV memory at all), the other settings only make sense
+    on the deployment that does: re-plan at the recommended TP, and prefix the reasons with it
+    (an error when the user gave the TP). Otherwise a shorter length and a larger TP are
+    alternatives, and the command keeps the user's TP."""
+    if not (rec_tp.value and rec_tp.value != s.dep.tensor_parallel_size
+            and s.res.max_model_len_fit == 0):
+        return s, "", []
+    problems = []
+    if "tensor_parallel_size" in given:
+        problems.append(Problem(
+            code="tensor-parallel-size-too-small", severity="error",
+            message=f"tensor_parallel_size {s.dep.tensor_parallel_size} leaves no memory for "
+            f"the KV cache; the serve line uses {rec_tp.value}, the smallest that fits"))
+    knobs = s.knobs.model_copy(update={"tensor_parallel_size": rec_tp.value})
+    dep, res = evaluate(s.eng, s.m, s.gpu, knobs, s.dep.engine_version)
+    return (_Setup(s.eng, s.m, s.gpu, knobs, dep, res),
+            f"at tensor_parallel_size {rec_tp.value}: ", problems)
+
+
+def _planned_length(res: MemoryResult, n: int | None, work_len: int, given_len: bool) -> int:
+    """The length to plan: the user's (kept unless it cannot work); with a target but neither a
+    length nor a workload, the largest at which N requests fit at the highest safe budget;
+    otherwise the configured length."""
+    length_now = res.max_model_len
+    if not n or work_len or given_len:
+        return length_now
+    model_max = max(res.max_model_len_fit, length_now)  # N requests fit no longer than one
+    best = largest_true(lambda k: n * res.request_blocks(k) <= res.usable_blocks, model_max)
+    return best or length_now
+
+
+def _fraction(s: _Setup, goal: _Goal, ceiling: float, util_name: str, *, given_util: bool,
+              minimize_utilization: bool) -> _Fraction:
+    """The budget fraction: the user's when it works; else the engine default unless the goal
+    needs more (or the user asked for the minimum); never above the ceiling; None when no
+    fraction starts the engine on this device."""
+    eng, dep = s.eng, s.dep
+    current = dep.gpu_memory_utilization
+    needed = eng.fraction_needed(s.m, s.gpu, dep, s.res, goal.blocks(s.res))
+    if dep.kv_cache_memory_bytes is not None:
+        got = _Fraction(current, "--kv-cache-memory-bytes replaces the utilization budget", [])
+    elif needed is None or not 0 < needed <= ceiling:
+        got = _unworkable_fraction(eng, goal, needed, ceiling, current, given_util)
+    elif given_util and needed <= current:
+        got = _Fraction(current, f"as given; {goal.text()} {goal.need()} {needed}", [])
+    else:  # a given fraction that is too low is raised, like the default
+        got = _workable_fraction(eng, goal, needed, ceiling, current, util_name,
+                                 given_util=given_util, minimize_utilization=minimize_utilization)
+    if got.value is not None and not 0 < got.value <= 1 or ceiling <= 0:
+        return _Fraction(None, f"no {util_name} works: the device is smaller than what "
+                         f"{eng.label} holds outside the KV cache", got.problems)
+    return got
+
+
+def _unworkable_fraction(eng: Engine, goal: _Goal, needed: float | None, ceiling: float,
+                         current: float, given_util: bool) -> _Fraction:
+    """No fraction up to the ceiling holds the goal: keep the user's, else the ceiling."""
+    if given_util:
+        return _Fraction(current, f"as given; {goal.text()} cannot be held at any safe value",
+                         [])
+    what = "more than the whole GPU" if needed is None else f"{needed}"
+    return _Fraction(None if ceiling <= 0 else ceiling,
+                     f"{goal.text()} {goal.need()} {what}, above the {ceiling:g} at which "
+                     f"{eng.label} still starts", [])
+
+
+def _workable_fraction(eng: Engine, goal: _Goal, needed: float, ceiling: float, current: float,
+                       util_name: str, *, given_util: bool,
+                       minimize_utilization: bool) -> _Fraction:
+    """Some fraction up to the ceiling holds the goal: the smallest one when the default (or
+    the user's) is too low or the minimum was asked for; else the default, or the ceiling when
+    the default would not start here (a shared GPU)."""
+    if minimize_utilization or needed > current:
+        reason = (f"{goal.text()} {goal.need()} {needed}: the smallest value that holds them"
+                  + (f" (the default is {current:g})" if not given_util else
+                     f" (the given {current:g} is too low)") + f"; up to {ceiling:g} starts safely")
+        problems = [Problem(code="gpu-memory-utilization-too-low", severity="warning",
+                            message=f"{util_name} {current:g} cannot hold {goal.text()}; "
+                            f"the serve line uses {needed:g}")] if given_util else []
+        return _Fraction(needed, reason, problems)
+    if needed == current:
+        return _Fraction(current, f"the engine default: exactly what {goal.text()} "
+                         f"{goal.need()}", [])
+    if current > ceiling:
+        return _Fraction(ceiling, f"the engine default {current:g} is above the {ceiling:g} "
+                         f"that starts here; {goal.text()} {goal.need()} {needed}", [])
+    return _Fraction(current, f"the engine default; {goal.text()} {goal.need()} {needed}, and "
+                     f"the rest of the budget adds KV capacity (--minimize-utilization picks "
+                     f"{needed})", [])
+
+
+def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], work_len: int,
+                ceiling: float, larger_gpus: Sequence[GpuSpec], util: float | None,
+                util_name: str) -> tuple[int | None, Problem]:
+    """The goal does not fit as configured: the problem listing the alternatives (an error for
+    a missed target or a given length), and the length the serve line uses — the shorter
+    alternative when neither a target nor a length was given, None when nothing fits."""
+    n = goal.n
+    len_flag = s.eng.flags.get("max_model_len", "--max-model-len")
+    met = goal.met(pres)
+    options = _alternatives(s.eng, s.m, s.gpu, s.knobs, s.dep, goal, given, work_len, ceiling,
+                            larger_gpus)
+    listing = "; ".join(f"{i}) {o.text}" for i, o in enumerate(options, 1)) or \
+        "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
+    shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
+    given_len = "max_model_len" in given
+    rec_len_value: int | None = goal.max_len
+    if not met and not n and shorter and not given_len:
+        rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
+    elif not met and not n and not shorter and not pres.max_model_len_fit:
+        rec_len_value = None
+    current = s.dep.gpu_memory_utilization
+    uses = (f"; the serve line uses {util_name} {util:g}" if met and util != current else
+            f"; the serve line uses {len_flag} {rec_len_value}" if rec_len_value and
+            rec_len_value != goal.max_len else "")
+    if n and not met:
+        return rec_len_value, Problem(
+            code="target-not-met", severity="error",
+            message=f"--target-concurrency {n}: the KV cache holds "
+            f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
+            f"{goal.text()}; alternatives, cheapest first: {listing}{uses}")
+    return rec_len_value, Problem(
+        code="next-steps", severity="info" if met or not given_len else "error",
+        message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
+        f"alternatives, cheapest first: {listing}{uses}")
+
+
+def _tp_at_fraction(rec_tp: Recommendation, met: bool, pdep: Deployment, res: MemoryResult,
+                    util: float | None, current: float, util_name: str) -> Recommendation:
+    """The TP recommendation when the configured deployment does not fit but the recommended
+    fraction makes it fit: say that it fits with that fraction."""
+    if met and pdep.tensor_parallel_size == rec_tp.value is not None and not res.fits:
+        return Recommendation(value=rec_tp.value, reason=f"fits at tensor_parallel_size "
+                              f"{rec_tp.value} with {util_name} {util:g}")
+    if met and not res.fits and util != current:
+        return Recommendation(value=pdep.tensor_parallel_size, reason=f"fits at "
+                              f"tensor_parallel_size {pdep.tensor_parallel_size} with "
+                              f"{util_name} {util:g}")
+    return rec_tp
+
+
+def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, n: int | None,
+                work_len: int, given_len: bool, at_util: str) -> Recommendation:
+    """max_model_len: none when no length fits; the user's as given; with a target and no
+    workload, the largest at which N requests fit; a shorter one when the configured length
+    does not fit; else the configured length."""
+    if value is None:
+        return Recommendation(value=None, reason="no length fits: there is no memory for the "
+                              "KV cache")
+    if given_len:
+        return Recommendation(value=max_len, reason="as given" + (
+            f"; the KV cache holds {pres.max_concurrency:.2f} requests of {max_len} tokens"
+            if met else
+            "; it does not fit as configured (see the problems)"))
+    if n and not work_len:
+        return Recommendation(value=max_len, reason=f"largest length at which "
+                              f"{_plural(n, 'concurrent request')} fit at {at_util}")
+    if value != max_len:
+        return Recommendation(value=value, reason="the configured length does not fit; "
+                              "this is the largest that does (the engine's estimated maximum "
+                              "model length)")
+    return Recommendation(value=max_len, reason=f"one {max_len}-token request fits; the "
+                          f"KV cache holds {pres.max_concurrency:.2f} of them")
+
+
+def _seqs_rec(eng: Engine, m: ModelSpec, gpu: GpuSpec, pdep: Deployment, pres: MemoryResult,
+              workload: Workload, work_len: int, length: int, given: set[str],
+              at: str) -> Recommendation:
+    """max_num_seqs, sized at the recommended budget the command will use: the requests of the
+    workload's length (else of `length`, the no-preemption bound) the KV cache holds, capped at
+    the engine's limit; the user's batch size always starts, so it is kept and explained."""
+    if work_len:
+        basis, what = work_len, f"the workload's {work_len} tokens per request (input + output" + (
+            " + images)" if image_tokens(m, workload) else ")")
+    else:
+        basis = length
+        what = (f"{basis} tokens each — the no-preemption bound; pass "
+                "--avg-input-tokens/--avg-output-tokens for a realistic figure")
+    fit_seqs = pres.usable_blocks // pres.request_blocks(basis) if basis else 0
+    cap = eng.max_seqs_cap(gpu, pdep)
+    capped = cap is not None and fit_seqs > cap
+    if "max_num_seqs" in given:
+        seqs = int(pdep.max_num_seqs)
+        over = f"more than {fit_seqs} running at once are preempted: " if seqs > fit_seqs else ""
+        return Recommendation(value=seqs, reason=f"as given; {over}the KV cache{at} holds "
+                              f"{_plural(fit_seqs, 'request')} of {what}")
+    return Recommendation(
+        value=(min(fit_seqs, cap) if cap is not None and capped else fit_seqs) or None,
+        reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
+        + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
+
+
 def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                   goal: _Goal, given: set[str], work_len: int, ceiling: float,
-                  larger_gpus: Sequence[GpuSpec]) -> list[tuple[str, int | None]]:
+                  larger_gpus: Sequence[GpuSpec]) -> list[Alternative]:
     """Changes that would meet `goal`, cheapest first: a higher utilization, fp8 KV cache, a
     larger TP, a larger GPU, then (only when the goal's length is max_model_len) a shorter
-    length — never shorter than the workload's requests. [(text, value)]."""
+    length — never shorter than the workload's requests — or else a lower target."""
     version = dep.engine_version
-    out: list[tuple[str, int | None]] = []
+    out: list[Alternative] = []
     flag_of = eng.flags.get
     top = {} if "gpu_memory_utilization" in given or ceiling <= 0 else \
         {"gpu_memory_utilization": max(ceiling, dep.gpu_memory_utilization)}
@@ -450,41 +579,52 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
         if got and goal.met(got[1]):
             f = eng.fraction_needed(m, gpu, got[0], got[1], goal.blocks(got[1]))
             f = f if f is not None and 0 < f <= ceiling else ceiling
-            out.append((f"{flag_of('gpu_memory_utilization', '--gpu-memory-utilization')} {f:g}",
-                        None))
+            out.append(Alternative(AlternativeKind.UTILIZATION, f"{_util_flag(eng)} {f:g}"))
     if not dep.kv_cache_dtype.startswith("fp8"):
         got = _try(eng, m, gpu, knobs, version, kv_cache_dtype="fp8", **top)
         if got and goal.met(got[1]):
-            out.append((f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8", None))
+            out.append(Alternative(AlternativeKind.FP8_KV_CACHE,
+                                   f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8"))
     for cand in valid_tp_sizes(m):
         if cand <= dep.tensor_parallel_size:
             continue
         got = _try(eng, m, gpu, knobs, version, tensor_parallel_size=cand)
         if got and goal.met(got[1]):
-            out.append((f"{flag_of('tensor_parallel_size', '--tensor-parallel-size')} {cand}", cand))
+            tp_flag = flag_of("tensor_parallel_size", "--tensor-parallel-size")
+            out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, f"{tp_flag} {cand}", cand))
             break
     for g in larger_gpus:
         got = _try(eng, m, g, knobs, version)
         if got and goal.met(got[1]):
-            out.append((f"a larger GPU: --gpu {g.id}", None))
+            out.append(Alternative(AlternativeKind.LARGER_GPU, f"a larger GPU: --gpu {g.id}"))
             break
     got = _try(eng, m, gpu, knobs, version, **top)
-    if got and not work_len:
-        r = got[1]
+    last = _shorter_or_fewer(eng, got[1], goal, top, work_len) if got else None
+    return out + ([last] if last else [])
+
+
+def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, float],
+                      work_len: int) -> Alternative | None:
+    """At the highest safe budget `top`: without a workload, the longest max_model_len at which
+    the goal's requests fit (when shorter than planned); with one and a target, how many of its
+    requests fit (when fewer than the target). Never a length shorter than the workload's."""
+    if not work_len:
         n = goal.n or 1
-        fit_len = largest_true(lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
-                               max(r.max_model_len, r.max_model_len_fit))
-        if 0 < fit_len < goal.max_len:
-            at = (f" (at {flag_of('gpu_memory_utilization', '--gpu-memory-utilization')} "
-                  f"{top['gpu_memory_utilization']:g})") if top else ""
-            out.append((f"{flag_of('max_model_len', '--max-model-len')} {fit_len}{at}", fit_len))
-    elif got and goal.n:
-        r = got[1]
-        fewer = r.usable_blocks // max(1, r.request_blocks(goal.length))
-        if 0 < fewer < goal.n:
-            out.append((f"a lower target: {_plural(fewer, 'request')} of {goal.length} tokens fit",
-                        None))
-    return out
+        fit_len = largest_true(
+            lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
+            max(r.max_model_len, r.max_model_len_fit))
+        if not 0 < fit_len < goal.max_len:
+            return None
+        at = f" (at {_util_flag(eng)} {top['gpu_memory_utilization']:g})" if top else ""
+        len_flag = eng.flags.get("max_model_len", "--max-model-len")
+        return Alternative(AlternativeKind.SHORTER_LENGTH, f"{len_flag} {fit_len}{at}", fit_len)
+    if not goal.n:
+        return None
+    fewer = r.usable_blocks // max(1, r.request_blocks(goal.length))
+    if not 0 < fewer < goal.n:
+        return None
+    return Alternative(AlternativeKind.LOWER_TARGET,
+                       f"a lower target: {_plural(fewer, 'request')} of {goal.length} tokens fit")
 
 
 # ------------------------------------------------------------------ performance
@@ -511,70 +651,98 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
         return None, []
-    cap = eng.max_seqs_cap(gpu, dep)
-    engine_seqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
-                   else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
-    if rec.max_num_seqs.value and (w.sizes_batch()
-                                   or dep.user_set("max_num_seqs")):
-        engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
+    s = _Setup(eng, m, gpu, knobs, dep, res)
+    engine_seqs = _launch_seqs(dep, res, rec, w)
     problems: list[Problem] = []
-    has_slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     tokens = None
-    if has_slo:
-        search = performance.context(m, gpu, dep, res, max_num_seqs=min(bound, cap or bound),
-                                     acceptance_rate=acc)
-        seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
-        if dep.user_set("max_num_seqs"):  # the user's batch size stays; say so
-            if best and engine_seqs > best:
-                problems.append(Problem(
-                    code="slo-max-num-seqs", severity="warning",
-                    message=f"max_num_seqs {engine_seqs} as given lets more requests run than "
-                    f"the latency targets allow: up to {best} meet them ({seqs_rec.reason})"))
-            best = min(best, engine_seqs) if best else 0
-        else:
-            rec.max_num_seqs = seqs_rec
-        if best == 0:
-            one = performance.at_lengths(search, n, 1)
-            problems.append(performance.unmet_slo_problem(
-                w, n, one, _slo_alternatives(eng, m, gpu, knobs, dep, w, n)))
-        else:
-            given_seqs = dep.user_set("max_num_seqs")
-            engine_seqs = engine_seqs if given_seqs else best
-            if not dep.user_set("max_num_batched_tokens"):
-                rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, knobs, dep, w, n, best)
-                got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
-                if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
-                    again = performance.context(m, gpu, got[0], got[1],
-                                                max_num_seqs=min(bound, cap or bound),
-                                                acceptance_rate=acc)
-                    seqs_rec, again_best = performance.slo_seqs(again, w, n,
-                                                                performance.kv_bound(got[1], n), cap)
-                    if again_best >= best and not given_seqs:
-                        rec.max_num_seqs, best = seqs_rec, again_best
-                        engine_seqs = best
-            if w.target_concurrency and w.target_concurrency > best:
-                problems.append(Problem(
-                    code="slo-target-concurrency", severity="error",
-                    message=f"{w.target_concurrency} concurrent requests miss the latency target; "
-                    f"up to {best} meet it here ({rec.max_num_seqs.reason})"))
+    if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
+        engine_seqs, tokens, problems = _size_for_slos(s, rec, w, n, bound, engine_seqs, acc)
     concurrency = w.target_concurrency or min(bound, engine_seqs)
     if tokens and tokens != dep.max_num_batched_tokens:
-        got = _try(eng, m, gpu, knobs, dep.engine_version, max_num_batched_tokens=tokens)
+        got = s.attempt(max_num_batched_tokens=tokens)
         if got:
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source)
     if acc_source is not None and acc_source != "cli":
-        even = section.break_even_acceptance_rate
-        problems.append(Problem(
-            code="acceptance-rate-assumed", severity="warning" if acc == 0 else "info",
-            message=f"speculative decoding latency assumes a draft-token acceptance rate of {acc:g} "
-            f"({acc_source}); pass --acceptance-rate from your engine's metrics (vLLM logs "
-            "'Draft acceptance rate'). At this concurrency it lowers TPOT only above "
-            + ("— never: the verify and draft passes cost more than they save here"
-               if even is None else f"{even:g}")))
+        problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems
+
+
+def _launch_seqs(dep: Deployment, res: MemoryResult, rec: Recommendations, w: Workload) -> int:
+    """The max_num_seqs the launch line runs with: the user's, else the recommendation when the
+    workload sizes the batch, else the engine's default."""
+    engine_seqs = (dep.max_num_seqs if dep.user_set("max_num_seqs")
+                   else res.engine_defaults.get("max_num_seqs") or dep.max_num_seqs)
+    if rec.max_num_seqs.value and (w.sizes_batch() or dep.user_set("max_num_seqs")):
+        engine_seqs = int(rec.max_num_seqs.value)  # what the launch line sets
+    return int(engine_seqs)
+
+
+def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.Lengths,
+                   bound: int, engine_seqs: int, acc: float
+                   ) -> tuple[int, int | None, list[Problem]]:
+    """With latency targets: the largest max_num_seqs that meets them (kept as the user's when
+    given, with a warning when theirs lets more run), then max_num_batched_tokens for the
+    TTFT/TPOT trade-off and a re-search at that budget. Returns the concurrency the engine
+    runs, the batched-token budget chosen (None: unchanged) and the problems (a target missed
+    even at one request, or at the target's concurrency); rec is updated in place."""
+    eng, m, gpu, dep = s.eng, s.m, s.gpu, s.dep
+    problems: list[Problem] = []
+    cap = eng.max_seqs_cap(gpu, dep)
+    search = performance.context(m, gpu, dep, s.res, max_num_seqs=min(bound, cap or bound),
+                                 acceptance_rate=acc)
+    seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
+    given_seqs = dep.user_set("max_num_seqs")
+    if given_seqs:  # the user's batch size stays; say so
+        if best and engine_seqs > best:
+            problems.append(Problem(
+                code="slo-max-num-seqs", severity="warning",
+                message=f"max_num_seqs {engine_seqs} as given lets more requests run than "
+                f"the latency targets allow: up to {best} meet them ({seqs_rec.reason})"))
+        best = min(best, engine_seqs) if best else 0
+    else:
+        rec.max_num_seqs = seqs_rec
+    if best == 0:
+        one = performance.at_lengths(search, n, 1)
+        problems.append(performance.unmet_slo_problem(
+            w, n, one, _slo_alternatives(eng, m, gpu, s.knobs, dep, w, n)))
+        return engine_seqs, None, problems
+    engine_seqs = engine_seqs if given_seqs else best
+    tokens = None
+    if not dep.user_set("max_num_batched_tokens"):
+        rec.max_num_batched_tokens, tokens = _batched_tokens(eng, m, gpu, s.knobs, dep, w, n,
+                                                             best)
+        got = s.attempt(max_num_batched_tokens=tokens)
+        if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
+            again = performance.context(m, gpu, got[0], got[1],
+                                        max_num_seqs=min(bound, cap or bound),
+                                        acceptance_rate=acc)
+            seqs_rec, again_best = performance.slo_seqs(again, w, n,
+                                                        performance.kv_bound(got[1], n), cap)
+            if again_best >= best and not given_seqs:
+                rec.max_num_seqs, best = seqs_rec, again_best
+                engine_seqs = best
+    if w.target_concurrency and w.target_concurrency > best:
+        problems.append(Problem(
+            code="slo-target-concurrency", severity="error",
+            message=f"{w.target_concurrency} concurrent requests miss the latency target; "
+            f"up to {best} meet it here ({rec.max_num_seqs.reason})"))
+    return engine_seqs, tokens, problems
+
+
+def _acceptance_assumed(section: Performance, acc: float, acc_source: str) -> Problem:
+    """Speculative decoding predicted with an acceptance rate the user did not give: say which,
+    and above what rate it pays off at this concurrency."""
+    even = section.break_even_acceptance_rate
+    return Problem(
+        code="acceptance-rate-assumed", severity="warning" if acc == 0 else "info",
+        message=f"speculative decoding latency assumes a draft-token acceptance rate of {acc:g} "
+        f"({acc_source}); pass --acceptance-rate from your engine's metrics (vLLM logs "
+        "'Draft acceptance rate'). At this concurrency it lowers TPOT only above "
+        + ("— never: the verify and draft passes cost more than they save here"
+           if even is None else f"{even:g}"))
 
 
 def _batched_tokens(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -644,8 +812,8 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
     if g.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
         problems.append(Problem(code="gpu-total-estimated", severity="warning",
                                 message=f"the CUDA-visible total of {g.id} is an estimate "
-                                f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib with "
-                                "the total your engine log prints"))
+                                f"({dep.gpu_total_bytes / GiB:.2f} GiB); pass --gpu-memory-gib "
+                                "with the total your engine log prints"))
     if g.local is not None and dep.other_processes_bytes:
         problems.append(Problem(
             code="gpu-shared", severity="warning",

@@ -17,9 +17,10 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .engines import registry
 from .errors import InvalidInputError, KvplanError
@@ -78,25 +79,45 @@ class Candidate:
 # ------------------------------------------------------------------------ results
 
 
+class MissKind(Enum):
+    """What one of an option's reasons says: a memory or latency miss (the option does not meet
+    the target), or a note (no latency model to evaluate an SLO, no price)."""
+
+    MEMORY = "memory"
+    SLO = "SLO"
+    NO_LATENCY = "no-latency"
+    NO_PRICE = "no-price"
+
+
+class Miss(NamedTuple):
+    """One reason on an option: its kind and the sentence `reasons` prints."""
+
+    kind: MissKind
+    text: str
+
+
+class PrunedKind(Enum):
+    """Why a candidate was not planned; the value is the label its reason starts with."""
+
+    UNSUPPORTED_FORMAT = "unsupported format"
+    UNSUPPORTED = "unsupported"
+    MEMORY = "memory"
+
+
 class Option(_Model):
     """One planned candidate. `plan` is the very object `kvplan plan --json` prints for it."""
 
     rank: int = Field(description="1 = best; options that meet the target come first")
     meets_target: bool
     reasons: list[str] = Field(description="why it misses; notes (e.g. SLO not evaluated)")
+    reason_kinds: list[MissKind] = Field(default_factory=list, exclude=True,
+                                         description="the kind of each reason, in order")
     pareto: bool = Field(description="not dominated by a cheaper option with as much headroom "
                          "(and throughput, when a latency model exists); only among options that "
                          "meet the target and have a price")
-    gpu: str
-    count: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    engine: str
-    quantization: str | None = Field(description="--quantization given (None: the checkpoint's "
-                                     "own format)")
-    kv_cache_dtype: str | None = Field(description="--kv-cache-dtype given (None: auto)")
-    weights_format: str = Field(description="what the weights are sized as")
-    kv_tokens: int
+    # gpu, count, tensor_parallel_size, pipeline_parallel_size, engine, quantization,
+    # kv_cache_dtype, weights_format and kv_tokens are read from `plan` and `knobs` (properties
+    # below); the JSON prints them here, between pareto and headroom (_with_plan_fields)
     headroom: float = Field(description="KV tokens at the engine's default budget ÷ tokens the "
                             "target needs (target_concurrency × (input + output), else one "
                             "max_model_len request)")
@@ -114,6 +135,78 @@ class Option(_Model):
                                   "plan's, with underscores)")
     plan: Plan
 
+    @property
+    def misses(self) -> list[Miss]:
+        """The reasons with their kinds."""
+        return [Miss(k, t) for k, t in zip(self.reason_kinds, self.reasons, strict=True)]
+
+    def misses_of(self, *kinds: MissKind) -> list[Miss]:
+        return [r for r in self.misses if r.kind in kinds]
+
+    @property
+    def shown_reasons(self) -> list[str]:
+        """The reasons a table shows: all but "SLO not evaluated" (the notes say that once)."""
+        return [r.text for r in self.misses if r.kind is not MissKind.NO_LATENCY]
+
+    @property
+    def gpu(self) -> str:
+        return self.plan.gpu.id
+
+    @property
+    def count(self) -> int:
+        """GPUs in the deployment (TP × PP; the sweep plans one replica)."""
+        return self.plan.gpu.count
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return self._size("tensor_parallel_size")
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return self._size("pipeline_parallel_size")
+
+    def _size(self, name: str) -> int:
+        value = self.plan.inputs[name].value
+        if not isinstance(value, int):
+            raise TypeError(f"plan.inputs[{name!r}] is {value!r}, not a size")
+        return value
+
+    @property
+    def engine(self) -> str:
+        return self.plan.engine.name
+
+    @property
+    def quantization(self) -> str | None:
+        """--quantization given (None: the checkpoint's own format)."""
+        return self.knobs.get("quantization")
+
+    @property
+    def kv_cache_dtype(self) -> str | None:
+        """--kv-cache-dtype given (None: auto)."""
+        return self.knobs.get("kv_cache_dtype")
+
+    @property
+    def weights_format(self) -> str:
+        """What the weights are sized as."""
+        return self.plan.model.quantization or self.plan.model.dtype
+
+    @property
+    def kv_tokens(self) -> int:
+        return self.plan.kv_cache.tokens
+
+    @model_serializer(mode="wrap")
+    def _with_plan_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The stored fields, with the ones read from the plan printed after `pareto` (the
+        sweep JSON's order since schema 1.0)."""
+        stored = handler(self)
+        out = {k: stored.pop(k) for k in ("rank", "meets_target", "reasons", "pareto")}
+        out.update((k, getattr(self, k)) for k in _PLAN_FIELDS)
+        return out | stored
+
+
+_PLAN_FIELDS = ("gpu", "count", "tensor_parallel_size", "pipeline_parallel_size", "engine",
+                "quantization", "kv_cache_dtype", "weights_format", "kv_tokens")
+
 
 class Pruned(_Model):
     """A candidate not planned, and why (weights alone exceed the device, unsupported format)."""
@@ -125,7 +218,9 @@ class Pruned(_Model):
     engine: str
     quantization: str | None
     kv_cache_dtype: str | None
-    reason: str
+    reason: str = Field(description="the kind's label, then what about it")
+    kind: PrunedKind = Field(exclude=True)
+    detail: str = Field(exclude=True, description="the reason after its kind's label")
 
 
 class SweepResult(_Model):
@@ -179,7 +274,7 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
                     for tp, pp in lay:
                         c = Candidate(g, tp, pp, q, kv, eng.name)
                         if why:
-                            dropped.append(_pruned(c, why))
+                            dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
                         else:
                             out.append(c)
     return out, dropped
@@ -187,23 +282,25 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
 
 def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str],
                         q: str | None) -> str | None:
+    """Why weight format `q` cannot be planned for this model, GPU and engine (None: it can)."""
     if q is None:
         return None
     if "quantization" in unsupported:
-        return f"unsupported format: {engine} has no --quantization"
+        return f"{engine} has no --quantization"
     if q.lower() != "fp8":
-        return f"unsupported format: kvplan models online --quantization fp8 only, not {q!r}"
+        return f"kvplan models online --quantization fp8 only, not {q!r}"
     if m.quantization is not None:
-        return f"unsupported format: the checkpoint is already {m.quantization.method}"
+        return f"the checkpoint is already {m.quantization.method}"
     if not g.fp8_native:
-        return f"unsupported format: online fp8 weights need an fp8-native GPU ({g.id} is not)"
+        return f"online fp8 weights need an fp8-native GPU ({g.id} is not)"
     return None
 
 
-def _pruned(c: Candidate, reason: str) -> Pruned:
+def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
     return Pruned(gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
                   pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
-                  quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype, reason=reason)
+                  quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
+                  reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
 
 
 def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
@@ -251,7 +348,8 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     workload = workload.model_copy(update={k: v for k, v in (("slo_tpot_ms", slo_tpot_ms),
                                                                ("slo_ttft_ms", slo_ttft_ms))
                                            if v is not None})
-    target = Target(max_model_len=knobs.max_model_len, target_concurrency=workload.target_concurrency,
+    target = Target(max_model_len=knobs.max_model_len,
+                    target_concurrency=workload.target_concurrency,
                     avg_input_tokens=workload.avg_input_tokens,
                     avg_output_tokens=workload.avg_output_tokens,
                     slo_tpot_ms=workload.slo_tpot_ms, slo_ttft_ms=workload.slo_ttft_ms)
@@ -277,7 +375,7 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         try:
             excess = weights_excess(m, c, knobs)
         except KvplanError as e:
-            pruned.append(_pruned(c, f"unsupported: {e.message}"))
+            pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
         if excess > 1:
             too_big.append((excess, c))
@@ -291,12 +389,13 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
                   larger_gpus)
     for excess, c in too_big[n_closest:]:
-        pruned.append(_pruned(c, f"memory: the weights alone are {excess:.2f}× the device "
-                              f"({c.gpu.id})"))
+        pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
+                              f"device ({c.gpu.id})"))
 
     if not planned:
         # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input
-        reasons = Counter(p.reason.removeprefix("unsupported: ") for p in pruned)
+        reasons = Counter(p.detail if p.kind is PrunedKind.UNSUPPORTED else p.reason
+                          for p in pruned)
         reason, n = reasons.most_common(1)[0]
         raise InvalidInputError(f"no candidate can be planned: {reason}"
                                 + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned)
@@ -355,7 +454,7 @@ def _plan_one(m: ModelSpec, c: Candidate, base: Knobs, workload: Workload,
                       workload=workload, price=prices.get(c.gpu.id),
                       larger_gpus=larger_gpus(c.gpu) if larger_gpus else ())
     except KvplanError as e:
-        pruned.append(_pruned(c, f"unsupported: {e.message}"))
+        pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
         return
     planned.append(evaluate_option(c, k, p, prices.get(c.gpu.id), target))
 
@@ -363,57 +462,26 @@ def _plan_one(m: ModelSpec, c: Candidate, base: Knobs, workload: Workload,
 def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
                     target: Target) -> Option:
     """Does this plan meet the target, and why not; its price and headroom."""
-    reasons: list[str] = []
     n = target.target_concurrency
     work_len = (target.avg_input_tokens or 0) + (target.avg_output_tokens or 0)
     length = p.inputs["max_model_len"].value if "max_model_len" in p.inputs else None
     per_request = work_len or (length if isinstance(length, int) else 0)
     needed = (n or 1) * per_request
     headroom = p.kv_cache.tokens / needed if needed else 0.0
-    if not p.fits:
-        errors = [pr.message for pr in p.problems if pr.severity == "error"]
-        short = -p.memory.kv_cache_bytes / 2**30 if p.memory.kv_cache_bytes < 0 else None
-        reasons.append("memory: does not fit" + (f" (KV cache short by {short:.2f} GiB)"
-                                                  if short else "")
-                       + (f": {errors[0]}" if errors and not short else ""))
-    elif any(pr.code.startswith("slo-") and pr.severity == "error" for pr in p.problems):
-        pass  # a latency miss: named below
-    elif n:
-        seqs = p.recommendations.max_num_seqs.value or 0
-        if seqs < n:
-            reasons.append(f"memory: the KV cache holds {seqs:g} of {n} concurrent requests of "
-                           f"{per_request} tokens")
     perf = getattr(p, "performance", None)
     tpot = _num(perf, "tpot_ms")
     ttft = _num(perf, "ttft_ms")
     tput = _num(perf, "output_tokens_per_s")
-    slo_missed = False
-    for name, limit, got in (("TPOT", target.slo_tpot_ms, tpot),
-                             ("TTFT", target.slo_ttft_ms, ttft)):
-        if limit is None:
-            continue
-        if perf is None or got is None:
-            if p.fits:  # a plan that does not fit has no performance: memory is its reason
-                reasons.append(f"{name} {NO_LATENCY_MODEL} for {c.gpu.id})")
-        elif got > limit:
-            slo_missed = True
-            reasons.append(f"SLO: predicted {name} {got:.1f} ms > {limit:g} ms")
-    for pr in p.problems:  # at the target's concurrency, or not even at one request
-        if pr.code.startswith("slo-") and pr.severity == "error":
-            slo_missed = True
-            reasons.append(f"SLO: {pr.message}")
-    meets = p.fits and not slo_missed and not any(r.startswith("memory:") for r in reasons)
+    misses = (_memory_misses(p, n, per_request)
+              + _latency_misses(c, p, target, perf is not None, tpot, ttft))
+    meets = p.fits and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses)
     per_hour = price.usd_per_hour * c.count if price else None
     cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
     if price is None:
-        reasons.append(f"no price for {c.gpu.id}")
+        misses.append(Miss(MissKind.NO_PRICE, f"no price for {c.gpu.id}"))
     return Option(
-        rank=0, meets_target=meets, reasons=reasons, pareto=False, gpu=c.gpu.id, count=c.count,
-        tensor_parallel_size=c.tensor_parallel_size,
-        pipeline_parallel_size=c.pipeline_parallel_size,
-        engine=c.engine, quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
-        weights_format=p.model.quantization or p.model.dtype, kv_tokens=p.kv_cache.tokens,
-        headroom=round(headroom, 4),
+        rank=0, meets_target=meets, reasons=[r.text for r in misses],
+        reason_kinds=[r.kind for r in misses], pareto=False, headroom=round(headroom, 4),
         price_per_hour=None if per_hour is None else round(per_hour, 4),
         price_source=None if price is None else price.source,
         price_date=None if price is None else price.date,
@@ -421,6 +489,49 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         cost_per_million_output_tokens=None if cost is None else round(cost, 4),
         tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,
         knobs=k.given(), plan=p)
+
+
+def _slo_errors(p: Plan) -> list[str]:
+    """The plan's latency-target errors (at the target's concurrency, or at one request)."""
+    return [pr.message for pr in p.problems
+            if pr.code.startswith("slo-") and pr.severity == "error"]
+
+
+def _memory_misses(p: Plan, n: int | None, per_request: int) -> list[Miss]:
+    """A plan that does not fit misses on memory (by how much KV cache, else its first error);
+    one that fits but whose KV cache holds fewer than the target's `n` requests misses too,
+    unless the latency targets already cut max_num_seqs (that miss is named as an SLO one)."""
+    if not p.fits:
+        errors = [pr.message for pr in p.problems if pr.severity == "error"]
+        short = -p.memory.kv_cache_bytes / 2**30 if p.memory.kv_cache_bytes < 0 else None
+        return [Miss(MissKind.MEMORY, "memory: does not fit"
+                     + (f" (KV cache short by {short:.2f} GiB)" if short else "")
+                     + (f": {errors[0]}" if errors and not short else ""))]
+    if _slo_errors(p) or not n:
+        return []
+    seqs = p.recommendations.max_num_seqs.value or 0
+    if seqs >= n:
+        return []
+    return [Miss(MissKind.MEMORY, f"memory: the KV cache holds {seqs:g} of {n} concurrent "
+                 f"requests of {per_request} tokens")]
+
+
+def _latency_misses(c: Candidate, p: Plan, target: Target, has_perf: bool, tpot: float | None,
+                    ttft: float | None) -> list[Miss]:
+    """Each SLO given: missed when predicted above its limit, a note when there is no latency
+    model (only for a plan that fits: one that does not has no performance, and memory is its
+    reason); then the planner's own latency-target errors."""
+    out = []
+    for name, limit, got in (("TPOT", target.slo_tpot_ms, tpot),
+                             ("TTFT", target.slo_ttft_ms, ttft)):
+        if limit is None:
+            continue
+        if not has_perf or got is None:
+            if p.fits:
+                out.append(Miss(MissKind.NO_LATENCY, f"{name} {NO_LATENCY_MODEL} for {c.gpu.id})"))
+        elif got > limit:
+            out.append(Miss(MissKind.SLO, f"SLO: predicted {name} {got:.1f} ms > {limit:g} ms"))
+    return out + [Miss(MissKind.SLO, f"SLO: {message}") for message in _slo_errors(p)]
 
 
 def _num(obj: object, name: str) -> float | None:
@@ -443,7 +554,7 @@ def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
             return (0, inf if cost is None else cost,
                     inf if o.price_per_hour is None else o.price_per_hour,
                     o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
-        memory_miss = any(r.startswith("memory:") for r in o.reasons)
+        memory_miss = bool(o.misses_of(MissKind.MEMORY))
         return (1, memory_miss, -o.headroom, -o.plan.memory.kv_cache_bytes,
                 inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
 
@@ -460,8 +571,9 @@ def pareto(options: Sequence[Option], latency: bool = False) -> list[Option]:
     if latency:
         axes = [(-(o.price_per_hour or 0.0), o.headroom, o.output_tokens_per_s or 0.0)
                 for o in pool]
-        return [o for o, a in zip(pool, axes)
-                if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in axes)]
+        return [o for o, a in zip(pool, axes, strict=True)
+                if not any(b != a and all(x >= y for x, y in zip(b, a, strict=True))
+                           for b in axes)]
     # two axes: by price (then headroom, best first), an option is dominated when an earlier
     # one with different numbers has at least its headroom
     order = sorted(pool, key=lambda o: (o.price_per_hour, -o.headroom))

@@ -543,9 +543,6 @@ def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]], width: int) 
     return out
 
 
-NO_LATENCY = "not evaluated (no bandwidth/FLOPs figures"  # said once, in the notes
-
-
 _SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "e4m3",
           "fp8_e5m2": "e5m2"}
 
@@ -658,7 +655,7 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
             lines += textwrap.wrap(
                 f"Nothing meets this target; closest is {_option_label(c)} "
                 f"TP{c.tensor_parallel_size}×PP{c.pipeline_parallel_size} ({c.engine}): "
-                + "; ".join(r for r in c.reasons if NO_LATENCY not in r), width,
+                + "; ".join(c.shown_reasons), width,
                 subsequent_indent="  ", break_long_words=False)
         else:
             lines.append("Nothing meets this target, and no candidate could be planned.")
@@ -668,12 +665,12 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         for o in missed[:misses]:
             head = (f"#{o.rank} {_option_label(o)} {o.tensor_parallel_size}×"
                     f"{o.pipeline_parallel_size} {o.engine}: ")
-            why = [r for r in o.reasons if NO_LATENCY not in r] or ["—"]
+            why = o.shown_reasons or ["—"]
             lines += textwrap.wrap(head + "; ".join(why), width,
                                    subsequent_indent="    ", break_long_words=False)
         lines.append("")
     if result.pruned:
-        kinds = Counter(p.reason.split(":")[0] for p in result.pruned)
+        kinds = Counter(p.kind.value for p in result.pruned)
         lines += textwrap.wrap(
             "Not planned: " + ", ".join(f"{n} ({k})" for k, n in kinds.most_common())
             + " — e.g. " + result.pruned[0].reason, width, subsequent_indent="  ",

@@ -14,7 +14,15 @@ from kvplan.errors import InvalidConfigError, InvalidInputError
 from kvplan.knobs import Knobs, valid_tp_sizes
 from kvplan.prices import default_prices, load_price_file
 from kvplan.specs import Workload
-from kvplan.sweep import NO_LATENCY_MODEL, SWEEP_SCHEMA_VERSION, layouts, pareto, rank
+from kvplan.sweep import (
+    NO_LATENCY_MODEL,
+    SWEEP_SCHEMA_VERSION,
+    MissKind,
+    PrunedKind,
+    layouts,
+    pareto,
+    rank,
+)
 from kvplan.sweep import sweep as pure_sweep
 
 W = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
@@ -56,8 +64,11 @@ def test_candidates_whose_weights_cannot_fit_are_pruned_not_planned(result70):
     planned = {(o.gpu, o.count, o.quantization) for o in result70.options}
     assert ("h100-sxm-80gb", 1, None) not in planned
     assert ("rtx-4090", 1, None) not in planned
-    memory = [p for p in result70.pruned if p.reason.startswith("memory:")]
+    memory = [p for p in result70.pruned if p.kind is PrunedKind.MEMORY]
     assert any(p.gpu == "h100-sxm-80gb" and p.count == 1 for p in memory)
+    # the printed reason keeps its label; the kind stays out of the JSON
+    assert all(p.reason.startswith("memory: the weights alone are") for p in memory)
+    assert not {"kind", "detail"} & set(memory[0].model_dump())
     assert result70.candidates == len(result70.options) + len(result70.pruned)
 
 
@@ -81,7 +92,7 @@ def test_meets_target_means_the_kv_cache_holds_the_target(result70):
         seqs = o.plan.recommendations.max_num_seqs.value or 0
         assert o.meets_target == (o.plan.fits and seqs >= 40), o.gpu
         if not o.meets_target:
-            assert any(r.startswith("memory:") for r in o.reasons)
+            assert o.misses_of(MissKind.MEMORY), o.reasons
 
 
 def test_price_is_per_gpu_times_count(result70):
@@ -130,7 +141,7 @@ def test_slo_is_evaluated_by_the_latency_model(llama70):
         if o.meets_target:
             assert perf.tpot_ms <= 50 and perf.ttft_ms <= 2000
         elif perf is not None and o.plan.fits and (perf.tpot_ms > 50 or perf.ttft_ms > 2000):
-            assert any(x.startswith("SLO:") for x in o.reasons)
+            assert o.misses_of(MissKind.SLO), o.reasons
 
 
 def test_slo_filter_and_cost_use_plan_performance(llama70):
@@ -148,7 +159,9 @@ def test_slo_filter_and_cost_use_plan_performance(llama70):
                slo_tpot_ms=1.0)
     price = default_prices(resolve_gpu)["h200-sxm-141gb"]
     o = evaluate_option(c, k, p, price, t)
-    assert not o.meets_target and any(r.startswith("SLO:") and "TPOT" in r for r in o.reasons)
+    assert not o.meets_target
+    assert [m.text for m in o.misses_of(MissKind.SLO)][0].startswith("SLO: predicted TPOT")
+    assert "reason_kinds" not in o.model_dump()
     tok_s = p.performance.output_tokens_per_s
     assert o.cost_per_million_output_tokens == pytest.approx(
         price.usd_per_hour * 2 / (tok_s * 3600) * 1e6, rel=1e-3)
@@ -354,10 +367,29 @@ def test_table_shows_latency_columns_when_a_latency_model_exists(result70):
 
 def test_pruned_candidates_would_not_have_fit(result70, llama70):
     """Pruning never drops an option: planned anyway, each memory-pruned candidate fails."""
-    memory = [p for p in result70.pruned if p.reason.startswith("memory:")]
+    memory = [p for p in result70.pruned if p.kind is PrunedKind.MEMORY]
     for p in memory[:: max(1, len(memory) // 12)]:
         got = kvplan.plan(llama70, p.gpu, engine=p.engine, workload=W, max_model_len=32768,
                           tensor_parallel_size=p.tensor_parallel_size,
                           pipeline_parallel_size=p.pipeline_parallel_size,
                           quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype)
         assert not got.fits, p
+
+
+def test_option_json_keeps_its_order_and_reads_the_plan(result70):
+    """The layout fields are read from the plan and the knobs, and the JSON still prints them
+    in schema 1.0's order, with no field of the typed reasons."""
+    order = ["rank", "meets_target", "reasons", "pareto", "gpu", "count",
+             "tensor_parallel_size", "pipeline_parallel_size", "engine", "quantization",
+             "kv_cache_dtype", "weights_format", "kv_tokens", "headroom", "price_per_hour",
+             "price_source", "price_date", "price_default", "cost_per_million_output_tokens",
+             "tpot_ms", "ttft_ms", "output_tokens_per_s", "knobs", "plan"]
+    for o in result70.options:
+        d = json.loads(o.model_dump_json())
+        assert list(d) == order
+        assert d["gpu"] == d["plan"]["gpu"]["id"]
+        assert d["count"] == d["tensor_parallel_size"] * d["pipeline_parallel_size"]
+        assert d["tensor_parallel_size"] == d["knobs"]["tensor_parallel_size"]
+        assert d["pipeline_parallel_size"] == d["knobs"].get("pipeline_parallel_size", 1)
+        assert d["kv_tokens"] == d["plan"]["kv_cache"]["tokens"]
+        assert d["quantization"] == d["knobs"].get("quantization")

@@ -1,0 +1,42 @@
+"""The planner's alternatives are typed: the serve line's shorter length is the
+shorter-length alternative, found by its kind rather than by matching a flag's text."""
+
+import re
+
+import pytest
+
+import kvplan
+from kvplan.planner import Alternative, AlternativeKind
+from kvplan.specs import Workload
+
+LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_the_serve_line_uses_the_listed_shorter_length(engine):
+    """8B at its full 131072 tokens does not fit an A10: the last alternative listed is a shorter
+    length under the engine's own flag, and max_model_len recommends that very number."""
+    p = kvplan.plan(LLAMA8, "a10", engine=engine, offline=True)
+    steps = [x.message for x in p.problems if x.code == "next-steps"]
+    assert len(steps) == 1
+    flag = p.engine.knobs["max_model_len"]
+    listed = re.findall(rf"\d\) {re.escape(flag)} (\d+)", steps[0])
+    assert len(listed) == 1
+    assert p.recommendations.max_model_len.value == int(listed[0]) < 131072
+    assert steps[0].endswith(f"the serve line uses {flag} {listed[0]}")
+
+
+def test_an_alternative_carries_its_kind_text_and_value():
+    a = Alternative(AlternativeKind.TENSOR_PARALLEL, "--tensor-parallel-size 2", 2)
+    assert a.kind is AlternativeKind.TENSOR_PARALLEL and a.value == 2
+    assert Alternative(AlternativeKind.LARGER_GPU, "a larger GPU: --gpu h100").value is None
+
+
+def test_with_a_workload_no_shorter_length_is_offered():
+    """With a workload the goal's length is the workload's, so a shorter max_model_len is never an
+    alternative; a lower target is."""
+    w = Workload(target_concurrency=64, avg_input_tokens=2000, avg_output_tokens=500)
+    p = kvplan.plan(LLAMA8, "a10", offline=True, workload=w, max_model_len=4096)
+    miss = [x.message for x in p.problems if x.code == "target-not-met"]
+    assert miss and "--max-model-len" not in miss[0].split("alternatives")[1]
+    assert "a lower target:" in miss[0]
