@@ -122,7 +122,8 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
     ctx = perf.context_for(
         m, gpu, dep.engine, dep.engine_version, tp=dep.tensor_parallel_size,
         pp=dep.pipeline_parallel_size, dtype=dep.dtype, kv_cache_dtype=dep.kv_cache_dtype,
-        quant=dep.quant, max_num_batched_tokens=max_num_batched_tokens or dep.max_num_batched_tokens,
+        quant=dep.quant,
+        max_num_batched_tokens=max_num_batched_tokens or dep.max_num_batched_tokens,
         max_num_seqs=max(1, max_num_seqs),
         weight_bytes_per_gpu=res.worst.weights_tensor_bytes - draft_bytes,
         kv_capacity_tokens=res.usable_blocks * res.block_size)
@@ -203,7 +204,8 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         model_version=fit_name(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
-        price_source=(price.source + (" (kvplan default)" if price.default else "")) if price else None,
+        price_source=((price.source + (" (kvplan default)" if price.default else ""))
+                      if price else None),
         cost_per_hour=round(cost_h, 4) if cost_h else None,
         cost_per_million_output_tokens=round(per_m, 4) if per_m else None,
         slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms,
@@ -235,7 +237,8 @@ def slo_seqs(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
     if best == limit:
         why = (f"the KV cache holds {bound} requests of {n.input_tokens + n.output_tokens} tokens"
                if limit == bound else f"the engine's limit of {cap} for this GPU")
-        return Recommendation(value=best, reason=f"{why} binds before the latency targets ({figures})"), best
+        reason = f"{why} binds before the latency targets ({figures})"
+        return Recommendation(value=best, reason=reason), best
     nxt = at_lengths(ctx, n, best + 1)
     broke = []
     if w.slo_ttft_ms is not None and nxt.ttft_ms > w.slo_ttft_ms:
@@ -246,7 +249,8 @@ def slo_seqs(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
                           + " and ".join(broke) + f" (the KV cache would hold {bound})"), best
 
 
-def unmet_slo_problem(w: Workload, n: Lengths, at: perf.PerfPoint, alternatives: list[str]) -> Problem:
+def unmet_slo_problem(w: Workload, n: Lengths, at: perf.PerfPoint,
+                      alternatives: list[str]) -> Problem:
     """An SLO no concurrency meets: what is predicted at one request, and what would help."""
     got = []
     if w.slo_ttft_ms is not None and at.ttft_ms > w.slo_ttft_ms:

@@ -120,7 +120,8 @@ class Problem(BaseModel):
 class CheckpointTensors(_Frozen):
     """The tensor table of a checkpoint's safetensors headers (no weight data)."""
 
-    source: str = Field(description="where the headers were read, e.g. '4 local safetensors file(s)'")
+    source: str = Field(
+        description="where the headers were read, e.g. '4 local safetensors file(s)'")
     files: int = Field(ge=0)
     tensors: dict[str, tuple[str, tuple[int, ...]]] = Field(
         description="tensor name → (safetensors dtype, shape)")
@@ -233,7 +234,8 @@ class QuantSpec(_Frozen):
     zero_points: bool = Field(False, description="asymmetric: packed zero points stored")
     act_order: bool = Field(False, description="GPTQ desc_act: an int32 g_idx per input element")
     experts_only: bool = Field(False, description="MXFP4 (gpt-oss): only MoE experts quantized")
-    ignore: list[str] = Field(default_factory=list, description="module name patterns left unquantized")
+    ignore: list[str] = Field(default_factory=list,
+                              description="module name patterns left unquantized")
     source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
 
 
@@ -308,7 +310,8 @@ class ModelSpec(_Frozen):
     weights_from: Literal["config", "headers"] = "config"
     header_parameters: int | None = Field(
         None, description="parameters the safetensors headers hold (packed payloads unpacked)")
-    problems: list[Problem] = Field(default_factory=list, description="notes from loading the model")
+    problems: list[Problem] = Field(default_factory=list,
+                                    description="notes from loading the model")
     source: str = Field(description="catalogue, local path, …")
     local_dir: str | None = Field(
         None, description="the local model directory a launcher needs (None: serve by id)")
@@ -755,7 +758,8 @@ class PlanLora(BaseModel):
     max_loras: int
     max_lora_rank: int
     max_cpu_loras: int
-    gpu_bytes: int = Field(description="per GPU (worst stage): stacked A/B buffers, in weights_bytes")
+    gpu_bytes: int = Field(
+        description="per GPU (worst stage): stacked A/B buffers, in weights_bytes")
     adapter_bytes: int = Field(description="one adapter at max_lora_rank, unsharded (host copy)")
     host_bytes_per_worker: int = Field(description="max_cpu_loras × adapter_bytes (upper bound)")
     modules: list[str] = Field(description="modules given LoRA slots")

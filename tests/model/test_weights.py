@@ -125,8 +125,8 @@ def test_pp_stages_cover_every_layer_once(entry, pp):
 def test_qwen25_7b_allocator_rounding_explains_the_vllm_log():
     """Qwen2.5-7B, TP 1, bf16, worked by hand (kvplan/model/allocator.py rules): per layer qkv
     31.5 MiB (segment 32, 0.5 MiB not split), o 24.5 (segment 26, 1.5 MiB split off), gate_up
-    259 (260, 1 MiB not split), down 129.5 (130, 0.5 not split) → 2 MiB × 28 layers, + 0.5 MiB each for
-    the 1039.5 MiB embedding and LM head = 57 MiB allocated beyond the tensors. vLLM 0.19.0
+    259 (260, 1 MiB not split), down 129.5 (130, 0.5 not split) → 2 MiB × 28 layers, + 0.5 MiB
+    each for the 1039.5 MiB embedding and LM head = 57 MiB allocated beyond the tensors. vLLM 0.19.0
     logged 'Model loading took 14.25 GiB' (calibration CSV, H100). Reserved adds the 28 split
     o_proj remainders (1.5 MiB), the 12 MiB left beside the RoPE cache in its 20 MiB segment
     and the unused part of the one small-pool segment (2 MiB − 28 × (9216 + 2 × 7168) − 7168 B)."""

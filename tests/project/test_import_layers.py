@@ -359,7 +359,8 @@ def test_a_library_plan_and_sweep_load_no_cli_or_hub_library():
     """What a fresh interpreter loads, as a cross-check of the table: a dynamic import
     (importlib) escapes the ast walk, and a catalogue model must not need the Hub client."""
     code = ("import sys, kvplan, kvplan.planner, kvplan.engines.vllm, kvplan.model.kv, "
-            "kvplan.model.weights, kvplan.model.config, kvplan.catalog, kvplan.specs, kvplan.checkpoint\n"
+            "kvplan.model.weights, kvplan.model.config, kvplan.catalog, kvplan.specs, "
+            "kvplan.checkpoint\n"
             "kvplan.plan('llama-3.1-8b', 'h100')\n"
             "kvplan.sweep('llama-3.1-8b', gpus=['h100'], max_gpus=1)\n"
             "bad = [m for m in ('typer', 'rich', 'click', 'huggingface_hub') if m in sys.modules]\n"
