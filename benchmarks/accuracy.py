@@ -31,14 +31,14 @@ sys.path.insert(0, str(HERE.parent))
 from rowdata import QUANT_ASSUMPTIONS, load_rows  # noqa: E402
 
 from kvplan import GpuSpec, KvplanError, ModelSpec, Plan, plan  # noqa: E402
-from kvplan.catalog import (  # noqa: E402
+from kvplan.model.config import spec_from_config  # noqa: E402
+from kvplan.sources.catalog import (  # noqa: E402
     CatalogEntry,
     data_dir,
     find_model_entry,
     load_catalog_model,
     resolve_gpu,
 )
-from kvplan.model.config import spec_from_config  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
 
 DATA = HERE / "data" / "vllm_calibration.csv"

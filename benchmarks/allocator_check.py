@@ -52,8 +52,8 @@ def decode(d: dict) -> list[int]:
 
 def export(path: str) -> None:
     sys.path.insert(0, str(HERE.parent))
-    from kvplan.catalog import load_catalog_model, model_entries
     from kvplan.model.weights import stage_allocations
+    from kvplan.sources.catalog import load_catalog_model, model_entries
 
     configs = []
     for entry in model_entries():

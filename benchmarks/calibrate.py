@@ -20,9 +20,9 @@ sys.path.insert(0, str(HERE.parent))
 
 from rowdata import load_rows  # noqa: E402
 
-from kvplan.catalog import find_model_entry, load_catalog_model  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
 from kvplan.model import forward as fwd  # noqa: E402
+from kvplan.sources.catalog import find_model_entry, load_catalog_model  # noqa: E402
 from kvplan.units import DTYPE_BYTES, GiB, MiB  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Speed of kvplan.perf: µs per evaluate() and ms per concurrency table (1, 2, 4, … 1024).
+"""Speed of kvplan.perf.step: µs per evaluate() and ms per concurrency table (1, 2, 4, … 1024).
 
     python benchmarks/perf_speed.py
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kvplan import perf  # noqa: E402
-from kvplan.catalog import resolve_gpu, resolve_model  # noqa: E402
+from kvplan.perf import step as perf  # noqa: E402
+from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
 
 CASES = [("meta-llama/Llama-3.1-8B-Instruct", "vllm", 1), ("Qwen/Qwen3-30B-A3B", "sglang", 2),
          ("meta-llama/Llama-3.1-70B", "vllm", 4)]

@@ -35,8 +35,8 @@ CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
 
 def in_process(runs: int) -> None:
     import kvplan
-    from kvplan.catalog import find_model_entry, load_catalog_model
     from kvplan.model import weights
+    from kvplan.sources.catalog import find_model_entry, load_catalog_model
     from kvplan.specs import ModelSpec, Workload
 
     workload = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)

@@ -29,9 +29,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from kvplan import plan  # noqa: E402
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
 from kvplan.engines import trtllm  # noqa: E402
 from kvplan.model.config import spec_from_config  # noqa: E402
+from kvplan.sources.catalog import data_dir, find_model_entry, load_catalog_model, resolve_gpu  # noqa: E402
 from kvplan.specs import ModelSpec  # noqa: E402
 from kvplan.units import GiB  # noqa: E402
 

@@ -5,15 +5,11 @@
     >>> p.kv_cache.tokens, p.fits
 
 The names below load on first use (PEP 562), so `import kvplan` and the CLI's start pay only
-for what they use. `kvplan.sweep` is the function `kvplan.api.sweep`, before and after any
-`import kvplan.sweep` (the submodule stays reachable as sys.modules["kvplan.sweep"] and through
-`from kvplan.sweep import …`).
+for what they use.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -52,16 +48,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _Package(types.ModuleType):
-    """The package module: importing the submodule kvplan.sweep binds no attribute, so
-    `kvplan.sweep` stays the function (the import system sets it on first import)."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "sweep" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

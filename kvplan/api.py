@@ -8,16 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .catalog import gpu_specs, resolve_gpu, resolve_model
-from .curve import CurvePoint, kv_curve
 from .engines import registry
 from .errors import InvalidInputError, KvplanError, UnknownGpuError
 from .knobs import Knobs
-from .planner import plan as _plan
+from .planner.curve import CurvePoint, kv_curve
+from .planner.plan import plan as _plan
+from .sources.catalog import gpu_specs, resolve_gpu, resolve_model
 from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
 
 if TYPE_CHECKING:
-    from .sweep import SweepResult
+    from .planner.sweep import SweepResult
 
 
 def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
@@ -50,7 +50,7 @@ def _price(gpu: GpuSpec, given: float | None) -> Price | None:
         if not (0 < given < 10_000) or given != given:
             raise InvalidInputError(f"--gpu-hour-price must be in (0, 10000) USD, got {given}")
         return Price(gpu_id=gpu.id, usd_per_hour=given, source="--gpu-hour-price", default=False)
-    from .prices import default_prices
+    from .sources.prices import default_prices
 
     return default_prices(resolve_gpu).get(gpu.id)
 
@@ -84,8 +84,8 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     and/or "fp8" likewise. `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the
     bundled defaults. Other `knobs` as for plan(). Raises KvplanError for bad input; nothing
     meeting the target is a result (SweepResult.exit_code 1)."""
-    from .prices import default_prices, load_price_file
-    from .sweep import sweep as _sweep
+    from .planner.sweep import sweep as _sweep
+    from .sources.prices import default_prices, load_price_file
 
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
@@ -113,7 +113,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
 @dataclass(frozen=True)
 class ReportData:
     """Everything `kvplan report` shows about one deployment, planned: the renderer
-    (kvplan.report.for_model) lays it out and plans nothing."""
+    (kvplan.render.report.for_model) lays it out and plans nothing."""
 
     plan: Plan  # the deployment under review
     curve: tuple[CurvePoint, ...]  # requests its KV cache holds at each max_model_len

@@ -35,7 +35,7 @@ def _human_int(text: str | int) -> int:
     """vLLM's human-readable integers for lengths and byte counts: 32768, 32k (×1000),
     32K (×1024), 1M, 1.5k (vllm/engine/arg_utils.py human_readable_int) — as `kvplan check`
     reads them in deployment files."""
-    from .deploy import human_int
+    from .deploy.commands import human_int
 
     if isinstance(text, int):
         return text
@@ -163,17 +163,17 @@ def plan(model: str, **values: Any) -> None:
     """
     from .api import plan as make_plan
     from .knobs import KNOB_NAMES
-    from .limits import check_flags
+    from .sources.limits import check_flags
     from .specs import Workload
 
     check_flags(values)  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
     workload = _workload(**{k: values[k] for k in Workload.model_fields})
-    from .catalog import resolve_gpu, resolve_model
+    from .sources.catalog import resolve_gpu, resolve_model
 
     engine: str = values["engine"]
     options = {}
     if values["extra_llm_api_options"] is not None:
-        from .deploy import read_options_file
+        from .deploy.commands import read_options_file
         from .engines.registry import ENGINES
         from .errors import InvalidInputError
 
@@ -229,9 +229,9 @@ def compare(model: str, **values: Any) -> None:
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
     from .api import plan as make_plan
-    from .catalog import resolve_gpu, resolve_model
     from .engines.registry import NAMES
-    from .limits import check_flags
+    from .sources.catalog import resolve_gpu, resolve_model
+    from .sources.limits import check_flags
     from .specs import Plan
 
     check_flags(values)
@@ -351,7 +351,7 @@ def sweep(model: str, **values: Any) -> None:
         from .api import resolve_gpus
 
         resolve_gpus(gpu_list)  # bad --gpus fail before any network work
-    from .catalog import resolve_model
+    from .sources.catalog import resolve_model
 
     with _progress_line() as progress:
         m = resolve_model(model, offline=values["offline"], progress=progress)
@@ -382,10 +382,10 @@ def models(
     A model answers to its repo id, its repo name without the owner, and its aliases (case,
     '-' and '_' ignored); an alias without instruct/it/chat names the base model where the
     catalogue has one."""
-    from .catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
     from .errors import UnknownModelError
     from .model.kv import layer_specs
     from .model.weights import parameter_count
+    from .sources.catalog import find_model_entry, load_catalog_model, model_entries, suggest_models
 
     fmt = _list_format(fmt, as_json)
     show, needle = _show_or_filter(args, "models")
@@ -440,7 +440,7 @@ def gpus(
 ) -> None:
     """List the bundled GPUs (`kvplan gpus h100`), or show one (`kvplan gpus show h200`);
     `--local` lists this machine's GPUs (NVML) and what other processes hold on them."""
-    from .catalog import gpu_specs, resolve_gpu
+    from .sources.catalog import gpu_specs, resolve_gpu
 
     fmt = _list_format(fmt, as_json)
     if local:
@@ -518,7 +518,7 @@ def check(files: list[Path], **values: Any) -> None:
     """
     from pydantic import ValidationError
 
-    from .check import Policy, check_files, load_policy
+    from .deploy.check import Policy, check_files, load_policy
     from .errors import InvalidInputError
 
     fmt = "json" if values["as_json"] else values["fmt"]
@@ -546,7 +546,7 @@ def check(files: list[Path], **values: Any) -> None:
 
         sys.stdout.write(github_annotations(report))
     elif fmt == "markdown":
-        from .report import check_markdown
+        from .render.report import check_markdown
 
         sys.stdout.write(check_markdown(report))
     else:
@@ -566,8 +566,8 @@ def schema() -> None:
 
 def _local_gpus(as_json: bool) -> None:
     """`kvplan gpus --local`: NVML's view, each GPU matched to its catalogue entry."""
-    from .catalog import local_gpu
-    from .nvml import local_gpus
+    from .sources.catalog import local_gpu
+    from .sources.nvml import local_gpus
     from .units import GiB
 
     rows = [(g, local_gpu(g.index)) for g in local_gpus()]
@@ -662,7 +662,7 @@ def report(target: str, **values: Any) -> None:
     """
     import shlex
 
-    from . import report as rep
+    from .render import report as rep
 
     output = values["output"]
     name = rep.output_format(output, values["fmt"])
@@ -685,9 +685,9 @@ def report(target: str, **values: Any) -> None:
 def _report_on_files(target: str, values: dict[str, Any], line: str) -> Any:
     """The report of every serving command `kvplan check` finds in `target`."""
     from . import __version__
-    from . import report as rep
-    from .check import Policy, check_files, load_policy
+    from .deploy.check import Policy, check_files, load_policy
     from .errors import InvalidInputError
+    from .render import report as rep
 
     policy, _ = load_policy(None, Path.cwd())
     policy = Policy.model_validate({**policy.model_dump(), **{
@@ -705,9 +705,9 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
     from pydantic import ValidationError
 
     from . import __version__
-    from . import report as rep
-    from .catalog import resolve_gpu, resolve_model
     from .errors import InvalidInputError
+    from .render import report as rep
+    from .sources.catalog import resolve_gpu, resolve_model
     from .specs import Workload
 
     try:

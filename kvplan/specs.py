@@ -660,7 +660,7 @@ class PerfPoint(BaseModel):
 
 
 class Performance(PerfPoint):
-    """The latency model at the workload's concurrency (kvplan/perf.py), with cost."""
+    """The latency model at the workload's concurrency (kvplan/perf/step.py), with cost."""
 
     input_tokens: int
     output_tokens: int

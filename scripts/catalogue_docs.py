@@ -17,9 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 import gendoc  # noqa: E402
 
-from kvplan.catalog import load_catalog_model, model_entries  # noqa: E402
 from kvplan.model.kv import layer_specs  # noqa: E402
 from kvplan.model.weights import parameter_count  # noqa: E402
+from kvplan.sources.catalog import load_catalog_model, model_entries  # noqa: E402
 
 OUT = ROOT / "docs" / "models.md"
 

@@ -150,7 +150,7 @@ def memory_result(gpu: GpuSpec, dep: Deployment, *, era: str, budget_bytes: int,
 
 @dataclass(frozen=True)
 class Coefficients:
-    """Named efficiency and overhead coefficients of one engine era (kvplan/perf.py).
+    """Named efficiency and overhead coefficients of one engine era (kvplan/perf/step.py).
 
     gemm_efficiency: achieved / dense peak FLOP/s in large GEMMs and prefill attention;
     bandwidth_efficiency: achieved / peak HBM bytes/s when streaming weights and KV;
@@ -171,7 +171,7 @@ class Coefficients:
 
 @dataclass(frozen=True)
 class Calibration:
-    """What the step-time model (kvplan/perf.py) knows about an engine.
+    """What the step-time model (kvplan/perf/step.py) knows about an engine.
 
     style: "mixed" (prefill chunks ride in decode steps) or "separate" (a prefill batch pauses
     decoding); coefficients: the engine's own fit, or None to borrow those of the engine named

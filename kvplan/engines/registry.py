@@ -67,7 +67,7 @@ def get(name: str) -> Engine:
 
 def calibrated_by(engine: Engine) -> Engine:
     """The engine whose fitted latency coefficients `engine` uses: itself, or the one it
-    borrows from (kvplan/perf.py)."""
+    borrows from (kvplan/perf/step.py)."""
     cal = engine.calibration
     return engine if cal.borrows is None else get(cal.borrows)
 

@@ -956,7 +956,7 @@ def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
     return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
 
 
-# Latency model (kvplan/perf.py). Coefficients fitted by benchmarks/perf_fit.py →
+# Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
 # benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
 # docs/performance.md). All but request_overhead_ms are shared with vLLM in the fit
 # (engines/vllm.py); tests/test_perf.py checks these equal the committed fit. Calibrated

@@ -522,7 +522,7 @@ class TgiEngine(Engine):
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
                           known_flags=known_flags.TGI, combine=combine_speculate,
                           unmodelled_features={"--lora-adapters": "LoRA adapters"})
-    # Latency model (kvplan/perf.py): no calibration rows; TGI runs a prefill batch that pauses
+    # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
     calibration = Calibration(style="separate", borrows="sglang")
 

@@ -979,7 +979,7 @@ class TrtllmEngine(Engine):
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
         pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
         boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True)
-    # Latency model (kvplan/perf.py): no calibration rows; in-flight batching mixes context and
+    # Latency model (kvplan/perf/step.py): no calibration rows; in-flight batching mixes context and
     # generation requests in one step, vLLM's batching style, so it borrows vLLM's fit.
     calibration = Calibration(style="mixed", borrows="vllm")
     options_file_flag = "--extra_llm_api_options"

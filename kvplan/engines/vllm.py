@@ -797,7 +797,7 @@ BOOLEAN_FLAGS = frozenset({
 MM_LEGACY_REFUSED_FROM = (0, 10, 0)
 
 
-# Latency model (kvplan/perf.py). Coefficients fitted by benchmarks/perf_fit.py →
+# Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
 # benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
 # docs/performance.md). All but request_overhead_ms are shared by the engines in the fit
 # (engines/sglang.py); tests/test_perf.py checks these equal the committed fit. Calibrated

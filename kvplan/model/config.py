@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidConfigError
-from ..limits import (
+from ..sources.limits import (
     MAX_CONFIG_BYTES,
     MAX_LAYERS,
     contained,

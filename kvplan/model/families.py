@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidConfigError
-from ..limits import short
+from ..sources.limits import short
 from ..specs import AudioEncoderSpec, LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec, Problem
 from ..units import DTYPE_ALIASES
 from .fields import Reader

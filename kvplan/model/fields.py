@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..errors import InvalidConfigError
-from ..limits import MAX_LAYERS, short
+from ..sources.limits import MAX_LAYERS, short
 
 # Keys vLLM reads for the default max_model_len (vllm/config/model.py
 # `_get_and_verify_max_len`, 0.33.0): the minimum over those present.

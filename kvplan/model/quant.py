@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidConfigError
-from ..limits import short
+from ..sources.limits import short
 from ..specs import QuantSpec
 
 

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from ..errors import InvalidConfigError
-from ..limits import short
+from ..sources.limits import short
 from ..specs import VisionSpec
 from .families import VISION_MODEL_TYPES
 from .fields import Reader

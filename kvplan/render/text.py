@@ -9,10 +9,10 @@ from ..units import GiB
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..catalog import CatalogEntry
-    from ..check import CheckReport
+    from ..deploy.check import CheckReport
+    from ..planner.sweep import Option, SweepResult
+    from ..sources.catalog import CatalogEntry
     from ..specs import GpuSpec, ModelSpec, Plan
-    from ..sweep import Option, SweepResult
 
 
 def _gib(n: int) -> str:

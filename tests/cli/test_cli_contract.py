@@ -128,7 +128,7 @@ def test_uncached_hub_repo_while_offline_exits_3(capsys):
 
 
 def test_internal_error_has_no_traceback_unless_debug(capsys, monkeypatch):
-    from kvplan import catalog
+    from kvplan.sources import catalog
 
     def boom(_ref, **_kw):
         raise RuntimeError("kaboom")
@@ -177,7 +177,7 @@ def test_the_knob_table_bounds_the_workload_as_the_workload_model_does():
     from pydantic import ValidationError
 
     from kvplan.knobs import OPTIONS
-    from kvplan.limits import knob_error
+    from kvplan.sources.limits import knob_error
     from kvplan.specs import Workload
 
     for name in Workload.model_fields:

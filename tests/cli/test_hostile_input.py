@@ -385,8 +385,8 @@ def test_json_never_holds_integers_beyond_int64(capsys):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
 def test_hub_timeout_is_bounded(monkeypatch, value):
-    from kvplan import hub
     from kvplan.errors import InvalidInputError
+    from kvplan.sources import hub
 
     monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", value)
     with pytest.raises(InvalidInputError, match="KVPLAN_HUB_TIMEOUT"):

@@ -17,7 +17,7 @@ def _plan_json(capsys, *args):
 
 @pytest.mark.parametrize("ref", [".", "./config.json", "config.json"])
 def test_plan_inside_model_directory_serves_the_directory(capsys, tmp_path, monkeypatch, ref):
-    from kvplan.catalog import data_dir
+    from kvplan.sources.catalog import data_dir
 
     (tmp_path / "config.json").write_text(
         (data_dir("model_specs") / "configs" / "Qwen--Qwen2.5-0.5B-Instruct.json").read_text())
@@ -128,7 +128,7 @@ def test_no_internal_provenance_text_in_data():
     ],
 )
 def test_aliases_follow_the_documented_rule(ref, want):
-    from kvplan.catalog import find_model_entry
+    from kvplan.sources.catalog import find_model_entry
 
     assert find_model_entry(ref).id == want
 
@@ -137,7 +137,7 @@ def test_no_alias_without_a_variant_word_names_a_tuned_model_that_has_a_base():
     """The rule: an alias without instruct/it/chat names the base model when there is one."""
     import re
 
-    from kvplan.catalog import _model_key, model_entries
+    from kvplan.sources.catalog import _model_key, model_entries
 
     names = {_model_key(e.id.split("/")[1]): e.id for e in model_entries()}
     variant = re.compile(r"(instruct|chat|-it\b|thinking)", re.IGNORECASE)
@@ -268,7 +268,7 @@ def test_compare_says_when_engines_run_at_different_tp(capsys, monkeypatch):
 
 
 def test_kvplan_toml_accepts_the_tool_kvplan_snippet(tmp_path):
-    from kvplan.check import load_policy
+    from kvplan.deploy.check import load_policy
 
     (tmp_path / "kvplan.toml").write_text("[tool.kvplan]\nmin_concurrency = 4\ngpu = 'h100'\n")
     policy, where = load_policy(None, tmp_path)
@@ -377,8 +377,8 @@ def _render80(fn, *args, **kw):
 
 
 def _model_rows():
-    from kvplan.catalog import load_catalog_model, model_entries
     from kvplan.model.weights import parameter_count
+    from kvplan.sources.catalog import load_catalog_model, model_entries
 
     return [(e, m, parameter_count(m), 1) for e in model_entries() for m in [load_catalog_model(e)]]
 
@@ -395,8 +395,8 @@ def test_models_table_at_80_columns_keeps_every_id_whole():
 
 
 def test_gpus_table_at_80_columns_keeps_every_id_whole():
-    from kvplan.catalog import gpu_specs
     from kvplan.render.text import gpus_table
+    from kvplan.sources.catalog import gpu_specs
 
     out = _render80(gpus_table, list(gpu_specs()))
     firsts = {line.split()[0] for line in out.splitlines() if line.strip()}
@@ -498,8 +498,8 @@ def test_no_plan_recommends_an_out_of_range_fraction_anywhere():
     """The item-2 class over the catalogue: no engine, GPU or tiny device leaks an internal
     search value (a negative or >1 fraction) into a recommendation or a serve line."""
     from kvplan.api import plan
-    from kvplan.catalog import load_catalog_model, model_entries, resolve_gpu
     from kvplan.errors import KvplanError
+    from kvplan.sources.catalog import load_catalog_model, model_entries, resolve_gpu
 
     gpus = [resolve_gpu(g) for g in ("h100", "t4")]
     for e in list(model_entries())[::3]:

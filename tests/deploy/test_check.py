@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from clirun import run
 
-from kvplan.deploy import (
+from kvplan.deploy.commands import (
     DeployParseError,
     Templates,
     UnknownArg,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kvplan import plan
-from kvplan.catalog import resolve_gpu, resolve_model
 from kvplan.engines import interconnect, sglang, tgi, vllm
+from kvplan.sources.catalog import resolve_gpu, resolve_model
 from kvplan.specs import Deployment
 
 GiB, MiB = 2**30, 2**20
@@ -124,8 +124,8 @@ def test_tgi_3090_row_given_the_memory_in_use_before_start():
 def _llama3_8b(quantization: dict | None = None):
     import json
 
-    from kvplan.catalog import data_dir, find_model_entry
     from kvplan.model.config import spec_from_config
+    from kvplan.sources.catalog import data_dir, find_model_entry
 
     cfg = json.loads((data_dir("model_specs") / find_model_entry(
         "meta-llama/Llama-3.1-8B-Instruct").config).read_text())

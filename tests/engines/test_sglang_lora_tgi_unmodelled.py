@@ -23,11 +23,11 @@ import pytest
 from clirun import run
 
 from kvplan import plan
-from kvplan.catalog import resolve_model
-from kvplan.deploy import Templates, parse_args
+from kvplan.deploy.commands import Templates, parse_args
 from kvplan.engines.sglang import LORA_LINEAR, lora_pool
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
+from kvplan.sources.catalog import resolve_model
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 

@@ -23,7 +23,7 @@ from clirun import run
 from drafts import write_config
 
 from kvplan import plan
-from kvplan.deploy import Templates, parse_args
+from kvplan.deploy.commands import Templates, parse_args
 from kvplan.engines import sglang
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs

@@ -10,9 +10,9 @@ import pytest
 from clirun import run
 
 from kvplan import Workload, plan
-from kvplan.catalog import resolve_model
 from kvplan.engines import sglang, tgi
 from kvplan.errors import InvalidInputError
+from kvplan.sources.catalog import resolve_model
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 GiB = 2**30

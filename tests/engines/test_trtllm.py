@@ -6,11 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import plan
-from kvplan.catalog import resolve_model
-from kvplan.deploy import load_yaml
+from kvplan.deploy.commands import load_yaml
 from kvplan.engines import trtllm
 from kvplan.engines.trtllm_options import parse_options_document
 from kvplan.errors import InvalidConfigError, InvalidInputError
+from kvplan.sources.catalog import resolve_model
 from kvplan.units import GiB
 
 
@@ -247,7 +247,7 @@ def test_dummy_requests():
 
 
 def test_plan_estimated_uses_release_defaults(llama31):
-    from kvplan.catalog import resolve_gpu
+    from kvplan.sources.catalog import resolve_gpu
 
     total = resolve_gpu("h100").cuda_total_bytes
     r = trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total)

@@ -13,12 +13,12 @@ import pytest
 from clirun import run
 
 from kvplan import plan
-from kvplan.catalog import resolve_model
-from kvplan.deploy import load_yaml
+from kvplan.deploy.commands import load_yaml
 from kvplan.engines import trtllm_features as F
 from kvplan.engines.trtllm_options import parse_options_document
 from kvplan.errors import InvalidConfigError, InvalidInputError
 from kvplan.model.weights import _layer_tensors, _rank_bytes
+from kvplan.sources.catalog import resolve_model
 from kvplan.units import GiB, cdiv
 
 

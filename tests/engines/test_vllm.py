@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import plan
-from kvplan.catalog import find_model_entry, load_catalog_model
 from kvplan.engines import vllm
 from kvplan.model.config import spec_from_config
+from kvplan.sources.catalog import find_model_entry, load_catalog_model
 from kvplan.units import GiB
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

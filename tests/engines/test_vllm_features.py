@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import plan
-from kvplan.catalog import resolve_model
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
 from kvplan.model.weights import _layer_tensors, _rank_bytes
+from kvplan.sources.catalog import resolve_model
 from kvplan.specs import Workload
 from kvplan.units import GiB, cdiv
 

@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
 from kvplan.model.config import spec_from_config
 from kvplan.model.kv import kv_bytes_per_token_per_layer, kv_layout, layer_specs
 from kvplan.model.weights import parameter_count, tensors, weight_memory_per_stage
+from kvplan.sources.catalog import data_dir, find_model_entry, load_catalog_model
 
 
 def _model(ref):

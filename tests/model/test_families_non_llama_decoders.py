@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 
 from kvplan import plan
-from kvplan.catalog import model_entries, resolve_model
 from kvplan.errors import InvalidConfigError
 from kvplan.model.config import spec_from_config
 from kvplan.model.families import FAM_A_FAMILIES
 from kvplan.model.kv import kv_bytes_per_token_per_layer
 from kvplan.model.weights import parameter_count, tensors, weight_memory_per_stage
+from kvplan.sources.catalog import model_entries, resolve_model
 
 
 def _spec(cfg: dict):
@@ -373,7 +373,7 @@ def test_gpt2_checkpoint_mask_buffers_are_not_parameters():
     must too — else 12 × 1,048,576 extra "parameters" (+10 %) would make kvplan distrust the
     config. The real c_attn.bias is kept. Table: GPT-2 small, F32, lm_head stored but tied:
       wte 38,597,376 + wpe 786,432 + 12 × 7,087,872 + ln_f 1,536 = 124,439,808."""
-    from kvplan.checkpoint import header_parameter_count
+    from kvplan.sources.checkpoint import header_parameter_count
     from kvplan.specs import CheckpointTensors
 
     table = {"wte.weight": ("F32", (50257, 768)), "wpe.weight": ("F32", (1024, 768)),

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
 from kvplan.errors import InvalidConfigError
 from kvplan.model.config import spec_from_config
 from kvplan.model.multimodal import phi3v_tokens, pixels_per_image
 from kvplan.model.weights import parameter_count, weight_memory_per_stage
+from kvplan.sources.catalog import data_dir, find_model_entry, load_catalog_model
 from kvplan.specs import ModelSpec
 
 

@@ -7,11 +7,11 @@ import copy
 
 import pytest
 
-from kvplan.catalog import find_model_entry, load_catalog_model
 from kvplan.errors import InvalidConfigError
 from kvplan.model.config import spec_from_config
 from kvplan.model.tensor_names import skipped_by_vllm
 from kvplan.model.weights import parameter_count, weight_memory_per_stage
+from kvplan.sources.catalog import find_model_entry, load_catalog_model
 from kvplan.specs import ModelSpec
 
 
@@ -28,7 +28,7 @@ def _tower(m: ModelSpec) -> int:
 def _raw(ref: str) -> dict:
     import json
 
-    from kvplan.catalog import data_dir
+    from kvplan.sources.catalog import data_dir
     entry = find_model_entry(ref)
     assert entry is not None
     return json.loads((data_dir("model_specs") / entry.config).read_text())

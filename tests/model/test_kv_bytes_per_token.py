@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
 from kvplan.model.kv import kv_bytes_per_token_per_layer, kv_layout, layer_specs
+from kvplan.sources.catalog import find_model_entry, load_catalog_model, model_entries
 
 
 def _layout(m, *, tp=1, kv_dtype="bfloat16", block_size=16, hybrid=True, rule="max_if_close"):

@@ -11,10 +11,10 @@ import json
 import pytest
 
 from kvplan import plan
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model, resolve_model
 from kvplan.model.config import spec_from_config
 from kvplan.model.kv import kv_layout, layer_specs
 from kvplan.model.weights import parameter_count, weight_memory_per_stage
+from kvplan.sources.catalog import data_dir, find_model_entry, load_catalog_model, resolve_model
 from kvplan.units import GiB, MiB
 
 KiB = 1024

@@ -20,9 +20,9 @@ import pytest
 from clirun import run
 
 from kvplan import plan
-from kvplan.catalog import resolve_model
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import Knobs
+from kvplan.sources.catalog import resolve_model
 from kvplan.specs import Workload
 
 GEMMA = "google/gemma-3-27b-it"

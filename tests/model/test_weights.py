@@ -4,7 +4,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.catalog import find_model_entry, load_catalog_model, model_entries
 from kvplan.knobs import valid_tp_sizes
 from kvplan.model.weights import (
     fused_name,
@@ -12,6 +11,7 @@ from kvplan.model.weights import (
     pp_layer_ranges,
     weight_memory_per_stage,
 )
+from kvplan.sources.catalog import find_model_entry, load_catalog_model, model_entries
 from kvplan.units import GiB
 
 ENTRIES = model_entries()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.catalog import find_model_entry, load_catalog_model
 from kvplan.model.kv import kv_bytes_per_token_per_layer
 from kvplan.model.weights import parameter_count
+from kvplan.sources.catalog import find_model_entry, load_catalog_model
 
 
 def _model(ref):

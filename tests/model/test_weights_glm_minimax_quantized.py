@@ -11,9 +11,9 @@ import json
 import pytest
 
 from kvplan import plan
-from kvplan.catalog import data_dir, find_model_entry, load_catalog_model
 from kvplan.model.config import spec_from_config
 from kvplan.model.weights import parameter_count, rope_cache_bytes, weight_memory_per_stage
+from kvplan.sources.catalog import data_dir, find_model_entry, load_catalog_model
 
 
 def _model(ref):

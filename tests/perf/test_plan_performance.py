@@ -11,11 +11,13 @@ from clirun import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan import Workload, perf, performance, plan
-from kvplan.catalog import resolve_gpu, resolve_model
+from kvplan import Workload, plan
 from kvplan.engines import registry
 from kvplan.knobs import Knobs
-from kvplan.planner import evaluate
+from kvplan.perf import step as perf
+from kvplan.planner import performance
+from kvplan.planner.plan import evaluate
+from kvplan.sources.catalog import resolve_gpu, resolve_model
 
 QWEN = "Qwen/Qwen3-32B"
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -148,7 +150,7 @@ def test_the_concurrency_table_is_computed_only_when_read(monkeypatch):
     import json
 
     import kvplan
-    from kvplan import perf
+    from kvplan.perf import step as perf
 
     calls = []
     real = perf.concurrency_table

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import plan
-from kvplan.performance import lengths
+from kvplan.planner.performance import lengths
 from kvplan.specs import Workload
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

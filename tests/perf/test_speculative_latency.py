@@ -16,8 +16,9 @@ from clirun import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan import perf, plan
-from kvplan.catalog import resolve_gpu, resolve_model
+from kvplan import plan
+from kvplan.perf import step as perf
+from kvplan.sources.catalog import resolve_gpu, resolve_model
 from kvplan.specs import Workload
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -110,7 +111,7 @@ def test_draft_passes_cost_time_and_the_target_reads_only_its_own_weights(eagle3
     draft passes per step: with nothing accepted it is slower than n-gram, which at one request is
     no faster than not speculating (bandwidth-bound: four queries read the weights once); the
     target's weight read excludes the head's bytes."""
-    from kvplan import performance
+    from kvplan.planner import performance
 
     eagle = json.dumps({"method": "eagle3", "model": str(eagle3_dir), "num_speculative_tokens": 3})
     w = Workload(target_concurrency=1, avg_input_tokens=1000, avg_output_tokens=200,
@@ -122,7 +123,7 @@ def test_draft_passes_cost_time_and_the_target_reads_only_its_own_weights(eagle3
     from kvplan.api import with_draft
     from kvplan.engines import registry
     from kvplan.knobs import Knobs
-    from kvplan.planner import evaluate
+    from kvplan.planner.plan import evaluate
 
     m, g, eng = resolve_model(LLAMA), resolve_gpu("h100"), registry.get("vllm")
     ctxs = []

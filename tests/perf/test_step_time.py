@@ -1,4 +1,4 @@
-"""kvplan.perf: hand-worked step terms, invariants and the committed fit (its imports:
+"""kvplan.perf.step: hand-worked step terms, invariants and the committed fit (its imports:
 tests/project/test_import_layers.py)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kvplan import perf
-from kvplan.catalog import resolve_gpu, resolve_model
+from kvplan.perf import step as perf
+from kvplan.sources.catalog import resolve_gpu, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = resolve_gpu("h100-sxm-80gb")

@@ -6,7 +6,7 @@ import re
 import pytest
 
 import kvplan
-from kvplan.planner import Alternative, AlternativeKind
+from kvplan.planner.plan import Alternative, AlternativeKind
 from kvplan.specs import Workload
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"

@@ -9,12 +9,9 @@ from hypothesis import strategies as st
 
 import kvplan
 from kvplan import api
-from kvplan.catalog import gpu_specs, resolve_gpu, resolve_model
 from kvplan.errors import InvalidConfigError, InvalidInputError
 from kvplan.knobs import Knobs, valid_tp_sizes
-from kvplan.prices import default_prices, load_price_file
-from kvplan.specs import Workload
-from kvplan.sweep import (
+from kvplan.planner.sweep import (
     NO_LATENCY_MODEL,
     SWEEP_SCHEMA_VERSION,
     MissKind,
@@ -23,7 +20,10 @@ from kvplan.sweep import (
     pareto,
     rank,
 )
-from kvplan.sweep import sweep as pure_sweep
+from kvplan.planner.sweep import sweep as pure_sweep
+from kvplan.sources.catalog import gpu_specs, resolve_gpu, resolve_model
+from kvplan.sources.prices import default_prices, load_price_file
+from kvplan.specs import Workload
 
 W = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
 GPUS = ["h100", "h200", "a100-sxm-80gb", "l40s", "mi300x", "rtx-4090"]
@@ -147,7 +147,7 @@ def test_slo_is_evaluated_by_the_latency_model(llama70):
 def test_slo_filter_and_cost_use_plan_performance(llama70):
     """An SLO the prediction misses is a miss naming the figure; $/M output tokens =
     price × GPUs / (predicted tokens/s × 3600) × 10⁶."""
-    from kvplan.sweep import Candidate, Target, evaluate_option
+    from kvplan.planner.sweep import Candidate, Target, evaluate_option
 
     g = resolve_gpu("h200")
     k = Knobs(tensor_parallel_size=2, max_model_len=32768)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan import catalog, hub
 from kvplan.errors import (
     EXIT_CODES,
     InvalidConfigError,
@@ -15,6 +14,7 @@ from kvplan.errors import (
     UnknownGpuError,
     UnknownModelError,
 )
+from kvplan.sources import catalog, hub
 
 TYPO = "meta-llama/Llama-3.1-8B-Instruc"  # one letter short of a catalogue id
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from clirun import run
 
-from kvplan import report as rep
 from kvplan.api import plan
 from kvplan.api import report as plan_report
+from kvplan.render import report as rep
 from kvplan.render import svg
 from kvplan.specs import Plan, Workload
 
@@ -102,7 +102,7 @@ def test_curve_at_the_chosen_length_is_the_plans_max_concurrency(p70):
 
 
 def test_a_sliding_window_model_takes_curve_points_from_the_planner():
-    from kvplan.catalog import resolve_gpu, resolve_model
+    from kvplan.sources.catalog import resolve_gpu, resolve_model
 
     m, g = resolve_model("gemma-3-27b-it"), resolve_gpu("h100")
     r = rep.for_model(plan_report(m, g, max_model_len=32768, with_sweep=False),
@@ -152,7 +152,7 @@ def test_a_deployment_that_does_not_fit_says_by_how_much_and_marks_the_device_to
 
 
 def test_a_check_report_lists_what_it_could_not_plan(tmp_path):
-    from kvplan.check import Policy, check_files
+    from kvplan.deploy.check import Policy, check_files
 
     (tmp_path / "good.sh").write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n")
     (tmp_path / "bad.sh").write_text("vllm serve nobody/no-such-model-xyz\n")
@@ -391,10 +391,11 @@ def test_an_unwritable_directory_is_named(tmp_path, monkeypatch):
 
 def test_report_module_is_lazy():
     cli = ("import sys, kvplan.cli; "
-           "assert not {'kvplan.report', 'kvplan.render.svg'} & set(sys.modules)")
+           "assert not {'kvplan.render.report', 'kvplan.render.svg'} & set(sys.modules)")
     assert subprocess.run([sys.executable, "-c", cli], timeout=60).returncode == 0
-    code = ("import sys, kvplan.report, kvplan.render.svg\n"
-            "bad = [m for m in ('rich', 'markdown_it', 'kvplan.check', 'kvplan.deploy',\n"
+    code = ("import sys, kvplan.render.report, kvplan.render.svg\n"
+            "bad = [m for m in ('rich', 'markdown_it', 'kvplan.deploy.check',\n"
+            "                   'kvplan.deploy.commands',\n"
             "                   'kvplan.render.text', 'typer') if m in sys.modules]\n"
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

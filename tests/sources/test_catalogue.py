@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from kvplan import plan
-from kvplan.catalog import data_dir, gpu_specs, model_entries, resolve_gpu, resolve_model
+from kvplan.sources.catalog import data_dir, gpu_specs, model_entries, resolve_gpu, resolve_model
 from kvplan.specs import GpuSpec
 
 

@@ -7,9 +7,9 @@ from fakehub import safetensors_header_only
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.checkpoint import parse_header
 from kvplan.errors import InvalidConfigError
 from kvplan.model.tensor_names import is_scale, layer_of
+from kvplan.sources.checkpoint import parse_header
 
 names = st.from_regex(r"model\.layers\.[0-9]{1,2}\.[a-z_]{1,12}\.weight", fullmatch=True)
 tables = st.dictionaries(

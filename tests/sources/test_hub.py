@@ -14,7 +14,7 @@ import pytest
 from clirun import run
 from fakehub import FakeHub, FakeRepo, safetensors_header_only
 
-from kvplan.catalog import data_dir
+from kvplan.sources.catalog import data_dir
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 

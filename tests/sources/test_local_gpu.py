@@ -11,7 +11,7 @@ import pytest
 from clirun import run
 
 from kvplan import plan
-from kvplan.catalog import resolve_gpu
+from kvplan.sources.catalog import resolve_gpu
 from kvplan.units import GiB, MiB
 
 H100_TOTAL = 81559 * MiB  # nvidia-smi memory.total of an H100 80GB HBM3 (reference/GPUS.md)

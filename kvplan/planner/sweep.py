@@ -22,12 +22,12 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from .engines import registry
-from .errors import InvalidInputError, KvplanError
-from .knobs import Knobs, resolve_layout, valid_tp_sizes
-from .model.weights import weight_memory_per_stage
-from .planner import plan as make_plan
-from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
+from ..engines import registry
+from ..errors import InvalidInputError, KvplanError
+from ..knobs import Knobs, resolve_layout, valid_tp_sizes
+from ..model.weights import weight_memory_per_stage
+from ..specs import GpuSpec, ModelSpec, Plan, Price, Workload
+from .plan import plan as make_plan
 
 SWEEP_SCHEMA_VERSION = "1.0"
 NO_LATENCY_MODEL = "SLO not evaluated (no bandwidth/FLOPs figures"  # the reason's prefix

@@ -12,14 +12,13 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from . import perf, performance
-from .engines import registry
-from .engines.base import Engine, MemoryResult
-from .errors import InvalidInputError
-from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
-from .knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
-from .model.weights import parameter_count
-from .specs import (
+from ..engines import registry
+from ..engines.base import Engine, MemoryResult
+from ..errors import InvalidInputError
+from ..knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
+from ..model.weights import parameter_count
+from ..perf import step as perf
+from ..specs import (
     Deployment,
     GpuSpec,
     ModelSpec,
@@ -36,8 +35,10 @@ from .specs import (
     SourcedValue,
     Workload,
 )
-from .units import GiB, largest_true
-from .versions import parse_version
+from ..units import GiB, largest_true
+from ..versions import parse_version
+from . import performance
+from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
 

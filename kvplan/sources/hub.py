@@ -19,15 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import (
+from ..errors import (
     InvalidConfigError,
     InvalidInputError,
     Reason,
     UnavailableError,
     UnknownModelError,
 )
+from ..specs import CheckpointTensors
 from .limits import MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_HUB_TIMEOUT_S, loads_json, read_limited
-from .specs import CheckpointTensors
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 CACHE_FORMAT = 1

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import perf
-from .engines import registry
-from .engines.base import MemoryResult
-from .model.weights import vocab_rows_per_rank
-from .specs import (
+from ..engines import registry
+from ..engines.base import MemoryResult
+from ..model.weights import vocab_rows_per_rank
+from ..perf import step as perf
+from ..specs import (
     Deployment,
     GpuSpec,
     ModelSpec,
@@ -24,7 +24,7 @@ from .specs import (
     Recommendation,
     Workload,
 )
-from .units import DTYPE_BYTES, largest_true
+from ..units import DTYPE_BYTES, largest_true
 
 # The workload the section assumes when the user gives no lengths (stated in the output and
 # the README): a chat turn of 1,024 prompt tokens and 256 generated tokens.

@@ -9,8 +9,8 @@ cache) every prefix token is shared. Pure arithmetic over the engine's MemoryRes
 
 from __future__ import annotations
 
-from .engines.base import Engine, MemoryResult
-from .specs import Deployment, ModelSpec, PlanMultimodal, Problem, Workload
+from ..engines.base import Engine, MemoryResult
+from ..specs import Deployment, ModelSpec, PlanMultimodal, Problem, Workload
 
 
 def prefix_shared(m: ModelSpec, dep: Deployment) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .specs import Plan
+    from ..specs import Plan
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import Reason, UnavailableError
+from ..errors import Reason, UnavailableError
 
 
 @dataclass(frozen=True)

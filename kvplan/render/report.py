@@ -22,14 +22,14 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .curve import CurvePoint, curve_lengths, kv_curve, linear_kv
-from .units import GiB
+from ..planner.curve import CurvePoint, curve_lengths, kv_curve, linear_kv
+from ..units import GiB
 
 if TYPE_CHECKING:
-    from .api import ReportData
-    from .check import CheckReport
-    from .specs import Performance, PerfPoint, Plan, Problem
-    from .sweep import Option, SweepResult
+    from ..api import ReportData
+    from ..deploy.check import CheckReport
+    from ..planner.sweep import Option, SweepResult
+    from ..specs import Performance, PerfPoint, Plan, Problem
 
 __all__ = ["FORMATS", "CurvePoint", "Report", "Section", "SweepOption", "Unplanned",
            "check_markdown", "curve_lengths", "for_model", "from_check", "kv_curve", "linear_kv",
@@ -502,7 +502,7 @@ def render_markdown(report: Report) -> str:
 
 
 def _schema(report: Report) -> str:
-    from .specs import SCHEMA_VERSION
+    from ..specs import SCHEMA_VERSION
 
     return report.sections[0].plan.schema_version if report.sections else SCHEMA_VERSION
 
@@ -593,7 +593,7 @@ def _data_table(caption: str, table: str) -> str:
 
 
 def _html_memory(sec: Section, cid: str) -> str:
-    from .render import svg
+    from . import svg
 
     p = sec.plan
     stack = memory_stack(p)
@@ -615,7 +615,7 @@ def _html_memory(sec: Section, cid: str) -> str:
 
 
 def _html_curve(sec: Section, cid: str) -> str:
-    from .render import svg
+    from . import svg
 
     p = sec.plan
     name = knob(p, "max_model_len")
@@ -656,7 +656,7 @@ def _html_curve(sec: Section, cid: str) -> str:
 
 
 def _html_perf(perf: Performance, cid: str) -> str:
-    from .render import svg
+    from . import svg
 
     head, table = _perf_rows(perf)
     slos = _slos(perf)
@@ -710,7 +710,7 @@ def _html_section(sec: Section, idx: int) -> str:
 
 
 def _html_compare(plans: Sequence[Plan]) -> str:
-    from .render import svg
+    from . import svg
 
     bars = [(f"{p.engine.label} {p.engine.version}", float(p.kv_cache.tokens)) for p in plans]
     chart = svg.bar_chart("e", bars, title="KV cache tokens per GPU by engine",
@@ -725,7 +725,7 @@ def _html_compare(plans: Sequence[Plan]) -> str:
 
 
 def _html_sweep(options: Sequence[SweepOption]) -> str:
-    from .render import svg
+    from . import svg
 
     priced = [o for o in options if o.cost_per_hour is not None]
     chart = ""
@@ -814,7 +814,7 @@ def check_markdown(report: CheckReport) -> str:
 
 def output_format(output: Path | None, fmt: str | None) -> str:
     """'md' or 'html' from --format, else the -o suffix, else md; bad values name the path."""
-    from .errors import InvalidInputError
+    from ..errors import InvalidInputError
 
     if output is not None and output.is_dir():
         raise InvalidInputError(f"cannot write the report to {output}: it is a directory",
@@ -836,7 +836,7 @@ def _umask() -> int:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory and a rename, so a
     failure never leaves a half-written report. Raises InvalidInputError naming the path."""
-    from .errors import InvalidInputError
+    from ..errors import InvalidInputError
 
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .checkpoint import attach_headers, local_checkpoint
-from .errors import (
+from ..errors import (
     InvalidConfigError,
     InvalidInputError,
     Reason,
@@ -19,15 +18,16 @@ from .errors import (
     UnknownGpuError,
     UnknownModelError,
 )
-from .model.config import load_config_file, spec_from_config, spec_from_path
-from .model.weights import parameter_count
-from .specs import GpuSpec, ModelSpec
+from ..model.config import load_config_file, spec_from_config, spec_from_path
+from ..model.weights import parameter_count
+from ..specs import GpuSpec, ModelSpec
+from .checkpoint import attach_headers, local_checkpoint
 
 
 def data_dir(name: str) -> Path:
     """model_specs/ or gpu_specs/: inside the installed wheel, or beside the package in a
     source checkout (editable install)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # kvplan/
     for candidate in (here / "_data" / name, here.parent / name):
         if candidate.is_dir():
             return candidate
@@ -233,8 +233,8 @@ def local_gpu(index: int = 0) -> GpuSpec:
     """This machine's GPU `index` (NVML): its catalogue entry (matched by the nvidia-smi name)
     with the CUDA total NVML implies and what other processes hold now; a GPU the catalogue
     lacks gets a minimal spec (memory only: no bandwidth or FLOPs, so no performance)."""
+    from ..specs import LocalUsage
     from .nvml import local_gpus
-    from .specs import LocalUsage
 
     gpus = local_gpus()
     if index >= len(gpus):

@@ -26,10 +26,10 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from .engines import registry
-from .engines.base import DeploySyntax, Engine
-from .errors import InvalidConfigError, InvalidInputError
-from .limits import (
+from ..engines import registry
+from ..engines.base import DeploySyntax, Engine
+from ..errors import InvalidConfigError, InvalidInputError
+from ..sources.limits import (
     MAX_COMMAND_CHARS,
     MAX_COMMANDS_PER_FILE,
     MAX_DEPLOY_BYTES,
@@ -426,7 +426,7 @@ def _dotted_prefix(syntax: DeploySyntax) -> str | None:
 def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str], i: int,
                      prefix: str, file: str, line: int) -> int:
     """Merge `--FLAG.MODALITY N` into the limit knob; returns the next index."""
-    from .knobs import parse_mm_limits
+    from ..knobs import parse_mm_limits
 
     modality = flag[len(prefix):]
     if inline is None:

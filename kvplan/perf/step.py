@@ -49,12 +49,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .engines import registry
-from .engines.base import Coefficients
-from .model import weights as _weights
-from .model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
-from .specs import GpuSpec, ModelSpec, QuantSpec
-from .units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
+from ..engines import registry
+from ..engines.base import Coefficients
+from ..model import weights as _weights
+from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
+from ..specs import GpuSpec, ModelSpec, QuantSpec
+from ..units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
 
 Bound = Literal["compute", "bandwidth", "overhead"]
 

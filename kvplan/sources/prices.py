@@ -10,8 +10,8 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import InvalidConfigError, KvplanError
-from .specs import GpuSpec, Price
+from ..errors import InvalidConfigError, KvplanError
+from ..specs import GpuSpec, Price
 
 PRICE_COLUMNS = ("id", "usd_per_hour")
 

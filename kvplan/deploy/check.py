@@ -17,9 +17,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .api import plan
-from .catalog import find_model_entry, resolve_gpu, resolve_model
-from .deploy import (
+from ..api import plan
+from ..engines import registry
+from ..errors import InvalidConfigError, InvalidInputError, KvplanError
+from ..knobs import KNOB_NAMES
+from ..sources.catalog import find_model_entry, resolve_gpu, resolve_model
+from ..sources.limits import MAX_POLICY_BYTES, read_text_limited
+from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
+from ..units import GiB
+from .commands import (
     DeployParseError,
     Found,
     Templates,
@@ -28,12 +34,6 @@ from .deploy import (
     read_options_file,
     recognised_commands,
 )
-from .engines import registry
-from .errors import InvalidConfigError, InvalidInputError, KvplanError
-from .knobs import KNOB_NAMES
-from .limits import MAX_POLICY_BYTES, read_text_limited
-from .specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
-from .units import GiB
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
 _DEFAULT_LABEL = registry.get(registry.DEFAULT).label  # the engine a policy's version is for

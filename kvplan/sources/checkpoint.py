@@ -17,7 +17,9 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidConfigError
+from ..errors import InvalidConfigError
+from ..model.tensor_names import SAFETENSORS_DTYPE_BYTES, is_scale, skipped_by_vllm
+from ..specs import CheckpointTensors, ModelSpec, Problem
 from .limits import (
     MAX_INDEX_BYTES,
     MAX_TENSOR_DIMS,
@@ -28,8 +30,6 @@ from .limits import (
     read_limited,
     short,
 )
-from .model.tensor_names import SAFETENSORS_DTYPE_BYTES, is_scale, skipped_by_vllm
-from .specs import CheckpointTensors, ModelSpec, Problem
 
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors reference reader's own limit

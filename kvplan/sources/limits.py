@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import InvalidConfigError, InvalidInputError
+from ..errors import InvalidConfigError, InvalidInputError
 
 # ------------------------------------------------------------------ file sizes
 MAX_CONFIG_BYTES = 4 * 2**20  # config.json / hf_quant_config.json (real ones: < 100 KiB)
@@ -211,7 +211,7 @@ def contained(path: Path, root: Path, *, what: str, where: str | None = None) ->
 def _bounds(knob: str) -> tuple[float | None, bool, float | None] | None:
     """(lower bound, lower bound open?, upper bound) of a knob or workload setting (knobs.OPTIONS);
     None when it has no numeric bound."""
-    from .knobs import OPTIONS
+    from ..knobs import OPTIONS
 
     option = OPTIONS.get(knob)
     return option.bounds() if option is not None else None
