@@ -229,9 +229,14 @@ def knob_error(knob: str, value: object) -> str | None:
         lo is None or (value > lo if lo_open else value >= lo)) and (hi is None or value <= hi)
     if ok:
         return None
-    span = (f"{'(' if lo_open else '['}{lo:,g}, {hi:,g}]" if lo is not None and hi is not None
-            else "")
+    span = (f"{'(' if lo_open else '['}{_exact(lo)}, {_exact(hi)}]"
+            if lo is not None and hi is not None else "")
     return f"{_short(value)} is out of range (use a value in {span})"
+
+
+def _exact(bound: float) -> str:
+    """A bound as a reader types it: 2,147,483,648 (not 2.14748e+09), 0.5."""
+    return f"{int(bound):,}" if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:,g}"
 
 
 def check_flags(values: dict[str, object]) -> None:

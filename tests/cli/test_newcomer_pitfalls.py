@@ -281,12 +281,10 @@ def test_every_option_help_survives_rich_markup(capsys, monkeypatch):
     """Brackets in help text ([tool.kvplan]) must not be eaten as rich markup."""
     import re
 
-    import typer.main
-
-    from kvplan.cli import app
+    from kvplan.cli import click_app
 
     monkeypatch.setenv("COLUMNS", "400")
-    group = typer.main.get_command(app)
+    group = click_app()
 
     def norm(t: str) -> str:
         return re.sub(r"[\s│]+", "", t)  # wrapping may split anywhere

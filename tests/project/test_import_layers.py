@@ -85,6 +85,14 @@ LAYER = {
     # cli
     "kvplan.__main__": "cli",
     "kvplan.cli": "cli",
+    "kvplan.cli.catalogue": "cli",
+    "kvplan.cli.check": "cli",
+    "kvplan.cli.common": "cli",
+    "kvplan.cli.exits": "cli",
+    "kvplan.cli.plan": "cli",
+    "kvplan.cli.report": "cli",
+    "kvplan.cli.schema": "cli",
+    "kvplan.cli.sweep": "cli",
 }
 
 UI = ("rich", "typer", "click")

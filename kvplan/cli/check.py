@@ -1,0 +1,93 @@
+"""`kvplan check`: every serving command in deployment files, against policies."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .common import argument, console, option, own, table_options, write
+
+_POLICY = ("gpu", "engine_version", "min_concurrency", "min_kv_tokens", "min_headroom_gib",
+           "max_gpu_memory_utilization", "min_max_model_len", "require_fp8_kv_cache")
+
+
+def _check_params() -> list[inspect.Parameter]:
+    policy = "policy (32k = 32000, 32K = 32768)"
+    return [
+        argument("files", "Deployment files: Dockerfile, shell scripts, docker-compose, "
+                  "Kubernetes/KServe manifests, vLLM --config YAML.", list[Path]),
+        option("gpu", help="GPU for commands whose file does not say (node selector or # "
+                "kvplan: gpu=…)", required=False),
+        option("engine_version", help="vLLM version when the file does not say (image tag, "
+                "vllm==…)"),
+        own("sets", list[str] | None, "--set", help="KEY=VALUE for a {{ KEY }}, "
+             "{{ .Values.KEY }} or ${KEY} template (repeatable)"),
+        own("config", Path | None, "--config", help="policy file (default: ./kvplan.toml, else "
+             "[tool.kvplan] in ./pyproject.toml)"),
+        own("min_concurrency", float | None, "--min-concurrency", help="policy: requests the KV "
+             "cache must hold at max_model_len"),
+        own("min_kv_tokens", int | None, "--min-kv-tokens", help=policy, human=True),
+        own("min_headroom_gib", float | None, "--min-headroom-gib", help="policy: GiB per GPU "
+             "left outside vLLM's budget"),
+        own("max_gpu_memory_utilization", float | None, "--max-gpu-memory-utilization",
+             help="policy"),
+        own("min_max_model_len", int | None, "--min-max-model-len", help=policy, human=True),
+        own("require_fp8_kv_cache", bool | None, "--require-fp8-kv-cache", help="policy: every "
+             "deployment uses --kv-cache-dtype fp8"),
+        option("offline", help="resolve Hub models from caches only (default: "
+                "HF_HUB_OFFLINE)"),
+        own("fmt", str, "--format", help="table, json, github (Actions annotations) or markdown "
+             "(PR comment, $GITHUB_STEP_SUMMARY)", default="table"),
+        option("as_json")]
+
+
+@table_options(_check_params)
+def check(files: list[Path], **values: Any) -> None:
+    """Check every serving command in deployment files: will it start, what KV capacity, does it
+    meet the team's policies. Exit 0 all fit, 1 any does not fit or breaks a policy, 2 a file
+    cannot be parsed or holds a value kvplan refuses (or bad usage), 3 a model source is
+    unavailable.
+
+    Example: kvplan check deploy/k8s.yaml Dockerfile --gpu h100 --min-concurrency 8
+    """
+    from pydantic import ValidationError
+
+    from ..deploy.check import Policy, check_files, load_policy
+    from ..errors import InvalidInputError
+
+    fmt = "json" if values["as_json"] else values["fmt"]
+    if fmt not in {"table", "json", "github", "markdown"}:
+        raise InvalidInputError(f"unknown --format {fmt!r}",
+                                hint="use table, json, github or markdown")
+    sets = {}
+    for item in values["sets"] or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise InvalidInputError(f"--set {item!r} is not KEY=VALUE")
+        sets[key.strip()] = value
+    policy, _ = load_policy(values["config"], Path.cwd())
+    overrides = {k: values[k] for k in _POLICY if values[k] is not None}
+    try:
+        policy = Policy.model_validate({**policy.model_dump(), **overrides})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InvalidInputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+    report = check_files(files, policy=policy, sets=sets, offline=values["offline"])
+    if fmt == "json":
+        write(report.model_dump_json(indent=2) + "\n")
+    elif fmt == "github":
+        from ..render.text import github_annotations
+
+        write(github_annotations(report))
+    elif fmt == "markdown":
+        from ..render.report import check_markdown
+
+        write(check_markdown(report))
+    else:
+        from ..render.text import check_table
+
+        check_table(report, console())
+    raise typer.Exit(report.exit_code)

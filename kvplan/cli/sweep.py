@@ -1,0 +1,89 @@
+"""`kvplan sweep`: the cheapest deployments that meet a target."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .common import argument, option, own, resolve_model, table_options, workload, write
+
+
+def _sweep_params() -> list[inspect.Parameter]:
+    from ..engines.registry import NAMES
+
+    return [
+        argument("model", "Catalogue id, local path or Hub repo id."),
+        own("gpus", str | None, "--gpus", help="comma-separated GPU ids/aliases (default: the "
+            "whole catalogue)"),
+        own("max_gpus", int, "--max-gpus", help="most GPUs per deployment (TP × PP)", default=8),
+        option("engine", help=f"{', '.join(NAMES)}, a comma list, or all"),
+        option("engine_version", help="one engine's release (default: newest modelled)"),
+        option("quantization", help="weight formats to try: auto (the checkpoint's own), fp8 "
+               "(online, fp8-native GPUs only); comma-separated"),
+        option("kv_cache_dtype", help="KV dtypes to try, e.g. auto,fp8"),
+        option("max_model_len", help="tokens"),
+        option("dtype", bare=True),
+        option("gpu_memory_utilization", bare=True),
+        option("target_concurrency"),
+        option("avg_input_tokens"),
+        option("avg_output_tokens"),
+        option("slo_tpot_ms", help="time per output token limit (needs a latency model)"),
+        option("slo_ttft_ms", help="time to first token limit (needs a latency model)"),
+        own("prices", Path | None, "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of "
+            "your own US$ per GPU-hour"),
+        own("top", int, "--top", help="options shown in the table", default=10),
+        option("offline", bare=True),
+        option("as_json")]
+
+
+@table_options(_sweep_params)
+def sweep(model: str, **values: Any) -> None:
+    """The cheapest deployments that meet a target, over every GPU, GPU count, TP/PP layout,
+    weight format, KV dtype and engine kvplan knows. Exit 0 if any option meets the target, 1 if
+    none does (the closest are shown), 2 on bad input.
+
+    Example: kvplan sweep llama-3.1-70b-instruct --max-model-len 32768 --target-concurrency 40
+    --avg-input-tokens 3000 --avg-output-tokens 400
+    """
+    from ..api import sweep as make_sweep
+    from ..errors import InvalidInputError
+    from ..sources.limits import check_flags
+
+    check_flags(values)  # nan, inf, 1e300 and 400-digit values: exit 2 naming the flag
+    load = workload(**{k: values[k] for k in (
+        "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
+    top = values["top"]
+    if top < 1:
+        raise InvalidInputError(f"--top must be at least 1, got {top}")
+    gpu_list = None
+    if values["gpus"] is not None:
+        gpu_list = [g.strip() for g in values["gpus"].split(",") if g.strip()]
+        if not gpu_list:
+            raise InvalidInputError("--gpus lists no GPU", hint="e.g. --gpus h100,h200,mi300x")
+    if gpu_list is not None:
+        from ..api import resolve_gpus
+
+        resolve_gpus(gpu_list)  # bad --gpus fail before any network work
+    m = resolve_model(model, offline=values["offline"])
+    try:
+        result = make_sweep(m, gpus=gpu_list, workload=load, **{k: values[k] for k in (
+            "engine", "max_gpus", "quantization", "kv_cache_dtype", "slo_tpot_ms", "slo_ttft_ms",
+            "prices", "engine_version", "max_model_len", "dtype", "gpu_memory_utilization")})
+    except UnicodeDecodeError as e:  # the one text file sweep reads itself
+        raise InvalidInputError(f"--prices {str(values['prices'])[:200]}: not UTF-8 text "
+                                f"(undecodable byte at offset {e.start})",
+                                hint="save it as UTF-8 CSV or YAML") from None
+    if values["as_json"]:
+        write(result.model_dump_json(indent=1) + "\n")
+    else:
+        import shutil
+
+        from ..render.text import sweep_text
+
+        sys.stdout.write(sweep_text(result, width=shutil.get_terminal_size((80, 24)).columns,
+                                    top=top))
+    raise typer.Exit(result.exit_code)
