@@ -1,0 +1,82 @@
+"""With --json every outcome is one JSON object on stdout, valid against `kvplan schema NAME`:
+exit 0 and 1 print the command's result, exits 2 and 3 an error object (issue #21 item 18)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from clirun import run
+
+from kvplan.errors import Reason
+
+LLAMA = "llama-3.1-8b-instruct"
+
+
+def schema(capsys, name: str) -> dict:
+    code, out, _ = run(capsys, "schema", name)
+    assert code == 0
+    return json.loads(out)
+
+
+def test_schema_default_is_still_the_plan_schema(capsys):
+    code, default, _ = run(capsys, "schema")
+    assert code == 0 and json.loads(default) == schema(capsys, "plan")
+    assert json.loads(default)["title"] == "Plan"
+
+
+def test_an_unknown_schema_name_is_bad_input(capsys):
+    code, out, err = run(capsys, "schema", "nope")
+    assert code == 2 and out == "" and "plan, compare, sweep, check, error" in err
+
+
+@pytest.mark.parametrize("args,exit_code,reason", [
+    (["plan", LLAMA, "--gpu", "h100", "--max-num-seqs", "0", "--json"], 2, Reason.BAD_INPUT),
+    (["plan", LLAMA, "--json"], 2, Reason.BAD_INPUT),  # a usage error: --gpu is missing
+    (["plan", LLAMA, "--gpu", "h1000", "--json"], 2, Reason.NOT_FOUND),
+    (["plan", "some-org/some-model", "--gpu", "h100", "--json"], 3, Reason.OFFLINE_MISS),
+    (["compare", LLAMA, "--gpu", "h100", "--max-model-len", "0", "--json"], 2, Reason.BAD_INPUT),
+    (["sweep", LLAMA, "--gpus", "h1000", "--json"], 2, Reason.BAD_INPUT),
+    (["check", "run.sh", "--set", "NOVALUE", "--json"], 2, Reason.BAD_INPUT),
+    (["models", "zzzz-no-model", "--format", "json"], 2, Reason.BAD_INPUT),
+    (["gpus", "show", "nope", "--format=json"], 2, Reason.NOT_FOUND),
+])
+def test_every_failure_with_json_prints_one_error_object(capsys, args, exit_code, reason):
+    code, out, err = run(capsys, *args)
+    data = json.loads(out)
+    jsonschema.validate(data, schema(capsys, "error"))
+    assert code == exit_code == data["error"]["exit_code"]
+    assert data["error"]["code"] == reason.value
+    assert data["error"]["message"] and data["error"]["message"] in err  # stderr says it too
+    assert data["schema_version"]
+
+
+def test_without_json_a_failure_prints_nothing_on_stdout(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h1000")
+    assert code == 2 and out == "" and "unknown GPU" in err
+
+
+def test_compare_json_has_a_schema_version_and_matches_its_schema(capsys):
+    code, out, _ = run(capsys, "compare", LLAMA, "--gpu", "h100", "--max-model-len", "8192",
+                       "--json")
+    data = json.loads(out)
+    assert code == 0 and data["schema_version"] == data["plans"][0]["schema_version"]
+    jsonschema.validate(data, schema(capsys, "compare"))
+
+
+def test_sweep_json_matches_its_schema(capsys):
+    code, out, _ = run(capsys, "sweep", LLAMA, "--gpus", "h100,l4", "--max-gpus", "2",
+                       "--max-model-len", "8192", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["schema_version"]
+    jsonschema.validate(data, schema(capsys, "sweep"))
+
+
+def test_check_json_matches_its_schema(capsys, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text(f"vllm serve {LLAMA} --max-model-len 8192\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["deployments"]
+    jsonschema.validate(data, schema(capsys, "check"))

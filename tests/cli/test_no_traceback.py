@@ -1,0 +1,84 @@
+"""Every exception that reaches the command line maps to an exit code and a message naming the
+input; output survives an ASCII locale (issue #22 item 11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clirun import run
+
+import kvplan
+
+LLAMA = "llama-3.1-8b-instruct"
+ROOT = Path(kvplan.__file__).resolve().parent.parent
+
+
+def kvplan_cli(*args: str, env: dict[str, str] | None = None,
+               cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`python -m kvplan ARGS` in a fresh interpreter (it reads locale and Hub settings at start)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONIO"))}
+    full = {**base, "PYTHONPATH": str(ROOT), "PYTHONUTF8": "0", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True,
+                          env=full, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("content", [
+    "h100,2.0\n".encode("utf-16"),  # a BOM and NUL bytes
+    b"h\xff100,2.0\n",  # Latin-1, not UTF-8
+])
+def test_a_price_file_that_is_not_utf8_names_the_file(capsys, tmp_path, content):
+    prices = tmp_path / "prices.csv"
+    prices.write_bytes(content)
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1",
+                         "--prices", str(prices), "--json")
+    assert code == 2 and "Traceback" not in err
+    assert "--prices" in err and "prices.csv" in err and "UTF-8" in err
+    assert json.loads(out)["error"]["code"] == "bad-input"
+
+
+def test_a_malformed_hf_endpoint_is_named():
+    r = kvplan_cli("plan", "some-org/some-model", "--gpu", "h100",
+                   env={"HF_ENDPOINT": "http://[bad", "HF_HUB_OFFLINE": "0"})
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err and "HF_ENDPOINT" in err
+
+
+def test_a_non_ascii_hf_token_is_named(tmp_path):
+    env = {"HF_TOKEN": "h\u00e9t", "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path),
+           "HF_ENDPOINT": "http://127.0.0.1:9"}  # nothing listens: no request leaves the host
+    r = kvplan_cli("plan", "some-org/some-model", "--gpu", "h100", env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err and "HF_TOKEN" in err
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C"}])
+def test_plan_json_under_an_ascii_locale_is_valid_json(env):
+    r = kvplan_cli("plan", LLAMA, "--gpu", "h100", "--json", env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    r.stdout.decode("ascii")  # nothing the stream cannot carry
+    data = json.loads(r.stdout)
+    want = kvplan_cli("plan", LLAMA, "--gpu", "h100", "--json", env={"PYTHONIOENCODING": "utf-8"})
+    assert data == json.loads(want.stdout)  # escaped, not altered
+
+
+@pytest.mark.parametrize("args", [
+    ("sweep", LLAMA, "--gpus", "h100", "--max-gpus", "2"),
+    ("check", "examples/deploy", "--format", "github"),
+    ("plan", LLAMA, "--gpu", "h100"),
+])
+def test_text_output_under_an_ascii_locale_does_not_crash(args):
+    r = kvplan_cli(*args, env={"PYTHONIOENCODING": "ascii"}, cwd=ROOT)
+    err = r.stderr.decode()
+    assert r.returncode in (0, 1) and "Traceback" not in err and "internal error" not in err
+    assert r.stdout
+
+
+def test_json_errors_under_an_ascii_locale_are_valid_json():
+    r = kvplan_cli("plan", LLAMA, "--gpu", "h100", "--gpu-memory-utilization", "2", "--json",
+                   env={"PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 2 and json.loads(r.stdout)["error"]["exit_code"] == 2

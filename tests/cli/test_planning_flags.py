@@ -1,0 +1,99 @@
+"""Every command that plans takes plan's planning flags, parsed the same way; help text that
+lists engines or exit codes says what the code does (issue #21 items 7, 15, 16, 17)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from clirun import run
+
+from kvplan.cli import click_app
+from kvplan.engines.registry import ENGINES
+from kvplan.knobs import OPTIONS
+
+LLAMA = "llama-3.1-8b-instruct"
+
+
+def _flags(command: str) -> set[str]:
+    return {d for p in click_app().commands[command].params
+            if getattr(p, "param_type_name", "") == "option" for d in p.opts}
+
+
+def test_report_takes_every_planning_flag_plan_takes():
+    plan = _flags("plan") - {"--json"}
+    assert plan - _flags("report") == set()
+
+
+def test_compare_takes_the_workload_latency_and_price_flags():
+    want = {"--slo-ttft-ms", "--slo-tpot-ms", "--gpu-hour-price", "--target-concurrency",
+            "--avg-input-tokens", "--avg-output-tokens", "--max-model-len", "--kv-cache-dtype"}
+    assert want - _flags("compare") == set()
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "sweep"])
+def test_human_lengths_are_read_as_plan_reads_them(capsys, command):
+    """`--max-model-len 8k` is 8000 tokens for every command, as for plan."""
+    target = ["--gpus", "h100", "--max-gpus", "1"] if command == "sweep" else ["--gpu", "h100"]
+    code, out, err = run(capsys, command, LLAMA, *target, "--max-model-len", "8k")
+    assert code == 0, err
+    if command != "sweep":
+        assert "--max-model-len 8000" in out
+
+
+def test_report_plans_with_the_latency_target_and_price_it_is_given(capsys, monkeypatch):
+    """The report's deployment is the plan `kvplan plan` makes of the same flags."""
+    from kvplan.render import report as rep
+
+    seen = []
+    real = rep.for_model
+    monkeypatch.setattr(rep, "for_model", lambda data, **kw: seen.append(data) or real(data, **kw))
+    flags = ["--gpu", "h100", "--max-model-len", "8192", "--gpu-hour-price", "7.25",
+             "--slo-ttft-ms", "0.001", "--avg-input-tokens", "2000", "--avg-output-tokens", "100"]
+    code, out, err = run(capsys, "report", LLAMA, *flags)
+    assert code in (0, 1), err
+    got = seen[0].plan
+    assert got.performance.gpu_hour_price == 7.25 and got.workload.slo_ttft_ms == 0.001
+    assert "slo-unmet" in out
+    _, planned, _ = run(capsys, "plan", LLAMA, *flags, "--json")
+    want = json.loads(planned)
+    assert got.model_dump(mode="json")["performance"] == want["performance"]
+
+
+def test_compare_help_names_every_registered_engine(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, _ = run(capsys, "compare", "--help")
+    assert code == 0
+    assert [e.label for e in ENGINES.values() if e.label not in out] == []
+
+
+def test_sweep_engine_help_lists_every_registered_engine(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, _ = run(capsys, "sweep", "--help")
+    engine_line = next(line for line in out.splitlines() if "--engine " in line)
+    assert code == 0 and [n for n in ENGINES if n not in engine_line] == []
+
+
+def test_check_help_says_a_refused_value_exits_2(capsys, tmp_path, monkeypatch):
+    f = tmp_path / "run.sh"
+    f.write_text(f"vllm serve {LLAMA} --gpu-memory-utilization 1.5\n")
+    code, _, _ = run(capsys, "check", str(f), "--gpu", "h100")
+    assert code == 2  # a value kvplan refuses, in a file that parses
+    monkeypatch.setenv("COLUMNS", "400")
+    _, out, _ = run(capsys, "check", "--help")
+    assert "2 a file cannot be parsed or holds a value kvplan refuses" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("flag", [o.decls[0] for o in OPTIONS.values()
+                                  if o.human and o.bounds() and o.le == 1 << 31])
+def test_range_errors_print_exact_integers(capsys, flag):
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", flag, "0")
+    assert code == 2 and "2,147,483,648]" in err and "e+" not in err
+
+
+def test_a_huge_number_is_echoed_as_typed(capsys):
+    typed = "99999999999999999999999"
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--max-model-len", typed,
+                         "--json")
+    assert code == 2 and f"--max-model-len {typed} is out of range" in err
+    assert typed in json.loads(out)["error"]["message"]
