@@ -20,7 +20,7 @@ ROOT = Path(kvplan.__file__).resolve().parent.parent
 
 def kvplan_cli(*args: str, env: dict[str, str] | None = None,
                cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    """`python -m kvplan ARGS` in a fresh interpreter (it reads locale and Hub settings at start)."""
+    """`python -m kvplan ARGS` in a fresh interpreter (locale, Hub settings read at start)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONIO"))}
     full = {**base, "PYTHONPATH": str(ROOT), "PYTHONUTF8": "0", **(env or {})}
     return subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True,
