@@ -207,9 +207,11 @@ def _blame_environment(model: str, token: str | None, e: ValueError) -> None:
     import os
     from urllib.parse import urlsplit
 
+    from pydantic import ValidationError
+
     from ..errors import KvplanError
 
-    if isinstance(e, KvplanError) or type(e).__name__ == "ValidationError":
+    if isinstance(e, (KvplanError, ValidationError)):
         return
     from ..errors import InvalidInputError
 
