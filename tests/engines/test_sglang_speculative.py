@@ -289,7 +289,7 @@ def test_cli_bad_speculative_value_exits_2(capsys):
     other knob; `kvplan check --json` gives the JSON row (next test)."""
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--engine", "sglang", "--json",
                          "--speculative-config", '{"method": "mtp"}')
-    assert code == 2 and out == ""
+    assert code == 2 and json.loads(out)["error"]["exit_code"] == 2  # --json: the error object
     assert "no MTP layers" in err and "NGRAM" in err and "Traceback" not in err
 
 

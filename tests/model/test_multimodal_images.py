@@ -194,7 +194,8 @@ def test_cli_json_and_exit_codes(capsys):
     assert data["multimodal"]["profile_bytes"] == 234_651_648
     code, out, err = run(capsys, "plan", GEMMA, "--gpu", "h100", "--limit-mm-per-prompt",
                          "image=lots", "--json")
-    assert code == 2 and out == "" and "--limit-mm-per-prompt" in err and "Traceback" not in err
+    assert code == 2 and json.loads(out)["error"]["exit_code"] == 2  # --json: the error object
+    assert "--limit-mm-per-prompt" in err and "Traceback" not in err
     code, out, err = run(capsys, "plan", GEMMA, "--gpu", "h100", "--images-per-request", "-1")
     assert code == 2 and "--images-per-request" in err
 
