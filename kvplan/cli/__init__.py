@@ -127,11 +127,11 @@ class _PipeGuard:
 
 
 def _tolerant(stream: TextIO) -> TextIO:
-    """`stream`, set to write what its encoding cannot (PYTHONIOENCODING=ascii, a C locale) as
-    backslash escapes instead of failing (JSON output is escaped as JSON before: common.write)."""
+    """`stream`, set to write what its encoding cannot (any character under
+    PYTHONIOENCODING=ascii or a C locale, a lone surrogate from a non-UTF-8 argument) as
+    backslash escapes instead of failing (JSON is escaped as JSON before: common.write)."""
     reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is not None and (getattr(stream, "encoding", "") or "").lower().replace(
-            "-", "") not in {"utf8", "utf16", "utf32"}:
+    if reconfigure is not None:
         try:
             reconfigure(errors="backslashreplace")
         except (ValueError, OSError):  # a stream that cannot change: leave it

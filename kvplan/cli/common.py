@@ -220,8 +220,8 @@ def _blame_environment(model: str, token: str | None, e: ValueError) -> None:
         try:
             urlsplit(endpoint).port  # noqa: B018 - parsing is the check
         except ValueError as bad:
-            raise InvalidInputError(f"HF_ENDPOINT {endpoint[:120]!r} is not a URL ({bad}), so "
-                                    f"{model[:120]!r} cannot be read from the Hub",
+            raise InvalidInputError(f"HF_ENDPOINT is not a URL ({bad}), so {model[:120]!r} "
+                                    "cannot be read from the Hub",
                                     hint="unset it, or use a URL such as "
                                     "https://huggingface.co") from None
     for name, value in (("--token", token), ("HF_TOKEN", os.environ.get("HF_TOKEN"))):
