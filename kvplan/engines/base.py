@@ -220,6 +220,26 @@ class DeploySyntax:
     config_yaml: bool = False
 
 
+def declared_knobs(cli_flags: Mapping[str, tuple[str, str]],
+                   settings: Mapping[str, str]) -> frozenset[str]:
+    """The knobs an engine reads: those its flag table sets, and those it takes otherwise
+    (`Engine.settings`); names in the flag table that are not knobs (model, revision, flags
+    that `combine` folds into one knob) are left out."""
+    from ..knobs import KNOB_NAMES
+
+    return frozenset(knob for knob, _kind in cli_flags.values()
+                     if knob in KNOB_NAMES) | frozenset(settings)
+
+
+def unsupported_knobs(cli_flags: Mapping[str, tuple[str, str]],
+                      settings: Mapping[str, str]) -> frozenset[str]:
+    """Every knob an engine does not declare, less those kvplan reads for every engine (the
+    device total): a plan refuses them with the standard "not a setting X has" error."""
+    from ..knobs import KNOB_NAMES, KVPLAN_KNOBS
+
+    return frozenset(KNOB_NAMES) - KVPLAN_KNOBS - declared_knobs(cli_flags, settings)
+
+
 def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
                settings: Mapping[str, str] | None = None) -> dict[str, str]:
     """Engine.flags derived from the engine's flag table (DeploySyntax.cli_flags): knob → the
@@ -251,15 +271,26 @@ class Engine(ABC):
     name: ClassVar[str]
     label: ClassVar[str]
     newest_version: ClassVar[str]
-    flags: ClassVar[Mapping[str, str]]  # generic knob → the engine's flag
-    unsupported: ClassVar[frozenset[str]]  # knobs this engine does not have
+    flags: ClassVar[Mapping[str, str]]  # generic knob → the engine's flag (the launch line's)
     syntax: ClassVar[DeploySyntax]
+    # Knobs the engine reads without a flag of its own in syntax.cli_flags: knob → how the
+    # engine takes it (an options-file field, flags `combine` folds into it, or what kvplan
+    # models). With the flag table, the one declaration of which knobs an engine has.
+    settings: ClassVar[Mapping[str, str]] = {}
+    # Knobs this engine does not have: derived from the flag table and `settings` (every knob
+    # neither names), never listed.
+    unsupported: ClassVar[frozenset[str]] = frozenset()
     calibration: ClassVar[Calibration]  # the latency model's coefficients and batching style
     # the vision encoder's start-up profiling is in the memory accounting (else a note says so)
     models_vision_encoder: ClassVar[bool] = False
     # the engine's flag naming a YAML of further settings that win over its flags (read by
     # options_from_document); None: it has none
     options_file_flag: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "syntax"):
+            cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
 
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
+from ..knobs import Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
@@ -980,13 +980,7 @@ class SglangEngine(Engine):
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "max_total_tokens", "enable_lora", "max_loras", "max_lora_rank",
         "max_cpu_loras", "lora_paths", "lora_target_modules"))
-    unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
-                             "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
-                             "enable_expert_parallel", "usage_context", "max_input_tokens",
-                             "backend"}) | (FEATURE_KNOBS - {"speculative_config", "enable_lora",
-                                                           "max_loras", "max_lora_rank",
-                                                           "max_cpu_loras"}) | (
-                                TRTLLM_KNOBS - SGLANG_KNOBS)
+    settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)"}
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,

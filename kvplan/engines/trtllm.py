@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
+from ..knobs import Knobs, Layout
 from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
@@ -571,36 +571,14 @@ def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", 
 # ----------------------------------------------------------------------------- flags
 
 
-# Generic knob → trtllm-serve flag (tensorrt_llm/commands/serve.py @00209af: click options
+# trtllm-serve's flags (tensorrt_llm/commands/serve.py @00209af: click options
 # --tensor_parallel_size/--tp_size, --pipeline_parallel_size/--pp_size,
 # --moe_expert_parallel_size/--ep_size, --free_gpu_memory_fraction/
 # --kv_cache_free_gpu_memory_fraction, --max_batch_size, --max_num_tokens, --max_seq_len,
-# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code). The
-# first serve.py snapshot already spells --tp_size, --pp_size, --ep_size, --max_batch_size,
-# --max_num_tokens, --max_seq_len and --kv_cache_free_gpu_memory_fraction (default 0.9), but
-# has no --extra_llm_api_options: a YAML line needs a release that has it.
-KNOBS: dict[str, str] = {
-    "tensor_parallel_size": "--tp_size",
-    "pipeline_parallel_size": "--pp_size",
-    "expert_parallel_size": "--ep_size",
-    "max_model_len": "--max_seq_len",
-    "max_num_seqs": "--max_batch_size",
-    "max_num_batched_tokens": "--max_num_tokens",
-    "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
-}
-# Knobs set only through the --extra_llm_api_options YAML (llmapi/llm_args.py KvCacheConfig).
-YAML_KNOBS: dict[str, str] = {
-    "kv_cache_dtype": "kv_cache_config.dtype",
-    "kv_cache_max_tokens": "kv_cache_config.max_tokens",
-    "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
-    "block_size": "kv_cache_config.tokens_per_block",
-}
-# Generic knobs TensorRT-LLM has no equivalent for.
-UNSUPPORTED_KNOBS: frozenset[str] = frozenset({
-    "data_parallel_size", "enforce_eager", "kv_cache_memory_bytes", "quantization", "dtype",
-    "disable_hybrid_kv_cache_manager", "enable_expert_parallel", "usage_context",
-    "max_input_tokens",
-})
+# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code) are
+# CLI_FLAGS below. The first serve.py snapshot already spells --tp_size, --pp_size, --ep_size,
+# --max_batch_size, --max_num_tokens, --max_seq_len and --kv_cache_free_gpu_memory_fraction
+# (default 0.9), but has no --extra_llm_api_options: a YAML line needs a release that has it.
 
 
 def _fmt(x: float) -> str:
@@ -763,18 +741,22 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
+# Knobs the --extra_llm_api_options YAML sets (llmapi/llm_args.py KvCacheConfig,
+# DecodingBaseConfig, LoraConfig): knob → its dotted field there (FLAGS prefers a flag).
+SETTINGS: dict[str, str] = {
+    **yaml_knob_fields(), "speculative_config": "speculative_config",
+    **{k: f"lora_config.{k}" for k in ("max_loras", "max_lora_rank", "max_cpu_loras",
+                                       "lora_target_modules")},
+    "enable_lora": "lora_config"}
 # generic knob → trtllm-serve's flag where it has one, else the options YAML's dotted field
 FLAGS = knob_flags(CLI_FLAGS, (
     "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
     "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
-    "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
+    "block_size", "enable_prefix_caching", "backend"), settings=SETTINGS)
 # the launch line's other flags, from the same table
 LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
 # ----------------------------------------------------------------------------- features
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
-
-TRTLLM_FEATURE_KNOBS = frozenset({"speculative_config", "enable_lora", "max_loras",
-                                  "max_lora_rank", "max_cpu_loras"})
 
 
 def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[str, Any]:
@@ -969,10 +951,9 @@ class TrtllmEngine(Engine):
     newest_version = NEWEST_MODELLED
     # flags where trtllm-serve has one, else the --extra_llm_api_options YAML field
     flags = FLAGS
-    # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
-    # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
-    unsupported = (UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS)
-                   | (SGLANG_KNOBS - TRTLLM_KNOBS))
+    # speculative_config, LoRA and the host KV cache are modelled (engines/trtllm_features.py,
+    # docs/features.md) and set in the options YAML
+    settings = SETTINGS
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout, parse_mm_limits
+from ..knobs import LORA_RANKS, Knobs, Layout, parse_mm_limits
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -820,8 +820,8 @@ class VllmEngine(Engine):
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
-    unsupported = (frozenset({"max_input_tokens", "max_total_tokens", "backend"}) | SGLANG_KNOBS
-                   | TRTLLM_KNOBS)
+    # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
+    settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
