@@ -35,7 +35,6 @@ MAX_TOKENS = 1 << 31  # lengths and token budgets: engines keep them in int32
 MAX_LORAS = 1024  # adapter slots per batch: far above any deployment (each slot is preallocated)
 MAX_CPU_LORAS = 1 << 20
 MAX_OFFLOAD_GIB = 1 << 20  # 1 PiB of host memory: bounds integer bytes in JSON
-LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
 MAX_KV_BYTES = int(MAX_DEVICE_GIB * GiB)
 MAX_HOST_CACHE_BYTES = MAX_OFFLOAD_GIB * (1 << 30)
 
@@ -67,6 +66,7 @@ class Option:
     parse: Callable[[Any], Any] | None = None  # the Knobs field's parser of the flag's text
     own_message: bool = False  # the parser's ValueError says all the range error needs
     extra: tuple[tuple[str, Any], ...] = ()  # further pydantic Field arguments (list lengths)
+    hint: str | None = None  # the range error's hint
 
     def bounds(self) -> tuple[float | None, bool, float | None] | None:
         """(lower bound, lower bound open?, upper bound); None when it has no numeric bound."""
@@ -179,6 +179,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        knob="engine"),
     _O("gpu_memory_utilization", float, ("--gpu-memory-utilization",), "fraction of the device "
        "total, (0, 1]", gt=0, le=1, unit="fraction",
+       hint="it is a fraction of the device, e.g. 0.9",
        knob="engine"),
     _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32",
        knob="engine"),
@@ -202,12 +203,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        knob="engine"),
     _O("usage_context", str, ("--usage-context",), "serve (vllm serve, default) or llm (offline "
        "LLM class): batch defaults",
+       hint="use serve (vllm serve, the default) or llm (the offline LLM class)",
        knob="engine", model=Literal["serve", "llm"]),
     _O("kv_cache_memory_bytes", int, ("--kv-cache-memory-bytes",), "fixed KV budget per GPU, "
        "bytes (ignores utilization)", ge=1, le=MAX_KV_BYTES, unit="bytes", human=True,
        knob="engine"),
     _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
        "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB",
+       hint="the device total in GiB, as your engine log prints it (e.g. 79.18)",
        knob="kvplan"),
     _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
        "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
@@ -216,6 +219,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("backend", str, ("--backend",), "TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) "
        "or tensorrt (a built engine)",
        doc="TensorRT-LLM's runtime: --backend of trtllm-serve",
+       hint="use pytorch or tensorrt (TensorRT-LLM's --backend)",
        knob="engine", model=Literal["pytorch", "tensorrt"]),
     _O("speculative_config", str, ("--speculative-config",), "vLLM, SGLang: speculative "
        "decoding JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"ORG/HEAD\", "
@@ -369,8 +373,9 @@ class KnobsBase(BaseModel):
         except ValidationError as e:
             err = e.errors()[0]
             name = str(err["loc"][0]) if err["loc"] else "?"
-            span = _range(name)
-            own = name in OPTIONS and OPTIONS[name].own_message
+            o = OPTIONS.get(name)
+            span = o.span() if o else None
+            own = o is not None and o.own_message
             what = (f"in {span}" if span and err["type"] in _RANGE_ERRORS and not own
                     else err["msg"].removeprefix("Value error, ") if own
                     and err["type"] == "value_error"
@@ -378,7 +383,7 @@ class KnobsBase(BaseModel):
             if name == "speculative_config" and len(err["loc"]) > 1:
                 what += f" (field {err['loc'][1]!r})"
             raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
-                                    hint=_RANGE_HINTS.get(name), code="out-of-range",
+                                    hint=o.hint if o else None, code="out-of-range",
                                     knob=name) from None
 
     def given(self) -> dict[str, Any]:
@@ -401,18 +406,6 @@ _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_
                  "finite_number", "value_error"}
 
 
-def _range(name: str) -> str | None:
-    """A knob's range in interval notation, from OPTIONS: '(0, 1]', '[1, 1024]'."""
-    o = OPTIONS.get(name)
-    return o.span() if o else None
-
-
-_RANGE_HINTS = {
-    "gpu_memory_utilization": "it is a fraction of the device, e.g. 0.9",
-    "gpu_memory_gib": "the device total in GiB, as your engine log prints it (e.g. 79.18)",
-    "usage_context": "use serve (vllm serve, the default) or llm (the offline LLM class)",
-    "backend": "use pytorch or tensorrt (TensorRT-LLM's --backend)",
-}
 
 
 def flag(name: str) -> str:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..errors import InvalidInputError
-from ..knobs import LORA_RANKS, Knobs, Layout, parse_mm_limits
+from ..knobs import Knobs, Layout, parse_mm_limits
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -562,6 +562,9 @@ def resolve_speculative(m: ModelSpec, knobs: Any, era: Era,
         raise InvalidInputError("--speculative-config needs num_speculative_tokens",
                                 hint='add "num_speculative_tokens": 3 (vLLM requires it)')
     return sc.model_copy(update={"num_speculative_tokens": k})
+
+
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
 
 
 def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
