@@ -16,12 +16,13 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
     from ..specs import (
         Deployment,
+        EngineOptions,
         GpuSpec,
         KvCache,
         MemoryBreakdown,
@@ -35,6 +36,19 @@ if TYPE_CHECKING:
         StageBreakdown,
         Workload,
     )
+
+
+OptionsT = TypeVar("OptionsT", bound="EngineOptions")
+
+
+def engine_options(dep: Deployment, kind: type[OptionsT]) -> OptionsT:
+    """The engine's own options (`kind`, its EngineOptions subclass) of a deployment it
+    resolved."""
+    opts = dep.options
+    if not isinstance(opts, kind):
+        raise TypeError(f"a {dep.engine} deployment carries {type(opts).__name__}, "
+                        f"not {kind.__name__}")
+    return opts
 
 
 def memory_notes(*, budget: str, activation: str, non_torch: str, kv: str, kv_tokens_label: str,

@@ -16,12 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pydantic import Field
+
 from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
     Deployment,
+    EngineOptions,
     GpuSpec,
     ModelSpec,
     PlanLora,
@@ -46,6 +49,7 @@ from .base import (
     Engine,
     MemoryResult,
     batched_tokens_flag_value,
+    engine_options,
     knob_flags,
     memory_notes,
     memory_result,
@@ -607,6 +611,19 @@ HICACHE_HOST_RESERVE_BYTES = 10 * GiB
 HICACHE_PAGE_SIZE = 1  # --page-size default; kvplan models SGLang's pool at page size 1
 
 
+class SglangOptions(EngineOptions):
+    """SGLang's own settings, resolved."""
+
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float = Field(2.0, gt=0, description="host/device pool tokens")
+    hicache_size: int = Field(0, ge=0, description="GB of host KV per GPU (0 = ratio)")
+    lora_paths: list[str] | None = Field(None, description="--lora-paths as given")
+
+
+def opts(d: Deployment) -> SglangOptions:
+    return engine_options(d, SglangOptions)
+
+
 def _hicache_knobs(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("enable_hierarchical_cache", "hicache_ratio", "hicache_size"):
@@ -635,7 +652,8 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
     device tokens, so max concurrency is unchanged."""
     problems: list[Problem] = []
     given = [k for k in ("hicache_ratio", "hicache_size") if dep.user_set(k)]
-    if not dep.enable_hierarchical_cache:
+    o = opts(dep)
+    if not o.enable_hierarchical_cache:
         if given:
             problems.append(Problem(
                 code="hicache-off", severity="warning",
@@ -649,7 +667,7 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
             message="the hierarchical cache of a sliding-window or hybrid model keeps separate "
             "host pools kvplan does not model; the host tier is not shown"))
         return None, problems
-    per_gpu_tokens = hicache_tokens(res.tokens, res.cell_bytes, dep.hicache_ratio, dep.hicache_size)
+    per_gpu_tokens = hicache_tokens(res.tokens, res.cell_bytes, o.hicache_ratio, o.hicache_size)
     per_gpu_bytes = per_gpu_tokens * res.cell_bytes
     ranks = dep.tensor_parallel_size * dep.pipeline_parallel_size
     gpus = ranks * dep.data_parallel_size
@@ -891,7 +909,7 @@ def lora_section(dep: Deployment, pool: LoraPool | None) -> PlanLora | None:
     start (--lora-paths; more can be loaded at run time up to the cap)."""
     if pool is None:
         return None
-    cpu = dep.max_cpu_loras if dep.max_cpu_loras is not None else len(dep.lora_paths or [])
+    cpu = dep.max_cpu_loras if dep.max_cpu_loras is not None else len(opts(dep).lora_paths or [])
     return PlanLora(max_loras=dep.max_loras, max_lora_rank=dep.max_lora_rank, max_cpu_loras=cpu,
                     gpu_bytes=pool.gpu_bytes, adapter_bytes=pool.adapter_bytes,
                     host_bytes_per_worker=cpu * pool.adapter_bytes, modules=list(pool.modules))
@@ -902,8 +920,9 @@ def lora_flags(dep: Deployment) -> list[str]:
     if not dep.enable_lora:
         return []
     args = ["--enable-lora"]
-    if dep.lora_paths:
-        args += ["--lora-paths", *dep.lora_paths]
+    paths = opts(dep).lora_paths
+    if paths:
+        args += ["--lora-paths", *paths]
     if dep.user_set("max_loras"):
         args += ["--max-loras-per-batch", str(dep.max_loras)]
     if dep.user_set("max_lora_rank"):
@@ -1033,6 +1052,9 @@ class SglangEngine(Engine):
         for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
+        hicache = _hicache_knobs(knobs, sources)
+        lora = resolve_lora(knobs, sources)
+        paths = lora.pop("lora_paths", None)
         q = layout.quant
         dep = Deployment(
             engine=self.name, engine_version=version,
@@ -1043,7 +1065,7 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
-            **_hicache_knobs(knobs, sources), **resolve_lora(knobs, sources),
+            **lora, options=SglangOptions(**hicache, lora_paths=paths),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
             sources=sources)
@@ -1170,12 +1192,13 @@ class SglangEngine(Engine):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:
             args += [self.flags["quantization"], dep.quantization]
-        if dep.enable_hierarchical_cache:
+        o = opts(dep)
+        if o.enable_hierarchical_cache:
             args += ["--enable-hierarchical-cache"]
         if dep.user_set("hicache_ratio"):
-            args += ["--hicache-ratio", f"{dep.hicache_ratio:g}"]
+            args += ["--hicache-ratio", f"{o.hicache_ratio:g}"]
         if dep.user_set("hicache_size"):
-            args += ["--hicache-size", str(dep.hicache_size)]
+            args += ["--hicache-size", str(o.hicache_size)]
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:

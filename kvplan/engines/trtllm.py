@@ -45,6 +45,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import Field
+
 from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout
 from ..model.forward import activation_bytes as _forward_activation_bytes
@@ -53,6 +55,7 @@ from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
 from ..specs import (
     Deployment,
+    EngineOptions,
     GpuSpec,
     ModelSpec,
     Problem,
@@ -71,6 +74,7 @@ from .base import (
     Engine,
     MemoryResult,
     batched_tokens_flag_value,
+    engine_options,
     knob_flags,
     memory_notes,
     memory_result,
@@ -759,6 +763,18 @@ LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
 
 
+class TrtllmOptions(EngineOptions):
+    """TensorRT-LLM's own settings, resolved."""
+
+    backend: Literal["pytorch", "tensorrt"] = Field(description="the runtime")
+    host_cache_size: int = Field(0, ge=0, description="kv_cache_config.host_cache_size: bytes "
+                                 "of host KV per GPU (0 = none)")
+
+
+def opts(d: Deployment) -> TrtllmOptions:
+    return engine_options(d, TrtllmOptions)
+
+
 def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[str, Any]:
     """Deployment fields of the features, with TensorRT-LLM's defaults: LoraConfig
     max_lora_rank 64, max_loras 4, max_cpu_loras 4 (trtllm_features.DEFAULT_*)."""
@@ -778,7 +794,6 @@ def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
     if knobs.host_cache_size:
         sources["host_cache_size"] = "cli"
-        out["host_cache_size"] = knobs.host_cache_size
     return out
 
 
@@ -880,7 +895,7 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
                       for rng in pp_layer_ranges(m.num_layers, pp)]
             extra = [e + c.device_bytes for e, c in zip(extra, caches, strict=True)]
             peft = max(caches, key=lambda c: c.device_bytes)
-    if dep.host_cache_size and not dep.enable_prefix_caching:
+    if opts(dep).host_cache_size and not dep.enable_prefix_caching:
         problems.append(Problem(
             code="host-cache-without-reuse", severity="info",
             message="kv_cache_config.host_cache_size holds blocks offloaded for reuse; with "
@@ -923,10 +938,10 @@ def host_cache_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) ->
     hostCacheSize as its secondary pool)."""
     from ..specs import PlanOffload
 
-    if not dep.host_cache_size:
+    if not opts(dep).host_cache_size:
         return None
     bpt = r.bytes_per_token - max(feat.draft_bytes_per_token)
-    blocks = F.secondary_blocks(dep.host_cache_size, bpt, r.block_size)
+    blocks = F.secondary_blocks(opts(dep).host_cache_size, bpt, r.block_size)
     per_worker = blocks * r.block_size * bpt
     tokens = blocks * r.block_size
     return PlanOffload(backend="trtllm-host-cache",
@@ -1008,12 +1023,13 @@ class TrtllmEngine(Engine):
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=fraction,
             block_size=knobs.block_size or d.tokens_per_block,
             enable_prefix_caching=knobs.enable_prefix_caching is not False,
-            backend="pytorch" if runtime == "pytorch" else "tensorrt",
+            options=TrtllmOptions(backend="pytorch" if runtime == "pytorch" else "tensorrt",
+                                  host_cache_size=knobs.host_cache_size or 0),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, sources=sources)
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
-        runtime = runtime_for(dep.engine_version, dep.backend)
+        runtime = runtime_for(dep.engine_version, opts(dep).backend)
         era = select_era(dep.engine_version, runtime)[0]
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         seq = int(dep.max_model_len or 0)
@@ -1126,9 +1142,9 @@ class TrtllmEngine(Engine):
             tokens_per_block=dep.block_size if dep.user_set("block_size") else None,
             enable_block_reuse=False if dep.user_set("enable_prefix_caching")
             and not dep.enable_prefix_caching else None,
-            backend_flag=dep.user_set("backend") and dep.backend == "pytorch",
-            host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
-        if dep.user_set("backend") and dep.backend == "tensorrt":
+            backend_flag=dep.user_set("backend") and opts(dep).backend == "pytorch",
+            host_cache_size=opts(dep).host_cache_size or None, sections=feature_sections(dep))
+        if dep.user_set("backend") and opts(dep).backend == "tensorrt":
             line += f" {FLAGS['backend']} tensorrt"
         if revision:
             line += f" {LAUNCH_FLAGS['revision']} " + shlex.quote(revision)

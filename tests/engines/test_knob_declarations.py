@@ -9,7 +9,9 @@ from kvplan.engines import registry
 from kvplan.engines.base import DeploySyntax, unsupported_knobs
 from kvplan.errors import InvalidInputError
 from kvplan.knobs import KNOB_NAMES, KVPLAN_KNOBS, Knobs
-from kvplan.planner.plan import _check_supported
+from kvplan.planner.plan import _check_supported, evaluate
+from kvplan.sources.catalog import resolve_gpu, resolve_model
+from kvplan.specs import Deployment
 
 
 @pytest.mark.parametrize("name", sorted(registry.ENGINES))
@@ -44,3 +46,20 @@ def test_a_subclass_with_a_smaller_flag_table_refuses_what_it_dropped():
     # the message is the standard one; the engines named are those of the registry that have it
     assert e.value.message == "--block-size is not a setting NoBlocks has"
     assert e.value.hint == "drop it, or plan with --engine vllm / trtllm"
+
+
+@pytest.mark.parametrize(("name", "options", "fields"), [
+    ("vllm", "VllmOptions", {"usage_context", "kv_offloading_size", "kv_offloading_backend",
+                             "limit_mm_per_prompt"}),
+    ("sglang", "SglangOptions", {"enable_hierarchical_cache", "hicache_ratio", "hicache_size",
+                                 "lora_paths"}),
+    ("tgi", "EngineOptions", set()),
+    ("trtllm", "TrtllmOptions", {"backend", "host_cache_size"}),
+])
+def test_a_deployment_is_common_fields_plus_the_engines_own_options(name, options, fields):
+    eng = registry.get(name)
+    m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    dep, _ = evaluate(eng, m, resolve_gpu("h100"), Knobs(), eng.newest_version)
+    assert type(dep.options).__name__ == options
+    assert set(type(dep.options).model_fields) == fields
+    assert not fields & set(Deployment.model_fields)  # declared once: by the engine
