@@ -61,5 +61,6 @@ def test_a_deployment_is_common_fields_plus_the_engines_own_options(name, option
     m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
     dep, _ = evaluate(eng, m, resolve_gpu("h100"), Knobs(), eng.newest_version)
     assert type(dep.options).__name__ == options
-    assert set(type(dep.options).model_fields) == fields
-    assert not fields & set(Deployment.model_fields)  # declared once: by the engine
+    own = set(type(dep.options).model_fields)
+    assert fields <= own
+    assert not own & set(Deployment.model_fields)  # declared once: by the engine
