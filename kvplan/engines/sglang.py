@@ -53,6 +53,7 @@ from .base import (
     knob_flags,
     memory_notes,
     memory_result,
+    option_flags,
 )
 
 NEWEST_MODELLED = "0.5.23"
@@ -624,11 +625,12 @@ def opts(d: Deployment) -> SglangOptions:
     return engine_options(d, SglangOptions)
 
 
-def _hicache_knobs(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+def _own_options(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+    """The SglangOptions the user gave (--lora-paths is resolved with the other LoRA knobs)."""
     out: dict[str, Any] = {}
-    for key in ("enable_hierarchical_cache", "hicache_ratio", "hicache_size"):
+    for key in SglangOptions.model_fields:
         value = getattr(knobs, key)
-        if value is not None:
+        if key != "lora_paths" and value is not None:
             out[key] = value
             sources[key] = "cli"
     return out
@@ -1052,7 +1054,7 @@ class SglangEngine(Engine):
         for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
-        hicache = _hicache_knobs(knobs, sources)
+        own = _own_options(knobs, sources)
         lora = resolve_lora(knobs, sources)
         paths = lora.pop("lora_paths", None)
         q = layout.quant
@@ -1065,7 +1067,7 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
-            **lora, options=SglangOptions(**hicache, lora_paths=paths),
+            **lora, options=SglangOptions(**own, lora_paths=paths),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
             sources=sources)
@@ -1192,13 +1194,7 @@ class SglangEngine(Engine):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:
             args += [self.flags["quantization"], dep.quantization]
-        o = opts(dep)
-        if o.enable_hierarchical_cache:
-            args += ["--enable-hierarchical-cache"]
-        if dep.user_set("hicache_ratio"):
-            args += ["--hicache-ratio", f"{o.hicache_ratio:g}"]
-        if dep.user_set("hicache_size"):
-            args += ["--hicache-size", str(o.hicache_size)]
+        args += option_flags(dep, CLI_FLAGS)  # the SglangOptions the user gave
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:
