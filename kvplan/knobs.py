@@ -272,6 +272,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB",
        doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio",
        knob="engine"),
+    _O("cuda_graph_max_bs", int, ("--cuda-graph-max-bs",), "SGLang: largest decode batch "
+       "captured in a CUDA graph (default by GPU memory and TP)", ge=1, le=MAX_TOKENS,
+       unit="sequences", knob="engine"),
     _O("acceptance_rate", float, ("--acceptance-rate",), "speculative decoding: probability "
        "each draft token is accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): "
        "TPOT and tokens/s", ge=0, le=1, unit="fraction"),

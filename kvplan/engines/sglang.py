@@ -189,20 +189,24 @@ class Defaults:
 
 
 def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: int,
-             chunked: int | None = None) -> Defaults:
+             chunked: int | None = None, graph_bs: int | None = None) -> Defaults:
     """The release's defaults for one GPU (nvidia-smi MiB): before 0.4.10 the TP table, 0.4.10 –
-    0.5.2 the GPU tiers, from 0.5.3 the reserved-memory formula (`default_mem_fraction`)."""
+    0.5.2 the GPU tiers, from 0.5.3 the reserved-memory formula (`default_mem_fraction`), which
+    reserves 2 MiB per decode graph batch size: a --cuda-graph-max-bs the user gives
+    (`graph_bs`) replaces the GPU's default there (sglang/srt/arg_groups/memory_hook.py
+    handle_gpu_memory_settings keeps a given max_bs; reserve_for_graph_mb adds max_bs × 2)."""
     if v < TIER_FROM:
         c = chunked or legacy_chunked_prefill(mem_mib)
-        return Defaults("sglang 0.4.x accounting", c, 8 if mem_mib < 25000 else 160,
+        return Defaults("sglang 0.4.x accounting", c,
+                        graph_bs or (8 if mem_mib < 25000 else 160),
                         legacy_mem_fraction(tp, m.vision is not None), False)
     if v < LEGACY_BEFORE:
         return Defaults("sglang 0.4.10–0.5.2 accounting", chunked or tier_chunked_prefill(mem_mib),
-                        tier_decode_graph_bs(mem_mib, tp),
+                        graph_bs or tier_decode_graph_bs(mem_mib, tp),
                         tier_mem_fraction(mem_mib, tp, pp, m.vision),
                         False)
     c = chunked or chunked_prefill_default(mem_mib)
-    bs = decode_graph_max_bs(mem_mib, tp)
+    bs = graph_bs or decode_graph_max_bs(mem_mib, tp)
     return Defaults(f"sglang {NEWEST_MODELLED} accounting", c, bs,
                     default_mem_fraction(mem_mib, tp, pp, c, bs, mla_view(m).mla is not None), True)
 
@@ -619,6 +623,7 @@ class SglangOptions(EngineOptions):
     hicache_ratio: float = Field(2.0, gt=0, description="host/device pool tokens")
     hicache_size: int = Field(0, ge=0, description="GB of host KV per GPU (0 = ratio)")
     lora_paths: list[str] | None = Field(None, description="--lora-paths as given")
+    cuda_graph_max_bs: int | None = Field(None, description="--cuda-graph-max-bs as given")
 
 
 def opts(d: Deployment) -> SglangOptions:
@@ -952,6 +957,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--kv-cache-dtype": ("kv_cache_dtype", "str"),
     "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
     "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
+    "--cuda-graph-max-bs": ("cuda_graph_max_bs", "int"),
     "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
     **SPEC_CLI_FLAGS,
     "--enable-hierarchical-cache": ("enable_hierarchical_cache", "bool"),
@@ -1019,7 +1025,7 @@ class SglangEngine(Engine):
                else dep.gpu_total_bytes // MiB)
         chunked = dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
         return defaults(parse_version(dep.engine_version), m, mem, dep.tensor_parallel_size,
-                        dep.pipeline_parallel_size, chunked)
+                        dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
