@@ -274,7 +274,7 @@ def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
 def option_flags(dep: Deployment, cli_flags: Mapping[str, tuple[str, str]]) -> list[str]:
     """The launch-line flags of the engine's own options the user gave, in its options type's
     order, each under the first flag the engine's table names for it: a true boolean as the bare
-    flag, a float as %g; lists and options without a flag are the engine's to write."""
+    flag, a float as %g; lists, mappings and options without a flag are the engine's to write."""
     first: dict[str, str] = {}
     for flag, (knob, _kind) in cli_flags.items():
         first.setdefault(knob, flag)
@@ -282,7 +282,7 @@ def option_flags(dep: Deployment, cli_flags: Mapping[str, tuple[str, str]]) -> l
     for name in type(dep.options).model_fields:
         value = getattr(dep.options, name)
         spelled = first.get(name)
-        if spelled is None or not dep.user_set(name) or isinstance(value, list):
+        if spelled is None or not dep.user_set(name) or isinstance(value, (list, dict)):
             continue
         if isinstance(value, bool):
             args += [spelled] if value else []

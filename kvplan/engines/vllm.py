@@ -72,6 +72,7 @@ from .base import (
     knob_flags,
     memory_notes,
     memory_result,
+    option_flags,
 )
 
 # ------------------------------------------------------------------------ eras
@@ -599,11 +600,11 @@ class VllmOptions(EngineOptions):
     """vLLM's own settings, resolved."""
 
     usage_context: Literal["serve", "llm"] = "serve"
-    kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
-    kv_offloading_backend: str | None = None
     limit_mm_per_prompt: dict[str, int] | None = Field(
         None, description="vLLM --limit-mm-per-prompt: items per prompt by modality (None: the "
         "engine default)")
+    kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
+    kv_offloading_backend: str | None = None
 
 
 def opts(d: Deployment) -> VllmOptions:
@@ -1095,8 +1096,4 @@ def feature_flags(dep: Deployment) -> list[str]:
     if o.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
         args += ["--limit-mm-per-prompt",
                  json.dumps(o.limit_mm_per_prompt, separators=(",", ":"))]
-    if o.kv_offloading_size is not None:
-        args += ["--kv-offloading-size", f"{o.kv_offloading_size:g}"]
-        if dep.user_set("kv_offloading_backend"):
-            args += ["--kv-offloading-backend", str(o.kv_offloading_backend)]
-    return args
+    return args + option_flags(dep, CLI_FLAGS)  # KV offloading
