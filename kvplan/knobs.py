@@ -1,9 +1,13 @@
 """Knobs: the one list of engine settings kvplan takes, their types and ranges, and the
 engine-independent resolution (parallel layout, dtypes, device total, weight format).
 
-Names are vLLM's flags with underscores (the CLI contract: `--max-model-len` → max_model_len);
-each engine maps them to its own flags (`Engine.flags`). Validation here is the same for every
-engine, so no engine can plan (or print in a launch line) a value the range refuses.
+Names are vLLM's flags with underscores (the CLI contract: `--max-model-len` → max_model_len).
+A knob is declared once, as an OPTIONS entry (knob="engine"): it makes the `Knobs` field (type,
+parser, bounds), the CLI option, the range error and the docs row. Which engines read it, and
+under which flag, each engine declares in its flag table (`DeploySyntax.cli_flags`, or
+`Engine.settings` when it is not a flag); every other engine refuses it (engines/base.py
+`unsupported_knobs`). Validation here is the same for every engine, so no engine can plan (or
+print in a launch line) a value the range refuses.
 """
 
 from __future__ import annotations
