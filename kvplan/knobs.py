@@ -170,8 +170,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        unit="replicas", doc="engine replicas; with --enable-expert-parallel they share experts",
        knob="engine"),
     _O("max_model_len", int, ("--max-model-len",), "tokens; 32k = 32000, 32K = 32768 (as vLLM "
-       "reads it)", ge=1, le=MAX_TOKENS, unit="tokens", human=True,
-       knob="engine"),
+       "reads it)", ge=1, le=MAX_TOKENS, unit="tokens", human=True, knob="engine"),
     _O("max_num_seqs", int, ("--max-num-seqs",), ge=1, le=MAX_TOKENS, unit="sequences",
        doc="requests the engine runs at once (the engine's default by version and GPU)",
        knob="engine"),
@@ -179,32 +178,23 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        unit="tokens", human=True, doc="tokens per scheduler step (the prefill chunk)",
        knob="engine"),
     _O("max_input_tokens", int, ("--max-input-tokens",), "TGI only: longest prompt (default: "
-       "--max-model-len − 1)", ge=1, le=MAX_TOKENS, unit="tokens",
-       knob="engine"),
+       "--max-model-len − 1)", ge=1, le=MAX_TOKENS, unit="tokens", knob="engine"),
     _O("gpu_memory_utilization", float, ("--gpu-memory-utilization",), "fraction of the device "
        "total, (0, 1]", gt=0, le=1, unit="fraction",
-       hint="it is a fraction of the device, e.g. 0.9",
-       knob="engine"),
-    _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32",
-       knob="engine"),
+       hint="it is a fraction of the device, e.g. 0.9", knob="engine"),
+    _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32", knob="engine"),
     _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2",
        knob="engine"),
-    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8",
-       knob="engine"),
+    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8", knob="engine"),
     _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
-       unit="tokens",
-       knob="engine"),
-    _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs",
-       knob="engine"),
+       unit="tokens", knob="engine"),
+    _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
     _O("enable_prefix_caching", bool, ("--enable-prefix-caching/--no-enable-prefix-caching",),
-       "vLLM default on; off keeps Mamba/GDN states at one page per request",
-       knob="engine"),
+       "vLLM default on; off keeps Mamba/GDN states at one page per request", knob="engine"),
     _O("disable_hybrid_kv_cache_manager", bool, ("--disable-hybrid-kv-cache-manager",),
-       "allocate sliding/chunked layers as full attention",
-       knob="engine"),
+       "allocate sliding/chunked layers as full attention", knob="engine"),
     _O("enable_expert_parallel", bool, ("--enable-expert-parallel",),
-       "MoE experts split over TP × DP ranks",
-       knob="engine"),
+       "MoE experts split over TP × DP ranks", knob="engine"),
     _O("usage_context", str, ("--usage-context",), "serve (vllm serve, default) or llm (offline "
        "LLM class): batch defaults",
        hint="use serve (vllm serve, the default) or llm (the offline LLM class)",
@@ -214,12 +204,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        knob="engine"),
     _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
        "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB",
-       hint="the device total in GiB, as your engine log prints it (e.g. 79.18)",
-       knob="kvplan"),
+       hint="the device total in GiB, as your engine log prints it (e.g. 79.18)", knob="kvplan"),
     _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
        "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
-       doc="SGLang --max-total-tokens, TensorRT-LLM kv_cache_config.max_tokens",
-       knob="engine"),
+       doc="SGLang --max-total-tokens, TensorRT-LLM kv_cache_config.max_tokens", knob="engine"),
     _O("backend", str, ("--backend",), "TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) "
        "or tensorrt (a built engine)",
        doc="TensorRT-LLM's runtime: --backend of trtllm-serve",
@@ -235,14 +223,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("enable_lora", bool, ("--enable-lora",), "vLLM: preallocate LoRA adapter slots",
        knob="engine"),
     _O("max_loras", int, ("--max-loras",), "vLLM: adapters per batch (1)", ge=1, le=MAX_LORAS,
-       unit="adapters",
-       knob="engine"),
+       unit="adapters", knob="engine"),
     _O("max_lora_rank", int, ("--max-lora-rank",), "vLLM: (16)", ge=1, le=512,
        doc="vLLM takes only 1, 8, 16, 32, 64, 128, 256, 320, 512 (vllm/config/lora.py)",
        knob="engine"),
     _O("max_cpu_loras", int, ("--max-cpu-loras",), "vLLM: adapters cached in host memory "
-       "(max_loras)", ge=1, le=MAX_CPU_LORAS, unit="adapters",
-       knob="engine"),
+       "(max_loras)", ge=1, le=MAX_CPU_LORAS, unit="adapters", knob="engine"),
     _O("lora_target_modules", str, ("--lora-target-modules",), "SGLang: LoRA modules, "
        "comma-separated (q_proj,v_proj or all; --max-loras is its --max-loras-per-batch, "
        "--max-cpu-loras its --max-loaded-loras); TensorRT-LLM: attn_q,attn_k,attn_v,"
@@ -250,32 +236,25 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        doc="SGLang --lora-target-modules (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
        "down_proj, qkv_proj, gate_up_proj, embed_tokens, lm_head, or all); TensorRT-LLM "
        "lora_config.lora_target_modules (attn_q, attn_k, attn_v, attn_dense, mlp_h_to_4h, "
-       "mlp_gate, mlp_4h_to_h, …)",
-       knob="engine", model=list[str], parse=_words,
+       "mlp_gate, mlp_4h_to_h, …)", knob="engine", model=list[str], parse=_words,
        extra=(("min_length", 1), ("max_length", 64))),
     _O("lora_paths", str, ("--lora-paths",), "SGLang: adapters loaded at start, comma-separated "
        "NAME=PATH (counted, not read; turns LoRA on)",
        doc="SGLang --lora-paths: NAME=PATH or PATH; kvplan counts them, it does not read "
-       "them",
-       knob="engine", model=list[str], parse=_words, extra=(("max_length", MAX_LORAS),)),
+       "them", knob="engine", model=list[str], parse=_words, extra=(("max_length", MAX_LORAS),)),
     _O("kv_offloading_size", float, ("--kv-offloading-size",), "vLLM: GiB of host memory for "
        "offloaded KV blocks", gt=0, le=MAX_OFFLOAD_GIB, unit="GiB",
-       doc="GiB of host memory for offloaded KV",
-       knob="engine"),
+       doc="GiB of host memory for offloaded KV", knob="engine"),
     _O("kv_offloading_backend", str, ("--kv-offloading-backend",), "vLLM: native (default) or "
-       "lmcache",
-       knob="engine", model=Literal["native", "lmcache"]),
+       "lmcache", knob="engine", model=Literal["native", "lmcache"]),
     _O("enable_hierarchical_cache", bool, ("--enable-hierarchical-cache",), "SGLang: "
-       "host-memory KV tier (HiCache)",
-       knob="engine"),
+       "host-memory KV tier (HiCache)", knob="engine"),
     _O("hicache_ratio", float, ("--hicache-ratio",), "SGLang: host pool tokens per device pool "
        "token (2.0)", gt=0, le=1000, unit="ratio",
-       doc="host pool tokens per device pool token (SGLang default 2.0)",
-       knob="engine"),
+       doc="host pool tokens per device pool token (SGLang default 2.0)", knob="engine"),
     _O("hicache_size", int, ("--hicache-size",), "SGLang: GB of host KV per GPU (0: use "
        "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB",
-       doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio",
-       knob="engine"),
+       doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio", knob="engine"),
     _O("cuda_graph_max_bs", int, ("--cuda-graph-max-bs",), "SGLang: largest decode batch "
        "captured in a CUDA graph (default by GPU memory and TP)", ge=1, le=MAX_TOKENS,
        unit="sequences", knob="engine"),
@@ -286,8 +265,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "kv_cache_config.host_cache_size, bytes of host KV blocks per GPU", ge=0,
        le=MAX_HOST_CACHE_BYTES, unit="bytes",
        doc="TensorRT-LLM: bytes of host memory per GPU for secondary KV blocks "
-       "(llmapi/llm_args.py KvCacheConfig.host_cache_size)",
-       knob="engine"),
+       "(llmapi/llm_args.py KvCacheConfig.host_cache_size)", knob="engine"),
     _O("prefix_hit_rate", float, ("--prefix-hit-rate",), "fraction (0, 1] of each prompt found "
        "in the prefix cache (with --avg-input-tokens): concurrency and TTFT with prefix caching",
        gt=0, le=1, unit="fraction"),
