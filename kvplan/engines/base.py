@@ -234,24 +234,15 @@ class DeploySyntax:
     config_yaml: bool = False
 
 
-def declared_knobs(cli_flags: Mapping[str, tuple[str, str]],
-                   settings: Mapping[str, str]) -> frozenset[str]:
-    """The knobs an engine reads: those its flag table sets, and those it takes otherwise
-    (`Engine.settings`); names in the flag table that are not knobs (model, revision, flags
-    that `combine` folds into one knob) are left out."""
-    from ..knobs import KNOB_NAMES
-
-    return frozenset(knob for knob, _kind in cli_flags.values()
-                     if knob in KNOB_NAMES) | frozenset(settings)
-
-
 def unsupported_knobs(cli_flags: Mapping[str, tuple[str, str]],
                       settings: Mapping[str, str]) -> frozenset[str]:
-    """Every knob an engine does not declare, less those kvplan reads for every engine (the
-    device total): a plan refuses them with the standard "not a setting X has" error."""
+    """The knobs an engine refuses: every knob neither its flag table nor its `settings` name,
+    less those kvplan reads for every engine (the device total); names in the table that are
+    not knobs (model, revision, flags `combine` folds into one knob) do not matter."""
     from ..knobs import KNOB_NAMES, KVPLAN_KNOBS
 
-    return frozenset(KNOB_NAMES) - KVPLAN_KNOBS - declared_knobs(cli_flags, settings)
+    declared = {knob for knob, _kind in cli_flags.values()} | set(settings)
+    return frozenset(KNOB_NAMES) - KVPLAN_KNOBS - declared
 
 
 def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
