@@ -1,9 +1,13 @@
 """Knobs: the one list of engine settings kvplan takes, their types and ranges, and the
 engine-independent resolution (parallel layout, dtypes, device total, weight format).
 
-Names are vLLM's flags with underscores (the CLI contract: `--max-model-len` → max_model_len);
-each engine maps them to its own flags (`Engine.flags`). Validation here is the same for every
-engine, so no engine can plan (or print in a launch line) a value the range refuses.
+Names are vLLM's flags with underscores (the CLI contract: `--max-model-len` → max_model_len).
+A knob is declared once, as an OPTIONS entry (knob="engine"): it makes the `Knobs` field (type,
+parser, bounds), the CLI option, the range error and the docs row. Which engines read it, and
+under which flag, each engine declares in its flag table (`DeploySyntax.cli_flags`, or
+`Engine.settings` when it is not a flag); every other engine refuses it (engines/base.py
+`unsupported_knobs`). Validation here is the same for every engine, so no engine can plan (or
+print in a launch line) a value the range refuses.
 """
 
 from __future__ import annotations
@@ -11,10 +15,19 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from .errors import InvalidInputError
 from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig
@@ -26,7 +39,6 @@ MAX_TOKENS = 1 << 31  # lengths and token budgets: engines keep them in int32
 MAX_LORAS = 1024  # adapter slots per batch: far above any deployment (each slot is preallocated)
 MAX_CPU_LORAS = 1 << 20
 MAX_OFFLOAD_GIB = 1 << 20  # 1 PiB of host memory: bounds integer bytes in JSON
-LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
 MAX_KV_BYTES = int(MAX_DEVICE_GIB * GiB)
 MAX_HOST_CACHE_BYTES = MAX_OFFLOAD_GIB * (1 << 30)
 
@@ -50,7 +62,15 @@ class Option:
     required: bool = False
     doc: str | None = None  # docs/knobs.md's line where --help shows none
     path: bool = False  # a file the CLI opens (given to the command as a pathlib.Path)
-
+    # A field of Knobs: "engine" — an engine setting, read by the engines whose flag table
+    # (engines/*.py) names it and refused by the others; "kvplan" — read by kvplan itself for
+    # every engine (the device total). "" — not a knob (workload, kvplan's own options).
+    knob: Literal["", "engine", "kvplan"] = ""
+    model: Any = None  # the Knobs field's type when it is not `type` (Literal, list, JSON types)
+    parse: Callable[[Any], Any] | None = None  # the Knobs field's parser of the flag's text
+    own_message: bool = False  # the parser's ValueError says all the range error needs
+    extra: tuple[tuple[str, Any], ...] = ()  # further pydantic Field arguments (list lengths)
+    hint: str | None = None  # the range error's hint
 
     def bounds(self) -> tuple[float | None, bool, float | None] | None:
         """(lower bound, lower bound open?, upper bound); None when it has no numeric bound."""
@@ -67,291 +87,6 @@ class Option:
         lo, lo_open, hi = b
         left = "(-inf" if lo is None else f"{'(' if lo_open else '['}{lo}"
         return f"{left}, {'inf)' if hi is None else f'{hi}]'}"
-
-
-_O = Option
-# Every option `kvplan plan` takes, in its --help order: the engine knobs (Knobs' fields), the
-# workload (specs.Workload's fields) and kvplan's own. Other commands take a subset (cli.py).
-OPTIONS: dict[str, Option] = {o.name: o for o in (
-    _O("gpu", str, ("--gpu",), "GPU id, alias or nvidia-smi name, e.g. h100-sxm-80gb or "
-       "'NVIDIA H100 80GB HBM3'.", required=True),
-    _O("tensor_parallel_size", int, ("--tensor-parallel-size", "-tp"), ge=1, le=MAX_PARALLEL,
-       unit="GPUs", doc="GPUs each layer is split over (default: 1, or the plan recommends one)"),
-    _O("pipeline_parallel_size", int, ("--pipeline-parallel-size", "-pp"), ge=1,
-       le=MAX_PARALLEL, unit="GPUs", doc="pipeline stages, each a slice of the layers (1)"),
-    _O("data_parallel_size", int, ("--data-parallel-size", "-dp"), ge=1, le=MAX_PARALLEL,
-       unit="replicas", doc="engine replicas; with --enable-expert-parallel they share experts"),
-    _O("max_model_len", int, ("--max-model-len",), "tokens; 32k = 32000, 32K = 32768 (as vLLM "
-       "reads it)", ge=1, le=MAX_TOKENS, unit="tokens", human=True),
-    _O("max_num_seqs", int, ("--max-num-seqs",), ge=1, le=MAX_TOKENS, unit="sequences",
-       doc="requests the engine runs at once (the engine's default by version and GPU)"),
-    _O("max_num_batched_tokens", int, ("--max-num-batched-tokens",), ge=1, le=MAX_TOKENS,
-       unit="tokens", human=True, doc="tokens per scheduler step (the prefill chunk)"),
-    _O("max_input_tokens", int, ("--max-input-tokens",), "TGI only: longest prompt (default: "
-       "--max-model-len − 1)", ge=1, le=MAX_TOKENS, unit="tokens"),
-    _O("gpu_memory_utilization", float, ("--gpu-memory-utilization",), "fraction of the device "
-       "total, (0, 1]", gt=0, le=1, unit="fraction"),
-    _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32"),
-    _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2"),
-    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8"),
-    _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
-       unit="tokens"),
-    _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs"),
-    _O("enable_prefix_caching", bool, ("--enable-prefix-caching/--no-enable-prefix-caching",),
-       "vLLM default on; off keeps Mamba/GDN states at one page per request"),
-    _O("disable_hybrid_kv_cache_manager", bool, ("--disable-hybrid-kv-cache-manager",),
-       "allocate sliding/chunked layers as full attention"),
-    _O("enable_expert_parallel", bool, ("--enable-expert-parallel",),
-       "MoE experts split over TP × DP ranks"),
-    _O("usage_context", str, ("--usage-context",), "serve (vllm serve, default) or llm (offline "
-       "LLM class): batch defaults"),
-    _O("kv_cache_memory_bytes", int, ("--kv-cache-memory-bytes",), "fixed KV budget per GPU, "
-       "bytes (ignores utilization)", ge=1, le=MAX_KV_BYTES, unit="bytes", human=True),
-    _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
-       "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB"),
-    _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
-       "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
-       doc="SGLang --max-total-tokens, TensorRT-LLM kv_cache_config.max_tokens"),
-    _O("backend", str, ("--backend",), "TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) "
-       "or tensorrt (a built engine)",
-       doc="TensorRT-LLM's runtime: --backend of trtllm-serve"),
-    _O("speculative_config", str, ("--speculative-config",), "vLLM, SGLang: speculative "
-       "decoding JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"ORG/HEAD\", "
-       "\"num_speculative_tokens\": 3}'; SGLang also takes eagle_topk and num_draft_tokens "
-       "(docs/features.md)", unit="JSON",
-       doc="vLLM --speculative-config: method, model, num_speculative_tokens; SGLang: "
-       "--speculative-algorithm and its flags"),
-    _O("enable_lora", bool, ("--enable-lora",), "vLLM: preallocate LoRA adapter slots"),
-    _O("max_loras", int, ("--max-loras",), "vLLM: adapters per batch (1)", ge=1, le=MAX_LORAS,
-       unit="adapters"),
-    _O("max_lora_rank", int, ("--max-lora-rank",), "vLLM: (16)", ge=1, le=512,
-       doc="vLLM takes only 1, 8, 16, 32, 64, 128, 256, 320, 512 (vllm/config/lora.py)"),
-    _O("max_cpu_loras", int, ("--max-cpu-loras",), "vLLM: adapters cached in host memory "
-       "(max_loras)", ge=1, le=MAX_CPU_LORAS, unit="adapters"),
-    _O("lora_target_modules", str, ("--lora-target-modules",), "SGLang: LoRA modules, "
-       "comma-separated (q_proj,v_proj or all; --max-loras is its --max-loras-per-batch, "
-       "--max-cpu-loras its --max-loaded-loras); TensorRT-LLM: attn_q,attn_k,attn_v,"
-       "attn_dense, …",
-       doc="SGLang --lora-target-modules (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
-       "down_proj, qkv_proj, gate_up_proj, embed_tokens, lm_head, or all); TensorRT-LLM "
-       "lora_config.lora_target_modules (attn_q, attn_k, attn_v, attn_dense, mlp_h_to_4h, "
-       "mlp_gate, mlp_4h_to_h, …)"),
-    _O("lora_paths", str, ("--lora-paths",), "SGLang: adapters loaded at start, comma-separated "
-       "NAME=PATH (counted, not read; turns LoRA on)",
-       doc="SGLang --lora-paths: NAME=PATH or PATH; kvplan counts them, it does not read "
-       "them"),
-    _O("kv_offloading_size", float, ("--kv-offloading-size",), "vLLM: GiB of host memory for "
-       "offloaded KV blocks", gt=0, le=MAX_OFFLOAD_GIB, unit="GiB",
-       doc="GiB of host memory for offloaded KV"),
-    _O("kv_offloading_backend", str, ("--kv-offloading-backend",), "vLLM: native (default) or "
-       "lmcache"),
-    _O("enable_hierarchical_cache", bool, ("--enable-hierarchical-cache",), "SGLang: "
-       "host-memory KV tier (HiCache)"),
-    _O("hicache_ratio", float, ("--hicache-ratio",), "SGLang: host pool tokens per device pool "
-       "token (2.0)", gt=0, le=1000, unit="ratio",
-       doc="host pool tokens per device pool token (SGLang default 2.0)"),
-    _O("hicache_size", int, ("--hicache-size",), "SGLang: GB of host KV per GPU (0: use "
-       "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB",
-       doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio"),
-    _O("acceptance_rate", float, ("--acceptance-rate",), "speculative decoding: probability "
-       "each draft token is accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): "
-       "TPOT and tokens/s", ge=0, le=1, unit="fraction"),
-    _O("host_cache_size", int, ("--host-cache-size",), "TensorRT-LLM: "
-       "kv_cache_config.host_cache_size, bytes of host KV blocks per GPU", ge=0,
-       le=MAX_HOST_CACHE_BYTES, unit="bytes",
-       doc="TensorRT-LLM: bytes of host memory per GPU for secondary KV blocks "
-       "(llmapi/llm_args.py KvCacheConfig.host_cache_size)"),
-    _O("prefix_hit_rate", float, ("--prefix-hit-rate",), "fraction (0, 1] of each prompt found "
-       "in the prefix cache (with --avg-input-tokens): concurrency and TTFT with prefix caching",
-       gt=0, le=1, unit="fraction"),
-    _O("shared_prefix_tokens", int, ("--shared-prefix-tokens",), "tokens every request shares "
-       "(system prompt): concurrency with prefix caching", gt=0, le=1 << 24, unit="tokens"),
-    _O("limit_mm_per_prompt", str, ("--limit-mm-per-prompt",), "vLLM: items per prompt by "
-       "modality, JSON '{\"image\": 4, \"video\": 0}' or the legacy image=4,video=0; image 0 "
-       "skips the encoder profile (docs/features.md)", unit="JSON",
-       doc="vLLM --limit-mm-per-prompt"),
-    _O("images_per_request", int, ("--images-per-request",), "images each request carries (a "
-       "VLM): their tokens are added to each request's KV length", ge=0, le=1 << 10,
-       unit="images"),
-    _O("extra_llm_api_options", str, ("--extra-llm-api-options",), "TensorRT-LLM: the YAML "
-       "given to trtllm-serve (kv_cache_config, max_batch_size, …); its values win over flags, "
-       "as in trtllm-serve", unit="file", path=True),
-    _O("engine", str, ("--engine",), "vllm, sglang, tgi or trtllm (generic flags map to the "
-       "engine's own knobs; see docs/engines.md)", default="vllm"),
-    _O("engine_version", str, ("--engine-version",), "engine release to model (default: newest "
-       "modelled)"),
-    _O("target_concurrency", int, ("--target-concurrency",), "requests that must fit in the KV "
-       "cache at once", gt=0, le=1 << 20, unit="requests"),
-    _O("avg_input_tokens", int, ("--avg-input-tokens",), gt=0, le=1 << 24, unit="tokens",
-       doc="prompt length of a typical request: concurrency, TTFT, throughput"),
-    _O("avg_output_tokens", int, ("--avg-output-tokens",), gt=0, le=1 << 24, unit="tokens",
-       doc="generated tokens of a typical request: concurrency, TPOT, throughput"),
-    _O("slo_ttft_ms", float, ("--slo-ttft-ms",), "latency target: time to first token, ms", gt=0,
-       le=3_600_000, unit="ms"),
-    _O("slo_tpot_ms", float, ("--slo-tpot-ms",), "latency target: time per output token, ms",
-       gt=0, le=60_000, unit="ms"),
-    _O("gpu_hour_price", float, ("--gpu-hour-price",), "USD per GPU-hour for cost figures "
-       "(default: the catalogue's)", unit="USD/GPU-hour"),
-    _O("minimize_utilization", bool, ("--minimize-utilization",), "recommend the smallest "
-       "--gpu-memory-utilization that holds --target-concurrency (default: keep the engine's "
-       "default when it is enough)", default=False),
-    _O("revision", str, ("--revision",), "Hub branch, tag or commit (fetches from the Hub even "
-       "for catalogue ids)"),
-    _O("token", str, ("--token",), "Hub token for gated/private repos (default: HF_TOKEN or "
-       "your saved login)"),
-    _O("offline", bool, ("--offline",), "no network: kvplan's and huggingface_hub's caches only "
-       "(default: HF_HUB_OFFLINE)"),
-    _O("refresh", bool, ("--refresh",), "fetch the Hub repo again instead of using kvplan's "
-       "cache", default=False),
-    _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
-       default=False),
-)}
-
-
-def _field(name: str, **extra: Any) -> Any:
-    """A Knobs field (default None) with the bounds and description OPTIONS declares for it."""
-    o = OPTIONS[name]
-    if o.doc is not None:
-        extra = {"description": o.doc, **extra}
-    bounds: dict[str, Any] = {k: v for k, v in (("gt", o.gt), ("ge", o.ge), ("le", o.le))
-                              if v is not None}
-    return Field(None, **bounds, **extra)
-
-
-class Knobs(BaseModel):
-    """Every setting a plan can take; None = the engine's default. Ranges are the engines'
-    own (each engine adds what only it refuses, e.g. vLLM's max_model_len above the model's)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tensor_parallel_size: int | None = _field("tensor_parallel_size")
-    pipeline_parallel_size: int | None = _field("pipeline_parallel_size")
-    data_parallel_size: int | None = _field("data_parallel_size")
-    max_model_len: int | None = _field("max_model_len")
-    max_num_seqs: int | None = _field("max_num_seqs")
-    max_num_batched_tokens: int | None = _field("max_num_batched_tokens")
-    max_input_tokens: int | None = _field("max_input_tokens")
-    max_total_tokens: int | None = _field("max_total_tokens")
-    gpu_memory_utilization: float | None = _field("gpu_memory_utilization")
-    dtype: str | None = None
-    kv_cache_dtype: str | None = None
-    quantization: str | None = None
-    block_size: int | None = _field("block_size")
-    enforce_eager: bool | None = None
-    kv_cache_memory_bytes: int | None = _field("kv_cache_memory_bytes")
-    gpu_memory_gib: float | None = _field("gpu_memory_gib")
-    enable_prefix_caching: bool | None = None
-    disable_hybrid_kv_cache_manager: bool | None = None
-    enable_expert_parallel: bool | None = None
-    usage_context: Literal["serve", "llm"] | None = None
-    backend: Literal["pytorch", "tensorrt"] | None = _field("backend")
-    # Speculative decoding, LoRA and KV offloading (docs/features.md); vLLM's flag names.
-    speculative_config: SpeculativeConfig | None = _field("speculative_config")
-    enable_lora: bool | None = None
-    max_loras: int | None = _field("max_loras")
-    max_lora_rank: int | None = _field("max_lora_rank")
-    max_cpu_loras: int | None = _field("max_cpu_loras")
-    # SGLang's LoRA flags without a vLLM counterpart (max_loras is --max-loras-per-batch,
-    # max_cpu_loras --max-loaded-loras there; docs/features.md)
-    lora_paths: list[str] | None = _field("lora_paths", max_length=MAX_LORAS)
-    lora_target_modules: list[str] | None = _field("lora_target_modules", min_length=1,
-                                                   max_length=64)
-    kv_offloading_size: float | None = _field("kv_offloading_size")
-    kv_offloading_backend: Literal["native", "lmcache"] | None = None
-    # SGLang's hierarchical (host) KV cache, its own flag names (docs/features.md).
-    enable_hierarchical_cache: bool | None = None
-    hicache_ratio: float | None = _field("hicache_ratio")
-    hicache_size: int | None = _field("hicache_size")
-    # Multimodal (docs/features.md): items per prompt by modality, as vLLM takes it.
-    # TensorRT-LLM only (llmapi/llm_args.py KvCacheConfig.host_cache_size; docs/features.md).
-    host_cache_size: int | None = _field("host_cache_size")
-    limit_mm_per_prompt: dict[str, int] | None = _field("limit_mm_per_prompt")
-
-    @field_validator("speculative_config", mode="before")
-    @classmethod
-    def _json(cls, v: Any) -> Any:
-        """The flag's value is JSON text (as `vllm serve --speculative-config '{…}'` takes it)."""
-        if isinstance(v, str):
-            try:
-                v = json.loads(v)
-            except ValueError:
-                raise ValueError("JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"…\", "
-                                 "\"num_speculative_tokens\": 3}'") from None
-            if not isinstance(v, dict):
-                raise ValueError("a JSON object")  # noqa: TRY004 - pydantic reports ValueErrors
-        return v
-
-    @field_validator("limit_mm_per_prompt", mode="before")
-    @classmethod
-    def _mm_limits(cls, v: Any) -> Any:
-        """JSON (vLLM ≥ 0.8.5: '{"image": 4}', or main's '{"image": {"count": 4, …}}') or the
-        legacy key=value list ('image=4,video=1'; vLLM 0.10 and later refuse it) → {modality:
-        count}. Counts are integers ≥ 0; 0 disables the modality's encoder."""
-        return parse_mm_limits(v)
-
-    @field_validator("lora_paths", "lora_target_modules", mode="before")
-    @classmethod
-    def _words(cls, v: Any) -> Any:
-        """A list, or one string of names separated by spaces or commas (SGLang takes several
-        values after the flag: `--lora-target-modules q_proj v_proj`)."""
-        if isinstance(v, str):
-            v = [w for w in re.split(r"[\s,]+", v) if w]
-        return v
-
-    @field_validator("gpu_memory_utilization", "gpu_memory_gib", "kv_offloading_size",
-                     "hicache_ratio")
-    @classmethod
-    def _finite(cls, v: float | None) -> float | None:
-        if v is not None and not math.isfinite(v):
-            raise ValueError("must be a finite number")
-        return v
-
-    @classmethod
-    def parse(cls, values: dict[str, Any]) -> Knobs:
-        """Knobs from keyword values; a bad value is an InvalidInputError naming the flag."""
-        unknown = sorted(set(values) - set(cls.model_fields))
-        if unknown:
-            raise InvalidInputError(f"unknown setting(s): {', '.join(unknown)}",
-                                    hint="settings use vLLM's flag names with underscores, "
-                                    "e.g. max_model_len")
-        try:
-            return cls.model_validate({k: v for k, v in values.items() if v is not None})
-        except ValidationError as e:
-            err = e.errors()[0]
-            name = str(err["loc"][0]) if err["loc"] else "?"
-            span = _range(name)
-            what = (f"in {span}" if span and err["type"] in _RANGE_ERRORS
-                    and name not in _OWN_MESSAGES
-                    else err["msg"].removeprefix("Value error, ") if name in _OWN_MESSAGES
-                    and err["type"] == "value_error"
-                    else err["msg"].lower().removeprefix("input should be "))
-            if name == "speculative_config" and len(err["loc"]) > 1:
-                what += f" (field {err['loc'][1]!r})"
-            raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
-                                    hint=_RANGE_HINTS.get(name), code="out-of-range",
-                                    knob=name) from None
-
-    def given(self) -> dict[str, Any]:
-        """The knobs the user set (not None)."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
-
-
-KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
-# The optional memory features kvplan models for vLLM (and speculative decoding for SGLang);
-# engines without them refuse them with the standard "not a setting X has" error
-# (docs/features.md).
-FEATURE_KNOBS: frozenset[str] = frozenset({
-    "speculative_config", "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras",
-    "kv_offloading_size", "kv_offloading_backend", "limit_mm_per_prompt"})
-# SGLang-only settings: every other engine refuses them with the standard error.
-SGLANG_KNOBS: frozenset[str] = frozenset({"enable_hierarchical_cache", "hicache_ratio",
-                                          "hicache_size", "lora_paths", "lora_target_modules"})
-# TensorRT-LLM settings vLLM, SGLang and TGI refuse (lora_target_modules is SGLang's too).
-TRTLLM_KNOBS: frozenset[str] = frozenset({"host_cache_size", "lora_target_modules"})
-# validators whose message says it all
-_OWN_MESSAGES = {"speculative_config", "limit_mm_per_prompt"}
-_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
-                 "finite_number", "value_error"}
 
 
 MM_LIMIT_EXAMPLE = "JSON like '{\"image\": 4, \"video\": 0}' (or the legacy image=4,video=0)"
@@ -398,18 +133,264 @@ def parse_mm_limits(v: Any) -> Any:
     return out
 
 
-def _range(name: str) -> str | None:
-    """A knob's range in interval notation, from OPTIONS: '(0, 1]', '[1, 1024]'."""
-    o = OPTIONS.get(name)
-    return o.span() if o else None
+def _json_object(v: Any) -> Any:
+    """--speculative-config's text is JSON (as `vllm serve --speculative-config '{…}'` takes it)."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            raise ValueError("JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"…\", "
+                             "\"num_speculative_tokens\": 3}'") from None
+        if not isinstance(v, dict):
+            raise ValueError("a JSON object")  # noqa: TRY004 - pydantic reports ValueErrors
+    return v
 
 
-_RANGE_HINTS = {
-    "gpu_memory_utilization": "it is a fraction of the device, e.g. 0.9",
-    "gpu_memory_gib": "the device total in GiB, as your engine log prints it (e.g. 79.18)",
-    "usage_context": "use serve (vllm serve, the default) or llm (the offline LLM class)",
-    "backend": "use pytorch or tensorrt (TensorRT-LLM's --backend)",
-}
+def _words(v: Any) -> Any:
+    """A list, or one string of names separated by spaces or commas (SGLang takes several
+    values after the flag: `--lora-target-modules q_proj v_proj`)."""
+    if isinstance(v, str):
+        v = [w for w in re.split(r"[\s,]+", v) if w]
+    return v
+
+
+_O = Option
+# Every option `kvplan plan` takes, in its --help order: the engine knobs (Knobs' fields), the
+# workload (specs.Workload's fields) and kvplan's own. Other commands take a subset (cli.py).
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    _O("gpu", str, ("--gpu",), "GPU id, alias or nvidia-smi name, e.g. h100-sxm-80gb or "
+       "'NVIDIA H100 80GB HBM3'.", required=True),
+    _O("tensor_parallel_size", int, ("--tensor-parallel-size", "-tp"), ge=1, le=MAX_PARALLEL,
+       unit="GPUs", doc="GPUs each layer is split over (default: 1, or the plan recommends one)",
+       knob="engine"),
+    _O("pipeline_parallel_size", int, ("--pipeline-parallel-size", "-pp"), ge=1,
+       le=MAX_PARALLEL, unit="GPUs", doc="pipeline stages, each a slice of the layers (1)",
+       knob="engine"),
+    _O("data_parallel_size", int, ("--data-parallel-size", "-dp"), ge=1, le=MAX_PARALLEL,
+       unit="replicas", doc="engine replicas; with --enable-expert-parallel they share experts",
+       knob="engine"),
+    _O("max_model_len", int, ("--max-model-len",), "tokens; 32k = 32000, 32K = 32768 (as vLLM "
+       "reads it)", ge=1, le=MAX_TOKENS, unit="tokens", human=True, knob="engine"),
+    _O("max_num_seqs", int, ("--max-num-seqs",), ge=1, le=MAX_TOKENS, unit="sequences",
+       doc="requests the engine runs at once (the engine's default by version and GPU)",
+       knob="engine"),
+    _O("max_num_batched_tokens", int, ("--max-num-batched-tokens",), ge=1, le=MAX_TOKENS,
+       unit="tokens", human=True, doc="tokens per scheduler step (the prefill chunk)",
+       knob="engine"),
+    _O("max_input_tokens", int, ("--max-input-tokens",), "TGI only: longest prompt (default: "
+       "--max-model-len − 1)", ge=1, le=MAX_TOKENS, unit="tokens", knob="engine"),
+    _O("gpu_memory_utilization", float, ("--gpu-memory-utilization",), "fraction of the device "
+       "total, (0, 1]", gt=0, le=1, unit="fraction",
+       hint="it is a fraction of the device, e.g. 0.9", knob="engine"),
+    _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32", knob="engine"),
+    _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2",
+       knob="engine"),
+    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8", knob="engine"),
+    _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
+       unit="tokens", knob="engine"),
+    _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
+    _O("enable_prefix_caching", bool, ("--enable-prefix-caching/--no-enable-prefix-caching",),
+       "vLLM default on; off keeps Mamba/GDN states at one page per request", knob="engine"),
+    _O("disable_hybrid_kv_cache_manager", bool, ("--disable-hybrid-kv-cache-manager",),
+       "allocate sliding/chunked layers as full attention", knob="engine"),
+    _O("enable_expert_parallel", bool, ("--enable-expert-parallel",),
+       "MoE experts split over TP × DP ranks", knob="engine"),
+    _O("usage_context", str, ("--usage-context",), "serve (vllm serve, default) or llm (offline "
+       "LLM class): batch defaults",
+       hint="use serve (vllm serve, the default) or llm (the offline LLM class)",
+       knob="engine", model=Literal["serve", "llm"]),
+    _O("kv_cache_memory_bytes", int, ("--kv-cache-memory-bytes",), "fixed KV budget per GPU, "
+       "bytes (ignores utilization)", ge=1, le=MAX_KV_BYTES, unit="bytes", human=True,
+       knob="engine"),
+    _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
+       "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB",
+       hint="the device total in GiB, as your engine log prints it (e.g. 79.18)", knob="kvplan"),
+    _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
+       "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
+       doc="SGLang --max-total-tokens, TensorRT-LLM kv_cache_config.max_tokens", knob="engine"),
+    _O("backend", str, ("--backend",), "TensorRT-LLM: pytorch (HF checkpoint; default from 1.0) "
+       "or tensorrt (a built engine)",
+       doc="TensorRT-LLM's runtime: --backend of trtllm-serve",
+       hint="use pytorch or tensorrt (TensorRT-LLM's --backend)",
+       knob="engine", model=Literal["pytorch", "tensorrt"]),
+    _O("speculative_config", str, ("--speculative-config",), "vLLM, SGLang: speculative "
+       "decoding JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"ORG/HEAD\", "
+       "\"num_speculative_tokens\": 3}'; SGLang also takes eagle_topk and num_draft_tokens "
+       "(docs/features.md)", unit="JSON",
+       doc="vLLM --speculative-config: method, model, num_speculative_tokens; SGLang: "
+       "--speculative-algorithm and its flags",
+       knob="engine", model=SpeculativeConfig, parse=_json_object, own_message=True),
+    _O("enable_lora", bool, ("--enable-lora",), "vLLM: preallocate LoRA adapter slots",
+       knob="engine"),
+    _O("max_loras", int, ("--max-loras",), "vLLM: adapters per batch (1)", ge=1, le=MAX_LORAS,
+       unit="adapters", knob="engine"),
+    _O("max_lora_rank", int, ("--max-lora-rank",), "vLLM: (16)", ge=1, le=512,
+       doc="vLLM takes only 1, 8, 16, 32, 64, 128, 256, 320, 512 (vllm/config/lora.py)",
+       knob="engine"),
+    _O("max_cpu_loras", int, ("--max-cpu-loras",), "vLLM: adapters cached in host memory "
+       "(max_loras)", ge=1, le=MAX_CPU_LORAS, unit="adapters", knob="engine"),
+    _O("lora_target_modules", str, ("--lora-target-modules",), "SGLang: LoRA modules, "
+       "comma-separated (q_proj,v_proj or all; --max-loras is its --max-loras-per-batch, "
+       "--max-cpu-loras its --max-loaded-loras); TensorRT-LLM: attn_q,attn_k,attn_v,"
+       "attn_dense, …",
+       doc="SGLang --lora-target-modules (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+       "down_proj, qkv_proj, gate_up_proj, embed_tokens, lm_head, or all); TensorRT-LLM "
+       "lora_config.lora_target_modules (attn_q, attn_k, attn_v, attn_dense, mlp_h_to_4h, "
+       "mlp_gate, mlp_4h_to_h, …)", knob="engine", model=list[str], parse=_words,
+       extra=(("min_length", 1), ("max_length", 64))),
+    _O("lora_paths", str, ("--lora-paths",), "SGLang: adapters loaded at start, comma-separated "
+       "NAME=PATH (counted, not read; turns LoRA on)",
+       doc="SGLang --lora-paths: NAME=PATH or PATH; kvplan counts them, it does not read "
+       "them", knob="engine", model=list[str], parse=_words, extra=(("max_length", MAX_LORAS),)),
+    _O("kv_offloading_size", float, ("--kv-offloading-size",), "vLLM: GiB of host memory for "
+       "offloaded KV blocks", gt=0, le=MAX_OFFLOAD_GIB, unit="GiB",
+       doc="GiB of host memory for offloaded KV", knob="engine"),
+    _O("kv_offloading_backend", str, ("--kv-offloading-backend",), "vLLM: native (default) or "
+       "lmcache", knob="engine", model=Literal["native", "lmcache"]),
+    _O("enable_hierarchical_cache", bool, ("--enable-hierarchical-cache",), "SGLang: "
+       "host-memory KV tier (HiCache)", knob="engine"),
+    _O("hicache_ratio", float, ("--hicache-ratio",), "SGLang: host pool tokens per device pool "
+       "token (2.0)", gt=0, le=1000, unit="ratio",
+       doc="host pool tokens per device pool token (SGLang default 2.0)", knob="engine"),
+    _O("hicache_size", int, ("--hicache-size",), "SGLang: GB of host KV per GPU (0: use "
+       "--hicache-ratio)", ge=0, le=MAX_OFFLOAD_GIB, unit="GB",
+       doc="GB (10^9 B) of host KV per GPU; 0 = use --hicache-ratio", knob="engine"),
+    _O("cuda_graph_max_bs", int, ("--cuda-graph-max-bs",), "SGLang: largest decode batch "
+       "captured in a CUDA graph (default by GPU memory and TP)", ge=1, le=MAX_TOKENS,
+       unit="sequences", knob="engine"),
+    _O("acceptance_rate", float, ("--acceptance-rate",), "speculative decoding: probability "
+       "each draft token is accepted, [0, 1] (your engine's logged 'Draft acceptance rate'): "
+       "TPOT and tokens/s", ge=0, le=1, unit="fraction"),
+    _O("host_cache_size", int, ("--host-cache-size",), "TensorRT-LLM: "
+       "kv_cache_config.host_cache_size, bytes of host KV blocks per GPU", ge=0,
+       le=MAX_HOST_CACHE_BYTES, unit="bytes",
+       doc="TensorRT-LLM: bytes of host memory per GPU for secondary KV blocks "
+       "(llmapi/llm_args.py KvCacheConfig.host_cache_size)", knob="engine"),
+    _O("prefix_hit_rate", float, ("--prefix-hit-rate",), "fraction (0, 1] of each prompt found "
+       "in the prefix cache (with --avg-input-tokens): concurrency and TTFT with prefix caching",
+       gt=0, le=1, unit="fraction"),
+    _O("shared_prefix_tokens", int, ("--shared-prefix-tokens",), "tokens every request shares "
+       "(system prompt): concurrency with prefix caching", gt=0, le=1 << 24, unit="tokens"),
+    _O("limit_mm_per_prompt", str, ("--limit-mm-per-prompt",), "vLLM: items per prompt by "
+       "modality, JSON '{\"image\": 4, \"video\": 0}' or the legacy image=4,video=0; image 0 "
+       "skips the encoder profile (docs/features.md)", unit="JSON",
+       doc="vLLM --limit-mm-per-prompt",
+       knob="engine", model=dict[str, int], parse=parse_mm_limits, own_message=True),
+    _O("images_per_request", int, ("--images-per-request",), "images each request carries (a "
+       "VLM): their tokens are added to each request's KV length", ge=0, le=1 << 10,
+       unit="images"),
+    _O("extra_llm_api_options", str, ("--extra-llm-api-options",), "TensorRT-LLM: the YAML "
+       "given to trtllm-serve (kv_cache_config, max_batch_size, …); its values win over flags, "
+       "as in trtllm-serve", unit="file", path=True),
+    _O("engine", str, ("--engine",), "vllm, sglang, tgi or trtllm (generic flags map to the "
+       "engine's own knobs; see docs/engines.md)", default="vllm"),
+    _O("engine_version", str, ("--engine-version",), "engine release to model (default: newest "
+       "modelled)"),
+    _O("target_concurrency", int, ("--target-concurrency",), "requests that must fit in the KV "
+       "cache at once", gt=0, le=1 << 20, unit="requests"),
+    _O("avg_input_tokens", int, ("--avg-input-tokens",), gt=0, le=1 << 24, unit="tokens",
+       doc="prompt length of a typical request: concurrency, TTFT, throughput"),
+    _O("avg_output_tokens", int, ("--avg-output-tokens",), gt=0, le=1 << 24, unit="tokens",
+       doc="generated tokens of a typical request: concurrency, TPOT, throughput"),
+    _O("slo_ttft_ms", float, ("--slo-ttft-ms",), "latency target: time to first token, ms", gt=0,
+       le=3_600_000, unit="ms"),
+    _O("slo_tpot_ms", float, ("--slo-tpot-ms",), "latency target: time per output token, ms",
+       gt=0, le=60_000, unit="ms"),
+    _O("gpu_hour_price", float, ("--gpu-hour-price",), "USD per GPU-hour for cost figures "
+       "(default: the catalogue's)", unit="USD/GPU-hour"),
+    _O("minimize_utilization", bool, ("--minimize-utilization",), "recommend the smallest "
+       "--gpu-memory-utilization that holds --target-concurrency (default: keep the engine's "
+       "default when it is enough)", default=False),
+    _O("revision", str, ("--revision",), "Hub branch, tag or commit (fetches from the Hub even "
+       "for catalogue ids)"),
+    _O("token", str, ("--token",), "Hub token for gated/private repos (default: HF_TOKEN or "
+       "your saved login)"),
+    _O("offline", bool, ("--offline",), "no network: kvplan's and huggingface_hub's caches only "
+       "(default: HF_HUB_OFFLINE)"),
+    _O("refresh", bool, ("--refresh",), "fetch the Hub repo again instead of using kvplan's "
+       "cache", default=False),
+    _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
+       default=False),
+)}
+
+
+def _knob_field(o: Option) -> tuple[Any, Any]:
+    """The Knobs field an OPTIONS entry declares: its type (optional; None = the engine's
+    default), parser, bounds, description and further Field arguments."""
+    kind: Any = (o.type if o.model is None else o.model) | None
+    if o.parse is not None:
+        kind = Annotated[kind, BeforeValidator(o.parse)]
+    extra: dict[str, Any] = {k: v for k, v in (("gt", o.gt), ("ge", o.ge), ("le", o.le))
+                             if v is not None}
+    if o.doc is not None:
+        extra["description"] = o.doc
+    return kind, Field(None, **extra, **dict(o.extra))
+
+
+class KnobsBase(BaseModel):
+    """Every setting a plan can take; None = the engine's default. Ranges are the engines'
+    own (each engine adds what only it refuses, e.g. vLLM's max_model_len above the model's)."""
+
+    # The fields are OPTIONS' knobs: `Knobs` below is this class with them, built from the table.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    if TYPE_CHECKING:  # the fields are generated from OPTIONS: each is its declared type
+        def __getattr__(self, name: str) -> Any: ...
+
+    @field_validator("*")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        """No float knob takes inf or nan."""
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @classmethod
+    def parse(cls, values: dict[str, Any]) -> Knobs:
+        """Knobs from keyword values; a bad value is an InvalidInputError naming the flag."""
+        unknown = sorted(set(values) - set(cls.model_fields))
+        if unknown:
+            raise InvalidInputError(f"unknown setting(s): {', '.join(unknown)}",
+                                    hint="settings use vLLM's flag names with underscores, "
+                                    "e.g. max_model_len")
+        try:
+            return cls.model_validate({k: v for k, v in values.items() if v is not None})
+        except ValidationError as e:
+            err = e.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            o = OPTIONS.get(name)
+            span = o.span() if o else None
+            own = o is not None and o.own_message
+            what = (f"in {span}" if span and err["type"] in _RANGE_ERRORS and not own
+                    else err["msg"].removeprefix("Value error, ") if own
+                    and err["type"] == "value_error"
+                    else err["msg"].lower().removeprefix("input should be "))
+            if name == "speculative_config" and len(err["loc"]) > 1:
+                what += f" (field {err['loc'][1]!r})"
+            raise InvalidInputError(f"{flag(name)} must be {what}, got {err.get('input')!r}",
+                                    hint=o.hint if o else None, code="out-of-range",
+                                    knob=name) from None
+
+    def given(self) -> dict[str, Any]:
+        """The knobs the user set (not None)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+if TYPE_CHECKING:
+    Knobs = KnobsBase
+else:
+    Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
+                         __doc__=KnobsBase.__doc__,
+                         **{o.name: _knob_field(o) for o in OPTIONS.values() if o.knob})
+
+
+KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
+# Knobs kvplan reads itself for every engine (no engine declares them).
+KVPLAN_KNOBS: frozenset[str] = frozenset(o.name for o in OPTIONS.values() if o.knob == "kvplan")
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than_equal", "less_than",
+                 "finite_number", "value_error"}
+
+
 
 
 def flag(name: str) -> str:

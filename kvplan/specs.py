@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -403,9 +404,15 @@ class SpeculativeConfig(BaseModel):
 
 
 
+class EngineOptions(_Frozen):
+    """The resolved settings only one engine has: each engine module subclasses it with its own
+    (vLLM's KV offloading, SGLang's HiCache, …); the base, with none, serves engines without."""
+
+
 class Deployment(_Frozen):
-    """Resolved engine settings under their generic (vLLM) names; each engine maps them to its
-    own flags. `sources` says where each value came from."""
+    """Resolved engine settings: the ones engines share, under their generic (vLLM) names (each
+    engine maps them to its own flags), plus the engine's own options type. `sources` says
+    where each value came from."""
 
     engine: str = DEFAULT_ENGINE
     engine_version: str
@@ -431,9 +438,6 @@ class Deployment(_Frozen):
     enable_prefix_caching: bool = True
     hybrid_kv_cache_manager: bool = True
     enable_expert_parallel: bool = False
-    usage_context: Literal["serve", "llm"] = "serve"
-    backend: Literal["pytorch", "tensorrt"] | None = Field(
-        None, description="TensorRT-LLM runtime (None: not TensorRT-LLM)")
     other_processes_bytes: int = Field(
         0, ge=0, description="memory other processes hold on the GPU (--gpu local), bytes")
     speculative_config: SpeculativeConfig | None = None
@@ -441,21 +445,13 @@ class Deployment(_Frozen):
     max_loras: int = Field(1, ge=1)
     max_lora_rank: int = Field(16, ge=1)
     max_cpu_loras: int | None = Field(None, ge=1)
-    lora_paths: list[str] | None = Field(None, description="SGLang --lora-paths as given")
     lora_target_modules: list[str] | None = Field(
         None, description="LoRA target modules: SGLang's normalized (qkv_proj, o_proj, "
         "gate_up_proj, down_proj, embed_tokens, lm_head), TensorRT-LLM's as given (attn_q, …); "
         "None = not given")
-    kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
-    kv_offloading_backend: str | None = None
-    enable_hierarchical_cache: bool = False
-    hicache_ratio: float = Field(2.0, gt=0, description="SGLang: host/device pool tokens")
-    hicache_size: int = Field(0, ge=0, description="SGLang: GB of host KV per GPU (0 = ratio)")
-    limit_mm_per_prompt: dict[str, int] | None = Field(
-        None, description="vLLM --limit-mm-per-prompt: items per prompt by modality (None: the "
-        "engine default)")
-    host_cache_size: int = Field(0, ge=0, description="TensorRT-LLM kv_cache_config."
-                                 "host_cache_size: bytes of host KV per GPU (0 = none)")
+    options: SerializeAsAny[EngineOptions] = Field(
+        default_factory=EngineOptions,
+        description="the settings only this engine has, resolved (its own options type)")
     sources: dict[str, Source]
 
     def user_set(self, knob: str) -> bool:

@@ -16,12 +16,13 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
     from ..specs import (
         Deployment,
+        EngineOptions,
         GpuSpec,
         KvCache,
         MemoryBreakdown,
@@ -35,6 +36,19 @@ if TYPE_CHECKING:
         StageBreakdown,
         Workload,
     )
+
+
+OptionsT = TypeVar("OptionsT", bound="EngineOptions")
+
+
+def engine_options(dep: Deployment, kind: type[OptionsT]) -> OptionsT:
+    """The engine's own options (`kind`, its EngineOptions subclass) of a deployment it
+    resolved."""
+    opts = dep.options
+    if not isinstance(opts, kind):
+        raise TypeError(f"a {dep.engine} deployment carries {type(opts).__name__}, "
+                        f"not {kind.__name__}")
+    return opts
 
 
 def memory_notes(*, budget: str, activation: str, non_torch: str, kv: str, kv_tokens_label: str,
@@ -220,6 +234,17 @@ class DeploySyntax:
     config_yaml: bool = False
 
 
+def unsupported_knobs(cli_flags: Mapping[str, tuple[str, str]],
+                      settings: Mapping[str, str]) -> frozenset[str]:
+    """The knobs an engine refuses: every knob neither its flag table nor its `settings` name,
+    less those kvplan reads for every engine (the device total); names in the table that are
+    not knobs (model, revision, flags `combine` folds into one knob) do not matter."""
+    from ..knobs import KNOB_NAMES, KVPLAN_KNOBS
+
+    declared = {knob for knob, _kind in cli_flags.values()} | set(settings)
+    return frozenset(KNOB_NAMES) - KVPLAN_KNOBS - declared
+
+
 def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
                settings: Mapping[str, str] | None = None) -> dict[str, str]:
     """Engine.flags derived from the engine's flag table (DeploySyntax.cli_flags): knob → the
@@ -237,6 +262,26 @@ def knob_flags(cli_flags: Mapping[str, tuple[str, str]], knobs: Iterable[str],
     return out
 
 
+def option_flags(dep: Deployment, cli_flags: Mapping[str, tuple[str, str]]) -> list[str]:
+    """The launch-line flags of the engine's own options the user gave, in its options type's
+    order, each under the first flag the engine's table names for it: a true boolean as the bare
+    flag, a float as %g; lists, mappings and options without a flag are the engine's to write."""
+    first: dict[str, str] = {}
+    for flag, (knob, _kind) in cli_flags.items():
+        first.setdefault(knob, flag)
+    args: list[str] = []
+    for name in type(dep.options).model_fields:
+        value = getattr(dep.options, name)
+        spelled = first.get(name)
+        if spelled is None or not dep.user_set(name) or isinstance(value, (list, dict)):
+            continue
+        if isinstance(value, bool):
+            args += [spelled] if value else []
+        else:
+            args += [spelled, f"{value:g}" if isinstance(value, float) else str(value)]
+    return args
+
+
 def batched_tokens_flag_value(rec: Recommendations, dep: Deployment) -> int | None:
     """The prefill token budget a launch line sets: the latency-driven recommendation, else the
     user's own value; None = leave the engine's default."""
@@ -251,15 +296,26 @@ class Engine(ABC):
     name: ClassVar[str]
     label: ClassVar[str]
     newest_version: ClassVar[str]
-    flags: ClassVar[Mapping[str, str]]  # generic knob → the engine's flag
-    unsupported: ClassVar[frozenset[str]]  # knobs this engine does not have
+    flags: ClassVar[Mapping[str, str]]  # generic knob → the engine's flag (the launch line's)
     syntax: ClassVar[DeploySyntax]
+    # Knobs the engine reads without a flag of its own in syntax.cli_flags: knob → how the
+    # engine takes it (an options-file field, flags `combine` folds into it, or what kvplan
+    # models). With the flag table, the one declaration of which knobs an engine has.
+    settings: ClassVar[Mapping[str, str]] = {}
+    # Knobs this engine does not have: derived from the flag table and `settings` (every knob
+    # neither names), never listed.
+    unsupported: ClassVar[frozenset[str]] = frozenset()
     calibration: ClassVar[Calibration]  # the latency model's coefficients and batching style
     # the vision encoder's start-up profiling is in the memory accounting (else a note says so)
     models_vision_encoder: ClassVar[bool] = False
     # the engine's flag naming a YAML of further settings that win over its flags (read by
     # options_from_document); None: it has none
     options_file_flag: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "syntax"):
+            cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
 
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:

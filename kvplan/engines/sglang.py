@@ -16,12 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pydantic import Field
+
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
+from ..knobs import Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
 from ..specs import (
     Deployment,
+    EngineOptions,
     GpuSpec,
     ModelSpec,
     PlanLora,
@@ -46,9 +49,11 @@ from .base import (
     Engine,
     MemoryResult,
     batched_tokens_flag_value,
+    engine_options,
     knob_flags,
     memory_notes,
     memory_result,
+    option_flags,
 )
 
 NEWEST_MODELLED = "0.5.23"
@@ -184,20 +189,24 @@ class Defaults:
 
 
 def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: int,
-             chunked: int | None = None) -> Defaults:
+             chunked: int | None = None, graph_bs: int | None = None) -> Defaults:
     """The release's defaults for one GPU (nvidia-smi MiB): before 0.4.10 the TP table, 0.4.10 –
-    0.5.2 the GPU tiers, from 0.5.3 the reserved-memory formula (`default_mem_fraction`)."""
+    0.5.2 the GPU tiers, from 0.5.3 the reserved-memory formula (`default_mem_fraction`), which
+    reserves 2 MiB per decode graph batch size: a --cuda-graph-max-bs the user gives
+    (`graph_bs`) replaces the GPU's default there (sglang/srt/arg_groups/memory_hook.py
+    handle_gpu_memory_settings keeps a given max_bs; reserve_for_graph_mb adds max_bs × 2)."""
     if v < TIER_FROM:
         c = chunked or legacy_chunked_prefill(mem_mib)
-        return Defaults("sglang 0.4.x accounting", c, 8 if mem_mib < 25000 else 160,
+        return Defaults("sglang 0.4.x accounting", c,
+                        graph_bs or (8 if mem_mib < 25000 else 160),
                         legacy_mem_fraction(tp, m.vision is not None), False)
     if v < LEGACY_BEFORE:
         return Defaults("sglang 0.4.10–0.5.2 accounting", chunked or tier_chunked_prefill(mem_mib),
-                        tier_decode_graph_bs(mem_mib, tp),
+                        graph_bs or tier_decode_graph_bs(mem_mib, tp),
                         tier_mem_fraction(mem_mib, tp, pp, m.vision),
                         False)
     c = chunked or chunked_prefill_default(mem_mib)
-    bs = decode_graph_max_bs(mem_mib, tp)
+    bs = graph_bs or decode_graph_max_bs(mem_mib, tp)
     return Defaults(f"sglang {NEWEST_MODELLED} accounting", c, bs,
                     default_mem_fraction(mem_mib, tp, pp, c, bs, mla_view(m).mla is not None), True)
 
@@ -607,11 +616,26 @@ HICACHE_HOST_RESERVE_BYTES = 10 * GiB
 HICACHE_PAGE_SIZE = 1  # --page-size default; kvplan models SGLang's pool at page size 1
 
 
-def _hicache_knobs(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+class SglangOptions(EngineOptions):
+    """SGLang's own settings, resolved."""
+
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float = Field(2.0, gt=0, description="host/device pool tokens")
+    hicache_size: int = Field(0, ge=0, description="GB of host KV per GPU (0 = ratio)")
+    lora_paths: list[str] | None = Field(None, description="--lora-paths as given")
+    cuda_graph_max_bs: int | None = Field(None, description="--cuda-graph-max-bs as given")
+
+
+def opts(d: Deployment) -> SglangOptions:
+    return engine_options(d, SglangOptions)
+
+
+def _own_options(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
+    """The SglangOptions the user gave (--lora-paths is resolved with the other LoRA knobs)."""
     out: dict[str, Any] = {}
-    for key in ("enable_hierarchical_cache", "hicache_ratio", "hicache_size"):
+    for key in SglangOptions.model_fields:
         value = getattr(knobs, key)
-        if value is not None:
+        if key != "lora_paths" and value is not None:
             out[key] = value
             sources[key] = "cli"
     return out
@@ -635,7 +659,8 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
     device tokens, so max concurrency is unchanged."""
     problems: list[Problem] = []
     given = [k for k in ("hicache_ratio", "hicache_size") if dep.user_set(k)]
-    if not dep.enable_hierarchical_cache:
+    o = opts(dep)
+    if not o.enable_hierarchical_cache:
         if given:
             problems.append(Problem(
                 code="hicache-off", severity="warning",
@@ -649,7 +674,7 @@ def hicache_section(m: ModelSpec, dep: Deployment, res: SglangResult
             message="the hierarchical cache of a sliding-window or hybrid model keeps separate "
             "host pools kvplan does not model; the host tier is not shown"))
         return None, problems
-    per_gpu_tokens = hicache_tokens(res.tokens, res.cell_bytes, dep.hicache_ratio, dep.hicache_size)
+    per_gpu_tokens = hicache_tokens(res.tokens, res.cell_bytes, o.hicache_ratio, o.hicache_size)
     per_gpu_bytes = per_gpu_tokens * res.cell_bytes
     ranks = dep.tensor_parallel_size * dep.pipeline_parallel_size
     gpus = ranks * dep.data_parallel_size
@@ -891,7 +916,7 @@ def lora_section(dep: Deployment, pool: LoraPool | None) -> PlanLora | None:
     start (--lora-paths; more can be loaded at run time up to the cap)."""
     if pool is None:
         return None
-    cpu = dep.max_cpu_loras if dep.max_cpu_loras is not None else len(dep.lora_paths or [])
+    cpu = dep.max_cpu_loras if dep.max_cpu_loras is not None else len(opts(dep).lora_paths or [])
     return PlanLora(max_loras=dep.max_loras, max_lora_rank=dep.max_lora_rank, max_cpu_loras=cpu,
                     gpu_bytes=pool.gpu_bytes, adapter_bytes=pool.adapter_bytes,
                     host_bytes_per_worker=cpu * pool.adapter_bytes, modules=list(pool.modules))
@@ -902,8 +927,9 @@ def lora_flags(dep: Deployment) -> list[str]:
     if not dep.enable_lora:
         return []
     args = ["--enable-lora"]
-    if dep.lora_paths:
-        args += ["--lora-paths", *dep.lora_paths]
+    paths = opts(dep).lora_paths
+    if paths:
+        args += ["--lora-paths", *paths]
     if dep.user_set("max_loras"):
         args += ["--max-loras-per-batch", str(dep.max_loras)]
     if dep.user_set("max_lora_rank"):
@@ -931,6 +957,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--kv-cache-dtype": ("kv_cache_dtype", "str"),
     "--dtype": ("dtype", "str"), "--quantization": ("quantization", "str"),
     "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
+    "--cuda-graph-max-bs": ("cuda_graph_max_bs", "int"),
     "--max-total-tokens": ("max_total_tokens", "int"), "--revision": ("revision", "str"),
     **SPEC_CLI_FLAGS,
     "--enable-hierarchical-cache": ("enable_hierarchical_cache", "bool"),
@@ -980,13 +1007,7 @@ class SglangEngine(Engine):
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "max_total_tokens", "enable_lora", "max_loras", "max_lora_rank",
         "max_cpu_loras", "lora_paths", "lora_target_modules"))
-    unsupported = frozenset({"block_size", "enforce_eager", "kv_cache_memory_bytes",
-                             "enable_prefix_caching", "disable_hybrid_kv_cache_manager",
-                             "enable_expert_parallel", "usage_context", "max_input_tokens",
-                             "backend"}) | (FEATURE_KNOBS - {"speculative_config", "enable_lora",
-                                                           "max_loras", "max_lora_rank",
-                                                           "max_cpu_loras"}) | (
-                                TRTLLM_KNOBS - SGLANG_KNOBS)
+    settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)"}
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,
@@ -1004,7 +1025,7 @@ class SglangEngine(Engine):
                else dep.gpu_total_bytes // MiB)
         chunked = dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
         return defaults(parse_version(dep.engine_version), m, mem, dep.tensor_parallel_size,
-                        dep.pipeline_parallel_size, chunked)
+                        dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -1039,6 +1060,9 @@ class SglangEngine(Engine):
         for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
+        own = _own_options(knobs, sources)
+        lora = resolve_lora(knobs, sources)
+        paths = lora.pop("lora_paths", None)
         q = layout.quant
         dep = Deployment(
             engine=self.name, engine_version=version,
@@ -1049,7 +1073,7 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
-            **_hicache_knobs(knobs, sources), **resolve_lora(knobs, sources),
+            **lora, options=SglangOptions(**own, lora_paths=paths),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
             sources=sources)
@@ -1176,12 +1200,7 @@ class SglangEngine(Engine):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:
             args += [self.flags["quantization"], dep.quantization]
-        if dep.enable_hierarchical_cache:
-            args += ["--enable-hierarchical-cache"]
-        if dep.user_set("hicache_ratio"):
-            args += ["--hicache-ratio", f"{dep.hicache_ratio:g}"]
-        if dep.user_set("hicache_size"):
-            args += ["--hicache-size", str(dep.hicache_size)]
+        args += option_flags(dep, CLI_FLAGS)  # the SglangOptions the user gave
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
+from ..knobs import Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_heads_per_gpu
 from ..specs import (
@@ -511,12 +511,7 @@ class TgiEngine(Engine):
     flags = knob_flags(CLI_FLAGS, (
         "tensor_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
         "gpu_memory_utilization", "kv_cache_dtype", "dtype", "quantization", "max_input_tokens"))
-    unsupported = frozenset({"pipeline_parallel_size", "data_parallel_size", "block_size",
-                             "enforce_eager", "kv_cache_memory_bytes", "enable_prefix_caching",
-                             "disable_hybrid_kv_cache_manager", "enable_expert_parallel",
-                             "usage_context", "max_total_tokens", "backend"}) | (
-                                FEATURE_KNOBS - {"speculative_config"}) | SGLANG_KNOBS \
-        | TRTLLM_KNOBS
+    settings = {"speculative_config": "--speculate N (n-gram or the model's own heads)"}
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),

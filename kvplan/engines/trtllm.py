@@ -45,14 +45,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import Field
+
 from ..errors import InvalidInputError
-from ..knobs import FEATURE_KNOBS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout
+from ..knobs import Knobs, Layout
 from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
 from ..specs import (
     Deployment,
+    EngineOptions,
     GpuSpec,
     ModelSpec,
     Problem,
@@ -71,6 +74,7 @@ from .base import (
     Engine,
     MemoryResult,
     batched_tokens_flag_value,
+    engine_options,
     knob_flags,
     memory_notes,
     memory_result,
@@ -571,36 +575,14 @@ def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", 
 # ----------------------------------------------------------------------------- flags
 
 
-# Generic knob → trtllm-serve flag (tensorrt_llm/commands/serve.py @00209af: click options
+# trtllm-serve's flags (tensorrt_llm/commands/serve.py @00209af: click options
 # --tensor_parallel_size/--tp_size, --pipeline_parallel_size/--pp_size,
 # --moe_expert_parallel_size/--ep_size, --free_gpu_memory_fraction/
 # --kv_cache_free_gpu_memory_fraction, --max_batch_size, --max_num_tokens, --max_seq_len,
-# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code). The
-# first serve.py snapshot already spells --tp_size, --pp_size, --ep_size, --max_batch_size,
-# --max_num_tokens, --max_seq_len and --kv_cache_free_gpu_memory_fraction (default 0.9), but
-# has no --extra_llm_api_options: a YAML line needs a release that has it.
-KNOBS: dict[str, str] = {
-    "tensor_parallel_size": "--tp_size",
-    "pipeline_parallel_size": "--pp_size",
-    "expert_parallel_size": "--ep_size",
-    "max_model_len": "--max_seq_len",
-    "max_num_seqs": "--max_batch_size",
-    "max_num_batched_tokens": "--max_num_tokens",
-    "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
-}
-# Knobs set only through the --extra_llm_api_options YAML (llmapi/llm_args.py KvCacheConfig).
-YAML_KNOBS: dict[str, str] = {
-    "kv_cache_dtype": "kv_cache_config.dtype",
-    "kv_cache_max_tokens": "kv_cache_config.max_tokens",
-    "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
-    "block_size": "kv_cache_config.tokens_per_block",
-}
-# Generic knobs TensorRT-LLM has no equivalent for.
-UNSUPPORTED_KNOBS: frozenset[str] = frozenset({
-    "data_parallel_size", "enforce_eager", "kv_cache_memory_bytes", "quantization", "dtype",
-    "disable_hybrid_kv_cache_manager", "enable_expert_parallel", "usage_context",
-    "max_input_tokens",
-})
+# --max_beam_width, --backend, --config/--extra_llm_api_options, --trust_remote_code) are
+# CLI_FLAGS below. The first serve.py snapshot already spells --tp_size, --pp_size, --ep_size,
+# --max_batch_size, --max_num_tokens, --max_seq_len and --kv_cache_free_gpu_memory_fraction
+# (default 0.9), but has no --extra_llm_api_options: a YAML line needs a release that has it.
 
 
 def _fmt(x: float) -> str:
@@ -763,18 +745,34 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
 }
+# Knobs the --extra_llm_api_options YAML sets (llmapi/llm_args.py KvCacheConfig,
+# DecodingBaseConfig, LoraConfig): knob → its dotted field there (FLAGS prefers a flag).
+SETTINGS: dict[str, str] = {
+    **yaml_knob_fields(), "speculative_config": "speculative_config",
+    **{k: f"lora_config.{k}" for k in ("max_loras", "max_lora_rank", "max_cpu_loras",
+                                       "lora_target_modules")},
+    "enable_lora": "lora_config"}
 # generic knob → trtllm-serve's flag where it has one, else the options YAML's dotted field
 FLAGS = knob_flags(CLI_FLAGS, (
     "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
     "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
-    "block_size", "enable_prefix_caching", "backend"), settings=yaml_knob_fields())
+    "block_size", "enable_prefix_caching", "backend"), settings=SETTINGS)
 # the launch line's other flags, from the same table
 LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
 # ----------------------------------------------------------------------------- features
 # Speculative decoding, LoRA and the host KV cache (engines/trtllm_features.py, docs/features.md).
 
-TRTLLM_FEATURE_KNOBS = frozenset({"speculative_config", "enable_lora", "max_loras",
-                                  "max_lora_rank", "max_cpu_loras"})
+
+class TrtllmOptions(EngineOptions):
+    """TensorRT-LLM's own settings, resolved."""
+
+    backend: Literal["pytorch", "tensorrt"] = Field(description="the runtime")
+    host_cache_size: int = Field(0, ge=0, description="kv_cache_config.host_cache_size: bytes "
+                                 "of host KV per GPU (0 = none)")
+
+
+def opts(d: Deployment) -> TrtllmOptions:
+    return engine_options(d, TrtllmOptions)
 
 
 def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[str, Any]:
@@ -796,7 +794,6 @@ def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
     if knobs.host_cache_size:
         sources["host_cache_size"] = "cli"
-        out["host_cache_size"] = knobs.host_cache_size
     return out
 
 
@@ -898,7 +895,7 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
                       for rng in pp_layer_ranges(m.num_layers, pp)]
             extra = [e + c.device_bytes for e, c in zip(extra, caches, strict=True)]
             peft = max(caches, key=lambda c: c.device_bytes)
-    if dep.host_cache_size and not dep.enable_prefix_caching:
+    if opts(dep).host_cache_size and not dep.enable_prefix_caching:
         problems.append(Problem(
             code="host-cache-without-reuse", severity="info",
             message="kv_cache_config.host_cache_size holds blocks offloaded for reuse; with "
@@ -941,10 +938,10 @@ def host_cache_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) ->
     hostCacheSize as its secondary pool)."""
     from ..specs import PlanOffload
 
-    if not dep.host_cache_size:
+    if not opts(dep).host_cache_size:
         return None
     bpt = r.bytes_per_token - max(feat.draft_bytes_per_token)
-    blocks = F.secondary_blocks(dep.host_cache_size, bpt, r.block_size)
+    blocks = F.secondary_blocks(opts(dep).host_cache_size, bpt, r.block_size)
     per_worker = blocks * r.block_size * bpt
     tokens = blocks * r.block_size
     return PlanOffload(backend="trtllm-host-cache",
@@ -969,10 +966,9 @@ class TrtllmEngine(Engine):
     newest_version = NEWEST_MODELLED
     # flags where trtllm-serve has one, else the --extra_llm_api_options YAML field
     flags = FLAGS
-    # speculative_config and LoRA are modelled (engines/trtllm_features.py, docs/features.md);
-    # vLLM's KV offloading and multimodal limits are not TensorRT-LLM settings
-    unsupported = (UNSUPPORTED_KNOBS | (FEATURE_KNOBS - TRTLLM_FEATURE_KNOBS)
-                   | (SGLANG_KNOBS - TRTLLM_KNOBS))
+    # speculative_config, LoRA and the host KV cache are modelled (engines/trtllm_features.py,
+    # docs/features.md) and set in the options YAML
+    settings = SETTINGS
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
@@ -1027,12 +1023,13 @@ class TrtllmEngine(Engine):
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=fraction,
             block_size=knobs.block_size or d.tokens_per_block,
             enable_prefix_caching=knobs.enable_prefix_caching is not False,
-            backend="pytorch" if runtime == "pytorch" else "tensorrt",
+            options=TrtllmOptions(backend="pytorch" if runtime == "pytorch" else "tensorrt",
+                                  host_cache_size=knobs.host_cache_size or 0),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, sources=sources)
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
-        runtime = runtime_for(dep.engine_version, dep.backend)
+        runtime = runtime_for(dep.engine_version, opts(dep).backend)
         era = select_era(dep.engine_version, runtime)[0]
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         seq = int(dep.max_model_len or 0)
@@ -1145,9 +1142,9 @@ class TrtllmEngine(Engine):
             tokens_per_block=dep.block_size if dep.user_set("block_size") else None,
             enable_block_reuse=False if dep.user_set("enable_prefix_caching")
             and not dep.enable_prefix_caching else None,
-            backend_flag=dep.user_set("backend") and dep.backend == "pytorch",
-            host_cache_size=dep.host_cache_size or None, sections=feature_sections(dep))
-        if dep.user_set("backend") and dep.backend == "tensorrt":
+            backend_flag=dep.user_set("backend") and opts(dep).backend == "pytorch",
+            host_cache_size=opts(dep).host_cache_size or None, sections=feature_sections(dep))
+        if dep.user_set("backend") and opts(dep).backend == "tensorrt":
             line += f" {FLAGS['backend']} tensorrt"
         if revision:
             line += f" {LAUNCH_FLAGS['revision']} " + shlex.quote(revision)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from pydantic import Field
+
 from ..errors import InvalidInputError
-from ..knobs import LORA_RANKS, SGLANG_KNOBS, TRTLLM_KNOBS, Knobs, Layout, parse_mm_limits
+from ..knobs import Knobs, Layout, parse_mm_limits
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -40,6 +42,7 @@ from ..model.weights import (
 )
 from ..specs import (
     Deployment,
+    EngineOptions,
     GpuSpec,
     ModelSpec,
     PlanLora,
@@ -65,9 +68,11 @@ from .base import (
     Engine,
     MemoryResult,
     batched_tokens_flag_value,
+    engine_options,
     knob_flags,
     memory_notes,
     memory_result,
+    option_flags,
 )
 
 # ------------------------------------------------------------------------ eras
@@ -564,6 +569,9 @@ def resolve_speculative(m: ModelSpec, knobs: Any, era: Era,
     return sc.model_copy(update={"num_speculative_tokens": k})
 
 
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vllm/config/lora.py MaxLoRARanks
+
+
 def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
     """--enable-lora with vLLM's defaults (vllm/config/lora.py): max_loras 1,
     max_lora_rank 16, max_cpu_loras = max_loras (and never below it). Without --enable-lora
@@ -586,6 +594,21 @@ def resolve_lora(knobs: Any, sources: dict[str, Source]) -> dict[str, Any]:
         raise InvalidInputError(f"--max-cpu-loras {values['max_cpu_loras']} is below --max-loras "
                                 f"{loras}", hint="vLLM requires max_cpu_loras ≥ max_loras")
     return values
+
+
+class VllmOptions(EngineOptions):
+    """vLLM's own settings, resolved."""
+
+    usage_context: Literal["serve", "llm"] = "serve"
+    limit_mm_per_prompt: dict[str, int] | None = Field(
+        None, description="vLLM --limit-mm-per-prompt: items per prompt by modality (None: the "
+        "engine default)")
+    kv_offloading_size: float | None = Field(None, gt=0, description="GiB, whole deployment")
+    kv_offloading_backend: str | None = None
+
+
+def opts(d: Deployment) -> VllmOptions:
+    return engine_options(d, VllmOptions)
 
 
 def resolve_offload(knobs: Any, era: Era, sources: dict[str, Source]) -> dict[str, Any]:
@@ -632,13 +655,14 @@ def offload_section(d: Deployment, res: VllmResult) -> PlanOffload | None:
     its TP × PP workers; each worker's CPU blocks = its bytes // the GPU bytes per block
     (vllm/config/vllm.py: cpu_bytes_to_use = size × 2^30; vllm/v1/kv_offload/cpu/spec.py:
     num_cpu_blocks = cpu bytes // bytes per offloaded block, block_size_factor 1)."""
-    if d.kv_offloading_size is None:
+    o = opts(d)
+    if o.kv_offloading_size is None:
         return None
-    per_replica = int(d.kv_offloading_size * GiB)
+    per_replica = int(o.kv_offloading_size * GiB)
     per_worker = per_replica // (d.tensor_parallel_size * d.pipeline_parallel_size)
     blocks = per_worker // res.worst.bytes_per_block
     tokens = blocks * res.worst.layout.block_size
-    return PlanOffload(backend=d.kv_offloading_backend or "native",
+    return PlanOffload(backend=o.kv_offloading_backend or "native",
                        host_bytes=per_replica * d.data_parallel_size,
                        host_bytes_per_worker=per_worker, cpu_blocks=blocks, cpu_tokens=tokens,
                        effective_cached_tokens=res.tokens + tokens)
@@ -666,7 +690,7 @@ def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
             code="lora-partly-modelled", severity="warning",
             message=f"LoRA slots for {', '.join(skipped)} are not modelled; the LoRA memory shown "
             "covers the dense attention and MLP projections only"))
-    if d.kv_offloading_size is not None and d.kv_offloading_backend == "lmcache":
+    if opts(d).kv_offloading_size is not None and opts(d).kv_offloading_backend == "lmcache":
         out.append(Problem(
             code="lmcache-capacity", severity="info",
             message="with the lmcache backend LMCache owns the host pool (its own chunking and "
@@ -686,7 +710,7 @@ MM_EXPANDED_OUTPUTS = ((0, 11, 0), (0, 12, 0))
 
 def mm_image_limit(d: Deployment) -> int:
     """Images per prompt vLLM accepts: --limit-mm-per-prompt's "image" count, else 999 (V1)."""
-    given = d.limit_mm_per_prompt or {}
+    given = opts(d).limit_mm_per_prompt or {}
     return given.get("image", DEFAULT_LIMIT_V1)
 
 
@@ -709,7 +733,8 @@ def mm_section(m: ModelSpec, d: Deployment, mm: EncoderProfile | None) -> PlanMu
         return None
     return PlanMultimodal(
         modality="image", limit_per_prompt=mm.limit_per_prompt,
-        limit_source="cli" if "image" in (d.limit_mm_per_prompt or {}) else "engine-default",
+        limit_source="cli" if "image" in (opts(d).limit_mm_per_prompt or {})
+        else "engine-default",
         max_tokens_per_item=mm.max_tokens_per_item, embeds_per_item=mm.embeds_per_item,
         encoder_budget_tokens=mm.encoder_budget_tokens, profile_items=mm.items,
         profile_bytes=mm.held_bytes, images_per_request=0, image_tokens_per_request=0)
@@ -731,7 +756,7 @@ def mm_problems(m: ModelSpec, d: Deployment, era: Era, mm: EncoderProfile | None
                         message="--limit-mm-per-prompt image 0: vLLM skips the image encoder's "
                         "profiling and encoder cache; requests with images are refused")]
     out = []
-    if d.limit_mm_per_prompt is None or "image" not in d.limit_mm_per_prompt:
+    if "image" not in (opts(d).limit_mm_per_prompt or {}):
         out.append(Problem(
             code="mm-limit-unset", severity="warning",
             message=f"{m.id} takes images and --limit-mm-per-prompt is unset: vLLM's default "
@@ -820,8 +845,8 @@ class VllmEngine(Engine):
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
-    unsupported = (frozenset({"max_input_tokens", "max_total_tokens", "backend"}) | SGLANG_KNOBS
-                   | TRTLLM_KNOBS)
+    # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
+    settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
@@ -942,8 +967,9 @@ class VllmEngine(Engine):
             other_processes_bytes=layout.other_processes_bytes,
             enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
-            usage_context=usage, speculative_config=spec, **lora, **offload,
-            limit_mm_per_prompt=knobs.limit_mm_per_prompt, sources=sources)
+            speculative_config=spec, **lora, sources=sources,
+            options=VllmOptions(usage_context=usage, **offload,
+                                limit_mm_per_prompt=knobs.limit_mm_per_prompt))
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         era = era_of(dep)
@@ -1000,7 +1026,7 @@ class VllmEngine(Engine):
 
     def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return batch_defaults(dep.gpu_total_bytes, gpu.device_name, era_of(dep),
-                              dep.usage_context)[1]
+                              opts(dep).usage_context)[1]
 
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
@@ -1066,11 +1092,8 @@ def feature_flags(dep: Deployment) -> list[str]:
         for key in ("max_loras", "max_lora_rank", "max_cpu_loras"):
             if dep.user_set(key):
                 args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
-    if dep.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
+    o = opts(dep)
+    if o.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
         args += ["--limit-mm-per-prompt",
-                 json.dumps(dep.limit_mm_per_prompt, separators=(",", ":"))]
-    if dep.kv_offloading_size is not None:
-        args += ["--kv-offloading-size", f"{dep.kv_offloading_size:g}"]
-        if dep.user_set("kv_offloading_backend"):
-            args += ["--kv-offloading-backend", str(dep.kv_offloading_backend)]
-    return args
+                 json.dumps(o.limit_mm_per_prompt, separators=(",", ":"))]
+    return args + option_flags(dep, CLI_FLAGS)  # KV offloading

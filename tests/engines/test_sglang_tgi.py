@@ -66,6 +66,21 @@ def test_sglang_version_picks_the_rule():
     assert p.inputs["gpu_memory_utilization"].value == 0.874
 
 
+def test_sglang_cuda_graph_max_bs_sets_the_graph_reserve():
+    """--cuda-graph-max-bs (sglang/srt/arg_groups/memory_hook.py, 0.5.23: a given decode max_bs
+    is kept, and reserve_for_graph_mb reserves max_bs × 2 MiB). By hand, H100 TP1 (81,559 MiB):
+    the default 256 reserves 13,904 MiB (§2) → 0.830; 32 reserves 13,904 − 2 × (256 − 32) =
+    13,456 MiB → round(68,103 / 81,559, 3) = 0.835."""
+    p = plan(LLAMA, "h100", engine="sglang", cuda_graph_max_bs=32)
+    assert p.inputs["gpu_memory_utilization"].value == 0.835
+    assert p.command.endswith("--mem-fraction-static 0.835 --cuda-graph-max-bs 32")
+    default = plan(LLAMA, "h100", engine="sglang")
+    assert default.inputs["gpu_memory_utilization"].value == 0.830
+    assert p.memory.cudagraph_bytes < default.memory.cudagraph_bytes  # fewer decode graphs
+    with pytest.raises(InvalidInputError, match="--cuda-graph-max-bs is not a setting vLLM has"):
+        plan(LLAMA, "h100", cuda_graph_max_bs=32)
+
+
 def test_sglang_llama_8b_h100_pool_is_about_411k_tokens():
     """§2 example: KV = f × free_before_load − weights; free_before = total − 0.59 GiB context;
     131,072 B per token → ≈411K tokens."""

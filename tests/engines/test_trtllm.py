@@ -296,10 +296,12 @@ def test_launch_command_with_yaml_round_trips():
 
 
 def test_flag_table():
-    assert trtllm.KNOBS["gpu_memory_utilization"] == "--kv_cache_free_gpu_memory_fraction"
-    assert trtllm.KNOBS["max_num_seqs"] == "--max_batch_size"
-    assert "enforce_eager" in trtllm.UNSUPPORTED_KNOBS
-    assert not set(trtllm.KNOBS) & trtllm.UNSUPPORTED_KNOBS
+    assert trtllm.FLAGS["gpu_memory_utilization"] == "--kv_cache_free_gpu_memory_fraction"
+    assert trtllm.FLAGS["max_num_seqs"] == "--max_batch_size"
+    assert trtllm.FLAGS["block_size"] == "kv_cache_config.tokens_per_block"  # YAML only
+    eng = trtllm.TrtllmEngine()
+    assert "enforce_eager" in eng.unsupported
+    assert not set(trtllm.FLAGS) & eng.unsupported
 
 
 def test_parse_yaml_fields():
