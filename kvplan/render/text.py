@@ -240,12 +240,17 @@ def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
         rows.append((label, ["—" if getattr(p.recommendations, name).value is None
                              else f"{getattr(p.recommendations, name).value:,g}"
                              for p in plans]))
+    return rows + _rec_tp_row(plans)
+
+
+def _rec_tp_row(plans: list[Plan]) -> list[tuple[str, list[str]]]:
+    """A "rec. TP" row when some column's TP leaves no KV cache: its rec. rows (and serve
+    line) are at the TP recommended there, and the row says which."""
     moved = [p.recommendations.tensor_parallel_size.value for p in plans]
-    if any(v and v != p.inputs["tensor_parallel_size"].value for v, p in zip(moved, plans,
-                                                                             strict=True)):
-        # a column whose TP leaves no KV cache: its rec. rows (and serve line) are at this TP
-        rows.append(("rec. TP", ["—" if v is None else f"{v:g}" for v in moved]))
-    return rows
+    if not any(v and v != p.inputs["tensor_parallel_size"].value
+               for v, p in zip(moved, plans, strict=True)):
+        return []
+    return [("rec. TP", ["—" if v is None else f"{v:g}" for v in moved])]
 
 
 def _compare_notes(plans: list[Plan], console: Console) -> None:
