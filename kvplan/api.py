@@ -125,6 +125,10 @@ class ReportData:
 
 # The engine-generic knobs every engine of the report's comparison gets.
 _COMPARE_KNOBS = ("tensor_parallel_size", "max_model_len", "kv_cache_dtype", "gpu_memory_gib")
+# The knobs a sweep varies itself (it refuses them as fixed knobs); gpu_memory_gib overrides one
+# device's total, so it does not carry to the sweep's other GPUs either.
+_SWEPT_KNOBS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                "quantization", "kv_cache_dtype", "gpu_memory_gib")
 
 
 def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
@@ -164,9 +168,15 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
             not_planned.append((name, e.message))
     swept = None
     if with_sweep:
+        # the same knobs as the plan, less what the sweep explores itself (the layout, and the
+        # weight and KV formats, which it takes as one-item lists), so its row for the reviewed
+        # deployment is that very plan
+        fixed = {k: v for k, v in knobs.items() if k not in _SWEPT_KNOBS}
         try:
             swept = sweep(m, engine=engine, workload=workload, token=token, offline=offline,
-                          max_model_len=knobs.get("max_model_len"))
+                          engine_version=engine_version,
+                          quantization=[knobs.get("quantization")],
+                          kv_cache_dtype=[knobs.get("kv_cache_dtype")], **fixed)
         except KvplanError:
             swept = None
     return ReportData(plan=main, curve=curve, curve_source=how, compare=tuple(compare),

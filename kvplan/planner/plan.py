@@ -133,6 +133,10 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
+    if planned.tensor_parallel_size != dep.tensor_parallel_size:
+        # nothing fits at the given TP: figures of the TP the serve line moves to would describe
+        # another deployment than this plan's (its GPUs, KV cache and cost)
+        performance = None
     return Plan(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
@@ -658,7 +662,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     tokens = None
     if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
         engine_seqs, tokens, problems = _size_for_slos(s, rec, w, n, bound, engine_seqs, acc)
-    concurrency = w.target_concurrency or min(bound, engine_seqs)
+    # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
+    concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
     if tokens and tokens != dep.max_num_batched_tokens:
         got = s.attempt(max_num_batched_tokens=tokens)
         if got:

@@ -419,9 +419,10 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         notes.append("prices are kvplan's bundled defaults (on-demand list prices with source "
                      "and date, gpu_specs/prices.csv); pass --prices FILE for your own")
     ranking = ("meets the target first; then $/M output tokens, $/hour, fewer GPUs, more "
-               "headroom" if latency else
+               "headroom; misses by how far they miss (latency ÷ SLO, requests short)"
+               if latency else
                "meets the target first; then $/hour, fewer GPUs, more headroom; misses by "
-               "headroom, then the KV shortfall")
+               "how far they miss, headroom, then the KV shortfall")
     return SweepResult(model=m.id, target=target, latency_model=latency, ranking=ranking,
                        notes=notes, candidates=total, options=options, pruned=pruned)
 
@@ -545,7 +546,8 @@ def _num(obj: object, name: str) -> float | None:
 def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
     """Options that meet the target first, cheapest first ($/M output tokens when a latency
     model gives throughput, else $/hour; unpriced last), then fewer GPUs and more headroom.
-    Misses follow, closest first (most headroom). Pareto flags among the priced meeting ones."""
+    Misses follow, closest first: those that fit before those that do not, then by how far they
+    miss (miss_factor), then most headroom. Pareto flags among the priced meeting ones."""
     inf = math.inf
 
     def key(o: Option) -> tuple:
@@ -555,13 +557,31 @@ def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
                     inf if o.price_per_hour is None else o.price_per_hour,
                     o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
         memory_miss = bool(o.misses_of(MissKind.MEMORY))
-        return (1, memory_miss, -o.headroom, -o.plan.memory.kv_cache_bytes,
+        return (1, not o.plan.fits, miss_factor(o), memory_miss, -o.headroom,
+                -o.plan.memory.kv_cache_bytes,
                 inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
 
     ordered = sorted(options, key=key)
     pareto_set = set(map(id, pareto(ordered, latency)))
     return [o.model_copy(update={"rank": i, "pareto": id(o) in pareto_set})
             for i, o in enumerate(ordered, 1)]
+
+
+def miss_factor(o: Option) -> float:
+    """How far an option that fits misses its target, as one factor ≥ 1 (the worst of): each
+    latency figure ÷ its SLO, and the requests the target needs ÷ those the KV cache holds.
+    1 when it misses on nothing measurable (e.g. only a planner note)."""
+    t = o.plan.workload
+    factors = [got / limit for got, limit in ((o.ttft_ms, t.slo_ttft_ms),
+                                              (o.tpot_ms, t.slo_tpot_ms))
+               if got is not None and limit]
+    if o.misses_of(MissKind.MEMORY) and 0 < o.headroom < 1:
+        factors.append(1 / o.headroom)
+    seqs = o.plan.recommendations.max_num_seqs.value
+    n = t.target_concurrency
+    if n and seqs and o.misses_of(MissKind.SLO) and seqs < n:  # the SLOs cap the batch below n
+        factors.append(n / seqs)
+    return max([1.0, *factors])
 
 
 def pareto(options: Sequence[Option], latency: bool = False) -> list[Option]:

@@ -58,26 +58,43 @@ class SweepOption:
 
 def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[SweepOption]:
     """The best `top` options of a finished sweep as report rows; headroom is the KV memory per
-    GPU beyond what the target needs; the row matching `chosen` is marked."""
+    GPU beyond what the target needs. The row of the reviewed deployment (same GPU, engine,
+    layout and formats) is marked; when the sweep's best rows do not hold it, it is added from
+    the reviewed plan itself, so the section never shows another deployment as the chosen one."""
     def same(o: Option) -> bool:
-        return (o.gpu == chosen.gpu.id and o.engine == chosen.engine.name
-                and o.count == chosen.gpu.count)
+        return _deployment(o.plan) == _deployment(chosen)
 
     picked = list(result.options[:top])
+    out = [_sweep_row(o.plan, o.meets_target, o.price_per_hour, chosen=same(o)) for o in picked]
     if not any(same(o) for o in picked):  # the reviewed deployment, for comparison
-        picked += [o for o in result.options if same(o)][:1]
-    out = []
-    for o in picked:
-        p = o.plan
-        per_request = (p.workload.avg_input_tokens or 0) + (p.workload.avg_output_tokens or 0)
-        need_tokens = (p.workload.target_concurrency or 1) * (
-            per_request or int(p.inputs["max_model_len"].value or 0))
-        spare = max(0, p.kv_cache.tokens - need_tokens) * p.kv_cache.bytes_per_token
-        out.append(SweepOption(
-            label=f"{o.count} × {o.gpu} TP{o.tensor_parallel_size}×PP{o.pipeline_parallel_size} "
-            f"{o.engine}", fits=o.meets_target, cost_per_hour=o.price_per_hour,
-            headroom_bytes=spare, kv_tokens=p.kv_cache.tokens, command=p.command, chosen=same(o)))
+        mine = next((o for o in result.options if same(o)), None)
+        out.append(_sweep_row(chosen, chosen.fits, _cost_per_hour(chosen), chosen=True)
+                   if mine is None else
+                   _sweep_row(mine.plan, mine.meets_target, mine.price_per_hour, chosen=True))
     return out
+
+
+def _deployment(p: Plan) -> tuple[object, ...]:
+    """What names one deployment in a sweep: GPU, engine, layout and the formats planned."""
+    return (p.gpu.id, p.engine.name, p.gpu.count,
+            *(p.inputs[k].value if k in p.inputs else None
+              for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                        "kv_cache_dtype")), p.model.quantization, p.model.dtype)
+
+
+def _cost_per_hour(p: Plan) -> float | None:
+    return None if p.performance is None else p.performance.cost_per_hour
+
+
+def _sweep_row(p: Plan, fits: bool, cost_per_hour: float | None, *, chosen: bool) -> SweepOption:
+    per_request = (p.workload.avg_input_tokens or 0) + (p.workload.avg_output_tokens or 0)
+    need_tokens = (p.workload.target_concurrency or 1) * (
+        per_request or int(p.inputs["max_model_len"].value or 0))
+    spare = max(0, p.kv_cache.tokens - need_tokens) * p.kv_cache.bytes_per_token
+    tp, pp = (p.inputs[k].value for k in ("tensor_parallel_size", "pipeline_parallel_size"))
+    return SweepOption(label=f"{p.gpu.count} × {p.gpu.id} TP{tp}×PP{pp} {p.engine.name}",
+                       fits=fits, cost_per_hour=cost_per_hour, headroom_bytes=spare,
+                       kv_tokens=p.kv_cache.tokens, command=p.command, chosen=chosen)
 
 
 @dataclass(frozen=True)
@@ -259,6 +276,10 @@ def _verdict_detail(p: Plan) -> str:
                  if rec.value and rec.value != tp else "")
         if shortfall(p):
             return f"the budget falls {gib(shortfall(p))} per GPU short of the KV cache{other}"
+        errors = [pr.message for pr in p.problems if pr.severity == "error"]
+        length = p.inputs["max_model_len"].value
+        if errors and isinstance(length, int) and kv.max_model_len_fit >= length:
+            return errors[0] + other  # one request fits: the plan's own error says what does not
         return (f"one {_num(p.inputs['max_model_len'].value)}-token request does not fit in the "
                 f"KV cache ({kv.tokens:,} tokens); the largest {knob(p, 'max_model_len')} that "
                 f"fits is {kv.max_model_len_fit:,}{other}")

@@ -24,6 +24,15 @@ def _knob(plan: Plan, name: str) -> str:
     return flag.removeprefix("--").replace("-", "_") if flag else name
 
 
+def _seqs_head(plan: Plan) -> str:
+    """max_num_seqs: the recommended value (the one the performance figures run at) with the
+    planned input beside it when that differs, so the header never shows a number unexplained."""
+    given, rec = plan.inputs["max_num_seqs"], plan.recommendations.max_num_seqs.value
+    if rec is None or rec == given.value:
+        return f"{given.value}"
+    return f"{rec:g} (recommended; {given.source} {given.value})"
+
+
 def plan_table(plan: Plan, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -39,7 +48,7 @@ def plan_table(plan: Plan, console: Console) -> None:
         f"DP={d['data_parallel_size'].value}  dtype={plan.model.dtype}  "
         f"kv={d['kv_cache_dtype'].value}  "
         f"{_knob(plan, 'max_model_len')}={d['max_model_len'].value} "
-        f"({d['max_model_len'].source})  {_knob(plan, 'max_num_seqs')}={d['max_num_seqs'].value}  "
+        f"({d['max_model_len'].source})  {_knob(plan, 'max_num_seqs')}={_seqs_head(plan)}  "
         f"{_knob(plan, 'max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
     )
 
@@ -174,11 +183,11 @@ def performance_table(plan: Plan, console: Console) -> None:
     for col in ("concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s", "bound"):
         c.add_column(col, justify="right")
     for p in pf.by_concurrency:
-        miss = ((pf.slo_ttft_ms is not None and p.ttft_ms > pf.slo_ttft_ms)
-                or (pf.slo_tpot_ms is not None and p.tpot_ms > pf.slo_tpot_ms))
-        mark = " ✗" if miss else ""
-        c.add_row(f"{p.concurrency:,}", f"{p.running:,}", f"{p.ttft_ms:,.0f}",
-                  f"{p.tpot_ms:,.1f}{mark}", f"{p.output_tokens_per_s:,.0f}",
+        # each figure carries its own mark: the one that misses its target
+        ttft_mark = " ✗" if pf.slo_ttft_ms is not None and p.ttft_ms > pf.slo_ttft_ms else ""
+        tpot_mark = " ✗" if pf.slo_tpot_ms is not None and p.tpot_ms > pf.slo_tpot_ms else ""
+        c.add_row(f"{p.concurrency:,}", f"{p.running:,}", f"{p.ttft_ms:,.0f}{ttft_mark}",
+                  f"{p.tpot_ms:,.1f}{tpot_mark}", f"{p.output_tokens_per_s:,.0f}",
                   "prefill" if p.saturated else p.decode_bound)
     console.print(c)
     if pf.slo_ttft_ms or pf.slo_tpot_ms:
@@ -231,7 +240,17 @@ def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
         rows.append((label, ["—" if getattr(p.recommendations, name).value is None
                              else f"{getattr(p.recommendations, name).value:,g}"
                              for p in plans]))
-    return rows
+    return rows + _rec_tp_row(plans)
+
+
+def _rec_tp_row(plans: list[Plan]) -> list[tuple[str, list[str]]]:
+    """A "rec. TP" row when some column's TP leaves no KV cache: its rec. rows (and serve
+    line) are at the TP recommended there, and the row says which."""
+    moved = [p.recommendations.tensor_parallel_size.value for p in plans]
+    if not any(v and v != p.inputs["tensor_parallel_size"].value
+               for v, p in zip(moved, plans, strict=True)):
+        return []
+    return [("rec. TP", ["—" if v is None else f"{v:g}" for v in moved])]
 
 
 def _compare_notes(plans: list[Plan], console: Console) -> None:
