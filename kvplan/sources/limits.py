@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..errors import InvalidConfigError, InvalidInputError
@@ -39,25 +43,98 @@ MAX_VERSION_CHARS = 64
 MAX_HUB_TIMEOUT_S = 3600.0
 
 
+# ----------------------------------------------------------------- the boundary
+# One containment rule for every file kvplan opens on behalf of an input (deployment files,
+# policies, model and draft-model directories, option files, price files): its resolved real
+# path lies inside the boundary the user named, it is a regular file, it is size-capped and read
+# once. `kvplan check` names the boundary (the checked paths, `within`) for everything it reads;
+# a reader that knows a narrower folder (a model directory, a Hub cache repo) passes `root`.
+_BOUNDARY: ContextVar[tuple[Path, ...] | None] = ContextVar("kvplan_boundary", default=None)
+
+
+@contextmanager
+def within(roots: Iterable[Path]) -> Iterator[tuple[Path, ...]]:
+    """Every read_limited / open_regular inside this block must resolve into one of `roots`
+    (real paths) or kvplan's own bundled data (model_specs/, gpu_specs/); the innermost
+    boundary applies."""
+    from .catalog import data_dir
+
+    own = (data_dir("model_specs"), data_dir("gpu_specs"))
+    token = _BOUNDARY.set(tuple(r.resolve() for r in (*roots, *own)))
+    try:
+        yield _BOUNDARY.get() or ()
+    finally:
+        _BOUNDARY.reset(token)
+
+
+def inside_boundary(path: Path) -> bool:
+    """Whether `path` (symlinks resolved) lies inside the active boundary (True when none)."""
+    roots = _BOUNDARY.get()
+    if roots is None:
+        return True
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return any(real.is_relative_to(r) for r in roots)
+
+
+def _outside(path: Path, roots: tuple[Path, ...], what: str) -> InvalidConfigError:
+    shown = ", ".join(str(r) for r in roots[:3]) + (" …" if len(roots) > 3 else "")
+    return InvalidConfigError(f"the {what} resolves outside {shown}; kvplan reads only files "
+                              "inside the paths it was given", path=short(str(path), 200),
+                              hint="copy the file inside instead of naming or linking a path "
+                              "outside")
+
+
+def open_regular(path: Path, *, what: str = "file", root: Path | None = None,
+                 own: bool = False) -> int:
+    """A read-only descriptor of `path` under the containment rule: its real path inside `root`
+    when given, and inside the active boundary (`within`) when one is set — unless `own`: a
+    file kvplan located itself in its or huggingface_hub's cache, never one an input named (it
+    still has to lie inside `root`, the cache entry or repo folder); a regular file
+    (opened without blocking and without following a last symlink, so a FIFO, a device or a
+    link swapped in after the check is refused). Errors name the path, never its contents."""
+    where = short(str(path), 200)
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as e:
+        raise InvalidConfigError(f"cannot resolve: {getattr(e, 'strerror', None) or e}",
+                                 path=where) from None
+    if root is not None and not real.is_relative_to(root.resolve()):
+        raise _outside(path, (root.resolve(),), what)
+    roots = None if own else _BOUNDARY.get()
+    if roots is not None and not any(real.is_relative_to(r) for r in roots):
+        raise _outside(path, roots[:-2], what)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read: {e.strerror or e}", path=where) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidConfigError(f"not a regular file (a device, FIFO or directory); kvplan "
+                                     f"reads only regular files as a {what}", path=where)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_limited(path: Path, limit: int, *, what: str = "file",
-                 error: type[InvalidConfigError] | None = None) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes.
+                 root: Path | None = None, own: bool = False) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, under the containment rule
+    (open_regular: `root`, the active boundary).
 
     Opens without blocking (a FIFO named config.json does not hang), refuses anything that
     is not a regular file (/dev/zero, sockets, directories) and never reads more than
     limit + 1 bytes, whatever the file claims. Errors name the file and the limit."""
-    where = str(path)
+    where = short(str(path), 200)
+    fd = open_regular(path, what=what, root=root, own=own)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror or e}", path=where) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidConfigError(f"not a regular file (a device, FIFO or directory); kvplan "
-                                     f"reads only regular files as a {what}", path=where)
-        if st.st_size > limit:
-            raise InvalidConfigError(f"{st.st_size:,} bytes is over the {limit:,}-byte limit "
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise InvalidConfigError(f"{size:,} bytes is over the {limit:,}-byte limit "
                                      f"for a {what}", path=where,
                                      hint="is this the right file? kvplan reads only small "
                                      "text files")
@@ -77,8 +154,9 @@ def read_limited(path: Path, limit: int, *, what: str = "file",
         os.close(fd)
 
 
-def read_text_limited(path: Path, limit: int, *, what: str = "file") -> str:
-    data = read_limited(path, limit, what=what)
+def read_text_limited(path: Path, limit: int, *, what: str = "file",
+                      root: Path | None = None) -> str:
+    data = read_limited(path, limit, what=what, root=root)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -240,3 +318,54 @@ def check_flags(values: dict[str, object]) -> None:
         why = knob_error(knob, value)
         if why:
             raise InvalidInputError(f"--{knob.replace('_', '-')} {why}")
+
+
+def checked_roots(paths: Iterable[Path]) -> list[Path]:
+    """The boundary `kvplan check` reads inside: each checked directory (a checked file: its
+    folder), real path. A checked path that is itself a symlink out of the folder holding it
+    (`deploy -> /home/runner/.ssh`), or, named relative, resolves outside the working
+    directory, is refused: a pull request must not widen the boundary it is checked in."""
+    cwd = Path.cwd().resolve()
+    out = []
+    for path in paths:
+        try:
+            real = path.resolve()
+            holder = Path(os.path.normpath(path.absolute())).parent.resolve()
+        except (OSError, RuntimeError):
+            raise InvalidInputError(f"cannot resolve {short(str(path), 200)}") from None
+        relative_inside = not path.is_absolute() and ".." not in path.parts
+        if not real.is_relative_to(holder) or (relative_inside and not real.is_relative_to(cwd)):
+            raise InvalidInputError(f"{short(str(path), 200)} is a symlink out of the "
+                                    "directory it is in; kvplan check does not follow it",
+                                    hint="check the files themselves, not a link to them")
+        out.append(real if real.is_dir() else real.parent)
+    return out
+
+
+# ------------------------------------------------------------------ credentials
+# Credential-looking values in anything kvplan prints (a deployment file's command, its
+# unmodelled flags, messages): a flag or variable named like a secret keeps its name, loses
+# its value; Hugging Face (hf_…) and OpenAI-style (sk-…) tokens are replaced wherever they are.
+REDACTED = "***"
+_VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;}\]]+)"""
+_SECRET_NAME = r"(?:token|api[-_]?key|secret|password|passwd|credentials?)"
+_REDACT = (
+    # --hf-token X, --api-key=X, "--api-key", "X" (JSON argv), hf_token: X (YAML)
+    re.compile(rf"""(?i)(--?[\w.-]*{_SECRET_NAME}["']?(?:[ \t]*[=:][ \t]*|[ \t]+|["']?,[ \t]*))"""
+               rf"(?!--)({_VALUE})"),
+    # HF_TOKEN=X, OPENAI_API_KEY: X, "HUGGING_FACE_HUB_TOKEN": "X"
+    re.compile(rf"""(?i)(\b[\w.]*{_SECRET_NAME}["']?[ \t]*[=:][ \t]*)({_VALUE})"""),
+    # Authorization: Bearer X / Basic X
+    re.compile(rf"(?i)(\bauthorization[\"']?[ \t]*[=:][ \t]*[\"']?(?:bearer|basic|token)?[ \t]*)"
+               rf"({_VALUE})"),
+    re.compile(r"()(\bhf_[A-Za-z0-9]{16,}|\bsk-[A-Za-z0-9_-]{16,})"),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with credential-looking values replaced by ***: linear regexes, no input echoed
+    around them is changed."""
+    for pattern in _REDACT:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED
+                           else m.group(0), text)
+    return text
