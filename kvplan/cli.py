@@ -337,9 +337,9 @@ def sweep(model: str, **values: Any) -> None:
         fields = ", ".join("--" + str(err["loc"][0]).replace("_", "-") for err in e.errors())
         raise InvalidInputError(f"{fields} must be a positive integer") from None
     slo_tpot_ms, slo_ttft_ms, top = values["slo_tpot_ms"], values["slo_ttft_ms"], values["top"]
-    for name, v in (("--slo-tpot-ms", slo_tpot_ms), ("--slo-ttft-ms", slo_ttft_ms)):
-        if v is not None and not v > 0:
-            raise InvalidInputError(f"{name} must be a positive number of milliseconds, got {v:g}")
+    from .sources.limits import check_flags
+
+    check_flags({"slo_tpot_ms": slo_tpot_ms, "slo_ttft_ms": slo_ttft_ms})  # knob bounds: no inf
     if top < 1:
         raise InvalidInputError(f"--top must be at least 1, got {top}")
     gpu_list = None

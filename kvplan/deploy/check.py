@@ -21,7 +21,7 @@ from ..api import plan
 from ..engines import registry
 from ..errors import InvalidConfigError, InvalidInputError, KvplanError
 from ..knobs import KNOB_NAMES
-from ..sources.catalog import find_model_entry, resolve_gpu, resolve_model
+from ..sources.catalog import data_dir, find_model_entry, resolve_gpu, resolve_model
 from ..sources.limits import (
     MAX_POLICY_BYTES,
     checked_roots,
@@ -227,7 +227,7 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
         except InvalidInputError as e:
             rows.append(_error_row(str(given), 1, DeployParseError(str(given), 1, e.message,
                                                                    hint=e.hint), command=""))
-    with within(roots):
+    with within(roots, own=(data_dir("model_specs"), data_dir("gpu_specs"))):
         for path in expand_paths(named):
             templates = Templates(values=dict(sets))
             try:

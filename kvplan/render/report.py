@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -867,7 +868,9 @@ def _umask() -> int:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory and a rename, so a
-    failure never leaves a half-written report. Raises InvalidInputError naming the path."""
+    failure never leaves a half-written report; a target that exists and is not a regular file
+    (a FIFO, a device, a link to /proc/self/fd/1) is written directly, never replaced by a
+    file. Raises InvalidInputError naming the path."""
     from ..errors import InvalidInputError
 
     path = Path(path)
@@ -878,6 +881,18 @@ def write_atomic(path: Path, text: str) -> None:
     if not folder.is_dir():
         raise InvalidInputError(f"cannot write the report to {path}: no directory {folder}",
                                 hint="create the directory first")
+    try:
+        special = path.exists() and not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        special = False
+    if special:  # a FIFO, /dev/stdout (a link to /proc/self/fd/1), a terminal: write into it
+        try:
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+        except OSError as e:
+            raise InvalidInputError(f"cannot write the report to {path}: {e.strerror or e}",
+                                    hint="choose a writable location with -o") from None
+        return
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)

@@ -35,7 +35,11 @@ MAX_YAML_DEPTH = 100  # YAML nesting (Kubernetes manifests: < 20 levels)
 
 # ---------------------------------------------------------------- model shapes
 MAX_LAYERS = 1024  # num_hidden_layers (largest published: 126 layers)
-MAX_TENSORS = 1_000_000  # safetensors tensors per checkpoint (DeepSeek-V3: ~92 k)
+# safetensors tensors per checkpoint. The largest published: Kimi-K2's int4 checkpoints, ~210 k
+# (61 layers × 384 experts × 3 projections × weight_packed/weight_scale/weight_shape);
+# DeepSeek-V3 ~92 k. Each tensor costs ~30 µs and ~1 KiB from header to plan (allocator
+# replay), so 300 k is ~10 s and ~0.3 GiB: the documented 1,000,000 was 30 s and 0.8 GiB.
+MAX_TENSORS = 300_000
 MAX_TENSOR_DIMS = 8
 
 # ---------------------------------------------------------------------- inputs
@@ -49,34 +53,33 @@ MAX_HUB_TIMEOUT_S = 3600.0
 # path lies inside the boundary the user named, it is a regular file, it is size-capped and read
 # once. `kvplan check` names the boundary (the checked paths, `within`) for everything it reads;
 # a reader that knows a narrower folder (a model directory, a Hub cache repo) passes `root`.
-_BOUNDARY: ContextVar[tuple[Path, ...] | None] = ContextVar("kvplan_boundary", default=None)
+_BOUNDARY: ContextVar[tuple[tuple[Path, ...], tuple[Path, ...]] | None] = ContextVar(
+    "kvplan_boundary", default=None)  # (the roots an input named, kvplan's own data folders)
 
 
 @contextmanager
-def within(roots: Iterable[Path]) -> Iterator[tuple[Path, ...]]:
+def within(roots: Iterable[Path], *, own: Iterable[Path] = ()) -> Iterator[None]:
     """Every read_limited / open_regular inside this block must resolve into one of `roots`
-    (real paths) or kvplan's own bundled data (model_specs/, gpu_specs/); the innermost
+    (real paths) or `own` (kvplan's bundled data: model_specs/, gpu_specs/); the innermost
     boundary applies."""
-    from .catalog import data_dir
-
-    own = (data_dir("model_specs"), data_dir("gpu_specs"))
-    token = _BOUNDARY.set(tuple(r.resolve() for r in (*roots, *own)))
+    token = _BOUNDARY.set((tuple(r.resolve() for r in roots),
+                           tuple(r.resolve() for r in own)))
     try:
-        yield _BOUNDARY.get() or ()
+        yield
     finally:
         _BOUNDARY.reset(token)
 
 
 def inside_boundary(path: Path) -> bool:
     """Whether `path` (symlinks resolved) lies inside the active boundary (True when none)."""
-    roots = _BOUNDARY.get()
-    if roots is None:
+    bounds = _BOUNDARY.get()
+    if bounds is None:
         return True
     try:
         real = path.resolve()
     except (OSError, RuntimeError):
         return False
-    return any(real.is_relative_to(r) for r in roots)
+    return any(real.is_relative_to(r) for r in (*bounds[0], *bounds[1]))
 
 
 def _outside(path: Path, roots: tuple[Path, ...], what: str) -> InvalidConfigError:
@@ -103,9 +106,9 @@ def open_regular(path: Path, *, what: str = "file", root: Path | None = None,
                                  path=where) from None
     if root is not None and not real.is_relative_to(root.resolve()):
         raise _outside(path, (root.resolve(),), what)
-    roots = None if own else _BOUNDARY.get()
-    if roots is not None and not any(real.is_relative_to(r) for r in roots):
-        raise _outside(path, roots[:-2], what)
+    bounds = None if own else _BOUNDARY.get()
+    if bounds is not None and not any(real.is_relative_to(r) for r in (*bounds[0], *bounds[1])):
+        raise _outside(path, bounds[0], what)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(real, flags)
@@ -164,27 +167,25 @@ def read_text_limited(path: Path, limit: int, *, what: str = "file",
                                  path=str(path), hint=f"is this really a {what}?") from None
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+
+
 def json_depth_ok(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether the brackets of a JSON text nest at most `limit` deep (strings skipped); one
-    linear pass, so json.loads never recurses past the limit."""
-    depth, in_str, esc = 0, False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return False
-        elif ch in "]}":
-            depth -= 1
-    return True
+    """Whether the brackets of a JSON text nest at most `limit` deep (strings skipped), so
+    json.loads never recurses past the limit. In C-speed regex passes, not a Python loop over
+    every character (a 100 MiB safetensors header took 8 s that way): strings and everything
+    but brackets are dropped, then each pass removes the innermost pairs — `limit` passes leave
+    no pair exactly when the nesting is at most `limit`. Mismatched brackets are left for
+    json.loads to report; a run of more than `limit` unclosed openers is too deep."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(limit):
+        brackets, n = _INNERMOST.subn("", brackets)
+        if not n:
+            break
+    deep_open = re.search(rf"[\[{{]{{{limit + 1}}}", brackets)  # unclosed ones count too
+    return _INNERMOST.search(brackets) is None and deep_open is None
 
 
 def loads_json(text: str | bytes, *, where: str, field: str | None = None) -> object:

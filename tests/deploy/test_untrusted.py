@@ -186,3 +186,39 @@ def test_model_names_from_a_file_are_inert_in_markdown(capsys, repo, name):
     for md in (out, (repo / "r.md").read_text()):
         live = _outside_code_spans(md)
         assert "evil.example" in md and "evil.example" not in live, md
+
+
+# ----------------------------------------------------------------------- report output
+
+@pytest.mark.parametrize("via_link", [False, True])
+def test_report_into_a_fifo_writes_into_it(capsys, repo, via_link):
+    """`report -o /dev/stdout` (a link to /proc/self/fd/1) or a FIFO: the reader gets the
+    report, and the target is not replaced by a regular file."""
+    import threading
+
+    fifo = repo / "pipe"
+    os.mkfifo(fifo)
+    target = fifo
+    if via_link:
+        target = repo / "stdout"
+        target.symlink_to(fifo)
+    got: list[bytes] = []
+
+    def reader() -> None:
+        fd = os.open(fifo, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            got.append(f.read())
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    try:
+        code, _, err = run(capsys, "report", LLAMA, "--gpu", "h100", "-o", str(target),
+                           "--format", "md")
+    finally:
+        if t.is_alive() and not got:  # unblock the reader if kvplan never opened the FIFO
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(10)
+    assert code == 0, err
+    assert got and got[0].startswith(b"# Sizing report")
+    assert target.is_symlink() == via_link and os.path.exists(fifo)
+    assert not (repo / "pipe").is_file() and not (via_link and target.resolve().is_file())
