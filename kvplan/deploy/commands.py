@@ -35,6 +35,7 @@ from ..sources.limits import (
     MAX_DEPLOY_BYTES,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
+    inside,
     knob_error,
     read_text_limited,
 )
@@ -262,6 +263,9 @@ def read_options_file(engine: Engine, path: Path, *, within: Path | None = None)
     further settings). `within`: the file must resolve inside this directory
     (deployment files name paths relative to themselves; none may escape)."""
     shown = str(path)
+    if within is not None and not inside(path, within):
+        raise InvalidConfigError("the options file lies outside the deployment's directory",
+                                 path=shown, hint="keep it beside the deployment file")
     text = read_text_limited(path, MAX_OPTIONS_BYTES, what=f"{engine.options_file_flag} file",
                              root=within)
     return engine.options_from_document(load_yaml(text, path=shown), shown)

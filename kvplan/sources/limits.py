@@ -70,6 +70,14 @@ def within(roots: Iterable[Path], *, own: Iterable[Path] = ()) -> Iterator[None]
         _BOUNDARY.reset(token)
 
 
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path`, symlinks resolved, lies inside `root` (resolved too)."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
 def inside_boundary(path: Path) -> bool:
     """Whether `path` (symlinks resolved) lies inside the active boundary (True when none)."""
     bounds = _BOUNDARY.get()
