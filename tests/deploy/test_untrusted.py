@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from clirun import run
 from drafts import EAGLE3_CONFIG, write_config
+from hypothesis import given
+from hypothesis import strategies as st
 
 LLAMA = "meta-llama/Llama-3.1-8B"
 _OPENED: list[str] | None = None
@@ -222,3 +224,22 @@ def test_report_into_a_fifo_writes_into_it(capsys, repo, via_link):
     assert got and got[0].startswith(b"# Sizing report")
     assert target.is_symlink() == via_link and os.path.exists(fifo)
     assert not (repo / "pipe").is_file() and not (via_link and target.resolve().is_file())
+
+
+_SECRET = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.",
+                  min_size=12, max_size=40).filter(lambda s: not s.startswith("-"))
+_FORMS = ("--hf-token {s}", "--hf-token={s}", "--api-key {s}", "--api-key '{s}'",
+          'HF_TOKEN={s}', 'OPENAI_API_KEY: "{s}"', "Authorization: Bearer {s}",
+          '["--api-key", "{s}"]', "hf_{s}", "sk-{s}")
+
+
+@given(st.sampled_from(_FORMS), _SECRET, st.sampled_from(["", "vllm serve m ", "x\n"]),
+       st.sampled_from(["", " --max-num-seqs 8", "\n--tp 2"]))
+def test_redact_removes_every_credential_form(form, secret, before, after):
+    from kvplan.sources.limits import redact
+
+    if form.startswith(("hf_", "sk-")):  # token formats: letters and digits, 16 and more
+        secret = re.sub(r"[^A-Za-z0-9]", "", secret).ljust(16, "Z")
+    text = before + form.format(s=secret) + after
+    assert secret not in redact(text)
+    assert after.strip() in redact(text)

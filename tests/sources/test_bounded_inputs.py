@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from clirun import run
 from drafts import EAGLE3_CONFIG
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kvplan
 from kvplan.errors import InvalidConfigError, InvalidInputError
@@ -170,3 +172,24 @@ def test_a_header_over_the_affordable_tensor_count_is_refused():
 ])
 def test_json_depth_is_measured_without_a_loop_per_character(text, ok):
     assert json_depth_ok(text) is ok
+
+
+def _depth(node: object) -> int:
+    if isinstance(node, list):
+        return 1 + max((_depth(x) for x in node), default=0)
+    if isinstance(node, dict):
+        return 1 + max((_depth(x) for x in node.values()), default=0)
+    return 0
+
+
+_JSON = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}"\\ab,:', max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(alphabet='[]{}"\\ab', max_size=4), inner, max_size=3),
+    max_leaves=40)
+
+
+@given(_JSON, st.integers(min_value=1, max_value=8))
+def test_json_depth_matches_the_nesting_of_any_document(doc, limit):
+    """Against the depth of the structure itself (strings full of brackets and escapes)."""
+    assert json_depth_ok(json.dumps(doc), limit) is (_depth(doc) <= limit)
