@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from clirun import run
 from drafts import EAGLE3_CONFIG, write_config
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 LLAMA = "meta-llama/Llama-3.1-8B"
@@ -243,3 +243,86 @@ def test_redact_removes_every_credential_form(form, secret, before, after):
     text = before + form.format(s=secret) + after
     assert secret not in redact(text)
     assert after.strip() in redact(text)
+
+
+# ------------------------------------------------------------- the containment campaign
+# `pytest -m fuzz --hypothesis-profile=campaign` (.ci/run) runs a quarter of the profile's
+# inputs here (550, ~10 s); the README's pytest, 25. Each input: a repository beside an
+# `outside` folder that holds a draft, a model and a token; a deployment file naming models and
+# drafts inside, outside, by symlink, absolute, from the home folder; credentials in its flags;
+# checked as a file, a directory or a symlinked directory, from the repository or its parent,
+# in every format. Contract: 0 opens outside the boundary, 0 credentials in any output, exit
+# 0-3, no traceback.
+
+_REFS = ("{inside}", "../outside/model", "{outside}/model", "~/outside/model", "./link-out/model",
+         "meta-llama/Llama-3.1-8B", "./missing")
+_DRAFT_REFS = ("{inside}", "../outside/draft", "{outside}/draft", "./link-out/draft")
+_CAMPAIGN = settings(derandomize=True, deadline=None, database=None, print_blob=False,
+                     suppress_health_check=list(HealthCheck),
+                     max_examples=max(10, settings().max_examples // 4))
+
+
+def _line(engine: str, model: str, draft: str, secret: str) -> tuple[str, str | None]:
+    spec = ('{"model": "' + draft + '", "method": "eagle3", "num_speculative_tokens": 2}')
+    if engine == "vllm":
+        return (f"vllm serve {model} --speculative-config '{spec}' --api-key {secret}\n", None)
+    if engine == "sglang":
+        return (f"python -m sglang.launch_server --model-path {model} --speculative-algorithm "
+                f"EAGLE3 --speculative-draft-model-path {draft} --speculative-num-steps 2 "
+                f"--speculative-eagle-topk 1 --speculative-num-draft-tokens 3 --api-key {secret}\n",
+                None)
+    return (f"HF_TOKEN={secret} trtllm-serve {model} --extra_llm_api_options opts.yaml\n",
+            f"speculative_config:\n  decoding_type: Eagle\n  max_draft_len: 2\n"
+            f"  speculative_model_dir: {draft}\n")
+
+
+@pytest.mark.fuzz
+@_CAMPAIGN
+@given(engine=st.sampled_from(["vllm", "sglang", "trtllm"]), model=st.sampled_from(_REFS),
+       draft=st.sampled_from(_DRAFT_REFS), where=st.sampled_from([".", "run.sh", "linked"]),
+       from_parent=st.booleans(), fmt=st.sampled_from(["json", "github", "markdown", "table"]),
+       secret=st.sampled_from(["hf_SECRETabcdefghijklmnop", "sk-SECRETabcdefghijklmnop",
+                               "SECRETplain123"]))
+def test_check_campaign_reads_nothing_outside_and_echoes_no_secret(
+        capsys, engine, model, draft, where, from_parent, fmt, secret):
+    import tempfile
+
+    home = os.environ.get("HOME")
+    old = Path.cwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        outside = base / "outside"
+        outside.mkdir()
+        write_config(outside, "draft", EAGLE3_CONFIG)
+        write_config(outside, "model", {**EAGLE3_CONFIG, "model_type": "SECRETtype"})
+        (outside / "token").write_text(secret)
+        repo = base / "repo"
+        (repo / "models").mkdir(parents=True)
+        write_config(repo / "models", "inside", EAGLE3_CONFIG)
+        (repo / "link-out").symlink_to(outside)
+        inside = "./models/inside" if not from_parent else str(repo / "models" / "inside")
+        text, options = _line(engine, model.format(inside=inside, outside=outside),
+                              draft.format(inside=inside, outside=outside), secret)
+        (repo / "run.sh").write_text(text)
+        if options:
+            (repo / "opts.yaml").write_text(options)
+        if where == "linked":
+            (base / "elsewhere").symlink_to(repo)
+        target = {".": str(repo) if from_parent else ".", "run.sh": "run.sh",
+                  "linked": str(repo / "link-out")}[where]
+        if from_parent and where == "run.sh":
+            target = "repo/run.sh"
+        os.environ["HOME"] = str(base)  # ~/outside is the outside folder
+        os.chdir(base if from_parent else repo)
+        try:
+            with opens() as opened:
+                code, out, err = run(capsys, "check", target, "--gpu", "h100", "--format", fmt)
+        finally:
+            os.chdir(old)
+            if home is None:
+                os.environ.pop("HOME", None)
+            else:
+                os.environ["HOME"] = home
+        assert reads_under(opened, outside) == [], (text, target)
+        assert code in (0, 1, 2, 3) and "Traceback" not in err and "internal error" not in err
+        assert "SECRET" not in out + err, (text, out, err)
