@@ -1,9 +1,11 @@
 """Bounds on everything kvplan reads, so hostile input ends in exit 2, never a hang.
 
 `kvplan check` runs in CI on files from pull requests: every size, count and number read
-from a file, a flag or the environment is bounded here, and every file is read through
-`read_limited` (regular files only, never more than a limit). docs/reliability.md lists
-the limits and why they were chosen.
+from a file, a flag or the environment is bounded here, and every file kvplan opens on behalf
+of an input goes through one containment rule (`open_regular` / `read_limited`: real path
+inside the boundary the user named — `within`, or a reader's `root` — regular file, size-capped,
+read once). Credential-looking values are taken out of what is printed (`redact`).
+docs/reliability.md lists the limits and why they were chosen.
 """
 
 from __future__ import annotations
