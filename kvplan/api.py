@@ -47,8 +47,11 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.D
 def _price(gpu: GpuSpec, given: float | None) -> Price | None:
     """The user's price, else the catalogue's default for this GPU (with its source)."""
     if given is not None:
-        if not (0 < given < 10_000) or given != given:
-            raise InvalidInputError(f"--gpu-hour-price must be in (0, 10000) USD, got {given}")
+        from .sources.prices import price_error
+
+        why = price_error(given)
+        if why:
+            raise InvalidInputError(f"--gpu-hour-price {why}")
         return Price(gpu_id=gpu.id, usd_per_hour=given, source="--gpu-hour-price", default=False)
     from .sources.prices import default_prices
 
@@ -85,7 +88,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     bundled defaults. Other `knobs` as for plan(). Raises KvplanError for bad input; nothing
     meeting the target is a result (SweepResult.exit_code 1)."""
     from .planner.sweep import sweep as _sweep
-    from .sources.prices import default_prices, load_price_file
+    from .sources.prices import default_prices, load_price_file, price_error
 
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
@@ -94,8 +97,9 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     if isinstance(prices, Mapping):
         for ref, usd in prices.items():
             gid = resolve_gpu(ref).id
-            if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not usd > 0:
-                raise InvalidInputError(f"price for {ref!r} must be a positive number, got {usd!r}")
+            why = price_error(usd)
+            if why:
+                raise InvalidInputError(f"price for {ref!r}: {why}")
             table[gid] = Price(gpu_id=gid, usd_per_hour=float(usd), source="prices argument",
                                default=False)
     elif prices is not None:

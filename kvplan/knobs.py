@@ -296,8 +296,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        le=3_600_000, unit="ms"),
     _O("slo_tpot_ms", float, ("--slo-tpot-ms",), "latency target: time per output token, ms",
        gt=0, le=60_000, unit="ms"),
+    # every price, wherever it comes from (this flag, --prices files, sweep(prices=…)): a cent
+    # (the smallest amount the tables show) to US$ 10,000 per GPU-hour (no GPU rents for more;
+    # × 1,024 GPUs × 8,760 hours stays finite)
     _O("gpu_hour_price", float, ("--gpu-hour-price",), "USD per GPU-hour for cost figures "
-       "(default: the catalogue's)", unit="USD/GPU-hour"),
+       "(default: the catalogue's)", ge=0.01, le=10_000, unit="USD/GPU-hour"),
     _O("minimize_utilization", bool, ("--minimize-utilization",), "recommend the smallest "
        "--gpu-memory-utilization that holds --target-concurrency (default: keep the engine's "
        "default when it is enough)", default=False),

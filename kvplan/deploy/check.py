@@ -21,8 +21,15 @@ from ..api import plan
 from ..engines import registry
 from ..errors import InvalidConfigError, InvalidInputError, KvplanError
 from ..knobs import KNOB_NAMES
-from ..sources.catalog import find_model_entry, resolve_gpu, resolve_model
-from ..sources.limits import MAX_POLICY_BYTES, read_text_limited
+from ..sources.catalog import data_dir, find_model_entry, resolve_gpu, resolve_model
+from ..sources.limits import (
+    MAX_POLICY_BYTES,
+    checked_roots,
+    inside_boundary,
+    read_text_limited,
+    redact,
+    within,
+)
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
 from .commands import (
@@ -48,11 +55,13 @@ class Policy(BaseModel):
     gpu: str | None = Field(None, description="GPU for commands whose file does not say")
     engine_version: str | None = Field(
         None, description=f"{_DEFAULT_LABEL} version when the file does not say")
-    min_concurrency: float | None = Field(None, gt=0, description="requests at max_model_len")
+    min_concurrency: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                          description="requests at max_model_len")
     min_kv_tokens: int | None = Field(None, gt=0)
     min_headroom_gib: float | None = Field(
-        None, ge=0, description=f"GPU memory left outside {_DEFAULT_LABEL}'s budget")
-    max_gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+        None, ge=0, allow_inf_nan=False,
+        description=f"GPU memory left outside {_DEFAULT_LABEL}'s budget")
+    max_gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
     min_max_model_len: int | None = Field(None, gt=0)
     require_fp8_kv_cache: bool = False
 
@@ -93,14 +102,15 @@ class CheckReport(BaseModel):
 
 def load_policy(config: Path | None, cwd: Path) -> tuple[Policy, str | None]:
     """The policy file: `config` if given, else ./kvplan.toml, else [tool.kvplan] in
-    ./pyproject.toml. Returns (policy, where it came from)."""
+    ./pyproject.toml. Returns (policy, where it came from). The implicit files must resolve
+    inside `cwd` (a kvplan.toml linked out of the repository is refused, not read)."""
     candidates = [config] if config else [cwd / "kvplan.toml", cwd / "pyproject.toml"]
     for path in candidates:
         if path is None or not path.exists():
             if config:
                 raise InvalidConfigError("no such file", path=str(config))
             continue
-        data = _read_toml(path)
+        data = _read_toml(path, None if config else cwd)
         tool = data.get("tool")
         if path.name == "pyproject.toml":
             section = tool.get("kvplan") if isinstance(tool, dict) else None
@@ -120,14 +130,15 @@ def load_policy(config: Path | None, cwd: Path) -> tuple[Policy, str | None]:
     return Policy(), None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, root: Path | None) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
         # absent where Python has tomllib: mypy (python_version 3.10) looks here only
         import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
     try:
-        return tomllib.loads(read_text_limited(path, MAX_POLICY_BYTES, what="policy file"))
+        return tomllib.loads(read_text_limited(path, MAX_POLICY_BYTES, what="policy file",
+                                               root=root))
     except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise InvalidConfigError(f"not valid TOML ({e})", path=str(path)) from None
 
@@ -203,17 +214,31 @@ def expand_paths(paths: list[Path]) -> list[Path]:
 
 def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
                 offline: bool | None = None) -> CheckReport:
+    """Check every command in `paths`. The paths are the boundary (limits.within): nothing
+    outside them is read on behalf of a file — no model or draft-model directory, options
+    file or linked file — and credential-looking values never reach the report (redact)."""
     rows: list[CheckedDeployment] = []
-    for path in expand_paths(paths):
-        templates = Templates(values=dict(sets))
+    roots: list[Path] = []
+    named: list[Path] = []
+    for given in paths:
         try:
-            _refuse_outside_link(path)
-            found = find_commands(path, templates)
-        except DeployParseError as e:
-            rows.append(_error_row(e.file, e.line, e, command=""))
-            continue
-        rows += [_error_row(f.file, f.line, f.error, f.text) if f.error
-                 else _check_one(f, policy, offline) for f in found]
+            roots += checked_roots([given])
+            named.append(given)
+        except InvalidInputError as e:
+            rows.append(_error_row(str(given), 1, DeployParseError(str(given), 1, e.message,
+                                                                   hint=e.hint), command=""))
+    with within(roots, own=(data_dir("model_specs"), data_dir("gpu_specs"))):
+        for path in expand_paths(named):
+            templates = Templates(values=dict(sets))
+            try:
+                _refuse_outside_link(path)
+                found = find_commands(path, templates)
+            except DeployParseError as e:
+                rows.append(_error_row(e.file, e.line, e, command=""))
+                continue
+            rows += [_error_row(f.file, f.line, f.error, f.text) if f.error
+                     else _check_one(f, policy, offline) for f in found]
+    rows = [_redacted(r) for r in rows]
     if not rows:
         rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
             f"found no serving command ({recognised_commands()})",
@@ -283,20 +308,30 @@ def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | Non
         return (None, refusals) if refusals else (p, [])
 
 
-def _inside_cwd(path: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(Path.cwd().resolve())
-    except (OSError, RuntimeError):
-        return False
-
-
 def _refuse_outside_link(path: Path) -> None:
-    """A deployment file that is a symlink out of the checked repository (a pull request can
+    """A deployment file that is a symlink out of the checked paths (a pull request can
     add `deploy.yaml -> ~/.cache/huggingface/token`) is not read."""
-    if path.is_symlink() and not _inside_cwd(path):
-        raise DeployParseError(str(path), 1, "is a symlink to a file outside the working "
-                               "directory; kvplan check does not follow it",
+    if path.is_symlink() and not inside_boundary(path):
+        raise DeployParseError(str(path), 1, "is a symlink to a file outside the checked "
+                               "paths; kvplan check does not follow it",
                                hint="check the file itself, not a link to it")
+
+
+def _redacted(row: CheckedDeployment) -> CheckedDeployment:
+    """The row with credential-looking values (limits.redact) taken out of every string a
+    renderer shows: the command, the model, each problem and the plan's own problems."""
+    def problems(items: list[Problem]) -> list[Problem]:
+        return [x.model_copy(update={"message": redact(x.message)}) for x in items]
+
+    plan = row.plan
+    if plan is not None:
+        plan = plan.model_copy(update={"problems": problems(list(plan.problems)),
+                                       "command": redact(plan.command)})
+    return row.model_copy(update={
+        "command": redact(row.command), "file": redact(row.file),
+        "model": redact(row.model) if row.model else row.model,
+        "problems": problems(row.problems),
+        "policy_violations": problems(row.policy_violations), "plan": plan})
 
 
 def _error_row(file: str, line: int, e: KvplanError, command: str,
@@ -332,12 +367,12 @@ def _model_ref(f: Found) -> tuple[str, list[Problem]]:
     # file on the CI machine (which could hold tokens and keys).
     home = f.model.startswith("~")
     exists = not home and os.path.lexists(path)
-    if exists and _inside_cwd(path):
+    if exists and inside_boundary(path):
         return f.model, []
     if path.is_absolute() or home or exists or ".." in path.parts:
         entry = find_model_entry(path.name)
         where = ("does not exist here" if not exists
-                 else "is outside the directory kvplan check runs in")
+                 else "is outside the checked paths")
         if entry is None:
             raise KvplanError(f"model path {f.model} {where} and its folder name is not "
                               "a catalogue model",

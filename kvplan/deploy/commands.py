@@ -35,6 +35,7 @@ from ..sources.limits import (
     MAX_DEPLOY_BYTES,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
+    inside,
     knob_error,
     read_text_limited,
 )
@@ -262,21 +263,11 @@ def read_options_file(engine: Engine, path: Path, *, within: Path | None = None)
     further settings). `within`: the file must resolve inside this directory
     (deployment files name paths relative to themselves; none may escape)."""
     shown = str(path)
-    try:
-        real = path.resolve()
-        if within is not None and not real.is_relative_to(within.resolve()):
-            raise InvalidConfigError("the options file lies outside the deployment's directory",
-                                     path=shown, hint="keep it beside the deployment file")
-        if not real.is_file():
-            raise InvalidConfigError("not a regular file", path=shown,
-                                     hint=f"pass the YAML given to {engine.options_file_flag}")
-        if real.stat().st_size > MAX_OPTIONS_BYTES:
-            raise InvalidConfigError(f"larger than {MAX_OPTIONS_BYTES // 1024} KiB", path=shown)
-        text = real.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read it ({e.strerror or e})", path=shown) from None
-    except UnicodeDecodeError:
-        raise InvalidConfigError("not UTF-8 text", path=shown) from None
+    if within is not None and not inside(path, within):
+        raise InvalidConfigError("the options file lies outside the deployment's directory",
+                                 path=shown, hint="keep it beside the deployment file")
+    text = read_text_limited(path, MAX_OPTIONS_BYTES, what=f"{engine.options_file_flag} file",
+                             root=within)
     return engine.options_from_document(load_yaml(text, path=shown), shown)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -382,11 +383,37 @@ def _sweep_rows(options: Sequence[SweepOption]) -> list[tuple[str, ...]]:
 
 
 def _md(text: object) -> str:
-    """Text safe in a GFM paragraph or table cell: no raw HTML, no table breaks, one line."""
+    """kvplan's own text safe in a GFM paragraph or table cell: no raw HTML, no table breaks,
+    no link or image syntax, one line. Strings from input files go through code_span."""
     s = str(text).replace("\\", "\\\\").replace("|", "\\|")
     s = s.replace("<", "&lt;").replace(">", "&gt;")
     s = re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", s)  # snake_case stays readable
+    s = s.replace("[", "\\[").replace("]", "\\]").replace("!", "\\!")
     return s.replace("*", "\\*").replace("`", "\\`").replace("\n", " ")
+
+
+class Code(str):
+    """A table cell that holds a string from an input file: rendered as a code span."""
+
+
+def code_span(text: object, *, table: bool = False) -> str:
+    """An untrusted string (a model name, file or message from a deployment file) as one GFM
+    code span: nothing inside is a link, an image, HTML or emphasis. The fence is one backtick
+    longer than the longest run inside; a space pads content that starts or ends with a
+    backtick; line breaks become spaces; in a table, `|` is escaped (GFM reads `\\|` in a cell
+    as `|`, inside code spans too)."""
+    s = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text))
+    if not s.strip():
+        return ""
+    if table:
+        s = s.replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s[0] in "` " or s[-1] in "` " else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def _cell(c: object) -> str:
+    return code_span(c, table=True) if isinstance(c, Code) else _md(c)
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[object]],
@@ -394,7 +421,7 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[object]],
     right = set(right)
     out = ["| " + " | ".join(_md(h) for h in head) + " |",
            "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
-    out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return out + [""]
 
 
@@ -409,9 +436,12 @@ def _mermaid_label(s: str) -> str:
 
 def _md_section(sec: Section, level: int) -> list[str]:
     p, h = sec.plan, "#" * level
-    out = [f"{h} {_md(sec.title)}", ""]
+    model = p.model.id
+    title = (code_span(model) + _md(sec.title[len(model):]) if sec.title.startswith(model)
+             else _md(sec.title))
+    out = [f"{h} {title}", ""]
     if sec.where:
-        out += [f"Found at `{sec.where}`.", ""]
+        out += [f"Found at {code_span(sec.where)}.", ""]
     out += [f"**Verdict: {_verdict(sec)}** — {_md(_verdict_detail(p))}", ""]
     out += ["Recommended serve command:", "", *_code(p.command, "sh")]
     out += _md_table(["", "value"], _key_numbers(p), right=[1])
@@ -456,7 +486,8 @@ def _md_section(sec: Section, level: int) -> list[str]:
 
     out += [f"{h}# Problems, assumptions and inputs", ""]
     probs = _problems(sec)
-    out += [f"- **{x.severity}** `{x.code}`: {_md(x.message)}" for x in probs] or ["- no problems"]
+    out += [f"- **{x.severity}** `{x.code}`: {code_span(x.message)}"
+            for x in probs] or ["- no problems"]
     out += [""] + [f"- {_md(a)}" for a in _assumptions(p)] + [""]
     out += _md_table(["input", "value", "source"], _input_rows(p))
     return out
@@ -494,12 +525,13 @@ _SUMMARY_HEAD = ("where", "model", "GPUs", "engine", "status", "KV tokens", "con
 
 def _summary_cells(s: Section) -> tuple[str, ...]:
     p = s.plan
-    return (p.model.id, f"{p.gpu.count} × {p.gpu.name}", f"{p.engine.label} {p.engine.version}",
+    return (Code(p.model.id), f"{p.gpu.count} × {p.gpu.name}",
+            f"{p.engine.label} {p.engine.version}",
             s.status or "", f"{p.kv_cache.tokens:,}", f"{p.kv_cache.max_concurrency:,.2f}")
 
 
 def _unplanned_cells(u: Unplanned) -> tuple[str, ...]:
-    return (u.where, u.message, "—", "—", u.status, "—", "—")
+    return (Code(u.where), Code(u.message), "—", "—", u.status, "—", "—")
 
 
 def render_markdown(report: Report) -> str:
@@ -508,7 +540,7 @@ def render_markdown(report: Report) -> str:
     single = len(report.sections) == 1 and not report.unplanned
     if not single:
         out += _md_table(_SUMMARY_HEAD,
-                         [(s.where or "", *_summary_cells(s)) for s in report.sections]
+                         [(Code(s.where or ""), *_summary_cells(s)) for s in report.sections]
                          + [_unplanned_cells(u) for u in report.unplanned], right=[5, 6])
     for sec in report.sections:
         out += _md_section(sec, 2)
@@ -813,8 +845,8 @@ def check_markdown(report: CheckReport) -> str:
     rows = []
     for d in report.deployments:
         p = d.plan
-        rows.append((f"{d.file}:{d.line}", d.model or "?",
-                     f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"),
+        rows.append((Code(f"{d.file}:{d.line}"), Code(d.model or "?"),
+                     f"{p.gpu.count} × {p.gpu.id}" if p else Code(d.gpu or "?"),
                      icon.get(d.status, d.status),
                      f"{p.kv_cache.tokens:,}" if p else "—",
                      f"{p.kv_cache.max_concurrency:g}" if p else "—",
@@ -825,7 +857,8 @@ def check_markdown(report: CheckReport) -> str:
                  if x.severity != "info"]
     if attention:
         out += ["### Needs attention", ""]
-        out += [f"- `{_md(d.file)}:{d.line}` **{x.severity}** `{x.code}`: {_md(x.message)}"
+        out += [f"- {code_span(f'{d.file}:{d.line}')} **{x.severity}** `{x.code}`: "
+                f"{code_span(x.message)}"
                 for d, x in attention] + [""]
     return "\n".join(out)
 
@@ -856,7 +889,9 @@ def _umask() -> int:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory and a rename, so a
-    failure never leaves a half-written report. Raises InvalidInputError naming the path."""
+    failure never leaves a half-written report; a target that exists and is not a regular file
+    (a FIFO, a device, a link to /proc/self/fd/1) is written directly, never replaced by a
+    file. Raises InvalidInputError naming the path."""
     from ..errors import InvalidInputError
 
     path = Path(path)
@@ -867,6 +902,18 @@ def write_atomic(path: Path, text: str) -> None:
     if not folder.is_dir():
         raise InvalidInputError(f"cannot write the report to {path}: no directory {folder}",
                                 hint="create the directory first")
+    try:
+        special = path.exists() and not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        special = False
+    if special:  # a FIFO, /dev/stdout (a link to /proc/self/fd/1), a terminal: write into it
+        try:
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+        except OSError as e:
+            raise InvalidInputError(f"cannot write the report to {path}: {e.strerror or e}",
+                                    hint="choose a writable location with -o") from None
+        return
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)

@@ -12,7 +12,6 @@ sharding and padding) or from the headers (exact bytes for formats the config ca
 from __future__ import annotations
 
 import os
-import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from .limits import (
     contained,
     loads_json,
     model_root,
+    open_regular,
     read_limited,
     short,
 )
@@ -87,18 +87,14 @@ def _tensor_table(raw: dict[str, Any], where: str) -> dict[str, tuple[str, tuple
     return out
 
 
-def read_file_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """The tensor table of one local .safetensors file (reads the header only). Regular
-    files only, opened without blocking: a FIFO or a device named *.safetensors is refused."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror}", path=str(path)) from None
+def read_file_header(path: Path, *, root: Path | None = None,
+                     own: bool = False) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The tensor table of one local .safetensors file (reads the header only), opened under
+    the containment rule (limits.open_regular: inside `root` and the boundary, a regular file,
+    without blocking: a FIFO or a device named *.safetensors is refused)."""
+    fd = open_regular(path, what="safetensors file", root=root, own=own)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidConfigError("not a regular file (a device, FIFO or directory)",
-                                     path=str(path))
         with os.fdopen(os.dup(fd), "rb") as f:
             head = f.read(8)
             if len(head) == 8:
@@ -112,17 +108,19 @@ def read_file_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
     return parse_header(head, where=str(path), file_size=st.st_size)
 
 
-def local_checkpoint(directory: Path) -> CheckpointTensors | None:
+def local_checkpoint(directory: Path, *, own: bool = False) -> CheckpointTensors | None:
     """Headers of every safetensors shard in a model directory (the index's shards when a
     model.safetensors.index.json is present), or None when there are none.
 
     Every file read must resolve inside the directory (model_root): index entries that are
-    absolute or climb out with ../, and shards that are symlinks to elsewhere, are refused."""
+    absolute or climb out with ../, and shards that are symlinks to elsewhere, are refused.
+    `own`: a snapshot in huggingface_hub's cache (limits.open_regular)."""
     root = model_root(directory)
     index = directory / "model.safetensors.index.json"
     if index.exists():
         contained(index, root, what="the shard index")
-        doc = loads_json(read_limited(index, MAX_INDEX_BYTES, what="shard index"),
+        doc = loads_json(read_limited(index, MAX_INDEX_BYTES, what="shard index", root=root,
+                                      own=own),
                          where=str(index))
         weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
         try:
@@ -156,7 +154,7 @@ def local_checkpoint(directory: Path) -> CheckpointTensors | None:
     tensors: dict[str, tuple[str, tuple[int, ...]]] = {}
     for f in files:
         contained(f, root, what="shard")
-        tensors.update(read_file_header(f))
+        tensors.update(read_file_header(f, root=root, own=own))
         if len(tensors) > MAX_TENSORS:
             raise InvalidConfigError(f"over {MAX_TENSORS:,} tensors in the checkpoint",
                                      path=str(directory))

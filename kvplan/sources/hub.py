@@ -27,7 +27,14 @@ from ..errors import (
     UnknownModelError,
 )
 from ..specs import CheckpointTensors
-from .limits import MAX_CACHE_BYTES, MAX_CONFIG_BYTES, MAX_HUB_TIMEOUT_S, loads_json, read_limited
+from .limits import (
+    MAX_CACHE_BYTES,
+    MAX_CONFIG_BYTES,
+    MAX_HUB_TIMEOUT_S,
+    loads_json,
+    model_root,
+    read_limited,
+)
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 CACHE_FORMAT = 1
@@ -133,8 +140,8 @@ def load(repo_id: str, *, revision: str | None = None, token: str | None = None,
     path = _cache_path(repo_id, rev)
     if path.exists() and not refresh:
         try:
-            data = loads_json(read_limited(path, MAX_CACHE_BYTES, what="kvplan cache entry"),
-                              where=str(path))
+            data = loads_json(read_limited(path, MAX_CACHE_BYTES, what="kvplan cache entry",
+                                           root=kvplan_cache_dir(), own=True), where=str(path))
             if isinstance(data, dict) and data.get("format") == CACHE_FORMAT:
                 return HubModel(data, cached=True)
         except (OSError, ValueError, KeyError, TypeError):
@@ -238,7 +245,10 @@ def _commit_of(path: Path) -> str | None:
 
 
 def _read_json(path: Path, name: str) -> dict[str, Any]:
-    data = loads_json(read_limited(path, MAX_CONFIG_BYTES, what="model config"), where=name)
+    """A JSON file of huggingface_hub's cache: it must resolve inside its repo's folder
+    (models--org--name: a snapshot's files link to its blobs/, never elsewhere)."""
+    data = loads_json(read_limited(path, MAX_CONFIG_BYTES, what="model config",
+                                   root=model_root(path.parent), own=True), where=name)
     if not isinstance(data, dict):
         raise InvalidConfigError("expected a JSON object at the top level", path=name)
     return data
@@ -267,7 +277,7 @@ def _from_hf_cache(repo_id: str, rev: str) -> dict[str, Any]:
             local_files_only=True))
     except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled, ValueError):
         quant_path = None
-    ckpt = local_checkpoint(config_path.parent)
+    ckpt = local_checkpoint(config_path.parent, own=True)
     return {
         "format": CACHE_FORMAT, "repo_id": repo_id, "revision": rev,
         "commit": _commit_of(config_path), "endpoint": _shown_endpoint(),

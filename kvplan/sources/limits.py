@@ -1,16 +1,22 @@
 """Bounds on everything kvplan reads, so hostile input ends in exit 2, never a hang.
 
 `kvplan check` runs in CI on files from pull requests: every size, count and number read
-from a file, a flag or the environment is bounded here, and every file is read through
-`read_limited` (regular files only, never more than a limit). docs/reliability.md lists
-the limits and why they were chosen.
+from a file, a flag or the environment is bounded here, and every file kvplan opens on behalf
+of an input goes through one containment rule (`open_regular` / `read_limited`: real path
+inside the boundary the user named — `within`, or a reader's `root` — regular file, size-capped,
+read once). Credential-looking values are taken out of what is printed (`redact`).
+docs/reliability.md lists the limits and why they were chosen.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..errors import InvalidConfigError, InvalidInputError
@@ -31,7 +37,11 @@ MAX_YAML_DEPTH = 100  # YAML nesting (Kubernetes manifests: < 20 levels)
 
 # ---------------------------------------------------------------- model shapes
 MAX_LAYERS = 1024  # num_hidden_layers (largest published: 126 layers)
-MAX_TENSORS = 1_000_000  # safetensors tensors per checkpoint (DeepSeek-V3: ~92 k)
+# safetensors tensors per checkpoint. The largest published: Kimi-K2's int4 checkpoints, ~210 k
+# (61 layers × 384 experts × 3 projections × weight_packed/weight_scale/weight_shape);
+# DeepSeek-V3 ~92 k. Each tensor costs ~30 µs and ~1 KiB from header to plan (allocator
+# replay), so 300 k is ~10 s and ~0.3 GiB: the documented 1,000,000 was 30 s and 0.8 GiB.
+MAX_TENSORS = 300_000
 MAX_TENSOR_DIMS = 8
 
 # ---------------------------------------------------------------------- inputs
@@ -39,25 +49,105 @@ MAX_VERSION_CHARS = 64
 MAX_HUB_TIMEOUT_S = 3600.0
 
 
+# ----------------------------------------------------------------- the boundary
+# One containment rule for every file kvplan opens on behalf of an input (deployment files,
+# policies, model and draft-model directories, option files, price files): its resolved real
+# path lies inside the boundary the user named, it is a regular file, it is size-capped and read
+# once. `kvplan check` names the boundary (the checked paths, `within`) for everything it reads;
+# a reader that knows a narrower folder (a model directory, a Hub cache repo) passes `root`.
+_BOUNDARY: ContextVar[tuple[tuple[Path, ...], tuple[Path, ...]] | None] = ContextVar(
+    "kvplan_boundary", default=None)  # (the roots an input named, kvplan's own data folders)
+
+
+@contextmanager
+def within(roots: Iterable[Path], *, own: Iterable[Path] = ()) -> Iterator[None]:
+    """Every read_limited / open_regular inside this block must resolve into one of `roots`
+    (real paths) or `own` (kvplan's bundled data: model_specs/, gpu_specs/); the innermost
+    boundary applies."""
+    token = _BOUNDARY.set((tuple(r.resolve() for r in roots),
+                           tuple(r.resolve() for r in own)))
+    try:
+        yield
+    finally:
+        _BOUNDARY.reset(token)
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path`, symlinks resolved, lies inside `root` (resolved too)."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def inside_boundary(path: Path) -> bool:
+    """Whether `path` (symlinks resolved) lies inside the active boundary (True when none)."""
+    bounds = _BOUNDARY.get()
+    if bounds is None:
+        return True
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return any(real.is_relative_to(r) for r in (*bounds[0], *bounds[1]))
+
+
+def _outside(path: Path, roots: tuple[Path, ...], what: str) -> InvalidConfigError:
+    shown = ", ".join(str(r) for r in roots[:3]) + (" …" if len(roots) > 3 else "")
+    return InvalidConfigError(f"the {what} resolves outside {shown}; kvplan reads only files "
+                              "inside the paths it was given", path=short(str(path), 200),
+                              hint="copy the file inside instead of naming or linking a path "
+                              "outside")
+
+
+def open_regular(path: Path, *, what: str = "file", root: Path | None = None,
+                 own: bool = False) -> int:
+    """A read-only descriptor of `path` under the containment rule: its real path inside `root`
+    when given, and inside the active boundary (`within`) when one is set — unless `own`: a
+    file kvplan located itself in its or huggingface_hub's cache, never one an input named (it
+    still has to lie inside `root`, the cache entry or repo folder); a regular file
+    (opened without blocking and without following a last symlink, so a FIFO, a device or a
+    link swapped in after the check is refused). Errors name the path, never its contents."""
+    where = short(str(path), 200)
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as e:
+        raise InvalidConfigError(f"cannot resolve: {getattr(e, 'strerror', None) or e}",
+                                 path=where) from None
+    if root is not None and not real.is_relative_to(root.resolve()):
+        raise _outside(path, (root.resolve(),), what)
+    bounds = None if own else _BOUNDARY.get()
+    if bounds is not None and not any(real.is_relative_to(r) for r in (*bounds[0], *bounds[1])):
+        raise _outside(path, bounds[0], what)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as e:
+        raise InvalidConfigError(f"cannot read: {e.strerror or e}", path=where) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidConfigError(f"not a regular file (a device, FIFO or directory); kvplan "
+                                     f"reads only regular files as a {what}", path=where)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_limited(path: Path, limit: int, *, what: str = "file",
-                 error: type[InvalidConfigError] | None = None) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes.
+                 root: Path | None = None, own: bool = False) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, under the containment rule
+    (open_regular: `root`, the active boundary).
 
     Opens without blocking (a FIFO named config.json does not hang), refuses anything that
     is not a regular file (/dev/zero, sockets, directories) and never reads more than
     limit + 1 bytes, whatever the file claims. Errors name the file and the limit."""
-    where = str(path)
+    where = short(str(path), 200)
+    fd = open_regular(path, what=what, root=root, own=own)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror or e}", path=where) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidConfigError(f"not a regular file (a device, FIFO or directory); kvplan "
-                                     f"reads only regular files as a {what}", path=where)
-        if st.st_size > limit:
-            raise InvalidConfigError(f"{st.st_size:,} bytes is over the {limit:,}-byte limit "
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise InvalidConfigError(f"{size:,} bytes is over the {limit:,}-byte limit "
                                      f"for a {what}", path=where,
                                      hint="is this the right file? kvplan reads only small "
                                      "text files")
@@ -77,8 +167,9 @@ def read_limited(path: Path, limit: int, *, what: str = "file",
         os.close(fd)
 
 
-def read_text_limited(path: Path, limit: int, *, what: str = "file") -> str:
-    data = read_limited(path, limit, what=what)
+def read_text_limited(path: Path, limit: int, *, what: str = "file",
+                      root: Path | None = None) -> str:
+    data = read_limited(path, limit, what=what, root=root)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -86,27 +177,25 @@ def read_text_limited(path: Path, limit: int, *, what: str = "file") -> str:
                                  path=str(path), hint=f"is this really a {what}?") from None
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+
+
 def json_depth_ok(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether the brackets of a JSON text nest at most `limit` deep (strings skipped); one
-    linear pass, so json.loads never recurses past the limit."""
-    depth, in_str, esc = 0, False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return False
-        elif ch in "]}":
-            depth -= 1
-    return True
+    """Whether the brackets of a JSON text nest at most `limit` deep (strings skipped), so
+    json.loads never recurses past the limit. In C-speed regex passes, not a Python loop over
+    every character (a 100 MiB safetensors header took 8 s that way): strings and everything
+    but brackets are dropped, then each pass removes the innermost pairs — `limit` passes leave
+    no pair exactly when the nesting is at most `limit`. Mismatched brackets are left for
+    json.loads to report; a run of more than `limit` unclosed openers is too deep."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(limit):
+        brackets, n = _INNERMOST.subn("", brackets)
+        if not n:
+            break
+    deep_open = re.search(rf"[\[{{]{{{limit + 1}}}", brackets)  # unclosed ones count too
+    return _INNERMOST.search(brackets) is None and deep_open is None
 
 
 def loads_json(text: str | bytes, *, where: str, field: str | None = None) -> object:
@@ -245,3 +334,54 @@ def check_flags(values: dict[str, object]) -> None:
         why = knob_error(knob, value)
         if why:
             raise InvalidInputError(f"--{knob.replace('_', '-')} {why}")
+
+
+def checked_roots(paths: Iterable[Path]) -> list[Path]:
+    """The boundary `kvplan check` reads inside: each checked directory (a checked file: its
+    folder), real path. A checked path that is itself a symlink out of the folder holding it
+    (`deploy -> /home/runner/.ssh`), or, named relative, resolves outside the working
+    directory, is refused: a pull request must not widen the boundary it is checked in."""
+    cwd = Path.cwd().resolve()
+    out = []
+    for path in paths:
+        try:
+            real = path.resolve()
+            holder = Path(os.path.normpath(path.absolute())).parent.resolve()
+        except (OSError, RuntimeError):
+            raise InvalidInputError(f"cannot resolve {short(str(path), 200)}") from None
+        relative_inside = not path.is_absolute() and ".." not in path.parts
+        if not real.is_relative_to(holder) or (relative_inside and not real.is_relative_to(cwd)):
+            raise InvalidInputError(f"{short(str(path), 200)} is a symlink out of the "
+                                    "directory it is in; kvplan check does not follow it",
+                                    hint="check the files themselves, not a link to them")
+        out.append(real if real.is_dir() else real.parent)
+    return out
+
+
+# ------------------------------------------------------------------ credentials
+# Credential-looking values in anything kvplan prints (a deployment file's command, its
+# unmodelled flags, messages): a flag or variable named like a secret keeps its name, loses
+# its value; Hugging Face (hf_…) and OpenAI-style (sk-…) tokens are replaced wherever they are.
+REDACTED = "***"
+_VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;}\]]+)"""
+_SECRET_NAME = r"(?:token|api[-_]?key|secret|password|passwd|credentials?)"
+_REDACT = (
+    # --hf-token X, --api-key=X, "--api-key", "X" (JSON argv), hf_token: X (YAML)
+    re.compile(rf"""(?i)(--?[\w.-]*{_SECRET_NAME}["']?(?:[ \t]*[=:][ \t]*|[ \t]+|["']?,[ \t]*))"""
+               rf"(?!--)({_VALUE})"),
+    # HF_TOKEN=X, OPENAI_API_KEY: X, "HUGGING_FACE_HUB_TOKEN": "X"
+    re.compile(rf"""(?i)(\b[\w.]*{_SECRET_NAME}["']?[ \t]*[=:][ \t]*)({_VALUE})"""),
+    # Authorization: Bearer X / Basic X
+    re.compile(rf"(?i)(\bauthorization[\"']?[ \t]*[=:][ \t]*[\"']?(?:bearer|basic|token)?[ \t]*)"
+               rf"({_VALUE})"),
+    re.compile(r"()(\bhf_[A-Za-z0-9]{16,}|\bsk-[A-Za-z0-9_-]{16,})"),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with credential-looking values replaced by ***: linear regexes, no input echoed
+    around them is changed."""
+    for pattern in _REDACT:
+        text = pattern.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED
+                           else m.group(0), text)
+    return text

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from ..errors import InvalidConfigError, KvplanError
 from ..specs import GpuSpec, Price
+from .limits import knob_error, read_text_limited, short
+
+MAX_PRICES_BYTES = 1 << 20  # a price file: one short row per GPU (the catalogue has < 100)
 
 PRICE_COLUMNS = ("id", "usd_per_hour")
 
@@ -22,14 +25,23 @@ def _bad(path: str, line: int, field: str, message: str) -> InvalidConfigError:
                               "GPU-hour, e.g. `h100-sxm-80gb,2.49`")
 
 
+def price_error(value: object) -> str | None:
+    """Why `value` is not a US$ per GPU-hour kvplan can compute with, or None: the one check
+    for every price (--gpu-hour-price, --prices files, sweep(prices=…)), within the bounds of
+    knobs.OPTIONS["gpu_hour_price"] — no nan/inf, nothing that overflows or rounds to $0.00."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number of US$ per GPU-hour, got {short(value)}"
+    return knob_error("gpu_hour_price", value)
+
+
 def _amount(raw: object, path: str, line: int) -> float:
     try:
         value = float(str(raw).strip().lstrip("$")) if not isinstance(raw, bool) else math.nan
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise _bad(path, line, "usd_per_hour", f"must be a positive number of US$ per GPU-hour, "
-                   f"got {raw!r}")
+    why = price_error(value) if math.isfinite(value) else "must be a finite number"
+    if why:
+        raise _bad(path, line, "usd_per_hour", f"US$ per GPU-hour {short(raw)}: {why}")
     return value
 
 
@@ -109,11 +121,7 @@ def parse_yaml(text: str, path: str, resolve: Callable[[str], GpuSpec]) -> dict[
 def load_price_file(path: str | Path, resolve: Callable[[str], GpuSpec]) -> dict[str, Price]:
     """--prices FILE: .csv, else YAML (.yaml/.yml/anything else)."""
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidConfigError(f"cannot read the price file: {e.strerror or e}",
-                                 path=str(path)) from None
+    text = read_text_limited(p, MAX_PRICES_BYTES, what="--prices file")
     if p.suffix.lower() == ".csv":
         return parse_csv(text, str(path), resolve)
     return parse_yaml(text, str(path), resolve)

@@ -38,7 +38,7 @@ def test_a_price_file_that_is_not_utf8_names_the_file(capsys, tmp_path, content)
                          "--prices", str(prices), "--json")
     assert code == 2 and "Traceback" not in err
     assert "--prices" in err and "prices.csv" in err and "UTF-8" in err
-    assert json.loads(out)["error"]["code"] == "bad-input"
+    assert json.loads(out)["error"]["code"] == "invalid-config"  # a malformed input file
 
 
 def test_a_malformed_hf_endpoint_is_named():
