@@ -1,0 +1,125 @@
+"""Issue #22 items 12 and 14-17: inputs that ended as internal errors, or as plausible but
+wrong answers. Each must end as exit 2 (or 3) naming the input and field; in `check` a bad
+line is a finding of its own and the other files are still checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import run
+
+DEEP_JSON = "[" * 3000 + "]" * 3000
+DEEP_YAML = "a: " + "[" * 3000 + "]" * 3000 + "\n"
+GOOD_LINE = "vllm serve meta-llama/Llama-3.1-8B --max-model-len 4096\n"
+
+
+def clean(code: int, err: str) -> None:
+    assert "internal error" not in err and "Traceback" not in err, err[:2000]
+    assert code in (1, 2, 3), code
+
+
+def check_json(capsys, *files: Path) -> tuple[int, dict, str]:
+    code, out, err = run(capsys, "check", *map(str, files), "--gpu", "h100", "--json")
+    clean(code, err)
+    return code, json.loads(out), err
+
+
+def by_file(report: dict) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for d in report["deployments"]:
+        name = Path(d["file"]).name
+        out.setdefault(name, []).extend(p["message"] for p in d["problems"])
+    return out
+
+
+# ------------------------------------------- item 12: deep JSON in structured flags
+
+
+@pytest.mark.parametrize("flag", ["--speculative-config", "--limit-mm-per-prompt"])
+def test_deep_json_flag_on_the_command_line(capsys, flag):
+    value = DEEP_JSON if flag == "--speculative-config" else '{"image": ' + DEEP_JSON + "}"
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", flag, value)
+    clean(code, err)
+    assert code == 2 and flag in err and "levels deep" in err
+
+
+@pytest.mark.parametrize("flag", ["--speculative-config", "--limit-mm-per-prompt"])
+def test_deep_json_line_is_one_finding_in_check(capsys, tmp_path, flag):
+    value = DEEP_JSON if flag == "--speculative-config" else '{"image": ' + DEEP_JSON + "}"
+    bad = tmp_path / "bad.sh"
+    bad.write_text(f"vllm serve meta-llama/Llama-3.1-8B {flag} '{value}'\n")
+    good = tmp_path / "good.sh"
+    good.write_text(GOOD_LINE)
+    _, report, _ = check_json(capsys, bad, good)
+    found = by_file(report)
+    assert any(flag in m for m in found["bad.sh"]), found["bad.sh"]
+    assert found["good.sh"] == []  # the other file was still checked
+    assert [d["status"] for d in report["deployments"]
+            if d["file"].endswith("good.sh")] == ["fits"]
+
+
+# ---------------------------------- item 12: Dockerfile exec form with non-strings
+
+
+@pytest.mark.parametrize("cmd", ['["sh", "-c", 5, "vllm"]', '["sh", "-c", ["vllm"], "vllm"]',
+                                 '["vllm", "serve", {"a": 1}]',
+                                 "[" * 3000 + '"vllm"' + "]" * 3000])
+def test_dockerfile_exec_form_shapes(capsys, tmp_path, cmd):
+    d = tmp_path / "img"
+    d.mkdir()
+    (d / "Dockerfile").write_text(f"FROM x\nCMD {cmd}\n")
+    good = tmp_path / "good.sh"
+    good.write_text(GOOD_LINE)
+    _, report, _ = check_json(capsys, d / "Dockerfile", good)
+    found = by_file(report)
+    assert any("CMD" in m for m in found["Dockerfile"]), found
+    assert found["good.sh"] == []
+
+
+# ------------------------------------------------------ item 12: odd YAML keys / depth
+
+
+def test_sequence_mapping_keys_in_deployment_yaml(capsys, tmp_path):
+    (tmp_path / "seq.yaml").write_text("? [x]\n: 1\n")
+    (tmp_path / "cfg.yaml").write_text("model: meta-llama/Llama-3.1-8B\nmax_model_len: 4096\n"
+                                       "? [x]\n: 1\n")
+    (tmp_path / "spec.yaml").write_text("model: meta-llama/Llama-3.1-8B\n"
+                                        "speculative_config: {? [a] : 1}\n")
+    (tmp_path / "good.sh").write_text(GOOD_LINE)
+    _, report, _ = check_json(capsys, *(tmp_path / n for n in
+                                        ("seq.yaml", "cfg.yaml", "spec.yaml", "good.sh")))
+    found = by_file(report)
+    assert any("not a flag name" in m for m in found["cfg.yaml"]), found
+    assert any("JSON flag value" in m for m in found["spec.yaml"]), found
+    assert found["good.sh"] == []
+
+
+@pytest.mark.parametrize("text, needle", [(DEEP_YAML, "nested more than"),
+                                          ("? [x]\n: 1\n", "unhashable key")])
+def test_trtllm_options_file_depth_and_keys(capsys, tmp_path, text, needle):
+    f = tmp_path / "opts.yaml"
+    f.write_text(text)
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm",
+                       "--extra-llm-api-options", str(f))
+    clean(code, err)
+    assert code == 2 and "opts.yaml:1" in err and needle in err, err
+
+
+# ----------------------------------------------------------------- item 12: --prices
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("p.yaml", "? [h100]\n: 2.0\n", "field 'id'"),
+    ("p.yaml", "? {a: 1}\n: 2.0\n", "field 'id'"),
+    ("p.yaml", "h100: " + "[" * 3000 + "]" * 3000 + "\n", "nested more than"),
+    ("p.yaml", "h100: {? [a] : 1}\n", "usd_per_hour"),
+    ("p.csv", 'id,usd_per_hour\n"' + "x" * 140_000 + '",1\n', "p.csv:2"),
+])
+def test_price_file_shapes(capsys, tmp_path, name, text, needle):
+    f = tmp_path / name
+    f.write_text(text)
+    code, _, err = run(capsys, "sweep", "llama-3.1-8b", "--gpus", "h100", "--prices", str(f))
+    clean(code, err)
+    assert code == 2 and name in err and needle in err, err
