@@ -225,7 +225,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "bytes (ignores utilization)", ge=1, le=MAX_KV_BYTES, unit="bytes", human=True,
        knob="engine"),
     _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
-       "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB",
+       "the total_gpu_memory your vLLM log prints", ge=0.001, le=MAX_DEVICE_GIB, unit="GiB",
        hint="the device total in GiB, as your engine log prints it (e.g. 79.18)", knob="kvplan"),
     _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
        "tokens", ge=1, le=MAX_TOKENS, unit="tokens",
