@@ -123,3 +123,66 @@ def test_price_file_shapes(capsys, tmp_path, name, text, needle):
     code, _, err = run(capsys, "sweep", "llama-3.1-8b", "--gpus", "h100", "--prices", str(f))
     clean(code, err)
     assert code == 2 and name in err and needle in err, err
+
+
+# ------------------------------------------------ item 12: device totals under 1 MiB
+
+
+@pytest.mark.parametrize("args", [("plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang",
+                                   "--gpu-memory-gib", "0.0001"),
+                                  ("compare", "llama-3.1-8b", "--gpu", "h100",
+                                   "--gpu-memory-gib", "1e-9")])
+def test_device_total_below_one_mib_is_refused(capsys, args):
+    code, _, err = run(capsys, *args)
+    clean(code, err)
+    assert code == 2 and "--gpu-memory-gib" in err
+
+
+# ----------------------------------------------------- item 12: the cache environment
+
+
+@pytest.mark.parametrize("value, needle", [("/tmp/" + "a" * 300 + "/x", "255 bytes"),
+                                           ("~nosuchuser-kvplan/x", "cannot expand")])
+def test_cache_dir_variable_is_validated(capsys, monkeypatch, value, needle):
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", value)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = run(capsys, "plan", "someorg/somemodel", "--gpu", "h100")
+    clean(code, err)
+    assert code == 2 and "KVPLAN_CACHE_DIR" in err and needle in err, err
+
+
+# ----------------------------------- items 12 and 16: more experts per token than experts
+
+MIXTRAL = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+           "vocab_size": 32000, "intermediate_size": 14336, "max_position_embeddings": 32768,
+           "torch_dtype": "bfloat16", "num_local_experts": 2, "num_experts_per_tok": 8}
+
+
+def model_dir(tmp_path: Path, cfg: dict) -> Path:
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi", "trtllm"])
+def test_more_experts_per_token_than_experts(capsys, tmp_path, engine):
+    d = model_dir(tmp_path, MIXTRAL)
+    code, _, err = run(capsys, "plan", str(d), "--gpu", "l4", "--engine", engine)
+    clean(code, err)
+    assert code == 2 and "config.json" in err and "num_experts_per_tok" in err, err
+
+
+# ------------------------------------------------- item 17: a RoPE factor names itself
+
+
+def test_tiny_rope_factor_names_the_config_field(capsys, tmp_path):
+    cfg = {k: v for k, v in MIXTRAL.items() if "expert" not in k}
+    cfg.update(model_type="llama", architectures=["LlamaForCausalLM"],
+               rope_scaling={"rope_type": "linear", "factor": 1e-9})
+    d = model_dir(tmp_path, cfg)
+    code, _, err = run(capsys, "plan", str(d), "--gpu", "h100")
+    clean(code, err)
+    assert code == 2 and "rope_scaling.factor" in err, err
+    assert "--max-model-len" not in err and "--max-num-seqs" not in err
