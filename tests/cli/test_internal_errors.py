@@ -186,3 +186,21 @@ def test_tiny_rope_factor_names_the_config_field(capsys, tmp_path):
     clean(code, err)
     assert code == 2 and "rope_scaling.factor" in err, err
     assert "--max-model-len" not in err and "--max-num-seqs" not in err
+
+
+# ------------------------------- item 15: headers holding a small part of the config
+
+
+def test_headers_with_a_fraction_of_the_parameters_are_an_error(capsys, tmp_path):
+    import struct
+
+    cfg = {k: v for k, v in MIXTRAL.items() if "expert" not in k}
+    cfg.update(model_type="llama", architectures=["LlamaForCausalLM"])  # an 8B-class config
+    d = model_dir(tmp_path, cfg)
+    header = json.dumps({"model.layers.0.mlp.up_proj.weight": {
+        "dtype": "BF16", "shape": [4096, 4096], "data_offsets": [0, 4096 * 4096 * 2]}}).encode()
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    code, out, err = run(capsys, "plan", str(d), "--gpu", "h100", "--json")
+    clean(code, err)
+    assert code == 2 and "incomplete" in err and "safetensors" in err, err
+    assert json.loads(out)["error"]["code"] != "internal-error"
