@@ -204,3 +204,43 @@ def test_headers_with_a_fraction_of_the_parameters_are_an_error(capsys, tmp_path
     clean(code, err)
     assert code == 2 and "incomplete" in err and "safetensors" in err, err
     assert json.loads(out)["error"]["code"] != "internal-error"
+
+
+# ------------------------ item 14: plans that do not fit show no impossible values
+
+
+def _negatives(x, path=""):
+    if isinstance(x, dict):
+        return [n for k, v in x.items() for n in _negatives(v, f"{path}.{k}")]
+    if isinstance(x, list):
+        return [n for i, v in enumerate(x) for n in _negatives(v, f"{path}[{i}]")]
+    return [(path, x)] if isinstance(x, (int, float)) and not isinstance(x, bool) and x < 0 else []
+
+
+NOT_FITTING = [("sglang", "l4", None), ("sglang", "h100", "0.5"), ("tgi", "l4", "12"),
+               ("tgi", "h100", "0.5"), ("vllm", "h100", "12"), ("trtllm", "h100", "12")]
+
+
+@pytest.mark.parametrize("engine, gpu, gib", NOT_FITTING)
+def test_no_negative_or_zero_values_when_a_plan_does_not_fit(capsys, engine, gpu, gib):
+    import re
+
+    args = ["plan", "llama-3.1-8b", "--gpu", gpu, "--engine", engine]
+    args += ["--gpu-memory-gib", gib] if gib else []
+    code, out, err = run(capsys, *args, "--json")
+    clean(code, err)
+    data = json.loads(out)
+    assert code == 1 and not data["fits"]
+    assert _negatives({k: data[k] for k in ("inputs", "memory", "kv_cache")}) == []
+    mem = data["memory"]
+    assert mem["kv_cache_bytes"] == 0 and isinstance(mem["kv_shortfall_bytes"], int)
+    assert mem["kv_shortfall_bytes"] > 0
+    assert data["inputs"]["max_model_len"]["value"] != 0
+    assert not any(re.search(r"(?<![\w-])-\d", p["message"]) for p in data["problems"]), \
+        [p["message"] for p in data["problems"]]
+    code, out, err = run(capsys, *args)
+    clean(code, err)
+    text = out + err
+    assert not re.search(r"(?<![\w-])-\d", text), text  # no negative GiB, fraction or count
+    assert "None" not in text and "=0 (" not in text
+    assert "does not start" in text
