@@ -244,3 +244,18 @@ def test_no_negative_or_zero_values_when_a_plan_does_not_fit(capsys, engine, gpu
     assert not re.search(r"(?<![\w-])-\d", text), text  # no negative GiB, fraction or count
     assert "None" not in text and "=0 (" not in text
     assert "does not start" in text
+
+
+# ------------- found by the structured fuzz campaign: a bare --limit-mm-per-prompt value
+
+
+@pytest.mark.parametrize("value", ["0", "image", "4,video"])
+def test_mm_limit_that_is_neither_json_nor_key_value_in_check(capsys, tmp_path, value):
+    bad = tmp_path / "bad.sh"
+    bad.write_text(f"vllm serve qwen2.5-0.5b --limit-mm-per-prompt {value}\n")
+    good = tmp_path / "good.sh"
+    good.write_text(GOOD_LINE)
+    _, report, _ = check_json(capsys, bad, good)
+    found = by_file(report)
+    assert any("--limit-mm-per-prompt" in m for m in found["bad.sh"]), found
+    assert found["good.sh"] == []
