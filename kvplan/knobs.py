@@ -89,6 +89,34 @@ class Option:
         return f"{left}, {'inf)' if hi is None else f'{hi}]'}"
 
 
+MAX_FLAG_JSON_DEPTH = 32  # a structured flag's JSON nesting (real ones: 1-3 levels)
+
+
+def loads_flag_json(text: str, example: str) -> Any:
+    """The JSON text of a structured flag (--speculative-config, --limit-mm-per-prompt), from
+    the CLI or a deployment file: nesting bounded before json.loads recurses, and every failure
+    a ValueError (pydantic names the flag) showing the expected form, never the input."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in text:  # one linear pass over the brackets outside strings
+        if in_str:
+            esc, in_str = (False, True) if esc else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    if deepest > MAX_FLAG_JSON_DEPTH:
+        raise ValueError(f"{example}; this JSON nests {deepest} levels deep (at most "
+                         f"{MAX_FLAG_JSON_DEPTH})")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(example) from None
+
+
 MM_LIMIT_EXAMPLE = "JSON like '{\"image\": 4, \"video\": 0}' (or the legacy image=4,video=0)"
 MAX_MM_ITEMS = 1 << 20
 _MODALITY = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -112,10 +140,7 @@ def parse_mm_limits(v: Any) -> Any:
     if isinstance(v, str):
         text = v.strip()
         if text.startswith("{"):
-            try:
-                v = json.loads(text)
-            except ValueError:
-                raise ValueError(MM_LIMIT_EXAMPLE) from None
+            v = loads_flag_json(text, MM_LIMIT_EXAMPLE)
         else:  # legacy key=value list (vllm/engine/arg_utils.py nullable_kvs, ≤ 0.9)
             pairs = [p.strip() for p in text.split(",") if p.strip()]
             if not pairs or any(p.count("=") != 1 for p in pairs):
@@ -136,11 +161,8 @@ def parse_mm_limits(v: Any) -> Any:
 def _json_object(v: Any) -> Any:
     """--speculative-config's text is JSON (as `vllm serve --speculative-config '{…}'` takes it)."""
     if isinstance(v, str):
-        try:
-            v = json.loads(v)
-        except ValueError:
-            raise ValueError("JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"…\", "
-                             "\"num_speculative_tokens\": 3}'") from None
+        v = loads_flag_json(v, "JSON, e.g. '{\"method\": \"eagle3\", \"model\": \"…\", "
+                               "\"num_speculative_tokens\": 3}'")
         if not isinstance(v, dict):
             raise ValueError("a JSON object")  # noqa: TRY004 - pydantic reports ValueErrors
     return v
@@ -203,7 +225,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "bytes (ignores utilization)", ge=1, le=MAX_KV_BYTES, unit="bytes", human=True,
        knob="engine"),
     _O("gpu_memory_gib", float, ("--gpu-memory-gib",), "override the device total (GiB), e.g. "
-       "the total_gpu_memory your vLLM log prints", gt=0, le=MAX_DEVICE_GIB, unit="GiB",
+       "the total_gpu_memory your vLLM log prints", ge=0.001, le=MAX_DEVICE_GIB, unit="GiB",
        hint="the device total in GiB, as your engine log prints it (e.g. 79.18)", knob="kvplan"),
     _O("max_total_tokens", int, ("--max-total-tokens",), "SGLang / TensorRT-LLM: cap on KV pool "
        "tokens", ge=1, le=MAX_TOKENS, unit="tokens",

@@ -577,8 +577,10 @@ class MemoryBreakdown(BaseModel):
     )
     cudagraph_in_budget: bool
     kv_cache_bytes: int = Field(
-        description="memory the engine gives to the KV cache; negative when the deployment does "
-        "not fit: by how much the budget falls short")
+        ge=0, description="memory the engine gives to the KV cache (0 when nothing is left)")
+    kv_shortfall_bytes: int = Field(
+        0, ge=0, description="by how much the budget falls short of any KV cache, per GPU (0 when "
+        "there is one): the engine does not start")
     estimated: list[str] = Field(description="which fields are estimates rather than exact")
     draft_weights_bytes: int = Field(
         0, description="speculative decoding: the draft's weights, part of weights_bytes")

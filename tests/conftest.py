@@ -8,8 +8,8 @@ from hypothesis import settings
 
 # Hypothesis profiles: Hypothesis's own "default" is the README's `pytest`; "campaign" is the long
 # fuzz run that .ci/run adds (`pytest -m fuzz --hypothesis-profile=campaign`, tests/cli/test_fuzz.py
-# splits its max_examples among the fuzzed surfaces: 2,200 inputs).
-settings.register_profile("campaign", max_examples=2200)
+# splits its max_examples among the fuzzed surfaces: 2,600 inputs).
+settings.register_profile("campaign", max_examples=2600)
 
 
 @pytest.fixture(autouse=True)

@@ -29,6 +29,7 @@ from typing import Any
 from ..engines import registry
 from ..engines.base import DeploySyntax, Engine
 from ..errors import InvalidConfigError, InvalidInputError
+from ..knobs import loads_flag_json
 from ..sources.limits import (
     MAX_COMMAND_CHARS,
     MAX_COMMANDS_PER_FILE,
@@ -38,6 +39,7 @@ from ..sources.limits import (
     inside,
     knob_error,
     read_text_limited,
+    yaml_too_deep,
 )
 
 
@@ -252,10 +254,20 @@ def load_yaml(text: str, *, path: str | None = None) -> Any:
     InvalidConfigError naming `path`."""
     yaml = _yaml_module()
 
+    if not text.strip():
+        return {}
     try:
-        return yaml.safe_load(text) if text.strip() else {}
+        deepest = yaml_too_deep(text)
+        if deepest is not None:
+            raise InvalidConfigError(f"YAML nested more than {MAX_YAML_DEPTH} levels deep",
+                                     path=f"{path}:{deepest}" if path else None,
+                                     hint=NESTING_HINT)
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InvalidConfigError(f"not valid YAML: {e}", path=path) from None
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        where = f"{path}:{mark.line + 1}" if path and mark is not None else path
+        raise InvalidConfigError(f"not valid YAML: {problem}", path=where) from None
 
 
 def read_options_file(engine: Engine, path: Path, *, within: Path | None = None) -> dict[str, Any]:
@@ -523,10 +535,14 @@ def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -
         body = m.group(2).strip()
         if body.startswith("["):
             try:
-                tokens = json.loads(body)
-            except json.JSONDecodeError as e:
-                raise DeployParseError(file, line, f"{m.group(1)} is not a valid JSON array "
-                                       f"({e.msg})") from None
+                tokens = loads_flag_json(body, "a JSON array of strings")
+            except ValueError as e:
+                raise DeployParseError(file, line, f"{m.group(1)} (exec form) must be {e}"
+                                       ) from None
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                raise DeployParseError(file, line, f"{m.group(1)} is not a JSON array of "
+                                       "strings", hint='write the exec form as ["vllm", '
+                                       '"serve", "…"]')
             if len(tokens) >= 3 and tokens[:2] in (["/bin/sh", "-c"], ["sh", "-c"], ["bash", "-c"],
                                                    ["/bin/bash", "-c"]):
                 return _shell_line(tokens[2], file=file, line=line, templates=templates)
@@ -565,18 +581,10 @@ def _yaml_nodes(text: str, file: str) -> list[Any]:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~4x faster
     try:
-        # libyaml's composer recurses in C (a deep file would crash the process), so the
-        # nesting is measured first on its flat event stream.
-        depth = 0
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_YAML_DEPTH:
-                    raise DeployParseError(file, event.start_mark.line + 1,
-                                           f"YAML nested more than {MAX_YAML_DEPTH} levels deep",
-                                           hint=NESTING_HINT)
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
+        deepest = yaml_too_deep(text)
+        if deepest is not None:
+            raise DeployParseError(file, deepest, f"YAML nested more than {MAX_YAML_DEPTH} "
+                                   "levels deep", hint=NESTING_HINT)
         return [doc for doc in yaml.compose_all(text, Loader=loader) if doc is not None]
     except RecursionError:
         raise DeployParseError(file, 1, "YAML nested too deeply to read",
@@ -712,7 +720,7 @@ def _compose_env(svc: Any) -> dict[str, str]:
     if getattr(env, "id", None) == "mapping":
         for k, v in env.value:
             value = _scalar(v)
-            if value is not None:
+            if value is not None and _scalar(k) is not None:
                 out[str(k.value)] = value
     else:
         for text, _ in _strings(env):
@@ -863,7 +871,7 @@ def _config_engine(doc: Any) -> Engine | None:
     names (model + at least one of the engine's flags); None when it is none of them."""
     if getattr(doc, "id", None) != "mapping":
         return None
-    keys = {getattr(k, "value", "") for k, _ in doc.value}
+    keys = {k.value for k, _ in doc.value if _scalar(k) is not None}
     if "model" not in keys or keys & {"apiVersion", "kind"}:
         return None
     flags = {f"--{k.replace('_', '-')}" for k in keys}
@@ -876,10 +884,14 @@ def _from_config(doc: Any, engine: Engine, *, file: str, templates: Templates) -
     table = engine.syntax.cli_flags
     argv = []
     for k, v in doc.value:
+        if _scalar(k) is None:
+            raise DeployParseError(file, _line(k), "a key of this config is not a flag name "
+                                   "(a sequence or mapping used as a key)",
+                                   hint="write each setting as `flag_name: value`")
         flag = "--" + str(k.value).replace("_", "-")
         value = _scalar(v)
         if value is None and getattr(v, "id", None) == "mapping" and flag in table:
-            argv.append(f"{flag}={_mapping_json(v)}")  # e.g. speculative_config: {method: …}
+            argv.append(f"{flag}={_mapping_json(v, file)}")  # speculative_config: {method: …}
             continue
         if value is None:
             argv.append(flag)  # lists / mappings: kept as unknown
@@ -894,10 +906,15 @@ def _from_config(doc: Any, engine: Engine, *, file: str, templates: Templates) -
                       text=f"{exe} --config {file}")
 
 
-def _mapping_json(node: Any) -> str:
+def _mapping_json(node: Any, file: str) -> str:
     """A YAML mapping node as the JSON text its flag takes on the command line."""
     yaml = _yaml_module()
-    return json.dumps(yaml.safe_load(yaml.serialize(node)))
+    try:
+        return json.dumps(yaml.safe_load(yaml.serialize(node)))
+    except (yaml.YAMLError, TypeError, ValueError) as e:  # a sequence key; a date; NaN
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise DeployParseError(file, _line(node), f"this mapping cannot be a JSON flag value "
+                               f"({problem})", hint="use plain keys and values") from None
 
 
 # ------------------------------------------------------------------------ files

@@ -139,14 +139,17 @@ def memory_result(gpu: GpuSpec, dep: Deployment, *, era: str, budget_bytes: int,
     from ..specs import KvCache, MemoryBreakdown
 
     worst = worst_stage(stages)
+    shortfall = max(-worst.kv_cache_bytes, 0)  # negative KV: the budget falls short by that much
+    stages = [s.model_copy(update={"kv_cache_bytes": max(s.kv_cache_bytes, 0)}) for s in stages]
     if gpu.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
         estimated = [*estimated, "total_bytes"]
     memory = MemoryBreakdown(
-        total_bytes=dep.gpu_total_bytes, budget_bytes=budget_bytes,
+        total_bytes=dep.gpu_total_bytes, budget_bytes=max(budget_bytes, 0),
         weights_bytes=worst.weights_bytes, weights_tensor_bytes=worst.weights_tensor_bytes,
         activation_bytes=worst.activation_bytes, non_torch_bytes=worst.non_torch_bytes,
         cudagraph_bytes=worst.cudagraph_bytes, cudagraph_in_budget=cudagraph_in_budget,
-        kv_cache_bytes=worst.kv_cache_bytes, estimated=estimated,
+        kv_cache_bytes=max(worst.kv_cache_bytes, 0), kv_shortfall_bytes=shortfall,
+        estimated=estimated,
         draft_weights_bytes=speculative.draft_weights_bytes if speculative else 0,
         lora_bytes=lora.gpu_bytes if lora else 0, notes=notes, stages=stages)
     kv_cache = KvCache(

@@ -295,13 +295,21 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
     """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
     --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs)."""
     free_before = total_bytes - context_bytes(tp, gpu)
-    rest = math.floor(mem_fraction * free_before) - weights_bytes
+    valid = mem_fraction > 0 and free_before > 0  # else SGLang has no budget: it does not start
+    budget = math.floor(mem_fraction * free_before) if valid else 0
+    rest = budget - weights_bytes
     cell, _, _ = cell_bytes(m, tp, kv_dtype, swa_pool, draft_layers)
     tokens = max(0, rest) // cell
     if max_total_tokens:
         tokens = min(tokens, max_total_tokens)
     problems = []
-    if rest <= 0:
+    if rest <= 0 and not valid:
+        problems.append(Problem(
+            code="no-kv-memory", severity="error",
+            message=f"SGLang does not start: on {total_bytes / GiB:.2f} GiB nothing is left for "
+            f"the weights ({weights_bytes / GiB:.2f} GiB) or the KV cache once it reserves its "
+            "own memory"))
+    elif rest <= 0:
         problems.append(Problem(
             code="no-kv-memory", severity="error",
             message=f"the weights ({weights_bytes / GiB:.2f} GiB) exceed mem_fraction_static "
@@ -312,8 +320,8 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
             code="max-model-len-too-long", severity="error",
             message=f"the KV pool holds {tokens:,} tokens, less than one {ctx:,}-token request; "
             "requests that long will not be admitted"))
-    reserve = free_before - math.floor(mem_fraction * free_before)
-    if runtime_bytes > reserve:
+    reserve = free_before - budget
+    if valid and runtime_bytes > reserve:
         problems.append(Problem(
             code="runtime-headroom", severity="warning",
             message=f"the (1 − mem_fraction_static) reserve is {reserve / GiB:.2f} GiB but "
@@ -1142,7 +1150,8 @@ class SglangEngine(Engine):
             bytes_per_block=res.cell_bytes)
         return memory_result(
             gpu, dep, era=d.era,
-            budget_bytes=math.floor(dep.gpu_memory_utilization * res.free_before_bytes),
+            budget_bytes=math.floor(max(dep.gpu_memory_utilization, 0.0)
+                                    * max(res.free_before_bytes, 0)),
             stages=[stage], cudagraph_in_budget=False,
             estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
             bytes_per_token=res.cell_bytes, block_size=1, num_blocks=res.tokens, reserved_blocks=0,
@@ -1153,11 +1162,14 @@ class SglangEngine(Engine):
             offload=offload, lora=lora_section(dep, lora_p),
             notes=memory_notes(
                 budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "
-                "before loading", activation="estimate: must fit in the (1 − fraction) reserve",
+                "before loading" if dep.gpu_memory_utilization > 0 else "none: the default "
+                "mem_fraction_static formula leaves nothing on this device",
+                activation="estimate: must fit in the (1 − fraction) reserve",
                 non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
                 kv_tokens_label="max_total_num_tokens", cudagraph="estimate, outside the fraction"),
             request_blocks=lambda length: length, speculative=spec,
-            engine_defaults={"max_num_seqs": res.max_running_requests or None})
+            engine_defaults={"max_num_seqs": res.max_running_requests or None}
+            | ({"gpu_memory_utilization": None} if dep.gpu_memory_utilization <= 0 else {}))
 
     def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
                         blocks: int) -> float | None:
@@ -1166,6 +1178,8 @@ class SglangEngine(Engine):
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         weights = st.weights_bytes - _draft_weights(res)  # the draft loads outside the fraction
         need = blocks * res.kv_cache.bytes_per_token + weights
+        if free_before <= 0:
+            return None  # nothing is free before loading: no fraction holds anything
         return math.ceil(need / free_before * 1000) / 1000
 
     def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:

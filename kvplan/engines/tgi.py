@@ -630,8 +630,10 @@ class TgiEngine(Engine):
             code="tgi-upper-bound", severity="warning",
             message="TGI capacity is an upper bound: the replayed TGI logs held more memory at "
             "warm-up than kvplan models and got fewer KV tokens (README accuracy table)"))
-        length = res.max_total_tokens
         model_max = m.max_position_embeddings or dep.max_num_batched_tokens
+        # no KV cache: TGI stops at warm-up before deriving max_total_tokens from the pool, so
+        # the request length shown is the model's, which it would have started from
+        length = res.max_total_tokens or (dep.max_model_len or model_max)
         block = res.block_size
         sc = dep.speculative_config
         extra = (sc.num_speculative_tokens or 0) if sc is not None else 0  # slots per request

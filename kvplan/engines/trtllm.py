@@ -360,7 +360,7 @@ def _finish(runtime: Runtime, *, budgets: Sequence[int], per_tokens: Sequence[in
     if budget <= 0:
         problems.append(Problem(
             code="no-kv-memory", severity="error",
-            message=f"nothing is left for the KV cache ({budget / GiB:.2f} GiB): "
+            message=f"nothing is left for the KV cache ({-budget / GiB:.2f} GiB short): "
             + ("weights, the profiling batch and non-torch memory exceed the GPU; lower "
                "--max_num_tokens or add GPUs (--tp_size)" if runtime == "pytorch" else
                "the engine, its activations and buffers exceed the GPU; rebuild with a smaller "

@@ -884,10 +884,13 @@ class VllmEngine(Engine):
         v = version or self.newest_version
         if parse_version(v) < MM_LEGACY_REFUSED_FROM:
             return []
+        try:
+            fixed = json.dumps(parse_mm_limits(raw))
+        except ValueError:
+            return []  # not the key=value form either: the knob's own validation names it
         return [Problem(code="mm-limit-legacy-form", severity="error",
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
-                        "form (JSON only from 0.10.0); write '"
-                        + json.dumps(parse_mm_limits(raw)) + "'")]
+                        f"form (JSON only from 0.10.0); write '{fixed}'")]
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)

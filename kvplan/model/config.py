@@ -141,6 +141,13 @@ def _rope_fields(cfg: dict[str, Any], r: Reader) -> dict[str, Any]:
     # vLLM takes the minimum over these keys (a string there fails its comparison), so each
     # present one must be an integer: a quoted "131072" is refused, not silently skipped.
     max_len_keys = {k: r.check_int(k, cfg[k]) for k in MAX_LEN_KEYS if cfg.get(k) is not None}
+    lengths = [v for v in (*max_len_keys.values(), rope_original) if v]
+    if rope_factor and lengths and int(min(lengths) * rope_factor) < 1:
+        key = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
+        raise InvalidConfigError(
+            f"a RoPE factor of {rope_factor:g} scales the {min(lengths):,}-token context to "
+            "less than one token", path=r.path, field=f"{key}.factor",
+            hint="published factors are 1 to 64 (a factor scales the context length)")
     max_pos = max_len_keys.get("max_position_embeddings") or max_len_keys.get("seq_length")
     cache_rows = int(max_pos or 0)
     if rope_type in {"linear", "dynamic"} and rope_factor:
@@ -206,7 +213,22 @@ def _spec_from_config(raw: dict[str, Any], *, model_id: str, source: str, path: 
     if s.adjust is not None:
         update = s.adjust(spec, Reader(raw, path))
         spec = spec.model_copy(update=update) if update else spec
+    _check_experts(spec, cfg, path)
     return spec
+
+
+TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k")
+
+
+def _check_experts(spec: ModelSpec, cfg: dict[str, Any], path: str) -> None:
+    """A token routed to more experts than the layer has cannot be built (the router's top-k
+    over fewer logits fails in every engine)."""
+    moe = spec.moe
+    if moe is not None and moe.top_k > moe.num_experts:
+        key = next((k for k in TOP_K_KEYS if k in cfg), TOP_K_KEYS[0])
+        raise InvalidConfigError(
+            f"{moe.top_k} experts per token is more than the {moe.num_experts} experts per "
+            "layer", path=path, field=key, hint="check the expert counts in config.json")
 
 
 def _no_experts(c: Context, layers: int, intermediate: int) -> None:

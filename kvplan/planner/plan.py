@@ -89,8 +89,11 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     if not 0 < frac <= 1:
         problems.append(Problem(
             code="no-valid-fraction", severity="error",
-            message=f"{eng.label}'s default {flag_name} on a {total / GiB:.2f} GiB device would be "
-            f"{frac:g}: the device is smaller than what {eng.label} keeps outside the KV cache"
+            message=f"{eng.label}'s default {flag_name} has no valid value on a "
+            f"{total / GiB:.2f} GiB device (" + (f"{frac:g} is above 1" if frac > 1 else
+                                                "its formula leaves nothing")
+            + f"): the device is smaller than what {eng.label} keeps outside the KV cache, "
+            "so it does not start"
             + ("" if problems else f" (the weights alone need {weights / GiB:.2f} GiB per GPU)")))
     if not problems:
         return res

@@ -504,7 +504,7 @@ def _memory_misses(p: Plan, n: int | None, per_request: int) -> list[Miss]:
     unless the latency targets already cut max_num_seqs (that miss is named as an SLO one)."""
     if not p.fits:
         errors = [pr.message for pr in p.problems if pr.severity == "error"]
-        short = -p.memory.kv_cache_bytes / 2**30 if p.memory.kv_cache_bytes < 0 else None
+        short = p.memory.kv_shortfall_bytes / 2**30 or None
         return [Miss(MissKind.MEMORY, "memory: does not fit"
                      + (f" (KV cache short by {short:.2f} GiB)" if short else "")
                      + (f": {errors[0]}" if errors and not short else ""))]
@@ -558,7 +558,7 @@ def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
                     o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
         memory_miss = bool(o.misses_of(MissKind.MEMORY))
         return (1, not o.plan.fits, miss_factor(o), memory_miss, -o.headroom,
-                -o.plan.memory.kv_cache_bytes,
+                o.plan.memory.kv_shortfall_bytes - o.plan.memory.kv_cache_bytes,
                 inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
 
     ordered = sorted(options, key=key)

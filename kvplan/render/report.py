@@ -181,7 +181,7 @@ def memory_stack(plan: Plan) -> list[tuple[str, str, int]]:
 
 def shortfall(plan: Plan) -> int:
     """Bytes per GPU by which the budget falls short of the KV cache (0 when it fits)."""
-    return max(-plan.memory.kv_cache_bytes, 0)
+    return plan.memory.kv_shortfall_bytes
 
 
 def section_for(plan: Plan, *, curve: tuple[tuple[CurvePoint, ...], str] | None = None,
@@ -303,8 +303,8 @@ def _verdict_detail(p: Plan) -> str:
 def _key_numbers(p: Plan) -> list[tuple[str, str]]:
     kv, length = p.kv_cache, p.inputs["max_model_len"].value
     out = [("GPUs", f"{p.gpu.count} × {p.gpu.name}"),
-           ("KV cache per GPU", gib(p.memory.kv_cache_bytes) if p.memory.kv_cache_bytes >= 0
-            else f"none ({gib(shortfall(p))} short)"),
+           ("KV cache per GPU", f"none ({gib(shortfall(p))} short)" if shortfall(p)
+            else gib(p.memory.kv_cache_bytes)),
            (p.memory.notes.get("kv_tokens_label", "KV cache size"), f"{kv.tokens:,} tokens"),
            (f"concurrency at {knob(p, 'max_model_len')} {length}",
             f"{kv.max_concurrency:,.2f} requests"),

@@ -28,9 +28,10 @@ def _seqs_head(plan: Plan) -> str:
     """max_num_seqs: the recommended value (the one the performance figures run at) with the
     planned input beside it when that differs, so the header never shows a number unexplained."""
     given, rec = plan.inputs["max_num_seqs"], plan.recommendations.max_num_seqs.value
+    shown = "none (no KV cache)" if given.value is None else f"{given.value}"
     if rec is None or rec == given.value:
-        return f"{given.value}"
-    return f"{rec:g} (recommended; {given.source} {given.value})"
+        return shown
+    return f"{rec:g} (recommended; {given.source} {shown})"
 
 
 def plan_table(plan: Plan, console: Console) -> None:
@@ -80,8 +81,12 @@ def plan_table(plan: Plan, console: Console) -> None:
     t.add_row("  non-torch", _gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
     if "cudagraph" in notes:
         t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
-    t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]",
-              escape(notes.get("kv", "")))
+    if mem.kv_shortfall_bytes:
+        t.add_row("  [bold]KV cache[/]", "[bold red]none[/]",
+                  f"{_gib(mem.kv_shortfall_bytes)} short: {plan.engine.label} does not start")
+    else:
+        t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]",
+                  escape(notes.get("kv", "")))
     console.print(t)
 
     kv = plan.kv_cache
@@ -219,7 +224,9 @@ def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
             f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
             for p in plans]),
         ("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans]),
-        ("KV cache / GPU", [_gib(p.memory.kv_cache_bytes) for p in plans]),
+        ("KV cache / GPU", [f"none ({_gib(p.memory.kv_shortfall_bytes)} short)"
+                            if p.memory.kv_shortfall_bytes else _gib(p.memory.kv_cache_bytes)
+                            for p in plans]),
         ("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans]),
         ("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans]),
         ("context length", [f"{p.inputs['max_model_len'].value:,}" for p in plans]),

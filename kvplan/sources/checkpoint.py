@@ -34,6 +34,9 @@ from .limits import (
 # Bytes per element of each safetensors dtype (safetensors README, "dtype" list).
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors reference reader's own limit
 HEADER_AGREEMENT = 0.005  # issue 5: disagreement beyond 0.5 % → the headers win
+# headers holding under half the config's parameters are a partial checkpoint (missing shards,
+# one file of several), not a smaller model: the engine fails loading the missing tensors
+HEADER_PARTIAL = 0.5
 
 
 def parse_header(data: bytes, *, where: str, file_size: int | None = None
@@ -205,6 +208,14 @@ def attach_headers(m: ModelSpec, ckpt: CheckpointTensors, config_params: int) ->
     vLLM's exact sharding and padding."""
     header_params = header_parameter_count(m, ckpt)
     gap = abs(header_params - config_params) / max(config_params, 1)
+    if header_params < HEADER_PARTIAL * config_params:
+        raise InvalidConfigError(
+            f"the safetensors headers ({ckpt.source}) hold {header_params:,} parameters, "
+            f"{header_params / max(config_params, 1):.1%} of the {config_params:,} the config "
+            "describes: the checkpoint is incomplete, and the engine would fail loading the "
+            "missing tensors", path=m.local_dir or m.id, field="safetensors",
+            hint="check every shard is present (model.safetensors.index.json lists them), or "
+            "plan the config alone from a directory without safetensors files")
     if m.layout_assumed:
         source, note = "headers", Problem(
             code="weights-from-headers", severity="info",

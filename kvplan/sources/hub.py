@@ -82,20 +82,35 @@ def _timeout_s() -> float:
     return value
 
 
+def _env_dir(text: str, variable: str) -> Path:
+    """A folder named by an environment variable, `~` expanded; a `~user` that does not
+    exist or a component longer than a file name can be is an error naming the variable."""
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ~nosuchuser, or no home directory at all
+        raise InvalidInputError(f"{variable}: cannot expand '~' in this path (no such user or "
+                                "home directory)", hint=f"set {variable} to an absolute path"
+                                ) from None
+    if any(len(os.fsencode(part)) > 255 for part in path.parts):
+        raise InvalidInputError(f"{variable}: a path component is longer than 255 bytes",
+                                hint=f"set {variable} to a shorter path")
+    return path
+
+
 def _hf_cache_dir() -> Path:
     """huggingface_hub's cache folder, resolved from the environment now (the library reads
     it once at import)."""
     if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+        return _env_dir(os.environ["HF_HUB_CACHE"], "HF_HUB_CACHE")
     home = os.environ.get("HF_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
-    return Path(home).expanduser() / "hub"
+    return _env_dir(home, "HF_HOME") / "hub"
 
 
 def kvplan_cache_dir() -> Path:
     base = os.environ.get("KVPLAN_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or "~/.cache", "kvplan")
-    return Path(base).expanduser()
+    return _env_dir(base, "KVPLAN_CACHE_DIR")
 
 
 def _cache_path(repo_id: str, revision: str) -> Path:

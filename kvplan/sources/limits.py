@@ -385,3 +385,20 @@ def redact(text: str) -> str:
         text = pattern.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED
                            else m.group(0), text)
     return text
+
+
+def yaml_too_deep(text: str) -> int | None:
+    """The line where a YAML text first nests deeper than MAX_YAML_DEPTH, or None: measured
+    on the flat event stream, before a composer (libyaml's recurses in C) builds anything."""
+    import yaml  # type: ignore[import-untyped]  # no stubs: types-PyYAML is not a dependency
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                return int(event.start_mark.line) + 1
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None

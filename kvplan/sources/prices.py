@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import InvalidConfigError, KvplanError
 from ..specs import GpuSpec, Price
-from .limits import knob_error, read_text_limited, short
+from .limits import MAX_YAML_DEPTH, knob_error, read_text_limited, short, yaml_too_deep
 
 MAX_PRICES_BYTES = 1 << 20  # a price file: one short row per GPU (the catalogue has < 100)
 
@@ -64,14 +64,14 @@ def parse_csv(text: str, path: str, resolve: Callable[[str], GpuSpec], *,
         raise InvalidConfigError("no price rows", path=path,
                                  hint="a header `id,usd_per_hour` then one row per GPU")
     header_line, header = lines[0]
-    cols = [c.strip().lower() for c in next(csv.reader([header]))]
+    cols = [c.strip().lower() for c in _csv_row(header, path, header_line)]
     missing = [c for c in PRICE_COLUMNS if c not in cols]
     if missing:
         raise _bad(path, header_line, missing[0], f"the header must name the columns "
                    f"{', '.join(PRICE_COLUMNS)} (got {', '.join(cols) or 'none'})")
     out: dict[str, Price] = {}
     for n, raw in lines[1:]:
-        row = next(csv.reader(io.StringIO(raw)))
+        row = _csv_row(raw, path, n)
         if len(row) > len(cols):
             raise _bad(path, n, cols[-1], f"{len(row)} fields, the header names {len(cols)}")
         rec = dict(zip(cols, (v.strip() for v in row), strict=False))  # short rows: blanks
@@ -84,11 +84,22 @@ def parse_csv(text: str, path: str, resolve: Callable[[str], GpuSpec], *,
     return out
 
 
+def _csv_row(raw: str, path: str, line: int) -> list[str]:
+    """One CSV line's fields; a malformed line (a field over csv's 128 KiB limit) names it."""
+    try:
+        return next(csv.reader(io.StringIO(raw)), [])
+    except csv.Error as e:
+        raise _bad(path, line, "row", f"not a CSV row ({e})") from None
+
+
 def parse_yaml(text: str, path: str, resolve: Callable[[str], GpuSpec]) -> dict[str, Price]:
     """A mapping `gpu id: price` (or `gpu id: {usd_per_hour: price}`), line numbers kept."""
     import yaml  # type: ignore[import-untyped]  # no stubs: types-PyYAML is not a dependency
 
     try:
+        deepest = yaml_too_deep(text)
+        if deepest is not None:
+            raise _bad(path, deepest, "id", f"YAML nested more than {MAX_YAML_DEPTH} levels deep")
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -104,12 +115,14 @@ def parse_yaml(text: str, path: str, resolve: Callable[[str], GpuSpec]) -> dict[
     out: dict[str, Price] = {}
     for key, val in root.value:
         n = key.start_mark.line + 1
-        gpu = _gpu(key.value if isinstance(key, yaml.ScalarNode) else None, path, n, resolve)
+        if not isinstance(key, yaml.ScalarNode):
+            raise _bad(path, n, "id", "a GPU id must be a name, not a sequence or mapping")
+        gpu = _gpu(key.value, path, n, resolve)
         if gpu in out:
             raise _bad(path, n, "id", f"{gpu} is priced twice")
         raw: object = val.value if isinstance(val, yaml.ScalarNode) else None
         if isinstance(val, yaml.MappingNode):
-            fields = {k.value: v for k, v in val.value}
+            fields = {k.value: v for k, v in val.value if isinstance(k, yaml.ScalarNode)}
             node = fields.get("usd_per_hour")
             raw = node.value if isinstance(node, yaml.ScalarNode) else None
             n = (node or val).start_mark.line + 1

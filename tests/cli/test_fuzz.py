@@ -5,7 +5,7 @@ Generated inputs across flags, config.json mutations, safetensors headers and de
 within a per-input time bound, never in an internal error; exit 2 must name the file, field or
 flag. How many inputs depends on the Hypothesis profile (tests/conftest.py): the README's
 `pytest` runs a quick pass of about 100 (a few seconds); `.ci/run` runs the campaign,
-`pytest -m fuzz --hypothesis-profile=campaign`, of 2,200 (about a minute on 2 cores).
+`pytest -m fuzz --hypothesis-profile=campaign`, of 2,600 (about a minute on 2 cores).
 """
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ pytestmark = pytest.mark.fuzz
 
 PER_INPUT_S = 10.0  # a hang or a quadratic blow-up exceeds this by far; real inputs take < 0.5 s
 # Each property's share of the profile's max_examples: 100 (Hypothesis's default profile) gives
-# 27 + 27 + 18 + 27 = 99 inputs; the campaign profile's 2,200 gives 600 + 600 + 400 + 600.
-SHARES = {"flags": 6, "configs": 6, "headers": 4, "files": 6}
+# 23 + 23 + 15 + 23 + 15 = 99 inputs; the campaign profile's 2,600 gives 600 + 600 + 400 + 600
+# + 400 (structured: deep JSON/YAML in every structured flag, exec forms, odd YAML keys).
+SHARES = {"flags": 6, "configs": 6, "headers": 4, "files": 6, "structured": 4}
 FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))
 
@@ -575,7 +576,143 @@ def test_fuzz_deployment_files(tmp_path_factory, file, gpu, sets, fmt):
             assert "internal error" not in row["problems"][0]["message"]
 
 
+# ------------------------------------------- structured flags, exec forms, odd YAML keys
+# Issue #22 item 12: deep JSON in every JSON flag (command line and deployment file), deep and
+# odd YAML in every YAML input (--extra-llm-api-options, deployment YAML, --prices), Dockerfile
+# exec forms holding non-strings. A bad input is exit 2 naming it; in `check` a finding of its
+# own line while the other file is still checked.
+
+JSON_FLAGS = ["--speculative-config", "--limit-mm-per-prompt"]
+DEPTHS = [0, 1, 2, 31, 32, 33, 64, 101, 3000, 50_000]
+ODD_KEYS = ["? [x]\n: 1\n", "? {a: 1}\n: 2\n", "~: 1\n", "1: 2\n", "true: x\n",
+            '"": 1\n', "? !!binary aGk=\n: 1\n", "<<: {model: x}\n", "? |\n  multi\n: 1\n",
+            "? [[[x]]]\n: [1]\n", "? &k [a]\n: 1\nb: *k\n"]
+GOOD_LINE = "vllm serve qwen2.5-0.5b --max-model-len 4096\n"
+
+
+@st.composite
+def nested_json(draw) -> str:
+    """JSON nested `depth` levels (lists, objects or both), sometimes unbalanced or with
+    brackets inside strings that must not count."""
+    depth = draw(st.sampled_from(DEPTHS))
+    kind = draw(st.sampled_from(["list", "object", "mixed", "string-brackets"]))
+    leaf = json.dumps(draw(JSON_VALUES))
+    if kind == "string-brackets":
+        return '{"image": 1, "x": "' + "[{" * depth + '"}'
+    if kind == "mixed" and depth <= 200:
+        opens = draw(st.lists(st.booleans(), min_size=depth, max_size=depth))
+    else:
+        opens = [kind == "list"] * depth
+    text = "".join("[" if o else '{"a": ' for o in opens) + leaf
+    text += "".join("]" if o else "}" for o in reversed(opens))
+    cut = draw(st.sampled_from([None] * 6 + ["half", "one"]))
+    return text[: len(text) // 2] if cut == "half" else text[:-1] if cut == "one" and text else text
+
+
+@st.composite
+def yaml_text(draw) -> str:
+    """YAML that nests deeply (flow or block style), or holds keys that are not names."""
+    form = draw(st.sampled_from(["flow", "block", "odd-key", "odd-key", "odd-value"]))
+    depth = draw(st.sampled_from(DEPTHS))
+    if form == "flow":
+        return "a: " + "[" * depth + "1" + "]" * depth + "\n"
+    if form == "block":
+        return "".join("  " * i + f"k{i}:\n" for i in range(min(depth, 400))) + "  " * min(
+            depth, 400) + "v\n"
+    if form == "odd-value":
+        return "a: " + draw(st.sampled_from(["!!python/object:os.system x", "*undefined",
+                                             "&a [*a]", "!!set {a, b}", "2001-12-14", ".nan",
+                                             "[" * 3000]))
+    return draw(st.sampled_from(ODD_KEYS)) + draw(st.sampled_from(["", "model: x\n",
+                                                                   "max_num_tokens: 8\n"]))
+
+
+@st.composite
+def exec_form(draw) -> str:
+    """A Dockerfile CMD / ENTRYPOINT exec form whose items may not be strings."""
+    items = draw(st.lists(JSON_VALUES | st.sampled_from(["vllm", "serve", "sh", "-c"]),
+                          max_size=5))
+    head = draw(st.sampled_from([["sh", "-c"], ["vllm", "serve"], ["/bin/bash", "-c"], []]))
+    nested = draw(st.sampled_from([None] * 4 + ["deep"]))
+    body = json.dumps(head + items)
+    if nested == "deep":
+        body = "[" * 3000 + '"vllm"' + "]" * 3000
+    return draw(st.sampled_from(["CMD", "ENTRYPOINT", "RUN"])) + " " + body
+
+
+@st.composite
+def structured_case(draw) -> tuple[str, str, str]:
+    kind = draw(st.sampled_from(["flag-json", "file-json", "options-yaml", "dockerfile",
+                                 "deploy-yaml", "prices"]))
+    if kind in ("flag-json", "file-json"):
+        return kind, draw(st.sampled_from(JSON_FLAGS)), draw(nested_json())
+    if kind == "dockerfile":
+        return kind, "Dockerfile", "FROM x\n" + draw(exec_form()) + "\n"
+    if kind == "deploy-yaml":
+        where = draw(st.sampled_from(["config", "compose", "k8s", "spec"]))
+        odd = draw(yaml_text())
+        text = {"config": "model: qwen2.5-0.5b\nmax_model_len: 4096\n" + odd,
+                "compose": "services:\n  s:\n    command: [vllm, serve, qwen2.5-0.5b]\n"
+                           "    environment:\n" + "".join("      " + line + "\n" for line in
+                                                          odd.splitlines()),
+                "k8s": "apiVersion: v1\nkind: Pod\n" + odd,
+                "spec": "model: qwen2.5-0.5b\nspeculative_config:\n" + "".join(
+                    "  " + line + "\n" for line in odd.splitlines())}[where]
+        return kind, "deploy.yaml", text
+    if kind == "prices":
+        csv_row = draw(st.sampled_from(['"' + "x" * 140_000 + '",1', "h100," + "1" * 140_000,
+                                        'h100,"2', "h100,2,\x00", "[[[,1"]))
+        name = draw(st.sampled_from(["prices.yaml", "prices.csv"]))
+        text = draw(yaml_text()) if name.endswith("yaml") else "id,usd_per_hour\n" + csv_row
+        return kind, name, text
+    return kind, "opts.yaml", draw(yaml_text())
+
+
+@settings(FUZZ, max_examples=examples("structured"))
+@given(case=structured_case(), engine=st.sampled_from(["vllm", "vllm", "sglang"]))
+def test_fuzz_structured_inputs(tmp_path_factory, case, engine):
+    import shlex
+
+    kind, name, text = case
+    repo = tmp_path_factory.getbasetemp() / "structured"
+    repo.mkdir(exist_ok=True)
+    for f in repo.iterdir():
+        f.unlink()
+    if kind == "flag-json":
+        code, _, err = invoke("plan", "qwen2.5-0.5b", "--gpu", "h100", "--engine", engine,
+                              name, text, "--json")
+        if code == 2:
+            assert names_something(err, name), err
+        return
+    if kind == "file-json":
+        (repo / "run.sh").write_text(f"vllm serve qwen2.5-0.5b {name} {shlex.quote(text)}\n")
+        name = "run.sh"
+    else:
+        (repo / name).write_text(text)
+    path = str(repo / name)
+    if kind == "options-yaml":
+        code, _, err = invoke("plan", "qwen2.5-0.5b", "--gpu", "h100", "--engine", "trtllm",
+                              "--extra-llm-api-options", path)
+        if code == 2:
+            assert name in err, err
+        return
+    if kind == "prices":
+        code, _, err = invoke("sweep", "qwen2.5-0.5b", "--gpus", "h100", "--max-gpus", "1",
+                              "--prices", path)
+        if code == 2:
+            assert name in err, err
+        return
+    (repo / "good.sh").write_text(GOOD_LINE)  # one bad file never hides another
+    code, out, err = invoke("check", path, str(repo / "good.sh"), "--gpu", "h100", "--json")
+    report = json.loads(out)
+    good = [d for d in report["deployments"] if d["file"].endswith("good.sh")]
+    assert [d["status"] for d in good] == ["fits"], (report, err)
+    for row in report["deployments"]:
+        for problem in row["problems"]:
+            assert "internal error" not in problem["message"]
+
+
 def test_the_campaign_runs_at_least_two_thousand_inputs():
     campaign = settings.get_profile("campaign")
-    assert sum(examples(p, campaign) for p in SHARES) >= 2000
+    assert sum(examples(p, campaign) for p in SHARES) >= 2200
     assert sum(examples(p, settings.get_profile("default")) for p in SHARES) < 200  # quick pass

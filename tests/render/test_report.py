@@ -141,10 +141,10 @@ def test_the_report_compares_every_registry_engine(report70):
 
 def test_a_deployment_that_does_not_fit_says_by_how_much_and_marks_the_device_total():
     p = plan("llama-3.1-70b-instruct", "h100", max_model_len=32768)
-    assert not p.fits and p.memory.kv_cache_bytes < 0
+    assert not p.fits and p.memory.kv_cache_bytes == 0 < p.memory.kv_shortfall_bytes
     r = rep.Report(title="t", command_line="c", version="0", sections=(rep.section_for(p),))
     html, md = rep.render_html(r), rep.render_markdown(r)
-    short = rep.gib(-p.memory.kv_cache_bytes)
+    short = rep.gib(p.memory.kv_shortfall_bytes)
     assert f"falls {short} per GPU short" in md and f"none ({short} short)" in html
     assert "the recommended command uses tensor_parallel_size 4" in md
     assert f"device total {rep.gib(p.memory.total_bytes)}" in html  # the overflow line
