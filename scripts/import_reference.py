@@ -28,11 +28,13 @@ RESERVED_MIB_BY_CLASS = {"hopper-blackwell-dc": 625, "ampere-ada-dc": 650,
 # Exact cudaMemGetInfo totals measured in this workplace (GPUS.md: H200 150109880320 B).
 EXACT_CUDA_TOTAL_BYTES = {"h200-sxm-141gb": 150_109_880_320}
 
-# Short aliases people type; each must name one GPU unambiguously.
+# Short aliases people type. An alias may stand for the first of several variants only when no
+# variant has less memory (so its capacity answer holds for all of them): `a100` is no alias,
+# as the 40 GB part would halve the answer (kvplan lists the variants instead).
 SHORT_ALIASES = {
     "h100-sxm-80gb": ["h100", "h100-sxm", "h100-80gb"],
     "h200-sxm-141gb": ["h200", "h200-sxm"],
-    "a100-sxm-80gb": ["a100", "a100-80gb"],
+    "a100-sxm-80gb": ["a100-80gb"],
     "a100-sxm-40gb": ["a100-40gb"],
     "b200": ["b200-180gb"],
     "h100-nvl-94gb": ["h100-nvl"],
