@@ -143,7 +143,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
-    cal = "calibrated" if pf.calibrated else "not calibrated for this GPU family × engine"
+    cal = ("calibrated" if pf.calibrated else
+           f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
     t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / "
               f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
