@@ -72,6 +72,11 @@ class GpuSpec(_Frozen):
 
     id: str = Field(description="kvplan id, e.g. h100-sxm-80gb")
     vendor: str
+    segment: Literal["data-centre", "data-centre-export", "workstation", "desktop"] = Field(
+        "data-centre", description="the vendor's product line, as its product page files the "
+        "part (data-centre, workstation, GeForce or desktop AI system); data-centre-export: a "
+        "part made for the China market under US export rules (H20, H800, A800; see each file's "
+        "notes and sources). Fix-it suggestions name data-centre parts first")
     name: str = Field(description="marketing name")
     arch: str
     compute_capability: str | None = None

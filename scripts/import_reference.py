@@ -41,6 +41,16 @@ SHORT_ALIASES = {
     "mi300x": ["mi300x-192gb"],
 }
 
+# Product line of each part that is not a worldwide data-centre part (GpuSpec.segment): the
+# vendor's workstation and GeForce/desktop pages, and the China-market export SKUs (notes).
+SEGMENTS = {
+    **dict.fromkeys(("h20-96gb", "h20-141gb", "h800-sxm-80gb", "a800-sxm-80gb"),
+                    "data-centre-export"),
+    **dict.fromkeys(("rtx-a6000", "rtx-6000-ada", "rtx-pro-6000-blackwell"), "workstation"),
+    **dict.fromkeys(("rtx-3090", "rtx-4070-ti", "rtx-4080", "rtx-4090", "rtx-5090",
+                     "dgx-spark-gb10"), "desktop"),
+}
+
 
 def _num(cell: str) -> tuple[float | None, bool]:
     cell = cell.strip()
@@ -114,6 +124,7 @@ def import_gpus(ref: Path) -> None:
         spec = {
             "id": row["id"],
             "vendor": row["vendor"],
+            "segment": SEGMENTS.get(row["id"], "data-centre"),
             "name": row["name"],
             "arch": row["arch"],
             "compute_capability": row["compute_capability"] or None,
