@@ -3,6 +3,7 @@ pure planner. The only layer between users and the core that does I/O."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,8 +225,23 @@ def _formats(value: str | Sequence[str | None] | None, flag: str) -> list[str | 
 
 
 def larger_gpus(g: GpuSpec) -> list[GpuSpec]:
-    """Catalogue GPUs of the same vendor with at least 10 % more memory than `g`, smallest
-    first: the "a larger GPU" alternative a plan that does not fit names."""
+    """Catalogue GPUs of the same vendor with at least 10 % more memory than `g`: the "a larger
+    GPU" alternative a plan that does not fit names (the first that holds it). Data-centre parts
+    first (export-market parts count as such only for a user on one), then workstation, then
+    desktop parts, then export-market ones; within each, the same or a newer architecture before
+    an older one, then the smallest."""
     total = g.cuda_total_bytes or 0
+    rank = {"data-centre": 0, "workstation": 1, "desktop": 2,
+            "data-centre-export": 0 if g.segment == "data-centre-export" else 3}
+
+    def cc(x: GpuSpec) -> tuple[int, ...] | None:  # NVIDIA's "9.0"; AMD's "gfx942" is no order
+        c = x.compute_capability or ""
+        return tuple(map(int, c.split("."))) if re.fullmatch(r"\d+\.\d+", c) else None
+
+    def older(x: GpuSpec) -> bool:
+        mine, theirs = cc(g), cc(x)
+        return mine is not None and theirs is not None and theirs < mine
+
     return sorted((x for x in gpu_specs() if x.vendor == g.vendor and x.cuda_total_bytes
-                   and x.cuda_total_bytes > 1.1 * total), key=lambda x: (x.cuda_total_bytes, x.id))
+                   and x.cuda_total_bytes > 1.1 * total),
+                  key=lambda x: (rank[x.segment], older(x), x.cuda_total_bytes, x.id))

@@ -98,6 +98,18 @@ class UnknownGpuError(KvplanError, LookupError):
         super().__init__(f"unknown GPU {_shown(gpu)}", hint=hint, reason=Reason.NOT_FOUND)
 
 
+class AmbiguousGpuError(UnknownGpuError):
+    """A family name (`a100`) that several catalogue GPUs share: `variants` are (id, name)."""
+
+    def __init__(self, gpu: str, variants: list[tuple[str, str]]) -> None:
+        self.gpu = gpu
+        self.suggestions = [i for i, _ in variants]
+        KvplanError.__init__(
+            self, f"GPU {_shown(gpu)} is ambiguous: {len(variants)} catalogue GPUs share the name",
+            hint="name one: " + ", ".join(f"{i!r} ({n})" for i, n in variants),
+            reason=Reason.NOT_FOUND)
+
+
 class InvalidConfigError(KvplanError, ValueError):
     """A model config (or bundled data file) is malformed or lacks a needed field. The
     message is `detail` after the path and field, when there are any."""

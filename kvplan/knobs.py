@@ -205,8 +205,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "total, (0, 1]", gt=0, le=1, unit="fraction",
        hint="it is a fraction of the device, e.g. 0.9", knob="engine"),
     _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32", knob="engine"),
-    _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2",
-       knob="engine"),
+    _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2, or the "
+       "model's own dtype (bfloat16, float16: the same as auto)", knob="engine"),
     _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8", knob="engine"),
     _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
        unit="tokens", knob="engine"),
@@ -603,10 +603,20 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     elif kv_req in KV_DTYPES:
         kv_dtype = kv_req
         sources["kv_cache_dtype"] = "cli"
+    elif DTYPE_ALIASES.get(kv_req) == dtype:
+        # The model's own 16-bit dtype is what `auto` stores (and what a plan's inputs report, so
+        # they are valid input again); every engine's launch line then leaves the flag out.
+        kv_dtype = dtype
+        sources["kv_cache_dtype"] = "cli"
     else:
-        raise InvalidInputError(f"unsupported --kv-cache-dtype {kv_req!r}",
-                                hint="use auto, " + ", ".join(KV_DTYPES),
-                                code="kv-cache-dtype-unsupported", knob="kv_cache_dtype")
+        other = DTYPE_ALIASES.get(kv_req)
+        raise InvalidInputError(
+            f"unsupported --kv-cache-dtype {kv_req!r}" + (
+                f": the engines keep a 16-bit KV cache in the model's dtype, {dtype}" if other
+                else ""),
+            hint=f"use auto, {dtype}, " + ", ".join(KV_DTYPES)
+            + (f", or --dtype {other} to run the model in {other}" if other else ""),
+            code="kv-cache-dtype-unsupported", knob="kv_cache_dtype")
 
     quant = m.quantization
     qname = knobs.quantization

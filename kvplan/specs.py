@@ -23,7 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.6"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.7"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -32,6 +32,7 @@ SCHEMA_VERSION = "1.6"  # 1.1: "info" problems, model.weights_from; 1.2: engine.
 #      kv_cache.effective_max_concurrency_with_prefix (docs/features.md); gpu.local
 # 1.6: multimodal section (null for text-only models), workload.images_per_request,
 #      workload.prefix_hit_rate, performance.cached_tokens, offload backend "sglang-hicache"
+# 1.7: performance.not_calibrated_because
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -71,6 +72,11 @@ class GpuSpec(_Frozen):
 
     id: str = Field(description="kvplan id, e.g. h100-sxm-80gb")
     vendor: str
+    segment: Literal["data-centre", "data-centre-export", "workstation", "desktop"] = Field(
+        "data-centre", description="the vendor's product line, as its product page files the "
+        "part (data-centre, workstation, GeForce or desktop AI system); data-centre-export: a "
+        "part made for the China market under US export rules (H20, H800, A800; see each file's "
+        "notes and sources). Fix-it suggestions name data-centre parts first")
     name: str = Field(description="marketing name")
     arch: str
     compute_capability: str | None = None
@@ -667,6 +673,10 @@ class Performance(PerfPoint):
     workload_source: Literal["cli", "kvplan-default"] = Field(
         description="kvplan-default: no --avg-input-tokens/--avg-output-tokens were given")
     calibrated: bool = Field(description="this GPU family × engine has calibration data")
+    not_calibrated_because: str | None = Field(
+        None, description="why the figures are not calibrated, each reason apart (the engine "
+        "version outside the fitted releases, a GPU family without calibration rows, a fit "
+        "borrowed from another engine); null when calibrated")
     model_version: str = Field(description="which fit the coefficients come from")
     gpu_hour_price: float | None = Field(None, description="USD per GPU-hour")
     price_source: str | None = None

@@ -28,15 +28,27 @@ RESERVED_MIB_BY_CLASS = {"hopper-blackwell-dc": 625, "ampere-ada-dc": 650,
 # Exact cudaMemGetInfo totals measured in this workplace (GPUS.md: H200 150109880320 B).
 EXACT_CUDA_TOTAL_BYTES = {"h200-sxm-141gb": 150_109_880_320}
 
-# Short aliases people type; each must name one GPU unambiguously.
+# Short aliases people type. An alias may stand for the first of several variants only when no
+# variant has less memory (so its capacity answer holds for all of them): `a100` is no alias,
+# as the 40 GB part would halve the answer (kvplan lists the variants instead).
 SHORT_ALIASES = {
     "h100-sxm-80gb": ["h100", "h100-sxm", "h100-80gb"],
     "h200-sxm-141gb": ["h200", "h200-sxm"],
-    "a100-sxm-80gb": ["a100", "a100-80gb"],
+    "a100-sxm-80gb": ["a100-80gb"],
     "a100-sxm-40gb": ["a100-40gb"],
     "b200": ["b200-180gb"],
     "h100-nvl-94gb": ["h100-nvl"],
     "mi300x": ["mi300x-192gb"],
+}
+
+# Product line of each part that is not a worldwide data-centre part (GpuSpec.segment): the
+# vendor's workstation and GeForce/desktop pages, and the China-market export SKUs (notes).
+SEGMENTS = {
+    **dict.fromkeys(("h20-96gb", "h20-141gb", "h800-sxm-80gb", "a800-sxm-80gb"),
+                    "data-centre-export"),
+    **dict.fromkeys(("rtx-a6000", "rtx-6000-ada", "rtx-pro-6000-blackwell"), "workstation"),
+    **dict.fromkeys(("rtx-3090", "rtx-4070-ti", "rtx-4080", "rtx-4090", "rtx-5090",
+                     "dgx-spark-gb10"), "desktop"),
 }
 
 
@@ -112,6 +124,7 @@ def import_gpus(ref: Path) -> None:
         spec = {
             "id": row["id"],
             "vendor": row["vendor"],
+            "segment": SEGMENTS.get(row["id"], "data-centre"),
             "name": row["name"],
             "arch": row["arch"],
             "compute_capability": row["compute_capability"] or None,

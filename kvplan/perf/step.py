@@ -112,6 +112,26 @@ def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
     return coeffs, inside
 
 
+def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
+    """Why a prediction for this engine version on this GPU is not calibrated ("" when it is),
+    each reason apart: the engine borrows another's fit, the version is outside the fitted
+    releases, the GPU family has no calibration rows."""
+    eng = registry.get(engine)
+    gaps = []
+    if eng.calibration.coefficients is None or not eng.calibration.versions:
+        gaps.append(f"{eng.label} has no calibration rows (it borrows "
+                    f"{registry.calibrated_by(eng).label}'s fit)")
+    elif not coefficients_for(engine, version)[1]:
+        fitted = sorted({".".join(v.split(".")[:2]) for v in eng.calibration.versions},
+                        key=_version_key)
+        gaps.append(f"{eng.label} {version} is outside the calibrated release"
+                    f"{'s' if len(fitted) > 1 else ''} {', '.join(fitted)}")
+    if gpu.arch not in CALIBRATED_ARCHS:
+        gaps.append(f"no calibration rows for {gpu.arch} GPUs (only "
+                    f"{', '.join(CALIBRATED_ARCHS)})")
+    return "; ".join(gaps)
+
+
 # ------------------------------------------------------------------------ context
 
 
@@ -151,6 +171,7 @@ class PerfContext:
     coefficients: Coefficients
     style: Literal["mixed", "separate"]
     calibrated: bool
+    not_calibrated_because: str = ""  # calibration_gaps(): each reason, "" when calibrated
     # Speculative decoding (docs/features.md): every decode step verifies `spec_tokens` draft
     # tokens per sequence after `draft_steps` draft forward passes; each draft token is accepted
     # with probability `acceptance_rate`.
@@ -390,7 +411,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         link_bytes_per_s=link_bytes_per_s(gpu),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        calibrated=era_ok and gpu.arch in CALIBRATED_ARCHS)
+        calibrated=era_ok and gpu.arch in CALIBRATED_ARCHS,
+        not_calibrated_because=calibration_gaps(engine, version, gpu))
 
 
 # --------------------------------------------------------------------- step time

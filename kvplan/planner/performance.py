@@ -202,7 +202,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         table, **_point(at).model_dump(), input_tokens=n.input_tokens,
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
-        model_version=fit_name(ctx),
+        not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
         price_source=((price.source + (" (kvplan default)" if price.default else ""))
                       if price else None),

@@ -43,6 +43,12 @@ from .features import image_concurrency, image_tokens, prefix_concurrency, prefi
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
 
 # Plan.inputs, in display order: (input name, the knob that sets it)
+# The highest budget fraction a fix-it suggestion uses without a warning. The engines' own
+# defaults are 0.9–0.92 (vLLM CacheConfig, TensorRT-LLM KvCacheConfig) and their docs name no
+# higher safe value; above 0.95 under 5 % of the device is left for memory the start-up budget
+# does not see, so a suggestion above it says so.
+SAFE_UTILIZATION = 0.95
+
 INPUTS = (
     ("engine_version", None), ("tensor_parallel_size", None), ("pipeline_parallel_size", None),
     ("data_parallel_size", None), ("dtype", "dtype"), ("kv_cache_dtype", "kv_cache_dtype"),
@@ -434,14 +440,18 @@ def _fraction(s: _Setup, goal: _Goal, ceiling: float, util_name: str, *, given_u
 
 def _unworkable_fraction(eng: Engine, goal: _Goal, needed: float | None, ceiling: float,
                          current: float, given_util: bool) -> _Fraction:
-    """No fraction up to the ceiling holds the goal: keep the user's, else the ceiling."""
+    """No fraction up to the ceiling holds the goal: keep the user's, else the highest safe one
+    (the ceiling, or SAFE_UTILIZATION when that is lower: the fix-it lengths use it too)."""
     if given_util:
         return _Fraction(current, f"as given; {goal.text()} cannot be held at any safe value",
                          [])
     what = "more than the whole GPU" if needed is None else f"{needed}"
-    return _Fraction(None if ceiling <= 0 else ceiling,
+    safe = min(ceiling, max(SAFE_UTILIZATION, current))
+    return _Fraction(None if ceiling <= 0 else safe,
                      f"{goal.text()} {goal.need()} {what}, above the {ceiling:g} at which "
-                     f"{eng.label} still starts", [])
+                     f"{eng.label} still starts" + (
+                         f"; {safe:g} keeps headroom for what the budget does not see"
+                         if safe < ceiling else ""), [])
 
 
 def _workable_fraction(eng: Engine, goal: _Goal, needed: float, ceiling: float, current: float,
@@ -580,14 +590,11 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     out: list[Alternative] = []
     flag_of = eng.flags.get
     top = {} if "gpu_memory_utilization" in given or ceiling <= 0 else \
-        {"gpu_memory_utilization": max(ceiling, dep.gpu_memory_utilization)}
-    if top and top["gpu_memory_utilization"] != dep.gpu_memory_utilization \
-            and dep.kv_cache_memory_bytes is None:
-        got = _try(eng, m, gpu, knobs, version, **top)
-        if got and goal.met(got[1]):
-            f = eng.fraction_needed(m, gpu, got[0], got[1], goal.blocks(got[1]))
-            f = f if f is not None and 0 < f <= ceiling else ceiling
-            out.append(Alternative(AlternativeKind.UTILIZATION, f"{_util_flag(eng)} {f:g}"))
+        {"gpu_memory_utilization": max(min(ceiling, SAFE_UTILIZATION),
+                                       dep.gpu_memory_utilization)}
+    if top and dep.kv_cache_memory_bytes is None:
+        out += _more_budget(eng, m, gpu, knobs, dep, goal, top["gpu_memory_utilization"],
+                            ceiling)
     if not dep.kv_cache_dtype.startswith("fp8"):
         got = _try(eng, m, gpu, knobs, version, kv_cache_dtype="fp8", **top)
         if got and goal.met(got[1]):
@@ -609,6 +616,25 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     got = _try(eng, m, gpu, knobs, version, **top)
     last = _shorter_or_fewer(eng, got[1], goal, top, work_len) if got else None
     return out + ([last] if last else [])
+
+
+def _more_budget(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                 goal: _Goal, safe: float, ceiling: float) -> list[Alternative]:
+    """A higher budget fraction that meets the goal: up to `safe`; else up to the ceiling at
+    which the engine still starts, saying the risk."""
+    for top in (safe, ceiling):
+        if top <= dep.gpu_memory_utilization:
+            continue
+        got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=top)
+        if got and goal.met(got[1]):
+            f = eng.fraction_needed(m, gpu, got[0], got[1], goal.blocks(got[1]))
+            f = f if f is not None and 0 < f <= top else top
+            risk = "" if f <= SAFE_UTILIZATION else (
+                f" (above {SAFE_UTILIZATION:g}, under {1 - SAFE_UTILIZATION:.0%} of the device is "
+                "left for what the budget does not see — other processes, allocator "
+                "fragmentation, buffers that grow under load: an out-of-memory error is the risk)")
+            return [Alternative(AlternativeKind.UTILIZATION, f"{_util_flag(eng)} {f:g}{risk}")]
+    return []
 
 
 def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, float],

@@ -233,10 +233,9 @@ def for_model(data: ReportData, *, command_line: str, version: str,
 
 
 # The latency model's figures as the charts and tables name them: (column and series name, chart
-# (and SLO) prefix, the unit the chart's axis shows, the PerfPoint field). The throughput axis has
-# read "throughput (s)" since the report's first version; kept so the output stays byte-identical.
+# (and SLO) prefix, the unit the chart's axis shows, the PerfPoint field).
 _PERF_METRICS = (("ttft_ms", "ttft", "ms", "ttft_ms"), ("tpot_ms", "tpot", "ms", "tpot_ms"),
-                 ("throughput_tokens_per_s", "throughput", "s", "output_tokens_per_s"))
+                 ("throughput_tokens_per_s", "throughput", "tokens/s", "output_tokens_per_s"))
 
 
 def _perf_rows(perf: Performance) -> tuple[list[str], list[tuple[float, ...]]]:
@@ -590,6 +589,7 @@ table{border-collapse:collapse;width:100%;margin:8px 0 12px;font-size:.92em}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}td.n,th.n{text-align:right;
 font-variant-numeric:tabular-nums;white-space:nowrap}
+table.wrap td.n,table.wrap th.n{white-space:normal;overflow-wrap:anywhere}
 tr.chosen td,td.chosen,th.chosen{font-weight:700;background:#fff4d6}
 svg.chart{width:100%;height:auto;display:block;margin:8px 0}.chartwrap{overflow-x:auto}
 p.tcap{margin:10px 0 0;font-weight:600;font-size:.92em;color:var(--muted)}
@@ -617,7 +617,10 @@ def _h(text: object) -> str:
 
 
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[object]], *,
-                numeric: Iterable[int] = (), chosen: Sequence[bool] = ()) -> str:
+                numeric: Iterable[int] = (), chosen: Sequence[bool] = (),
+                wrap: bool = False) -> str:
+    """`wrap`: cells may break between words (a table of flags with one column per engine
+    fits the page instead of pushing its last column out of sight)."""
     numeric = set(numeric)
 
     def cell_class(i: int) -> str:
@@ -631,7 +634,8 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[object]], *,
     for j, r in enumerate(rows):
         cls = ' class="chosen"' if j < len(chosen) and chosen[j] else ""
         body.append(f"<tr{cls}>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>")
-    return (f'<div class="tablewrap"><table><thead><tr>{head_html}</tr></thead><tbody>'
+    table = '<table class="wrap">' if wrap else "<table>"
+    return (f'<div class="tablewrap">{table}<thead><tr>{head_html}</tr></thead><tbody>'
             + "".join(body) + "</tbody></table></div>")
 
 
@@ -708,15 +712,26 @@ def _html_curve(sec: Section, cid: str) -> str:
     return "".join(out)
 
 
-def _html_perf(perf: Performance, cid: str) -> str:
+def _html_perf(perf: Performance, cid: str, max_num_seqs: int | None = None) -> str:
+    """The charts stop at `max_num_seqs` (beyond it requests queue: TTFT is then the queue's,
+    and it would dwarf every point the engine runs); the table lists every point."""
     from . import svg
 
     head, table = _perf_rows(perf)
     slos = _slos(perf)
     out = ["<h3>Latency and throughput versus concurrency</h3>"]
+    shown = [r for r in table if max_num_seqs is None or r[0] <= max_num_seqs]
+    if len(shown) < len(table) and len(shown) >= 2:
+        worst = max(r[head.index("ttft_ms")] for r in table)
+        out.append(f"<p class=\"sub\">The charts stop at {max_num_seqs:,} concurrent requests, "
+                   f"the max_num_seqs the serve command runs: beyond it requests wait in the "
+                   f"queue and TTFT grows with the queue (up to {worst:,.0f} ms at "
+                   f"{table[-1][0]:,.0f}). The data table lists every point.</p>")
+    else:
+        shown = table
     for n, (name, prefix, unit, _) in enumerate(_PERF_METRICS if table else ()):
         col = head.index(name)
-        series = [svg.Series(name, [(r[0], r[col]) for r in table], svg.OKABE_ITO[0])]
+        series = [svg.Series(name, [(r[0], r[col]) for r in shown], svg.OKABE_ITO[0])]
         hl = [svg.HLine(v, f"SLO {k} {v:g}") for k, v in slos if k.startswith(prefix)]
         what = "Throughput" if prefix == "throughput" else prefix.upper()
         desc = "; ".join(f"{s.label}: " + ", ".join(f"{x:g} → {y:g}" for x, y in s.points)
@@ -749,7 +764,9 @@ def _html_section(sec: Section, idx: int) -> str:
     out.append(_html_memory(sec, f"m{idx}"))
     out.append(_html_curve(sec, f"c{idx}"))
     if p.performance is not None:
-        out.append(_html_perf(p.performance, f"p{idx}"))
+        seqs = p.recommendations.max_num_seqs.value or p.inputs["max_num_seqs"].value
+        out.append(_html_perf(p.performance, f"p{idx}",
+                              int(seqs) if isinstance(seqs, int | float) else None))
     items = "".join(f'<li class="{_h(x.severity)}"><span class="sev">{_h(x.severity)}</span>'
                     f"<code>{_h(x.code)}</code> {_h(x.message)}</li>" for x in _problems(sec))
     out.append("<h3>Problems</h3>" + (f'<ul class="problems">{items}</ul>' if items else
@@ -773,7 +790,7 @@ def _html_compare(plans: Sequence[Plan]) -> str:
     cmds = "".join(f"<p><strong>{_h(p.engine.label)}</strong></p>"
                    f"<pre><code>{_h(p.command)}</code></pre>" for p in plans)
     return ('<section class="block" aria-labelledby="cmp-h"><h2 id="cmp-h">Engines compared</h2>'
-            f"{_wrap(chart)}{_html_table(head, rows, numeric=range(1, len(head)))}"
+            f"{_wrap(chart)}{_html_table(head, rows, numeric=range(1, len(head)), wrap=True)}"
             f"{_data_table('Serve command for each engine', cmds)}</section>")
 
 

@@ -304,6 +304,7 @@ def scatter(cid: str, points: Sequence[tuple[float, float, str, bool]], *, title
     for t in xt:
         out.append(_text(px(t), top + ph + 17, x_fmt(t), size=11, anchor="middle", fill="#555"))
     out += _axes(left, top, pw, ph, height, x_label, y_label)
+    placed: list[tuple[float, float, float, float]] = []  # label boxes drawn so far
     for x, y, label, hot in points:
         colour = OKABE_ITO[5] if hot else OKABE_ITO[0]
         shape = (f'<rect x="{_n(px(x) - 5)}" y="{_n(py(y) - 5)}" width="10" height="10" '
@@ -312,6 +313,25 @@ def scatter(cid: str, points: Sequence[tuple[float, float, str, bool]], *, title
         end = "</rect>" if hot else "</circle>"
         out.append(f"{shape}<title>{escape(label)}: {escape(x_fmt(x))}, {escape(y_fmt(y))}"
                    f"</title>{end}")
-        out.append(_text(px(x) + 8, py(y) - 6, label, size=11))
+        lx, ly = _label_spot(px(x), py(y), label, placed, left + pw, top, top + ph)
+        out.append(_text(lx, ly, label, size=11))
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _label_spot(x: float, y: float, label: str, placed: list[tuple[float, float, float, float]],
+                right: float, top: float, bottom: float) -> tuple[float, float]:
+    """Where a point's label goes: right of the point (left of it near the right edge), at the
+    first height that overlaps no label already placed; the box is added to `placed`. Labels
+    are 11 px text, about 6.2 px a character."""
+    w, h = 6.2 * len(label), 12.0
+    lx = x + 8 if x + 8 + w <= right else x - 8 - w
+    for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8):
+        dy = -6 + 14 * k
+        ly = min(max(y + dy, top + h), bottom)
+        box = (lx, ly - h, lx + w, ly + 2)
+        if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                   for b in placed):
+            break
+    placed.append(box)
+    return lx, ly

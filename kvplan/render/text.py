@@ -148,7 +148,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
-    cal = "calibrated" if pf.calibrated else "not calibrated for this GPU family × engine"
+    cal = ("calibrated" if pf.calibrated else
+           f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
     t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / "
               f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
@@ -545,9 +546,11 @@ def github_annotations(report: CheckReport) -> str:
 # ------------------------------------------------------------------------- sweep
 
 
-def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]], width: int) -> list[str]:
+def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]],
+                       width: int) -> tuple[list[str], set[str]]:
     """Plain-text table lines: (header, cells, priority, justify '<' or '>'); the lowest
-    priority columns are dropped until the table fits `width` (cells are never cut)."""
+    priority columns are dropped until the table fits `width` (cells are never cut). Also the
+    headers kept, so a legend explains only the columns shown."""
     cols = list(cols)
 
     def line_width(cs: list[tuple[str, list[str], int, str]]) -> int:
@@ -566,7 +569,7 @@ def _fit_sweep_columns(cols: list[tuple[str, list[str], int, str]], width: int) 
 
     out = [fmt([h for h, _, _, _ in cols])]
     out += [fmt([c[1][r] for c in cols]) for r in range(rows)]
-    return out
+    return out, {h for h, _, _, _ in cols}
 
 
 _SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "e4m3",
@@ -583,6 +586,16 @@ def _money(x: float | None) -> str:
 
 def _option_label(o: Option) -> str:
     return f"{o.gpu} ×{o.count}"
+
+
+# What the sweep table's columns mean, said only for the columns that fit the width.
+_SWEEP_LEGEND = (
+    ("headroom", "headroom: KV tokens at the engine's default memory fraction ÷ tokens the "
+     "target needs (below 1×, the serve command raises the fraction)"),
+    ("P", "P: * = Pareto, no cheaper option has as much headroom"),
+)
+_SWEEP_WARNED = ("! after the rank: the plan carries warnings (e.g. a non-CUDA platform or an "
+                 "estimated device total: see --json plan.problems)")
 
 
 def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands: int = 3,
@@ -618,8 +631,11 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
             return
         engines = len({o.engine for o in result.options}) > 1
         latency = result.latency_model
+        # "!" after the rank (a column of its own was the first to go at 80 columns)
+        warned = ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""
+                  for o in opts]
         cols: list[tuple[str, list[str], int, str]] = [
-            ("#", [str(o.rank) for o in opts], 8, ">"),
+            ("#", [f"{o.rank}{w}" for o, w in zip(opts, warned, strict=True)], 8, ">"),
             ("GPU × n", [_option_label(o) for o in opts], 10, "<"),
             ("TP×PP", [f"{o.tensor_parallel_size}×{o.pipeline_parallel_size}" for o in opts], 7,
              "<"),
@@ -634,17 +650,23 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
             ("headroom", [f"{o.headroom:.2f}×" for o in opts], 9, ">"),
             ("$/hour", [_money(o.price_per_hour) for o in opts], 9, ">"),
         ]
+        # a latency the target bounds is kept before cost and headroom details
+        if latency and t.slo_ttft_ms is not None:
+            cols.append(("TTFT ms", ["—" if o.ttft_ms is None else f"{o.ttft_ms:,.0f}"
+                                     for o in opts], 7, ">"))
         if latency:
             cols += [("TPOT ms", ["—" if o.tpot_ms is None else f"{o.tpot_ms:.1f}" for o in opts],
-                      5, ">"),
+                      7 if t.slo_tpot_ms is not None else 5, ">"),
                      ("tok/s", ["—" if o.output_tokens_per_s is None
                                 else f"{o.output_tokens_per_s:,.0f}" for o in opts], 4, ">"),
                      ("$/M tok", [_money(o.cost_per_million_output_tokens) for o in opts], 6, ">")]
         cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
-        cols.append(("!", ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""
-                           for o in opts], 1, "<"))
-        lines.extend(textwrap.wrap(title, width))
-        lines.extend(_fit_sweep_columns(cols, width))
+        rows, shown = _fit_sweep_columns(cols, width)
+        legend = [text for header, text in _SWEEP_LEGEND if header in shown]
+        if any(warned):
+            legend.append(_SWEEP_WARNED)
+        lines.extend(textwrap.wrap(title + (". " + "; ".join(legend) if legend else ""), width))
+        lines.extend(rows)
         lines.append("")
 
     def price_line(opts: list[Option]) -> None:
@@ -665,11 +687,7 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
     if meeting:
         shown = meeting[:top]
         price_line(shown)
-        table(shown, f"Options that meet the target (best {len(shown)} of {len(meeting)}). "
-              "headroom: KV tokens at the engine's default memory fraction ÷ tokens the target "
-              "needs (below 1×, the serve command raises the fraction); P: * = Pareto, no "
-              "cheaper option has as much headroom; !: the plan carries warnings (e.g. a "
-              "non-CUDA platform or an estimated device total: see --json plan.problems)")
+        table(shown, f"Options that meet the target (best {len(shown)} of {len(meeting)})")
         lines.append("Serve commands")
         for o in meeting[:commands]:
             lines.append(f"#{o.rank} {_option_label(o)}:")

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import (
+    AmbiguousGpuError,
     InvalidConfigError,
     InvalidInputError,
     Reason,
@@ -212,6 +213,12 @@ def _gpu_keys() -> dict[str, GpuSpec]:
 LOCAL = re.compile(r"local(?::(\d{1,3}))?")
 
 
+def _tokens(name: str) -> list[str]:
+    """'NVIDIA A100 SXM' → ['a100', 'sxm']: the words of a GPU name, as in catalogue ids."""
+    name = re.sub(r"^(nvidia|amd|intel)[\s_-]+", "", name.lower().strip())
+    return [t for t in re.split(r"[\s_\-./]+", name) if t]
+
+
 def resolve_gpu(ref: str) -> GpuSpec:
     """By id, alias or the name nvidia-smi prints (case and punctuation ignored); `local` or
     `local:N` reads this machine's GPU N through NVML."""
@@ -222,6 +229,12 @@ def resolve_gpu(ref: str) -> GpuSpec:
     keys = _gpu_keys()
     if key in keys:
         return keys[key]
+    # A family name several variants share (`a100`: 40 GB SXM, 80 GB SXM, 80 GB PCIe) is asked
+    # about, not guessed: the variants' memory, so every capacity figure, can differ 2×.
+    family = _tokens(ref)
+    variants = [g for g in gpu_specs() if family and g.id.split("-")[:len(family)] == family]
+    if len(variants) > 1:
+        raise AmbiguousGpuError(ref, [(g.id, g.name) for g in variants])
     # Prefix and substring matches first (`v100` → both V100 entries), then similar spellings.
     hits = sorted((k for k in keys if key and (k.startswith(key) or key in k)),
                   key=lambda k: (not k.startswith(key), keys[k].id))

@@ -97,3 +97,31 @@ def test_a_huge_number_is_echoed_as_typed(capsys):
                          "--json")
     assert code == 2 and f"--max-model-len {typed} is out of range" in err
     assert typed in json.loads(out)["error"]["message"]
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("gpu", ["h100", "v100-sxm2-32gb"])  # bfloat16, and float16 below cc 8.0
+def test_a_plans_kv_cache_dtype_is_valid_input_again(capsys, engine, gpu):
+    """Issue #21 item 19: the plan reported `inputs.kv_cache_dtype: "bfloat16"` and refused
+    `--kv-cache-dtype bfloat16`. The model's own 16-bit dtype is what auto stores: the same plan,
+    the same launch line (vLLM's CacheDType lists bfloat16 and float16, vllm/config/cache.py;
+    TensorRT-LLM's KvCacheConfig.dtype too; TGI and SGLang keep the model dtype by default)."""
+    args = ("plan", LLAMA, "--gpu", gpu, "--engine", engine, "--max-model-len", "8192", "--json")
+    code, out, _ = run(capsys, *args)
+    first = json.loads(out)
+    kv = first["inputs"]["kv_cache_dtype"]["value"]
+    assert kv == ("bfloat16" if gpu == "h100" else "float16")
+    again_code, again, _ = run(capsys, *args, "--kv-cache-dtype", kv)
+    second = json.loads(again)
+    assert again_code == code and second["inputs"]["kv_cache_dtype"] == {"value": kv,
+                                                                         "source": "cli"}
+    assert {k: v for k, v in second.items() if k != "inputs"} == {
+        k: v for k, v in first.items() if k != "inputs"}
+
+
+def test_another_16_bit_kv_dtype_than_the_models_is_refused_naming_it(capsys):
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--kv-cache-dtype", "float16",
+                       "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and "model's dtype, bfloat16" in error["message"]
+    assert "--dtype float16" in error["hint"]

@@ -186,3 +186,24 @@ def test_a_plan_equals_its_twin_whether_or_not_its_table_was_read():
             for _ in range(2))
     assert b.performance.by_concurrency  # computed in b only
     assert a == b
+
+
+def test_not_calibrated_names_the_real_reason(capsys):
+    """Issue #21 item 5: every default H100/vLLM plan said "not calibrated for this GPU family ×
+    engine" although H100 is a calibrated family: the default engine version is outside the
+    fitted release. Each reason is named apart (version, GPU family, borrowed fit)."""
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b-instruct", "--gpu", "h100")
+    assert code == 0 and "GPU family" not in out
+    head = " ".join(out.split("Performance per replica", 1)[1].split("figure")[0].split())
+    version = plan("llama-3.1-8b-instruct", "h100").engine.version
+    assert version.split(".")[:2] != ["0", "12"]  # the default is not the fitted release
+    assert f"not calibrated: vLLM {version} is outside the calibrated release 0.12" in head
+
+    fitted = plan("llama-3.1-8b-instruct", "h100", engine_version="0.12.0").performance
+    assert fitted is not None and fitted.calibrated and fitted.not_calibrated_because is None
+    ampere = plan("llama-3.1-8b-instruct", "a100-sxm-80gb", engine_version="0.12.0").performance
+    assert ampere is not None and ampere.not_calibrated_because == (
+        "no calibration rows for Ampere GPUs (only Hopper)")
+    tgi = plan("llama-3.1-8b-instruct", "h100", engine="tgi").performance
+    assert tgi is not None and tgi.not_calibrated_because == (
+        "TGI has no calibration rows (it borrows SGLang's fit)")

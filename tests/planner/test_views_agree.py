@@ -152,7 +152,7 @@ def test_the_miss_mark_lands_on_the_figure_that_misses():
 def test_nearest_misses_are_ranked_by_how_far_they_miss():
     """Issue #21 item 12: among options that fit and miss only a latency target, one that misses
     by less (worst figure ÷ its SLO) ranks first, whatever its headroom."""
-    r = kvplan.sweep("qwen2.5-32b-instruct", gpus=["h100", "a100"], engine="vllm",
+    r = kvplan.sweep("qwen2.5-32b-instruct", gpus=["h100", "a100-sxm-80gb"], engine="vllm",
                      max_model_len=4096, workload=QWEN_WORK, slo_ttft_ms=200, slo_tpot_ms=30)
     missed = [o for o in r.options if not o.meets_target and o.plan.fits
               and o.ttft_ms is not None and o.tpot_ms is not None]
@@ -170,7 +170,7 @@ def test_performance_runs_at_the_recommended_max_num_seqs_without_a_target():
     """Issue #21 item 13: without --target-concurrency the performance section runs at the
     max_num_seqs the plan recommends (not the engine's saturating default), and the header
     shows that number."""
-    p = kvplan.plan("llama-3.1-70b-instruct", "a100", tensor_parallel_size=4,
+    p = kvplan.plan("llama-3.1-70b-instruct", "a100-sxm-80gb", tensor_parallel_size=4,
                     max_model_len=32768)
     rec = p.recommendations.max_num_seqs.value
     assert p.performance is not None and rec is not None
@@ -181,7 +181,7 @@ def test_performance_runs_at_the_recommended_max_num_seqs_without_a_target():
 
 
 def test_a_given_target_concurrency_is_where_performance_runs():
-    p = kvplan.plan("llama-3.1-70b-instruct", "a100", tensor_parallel_size=4,
+    p = kvplan.plan("llama-3.1-70b-instruct", "a100-sxm-80gb", tensor_parallel_size=4,
                     max_model_len=32768, workload=Workload(target_concurrency=5))
     assert p.performance is not None and p.performance.concurrency == 5
 

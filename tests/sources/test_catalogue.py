@@ -33,6 +33,36 @@ def test_gpu_lookup_by_smi_name_and_alias(name, gpu_id):
     assert resolve_gpu(name).id == gpu_id
 
 
+def test_a_family_name_with_variants_of_other_memory_is_asked_about_not_guessed(capsys):
+    """Issue #21 item 11: `--gpu a100` silently meant the 80 GB SXM part while a 40 GB part (half
+    the KV cache) exists. A family name several catalogue GPUs share exits 2 naming them."""
+    from clirun import run
+
+    from kvplan.errors import UnknownGpuError
+
+    with pytest.raises(UnknownGpuError) as e:
+        resolve_gpu("a100")
+    assert sorted(e.value.suggestions) == ["a100-pcie-80gb", "a100-sxm-40gb", "a100-sxm-80gb"]
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b-instruct", "--gpu", "A100", "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and "ambiguous" in error["message"]
+    assert "'a100-sxm-40gb' (A100 SXM4 40GB)" in error["hint"]
+    assert resolve_gpu("a100-40gb").id == "a100-sxm-40gb"  # a name with the size is no question
+
+
+def test_every_alias_is_safe_for_capacity_among_the_variants_it_could_mean():
+    """An alias may stand for one of several variants (`h100` → SXM, not PCIe or NVL) only when
+    no variant it could mean has less memory: its capacity answer then holds for all of them."""
+    gpus = gpu_specs()
+    for g in gpus:
+        for alias in g.aliases:
+            words = set(alias.lower().split("-"))
+            for other in gpus:
+                if words <= set(other.id.split("-")):
+                    assert (other.memory_gb_marketing or 0) >= (g.memory_gb_marketing or 0), (
+                        alias, g.id, other.id)
+
+
 def test_h100_total_is_the_cuda_number_not_nvidia_smi():
     """GPUS.md: nvidia-smi 81559 MiB − 551 MiB reserved = 81008 MiB = 79.11 GiB."""
     assert resolve_gpu("h100").cuda_total_bytes == 81008 * 2**20

@@ -1,0 +1,49 @@
+"""The sweep table at 80 columns (issue #21 item 14): a TTFT column when a TTFT target is
+given, and a legend that explains only what the table shows (the "!" mark never dropped)."""
+
+from __future__ import annotations
+
+import pytest
+
+import kvplan
+from kvplan.render.text import sweep_text
+from kvplan.specs import Workload
+
+
+@pytest.fixture(scope="module")
+def result():
+    w = Workload(avg_input_tokens=2000, avg_output_tokens=300, target_concurrency=16,
+                 slo_ttft_ms=500, slo_tpot_ms=50)
+    return kvplan.sweep("llama-3.1-8b-instruct", gpus=["h100", "l40s", "mi300x"], max_gpus=1,
+                        workload=w, slo_ttft_ms=500, slo_tpot_ms=50)
+
+
+def _table(text: str) -> tuple[str, list[str]]:
+    """The legend paragraph and the table lines of the options that meet the target."""
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("Options that meet"))
+    head = next(i for i in range(start, len(lines)) if lines[i].lstrip().startswith("#"))
+    end = lines.index("", head)
+    return " ".join(lines[start:head]), lines[head:end]
+
+
+def test_ttft_column_with_a_ttft_target_at_80_columns(result):
+    text = sweep_text(result, width=80)
+    legend, table = _table(text)
+    assert "TTFT ms" in table[0] and "TPOT ms" in table[0]  # both latencies the target bounds
+    assert all(len(x) <= 80 for x in text.splitlines() if not x.startswith("  vllm serve"))
+    by_gpu = {o.gpu: o for o in result.meeting}
+    mi = by_gpu["mi300x"]
+    row = next(r for r in table[1:] if " mi300x " in r)
+    assert f"{mi.ttft_ms:,.0f}" in row.split()
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_the_legend_explains_only_the_columns_shown(result, width):
+    legend, table = _table(sweep_text(result, width=width))
+    marked = any(r.split()[0].endswith("!") for r in table[1:])
+    assert marked == ("! after the rank" in legend)
+    assert marked  # mi300x (ROCm) carries a warning: its mark survives 80 columns
+    headers = table[0].split()
+    assert ("P" in headers) == ("P: *" in legend)
+    assert ("headroom" in headers) == ("headroom:" in legend)
