@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
 )
 
+from .engines import DEFAULT_ENGINE
 from .errors import InvalidInputError
 from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig
 from .units import DTYPE_ALIASES, GiB
@@ -304,8 +305,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("extra_llm_api_options", str, ("--extra-llm-api-options",), "TensorRT-LLM: the YAML "
        "given to trtllm-serve (kv_cache_config, max_batch_size, …); its values win over flags, "
        "as in trtllm-serve", unit="file", path=True),
-    _O("engine", str, ("--engine",), "vllm, sglang, tgi or trtllm (generic flags map to the "
-       "engine's own knobs; see docs/engines.md)", default="vllm"),
+    # {engines}: the registry's engine names, filled in where the help is shown
+    _O("engine", str, ("--engine",), "{engines} (generic flags map to the engine's own knobs; "
+       "see docs/engines.md)", default=DEFAULT_ENGINE),
     _O("engine_version", str, ("--engine-version",), "engine release to model (default: newest "
        "modelled)"),
     _O("target_concurrency", int, ("--target-concurrency",), "requests that must fit in the KV "

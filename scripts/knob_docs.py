@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 import gendoc  # noqa: E402
 
+from kvplan.engines.registry import spelled  # noqa: E402
 from kvplan.knobs import KNOB_NAMES, OPTIONS, Option  # noqa: E402
 from kvplan.specs import Workload  # noqa: E402
 
@@ -43,6 +44,7 @@ def _row(o: Option) -> str:
     kind = "file" if o.path else KINDS.get(o.type, o.type.__name__)
     kind += " (32k, 32K)" if o.human else ""
     text = " — ".join(x for x in (o.help, o.doc) if x).replace("|", "\\|")
+    text = text.replace("{engines}", spelled())
     if o.default is not None and o.type is not bool:
         text += f" (default: {o.default})"
     return f"| {flags} | {kind} | {_range(o)} | {o.unit} | {text} |"

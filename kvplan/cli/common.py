@@ -80,6 +80,10 @@ def option(name: str, *, bare: bool = False, **override: Any) -> inspect.Paramet
 
     plain: dict[str, Any] = {"help": None} if bare else {}
     o = dataclasses.replace(OPTIONS[name], **plain, **override)
+    if o.help and "{engines}" in o.help:
+        from ..engines.registry import spelled
+
+        o = dataclasses.replace(o, help=o.help.format(engines=spelled()))
     extra: dict[str, Any] = {"parser": human_int, "metavar": "INT"} if o.human else {}
     base: Any = Path if o.path else o.type
     kind = base if o.required or o.default is not None else base | None

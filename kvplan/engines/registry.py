@@ -53,6 +53,12 @@ def __getattr__(attr: str) -> Any:
     raise AttributeError(attr)
 
 
+def spelled() -> str:
+    """The engine names as help text reads them: 'vllm, sglang, tgi or trtllm'."""
+    *rest, last = names()
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
 def get(name: str) -> Engine:
     """The engine called `name`, or an error naming the known ones."""
     engine = ENGINES.get(name.lower().strip())
