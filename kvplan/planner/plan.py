@@ -5,7 +5,9 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import NamedTuple
@@ -63,6 +65,27 @@ INPUTS = (
 )
 
 
+_Tried = tuple[Deployment, MemoryResult] | None
+# _try's answers while planning: within one plan (its searches re-ask a deployment) or a
+# whole sweep (one candidate's search tries another candidate's deployment); see shared_tries
+_TRIES: ContextVar[dict[tuple, tuple[ModelSpec, GpuSpec, _Tried]] | None] = ContextVar(
+    "kvplan_tries", default=None)
+
+
+@contextmanager
+def shared_tries() -> Iterator[None]:
+    """Within this block, _try answers each (engine, model, GPU, knobs, version) once: the
+    re-planned deployments are pure functions of those (ModelSpec and GpuSpec are frozen, and
+    nothing changes a tried deployment or its memory result). Nested blocks share the
+    outermost one's answers."""
+    token = _TRIES.set({}) if _TRIES.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _TRIES.reset(token)
+
+
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
@@ -106,6 +129,7 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     return replace(res, fits=False, problems=[*problems, *res.problems])
 
 
+@shared_tries()  # its searches re-ask some deployments (the recommended budget, …)
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
@@ -214,14 +238,28 @@ def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, Source
 
 
 def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
-         **changes: object) -> tuple[Deployment, MemoryResult] | None:
+         **changes: object) -> _Tried:
     """The deployment with some knobs changed; None when the engine (or a range) refuses it.
-    Changes are validated like user input, so a search can never leak an out-of-range value."""
+    Changes are validated like user input, so a search can never leak an out-of-range value.
+    Memoised inside shared_tries() on the knobs' values (not on the object)."""
+    values = {**knobs.given(), **changes}
+    tries = _TRIES.get()
+    key: tuple | None = None
+    if tries is not None:
+        key = (eng.name, id(m), id(gpu), version, *values.items())
+        try:
+            hit = tries.get(key)
+        except TypeError:  # a dict or list value (speculative_config, …): not memoised
+            key = hit = None
+        if hit is not None and hit[0] is m and hit[1] is gpu:
+            return hit[2]
     try:
-        new = Knobs.model_validate({**knobs.given(), **changes})
-        return evaluate(eng, m, gpu, new, version)
+        got: _Tried = evaluate(eng, m, gpu, Knobs.model_validate(values), version)
     except (InvalidInputError, ValidationError):
-        return None
+        got = None
+    if tries is not None and key is not None:
+        tries[key] = (m, gpu, got)
+    return got
 
 
 def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
