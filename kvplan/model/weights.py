@@ -11,7 +11,7 @@ K/V projections keep max(1, kv_heads // tp) heads per rank, i.e. replicate when 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -430,11 +430,17 @@ def _audio_tensors(m: ModelSpec) -> Iterator[Tensor]:
     yield Tensor(name + "layer_norm", "norm", 2 * h, 1, "none", None)
 
 
+@per_model(64)
+def all_tensors(m: ModelSpec) -> tuple[Tensor, ...]:
+    """`tensors(m)`, listed once per model object (every TP layout shards the same list)."""
+    return tuple(tensors(m))
+
+
 @per_model(256)
 def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
     """Total parameters as published: unpadded vocabulary, tied head counted once. Memoised
     per model object (a ModelSpec is frozen): every plan of a sweep asks it."""
-    return sum(t.rows * t.cols for t in tensors(m) if include_vision or not t.name.startswith(
+    return sum(t.rows * t.cols for t in all_tensors(m) if include_vision or not t.name.startswith(
         ("vision.", "multi_modal_projector", "audio_encoder.")))
 
 
@@ -683,18 +689,22 @@ def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str
         a.free(cache)
 
 
-def replay_allocations(sizes: list[int], dtype: str, rope_positions: int,
-                       rotary_dim: int) -> CachingAllocator:
+def replay_allocations(sizes: list[int], dtype: str, rope_positions: int, rotary_dim: int,
+                       after_each: Callable[[CachingAllocator], None] | None = None
+                       ) -> CachingAllocator:
     """Allocate `sizes` in order on an empty caching allocator, building the RoPE cache
     (rope_positions × rotary_dim, kept in `dtype`) at ROPE_BUILD; the allocator then reports
-    allocated and reserved bytes. Checked byte for byte against PyTorch 2.11 on an H200
-    (benchmarks/allocator_check.py, benchmarks/data/allocator_h200.json)."""
+    allocated and reserved bytes (`after_each` sees it after every entry). Checked byte for
+    byte against PyTorch 2.11 on an H200 (benchmarks/allocator_check.py,
+    benchmarks/data/allocator_h200.json)."""
     a = CachingAllocator()
     for n in sizes:
         if n == ROPE_BUILD:
             _rope_build(a, rope_positions, rotary_dim, dtype)
         else:
             a.malloc(n)
+        if after_each is not None:
+            after_each(a)
     return a
 
 
@@ -822,7 +832,7 @@ def rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
     Memoised per (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
     dtype_bytes = DTYPE_BYTES[dtype]
     out = []
-    for t in tensors(m):
+    for t in all_tensors(m):
         if m.moe is not None:
             t = _expert_parallel(t, ep)
         rows, cols = _shard_rows(t, m, tp)
@@ -881,15 +891,36 @@ def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                key=lambda w: w.reserved_bytes)
 
 
-@lru_cache(maxsize=1024)
+# Replays remembered with the allocator's counters after every entry, per (dtype, RoPE cache
+# positions, rotary dims): (sizes, [(allocated, held) after each entry]), most recent last
+_REPLAYS: dict[tuple[str, int, int], list[tuple[tuple[int, ...], list[tuple[int, int]]]]] = {}
+_REPLAYS_KEPT = 64
+
+
 def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
               rotary_dim: int) -> tuple[int, int]:
-    """(allocated, reserved) bytes after replay_allocations and empty_cache; memoised on the
-    allocation sequence itself (PP stages with the same layers replay the same sequence)."""
-    a = replay_allocations(list(sizes), dtype, rope_positions, rotary_dim)
-    allocated = a.allocated_bytes
-    a.empty_cache()
-    return allocated, a.reserved_bytes
+    """(allocated, reserved) bytes after replay_allocations and empty_cache. A sequence that
+    begins one replayed before is read from that replay's counters at its length (a PP split's
+    first stage begins the unsplit model; shorter middle stages begin longer ones): the
+    allocator's state after a prefix is the state of replaying the prefix alone, and
+    empty_cache leaves exactly the segments that hold a live block (held_bytes)."""
+    if not sizes:
+        return 0, 0
+    runs = _REPLAYS.setdefault((dtype, rope_positions, rotary_dim), [])
+    n = len(sizes)
+    for seq, after in runs:
+        if len(seq) >= n and seq[n - 1] == sizes[-1] and seq[:n] == sizes:
+            return after[n - 1]
+    steps: list[tuple[int, int]] = []
+    replay_allocations(list(sizes), dtype, rope_positions, rotary_dim,
+                       lambda a: steps.append((a.allocated_bytes, a.held_bytes)))
+    if len(runs) >= _REPLAYS_KEPT:
+        del runs[0]
+    runs.append((sizes, steps))
+    return steps[-1]
+
+
+_replayed.cache_clear = _REPLAYS.clear  # type: ignore[attr-defined]
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")

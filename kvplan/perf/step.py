@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..engines import registry
@@ -92,6 +93,7 @@ RANGES: dict[str, tuple[float, float]] = {
 CALIBRATED_ARCHS = ("Hopper",)  # GPU families with calibration rows (H100 SXM, H200 SXM)
 
 
+@lru_cache(maxsize=256)
 def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:4]) or (0,)
 
@@ -345,6 +347,23 @@ def _add(acc: list[int], t: _weights.Tensor, nbytes: int, elements: int, m: Mode
             acc[3] += elements
 
 
+@per_model(256)
+def _stage_layer_kinds(m: ModelSpec, pp: int) -> tuple[int, int, int, int]:
+    """Decoder layers of the PP stage with the most of them, and how many of those are
+    full-attention (or MLA), sliding-window and linear-attention layers."""
+    stage = max(_weights.pp_layer_ranges(m.num_layers, pp), key=len)
+    full = sliding = linear = 0
+    for i in stage:
+        kind = m.layer_types[i] if m.layer_types else "full"
+        if kind == "linear":
+            linear += 1
+        elif kind == "sliding" and m.sliding_window:
+            sliding += 1
+        elif kind != "none":
+            full += 1
+    return len(stage), full, sliding, linear
+
+
 def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: int = 1, pp: int = 1,
                 dtype: str | None = None, kv_cache_dtype: str | None = None,
                 quant: QuantSpec | None = None, max_num_batched_tokens: int = 8192,
@@ -370,23 +389,13 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         weight_bytes_per_gpu = max(s.tensor_bytes for s in stages)
     dense_read = max(0, weight_bytes_per_gpu - en.expert_bytes - en.unread_bytes)
 
-    ranges = _weights.pp_layer_ranges(m.num_layers, pp)
-    stage = max(ranges, key=len)
     per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
     heads = cdiv(m.num_attention_heads, tp)
     if m.mla is not None:  # absorbed MLA: scores over latent + rope, values over the latent
         attn_per_ctx = 2 * heads * (2 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
     else:
         attn_per_ctx = 4 * heads * m.head_dim
-    full = sliding = linear = 0
-    for i in stage:
-        kind = m.layer_types[i] if m.layer_types else "full"
-        if kind == "linear":
-            linear += 1
-        elif kind == "sliding" and m.sliding_window:
-            sliding += 1
-        elif kind != "none":
-            full += 1
+    layers, full, sliding, linear = _stage_layer_kinds(m, pp)
     state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
@@ -397,7 +406,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
-        layers=len(stage), hidden_size=m.hidden_size,
+        layers=layers, hidden_size=m.hidden_size,
         weight_bytes_per_gpu=weight_bytes_per_gpu, dense_read_bytes=dense_read,
         expert_bytes=en.expert_bytes, num_experts=m.moe.num_experts if m.moe else 0,
         top_k=m.moe.top_k if m.moe else 0,

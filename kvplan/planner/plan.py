@@ -66,7 +66,7 @@ INPUTS = (
 
 
 _Tried = tuple[Deployment, MemoryResult] | None
-# _try's answers while planning: within one plan (its searches re-ask a deployment) or a
+# Deployments evaluated while planning: within one plan (its searches re-ask a deployment) or a
 # whole sweep (one candidate's search tries another candidate's deployment); see shared_tries
 _TRIES: ContextVar[dict[tuple, tuple[ModelSpec, GpuSpec, _Tried]] | None] = ContextVar(
     "kvplan_tries", default=None)
@@ -74,10 +74,10 @@ _TRIES: ContextVar[dict[tuple, tuple[ModelSpec, GpuSpec, _Tried]] | None] = Cont
 
 @contextmanager
 def shared_tries() -> Iterator[None]:
-    """Within this block, _try answers each (engine, model, GPU, knobs, version) once: the
-    re-planned deployments are pure functions of those (ModelSpec and GpuSpec are frozen, and
-    nothing changes a tried deployment or its memory result). Nested blocks share the
-    outermost one's answers."""
+    """Within this block, each (engine, model, GPU, knobs, version) is evaluated once (by
+    _evaluate_once): a deployment and its memory result are pure functions of those (ModelSpec
+    and GpuSpec are frozen; knobs are compared by value), and nothing changes them afterwards.
+    Nested blocks share the outermost one's answers."""
     token = _TRIES.set({}) if _TRIES.get() is None else None
     try:
         yield
@@ -146,7 +146,10 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     version = engine_version or eng.newest_version
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
-    dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
+    source: Source = "cli" if engine_version else "kvplan-default"
+    got = _evaluate_once(eng, m, gpu, knobs.given(), version, source, knobs)
+    # refused: evaluate again, to raise the reason
+    dep, res = got if got is not None else evaluate(eng, m, gpu, knobs, version, source)
     problems += (eng.layout_problems(m) + res.problems
                  + model_gpu_problems(m, gpu, dep, engine=eng.label))
     problems += _lora_knobs_without_lora(eng, knobs, dep)
@@ -240,21 +243,33 @@ def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, Source
 def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
          **changes: object) -> _Tried:
     """The deployment with some knobs changed; None when the engine (or a range) refuses it.
-    Changes are validated like user input, so a search can never leak an out-of-range value.
-    Memoised inside shared_tries() on the knobs' values (not on the object)."""
-    values = {**knobs.given(), **changes}
+    Changes are validated like user input, so a search can never leak an out-of-range value."""
+    return _evaluate_once(eng, m, gpu, {**knobs.given(), **changes}, version, "cli")
+
+
+def _evaluate_once(eng: Engine, m: ModelSpec, gpu: GpuSpec, values: dict[str, object],
+                   version: str, version_source: Source, knobs: Knobs | None = None) -> _Tried:
+    """evaluate() with the knobs `values` (validated, unless `knobs` holds them already); None
+    when the engine (or a range) refuses them. Inside shared_tries() remembered by value; an
+    answer found under another version source is returned with this one."""
     tries = _TRIES.get()
     key: tuple | None = None
     if tries is not None:
-        key = (eng.name, id(m), id(gpu), version, *values.items())
+        key = (eng.name, id(m), id(gpu), version, *sorted(values.items()))
         try:
             hit = tries.get(key)
-        except TypeError:  # a dict or list value (speculative_config, …): not memoised
+        except TypeError:  # a dict or list value (speculative_config, …): not remembered
             key = hit = None
         if hit is not None and hit[0] is m and hit[1] is gpu:
-            return hit[2]
+            if hit[2] is None or hit[2][0].sources.get("engine_version") == version_source:
+                return hit[2]
+            dep, res = hit[2]
+            return dep.model_copy(update={"sources": {**dep.sources,
+                                                      "engine_version": version_source}}), res
+    got: _Tried
     try:
-        got: _Tried = evaluate(eng, m, gpu, Knobs.model_validate(values), version)
+        got = evaluate(eng, m, gpu, knobs or Knobs.model_validate(values), version,
+                       version_source)
     except (InvalidInputError, ValidationError):
         got = None
     if tries is not None and key is not None:

@@ -212,14 +212,15 @@ def test_tensors_outside_the_layers_between_them_fall_back_to_whole_stages(monke
     listed.remove(norm)
     listed.insert(len(listed) // 2, norm)
     monkeypatch.setattr(weights, "tensors", lambda spec: iter(listed))
-    weights.rank_tensors.cache_clear()
-    weights._rank_layout.cache_clear()
+    memos = (weights.all_tensors, weights.rank_tensors, weights._rank_layout)
+    for memo in memos:
+        memo.cache_clear()
     try:
         assert weights._rank_layout(m, tp=1, dtype="bfloat16", quant=None, ep=1).layers is None
         (after,) = stage_allocations(m, tp=1, pp=1, dtype="bfloat16", quant=None)
     finally:
-        weights.rank_tensors.cache_clear()
-        weights._rank_layout.cache_clear()
+        for memo in memos:
+            memo.cache_clear()
     assert sorted(after) == sorted(before) and after != before
 
 
@@ -243,3 +244,20 @@ def test_per_model_memo_is_per_object_and_keys_on_every_argument():
     assert f(m, 1, quant=q.model_copy(update={"ignore": []})) == 5
     f.cache_clear()
     assert f(m, 1) == 6
+
+
+def test_a_sequence_read_from_a_longer_replay_equals_replaying_it_alone():
+    """A stage sequence that begins one replayed before is read from that replay: the same
+    (allocated, reserved) as replaying it alone, without another replay."""
+    from kvplan.model import weights
+    m = _model("Qwen/Qwen2.5-7B-Instruct")
+    args = ("bfloat16", m.rope_cache_positions, m.rotary_dim)
+    (whole,) = stage_allocations(m, tp=2, pp=1, dtype="bfloat16", quant=None)
+    weights._replayed.cache_clear()
+    weights._replayed(tuple(whole), *args)
+    for n in (1, 2, 5, len(whole) // 3, len(whole) - 1):
+        alone = weights.replay_allocations(whole[:n], *args)
+        allocated = alone.allocated_bytes
+        alone.empty_cache()
+        assert weights._replayed(tuple(whole[:n]), *args) == (allocated, alone.reserved_bytes)
+    assert len(weights._REPLAYS[args]) == 1
