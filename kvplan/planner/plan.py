@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -70,6 +70,22 @@ _Tried = tuple[Deployment, MemoryResult] | None
 # whole sweep (one candidate's search tries another candidate's deployment); see shared_tries
 _TRIES: ContextVar[dict[tuple, tuple[ModelSpec, GpuSpec, _Tried]] | None] = ContextVar(
     "kvplan_tries", default=None)
+
+
+# the last Knobs object whose given() was asked, with it: a plan's searches ask it of the same
+# (frozen) knobs again and again
+_last_given: tuple[Knobs, dict[str, Any]] | None = None
+
+
+def _given(knobs: Knobs) -> dict[str, Any]:
+    """knobs.given(), remembered for the last Knobs object asked; not to be changed."""
+    global _last_given
+    last = _last_given
+    if last is not None and last[0] is knobs:
+        return last[1]
+    given = knobs.given()
+    _last_given = (knobs, given)
+    return given
 
 
 @contextmanager
@@ -147,7 +163,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
     source: Source = "cli" if engine_version else "kvplan-default"
-    got = _evaluate_once(eng, m, gpu, knobs.given(), version, source, knobs)
+    got = _evaluate_once(eng, m, gpu, _given(knobs), version, source, knobs)
     # refused: evaluate again, to raise the reason
     dep, res = got if got is not None else evaluate(eng, m, gpu, knobs, version, source)
     problems += (eng.layout_problems(m) + res.problems
@@ -209,7 +225,7 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
 
 def _check_supported(eng: Engine, knobs: Knobs) -> None:
     """A knob the engine does not have is an error naming the engines that do."""
-    bad = sorted(k for k, v in knobs.given().items() if k in eng.unsupported and v is not False)
+    bad = sorted(k for k, v in _given(knobs).items() if k in eng.unsupported and v is not False)
     if not bad:
         return
     names = ", ".join(flag(k) for k in bad)
@@ -244,7 +260,7 @@ def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
          **changes: object) -> _Tried:
     """The deployment with some knobs changed; None when the engine (or a range) refuses it.
     Changes are validated like user input, so a search can never leak an out-of-range value."""
-    return _evaluate_once(eng, m, gpu, {**knobs.given(), **changes}, version, "cli")
+    return _evaluate_once(eng, m, gpu, {**_given(knobs), **changes}, version, "cli")
 
 
 def _evaluate_once(eng: Engine, m: ModelSpec, gpu: GpuSpec, values: dict[str, object],

@@ -362,10 +362,23 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     try:
         with shared_tries():
             return _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices, target,
-                          closest_pruned, larger_gpus)
+                          closest_pruned, _once_per_gpu(larger_gpus) if larger_gpus else None)
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _once_per_gpu(fn: Callable[[GpuSpec], Sequence[GpuSpec]]
+                  ) -> Callable[[GpuSpec], Sequence[GpuSpec]]:
+    """`fn` asked once per GPU object (every candidate on a GPU names the same larger ones)."""
+    seen: dict[int, tuple[GpuSpec, Sequence[GpuSpec]]] = {}
+
+    def once(g: GpuSpec) -> Sequence[GpuSpec]:
+        hit = seen.get(id(g))
+        if hit is None or hit[0] is not g:
+            hit = seen[id(g)] = (g, fn(g))
+        return hit[1]
+    return once
 
 
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
