@@ -51,7 +51,7 @@ def segment_size(nbytes: int) -> int:
     return -(-nbytes // ROUND_LARGE_BYTES) * ROUND_LARGE_BYTES
 
 
-@dataclass(eq=False)  # blocks are compared by identity
+@dataclass(eq=False, slots=True)  # blocks are compared by identity
 class _Block:
     segment: int
     offset: int
@@ -61,7 +61,7 @@ class _Block:
     next: _Block | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Segment:
     size: int
     small: bool  # small pool (requests <= 1 MiB) or large pool
