@@ -11,6 +11,7 @@ K/V projections keep max(1, kv_heads // tp) heads per rank, i.e. replicate when 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -891,9 +892,9 @@ def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                key=lambda w: w.reserved_bytes)
 
 
-# Replays remembered with the allocator's counters after every entry, per (dtype, RoPE cache
-# positions, rotary dims): (sizes, [(allocated, held) after each entry]), most recent last
-_REPLAYS: dict[tuple[str, int, int], list[tuple[tuple[int, ...], list[tuple[int, int]]]]] = {}
+# Replays remembered with the allocator's counters after every entry, most recent last:
+# ((dtype, RoPE cache positions, rotary dims), sizes, allocated after each, held after each)
+_REPLAYS: list[tuple[tuple[str, int, int], tuple[int, ...], array[int], array[int]]] = []
 _REPLAYS_KEPT = 64
 
 
@@ -906,18 +907,21 @@ def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
     empty_cache leaves exactly the segments that hold a live block (held_bytes)."""
     if not sizes:
         return 0, 0
-    runs = _REPLAYS.setdefault((dtype, rope_positions, rotary_dim), [])
-    n = len(sizes)
-    for seq, after in runs:
-        if len(seq) >= n and seq[n - 1] == sizes[-1] and seq[:n] == sizes:
-            return after[n - 1]
-    steps: list[tuple[int, int]] = []
-    replay_allocations(list(sizes), dtype, rope_positions, rotary_dim,
-                       lambda a: steps.append((a.allocated_bytes, a.held_bytes)))
-    if len(runs) >= _REPLAYS_KEPT:
-        del runs[0]
-    runs.append((sizes, steps))
-    return steps[-1]
+    key, n = (dtype, rope_positions, rotary_dim), len(sizes)
+    for k, seq, allocated, held in reversed(_REPLAYS):
+        if k == key and len(seq) >= n and seq[n - 1] == sizes[-1] and seq[:n] == sizes:
+            return allocated[n - 1], held[n - 1]
+    allocated, held = array("q"), array("q")
+
+    def record(a: CachingAllocator) -> None:
+        allocated.append(a.allocated_bytes)
+        held.append(a.held_bytes)
+
+    replay_allocations(list(sizes), dtype, rope_positions, rotary_dim, record)
+    if len(_REPLAYS) >= _REPLAYS_KEPT:
+        del _REPLAYS[0]
+    _REPLAYS.append((key, sizes, allocated, held))
+    return allocated[-1], held[-1]
 
 
 _replayed.cache_clear = _REPLAYS.clear  # type: ignore[attr-defined]
