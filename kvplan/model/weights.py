@@ -820,10 +820,30 @@ def _rank_layout(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
         side[0 if t.kind == "embedding" or _first_stage(t) else 1].append(item)
         whole.append(item)
     fused = [_Fused.of(g) for g in (pre_all, *pre, post_all, *post, tied)]
-    per_layer = [_Fused.of(g) for g in layers]
+    per_layer = _fused_layers(layers)
     names = [g.names for g in (fused[0], *per_layer, fused[3], fused[6])]
     separable &= sum(map(len, names)) == len(frozenset().union(*names))
     return _RankLayout(items, per_layer if separable else None, *fused)
+
+
+def _fused_layers(layers: list[list[_Item]]) -> list[_Fused]:
+    """Each decoder layer's tensors fused (_Fused.of); layers named "layers.{i}.…" whose
+    tensors differ only in that index are fused once: the fusion patterns (_FUSED) and the
+    o_proj test read the names after the index."""
+    done: dict[tuple[_Item, ...], _Fused] = {}
+    out = []
+    for i, items in enumerate(layers):
+        prefix = f"layers.{i}."
+        if not all(name.startswith(prefix) for name, _ in items):
+            out.append(_Fused.of(items))
+            continue
+        key = tuple((name[len(prefix):], parts) for name, parts in items)
+        first = done.get(key)
+        if first is None:
+            first = done[key] = _Fused.of([("layers.0." + n, parts) for n, parts in key])
+        out.append(_Fused(first.sizes, first.rope_at,
+                          frozenset(prefix + n[len("layers.0."):] for n in first.names)))
+    return out
 
 
 @per_model(256)
