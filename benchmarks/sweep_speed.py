@@ -3,12 +3,15 @@
     python benchmarks/sweep_speed.py [runs]
 
 In-process: kvplan.sweep() over the whole GPU catalogue (vLLM, up to 8 GPUs, the checkpoint's
-own format) for dense, MoE and MLA catalogue models, after one warm-up sweep of another model.
+own format) for every dense model size of the catalogue and MoE and MLA models, after one
+warm-up sweep of another model; then the same sweep on every engine (`--engine all`, thousands
+of candidates), cold, in seconds.
 "cold": each run loads the model afresh and clears the allocator-replay memo, so nothing
 memoised before helps (weights and KV layouts are worked out anew); "warm": the same sweep again
 on that object.
 "plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
-this process's CPU time (the machine may be shared; wall time is shown for the command). A plan's
+this process's CPU time (the machine may be shared; wall time is shown for the command); each
+figure is the median of `runs` runs. A plan's
 concurrency table (performance.by_concurrency) is computed when first read or serialized, so the
 in-process sweep computes none; the command's --json output computes every option's.
 Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
@@ -24,10 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
 
-MODELS = [("dense", "meta-llama/Llama-3.1-70B-Instruct"),
-          ("dense", "meta-llama/Llama-3.1-8B-Instruct"),
+# every dense size of the catalogue (1B … 405B), then MoE and MLA models
+MODELS = [("dense", "meta-llama/Llama-3.2-1B-Instruct"),
+          ("dense", "meta-llama/Llama-3.1-8B-Instruct"), ("dense", "Qwen/Qwen2.5-32B-Instruct"),
+          ("dense", "meta-llama/Llama-3.1-70B-Instruct"), ("dense", "meta-llama/Llama-3.1-405B"),
           ("MoE", "Qwen/Qwen3-235B-A22B"), ("MoE", "Qwen/Qwen3-30B-A3B"),
           ("MLA", "deepseek-ai/DeepSeek-V2-Lite")]
+# sweeps of thousands of candidates: every registry engine (--engine all)
+LARGE = ["meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"]
 MAX_MODEL_LEN = 32768
 CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
        "--target-concurrency", "40", "--avg-input-tokens", "3000", "--avg-output-tokens", "400"]
@@ -62,6 +69,18 @@ def in_process(runs: int) -> None:
         print(f"{kind:5} {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "
               f"median {statistics.median(cold):,.0f} plans/s cold, "
               f"{statistics.median(warm):,.0f} warm")
+    for ref in LARGE:
+        seconds: list[float] = []
+        for _ in range(runs):
+            m = load(ref)
+            weights._replayed.cache_clear()
+            weights.fused_name.cache_clear()
+            start = time.process_time()
+            r = kvplan.sweep(m, workload=workload, max_model_len=MAX_MODEL_LEN, engine="all")
+            seconds.append(time.process_time() - start)
+        s = statistics.median(seconds)
+        print(f"all   {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "
+              f"median {s:.2f} s cold ({len(r.options) / s:,.0f} plans/s), --engine all")
 
 
 def command(runs: int) -> None:

@@ -6,8 +6,9 @@ result object that the table, the JSON and the tests all read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -245,6 +246,9 @@ class QuantSpec(_Frozen):
                               description="module name patterns left unquantized")
     source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
 
+    def __hash__(self) -> int:  # frozen, but `ignore` is a list: hashed as a tuple
+        return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))
+
 
 class ModelSpec(_Frozen):
     """A model, normalised from its HF config. Every family quirk is resolved in hf_config.py."""
@@ -349,6 +353,45 @@ class ModelSpec(_Frozen):
         "[heads, head_dim] split by heads over TP (Command-R+); 'full_width' over heads·head_dim, "
         "replicated on every TP rank (OLMo-2); 'full_width_tp' over heads·head_dim, split over "
         "TP ranks (MiniMax-M2)")
+
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def per_model(maxsize: int) -> Callable[[_Fn], _Fn]:
+    """Memoise a pure function of a ModelSpec (its first argument) and other arguments, per
+    model object: ModelSpec is frozen, but it is not hashable (it holds lists), so entries are
+    keyed on its id and keep the object, which a hit must be (an id reused by a new object
+    never hits; an equal new object starts cold). Keyword arguments are keyed on their names
+    and order; an unhashable argument (a QuantSpec holds a list) on its JSON. The table is
+    cleared when it holds `maxsize` entries; `fn.cache_clear()` clears it."""
+    def decorate(fn: _Fn) -> _Fn:
+        table: dict[tuple, tuple[ModelSpec, Any]] = {}
+
+        @functools.wraps(fn)
+        def memoised(m: ModelSpec, *args: Any, **kwargs: Any) -> Any:
+            key = (id(m), args, tuple(kwargs.items()))
+            try:
+                hit = table.get(key)
+            except TypeError:
+                key = (id(m), tuple(map(_hashable, args)),
+                       tuple((k, _hashable(v)) for k, v in kwargs.items()))
+                hit = table.get(key)
+            if hit is not None and hit[0] is m:
+                return hit[1]
+            if len(table) >= maxsize:
+                table.clear()
+            out = fn(m, *args, **kwargs)
+            table[key] = (m, out)
+            return out
+
+        memoised.cache_clear = table.clear  # type: ignore[attr-defined]
+        return memoised  # type: ignore[return-value]
+    return decorate
+
+
+def _hashable(v: Any) -> Any:
+    return v.model_dump_json() if isinstance(v, BaseModel) else v
 
 
 # -------------------------------------------------------------------- deployment

@@ -51,7 +51,7 @@ def segment_size(nbytes: int) -> int:
     return -(-nbytes // ROUND_LARGE_BYTES) * ROUND_LARGE_BYTES
 
 
-@dataclass(eq=False)  # blocks are compared by identity
+@dataclass(eq=False, slots=True)  # blocks are compared by identity
 class _Block:
     segment: int
     offset: int
@@ -61,7 +61,7 @@ class _Block:
     next: _Block | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Segment:
     size: int
     small: bool  # small pool (requests <= 1 MiB) or large pool
@@ -78,6 +78,8 @@ class CachingAllocator:
     their neighbours, so 100 k tensors replay in well under a second."""
 
     allocated_bytes: int = 0  # torch.cuda.memory_allocated()
+    # segments that hold a live block: what reserved_bytes falls to after empty_cache
+    held_bytes: int = 0
     _segments: list[_Segment] = field(default_factory=list)
     # free blocks of each pool (True = small), sorted by (size, segment, offset): best fit first
     _free: dict[bool, list[tuple[int, int, int]]] = field(
@@ -113,6 +115,8 @@ class CachingAllocator:
             bisect.insort(pool, (rest.size, seg, rest.offset))
             block.size = size
         block.live = True
+        if not segment.live:
+            self.held_bytes += segment.size
         segment.live += 1
         self.allocated_bytes += block.size
         self._handles += 1
@@ -125,6 +129,8 @@ class CachingAllocator:
         self.allocated_bytes -= block.size
         segment = self._segments[block.segment]
         segment.live -= 1
+        if not segment.live:
+            self.held_bytes -= segment.size
         pool = self._free[segment.small]
         for n in (block.next, block.prev):  # merge the next, then the previous free neighbour
             if n is not None and not n.live:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..specs import ModelSpec
+from ..specs import ModelSpec, per_model
 from ..units import DTYPE_BYTES, cdiv
 
 LayerKind = Literal["full", "sliding", "mla", "mamba", "cross"]
@@ -195,27 +195,15 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
                     padding_layers=padding, mamba_page_padding_bytes=pad)
 
 
-_STAGE_KV_CACHE: dict[tuple, tuple[ModelSpec, KvLayout, int]] = {}
-_STAGE_KV_CACHE_SIZE = 1024
-
-
+@per_model(1024)
 def stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype: str,
              hybrid_manager: bool, block_size: int, block_size_fixed: bool,
              group_rule: Literal["min", "max_if_close"]) -> tuple[KvLayout, int]:
     """kv_layout(layer_specs(…)) of one worker's layers and their summed KV bytes per token,
     memoised per model object and arguments (a ModelSpec is frozen; planning searches and
     sweeps re-ask the same stage)."""
-    key = (id(m), layers.start, layers.stop, tp, kv_dtype, state_dtype, hybrid_manager,
-           block_size, block_size_fixed, group_rule)
-    hit = _STAGE_KV_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1], hit[2]
-    if len(_STAGE_KV_CACHE) >= _STAGE_KV_CACHE_SIZE:
-        _STAGE_KV_CACHE.clear()
     specs = layer_specs(m, layers, tp=tp, kv_dtype=kv_dtype, state_dtype=state_dtype,
                         hybrid_manager=hybrid_manager)
     layout = kv_layout(specs, block_size=block_size, block_size_fixed=block_size_fixed,
                        group_rule=group_rule)
-    per_token = sum(x.bytes_per_token for x in specs)
-    _STAGE_KV_CACHE[key] = (m, layout, per_token)
-    return layout, per_token
+    return layout, sum(x.bytes_per_token for x in specs)

@@ -11,12 +11,13 @@ K/V projections keep max(1, kv_heads // tp) heads per rank, i.e. replicate when 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec
+from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_model
 from ..units import DTYPE_BYTES, cdiv
 from .allocator import CachingAllocator
 from .tensor_names import (
@@ -430,23 +431,18 @@ def _audio_tensors(m: ModelSpec) -> Iterator[Tensor]:
     yield Tensor(name + "layer_norm", "norm", 2 * h, 1, "none", None)
 
 
-_COUNT_CACHE: dict[tuple[int, bool], tuple[ModelSpec, int]] = {}
-_COUNT_CACHE_SIZE = 256
+@per_model(64)
+def all_tensors(m: ModelSpec) -> tuple[Tensor, ...]:
+    """`tensors(m)`, listed once per model object (every TP layout shards the same list)."""
+    return tuple(tensors(m))
 
 
+@per_model(256)
 def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
     """Total parameters as published: unpadded vocabulary, tied head counted once. Memoised
     per model object (a ModelSpec is frozen): every plan of a sweep asks it."""
-    key = (id(m), include_vision)
-    hit = _COUNT_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    if len(_COUNT_CACHE) >= _COUNT_CACHE_SIZE:
-        _COUNT_CACHE.clear()
-    n = sum(t.rows * t.cols for t in tensors(m) if include_vision or not t.name.startswith(
+    return sum(t.rows * t.cols for t in all_tensors(m) if include_vision or not t.name.startswith(
         ("vision.", "multi_modal_projector", "audio_encoder.")))
-    _COUNT_CACHE[key] = (m, n)
-    return n
 
 
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
@@ -634,16 +630,45 @@ def _fuse(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[in
     return fused
 
 
-def _build_order(parts_by_name: list[tuple[str, tuple[int, ...]]]) -> list[int]:
-    """One stage's allocation sizes: the fused parameters' parts in creation order, with
-    ROPE_BUILD after the first attention output projection (vLLM builds the rotary embedding
-    in the first attention layer's __init__, after its projections), or last if none."""
+@dataclass(frozen=True)
+class _Fused:
+    """Tensors fused among themselves (one decoder layer, or tensors outside the layers):
+    the allocation sizes of their fused parameters' parts in creation order, and where the
+    RoPE cache is built when they hold an attention output projection (vLLM builds the rotary
+    embedding in the first attention layer's __init__, after its projections)."""
+
+    sizes: tuple[int, ...]
+    rope_at: int | None  # index in sizes after the first o_proj; None: no o_proj
+    names: frozenset[str]  # the fused parameters' names
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
+
+    @classmethod
+    def of(cls, parts_by_name: list[tuple[str, tuple[int, ...]]]) -> _Fused:
+        sizes: list[int] = []
+        rope_at = None
+        fused = _fuse(parts_by_name)
+        for name, parts in fused.items():
+            sizes += [b for b in parts if b]
+            if rope_at is None and name.removesuffix(".weight").endswith("o_proj"):
+                rope_at = len(sizes)
+        return cls(tuple(sizes), rope_at, frozenset(fused))
+
+
+def _build_order(groups: list[_Fused]) -> list[int]:
+    """One stage's allocation sizes: its groups' fused parameters in order, with ROPE_BUILD
+    after the first attention output projection, or last if none."""
     sizes: list[int] = []
     rope = False  # a flag, not `ROPE_BUILD in sizes`: that scan made this quadratic
-    for name, parts in _fuse(parts_by_name).items():
-        sizes += [b for b in parts if b]
-        if not rope and name.removesuffix(".weight").endswith("o_proj"):
+    for g in groups:
+        if rope or g.rope_at is None:
+            sizes += g.sizes
+        else:
+            sizes += g.sizes[:g.rope_at]
             sizes.append(ROPE_BUILD)
+            sizes += g.sizes[g.rope_at:]
             rope = True
     return sizes if rope else [*sizes, ROPE_BUILD]
 
@@ -665,18 +690,22 @@ def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str
         a.free(cache)
 
 
-def replay_allocations(sizes: list[int], dtype: str, rope_positions: int,
-                       rotary_dim: int) -> CachingAllocator:
+def replay_allocations(sizes: list[int], dtype: str, rope_positions: int, rotary_dim: int,
+                       after_each: Callable[[CachingAllocator], None] | None = None
+                       ) -> CachingAllocator:
     """Allocate `sizes` in order on an empty caching allocator, building the RoPE cache
     (rope_positions × rotary_dim, kept in `dtype`) at ROPE_BUILD; the allocator then reports
-    allocated and reserved bytes. Checked byte for byte against PyTorch 2.11 on an H200
-    (benchmarks/allocator_check.py, benchmarks/data/allocator_h200.json)."""
+    allocated and reserved bytes (`after_each` sees it after every entry). Checked byte for
+    byte against PyTorch 2.11 on an H200 (benchmarks/allocator_check.py,
+    benchmarks/data/allocator_h200.json)."""
     a = CachingAllocator()
     for n in sizes:
         if n == ROPE_BUILD:
             _rope_build(a, rope_positions, rotary_dim, dtype)
         else:
             a.malloc(n)
+        if after_each is not None:
+            after_each(a)
     return a
 
 
@@ -691,49 +720,144 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     adds its dequantized copy per layer after loading."""
     if m.weights_from == "headers" and m.checkpoint is not None:
         return header_stage_allocations(m, tp=tp, pp=pp, dtype=dtype)
+    mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
     ranges = pp_layer_ranges(m.num_layers, pp)
-    stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
-    named: list[list[tuple[str, tuple[int, ...]]]] = [[] for _ in range(pp)]
-    for t, item in _rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep):
+    return [_build_order(groups) + ([mla_copy] * len(ranges[s]) if mla_copy else [])
+            for s, groups in enumerate(_stage_groups(m, tp=tp, pp=pp, dtype=dtype, quant=quant,
+                                                     ep=ep))]
+
+
+def _stage_groups(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpec | None,
+                  ep: int) -> list[list[_Fused]]:
+    """Per PP stage, its tensors fused as vLLM fuses them, in creation order: the stage's
+    decoder layers, each fused once per TP layout (_RankLayout), between the tensors outside
+    the layers that the stage builds."""
+    lay = _rank_layout(m, tp=tp, dtype=dtype, quant=quant, ep=ep)
+    if lay.layers is None:  # not separable by layer: fuse each stage's tensors whole
+        return [[_Fused.of(items)] for items in _stage_items(m, lay.items, pp)]
+    ranges = pp_layer_ranges(m.num_layers, pp)
+    if pp == 1:
+        return [[lay.pre, *lay.layers, lay.post]]
+    return [([lay.pre_first] if s == 0 else [])
+            + ([lay.tied, lay.pre_last] if s == pp - 1 else [])
+            + lay.layers[r.start:r.stop]
+            + ([lay.post_first] if s == 0 else []) + ([lay.post_last] if s == pp - 1 else [])
+            for s, r in enumerate(ranges)]
+
+
+_Item = tuple[str, tuple[int, ...]]  # a tensor's name and the bytes of each of its parts
+
+
+def _stage_items(m: ModelSpec, ranked: list[tuple[Tensor, _Item]], pp: int) -> list[list[_Item]]:
+    """Per PP stage, the tensors it builds in creation order: decoder layers by stage; the
+    embedding first on the first stage (and, tied with pp > 1, a copy first on the last);
+    encoders and embedding extras on the first stage; the rest (final norm, LM head) on the
+    last."""
+    stage_of = {layer: s for s, r in enumerate(pp_layer_ranges(m.num_layers, pp)) for layer in r}
+    named: list[list[_Item]] = [[] for _ in range(pp)]
+    for t, item in ranked:
         if t.layer is not None:
             named[stage_of[t.layer]].append(item)
         elif t.kind == "embedding":
             named[0].insert(0, item)
             if m.tie_word_embeddings and pp > 1:
                 named[-1].append(("lm_head", item[1]))
-        elif t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
-            named[0].append(item)  # the encoder runs on the first stage
-        elif t.name.startswith(_FIRST_STAGE_EXTRAS):
+        elif _first_stage(t):
             named[0].append(item)
         else:  # final norm, lm_head
             named[-1].append(item)
-    mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
-    return [_build_order(items) + ([mla_copy] * len(ranges[s]) if mla_copy else [])
-            for s, items in enumerate(named)]
+    return named
 
 
-_RANK_CACHE: dict[tuple, tuple[ModelSpec, list[tuple[Tensor, tuple[str, tuple[int, ...]]]]]] = {}
-_RANK_CACHE_SIZE = 256
+def _first_stage(t: Tensor) -> bool:
+    """A tensor outside the decoder layers that the first PP stage builds: the encoders run
+    there, and the embedding's extras sit beside it."""
+    return (t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector"))
+            or t.name.startswith(_FIRST_STAGE_EXTRAS))
 
 
-def _rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
-                  ep: int) -> list[tuple[Tensor, tuple[str, tuple[int, ...]]]]:
+@dataclass(frozen=True)
+class _RankLayout:
+    """One TP rank's tensors (`rank_tensors`) and, when the tensors outside the decoder layers
+    all come before or after them and no fused parameter spans two groups (always, for
+    `tensors`), each group fused once: every PP split then only concatenates them
+    (_stage_groups); `layers` None otherwise. pre/post: the tensors before/after the layers
+    (the embedding first), all of them (pp 1) and those the first/last stage builds."""
+
+    items: list[tuple[Tensor, _Item]]
+    layers: list[_Fused] | None
+    pre: _Fused
+    pre_first: _Fused
+    pre_last: _Fused
+    post: _Fused
+    post_first: _Fused
+    post_last: _Fused
+    tied: _Fused  # the last stage's own copy of a tied embedding (pp > 1)
+
+
+@per_model(256)
+def _rank_layout(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
+                 ep: int) -> _RankLayout:
+    items = rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep)
+    layers: list[list[_Item]] = [[] for _ in range(m.num_layers)]
+    pre: tuple[list[_Item], list[_Item]] = ([], [])  # (first stage, last stage)
+    post: tuple[list[_Item], list[_Item]] = ([], [])
+    pre_all: list[_Item] = []
+    post_all: list[_Item] = []
+    tied: list[_Item] = []
+    separable, last_layer = True, -1
+    for k, (t, item) in enumerate(items):
+        if t.layer is not None:
+            separable &= t.layer >= last_layer and not post_all
+            last_layer = t.layer
+            layers[t.layer].append(item)
+            continue
+        side, whole = (pre, pre_all) if last_layer < 0 else (post, post_all)
+        if t.kind == "embedding":
+            separable &= k == 0  # the stage's first tensor, and the tied copy the last's first
+            if m.tie_word_embeddings:
+                tied.append(("lm_head", item[1]))
+        side[0 if t.kind == "embedding" or _first_stage(t) else 1].append(item)
+        whole.append(item)
+    fused = [_Fused.of(g) for g in (pre_all, *pre, post_all, *post, tied)]
+    per_layer = _fused_layers(layers)
+    names = [g.names for g in (fused[0], *per_layer, fused[3], fused[6])]
+    separable &= sum(map(len, names)) == len(frozenset().union(*names))
+    return _RankLayout(items, per_layer if separable else None, *fused)
+
+
+def _fused_layers(layers: list[list[_Item]]) -> list[_Fused]:
+    """Each decoder layer's tensors fused (_Fused.of); layers named "layers.{i}.…" whose
+    tensors differ only in that index are fused once: the fusion patterns (_FUSED) and the
+    o_proj test read the names after the index."""
+    done: dict[tuple[_Item, ...], _Fused] = {}
+    out = []
+    for i, items in enumerate(layers):
+        prefix = f"layers.{i}."
+        if not all(name.startswith(prefix) for name, _ in items):
+            out.append(_Fused.of(items))
+            continue
+        key = tuple((name[len(prefix):], parts) for name, parts in items)
+        first = done.get(key)
+        if first is None:
+            first = done[key] = _Fused.of([("layers.0." + n, parts) for n, parts in key])
+        out.append(_Fused(first.sizes, first.rope_at,
+                          frozenset(prefix + n[len("layers.0."):] for n in first.names)))
+    return out
+
+
+@per_model(256)
+def rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
+                  ep: int) -> list[tuple[Tensor, _Item]]:
     """Every tensor with (name, bytes of each part) on one TP rank, in `tensors` order.
     Memoised per (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
-    key = (id(m), tp, dtype, quant.model_dump_json() if quant else None, ep)
-    hit = _RANK_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    if len(_RANK_CACHE) >= _RANK_CACHE_SIZE:
-        _RANK_CACHE.clear()
     dtype_bytes = DTYPE_BYTES[dtype]
     out = []
-    for t in tensors(m):
+    for t in all_tensors(m):
         if m.moe is not None:
             t = _expert_parallel(t, ep)
         rows, cols = _shard_rows(t, m, tp)
         out.append((t, (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))))
-    _RANK_CACHE[key] = (m, out)
     return out
 
 
@@ -748,24 +872,36 @@ class WeightMemory:
     reserved_bytes: int
 
 
-_STAGE_CACHE: dict[tuple, tuple[ModelSpec, list[WeightMemory]]] = {}
-_STAGE_CACHE_SIZE = 512
-
-
+@per_model(512)
 def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
     PyTorch's caching allocator counts them after building the model (kvplan/model/allocator.py).
     Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
-    key = (id(m), tp, pp, dtype, quant.model_dump_json() if quant else None, ep)
-    hit = _STAGE_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    if len(_STAGE_CACHE) >= _STAGE_CACHE_SIZE:
-        _STAGE_CACHE.clear()
-    out = _weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
-    _STAGE_CACHE[key] = (m, out)
+    tensor = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
+    out = []
+    for sizes, t in zip(stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep),
+                        tensor, strict=True):
+        allocated, reserved = _replayed(tuple(sizes), dtype, m.rope_cache_positions, m.rotary_dim)
+        out.append(WeightMemory(t, allocated, reserved))
     return out
+
+
+@per_model(512)
+def stage_tensor_bytes(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpec | None,
+                       ep: int = 1) -> list[int]:
+    """WeightMemory.tensor_bytes of each PP stage (the weight tensors and the RoPE cache on one
+    TP rank) without replaying the allocator: what a search that only asks whether the weights
+    can fit needs."""
+    rope = rope_cache_bytes(m, dtype)
+    if m.weights_from == "headers" and m.checkpoint is not None:
+        return [sum(n for n in sizes if n != ROPE_BUILD) + rope
+                for sizes in header_stage_allocations(m, tp=tp, pp=pp, dtype=dtype)]
+    mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
+    ranges = pp_layer_ranges(m.num_layers, pp)
+    return [sum(g.total for g in groups) + mla_copy * len(ranges[s]) + rope
+            for s, groups in enumerate(_stage_groups(m, tp=tp, pp=pp, dtype=dtype, quant=quant,
+                                                     ep=ep))]
 
 
 def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
@@ -776,26 +912,39 @@ def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                key=lambda w: w.reserved_bytes)
 
 
-def _weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
-                             quant: QuantSpec | None, ep: int) -> list[WeightMemory]:
-    rope = rope_cache_bytes(m, dtype)
-    out = []
-    for sizes in stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep):
-        allocated, reserved = _replayed(tuple(sizes), dtype, m.rope_cache_positions, m.rotary_dim)
-        tensor = sum(n for n in sizes if n != ROPE_BUILD) + rope
-        out.append(WeightMemory(tensor, allocated, reserved))
-    return out
+# Replays remembered with the allocator's counters after every entry, most recent last:
+# ((dtype, RoPE cache positions, rotary dims), sizes, allocated after each, held after each)
+_REPLAYS: list[tuple[tuple[str, int, int], tuple[int, ...], array[int], array[int]]] = []
+_REPLAYS_KEPT = 64
 
 
-@lru_cache(maxsize=1024)
 def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
               rotary_dim: int) -> tuple[int, int]:
-    """(allocated, reserved) bytes after replay_allocations and empty_cache; memoised on the
-    allocation sequence itself (PP stages with the same layers replay the same sequence)."""
-    a = replay_allocations(list(sizes), dtype, rope_positions, rotary_dim)
-    allocated = a.allocated_bytes
-    a.empty_cache()
-    return allocated, a.reserved_bytes
+    """(allocated, reserved) bytes after replay_allocations and empty_cache. A sequence that
+    begins one replayed before is read from that replay's counters at its length (a PP split's
+    first stage begins the unsplit model; shorter middle stages begin longer ones): the
+    allocator's state after a prefix is the state of replaying the prefix alone, and
+    empty_cache leaves exactly the segments that hold a live block (held_bytes)."""
+    if not sizes:
+        return 0, 0
+    key, n = (dtype, rope_positions, rotary_dim), len(sizes)
+    for k, seq, allocated, held in reversed(_REPLAYS):
+        if k == key and len(seq) >= n and seq[n - 1] == sizes[-1] and seq[:n] == sizes:
+            return allocated[n - 1], held[n - 1]
+    allocated, held = array("q"), array("q")
+
+    def record(a: CachingAllocator) -> None:
+        allocated.append(a.allocated_bytes)
+        held.append(a.held_bytes)
+
+    replay_allocations(list(sizes), dtype, rope_positions, rotary_dim, record)
+    if len(_REPLAYS) >= _REPLAYS_KEPT:
+        del _REPLAYS[0]
+    _REPLAYS.append((key, sizes, allocated, held))
+    return allocated[-1], held[-1]
+
+
+_replayed.cache_clear = _REPLAYS.clear  # type: ignore[attr-defined]
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
@@ -850,7 +999,7 @@ def header_stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str) -> l
         else:
             named[-1].append((m.num_layers, name, item))
     # sorted by layer; the sort is stable, so file order stays within a layer
-    return [_build_order([(n, p) for _, n, p in sorted(items, key=lambda x: x[0])])
+    return [_build_order([_Fused.of([(n, p) for _, n, p in sorted(items, key=lambda x: x[0])])])
             for items in named]
 
 

@@ -47,14 +47,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..engines import registry
 from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
-from ..specs import GpuSpec, ModelSpec, QuantSpec
-from ..units import DTYPE_ALIASES, DTYPE_BYTES, cdiv
+from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
+from ..units import DTYPE_ALIASES, cdiv
 
 Bound = Literal["compute", "bandwidth", "overhead"]
 
@@ -92,6 +93,7 @@ RANGES: dict[str, tuple[float, float]] = {
 CALIBRATED_ARCHS = ("Hopper",)  # GPU families with calibration rows (H100 SXM, H200 SXM)
 
 
+@lru_cache(maxsize=256)
 def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:4]) or (0,)
 
@@ -281,66 +283,85 @@ class _Enumerated:
     lm_head_elements: int
 
 
-_ENUM_CACHE: dict[tuple, tuple[ModelSpec, _Enumerated]] = {}
-_ENUM_CACHE_SIZE = 512
-
-
+@per_model(512)
 def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
                      quant: QuantSpec | None) -> _Enumerated:
-    """_enumerate_stage_uncached, memoised per (model object, tp, pp, dtype, format): a sweep
-    asks the same model × layout on every GPU."""
-    key = (id(m), tp, pp, dtype, quant.model_dump_json() if quant else None)
-    hit = _ENUM_CACHE.get(key)
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    if len(_ENUM_CACHE) >= _ENUM_CACHE_SIZE:
-        _ENUM_CACHE.clear()
-    out = _enumerate_stage_uncached(m, tp, pp, dtype, quant)
-    _ENUM_CACHE[key] = (m, out)
-    return out
-
-
-def _enumerate_stage_uncached(m: ModelSpec, tp: int, pp: int, dtype: str,
-                              quant: QuantSpec | None) -> _Enumerated:
     """Bytes and matmul elements of one TP rank of the heaviest PP stage, from the same tensor
-    enumeration and sharding rules as weights.weight_memory_per_stage."""
+    enumeration and sharding rules as weights.weight_memory_per_stage: each decoder layer's
+    sums (_layer_sums, once per TP layout) added over the stage's layers, and the tensors
+    outside the layers. Memoised per (model object, tp, pp, dtype, format): a sweep asks the
+    same model × layout on every GPU."""
     ranges = _weights.pp_layer_ranges(m.num_layers, pp)
-    stage_of = {layer: s for s, r in enumerate(ranges) for layer in r}
-    dtype_bytes = DTYPE_BYTES[dtype]
+    per_layer, outside = _layer_sums(m, tp, dtype, quant)
     # per stage: read bytes, expert bytes, unread bytes, dense / active-expert / LM-head elements
-    per_stage = [[0, 0, 0, 0, 0, 0] for _ in range(pp)]
-    k_over_e = m.moe.top_k / m.moe.num_experts if m.moe else 0.0
-    for t in _weights.tensors(m):
-        if t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
-            continue
-        rows, cols = _weights._shard_rows(t, m, tp)
-        nbytes = sum(_weights._tensor_parts(t, rows, cols, dtype_bytes, quant))
-        if t.layer is not None:
-            stage = stage_of[t.layer]
-        else:
-            stage = 0 if t.kind == "embedding" else pp - 1
-        acc = per_stage[stage]
+    per_stage = [[sum(col) for col in zip(*per_layer[r.start:r.stop], strict=True)]
+                 if len(r) else [0] * 6 for r in ranges]
+    for t, nbytes, elements in outside:
+        acc = per_stage[0 if t.kind == "embedding" else pp - 1]
         if t.kind == "embedding":
             if m.tie_word_embeddings:  # the LM head reads the tied table on the last stage
                 per_stage[pp - 1][0] += nbytes
-                per_stage[pp - 1][5] += rows * cols
+                per_stage[pp - 1][5] += elements
                 if pp > 1:
                     acc[2] += nbytes
             else:
                 acc[2] += nbytes  # a lookup reads a few rows only
         elif t.kind == "lm_head":
             acc[0] += nbytes
-            acc[5] += rows * cols
-        elif t.kind == "expert":
-            acc[1] += nbytes
-            acc[4] += round(rows * cols * k_over_e)
+            acc[5] += elements
         else:
-            acc[0] += nbytes
-            if t.kind in ("linear", "router"):
-                acc[3] += rows * cols
+            _add(acc, t, nbytes, elements, m)
     best = max(range(pp), key=lambda s: per_stage[s][0] + per_stage[s][1])
     r, e, u, de, ee, le = per_stage[best]
     return _Enumerated(len(ranges[best]), r, e, u, de, ee, le)
+
+
+@per_model(256)
+def _layer_sums(m: ModelSpec, tp: int, dtype: str, quant: QuantSpec | None
+                ) -> tuple[list[list[int]], list[tuple[_weights.Tensor, int, int]]]:
+    """Per decoder layer, the six sums of _enumerate_stage over its tensors on one TP rank;
+    and the tensors outside the layers with their bytes and matmul elements on that rank.
+    Encoder tensors are left out (the decoder's step does not run them)."""
+    per_layer = [[0] * 6 for _ in range(m.num_layers)]
+    outside = []
+    for t, (_, parts) in _weights.rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=1):
+        if t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
+            continue
+        rows, cols = _weights._shard_rows(t, m, tp)
+        if t.layer is None:
+            outside.append((t, sum(parts), rows * cols))
+        else:
+            _add(per_layer[t.layer], t, sum(parts), rows * cols, m)
+    return per_layer, outside
+
+
+def _add(acc: list[int], t: _weights.Tensor, nbytes: int, elements: int, m: ModelSpec) -> None:
+    """Add a decoder tensor to a stage's sums: routed experts apart (top_k of E active), the
+    rest read every step, linears and routers counted as dense matmuls."""
+    if t.kind == "expert":
+        acc[1] += nbytes
+        acc[4] += round(elements * (m.moe.top_k / m.moe.num_experts if m.moe else 0.0))
+    else:
+        acc[0] += nbytes
+        if t.kind in ("linear", "router"):
+            acc[3] += elements
+
+
+@per_model(256)
+def _stage_layer_kinds(m: ModelSpec, pp: int) -> tuple[int, int, int, int]:
+    """Decoder layers of the PP stage with the most of them, and how many of those are
+    full-attention (or MLA), sliding-window and linear-attention layers."""
+    stage = max(_weights.pp_layer_ranges(m.num_layers, pp), key=len)
+    full = sliding = linear = 0
+    for i in stage:
+        kind = m.layer_types[i] if m.layer_types else "full"
+        if kind == "linear":
+            linear += 1
+        elif kind == "sliding" and m.sliding_window:
+            sliding += 1
+        elif kind != "none":
+            full += 1
+    return len(stage), full, sliding, linear
 
 
 def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: int = 1, pp: int = 1,
@@ -368,23 +389,13 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         weight_bytes_per_gpu = max(s.tensor_bytes for s in stages)
     dense_read = max(0, weight_bytes_per_gpu - en.expert_bytes - en.unread_bytes)
 
-    ranges = _weights.pp_layer_ranges(m.num_layers, pp)
-    stage = max(ranges, key=len)
     per_layer = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
     heads = cdiv(m.num_attention_heads, tp)
     if m.mla is not None:  # absorbed MLA: scores over latent + rope, values over the latent
         attn_per_ctx = 2 * heads * (2 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim)
     else:
         attn_per_ctx = 4 * heads * m.head_dim
-    full = sliding = linear = 0
-    for i in stage:
-        kind = m.layer_types[i] if m.layer_types else "full"
-        if kind == "linear":
-            linear += 1
-        elif kind == "sliding" and m.sliding_window:
-            sliding += 1
-        elif kind != "none":
-            full += 1
+    layers, full, sliding, linear = _stage_layer_kinds(m, pp)
     state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
@@ -395,7 +406,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
-        layers=len(stage), hidden_size=m.hidden_size,
+        layers=layers, hidden_size=m.hidden_size,
         weight_bytes_per_gpu=weight_bytes_per_gpu, dense_read_bytes=dense_read,
         expert_bytes=en.expert_bytes, num_experts=m.moe.num_experts if m.moe else 0,
         top_k=m.moe.top_k if m.moe else 0,

@@ -8,6 +8,7 @@ Concurrency is closed-loop (a fixed number of requests in flight). TPOT is
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..engines import registry
 from ..engines.base import MemoryResult
@@ -151,7 +152,12 @@ def kv_bound(res: MemoryResult, n: Lengths) -> int:
 
 def _point(p: perf.PerfPoint) -> PerfPoint:
     # model_construct: every field is computed here with its type (a sweep builds thousands)
-    return PerfPoint.model_construct(
+    return PerfPoint.model_construct(**_point_values(p))
+
+
+def _point_values(p: perf.PerfPoint) -> dict[str, Any]:
+    """A PerfPoint's fields, rounded as the plan prints them."""
+    return dict(
         concurrency=p.concurrency, running=p.running, ttft_ms=round(p.ttft_ms, 2),
         ttft_ms_low=round(p.ttft_ms_low, 2), ttft_ms_high=round(p.ttft_ms_high, 2),
         tpot_ms=round(p.tpot_ms, 3), tpot_ms_low=round(p.tpot_ms_low, 3),
@@ -199,7 +205,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
              if cost_h and at.output_tokens_per_s > 0 else None)
     slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     return Performance.deferred(
-        table, **_point(at).model_dump(), input_tokens=n.input_tokens,
+        table, **_point_values(at), input_tokens=n.input_tokens,
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),

@@ -5,10 +5,12 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -63,6 +65,43 @@ INPUTS = (
 )
 
 
+_Tried = tuple[Deployment, MemoryResult] | None
+# Deployments evaluated while planning: within one plan (its searches re-ask a deployment) or a
+# whole sweep (one candidate's search tries another candidate's deployment); see shared_tries
+_TRIES: ContextVar[dict[tuple, tuple[ModelSpec, GpuSpec, _Tried]] | None] = ContextVar(
+    "kvplan_tries", default=None)
+
+
+# the last Knobs object whose given() was asked, with it: a plan's searches ask it of the same
+# (frozen) knobs again and again
+_last_given: tuple[Knobs, dict[str, Any]] | None = None
+
+
+def _given(knobs: Knobs) -> dict[str, Any]:
+    """knobs.given(), remembered for the last Knobs object asked; not to be changed."""
+    global _last_given
+    last = _last_given
+    if last is not None and last[0] is knobs:
+        return last[1]
+    given = knobs.given()
+    _last_given = (knobs, given)
+    return given
+
+
+@contextmanager
+def shared_tries() -> Iterator[None]:
+    """Within this block, each (engine, model, GPU, knobs, version) is evaluated once (by
+    _evaluate_once): a deployment and its memory result are pure functions of those (ModelSpec
+    and GpuSpec are frozen; knobs are compared by value), and nothing changes them afterwards.
+    Nested blocks share the outermost one's answers."""
+    token = _TRIES.set({}) if _TRIES.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _TRIES.reset(token)
+
+
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
@@ -106,6 +145,7 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     return replace(res, fits=False, problems=[*problems, *res.problems])
 
 
+@shared_tries()  # its searches re-ask some deployments (the recommended budget, …)
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
@@ -122,7 +162,10 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     version = engine_version or eng.newest_version
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
-    dep, res = evaluate(eng, m, gpu, knobs, version, "cli" if engine_version else "kvplan-default")
+    source: Source = "cli" if engine_version else "kvplan-default"
+    got = _evaluate_once(eng, m, gpu, _given(knobs), version, source, knobs)
+    # refused: evaluate again, to raise the reason
+    dep, res = got if got is not None else evaluate(eng, m, gpu, knobs, version, source)
     problems += (eng.layout_problems(m) + res.problems
                  + model_gpu_problems(m, gpu, dep, engine=eng.label))
     problems += _lora_knobs_without_lora(eng, knobs, dep)
@@ -182,7 +225,7 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
 
 def _check_supported(eng: Engine, knobs: Knobs) -> None:
     """A knob the engine does not have is an error naming the engines that do."""
-    bad = sorted(k for k, v in knobs.given().items() if k in eng.unsupported and v is not False)
+    bad = sorted(k for k, v in _given(knobs).items() if k in eng.unsupported and v is not False)
     if not bad:
         return
     names = ", ".join(flag(k) for k in bad)
@@ -214,14 +257,40 @@ def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, Source
 
 
 def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
-         **changes: object) -> tuple[Deployment, MemoryResult] | None:
+         **changes: object) -> _Tried:
     """The deployment with some knobs changed; None when the engine (or a range) refuses it.
     Changes are validated like user input, so a search can never leak an out-of-range value."""
+    return _evaluate_once(eng, m, gpu, {**_given(knobs), **changes}, version, "cli")
+
+
+def _evaluate_once(eng: Engine, m: ModelSpec, gpu: GpuSpec, values: dict[str, object],
+                   version: str, version_source: Source, knobs: Knobs | None = None) -> _Tried:
+    """evaluate() with the knobs `values` (validated, unless `knobs` holds them already); None
+    when the engine (or a range) refuses them. Inside shared_tries() remembered by value; an
+    answer found under another version source is returned with this one."""
+    tries = _TRIES.get()
+    key: tuple | None = None
+    if tries is not None:
+        key = (eng.name, id(m), id(gpu), version, *sorted(values.items()))
+        try:
+            hit = tries.get(key)
+        except TypeError:  # a dict or list value (speculative_config, …): not remembered
+            key = hit = None
+        if hit is not None and hit[0] is m and hit[1] is gpu:
+            if hit[2] is None or hit[2][0].sources.get("engine_version") == version_source:
+                return hit[2]
+            dep, res = hit[2]
+            return dep.model_copy(update={"sources": {**dep.sources,
+                                                      "engine_version": version_source}}), res
+    got: _Tried
     try:
-        new = Knobs.model_validate({**knobs.given(), **changes})
-        return evaluate(eng, m, gpu, new, version)
+        got = evaluate(eng, m, gpu, knobs or Knobs.model_validate(values), version,
+                       version_source)
     except (InvalidInputError, ValidationError):
-        return None
+        got = None
+    if tries is not None and key is not None:
+        tries[key] = (m, gpu, got)
+    return got
 
 
 def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,

@@ -25,9 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, resolve_layout, valid_tp_sizes
-from ..model.weights import weight_memory_per_stage
+from ..model.weights import stage_tensor_bytes
 from ..specs import GpuSpec, ModelSpec, Plan, Price, Workload
 from .plan import plan as make_plan
+from .plan import shared_tries
 
 SWEEP_SCHEMA_VERSION = "1.0"
 NO_LATENCY_MODEL = "SLO not evaluated (no bandwidth/FLOPs figures"  # the reason's prefix
@@ -309,10 +310,9 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
     k = c.knobs(base)
     lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
     ep = lay.tensor_parallel_size * lay.data_parallel_size if k.enable_expert_parallel else 1
-    stages = weight_memory_per_stage(m, tp=lay.tensor_parallel_size,
-                                     pp=lay.pipeline_parallel_size, dtype=lay.dtype,
-                                     quant=lay.quant, ep=ep)
-    return max(s.tensor_bytes for s in stages) / lay.gpu_total_bytes
+    stages = stage_tensor_bytes(m, tp=lay.tensor_parallel_size, pp=lay.pipeline_parallel_size,
+                                dtype=lay.dtype, quant=lay.quant, ep=ep)
+    return max(stages) / lay.gpu_total_bytes
 
 
 # ------------------------------------------------------------------------- sweep
@@ -355,14 +355,30 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
                     slo_tpot_ms=workload.slo_tpot_ms, slo_ttft_ms=workload.slo_ttft_ms)
     # Hundreds of plans allocate many small objects and free none of them in cycles: the cyclic
     # collector's passes over the growing heap cost 20–40 % of a sweep, so pause it meanwhile.
+    # One candidate's searches re-plan other candidates' deployments: shared_tries answers each
+    # once for the whole sweep.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices, target,
-                      closest_pruned, larger_gpus)
+        with shared_tries():
+            return _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices, target,
+                          closest_pruned, _once_per_gpu(larger_gpus) if larger_gpus else None)
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _once_per_gpu(fn: Callable[[GpuSpec], Sequence[GpuSpec]]
+                  ) -> Callable[[GpuSpec], Sequence[GpuSpec]]:
+    """`fn` asked once per GPU object (every candidate on a GPU names the same larger ones)."""
+    seen: dict[int, tuple[GpuSpec, Sequence[GpuSpec]]] = {}
+
+    def once(g: GpuSpec) -> Sequence[GpuSpec]:
+        hit = seen.get(id(g))
+        if hit is None or hit[0] is not g:
+            hit = seen[id(g)] = (g, fn(g))
+        return hit[1]
+    return once
 
 
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,

@@ -97,6 +97,23 @@ def test_freeing_everything_returns_to_zero(sizes, data):
     assert a.reserved_bytes == 0
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 64 * MiB), st.booleans()), min_size=1, max_size=30))
+def test_held_bytes_are_what_empty_cache_leaves_reserved(steps):
+    """After any mallocs and frees, held_bytes (segments holding a live block) is what
+    reserved_bytes falls to after empty_cache, and never exceeds reserved_bytes before it."""
+    a = CachingAllocator()
+    live = []
+    for n, free_one in steps:
+        live.append(a.malloc(n))
+        if free_one:
+            a.free(live.pop(len(live) // 2))
+        assert a.held_bytes <= a.reserved_bytes
+    held = a.held_bytes
+    a.empty_cache()
+    assert a.reserved_bytes == held
+
+
 def test_replay_matches_pytorch_on_an_h200_byte_for_byte():
     """benchmarks/data/allocator_h200.json: every bundled model at TP 1/2/4/8 that fits in
     120 GiB (154 configurations), allocated with torch.empty in vLLM's build order on an H200

@@ -9,6 +9,7 @@ from kvplan.model.weights import (
     fused_name,
     parameter_count,
     pp_layer_ranges,
+    stage_allocations,
     weight_memory_per_stage,
 )
 from kvplan.sources.catalog import find_model_entry, load_catalog_model, model_entries
@@ -174,3 +175,89 @@ def test_qwen25_72b_tp2_down_proj_rounding_matches_the_vllm_log():
 )
 def test_tensors_fuse_into_vllm_parameters(name, fused):
     assert fused_name(name) == fused
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_stages_from_layers_fused_once_equal_each_stage_fused_whole(entry):
+    """Each decoder layer is fused once per TP layout and PP splits concatenate the layers;
+    that is the allocation sequence of fusing each stage's tensors whole, for every split."""
+    from kvplan.model.weights import (
+        _build_order,
+        _Fused,
+        _rank_layout,
+        _stage_items,
+        mla_dequantized_copy_bytes,
+    )
+    m = load_catalog_model(entry)
+    for tp in (1, 4):
+        lay = _rank_layout(m, tp=tp, dtype="bfloat16", quant=m.quantization, ep=1)
+        assert lay.layers is not None  # every catalogue model's tensors separate by layer
+        mla = mla_dequantized_copy_bytes(m, tp, m.quantization, "bfloat16")
+        for pp in {1, 2, 3, min(7, m.num_layers)}:
+            whole = [_build_order([_Fused.of(items)]) + [mla] * len(r) * bool(mla)
+                     for items, r in zip(_stage_items(m, lay.items, pp),
+                                         pp_layer_ranges(m.num_layers, pp), strict=True)]
+            got = stage_allocations(m, tp=tp, pp=pp, dtype="bfloat16", quant=m.quantization)
+            assert got == whole, (tp, pp)
+
+
+def test_tensors_outside_the_layers_between_them_fall_back_to_whole_stages(monkeypatch):
+    """A tensor order the per-layer fusion cannot split (a tensor outside the layers between
+    them) is fused stage by stage: the same allocations, in the new order."""
+    from kvplan.model import weights
+    m = _model("meta-llama/Llama-3.2-1B-Instruct")
+    (before,) = stage_allocations(m, tp=1, pp=1, dtype="bfloat16", quant=None)
+    listed = list(weights.tensors(m))
+    norm = next(t for t in listed if t.name == "norm")  # the final norm, to the middle
+    listed.remove(norm)
+    listed.insert(len(listed) // 2, norm)
+    monkeypatch.setattr(weights, "tensors", lambda spec: iter(listed))
+    memos = (weights.all_tensors, weights.rank_tensors, weights._rank_layout)
+    for memo in memos:
+        memo.cache_clear()
+    try:
+        assert weights._rank_layout(m, tp=1, dtype="bfloat16", quant=None, ep=1).layers is None
+        (after,) = stage_allocations(m, tp=1, pp=1, dtype="bfloat16", quant=None)
+    finally:
+        for memo in memos:
+            memo.cache_clear()
+    assert sorted(after) == sorted(before) and after != before
+
+
+def test_per_model_memo_is_per_object_and_keys_on_every_argument():
+    """per_model answers again only for the same model object and the same arguments: an
+    equal new object, another argument or an equal but distinct QuantSpec (keyed by value)."""
+    from kvplan.specs import QuantSpec, per_model
+    calls = []
+
+    @per_model(8)
+    def f(m, tp, *, quant=None):
+        calls.append((tp, quant))
+        return len(calls)
+
+    m = _model("meta-llama/Llama-3.2-1B-Instruct")
+    q = QuantSpec(method="fp8", source="cli", ignore=["lm_head"])
+    assert f(m, 1) == f(m, 1) == 1
+    assert f(m.model_copy(), 1) == 2  # equal, but another object
+    assert f(m, 2) == 3
+    assert f(m, 1, quant=q) == f(m, 1, quant=q.model_copy()) == 4
+    assert f(m, 1, quant=q.model_copy(update={"ignore": []})) == 5
+    f.cache_clear()
+    assert f(m, 1) == 6
+
+
+def test_a_sequence_read_from_a_longer_replay_equals_replaying_it_alone():
+    """A stage sequence that begins one replayed before is read from that replay: the same
+    (allocated, reserved) as replaying it alone, without another replay."""
+    from kvplan.model import weights
+    m = _model("Qwen/Qwen2.5-7B-Instruct")
+    args = ("bfloat16", m.rope_cache_positions, m.rotary_dim)
+    (whole,) = stage_allocations(m, tp=2, pp=1, dtype="bfloat16", quant=None)
+    weights._replayed.cache_clear()
+    weights._replayed(tuple(whole), *args)
+    for n in (1, 2, 5, len(whole) // 3, len(whole) - 1):
+        alone = weights.replay_allocations(whole[:n], *args)
+        allocated = alone.allocated_bytes
+        alone.empty_cache()
+        assert weights._replayed(tuple(whole[:n]), *args) == (allocated, alone.reserved_bytes)
+    assert len(weights._REPLAYS) == 1
