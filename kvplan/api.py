@@ -139,7 +139,8 @@ _SWEPT_KNOBS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel
 def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
            engine_version: str | None = None, workload: Workload | None = None,
            revision: str | None = None, token: str | None = None, offline: bool | None = None,
-           with_sweep: bool = True, **knobs: Any) -> ReportData:
+           with_sweep: bool = True, gpu_hour_price: float | None = None,
+           minimize_utilization: bool = False, **knobs: Any) -> ReportData:
     """Plan what a sizing report shows: the deployment, its KV capacity curve (the
     planner re-run at each length where the KV is not linear in length; only the chosen point if
     the engine refuses a length), the same model on every registry engine with the
@@ -153,7 +154,8 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
         # plan() itself, so a report says what `kvplan plan` and `kvplan compare` say of the same
         # deployment (its price, and the "a larger GPU" alternative of a plan that misses)
         return plan(m, g, engine=name, engine_version=version, workload=workload,
-                    token=token, offline=offline, **values)
+                    token=token, offline=offline, gpu_hour_price=gpu_hour_price,
+                    minimize_utilization=minimize_utilization, **values)
 
     main = at(knobs, engine, engine_version)
 
@@ -181,7 +183,9 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
             swept = sweep(m, engine=engine, workload=workload, token=token, offline=offline,
                           engine_version=engine_version,
                           quantization=[knobs.get("quantization")],
-                          kv_cache_dtype=[knobs.get("kv_cache_dtype")], **fixed)
+                          kv_cache_dtype=[knobs.get("kv_cache_dtype")],
+                          prices=None if gpu_hour_price is None else {g.id: gpu_hour_price},
+                          **fixed)
         except KvplanError:
             swept = None
     return ReportData(plan=main, curve=curve, curve_source=how, compare=tuple(compare),

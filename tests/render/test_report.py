@@ -510,3 +510,13 @@ def test_the_report_plans_exactly_what_kvplan_plan_plans():
     html = rep.render(rep.for_model(data, command_line="kvplan report", version="0",
                                     generated_at=None), "html")
     assert missed[0].message.split("alternatives, cheapest first: ")[1] in html
+
+
+def test_a_priced_report_keeps_its_sweep_at_that_price():
+    """`report --gpu-hour-price` reached the sweep as an unknown knob, the sweep raised and its
+    section vanished without a word; the price is the sweep's price for that GPU too."""
+    data = plan_report("llama-3.1-8b-instruct", "h100", gpu_hour_price=2.5,
+                       max_model_len=8192)
+    assert data.plan.performance is not None and data.sweep is not None
+    mine = [o for o in data.sweep.options if o.gpu == data.plan.gpu.id]
+    assert mine and all(o.price_per_hour == 2.5 * o.count for o in mine)
