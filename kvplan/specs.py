@@ -249,6 +249,19 @@ class QuantSpec(_Frozen):
     def __hash__(self) -> int:  # frozen, but `ignore` is a list: hashed as a tuple
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))
 
+    @classmethod
+    def from_modelopt(cls, algo: object, ignore: list[str], *, source: str) -> QuantSpec | None:
+        """NVIDIA ModelOpt's quant_algo, as its hf_quant_config.json names it (model/quant.py)
+        or TensorRT-LLM's build applies it (engines/trtllm.py): FP8 (per-tensor weight scales,
+        static input scales) or NVFP4 (e2m1 + an fp8 scale per 16); None for any other."""
+        name = str(algo or "").upper()
+        if name == "FP8":
+            return cls(method="fp8", static_input_scale=True, ignore=ignore, source=source)
+        if name == "NVFP4":
+            return cls(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
+                       source=source)
+        return None
+
 
 class ModelSpec(_Frozen):
     """A model, normalised from its HF config. Every family quirk is resolved in hf_config.py."""

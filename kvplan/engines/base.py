@@ -320,6 +320,13 @@ class Engine(ABC):
         if hasattr(cls, "syntax"):
             cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
 
+    def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs
+                           ) -> tuple[ModelSpec, Knobs]:
+        """A --quantization the engine applies before it serves (TensorRT-LLM: an NVIDIA
+        ModelOpt qformat) → the model as the checkpoint it produces, and the knobs left; the
+        other engines quantize online while loading, so nothing changes here."""
+        return m, knobs
+
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:
         """The modelled accounting era for a release, and warnings when it was not read."""

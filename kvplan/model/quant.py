@@ -43,16 +43,10 @@ def _group(value: Any, path: str, field: str, default: int | None) -> int | None
 
 
 def _modelopt(algo: Any, ignore: list[str], where: str) -> tuple[QuantSpec | None, str | None]:
-    """A ModelOpt quant_algo: FP8 (static per-tensor input scales) or NVFP4 (e2m1 + an fp8
-    scale per 16); any other is not sized from the config."""
-    name = str(algo or "").upper()
-    if name == "FP8":
-        return QuantSpec(method="fp8", static_input_scale=True, ignore=ignore,
-                         source="checkpoint"), None
-    if name == "NVFP4":
-        return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
-                         source="checkpoint"), None
-    return None, f"weight quantization {algo!r} ({where})"
+    """A ModelOpt quant_algo (QuantSpec.from_modelopt); any other is not sized from the
+    config."""
+    spec = QuantSpec.from_modelopt(algo, ignore, source="checkpoint")
+    return (spec, None) if spec else (None, f"weight quantization {algo!r} ({where})")
 
 
 Found = tuple[QuantSpec | None, str | None]

@@ -105,6 +105,7 @@ def shared_tries() -> Iterator[None]:
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
+    m, knobs = eng.build_quantization(m, gpu, knobs)
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
@@ -643,6 +644,15 @@ def _seqs_rec(eng: Engine, m: ModelSpec, gpu: GpuSpec, pdep: Deployment, pres: M
         over = f"more than {fit_seqs} running at once are preempted: " if seqs > fit_seqs else ""
         return Recommendation(value=seqs, reason=f"as given; {over}the KV cache{at} holds "
                               f"{_plural(fit_seqs, 'request')} of {what}")
+    if not workload.sizes_batch():
+        # Nothing sizes the batch: the launch lines leave the flag out (a cap at the
+        # no-preemption bound would throttle shorter requests), so the engine runs its
+        # default, and the plan says so rather than recommend a number it does not launch.
+        default = int(pres.engine_defaults.get("max_num_seqs") or pdep.max_num_seqs)
+        return Recommendation(value=default, reason=(
+            f"the engine default: the KV cache{at} holds {_plural(fit_seqs, 'request')} of "
+            f"{basis} tokens without preemption, but capping there throttles shorter ones; "
+            "pass --avg-input-tokens/--avg-output-tokens"))
     return Recommendation(
         value=(min(fit_seqs, cap) if cap is not None and capped else fit_seqs) or None,
         reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"

@@ -166,18 +166,34 @@ def test_nearest_misses_are_ranked_by_how_far_they_miss():
 # ------------------------------------------------------------- 13. max_num_seqs
 
 
-def test_performance_runs_at_the_recommended_max_num_seqs_without_a_target():
-    """Issue #21 item 13: without --target-concurrency the performance section runs at the
-    max_num_seqs the plan recommends (not the engine's saturating default), and the header
-    shows that number."""
+def test_without_a_workload_the_plan_recommends_what_the_launch_line_runs():
+    """Issue #21 item 13: with nothing to size the batch the launch line leaves max_num_seqs out
+    (a cap at the no-preemption bound would throttle shorter requests), so the header, the
+    recommendation and the performance section all describe the engine default it runs: one
+    number, and performance at as many of kvplan's default requests as that default and the KV
+    cache run at once."""
     p = kvplan.plan("llama-3.1-70b-instruct", "a100-sxm-80gb", tensor_parallel_size=4,
                     max_model_len=32768)
     rec = p.recommendations.max_num_seqs.value
     assert p.performance is not None and rec is not None
-    assert rec < p.inputs["max_num_seqs"].value  # the engine default would saturate
-    assert p.performance.concurrency == rec
+    assert p.inputs["max_num_seqs"].source == "engine-default"
+    assert rec == p.inputs["max_num_seqs"].value == 256  # vLLM's default on an A100
+    assert "--max-num-seqs" not in p.command
+    assert "the engine default" in p.recommendations.max_num_seqs.reason
+    reason = p.recommendations.max_num_seqs.reason
+    assert "requests of 32768 tokens without preemption" in reason
+    assert p.performance.concurrency <= rec
     head = _text(plan_table, p).splitlines()[1]
-    assert f"max_num_seqs={rec:g} (recommended" in head
+    assert "max_num_seqs=256 " in head + " " and "recommended" not in head
+
+
+def test_a_workload_puts_the_recommended_max_num_seqs_in_the_launch_line():
+    p = kvplan.plan("llama-3.1-70b-instruct", "a100-sxm-80gb", tensor_parallel_size=4,
+                    max_model_len=32768,
+                    workload=Workload(avg_input_tokens=2000, avg_output_tokens=300))
+    rec = p.recommendations.max_num_seqs.value
+    assert rec is not None and f"--max-num-seqs {rec:g}" in p.command
+    assert p.performance is not None and p.performance.concurrency == rec
 
 
 def test_a_given_target_concurrency_is_where_performance_runs():

@@ -16,10 +16,11 @@ from kvplan.specs import Workload
 
 @pytest.fixture(scope="module")
 def html() -> str:
-    # no workload: max_num_seqs is the no-preemption bound at 32768 tokens (13) while the
-    # performance table runs to the KV bound of the default 1,280-token requests (354)
+    # a given max_num_seqs of 16 while the performance table runs to the KV bound of the
+    # default 1,280-token requests (354)
     data = plan_report("llama-3.1-70b-instruct", "h100", tensor_parallel_size=4,
-                       max_model_len=32768, workload=Workload(), with_sweep=False)
+                       max_model_len=32768, max_num_seqs=16, workload=Workload(),
+                       with_sweep=False)
     return rep.render_html(rep.for_model(data, command_line="kvplan report", version="0"))
 
 
