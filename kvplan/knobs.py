@@ -208,8 +208,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32", knob="engine"),
     _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2, or the "
        "model's own dtype (bfloat16, float16: the same as auto)", knob="engine"),
-    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8 (TensorRT-LLM: fp8 or nvfp4, a ModelOpt "
-       "checkpoint quantized first)", knob="engine"),
+    _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8 "
+       "(TensorRT-LLM: fp8 or nvfp4, a ModelOpt checkpoint quantized first)", knob="engine"),
     _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
        unit="tokens", knob="engine"),
     _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
