@@ -165,6 +165,8 @@ def contract(*args: str, cwd: Path, allowed: tuple[Path, ...] = (), encoding: st
     leaked = [s for s in secrets if s in out or s in err]
     assert not leaked, f"kvplan {shown}: printed {leaked}\n{out[-2000:]}\n{err[-2000:]}"
     caches = tuple(Path(os.environ[v]) for v in ("HF_HOME", "KVPLAN_CACHE_DIR") if v in os.environ)
+    hf = sys.modules.get("huggingface_hub.constants")  # its HF_HOME (the token file), fixed at
+    caches += (Path(hf.HF_HOME),) if hf is not None else ()  # import by an earlier test
     escaped = outside(opened, (*allowed, *caches))
     assert not escaped, f"kvplan {shown} (from {cwd}): opened {escaped[:5]}"
     return code, out, err  # type: ignore[return-value]

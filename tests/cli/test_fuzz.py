@@ -240,8 +240,8 @@ def test_fuzz_flags(world, monkeypatch, cmd, model, gpu, flags, as_json, encodin
         args += ["--format", "json"] if cmd == "check" else ["--json"]
     named = (Path(model),) if model.startswith(("/", ".")) else ()  # the user named it
     code, out, err = invoke(world, *args, allowed=named, encoding=encoding)
-    if code == 2:
-        assert names_something(err), err
+    if code == 2:  # (check --format json says it on stdout)
+        assert names_something(err + out), err + out
 
 
 # ---------------------------------------------------------------- config.json
