@@ -241,7 +241,7 @@ def test_fuzz_flags(world, monkeypatch, cmd, model, gpu, flags, as_json, encodin
     named = (Path(model),) if model.startswith(("/", ".")) else ()  # the user named it
     code, out, err = invoke(world, *args, allowed=named, encoding=encoding)
     if code == 2:  # (check --format json says it on stdout)
-        assert names_something(err + out), err + out
+        assert names_something(err + out, model), err + out
 
 
 # ---------------------------------------------------------------- config.json

@@ -531,3 +531,11 @@ def test_a_hub_header_entry_that_is_not_a_tensor_is_a_corrupt_header(capsys, mon
         fake.stop()
     assert code == 2 and "internal error" not in err, err
     assert "acme/odd" in err and "corrupt safetensors header" in err, err
+
+
+def test_a_catalogue_id_with_a_revision_offline_is_not_cached_not_unknown(capsys):
+    """Offline, `--revision` on a catalogue id said "unknown model 'X' … did you mean 'X'?"
+    (exit 2): the repo is known, that revision is just not cached (found by the fuzz campaign)."""
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                       "--revision", "8")
+    assert code == 3 and "not cached" in err and "did you mean" not in err, err
