@@ -9,7 +9,7 @@ internal error, JSON alone on stdout when asked for, no planted secret in any ou
 opened outside the input's own folder, kvplan and the Python installation (an audit hook).
 How many inputs depends on the Hypothesis profile (tests/conftest.py): the README's `pytest`
 runs a quick pass of about 100; `.ci/run` runs the campaign, `pytest -m fuzz
---hypothesis-profile=campaign`, of 5,200 (with tests/deploy/test_untrusted.py's containment
+--hypothesis-profile=campaign`, of 5,198 (with tests/deploy/test_untrusted.py's containment
 property; about three minutes on 2 cores) and measures peak memory of the heaviest inputs.
 """
 from __future__ import annotations

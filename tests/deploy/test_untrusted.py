@@ -220,7 +220,7 @@ def test_redact_removes_every_credential_form(form, secret, before, after):
 
 # ------------------------------------------------------------- the containment campaign
 # `pytest -m fuzz --hypothesis-profile=campaign` (.ci/run) runs its share of the profile's inputs
-# here (tests/clirun.py SHARES: 520 of 5,200); the README's pytest, 10. Each input: a repository
+# here (tests/clirun.py SHARES: 520 of 5,198); the README's pytest, 10. Each input: a repository
 # beside an `outside` folder that holds a draft, a model and a token; a deployment file naming
 # models and drafts inside, outside, by symlink, absolute, from the home folder; credentials in its
 # flags; checked as a file, a directory or a symlinked directory, from the repository or its parent,
