@@ -6,10 +6,11 @@ import pytest
 from drafts import EAGLE3_CONFIG, write_config
 from hypothesis import settings
 
-# Hypothesis profiles: Hypothesis's own "default" is the README's `pytest`; "campaign" is the long
-# fuzz run that .ci/run adds (`pytest -m fuzz --hypothesis-profile=campaign`, tests/cli/test_fuzz.py
-# splits its max_examples among the fuzzed surfaces: 2,600 inputs).
-settings.register_profile("campaign", max_examples=2600)
+# Hypothesis profiles: Hypothesis's own "default" is the README's `pytest` (a quick pass of about
+# 100 inputs); "campaign" is the long fuzz run that .ci/run adds (`pytest -m fuzz
+# --hypothesis-profile=campaign`): tests/clirun.py's SHARES split its max_examples among the fuzzed
+# properties (tests/cli/test_fuzz.py, tests/deploy/test_untrusted.py), 5,198 inputs in all.
+settings.register_profile("campaign", max_examples=5200)
 
 
 @pytest.fixture(autouse=True)

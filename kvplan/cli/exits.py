@@ -73,7 +73,9 @@ def fail(e: BaseException) -> int:
 
     code, exit_code, message, hint = describe(e)
     if usage_error(e):
-        e.show()  # type: ignore[attr-defined]
+        # to our stderr: click's own would write UTF-8 into an ASCII stream (it deems ASCII a
+        # misconfigured locale), where everything else kvplan writes is backslash-escaped
+        e.show(sys.stderr)  # type: ignore[attr-defined]
     elif code == INTERNAL:
         sys.stderr.write(f"kvplan: internal error: {message}\n  hint: {hint}\n")
     else:

@@ -50,7 +50,11 @@ def report(target: str, **values: Any) -> None:
     line = shlex.join(["kvplan", "report", *sys.argv[sys.argv.index("report") + 1:]]
                       if "report" in sys.argv else ["kvplan", "report", target])
     path = Path(target)
-    if path.exists() and not (path / "config.json").exists() and path.suffix != ".json":
+    try:
+        on_files = path.exists() and not (path / "config.json").exists() and path.suffix != ".json"
+    except (OSError, ValueError):  # a name no file can have (too long, a NUL): a model name
+        on_files = False
+    if on_files:
         result = _report_on_files(target, values, line)
     else:
         result = _report_on_model(target, values, line)

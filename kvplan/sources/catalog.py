@@ -153,8 +153,8 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         # A typo'd repo id goes to the Hub like any repo id; when it fails, name the close
         # catalogue ids. Offline, a near-miss of a catalogue id is bad input (exit 2).
         close = suggest_models(ref, cutoff=0.85)
-        if not close or e.reason is Reason.GATED:
-            raise
+        if not close or e.reason is Reason.GATED or entry is not None:  # a catalogue id with
+            raise  # --revision is no typo: "did you mean" it named itself
         if e.reason is Reason.OFFLINE_MISS:
             raise UnknownModelError(ref, close) from None
         e.hint = f"did you mean {', '.join(repr(c) for c in close)}? " + (e.hint or "")

@@ -240,6 +240,14 @@ def _fetch(repo_id: str, rev: str, token: str | None) -> dict[str, Any]:
                                          path=f"{repo_id}@{rev}",
                                          hint="the checkpoint is broken upstream and vLLM could "
                                          "not load it either; try another --revision") from None
+            except (TypeError, AttributeError, RecursionError) as e:
+                # huggingface_hub's own parser indexes every entry as {dtype, shape}: an entry
+                # that is a string, a number or a list, or a shape that is not a list, fails
+                # inside it (found by the fuzz campaign's hostile Hub)
+                raise InvalidConfigError(
+                    f"corrupt safetensors header (an entry is not a tensor: {type(e).__name__})",
+                    path=f"{repo_id}@{rev}", hint="the checkpoint is broken upstream and vLLM "
+                    "could not load it either; try another --revision") from None
     except KeyError as e:  # a header entry without dtype/shape
         raise InvalidConfigError(f"corrupt safetensors header (missing {e})",
                                  path=f"{repo_id}@{rev}") from None

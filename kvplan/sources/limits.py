@@ -28,6 +28,12 @@ MAX_DEPLOY_BYTES = 1 * 2**20  # a deployment file (rendered charts: ~100 KiB; YA
 MAX_POLICY_BYTES = 1 * 2**20  # kvplan.toml / pyproject.toml
 MAX_CACHE_BYTES = 256 * 2**20  # one kvplan Hub cache entry (tensor tables of large repos)
 MAX_JSON_DEPTH = 64  # nesting of a config.json / index (real ones: < 6)
+# JSON values (counted by their separators and openers) in one document: the byte caps alone let
+# a 100 MiB safetensors header or a 64 MiB index of `[],` hold 35 M values, 3 GiB in the depth
+# check's regex passes alone.
+# A tensor costs ~8-14 (dtype, shape, offsets): 5 M covers MAX_TENSORS and bounds a parse to
+# ~0.4 GiB.
+MAX_JSON_VALUES = 5_000_000
 
 # ------------------------------------------------------- deployment file shapes
 MAX_COMMAND_CHARS = 128 * 2**10  # one logical shell line: Linux MAX_ARG_STRLEN
@@ -208,6 +214,9 @@ def loads_json(text: str | bytes, *, where: str, field: str | None = None) -> ob
         except UnicodeDecodeError as e:
             raise InvalidConfigError(f"not UTF-8 (undecodable byte at offset {e.start})",
                                      path=where, field=field) from None
+    if text.count(",") + text.count("[") + text.count("{") > MAX_JSON_VALUES:  # before any pass
+        raise InvalidConfigError(f"JSON holding over {MAX_JSON_VALUES:,} values", path=where,
+                                 field=field, hint="check the file is what it claims to be")
     if not json_depth_ok(text):
         raise InvalidConfigError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=where,
                                  field=field, hint="check the file is what it claims to be")

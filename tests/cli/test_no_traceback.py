@@ -82,3 +82,23 @@ def test_json_errors_under_an_ascii_locale_are_valid_json():
     r = kvplan_cli("plan", LLAMA, "--gpu", "h100", "--gpu-memory-utilization", "2", "--json",
                    env={"PYTHONIOENCODING": "ascii"})
     assert r.returncode == 2 and json.loads(r.stdout)["error"]["exit_code"] == 2
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "x\x00y"])
+def test_report_on_a_name_no_file_can_have_is_an_unknown_model(capsys, tmp_path, name):
+    """`report` asked whether its target exists: a 300-character name raised ENAMETOOLONG
+    ("Error: aaa…: File name too long", naming nothing), where plan says "unknown model" (found by
+    the fuzz campaign)."""
+    code, _, err = run(capsys, "report", name, "--gpu", "h100", "-o", str(tmp_path / "r.md"))
+    assert code == 2 and "unknown model" in err, err
+
+
+def test_a_usage_error_under_an_ascii_locale_stays_ascii(tmp_path):
+    """click printed a usage error's value as UTF-8 bytes into an ASCII stream (it deems ASCII a
+    misconfigured locale) where kvplan's own messages are backslash-escaped (found by the fuzz
+    campaign's ASCII output streams)."""
+    (tmp_path / "run.sh").write_text(f"vllm serve {LLAMA}\n")
+    r = kvplan_cli("check", "run.sh", "--gpu", "h100", "--min-kv-tokens", "\u00a1",
+                   env={"PYTHONIOENCODING": "ascii"}, cwd=tmp_path)
+    assert r.returncode == 2
+    assert "'\\xa1'" in r.stderr.decode("ascii")  # nothing the stream cannot carry

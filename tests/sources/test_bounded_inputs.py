@@ -164,6 +164,24 @@ def test_a_header_over_the_affordable_tensor_count_is_refused():
     assert len(parse_header(_header(1000), where="x.safetensors")) == 1000
 
 
+def test_a_header_of_millions_of_tiny_values_is_refused_before_it_is_parsed():
+    """Within the 100 MiB header limit, 35 M `[]` took 3 GiB and 24 s (the depth check's regex
+    passes, then json.loads): found by the campaign's peak-memory runs. The values are counted
+    first (limits.MAX_JSON_VALUES), so 4 M of them cost no more than the text."""
+    import tracemalloc
+
+    blob = b'{"a": [' + b"[]," * 4_000_000 + b"[]]}"
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidConfigError) as e:
+            parse_header(struct.pack("<Q", len(blob)) + blob, where="x.safetensors")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "5,000,000 values" in str(e.value)
+    assert peak < 4 * len(blob), peak  # the decoded text, not an object per value
+
+
 @pytest.mark.parametrize("text,ok", [
     ("[]", True), ("[" * 64 + "]" * 64, True), ("[" * 65 + "]" * 65, False),
     ('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}', True),

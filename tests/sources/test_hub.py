@@ -506,3 +506,36 @@ def test_endpoint_credentials_are_never_echoed_or_cached(hub, capsys, monkeypatc
     assert "s3cretpass" not in out + err and "***@127.0.0.1" in err
     cached = "".join(p.read_text() for p in (tmp_path / "kvplan-cache").rglob("*.json"))
     assert cached and "s3cretpass" not in cached
+
+
+@pytest.mark.parametrize("entry", ['"BF16"', "7", "null", "[0, 0]",
+                                   '{"dtype": "BF16", "shape": 4}'])
+def test_a_hub_header_entry_that_is_not_a_tensor_is_a_corrupt_header(capsys, monkeypatch, entry):
+    """huggingface_hub's parser indexes every header entry as {dtype, shape}: a string, number,
+    list or an unlistable shape raised TypeError inside it, an internal error (found by the fuzz
+    campaign's hostile Hub, tests/cli/test_fuzz.py)."""
+    import struct
+
+    import huggingface_hub.constants
+
+    blob = ('{"model.norm.weight": ' + entry + "}").encode()
+    fake = FakeHub(repos={"acme/odd": FakeRepo({"main": {
+        "config.json": json.dumps(_llama_cfg()).encode(),
+        "model.safetensors": struct.pack("<Q", len(blob)) + blob}})})
+    monkeypatch.setenv("HF_ENDPOINT", fake.start())
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    try:
+        code, out, err = run(capsys, "plan", "acme/odd", "--gpu", "h100")
+    finally:
+        fake.stop()
+    assert code == 2 and "internal error" not in err, err
+    assert "acme/odd" in err and "corrupt safetensors header" in err, err
+
+
+def test_a_catalogue_id_with_a_revision_offline_is_not_cached_not_unknown(capsys):
+    """Offline, `--revision` on a catalogue id said "unknown model 'X' … did you mean 'X'?"
+    (exit 2): the repo is known, that revision is just not cached (found by the fuzz campaign)."""
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                       "--revision", "8")
+    assert code == 3 and "not cached" in err and "did you mean" not in err, err
