@@ -403,11 +403,20 @@ def yaml_too_deep(text: str) -> int | None:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     depth = 0
-    for event in yaml.parse(text, Loader=loader):
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                return int(event.start_mark.line) + 1
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    return int(event.start_mark.line) + 1
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError as e:
+        # The libyaml bundled with newer PyYAML wheels (6.0.4) refuses deep flow nesting itself
+        # while scanning ahead of the events ("exceeded maximum nesting depth"): the same
+        # verdict, reached before our count. Any other error is the caller's to report.
+        mark = getattr(e, "problem_mark", None)
+        if "nesting depth" in str(getattr(e, "problem", "")) and mark is not None:
+            return int(mark.line) + 1
+        raise
     return None
