@@ -82,11 +82,21 @@ class CheckedDeployment(BaseModel):
 
 
 class CheckSummary(BaseModel):
+    """deployments = fits + failed + unchecked + errors; a file that could not be read (or held
+    no serving command) is a file error, not a deployment."""
+
     deployments: int
     fits: int
     failed: int = Field(description="does not fit or violates a policy")
     unchecked: int = Field(description="found but not planned")
-    errors: int
+    errors: int = Field(description="deployments that could not be planned")
+    file_errors: int = Field(0, description="files that could not be read or held no command")
+
+    def sentence(self) -> str:
+        """The one-line summary every format prints."""
+        files = f"; {self.file_errors} file error(s)" if self.file_errors else ""
+        return (f"{self.deployments} deployment(s): {self.fits} fit, {self.failed} failed, "
+                f"{self.unchecked} unchecked, {self.errors} error(s){files}")
 
 
 class CheckReport(BaseModel):
@@ -253,7 +263,8 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
             fits=sum(r.status == "fits" for r in rows),
             failed=sum(r.status in ("does-not-fit", "policy-violation") for r in rows),
             unchecked=sum(r.status == "unchecked" for r in rows),
-            errors=len(errors)))
+            errors=len([r for r in errors if r.engine != ""]),
+            file_errors=len([r for r in errors if r.engine == ""])))
 
 
 def unknown_flag_problems(f: Found) -> tuple[list[str], list[Problem]]:

@@ -212,8 +212,7 @@ def from_check(report: CheckReport, *, command_line: str, version: str,
     return Report(title="Deployment sizing review", command_line=command_line, version=version,
                   sections=tuple(sections), unplanned=tuple(unplanned), generated_at=generated_at,
                   exit_code=report.exit_code,
-                  notes=(f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, "
-                         f"{s.unchecked} unchecked, {s.errors} error(s)",))
+                  notes=(s.sentence(),))
 
 
 def for_model(data: ReportData, *, command_line: str, version: str,
@@ -857,8 +856,7 @@ def check_markdown(report: CheckReport) -> str:
     icon = {"fits": "✅ fits", "does-not-fit": "❌ does not fit",
             "policy-violation": "❌ policy", "error": "⚠️ error", "unchecked": "⚠️ unchecked"}
     out = ["## kvplan check", "",
-           f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, {s.unchecked} "
-           f"unchecked, {s.errors} error(s).", ""]
+           f"{s.sentence()}.", ""]
     rows = []
     for d in report.deployments:
         p = d.plan

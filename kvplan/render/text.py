@@ -506,8 +506,7 @@ def check_table(report: CheckReport, console: Console) -> None:
             console.print(f"{escape(f'{d.file}:{d.line}')} [{style}]{x.severity}[/] "
                           f"{escape(f'[{x.code}]')} {escape(x.message)}")
     s = report.summary
-    console.print(f"{s.deployments} deployment(s): {s.fits} fit, {s.failed} failed, "
-                  f"{s.unchecked} unchecked, {s.errors} error(s)")
+    console.print(s.sentence())
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:
@@ -538,8 +537,7 @@ def github_annotations(report: CheckReport) -> str:
                          f"{p.kv_cache.max_concurrency:.2f}x concurrency at max_model_len "
                          f"{p.inputs['max_model_len'].value}")
     s = report.summary
-    lines.append(f"kvplan check: {s.deployments} deployment(s), {s.fits} fit, {s.failed} failed, "
-                 f"{s.unchecked} unchecked, {s.errors} error(s)")
+    lines.append(f"kvplan check: {s.sentence()}")
     return "\n".join(lines) + "\n"
 
 

@@ -49,6 +49,7 @@ def test_every_example_file_is_found_and_fits(capsys):
         "failed": 0,
         "unchecked": 0,
         "errors": 0,
+        "file_errors": 0,
     }
     by_file = {Path(r["file"]).name: r for r in rows}
     k8s = by_file["k8s-deployment.yaml"]
@@ -85,7 +86,7 @@ def test_compose_that_does_not_fit_exits_1_with_annotation(capsys, tmp_path):
     errors = [line for line in out.splitlines() if line.startswith("::error ")]
     assert errors and all(f"file={f}".replace(":", "%3A") in e or f"file={f}" in e for e in errors)
     assert any(",line=4," in e for e in errors)
-    assert out.splitlines()[-1].startswith("kvplan check: 1 deployment(s), 0 fit, 1 failed")
+    assert out.splitlines()[-1].startswith("kvplan check: 1 deployment(s): 0 fit, 1 failed")
 
 
 def test_k8s_gpu_limit_below_tp_does_not_fit(capsys, tmp_path):
@@ -594,3 +595,18 @@ def test_compose_entrypoint_plus_command_and_device_ids(tmp_path):
         4,
     )
     assert (b.model, b.knobs, b.line) == ("llama-3.1-8b", {"max_model_len": 8192}, 12)
+
+
+def test_the_summary_adds_up_when_a_file_cannot_be_read(capsys, tmp_path, monkeypatch):
+    """Issue #21 item 16: "9 deployment(s): 4 fit, 2 failed, 4 error(s)" added up to 10: a file
+    that cannot be read is a file error, not a deployment error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.sh").write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct "
+                                     "--max-model-len 8192\n")
+    (tmp_path / "broken.yaml").write_text("a: [unclosed\n")
+    code, report, _ = check_json(capsys, ".", "--gpu", "h100")
+    s = report["summary"]
+    assert s["file_errors"] == 1 and s["deployments"] == 1 and s["fits"] == 1
+    assert s["deployments"] == s["fits"] + s["failed"] + s["unchecked"] + s["errors"]
+    code, out, _ = run(capsys, "check", ".", "--gpu", "h100")
+    assert "1 deployment(s): 1 fit, 0 failed, 0 unchecked, 0 error(s); 1 file error(s)" in out
