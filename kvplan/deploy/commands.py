@@ -541,8 +541,8 @@ def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -
                                        ) from None
             if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise DeployParseError(file, line, f"{m.group(1)} is not a JSON array of "
-                                       "strings", hint='write the exec form as ["vllm", '
-                                       '"serve", "…"]')
+                                       "strings", hint='write the exec form as '
+                                       '["EXECUTABLE", "ARG", …], every item a string')
             if len(tokens) >= 3 and tokens[:2] in (["/bin/sh", "-c"], ["sh", "-c"], ["bash", "-c"],
                                                    ["/bin/bash", "-c"]):
                 return _shell_line(tokens[2], file=file, line=line, templates=templates)
