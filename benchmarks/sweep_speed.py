@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's kvplan, not an installed one
@@ -36,6 +37,8 @@ MODELS = [("dense", "meta-llama/Llama-3.2-1B-Instruct"),
 # sweeps of thousands of candidates: every registry engine (--engine all)
 LARGE = ["meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"]
 MAX_MODEL_LEN = 32768
+# the checkpoint's own format only (a sweep told no format tries fp8 too on fp8-native GPUs)
+OWN: dict[str, Any] = {"max_model_len": MAX_MODEL_LEN, "kv_cache_dtype": "auto"}
 CMD = ["sweep", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "32768",
        "--target-concurrency", "40", "--avg-input-tokens", "3000", "--avg-output-tokens", "400"]
 
@@ -54,7 +57,7 @@ def in_process(runs: int) -> None:
             raise LookupError(f"{ref} is not in the catalogue")
         return load_catalog_model(entry)
 
-    kvplan.sweep(load("qwen2.5-7b"), workload=workload, max_model_len=MAX_MODEL_LEN)
+    kvplan.sweep(load("qwen2.5-7b"), workload=workload, **OWN)
     for kind, ref in MODELS:
         cold: list[float] = []
         warm: list[float] = []
@@ -64,7 +67,7 @@ def in_process(runs: int) -> None:
             weights.fused_name.cache_clear()
             for rates in (cold, warm):  # the second sweep reuses that model's caches
                 start = time.process_time()  # CPU time: the machine may be shared
-                r = kvplan.sweep(m, workload=workload, max_model_len=MAX_MODEL_LEN)
+                r = kvplan.sweep(m, workload=workload, **OWN)
                 rates.append(len(r.options) / (time.process_time() - start))
         print(f"{kind:5} {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "
               f"median {statistics.median(cold):,.0f} plans/s cold, "
@@ -76,7 +79,7 @@ def in_process(runs: int) -> None:
             weights._replayed.cache_clear()
             weights.fused_name.cache_clear()
             start = time.process_time()
-            r = kvplan.sweep(m, workload=workload, max_model_len=MAX_MODEL_LEN, engine="all")
+            r = kvplan.sweep(m, workload=workload, **OWN, engine="all")
             seconds.append(time.process_time() - start)
         s = statistics.median(seconds)
         print(f"all   {ref:38} {len(r.options):4} planned + {len(r.pruned):3} pruned: "

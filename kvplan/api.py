@@ -85,9 +85,11 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     `gpus`: ids/aliases or GpuSpecs (default: the whole catalogue). `engine`: a name, a list,
     or "all" (every registry engine). `quantization`: "auto" (the checkpoint's own) and/or
     "fp8" (online, on fp8-native GPUs), comma-separated or a list; `kv_cache_dtype`: "auto"
-    and/or "fp8" likewise. `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the
-    bundled defaults. Other `knobs` as for plan(). Raises KvplanError for bad input; nothing
-    meeting the target is a result (SweepResult.exit_code 1)."""
+    and/or "fp8" likewise. Neither given: the checkpoint's own format everywhere and, on GPUs
+    that run fp8 natively, fp8 weights and KV too; one given: exactly the formats named.
+    `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the bundled defaults.
+    Other `knobs` as for plan(). Raises KvplanError for bad input; nothing meeting the target
+    is a result (SweepResult.exit_code 1)."""
     from .planner.sweep import sweep as _sweep
     from .sources.prices import default_prices, load_price_file, price_error
 
@@ -107,10 +109,13 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
         table.update(load_price_file(prices, resolve_gpu))
     engines = ([*registry.names()] if isinstance(engine, str) and engine.strip().lower() == "all"
                else _split(engine))
+    native = quantization is None and kv_cache_dtype is None
     return _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
                   engines=[e for e in engines if e], max_gpus=max_gpus,
-                  quantizations=_formats(quantization, "--quantization"),
-                  kv_cache_dtypes=_formats(kv_cache_dtype, "--kv-cache-dtype"),
+                  # neither named: the formats each GPU runs natively (its own, and fp8)
+                  quantizations=None if native else _formats(quantization, "--quantization"),
+                  kv_cache_dtypes=None if native else _formats(kv_cache_dtype,
+                                                                "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
                   larger_gpus=larger_gpus)
 

@@ -23,8 +23,8 @@ def _sweep_params() -> list[inspect.Parameter]:
         option("engine", help=f"{', '.join(NAMES)}, a comma list, or all"),
         option("engine_version", help="one engine's release (default: newest modelled)"),
         option("quantization", help="weight formats to try: auto (the checkpoint's own), fp8 "
-               "(online, fp8-native GPUs only); comma-separated"),
-        option("kv_cache_dtype", help="KV dtypes to try, e.g. auto,fp8"),
+               "(online, fp8-native GPUs only); comma-separated (default: see below)"),
+        option("kv_cache_dtype", help="KV dtypes to try, e.g. auto,fp8 (default: see below)"),
         option("max_model_len", help="tokens"),
         option("dtype", bare=True),
         option("gpu_memory_utilization", bare=True),
@@ -45,6 +45,11 @@ def sweep(model: str, **values: Any) -> None:
     """The cheapest deployments that meet a target, over every GPU, GPU count, TP/PP layout,
     weight format, KV dtype and engine kvplan knows. Exit 0 if any option meets the target, 1 if
     none does (the closest are shown), 2 on bad input.
+
+    Formats: with neither --quantization nor --kv-cache-dtype, each option is tried in the
+    checkpoint's own format and, on GPUs that run fp8 natively, with fp8 weights (online) and
+    fp8 KV too, which changes accuracy slightly; name either flag (e.g. --kv-cache-dtype auto)
+    to try exactly the formats named.
 
     Example: kvplan sweep llama-3.1-70b-instruct --max-model-len 32768 --target-concurrency 40
     --avg-input-tokens 3000 --avg-output-tokens 400

@@ -258,27 +258,44 @@ def layouts(m: ModelSpec, max_gpus: int, engine: str) -> list[tuple[int, int]]:
 
 
 def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str], max_gpus: int,
-               quantizations: Sequence[str | None], kv_cache_dtypes: Sequence[str | None]
+               quantizations: Sequence[str | None] | None,
+               kv_cache_dtypes: Sequence[str | None] | None
                ) -> tuple[list[Candidate], list[Pruned]]:
     """Every candidate, and those dropped before planning because the format is unsupported
     (online fp8 weights only on fp8-native GPUs, only for an unquantized checkpoint, only on
-    engines that take --quantization)."""
+    engines that take --quantization). Both format lists None: the formats each GPU runs
+    natively (native_formats), nothing pruned for them."""
     out: list[Candidate] = []
     dropped: list[Pruned] = []
+    native = quantizations is None and kv_cache_dtypes is None
+    qs = list(quantizations or [None])
+    kvs = list(kv_cache_dtypes or [None])
     for engine in engines:
         eng = registry.get(engine)
         lay = layouts(m, max_gpus, engine)
         for g in gpus:
-            for q in quantizations:
+            pairs = (native_formats(m, g, eng.name, eng.unsupported) if native
+                     else [(q, kv) for q in qs for kv in kvs])
+            for q, kv in pairs:
                 why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
-                for kv in kv_cache_dtypes:
-                    for tp, pp in lay:
-                        c = Candidate(g, tp, pp, q, kv, eng.name)
-                        if why:
-                            dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
-                        else:
-                            out.append(c)
+                for tp, pp in lay:
+                    c = Candidate(g, tp, pp, q, kv, eng.name)
+                    if why:
+                        dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
+                    else:
+                        out.append(c)
     return out, dropped
+
+
+def native_formats(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str]
+                   ) -> list[tuple[str | None, str | None]]:
+    """(weights, KV) formats a sweep tries when told none: the checkpoint's own, and on a GPU
+    that runs fp8 natively fp8 too: online fp8 weights (where the checkpoint and engine allow
+    them, else its own) with an fp8 KV cache."""
+    if not g.fp8_native or "kv_cache_dtype" in unsupported:
+        return [(None, None)]
+    q = "fp8" if _format_unsupported(m, g, engine, unsupported, "fp8") is None else None
+    return [(None, None), (q, "fp8")]
 
 
 def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str],
@@ -321,22 +338,23 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
 def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
           knobs: Knobs | None = None, workload: Workload | None = None,
           engines: Sequence[str] = (registry.DEFAULT,), max_gpus: int = 8,
-          quantizations: Sequence[str | None] = (None,),
-          kv_cache_dtypes: Sequence[str | None] = (None,),
+          quantizations: Sequence[str | None] | None = (None,),
+          kv_cache_dtypes: Sequence[str | None] | None = (None,),
           engine_version: str | None = None,
           slo_tpot_ms: float | None = None, slo_ttft_ms: float | None = None,
           closest_pruned: int = 3,
           larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
     """Plan every candidate that can fit and rank them. Raises InvalidInputError for an empty
     search space; a sweep where nothing meets the target is a result (exit_code 1), whose
-    options start with the closest misses."""
+    options start with the closest misses. `quantizations` and `kv_cache_dtypes` both None: the
+    formats each GPU runs natively (native_formats: its own and, on fp8-native GPUs, fp8)."""
     knobs = knobs or Knobs()
     workload = workload or Workload()
     _check_inputs(knobs, gpus, engines, max_gpus, engine_version)
     engines = [registry.get(e).name for e in dict.fromkeys(engines)]
     cands, pruned = candidates(m, gpus, engines=engines, max_gpus=max_gpus,
-                               quantizations=list(dict.fromkeys(quantizations)),
-                               kv_cache_dtypes=list(dict.fromkeys(kv_cache_dtypes)))
+                               quantizations=_unique(quantizations),
+                               kv_cache_dtypes=_unique(kv_cache_dtypes))
     total = len(cands) + len(pruned)
     if not cands:
         why = sorted({p.reason for p in pruned})
@@ -361,11 +379,33 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     gc.disable()
     try:
         with shared_tries():
-            return _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices, target,
-                          closest_pruned, _once_per_gpu(larger_gpus) if larger_gpus else None)
+            result = _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices,
+                            target, closest_pruned,
+                            _once_per_gpu(larger_gpus) if larger_gpus else None)
     finally:
         if was_enabled:
             gc.enable()
+    note = _fp8_note(result.options, native=quantizations is None and kv_cache_dtypes is None)
+    return result.model_copy(update={"notes": [*result.notes, note]}) if note else result
+
+
+def _fp8_note(options: Sequence[Option], native: bool) -> str | None:
+    """Which options use fp8 (weights or KV), and that it changes accuracy; for a sweep told no
+    formats, also why they are there."""
+    gpus = sorted({o.gpu for o in options if "fp8" in (o.quantization, o.kv_cache_dtype)})
+    if not gpus:
+        return None
+    if not native:
+        return ("the options with fp8 weights or KV (the weights/KV column) change accuracy "
+                "slightly")
+    return ("no --quantization or --kv-cache-dtype: fp8 weights (online, where the engine "
+            "allows) and fp8 KV are tried too on the GPUs that run fp8 natively ("
+            + ", ".join(gpus) + "; the weights/KV column), which changes accuracy slightly; "
+            "--kv-cache-dtype auto tries the checkpoint's own format only")
+
+
+def _unique(items: Sequence[str | None] | None) -> list[str | None] | None:
+    return None if items is None else list(dict.fromkeys(items))
 
 
 def _once_per_gpu(fn: Callable[[GpuSpec], Sequence[GpuSpec]]

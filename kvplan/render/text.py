@@ -582,6 +582,12 @@ def _money(x: float | None) -> str:
     return "—" if x is None else f"{x:,.2f}"
 
 
+def _fit(o: Option) -> str:
+    """The sweep table's confidence cell: calibrated or extrapolated latency figures."""
+    perf = getattr(o.plan, "performance", None)
+    return "—" if perf is None else "cal" if perf.calibrated else "ext"
+
+
 def _option_label(o: Option) -> str:
     return f"{o.gpu} ×{o.count}"
 
@@ -590,6 +596,8 @@ def _option_label(o: Option) -> str:
 _SWEEP_LEGEND = (
     ("headroom", "headroom: KV tokens at the engine's default memory fraction ÷ tokens the "
      "target needs (below 1×, the serve command raises the fraction)"),
+    ("fit", "fit: cal = latency calibrated for this GPU family × engine × version, ext = "
+     "extrapolated (--json plan.performance.not_calibrated_because says why)"),
     ("P", "P: * = Pareto, no cheaper option has as much headroom"),
 )
 _SWEEP_WARNED = ("! after the rank: the plan carries warnings (e.g. a non-CUDA platform or an "
@@ -658,6 +666,7 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
                      ("tok/s", ["—" if o.output_tokens_per_s is None
                                 else f"{o.output_tokens_per_s:,.0f}" for o in opts], 4, ">"),
                      ("$/M tok", [_money(o.cost_per_million_output_tokens) for o in opts], 6, ">")]
+            cols.append(("fit", [_fit(o) for o in opts], 5, "<"))
         cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
         rows, shown = _fit_sweep_columns(cols, width)
         legend = [text for header, text in _SWEEP_LEGEND if header in shown]

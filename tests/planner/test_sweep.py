@@ -17,6 +17,7 @@ from kvplan.planner.sweep import (
     MissKind,
     PrunedKind,
     layouts,
+    native_formats,
     pareto,
     rank,
 )
@@ -57,6 +58,49 @@ def test_online_fp8_only_on_fp8_native_gpus(result70):
                and not resolve_gpu(p.gpu).fp8_native]
     assert {p.gpu for p in dropped} == {"a100-sxm-80gb"}
     assert all("fp8-native" in p.reason for p in dropped)
+
+
+def _formats(payload: dict) -> dict[str, set[tuple[str | None, str | None]]]:
+    """{gpu: {(quantization, kv_cache_dtype)}} over a sweep JSON's options."""
+    out: dict[str, set[tuple[str | None, str | None]]] = {}
+    for o in payload["options"]:
+        out.setdefault(o["gpu"], set()).add((o["quantization"], o["kv_cache_dtype"]))
+    return out
+
+
+def test_without_format_flags_fp8_is_tried_on_fp8_native_gpus_only(capsys):
+    """Issue #21 item 14: no --quantization/--kv-cache-dtype tries the checkpoint's own format
+    everywhere and fp8 weights + fp8 KV too where the GPU runs fp8 (H100, not A100); the notes
+    say so. A user who names a format gets exactly it."""
+    args = ["sweep", "llama-3.1-8b-instruct", "--gpus", "h100,a100-sxm-80gb", "--max-gpus", "1",
+            "--json"]
+    code, out, _ = run(capsys, *args)
+    payload = json.loads(out)
+    assert code == 0
+    assert _formats(payload) == {"h100-sxm-80gb": {(None, None), ("fp8", "fp8")},
+                                 "a100-sxm-80gb": {(None, None)}}
+    assert not payload["pruned"]  # formats nobody asked for are not reported as pruned
+    fp8 = next(o for o in payload["options"] if o["quantization"] == "fp8")
+    assert fp8["weights_format"] == "fp8" and "--quantization fp8" in fp8["plan"]["command"]
+    assert any("fp8" in n and "h100-sxm-80gb" in n and "accuracy" in n
+               for n in payload["notes"])
+    code, out, _ = run(capsys, *args, "--kv-cache-dtype", "auto")
+    payload = json.loads(out)
+    assert _formats(payload) == {"h100-sxm-80gb": {(None, None)},
+                                 "a100-sxm-80gb": {(None, None)}}
+    assert not any("fp8" in n for n in payload["notes"])
+    code, out, _ = run(capsys, *args, "--quantization", "fp8")  # fp8 weights, auto KV only
+    assert _formats(json.loads(out)) == {"h100-sxm-80gb": {("fp8", None)}}
+
+
+def test_native_formats_for_a_quantized_checkpoint_keep_its_weights():
+    """An already-quantized checkpoint cannot take online fp8: its fp8 option is fp8 KV with
+    its own weights."""
+    m = resolve_model("Qwen/Qwen3-8B-FP8")
+    assert m.quantization is not None
+    h100, a100 = resolve_gpu("h100"), resolve_gpu("a100-sxm-80gb")
+    assert native_formats(m, h100, "vllm", frozenset()) == [(None, None), (None, "fp8")]
+    assert native_formats(m, a100, "vllm", frozenset()) == [(None, None)]
 
 
 def test_candidates_whose_weights_cannot_fit_are_pruned_not_planned(result70):

@@ -103,7 +103,8 @@ def test_a_sweep_option_has_the_latency_kvplan_plan_gives(slos):
     without latency targets (they travel in the workload)."""
     r = kvplan.sweep("qwen2.5-32b-instruct", gpus=["h100"], engine="all", max_gpus=2,
                      max_model_len=4096, workload=QWEN_WORK, **slos)
-    o = next(o for o in r.options if o.engine == "sglang" and o.tensor_parallel_size == 2)
+    o = next(o for o in r.options if o.engine == "sglang" and o.tensor_parallel_size == 2
+             and o.quantization is None and o.kv_cache_dtype is None)  # not the fp8 option
     p = kvplan.plan("qwen2.5-32b-instruct", "h100", engine="sglang", tensor_parallel_size=2,
                     max_model_len=4096, workload=QWEN_WORK.model_copy(update=slos))
     assert p.performance is not None

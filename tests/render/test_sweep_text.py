@@ -32,8 +32,7 @@ def test_ttft_column_with_a_ttft_target_at_80_columns(result):
     legend, table = _table(text)
     assert "TTFT ms" in table[0] and "TPOT ms" in table[0]  # both latencies the target bounds
     assert all(len(x) <= 80 for x in text.splitlines() if not x.startswith("  vllm serve"))
-    by_gpu = {o.gpu: o for o in result.meeting}
-    mi = by_gpu["mi300x"]
+    mi = next(o for o in result.meeting if o.gpu == "mi300x")  # its first row
     row = next(r for r in table[1:] if " mi300x " in r)
     assert f"{mi.ttft_ms:,.0f}" in row.split()
 
@@ -47,3 +46,26 @@ def test_the_legend_explains_only_the_columns_shown(result, width):
     headers = table[0].split()
     assert ("P" in headers) == ("P: *" in legend)
     assert ("headroom" in headers) == ("headroom:" in legend)
+
+
+def test_fit_column_says_calibrated_or_extrapolated():
+    """Issue #21 item 14: each option's latency is marked calibrated (vLLM 0.12 on Hopper has
+    calibration rows) or extrapolated (Ada, or a release outside the fitted ones), from the
+    option's own plan.performance; the legend explains it only while the column is shown."""
+    def fit_cells(version: str, width: int) -> tuple[str, dict[str, str]]:
+        r = kvplan.sweep("llama-3.1-8b-instruct", gpus=["h100", "l40s"], max_gpus=1,
+                         engine_version=version, kv_cache_dtype="auto")
+        legend, table = _table(sweep_text(r, width=width))
+        headers = table[0].split()
+        if "fit" not in headers:
+            return legend, {}
+        return legend, {row.split()[1]: row.split()[-2 if row.endswith("*") else -1]
+                        for row in table[1:]}
+
+    legend, cells = fit_cells("0.12.0", 100)
+    assert cells == {"h100-sxm-80gb": "cal", "l40s": "ext"}
+    assert "fit: cal = latency calibrated" in legend
+    _, cells = fit_cells("0.33.0", 80)  # outside the calibrated release: extrapolated
+    assert cells == {"h100-sxm-80gb": "ext", "l40s": "ext"}
+    legend, cells = fit_cells("0.12.0", 50)  # too narrow: dropped, and not in the legend
+    assert cells == {} and "fit:" not in legend
