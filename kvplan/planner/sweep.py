@@ -382,11 +382,14 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
             result = _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices,
                             target, closest_pruned,
                             _once_per_gpu(larger_gpus) if larger_gpus else None)
+        note = _fp8_note(result.options,
+                         native=quantizations is None and kv_cache_dtypes is None)
+        if note:
+            result = result.model_copy(update={"notes": [*result.notes, note]})
     finally:
         if was_enabled:
             gc.enable()
-    note = _fp8_note(result.options, native=quantizations is None and kv_cache_dtypes is None)
-    return result.model_copy(update={"notes": [*result.notes, note]}) if note else result
+    return result
 
 
 def _fp8_note(options: Sequence[Option], native: bool) -> str | None:
