@@ -30,7 +30,7 @@ def _plan_params() -> list[inspect.Parameter]:
 
 @table_options(_plan_params)
 def plan(model: str, **values: Any) -> None:
-    """Plan one vLLM deployment: memory per GPU, KV capacity, fit, recommended flags.
+    """Plan one deployment (vLLM unless --engine): memory per GPU, KV capacity, fit, flags.
 
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
