@@ -27,7 +27,8 @@ median, p90) and per group. The final coefficients are fitted on all rows.
 Outputs: benchmarks/data/perf_fit.json (coefficients, ranges, metrics) and docs/performance.md.
 --check regenerates the doc from the committed JSON, re-predicts every row with the committed
 coefficients (the in-sample metrics must match: catches a model change without a refit), and
-compares kvplan/perf/step.py's COEFFICIENTS and RANGES with the JSON; --check --full also refits.
+compares the engines' fitted coefficients (registry.fitted_coefficients()) and
+kvplan/perf/step.py's RANGES with the JSON; --check --full also refits.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from kvplan.api import plan  # noqa: E402
+from kvplan.engines.registry import fitted_coefficients  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
 from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
 from kvplan.specs import QuantSpec  # noqa: E402
@@ -516,8 +518,8 @@ def check(full: bool) -> int:
     if README.read_text() != readme_with(committed):
         problems.append("README.md's performance block differs from perf_fit.json")
     for e, vals in committed["coefficients"].items():
-        if as_dict(perf.COEFFICIENTS[e]) != vals:
-            problems.append(f"kvplan/perf/step.py COEFFICIENTS[{e!r}] != perf_fit.json")
+        if as_dict(fitted_coefficients()[e]) != vals:
+            problems.append(f"kvplan/engines/{e}.py calibration coefficients != perf_fit.json")
     for k, v in committed["ranges"].items():
         if list(perf.RANGES[k]) != v:
             problems.append(f"kvplan/perf/step.py RANGES[{k!r}] != perf_fit.json")

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from . import DEFAULT_ENGINE, sglang, tgi, trtllm, vllm
-from .base import Engine
+from .base import Coefficients, Engine
 
 # name → engine, in registration order (the order `compare`, `--engine all` and docs list them).
 # Mutated only by register / unregister, so every reader sees the same engines.
@@ -69,6 +69,13 @@ def get(name: str) -> Engine:
                                 hint=(f"did you mean {close[0]!r}? " if close else "")
                                 + "use " + ", ".join(known))
     return engine
+
+
+def fitted_coefficients() -> dict[str, Coefficients]:
+    """Engine name → its own fitted latency coefficients (engines that borrow are absent): what
+    benchmarks/perf_fit.py compares with the committed fit."""
+    return {e.name: e.calibration.coefficients for e in ENGINES.values()
+            if e.calibration.coefficients is not None}
 
 
 def calibrated_by(engine: Engine) -> Engine:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal
 
 from ..engines import registry
 from ..engines.base import Coefficients
@@ -71,15 +71,8 @@ NVLINK_DIRECTIONS = 2
 
 
 # Every engine declares its own coefficients (or which engine's it borrows), calibrated
-# releases and batching style: `calibration` in kvplan/engines/<engine>.py, with their sources.
-def __getattr__(attr: str) -> Any:
-    # COEFFICIENTS: engine name → its own fitted coefficients (engines that borrow are absent),
-    # read from the registry on each access (benchmarks/perf_fit.py and tests compare it with
-    # the committed fit).
-    if attr == "COEFFICIENTS":
-        return {e.name: e.calibration.coefficients for e in registry.ENGINES.values()
-                if e.calibration.coefficients is not None}
-    raise AttributeError(attr)
+# releases and batching style: `calibration` in kvplan/engines/<engine>.py, with their sources
+# (registry.fitted_coefficients() lists the fitted ones).
 
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:

@@ -44,13 +44,13 @@ from .features import image_concurrency, image_tokens, prefix_concurrency, prefi
 
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
 
-# Plan.inputs, in display order: (input name, the knob that sets it)
 # The highest budget fraction a fix-it suggestion uses without a warning. The engines' own
 # defaults are 0.9–0.92 (vLLM CacheConfig, TensorRT-LLM KvCacheConfig) and their docs name no
 # higher safe value; above 0.95 under 5 % of the device is left for memory the start-up budget
 # does not see, so a suggestion above it says so.
 SAFE_UTILIZATION = 0.95
 
+# Plan.inputs, in display order: (input name, the knob that sets it)
 INPUTS = (
     ("engine_version", None), ("tensor_parallel_size", None), ("pipeline_parallel_size", None),
     ("data_parallel_size", None), ("dtype", "dtype"), ("kv_cache_dtype", "kv_cache_dtype"),

@@ -23,7 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..planner.curve import CurvePoint, curve_lengths, kv_curve, linear_kv
+from ..planner.curve import CurvePoint, kv_curve
 from ..units import GiB
 
 if TYPE_CHECKING:
@@ -32,10 +32,9 @@ if TYPE_CHECKING:
     from ..planner.sweep import Option, SweepResult
     from ..specs import Performance, PerfPoint, Plan, Problem
 
-__all__ = ["FORMATS", "CurvePoint", "Report", "Section", "SweepOption", "Unplanned",
-           "check_markdown", "curve_lengths", "for_model", "from_check", "kv_curve", "linear_kv",
-           "memory_stack", "output_format", "render", "render_html", "render_markdown",
-           "section_for", "sweep_options", "write_atomic"]
+__all__ = ["FORMATS", "Report", "Section", "SweepOption", "Unplanned", "check_markdown",
+           "for_model", "from_check", "memory_stack", "output_format", "render", "render_html",
+           "render_markdown", "section_for", "sweep_options", "write_atomic"]
 
 FORMATS = {"md": "md", "markdown": "md", "html": "html", "htm": "html"}
 

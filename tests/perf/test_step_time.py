@@ -13,6 +13,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from kvplan.engines.registry import fitted_coefficients
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
 
@@ -213,7 +214,7 @@ def test_calibration_flags() -> None:
     assert not perf.context_for(m, H100, "vllm", "0.5.4").calibrated  # V0 era: nearest fit
     assert not perf.context_for(m, H100, "tgi", "3.3.7").calibrated  # borrowed coefficients
     assert not perf.context_for(m, resolve_gpu("a100-sxm-80gb"), "vllm", "0.12.0").calibrated
-    assert perf.context_for(m, H100, "trtllm", "1.0").coefficients == perf.COEFFICIENTS["vllm"]
+    assert perf.context_for(m, H100, "trtllm", "1.0").coefficients == fitted_coefficients()["vllm"]
 
 
 def test_kv_capacity_queues_requests() -> None:
@@ -235,7 +236,7 @@ def test_missing_gpu_fields() -> None:
 def test_constants_match_committed_fit() -> None:
     fit = json.loads((ROOT / "benchmarks" / "data" / "perf_fit.json").read_text())
     for engine, values in fit["coefficients"].items():
-        got = {k: round(v, 4) for k, v in dataclasses.asdict(perf.COEFFICIENTS[engine]).items()}
+        got = {k: round(v, 4) for k, v in dataclasses.asdict(fitted_coefficients()[engine]).items()}
         assert got == values
     assert {k: list(v) for k, v in perf.RANGES.items()} == fit["ranges"]
 

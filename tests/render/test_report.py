@@ -19,6 +19,7 @@ from clirun import run
 
 from kvplan.api import plan
 from kvplan.api import report as plan_report
+from kvplan.planner.curve import kv_curve, linear_kv
 from kvplan.render import report as rep
 from kvplan.render import svg
 from kvplan.specs import Plan, Workload
@@ -92,7 +93,7 @@ def test_memory_stack_adds_up_to_the_device_total(p70):
 
 
 def test_curve_at_the_chosen_length_is_the_plans_max_concurrency(p70):
-    curve, how = rep.kv_curve(p70)
+    curve, how = kv_curve(p70)
     chosen = [c for c in curve if c.chosen]
     assert len(chosen) == 1 and chosen[0].max_model_len == 32768
     assert chosen[0].concurrency == p70.kv_cache.max_concurrency
@@ -108,7 +109,7 @@ def test_a_sliding_window_model_takes_curve_points_from_the_planner():
     r = rep.for_model(plan_report(m, g, max_model_len=32768, with_sweep=False),
                       command_line="x", version="0")
     p = r.sections[0].plan
-    assert not rep.linear_kv(p)
+    assert not linear_kv(p)
     assert "re-run at each length" in r.sections[0].curve_source
     by_len = {c.max_model_len: c.concurrency for c in r.sections[0].curve}
     assert by_len[32768] == p.kv_cache.max_concurrency
