@@ -242,6 +242,10 @@ def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
             ("$/M tokens", [f"{x.cost_per_million_output_tokens:,.3f}"
                             if x and x.cost_per_million_output_tokens is not None else "—"
                             for x in perf]),
+            # every latency figure says whether it was fitted here (the reason: --json's
+            # performance.not_calibrated_because, and kvplan plan's header)
+            ("latency model", [("calibrated" if x.calibrated else "extrapolated") if x else "—"
+                               for x in perf]),
         ]
     for name, label in (("max_model_len", "rec. length"), ("max_num_seqs", "rec. max requests"),
                         ("gpu_memory_utilization", "rec. memory fraction")):
