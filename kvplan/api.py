@@ -15,7 +15,7 @@ from .knobs import Knobs
 from .planner.curve import CurvePoint, kv_curve
 from .planner.plan import plan as _plan
 from .sources.catalog import gpu_specs, resolve_gpu, resolve_model
-from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
+from .specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 
 if TYPE_CHECKING:
     from .planner.sweep import SweepResult
@@ -43,6 +43,47 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.D
     return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
                  engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price),
                  minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g))
+
+
+def plan_disagg(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
+                engine_version: str | None = None, workload: Workload | None = None,
+                prefill_gpu: str | GpuSpec | None = None, decode_gpu: str | GpuSpec | None = None,
+                prefill_tp: int | None = None, prefill_dp: int | None = None,
+                prefill_ep: int | None = None, prefill_replicas: int | None = None,
+                decode_tp: int | None = None, decode_dp: int | None = None,
+                decode_ep: int | None = None, decode_replicas: int | None = None,
+                kv_link_gbps: float | None = None, revision: str | None = None,
+                token: str | None = None, offline: bool | None = None,
+                gpu_hour_price: float | None = None, **knobs: Any) -> DisaggPlan:
+    """Plan disaggregated prefill/decode serving (docs/disagg.md): a prefill pool and a decode
+    pool, each planned as plan() plans one deployment on its own GPU (`prefill_gpu` /
+    `decode_gpu`, default `gpu`) and layout (each None: kvplan chooses), the KV transfer between
+    them over `kv_link_gbps` per GPU, and the replicas of each that balance the workload.
+    Raises KvplanError for bad input (an engine without P/D among them)."""
+    from .planner.disagg import PoolLayout
+    from .planner.disagg import plan_disagg as _plan_disagg
+
+    k = Knobs.parse(knobs)
+    m = model if isinstance(model, ModelSpec) else resolve_model(
+        model, revision=revision, token=token, offline=offline)
+    g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
+    pg = g if prefill_gpu is None else (prefill_gpu if isinstance(prefill_gpu, GpuSpec)
+                                        else resolve_gpu(prefill_gpu))
+    dg = g if decode_gpu is None else (decode_gpu if isinstance(decode_gpu, GpuSpec)
+                                       else resolve_gpu(decode_gpu))
+    k = with_draft(k, token=token, offline=offline)
+
+    def one(m: ModelSpec, gpu: GpuSpec, kn: Knobs, w: Workload, price: Price | None) -> Plan:
+        return _plan(m, gpu, kn, engine=engine, engine_version=engine_version, workload=w,
+                     price=price, larger_gpus=larger_gpus(gpu))
+
+    return _plan_disagg(
+        m, PoolLayout(pg, prefill_tp, prefill_dp, prefill_ep, prefill_replicas,
+                      _price(pg, gpu_hour_price)),
+        PoolLayout(dg, decode_tp, decode_dp, decode_ep, decode_replicas,
+                   _price(dg, gpu_hour_price)),
+        k, engine=engine, plan_fn=one, engine_version=engine_version, workload=workload,
+        link_gbps=kv_link_gbps)
 
 
 def _price(gpu: GpuSpec, given: float | None) -> Price | None:

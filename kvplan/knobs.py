@@ -339,6 +339,22 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- disagg ---
+    _O("disagg", bool, ("--disagg",), "plan disaggregated prefill/decode: a prefill pool and a "
+       "decode pool, the KV transfer between them and the xPyD ratio (docs/disagg.md)",
+       default=False),
+    _O("prefill_gpu", str, ("--prefill-gpu",), "--disagg: the prefill pool's GPU (default: "
+       "--gpu)"),
+    _O("decode_gpu", str, ("--decode-gpu",), "--disagg: the decode pool's GPU (default: --gpu)"),
+    *(_O(f"{role}_{what}", int, (f"--{role}-{what}",), f"--disagg: the {role} pool's {words} "
+         "(default: kvplan chooses)", ge=1, le=MAX_PARALLEL, unit=unit)
+      for role in ("prefill", "decode")
+      for what, words, unit in (("tp", "tensor parallel size", "GPUs"),
+                                ("dp", "data parallel size", "GPUs"),
+                                ("ep", "expert parallel size (= its TP × DP)", "GPUs"),
+                                ("replicas", "replicas", "replicas"))),
+    _O("kv_link_gbps", float, ("--kv-link-gbps",), "--disagg: KV-transfer link bandwidth per GPU "
+       "(default 400: one ConnectX-7 NIC per GPU)", gt=0, le=100_000, unit="Gb/s"),
 )}
 
 

@@ -885,3 +885,94 @@ class Plan(BaseModel):
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
     multimodal: PlanMultimodal | None = None
+
+
+# --- disagg ---
+class KvTransfer(BaseModel):
+    """The KV of one request moved from the prefill pool to the decode pool (docs/disagg.md)."""
+
+    connector: str = Field(description="what moves the KV (vLLM NixlConnector, SGLang mooncake, "
+                           "TensorRT-LLM cache transceiver)")
+    overlap: str = Field(description="after_prefill: the whole prompt's KV after its prefill; "
+                         "per_chunk: each prefill chunk's KV as soon as it is computed")
+    tokens: int = Field(description="prompt tokens whose KV moves, per request")
+    bytes_per_request: int = Field(description="KV bytes one request lands in the decode pool "
+                                   "(all its GPUs of one replica together)")
+    send_bytes_per_gpu: int = Field(description="what one prefill GPU sends per request")
+    recv_bytes_per_gpu: int = Field(description="what one decode GPU receives per request")
+    link_gbps: float = Field(description="scale-out link bandwidth per GPU, Gb/s")
+    link_source: str
+    time_ms: float = Field(description="the whole transfer on one link (no protocol efficiency: "
+                           "a lower bound)")
+    exposed_ms: float = Field(description="the part of it after the prefill ends, in TTFT")
+    prefill_buffer_bytes_per_gpu: int = Field(
+        description="device memory the connector preallocates outside the KV cache, per prefill "
+        "GPU (0: the connector registers the KV cache itself)")
+    decode_buffer_bytes_per_gpu: int
+    max_tokens_in_buffer: int | None = Field(
+        None, description="TensorRT-LLM cache_transceiver_config.max_tokens_in_buffer the launch "
+        "sets (one prompt of the workload, whole blocks)")
+    buffer: str = Field(description="how the engine sizes the buffer, in words")
+    sources: list[str] = Field(description="engine files read, with versions")
+
+
+class DisaggLaunch(BaseModel):
+    """Launch lines of both pools and the router in front of them (one host per replica)."""
+
+    prefill: str
+    decode: str
+    router: str
+    sources: list[str]
+
+
+class TtftParts(BaseModel):
+    """Where the time to first token goes in the disaggregated service, ms."""
+
+    queue_ms: float = Field(description="wait for a prefill slot (M/D/1 at the prefill pool's "
+                            "utilization)")
+    prefill_ms: float = Field(description="the prompt's prefill on the prefill pool (no decode "
+                              "in its steps)")
+    transfer_ms: float = Field(description="the KV transfer left after the prefill ends")
+    first_decode_ms: float = Field(description="the decode pool's first step for the request")
+    overhead_ms: float = Field(description="per-request overhead of the engine fit")
+    decode_wait_ms: float = Field(0.0, description="wait for a decode slot when more requests are "
+                                  "in flight than the decode pool runs at once")
+
+
+class Disaggregated(BaseModel):
+    """Two pools, each planned as `kvplan plan` plans one deployment, and their balance."""
+
+    prefill: Plan
+    decode: Plan
+    prefill_replicas: int
+    decode_replicas: int
+    ratio: str = Field(description="xPyD: prefill replicas P, decode replicas D")
+    replicas_source: dict[str, str] = Field(description="cli, or how kvplan chose each")
+    gpus: int = Field(description="GPUs of the whole service")
+    prefill_tokens_per_s_per_replica: float = Field(
+        description="prompt tokens one prefill replica computes per second in full batches")
+    prefill_utilization: float = Field(description="the prefill pool's busy fraction at the "
+                                       "service's request rate")
+    decode_running_per_replica: float = Field(description="requests decoding at once per replica")
+    decode_capacity_per_replica: int = Field(
+        description="requests one decode replica runs at once: min(max_num_seqs, KV cache)")
+    prefill_kv_tokens_needed: int = Field(
+        description="KV tokens a prefill replica holds at once: its batch in flight plus the "
+        "prompts waiting for their transfer")
+    kv_transfer: KvTransfer
+    ttft: TtftParts
+    launch: DisaggLaunch
+    harness: str = Field(description="the benchmark the figures describe")
+    notes: list[str] = Field(default_factory=list)
+
+
+class DisaggPlan(BaseModel):
+    """`kvplan plan --disagg`: the service's two pools and its performance as a whole."""
+
+    schema_version: str = SCHEMA_VERSION
+    fits: bool
+    problems: list[Problem]
+    disaggregated: Disaggregated
+    performance: Performance | None = Field(
+        None, description="the whole service: TTFT = queue + prefill + exposed KV transfer + "
+        "first decode step; TPOT from the decode pool; tokens/s per GPU over both pools")

@@ -42,6 +42,8 @@ def plan(model: str, **values: Any) -> None:
     workload = workload_of(values)
     from ..sources.catalog import resolve_gpu
 
+    if values["disagg"] or _pool_flags_without_disagg(values):
+        _plan_disagg(model, values, workload)
     engine: str = values["engine"]
     options = options_file(engine, values["extra_llm_api_options"])
     g = resolve_gpu(values["gpu"])  # a bad --gpu fails before any network work
@@ -64,6 +66,58 @@ def plan(model: str, **values: Any) -> None:
 
         plan_table(result, console())
     raise typer.Exit(0 if result.fits and not errors(result) else 1)
+
+
+def disagg_options() -> tuple[str, ...]:
+    """The options only `plan --disagg` reads (report and compare leave them out)."""
+    from ..knobs import OPTIONS
+
+    return tuple(n for n in OPTIONS if n in ("disagg", "kv_link_gbps")
+                 or n.startswith(("prefill_", "decode_")))
+
+
+def _pool_flags_without_disagg(values: dict[str, Any]) -> bool:
+    """A per-pool flag given without --disagg is an error naming it."""
+    from ..errors import InvalidInputError
+
+    given = [n for n in disagg_options() if n != "disagg" and values.get(n) is not None]
+    if given:
+        flags = ", ".join("--" + n.replace("_", "-") for n in given)
+        raise InvalidInputError(f"{flags} {'applies' if len(given) == 1 else 'apply'} only to a "
+                                "disaggregated plan (--disagg)",
+                                hint="add --disagg, or drop them", code="disagg-flag",
+                                knob=given[0])
+    return False
+
+
+def _plan_disagg(model: str, values: dict[str, Any], workload: Any) -> None:
+    """`kvplan plan --disagg`: both pools, the transfer, the service (exit 0 fits, 1 not)."""
+    from ..api import plan_disagg
+    from ..knobs import KNOB_NAMES
+    from ..sources.catalog import resolve_gpu
+
+    engine: str = values["engine"].lower()
+    options = options_file(engine, values["extra_llm_api_options"])
+    for key in ("gpu", "prefill_gpu", "decode_gpu"):  # bad GPUs fail before any network work
+        if values.get(key) is not None:
+            resolve_gpu(values[key])
+    m = resolve_model(model, revision=values["revision"], token=values["token"],
+                      offline=values["offline"], refresh=values["refresh"])
+    flags = {k: values[k] for k in KNOB_NAMES}
+    pools = {k: values[k] for k in disagg_options() if k != "disagg"}
+    result = plan_disagg(m, values["gpu"], engine=engine, engine_version=values["engine_version"],
+                         workload=workload, gpu_hour_price=values["gpu_hour_price"],
+                         offline=values["offline"], **pools, **{**flags, **options})
+    if values["as_json"]:
+        write(result.model_dump_json(indent=2) + "\n")
+        err = console(stderr=True)
+        for p in result.problems:
+            err.print(f"{p.severity}: [{p.code}] {p.message}", markup=False)
+    else:
+        from ..render.disagg import disagg_text
+
+        disagg_text(result, console())
+    raise typer.Exit(0 if result.fits else 1)
 
 
 # The engine-generic settings compare plans every engine with, besides the workload.

@@ -23,13 +23,15 @@ from .common import (
 
 
 def _report_params() -> list[inspect.Parameter]:
+    from .plan import disagg_options
+
     return [argument("target", "A model (as for `kvplan plan`), or a deployment file or "
                       "directory (as for `kvplan check`)."),
             own("output", Path | None, "--output", "-o", help="report file: .html "
                  "(self-contained) or .md; default: stdout"),
             own("fmt", str | None, "--format", help="md or html (default: from the -o suffix, "
                  "else md)"),
-            *planning_options(skip=("as_json",), gpu={"required": False}),
+            *planning_options(skip=("as_json", *disagg_options()), gpu={"required": False}),
             own("generated_at", str | None, "--generated-at", help="a date or note to print in "
                  "the report (none by default, so the same inputs give byte-identical reports)")]
 

@@ -21,8 +21,13 @@ def _flags(command: str) -> set[str]:
 
 
 def test_report_takes_every_planning_flag_plan_takes():
-    plan = _flags("plan") - {"--json"}
+    """…except the --disagg pool flags: a report reviews one deployment (docs/disagg.md)."""
+    from kvplan.cli.plan import disagg_options
+
+    disagg = {"--" + n.replace("_", "-") for n in disagg_options()}
+    plan = _flags("plan") - {"--json"} - disagg
     assert plan - _flags("report") == set()
+    assert disagg & _flags("report") == set()
 
 
 def test_compare_takes_the_workload_latency_and_price_flags():

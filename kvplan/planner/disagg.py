@@ -1,0 +1,506 @@
+"""Disaggregated prefill/decode planning (`kvplan plan --disagg`): a prefill pool and a decode
+pool, each a full kvplan plan with its own GPU, layout and engine settings, the KV transfer
+between them, the xPyD ratio that balances them for the workload, and the service's latency
+and throughput. Pure; api.py resolves names. docs/disagg.md describes the model.
+
+Memory per pool, as the engines do it (kvplan/engines/pd.py):
+* the decode pool runs no prefill, so its token budget (max_num_batched_tokens) only needs one
+  token per running sequence (× the tokens a speculative step verifies): its profile-run
+  activation peak shrinks and its KV cache grows accordingly;
+* the prefill pool keeps the engine's budget; it only holds the prompts being prefilled and
+  those waiting for their transfer;
+* the connector's own device buffers (TensorRT-LLM's cache transceiver) come out of the memory
+  the KV cache is sized from; NIXL and mooncake register the KV cache itself and take none.
+
+Latency (the step model of kvplan/perf/step.py on each pool, free of the other phase):
+* prefill pool: a step carrying `budget` prompt tokens and no decodes; a replica computes
+  budget ÷ step time prompt tokens per second;
+* decode pool: a pure decode step over the running requests, TPOT = step ÷ tokens per step;
+* TTFT = overhead + queue (M/D/1 at the prefill pool's utilization) + prefill + exposed KV
+  transfer + the request's first decode step;
+* closed loop of C requests (the harness of every kvplan figure): request rate R solves
+  R · e2e(R) = C; when the prefill pool cannot keep up, R is its capacity and the rest waits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..engines import pd, registry
+from ..engines.base import MemoryResult
+from ..errors import InvalidInputError
+from ..knobs import Knobs, valid_tp_sizes
+from ..perf import kv_transfer
+from ..perf import step as perf
+from ..specs import (
+    Deployment,
+    DisaggLaunch,
+    DisaggPlan,
+    Disaggregated,
+    GpuSpec,
+    KvTransfer,
+    ModelSpec,
+    Performance,
+    Plan,
+    Price,
+    Problem,
+    TtftParts,
+    Workload,
+)
+from ..units import GiB
+from . import performance
+from .plan import evaluate
+
+Role = Literal["prefill", "decode"]
+PREFILL_PORT, DECODE_PORT = 8100, 8200
+# The prefill pool's busy fraction kvplan sizes it for when it chooses the replicas: at 0.8 an
+# M/D/1 queue waits twice the service time on average (ρ / (2(1 − ρ))), a bounded share of TTFT.
+TARGET_PREFILL_UTILIZATION = 0.8
+MAX_REPLICAS = 256
+HARNESS = ("closed loop at the target concurrency (vllm bench serve / genai-perf style, every "
+           "request of the workload's input and output lengths), prefill and decode pools on "
+           "separate GPUs, requests routed round-robin")
+
+
+@dataclass(frozen=True)
+class PoolLayout:
+    """What the user fixed for one pool (None: kvplan chooses)."""
+
+    gpu: GpuSpec
+    tp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+    replicas: int | None = None
+    price: Price | None = None
+
+
+PlanFn = Callable[[ModelSpec, GpuSpec, Knobs, Workload, Price | None], Plan]
+
+
+@dataclass(frozen=True)
+class _Pool:
+    plan: Plan
+    dep: Deployment
+    res: MemoryResult
+    ctx: perf.PerfContext
+
+
+def _layout_knobs(role: Role, lay: PoolLayout, tp: int | None) -> dict[str, object]:
+    """The pool's layout as knobs: --{role}-ep N is expert parallelism across TP × DP ranks
+    (vLLM's EP size is TP × DP: vllm/distributed/parallel_state.py), so it must equal them."""
+    out: dict[str, object] = {}
+    dp = lay.dp
+    if lay.ep is not None:
+        if tp is None:
+            tp = max(1, lay.ep // (dp or 1))
+        if lay.ep != tp * (dp or 1):
+            raise InvalidInputError(
+                f"--{role}-ep {lay.ep} must equal --{role}-tp × --{role}-dp "
+                f"({tp} × {dp or 1}): expert parallelism spans the pool's TP × DP ranks",
+                hint=f"give --{role}-tp {lay.ep // (dp or 1)} or drop --{role}-ep",
+                code="disagg-layout", knob=f"{role}_ep")
+        out["enable_expert_parallel"] = True
+    if tp is not None:
+        out["tensor_parallel_size"] = tp
+    if dp is not None:
+        out["data_parallel_size"] = dp
+    return out
+
+
+def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
+               plan_fn: PlanFn, extra: dict[str, object]) -> Plan:
+    """The pool at its given TP, else the smallest valid TP (up to 8) at which it fits."""
+    base = {**knobs.given(), **extra}
+    if lay.tp is not None or (lay.ep is not None):
+        values = {**base, **_layout_knobs(role, lay, lay.tp)}
+        return plan_fn(m, lay.gpu, Knobs.parse(values), w, lay.price)
+    if "tensor_parallel_size" in base:  # -tp given for both pools
+        return plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, None)}), w,
+                       lay.price)
+    last: Plan | None = None
+    for tp in [t for t in valid_tp_sizes(m) if t <= 8] or [1]:
+        last = plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, tp)}), w,
+                       lay.price)
+        if last.fits or any(p.code == "target-not-met" for p in last.problems):
+            if last.memory.kv_cache_bytes > 0 and last.fits:
+                return last
+    assert last is not None
+    return last
+
+
+def _pool(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
+          plan_fn: PlanFn, extra: dict[str, object], version: str, max_seqs: int) -> _Pool:
+    p = _pool_plan(role, m, lay, knobs, w, plan_fn, extra)
+    eng = registry.get(p.engine.name)
+    values = {**knobs.given(), **extra,
+              "tensor_parallel_size": int(p.inputs["tensor_parallel_size"].value or 1)}
+    if "data_parallel_size" in p.inputs and p.inputs["data_parallel_size"].value:
+        values["data_parallel_size"] = int(p.inputs["data_parallel_size"].value)
+    if lay.ep is not None:
+        values["enable_expert_parallel"] = True
+    dep, res = evaluate(eng, m, lay.gpu, Knobs.parse(values), version)
+    ctx = performance.context(m, lay.gpu, dep, res, max_num_seqs=max(1, max_seqs))
+    return _Pool(p, dep, res, ctx)
+
+
+def _step_s(ctx: perf.PerfContext, **kw: float) -> float:
+    return perf.step_terms(ctx, **kw).total_s * ctx.pp
+
+
+@dataclass(frozen=True)
+class _Service:
+    rate: float  # requests/s
+    ttft: TtftParts
+    tpot_s: float
+    e2e_s: float
+    running: float  # per decode replica
+    utilization: float
+    saturated: bool
+
+
+def _service(p: _Pool, d: _Pool, *, n: performance.Lengths, concurrency: int, prefill_reps: int,
+             decode_reps: int, decode_cap: int, transfer_exposed_s: float) -> _Service:
+    """The closed loop of `concurrency` requests over both pools (module docstring)."""
+    i, o = n.input_tokens - n.cached_tokens, n.output_tokens
+    budget = p.ctx.max_num_batched_tokens
+    p_ctx = n.cached_tokens + i / 2
+    t_batch = _step_s(p.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
+                      prefill_context_tokens=p_ctx, prefill_seqs=budget / i)
+    service = i * t_batch / budget  # one prompt's share of full prefill batches, s
+    cap_rate = prefill_reps / service  # requests/s the prefill pool sustains
+    alone = sum(_step_s(p.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=c,
+                        prefill_context_tokens=p_ctx, prefill_seqs=1)
+                for c in _chunks(i, budget))  # one prompt on an idle replica
+    overhead = d.ctx.coefficients.request_overhead_ms * 1e-3
+    per_step = perf.tokens_per_step(d.ctx)
+    mean_ctx = n.input_tokens + o / 2
+    steps = max(o - 1, 1) / per_step  # decode steps per request
+
+    def tpot(running: float) -> float:
+        return _step_s(d.ctx, decode_seqs=max(running, 1.0), context_tokens=mean_ctx) / per_step
+
+    def decoding(rate: float) -> float:  # requests decoding per replica (Little's law)
+        r = min(decode_cap, rate / decode_reps * steps * tpot(1.0) * per_step)
+        for _ in range(30):
+            r = min(decode_cap, rate / decode_reps * steps * tpot(r) * per_step)
+        return r
+
+    def parts(rate: float) -> tuple[TtftParts, float, float, float]:
+        rho = min(rate / cap_rate, 0.999)
+        # under load a prompt shares its prefill step with others: the step fills with ρ
+        served = max(alone, t_batch * rho) if i < budget else alone
+        queue = rho / (2 * (1 - rho)) * service  # M/D/1 mean wait
+        running = decoding(rate)
+        t = tpot(running)
+        ttft = TtftParts(queue_ms=queue * 1e3, prefill_ms=served * 1e3,
+                         transfer_ms=transfer_exposed_s * 1e3, first_decode_ms=t * per_step * 1e3,
+                         overhead_ms=overhead * 1e3)
+        total = overhead + queue + served + transfer_exposed_s + t * per_step
+        return ttft, t, total + max(o - 1, 0) * t, running
+
+    decode_max = decode_reps * decode_cap / (steps * tpot(decode_cap) * per_step)
+    top = min(cap_rate * 0.99, decode_max)
+    ttft, t, e2e, running = parts(top)
+    if top * e2e <= concurrency:  # a pool binds before the loop is full: the rest waits
+        wait = concurrency / top - e2e
+        field = "queue_ms" if cap_rate * 0.99 <= decode_max else "decode_wait_ms"
+        ttft = ttft.model_copy(update={field: getattr(ttft, field) + wait * 1e3})
+        return _Service(rate=top, ttft=ttft, tpot_s=t, e2e_s=e2e + wait, running=running,
+                        utilization=min(top / cap_rate, 1.0),
+                        saturated=field == "queue_ms")
+    lo, hi = 0.0, top
+    for _ in range(50):  # R · e2e(R) grows with R: bisect R · e2e(R) = C
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mid * parts(mid)[2] < concurrency else (lo, mid)
+    ttft, t, e2e, running = parts(lo)
+    return _Service(rate=lo, ttft=ttft, tpot_s=t, e2e_s=e2e, running=running,
+                    utilization=lo / cap_rate, saturated=False)
+
+
+@dataclass(frozen=True)
+class _Pools:
+    prefill: _Pool
+    decode: _Pool
+    decode_extra: dict[str, object]  # what kvplan set on the decode pool
+    default_seqs: int  # the decode engine's max_num_seqs
+    spec: int  # tokens a decode step verifies per sequence
+    tokens_in_buffer: int | None  # TensorRT-LLM max_tokens_in_buffer
+    prefill_buffer: int
+    decode_buffer: int
+
+
+def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs,
+                w: Workload, plan_fn: PlanFn, engine: str, version: str) -> _Pools:
+    """Both pools' memory plans: the decode pool at a token budget of one token per running
+    sequence, the connector's buffers (TensorRT-LLM) off the memory the KV cache is sized from."""
+    probe = _pool_plan("decode", m, decode, knobs, w, plan_fn, {})
+    seqs = int(probe.inputs["max_num_seqs"].value or 256)
+    spec = 1 + (probe.speculative.num_speculative_tokens if probe.speculative else 0)
+    d_extra: dict[str, object] = {}
+    if knobs.max_num_batched_tokens is None:
+        d_extra["max_num_batched_tokens"] = max(seqs * spec, 256)
+    d0 = _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs)
+    p0 = _pool("prefill", m, prefill, knobs, w, plan_fn, {}, version, 8)
+    n = performance.lengths(w, block_size=d0.res.block_size)
+    in_buffer = (pd.transceiver_tokens(n.input_tokens, p0.res.block_size)
+                 if engine == "trtllm" else None)
+    p_buf = pd.buffer_bytes(engine, kv_bytes_per_token=p0.plan.kv_cache.bytes_per_token,
+                            block_size=p0.res.block_size, max_tokens_in_buffer=in_buffer)
+    d_buf = pd.buffer_bytes(engine, kv_bytes_per_token=d0.plan.kv_cache.bytes_per_token,
+                            block_size=d0.res.block_size, max_tokens_in_buffer=in_buffer)
+    if p_buf:
+        p0 = _pool("prefill", m, PoolLayout(prefill.gpu, tp=p0.dep.tensor_parallel_size,
+                                            dp=prefill.dp, ep=prefill.ep), knobs, w, plan_fn,
+                   {"gpu_memory_gib": (p0.plan.memory.total_bytes - p_buf) / GiB}, version, 8)
+    if d_buf:
+        d_extra["gpu_memory_gib"] = (d0.plan.memory.total_bytes - d_buf) / GiB
+        d0 = _pool("decode", m, PoolLayout(decode.gpu, tp=d0.dep.tensor_parallel_size,
+                                           dp=decode.dp, ep=decode.ep), knobs, w, plan_fn,
+                   d_extra, version, seqs)
+    return _Pools(p0, d0, d_extra, seqs, spec, in_buffer, p_buf, d_buf)
+
+
+def _replicas(pools: _Pools, prefill: PoolLayout, decode: PoolLayout, w: Workload,
+              n: performance.Lengths, decode_cap: int, exposed_s: float
+              ) -> tuple[int, int, int, _Service, dict[str, str]]:
+    """(prefill replicas, decode replicas, concurrency, service, how each was chosen): enough
+    decode slots for the target, then the fewest prefill replicas that keep up with the rate
+    the decode pool drains."""
+    c = w.target_concurrency
+    d_reps = decode.replicas or (max(1, math.ceil(c / decode_cap)) if c and decode_cap else 1)
+    src = {"decode_replicas": "cli" if decode.replicas else
+           (f"ceil(target {c} / {decode_cap} requests a decode replica runs)" if c
+            else "one replica (no --target-concurrency)")}
+    concurrency = c or max(1, decode_cap * d_reps)
+
+    def run(p_reps: int) -> _Service:
+        return _service(pools.prefill, pools.decode, n=n, concurrency=concurrency,
+                        prefill_reps=p_reps, decode_reps=d_reps, decode_cap=max(1, decode_cap),
+                        transfer_exposed_s=exposed_s)
+
+    if prefill.replicas:
+        src["prefill_replicas"] = "cli"
+        return prefill.replicas, d_reps, concurrency, run(prefill.replicas), src
+    p_reps = 1
+    s = run(p_reps)
+    while p_reps < MAX_REPLICAS and (s.saturated or s.utilization > TARGET_PREFILL_UTILIZATION):
+        p_reps += 1
+        s = run(p_reps)
+    src["prefill_replicas"] = (f"fewest whose utilization stays ≤ {TARGET_PREFILL_UTILIZATION:g}"
+                               " at the rate the decode pool drains")
+    return p_reps, d_reps, concurrency, s, src
+
+
+def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs, *,
+                engine: str, plan_fn: PlanFn, engine_version: str | None = None,
+                workload: Workload | None = None, link_gbps: float | None = None) -> DisaggPlan:
+    """Plan the disaggregated service. `plan_fn(model, gpu, knobs, workload, price)` plans one
+    deployment (api.py passes the core planner with the catalogue's larger GPUs).
+    Raises InvalidInputError for an engine without P/D and for contradictory layouts; a pool
+    that does not fit is a DisaggPlan with fits=False and a problem naming the pool and fix."""
+    eng = registry.get(engine)
+    sup = pd.support(eng.name)
+    if sup is None:
+        raise InvalidInputError(
+            f"{eng.label} has no disaggregated prefill/decode (no KV-transfer connector)",
+            hint=f"plan with --engine {' / '.join(pd.engines_with_pd())}, or drop --disagg",
+            code="disagg-not-supported", knob="disagg")
+    w = workload or Workload()
+    version = engine_version or eng.newest_version
+    link = link_gbps or kv_transfer.DEFAULT_LINK_GBPS
+    lengths_only = w.model_copy(update={"target_concurrency": None, "slo_ttft_ms": None,
+                                        "slo_tpot_ms": None})
+    pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version)
+    p0, d0 = pools.prefill, pools.decode
+    n = performance.lengths(w, block_size=d0.res.block_size)
+    decode_cap = max(0, min(performance.kv_bound(d0.res, n), pools.default_seqs))
+    roles: tuple[tuple[Role, _Pool], ...] = (("prefill", p0), ("decode", d0))
+    problems = [_pool_misfit(role, pool.plan) for role, pool in roles
+                if not pool.plan.fits or pool.plan.memory.kv_cache_bytes <= 0]
+    if decode_cap == 0 and d0.plan.fits:
+        problems.append(Problem(
+            code="disagg-decode-no-room", severity="error",
+            message=f"the decode pool's KV cache holds no request of {n.input_tokens} + "
+            f"{n.output_tokens} tokens; fix: a larger --decode-tp or --decode-gpu"))
+
+    i = n.input_tokens - n.cached_tokens
+    budget = p0.ctx.max_num_batched_tokens
+    t_alone = sum(_step_s(p0.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=c,
+                          prefill_context_tokens=n.cached_tokens + i / 2, prefill_seqs=1)
+                  for c in _chunks(i, budget))
+    tr = kv_transfer.transfer(
+        tokens=n.input_tokens, prefill_bytes_per_token_per_gpu=p0.plan.kv_cache.bytes_per_token,
+        decode_bytes_per_token_per_gpu=d0.plan.kv_cache.bytes_per_token,
+        decode_gpus=d0.dep.tensor_parallel_size * d0.dep.pipeline_parallel_size,
+        link_gbps=link, per_chunk=sup.overlap == "per_chunk", chunk_tokens=budget,
+        prefill_s=t_alone)
+    p_reps, d_reps, concurrency, s, src = _replicas(pools, prefill, decode, w, n, decode_cap,
+                                                    tr.exposed_ms * 1e-3)
+    p_need = budget + math.ceil(s.rate / p_reps * tr.time_ms * 1e-3) * n.input_tokens
+    problems += _service_problems(s, p0.plan, p_reps, concurrency, n)
+    gpus = p_reps * p0.plan.gpu.count + d_reps * d0.plan.gpu.count
+    section = _performance(p0, d0, s, n, w, concurrency, gpus, p_reps, d_reps, prefill.price,
+                           decode.price)
+    if section is not None and section.meets_slo is False:
+        problems.append(Problem(code="disagg-slo-unmet", severity="warning",
+                                message=f"the service misses the latency target: TTFT "
+                                f"{section.ttft_ms:,.0f} ms, TPOT {section.tpot_ms:.1f} ms"))
+    launch = _launch(eng.name, sup, pools, p_reps, d_reps)
+    dis = Disaggregated(
+        prefill=_with_command(p0.plan, launch.prefill),
+        decode=_with_command(d0.plan, launch.decode),
+        prefill_replicas=p_reps, decode_replicas=d_reps, ratio=f"{p_reps}P{d_reps}D",
+        replicas_source=src, gpus=gpus,
+        prefill_tokens_per_s_per_replica=round(
+            budget / _step_s(p0.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
+                             prefill_context_tokens=n.cached_tokens + i / 2,
+                             prefill_seqs=budget / i), 1),
+        prefill_utilization=round(s.utilization, 3),
+        decode_running_per_replica=round(s.running, 2), decode_capacity_per_replica=decode_cap,
+        prefill_kv_tokens_needed=p_need,
+        kv_transfer=_transfer_json(sup, tr, pools, link, link_gbps is not None),
+        ttft=_rounded(s.ttft), launch=launch, harness=HARNESS, notes=_notes(sup, pools))
+    fits = (p0.plan.fits and d0.plan.fits and decode_cap > 0
+            and not any(p.severity == "error" for p in problems))
+    return DisaggPlan(fits=fits, problems=problems, disaggregated=dis, performance=section)
+
+
+def _service_problems(s: _Service, prefill: Plan, p_reps: int, concurrency: int,
+                      n: performance.Lengths) -> list[Problem]:
+    out = []
+    if s.saturated:
+        out.append(Problem(
+            code="disagg-prefill-bound", severity="warning",
+            message=f"{p_reps} prefill replica{'s' if p_reps > 1 else ''} cannot keep up with "
+            f"{concurrency} requests in flight: requests queue for prefill "
+            f"({s.ttft.queue_ms:,.0f} ms); fix: more --prefill-replicas"))
+    if prefill.fits and 0 < prefill.kv_cache.tokens < n.input_tokens:
+        out.append(Problem(
+            code="disagg-prefill-kv", severity="error",
+            message=f"the prefill pool's KV cache ({prefill.kv_cache.tokens:,} tokens) cannot "
+            f"hold one prompt of {n.input_tokens:,} tokens; fix: a larger --prefill-tp"))
+    return out
+
+
+def _launch(engine: str, sup: pd.PdSupport, pools: _Pools, p_reps: int,
+            d_reps: int) -> DisaggLaunch:
+    return DisaggLaunch(
+        prefill=pd.pool_command(engine, "prefill", pools.prefill.plan.command, port=PREFILL_PORT,
+                                max_tokens_in_buffer=pools.tokens_in_buffer),
+        decode=pd.pool_command(engine, "decode", pools.decode.plan.command, port=DECODE_PORT,
+                               max_tokens_in_buffer=pools.tokens_in_buffer),
+        router=pd.router_command(engine, prefill_port=PREFILL_PORT, decode_port=DECODE_PORT,
+                                 prefill_replicas=p_reps, decode_replicas=d_reps),
+        sources=list(sup.sources))
+
+
+def _transfer_json(sup: pd.PdSupport, tr: kv_transfer.Transfer, pools: _Pools, link: float,
+                   given: bool) -> KvTransfer:
+    return KvTransfer(
+        connector=sup.connector, overlap=sup.overlap, tokens=tr.tokens,
+        bytes_per_request=tr.bytes_per_request, send_bytes_per_gpu=tr.send_bytes_per_gpu,
+        recv_bytes_per_gpu=tr.recv_bytes_per_gpu, link_gbps=link,
+        link_source="--kv-link-gbps" if given else kv_transfer.LINK_SOURCE,
+        time_ms=round(tr.time_ms, 3), exposed_ms=round(tr.exposed_ms, 3),
+        prefill_buffer_bytes_per_gpu=pools.prefill_buffer,
+        decode_buffer_bytes_per_gpu=pools.decode_buffer,
+        max_tokens_in_buffer=pools.tokens_in_buffer, buffer=sup.buffer, sources=list(sup.sources))
+
+
+def _notes(sup: pd.PdSupport, pools: _Pools) -> list[str]:
+    notes = [*sup.prefill_notes, *sup.decode_notes]
+    if "max_num_batched_tokens" in pools.decode_extra:
+        notes.append(f"decode pool token budget {pools.decode_extra['max_num_batched_tokens']}: "
+                     f"one token per running sequence (max_num_seqs {pools.default_seqs}"
+                     + (f" × {pools.spec} verified tokens" if pools.spec > 1 else "")
+                     + "), since it runs no prefill; its activation peak and KV cache follow")
+    if pools.prefill_buffer:
+        notes.append(f"cache transceiver buffers: {pools.prefill_buffer / GiB:.2f} GiB per GPU "
+                     "come out of the memory the KV cache is sized from (device total planned "
+                     "less them)")
+    return notes
+
+
+def _chunks(tokens: int, budget: int) -> list[int]:
+    full, rest = divmod(tokens, budget)
+    return [budget] * full + ([rest] if rest else [])
+
+
+def _rounded(t: TtftParts) -> TtftParts:
+    return TtftParts(**{k: round(v, 2) for k, v in t.model_dump().items()})
+
+
+def _with_command(p: Plan, command: str) -> Plan:
+    """The pool's plan with its P/D launch line; its own performance section (an aggregated
+    replica's, prefill and decode mixed) is left out: the service's is the top-level one."""
+    return p.model_copy(update={"command": command, "performance": None})
+
+
+def _pool_misfit(role: Role, p: Plan) -> Problem:
+    """A pool that does not fit: which, why, and the fix (the plan's own recommendation)."""
+    why = next((q.message for q in p.problems if q.severity == "error"), "no KV cache is left")
+    rec = p.recommendations.tensor_parallel_size
+    tp = int(p.inputs["tensor_parallel_size"].value or 1)
+    fix = (f"--{role}-tp {int(rec.value)}" if rec.value and int(rec.value) != tp
+           else f"a larger --{role}-gpu")
+    return Problem(code=f"disagg-{role}-does-not-fit", severity="error",
+                   message=f"the {role} pool does not fit on {p.gpu.count} × {p.gpu.id}: {why}; "
+                   f"fix: {fix}")
+
+
+def _performance(p: _Pool, d: _Pool, s: _Service, n: performance.Lengths, w: Workload,
+                 concurrency: int, gpus: int, p_reps: int, d_reps: int,
+                 p_price: Price | None, d_price: Price | None) -> Performance | None:
+    """The service as one Performance: the same fields as a plan's, over both pools."""
+    if s.rate <= 0:
+        return None
+    tok_s = s.rate * n.output_tokens
+    ttft = s.ttft
+    ttft_ms = (ttft.queue_ms + ttft.prefill_ms + ttft.transfer_ms + ttft.first_decode_ms
+               + ttft.overhead_ms + ttft.decode_wait_ms)
+    tpot_ms = s.tpot_s * 1e3
+    lo_f, hi_f = perf.RANGES["ttft"]
+    lo_p, hi_p = perf.RANGES["tpot"]
+    lo_t, hi_t = perf.RANGES["throughput"]
+    cost_h = None
+    if p_price and d_price:
+        cost_h = (p_reps * p.plan.gpu.count * p_price.usd_per_hour
+                  + d_reps * d.plan.gpu.count * d_price.usd_per_hour)
+    per_m = cost_h / (tok_s * 3600) * 1e6 if cost_h and tok_s > 0 else None
+    slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
+    meets = ((w.slo_ttft_ms is None or ttft_ms <= w.slo_ttft_ms)
+             and (w.slo_tpot_ms is None or tpot_ms <= w.slo_tpot_ms))
+    gaps = "; ".join(dict.fromkeys(x for x in (p.ctx.not_calibrated_because,
+                                               d.ctx.not_calibrated_because) if x))
+    dec = perf.step_terms(d.ctx, decode_seqs=max(s.running, 1.0),
+                          context_tokens=n.input_tokens + n.output_tokens / 2)
+    same_price = p_price is not None and d_price is not None and \
+        p_price.usd_per_hour == d_price.usd_per_hour
+    return Performance(
+        concurrency=concurrency, running=round(s.running * d_reps),
+        ttft_ms=round(ttft_ms, 2), ttft_ms_low=round(ttft_ms * lo_f, 2),
+        ttft_ms_high=round(ttft_ms * hi_f, 2), tpot_ms=round(tpot_ms, 3),
+        tpot_ms_low=round(tpot_ms * lo_p, 3), tpot_ms_high=round(tpot_ms * hi_p, 3),
+        e2e_ms=round(s.e2e_s * 1e3, 1), output_tokens_per_s=round(tok_s, 1),
+        output_tokens_per_s_low=round(tok_s * lo_t, 1),
+        output_tokens_per_s_high=round(tok_s * hi_t, 1),
+        output_tokens_per_s_per_gpu=round(tok_s / gpus, 1), requests_per_s=round(s.rate, 3),
+        decode_bound=dec.bound, saturated=s.saturated, input_tokens=n.input_tokens,
+        output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
+        workload_source="cli" if n.given else "kvplan-default",
+        calibrated=p.ctx.calibrated and d.ctx.calibrated,
+        not_calibrated_because=(gaps + "; " if gaps else "")
+        + "disaggregated serving has no calibration rows (each pool's step model is the "
+        "aggregated fit, the queue and transfer are modelled)",
+        model_version=performance.fit_name(d.ctx) + " on each pool",
+        gpu_hour_price=d_price.usd_per_hour if same_price and d_price else None,
+        price_source=d_price.source if same_price and d_price else
+        ("per pool: " + ", ".join(f"{x.gpu_id} {x.source}" for x in (p_price, d_price) if x)
+         if p_price or d_price else None),
+        cost_per_hour=round(cost_h, 4) if cost_h else None,
+        cost_per_million_output_tokens=round(per_m, 4) if per_m else None,
+        slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms, meets_slo=meets if slo else None,
+        by_concurrency=[])

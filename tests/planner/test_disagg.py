@@ -1,0 +1,165 @@
+"""`plan --disagg`: two pools, the KV transfer, the xPyD ratio and the service's figures
+(docs/disagg.md). Hand-worked values cite the model configs and engine sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.api import plan_disagg, plan
+from kvplan.errors import InvalidInputError
+from kvplan.specs import Workload
+
+LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
+R1 = "deepseek-ai/DeepSeek-R1"
+CHAT = Workload(avg_input_tokens=3000, avg_output_tokens=300, target_concurrency=64)
+
+
+@pytest.fixture(scope="module")
+def llama_vllm():
+    return plan_disagg(LLAMA, "h100", engine="vllm", workload=CHAT)
+
+
+def test_llama_two_pools_fit_with_launch_lines(llama_vllm):
+    r = llama_vllm
+    d = r.disaggregated
+    assert r.fits and d.prefill.fits and d.decode.fits
+    assert d.ratio == f"{d.prefill_replicas}P{d.decode_replicas}D"
+    assert d.gpus == d.prefill_replicas * d.prefill.gpu.count + d.decode_replicas * d.decode.gpu.count
+    assert "--kv-transfer-config" in d.launch.prefill and '"kv_connector":"NixlConnector"' in \
+        d.launch.decode
+    assert "toy_proxy_server.py" in d.launch.router
+    assert d.prefill.performance is None and d.decode.performance is None  # the service's only
+    assert r.performance is not None and r.performance.concurrency == 64
+
+
+def test_llama_kv_transfer_bytes(llama_vllm):
+    kv = llama_vllm.disaggregated.kv_transfer
+    tp = llama_vllm.disaggregated.decode.gpu.count
+    # 80 layers × 2 (K, V) × 8 KV heads × 128 dims × 2 bytes = 327,680 bytes per token, the model
+    # over all its GPUs (config.json); 3000 prompt tokens
+    assert kv.bytes_per_request == 3000 * 327_680
+    assert kv.recv_bytes_per_gpu == 3000 * 327_680 // tp
+    assert kv.prefill_buffer_bytes_per_gpu == 0  # NIXL registers the KV cache itself
+    assert kv.overlap == "after_prefill" and kv.exposed_ms == kv.time_ms
+
+
+def test_decode_pool_budget_is_one_token_per_sequence(llama_vllm):
+    d = llama_vllm.disaggregated
+    seqs = d.decode.inputs["max_num_seqs"].value
+    assert d.decode.inputs["max_num_batched_tokens"].value < \
+        d.prefill.inputs["max_num_batched_tokens"].value
+    assert "--max-num-batched-tokens" in d.launch.decode
+    # a smaller profile batch: a smaller activation peak and a larger KV cache on the same layout
+    if d.decode.gpu.count == d.prefill.gpu.count:
+        assert d.decode.memory.activation_bytes < d.prefill.memory.activation_bytes
+        assert d.decode.memory.kv_cache_bytes > d.prefill.memory.kv_cache_bytes
+    assert seqs
+
+
+def test_ttft_is_the_sum_of_its_parts(llama_vllm):
+    t = llama_vllm.disaggregated.ttft
+    total = (t.queue_ms + t.prefill_ms + t.transfer_ms + t.first_decode_ms + t.overhead_ms
+             + t.decode_wait_ms)
+    assert llama_vllm.performance.ttft_ms == pytest.approx(total, abs=0.05)
+    assert t.transfer_ms == pytest.approx(llama_vllm.disaggregated.kv_transfer.exposed_ms,
+                                          abs=0.01)
+
+
+def test_decode_free_of_prefill_interference_beats_the_aggregated_tpot(llama_vllm):
+    """The aggregated replica interleaves 3000-token prefills into its decode steps; the decode
+    pool does not, so its TPOT is lower at the same running batch per replica."""
+    d = llama_vllm.disaggregated
+    agg = plan(LLAMA, "h100", engine="vllm", tensor_parallel_size=d.decode.gpu.count,
+               workload=Workload(avg_input_tokens=3000, avg_output_tokens=300,
+                                 target_concurrency=round(d.decode_running_per_replica)))
+    assert llama_vllm.performance.tpot_ms < agg.performance.tpot_ms
+
+
+def test_more_concurrency_needs_more_decode_replicas():
+    small = plan_disagg(LLAMA, "h100", workload=CHAT)
+    big = plan_disagg(LLAMA, "h100", workload=CHAT.model_copy(
+        update={"target_concurrency": 1024}))
+    assert big.disaggregated.decode_replicas > small.disaggregated.decode_replicas
+    cap = big.disaggregated.decode_capacity_per_replica
+    assert big.disaggregated.decode_replicas == -(-1024 // cap)
+
+
+def test_given_replicas_are_kept_and_too_few_prefill_replicas_are_flagged():
+    r = plan_disagg(LLAMA, "h100", workload=CHAT.model_copy(update={"target_concurrency": 1024}),
+                    prefill_replicas=1, decode_replicas=8)
+    d = r.disaggregated
+    assert (d.prefill_replicas, d.decode_replicas) == (1, 8)
+    assert d.replicas_source["prefill_replicas"] == "cli"
+    assert any(p.code == "disagg-prefill-bound" and "--prefill-replicas" in p.message
+               for p in r.problems)
+    assert r.performance.saturated
+
+
+def test_trtllm_transceiver_buffer_comes_out_of_the_kv_cache():
+    r = plan_disagg(LLAMA, "h100", engine="trtllm", workload=CHAT, prefill_tp=4, decode_tp=4)
+    d = r.disaggregated
+    kv = d.kv_transfer
+    # (3008 + 32 tokens) × 81,920 bytes per token per GPU × 3 buffers (cacheTransBuffer.cpp)
+    assert kv.max_tokens_in_buffer == 3008
+    assert kv.prefill_buffer_bytes_per_gpu == (3008 + 32) * 81_920 * 3
+    whole = plan(LLAMA, "h100", engine="trtllm", tensor_parallel_size=4)
+    assert d.prefill.memory.total_bytes == pytest.approx(
+        whole.memory.total_bytes - kv.prefill_buffer_bytes_per_gpu, abs=1)
+    assert d.prefill.memory.kv_cache_bytes < whole.memory.kv_cache_bytes
+    assert "cache_transceiver_config:" in d.launch.prefill
+    assert "max_tokens_in_buffer: 3008" in d.launch.decode
+    assert "disable_overlap_scheduler: true" in d.launch.prefill
+    assert "disable_overlap_scheduler" not in d.launch.decode
+    assert "trtllm-serve disaggregated -c disagg_config.yaml" in d.launch.router
+
+
+def test_sglang_sends_chunk_by_chunk():
+    long = Workload(avg_input_tokens=20000, avg_output_tokens=200, target_concurrency=16)
+    r = plan_disagg(LLAMA, "h100", engine="sglang", workload=long)
+    kv = r.disaggregated.kv_transfer
+    assert kv.overlap == "per_chunk" and kv.exposed_ms < kv.time_ms
+    launch = r.disaggregated.launch
+    assert "--disaggregation-mode prefill" in launch.prefill
+    assert "--disaggregation-bootstrap-port 8998" in launch.prefill
+    assert "--disaggregation-mode decode" in launch.decode
+    assert "--pd-disaggregation" in launch.router and " 8998" in launch.router
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_deepseek_r1_on_h200(engine):
+    w = Workload(avg_input_tokens=2000, avg_output_tokens=500, target_concurrency=512)
+    r = plan_disagg(R1, "h200", engine=engine, workload=w)
+    d = r.disaggregated
+    assert r.fits, [p.message for p in r.problems]
+    assert d.prefill.gpu.count == d.decode.gpu.count == 8  # 671B fp8 needs 8 × 141 GB
+    # MLA: every rank holds the whole latent, 61 layers × (512 + 64) × 2 bytes (config.json)
+    assert d.kv_transfer.recv_bytes_per_gpu == 2000 * 61 * 576 * 2
+    assert r.performance.output_tokens_per_s_per_gpu > 0
+    assert r.performance.tpot_ms > 0
+
+
+def test_engine_without_pd_is_a_clear_error():
+    with pytest.raises(InvalidInputError) as e:
+        plan_disagg(LLAMA, "h100", engine="tgi", workload=CHAT)
+    assert "no disaggregated" in e.value.message and "vllm" in (e.value.hint or "")
+
+
+def test_ep_must_equal_tp_times_dp():
+    with pytest.raises(InvalidInputError) as e:
+        plan_disagg(LLAMA, "h100", workload=CHAT, prefill_ep=4, prefill_tp=2)
+    assert "--prefill-ep 4" in e.value.message
+
+
+def test_a_pool_that_does_not_fit_names_the_pool_and_the_fix():
+    r = plan_disagg(LLAMA, "h100", workload=CHAT, decode_tp=1)
+    assert not r.fits
+    bad = [p for p in r.problems if p.code == "disagg-decode-does-not-fit"]
+    assert bad and "decode pool" in bad[0].message and "--decode-tp" in bad[0].message
+
+
+def test_mixed_hardware():
+    r = plan_disagg(LLAMA, "h100", workload=CHAT, prefill_gpu="h200", decode_gpu="h100",
+                    prefill_tp=4, decode_tp=4)
+    d = r.disaggregated
+    assert d.prefill.gpu.id.startswith("h200") and d.decode.gpu.id.startswith("h100")
+    assert r.performance.cost_per_hour is not None
