@@ -32,7 +32,8 @@ def test_per_chunk_transfer_exposes_only_the_last_chunk_when_the_link_keeps_up()
 
 
 def test_per_chunk_transfer_on_a_slow_link_exposes_what_the_link_has_not_caught_up_with():
-    # 1 Gb/s: 245.76 MB take 1.96608 s; the prefill of the earlier chunks hides 0.3 × (1 − 1024/3000)
+    # 1 Gb/s: 245.76 MB take 1.96608 s; the prefill of the earlier chunks hides
+    # 0.3 s × (1 − 1024/3000)
     t = transfer(tokens=3000, prefill_bytes_per_token_per_gpu=LLAMA70_TP4_BYTES,
                  decode_bytes_per_token_per_gpu=LLAMA70_TP4_BYTES, decode_gpus=4,
                  link_gbps=1, per_chunk=True, chunk_tokens=1024, prefill_s=0.3)

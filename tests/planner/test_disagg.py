@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvplan.api import plan_disagg, plan
+from kvplan.api import plan, plan_disagg
 from kvplan.errors import InvalidInputError
 from kvplan.specs import Workload
 
@@ -24,7 +24,8 @@ def test_llama_two_pools_fit_with_launch_lines(llama_vllm):
     d = r.disaggregated
     assert r.fits and d.prefill.fits and d.decode.fits
     assert d.ratio == f"{d.prefill_replicas}P{d.decode_replicas}D"
-    assert d.gpus == d.prefill_replicas * d.prefill.gpu.count + d.decode_replicas * d.decode.gpu.count
+    assert d.gpus == (d.prefill_replicas * d.prefill.gpu.count
+                      + d.decode_replicas * d.decode.gpu.count)
     assert "--kv-transfer-config" in d.launch.prefill and '"kv_connector":"NixlConnector"' in \
         d.launch.decode
     assert "toy_proxy_server.py" in d.launch.router
