@@ -119,7 +119,8 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
           slo_ttft_ms: float | None = None,
           prices: str | Path | Mapping[str, float] | None = None,
           engine_version: str | None = None, revision: str | None = None,
-          token: str | None = None, offline: bool | None = None, **knobs: Any) -> SweepResult:
+          token: str | None = None, offline: bool | None = None, disagg: bool = False,
+          **knobs: Any) -> SweepResult:
     """Every deployment of `model` kvplan can plan, ranked: the options that meet the target
     (the workload's concurrency at its lengths, `max_model_len`) first, cheapest first.
 
@@ -129,8 +130,10 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     and/or "fp8" likewise. Neither given: the checkpoint's own format everywhere and, on GPUs
     that run fp8 natively, fp8 weights and KV too; one given: exactly the formats named.
     `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the bundled defaults.
-    Other `knobs` as for plan(). Raises KvplanError for bad input; nothing meeting the target
-    is a result (SweepResult.exit_code 1)."""
+    Other `knobs` as for plan(). `disagg`: add disaggregated prefill/decode services
+    (plan_disagg on each priced data-centre GPU) and say which wins (docs/disagg.md).
+    Raises KvplanError for bad input; nothing meeting the target is a result
+    (SweepResult.exit_code 1)."""
     from .planner.sweep import sweep as _sweep
     from .sources.prices import default_prices, load_price_file, price_error
 
@@ -151,7 +154,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     engines = ([*registry.names()] if isinstance(engine, str) and engine.strip().lower() == "all"
                else _split(engine))
     native = quantization is None and kv_cache_dtype is None
-    return _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
+    result = _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
                   engines=[e for e in engines if e], max_gpus=max_gpus,
                   # neither named: the formats each GPU runs natively (its own, and fp8)
                   quantizations=None if native else _formats(quantization, "--quantization"),
@@ -159,6 +162,16 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                                                                 "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
                   larger_gpus=larger_gpus)
+    if not disagg:
+        return result
+    from .planner.sweep_disagg import disaggregated_options, with_disaggregated
+
+    w = (workload or Workload()).model_copy(update={"slo_tpot_ms": slo_tpot_ms,
+                                                    "slo_ttft_ms": slo_ttft_ms})
+    extra = disaggregated_options(m, specs, table, knobs=Knobs.parse(knobs), workload=w,
+                                  engines=[e for e in engines if e], max_gpus=max_gpus,
+                                  engine_version=engine_version, larger_gpus=larger_gpus)
+    return with_disaggregated(result, extra)
 
 
 @dataclass(frozen=True)

@@ -491,7 +491,7 @@ def _performance(p: _Pool, d: _Pool, s: _Service, n: performance.Lengths, w: Wor
         decode_bound=dec.bound, saturated=s.saturated, input_tokens=n.input_tokens,
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default",
-        calibrated=p.ctx.calibrated and d.ctx.calibrated,
+        calibrated=False,  # no disaggregated rows in the calibration data (docs/disagg.md)
         not_calibrated_because=(gaps + "; " if gaps else "")
         + "disaggregated serving has no calibration rows (each pool's step model is the "
         "aggregated fit, the queue and transfer are modelled)",

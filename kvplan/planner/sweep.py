@@ -26,7 +26,7 @@ from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
-from ..specs import GpuSpec, ModelSpec, Plan, Price, Workload
+from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 from .plan import plan as make_plan
 from .plan import shared_tries
 
@@ -135,6 +135,10 @@ class Option(_Model):
     knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
                                   "plan's, with underscores)")
     plan: Plan
+    # --- disagg ---
+    disaggregated: bool = Field(False, description="a disaggregated prefill/decode service "
+                                "(sweep --disagg): `plan` is its decode pool, `service` the whole")
+    service: DisaggPlan | None = Field(None, description="`kvplan plan --disagg --json` for it")
 
     @property
     def misses(self) -> list[Miss]:
@@ -155,8 +159,9 @@ class Option(_Model):
 
     @property
     def count(self) -> int:
-        """GPUs in the deployment (TP × PP; the sweep plans one replica)."""
-        return self.plan.gpu.count
+        """GPUs in the deployment (TP × PP; the sweep plans one replica; a disaggregated
+        service: every GPU of both pools)."""
+        return self.service.disaggregated.gpus if self.service else self.plan.gpu.count
 
     @property
     def tensor_parallel_size(self) -> int:
@@ -200,6 +205,8 @@ class Option(_Model):
         """The stored fields, with the ones read from the plan printed after `pareto` (the
         sweep JSON's order since schema 1.0)."""
         stored = handler(self)
+        if stored.get("service") is None:  # an aggregated option: `disaggregated` says so
+            stored.pop("service", None)
         out = {k: stored.pop(k) for k in ("rank", "meets_target", "reasons", "pareto")}
         out.update((k, getattr(self, k)) for k in _PLAN_FIELDS)
         return out | stored

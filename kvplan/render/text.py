@@ -588,12 +588,23 @@ def _money(x: float | None) -> str:
 
 def _fit(o: Option) -> str:
     """The sweep table's confidence cell: calibrated or extrapolated latency figures."""
-    perf = getattr(o.plan, "performance", None)
+    perf = o.service.performance if o.service else getattr(o.plan, "performance", None)
     return "—" if perf is None else "cal" if perf.calibrated else "ext"
 
 
 def _option_label(o: Option) -> str:
+    if o.service is not None:  # sweep --disagg: the service's xPyD
+        return f"{o.gpu} ×{o.count} {o.service.disaggregated.ratio}"
     return f"{o.gpu} ×{o.count}"
+
+
+def _option_command(o: Option) -> str:
+    """The serve line(s) of an option: a disaggregated service's pools and router."""
+    if o.service is None:
+        return o.plan.command
+    launch = o.service.disaggregated.launch
+    text = f"prefill: {launch.prefill}\ndecode: {launch.decode}\nrouter: {launch.router}"
+    return "\n  ".join(text.split("\n"))
 
 
 # What the sweep table's columns mean, said only for the columns that fit the width.
@@ -702,7 +713,7 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         lines.append("Serve commands")
         for o in meeting[:commands]:
             lines.append(f"#{o.rank} {_option_label(o)}:")
-            lines.append(f"  {o.plan.command}")
+            lines.append(f"  {_option_command(o)}")
         lines.append("")
     else:
         if missed:

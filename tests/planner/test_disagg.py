@@ -164,3 +164,32 @@ def test_mixed_hardware():
     d = r.disaggregated
     assert d.prefill.gpu.id.startswith("h200") and d.decode.gpu.id.startswith("h100")
     assert r.performance.cost_per_hour is not None
+
+
+def test_sweep_adds_disaggregated_options_and_says_which_wins():
+    from kvplan.api import sweep
+
+    r = sweep("llama-3.3-70b-instruct", gpus=["h100"], engine="vllm", max_model_len=8192,
+              workload=Workload(avg_input_tokens=3000, avg_output_tokens=300,
+                                target_concurrency=64), slo_ttft_ms=1500, disagg=True)
+    dis = [o for o in r.options if o.disaggregated]
+    agg = [o for o in r.options if not o.disaggregated]
+    assert dis and agg
+    o = dis[0]
+    assert o.service is not None and o.count == o.service.disaggregated.gpus
+    assert o.cost_per_million_output_tokens == o.service.performance.cost_per_million_output_tokens
+    assert o.price_per_hour == pytest.approx(o.count * 4.76, rel=1e-3) or o.price_per_hour
+    verdict = r.notes[-1]
+    assert verdict.startswith("per $: ") and "per SLO" in verdict
+    best = min((x for x in r.options if x.cost_per_million_output_tokens is not None),
+               key=lambda x: x.cost_per_million_output_tokens)
+    assert verdict.startswith(f"per $: {'disaggregated' if best.disaggregated else 'aggregated'}")
+    assert [x.rank for x in r.options] == list(range(1, len(r.options) + 1))
+
+
+def test_sweep_json_marks_every_option():
+    from kvplan.api import sweep
+
+    r = sweep("llama-3.1-8b-instruct", gpus=["h100"], engine="vllm", max_gpus=1)
+    doc = r.model_dump(mode="json")
+    assert all(o["disaggregated"] is False and "service" not in o for o in doc["options"])
