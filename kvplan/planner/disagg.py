@@ -270,16 +270,19 @@ def _replicas(pools: _Pools, prefill: PoolLayout, decode: PoolLayout, w: Workloa
     decode slots for the target, then the fewest prefill replicas that keep up with the rate
     the decode pool drains."""
     c = w.target_concurrency
-    d_reps = decode.replicas or (max(1, math.ceil(c / decode_cap)) if c and decode_cap else 1)
+    # each data-parallel rank is an engine of its own: its own batch, KV cache and queue
+    p_dp, d_dp = (pools.prefill.dep.data_parallel_size, pools.decode.dep.data_parallel_size)
+    per_replica = decode_cap * d_dp
+    d_reps = decode.replicas or (max(1, math.ceil(c / per_replica)) if c and per_replica else 1)
     src = {"decode_replicas": "cli" if decode.replicas else
-           (f"ceil(target {c} / {decode_cap} requests a decode replica runs)" if c
+           (f"ceil(target {c} / {per_replica} requests a decode replica runs)" if c
             else "one replica (no --target-concurrency)")}
-    concurrency = c or max(1, decode_cap * d_reps)
+    concurrency = c or max(1, per_replica * d_reps)
 
     def run(p_reps: int) -> _Service:
         return _service(pools.prefill, pools.decode, n=n, concurrency=concurrency,
-                        prefill_reps=p_reps, decode_reps=d_reps, decode_cap=max(1, decode_cap),
-                        transfer_exposed_s=exposed_s)
+                        prefill_reps=p_reps * p_dp, decode_reps=d_reps * d_dp,
+                        decode_cap=max(1, decode_cap), transfer_exposed_s=exposed_s)
 
     if prefill.replicas:
         src["prefill_replicas"] = "cli"
@@ -339,7 +342,8 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         prefill_s=t_alone)
     p_reps, d_reps, concurrency, s, src = _replicas(pools, prefill, decode, w, n, decode_cap,
                                                     tr.exposed_ms * 1e-3)
-    p_need = budget + math.ceil(s.rate / p_reps * tr.time_ms * 1e-3) * n.input_tokens
+    p_need = budget + math.ceil(s.rate / (p_reps * p0.dep.data_parallel_size)
+                                * tr.time_ms * 1e-3) * n.input_tokens
     problems += _service_problems(s, p0.plan, p_reps, concurrency, n)
     gpus = p_reps * p0.plan.gpu.count + d_reps * d0.plan.gpu.count
     section = _performance(p0, d0, s, n, w, concurrency, gpus, p_reps, d_reps, prefill.price,
@@ -355,11 +359,13 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         prefill_replicas=p_reps, decode_replicas=d_reps, ratio=f"{p_reps}P{d_reps}D",
         replicas_source=src, gpus=gpus,
         prefill_tokens_per_s_per_replica=round(
-            budget / _step_s(p0.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
-                             prefill_context_tokens=n.cached_tokens + i / 2,
-                             prefill_seqs=budget / i), 1),
+            budget * p0.dep.data_parallel_size
+            / _step_s(p0.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
+                      prefill_context_tokens=n.cached_tokens + i / 2, prefill_seqs=budget / i),
+            1),
         prefill_utilization=round(s.utilization, 3),
-        decode_running_per_replica=round(s.running, 2), decode_capacity_per_replica=decode_cap,
+        decode_running_per_replica=round(s.running * d0.dep.data_parallel_size, 2),
+        decode_capacity_per_replica=decode_cap * d0.dep.data_parallel_size,
         prefill_kv_tokens_needed=p_need,
         kv_transfer=_transfer_json(sup, tr, pools, link, link_gbps is not None),
         ttft=_rounded(s.ttft), launch=launch, harness=HARNESS, notes=_notes(sup, pools))
@@ -480,7 +486,8 @@ def _performance(p: _Pool, d: _Pool, s: _Service, n: performance.Lengths, w: Wor
     same_price = p_price is not None and d_price is not None and \
         p_price.usd_per_hour == d_price.usd_per_hour
     return Performance(
-        concurrency=concurrency, running=round(s.running * d_reps),
+        concurrency=concurrency,
+        running=round(s.running * d_reps * d.dep.data_parallel_size),
         ttft_ms=round(ttft_ms, 2), ttft_ms_low=round(ttft_ms * lo_f, 2),
         ttft_ms_high=round(ttft_ms * hi_f, 2), tpot_ms=round(tpot_ms, 3),
         tpot_ms_low=round(tpot_ms * lo_p, 3), tpot_ms_high=round(tpot_ms * hi_p, 3),

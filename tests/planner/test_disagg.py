@@ -193,3 +193,16 @@ def test_sweep_json_marks_every_option():
     r = sweep("llama-3.1-8b-instruct", gpus=["h100"], engine="vllm", max_gpus=1)
     doc = r.model_dump(mode="json")
     assert all(o["disaggregated"] is False and "service" not in o for o in doc["options"])
+
+
+def test_decode_data_parallel_ranks_each_hold_their_own_batch():
+    """--decode-dp 2: each DP rank is an engine with its own max_num_seqs and KV cache, so a
+    replica of TP 4 × DP 2 holds twice the requests of a TP 4 one and half the replicas do."""
+    w = Workload(avg_input_tokens=3000, avg_output_tokens=300, target_concurrency=512)
+    one = plan_disagg(LLAMA, "h100", workload=w, decode_tp=4, prefill_tp=4)
+    two = plan_disagg(LLAMA, "h100", workload=w, decode_tp=4, decode_dp=2, prefill_tp=4)
+    a, b = one.disaggregated, two.disaggregated
+    assert b.decode.gpu.count == 2 * a.decode.gpu.count
+    assert b.decode_capacity_per_replica == 2 * a.decode_capacity_per_replica
+    assert b.decode_replicas == -(-a.decode_replicas // 2)
+    assert "--data-parallel-size 2" in b.launch.decode
