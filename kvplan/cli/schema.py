@@ -57,6 +57,10 @@ def _of(name: str) -> dict[str, Any]:
         from ..planner.sweep import SweepResult
 
         return SweepResult.model_json_schema()
+    if name == "disagg":  # plan --disagg --json
+        from ..specs import DisaggPlan
+
+        return DisaggPlan.model_json_schema()
     if name == "check":
         from ..deploy.check import CheckReport
 
@@ -64,7 +68,7 @@ def _of(name: str) -> dict[str, Any]:
     return _compare() if name == "compare" else _error()
 
 
-OUTPUTS = ("plan", "compare", "sweep", "check", "error")
+OUTPUTS = ("plan", "compare", "sweep", "check", "error", "disagg")
 
 
 def schema(output: Annotated[str, typer.Argument(

@@ -50,7 +50,7 @@ from ..specs import (
     TtftParts,
     Workload,
 )
-from ..units import GiB
+from ..units import GiB, largest_true
 from . import performance
 from .plan import evaluate
 
@@ -233,13 +233,18 @@ class _Pools:
 
 
 def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs,
-                w: Workload, plan_fn: PlanFn, engine: str, version: str) -> _Pools:
+                w: Workload, plan_fn: PlanFn, engine: str, version: str,
+                decode_seqs: int | None = None) -> _Pools:
     """Both pools' memory plans: the decode pool at a token budget of one token per running
-    sequence, the connector's buffers (TensorRT-LLM) off the memory the KV cache is sized from."""
+    sequence (and at `decode_seqs` running ones when a TPOT target caps them), the connector's
+    buffers (TensorRT-LLM) off the memory the KV cache is sized from."""
     probe = _pool_plan("decode", m, decode, knobs, w, plan_fn, {})
     seqs = int(probe.inputs["max_num_seqs"].value or 256)
     spec = 1 + (probe.speculative.num_speculative_tokens if probe.speculative else 0)
     d_extra: dict[str, object] = {}
+    if decode_seqs is not None:
+        seqs = decode_seqs
+        d_extra["max_num_seqs"] = decode_seqs
     if knobs.max_num_batched_tokens is None:
         d_extra["max_num_batched_tokens"] = max(seqs * spec, 256)
     d0 = _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs)
@@ -276,7 +281,8 @@ def _replicas(pools: _Pools, prefill: PoolLayout, decode: PoolLayout, w: Workloa
     d_reps = decode.replicas or (max(1, math.ceil(c / per_replica)) if c and per_replica else 1)
     src = {"decode_replicas": "cli" if decode.replicas else
            (f"ceil(target {c} / {per_replica} requests a decode replica runs)" if c
-            else "one replica (no --target-concurrency)")}
+            and per_replica else "one replica (" + ("no --target-concurrency)" if per_replica
+                                                    else "no request fits one)"))}
     concurrency = c or max(1, per_replica * d_reps)
 
     def run(p_reps: int) -> _Service:
@@ -294,7 +300,38 @@ def _replicas(pools: _Pools, prefill: PoolLayout, decode: PoolLayout, w: Workloa
         s = run(p_reps)
     src["prefill_replicas"] = (f"fewest whose utilization stays ≤ {TARGET_PREFILL_UTILIZATION:g}"
                                " at the rate the decode pool drains")
+    if w.slo_ttft_ms is not None and _ttft_ms(s) > w.slo_ttft_ms:
+        more = p_reps
+        while more < MAX_REPLICAS and _ttft_ms(s) > w.slo_ttft_ms:
+            more += 1
+            s = run(more)
+        if _ttft_ms(s) <= w.slo_ttft_ms:  # more prefill replicas shorten the queue enough
+            src["prefill_replicas"] += f"; {more} to meet TTFT ≤ {w.slo_ttft_ms:g} ms"
+            p_reps = more
+        else:
+            s = run(p_reps)
     return p_reps, d_reps, concurrency, s, src
+
+
+def _ttft_ms(s: _Service) -> float:
+    t = s.ttft
+    return (t.queue_ms + t.prefill_ms + t.transfer_ms + t.first_decode_ms + t.overhead_ms
+            + t.decode_wait_ms)
+
+
+def _tpot_cap(d: _Pool, n: performance.Lengths, cap: int, slo_tpot_ms: float | None) -> int:
+    """The most requests a decode rank runs within the TPOT target (bisection; TPOT grows with
+    the batch), at most `cap`; `cap` without a target, 0 when even one request misses it."""
+    if slo_tpot_ms is None or cap <= 0:
+        return cap
+    per_step = perf.tokens_per_step(d.ctx)
+    ctx_len = n.input_tokens + n.output_tokens / 2
+
+    def ok(r: int) -> bool:
+        return _step_s(d.ctx, decode_seqs=r, context_tokens=ctx_len) / per_step * 1e3 \
+            <= slo_tpot_ms
+
+    return largest_true(ok, cap)
 
 
 def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs, *,
@@ -319,11 +356,21 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version)
     p0, d0 = pools.prefill, pools.decode
     n = performance.lengths(w, block_size=d0.res.block_size)
-    decode_cap = max(0, min(performance.kv_bound(d0.res, n), pools.default_seqs))
+    kv_cap = max(0, min(performance.kv_bound(d0.res, n), pools.default_seqs))
+    decode_cap = _tpot_cap(d0, n, kv_cap, w.slo_tpot_ms)
+    if 0 < decode_cap < kv_cap and knobs.max_num_seqs is None:  # the launch line caps it
+        pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version,
+                            decode_seqs=decode_cap)
+        p0, d0 = pools.prefill, pools.decode
     roles: tuple[tuple[Role, _Pool], ...] = (("prefill", p0), ("decode", d0))
     problems = [_pool_misfit(role, pool.plan) for role, pool in roles
                 if not pool.plan.fits or pool.plan.memory.kv_cache_bytes <= 0]
-    if decode_cap == 0 and d0.plan.fits:
+    if decode_cap == 0 and kv_cap > 0:
+        problems.append(Problem(
+            code="disagg-slo-unmet", severity="error",
+            message=f"even one request decodes slower than TPOT {w.slo_tpot_ms:g} ms on the "
+            "decode pool; fix: a larger --decode-tp, fp8 weights or a faster --decode-gpu"))
+    elif decode_cap == 0 and d0.plan.fits:
         problems.append(Problem(
             code="disagg-decode-no-room", severity="error",
             message=f"the decode pool's KV cache holds no request of {n.input_tokens} + "
@@ -342,12 +389,15 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         prefill_s=t_alone)
     p_reps, d_reps, concurrency, s, src = _replicas(pools, prefill, decode, w, n, decode_cap,
                                                     tr.exposed_ms * 1e-3)
+    if decode_cap < kv_cap:
+        src["decode_replicas"] += (f"; TPOT ≤ {w.slo_tpot_ms:g} ms caps a decode rank at "
+                                   f"{decode_cap} of the {kv_cap} requests its KV cache holds")
     p_need = budget + math.ceil(s.rate / (p_reps * p0.dep.data_parallel_size)
                                 * tr.time_ms * 1e-3) * n.input_tokens
     problems += _service_problems(s, p0.plan, p_reps, concurrency, n)
     gpus = p_reps * p0.plan.gpu.count + d_reps * d0.plan.gpu.count
-    section = _performance(p0, d0, s, n, w, concurrency, gpus, p_reps, d_reps, prefill.price,
-                           decode.price)
+    section = (_performance(p0, d0, s, n, w, concurrency, gpus, p_reps, d_reps, prefill.price,
+                            decode.price) if decode_cap > 0 else None)
     if section is not None and section.meets_slo is False:
         problems.append(Problem(code="disagg-slo-unmet", severity="warning",
                                 message=f"the service misses the latency target: TTFT "

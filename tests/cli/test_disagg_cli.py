@@ -55,3 +55,14 @@ def test_bad_pool_gpu_names_the_flag(capsys):
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--disagg", "--decode-gpu",
                          "h9000")
     assert code == 2 and "h9000" in err
+
+
+def test_json_validates_against_its_schema(capsys):
+    import jsonschema
+
+    code, out, err = run(capsys, "schema", "disagg")
+    assert code == 0
+    schema = json.loads(out)
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--disagg", *LOAD, "--json")
+    assert code == 0, err
+    jsonschema.validate(json.loads(out), schema)

@@ -206,3 +206,30 @@ def test_decode_data_parallel_ranks_each_hold_their_own_batch():
     assert b.decode_capacity_per_replica == 2 * a.decode_capacity_per_replica
     assert b.decode_replicas == -(-a.decode_replicas // 2)
     assert "--data-parallel-size 2" in b.launch.decode
+
+
+def test_latency_targets_size_the_pools():
+    """A TPOT target caps the requests a decode rank runs (more decode replicas, and the launch
+    line's max_num_seqs says so); a TTFT target adds prefill replicas to shorten the queue."""
+    base = Workload(avg_input_tokens=3000, avg_output_tokens=300, target_concurrency=512)
+    free = plan_disagg(LLAMA, "h100", workload=base, prefill_tp=4, decode_tp=4)
+    tpot = plan_disagg(LLAMA, "h100", workload=base.model_copy(update={"slo_tpot_ms": 20}),
+                       prefill_tp=4, decode_tp=4)
+    both = plan_disagg(LLAMA, "h100", workload=base.model_copy(
+        update={"slo_tpot_ms": 20, "slo_ttft_ms": 500}), prefill_tp=4, decode_tp=4)
+    f, t, b = free.disaggregated, tpot.disaggregated, both.disaggregated
+    assert free.performance.tpot_ms > 20 >= tpot.performance.tpot_ms
+    assert t.decode_capacity_per_replica < f.decode_capacity_per_replica
+    assert t.decode_replicas > f.decode_replicas
+    assert f"--max-num-seqs {t.decode_capacity_per_replica}" in t.launch.decode
+    assert "TPOT ≤ 20 ms caps" in t.replicas_source["decode_replicas"]
+    assert both.performance.ttft_ms <= 500 < tpot.performance.ttft_ms
+    assert b.prefill_replicas > t.prefill_replicas and both.performance.meets_slo
+
+
+def test_a_tpot_no_batch_meets_is_an_error():
+    w = Workload(avg_input_tokens=3000, avg_output_tokens=300, target_concurrency=64,
+                 slo_tpot_ms=1)
+    r = plan_disagg(LLAMA, "h100", workload=w)
+    assert not r.fits and r.performance is None
+    assert any(p.code == "disagg-slo-unmet" and p.severity == "error" for p in r.problems)
