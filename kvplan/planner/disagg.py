@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..engines import pd, registry
@@ -387,8 +387,15 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         decode_gpus=d0.dep.tensor_parallel_size * d0.dep.pipeline_parallel_size,
         link_gbps=link, per_chunk=sup.overlap == "per_chunk", chunk_tokens=budget,
         prefill_s=t_alone)
+    both_fit = p0.plan.fits and d0.plan.fits and p0.plan.memory.kv_cache_bytes > 0
+    given = {"prefill_replicas": prefill.replicas, "decode_replicas": decode.replicas}
+    if not both_fit:  # no service to balance: one replica each unless given
+        prefill = replace(prefill, replicas=prefill.replicas or 1)
+        decode = replace(decode, replicas=decode.replicas or 1)
     p_reps, d_reps, concurrency, s, src = _replicas(pools, prefill, decode, w, n, decode_cap,
                                                     tr.exposed_ms * 1e-3)
+    if not both_fit:
+        src = {k: "cli" if v else "not balanced: a pool does not fit" for k, v in given.items()}
     if decode_cap < kv_cap:
         src["decode_replicas"] += (f"; TPOT ≤ {w.slo_tpot_ms:g} ms caps a decode rank at "
                                    f"{decode_cap} of the {kv_cap} requests its KV cache holds")
@@ -397,7 +404,7 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     problems += _service_problems(s, p0.plan, p_reps, concurrency, n)
     gpus = p_reps * p0.plan.gpu.count + d_reps * d0.plan.gpu.count
     section = (_performance(p0, d0, s, n, w, concurrency, gpus, p_reps, d_reps, prefill.price,
-                            decode.price) if decode_cap > 0 else None)
+                            decode.price) if decode_cap > 0 and both_fit else None)
     if section is not None and section.meets_slo is False:
         problems.append(Problem(code="disagg-slo-unmet", severity="warning",
                                 message=f"the service misses the latency target: TTFT "
@@ -529,8 +536,9 @@ def _performance(p: _Pool, d: _Pool, s: _Service, n: performance.Lengths, w: Wor
     slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     meets = ((w.slo_ttft_ms is None or ttft_ms <= w.slo_ttft_ms)
              and (w.slo_tpot_ms is None or tpot_ms <= w.slo_tpot_ms))
-    gaps = "; ".join(dict.fromkeys(x for x in (p.ctx.not_calibrated_because,
-                                               d.ctx.not_calibrated_because) if x))
+    gaps = "; ".join(dict.fromkeys(part for x in (p.ctx.not_calibrated_because,
+                                                  d.ctx.not_calibrated_because)
+                                   for part in x.split("; ") if part))
     dec = perf.step_terms(d.ctx, decode_seqs=max(s.running, 1.0),
                           context_tokens=n.input_tokens + n.output_tokens / 2)
     same_price = p_price is not None and d_price is not None and \
