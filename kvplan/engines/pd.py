@@ -67,6 +67,7 @@ class PdSupport:
     prefill_notes: tuple[str, ...] = ()  # what the engine changes itself in a prefill server
     decode_notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
+    vendors: tuple[str, ...] = ("NVIDIA",)  # GPU vendors whose P/D path kvplan read
 
 
 _SUPPORT: dict[str, PdSupport] = {
@@ -76,7 +77,8 @@ _SUPPORT: dict[str, PdSupport] = {
         decode_notes=("the decode instance pulls the prompt's KV blocks over NIXL once the "
                       "prefill instance has finished the prompt",),
         sources=("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (0.11-0.12)",
-                 "docs/features/nixl_connector_usage.md")),
+                 "docs/features/nixl_connector_usage.md"),
+        vendors=("NVIDIA", "AMD")),  # the usage guide covers ROCm builds of NIXL
     "sglang": PdSupport(
         engine="sglang", connector="mooncake", overlap="per_chunk",
         buffer="none: the transfer engine registers the KV pool itself",

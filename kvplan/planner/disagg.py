@@ -387,6 +387,12 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         decode_gpus=d0.dep.tensor_parallel_size * d0.dep.pipeline_parallel_size,
         link_gbps=link, per_chunk=sup.overlap == "per_chunk", chunk_tokens=budget,
         prefill_s=t_alone)
+    for role, lay in (("prefill", prefill), ("decode", decode)):
+        if lay.gpu.vendor not in sup.vendors:
+            problems.append(Problem(
+                code="disagg-platform", severity="warning",
+                message=f"the {role} pool's {lay.gpu.vendor} GPUs: kvplan read {eng.label}'s "
+                f"P/D path ({sup.connector}) for {' and '.join(sup.vendors)} GPUs only"))
     both_fit = p0.plan.fits and d0.plan.fits and p0.plan.memory.kv_cache_bytes > 0
     given = {"prefill_replicas": prefill.replicas, "decode_replicas": decode.replicas}
     if not both_fit:  # no service to balance: one replica each unless given

@@ -32,11 +32,13 @@ def disaggregated_options(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping
     target = _target(knobs, workload)
     for name in engines:
         eng = registry.get(name)
-        if pd.support(eng.name) is None:
+        sup = pd.support(eng.name)
+        if sup is None:
             continue
         for g in gpus:
             price = prices.get(g.id)
-            if g.segment != "data-centre" or price is None or not g.bandwidth_tbps:
+            if (g.segment != "data-centre" or price is None or not g.bandwidth_tbps
+                    or g.vendor not in sup.vendors):
                 continue
 
             def one(m: ModelSpec, gpu: GpuSpec, kn: Knobs, w: Workload, pr: Price | None,

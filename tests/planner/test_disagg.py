@@ -233,3 +233,13 @@ def test_a_tpot_no_batch_meets_is_an_error():
     r = plan_disagg(LLAMA, "h100", workload=w)
     assert not r.fits and r.performance is None
     assert any(p.code == "disagg-slo-unmet" and p.severity == "error" for p in r.problems)
+
+
+def test_platforms_kvplan_did_not_read_are_flagged_and_left_out_of_the_sweep():
+    from kvplan.api import sweep
+
+    r = plan_disagg(LLAMA, "mi300x", engine="trtllm", workload=CHAT)
+    assert any(p.code == "disagg-platform" for p in r.problems)
+    s = sweep(LLAMA, gpus=["mi300x", "h100"], engine="trtllm", max_model_len=8192,
+              workload=CHAT, disagg=True)
+    assert {o.gpu for o in s.options if o.disaggregated} <= {"h100-sxm-80gb"}
