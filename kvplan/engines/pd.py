@@ -54,6 +54,12 @@ TRTLLM_DEFAULT_BUFFER_BYTES = 512 * 1024 * 1024  # TRTLLM_KVCACHE_TRANSFER_BUFFE
 TRTLLM_SEND_BUFFERS = 2  # TRTLLM_KVCACHE_SEND_MAX_CONCURRENCY_NUM
 TRTLLM_RECV_BUFFERS = 1  # without TRTLLM_REQUEST_KV_CACHE_CONCURRENT
 SGLANG_BOOTSTRAP_PORT = 8998  # --disaggregation-bootstrap-port default (server_args.py)
+# SGLang's decode server admits a transferred request only while the free KV pool exceeds
+# --num-reserved-decode-tokens (default 512, SGLANG_NUM_RESERVED_DECODE_TOKENS) for every request
+# running, in transfer or waiting (python/sglang/srt/disaggregation/decode.py
+# DecodePreallocQueue._allocatable_tokens): each holds its prompt, what it has generated and
+# that reserve.
+SGLANG_RESERVED_DECODE_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,15 @@ def buffer_bytes(engine: str, *, kv_bytes_per_token: int, block_size: int,
     else:
         per_buffer = (max_tokens_in_buffer + block_size) * kv_bytes_per_token
     return per_buffer * (TRTLLM_RECV_BUFFERS + TRTLLM_SEND_BUFFERS)
+
+
+def decode_tokens_per_request(engine: str, input_tokens: int, output_tokens: int) -> int | None:
+    """KV tokens one running request takes in the engine's decode-server admission, when the
+    engine gates admission itself (SGLang's prealloc queue: prompt + half the output on average
+    + the reserve); None: kvplan's usual full request (prompt + output)."""
+    if engine == "sglang":
+        return input_tokens + output_tokens // 2 + SGLANG_RESERVED_DECODE_TOKENS
+    return None
 
 
 def transceiver_tokens(input_tokens: int, block_size: int) -> int:

@@ -313,6 +313,15 @@ def _replicas(pools: _Pools, prefill: PoolLayout, decode: PoolLayout, w: Workloa
     return p_reps, d_reps, concurrency, s, src
 
 
+def _decode_kv_bound(engine: str, d: _Pool, n: performance.Lengths) -> int:
+    """Requests the decode pool's KV cache holds: the engine's own admission rule where it has
+    one (SGLang's prealloc queue, engines/pd.py), else whole requests of input + output."""
+    per = pd.decode_tokens_per_request(engine, n.input_tokens, n.output_tokens)
+    if per is None:
+        return performance.kv_bound(d.res, n)
+    return d.res.usable_blocks * d.res.block_size // per
+
+
 def _ttft_ms(s: _Service) -> float:
     t = s.ttft
     return (t.queue_ms + t.prefill_ms + t.transfer_ms + t.first_decode_ms + t.overhead_ms
@@ -356,7 +365,7 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version)
     p0, d0 = pools.prefill, pools.decode
     n = performance.lengths(w, block_size=d0.res.block_size)
-    kv_cap = max(0, min(performance.kv_bound(d0.res, n), pools.default_seqs))
+    kv_cap = max(0, min(_decode_kv_bound(eng.name, d0, n), pools.default_seqs))
     decode_cap = _tpot_cap(d0, n, kv_cap, w.slo_tpot_ms)
     if 0 < decode_cap < kv_cap and knobs.max_num_seqs is None:  # the launch line caps it
         pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version,

@@ -243,3 +243,13 @@ def test_platforms_kvplan_did_not_read_are_flagged_and_left_out_of_the_sweep():
     s = sweep(LLAMA, gpus=["mi300x", "h100"], engine="trtllm", max_model_len=8192,
               workload=CHAT, disagg=True)
     assert {o.gpu for o in s.options if o.disaggregated} <= {"h100-sxm-80gb"}
+
+
+def test_sglang_decode_admission_reserves_512_tokens_per_request():
+    """python/sglang/srt/disaggregation/decode.py _allocatable_tokens: every request running,
+    in transfer or waiting keeps --num-reserved-decode-tokens (512) free beside its prompt and
+    what it has generated (half the output on average)."""
+    r = plan_disagg(LLAMA, "h100", engine="sglang", workload=CHAT, prefill_tp=4, decode_tp=4)
+    d = r.disaggregated
+    assert d.decode_capacity_per_replica == min(d.decode.kv_cache.tokens // (3000 + 150 + 512),
+                                                d.decode.inputs["max_num_seqs"].value)
