@@ -124,9 +124,8 @@ def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workl
     for tp in [t for t in valid_tp_sizes(m) if t <= 8] or [1]:
         last = plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, tp)}), w,
                        lay.price)
-        if last.fits or any(p.code == "target-not-met" for p in last.problems):
-            if last.memory.kv_cache_bytes > 0 and last.fits:
-                return last
+        if last.fits and last.memory.kv_cache_bytes > 0:
+            return last
     assert last is not None
     return last
 
