@@ -370,19 +370,7 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version,
                             decode_seqs=decode_cap)
         p0, d0 = pools.prefill, pools.decode
-    roles: tuple[tuple[Role, _Pool], ...] = (("prefill", p0), ("decode", d0))
-    problems = [_pool_misfit(role, pool.plan) for role, pool in roles
-                if not pool.plan.fits or pool.plan.memory.kv_cache_bytes <= 0]
-    if decode_cap == 0 and kv_cap > 0:
-        problems.append(Problem(
-            code="disagg-slo-unmet", severity="error",
-            message=f"even one request decodes slower than TPOT {w.slo_tpot_ms:g} ms on the "
-            "decode pool; fix: a larger --decode-tp, fp8 weights or a faster --decode-gpu"))
-    elif decode_cap == 0 and d0.plan.fits:
-        problems.append(Problem(
-            code="disagg-decode-no-room", severity="error",
-            message=f"the decode pool's KV cache holds no request of {n.input_tokens} + "
-            f"{n.output_tokens} tokens; fix: a larger --decode-tp or --decode-gpu"))
+    problems = _pool_problems(eng.label, sup, pools, prefill, decode, w, n, kv_cap, decode_cap)
 
     i = n.input_tokens - n.cached_tokens
     budget = p0.ctx.max_num_batched_tokens
@@ -395,12 +383,6 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         decode_gpus=d0.dep.tensor_parallel_size * d0.dep.pipeline_parallel_size,
         link_gbps=link, per_chunk=sup.overlap == "per_chunk", chunk_tokens=budget,
         prefill_s=t_alone)
-    for role, lay in (("prefill", prefill), ("decode", decode)):
-        if lay.gpu.vendor not in sup.vendors:
-            problems.append(Problem(
-                code="disagg-platform", severity="warning",
-                message=f"the {role} pool's {lay.gpu.vendor} GPUs: kvplan read {eng.label}'s "
-                f"P/D path ({sup.connector}) for {' and '.join(sup.vendors)} GPUs only"))
     both_fit = p0.plan.fits and d0.plan.fits and p0.plan.memory.kv_cache_bytes > 0
     given = {"prefill_replicas": prefill.replicas, "decode_replicas": decode.replicas}
     if not both_fit:  # no service to balance: one replica each unless given
@@ -443,6 +425,33 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     fits = (p0.plan.fits and d0.plan.fits and decode_cap > 0
             and not any(p.severity == "error" for p in problems))
     return DisaggPlan(fits=fits, problems=problems, disaggregated=dis, performance=section)
+
+
+def _pool_problems(label: str, sup: pd.PdSupport, pools: _Pools, prefill: PoolLayout,
+                   decode: PoolLayout, w: Workload, n: performance.Lengths, kv_cap: int,
+                   decode_cap: int) -> list[Problem]:
+    """A pool that does not fit (naming it and the fix), a decode pool that holds no request
+    or runs none within the TPOT target, and GPUs whose P/D path kvplan did not read."""
+    roles: tuple[tuple[Role, _Pool], ...] = (("prefill", pools.prefill), ("decode", pools.decode))
+    out = [_pool_misfit(role, pool.plan) for role, pool in roles
+           if not pool.plan.fits or pool.plan.memory.kv_cache_bytes <= 0]
+    if decode_cap == 0 and kv_cap > 0:
+        out.append(Problem(
+            code="disagg-slo-unmet", severity="error",
+            message=f"even one request decodes slower than TPOT {w.slo_tpot_ms:g} ms on the "
+            "decode pool; fix: a larger --decode-tp, fp8 weights or a faster --decode-gpu"))
+    elif decode_cap == 0 and pools.decode.plan.fits:
+        out.append(Problem(
+            code="disagg-decode-no-room", severity="error",
+            message=f"the decode pool's KV cache holds no request of {n.input_tokens} + "
+            f"{n.output_tokens} tokens; fix: a larger --decode-tp or --decode-gpu"))
+    for role, lay in (("prefill", prefill), ("decode", decode)):
+        if lay.gpu.vendor not in sup.vendors:
+            out.append(Problem(
+                code="disagg-platform", severity="warning",
+                message=f"the {role} pool's {lay.gpu.vendor} GPUs: kvplan read {label}'s "
+                f"P/D path ({sup.connector}) for {' and '.join(sup.vendors)} GPUs only"))
+    return out
 
 
 def _service_problems(s: _Service, prefill: Plan, p_reps: int, concurrency: int,
