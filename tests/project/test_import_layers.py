@@ -59,6 +59,7 @@ LAYER = {
     "kvplan.planner.sweep": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
+    "kvplan.sources.benchfiles": "sources",
     "kvplan.sources.catalog": "sources",
     "kvplan.sources.checkpoint": "sources",
     "kvplan.sources.hub": "sources",
