@@ -60,6 +60,7 @@ LAYER = {
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
     "kvplan.sources.benchfiles": "sources",
+    "kvplan.sources.calibration": "sources",
     "kvplan.sources.catalog": "sources",
     "kvplan.sources.checkpoint": "sources",
     "kvplan.sources.hub": "sources",
@@ -75,6 +76,7 @@ LAYER = {
     # api: resolves names through the sources and builds Plans (the package re-exports it)
     "kvplan": "api",
     "kvplan.api": "api",
+    "kvplan.calibrate": "api",
     # deploy: serving commands and manifests, check
     "kvplan.deploy": "deploy",
     "kvplan.deploy.check": "deploy",
@@ -87,6 +89,7 @@ LAYER = {
     # cli
     "kvplan.__main__": "cli",
     "kvplan.cli": "cli",
+    "kvplan.cli.calibrate": "cli",
     "kvplan.cli.catalogue": "cli",
     "kvplan.cli.check": "cli",
     "kvplan.cli.common": "cli",
