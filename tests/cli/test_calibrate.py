@@ -89,6 +89,8 @@ def test_a_calibration_file_is_used_by_plan_and_said_so(capsys, synthetic, tmp_p
     perf = json.loads(out)["performance"]
     assert perf["calibration"] == "user file h100.cal.json" and perf["calibrated"] is True
     assert perf["not_calibrated_because"] is None
+    code, out, _ = run(capsys, "plan", LLAMA_8B, "--gpu", "h200", "--calibration", str(out_file))
+    assert "calibrated: user file h100.cal.json" in " ".join(out.split())  # the table's title
     monkeypatch.setenv("KVPLAN_CALIBRATION", str(out_file))
     code, out, _ = run(capsys, *args)
     assert json.loads(out)["performance"]["calibration"] == "user file h100.cal.json"
