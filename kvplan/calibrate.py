@@ -2,8 +2,9 @@
 against them (the "measure → calibrate → re-measure" loop; docs/calibration.md).
 
 1. Each run a result file states (kvplan.sources.benchfiles) is matched to its deployment:
-   model, GPU, engine, version, TP and replicas from the file where it says so, else from the
-   command line; a run whose model or GPU cannot be determined is refused, naming it.
+   model, GPU, engine, version, TP and replicas from the file where it says so (and kvplan can
+   resolve it), else from the command line; a run whose model or GPU cannot be determined is
+   refused, naming it.
 2. The deployment is planned (kvplan.api.plan: KV capacity, max_num_seqs, the token budget
    as the engine sets them) and becomes a kvplan.perf.fit.Row: the closed-loop concurrency of
    the run (an open-loop run: the requests in flight by Little's law, N = completed/s × mean
@@ -88,44 +89,52 @@ _GPU_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s*(.+)$", re.IGNORECASE)
 
 
 def _gpu_of(m: Measurement, given: Given) -> GpuSpec:
+    """The file's GPU (`4xNVIDIA_L40S` counts as L40S), else --gpu; refused when neither is
+    known to kvplan's catalogue."""
     from .sources.catalog import resolve_gpu
 
-    if given.gpu:
-        return resolve_gpu(given.gpu)
     stated = m.deployment.get("gpu")
-    if not stated:
+    if stated:
+        count = _GPU_COUNT.match(stated)
+        try:
+            return resolve_gpu(count.group(2) if count else stated)
+        except KvplanError:
+            if not given.gpu:
+                raise InvalidInputError(f"{m.label}: the file names the GPU {stated[:60]!r}, "
+                                        "which is not in kvplan's catalogue",
+                                        hint="pass --gpu with its id (`kvplan gpus` lists "
+                                        "them)") from None
+    if not given.gpu:
         raise InvalidInputError(f"{m.label}: the GPU cannot be determined (the file does not "
                                 "name it)", hint="pass --gpu with the GPU the runs used")
-    count = _GPU_COUNT.match(stated)
-    name = count.group(2) if count else stated
-    try:
-        return resolve_gpu(name)
-    except KvplanError:
-        raise InvalidInputError(f"{m.label}: the file names the GPU {stated[:60]!r}, which is "
-                                "not in kvplan's catalogue", hint="pass --gpu with its id "
-                                "(`kvplan gpus` lists them)") from None
+    return resolve_gpu(given.gpu)
 
 
 def _model_of(m: Measurement, given: Given, cache: dict[str, ModelSpec]) -> tuple[str, ModelSpec]:
+    """The file's model id, else --model (also when kvplan cannot find the file's: a served
+    name such as "ensemble"); refused when neither can be resolved."""
     from .sources.catalog import resolve_model
 
-    ref = given.model or m.model
-    if not ref:
+    refs = [r for r in (m.model, given.model) if r]
+    if not refs:
         raise InvalidInputError(f"{m.label}: the model cannot be determined (the file does not "
                                 "name it)", hint="pass --model with the catalogue id or Hub "
                                 "repo the server ran")
-    if ref not in cache:
-        try:
-            cache[ref] = resolve_model(ref, revision=given.revision, token=given.token,
-                                       offline=given.offline)
-        except KvplanError as e:
-            if given.model:
-                raise
-            raise InvalidInputError(f"{m.label}: the file names the model {ref[:80]!r}, which "
-                                    f"kvplan cannot find ({e.message})",
-                                    hint="pass --model with the catalogue id or Hub repo the "
-                                    "server ran (a served name is not enough)") from None
-    return ref, cache[ref]
+    why = []
+    for ref in dict.fromkeys(refs):
+        if ref not in cache:
+            try:
+                cache[ref] = resolve_model(ref, revision=given.revision, token=given.token,
+                                           offline=given.offline)
+            except KvplanError as e:
+                if ref == given.model:
+                    raise
+                why.append(f"{ref[:80]!r}: {e.message}")
+                continue
+        return ref, cache[ref]
+    raise InvalidInputError(f"{m.label}: kvplan cannot find the model the file names "
+                            f"({'; '.join(why)})", hint="pass --model with the catalogue id or "
+                            "Hub repo the server ran (a served name is not enough)")
 
 
 def _int_stated(m: Measurement, key: str) -> int | None:
@@ -188,7 +197,7 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
 
 
 def _engine_of(m: Measurement, given: Given) -> str:
-    engine = (given.engine or m.deployment.get("engine") or registry.DEFAULT).lower()
+    engine = (m.deployment.get("engine") or given.engine or registry.DEFAULT).lower()
     if engine not in registry.ENGINES:
         raise InvalidInputError(f"{m.label}: engine {engine[:40]!r} is not one kvplan models",
                                 hint=f"pass --engine ({', '.join(registry.NAMES)})")
@@ -204,9 +213,9 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         ref, model = _model_of(m, given, models)
         gpu = _gpu_of(m, given)
         engine = _engine_of(m, given)
-        tp = given.tensor_parallel_size or _int_stated(m, "tp") or 1
-        replicas = given.replicas or _int_stated(m, "replicas") or 1
-        version = given.engine_version or m.deployment.get("engine_version")
+        tp = _int_stated(m, "tp") or given.tensor_parallel_size or 1
+        replicas = _int_stated(m, "replicas") or given.replicas or 1
+        version = m.deployment.get("engine_version") or given.engine_version
         ctx, ver = _context(model, gpu, engine, version, tp, given.knobs, contexts)
         conc, harness = _harness(m, replicas)
         row, why = _row(m, ctx, engine, conc, replicas)

@@ -24,14 +24,16 @@ def _calibrate_params() -> list[inspect.Parameter]:
         argument("files", "Benchmark result files: vllm bench serve --save-result JSON, "
                  "sglang.bench_serving JSONL, GuideLLM benchmarks.json, AIPerf / genai-perf "
                  "profile exports, inference-perf lifecycle reports.", kind=list[Path]),
-        own("model", str | None, "--model", help="the model the runs served (catalogue id, Hub "
-            "repo or local path; default: the id each file names)"),
-        option("gpu", required=False, default=None, help="GPU the runs used (default: the "
-               "file's --metadata gpu=…)"),
-        option("engine", default=None, help="{engines} (default: the file's, else vllm)"),
+        own("model", str | None, "--model", help="the model the runs served, for runs whose "
+            "file names none (or one kvplan cannot find: a served name): catalogue id, Hub "
+            "repo or local path"),
+        option("gpu", required=False, default=None, help="GPU the runs used, for files that do "
+               "not say (vLLM: --metadata gpu=…)"),
+        option("engine", default=None, help="{engines}, for files that do not say (default: "
+               "vllm)"),
         *(option(name) for name in _DEPLOYMENT_FLAGS),
         own("replicas", int | None, "--replicas", help="replicas behind the benchmarked endpoint "
-            "(throughput and load are divided among them; default: the file's, else 1)"),
+            "(throughput and load are divided among them), for files that do not say (1)"),
         own("output", Path | None, "--output", "-o", help="write the calibration file here"),
         own("check", bool, "--check", help="compare the predictions with the runs without "
             "fitting (the re-measure step; with --calibration, that file's coefficients)",
@@ -49,7 +51,7 @@ def _calibrate_params() -> list[inspect.Parameter]:
 def calibrate(files: list[Path], **values: Any) -> None:
     """Fit kvplan's latency model to your own benchmark runs and write a calibration file that
     plan, compare, sweep and report take with --calibration (or KVPLAN_CALIBRATION). Each run
-    is matched to its deployment from the file where it says so, else from the flags; only the
+    is matched to its deployment from its file where it says so, else from the flags; only the
     coefficients the runs can tell apart are fitted. With --check nothing is fitted: the runs
     are compared with the predictions (exit 1 over --max-error), for CI.
 

@@ -151,3 +151,39 @@ def test_a_bad_calibration_file_is_refused_naming_the_field(capsys, tmp_path):
     bad.write_text("{}")
     code, _, err = run(capsys, "sweep", LLAMA_8B, "--gpus", "h100", "--calibration", str(bad))
     assert code == 2 and "not a kvplan calibration file" in err
+
+
+def test_one_run_fits_the_two_overheads_only(capsys, synthetic, tmp_path):
+    one = tmp_path / "one.json"
+    one.write_text(synthetic.read_text().splitlines()[5] + "\n")  # 2048/256 at 8 clients
+    code, out, err = run(capsys, "calibrate", str(one), "--max-model-len", "16384", "--json")
+    assert code == 0, err
+    doc = json.loads(out)["calibration"]
+    # two measured values (TTFT, TPOT): at most two coefficients, overheads first
+    assert doc["fitted"] == ["request_overhead_ms", "step_overhead_ms"]
+    assert "2 measured values identify at most 2" in doc["kept"]["gemm_efficiency"]
+    assert doc["errors"]["leave_one_out"] is None  # needs 3 runs
+    assert doc["errors"]["after"]["ttft"]["median"] <= 0.5  # two values, two unknowns
+
+
+def test_runs_on_two_architectures_are_refused(capsys, synthetic, tmp_path):
+    lines = synthetic.read_text().splitlines()
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(lines[0] + "\n" + lines[1].replace("h100-sxm-80gb", "l40s") + "\n")
+    code, out, _ = run(capsys, "calibrate", str(mixed), "--max-model-len", "16384", "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert "vllm on Ada Lovelace, vllm on Hopper" in error["message"]
+    assert "separately" in error["hint"]
+
+
+def test_a_served_name_is_replaced_by_the_model_flag(capsys, synthetic, tmp_path):
+    served = tmp_path / "served.json"
+    served.write_text(synthetic.read_text().replace(LLAMA_8B, "my-llama"))
+    code, out, _ = run(capsys, "calibrate", str(served), "--max-model-len", "16384", "--check",
+                       "--json")
+    assert code == 2 and "'my-llama'" in json.loads(out)["error"]["message"]
+    code, out, _ = run(capsys, "calibrate", str(served), "--max-model-len", "16384", "--check",
+                       "--json", "--model", "llama-3.1-8b-instruct")
+    data = json.loads(out)
+    assert code == 0 and data["runs"][0]["model"] == "llama-3.1-8b-instruct"
