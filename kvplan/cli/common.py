@@ -146,7 +146,7 @@ def calibration_in_force(path: Path | None) -> Iterator[None]:
     if path is None and not os.environ.get("KVPLAN_CALIBRATION"):
         yield
         return
-    from ..perf.step import user_calibrations
+    from ..perf.user_calibration import user_calibrations
     from ..sources.calibration import given
 
     cal = given(path)

@@ -46,9 +46,6 @@ batching style, which each engine declares (`calibration` in kvplan/engines/<eng
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -59,6 +56,7 @@ from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
 from ..units import DTYPE_ALIASES, cdiv
+from .user_calibration import user_calibration
 
 Bound = Literal["compute", "bandwidth", "overhead"]
 
@@ -110,38 +108,6 @@ def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
     return coeffs, inside
 
 
-@dataclass(frozen=True)
-class UserCalibration:
-    """Coefficients fitted on a user's own benchmark runs (`kvplan calibrate`): for `engine`
-    on GPUs of architecture `arch` (GpuSpec.arch) they replace the bundled ones, whatever the
-    engine version. `source` is what plans say the figures come from ("user file cal.json")."""
-
-    engine: str
-    arch: str
-    coefficients: Coefficients
-    source: str
-
-
-_USER: ContextVar[tuple[UserCalibration, ...]] = ContextVar("kvplan_user_calibration",
-                                                            default=())
-
-
-@contextmanager
-def user_calibrations(*cals: UserCalibration) -> Iterator[None]:
-    """Every PerfContext built inside this block uses `cals` where engine × architecture
-    match (the innermost block wins); kvplan.cli reads --calibration / KVPLAN_CALIBRATION."""
-    token = _USER.set(cals)
-    try:
-        yield
-    finally:
-        _USER.reset(token)
-
-
-def user_calibration(engine: str, arch: str) -> UserCalibration | None:
-    """The active user calibration for this engine × GPU architecture, if any."""
-    return next((c for c in _USER.get() if c.engine == engine and c.arch == arch), None)
-
-
 def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
     """Where the bundled coefficients of a prediction come from: the engine's own fit on a
     calibrated architecture, or what it is extrapolated from."""
@@ -150,6 +116,19 @@ def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
     if own == engine and gpu.arch in CALIBRATED_ARCHS and coefficients_for(engine, version)[1]:
         return fit
     return f"extrapolated from the {fit}"
+
+
+def coefficients_on(engine: str, version: str, gpu: GpuSpec
+                    ) -> tuple[Coefficients, bool, str, str]:
+    """(coefficients, calibrated?, why not (calibration_gaps), where they come from) for an
+    engine version on a GPU: a user calibration of its engine × architecture (kvplan
+    calibrate, user_calibrations) wins over the bundled fit."""
+    user = user_calibration(engine, gpu.arch)
+    if user is not None:
+        return user.coefficients, True, "", user.source
+    coeffs, era_ok = coefficients_for(engine, version)
+    return (coeffs, era_ok and gpu.arch in CALIBRATED_ARCHS,
+            calibration_gaps(engine, version, gpu), bundled_source(engine, version, gpu))
 
 
 def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
@@ -439,8 +418,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
                else max(0, kv_bytes_per_token - sliding * per_layer))
-    coeffs, era_ok = coefficients_for(engine, version)
-    user = user_calibration(engine, gpu.arch)  # a user's own fit (kvplan calibrate) wins
+    coeffs, calibrated, gaps, source = coefficients_on(engine, version, gpu)
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
@@ -461,11 +439,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
         link_bytes_per_s=link_bytes_per_s(gpu),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        kv_capacity_tokens=kv_capacity_tokens, style=style,
-        coefficients=user.coefficients if user else coeffs,
-        calibrated=True if user else era_ok and gpu.arch in CALIBRATED_ARCHS,
-        not_calibrated_because="" if user else calibration_gaps(engine, version, gpu),
-        calibration=user.source if user else bundled_source(engine, version, gpu))
+        kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
+        calibrated=calibrated, not_calibrated_because=gaps, calibration=source)
 
 
 # --------------------------------------------------------------------- step time

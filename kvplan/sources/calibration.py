@@ -23,7 +23,7 @@ from typing import Any
 from ..engines.base import Coefficients
 from ..errors import InvalidConfigError
 from ..perf.fit import BOUNDS
-from ..perf.step import UserCalibration
+from ..perf.user_calibration import UserCalibration
 from . import limits
 
 FORMAT = "kvplan-calibration"

@@ -51,6 +51,7 @@ LAYER = {
     "kvplan.perf": "core",
     "kvplan.perf.fit": "core",
     "kvplan.perf.step": "core",
+    "kvplan.perf.user_calibration": "core",
     "kvplan.planner": "core",
     "kvplan.planner.curve": "core",
     "kvplan.planner.features": "core",
@@ -366,10 +367,13 @@ def test_engines_do_not_import_their_callers():
 
 
 def test_the_step_time_model_is_a_leaf():
-    """perf imports the standard library, four kvplan modules and the engine registry (each
-    engine declares its own calibration) only."""
+    """perf imports the standard library, four kvplan modules, the engine registry (each
+    engine declares its own calibration) and the user calibrations in force (a leaf: a table of
+    coefficients, kvplan calibrate's) only."""
     allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
-               "kvplan.engines.registry", "kvplan.engines.base"}
+               "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration"}
+    assert {i for _, i, _ in module_imports("kvplan.perf.user_calibration")
+            if i.startswith("kvplan")} <= {"kvplan.engines.base"}
     got = {i for _, i, _ in module_imports("kvplan.perf.step")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
     assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}
