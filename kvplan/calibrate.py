@@ -183,14 +183,14 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
                 "as kvplan plans it, so it cannot be replayed",
                 hint="pass the settings the server ran with (--max-model-len, "
                 "--gpu-memory-utilization, --kv-cache-dtype, …)")
-        inputs = {k: v.value for k, v in p.inputs.items()}
+        inputs: dict[str, Any] = {k: v.value for k, v in p.inputs.items()}
         ver = str(inputs["engine_version"])
-        ctx = perf.context_for(
-            model, gpu, engine, ver, tp=tp, pp=int(inputs["pipeline_parallel_size"] or 1),
-            dtype=str(inputs["dtype"]), kv_cache_dtype=str(inputs["kv_cache_dtype"]),
-            quant=_QUANT.get(str(inputs["quantization"])) if inputs["quantization"] else None,
-            max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),  # type: ignore[arg-type]
-            max_num_seqs=int(inputs["max_num_seqs"]),  # type: ignore[arg-type]
+        ctx = perf.context_for(  # an engine without a --dtype (TensorRT-LLM): the model's
+            model, gpu, engine, ver, tp=tp, pp=int(inputs.get("pipeline_parallel_size") or 1),
+            dtype=inputs.get("dtype"), kv_cache_dtype=inputs.get("kv_cache_dtype"),
+            quant=_QUANT.get(str(inputs.get("quantization"))),
+            max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
+            max_num_seqs=int(inputs["max_num_seqs"]),
             kv_capacity_tokens=max(p.kv_cache.tokens, 1))
         cache[key] = (ctx, ver)
     return cache[key]
@@ -223,23 +223,36 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
     return runs
 
 
+MAX_IN_FLIGHT = 1 << 16  # requests in flight per replica a run may replay (the model's
+# closed-loop wait is a loop over them)
+MAX_LENGTH = 1 << 24  # tokens per request (the workload's bound, knobs.OPTIONS)
+
+
+def _positive(v: float | None) -> float | None:
+    return v if v is not None and v > 0 else None
+
+
 def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
          replicas: int) -> tuple[fit.Row | None, str]:
-    ttft, tpot = m.ttft_ms.central, m.tpot_ms.central
-    if tpot is None:
-        tpot = m.itl_ms.central  # ITL is TPOT for steady decoding (older SGLang: median ITL)
+    """The fit's row of a run, or (None, why it cannot be replayed)."""
+    ttft = _positive(m.ttft_ms.central)
+    tpot = _positive(m.tpot_ms.central) or _positive(m.itl_ms.central)  # ITL is TPOT for
+    # steady decoding (older SGLang releases write only the median ITL)
+    inp, out = _positive(m.input_tokens), _positive(m.output_tokens)
     if conc is None:
         return None, "no concurrency, request rate or latency to tell its load"
     if m.concurrency is None and m.request_rate is None:
         return None, ("all requests sent at once (request rate inf, no max concurrency): a "
                       "burst, not the steady state kvplan's latency model describes")
-    if not m.input_tokens or not m.output_tokens:
-        return None, "no input / output lengths"
+    if conc > MAX_IN_FLIGHT:
+        return None, f"{conc:,} requests in flight per replica: over {MAX_IN_FLIGHT:,}"
+    if not inp or not out or max(inp, out) > MAX_LENGTH:
+        return None, "no usable input / output lengths"
     if ttft is None and tpot is None:
         return None, "neither TTFT nor TPOT measured"
-    thr = m.output_throughput / replicas if m.output_throughput else None
-    return fit.Row(ctx, engine, m.label, conc, max(1, round(m.input_tokens)),
-                   max(1, round(m.output_tokens)), ttft or None, tpot or None, thr), ""
+    thr = _positive(m.output_throughput)
+    return fit.Row(ctx, engine, m.label, conc, max(1, round(inp)), max(1, round(out)), ttft,
+                   tpot, thr / replicas if thr else None), ""
 
 
 # ----------------------------------------------------------------------- fitting

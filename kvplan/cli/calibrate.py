@@ -104,8 +104,8 @@ def _check(runs: list[Any], values: dict[str, Any]) -> None:
     else:
         out = console()
         sources = ", ".join(sorted({r.row.context.calibration for r in used}))
-        out.print(f"kvplan's predictions ({sources}) against {len(used)} measured runs",
-                  markup=False)
+        out.print(f"kvplan's predictions ({sources}) against {len(used)} measured "
+                  f"run{'s' * (len(used) != 1)}", markup=False)
         _runs_table(out, used, scored.preds)
         _skipped(out, runs)
         _errors_table(out, [("error", scored.summary)])

@@ -187,3 +187,30 @@ def test_a_served_name_is_replaced_by_the_model_flag(capsys, synthetic, tmp_path
                        "--json", "--model", "llama-3.1-8b-instruct")
     data = json.loads(out)
     assert code == 0 and data["runs"][0]["model"] == "llama-3.1-8b-instruct"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi", "trtllm"])
+def test_every_engine_checks_a_run(capsys, engine):
+    """genai-perf's export names neither engine nor GPU nor a catalogue model: the flags do."""
+    code, out, err = run(capsys, "calibrate",
+                         str(BENCH / "genai-perf_ensemble_trtllm_c100_streaming.json"),
+                         "--model", "llama-3.1-8b-instruct", "--gpu", "h100", "--engine", engine,
+                         "--max-model-len", "8192", "--check", "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)["runs"]
+    assert row["engine"] == engine and row["concurrency"] == 100
+    assert row["measured"]["tpot_ms"] == pytest.approx(2.1767344516666665)
+
+
+def test_impossible_figures_skip_the_run_instead_of_failing(capsys, synthetic, tmp_path):
+    lines = [json.loads(x) for x in synthetic.read_text().splitlines()[:3]]
+    lines[0]["mean_ttft_ms"] = -5.0  # negative: not a measurement; TPOT is kept
+    lines[0]["mean_tpot_ms"] = 0.0
+    lines[1]["max_concurrency"] = lines[1]["num_prompts"] = 10**9  # more than any replica runs
+    lines[2]["total_output_tokens"] = -1
+    odd = tmp_path / "odd.json"
+    odd.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    code, out, err = run(capsys, "calibrate", str(odd), "--max-model-len", "16384", "--check",
+                         "--json")
+    assert code == 2 and "none of the runs can be used" in json.loads(out)["error"]["message"]
+    assert "Traceback" not in err
