@@ -43,6 +43,12 @@ MIN_EFFECT = 0.003  # a coefficient must move some prediction by ≥ 0.3 % when 
 # (or by 1 % of its range, for one near 0)
 MIN_SIN = 0.2  # …in a direction at least 11.5° away from the coefficients already chosen
 FIT_TOL = 1e-10  # Nelder–Mead: stop when the losses span less (a user's runs are few: cheap)
+MAX_IN_FLIGHT = 1 << 16  # requests in flight per replica a run may replay (the model's
+# closed-loop wait is a loop over them)
+MAX_LENGTH = 1 << 24  # tokens per request (the workload's bound, knobs.OPTIONS)
+MAX_REPLICAS = 1 << 14  # behind one benchmarked endpoint
+MAX_RUNS = 1000  # measured runs in one calibration (a fit replays each thousands of times)
+FOLDS = 10  # above this many runs the held-out error is 10-fold, not leave-one-run-out
 
 
 # ---------------------------------------------------------------------- matching
@@ -206,6 +212,9 @@ def _engine_of(m: Measurement, given: Given) -> str:
 
 def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
     """Every measurement matched to its deployment (see the module docstring)."""
+    if len(measurements) > MAX_RUNS:
+        raise InvalidInputError(f"{len(measurements):,} runs: kvplan calibrates on at most "
+                                f"{MAX_RUNS:,}", hint="pass fewer result files")
     models: dict[str, ModelSpec] = {}
     contexts: dict[tuple, tuple[perf.PerfContext, str]] = {}
     runs = []
@@ -215,17 +224,15 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         engine = _engine_of(m, given)
         tp = _int_stated(m, "tp") or given.tensor_parallel_size or 1
         replicas = _int_stated(m, "replicas") or given.replicas or 1
+        if not 1 <= replicas <= MAX_REPLICAS:
+            raise InvalidInputError(f"{m.label}: {replicas} replicas is not in [1, "
+                                    f"{MAX_REPLICAS}]", hint="pass --replicas")
         version = m.deployment.get("engine_version") or given.engine_version
         ctx, ver = _context(model, gpu, engine, version, tp, given.knobs, contexts)
         conc, harness = _harness(m, replicas)
         row, why = _row(m, ctx, engine, conc, replicas)
         runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why))
     return runs
-
-
-MAX_IN_FLIGHT = 1 << 16  # requests in flight per replica a run may replay (the model's
-# closed-loop wait is a loop over them)
-MAX_LENGTH = 1 << 24  # tokens per request (the workload's bound, knobs.OPTIONS)
 
 
 def _positive(v: float | None) -> float | None:
@@ -382,8 +389,9 @@ def calibrate(runs: Sequence[Run], *, loo: bool = True) -> Result:
     after = fitter(rows)
     held = None
     if loo and len(rows) >= 3 and chosen:
-        singles = [dataclasses.replace(r, group=str(k)) for k, r in enumerate(rows)]
-        h = fit.leave_one_group_out(singles, fitter)
+        folds = min(len(rows), FOLDS)  # leave one run out; 10 folds of many runs
+        h = fit.leave_one_group_out(
+            [dataclasses.replace(r, group=str(k % folds)) for k, r in enumerate(rows)], fitter)
         held = fit.summary(fit.errors(h.rows, h.preds))
     return Result(engine, arch, base, base_source, after[engine], chosen, kept, list(runs),
                   score(rows, bases), score(rows, after), held)
