@@ -355,6 +355,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
                                 ("replicas", "replicas", "replicas"))),
     _O("kv_link_gbps", float, ("--kv-link-gbps",), "--disagg: KV-transfer link bandwidth per GPU "
        "(default 400: one ConnectX-7 NIC per GPU)", gt=0, le=100_000, unit="Gb/s"),
+    # --- calibrate ---
+    _O("calibration", str, ("--calibration",), "a calibration file written by `kvplan "
+       "calibrate`: its latency coefficients replace the bundled ones for the engine × GPU "
+       "architecture it covers (default: the KVPLAN_CALIBRATION environment variable)",
+       unit="file", path=True),
 )}
 
 

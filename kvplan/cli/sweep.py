@@ -39,7 +39,8 @@ def _sweep_params() -> list[inspect.Parameter]:
         option("offline", bare=True),
         option("disagg", help="also plan disaggregated prefill/decode services on each priced "
                "data-centre GPU, ranked with the rest; a note says which wins (docs/disagg.md)"),
-        option("as_json")]
+        option("as_json"),
+        option("calibration")]
 
 
 @table_options(_sweep_params)

@@ -56,6 +56,7 @@ from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
 from ..units import DTYPE_ALIASES, cdiv
+from .user_calibration import user_calibration
 
 Bound = Literal["compute", "bandwidth", "overhead"]
 
@@ -105,6 +106,29 @@ def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
     k = _version_key(version)
     inside = min(keys)[:2] <= k[:2] <= max(keys)[:2] if version else False
     return coeffs, inside
+
+
+def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
+    """Where the bundled coefficients of a prediction come from: the engine's own fit on a
+    calibrated architecture, or what it is extrapolated from."""
+    own = registry.calibrated_by(registry.get(engine)).name
+    fit = f"bundled {own} fit on {', '.join(CALIBRATED_ARCHS)}"
+    if own == engine and gpu.arch in CALIBRATED_ARCHS and coefficients_for(engine, version)[1]:
+        return fit
+    return f"extrapolated from the {fit}"
+
+
+def coefficients_on(engine: str, version: str, gpu: GpuSpec
+                    ) -> tuple[Coefficients, bool, str, str]:
+    """(coefficients, calibrated?, why not (calibration_gaps), where they come from) for an
+    engine version on a GPU: a user calibration of its engine × architecture (kvplan
+    calibrate, user_calibrations) wins over the bundled fit."""
+    user = user_calibration(engine, gpu.arch)
+    if user is not None:
+        return user.coefficients, True, "", user.source
+    coeffs, era_ok = coefficients_for(engine, version)
+    return (coeffs, era_ok and gpu.arch in CALIBRATED_ARCHS,
+            calibration_gaps(engine, version, gpu), bundled_source(engine, version, gpu))
 
 
 def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
@@ -167,6 +191,7 @@ class PerfContext:
     style: Literal["mixed", "separate"]
     calibrated: bool
     not_calibrated_because: str = ""  # calibration_gaps(): each reason, "" when calibrated
+    calibration: str = ""  # where the coefficients come from (user file, bundled, extrapolated)
     # Speculative decoding (docs/features.md): every decode step verifies `spec_tokens` draft
     # tokens per sequence after `draft_steps` draft forward passes; each draft token is accepted
     # with probability `acceptance_rate`.
@@ -393,7 +418,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
                else max(0, kv_bytes_per_token - sliding * per_layer))
-    coeffs, era_ok = coefficients_for(engine, version)
+    coeffs, calibrated, gaps, source = coefficients_on(engine, version, gpu)
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
@@ -415,8 +440,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         link_bytes_per_s=link_bytes_per_s(gpu),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        calibrated=era_ok and gpu.arch in CALIBRATED_ARCHS,
-        not_calibrated_because=calibration_gaps(engine, version, gpu))
+        calibrated=calibrated, not_calibrated_because=gaps, calibration=source)
 
 
 # --------------------------------------------------------------------- step time
