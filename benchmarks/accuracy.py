@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path[:0] = [str(HERE.parent), str(HERE)]  # also under PYTHONSAFEPATH=1
 
 from rowdata import QUANT_ASSUMPTIONS, load_rows  # noqa: E402
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path[:0] = [str(HERE.parent), str(HERE)]  # also under PYTHONSAFEPATH=1
 
 from rowdata import load_rows  # noqa: E402
 
