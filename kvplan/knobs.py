@@ -339,6 +339,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- nodes ---
+    _O("nodes", int, ("--nodes",), "nodes the deployment spans (default: the fewest the GPU's "
+       "system shape needs; docs/nodes.md)", ge=1, le=MAX_PARALLEL, unit="nodes",
+       knob="kvplan"),
+    _O("gpus_per_node", int, ("--gpus-per-node",), "GPUs per node of your servers (default: "
+       "the GPU's bundled system shapes; docs/nodes.md)", ge=1, le=MAX_PARALLEL, unit="GPUs",
+       knob="kvplan"),
 )}
 
 

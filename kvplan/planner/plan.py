@@ -39,6 +39,7 @@ from ..specs import (
 )
 from ..units import GiB, largest_true
 from ..versions import parse_version
+from . import nodes as node_rules
 from . import performance
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 
@@ -186,6 +187,10 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
+    node_plan, node_problems = node_rules.plan_nodes(
+        gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
+        nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
+    problems += node_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
         # another deployment than this plan's (its GPUs, KV cache and cost)
@@ -211,6 +216,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         performance=performance,
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
+        nodes=node_plan,
     )
 
 
@@ -299,14 +305,24 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     tp = dep.tensor_parallel_size
     if res.fits:
         return Recommendation(value=tp, reason=f"fits at tensor_parallel_size {tp}")
-    for cand in valid_tp_sizes(m):
+    for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= tp:
             continue
         got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=cand)
         if got and got[1].fits:
             return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that "
                                   f"fits ({cand} GPUs per replica)")
-    return Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits")
+    limit = node_rules.tp_limit(gpu) if knobs.gpus_per_node is None else None
+    within = (f"within the {limit}-GPU scale-up domain of {gpu.name}'s systems" if limit
+              else "up to 64")
+    return Recommendation(value=None, reason=f"no valid tensor_parallel_size {within} fits")
+
+
+def _tp_candidates(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment) -> list[int]:
+    """The TP sizes kvplan may propose: valid for the model, inside a scale-up domain of the
+    GPU's systems, with the deployment's stages and replicas on whole nodes (planner/nodes)."""
+    return node_rules.proposable_tp(gpu, valid_tp_sizes(m), dep.pipeline_parallel_size,
+                                    dep.data_parallel_size, knobs.gpus_per_node)
 
 
 
@@ -679,7 +695,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
         if got and goal.met(got[1]):
             out.append(Alternative(AlternativeKind.FP8_KV_CACHE,
                                    f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8"))
-    for cand in valid_tp_sizes(m):
+    for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= dep.tensor_parallel_size:
             continue
         got = _try(eng, m, gpu, knobs, version, tensor_parallel_size=cand)
@@ -687,7 +703,8 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             tp_flag = flag_of("tensor_parallel_size", "--tensor-parallel-size")
             out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, f"{tp_flag} {cand}", cand))
             break
-    for g in larger_gpus:
+    for g in (x for x in larger_gpus if node_rules.joins_as_many(x, gpu) and node_rules.proposable(
+            x, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size)):
         got = _try(eng, m, g, knobs, version)
         if got and goal.met(got[1]):
             out.append(Alternative(AlternativeKind.LARGER_GPU, f"a larger GPU: --gpu {g.id}"))
@@ -880,7 +897,7 @@ def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
     """Single changes that meet the SLOs at one request: more TP, fp8 weights, fp8 KV."""
     out = []
     tries: list[tuple[str, dict[str, object]]] = []
-    bigger = [t for t in valid_tp_sizes(m) if t > dep.tensor_parallel_size]
+    bigger = [t for t in _tp_candidates(m, gpu, knobs, dep) if t > dep.tensor_parallel_size]
     if bigger:
         tries.append((f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} "
                       f"{bigger[0]}", {"tensor_parallel_size": bigger[0]}))

@@ -53,6 +53,7 @@ LAYER = {
     "kvplan.planner": "core",
     "kvplan.planner.curve": "core",
     "kvplan.planner.features": "core",
+    "kvplan.planner.nodes": "core",
     "kvplan.planner.performance": "core",
     "kvplan.planner.plan": "core",
     "kvplan.planner.sweep": "core",
