@@ -780,6 +780,10 @@ class Performance(PerfPoint):
     break_even_acceptance_rate: float | None = Field(
         None, description="speculative decoding: the acceptance rate above which it lowers TPOT "
         "at this concurrency (null: it never does, or always does)")
+    # --- nodes ---
+    links: str | None = Field(None, description="the links the figures assume: TP all-reduce "
+                              "over NVLink/PCIe or the scale-out network, pipeline hand-offs "
+                              "between nodes (docs/nodes.md); null for one GPU")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
     # by_concurrency computed on first read or serialization, not per plan: a sweep plans

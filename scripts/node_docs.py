@@ -58,6 +58,22 @@ system shape*, and kvplan then limits no layout by it and says so in the plan.
 * `--gpus-per-node N`: your servers' node size, instead of the bundled shapes (the scale-up
   domain is then the node, or a bundled rack-scale domain where one spans nodes).
 
+## Latency across nodes
+
+The step-time model (`kvplan/perf/step.py`) takes the links from the system shape
+(`planner/nodes.py` `node_links`), and the plan's `performance.links` says which it assumed:
+
+* TP inside the scale-up domain all-reduces over the GPU's own link, as before (NVLink at half
+  its bidirectional figure, else PCIe x16 of its generation). TP beyond it all-reduces over the
+  scale-out network: Gb/s per GPU ÷ 8, one direction (NICs are full duplex). HGX H100 TP 16:
+  50 GB/s instead of 450 GB/s.
+* Pipeline stages fill nodes in order; each node boundary the pipeline crosses adds one
+  hand-off per step of the step's hidden states (tokens × hidden × 2 B) over the scale-out
+  network. Hand-offs inside a scale-up domain stay unmodelled (µs per step). Where the
+  network is not sourced the hand-off is not timed, and `links` says so.
+* Data- and expert-parallel traffic is not timed by this model; `planner/nodes.py` places
+  those replicas on the same shapes for the models that time it.
+
 The plan's JSON has a `nodes` section: the nodes used, GPUs per node, the system shape, its
 scale-up domain and link, the scale-out bandwidth per GPU, and which link tensor-parallel and
 pipeline traffic cross (`scale-up`, `scale-out`, or `unknown`).

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInputError
+from ..perf import step as perf
 from ..specs import GpuSpec, PlanNodes, Problem, SystemShape
 
 UNKNOWN = "unknown system shape"
@@ -199,3 +200,44 @@ def plan_nodes(gpu: GpuSpec, tp: int, pp: int, dp: int, *, nodes: int | None,
                      scale_out_gbps_per_gpu=s.scale_out_gbps_per_gpu,
                      tensor_parallel_link="scale-out" if tp_out else "scale-up",
                      pipeline_link=pp_link, source=s.source), problems
+
+
+def _own_link(gpu: GpuSpec) -> str:
+    rate = perf.link_bytes_per_s(gpu) / 1e9
+    kind = "NVLink" if gpu.nvlink_gbps_per_gpu else f"PCIe {gpu.pcie_gen or 4} x16"
+    return f"{kind} at {rate:g} GB/s per direction"
+
+
+def node_links(gpu: GpuSpec, tp: int, pp: int, dp: int = 1, *, nodes: int | None = None,
+               gpus_per_node: int | None = None) -> perf.Links:
+    """The links the latency model uses for this layout: TP over the GPU's own link (NVLink,
+    else PCIe) inside the scale-up domain, over the scale-out network (Gb/s ÷ 8 per GPU, one
+    direction: NICs are full duplex) beyond it; one pipeline hand-off per node boundary the
+    stages cross (stages fill nodes in order: nodes − 1 crossings when the pipeline spans
+    nodes outside one scale-up domain). Raises InvalidInputError as place() does."""
+    count = tp * pp * dp
+    p = place(gpu, tp, count, nodes=nodes, gpus_per_node=gpus_per_node)
+    s = p.shape
+    own = _own_link(gpu)
+    if s is None:
+        return perf.Links(text=f"{UNKNOWN}: TP over {own}" if tp > 1 else "")
+    out = (None if s.scale_out_gbps_per_gpu is None else s.scale_out_gbps_per_gpu * 1e9 / 8)
+    net = (f"the scale-out network at {s.scale_out_gbps_per_gpu:g} Gb/s per GPU"
+           if s.scale_out_gbps_per_gpu is not None else "an unsourced scale-out network "
+           "(not timed)")
+    parts = []
+    tp_bytes = None
+    if tp > s.scale_up_domain:
+        tp_bytes = out
+        parts.append(f"TP all-reduce over {net}")
+    elif tp > 1:
+        parts.append(f"TP all-reduce over {own} ({s.scale_up_link})")
+    # the pipeline's stages span (tp × pp) / per-node GPUs nodes per replica
+    stage_nodes = -(-tp * pp // (p.gpus_per_node or tp * pp))
+    crossings = (stage_nodes - 1) if pp > 1 and tp * pp > s.scale_up_domain else 0
+    if crossings:
+        parts.append(f"{crossings} pipeline hand-off(s) per step over {net}")
+    elif pp > 1:
+        parts.append("pipeline hand-offs inside the scale-up domain (not timed)")
+    return perf.Links(tp_bytes_per_s=tp_bytes, pp_crossings=crossings,
+                      pp_bytes_per_s=out or 0.0, text="; ".join(parts))

@@ -793,7 +793,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         got = s.attempt(max_num_batched_tokens=tokens)
         if got:
             dep, res = got
-    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
+    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc,
+                              nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source)
     if acc_source is not None and acc_source != "cli":
@@ -823,7 +824,8 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
     problems: list[Problem] = []
     cap = eng.max_seqs_cap(gpu, dep)
     search = performance.context(m, gpu, dep, s.res, max_num_seqs=min(bound, cap or bound),
-                                 acceptance_rate=acc)
+                                 acceptance_rate=acc, nodes=s.knobs.nodes,
+                                 gpus_per_node=s.knobs.gpus_per_node)
     seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
     given_seqs = dep.user_set("max_num_seqs")
     if given_seqs:  # the user's batch size stays; say so
@@ -849,7 +851,8 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
         if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
             again = performance.context(m, gpu, got[0], got[1],
                                         max_num_seqs=min(bound, cap or bound),
-                                        acceptance_rate=acc)
+                                        acceptance_rate=acc, nodes=s.knobs.nodes,
+                                        gpus_per_node=s.knobs.gpus_per_node)
             seqs_rec, again_best = performance.slo_seqs(again, w, n,
                                                         performance.kv_bound(got[1], n), cap)
             if again_best >= best and not given_seqs:
