@@ -900,6 +900,15 @@ class PlanMultimodal(BaseModel):
         None, description="KV blocks / blocks of one request of request_tokens")
 
 
+class NodeLaunch(BaseModel):
+    """One node role's launch line of a multi-node deployment."""
+
+    role: str = Field(description="which nodes run it, e.g. 'head (node rank 0)'")
+    command: str = Field(description="the line to run there; $HEAD_IP (the head node's "
+                         "address) and $NODE_RANK are yours to set")
+    source: str = Field(description="the engine file and release these flags were read in")
+
+
 class PlanNodes(BaseModel):
     """The nodes a deployment spans and the link each kind of traffic crosses (docs/nodes.md):
     the GPU's system shape that holds the layout, or an unknown system shape."""
@@ -917,6 +926,9 @@ class PlanNodes(BaseModel):
     pipeline_link: Literal["none", "scale-up", "scale-out", "unknown"] = Field(
         description="the link pipeline-stage hand-offs cross (none: one stage)")
     source: str = Field(description="the system's datasheet, or 'unknown system shape'")
+    launch: list[NodeLaunch] = Field(
+        default_factory=list, description="one launch line per node role when the deployment "
+        "spans nodes (empty on one node: `command` is the whole launch)")
 
 
 class Plan(BaseModel):

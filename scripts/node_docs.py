@@ -74,6 +74,29 @@ The step-time model (`kvplan/perf/step.py`) takes the links from the system shap
 * Data- and expert-parallel traffic is not timed by this model; `planner/nodes.py` places
   those replicas on the same shapes for the models that time it.
 
+## Multi-node launch lines
+
+A deployment that spans nodes gets one launch line per node role in `nodes.launch` (role,
+command, and the engine file the flags were read in); `$HEAD_IP`, `$NODE_RANK` and
+`$NODE<i>_IP` are yours to fill in (`kvplan/engines/multinode.py`):
+
+* **vLLM** from 0.11.1: `vllm serve … --nnodes N --node-rank R --master-addr $HEAD_IP` on every
+  node, `--headless` on all but the head (vllm/engine/arg_utils.py, PR 23691; the first
+  release is read as 0.11.1, not pinned to the patch). Earlier releases: a Ray cluster
+  (`ray start --head`, `ray start --address $HEAD_IP:6379 --block`) and `vllm serve …
+  --distributed-executor-backend ray` on the head.
+* **SGLang**: the same `sglang.launch_server` line on every node with `--nnodes N --node-rank R
+  --dist-init-addr $HEAD_IP:5000`; `--tp` is the total over the nodes
+  (sglang/srt/server_args.py).
+* **TensorRT-LLM**: one `mpirun -np WORLD -H $HEAD_IP:8,$NODE1_IP:8 trtllm-llmapi-launch
+  trtllm-serve …` line, one MPI rank per GPU (examples/llm-api/llm_mgmn_trtllm_serve.sh).
+* **TGI** shards inside one node; a layout spanning nodes is a `no-multi-node-launch` warning.
+
+`kvplan check` reads the same spellings: vLLM's `--nnodes`/`-n`, SGLang's `--nnodes` (a line
+with `--nnodes 2 --tp 16` is 8 GPUs per node), and the launcher before TensorRT-LLM's server
+(`mpirun -H host:slots,…`, `mpirun -np N -N K`, `srun -N N`); the GPUs per node are the layout's
+GPUs ÷ nodes.
+
 The plan's JSON has a `nodes` section: the nodes used, GPUs per node, the system shape, its
 scale-up domain and link, the scale-out bandwidth per GPU, and which link tensor-parallel and
 pipeline traffic cross (`scale-up`, `scale-out`, or `unknown`).

@@ -29,6 +29,7 @@ from ..specs import (
     PlanEngine,
     PlanGpu,
     PlanModel,
+    PlanNodes,
     Price,
     Problem,
     Recommendation,
@@ -187,9 +188,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
-    node_plan, node_problems = node_rules.plan_nodes(
-        gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
-        nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
+    command = eng.command(serve_ref(m), planned, rec, workload, m.revision)
+    node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
@@ -214,10 +214,29 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
-        command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
+        command=command,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
         nodes=node_plan,
     )
+
+
+def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment, command: str
+           ) -> tuple[PlanNodes, list[Problem]]:
+    """The plan's nodes section, with a launch line per node role when it spans nodes."""
+    node_plan, problems = node_rules.plan_nodes(
+        gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
+        nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
+    if (node_plan.nodes or 1) <= 1 or node_plan.gpus_per_node is None:
+        return node_plan, problems
+    launch = eng.node_launch(command, node_plan.nodes or 1, node_plan.gpus_per_node,
+                             dep.engine_version)
+    if launch is None:
+        problems.append(Problem(
+            code="no-multi-node-launch", severity="warning",
+            message=f"the layout spans {node_plan.nodes} nodes, but kvplan knows no multi-node "
+            f"launch for {eng.label}: its serve line runs one node's GPUs"))
+        return node_plan, problems
+    return node_plan.model_copy(update={"launch": launch}), problems
 
 
 def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:

@@ -34,6 +34,7 @@ LAYER = {
     "kvplan.engines.base": "core",
     "kvplan.engines.flags": "core",
     "kvplan.engines.interconnect": "core",
+    "kvplan.engines.multinode": "core",
     "kvplan.engines.registry": "core",
     "kvplan.engines.sglang": "core",
     "kvplan.engines.tgi": "core",
@@ -78,6 +79,7 @@ LAYER = {
     "kvplan.deploy": "deploy",
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
+    "kvplan.deploy.launchers": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.report": "render",
