@@ -47,6 +47,10 @@ system shape*, and kvplan then limits no layout by it and says so in the plan.
   GPU" is only a GPU whose systems span as many GPUs as the current one's (a desktop box that
   joins two is not proposed for a GPU sold in clusters; a GPU of unknown shape never replaces
   one of known shape).
+* **A model larger than a node** is offered pipeline stages across whole nodes at the largest
+  TP inside the domain (`--tensor-parallel-size 8 --pipeline-parallel-size 2 (2 nodes of 8)`
+  for Kimi-K2 on H200), not a TP group that crosses the network; engines without pipeline
+  parallelism (TGI) get no such fix-it.
 * **What you ask for is planned as asked.** `--tensor-parallel-size 16` on an 8-GPU HGX plans,
   with a `tp-crosses-nodes` warning naming the network its all-reduces then cross; more GPUs
   than a system joins is an `exceeds-system` warning.

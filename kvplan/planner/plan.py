@@ -395,6 +395,7 @@ class AlternativeKind(Enum):
     UTILIZATION = "utilization"
     FP8_KV_CACHE = "fp8-kv-cache"
     TENSOR_PARALLEL = "tensor-parallel"
+    PIPELINE_NODES = "pipeline-nodes"  # TP kept in the scale-up domain, stages across nodes
     LARGER_GPU = "larger-gpu"
     SHORTER_LENGTH = "shorter-length"
     LOWER_TARGET = "lower-target"
@@ -722,6 +723,8 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             tp_flag = flag_of("tensor_parallel_size", "--tensor-parallel-size")
             out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, f"{tp_flag} {cand}", cand))
             break
+    else:
+        out += _pipeline_alternative(eng, m, gpu, knobs, dep, goal)
     for g in (x for x in larger_gpus if node_rules.joins_as_many(x, gpu) and node_rules.proposable(
             x, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size)):
         got = _try(eng, m, g, knobs, version)
@@ -731,6 +734,38 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     got = _try(eng, m, gpu, knobs, version, **top)
     last = _shorter_or_fewer(eng, got[1], goal, top, work_len) if got else None
     return out + ([last] if last else [])
+
+
+MAX_PROPOSED_STAGES = 8  # pipeline stages a fix-it names at most (8 nodes of one TP group)
+
+
+def _pipeline_alternative(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,
+                          dep: Deployment, goal: _Goal) -> list[Alternative]:
+    """No TP inside the scale-up domain holds the goal: the fewest pipeline stages at the
+    largest such TP that do, on whole nodes of the GPU's systems (planner/nodes.py); none for
+    an engine without pipeline parallelism, a given PP, or an unknown system shape."""
+    if ("pipeline_parallel_size" in eng.unsupported or dep.pipeline_parallel_size > 1
+            or not gpu.systems and knobs.gpus_per_node is None):
+        return []
+    sizes = _tp_candidates(m, gpu, knobs, dep)
+    if not sizes:
+        return []
+    tp = sizes[-1]
+    for pp in range(2, min(MAX_PROPOSED_STAGES, m.num_layers) + 1):
+        if not node_rules.proposable(gpu, tp, pp, dep.data_parallel_size, knobs.gpus_per_node):
+            continue
+        got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=tp,
+                   pipeline_parallel_size=pp)
+        if got and goal.met(got[1]):
+            place = node_rules.place(gpu, tp, tp * pp * dep.data_parallel_size,
+                                     gpus_per_node=knobs.gpus_per_node)
+            flag = eng.flags.get
+            where = f" ({place.nodes} nodes of {place.gpus_per_node})" if place.nodes else ""
+            return [Alternative(AlternativeKind.PIPELINE_NODES,
+                                f"{flag('tensor_parallel_size', '--tensor-parallel-size')} {tp} "
+                                f"{flag('pipeline_parallel_size', '--pipeline-parallel-size')} "
+                                f"{pp}{where}", pp)]
+    return []
 
 
 def _more_budget(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,

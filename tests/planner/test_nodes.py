@@ -91,8 +91,10 @@ def test_no_plan_suggestion_exceeds_a_shape(model):
         if rec is not None:
             assert _fits_a_shape(g, int(rec), int(rec)), (g.id, rec)
         for problem in p.problems:  # the alternatives, as the plan prints them
-            for tp in re.findall(r"--tensor-parallel-size (\d+)", problem.message):
-                assert _fits_a_shape(g, int(tp), int(tp)), (g.id, problem.message)
+            for tp, pp in re.findall(r"--tensor-parallel-size (\d+)(?: --pipeline-parallel-size "
+                                     r"(\d+))?", problem.message):
+                gpus = int(tp) * int(pp or 1)
+                assert _fits_a_shape(g, int(tp), gpus), (g.id, problem.message)
             for other in re.findall(r"--gpu ([\w.-]+)", problem.message):
                 x = resolve_gpu(other)
                 assert not g.systems or x.systems, (g.id, other)
@@ -176,3 +178,13 @@ def test_sweep_refuses_fixed_nodes():
     m = resolve_model("meta-llama/Llama-3.1-8B-Instruct", offline=True)
     with pytest.raises(InvalidInputError, match="nodes"):
         sweep(m, [resolve_gpu("l4")], {}, knobs=Knobs(nodes=2))
+
+
+def test_a_model_larger_than_a_node_is_offered_pipeline_stages_across_nodes():
+    """Kimi-K2 (1T parameters, fp8) does not fit one 8 × H200 node at 131072 tokens: the fix-it
+    keeps TP 8 inside the NVLink domain and adds a second node as a pipeline stage, not TP 16."""
+    p = plan("moonshotai/Kimi-K2-Instruct", "h200-sxm-141gb", offline=True)
+    steps = [x.message for x in p.problems if x.code == "next-steps"]
+    assert steps
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2 (2 nodes of 8)" in steps[0]
+    assert "--tensor-parallel-size 16" not in steps[0]
