@@ -86,10 +86,12 @@ def proposable_tp(gpu: GpuSpec, sizes: Sequence[int], pp: int = 1, dp: int = 1,
 def joins_as_many(candidate: GpuSpec, current: GpuSpec) -> bool:
     """Whether `candidate` ships in systems that span as many GPUs as `current`'s: a GPU named
     as "a larger GPU" for a deployment must not be a part its systems cannot scale to (a
-    desktop box that joins two, for a GPU sold in clusters). A current GPU of unknown shape
-    constrains nothing; a candidate of unknown shape never replaces a known one."""
+    desktop box that joins two, for a GPU sold in clusters). A candidate of unknown shape never
+    replaces a known one. A current GPU of unknown shape constrains nothing, unless its vendor
+    files it as a data-centre part: that is sold for clusters, so no candidate whose systems
+    join only a few GPUs replaces it."""
     if not current.systems:
-        return True
+        return not current.segment.startswith("data-centre") or deployable(candidate) is None
     if not candidate.systems:
         return False
     theirs, mine = deployable(candidate), deployable(current)

@@ -98,7 +98,7 @@ def test_no_plan_suggestion_exceeds_a_shape(model):
             for other in re.findall(r"--gpu ([\w.-]+)", problem.message):
                 x = resolve_gpu(other)
                 assert not g.systems or x.systems, (g.id, other)
-                assert x.id != "dgx-spark-gb10" or node_rules.deployable(g) is not None, g.id
+                assert x.id != "dgx-spark-gb10" or not g.segment.startswith("data-centre"), g.id
 
 
 def test_larger_gpu_is_not_a_desktop_box_for_a_datacentre_gpu():
@@ -110,6 +110,8 @@ def test_larger_gpu_is_not_a_desktop_box_for_a_datacentre_gpu():
                 if x.id == "dgx-spark-gb10" or not x.systems:
                     assert not node_rules.joins_as_many(x, g), (g.id, x.id)
     assert node_rules.joins_as_many(resolve_gpu("dgx-spark-gb10"), resolve_gpu("rtx-4090"))
+    # a data-centre part kvplan has no shape for (A40) is still sold for clusters
+    assert not node_rules.joins_as_many(resolve_gpu("dgx-spark-gb10"), resolve_gpu("a40"))
 
 
 def test_l4_70b_suggests_no_tp16():
