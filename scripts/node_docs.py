@@ -43,7 +43,11 @@ system shape*, and kvplan then limits no layout by it and says so in the plan.
   plan that does not fit or misses its SLOs, every sweep candidate) is a layout one of the GPU's
   systems holds: TP within the scale-up domain; a layout larger than a node takes whole nodes,
   one inside a node a share that divides it (1, 2, 4 or 8 GPUs of 8), so the node's other GPUs
-  hold further replicas; never more GPUs than the system joins (DGX Spark: two). "A larger
+  hold further replicas; never more GPUs than the system joins (DGX Spark: two); on
+  NVLink/xGMI systems no pipeline stages inside one scale-up domain or two to a node (TP uses
+  those GPUs better: vLLM's parallelism guide sets TP to the GPUs per node and PP to the
+  nodes), while PCIe-only servers keep PP inside the node (the same guide's advice for GPUs
+  without NVLink, e.g. L40S). "A larger
   GPU" is only a GPU whose systems span as many GPUs as the current one's (a desktop box that
   joins two is not proposed for a GPU sold in clusters; a GPU of unknown shape never replaces
   one of known shape).

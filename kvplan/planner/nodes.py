@@ -13,7 +13,11 @@ the scale-out network per GPU. The rules:
 * a layout that spans nodes takes whole nodes, and one inside a node takes a share that divides
   it (1, 2, 4 or 8 of 8 GPUs), so the node's other GPUs hold further replicas: a seven-GPU
   pipeline leaves one GPU of an 8-GPU server idle, a layout no cluster is bought for;
-* a system the vendor joins only in small numbers (DGX Spark: two) bounds the GPU count.
+* a system the vendor joins only in small numbers (DGX Spark: two) bounds the GPU count;
+* on NVLink/xGMI systems pipeline stages are not proposed inside one scale-up domain, nor
+  two to a node: there TP uses the GPUs better, and PP is for crossing nodes (vLLM's
+  docs/serving/parallelism_scaling.md: TP = GPUs per node, PP = nodes); PCIe-only servers
+  keep PP inside the node (the same doc: PP instead of TP on GPUs without NVLink, e.g. L40S).
 
 A layout the user asked for is planned as asked, with a warning naming the cost; what kvplan
 proposes itself (recommendations, alternatives, the sweep's candidates) obeys the rules. A GPU
@@ -59,11 +63,22 @@ def _nodes(s: SystemShape, count: int) -> int:
     return -(-count // s.gpus_per_node)
 
 
-def _holds(s: SystemShape, tp: int, count: int) -> bool:
+def fabric(s: SystemShape) -> bool:
+    """Whether the scale-up domain is a GPU fabric (NVLink/NVSwitch, xGMI, Gaudi's RoCE
+    mesh) rather than a node's PCIe (bridged pairs included) or a single GPU."""
+    return s.scale_up_domain > 1 and not s.scale_up_link.startswith(("PCIe", "none"))
+
+
+def _holds(s: SystemShape, tp: int, pp: int, dp: int) -> bool:
     """`s` holds `count` GPUs in TP groups of `tp` inside its scale-up domain: whole nodes
-    beyond one node, a share dividing the node inside one, at most its joinable GPUs."""
+    beyond one node, a share dividing the node inside one, at most its joinable GPUs; and no
+    pipeline stages inside one fabric (there TP uses the GPUs better)."""
+    count = tp * pp * dp
     if tp > s.scale_up_domain or (s.max_gpus is not None and count > s.max_gpus):
         return False
+    if pp > 1 and fabric(s) and (tp * pp <= s.scale_up_domain
+                                 or tp < min(s.gpus_per_node, tp * pp)):
+        return False  # stages sharing one fabric, or one node: TP would use it better
     per = s.gpus_per_node
     return per % count == 0 if count <= per else count % per == 0
 
@@ -74,7 +89,7 @@ def proposable(gpu: GpuSpec, tp: int, pp: int = 1, dp: int = 1,
     or the user's `--gpus-per-node` node; see the module's rules). Always True for an unknown
     system shape."""
     options = shapes(gpu, gpus_per_node)
-    return not options or any(_holds(s, tp, tp * pp * dp) for s in options)
+    return not options or any(_holds(s, tp, pp, dp) for s in options)
 
 
 def proposable_tp(gpu: GpuSpec, sizes: Sequence[int], pp: int = 1, dp: int = 1,

@@ -24,13 +24,17 @@ SIZES = ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"
 
 
 def _fits_a_shape(g: GpuSpec, tp: int, gpus: int) -> bool:
-    """Some bundled system keeps `tp` in its scale-up domain and holds `gpus` GPUs on whole
-    nodes (or a share dividing one node), within the nodes the vendor joins."""
+    """Some bundled system keeps `tp` in its scale-up domain and holds `gpus` GPUs (TP × PP) on
+    whole nodes (or a share dividing one node), within the nodes the vendor joins, with no
+    pipeline stages inside one NVLink/xGMI fabric."""
     for s in g.systems:
         per = s.gpus_per_node
         whole = per % gpus == 0 if gpus <= per else gpus % per == 0
         joined = s.max_nodes is None or gpus <= s.max_nodes * per
-        if tp <= s.scale_up_domain and whole and joined:
+        pcie = s.scale_up_link.startswith(("PCIe", "none"))
+        stages_in_fabric = gpus > tp and not pcie and (
+            gpus <= s.scale_up_domain or tp < min(per, gpus))
+        if tp <= s.scale_up_domain and whole and joined and not stages_in_fabric:
             return True
     return not g.systems
 
@@ -75,6 +79,11 @@ def test_the_issues_examples_are_gone():
     lay = {(c.gpu.id, c.tensor_parallel_size, c.pipeline_parallel_size) for c in cands}
     assert ("l4", 16, 1) not in lay and ("l4", 8, 2) in lay
     assert ("h100-sxm-80gb", 1, 7) not in lay and ("h100-sxm-80gb", 8, 2) in lay
+    # eight stages inside one NVSwitch node: TP 8 is the layout (TP 4 × PP 2 is two 4-GPU
+    # HGX nodes, one stage each); on PCIe L4s PP stays inside the node
+    assert ("h100-sxm-80gb", 1, 8) not in lay and ("h100-sxm-80gb", 2, 4) not in lay
+    assert ("h100-sxm-80gb", 4, 2) in lay
+    assert ("l4", 4, 2) in lay
     assert max(c.count for c in cands if c.gpu.id == "dgx-spark-gb10") == 2
 
 
