@@ -360,6 +360,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "calibrate`: its latency coefficients replace the bundled ones for the engine × GPU "
        "architecture it covers (default: the KVPLAN_CALIBRATION environment variable)",
        unit="file", path=True),
+    # --- nodes ---
+    _O("nodes", int, ("--nodes",), "nodes the deployment spans (default: the fewest the GPU's "
+       "system shape needs; docs/nodes.md)", ge=1, le=MAX_PARALLEL, unit="nodes",
+       knob="kvplan"),
+    _O("gpus_per_node", int, ("--gpus-per-node",), "GPUs per node of your servers (default: "
+       "the GPU's bundled system shapes; docs/nodes.md)", ge=1, le=MAX_PARALLEL, unit="GPUs",
+       knob="kvplan"),
 )}
 
 

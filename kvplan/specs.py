@@ -68,6 +68,31 @@ class LocalUsage(_Frozen):
     processes: int
 
 
+class SystemShape(_Frozen):
+    """One system a GPU ships in (a server, a rack-scale NVLink domain, a desktop box): how many
+    GPUs one node holds, how many one scale-up fabric joins, and the network between nodes."""
+
+    name: str = Field(description="the vendor's name for the system, e.g. 'HGX H100 8-GPU'")
+    gpus_per_node: int = Field(ge=1, le=1024, description="GPUs one node (one OS image) holds")
+    scale_up_domain: int = Field(
+        ge=1, le=1024, description="GPUs one scale-up fabric joins (NVLink/NVSwitch, xGMI, or "
+        "a node's PCIe for cards without one): tensor parallelism stays inside it")
+    scale_up_link: str = Field(description="the fabric, e.g. 'NVLink 4 (NVSwitch)', 'PCIe 4'")
+    scale_out_gbps_per_gpu: float | None = Field(
+        None, gt=0, description="network between nodes per GPU, Gb/s (bits; e.g. one 400 Gb/s "
+        "ConnectX-7 per GPU = 400); None = not sourced")
+    max_nodes: int | None = Field(
+        None, ge=1, description="most nodes the vendor supports joining (DGX Spark: 2); None = "
+        "clusterable over the scale-out network")
+    source: str = Field(description="datasheet or reference architecture (URL) for these figures")
+
+    @property
+    def max_gpus(self) -> int | None:
+        """GPUs one deployment can span on this system; None = as many nodes as the network
+        joins."""
+        return None if self.max_nodes is None else self.max_nodes * self.gpus_per_node
+
+
 class GpuSpec(_Frozen):
     """One GPU model as the serving engine sees it. Bundled files live in gpu_specs/."""
 
@@ -107,6 +132,11 @@ class GpuSpec(_Frozen):
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
     local: LocalUsage | None = Field(None, description="set for --gpu local: this machine's GPU")
+    # --- nodes ---
+    systems: list[SystemShape] = Field(
+        default_factory=list, description="the systems the GPU ships in, each from a vendor "
+        "datasheet or reference architecture; empty = unknown system shape (kvplan then "
+        "constrains no layout by it and says so)")
 
     @property
     def device_name(self) -> str:
@@ -755,6 +785,10 @@ class Performance(PerfPoint):
         None, description="where the latency coefficients come from: a user calibration file "
         "(kvplan calibrate, --calibration), the bundled fit, or the bundled fit extrapolated to "
         "another engine, version or GPU architecture")
+    # --- nodes ---
+    links: str | None = Field(None, description="the links the figures assume: TP all-reduce "
+                              "over NVLink/PCIe or the scale-out network, pipeline hand-offs "
+                              "between nodes (docs/nodes.md); null for one GPU")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
     # by_concurrency computed on first read or serialization, not per plan: a sweep plans
@@ -871,6 +905,37 @@ class PlanMultimodal(BaseModel):
         None, description="KV blocks / blocks of one request of request_tokens")
 
 
+class NodeLaunch(BaseModel):
+    """One node role's launch line of a multi-node deployment."""
+
+    role: str = Field(description="which nodes run it, e.g. 'head (node rank 0)'")
+    command: str = Field(description="the line to run there; $HEAD_IP (the head node's "
+                         "address) and $NODE_RANK are yours to set")
+    source: str = Field(description="the engine file and release these flags were read in")
+
+
+class PlanNodes(BaseModel):
+    """The nodes a deployment spans and the link each kind of traffic crosses (docs/nodes.md):
+    the GPU's system shape that holds the layout, or an unknown system shape."""
+
+    nodes: int | None = Field(description="nodes the deployment spans (None: unknown shape)")
+    gpus_per_node: int | None = Field(description="GPUs the deployment uses on each node")
+    system: str | None = Field(description="the system shape (gpu_specs' systems), e.g. 'DGX "
+                               "H100 / HGX H100 8-GPU'; None = unknown system shape")
+    scale_up_domain: int | None = Field(description="GPUs its NVLink/xGMI/PCIe fabric joins")
+    scale_up_link: str | None
+    scale_out_gbps_per_gpu: float | None = Field(
+        description="network between nodes per GPU, Gb/s (None: not sourced)")
+    tensor_parallel_link: Literal["scale-up", "scale-out", "unknown"] = Field(
+        description="the link TP all-reduces cross: scale-up unless TP exceeds the domain")
+    pipeline_link: Literal["none", "scale-up", "scale-out", "unknown"] = Field(
+        description="the link pipeline-stage hand-offs cross (none: one stage)")
+    source: str = Field(description="the system's datasheet, or 'unknown system shape'")
+    launch: list[NodeLaunch] = Field(
+        default_factory=list, description="one launch line per node role when the deployment "
+        "spans nodes (empty on one node: `command` is the whole launch)")
+
+
 class Plan(BaseModel):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -890,6 +955,9 @@ class Plan(BaseModel):
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
     multimodal: PlanMultimodal | None = None
+    # --- nodes ---
+    nodes: PlanNodes | None = Field(None, description="the nodes the layout spans and the "
+                                    "links it crosses (docs/nodes.md)")
 
 
 # --- disagg ---

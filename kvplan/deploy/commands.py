@@ -41,6 +41,7 @@ from ..sources.limits import (
     read_text_limited,
     yaml_too_deep,
 )
+from .launchers import launcher_nodes
 
 
 class DeployParseError(InvalidInputError):
@@ -562,12 +563,17 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
     if hit is None:
         return None
     engine, argv = hit
+    launcher = launcher_nodes(tokens[:len(tokens) - len(argv)])  # mpirun/srun before it
     argv = _cut_at_shell_operator(argv)
     extra = _env_argv(engine, argv, env) if env else []
     shown = " ".join(shlex.quote(t) for t in tokens)
     if extra:
         shown += " (+ env " + " ".join(extra) + ")"
-    return parse_args(argv + extra, engine, file=file, line=line, templates=templates, text=shown)
+    found = parse_args(argv + extra, engine, file=file, line=line, templates=templates,
+                       text=shown)
+    if launcher is not None and launcher > 1:
+        found.knobs.setdefault("nodes", launcher)
+    return found
 
 
 # -------------------------------------------------------------------------- YAML

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         KvCache,
         MemoryBreakdown,
         ModelSpec,
+        NodeLaunch,
         PlanLora,
         PlanMultimodal,
         PlanOffload,
@@ -384,6 +385,13 @@ class Engine(ABC):
         """Refusals of a deployment file's flags as written that the plan cannot see
         (`kvplan check`); `version` None: the newest modelled release."""
         return []
+
+    def node_launch(self, command: str, nodes: int, gpus_per_node: int, version: str
+                    ) -> list[NodeLaunch] | None:
+        """One launch line per node role for a deployment over `nodes` nodes of `gpus_per_node`
+        GPUs (`command`: the one-node launch line); None = the engine has no multi-node launch
+        (engines/multinode.py)."""
+        return None
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         """Notes about model layouts this engine allocates differently. Default: the recurrent

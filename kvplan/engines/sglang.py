@@ -27,6 +27,7 @@ from ..specs import (
     EngineOptions,
     GpuSpec,
     ModelSpec,
+    NodeLaunch,
     PlanLora,
     PlanOffload,
     PlanSpeculative,
@@ -41,7 +42,7 @@ from ..specs import (
 from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
-from . import interconnect
+from . import interconnect, multinode
 from .base import (
     Calibration,
     Coefficients,
@@ -959,6 +960,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--model-path": ("model", "str"), "--model": ("model", "str"),
     "--tp-size": ("tensor_parallel_size", "int"), "--tp": ("tensor_parallel_size", "int"),
     "--pp-size": ("pipeline_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
+    # nodes: sglang/srt/server_args.py `--nnodes` (0.5.x); --tp is the total over the nodes
+    "--nnodes": ("nodes", "int"),
     "--context-length": ("max_model_len", "int"),
     "--mem-fraction-static": ("gpu_memory_utilization", "float"),
     "--max-running-requests": ("max_num_seqs", "int"),
@@ -1188,6 +1191,11 @@ class SglangEngine(Engine):
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes
                            - _draft_weights(res)) / free_before * 1000) / 1000
+
+    def node_launch(self, command: str, nodes: int, gpus_per_node: int, version: str
+                    ) -> list[NodeLaunch] | None:
+        """The same server line on every node with --nnodes/--node-rank/--dist-init-addr."""
+        return multinode.sglang(command, nodes)
 
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:

@@ -58,6 +58,7 @@ from ..specs import (
     EngineOptions,
     GpuSpec,
     ModelSpec,
+    NodeLaunch,
     Problem,
     QuantSpec,
     Recommendations,
@@ -67,6 +68,7 @@ from ..specs import (
 )
 from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
+from . import multinode
 from . import trtllm_features as F
 from .base import (
     Calibration,
@@ -1214,6 +1216,11 @@ class TrtllmEngine(Engine):
 
     def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return dep.max_num_seqs
+
+    def node_launch(self, command: str, nodes: int, gpus_per_node: int, version: str
+                    ) -> list[NodeLaunch] | None:
+        """`mpirun … trtllm-llmapi-launch trtllm-serve`, one MPI rank per GPU."""
+        return multinode.trtllm(command, nodes, gpus_per_node)
 
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:

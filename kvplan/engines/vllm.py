@@ -45,6 +45,7 @@ from ..specs import (
     EngineOptions,
     GpuSpec,
     ModelSpec,
+    NodeLaunch,
     PlanLora,
     PlanMultimodal,
     PlanOffload,
@@ -60,7 +61,7 @@ from ..specs import (
 from ..units import DTYPE_BYTES, GiB, largest_true
 from ..versions import parse_version
 from . import flags as known_flags
-from . import interconnect
+from . import interconnect, multinode
 from .base import (
     Calibration,
     Coefficients,
@@ -785,6 +786,9 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--pipeline-parallel-size": ("pipeline_parallel_size", "int"),
     "-pp": ("pipeline_parallel_size", "int"),
     "--data-parallel-size": ("data_parallel_size", "int"), "-dp": ("data_parallel_size", "int"),
+    # nodes: vllm/engine/arg_utils.py `--nnodes`/`-n` (multi-node multiprocessing, 0.11.1+;
+    # engines/multinode.py); the GPUs per node follow from tp × pp × dp ÷ nodes
+    "--nnodes": ("nodes", "int"), "-n": ("nodes", "int"),
     "--max-model-len": ("max_model_len", "hint"), "--max-num-seqs": ("max_num_seqs", "int"),
     "--max-num-batched-tokens": ("max_num_batched_tokens", "hint"),
     "--gpu-memory-utilization": ("gpu_memory_utilization", "float"),
@@ -1030,6 +1034,11 @@ class VllmEngine(Engine):
     def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return batch_defaults(dep.gpu_total_bytes, gpu.device_name, era_of(dep),
                               opts(dep).usage_context)[1]
+
+    def node_launch(self, command: str, nodes: int, gpus_per_node: int, version: str
+                    ) -> list[NodeLaunch] | None:
+        """`vllm serve` on every node (--nnodes/--node-rank, from 0.11.1), else over Ray."""
+        return multinode.vllm(command, nodes, version)
 
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:

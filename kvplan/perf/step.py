@@ -35,7 +35,10 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
 * TTFT adds a per-request overhead; e2e = TTFT + (O − 1)·TPOT (TPOT is defined as
   (e2e − TTFT)/(O − 1)); requests/s = B / e2e; output tokens/s = B·O / e2e.
 * Pipeline parallelism: a step crosses the pp stages in series (stage time × pp); the
-  heaviest stage is modelled. Not calibrated (no PP rows).
+  heaviest stage is modelled. Not calibrated (no PP rows). Stages on different nodes add one
+  hand-off of the step's hidden states per crossing over the scale-out network
+  (pipeline_handoff_s); a TP group wider than the GPU's scale-up domain all-reduces over that
+  network instead of NVLink (Links, built by planner/nodes.py from gpu_specs' systems).
 
 Coefficients are fitted by benchmarks/perf_fit.py on benchmarks/data/perf_calibration.csv and
 recorded, with leave-one-group-out errors, in benchmarks/data/perf_fit.json and
@@ -205,6 +208,23 @@ class PerfContext:
     # longest draft chain one step can accept (SGLang's EAGLE tree: its depth, num_steps, while
     # it verifies num_draft_tokens − 1 tokens); 0: spec_tokens (a chain)
     accept_tokens: int = 0
+    # --- nodes --- the links the figures assume (planner/nodes.py: node_links)
+    link: str = ""  # what the TP all-reduce (and the pipeline hand-offs) cross, in words
+    pp_crossings: int = 0  # pipeline stage boundaries between nodes, one hand-off each per step
+    pp_link_bytes_per_s: float = 0.0  # the scale-out network per GPU, one direction
+
+
+@dataclass(frozen=True)
+class Links:
+    """The links one deployment's traffic crosses (planner/nodes.py builds it from the GPU's
+    system shape): TP all-reduces over the scale-up fabric (None: the GPU's own NVLink/PCIe
+    rate) or, when TP spans nodes, the scale-out network; pipeline hand-offs between nodes over
+    the scale-out network. Bytes/s are one direction per GPU."""
+
+    tp_bytes_per_s: float | None = None
+    pp_crossings: int = 0
+    pp_bytes_per_s: float = 0.0
+    text: str = ""
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -387,7 +407,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
                 quant: QuantSpec | None = None, max_num_batched_tokens: int = 8192,
                 max_num_seqs: int = 1024, weight_bytes_per_gpu: int | None = None,
                 kv_bytes_per_token: int | None = None,
-                kv_capacity_tokens: int | None = None) -> PerfContext:
+                kv_capacity_tokens: int | None = None, links: Links | None = None
+                ) -> PerfContext:
     """Build a PerfContext from the model, GPU and engine settings. Figures the memory plan
     already has (weight bytes per GPU, KV bytes per token per GPU, KV capacity in tokens per
     replica) may be passed in; missing ones are computed from kvplan.weights / kvplan.kv.
@@ -437,10 +458,13 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         sliding_window=(m.sliding_window or 0) if sliding else 0, state_bytes_per_seq=state,
         peak_flops_per_s=_peak_tflops(gpu, compute) * 1e12, attention_peak_flops_per_s=attn_peak,
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
-        link_bytes_per_s=link_bytes_per_s(gpu),
+        link_bytes_per_s=(links.tp_bytes_per_s if links and links.tp_bytes_per_s
+                          else link_bytes_per_s(gpu)),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        calibrated=calibrated, not_calibrated_because=gaps, calibration=source)
+        calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
+        link=links.text if links else "", pp_crossings=links.pp_crossings if links else 0,
+        pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0)
 
 
 # --------------------------------------------------------------------- step time
@@ -528,9 +552,21 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
 
 def _step_s(ctx: PerfContext, d: float, ctx_len: float, p: float = 0.0, p_ctx: float = 0.0,
             p_seqs: float = 0.0) -> float:
-    """Wall time of one step of the whole pipeline: the stage time × pp stages in series."""
-    return step_terms(ctx, decode_seqs=d, context_tokens=ctx_len, prefill_tokens=p,
-                      prefill_context_tokens=p_ctx, prefill_seqs=p_seqs).total_s * ctx.pp
+    """Wall time of one step of the whole pipeline: the stage time × pp stages in series, plus
+    the hand-offs between stages on different nodes (pipeline_handoff_s)."""
+    return (step_terms(ctx, decode_seqs=d, context_tokens=ctx_len, prefill_tokens=p,
+                       prefill_context_tokens=p_ctx, prefill_seqs=p_seqs).total_s * ctx.pp
+            + pipeline_handoff_s(ctx, d * (1 + ctx.spec_tokens) + p))
+
+
+def pipeline_handoff_s(ctx: PerfContext, tokens: float) -> float:
+    """Hand-offs of one step's hidden states between pipeline stages on different nodes: each
+    crossing sends tokens × hidden × 2 B (bf16 activations) over the scale-out network per GPU.
+    Hand-offs inside a node (NVLink, PCIe) stay unmodelled, as before: a few µs per step."""
+    if not ctx.pp_crossings or ctx.pp_link_bytes_per_s <= 0:
+        return 0.0
+    return (ctx.pp_crossings * tokens * ctx.hidden_size * ACTIVATION_BYTES
+            / ctx.pp_link_bytes_per_s)
 
 
 # ------------------------------------------------------------------ batching model

@@ -26,6 +26,7 @@ from ..specs import (
     Workload,
 )
 from ..units import DTYPE_BYTES, largest_true
+from .nodes import node_links
 
 # The workload the section assumes when the user gives no lengths (stated in the output and
 # the README): a chat turn of 1,024 prompt tokens and 256 generated tokens.
@@ -114,10 +115,12 @@ def _speculation(m: ModelSpec, dep: Deployment, res: MemoryResult,
 
 def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
             max_num_seqs: int, max_num_batched_tokens: int | None = None,
-            acceptance_rate: float = 0.0) -> perf.PerfContext:
+            acceptance_rate: float = 0.0, nodes: int | None = None,
+            gpus_per_node: int | None = None) -> perf.PerfContext:
     """The latency model's view of one deployment: exact per-GPU weight bytes from the memory
     plan (the target's: a draft's weights are read by its own passes), its KV capacity, the
-    batch limits the launch line sets, and speculative decoding when configured."""
+    batch limits the launch line sets, speculative decoding when configured, and the links its
+    layout crosses on the GPU's system shape (`nodes`, `gpus_per_node`: the user's)."""
     spec = _speculation(m, dep, res, acceptance_rate)
     draft_bytes = res.speculative.draft_weights_bytes if spec and res.speculative else 0
     ctx = perf.context_for(
@@ -127,7 +130,9 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
         max_num_batched_tokens=max_num_batched_tokens or dep.max_num_batched_tokens,
         max_num_seqs=max(1, max_num_seqs),
         weight_bytes_per_gpu=res.worst.weights_tensor_bytes - draft_bytes,
-        kv_capacity_tokens=res.usable_blocks * res.block_size)
+        kv_capacity_tokens=res.usable_blocks * res.block_size,
+        links=node_links(gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size,
+                         dep.data_parallel_size, nodes=nodes, gpus_per_node=gpus_per_node))
     return replace(ctx, **spec) if spec else ctx
 
 
@@ -216,7 +221,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         cost_per_hour=round(cost_h, 4) if cost_h else None,
         cost_per_million_output_tokens=round(per_m, 4) if per_m else None,
         slo_ttft_ms=w.slo_ttft_ms, slo_tpot_ms=w.slo_tpot_ms,
-        meets_slo=_meets(at, w) if slo else None,
+        meets_slo=_meets(at, w) if slo else None, links=ctx.link or None,
         **(dict(acceptance_rate=ctx.acceptance_rate, acceptance_rate_source=acceptance_source,
                 tokens_per_step=round(perf.tokens_per_step(ctx), 3),
                 break_even_acceptance_rate=break_even_acceptance(ctx, n, concurrency))

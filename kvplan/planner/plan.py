@@ -29,6 +29,7 @@ from ..specs import (
     PlanEngine,
     PlanGpu,
     PlanModel,
+    PlanNodes,
     Price,
     Problem,
     Recommendation,
@@ -39,6 +40,7 @@ from ..specs import (
 )
 from ..units import GiB, largest_true
 from ..versions import parse_version
+from . import nodes as node_rules
 from . import performance
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 
@@ -186,6 +188,9 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
+    command = eng.command(serve_ref(m), planned, rec, workload, m.revision)
+    node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
+    problems += node_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
         # another deployment than this plan's (its GPUs, KV cache and cost)
@@ -209,9 +214,29 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
-        command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
+        command=command,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
+        nodes=node_plan,
     )
+
+
+def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment, command: str
+           ) -> tuple[PlanNodes, list[Problem]]:
+    """The plan's nodes section, with a launch line per node role when it spans nodes."""
+    node_plan, problems = node_rules.plan_nodes(
+        gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
+        nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
+    if (node_plan.nodes or 1) <= 1 or node_plan.gpus_per_node is None:
+        return node_plan, problems
+    launch = eng.node_launch(command, node_plan.nodes or 1, node_plan.gpus_per_node,
+                             dep.engine_version)
+    if launch is None:
+        problems.append(Problem(
+            code="no-multi-node-launch", severity="warning",
+            message=f"the layout spans {node_plan.nodes} nodes, but kvplan knows no multi-node "
+            f"launch for {eng.label}: its serve line runs one node's GPUs"))
+        return node_plan, problems
+    return node_plan.model_copy(update={"launch": launch}), problems
 
 
 def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
@@ -299,14 +324,24 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     tp = dep.tensor_parallel_size
     if res.fits:
         return Recommendation(value=tp, reason=f"fits at tensor_parallel_size {tp}")
-    for cand in valid_tp_sizes(m):
+    for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= tp:
             continue
         got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=cand)
         if got and got[1].fits:
             return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that "
                                   f"fits ({cand} GPUs per replica)")
-    return Recommendation(value=None, reason="no valid tensor_parallel_size up to 64 fits")
+    limit = node_rules.tp_limit(gpu) if knobs.gpus_per_node is None else None
+    within = (f"within the {limit}-GPU scale-up domain of {gpu.name}'s systems" if limit
+              else "up to 64")
+    return Recommendation(value=None, reason=f"no valid tensor_parallel_size {within} fits")
+
+
+def _tp_candidates(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment) -> list[int]:
+    """The TP sizes kvplan may propose: valid for the model, inside a scale-up domain of the
+    GPU's systems, with the deployment's stages and replicas on whole nodes (planner/nodes)."""
+    return node_rules.proposable_tp(gpu, valid_tp_sizes(m), dep.pipeline_parallel_size,
+                                    dep.data_parallel_size, knobs.gpus_per_node)
 
 
 
@@ -360,6 +395,7 @@ class AlternativeKind(Enum):
     UTILIZATION = "utilization"
     FP8_KV_CACHE = "fp8-kv-cache"
     TENSOR_PARALLEL = "tensor-parallel"
+    PIPELINE_NODES = "pipeline-nodes"  # TP kept in the scale-up domain, stages across nodes
     LARGER_GPU = "larger-gpu"
     SHORTER_LENGTH = "shorter-length"
     LOWER_TARGET = "lower-target"
@@ -679,7 +715,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
         if got and goal.met(got[1]):
             out.append(Alternative(AlternativeKind.FP8_KV_CACHE,
                                    f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8"))
-    for cand in valid_tp_sizes(m):
+    for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= dep.tensor_parallel_size:
             continue
         got = _try(eng, m, gpu, knobs, version, tensor_parallel_size=cand)
@@ -687,7 +723,10 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             tp_flag = flag_of("tensor_parallel_size", "--tensor-parallel-size")
             out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, f"{tp_flag} {cand}", cand))
             break
-    for g in larger_gpus:
+    else:
+        out += _pipeline_alternative(eng, m, gpu, knobs, dep, goal)
+    for g in (x for x in larger_gpus if node_rules.joins_as_many(x, gpu) and node_rules.proposable(
+            x, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size)):
         got = _try(eng, m, g, knobs, version)
         if got and goal.met(got[1]):
             out.append(Alternative(AlternativeKind.LARGER_GPU, f"a larger GPU: --gpu {g.id}"))
@@ -695,6 +734,38 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     got = _try(eng, m, gpu, knobs, version, **top)
     last = _shorter_or_fewer(eng, got[1], goal, top, work_len) if got else None
     return out + ([last] if last else [])
+
+
+MAX_PROPOSED_STAGES = 8  # pipeline stages a fix-it names at most (8 nodes of one TP group)
+
+
+def _pipeline_alternative(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,
+                          dep: Deployment, goal: _Goal) -> list[Alternative]:
+    """No TP inside the scale-up domain holds the goal: the fewest pipeline stages at the
+    largest such TP that do, on whole nodes of the GPU's systems (planner/nodes.py); none for
+    an engine without pipeline parallelism, a given PP, or an unknown system shape."""
+    if ("pipeline_parallel_size" in eng.unsupported or dep.pipeline_parallel_size > 1
+            or not gpu.systems and knobs.gpus_per_node is None):
+        return []
+    sizes = _tp_candidates(m, gpu, knobs, dep)
+    if not sizes:
+        return []
+    tp = sizes[-1]
+    for pp in range(2, min(MAX_PROPOSED_STAGES, m.num_layers) + 1):
+        if not node_rules.proposable(gpu, tp, pp, dep.data_parallel_size, knobs.gpus_per_node):
+            continue
+        got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=tp,
+                   pipeline_parallel_size=pp)
+        if got and goal.met(got[1]):
+            place = node_rules.place(gpu, tp, tp * pp * dep.data_parallel_size,
+                                     gpus_per_node=knobs.gpus_per_node)
+            flag = eng.flags.get
+            where = f" ({place.nodes} nodes of {place.gpus_per_node})" if place.nodes else ""
+            return [Alternative(AlternativeKind.PIPELINE_NODES,
+                                f"{flag('tensor_parallel_size', '--tensor-parallel-size')} {tp} "
+                                f"{flag('pipeline_parallel_size', '--pipeline-parallel-size')} "
+                                f"{pp}{where}", pp)]
+    return []
 
 
 def _more_budget(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -776,7 +847,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         got = s.attempt(max_num_batched_tokens=tokens)
         if got:
             dep, res = got
-    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
+    ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc,
+                              nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source)
     if acc_source is not None and acc_source != "cli":
@@ -806,7 +878,8 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
     problems: list[Problem] = []
     cap = eng.max_seqs_cap(gpu, dep)
     search = performance.context(m, gpu, dep, s.res, max_num_seqs=min(bound, cap or bound),
-                                 acceptance_rate=acc)
+                                 acceptance_rate=acc, nodes=s.knobs.nodes,
+                                 gpus_per_node=s.knobs.gpus_per_node)
     seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
     given_seqs = dep.user_set("max_num_seqs")
     if given_seqs:  # the user's batch size stays; say so
@@ -832,7 +905,8 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
         if got and tokens != dep.max_num_batched_tokens:  # re-search at that budget
             again = performance.context(m, gpu, got[0], got[1],
                                         max_num_seqs=min(bound, cap or bound),
-                                        acceptance_rate=acc)
+                                        acceptance_rate=acc, nodes=s.knobs.nodes,
+                                        gpus_per_node=s.knobs.gpus_per_node)
             seqs_rec, again_best = performance.slo_seqs(again, w, n,
                                                         performance.kv_bound(got[1], n), cap)
             if again_best >= best and not given_seqs:
@@ -880,7 +954,7 @@ def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
     """Single changes that meet the SLOs at one request: more TP, fp8 weights, fp8 KV."""
     out = []
     tries: list[tuple[str, dict[str, object]]] = []
-    bigger = [t for t in valid_tp_sizes(m) if t > dep.tensor_parallel_size]
+    bigger = [t for t in _tp_candidates(m, gpu, knobs, dep) if t > dep.tensor_parallel_size]
     if bigger:
         tries.append((f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} "
                       f"{bigger[0]}", {"tensor_parallel_size": bigger[0]}))

@@ -27,6 +27,7 @@ from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
 from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
+from . import nodes as node_rules
 from .plan import plan as make_plan
 from .plan import shared_tries
 
@@ -266,12 +267,14 @@ def layouts(m: ModelSpec, max_gpus: int, engine: str) -> list[tuple[int, int]]:
 
 def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str], max_gpus: int,
                quantizations: Sequence[str | None] | None,
-               kv_cache_dtypes: Sequence[str | None] | None
+               kv_cache_dtypes: Sequence[str | None] | None, gpus_per_node: int | None = None
                ) -> tuple[list[Candidate], list[Pruned]]:
     """Every candidate, and those dropped before planning because the format is unsupported
     (online fp8 weights only on fp8-native GPUs, only for an unquantized checkpoint, only on
     engines that take --quantization). Both format lists None: the formats each GPU runs
-    natively (native_formats), nothing pruned for them."""
+    natively (native_formats), nothing pruned for them. Layouts no system of the GPU holds
+    (TP beyond its scale-up domain, part nodes, more GPUs than it joins: planner/nodes) are
+    not candidates at all."""
     out: list[Candidate] = []
     dropped: list[Pruned] = []
     native = quantizations is None and kv_cache_dtypes is None
@@ -286,6 +289,8 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
             for q, kv in pairs:
                 why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
                 for tp, pp in lay:
+                    if not node_rules.proposable(g, tp, pp, gpus_per_node=gpus_per_node):
+                        continue
                     c = Candidate(g, tp, pp, q, kv, eng.name)
                     if why:
                         dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
@@ -361,7 +366,8 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     engines = [registry.get(e).name for e in dict.fromkeys(engines)]
     cands, pruned = candidates(m, gpus, engines=engines, max_gpus=max_gpus,
                                quantizations=_unique(quantizations),
-                               kv_cache_dtypes=_unique(kv_cache_dtypes))
+                               kv_cache_dtypes=_unique(kv_cache_dtypes),
+                               gpus_per_node=knobs.gpus_per_node)
     total = len(cands) + len(pruned)
     if not cands:
         why = sorted({p.reason for p in pruned})
@@ -496,7 +502,8 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
 def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
                   max_gpus: int, engine_version: str | None) -> None:
     fixed = [k for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                         "quantization", "kv_cache_dtype") if getattr(knobs, k) is not None]
+                         "quantization", "kv_cache_dtype", "nodes")
+             if getattr(knobs, k) is not None]
     if fixed:
         raise InvalidInputError(f"sweep explores {', '.join(fixed)} itself",
                                 hint="use --max-gpus, --quantization and --kv-cache-dtype lists")

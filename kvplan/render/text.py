@@ -138,6 +138,7 @@ def plan_table(plan: Plan, console: Console) -> None:
         console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
     console.print("\n[bold]Serve command[/]")
     console.print(plan.command, markup=False, soft_wrap=True)
+    _node_lines(plan, console)
 
 
 def performance_table(plan: Plan, console: Console) -> None:
@@ -743,3 +744,17 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
             + " — e.g. " + result.pruned[0].reason, width, subsequent_indent="  ",
             break_long_words=False)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _node_lines(plan: Plan, console: Console) -> None:
+    """A deployment over several nodes: its system shape and one launch line per node role."""
+    n = plan.nodes
+    if n is None or (n.nodes or 1) <= 1:
+        return
+    where = f"{n.nodes} nodes × {n.gpus_per_node} GPUs" + (f" ({n.system})" if n.system else "")
+    console.print(f"\n[bold]Across {where}[/]")
+    if plan.performance is not None and plan.performance.links:
+        console.print(f"links: {plan.performance.links}", markup=False, soft_wrap=True)
+    for line in n.launch:
+        console.print(f"# {line.role}", markup=False, soft_wrap=True)
+        console.print(line.command, markup=False, soft_wrap=True)

@@ -36,3 +36,9 @@ def test_knob_docs_are_current():
     """docs/knobs.md is generated from the knob table (scripts/knob_docs.py)."""
     r = _check("scripts", "knob_docs.py")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_node_docs_are_current():
+    """docs/nodes.md's system shapes table is generated from gpu_specs (scripts/node_docs.py)."""
+    r = _check("scripts", "node_docs.py")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -35,6 +35,7 @@ LAYER = {
     "kvplan.engines.flags": "core",
     "kvplan.engines.pd": "core",
     "kvplan.engines.interconnect": "core",
+    "kvplan.engines.multinode": "core",
     "kvplan.engines.registry": "core",
     "kvplan.engines.sglang": "core",
     "kvplan.engines.tgi": "core",
@@ -58,6 +59,7 @@ LAYER = {
     "kvplan.planner.curve": "core",
     "kvplan.planner.disagg": "core",
     "kvplan.planner.features": "core",
+    "kvplan.planner.nodes": "core",
     "kvplan.planner.performance": "core",
     "kvplan.planner.plan": "core",
     "kvplan.planner.sweep": "core",
@@ -86,6 +88,7 @@ LAYER = {
     "kvplan.deploy": "deploy",
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
+    "kvplan.deploy.launchers": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.disagg": "render",
