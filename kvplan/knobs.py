@@ -339,6 +339,20 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- expert ---
+    _O("enable_dp_attention", bool, ("--enable-dp-attention",), "SGLang, TensorRT-LLM: "
+       "attention data-parallel over the -dp ranks, MoE layers over all -tp × -dp GPUs (vLLM "
+       "does this for every MoE model with -dp > 1; docs/expert-parallel.md)",
+       doc="SGLang --enable-dp-attention, TensorRT-LLM enable_attention_dp (vLLM: implied by "
+       "-dp on a MoE model)", knob="engine"),
+    _O("num_redundant_experts", int, ("--num-redundant-experts",), "EPLB: extra expert slots "
+       "spread over the expert-parallel ranks (needs --enable-expert-parallel)", ge=0, le=4096,
+       unit="experts", doc="vLLM --num-redundant-experts (0.9+; --eplb-config later), SGLang "
+       "--ep-num-redundant-experts", knob="engine"),
+    _O("moe_a2a_backend", str, ("--moe-a2a-backend",), "SGLang: MoE all-to-all backend (none, "
+       "deepep: sizes DeepEP's buffers)", doc="SGLang --moe-a2a-backend",
+       hint="use none or deepep (SGLang's --moe-a2a-backend)",
+       knob="engine", model=Literal["none", "deepep"]),
 )}
 
 
