@@ -320,6 +320,12 @@ class Engine(ABC):
         if hasattr(cls, "syntax"):
             cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
 
+    def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
+        """A deployment file's knobs once its options file is merged → kvplan's layout, for an
+        engine whose layout spans a flag and an options-file field (TensorRT-LLM's --tp_size
+        with enable_attention_dp); a ValueError names what cannot be read."""
+        return knobs
+
     def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs
                            ) -> tuple[ModelSpec, Knobs]:
         """A --quantization the engine applies before it serves (TensorRT-LLM: an NVIDIA

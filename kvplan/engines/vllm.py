@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout, parse_mm_limits
+from ..model.expert import redundant_expert_bytes
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -362,6 +363,9 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
     ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
     weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
+    # EPLB: ceil((E + R) / ep) physical experts per rank (fused_moe/layer.py)
+    redundant = redundant_expert_bytes(m, ep=ep, redundant=d.num_redundant_experts,
+                                       dtype=d.dtype, quant=quant, pp=pp)
     draft = draft_memory(m, d)
     mm = mm_profile(m, d, era)
     stages, lora_parts = [], []
@@ -373,8 +377,9 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         lora = lora_slots(m, layer_range, tp=tp, max_loras=d.max_loras, rank=d.max_lora_rank,
                           dtype=d.dtype, ep=ep) if d.enable_lora else None
         lora_parts.append(lora)
-        extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
-        extra_tensor = (draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
+        extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0) + redundant
+        extra_tensor = ((draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
+                        + redundant)
         stage_weights = weights[s].allocated_bytes + extra
         # The encoder's dummy outputs and pixel inputs are held through the LM's profile forward
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
@@ -795,6 +800,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--model": ("model", "str"), "--revision": ("revision", "str"),
     "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
+    # EPLB's redundant experts (vllm/engine/arg_utils.py 0.9-0.10; later --eplb-config)
+    "--num-redundant-experts": ("num_redundant_experts", "int"),
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
     "--speculative-config": ("speculative_config", "str"),
     "--enable-lora": ("enable_lora", "bool"), "--max-loras": ("max_loras", "int"),
@@ -837,6 +844,20 @@ CALIBRATION = Calibration(
     versions=("0.12.0",))
 
 
+def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
+               sources: dict[str, Source]) -> int:
+    """--num-redundant-experts: EPLB needs expert parallelism on a MoE model (vLLM's
+    ParallelConfig: enable_eplb requires enable_expert_parallel)."""
+    n = knobs.num_redundant_experts or 0
+    if n and not (expert_parallel and m.moe is not None):
+        raise InvalidInputError("--num-redundant-experts needs --enable-expert-parallel on a "
+                                "mixture-of-experts model", hint="add --enable-expert-parallel, "
+                                "or drop it", code="out-of-range", knob="num_redundant_experts")
+    sources["num_redundant_experts"] = "cli" if knobs.num_redundant_experts is not None \
+        else "engine-default"
+    return n
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
@@ -844,7 +865,7 @@ class VllmEngine(Engine):
     flags = knob_flags(CLI_FLAGS, (
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
-        "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
+        "dtype", "quantization", "block_size", "kv_cache_memory_bytes", "num_redundant_experts"))
     # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
     settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
     syntax = DeploySyntax(
@@ -970,6 +991,7 @@ class VllmEngine(Engine):
             other_processes_bytes=layout.other_processes_bytes,
             enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
+            num_redundant_experts=_redundant(m, knobs, expert_parallel, sources),
             speculative_config=spec, **lora, sources=sources,
             options=VllmOptions(usage_context=usage, **offload,
                                 limit_mm_per_prompt=knobs.limit_mm_per_prompt))
@@ -1065,6 +1087,8 @@ class VllmEngine(Engine):
             args.append("--enforce-eager")
         if dep.enable_expert_parallel:
             args.append("--enable-expert-parallel")
+        if dep.num_redundant_experts:
+            args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
         if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:

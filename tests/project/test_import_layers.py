@@ -37,6 +37,7 @@ LAYER = {
     "kvplan.engines.registry": "core",
     "kvplan.engines.sglang": "core",
     "kvplan.engines.sglang_parallel": "core",
+    "kvplan.engines.trtllm_parallel": "core",
     "kvplan.engines.tgi": "core",
     "kvplan.engines.trtllm": "core",
     "kvplan.engines.trtllm_features": "core",
