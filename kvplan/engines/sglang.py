@@ -1051,6 +1051,13 @@ class SglangEngine(Engine):
                           combine=combine_flags)
     calibration = CALIBRATION
 
+    def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
+        """DP attention shares the MoE layers; tokens go all-to-all only through DeepEP (else
+        SGLang gathers every DP rank's tokens and scatters the outputs: dp_attention.py)."""
+        shared = SP.dp_attention(dep)
+        ep = SP.group_size(dep) if dep.enable_expert_parallel else 1
+        return shared, ep, dep.moe_a2a_backend == "deepep" and SP.group_size(dep) > 1
+
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""
         return method in ("eagle", "mtp")

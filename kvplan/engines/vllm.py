@@ -361,7 +361,12 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     capacity and fit."""
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
-    ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
+    # MoE layers span T × D GPUs whenever -dp > 1 (FusedMoEParallelConfig.make,
+    # flatten_tp_across_dp, vllm/model_executor/layers/fused_moe/config.py 0.8-0.11): whole
+    # experts with EP, else a TP slice of every expert over T × D, sized here as whole experts
+    # over T × D (the same bytes when T × D divides the experts, up to quantization blocks)
+    ep = (tp * d.data_parallel_size if m.moe is not None
+          and (d.enable_expert_parallel or d.data_parallel_size > 1) else 1)
     weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
     # EPLB: ceil((E + R) / ep) physical experts per rank (fused_moe/layer.py)
     redundant = redundant_expert_bytes(m, ep=ep, redundant=d.num_redundant_experts,
@@ -844,6 +849,15 @@ CALIBRATION = Calibration(
     versions=("0.12.0",))
 
 
+def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
+    """vLLM: every MoE model with -dp > 1 shares its MoE layers over the DP ranks (DP
+    attention); EP over T × D; all-to-all kernels only with EP and -dp > 1
+    (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep)."""
+    tp, dp = dep.tensor_parallel_size, dep.data_parallel_size
+    ep = tp * dp if dep.enable_expert_parallel else 1
+    return dp > 1, ep, dp > 1 and dep.enable_expert_parallel
+
+
 def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
                sources: dict[str, Source]) -> int:
     """--num-redundant-experts: EPLB needs expert parallelism on a MoE model (vLLM's
@@ -868,6 +882,9 @@ class VllmEngine(Engine):
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes", "num_redundant_experts"))
     # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
     settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
+
+    def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
+        return moe_layout(dep)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),

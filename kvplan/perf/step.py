@@ -180,6 +180,15 @@ class PerfContext:
     # longest draft chain one step can accept (SGLang's EAGLE tree: its depth, num_steps, while
     # it verifies num_draft_tokens − 1 tokens); 0: spec_tokens (a chain)
     accept_tokens: int = 0
+    # --- expert --- MoE layers shared by data-parallel ranks / expert parallelism
+    # (perf/expert.py sets them; the defaults are one replica's own MoE layers)
+    moe_dp: int = 1  # DP ranks whose tokens meet in each MoE layer
+    moe_group: int = 1  # GPUs one MoE layer spans (1: the replica's TP all-reduce only)
+    moe_layers: int = 0  # MoE layers on the heaviest stage
+    all_to_all: bool = False  # tokens dispatched/combined all-to-all (else gather/scatter)
+    # a step's communication when set (moe_comm_per_token_s > 0): fixed + per own token
+    moe_comm_fixed_s: float = 0.0
+    moe_comm_per_token_s: float = 0.0
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -465,7 +474,8 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     tokens = queries + prefill_tokens
     gemm_flops = (tokens * (ctx.dense_flops_per_token + ctx.expert_flops_per_token)
                   + (queries + prefill_seqs) * ctx.lm_head_flops_per_token)
-    weight_bytes = ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens)
+    weight_bytes = (ctx.dense_read_bytes
+                    + ctx.expert_bytes * expert_fraction(ctx, tokens * ctx.moe_dp))
     win = ctx.sliding_window or 0
     attn_flops = (ctx.attention_flops_per_context_token
                   * (queries * context_tokens + prefill_tokens * prefill_context_tokens)
@@ -486,7 +496,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
     bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)
     comm_s = 0.0
-    if ctx.tp > 1:
+    if ctx.moe_comm_per_token_s:  # MoE layers across DP / EP ranks (perf/expert.py)
+        comm_s = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * tokens
+    elif ctx.tp > 1:
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
         comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
     overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6

@@ -128,7 +128,20 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
         max_num_seqs=max(1, max_num_seqs),
         weight_bytes_per_gpu=res.worst.weights_tensor_bytes - draft_bytes,
         kv_capacity_tokens=res.usable_blocks * res.block_size)
+    ctx = _expert_parallel(ctx, m, dep)
     return replace(ctx, **spec) if spec else ctx
+
+
+def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> perf.PerfContext:
+    """MoE layers shared by DP ranks / split over EP ranks, as the engine lays them out
+    (Engine.moe_layout; kvplan/perf/expert.py)."""
+    if m.moe is None:
+        return ctx
+    from ..perf import expert
+
+    moe_dp, ep, a2a = registry.get(dep.engine).moe_layout(dep)
+    return expert.apply(ctx, m, dtype=dep.dtype, quant=dep.quant, dp=dep.data_parallel_size,
+                        ep=ep, moe_dp=moe_dp, all_to_all=a2a)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

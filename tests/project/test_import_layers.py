@@ -48,6 +48,7 @@ LAYER = {
     "kvplan.model.forward": "core",
     "kvplan.model.kv": "core",
     "kvplan.model.expert": "core",
+    "kvplan.perf.expert": "core",
     "kvplan.model.multimodal": "core",
     "kvplan.model.tensor_names": "core",
     "kvplan.model.weights": "core",
