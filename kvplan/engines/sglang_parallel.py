@@ -22,6 +22,8 @@ from ..specs import Deployment, ModelSpec
 # --tp-size and --moe-a2a-backend deepep).
 PARALLEL_CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--data-parallel-size": ("data_parallel_size", "int"),
+    # argparse takes unique prefixes: --dp is --dp-size's (the DeepSeek docs write --dp 8)
+    "--dp": ("data_parallel_size", "int"),
     "--enable-dp-attention": ("enable_dp_attention", "bool"),
     "--expert-parallel-size": ("expert_parallel_size", "int"),
     "--ep-size": ("expert_parallel_size", "int"), "--ep": ("expert_parallel_size", "int"),
