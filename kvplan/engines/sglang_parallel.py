@@ -83,13 +83,17 @@ def expert_parallel_size(m: ModelSpec, dep: Deployment) -> int:
 def extra_weight_bytes(m: ModelSpec, dep: Deployment) -> int:
     """What a model sized at --tp-size (experts over --ep-size) lacks on one GPU: attention split
     over the attention group only and a whole input embedding under DP attention
-    (expert.dp_attention_weight_delta); EPLB's redundant experts (--ep-num-redundant-experts)."""
+    (expert.dp_attention_weight_delta); whole shared experts with DeepEP; EPLB's redundant
+    experts (--ep-num-redundant-experts)."""
     n, ep = group_size(dep), expert_parallel_size(m, dep)
     out = 0
     if dp_attention(dep):
         out += expert.dp_attention_weight_delta(
             m, attn_tp=dep.tensor_parallel_size, moe_tp=n, ep=ep, dtype=dep.dtype,
             quant=dep.quant, replicate_embedding=True)
+    if dep.moe_a2a_backend == "deepep":
+        out += expert.replicated_shared_expert_delta(m, moe_tp=n, ep=ep, dtype=dep.dtype,
+                                                     quant=dep.quant)
     if ep > 1 and dep.num_redundant_experts:
         out += expert.redundant_expert_bytes(m, ep=ep, redundant=dep.num_redundant_experts,
                                              dtype=dep.dtype, quant=dep.quant,

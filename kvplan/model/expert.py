@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from ..specs import ModelSpec, QuantSpec
 from ..units import cdiv
-from .weights import pp_layer_ranges, rank_tensors
+from .weights import mla_dequantized_copy_bytes, pp_layer_ranges, rank_tensors
 
 _EXPERTS = ".mlp.experts."
 _ATTENTION = ".self_attn."
+_SHARED = ".mlp.shared_expert."
 
 
 def moe_group_size(tp: int, dp: int, *, dp_attention: bool) -> int:
@@ -75,13 +76,23 @@ def redundant_expert_bytes(m: ModelSpec, *, ep: int, redundant: int, dtype: str,
 def _bytes_of(m: ModelSpec, *, tp: int, ep: int, dtype: str, quant: QuantSpec | None,
               pick: str) -> int:
     """Bytes on one TP rank of the tensors of one kind: "attention" (every .self_attn.
-    tensor) or "embedding" (the input embedding)."""
+    tensor), "embedding" (the input embedding) or "shared" (the shared experts)."""
     total = 0
     for t, (_name, parts) in rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep):
         if (pick == "attention" and _ATTENTION in t.name) or (
-                pick == "embedding" and t.kind == "embedding"):
+                pick == "embedding" and t.kind == "embedding") or (
+                pick == "shared" and _SHARED in t.name):
             total += sum(parts)
     return total
+
+
+def replicated_shared_expert_delta(m: ModelSpec, *, moe_tp: int, ep: int, dtype: str,
+                                   quant: QuantSpec | None) -> int:
+    """Bytes to add when the shared experts are whole on every GPU instead of split over
+    `moe_tp` (SGLang with an all-to-all backend: DeepseekV2MoE builds shared_experts with
+    tp_rank=0, tp_size=1 when get_moe_a2a_backend().is_deepep(), models/deepseek_v2.py)."""
+    return (_bytes_of(m, tp=1, ep=ep, dtype=dtype, quant=quant, pick="shared")
+            - _bytes_of(m, tp=moe_tp, ep=ep, dtype=dtype, quant=quant, pick="shared"))
 
 
 def dp_attention_weight_delta(m: ModelSpec, *, attn_tp: int, moe_tp: int, ep: int, dtype: str,
@@ -95,6 +106,9 @@ def dp_attention_weight_delta(m: ModelSpec, *, attn_tp: int, moe_tp: int, ep: in
         return 0
     delta = (_bytes_of(m, tp=attn_tp, ep=ep, dtype=dtype, quant=quant, pick="attention")
              - _bytes_of(m, tp=moe_tp, ep=ep, dtype=dtype, quant=quant, pick="attention"))
+    # MLA with a quantized kv_b_proj: its dequantized per-head copies follow the attention TP
+    delta += (mla_dequantized_copy_bytes(m, attn_tp, quant, dtype)
+              - mla_dequantized_copy_bytes(m, moe_tp, quant, dtype)) * m.num_layers
     if replicate_embedding:
         delta += (_bytes_of(m, tp=1, ep=ep, dtype=dtype, quant=quant, pick="embedding")
                   - _bytes_of(m, tp=moe_tp, ep=ep, dtype=dtype, quant=quant, pick="embedding"))

@@ -202,3 +202,45 @@ def test_redundant_experts_need_expert_parallelism(engine):
 def test_vllm_refuses_the_sglang_spelling_of_dp_attention():
     """vLLM has no --enable-dp-attention: -dp on a MoE model is its DP attention."""
     assert "enable_dp_attention" in registry.get("vllm").unsupported
+
+
+# ------------------------------------------------- the engines' own documented layouts
+
+# Single-node DeepSeek / Qwen3-235B layouts from the engines' deployment docs
+# (docs/expert-parallel.md lists each source): SGLang docs/basic_usage/deepseek.md and
+# qwen3.md, vLLM docs/serving/expert_parallel_deployment.md, TensorRT-LLM
+# docs/source/deployment-guide (DeepSeek-R1 and Qwen3 quick-start recipes).
+DOC_LAYOUTS = [
+    (f"python3 -m sglang.launch_server --model-path {DSV3} --tp 8 --trust-remote-code",
+     "--tp-size 8", 8),
+    (f"python3 -m sglang.launch_server --model-path {DSV3} --tp 8 --dp 8 --enable-dp-attention "
+     "--trust-remote-code", "--tp-size 8 --dp-size 8 --enable-dp-attention", 8),
+    (f"python3 -m sglang.launch_server --model-path {DSV3} --tp 8 --dp 8 --enable-dp-attention "
+     "--moe-a2a-backend deepep --trust-remote-code",
+     "--enable-dp-attention --ep-size 8 --moe-a2a-backend deepep", 8),
+    (f"python3 -m sglang.launch_server --model-path {QWEN235} --tp 8 --ep 8", "--ep-size 8", 8),
+    (f"python3 -m sglang.launch_server --model-path {QWEN235} --tp 8 --dp 8 "
+     "--enable-dp-attention", "--dp-size 8 --enable-dp-attention", 8),
+    (f"vllm serve {DSR1} --tensor-parallel-size 1 --data-parallel-size 8 "
+     "--enable-expert-parallel", "--data-parallel-size 8", 8),
+    (f"vllm serve {DSR1} --tensor-parallel-size 8 --enable-expert-parallel",
+     "--enable-expert-parallel", 8),
+    (f"vllm serve {QWEN235} --tensor-parallel-size 8 --enable-expert-parallel",
+     "--enable-expert-parallel", 8),
+    (f"trtllm-serve {DSR1} --tp_size 8 --ep_size 8 --extra_llm_api_options adp.yaml",
+     "enable_attention_dp: true", 8),
+    (f"trtllm-serve {QWEN235} --tp_size 8 --ep_size 8", "--tp_size 8 --ep_size 8", 8),
+]
+
+
+def test_every_documented_single_node_layout_plans_with_its_launch_line(capsys, tmp_path):
+    (tmp_path / "adp.yaml").write_text("enable_attention_dp: true\n")
+    f = tmp_path / "serve.sh"
+    f.write_text("\n".join(line for line, _, _ in DOC_LAYOUTS) + "\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h200", "--json")
+    rows = json.loads(out)["deployments"]
+    assert len(rows) == len(DOC_LAYOUTS)
+    for row, (_line, needle, gpus) in zip(rows, DOC_LAYOUTS, strict=True):
+        assert row["plan"] is not None, row
+        assert needle in row["plan"]["command"], (needle, row["plan"]["command"])
+        assert row["plan"]["gpu"]["count"] == gpus
