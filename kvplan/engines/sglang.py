@@ -1038,8 +1038,7 @@ class SglangEngine(Engine):
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "max_total_tokens", "enable_lora", "max_loras", "max_lora_rank",
-        "max_cpu_loras", "lora_paths", "lora_target_modules", "enable_dp_attention",
-        "num_redundant_experts", "moe_a2a_backend"))
+        "max_cpu_loras", "lora_paths", "lora_target_modules"))
     settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)",
                 "enable_expert_parallel": "--ep-size over every GPU of the MoE group "
                 "(combine_parallel_flags)"}

@@ -879,7 +879,7 @@ class VllmEngine(Engine):
     flags = knob_flags(CLI_FLAGS, (
         "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
-        "dtype", "quantization", "block_size", "kv_cache_memory_bytes", "num_redundant_experts"))
+        "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
     # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
     settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
 
