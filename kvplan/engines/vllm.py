@@ -361,12 +361,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     capacity and fit."""
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
-    # MoE layers span T × D GPUs whenever -dp > 1 (FusedMoEParallelConfig.make,
-    # flatten_tp_across_dp, vllm/model_executor/layers/fused_moe/config.py 0.8-0.11): whole
-    # experts with EP, else a TP slice of every expert over T × D, sized here as whole experts
-    # over T × D (the same bytes when T × D divides the experts, up to quantization blocks)
-    ep = (tp * d.data_parallel_size if m.moe is not None
-          and (d.enable_expert_parallel or d.data_parallel_size > 1) else 1)
+    ep = _expert_ranks(m, d)
     weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
     # EPLB: ceil((E + R) / ep) physical experts per rank (fused_moe/layer.py)
     redundant = redundant_expert_bytes(m, ep=ep, redundant=d.num_redundant_experts,
@@ -847,6 +842,17 @@ CALIBRATION = Calibration(
                               seq_overhead_us=26.6505, allreduce_latency_us=2.026,
                               request_overhead_ms=107.6345),
     versions=("0.12.0",))
+
+
+def _expert_ranks(m: ModelSpec, d: Deployment) -> int:
+    """GPUs the routed experts are split over. MoE layers span T × D GPUs whenever -dp > 1
+    (FusedMoEParallelConfig.make, flatten_tp_across_dp, vllm/model_executor/layers/fused_moe/
+    config.py 0.8-0.11): whole experts with EP, else a TP slice of every expert over T × D,
+    sized as whole experts over T × D (the same bytes when T × D divides the experts, up to
+    quantization blocks)."""
+    if m.moe is None or not (d.enable_expert_parallel or d.data_parallel_size > 1):
+        return 1
+    return d.tensor_parallel_size * d.data_parallel_size
 
 
 def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
