@@ -1073,7 +1073,11 @@ class TrtllmEngine(Engine):
     options_file_flag = "--extra_llm_api_options"
 
     def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
-        return knobs_from_options(parse_options_document(doc, path=path))
+        knobs = knobs_from_options(parse_options_document(doc, path=path))
+        ep = knobs.pop("expert_parallel_size", None)  # moe_expert_parallel_size: every GPU
+        if ep is not None and ep > 1:
+            knobs["enable_expert_parallel"] = True
+        return knobs
 
     def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
         return TP.after_options(knobs)

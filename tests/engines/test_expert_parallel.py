@@ -174,6 +174,9 @@ def test_trtllm_attention_dp_reads_and_writes_its_layout():
                                        "expert_parallel_size": 8})
     assert k == {"tensor_parallel_size": 1, "data_parallel_size": 8,
                  "enable_dp_attention": True, "enable_expert_parallel": True}
+    yaml = registry.get("trtllm").options_from_document(
+        {"enable_attention_dp": True, "moe_expert_parallel_size": 8}, None)
+    assert yaml == {"enable_dp_attention": True, "enable_expert_parallel": True}
     p = plan(DSR1, "b200", engine="trtllm", tensor_parallel_size=1, data_parallel_size=8,
              enable_expert_parallel=True)
     assert "--tp_size 8 --ep_size 8" in p.command and "enable_attention_dp: true" in p.command
@@ -197,6 +200,14 @@ def test_trtllm_attention_dp_holds_whole_non_expert_weights():
 def test_redundant_experts_need_expert_parallelism(engine):
     with pytest.raises(InvalidInputError, match="--enable-expert-parallel"):
         plan(DSV3, "h200", engine=engine, tensor_parallel_size=8, num_redundant_experts=32)
+
+
+@pytest.mark.parametrize("gpu", ["b200", "b300"])
+def test_sglang_tp8_ep8_on_blackwell_plans(gpu):
+    """The public DeepSeek-R1 benchmark layout (SGLang, TP8 EP8 on B200/B300) that could not be
+    planned before: experts split 8 ways, the launch line says --ep-size 8."""
+    p = plan(DSR1, gpu, engine="sglang", tensor_parallel_size=8, enable_expert_parallel=True)
+    assert p.fits and "--tp-size 8 --ep-size 8" in p.command
 
 
 def test_vllm_refuses_the_sglang_spelling_of_dp_attention():
