@@ -330,6 +330,11 @@ class Engine(ABC):
         ep = tp * (dp if shared else 1) if dep.enable_expert_parallel else 1
         return shared, ep, shared and dep.enable_expert_parallel
 
+    def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
+        """The prefill tokens one data-parallel rank runs a step when the launch line says
+        `tokens` (SGLang divides its chunk among DP-attention ranks)."""
+        return tokens
+
     def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
         """A deployment file's knobs once its options file is merged → kvplan's layout, for an
         engine whose layout spans a flag and an options-file field (TensorRT-LLM's --tp_size

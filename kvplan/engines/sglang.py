@@ -1009,7 +1009,7 @@ def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
     tokens, and decode graphs up to --cuda-graph-max-bs."""
     # under DP attention each rank prefills --chunked-prefill-size // dp tokens a step
     # (server_args.py _handle_data_parallelism, after the fraction is set)
-    chunk = max(1, d.chunked_prefill // (dep.data_parallel_size if SP.dp_attention(dep) else 1))
+    chunk = ENGINE.rank_batched_tokens(dep, d.chunked_prefill)
     run = dep.model_copy(update={"max_num_batched_tokens": chunk,
                                  "max_num_seqs": min(d.decode_graph_bs * 2, 4096)})
     return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
@@ -1056,6 +1056,10 @@ class SglangEngine(Engine):
         shared = SP.dp_attention(dep)
         ep = SP.group_size(dep) if dep.enable_expert_parallel else 1
         return shared, ep, dep.moe_a2a_backend == "deepep" and SP.group_size(dep) > 1
+
+    def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
+        """--chunked-prefill-size // dp under DP attention (_handle_data_parallelism)."""
+        return max(1, tokens // dep.data_parallel_size) if SP.dp_attention(dep) else tokens
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""

@@ -139,7 +139,10 @@ def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> pe
         return ctx
     from ..perf import expert
 
-    moe_dp, ep, a2a = registry.get(dep.engine).moe_layout(dep)
+    eng = registry.get(dep.engine)
+    moe_dp, ep, a2a = eng.moe_layout(dep)
+    ctx = replace(ctx, max_num_batched_tokens=eng.rank_batched_tokens(
+        dep, ctx.max_num_batched_tokens))
     return expert.apply(ctx, m, dtype=dep.dtype, quant=dep.quant, dp=dep.data_parallel_size,
                         ep=ep, moe_dp=moe_dp, all_to_all=a2a)
 
