@@ -349,10 +349,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "spread over the expert-parallel ranks (needs --enable-expert-parallel)", ge=0, le=4096,
        unit="experts", doc="vLLM --num-redundant-experts (0.9+; --eplb-config later), SGLang "
        "--ep-num-redundant-experts", knob="engine"),
-    _O("moe_a2a_backend", str, ("--moe-a2a-backend",), "SGLang: MoE all-to-all backend (none, "
-       "deepep: sizes DeepEP's buffers)", doc="SGLang --moe-a2a-backend",
-       hint="use none or deepep (SGLang's --moe-a2a-backend)",
-       knob="engine", model=Literal["none", "deepep"]),
+    _O("moe_a2a_backend", str, ("--moe-a2a-backend",), "MoE all-to-all backend: SGLang none or "
+       "deepep; vLLM (its --all2all-backend) allgather_reducescatter, naive, "
+       "deepep_high_throughput or deepep_low_latency (DeepEP's buffers are sized)",
+       doc="SGLang --moe-a2a-backend, vLLM --all2all-backend",
+       hint="SGLang: none or deepep; vLLM: allgather_reducescatter, naive, "
+       "deepep_high_throughput or deepep_low_latency",
+       knob="engine", model=Literal["none", "deepep", "allgather_reducescatter", "naive",
+                                    "deepep_high_throughput", "deepep_low_latency"]),
 )}
 
 

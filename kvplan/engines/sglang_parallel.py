@@ -135,6 +135,10 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
     from ..errors import InvalidInputError
 
     a2a = knobs.moe_a2a_backend if knobs.moe_a2a_backend not in (None, "none") else None
+    if a2a not in (None, "deepep"):
+        raise InvalidInputError(f"--moe-a2a-backend {a2a} is vLLM's; SGLang's are none and "
+                                "deepep", hint="use --moe-a2a-backend deepep (or none)",
+                                code="out-of-range", knob="moe_a2a_backend")
     ep = bool(knobs.enable_expert_parallel) or a2a == "deepep"
     if (ep or knobs.enable_dp_attention) and m.moe is None:
         flag = "--moe-a2a-backend deepep" if a2a else (

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout, parse_mm_limits
-from ..model.expert import redundant_expert_bytes
+from ..model.expert import deepep_low_latency_bytes, redundant_expert_bytes
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -366,6 +366,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     # EPLB: ceil((E + R) / ep) physical experts per rank (fused_moe/layer.py)
     redundant = redundant_expert_bytes(m, ep=ep, redundant=d.num_redundant_experts,
                                        dtype=d.dtype, quant=quant, pp=pp)
+    a2a = a2a_buffer_bytes(m, d)
     draft = draft_memory(m, d)
     mm = mm_profile(m, d, era)
     stages, lora_parts = [], []
@@ -385,7 +386,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
         act = (activation_bytes(m, d, last_stage=last, eager_v0=era.v0)
                + (mm.held_bytes if mm else 0))
-        nt = non_torch_bytes(d, gpu)
+        nt = non_torch_bytes(d, gpu) + a2a
         graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
@@ -802,6 +803,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
     # EPLB's redundant experts (vllm/engine/arg_utils.py 0.9-0.10; later --eplb-config)
     "--num-redundant-experts": ("num_redundant_experts", "int"),
+    # the MoE all-to-all backend (ParallelConfig.all2all_backend; VLLM_ALL2ALL_BACKEND before)
+    "--all2all-backend": ("moe_a2a_backend", "str"),
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
     "--speculative-config": ("speculative_config", "str"),
     "--enable-lora": ("enable_lora", "bool"), "--max-loras": ("max_loras", "int"),
@@ -862,6 +865,42 @@ def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
     tp, dp = dep.tensor_parallel_size, dep.data_parallel_size
     ep = tp * dp if dep.enable_expert_parallel else 1
     return dp > 1, ep, dp > 1 and dep.enable_expert_parallel
+
+
+# vLLM's DeepEP buffers (vllm/distributed/device_communicators/all2all.py @00143004):
+# high-throughput: VLLM_DEEPEP_BUFFER_SIZE_MB (1024) MiB of NVLink buffer (+ as much RDMA
+# across nodes); low-latency: the same NVLink buffer + DeepEP's low-latency RDMA size for
+# VLLM_MOE_DP_CHUNK_SIZE (256) tokens per DP rank (FusedMoEConfig.max_num_tokens, vllm/envs.py).
+# Built with the MoE layers, so the profile counts them as non-torch memory.
+DEEPEP_BUFFER_BYTES = 1024 * 1024 * 1024
+MOE_DP_CHUNK_TOKENS = 256
+VLLM_A2A_BACKENDS = ("allgather_reducescatter", "naive", "deepep_high_throughput",
+                     "deepep_low_latency")
+
+
+def a2a_buffer_bytes(m: ModelSpec, d: Deployment) -> int:
+    """One GPU's DeepEP buffer, when the all-to-all kernels run (EP with -dp > 1:
+    FusedMoEParallelConfig.use_all2all_kernels) through a DeepEP backend; 0 otherwise."""
+    backend = d.moe_a2a_backend or ""
+    if m.moe is None or not backend.startswith("deepep") or not (
+            d.enable_expert_parallel and d.data_parallel_size > 1):
+        return 0
+    if backend == "deepep_high_throughput":
+        return DEEPEP_BUFFER_BYTES
+    experts = m.moe.num_experts + d.num_redundant_experts
+    return DEEPEP_BUFFER_BYTES + deepep_low_latency_bytes(MOE_DP_CHUNK_TOKENS, m.hidden_size,
+                                                          experts)
+
+
+def _a2a_backend(knobs: Knobs, sources: dict[str, Source]) -> str | None:
+    backend = knobs.moe_a2a_backend
+    if backend is not None and backend not in VLLM_A2A_BACKENDS:
+        raise InvalidInputError(f"--moe-a2a-backend {backend} is not one vLLM has (its "
+                                "--all2all-backend)",
+                                hint="use " + ", ".join(VLLM_A2A_BACKENDS),
+                                code="out-of-range", knob="moe_a2a_backend")
+    sources["moe_a2a_backend"] = "cli" if backend is not None else "engine-default"
+    return backend
 
 
 def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
@@ -1015,6 +1054,7 @@ class VllmEngine(Engine):
             enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
             num_redundant_experts=_redundant(m, knobs, expert_parallel, sources),
+            moe_a2a_backend=_a2a_backend(knobs, sources),
             speculative_config=spec, **lora, sources=sources,
             options=VllmOptions(usage_context=usage, **offload,
                                 limit_mm_per_prompt=knobs.limit_mm_per_prompt))
@@ -1112,6 +1152,8 @@ class VllmEngine(Engine):
             args.append("--enable-expert-parallel")
         if dep.num_redundant_experts:
             args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
+        if dep.moe_a2a_backend:
+            args += ["--all2all-backend", dep.moe_a2a_backend]
         if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:

@@ -202,6 +202,21 @@ def test_redundant_experts_need_expert_parallelism(engine):
         plan(DSV3, "h200", engine=engine, tensor_parallel_size=8, num_redundant_experts=32)
 
 
+def test_vllm_deepep_low_latency_buffer_is_non_torch_memory():
+    """vLLM --all2all-backend deepep_low_latency with EP over DP8 (all2all.py @00143004):
+    VLLM_DEEPEP_BUFFER_SIZE_MB 1024 MiB of NVLink buffer + DeepEP's low-latency RDMA size for
+    VLLM_MOE_DP_CHUNK_SIZE 256 tokens, hidden 7168, 256 experts: send = recv = 256 × 256 ×
+    14,560 B = 954,204,160 B; 2 × (send + recv) + 2 × 1,024 = 3,816,818,688 → 3,816,818,816 B
+    rounded past the next 128. Total 1,073,741,824 + 3,816,818,816 = 4,890,560,640 B."""
+    base = dict(tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True)
+    plain = plan(DSR1, "h200", **base)
+    ll = plan(DSR1, "h200", moe_a2a_backend="deepep_low_latency", **base)
+    assert ll.memory.non_torch_bytes - plain.memory.non_torch_bytes == 4_890_560_640
+    assert "--all2all-backend deepep_low_latency" in ll.command
+    with pytest.raises(InvalidInputError, match="not one vLLM has"):
+        plan(DSR1, "h200", moe_a2a_backend="deepep", **base)
+
+
 @pytest.mark.parametrize("gpu", ["b200", "b300"])
 def test_sglang_tp8_ep8_on_blackwell_plans(gpu):
     """The public DeepSeek-R1 benchmark layout (SGLang, TP8 EP8 on B200/B300) that could not be
