@@ -367,6 +367,24 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("gpus_per_node", int, ("--gpus-per-node",), "GPUs per node of your servers (default: "
        "the GPU's bundled system shapes; docs/nodes.md)", ge=1, le=MAX_PARALLEL, unit="GPUs",
        knob="kvplan"),
+    # --- expert ---
+    _O("enable_dp_attention", bool, ("--enable-dp-attention",), "SGLang, TensorRT-LLM: "
+       "attention data-parallel over the -dp ranks, MoE layers over all -tp × -dp GPUs (vLLM "
+       "does this for every MoE model with -dp > 1; docs/expert-parallel.md)",
+       doc="SGLang --enable-dp-attention, TensorRT-LLM enable_attention_dp (vLLM: implied by "
+       "-dp on a MoE model)", knob="engine"),
+    _O("num_redundant_experts", int, ("--num-redundant-experts",), "EPLB: extra expert slots "
+       "spread over the expert-parallel ranks (needs --enable-expert-parallel)", ge=0, le=4096,
+       unit="experts", doc="vLLM --num-redundant-experts (0.9+; --eplb-config later), SGLang "
+       "--ep-num-redundant-experts", knob="engine"),
+    _O("moe_a2a_backend", str, ("--moe-a2a-backend",), "MoE all-to-all backend: SGLang none or "
+       "deepep; vLLM (its --all2all-backend) allgather_reducescatter, naive, "
+       "deepep_high_throughput or deepep_low_latency (DeepEP's buffers are sized)",
+       doc="SGLang --moe-a2a-backend, vLLM --all2all-backend",
+       hint="SGLang: none or deepep; vLLM: allgather_reducescatter, naive, "
+       "deepep_high_throughput or deepep_low_latency",
+       knob="engine", model=Literal["none", "deepep", "allgather_reducescatter", "naive",
+                                    "deepep_high_throughput", "deepep_low_latency"]),
 )}
 
 

@@ -541,6 +541,12 @@ class Deployment(_Frozen):
         None, description="LoRA target modules: SGLang's normalized (qkv_proj, o_proj, "
         "gate_up_proj, down_proj, embed_tokens, lm_head), TensorRT-LLM's as given (attn_q, …); "
         "None = not given")
+    # --- expert ---
+    enable_dp_attention: bool = Field(
+        False, description="attention data-parallel over data_parallel_size ranks; MoE layers "
+        "span tensor × data parallel GPUs (docs/expert-parallel.md)")
+    num_redundant_experts: int = Field(0, ge=0, description="EPLB redundant expert slots")
+    moe_a2a_backend: str | None = Field(None, description="SGLang --moe-a2a-backend")
     options: SerializeAsAny[EngineOptions] = Field(
         default_factory=EngineOptions,
         description="the settings only this engine has, resolved (its own options type)")

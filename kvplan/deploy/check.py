@@ -455,6 +455,10 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                    else None)
     _options_file_knobs(f)
+    try:
+        f.knobs = registry.get(f.engine).after_options(f.knobs)
+    except ValueError as e:
+        raise DeployParseError(f.file, f.line, str(e)) from None
     knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
     notes: list[Problem] = []
     extra = sorted(set(f.knobs) - set(knobs))

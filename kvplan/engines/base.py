@@ -321,6 +321,27 @@ class Engine(ABC):
         if hasattr(cls, "syntax"):
             cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
 
+    def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
+        """How a MoE model's expert layers are laid out: (shared by the data-parallel ranks
+        (DP attention), expert-parallel size (1: TP slices), tokens exchanged all-to-all).
+        Default (SGLang, TensorRT-LLM): DP attention when asked for or implied by EP over
+        -dp > 1; EP over every GPU of the group; all-to-all with EP across DP ranks."""
+        tp, dp = dep.tensor_parallel_size, dep.data_parallel_size
+        shared = dp > 1 and (dep.enable_dp_attention or dep.enable_expert_parallel)
+        ep = tp * (dp if shared else 1) if dep.enable_expert_parallel else 1
+        return shared, ep, shared and dep.enable_expert_parallel
+
+    def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
+        """The prefill tokens one data-parallel rank runs a step when the launch line says
+        `tokens` (SGLang divides its chunk among DP-attention ranks)."""
+        return tokens
+
+    def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
+        """A deployment file's knobs once its options file is merged → kvplan's layout, for an
+        engine whose layout spans a flag and an options-file field (TensorRT-LLM's --tp_size
+        with enable_attention_dp); a ValueError names what cannot be read."""
+        return knobs
+
     def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs
                            ) -> tuple[ModelSpec, Knobs]:
         """A --quantization the engine applies before it serves (TensorRT-LLM: an NVIDIA

@@ -43,6 +43,7 @@ from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect, multinode
+from . import sglang_parallel as SP
 from .base import (
     Calibration,
     Coefficients,
@@ -56,6 +57,7 @@ from .base import (
     memory_result,
     option_flags,
 )
+from .sglang_parallel import PARALLEL_CLI_FLAGS
 
 NEWEST_MODELLED = "0.5.23"
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
@@ -115,14 +117,17 @@ def prefill_graph_sizes(max_tokens: int) -> int:
 
 
 def default_mem_fraction(mem_mib: int, tp: int, pp: int, chunked: int, decode_bs: int,
-                         mla: bool) -> float:
+                         mla: bool, graph_extra: float = 0.0, a2a_extra: float = 0.0) -> float:
     """mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3) with reserved (MiB) =
     512 + 1.5 × max(chunked, 2048) + tp·pp/8 × 1024 + 2 × decode_bs + (1536 for MLA, else 8 ×
-    prefill graph sizes), at least 10240 MiB on GPUs above 60 GiB. H100 80GB TP1 → 0.830."""
+    prefill graph sizes) + `graph_extra` (DP attention), at least 10240 MiB on GPUs above
+    60 GiB, then + `a2a_extra` (DeepEP; sglang_parallel.graph_reserve_extra_mib). H100 80GB
+    TP1 → 0.830."""
     reserved = 512 + 1.5 * max(chunked, 2048) + tp * pp / 8 * 1024 + 2 * decode_bs
-    reserved += 1536 if mla else 8 * prefill_graph_sizes(chunked)
+    reserved += (1536 if mla else 8 * prefill_graph_sizes(chunked)) + graph_extra
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10240)
+    reserved += a2a_extra
     return round((mem_mib - reserved) / mem_mib, 3)
 
 
@@ -190,7 +195,8 @@ class Defaults:
 
 
 def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: int,
-             chunked: int | None = None, graph_bs: int | None = None) -> Defaults:
+             chunked: int | None = None, graph_bs: int | None = None,
+             parallel: Deployment | None = None) -> Defaults:
     """The release's defaults for one GPU (nvidia-smi MiB): before 0.4.10 the TP table, 0.4.10 –
     0.5.2 the GPU tiers, from 0.5.3 the reserved-memory formula (`default_mem_fraction`), which
     reserves 2 MiB per decode graph batch size: a --cuda-graph-max-bs the user gives
@@ -208,8 +214,13 @@ def defaults(v: tuple[int, int, int], m: ModelSpec, mem_mib: int, tp: int, pp: i
                         False)
     c = chunked or chunked_prefill_default(mem_mib)
     bs = graph_bs or decode_graph_max_bs(mem_mib, tp)
-    return Defaults(f"sglang {NEWEST_MODELLED} accounting", c, bs,
-                    default_mem_fraction(mem_mib, tp, pp, c, bs, mla_view(m).mla is not None), True)
+    graph_extra = a2a_extra = 0.0
+    if parallel is not None:  # DP attention / DeepEP (sglang_parallel): `tp` is --tp-size
+        a2a_extra = 2048.0 if parallel.moe_a2a_backend == "deepep" else 0.0
+        graph_extra = SP.graph_reserve_extra_mib(parallel, bs) - a2a_extra
+    f = default_mem_fraction(mem_mib, tp, pp, c, bs, mla_view(m).mla is not None, graph_extra,
+                             a2a_extra)
+    return Defaults(f"sglang {NEWEST_MODELLED} accounting", c, bs, f, True)
 
 
 def context_length(m: ModelSpec) -> int:
@@ -292,10 +303,13 @@ class SglangResult:
 def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, kv_dtype: str,
                 mem_fraction: float, ctx: int, chunked: int, runtime_bytes: int,
                 max_total_tokens: int | None = None, swa_pool: bool = True,
-                gpu: GpuSpec | None = None, draft_layers: int = 0) -> SglangResult:
+                gpu: GpuSpec | None = None, draft_layers: int = 0,
+                group: int | None = None) -> SglangResult:
     """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
-    --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs)."""
-    free_before = total_bytes - context_bytes(tp, gpu)
+    --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs).
+    `tp` sizes the cell (one attention group); `group` (SGLang's --tp-size, T × D under DP
+    attention; default `tp`) the communicators connected before loading."""
+    free_before = total_bytes - context_bytes(group or tp, gpu)
     valid = mem_fraction > 0 and free_before > 0  # else SGLang has no budget: it does not start
     budget = math.floor(mem_fraction * free_before) if valid else 0
     rest = budget - weights_bytes
@@ -614,6 +628,12 @@ def combine_spec_flags(knobs: dict[str, Any], model: str | None) -> dict[str, An
             value[key] = parts[flag]
     knobs["speculative_config"] = value
     return knobs
+
+
+def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """combine_spec_flags, then SGLang's layout spelling
+    (sglang_parallel.combine_parallel_flags)."""
+    return SP.combine_parallel_flags(combine_spec_flags(knobs, model))
 
 
 # ------------------------------------------------------- hierarchical (host) KV cache
@@ -977,10 +997,11 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--max-lora-rank": ("max_lora_rank", "int"), "--max-loaded-loras": ("max_cpu_loras", "int"),
     "--lora-paths": ("lora_paths", "list"),
     "--lora-target-modules": ("lora_target_modules", "list"),
+    **PARALLEL_CLI_FLAGS,
 }
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
-    "--enable-dp-attention", "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
+    "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
     "--disable-custom-all-reduce", "--skip-tokenizer-init", "--enable-expert-parallel",
     "--enable-hierarchical-cache",
 })
@@ -989,7 +1010,10 @@ BOOLEAN_FLAGS = frozenset({
 def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
     """The deployments whose forward pass and decode graphs SGLang runs: chunked-prefill
     tokens, and decode graphs up to --cuda-graph-max-bs."""
-    run = dep.model_copy(update={"max_num_batched_tokens": d.chunked_prefill,
+    # under DP attention each rank prefills --chunked-prefill-size // dp tokens a step
+    # (server_args.py _handle_data_parallelism, after the fraction is set)
+    chunk = ENGINE.rank_batched_tokens(dep, d.chunked_prefill)
+    run = dep.model_copy(update={"max_num_batched_tokens": chunk,
                                  "max_num_seqs": min(d.decode_graph_bs * 2, 4096)})
     return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
 
@@ -1018,14 +1042,27 @@ class SglangEngine(Engine):
         "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype",
         "dtype", "quantization", "max_total_tokens", "enable_lora", "max_loras", "max_lora_rank",
         "max_cpu_loras", "lora_paths", "lora_target_modules"))
-    settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)"}
+    settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)",
+                "enable_expert_parallel": "--ep-size over every GPU of the MoE group "
+                "(combine_parallel_flags)"}
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,
                           executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
-                          combine=combine_spec_flags)
+                          combine=combine_flags)
     calibration = CALIBRATION
+
+    def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
+        """DP attention shares the MoE layers; tokens go all-to-all only through DeepEP (else
+        SGLang gathers every DP rank's tokens and scatters the outputs: dp_attention.py)."""
+        shared = SP.dp_attention(dep)
+        ep = SP.group_size(dep) if dep.enable_expert_parallel else 1
+        return shared, ep, dep.moe_a2a_backend == "deepep" and SP.group_size(dep) > 1
+
+    def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
+        """--chunked-prefill-size // dp under DP attention (_handle_data_parallelism)."""
+        return max(1, tokens // dep.data_parallel_size) if SP.dp_attention(dep) else tokens
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""
@@ -1035,8 +1072,9 @@ class SglangEngine(Engine):
         mem = (gpu_mem_mib(gpu, dep.gpu_total_bytes) if not dep.user_set("gpu_total_bytes")
                else dep.gpu_total_bytes // MiB)
         chunked = dep.max_num_batched_tokens if dep.user_set("max_num_batched_tokens") else None
-        return defaults(parse_version(dep.engine_version), m, mem, dep.tensor_parallel_size,
-                        dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs)
+        return defaults(parse_version(dep.engine_version), m, mem, SP.group_size(dep),
+                        dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs,
+                        parallel=dep)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -1074,8 +1112,10 @@ class SglangEngine(Engine):
         own = _own_options(knobs, sources)
         lora = resolve_lora(knobs, sources)
         paths = lora.pop("lora_paths", None)
+        parallel = SP.resolve_parallel(m, knobs, sources)
         q = layout.quant
         dep = Deployment(
+            **parallel,
             engine=self.name, engine_version=version,
             tensor_parallel_size=layout.tensor_parallel_size,
             pipeline_parallel_size=layout.pipeline_parallel_size,
@@ -1098,7 +1138,14 @@ class SglangEngine(Engine):
 
         d = self._defaults(m, gpu, dep)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
-        wm = heaviest_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
+        # MoE layers span --tp-size GPUs (T × D under DP attention); attention and the KV cell
+        # one attention group of T (sglang_parallel)
+        group = SP.group_size(dep)
+        wm = heaviest_stage(m, tp=group, pp=pp, dtype=dep.dtype, quant=dep.quant,
+                            ep=SP.expert_parallel_size(m, dep))
+        wm = replace(wm, reserved_bytes=wm.reserved_bytes + SP.extra_weight_bytes(m, dep),
+                     tensor_bytes=wm.tensor_bytes + SP.extra_weight_bytes(m, dep))
+        a2a = SP.a2a_buffer_bytes(m, dep)
         run, graphs_dep = _runtime(dep, d)
         activation = forward.activation_bytes(m, run, last_stage=True)
         ctx = int(dep.max_model_len or context_length(m))
@@ -1114,9 +1161,9 @@ class SglangEngine(Engine):
                           weights_bytes=wm.reserved_bytes + lora_bytes,
                           kv_dtype=dep.kv_cache_dtype, mem_fraction=dep.gpu_memory_utilization,
                           ctx=ctx, chunked=d.chunked_prefill,
-                          runtime_bytes=activation + graphs + draft.weights_bytes,
+                          runtime_bytes=activation + graphs + a2a + draft.weights_bytes,
                           max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu,
-                          draft_layers=draft.layers if draft.in_cell else 0)
+                          draft_layers=draft.layers if draft.in_cell else 0, group=group)
         spec = None
         if dep.speculative_config is not None:
             version = parse_version(dep.engine_version)
@@ -1129,8 +1176,9 @@ class SglangEngine(Engine):
                     m, total_bytes=dep.gpu_total_bytes - dep.other_processes_bytes, tp=tp,
                     weights_bytes=wm.reserved_bytes + lora_bytes, kv_dtype=dep.kv_cache_dtype,
                     mem_fraction=dep.gpu_memory_utilization, ctx=ctx, chunked=d.chunked_prefill,
-                    runtime_bytes=activation + graphs + draft.weights_bytes + outside,
-                    max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu)
+                    runtime_bytes=activation + graphs + a2a + draft.weights_bytes + outside,
+                    max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu,
+                    group=group)
                 reqs = max_running_requests(printed, ctx) if printed else 0
                 res = replace(res, tokens=printed)
                 if version >= SPEC_HEADROOM_BOTH_FROM and printed:
@@ -1148,8 +1196,8 @@ class SglangEngine(Engine):
             layers=m.num_layers // pp,
             weights_bytes=wm.reserved_bytes + draft.weights_bytes + lora_bytes,
             weights_tensor_bytes=wm.tensor_bytes + draft.tensor_bytes + lora_bytes,
-            activation_bytes=activation, non_torch_bytes=context_bytes(tp, gpu),
-            cudagraph_bytes=graphs, kv_cache_bytes=res.rest_bytes, num_blocks=res.tokens,
+            activation_bytes=activation, non_torch_bytes=context_bytes(group, gpu),
+            cudagraph_bytes=graphs + a2a, kv_cache_bytes=res.rest_bytes, num_blocks=res.tokens,
             bytes_per_block=res.cell_bytes)
         return memory_result(
             gpu, dep, era=d.era,
@@ -1169,7 +1217,10 @@ class SglangEngine(Engine):
                 "mem_fraction_static formula leaves nothing on this device",
                 activation="estimate: must fit in the (1 − fraction) reserve",
                 non_torch="estimate: CUDA context, NCCL", kv="the KV pool",
-                kv_tokens_label="max_total_num_tokens", cudagraph="estimate, outside the fraction"),
+                kv_tokens_label="max_total_num_tokens",
+                cudagraph="estimate, outside the fraction" + (
+                    f"; with DeepEP's all-to-all buffer ({a2a / GiB:.2f} GiB, sized from "
+                    "DeepEP's config)" if a2a else "")),
             request_blocks=lambda length: length, speculative=spec,
             engine_defaults={"max_num_seqs": res.max_running_requests or None}
             | ({"gpu_memory_utilization": None} if dep.gpu_memory_utilization <= 0 else {}))
@@ -1200,9 +1251,9 @@ class SglangEngine(Engine):
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
         args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
-        for key in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size"):
-            if getattr(dep, key) != 1:
-                args += [self.flags[key], str(getattr(dep, key))]
+        args += SP.launch_flags(dep)  # --tp-size/--dp-size, DP attention, --ep-size, DeepEP
+        if dep.pipeline_parallel_size != 1:
+            args += [self.flags["pipeline_parallel_size"], str(dep.pipeline_parallel_size)]
         if rec.max_model_len.value:
             args += [self.flags["max_model_len"], str(rec.max_model_len.value)]
         if rec.gpu_memory_utilization.value:

@@ -70,6 +70,7 @@ from ..units import DTYPE_BYTES, GiB, cdiv
 from ..versions import parse_version
 from . import multinode
 from . import trtllm_features as F
+from . import trtllm_parallel as TP
 from .base import (
     Calibration,
     DeploySyntax,
@@ -652,6 +653,9 @@ def _options_yaml(sections: dict[str, dict[str, Any]]) -> str:
     """The --extra_llm_api_options file: one YAML mapping per section, scalars and flow lists."""
     lines: list[str] = []
     for name, body in sections.items():
+        if name == "enable_attention_dp":  # a top-level boolean, not a section
+            lines.append(f"{name}: true")
+            continue
         lines.append(f"{name}:")
         for key, value in body.items():
             text = ("true" if value else "false") if isinstance(value, bool) else (
@@ -746,11 +750,16 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--extra_llm_api_options": ("extra_llm_api_options", "str"),
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
+    **TP.PARALLEL_CLI_FLAGS,
 }
 # Knobs the --extra_llm_api_options YAML sets (llmapi/llm_args.py KvCacheConfig,
 # DecodingBaseConfig, LoraConfig): knob → its dotted field there (FLAGS prefers a flag).
 SETTINGS: dict[str, str] = {
-    **yaml_knob_fields(), "speculative_config": "speculative_config",
+    # (moe_expert_parallel_size is read, then folded into enable_expert_parallel: not a knob)
+    **{k: v for k, v in yaml_knob_fields().items() if k != "expert_parallel_size"},
+    "speculative_config": "speculative_config",
+    "enable_expert_parallel": "--ep_size (every GPU; trtllm_parallel)",
+    "data_parallel_size": "enable_attention_dp ranks (--tp_size = -tp × -dp)",
     **{k: f"lora_config.{k}" for k in ("max_loras", "max_lora_rank", "max_cpu_loras",
                                        "lora_target_modules")},
     "enable_lora": "lora_config"}
@@ -1066,7 +1075,14 @@ class TrtllmEngine(Engine):
     options_file_flag = "--extra_llm_api_options"
 
     def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
-        return knobs_from_options(parse_options_document(doc, path=path))
+        knobs = knobs_from_options(parse_options_document(doc, path=path))
+        ep = knobs.pop("expert_parallel_size", None)  # moe_expert_parallel_size: every GPU
+        if ep is not None and ep > 1:
+            knobs["enable_expert_parallel"] = True
+        return knobs
+
+    def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
+        return TP.after_options(knobs)
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
@@ -1108,6 +1124,7 @@ class TrtllmEngine(Engine):
             max_num_seqs=knobs.max_num_seqs or d.max_batch_size,
             max_num_batched_tokens=knobs.max_num_batched_tokens or d.max_num_tokens,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=fraction,
+            **TP.resolve_parallel(m, knobs, sources),
             block_size=knobs.block_size or d.tokens_per_block,
             enable_prefix_caching=knobs.enable_prefix_caching is not False,
             options=TrtllmOptions(backend="pytorch" if runtime == "pytorch" else "tensorrt",
@@ -1120,12 +1137,14 @@ class TrtllmEngine(Engine):
         era = select_era(dep.engine_version, runtime)[0]
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         seq = int(dep.max_model_len or 0)
-        wm = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dep.dtype, quant=dep.quant)
+        # attention DP: non-expert weights whole, experts over every GPU (trtllm_parallel)
+        wtp, ep = TP.weight_layout(m, dep)
+        wm = weight_memory_per_stage(m, tp=wtp, pp=pp, dtype=dep.dtype, quant=dep.quant, ep=ep)
         weights = [w.tensor_bytes for w in wm]
         act = activation_estimate(m, tp=tp, dtype=dep.dtype,
                                   max_num_tokens=dep.max_num_batched_tokens,
                                   max_seq_len=seq)
-        nt = non_torch_estimate(tp)
+        nt = non_torch_estimate(TP.group_size(dep))
         others = dep.other_processes_bytes  # in the profiled peak / gone from free memory
         feat = feature_memory(m, dep, runtime)
         weights = [w + x for w, x in zip(weights, feat.stage_extra_bytes, strict=True)]
@@ -1145,6 +1164,7 @@ class TrtllmEngine(Engine):
                              activation_bytes=act, non_torch_bytes=nt + others,
                              spec_bytes_per_token=feat.spec_bytes_per_token,
                              draft_bytes_per_token=feat.draft_bytes_per_token,
+                             attention_dp=TP.attention_dp(dep),
                              **{**common, "max_seq_len": request_kv_tokens(seq, feat.spec)})
             avail = dep.gpu_total_bytes - max(weights) - act - nt - others
             budget_note = (f"{dep.gpu_memory_utilization:g} × (total − profiled peak): "
@@ -1232,8 +1252,12 @@ class TrtllmEngine(Engine):
         quantize = quantize_step(ref, dep)  # serve the checkpoint quantize.py writes
         if quantize is not None:
             ref, revision = _quantized_dir(ref, str(dep.quantization)), None
+        sections = feature_sections(dep)
+        if TP.attention_dp(dep):
+            sections["enable_attention_dp"] = {}  # a top-level `enable_attention_dp: true`
         line, yaml_text = launch_command(
-            ref, tp=dep.tensor_parallel_size, pp=dep.pipeline_parallel_size,
+            ref, tp=TP.group_size(dep), pp=dep.pipeline_parallel_size,
+            ep=TP.group_size(dep) if dep.enable_expert_parallel else None,
             max_batch_size=int(seqs) if seqs else None,
             max_num_tokens=batched_tokens_flag_value(rec, dep),
             max_seq_len=int(rec.max_model_len.value) if rec.max_model_len.value else None,
@@ -1244,7 +1268,7 @@ class TrtllmEngine(Engine):
             enable_block_reuse=False if dep.user_set("enable_prefix_caching")
             and not dep.enable_prefix_caching else None,
             backend_flag=dep.user_set("backend") and opts(dep).backend == "pytorch",
-            host_cache_size=opts(dep).host_cache_size or None, sections=feature_sections(dep))
+            host_cache_size=opts(dep).host_cache_size or None, sections=sections)
         if dep.user_set("backend") and opts(dep).backend == "tensorrt":
             line += f" {FLAGS['backend']} tensorrt"
         if revision:

@@ -25,6 +25,9 @@ OPTION_KNOBS = {
     "speculative_config": "speculative_config", "enable_lora": "enable_lora",
     "max_loras": "max_loras", "max_lora_rank": "max_lora_rank", "max_cpu_loras": "max_cpu_loras",
     "lora_target_modules": "lora_target_modules", "host_cache_size": "host_cache_size",
+    # expert parallelism (trtllm_parallel.after_options folds these into kvplan's layout)
+    "enable_attention_dp": "enable_dp_attention",
+    "expert_parallel_size": "expert_parallel_size",
 }
 
 

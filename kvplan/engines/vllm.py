@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout, parse_mm_limits
+from ..model.expert import deepep_low_latency_bytes, redundant_expert_bytes
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
     CUDAGRAPH_POOL_BYTES,
@@ -361,8 +362,12 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     capacity and fit."""
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
-    ep = tp * d.data_parallel_size if d.enable_expert_parallel and m.moe is not None else 1
+    ep = _expert_ranks(m, d)
     weights = weight_memory_per_stage(m, tp=tp, pp=pp, dtype=d.dtype, quant=quant, ep=ep)
+    # EPLB: ceil((E + R) / ep) physical experts per rank (fused_moe/layer.py)
+    redundant = redundant_expert_bytes(m, ep=ep, redundant=d.num_redundant_experts,
+                                       dtype=d.dtype, quant=quant, pp=pp)
+    a2a = a2a_buffer_bytes(m, d)
     draft = draft_memory(m, d)
     mm = mm_profile(m, d, era)
     stages, lora_parts = [], []
@@ -374,14 +379,15 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         lora = lora_slots(m, layer_range, tp=tp, max_loras=d.max_loras, rank=d.max_lora_rank,
                           dtype=d.dtype, ep=ep) if d.enable_lora else None
         lora_parts.append(lora)
-        extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
-        extra_tensor = (draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
+        extra = (draft.allocated_bytes if last else 0) + (lora.gpu_bytes if lora else 0) + redundant
+        extra_tensor = ((draft.tensor_bytes if last else 0) + (lora.gpu_bytes if lora else 0)
+                        + redundant)
         stage_weights = weights[s].allocated_bytes + extra
         # The encoder's dummy outputs and pixel inputs are held through the LM's profile forward
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
         act = (activation_bytes(m, d, last_stage=last, eager_v0=era.v0)
                + (mm.held_bytes if mm else 0))
-        nt = non_torch_bytes(d, gpu)
+        nt = non_torch_bytes(d, gpu) + a2a
         graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
@@ -799,6 +805,10 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--model": ("model", "str"), "--revision": ("revision", "str"),
     "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
+    # EPLB's redundant experts (vllm/engine/arg_utils.py 0.9-0.10; later --eplb-config)
+    "--num-redundant-experts": ("num_redundant_experts", "int"),
+    # the MoE all-to-all backend (ParallelConfig.all2all_backend; VLLM_ALL2ALL_BACKEND before)
+    "--all2all-backend": ("moe_a2a_backend", "str"),
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
     "--speculative-config": ("speculative_config", "str"),
     "--enable-lora": ("enable_lora", "bool"), "--max-loras": ("max_loras", "int"),
@@ -841,6 +851,76 @@ CALIBRATION = Calibration(
     versions=("0.12.0",))
 
 
+def _expert_ranks(m: ModelSpec, d: Deployment) -> int:
+    """GPUs the routed experts are split over. MoE layers span T × D GPUs whenever -dp > 1
+    (FusedMoEParallelConfig.make, flatten_tp_across_dp, vllm/model_executor/layers/fused_moe/
+    config.py 0.8-0.11): whole experts with EP, else a TP slice of every expert over T × D,
+    sized as whole experts over T × D (the same bytes when T × D divides the experts, up to
+    quantization blocks)."""
+    if m.moe is None or not (d.enable_expert_parallel or d.data_parallel_size > 1):
+        return 1
+    return d.tensor_parallel_size * d.data_parallel_size
+
+
+def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
+    """vLLM: every MoE model with -dp > 1 shares its MoE layers over the DP ranks (DP
+    attention); EP over T × D; all-to-all kernels only with EP and -dp > 1
+    (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep)."""
+    tp, dp = dep.tensor_parallel_size, dep.data_parallel_size
+    ep = tp * dp if dep.enable_expert_parallel else 1
+    return dp > 1, ep, dp > 1 and dep.enable_expert_parallel
+
+
+# vLLM's DeepEP buffers (vllm/distributed/device_communicators/all2all.py @00143004):
+# high-throughput: VLLM_DEEPEP_BUFFER_SIZE_MB (1024) MiB of NVLink buffer (+ as much RDMA
+# across nodes); low-latency: the same NVLink buffer + DeepEP's low-latency RDMA size for
+# VLLM_MOE_DP_CHUNK_SIZE (256) tokens per DP rank (FusedMoEConfig.max_num_tokens, vllm/envs.py).
+# Built with the MoE layers, so the profile counts them as non-torch memory.
+DEEPEP_BUFFER_BYTES = 1024 * 1024 * 1024
+MOE_DP_CHUNK_TOKENS = 256
+VLLM_A2A_BACKENDS = ("allgather_reducescatter", "naive", "deepep_high_throughput",
+                     "deepep_low_latency")
+
+
+def a2a_buffer_bytes(m: ModelSpec, d: Deployment) -> int:
+    """One GPU's DeepEP buffer, when the all-to-all kernels run (EP with -dp > 1:
+    FusedMoEParallelConfig.use_all2all_kernels) through a DeepEP backend; 0 otherwise."""
+    backend = d.moe_a2a_backend or ""
+    if m.moe is None or not backend.startswith("deepep") or not (
+            d.enable_expert_parallel and d.data_parallel_size > 1):
+        return 0
+    if backend == "deepep_high_throughput":
+        return DEEPEP_BUFFER_BYTES
+    experts = m.moe.num_experts + d.num_redundant_experts
+    return DEEPEP_BUFFER_BYTES + deepep_low_latency_bytes(MOE_DP_CHUNK_TOKENS, m.hidden_size,
+                                                          experts)
+
+
+def _a2a_backend(knobs: Knobs, sources: dict[str, Source]) -> str | None:
+    backend = knobs.moe_a2a_backend
+    if backend is not None and backend not in VLLM_A2A_BACKENDS:
+        raise InvalidInputError(f"--moe-a2a-backend {backend} is not one vLLM has (its "
+                                "--all2all-backend)",
+                                hint="use " + ", ".join(VLLM_A2A_BACKENDS),
+                                code="out-of-range", knob="moe_a2a_backend")
+    sources["moe_a2a_backend"] = "cli" if backend is not None else "engine-default"
+    return backend
+
+
+def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
+               sources: dict[str, Source]) -> int:
+    """--num-redundant-experts: EPLB needs expert parallelism on a MoE model (vLLM's
+    ParallelConfig: enable_eplb requires enable_expert_parallel)."""
+    n = knobs.num_redundant_experts or 0
+    if n and not (expert_parallel and m.moe is not None):
+        raise InvalidInputError("--num-redundant-experts needs --enable-expert-parallel on a "
+                                "mixture-of-experts model", hint="add --enable-expert-parallel, "
+                                "or drop it", code="out-of-range", knob="num_redundant_experts")
+    sources["num_redundant_experts"] = "cli" if knobs.num_redundant_experts is not None \
+        else "engine-default"
+    return n
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
@@ -851,6 +931,9 @@ class VllmEngine(Engine):
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
     # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
     settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
+
+    def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
+        return moe_layout(dep)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
@@ -974,6 +1057,8 @@ class VllmEngine(Engine):
             other_processes_bytes=layout.other_processes_bytes,
             enable_prefix_caching=prefix_caching,
             hybrid_kv_cache_manager=hybrid, enable_expert_parallel=expert_parallel,
+            num_redundant_experts=_redundant(m, knobs, expert_parallel, sources),
+            moe_a2a_backend=_a2a_backend(knobs, sources),
             speculative_config=spec, **lora, sources=sources,
             options=VllmOptions(usage_context=usage, **offload,
                                 limit_mm_per_prompt=knobs.limit_mm_per_prompt))
@@ -1074,6 +1159,10 @@ class VllmEngine(Engine):
             args.append("--enforce-eager")
         if dep.enable_expert_parallel:
             args.append("--enable-expert-parallel")
+        if dep.num_redundant_experts:
+            args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
+        if dep.moe_a2a_backend:
+            args += ["--all2all-backend", dep.moe_a2a_backend]
         if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:

@@ -905,10 +905,10 @@ def stage_tensor_bytes(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: Qua
 
 
 def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
-                   quant: QuantSpec | None) -> WeightMemory:
+                   quant: QuantSpec | None, ep: int = 1) -> WeightMemory:
     """The PP stage whose weights hold the most device memory (reserved segments: SGLang and
     TGI see weights as the drop in free memory)."""
-    return max(weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant),
+    return max(weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep),
                key=lambda w: w.reserved_bytes)
 
 

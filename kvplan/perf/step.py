@@ -212,6 +212,17 @@ class PerfContext:
     link: str = ""  # what the TP all-reduce (and the pipeline hand-offs) cross, in words
     pp_crossings: int = 0  # pipeline stage boundaries between nodes, one hand-off each per step
     pp_link_bytes_per_s: float = 0.0  # the scale-out network per GPU, one direction
+    # --- expert --- MoE layers shared by data-parallel ranks / expert parallelism
+    # (perf/expert.py sets them; the defaults are one replica's own MoE layers)
+    moe_dp: int = 1  # DP ranks whose tokens meet in each MoE layer
+    moe_group: int = 1  # GPUs one MoE layer spans (1: the replica's TP all-reduce only)
+    moe_layers: int = 0  # MoE layers on the heaviest stage
+    all_to_all: bool = False  # tokens dispatched/combined all-to-all (else gather/scatter)
+    # a step's communication when set (moe_comm_per_token_s > 0): fixed + per own token
+    moe_comm_fixed_s: float = 0.0
+    moe_comm_per_token_s: float = 0.0
+    # the MoE group's link when it spans nodes (planner/nodes.py); 0: link_bytes_per_s
+    moe_link_bytes_per_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -225,6 +236,7 @@ class Links:
     pp_crossings: int = 0
     pp_bytes_per_s: float = 0.0
     text: str = ""
+    moe_bytes_per_s: float | None = None  # MoE dispatch/combine beyond one scale-up domain
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -464,7 +476,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         link=links.text if links else "", pp_crossings=links.pp_crossings if links else 0,
-        pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0)
+        pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0,
+        moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0)
 
 
 # --------------------------------------------------------------------- step time
@@ -513,7 +526,8 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     tokens = queries + prefill_tokens
     gemm_flops = (tokens * (ctx.dense_flops_per_token + ctx.expert_flops_per_token)
                   + (queries + prefill_seqs) * ctx.lm_head_flops_per_token)
-    weight_bytes = ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens)
+    weight_bytes = (ctx.dense_read_bytes
+                    + ctx.expert_bytes * expert_fraction(ctx, tokens * ctx.moe_dp))
     win = ctx.sliding_window or 0
     attn_flops = (ctx.attention_flops_per_context_token
                   * (queries * context_tokens + prefill_tokens * prefill_context_tokens)
@@ -534,7 +548,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
     bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)
     comm_s = 0.0
-    if ctx.tp > 1:
+    if ctx.moe_comm_per_token_s:  # MoE layers across DP / EP ranks (perf/expert.py)
+        comm_s = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * tokens
+    elif ctx.tp > 1:
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
         comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
     overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6

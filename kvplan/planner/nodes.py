@@ -252,9 +252,15 @@ def node_links(gpu: GpuSpec, tp: int, pp: int, dp: int = 1, *, nodes: int | None
     # the pipeline's stages span (tp × pp) / per-node GPUs nodes per replica
     stage_nodes = -(-tp * pp // (p.gpus_per_node or tp * pp))
     crossings = (stage_nodes - 1) if pp > 1 and tp * pp > s.scale_up_domain else 0
+    # an MoE layer's expert group spans TP × DP GPUs (perf/expert.py): beyond the scale-up
+    # domain its dispatch/combine crosses the scale-out network
+    ep_bytes = out if dp > 1 and tp * dp > s.scale_up_domain else None
+    if ep_bytes is not None:
+        parts.append(f"MoE traffic of TP × DP = {tp * dp} GPUs over {net}")
     if crossings:
         parts.append(f"{crossings} pipeline hand-off(s) per step over {net}")
     elif pp > 1:
         parts.append("pipeline hand-offs inside the scale-up domain (not timed)")
     return perf.Links(tp_bytes_per_s=tp_bytes, pp_crossings=crossings,
-                      pp_bytes_per_s=out or 0.0, text="; ".join(parts))
+                      pp_bytes_per_s=out or 0.0, text="; ".join(parts),
+                      moe_bytes_per_s=ep_bytes)

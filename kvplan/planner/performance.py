@@ -133,7 +133,23 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
         kv_capacity_tokens=res.usable_blocks * res.block_size,
         links=node_links(gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size,
                          dep.data_parallel_size, nodes=nodes, gpus_per_node=gpus_per_node))
+    ctx = _expert_parallel(ctx, m, dep)
     return replace(ctx, **spec) if spec else ctx
+
+
+def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> perf.PerfContext:
+    """MoE layers shared by DP ranks / split over EP ranks, as the engine lays them out
+    (Engine.moe_layout; kvplan/perf/expert.py)."""
+    if m.moe is None:
+        return ctx
+    from ..perf import expert
+
+    eng = registry.get(dep.engine)
+    moe_dp, ep, a2a = eng.moe_layout(dep)
+    ctx = replace(ctx, max_num_batched_tokens=eng.rank_batched_tokens(
+        dep, ctx.max_num_batched_tokens))
+    return expert.apply(ctx, m, dtype=dep.dtype, quant=dep.quant, dp=dep.data_parallel_size,
+                        ep=ep, moe_dp=moe_dp, all_to_all=a2a)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

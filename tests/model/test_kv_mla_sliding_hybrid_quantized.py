@@ -234,13 +234,18 @@ def test_gpt_oss_20b_mxfp4_weights_match_the_h100_log():
 
 def test_expert_parallel_holds_whole_experts_on_fewer_ranks():
     """--enable-expert-parallel with TP2 × DP2: each of the 4 ranks holds 128 / 4 = 32 whole
-    experts of Qwen3-30B-A3B (3 × 768 × 2048 each, 48 layers, bf16) instead of half of all 128."""
-    base = dict(tensor_parallel_size=2, data_parallel_size=2, max_model_len=8192)
-    no_ep = plan("Qwen/Qwen3-30B-A3B", "h100", **base)
-    ep = plan("Qwen/Qwen3-30B-A3B", "h100", enable_expert_parallel=True, **base)
+    experts of Qwen3-30B-A3B (3 × 768 × 2048 each, 48 layers, bf16) instead of half of all 128
+    at TP2 alone. Without EP, vLLM still shares the MoE layers over TP × DP (a quarter slice of
+    every expert: FusedMoEParallelConfig.make, flatten_tp_across_dp), the same bytes."""
+    base = dict(tensor_parallel_size=2, max_model_len=8192)
+    tp2 = plan("Qwen/Qwen3-30B-A3B", "h100", **base)
+    no_ep = plan("Qwen/Qwen3-30B-A3B", "h100", data_parallel_size=2, **base)
+    ep = plan("Qwen/Qwen3-30B-A3B", "h100", data_parallel_size=2, enable_expert_parallel=True,
+              **base)
     expert = 3 * 768 * 2048 * 2
-    assert (no_ep.memory.weights_tensor_bytes - ep.memory.weights_tensor_bytes
+    assert (tp2.memory.weights_tensor_bytes - ep.memory.weights_tensor_bytes
             == 48 * expert * (128 // 2 - 128 // 4))
+    assert no_ep.memory.weights_tensor_bytes == ep.memory.weights_tensor_bytes
     assert "--enable-expert-parallel" in ep.command
 
 

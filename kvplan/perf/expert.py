@@ -1,0 +1,90 @@
+"""Expert and data parallelism in the step-time model (docs/expert-parallel.md).
+
+One replica of the step model (perf/step.py) is one data-parallel rank: its batch is its share
+of the requests. What changes with MoE layers shared by D data-parallel ranks over N = T × D
+GPUs (DP attention) or with expert parallelism:
+
+* Expert weights on one GPU: its own experts, ceil(E / EP) of them whole under EP, else a 1/N
+  slice of every expert (kvplan.model.expert). A step reads the share of them that the tokens
+  of all D ranks (which run their MoE layers together) route to: 1 − (1 − k/E)^(D × tokens).
+  The expert FLOPs per own token do not change (k experts split N ways, D ranks' tokens).
+* Communication per step (step.step_terms's comm_s): each attention group all-reduces its
+  attention output (and its dense MLP) over T GPUs as before; each MoE layer instead
+  exchanges the tokens among the N GPUs:
+    - all-to-all (vLLM with EP and -dp > 1: FusedMoEParallelConfig.use_all2all_kernels =
+      dp_size > 1 and use_ep; SGLang --moe-a2a-backend deepep; TensorRT-LLM attention DP with
+      EP): dispatch and combine each move a token's hidden state to the GPUs of its k experts,
+      (N − 1)/N of them off the GPU:  2 × (α + tokens × k × hidden × 2 B × (N − 1)/N ÷ link);
+    - otherwise (SGLang DP attention without DeepEP; vLLM -dp > 1 without EP): an all-gather
+      of every rank's tokens and a reduce-scatter of the outputs:
+      2 × (α + tokens × hidden × 2 B × (N − 1) ÷ link).
+  Volumes as the DeepEP README states them (dispatch/combine of top-k routed tokens) and the
+  ring all-gather/reduce-scatter bound (each GPU receives the other N − 1 ranks' shares); α is
+  the engine's fitted all-reduce latency, the link perf.step.link_bytes_per_s (NVLink one
+  direction), or the scale-out network when the MoE group spans nodes (planner/nodes.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..model import expert as model_expert
+from ..specs import ModelSpec, QuantSpec
+from . import step
+
+
+def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
+          dp: int, ep: int, moe_dp: bool, all_to_all: bool) -> step.PerfContext:
+    """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
+    ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group)."""
+    if m.moe is None or (ep <= 1 and not moe_dp):
+        return ctx
+    group = ctx.tp * (dp if moe_dp else 1)
+    full = step._enumerate_stage(m, ctx.tp, ctx.pp, _dtype(dtype), quant)
+    if ep > 1:
+        local = model_expert.expert_bytes(m, ep=ep, dtype=_dtype(dtype), quant=quant,
+                                          pp=ctx.pp).rank_bytes
+    else:  # a TP slice of every expert over the group
+        local = full.expert_bytes * ctx.tp // group
+    dense_read = max(0, ctx.weight_bytes_per_gpu - local - full.unread_bytes)
+    out = replace(ctx, expert_bytes=local, dense_read_bytes=dense_read,
+                  moe_dp=dp if moe_dp else 1, moe_group=group,
+                  moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all)
+    if not (moe_dp and dp > 1) and not all_to_all:
+        return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
+    fixed = comm_s(out, 0.0)
+    return replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+
+
+def _dtype(dtype: str) -> str:
+    return dtype if dtype in ("bfloat16", "float16", "float32") else "bfloat16"
+
+
+def _moe_layers_on_stage(m: ModelSpec, pp: int) -> int:
+    assert m.moe is not None
+    moe = set(m.moe.moe_layers)
+    from ..model.weights import pp_layer_ranges
+
+    return max(sum(1 for i in r if i in moe) for r in pp_layer_ranges(m.num_layers, pp))
+
+
+def comm_s(ctx: step.PerfContext, tokens: float) -> float:
+    """Communication of one step of `tokens` own tokens on a GPU whose MoE layers span
+    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring)."""
+    c = ctx.coefficients
+    alpha = c.allreduce_latency_us * 1e-6
+    link = ctx.link_bytes_per_s
+    act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
+    out = 0.0
+    if ctx.tp > 1:  # attention (and dense MLP) all-reduces inside the attention group
+        ar = act * 2 * (ctx.tp - 1) / ctx.tp
+        dense_layers = ctx.layers - ctx.moe_layers
+        out += (ctx.layers + dense_layers) * (alpha + ar / link)
+    n = ctx.moe_group
+    if n > 1:
+        if ctx.all_to_all:
+            moved = act * ctx.top_k * (n - 1) / n
+        else:
+            moved = act * (n - 1)
+        out += ctx.moe_layers * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
+    return out

@@ -1,0 +1,101 @@
+"""The step model with MoE layers shared by DP ranks / split over EP ranks (perf/expert.py).
+
+Hand-worked from the formula in kvplan/perf/expert.py's docstring (dispatch + combine of each
+token's hidden state to its k experts' GPUs, (N − 1)/N of them remote, as DeepEP's README
+describes the two all-to-all phases), with DeepSeek-V3's config (hidden 7168, top-8 of 256
+experts, 58 MoE layers) and the H200's 900 GB/s NVLink (gpu_specs/h200-sxm-141gb.json, one
+direction 450 GB/s)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan import plan
+from kvplan.perf import expert, step
+from kvplan.sources.catalog import resolve_gpu, resolve_model
+from kvplan.specs import Workload
+
+DSV3 = "deepseek-ai/DeepSeek-V3"
+
+
+def _ctx(tp: int, **kw):
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    ctx = step.context_for(m, gpu, "vllm", "0.11.0", tp=tp, dtype="bfloat16")
+    return m, expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, **kw)
+
+
+def test_dp8_ep8_all_to_all_per_step_by_hand():
+    """-tp 1 -dp 8 with EP (vLLM: all-to-all kernels). 64 own tokens: each MoE layer moves
+    64 × 7168 × 2 B × 8 experts × 7/8 = 6,422,528 B each way; per layer 2 × (α + bytes / 450
+    GB/s); no attention all-reduce at TP 1. α = the engine's fitted all-reduce latency."""
+    _, ctx = _ctx(1, dp=8, ep=8, moe_dp=True, all_to_all=True)
+    assert ctx.link_bytes_per_s == 450e9 and ctx.moe_layers == 58 and ctx.moe_group == 8
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    want = 58 * 2 * (alpha + 6_422_528 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(want, rel=1e-12)
+    terms = step.step_terms(ctx, decode_seqs=64, context_tokens=1000)
+    assert terms.comm_s == pytest.approx(want, rel=1e-12)
+
+
+def test_dp_attention_without_all_to_all_gathers_every_rank():
+    """Gather/scatter (SGLang DP attention without DeepEP): 64 × 7168 × 2 B × (8 − 1) =
+    6,422,528 B each way per MoE layer — here the same volume as top-8 all-to-all over 8."""
+    _, ctx = _ctx(1, dp=8, ep=8, moe_dp=True, all_to_all=False)
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(58 * 2 * (alpha + 64 * 7168 * 2 * 7 / 450e9), rel=1e-12)
+
+
+def test_ep_reads_one_ranks_experts_touched_by_every_dp_ranks_tokens():
+    """EP8: 32 whole experts per GPU (76.14 GiB, tests/engines/test_expert_parallel.py); one
+    decode step of 1 own token on each of 8 DP ranks touches 1 − (1 − 8/256)^8 of them."""
+    _, ctx = _ctx(1, dp=8, ep=8, moe_dp=True, all_to_all=True)
+    assert ctx.expert_bytes == 81_758_552_064
+    assert ctx.moe_dp == 8
+    frac = 1 - (1 - 8 / 256) ** 8
+    terms = step.step_terms(ctx, decode_seqs=1, context_tokens=0)
+    assert terms.weight_bytes == pytest.approx(ctx.dense_read_bytes
+                                               + 81_758_552_064 * frac, rel=1e-12)
+
+
+def test_tp8_ep8_keeps_the_all_reduce():
+    """TP8 with EP and one DP rank: vLLM and SGLang (without DeepEP) all-reduce as before; the
+    step reads one GPU's 32 experts, the same bytes as a 1/8 slice of all 256."""
+    m, ctx = _ctx(8, dp=1, ep=8, moe_dp=False, all_to_all=False)
+    plain = step.context_for(m, resolve_gpu("h200"), "vllm", "0.11.0", tp=8, dtype="bfloat16")
+    assert ctx.moe_comm_per_token_s == 0.0
+    assert ctx.expert_bytes == plain.expert_bytes
+    t = step.step_terms(ctx, decode_seqs=16, context_tokens=100)
+    assert t.comm_s == step.step_terms(plain, decode_seqs=16, context_tokens=100).comm_s
+
+
+def test_dp_attention_plan_has_per_gpu_throughput_of_its_ranks():
+    """A -tp 1 -dp 8 plan's replica is one GPU: tokens/s per GPU is the replica's."""
+    p = plan(DSV3, "h200", tensor_parallel_size=1, data_parallel_size=8,
+             enable_expert_parallel=True,
+             workload=Workload(avg_input_tokens=1000, avg_output_tokens=1000,
+                               target_concurrency=32))
+    perf = p.performance
+    assert perf is not None
+    assert perf.output_tokens_per_s_per_gpu == pytest.approx(perf.output_tokens_per_s, rel=1e-3)
+
+
+def test_ep16_over_two_hgx_nodes_uses_the_scale_out_network_by_hand():
+    """-tp 8 -dp 2 with EP on H200: the MoE group spans 16 GPUs, two HGX H200 nodes (scale-up
+    domain 8; 8 × 400 Gb/s ConnectX-7 = 50 GB/s per GPU one direction, gpu_specs/
+    h200-sxm-141gb.json). 64 own tokens, top-8 over 16: 64 × 7168 × 2 B × 8 × 15/16 =
+    6,881,280 B each way per MoE layer at 50 GB/s; the attention all-reduce stays on NVLink."""
+    from kvplan.planner.nodes import node_links
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    links = node_links(gpu, 8, 1, 2)
+    assert links.moe_bytes_per_s == 50e9 and links.tp_bytes_per_s is None
+    ctx = step.context_for(m, gpu, "vllm", "0.11.0", tp=8, dtype="bfloat16", links=links)
+    ctx = expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=2, ep=16,
+                       moe_dp=True, all_to_all=True)
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    moe = 58 * 2 * (alpha + 6_881_280 / 50e9)
+    attn = (61 + 3) * (alpha + 64 * 7168 * 2 * 2 * 7 / 8 / 450e9)
+    assert ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64 == pytest.approx(moe + attn,
+                                                                                 rel=1e-9)
