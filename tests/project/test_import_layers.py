@@ -77,6 +77,7 @@ LAYER = {
     "kvplan.deploy": "deploy",
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
+    "kvplan.deploy.manifests": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.report": "render",
