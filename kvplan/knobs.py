@@ -339,6 +339,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- manifests ---
+    _O("emit", str, ("--emit",), "write the deployment file for the plan: k8s, helm-llmd, "
+       "helm-production-stack, dynamo, kserve, ray, skypilot or compose (to stdout, or -o FILE; "
+       "docs/deploy-check.md)"),
 )}
 
 

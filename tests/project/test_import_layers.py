@@ -78,6 +78,7 @@ LAYER = {
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
     "kvplan.deploy.manifests": "deploy",
+    "kvplan.deploy.emit": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.report": "render",
