@@ -27,11 +27,10 @@ from ..engines import registry
 from ..errors import InvalidInputError
 from ..specs import Plan
 from .commands import _entrypoint
-from .manifests import DYNAMO_MODULES, RAY_GPUS, SKY_GPUS
+from .manifests import DYNAMO_MODULES, RAY_GPUS, SKY_GPUS, VLLM
 
 FORMATS = ("k8s", "helm-llmd", "helm-production-stack", "dynamo", "kserve", "ray", "skypilot",
            "compose")
-VLLM = "vllm"  # KServe's LLMInferenceService, llm-d, production-stack and Ray Serve LLM run vLLM
 # Container images per engine (each project's published image; the tag is the engine release):
 # docker.io vllm/vllm-openai, lmsysorg/sglang, ghcr.io huggingface/text-generation-inference,
 # nvcr.io nvidia/tensorrt-llm/release — the images whose tags engines/*.py image_versions read.

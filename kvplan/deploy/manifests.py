@@ -86,6 +86,8 @@ class ManifestFound(Found):
     unchecked: str | None = None
 
 
+VLLM = "vllm"  # the engine KServe's LLMInferenceService, llm-d, production-stack, Ray Serve LLM
+# and NIM run (these formats are vLLM deployments by definition)
 # Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
 # name → takes a value.
 DYNAMO_FLAGS = {
@@ -122,6 +124,7 @@ class _Ctx:
     file: str
     templates: Templates
     budget: list[int] = field(default_factory=lambda: [MAX_YAML_NODES])
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # in the same file
 
 
 # ---------------------------------------------------------------- node helpers
@@ -148,10 +151,22 @@ def _int(node: Any) -> int | None:
     return int(text) if text is not None and re.fullmatch(r"[0-9]{1,6}", text.strip()) else None
 
 
-def _env(container: Any) -> dict[str, str]:
-    out = {}
+def _env(container: Any, ctx: _Ctx | None = None) -> dict[str, str]:
+    """A container's environment: literal `env` values, and those a ConfigMap in the same file
+    provides (`valueFrom.configMapKeyRef`, `envFrom[].configMapRef`); secrets and field
+    references are skipped."""
+    maps = ctx.configmaps if ctx is not None else {}
+    out: dict[str, str] = {}
+    for item in _seq(_get(container, "envFrom")):
+        data = maps.get(_scalar(_path(item, "configMapRef", "name")) or "", {})
+        prefix = _scalar(_get(item, "prefix")) or ""
+        out.update({prefix + k: v for k, v in data.items()})
     for item in _seq(_get(container, "env")):
         name, value = _scalar(_get(item, "name")), _scalar(_get(item, "value"))
+        ref = _path(item, "valueFrom", "configMapKeyRef")
+        if name and value is None and ref is not None:
+            value = maps.get(_scalar(_get(ref, "name")) or "", {}).get(
+                _scalar(_get(ref, "key")) or "")
         if name and value is not None:
             out[name] = value
     return out
@@ -237,6 +252,8 @@ def _split(text: str, ctx: _Ctx, line: int) -> list[str]:
                                hint="check the quotes") from None
 
 
+# Kubernetes expands $(VAR) in a container's command and args from its env (not $((…)))
+K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -257,6 +274,7 @@ def substitute(script: str, env: dict[str, str]) -> str:
 
     for _ in range(4):  # variables, then arithmetic over their values (bounded: no loops)
         before = script
+        script = K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), script)
         script = VAR.sub(var, ARITH.sub(arith, script))
         if script == before:
             break
@@ -333,7 +351,7 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     first = _strings(_get(container, "command")) or _strings(_get(container, "args"))
     if first:
         line = first[0][1]
-    env = {**_env(container), **(env or {})}
+    env = {**_env(container, ctx), **(env or {})}
     if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {
             "-c", "-lc", "-ec"}:
         script = _vllm_script(substitute(tokens[2], env))
@@ -358,12 +376,12 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
             return _adopt(found[0], pool, replicas, gpu, gpu_count, notes)
     if default_argv is None:
         return None
-    argv = default_argv + _underscored(tokens)
+    argv = default_argv + _underscored([substitute(t, env) for t in tokens])
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:
         argv += _underscored(_split(substitute(extra, env), ctx, line))
     shown = "vllm serve " + " ".join(shlex.quote(a) for a in argv)
-    return _row("vllm", argv, ctx=ctx, line=line, text=shown, pool=pool, replicas=replicas,
+    return _row(VLLM, argv, ctx=ctx, line=line, text=shown, pool=pool, replicas=replicas,
                 gpu=gpu, gpu_count=gpu_count, notes=notes)
 
 
@@ -519,7 +537,7 @@ def _isvc(doc: Any, ctx: _Ctx) -> list[Found]:
     pred = _path(doc, "spec", "predictor")
     line = _line(model)
     text = "huggingfaceserver (vLLM) " + " ".join(argv)
-    return [_row("vllm", [name or "/mnt/models", *argv], ctx=ctx, line=line, text=text,
+    return [_row(VLLM, [name or "/mnt/models", *argv], ctx=ctx, line=line, text=text,
                  pool=f"KServe InferenceService {_scalar(_path(doc, 'metadata', 'name'))}",
                  replicas=_int(_get(pred, "minReplicas")), gpu=_gpu_label(pred, ctx),
                  gpu_count=_gpu_count(model))]
@@ -607,7 +625,7 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
                 gpu = (_gpu_name(_strings(_get(n, "values"))[0][0]),
                        f"nodeSelectorTerms {_scalar(_get(n, 'key'))}")
         text = "vllm serve " + " ".join(shlex.quote(a) for a in argv)
-        f = _row("vllm", argv, ctx=ctx, line=_line(spec), text=text,
+        f = _row(VLLM, argv, ctx=ctx, line=_line(spec), text=text,
                  pool=f"production-stack modelSpec {name}",
                  replicas=_int(_get(spec, "replicaCount")), gpu=gpu,
                  gpu_count=_int(_get(spec, "requestGPU")))
@@ -658,7 +676,7 @@ def _ray_config(cfg: Any, ctx: _Ctx, pool: str) -> Found | None:
     if top:
         notes.append(f"autoscaling up to {top} replica(s)")
     text = "ray.serve.llm (vLLM) " + " ".join(shlex.quote(a) for a in argv)
-    return _row("vllm", argv, ctx=ctx, line=_line(cfg), text=text, pool=pool, replicas=replicas,
+    return _row(VLLM, argv, ctx=ctx, line=_line(cfg), text=text, pool=pool, replicas=replicas,
                 gpu=gpu, gpu_count=count, notes=notes)
 
 
@@ -758,18 +776,59 @@ def _nim(doc: Any, ctx: _Ctx) -> list[Found]:
     """NIMService: NIM LLM's environment variables, planned as its vLLM backend."""
     spec = _get(doc, "spec")
     image = _scalar(_path(spec, "image", "repository")) or ""
-    env = _env(spec)
+    env = _env(spec, ctx)
     model = env.get("NIM_MODEL_NAME") or image.rstrip("/").rsplit("/", 1)[-1]
     argv = [model]
     for var, flag in NIM_ENV.items():
         if var in env and var != "NIM_MODEL_NAME":
             argv += [flag, env[var]]
     text = f"NIM {image} " + " ".join(argv[1:])
-    return [_row("vllm", argv, ctx=ctx, line=_line(spec), text=text,
+    return [_row(VLLM, argv, ctx=ctx, line=_line(spec), text=text,
                  pool=f"NIMService {_scalar(_path(doc, 'metadata', 'name'))}",
                  replicas=_int(_get(spec, "replicas")), gpu=_gpu_label(spec, ctx),
                  gpu_count=_gpu_count(spec),
                  notes=["NIM planned as its vLLM backend (a TensorRT-LLM profile differs)"])]
+
+
+WORKLOADS = {"Deployment", "StatefulSet", "Pod", "Job", "DaemonSet", "ReplicaSet"}
+
+
+def _pod_spec(doc: Any) -> Any:
+    return _get(doc, "spec") if _kind(doc) == "Pod" else _path(doc, "spec", "template", "spec")
+
+
+def _uses_configmap(doc: Any, ctx: _Ctx) -> bool:
+    """A workload whose containers read env from a ConfigMap defined in the same file."""
+    if _kind(doc) not in WORKLOADS or not ctx.configmaps:
+        return False
+    for c in _seq(_get(_pod_spec(doc), "containers")):
+        names = [_scalar(_path(i, "configMapRef", "name")) for i in _seq(_get(c, "envFrom"))]
+        names += [_scalar(_path(i, "valueFrom", "configMapKeyRef", "name"))
+                  for i in _seq(_get(c, "env"))]
+        if any(n in ctx.configmaps for n in names):
+            return True
+    return False
+
+
+def _workload(doc: Any, ctx: _Ctx) -> list[Found]:
+    """A Deployment (StatefulSet, Pod, …) whose server reads its flags from a ConfigMap."""
+    spec = _pod_spec(doc)
+    name = _scalar(_path(doc, "metadata", "name")) or "?"
+    out: list[Found] = []
+    for c in _seq(_get(spec, "containers")):
+        image = _scalar(_get(c, "image")) or ""
+        try:
+            f = _container_row(c, ctx, pool=f"{_kind(doc)} {name}",
+                               replicas=_int(_path(doc, "spec", "replicas")),
+                               gpu=_gpu_label(spec, ctx), gpu_count=_gpu_count(c),
+                               default_argv=[] if any(
+                                   p.search(image) for p in registry.get(VLLM).syntax
+                                   .image_entrypoints) else None)
+        except DeployParseError as e:
+            f = _failed(e, ctx.file, text=name)
+        if f is not None:
+            out.append(f)
+    return out
 
 
 def _kind(doc: Any) -> str:
@@ -795,7 +854,16 @@ READERS: list[tuple[Callable[[Any], bool], Callable[[Any, _Ctx], list[Found]]]] 
 
 
 def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], list[Found]]]]:
-    for doc in _yaml_nodes(text, ctx.file):
+    docs = _yaml_nodes(text, ctx.file)
+    for doc in docs:  # ConfigMaps first: a container may read its flags from one further down
+        if _kind(doc) == "ConfigMap":
+            name = _scalar(_path(doc, "metadata", "name")) or ""
+            ctx.configmaps[name] = {k: v for k, node in _map(_get(doc, "data"))
+                                    if (v := _scalar(node)) is not None}
+    for doc in docs:
+        if _uses_configmap(doc, ctx):
+            yield doc, _workload
+            continue
         reader = next((r for match, r in READERS if match(doc)), None)
         if reader is not None:
             yield doc, reader

@@ -21,7 +21,7 @@ def _flags(command: str) -> set[str]:
 
 
 def test_report_takes_every_planning_flag_plan_takes():
-    plan = _flags("plan") - {"--json"}
+    plan = _flags("plan") - {"--json", "--emit"}  # --emit writes a manifest: plan's own
     assert plan - _flags("report") == set()
 
 

@@ -173,3 +173,76 @@ def test_substitute_fills_variables_then_arithmetic():
     assert substitute("--dp $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) --l ${DP_SIZE_LOCAL} "
                       "--r ${LWS_WORKER_INDEX:-0} --a $UNKNOWN", env) == \
         "--dp 16 --l 8 --r 0 --a $UNKNOWN"
+
+
+def check_text(capsys, tmp_path, text, *args):
+    path = tmp_path / "deploy.yaml"
+    path.write_text(textwrap.dedent(text))
+    return check_json(capsys, str(path), *args)
+
+
+def test_flags_from_a_configmap_in_the_same_file(capsys, tmp_path):
+    # $(VAR) in args is Kubernetes' own expansion from the container's env
+    code, report, _ = check_text(capsys, tmp_path, """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: serving}
+        data: {MODEL: Qwen/Qwen3-8B, MAX_LEN: "16384"}
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: qwen}
+        spec:
+          replicas: 2
+          template:
+            spec:
+              nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}
+              containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.19.0
+                args: ["--model", "$(MODEL)", "--max-model-len", "$(MAX_LEN)"]
+                envFrom: [{configMapRef: {name: serving}}]
+                resources: {limits: {nvidia.com/gpu: 1}}
+    """)
+    (row,) = report["deployments"]
+    assert row["model"] == "Qwen/Qwen3-8B" and row["gpu"] == "l4"
+    assert row["gpu_source"] == "nodeSelector cloud.google.com/gke-accelerator"
+    assert row["plan"]["inputs"]["max_model_len"]["value"] == 16384
+
+
+def test_nim_service_environment(capsys, tmp_path):
+    code, report, _ = check_text(capsys, tmp_path, """\
+        apiVersion: apps.nvidia.com/v1alpha1
+        kind: NIMService
+        metadata: {name: llama}
+        spec:
+          image: {repository: nvcr.io/nim/meta/llama-3.1-8b-instruct, tag: "1.3.3"}
+          env:
+          - {name: NIM_MAX_MODEL_LEN, value: "8192"}
+          - {name: NIM_TENSOR_PARALLEL_SIZE, value: "2"}
+          resources: {limits: {nvidia.com/gpu: 1}}
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+    """)
+    (row,) = report["deployments"]
+    # the image's name is the catalogue alias; TP 2 on a pod with 1 GPU will not start
+    assert row["model"] == "llama-3.1-8b-instruct" and row["status"] == "does-not-fit"
+    assert row["plan"]["inputs"]["max_model_len"]["value"] == 8192
+    assert "gpu-count-mismatch" in {p["code"] for p in row["problems"]}
+    assert code == 1
+
+
+def test_inference_service_huggingface_runtime(capsys, tmp_path):
+    code, report, _ = check_text(capsys, tmp_path, """\
+        apiVersion: serving.kserve.io/v1beta1
+        kind: InferenceService
+        metadata: {name: qwen}
+        spec:
+          predictor:
+            model:
+              modelFormat: {name: huggingface}
+              args: [--model_name=qwen, --model_id=Qwen/Qwen2.5-7B-Instruct, --max_model_len=8192]
+              resources: {limits: {nvidia.com/gpu: "1"}}
+    """, "--gpu", "l40s")
+    (row,) = report["deployments"]
+    assert row["model"] == "Qwen/Qwen2.5-7B-Instruct" and row["status"] == "fits"
+    assert row["plan"]["inputs"]["max_model_len"]["value"] == 8192  # --max_model_len
