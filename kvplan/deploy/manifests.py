@@ -125,6 +125,7 @@ class _Ctx:
     templates: Templates
     budget: list[int] = field(default_factory=lambda: [MAX_YAML_NODES])
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # in the same file
+    all_docs: list[Any] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- node helpers
@@ -854,7 +855,7 @@ READERS: list[tuple[Callable[[Any], bool], Callable[[Any, _Ctx], list[Found]]]] 
 
 
 def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], list[Found]]]]:
-    docs = _yaml_nodes(text, ctx.file)
+    docs = ctx.all_docs = _yaml_nodes(text, ctx.file)
     for doc in docs:  # ConfigMaps first: a container may read its flags from one further down
         if _kind(doc) == "ConfigMap":
             name = _scalar(_path(doc, "metadata", "name")) or ""
@@ -867,6 +868,21 @@ def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], lis
         reader = next((r for match, r in READERS if match(doc)), None)
         if reader is not None:
             yield doc, reader
+
+
+def _label_generic(found: list[Found], all_docs: list[Any], claimed: list[Any],
+                   ctx: _Ctx) -> None:
+    """The GPU model of a workload the generic reader read, from the labels it does not know
+    (cloud.google.com/gke-accelerator, gpu.nvidia.com/model): set where it found none."""
+    ids = {id(d) for d, _ in claimed}
+    for doc in all_docs:
+        if id(doc) in ids or _kind(doc) not in WORKLOADS:
+            continue
+        gpu = _gpu_label(_pod_spec(doc), ctx)
+        first, last = doc.start_mark.line + 1, doc.end_mark.line + 1
+        for f in found:
+            if gpu[0] and f.error is None and f.gpu is None and first <= f.line <= last:
+                f.gpu, f.gpu_source = gpu
 
 
 def manifest_commands(path: Path, found: list[Found], templates: Templates) -> list[Found]:
@@ -887,6 +903,7 @@ def manifest_commands(path: Path, found: list[Found], templates: Templates) -> l
         if type(e).__name__ in {"InvalidConfigError", "InvalidInputError"}:
             return found
         raise
+    _label_generic(found, ctx.all_docs, docs, ctx)
     if not docs:
         return found
     spans = [(d.start_mark.line + 1, d.end_mark.line + 1) for d, _ in docs]

@@ -246,3 +246,23 @@ def test_inference_service_huggingface_runtime(capsys, tmp_path):
     (row,) = report["deployments"]
     assert row["model"] == "Qwen/Qwen2.5-7B-Instruct" and row["status"] == "fits"
     assert row["plan"]["inputs"]["max_model_len"]["value"] == 8192  # --max_model_len
+
+
+def test_gke_accelerator_label_on_a_plain_deployment(capsys, tmp_path):
+    code, report, _ = check_text(capsys, tmp_path, """\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: qwen}
+        spec:
+          template:
+            spec:
+              nodeSelector: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}
+              containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.19.0
+                command: [vllm, serve, Qwen/Qwen3-8B]
+                resources: {limits: {nvidia.com/gpu: 1}}
+    """)
+    (row,) = report["deployments"]
+    assert (row["gpu"], row["status"]) == ("h100-80gb", "fits")
+    assert row["plan"]["gpu"]["id"] == "h100-sxm-80gb"
