@@ -57,7 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engines import registry
-from ..sources.limits import MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
+from ..errors import InvalidConfigError
+from ..sources.limits import MAX_COMMAND_CHARS, MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
 from .commands import (
     DeployParseError,
     Found,
@@ -260,22 +261,34 @@ VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Z
 
 def substitute(script: str, env: dict[str, str]) -> str:
     """A shell script with the variables `env` defines filled in and `$(( … ))` arithmetic on
-    integers worked out (the rest left for the check to report as unexpanded)."""
+    integers worked out (the rest left for the check to report as unexpanded). The text never
+    grows past MAX_COMMAND_CHARS (a file's variables referring to each other could otherwise
+    multiply it): expansion stops there."""
+    grown = [len(script)]
+
+    def filled(value: str, original: str) -> str:
+        grown[0] += len(value) - len(original)
+        if grown[0] > MAX_COMMAND_CHARS:
+            grown[0] -= len(value) - len(original)
+            return original
+        return value
+
     def var(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
-            return env[name]
-        return m.group(2) if m.group(2) is not None else m.group(0)
+            return filled(env[name], m.group(0))
+        return filled(m.group(2), m.group(0)) if m.group(2) is not None else m.group(0)
 
     def arith(m: re.Match[str]) -> str:
         expr = re.sub(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
                       lambda v: env.get(v.group(1), v.group(0)), m.group(1))
         value = integer_arithmetic(expr)
-        return m.group(0) if value is None else str(value)
+        return m.group(0) if value is None else filled(str(value), m.group(0))
 
     for _ in range(4):  # variables, then arithmetic over their values (bounded: no loops)
         before = script
-        script = K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), script)
+        script = K8S_VAR.sub(lambda m: filled(env.get(m.group(1), m.group(0)), m.group(0)),
+                             script)
         script = VAR.sub(var, ARITH.sub(arith, script))
         if script == before:
             break
@@ -638,14 +651,6 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
     return out
 
 
-def _flag_value(value: Any) -> list[str] | None:
-    """A config value as flag words: None for a mapping/list other than JSON-able ones."""
-    text = _scalar(value)
-    if text is not None:
-        return [text]
-    return None
-
-
 def _ray_config(cfg: Any, ctx: _Ctx, pool: str) -> Found | None:
     """One Ray Serve LLMConfig."""
     loading = _get(cfg, "model_loading_config")
@@ -897,12 +902,8 @@ def manifest_commands(path: Path, found: list[Found], templates: Templates) -> l
         ctx = _Ctx(file, Templates(values=dict(templates.values)))
         text = ctx.templates.fill(raw, file)
         docs = list(_docs(text, ctx))
-    except (DeployParseError, OSError):
+    except (DeployParseError, InvalidConfigError, OSError):
         return found  # the generic reader already reported what is wrong with the file
-    except Exception as e:  # noqa: BLE001 - a reader bug must not hide the file's other rows
-        if type(e).__name__ in {"InvalidConfigError", "InvalidInputError"}:
-            return found
-        raise
     _label_generic(found, ctx.all_docs, docs, ctx)
     if not docs:
         return found

@@ -266,3 +266,10 @@ def test_gke_accelerator_label_on_a_plain_deployment(capsys, tmp_path):
     (row,) = report["deployments"]
     assert (row["gpu"], row["status"]) == ("h100-80gb", "fits")
     assert row["plan"]["gpu"]["id"] == "h100-sxm-80gb"
+
+
+def test_substitute_cannot_multiply_a_script_past_the_command_limit():
+    from kvplan.sources.limits import MAX_COMMAND_CHARS
+
+    env = {"A": "$A" * 1000}  # each round would multiply the text a thousandfold
+    assert len(substitute("vllm serve $A", env)) <= MAX_COMMAND_CHARS
