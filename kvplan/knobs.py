@@ -385,6 +385,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "deepep_high_throughput or deepep_low_latency",
        knob="engine", model=Literal["none", "deepep", "allgather_reducescatter", "naive",
                                     "deepep_high_throughput", "deepep_low_latency"]),
+    # --- manifests ---
+    _O("emit", str, ("--emit",), "write the deployment file for the plan: k8s, helm-llmd, "
+       "helm-production-stack, dynamo, kserve, ray, skypilot or compose (to stdout, or -o FILE; "
+       "docs/deploy-check.md)"),
 )}
 
 

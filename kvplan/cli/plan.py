@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -14,6 +15,7 @@ from .common import (
     errors,
     option,
     options_file,
+    own,
     planning_options,
     resolve_model,
     table_options,
@@ -25,7 +27,9 @@ from .common import (
 def _plan_params() -> list[inspect.Parameter]:
     return [argument("model", "Catalogue id or alias (see `kvplan models`), a local model "
                      "directory / config.json, or a Hub repo id."),
-            *planning_options()]  # the table is in plan's --help order
+            *planning_options(),  # the table is in plan's --help order
+            own("output", Path | None, "--output", "-o", help="with --emit: the file to write "
+                "(default: stdout)")]
 
 
 @table_options(_plan_params)
@@ -55,6 +59,10 @@ def plan(model: str, **values: Any) -> None:
                        offline=values["offline"],
                        minimize_utilization=values["minimize_utilization"],
                        **{**flags, **options})
+    if values["emit"] or values["output"]:
+        emit_file(result, values["emit"], values["output"])
+        if values["output"] is None:  # the manifest is stdout
+            raise typer.Exit(0 if result.fits and not errors(result) else 1)
     if values["as_json"]:
         write(result.model_dump_json(indent=2) + "\n")
         if result.problems:
@@ -118,6 +126,22 @@ def _plan_disagg(model: str, values: dict[str, Any], workload: Any) -> None:
 
         disagg_text(result, console())
     raise typer.Exit(0 if result.fits else 1)
+def emit_file(result: Any, fmt: str | None, output: Path | None) -> None:
+    """`--emit FORMAT [-o FILE]`: the plan's deployment file, to FILE or stdout."""
+    from ..deploy.emit import emit
+    from ..errors import InvalidInputError
+
+    if not fmt:
+        raise InvalidInputError("-o/--output needs --emit FORMAT",
+                                hint="e.g. --emit k8s -o deploy.yaml")
+    text = emit(result, fmt)
+    if output is None:
+        write(text)
+        return
+    from ..render.report import write_atomic
+
+    write_atomic(output, text)
+    console(stderr=True).print(f"wrote {output} ({fmt})", markup=False)
 
 
 # The engine-generic settings compare plans every engine with, besides the workload.

@@ -31,7 +31,8 @@ def _report_params() -> list[inspect.Parameter]:
                  "(self-contained) or .md; default: stdout"),
             own("fmt", str | None, "--format", help="md or html (default: from the -o suffix, "
                  "else md)"),
-            *planning_options(skip=("as_json", *disagg_options()), gpu={"required": False}),
+            *planning_options(skip=("as_json", "emit", *disagg_options()),
+                              gpu={"required": False}),
             own("generated_at", str | None, "--generated-at", help="a date or note to print in "
                  "the report (none by default, so the same inputs give byte-identical reports)")]
 

@@ -40,7 +40,13 @@ def _sweep_params() -> list[inspect.Parameter]:
         option("disagg", help="also plan disaggregated prefill/decode services on each priced "
                "data-centre GPU, ranked with the rest; a note says which wins (docs/disagg.md)"),
         option("as_json"),
-        option("calibration")]
+        option("calibration"),
+        option("emit", help="write the deployment file of option N (--option): k8s, helm-llmd, "
+               "helm-production-stack, dynamo, kserve, ray, skypilot or compose"),
+        own("option", int, "--option", help="with --emit: the option's rank (default: 1)",
+            default=1),
+        own("output", Path | None, "--output", "-o", help="with --emit: the file to write "
+            "(default: stdout)")]
 
 
 @table_options(_sweep_params)
@@ -86,6 +92,16 @@ def sweep(model: str, **values: Any) -> None:
         raise InvalidInputError(f"--prices {str(values['prices'])[:200]}: not UTF-8 text "
                                 f"(undecodable byte at offset {e.start})",
                                 hint="save it as UTF-8 CSV or YAML") from None
+    if values["emit"] or values["output"]:
+        from .plan import emit_file
+
+        rank = values["option"]
+        if not 1 <= rank <= len(result.options):
+            raise InvalidInputError(f"--option {rank}: the sweep has {len(result.options)} "
+                                    "option(s)", hint="pick a rank from the table (1 = best)")
+        emit_file(result.options[rank - 1].plan, values["emit"], values["output"])
+        if values["output"] is None:
+            raise typer.Exit(result.exit_code)
     if values["as_json"]:
         write(result.model_dump_json(indent=1) + "\n")
     else:

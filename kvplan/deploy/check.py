@@ -41,6 +41,7 @@ from .commands import (
     read_options_file,
     recognised_commands,
 )
+from .manifests import ManifestFound, manifest_commands
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
 _DEFAULT_LABEL = registry.get(registry.DEFAULT).label  # the engine a policy's version is for
@@ -242,7 +243,7 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
             templates = Templates(values=dict(sets))
             try:
                 _refuse_outside_link(path)
-                found = find_commands(path, templates)
+                found = manifest_commands(path, find_commands(path, templates), templates)
             except DeployParseError as e:
                 rows.append(_error_row(e.file, e.line, e, command=""))
                 continue
@@ -485,6 +486,11 @@ def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:
 
 
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
+    if isinstance(f, ManifestFound) and f.unchecked:  # a manifest value left as a template
+        return CheckedDeployment(
+            file=f.file, line=f.line, engine=f.engine, command=f.text, model=None, gpu=None,
+            gpu_source=None, status="unchecked", exit_code=0, policy_violations=[], plan=None,
+            problems=[Problem(code="unchecked", severity="warning", message=f.unchecked)])
     gpu = f.gpu or policy.gpu
     gpu_source = f.gpu_source or ("--gpu / policy" if policy.gpu else None)
 

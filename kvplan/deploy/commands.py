@@ -758,6 +758,8 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
 
 
 def _version_from_image(found: Found, image: str) -> None:
+    if found.error is not None:  # a `sh -c` script whose command could not be read: no engine
+        return
     for pattern in _syntax(found.engine).image_versions:
         m = pattern.search(image)
         if m:

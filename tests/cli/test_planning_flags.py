@@ -21,11 +21,12 @@ def _flags(command: str) -> set[str]:
 
 
 def test_report_takes_every_planning_flag_plan_takes():
-    """…except the --disagg pool flags: a report reviews one deployment (docs/disagg.md)."""
+    """…except the --disagg pool flags: a report reviews one deployment (docs/disagg.md), and
+    --emit, which writes plan's manifest."""
     from kvplan.cli.plan import disagg_options
 
     disagg = {"--" + n.replace("_", "-") for n in disagg_options()}
-    plan = _flags("plan") - {"--json"} - disagg
+    plan = _flags("plan") - {"--json", "--emit"} - disagg
     assert plan - _flags("report") == set()
     assert disagg & _flags("report") == set()
 

@@ -93,6 +93,8 @@ LAYER = {
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
     "kvplan.deploy.launchers": "deploy",
+    "kvplan.deploy.manifests": "deploy",
+    "kvplan.deploy.emit": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.disagg": "render",

@@ -1,0 +1,334 @@
+"""`kvplan plan … --emit FORMAT`: the deployment file for a plan, in the format a stack deploys.
+
+Each writer turns the plan's launch line (Plan.command: the engine's own flags, exactly what the
+plan assumed) into the fields its format has, the ones kvplan/deploy/manifests.py and
+commands.py read back: `kvplan check` on the file plans the same deployment (the round trip is
+tested over the catalogue). The GPU model is a node selector (nvidia.com/gpu.product, the label
+NVIDIA GPU feature discovery sets) or the format's accelerator field; the engine release a
+`# kvplan: engine-version=…` line, for the formats that do not name it.
+
+Formats and the schema version written (see manifests.py for the sources read):
+k8s (apps/v1 Deployment + v1 Service), compose (Compose Specification), dynamo
+(nvidia.com/v1alpha1 DynamoGraphDeployment, one aggregated worker), kserve
+(serving.kserve.io/v1alpha1 LLMInferenceService), helm-llmd (llm-d-modelservice values),
+helm-production-stack (vllm-stack values), ray (Ray Serve LLM config: build_openai_app), skypilot
+(SkyPilot task with a `service:` section).
+
+Pure: returns text; the CLI writes it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from ..engines import registry
+from ..errors import InvalidInputError
+from ..specs import Plan
+from .commands import _entrypoint
+from .manifests import DYNAMO_MODULES, RAY_GPUS, SKY_GPUS, VLLM
+
+FORMATS = ("k8s", "helm-llmd", "helm-production-stack", "dynamo", "kserve", "ray", "skypilot",
+           "compose")
+# Container images per engine (each project's published image; the tag is the engine release):
+# docker.io vllm/vllm-openai, lmsysorg/sglang, ghcr.io huggingface/text-generation-inference,
+# nvcr.io nvidia/tensorrt-llm/release — the images whose tags engines/*.py image_versions read.
+IMAGES = {"vllm": "vllm/vllm-openai:v{v}", "sglang": "lmsysorg/sglang:v{v}",
+          "tgi": "ghcr.io/huggingface/text-generation-inference:{v}",
+          "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:{v}"}
+PORT = 8000
+
+
+def _yaml(data: Any) -> str:
+    from .commands import _yaml_module
+
+    return str(_yaml_module().safe_dump(data, sort_keys=False, width=1000))
+
+
+def _words(p: Plan) -> tuple[str, list[str], list[str]]:
+    """(engine, the entrypoint's words, the flags after it, the model among them when the
+    engine takes it positionally)."""
+    tokens = shlex.split(p.command)
+    hit = _entrypoint(tokens)
+    if hit is None:  # every engine's launch line starts with its entrypoint
+        raise InvalidInputError(f"cannot emit: the plan's command {p.command[:60]!r} names no "
+                                "serving entrypoint")
+    engine, argv = hit
+    return engine, tokens[:len(tokens) - len(argv)], argv
+
+
+def _flags(p: Plan) -> list[str]:
+    """The launch line's flags without the model (positional or under the model flag)."""
+    engine, _, argv = _words(p)
+    syntax = registry.get(engine).syntax
+    model_flags = {f for f, (knob, _) in syntax.cli_flags.items() if knob == "model"}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == p.model.id and (i == 0 or argv[i - 1] in model_flags):
+            i += 1
+            continue
+        if tok in model_flags:
+            i += 1
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def _pairs(flags: list[str]) -> list[tuple[str, str | None]]:
+    """--flag value / --flag=value / --bool → (name without dashes, value or None)."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(flags):
+        name, eq, value = flags[i].partition("=")
+        if eq:
+            out.append((name, value))
+            i += 1
+        elif i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+            out.append((name, flags[i + 1]))
+            i += 2
+        else:
+            out.append((name, None))
+            i += 1
+    return out
+
+
+def _typed(value: str) -> Any:
+    if re.fullmatch(r"-?[0-9]+", value):
+        return int(value)
+    if re.fullmatch(r"-?[0-9]*\.[0-9]+", value):
+        return float(value)
+    return value
+
+
+def _gpu_label(p: Plan, names: tuple[str, ...] = (), short: bool = False) -> str:
+    """A GPU name that kvplan resolves back to this plan's GPU: one of `names` (a format's own
+    spelling), the GPU feature-discovery label (nvidia-smi's name, spaces as dashes) or a short
+    alias (first when `short`: SkyPilot and Ray name GPUs H100, L4, A10G), else kvplan's id."""
+    from ..errors import KvplanError
+    from ..sources.catalog import resolve_gpu
+
+    g = resolve_gpu(p.gpu.id)
+    smi = [n.replace(" ", "-") for n in g.smi_names]
+    alias = [a.upper() for a in (g.aliases[:1] or [g.id])]
+    candidates = [*names, *(alias + smi if short else smi + alias)]
+    for name in candidates:
+        try:
+            if resolve_gpu(name).id == g.id:
+                return name
+        except KvplanError:
+            continue
+    return g.id
+
+
+def _need_vllm(p: Plan, fmt: str) -> None:
+    engine, _, _ = _words(p)
+    if engine != VLLM:
+        label = registry.get(VLLM).label
+        raise InvalidInputError(f"--emit {fmt} deploys {label}; this plan is for "
+                                f"{registry.get(engine).label}",
+                                hint=f"plan with --engine {VLLM}, or emit k8s, compose, "
+                                "skypilot or dynamo")
+
+
+def _header(p: Plan, fmt: str) -> str:
+    """Who wrote the file, and the engine release as a directive `kvplan check` reads. A plan
+    that does not fit as asked carries kvplan's recommended command (Plan.command): said here."""
+    note = ("" if p.fits else "# The plan did not fit as asked: this is kvplan's recommended "
+            "command (kvplan plan shows why).\n")
+    return (f"# Written by `kvplan --emit {fmt}` for {p.model.id} on {p.gpu.count} × "
+            f"{p.gpu.id} ({p.engine.label} {p.engine.version}).\n{note}"
+            f"# kvplan: engine-version={p.engine.version}\n")
+
+
+def _name(p: Plan) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", p.model.id.lower().rsplit("/", 1)[-1]).strip("-")[:50]
+
+
+def _image(p: Plan) -> str:
+    engine, _, _ = _words(p)
+    return IMAGES.get(engine, "IMAGE:{v}").format(v=p.engine.version)
+
+
+# --------------------------------------------------------------------- writers
+
+
+def k8s(p: Plan) -> str:
+    name = _name(p)
+    labels = {"app": name}
+    container = {
+        "name": "server", "image": _image(p), "command": shlex.split(p.command),
+        "ports": [{"containerPort": PORT}],
+        "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                     "containers": [container]}}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"selector": labels, "ports": [{"port": PORT, "targetPort": PORT}]}}
+    return _header(p, "k8s") + _yaml(deployment) + "---\n" + _yaml(service)
+
+
+def compose(p: Plan) -> str:
+    service = {"image": _image(p), "entrypoint": shlex.split(p.command),
+               "ports": [f"{PORT}:{PORT}"], "ipc": "host",
+               "deploy": {"resources": {"reservations": {"devices": [
+                   {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}}
+    return (_header(p, "compose") + f"# kvplan: gpu={_gpu_label(p)}\n"
+            + _yaml({"services": {_name(p): service}}))
+
+
+def dynamo(p: Plan) -> str:
+    engine, _, _ = _words(p)
+    module = next((m for m, e in DYNAMO_MODULES.items() if e == engine), None)
+    if module is None:
+        raise InvalidInputError(f"Dynamo has no {registry.get(engine).label} backend",
+                                hint="plan with --engine vllm, sglang or trtllm")
+    syntax = registry.get(engine).syntax
+    model_flag = next(f for f, (knob, _) in syntax.cli_flags.items()
+                      if knob == "model" and f.startswith("--"))
+    args = [model_flag, p.model.id, *_flags(p)]
+    worker = {
+        "componentType": "worker", "replicas": 1,
+        "resources": {"limits": {"gpu": str(p.gpu.count)}},
+        "extraPodSpec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                         "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/"
+                                           f"{engine}-runtime:VERSION",
+                                           "command": ["python3", "-m", module], "args": args}}}
+    doc = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+           "metadata": {"name": _name(p)},
+           "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},
+                                 "Worker": worker}}}
+    return _header(p, "dynamo") + _yaml(doc)
+
+
+def _parallelism(p: Plan) -> dict[str, int]:
+    tp = p.inputs["tensor_parallel_size"].value
+    pp = p.inputs["pipeline_parallel_size"].value
+    dp = p.inputs["data_parallel_size"].value
+    out = {"tensor": int(tp or 1)}
+    if pp and pp != 1:
+        out["pipeline"] = int(pp)
+    if dp and dp != 1:
+        out["data"] = int(dp)
+    return out
+
+
+_PARALLEL_FLAGS = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")
+
+
+def _without_parallel(flags: list[str]) -> list[str]:
+    out: list[str] = []
+    for name, value in _pairs(flags):
+        if name not in _PARALLEL_FLAGS:
+            out += [name] if value is None else [name, value]
+    return out
+
+
+def kserve(p: Plan) -> str:
+    _need_vllm(p, "kserve")
+    extra = " ".join(shlex.quote(a) for a in _without_parallel(_flags(p)))
+    container = {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}},
+                 "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+    doc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
+           "metadata": {"name": _name(p)},
+           "spec": {"replicas": 1, "model": {"uri": f"hf://{p.model.id}", "name": p.model.id},
+                    "parallelism": _parallelism(p), "router": {"route": {}},
+                    "template": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                                 "containers": [container]}}}
+    return _header(p, "kserve") + _yaml(doc)
+
+
+def helm_llmd(p: Plan) -> str:
+    _need_vllm(p, "helm-llmd")
+    container = {"name": "vllm", "image": "ghcr.io/llm-d/llm-d-cuda:VERSION",
+                 "modelCommand": "vllmServe", "args": _without_parallel(_flags(p)),
+                 "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
+    doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
+           "decode": {"create": True, "replicas": 1, "parallelism": _parallelism(p),
+                      "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                      "containers": [container]},
+           "prefill": {"create": False}}
+    return _header(p, "helm-llmd") + _yaml(doc)
+
+
+# vLLM flag → production-stack vllmConfig key (the chart's deployment-vllm-multi.yaml)
+_PSTACK_KEYS = {"--max-model-len": "maxModelLen", "--dtype": "dtype",
+                "--tensor-parallel-size": "tensorParallelSize", "--max-num-seqs": "maxNumSeqs",
+                "--gpu-memory-utilization": "gpuMemoryUtilization"}
+
+
+def helm_production_stack(p: Plan) -> str:
+    _need_vllm(p, "helm-production-stack")
+    config: dict[str, Any] = {}
+    extra: list[str] = []
+    for name, value in _pairs(_flags(p)):
+        key = _PSTACK_KEYS.get(name)
+        if key and value is not None:
+            config[key] = _typed(value)
+        elif name in ("--enable-prefix-caching", "--no-enable-prefix-caching"):
+            continue  # the chart writes one of them from enablePrefixCaching
+        else:
+            extra += [name] if value is None else [name, value]
+    config["enablePrefixCaching"] = bool(p.inputs["enable_prefix_caching"].value)
+    if extra:
+        config["extraArgs"] = extra
+    tag = f"v{p.engine.version}"
+    spec = {"name": _name(p), "repository": "vllm/vllm-openai", "tag": tag,
+            "modelURL": p.model.id, "replicaCount": 1, "requestGPU": p.gpu.count,
+            "vllmConfig": config,
+            "nodeSelectorTerms": [{"matchExpressions": [{
+                "key": "nvidia.com/gpu.product", "operator": "In",
+                "values": [_gpu_label(p)]}]}]}
+    return _header(p, "helm-production-stack") + _yaml({"servingEngineSpec": {"modelSpec": [spec]}})
+
+
+def ray(p: Plan) -> str:
+    _need_vllm(p, "ray")
+    kwargs: dict[str, Any] = {}
+    for name, value in _pairs(_flags(p)):
+        key = name.removeprefix("--").replace("-", "_")
+        if value is None:
+            if key.startswith("no_"):
+                kwargs[key[3:]] = False
+            else:
+                kwargs[key] = True
+        else:
+            kwargs[key] = _typed(value)
+    reverse = tuple(k for k, v in RAY_GPUS.items() if v == p.gpu.id)
+    config = {"model_loading_config": {"model_id": p.model.id, "model_source": p.model.id},
+              "accelerator_type": _gpu_label(p, reverse, short=True), "engine_kwargs": kwargs,
+              "placement_group_config": {"bundles": [{"GPU": 1}] * p.gpu.count},
+              "deployment_config": {"num_replicas": 1}}
+    doc = {"applications": [{"name": "llm_app", "route_prefix": "/",
+                             "import_path": "ray.serve.llm:build_openai_app",
+                             "args": {"llm_configs": [config]}}]}
+    return _header(p, "ray") + _yaml(doc)
+
+
+def skypilot(p: Plan) -> str:
+    reverse = tuple(k for k, v in SKY_GPUS.items() if v == p.gpu.id)
+    doc = {"resources": {"accelerators": f"{_gpu_label(p, reverse, short=True)}:{p.gpu.count}",
+                         "ports": PORT},
+           "service": {"readiness_probe": "/v1/models", "replicas": 1},
+           "run": p.command}
+    return _header(p, "skypilot") + _yaml(doc)
+
+
+WRITERS = {"k8s": k8s, "compose": compose, "dynamo": dynamo, "kserve": kserve,
+           "helm-llmd": helm_llmd, "helm-production-stack": helm_production_stack, "ray": ray,
+           "skypilot": skypilot}
+
+
+def emit(p: Plan, fmt: str) -> str:
+    """The deployment file for `p` in format `fmt` (FORMATS)."""
+    writer = WRITERS.get(fmt)
+    if writer is None:
+        raise InvalidInputError(f"unknown --emit format {fmt!r}",
+                                hint="use one of " + ", ".join(FORMATS))
+    return writer(p)

@@ -1,0 +1,925 @@
+"""Serving deployments described as resources rather than command lines (issue #23).
+
+`kvplan check` reads these kinds as what they are — pools of model servers with replicas, GPU
+limits and parallelism — and turns each pool into the serving command its operator or chart
+would run, so the ordinary check plans it. What each reader follows (the schema or example read):
+
+- Dynamo DynamoGraphDeployment, `nvidia.com/v1alpha1` (`spec.services.<name>`: componentType,
+  subComponentType, replicas, resources.limits.gpu, multinode.nodeCount, extraPodSpec.mainContainer)
+  and `nvidia.com/v1beta1` (`spec.components[]`: name, type, replicas, podTemplate.spec.containers):
+  ai-dynamo/dynamo examples/backends/vllm/deploy/{agg,disagg,disagg-multinode}.yaml and
+  v1beta1/agg.yaml (commits 0044eb90, 04521f47). Workers run
+  `python3 -m dynamo.{vllm,sglang,trtllm}` with the engine's own flags plus Dynamo's (DYNAMO_FLAGS,
+  dropped before planning).
+- KServe LLMInferenceService `serving.kserve.io/v1alpha1` (spec.model.uri/name, replicas,
+  parallelism{tensor,pipeline,data,dataLocal}, template / prefill.template containers `main`, env
+  VLLM_ADDITIONAL_ARGS): kserve/kserve docs/samples/llmisvc/single-node-gpu/
+  llm-inference-service-pd-qwen2-7b-gpu.yaml (0ed19cdb); the server runs `vllm serve` on the model.
+  InferenceService `serving.kserve.io/v1beta1` with predictor.model.modelFormat huggingface (the
+  Hugging Face server passes vLLM's flags through; --model_id / storageUri name the model).
+- llm-d modelservice Helm values (modelArtifacts.uri/name, decode / prefill: create, replicas,
+  parallelism{tensor,data,dataLocal}, containers[].modelCommand vllmServe|imageDefault|custom,
+  nodeSelector, acceleratorTypes): llm-d/llm-d guides/pd-disaggregation/ms-pd/values.yaml
+  (0b8cde64). GPUs per pod = tensor × dataLocal ("GPU resources get controlled by parallelism").
+- LeaderWorkerSet `leaderworkerset.x-k8s.io/v1` (llm-d wide-EP): leaderWorkerTemplate.size pods
+  per group, LWS_GROUP_SIZE / env / `$(( … ))` arithmetic resolved in the worker's script:
+  llm-d/llm-d guides/wide-ep-lws/manifests/modelserver/base/decode.yaml (03da3b00).
+- vLLM production-stack Helm values (servingEngineSpec.modelSpec[]: modelURL, replicaCount,
+  requestGPU, repository/tag, vllmConfig{maxModelLen, dtype, tensorParallelSize, maxNumSeqs,
+  gpuMemoryUtilization, enablePrefixCaching, enableChunkedPrefill, maxLoras, extraArgs},
+  nodeSelectorTerms): the chart's helm/templates/deployment-vllm-multi.yaml (f1f98227) and
+  tutorials/assets/values-04-multiple-models.yaml (52523f5c).
+- Ray Serve LLM config (applications[].args.llm_configs[] / prefill_config / decode_config, or a
+  standalone LLMConfig file: model_loading_config, engine_kwargs, accelerator_type,
+  placement_group_config.bundles, deployment_config): ray-project/ray doc/source/serve/llm
+  docs and doc_code/pd_dissagregation/nixl_example.yaml (a56d416b).
+- SkyPilot task YAML (resources.accelerators as "L4:1", a set/dict of candidates or a list,
+  num_nodes, envs, run): skypilot-org/skypilot llm/vllm/{vllm.sky.yaml,serve-openai-api.yaml}
+  (246e12cc, 00168734); SKYPILOT_NUM_GPUS_PER_NODE / SKYPILOT_NUM_NODES are filled in.
+- NVIDIA NIM: NIMService `apps.nvidia.com/v1alpha1` (spec.image.repository, env, resources,
+  replicas) with NIM_MAX_MODEL_LEN, NIM_TENSOR_PARALLEL_SIZE, NIM_PIPELINE_PARALLEL_SIZE,
+  NIM_MAX_NUM_SEQS (NIM LLM docs, "Environment variables"): planned as its vLLM backend.
+
+Every pool of a disaggregated file is one row, planned as an aggregated server (the
+disaggregation model of issue #25 is not used here). Unknown fields are ignored; a value left as
+an unrendered Helm template makes its row `unchecked`, with the reason.
+
+Pure parsing: nothing here plans, prints or touches the network.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..engines import registry
+from ..errors import InvalidConfigError
+from ..sources.limits import MAX_COMMAND_CHARS, MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
+from .commands import (
+    DeployParseError,
+    Found,
+    Templates,
+    _apply_directive,
+    _directives,
+    _failed,
+    _get,
+    _line,
+    _scalar,
+    _strings,
+    _walk,
+    _yaml_nodes,
+    parse_args,
+    shell_commands,
+)
+
+
+@dataclass
+class ManifestFound(Found):
+    """A serving command a manifest describes: the pool it belongs to, and why it could not be
+    checked (an unrendered template) when it could not."""
+
+    pool: str | None = None
+    replicas: int | None = None
+    unchecked: str | None = None
+
+
+VLLM = "vllm"  # the engine KServe's LLMInferenceService, llm-d, production-stack, Ray Serve LLM
+# and NIM run (these formats are vLLM deployments by definition)
+# Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
+# name → takes a value.
+DYNAMO_FLAGS = {
+    "--is-prefill-worker": False, "--is-decode-worker": False, "--enable-local-indexer": False,
+    "--disaggregation-mode": True, "--disaggregation-strategy": True, "--endpoint": True,
+    "--migration-limit": True, "--connector": True, "--dyn-tool-call-parser": True,
+    "--dyn-reasoning-parser": True, "--custom-jinja-template": True, "--store-kv": True,
+    "--request-plane": True, "--event-plane": True, "--extra-engine-args": True,
+}
+# python -m MODULE → engine name (Dynamo's backends run the engine in-process).
+DYNAMO_MODULES = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang", "dynamo.trtllm": "trtllm"}
+# NIM LLM environment variables → the vLLM flags they set (NIM LLM docs, configuration).
+NIM_ENV = {"NIM_MAX_MODEL_LEN": "--max-model-len", "NIM_TENSOR_PARALLEL_SIZE":
+           "--tensor-parallel-size", "NIM_PIPELINE_PARALLEL_SIZE": "--pipeline-parallel-size",
+           "NIM_MAX_NUM_SEQS": "--max-num-seqs", "NIM_MODEL_NAME": "--model"}
+# production-stack vllmConfig key → vLLM flag (deployment-vllm-multi.yaml, f1f98227)
+PSTACK_FLAGS = {"maxModelLen": "--max-model-len", "dtype": "--dtype",
+                "tensorParallelSize": "--tensor-parallel-size", "maxNumSeqs": "--max-num-seqs",
+                "gpuMemoryUtilization": "--gpu-memory-utilization", "maxLoras": "--max-loras"}
+# GPU model node labels: NVIDIA GPU feature discovery, GKE, and llm-d guides' own label
+GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
+              "gpu.nvidia.com/model")
+# Ray accelerator_type names that are not catalogue aliases (ray/util/accelerators/accelerators.py)
+RAY_GPUS = {"A100-40G": "a100-sxm-40gb", "A100-80G": "a100-sxm-80gb", "H100": "h100-sxm-80gb",
+            "H200": "h200-sxm-141gb"}
+# SkyPilot accelerator names that are not catalogue aliases (SkyPilot's GPU catalogue: "A100" is
+# the 40 GB part, "A100-80GB" the 80 GB one; `sky show-gpus`)
+SKY_GPUS = {"A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb"}
+ARITH = re.compile(r"\$\(\(([^()]*)\)\)")
+
+
+@dataclass
+class _Ctx:
+    file: str
+    templates: Templates
+    budget: list[int] = field(default_factory=lambda: [MAX_YAML_NODES])
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # in the same file
+    all_docs: list[Any] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- node helpers
+
+
+def _map(node: Any) -> list[tuple[str, Any]]:
+    if getattr(node, "id", None) != "mapping":
+        return []
+    return [(str(k.value), v) for k, v in node.value if _scalar(k) is not None]
+
+
+def _seq(node: Any) -> list[Any]:
+    return list(node.value) if getattr(node, "id", None) == "sequence" else []
+
+
+def _path(node: Any, *keys: str) -> Any:
+    for key in keys:
+        node = _get(node, key)
+    return node
+
+
+def _int(node: Any) -> int | None:
+    text = _scalar(node)
+    return int(text) if text is not None and re.fullmatch(r"[0-9]{1,6}", text.strip()) else None
+
+
+def _env(container: Any, ctx: _Ctx | None = None) -> dict[str, str]:
+    """A container's environment: literal `env` values, and those a ConfigMap in the same file
+    provides (`valueFrom.configMapKeyRef`, `envFrom[].configMapRef`); secrets and field
+    references are skipped."""
+    maps = ctx.configmaps if ctx is not None else {}
+    out: dict[str, str] = {}
+    for item in _seq(_get(container, "envFrom")):
+        data = maps.get(_scalar(_path(item, "configMapRef", "name")) or "", {})
+        prefix = _scalar(_get(item, "prefix")) or ""
+        out.update({prefix + k: v for k, v in data.items()})
+    for item in _seq(_get(container, "env")):
+        name, value = _scalar(_get(item, "name")), _scalar(_get(item, "value"))
+        ref = _path(item, "valueFrom", "configMapKeyRef")
+        if name and value is None and ref is not None:
+            value = maps.get(_scalar(_get(ref, "name")) or "", {}).get(
+                _scalar(_get(ref, "key")) or "")
+        if name and value is not None:
+            out[name] = value
+    return out
+
+
+def _gpu_count(container: Any, key: str = "nvidia.com/gpu") -> int | None:
+    return _int(_path(container, "resources", "limits", key))
+
+
+def _gpu_label(spec: Any, ctx: _Ctx) -> tuple[str | None, str | None]:
+    """The GPU a pod spec selects: a GPU-model label in nodeSelector or a required node
+    affinity (GPU_LABELS)."""
+    selector = _get(spec, "nodeSelector")
+    for key in GPU_LABELS:
+        value = _scalar(_get(selector, key))
+        if value:
+            return _gpu_name(value), f"nodeSelector {key}"
+    for n in _walk(_get(spec, "affinity"), ctx.budget):
+        label = _scalar(_get(n, "key"))
+        if label in GPU_LABELS:
+            values = _strings(_get(n, "values"))
+            if values:
+                return _gpu_name(values[0][0]), f"node affinity {label}"
+    return None, None
+
+
+def _gpu_name(label: str) -> str:
+    """A node label value as a GPU name kvplan resolves: GKE writes nvidia-h100-80gb,
+    nvidia-tesla-t4; NVIDIA's discovery writes NVIDIA-H100-80GB-HBM3 (resolved as is)."""
+    low = label.lower()
+    if low.startswith("nvidia-") and not label.startswith("NVIDIA-"):
+        low = low.removeprefix("nvidia-").removeprefix("tesla-")
+        return low
+    return label
+
+
+def _underscored(argv: list[str]) -> list[str]:
+    """vLLM takes `--max_model_len` as `--max-model-len` (its argument parser normalises
+    underscores): flag names normalised, values kept."""
+    out = []
+    for tok in argv:
+        if tok.startswith("--"):
+            name, eq, value = tok.partition("=")
+            tok = name.replace("_", "-") + eq + value
+        out.append(tok)
+    return out
+
+
+def _vllm_script(script: str) -> str:
+    """A script running vLLM with its `--flag_name` spellings as `--flag-name` (vLLM's
+    FlexibleArgumentParser takes both: vllm/utils/argparse_utils.py, 0.11)."""
+    if not re.search(r"\bvllm\b", script):
+        return script
+    return re.sub(r"(?<![\w-])--[A-Za-z0-9][A-Za-z0-9_-]*",
+                  lambda m: m.group(0).replace("_", "-"), script)
+
+
+def _drop_flags(argv: list[str], flags: dict[str, bool]) -> tuple[list[str], list[str]]:
+    """argv without `flags` (name → takes values), and what was dropped."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    i = 0
+    while i < len(argv):
+        name = argv[i].partition("=")[0]
+        if name in flags:
+            dropped.append(argv[i])
+            i += 1
+            if flags[name] and "=" not in argv[i - 1]:
+                while i < len(argv) and not argv[i].startswith("-"):
+                    dropped.append(argv[i])
+                    i += 1
+            continue
+        kept.append(argv[i])
+        i += 1
+    return kept, dropped
+
+
+def _split(text: str, ctx: _Ctx, line: int) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise DeployParseError(ctx.file, line, f"cannot split {text[:40]!r} ({e})",
+                               hint="check the quotes") from None
+
+
+# Kubernetes expands $(VAR) in a container's command and args from its env (not $((…)))
+K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def substitute(script: str, env: dict[str, str]) -> str:
+    """A shell script with the variables `env` defines filled in and `$(( … ))` arithmetic on
+    integers worked out (the rest left for the check to report as unexpanded). The text never
+    grows past MAX_COMMAND_CHARS (a file's variables referring to each other could otherwise
+    multiply it): expansion stops there."""
+    grown = [len(script)]
+
+    def filled(value: str, original: str) -> str:
+        grown[0] += len(value) - len(original)
+        if grown[0] > MAX_COMMAND_CHARS:
+            grown[0] -= len(value) - len(original)
+            return original
+        return value
+
+    def var(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(3)
+        if name in env:
+            return filled(env[name], m.group(0))
+        return filled(m.group(2), m.group(0)) if m.group(2) is not None else m.group(0)
+
+    def arith(m: re.Match[str]) -> str:
+        expr = re.sub(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+                      lambda v: env.get(v.group(1), v.group(0)), m.group(1))
+        value = integer_arithmetic(expr)
+        return m.group(0) if value is None else filled(str(value), m.group(0))
+
+    for _ in range(4):  # variables, then arithmetic over their values (bounded: no loops)
+        before = script
+        script = K8S_VAR.sub(lambda m: filled(env.get(m.group(1), m.group(0)), m.group(0)),
+                             script)
+        script = VAR.sub(var, ARITH.sub(arith, script))
+        if script == before:
+            break
+    return script
+
+
+def integer_arithmetic(expr: str) -> int | None:
+    """`8 * 2`, `(1+1)*8`: integers with + - * / (shell division truncates); None otherwise."""
+    import ast
+
+    if len(expr) > 200:
+        return None
+    try:
+        tree = ast.parse(expr.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(n: ast.AST) -> int:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            a, b = ev(n.left), ev(n.right)
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            return int(a / b)
+        raise ValueError(expr)
+
+    try:
+        return ev(tree)
+    except (ValueError, ZeroDivisionError, RecursionError):
+        return None
+
+
+# ------------------------------------------------------------------ building rows
+
+
+def _row(engine: str, argv: list[str], *, ctx: _Ctx, line: int, text: str, pool: str | None,
+         replicas: int | None = None, gpu: tuple[str | None, str | None] = (None, None),
+         gpu_count: int | None = None, notes: list[str] | None = None) -> Found:
+    """One pool's serving command, parsed by its engine's flag table."""
+    try:
+        f = parse_args(argv, engine, file=ctx.file, line=line, templates=ctx.templates, text=text)
+    except DeployParseError as e:
+        if "unexpanded template" in e.detail:
+            return ManifestFound(file=ctx.file, line=e.line, engine=engine, text=text, pool=pool,
+                                 unchecked=e.detail + (f" ({e.hint})" if e.hint else ""))
+        return _failed(e, ctx.file, engine, text)
+    out = ManifestFound(**{k: getattr(f, k) for k in Found.__dataclass_fields__},
+                        pool=pool, replicas=replicas)
+    if gpu[0]:
+        out.gpu, out.gpu_source = gpu
+    if gpu_count is not None:
+        out.gpu_count = gpu_count
+    if pool:
+        out.notes.append(pool + (f", {replicas} replica(s)" if replicas is not None else "")
+                         + " — each replica checked as one server")
+    out.notes += notes or []
+    return out
+
+
+def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None,
+                   gpu: tuple[str | None, str | None], gpu_count: int | None,
+                   env: dict[str, str] | None = None, default_argv: list[str] | None = None,
+                   notes: list[str] | None = None) -> Found | None:
+    """A container's command + args (a `sh -c` script with its variables filled in, a
+    `python -m dynamo.X` worker, or an engine entrypoint); `default_argv` when it names none."""
+    parts = _strings(_get(container, "command")) + _strings(_get(container, "args"))
+    tokens = [t for t, _ in parts]
+    line = _line(container)
+    first = _strings(_get(container, "command")) or _strings(_get(container, "args"))
+    if first:
+        line = first[0][1]
+    env = {**_env(container, ctx), **(env or {})}
+    if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {
+            "-c", "-lc", "-ec"}:
+        script = _vllm_script(substitute(tokens[2], env))
+        for mod, engine in DYNAMO_MODULES.items():
+            script = script.replace(f"-m {mod}", f"-m kvplan-dynamo-{engine}")
+        words = _split(script, ctx, line) if "kvplan-dynamo-" in script else []
+        if words:
+            return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
+                               gpu_count=gpu_count, notes=notes)
+        found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
+        return _adopt(found[0], pool, replicas, gpu, gpu_count, notes) if found else None
+    for k, tok in enumerate(tokens):
+        if tok == "-m" and k + 1 < len(tokens) and tokens[k + 1] in DYNAMO_MODULES:
+            words = tokens[:k + 1] + [f"kvplan-dynamo-{DYNAMO_MODULES[tokens[k + 1]]}"] \
+                + [substitute(t, env) for t in tokens[k + 2:]]
+            return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
+                               gpu_count=gpu_count, notes=notes)
+    if tokens:
+        script = _vllm_script(" ".join(shlex.quote(substitute(t, env)) for t in tokens))
+        found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
+        if found:
+            return _adopt(found[0], pool, replicas, gpu, gpu_count, notes)
+    if default_argv is None:
+        return None
+    argv = default_argv + _underscored([substitute(t, env) for t in tokens])
+    extra = env.get("VLLM_ADDITIONAL_ARGS")
+    if extra:
+        argv += _underscored(_split(substitute(extra, env), ctx, line))
+    shown = "vllm serve " + " ".join(shlex.quote(a) for a in argv)
+    return _row(VLLM, argv, ctx=ctx, line=line, text=shown, pool=pool, replicas=replicas,
+                gpu=gpu, gpu_count=gpu_count, notes=notes)
+
+
+def _adopt(f: Found, pool: str, replicas: int | None, gpu: tuple[str | None, str | None],
+           gpu_count: int | None, notes: list[str] | None) -> Found:
+    """A command the shell reader found, with what the manifest says about its pool."""
+    if f.error is not None:
+        return f
+    out = ManifestFound(**{k: getattr(f, k) for k in Found.__dataclass_fields__},
+                        pool=pool, replicas=replicas)
+    if gpu[0]:
+        out.gpu, out.gpu_source = gpu
+    if gpu_count is not None:
+        out.gpu_count = gpu_count
+    out.notes.append(f"{pool}" + (f", {replicas} replica(s)" if replicas is not None else "")
+                     + " — each replica checked as one server")
+    out.notes += notes or []
+    return out
+
+
+def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: int | None,
+                gpu: tuple[str | None, str | None], gpu_count: int | None,
+                notes: list[str] | None) -> Found | None:
+    """`python3 -m dynamo.vllm ARGS` (after `-m`, the module was swapped for a marker): the
+    engine's flags without Dynamo's own."""
+    k = next(i for i, w in enumerate(words) if w.startswith("kvplan-dynamo-"))
+    engine = words[k].removeprefix("kvplan-dynamo-")
+    argv = words[k + 1:]
+    for stop in ("&&", "||", ";", "|", "2>&1"):
+        if stop in argv:
+            argv = argv[:argv.index(stop)]
+    argv, dropped = _drop_flags(argv, DYNAMO_FLAGS)
+    if engine not in registry.ENGINES:
+        return None
+    module = next(m for m, e in DYNAMO_MODULES.items() if e == engine)
+    text = f"python3 -m {module} " + " ".join(shlex.quote(a) for a in argv)
+    extra = [f"Dynamo's own flags (not the engine's): {' '.join(dropped)}"] if dropped else []
+    return _row(engine, argv, ctx=ctx, line=line, text=text, pool=pool, replicas=replicas,
+                gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
+
+
+# ----------------------------------------------------------------------- readers
+
+
+def _dynamo(doc: Any, ctx: _Ctx) -> list[Found]:
+    """DynamoGraphDeployment v1alpha1 (spec.services) or v1beta1 (spec.components)."""
+    name = _scalar(_path(doc, "metadata", "name")) or "?"
+    out: list[Found] = []
+    spec = _get(doc, "spec")
+    services = [(n, s, "v1alpha1") for n, s in _map(_get(spec, "services"))]
+    services += [(_scalar(_get(c, "name")) or "?", c, "v1beta1")
+                 for c in _seq(_get(spec, "components"))]
+    for svc_name, svc, version in services:
+        kind = _scalar(_get(svc, "componentType")) or _scalar(_get(svc, "type")) or ""
+        sub = _scalar(_get(svc, "subComponentType")) or ""
+        nodes = _int(_path(svc, "multinode", "nodeCount")) or 1
+        replicas = _int(_get(svc, "replicas"))
+        if version == "v1alpha1":
+            pod = _get(svc, "extraPodSpec")
+            containers = [_get(pod, "mainContainer")] if _get(pod, "mainContainer") else []
+            per_node = _int(_path(svc, "resources", "limits", "gpu"))
+        else:
+            pod = _path(svc, "podTemplate", "spec")
+            containers = _seq(_get(pod, "containers"))
+            per_node = None
+        gpu = _gpu_label(pod, ctx)
+        role = sub or ("prefill" if "prefill" in svc_name.lower() else
+                       "decode" if "decode" in svc_name.lower() else kind or "worker")
+        for c in containers:
+            count = per_node if per_node is not None else _gpu_count(c)
+            total = count * nodes if count is not None else None
+            notes = [f"multinode: {nodes} nodes × {count} GPU(s)"] if nodes > 1 else []
+            try:
+                f = _container_row(c, ctx, pool=f"Dynamo {name} {svc_name} ({role} pool)",
+                                   replicas=replicas, gpu=gpu, gpu_count=total, notes=notes)
+            except DeployParseError as e:
+                f = _failed(e, ctx.file, text=svc_name)
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _hf_model(uri: str | None, name: str | None) -> str | None:
+    if uri and uri.startswith("hf://"):
+        return uri.removeprefix("hf://")
+    return name or uri
+
+
+def _parallel_argv(par: Any) -> tuple[list[str], int]:
+    """Parallelism {tensor, pipeline, data, dataLocal} as flags, and GPUs per pod."""
+    tp, pp = _int(_get(par, "tensor")) or 1, _int(_get(par, "pipeline")) or 1
+    dp, local = _int(_get(par, "data")), _int(_get(par, "dataLocal"))
+    argv = []
+    if _get(par, "tensor") is not None:
+        argv += ["--tensor-parallel-size", str(tp)]
+    if _get(par, "pipeline") is not None:
+        argv += ["--pipeline-parallel-size", str(pp)]
+    if dp and dp > 1:
+        argv += ["--data-parallel-size", str(dp)]
+    return argv, tp * pp * (local or dp or 1)
+
+
+def _llmisvc(doc: Any, ctx: _Ctx) -> list[Found]:
+    """KServe LLMInferenceService: the main (decode) pool and, when present, the prefill pool."""
+    spec = _get(doc, "spec")
+    name = _scalar(_path(doc, "metadata", "name")) or "?"
+    model = _hf_model(_scalar(_path(spec, "model", "uri")), _scalar(_path(spec, "model", "name")))
+    out: list[Found] = []
+    pools = [("main" if _get(spec, "prefill") is None else "decode", spec)]
+    if _get(spec, "prefill") is not None:
+        pools.append(("prefill", _get(spec, "prefill")))
+    for role, section in pools:
+        template = _get(section, "template") or _get(spec, "template")
+        par = _get(section, "parallelism") or _get(spec, "parallelism")
+        flags, per_pod = _parallel_argv(par)
+        containers = [c for c in _seq(_get(template, "containers"))
+                      if _scalar(_get(c, "name")) in (None, "main")]
+        if not containers:
+            continue
+        workers = 1 + (1 if _get(section, "worker") is not None else 0)
+        count = _gpu_count(containers[0])
+        gpus = count * workers if count is not None else None
+        try:
+            f = _container_row(containers[0], ctx, pool=f"KServe {name} ({role} pool)",
+                               replicas=_int(_get(section, "replicas")),
+                               gpu=_gpu_label(template, ctx), gpu_count=gpus,
+                               default_argv=[model or "/mnt/models", *flags])
+        except DeployParseError as e:
+            f = _failed(e, ctx.file, text=name)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+KSERVE_OWN = {"--model-name": True, "--model-id": True, "--model-dir": True, "--backend": True,
+              "--task": True, "--return-probabilities": False, "--disable-lower-case": False,
+              "--disable-special-tokens": False, "--return-token-type-ids": False,
+              "--tensor-input-names": True, "--max-length": True}
+
+
+def _isvc(doc: Any, ctx: _Ctx) -> list[Found]:
+    """InferenceService with a Hugging Face (vLLM backend) predictor.model."""
+    model = _path(doc, "spec", "predictor", "model")
+    fmt = _scalar(_path(model, "modelFormat", "name")) or ""
+    if model is None or fmt.lower() != "huggingface":
+        return []
+    argv = _underscored([t for t, _ in _strings(_get(model, "args"))])
+    ids = [a.partition("=")[2] for a in argv if a.startswith("--model-id=")]
+    if "--model-id" in argv:
+        ids.append(argv[argv.index("--model-id") + 1])
+    argv, _ = _drop_flags(argv, KSERVE_OWN)
+    name = ids[0] if ids else _hf_model(_scalar(_get(model, "storageUri")), None)
+    pred = _path(doc, "spec", "predictor")
+    line = _line(model)
+    text = "huggingfaceserver (vLLM) " + " ".join(argv)
+    return [_row(VLLM, [name or "/mnt/models", *argv], ctx=ctx, line=line, text=text,
+                 pool=f"KServe InferenceService {_scalar(_path(doc, 'metadata', 'name'))}",
+                 replicas=_int(_get(pred, "minReplicas")), gpu=_gpu_label(pred, ctx),
+                 gpu_count=_gpu_count(model))]
+
+
+def _llmd(doc: Any, ctx: _Ctx) -> list[Found]:
+    """llm-d modelservice values: decode and prefill sections."""
+    art = _get(doc, "modelArtifacts")
+    model = _hf_model(_scalar(_get(art, "uri")), _scalar(_get(art, "name")))
+    out: list[Found] = []
+    for role in ("decode", "prefill"):
+        section = _get(doc, role)
+        if section is None or (_scalar(_get(section, "create")) or "true").lower() == "false":
+            continue
+        flags, per_pod = _parallel_argv(_get(section, "parallelism"))
+        gpu = _gpu_label(section, ctx)
+        types = _get(section, "acceleratorTypes")
+        if gpu[0] is None and _scalar(_get(types, "labelKey")) in GPU_LABELS:
+            values = _strings(_get(types, "labelValues"))
+            if values:
+                key = _scalar(_get(types, "labelKey"))
+                gpu = (_gpu_name(values[0][0]), f"acceleratorTypes {key}")
+        for c in _seq(_get(section, "containers")):
+            command = _scalar(_get(c, "modelCommand")) or "imageDefault"
+            count = _gpu_count(c) or per_pod
+            default = [model or "/model-cache", *flags] if command != "custom" else None
+            try:
+                f = _container_row(c, ctx, pool=f"llm-d {role} pool", replicas=_int(
+                    _get(section, "replicas")), gpu=gpu, gpu_count=count, default_argv=default)
+            except DeployParseError as e:
+                f = _failed(e, ctx.file, text=role)
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _lws(doc: Any, ctx: _Ctx) -> list[Found]:
+    """LeaderWorkerSet: each group is `size` pods; the worker's script sees LWS_GROUP_SIZE."""
+    tmpl = _path(doc, "spec", "leaderWorkerTemplate")
+    size = _int(_get(tmpl, "size")) or 1
+    name = _scalar(_path(doc, "metadata", "name")) or "?"
+    out: list[Found] = []
+    env = {"LWS_GROUP_SIZE": str(size), "LWS_WORKER_INDEX": "0"}
+    for which in ("leaderTemplate", "workerTemplate"):
+        spec = _path(tmpl, which, "spec")
+        for c in _seq(_get(spec, "containers")):
+            count = _gpu_count(c)
+            try:
+                f = _container_row(c, ctx, pool=f"LeaderWorkerSet {name} ({size} pod(s) per group)",
+                                   replicas=_int(_path(doc, "spec", "replicas")),
+                                   gpu=_gpu_label(spec, ctx),
+                                   gpu_count=count * size if count is not None else None, env=env)
+            except DeployParseError as e:
+                f = _failed(e, ctx.file, text=name)
+            if f is not None:
+                out.append(f)
+        if out:
+            break  # the leader runs the server when it has one; else the workers do
+    return out
+
+
+def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
+    """production-stack values: one server per servingEngineSpec.modelSpec[] entry."""
+    out: list[Found] = []
+    for spec in _seq(_path(doc, "servingEngineSpec", "modelSpec")):
+        name = _scalar(_get(spec, "name")) or "?"
+        model = _scalar(_get(spec, "modelURL"))
+        cfg = _get(spec, "vllmConfig")
+        argv = [model or ""]
+        for key, flag in PSTACK_FLAGS.items():
+            value = _scalar(_get(cfg, key))
+            if value is not None:
+                argv += [flag, value]
+        for key, flag in (("enablePrefixCaching", "--enable-prefix-caching"),
+                          ("enableChunkedPrefill", "--enable-chunked-prefill")):
+            value = _scalar(_get(cfg, key))
+            if value is not None:
+                argv.append(flag if value.lower() == "true" else "--no-" + flag[2:])
+        argv += [t for t, _ in _strings(_get(cfg, "extraArgs"))]
+        if (_scalar(_get(spec, "enableLoRA")) or "").lower() == "true":
+            argv.append("--enable-lora")
+        gpu: tuple[str | None, str | None] = (None, None)
+        for n in _walk(_get(spec, "nodeSelectorTerms"), ctx.budget):
+            if _scalar(_get(n, "key")) in GPU_LABELS and _strings(_get(n, "values")):
+                gpu = (_gpu_name(_strings(_get(n, "values"))[0][0]),
+                       f"nodeSelectorTerms {_scalar(_get(n, 'key'))}")
+        text = "vllm serve " + " ".join(shlex.quote(a) for a in argv)
+        f = _row(VLLM, argv, ctx=ctx, line=_line(spec), text=text,
+                 pool=f"production-stack modelSpec {name}",
+                 replicas=_int(_get(spec, "replicaCount")), gpu=gpu,
+                 gpu_count=_int(_get(spec, "requestGPU")))
+        tag = _scalar(_get(spec, "tag")) or ""
+        m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
+        if m and f.error is None:
+            f.engine_version, f.version_source = m.group(1), f"image tag {tag}"
+        out.append(f)
+    return out
+
+
+def _ray_config(cfg: Any, ctx: _Ctx, pool: str) -> Found | None:
+    """One Ray Serve LLMConfig."""
+    loading = _get(cfg, "model_loading_config")
+    model = _scalar(_get(loading, "model_source")) or _scalar(_get(loading, "model_id"))
+    argv = [model or ""]
+    notes = []
+    for key, value in _map(_get(cfg, "engine_kwargs")):
+        flag = "--" + key.replace("_", "-")
+        text = _scalar(value)
+        if text is None:
+            if getattr(value, "id", None) == "mapping":
+                from .commands import _mapping_json
+                argv.append(f"{flag}={_mapping_json(value, ctx.file)}")
+            continue
+        if text.lower() in {"true", "false"}:
+            argv.append(flag if text.lower() == "true" else f"--no-{flag[2:]}")
+        else:
+            argv.append(f"{flag}={text}")
+    accel = _scalar(_get(cfg, "accelerator_type"))
+    gpu = (RAY_GPUS.get(accel, accel), "accelerator_type") if accel else (None, None)
+    bundles = _seq(_path(cfg, "placement_group_config", "bundles"))
+    count = None
+    if bundles:
+        count = sum(_int(_get(b, "GPU")) or 0 for b in bundles)
+    dep = _get(cfg, "deployment_config")
+    replicas = _int(_get(dep, "num_replicas")) or _int(_path(dep, "autoscaling_config",
+                                                              "min_replicas"))
+    top = _int(_path(dep, "autoscaling_config", "max_replicas"))
+    if top:
+        notes.append(f"autoscaling up to {top} replica(s)")
+    text = "ray.serve.llm (vLLM) " + " ".join(shlex.quote(a) for a in argv)
+    return _row(VLLM, argv, ctx=ctx, line=_line(cfg), text=text, pool=pool, replicas=replicas,
+                gpu=gpu, gpu_count=count, notes=notes)
+
+
+def _ray(doc: Any, ctx: _Ctx) -> list[Found]:
+    """Ray Serve config: applications[].args llm_configs / prefill_config / decode_config; or a
+    standalone LLMConfig file (its model_loading_config at the top)."""
+    if _get(doc, "model_loading_config") is not None:
+        row = _ray_config(doc, ctx, "Ray Serve LLMConfig")
+        return [row] if row else []
+    out: list[Found] = []
+    for app in _seq(_get(doc, "applications")):
+        args = _get(app, "args")
+        name = _scalar(_get(app, "name")) or "?"
+        configs = [(c, f"Ray Serve {name}") for c in _seq(_get(args, "llm_configs"))
+                   if getattr(c, "id", None) == "mapping"]  # a path: checked as its own file
+        configs += [(_get(args, k), f"Ray Serve {name} ({k.split('_')[0]} pool)")
+                    for k in ("prefill_config", "decode_config") if _get(args, k) is not None]
+        for cfg, pool in configs:
+            try:
+                row = _ray_config(cfg, ctx, pool)
+            except DeployParseError as e:
+                row = _failed(e, ctx.file, text=pool)
+            if row is not None:
+                out.append(row)
+    return out
+
+
+def _sky_accelerators(node: Any) -> list[tuple[str, int]]:
+    """resources.accelerators: "L4:1", "H100" (1), a set/dict {H100: 8, …} or a list."""
+    out = []
+    items: list[str] = []
+    if _scalar(node) is not None:
+        text = str(_scalar(node)).strip()
+        if text.startswith("{"):  # a flow set written as a string
+            items = [t.strip() for t in text.strip("{}").split(",")]
+        else:
+            items = [text]
+    elif getattr(node, "id", None) == "mapping":
+        # {H100: 8} or the flow set { H100:8, L4:1 } (keys "H100:8" with null values)
+        items = [k if ":" in k else f"{k}:{_scalar(v) or 1}" for k, v in _map(node)]
+    else:
+        items = [t for t, _ in _strings(node)]
+    for item in items:
+        gpu, _, count = item.partition(":")
+        count = count.strip()
+        if gpu.strip() and (not count or re.fullmatch(r"[0-9]{1,4}(\.0)?", count)):
+            out.append((gpu.strip(), int(float(count)) if count else 1))
+    return out
+
+
+def _skypilot(doc: Any, ctx: _Ctx) -> list[Found]:
+    """SkyPilot task: the run script, once per accelerator candidate."""
+    resources = _get(doc, "resources")
+    accels = _sky_accelerators(_get(resources, "accelerators"))
+    for alt in _seq(_get(resources, "any_of")) + _seq(_get(resources, "ordered")):
+        accels += _sky_accelerators(_get(alt, "accelerators"))
+    nodes = _int(_get(doc, "num_nodes")) or 1
+    env = {k: _scalar(v) or "" for k, v in _map(_get(doc, "envs")) if _scalar(v) is not None}
+    run = _get(doc, "run")
+    text = _scalar(run) or ""
+    first = _line(run) + (1 if getattr(run, "style", None) in ("|", ">") else 0)
+    out: list[Found] = []
+    known, unknown = _known_gpus(accels)
+    for gpu, count in known or [(None, None)]:  # type: ignore[list-item]
+        local = {**env, "SKYPILOT_NUM_NODES": str(nodes), "SKYPILOT_NODE_RANK": "0"}
+        if count is not None:
+            local["SKYPILOT_NUM_GPUS_PER_NODE"] = str(count)
+        script = substitute(text, local)
+        found = shell_commands(script, file=ctx.file, first_line=first, templates=ctx.templates)
+        for f in found:
+            out.append(_adopt(f, f"SkyPilot task on {gpu}:{count}" if gpu else "SkyPilot task",
+                              _int(_path(doc, "service", "replicas")),
+                              (gpu, "SkyPilot resources.accelerators") if gpu else (None, None),
+                              count * nodes if count is not None else None,
+                              ([f"{nodes} node(s)"] if nodes > 1 else [])
+                              + ([f"accelerator candidates not in kvplan's catalogue, not checked: "
+                                  f"{', '.join(unknown)}"] if unknown and not out else [])))
+    return out
+
+
+def _known_gpus(accels: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], list[str]]:
+    """SkyPilot candidates split into those kvplan's GPU catalogue resolves (as catalogue ids)
+    and the names it does not."""
+    from ..errors import KvplanError
+    from ..sources.catalog import resolve_gpu
+
+    known, unknown = [], []
+    for gpu, count in accels:
+        try:
+            known.append((resolve_gpu(SKY_GPUS.get(gpu, gpu)).id, count))
+        except KvplanError:
+            unknown.append(f"{gpu}:{count}")
+    return known, unknown
+
+
+def _nim(doc: Any, ctx: _Ctx) -> list[Found]:
+    """NIMService: NIM LLM's environment variables, planned as its vLLM backend."""
+    spec = _get(doc, "spec")
+    image = _scalar(_path(spec, "image", "repository")) or ""
+    env = _env(spec, ctx)
+    model = env.get("NIM_MODEL_NAME") or image.rstrip("/").rsplit("/", 1)[-1]
+    argv = [model]
+    for var, flag in NIM_ENV.items():
+        if var in env and var != "NIM_MODEL_NAME":
+            argv += [flag, env[var]]
+    text = f"NIM {image} " + " ".join(argv[1:])
+    return [_row(VLLM, argv, ctx=ctx, line=_line(spec), text=text,
+                 pool=f"NIMService {_scalar(_path(doc, 'metadata', 'name'))}",
+                 replicas=_int(_get(spec, "replicas")), gpu=_gpu_label(spec, ctx),
+                 gpu_count=_gpu_count(spec),
+                 notes=["NIM planned as its vLLM backend (a TensorRT-LLM profile differs)"])]
+
+
+WORKLOADS = {"Deployment", "StatefulSet", "Pod", "Job", "DaemonSet", "ReplicaSet"}
+
+
+def _pod_spec(doc: Any) -> Any:
+    return _get(doc, "spec") if _kind(doc) == "Pod" else _path(doc, "spec", "template", "spec")
+
+
+def _uses_configmap(doc: Any, ctx: _Ctx) -> bool:
+    """A workload whose containers read env from a ConfigMap defined in the same file."""
+    if _kind(doc) not in WORKLOADS or not ctx.configmaps:
+        return False
+    for c in _seq(_get(_pod_spec(doc), "containers")):
+        names = [_scalar(_path(i, "configMapRef", "name")) for i in _seq(_get(c, "envFrom"))]
+        names += [_scalar(_path(i, "valueFrom", "configMapKeyRef", "name"))
+                  for i in _seq(_get(c, "env"))]
+        if any(n in ctx.configmaps for n in names):
+            return True
+    return False
+
+
+def _workload(doc: Any, ctx: _Ctx) -> list[Found]:
+    """A Deployment (StatefulSet, Pod, …) whose server reads its flags from a ConfigMap."""
+    spec = _pod_spec(doc)
+    name = _scalar(_path(doc, "metadata", "name")) or "?"
+    out: list[Found] = []
+    for c in _seq(_get(spec, "containers")):
+        image = _scalar(_get(c, "image")) or ""
+        try:
+            f = _container_row(c, ctx, pool=f"{_kind(doc)} {name}",
+                               replicas=_int(_path(doc, "spec", "replicas")),
+                               gpu=_gpu_label(spec, ctx), gpu_count=_gpu_count(c),
+                               default_argv=[] if any(
+                                   p.search(image) for p in registry.get(VLLM).syntax
+                                   .image_entrypoints) else None)
+        except DeployParseError as e:
+            f = _failed(e, ctx.file, text=name)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def _kind(doc: Any) -> str:
+    return _scalar(_get(doc, "kind")) or ""
+
+
+# (recognises a document, reads it) — the first that recognises a document reads it
+READERS: list[tuple[Callable[[Any], bool], Callable[[Any, _Ctx], list[Found]]]] = [
+    (lambda d: _kind(d) == "DynamoGraphDeployment", _dynamo),
+    (lambda d: _kind(d) == "LLMInferenceService", _llmisvc),
+    (lambda d: _kind(d) == "InferenceService" and _path(d, "spec", "predictor", "model")
+     is not None, _isvc),
+    (lambda d: _kind(d) == "LeaderWorkerSet", _lws),
+    (lambda d: _kind(d) == "NIMService", _nim),
+    (lambda d: not _kind(d) and _get(d, "modelArtifacts") is not None
+     and (_get(d, "decode") is not None or _get(d, "prefill") is not None), _llmd),
+    (lambda d: not _kind(d) and _path(d, "servingEngineSpec", "modelSpec") is not None, _pstack),
+    (lambda d: not _kind(d) and (_get(d, "applications") is not None
+                                 or _get(d, "model_loading_config") is not None), _ray),
+    (lambda d: not _kind(d) and _get(d, "run") is not None and _get(d, "services") is None,
+     _skypilot),
+]
+
+
+def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], list[Found]]]]:
+    docs = ctx.all_docs = _yaml_nodes(text, ctx.file)
+    for doc in docs:  # ConfigMaps first: a container may read its flags from one further down
+        if _kind(doc) == "ConfigMap":
+            name = _scalar(_path(doc, "metadata", "name")) or ""
+            ctx.configmaps[name] = {k: v for k, node in _map(_get(doc, "data"))
+                                    if (v := _scalar(node)) is not None}
+    for doc in docs:
+        if _uses_configmap(doc, ctx):
+            yield doc, _workload
+            continue
+        reader = next((r for match, r in READERS if match(doc)), None)
+        if reader is not None:
+            yield doc, reader
+
+
+def _label_generic(found: list[Found], all_docs: list[Any], claimed: list[Any],
+                   ctx: _Ctx) -> None:
+    """The GPU model of a workload the generic reader read, from the labels it does not know
+    (cloud.google.com/gke-accelerator, gpu.nvidia.com/model): set where it found none."""
+    ids = {id(d) for d, _ in claimed}
+    for doc in all_docs:
+        if id(doc) in ids or _kind(doc) not in WORKLOADS:
+            continue
+        gpu = _gpu_label(_pod_spec(doc), ctx)
+        first, last = doc.start_mark.line + 1, doc.end_mark.line + 1
+        for f in found:
+            if gpu[0] and f.error is None and f.gpu is None and first <= f.line <= last:
+                f.gpu, f.gpu_source = gpu
+
+
+def manifest_commands(path: Path, found: list[Found], templates: Templates) -> list[Found]:
+    """`found` (the commands the line/container reader took from `path`) with every document
+    this module recognises read as its resource instead: the commands the generic reader found
+    inside such a document are replaced by its pools."""
+    if path.suffix not in {".yaml", ".yml"}:
+        return found
+    file = str(path)
+    try:
+        raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
+        ctx = _Ctx(file, Templates(values=dict(templates.values)))
+        text = ctx.templates.fill(raw, file)
+        docs = list(_docs(text, ctx))
+    except (DeployParseError, InvalidConfigError, OSError):
+        return found  # the generic reader already reported what is wrong with the file
+    _label_generic(found, ctx.all_docs, docs, ctx)
+    if not docs:
+        return found
+    spans = [(d.start_mark.line + 1, d.end_mark.line + 1) for d, _ in docs]
+    kept = [f for f in found if not any(a <= f.line <= b for a, b in spans)]
+    new: list[Found] = []
+    for doc, reader in docs:
+        try:
+            new += reader(doc, ctx)
+        except DeployParseError as e:
+            new.append(_failed(e, file))
+    directives = _directives(raw, file)
+    for f in new:
+        if f.error is not None:
+            continue
+        for lineno, pairs in directives:
+            if lineno <= f.line:
+                _apply_directive(f, pairs, lineno, file)
+    return sorted(kept + new, key=lambda f: f.line)
