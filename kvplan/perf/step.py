@@ -55,6 +55,7 @@ from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
+from . import arch as _arch
 from ..units import DTYPE_ALIASES, cdiv
 
 Bound = Literal["compute", "bandwidth", "overhead"]
@@ -76,14 +77,14 @@ NVLINK_DIRECTIONS = 2
 
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
-# the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
+# the _low/_high range of a Hopper PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
+# Other GPU classes and extrapolated figures use their own bands (kvplan/perf/arch.py).
 RANGES: dict[str, tuple[float, float]] = {
     "ttft": (0.471, 2.027),
     "tpot": (0.893, 1.19),
     "throughput": (0.878, 1.1),
 }
-
-CALIBRATED_ARCHS = ("Hopper",)  # GPU families with calibration rows (H100 SXM, H200 SXM)
+METRICS = ("ttft", "tpot", "throughput")
 
 
 @lru_cache(maxsize=256)
@@ -92,38 +93,54 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 
 def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
-    """(coefficients, calibrated-era?) for an engine version, from the engine's declared
-    calibration: a version inside the engine's calibrated range uses its fit; any other, or an
-    engine that borrows another's fit, those coefficients with calibrated=False."""
+    """(coefficients, engine-calibrated?) for an engine: its own fit whatever the release (the
+    distance to the fitted releases is stated apart: version_distance), or the fit it borrows
+    from another engine with False."""
     eng = registry.get(engine)
-    cal = eng.calibration
     coeffs = registry.calibrated_by(eng).calibration.coefficients
     assert coeffs is not None  # registry.register refuses a borrow without a fit
-    if cal.coefficients is None or not cal.versions:
-        return coeffs, False
-    keys = [_version_key(v) for v in cal.versions]
-    k = _version_key(version)
-    inside = min(keys)[:2] <= k[:2] <= max(keys)[:2] if version else False
-    return coeffs, inside
+    return coeffs, eng.calibration.coefficients is not None and bool(eng.calibration.versions)
+
+
+def version_distance(engine: str, version: str) -> str:
+    """How far `version` is from the releases the engine's coefficients were fitted on ("" when
+    inside them or when the engine borrows another's fit)."""
+    cal = registry.get(engine).calibration
+    if cal.coefficients is None or not cal.versions or not version:
+        return ""
+    keys = sorted(_version_key(v)[:2] for v in cal.versions)
+    k = _version_key(version)[:2]
+    if keys[0] <= k <= keys[-1]:
+        return ""
+    fitted = ", ".join(sorted({".".join(v.split(".")[:2]) for v in cal.versions},
+                              key=_version_key))
+    near = keys[0] if k < keys[0] else keys[-1]
+    if k[0] == near[0] and len(k) > 1 and len(near) > 1:
+        gap = f"{abs(k[1] - near[1])} minor release{'s' if abs(k[1] - near[1]) != 1 else ''} "
+        gap += "newer" if k > near else "older"
+    else:
+        gap = "another major release"
+    return f"{registry.get(engine).label} {version}: fitted on {fitted} ({gap})"
+
+
+def arch_calibration(engine: str, gpu: GpuSpec) -> _arch.ArchCalibration:
+    """The GPU class factors and band for this engine (kvplan/perf/arch.py)."""
+    eng = registry.get(engine)
+    return _arch.resolve(gpu.arch, engine, registry.calibrated_by(eng).name)
 
 
 def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
-    """Why a prediction for this engine version on this GPU is not calibrated ("" when it is),
-    each reason apart: the engine borrows another's fit, the version is outside the fitted
-    releases, the GPU family has no calibration rows."""
+    """Why a prediction for this engine on this GPU is not calibrated ("" when it is), each
+    reason apart: the engine borrows another's fit, the GPU class has no measurements for this
+    engine. The engine's minor version is not a gap (version_distance states it)."""
     eng = registry.get(engine)
     gaps = []
     if eng.calibration.coefficients is None or not eng.calibration.versions:
         gaps.append(f"{eng.label} has no calibration rows (it borrows "
                     f"{registry.calibrated_by(eng).label}'s fit)")
-    elif not coefficients_for(engine, version)[1]:
-        fitted = sorted({".".join(v.split(".")[:2]) for v in eng.calibration.versions},
-                        key=_version_key)
-        gaps.append(f"{eng.label} {version} is outside the calibrated release"
-                    f"{'s' if len(fitted) > 1 else ''} {', '.join(fitted)}")
-    if gpu.arch not in CALIBRATED_ARCHS:
-        gaps.append(f"no calibration rows for {gpu.arch} GPUs (only "
-                    f"{', '.join(CALIBRATED_ARCHS)})")
+    arch = arch_calibration(engine, gpu)
+    if arch.note:
+        gaps.append(arch.note)
     return "; ".join(gaps)
 
 
@@ -180,6 +197,13 @@ class PerfContext:
     # longest draft chain one step can accept (SGLang's EAGLE tree: its depth, num_steps, while
     # it verifies num_draft_tokens − 1 tokens); 0: spec_tokens (a chain)
     accept_tokens: int = 0
+    # GPU architecture class factors relative to Hopper (kvplan/perf/arch.py) and the band
+    gemm_scale: float = 1.0  # on gemm_efficiency for the compute dtype's GEMMs
+    attention_scale: float = 1.0  # on gemm_efficiency for attention (bf16)
+    bandwidth_scale: float = 1.0  # on bandwidth_efficiency
+    ranges: tuple[tuple[float, float], ...] = tuple(RANGES[k] for k in METRICS)
+    calibration_class: str = "Hopper"  # class whose factors are used
+    version_distance: str = ""  # version_distance(): "" inside the fitted releases
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -393,9 +417,10 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
                else max(0, kv_bytes_per_token - sliding * per_layer))
-    coeffs, era_ok = coefficients_for(engine, version)
+    coeffs, own_fit = coefficients_for(engine, version)
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
+    arch = arch_calibration(engine, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
@@ -415,8 +440,12 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         link_bytes_per_s=link_bytes_per_s(gpu),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        calibrated=era_ok and gpu.arch in CALIBRATED_ARCHS,
-        not_calibrated_because=calibration_gaps(engine, version, gpu))
+        calibrated=own_fit and arch.calibrated,
+        not_calibrated_because=calibration_gaps(engine, version, gpu),
+        gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
+        bandwidth_scale=arch.scales.bandwidth,
+        ranges=tuple(arch.ranges[k] for k in METRICS), calibration_class=arch.source_class,
+        version_distance=version_distance(engine, version))
 
 
 # --------------------------------------------------------------------- step time
@@ -478,9 +507,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
                 + prefill_seqs * (ctx.kv_bytes_per_token * 2 * prefill_context_tokens
                                   + ctx.sliding_kv_bytes_per_token
                                   * min(2 * prefill_context_tokens, win)))
-    flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency
-    attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency
-    byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency
+    flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency * ctx.gemm_scale
+    attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
+    byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c, g_b = gemm_flops / flop_rate, weight_bytes / byte_rate
     a_c, a_b = attn_flops / attn_rate, kv_bytes / byte_rate
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
@@ -620,9 +649,7 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
     rps = concurrency / e2e
     tok_s = rps * o
     dec = step_terms(ctx, decode_seqs=b, context_tokens=mean_ctx)
-    lo_f, hi_f = RANGES["ttft"]
-    lo_p, hi_p = RANGES["tpot"]
-    lo_t, hi_t = RANGES["throughput"]
+    (lo_f, hi_f), (lo_p, hi_p), (lo_t, hi_t) = ctx.ranges  # METRICS order
     ttft_ms, tpot_ms = ttft * 1e3, tpot * 1e3
     return PerfPoint(
         concurrency=concurrency, running=b, ttft_ms=ttft_ms, tpot_ms=tpot_ms, e2e_ms=e2e * 1e3,
