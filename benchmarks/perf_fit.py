@@ -18,7 +18,8 @@ allreduce_latency_us, layer_overhead_us, step_overhead_ms, seq_overhead_us) and 
 held-out group than per-engine overheads did (TPOT p90 40 % → 19 %, benchmarks/perf_fit.py
 history in git). Loss: mean soft-L1
 (pseudo-Huber) of the log errors of TTFT and TPOT.
-Optimiser: Nelder–Mead on transformed parameters, pure Python (no scipy).
+Optimiser: Nelder–Mead on transformed parameters, pure Python (no scipy); the fitting core
+(rows → predictions, loss, optimiser, statistics, leave-one-group-out) is kvplan/perf/fit.py.
 
 Evaluation: leave one (model × GPU × engine) group out, fit on the rest, predict it; absolute
 percentage errors of TTFT, TPOT and throughput pooled over all held-out predictions (mean,
@@ -35,10 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from kvplan.api import plan  # noqa: E402
 from kvplan.engines.registry import fitted_coefficients  # noqa: E402
+from kvplan.perf import fit as fit_  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
 from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
 from kvplan.specs import QuantSpec  # noqa: E402
@@ -62,13 +61,7 @@ SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us", "la
           "step_overhead_ms", "seq_overhead_us")
 PER_ENGINE = ("request_overhead_ms",)
 ENGINES = ("vllm", "sglang")
-START = {"gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
-         "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0,
-         "request_overhead_ms": 20.0}
-BOUNDS = {"gemm_efficiency": (0.05, 1.0), "bandwidth_efficiency": (0.2, 1.0),
-          "allreduce_latency_us": (0.0, 200.0), "step_overhead_ms": (0.0, 50.0),
-          "layer_overhead_us": (0.0, 500.0), "seq_overhead_us": (0.0, 200.0),
-          "request_overhead_ms": (0.0, 500.0)}
+START, BOUNDS = fit_.START, fit_.BOUNDS
 
 
 # ------------------------------------------------------------------------- rows
@@ -83,7 +76,8 @@ def _quant(precision: str) -> QuantSpec | None:
     return None
 
 
-def load_rows() -> list[dict[str, Any]]:
+def load_raw() -> list[dict[str, Any]]:
+    """The calibration CSV's rows, typed, with their group and measured throughput."""
     rows = []
     with DATA.open(newline="") as f:
         for raw in csv.DictReader(f):
@@ -96,6 +90,12 @@ def load_rows() -> list[dict[str, Any]]:
                                / ((r["ttft_ms"] + (r["osl"] - 1) * r["tpot_ms"]) / 1e3))
             rows.append(r)
     return rows
+
+
+def load_rows() -> list[fit_.Row]:
+    """The calibration rows as kvplan.perf.fit rows (deployment context from the plan)."""
+    return [fit_.Row(context(r), r["engine"], r["group"], r["concurrency"], r["isl"], r["osl"],
+                     r["ttft_ms"], r["tpot_ms"], r["throughput"]) for r in load_raw()]
 
 
 _CTX: dict[tuple, perf.PerfContext] = {}
@@ -134,163 +134,30 @@ def context(r: dict) -> perf.PerfContext:
 
 # ------------------------------------------------------------------ parameters
 
-
-def unpack(x: list[float]) -> dict[str, perf.Coefficients]:
-    """Vector (transformed) → coefficients per engine: efficiencies via a logistic into their
-    bounds, overheads via softplus-free clamping to the bounds."""
-    def val(name: str, z: float) -> float:
-        lo, hi = BOUNDS[name]
-        return lo + (hi - lo) / (1 + math.exp(-z))
-    shared = {n: val(n, z) for n, z in zip(SHARED, x[:len(SHARED)], strict=True)}
-    out, k = {}, len(SHARED)
-    for e in ENGINES:
-        own = {n: val(n, z) for n, z in zip(PER_ENGINE, x[k:k + len(PER_ENGINE)], strict=True)}
-        k += len(PER_ENGINE)
-        out[e] = perf.Coefficients(**shared, **own)
-    return out
+# The fit itself (parameters, loss, Nelder–Mead, error statistics, leave-one-group-out) lives in
+# kvplan/perf/fit.py; this script supplies the rows, the fitted subset and the outputs.
+PARAMS = fit_.Parameters(shared=SHARED, per_key=PER_ENGINE, keys=ENGINES, bounds=BOUNDS)
+predict, errors, summary, as_dict = fit_.predict, fit_.errors, fit_.summary, fit_.as_dict
 
 
-def pack(coeffs: dict[str, dict[str, float]]) -> list[float]:
-    def z(name: str, v: float) -> float:
-        lo, hi = BOUNDS[name]
-        t = min(max((v - lo) / (hi - lo), 1e-6), 1 - 1e-6)
-        return math.log(t / (1 - t))
-    x = [z(n, coeffs[ENGINES[0]][n]) for n in SHARED]
-    for e in ENGINES:
-        x += [z(n, coeffs[e][n]) for n in PER_ENGINE]
-    return x
-
-
-def predict(r: dict, coeffs: dict[str, perf.Coefficients]) -> perf.PerfPoint:
-    ctx = dataclasses.replace(context(r), coefficients=coeffs[r["engine"]])
-    return perf.evaluate(ctx, concurrency=r["concurrency"], input_tokens=r["isl"],
-                         output_tokens=r["osl"])
-
-
-ROBUST_SCALE = 0.25  # log-error scale where the soft-L1 loss turns from quadratic to linear
-
-
-def _soft_l1(e: float) -> float:
-    """Soft-L1 (pseudo-Huber) of a log error: ≈ e² near 0, ≈ 2·s·|e| beyond the scale s, so a
-    few rows the model cannot explain (e.g. a run with less KV memory than its plan) do not
-    dominate the fit."""
-    s = ROBUST_SCALE
-    return 2 * s * s * (math.sqrt(1 + (e / s) ** 2) - 1)
-
-
-def loss(x: list[float], rows: list[dict]) -> float:
-    """Mean soft-L1 of the log errors of TPOT and TTFT."""
-    coeffs = unpack(x)
-    total = 0.0
-    for r in rows:
-        p = predict(r, coeffs)
-        total += (_soft_l1(math.log(p.tpot_ms / r["tpot_ms"]))
-                  + _soft_l1(math.log(p.ttft_ms / r["ttft_ms"])))
-    return total / len(rows)
-
-
-def nelder_mead(f, x0: list[float], *, step: float = 0.7, iters: int = 1200,
-                tol: float = 1e-7) -> list[float]:
-    """Minimise f from x0 (standard reflection/expansion/contraction/shrink coefficients)."""
-    n = len(x0)
-    simplex = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
-    values = [f(p) for p in simplex]
-    for _ in range(iters):
-        order = sorted(range(n + 1), key=values.__getitem__)
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if values[-1] - values[0] < tol:
-            break
-        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
-        worst = simplex[-1]
-        refl = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
-        fr = f(refl)
-        if fr < values[0]:
-            exp = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
-            fe = f(exp)
-            simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = refl, fr
-        else:
-            con = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
-            fc = f(con)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = con, fc
-            else:
-                best = simplex[0]
-                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q, strict=True)]
-                                    for q in simplex[1:]]
-                values = [values[0]] + [f(p) for p in simplex[1:]]
-    return simplex[min(range(n + 1), key=values.__getitem__)]
-
-
-def fit(rows: list[dict],
+def fit(rows: list[fit_.Row],
         start: dict[str, dict[str, float]] | None = None) -> dict[str, perf.Coefficients]:
-    """Fit on `rows`; an engine without rows keeps its start values."""
-    start = start or {e: dict(START) for e in ENGINES}
-    x = pack(start)
-    for _ in range(2):  # a restart around the optimum escapes a collapsed simplex
-        x = nelder_mead(lambda v: loss(v, rows), x)
-    coeffs = unpack(x)
-    have = {r["engine"] for r in rows}
-    for e in ENGINES:
-        if e not in have:  # nothing constrains its own overheads: borrow the other engine's
-            other = next(iter(have))
-            coeffs[e] = coeffs[other]
-    return coeffs
+    """Fit every coefficient on `rows`; an engine without rows borrows another's fit."""
+    return fit_.fit(rows, PARAMS, start or {e: dict(START) for e in ENGINES})
 
 
 # --------------------------------------------------------------------- metrics
 
 
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    k = (len(xs) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
-def errors(rows: list[dict], preds: list[perf.PerfPoint]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"ttft": [], "tpot": [], "throughput": []}
-    for r, p in zip(rows, preds, strict=True):
-        out["ttft"].append(p.ttft_ms / r["ttft_ms"] - 1)
-        out["tpot"].append(p.tpot_ms / r["tpot_ms"] - 1)
-        out["throughput"].append(p.output_tokens_per_s / r["throughput"] - 1)
-    return out
-
-
-def summary(errs: dict[str, list[float]]) -> dict[str, dict[str, float]]:
-    return {k: {"mean": round(100 * statistics.fmean(abs(e) for e in v), 1),
-                "median": round(100 * statistics.median(abs(e) for e in v), 1),
-                "p90": round(100 * _pct([abs(e) for e in v], 0.9), 1),
-                "bias": round(100 * statistics.median(v), 1)}
-            for k, v in errs.items()}
-
-
-def as_dict(c: perf.Coefficients) -> dict[str, float]:
-    return {k: round(v, 4) for k, v in dataclasses.asdict(c).items()}
-
-
-def run_fit(rows: list[dict]) -> dict:
-    groups = sorted({r["group"] for r in rows})
-    held_rows, held_preds, per_group = [], [], {}
-    for gname in groups:
-        train = [r for r in rows if r["group"] != gname]
-        test = [r for r in rows if r["group"] == gname]
-        coeffs = fit(train)
-        preds = [predict(r, coeffs) for r in test]
-        held_rows += test
-        held_preds += preds
-        per_group[gname] = {"rows": len(test), **summary(errors(test, preds))}
-        print(f"  held out {gname}: {per_group[gname]}", file=sys.stderr)
-    logo = errors(held_rows, held_preds)
-    ranges = {}
-    for k, v in logo.items():  # measured / predicted = 1 / (1 + e)
-        ratios = [1 / (1 + e) for e in v]
-        ranges[k] = [round(_pct(ratios, 0.1), 3), round(_pct(ratios, 0.9), 3)]
+def run_fit(rows: list[fit_.Row]) -> dict:
+    groups = sorted({r.group for r in rows})
+    held = fit_.leave_one_group_out(
+        rows, fit, report=lambda g, v: print(f"  held out {g}: {v}", file=sys.stderr))
+    logo = errors(held.rows, held.preds)
     final = fit(rows)
     in_sample = summary(errors(rows, [predict(r, final) for r in rows]))
     return {"coefficients": {e: as_dict(final[e]) for e in ENGINES},
-            "ranges": ranges, "logo": summary(logo), "logo_groups": per_group,
+            "ranges": fit_.ranges(logo), "logo": summary(logo), "logo_groups": held.per_group,
             "in_sample": in_sample, "rows": len(rows), "groups": len(groups)}
 
 

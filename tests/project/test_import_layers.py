@@ -49,6 +49,7 @@ LAYER = {
     "kvplan.model.tensor_names": "core",
     "kvplan.model.weights": "core",
     "kvplan.perf": "core",
+    "kvplan.perf.fit": "core",
     "kvplan.perf.step": "core",
     "kvplan.planner": "core",
     "kvplan.planner.curve": "core",
