@@ -44,6 +44,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import perf_arch  # noqa: E402  (benchmarks/perf_arch.py: the cross-architecture stage)
 
 from kvplan.api import plan  # noqa: E402
 from kvplan.engines.registry import fitted_coefficients  # noqa: E402
@@ -396,6 +399,7 @@ def check(full: bool) -> int:
     if _rounded(in_sample) != _rounded(committed["in_sample"]):
         problems.append("in-sample errors with the committed coefficients changed: the model "
                         "changed without a refit")
+    problems += check_arch(committed)
     if full:
         fresh = run_fit(rows)
         if fresh["coefficients"] != committed["coefficients"] or fresh["logo"] != committed["logo"]:
@@ -403,6 +407,46 @@ def check(full: bool) -> int:
     for p in problems:
         print("drift:", p, file=sys.stderr)
     return 1 if problems else 0
+
+
+def check_arch(committed: dict) -> list[str]:
+    """Drift of the cross-architecture stage: kvplan/perf/arch.py's generated constants and
+    TensorRT-LLM's coefficients against the JSON, and the throughput rows re-predicted with
+    them (in-sample errors per class × engine must match)."""
+    cross = committed["cross_arch"]
+    problems = []
+    block = perf_arch.arch_block(cross, cross["sources"])
+    if perf_arch.ARCH_PY.read_text() != perf_arch.arch_py_with(block):
+        problems.append("kvplan/perf/arch.py's generated block != perf_fit.json (cross_arch)")
+    if as_dict(fitted_coefficients()["trtllm"]) != cross["trtllm"]:
+        problems.append("kvplan/engines/trtllm.py calibration coefficients != perf_fit.json")
+    rows, raws, _ = perf_arch.load_rows()
+    coeffs = {**fitted_coefficients()}
+    for key, v in cross["table"].items():
+        klass, engine = key.split(" × ")
+        sel = [(r, raw) for r, raw in zip(rows, raws, strict=True)
+               if raw["klass"] == klass and r.key == engine]
+        s = perf_arch.arch_.ArchScales(**cross["arch"][klass]["scales"])
+        link = perf_arch.arch_.PcieLink(**cross["pcie"])
+        preds = [predict(perf_arch.with_scales(r, s, link), coeffs) for r, _ in sel]
+        got = summary(errors([r for r, _ in sel], preds))
+        if _rounded(got) != _rounded(v["in_sample"]):
+            problems.append(f"in-sample throughput errors of {key} changed: refit "
+                            "(python benchmarks/perf_fit.py --arch)")
+    return problems
+
+
+def run_arch(result: dict) -> dict:
+    """The cross-architecture stage on the Hopper fit in `result`; writes arch.py's block."""
+    coeffs = {e: perf.Coefficients(**v) for e, v in result["coefficients"].items()}
+    cross = perf_arch.run(coeffs, result["ranges"], lambda m: print(m, file=sys.stderr))
+    cross["sources"] = {k: perf_arch.sources_of(k) for k in cross["arch"] if k != "Hopper"}
+    cross["sources"]["Hopper"] = ("aiconfigurator-silicon_sample, "
+                                  + perf_arch.sources_of("Hopper"))
+    cross["arch"]["Hopper"]["rows"] += result["rows"]  # + the latency rows
+    perf_arch.ARCH_PY.write_text(perf_arch.arch_py_with(
+        perf_arch.arch_block(cross, cross["sources"])))
+    return cross
 
 
 def _rounded(m: dict) -> dict:
@@ -415,6 +459,9 @@ def main() -> int:
     ap.add_argument("--full", action="store_true", help="with --check: also refit")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite docs/performance.md from the committed perf_fit.json")
+    ap.add_argument("--arch", action="store_true",
+                    help="refit only the cross-architecture stage (benchmarks/perf_arch.py) on "
+                    "the committed Hopper fit")
     args = ap.parse_args()
     if args.check:
         return check(args.full)
@@ -423,9 +470,18 @@ def main() -> int:
         OUT_DOC.write_text(render_doc(committed))
         README.write_text(readme_with(committed))
         return 0
+    if args.arch:
+        result = json.loads(OUT_JSON.read_text())
+        result["cross_arch"] = run_arch(result)
+        OUT_JSON.write_text(json.dumps(result, indent=2) + "\n")
+        OUT_DOC.write_text(render_doc(result))
+        print(json.dumps({k: result["cross_arch"][k] for k in ("trtllm", "pcie", "loao",
+                                                                "order")}, indent=1))
+        return 0
     rows = load_rows()
     result = run_fit(rows)
     result["source"] = "benchmarks/data/perf_calibration.csv"
+    result["cross_arch"] = run_arch(result)
     OUT_JSON.write_text(json.dumps(result, indent=2) + "\n")
     OUT_DOC.write_text(render_doc(result))
     README.write_text(readme_with(result))

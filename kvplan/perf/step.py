@@ -55,8 +55,8 @@ from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
-from . import arch as _arch
 from ..units import DTYPE_ALIASES, cdiv
+from . import arch as _arch
 
 Bound = Literal["compute", "bandwidth", "overhead"]
 
@@ -203,6 +203,7 @@ class PerfContext:
     bandwidth_scale: float = 1.0  # on bandwidth_efficiency
     ranges: tuple[tuple[float, float], ...] = tuple(RANGES[k] for k in METRICS)
     calibration_class: str = "Hopper"  # class whose factors are used
+    link_latency_us: float | None = None  # TP all-reduce over PCIe (arch.PCIE); None: engine's
     version_distance: str = ""  # version_distance(): "" inside the fitted releases
 
 
@@ -421,6 +422,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
     arch = arch_calibration(engine, gpu)
+    pcie = _arch.over_pcie(gpu.id, gpu.nvlink_gbps_per_gpu, tp)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
@@ -437,7 +439,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         sliding_window=(m.sliding_window or 0) if sliding else 0, state_bytes_per_seq=state,
         peak_flops_per_s=_peak_tflops(gpu, compute) * 1e12, attention_peak_flops_per_s=attn_peak,
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
-        link_bytes_per_s=link_bytes_per_s(gpu),
+        link_bytes_per_s=(PCIE_X16_BYTES_PER_S.get(gpu.pcie_gen or 4, PCIE_X16_BYTES_PER_S[4])
+                          * _arch.PCIE.bandwidth_efficiency if pcie else link_bytes_per_s(gpu)),
+        link_latency_us=_arch.PCIE.allreduce_latency_us if pcie else None,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
         calibrated=own_fit and arch.calibrated,
@@ -517,7 +521,8 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     comm_s = 0.0
     if ctx.tp > 1:
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
-        comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
+        lat = c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us
+        comm_s = 2 * ctx.layers * (lat * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
     overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
