@@ -339,6 +339,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- calibrate ---
+    _O("calibration", str, ("--calibration",), "a calibration file written by `kvplan "
+       "calibrate`: its latency coefficients replace the bundled ones for the engine × GPU "
+       "architecture it covers (default: the KVPLAN_CALIBRATION environment variable)",
+       unit="file", path=True),
 )}
 
 

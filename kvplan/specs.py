@@ -750,6 +750,11 @@ class Performance(PerfPoint):
     break_even_acceptance_rate: float | None = Field(
         None, description="speculative decoding: the acceptance rate above which it lowers TPOT "
         "at this concurrency (null: it never does, or always does)")
+    # --- calibrate --- (before by_concurrency: the table stays the last field)
+    calibration: str | None = Field(
+        None, description="where the latency coefficients come from: a user calibration file "
+        "(kvplan calibrate, --calibration), the bundled fit, or the bundled fit extrapolated to "
+        "another engine, version or GPU architecture")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
     # by_concurrency computed on first read or serialization, not per plan: a sweep plans

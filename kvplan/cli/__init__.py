@@ -27,7 +27,8 @@ app = typer.Typer(
 # `kvplan --help` lists them.
 COMMANDS: dict[str, str] = {
     "plan": "plan", "compare": "plan", "sweep": "sweep", "models": "catalogue",
-    "gpus": "catalogue", "check": "check", "schema": "schema", "report": "report"}
+    "gpus": "catalogue", "check": "check", "schema": "schema", "report": "report",
+    "calibrate": "calibrate"}
 
 
 def _version(value: bool) -> None:

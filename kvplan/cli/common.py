@@ -130,7 +130,28 @@ class TableCommand:
         return inspect.Signature(self._params(), return_annotation=None)
 
     def __call__(self, *args: Any, **values: Any) -> None:
-        self._fn(*args, **values)
+        if "calibration" in values:  # --calibration / KVPLAN_CALIBRATION (docs/calibration.md)
+            with calibration_in_force(values["calibration"]):
+                self._fn(*args, **values)
+        else:
+            self._fn(*args, **values)
+
+
+@contextmanager
+def calibration_in_force(path: Path | None) -> Iterator[None]:
+    """Plan inside this block with the user calibration of --calibration PATH, else of the
+    file KVPLAN_CALIBRATION names, else the bundled coefficients."""
+    import os
+
+    if path is None and not os.environ.get("KVPLAN_CALIBRATION"):
+        yield
+        return
+    from ..perf.user_calibration import user_calibrations
+    from ..sources.calibration import given
+
+    cal = given(path)
+    with user_calibrations(*([cal] if cal else [])):
+        yield
 
 
 def table_options(params: Callable[[], list[inspect.Parameter]]

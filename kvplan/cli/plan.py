@@ -80,7 +80,7 @@ def _compare_params() -> list[inspect.Parameter]:
     from ..specs import Workload
 
     shared = (*_COMPARE_KNOBS, *Workload.model_fields, "gpu_hour_price", "revision", "token",
-              "offline", "refresh", "as_json")
+              "offline", "refresh", "as_json", "calibration")
     return [argument("model", "Catalogue id, local path or Hub repo id."),
             *(option(name, **_COMPARE_HELP.get(name, {})) for name in OPTIONS if name in shared)]
 

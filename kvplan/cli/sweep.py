@@ -37,7 +37,8 @@ def _sweep_params() -> list[inspect.Parameter]:
             "your own US$ per GPU-hour"),
         own("top", int, "--top", help="options shown in the table", default=10),
         option("offline", bare=True),
-        option("as_json")]
+        option("as_json"),
+        option("calibration")]
 
 
 @table_options(_sweep_params)

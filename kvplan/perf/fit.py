@@ -225,10 +225,11 @@ def nelder_mead(f: Callable[[list[float]], float], x0: Sequence[float], *, step:
 
 def fit(rows: Sequence[Row], params: Parameters, start: Mapping[str, Mapping[str, float]],
         base: Mapping[str, Coefficients] | None = None, *,
-        restarts: int = 2) -> dict[str, Coefficients]:
+        restarts: int = 2, tol: float = 1e-7) -> dict[str, Coefficients]:
     """Coefficients per key that minimise loss() on `rows`, from `start` (key → name →
     value; read for the fitted names only). Nelder–Mead runs `restarts` times, each from the
-    previous optimum (a restart escapes a collapsed simplex). A key without rows has nothing
+    previous optimum (a restart escapes a collapsed simplex), until the simplex's losses span
+    less than `tol`. A key without rows has nothing
     to constrain its per-key coefficients: it gets the coefficients of the first key (in
     sorted order) that has rows."""
     if not rows:
@@ -236,7 +237,7 @@ def fit(rows: Sequence[Row], params: Parameters, start: Mapping[str, Mapping[str
     x = params.pack(start)
     if x:
         for _ in range(restarts):
-            x = nelder_mead(lambda v: loss(v, rows, params, base), x)
+            x = nelder_mead(lambda v: loss(v, rows, params, base), x, tol=tol)
     coeffs = params.unpack(x, base)
     have = sorted({r.key for r in rows})
     for key in params.keys:

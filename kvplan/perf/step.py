@@ -57,6 +57,7 @@ from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
 from ..units import DTYPE_ALIASES, cdiv
 from . import arch as _arch
+from .user_calibration import user_calibration
 
 Bound = Literal["compute", "bandwidth", "overhead"]
 
@@ -129,6 +130,41 @@ def arch_calibration(engine: str, gpu: GpuSpec) -> _arch.ArchCalibration:
     return _arch.resolve(gpu.arch, engine, registry.calibrated_by(eng).name)
 
 
+def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
+    """Where the bundled coefficients of a prediction come from: "bundled: <class> × <engine>"
+    when the GPU's class has measurements for the engine (kvplan/perf/arch.py), else what is
+    extrapolated from where; then the distance to the fitted engine releases, if any."""
+    eng = registry.get(engine)
+    own = registry.calibrated_by(eng)
+    arch = arch_calibration(engine, gpu)
+    if own is eng and arch.calibrated:
+        text = f"bundled: {arch.klass} × {eng.label}"
+    else:
+        text = (f"extrapolated: {own.label} coefficients (fitted on Hopper) with "
+                f"{arch.source_class} GPU factors")
+        if arch.source_class != arch.klass:
+            text += f" (nearest measured class to {arch.klass})"
+        if own is not eng:
+            text += f", borrowed for {eng.label}"
+    dist = version_distance(engine, version)
+    return f"{text}; {dist}" if dist else text
+
+
+def coefficients_on(engine: str, version: str, gpu: GpuSpec
+                    ) -> tuple[Coefficients, bool, str, str]:
+    """(coefficients, calibrated?, why not (calibration_gaps), where they come from) for an
+    engine version on a GPU: a user calibration of its engine × architecture (kvplan
+    calibrate, user_calibrations) wins over the bundled fit; the bundled fit is calibrated
+    when the engine has its own coefficients and the GPU's class has measurements for it
+    (kvplan/perf/arch.py), whatever the engine's minor version."""
+    user = user_calibration(engine, gpu.arch)
+    if user is not None:
+        return user.coefficients, True, "", user.source
+    coeffs, own = coefficients_for(engine, version)
+    return (coeffs, own and arch_calibration(engine, gpu).calibrated,
+            calibration_gaps(engine, version, gpu), bundled_source(engine, version, gpu))
+
+
 def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
     """Why a prediction for this engine on this GPU is not calibrated ("" when it is), each
     reason apart: the engine borrows another's fit, the GPU class has no measurements for this
@@ -184,6 +220,7 @@ class PerfContext:
     style: Literal["mixed", "separate"]
     calibrated: bool
     not_calibrated_because: str = ""  # calibration_gaps(): each reason, "" when calibrated
+    calibration: str = ""  # where the coefficients come from (user file, bundled, extrapolated)
     # Speculative decoding (docs/features.md): every decode step verifies `spec_tokens` draft
     # tokens per sequence after `draft_steps` draft forward passes; each draft token is accepted
     # with probability `acceptance_rate`.
@@ -202,9 +239,7 @@ class PerfContext:
     attention_scale: float = 1.0  # on gemm_efficiency for attention (bf16)
     bandwidth_scale: float = 1.0  # on bandwidth_efficiency
     ranges: tuple[tuple[float, float], ...] = tuple(RANGES[k] for k in METRICS)
-    calibration_class: str = "Hopper"  # class whose factors are used
     link_latency_us: float | None = None  # TP all-reduce over PCIe (arch.PCIE); None: engine's
-    version_distance: str = ""  # version_distance(): "" inside the fitted releases
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -418,7 +453,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
                else max(0, kv_bytes_per_token - sliding * per_layer))
-    coeffs, own_fit = coefficients_for(engine, version)
+    coeffs, calibrated, gaps, source = coefficients_on(engine, version, gpu)
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
     arch = arch_calibration(engine, gpu)
@@ -444,12 +479,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         link_latency_us=_arch.PCIE.allreduce_latency_us if pcie else None,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        calibrated=own_fit and arch.calibrated,
-        not_calibrated_because=calibration_gaps(engine, version, gpu),
+        calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
-        bandwidth_scale=arch.scales.bandwidth,
-        ranges=tuple(arch.ranges[k] for k in METRICS), calibration_class=arch.source_class,
-        version_distance=version_distance(engine, version))
+        bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS))
 
 
 # --------------------------------------------------------------------- step time

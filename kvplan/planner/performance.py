@@ -209,6 +209,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),
+        calibration=ctx.calibration or None,
         gpu_hour_price=price.usd_per_hour if price else None,
         price_source=((price.source + (" (kvplan default)" if price.default else ""))
                       if price else None),

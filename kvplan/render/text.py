@@ -148,7 +148,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
-    cal = ("calibrated" if pf.calibrated else
+    user = pf.calibration if (pf.calibration or "").startswith("user file") else None
+    cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
            f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
     t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / "

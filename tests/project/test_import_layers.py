@@ -51,6 +51,7 @@ LAYER = {
     "kvplan.perf": "core",
     "kvplan.perf.fit": "core",
     "kvplan.perf.step": "core",
+    "kvplan.perf.user_calibration": "core",
     "kvplan.planner": "core",
     "kvplan.planner.curve": "core",
     "kvplan.planner.features": "core",
@@ -59,6 +60,8 @@ LAYER = {
     "kvplan.planner.sweep": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
+    "kvplan.sources.benchfiles": "sources",
+    "kvplan.sources.calibration": "sources",
     "kvplan.sources.catalog": "sources",
     "kvplan.sources.checkpoint": "sources",
     "kvplan.sources.hub": "sources",
@@ -74,6 +77,7 @@ LAYER = {
     # api: resolves names through the sources and builds Plans (the package re-exports it)
     "kvplan": "api",
     "kvplan.api": "api",
+    "kvplan.calibrate": "api",
     # deploy: serving commands and manifests, check
     "kvplan.deploy": "deploy",
     "kvplan.deploy.check": "deploy",
@@ -86,6 +90,7 @@ LAYER = {
     # cli
     "kvplan.__main__": "cli",
     "kvplan.cli": "cli",
+    "kvplan.cli.calibrate": "cli",
     "kvplan.cli.catalogue": "cli",
     "kvplan.cli.check": "cli",
     "kvplan.cli.common": "cli",
@@ -362,10 +367,13 @@ def test_engines_do_not_import_their_callers():
 
 
 def test_the_step_time_model_is_a_leaf():
-    """perf imports the standard library, four kvplan modules and the engine registry (each
-    engine declares its own calibration) only."""
+    """perf imports the standard library, four kvplan modules, the engine registry (each
+    engine declares its own calibration) and the user calibrations in force (a leaf: a table of
+    coefficients, kvplan calibrate's) only."""
     allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
-               "kvplan.engines.registry", "kvplan.engines.base"}
+               "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration"}
+    assert {i for _, i, _ in module_imports("kvplan.perf.user_calibration")
+            if i.startswith("kvplan")} <= {"kvplan.engines.base"}
     got = {i for _, i, _ in module_imports("kvplan.perf.step")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
     assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}

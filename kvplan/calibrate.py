@@ -1,0 +1,436 @@
+"""`kvplan calibrate`: fit the latency model to a user's own benchmark runs, or check it
+against them (the "measure → calibrate → re-measure" loop; docs/calibration.md).
+
+1. Each run a result file states (kvplan.sources.benchfiles) is matched to its deployment:
+   model, GPU, engine, version, TP and replicas from the file where it says so (and kvplan can
+   resolve it), else from the command line; a run whose model or GPU cannot be determined is
+   refused, naming it.
+2. The deployment is planned (kvplan.api.plan: KV capacity, max_num_seqs, the token budget
+   as the engine sets them) and becomes a kvplan.perf.fit.Row: the closed-loop concurrency of
+   the run (an open-loop run: the requests in flight by Little's law, N = completed/s × mean
+   e2e), mean input / output tokens, measured mean (else median) TTFT and TPOT (else ITL),
+   output tokens/s per replica.
+3. `identifiable()` picks the coefficients these runs can tell apart (finite differences of
+   the log predictions, in a priority order: overheads first); the others keep their values.
+4. The fit (kvplan.perf.fit) starts from the coefficients in force (the bundled fit of the
+   engine, or a user file) and is scored before, after and leave-one-run-out.
+
+Pure apart from resolving names and planning through kvplan.api (the api layer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engines import registry
+from .engines.base import Coefficients
+from .errors import InvalidInputError, KvplanError
+from .perf import fit
+from .perf import step as perf
+from .sources.benchfiles import Measurement
+from .specs import GpuSpec, ModelSpec, QuantSpec
+
+# The order in which coefficients are fitted when the runs cannot tell them all apart: the
+# overheads that shift TTFT and TPOT first, then the efficiencies, then the finer terms.
+PRIORITY = ("request_overhead_ms", "step_overhead_ms", "bandwidth_efficiency",
+            "gemm_efficiency", "seq_overhead_us", "layer_overhead_us", "allreduce_latency_us")
+MIN_EFFECT = 0.003  # a coefficient must move some prediction by ≥ 0.3 % when changed by 10 %
+# (or by 1 % of its range, for one near 0)
+MIN_SIN = 0.2  # …in a direction at least 11.5° away from the coefficients already chosen
+FIT_TOL = 1e-10  # Nelder–Mead: stop when the losses span less (a user's runs are few: cheap)
+
+
+# ---------------------------------------------------------------------- matching
+
+
+@dataclass(frozen=True)
+class Given:
+    """What the command line says about the deployment (None: take it from the files)."""
+
+    model: str | None = None
+    gpu: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    tensor_parallel_size: int | None = None
+    replicas: int | None = None
+    knobs: Mapping[str, Any] = field(default_factory=dict)  # further plan knobs as given
+    revision: str | None = None
+    token: str | None = None
+    offline: bool | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured run matched to its deployment; `row` is None when it cannot be used
+    (`skipped` says why)."""
+
+    measurement: Measurement
+    model: str
+    gpu: GpuSpec
+    engine: str
+    engine_version: str
+    tp: int
+    replicas: int
+    harness: str  # how the run's load became a closed-loop concurrency
+    row: fit.Row | None
+    skipped: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.measurement.label
+
+
+_GPU_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s*(.+)$", re.IGNORECASE)
+
+
+def _gpu_of(m: Measurement, given: Given) -> GpuSpec:
+    """The file's GPU (`4xNVIDIA_L40S` counts as L40S), else --gpu; refused when neither is
+    known to kvplan's catalogue."""
+    from .sources.catalog import resolve_gpu
+
+    stated = m.deployment.get("gpu")
+    if stated:
+        count = _GPU_COUNT.match(stated)
+        try:
+            return resolve_gpu(count.group(2) if count else stated)
+        except KvplanError:
+            if not given.gpu:
+                raise InvalidInputError(f"{m.label}: the file names the GPU {stated[:60]!r}, "
+                                        "which is not in kvplan's catalogue",
+                                        hint="pass --gpu with its id (`kvplan gpus` lists "
+                                        "them)") from None
+    if not given.gpu:
+        raise InvalidInputError(f"{m.label}: the GPU cannot be determined (the file does not "
+                                "name it)", hint="pass --gpu with the GPU the runs used")
+    return resolve_gpu(given.gpu)
+
+
+def _model_of(m: Measurement, given: Given, cache: dict[str, ModelSpec]) -> tuple[str, ModelSpec]:
+    """The file's model id, else --model (also when kvplan cannot find the file's: a served
+    name such as "ensemble"); refused when neither can be resolved."""
+    from .sources.catalog import resolve_model
+
+    refs = [r for r in (m.model, given.model) if r]
+    if not refs:
+        raise InvalidInputError(f"{m.label}: the model cannot be determined (the file does not "
+                                "name it)", hint="pass --model with the catalogue id or Hub "
+                                "repo the server ran")
+    why = []
+    for ref in dict.fromkeys(refs):
+        if ref not in cache:
+            try:
+                cache[ref] = resolve_model(ref, revision=given.revision, token=given.token,
+                                           offline=given.offline)
+            except KvplanError as e:
+                if ref == given.model:
+                    raise
+                why.append(f"{ref[:80]!r}: {e.message}")
+                continue
+        return ref, cache[ref]
+    raise InvalidInputError(f"{m.label}: kvplan cannot find the model the file names "
+                            f"({'; '.join(why)})", hint="pass --model with the catalogue id or "
+                            "Hub repo the server ran (a served name is not enough)")
+
+
+def _int_stated(m: Measurement, key: str) -> int | None:
+    v = m.deployment.get(key)
+    if v is None:
+        return None
+    try:
+        return int(float(v))
+    except ValueError:
+        raise InvalidInputError(f"{m.label}: the file's {key}={v[:20]!r} is not a number",
+                                hint="pass the value on the command line") from None
+
+
+def _harness(m: Measurement, replicas: int) -> tuple[int | None, str]:
+    """(closed-loop concurrency per replica, how it was found)."""
+    n, how = m.in_flight()
+    if n is None:
+        return None, how
+    if m.concurrency is not None:
+        where = f"closed loop of {n:g} clients"
+    elif m.request_rate is not None:
+        where = f"open loop at {m.request_rate:g} req/s, {n:.1f} in flight ({how})"
+    else:
+        where = f"all requests at once, {n:.1f} in flight on average ({how})"
+    per = n / replicas
+    return max(1, round(per)), where + (f", ÷ {replicas} replicas" if replicas > 1 else "")
+
+
+_QUANT = {"fp8": QuantSpec(method="fp8", per_channel=True, source="cli")}
+
+
+def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
+             knobs: Mapping[str, Any], cache: dict[tuple, tuple[perf.PerfContext, str]]
+             ) -> tuple[perf.PerfContext, str]:
+    """The latency model's context of a deployment, from kvplan's own plan of it (KV
+    capacity, max_num_seqs and the token budget the engine would use), and its version."""
+    from .api import plan
+
+    key = (id(model), gpu.id, engine, version, tp, tuple(sorted(knobs.items())))
+    if key not in cache:
+        p = plan(model, gpu, engine=engine, engine_version=version,
+                 **{**knobs, "tensor_parallel_size": tp})
+        if not p.fits:
+            raise InvalidInputError(
+                f"the runs' deployment ({model.id}, {engine}, TP{tp} on {gpu.id}) does not fit "
+                "as kvplan plans it, so it cannot be replayed",
+                hint="pass the settings the server ran with (--max-model-len, "
+                "--gpu-memory-utilization, --kv-cache-dtype, …)")
+        inputs = {k: v.value for k, v in p.inputs.items()}
+        ver = str(inputs["engine_version"])
+        ctx = perf.context_for(
+            model, gpu, engine, ver, tp=tp, pp=int(inputs["pipeline_parallel_size"] or 1),
+            dtype=str(inputs["dtype"]), kv_cache_dtype=str(inputs["kv_cache_dtype"]),
+            quant=_QUANT.get(str(inputs["quantization"])) if inputs["quantization"] else None,
+            max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),  # type: ignore[arg-type]
+            max_num_seqs=int(inputs["max_num_seqs"]),  # type: ignore[arg-type]
+            kv_capacity_tokens=max(p.kv_cache.tokens, 1))
+        cache[key] = (ctx, ver)
+    return cache[key]
+
+
+def _engine_of(m: Measurement, given: Given) -> str:
+    engine = (m.deployment.get("engine") or given.engine or registry.DEFAULT).lower()
+    if engine not in registry.ENGINES:
+        raise InvalidInputError(f"{m.label}: engine {engine[:40]!r} is not one kvplan models",
+                                hint=f"pass --engine ({', '.join(registry.NAMES)})")
+    return engine
+
+
+def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
+    """Every measurement matched to its deployment (see the module docstring)."""
+    models: dict[str, ModelSpec] = {}
+    contexts: dict[tuple, tuple[perf.PerfContext, str]] = {}
+    runs = []
+    for m in measurements:
+        ref, model = _model_of(m, given, models)
+        gpu = _gpu_of(m, given)
+        engine = _engine_of(m, given)
+        tp = _int_stated(m, "tp") or given.tensor_parallel_size or 1
+        replicas = _int_stated(m, "replicas") or given.replicas or 1
+        version = m.deployment.get("engine_version") or given.engine_version
+        ctx, ver = _context(model, gpu, engine, version, tp, given.knobs, contexts)
+        conc, harness = _harness(m, replicas)
+        row, why = _row(m, ctx, engine, conc, replicas)
+        runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why))
+    return runs
+
+
+def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
+         replicas: int) -> tuple[fit.Row | None, str]:
+    ttft, tpot = m.ttft_ms.central, m.tpot_ms.central
+    if tpot is None:
+        tpot = m.itl_ms.central  # ITL is TPOT for steady decoding (older SGLang: median ITL)
+    if conc is None:
+        return None, "no concurrency, request rate or latency to tell its load"
+    if m.concurrency is None and m.request_rate is None:
+        return None, ("all requests sent at once (request rate inf, no max concurrency): a "
+                      "burst, not the steady state kvplan's latency model describes")
+    if not m.input_tokens or not m.output_tokens:
+        return None, "no input / output lengths"
+    if ttft is None and tpot is None:
+        return None, "neither TTFT nor TPOT measured"
+    thr = m.output_throughput / replicas if m.output_throughput else None
+    return fit.Row(ctx, engine, m.label, conc, max(1, round(m.input_tokens)),
+                   max(1, round(m.output_tokens)), ttft or None, tpot or None, thr), ""
+
+
+# ----------------------------------------------------------------------- fitting
+
+
+def _log_predictions(rows: Sequence[fit.Row], c: Coefficients) -> list[float]:
+    out = []
+    for r in rows:
+        p = fit.predict(r, {r.key: c})
+        if r.ttft_ms is not None:
+            out.append(math.log(p.ttft_ms))
+        if r.tpot_ms is not None:
+            out.append(math.log(p.tpot_ms))
+        if r.ttft_ms is None and r.tpot_ms is None and r.throughput is not None:
+            out.append(math.log(p.output_tokens_per_s))
+    return out
+
+
+def observations(rows: Sequence[fit.Row]) -> int:
+    """Measured quantities the fit compares (TTFT and TPOT per row, else throughput)."""
+    return len(_log_predictions(rows, rows[0].context.coefficients)) if rows else 0
+
+
+def identifiable(rows: Sequence[fit.Row], base: Coefficients) -> tuple[list[str], dict[str, str]]:
+    """(coefficients to fit, kept ones → why). Each coefficient is changed by 10 % (at least
+    1 % of its range, so one near 0 moves too) and the change of every log prediction is its
+    column; in PRIORITY order a coefficient is chosen when its column moves a prediction by
+    ≥ MIN_EFFECT and is not (almost) a combination of the columns chosen before (Gram–Schmidt
+    residual ≥ MIN_SIN of its length), up to half the observations (at least two)."""
+    ref = _log_predictions(rows, base)
+    n_obs = len(ref)
+    cap = max(min(2, n_obs), n_obs // 2)
+    chosen: list[str] = []
+    basis: list[list[float]] = []
+    kept: dict[str, str] = {}
+    for name in PRIORITY:
+        if len(chosen) >= cap:
+            kept[name] = f"{n_obs} measured values identify at most {cap} coefficients"
+            continue
+        lo, hi = fit.BOUNDS[name]
+        v = getattr(base, name)
+        step = max(0.1 * v, 0.01 * (hi - lo))  # 10 %, or 1 % of its range from (near) 0
+        v2 = v + step if v + step <= hi else v - step
+        col = [b - a for a, b in zip(ref, _log_predictions(
+            rows, dataclasses.replace(base, **{name: v2})), strict=True)]
+        if max((abs(x) for x in col), default=0.0) < MIN_EFFECT:
+            kept[name] = "no measurable effect on these runs"
+            continue
+        res = list(col)
+        for q in basis:
+            dot = sum(a * b for a, b in zip(res, q, strict=True))
+            res = [a - dot * b for a, b in zip(res, q, strict=True)]
+        norm, rn = math.sqrt(sum(x * x for x in col)), math.sqrt(sum(x * x for x in res))
+        if rn < MIN_SIN * norm:
+            kept[name] = "these runs cannot tell it apart from " + ", ".join(chosen)
+            continue
+        chosen.append(name)
+        basis.append([x / rn for x in res])
+    return chosen, kept
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Predictions of every row with one set of coefficients, and their error summary."""
+
+    preds: list[perf.PerfPoint]
+    summary: dict[str, dict[str, float]]
+
+
+def score(rows: Sequence[fit.Row], coeffs: Mapping[str, Coefficients]) -> Scored:
+    preds = [fit.predict(r, coeffs) for r in rows]
+    return Scored(preds, fit.summary(fit.errors(rows, preds)))
+
+
+@dataclass(frozen=True)
+class Result:
+    """A calibration: coefficients before and after, which were fitted, and the scores."""
+
+    engine: str
+    arch: str
+    base: Coefficients
+    base_source: str
+    coefficients: Coefficients
+    fitted: list[str]
+    kept: dict[str, str]
+    runs: list[Run]
+    before: Scored
+    after: Scored
+    leave_one_out: dict[str, dict[str, float]] | None
+
+
+def _one_class(runs: Sequence[Run]) -> tuple[str, str]:
+    classes = sorted({(r.engine, r.gpu.arch) for r in runs if r.row is not None})
+    if not classes:
+        raise InvalidInputError("none of the runs can be used: " + "; ".join(
+            f"{r.label}: {r.skipped}" for r in runs[:5]))
+    if len(classes) > 1:
+        raise InvalidInputError(
+            "a calibration covers one engine × GPU architecture; these runs span "
+            + ", ".join(f"{e} on {a}" for e, a in classes),
+            hint="calibrate each engine × architecture separately (one -o file each)")
+    return classes[0]
+
+
+def _inside(name: str, v: float) -> float:
+    """A start value moved 2 % of the range inside its bounds: from a bound itself (the bundled
+    bandwidth_efficiency is 1.0) the logistic transform would have to travel far to move."""
+    lo, hi = fit.BOUNDS[name]
+    margin = 0.02 * (hi - lo)
+    return min(max(v, lo + margin), hi - margin)
+
+
+def calibrate(runs: Sequence[Run], *, loo: bool = True) -> Result:
+    """Fit the identifiable coefficients of the runs' engine × GPU architecture."""
+    engine, arch = _one_class(runs)
+    rows = [r.row for r in runs if r.row is not None]
+    base = rows[0].context.coefficients
+    base_source = rows[0].context.calibration
+    chosen, kept = identifiable(rows, base)
+    params = fit.Parameters(shared=tuple(chosen), per_key=(), keys=(engine,))
+    start = {engine: {k: _inside(k, v) for k, v in dataclasses.asdict(base).items()}}
+    bases = {engine: base}
+
+    def fitter(train: list[fit.Row]) -> dict[str, Coefficients]:
+        return fit.fit(train, params, start, bases, tol=FIT_TOL) if chosen else dict(bases)
+
+    after = fitter(rows)
+    held = None
+    if loo and len(rows) >= 3 and chosen:
+        singles = [dataclasses.replace(r, group=str(k)) for k, r in enumerate(rows)]
+        h = fit.leave_one_group_out(singles, fitter)
+        held = fit.summary(fit.errors(h.rows, h.preds))
+    return Result(engine, arch, base, base_source, after[engine], chosen, kept, list(runs),
+                  score(rows, bases), score(rows, after), held)
+
+
+def check(runs: Sequence[Run]) -> Scored:
+    """The runs' predictions with the coefficients in force, without fitting."""
+    rows = [r.row for r in runs if r.row is not None]
+    if not rows:
+        raise InvalidInputError("none of the runs can be used: " + "; ".join(
+            f"{r.label}: {r.skipped}" for r in runs[:5]))
+    return score(rows, {r.key: r.context.coefficients for r in rows})
+
+
+def worst_median(summary: Mapping[str, Mapping[str, float]]) -> tuple[str, float]:
+    """(metric, its median absolute % error) of the metric with the largest one."""
+    metric = max(summary, key=lambda k: summary[k]["median"])
+    return metric, summary[metric]["median"]
+
+
+# ------------------------------------------------------------------ the file
+
+
+def _measured(r: fit.Row) -> dict[str, float | None]:
+    return {"ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms, "output_tokens_per_s": r.throughput}
+
+
+def _predicted(p: perf.PerfPoint) -> dict[str, float]:
+    return {"ttft_ms": round(p.ttft_ms, 3), "tpot_ms": round(p.tpot_ms, 4),
+            "output_tokens_per_s": round(p.output_tokens_per_s, 2)}
+
+
+def document(result: Result, *, created: str, kvplan_version: str) -> dict[str, Any]:
+    """The calibration file's JSON object (kvplan.sources.calibration reads it back)."""
+    from .sources.calibration import FORMAT, VERSION
+
+    used = [r for r in result.runs if r.row is not None]
+    rows = []
+    for run, b, a in zip(used, result.before.preds, result.after.preds, strict=True):
+        assert run.row is not None
+        rows.append({
+            "run": run.label, "model": run.model, "gpu": run.gpu.id, "engine_version":
+            run.engine_version, "tensor_parallel_size": run.tp, "replicas": run.replicas,
+            "harness": run.harness, "concurrency": run.row.concurrency,
+            "input_tokens": run.row.input_tokens, "output_tokens": run.row.output_tokens,
+            "measured": _measured(run.row), "before": _predicted(b), "after": _predicted(a),
+            "fields": dict(run.measurement.fields)})
+    return {
+        "format": FORMAT, "version": VERSION, "created": created,
+        "kvplan_version": kvplan_version, "engine": result.engine, "gpu_arch": result.arch,
+        "engine_versions": sorted({r.engine_version for r in used}),
+        "gpus": sorted({r.gpu.id for r in used}), "models": sorted({r.model for r in used}),
+        "coefficients": fit.as_dict(result.coefficients), "fitted": result.fitted,
+        "kept": result.kept, "base": {"source": result.base_source,
+                                      "coefficients": fit.as_dict(result.base)},
+        "sources": sorted({r.measurement.source for r in result.runs}),
+        "skipped": {r.label: r.skipped for r in result.runs if r.row is None},
+        "errors": {"before": result.before.summary, "after": result.after.summary,
+                   "leave_one_out": result.leave_one_out,
+                   "unit": "% of measured: mean, median, p90 of |predicted / measured − 1|; "
+                           "bias: median signed error"},
+        "rows": rows,
+    }

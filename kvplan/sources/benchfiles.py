@@ -1,0 +1,525 @@
+"""Readers for serving-benchmark result files: one `Measurement` per measured run.
+
+Detected formats (the field names each reader uses come from the tool's own source, cited):
+
+* ``vllm`` — `vllm bench serve --save-result` (JSON; `--append-result` makes JSON lines) and
+  the older `benchmarks/benchmark_serving.py`. vllm-project/vllm `vllm/benchmarks/serve.py`
+  (main branch, commit 009e6d4a1cd6): top-level `model_id`, `num_prompts`, `request_rate`
+  (a number or "inf"), `max_concurrency`, `completed`, `duration`, `total_input_tokens`,
+  `total_output_tokens`, `request_throughput`, `output_throughput`, and per metric
+  `mean_/median_/p99_{ttft,tpot,itl,e2el}_ms`; `--metadata KEY=VALUE` pairs land at the top
+  level too (e.g. `gpu=`, `tp=`, `version=`).
+* ``sglang`` — `python -m sglang.bench_serving --output-file` (JSON lines, one object per
+  run). sgl-project/sglang `python/sglang/bench_serving.py` (commit 0033168f0f58): `backend`,
+  `request_rate`, `max_concurrency`, `random_input_len`, `random_output_len`, `completed`,
+  `duration`, `total_input_tokens`, `total_output_tokens`, `output_throughput`,
+  `mean_/median_/p99_{ttft,tpot,itl}_ms`, `mean_/median_e2e_latency_ms`, `concurrency`
+  (summed request time / wall time); older releases write only the medians.
+* ``guidellm`` — GuideLLM's `benchmarks.json` report. vllm-project/guidellm
+  `src/guidellm/benchmark/schemas/generative/metrics.py` and `src/guidellm/schemas/statistics.py`
+  (commit 03820eba155d): `args.model`, `benchmarks[].config.strategy` (`type_` with `streams`
+  or `rate`), `benchmarks[].metrics.{time_to_first_token_ms, time_per_output_token_ms,
+  inter_token_latency_ms, request_latency (s), prompt_token_count, output_token_count,
+  output_tokens_per_second, requests_per_second, request_concurrency}.successful.{mean,
+  median, percentiles.p99}`.
+* ``aiperf`` / ``genai-perf`` — `profile_export_aiperf.json` (ai-dynamo/aiperf, schema_version
+  1.3, aiperf 0.10.0) and genai-perf's `profile_export_genai_perf.json`, which share the metric
+  layout `{time_to_first_token, inter_token_latency, request_latency}.{unit, avg, p50, p99}`,
+  `output_token_throughput.avg`, `request_throughput.avg`, `{input,output}_sequence_length.avg`;
+  model and load from `input_config` (aiperf: `models.items[].name`, `phases[]` of type
+  "concurrency"/"request_rate" not excluded from results; genai-perf: `model`, `concurrency`,
+  `request_rate`). AIPerf's `inter_token_latency` is (request latency − TTFT) / (output
+  tokens − 1) per request, i.e. TPOT.
+* ``inference-perf`` — kubernetes-sigs/inference-perf `*_lifecycle_metrics.json` (per stage or
+  summary; `inference_perf/reportgen/base.py`): `load_summary.{requested_rate, achieved_rate}`,
+  `successes.latency.{time_to_first_token, time_per_output_token, inter_token_latency,
+  request_latency}.{mean, median, p99}` in SECONDS, `successes.throughput.{output_tokens_per_sec,
+  requests_per_sec}`, `successes.{prompt_len|prompt_tokens, output_len|output_tokens}.mean`.
+  The file names no model: the command line must.
+
+Every measurement records, in `fields`, which field each quantity came from. Units: ms for
+latencies, tokens for lengths, tokens/s and requests/s for rates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidConfigError
+from . import limits
+
+MAX_BENCH_BYTES = 64 * 2**20  # GuideLLM keeps every request in its report: tens of MiB
+FORMATS = ("vllm", "sglang", "guidellm", "aiperf", "genai-perf", "inference-perf")
+EXPECTED = ("a vllm bench serve --save-result JSON, an sglang.bench_serving --output-file "
+            "JSONL, a GuideLLM benchmarks.json, an AIPerf / genai-perf profile export JSON or "
+            "an inference-perf *_lifecycle_metrics.json")
+
+
+@dataclass(frozen=True)
+class Stat:
+    """One latency metric of a run, ms: mean, median and 99th percentile (None: not stated)."""
+
+    mean: float | None = None
+    median: float | None = None
+    p99: float | None = None
+
+    @property
+    def central(self) -> float | None:
+        """The mean, else the median (what the fit compares the model's mean with)."""
+        return self.mean if self.mean is not None else self.median
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured benchmark run as a result file states it.
+
+    concurrency: closed-loop clients (max concurrency / streams), None for an open loop;
+    request_rate: offered requests/s (None: a closed loop, or all requests at once ("inf"));
+    achieved_rate: completed requests/s; input_tokens / output_tokens: mean per request;
+    output_throughput: output tokens/s of the whole benchmarked endpoint; deployment: what the
+    file says about the deployment (keys: model, gpu, tp, engine, engine_version, replicas),
+    as text; fields: quantity → the file's field it was read from."""
+
+    source: str
+    index: int  # 1-based run number within the file
+    format: str
+    model: str | None
+    concurrency: float | None
+    request_rate: float | None
+    achieved_rate: float | None
+    num_requests: int | None
+    input_tokens: float | None
+    output_tokens: float | None
+    ttft_ms: Stat
+    tpot_ms: Stat
+    itl_ms: Stat
+    e2e_ms: Stat
+    output_throughput: float | None
+    deployment: Mapping[str, str] = field(default_factory=dict)
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """'file.json#2': the run, for tables and messages."""
+        return f"{self.source}#{self.index}"
+
+    def in_flight(self) -> tuple[float | None, str]:
+        """(mean requests in flight, how it was found). A closed loop: its clients (at most
+        the requests sent). Otherwise Little's law, N = completed/s × mean e2e (s), with e2e
+        measured or TTFT + (O − 1) · TPOT."""
+        if self.concurrency is not None:
+            n = self.concurrency
+            if self.num_requests:
+                n = min(n, self.num_requests)
+            return n, "closed loop (max concurrency)"
+        e2e = self.e2e_ms.central
+        how = "measured e2e"
+        if e2e is None and self.ttft_ms.central is not None and self.tpot_ms.central is not None \
+                and self.output_tokens:
+            e2e = self.ttft_ms.central + (self.output_tokens - 1) * self.tpot_ms.central
+            how = "TTFT + (O − 1)·TPOT"
+        rate = self.achieved_rate
+        if rate is None and self.output_throughput and self.output_tokens:
+            rate = self.output_throughput / self.output_tokens
+        if e2e is None or not rate:
+            return None, "unknown (no concurrency, rate or latency in the file)"
+        return rate * e2e / 1e3, f"Little's law: completed/s × {how}"
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _num(d: Mapping[str, Any], key: str) -> float | None:
+    """A finite number at d[key] (numbers written as text count), else None."""
+    v = d.get(key) if isinstance(d, Mapping) else None
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            return None
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _dig(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(p)
+    return d
+
+
+class _Fields:
+    """Collects quantity → source field while reading one run."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, str] = {}
+
+    def take(self, quantity: str, d: Mapping[str, Any], key: str, scale: float = 1.0,
+             prefix: str = "") -> float | None:
+        v = _num(d, key)
+        if v is not None:
+            self.used[quantity] = prefix + key + (f" × {scale:g}" if scale != 1.0 else "")
+            return v * scale
+        return None
+
+    def first(self, quantity: str, d: Mapping[str, Any], keys: tuple[str, ...],
+              scale: float = 1.0, prefix: str = "") -> float | None:
+        for k in keys:
+            v = self.take(quantity, d, k, scale, prefix)
+            if v is not None:
+                return v
+        return None
+
+
+def _text(v: object) -> str | None:
+    return str(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+
+
+# Deployment facts a file may state (vLLM's --metadata pairs, or our own documented keys):
+# the key kvplan uses → the spellings read, first found wins.
+DEPLOYMENT_KEYS = {
+    "gpu": ("gpu", "gpu_type", "accelerator"),
+    "tp": ("tp", "tensor_parallel_size", "tp_size"),
+    "engine": ("engine",),
+    "engine_version": ("engine_version", "version", "vllm_version", "sglang_version"),
+    "replicas": ("replicas", "decode_replicas"),
+}
+
+
+def _deployment(d: Mapping[str, Any], fields: _Fields) -> dict[str, str]:
+    out = {}
+    for key, spellings in DEPLOYMENT_KEYS.items():
+        for s in spellings:
+            t = _text(d.get(s))
+            if t:
+                out[key] = t
+                fields.used[f"deployment.{key}"] = s
+                break
+    return out
+
+
+# ------------------------------------------------------------------- the formats
+
+
+def _stat_flat(f: _Fields, d: Mapping[str, Any], name: str, metric: str) -> Stat:
+    """vLLM / SGLang: mean_<metric>_ms, median_<metric>_ms, p99_<metric>_ms."""
+    return Stat(f.take(f"{name}.mean", d, f"mean_{metric}_ms"),
+                f.take(f"{name}.median", d, f"median_{metric}_ms"),
+                f.take(f"{name}.p99", d, f"p99_{metric}_ms"))
+
+
+def _rate(v: object) -> float | None:
+    """A request rate as the files write it: a number, or "inf" / Infinity → None (burst)."""
+    if isinstance(v, str) and v.strip().lower() in ("inf", "infinity"):
+        return None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v) if math.isfinite(v) and v > 0 else None
+    return None
+
+
+def _per_request(f: _Fields, d: Mapping[str, Any], done: float | None, quantity: str,
+                 total_key: str, fallback: tuple[str, ...]) -> float | None:
+    """Mean tokens per request: the measured total / completed requests, else the length the
+    run asked for (random dataset settings, or --metadata)."""
+    total = _num(d, total_key)
+    if total is not None and done:
+        f.used[quantity] = f"{total_key} / completed"
+        return total / done
+    return f.first(quantity, d, fallback)
+
+
+def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str) -> Measurement:
+    """vLLM's and SGLang's result objects (SGLang's is an adaptation of vLLM's)."""
+    f = _Fields()
+    done = f.take("completed", d, "completed")
+    inp = _per_request(f, d, done, "input_tokens", "total_input_tokens",
+                       ("random_input_len", "input_len"))
+    out = _per_request(f, d, done, "output_tokens", "total_output_tokens",
+                       ("random_output_len", "output_len"))
+    e2e_key = "e2el" if fmt == "vllm" else "e2e_latency"
+    rate = _rate(d.get("request_rate"))
+    if "request_rate" in d:
+        f.used["request_rate"] = "request_rate"
+    conc = f.take("concurrency", d, "max_concurrency")
+    achieved = f.take("achieved_rate", d, "request_throughput")
+    model = _text(d.get("model_id")) or _text(d.get("model"))
+    if model:
+        f.used["model"] = "model_id" if d.get("model_id") else "model"
+    dep = _deployment(d, f)
+    if fmt == "sglang" and "engine" not in dep and _text(d.get("backend")) in ("sglang",):
+        dep["engine"] = "sglang"
+        f.used["deployment.engine"] = "backend"
+    num = f.take("num_requests", d, "num_prompts")
+    return Measurement(
+        source=source, index=index, format=fmt, model=model, concurrency=conc,
+        request_rate=rate, achieved_rate=achieved,
+        num_requests=int(num) if num is not None else (int(done) if done else None),
+        input_tokens=inp, output_tokens=out,
+        ttft_ms=_stat_flat(f, d, "ttft", "ttft"), tpot_ms=_stat_flat(f, d, "tpot", "tpot"),
+        itl_ms=_stat_flat(f, d, "itl", "itl"), e2e_ms=_stat_flat(f, d, "e2e", e2e_key),
+        output_throughput=f.take("output_throughput", d, "output_throughput"),
+        deployment=dep, fields=dict(f.used))
+
+
+def _guidellm_stat(f: _Fields, metrics: Mapping[str, Any], name: str, key: str,
+                   scale: float = 1.0) -> Stat:
+    s = _dig(metrics, key, "successful")
+    if not isinstance(s, Mapping):
+        return Stat()
+    pre = f"metrics.{key}.successful."
+    return Stat(f.take(f"{name}.mean", s, "mean", scale, pre),
+                f.take(f"{name}.median", s, "median", scale, pre),
+                f.take(f"{name}.p99", s.get("percentiles") or {}, "p99", scale,
+                       pre + "percentiles."))
+
+
+def _read_guidellm_one(b: Mapping[str, Any], model: str | None, source: str,
+                       index: int) -> Measurement:
+    f = _Fields()
+    m = b.get("metrics") or {}
+    strategy = _dig(b, "config", "strategy") or {}
+    kind = _text(strategy.get("type_")) or ""
+    conc = rate = None
+    if kind in ("concurrent", "synchronous"):
+        conc = 1.0 if kind == "synchronous" else f.take(
+            "concurrency", strategy, "streams", prefix="config.strategy.")
+    elif kind in ("constant", "poisson"):
+        rate = f.take("request_rate", strategy, "rate", prefix="config.strategy.")
+
+    def mean_of(key: str, quantity: str) -> float | None:
+        s = _dig(m, key, "successful")
+        return f.take(quantity, s, "mean", prefix=f"metrics.{key}.successful.") \
+            if isinstance(s, Mapping) else None
+
+    total = _dig(m, "request_totals", "successful")
+    return Measurement(
+        source=source, index=index, format="guidellm", model=model, concurrency=conc,
+        request_rate=rate, achieved_rate=mean_of("requests_per_second", "achieved_rate"),
+        num_requests=int(total) if isinstance(total, int) else None,
+        input_tokens=mean_of("prompt_token_count", "input_tokens"),
+        output_tokens=mean_of("output_token_count", "output_tokens"),
+        ttft_ms=_guidellm_stat(f, m, "ttft", "time_to_first_token_ms"),
+        tpot_ms=_guidellm_stat(f, m, "tpot", "time_per_output_token_ms"),
+        itl_ms=_guidellm_stat(f, m, "itl", "inter_token_latency_ms"),
+        e2e_ms=_guidellm_stat(f, m, "e2e", "request_latency", 1e3),
+        output_throughput=mean_of("output_tokens_per_second", "output_throughput"),
+        deployment={}, fields={**f.used, **({"model": "args.model"} if model else {})})
+
+
+def _read_guidellm(doc: Mapping[str, Any], source: str) -> list[Measurement]:
+    model = _text(_dig(doc, "args", "model"))
+    return [_read_guidellm_one(b, model, source, i)
+            for i, b in enumerate(doc.get("benchmarks") or [], 1) if isinstance(b, Mapping)]
+
+
+def _perf_stat(f: _Fields, doc: Mapping[str, Any], name: str, key: str) -> Stat:
+    s = doc.get(key)
+    if not isinstance(s, Mapping):
+        return Stat()
+    unit = _text(s.get("unit")) or "ms"
+    scale = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "ns": 1e-6}.get(unit, 1.0)
+    return Stat(f.take(f"{name}.mean", s, "avg", scale, key + "."),
+                f.take(f"{name}.median", s, "p50", scale, key + "."),
+                f.take(f"{name}.p99", s, "p99", scale, key + "."))
+
+
+def _perf_mean(f: _Fields, doc: Mapping[str, Any], quantity: str,
+               keys: tuple[str, ...]) -> float | None:
+    """The `avg` of the first of `keys` present (genai-perf before 24.x: num_*_token)."""
+    for k in keys:
+        if isinstance(doc.get(k), Mapping):
+            return f.take(quantity, doc[k], "avg", prefix=k + ".")
+    return None
+
+
+def _aiperf_load(cfg: Mapping[str, Any], f: _Fields) -> tuple[float | None, float | None]:
+    """(concurrency, request rate) of the measured phase of an aiperf / genai-perf config."""
+    for ph in cfg.get("phases") or []:
+        if isinstance(ph, Mapping) and not ph.get("exclude_from_results"):
+            return (f.take("concurrency", ph, "concurrency", prefix="input_config.phases[]."),
+                    f.take("request_rate", ph, "request_rate", prefix="input_config.phases[]."))
+    for where in (cfg.get("loadgen"), cfg):
+        if isinstance(where, Mapping):
+            c = f.take("concurrency", where, "concurrency", prefix="input_config.")
+            r = f.take("request_rate", where, "request_rate", prefix="input_config.")
+            if c is not None or r is not None:
+                return c, r
+    return None, None
+
+
+def _aiperf_model(cfg: Mapping[str, Any]) -> str | None:
+    items = _dig(cfg, "models", "items")
+    if isinstance(items, list) and items and isinstance(items[0], Mapping):
+        return _text(items[0].get("name"))
+    model = cfg.get("model")
+    if isinstance(model, list) and model:
+        return _text(model[0])
+    return _text(model)
+
+
+def _read_aiperf(doc: Mapping[str, Any], source: str) -> list[Measurement]:
+    f = _Fields()
+    fmt = "aiperf" if "aiperf_version" in doc else "genai-perf"
+    raw = doc.get("input_config")
+    cfg: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    conc, rate = _aiperf_load(cfg, f)
+    model = _aiperf_model(cfg)
+    if model:
+        f.used["model"] = "input_config.models.items[0].name" if fmt == "aiperf" \
+            else "input_config.model"
+    count = _num(doc.get("request_count") or {}, "avg")
+    tpot = _perf_stat(f, doc, "tpot", "inter_token_latency")
+    return [Measurement(
+        source=source, index=1, format=fmt, model=model, concurrency=conc, request_rate=rate,
+        achieved_rate=f.take("achieved_rate", doc.get("request_throughput") or {}, "avg",
+                             prefix="request_throughput."),
+        num_requests=int(count) if count else None,
+        input_tokens=_perf_mean(f, doc, "input_tokens",
+                                ("input_sequence_length", "num_input_token")),
+        output_tokens=_perf_mean(f, doc, "output_tokens",
+                                 ("output_sequence_length", "num_output_token")),
+        ttft_ms=_perf_stat(f, doc, "ttft", "time_to_first_token"), tpot_ms=tpot,
+        itl_ms=tpot, e2e_ms=_perf_stat(f, doc, "e2e", "request_latency"),
+        output_throughput=f.take("output_throughput", doc.get("output_token_throughput") or {},
+                                 "avg", prefix="output_token_throughput."),
+        deployment={}, fields=dict(f.used))]
+
+
+def _ip_stat(f: _Fields, lat: Mapping[str, Any], name: str, key: str) -> Stat:
+    s = lat.get(key)
+    if not isinstance(s, Mapping):
+        return Stat()
+    pre = f"successes.latency.{key}."
+    return Stat(f.take(f"{name}.mean", s, "mean", 1e3, pre),
+                f.take(f"{name}.median", s, "median", 1e3, pre),
+                f.take(f"{name}.p99", s, "p99", 1e3, pre))
+
+
+def _read_inference_perf(doc: Mapping[str, Any], source: str) -> list[Measurement]:
+    f = _Fields()
+    ok = doc.get("successes") or {}
+    lat = ok.get("latency") or {}
+    thr = ok.get("throughput") or {}
+    load = doc.get("load_summary") or {}
+
+    def length(keys: tuple[str, ...], quantity: str) -> float | None:
+        for k in keys:
+            if isinstance(ok.get(k), Mapping):
+                return f.take(quantity, ok[k], "mean", prefix=f"successes.{k}.")
+        return None
+
+    count = _num(ok, "count")
+    return [Measurement(
+        source=source, index=1, format="inference-perf", model=None, concurrency=None,
+        request_rate=f.take("request_rate", load, "requested_rate", prefix="load_summary."),
+        achieved_rate=f.take("achieved_rate", thr, "requests_per_sec",
+                             prefix="successes.throughput."),
+        num_requests=int(count) if count else None,
+        input_tokens=length(("prompt_tokens", "prompt_len"), "input_tokens"),
+        output_tokens=length(("output_tokens", "output_len"), "output_tokens"),
+        ttft_ms=_ip_stat(f, lat, "ttft", "time_to_first_token"),
+        tpot_ms=_ip_stat(f, lat, "tpot", "time_per_output_token"),
+        itl_ms=_ip_stat(f, lat, "itl", "inter_token_latency"),
+        e2e_ms=_ip_stat(f, lat, "e2e", "request_latency"),
+        output_throughput=f.take("output_throughput", thr, "output_tokens_per_sec",
+                                 prefix="successes.throughput."),
+        deployment={}, fields=dict(f.used))]
+
+
+# ------------------------------------------------------------------- detection
+
+
+def _serving_kind(d: Mapping[str, Any]) -> str | None:
+    """'sglang' or 'vllm' for a serving-benchmark result object, None for anything else."""
+    if not any(isinstance(k, str) and k.endswith("_ttft_ms") for k in d):
+        return None
+    if "total_output_tokens_retokenized" in d or any(
+            isinstance(k, str) and k.endswith("_e2e_latency_ms") for k in d):
+        return "sglang"
+    return "vllm"
+
+
+def detect(doc: object) -> str | None:
+    """The format of one parsed JSON document (FORMATS), or None."""
+    if not isinstance(doc, Mapping):
+        return None
+    benches = doc.get("benchmarks")
+    if isinstance(benches, list) and (not benches or isinstance(
+            _dig(benches[0], "metrics", "time_to_first_token_ms"), Mapping)):
+        return "guidellm"
+    if isinstance(doc.get("time_to_first_token"), Mapping) and "unit" in doc[
+            "time_to_first_token"]:
+        return "aiperf" if "aiperf_version" in doc else "genai-perf"
+    if isinstance(_dig(doc, "successes", "latency"), Mapping):
+        return "inference-perf"
+    return _serving_kind(doc)
+
+
+READERS: dict[str, Callable[[Mapping[str, Any], str], list[Measurement]]] = {
+    "guidellm": _read_guidellm, "aiperf": _read_aiperf, "genai-perf": _read_aiperf,
+    "inference-perf": _read_inference_perf,
+}
+
+
+def _documents(text: str, where: str) -> list[object]:
+    """The JSON documents of a file: one JSON value, or JSON lines (one object per line)."""
+    try:
+        return [limits.loads_json(text, where=where)]
+    except InvalidConfigError as whole:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if len(lines) < 2:
+            raise InvalidConfigError(
+                f"not a benchmark result: {whole.detail}", path=where,
+                hint=f"expected {EXPECTED}") from None
+        out = []
+        for k, ln in enumerate(lines, 1):
+            try:
+                out.append(limits.loads_json(ln, where=where))
+            except InvalidConfigError as e:
+                raise InvalidConfigError(f"line {k} of the JSON lines is {e.detail}",
+                                         path=where, hint=f"expected {EXPECTED}") from None
+        return out
+
+
+def parse(text: str, source: str) -> list[Measurement]:
+    """Measurements of a benchmark result file's text; `source` names it in messages.
+    Raises InvalidConfigError naming the file and what was expected."""
+    docs = _documents(text, source)
+    out: list[Measurement] = []
+    for k, doc in enumerate(docs, 1):
+        fmt = detect(doc)
+        if fmt is None:
+            which = f"document {k}" if len(docs) > 1 else "its content"
+            raise InvalidConfigError(
+                f"{which} is in no benchmark format kvplan reads", path=source,
+                hint=f"expected {EXPECTED}")
+        assert isinstance(doc, Mapping)
+        if fmt in READERS:
+            runs = READERS[fmt](doc, source)
+            out += [_renumber(m, len(out) + i) for i, m in enumerate(runs, 1)]
+        else:
+            out.append(_read_serving(doc, source, len(out) + 1, fmt))
+    if not out:
+        raise InvalidConfigError("no benchmark runs in the file", path=source,
+                                 hint=f"expected {EXPECTED}")
+    return out
+
+
+def _renumber(m: Measurement, index: int) -> Measurement:
+    from dataclasses import replace
+
+    return replace(m, index=index)
+
+
+def read(path: Path) -> list[Measurement]:
+    """Measurements of the benchmark result file at `path` (bounded read, any format above)."""
+    text = limits.read_text_limited(path, MAX_BENCH_BYTES, what="benchmark result file")
+    return parse(text, path.name)

@@ -1,0 +1,189 @@
+"""`kvplan calibrate` and --calibration: a synthetic benchmark file made by the latency model
+from a known coefficient set is calibrated back to it (within 2 %); real result files check
+and calibrate with valid JSON and the documented exit codes; bad inputs are refused naming
+what is wrong; plans made with a calibration file say so."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from clirun import run
+
+from kvplan import calibrate as cal
+from kvplan.engines.registry import fitted_coefficients
+from kvplan.perf import fit
+from kvplan.sources import benchfiles
+from kvplan.sources.calibration import load
+
+BENCH = Path(__file__).parents[1] / "sources" / "fixtures" / "bench"
+L40S = BENCH / "vllm_llama-3.2-3b_l40s_results.json"
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
+# The known coefficients the synthetic runs are made with: the bundled vLLM fit with five
+# coefficients moved by hand to values of the same order (none at a bound).
+TRUTH = dataclasses.replace(fitted_coefficients()["vllm"], gemm_efficiency=0.45,
+                            bandwidth_efficiency=0.85, step_overhead_ms=3.0,
+                            seq_overhead_us=40.0, request_overhead_ms=30.0)
+LENGTHS = [(128, 128), (2048, 256), (8192, 64)]
+CONCURRENCY = [1, 8, 64, 256]
+
+
+def _vllm_line(c: int, i: int, o: int, ttft: float, tpot: float) -> str:
+    """One `vllm bench serve --save-result` object (vllm/benchmarks/serve.py field names),
+    with --metadata gpu=… version=…, as --append-result writes it (one per line)."""
+    n = 10 * c
+    return json.dumps({
+        "date": "20261201-120000", "backend": "vllm", "model_id": LLAMA_8B,
+        "tokenizer_id": LLAMA_8B, "num_prompts": n, "gpu": "h100-sxm-80gb",
+        "version": "0.12.0", "request_rate": "inf", "burstiness": 1.0, "max_concurrency": c,
+        "completed": n, "total_input_tokens": n * i, "total_output_tokens": n * o,
+        "mean_ttft_ms": ttft, "mean_tpot_ms": tpot})
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs at 4 concurrencies × 3 length pairs, their TTFT and TPOT predicted by the model
+    with TRUTH on the deployment kvplan plans for them (so the fit can recover TRUTH exactly)."""
+    draft = "\n".join(_vllm_line(c, i, o, 1.0, 1.0) for i, o in LENGTHS for c in CONCURRENCY)
+    runs = cal.match(benchfiles.parse(draft, "draft.json"),
+                     cal.Given(knobs={"max_model_len": 16384}))
+    lines = []
+    for r in runs:
+        assert r.row is not None
+        p = fit.predict(r.row, {"vllm": TRUTH})
+        lines.append(_vllm_line(r.row.concurrency, r.row.input_tokens, r.row.output_tokens,
+                                p.ttft_ms, p.tpot_ms))
+    path = tmp_path_factory.mktemp("bench") / "synthetic.json"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_round_trip_recovers_the_known_coefficients(capsys, synthetic, tmp_path):
+    out_file = tmp_path / "h100.cal.json"
+    code, out, err = run(capsys, "calibrate", str(synthetic), "--max-model-len", "16384",
+                         "-o", str(out_file), "--no-leave-one-out", "--json")
+    assert code == 0, err
+    doc = json.loads(out)["calibration"]
+    assert doc["engine"] == "vllm" and doc["gpu_arch"] == "Hopper"
+    assert set(doc["fitted"]) == {"gemm_efficiency", "bandwidth_efficiency", "step_overhead_ms",
+                                  "seq_overhead_us", "request_overhead_ms"}
+    for name in doc["fitted"]:
+        assert doc["coefficients"][name] == pytest.approx(getattr(TRUTH, name), rel=0.02), name
+    # kept: layer_overhead_us (one model: a constant per step, like step_overhead_ms) and
+    # allreduce_latency_us (TP1: no all-reduce)
+    assert doc["kept"].keys() == {"layer_overhead_us", "allreduce_latency_us"}
+    assert doc["errors"]["after"]["tpot"]["median"] <= 1.0
+    assert load(out_file).coefficients.gemm_efficiency == pytest.approx(0.45, rel=0.02)
+
+
+def test_a_calibration_file_is_used_by_plan_and_said_so(capsys, synthetic, tmp_path,
+                                                         monkeypatch):
+    out_file = tmp_path / "h100.cal.json"
+    code, _, err = run(capsys, "calibrate", str(synthetic), "--max-model-len", "16384",
+                       "-o", str(out_file), "--no-leave-one-out")
+    assert code == 0 and out_file.exists(), err
+    args = ("plan", LLAMA_8B, "--gpu", "h200", "--json")  # another Hopper GPU: covered
+    code, out, _ = run(capsys, *args, "--calibration", str(out_file))
+    perf = json.loads(out)["performance"]
+    assert perf["calibration"] == "user file h100.cal.json" and perf["calibrated"] is True
+    assert perf["not_calibrated_because"] is None
+    code, out, _ = run(capsys, "plan", LLAMA_8B, "--gpu", "h200", "--calibration", str(out_file))
+    assert "calibrated: user file h100.cal.json" in " ".join(out.split())  # the table's title
+    monkeypatch.setenv("KVPLAN_CALIBRATION", str(out_file))
+    code, out, _ = run(capsys, *args)
+    assert json.loads(out)["performance"]["calibration"] == "user file h100.cal.json"
+    code, out, _ = run(capsys, "plan", LLAMA_8B, "--gpu", "l40s", "--json")  # Ada: not covered
+    assert json.loads(out)["performance"]["calibration"].startswith("extrapolated from")
+
+
+def test_check_passes_and_fails_on_max_error_with_valid_json(capsys):
+    base = ("calibrate", str(L40S), "--max-model-len", "4096", "--check", "--json")
+    code, out, _ = run(capsys, *base, "--max-error", "1000")
+    data = json.loads(out)
+    assert code == 0 and data["passed"] is True and data["mode"] == "check"
+    assert len(data["runs"]) == 6  # 9 runs; the 3 bursts (request rate inf) are skipped
+    assert all("burst" in why for why in data["skipped"].values())
+    assert data["runs"][0]["measured"]["ttft_ms"] == pytest.approx(54.59561144333596)
+    code, out, _ = run(capsys, *base, "--max-error", "1")
+    assert code == 1 and json.loads(out)["passed"] is False
+
+
+def test_calibrate_on_a_public_file_improves_the_fit(capsys):
+    code, out, err = run(capsys, "calibrate", str(L40S), "--max-model-len", "4096", "--json")
+    assert code == 0, err
+    doc = json.loads(out)["calibration"]
+    assert doc["gpu_arch"] == "Ada Lovelace" and doc["gpus"] == ["l40s"]
+    assert doc["rows"][0]["replicas"] == 4  # --metadata decode_replicas=4
+    before, after = doc["errors"]["before"], doc["errors"]["after"]
+    assert after["ttft"]["median"] < before["ttft"]["median"]
+    assert doc["errors"]["leave_one_out"] is not None
+    assert json.loads(out)["written"] is None
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([str(BENCH / "sglang_llama-3.3-70b_h200_tp4.jsonl"), "--gpu", "h200"],
+     "model cannot be determined"),
+    ([str(BENCH / "aiperf_qwen3.6-nvfp4_rtx5090_chatbot_c16.json"), "--gpu", "h100"],
+     "pass --model"),
+    ([str(BENCH / "genai-perf_ensemble_trtllm_c100_streaming.json"), "--model", LLAMA_8B],
+     "GPU cannot be determined"),
+    ([str(L40S), "--check", "-o", "x.json"], "writes no file"),
+    ([str(L40S), "--check", "--max-error", "-3"], "--max-error"),
+    ([str(BENCH / "README.md")], "README.md"),
+    (["missing.json"], "missing.json"),
+])
+def test_bad_input_exits_2_naming_the_problem(capsys, args, needle):
+    code, out, err = run(capsys, "calibrate", *args, "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert needle in error["message"] + (error["hint"] or "")
+    assert "Traceback" not in err
+
+
+def test_a_bad_calibration_file_is_refused_naming_the_field(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "kvplan-calibration", "version": 1, "engine": "vllm",
+                               "gpu_arch": "Hopper", "coefficients": {"gemm_efficiency": 3}}))
+    code, _, err = run(capsys, "plan", LLAMA_8B, "--gpu", "h100", "--calibration", str(bad))
+    assert code == 2 and "coefficients.gemm_efficiency" in err
+    bad.write_text("{}")
+    code, _, err = run(capsys, "sweep", LLAMA_8B, "--gpus", "h100", "--calibration", str(bad))
+    assert code == 2 and "not a kvplan calibration file" in err
+
+
+def test_one_run_fits_the_two_overheads_only(capsys, synthetic, tmp_path):
+    one = tmp_path / "one.json"
+    one.write_text(synthetic.read_text().splitlines()[5] + "\n")  # 2048/256 at 8 clients
+    code, out, err = run(capsys, "calibrate", str(one), "--max-model-len", "16384", "--json")
+    assert code == 0, err
+    doc = json.loads(out)["calibration"]
+    # two measured values (TTFT, TPOT): at most two coefficients, overheads first
+    assert doc["fitted"] == ["request_overhead_ms", "step_overhead_ms"]
+    assert "2 measured values identify at most 2" in doc["kept"]["gemm_efficiency"]
+    assert doc["errors"]["leave_one_out"] is None  # needs 3 runs
+    assert doc["errors"]["after"]["ttft"]["median"] <= 0.5  # two values, two unknowns
+
+
+def test_runs_on_two_architectures_are_refused(capsys, synthetic, tmp_path):
+    lines = synthetic.read_text().splitlines()
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(lines[0] + "\n" + lines[1].replace("h100-sxm-80gb", "l40s") + "\n")
+    code, out, _ = run(capsys, "calibrate", str(mixed), "--max-model-len", "16384", "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert "vllm on Ada Lovelace, vllm on Hopper" in error["message"]
+    assert "separately" in error["hint"]
+
+
+def test_a_served_name_is_replaced_by_the_model_flag(capsys, synthetic, tmp_path):
+    served = tmp_path / "served.json"
+    served.write_text(synthetic.read_text().replace(LLAMA_8B, "my-llama"))
+    code, out, _ = run(capsys, "calibrate", str(served), "--max-model-len", "16384", "--check",
+                       "--json")
+    assert code == 2 and "'my-llama'" in json.loads(out)["error"]["message"]
+    code, out, _ = run(capsys, "calibrate", str(served), "--max-model-len", "16384", "--check",
+                       "--json", "--model", "llama-3.1-8b-instruct")
+    data = json.loads(out)
+    assert code == 0 and data["runs"][0]["model"] == "llama-3.1-8b-instruct"

@@ -1,0 +1,113 @@
+"""kvplan.sources.benchfiles: each supported benchmark format reads from a public output file
+(tests/sources/fixtures/bench/README.md cites each), the values pinned from the files' own
+text; unknown and broken files end in a clear error naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvplan.errors import InvalidConfigError
+from kvplan.sources import benchfiles
+
+BENCH = Path(__file__).parent / "fixtures" / "bench"
+
+
+def test_vllm_save_result_json_lines_with_metadata() -> None:
+    runs = benchfiles.read(BENCH / "vllm_llama-3.2-3b_l40s_results.json")
+    assert len(runs) == 9 and {r.format for r in runs} == {"vllm"}
+    r = runs[0]  # line 1: rate 10, 300 prompts
+    assert r.model == "meta-llama/Llama-3.2-3B-Instruct"
+    assert r.request_rate == 10.0 and r.concurrency is None
+    assert r.ttft_ms.mean == pytest.approx(54.59561144333596)
+    assert r.tpot_ms.p99 == pytest.approx(15.793261194984588)
+    # total_input_tokens / completed = 299700 / 300; total_output_tokens 80945 / 300
+    assert r.input_tokens == pytest.approx(999.0)
+    assert r.output_tokens == pytest.approx(80945 / 300)
+    assert r.deployment["gpu"] == "4xNVIDIA_L40S" and r.deployment["replicas"] == "4"
+    assert r.fields["input_tokens"] == "total_input_tokens / completed"
+    assert runs[2].request_rate is None  # "request_rate": "inf": everything at once
+    # Little's law for an open loop: 8.369432347779671 req/s × (54.6 + 268.8 × 13.71) ms
+    n, how = r.in_flight()
+    e2e_ms = 54.59561144333596 + (80945 / 300 - 1) * 13.710971568239172
+    assert n == pytest.approx(8.369432347779671 * e2e_ms / 1e3) and "Little" in how
+
+
+def test_sglang_jsonl_of_an_older_release_gives_medians() -> None:
+    runs = benchfiles.read(BENCH / "sglang_llama-3.3-70b_h200_tp4.jsonl")
+    assert len(runs) == 7 and runs[0].format == "sglang"
+    r = runs[3]  # request rate 8
+    assert r.request_rate == 8.0
+    assert r.ttft_ms.mean is None and r.ttft_ms.median == pytest.approx(191.41179136931896)
+    assert r.itl_ms.median == pytest.approx(70.76324708759785)
+    assert r.output_tokens == pytest.approx(1218922 / 2400)
+    assert r.e2e_ms.mean == pytest.approx(52064.764045071985)
+    assert r.deployment == {"engine": "sglang"}  # "backend": "sglang"
+    assert r.model is None  # this release does not write the model
+
+
+def test_aiperf_profile_export() -> None:
+    (r,) = benchfiles.read(BENCH / "aiperf_qwen3.6-nvfp4_rtx5090_chatbot_c16.json")
+    assert r.format == "aiperf" and r.model == "qwen3.6-nvfp4"
+    assert r.concurrency == 16.0  # the profiling phase (the warmup is excluded)
+    assert r.ttft_ms.mean == pytest.approx(119.13046247916667)
+    assert r.tpot_ms.mean == pytest.approx(13.05021344397687)
+    assert r.input_tokens == pytest.approx(367.28125)
+    assert r.output_throughput == pytest.approx(1040.1442436393677)
+
+
+def test_genai_perf_profile_export() -> None:
+    (r,) = benchfiles.read(BENCH / "genai-perf_ensemble_trtllm_c100_streaming.json")
+    assert r.format == "genai-perf" and r.model == "ensemble"
+    assert r.concurrency == 100.0 and r.request_rate is None
+    assert r.ttft_ms.median == pytest.approx(172.8093975)
+    assert r.output_tokens == pytest.approx(2565.855)
+
+
+def test_guidellm_report() -> None:
+    runs = benchfiles.read(BENCH / "guidellm_llama-3.1-8b_built.json")
+    assert [r.format for r in runs] == ["guidellm", "guidellm"]
+    assert runs[0].model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert runs[0].concurrency == 16.0 and runs[1].request_rate == 4.0
+    assert runs[0].ttft_ms.p99 == pytest.approx(140.2)
+    assert runs[0].e2e_ms.mean == pytest.approx(2020.0)  # request_latency is in seconds
+
+
+def test_inference_perf_lifecycle_report_in_seconds() -> None:
+    (r,) = benchfiles.read(BENCH / "inference-perf_llama-3-8b_h100_stage_0_lifecycle_metrics.json")
+    assert r.format == "inference-perf" and r.model is None
+    assert r.request_rate == 1.0
+    # successes.latency.time_to_first_token.mean = 0.03112733216257766 s
+    assert r.ttft_ms.mean == pytest.approx(31.12733216257766)
+    assert r.fields["ttft.mean"] == "successes.latency.time_to_first_token.mean × 1000"
+
+
+def test_every_reader_records_its_fields() -> None:
+    for p in sorted(BENCH.glob("*.json*")):
+        for r in benchfiles.read(p):
+            assert "ttft.median" in r.fields or "ttft.mean" in r.fields, p.name
+
+
+def test_unknown_json_names_the_file_and_what_was_expected() -> None:
+    with pytest.raises(InvalidConfigError) as e:
+        benchfiles.parse('{"hello": 1}', "mystery.json")
+    assert "mystery.json" in str(e.value) and "no benchmark format" in str(e.value)
+    assert "vllm bench serve" in (e.value.hint or "")
+
+
+def test_broken_json_names_the_file() -> None:
+    with pytest.raises(InvalidConfigError, match="broken.json: not a benchmark result"):
+        benchfiles.parse('{"mean_ttft_ms": 1', "broken.json")
+    with pytest.raises(InvalidConfigError, match="lines.jsonl.*line 2"):
+        benchfiles.parse('{"mean_ttft_ms": 1}\n{oops\n', "lines.jsonl")
+
+
+def test_empty_guidellm_report_has_no_runs() -> None:
+    with pytest.raises(InvalidConfigError, match="no benchmark runs"):
+        benchfiles.parse('{"benchmarks": []}', "empty.json")
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidConfigError, match="not a regular file"):
+        benchfiles.read(tmp_path)
