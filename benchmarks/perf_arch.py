@@ -468,8 +468,8 @@ NOT_FOUND = [
     "MLPerf H200 Llama-2-70B results: not found in the stored copies read.",
     "The mean input length of MLPerf's Llama-2-70B OpenOrca set: not found; ISL = OSL assumed "
     "(OSL from each log's tokens/s ÷ samples/s).",
-    "The TensorRT-LLM version of NVIDIA's MLPerf submissions and the TP layout of the 8-GPU "
-    "H100 system (TP2 assumed).",
+    "The TensorRT-LLM version of NVIDIA's MLPerf submissions; the v5.0 H100 layout (TP2 "
+    "assumed as in v4.1's config, which sets TP2 and a batch of 896).",
     "vLLM or SGLang measurements on Ampere, Ada or Blackwell, and TGI measurements anywhere: "
     "none with enough provenance; those pairs stay extrapolated.",
     "AMD's ROCm vLLM performance pages (rocm.docs.amd.com) were found but their throughput "
