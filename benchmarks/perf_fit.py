@@ -25,7 +25,14 @@ Evaluation: leave one (model × GPU × engine) group out, fit on the rest, predi
 percentage errors of TTFT, TPOT and throughput pooled over all held-out predictions (mean,
 median, p90) and per group. The final coefficients are fitted on all rows.
 
-Outputs: benchmarks/data/perf_fit.json (coefficients, ranges, metrics) and docs/performance.md.
+Cross-architecture stage (benchmarks/perf_arch.py; `--arch` reruns it alone on the committed
+Hopper fit): TensorRT-LLM's own coefficients, the GPU-class factors and the PCIe link of
+kvplan/perf/arch.py, fitted on benchmarks/data/perf_throughput.csv (public throughput rows:
+TensorRT-LLM perf-overview, MLPerf Inference), evaluated in sample, held out within each class
+and leave one architecture out; it writes arch.py's generated block.
+
+Outputs: benchmarks/data/perf_fit.json (coefficients, ranges, metrics; "cross_arch") and
+docs/performance.md.
 --check regenerates the doc from the committed JSON, re-predicts every row with the committed
 coefficients (the in-sample metrics must match: catches a model change without a refit), and
 compares the engines' fitted coefficients (registry.fitted_coefficients()) and
