@@ -72,7 +72,7 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
     """Communication of one step of `tokens` own tokens on a GPU whose MoE layers span
     ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring)."""
     c = ctx.coefficients
-    alpha = c.allreduce_latency_us * 1e-6
+    alpha = (c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us) * 1e-6
     link = ctx.link_bytes_per_s
     act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
     out = 0.0

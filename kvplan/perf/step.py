@@ -59,6 +59,7 @@ from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
 from ..units import DTYPE_ALIASES, cdiv
+from . import arch as _arch
 from .user_calibration import user_calibration
 
 Bound = Literal["compute", "bandwidth", "overhead"]
@@ -80,14 +81,14 @@ NVLINK_DIRECTIONS = 2
 
 
 # Spread of measured / predicted in the leave-one-group-out evaluation (p10, p90), per metric:
-# the _low/_high range of every PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
+# the _low/_high range of a Hopper PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
+# Other GPU classes and extrapolated figures use their own bands (kvplan/perf/arch.py).
 RANGES: dict[str, tuple[float, float]] = {
     "ttft": (0.471, 2.027),
     "tpot": (0.893, 1.19),
     "throughput": (0.878, 1.1),
 }
-
-CALIBRATED_ARCHS = ("Hopper",)  # GPU families with calibration rows (H100 SXM, H200 SXM)
+METRICS = ("ttft", "tpot", "throughput")
 
 
 @lru_cache(maxsize=256)
@@ -96,61 +97,89 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 
 def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
-    """(coefficients, calibrated-era?) for an engine version, from the engine's declared
-    calibration: a version inside the engine's calibrated range uses its fit; any other, or an
-    engine that borrows another's fit, those coefficients with calibrated=False."""
+    """(coefficients, engine-calibrated?) for an engine: its own fit whatever the release (the
+    distance to the fitted releases is stated apart: version_distance), or the fit it borrows
+    from another engine with False."""
     eng = registry.get(engine)
-    cal = eng.calibration
     coeffs = registry.calibrated_by(eng).calibration.coefficients
     assert coeffs is not None  # registry.register refuses a borrow without a fit
-    if cal.coefficients is None or not cal.versions:
-        return coeffs, False
-    keys = [_version_key(v) for v in cal.versions]
-    k = _version_key(version)
-    inside = min(keys)[:2] <= k[:2] <= max(keys)[:2] if version else False
-    return coeffs, inside
+    return coeffs, eng.calibration.coefficients is not None and bool(eng.calibration.versions)
+
+
+def version_distance(engine: str, version: str) -> str:
+    """How far `version` is from the releases the engine's coefficients were fitted on ("" when
+    inside them or when the engine borrows another's fit)."""
+    cal = registry.get(engine).calibration
+    if cal.coefficients is None or not cal.versions or not version:
+        return ""
+    keys = sorted(_version_key(v)[:2] for v in cal.versions)
+    k = _version_key(version)[:2]
+    if keys[0] <= k <= keys[-1]:
+        return ""
+    fitted = ", ".join(sorted({".".join(v.split(".")[:2]) for v in cal.versions},
+                              key=_version_key))
+    near = keys[0] if k < keys[0] else keys[-1]
+    if k[0] == near[0] and len(k) > 1 and len(near) > 1:
+        gap = f"{abs(k[1] - near[1])} minor release{'s' if abs(k[1] - near[1]) != 1 else ''} "
+        gap += "newer" if k > near else "older"
+    else:
+        gap = "another major release"
+    return f"{registry.get(engine).label} {version}: fitted on {fitted} ({gap})"
+
+
+def arch_calibration(engine: str, gpu: GpuSpec) -> _arch.ArchCalibration:
+    """The GPU class factors and band for this engine (kvplan/perf/arch.py)."""
+    eng = registry.get(engine)
+    return _arch.resolve(gpu.arch, engine, registry.calibrated_by(eng).name)
 
 
 def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
-    """Where the bundled coefficients of a prediction come from: the engine's own fit on a
-    calibrated architecture, or what it is extrapolated from."""
-    own = registry.calibrated_by(registry.get(engine)).name
-    fit = f"bundled {own} fit on {', '.join(CALIBRATED_ARCHS)}"
-    if own == engine and gpu.arch in CALIBRATED_ARCHS and coefficients_for(engine, version)[1]:
-        return fit
-    return f"extrapolated from the {fit}"
+    """Where the bundled coefficients of a prediction come from: "bundled: <class> × <engine>"
+    when the GPU's class has measurements for the engine (kvplan/perf/arch.py), else what is
+    extrapolated from where; then the distance to the fitted engine releases, if any."""
+    eng = registry.get(engine)
+    own = registry.calibrated_by(eng)
+    arch = arch_calibration(engine, gpu)
+    if own is eng and arch.calibrated:
+        text = f"bundled: {arch.klass} × {eng.label}"
+    else:
+        text = (f"extrapolated: {own.label} coefficients (fitted on Hopper) with "
+                f"{arch.source_class} GPU factors")
+        if arch.source_class != arch.klass:
+            text += f" (nearest measured class to {arch.klass})"
+        if own is not eng:
+            text += f", borrowed for {eng.label}"
+    dist = version_distance(engine, version)
+    return f"{text}; {dist}" if dist else text
 
 
 def coefficients_on(engine: str, version: str, gpu: GpuSpec
                     ) -> tuple[Coefficients, bool, str, str]:
     """(coefficients, calibrated?, why not (calibration_gaps), where they come from) for an
     engine version on a GPU: a user calibration of its engine × architecture (kvplan
-    calibrate, user_calibrations) wins over the bundled fit."""
+    calibrate, user_calibrations) wins over the bundled fit; the bundled fit is calibrated
+    when the engine has its own coefficients and the GPU's class has measurements for it
+    (kvplan/perf/arch.py), whatever the engine's minor version."""
     user = user_calibration(engine, gpu.arch)
     if user is not None:
         return user.coefficients, True, "", user.source
-    coeffs, era_ok = coefficients_for(engine, version)
-    return (coeffs, era_ok and gpu.arch in CALIBRATED_ARCHS,
+    coeffs, own = coefficients_for(engine, version)
+    return (coeffs, own and arch_calibration(engine, gpu).calibrated,
             calibration_gaps(engine, version, gpu), bundled_source(engine, version, gpu))
 
 
 def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
-    """Why a prediction for this engine version on this GPU is not calibrated ("" when it is),
-    each reason apart: the engine borrows another's fit, the version is outside the fitted
-    releases, the GPU family has no calibration rows."""
+    """Why a prediction for this engine on this GPU is not calibrated ("" when it is), each
+    reason apart: the engine borrows another's fit, the GPU class has no measurements for this
+    engine. The engine's minor version is not a gap (version_distance states it)."""
     eng = registry.get(engine)
     gaps = []
     if eng.calibration.coefficients is None or not eng.calibration.versions:
         gaps.append(f"{eng.label} has no calibration rows (it borrows "
                     f"{registry.calibrated_by(eng).label}'s fit)")
-    elif not coefficients_for(engine, version)[1]:
-        fitted = sorted({".".join(v.split(".")[:2]) for v in eng.calibration.versions},
-                        key=_version_key)
-        gaps.append(f"{eng.label} {version} is outside the calibrated release"
-                    f"{'s' if len(fitted) > 1 else ''} {', '.join(fitted)}")
-    if gpu.arch not in CALIBRATED_ARCHS:
-        gaps.append(f"no calibration rows for {gpu.arch} GPUs (only "
-                    f"{', '.join(CALIBRATED_ARCHS)})")
+    arch = arch_calibration(engine, gpu)
+    if arch.note:
+        gaps.append(arch.note)
     return "; ".join(gaps)
 
 
@@ -223,6 +252,12 @@ class PerfContext:
     moe_comm_per_token_s: float = 0.0
     # the MoE group's link when it spans nodes (planner/nodes.py); 0: link_bytes_per_s
     moe_link_bytes_per_s: float = 0.0
+    # GPU architecture class factors relative to Hopper (kvplan/perf/arch.py) and the band
+    gemm_scale: float = 1.0  # on gemm_efficiency for the compute dtype's GEMMs
+    attention_scale: float = 1.0  # on gemm_efficiency for attention (bf16)
+    bandwidth_scale: float = 1.0  # on bandwidth_efficiency
+    ranges: tuple[tuple[float, float], ...] = tuple(RANGES[k] for k in METRICS)
+    link_latency_us: float | None = None  # TP all-reduce over PCIe (arch.PCIE); None: engine's
 
 
 @dataclass(frozen=True)
@@ -454,6 +489,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     coeffs, calibrated, gaps, source = coefficients_on(engine, version, gpu)
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
+    arch = arch_calibration(engine, gpu)
+    pcie = _arch.over_pcie(gpu.id, gpu.nvlink_gbps_per_gpu, tp)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
@@ -471,10 +508,15 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         peak_flops_per_s=_peak_tflops(gpu, compute) * 1e12, attention_peak_flops_per_s=attn_peak,
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
         link_bytes_per_s=(links.tp_bytes_per_s if links and links.tp_bytes_per_s
-                          else link_bytes_per_s(gpu)),
+                          else PCIE_X16_BYTES_PER_S.get(gpu.pcie_gen or 4, PCIE_X16_BYTES_PER_S[4])
+                          * _arch.PCIE.bandwidth_efficiency if pcie else link_bytes_per_s(gpu)),
+        link_latency_us=(_arch.PCIE.allreduce_latency_us
+                         if pcie and not (links and links.tp_bytes_per_s) else None),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
+        gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
+        bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
         link=links.text if links else "", pp_crossings=links.pp_crossings if links else 0,
         pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0,
         moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0)
@@ -540,9 +582,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
                 + prefill_seqs * (ctx.kv_bytes_per_token * 2 * prefill_context_tokens
                                   + ctx.sliding_kv_bytes_per_token
                                   * min(2 * prefill_context_tokens, win)))
-    flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency
-    attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency
-    byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency
+    flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency * ctx.gemm_scale
+    attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
+    byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c, g_b = gemm_flops / flop_rate, weight_bytes / byte_rate
     a_c, a_b = attn_flops / attn_rate, kv_bytes / byte_rate
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
@@ -552,7 +594,8 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         comm_s = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * tokens
     elif ctx.tp > 1:
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
-        comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
+        lat = c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us
+        comm_s = 2 * ctx.layers * (lat * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
     overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
@@ -696,9 +739,7 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
     rps = concurrency / e2e
     tok_s = rps * o
     dec = step_terms(ctx, decode_seqs=b, context_tokens=mean_ctx)
-    lo_f, hi_f = RANGES["ttft"]
-    lo_p, hi_p = RANGES["tpot"]
-    lo_t, hi_t = RANGES["throughput"]
+    (lo_f, hi_f), (lo_p, hi_p), (lo_t, hi_t) = ctx.ranges  # METRICS order
     ttft_ms, tpot_ms = ttft * 1e3, tpot * 1e3
     return PerfPoint(
         concurrency=concurrency, running=b, ttft_ms=ttft_ms, tpot_ms=tpot_ms, e2e_ms=e2e * 1e3,

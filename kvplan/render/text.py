@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ..units import GiB
@@ -141,6 +142,20 @@ def plan_table(plan: Plan, console: Console) -> None:
     _node_lines(plan, console)
 
 
+def price_label(source: str) -> str:
+    """A price's source as the tables print it: the provider and tier a bundled row names in
+    parentheses after its URL, with the page's host ("RunPod on-demand, via deploybase.ai");
+    any other URL by its host; a file:line as it is. "(kvplan default)" is kept."""
+    default = source.endswith("(kvplan default)")
+    s = source.removesuffix("(kvplan default)").strip()
+    m = re.match(r"https?://([^/\s]+)\S*\s*\((.+)\)$", s)
+    if m:
+        s = f"{m.group(2)}, via {m.group(1)}"
+    elif s.startswith(("http://", "https://")):
+        s = s.split("/")[2]
+    return s + (" (kvplan default)" if default else "")
+
+
 def performance_table(plan: Plan, console: Console) -> None:
     """Latency and throughput at the workload's concurrency, then versus concurrency."""
     from rich.table import Table
@@ -179,11 +194,7 @@ def performance_table(plan: Plan, console: Console) -> None:
         t.add_row("speculative: pays above acceptance",
                   "never" if even is None else f"{even:g}", "at this concurrency")
     if pf.cost_per_hour is not None:
-        src = pf.price_source or ""
-        if src.startswith("http"):  # the page's host, and whether it is kvplan's default
-            host = src.split("/")[2]
-            src = host + (" (kvplan default)" if src.endswith("(kvplan default)") else "")
-        t.add_row("$ per hour", f"{pf.cost_per_hour:,.2f}", src)
+        t.add_row("$ per hour", f"{pf.cost_per_hour:,.2f}", price_label(pf.price_source or ""))
     if pf.cost_per_million_output_tokens is not None:
         t.add_row("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
     console.print(t)
@@ -613,8 +624,8 @@ def _option_command(o: Option) -> str:
 _SWEEP_LEGEND = (
     ("headroom", "headroom: KV tokens at the engine's default memory fraction ÷ tokens the "
      "target needs (below 1×, the serve command raises the fraction)"),
-    ("fit", "fit: cal = latency calibrated for this GPU family × engine × version, ext = "
-     "extrapolated (--json plan.performance.not_calibrated_because says why)"),
+    ("fit", "fit: cal = latency calibrated for this GPU architecture × engine, ext = "
+     "extrapolated (--json plan.performance.calibration says from what)"),
     ("P", "P: * = Pareto, no cheaper option has as much headroom"),
 )
 _SWEEP_WARNED = ("! after the rank: the plan carries warnings (e.g. a non-CUDA platform or an "
@@ -698,8 +709,8 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         for o in opts:
             if o.price_per_hour is None or o.gpu in seen:
                 continue
-            where = (o.price_source or "").removeprefix("https://").removeprefix("http://")
-            where = where.split("/")[0] if o.price_default else where
+            where = (price_label(o.price_source or "") if o.price_default else
+                     (o.price_source or "").removeprefix("https://").removeprefix("http://"))
             seen[o.gpu] = (f"{o.gpu} {o.price_per_hour / o.count:,.2f}"
                            + (" (default: " if o.price_default else " (")
                            + ", ".join(x for x in (where, o.price_date) if x) + ")")

@@ -95,7 +95,7 @@ def test_a_calibration_file_is_used_by_plan_and_said_so(capsys, synthetic, tmp_p
     code, out, _ = run(capsys, *args)
     assert json.loads(out)["performance"]["calibration"] == "user file h100.cal.json"
     code, out, _ = run(capsys, "plan", LLAMA_8B, "--gpu", "l40s", "--json")  # Ada: not covered
-    assert json.loads(out)["performance"]["calibration"].startswith("extrapolated from")
+    assert json.loads(out)["performance"]["calibration"].startswith("extrapolated: ")
 
 
 def test_check_passes_and_fails_on_max_error_with_valid_json(capsys):

@@ -188,22 +188,34 @@ def test_a_plan_equals_its_twin_whether_or_not_its_table_was_read():
     assert a == b
 
 
-def test_not_calibrated_names_the_real_reason(capsys):
-    """Issue #21 item 5: every default H100/vLLM plan said "not calibrated for this GPU family ×
-    engine" although H100 is a calibrated family: the default engine version is outside the
-    fitted release. Each reason is named apart (version, GPU family, borrowed fit)."""
+def test_calibrated_means_architecture_times_engine(capsys):
+    """Issue #24 item 4: `calibrated` means "this GPU architecture × engine has measurements",
+    whatever the minor version, with the distance stated. The default H100 + vLLM plan (vLLM
+    0.33, fitted on 0.12) says calibrated; the version distance is in performance.calibration;
+    an Ampere vLLM plan is not calibrated (Ampere's rows are TensorRT-LLM's) and says why."""
     code, out, _ = run(capsys, "plan", "llama-3.1-8b-instruct", "--gpu", "h100")
-    assert code == 0 and "GPU family" not in out
+    assert code == 0
     head = " ".join(out.split("Performance per replica", 1)[1].split("figure")[0].split())
+    assert head.endswith("; calibrated)")
+    pf = plan("llama-3.1-8b-instruct", "h100").performance
     version = plan("llama-3.1-8b-instruct", "h100").engine.version
     assert version.split(".")[:2] != ["0", "12"]  # the default is not the fitted release
-    assert f"not calibrated: vLLM {version} is outside the calibrated release 0.12" in head
+    assert pf is not None and pf.calibrated and pf.not_calibrated_because is None
+    assert pf.calibration is not None and pf.calibration.startswith("bundled: Hopper × vLLM; ")
+    assert f"vLLM {version}: fitted on 0.12 (" in pf.calibration
 
-    fitted = plan("llama-3.1-8b-instruct", "h100", engine_version="0.12.0").performance
-    assert fitted is not None and fitted.calibrated and fitted.not_calibrated_because is None
     ampere = plan("llama-3.1-8b-instruct", "a100-sxm-80gb", engine_version="0.12.0").performance
-    assert ampere is not None and ampere.not_calibrated_because == (
-        "no calibration rows for Ampere GPUs (only Hopper)")
+    assert ampere is not None and not ampere.calibrated
+    assert ampere.not_calibrated_because == (
+        "no vllm measurements on Ampere GPUs (Ampere factors from trtllm rows)")
+    assert ampere.calibration == ("extrapolated: vLLM coefficients (fitted on Hopper) with "
+                                  "Ampere GPU factors")
+    trt = plan("llama-3.1-8b-instruct", "a100-sxm-80gb", engine="trtllm").performance
+    assert trt is not None and trt.calibrated
+    cdna4 = plan("llama-3.1-8b-instruct", "mi355x").performance
+    assert cdna4 is not None and not cdna4.calibrated
+    assert cdna4.calibration is not None and "CDNA3 GPU factors (nearest measured class to " \
+        "CDNA4)" in cdna4.calibration
     tgi = plan("llama-3.1-8b-instruct", "h100", engine="tgi").performance
     assert tgi is not None and tgi.not_calibrated_because == (
         "TGI has no calibration rows (it borrows SGLang's fit)")

@@ -14,6 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kvplan.engines.registry import fitted_coefficients
+from kvplan.perf import arch
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
 
@@ -115,7 +116,10 @@ def test_tp_adds_allreduce_and_nvlink_vs_pcie() -> None:
     nv = perf.context_for(m, H100, "vllm", "0.12.0", tp=2)
     pcie = perf.context_for(m, resolve_gpu("l40s"), "vllm", "0.12.0", tp=2)
     assert nv.link_bytes_per_s == 450e9  # 900 GB/s bidirectional NVLink / 2
-    assert pcie.link_bytes_per_s == perf.PCIE_X16_BYTES_PER_S[resolve_gpu("l40s").pcie_gen]
+    # PCIe: x16 of the card's generation × the fitted PCIe link efficiency (kvplan/perf/arch.py)
+    assert pcie.link_bytes_per_s == pytest.approx(
+        perf.PCIE_X16_BYTES_PER_S[resolve_gpu("l40s").pcie_gen] * arch.PCIE.bandwidth_efficiency)
+    assert pcie.link_latency_us == arch.PCIE.allreduce_latency_us and nv.link_latency_us is None
     t = perf.step_terms(nv, decode_seqs=64, context_tokens=1024)
     assert t.comm_s > 0
 
@@ -211,10 +215,19 @@ def test_evaluate_fields_and_table() -> None:
 def test_calibration_flags() -> None:
     m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
     assert perf.context_for(m, H100, "vllm", "0.12.0").calibrated
-    assert not perf.context_for(m, H100, "vllm", "0.5.4").calibrated  # V0 era: nearest fit
+    # another minor version of a calibrated class × engine is calibrated; the distance is stated
+    old = perf.context_for(m, H100, "vllm", "0.5.4")
+    assert old.calibrated and "vLLM 0.5.4: fitted on 0.12 (7 minor releases older)" in (
+        old.calibration)
     assert not perf.context_for(m, H100, "tgi", "3.3.7").calibrated  # borrowed coefficients
     assert not perf.context_for(m, resolve_gpu("a100-sxm-80gb"), "vllm", "0.12.0").calibrated
-    assert perf.context_for(m, H100, "trtllm", "1.0").coefficients == fitted_coefficients()["vllm"]
+    a100_trt = perf.context_for(m, resolve_gpu("a100-sxm-80gb"), "trtllm", "1.0")
+    assert a100_trt.calibrated  # Ampere × TensorRT-LLM: perf-overview v0.14 rows
+    assert perf.context_for(m, resolve_gpu("mi300x"), "vllm", "0.12.0").calibrated  # MLPerf
+    assert not perf.context_for(m, resolve_gpu("mi355x"), "vllm", "0.12.0").calibrated
+    # TensorRT-LLM has its own fit now (no longer vLLM's)
+    trt = perf.context_for(m, H100, "trtllm", "1.0").coefficients
+    assert trt == fitted_coefficients()["trtllm"] and trt != fitted_coefficients()["vllm"]
 
 
 def test_kv_capacity_queues_requests() -> None:

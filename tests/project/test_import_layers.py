@@ -55,6 +55,7 @@ LAYER = {
     "kvplan.model.tensor_names": "core",
     "kvplan.model.weights": "core",
     "kvplan.perf": "core",
+    "kvplan.perf.arch": "core",
     "kvplan.perf.fit": "core",
     "kvplan.perf.step": "core",
     "kvplan.perf.kv_transfer": "core",
@@ -382,12 +383,15 @@ def test_engines_do_not_import_their_callers():
 
 def test_the_step_time_model_is_a_leaf():
     """perf imports the standard library, four kvplan modules, the engine registry (each
-    engine declares its own calibration) and the user calibrations in force (a leaf: a table of
-    coefficients, kvplan calibrate's) only."""
+    engine declares its own calibration), the user calibrations in force (a leaf: a table of
+    coefficients, kvplan calibrate's) and the GPU-class factors (kvplan.perf.arch: standard
+    library only) only."""
     allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
-               "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration"}
+               "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration",
+               "kvplan.perf.arch"}
     assert {i for _, i, _ in module_imports("kvplan.perf.user_calibration")
             if i.startswith("kvplan")} <= {"kvplan.engines.base"}
+    assert not {i for _, i, _ in module_imports("kvplan.perf.arch") if i.startswith("kvplan")}
     got = {i for _, i, _ in module_imports("kvplan.perf.step")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
     assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}
