@@ -537,6 +537,19 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
     return out
 
 
+def checkpoint_kv_ignored(m: ModelSpec, dtype: str, engine_label: str) -> list[Problem]:
+    """A checkpoint that declares an FP8 KV cache (calibrated k/v scales) served by an engine
+    (or release) whose `auto` keeps the model dtype: say so, and how to use it."""
+    q = m.quantization
+    if q is None or q.kv_cache_quant_algo != "FP8":
+        return []
+    return [Problem(
+        code="checkpoint-kv-ignored", severity="info",
+        message=f"the checkpoint declares an FP8 KV cache (kv_cache_quant_algo) but "
+        f"{engine_label} (this release) keeps --kv-cache-dtype auto at {dtype}, as planned: "
+        "pass --kv-cache-dtype fp8 for about twice the KV tokens")]
+
+
 # --quantization values (vllm/model_executor/layers/quantization/__init__.py; SGLang and TGI
 # name the same formats) → the checkpoint format kvplan sizes them as.
 QUANT_FLAG_METHODS = {
@@ -563,9 +576,12 @@ class Layout:
     other_processes_bytes: int = 0  # held by other processes on a local GPU (--gpu local)
 
 
-def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str) -> Layout:
+def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str,
+                   checkpoint_kv: str | None = None) -> Layout:
     """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
-    catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each."""
+    catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each.
+    `checkpoint_kv`: the KV dtype the engine's `auto` takes from a checkpoint that declares
+    one (Engine.checkpoint_kv_dtype), None where it keeps the model dtype."""
     sources: dict[str, Source] = {}
 
     def pick(key: str, default: Any) -> Any:
@@ -600,9 +616,14 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
 
     dtype, sources["dtype"] = resolve_dtype(knobs.dtype, m, gpu)
     kv_req = (knobs.kv_cache_dtype or "auto").lower()
-    if kv_req == "auto":
+    kv_note: list[Problem] = []
+    if kv_req == "auto" and checkpoint_kv is not None:
+        kv_dtype = checkpoint_kv  # the engine's auto follows the checkpoint's declared KV
+        sources["kv_cache_dtype"] = "model-config"
+    elif kv_req == "auto":
         kv_dtype = dtype
         sources["kv_cache_dtype"] = "cli" if knobs.kv_cache_dtype else "engine-default"
+        kv_note = checkpoint_kv_ignored(m, dtype, engine_label)
     elif kv_req in KV_DTYPES:
         kv_dtype = kv_req
         sources["kv_cache_dtype"] = "cli"
@@ -642,8 +663,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe", knob="enable_expert_parallel")
-    problems = capability_problems(m, gpu, dtype,
-                                   knobs.dtype if sources["dtype"] == "cli" else None,
-                                   kv_dtype, quant)
+    problems = kv_note + capability_problems(m, gpu, dtype,
+                                             knobs.dtype if sources["dtype"] == "cli" else None,
+                                             kv_dtype, quant)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -245,21 +245,30 @@ class QuantSpec(_Frozen):
     ignore: list[str] = Field(default_factory=list,
                               description="module name patterns left unquantized")
     source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
+    # --- whatif ---
+    kv_cache_quant_algo: str | None = Field(
+        None, description="the KV cache format the checkpoint declares (ModelOpt "
+        "kv_cache_quant_algo / kv_cache_scheme, upper case, e.g. FP8); None = not declared")
+    what_if: str | None = Field(
+        None, description="the quantizer whose output a what-if plan sizes (--quantization on "
+        "an unquantized model, model/whatif.py); None = a real checkpoint or online fp8")
 
     def __hash__(self) -> int:  # frozen, but `ignore` is a list: hashed as a tuple
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))
 
     @classmethod
-    def from_modelopt(cls, algo: object, ignore: list[str], *, source: str) -> QuantSpec | None:
+    def from_modelopt(cls, algo: object, ignore: list[str], *, source: str,
+                      kv_algo: str | None = None) -> QuantSpec | None:
         """NVIDIA ModelOpt's quant_algo, as its hf_quant_config.json names it (model/quant.py)
         or TensorRT-LLM's build applies it (engines/trtllm.py): FP8 (per-tensor weight scales,
         static input scales) or NVFP4 (e2m1 + an fp8 scale per 16); None for any other."""
         name = str(algo or "").upper()
         if name == "FP8":
-            return cls(method="fp8", static_input_scale=True, ignore=ignore, source=source)
+            return cls(method="fp8", static_input_scale=True, ignore=ignore, source=source,
+                       kv_cache_quant_algo=kv_algo)
         if name == "NVFP4":
             return cls(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
-                       source=source)
+                       source=source, kv_cache_quant_algo=kv_algo)
         return None
 
 

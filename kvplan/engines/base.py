@@ -327,6 +327,14 @@ class Engine(ABC):
         other engines quantize online while loading, so nothing changes here."""
         return m, knobs
 
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """The KV cache dtype `--kv-cache-dtype auto` (or no flag) takes from a checkpoint that
+        declares one (QuantSpec.kv_cache_quant_algo, e.g. ModelOpt's FP8), None where the
+        engine keeps the model dtype whatever the checkpoint says. Default: keeps it (TGI:
+        its KV dtype comes only from --kv-cache-dtype, launcher/src/main.rs KVCacheDtype and
+        server/text_generation_server/models/__init__.py get_model, v2.1–3.x)."""
+        return None
+
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:
         """The modelled accounting era for a release, and warnings when it was not read."""

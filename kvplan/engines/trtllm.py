@@ -1066,6 +1066,15 @@ class TrtllmEngine(Engine):
     def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:
         return knobs_from_options(parse_options_document(doc, path=path))
 
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """TensorRT-LLM allocates the KV cache the checkpoint's quant config declares: the
+        PyTorch runtime reads hf_quant_config.json's kv_cache_quant_algo (or config.json's
+        kv_cache_scheme) into QuantConfig.kv_cache_quant_algo (tensorrt_llm/_torch/
+        model_config.py, 1.0) and sizes the cache in FP8 from it; the TensorRT runtime builds
+        the engine from the same QuantConfig (tensorrt_llm/models/modeling_utils.py)."""
+        q = m.quantization
+        return "fp8" if q is not None and q.kv_cache_quant_algo == "FP8" else None
+
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
         return era.name, problems  # the era in force is the resolved runtime's (MemoryResult.era)
@@ -1231,7 +1240,8 @@ class TrtllmEngine(Engine):
             max_num_tokens=batched_tokens_flag_value(rec, dep),
             max_seq_len=int(rec.max_model_len.value) if rec.max_model_len.value else None,
             free_gpu_memory_fraction=rec.gpu_memory_utilization.value,
-            kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8") else None,
+            kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8")
+            and dep.sources.get("kv_cache_dtype") != "model-config" else None,
             max_tokens=dep.max_total_tokens,
             tokens_per_block=dep.block_size if dep.user_set("block_size") else None,
             enable_block_reuse=False if dep.user_set("enable_prefix_caching")

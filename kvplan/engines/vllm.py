@@ -892,6 +892,18 @@ class VllmEngine(Engine):
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
                         f"form (JSON only from 0.10.0); write '{fixed}'")]
 
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """vLLM ≥ 0.13 resolves `--kv-cache-dtype auto` from a ModelOpt checkpoint's
+        kv_cache_quant_algo / kv_cache_scheme: FP8 → fp8_e4m3, the only mapping
+        (vllm/utils/torch_utils.py resolve_kv_cache_dtype_string and
+        MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP, called by EngineArgs.create_engine_config;
+        PR #29980, merged 2025-12, first in 0.13.0).
+        Earlier releases load the checkpoint's k/v scales but allocate the model dtype."""
+        q = m.quantization
+        if q is None or q.kv_cache_quant_algo != "FP8" or parse_version(version) < (0, 13, 0):
+            return None
+        return "fp8_e4m3"
+
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)
         return era.name, problems

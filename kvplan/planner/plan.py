@@ -106,7 +106,8 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
     m, knobs = eng.build_quantization(m, gpu, knobs)
-    layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
+    layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
+                            checkpoint_kv=eng.checkpoint_kv_dtype(m, version))
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
