@@ -209,7 +209,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2, or the "
        "model's own dtype (bfloat16, float16: the same as auto)", knob="engine"),
     _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8 "
-       "(TensorRT-LLM: fp8 or nvfp4, a ModelOpt checkpoint quantized first)", knob="engine"),
+       "(TensorRT-LLM: fp8 or nvfp4, a ModelOpt checkpoint quantized first); on an unquantized "
+       "model nvfp4, mxfp4, w8a8 or awq plans the checkpoint a standard quantizer would write "
+       "(a what-if, docs/what-if.md)", knob="engine"),
     _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
        unit="tokens", knob="engine"),
     _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
@@ -527,6 +529,14 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
                 message=f"the {gpu.name} (compute capability {cc_s}) has no FP8 compute: vLLM "
                 "runs FP8 weights weight-only through the Marlin kernel (same memory, 16-bit "
                 "math, slower than on cc ≥ 8.9)"))
+    if (quant is not None and quant.source == "what-if" and quant.method in ("nvfp4", "mxfp4")
+            and not gpu.fp4_native):
+        out.append(Problem(
+            code="fp4-weight-only", severity="warning",
+            message=f"the {gpu.name} (compute capability {cc_s}) has no FP4 compute: its 4-bit "
+            "weights are read as stored and dequantized into 16-bit GEMMs (as vLLM's FP4 Marlin "
+            "kernel does, utils/marlin_utils_fp4.py): the memory and bandwidth of FP4, the "
+            "FLOPs of 16-bit"))
     if kv_dtype.startswith("fp8") and cc < (8, 9):
         out.append(Problem(
             code="fp8-kv-emulated", severity="warning",
@@ -657,8 +667,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
                                     code="quantization-mismatch", knob="quantization")
         elif quant is None:  # online FP8: per-tensor weight scales after loading
             quant = QuantSpec(method="fp8", source="cli")
-    elif quant is not None:
-        sources["quantization"] = "model-config"
+    elif quant is not None:  # a what-if is the user's --quantization (Engine.build_quantization)
+        sources["quantization"] = "cli" if quant.source == "what-if" else "model-config"
     if knobs.enable_expert_parallel and m.moe is None:
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag",

@@ -250,8 +250,9 @@ class QuantSpec(_Frozen):
         None, description="the KV cache format the checkpoint declares (ModelOpt "
         "kv_cache_quant_algo / kv_cache_scheme, upper case, e.g. FP8); None = not declared")
     what_if: str | None = Field(
-        None, description="the quantizer whose output a what-if plan sizes (--quantization on "
-        "an unquantized model, model/whatif.py); None = a real checkpoint or online fp8")
+        None, description="the --quantization format a what-if plan sizes (the checkpoint a "
+        "quantizer would write from an unquantized model, model/whatif.py); None = a real "
+        "checkpoint or online fp8")
 
     def __hash__(self) -> int:  # frozen, but `ignore` is a list: hashed as a tuple
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))
@@ -875,6 +876,19 @@ class PlanMultimodal(BaseModel):
         None, description="KV blocks / blocks of one request of request_tokens")
 
 
+class PlanWhatIf(BaseModel):
+    """A format what-if (--quantization on an unquantized model, docs/what-if.md): the plan is
+    of a checkpoint that does not exist yet."""
+
+    quantization: str = Field(description="kvplan's --quantization value, e.g. nvfp4")
+    quantizer: str = Field(description="the tool and recipe whose output is planned")
+    checkpoint: str = Field(description="the hypothetical path the launch line serves: produce "
+                            "it with the quantizer first")
+    engine_quantization: str = Field(description="the method the engine detects in it, as its "
+                                     "--quantization spells it")
+    assumptions: list[str] = Field(default_factory=list)
+
+
 class Plan(BaseModel):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -894,3 +908,13 @@ class Plan(BaseModel):
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
     multimodal: PlanMultimodal | None = None
+    # --- whatif ---
+    what_if: PlanWhatIf | None = Field(
+        None, description="set for a format what-if (absent from JSON otherwise)")
+
+    @model_serializer(mode="wrap")
+    def _serialize_plan(self, handler: SerializerFunctionWrapHandler) -> Any:
+        d = handler(self)
+        if isinstance(d, dict) and d.get("what_if", 0) is None:
+            del d["what_if"]  # plans of real checkpoints read as before
+        return d

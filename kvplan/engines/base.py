@@ -314,6 +314,11 @@ class Engine(ABC):
     # the engine's flag naming a YAML of further settings that win over its flags (read by
     # options_from_document); None: it has none
     options_file_flag: ClassVar[str | None] = None
+    # --- whatif ---
+    # --quantization what-ifs on an unquantized model (model/whatif.py FORMATS): format → (the
+    # quantization method the engine detects in such a checkpoint, as its --quantization spells
+    # it; the least compute capability it serves it at). A format not listed: not served.
+    what_if_formats: ClassVar[Mapping[str, tuple[str, tuple[int, int]]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -324,7 +329,8 @@ class Engine(ABC):
                            ) -> tuple[ModelSpec, Knobs]:
         """A --quantization the engine applies before it serves (TensorRT-LLM: an NVIDIA
         ModelOpt qformat) → the model as the checkpoint it produces, and the knobs left; the
-        other engines quantize online while loading, so nothing changes here."""
+        other engines quantize online while loading, so nothing changes here (a format
+        what-if is applied before this, planner/whatif.py apply)."""
         return m, knobs
 
     def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:

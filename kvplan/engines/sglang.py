@@ -1028,6 +1028,12 @@ class SglangEngine(Engine):
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
                           combine=combine_spec_flags)
     calibration = CALIBRATION
+    # --- whatif --- format what-ifs (model/whatif.py): python/sglang/srt/layers/
+    # quantization/__init__.py names and get_min_capability: modelopt_quant.py
+    # ModelOptFp4Config 100 (Blackwell only); compressed_tensors W8A8Int8 75; awq_marlin 80.
+    # MXFP4 (Quark) is served on ROCm only and not modelled here.
+    what_if_formats = {"nvfp4": ("modelopt_fp4", (10, 0)),
+                       "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""

@@ -855,6 +855,14 @@ class VllmEngine(Engine):
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
         config_yaml=True)
     calibration = CALIBRATION
+    # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
+    # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
+    # get_min_capability: modelopt.py ModelOptNvFp4Config 80 (below 10.0 weight-only through
+    # the FP4 Marlin kernel, utils/marlin_utils_fp4.py); quark/schemes/quark_w4a4_mxfp4.py
+    # (emulated: dequantized to 16-bit where the platform has no MX support; 8.0 is kvplan's
+    # floor, the bf16 GEMM it falls back to); compressed_tensors W8A8Int8 75; awq_marlin 80.
+    what_if_formats = {"nvfp4": ("modelopt_fp4", (8, 0)), "mxfp4": ("quark", (8, 0)),
+                       "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
     models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
 
     def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,

@@ -48,6 +48,7 @@ LAYER = {
     "kvplan.model.multimodal": "core",
     "kvplan.model.tensor_names": "core",
     "kvplan.model.weights": "core",
+    "kvplan.model.whatif": "core",
     "kvplan.perf": "core",
     "kvplan.perf.step": "core",
     "kvplan.planner": "core",
@@ -56,6 +57,7 @@ LAYER = {
     "kvplan.planner.performance": "core",
     "kvplan.planner.plan": "core",
     "kvplan.planner.sweep": "core",
+    "kvplan.planner.whatif": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
     "kvplan.sources.catalog": "sources",
