@@ -908,13 +908,11 @@ class Plan(BaseModel):
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
     multimodal: PlanMultimodal | None = None
-    # --- whatif ---
-    what_if: PlanWhatIf | None = Field(
-        None, description="set for a format what-if (absent from JSON otherwise)")
 
-    @model_serializer(mode="wrap")
-    def _serialize_plan(self, handler: SerializerFunctionWrapHandler) -> Any:
-        d = handler(self)
-        if isinstance(d, dict) and d.get("what_if", 0) is None:
-            del d["what_if"]  # plans of real checkpoints read as before
-        return d
+
+# --- whatif ---
+class WhatIfPlan(Plan):
+    """The plan of a format what-if (docs/what-if.md): a Plan plus `what_if`. A subclass, so
+    that plans of real checkpoints have no such key and serialize exactly as before."""
+
+    what_if: PlanWhatIf

@@ -1014,6 +1014,9 @@ class TrtllmEngine(Engine):
     # docs/features.md) and set in the options YAML
     # --quantization: a ModelOpt --qformat applied before serving (MODELOPT_QFORMATS)
     settings = {**SETTINGS, "quantization": "ModelOpt --qformat, before serving"}
+    # --- whatif --- the format what-if TensorRT-LLM serves (its own ModelOpt path above,
+    # build_quantization, plans it; this entry tells a sweep and the hints that it does)
+    what_if_formats = {"nvfp4": ("NVFP4", MODELOPT_QFORMATS["nvfp4"][1])}
 
     def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs
                            ) -> tuple[ModelSpec, Knobs]:

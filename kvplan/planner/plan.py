@@ -36,6 +36,7 @@ from ..specs import (
     Recommendations,
     Source,
     SourcedValue,
+    WhatIfPlan,
     Workload,
 )
 from ..units import GiB, largest_true
@@ -203,7 +204,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     fmt = what_if_of(dep)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
-    return Plan(
+    extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
+    return (WhatIfPlan if fmt else Plan)(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
@@ -224,7 +226,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         performance=performance,
         command=_command(eng, m, planned, rec, workload),
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
-        what_if=what_if_record(eng, fmt, m.id) if fmt else None,
+        **extra,
     )
 
 

@@ -22,10 +22,10 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
     fmt = what_if_format(knobs.quantization)
     if fmt is None or m.quantization is not None or m.unmodelled_quantization:
         return m, knobs
+    if type(eng).build_quantization is not Engine.build_quantization:
+        return m, knobs  # an engine that quantizes before serving (TensorRT-LLM) decides
     served = eng.what_if_formats.get(fmt.name)
     if served is None:
-        if type(eng).build_quantization is not Engine.build_quantization:
-            return m, knobs  # TensorRT-LLM: its own ModelOpt path decides
         others = [e.label for e in registry.ENGINES.values() if fmt.name in e.what_if_formats]
         raise InvalidInputError(
             f"--quantization {fmt.name}: {eng.label} does not serve {fmt.name} checkpoints "
@@ -87,3 +87,23 @@ def inputs(given: dict[str, SourcedValue], fmt: WhatIfFormat | None) -> dict[str
     if fmt is None or "quantization" not in given:
         return given
     return {**given, "quantization": given["quantization"].model_copy(update={"value": fmt.name})}
+
+
+def unsupported(m: ModelSpec, gpu: GpuSpec, eng: Engine, q: str) -> str | None:
+    """Why a sweep does not try what-if format `q` on this model, GPU and engine (None: it
+    does). FP4 formats are tried only on GPUs that run FP4 natively."""
+    fmt = what_if_format(q)
+    if fmt is None:
+        return f"{q!r} is not a what-if format"
+    if m.quantization is not None or m.unmodelled_quantization:
+        return "the checkpoint is already quantized"
+    served = eng.what_if_formats.get(fmt.name)
+    if served is None:
+        return f"{eng.label} does not serve {fmt.name} checkpoints"
+    cc = compute_capability(gpu)
+    if cc is not None and cc < served[1]:
+        return f"{eng.label}'s {served[0]} kernels need compute capability ≥ " \
+            f"{served[1][0]}.{served[1][1]}"
+    if fmt.spec.weight_bits == 4 and fmt.name in ("nvfp4", "mxfp4") and not gpu.fp4_native:
+        return f"{fmt.name} is tried only on FP4-native GPUs ({gpu.id} is not)"
+    return None

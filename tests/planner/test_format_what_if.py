@@ -14,6 +14,7 @@ from kvplan import plan
 from kvplan.errors import InvalidInputError
 from kvplan.perf.step import _peak_tflops, compute_dtype_for
 from kvplan.sources.catalog import resolve_gpu
+from kvplan.specs import WhatIfPlan
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 EMBED = 128256 * 4096                      # embed_tokens, and as many in lm_head
@@ -65,7 +66,7 @@ def test_launch_line_serves_the_hypothetical_checkpoint_named_as_the_engine_does
     path = f"./Llama-3.1-8B-Instruct-{q.upper()}"
     assert path in serve and MODEL not in serve and spelled in serve
     assert MODEL in step and path in step  # the quantizer step that writes it comes first
-    assert p.what_if is not None and p.what_if.checkpoint == path
+    assert isinstance(p, WhatIfPlan) and p.what_if.checkpoint == path
     assert p.problems[0].code == "what-if" and "does not exist yet" in p.problems[0].message
 
 
@@ -83,7 +84,7 @@ def test_engines_that_cannot_serve_the_format_say_which_can(engine, gpu, q, code
 
 def test_online_fp8_is_unchanged():
     p = plan(MODEL, "h100", quantization="fp8")
-    assert p.what_if is None and "--quantization fp8" in p.command
+    assert not isinstance(p, WhatIfPlan) and "--quantization fp8" in p.command
     assert MODEL in p.command
 
 
@@ -144,9 +145,28 @@ def test_fp4_prefill_is_faster_on_blackwell_than_bf16():
 def test_moe_routers_stay_16_bit():
     # Qwen3-30B-A3B: 48 layers, each a router of 128 experts × hidden 2048 in bf16
     bf16 = plan("Qwen/Qwen3-30B-A3B", "b200", quantization="nvfp4")
-    assert bf16.what_if is not None
+    assert isinstance(bf16, WhatIfPlan)
     from kvplan.model.weights import all_tensors
     from kvplan.sources.catalog import resolve_model
     routers = [t for t in all_tensors(resolve_model("Qwen/Qwen3-30B-A3B"))
                if t.kind == "router"]
     assert len(routers) == 48 and all(t.rows * t.cols == 128 * 2048 for t in routers)
+
+
+# ---- sweep: tries the what-ifs it is told, FP4 only where the GPU runs it natively ----
+
+def test_sweep_tries_fp4_only_on_fp4_native_gpus():
+    from kvplan import sweep
+    r = sweep(MODEL, gpus=["b200", "h100"], quantization="auto,nvfp4", max_gpus=1)
+    fp4 = [o for o in r.options if o.quantization == "nvfp4"]
+    assert fp4 and {o.gpu for o in fp4} == {"b200"}
+    assert any("FP4-native" in p.reason and p.gpu == "h100-sxm-80gb" for p in r.pruned)
+    assert any("what-if formats (nvfp4)" in n for n in r.notes)
+    assert all(isinstance(o.plan, WhatIfPlan) for o in fp4)
+
+
+def test_sweep_without_formats_has_no_what_ifs():
+    from kvplan import sweep
+    r = sweep(MODEL, gpus=["b200"], max_gpus=1)
+    assert all(o.quantization in (None, "fp8") for o in r.options)
+    assert not any("what-if" in n for n in r.notes)
