@@ -93,9 +93,15 @@ FORMATS: dict[str, WhatIfFormat] = {
 }
 
 
+# The engines' own names for these checkpoints, accepted too (vLLM's and SGLang's
+# --quantization modelopt_fp4 and awq_marlin; SGLang's w8a8_int8).
+ALIASES = {"modelopt_fp4": "nvfp4", "awq_marlin": "awq", "w8a8_int8": "w8a8"}
+
+
 def what_if_format(name: str | None) -> WhatIfFormat | None:
     """The what-if a --quantization value names (None: not one; fp8 stays online fp8)."""
-    return FORMATS.get((name or "").lower())
+    key = (name or "").lower()
+    return FORMATS.get(ALIASES.get(key, key))
 
 
 def checkpoint_dir(model_ref: str, fmt: WhatIfFormat) -> str:

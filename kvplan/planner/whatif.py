@@ -5,6 +5,9 @@ that writes it."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from ..engines import registry
 from ..engines.base import Engine
@@ -13,6 +16,19 @@ from ..knobs import Knobs, compute_capability
 from ..model.whatif import WhatIfFormat, checkpoint_dir, what_if_format
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanWhatIf, Problem, SourcedValue
 
+_OFF: ContextVar[bool] = ContextVar("what_if_off", default=False)
+
+
+@contextmanager
+def real_checkpoints_only() -> Iterator[None]:
+    """Within this block --quantization never plans a what-if (kvplan check: a deployment
+    file serves the checkpoint it names, so a format it lacks is refused as before)."""
+    token = _OFF.set(True)
+    try:
+        yield
+    finally:
+        _OFF.reset(token)
+
 
 def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelSpec, Knobs]:
     """--quantization naming a what-if format on an unquantized model → the model as the
@@ -20,7 +36,7 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
     format). Anything else passes unchanged: online fp8, a checkpoint's own format
     (resolve_layout), an engine that quantizes before serving (Engine.build_quantization)."""
     fmt = what_if_format(knobs.quantization)
-    if fmt is None or m.quantization is not None or m.unmodelled_quantization:
+    if fmt is None or m.quantization is not None or m.unmodelled_quantization or _OFF.get():
         return m, knobs
     if type(eng).build_quantization is not Engine.build_quantization:
         return m, knobs  # an engine that quantizes before serving (TensorRT-LLM) decides

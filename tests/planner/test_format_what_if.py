@@ -170,3 +170,10 @@ def test_sweep_without_formats_has_no_what_ifs():
     r = sweep(MODEL, gpus=["b200"], max_gpus=1)
     assert all(o.quantization in (None, "fp8") for o in r.options)
     assert not any("what-if" in n for n in r.notes)
+
+
+@pytest.mark.parametrize(("alias", "name"), [("modelopt_fp4", "nvfp4"), ("awq_marlin", "awq")])
+def test_engine_spellings_name_the_same_what_if(alias, name):
+    p = plan(MODEL, "b200", quantization=alias)
+    assert isinstance(p, WhatIfPlan) and p.what_if.quantization == name
+    assert p.inputs["quantization"].value == name  # valid input again
