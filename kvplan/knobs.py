@@ -530,13 +530,13 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
                 "runs FP8 weights weight-only through the Marlin kernel (same memory, 16-bit "
                 "math, slower than on cc ≥ 8.9)"))
     if (quant is not None and quant.source == "what-if" and quant.method in ("nvfp4", "mxfp4")
-            and not gpu.fp4_native):
+            and not quant.runs_fp4_on(gpu)):
         out.append(Problem(
             code="fp4-weight-only", severity="warning",
-            message=f"the {gpu.name} (compute capability {cc_s}) has no FP4 compute: its 4-bit "
-            "weights are read as stored and dequantized into 16-bit GEMMs (as vLLM's FP4 Marlin "
-            "kernel does, utils/marlin_utils_fp4.py): the memory and bandwidth of FP4, the "
-            "FLOPs of 16-bit"))
+            message=f"the {gpu.name} (compute capability {cc_s}) runs no {quant.method} GEMMs: "
+            "its 4-bit weights are read as stored and dequantized into 16-bit GEMMs (vLLM's FP4 "
+            "Marlin kernel, utils/marlin_utils_fp4.py; Quark MXFP4 emulation without MX "
+            "support): the memory and bandwidth of FP4, the FLOPs of 16-bit"))
     if kv_dtype.startswith("fp8") and cc < (8, 9):
         out.append(Problem(
             code="fp8-kv-emulated", severity="warning",

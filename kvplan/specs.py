@@ -230,6 +230,9 @@ class LinearAttentionSpec(_Frozen):
     ssm_dtype: str | None = Field(None, description="SSM state dtype; None = the conv state's")
 
 
+MX_NATIVE_ARCHS = frozenset({"CDNA4"})  # QuantSpec.runs_fp4_on: vLLM's Quark MXFP4 natively
+
+
 class QuantSpec(_Frozen):
     """Weight quantization of a checkpoint, as vLLM loads it."""
 
@@ -253,6 +256,17 @@ class QuantSpec(_Frozen):
         None, description="the --quantization format a what-if plan sizes (the checkpoint a "
         "quantizer would write from an unquantized model, model/whatif.py); None = a real "
         "checkpoint or online fp8")
+
+    def runs_fp4_on(self, gpu: GpuSpec) -> bool:
+        """Whether the GPU runs this FP4 format's GEMMs in FP4 (else 16-bit after
+        dequantization): NVFP4 and real MXFP4 checkpoints wherever the GPU has FP4 tensor
+        cores; a what-if MXFP4 (AMD Quark) checkpoint only where vLLM's Quark path has MX
+        support (vllm/platforms/rocm.py supports_mx: gfx950, CDNA4). Elsewhere its
+        QuarkOCP_MX / QuarkW4A4MXFP4 schemes emulate (`self.emulate = not
+        current_platform.supports_mx()`: weights dequantized, the linear in 16-bit)."""
+        if self.method not in ("nvfp4", "mxfp4") or not gpu.fp4_native:
+            return False
+        return not (self.what_if == "mxfp4" and gpu.arch not in MX_NATIVE_ARCHS)
 
     def __hash__(self) -> int:  # frozen, but `ignore` is a list: hashed as a tuple
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))

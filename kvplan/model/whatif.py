@@ -107,3 +107,4 @@ def what_if_format(name: str | None) -> WhatIfFormat | None:
 def checkpoint_dir(model_ref: str, fmt: WhatIfFormat) -> str:
     """The hypothetical checkpoint the launch line serves: ./<model name>-<SUFFIX>."""
     return "./" + model_ref.rstrip("/").rsplit("/", 1)[-1] + f"-{fmt.suffix}"
+

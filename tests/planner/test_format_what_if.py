@@ -120,7 +120,8 @@ def _quant(q):
 @pytest.mark.parametrize(("gpu", "q", "dtype", "tflops"), [
     ("b200", "nvfp4", "fp4", 9000.0),         # Blackwell: native FP4 tensor cores
     ("h100", "nvfp4", "bfloat16", 989.0),     # Hopper: FP4 Marlin, weight-only, 16-bit math
-    ("b200", "mxfp4", "fp4", 9000.0),
+    ("mi355x", "mxfp4", "fp4", 10066.3),     # CDNA4: vLLM's Quark MXFP4 runs natively
+    ("b200", "mxfp4", "bfloat16", 2250.0),    # elsewhere Quark emulates (supports_mx false)
     ("h100", "w8a8", "int8", 1979.0),         # int8 tensor cores
     ("b200", "awq", "bfloat16", 2250.0),      # AWQ is weight-only everywhere
 ])
