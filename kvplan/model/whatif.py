@@ -30,6 +30,10 @@ class WhatIfFormat:
     suffix: str  # the hypothetical checkpoint directory: <model name>-<suffix>
     recipe: str  # how to produce it ({model} and {out} filled in)
     assumptions: tuple[str, ...]
+    # GPU vendors whose engine builds serve it: NVFP4's kernels (CUTLASS FP4, FP4 Marlin) are
+    # CUDA-only; the others also run on ROCm (vLLM's Quark MXFP4 natively on CDNA4, Triton
+    # AWQ, int8 scaled_mm). Other vendors' plugins: not modelled.
+    vendors: frozenset[str] = frozenset({"NVIDIA", "AMD"})
 
 
 _LM_HEAD = ["lm_head"]
@@ -49,7 +53,8 @@ FORMATS: dict[str, WhatIfFormat] = {
         ("ModelOpt's default NVFP4 recipe: every decoder Linear and MoE expert in e2m1 with an "
          "fp8 scale per 16 weights and fp32 global scales; LM head, embeddings, norms and "
          "routers kept 16-bit",
-         "ModelOpt's default --kv_cache_qformat fp8: the checkpoint declares an FP8 KV cache")),
+         "ModelOpt's default --kv_cache_qformat fp8: the checkpoint declares an FP8 KV cache"),
+        frozenset({"NVIDIA"})),
     # The OCP Microscaling (MX) v1.0 MXFP4 layout: e2m1 elements, one e8m0 shared scale per
     # 32; AMD Quark quantize_quark.py --quant_scheme w_mxfp4_a_mxfp4 --exclude_layers lm_head
     # (examples/torch/language_modeling/llm_ptq) writes it for every Linear.

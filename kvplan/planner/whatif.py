@@ -50,6 +50,12 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
             + "or choose another --quantization, or drop the flag",
             code="quantization-unsupported", knob="quantization")
     name, least = served
+    if gpu.vendor not in fmt.vendors:
+        raise InvalidInputError(
+            f"--quantization {fmt.name}: {eng.label} serves {fmt.name} checkpoints on "
+            f"{' and '.join(sorted(fmt.vendors))} GPUs only, not the {gpu.name}",
+            hint="plan another GPU, or another --quantization (awq, w8a8)",
+            code="gpu-capability", knob="quantization")
     cc = compute_capability(gpu)
     if cc is not None and cc < least:
         raise InvalidInputError(
@@ -116,6 +122,8 @@ def unsupported(m: ModelSpec, gpu: GpuSpec, eng: Engine, q: str) -> str | None:
     served = eng.what_if_formats.get(fmt.name)
     if served is None:
         return f"{eng.label} does not serve {fmt.name} checkpoints"
+    if gpu.vendor not in fmt.vendors:
+        return f"{fmt.name} is served on {' and '.join(sorted(fmt.vendors))} GPUs only"
     cc = compute_capability(gpu)
     if cc is not None and cc < served[1]:
         return f"{eng.label}'s {served[0]} kernels need compute capability ≥ " \

@@ -74,7 +74,8 @@ def test_launch_line_serves_the_hypothetical_checkpoint_named_as_the_engine_does
     ("sglang", "h100", "nvfp4", "gpu-capability"),      # ModelOptFp4Config: capability 100
     ("tgi", "b200", "nvfp4", "quantization-unsupported"),
     ("tgi", "b200", "mxfp4", "quantization-unsupported"),
-    ("sglang", "b200", "mxfp4", "quantization-unsupported")])
+    ("sglang", "b200", "mxfp4", "quantization-unsupported"),
+    ("vllm", "mi300x", "nvfp4", "gpu-capability")])          # NVFP4 kernels are CUDA-only
 def test_engines_that_cannot_serve_the_format_say_which_can(engine, gpu, q, code):
     with pytest.raises(InvalidInputError) as e:
         plan(MODEL, gpu, engine=engine, quantization=q)
