@@ -224,18 +224,21 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
-        command=_command(eng, m, planned, rec, workload),
+        command=_command(eng, m, planned, rec, workload, knobs.quantization),
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
         **extra,
     )
 
 
 def _command(eng: Engine, m: ModelSpec, dep: Deployment, rec: Recommendations,
-             workload: Workload) -> str:
+             workload: Workload, given: str | None) -> str:
     """The launch line; a format what-if serves the hypothetical checkpoint after the step
-    that writes it (planner/whatif.py)."""
+    that writes it (planner/whatif.py). A --quantization the engine accepted is passed on as
+    the user spelled it (modelopt_fp4, not the format's name nvfp4, which vLLM does not know)."""
     fmt = what_if_of(dep)
     if fmt is None:
+        if given and dep.quantization and dep.user_set("quantization"):
+            dep = dep.model_copy(update={"quantization": given.lower()})
         return eng.command(serve_ref(m), dep, rec, workload, m.revision)
     serve = eng.command(checkpoint_dir(serve_ref(m), fmt), what_if_engine_view(eng, fmt, dep),
                         rec, workload, None)

@@ -179,3 +179,12 @@ def test_engine_spellings_name_the_same_what_if(alias, name):
     p = plan(MODEL, "b200", quantization=alias)
     assert isinstance(p, WhatIfPlan) and p.what_if.quantization == name
     assert p.inputs["quantization"].value == name  # valid input again
+
+
+def test_a_checkpoints_own_format_is_passed_on_as_the_user_spelled_it():
+    # vLLM names ModelOpt's NVFP4 method modelopt_fp4 (quantization/__init__.py); it has no
+    # "nvfp4" method, so the launch line must not print the format's name.
+    p = plan("nvidia/Qwen3-235B-A22B-NVFP4", "b200", tensor_parallel_size=4,
+             quantization="modelopt_fp4")
+    assert "--quantization modelopt_fp4" in p.command and "--quantization nvfp4" not in p.command
+    assert "--quantization fp8" in plan(MODEL, "h100", quantization="FP8").command
