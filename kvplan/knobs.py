@@ -209,7 +209,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2, or the "
        "model's own dtype (bfloat16, float16: the same as auto)", knob="engine"),
     _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8 "
-       "(TensorRT-LLM: fp8 or nvfp4, a ModelOpt checkpoint quantized first)", knob="engine"),
+       "(TensorRT-LLM: fp8 or nvfp4, a ModelOpt checkpoint quantized first); on an unquantized "
+       "model nvfp4, mxfp4, w8a8 or awq plans the checkpoint a standard quantizer would write "
+       "(a what-if, docs/what-if.md)", knob="engine"),
     _O("block_size", int, ("--block-size",), "tokens per KV block", ge=1, le=4096,
        unit="tokens", knob="engine"),
     _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
@@ -577,6 +579,14 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
                 message=f"the {gpu.name} (compute capability {cc_s}) has no FP8 compute: vLLM "
                 "runs FP8 weights weight-only through the Marlin kernel (same memory, 16-bit "
                 "math, slower than on cc ≥ 8.9)"))
+    if (quant is not None and quant.source == "what-if" and quant.method in ("nvfp4", "mxfp4")
+            and not quant.runs_fp4_on(gpu)):
+        out.append(Problem(
+            code="fp4-weight-only", severity="warning",
+            message=f"the {gpu.name} (compute capability {cc_s}) runs no {quant.method} GEMMs: "
+            "its 4-bit weights are read as stored and dequantized into 16-bit GEMMs (vLLM's FP4 "
+            "Marlin kernel, utils/marlin_utils_fp4.py; Quark MXFP4 emulation without MX "
+            "support): the memory and bandwidth of FP4, the FLOPs of 16-bit"))
     if kv_dtype.startswith("fp8") and cc < (8, 9):
         out.append(Problem(
             code="fp8-kv-emulated", severity="warning",
@@ -585,6 +595,19 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
             "fly" + (" — UNVERIFIED below cc 8.0, where vLLM's FlashAttention backends do not "
                      "run; check that your engine version starts" if cc < (8, 0) else "")))
     return out
+
+
+def checkpoint_kv_ignored(m: ModelSpec, dtype: str, engine_label: str) -> list[Problem]:
+    """A checkpoint that declares an FP8 KV cache (calibrated k/v scales) served by an engine
+    (or release) whose `auto` keeps the model dtype: say so, and how to use it."""
+    q = m.quantization
+    if q is None or q.kv_cache_quant_algo != "FP8":
+        return []
+    return [Problem(
+        code="checkpoint-kv-ignored", severity="info",
+        message=f"the checkpoint declares an FP8 KV cache (kv_cache_quant_algo) but "
+        f"{engine_label} (this release) keeps --kv-cache-dtype auto at {dtype}, as planned: "
+        "pass --kv-cache-dtype fp8 for about twice the KV tokens")]
 
 
 # --quantization values (vllm/model_executor/layers/quantization/__init__.py; SGLang and TGI
@@ -613,9 +636,12 @@ class Layout:
     other_processes_bytes: int = 0  # held by other processes on a local GPU (--gpu local)
 
 
-def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str) -> Layout:
+def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str,
+                   checkpoint_kv: str | None = None) -> Layout:
     """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
-    catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each."""
+    catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each.
+    `checkpoint_kv`: the KV dtype the engine's `auto` takes from a checkpoint that declares
+    one (Engine.checkpoint_kv_dtype), None where it keeps the model dtype."""
     sources: dict[str, Source] = {}
 
     def pick(key: str, default: Any) -> Any:
@@ -650,9 +676,14 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
 
     dtype, sources["dtype"] = resolve_dtype(knobs.dtype, m, gpu)
     kv_req = (knobs.kv_cache_dtype or "auto").lower()
-    if kv_req == "auto":
+    kv_note: list[Problem] = []
+    if kv_req == "auto" and checkpoint_kv is not None:
+        kv_dtype = checkpoint_kv  # the engine's auto follows the checkpoint's declared KV
+        sources["kv_cache_dtype"] = "model-config"
+    elif kv_req == "auto":
         kv_dtype = dtype
         sources["kv_cache_dtype"] = "cli" if knobs.kv_cache_dtype else "engine-default"
+        kv_note = checkpoint_kv_ignored(m, dtype, engine_label)
     elif kv_req in KV_DTYPES:
         kv_dtype = kv_req
         sources["kv_cache_dtype"] = "cli"
@@ -686,14 +717,14 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
                                     code="quantization-mismatch", knob="quantization")
         elif quant is None:  # online FP8: per-tensor weight scales after loading
             quant = QuantSpec(method="fp8", source="cli")
-    elif quant is not None:
-        sources["quantization"] = "model-config"
+    elif quant is not None:  # a what-if is the user's --quantization (Engine.build_quantization)
+        sources["quantization"] = "cli" if quant.source == "what-if" else "model-config"
     if knobs.enable_expert_parallel and m.moe is None:
         raise InvalidInputError("--enable-expert-parallel needs a mixture-of-experts model",
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe", knob="enable_expert_parallel")
-    problems = capability_problems(m, gpu, dtype,
-                                   knobs.dtype if sources["dtype"] == "cli" else None,
-                                   kv_dtype, quant)
+    problems = kv_note + capability_problems(m, gpu, dtype,
+                                             knobs.dtype if sources["dtype"] == "cli" else None,
+                                             kv_dtype, quant)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -260,6 +260,9 @@ class LinearAttentionSpec(_Frozen):
     ssm_dtype: str | None = Field(None, description="SSM state dtype; None = the conv state's")
 
 
+MX_NATIVE_ARCHS = frozenset({"CDNA4"})  # QuantSpec.runs_fp4_on: vLLM's Quark MXFP4 natively
+
+
 class QuantSpec(_Frozen):
     """Weight quantization of a checkpoint, as vLLM loads it."""
 
@@ -275,21 +278,42 @@ class QuantSpec(_Frozen):
     ignore: list[str] = Field(default_factory=list,
                               description="module name patterns left unquantized")
     source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
+    # --- whatif ---
+    kv_cache_quant_algo: str | None = Field(
+        None, description="the KV cache format the checkpoint declares (ModelOpt "
+        "kv_cache_quant_algo / kv_cache_scheme, upper case, e.g. FP8); None = not declared")
+    what_if: str | None = Field(
+        None, description="the --quantization format a what-if plan sizes (the checkpoint a "
+        "quantizer would write from an unquantized model, model/whatif.py); None = a real "
+        "checkpoint or online fp8")
+
+    def runs_fp4_on(self, gpu: GpuSpec) -> bool:
+        """Whether the GPU runs this FP4 format's GEMMs in FP4 (else 16-bit after
+        dequantization): NVFP4 and real MXFP4 checkpoints wherever the GPU has FP4 tensor
+        cores; a what-if MXFP4 (AMD Quark) checkpoint only where vLLM's Quark path has MX
+        support (vllm/platforms/rocm.py supports_mx: gfx950, CDNA4). Elsewhere its
+        QuarkOCP_MX / QuarkW4A4MXFP4 schemes emulate (`self.emulate = not
+        current_platform.supports_mx()`: weights dequantized, the linear in 16-bit)."""
+        if self.method not in ("nvfp4", "mxfp4") or not gpu.fp4_native:
+            return False
+        return not (self.what_if == "mxfp4" and gpu.arch not in MX_NATIVE_ARCHS)
 
     def __hash__(self) -> int:  # frozen, but `ignore` is a list: hashed as a tuple
         return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))
 
     @classmethod
-    def from_modelopt(cls, algo: object, ignore: list[str], *, source: str) -> QuantSpec | None:
+    def from_modelopt(cls, algo: object, ignore: list[str], *, source: str,
+                      kv_algo: str | None = None) -> QuantSpec | None:
         """NVIDIA ModelOpt's quant_algo, as its hf_quant_config.json names it (model/quant.py)
         or TensorRT-LLM's build applies it (engines/trtllm.py): FP8 (per-tensor weight scales,
         static input scales) or NVFP4 (e2m1 + an fp8 scale per 16); None for any other."""
         name = str(algo or "").upper()
         if name == "FP8":
-            return cls(method="fp8", static_input_scale=True, ignore=ignore, source=source)
+            return cls(method="fp8", static_input_scale=True, ignore=ignore, source=source,
+                       kv_cache_quant_algo=kv_algo)
         if name == "NVFP4":
             return cls(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
-                       source=source)
+                       source=source, kv_cache_quant_algo=kv_algo)
         return None
 
 
@@ -942,6 +966,19 @@ class PlanNodes(BaseModel):
         "spans nodes (empty on one node: `command` is the whole launch)")
 
 
+class PlanWhatIf(BaseModel):
+    """A format what-if (--quantization on an unquantized model, docs/what-if.md): the plan is
+    of a checkpoint that does not exist yet."""
+
+    quantization: str = Field(description="kvplan's --quantization value, e.g. nvfp4")
+    quantizer: str = Field(description="the tool and recipe whose output is planned")
+    checkpoint: str = Field(description="the hypothetical path the launch line serves: produce "
+                            "it with the quantizer first")
+    engine_quantization: str = Field(description="the method the engine detects in it, as its "
+                                     "--quantization spells it")
+    assumptions: list[str] = Field(default_factory=list)
+
+
 class Plan(BaseModel):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -1055,3 +1092,11 @@ class DisaggPlan(BaseModel):
     performance: Performance | None = Field(
         None, description="the whole service: TTFT = queue + prefill + exposed KV transfer + "
         "first decode step; TPOT from the decode pool; tokens/s per GPU over both pools")
+
+
+# --- whatif ---
+class WhatIfPlan(Plan):
+    """The plan of a format what-if (docs/what-if.md): a Plan plus `what_if`. A subclass, so
+    that plans of real checkpoints have no such key and serialize exactly as before."""
+
+    what_if: PlanWhatIf

@@ -23,7 +23,8 @@ def _sweep_params() -> list[inspect.Parameter]:
         option("engine", help=f"{', '.join(NAMES)}, a comma list, or all"),
         option("engine_version", help="one engine's release (default: newest modelled)"),
         option("quantization", help="weight formats to try: auto (the checkpoint's own), fp8 "
-               "(online, fp8-native GPUs only); comma-separated (default: see below)"),
+               "(online, fp8-native GPUs only), the what-ifs nvfp4 and mxfp4 (FP4-native GPUs "
+               "only), w8a8 and awq (docs/what-if.md); comma-separated (default: see below)"),
         option("kv_cache_dtype", help="KV dtypes to try, e.g. auto,fp8 (default: see below)"),
         option("max_model_len", help="tokens"),
         option("dtype", bare=True),

@@ -21,6 +21,7 @@ from ..api import plan
 from ..engines import registry
 from ..errors import InvalidConfigError, InvalidInputError, KvplanError
 from ..knobs import KNOB_NAMES
+from ..planner.whatif import real_checkpoints_only
 from ..sources.catalog import data_dir, find_model_entry, resolve_gpu, resolve_model
 from ..sources.limits import (
     MAX_POLICY_BYTES,
@@ -307,7 +308,8 @@ def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | Non
     knobs = dict(knobs)
     while True:
         try:
-            p = plan(m, g, engine=engine, engine_version=version, **knobs)
+            with real_checkpoints_only():  # a deployment serves what it names: no what-ifs
+                p = plan(m, g, engine=engine, engine_version=version, **knobs)
         except InvalidInputError as e:
             if not refusals and e.knob is None:
                 raise

@@ -315,6 +315,11 @@ class Engine(ABC):
     # the engine's flag naming a YAML of further settings that win over its flags (read by
     # options_from_document); None: it has none
     options_file_flag: ClassVar[str | None] = None
+    # --- whatif ---
+    # --quantization what-ifs on an unquantized model (model/whatif.py FORMATS): format → (the
+    # quantization method the engine detects in such a checkpoint, as its --quantization spells
+    # it; the least compute capability it serves it at). A format not listed: not served.
+    what_if_formats: ClassVar[Mapping[str, tuple[str, tuple[int, int]]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -346,8 +351,17 @@ class Engine(ABC):
                            ) -> tuple[ModelSpec, Knobs]:
         """A --quantization the engine applies before it serves (TensorRT-LLM: an NVIDIA
         ModelOpt qformat) → the model as the checkpoint it produces, and the knobs left; the
-        other engines quantize online while loading, so nothing changes here."""
+        other engines quantize online while loading, so nothing changes here (a format
+        what-if is applied before this, planner/whatif.py apply)."""
         return m, knobs
+
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """The KV cache dtype `--kv-cache-dtype auto` (or no flag) takes from a checkpoint that
+        declares one (QuantSpec.kv_cache_quant_algo, e.g. ModelOpt's FP8), None where the
+        engine keeps the model dtype whatever the checkpoint says. Default: keeps it (TGI:
+        its KV dtype comes only from --kv-cache-dtype, launcher/src/main.rs KVCacheDtype and
+        server/text_generation_server/models/__init__.py get_model, v2.1–3.x)."""
+        return None
 
     @abstractmethod
     def era(self, version: str) -> tuple[str, list[Problem]]:

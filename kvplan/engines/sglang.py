@@ -1033,6 +1033,11 @@ CALIBRATION = Calibration(
     versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"))
 
 
+def _from_checkpoint(dep: Deployment) -> bool:
+    """The KV dtype is the one the checkpoint declares: the engine's auto picks it, no flag."""
+    return dep.sources.get("kv_cache_dtype") == "model-config"
+
+
 class SglangEngine(Engine):
     name = "sglang"
     label = "SGLang"
@@ -1052,6 +1057,12 @@ class SglangEngine(Engine):
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
                           combine=combine_flags)
     calibration = CALIBRATION
+    # --- whatif --- format what-ifs (model/whatif.py): python/sglang/srt/layers/
+    # quantization/__init__.py names and get_min_capability: modelopt_quant.py
+    # ModelOptFp4Config 100 (Blackwell only); compressed_tensors W8A8Int8 75; awq_marlin 80.
+    # MXFP4 (Quark) is served on ROCm only and not modelled here.
+    what_if_formats = {"nvfp4": ("modelopt_fp4", (10, 0)),
+                       "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         """DP attention shares the MoE layers; tokens go all-to-all only through DeepEP (else
@@ -1075,6 +1086,18 @@ class SglangEngine(Engine):
         return defaults(parse_version(dep.engine_version), m, mem, SP.group_size(dep),
                         dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs,
                         parallel=dep)
+
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """SGLang's `--kv-cache-dtype auto` takes fp8_e4m3 when the checkpoint's quant config
+        says kv_cache_quant_algo FP8 (srt/model_executor/model_runner.py
+        configure_kv_cache_dtype; ModelOptFp8Config/ModelOptFp4Config read it from
+        hf_quant_config.json or config.json's kv_cache_scheme, srt/layers/quantization/
+        modelopt_quant.py). Added by PR #3223 (merged 2025-01-30): from 0.4.3 here, the first
+        release after it (the exact first release was not pinned)."""
+        q = m.quantization
+        if q is None or q.kv_cache_quant_algo != "FP8" or parse_version(version) < (0, 4, 3):
+            return None
+        return "fp8_e4m3"
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -1265,7 +1288,7 @@ class SglangEngine(Engine):
             args += [self.flags["max_num_batched_tokens"], str(batched)]
         if dep.max_total_tokens:
             args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
-        if dep.kv_cache_dtype.startswith("fp8"):
+        if dep.kv_cache_dtype.startswith("fp8") and not _from_checkpoint(dep):
             args += [self.flags["kv_cache_dtype"],
                      "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
                      else dep.kv_cache_dtype]

@@ -520,6 +520,11 @@ class TgiEngine(Engine):
     # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
     calibration = Calibration(style="separate", borrows="sglang")
+    # --- whatif --- format what-ifs (model/whatif.py): TGI's --quantize values
+    # (launcher/src/main.rs Quantization) for the checkpoints it serves: awq (llm-awq GEMM /
+    # Marlin kernels, compute capability ≥ 7.5) and compressed-tensors (int8 W8A8,
+    # server/text_generation_server/layers/compressed_tensors/, v2.4.1+). No NVFP4 or MXFP4.
+    what_if_formats = {"awq": ("awq", (7, 5)), "w8a8": ("compressed-tensors", (7, 5))}
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)

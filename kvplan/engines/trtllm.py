@@ -1026,6 +1026,9 @@ class TrtllmEngine(Engine):
     # docs/features.md) and set in the options YAML
     # --quantization: a ModelOpt --qformat applied before serving (MODELOPT_QFORMATS)
     settings = {**SETTINGS, "quantization": "ModelOpt --qformat, before serving"}
+    # --- whatif --- the format what-if TensorRT-LLM serves (its own ModelOpt path above,
+    # build_quantization, plans it; this entry tells a sweep and the hints that it does)
+    what_if_formats = {"nvfp4": ("NVFP4", MODELOPT_QFORMATS["nvfp4"][1])}
 
     def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs
                            ) -> tuple[ModelSpec, Knobs]:
@@ -1095,6 +1098,15 @@ class TrtllmEngine(Engine):
 
     def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
         return TP.after_options(knobs)
+
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """TensorRT-LLM allocates the KV cache the checkpoint's quant config declares: the
+        PyTorch runtime reads hf_quant_config.json's kv_cache_quant_algo (or config.json's
+        kv_cache_scheme) into QuantConfig.kv_cache_quant_algo (tensorrt_llm/_torch/
+        model_config.py, 1.0) and sizes the cache in FP8 from it; the TensorRT runtime builds
+        the engine from the same QuantConfig (tensorrt_llm/models/modeling_utils.py)."""
+        q = m.quantization
+        return "fp8" if q is not None and q.kv_cache_quant_algo == "FP8" else None
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
@@ -1274,7 +1286,8 @@ class TrtllmEngine(Engine):
             max_num_tokens=batched_tokens_flag_value(rec, dep),
             max_seq_len=int(rec.max_model_len.value) if rec.max_model_len.value else None,
             free_gpu_memory_fraction=rec.gpu_memory_utilization.value,
-            kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8") else None,
+            kv_cache_dtype=dep.kv_cache_dtype if dep.kv_cache_dtype.startswith("fp8")
+            and dep.sources.get("kv_cache_dtype") != "model-config" else None,
             max_tokens=dep.max_total_tokens,
             tokens_per_block=dep.block_size if dep.user_set("block_size") else None,
             enable_block_reuse=False if dep.user_set("enable_prefix_caching")

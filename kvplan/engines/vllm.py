@@ -942,6 +942,14 @@ class VllmEngine(Engine):
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
         config_yaml=True)
     calibration = CALIBRATION
+    # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
+    # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
+    # get_min_capability: modelopt.py ModelOptNvFp4Config 80 (below 10.0 weight-only through
+    # the FP4 Marlin kernel, utils/marlin_utils_fp4.py); quark/schemes/quark_w4a4_mxfp4.py
+    # (emulated: dequantized to 16-bit where the platform has no MX support; 8.0 is kvplan's
+    # floor, the bf16 GEMM it falls back to); compressed_tensors W8A8Int8 75; awq_marlin 80.
+    what_if_formats = {"nvfp4": ("modelopt_fp4", (8, 0)), "mxfp4": ("quark", (8, 0)),
+                       "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
     models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
 
     def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,
@@ -978,6 +986,18 @@ class VllmEngine(Engine):
         return [Problem(code="mm-limit-legacy-form", severity="error",
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
                         f"form (JSON only from 0.10.0); write '{fixed}'")]
+
+    def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
+        """vLLM ≥ 0.13 resolves `--kv-cache-dtype auto` from a ModelOpt checkpoint's
+        kv_cache_quant_algo / kv_cache_scheme: FP8 → fp8_e4m3, the only mapping
+        (vllm/utils/torch_utils.py resolve_kv_cache_dtype_string and
+        MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP, called by EngineArgs.create_engine_config;
+        PR #29980, merged 2025-12, first in 0.13.0).
+        Earlier releases load the checkpoint's k/v scales but allocate the model dtype."""
+        q = m.quantization
+        if q is None or q.kv_cache_quant_algo != "FP8" or parse_version(version) < (0, 13, 0):
+            return None
+        return "fp8_e4m3"
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version)

@@ -42,10 +42,29 @@ def _group(value: Any, path: str, field: str, default: int | None) -> int | None
     return value
 
 
-def _modelopt(algo: Any, ignore: list[str], where: str) -> tuple[QuantSpec | None, str | None]:
+def kv_cache_algo(q: dict[str, Any]) -> str | None:
+    """The KV cache format a ModelOpt config declares, upper case ("FP8"), or None: the
+    hf_quant_config.json form `kv_cache_quant_algo: "FP8"` or the config.json form
+    `kv_cache_scheme: {"type": "float", "num_bits": 8}` (read the same way by vLLM's
+    get_kv_cache_quant_algo_string, vllm/utils/torch_utils.py, and SGLang's
+    ModelOptFp8Config/ModelOptFp4Config.from_config, srt/layers/quantization/modelopt_quant.py).
+    A scheme of another width is returned by name (e.g. "FLOAT4"): no engine's auto reads it."""
+    algo = q.get("kv_cache_quant_algo")
+    if isinstance(algo, str) and algo.strip():
+        return algo.strip().upper()
+    scheme = q.get("kv_cache_scheme")
+    if isinstance(scheme, dict) and scheme.get("type") == "float":
+        return "FP8" if scheme.get("num_bits") == 8 else f"FLOAT{scheme.get('num_bits')}"
+    if isinstance(scheme, str) and scheme.strip():
+        return scheme.strip().upper()
+    return None
+
+
+def _modelopt(algo: Any, ignore: list[str], where: str,
+              kv_algo: str | None = None) -> tuple[QuantSpec | None, str | None]:
     """A ModelOpt quant_algo (QuantSpec.from_modelopt); any other is not sized from the
     config."""
-    spec = QuantSpec.from_modelopt(algo, ignore, source="checkpoint")
+    spec = QuantSpec.from_modelopt(algo, ignore, source="checkpoint", kv_algo=kv_algo)
     return (spec, None) if spec else (None, f"weight quantization {algo!r} ({where})")
 
 
@@ -67,7 +86,7 @@ def quantization(cfg: dict[str, Any], extra: dict[str, Any] | None, path: str) -
                                      field="quantization")
         ignore = _names(q.get("exclude_modules"), "hf_quant_config.json",
                         "quantization.exclude_modules")
-        return _modelopt(q.get("quant_algo"), ignore, "hf_quant_config.json")
+        return _modelopt(q.get("quant_algo"), ignore, "hf_quant_config.json", kv_cache_algo(q))
     if qc is None:
         return None, None
     if not isinstance(qc, dict):
@@ -92,7 +111,7 @@ def _fp8(qc: dict[str, Any], method: str, skip: list[str], path: str) -> Found:
 def _modelopt_in_config(qc: dict[str, Any], method: str, skip: list[str], path: str) -> Found:
     """Newer ModelOpt exports repeat hf_quant_config.json inside config.json (quant_algo,
     ignore): read them the same way (e.g. nvidia/MiniMax-M2.5-NVFP4)."""
-    return _modelopt(qc.get("quant_algo"), skip, "modelopt")
+    return _modelopt(qc.get("quant_algo"), skip, "modelopt", kv_cache_algo(qc))
 
 
 def _fbgemm_fp8(qc: dict[str, Any], method: str, skip: list[str], path: str) -> Found:

@@ -527,6 +527,8 @@ def _quantized_parts(t: Tensor, rows: int, cols: int, q: QuantSpec) -> tuple[int
         return n, 4 * (rows if q.per_channel else 1)
     if q.method == "nvfp4":
         return n // 2, cdiv(n, 16), 8
+    if q.method == "mxfp4" and t.kind != "expert":  # a dense Linear (what-if, OCP layout)
+        return n // 2, cdiv(n, 32)
     if q.method == "mxfp4":
         per_expert_rows = rows // t.experts
         if "w13" in t.name:  # w13: rows = 2 × intermediate shard, cols = hidden

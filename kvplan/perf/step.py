@@ -345,7 +345,7 @@ def compute_dtype_for(model_dtype: str, quant: QuantSpec | None, gpu: GpuSpec) -
             return "fp8"
         if quant.method == "int8":
             return "int8"
-        if quant.method in ("nvfp4", "mxfp4") and gpu.fp4_native:
+        if quant.runs_fp4_on(gpu):
             return "fp4"
     return DTYPE_ALIASES.get(model_dtype, model_dtype)
 

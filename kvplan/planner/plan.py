@@ -19,6 +19,7 @@ from ..engines.base import Engine, MemoryResult
 from ..errors import InvalidInputError
 from ..knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
 from ..model.weights import parameter_count
+from ..model.whatif import checkpoint_dir
 from ..perf import step as perf
 from ..specs import (
     Deployment,
@@ -36,6 +37,7 @@ from ..specs import (
     Recommendations,
     Source,
     SourcedValue,
+    WhatIfPlan,
     Workload,
 )
 from ..units import GiB, largest_true
@@ -43,6 +45,13 @@ from ..versions import parse_version
 from . import nodes as node_rules
 from . import performance
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
+from .whatif import apply as what_if_apply
+from .whatif import command as what_if_command
+from .whatif import engine_view as what_if_engine_view
+from .whatif import inputs as what_if_inputs
+from .whatif import note as what_if_note
+from .whatif import record as what_if_record
+from .whatif import what_if_of
 
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
 
@@ -107,8 +116,10 @@ def shared_tries() -> Iterator[None]:
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
+    m, knobs = what_if_apply(eng, m, gpu, knobs)  # a format what-if (planner/whatif.py)
     m, knobs = eng.build_quantization(m, gpu, knobs)
-    layout = resolve_layout(m, gpu, knobs, engine_label=eng.label)
+    layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
+                            checkpoint_kv=eng.checkpoint_kv_dtype(m, version))
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
@@ -188,14 +199,18 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
                                               workload, price)
     problems += perf_problems
-    command = eng.command(serve_ref(m), planned, rec, workload, m.revision)
+    command = _command(eng, m, planned, rec, workload, knobs.quantization)
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
         # another deployment than this plan's (its GPUs, KV cache and cost)
         performance = None
-    return Plan(
+    fmt = what_if_of(dep)
+    if fmt is not None:
+        problems.insert(0, what_if_note(fmt, m.id))
+    extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
+    return (WhatIfPlan if fmt else Plan)(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
@@ -207,7 +222,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
                     total_bytes_estimated="total_bytes" in res.memory.estimated),
         engine=PlanEngine(name=eng.name, label=eng.label, version=version, era=res.era or dep.era,
                           knobs=dict(eng.flags)),
-        inputs=_inputs(eng, dep, res),
+        inputs=what_if_inputs(_inputs(eng, dep, res), fmt),
         workload=workload,
         memory=res.memory,
         kv_cache=res.kv_cache.model_copy(
@@ -216,7 +231,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         performance=performance,
         command=command,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
-        nodes=node_plan,
+        nodes=node_plan, **extra,
     )
 
 
@@ -237,6 +252,21 @@ def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment, command: st
             f"launch for {eng.label}: its serve line runs one node's GPUs"))
         return node_plan, problems
     return node_plan.model_copy(update={"launch": launch}), problems
+
+
+def _command(eng: Engine, m: ModelSpec, dep: Deployment, rec: Recommendations,
+             workload: Workload, given: str | None) -> str:
+    """The launch line; a format what-if serves the hypothetical checkpoint after the step
+    that writes it (planner/whatif.py). A --quantization the engine accepted is passed on as
+    the user spelled it (modelopt_fp4, not the format's name nvfp4, which vLLM does not know)."""
+    fmt = what_if_of(dep)
+    if fmt is None:
+        if given and dep.quantization and dep.user_set("quantization"):
+            dep = dep.model_copy(update={"quantization": given.lower()})
+        return eng.command(serve_ref(m), dep, rec, workload, m.revision)
+    serve = eng.command(checkpoint_dir(serve_ref(m), fmt), what_if_engine_view(eng, fmt, dep),
+                        rec, workload, None)
+    return what_if_command(fmt, serve_ref(m), serve)
 
 
 def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:

@@ -20,16 +20,26 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
+from ..model.whatif import FORMATS, what_if_format
 from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 from . import nodes as node_rules
 from .plan import plan as make_plan
 from .plan import shared_tries
+from .whatif import apply as what_if_apply
+from .whatif import unsupported as what_if_unsupported
 
 SWEEP_SCHEMA_VERSION = "1.0"
 NO_LATENCY_MODEL = "SLO not evaluated (no bandwidth/FLOPs figures"  # the reason's prefix
@@ -135,7 +145,7 @@ class Option(_Model):
     output_tokens_per_s: float | None = None
     knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
                                   "plan's, with underscores)")
-    plan: Plan
+    plan: SerializeAsAny[Plan]  # a WhatIfPlan keeps its what_if in JSON
     # --- disagg ---
     disaggregated: bool = Field(False, description="a disaggregated prefill/decode service "
                                 "(sweep --disagg): `plan` is its decode pool, `service` the whole")
@@ -317,8 +327,11 @@ def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: froz
         return None
     if "quantization" in unsupported:
         return f"{engine} has no --quantization"
+    if what_if_format(q) is not None:  # a format what-if (planner/whatif.py)
+        return what_if_unsupported(m, g, registry.get(engine), q)
     if q.lower() != "fp8":
-        return f"kvplan models online --quantization fp8 only, not {q!r}"
+        return f"kvplan models online --quantization fp8 and the what-if formats "\
+            f"({', '.join(FORMATS)}), not {q!r}"
     if m.quantization is not None:
         return f"the checkpoint is already {m.quantization.method}"
     if not g.fp8_native:
@@ -337,6 +350,10 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
     engine overhead) ÷ the device total: above 1 nothing can fit, on any engine."""
     k = c.knobs(base)
+    if what_if_format(k.quantization) is not None:  # the checkpoint the format what-if plans
+        eng = registry.get(c.engine)
+        m, k = what_if_apply(eng, m, c.gpu, k)
+        m, k = eng.build_quantization(m, c.gpu, k)
     lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
     ep = lay.tensor_parallel_size * lay.data_parallel_size if k.enable_expert_parallel else 1
     stages = stage_tensor_bytes(m, tp=lay.tensor_parallel_size, pp=lay.pipeline_parallel_size,
@@ -397,8 +414,9 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
                             _once_per_gpu(larger_gpus) if larger_gpus else None)
         note = _fp8_note(result.options,
                          native=quantizations is None and kv_cache_dtypes is None)
-        if note:
-            result = result.model_copy(update={"notes": [*result.notes, note]})
+        notes = [n for n in (note, _what_if_note(result.options)) if n]
+        if notes:
+            result = result.model_copy(update={"notes": [*result.notes, *notes]})
     finally:
         if was_enabled:
             gc.enable()
@@ -418,6 +436,16 @@ def _fp8_note(options: Sequence[Option], native: bool) -> str | None:
             "allows) and fp8 KV are tried too on the GPUs that run fp8 natively ("
             + ", ".join(gpus) + "; the weights/KV column), which changes accuracy slightly; "
             "--kv-cache-dtype auto tries the checkpoint's own format only")
+
+
+def _what_if_note(options: Sequence[Option]) -> str | None:
+    """Options in a what-if format plan checkpoints that do not exist yet: say so once."""
+    named = sorted({str(o.quantization) for o in options if what_if_format(o.quantization)})
+    if not named:
+        return None
+    return ("what-if formats (" + ", ".join(named) + "): those options plan the checkpoint a "
+            "standard quantizer would write from this model; it does not exist yet — their "
+            "serve commands start with the step that produces it (docs/what-if.md)")
 
 
 def _unique(items: Sequence[str | None] | None) -> list[str | None] | None:

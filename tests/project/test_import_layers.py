@@ -54,6 +54,7 @@ LAYER = {
     "kvplan.model.multimodal": "core",
     "kvplan.model.tensor_names": "core",
     "kvplan.model.weights": "core",
+    "kvplan.model.whatif": "core",
     "kvplan.perf": "core",
     "kvplan.perf.arch": "core",
     "kvplan.perf.fit": "core",
@@ -69,6 +70,7 @@ LAYER = {
     "kvplan.planner.plan": "core",
     "kvplan.planner.sweep": "core",
     "kvplan.planner.sweep_disagg": "core",
+    "kvplan.planner.whatif": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
     "kvplan.sources.benchfiles": "sources",

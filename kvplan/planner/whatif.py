@@ -1,0 +1,133 @@
+"""A format what-if in a plan (model/whatif.py, docs/what-if.md): the record in JSON, the note
+in the text output, and a launch line that serves the hypothetical checkpoint after the step
+that writes it."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from ..engines import registry
+from ..engines.base import Engine
+from ..errors import InvalidInputError
+from ..knobs import Knobs, compute_capability
+from ..model.whatif import WhatIfFormat, checkpoint_dir, what_if_format
+from ..specs import Deployment, GpuSpec, ModelSpec, PlanWhatIf, Problem, SourcedValue
+
+_OFF: ContextVar[bool] = ContextVar("what_if_off", default=False)
+
+
+@contextmanager
+def real_checkpoints_only() -> Iterator[None]:
+    """Within this block --quantization never plans a what-if (kvplan check: a deployment
+    file serves the checkpoint it names, so a format it lacks is refused as before)."""
+    token = _OFF.set(True)
+    try:
+        yield
+    finally:
+        _OFF.reset(token)
+
+
+def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelSpec, Knobs]:
+    """--quantization naming a what-if format on an unquantized model → the model as the
+    checkpoint its quantizer would write (the flag consumed: the checkpoint carries its
+    format). Anything else passes unchanged: online fp8, a checkpoint's own format
+    (resolve_layout), an engine that quantizes before serving (Engine.build_quantization)."""
+    fmt = what_if_format(knobs.quantization)
+    if fmt is None or m.quantization is not None or m.unmodelled_quantization or _OFF.get():
+        return m, knobs
+    if type(eng).build_quantization is not Engine.build_quantization:
+        return m, knobs  # an engine that quantizes before serving (TensorRT-LLM) decides
+    served = eng.what_if_formats.get(fmt.name)
+    if served is None:
+        others = [e.label for e in registry.ENGINES.values() if fmt.name in e.what_if_formats]
+        raise InvalidInputError(
+            f"--quantization {fmt.name}: {eng.label} does not serve {fmt.name} checkpoints "
+            f"(kvplan's what-if plans the checkpoint {fmt.quantizer} would write)",
+            hint=(f"plan it on {' or '.join(others)} (--engine), " if others else "")
+            + "or choose another --quantization, or drop the flag",
+            code="quantization-unsupported", knob="quantization")
+    name, least = served
+    if gpu.vendor not in fmt.vendors:
+        raise InvalidInputError(
+            f"--quantization {fmt.name}: {eng.label} serves {fmt.name} checkpoints on "
+            f"{' and '.join(sorted(fmt.vendors))} GPUs only, not the {gpu.name}",
+            hint="plan another GPU, or another --quantization (awq, w8a8)",
+            code="gpu-capability", knob="quantization")
+    cc = compute_capability(gpu)
+    if cc is not None and cc < least:
+        raise InvalidInputError(
+            f"--quantization {fmt.name}: {eng.label}'s {name} kernels need compute capability "
+            f"≥ {least[0]}.{least[1]} and the {gpu.name} has {cc[0]}.{cc[1]}",
+            hint="plan a newer GPU, or another --quantization (awq and w8a8 run from compute "
+            "capability 8.0 on most engines)",
+            code="gpu-capability", knob="quantization")
+    return (m.model_copy(update={"quantization": fmt.spec}),
+            knobs.model_copy(update={"quantization": None}))
+
+
+def what_if_of(dep: Deployment) -> WhatIfFormat | None:
+    """The what-if this deployment plans (None: a real checkpoint or online fp8)."""
+    q = dep.quant
+    return what_if_format(q.what_if) if q is not None and q.source == "what-if" else None
+
+
+def record(eng: Engine, fmt: WhatIfFormat, ref: str) -> PlanWhatIf:
+    return PlanWhatIf(quantization=fmt.name, quantizer=fmt.quantizer,
+                      checkpoint=checkpoint_dir(ref, fmt),
+                      engine_quantization=eng.what_if_formats[fmt.name][0],
+                      assumptions=list(fmt.assumptions))
+
+
+def note(fmt: WhatIfFormat, ref: str) -> Problem:
+    return Problem(
+        code="what-if", severity="info",
+        message=f"WHAT-IF: planned as the {fmt.name} checkpoint {fmt.quantizer} would write "
+        f"from {ref}; it does not exist yet. The launch line serves "
+        f"{checkpoint_dir(ref, fmt)}: produce it first (the line above it). "
+        + "; ".join(fmt.assumptions))
+
+
+def engine_view(eng: Engine, fmt: WhatIfFormat, dep: Deployment) -> Deployment:
+    """The deployment as the launch line names it: the engine's own --quantization name."""
+    return dep.model_copy(update={"quantization": eng.what_if_formats[fmt.name][0]})
+
+
+def command(fmt: WhatIfFormat, ref: str, serve: str) -> str:
+    """The quantizer step, then the serve line (already pointing at the checkpoint)."""
+    out = checkpoint_dir(ref, fmt)
+    step = fmt.recipe.format(model=shlex.quote(ref) if not fmt.recipe.startswith("#") else ref,
+                             out=out)
+    return f"{step}\n{serve}"
+
+
+def inputs(given: dict[str, SourcedValue], fmt: WhatIfFormat | None) -> dict[str, SourcedValue]:
+    """The plan's inputs, with --quantization as the user gave it (w8a8, not its int8 method),
+    so that they are valid input again."""
+    if fmt is None or "quantization" not in given:
+        return given
+    return {**given, "quantization": given["quantization"].model_copy(update={"value": fmt.name})}
+
+
+def unsupported(m: ModelSpec, gpu: GpuSpec, eng: Engine, q: str) -> str | None:
+    """Why a sweep does not try what-if format `q` on this model, GPU and engine (None: it
+    does). FP4 formats are tried only on GPUs that run FP4 natively."""
+    fmt = what_if_format(q)
+    if fmt is None:
+        return f"{q!r} is not a what-if format"
+    if m.quantization is not None or m.unmodelled_quantization:
+        return "the checkpoint is already quantized"
+    served = eng.what_if_formats.get(fmt.name)
+    if served is None:
+        return f"{eng.label} does not serve {fmt.name} checkpoints"
+    if gpu.vendor not in fmt.vendors:
+        return f"{fmt.name} is served on {' and '.join(sorted(fmt.vendors))} GPUs only"
+    cc = compute_capability(gpu)
+    if cc is not None and cc < served[1]:
+        return f"{eng.label}'s {served[0]} kernels need compute capability ≥ " \
+            f"{served[1][0]}.{served[1][1]}"
+    if fmt.spec.weight_bits == 4 and fmt.name in ("nvfp4", "mxfp4") and not gpu.fp4_native:
+        return f"{fmt.name} is tried only on FP4-native GPUs ({gpu.id} is not)"
+    return None
