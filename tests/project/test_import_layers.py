@@ -50,6 +50,7 @@ LAYER = {
     "kvplan.model.weights": "core",
     "kvplan.perf": "core",
     "kvplan.perf.step": "core",
+    "kvplan.perf.simulate": "core",
     "kvplan.planner": "core",
     "kvplan.planner.curve": "core",
     "kvplan.planner.features": "core",
