@@ -261,6 +261,10 @@ class _Sim:
         cap = kv_tokens if kv_tokens is not None else ctx.kv_capacity_tokens
         self.total = cap // self.bs if cap else 1 << 60  # KV blocks of the replica
         self.used = 0
+        # a request longer than the whole cache is refused (vLLM and SGLang refuse requests
+        # beyond max_model_len / the token pool, which start-up caps at the KV capacity)
+        self.too_big = [self._blocks(i + o) > self.total
+                        for i, o in zip(self.inp, self.out, strict=True)]
         self.budget = max(1, ctx.max_num_batched_tokens)
         self.max_seqs = max(1, ctx.max_num_seqs)
         self.q = 1 + ctx.spec_tokens  # tokens a decoding sequence scores per step
@@ -406,7 +410,7 @@ class _Sim:
             self._complete(r)
 
     def _fail_head(self) -> None:
-        """A prompt larger than the whole KV cache: the engine rejects it."""
+        """A request larger than the whole KV cache: the engine rejects it."""
         r = self.waiting.popleft()
         self.failed += 1
         self.end[r] = -2.0
@@ -434,6 +438,7 @@ class _Sim:
         self.steps += 1
         self.busy_weighted += dt * len(self.running)
         if d:
+            self.used += self.phase[self.tick % self.bs]  # decoders crossing a block edge
             self.itl.append((dt + self.pause, d))
             self.pause = 0.0
             self.tick += 1
@@ -514,11 +519,11 @@ class _Sim:
         while (not preempted and self.waiting and room > 0
                and len(self.running) < self.max_seqs):
             r = self.waiting[0]
+            if self.too_big[r]:
+                self._fail_head()
+                continue
             tok, nb = self._chunk(r, room)
             if self.used + nb > self.total:
-                if not self.running and self._blocks(self.need[r]) > self.total:
-                    self._fail_head()
-                    continue
                 break
             self.waiting.popleft()
             self.running[r] = None
@@ -538,28 +543,32 @@ class _Sim:
     def _reserve(self) -> float:
         """SGLang: KV tokens held back for the running requests' remaining output."""
         remaining = self.fin_sum - self.n_dec * self.tick + self.n_dec  # Σ ticks left
-        return min(remaining, SGLANG_CLIP_MAX_NEW_TOKENS * self.n_dec) * self.ratio
+        held = min(remaining, SGLANG_CLIP_MAX_NEW_TOKENS * self.n_dec) * self.ratio
+        for r in self.prefilling:  # a chunked prompt: the rest of it, and its output
+            held += (self.need[r] - self.done[r]
+                     + min(self.out[r] - self.gen[r], SGLANG_CLIP_MAX_NEW_TOKENS) * self.ratio)
+        return held
 
     def step_separate(self) -> None:
         """One SGLang step: a prefill batch when requests can be admitted, else a decode."""
         room = self.budget
         chunks: list[tuple[int, int]] = []
-        for r in list(self.prefilling):  # the chunked request goes on first
+        free = (self.total - self.used) * self.bs - self._reserve()
+        for r in list(self.prefilling):  # the chunked request goes on first (reserved)
             tok, nb = self._chunk(r, room)
             self.used += nb
             self.held[r] += nb
             chunks.append((r, tok))
             room -= tok
-        free = (self.total - self.used) * self.bs - self._reserve()
         while self.waiting and room > 0 and len(self.running) < self.max_seqs:
             r = self.waiting[0]
+            if self.too_big[r]:
+                self._fail_head()
+                continue
             left = self.out[r] - self.gen[r]
             cost = (self.need[r] + min(left, SGLANG_CLIP_MAX_NEW_TOKENS) * self.ratio)
-            if cost > free and (self.running or chunks):
-                break
-            if self._blocks(self.need[r]) > self.total:  # an empty engine admits any prompt
-                self._fail_head()  # that fits (a reserve cannot starve it)
-                continue
+            if cost > free and (self.running or chunks):  # an empty engine admits any
+                break  # request that fits (a reserve cannot starve it)
             tok, nb = self._chunk(r, room)
             self.waiting.popleft()
             self.running[r] = None
