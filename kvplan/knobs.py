@@ -339,6 +339,19 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- traffic ---
+    _O("request_rate", float, ("--request-rate",), "requests per second to serve: simulates "
+       "the scheduler (open loop) and plans the replicas that hold the rate within the SLOs "
+       "(docs/traffic.md)", gt=0, le=1_000_000, unit="req/s"),
+    _O("burstiness", float, ("--burstiness",), "arrival burstiness as vllm bench serve "
+       "--burstiness: 1 = Poisson, < 1 burstier, > 1 more regular (needs --request-rate)",
+       gt=0, le=1000),
+    _O("slo_percentile", int, ("--slo-percentile",), "the percentile --slo-ttft-ms / "
+       "--slo-tpot-ms apply to: 50, 90 or 99 (simulated; default: the mean model)", ge=50,
+       le=99, unit="percentile"),
+    _O("random_range_ratio", float, ("--random-range-ratio",), "lengths uniform in "
+       "[L(1 − r), L(1 + r)] around --avg-input/output-tokens, as the benchmarks' random "
+       "dataset (simulated figures only)", ge=0, le=0.99),
 )}
 
 

@@ -98,7 +98,7 @@ class Harness:
         if self.kind == "open":
             how = ("Poisson arrivals" if self.burstiness == 1.0
                    else f"gamma arrivals, burstiness {self.burstiness:g}")
-            return f"open loop: {self.request_rate:g} req/s, {how}"
+            return f"open loop: {self.request_rate:.4g} req/s, {how}"
         return "trace replay: the trace's arrival times"
 
 

@@ -777,8 +777,18 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         if got:
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
+    extra = None
+    if w.simulated():  # only when a rate, a percentile or a length spread is asked
+        from . import traffic
+
+        extra = traffic.rate_fields(
+            ctx, w, traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
+                                w.random_range_ratio or 0.0),
+            block_size=res.block_size, running=engine_seqs, concurrency=concurrency,
+            gpus=dep.tensor_parallel_size * dep.pipeline_parallel_size,
+            price_per_gpu_hour=price.usd_per_hour if price else None)
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
-                                  acceptance_source=acc_source)
+                                  acceptance_source=acc_source, extra=extra)
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems
@@ -807,7 +817,7 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
     cap = eng.max_seqs_cap(gpu, dep)
     search = performance.context(m, gpu, dep, s.res, max_num_seqs=min(bound, cap or bound),
                                  acceptance_rate=acc)
-    seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
+    seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap, s.res.block_size)
     given_seqs = dep.user_set("max_num_seqs")
     if given_seqs:  # the user's batch size stays; say so
         if best and engine_seqs > best:
@@ -834,7 +844,8 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
                                         max_num_seqs=min(bound, cap or bound),
                                         acceptance_rate=acc)
             seqs_rec, again_best = performance.slo_seqs(again, w, n,
-                                                        performance.kv_bound(got[1], n), cap)
+                                                        performance.kv_bound(got[1], n), cap,
+                                                        got[1].block_size)
             if again_best >= best and not given_seqs:
                 rec.max_num_seqs, best = seqs_rec, again_best
                 engine_seqs = best

@@ -57,6 +57,7 @@ LAYER = {
     "kvplan.planner.performance": "core",
     "kvplan.planner.plan": "core",
     "kvplan.planner.sweep": "core",
+    "kvplan.planner.traffic": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
     "kvplan.sources.catalog": "sources",

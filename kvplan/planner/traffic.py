@@ -1,0 +1,213 @@
+"""Request rates and percentiles for the plan's performance section: the scheduler simulation
+(kvplan.perf.simulate) run on the planned replica, only when the caller asks for a rate, a
+trace or a percentile. Pure.
+
+* Percentiles: TTFT / TPOT / ITL / e2e at p50, p90, p99 and mean, as the serving benchmarks
+  define them, under the harness the figures assume (stated with them).
+* Replicas for a rate: the fewest copies of the planned layout that serve `request_rate`
+  req/s, the load spread evenly (a round-robin router), with the SLOs met at the requested
+  percentile and the replica below its capacity; the load per replica and the headroom.
+* A daily curve (`--traffic`): replicas per interval, peak / mean / p95 GPUs, GPU-hours and
+  cost per day.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..perf import simulate as sim
+from ..perf import step as perf
+from ..specs import Workload
+
+# Requests per simulated run: enough for a stable p99 (the 99th of 1,500 is the 15th largest)
+# while a plan stays well under a second per run (benchmarks/sim_speed.py: 10,000 in < 1 s).
+SIM_REQUESTS = 1500
+# Above this share of its capacity a replica's queue grows without bound in a long run even
+# when a finite simulation still looks fine: the replica count keeps the load under it.
+MAX_UTILIZATION = 0.95
+SEED = 20261201
+PERCENTILE_DEFAULT = 99
+
+
+@dataclass(frozen=True)
+class Mix:
+    """The requests' lengths: the workload's means, as a distribution."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    range_ratio: float = 0.0
+    pairs: tuple[tuple[int, int], ...] = ()  # an empirical list (a trace, a file of lengths)
+
+    def describe(self) -> str:
+        if self.pairs:
+            return f"{len(self.pairs):,} (input, output) lengths from a file, sampled"
+        if self.range_ratio:
+            return (f"uniform lengths ±{self.range_ratio:.0%} around {self.input_tokens:,} in / "
+                    f"{self.output_tokens:,} out (the benchmarks' random dataset)")
+        return f"constant lengths {self.input_tokens:,} in / {self.output_tokens:,} out"
+
+    def draw(self, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        if self.pairs:
+            return sim.sampled_lengths(n, self.pairs, seed=SEED)
+        return (sim.uniform_lengths(n, self.input_tokens, self.range_ratio, seed=SEED),
+                sim.uniform_lengths(n, self.output_tokens, self.range_ratio, seed=SEED + 1))
+
+
+@dataclass(frozen=True)
+class RateResult:
+    replicas: int
+    rate_per_replica: float
+    capacity_rps: float  # per replica, at the largest batch the engine runs
+    result: sim.SimResult
+    meets: bool  # the SLOs at the percentile, at that replica count
+
+
+def _run(ctx: perf.PerfContext, mix: Mix, rate: float, burstiness: float, block_size: int,
+         arrivals: Sequence[float] | None = None) -> sim.SimResult:
+    ins, outs = mix.draw(SIM_REQUESTS if arrivals is None else len(arrivals))
+    arr = (tuple(arrivals) if arrivals is not None
+           else sim.gamma_arrivals(len(ins), rate, burstiness, seed=SEED))
+    h = (sim.Harness("trace") if arrivals is not None
+         else sim.Harness("open", request_rate=rate, burstiness=burstiness))
+    return sim.simulate(ctx, sim.Requests(ins, outs, arr, mix.describe()), h,
+                        block_size=block_size, cached_tokens=mix.cached_tokens)
+
+
+def meets(res: sim.SimResult, w: Workload) -> bool:
+    """The SLOs at the workload's percentile (p99 unless given)."""
+    q = w.slo_percentile or PERCENTILE_DEFAULT
+    return ((w.slo_ttft_ms is None or res.ttft.at(q) <= w.slo_ttft_ms)
+            and (w.slo_tpot_ms is None or res.tpot.at(q) <= w.slo_tpot_ms)
+            and res.failed == 0)
+
+
+def capacity_rps(ctx: perf.PerfContext, mix: Mix, running: int) -> float:
+    """Requests/s one replica serves at most: the closed loop at the batch it runs."""
+    return perf.evaluate(ctx, concurrency=max(1, running), input_tokens=mix.input_tokens,
+                         output_tokens=mix.output_tokens,
+                         cached_tokens=mix.cached_tokens).requests_per_s
+
+
+def replicas_for(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, block_size: int,
+                 running: int, max_replicas: int = 4096) -> RateResult:
+    """The fewest replicas that hold `rate` req/s: each below MAX_UTILIZATION of its capacity
+    and, with SLOs, meeting them at the percentile in the simulation (more replicas never
+    raise a replica's latency, so the search doubles, then bisects)."""
+    cap = capacity_rps(ctx, mix, running)
+    burst = w.burstiness or 1.0
+    lo = max(1, math.ceil(rate / (cap * MAX_UTILIZATION)))
+
+    def ok(r: int) -> tuple[bool, sim.SimResult]:
+        res = _run(ctx, mix, rate / r, burst, block_size)
+        return meets(res, w), res
+
+    good, res = ok(lo)
+    if good:
+        return RateResult(lo, rate / lo, cap, res, True)
+    hi = lo
+    while not good and hi < max_replicas:  # double until the SLOs hold
+        lo, hi = hi, min(hi * 2, max_replicas)
+        good, res = ok(hi)
+    if not good:
+        return RateResult(hi, rate / hi, cap, res, False)
+    best = res
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        g, r_mid = ok(mid)
+        if g:
+            hi, best = mid, r_mid
+        else:
+            lo = mid
+    return RateResult(hi, rate / hi, cap, best, True)
+
+
+def percentiles_dict(res: sim.SimResult) -> dict[str, dict[str, float]]:
+    """{ttft_ms|tpot_ms|itl_ms|e2e_ms: {p50, p90, p99, mean}}, rounded as the plan prints."""
+    def one(s: sim.Stat, nd: int) -> dict[str, float]:
+        return {"p50": round(s.p50, nd), "p90": round(s.p90, nd), "p99": round(s.p99, nd),
+                "mean": round(s.mean, nd)}
+
+    return {"ttft_ms": one(res.ttft, 1), "tpot_ms": one(res.tpot, 2),
+            "itl_ms": one(res.itl, 2), "e2e_ms": one(res.e2e, 1)}
+
+
+def closed_loop(ctx: perf.PerfContext, mix: Mix, concurrency: int, block_size: int
+                ) -> sim.SimResult:
+    """Percentiles at a closed-loop concurrency as the benchmarks run it: `concurrency`
+    clients started together (--max-concurrency N --request-rate inf), 10 requests each."""
+    n = max(10 * concurrency, 200)
+    ins, outs = mix.draw(n)
+    return sim.simulate(ctx, sim.Requests(ins, outs, None, mix.describe()),
+                        sim.Harness("closed", concurrency=concurrency), block_size=block_size,
+                        cached_tokens=mix.cached_tokens)
+
+
+def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int,
+                running: int, concurrency: int, gpus: int, price_per_gpu_hour: float | None,
+                arrivals: Sequence[float] | None = None) -> dict[str, object]:
+    """The Performance fields of a rate, a trace or a percentile (see the module docstring)."""
+    q = w.slo_percentile or PERCENTILE_DEFAULT
+    out: dict[str, object] = {"slo_percentile": q, "lengths": mix.describe()}
+    if arrivals is not None:
+        res = _run(ctx, mix, 0.0, 1.0, block_size, arrivals)
+        span = max(arrivals) - min(arrivals)
+        rate = (len(arrivals) - 1) / span if span > 0 else 0.0
+        out.update(harness=f"{res.harness.describe()} ({len(arrivals):,} requests, "
+                   f"{rate:.3g} req/s on average), one replica", replicas=1,
+                   request_rate=round(rate, 4), load_per_replica_rps=round(rate, 4),
+                   meets_slo_at_percentile=meets(res, w),
+                   percentiles=percentiles_dict(res), preemptions=res.preemptions)
+        cap = capacity_rps(ctx, mix, running)
+        out["capacity_rps_per_replica"] = round(cap, 4)
+        out["headroom"] = round(1 - rate / cap, 4) if cap > 0 else None
+        return out
+    if w.request_rate is None:  # a percentile at the closed-loop concurrency
+        res = closed_loop(ctx, mix, concurrency, block_size)
+        out.update(harness=res.harness.describe(), percentiles=percentiles_dict(res),
+                   meets_slo_at_percentile=meets(res, w), preemptions=res.preemptions)
+        return out
+    rr = replicas_for(ctx, w, mix, w.request_rate, block_size, running)
+    res = rr.result
+    total_gpus = rr.replicas * gpus
+    out.update(
+        harness=(f"{res.harness.describe()} per replica: {w.request_rate:g} req/s over "
+                 f"{rr.replicas} replica{'s' if rr.replicas > 1 else ''} (round-robin)"),
+        replicas=rr.replicas, request_rate=w.request_rate,
+        load_per_replica_rps=round(rr.rate_per_replica, 4),
+        capacity_rps_per_replica=round(rr.capacity_rps, 4),
+        headroom=round(1 - rr.rate_per_replica / rr.capacity_rps, 4) if rr.capacity_rps else None,
+        meets_slo_at_percentile=rr.meets, percentiles=percentiles_dict(res),
+        preemptions=res.preemptions, gpus_for_rate=total_gpus,
+        cost_per_day=(round(total_gpus * price_per_gpu_hour * 24, 2)
+                      if price_per_gpu_hour else None))
+    return out
+
+
+# ------------------------------------------------------------------ daily curves
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: float  # the curve's time value (hours, seconds: as given)
+    requests_per_s: float
+    replicas: int
+
+
+def replicas_for_curve(ctx: perf.PerfContext, w: Workload, mix: Mix,
+                       curve: Sequence[tuple[float, float]], *, block_size: int, running: int
+                       ) -> list[Interval]:
+    """Replicas per interval of a rate curve [(time, req/s)] (each distinct rate simulated
+    once)."""
+    memo: dict[float, int] = {}
+    out = []
+    for t, rate in curve:
+        if rate <= 0:
+            out.append(Interval(t, rate, 0))
+            continue
+        if rate not in memo:
+            memo[rate] = replicas_for(ctx, w, mix, rate, block_size, running).replicas
+        out.append(Interval(t, rate, memo[rate]))
+    return out
