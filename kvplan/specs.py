@@ -775,8 +775,6 @@ class Performance(PerfPoint):
     break_even_acceptance_rate: float | None = Field(
         None, description="speculative decoding: the acceptance rate above which it lowers TPOT "
         "at this concurrency (null: it never does, or always does)")
-    by_concurrency: list[PerfPoint] = Field(
-        default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
     # --- traffic ---
     harness: str = Field("closed loop in steady state (mean-value model)", description=(
         "the arrival process the figures assume: the closed-loop figures above come from the "
@@ -798,6 +796,8 @@ class Performance(PerfPoint):
     headroom: float | None = Field(None, description="1 − load / capacity, per replica")
     gpus_for_rate: int | None = None
     cost_per_day: float | None = Field(None, description="USD per day for the replicas' GPUs")
+    by_concurrency: list[PerfPoint] = Field(
+        default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
     # by_concurrency computed on first read or serialization, not per plan: a sweep plans
     # hundreds of deployments and reads none of their tables (Performance.deferred)
     _table: Callable[[], list[PerfPoint]] | None = PrivateAttr(None)
