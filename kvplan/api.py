@@ -19,20 +19,22 @@ from .specs import GpuSpec, ModelSpec, Plan, Price, Workload
 
 if TYPE_CHECKING:
     from .planner.sweep import SweepResult
+    from .planner.traffic import Demand
 
 
 def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          revision: str | None = None, token: str | None = None, offline: bool | None = None,
          gpu_hour_price: float | None = None, minimize_utilization: bool = False,
-         **knobs: Any) -> Plan:
+         demand: Demand | None = None, **knobs: Any) -> Plan:
     """Plan one deployment on `engine` (see `kvplan.engines.registry.names()`). `model` is a
     ModelSpec, a local path, a catalogue id or a Hub repo id (`revision`, `token`, `offline`
     apply to the Hub). `knobs` use vLLM's flag names with underscores (tensor_parallel_size=2,
     max_model_len=32768, …) plus gpu_memory_gib; each engine maps them to its own flags.
     `gpu_hour_price` (USD per GPU-hour) overrides the catalogue's default price.
     `minimize_utilization`: recommend the smallest budget fraction that meets the workload
-    instead of keeping the engine's default.
+    instead of keeping the engine's default. `demand`: a request trace and/or a rate curve
+    (planner.traffic.Demand; the CLI reads them from --trace / --traffic files).
 
     Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
     fits=False, not an exception."""
@@ -42,7 +44,8 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.D
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
     return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
                  engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price),
-                 minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g))
+                 minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g),
+                 demand=demand)
 
 
 def _price(gpu: GpuSpec, given: float | None) -> Price | None:

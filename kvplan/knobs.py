@@ -352,6 +352,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("random_range_ratio", float, ("--random-range-ratio",), "lengths uniform in "
        "[L(1 − r), L(1 + r)] around --avg-input/output-tokens, as the benchmarks' random "
        "dataset (simulated figures only)", ge=0, le=0.99),
+    _O("trace", str, ("--trace",), "replay a request trace through the scheduler simulation: "
+       "Azure LLM inference trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens) or JSONL of "
+       "the same fields", unit="file", path=True),
+    _O("traffic", str, ("--traffic",), "a rate curve, CSV time,requests_per_s (time in hours "
+       "or HH:MM): replicas per interval, GPUs, GPU-hours and $ per day, autoscaler values",
+       unit="file", path=True),
 )}
 
 

@@ -912,6 +912,30 @@ class PlanMultimodal(BaseModel):
         None, description="KV blocks / blocks of one request of request_tokens")
 
 
+class TrafficInterval(BaseModel):
+    """One interval of a rate curve (--traffic)."""
+
+    time: float = Field(description="the curve's time value, as given")
+    requests_per_s: float
+    replicas: int
+    gpus: int
+
+
+class TrafficPlan(BaseModel):
+    """Replicas and cost over a rate curve (--traffic FILE), from the scheduler simulation."""
+
+    harness: str = Field(description="the arrival process each interval assumes")
+    intervals: list[TrafficInterval]
+    peak_gpus: int
+    mean_gpus: float
+    p95_gpus: float
+    gpu_hours_per_day: float = Field(description="GPU-hours over the curve, scaled to 24 h")
+    cost_per_day: float | None = Field(None, description="USD per day at the plan's GPU price")
+    autoscaler: dict[str, Any] = Field(
+        default_factory=dict, description="min/max replicas and the engine's queue and KV-use "
+        "gauges with target values per replica, as a KEDA ScaledObject / HPA would take them")
+
+
 class Plan(BaseModel):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -931,3 +955,6 @@ class Plan(BaseModel):
     lora: PlanLora | None = None
     offload: PlanOffload | None = None
     multimodal: PlanMultimodal | None = None
+    # --- traffic ---
+    traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
+                                        "(--traffic FILE)")

@@ -314,6 +314,9 @@ class Engine(ABC):
     # the engine's flag naming a YAML of further settings that win over its flags (read by
     # options_from_document); None: it has none
     options_file_flag: ClassVar[str | None] = None
+    # Prometheus gauges an autoscaler reads (kvplan/planner/traffic.py): "queue" = requests
+    # waiting, "kv_usage" = KV-cache use as a fraction; {} when the engine exports none
+    autoscale_metrics: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

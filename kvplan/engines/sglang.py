@@ -1023,6 +1023,9 @@ class SglangEngine(Engine):
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
                           combine=combine_spec_flags)
     calibration = CALIBRATION
+    # python/sglang/srt/metrics/collector.py (SchedulerMetricsCollector, v0.4–0.5): gauges
+    # sglang:num_queue_reqs (requests in the waiting queue) and sglang:token_usage
+    autoscale_metrics = {"queue": "sglang:num_queue_reqs", "kv_usage": "sglang:token_usage"}
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""

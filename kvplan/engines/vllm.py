@@ -855,6 +855,10 @@ class VllmEngine(Engine):
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
         config_yaml=True)
     calibration = CALIBRATION
+    # vllm/v1/metrics/loggers.py (PrometheusStatLogger, v0.10+): gauges
+    # vllm:num_requests_waiting and vllm:kv_cache_usage_perc (1 = 100 %)
+    autoscale_metrics = {"queue": "vllm:num_requests_waiting",
+                         "kv_usage": "vllm:kv_cache_usage_perc"}
     models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
 
     def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,

@@ -239,6 +239,8 @@ class SimResult:
     preemptions: int
     max_running: int
     mean_running: float  # time-weighted sequences in the batch
+    mean_waiting: float  # time-weighted requests in the queue (the engines' queue gauge)
+    mean_kv_usage: float  # time-weighted share of the KV cache in use
     steps: int  # step-model calls (runs of identical decode steps count once)
     ttft_s: tuple[float, ...]  # per request (completed ones), send order
     e2e_s: tuple[float, ...]
@@ -297,6 +299,8 @@ class _Sim:
         self.pause = 0.0  # prefill time since the last decode step (prefill-first engines)
         self.preemptions = self.failed = self.steps = self.max_running = 0
         self.busy_weighted = 0.0
+        self.wait_weighted = 0.0
+        self.kv_weighted = 0.0
         self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.ratio_min = SGLANG_INIT_NEW_TOKEN_RATIO * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
         self.ratio_decay = (self.ratio - self.ratio_min) / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -437,6 +441,8 @@ class _Sim:
         self.now += dt
         self.steps += 1
         self.busy_weighted += dt * len(self.running)
+        self.wait_weighted += dt * len(self.waiting)
+        self.kv_weighted += dt * self.used / self.total
         if d:
             self.used += self.phase[self.tick % self.bs]  # decoders crossing a block edge
             self.itl.append((dt + self.pause, d))
@@ -477,6 +483,8 @@ class _Sim:
         self.now += dt * k
         self.steps += 1
         self.busy_weighted += dt * k * len(self.running)
+        self.wait_weighted += dt * k * len(self.waiting)
+        self.kv_weighted += dt * k * (self.used - new / 2) / self.total
         self.itl.append((dt + self.pause, d))
         self.itl.append((dt, d * (k - 1)))
         self.pause = 0.0
@@ -638,4 +646,6 @@ def simulate(ctx: PerfContext, reqs: Requests, harness: Harness, *, block_size: 
         ttft=_stat(ttft), tpot=_stat(tpot), itl=_weighted_stat(sim.itl), e2e=_stat(e2e),
         preemptions=sim.preemptions, max_running=sim.max_running,
         mean_running=sim.busy_weighted / duration if duration > 0 else 0.0,
+        mean_waiting=sim.wait_weighted / duration if duration > 0 else 0.0,
+        mean_kv_usage=sim.kv_weighted / duration if duration > 0 else 0.0,
         steps=sim.steps, ttft_s=tuple(ttft), e2e_s=tuple(e2e))

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -35,11 +35,15 @@ from ..specs import (
     Recommendations,
     Source,
     SourcedValue,
+    TrafficPlan,
     Workload,
 )
 from ..units import GiB, largest_true
 from ..versions import parse_version
 from . import performance
+
+if TYPE_CHECKING:
+    from .traffic import Demand
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
@@ -150,7 +154,7 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
-         larger_gpus: Sequence[GpuSpec] = ()) -> Plan:
+         larger_gpus: Sequence[GpuSpec] = (), demand: Demand | None = None) -> Plan:
     """Plan one deployment. Raises KvplanError subclasses for bad input; a deployment that
     does not fit (or misses the workload's target) is a Plan with fits=False, not an exception.
     `minimize_utilization`: recommend the smallest budget fraction that meets the target instead
@@ -183,8 +187,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
     problems += rec_problems
-    performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
-                                              workload, price)
+    performance, perf_problems, traffic_plan = _performance(
+        eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand)
     problems += perf_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
@@ -211,6 +215,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         performance=performance,
         command=eng.command(serve_ref(m), planned, rec, workload, m.revision),
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
+        traffic=traffic_plan if performance is not None else None,
     )
 
 
@@ -745,14 +750,15 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
 
 def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                  res: MemoryResult, rec: Recommendations, w: Workload,
-                 price: Price | None) -> tuple[Performance | None, list[Problem]]:
+                 price: Price | None, demand: Demand | None = None
+                 ) -> tuple[Performance | None, list[Problem], TrafficPlan | None]:
     """The latency model on the recommended deployment; with SLOs, max_num_seqs and
     max_num_batched_tokens are chosen by it (and rec is updated in place)."""
     missing = perf.missing_gpu_fields(gpu)
     if missing:
         return None, [Problem(code="no-performance-figures", severity="warning",
                               message=f"{gpu.id} has no {', '.join(missing)} in gpu_specs: "
-                              "latency and throughput are omitted (the memory plan stands)")]
+                              "latency and throughput are omitted (the memory plan stands)")], None
     util = rec.gpu_memory_utilization.value
     if util and util != dep.gpu_memory_utilization and dep.kv_cache_memory_bytes is None:
         got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
@@ -763,13 +769,18 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     acc, acc_source = performance.acceptance(dep, w)
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
-        return None, []
+        return None, [], None
     s = _Setup(eng, m, gpu, knobs, dep, res)
     engine_seqs = _launch_seqs(dep, res, rec, w)
     problems: list[Problem] = []
     tokens = None
     if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
-        engine_seqs, tokens, problems = _size_for_slos(s, rec, w, n, bound, engine_seqs, acc)
+        # a trace or a rate curve sizes replicas at the percentile, as a rate does; the batch
+        # is sized on the mean model then (percentiles of a closed loop do not apply)
+        sizing = (w.model_copy(update={"slo_percentile": None})
+                  if demand is not None and (demand.trace or demand.curve) else w)
+        engine_seqs, tokens, problems = _size_for_slos(s, rec, sizing, n, bound, engine_seqs,
+                                                       acc)
     # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
     concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
     if tokens and tokens != dep.max_num_batched_tokens:
@@ -777,21 +788,28 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         if got:
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
-    extra = None
-    if w.simulated():  # only when a rate, a percentile or a length spread is asked
+    extra, curve = None, None
+    trace, rates = (demand.trace, demand.curve) if demand is not None else ((), ())
+    if w.simulated() or trace or rates:  # only when asked
         from . import traffic
 
-        extra = traffic.rate_fields(
-            ctx, w, traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
-                                w.random_range_ratio or 0.0),
-            block_size=res.block_size, running=engine_seqs, concurrency=concurrency,
-            gpus=dep.tensor_parallel_size * dep.pipeline_parallel_size,
-            price_per_gpu_hour=price.usd_per_hour if price else None)
+        mix = traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
+                          w.random_range_ratio or 0.0)
+        gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
+        usd = price.usd_per_hour if price else None
+        if w.simulated() or trace:
+            extra = traffic.rate_fields(ctx, w, mix, block_size=res.block_size,
+                                        running=engine_seqs, concurrency=concurrency, gpus=gpus,
+                                        price_per_gpu_hour=usd, trace=trace)
+        if rates:
+            curve = TrafficPlan.model_validate(traffic.curve_section(
+                ctx, w, mix, rates, block_size=res.block_size, running=engine_seqs,
+                gpus=gpus, price_per_gpu_hour=usd, metrics=dict(eng.autoscale_metrics)))
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source, extra=extra)
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
-    return section, problems
+    return section, problems, curve
 
 
 def _launch_seqs(dep: Deployment, res: MemoryResult, rec: Recommendations, w: Workload) -> int:

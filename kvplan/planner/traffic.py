@@ -66,12 +66,15 @@ class RateResult:
 
 
 def _run(ctx: perf.PerfContext, mix: Mix, rate: float, burstiness: float, block_size: int,
-         arrivals: Sequence[float] | None = None) -> sim.SimResult:
-    ins, outs = mix.draw(SIM_REQUESTS if arrivals is None else len(arrivals))
-    arr = (tuple(arrivals) if arrivals is not None
-           else sim.gamma_arrivals(len(ins), rate, burstiness, seed=SEED))
-    h = (sim.Harness("trace") if arrivals is not None
-         else sim.Harness("open", request_rate=rate, burstiness=burstiness))
+         trace: Sequence[tuple[float, int, int]] = ()) -> sim.SimResult:
+    if trace:  # the trace's own times and lengths
+        reqs = sim.Requests(tuple(i for _, i, _ in trace), tuple(o for _, _, o in trace),
+                            tuple(t for t, _, _ in trace), "the trace's lengths")
+        return sim.simulate(ctx, reqs, sim.Harness("trace"), block_size=block_size,
+                            cached_tokens=mix.cached_tokens)
+    ins, outs = mix.draw(SIM_REQUESTS)
+    arr = sim.gamma_arrivals(len(ins), rate, burstiness, seed=SEED)
+    h = sim.Harness("open", request_rate=rate, burstiness=burstiness)
     return sim.simulate(ctx, sim.Requests(ins, outs, arr, mix.describe()), h,
                         block_size=block_size, cached_tokens=mix.cached_tokens)
 
@@ -147,20 +150,25 @@ def closed_loop(ctx: perf.PerfContext, mix: Mix, concurrency: int, block_size: i
 
 def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int,
                 running: int, concurrency: int, gpus: int, price_per_gpu_hour: float | None,
-                arrivals: Sequence[float] | None = None) -> dict[str, object]:
+                trace: Sequence[tuple[float, int, int]] = ()) -> dict[str, object]:
     """The Performance fields of a rate, a trace or a percentile (see the module docstring)."""
     q = w.slo_percentile or PERCENTILE_DEFAULT
     out: dict[str, object] = {"slo_percentile": q, "lengths": mix.describe()}
-    if arrivals is not None:
-        res = _run(ctx, mix, 0.0, 1.0, block_size, arrivals)
-        span = max(arrivals) - min(arrivals)
-        rate = (len(arrivals) - 1) / span if span > 0 else 0.0
-        out.update(harness=f"{res.harness.describe()} ({len(arrivals):,} requests, "
+    if trace:
+        res = _run(ctx, mix, 0.0, 1.0, block_size, trace)
+        times = [t for t, _, _ in trace]
+        span = max(times) - min(times)
+        rate = (len(trace) - 1) / span if span > 0 else 0.0
+        out["lengths"] = res.lengths
+        out.update(harness=f"{res.harness.describe()} ({len(trace):,} requests, "
                    f"{rate:.3g} req/s on average), one replica", replicas=1,
                    request_rate=round(rate, 4), load_per_replica_rps=round(rate, 4),
                    meets_slo_at_percentile=meets(res, w),
                    percentiles=percentiles_dict(res), preemptions=res.preemptions)
-        cap = capacity_rps(ctx, mix, running)
+        mean_in = round(sum(i for _, i, _ in trace) / len(trace))
+        mean_out = round(sum(o for _, _, o in trace) / len(trace))
+        cap = capacity_rps(ctx, Mix(mean_in, mean_out, min(mix.cached_tokens, mean_in - 1)),
+                           running)
         out["capacity_rps_per_replica"] = round(cap, 4)
         out["headroom"] = round(1 - rate / cap, 4) if cap > 0 else None
         return out
@@ -190,8 +198,18 @@ def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int
 
 
 @dataclass(frozen=True)
+class Demand:
+    """What the user measured or expects, read from files by the CLI (sources/traffic_files):
+    a trace (send time s, input tokens, output tokens per request) and/or a rate curve
+    (time in hours, req/s)."""
+
+    trace: tuple[tuple[float, int, int], ...] = ()
+    curve: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class Interval:
-    start: float  # the curve's time value (hours, seconds: as given)
+    start: float  # hours
     requests_per_s: float
     replicas: int
 
@@ -201,13 +219,81 @@ def replicas_for_curve(ctx: perf.PerfContext, w: Workload, mix: Mix,
                        ) -> list[Interval]:
     """Replicas per interval of a rate curve [(time, req/s)] (each distinct rate simulated
     once)."""
-    memo: dict[float, int] = {}
-    out = []
-    for t, rate in curve:
+    return [Interval(t, r, rr.replicas if rr else 0)
+            for (t, r), rr in zip(curve, _per_rate(ctx, w, mix, curve, block_size, running),
+                                  strict=True)]
+
+
+def _per_rate(ctx: perf.PerfContext, w: Workload, mix: Mix,
+              curve: Sequence[tuple[float, float]], block_size: int, running: int
+              ) -> list[RateResult | None]:
+    memo: dict[float, RateResult] = {}
+    out: list[RateResult | None] = []
+    for _, rate in curve:
         if rate <= 0:
-            out.append(Interval(t, rate, 0))
+            out.append(None)
             continue
         if rate not in memo:
-            memo[rate] = replicas_for(ctx, w, mix, rate, block_size, running).replicas
-        out.append(Interval(t, rate, memo[rate]))
+            memo[rate] = replicas_for(ctx, w, mix, rate, block_size, running)
+        out.append(memo[rate])
     return out
+
+
+def _lengths_h(times: Sequence[float]) -> list[float]:
+    """Each interval's length (hours): to the next time; the last as long as the median."""
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    if not gaps:
+        return [24.0]
+    last = sorted(gaps)[len(gaps) // 2]
+    return [*gaps, last]
+
+
+def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
+                  curve: Sequence[tuple[float, float]], *, block_size: int, running: int,
+                  gpus: int, price_per_gpu_hour: float | None,
+                  metrics: dict[str, str]) -> dict[str, object]:
+    """The plan's `traffic` section for a rate curve: replicas per interval, peak / mean / p95
+    GPUs (time-weighted), GPU-hours and cost per day (the curve's span scaled to 24 h), and
+    autoscaler values (module docstring)."""
+    results = _per_rate(ctx, w, mix, curve, block_size, running)
+    lengths = _lengths_h([t for t, _ in curve])
+    span = sum(lengths)
+    reps = [rr.replicas if rr else 0 for rr in results]
+    g = [r * gpus for r in reps]
+    gpu_h = sum(x * h for x, h in zip(g, lengths, strict=True))
+    per_day = gpu_h * 24 / span if span > 0 else 0.0
+    ranked = sorted(zip(g, lengths, strict=True))
+    acc, p95 = 0.0, float(ranked[-1][0])
+    for x, h in ranked:
+        acc += h
+        if acc >= 0.95 * span:
+            p95 = float(x)
+            break
+    peak_i = max(range(len(curve)), key=lambda i: curve[i][1])
+    peak = results[peak_i]
+    auto: dict[str, object] = {
+        "min_replicas": max(1, min(reps)), "max_replicas": max(1, max(reps)),
+        "planned_load_per_replica_rps": round(peak.rate_per_replica, 4) if peak else 0.0}
+    if peak and metrics:
+        queue = max(1, math.ceil(peak.result.mean_waiting))
+        kv = round(min(0.9, max(0.05, peak.result.mean_kv_usage)), 2)
+        auto["metrics"] = [
+            {"name": metrics["queue"], "type": "AverageValue", "target": queue,
+             "why": "mean requests waiting per replica at the peak's planned load (simulated)"},
+            {"name": metrics["kv_usage"], "type": "AverageValue", "target": kv,
+             "why": "mean KV-cache use per replica at that load (simulated)"}]
+        auto["keda"] = {
+            "minReplicaCount": auto["min_replicas"], "maxReplicaCount": auto["max_replicas"],
+            "triggers": [{"type": "prometheus", "metadata": {
+                "query": f"sum({metrics['queue']})", "threshold": str(queue)}}]}
+    cost = round(per_day * price_per_gpu_hour, 2) if price_per_gpu_hour else None
+    arrivals = ("Poisson" if (w.burstiness or 1.0) == 1.0
+                else f"gamma (burstiness {w.burstiness:g})")
+    return {
+        "harness": (f"open loop per interval, {arrivals} arrivals, the rate spread over the "
+                    f"interval's replicas; {mix.describe()}"),
+        "intervals": [{"time": t, "requests_per_s": r, "replicas": n, "gpus": n * gpus}
+                      for (t, r), n in zip(curve, reps, strict=True)],
+        "peak_gpus": max(g), "mean_gpus": round(gpu_h / span, 2) if span > 0 else 0.0,
+        "p95_gpus": p95, "gpu_hours_per_day": round(per_day, 2), "cost_per_day": cost,
+        "autoscaler": auto}

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..deploy.check import CheckReport
     from ..planner.sweep import Option, SweepResult
     from ..sources.catalog import CatalogEntry
-    from ..specs import GpuSpec, ModelSpec, Performance, Plan
+    from ..specs import GpuSpec, ModelSpec, Performance, Plan, TrafficPlan
 
 
 def _gib(n: int) -> str:
@@ -133,6 +133,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     console.print(r)
     if plan.performance is not None:
         performance_table(plan, console)
+    if plan.traffic is not None:
+        traffic_table(plan.traffic, console)
     for p in plan.problems:
         style = {"error": "red", "warning": "yellow"}.get(p.severity, "dim")
         console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
@@ -200,6 +202,28 @@ def performance_table(plan: Plan, console: Console) -> None:
     console.print(c)
     if pf.slo_ttft_ms or pf.slo_tpot_ms:
         console.print("✗ = misses a latency target")
+
+
+def traffic_table(tp: TrafficPlan, console: Console) -> None:
+    """Replicas per interval of a rate curve, GPUs and cost per day, autoscaler values."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=f"Traffic curve ({escape(tp.harness)})", title_justify="left",
+              show_edge=False)
+    for col in ("time, h", "req/s", "replicas", "GPUs"):
+        t.add_column(col, justify="right")
+    for i in tp.intervals:
+        t.add_row(f"{i.time:g}", f"{i.requests_per_s:,.2f}", f"{i.replicas}", f"{i.gpus}")
+    console.print(t)
+    cost = f", ${tp.cost_per_day:,.2f} per day" if tp.cost_per_day is not None else ""
+    console.print(f"GPUs: peak {tp.peak_gpus}, mean {tp.mean_gpus:g}, p95 {tp.p95_gpus:g}; "
+                  f"{tp.gpu_hours_per_day:,.1f} GPU-hours per day{cost}")
+    a = tp.autoscaler
+    metrics = a.get("metrics") or []
+    targets = "; ".join(f"{m['name']} target {m['target']:g} per replica" for m in metrics)
+    console.print(f"autoscaler: {a.get('min_replicas')}–{a.get('max_replicas')} replicas"
+                  + (f"; {targets}" if targets else ""), markup=False)
 
 
 def _percentile_table(pf: Performance, console: Console) -> None:

@@ -66,6 +66,7 @@ LAYER = {
     "kvplan.sources.limits": "sources",
     "kvplan.sources.nvml": "sources",
     "kvplan.sources.prices": "sources",
+    "kvplan.sources.traffic_files": "sources",
     # model.config and its family converters read untrusted config.json values (bounded readers)
     "kvplan.model.config": "sources",
     "kvplan.model.families": "sources",
