@@ -71,3 +71,52 @@ def test_bad_traffic_values_exit_2_naming_the_flag(capsys):
     assert code == 2 and "--request-rate" in err
     code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--request-rate", "0")
     assert code == 2 and "--request-rate" in err
+
+
+def test_traffic_curve_gives_replicas_per_hour_and_cost_per_day(capsys, tmp_path):
+    """An hourly curve over 24 h: GPU-hours per day = Σ GPUs per interval × 1 h."""
+    curve = tmp_path / "day.csv"
+    rates = [2, 2, 2, 2, 2, 2, 6, 10, 14, 18, 20, 20, 20, 20, 18, 14, 10, 6, 4, 4, 2, 2, 2, 2]
+    curve.write_text("time,requests_per_s\n" + "".join(f"{h},{r}\n" for h, r in
+                                                         enumerate(rates)))
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "2000",
+                         "--avg-output-tokens", "300", "--slo-ttft-ms", "1000",
+                         "--slo-percentile", "99", "--traffic", str(curve), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    t = d["traffic"]
+    gpus = [i["gpus"] for i in t["intervals"]]
+    assert len(gpus) == 24 and t["peak_gpus"] == max(gpus)
+    assert t["gpu_hours_per_day"] == pytest.approx(sum(gpus))
+    assert t["mean_gpus"] == pytest.approx(sum(gpus) / 24, abs=0.01)
+    assert t["cost_per_day"] == pytest.approx(sum(gpus) * d["performance"]["gpu_hour_price"],
+                                              abs=0.02)
+    reps = [i["replicas"] for i in t["intervals"]]
+    assert reps[10] >= reps[6] >= reps[0] >= 1  # more traffic, no fewer replicas
+    a = t["autoscaler"]
+    assert (a["min_replicas"], a["max_replicas"]) == (min(reps), max(reps))
+    assert {m["name"] for m in a["metrics"]} == {"vllm:num_requests_waiting",
+                                                 "vllm:kv_cache_usage_perc"}
+    assert a["keda"]["triggers"][0]["metadata"]["query"] == "sum(vllm:num_requests_waiting)"
+
+
+def test_trace_replay(capsys, tmp_path):
+    trace = tmp_path / "azure.csv"
+    rows = [f"2023-11-16 18:{15 + s // 60:02d}:{s % 60:02d}.5000000,{500 + 7 * s},{50 + s}"
+            for s in range(0, 120, 2)]
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace),
+                         "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["harness"].startswith("trace replay") and "60 requests" in pf["harness"]
+    assert pf["lengths"] == "the trace's lengths"
+    assert pf["request_rate"] == pytest.approx(59 / 118, rel=1e-3)
+    assert pf["percentiles"]["ttft_ms"]["p50"] > 0
+
+
+def test_bad_traffic_file_exits_2_naming_the_line(capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,requests_per_s\n0,abc\n")
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(bad))
+    assert code == 2 and "line 2" in err and "Traceback" not in err
