@@ -113,7 +113,13 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     engines = ([*registry.names()] if isinstance(engine, str) and engine.strip().lower() == "all"
                else _split(engine))
     native = quantization is None and kv_cache_dtype is None
-    return _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
+    rate = workload.request_rate if workload is not None else None
+    if rate is not None and workload is not None:  # every option planned without the rate first
+        full = workload
+        workload = workload.model_copy(update={
+            "request_rate": None, "burstiness": None, "slo_percentile": None,
+            "random_range_ratio": None})
+    result = _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
                   engines=[e for e in engines if e], max_gpus=max_gpus,
                   # neither named: the formats each GPU runs natively (its own, and fp8)
                   quantizations=None if native else _formats(quantization, "--quantization"),
@@ -121,6 +127,21 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                                                                 "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
                   larger_gpus=larger_gpus)
+    if rate is None:
+        return result
+    from .planner.traffic import rank_for_rate
+
+    slos = {k: v for k, v in (("slo_tpot_ms", slo_tpot_ms), ("slo_ttft_ms", slo_ttft_ms))
+            if v is not None}
+    full = full.model_copy(update=slos)
+    by_id = {g.id: g for g in specs}
+
+    def replan(o: Any) -> Plan:
+        price = (o.price_per_hour or 0.0) / o.count or None
+        return plan(m, by_id[o.gpu], engine=o.engine, engine_version=engine_version,
+                    workload=full, gpu_hour_price=price, **{**knobs, **o.knobs})
+
+    return rank_for_rate(result, rate, replan)
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,16 @@ trace or a percentile. Pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..perf import simulate as sim
 from ..perf import step as perf
-from ..specs import Workload
+from ..specs import Plan, Workload
+
+if TYPE_CHECKING:
+    from .sweep import Option, SweepResult
 
 # Requests per simulated run: enough for a stable p99 (the 99th of 1,500 is the 15th largest)
 # while a plan stays well under a second per run (benchmarks/sim_speed.py: 10,000 in < 1 s).
@@ -297,3 +301,55 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
         "peak_gpus": max(g), "mean_gpus": round(gpu_h / span, 2) if span > 0 else 0.0,
         "p95_gpus": p95, "gpu_hours_per_day": round(per_day, 2), "cost_per_day": cost,
         "autoscaler": auto}
+
+
+# ------------------------------------------------------------------ sweep by rate
+
+SIMULATED_OPTIONS = 5  # sweep --request-rate: options whose replicas are simulated
+
+
+def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], Plan]
+                  ) -> SweepResult:
+    """Re-rank a sweep's meeting options by the cost per day of the replicas `rate` needs:
+    estimated for every priced option from its throughput (rate ÷ 95 % of the requests/s it
+    serves at its max_num_seqs), then simulated (replan: the option planned with the rate) for
+    the SIMULATED_OPTIONS cheapest by that estimate. Misses keep their order after them."""
+    est: list[tuple[float, Option]] = []
+    rest: list[Option] = []
+    for o in result.options:
+        pf = o.plan.performance
+        if not o.meets_target or pf is None or o.price_per_hour is None or not pf.requests_per_s:
+            rest.append(o)
+            continue
+        n = max(1, math.ceil(rate / (MAX_UTILIZATION * pf.requests_per_s)))
+        cost = n * o.price_per_hour * 24
+        est.append((cost, o.model_copy(update={"replicas_for_rate": n,
+                                               "replicas_simulated": False,
+                                               "cost_per_day_for_rate": round(cost, 2)})))
+    est.sort(key=lambda co: co[0])
+    done: list[tuple[float, Option]] = []
+    for i, (cost, o) in enumerate(est):
+        if i < SIMULATED_OPTIONS:
+            pf = replan(o).performance
+            if pf is not None and pf.replicas is not None:
+                n = pf.replicas
+                cost = n * (o.price_per_hour or 0.0) * 24
+                o = o.model_copy(update={"replicas_for_rate": n, "replicas_simulated": True,
+                                         "cost_per_day_for_rate": round(cost, 2)})
+        done.append((cost, o))
+    done.sort(key=lambda co: (not co[1].replicas_simulated, co[0]))
+    ordered = [o for _, o in done] + rest
+    ranked = [o.model_copy(update={"rank": i}) for i, o in enumerate(ordered, 1)]
+    how = (f"options that meet the target first, by the cost per day of the replicas "
+           f"{rate:g} req/s needs (simulated at the SLO percentile for the "
+           f"{min(SIMULATED_OPTIONS, len(est))} cheapest by estimate, then estimated from "
+           "throughput); misses after, as before")
+    best = [o for o in ranked if o.replicas_for_rate is not None][:3]
+    note = (f"ranked by the cost per day of {rate:g} req/s: " + "; ".join(
+        f"#{o.rank} {o.gpu} ×{o.count} {o.engine}: {o.replicas_for_rate} replica"
+        f"{'s' if o.replicas_for_rate != 1 else ''}, ${o.cost_per_day_for_rate:,.2f}/day"
+        f"{'' if o.replicas_simulated else ' (estimated)'}" for o in best)) if best else (
+        f"--request-rate {rate:g}: no option that meets the target has a price and a latency "
+        "model to size replicas with")
+    return result.model_copy(update={"options": ranked, "ranking": how,
+                                     "notes": [*result.notes, note]})

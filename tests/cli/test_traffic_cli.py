@@ -120,3 +120,28 @@ def test_bad_traffic_file_exits_2_naming_the_line(capsys, tmp_path):
     bad.write_text("time,requests_per_s\n0,abc\n")
     code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(bad))
     assert code == 2 and "line 2" in err and "Traceback" not in err
+
+
+def test_sweep_ranks_by_the_cost_of_the_replicas_a_rate_needs(capsys):
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100,l40s", "--max-gpus", "2",
+                         "--avg-input-tokens", "2000", "--avg-output-tokens", "300",
+                         "--slo-ttft-ms", "1000", "--slo-percentile", "99",
+                         "--request-rate", "20", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert "cost per day of the replicas 20 req/s needs" in d["ranking"]
+    sized = [o for o in d["options"] if o["replicas_for_rate"] is not None]
+    simulated = [o for o in sized if o["replicas_simulated"]]
+    assert simulated and simulated == sized[:len(simulated)]  # simulated first
+    costs = [o["cost_per_day_for_rate"] for o in simulated]
+    assert costs == sorted(costs)
+    for o in sized:  # replicas × the option's $/hour × 24 h
+        assert o["cost_per_day_for_rate"] == pytest.approx(
+            o["replicas_for_rate"] * o["price_per_hour"] * 24, abs=0.01)
+    assert [o["rank"] for o in d["options"]] == list(range(1, len(d["options"]) + 1))
+
+
+def test_sweep_without_a_rate_sizes_no_replicas(capsys):
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1", "--json")
+    assert code == 0, err
+    assert all(o["replicas_for_rate"] is None for o in json.loads(out)["options"])
