@@ -358,6 +358,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("traffic", str, ("--traffic",), "a rate curve, CSV time,requests_per_s (time in hours "
        "or HH:MM): replicas per interval, GPUs, GPU-hours and $ per day, autoscaler values",
        unit="file", path=True),
+    _O("lengths_file", str, ("--lengths-file",), "request lengths to simulate, CSV "
+       "input_tokens,output_tokens (one row per request, sampled): percentiles of a real mix",
+       unit="file", path=True),
 )}
 
 

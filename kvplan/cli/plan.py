@@ -68,13 +68,15 @@ def plan(model: str, **values: Any) -> None:
 
 def _demand(values: dict[str, Any]) -> Any:
     """--trace / --traffic files as a planner.traffic.Demand (None without either)."""
-    if values.get("trace") is None and values.get("traffic") is None:
+    if all(values.get(k) is None for k in ("trace", "traffic", "lengths_file")):
         return None
     from ..planner.traffic import Demand
-    from ..sources.traffic_files import read_curve, read_trace
+    from ..sources.traffic_files import read_curve, read_lengths, read_trace
 
     return Demand(trace=read_trace(values["trace"]) if values.get("trace") else (),
-                  curve=read_curve(values["traffic"]) if values.get("traffic") else ())
+                  curve=read_curve(values["traffic"]) if values.get("traffic") else (),
+                  lengths=(read_lengths(values["lengths_file"]) if values.get("lengths_file")
+                           else ()))
 
 
 # The engine-generic settings compare plans every engine with, besides the workload.

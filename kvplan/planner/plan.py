@@ -789,15 +789,20 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
     extra, curve = None, None
-    trace, rates = (demand.trace, demand.curve) if demand is not None else ((), ())
-    if w.simulated() or trace or rates:  # only when asked
+    trace, rates, pairs = ((demand.trace, demand.curve, demand.lengths) if demand is not None
+                           else ((), (), ()))
+    if w.simulated() or trace or rates or pairs:  # only when asked
         from . import traffic
 
         mix = traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
                           w.random_range_ratio or 0.0)
+        if pairs:  # the file's lengths; the mean model's capacity at their means
+            mi = round(sum(i for i, _ in pairs) / len(pairs))
+            mix = traffic.Mix(mi, round(sum(o for _, o in pairs) / len(pairs)),
+                              min(n.cached_tokens, mi - 1), pairs=pairs)
         gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
         usd = price.usd_per_hour if price else None
-        if w.simulated() or trace:
+        if w.simulated() or trace or pairs:
             extra = traffic.rate_fields(ctx, w, mix, block_size=res.block_size,
                                         running=engine_seqs, concurrency=concurrency, gpus=gpus,
                                         price_per_gpu_hour=usd, trace=trace)

@@ -209,6 +209,7 @@ class Demand:
 
     trace: tuple[tuple[float, int, int], ...] = ()
     curve: tuple[tuple[float, float], ...] = ()
+    lengths: tuple[tuple[int, int], ...] = ()  # (input, output) per request, sampled
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,36 @@ def read_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
     return tuple((t - t0, i, o) for t, i, o in rows)
 
 
+def read_lengths(path: Path) -> tuple[tuple[int, int], ...]:
+    """(input, output) tokens per request from a CSV with columns input_tokens,output_tokens
+    (or a trace's ContextTokens,GeneratedTokens): the empirical length mix to sample."""
+    text = read_text_limited(path, MAX_TRACE_BYTES, what="lengths file")
+    reader = csv.DictReader(io.StringIO(text))
+    names = set(reader.fieldnames or ())
+    cols = next((c for c in (("input_tokens", "output_tokens"),
+                             ("ContextTokens", "GeneratedTokens")) if set(c) <= names), None)
+    if cols is None:
+        raise InvalidConfigError(f"{path.name}: the header must name input_tokens,"
+                                 "output_tokens", hint="one row per request, e.g. 812,240")
+    out: list[tuple[int, int]] = []
+    for n, rec in enumerate(reader, 2):
+        try:
+            i, o = int(str(rec[cols[0]])), int(str(rec[cols[1]]))
+        except (TypeError, ValueError):
+            raise InvalidConfigError(f"{path.name} line {n}: token counts must be whole "
+                                     "numbers", hint="check the row") from None
+        if not (1 <= i <= 1 << 24 and 1 <= o <= 1 << 24):
+            raise InvalidConfigError(f"{path.name} line {n}: token counts must be 1 to "
+                                     f"{1 << 24:,}", hint="drop rows with 0 tokens")
+        out.append((i, o))
+        if len(out) > MAX_TRACE_REQUESTS:
+            raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} rows",
+                                     hint="a sample of the lengths is enough")
+    if not out:
+        raise InvalidConfigError(f"{path.name}: no rows", hint="one row per request")
+    return tuple(out)
+
+
 def _hours(value: str) -> float:
     if ":" in value:
         h, _, m = value.partition(":")

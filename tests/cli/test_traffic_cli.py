@@ -145,3 +145,17 @@ def test_sweep_without_a_rate_sizes_no_replicas(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1", "--json")
     assert code == 0, err
     assert all(o["replicas_for_rate"] is None for o in json.loads(out)["options"])
+
+
+def test_lengths_file_sets_the_simulated_mix(capsys, tmp_path):
+    """Half the requests 100 + 50 tokens, half 4,000 + 500: the p99 TTFT is a long prompt's,
+    above the p50's."""
+    lens = tmp_path / "lens.csv"
+    lens.write_text("input_tokens,output_tokens\n" + "100,50\n4000,500\n" * 50)
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--lengths-file", str(lens),
+                         "--request-rate", "2", "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["lengths"] == "100 (input, output) lengths from a file, sampled"
+    t = pf["percentiles"]["ttft_ms"]
+    assert t["p99"] > t["p50"]

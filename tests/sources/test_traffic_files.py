@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.errors import InvalidConfigError
-from kvplan.sources.traffic_files import read_curve, read_trace
+from kvplan.sources.traffic_files import read_curve, read_lengths, read_trace
 
 # Rows in the AzurePublicDataset format (AzureLLMInferenceTrace_conv.csv's header and its
 # 100 ns timestamps); values made up for the test.
@@ -65,3 +65,12 @@ def test_bad_curves(tmp_path: Path, text: str, want: str) -> None:
     p.write_text(text)
     with pytest.raises(InvalidConfigError, match=want):
         read_curve(p)
+
+
+def test_lengths_file(tmp_path: Path) -> None:
+    p = tmp_path / "lens.csv"
+    p.write_text("input_tokens,output_tokens\n812,240\n95,1000\n")
+    assert read_lengths(p) == ((812, 240), (95, 1000))
+    p.write_text("a,b\n1,2\n")
+    with pytest.raises(InvalidConfigError, match="header"):
+        read_lengths(p)
