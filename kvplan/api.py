@@ -169,24 +169,33 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
            engine_version: str | None = None, workload: Workload | None = None,
            revision: str | None = None, token: str | None = None, offline: bool | None = None,
            with_sweep: bool = True, gpu_hour_price: float | None = None,
-           minimize_utilization: bool = False, **knobs: Any) -> ReportData:
+           minimize_utilization: bool = False, demand: Demand | None = None,
+           **knobs: Any) -> ReportData:
     """Plan what a sizing report shows: the deployment, its KV capacity curve (the
     planner re-run at each length where the KV is not linear in length; only the chosen point if
     the engine refuses a length), the same model on every registry engine with the
     engine-generic knobs only (an engine that cannot plan it is named with why) and, with
-    `with_sweep`, the sweep of the same workload on `engine` (None when it raises)."""
+    `with_sweep`, the sweep of the same workload on `engine` (None when it raises). A rate,
+    percentile, trace or rate curve (`demand`) is simulated for the deployment only: the
+    curve, the comparison and the sweep plan the workload without them."""
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
 
-    def at(values: dict[str, Any], name: str, version: str | None = None) -> Plan:
+    plain = workload.model_copy(update={
+        "request_rate": None, "burstiness": None, "slo_percentile": None,
+        "random_range_ratio": None}) if workload is not None else None
+
+    def at(values: dict[str, Any], name: str, version: str | None = None,
+           full: bool = False) -> Plan:
         # plan() itself, so a report says what `kvplan plan` and `kvplan compare` say of the same
         # deployment (its price, and the "a larger GPU" alternative of a plan that misses)
-        return plan(m, g, engine=name, engine_version=version, workload=workload,
-                    token=token, offline=offline, gpu_hour_price=gpu_hour_price,
-                    minimize_utilization=minimize_utilization, **values)
+        return plan(m, g, engine=name, engine_version=version,
+                    workload=workload if full else plain, token=token, offline=offline,
+                    gpu_hour_price=gpu_hour_price, minimize_utilization=minimize_utilization,
+                    demand=demand if full else None, **values)
 
-    main = at(knobs, engine, engine_version)
+    main = at(knobs, engine, engine_version, full=True)
 
     def replan(length: int) -> Plan:
         return at({**knobs, "max_model_len": length}, engine, engine_version)
@@ -209,7 +218,7 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
         # deployment is that very plan
         fixed = {k: v for k, v in knobs.items() if k not in _SWEPT_KNOBS}
         try:
-            swept = sweep(m, engine=engine, workload=workload, token=token, offline=offline,
+            swept = sweep(m, engine=engine, workload=plain, token=token, offline=offline,
                           engine_version=engine_version,
                           quantization=[knobs.get("quantization")],
                           kv_cache_dtype=[knobs.get("kv_cache_dtype")],

@@ -11,6 +11,7 @@ import typer
 from .common import (
     argument,
     console,
+    demand_of,
     errors,
     option,
     options_file,
@@ -52,7 +53,7 @@ def plan(model: str, **values: Any) -> None:
                        workload=workload, gpu_hour_price=values["gpu_hour_price"],
                        offline=values["offline"],
                        minimize_utilization=values["minimize_utilization"],
-                       demand=_demand(values), **{**flags, **options})
+                       demand=demand_of(values), **{**flags, **options})
     if values["as_json"]:
         write(result.model_dump_json(indent=2) + "\n")
         if result.problems:
@@ -64,19 +65,6 @@ def plan(model: str, **values: Any) -> None:
 
         plan_table(result, console())
     raise typer.Exit(0 if result.fits and not errors(result) else 1)
-
-
-def _demand(values: dict[str, Any]) -> Any:
-    """--trace / --traffic files as a planner.traffic.Demand (None without either)."""
-    if all(values.get(k) is None for k in ("trace", "traffic", "lengths_file")):
-        return None
-    from ..planner.traffic import Demand
-    from ..sources.traffic_files import read_curve, read_lengths, read_trace
-
-    return Demand(trace=read_trace(values["trace"]) if values.get("trace") else (),
-                  curve=read_curve(values["traffic"]) if values.get("traffic") else (),
-                  lengths=(read_lengths(values["lengths_file"]) if values.get("lengths_file")
-                           else ()))
 
 
 # The engine-generic settings compare plans every engine with, besides the workload.
