@@ -775,12 +775,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     problems: list[Problem] = []
     tokens = None
     if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
-        # a trace or a rate curve sizes replicas at the percentile, as a rate does; the batch
-        # is sized on the mean model then (percentiles of a closed loop do not apply)
-        sizing = (w.model_copy(update={"slo_percentile": None})
-                  if demand is not None and (demand.trace or demand.curve) else w)
-        engine_seqs, tokens, problems = _size_for_slos(s, rec, sizing, n, bound, engine_seqs,
-                                                       acc)
+        engine_seqs, tokens, problems = _size_for_slos(s, rec, _sizing(w, demand), n, bound,
+                                                       engine_seqs, acc)
     # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
     concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
     if tokens and tokens != dep.max_num_batched_tokens:
@@ -789,32 +785,30 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc)
     extra, curve = None, None
-    trace, rates, pairs = ((demand.trace, demand.curve, demand.lengths) if demand is not None
-                           else ((), (), ()))
-    if w.simulated() or trace or rates or pairs:  # only when asked
+    if w.simulated() or (demand is not None and demand.asked()):  # only when asked
         from . import traffic
 
-        mix = traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
-                          w.random_range_ratio or 0.0)
-        if pairs:  # the file's lengths; the mean model's capacity at their means
-            mi = round(sum(i for i, _ in pairs) / len(pairs))
-            mix = traffic.Mix(mi, round(sum(o for _, o in pairs) / len(pairs)),
-                              min(n.cached_tokens, mi - 1), pairs=pairs)
-        gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
-        usd = price.usd_per_hour if price else None
-        if w.simulated() or trace or pairs:
-            extra = traffic.rate_fields(ctx, w, mix, block_size=res.block_size,
-                                        running=engine_seqs, concurrency=concurrency, gpus=gpus,
-                                        price_per_gpu_hour=usd, trace=trace)
-        if rates:
-            curve = TrafficPlan.model_validate(traffic.curve_section(
-                ctx, w, mix, rates, block_size=res.block_size, running=engine_seqs,
-                gpus=gpus, price_per_gpu_hour=usd, metrics=dict(eng.autoscale_metrics)))
+        extra, rates = traffic.simulated(
+            ctx, w, demand, n.input_tokens, n.output_tokens, n.cached_tokens,
+            block_size=res.block_size, running=engine_seqs, concurrency=concurrency,
+            gpus=dep.tensor_parallel_size * dep.pipeline_parallel_size,
+            price_per_gpu_hour=price.usd_per_hour if price else None,
+            metrics=dict(eng.autoscale_metrics))
+        curve = TrafficPlan.model_validate(rates) if rates else None
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source, extra=extra)
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems, curve
+
+
+def _sizing(w: Workload, demand: Demand | None) -> Workload:
+    """The workload max_num_seqs is sized for: a trace or a rate curve sizes replicas at the
+    percentile, as a rate does, and the batch on the mean model (the percentiles of a closed
+    loop do not apply to them)."""
+    if demand is not None and (demand.trace or demand.curve):
+        return w.model_copy(update={"slo_percentile": None})
+    return w
 
 
 def _launch_seqs(dep: Deployment, res: MemoryResult, rec: Recommendations, w: Workload) -> int:

@@ -211,6 +211,36 @@ class Demand:
     curve: tuple[tuple[float, float], ...] = ()
     lengths: tuple[tuple[int, int], ...] = ()  # (input, output) per request, sampled
 
+    def asked(self) -> bool:
+        return bool(self.trace or self.curve or self.lengths)
+
+
+def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_tokens: int,
+              output_tokens: int, cached_tokens: int, *, block_size: int, running: int,
+              concurrency: int, gpus: int, price_per_gpu_hour: float | None,
+              metrics: dict[str, str]) -> tuple[dict[str, object] | None,
+                                                dict[str, object] | None]:
+    """(Performance fields, the `traffic` section) of what the caller asked: a rate, a
+    percentile or a length spread (Workload), a trace, a lengths file or a rate curve
+    (Demand). The mix: the file's lengths when given (the mean model's capacity at their
+    means), else the workload's means with its range ratio."""
+    d = demand or Demand()
+    mix = Mix(input_tokens, output_tokens, cached_tokens, w.random_range_ratio or 0.0)
+    if d.lengths:
+        mi = round(sum(i for i, _ in d.lengths) / len(d.lengths))
+        mix = Mix(mi, round(sum(o for _, o in d.lengths) / len(d.lengths)),
+                  min(cached_tokens, mi - 1), pairs=d.lengths)
+    extra = curve = None
+    if w.simulated() or d.trace or d.lengths:
+        extra = rate_fields(ctx, w, mix, block_size=block_size, running=running,
+                            concurrency=concurrency, gpus=gpus,
+                            price_per_gpu_hour=price_per_gpu_hour, trace=d.trace)
+    if d.curve:
+        curve = curve_section(ctx, w, mix, d.curve, block_size=block_size, running=running,
+                              gpus=gpus, price_per_gpu_hour=price_per_gpu_hour,
+                              metrics=metrics)
+    return extra, curve
+
 
 @dataclass(frozen=True)
 class Interval:
