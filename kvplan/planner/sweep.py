@@ -132,9 +132,6 @@ class Option(_Model):
     tpot_ms: float | None = None
     ttft_ms: float | None = None
     output_tokens_per_s: float | None = None
-    knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
-                                  "plan's, with underscores)")
-    plan: Plan
     # --- traffic ---
     replicas_for_rate: int | None = Field(None, description="sweep --request-rate: replicas "
                                           "of this option the rate needs")
@@ -143,6 +140,9 @@ class Option(_Model):
                                             "from throughput (rate ÷ 95 % of capacity)")
     cost_per_day_for_rate: float | None = Field(None, description="US$ per day for those "
                                                 "replicas")
+    knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
+                                  "plan's, with underscores)")
+    plan: Plan
 
     @property
     def misses(self) -> list[Miss]:
