@@ -19,20 +19,22 @@ from .specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 
 if TYPE_CHECKING:
     from .planner.sweep import SweepResult
+    from .planner.traffic import Demand
 
 
 def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          revision: str | None = None, token: str | None = None, offline: bool | None = None,
          gpu_hour_price: float | None = None, minimize_utilization: bool = False,
-         **knobs: Any) -> Plan:
+         demand: Demand | None = None, **knobs: Any) -> Plan:
     """Plan one deployment on `engine` (see `kvplan.engines.registry.names()`). `model` is a
     ModelSpec, a local path, a catalogue id or a Hub repo id (`revision`, `token`, `offline`
     apply to the Hub). `knobs` use vLLM's flag names with underscores (tensor_parallel_size=2,
     max_model_len=32768, …) plus gpu_memory_gib; each engine maps them to its own flags.
     `gpu_hour_price` (USD per GPU-hour) overrides the catalogue's default price.
     `minimize_utilization`: recommend the smallest budget fraction that meets the workload
-    instead of keeping the engine's default.
+    instead of keeping the engine's default. `demand`: a request trace and/or a rate curve
+    (planner.traffic.Demand; the CLI reads them from --trace / --traffic files).
 
     Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
     fits=False, not an exception."""
@@ -42,7 +44,8 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.D
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
     return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
                  engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price),
-                 minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g))
+                 minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g),
+                 demand=demand)
 
 
 def plan_disagg(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,
@@ -154,6 +157,12 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     engines = ([*registry.names()] if isinstance(engine, str) and engine.strip().lower() == "all"
                else _split(engine))
     native = quantization is None and kv_cache_dtype is None
+    rate = workload.request_rate if workload is not None else None
+    if rate is not None and workload is not None:  # every option planned without the rate first
+        full = workload
+        workload = workload.model_copy(update={
+            "request_rate": None, "burstiness": None, "slo_percentile": None,
+            "random_range_ratio": None})
     result = _sweep(m, specs, table, knobs=Knobs.parse(knobs), workload=workload,
                   engines=[e for e in engines if e], max_gpus=max_gpus,
                   # neither named: the formats each GPU runs natively (its own, and fp8)
@@ -162,16 +171,30 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                                                                 "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
                   larger_gpus=larger_gpus)
-    if not disagg:
-        return result
-    from .planner.sweep_disagg import disaggregated_options, with_disaggregated
+    if disagg:
+        from .planner.sweep_disagg import disaggregated_options, with_disaggregated
 
-    w = (workload or Workload()).model_copy(update={"slo_tpot_ms": slo_tpot_ms,
-                                                    "slo_ttft_ms": slo_ttft_ms})
-    extra = disaggregated_options(m, specs, table, knobs=Knobs.parse(knobs), workload=w,
-                                  engines=[e for e in engines if e], max_gpus=max_gpus,
-                                  engine_version=engine_version, larger_gpus=larger_gpus)
-    return with_disaggregated(result, extra)
+        w = (workload or Workload()).model_copy(update={"slo_tpot_ms": slo_tpot_ms,
+                                                        "slo_ttft_ms": slo_ttft_ms})
+        extra = disaggregated_options(m, specs, table, knobs=Knobs.parse(knobs), workload=w,
+                                      engines=[e for e in engines if e], max_gpus=max_gpus,
+                                      engine_version=engine_version, larger_gpus=larger_gpus)
+        result = with_disaggregated(result, extra)
+    if rate is None:
+        return result
+    from .planner.traffic import rank_for_rate
+
+    slos = {k: v for k, v in (("slo_tpot_ms", slo_tpot_ms), ("slo_ttft_ms", slo_ttft_ms))
+            if v is not None}
+    full = full.model_copy(update=slos)
+    by_id = {g.id: g for g in specs}
+
+    def replan(o: Any) -> Plan:
+        price = (o.price_per_hour or 0.0) / o.count or None
+        return plan(m, by_id[o.gpu], engine=o.engine, engine_version=engine_version,
+                    workload=full, gpu_hour_price=price, **{**knobs, **o.knobs})
+
+    return rank_for_rate(result, rate, replan)
 
 
 @dataclass(frozen=True)
@@ -199,24 +222,33 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
            engine_version: str | None = None, workload: Workload | None = None,
            revision: str | None = None, token: str | None = None, offline: bool | None = None,
            with_sweep: bool = True, gpu_hour_price: float | None = None,
-           minimize_utilization: bool = False, **knobs: Any) -> ReportData:
+           minimize_utilization: bool = False, demand: Demand | None = None,
+           **knobs: Any) -> ReportData:
     """Plan what a sizing report shows: the deployment, its KV capacity curve (the
     planner re-run at each length where the KV is not linear in length; only the chosen point if
     the engine refuses a length), the same model on every registry engine with the
     engine-generic knobs only (an engine that cannot plan it is named with why) and, with
-    `with_sweep`, the sweep of the same workload on `engine` (None when it raises)."""
+    `with_sweep`, the sweep of the same workload on `engine` (None when it raises). A rate,
+    percentile, trace or rate curve (`demand`) is simulated for the deployment only: the
+    curve, the comparison and the sweep plan the workload without them."""
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
 
-    def at(values: dict[str, Any], name: str, version: str | None = None) -> Plan:
+    plain = workload.model_copy(update={
+        "request_rate": None, "burstiness": None, "slo_percentile": None,
+        "random_range_ratio": None}) if workload is not None else None
+
+    def at(values: dict[str, Any], name: str, version: str | None = None,
+           full: bool = False) -> Plan:
         # plan() itself, so a report says what `kvplan plan` and `kvplan compare` say of the same
         # deployment (its price, and the "a larger GPU" alternative of a plan that misses)
-        return plan(m, g, engine=name, engine_version=version, workload=workload,
-                    token=token, offline=offline, gpu_hour_price=gpu_hour_price,
-                    minimize_utilization=minimize_utilization, **values)
+        return plan(m, g, engine=name, engine_version=version,
+                    workload=workload if full else plain, token=token, offline=offline,
+                    gpu_hour_price=gpu_hour_price, minimize_utilization=minimize_utilization,
+                    demand=demand if full else None, **values)
 
-    main = at(knobs, engine, engine_version)
+    main = at(knobs, engine, engine_version, full=True)
 
     def replan(length: int) -> Plan:
         return at({**knobs, "max_model_len": length}, engine, engine_version)
@@ -239,7 +271,7 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
         # deployment is that very plan
         fixed = {k: v for k, v in knobs.items() if k not in _SWEPT_KNOBS}
         try:
-            swept = sweep(m, engine=engine, workload=workload, token=token, offline=offline,
+            swept = sweep(m, engine=engine, workload=plain, token=token, offline=offline,
                           engine_version=engine_version,
                           quantization=[knobs.get("quantization")],
                           kv_cache_dtype=[knobs.get("kv_cache_dtype")],

@@ -391,6 +391,28 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("emit", str, ("--emit",), "write the deployment file for the plan: k8s, helm-llmd, "
        "helm-production-stack, dynamo, kserve, ray, skypilot or compose (to stdout, or -o FILE; "
        "docs/deploy-check.md)"),
+    # --- traffic ---
+    _O("request_rate", float, ("--request-rate",), "requests per second to serve: simulates "
+       "the scheduler (open loop) and plans the replicas that hold the rate within the SLOs "
+       "(docs/traffic.md)", gt=0, le=1_000_000, unit="req/s"),
+    _O("burstiness", float, ("--burstiness",), "arrival burstiness as vllm bench serve "
+       "--burstiness: 1 = Poisson, < 1 burstier, > 1 more regular (needs --request-rate)",
+       gt=0, le=1000),
+    _O("slo_percentile", int, ("--slo-percentile",), "the percentile --slo-ttft-ms / "
+       "--slo-tpot-ms apply to: 50, 90 or 99 (simulated; default: the mean model)", ge=50,
+       le=99, unit="percentile"),
+    _O("random_range_ratio", float, ("--random-range-ratio",), "lengths uniform in "
+       "[L(1 − r), L(1 + r)] around --avg-input/output-tokens, as the benchmarks' random "
+       "dataset (simulated figures only)", ge=0, le=0.99),
+    _O("trace", str, ("--trace",), "replay a request trace through the scheduler simulation: "
+       "Azure LLM inference trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens) or JSONL of "
+       "the same fields", unit="file", path=True),
+    _O("traffic", str, ("--traffic",), "a rate curve, CSV time,requests_per_s (time in hours "
+       "or HH:MM): replicas per interval, GPUs, GPU-hours and $ per day, autoscaler values",
+       unit="file", path=True),
+    _O("lengths_file", str, ("--lengths-file",), "request lengths to simulate, CSV "
+       "input_tokens,output_tokens (one row per request, sampled): percentiles of a real mix",
+       unit="file", path=True),
 )}
 
 

@@ -602,6 +602,31 @@ class Workload(_Frozen):
     acceptance_rate: float | None = Field(
         None, ge=0, le=1, description="speculative decoding: probability each draft token is "
         "accepted (vLLM logs 'Draft acceptance rate'); latency only")
+    # --- traffic ---
+    request_rate: float | None = Field(
+        None, gt=0, le=1_000_000, description="requests per second (open loop): replicas and "
+        "percentiles from the scheduler simulation")
+    burstiness: float | None = Field(
+        None, gt=0, le=1000, description="gamma shape of the inter-arrival gaps (vllm bench "
+        "serve --burstiness); 1 = Poisson")
+    slo_percentile: int | None = Field(
+        None, ge=50, le=99, description="percentile the SLOs apply to (50, 90 or 99)")
+    random_range_ratio: float | None = Field(
+        None, ge=0, le=0.99, description="request lengths uniform in [L(1 − r), L(1 + r)] "
+        "(the benchmarks' random dataset)")
+
+    @model_validator(mode="after")
+    def _traffic(self) -> Workload:
+        if self.slo_percentile is not None and self.slo_percentile not in (50, 90, 99):
+            raise ValueError(f"--slo-percentile {self.slo_percentile}: use 50, 90 or 99")
+        if self.burstiness is not None and self.request_rate is None:
+            raise ValueError("--burstiness shapes the arrivals of a rate: pass --request-rate")
+        return self
+
+    def simulated(self) -> bool:
+        """A rate, a percentile or a length spread was asked: run the scheduler simulation."""
+        return any(v is not None for v in (self.request_rate, self.slo_percentile,
+                                           self.random_range_ratio))
 
     @model_validator(mode="after")
     def _one_prefix(self) -> Workload:
@@ -819,6 +844,27 @@ class Performance(PerfPoint):
     links: str | None = Field(None, description="the links the figures assume: TP all-reduce "
                               "over NVLink/PCIe or the scale-out network, pipeline hand-offs "
                               "between nodes (docs/nodes.md); null for one GPU")
+    # --- traffic ---
+    harness: str = Field("closed loop in steady state (mean-value model)", description=(
+        "the arrival process the figures assume: the closed-loop figures above come from the "
+        "mean-value model; percentiles and replicas from the scheduler simulation"))
+    lengths: str | None = Field(None, description="the length distribution simulated")
+    slo_percentile: int | None = None
+    percentiles: dict[str, dict[str, float]] | None = Field(
+        None, description="{ttft_ms|tpot_ms|itl_ms|e2e_ms: {p50, p90, p99, mean}} from the "
+        "scheduler simulation under `harness`")
+    meets_slo_at_percentile: bool | None = None
+    preemptions: int | None = Field(None, description="preemptions (vLLM) / retractions "
+                                    "(SGLang) in the simulated run")
+    request_rate: float | None = None
+    replicas: int | None = Field(None, description="replicas of this layout that hold "
+                                 "request_rate within the SLOs at slo_percentile")
+    load_per_replica_rps: float | None = None
+    capacity_rps_per_replica: float | None = Field(
+        None, description="requests/s one replica serves at the largest batch it runs")
+    headroom: float | None = Field(None, description="1 − load / capacity, per replica")
+    gpus_for_rate: int | None = None
+    cost_per_day: float | None = Field(None, description="USD per day for the replicas' GPUs")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
     # by_concurrency computed on first read or serialization, not per plan: a sweep plans
@@ -977,6 +1023,28 @@ class PlanWhatIf(BaseModel):
     engine_quantization: str = Field(description="the method the engine detects in it, as its "
                                      "--quantization spells it")
     assumptions: list[str] = Field(default_factory=list)
+class TrafficInterval(BaseModel):
+    """One interval of a rate curve (--traffic)."""
+
+    time: float = Field(description="the curve's time value, as given")
+    requests_per_s: float
+    replicas: int
+    gpus: int
+
+
+class TrafficPlan(BaseModel):
+    """Replicas and cost over a rate curve (--traffic FILE), from the scheduler simulation."""
+
+    harness: str = Field(description="the arrival process each interval assumes")
+    intervals: list[TrafficInterval]
+    peak_gpus: int
+    mean_gpus: float
+    p95_gpus: float
+    gpu_hours_per_day: float = Field(description="GPU-hours over the curve, scaled to 24 h")
+    cost_per_day: float | None = Field(None, description="USD per day at the plan's GPU price")
+    autoscaler: dict[str, Any] = Field(
+        default_factory=dict, description="min/max replicas and the engine's queue and KV-use "
+        "gauges with target values per replica, as a KEDA ScaledObject / HPA would take them")
 
 
 class Plan(BaseModel):
@@ -1001,6 +1069,9 @@ class Plan(BaseModel):
     # --- nodes ---
     nodes: PlanNodes | None = Field(None, description="the nodes the layout spans and the "
                                     "links it crosses (docs/nodes.md)")
+    # --- traffic ---
+    traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
+                                        "(--traffic FILE)")
 
 
 # --- disagg ---

@@ -197,6 +197,19 @@ def workload_of(values: dict[str, Any]) -> Workload:
     return workload(**{k: values[k] for k in Workload.model_fields if k in values})
 
 
+def demand_of(values: dict[str, Any]) -> Any:
+    """--trace / --traffic files as a planner.traffic.Demand (None without either)."""
+    if all(values.get(k) is None for k in ("trace", "traffic", "lengths_file")):
+        return None
+    from ..planner.traffic import Demand
+    from ..sources.traffic_files import read_curve, read_lengths, read_trace
+
+    return Demand(trace=read_trace(values["trace"]) if values.get("trace") else (),
+                  curve=read_curve(values["traffic"]) if values.get("traffic") else (),
+                  lengths=(read_lengths(values["lengths_file"]) if values.get("lengths_file")
+                           else ()))
+
+
 def options_file(engine: str, path: Path | None) -> dict[str, Any]:
     """The knobs of --extra-llm-api-options (an engine's options file), or {} without one."""
     if path is None:

@@ -12,6 +12,7 @@ import typer
 from .common import (
     argument,
     console,
+    demand_of,
     errors,
     option,
     options_file,
@@ -58,7 +59,7 @@ def plan(model: str, **values: Any) -> None:
                        workload=workload, gpu_hour_price=values["gpu_hour_price"],
                        offline=values["offline"],
                        minimize_utilization=values["minimize_utilization"],
-                       **{**flags, **options})
+                       demand=demand_of(values), **{**flags, **options})
     if values["emit"] or values["output"]:
         emit_file(result, values["emit"], values["output"])
         if values["output"] is None:  # the manifest is stdout

@@ -12,6 +12,7 @@ import typer
 from .common import (
     argument,
     console,
+    demand_of,
     options_file,
     own,
     planning_options,
@@ -112,6 +113,7 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
     data = plan_report(m, g, engine=engine.lower(), engine_version=values["engine_version"],
                        workload=workload, token=values["token"], offline=values["offline"],
                        gpu_hour_price=values["gpu_hour_price"],
-                       minimize_utilization=values["minimize_utilization"], **knobs)
+                       minimize_utilization=values["minimize_utilization"],
+                       demand=demand_of(values), **knobs)
     return rep.for_model(data, command_line=line, version=__version__,
                          generated_at=values["generated_at"])

@@ -34,6 +34,10 @@ def _sweep_params() -> list[inspect.Parameter]:
         option("avg_output_tokens"),
         option("slo_tpot_ms", help="time per output token limit (needs a latency model)"),
         option("slo_ttft_ms", help="time to first token limit (needs a latency model)"),
+        option("request_rate", help="requests/s to serve: ranks the options by the cost per day "
+               "of the replicas the rate needs (docs/traffic.md)"),
+        option("burstiness"),
+        option("slo_percentile"),
         own("prices", Path | None, "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of "
             "your own US$ per GPU-hour"),
         own("top", int, "--top", help="options shown in the table", default=10),
@@ -70,7 +74,8 @@ def sweep(model: str, **values: Any) -> None:
 
     check_flags(values)  # nan, inf, 1e300 and 400-digit values: exit 2 naming the flag
     load = workload(**{k: values[k] for k in (
-        "target_concurrency", "avg_input_tokens", "avg_output_tokens")})
+        "target_concurrency", "avg_input_tokens", "avg_output_tokens", "request_rate",
+        "burstiness", "slo_percentile")})
     top = values["top"]
     if top < 1:
         raise InvalidInputError(f"--top must be at least 1, got {top}")

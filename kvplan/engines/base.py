@@ -320,6 +320,9 @@ class Engine(ABC):
     # quantization method the engine detects in such a checkpoint, as its --quantization spells
     # it; the least compute capability it serves it at). A format not listed: not served.
     what_if_formats: ClassVar[Mapping[str, tuple[str, tuple[int, int]]]] = {}
+    # Prometheus gauges an autoscaler reads (kvplan/planner/traffic.py): "queue" = requests
+    # waiting, "kv_usage" = KV-cache use as a fraction; {} when the engine exports none
+    autoscale_metrics: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

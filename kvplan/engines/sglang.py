@@ -1074,6 +1074,9 @@ class SglangEngine(Engine):
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """--chunked-prefill-size // dp under DP attention (_handle_data_parallelism)."""
         return max(1, tokens // dep.data_parallel_size) if SP.dp_attention(dep) else tokens
+    # python/sglang/srt/metrics/collector.py (SchedulerMetricsCollector, v0.4–0.5): gauges
+    # sglang:num_queue_reqs (requests in the waiting queue) and sglang:token_usage
+    autoscale_metrics = {"queue": "sglang:num_queue_reqs", "kv_usage": "sglang:token_usage"}
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""

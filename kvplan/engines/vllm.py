@@ -950,6 +950,10 @@ class VllmEngine(Engine):
     # floor, the bf16 GEMM it falls back to); compressed_tensors W8A8Int8 75; awq_marlin 80.
     what_if_formats = {"nvfp4": ("modelopt_fp4", (8, 0)), "mxfp4": ("quark", (8, 0)),
                        "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
+    # vllm/v1/metrics/loggers.py (PrometheusStatLogger, v0.10+): gauges
+    # vllm:num_requests_waiting and vllm:kv_cache_usage_perc (1 = 100 %)
+    autoscale_metrics = {"queue": "vllm:num_requests_waiting",
+                         "kv_usage": "vllm:kv_cache_usage_perc"}
     models_vision_encoder = True  # multimodal.py: the encoder's profiling run is modelled
 
     def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,

@@ -157,11 +157,41 @@ def _meets(p: perf.PerfPoint, w: Workload) -> bool:
             and (w.slo_tpot_ms is None or p.tpot_ms <= w.slo_tpot_ms))
 
 
-def largest_meeting(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int) -> int:
-    """Largest concurrency in 1…bound whose TTFT and TPOT meet the SLOs (0: none). Latency
-    grows with concurrency, so a bisection finds it."""
+def _percentile_mode(w: Workload) -> bool:
+    """SLOs at a percentile of the closed loop (no rate: the rate's replicas are sized apart,
+    planner/traffic.py)."""
+    return w.slo_percentile is not None and w.request_rate is None
+
+
+def _figures(ctx: perf.PerfContext, w: Workload, n: Lengths, c: int, block_size: int
+             ) -> tuple[float, float, str]:
+    """(TTFT ms, TPOT ms, label) the SLOs are checked on at concurrency c: the mean model's,
+    or with --slo-percentile the simulated closed loop's percentile (planner/traffic.py)."""
+    if _percentile_mode(w):
+        from . import traffic
+
+        mix = traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
+                          w.random_range_ratio or 0.0)
+        res = traffic.closed_loop(ctx, mix, c, block_size)
+        q = w.slo_percentile or traffic.PERCENTILE_DEFAULT
+        return res.ttft.at(q), res.tpot.at(q), f"p{q} "
+    at = at_lengths(ctx, n, c)
+    return at.ttft_ms, at.tpot_ms, ""
+
+
+def _meets_at(ctx: perf.PerfContext, w: Workload, n: Lengths, c: int, block_size: int) -> bool:
+    ttft, tpot, _ = _figures(ctx, w, n, c, block_size)
+    return ((w.slo_ttft_ms is None or ttft <= w.slo_ttft_ms)
+            and (w.slo_tpot_ms is None or tpot <= w.slo_tpot_ms))
+
+
+def largest_meeting(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
+                    block_size: int = 16) -> int:
+    """Largest concurrency in 1…bound whose TTFT and TPOT meet the SLOs (0: none): the mean
+    model's, or at --slo-percentile the simulated closed loop's. Latency grows with
+    concurrency, so a bisection finds it."""
     def ok(c: int) -> bool:
-        return _meets(at_lengths(ctx, n, c), w)
+        return _meets_at(ctx, w, n, c, block_size)
 
     return largest_true(ok, bound)
 
@@ -212,7 +242,8 @@ def break_even_acceptance(ctx: perf.PerfContext, n: Lengths, concurrency: int) -
 
 
 def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, concurrency: int,
-            bound: int, price: Price | None, acceptance_source: str | None = None) -> Performance:
+            bound: int, price: Price | None, acceptance_source: str | None = None,
+            extra: dict[str, Any] | None = None) -> Performance:
     """The Performance object at `concurrency`, the table up to the KV bound, and cost."""
     at = at_lengths(ctx, n, concurrency)
 
@@ -241,7 +272,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         **(dict(acceptance_rate=ctx.acceptance_rate, acceptance_rate_source=acceptance_source,
                 tokens_per_step=round(perf.tokens_per_step(ctx), 3),
                 break_even_acceptance_rate=break_even_acceptance(ctx, n, concurrency))
-           if ctx.spec_tokens else {}))
+           if ctx.spec_tokens else {}), **(extra or {}))
 
 
 def fit_name(ctx: perf.PerfContext) -> str:
@@ -252,27 +283,27 @@ def fit_name(ctx: perf.PerfContext) -> str:
 
 
 def slo_seqs(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
-             cap: int | None) -> tuple[Recommendation, int]:
+             cap: int | None, block_size: int = 16) -> tuple[Recommendation, int]:
     """max_num_seqs under latency SLOs: the largest concurrency that meets both SLOs and fits
     the KV cache (and the engine's own cap); the reason names the bound that binds."""
     limit = min(bound, cap) if cap else bound
-    best = largest_meeting(ctx, w, n, limit)
+    best = largest_meeting(ctx, w, n, limit, block_size)
     if best == 0:
         return Recommendation(value=None, reason="no concurrency meets the latency targets on "
                               "this deployment (see problems)"), 0
-    at = at_lengths(ctx, n, best)
-    figures = f"TTFT {at.ttft_ms:,.0f} ms, TPOT {at.tpot_ms:.1f} ms at {best}"
+    ttft, tpot, lab = _figures(ctx, w, n, best, block_size)
+    figures = f"{lab}TTFT {ttft:,.0f} ms, {lab}TPOT {tpot:.1f} ms at {best}"
     if best == limit:
         why = (f"the KV cache holds {bound} requests of {n.input_tokens + n.output_tokens} tokens"
                if limit == bound else f"the engine's limit of {cap} for this GPU")
         reason = f"{why} binds before the latency targets ({figures})"
         return Recommendation(value=best, reason=reason), best
-    nxt = at_lengths(ctx, n, best + 1)
+    n_ttft, n_tpot, lab = _figures(ctx, w, n, best + 1, block_size)
     broke = []
-    if w.slo_ttft_ms is not None and nxt.ttft_ms > w.slo_ttft_ms:
-        broke.append(f"TTFT {nxt.ttft_ms:,.0f} > {w.slo_ttft_ms:g} ms")
-    if w.slo_tpot_ms is not None and nxt.tpot_ms > w.slo_tpot_ms:
-        broke.append(f"TPOT {nxt.tpot_ms:.1f} > {w.slo_tpot_ms:g} ms")
+    if w.slo_ttft_ms is not None and n_ttft > w.slo_ttft_ms:
+        broke.append(f"{lab}TTFT {n_ttft:,.0f} > {w.slo_ttft_ms:g} ms")
+    if w.slo_tpot_ms is not None and n_tpot > w.slo_tpot_ms:
+        broke.append(f"{lab}TPOT {n_tpot:.1f} > {w.slo_tpot_ms:g} ms")
     return Recommendation(value=best, reason=f"the latency target binds: {figures}; at {best + 1} "
                           + " and ".join(broke) + f" (the KV cache would hold {bound})"), best
 

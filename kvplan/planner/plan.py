@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -37,6 +37,7 @@ from ..specs import (
     Recommendations,
     Source,
     SourcedValue,
+    TrafficPlan,
     WhatIfPlan,
     Workload,
 )
@@ -44,6 +45,9 @@ from ..units import GiB, largest_true
 from ..versions import parse_version
 from . import nodes as node_rules
 from . import performance
+
+if TYPE_CHECKING:
+    from .traffic import Demand
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 from .whatif import apply as what_if_apply
 from .whatif import command as what_if_command
@@ -163,7 +167,7 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
-         larger_gpus: Sequence[GpuSpec] = ()) -> Plan:
+         larger_gpus: Sequence[GpuSpec] = (), demand: Demand | None = None) -> Plan:
     """Plan one deployment. Raises KvplanError subclasses for bad input; a deployment that
     does not fit (or misses the workload's target) is a Plan with fits=False, not an exception.
     `minimize_utilization`: recommend the smallest budget fraction that meets the target instead
@@ -196,8 +200,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
     problems += rec_problems
-    performance, perf_problems = _performance(eng, m, gpu, knobs, planned, planned_res, rec,
-                                              workload, price)
+    performance, perf_problems, traffic_plan = _performance(
+        eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand)
     problems += perf_problems
     command = _command(eng, m, planned, rec, workload, knobs.quantization)
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
@@ -231,7 +235,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         performance=performance,
         command=command,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
-        nodes=node_plan, **extra,
+        nodes=node_plan, traffic=traffic_plan if performance is not None else None,
+        **extra,
     )
 
 
@@ -846,14 +851,15 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
 
 def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                  res: MemoryResult, rec: Recommendations, w: Workload,
-                 price: Price | None) -> tuple[Performance | None, list[Problem]]:
+                 price: Price | None, demand: Demand | None = None
+                 ) -> tuple[Performance | None, list[Problem], TrafficPlan | None]:
     """The latency model on the recommended deployment; with SLOs, max_num_seqs and
     max_num_batched_tokens are chosen by it (and rec is updated in place)."""
     missing = perf.missing_gpu_fields(gpu)
     if missing:
         return None, [Problem(code="no-performance-figures", severity="warning",
                               message=f"{gpu.id} has no {', '.join(missing)} in gpu_specs: "
-                              "latency and throughput are omitted (the memory plan stands)")]
+                              "latency and throughput are omitted (the memory plan stands)")], None
     util = rec.gpu_memory_utilization.value
     if util and util != dep.gpu_memory_utilization and dep.kv_cache_memory_bytes is None:
         got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
@@ -864,13 +870,14 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     acc, acc_source = performance.acceptance(dep, w)
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
-        return None, []
+        return None, [], None
     s = _Setup(eng, m, gpu, knobs, dep, res)
     engine_seqs = _launch_seqs(dep, res, rec, w)
     problems: list[Problem] = []
     tokens = None
     if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
-        engine_seqs, tokens, problems = _size_for_slos(s, rec, w, n, bound, engine_seqs, acc)
+        engine_seqs, tokens, problems = _size_for_slos(s, rec, _sizing(w, demand), n, bound,
+                                                       engine_seqs, acc)
     # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
     concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
     if tokens and tokens != dep.max_num_batched_tokens:
@@ -879,11 +886,31 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc,
                               nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
+    extra, curve = None, None
+    if w.simulated() or (demand is not None and demand.asked()):  # only when asked
+        from . import traffic
+
+        extra, rates = traffic.simulated(
+            ctx, w, demand, n.input_tokens, n.output_tokens, n.cached_tokens,
+            block_size=res.block_size, running=engine_seqs, concurrency=concurrency,
+            gpus=dep.tensor_parallel_size * dep.pipeline_parallel_size,
+            price_per_gpu_hour=price.usd_per_hour if price else None,
+            metrics=dict(eng.autoscale_metrics))
+        curve = TrafficPlan.model_validate(rates) if rates else None
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
-                                  acceptance_source=acc_source)
+                                  acceptance_source=acc_source, extra=extra)
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
-    return section, problems
+    return section, problems, curve
+
+
+def _sizing(w: Workload, demand: Demand | None) -> Workload:
+    """The workload max_num_seqs is sized for: a trace or a rate curve sizes replicas at the
+    percentile, as a rate does, and the batch on the mean model (the percentiles of a closed
+    loop do not apply to them)."""
+    if demand is not None and (demand.trace or demand.curve):
+        return w.model_copy(update={"slo_percentile": None})
+    return w
 
 
 def _launch_seqs(dep: Deployment, res: MemoryResult, rec: Recommendations, w: Workload) -> int:
@@ -910,7 +937,7 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
     search = performance.context(m, gpu, dep, s.res, max_num_seqs=min(bound, cap or bound),
                                  acceptance_rate=acc, nodes=s.knobs.nodes,
                                  gpus_per_node=s.knobs.gpus_per_node)
-    seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap)
+    seqs_rec, best = performance.slo_seqs(search, w, n, bound, cap, s.res.block_size)
     given_seqs = dep.user_set("max_num_seqs")
     if given_seqs:  # the user's batch size stays; say so
         if best and engine_seqs > best:
@@ -938,7 +965,8 @@ def _size_for_slos(s: _Setup, rec: Recommendations, w: Workload, n: performance.
                                         acceptance_rate=acc, nodes=s.knobs.nodes,
                                         gpus_per_node=s.knobs.gpus_per_node)
             seqs_rec, again_best = performance.slo_seqs(again, w, n,
-                                                        performance.kv_bound(got[1], n), cap)
+                                                        performance.kv_bound(got[1], n), cap,
+                                                        got[1].block_size)
             if again_best >= best and not given_seqs:
                 rec.max_num_seqs, best = seqs_rec, again_best
                 engine_seqs = best

@@ -143,6 +143,14 @@ class Option(_Model):
     tpot_ms: float | None = None
     ttft_ms: float | None = None
     output_tokens_per_s: float | None = None
+    # --- traffic ---
+    replicas_for_rate: int | None = Field(None, description="sweep --request-rate: replicas "
+                                          "of this option the rate needs")
+    replicas_simulated: bool | None = Field(None, description="True: from the scheduler "
+                                            "simulation at the SLO percentile; False: estimated "
+                                            "from throughput (rate ÷ 95 % of capacity)")
+    cost_per_day_for_rate: float | None = Field(None, description="US$ per day for those "
+                                                "replicas")
     knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
                                   "plan's, with underscores)")
     plan: SerializeAsAny[Plan]  # a WhatIfPlan keeps its what_if in JSON

@@ -480,6 +480,7 @@ def _md_section(sec: Section, level: int) -> list[str]:
 
     if p.performance is not None:
         out += _md_perf(p.performance, level + 1)
+    out += _md_traffic(p, level + 1)
 
     out += [f"{h}# Problems, assumptions and inputs", ""]
     probs = _problems(sec)
@@ -498,6 +499,94 @@ def _md_perf(perf: Performance, level: int) -> list[str]:
     if slos := _slos(perf):
         out += ["SLOs: " + ", ".join(f"{_md(k)} {v:g}" for k, v in slos), ""]
     return out
+
+
+_PCT_METRICS = (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
+                ("e2e_ms", "end-to-end"))
+
+
+def _pct_rows(perf: Performance) -> list[tuple[object, ...]]:
+    pct = perf.percentiles or {}
+    return [(label, *(f"{pct.get(k, {}).get(q, 0.0):,.1f}" for q in ("p50", "p90", "p99", "mean")))
+            for k, label in _PCT_METRICS]
+
+
+def _replica_line(perf: Performance) -> str:
+    if perf.replicas is None or perf.request_rate is None:
+        return ""
+    cost = f", US$ {perf.cost_per_day:,.2f} per day" if perf.cost_per_day is not None else ""
+    head = f", headroom {perf.headroom:.0%}" if perf.headroom is not None else ""
+    return (f"{perf.request_rate:g} req/s need {perf.replicas} replica"
+            f"{'s' if perf.replicas != 1 else ''} ({perf.gpus_for_rate} GPUs{cost}): "
+            f"{perf.load_per_replica_rps:g} req/s each of at most "
+            f"{perf.capacity_rps_per_replica:g}{head}.")
+
+
+def _traffic_summary(p: Plan) -> str:
+    t = p.traffic
+    if t is None:
+        return ""
+    cost = f", US$ {t.cost_per_day:,.2f} per day" if t.cost_per_day is not None else ""
+    return (f"GPUs: peak {t.peak_gpus}, mean {t.mean_gpus:g}, p95 {t.p95_gpus:g}; "
+            f"{t.gpu_hours_per_day:,.1f} GPU-hours per day{cost}.")
+
+
+def _autoscaler_rows(p: Plan) -> list[tuple[object, ...]]:
+    a = p.traffic.autoscaler if p.traffic else {}
+    rows: list[tuple[object, ...]] = [("replicas", f"{a.get('min_replicas')}–"
+                                                   f"{a.get('max_replicas')}", "the curve's "
+                                                   "fewest and most")]
+    rows += [(m["name"], f"{m['target']:g}", m["why"]) for m in a.get("metrics", [])]
+    return rows
+
+
+def _md_traffic(p: Plan, level: int) -> list[str]:
+    """Simulated percentiles, the replicas for a rate, and a rate curve's replicas and cost."""
+    perf, out = p.performance, []
+    h = "#" * level
+    if perf is not None and perf.percentiles:
+        out += [f"{h} Traffic: simulated percentiles", "",
+                f"Harness: {_md(perf.harness)}; {_md(perf.lengths or '')}.", ""]
+        out += _md_table(["ms", "p50", "p90", "p99", "mean"], _pct_rows(perf), right=[1, 2, 3, 4])
+        if line := _replica_line(perf):
+            out += [_md(line), ""]
+    t = p.traffic
+    if t is not None:
+        out += [f"{h} Traffic over the day", "", f"Harness: {_md(t.harness)}.", ""]
+        xs = ", ".join(f'"{i.time:g}"' for i in t.intervals)
+        ys = ", ".join(f"{i.gpus}" for i in t.intervals)
+        out += ["```mermaid", "xychart-beta", '    title "GPUs per interval"',
+                f'    x-axis "time (h)" [{xs}]',
+                f'    y-axis "GPUs" 0 --> {max(1, t.peak_gpus)}', f"    bar [{ys}]", "```", ""]
+        out += [_md(_traffic_summary(p)), ""]
+        out += _md_table(["autoscaler", "target", "why"], _autoscaler_rows(p))
+    return out
+
+
+def _html_traffic(p: Plan, cid: str) -> str:
+    from . import svg
+
+    perf, out = p.performance, []
+    if perf is not None and perf.percentiles:
+        out.append("<h3>Traffic: simulated percentiles</h3>"
+                   f"<p class=\"sub\">Harness: {_h(perf.harness)}; {_h(perf.lengths or '')}.</p>")
+        out.append(_html_table(["ms", "p50", "p90", "p99", "mean"], _pct_rows(perf),
+                               numeric=[1, 2, 3, 4]))
+        if line := _replica_line(perf):
+            out.append(f"<p>{_h(line)}</p>")
+    t = p.traffic
+    if t is not None:
+        out.append(f"<h3>Traffic over the day</h3><p class=\"sub\">Harness: {_h(t.harness)}.</p>")
+        pts = [(i.time, float(i.gpus)) for i in t.intervals]
+        series = [svg.Series("GPUs", pts, svg.OKABE_ITO[0])]
+        desc = "GPUs: " + ", ".join(f"{x:g} h → {y:g}" for x, y in pts)
+        if len(pts) >= 2:
+            out.append(_wrap(svg.line_chart(
+                f"{cid}-t", series, title="GPUs per interval", desc=desc, x_label="time (h)",
+                y_label="GPUs", x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}")))
+        out.append(f"<p>{_h(_traffic_summary(p))}</p>")
+        out.append(_html_table(["autoscaler", "target", "why"], _autoscaler_rows(p)))
+    return "".join(out)
 
 
 def _md_compare(plans: Sequence[Plan], level: int) -> list[str]:
@@ -765,6 +854,7 @@ def _html_section(sec: Section, idx: int) -> str:
         seqs = p.recommendations.max_num_seqs.value or p.inputs["max_num_seqs"].value
         out.append(_html_perf(p.performance, f"p{idx}",
                               int(seqs) if isinstance(seqs, int | float) else None))
+    out.append(_html_traffic(p, f"t{idx}"))
     items = "".join(f'<li class="{_h(x.severity)}"><span class="sev">{_h(x.severity)}</span>'
                     f"<code>{_h(x.code)}</code> {_h(x.message)}</li>" for x in _problems(sec))
     out.append("<h3>Problems</h3>" + (f'<ul class="problems">{items}</ul>' if items else

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..deploy.check import CheckReport
     from ..planner.sweep import Option, SweepResult
     from ..sources.catalog import CatalogEntry
-    from ..specs import GpuSpec, ModelSpec, Plan
+    from ..specs import GpuSpec, ModelSpec, Performance, Plan, TrafficPlan
 
 
 def _gib(n: int) -> str:
@@ -134,6 +134,8 @@ def plan_table(plan: Plan, console: Console) -> None:
     console.print(r)
     if plan.performance is not None:
         performance_table(plan, console)
+    if plan.traffic is not None:
+        traffic_table(plan.traffic, console)
     for p in plan.problems:
         style = {"error": "red", "warning": "yellow"}.get(p.severity, "dim")
         console.print(f"[{style}]{p.severity}[/] {escape(f'[{p.code}]')} {escape(p.message)}")
@@ -198,6 +200,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     if pf.cost_per_million_output_tokens is not None:
         t.add_row("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
     console.print(t)
+    if pf.percentiles:
+        _percentile_table(pf, console)
     c = Table(title="Versus concurrency (closed loop)", title_justify="left", show_edge=False)
     for col in ("concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s", "bound"):
         c.add_column(col, justify="right")
@@ -211,6 +215,60 @@ def performance_table(plan: Plan, console: Console) -> None:
     console.print(c)
     if pf.slo_ttft_ms or pf.slo_tpot_ms:
         console.print("✗ = misses a latency target")
+
+
+def traffic_table(tp: TrafficPlan, console: Console) -> None:
+    """Replicas per interval of a rate curve, GPUs and cost per day, autoscaler values."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=f"Traffic curve ({escape(tp.harness)})", title_justify="left",
+              show_edge=False)
+    for col in ("time, h", "req/s", "replicas", "GPUs"):
+        t.add_column(col, justify="right")
+    for i in tp.intervals:
+        t.add_row(f"{i.time:g}", f"{i.requests_per_s:,.2f}", f"{i.replicas}", f"{i.gpus}")
+    console.print(t)
+    cost = f", ${tp.cost_per_day:,.2f} per day" if tp.cost_per_day is not None else ""
+    console.print(f"GPUs: peak {tp.peak_gpus}, mean {tp.mean_gpus:g}, p95 {tp.p95_gpus:g}; "
+                  f"{tp.gpu_hours_per_day:,.1f} GPU-hours per day{cost}")
+    a = tp.autoscaler
+    metrics = a.get("metrics") or []
+    targets = "; ".join(f"{m['name']} target {m['target']:g} per replica" for m in metrics)
+    console.print(f"autoscaler: {a.get('min_replicas')}–{a.get('max_replicas')} replicas"
+                  + (f"; {targets}" if targets else ""), markup=False)
+
+
+def _percentile_table(pf: Performance, console: Console) -> None:
+    """The simulated percentiles, the harness they assume, and the replicas for a rate."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    q = pf.slo_percentile
+    t = Table(title=f"Simulated ({escape(pf.harness)}; {escape(pf.lengths or '')})",
+              title_justify="left", show_edge=False)
+    for col in ("ms", "p50", "p90", "p99", "mean"):
+        t.add_column(col, justify="right" if col != "ms" else "left")
+    targets = {"ttft_ms": pf.slo_ttft_ms, "tpot_ms": pf.slo_tpot_ms}
+    for key, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
+                       ("e2e_ms", "end-to-end")):
+        row = (pf.percentiles or {}).get(key, {})
+        target = targets.get(key)
+        cells = []
+        for p in ("p50", "p90", "p99", "mean"):
+            v = row.get(p, 0.0)
+            miss = target is not None and p == f"p{q}" and v > target
+            cells.append(f"{v:,.1f}" + (" ✗" if miss else ""))
+        t.add_row(label + (f" (target {target:g} at p{q})" if target else ""), *cells)
+    console.print(t)
+    if pf.replicas is not None and pf.request_rate is not None:
+        gpus = f", {pf.gpus_for_rate} GPUs" if pf.gpus_for_rate else ""
+        cost = f", ${pf.cost_per_day:,.2f} per day" if pf.cost_per_day is not None else ""
+        head = f", headroom {pf.headroom:.0%}" if pf.headroom is not None else ""
+        ok = "" if pf.meets_slo_at_percentile in (None, True) else " (SLOs not met)"
+        console.print(f"replicas for {pf.request_rate:g} req/s: {pf.replicas}{ok}{gpus}{cost}"
+                      f" — {pf.load_per_replica_rps:g} req/s per replica of "
+                      f"{pf.capacity_rps_per_replica:g} at most{head}")
 
 
 def compare_table(plans: list[Plan], console: Console) -> None:

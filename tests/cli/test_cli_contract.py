@@ -184,6 +184,8 @@ def test_the_knob_table_bounds_the_workload_as_the_workload_model_does():
         lo, lo_open, hi = OPTIONS[name].bounds()
         # a hit rate is a fraction of the prompt: it needs a prompt length
         base = {"avg_input_tokens": 1000} if name == "prefix_hit_rate" else {}
+        if name == "burstiness":  # shapes the arrivals of a rate: it needs one
+            base = {"request_rate": 1.0}
         Workload(**base, **{name: hi})  # the table's top is valid
         assert knob_error(name, hi) is None
         over = hi * 2

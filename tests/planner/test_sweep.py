@@ -427,7 +427,8 @@ def test_option_json_keeps_its_order_and_reads_the_plan(result70):
              "tensor_parallel_size", "pipeline_parallel_size", "engine", "quantization",
              "kv_cache_dtype", "weights_format", "kv_tokens", "headroom", "price_per_hour",
              "price_source", "price_date", "price_default", "cost_per_million_output_tokens",
-             "tpot_ms", "ttft_ms", "output_tokens_per_s", "knobs", "plan",
+             "tpot_ms", "ttft_ms", "output_tokens_per_s", "replicas_for_rate",
+             "replicas_simulated", "cost_per_day_for_rate", "knobs", "plan",
              "disaggregated"]  # sweep --disagg (issue #25): every option says whether it is
     for o in result70.options:
         d = json.loads(o.model_dump_json())

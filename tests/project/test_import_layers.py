@@ -61,6 +61,7 @@ LAYER = {
     "kvplan.perf.step": "core",
     "kvplan.perf.kv_transfer": "core",
     "kvplan.perf.user_calibration": "core",
+    "kvplan.perf.simulate": "core",
     "kvplan.planner": "core",
     "kvplan.planner.curve": "core",
     "kvplan.planner.disagg": "core",
@@ -71,6 +72,7 @@ LAYER = {
     "kvplan.planner.sweep": "core",
     "kvplan.planner.sweep_disagg": "core",
     "kvplan.planner.whatif": "core",
+    "kvplan.planner.traffic": "core",
     # sources: catalogue, Hub, config and checkpoint readers, prices, bounded readers, local GPUs
     "kvplan.sources": "sources",
     "kvplan.sources.benchfiles": "sources",
@@ -81,6 +83,7 @@ LAYER = {
     "kvplan.sources.limits": "sources",
     "kvplan.sources.nvml": "sources",
     "kvplan.sources.prices": "sources",
+    "kvplan.sources.traffic_files": "sources",
     # model.config and its family converters read untrusted config.json values (bounded readers)
     "kvplan.model.config": "sources",
     "kvplan.model.families": "sources",

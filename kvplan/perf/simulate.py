@@ -1,0 +1,651 @@
+"""Discrete-event simulation of one replica's continuous-batching scheduler, driven by the
+step-time model (perf.step._step_s: one call per engine step, or per run of identical decode
+steps). Pure: standard library and kvplan.perf.step only.
+
+What it adds to perf.step.evaluate() (a closed-loop mean-value analysis at constant lengths):
+arrival processes (how the serving benchmarks send requests), length distributions, admission
+and preemption as the engines do them, and per-request TTFT / TPOT / ITL / e2e, hence
+percentiles.
+
+Harnesses (how `vllm bench serve` and SGLang's `bench_serving` send requests):
+* closed: N clients started together, each sending its next request when the previous one
+  ends (`--max-concurrency N --request-rate inf`: a semaphore of N over requests that are all
+  ready at t = 0; vllm/benchmarks/serve.py, sglang/bench_serving.py);
+* steady: the same closed loop in its steady state: the clients' first requests spread over
+  one cycle (stagger_s), and the statistics taken over the requests sent after the first N
+  and before the last N (no start-up burst, no drain): what perf.step.evaluate() models;
+* open: requests sent at a rate, the gaps drawn from Gamma(shape=B, scale=1/(rate·B)), the
+  first at t = 0 (B = `--burstiness`, 1 = Poisson; vllm/benchmarks/serve.py get_request);
+* trace: the arrival times of a trace.
+
+Metrics as the benchmarks define them (vllm/benchmarks/serve.py calculate_metrics): TTFT =
+send → first token; TPOT = (e2e − TTFT)/(output − 1) per request with output > 1; ITL = every
+gap between consecutive tokens, pooled over all requests; e2e = send → last token;
+percentiles by linear interpolation (numpy.percentile's default).
+
+Schedulers (the engine's declared batching style, PerfContext.style):
+* "mixed" — vLLM V1 (vllm/v1/core/sched/scheduler.py, Scheduler.schedule, v0.9–0.11; TRT-LLM's
+  in-flight batching is modelled alike): each step first gives every running request its
+  next tokens (one per decoding request, the next prompt chunk of a request still
+  prefilling) within max_num_batched_tokens, allocating the KV blocks those tokens need; when
+  no block is free it preempts the newest running request (`self.running.pop()`: FCFS),
+  frees its blocks and puts it at the front of the queue with num_computed_tokens = 0
+  (recompute). Waiting requests are admitted only in a step that preempted none, while
+  running < max_num_seqs, the token budget lasts and the blocks of their first chunk are
+  free (KVCacheManager.allocate_slots: the blocks a request actually holds, not a reserve
+  for its output).
+* "separate" — SGLang (python/sglang/srt/managers/scheduler.py get_next_batch_to_run,
+  schedule_policy.py PrefillAdder, v0.4–0.5; TGI alike): when waiting requests can be
+  admitted a prefill batch of up to the chunk size (chunked_prefill_size) runs and decoding
+  pauses; a request is admitted while running < max_running_requests and the free KV tokens
+  cover its prompt plus min(output, 4096) × new_token_ratio, after reserving that much for
+  every running request's remaining output (SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION = 4096).
+  new_token_ratio starts at 0.7 (SGLANG_INIT_NEW_TOKEN_RATIO), falls by (0.7 − 0.7·0.14)/600
+  per decode step to 0.7·0.14 (SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR, _DECAY_STEPS;
+  sglang/srt/environ.py) and goes back to 0.7 when a decode step runs out of KV and a
+  request is retracted (modelled: the newest, recomputed later).
+
+Simplifications (stated, not hidden): a recomputed request's prefix-cache hits are ignored;
+the prefix cache saves prefill compute only (`cached_tokens` per prompt), not KV blocks; with
+speculative decoding the KV grows one token per step (the accepted tokens are
+tokens_per_step); a preemption's token gap is in TPOT and e2e but not in the pooled ITL.
+
+Speed: between two events (an arrival the scheduler could admit, a request finishing, KV
+running out) decode steps differ only in context length, and the step time is linear in it,
+so a run of k such steps costs one step-model call at the run's mean context.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .step import PerfContext, _step_s, tokens_per_step
+
+HarnessKind = Literal["closed", "steady", "open", "trace"]
+
+# SGLang's admission constants (sglang/srt/environ.py, v0.5; see the module docstring).
+SGLANG_INIT_NEW_TOKEN_RATIO = 0.7
+SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS = 600
+SGLANG_CLIP_MAX_NEW_TOKENS = 4096
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class Harness:
+    """How requests are sent: a closed loop of `concurrency` clients, an open loop at
+    `request_rate` req/s (gamma gaps of shape `burstiness`), or a trace's arrival times."""
+
+    kind: HarnessKind
+    concurrency: int = 0
+    request_rate: float = 0.0
+    burstiness: float = 1.0
+    stagger_s: float = 0.0  # steady: gap between the clients' first requests
+
+    def describe(self) -> str:
+        if self.kind == "steady":
+            return (f"closed loop in steady state: {self.concurrency} clients, requests "
+                    "spread out (start-up burst and drain excluded)")
+        if self.kind == "closed":
+            return (f"closed loop: {self.concurrency} clients started together "
+                    f"(--max-concurrency {self.concurrency} --request-rate inf)")
+        if self.kind == "open":
+            how = ("Poisson arrivals" if self.burstiness == 1.0
+                   else f"gamma arrivals, burstiness {self.burstiness:g}")
+            return f"open loop: {self.request_rate:.4g} req/s, {how}"
+        return "trace replay: the trace's arrival times"
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The requests of a run, in send order: prompt and output lengths (tokens) and, for an
+    open loop or a trace, the send times (s; None for a closed loop)."""
+
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    arrival_s: tuple[float, ...] | None = None
+    lengths: str = "constant"  # which length distribution, for the record
+
+    def __post_init__(self) -> None:
+        if len(self.input_tokens) != len(self.output_tokens) or not self.input_tokens:
+            raise ValueError("input_tokens and output_tokens must be non-empty and equally long")
+        if self.arrival_s is not None and len(self.arrival_s) != len(self.input_tokens):
+            raise ValueError("arrival_s must have one time per request")
+        if min(self.input_tokens) < 1 or min(self.output_tokens) < 1:
+            raise ValueError("every request needs ≥ 1 input and ≥ 1 output token")
+
+
+# ------------------------------------------------------------------ workload makers
+
+
+def gamma_arrivals(n: int, rate: float, burstiness: float = 1.0,
+                   seed: int = 0) -> tuple[float, ...]:
+    """Send times of n requests as `vllm bench serve --request-rate R --burstiness B` draws
+    them: the first at 0, then gaps from Gamma(shape=B, scale=1/(R·B)) (mean 1/R; B = 1 is a
+    Poisson process, B < 1 burstier, B > 1 more regular)."""
+    if rate <= 0 or burstiness <= 0:
+        raise ValueError("request rate and burstiness must be > 0")
+    rng = random.Random(seed)
+    theta = 1.0 / (rate * burstiness)
+    t, out = 0.0, [0.0]
+    for _ in range(n - 1):
+        t += rng.gammavariate(burstiness, theta)
+        out.append(t)
+    return tuple(out)
+
+
+def uniform_lengths(n: int, mean: int, range_ratio: float, seed: int = 0) -> tuple[int, ...]:
+    """n lengths as the serving benchmarks' `random` dataset draws them: integers uniform in
+    [floor(L·(1 − r)), ceil(L·(1 + r))], at least 1 (vllm/benchmarks/datasets.py,
+    RandomDataset.get_sampling_params; r in [0, 1))."""
+    if not 0.0 <= range_ratio < 1.0:
+        raise ValueError("range ratio must be in [0, 1)")
+    lo = max(1, math.floor(mean * (1 - range_ratio)))
+    hi = max(lo, math.ceil(mean * (1 + range_ratio)))
+    if lo == hi:
+        return (lo,) * n
+    rng = random.Random(seed)
+    return tuple(rng.randint(lo, hi) for _ in range(n))
+
+
+def sampled_lengths(n: int, pairs: Sequence[tuple[int, int]], seed: int = 0
+                    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """n (input, output) pairs drawn with replacement from an empirical list (a file of
+    lengths, a named dataset's histogram)."""
+    if not pairs:
+        raise ValueError("no (input, output) lengths to sample from")
+    rng = random.Random(seed)
+    picks = [pairs[rng.randrange(len(pairs))] for _ in range(n)]
+    return tuple(p[0] for p in picks), tuple(p[1] for p in picks)
+
+
+# ----------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Stat:
+    """p50 / p90 / p99 and mean of one metric (ms)."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+
+    def at(self, percentile: int) -> float:
+        return {50: self.p50, 90: self.p90, 99: self.p99}[percentile]
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile by linear interpolation between closest ranks (numpy.percentile's
+    default, which the serving benchmarks use)."""
+    n = len(sorted_values)
+    if n == 0:
+        return 0.0
+    pos = (n - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _stat(values: list[float]) -> Stat:
+    if not values:
+        return Stat(0.0, 0.0, 0.0, 0.0)
+    s = sorted(values)
+    p50, p90, p99 = (percentile(s, q) * 1e3 for q in PERCENTILES)
+    return Stat(p50, p90, p99, mean=sum(s) / len(s) * 1e3)
+
+
+def _weighted_stat(pairs: list[tuple[float, float]]) -> Stat:
+    """Percentiles of a pooled sample given as (value, count) pairs: the value at cumulative
+    count q % of the total (counts are tokens: thousands per pair, so interpolation between
+    ranks is immaterial)."""
+    total = sum(w for _, w in pairs)
+    if total <= 0:
+        return Stat(0.0, 0.0, 0.0, 0.0)
+    pairs = sorted(pairs)
+    mean = sum(v * w for v, w in pairs) / total
+    out, acc, i = [], 0.0, 0
+    for q in PERCENTILES:
+        target = total * q / 100.0
+        while i < len(pairs) - 1 and acc + pairs[i][1] < target:
+            acc += pairs[i][1]
+            i += 1
+        out.append(pairs[i][0] * 1e3)
+    return Stat(out[0], out[1], out[2], mean=mean * 1e3)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """One simulated run. Latency statistics in ms; throughput per replica."""
+
+    harness: Harness
+    lengths: str
+    requests: int
+    completed: int
+    failed: int  # prompts that never fit the KV cache
+    duration_s: float  # first send → last token
+    requests_per_s: float
+    output_tokens_per_s: float
+    ttft: Stat
+    tpot: Stat
+    itl: Stat
+    e2e: Stat
+    preemptions: int
+    max_running: int
+    mean_running: float  # time-weighted sequences in the batch
+    mean_waiting: float  # time-weighted requests in the queue (the engines' queue gauge)
+    mean_kv_usage: float  # time-weighted share of the KV cache in use
+    steps: int  # step-model calls (runs of identical decode steps count once)
+    ttft_s: tuple[float, ...]  # per request (completed ones), send order
+    e2e_s: tuple[float, ...]
+
+
+# ------------------------------------------------------------------------ engine
+
+
+class _Sim:
+    """State of one replica; see the module docstring for the rules of each style."""
+
+    def __init__(self, ctx: PerfContext, reqs: Requests, harness: Harness, block_size: int,
+                 kv_tokens: int | None, cached_tokens: int) -> None:
+        self.ctx = ctx
+        self.n = n = len(reqs.input_tokens)
+        self.inp = reqs.input_tokens
+        self.out = reqs.output_tokens
+        self.cached = cached_tokens
+        self.bs = max(1, block_size)
+        cap = kv_tokens if kv_tokens is not None else ctx.kv_capacity_tokens
+        self.total = cap // self.bs if cap else 1 << 60  # KV blocks of the replica
+        self.used = 0
+        # a request longer than the whole cache is refused (vLLM and SGLang refuse requests
+        # beyond max_model_len / the token pool, which start-up caps at the KV capacity)
+        self.too_big = [self._blocks(i + o) > self.total
+                        for i, o in zip(self.inp, self.out, strict=True)]
+        self.budget = max(1, ctx.max_num_batched_tokens)
+        self.max_seqs = max(1, ctx.max_num_seqs)
+        self.q = 1 + ctx.spec_tokens  # tokens a decoding sequence scores per step
+        self.per_step = tokens_per_step(ctx)
+        self.overhead = ctx.coefficients.request_overhead_ms * 1e-3
+        self.sent = [0.0] * n
+        self.first = [-1.0] * n
+        self.end = [-1.0] * n
+        self.need = [0] * n  # prefill tokens to compute (prompt − cached, or all on recompute)
+        self.done = [0] * n  # of them computed
+        self.held = [0] * n  # blocks held while prefilling
+        self.gen = [0] * n  # output tokens produced (at decode start / preemption)
+        self.g0 = [0] * n  # decode tick at decode start
+        self.c0 = [0] * n  # tokens in KV at decode start
+        self.fin = [0] * n  # tick of the last token
+        self.epoch = [0] * n  # invalidates heap entries of a preempted request
+        self.decoding = [False] * n
+        self.now = 0.0
+        self.tick = 0  # decode steps so far
+        self.running: dict[int, None] = {}  # admission order (newest last)
+        self.prefilling: dict[int, None] = {}
+        self.waiting: deque[int] = deque()
+        self.future: list[tuple[float, int]] = []  # (arrival at the engine, request)
+        self.heap: list[tuple[int, int, int]] = []  # (finish tick, request, epoch)
+        self.phase = [0] * self.bs  # decoders by the tick phase at which they need a block
+        self.n_dec = 0
+        self.off_sum = 0  # Σ (c0 − g0) over decoders: Σ context = off_sum + n_dec · tick
+        self.fin_sum = 0  # Σ fin over decoders (SGLang's reserve)
+        self.itl: list[tuple[float, float]] = []
+        self.pause = 0.0  # prefill time since the last decode step (prefill-first engines)
+        self.preemptions = self.failed = self.steps = self.max_running = 0
+        self.busy_weighted = 0.0
+        self.wait_weighted = 0.0
+        self.kv_weighted = 0.0
+        self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
+        self.ratio_min = SGLANG_INIT_NEW_TOKEN_RATIO * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+        self.ratio_decay = (self.ratio - self.ratio_min) / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+        self.next_req = 0  # closed loop: next request to send
+        if harness.kind in ("closed", "steady"):
+            for k in range(min(max(1, harness.concurrency), n)):
+                self._send(k * harness.stagger_s)
+        else:
+            assert reqs.arrival_s is not None
+            t0 = min(reqs.arrival_s)
+            for r, t in enumerate(reqs.arrival_s):
+                self.sent[r] = t - t0
+                self.need[r] = self.inp[r] - min(cached_tokens, self.inp[r] - 1)
+                self.future.append((t - t0 + self.overhead, r))
+            heapq.heapify(self.future)
+        self.closed = harness.kind in ("closed", "steady")
+
+    # --------------------------------------------------------------- bookkeeping
+
+    def _send(self, t: float) -> None:
+        r = self.next_req
+        if r >= self.n:
+            return
+        self.next_req += 1
+        self.sent[r] = t
+        self.need[r] = self.inp[r] - min(self.cached, self.inp[r] - 1)
+        heapq.heappush(self.future, (t + self.overhead, r))
+
+    def _complete(self, r: int) -> None:
+        self.end[r] = self.now
+        del self.running[r]
+        if self.closed:
+            self._send(self.now)
+
+    def _arrivals(self) -> None:
+        fut = self.future
+        while fut and fut[0][0] <= self.now:
+            self.waiting.append(heapq.heappop(fut)[1])
+
+    def _blocks(self, tokens: int) -> int:
+        return -(-tokens // self.bs)
+
+    def _start_decode(self, r: int) -> None:
+        """Prefill of r complete at self.now: its next token is out; decode from the next
+        tick on, or finish."""
+        if self.first[r] < 0:
+            self.first[r] = self.now
+        self.gen[r] += 1
+        del self.prefilling[r]
+        left = self.out[r] - self.gen[r]
+        if left <= 0:
+            self.used -= self.held[r]
+            self.held[r] = 0
+            self._complete(r)
+            return
+        ticks = left if self.per_step == 1.0 else math.ceil(left / self.per_step)
+        g0, c0 = self.tick, self.done[r] + (self.inp[r] - self.need[r] if self.gen[r] == 1 else 0)
+        self.g0[r], self.c0[r] = g0, c0
+        self.fin[r] = g0 + ticks - 1
+        # blocks now held are those of the c0 tokens (held[r] counted them); from here the
+        # phase counter adds one block whenever a decoder's context crosses a block edge
+        self.used += self._blocks(c0) - self.held[r]
+        self.held[r] = 0
+        self.decoding[r] = True
+        self.phase[(g0 - c0) % self.bs] += 1
+        self.n_dec += 1
+        self.off_sum += c0 - g0
+        self.fin_sum += self.fin[r]
+        heapq.heappush(self.heap, (self.fin[r], r, self.epoch[r]))
+
+    def _stop_decode(self, r: int) -> int:
+        """Remove decoder r at the current tick; returns its context (tokens in KV)."""
+        c = self.c0[r] + self.tick - self.g0[r]
+        self.decoding[r] = False
+        self.phase[(self.g0[r] - self.c0[r]) % self.bs] -= 1
+        self.n_dec -= 1
+        self.off_sum -= self.c0[r] - self.g0[r]
+        self.fin_sum -= self.fin[r]
+        self.used -= self._blocks(c)
+        return c
+
+    def _preempt_newest(self) -> int:
+        """Preempt (vLLM) / retract (SGLang) the newest running request: free its KV and
+        queue it first for recompute. Returns it."""
+        r = next(reversed(self.running))
+        del self.running[r]
+        if self.decoding[r]:
+            self.gen[r] += self.tick - self.g0[r]  # tokens produced since decode start
+            self._stop_decode(r)
+            self.epoch[r] += 1
+        else:
+            self.used -= self.held[r]
+            self.held[r] = 0
+            del self.prefilling[r]
+        # recompute the prompt and the output so far (vLLM: num_computed_tokens = 0); the
+        # recompute samples the next token
+        self.need[r] = self.inp[r] + self.gen[r]
+        self.done[r] = 0
+        self.waiting.appendleft(r)
+        self.preemptions += 1
+        return r
+
+    def _finish_decoders(self, last_tick: int) -> None:
+        heap = self.heap
+        while heap and heap[0][0] <= last_tick:
+            _, r, ep = heapq.heappop(heap)
+            if ep != self.epoch[r] or not self.decoding[r]:
+                continue
+            self._stop_decode(r)  # self.tick = last_tick + 1: the context after its last token
+            self.gen[r] = self.out[r]
+            self._complete(r)
+
+    def _fail_head(self) -> None:
+        """A request larger than the whole KV cache: the engine rejects it."""
+        r = self.waiting.popleft()
+        self.failed += 1
+        self.end[r] = -2.0
+        if self.closed:
+            self._send(self.now)
+
+    # ------------------------------------------------------------------- steps
+
+    def _chunk(self, r: int, room: int) -> tuple[int, int]:
+        """(tokens, new blocks) of r's next prefill chunk within `room` tokens."""
+        tokens = min(self.need[r] - self.done[r], room)
+        return tokens, self._blocks(self.done[r] + tokens) - self.held[r]
+
+    def _run_step(self, chunks: list[tuple[int, int]], decode: bool) -> None:
+        """Run one step: decoders (when `decode`) plus prefill chunks (request, tokens)."""
+        d = self.n_dec if decode else 0
+        p = p_ctx = 0.0
+        for r, tok in chunks:
+            p += tok
+            p_ctx += tok * (self.done[r] + tok / 2 + (self.inp[r] - self.need[r]
+                                                       if self.gen[r] == 0 else 0))
+        mctx = (self.off_sum + d * self.tick) / d if d else 0.0
+        dt = _step_s(self.ctx, d, mctx, p, p_ctx / p if p else 0.0, len(chunks))
+        self.now += dt
+        self.steps += 1
+        self.busy_weighted += dt * len(self.running)
+        self.wait_weighted += dt * len(self.waiting)
+        self.kv_weighted += dt * self.used / self.total
+        if d:
+            self.used += self.phase[self.tick % self.bs]  # decoders crossing a block edge
+            self.itl.append((dt + self.pause, d))
+            self.pause = 0.0
+            self.tick += 1
+            if self.ctx.style == "separate":
+                self.ratio = max(self.ratio_min, self.ratio - self.ratio_decay)
+            self._finish_decoders(self.tick - 1)
+        elif self.n_dec:
+            self.pause += dt
+        for r, tok in chunks:
+            self.done[r] += tok
+            if self.done[r] >= self.need[r] and r in self.prefilling:
+                self._start_decode(r)
+
+    def _decode_run(self) -> bool:
+        """Run k ≥ 2 identical pure-decode steps at once when nothing can change before the
+        first of them ends: no finish, no admissible arrival, no KV shortage. False: not
+        possible (take a single step)."""
+        d = self.n_dec
+        free = self.total - self.used
+        k = self.heap[0][0] - self.tick + 1 if self.heap else 1
+        k = min(k, (free // d) * self.bs)
+        if self.waiting and self.ctx.style == "separate" and self.ratio > self.ratio_min:
+            k = min(k, 8)  # the reserve shrinks as new_token_ratio decays: admission may open
+        if k < 2:
+            return False
+        if not self.waiting and self.future:
+            t1 = _step_s(self.ctx, d, (self.off_sum + d * self.tick) / d)
+            k = min(k, int((self.future[0][0] - self.now) / t1))
+            if k < 2:
+                return False
+        dt = _step_s(self.ctx, d, (self.off_sum + d * (self.tick + (k - 1) / 2)) / d)
+        full, part = divmod(k, self.bs)
+        new = full * d + sum(self.phase[(self.tick + full * self.bs + j) % self.bs]
+                             for j in range(part))
+        self.used += new
+        self.now += dt * k
+        self.steps += 1
+        self.busy_weighted += dt * k * len(self.running)
+        self.wait_weighted += dt * k * len(self.waiting)
+        self.kv_weighted += dt * k * (self.used - new / 2) / self.total
+        self.itl.append((dt + self.pause, d))
+        self.itl.append((dt, d * (k - 1)))
+        self.pause = 0.0
+        self.tick += k
+        if self.ctx.style == "separate":
+            self.ratio = max(self.ratio_min, self.ratio - k * self.ratio_decay)
+        self._finish_decoders(self.tick - 1)
+        return True
+
+    def _decode_blocks_fit(self) -> bool:
+        """Make room for the next decode step's new blocks, preempting the newest requests
+        (vLLM) / retracting them (SGLang); True when one was preempted."""
+        preempted = False
+        while self.n_dec and self.used + self.phase[self.tick % self.bs] > self.total:
+            self._preempt_newest()
+            preempted = True
+            if self.ctx.style == "separate":
+                self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
+        return preempted
+
+    def step_mixed(self) -> None:
+        """One vLLM V1 step: running requests first (decode tokens, next prefill chunks),
+        then waiting ones if nothing was preempted."""
+        preempted = self._decode_blocks_fit()
+        room = self.budget - self.n_dec * self.q
+        chunks: list[tuple[int, int]] = []
+        for r in list(self.prefilling):
+            if room <= 0:
+                break
+            tok, nb = self._chunk(r, room)
+            while self.used + nb > self.total and r in self.running:
+                preempted = True
+                self._preempt_newest()
+            if r not in self.running:
+                break
+            self.used += nb
+            self.held[r] += nb
+            chunks.append((r, tok))
+            room -= tok
+        while (not preempted and self.waiting and room > 0
+               and len(self.running) < self.max_seqs):
+            r = self.waiting[0]
+            if self.too_big[r]:
+                self._fail_head()
+                continue
+            tok, nb = self._chunk(r, room)
+            if self.used + nb > self.total:
+                break
+            self.waiting.popleft()
+            self.running[r] = None
+            self.prefilling[r] = None
+            self.used += nb
+            self.held[r] += nb
+            chunks.append((r, tok))
+            room -= tok
+        if chunks or self.n_dec:
+            if not chunks and not preempted and self._can_skip_ahead():
+                return
+            self._run_step(chunks, decode=True)
+
+    def _can_skip_ahead(self) -> bool:
+        return self.n_dec > 0 and not self.prefilling and self._decode_run()
+
+    def _reserve(self) -> float:
+        """SGLang: KV tokens held back for the running requests' remaining output."""
+        remaining = self.fin_sum - self.n_dec * self.tick + self.n_dec  # Σ ticks left
+        held = min(remaining, SGLANG_CLIP_MAX_NEW_TOKENS * self.n_dec) * self.ratio
+        for r in self.prefilling:  # a chunked prompt: the rest of it, and its output
+            held += (self.need[r] - self.done[r]
+                     + min(self.out[r] - self.gen[r], SGLANG_CLIP_MAX_NEW_TOKENS) * self.ratio)
+        return held
+
+    def step_separate(self) -> None:
+        """One SGLang step: a prefill batch when requests can be admitted, else a decode."""
+        room = self.budget
+        chunks: list[tuple[int, int]] = []
+        free = (self.total - self.used) * self.bs - self._reserve()
+        for r in list(self.prefilling):  # the chunked request goes on first (reserved)
+            tok, nb = self._chunk(r, room)
+            self.used += nb
+            self.held[r] += nb
+            chunks.append((r, tok))
+            room -= tok
+        while self.waiting and room > 0 and len(self.running) < self.max_seqs:
+            r = self.waiting[0]
+            if self.too_big[r]:
+                self._fail_head()
+                continue
+            left = self.out[r] - self.gen[r]
+            cost = (self.need[r] + min(left, SGLANG_CLIP_MAX_NEW_TOKENS) * self.ratio)
+            if cost > free and (self.running or chunks):  # an empty engine admits any
+                break  # request that fits (a reserve cannot starve it)
+            tok, nb = self._chunk(r, room)
+            self.waiting.popleft()
+            self.running[r] = None
+            self.prefilling[r] = None
+            self.used += nb
+            self.held[r] += nb
+            free -= cost
+            chunks.append((r, tok))
+            room -= tok
+        if chunks:
+            self._run_step(chunks, decode=False)
+            return
+        if self.n_dec:
+            self._decode_blocks_fit()
+            if self.n_dec and not self._decode_run():
+                self._run_step([], decode=True)
+
+    def run(self) -> None:
+        mixed = self.ctx.style == "mixed"
+        while True:
+            self._arrivals()
+            if not self.running and not self.waiting:
+                if not self.future:
+                    return
+                self.now = max(self.now, self.future[0][0])
+                continue
+            before = (self.steps, len(self.waiting), self.failed)
+            if mixed:
+                self.step_mixed()
+            else:
+                self.step_separate()
+            self.max_running = max(self.max_running, len(self.running))
+            if (self.steps, len(self.waiting), self.failed) == before and self.waiting:
+                # nothing runs and the head cannot be admitted: it never fits
+                self._fail_head()
+
+
+def simulate(ctx: PerfContext, reqs: Requests, harness: Harness, *, block_size: int = 16,
+             kv_tokens: int | None = None, cached_tokens: int = 0) -> SimResult:
+    """Simulate `reqs` sent by `harness` to one replica described by `ctx` (its batching
+    style, max_num_seqs, max_num_batched_tokens and KV capacity; `kv_tokens` overrides
+    ctx.kv_capacity_tokens; `block_size`: the engine's KV block / page, tokens)."""
+    if harness.kind in ("open", "trace") and reqs.arrival_s is None:
+        raise ValueError(f"a {harness.kind} harness needs arrival times")
+    sim = _Sim(ctx, reqs, harness, block_size, kv_tokens, cached_tokens)
+    sim.run()
+    ok = [r for r in range(sim.n) if sim.end[r] >= 0]
+    c = harness.concurrency
+    if harness.kind == "steady" and sim.n > 3 * c:  # sent after the first c, before the last c
+        ok = [r for r in ok if c <= r < sim.n - c]
+    ttft = [sim.first[r] - sim.sent[r] for r in ok]
+    e2e = [sim.end[r] - sim.sent[r] for r in ok]
+    tpot = [(sim.end[r] - sim.first[r]) / (sim.out[r] - 1) for r in ok if sim.out[r] > 1]
+    start = min((sim.sent[r] for r in ok), default=0.0)
+    duration = max((sim.end[r] for r in ok), default=0.0) - start
+    out_tokens = float(sum(sim.out[r] for r in ok))
+    rate_n, rate_s = len(ok), duration
+    if harness.kind == "steady" and len(ok) > 1:  # completions per second inside the window
+        ends = [sim.end[r] for r in ok]
+        rate_n, rate_s = len(ok) - 1, max(ends) - min(ends)
+        out_tokens = out_tokens * rate_n / len(ok)
+    return SimResult(
+        harness=harness, lengths=reqs.lengths, requests=sim.n, completed=len(ok),
+        failed=sim.failed, duration_s=duration,
+        requests_per_s=rate_n / rate_s if rate_s > 0 else 0.0,
+        output_tokens_per_s=out_tokens / rate_s if rate_s > 0 else 0.0,
+        ttft=_stat(ttft), tpot=_stat(tpot), itl=_weighted_stat(sim.itl), e2e=_stat(e2e),
+        preemptions=sim.preemptions, max_running=sim.max_running,
+        mean_running=sim.busy_weighted / duration if duration > 0 else 0.0,
+        mean_waiting=sim.wait_weighted / duration if duration > 0 else 0.0,
+        mean_kv_usage=sim.kv_weighted / duration if duration > 0 else 0.0,
+        steps=sim.steps, ttft_s=tuple(ttft), e2e_s=tuple(e2e))

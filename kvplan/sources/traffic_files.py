@@ -1,0 +1,162 @@
+"""Readers of the traffic files `plan` takes (docs/traffic.md): a request trace (--trace) and a
+rate curve (--traffic). Bounded reads (sources.limits); a bad row is an error naming the file,
+the line and the field.
+
+* Trace: the Azure LLM inference trace CSV (AzurePublicDataset, AzureLLMInferenceTrace_*.csv:
+  header `TIMESTAMP,ContextTokens,GeneratedTokens`, TIMESTAMP a wall-clock time such as
+  `2023-11-16 18:15:46.6805900`), or JSON Lines with the same fields (TIMESTAMP may also be a
+  number of seconds). Times become seconds from the first request.
+* Rate curve: CSV `time,requests_per_s`, time in hours (a number) or `HH:MM`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import InvalidConfigError
+from .limits import read_text_limited
+
+MAX_TRACE_BYTES = 256 << 20  # the 2023 Azure traces are ~0.5 MB; a day of a busy service more
+MAX_TRACE_REQUESTS = 200_000  # the simulation's time stays in seconds
+MAX_CURVE_BYTES = 1 << 20
+FIELDS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _seconds(value: object) -> float:
+    """A timestamp as seconds: a number, or a wall-clock time with up to 7 fractional digits
+    (the Azure traces carry 100 ns ticks; datetime takes 6)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    whole, _, frac = text.partition(".")
+    t = datetime.fromisoformat(whole.replace("T", " ")).timestamp()
+    return t + (float("0." + frac) if frac.isdigit() else 0.0)
+
+
+def _row(where: str, rec: dict[str, object]) -> tuple[float, int, int]:
+    missing = [f for f in FIELDS if f not in rec]
+    if missing:
+        raise InvalidConfigError(f"{where}: no {', '.join(missing)} field",
+                                 hint="a trace row has TIMESTAMP, ContextTokens and "
+                                 "GeneratedTokens (the Azure LLM inference trace's columns)")
+    try:
+        t = _seconds(rec["TIMESTAMP"])
+        i, o = int(str(rec["ContextTokens"])), int(str(rec["GeneratedTokens"]))
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{where}: TIMESTAMP must be a time or seconds and "
+                                 "ContextTokens/GeneratedTokens whole numbers",
+                                 hint="check the row's values") from None
+    if i < 1 or o < 1 or i > 1 << 24 or o > 1 << 24:
+        raise InvalidConfigError(f"{where}: token counts must be 1 to {1 << 24:,}",
+                                 hint="drop rows with 0 tokens (failed requests)")
+    return t, i, o
+
+
+def read_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
+    """(seconds from the first request, input tokens, output tokens) per request, sorted."""
+    text = read_text_limited(path, MAX_TRACE_BYTES, what="trace")
+    rows: list[tuple[float, int, int]] = []
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise InvalidConfigError(f"{path.name} line {n}: not JSON",
+                                         hint="one JSON object per line") from None
+            if not isinstance(rec, dict):
+                raise InvalidConfigError(f"{path.name} line {n}: not a JSON object")
+            rows.append(_row(f"{path.name} line {n}", rec))
+            if len(rows) > MAX_TRACE_REQUESTS:
+                break
+    else:
+        reader = csv.DictReader(io.StringIO(text))
+        for n, rec in enumerate(reader, 2):
+            rows.append(_row(f"{path.name} line {n}", dict(rec)))
+            if len(rows) > MAX_TRACE_REQUESTS:
+                break
+    if not rows:
+        raise InvalidConfigError(f"{path.name}: no requests", hint="the header "
+                                 "TIMESTAMP,ContextTokens,GeneratedTokens and one row per request")
+    if len(rows) > MAX_TRACE_REQUESTS:
+        raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} requests",
+                                 hint="replay a window of the trace (an hour of it)")
+    rows.sort()
+    t0 = rows[0][0]
+    return tuple((t - t0, i, o) for t, i, o in rows)
+
+
+def read_lengths(path: Path) -> tuple[tuple[int, int], ...]:
+    """(input, output) tokens per request from a CSV with columns input_tokens,output_tokens
+    (or a trace's ContextTokens,GeneratedTokens): the empirical length mix to sample."""
+    text = read_text_limited(path, MAX_TRACE_BYTES, what="lengths file")
+    reader = csv.DictReader(io.StringIO(text))
+    names = set(reader.fieldnames or ())
+    cols = next((c for c in (("input_tokens", "output_tokens"),
+                             ("ContextTokens", "GeneratedTokens")) if set(c) <= names), None)
+    if cols is None:
+        raise InvalidConfigError(f"{path.name}: the header must name input_tokens,"
+                                 "output_tokens", hint="one row per request, e.g. 812,240")
+    out: list[tuple[int, int]] = []
+    for n, rec in enumerate(reader, 2):
+        try:
+            i, o = int(str(rec[cols[0]])), int(str(rec[cols[1]]))
+        except (TypeError, ValueError):
+            raise InvalidConfigError(f"{path.name} line {n}: token counts must be whole "
+                                     "numbers", hint="check the row") from None
+        if not (1 <= i <= 1 << 24 and 1 <= o <= 1 << 24):
+            raise InvalidConfigError(f"{path.name} line {n}: token counts must be 1 to "
+                                     f"{1 << 24:,}", hint="drop rows with 0 tokens")
+        out.append((i, o))
+        if len(out) > MAX_TRACE_REQUESTS:
+            raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} rows",
+                                     hint="a sample of the lengths is enough")
+    if not out:
+        raise InvalidConfigError(f"{path.name}: no rows", hint="one row per request")
+    return tuple(out)
+
+
+def _hours(value: str) -> float:
+    if ":" in value:
+        h, _, m = value.partition(":")
+        return int(h) + int(m) / 60
+    return float(value)
+
+
+def read_curve(path: Path) -> tuple[tuple[float, float], ...]:
+    """(hours, requests/s) per interval, sorted by time."""
+    text = read_text_limited(path, MAX_CURVE_BYTES, what="traffic curve")
+    out: list[tuple[float, float]] = []
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or not {"time", "requests_per_s"} <= set(reader.fieldnames):
+        raise InvalidConfigError(f"{path.name}: the header must be time,requests_per_s",
+                                 hint="e.g. 0,4.5 then 1,3.2 … (hours, requests per second)")
+    for n, rec in enumerate(reader, 2):
+        try:
+            t, r = _hours(str(rec["time"]).strip()), float(str(rec["requests_per_s"]))
+        except (TypeError, ValueError):
+            raise InvalidConfigError(f"{path.name} line {n}: time must be hours or HH:MM and "
+                                     "requests_per_s a number", hint="check the row") from None
+        if not (0 <= r <= 1_000_000) or t != t or abs(t) > 1e6:
+            raise InvalidConfigError(f"{path.name} line {n}: requests_per_s must be 0 to "
+                                     "1,000,000 and time finite", hint="check the row")
+        out.append((t, r))
+        if len(out) > 10_000:
+            raise InvalidConfigError(f"{path.name}: more than 10,000 intervals",
+                                     hint="use hourly or 15-minute intervals")
+    if not out:
+        raise InvalidConfigError(f"{path.name}: no intervals", hint="one row per interval")
+    if len({t for t, _ in out}) != len(out):
+        raise InvalidConfigError(f"{path.name}: a time appears twice",
+                                 hint="one row per interval")
+    return tuple(sorted(out))

@@ -1,0 +1,161 @@
+"""`kvplan plan --request-rate … --slo-percentile …` (issue #27): replicas, percentiles, the
+harness and cost per day in the JSON and the text; bad values exit 2 naming the flag; no
+simulation when none is asked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from clirun import run
+
+LLAMA = "llama-3.1-8b-instruct"
+RATE = ["--request-rate", "20", "--avg-input-tokens", "2000", "--avg-output-tokens", "300",
+        "--slo-ttft-ms", "1000", "--slo-percentile", "99"]
+
+
+def test_plan_for_a_rate_gives_replicas_percentiles_and_cost(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", *RATE, "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["request_rate"] == 20 and pf["slo_percentile"] == 99
+    assert pf["harness"].startswith("open loop") and "Poisson" in pf["harness"]
+    r = pf["replicas"]
+    assert isinstance(r, int) and r >= 1
+    assert pf["load_per_replica_rps"] * r == pytest.approx(20, rel=1e-3)
+    # each replica below its capacity, the SLO met at p99
+    assert pf["load_per_replica_rps"] < pf["capacity_rps_per_replica"]
+    assert 0 < pf["headroom"] < 1
+    assert pf["meets_slo_at_percentile"] is True
+    assert pf["percentiles"]["ttft_ms"]["p99"] <= 1000
+    for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        s = pf["percentiles"][metric]
+        assert s["p50"] <= s["p90"] <= s["p99"]
+    # one GPU per replica (8B on an H100): GPUs × price × 24 h
+    assert pf["gpus_for_rate"] == r
+    assert pf["cost_per_day"] == pytest.approx(r * pf["gpu_hour_price"] * 24,
+                                                             abs=0.01)
+
+
+def test_plan_for_a_rate_text_shows_the_harness_and_replicas(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", *RATE)
+    assert code == 0, err
+    assert "Simulated (open loop" in out
+    assert "replicas for 20 req/s" in out and "per day" in out
+    assert "target 1000 at p99" in out
+
+
+def test_no_simulation_unless_asked(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "2000",
+                         "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["percentiles"] is None and pf["replicas"] is None
+    assert pf["harness"].startswith("closed loop")
+
+
+def test_percentile_alone_simulates_the_closed_loop(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--target-concurrency", "16",
+                         "--slo-percentile", "90", "--random-range-ratio", "0.5", "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["harness"].startswith("closed loop: 16 clients started together")
+    assert pf["lengths"].startswith("uniform lengths ±50%")
+    assert pf["replicas"] is None
+
+
+def test_bad_traffic_values_exit_2_naming_the_flag(capsys):
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--slo-percentile", "95")
+    assert code == 2 and "--slo-percentile" in err
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--burstiness", "2")
+    assert code == 2 and "--request-rate" in err
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--request-rate", "0")
+    assert code == 2 and "--request-rate" in err
+
+
+def test_traffic_curve_gives_replicas_per_hour_and_cost_per_day(capsys, tmp_path):
+    """An hourly curve over 24 h: GPU-hours per day = Σ GPUs per interval × 1 h."""
+    curve = tmp_path / "day.csv"
+    rates = [2, 2, 2, 2, 2, 2, 6, 10, 14, 18, 20, 20, 20, 20, 18, 14, 10, 6, 4, 4, 2, 2, 2, 2]
+    curve.write_text("time,requests_per_s\n" + "".join(f"{h},{r}\n" for h, r in
+                                                         enumerate(rates)))
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "2000",
+                         "--avg-output-tokens", "300", "--slo-ttft-ms", "1000",
+                         "--slo-percentile", "99", "--traffic", str(curve), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    t = d["traffic"]
+    gpus = [i["gpus"] for i in t["intervals"]]
+    assert len(gpus) == 24 and t["peak_gpus"] == max(gpus)
+    assert t["gpu_hours_per_day"] == pytest.approx(sum(gpus))
+    assert t["mean_gpus"] == pytest.approx(sum(gpus) / 24, abs=0.01)
+    assert t["cost_per_day"] == pytest.approx(sum(gpus) * d["performance"]["gpu_hour_price"],
+                                              abs=0.02)
+    reps = [i["replicas"] for i in t["intervals"]]
+    assert reps[10] >= reps[6] >= reps[0] >= 1  # more traffic, no fewer replicas
+    a = t["autoscaler"]
+    assert (a["min_replicas"], a["max_replicas"]) == (min(reps), max(reps))
+    assert {m["name"] for m in a["metrics"]} == {"vllm:num_requests_waiting",
+                                                 "vllm:kv_cache_usage_perc"}
+    assert a["keda"]["triggers"][0]["metadata"]["query"] == "sum(vllm:num_requests_waiting)"
+
+
+def test_trace_replay(capsys, tmp_path):
+    trace = tmp_path / "azure.csv"
+    rows = [f"2023-11-16 18:{15 + s // 60:02d}:{s % 60:02d}.5000000,{500 + 7 * s},{50 + s}"
+            for s in range(0, 120, 2)]
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace),
+                         "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["harness"].startswith("trace replay") and "60 requests" in pf["harness"]
+    assert pf["lengths"] == "the trace's lengths"
+    assert pf["request_rate"] == pytest.approx(59 / 118, rel=1e-3)
+    assert pf["percentiles"]["ttft_ms"]["p50"] > 0
+
+
+def test_bad_traffic_file_exits_2_naming_the_line(capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,requests_per_s\n0,abc\n")
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(bad))
+    assert code == 2 and "line 2" in err and "Traceback" not in err
+
+
+def test_sweep_ranks_by_the_cost_of_the_replicas_a_rate_needs(capsys):
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100,l40s", "--max-gpus", "2",
+                         "--avg-input-tokens", "2000", "--avg-output-tokens", "300",
+                         "--slo-ttft-ms", "1000", "--slo-percentile", "99",
+                         "--request-rate", "20", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert "cost per day of the replicas 20 req/s needs" in d["ranking"]
+    sized = [o for o in d["options"] if o["replicas_for_rate"] is not None]
+    simulated = [o for o in sized if o["replicas_simulated"]]
+    assert simulated and simulated == sized[:len(simulated)]  # simulated first
+    costs = [o["cost_per_day_for_rate"] for o in simulated]
+    assert costs == sorted(costs)
+    for o in sized:  # replicas × the option's $/hour × 24 h
+        assert o["cost_per_day_for_rate"] == pytest.approx(
+            o["replicas_for_rate"] * o["price_per_hour"] * 24, abs=0.01)
+    assert [o["rank"] for o in d["options"]] == list(range(1, len(d["options"]) + 1))
+
+
+def test_sweep_without_a_rate_sizes_no_replicas(capsys):
+    code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1", "--json")
+    assert code == 0, err
+    assert all(o["replicas_for_rate"] is None for o in json.loads(out)["options"])
+
+
+def test_lengths_file_sets_the_simulated_mix(capsys, tmp_path):
+    """Half the requests 100 + 50 tokens, half 4,000 + 500: the p99 TTFT is a long prompt's,
+    above the p50's."""
+    lens = tmp_path / "lens.csv"
+    lens.write_text("input_tokens,output_tokens\n" + "100,50\n4000,500\n" * 50)
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--lengths-file", str(lens),
+                         "--request-rate", "2", "--json")
+    assert code == 0, err
+    pf = json.loads(out)["performance"]
+    assert pf["lengths"] == "100 (input, output) lengths from a file, sampled"
+    t = pf["percentiles"]["ttft_ms"]
+    assert t["p99"] > t["p50"]

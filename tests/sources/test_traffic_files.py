@@ -1,0 +1,76 @@
+"""kvplan.sources.traffic_files: the Azure LLM inference trace CSV (and JSONL of its fields)
+and the rate-curve CSV; bad rows name the file and the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvplan.errors import InvalidConfigError
+from kvplan.sources.traffic_files import read_curve, read_lengths, read_trace
+
+# Rows in the AzurePublicDataset format (AzureLLMInferenceTrace_conv.csv's header and its
+# 100 ns timestamps); values made up for the test.
+AZURE = """TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:15:46.6805900,374,44
+2023-11-16 18:15:50.9951690,396,109
+2023-11-16 18:15:47.0000000,879,7
+"""
+
+
+def test_azure_csv_becomes_seconds_from_the_first_request(tmp_path: Path) -> None:
+    p = tmp_path / "azure.csv"
+    p.write_text(AZURE)
+    rows = read_trace(p)
+    assert [(i, o) for _, i, o in rows] == [(374, 44), (879, 7), (396, 109)]  # sorted by time
+    assert rows[0][0] == 0.0
+    assert rows[1][0] == pytest.approx(0.31941, abs=1e-6)  # 47.0 − 46.68059
+    assert rows[2][0] == pytest.approx(4.314579, abs=1e-6)  # 50.995169 − 46.68059
+
+
+def test_jsonl_of_the_same_fields_with_seconds(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"TIMESTAMP": 10.5, "ContextTokens": 100, "GeneratedTokens": 20}\n\n'
+                 '{"TIMESTAMP": 12, "ContextTokens": 200, "GeneratedTokens": 30}\n')
+    assert read_trace(p) == ((0.0, 100, 20), (1.5, 200, 30))
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("TIMESTAMP,ContextTokens\n1,2\n", "no GeneratedTokens"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n1,x,3\n", "line 2"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n1,0,3\n", "token counts"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n", "no requests"),
+])
+def test_bad_trace_rows_name_the_line(tmp_path: Path, text: str, want: str) -> None:
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(InvalidConfigError, match=want):
+        read_trace(p)
+
+
+def test_curve_hours_and_hh_mm(tmp_path: Path) -> None:
+    p = tmp_path / "day.csv"
+    p.write_text("time,requests_per_s\n1,4\n0:30,2.5\n")
+    assert read_curve(p) == ((0.5, 2.5), (1.0, 4.0))
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("t,r\n1,2\n", "header"),
+    ("time,requests_per_s\n1,-2\n", "line 2"),
+    ("time,requests_per_s\n1,2\n1,3\n", "twice"),
+])
+def test_bad_curves(tmp_path: Path, text: str, want: str) -> None:
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(InvalidConfigError, match=want):
+        read_curve(p)
+
+
+def test_lengths_file(tmp_path: Path) -> None:
+    p = tmp_path / "lens.csv"
+    p.write_text("input_tokens,output_tokens\n812,240\n95,1000\n")
+    assert read_lengths(p) == ((812, 240), (95, 1000))
+    p.write_text("a,b\n1,2\n")
+    with pytest.raises(InvalidConfigError, match="header"):
+        read_lengths(p)
