@@ -12,6 +12,7 @@ print in a launch line) a value the range refuses.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -31,7 +32,7 @@ from pydantic import (
 
 from .engines import DEFAULT_ENGINE
 from .errors import InvalidInputError
-from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig
+from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig, per_model
 from .units import DTYPE_ALIASES, GiB
 
 MAX_PARALLEL = 1024  # no deployment kvplan can plan spans more GPUs in one dimension
@@ -433,17 +434,27 @@ def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     """TP sizes the engines accept: divide the attention heads, and divide or be a multiple of
     the KV heads (vllm/model_executor/layers/linear.py QKVParallelLinear). Only divisors of the
     head count qualify, so this enumerates divisors, not every integer up to `limit`."""
+    return [tp for tp in _tp_sizes(m) if tp <= limit]
+
+
+@per_model(64)
+def _tp_sizes(m: ModelSpec) -> tuple[int, ...]:
+    """valid_tp_sizes without a limit, listed once per model object."""
     heads = m.num_attention_heads
     divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0
                 for d in (i, heads // i)}
-    return sorted(tp for tp in divisors if tp <= limit
-                  and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
+    return tuple(sorted(tp for tp in divisors
+                        if m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
 
 
 def compute_capability(gpu: GpuSpec) -> tuple[int, int] | None:
     """An NVIDIA GPU's compute capability ('8.9' → (8, 9)); None for other vendors / unknown."""
-    cc = gpu.compute_capability or ""
-    if gpu.vendor != "NVIDIA" or not re.fullmatch(r"\d+\.\d+", cc):
+    return _capability(gpu.vendor, gpu.compute_capability or "")
+
+
+@functools.lru_cache(maxsize=64)
+def _capability(vendor: str, cc: str) -> tuple[int, int] | None:
+    if vendor != "NVIDIA" or not re.fullmatch(r"\d+\.\d+", cc):
         return None
     major, minor = cc.split(".")
     return int(major), int(minor)
@@ -576,7 +587,7 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     tp = pick("tensor_parallel_size", 1)
     pp = pick("pipeline_parallel_size", 1)
     dp = pick("data_parallel_size", 1)
-    if tp not in valid_tp_sizes(m, limit=tp):
+    if tp not in _tp_sizes(m):
         valid = ", ".join(map(str, valid_tp_sizes(m)))
         raise InvalidInputError(
             f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "

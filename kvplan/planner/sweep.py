@@ -315,16 +315,17 @@ def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: froz
 
 
 def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
-    return Pruned(gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
-                  pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
-                  quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
-                  reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
+    return Pruned(
+        gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
+        pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
+        quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
+        reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
 
 
-def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
+def weights_excess(m: ModelSpec, c: Candidate, k: Knobs) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
-    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine."""
-    k = c.knobs(base)
+    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `k`: the
+    candidate's knobs (Candidate.knobs)."""
     lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
     ep = lay.tensor_parallel_size * lay.data_parallel_size if k.enable_expert_parallel else 1
     stages = stage_tensor_bytes(m, tp=lay.tensor_parallel_size, pp=lay.pipeline_parallel_size,
@@ -429,25 +430,26 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
            target: Target, closest_pruned: int,
            larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
     planned: list[Option] = []
-    too_big: list[tuple[float, Candidate]] = []
+    too_big: list[tuple[float, Candidate, Knobs]] = []
     for c in cands:
+        k = c.knobs(knobs)
         try:
-            excess = weights_excess(m, c, knobs)
+            excess = weights_excess(m, c, k)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
         if excess > 1:
-            too_big.append((excess, c))
+            too_big.append((excess, c, k))
             continue
-        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
+        _plan_one(m, c, k, workload, engine_version, prices, target, planned, pruned,
                   larger_gpus)
     too_big.sort(key=lambda x: (x[0], x[1].count))
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
-    for _, c in too_big[:n_closest]:
-        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
+    for _, c, k in too_big[:n_closest]:
+        _plan_one(m, c, k, workload, engine_version, prices, target, planned, pruned,
                   larger_gpus)
-    for excess, c in too_big[n_closest:]:
+    for excess, c, _ in too_big[n_closest:]:
         pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
                               f"device ({c.gpu.id})"))
 
@@ -504,11 +506,11 @@ def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
                                 hint="sweep one --engine with it")
 
 
-def _plan_one(m: ModelSpec, c: Candidate, base: Knobs, workload: Workload,
+def _plan_one(m: ModelSpec, c: Candidate, k: Knobs, workload: Workload,
               engine_version: str | None, prices: Mapping[str, Price], target: Target,
               planned: list[Option], pruned: list[Pruned],
               larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> None:
-    k = c.knobs(base)
+    """Plan candidate `c` with its knobs `k` (Candidate.knobs)."""
     try:  # the same call as `kvplan plan` for this option (api.plan)
         p = make_plan(m, c.gpu, k, engine=c.engine, engine_version=engine_version,
                       workload=workload, price=prices.get(c.gpu.id),
