@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
-from ..knobs import Knobs, resolve_layout, valid_tp_sizes
+from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
 from ..specs import GpuSpec, ModelSpec, Plan, Price, Workload
 from .plan import plan as make_plan
@@ -322,14 +322,23 @@ def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
         reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
 
 
-def weights_excess(m: ModelSpec, c: Candidate, k: Knobs) -> float:
+def weights_excess(m: ModelSpec, c: Candidate, base: Knobs,
+                   seen: dict[tuple[int, str | None, str | None, str], Layout] | None = None
+                   ) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
-    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `k`: the
-    candidate's knobs (Candidate.knobs)."""
-    lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
-    ep = lay.tensor_parallel_size * lay.data_parallel_size if k.enable_expert_parallel else 1
-    stages = stage_tensor_bytes(m, tp=lay.tensor_parallel_size, pp=lay.pipeline_parallel_size,
-                                dtype=lay.dtype, quant=lay.quant, ep=ep)
+    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
+    layouts resolved for candidates before, by GPU, formats and engine (what else
+    resolve_layout decides does not depend on the parallel sizes, which `candidates` makes
+    valid)."""
+    key = (id(c.gpu), c.quantization, c.kv_cache_dtype, c.engine)
+    lay = seen.get(key) if seen is not None else None
+    if lay is None:
+        lay = resolve_layout(m, c.gpu, c.knobs(base), engine_label=c.engine)
+        if seen is not None:
+            seen[key] = lay
+    tp, pp = c.tensor_parallel_size, c.pipeline_parallel_size
+    ep = tp * lay.data_parallel_size if base.enable_expert_parallel else 1
+    stages = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=lay.dtype, quant=lay.quant, ep=ep)
     return max(stages) / lay.gpu_total_bytes
 
 
@@ -430,26 +439,26 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
            target: Target, closest_pruned: int,
            larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
     planned: list[Option] = []
-    too_big: list[tuple[float, Candidate, Knobs]] = []
+    too_big: list[tuple[float, Candidate]] = []
+    seen: dict[tuple[int, str | None, str | None, str], Layout] = {}
     for c in cands:
-        k = c.knobs(knobs)
         try:
-            excess = weights_excess(m, c, k)
+            excess = weights_excess(m, c, knobs, seen)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
         if excess > 1:
-            too_big.append((excess, c, k))
+            too_big.append((excess, c))
             continue
-        _plan_one(m, c, k, workload, engine_version, prices, target, planned, pruned,
-                  larger_gpus)
+        _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
+                  pruned, larger_gpus)
     too_big.sort(key=lambda x: (x[0], x[1].count))
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
-    for _, c, k in too_big[:n_closest]:
-        _plan_one(m, c, k, workload, engine_version, prices, target, planned, pruned,
-                  larger_gpus)
-    for excess, c, _ in too_big[n_closest:]:
+    for _, c in too_big[:n_closest]:
+        _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
+                  pruned, larger_gpus)
+    for excess, c in too_big[n_closest:]:
         pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
                               f"device ({c.gpu.id})"))
 
