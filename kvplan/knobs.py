@@ -35,6 +35,9 @@ from .errors import InvalidInputError
 from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig, per_model
 from .units import DTYPE_ALIASES, GiB
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 MAX_PARALLEL = 1024  # no deployment kvplan can plan spans more GPUs in one dimension
 MAX_DEVICE_GIB = 4096.0  # 4 TiB per device: above any GPU made; bounds integer bytes in JSON
 MAX_TOKENS = 1 << 31  # lengths and token budgets: engines keep them in int32
@@ -363,9 +366,6 @@ class KnobsBase(BaseModel):
     # The fields are OPTIONS' knobs: `Knobs` below is this class with them, built from the table.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    if TYPE_CHECKING:  # the fields are generated from OPTIONS: each is its declared type
-        def __getattr__(self, name: str) -> Any: ...
-
     @field_validator("*")
     @classmethod
     def _finite(cls, v: Any) -> Any:
@@ -375,7 +375,7 @@ class KnobsBase(BaseModel):
         return v
 
     @classmethod
-    def parse(cls, values: dict[str, Any]) -> Knobs:
+    def parse(cls, values: dict[str, Any]) -> Self:
         """Knobs from keyword values; a bad value is an InvalidInputError naming the flag."""
         unknown = sorted(set(values) - set(cls.model_fields))
         if unknown:
@@ -406,7 +406,46 @@ class KnobsBase(BaseModel):
 
 
 if TYPE_CHECKING:
-    Knobs = KnobsBase
+    class Knobs(KnobsBase):
+        """The fields create_model adds below, spelled out for mypy (OPTIONS' knobs, in order;
+        tests/project/test_knobs_typed.py checks them against the generated model)."""
+
+        tensor_parallel_size: int | None = None
+        pipeline_parallel_size: int | None = None
+        data_parallel_size: int | None = None
+        max_model_len: int | None = None
+        max_num_seqs: int | None = None
+        max_num_batched_tokens: int | None = None
+        max_input_tokens: int | None = None
+        gpu_memory_utilization: float | None = None
+        dtype: str | None = None
+        kv_cache_dtype: str | None = None
+        quantization: str | None = None
+        block_size: int | None = None
+        enforce_eager: bool | None = None
+        enable_prefix_caching: bool | None = None
+        disable_hybrid_kv_cache_manager: bool | None = None
+        enable_expert_parallel: bool | None = None
+        usage_context: Literal['serve', 'llm'] | None = None
+        kv_cache_memory_bytes: int | None = None
+        gpu_memory_gib: float | None = None
+        max_total_tokens: int | None = None
+        backend: Literal['pytorch', 'tensorrt'] | None = None
+        speculative_config: SpeculativeConfig | None = None
+        enable_lora: bool | None = None
+        max_loras: int | None = None
+        max_lora_rank: int | None = None
+        max_cpu_loras: int | None = None
+        lora_target_modules: list[str] | None = None
+        lora_paths: list[str] | None = None
+        kv_offloading_size: float | None = None
+        kv_offloading_backend: Literal['native', 'lmcache'] | None = None
+        enable_hierarchical_cache: bool | None = None
+        hicache_ratio: float | None = None
+        hicache_size: int | None = None
+        cuda_graph_max_bs: int | None = None
+        host_cache_size: int | None = None
+        limit_mm_per_prompt: dict[str, int] | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,
