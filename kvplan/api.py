@@ -78,7 +78,8 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
           slo_ttft_ms: float | None = None,
           prices: str | Path | Mapping[str, float] | None = None,
           engine_version: str | None = None, revision: str | None = None,
-          token: str | None = None, offline: bool | None = None, **knobs: Any) -> SweepResult:
+          token: str | None = None, offline: bool | None = None, rank_on: str = "pessimistic",
+          **knobs: Any) -> SweepResult:
     """Every deployment of `model` kvplan can plan, ranked: the options that meet the target
     (the workload's concurrency at its lengths, `max_model_len`) first, cheapest first.
 
@@ -88,6 +89,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     and/or "fp8" likewise. Neither given: the checkpoint's own format everywhere and, on GPUs
     that run fp8 natively, fp8 weights and KV too; one given: exactly the formats named.
     `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the bundled defaults.
+    `rank_on`: "pessimistic" (latency figures ranked by their bands' worse end) or "point".
     Other `knobs` as for plan(). Raises KvplanError for bad input; nothing meeting the target
     is a result (SweepResult.exit_code 1)."""
     from .planner.sweep import sweep as _sweep
@@ -117,7 +119,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                   kv_cache_dtypes=None if native else _formats(kv_cache_dtype,
                                                                 "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
-                  larger_gpus=larger_gpus)
+                  larger_gpus=larger_gpus, rank_on=rank_on)
 
 
 @dataclass(frozen=True)

@@ -343,6 +343,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "cache", default=False),
     _O("as_json", bool, ("--json",), "Print JSON to stdout (warnings go to stderr).",
        default=False),
+    # --- finish26 ---
+    _O("rank_on", str, ("--rank-on",), "sweep: rank latency, throughput and $/M tokens by the "
+       "pessimistic end of each figure's band (pessimistic) or by the point estimate (point)",
+       default="pessimistic"),
 )}
 
 
