@@ -450,33 +450,43 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                 f"only ≈{max(0, outside) / GiB:.2f} GiB is left"
                 " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
     problems += feature_problems(m, d, draft, lora_parts) + mm_problems(m, d, era, mm)
-    graphs_in = era.cudagraph_in_budget and not d.enforce_eager
     return memory_result(
-        gpu, d, era=era.name, budget_bytes=requested,
-        stages=[StageBreakdown(
-            layers=st.layers, weights_bytes=st.weights_bytes,
-            weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
-            non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
-            kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
-            bytes_per_block=st.bytes_per_block) for st in stages],
-        cudagraph_in_budget=graphs_in,
+        gpu, d, era=era.name, budget_bytes=requested, stages=_breakdowns(stages),
+        cudagraph_in_budget=_graphs_in_budget(d, era),
         estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
         bytes_per_token=worst.bytes_per_token, block_size=worst.layout.block_size,
         num_blocks=num_blocks, reserved_blocks=null, tokens=tokens,
-        max_model_len=int(d.max_model_len or 0), max_concurrency=concurrency,
+        max_model_len=max_len, max_concurrency=concurrency,
         max_model_len_fit=largest_len(num_blocks, model_max_len), fits=fits, problems=problems,
-        notes=memory_notes(
-            budget=f"total × gpu_memory_utilization {d.gpu_memory_utilization:g}"
-            if d.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
-            activation="estimate: profile run + sampler",
-            non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
-            kv_tokens_label="GPU KV cache size",
-            cudagraph=f"estimate, {'inside' if graphs_in else 'outside'} the budget"),
-        request_blocks=lambda length: worst.layout.blocks_per_request(
+        notes=_notes(d, era), request_blocks=lambda length: worst.layout.blocks_per_request(
             length, in_flight=flight, mamba_pages=mamba_pages),
         speculative=speculative_section(d, draft), lora=lora_section(m, d, lora_parts),
         offload=offload_section(d, worst.bytes_per_block, worst.layout.block_size, tokens),
         multimodal=mm_section(m, d, mm))
+
+
+def _breakdowns(stages: list[StageMemory]) -> list[StageBreakdown]:
+    return [StageBreakdown(
+        layers=st.layers, weights_bytes=st.weights_bytes,
+        weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
+        non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
+        kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
+        bytes_per_block=st.bytes_per_block) for st in stages]
+
+
+def _graphs_in_budget(d: Deployment, era: Era) -> bool:
+    return era.cudagraph_in_budget and not d.enforce_eager
+
+
+def _notes(d: Deployment, era: Era) -> dict[str, str]:
+    inside = _graphs_in_budget(d, era)
+    return memory_notes(
+        budget=f"total × gpu_memory_utilization {d.gpu_memory_utilization:g}"
+        if d.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
+        activation="estimate: profile run + sampler",
+        non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
+        kv_tokens_label="GPU KV cache size",
+        cudagraph=f"estimate, {'inside' if inside else 'outside'} the budget")
 
 
 # ------------------------------------------------- speculative decoding, LoRA, KV offloading
