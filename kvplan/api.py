@@ -123,6 +123,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
           prices: str | Path | Mapping[str, float] | None = None,
           engine_version: str | None = None, revision: str | None = None,
           token: str | None = None, offline: bool | None = None, disagg: bool = False,
+          rank_on: str = "pessimistic",
           **knobs: Any) -> SweepResult:
     """Every deployment of `model` kvplan can plan, ranked: the options that meet the target
     (the workload's concurrency at its lengths, `max_model_len`) first, cheapest first.
@@ -133,10 +134,10 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
     and/or "fp8" likewise. Neither given: the checkpoint's own format everywhere and, on GPUs
     that run fp8 natively, fp8 weights and KV too; one given: exactly the formats named.
     `prices`: a CSV/YAML file or {gpu id: US$ per GPU-hour}, over the bundled defaults.
+    `rank_on`: "pessimistic" (latency figures ranked by their bands' worse end) or "point".
     Other `knobs` as for plan(). `disagg`: add disaggregated prefill/decode services
-    (plan_disagg on each priced data-centre GPU) and say which wins (docs/disagg.md).
-    Raises KvplanError for bad input; nothing meeting the target is a result
-    (SweepResult.exit_code 1)."""
+    (plan_disagg on each priced data-centre GPU) and say which wins (docs/disagg.md). Raises
+    KvplanError for bad input; nothing meeting the target is a result (SweepResult.exit_code 1)."""
     from .planner.sweep import sweep as _sweep
     from .sources.prices import default_prices, load_price_file, price_error
 
@@ -170,7 +171,7 @@ def sweep(model: str | ModelSpec, *, gpus: Sequence[str | GpuSpec] | None = None
                   kv_cache_dtypes=None if native else _formats(kv_cache_dtype,
                                                                 "--kv-cache-dtype"),
                   engine_version=engine_version, slo_tpot_ms=slo_tpot_ms, slo_ttft_ms=slo_ttft_ms,
-                  larger_gpus=larger_gpus)
+                  larger_gpus=larger_gpus, rank_on=rank_on)
     if disagg:
         from .planner.sweep_disagg import disaggregated_options, with_disaggregated
 

@@ -12,6 +12,7 @@ print in a launch line) a value the range refuses.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -31,8 +32,11 @@ from pydantic import (
 
 from .engines import DEFAULT_ENGINE
 from .errors import InvalidInputError
-from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig
+from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig, per_model
 from .units import DTYPE_ALIASES, GiB
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 MAX_PARALLEL = 1024  # no deployment kvplan can plan spans more GPUs in one dimension
 MAX_DEVICE_GIB = 4096.0  # 4 TiB per device: above any GPU made; bounds integer bytes in JSON
@@ -413,6 +417,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("lengths_file", str, ("--lengths-file",), "request lengths to simulate, CSV "
        "input_tokens,output_tokens (one row per request, sampled): percentiles of a real mix",
        unit="file", path=True),
+    # --- finish26 ---
+    _O("rank_on", str, ("--rank-on",), "sweep: rank latency, throughput and $/M tokens by the "
+       "pessimistic end of each figure's band (pessimistic) or by the point estimate (point)",
+       default="pessimistic"),
 )}
 
 
@@ -436,9 +444,6 @@ class KnobsBase(BaseModel):
     # The fields are OPTIONS' knobs: `Knobs` below is this class with them, built from the table.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    if TYPE_CHECKING:  # the fields are generated from OPTIONS: each is its declared type
-        def __getattr__(self, name: str) -> Any: ...
-
     @field_validator("*")
     @classmethod
     def _finite(cls, v: Any) -> Any:
@@ -448,7 +453,7 @@ class KnobsBase(BaseModel):
         return v
 
     @classmethod
-    def parse(cls, values: dict[str, Any]) -> Knobs:
+    def parse(cls, values: dict[str, Any]) -> Self:
         """Knobs from keyword values; a bad value is an InvalidInputError naming the flag."""
         unknown = sorted(set(values) - set(cls.model_fields))
         if unknown:
@@ -479,7 +484,52 @@ class KnobsBase(BaseModel):
 
 
 if TYPE_CHECKING:
-    Knobs = KnobsBase
+    class Knobs(KnobsBase):
+        """The fields create_model adds below, spelled out for mypy (OPTIONS' knobs, in order;
+        tests/project/test_knobs_typed.py checks them against the generated model)."""
+
+        tensor_parallel_size: int | None = None
+        pipeline_parallel_size: int | None = None
+        data_parallel_size: int | None = None
+        max_model_len: int | None = None
+        max_num_seqs: int | None = None
+        max_num_batched_tokens: int | None = None
+        max_input_tokens: int | None = None
+        gpu_memory_utilization: float | None = None
+        dtype: str | None = None
+        kv_cache_dtype: str | None = None
+        quantization: str | None = None
+        block_size: int | None = None
+        enforce_eager: bool | None = None
+        enable_prefix_caching: bool | None = None
+        disable_hybrid_kv_cache_manager: bool | None = None
+        enable_expert_parallel: bool | None = None
+        usage_context: Literal['serve', 'llm'] | None = None
+        kv_cache_memory_bytes: int | None = None
+        gpu_memory_gib: float | None = None
+        max_total_tokens: int | None = None
+        backend: Literal['pytorch', 'tensorrt'] | None = None
+        speculative_config: SpeculativeConfig | None = None
+        enable_lora: bool | None = None
+        max_loras: int | None = None
+        max_lora_rank: int | None = None
+        max_cpu_loras: int | None = None
+        lora_target_modules: list[str] | None = None
+        lora_paths: list[str] | None = None
+        kv_offloading_size: float | None = None
+        kv_offloading_backend: Literal['native', 'lmcache'] | None = None
+        enable_hierarchical_cache: bool | None = None
+        hicache_ratio: float | None = None
+        hicache_size: int | None = None
+        cuda_graph_max_bs: int | None = None
+        host_cache_size: int | None = None
+        limit_mm_per_prompt: dict[str, int] | None = None
+        nodes: int | None = None
+        gpus_per_node: int | None = None
+        enable_dp_attention: bool | None = None
+        num_redundant_experts: int | None = None
+        moe_a2a_backend: Literal['none', 'deepep', 'allgather_reducescatter', 'naive',
+                                 'deepep_high_throughput', 'deepep_low_latency'] | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,
@@ -507,17 +557,27 @@ def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     """TP sizes the engines accept: divide the attention heads, and divide or be a multiple of
     the KV heads (vllm/model_executor/layers/linear.py QKVParallelLinear). Only divisors of the
     head count qualify, so this enumerates divisors, not every integer up to `limit`."""
+    return [tp for tp in _tp_sizes(m) if tp <= limit]
+
+
+@per_model(64)
+def _tp_sizes(m: ModelSpec) -> tuple[int, ...]:
+    """valid_tp_sizes without a limit, listed once per model object."""
     heads = m.num_attention_heads
     divisors = {d for i in range(1, math.isqrt(heads) + 1) if heads % i == 0
                 for d in (i, heads // i)}
-    return sorted(tp for tp in divisors if tp <= limit
-                  and (m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
+    return tuple(sorted(tp for tp in divisors
+                        if m.num_kv_heads % tp == 0 or tp % m.num_kv_heads == 0))
 
 
 def compute_capability(gpu: GpuSpec) -> tuple[int, int] | None:
     """An NVIDIA GPU's compute capability ('8.9' → (8, 9)); None for other vendors / unknown."""
-    cc = gpu.compute_capability or ""
-    if gpu.vendor != "NVIDIA" or not re.fullmatch(r"\d+\.\d+", cc):
+    return _capability(gpu.vendor, gpu.compute_capability or "")
+
+
+@functools.lru_cache(maxsize=64)
+def _capability(vendor: str, cc: str) -> tuple[int, int] | None:
+    if vendor != "NVIDIA" or not re.fullmatch(r"\d+\.\d+", cc):
         return None
     major, minor = cc.split(".")
     return int(major), int(minor)
@@ -674,7 +734,7 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     tp = pick("tensor_parallel_size", 1)
     pp = pick("pipeline_parallel_size", 1)
     dp = pick("data_parallel_size", 1)
-    if tp not in valid_tp_sizes(m, limit=tp):
+    if tp not in _tp_sizes(m):
         valid = ", ".join(map(str, valid_tp_sizes(m)))
         raise InvalidInputError(
             f"--tensor-parallel-size {tp} does not divide the model's {m.num_attention_heads} "

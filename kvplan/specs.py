@@ -658,6 +658,9 @@ class Workload(_Frozen):
 
 
 class SourcedValue(BaseModel):
+    # frozen: the planner hands one object to every plan with the same value and source
+    model_config = ConfigDict(frozen=True)
+
     value: int | float | str | bool | None
     source: Source
 

@@ -41,6 +41,8 @@ def _sweep_params() -> list[inspect.Parameter]:
         own("prices", Path | None, "--prices", help="CSV (id,usd_per_hour) or YAML (id: usd) of "
             "your own US$ per GPU-hour"),
         own("top", int, "--top", help="options shown in the table", default=10),
+        option("rank_on", help="pessimistic (default: each latency band's worse end) or point "
+               "(the estimate)"),
         option("offline", bare=True),
         option("disagg", help="also plan disaggregated prefill/decode services on each priced "
                "data-centre GPU, ranked with the rest; a note says which wins (docs/disagg.md)"),
@@ -93,7 +95,7 @@ def sweep(model: str, **values: Any) -> None:
         result = make_sweep(m, gpus=gpu_list, workload=load, **{k: values[k] for k in (
             "engine", "max_gpus", "quantization", "kv_cache_dtype", "slo_tpot_ms", "slo_ttft_ms",
             "prices", "engine_version", "max_model_len", "dtype", "gpu_memory_utilization",
-            "disagg")})
+            "disagg", "rank_on")})
     except UnicodeDecodeError as e:  # the one text file sweep reads itself
         raise InvalidInputError(f"--prices {str(values['prices'])[:200]}: not UTF-8 text "
                                 f"(undecodable byte at offset {e.start})",

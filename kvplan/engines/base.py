@@ -141,7 +141,8 @@ def memory_result(gpu: GpuSpec, dep: Deployment, *, era: str, budget_bytes: int,
 
     worst = worst_stage(stages)
     shortfall = max(-worst.kv_cache_bytes, 0)  # negative KV: the budget falls short by that much
-    stages = [s.model_copy(update={"kv_cache_bytes": max(s.kv_cache_bytes, 0)}) for s in stages]
+    stages = [s if s.kv_cache_bytes >= 0 else s.model_copy(update={"kv_cache_bytes": 0})
+              for s in stages]
     if gpu.cuda_total_estimated and not dep.user_set("gpu_total_bytes"):
         estimated = [*estimated, "total_bytes"]
     memory = MemoryBreakdown(

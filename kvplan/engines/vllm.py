@@ -302,32 +302,6 @@ class StageMemory:
         return self.layout.bytes_per_block
 
 
-@dataclass(frozen=True)
-class VllmResult:
-    era: Era
-    requested_bytes: int
-    stages: list[StageMemory]
-    worst: StageMemory  # the stage that limits num_blocks
-    num_blocks: int
-    blocks_per_request: int
-    bytes_per_token: int  # on the worst stage
-    tokens: int
-    max_concurrency: float
-    fits: bool
-    max_model_len_fit: int
-    problems: list[Problem]
-    in_flight_tokens: int
-    mamba_pages: int
-    speculative: PlanSpeculative | None = None
-    lora: PlanLora | None = None
-    multimodal: PlanMultimodal | None = None
-
-    def request_blocks(self, length: int) -> int:
-        """Blocks one request of `length` tokens holds on the limiting stage."""
-        return self.worst.layout.blocks_per_request(length, in_flight=self.in_flight_tokens,
-                                                    mamba_pages=self.mamba_pages)
-
-
 def budget_bytes(total_bytes: int, utilization: float) -> int:
     """requested_memory = ceil(total × gpu_memory_utilization) (vllm/v1/worker/utils.py)."""
     return math.ceil(total_bytes * utilization)
@@ -357,9 +331,9 @@ def largest_fitting_len(fits: Callable[[int], bool], cap: int) -> int:
 
 
 def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | None,
-                era: Era, model_max_len: int) -> VllmResult:
+                era: Era, model_max_len: int) -> MemoryResult:
     """Per-worker budget → KV bytes → layer groups and blocks (minimum over PP stages) →
-    capacity and fit."""
+    capacity and fit, as the common memory result."""
     tp, pp = d.tensor_parallel_size, d.pipeline_parallel_size
     requested = budget_bytes(d.gpu_total_bytes, d.gpu_memory_utilization)
     ep = _expert_ranks(m, d)
@@ -483,15 +457,43 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                 f"only ≈{max(0, outside) / GiB:.2f} GiB is left"
                 " there: graph capture may run out of memory. Lower --gpu-memory-utilization."))
     problems += feature_problems(m, d, draft, lora_parts) + mm_problems(m, d, era, mm)
-    return VllmResult(
-        era=era, requested_bytes=requested, stages=stages, worst=worst, num_blocks=num_blocks,
-        blocks_per_request=bpr, bytes_per_token=worst.bytes_per_token,
-        tokens=tokens, max_concurrency=concurrency, fits=fits,
-        max_model_len_fit=largest_len(num_blocks, model_max_len),
-        problems=problems, in_flight_tokens=flight, mamba_pages=mamba_pages,
+    return memory_result(
+        gpu, d, era=era.name, budget_bytes=requested, stages=_breakdowns(stages),
+        cudagraph_in_budget=_graphs_in_budget(d, era),
+        estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
+        bytes_per_token=worst.bytes_per_token, block_size=worst.layout.block_size,
+        num_blocks=num_blocks, reserved_blocks=null, tokens=tokens,
+        max_model_len=max_len, max_concurrency=concurrency,
+        max_model_len_fit=largest_len(num_blocks, model_max_len), fits=fits, problems=problems,
+        notes=_notes(d, era), request_blocks=lambda length: worst.layout.blocks_per_request(
+            length, in_flight=flight, mamba_pages=mamba_pages),
         speculative=speculative_section(d, draft), lora=lora_section(m, d, lora_parts),
-        multimodal=mm_section(m, d, mm),
-    )
+        offload=offload_section(d, worst.bytes_per_block, worst.layout.block_size, tokens),
+        multimodal=mm_section(m, d, mm))
+
+
+def _breakdowns(stages: list[StageMemory]) -> list[StageBreakdown]:
+    return [StageBreakdown(
+        layers=st.layers, weights_bytes=st.weights_bytes,
+        weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
+        non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
+        kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
+        bytes_per_block=st.bytes_per_block) for st in stages]
+
+
+def _graphs_in_budget(d: Deployment, era: Era) -> bool:
+    return era.cudagraph_in_budget and not d.enforce_eager
+
+
+def _notes(d: Deployment, era: Era) -> dict[str, str]:
+    inside = _graphs_in_budget(d, era)
+    return memory_notes(
+        budget=f"total × gpu_memory_utilization {d.gpu_memory_utilization:g}"
+        if d.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
+        activation="estimate: profile run + sampler",
+        non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
+        kv_tokens_label="GPU KV cache size",
+        cudagraph=f"estimate, {'inside' if inside else 'outside'} the budget")
 
 
 # ------------------------------------------------- speculative decoding, LoRA, KV offloading
@@ -657,7 +659,8 @@ def lora_section(m: ModelSpec, d: Deployment, parts: list[LoraSlots | None]) -> 
                     modules=list(whole.modules))
 
 
-def offload_section(d: Deployment, res: VllmResult) -> PlanOffload | None:
+def offload_section(d: Deployment, bytes_per_block: int, block_size: int,
+                    gpu_tokens: int) -> PlanOffload | None:
     """Native CPU offloading: kv_offloading_size GiB per engine (DP replica), split evenly over
     its TP × PP workers; each worker's CPU blocks = its bytes // the GPU bytes per block
     (vllm/config/vllm.py: cpu_bytes_to_use = size × 2^30; vllm/v1/kv_offload/cpu/spec.py:
@@ -667,12 +670,12 @@ def offload_section(d: Deployment, res: VllmResult) -> PlanOffload | None:
         return None
     per_replica = int(o.kv_offloading_size * GiB)
     per_worker = per_replica // (d.tensor_parallel_size * d.pipeline_parallel_size)
-    blocks = per_worker // res.worst.bytes_per_block
-    tokens = blocks * res.worst.layout.block_size
+    blocks = per_worker // bytes_per_block
+    tokens = blocks * block_size
     return PlanOffload(backend=o.kv_offloading_backend or "native",
                        host_bytes=per_replica * d.data_parallel_size,
                        host_bytes_per_worker=per_worker, cpu_blocks=blocks, cpu_tokens=tokens,
-                       effective_cached_tokens=res.tokens + tokens)
+                       effective_cached_tokens=gpu_tokens + tokens)
 
 
 def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
@@ -1089,33 +1092,7 @@ class VllmEngine(Engine):
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         era = era_of(dep)
-        res = plan_memory(m, gpu, dep, dep.quant, era, derived_max_model_len(m, era)[0])
-        worst = res.worst
-        graphs = ("estimate, inside the budget" if era.cudagraph_in_budget
-                  and not dep.enforce_eager else "estimate, outside the budget")
-        return memory_result(
-            gpu, dep, era=era.name, budget_bytes=res.requested_bytes,
-            stages=[StageBreakdown(
-                layers=st.layers, weights_bytes=st.weights_bytes,
-                weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
-                non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
-                kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
-                bytes_per_block=st.bytes_per_block) for st in res.stages],
-            cudagraph_in_budget=era.cudagraph_in_budget and not dep.enforce_eager,
-            estimated=["activation_bytes", "non_torch_bytes", "cudagraph_bytes"],
-            bytes_per_token=res.bytes_per_token, block_size=worst.layout.block_size,
-            num_blocks=res.num_blocks, reserved_blocks=1 if era.null_block_in_fit_check else 0,
-            tokens=res.tokens, max_model_len=int(dep.max_model_len or 0),
-            max_concurrency=res.max_concurrency, max_model_len_fit=res.max_model_len_fit,
-            fits=res.fits, problems=res.problems,
-            notes=memory_notes(
-                budget=f"total × gpu_memory_utilization {dep.gpu_memory_utilization:g}"
-                if dep.kv_cache_memory_bytes is None else "--kv-cache-memory-bytes",
-                activation="estimate: profile run + sampler",
-                non_torch="estimate: cuBLAS, NCCL, all-reduce", kv="what vLLM allocates",
-                kv_tokens_label="GPU KV cache size", cudagraph=graphs),
-            request_blocks=res.request_blocks, speculative=res.speculative, lora=res.lora,
-            offload=offload_section(dep, res), multimodal=res.multimodal)
+        return plan_memory(m, gpu, dep, dep.quant, era, derived_max_model_len(m, era)[0])
 
     def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
                         blocks: int) -> float | None:

@@ -27,6 +27,7 @@ Defaults assumed: no `max_split_size_mb`, no `expandable_segments`, one stream.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
@@ -35,6 +36,9 @@ SMALL_SEGMENT_BYTES = 2 << 20  # kSmallBuffer
 LARGE_SEGMENT_BYTES = 20 << 20  # kLargeBuffer: segment for 1–10 MiB requests
 MIN_LARGE_ALLOC_BYTES = 10 << 20  # kMinLargeAlloc
 ROUND_LARGE_BYTES = 2 << 20  # kRoundLarge
+# malloc_chunks compares states of at most this many free blocks, each with the last few
+# chunks after which it was seen
+SIGNATURE_BLOCKS, PERIOD_TRIES = 32, 8
 
 
 def round_size(nbytes: int) -> int:
@@ -150,6 +154,53 @@ class CachingAllocator:
                 block.size += n.size
         bisect.insort(pool, (block.size, block.segment, block.offset))
 
+    def signature(self, small: bool, floor: int) -> tuple[tuple[int, ...], ...] | None:
+        """What decides how one pool serves requests of `floor` bytes (rounded) or more while
+        nothing is freed: its free blocks of at least that size in best-fit order, each with
+        its segment's rank among theirs, its rank among them by (segment, offset), and the
+        segment's size when no live block holds it (its first use adds to held_bytes). A
+        smaller block is never handed out and never merges, and a new segment or a split's
+        remainder takes a place these ranks fix: two states with one signature serve the same
+        requests with the same counter changes. None above SIGNATURE_BLOCKS free blocks."""
+        pool = self._free[small]
+        first = bisect.bisect_left(pool, (floor, -1, -1))
+        if len(pool) - first > SIGNATURE_BLOCKS:
+            return None
+        segments = self._segments
+        if len(pool) - first < 2:  # (most often: one segment's remainder, or none)
+            return tuple((size, 0, 0, 0 if segments[seg].live else segments[seg].size)
+                         for size, seg, _ in pool[first:])
+        free = pool[first:]
+        places = {b: k for k, b in enumerate(sorted((seg, off) for _, seg, off in free))}
+        ranks = {seg: k for k, seg in enumerate(sorted({seg for _, seg, _ in free}))}
+        return tuple((size, ranks[seg], places[seg, off],
+                      0 if segments[seg].live else segments[seg].size)
+                     for size, seg, off in free)
+
+    def carve(self, small: bool, floor: int, nbytes: int, most: int) -> int:
+        """Serve up to `most` runs of requests of `nbytes` in all (each rounded) from the pool's
+        one free block of `floor` bytes or more, when it is the only one and its segment holds
+        a live block: best fit picks it for each request and splits it (a run leaves at least
+        a minimum remainder), so each run is carved off its start and nothing else changes.
+        Returns how many runs; their blocks are counted, not kept (they cannot be freed)."""
+        pool = self._free[small]
+        first = bisect.bisect_left(pool, (floor, -1, -1))
+        if len(pool) - first != 1:
+            return 0
+        size, seg, off = pool[first]
+        segment = self._segments[seg]
+        left = MIN_BLOCK_BYTES if small else SMALL_REQUEST_BYTES + 1  # should_split's minimum
+        runs = min(most, (size - left) // nbytes) if segment.live else 0
+        if runs > 0:
+            block = segment.blocks.pop(off)
+            del pool[first]
+            block.offset += runs * nbytes
+            block.size -= runs * nbytes
+            segment.blocks[block.offset] = block
+            bisect.insort(pool, (block.size, seg, block.offset))
+            self.allocated_bytes += runs * nbytes
+        return max(runs, 0)
+
     def empty_cache(self) -> None:
         """Return every segment that holds no live block to the driver."""
         for seg, segment in enumerate(self._segments):
@@ -165,3 +216,79 @@ def replay(sizes: list[int]) -> tuple[int, int]:
     for n in sizes:
         a.malloc(n)
     return a.allocated_bytes, a.reserved_bytes
+
+
+def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
+                  ) -> tuple[list[int], list[int]]:
+    """Allocate each chunk's sizes in order on `a`, nothing freed meanwhile; allocated_bytes and
+    held_bytes after each chunk. The two pools never share a block, so each serves its own
+    requests alone (_pool_chunks), and a pool whose chunks repeat (a model's identical layers)
+    is not replayed in full. `a` is left in a state equivalent to the true one, not equal."""
+    split: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    for c in chunks:  # identical chunks (one layer class) split into identical objects
+        if id(c) not in split:
+            split[id(c)] = (tuple(n for n in c if n <= SMALL_REQUEST_BYTES),
+                            tuple(n for n in c if n > SMALL_REQUEST_BYTES))
+    alloc, held = a.allocated_bytes, a.held_bytes
+    small = _pool_chunks(a, [split[id(c)][0] for c in chunks], True)
+    large = _pool_chunks(a, [split[id(c)][1] for c in chunks], False)
+    return ([alloc + s + x for s, x in zip(small[0], large[0], strict=True)],
+            [held + s + x for s, x in zip(small[1], large[1], strict=True)])
+
+
+def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
+                 ) -> tuple[list[int], list[int]]:
+    """malloc_chunks for one pool's requests: how much allocated and held bytes grew after each
+    chunk. Two shortcuts, both exact: a run of one chunk carved off the pool's only usable free
+    block (CachingAllocator.carve: the norms of dense layers); and once the pool's signature
+    after a chunk equals the one after an earlier chunk and the chunks since go on repeating,
+    every further period changes the counters as that one did, so it is added, not replayed."""
+    distinct = {id(c): c for c in chunks}
+    if not any(distinct.values()):
+        return [0] * len(chunks), [0] * len(chunks)
+    floor = round_size(min(min(c) for c in distinct.values() if c))  # no smaller block is used
+    nbytes = {k: sum(round_size(n) for n in c) for k, c in distinct.items()}
+    same = [1] * len(chunks)  # how many chunks from each on are that very chunk
+    for k in range(len(chunks) - 2, -1, -1):
+        if chunks[k + 1] is chunks[k]:
+            same[k] = same[k + 1] + 1
+    alloc0, held0 = a.allocated_bytes, a.held_bytes
+    grown: tuple[list[int], list[int]] = ([], [])
+    at: dict[tuple[tuple[int, ...], ...], list[int]] = {}  # signature → chunks it followed
+    skipped = [0, 0]  # what the periods not replayed added
+    i = 0
+    while i < len(chunks):
+        size = nbytes[id(chunks[i])]
+        runs = a.carve(small, floor, size, same[i]) if size else 0
+        for r in range(runs, 0, -1):
+            grown[0].append(a.allocated_bytes - alloc0 + skipped[0] - (r - 1) * size)
+            grown[1].append(a.held_bytes - held0 + skipped[1])
+        if runs:
+            i += runs
+            continue
+        for n in chunks[i]:
+            a.malloc(n)
+        grown[0].append(a.allocated_bytes - alloc0 + skipped[0])
+        grown[1].append(a.held_bytes - held0 + skipped[1])
+        sig = a.signature(small, floor)
+        if sig is not None:
+            seen = at.setdefault(sig, [])
+            for prev in reversed(seen):
+                period, repeats = i - prev, 0
+                while (i + (repeats + 1) * period < len(chunks)
+                       and chunks[prev + 1] == chunks[i + 1]  # (cheap first)
+                       and chunks[prev + 1 + repeats * period:i + 1 + repeats * period]
+                       == chunks[i + 1 + repeats * period:i + 1 + (repeats + 1) * period]):
+                    repeats += 1
+                if repeats:
+                    for k, counts in enumerate(grown):
+                        step = counts[i] - counts[prev]
+                        for u in range(i + 1, i + 1 + repeats * period):
+                            counts.append(counts[u - period] + step)
+                        skipped[k] += repeats * step
+                    i += repeats * period
+                    break
+            seen.append(i)
+            del seen[:-PERIOD_TRIES]
+        i += 1
+    return grown

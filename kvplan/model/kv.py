@@ -88,22 +88,34 @@ def layer_specs(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dt
     """Specs of the given layers. Without the hybrid manager (disabled, or auto-disabled for
     chunked local attention) sliding and chunked layers are allocated as full attention."""
     per_token = kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype=kv_dtype)
+    made: dict[str, list[LayerKv]] = {}  # each kind's specs, made once (they are frozen)
     out = []
     for i in layers:
         kind = m.layer_types[i] if m.layer_types else "full"
-        if kind == "none":
-            continue  # an MLP-only block holds no cache
-        if kind == "linear":
-            state = mamba_state_bytes(m, tp=tp, state_dtype=state_dtype)
-            out.append(LayerKv("mamba", 0, state_bytes=state))
-        elif m.mla is not None:
-            out.append(LayerKv("mla", per_token))
-        elif kind == "sliding" and hybrid_manager and m.sliding_window:
-            out.append(LayerKv("sliding", per_token, window=m.sliding_window))
-        else:  # full, or sliding/chunked promoted to full
-            out.append(LayerKv("full", per_token))
-        if m.cross_attention_tokens and kind != "none":  # Whisper: the layer's cross-attention
-            out.append(LayerKv("cross", per_token, window=m.cross_attention_tokens))
+        specs = made.get(kind)
+        if specs is None:
+            specs = made[kind] = _layer_kv(m, kind, tp=tp, per_token=per_token,
+                                           state_dtype=state_dtype, hybrid_manager=hybrid_manager)
+        out += specs
+    return out
+
+
+def _layer_kv(m: ModelSpec, kind: str, *, tp: int, per_token: int, state_dtype: str,
+              hybrid_manager: bool) -> list[LayerKv]:
+    """layer_specs of one layer of this kind."""
+    if kind == "none":
+        return []  # an MLP-only block holds no cache
+    if kind == "linear":
+        out = [LayerKv("mamba", 0, state_bytes=mamba_state_bytes(m, tp=tp,
+                                                                 state_dtype=state_dtype))]
+    elif m.mla is not None:
+        out = [LayerKv("mla", per_token)]
+    elif kind == "sliding" and hybrid_manager and m.sliding_window:
+        out = [LayerKv("sliding", per_token, window=m.sliding_window)]
+    else:  # full, or sliding/chunked promoted to full
+        out = [LayerKv("full", per_token)]
+    if m.cross_attention_tokens:  # Whisper: the layer's cross-attention
+        out.append(LayerKv("cross", per_token, window=m.cross_attention_tokens))
     return out
 
 
@@ -195,13 +207,22 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
                     padding_layers=padding, mamba_page_padding_bytes=pad)
 
 
-@per_model(1024)
 def stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype: str,
              hybrid_manager: bool, block_size: int, block_size_fixed: bool,
              group_rule: Literal["min", "max_if_close"]) -> tuple[KvLayout, int]:
     """kv_layout(layer_specs(…)) of one worker's layers and their summed KV bytes per token,
     memoised per model object and arguments (a ModelSpec is frozen; planning searches and
-    sweeps re-ask the same stage)."""
+    sweeps re-ask the same stage; where every layer is alike, any stage as long)."""
+    return _stage_kv(m, range(len(layers)) if m.layer_types is None else layers, tp=tp,
+                     kv_dtype=kv_dtype, state_dtype=state_dtype, hybrid_manager=hybrid_manager,
+                     block_size=block_size, block_size_fixed=block_size_fixed,
+                     group_rule=group_rule)
+
+
+@per_model(1024)
+def _stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype: str,
+              hybrid_manager: bool, block_size: int, block_size_fixed: bool,
+              group_rule: Literal["min", "max_if_close"]) -> tuple[KvLayout, int]:
     specs = layer_specs(m, layers, tp=tp, kv_dtype=kv_dtype, state_dtype=state_dtype,
                         hybrid_manager=hybrid_manager)
     layout = kv_layout(specs, block_size=block_size, block_size_fixed=block_size_fixed,

@@ -11,15 +11,14 @@ K/V projections keep max(1, kv_heads // tp) heads per rank, i.e. replicate when 
 from __future__ import annotations
 
 import re
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_model
 from ..units import DTYPE_BYTES, cdiv
-from .allocator import CachingAllocator
+from .allocator import CachingAllocator, malloc_chunks
 from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -38,8 +37,7 @@ Kind = Literal["embedding", "lm_head", "linear", "expert", "bias", "norm", "rout
 Split = Literal["out", "in", "kv", "vocab", "none"]
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(NamedTuple):  # a NamedTuple: a 405B model lists a thousand of them, cold
     name: str
     kind: Kind
     rows: int
@@ -642,10 +640,7 @@ class _Fused:
     sizes: tuple[int, ...]
     rope_at: int | None  # index in sizes after the first o_proj; None: no o_proj
     names: frozenset[str]  # the fused parameters' names
-
-    @property
-    def total(self) -> int:
-        return sum(self.sizes)
+    total: int  # sum(sizes)
 
     @classmethod
     def of(cls, parts_by_name: list[tuple[str, tuple[int, ...]]]) -> _Fused:
@@ -656,23 +651,27 @@ class _Fused:
             sizes += [b for b in parts if b]
             if rope_at is None and name.removesuffix(".weight").endswith("o_proj"):
                 rope_at = len(sizes)
-        return cls(tuple(sizes), rope_at, frozenset(fused))
+        return cls(tuple(sizes), rope_at, frozenset(fused), sum(sizes))
+
+
+def _chunks(groups: list[_Fused]) -> list[tuple[int, ...]]:
+    """One stage's allocation sizes, one chunk per group that has any (a layer class's chunk is
+    one object, shared): its fused parameters in order, with ROPE_BUILD after the first
+    attention output projection, or in a last chunk of its own if none."""
+    out = []
+    rope = False
+    for g in groups:
+        if not rope and g.rope_at is not None:
+            out.append((*g.sizes[:g.rope_at], ROPE_BUILD, *g.sizes[g.rope_at:]))
+            rope = True
+        elif g.sizes:
+            out.append(g.sizes)
+    return out if rope else [*out, (ROPE_BUILD,)]
 
 
 def _build_order(groups: list[_Fused]) -> list[int]:
-    """One stage's allocation sizes: its groups' fused parameters in order, with ROPE_BUILD
-    after the first attention output projection, or last if none."""
-    sizes: list[int] = []
-    rope = False  # a flag, not `ROPE_BUILD in sizes`: that scan made this quadratic
-    for g in groups:
-        if rope or g.rope_at is None:
-            sizes += g.sizes
-        else:
-            sizes += g.sizes[:g.rope_at]
-            sizes.append(ROPE_BUILD)
-            sizes += g.sizes[g.rope_at:]
-            rope = True
-    return sizes if rope else [*sizes, ROPE_BUILD]
+    """_chunks, as one list."""
+    return [n for chunk in _chunks(groups) for n in chunk]
 
 
 def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str) -> None:
@@ -693,14 +692,14 @@ def _rope_build(a: CachingAllocator, positions: int, rotary_dim: int, dtype: str
 
 
 def replay_allocations(sizes: list[int], dtype: str, rope_positions: int, rotary_dim: int,
-                       after_each: Callable[[CachingAllocator], None] | None = None
-                       ) -> CachingAllocator:
-    """Allocate `sizes` in order on an empty caching allocator, building the RoPE cache
-    (rope_positions × rotary_dim, kept in `dtype`) at ROPE_BUILD; the allocator then reports
-    allocated and reserved bytes (`after_each` sees it after every entry). Checked byte for
-    byte against PyTorch 2.11 on an H200 (benchmarks/allocator_check.py,
+                       after_each: Callable[[CachingAllocator], None] | None = None,
+                       allocator: CachingAllocator | None = None) -> CachingAllocator:
+    """Allocate `sizes` in order on an empty caching allocator (or on `allocator`), building
+    the RoPE cache (rope_positions × rotary_dim, kept in `dtype`) at ROPE_BUILD; the allocator
+    then reports allocated and reserved bytes (`after_each` sees it after every entry). Checked
+    byte for byte against PyTorch 2.11 on an H200 (benchmarks/allocator_check.py,
     benchmarks/data/allocator_h200.json)."""
-    a = CachingAllocator()
+    a = allocator if allocator is not None else CachingAllocator()
     for n in sizes:
         if n == ROPE_BUILD:
             _rope_build(a, rope_positions, rotary_dim, dtype)
@@ -720,11 +719,18 @@ def stage_allocations(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     and pp > 1 the last stage builds its own copy (vllm/model_executor/models/llama.py).
     `ep` > 1: expert parallelism over that many ranks (TP × DP). MLA with a quantized kv_b_proj
     adds its dequantized copy per layer after loading."""
+    return [[n for chunk in chunks for n in chunk]
+            for chunks in _stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)]
+
+
+def _stage_chunks(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpec | None,
+                  ep: int) -> list[list[tuple[int, ...]]]:
+    """stage_allocations in chunks (_chunks; the dequantized MLA copies one more)."""
     if m.weights_from == "headers" and m.checkpoint is not None:
-        return header_stage_allocations(m, tp=tp, pp=pp, dtype=dtype)
+        return [[tuple(sizes)] for sizes in header_stage_allocations(m, tp=tp, pp=pp, dtype=dtype)]
     mla_copy = mla_dequantized_copy_bytes(m, tp, quant, dtype)
     ranges = pp_layer_ranges(m.num_layers, pp)
-    return [_build_order(groups) + ([mla_copy] * len(ranges[s]) if mla_copy else [])
+    return [_chunks(groups) + ([(mla_copy,) * len(ranges[s])] if mla_copy and ranges[s] else [])
             for s, groups in enumerate(_stage_groups(m, tp=tp, pp=pp, dtype=dtype, quant=quant,
                                                      ep=ep))]
 
@@ -736,7 +742,8 @@ def _stage_groups(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpe
     the layers that the stage builds."""
     lay = _rank_layout(m, tp=tp, dtype=dtype, quant=quant, ep=ep)
     if lay.layers is None:  # not separable by layer: fuse each stage's tensors whole
-        return [[_Fused.of(items)] for items in _stage_items(m, lay.items, pp)]
+        ranked = rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep)
+        return [[_Fused.of(items)] for items in _stage_items(m, ranked, pp)]
     ranges = pp_layer_ranges(m.num_layers, pp)
     if pp == 1:
         return [[lay.pre, *lay.layers, lay.post]]
@@ -779,14 +786,94 @@ def _first_stage(t: Tensor) -> bool:
 
 
 @dataclass(frozen=True)
-class _RankLayout:
-    """One TP rank's tensors (`rank_tensors`) and, when the tensors outside the decoder layers
-    all come before or after them and no fused parameter spans two groups (always, for
-    `tensors`), each group fused once: every PP split then only concatenates them
-    (_stage_groups); `layers` None otherwise. pre/post: the tensors before/after the layers
-    (the embedding first), all of them (pp 1) and those the first/last stage builds."""
+class _Layers:
+    """The model's tensors (all_tensors) by decoder layer, listed once per model object.
+    `tensors`: each layer's, in order; `classes`: layers whose tensors have equal shapes under
+    equal names after their "layers.{i}." prefix share a class (a TP layout then shards and
+    fuses one of them for all). `outside`: the other tensors, in order, each with whether it
+    comes before the layers and whether the first PP stage builds it. `ordered`: the outside
+    tensors all come before or after the layers, the embedding first, and every layer's
+    tensors are named under its prefix: each group can then be fused on its own."""
 
-    items: list[tuple[Tensor, _Item]]
+    tensors: list[list[Tensor]]
+    classes: list[int]
+    outside: list[tuple[Tensor, bool, bool]]
+    ordered: bool
+
+
+@per_model(64)
+def _layers(m: ModelSpec) -> _Layers:
+    layers: list[list[Tensor]] = [[] for _ in range(m.num_layers)]
+    outside: list[tuple[Tensor, bool, bool]] = []
+    ordered, last_layer, after = True, -1, False
+    for k, t in enumerate(all_tensors(m)):
+        if t.layer is not None:
+            ordered &= t.layer >= last_layer and not after
+            last_layer = t.layer
+            layers[t.layer].append(t)
+            continue
+        after |= last_layer >= 0
+        ordered &= t.kind != "embedding" or k == 0
+        outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
+    keys: dict[tuple, int] = {}
+    classes = []
+    for i, ts in enumerate(layers):
+        prefix = f"layers.{i}."
+        if all(t.name.startswith(prefix) for t in ts):
+            key: tuple = tuple((t.name[len(prefix):], t.kind, t.rows, t.cols, t.split,
+                                t.experts, t.dtype) for t in ts)
+        else:
+            key, ordered = (i,), False
+        classes.append(keys.setdefault(key, len(keys)))
+    return _Layers(layers, classes, outside, ordered)
+
+
+@dataclass(frozen=True)
+class _RankLayers:
+    """One TP rank's tensors with (name, bytes of each part): each decoder layer's (one list
+    per layer class, shared by its layers, unless a quantization ignore list names layers) and
+    those outside the layers (_Layers.outside, in order)."""
+
+    layers: list[list[tuple[Tensor, _Item]]]
+    outside: list[tuple[Tensor, _Item]]
+
+
+@per_model(256)
+def rank_layers(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
+                ep: int) -> _RankLayers:
+    """The tensors of one TP rank by layer (_RankLayers), each class sharded once. Memoised per
+    (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
+    lay = _layers(m)
+    by_layer = quant is not None and any(quant.ignore)  # _is_ignored reads the layer index
+    done: dict[int, list[tuple[Tensor, _Item]]] = {}
+    layers = []
+    for i, c in enumerate(lay.classes):
+        key = i if by_layer else c
+        items = done.get(key)
+        if items is None:
+            items = done[key] = [_rank_item(m, t, tp, dtype, quant, ep) for t in lay.tensors[i]]
+        layers.append(items)
+    return _RankLayers(layers, [_rank_item(m, t, tp, dtype, quant, ep) for t, _, _ in lay.outside])
+
+
+def _rank_item(m: ModelSpec, t: Tensor, tp: int, dtype: str, quant: QuantSpec | None,
+               ep: int) -> tuple[Tensor, _Item]:
+    """Tensor t on one TP rank, with its name and the bytes of each of its parts."""
+    if m.moe is not None:
+        t = _expert_parallel(t, ep)
+    rows, cols = _shard_rows(t, m, tp)
+    return t, (t.name, _tensor_parts(t, rows, cols, DTYPE_BYTES[dtype], quant))
+
+
+@dataclass(frozen=True)
+class _RankLayout:
+    """One TP rank's tensors fused, when the tensors outside the decoder layers all come before
+    or after them and no fused parameter spans two groups (always, for `tensors`): each layer
+    class and each outside group fused once, so every PP split only concatenates them
+    (_stage_groups); `layers` None otherwise (each stage is then fused whole). pre/post: the
+    tensors before/after the layers (the embedding first), all of them (pp 1) and those the
+    first/last stage builds."""
+
     layers: list[_Fused] | None
     pre: _Fused
     pre_first: _Fused
@@ -800,67 +887,37 @@ class _RankLayout:
 @per_model(256)
 def _rank_layout(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
                  ep: int) -> _RankLayout:
-    items = rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep)
-    layers: list[list[_Item]] = [[] for _ in range(m.num_layers)]
-    pre: tuple[list[_Item], list[_Item]] = ([], [])  # (first stage, last stage)
-    post: tuple[list[_Item], list[_Item]] = ([], [])
-    pre_all: list[_Item] = []
-    post_all: list[_Item] = []
-    tied: list[_Item] = []
-    separable, last_layer = True, -1
-    for k, (t, item) in enumerate(items):
-        if t.layer is not None:
-            separable &= t.layer >= last_layer and not post_all
-            last_layer = t.layer
-            layers[t.layer].append(item)
-            continue
-        side, whole = (pre, pre_all) if last_layer < 0 else (post, post_all)
-        if t.kind == "embedding":
-            separable &= k == 0  # the stage's first tensor, and the tied copy the last's first
-            if m.tie_word_embeddings:
-                tied.append(("lm_head", item[1]))
-        side[0 if t.kind == "embedding" or _first_stage(t) else 1].append(item)
-        whole.append(item)
-    fused = [_Fused.of(g) for g in (pre_all, *pre, post_all, *post, tied)]
-    per_layer = _fused_layers(layers)
-    names = [g.names for g in (fused[0], *per_layer, fused[3], fused[6])]
-    separable &= sum(map(len, names)) == len(frozenset().union(*names))
-    return _RankLayout(items, per_layer if separable else None, *fused)
-
-
-def _fused_layers(layers: list[list[_Item]]) -> list[_Fused]:
-    """Each decoder layer's tensors fused (_Fused.of); layers named "layers.{i}.…" whose
-    tensors differ only in that index are fused once: the fusion patterns (_FUSED) and the
-    o_proj test read the names after the index."""
-    done: dict[tuple[_Item, ...], _Fused] = {}
-    out = []
-    for i, items in enumerate(layers):
-        prefix = f"layers.{i}."
-        if not all(name.startswith(prefix) for name, _ in items):
-            out.append(_Fused.of(items))
-            continue
-        key = tuple((name[len(prefix):], parts) for name, parts in items)
-        first = done.get(key)
-        if first is None:
-            first = done[key] = _Fused.of([("layers.0." + n, parts) for n, parts in key])
-        out.append(_Fused(first.sizes, first.rope_at,
-                          frozenset(prefix + n[len("layers.0."):] for n in first.names)))
-    return out
+    lay = _layers(m)
+    ranked = rank_layers(m, tp=tp, dtype=dtype, quant=quant, ep=ep)
+    groups: list[list[_Item]] = [[] for _ in range(7)]  # pre, its first/last; post, …; tied
+    for (t, before, first), (_, item) in zip(lay.outside, ranked.outside, strict=True):
+        side = 0 if before else 3
+        groups[side].append(item)
+        groups[side + (1 if first else 2)].append(item)
+        if t.kind == "embedding" and m.tie_word_embeddings:
+            groups[6].append(("lm_head", item[1]))
+    fused = [_Fused.of(g) for g in groups]
+    # layers are named under their own prefixes, so only the outside groups can share a name
+    names = [fused[0].names, fused[3].names, fused[6].names]
+    separable = (lay.ordered and sum(map(len, names)) == len(frozenset().union(*names))
+                 and not any(n.startswith("layers.") for ns in names for n in ns))
+    if not separable:
+        return _RankLayout(None, *fused)
+    done: dict[int, _Fused] = {}
+    per_layer = []
+    for items in ranked.layers:
+        f = done.get(id(items))
+        if f is None:
+            f = done[id(items)] = _Fused.of([item for _, item in items])
+        per_layer.append(f)
+    return _RankLayout(per_layer, *fused)
 
 
 @per_model(256)
 def rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
-                  ep: int) -> list[tuple[Tensor, _Item]]:
-    """Every tensor with (name, bytes of each part) on one TP rank, in `tensors` order.
-    Memoised per (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
-    dtype_bytes = DTYPE_BYTES[dtype]
-    out = []
-    for t in all_tensors(m):
-        if m.moe is not None:
-            t = _expert_parallel(t, ep)
-        rows, cols = _shard_rows(t, m, tp)
-        out.append((t, (t.name, _tensor_parts(t, rows, cols, dtype_bytes, quant))))
-    return out
+                 ep: int) -> list[tuple[Tensor, _Item]]:
+    """Every tensor with (name, bytes of each part) on one TP rank, in `tensors` order."""
+    return [_rank_item(m, t, tp, dtype, quant, ep) for t in all_tensors(m)]
 
 
 @dataclass(frozen=True)
@@ -882,9 +939,10 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
     Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
     tensor = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
     out = []
-    for sizes, t in zip(stage_allocations(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep),
-                        tensor, strict=True):
-        allocated, reserved = _replayed(tuple(sizes), dtype, m.rope_cache_positions, m.rotary_dim)
+    for chunks, t in zip(_stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep),
+                         tensor, strict=True):
+        allocated, reserved = _replayed(tuple(chunks), dtype, m.rope_cache_positions,
+                                        m.rotary_dim)
         out.append(WeightMemory(t, allocated, reserved))
     return out
 
@@ -914,35 +972,41 @@ def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                key=lambda w: w.reserved_bytes)
 
 
-# Replays remembered with the allocator's counters after every entry, most recent last:
-# ((dtype, RoPE cache positions, rotary dims), sizes, allocated after each, held after each)
-_REPLAYS: list[tuple[tuple[str, int, int], tuple[int, ...], array[int], array[int]]] = []
+# Replays remembered with the allocator's counters after every chunk, most recent last:
+# ((dtype, RoPE cache positions, rotary dims), chunks, allocated after each, held after each)
+_Chunks = tuple[tuple[int, ...], ...]
+_REPLAYS: list[tuple[tuple[str, int, int], _Chunks, list[int], list[int]]] = []
 _REPLAYS_KEPT = 64
 
 
-def _replayed(sizes: tuple[int, ...], dtype: str, rope_positions: int,
+def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
               rotary_dim: int) -> tuple[int, int]:
-    """(allocated, reserved) bytes after replay_allocations and empty_cache. A sequence that
-    begins one replayed before is read from that replay's counters at its length (a PP split's
-    first stage begins the unsplit model; shorter middle stages begin longer ones): the
-    allocator's state after a prefix is the state of replaying the prefix alone, and
-    empty_cache leaves exactly the segments that hold a live block (held_bytes)."""
-    if not sizes:
+    """(allocated, reserved) bytes after replay_allocations of the chunks' sizes and
+    empty_cache. Chunks that begin those of a replay before are read from that replay's
+    counters (a PP split's first stage begins the unsplit model; shorter middle stages begin
+    longer ones): the allocator's state after a prefix is the state of replaying the prefix
+    alone, and empty_cache leaves exactly the segments that hold a live block (held_bytes).
+    After the RoPE cache nothing is freed: malloc_chunks replays the rest, repeated layers
+    added up rather than replayed."""
+    if not chunks:
         return 0, 0
-    key, n = (dtype, rope_positions, rotary_dim), len(sizes)
+    key, n = (dtype, rope_positions, rotary_dim), len(chunks)
     for k, seq, allocated, held in reversed(_REPLAYS):
-        if k == key and len(seq) >= n and seq[n - 1] == sizes[-1] and seq[:n] == sizes:
+        if k == key and len(seq) >= n and seq[n - 1] == chunks[-1] and seq[:n] == chunks:
             return allocated[n - 1], held[n - 1]
-    allocated, held = array("q"), array("q")
-
-    def record(a: CachingAllocator) -> None:
+    allocated, held = [], []
+    a = CachingAllocator()
+    rope = next((i for i, c in enumerate(chunks) if ROPE_BUILD in c), len(chunks) - 1)
+    for chunk in chunks[:rope + 1]:
+        replay_allocations(list(chunk), dtype, rope_positions, rotary_dim, allocator=a)
         allocated.append(a.allocated_bytes)
         held.append(a.held_bytes)
-
-    replay_allocations(list(sizes), dtype, rope_positions, rotary_dim, record)
+    rest = malloc_chunks(a, chunks[rope + 1:])
+    allocated += rest[0]
+    held += rest[1]
     if len(_REPLAYS) >= _REPLAYS_KEPT:
         del _REPLAYS[0]
-    _REPLAYS.append((key, sizes, allocated, held))
+    _REPLAYS.append((key, chunks, allocated, held))
     return allocated[-1], held[-1]
 
 

@@ -404,20 +404,33 @@ def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
 @per_model(256)
 def _layer_sums(m: ModelSpec, tp: int, dtype: str, quant: QuantSpec | None
                 ) -> tuple[list[list[int]], list[tuple[_weights.Tensor, int, int]]]:
-    """Per decoder layer, the six sums of _enumerate_stage over its tensors on one TP rank;
-    and the tensors outside the layers with their bytes and matmul elements on that rank.
-    Encoder tensors are left out (the decoder's step does not run them)."""
-    per_layer = [[0] * 6 for _ in range(m.num_layers)]
+    """Per decoder layer, the six sums of _enumerate_stage over its tensors on one TP rank
+    (summed once per layer class); and the tensors outside the layers with their bytes and
+    matmul elements on that rank. Encoder tensors are left out (the decoder's step does not
+    run them)."""
+    ranked = _weights.rank_layers(m, tp=tp, dtype=dtype, quant=quant, ep=1)
+    sums: dict[int, list[int]] = {}
+    per_layer = []
+    for items in ranked.layers:
+        acc = sums.get(id(items))
+        if acc is None:
+            acc = sums[id(items)] = [0] * 6
+            for t, (_, parts) in items:
+                if not _encoder(t):
+                    rows, cols = _weights._shard_rows(t, m, tp)
+                    _add(acc, t, sum(parts), rows * cols, m)
+        per_layer.append(acc)
     outside = []
-    for t, (_, parts) in _weights.rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=1):
-        if t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector")):
+    for t, (_, parts) in ranked.outside:
+        if _encoder(t):
             continue
         rows, cols = _weights._shard_rows(t, m, tp)
-        if t.layer is None:
-            outside.append((t, sum(parts), rows * cols))
-        else:
-            _add(per_layer[t.layer], t, sum(parts), rows * cols, m)
+        outside.append((t, sum(parts), rows * cols))
     return per_layer, outside
+
+
+def _encoder(t: _weights.Tensor) -> bool:
+    return t.kind == "vision" or t.name.startswith(("vision.", "multi_modal_projector"))
 
 
 def _add(acc: list[int], t: _weights.Tensor, nbytes: int, elements: int, m: ModelSpec) -> None:

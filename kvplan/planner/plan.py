@@ -308,8 +308,23 @@ def _inputs(eng: Engine, dep: Deployment, res: MemoryResult) -> dict[str, Source
             value = res.engine_defaults[key]
         if value is None and key in ("max_input_tokens", "max_total_tokens"):
             continue
-        out[key] = SourcedValue(value=value, source=source)
+        out[key] = _sourced(value, source)
     return out
+
+
+_SOURCED: dict[tuple[type, object, Source], SourcedValue] = {}
+
+
+def _sourced(value: object, source: Source) -> SourcedValue:
+    """SourcedValue(value, source), one (frozen) object per distinct pair: a sweep's plans
+    repeat the same few thousand times."""
+    key = (type(value), value, source)
+    got = _SOURCED.get(key)
+    if got is None:
+        if len(_SOURCED) >= 4096:
+            _SOURCED.clear()
+        got = _SOURCED[key] = SourcedValue(value=value, source=source)
+    return got
 
 
 # ---------------------------------------------------------------- recommendations

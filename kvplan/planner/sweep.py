@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast, get_args
 
 from pydantic import (
     BaseModel,
@@ -31,7 +31,7 @@ from pydantic import (
 
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
-from ..knobs import Knobs, resolve_layout, valid_tp_sizes
+from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
 from ..model.whatif import FORMATS, what_if_format
 from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
@@ -42,6 +42,7 @@ from .whatif import apply as what_if_apply
 from .whatif import unsupported as what_if_unsupported
 
 SWEEP_SCHEMA_VERSION = "1.0"
+RankOn = Literal["pessimistic", "point"]  # --rank-on: which end of the latency bands ranks
 NO_LATENCY_MODEL = "SLO not evaluated (no bandwidth/FLOPs figures"  # the reason's prefix
 MAX_SWEEP_GPUS = 64
 
@@ -154,10 +155,32 @@ class Option(_Model):
     knobs: dict[str, Any] = Field(description="the knobs this option was planned with (kvplan "
                                   "plan's, with underscores)")
     plan: SerializeAsAny[Plan]  # a WhatIfPlan keeps its what_if in JSON
+    # --- finish26: how sure the latency figures are (plan.performance), and their bands ---
+    calibrated: bool | None = Field(None, description="the plan's latency figures are "
+                                    "calibrated for this GPU architecture × engine "
+                                    "(performance.calibrated); false: extrapolated; null: none")
+    ttft_ms_low: float | None = None
+    ttft_ms_high: float | None = None
+    tpot_ms_low: float | None = None
+    tpot_ms_high: float | None = None
+    output_tokens_per_s_low: float | None = None
+    output_tokens_per_s_high: float | None = None
+    cost_per_million_output_tokens_high: float | None = Field(
+        None, description="US$ at the band's low throughput (what --rank-on pessimistic ranks)")
     # --- disagg ---
     disaggregated: bool = Field(False, description="a disaggregated prefill/decode service "
                                 "(sweep --disagg): `plan` is its decode pool, `service` the whole")
     service: DisaggPlan | None = Field(None, description="`kvplan plan --disagg --json` for it")
+
+    def ranked(self, rank_on: RankOn) -> tuple[float | None, float | None, float | None,
+                                               float | None]:
+        """(TTFT, TPOT, output tokens/s, $/M output tokens) the ranking reads: each band's
+        pessimistic end (higher latency, lower throughput) or the point estimates."""
+        if rank_on == "point":
+            return (self.ttft_ms, self.tpot_ms, self.output_tokens_per_s,
+                    self.cost_per_million_output_tokens)
+        return (self.ttft_ms_high, self.tpot_ms_high, self.output_tokens_per_s_low,
+                self.cost_per_million_output_tokens_high)
 
     @property
     def misses(self) -> list[Miss]:
@@ -260,6 +283,9 @@ class SweepResult(_Model):
     candidates: int = Field(description="candidates considered (planned + pruned)")
     options: list[Option] = Field(description="planned candidates, best first")
     pruned: list[Pruned]
+    # --- finish26 ---
+    rank_on: RankOn = Field("pessimistic", description="latency figures ranked by their band's "
+                            "pessimistic end, or by the point estimate")
 
     @property
     def meeting(self) -> list[Option]:
@@ -348,24 +374,36 @@ def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: froz
 
 
 def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
-    return Pruned(gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
-                  pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
-                  quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
-                  reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
+    return Pruned(
+        gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
+        pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
+        quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
+        reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
 
 
-def weights_excess(m: ModelSpec, c: Candidate, base: Knobs) -> float:
+def weights_excess(m: ModelSpec, c: Candidate, base: Knobs,
+                   seen: dict[tuple[int, str | None, str | None, str], Layout] | None = None
+                   ) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
-    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine."""
+    engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
+    layouts resolved for candidates before, by GPU, formats and engine (what else
+    resolve_layout decides does not depend on the parallel sizes, which `candidates` makes
+    valid); a format what-if resolves its own."""
     k = c.knobs(base)
     if what_if_format(k.quantization) is not None:  # the checkpoint the format what-if plans
         eng = registry.get(c.engine)
         m, k = what_if_apply(eng, m, c.gpu, k)
         m, k = eng.build_quantization(m, c.gpu, k)
-    lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
-    ep = lay.tensor_parallel_size * lay.data_parallel_size if k.enable_expert_parallel else 1
-    stages = stage_tensor_bytes(m, tp=lay.tensor_parallel_size, pp=lay.pipeline_parallel_size,
-                                dtype=lay.dtype, quant=lay.quant, ep=ep)
+        lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
+    else:
+        key = (id(c.gpu), c.quantization, c.kv_cache_dtype, c.engine)
+        hit = seen.get(key) if seen is not None else None
+        lay = hit if hit is not None else resolve_layout(m, c.gpu, k, engine_label=c.engine)
+        if seen is not None:
+            seen[key] = lay
+    tp, pp = c.tensor_parallel_size, c.pipeline_parallel_size
+    ep = tp * lay.data_parallel_size if k.enable_expert_parallel else 1
+    stages = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=lay.dtype, quant=lay.quant, ep=ep)
     return max(stages) / lay.gpu_total_bytes
 
 
@@ -380,14 +418,21 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
           engine_version: str | None = None,
           slo_tpot_ms: float | None = None, slo_ttft_ms: float | None = None,
           closest_pruned: int = 3,
-          larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
+          larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None,
+          rank_on: str = "pessimistic") -> SweepResult:
     """Plan every candidate that can fit and rank them. Raises InvalidInputError for an empty
     search space; a sweep where nothing meets the target is a result (exit_code 1), whose
     options start with the closest misses. `quantizations` and `kv_cache_dtypes` both None: the
-    formats each GPU runs natively (native_formats: its own and, on fp8-native GPUs, fp8)."""
+    formats each GPU runs natively (native_formats: its own and, on fp8-native GPUs, fp8).
+    `rank_on`: "pessimistic" ranks each latency figure by its band's pessimistic end, "point"
+    by the estimate."""
     knobs = knobs or Knobs()
     workload = workload or Workload()
     _check_inputs(knobs, gpus, engines, max_gpus, engine_version)
+    if rank_on not in get_args(RankOn):
+        raise InvalidInputError(f"--rank-on must be pessimistic or point, got {rank_on!r}",
+                                hint="pessimistic: each band's worse end (the default); point: "
+                                "the estimate")
     engines = [registry.get(e).name for e in dict.fromkeys(engines)]
     cands, pruned = candidates(m, gpus, engines=engines, max_gpus=max_gpus,
                                quantizations=_unique(quantizations),
@@ -419,7 +464,8 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
         with shared_tries():
             result = _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices,
                             target, closest_pruned,
-                            _once_per_gpu(larger_gpus) if larger_gpus else None)
+                            _once_per_gpu(larger_gpus) if larger_gpus else None,
+                            cast(RankOn, rank_on))
         note = _fp8_note(result.options,
                          native=quantizations is None and kv_cache_dtypes is None)
         notes = [n for n in (note, _what_if_note(result.options)) if n]
@@ -476,26 +522,28 @@ def _once_per_gpu(fn: Callable[[GpuSpec], Sequence[GpuSpec]]
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
            workload: Workload, engine_version: str | None, prices: Mapping[str, Price],
            target: Target, closest_pruned: int,
-           larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> SweepResult:
+           larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None,
+           rank_on: RankOn = "pessimistic") -> SweepResult:
     planned: list[Option] = []
     too_big: list[tuple[float, Candidate]] = []
+    seen: dict[tuple[int, str | None, str | None, str], Layout] = {}
     for c in cands:
         try:
-            excess = weights_excess(m, c, knobs)
+            excess = weights_excess(m, c, knobs, seen)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
         if excess > 1:
             too_big.append((excess, c))
             continue
-        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
-                  larger_gpus)
+        _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
+                  pruned, larger_gpus)
     too_big.sort(key=lambda x: (x[0], x[1].count))
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
     for _, c in too_big[:n_closest]:
-        _plan_one(m, c, knobs, workload, engine_version, prices, target, planned, pruned,
-                  larger_gpus)
+        _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
+                  pruned, larger_gpus)
     for excess, c in too_big[n_closest:]:
         pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
                               f"device ({c.gpu.id})"))
@@ -509,7 +557,7 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
                                 + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned)
                                    else ""))
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
-    options = rank(planned, latency)
+    options = rank(planned, latency, rank_on)
     notes = []
     if knobs.max_model_len is None:
         notes.append("no --max-model-len: each engine's default length (usually the model's "
@@ -527,12 +575,15 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         notes.append("prices are kvplan's bundled defaults (on-demand list prices with source "
                      "and date, gpu_specs/prices.csv); pass --prices FILE for your own")
     ranking = ("meets the target first; then $/M output tokens, $/hour, fewer GPUs, more "
-               "headroom; misses by how far they miss (latency ÷ SLO, requests short)"
+               "headroom; misses by how far they miss (latency ÷ SLO, requests short); latency "
+               "and throughput " + ("at their bands' pessimistic end" if rank_on == "pessimistic"
+                                    else "as point estimates")
                if latency else
                "meets the target first; then $/hour, fewer GPUs, more headroom; misses by "
                "how far they miss, headroom, then the KV shortfall")
     return SweepResult(model=m.id, target=target, latency_model=latency, ranking=ranking,
-                       notes=notes, candidates=total, options=options, pruned=pruned)
+                       notes=notes, candidates=total, options=options, pruned=pruned,
+                       rank_on=rank_on)
 
 
 def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
@@ -554,11 +605,11 @@ def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
                                 hint="sweep one --engine with it")
 
 
-def _plan_one(m: ModelSpec, c: Candidate, base: Knobs, workload: Workload,
+def _plan_one(m: ModelSpec, c: Candidate, k: Knobs, workload: Workload,
               engine_version: str | None, prices: Mapping[str, Price], target: Target,
               planned: list[Option], pruned: list[Pruned],
               larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> None:
-    k = c.knobs(base)
+    """Plan candidate `c` with its knobs `k` (Candidate.knobs)."""
     try:  # the same call as `kvplan plan` for this option (api.plan)
         p = make_plan(m, c.gpu, k, engine=c.engine, engine_version=engine_version,
                       workload=workload, price=prices.get(c.gpu.id),
@@ -587,6 +638,10 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
     meets = p.fits and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses)
     per_hour = price.usd_per_hour * c.count if price else None
     cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
+    bands = {f"{name}_{end}": _num(perf, f"{name}_{end}") for name in
+             ("ttft_ms", "tpot_ms", "output_tokens_per_s") for end in ("low", "high")}
+    slow = bands["output_tokens_per_s_low"]
+    cost_high = (per_hour / (slow * 3600) * 1e6) if per_hour is not None and slow else None
     if price is None:
         misses.append(Miss(MissKind.NO_PRICE, f"no price for {c.gpu.id}"))
     return Option(
@@ -598,7 +653,8 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         price_default=None if price is None else price.default,
         cost_per_million_output_tokens=None if cost is None else round(cost, 4),
         tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,
-        knobs=k.given(), plan=p)
+        knobs=k.given(), plan=p, calibrated=getattr(perf, "calibrated", None), **bands,
+        cost_per_million_output_tokens_high=None if cost_high is None else round(cost_high, 4))
 
 
 def _slo_errors(p: Plan) -> list[str]:
@@ -652,37 +708,40 @@ def _num(obj: object, name: str) -> float | None:
 # ------------------------------------------------------------------------ ranking
 
 
-def rank(options: Iterable[Option], latency: bool = False) -> list[Option]:
+def rank(options: Iterable[Option], latency: bool = False,
+         rank_on: RankOn = "point") -> list[Option]:
     """Options that meet the target first, cheapest first ($/M output tokens when a latency
     model gives throughput, else $/hour; unpriced last), then fewer GPUs and more headroom.
     Misses follow, closest first: those that fit before those that do not, then by how far they
-    miss (miss_factor), then most headroom. Pareto flags among the priced meeting ones."""
+    miss (miss_factor), then most headroom. Pareto flags among the priced meeting ones. The
+    latency figures read are the point estimates or their bands' pessimistic ends (`rank_on`)."""
     inf = math.inf
 
     def key(o: Option) -> tuple:
         if o.meets_target:
-            cost = o.cost_per_million_output_tokens if latency else None
+            cost = o.ranked(rank_on)[3] if latency else None
             return (0, inf if cost is None else cost,
                     inf if o.price_per_hour is None else o.price_per_hour,
                     o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
         memory_miss = bool(o.misses_of(MissKind.MEMORY))
-        return (1, not o.plan.fits, miss_factor(o), memory_miss, -o.headroom,
+        return (1, not o.plan.fits, miss_factor(o, rank_on), memory_miss, -o.headroom,
                 o.plan.memory.kv_shortfall_bytes - o.plan.memory.kv_cache_bytes,
                 inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
 
     ordered = sorted(options, key=key)
-    pareto_set = set(map(id, pareto(ordered, latency)))
+    pareto_set = set(map(id, pareto(ordered, latency, rank_on)))
     return [o.model_copy(update={"rank": i, "pareto": id(o) in pareto_set})
             for i, o in enumerate(ordered, 1)]
 
 
-def miss_factor(o: Option) -> float:
+def miss_factor(o: Option, rank_on: RankOn = "point") -> float:
     """How far an option that fits misses its target, as one factor ≥ 1 (the worst of): each
-    latency figure ÷ its SLO, and the requests the target needs ÷ those the KV cache holds.
-    1 when it misses on nothing measurable (e.g. only a planner note)."""
+    latency figure (point or pessimistic, `rank_on`) ÷ its SLO, and the requests the target
+    needs ÷ those the KV cache holds. 1 when it misses on nothing measurable (e.g. only a
+    planner note)."""
     t = o.plan.workload
-    factors = [got / limit for got, limit in ((o.ttft_ms, t.slo_ttft_ms),
-                                              (o.tpot_ms, t.slo_tpot_ms))
+    ttft, tpot = o.ranked(rank_on)[:2]
+    factors = [got / limit for got, limit in ((ttft, t.slo_ttft_ms), (tpot, t.slo_tpot_ms))
                if got is not None and limit]
     if o.misses_of(MissKind.MEMORY) and 0 < o.headroom < 1:
         factors.append(1 / o.headroom)
@@ -693,12 +752,14 @@ def miss_factor(o: Option) -> float:
     return max([1.0, *factors])
 
 
-def pareto(options: Sequence[Option], latency: bool = False) -> list[Option]:
+def pareto(options: Sequence[Option], latency: bool = False,
+           rank_on: RankOn = "point") -> list[Option]:
     """The meeting, priced options no other beats: another dominates when it costs no more
-    and has at least the headroom (and throughput, with a latency model), better in one."""
+    and has at least the headroom (and throughput, point or pessimistic: `rank_on`, with a
+    latency model), better in one."""
     pool = [o for o in options if o.meets_target and o.price_per_hour is not None]
     if latency:
-        axes = [(-(o.price_per_hour or 0.0), o.headroom, o.output_tokens_per_s or 0.0)
+        axes = [(-(o.price_per_hour or 0.0), o.headroom, o.ranked(rank_on)[2] or 0.0)
                 for o in pool]
         return [o for o, a in zip(pool, axes, strict=True)
                 if not any(b != a and all(x >= y for x, y in zip(b, a, strict=True))

@@ -659,8 +659,17 @@ def _money(x: float | None) -> str:
 
 def _fit(o: Option) -> str:
     """The sweep table's confidence cell: calibrated or extrapolated latency figures."""
-    perf = o.service.performance if o.service else getattr(o.plan, "performance", None)
-    return "—" if perf is None else "cal" if perf.calibrated else "ext"
+    if o.service is not None:  # a disaggregated service: the whole service's figures
+        perf = o.service.performance
+        return "—" if perf is None else "cal" if perf.calibrated else "ext"
+    return "—" if o.calibrated is None else "cal" if o.calibrated else "ext"
+
+
+def _band(o: Option) -> str:
+    """The throughput band's half-width, ± % of the estimate."""
+    low, high, point = o.output_tokens_per_s_low, o.output_tokens_per_s_high, \
+        o.output_tokens_per_s
+    return "—" if low is None or high is None or not point else f"±{(high - low) / 2 / point:.0%}"
 
 
 def _option_label(o: Option) -> str:
@@ -683,7 +692,8 @@ _SWEEP_LEGEND = (
     ("headroom", "headroom: KV tokens at the engine's default memory fraction ÷ tokens the "
      "target needs (below 1×, the serve command raises the fraction)"),
     ("fit", "fit: cal = latency calibrated for this GPU architecture × engine, ext = "
-     "extrapolated (--json plan.performance.calibration says from what)"),
+     "extrapolated (also ~ after the rank; --json plan.performance.calibration says from what)"),
+    ("band", "band: the throughput band's half-width, ± % of the estimate"),
     ("P", "P: * = Pareto, no cheaper option has as much headroom"),
 )
 _SWEEP_WARNED = ("! after the rank: the plan carries warnings (e.g. a non-CUDA platform or an "
@@ -726,8 +736,10 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         # "!" after the rank (a column of its own was the first to go at 80 columns)
         warned = ["!" if any(p.severity == "warning" for p in o.plan.problems) else ""
                   for o in opts]
+        ranked = [o.ranked(result.rank_on) for o in opts]  # what the order reads
         cols: list[tuple[str, list[str], int, str]] = [
-            ("#", [f"{o.rank}{w}" for o, w in zip(opts, warned, strict=True)], 8, ">"),
+            ("#", [f"{o.rank}{'~' if o.calibrated is False else ''}{w}"
+                   for o, w in zip(opts, warned, strict=True)], 8, ">"),
             ("GPU × n", [_option_label(o) for o in opts], 10, "<"),
             ("TP×PP", [f"{o.tensor_parallel_size}×{o.pipeline_parallel_size}" for o in opts], 7,
              "<"),
@@ -744,18 +756,24 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         ]
         # a latency the target bounds is kept before cost and headroom details
         if latency and t.slo_ttft_ms is not None:
-            cols.append(("TTFT ms", ["—" if o.ttft_ms is None else f"{o.ttft_ms:,.0f}"
-                                     for o in opts], 7, ">"))
+            cols.append(("TTFT ms", ["—" if r[0] is None else f"{r[0]:,.0f}" for r in ranked],
+                         7, ">"))
         if latency:
-            cols += [("TPOT ms", ["—" if o.tpot_ms is None else f"{o.tpot_ms:.1f}" for o in opts],
+            cols += [("TPOT ms", ["—" if r[1] is None else f"{r[1]:.1f}" for r in ranked],
                       7 if t.slo_tpot_ms is not None else 5, ">"),
-                     ("tok/s", ["—" if o.output_tokens_per_s is None
-                                else f"{o.output_tokens_per_s:,.0f}" for o in opts], 4, ">"),
-                     ("$/M tok", [_money(o.cost_per_million_output_tokens) for o in opts], 6, ">")]
-            cols.append(("fit", [_fit(o) for o in opts], 5, "<"))
+                     ("tok/s", ["—" if r[2] is None else f"{r[2]:,.0f}" for r in ranked], 4,
+                      ">"),
+                     ("$/M tok", [_money(r[3]) for r in ranked], 6, ">")]
+            cols += [("fit", [_fit(o) for o in opts], 5, "<"),
+                     ("band", [_band(o) for o in opts], 3, ">")]
         cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
         rows, shown = _fit_sweep_columns(cols, width)
         legend = [text for header, text in _SWEEP_LEGEND if header in shown]
+        if latency and result.rank_on == "pessimistic" and shown & {"TPOT ms", "tok/s"}:
+            legend.insert(0, "latency, tok/s and $/M at the pessimistic end of their bands "
+                          "(--rank-on point: the estimates)")
+        if any(o.calibrated is False for o in opts) and "fit" not in shown:
+            legend.append("~ after the rank: extrapolated latency (not calibrated)")
         if any(warned):
             legend.append(_SWEEP_WARNED)
         lines.extend(textwrap.wrap(title + (". " + "; ".join(legend) if legend else ""), width))

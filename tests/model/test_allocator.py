@@ -3,10 +3,18 @@ worked by hand from the rules in pytorch c10/cuda/CUDACachingAllocator.cpp."""
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.model.allocator import CachingAllocator, replay, round_size, segment_size
+from kvplan.model.allocator import (
+    CachingAllocator,
+    malloc_chunks,
+    replay,
+    round_size,
+    segment_size,
+)
 
 MiB = 2**20
 
@@ -135,3 +143,29 @@ def test_replay_matches_pytorch_on_an_h200_byte_for_byte():
         assert a.allocated_bytes == r["allocated"], r["label"]
         a.empty_cache()
         assert a.reserved_bytes == r["reserved"], r["label"]
+
+
+def test_malloc_chunks_counts_what_plain_mallocs_count():
+    """malloc_chunks' shortcuts (a run carved off one free block, repeated periods added up)
+    give, chunk by chunk, the counters of allocating every size one by one: repeated layers
+    of mixed small and large sizes, after a start that leaves free segments behind."""
+    rng = random.Random(26)
+    sizes = [300, 512, 8192, 32768, 1 << 20, (1 << 20) + 1, 3 << 20, 9 << 20, 25 << 20,
+             100_000_003]
+    for _ in range(60):
+        layer = tuple(rng.choice(sizes) for _ in range(rng.randint(1, 6)))
+        other = tuple(rng.choice(sizes) for _ in range(rng.randint(0, 3)))
+        chunks = ([layer] * rng.randint(1, 70) + [other] + [layer] * rng.randint(0, 40)
+                  + [other] * rng.randint(0, 3))
+        fast, plain = CachingAllocator(), CachingAllocator()
+        start, freed = (rng.choice(sizes), 32 << 20, 500_000), rng.randint(0, 2)
+        for a in (fast, plain):  # segments without a live block, as the RoPE cache leaves
+            handles = [a.malloc(n) for n in start]
+            a.free(handles[freed])
+        allocated, held = [], []
+        for chunk in chunks:
+            for n in chunk:
+                plain.malloc(n)
+            allocated.append(plain.allocated_bytes)
+            held.append(plain.held_bytes)
+        assert malloc_chunks(fast, chunks) == (allocated, held)

@@ -187,15 +187,17 @@ def test_stages_from_layers_fused_once_equal_each_stage_fused_whole(entry):
         _rank_layout,
         _stage_items,
         mla_dequantized_copy_bytes,
+        rank_tensors,
     )
     m = load_catalog_model(entry)
     for tp in (1, 4):
         lay = _rank_layout(m, tp=tp, dtype="bfloat16", quant=m.quantization, ep=1)
+        ranked = rank_tensors(m, tp=tp, dtype="bfloat16", quant=m.quantization, ep=1)
         assert lay.layers is not None  # every catalogue model's tensors separate by layer
         mla = mla_dequantized_copy_bytes(m, tp, m.quantization, "bfloat16")
         for pp in {1, 2, 3, min(7, m.num_layers)}:
             whole = [_build_order([_Fused.of(items)]) + [mla] * len(r) * bool(mla)
-                     for items, r in zip(_stage_items(m, lay.items, pp),
+                     for items, r in zip(_stage_items(m, ranked, pp),
                                          pp_layer_ranges(m.num_layers, pp), strict=True)]
             got = stage_allocations(m, tp=tp, pp=pp, dtype="bfloat16", quant=m.quantization)
             assert got == whole, (tp, pp)
@@ -212,7 +214,8 @@ def test_tensors_outside_the_layers_between_them_fall_back_to_whole_stages(monke
     listed.remove(norm)
     listed.insert(len(listed) // 2, norm)
     monkeypatch.setattr(weights, "tensors", lambda spec: iter(listed))
-    memos = (weights.all_tensors, weights.rank_tensors, weights._rank_layout)
+    memos = (weights.all_tensors, weights._layers, weights.rank_layers, weights.rank_tensors,
+             weights._rank_layout)
     for memo in memos:
         memo.cache_clear()
     try:
@@ -246,18 +249,38 @@ def test_per_model_memo_is_per_object_and_keys_on_every_argument():
     assert f(m, 1) == 6
 
 
-def test_a_sequence_read_from_a_longer_replay_equals_replaying_it_alone():
-    """A stage sequence that begins one replayed before is read from that replay: the same
-    (allocated, reserved) as replaying it alone, without another replay."""
+def test_chunks_read_from_a_longer_replay_equal_replaying_them_alone():
+    """A stage's chunks that begin those of a replay before are read from that replay: the same
+    (allocated, reserved) as replaying their sizes alone, without another replay."""
     from kvplan.model import weights
     m = _model("Qwen/Qwen2.5-7B-Instruct")
     args = ("bfloat16", m.rope_cache_positions, m.rotary_dim)
-    (whole,) = stage_allocations(m, tp=2, pp=1, dtype="bfloat16", quant=None)
+    (chunks,) = weights._stage_chunks(m, tp=2, pp=1, dtype="bfloat16", quant=None, ep=1)
     weights._replayed.cache_clear()
-    weights._replayed(tuple(whole), *args)
-    for n in (1, 2, 5, len(whole) // 3, len(whole) - 1):
-        alone = weights.replay_allocations(whole[:n], *args)
+    weights._replayed(tuple(chunks), *args)
+    for n in (1, 2, 5, len(chunks) // 3, len(chunks) - 1):
+        alone = weights.replay_allocations([size for c in chunks[:n] for size in c], *args)
         allocated = alone.allocated_bytes
         alone.empty_cache()
-        assert weights._replayed(tuple(whole[:n]), *args) == (allocated, alone.reserved_bytes)
+        assert weights._replayed(tuple(chunks[:n]), *args) == (allocated, alone.reserved_bytes)
     assert len(weights._REPLAYS) == 1
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_weight_memory_equals_replaying_every_allocation(entry):
+    """The replay's shortcuts (identical layers carved or added up, prefixes read from earlier
+    replays) give what allocating every tensor one by one on a fresh allocator gives."""
+    from kvplan.model import weights
+    m = load_catalog_model(entry)
+    for tp in (1, 8):
+        for pp in sorted({1, min(3, m.num_layers)}):
+            got = weights.weight_memory_per_stage(m, tp=tp, pp=pp, dtype="bfloat16",
+                                                  quant=m.quantization)
+            for sizes, w in zip(stage_allocations(m, tp=tp, pp=pp, dtype="bfloat16",
+                                                  quant=m.quantization), got, strict=True):
+                a = weights.replay_allocations(sizes, "bfloat16", m.rope_cache_positions,
+                                               m.rotary_dim)
+                allocated = a.allocated_bytes
+                a.empty_cache()
+                assert (w.allocated_bytes, w.reserved_bytes) == (allocated, a.reserved_bytes), \
+                    (tp, pp)

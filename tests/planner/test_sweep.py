@@ -123,9 +123,11 @@ def test_meeting_options_first_cheapest_first(result70):
     opts = result70.options
     flags = [o.meets_target for o in opts]
     assert flags == sorted(flags, reverse=True)  # all meets before all misses
-    # with the latency model, cheapest = lowest $ per million output tokens
-    costs = [o.cost_per_million_output_tokens for o in result70.meeting
-             if o.cost_per_million_output_tokens is not None]
+    # with the latency model, cheapest = lowest $ per million output tokens, by default at the
+    # throughput band's low end
+    assert result70.rank_on == "pessimistic"
+    costs = [o.cost_per_million_output_tokens_high for o in result70.meeting
+             if o.cost_per_million_output_tokens_high is not None]
     assert costs and costs == sorted(costs)
     assert [o.rank for o in opts] == list(range(1, len(opts) + 1))
     assert result70.exit_code == 0
@@ -153,8 +155,9 @@ def test_pareto_flags_dominated_options(result70):
         if o.price_per_hour is None:
             assert not o.pareto
             continue
-        def axes(x):  # cost (lower is better), headroom and throughput (higher is better)
-            return (-x.price_per_hour, x.headroom, x.output_tokens_per_s or 0.0)
+        def axes(x):  # cost (lower is better), headroom and throughput (higher is better; the
+            # band's low end, as the sweep ranks by default)
+            return (-x.price_per_hour, x.headroom, x.output_tokens_per_s_low or 0.0)
 
         dominated = any(axes(b) != axes(o)
                         and all(p >= q for p, q in zip(axes(b), axes(o), strict=True))
@@ -171,6 +174,37 @@ def test_pareto_and_rank_with_a_latency_model(result70):
     costs = [o.cost_per_million_output_tokens for o in ranked]
     assert costs == sorted(costs)
     assert len(pareto(ranked, latency=True)) >= 1
+
+
+def test_every_option_carries_its_calibration_and_bands(result70):
+    """Sweep JSON: each option says whether its latency figures are calibrated and carries
+    their bands around the point estimates; the pessimistic $/M tokens is the price over the
+    band's low throughput (price × GPUs / (tokens/s × 3600) × 10⁶)."""
+    for o in result70.options:
+        out = o.model_dump(mode="json")
+        if o.plan.performance is None:  # (no plan that does not fit has latency figures)
+            assert out["calibrated"] is None and out["tpot_ms_high"] is None
+            continue
+        assert out["calibrated"] is o.plan.performance.calibrated
+        for name in ("ttft_ms", "tpot_ms", "output_tokens_per_s"):
+            assert out[f"{name}_low"] <= out[name] <= out[f"{name}_high"], name
+        if o.price_per_hour is not None:
+            assert o.cost_per_million_output_tokens_high == pytest.approx(
+                o.price_per_hour / (o.output_tokens_per_s_low * 3600) * 1e6, abs=1e-4)
+            assert o.cost_per_million_output_tokens_high >= o.cost_per_million_output_tokens
+
+
+def test_rank_on_point_ranks_the_estimates(llama70):
+    """--rank-on point orders the options that meet the target by the point $/M tokens;
+    anything but pessimistic or point is refused, naming the flag."""
+    r = kvplan.sweep(llama70, gpus=["h200", "h100", "mi300x"], max_model_len=32768, workload=W,
+                     rank_on="point")
+    assert r.rank_on == "point" and "point estimates" in r.ranking
+    costs = [o.cost_per_million_output_tokens for o in r.meeting
+             if o.cost_per_million_output_tokens is not None]
+    assert costs and costs == sorted(costs)
+    with pytest.raises(InvalidInputError, match="--rank-on"):
+        kvplan.sweep(llama70, gpus=["h200"], max_model_len=32768, workload=W, rank_on="best")
 
 
 def test_slo_is_evaluated_by_the_latency_model(llama70):
@@ -400,11 +434,22 @@ def test_table_shows_latency_columns_when_a_latency_model_exists(result70):
     from kvplan.render.text import sweep_text
 
     opts = [o.model_copy(update={"tpot_ms": 31.5, "output_tokens_per_s": 1234.0,
-                                 "cost_per_million_output_tokens": 1.07})
+                                 "cost_per_million_output_tokens": 1.07, "tpot_ms_high": 36.25,
+                                 "cost_per_million_output_tokens_high": 1.23,
+                                 "calibrated": False})
             for o in result70.options]
-    text = sweep_text(result70.model_copy(update={"latency_model": True, "options": opts}),
-                      width=120)
+    shown = result70.model_copy(update={"latency_model": True, "options": opts})
+    text = sweep_text(shown.model_copy(update={"rank_on": "point"}), width=120)
     assert "TPOT ms" in text and "$/M tok" in text and "31.5" in text and "1.07" in text
+    # by default the table shows what it ranks: each band's pessimistic end
+    text = sweep_text(shown, width=120)
+    assert "36.2" in text and "1.23" in text and "31.5" not in text
+    assert "pessimistic end of their bands" in text
+    # extrapolated options are marked after the rank, whether the fit column fits or not
+    for width in (80, 200):
+        rows = [x for x in sweep_text(shown, width=width).splitlines()
+                if x.lstrip().startswith("1~")]
+        assert rows, width
     narrow = sweep_text(result70, width=80)
     assert all(len(x) <= 80 for x in narrow.splitlines() if not x.startswith("  vllm serve"))
 
@@ -428,7 +473,10 @@ def test_option_json_keeps_its_order_and_reads_the_plan(result70):
              "kv_cache_dtype", "weights_format", "kv_tokens", "headroom", "price_per_hour",
              "price_source", "price_date", "price_default", "cost_per_million_output_tokens",
              "tpot_ms", "ttft_ms", "output_tokens_per_s", "replicas_for_rate",
-             "replicas_simulated", "cost_per_day_for_rate", "knobs", "plan",
+             "replicas_simulated", "cost_per_day_for_rate", "knobs", "plan", "calibrated",
+             "ttft_ms_low", "ttft_ms_high", "tpot_ms_low", "tpot_ms_high",
+             "output_tokens_per_s_low", "output_tokens_per_s_high",
+             "cost_per_million_output_tokens_high",
              "disaggregated"]  # sweep --disagg (issue #25): every option says whether it is
     for o in result70.options:
         d = json.loads(o.model_dump_json())

@@ -34,7 +34,7 @@ def test_ttft_column_with_a_ttft_target_at_80_columns(result):
     assert all(len(x) <= 80 for x in text.splitlines() if not x.startswith("  vllm serve"))
     mi = next(o for o in result.meeting if o.gpu == "mi300x")  # its first row
     row = next(r for r in table[1:] if " mi300x " in r)
-    assert f"{mi.ttft_ms:,.0f}" in row.split()
+    assert f"{mi.ttft_ms_high:,.0f}" in row.split()  # the band's pessimistic end, as ranked
 
 
 @pytest.mark.parametrize("width", [80, 100, 160])
@@ -60,7 +60,7 @@ def test_fit_column_says_calibrated_or_extrapolated():
         headers = table[0].split()
         if "fit" not in headers:
             return legend, {}
-        return legend, {row.split()[1]: row.split()[-2 if row.endswith("*") else -1]
+        return legend, {row.split()[1]: next(c for c in row.split() if c in ("cal", "ext"))
                         for row in table[1:]}
 
     legend, cells = fit_cells("0.12.0", 100)
@@ -70,3 +70,19 @@ def test_fit_column_says_calibrated_or_extrapolated():
     assert cells == {"h100-sxm-80gb": "cal", "l40s": "ext"}
     legend, cells = fit_cells("0.12.0", 50)  # too narrow: dropped, and not in the legend
     assert cells == {} and "fit:" not in legend
+
+
+def test_fit_cell_gives_the_throughput_band_and_marks_extrapolated_ranks(result):
+    """The band column gives the throughput band's half-width (± % of the estimate, from the
+    option's own band); an extrapolated option is marked ~ after its rank at any width."""
+    o = next(o for o in result.meeting if o.gpu == "l40s")
+    half = (o.output_tokens_per_s_high - o.output_tokens_per_s_low) / 2
+    _, table = _table(sweep_text(result, width=200))
+    row = next(r for r in table[1:] if " l40s " in r)
+    assert f"±{half / o.output_tokens_per_s:.0%}" in row.split()
+    for width in (80, 200):
+        _, table = _table(sweep_text(result, width=width))
+        for r in table[1:]:
+            rank = r.split()[0]
+            mine = next(x for x in result.meeting if str(x.rank) == rank.rstrip("~!"))
+            assert ("~" in rank) == (mine.calibrated is False), r
