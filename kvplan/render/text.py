@@ -146,16 +146,16 @@ def plan_table(plan: Plan, console: Console) -> None:
 
 def price_label(source: str) -> str:
     """A price's source as the tables print it: the provider and tier a bundled row names in
-    parentheses after its URL, with the page's host ("RunPod on-demand, via deploybase.ai");
-    any other URL by its host; a file:line as it is. "(kvplan default)" is kept."""
+    parentheses after its URL ("RunPod on-demand"; --json keeps the URL); any other URL by its
+    host; a file:line as it is. A bundled default says "(default)"."""
     default = source.endswith("(kvplan default)")
     s = source.removesuffix("(kvplan default)").strip()
     m = re.match(r"https?://([^/\s]+)\S*\s*\((.+)\)$", s)
     if m:
-        s = f"{m.group(2)}, via {m.group(1)}"
+        s = m.group(2)
     elif s.startswith(("http://", "https://")):
         s = s.split("/")[2]
-    return s + (" (kvplan default)" if default else "")
+    return s + (" (default)" if default else "")
 
 
 def performance_table(plan: Plan, console: Console) -> None:
