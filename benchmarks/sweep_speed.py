@@ -7,8 +7,9 @@ own format) for every dense model size of the catalogue and MoE and MLA models, 
 warm-up sweep of another model; then the same sweep on every engine (`--engine all`, thousands
 of candidates), cold, in seconds.
 "cold": each run loads the model afresh and clears the allocator-replay memo, so nothing
-memoised before helps (weights and KV layouts are worked out anew); "warm": the same sweep again
-on that object.
+memoised before helps (weights and KV layouts are worked out anew), and collects the garbage of
+the runs before it first (a new `kvplan sweep` process starts with none); "warm": the same sweep
+again on that object.
 "plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
 this process's CPU time (the machine may be shared; wall time is shown for the command); each
 figure is the median of `runs` runs. A plan's
@@ -19,6 +20,7 @@ Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter 
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import time
@@ -66,6 +68,9 @@ def in_process(runs: int) -> None:
             weights._replayed.cache_clear()  # and no allocator replay or fused name from before
             weights.fused_name.cache_clear()
             for rates in (cold, warm):  # the second sweep reuses that model's caches
+                # the previous sweep's garbage is collected before the clock starts, as a new
+                # `kvplan sweep` process would never see it (else its collection lands in this one)
+                gc.collect()
                 start = time.process_time()  # CPU time: the machine may be shared
                 r = kvplan.sweep(m, workload=workload, **OWN)
                 rates.append(len(r.options) / (time.process_time() - start))
@@ -78,6 +83,7 @@ def in_process(runs: int) -> None:
             m = load(ref)
             weights._replayed.cache_clear()
             weights.fused_name.cache_clear()
+            gc.collect()
             start = time.process_time()
             r = kvplan.sweep(m, workload=workload, **OWN, engine="all")
             seconds.append(time.process_time() - start)
