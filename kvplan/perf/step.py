@@ -223,6 +223,9 @@ class PerfContext:
     moe_comm_per_token_s: float = 0.0
     # the MoE group's link when it spans nodes (planner/nodes.py); 0: link_bytes_per_s
     moe_link_bytes_per_s: float = 0.0
+    # GPUs per node of an MoE group that spans nodes (0: one node), for DeepEP's node-deduplicated
+    # internode dispatch (perf/expert.py)
+    moe_node_gpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,7 @@ class Links:
     pp_bytes_per_s: float = 0.0
     text: str = ""
     moe_bytes_per_s: float | None = None  # MoE dispatch/combine beyond one scale-up domain
+    moe_node_gpus: int = 0  # GPUs per node when the MoE group spans nodes
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -477,7 +481,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         link=links.text if links else "", pp_crossings=links.pp_crossings if links else 0,
         pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0,
-        moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0)
+        moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0,
+        moe_node_gpus=links.moe_node_gpus if links else 0)
 
 
 # --------------------------------------------------------------------- step time

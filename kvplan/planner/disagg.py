@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..engines import pd, registry
-from ..engines.base import MemoryResult
+from ..engines.base import Engine, MemoryResult
 from ..errors import InvalidInputError
 from ..knobs import Knobs, valid_tp_sizes
 from ..perf import kv_transfer
@@ -75,6 +75,9 @@ class PoolLayout:
     ep: int | None = None
     replicas: int | None = None
     price: Price | None = None
+    # knobs for this pool only, over the shared ones (a prefill pool's chunked-prefill size, a
+    # decode pool's --max-running-requests or memory fraction, as published deployments set)
+    options: dict[str, object] | None = None
 
 
 PlanFn = Callable[[ModelSpec, GpuSpec, Knobs, Workload, Price | None], Plan]
@@ -113,7 +116,7 @@ def _layout_knobs(role: Role, lay: PoolLayout, tp: int | None) -> dict[str, obje
 def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
                plan_fn: PlanFn, extra: dict[str, object]) -> Plan:
     """The pool at its given TP, else the smallest valid TP (up to 8) at which it fits."""
-    base = {**knobs.given(), **extra}
+    base = {**knobs.given(), **extra, **(lay.options or {})}
     if lay.tp is not None or (lay.ep is not None):
         values = {**base, **_layout_knobs(role, lay, lay.tp)}
         return plan_fn(m, lay.gpu, Knobs.parse(values), w, lay.price)
@@ -134,7 +137,7 @@ def _pool(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
           plan_fn: PlanFn, extra: dict[str, object], version: str, max_seqs: int) -> _Pool:
     p = _pool_plan(role, m, lay, knobs, w, plan_fn, extra)
     eng = registry.get(p.engine.name)
-    values = {**knobs.given(), **extra,
+    values = {**knobs.given(), **extra, **(lay.options or {}),
               "tensor_parallel_size": int(p.inputs["tensor_parallel_size"].value or 1)}
     if "data_parallel_size" in p.inputs and p.inputs["data_parallel_size"].value:
         values["data_parallel_size"] = int(p.inputs["data_parallel_size"].value)
@@ -244,7 +247,8 @@ def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     if decode_seqs is not None:
         seqs = decode_seqs
         d_extra["max_num_seqs"] = decode_seqs
-    if knobs.max_num_batched_tokens is None:
+    if knobs.max_num_batched_tokens is None and "max_num_batched_tokens" not in (
+            decode.options or {}):
         d_extra["max_num_batched_tokens"] = max(seqs * spec, 256)
     d0 = _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs)
     p0 = _pool("prefill", m, prefill, knobs, w, plan_fn, {}, version, 8)
@@ -256,13 +260,13 @@ def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     d_buf = pd.buffer_bytes(engine, kv_bytes_per_token=d0.plan.kv_cache.bytes_per_token,
                             block_size=d0.res.block_size, max_tokens_in_buffer=in_buffer)
     if p_buf:
-        p0 = _pool("prefill", m, PoolLayout(prefill.gpu, tp=p0.dep.tensor_parallel_size,
-                                            dp=prefill.dp, ep=prefill.ep), knobs, w, plan_fn,
+        p0 = _pool("prefill", m, replace(prefill, tp=p0.dep.tensor_parallel_size, replicas=None,
+                                                   price=None), knobs, w, plan_fn,
                    {"gpu_memory_gib": (p0.plan.memory.total_bytes - p_buf) / GiB}, version, 8)
     if d_buf:
         d_extra["gpu_memory_gib"] = (d0.plan.memory.total_bytes - d_buf) / GiB
-        d0 = _pool("decode", m, PoolLayout(decode.gpu, tp=d0.dep.tensor_parallel_size,
-                                           dp=decode.dp, ep=decode.ep), knobs, w, plan_fn,
+        d0 = _pool("decode", m, replace(decode, tp=d0.dep.tensor_parallel_size, replicas=None,
+                                                  price=None), knobs, w, plan_fn,
                    d_extra, version, seqs)
     return _Pools(p0, d0, d_extra, seqs, spec, in_buffer, p_buf, d_buf)
 
@@ -407,8 +411,8 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
                                 f"{section.ttft_ms:,.0f} ms, TPOT {section.tpot_ms:.1f} ms"))
     launch = _launch(eng.name, sup, pools, p_reps, d_reps)
     dis = Disaggregated(
-        prefill=_with_command(p0.plan, launch.prefill),
-        decode=_with_command(d0.plan, launch.decode),
+        prefill=_with_command(eng, p0.plan, launch.prefill, version),
+        decode=_with_command(eng, d0.plan, launch.decode, version),
         prefill_replicas=p_reps, decode_replicas=d_reps, ratio=f"{p_reps}P{d_reps}D",
         replicas_source=src, gpus=gpus,
         prefill_tokens_per_s_per_replica=round(
@@ -519,10 +523,18 @@ def _rounded(t: TtftParts) -> TtftParts:
     return TtftParts(**{k: round(v, 2) for k, v in t.model_dump().items()})
 
 
-def _with_command(p: Plan, command: str) -> Plan:
-    """The pool's plan with its P/D launch line; its own performance section (an aggregated
-    replica's, prefill and decode mixed) is left out: the service's is the top-level one."""
-    return p.model_copy(update={"command": command, "performance": None})
+def _with_command(eng: Engine, p: Plan, command: str, version: str) -> Plan:
+    """The pool's plan with its P/D launch line, and a pool that spans nodes with one line per
+    node role built from it (the engine's multi-node launch, engines/multinode.py, carrying the
+    P/D settings); its own performance section (an aggregated replica's, prefill and decode
+    mixed) is left out: the service's is the top-level one."""
+    update: dict[str, object] = {"command": command, "performance": None}
+    nodes = p.nodes
+    if nodes is not None and nodes.launch and nodes.nodes and nodes.gpus_per_node:
+        lines = eng.node_launch(command, nodes.nodes, nodes.gpus_per_node, version)
+        if lines:
+            update["nodes"] = nodes.model_copy(update={"launch": lines})
+    return p.model_copy(update=update)
 
 
 def _pool_misfit(role: Role, p: Plan) -> Problem:
