@@ -17,7 +17,8 @@ Published figures are per node of 8 GPUs, divided by 8:
   202502OpenSourceWeek/day_6_one_more_thing_deepseekV3R1_inference_system_overview.md):
   73.7k input tokens/s per H800 node in prefill, cache hits included (56.3 % of input tokens
   hit the on-disk KV cache: 342B of 608B); 14.8k output tokens/s per node in decode; prefill
-  EP32 / DP32 over 4 nodes, decode EP144 / DP144 over 18 nodes, 32 redundant experts, MTP.
+  EP32 / DP32 over 4 nodes, decode EP144 / DP144 over 18 nodes, 32 redundant experts, MTP
+  (planned as SGLang NEXTN with one draft token at kvplan's default acceptance for MTP, 0.85).
   Lengths: the decode batch is 128 requests per GPU at a mean KV length of 4,989 (the figures
   SGLang's blog tabulates for DeepSeek's blog); with the daily 608B input : 168B output ratio
   (3.62), input + output / 2 = 4,989 gives 4,380 + 1,210.
@@ -46,12 +47,15 @@ from kvplan.specs import Workload  # noqa: E402
 R1 = "deepseek-ai/DeepSeek-R1"
 SHARED = {"moe_a2a_backend": "deepep", "num_redundant_experts": 32,
           "gpu_memory_utilization": 0.835}
+# DeepSeek-V3's one MTP module, one draft token a step (SGLang NEXTN); its acceptance is kvplan's
+# published default for MTP, 0.85 (DeepSeek-V3 technical report §5.4.3: 85–90 %)
+MTP = {"speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}
 # (source, GPU, engine, input, output, prefix-cache hit rate, prefill EP, decode EP,
 #  prefill options, decode options, layout note, published prefill / decode tok/s per GPU)
 ROWS: tuple[tuple[Any, ...], ...] = (
     ("DeepSeek inference-system overview", "h800", "sglang", 4380, 1210, 0.563, 32, 144,
-     {"max_num_batched_tokens": 32 * 16384}, {"max_num_seqs": 128},
-     "EP32 / EP144, DP attention, DeepEP (published: DeepSeek's own engine, MTP, TBO)",
+     {"max_num_batched_tokens": 32 * 16384, **MTP}, {"max_num_seqs": 128, **MTP},
+     "EP32 / EP144, DP attention, DeepEP, MTP (published: DeepSeek's own engine, + TBO)",
      73_700 / 8, 14_800 / 8),
     ("SGLang large-scale EP blog, 96 H100", "h100", "sglang", 2000, 100, None, 32, 72,
      {"max_num_batched_tokens": 524288, "max_num_seqs": 8192 // 32}, {"max_num_seqs": 256},

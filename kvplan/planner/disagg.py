@@ -144,7 +144,11 @@ def _pool(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
     if lay.ep is not None:
         values["enable_expert_parallel"] = True
     dep, res = evaluate(eng, m, lay.gpu, Knobs.parse(values), version)
-    ctx = performance.context(m, lay.gpu, dep, res, max_num_seqs=max(1, max_seqs))
+    # speculative decoding at the workload's (or the method's published) acceptance, as plans
+    # do; the pool's nodes as --nodes / --gpus-per-node place it
+    ctx = performance.context(m, lay.gpu, dep, res, max_num_seqs=max(1, max_seqs),
+                              acceptance_rate=performance.acceptance(dep, w)[0],
+                              nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     return _Pool(p, dep, res, ctx)
 
 
