@@ -51,6 +51,7 @@ from ..specs import (
     Workload,
 )
 from ..units import GiB, largest_true
+from . import nodes as node_rules
 from . import performance
 from .plan import evaluate
 
@@ -238,6 +239,83 @@ class _Pools:
     decode_buffer: int
 
 
+# data-parallel sizes kvplan tries for a MoE pool with expert parallelism and DP attention
+# (-tp 1 -dp N --enable-expert-parallel): whole nodes and their halves, up to four nodes or the
+# scale-up domain (planner/nodes.py shapes); the two smallest that fit are scored
+EP_TRIES = 2
+
+
+def _chooses(lay: PoolLayout, knobs: Knobs) -> bool:
+    """kvplan chooses this pool's layout: neither the pool's flags nor the shared ones fix it."""
+    fixed = ("tensor_parallel_size", "data_parallel_size", "enable_expert_parallel",
+             "enable_dp_attention")
+    given = {**knobs.given(), **(lay.options or {})}
+    return lay.tp is None and lay.dp is None and lay.ep is None and not any(
+        k in given for k in fixed)
+
+
+def _ep_sizes(gpu: GpuSpec) -> list[int]:
+    per = max((s.gpus_per_node for s in gpu.systems), default=8)
+    top = max(4 * per, node_rules.tp_limit(gpu) or per)
+    return [g for g in (2, 4, 8, 16, 32, 64) if g <= top]
+
+
+def _score(role: Role, engine: str, pool: _Pool, w: Workload) -> float:
+    """Tokens/s per GPU of one replica of the pool in its own phase: prompt tokens in full
+    prefill steps (prefill), output tokens at the requests its KV cache and batch hold
+    (decode) — the figures benchmarks/disagg_validation.py compares with published ones."""
+    n = performance.lengths(w, block_size=pool.res.block_size)
+    gpus = pool.plan.gpu.count
+    dp = pool.dep.data_parallel_size
+    if role == "prefill":
+        budget = pool.ctx.max_num_batched_tokens
+        i = max(1, n.input_tokens - n.cached_tokens)
+        t = _step_s(pool.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
+                    prefill_context_tokens=n.cached_tokens + i / 2, prefill_seqs=budget / i)
+        return budget * dp / t / gpus
+    cap = min(_decode_kv_bound(engine, pool, n), pool.ctx.max_num_seqs)
+    if cap <= 0:
+        return 0.0
+    t = _step_s(pool.ctx, decode_seqs=cap, context_tokens=n.input_tokens + n.output_tokens / 2)
+    return cap * perf.tokens_per_step(pool.ctx) * dp / t / gpus
+
+
+def _choose_layout(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
+                   plan_fn: PlanFn, engine: str, version: str) -> tuple[PoolLayout, str | None]:
+    """A MoE pool whose layout kvplan chooses: the smallest TP that fits (as for dense models)
+    against expert parallelism with DP attention over the smallest GPU counts that fit
+    (_ep_sizes), whichever gives more tokens per second per GPU in the pool's phase; the layout
+    and why. Every layout keeps TP inside the scale-up domain (EP/DP cross nodes)."""
+    if m.moe is None or not _chooses(lay, knobs):
+        return lay, None
+    scored: list[tuple[float, PoolLayout, str]] = []
+    tp_plan = _pool_plan(role, m, lay, knobs, w, plan_fn, {})
+    if tp_plan.fits and tp_plan.memory.kv_cache_bytes > 0:
+        tp = int(tp_plan.inputs["tensor_parallel_size"].value or 1)
+        c = replace(lay, tp=tp)
+        scored.append((_score(role, engine, _pool(role, m, c, knobs, w, plan_fn, {}, version,
+                                                  8 if role == "prefill" else 256), w),
+                       c, f"TP {tp}"))
+    found = 0
+    for g in _ep_sizes(lay.gpu):
+        if found >= EP_TRIES:
+            break
+        c = replace(lay, tp=1, dp=g, ep=g)
+        try:
+            pool = _pool(role, m, c, knobs, w, plan_fn, {}, version, 256)
+        except InvalidInputError:
+            continue
+        if pool.plan.fits and pool.plan.memory.kv_cache_bytes > 0:
+            found += 1
+            scored.append((_score(role, engine, pool, w), c, f"EP {g} with DP attention"))
+    if not scored:
+        return lay, None
+    best = max(scored, key=lambda x: x[0])
+    why = (f"{role} layout {best[2]}: the most {'prompt' if role == 'prefill' else 'output'} "
+           "tokens/s per GPU of " + ", ".join(f"{name} ({v:,.0f})" for v, _, name in scored))
+    return best[1], why
+
+
 def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs,
                 w: Workload, plan_fn: PlanFn, engine: str, version: str,
                 decode_seqs: int | None = None) -> _Pools:
@@ -369,6 +447,10 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     link = link_gbps or kv_transfer.DEFAULT_LINK_GBPS
     lengths_only = w.model_copy(update={"target_concurrency": None, "slo_ttft_ms": None,
                                         "slo_tpot_ms": None})
+    prefill, p_why = _choose_layout("prefill", m, prefill, knobs, lengths_only, plan_fn,
+                                    eng.name, version)
+    decode, d_why = _choose_layout("decode", m, decode, knobs, lengths_only, plan_fn, eng.name,
+                                   version)
     pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version)
     p0, d0 = pools.prefill, pools.decode
     n = performance.lengths(w, block_size=d0.res.block_size)
@@ -429,7 +511,8 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         decode_capacity_per_replica=decode_cap * d0.dep.data_parallel_size,
         prefill_kv_tokens_needed=p_need,
         kv_transfer=_transfer_json(sup, tr, pools, link, link_gbps is not None),
-        ttft=_rounded(s.ttft), launch=launch, harness=HARNESS, notes=_notes(sup, pools))
+        ttft=_rounded(s.ttft), launch=launch, harness=HARNESS,
+        notes=[*_notes(sup, pools), *(x for x in (p_why, d_why) if x)])
     fits = (p0.plan.fits and d0.plan.fits and decode_cap > 0
             and not any(p.severity == "error" for p in problems))
     return DisaggPlan(fits=fits, problems=problems, disaggregated=dis, performance=section)
