@@ -125,7 +125,8 @@ def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workl
         return plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, None)}), w,
                        lay.price)
     last: Plan | None = None
-    for tp in [t for t in valid_tp_sizes(m) if t <= 8] or [1]:
+    top = min(8, node_rules.tp_limit(lay.gpu) or 8)  # never beyond the scale-up domain
+    for tp in [t for t in valid_tp_sizes(m) if t <= top] or [1]:
         last = plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, tp)}), w,
                        lay.price)
         if last.fits and last.memory.kv_cache_bytes > 0:

@@ -78,3 +78,42 @@ def test_sglang_max_running_requests_read_back_per_rank():
         {"tensor_parallel_size": 72, "data_parallel_size": 72, "enable_dp_attention": True,
          "expert_parallel_size": 72, "max_num_seqs": 18432})
     assert knobs["tensor_parallel_size"] == 1 and knobs["max_num_seqs"] == 256
+
+
+@pytest.fixture(scope="module")
+def chosen():
+    """DeepSeek-R1 on H200 with SGLang, no layout given: kvplan chooses each pool's."""
+    return plan_disagg(R1, "h200", engine="sglang",
+                       workload=Workload(avg_input_tokens=2000, avg_output_tokens=500,
+                                         target_concurrency=2048))
+
+
+def test_moe_pool_layout_is_chosen_among_tp_and_ep_dp_attention(chosen):
+    import re
+
+    d = chosen.disaggregated
+    notes = [n for n in d.notes if " layout " in n and "tokens/s per GPU of" in n]
+    assert len(notes) == 2  # one per pool, each naming every candidate and its figure
+    for note, pool in zip(notes, (d.prefill, d.decode), strict=True):
+        figures = {name: float(v.replace(",", "")) for name, v in
+                   re.findall(r"((?:TP \d+)|(?:EP \d+ with DP attention)) \(([\d,]+)\)", note)}
+        assert "TP 8" in figures and any(k.startswith("EP") for k in figures)
+        best = max(figures, key=figures.__getitem__)
+        assert note.split(": ")[0].endswith(best)
+        tp = int(pool.inputs["tensor_parallel_size"].value)
+        dp = int(pool.inputs["data_parallel_size"].value or 1)
+        assert tp <= 8  # never beyond the HGX scale-up domain
+        if best.startswith("EP"):
+            assert (tp, dp) == (1, int(best.split()[1]))
+            assert "--enable-dp-attention" in pool.command and "--ep-size" in pool.command
+
+
+def test_a_given_layout_is_kept_and_dense_models_are_not_offered_ep():
+    r = plan_disagg(R1, "h200", engine="sglang", workload=W, prefill_tp=8, decode_tp=8,
+                    prefill_replicas=1, decode_replicas=1)
+    d = r.disaggregated
+    assert int(d.decode.inputs["tensor_parallel_size"].value) == 8
+    assert not any("tokens/s per GPU of" in n for n in d.notes)
+    dense = plan_disagg("meta-llama/Llama-3.3-70B-Instruct", "h100", engine="vllm", workload=W,
+                        prefill_replicas=1, decode_replicas=1)
+    assert not any("tokens/s per GPU of" in n for n in dense.disaggregated.notes)
