@@ -93,6 +93,7 @@ LAYER = {
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
     "kvplan.deploy.launchers": "deploy",
+    "kvplan.deploy.pd_check": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.disagg": "render",
