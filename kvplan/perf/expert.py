@@ -33,6 +33,12 @@ GPUs (DP attention) or with expert parallelism:
       α + tokens × k × hidden × 2 B × (g − 1)/g ÷ NVLink) — the forward is pipelined with the
   RDMA sends. Group-limited routing (DeepSeek-V3's topk_group) is not read: it can only lower
   the node count.
+* DeepEP's low-latency kernels (decode steps: SGLang's deepep_mode auto picks them for decode
+  batches; vLLM deepep_low_latency) do not forward over NVLink: each token goes by RDMA to
+  each of its k experts' GPUs, dispatched in FP8 with one fp32 scale per 128 values
+  (`low_latency_dispatch(..., use_fp8=True)`, SGLang layers/moe/ep_moe/token_dispatcher.py
+  0.4.x) and combined in BF16: per step, across nodes,
+  2α + tokens × k × (N − 1)/N × hidden × ((1 + 4/128) + 2) B ÷ network.
 """
 
 from __future__ import annotations
@@ -46,10 +52,11 @@ from . import step
 
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
-          node_dedup: bool = False) -> step.PerfContext:
+          node_dedup: bool = False, decode_low_latency: bool = False) -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
-    `node_dedup`: the all-to-all is DeepEP's, one copy per remote node (module docstring)."""
+    `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
+    decode steps use DeepEP's low-latency kernels (module docstring)."""
     if m.moe is None or (ep <= 1 and not moe_dp):
         return ctx
     group = ctx.tp * (dp if moe_dp else 1)
@@ -67,7 +74,26 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
     fixed = comm_s(out, 0.0)
-    return replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+    out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+    if decode_low_latency and all_to_all and out.moe_link_bytes_per_s and out.moe_group > 1 \
+            and 0 < ctx.moe_node_gpus < out.moe_group:
+        n = out.moe_group
+        per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
+               * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s)
+        out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
+    return out
+
+
+# FP8 value + one fp32 scale per 128 values, per hidden element (DeepEP low-latency dispatch)
+LL_DISPATCH_BYTES = 1 + 4 / 128
+
+
+def _tp_per_token(ctx: step.PerfContext) -> float:
+    """The attention group's all-reduce per own token (0 at TP 1), as comm_s counts it."""
+    if ctx.tp <= 1:
+        return 0.0
+    ar = ctx.hidden_size * step.ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
+    return (ctx.layers + ctx.layers - ctx.moe_layers) * ar / ctx.link_bytes_per_s
 
 
 def _dtype(dtype: str) -> str:

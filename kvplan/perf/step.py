@@ -221,6 +221,9 @@ class PerfContext:
     # a step's communication when set (moe_comm_per_token_s > 0): fixed + per own token
     moe_comm_fixed_s: float = 0.0
     moe_comm_per_token_s: float = 0.0
+    # per own token of a decode-only step when its all-to-all differs (DeepEP low-latency
+    # kernels across nodes, perf/expert.py); 0: moe_comm_per_token_s
+    moe_comm_decode_per_token_s: float = 0.0
     # the MoE group's link when it spans nodes (planner/nodes.py); 0: link_bytes_per_s
     moe_link_bytes_per_s: float = 0.0
     # GPUs per node of an MoE group that spans nodes (0: one node), for DeepEP's node-deduplicated
@@ -554,7 +557,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)
     comm_s = 0.0
     if ctx.moe_comm_per_token_s:  # MoE layers across DP / EP ranks (perf/expert.py)
-        comm_s = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * tokens
+        per = (ctx.moe_comm_decode_per_token_s if not prefill_tokens
+               and ctx.moe_comm_decode_per_token_s else ctx.moe_comm_per_token_s)
+        comm_s = ctx.moe_comm_fixed_s + per * tokens
     elif ctx.tp > 1:
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
         comm_s = 2 * ctx.layers * (c.allreduce_latency_us * 1e-6 + ar_bytes / ctx.link_bytes_per_s)

@@ -128,3 +128,26 @@ def test_deepep_across_four_hgx_nodes_sends_one_copy_per_remote_node_by_hand():
                          moe_dp=True, all_to_all=True)
     assert plain.moe_comm_fixed_s + plain.moe_comm_per_token_s * 64 == pytest.approx(
         58 * 2 * (alpha + 917_504 * 8 * 31 / 32 / 50e9), rel=1e-9)
+
+
+def test_deepep_low_latency_decode_steps_send_fp8_to_every_expert_by_hand():
+    """Decode steps with SGLang's DeepEP (deepep_mode auto: low-latency kernels for decode) over
+    4 HGX H100 nodes: no NVLink forwarding, each token goes by RDMA to each of its 8 experts'
+    GPUs, 31/32 of them off the GPU, dispatched as FP8 + one fp32 scale per 128 values
+    (7168 × 1.03125 = 7,392 B) and combined in BF16 (14,336 B): 8 × 31/32 × (7,392 + 14,336)
+    = 168,392 B per token per MoE layer, × 58 layers at 50 GB/s = 195.3 µs per token. A step
+    with prompt tokens keeps the node-deduplicated normal kernels."""
+    from kvplan.planner.nodes import node_links
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h100")
+    ctx = step.context_for(m, gpu, "sglang", "0.5.3", tp=1, dtype="bfloat16",
+                           links=node_links(gpu, 1, 1, 32))
+    ll = expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=32, ep=32,
+                      moe_dp=True, all_to_all=True, node_dedup=True, decode_low_latency=True)
+    assert ll.moe_comm_decode_per_token_s == pytest.approx(58 * 168_392 / 50e9, rel=1e-9)
+    decode = step.step_terms(ll, decode_seqs=64, context_tokens=1000).comm_s
+    assert decode == pytest.approx(ll.moe_comm_fixed_s + 64 * 58 * 168_392 / 50e9, rel=1e-9)
+    prefill = step.step_terms(ll, decode_seqs=0, context_tokens=0, prefill_tokens=64,
+                              prefill_context_tokens=32, prefill_seqs=1).comm_s
+    assert prefill == pytest.approx(ll.moe_comm_fixed_s + 64 * ll.moe_comm_per_token_s,
+                                    rel=1e-9)
