@@ -32,6 +32,9 @@ from ..units import GiB
 from .commands import MAX_OPTIONS_BYTES, Found, load_yaml
 
 Role = Literal["prefill", "decode", "either"]
+# the P/D flags this module reads (not "kept but not modelled" in check's notes)
+READ_FLAGS = frozenset({"--kv-transfer-config", "--disaggregation-mode",
+                        "--num-reserved-decode-tokens", "--disaggregation-transfer-backend"})
 VLLM_ROLES: dict[str, Role] = {"kv_producer": "prefill", "kv_consumer": "decode",
                                "kv_both": "either"}
 

@@ -78,3 +78,13 @@ def test_unreadable_kv_transfer_config_is_a_warning_not_a_traceback(capsys, tmp_
     code, row = _check(capsys, tmp_path, f"vllm serve {LLAMA} -tp 4 --max-model-len 8192 "
                        "--kv-transfer-config not-json")
     assert code == 0 and "pd-config-unread" in _codes(row)
+
+
+def test_read_pd_flags_are_not_listed_as_unmodelled(capsys, tmp_path):
+    code, row = _check(capsys, tmp_path, (
+        "python -m sglang.launch_server --model-path " + LLAMA + " --tp-size 4 "
+        "--context-length 8192 --disaggregation-mode prefill --port 8100"))
+    assert code == 0
+    kept = _codes(row).get("flags-not-modelled", "")
+    assert "--disaggregation-mode" not in kept and "--port" in kept
+    assert "pd-prefill-server" in _codes(row)
