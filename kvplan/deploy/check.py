@@ -508,7 +508,7 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
             policy_violations=violations or [], plan=plan)
 
     kept, refused = unknown_flag_problems(f)
-    kept = [k for k in kept if k.split(maxsplit=1)[0] not in pd_check.READ_FLAGS]
+    kept = [k for k in kept if (k.split(maxsplit=1) or [""])[0] not in pd_check.READ_FLAGS]
     notes = _file_notes(f, kept)
     try:
         planned = _plan_found(f, gpu, policy, offline)

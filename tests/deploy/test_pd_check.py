@@ -88,3 +88,9 @@ def test_read_pd_flags_are_not_listed_as_unmodelled(capsys, tmp_path):
     kept = _codes(row).get("flags-not-modelled", "")
     assert "--disaggregation-mode" not in kept and "--port" in kept
     assert "pd-prefill-server" in _codes(row)
+
+
+def test_an_empty_argument_beside_pd_flags_is_no_crash(capsys, tmp_path):
+    """A stray empty word (`args: ["model", ""]` in a manifest) is kept as written."""
+    code, row = _check(capsys, tmp_path, f"vllm serve {LLAMA} -tp 4 --max-model-len 8192 ''")
+    assert code == 0 and row["plan"] is not None
