@@ -57,11 +57,16 @@ def plan_disagg(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = reg
                 decode_ep: int | None = None, decode_replicas: int | None = None,
                 kv_link_gbps: float | None = None, revision: str | None = None,
                 token: str | None = None, offline: bool | None = None,
-                gpu_hour_price: float | None = None, **knobs: Any) -> DisaggPlan:
+                gpu_hour_price: float | None = None,
+                prefill_options: dict[str, Any] | None = None,
+                decode_options: dict[str, Any] | None = None, **knobs: Any) -> DisaggPlan:
     """Plan disaggregated prefill/decode serving (docs/disagg.md): a prefill pool and a decode
     pool, each planned as plan() plans one deployment on its own GPU (`prefill_gpu` /
     `decode_gpu`, default `gpu`) and layout (each None: kvplan chooses), the KV transfer between
     them over `kv_link_gbps` per GPU, and the replicas of each that balance the workload.
+    `prefill_options` / `decode_options`: knobs (as `**knobs` names them) for that pool only,
+    over the shared ones (a published deployment's per-pool --chunked-prefill-size,
+    --max-running-requests or memory fraction).
     Raises KvplanError for bad input (an engine without P/D among them)."""
     from .planner.disagg import PoolLayout
     from .planner.disagg import plan_disagg as _plan_disagg
@@ -82,11 +87,19 @@ def plan_disagg(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = reg
 
     return _plan_disagg(
         m, PoolLayout(pg, prefill_tp, prefill_dp, prefill_ep, prefill_replicas,
-                      _price(pg, gpu_hour_price)),
+                      _price(pg, gpu_hour_price), _pool_options(prefill_options)),
         PoolLayout(dg, decode_tp, decode_dp, decode_ep, decode_replicas,
-                   _price(dg, gpu_hour_price)),
+                   _price(dg, gpu_hour_price), _pool_options(decode_options)),
         k, engine=engine, plan_fn=one, engine_version=engine_version, workload=workload,
         link_gbps=kv_link_gbps)
+
+
+def _pool_options(given: dict[str, Any] | None) -> dict[str, object] | None:
+    """One pool's own knobs, checked as the shared ones are (a bad name or value raises)."""
+    if not given:
+        return None
+    Knobs.parse(given)
+    return dict(given)
 
 
 def _price(gpu: GpuSpec, given: float | None) -> Price | None:

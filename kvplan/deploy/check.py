@@ -33,6 +33,7 @@ from ..sources.limits import (
 )
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
+from . import pd_check
 from .commands import (
     DeployParseError,
     Found,
@@ -420,15 +421,17 @@ def _file_notes(f: Found, kept: list[str]) -> list[Problem]:
     return notes + _features_not_modelled(f)
 
 
-def _options_file_knobs(f: Found) -> None:
+def _options_file_knobs(f: Found) -> Path | None:
     """Merge the engine's options file (the YAML its `options_file_flag` names, read beside the
-    deployment file) into the command's knobs: its settings win over the flags."""
+    deployment file) into the command's knobs: its settings win over the flags. Its path."""
     engine = registry.get(f.engine)
     spec = engine.syntax.cli_flags.get(engine.options_file_flag or "")
     if spec is None or spec[0] not in f.knobs:
-        return
+        return None
     here = Path(f.file).parent
-    f.knobs.update(read_options_file(engine, here / str(f.knobs.pop(spec[0])), within=here))
+    path = here / str(f.knobs.pop(spec[0]))
+    f.knobs.update(read_options_file(engine, path, within=here))
+    return path
 
 
 @dataclass
@@ -457,7 +460,8 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     # the policy's engine_version is the default engine's release
     version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                    else None)
-    _options_file_knobs(f)
+    options_file = _options_file_knobs(f)
+    settings, pd_notes = pd_check.read(f, options_file)
     try:
         f.knobs = registry.get(f.engine).after_options(f.knobs)
     except ValueError as e:
@@ -469,8 +473,16 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
         notes.append(Problem(code="flags-not-modelled", severity="info",
                              message="read but not modelled: " + ", ".join(extra)))
     p, refusals = _plan_all_refusals(m, g, f.engine, version, knobs)
+    if settings is not None and p is not None:  # a P/D pool, planned as plan --disagg does
+        buffers = pd_check.buffer_bytes(f.engine, settings, p)
+        if buffers:
+            p, refusals = _plan_all_refusals(
+                m, g, f.engine, version,
+                {**knobs, "gpu_memory_gib": pd_check.device_total_gib(p, buffers)})
+        if p is not None:
+            pd_notes += pd_check.problems(f.engine, settings, p, buffers)
     refusals += registry.get(f.engine).deploy_problems(f.knobs, version)
-    return _Planned(p, refusals, notes, model_notes)
+    return _Planned(p, refusals, [*notes, *pd_notes], model_notes)
 
 
 def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:
@@ -504,6 +516,7 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
             policy_violations=violations or [], plan=plan)
 
     kept, refused = unknown_flag_problems(f)
+    kept = [k for k in kept if (k.split(maxsplit=1) or [""])[0] not in pd_check.READ_FLAGS]
     notes = _file_notes(f, kept)
     try:
         planned = _plan_found(f, gpu, policy, offline)

@@ -11,6 +11,10 @@ node's rank, `$NODE<i>_IP` the other nodes' addresses: the user sets them. Pure.
   --head` on the head, `ray start --address HEAD:6379 --block` on the others) and `vllm serve
   … --distributed-executor-backend ray` on the head (same doc, "Running vLLM on a Ray
   cluster"; `--distributed-executor-backend` in vllm/engine/arg_utils.py).
+* vLLM data parallelism across nodes (each DP rank's TP group inside a node): every node runs
+  `vllm serve … --data-parallel-size D --data-parallel-size-local D/N --data-parallel-address
+  HEAD --data-parallel-rpc-port 13345`, the others with `--headless --data-parallel-start-rank
+  R × D/N` (docs/serving/data_parallel_deployment.md, multi-node example; the example's port).
 * SGLang: every node runs the same `sglang.launch_server` line with `--nnodes N --node-rank R
   --dist-init-addr HEAD:PORT`; `--tp` is the total over the nodes (sglang/srt/server_args.py
   `nnodes`, `node_rank`, `dist_init_addr`, read in 0.5.x; docs/references/multi_node.md).
@@ -42,8 +46,32 @@ def _workers(nodes: int) -> str:
     return "node rank 1" if nodes == 2 else f"node ranks 1 … {nodes - 1} (each its own $NODE_RANK)"
 
 
+VLLM_DP_SOURCE = ("docs/serving/data_parallel_deployment.md (multi-node: --data-parallel-size-"
+                  "local, --data-parallel-address, --data-parallel-rpc-port, --data-parallel-"
+                  "start-rank, --headless)")
+VLLM_DP_RPC_PORT = 13345  # the port the data-parallel deployment guide's example uses
+
+
+def vllm_data_parallel(command: str, nodes: int, dp: int) -> list[NodeLaunch]:
+    """vLLM's lines for `dp` data-parallel ranks over `nodes` nodes, dp / nodes a node."""
+    local = dp // nodes
+    base = (f"{command} --data-parallel-size-local {local} --data-parallel-address $HEAD_IP "
+            f"--data-parallel-rpc-port {VLLM_DP_RPC_PORT}")
+    start = str(local) if nodes == 2 else f"$(( NODE_RANK * {local} ))"
+    return [NodeLaunch(role="head (node rank 0: API server, DP ranks 0 … "
+                       f"{local - 1})", command=base, source=VLLM_DP_SOURCE),
+            NodeLaunch(role=_workers(nodes),
+                       command=f"{base} --headless --data-parallel-start-rank {start}",
+                       source=VLLM_DP_SOURCE)]
+
+
 def vllm(command: str, nodes: int, version: str) -> list[NodeLaunch]:
-    """vLLM's lines: multiprocessing across nodes from 0.11.1, a Ray cluster before."""
+    """vLLM's lines: data-parallel ranks spread over the nodes when the line has
+    --data-parallel-size D (D a multiple of the nodes); else multiprocessing across nodes from
+    0.11.1, a Ray cluster before."""
+    dp = _flag_int(command, "--data-parallel-size")
+    if dp > 1 and dp % nodes == 0:
+        return vllm_data_parallel(command, nodes, dp)
     rank = "1" if nodes == 2 else "$NODE_RANK"
     if parse_version(version) >= parse_version(VLLM_MP_MULTINODE_FROM):
         base = f"{command} --nnodes {nodes}"
@@ -81,3 +109,12 @@ def trtllm(command: str, nodes: int, gpus_per_node: int) -> list[NodeLaunch]:
     line = (f"mpirun -np {nodes * gpus_per_node} -H {hosts} trtllm-llmapi-launch {serve}")
     return [NodeLaunch(role="any one node (MPI starts every rank; the files it reads must be on "
                        "every node)", command="\n".join([*before, line]), source=TRTLLM_SOURCE)]
+
+
+def _flag_int(command: str, flag: str) -> int:
+    """The integer after `flag` in a generated serve line (1 when absent)."""
+    words = command.split()
+    for i, w in enumerate(words[:-1]):
+        if w == flag and words[i + 1].isdigit():
+            return int(words[i + 1])
+    return 1

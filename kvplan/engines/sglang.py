@@ -1286,7 +1286,8 @@ class SglangEngine(Engine):
             args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]
         has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
-            args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
+            args += [self.flags["max_num_seqs"],
+                     str(SP.launch_max_running(dep, int(rec.max_num_seqs.value)))]
         if (batched := batched_tokens_flag_value(rec, dep)) is not None:
             args += [self.flags["max_num_batched_tokens"], str(batched)]
         if dep.max_total_tokens:

@@ -55,12 +55,22 @@ def combine_parallel_flags(knobs: dict[str, Any]) -> dict[str, Any]:
                              "SGLang needs --tp-size divisible by --dp-size")
         else:
             knobs["tensor_parallel_size"] = tp // dp
+            if knobs.get("max_num_seqs"):  # a DP rank runs its share (rank_max_running)
+                knobs["max_num_seqs"] = max(1, int(knobs["max_num_seqs"]) // dp)
     if ep is not None and int(ep) > 1:
         if int(ep) != tp:
             raise ValueError(f"--ep-size {ep} with --tp-size {tp}: kvplan models expert "
                              f"parallelism over every GPU of the group (--ep-size {tp})")
         knobs["enable_expert_parallel"] = True
     return knobs
+
+
+def launch_max_running(dep: Deployment, per_rank: int) -> int:
+    """--max-running-requests for `per_rank` requests on each DP rank: under DP attention
+    SGLang gives every rank max_running_requests // dp_size
+    (python/sglang/srt/model_executor/model_runner.py, `self.max_running_requests`, 0.5.x;
+    tp_worker.py before), so the launch line carries the whole group's count."""
+    return per_rank * dep.data_parallel_size if dp_attention(dep) else per_rank
 
 
 def dp_attention(dep: Deployment) -> bool:

@@ -22,6 +22,23 @@ GPUs (DP attention) or with expert parallelism:
   ring all-gather/reduce-scatter bound (each GPU receives the other N − 1 ranks' shares); α is
   the engine's fitted all-reduce latency, the link perf.step.link_bytes_per_s (NVLink one
   direction), or the scale-out network when the MoE group spans nodes (planner/nodes.py).
+* DeepEP across nodes (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all backends): its
+  internode kernels send a token once to each remote node that holds one of its k experts
+  (RDMA to the same-index GPU there), which forwards it over NVLink to the experts' GPUs
+  (deepseek-ai/DeepEP README, "internode" normal kernels: NVLink and RDMA forwarding; the
+  DeepSeek-V3 technical report, arXiv 2412.19437 §3.2.2, dispatches so). With the group on
+  M nodes of g GPUs and experts placed uniformly, a token's k experts land on
+  M × (1 − (1 − 1/M)^k) distinct nodes, (M − 1)/M of them remote: per phase
+  max(α + tokens × hidden × 2 B × remote nodes ÷ network,
+      α + tokens × k × hidden × 2 B × (g − 1)/g ÷ NVLink) — the forward is pipelined with the
+  RDMA sends. Group-limited routing (DeepSeek-V3's topk_group) is not read: it can only lower
+  the node count.
+* DeepEP's low-latency kernels (decode steps: SGLang's deepep_mode auto picks them for decode
+  batches; vLLM deepep_low_latency) do not forward over NVLink: each token goes by RDMA to
+  each of its k experts' GPUs, dispatched in FP8 with one fp32 scale per 128 values
+  (`low_latency_dispatch(..., use_fp8=True)`, SGLang layers/moe/ep_moe/token_dispatcher.py
+  0.4.x) and combined in BF16: per step, across nodes,
+  2α + tokens × k × (N − 1)/N × hidden × ((1 + 4/128) + 2) B ÷ network.
 """
 
 from __future__ import annotations
@@ -34,9 +51,12 @@ from . import step
 
 
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
-          dp: int, ep: int, moe_dp: bool, all_to_all: bool) -> step.PerfContext:
+          dp: int, ep: int, moe_dp: bool, all_to_all: bool,
+          node_dedup: bool = False, decode_low_latency: bool = False) -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
-    ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group)."""
+    ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
+    `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
+    decode steps use DeepEP's low-latency kernels (module docstring)."""
     if m.moe is None or (ep <= 1 and not moe_dp):
         return ctx
     group = ctx.tp * (dp if moe_dp else 1)
@@ -49,11 +69,31 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
     dense_read = max(0, ctx.weight_bytes_per_gpu - local - full.unread_bytes)
     out = replace(ctx, expert_bytes=local, dense_read_bytes=dense_read,
                   moe_dp=dp if moe_dp else 1, moe_group=group,
-                  moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all)
+                  moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
+                  moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0)
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
     fixed = comm_s(out, 0.0)
-    return replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+    out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+    if decode_low_latency and all_to_all and out.moe_link_bytes_per_s and out.moe_group > 1 \
+            and 0 < ctx.moe_node_gpus < out.moe_group:
+        n = out.moe_group
+        per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
+               * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s)
+        out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
+    return out
+
+
+# FP8 value + one fp32 scale per 128 values, per hidden element (DeepEP low-latency dispatch)
+LL_DISPATCH_BYTES = 1 + 4 / 128
+
+
+def _tp_per_token(ctx: step.PerfContext) -> float:
+    """The attention group's all-reduce per own token (0 at TP 1), as comm_s counts it."""
+    if ctx.tp <= 1:
+        return 0.0
+    ar = ctx.hidden_size * step.ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
+    return (ctx.layers + ctx.layers - ctx.moe_layers) * ar / ctx.link_bytes_per_s
 
 
 def _dtype(dtype: str) -> str:
@@ -81,7 +121,14 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
         dense_layers = ctx.layers - ctx.moe_layers
         out += (ctx.layers + dense_layers) * (alpha + ar / link)
     n = ctx.moe_group
-    if n > 1:
+    g = ctx.moe_node_gpus
+    if n > 1 and ctx.all_to_all and ctx.moe_link_bytes_per_s and 0 < g < n:
+        nodes = -(-n // g)
+        remote = nodes * (1 - (1 - 1 / nodes) ** ctx.top_k) * (nodes - 1) / nodes
+        rdma = alpha + act * remote / ctx.moe_link_bytes_per_s
+        nvlink = alpha + act * ctx.top_k * (g - 1) / g / link
+        out += ctx.moe_layers * 2 * max(rdma, nvlink)
+    elif n > 1:
         if ctx.all_to_all:
             moved = act * ctx.top_k * (n - 1) / n
         else:

@@ -250,6 +250,9 @@ class PerfContext:
     # a step's communication when set (moe_comm_per_token_s > 0): fixed + per own token
     moe_comm_fixed_s: float = 0.0
     moe_comm_per_token_s: float = 0.0
+    # per own token of a decode-only step when its all-to-all differs (DeepEP low-latency
+    # kernels across nodes, perf/expert.py); 0: moe_comm_per_token_s
+    moe_comm_decode_per_token_s: float = 0.0
     # the MoE group's link when it spans nodes (planner/nodes.py); 0: link_bytes_per_s
     moe_link_bytes_per_s: float = 0.0
     # GPU architecture class factors relative to Hopper (kvplan/perf/arch.py) and the band
@@ -258,6 +261,9 @@ class PerfContext:
     bandwidth_scale: float = 1.0  # on bandwidth_efficiency
     ranges: tuple[tuple[float, float], ...] = tuple(RANGES[k] for k in METRICS)
     link_latency_us: float | None = None  # TP all-reduce over PCIe (arch.PCIE); None: engine's
+    # GPUs per node of an MoE group that spans nodes (0: one node), for DeepEP's node-deduplicated
+    # internode dispatch (perf/expert.py)
+    moe_node_gpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -272,6 +278,7 @@ class Links:
     pp_bytes_per_s: float = 0.0
     text: str = ""
     moe_bytes_per_s: float | None = None  # MoE dispatch/combine beyond one scale-up domain
+    moe_node_gpus: int = 0  # GPUs per node when the MoE group spans nodes
 
 
 def tokens_per_step(ctx: PerfContext) -> float:
@@ -532,7 +539,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
         link=links.text if links else "", pp_crossings=links.pp_crossings if links else 0,
         pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0,
-        moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0)
+        moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0,
+        moe_node_gpus=links.moe_node_gpus if links else 0)
 
 
 # --------------------------------------------------------------------- step time
@@ -604,7 +612,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)
     comm_s = 0.0
     if ctx.moe_comm_per_token_s:  # MoE layers across DP / EP ranks (perf/expert.py)
-        comm_s = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * tokens
+        per = (ctx.moe_comm_decode_per_token_s if not prefill_tokens
+               and ctx.moe_comm_decode_per_token_s else ctx.moe_comm_per_token_s)
+        comm_s = ctx.moe_comm_fixed_s + per * tokens
     elif ctx.tp > 1:
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
         lat = c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..engines import pd, registry
-from ..engines.base import MemoryResult
+from ..engines.base import Engine, MemoryResult
 from ..errors import InvalidInputError
 from ..knobs import Knobs, valid_tp_sizes
 from ..perf import kv_transfer
@@ -51,6 +51,7 @@ from ..specs import (
     Workload,
 )
 from ..units import GiB, largest_true
+from . import nodes as node_rules
 from . import performance
 from .plan import evaluate
 
@@ -75,6 +76,9 @@ class PoolLayout:
     ep: int | None = None
     replicas: int | None = None
     price: Price | None = None
+    # knobs for this pool only, over the shared ones (a prefill pool's chunked-prefill size, a
+    # decode pool's --max-running-requests or memory fraction, as published deployments set)
+    options: dict[str, object] | None = None
 
 
 PlanFn = Callable[[ModelSpec, GpuSpec, Knobs, Workload, Price | None], Plan]
@@ -113,7 +117,7 @@ def _layout_knobs(role: Role, lay: PoolLayout, tp: int | None) -> dict[str, obje
 def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
                plan_fn: PlanFn, extra: dict[str, object]) -> Plan:
     """The pool at its given TP, else the smallest valid TP (up to 8) at which it fits."""
-    base = {**knobs.given(), **extra}
+    base = {**knobs.given(), **extra, **(lay.options or {})}
     if lay.tp is not None or (lay.ep is not None):
         values = {**base, **_layout_knobs(role, lay, lay.tp)}
         return plan_fn(m, lay.gpu, Knobs.parse(values), w, lay.price)
@@ -121,7 +125,8 @@ def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workl
         return plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, None)}), w,
                        lay.price)
     last: Plan | None = None
-    for tp in [t for t in valid_tp_sizes(m) if t <= 8] or [1]:
+    top = min(8, node_rules.tp_limit(lay.gpu) or 8)  # never beyond the scale-up domain
+    for tp in [t for t in valid_tp_sizes(m) if t <= top] or [1]:
         last = plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, tp)}), w,
                        lay.price)
         if last.fits and last.memory.kv_cache_bytes > 0:
@@ -134,14 +139,18 @@ def _pool(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
           plan_fn: PlanFn, extra: dict[str, object], version: str, max_seqs: int) -> _Pool:
     p = _pool_plan(role, m, lay, knobs, w, plan_fn, extra)
     eng = registry.get(p.engine.name)
-    values = {**knobs.given(), **extra,
+    values = {**knobs.given(), **extra, **(lay.options or {}),
               "tensor_parallel_size": int(p.inputs["tensor_parallel_size"].value or 1)}
     if "data_parallel_size" in p.inputs and p.inputs["data_parallel_size"].value:
         values["data_parallel_size"] = int(p.inputs["data_parallel_size"].value)
     if lay.ep is not None:
         values["enable_expert_parallel"] = True
     dep, res = evaluate(eng, m, lay.gpu, Knobs.parse(values), version)
-    ctx = performance.context(m, lay.gpu, dep, res, max_num_seqs=max(1, max_seqs))
+    # speculative decoding at the workload's (or the method's published) acceptance, as plans
+    # do; the pool's nodes as --nodes / --gpus-per-node place it
+    ctx = performance.context(m, lay.gpu, dep, res, max_num_seqs=max(1, max_seqs),
+                              acceptance_rate=performance.acceptance(dep, w)[0],
+                              nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     return _Pool(p, dep, res, ctx)
 
 
@@ -231,6 +240,83 @@ class _Pools:
     decode_buffer: int
 
 
+# data-parallel sizes kvplan tries for a MoE pool with expert parallelism and DP attention
+# (-tp 1 -dp N --enable-expert-parallel): whole nodes and their halves, up to four nodes or the
+# scale-up domain (planner/nodes.py shapes); the two smallest that fit are scored
+EP_TRIES = 2
+
+
+def _chooses(lay: PoolLayout, knobs: Knobs) -> bool:
+    """kvplan chooses this pool's layout: neither the pool's flags nor the shared ones fix it."""
+    fixed = ("tensor_parallel_size", "data_parallel_size", "enable_expert_parallel",
+             "enable_dp_attention")
+    given = {**knobs.given(), **(lay.options or {})}
+    return lay.tp is None and lay.dp is None and lay.ep is None and not any(
+        k in given for k in fixed)
+
+
+def _ep_sizes(gpu: GpuSpec) -> list[int]:
+    per = max((s.gpus_per_node for s in gpu.systems), default=8)
+    top = max(4 * per, node_rules.tp_limit(gpu) or per)
+    return [g for g in (2, 4, 8, 16, 32, 64) if g <= top]
+
+
+def _score(role: Role, engine: str, pool: _Pool, w: Workload) -> float:
+    """Tokens/s per GPU of one replica of the pool in its own phase: prompt tokens in full
+    prefill steps (prefill), output tokens at the requests its KV cache and batch hold
+    (decode) — the figures benchmarks/disagg_validation.py compares with published ones."""
+    n = performance.lengths(w, block_size=pool.res.block_size)
+    gpus = pool.plan.gpu.count
+    dp = pool.dep.data_parallel_size
+    if role == "prefill":
+        budget = pool.ctx.max_num_batched_tokens
+        i = max(1, n.input_tokens - n.cached_tokens)
+        t = _step_s(pool.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
+                    prefill_context_tokens=n.cached_tokens + i / 2, prefill_seqs=budget / i)
+        return budget * dp / t / gpus
+    cap = min(_decode_kv_bound(engine, pool, n), pool.ctx.max_num_seqs)
+    if cap <= 0:
+        return 0.0
+    t = _step_s(pool.ctx, decode_seqs=cap, context_tokens=n.input_tokens + n.output_tokens / 2)
+    return cap * perf.tokens_per_step(pool.ctx) * dp / t / gpus
+
+
+def _choose_layout(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
+                   plan_fn: PlanFn, engine: str, version: str) -> tuple[PoolLayout, str | None]:
+    """A MoE pool whose layout kvplan chooses: the smallest TP that fits (as for dense models)
+    against expert parallelism with DP attention over the smallest GPU counts that fit
+    (_ep_sizes), whichever gives more tokens per second per GPU in the pool's phase; the layout
+    and why. Every layout keeps TP inside the scale-up domain (EP/DP cross nodes)."""
+    if m.moe is None or not _chooses(lay, knobs):
+        return lay, None
+    scored: list[tuple[float, PoolLayout, str]] = []
+    tp_plan = _pool_plan(role, m, lay, knobs, w, plan_fn, {})
+    if tp_plan.fits and tp_plan.memory.kv_cache_bytes > 0:
+        tp = int(tp_plan.inputs["tensor_parallel_size"].value or 1)
+        c = replace(lay, tp=tp)
+        scored.append((_score(role, engine, _pool(role, m, c, knobs, w, plan_fn, {}, version,
+                                                  8 if role == "prefill" else 256), w),
+                       c, f"TP {tp}"))
+    found = 0
+    for g in _ep_sizes(lay.gpu):
+        if found >= EP_TRIES:
+            break
+        c = replace(lay, tp=1, dp=g, ep=g)
+        try:
+            pool = _pool(role, m, c, knobs, w, plan_fn, {}, version, 256)
+        except InvalidInputError:
+            continue
+        if pool.plan.fits and pool.plan.memory.kv_cache_bytes > 0:
+            found += 1
+            scored.append((_score(role, engine, pool, w), c, f"EP {g} with DP attention"))
+    if not scored:
+        return lay, None
+    best = max(scored, key=lambda x: x[0])
+    why = (f"{role} layout {best[2]}: the most {'prompt' if role == 'prefill' else 'output'} "
+           "tokens/s per GPU of " + ", ".join(f"{name} ({v:,.0f})" for v, _, name in scored))
+    return best[1], why
+
+
 def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs,
                 w: Workload, plan_fn: PlanFn, engine: str, version: str,
                 decode_seqs: int | None = None) -> _Pools:
@@ -244,7 +330,8 @@ def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     if decode_seqs is not None:
         seqs = decode_seqs
         d_extra["max_num_seqs"] = decode_seqs
-    if knobs.max_num_batched_tokens is None:
+    if knobs.max_num_batched_tokens is None and "max_num_batched_tokens" not in (
+            decode.options or {}):
         d_extra["max_num_batched_tokens"] = max(seqs * spec, 256)
     d0 = _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs)
     p0 = _pool("prefill", m, prefill, knobs, w, plan_fn, {}, version, 8)
@@ -256,13 +343,13 @@ def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     d_buf = pd.buffer_bytes(engine, kv_bytes_per_token=d0.plan.kv_cache.bytes_per_token,
                             block_size=d0.res.block_size, max_tokens_in_buffer=in_buffer)
     if p_buf:
-        p0 = _pool("prefill", m, PoolLayout(prefill.gpu, tp=p0.dep.tensor_parallel_size,
-                                            dp=prefill.dp, ep=prefill.ep), knobs, w, plan_fn,
+        p0 = _pool("prefill", m, replace(prefill, tp=p0.dep.tensor_parallel_size, replicas=None,
+                                                   price=None), knobs, w, plan_fn,
                    {"gpu_memory_gib": (p0.plan.memory.total_bytes - p_buf) / GiB}, version, 8)
     if d_buf:
         d_extra["gpu_memory_gib"] = (d0.plan.memory.total_bytes - d_buf) / GiB
-        d0 = _pool("decode", m, PoolLayout(decode.gpu, tp=d0.dep.tensor_parallel_size,
-                                           dp=decode.dp, ep=decode.ep), knobs, w, plan_fn,
+        d0 = _pool("decode", m, replace(decode, tp=d0.dep.tensor_parallel_size, replicas=None,
+                                                  price=None), knobs, w, plan_fn,
                    d_extra, version, seqs)
     return _Pools(p0, d0, d_extra, seqs, spec, in_buffer, p_buf, d_buf)
 
@@ -361,6 +448,10 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     link = link_gbps or kv_transfer.DEFAULT_LINK_GBPS
     lengths_only = w.model_copy(update={"target_concurrency": None, "slo_ttft_ms": None,
                                         "slo_tpot_ms": None})
+    prefill, p_why = _choose_layout("prefill", m, prefill, knobs, lengths_only, plan_fn,
+                                    eng.name, version)
+    decode, d_why = _choose_layout("decode", m, decode, knobs, lengths_only, plan_fn, eng.name,
+                                   version)
     pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version)
     p0, d0 = pools.prefill, pools.decode
     n = performance.lengths(w, block_size=d0.res.block_size)
@@ -407,8 +498,8 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
                                 f"{section.ttft_ms:,.0f} ms, TPOT {section.tpot_ms:.1f} ms"))
     launch = _launch(eng.name, sup, pools, p_reps, d_reps)
     dis = Disaggregated(
-        prefill=_with_command(p0.plan, launch.prefill),
-        decode=_with_command(d0.plan, launch.decode),
+        prefill=_with_command(eng, p0.plan, launch.prefill, version),
+        decode=_with_command(eng, d0.plan, launch.decode, version),
         prefill_replicas=p_reps, decode_replicas=d_reps, ratio=f"{p_reps}P{d_reps}D",
         replicas_source=src, gpus=gpus,
         prefill_tokens_per_s_per_replica=round(
@@ -421,7 +512,8 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
         decode_capacity_per_replica=decode_cap * d0.dep.data_parallel_size,
         prefill_kv_tokens_needed=p_need,
         kv_transfer=_transfer_json(sup, tr, pools, link, link_gbps is not None),
-        ttft=_rounded(s.ttft), launch=launch, harness=HARNESS, notes=_notes(sup, pools))
+        ttft=_rounded(s.ttft), launch=launch, harness=HARNESS,
+        notes=[*_notes(sup, pools), *(x for x in (p_why, d_why) if x)])
     fits = (p0.plan.fits and d0.plan.fits and decode_cap > 0
             and not any(p.severity == "error" for p in problems))
     return DisaggPlan(fits=fits, problems=problems, disaggregated=dis, performance=section)
@@ -519,10 +611,18 @@ def _rounded(t: TtftParts) -> TtftParts:
     return TtftParts(**{k: round(v, 2) for k, v in t.model_dump().items()})
 
 
-def _with_command(p: Plan, command: str) -> Plan:
-    """The pool's plan with its P/D launch line; its own performance section (an aggregated
-    replica's, prefill and decode mixed) is left out: the service's is the top-level one."""
-    return p.model_copy(update={"command": command, "performance": None})
+def _with_command(eng: Engine, p: Plan, command: str, version: str) -> Plan:
+    """The pool's plan with its P/D launch line, and a pool that spans nodes with one line per
+    node role built from it (the engine's multi-node launch, engines/multinode.py, carrying the
+    P/D settings); its own performance section (an aggregated replica's, prefill and decode
+    mixed) is left out: the service's is the top-level one."""
+    update: dict[str, object] = {"command": command, "performance": None}
+    nodes = p.nodes
+    if nodes is not None and nodes.launch and nodes.nodes and nodes.gpus_per_node:
+        lines = eng.node_launch(command, nodes.nodes, nodes.gpus_per_node, version)
+        if lines:
+            update["nodes"] = nodes.model_copy(update={"launch": lines})
+    return p.model_copy(update=update)
 
 
 def _pool_misfit(role: Role, p: Plan) -> Problem:

@@ -263,4 +263,5 @@ def node_links(gpu: GpuSpec, tp: int, pp: int, dp: int = 1, *, nodes: int | None
         parts.append("pipeline hand-offs inside the scale-up domain (not timed)")
     return perf.Links(tp_bytes_per_s=tp_bytes, pp_crossings=crossings,
                       pp_bytes_per_s=out or 0.0, text="; ".join(parts),
-                      moe_bytes_per_s=ep_bytes)
+                      moe_bytes_per_s=ep_bytes,
+                      moe_node_gpus=(p.gpus_per_node or 0) if ep_bytes is not None else 0)

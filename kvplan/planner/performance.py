@@ -149,7 +149,10 @@ def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> pe
     ctx = replace(ctx, max_num_batched_tokens=eng.rank_batched_tokens(
         dep, ctx.max_num_batched_tokens))
     return expert.apply(ctx, m, dtype=dep.dtype, quant=dep.quant, dp=dep.data_parallel_size,
-                        ep=ep, moe_dp=moe_dp, all_to_all=a2a)
+                        ep=ep, moe_dp=moe_dp, all_to_all=a2a,
+                        node_dedup=a2a and (dep.moe_a2a_backend or "").startswith("deepep"),
+                        decode_low_latency=a2a and dep.moe_a2a_backend in (
+                            "deepep", "deepep_low_latency"))
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

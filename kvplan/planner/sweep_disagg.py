@@ -102,8 +102,24 @@ def option(r: DisaggPlan, knobs: Knobs, target: Target) -> Option:
         knobs={**knobs.given(), "disagg": True, "prefill_replicas": d.prefill_replicas,
                "decode_replicas": d.decode_replicas,
                "prefill_tp": d.prefill.inputs["tensor_parallel_size"].value,
-               "decode_tp": d.decode.inputs["tensor_parallel_size"].value},
+               "decode_tp": d.decode.inputs["tensor_parallel_size"].value,
+               **_ep_knobs("prefill", d.prefill), **_ep_knobs("decode", d.decode)},
         plan=d.decode, disaggregated=True, service=r)
+
+
+def _ep_knobs(role: str, p: Plan) -> dict[str, object]:
+    """A pool's data-parallel and expert-parallel sizes, when kvplan chose them (MoE pools with
+    DP attention, planner/disagg._choose_layout): EP spans TP × DP."""
+    dp = int(p.inputs["data_parallel_size"].value or 1) if "data_parallel_size" in p.inputs \
+        else 1
+    ep = "enable_expert_parallel" in p.inputs and bool(p.inputs["enable_expert_parallel"].value)
+    tp = int(p.inputs["tensor_parallel_size"].value or 1)
+    out: dict[str, object] = {}
+    if dp > 1:
+        out[f"{role}_dp"] = dp
+    if ep:
+        out[f"{role}_ep"] = tp * dp
+    return out
 
 
 def with_disaggregated(result: SweepResult, extra: list[Option]) -> SweepResult:
@@ -123,6 +139,8 @@ def _best(options: Sequence[Option], disagg: bool, meeting: bool) -> Option | No
 
 def _describe(o: Option) -> str:
     ratio = f" {o.service.disaggregated.ratio}" if o.service else ""
+    eps = [f"{r} EP {o.knobs[f'{r}_ep']}" for r in ("prefill", "decode") if f"{r}_ep" in o.knobs]
+    ratio += f" ({', '.join(eps)}, DP attention)" if eps else ""
     return (f"{o.engine} on {o.count} × {o.gpu}{ratio}: ${o.cost_per_million_output_tokens:,.2f}"
             f"/M tokens, TTFT {o.ttft_ms or 0:,.0f} ms, TPOT {o.tpot_ms or 0:.1f} ms")
 

@@ -88,8 +88,18 @@ def disagg_text(result: DisaggPlan, console: Console) -> None:
                 console.print(f"{pool} pool {prob.severity}: [{prob.code}] {prob.message}",
                               markup=False)
     launch = d.launch
-    for title, line in (("prefill pool (each replica)", launch.prefill),
-                        ("decode pool (each replica)", launch.decode), ("router", launch.router)):
+    pools: tuple[tuple[str, str, Plan | None], ...] = (
+        ("prefill pool (each replica)", launch.prefill, p),
+        ("decode pool (each replica)", launch.decode, q), ("router", launch.router, None))
+    for title, line, pool_plan in pools:
+        n = pool_plan.nodes if pool_plan is not None else None
+        if n is not None and n.launch and (n.nodes or 1) > 1:  # one line per node role
+            console.print(f"\n[bold]{title}: {n.nodes} nodes × {n.gpus_per_node} GPUs"
+                          + (f" ({escape(n.system)})" if n.system else "") + "[/]")
+            for node in n.launch:
+                console.print(f"# {node.role}", markup=False, soft_wrap=True)
+                console.print(node.command, markup=False, soft_wrap=True)
+            continue
         console.print(f"\n[bold]{title}[/]")
         console.print(line, markup=False, soft_wrap=True)
     console.print(f"[dim]launch syntax: {escape('; '.join(launch.sources))}[/]")

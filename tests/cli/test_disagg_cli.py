@@ -66,3 +66,22 @@ def test_json_validates_against_its_schema(capsys):
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--disagg", *LOAD, "--json")
     assert code == 0, err
     jsonschema.validate(json.loads(out), schema)
+
+
+def test_sweep_disagg_offers_ep_dp_attention_pools_for_moe(capsys):
+    """DeepSeek-R1 on H200: the disaggregated options carry the pools' DP and EP sizes
+    (EP = TP × DP), TP never beyond the 8-GPU HGX scale-up domain."""
+    code, out, err = run(capsys, "sweep", "deepseek-ai/DeepSeek-R1", "--gpus", "h200",
+                         "--engine", "sglang", "--target-concurrency", "2048",
+                         "--avg-input-tokens", "2000", "--avg-output-tokens", "500", "--disagg",
+                         "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    dis = [o for o in doc["options"] if o["disaggregated"]]
+    assert dis and all(o["knobs"]["prefill_tp"] <= 8 and o["knobs"]["decode_tp"] <= 8
+                       for o in doc["options"] if o["disaggregated"])
+    ep = [o for o in dis if "decode_ep" in o["knobs"]]
+    assert ep, "no EP/DP-attention decode pool offered"
+    for o in ep:
+        k = o["knobs"]
+        assert k["decode_ep"] == k["decode_tp"] * k["decode_dp"]

@@ -66,3 +66,19 @@ def test_one_node_has_no_launch_lines():
 def test_tgi_spanning_nodes_says_it_has_no_launch():
     p = _plan("tgi", tensor_parallel_size=16)
     assert any(x.code == "no-multi-node-launch" for x in p.problems)
+
+
+def test_vllm_data_parallel_ranks_over_nodes_use_the_dp_flags():
+    """-dp 32 over 4 nodes of 8 (docs/serving/data_parallel_deployment.md): 8 local ranks a
+    node, the head serves the API, the others run headless from rank R × 8."""
+    from kvplan.engines import multinode
+
+    head, rest = multinode.vllm("vllm serve m --data-parallel-size 32 --enable-expert-parallel",
+                                4, "0.11.1")
+    assert "--data-parallel-size-local 8 --data-parallel-address $HEAD_IP" in head.command
+    assert "--headless" not in head.command and "--nnodes" not in head.command
+    assert rest.command.endswith("--headless --data-parallel-start-rank $(( NODE_RANK * 8 ))")
+    two = multinode.vllm("vllm serve m --data-parallel-size 16", 2, "0.11.1")[1]
+    assert two.command.endswith("--data-parallel-start-rank 8")
+    # TP across nodes keeps --nnodes (no data parallelism on the line)
+    assert "--nnodes 2" in multinode.vllm("vllm serve m -tp 16", 2, "0.11.1")[0].command

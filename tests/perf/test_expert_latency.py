@@ -99,3 +99,55 @@ def test_ep16_over_two_hgx_nodes_uses_the_scale_out_network_by_hand():
     attn = (61 + 3) * (alpha + 64 * 7168 * 2 * 2 * 7 / 8 / 450e9)
     assert ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64 == pytest.approx(moe + attn,
                                                                                  rel=1e-9)
+
+
+def test_deepep_across_four_hgx_nodes_sends_one_copy_per_remote_node_by_hand():
+    """-tp 1 -dp 32 with EP and DeepEP on H100: the MoE group spans 4 HGX nodes of 8
+    (gpu_specs/h100-sxm-80gb.json: 400 Gb/s per GPU = 50 GB/s one direction; NVLink 900 GB/s,
+    450 one direction). DeepEP's internode dispatch sends a token once per remote node holding
+    one of its experts: top-8 over 4 nodes lands on 4 × (1 − 0.75^8) = 3.5995 nodes, 3/4 of
+    them remote = 2.699661 copies. 64 own tokens: 64 × 7168 × 2 B = 917,504 B; over the
+    network 917,504 × 2.699661 = 2,476,950 B at 50 GB/s = 49.5 µs, against the NVLink forward
+    917,504 × 8 × 7/8 = 6,422,528 B at 450 GB/s = 14.3 µs: the network binds. 58 MoE layers ×
+    2 phases; TP 1 has no attention all-reduce."""
+    from kvplan.planner.nodes import node_links
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h100")
+    links = node_links(gpu, 1, 1, 32)
+    assert links.moe_bytes_per_s == 50e9 and links.moe_node_gpus == 8
+    ctx = step.context_for(m, gpu, "vllm", "0.11.0", tp=1, dtype="bfloat16", links=links)
+    dedup = expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=32, ep=32,
+                         moe_dp=True, all_to_all=True, node_dedup=True)
+    alpha = dedup.coefficients.allreduce_latency_us * 1e-6
+    remote = 3 * (1 - 0.1001129150390625)
+    want = 58 * 2 * (alpha + 917_504 * remote / 50e9)
+    assert dedup.moe_comm_fixed_s + dedup.moe_comm_per_token_s * 64 == pytest.approx(want,
+                                                                                   rel=1e-9)
+    # without DeepEP's node deduplication every one of the 8 copies (31/32 remote) crosses
+    plain = expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=32, ep=32,
+                         moe_dp=True, all_to_all=True)
+    assert plain.moe_comm_fixed_s + plain.moe_comm_per_token_s * 64 == pytest.approx(
+        58 * 2 * (alpha + 917_504 * 8 * 31 / 32 / 50e9), rel=1e-9)
+
+
+def test_deepep_low_latency_decode_steps_send_fp8_to_every_expert_by_hand():
+    """Decode steps with SGLang's DeepEP (deepep_mode auto: low-latency kernels for decode) over
+    4 HGX H100 nodes: no NVLink forwarding, each token goes by RDMA to each of its 8 experts'
+    GPUs, 31/32 of them off the GPU, dispatched as FP8 + one fp32 scale per 128 values
+    (7168 × 1.03125 = 7,392 B) and combined in BF16 (14,336 B): 8 × 31/32 × (7,392 + 14,336)
+    = 168,392 B per token per MoE layer, × 58 layers at 50 GB/s = 195.3 µs per token. A step
+    with prompt tokens keeps the node-deduplicated normal kernels."""
+    from kvplan.planner.nodes import node_links
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h100")
+    ctx = step.context_for(m, gpu, "sglang", "0.5.3", tp=1, dtype="bfloat16",
+                           links=node_links(gpu, 1, 1, 32))
+    ll = expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=32, ep=32,
+                      moe_dp=True, all_to_all=True, node_dedup=True, decode_low_latency=True)
+    assert ll.moe_comm_decode_per_token_s == pytest.approx(58 * 168_392 / 50e9, rel=1e-9)
+    decode = step.step_terms(ll, decode_seqs=64, context_tokens=1000).comm_s
+    assert decode == pytest.approx(ll.moe_comm_fixed_s + 64 * 58 * 168_392 / 50e9, rel=1e-9)
+    prefill = step.step_terms(ll, decode_seqs=0, context_tokens=0, prefill_tokens=64,
+                              prefill_context_tokens=32, prefill_seqs=1).comm_s
+    assert prefill == pytest.approx(ll.moe_comm_fixed_s + 64 * ll.moe_comm_per_token_s,
+                                    rel=1e-9)

@@ -101,6 +101,7 @@ LAYER = {
     "kvplan.deploy.launchers": "deploy",
     "kvplan.deploy.manifests": "deploy",
     "kvplan.deploy.emit": "deploy",
+    "kvplan.deploy.pd_check": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.disagg": "render",
