@@ -5,8 +5,8 @@ Rows: public throughput measurements (offline / max-load: every request queued a
 per (source table, model, GPU, precision, TP, ISL/OSL), with source URL, date and submission id
 per row. Each becomes a kvplan.perf.fit.Row whose PerfContext comes from kvplan's own memory
 plan of that deployment (engine defaults, the row's quantization and KV dtype,
-max_model_len = ISL + OSL) and whose measured figure is output tokens/s per replica (the row's
-system throughput × TP·PP / GPUs).
+max_model_len = ISL + OSL, and the knobs its source states: KNOB_COLUMNS) and whose measured
+figure is output tokens/s per replica (the row's system throughput × TP·PP / GPUs).
 
 Stages (mechanistic: named efficiencies and overheads only, no per-row terms):
 A. TensorRT-LLM's own gemm_efficiency, bandwidth_efficiency, step_overhead_ms and
@@ -14,8 +14,10 @@ A. TensorRT-LLM's own gemm_efficiency, bandwidth_efficiency, step_overhead_ms an
    only TTFT would identify, stay vLLM's: said in docs/performance.md).
 B. Per non-Hopper class, the factors its rows identify (ArchScales), with the engines'
    coefficients fixed: bf16 GEMM + bandwidth (Ampere: bf16 rows), fp8 GEMM + bandwidth (Ada:
-   L40S fp8 rows), fp4 GEMM + bandwidth (Blackwell: nvfp4 rows), one factor for GEMM and
-   bandwidth together (CDNA3: one workload, MLPerf Llama-2-70B Offline, cannot separate them).
+   L40S fp8 rows), fp4 GEMM + bandwidth (Blackwell: nvfp4 rows), fp8 GEMM (CDNA3, whose
+   bandwidth factor comes from same-harness microbenchmarks: MICROBENCH).
+   Rows of PAIRED_SOURCES (a Hopper control measured by the same harness) are fitted as
+   ratios to their control; the controls themselves are not fitted.
    Factors a class's rows do not identify are copied from its identified GEMM factor.
 Evaluation:
 * leave one architecture out (LOAO): a class's rows predicted with the factors of its nearest
