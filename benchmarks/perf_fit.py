@@ -396,12 +396,22 @@ README = ROOT / "README.md"
 README_START, README_END = "<!-- performance:start -->", "<!-- performance:end -->"
 
 
+ARCH_START, ARCH_END = "<!-- performance-arch:start -->", "<!-- performance-arch:end -->"
+
+
+def _replace(text: str, start: str, end: str, lines: list[str]) -> str:
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n" + "\n".join(lines) + f"\n{end}{tail}"
+
+
 def readme_with(result: dict) -> str:
-    """README.md with its performance block replaced by the leave-one-group-out table."""
-    text = README.read_text()
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    return f"{head}{README_START}\n" + "\n".join(table(result["logo"])) + f"\n{README_END}{tail}"
+    """README.md with its performance blocks replaced: the leave-one-group-out table and, when
+    the cross-architecture stage ran, its leave-one-architecture-out targets table."""
+    text = _replace(README.read_text(), README_START, README_END, table(result["logo"]))
+    if "cross_arch" in result and ARCH_START in text:
+        text = _replace(text, ARCH_START, ARCH_END, perf_arch.targets_table(result["cross_arch"]))
+    return text
 
 
 def check(full: bool) -> int:
