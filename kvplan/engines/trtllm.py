@@ -1072,7 +1072,12 @@ class TrtllmEngine(Engine):
         modules=("tensorrt_llm.commands.serve",),
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
         pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
-        boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True)
+        boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True,
+        # --- schemas (#23) --- NGC's release image (tag = the release);
+        # Dynamo's dynamo.trtllm backend and its nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime
+        # image (dynamo deploy/cloud/operator defaultTRTLLMRuntimeImage)
+        image="nvcr.io/nvidia/tensorrt-llm/release:{v}", dynamo_module="dynamo.trtllm",
+        dynamo_image="nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:{v}")
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency and
     # seq_overhead_us fitted by benchmarks/perf_fit.py (benchmarks/perf_arch.py stage A) on the
