@@ -8,8 +8,9 @@ updated; tests never run it (no network, no extra packages in tests).
         k8s-apps-v1-deployment.json and k8s-v1-service.json from V1Deployment/V1Service.
     python scripts/deploy_schemas.py crd CRD_YAML VERSION OUT_NAME [FIELD ...]
         CRD_YAML: a CustomResourceDefinition file; writes the openAPIV3Schema of VERSION, each
-        FIELD (a dotted path such as spec.prefill) cut down to `{"type": "object"}`: the
-        sections kvplan never writes, each a full copy of the pod template (size).
+        FIELD (a dotted path such as spec.prefill; `*` steps into a map's values) cut down to
+        `{"type": "object"}`: sections kvplan never writes, mostly copies of pod-template
+        parts (size).
     python scripts/deploy_schemas.py json SCHEMA_JSON OUT_NAME
         SCHEMA_JSON: a published JSON schema (a chart's values.schema.json), trimmed only.
 
@@ -79,8 +80,8 @@ def crd(path: str, version: str, out: str, *stubs: str) -> None:
     for dotted in stubs:
         *parents, leaf = dotted.split(".")
         node = schema
-        for name in parents:
-            node = node["properties"][name]
+        for name in parents:  # `*`: the schema of a map's values
+            node = node["additionalProperties"] if name == "*" else node["properties"][name]
         node["properties"][leaf] = {"type": "object"}
     _write(out, {"$schema": "http://json-schema.org/draft-07/schema#", **schema})
 

@@ -1,9 +1,9 @@
 """Every `--emit` file whose resource publishes a schema is valid against it (tests/deploy/schemas/,
 sources and versions in its README.md): Kubernetes apps/v1 Deployment + v1 Service (k8s), KServe's
-LLMInferenceService CRD (kserve), the llm-d-modelservice and production-stack charts'
-values.schema.json (helm-llmd, helm-production-stack), the Compose Specification (compose), over
-a sample of the catalogue × engines. Each schema is also shown to refuse a wrong file, so a pass
-means something."""
+LLMInferenceService CRD (kserve), Dynamo's DynamoGraphDeployment CRD (dynamo), the
+llm-d-modelservice and production-stack charts' values.schema.json (helm-llmd,
+helm-production-stack), the Compose Specification (compose), over a sample of the catalogue ×
+engines. Each schema is also shown to refuse a wrong file, so a pass means something."""
 
 from __future__ import annotations
 
@@ -84,6 +84,35 @@ def test_kserve_files_are_valid_llminferenceservices(model, gpu):
         _valid(doc, _schema("kserve-llminferenceservice-v1alpha1.json"))
 
 
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE)
+def test_dynamo_files_are_valid_dynamographdeployments(model, gpu):
+    engines = [e for e in NAMES if _docs("dynamo", e, model, gpu) is not None]
+    assert len(engines) >= 2, f"{model} on {gpu}: {engines}"
+    for engine in engines:
+        (doc,) = _docs("dynamo", engine, model, gpu) or []
+        _valid(doc, _schema("dynamo-dynamographdeployment-v1alpha1.json"))
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
+
+
+@pytest.mark.parametrize(("path", "kind", "name"), [
+    ("k8s-deployment.yaml", "Deployment", "k8s-apps-v1-deployment.json"),
+    ("tgi-gke.yaml", "Deployment", "k8s-apps-v1-deployment.json"),
+    ("kserve/llmisvc-pd-qwen2-7b-gpu.yaml", "LLMInferenceService",
+     "kserve-llminferenceservice-v1alpha1.json"),
+    ("dynamo/disagg-multinode.yaml", "DynamoGraphDeployment",
+     "dynamo-dynamographdeployment-v1alpha1.json"),
+])
+def test_published_examples_are_valid_too(path, kind, name):
+    # the trimmed, closed schemas accept the projects' own examples (not too strict)
+    docs = [d for d in _yaml_module().safe_load_all((EXAMPLES / path).read_text())
+            if isinstance(d, dict) and d.get("kind") == kind]
+    assert docs
+    for doc in docs:
+        _valid(doc, _schema(name))
+
+
 HELM = {"helm-llmd": "helm-llm-d-modelservice-values.json",
         "helm-production-stack": "helm-production-stack-values.json"}
 
@@ -118,6 +147,10 @@ def test_compose_files_are_valid_over_the_engines(engine):
     ("kserve-llminferenceservice-v1alpha1.json", {"spec": {"template": {"containers": [
         {"name": "main", "resources": {"limitz": {}}}]}}}),
     ("helm-llm-d-modelservice-values.json", {"decode": {"parallelism": {"tensor": "2"}}}),
+    ("dynamo-dynamographdeployment-v1alpha1.json", {"spec": {"services": {"Worker": {
+        "resources": {"limits": {"gpu": 2}}}}}}),
+    ("dynamo-dynamographdeployment-v1alpha1.json", {"spec": {"services": {"Worker": {
+        "extraPodSpec": {"mainContainer": {"name": "main", "comand": ["python3"]}}}}}}),
     ("helm-production-stack-values.json", {"servingEngineSpec": {"modelSpec": [
         {"vllmConfig": {"maxModelLen": "long"}}]}}),
 ])
