@@ -11,6 +11,13 @@ updated; tests never run it (no network, no extra packages in tests).
         FIELD (a dotted path such as spec.prefill; `*` steps into a map's values) cut down to
         `{"type": "object"}`: sections kvplan never writes, mostly copies of pod-template
         parts (size).
+    python scripts/deploy_schemas.py skypilot WHEEL_DIR
+        WHEEL_DIR: the unpacked `skypilot` wheel. Writes skypilot-task.json: SkyPilot's own
+        schemas from sky/utils/schemas.py (get_task_schema, get_resources_schema,
+        get_service_schema), the three a task file is validated with (sky/task.py, then
+        sky/resources.py for `resources:` and sky/serve/service_spec.py for `service:`), under
+        `$defs` and joined with `allOf`. Modules the schema code imports only for names are
+        stood in for (below), so the wheel's runtime dependencies need not be installed.
     python scripts/deploy_schemas.py json SCHEMA_JSON OUT_NAME
         SCHEMA_JSON: a published JSON schema (a chart's values.schema.json), trimmed only.
 
@@ -86,6 +93,54 @@ def crd(path: str, version: str, out: str, *stubs: str) -> None:
     _write(out, {"$schema": "http://json-schema.org/draft-07/schema#", **schema})
 
 
+def _stand_in(name: str, path: Path | None = None, **attrs: Any) -> None:
+    module = types.ModuleType(name)
+    if path is not None:
+        module.__path__ = [str(path)]
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    sys.modules[name] = module
+
+
+def skypilot(wheel_dir: str) -> None:
+    import enum
+    import logging
+
+    root = Path(wheel_dir) / "sky"
+    sys.path.insert(0, wheel_dir)
+    version = next(Path(wheel_dir).glob("skypilot-*.dist-info")).name.removesuffix(
+        ".dist-info").split("-", 1)[1]
+    _stand_in("sky", root, __version__=version)
+    for sub in ("utils", "skylet", "server", "serve"):
+        _stand_in(f"sky.{sub}", root / sub)
+
+    class AutostopWaitFor(enum.Enum):  # sky/skylet/autostop_lib.py's modes (same wheel)
+        JOBS_AND_SSH = "jobs_and_ssh"
+        JOBS = "jobs"
+        NONE = "none"
+
+        @classmethod
+        def supported_modes(cls) -> list[str]:
+            return [m.value for m in cls]
+
+    _stand_in("sky.skylet.autostop_lib", AutostopWaitFor=AutostopWaitFor)
+    _stand_in("sky.sky_logging", init_logger=logging.getLogger)
+    _stand_in("sky.server.daemons", INTERNAL_REQUEST_DAEMONS=[])  # API-server config only
+    # sky/serve/spot_placer.py registers one placer, SPOT_HEDGE_PLACER = 'dynamic_fallback'
+    _stand_in("sky.serve.spot_placer", SPOT_PLACERS={"dynamic_fallback": None})
+    schemas = importlib.import_module("sky.utils.schemas")
+    parts = {"task": schemas.get_task_schema(), "resources": schemas.get_resources_schema(),
+             "service": schemas.get_service_schema()}
+    for part in parts.values():
+        part.pop("$schema", None)
+    _write("skypilot-task.json", {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": trim(parts), "allOf": [
+            {"$ref": "#/$defs/task"},
+            {"properties": {"resources": {"$ref": "#/$defs/resources"},
+                            "service": {"$ref": "#/$defs/service"}}}]})
+
+
 def plain(path: str, out: str) -> None:
     _write(out, trim(json.loads(Path(path).read_text())))
 
@@ -95,6 +150,8 @@ if __name__ == "__main__":
         k8s(sys.argv[2])
     elif sys.argv[1:2] == ["crd"] and len(sys.argv) >= 5:
         crd(*sys.argv[2:])
+    elif sys.argv[1:2] == ["skypilot"] and len(sys.argv) == 3:
+        skypilot(sys.argv[2])
     elif sys.argv[1:2] == ["json"] and len(sys.argv) == 4:
         plain(*sys.argv[2:4])
     else:

@@ -1,9 +1,9 @@
 """Every `--emit` file whose resource publishes a schema is valid against it (tests/deploy/schemas/,
 sources and versions in its README.md): Kubernetes apps/v1 Deployment + v1 Service (k8s), KServe's
-LLMInferenceService CRD (kserve), Dynamo's DynamoGraphDeployment CRD (dynamo), the
-llm-d-modelservice and production-stack charts' values.schema.json (helm-llmd,
-helm-production-stack), the Compose Specification (compose), over a sample of the catalogue ×
-engines. Each schema is also shown to refuse a wrong file, so a pass means something."""
+LLMInferenceService CRD (kserve), Dynamo's DynamoGraphDeployment CRD (dynamo), SkyPilot's task
+schemas (skypilot), the llm-d-modelservice and production-stack charts' values.schema.json
+(helm-llmd, helm-production-stack), the Compose Specification (compose), over a sample of the
+catalogue × engines. Each schema is also shown to refuse a wrong file, so a pass means something."""
 
 from __future__ import annotations
 
@@ -93,6 +93,15 @@ def test_dynamo_files_are_valid_dynamographdeployments(model, gpu):
         _valid(doc, _schema("dynamo-dynamographdeployment-v1alpha1.json"))
 
 
+@pytest.mark.parametrize("engine", NAMES)
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE[:2])
+def test_skypilot_files_are_valid_tasks(engine, model, gpu):
+    docs = _docs("skypilot", engine, model, gpu)
+    if docs is None:
+        pytest.skip(f"{model} does not fit {gpu} on {engine}")
+    _valid(docs[0], _schema("skypilot-task.json"))
+
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 
 
@@ -103,6 +112,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
      "kserve-llminferenceservice-v1alpha1.json"),
     ("dynamo/disagg-multinode.yaml", "DynamoGraphDeployment",
      "dynamo-dynamographdeployment-v1alpha1.json"),
+    ("skypilot/serve-openai-api.yaml", None, "skypilot-task.json"),
 ])
 def test_published_examples_are_valid_too(path, kind, name):
     # the trimmed, closed schemas accept the projects' own examples (not too strict)
@@ -151,6 +161,8 @@ def test_compose_files_are_valid_over_the_engines(engine):
         "resources": {"limits": {"gpu": 2}}}}}}),
     ("dynamo-dynamographdeployment-v1alpha1.json", {"spec": {"services": {"Worker": {
         "extraPodSpec": {"mainContainer": {"name": "main", "comand": ["python3"]}}}}}}),
+    ("skypilot-task.json", {"resources": {"acelerators": "H100:1"}}),
+    ("skypilot-task.json", {"service": {"replicas": "two"}}),
     ("helm-production-stack-values.json", {"servingEngineSpec": {"modelSpec": [
         {"vllmConfig": {"maxModelLen": "long"}}]}}),
 ])
