@@ -5,12 +5,13 @@ updated; tests never run it (no network, no extra packages in tests).
     python scripts/deploy_schemas.py k8s WHEEL_DIR
         WHEEL_DIR: the unpacked `kubernetes` Python client wheel (its models are pydantic models
         generated from the Kubernetes OpenAPI document of the release they name). Writes
-        k8s-apps-v1-deployment.json and k8s-v1-service.json from V1Deployment/V1Service.
+        k8s-apps-v1-deployment.json, k8s-v1-service.json and k8s-v1-configmap.json from
+        V1Deployment, V1Service and V1ConfigMap.
     python scripts/deploy_schemas.py crd CRD_YAML VERSION OUT_NAME [FIELD ...]
         CRD_YAML: a CustomResourceDefinition file; writes the openAPIV3Schema of VERSION, each
         FIELD (a dotted path such as spec.prefill; `*` steps into a map's values) cut down to
-        `{"type": "object"}`: sections kvplan never writes, mostly copies of pod-template
-        parts (size).
+        its type alone (`{"type": "object"}`): sections kvplan never writes, mostly copies of
+        pod-template parts (size).
     python scripts/deploy_schemas.py skypilot WHEEL_DIR
         WHEEL_DIR: the unpacked `skypilot` wheel. Writes skypilot-task.json: SkyPilot's own
         schemas from sky/utils/schemas.py (get_task_schema, get_resources_schema,
@@ -71,7 +72,8 @@ def k8s(wheel_dir: str) -> None:
         module.__path__ = [str(path)]
         sys.modules[name] = module
     for module_name, cls, out in (("v1_deployment", "V1Deployment", "k8s-apps-v1-deployment.json"),
-                                  ("v1_service", "V1Service", "k8s-v1-service.json")):
+                                  ("v1_service", "V1Service", "k8s-v1-service.json"),
+                                  ("v1_config_map", "V1ConfigMap", "k8s-v1-configmap.json")):
         model = getattr(importlib.import_module(f"kubernetes.client.models.{module_name}"), cls)
         schema = model.model_json_schema(by_alias=True)
         _write(out, {"$schema": "https://json-schema.org/draft/2020-12/schema", **trim(schema)})
@@ -89,7 +91,8 @@ def crd(path: str, version: str, out: str, *stubs: str) -> None:
         node = schema
         for name in parents:  # `*`: the schema of a map's values
             node = node["additionalProperties"] if name == "*" else node["properties"][name]
-        node["properties"][leaf] = {"type": "object"}
+        kept = node["properties"][leaf].get("type")
+        node["properties"][leaf] = {"type": kept} if kept else {}
     _write(out, {"$schema": "http://json-schema.org/draft-07/schema#", **schema})
 
 

@@ -198,18 +198,66 @@ def dynamo(p: Plan) -> str:
     model_flag = next(f for f, (knob, _) in syntax.cli_flags.items()
                       if knob == "model" and f.startswith("--"))
     args = [model_flag, p.model.id, *_flags(p)]
-    worker = {
-        "componentType": "worker", "replicas": 1,
-        "resources": {"limits": {"gpu": str(p.gpu.count)}},
-        "extraPodSpec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                         "mainContainer": {"image": (syntax.dynamo_image
-                                                     or "IMAGE:{v}").format(v="VERSION"),
-                                           "command": ["python3", "-m", module], "args": args}}}
+    files = _heredocs(p.command)
+    container: dict[str, Any] = {
+        "image": (syntax.dynamo_image or "IMAGE:{v}").format(v="VERSION"),
+        "command": ["python3", "-m", module], "args": args}
+    pod: dict[str, Any] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                           "mainContainer": container}
+    config_map = None
+    if syntax.dynamo_flags:  # the backend's own spelling; the options file as a ConfigMap
+        container["args"], options = _dynamo_args(args, syntax, engine)
+        if options is not None:
+            text = files.get(options)
+            if text is None:
+                raise InvalidInputError(f"cannot emit dynamo: the plan's options file {options} "
+                                        "is not written in its command", hint="emit k8s")
+            base = options.rsplit("/", 1)[-1]
+            container["args"] += ["--extra-engine-args", f"/engine_configs/{base}"]
+            container["volumeMounts"] = [{"name": "engine-config", "mountPath": "/engine_configs"}]
+            config_map = {"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": f"{_name(p)}-engine-config"},
+                          "data": {base: text}}
+            pod["volumes"] = [{"name": "engine-config",
+                               "configMap": {"name": f"{_name(p)}-engine-config"}}]
+    worker = {"componentType": "worker", "replicas": 1,
+              "resources": {"limits": {"gpu": str(p.gpu.count)}}, "extraPodSpec": pod}
     doc = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
            "metadata": {"name": _name(p)},
            "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},
                                  "Worker": worker}}}
-    return _header(p, "dynamo") + _yaml(doc)
+    head = _header(p, "dynamo")
+    return head + (_yaml(config_map) + "---\n" if config_map else "") + _yaml(doc)
+
+
+def _heredocs(command: str) -> dict[str, str]:
+    """The files a launch line writes before it runs (`cat > NAME <<'EOF' … EOF`): name → text."""
+    return {m.group(1): m.group(2)
+            for m in re.finditer(r"cat > (\S+) <<'EOF'\n(.*?)^EOF$", command, re.S | re.M)}
+
+
+def _dynamo_args(args: list[str], syntax: Any, engine: str) -> tuple[list[str], str | None]:
+    """The engine's flags in the Dynamo backend's spelling (DeploySyntax.dynamo_flags, any alias
+    of the same setting), and the options file the line names (None when none). A flag the
+    backend has no spelling for is an error, except the backend it always runs (its default)."""
+    by_knob = {syntax.cli_flags[engine_flag][0]: dynamo_flag
+               for dynamo_flag, engine_flag in syntax.dynamo_flags.items()}
+    options_flag = registry.get(engine).options_file_flag
+    options_knob = syntax.cli_flags[options_flag][0] if options_flag else None
+    out: list[str] = []
+    options = None
+    for name, value in _pairs(args):
+        knob = syntax.cli_flags.get(name, (None, ""))[0]
+        if knob == options_knob and value is not None:
+            options = value
+        elif knob in by_knob:
+            out += [by_knob[knob]] if value is None else [by_knob[knob], value]
+        elif knob == "backend" and value == "pytorch":
+            continue  # dynamo.trtllm runs the PyTorch backend (main.py arg_map)
+        else:
+            raise InvalidInputError(f"cannot emit dynamo: Dynamo's {registry.get(engine).label} "
+                                    f"worker has no flag for {name}", hint="emit k8s")
+    return out, options
 
 
 def _parallelism(p: Plan) -> dict[str, int]:

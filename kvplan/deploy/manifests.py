@@ -51,13 +51,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..engines import registry
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, KvplanError
 from ..sources.limits import MAX_COMMAND_CHARS, MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
 from .commands import (
     DeployParseError,
@@ -380,7 +380,8 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
                    gpu: tuple[str | None, str | None], gpu_count: int | None,
                    env: dict[str, str] | None = None, default_argv: list[str] | None = None,
                    default_engine: str | None = None,
-                   notes: list[str] | None = None) -> Found | None:
+                   notes: list[str] | None = None,
+                   files: dict[str, str] | None = None) -> Found | None:
     """A container's command + args (a `sh -c` script with its variables filled in, a
     `python -m dynamo.X` worker, or an engine entrypoint); `default_argv` for `default_engine`
     (the image's own server) when it names none."""
@@ -399,7 +400,7 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
         words = _split(script, ctx, line) if "kvplan-dynamo-" in script else []
         if words:
             return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes)
+                               gpu_count=gpu_count, notes=notes, files=files)
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
         return _adopt(found[0], pool, replicas, gpu, gpu_count, notes) if found else None
     modules = dynamo_modules()
@@ -408,7 +409,7 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
             words = tokens[:k + 1] + [f"kvplan-dynamo-{modules[tokens[k + 1]]}"] \
                 + [substitute(t, env) for t in tokens[k + 2:]]
             return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes)
+                               gpu_count=gpu_count, notes=notes, files=files)
     if tokens:
         script = _flexible_flags(" ".join(shlex.quote(substitute(t, env)) for t in tokens))
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
@@ -444,23 +445,90 @@ def _adopt(f: Found, pool: str, replicas: int | None, gpu: tuple[str | None, str
 
 def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: int | None,
                 gpu: tuple[str | None, str | None], gpu_count: int | None,
-                notes: list[str] | None) -> Found | None:
+                notes: list[str] | None, files: dict[str, str] | None = None) -> Found | None:
     """`python3 -m dynamo.vllm ARGS` (after `-m`, the module was swapped for a marker): the
-    engine's flags without Dynamo's own."""
+    engine's flags without Dynamo's own; the engine settings file `--extra-engine-args` names,
+    when `files` (path → text: ConfigMap files the container mounts) holds it."""
     k = next(i for i, w in enumerate(words) if w.startswith("kvplan-dynamo-"))
     engine = words[k].removeprefix("kvplan-dynamo-")
     argv = words[k + 1:]
     for stop in ("&&", "||", ";", "|", "2>&1"):
         if stop in argv:
             argv = argv[:argv.index(stop)]
-    argv, dropped = _drop_flags(argv, DYNAMO_FLAGS)
     if engine not in registry.ENGINES:
         return None
+    syntax = registry.get(engine).syntax
+    argv, dropped = _drop_flags(argv, {**DYNAMO_FLAGS, **syntax.dynamo_own_flags})
+    argv = [_renamed(tok, syntax.dynamo_flags) for tok in argv]
     module = next(m for m, e in dynamo_modules().items() if e == engine)
     text = f"python3 -m {module} " + " ".join(shlex.quote(a) for a in argv)
     extra = [f"Dynamo's own flags (not the engine's): {' '.join(dropped)}"] if dropped else []
-    return _row(engine, argv, ctx=ctx, line=line, text=text, pool=pool, replicas=replicas,
-                gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
+    f = _row(engine, argv, ctx=ctx, line=line, text=text, pool=pool, replicas=replicas,
+             gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
+    if f.error is None:
+        _engine_args_file(f, dropped, files or {}, line)
+    return f
+
+
+def _renamed(tok: str, names: Mapping[str, str]) -> str:
+    """`--flag` / `--flag=value` under its name in `names` (Dynamo's spelling → the engine's)."""
+    name, eq, value = tok.partition("=")
+    return names[name] + eq + value if name in names else tok
+
+
+def _engine_args_file(f: Found, dropped: list[str], files: dict[str, str], line: int) -> None:
+    """Merge the engine settings file a Dynamo worker's `--extra-engine-args PATH` names, when a
+    ConfigMap in the same file provides it, read as the engine's own options file (TensorRT-LLM's
+    --extra_llm_api_options YAML: dynamo components/src/dynamo/trtllm passes it to the LLM API).
+    Its settings win over the flags, as the engine's own options file does."""
+    path = None
+    for k, tok in enumerate(dropped):
+        name, eq, value = tok.partition("=")
+        if name == "--extra-engine-args":
+            path = value if eq else (dropped[k + 1] if k + 1 < len(dropped) else None)
+    engine = registry.get(f.engine)
+    if path is None or engine.options_file_flag is None:
+        return
+    text = files.get(path)
+    if text is None:
+        f.notes.append(f"engine settings file {path} not in a ConfigMap of this file: not read")
+        return
+    from .commands import load_yaml
+
+    try:
+        knobs = engine.options_from_document(load_yaml(text, path=path), path)
+    except KvplanError as e:
+        raise DeployParseError(f.file, line, f"--extra-engine-args {path}: {e}") from None
+    f.knobs.update(knobs)
+    f.notes.append(f"engine settings read from {path} (a ConfigMap of this file)")
+
+
+def _mounted_configmaps(pod: Any, container: Any, ctx: _Ctx) -> dict[str, str]:
+    """File path → text for the ConfigMaps of this file that `container` mounts (a volume's
+    `configMap.name`, its `items` key → path, else one file per key under the mountPath)."""
+    volumes = {}
+    for v in _seq(_get(pod, "volumes")):
+        cm = _get(v, "configMap")
+        data = ctx.configmaps.get(_scalar(_get(cm, "name")) or "")
+        if data is None:
+            continue
+        items = {_scalar(_get(i, "path")) or "": _scalar(_get(i, "key")) or ""
+                 for i in _seq(_get(cm, "items"))}
+        volumes[_scalar(_get(v, "name")) or ""] = (
+            {p: data[k] for p, k in items.items() if k in data} if items else dict(data))
+    out = {}
+    for m in _seq(_get(container, "volumeMounts")):
+        files = volumes.get(_scalar(_get(m, "name")) or "")
+        where = (_scalar(_get(m, "mountPath")) or "").rstrip("/")
+        sub = _scalar(_get(m, "subPath"))
+        if files is None or not where:
+            continue
+        if sub:
+            if sub in files:
+                out[where] = files[sub]
+            continue
+        out.update({f"{where}/{name}": text for name, text in files.items()})
+    return out
 
 
 # ----------------------------------------------------------------------- readers
@@ -496,7 +564,8 @@ def _dynamo(doc: Any, ctx: _Ctx) -> list[Found]:
             notes = [f"multinode: {nodes} nodes × {count} GPU(s)"] if nodes > 1 else []
             try:
                 f = _container_row(c, ctx, pool=f"Dynamo {name} {svc_name} ({role} pool)",
-                                   replicas=replicas, gpu=gpu, gpu_count=total, notes=notes)
+                                   replicas=replicas, gpu=gpu, gpu_count=total, notes=notes,
+                                   files=_mounted_configmaps(pod, c, ctx))
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=svc_name)
             if f is not None:

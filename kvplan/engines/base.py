@@ -247,6 +247,11 @@ class DeploySyntax:
     dynamo_image: str | None = None
     stacks: frozenset[str] = frozenset()
     underscore_flags: bool = False
+    # Dynamo's backend spells the engine's settings its own way (dynamo.trtllm's argparse, not
+    # trtllm-serve's): its flag → the engine's flag; and its flags the engine does not take
+    # (name → takes a value), dropped before planning. Empty: it passes the engine's own flags.
+    dynamo_flags: Mapping[str, str] = field(default_factory=dict)
+    dynamo_own_flags: Mapping[str, bool] = field(default_factory=dict)
 
 
 # --- schemas (#23) --- deployment stacks that run one engine as their model server, by their
