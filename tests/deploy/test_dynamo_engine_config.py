@@ -154,3 +154,13 @@ def test_emitted_dynamo_trtllm_worker_ships_its_options_file_as_a_configmap(tmp_
     assert q is not None
     assert {k: q.inputs[k].value for k in p.inputs} == {k: v.value for k, v in p.inputs.items()}
     assert q.kv_cache.tokens == p.kv_cache.tokens
+
+
+def test_a_subpath_mount_is_the_file_itself(tmp_path):
+    path = tmp_path / "dgd.yaml"
+    path.write_text(_dgd("/etc/trt/engine.yaml").replace(
+        "mountPath: /engine_configs", "mountPath: /etc/trt/engine.yaml\n"
+        "              subPath: agg.yaml"))
+    row = _row(path)
+    assert row.plan is not None, row.problems
+    assert row.plan.inputs["kv_cache_dtype"].value == "fp8"
