@@ -164,3 +164,35 @@ def test_a_subpath_mount_is_the_file_itself(tmp_path):
     row = _row(path)
     assert row.plan is not None, row.problems
     assert row.plan.inputs["kv_cache_dtype"].value == "fp8"
+
+
+def test_dynamos_own_trtllm_disagg_example_is_read(tmp_path):
+    # the worker lines of ai-dynamo/dynamo components/backends/trtllm/deploy/disagg.yaml
+    # (e3619ce0): Dynamo's flags, the engine settings in a file inside the image
+    line = ("python3 -m dynamo.trtllm --model-path Qwen/Qwen3-0.6B --served-model-name "
+            "Qwen/Qwen3-0.6B --extra-engine-args engine_configs/{role}.yaml "
+            "--disaggregation-mode {role} --disaggregation-strategy decode_first")
+    workers = "".join(textwrap.dedent(f"""\
+            TRTLLM{role.title()}Worker:
+              componentType: worker
+              replicas: 1
+              resources:
+                limits:
+                  gpu: "1"
+              extraPodSpec:
+                mainContainer:
+                  workingDir: /workspace/components/backends/trtllm
+                  command: [/bin/sh, -c]
+                  args: ["{line.format(role=role)}"]
+        """) for role in ("prefill", "decode"))
+    path = tmp_path / "disagg.yaml"
+    path.write_text("# kvplan: gpu=h100\napiVersion: nvidia.com/v1alpha1\n"
+                    "kind: DynamoGraphDeployment\nmetadata:\n  name: trtllm-disagg\nspec:\n"
+                    "  services:\n" + textwrap.indent(workers, "    "))
+    rows = check_files([path], policy=Policy(), sets={}, offline=True).deployments
+    assert len(rows) == 2
+    for row in rows:
+        assert row.plan is not None, row.problems
+        assert row.plan.model.id == "Qwen/Qwen3-0.6B" and row.plan.engine.name == "trtllm"
+        assert not [p for p in row.problems if p.severity == "error"], row.problems
+        assert any("not read" in p.message for p in row.problems)
