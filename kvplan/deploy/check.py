@@ -429,7 +429,14 @@ def _options_file_knobs(f: Found) -> Path | None:
     if spec is None or spec[0] not in f.knobs:
         return None
     here = Path(f.file).parent
-    path = here / str(f.knobs.pop(spec[0]))
+    name = str(f.knobs.pop(spec[0]))
+    written = f.files.get(name)
+    if written is not None:  # the script writes it before the command (a heredoc)
+        from .commands import load_yaml
+
+        f.knobs.update(engine.options_from_document(load_yaml(written, path=name), name))
+        return None
+    path = here / name
     f.knobs.update(read_options_file(engine, path, within=here))
     return path
 

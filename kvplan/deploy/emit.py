@@ -152,6 +152,12 @@ def _name(p: Plan) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", p.model.id.lower().rsplit("/", 1)[-1]).strip("-")[:50]
 
 
+def _argv(p: Plan) -> list[str]:
+    """The container's command: the launch line's words, or `/bin/sh -c SCRIPT` when the line is
+    a script (it writes the engine's options file first, a heredoc)."""
+    return ["/bin/sh", "-c", p.command] if "\n" in p.command else shlex.split(p.command)
+
+
 def _image(p: Plan) -> str:
     engine, _, _ = _words(p)
     return (registry.get(engine).syntax.image or "IMAGE:{v}").format(v=p.engine.version)
@@ -164,7 +170,7 @@ def k8s(p: Plan) -> str:
     name = _name(p)
     labels = {"app": name}
     container = {
-        "name": "server", "image": _image(p), "command": shlex.split(p.command),
+        "name": "server", "image": _image(p), "command": _argv(p),
         "ports": [{"containerPort": PORT}],
         "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
     deployment = {
@@ -179,7 +185,7 @@ def k8s(p: Plan) -> str:
 
 
 def compose(p: Plan) -> str:
-    service = {"image": _image(p), "entrypoint": shlex.split(p.command),
+    service = {"image": _image(p), "entrypoint": _argv(p),
                "ports": [f"{PORT}:{PORT}"], "ipc": "host",
                "deploy": {"resources": {"reservations": {"devices": [
                    {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}}
