@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engines import registry
-from ..errors import InvalidConfigError, KvplanError
+from ..errors import InvalidConfigError
 from ..sources.limits import MAX_COMMAND_CHARS, MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
 from .commands import (
     DeployParseError,
@@ -493,13 +493,10 @@ def _engine_args_file(f: Found, dropped: list[str], files: dict[str, str], line:
     if text is None:
         f.notes.append(f"engine settings file {path} not in a ConfigMap of this file: not read")
         return
-    from .commands import load_yaml
-
-    try:
-        knobs = engine.options_from_document(load_yaml(text, path=path), path)
-    except KvplanError as e:
-        raise DeployParseError(f.file, line, f"--extra-engine-args {path}: {e}") from None
-    f.knobs.update(knobs)
+    # the engine's own options file, held by this file: `kvplan check` merges it (and reads its
+    # P/D settings) as it does `--extra_llm_api_options FILE`
+    f.knobs[engine.syntax.cli_flags[engine.options_file_flag][0]] = path
+    f.files[path] = text
     f.notes.append(f"engine settings read from {path} (a ConfigMap of this file)")
 
 

@@ -32,8 +32,8 @@ kv_cache_config:
 """
 
 
-def _dgd(mount: str, items: bool = False) -> str:
-    body = textwrap.indent(SETTINGS, "    ")
+def _dgd(mount: str, items: bool = False, settings: str = SETTINGS) -> str:
+    body = textwrap.indent(settings, "    ")
     return textwrap.dedent("""\
         # kvplan: gpu=h100
         apiVersion: v1
@@ -80,10 +80,10 @@ def _row(path: Path):
     return row
 
 
-def _reference(tmp_path: Path):
+def _reference(tmp_path: Path, settings: str = SETTINGS):
     """The same settings given to trtllm-serve as its own options file."""
     (tmp_path / "ref").mkdir()
-    (tmp_path / "ref" / "options.yaml").write_text(SETTINGS)
+    (tmp_path / "ref" / "options.yaml").write_text(settings)
     script = tmp_path / "ref" / "serve.sh"
     script.write_text("# kvplan: gpu=h100\ntrtllm-serve Qwen/Qwen3-8B "
                       "--extra_llm_api_options options.yaml\n")
@@ -196,3 +196,19 @@ def test_dynamos_own_trtllm_disagg_example_is_read(tmp_path):
         assert row.plan.model.id == "Qwen/Qwen3-0.6B" and row.plan.engine.name == "trtllm"
         assert not [p for p in row.problems if p.severity == "error"], row.problems
         assert any("not read" in p.message for p in row.problems)
+
+
+def test_a_configmaps_cache_transceiver_config_is_taken_into_the_pd_check(tmp_path):
+    # the transceiver's buffers come out of the KV budget (pd_check), for the ConfigMap's file
+    # exactly as for an options file beside a trtllm-serve script
+    pd = SETTINGS + "cache_transceiver_config:\n  backend: UCX\n  max_tokens_in_buffer: 8192\n"
+    path = tmp_path / "dgd.yaml"
+    path.write_text(_dgd("/engine_configs/agg.yaml", settings=pd))
+    with_pd = _row(path).plan
+    ref = _reference(tmp_path, settings=pd)
+    (tmp_path / "plain").mkdir()
+    path = tmp_path / "plain" / "dgd.yaml"
+    path.write_text(_dgd("/engine_configs/agg.yaml"))
+    without = _row(path).plan
+    assert with_pd is not None and without is not None
+    assert with_pd.kv_cache.tokens == ref.kv_cache.tokens < without.kv_cache.tokens
