@@ -421,15 +421,24 @@ def _file_notes(f: Found, kept: list[str]) -> list[Problem]:
     return notes + _features_not_modelled(f)
 
 
-def _options_file_knobs(f: Found) -> Path | None:
-    """Merge the engine's options file (the YAML its `options_file_flag` names, read beside the
-    deployment file) into the command's knobs: its settings win over the flags. Its path."""
+def _options_file_knobs(f: Found) -> Path | str | None:
+    """Merge the engine's options file (the YAML its `options_file_flag` names: one the file
+    itself writes — a script's heredoc, a manifest's ConfigMap — else read beside the deployment
+    file) into the command's knobs: its settings win over the flags. Its path on disk, or its
+    text when the deployment file holds it."""
     engine = registry.get(f.engine)
     spec = engine.syntax.cli_flags.get(engine.options_file_flag or "")
     if spec is None or spec[0] not in f.knobs:
         return None
     here = Path(f.file).parent
-    path = here / str(f.knobs.pop(spec[0]))
+    name = str(f.knobs.pop(spec[0]))
+    written = f.files.get(name)
+    if written is not None:
+        from .commands import load_yaml
+
+        f.knobs.update(engine.options_from_document(load_yaml(written, path=name), name))
+        return written
+    path = here / name
     f.knobs.update(read_options_file(engine, path, within=here))
     return path
 

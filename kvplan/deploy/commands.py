@@ -98,6 +98,9 @@ class Found:
     version_source: str | None = None
     notes: list[str] = field(default_factory=list)
     error: DeployParseError | None = None  # this command could not be read; the others still are
+    # --- schemas (#23) --- files the script writes before the command (`cat > NAME <<'EOF'`):
+    # name as written → text; an engine's options file named so is read from here
+    files: dict[str, str] = field(default_factory=dict)
 
 
 def _failed(e: DeployParseError, file: str, engine: str = "", text: str = "") -> Found:
@@ -500,7 +503,10 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
     parts: list[str] = []
     size, start = 0, first_line
     lines = text.splitlines()
+    files, data_lines = _heredocs(lines)
     for offset, raw in enumerate(lines):
+        if offset in data_lines:  # a heredoc's body is data, not commands
+            continue
         if not parts:
             start = first_line + offset
         stripped = raw.rstrip()
@@ -519,11 +525,38 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
             found = _failed(e, file)
         parts, size = [], 0
         if found:
+            found.files = dict(files)
             out.append(found)
             if len(out) > MAX_COMMANDS_PER_FILE:
                 raise DeployParseError(file, start, f"more than {MAX_COMMANDS_PER_FILE} serving "
                                        "commands in one file", hint="split the file")
     return out
+
+
+_HEREDOC = re.compile(r"""^\s*cat\s*>\s*(\S+)\s*<<(-?)\s*(['"]?)(\w+)\3\s*$""")
+
+
+def _heredocs(lines: list[str]) -> tuple[dict[str, str], set[int]]:
+    """The files a script writes with `cat > NAME <<'EOF'` … `EOF` (NAME → text), and the
+    indices of those bodies' lines (and their terminators). An unterminated one is ignored."""
+    files: dict[str, str] = {}
+    data: set[int] = set()
+    i = 0
+    while i < len(lines):
+        m = _HEREDOC.match(lines[i])
+        end = None
+        if m:
+            strip = m.group(2) == "-"  # <<- removes leading tabs
+            end = next((j for j in range(i + 1, len(lines))
+                        if (lines[j].lstrip("\t") if strip else lines[j]) == m.group(4)), None)
+        if m is None or end is None:
+            i += 1
+            continue
+        body = lines[i + 1:end]
+        files[m.group(1)] = "".join((b.lstrip("\t") if m.group(2) else b) + "\n" for b in body)
+        data.update(range(i, end + 1))
+        i = end + 1
+    return files, data
 
 
 def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -> Found | None:

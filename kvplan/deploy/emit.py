@@ -27,16 +27,15 @@ from ..engines import registry
 from ..errors import InvalidInputError
 from ..specs import Plan
 from .commands import _entrypoint
-from .manifests import DYNAMO_MODULES, RAY_GPUS, SKY_GPUS, VLLM
+from .manifests import RAY_GPUS, SKY_GPUS, dynamo_modules, stack_engine
 
 FORMATS = ("k8s", "helm-llmd", "helm-production-stack", "dynamo", "kserve", "ray", "skypilot",
            "compose")
-# Container images per engine (each project's published image; the tag is the engine release):
-# docker.io vllm/vllm-openai, lmsysorg/sglang, ghcr.io huggingface/text-generation-inference,
-# nvcr.io nvidia/tensorrt-llm/release — the images whose tags engines/*.py image_versions read.
-IMAGES = {"vllm": "vllm/vllm-openai:v{v}", "sglang": "lmsysorg/sglang:v{v}",
-          "tgi": "ghcr.io/huggingface/text-generation-inference:{v}",
-          "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:{v}"}
+# The stack (engines/base.STACKS) each single-engine format deploys: the engine is the one that
+# declares the stack (DeploySyntax.stacks); the container images are each engine's
+# DeploySyntax.image / dynamo_image.
+FORMAT_STACKS = {"kserve": "kserve", "helm-llmd": "llm-d",
+                 "helm-production-stack": "production-stack", "ray": "ray-serve-llm"}
 PORT = 8000
 
 
@@ -124,14 +123,19 @@ def _gpu_label(p: Plan, names: tuple[str, ...] = (), short: bool = False) -> str
     return g.id
 
 
-def _need_vllm(p: Plan, fmt: str) -> None:
+def _need_stack_engine(p: Plan, fmt: str) -> str:
+    """The plan's engine, when it is the one the format's stack runs; else a clear error."""
     engine, _, _ = _words(p)
-    if engine != VLLM:
-        label = registry.get(VLLM).label
+    wanted = stack_engine(FORMAT_STACKS[fmt])
+    if engine != wanted:
+        label = registry.get(wanted).label
+        others = [f for f in WRITERS if f not in FORMAT_STACKS
+                  and (f != "dynamo" or registry.get(engine).syntax.dynamo_module)]
         raise InvalidInputError(f"--emit {fmt} deploys {label}; this plan is for "
                                 f"{registry.get(engine).label}",
-                                hint=f"plan with --engine {VLLM}, or emit k8s, compose, "
-                                "skypilot or dynamo")
+                                hint=f"plan with --engine {wanted}, or emit "
+                                + ", ".join(others))
+    return engine
 
 
 def _header(p: Plan, fmt: str) -> str:
@@ -148,9 +152,15 @@ def _name(p: Plan) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", p.model.id.lower().rsplit("/", 1)[-1]).strip("-")[:50]
 
 
+def _argv(p: Plan) -> list[str]:
+    """The container's command: the launch line's words, or `/bin/sh -c SCRIPT` when the line is
+    a script (it writes the engine's options file first, a heredoc)."""
+    return ["/bin/sh", "-c", p.command] if "\n" in p.command else shlex.split(p.command)
+
+
 def _image(p: Plan) -> str:
     engine, _, _ = _words(p)
-    return IMAGES.get(engine, "IMAGE:{v}").format(v=p.engine.version)
+    return (registry.get(engine).syntax.image or "IMAGE:{v}").format(v=p.engine.version)
 
 
 # --------------------------------------------------------------------- writers
@@ -160,7 +170,7 @@ def k8s(p: Plan) -> str:
     name = _name(p)
     labels = {"app": name}
     container = {
-        "name": "server", "image": _image(p), "command": shlex.split(p.command),
+        "name": "server", "image": _image(p), "command": _argv(p),
         "ports": [{"containerPort": PORT}],
         "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
     deployment = {
@@ -175,7 +185,7 @@ def k8s(p: Plan) -> str:
 
 
 def compose(p: Plan) -> str:
-    service = {"image": _image(p), "entrypoint": shlex.split(p.command),
+    service = {"image": _image(p), "entrypoint": _argv(p),
                "ports": [f"{PORT}:{PORT}"], "ipc": "host",
                "deploy": {"resources": {"reservations": {"devices": [
                    {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}}
@@ -185,26 +195,75 @@ def compose(p: Plan) -> str:
 
 def dynamo(p: Plan) -> str:
     engine, _, _ = _words(p)
-    module = next((m for m, e in DYNAMO_MODULES.items() if e == engine), None)
-    if module is None:
-        raise InvalidInputError(f"Dynamo has no {registry.get(engine).label} backend",
-                                hint="plan with --engine vllm, sglang or trtllm")
     syntax = registry.get(engine).syntax
+    module = syntax.dynamo_module
+    if module is None or dynamo_modules().get(module) != engine:
+        backends = sorted(set(dynamo_modules().values()))
+        raise InvalidInputError(f"Dynamo has no {registry.get(engine).label} backend",
+                                hint=f"plan with --engine {' or '.join(backends)}")
     model_flag = next(f for f, (knob, _) in syntax.cli_flags.items()
                       if knob == "model" and f.startswith("--"))
     args = [model_flag, p.model.id, *_flags(p)]
-    worker = {
-        "componentType": "worker", "replicas": 1,
-        "resources": {"limits": {"gpu": str(p.gpu.count)}},
-        "extraPodSpec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                         "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/"
-                                           f"{engine}-runtime:VERSION",
-                                           "command": ["python3", "-m", module], "args": args}}}
+    files = _heredocs(p.command)
+    container: dict[str, Any] = {
+        "image": (syntax.dynamo_image or "IMAGE:{v}").format(v="VERSION"),
+        "command": ["python3", "-m", module], "args": args}
+    pod: dict[str, Any] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                           "mainContainer": container}
+    config_map = None
+    if syntax.dynamo_flags:  # the backend's own spelling; the options file as a ConfigMap
+        container["args"], options = _dynamo_args(args, syntax, engine)
+        if options is not None:
+            text = files.get(options)
+            if text is None:
+                raise InvalidInputError(f"cannot emit dynamo: the plan's options file {options} "
+                                        "is not written in its command", hint="emit k8s")
+            base = options.rsplit("/", 1)[-1]
+            container["args"] += ["--extra-engine-args", f"/engine_configs/{base}"]
+            container["volumeMounts"] = [{"name": "engine-config", "mountPath": "/engine_configs"}]
+            config_map = {"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": f"{_name(p)}-engine-config"},
+                          "data": {base: text}}
+            pod["volumes"] = [{"name": "engine-config",
+                               "configMap": {"name": f"{_name(p)}-engine-config"}}]
+    worker = {"componentType": "worker", "replicas": 1,
+              "resources": {"limits": {"gpu": str(p.gpu.count)}}, "extraPodSpec": pod}
     doc = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
            "metadata": {"name": _name(p)},
            "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},
                                  "Worker": worker}}}
-    return _header(p, "dynamo") + _yaml(doc)
+    head = _header(p, "dynamo")
+    return head + (_yaml(config_map) + "---\n" if config_map else "") + _yaml(doc)
+
+
+def _heredocs(command: str) -> dict[str, str]:
+    """The files a launch line writes before it runs (`cat > NAME <<'EOF' … EOF`): name → text."""
+    return {m.group(1): m.group(2)
+            for m in re.finditer(r"cat > (\S+) <<'EOF'\n(.*?)^EOF$", command, re.S | re.M)}
+
+
+def _dynamo_args(args: list[str], syntax: Any, engine: str) -> tuple[list[str], str | None]:
+    """The engine's flags in the Dynamo backend's spelling (DeploySyntax.dynamo_flags, any alias
+    of the same setting), and the options file the line names (None when none). A flag the
+    backend has no spelling for is an error, except the backend it always runs (its default)."""
+    by_knob = {syntax.cli_flags[engine_flag][0]: dynamo_flag
+               for dynamo_flag, engine_flag in syntax.dynamo_flags.items()}
+    options_flag = registry.get(engine).options_file_flag
+    options_knob = syntax.cli_flags[options_flag][0] if options_flag else None
+    out: list[str] = []
+    options = None
+    for name, value in _pairs(args):
+        knob = syntax.cli_flags.get(name, (None, ""))[0]
+        if knob == options_knob and value is not None:
+            options = value
+        elif knob in by_knob:
+            out += [by_knob[knob]] if value is None else [by_knob[knob], value]
+        elif knob == "backend" and value == "pytorch":
+            continue  # dynamo.trtllm runs the PyTorch backend (main.py arg_map)
+        else:
+            raise InvalidInputError(f"cannot emit dynamo: Dynamo's {registry.get(engine).label} "
+                                    f"worker has no flag for {name}", hint="emit k8s")
+    return out, options
 
 
 def _parallelism(p: Plan) -> dict[str, int]:
@@ -231,7 +290,7 @@ def _without_parallel(flags: list[str]) -> list[str]:
 
 
 def kserve(p: Plan) -> str:
-    _need_vllm(p, "kserve")
+    _need_stack_engine(p, "kserve")
     extra = " ".join(shlex.quote(a) for a in _without_parallel(_flags(p)))
     container = {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}},
                  "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
@@ -245,8 +304,8 @@ def kserve(p: Plan) -> str:
 
 
 def helm_llmd(p: Plan) -> str:
-    _need_vllm(p, "helm-llmd")
-    container = {"name": "vllm", "image": "ghcr.io/llm-d/llm-d-cuda:VERSION",
+    engine = _need_stack_engine(p, "helm-llmd")
+    container = {"name": engine, "image": "ghcr.io/llm-d/llm-d-cuda:VERSION",
                  "modelCommand": "vllmServe", "args": _without_parallel(_flags(p)),
                  "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
     doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
@@ -264,7 +323,7 @@ _PSTACK_KEYS = {"--max-model-len": "maxModelLen", "--dtype": "dtype",
 
 
 def helm_production_stack(p: Plan) -> str:
-    _need_vllm(p, "helm-production-stack")
+    _need_stack_engine(p, "helm-production-stack")
     config: dict[str, Any] = {}
     extra: list[str] = []
     for name, value in _pairs(_flags(p)):
@@ -278,8 +337,8 @@ def helm_production_stack(p: Plan) -> str:
     config["enablePrefixCaching"] = bool(p.inputs["enable_prefix_caching"].value)
     if extra:
         config["extraArgs"] = extra
-    tag = f"v{p.engine.version}"
-    spec = {"name": _name(p), "repository": "vllm/vllm-openai", "tag": tag,
+    repository, _, tag = _image(p).rpartition(":")
+    spec = {"name": _name(p), "repository": repository, "tag": tag,
             "modelURL": p.model.id, "replicaCount": 1, "requestGPU": p.gpu.count,
             "vllmConfig": config,
             "nodeSelectorTerms": [{"matchExpressions": [{
@@ -289,7 +348,7 @@ def helm_production_stack(p: Plan) -> str:
 
 
 def ray(p: Plan) -> str:
-    _need_vllm(p, "ray")
+    _need_stack_engine(p, "ray")
     kwargs: dict[str, Any] = {}
     for name, value in _pairs(_flags(p)):
         key = name.removeprefix("--").replace("-", "_")

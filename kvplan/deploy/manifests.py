@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,8 +87,6 @@ class ManifestFound(Found):
     unchecked: str | None = None
 
 
-VLLM = "vllm"  # the engine KServe's LLMInferenceService, llm-d, production-stack, Ray Serve LLM
-# and NIM run (these formats are vLLM deployments by definition)
 # Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
 # name → takes a value.
 DYNAMO_FLAGS = {
@@ -98,8 +96,6 @@ DYNAMO_FLAGS = {
     "--dyn-reasoning-parser": True, "--custom-jinja-template": True, "--store-kv": True,
     "--request-plane": True, "--event-plane": True, "--extra-engine-args": True,
 }
-# python -m MODULE → engine name (Dynamo's backends run the engine in-process).
-DYNAMO_MODULES = {"dynamo.vllm": "vllm", "dynamo.sglang": "sglang", "dynamo.trtllm": "trtllm"}
 # NIM LLM environment variables → the vLLM flags they set (NIM LLM docs, configuration).
 NIM_ENV = {"NIM_MAX_MODEL_LEN": "--max-model-len", "NIM_TENSOR_PARALLEL_SIZE":
            "--tensor-parallel-size", "NIM_PIPELINE_PARALLEL_SIZE": "--pipeline-parallel-size",
@@ -118,6 +114,31 @@ RAY_GPUS = {"A100-40G": "a100-sxm-40gb", "A100-80G": "a100-sxm-80gb", "H100": "h
 # the 40 GB part, "A100-80GB" the 80 GB one; `sky show-gpus`)
 SKY_GPUS = {"A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb"}
 ARITH = re.compile(r"\$\(\(([^()]*)\)\)")
+
+
+def stack_engine(stack: str) -> str:
+    """The engine a deployment stack runs as its model server (engines/base.STACKS): the first
+    registered engine that names the stack in its DeploySyntax.stacks."""
+    for name, engine in registry.ENGINES.items():
+        if stack in engine.syntax.stacks:
+            return name
+    raise ValueError(f"no registered engine runs the {stack!r} stack")
+
+
+def dynamo_modules() -> dict[str, str]:
+    """`python -m MODULE` → engine name, for Dynamo's backends (each runs its engine in-process:
+    DeploySyntax.dynamo_module); the first registered engine declaring a module has it."""
+    out: dict[str, str] = {}
+    for name, engine in registry.ENGINES.items():
+        if engine.syntax.dynamo_module:
+            out.setdefault(engine.syntax.dynamo_module, name)
+    return out
+
+
+def launch_text(engine: str) -> str:
+    """How the engine's own launch line starts (its first declared executable): `vllm serve`."""
+    exe, sub = registry.get(engine).syntax.executables[0]
+    return f"{exe} {sub}" if sub else exe
 
 
 @dataclass
@@ -217,10 +238,12 @@ def _underscored(argv: list[str]) -> list[str]:
     return out
 
 
-def _vllm_script(script: str) -> str:
-    """A script running vLLM with its `--flag_name` spellings as `--flag-name` (vLLM's
-    FlexibleArgumentParser takes both: vllm/utils/argparse_utils.py, 0.11)."""
-    if not re.search(r"\bvllm\b", script):
+def _flexible_flags(script: str) -> str:
+    """A script running an engine whose parser takes `--flag_name` for `--flag-name`
+    (DeploySyntax.underscore_flags) with its flags spelled `--flag-name`."""
+    names = {exe for e in registry.ENGINES.values() if e.syntax.underscore_flags
+             for exe, _ in e.syntax.executables}
+    if not any(re.search(rf"\b{re.escape(n)}\b", script) for n in names):
         return script
     return re.sub(r"(?<![\w-])--[A-Za-z0-9][A-Za-z0-9_-]*",
                   lambda m: m.group(0).replace("_", "-"), script)
@@ -356,9 +379,12 @@ def _row(engine: str, argv: list[str], *, ctx: _Ctx, line: int, text: str, pool:
 def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None,
                    gpu: tuple[str | None, str | None], gpu_count: int | None,
                    env: dict[str, str] | None = None, default_argv: list[str] | None = None,
-                   notes: list[str] | None = None) -> Found | None:
+                   default_engine: str | None = None,
+                   notes: list[str] | None = None,
+                   files: dict[str, str] | None = None) -> Found | None:
     """A container's command + args (a `sh -c` script with its variables filled in, a
-    `python -m dynamo.X` worker, or an engine entrypoint); `default_argv` when it names none."""
+    `python -m dynamo.X` worker, or an engine entrypoint); `default_argv` for `default_engine`
+    (the image's own server) when it names none."""
     parts = _strings(_get(container, "command")) + _strings(_get(container, "args"))
     tokens = [t for t, _ in parts]
     line = _line(container)
@@ -368,34 +394,35 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     env = {**_env(container, ctx), **(env or {})}
     if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {
             "-c", "-lc", "-ec"}:
-        script = _vllm_script(substitute(tokens[2], env))
-        for mod, engine in DYNAMO_MODULES.items():
+        script = _flexible_flags(substitute(tokens[2], env))
+        for mod, engine in dynamo_modules().items():
             script = script.replace(f"-m {mod}", f"-m kvplan-dynamo-{engine}")
         words = _split(script, ctx, line) if "kvplan-dynamo-" in script else []
         if words:
             return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes)
+                               gpu_count=gpu_count, notes=notes, files=files)
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
         return _adopt(found[0], pool, replicas, gpu, gpu_count, notes) if found else None
+    modules = dynamo_modules()
     for k, tok in enumerate(tokens):
-        if tok == "-m" and k + 1 < len(tokens) and tokens[k + 1] in DYNAMO_MODULES:
-            words = tokens[:k + 1] + [f"kvplan-dynamo-{DYNAMO_MODULES[tokens[k + 1]]}"] \
+        if tok == "-m" and k + 1 < len(tokens) and tokens[k + 1] in modules:
+            words = tokens[:k + 1] + [f"kvplan-dynamo-{modules[tokens[k + 1]]}"] \
                 + [substitute(t, env) for t in tokens[k + 2:]]
             return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes)
+                               gpu_count=gpu_count, notes=notes, files=files)
     if tokens:
-        script = _vllm_script(" ".join(shlex.quote(substitute(t, env)) for t in tokens))
+        script = _flexible_flags(" ".join(shlex.quote(substitute(t, env)) for t in tokens))
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
         if found:
             return _adopt(found[0], pool, replicas, gpu, gpu_count, notes)
-    if default_argv is None:
+    if default_argv is None or default_engine is None:
         return None
     argv = default_argv + _underscored([substitute(t, env) for t in tokens])
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:
         argv += _underscored(_split(substitute(extra, env), ctx, line))
-    shown = "vllm serve " + " ".join(shlex.quote(a) for a in argv)
-    return _row(VLLM, argv, ctx=ctx, line=line, text=shown, pool=pool, replicas=replicas,
+    shown = f"{launch_text(default_engine)} " + " ".join(shlex.quote(a) for a in argv)
+    return _row(default_engine, argv, ctx=ctx, line=line, text=shown, pool=pool, replicas=replicas,
                 gpu=gpu, gpu_count=gpu_count, notes=notes)
 
 
@@ -418,23 +445,87 @@ def _adopt(f: Found, pool: str, replicas: int | None, gpu: tuple[str | None, str
 
 def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: int | None,
                 gpu: tuple[str | None, str | None], gpu_count: int | None,
-                notes: list[str] | None) -> Found | None:
+                notes: list[str] | None, files: dict[str, str] | None = None) -> Found | None:
     """`python3 -m dynamo.vllm ARGS` (after `-m`, the module was swapped for a marker): the
-    engine's flags without Dynamo's own."""
+    engine's flags without Dynamo's own; the engine settings file `--extra-engine-args` names,
+    when `files` (path → text: ConfigMap files the container mounts) holds it."""
     k = next(i for i, w in enumerate(words) if w.startswith("kvplan-dynamo-"))
     engine = words[k].removeprefix("kvplan-dynamo-")
     argv = words[k + 1:]
     for stop in ("&&", "||", ";", "|", "2>&1"):
         if stop in argv:
             argv = argv[:argv.index(stop)]
-    argv, dropped = _drop_flags(argv, DYNAMO_FLAGS)
     if engine not in registry.ENGINES:
         return None
-    module = next(m for m, e in DYNAMO_MODULES.items() if e == engine)
+    syntax = registry.get(engine).syntax
+    argv, dropped = _drop_flags(argv, {**DYNAMO_FLAGS, **syntax.dynamo_own_flags})
+    argv = [_renamed(tok, syntax.dynamo_flags) for tok in argv]
+    module = next(m for m, e in dynamo_modules().items() if e == engine)
     text = f"python3 -m {module} " + " ".join(shlex.quote(a) for a in argv)
     extra = [f"Dynamo's own flags (not the engine's): {' '.join(dropped)}"] if dropped else []
-    return _row(engine, argv, ctx=ctx, line=line, text=text, pool=pool, replicas=replicas,
-                gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
+    f = _row(engine, argv, ctx=ctx, line=line, text=text, pool=pool, replicas=replicas,
+             gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
+    if f.error is None:
+        _engine_args_file(f, dropped, files or {}, line)
+    return f
+
+
+def _renamed(tok: str, names: Mapping[str, str]) -> str:
+    """`--flag` / `--flag=value` under its name in `names` (Dynamo's spelling → the engine's)."""
+    name, eq, value = tok.partition("=")
+    return names[name] + eq + value if name in names else tok
+
+
+def _engine_args_file(f: Found, dropped: list[str], files: dict[str, str], line: int) -> None:
+    """Merge the engine settings file a Dynamo worker's `--extra-engine-args PATH` names, when a
+    ConfigMap in the same file provides it, read as the engine's own options file (TensorRT-LLM's
+    --extra_llm_api_options YAML: dynamo components/src/dynamo/trtllm passes it to the LLM API).
+    Its settings win over the flags, as the engine's own options file does."""
+    path = None
+    for k, tok in enumerate(dropped):
+        name, eq, value = tok.partition("=")
+        if name == "--extra-engine-args":
+            path = value if eq else (dropped[k + 1] if k + 1 < len(dropped) else None)
+    engine = registry.get(f.engine)
+    if path is None or engine.options_file_flag is None:
+        return
+    text = files.get(path)
+    if text is None:
+        f.notes.append(f"engine settings file {path} not in a ConfigMap of this file: not read")
+        return
+    # the engine's own options file, held by this file: `kvplan check` merges it (and reads its
+    # P/D settings) as it does `--extra_llm_api_options FILE`
+    f.knobs[engine.syntax.cli_flags[engine.options_file_flag][0]] = path
+    f.files[path] = text
+    f.notes.append(f"engine settings read from {path} (a ConfigMap of this file)")
+
+
+def _mounted_configmaps(pod: Any, container: Any, ctx: _Ctx) -> dict[str, str]:
+    """File path → text for the ConfigMaps of this file that `container` mounts (a volume's
+    `configMap.name`, its `items` key → path, else one file per key under the mountPath)."""
+    volumes = {}
+    for v in _seq(_get(pod, "volumes")):
+        cm = _get(v, "configMap")
+        data = ctx.configmaps.get(_scalar(_get(cm, "name")) or "")
+        if data is None:
+            continue
+        items = {_scalar(_get(i, "path")) or "": _scalar(_get(i, "key")) or ""
+                 for i in _seq(_get(cm, "items"))}
+        volumes[_scalar(_get(v, "name")) or ""] = (
+            {p: data[k] for p, k in items.items() if k in data} if items else dict(data))
+    out = {}
+    for m in _seq(_get(container, "volumeMounts")):
+        files = volumes.get(_scalar(_get(m, "name")) or "")
+        where = (_scalar(_get(m, "mountPath")) or "").rstrip("/")
+        sub = _scalar(_get(m, "subPath"))
+        if files is None or not where:
+            continue
+        if sub:
+            if sub in files:
+                out[where] = files[sub]
+            continue
+        out.update({f"{where}/{name}": text for name, text in files.items()})
+    return out
 
 
 # ----------------------------------------------------------------------- readers
@@ -470,7 +561,8 @@ def _dynamo(doc: Any, ctx: _Ctx) -> list[Found]:
             notes = [f"multinode: {nodes} nodes × {count} GPU(s)"] if nodes > 1 else []
             try:
                 f = _container_row(c, ctx, pool=f"Dynamo {name} {svc_name} ({role} pool)",
-                                   replicas=replicas, gpu=gpu, gpu_count=total, notes=notes)
+                                   replicas=replicas, gpu=gpu, gpu_count=total, notes=notes,
+                                   files=_mounted_configmaps(pod, c, ctx))
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=svc_name)
             if f is not None:
@@ -522,7 +614,8 @@ def _llmisvc(doc: Any, ctx: _Ctx) -> list[Found]:
             f = _container_row(containers[0], ctx, pool=f"KServe {name} ({role} pool)",
                                replicas=_int(_get(section, "replicas")),
                                gpu=_gpu_label(template, ctx), gpu_count=gpus,
-                               default_argv=[model or "/mnt/models", *flags])
+                               default_argv=[model or "/mnt/models", *flags],
+                               default_engine=stack_engine("kserve"))
         except DeployParseError as e:
             f = _failed(e, ctx.file, text=name)
         if f is not None:
@@ -550,8 +643,9 @@ def _isvc(doc: Any, ctx: _Ctx) -> list[Found]:
     name = ids[0] if ids else _hf_model(_scalar(_get(model, "storageUri")), None)
     pred = _path(doc, "spec", "predictor")
     line = _line(model)
-    text = "huggingfaceserver (vLLM) " + " ".join(argv)
-    return [_row(VLLM, [name or "/mnt/models", *argv], ctx=ctx, line=line, text=text,
+    engine = stack_engine("kserve")
+    text = f"huggingfaceserver ({registry.get(engine).label}) " + " ".join(argv)
+    return [_row(engine, [name or "/mnt/models", *argv], ctx=ctx, line=line, text=text,
                  pool=f"KServe InferenceService {_scalar(_path(doc, 'metadata', 'name'))}",
                  replicas=_int(_get(pred, "minReplicas")), gpu=_gpu_label(pred, ctx),
                  gpu_count=_gpu_count(model))]
@@ -580,7 +674,8 @@ def _llmd(doc: Any, ctx: _Ctx) -> list[Found]:
             default = [model or "/model-cache", *flags] if command != "custom" else None
             try:
                 f = _container_row(c, ctx, pool=f"llm-d {role} pool", replicas=_int(
-                    _get(section, "replicas")), gpu=gpu, gpu_count=count, default_argv=default)
+                    _get(section, "replicas")), gpu=gpu, gpu_count=count, default_argv=default,
+                    default_engine=stack_engine("llm-d"))
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=role)
             if f is not None:
@@ -638,8 +733,9 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
             if _scalar(_get(n, "key")) in GPU_LABELS and _strings(_get(n, "values")):
                 gpu = (_gpu_name(_strings(_get(n, "values"))[0][0]),
                        f"nodeSelectorTerms {_scalar(_get(n, 'key'))}")
-        text = "vllm serve " + " ".join(shlex.quote(a) for a in argv)
-        f = _row(VLLM, argv, ctx=ctx, line=_line(spec), text=text,
+        engine = stack_engine("production-stack")
+        text = f"{launch_text(engine)} " + " ".join(shlex.quote(a) for a in argv)
+        f = _row(engine, argv, ctx=ctx, line=_line(spec), text=text,
                  pool=f"production-stack modelSpec {name}",
                  replicas=_int(_get(spec, "replicaCount")), gpu=gpu,
                  gpu_count=_int(_get(spec, "requestGPU")))
@@ -681,8 +777,9 @@ def _ray_config(cfg: Any, ctx: _Ctx, pool: str) -> Found | None:
     top = _int(_path(dep, "autoscaling_config", "max_replicas"))
     if top:
         notes.append(f"autoscaling up to {top} replica(s)")
-    text = "ray.serve.llm (vLLM) " + " ".join(shlex.quote(a) for a in argv)
-    return _row(VLLM, argv, ctx=ctx, line=_line(cfg), text=text, pool=pool, replicas=replicas,
+    engine = stack_engine("ray-serve-llm")
+    text = f"ray.serve.llm ({registry.get(engine).label}) " + " ".join(shlex.quote(a) for a in argv)
+    return _row(engine, argv, ctx=ctx, line=_line(cfg), text=text, pool=pool, replicas=replicas,
                 gpu=gpu, gpu_count=count, notes=notes)
 
 
@@ -789,11 +886,13 @@ def _nim(doc: Any, ctx: _Ctx) -> list[Found]:
         if var in env and var != "NIM_MODEL_NAME":
             argv += [flag, env[var]]
     text = f"NIM {image} " + " ".join(argv[1:])
-    return [_row(VLLM, argv, ctx=ctx, line=_line(spec), text=text,
+    engine = stack_engine("nim")
+    return [_row(engine, argv, ctx=ctx, line=_line(spec), text=text,
                  pool=f"NIMService {_scalar(_path(doc, 'metadata', 'name'))}",
                  replicas=_int(_get(spec, "replicas")), gpu=_gpu_label(spec, ctx),
                  gpu_count=_gpu_count(spec),
-                 notes=["NIM planned as its vLLM backend (a TensorRT-LLM profile differs)"])]
+                 notes=[f"NIM planned as its {registry.get(engine).label} backend (a TensorRT-LLM "
+                        "profile differs)"])]
 
 
 WORKLOADS = {"Deployment", "StatefulSet", "Pod", "Job", "DaemonSet", "ReplicaSet"}
@@ -823,13 +922,13 @@ def _workload(doc: Any, ctx: _Ctx) -> list[Found]:
     out: list[Found] = []
     for c in _seq(_get(spec, "containers")):
         image = _scalar(_get(c, "image")) or ""
+        server = next((n for n, e in registry.ENGINES.items()
+                       if any(p.search(image) for p in e.syntax.image_entrypoints)), None)
         try:
             f = _container_row(c, ctx, pool=f"{_kind(doc)} {name}",
                                replicas=_int(_path(doc, "spec", "replicas")),
                                gpu=_gpu_label(spec, ctx), gpu_count=_gpu_count(c),
-                               default_argv=[] if any(
-                                   p.search(image) for p in registry.get(VLLM).syntax
-                                   .image_entrypoints) else None)
+                               default_argv=[] if server else None, default_engine=server)
         except DeployParseError as e:
             f = _failed(e, ctx.file, text=name)
         if f is not None:

@@ -57,8 +57,10 @@ def _flag(f: Found, name: str) -> str | None:
     return None
 
 
-def read(f: Found, options_file: Path | None) -> tuple[PdSettings | None, list[Problem]]:
-    """The command's P/D settings (None: an aggregated server) and problems reading them."""
+def read(f: Found, options_file: Path | str | None) -> tuple[PdSettings | None, list[Problem]]:
+    """The command's P/D settings (None: an aggregated server) and problems reading them.
+    `options_file`: the engine's options file, a path or (written by the deployment file
+    itself) its text."""
     if f.engine == "vllm":
         raw = _flag(f, "--kv-transfer-config")
         if raw is None:
@@ -88,9 +90,9 @@ def read(f: Found, options_file: Path | None) -> tuple[PdSettings | None, list[P
     return None, []
 
 
-def _trtllm(path: Path) -> tuple[PdSettings | None, list[Problem]]:
-    doc: Any = load_yaml(read_text_limited(path, MAX_OPTIONS_BYTES, what="options file",
-                                           root=path.parent), path=str(path))
+def _trtllm(path: Path | str) -> tuple[PdSettings | None, list[Problem]]:
+    doc: Any = load_yaml(path) if isinstance(path, str) else load_yaml(read_text_limited(
+        path, MAX_OPTIONS_BYTES, what="options file", root=path.parent), path=str(path))
     ctc = doc.get("cache_transceiver_config") if isinstance(doc, dict) else None
     if not isinstance(ctc, dict):
         return None, []

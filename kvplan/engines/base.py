@@ -237,6 +237,28 @@ class DeploySyntax:
     dotted_mm_limit: bool = False
     # a YAML file whose keys are this engine's flag names (vLLM's `serve --config FILE`)
     config_yaml: bool = False
+    # --- schemas (#23) --- what deployment stacks know of the engine (kvplan/deploy/emit.py
+    # writes them, manifests.py reads them): the published container image ("{v}" = the engine
+    # release), Dynamo's backend module that runs the engine in-process and that backend's
+    # runtime image ("{v}" = the Dynamo release), the stacks (STACKS) whose model server is this
+    # engine, and whether its argument parser takes `--flag_name` for `--flag-name`
+    image: str | None = None
+    dynamo_module: str | None = None
+    dynamo_image: str | None = None
+    stacks: frozenset[str] = frozenset()
+    underscore_flags: bool = False
+    # Dynamo's backend spells the engine's settings its own way (dynamo.trtllm's argparse, not
+    # trtllm-serve's): its flag → the engine's flag; and its flags the engine does not take
+    # (name → takes a value), dropped before planning. Empty: it passes the engine's own flags.
+    dynamo_flags: Mapping[str, str] = field(default_factory=dict)
+    dynamo_own_flags: Mapping[str, bool] = field(default_factory=dict)
+
+
+# --- schemas (#23) --- deployment stacks that run one engine as their model server, by their
+# own design (an engine names those it backs in DeploySyntax.stacks): KServe's
+# LLMInferenceService and Hugging Face InferenceService runtime, the llm-d modelservice chart, the
+# vLLM production-stack chart, Ray Serve LLM (build_openai_app) and NVIDIA NIM's LLM backend.
+STACKS = ("kserve", "llm-d", "production-stack", "ray-serve-llm", "nim")
 
 
 def unsupported_knobs(cli_flags: Mapping[str, tuple[str, str]],

@@ -1055,7 +1055,11 @@ class SglangEngine(Engine):
                           pip_version=_PIP, known_flags=known_flags.SGLANG,
                           executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
-                          combine=combine_flags)
+                          combine=combine_flags,
+                          # --- schemas (#23) --- lmsysorg/sglang image (tag v + release); Dynamo's
+                          # dynamo.sglang backend, nvcr.io/nvidia/ai-dynamo/sglang-runtime
+                          image="lmsysorg/sglang:v{v}", dynamo_module="dynamo.sglang",
+                          dynamo_image="nvcr.io/nvidia/ai-dynamo/sglang-runtime:{v}")
     calibration = CALIBRATION
     # --- whatif --- format what-ifs (model/whatif.py): python/sglang/srt/layers/
     # quantization/__init__.py names and get_min_capability: modelopt_quant.py

@@ -516,7 +516,9 @@ class TgiEngine(Engine):
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
                           known_flags=known_flags.TGI, combine=combine_speculate,
-                          unmodelled_features={"--lora-adapters": "LoRA adapters"})
+                          unmodelled_features={"--lora-adapters": "LoRA adapters"},
+                          # --- schemas (#23) --- the published image (tag = the release)
+                          image="ghcr.io/huggingface/text-generation-inference:{v}")
     # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
     calibration = Calibration(style="separate", borrows="sglang")

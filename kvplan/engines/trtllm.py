@@ -771,6 +771,15 @@ FLAGS = knob_flags(CLI_FLAGS, (
     "block_size", "enable_prefix_caching", "backend"), settings=SETTINGS)
 # the launch line's other flags, from the same table
 LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
+# --- schemas (#23) --- Dynamo's dynamo.trtllm flag → trtllm-serve's flag for the same LLM API
+# argument (trtllm_utils.py / main.py arg_map @e3619ce0: model, tensor_parallel_size,
+# pipeline_parallel_size, moe_expert_parallel_size, max_batch_size, max_num_tokens, max_seq_len,
+# kv_cache_config.free_gpu_memory_fraction)
+DYNAMO_FLAGS = {"--model-path": "--model", "--tensor-parallel-size": "--tp_size",
+                "--pipeline-parallel-size": "--pp_size", "--expert-parallel-size": "--ep_size",
+                "--max-batch-size": "--max_batch_size", "--max-num-tokens": "--max_num_tokens",
+                "--max-seq-len": "--max_seq_len",
+                "--free-gpu-memory-fraction": "--kv_cache_free_gpu_memory_fraction"}
 # ------------------------------------------------------------------ ModelOpt quantization
 # TensorRT-LLM serves a checkpoint NVIDIA ModelOpt quantized beforehand; its hf_quant_config.json
 # names the quant_algo (QuantSpec.from_modelopt, as model/quant.py reads it). Which script
@@ -1072,7 +1081,21 @@ class TrtllmEngine(Engine):
         modules=("tensorrt_llm.commands.serve",),
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
         pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
-        boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True)
+        boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True,
+        # --- schemas (#23) --- NGC's release image (tag = the release);
+        # Dynamo's dynamo.trtllm backend and its nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime
+        # image (dynamo deploy/cloud/operator defaultTRTLLMRuntimeImage)
+        image="nvcr.io/nvidia/tensorrt-llm/release:{v}", dynamo_module="dynamo.trtllm",
+        dynamo_image="nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:{v}",
+        # dynamo.trtllm's own argparse (ai-dynamo/dynamo components/backends/trtllm/src/dynamo/
+        # trtllm/utils/trtllm_utils.py @e3619ce0): kebab-case flags that main.py passes to the LLM
+        # API under trtllm-serve's names; --kv-block-size is the KV router's block size (not in
+        # the engine's arg_map); --max-beam-width, --gpus-per-node are not modelled by kvplan
+        dynamo_flags=DYNAMO_FLAGS,
+        dynamo_own_flags={"--served-model-name": True, "--kv-block-size": True,
+                          "--modality": True, "--next-endpoint": True,
+                          "--publish-events-and-metrics": False, "--max-beam-width": True,
+                          "--gpus-per-node": True})
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency and
     # seq_overhead_us fitted by benchmarks/perf_fit.py (benchmarks/perf_arch.py stage A) on the

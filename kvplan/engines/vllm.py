@@ -943,7 +943,15 @@ class VllmEngine(Engine):
         image_versions=(_IMAGE,), pip_version=_PIP,
         image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
-        config_yaml=True)
+        config_yaml=True,
+        # --- schemas (#23) --- the vllm/vllm-openai image (tag v + release); Dynamo's
+        # components/src/dynamo/vllm backend and its nvcr.io/nvidia/ai-dynamo/vllm-runtime
+        # image; the stacks built on vLLM (base.STACKS); FlexibleArgumentParser takes
+        # `--flag_name` (vllm/utils/argparse_utils.py, 0.11)
+        image="vllm/vllm-openai:v{v}", dynamo_module="dynamo.vllm",
+        dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
+        stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
+        underscore_flags=True)
     calibration = CALIBRATION
     # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
     # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
@@ -1131,7 +1139,8 @@ class VllmEngine(Engine):
         """`vllm serve` with the user's explicit flags and the recommended values. max_num_seqs
         is only set from a workload or the user's flag: the no-preemption bound alone would
         throttle short requests."""
-        args = ["vllm", "serve", ref]
+        exe, sub = self.syntax.executables[0]  # `vllm serve` (a subclass's own entrypoint)
+        args = [exe, *([sub] if sub else []), ref]
         if revision:
             args += ["--revision", revision]
         for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):

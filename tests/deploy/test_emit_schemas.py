@@ -1,0 +1,180 @@
+"""Every `--emit` file whose resource publishes a schema is valid against it (tests/deploy/schemas/,
+sources and versions in its README.md): Kubernetes apps/v1 Deployment + v1 Service (k8s), KServe's
+LLMInferenceService CRD (kserve), Dynamo's DynamoGraphDeployment CRD (dynamo), SkyPilot's task
+schemas (skypilot), the llm-d-modelservice and production-stack charts' values.schema.json
+(helm-llmd, helm-production-stack), the Compose Specification (compose), over a sample of the
+catalogue × engines. Each schema is also shown to refuse a wrong file, so a pass means something."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kvplan.api import plan
+from kvplan.deploy.commands import _yaml_module
+from kvplan.deploy.emit import emit
+from kvplan.engines.registry import NAMES
+from kvplan.errors import KvplanError
+
+SCHEMAS = Path(__file__).parent / "schemas"
+SAMPLE = (  # (model, GPU): dense small/large, MoE, a model that needs tensor parallelism
+    ("Qwen/Qwen3-8B", "h100-sxm-80gb"), ("meta-llama/Llama-3.1-70B-Instruct", "h200-sxm-141gb"),
+    ("Qwen/Qwen3-30B-A3B", "a100-sxm-80gb"), ("mistralai/Mistral-7B-Instruct-v0.3", "l40s"))
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads((SCHEMAS / name).read_text())
+
+
+def fitting_plan(model: str, gpu: str, engine: str) -> Any:
+    """A plan that fits: as asked, else at the tensor parallelism kvplan recommends; None when
+    neither fits or the engine does not run the model."""
+    try:
+        p = plan(model, gpu, engine=engine)
+        tp = p.recommendations.tensor_parallel_size.value
+        if not p.fits and tp and tp != p.gpu.count:
+            p = plan(model, gpu, engine=engine, tensor_parallel_size=int(tp))
+    except KvplanError:
+        return None
+    return p if p.fits and p.gpu.count <= 8 else None
+
+
+def _docs(fmt: str, engine: str, model: str, gpu: str) -> list[Any] | None:
+    p = fitting_plan(model, gpu, engine)
+    if p is None:
+        return None
+    try:
+        text = emit(p, fmt)
+    except KvplanError:  # the format does not run this engine (tested in test_emit.py)
+        return None
+    return [d for d in _yaml_module().safe_load_all(text) if d is not None]
+
+
+def _valid(doc: Any, schema: dict[str, Any]) -> None:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    errors = sorted(cls(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    assert not errors, [(list(e.absolute_path), e.message) for e in errors[:5]]
+
+
+@pytest.mark.parametrize("engine", NAMES)
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE)
+def test_k8s_files_are_valid_deployment_and_service(engine, model, gpu):
+    docs = _docs("k8s", engine, model, gpu)
+    if docs is None:
+        pytest.skip(f"{model} does not fit {gpu} on {engine}")
+    deployment, service = docs
+    assert (deployment["apiVersion"], deployment["kind"]) == ("apps/v1", "Deployment")
+    assert (service["apiVersion"], service["kind"]) == ("v1", "Service")
+    _valid(deployment, _schema("k8s-apps-v1-deployment.json"))
+    _valid(service, _schema("k8s-v1-service.json"))
+
+
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE)
+def test_kserve_files_are_valid_llminferenceservices(model, gpu):
+    engines = [e for e in NAMES if _docs("kserve", e, model, gpu) is not None]
+    assert engines, f"no engine emits kserve for {model} on {gpu}"
+    for engine in engines:
+        (doc,) = _docs("kserve", engine, model, gpu) or []
+        assert (doc["apiVersion"], doc["kind"]) == ("serving.kserve.io/v1alpha1",
+                                                    "LLMInferenceService")
+        _valid(doc, _schema("kserve-llminferenceservice-v1alpha1.json"))
+
+
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE)
+def test_dynamo_files_are_valid_dynamographdeployments(model, gpu):
+    engines = [e for e in NAMES if _docs("dynamo", e, model, gpu) is not None]
+    assert len(engines) >= 2, f"{model} on {gpu}: {engines}"
+    for engine in engines:
+        for doc in _docs("dynamo", engine, model, gpu) or []:
+            # a ConfigMap holds the engine settings file, when the plan writes one
+            name = {"DynamoGraphDeployment": "dynamo-dynamographdeployment-v1alpha1.json",
+                    "ConfigMap": "k8s-v1-configmap.json"}[doc["kind"]]
+            _valid(doc, _schema(name))
+
+
+@pytest.mark.parametrize("engine", NAMES)
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE[:2])
+def test_skypilot_files_are_valid_tasks(engine, model, gpu):
+    docs = _docs("skypilot", engine, model, gpu)
+    if docs is None:
+        pytest.skip(f"{model} does not fit {gpu} on {engine}")
+    _valid(docs[0], _schema("skypilot-task.json"))
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
+
+
+@pytest.mark.parametrize(("path", "kind", "name"), [
+    ("k8s-deployment.yaml", "Deployment", "k8s-apps-v1-deployment.json"),
+    ("tgi-gke.yaml", "Deployment", "k8s-apps-v1-deployment.json"),
+    ("kserve/llmisvc-pd-qwen2-7b-gpu.yaml", "LLMInferenceService",
+     "kserve-llminferenceservice-v1alpha1.json"),
+    ("dynamo/disagg-multinode.yaml", "DynamoGraphDeployment",
+     "dynamo-dynamographdeployment-v1alpha1.json"),
+    ("skypilot/serve-openai-api.yaml", None, "skypilot-task.json"),
+])
+def test_published_examples_are_valid_too(path, kind, name):
+    # the trimmed, closed schemas accept the projects' own examples (not too strict)
+    docs = [d for d in _yaml_module().safe_load_all((EXAMPLES / path).read_text())
+            if isinstance(d, dict) and d.get("kind") == kind]
+    assert docs
+    for doc in docs:
+        _valid(doc, _schema(name))
+
+
+HELM = {"helm-llmd": "helm-llm-d-modelservice-values.json",
+        "helm-production-stack": "helm-production-stack-values.json"}
+
+
+@pytest.mark.parametrize("fmt", sorted(HELM))
+@pytest.mark.parametrize(("model", "gpu"), SAMPLE)
+def test_helm_values_files_are_valid_against_the_charts_schemas(fmt, model, gpu):
+    engines = [e for e in NAMES if _docs(fmt, e, model, gpu) is not None]
+    assert engines, f"no engine emits {fmt} for {model} on {gpu}"
+    for engine in engines:
+        (doc,) = _docs(fmt, engine, model, gpu) or []
+        _valid(doc, _schema(HELM[fmt]))
+
+
+@pytest.mark.parametrize("engine", NAMES)
+def test_compose_files_are_valid_over_the_engines(engine):
+    docs = _docs("compose", engine, *SAMPLE[0])
+    assert docs is not None
+    _valid(docs[0], _schema("compose-spec.json"))
+
+
+@pytest.mark.parametrize(("name", "wrong"), [
+    # a misspelt container field, a GPU count as a number where a quantity string is asked,
+    # a replicas count as text
+    ("k8s-apps-v1-deployment.json", {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {
+        "selector": {}, "template": {"spec": {"containers": [{"name": "s", "imagee": "x"}]}}}}),
+    ("k8s-apps-v1-deployment.json", {"spec": {"selector": {}, "replicas": "one",
+                                              "template": {}}}),
+    ("k8s-v1-service.json", {"spec": {"ports": [{"port": "eighty"}]}}),
+    ("kserve-llminferenceservice-v1alpha1.json", {"spec": {"parallelism": {"tensor": 0}}}),
+    ("kserve-llminferenceservice-v1alpha1.json", {"spec": {"modle": {"uri": "hf://x"}}}),
+    ("kserve-llminferenceservice-v1alpha1.json", {"spec": {"template": {"containers": [
+        {"name": "main", "resources": {"limitz": {}}}]}}}),
+    ("helm-llm-d-modelservice-values.json", {"decode": {"parallelism": {"tensor": "2"}}}),
+    ("dynamo-dynamographdeployment-v1alpha1.json", {"spec": {"services": {"Worker": {
+        "resources": {"limits": {"gpu": 2}}}}}}),
+    ("dynamo-dynamographdeployment-v1alpha1.json", {"spec": {"services": {"Worker": {
+        "extraPodSpec": {"mainContainer": {"name": "main", "comand": ["python3"]}}}}}}),
+    ("skypilot-task.json", {"resources": {"acelerators": "H100:1"}}),
+    ("skypilot-task.json", {"service": {"replicas": "two"}}),
+    ("helm-production-stack-values.json", {"servingEngineSpec": {"modelSpec": [
+        {"vllmConfig": {"maxModelLen": "long"}}]}}),
+])
+def test_each_schema_refuses_a_wrong_file(name, wrong):
+    schema = _schema(name)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    assert list(cls(schema).iter_errors(wrong))
+
+
+def test_bundled_schemas_stay_small():
+    sizes = {p.name: p.stat().st_size for p in SCHEMAS.glob("*.json")}
+    assert sum(sizes.values()) < 1_000_000, sizes
