@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from ..engines import registry
 from ..engines.base import Coefficients
@@ -510,7 +510,6 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     style = registry.get(engine).calibration.style
     compute = compute_dtype_for(dtype, quant, gpu)
     arch = arch_calibration(engine, gpu)
-    pcie = _arch.over_pcie(gpu.id, gpu.nvlink_gbps_per_gpu, tp)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
@@ -527,20 +526,35 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         sliding_window=(m.sliding_window or 0) if sliding else 0, state_bytes_per_seq=state,
         peak_flops_per_s=_peak_tflops(gpu, compute) * 1e12, attention_peak_flops_per_s=attn_peak,
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
-        link_bytes_per_s=(links.tp_bytes_per_s if links and links.tp_bytes_per_s
-                          else PCIE_X16_BYTES_PER_S.get(gpu.pcie_gen or 4, PCIE_X16_BYTES_PER_S[4])
-                          * _arch.PCIE.bandwidth_efficiency if pcie else link_bytes_per_s(gpu)),
-        link_latency_us=(_arch.PCIE.allreduce_latency_us
-                         if pcie and not (links and links.tp_bytes_per_s) else None),
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
-        link=links.text if links else "", pp_crossings=links.pp_crossings if links else 0,
-        pp_link_bytes_per_s=links.pp_bytes_per_s if links else 0.0,
-        moe_link_bytes_per_s=(links.moe_bytes_per_s or 0.0) if links else 0.0,
-        moe_node_gpus=links.moe_node_gpus if links else 0)
+        **_link_fields(gpu, tp, links))
+
+
+def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:
+    """The PerfContext fields of the links a layout crosses: TP all-reduce over the scale-out
+    network when TP spans nodes (planner/nodes.py), else over PCIe at the fitted PCIe
+    efficiency and latency beyond an NVLink bridge (perf/arch.py), else the GPU's own link;
+    pipeline hand-offs and MoE traffic between nodes."""
+    pcie = _arch.over_pcie(gpu.id, gpu.nvlink_gbps_per_gpu, tp)
+    if links is not None and links.tp_bytes_per_s:
+        tp_link, latency = links.tp_bytes_per_s, None
+    elif pcie:
+        tp_link = (PCIE_X16_BYTES_PER_S.get(gpu.pcie_gen or 4, PCIE_X16_BYTES_PER_S[4])
+                   * _arch.PCIE.bandwidth_efficiency)
+        latency = _arch.PCIE.allreduce_latency_us
+    else:
+        tp_link, latency = link_bytes_per_s(gpu), None
+    out: dict[str, Any] = {"link_bytes_per_s": tp_link, "link_latency_us": latency}
+    if links is not None:
+        out.update(link=links.text, pp_crossings=links.pp_crossings,
+                   pp_link_bytes_per_s=links.pp_bytes_per_s,
+                   moe_link_bytes_per_s=links.moe_bytes_per_s or 0.0,
+                   moe_node_gpus=links.moe_node_gpus)
+    return out
 
 
 # --------------------------------------------------------------------- step time
