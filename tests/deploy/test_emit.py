@@ -78,11 +78,7 @@ def test_emitted_file_checks_as_the_same_plan(fmt, model, gpu, knobs, tmp_path):
     assert_same_plan(p, round_trip(p, fmt, tmp_path).plan, fmt)
 
 
-# TGI is left out of the catalogue-wide property: its launch line for some models does not re-plan
-# the same (EleutherAI/gpt-j-6b on an H100: the plan's engine-default --max-total-tokens 127223 is
-# refused when `kvplan check` reads it back) — a TGI engine-model inconsistency, reported, not an
-# emit bug. TGI's k8s/compose/skypilot files are round-tripped on a model it serves consistently.
-ROUND_TRIP_ENGINES = tuple(e for e in NAMES if e != "tgi")
+ROUND_TRIP_ENGINES = NAMES
 
 
 @settings(max_examples=40, deadline=None,
@@ -96,14 +92,10 @@ def test_round_trip_over_the_catalogue(model, gpu, engine, data, tmp_path_factor
     tmp = tmp_path_factory.mktemp("emit")
     row = round_trip(p, fmt, tmp)
     assert row.status == "fits", row.problems
-    # The file carries the plan's serve line (Plan.command). On vLLM that line is the plan's own
-    # inputs; other engines' lines may carry a recommended setting (TensorRT-LLM's
-    # --kv_cache_free_gpu_memory_fraction below the planned 0.9), so the reference is the plan
-    # `kvplan check` makes of the serve line itself, written as a script.
-    script = tmp / "serve.sh"
-    script.write_text(f"# kvplan: gpu={p.gpu.id}\n{p.command}\n")
-    (ref,) = check_files([script], policy=Policy(), sets={}, offline=True).deployments
-    assert_same_plan(ref.plan if engine != "vllm" else p, row.plan, fmt)
+    # The file carries the plan's serve line (Plan.command), which is the plan's own inputs on
+    # every engine (TGI's --max-total-tokens read back within the model's n_positions; TensorRT-
+    # LLM's --kv_cache_free_gpu_memory_fraction the planned 0.9, not a lower recommendation).
+    assert_same_plan(p, row.plan, fmt)
 
 
 @pytest.mark.parametrize("fmt", ENGINE_FORMATS["tgi"])
