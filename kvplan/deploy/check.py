@@ -33,10 +33,12 @@ from ..sources.limits import (
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
 from .commands import (
+    MAX_OPTIONS_BYTES,
     DeployParseError,
     Found,
     Templates,
     find_commands,
+    load_yaml,
     model_hint,
     read_options_file,
     recognised_commands,
@@ -426,7 +428,16 @@ def _options_file_knobs(f: Found) -> None:
     if spec is None or spec[0] not in f.knobs:
         return
     here = Path(f.file).parent
-    f.knobs.update(read_options_file(engine, here / str(f.knobs.pop(spec[0])), within=here))
+    name = str(f.knobs.pop(spec[0]))
+    if name in f.inline_files:  # written by the same script (a here-document): read from it
+        text = f.inline_files[name]
+        shown = f"{f.file}: {name} (here-document)"
+        if len(text.encode()) > MAX_OPTIONS_BYTES:
+            raise InvalidConfigError(f"the {engine.options_file_flag} file is over "
+                                     f"{MAX_OPTIONS_BYTES:,} bytes", path=shown)
+        f.knobs.update(engine.options_from_document(load_yaml(text, path=shown), shown))
+        return
+    f.knobs.update(read_options_file(engine, here / name, within=here))
 
 
 @dataclass

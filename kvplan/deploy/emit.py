@@ -58,6 +58,22 @@ def _words(p: Plan) -> tuple[str, list[str], list[str]]:
     return engine, tokens[:len(tokens) - len(argv)], argv
 
 
+def _argv(p: Plan) -> list[str]:
+    """The container's command: the launch line's words, or `/bin/sh -c SCRIPT` when the plan's
+    command is a script (TensorRT-LLM writes its options file with a here-document first, or
+    runs the ModelOpt quantize step): split into words it was no command at all."""
+    if "\n" in p.command.strip():
+        return ["/bin/sh", "-c", p.command]
+    return shlex.split(p.command)
+
+
+def _preamble(p: Plan) -> str:
+    """What the plan's command runs before its launch line (its lines but the last), '' if
+    nothing."""
+    lines = p.command.strip().splitlines()
+    return "".join(line + "\n" for line in lines[:-1])
+
+
 def _flags(p: Plan) -> list[str]:
     """The launch line's flags without the model (positional or under the model flag)."""
     engine, _, argv = _words(p)
@@ -160,7 +176,7 @@ def k8s(p: Plan) -> str:
     name = _name(p)
     labels = {"app": name}
     container = {
-        "name": "server", "image": _image(p), "command": shlex.split(p.command),
+        "name": "server", "image": _image(p), "command": _argv(p),
         "ports": [{"containerPort": PORT}],
         "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
     deployment = {
@@ -175,7 +191,7 @@ def k8s(p: Plan) -> str:
 
 
 def compose(p: Plan) -> str:
-    service = {"image": _image(p), "entrypoint": shlex.split(p.command),
+    service = {"image": _image(p), "entrypoint": _argv(p),
                "ports": [f"{PORT}:{PORT}"], "ipc": "host",
                "deploy": {"resources": {"reservations": {"devices": [
                    {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}}
@@ -193,13 +209,17 @@ def dynamo(p: Plan) -> str:
     model_flag = next(f for f, (knob, _) in syntax.cli_flags.items()
                       if knob == "model" and f.startswith("--"))
     args = [model_flag, p.model.id, *_flags(p)]
+    main: dict[str, Any] = {"image": f"nvcr.io/nvidia/ai-dynamo/{engine}-runtime:VERSION",
+                            "command": ["python3", "-m", module], "args": args}
+    if before := _preamble(p):  # the options file the worker's flags name, written first
+        main.update(command=["/bin/sh", "-c", before + shlex.join(["python3", "-m", module,
+                                                                    *args])])
+        del main["args"]
     worker = {
         "componentType": "worker", "replicas": 1,
         "resources": {"limits": {"gpu": str(p.gpu.count)}},
         "extraPodSpec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                         "mainContainer": {"image": "nvcr.io/nvidia/ai-dynamo/"
-                                           f"{engine}-runtime:VERSION",
-                                           "command": ["python3", "-m", module], "args": args}}}
+                         "mainContainer": main}}
     doc = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
            "metadata": {"name": _name(p)},
            "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},

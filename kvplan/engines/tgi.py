@@ -472,6 +472,15 @@ _IMAGES = (re.compile(r"text-generation-inference[^:\s\"']{0,200}:v?(\d+\.\d+(?:
 # batch's extra blocks are added back to the block count, so the KV pool itself is unchanged.
 
 
+def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """What a launcher line's flags mean as knobs: --kv-cache-dtype fp8_e4m3fn (the launcher's
+    name, launcher/src/main.rs `KVCacheDtype`, v3.3.7) is kvplan's fp8_e4m3 (the line kvplan
+    writes was refused on read-back), and --speculate (`combine_speculate`)."""
+    if str(knobs.get("kv_cache_dtype", "")).lower() == "fp8_e4m3fn":
+        knobs = {**knobs, "kv_cache_dtype": "fp8_e4m3"}
+    return combine_speculate(knobs, model)
+
+
 def combine_speculate(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
     """--speculate N → speculative_config {"method": "ngram", "num_speculative_tokens": N}."""
     n = knobs.pop("tgi_speculate", None)
@@ -525,7 +534,7 @@ class TgiEngine(Engine):
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
-                          known_flags=known_flags.TGI, combine=combine_speculate,
+                          known_flags=known_flags.TGI, combine=combine_flags,
                           unmodelled_features={"--lora-adapters": "LoRA adapters"})
     # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
@@ -563,7 +572,10 @@ class TgiEngine(Engine):
         dep = Deployment(
             engine=self.name, engine_version=version, era=f"{era.name} accounting",
             tensor_parallel_size=layout.tensor_parallel_size, dtype=layout.dtype,
-            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            # the launcher takes fp8_e4m3fn / fp8_e5m2 only: a generic fp8 runs as e4m3, and the
+            # plan's inputs say so (the value `kvplan check` reads back from its launch line)
+            kv_cache_dtype="fp8_e4m3" if layout.kv_cache_dtype == "fp8" else layout.kv_cache_dtype,
+            quantization=q.method if q else None, quant=q,
             max_num_seqs=knobs.max_num_seqs or MAX_CONCURRENT_REQUESTS, max_num_batched_tokens=1,
             gpu_memory_utilization=knobs.gpu_memory_utilization or 1.0,
             block_size=block_size(m, era, _capability(gpu)),
