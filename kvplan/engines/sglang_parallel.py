@@ -152,8 +152,14 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
         raise InvalidInputError("--num-redundant-experts needs --enable-expert-parallel",
                                 hint="add --enable-expert-parallel (SGLang: --ep-size), or drop "
                                 "it", code="out-of-range", knob="num_redundant_experts")
-    for key in ("enable_dp_attention", "num_redundant_experts", "moe_a2a_backend"):
+    for key in ("enable_expert_parallel", "enable_dp_attention", "num_redundant_experts",
+                "moe_a2a_backend"):
         sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
+    # experts over a group of one GPU are no expert parallelism: the launch line has no
+    # --ep-size 1 to say it, and `kvplan check` of that line reads EP off
+    tp, dp = knobs.tensor_parallel_size or 1, knobs.data_parallel_size or 1
+    if ep and not redundant and a2a is None and (tp * dp if dp > 1 else tp) == 1:
+        ep = False
     return {"enable_expert_parallel": ep, "enable_dp_attention": bool(knobs.enable_dp_attention),
             "num_redundant_experts": redundant, "moe_a2a_backend": a2a}
 

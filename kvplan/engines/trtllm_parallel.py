@@ -89,5 +89,8 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
                                 knob="num_redundant_experts")
     sources["enable_dp_attention"] = "cli" if knobs.enable_dp_attention is not None \
         else "engine-default"
-    return {"enable_expert_parallel": ep, "enable_dp_attention": adp and dp > 1,
+    sources["enable_expert_parallel"] = "cli" if knobs.enable_expert_parallel is not None \
+        else "engine-default"
+    # experts over one GPU are no expert parallelism: --ep_size 1 reads back as EP off
+    return {"enable_expert_parallel": ep and tp * dp > 1, "enable_dp_attention": adp and dp > 1,
             "data_parallel_size": dp}
