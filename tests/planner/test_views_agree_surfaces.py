@@ -114,9 +114,10 @@ def calibration(path: Path | None) -> Iterator[None]:
         yield
 
 
-def cli_json(*args: str) -> dict[str, Any]:
+def cli_json(*args: str, refused: bool = False) -> dict[str, Any]:
+    """The JSON a command prints; `refused`: exit 2 (an input some engine refuses) allowed."""
     code, out, err = call(*args, "--offline", "--json")
-    assert code in (0, 1), (args, code, err)
+    assert code in ((0, 1, 2) if refused else (0, 1)), (args, code, err)
     return json.loads(out)
 
 
@@ -160,7 +161,8 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
     base = [case.model, "--gpu", case.gpu, *case.args(), *cal_args]
     plan_json = cli_json("plan", *base)
     want = figures(plan_json)
-    if cal is not None and (case.gpu, case.engine) == ("l40s", "vllm"):  # what the file covers
+    if cal is not None and (case.gpu, case.engine) == ("l40s", "vllm") and want["fits"]:
+        # (the file covers Ada × vLLM; a plan that does not fit has no performance)
         assert want["performance"]["calibration"] == f"user file {cal.name}"
 
     # the library's plan (the object the other views are built from)
@@ -171,9 +173,12 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
     # compare: the engine's column, when the deployment is one compare can state
     if set(case.knobs) <= COMPARE_KNOBS:
         gen = [a for k, v in case.knobs.items() for a in (FLAG[k], str(v))]
-        cmp_json = cli_json("compare", case.model, "--gpu", case.gpu, *gen, *cal_args)
-        column = next(p for p in cmp_json["plans"] if p["engine"]["name"] == case.engine)
-        assert figures(column) == want
+        # (another engine refusing the knobs, e.g. a length above the model's, refuses compare)
+        cmp_json = cli_json("compare", case.model, "--gpu", case.gpu, *gen, *cal_args,
+                            refused=True)
+        if "plans" in cmp_json:
+            column = next(p for p in cmp_json["plans"] if p["engine"]["name"] == case.engine)
+            assert figures(column) == want
 
     # sweep: the option with this layout (CLI when it can say the knobs, else the library)
     if case.sweepable:
@@ -204,6 +209,8 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
         assert [(x.kv_tokens, x.command) for x in rows] == [
             (want["kv_cache"]["tokens"], want["command"])]
 
+    if not want["fits"]:  # its serve line is kvplan's recommended deployment, not this one
+        return
     # check: the serve line read back
     script = tmp / f"{case.engine}.sh"
     script.write_text(f"# kvplan: gpu={case.gpu}\n{want['command']}\n")
@@ -238,7 +245,7 @@ GPUS = ("h100", "h200", "a100-sxm-80gb", "l40s", "b200")
 
 
 @pytest.mark.fuzz
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=max(5, settings().max_examples // 26), deadline=None,  # campaign: 200
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(model=st.sampled_from(MODELS), gpu=st.sampled_from(GPUS),
        engine=st.sampled_from(NAMES), tp=st.sampled_from([1, 2, 4]),
