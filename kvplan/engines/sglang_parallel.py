@@ -147,6 +147,14 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe",
                                 knob="moe_a2a_backend" if a2a else "enable_expert_parallel")
+    if knobs.enable_dp_attention and (knobs.data_parallel_size or 1) <= 1:
+        tp = knobs.tensor_parallel_size or 1
+        raise InvalidInputError(
+            "--enable-dp-attention needs -dp (--data-parallel-size) above 1: attention runs "
+            "data-parallel over the -dp ranks (SGLang switches it off at --dp-size 1)",
+            hint=f"add -dp 2 or more (SGLang --tp-size is -tp × -dp: e.g. -tp {max(1, tp // 2)} "
+            f"-dp 2 for --tp-size {max(1, tp // 2) * 2}), or drop it", code="out-of-range",
+            knob="enable_dp_attention")
     redundant = knobs.num_redundant_experts or 0
     if redundant and not ep:
         raise InvalidInputError("--num-redundant-experts needs --enable-expert-parallel",
