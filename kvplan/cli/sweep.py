@@ -100,7 +100,7 @@ def sweep(model: str, **values: Any) -> None:
             raise InvalidInputError(f"--option {rank}: the sweep has {len(result.options)} "
                                     "option(s)", hint="pick a rank from the table (1 = best)")
         chosen = result.options[rank - 1]
-        if chosen.disaggregated is not None:  # its plan is one pool of a two-pool service
+        if chosen.disaggregated:  # its plan is the decode pool of a two-pool service
             raise InvalidInputError(
                 f"--option {rank} is a disaggregated prefill/decode service: --emit writes one "
                 "deployment's file, and no --emit format describes its two pools",

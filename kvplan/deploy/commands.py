@@ -499,7 +499,8 @@ def _cut_at_shell_operator(tokens: list[str]) -> list[str]:
 
 # `cat > NAME <<'EOF'` (or <<EOF, <<"EOF", <<-EOF): the here-document kvplan's own TensorRT-LLM
 # launch lines write their --extra_llm_api_options file with
-_HEREDOC = re.compile(r"""^\s*cat\s*>\s*(?P<name>[\w./-]{1,200})\s*<<-?\s*(?P<q>['"]?)(?P<end>\w{1,40})(?P=q)\s*$""")
+_HEREDOC = re.compile(r"^\s*cat\s*>\s*(?P<name>[\w./-]{1,200})\s*<<-?\s*"
+                      r"""(?P<q>['"]?)(?P<end>\w{1,40})(?P=q)\s*$""")
 
 
 def heredocs(text: str) -> tuple[str, dict[str, str]]:
