@@ -237,6 +237,25 @@ def test_every_view_agrees_under_a_calibration_file(case, cal_file, tmp_path):
     assert_every_view_agrees(case, tmp_path, cal_file, ("k8s",))
 
 
+def test_a_disaggregated_sweep_option_is_plan_disagg_of_it():
+    """`sweep --disagg`'s disaggregated options are the services `plan --disagg` plans at their
+    pool layouts and formats (both pools, replicas, transfer, service figures, launch lines)."""
+    sweep_json = cli_json("sweep", "Qwen/Qwen3-8B", "--gpus", "h100", "--max-gpus", "2",
+                          "--max-model-len", "4096", "--disagg")
+    options = [o for o in sweep_json["options"] if o["disaggregated"]]
+    assert options
+    for o in options:
+        d = o["service"]["disaggregated"]
+        tp = [str(d[pool]["inputs"]["tensor_parallel_size"]["value"])
+              for pool in ("prefill", "decode")]
+        formats = [a for flag, v in (("--quantization", o["quantization"]),
+                                     ("--kv-cache-dtype", o["kv_cache_dtype"])) if v
+                   for a in (flag, v)]
+        want = cli_json("plan", "Qwen/Qwen3-8B", "--gpu", "h100", "--max-model-len", "4096",
+                        "--disagg", "--prefill-tp", tp[0], "--decode-tp", tp[1], *formats)
+        assert o["service"] == want, o["rank"]
+
+
 # ---------------------------------------------------------------- property (fuzz campaign)
 
 MODELS = ("Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3",
