@@ -351,7 +351,7 @@ def emit(p: Plan, fmt: str) -> str:
     if writer is None:
         raise InvalidInputError(f"unknown --emit format {fmt!r}",
                                 hint="use one of " + ", ".join(FORMATS))
-    if p.nodes is not None and p.nodes.nodes > 1:
+    if p.nodes is not None and (p.nodes.nodes or 1) > 1:
         # every writer puts the serve line and all the GPUs in one pod / service / task: for a
         # layout over nodes that asked for a node no system has (16 × H100 in one SkyPilot
         # task), and `kvplan check` of it planned a one-node layout

@@ -217,7 +217,7 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
     if not want["fits"]:  # its serve line is kvplan's recommended deployment, not this one
         return
     # check: the serve line read back (over nodes: the head node's line, which says how many)
-    nodes = want["nodes"]["nodes"] if want["nodes"] else 1
+    nodes = (want["nodes"] or {}).get("nodes") or 1
     line = want["nodes"]["launch"][0]["command"] if nodes > 1 else want["command"]
     script = tmp / f"{case.engine}.sh"
     script.write_text(f"# kvplan: gpu={case.gpu}\n{line}\n")
