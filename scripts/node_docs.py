@@ -63,6 +63,9 @@ system shape*, and kvplan then limits no layout by it and says so in the plan.
 
 * `--nodes N`: the deployment spans N nodes; tensor × pipeline × data parallel must split
   evenly over them, no more per node than the GPU's systems hold (unless `--gpus-per-node`).
+  Whole nodes of a bundled system are that system (`-tp 8 -pp 2 --nodes 2` on H100: two DGX
+  H100 nodes, as the sweep and a plan without `--nodes` place it); part nodes are a node of
+  that many GPUs (`--nodes N` in the plan's `nodes.system`).
 * `--gpus-per-node N`: your servers' node size, instead of the bundled shapes (the scale-up
   domain is then the node, or a bundled rack-scale domain where one spans nodes).
 

@@ -41,7 +41,9 @@ def _check_params() -> list[inspect.Parameter]:
                 "HF_HUB_OFFLINE)"),
         own("fmt", str, "--format", help="table, json, github (Actions annotations) or markdown "
              "(PR comment, $GITHUB_STEP_SUMMARY)", default="table"),
-        option("as_json")]
+        option("as_json"),
+        # the latency figures of each command's plan, as plan/compare/sweep/report make them
+        option("calibration")]
 
 
 @table_options(_check_params)

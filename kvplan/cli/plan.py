@@ -40,6 +40,7 @@ def plan(model: str, **values: Any) -> None:
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
     from ..api import plan as make_plan
+    from ..errors import InvalidInputError
     from ..knobs import KNOB_NAMES
     from ..sources.limits import check_flags
 
@@ -48,6 +49,12 @@ def plan(model: str, **values: Any) -> None:
     from ..sources.catalog import resolve_gpu
 
     if values["disagg"] or _pool_flags_without_disagg(values):
+        if values["emit"] or values["output"]:  # was ignored: the pools' table, exit 0
+            raise InvalidInputError(
+                "--emit writes one deployment's file; --disagg plans two pools (prefill and "
+                "decode), which no single --emit format describes", code="disagg-flag",
+                knob="emit", hint="drop --emit, or emit each pool: `kvplan plan … -tp N --emit "
+                "FORMAT` with the pool's layout from the --disagg table")
         _plan_disagg(model, values, workload)
     engine: str = values["engine"]
     options = options_file(engine, values["extra_llm_api_options"])

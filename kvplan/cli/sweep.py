@@ -107,7 +107,14 @@ def sweep(model: str, **values: Any) -> None:
         if not 1 <= rank <= len(result.options):
             raise InvalidInputError(f"--option {rank}: the sweep has {len(result.options)} "
                                     "option(s)", hint="pick a rank from the table (1 = best)")
-        emit_file(result.options[rank - 1].plan, values["emit"], values["output"])
+        chosen = result.options[rank - 1]
+        if chosen.disaggregated:  # its plan is the decode pool of a two-pool service
+            raise InvalidInputError(
+                f"--option {rank} is a disaggregated prefill/decode service: --emit writes one "
+                "deployment's file, and no --emit format describes its two pools",
+                hint="pick an aggregated option's rank, or emit each pool with `kvplan plan … "
+                "--emit FORMAT` at the pool's layout (`kvplan plan --disagg` shows them)")
+        emit_file(chosen.plan, values["emit"], values["output"])
         if values["output"] is None:
             raise typer.Exit(result.exit_code)
     if values["as_json"]:

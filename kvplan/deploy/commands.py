@@ -497,8 +497,36 @@ def _cut_at_shell_operator(tokens: list[str]) -> list[str]:
     return tokens
 
 
+# `cat > NAME <<'EOF'` (or <<EOF, <<"EOF", <<-EOF): the here-document kvplan's own TensorRT-LLM
+# launch lines write their --extra_llm_api_options file with
+_HEREDOC = re.compile(r"^\s*cat\s*>\s*(?P<name>[\w./-]{1,200})\s*<<-?\s*"
+                      r"""(?P<q>['"]?)(?P<end>\w{1,40})(?P=q)\s*$""")
+
+
+def heredocs(text: str) -> tuple[str, dict[str, str]]:
+    """`text` with every here-document that writes a file (`cat > NAME <<'EOF'` … `EOF`) blanked
+    out (line numbers kept), and those files: name → text."""
+    out: list[str] = []
+    inline: dict[str, str] = {}
+    doc: tuple[str, str, list[str]] | None = None  # (name, end word, lines so far)
+    for raw in text.splitlines():
+        if doc is not None:
+            if raw.strip() == doc[1]:
+                inline[doc[0]], doc = "".join(line + "\n" for line in doc[2]), None
+            else:
+                doc[2].append(raw)
+            out.append("")
+        elif m := _HEREDOC.match(raw):
+            doc = (m.group("name"), m.group("end"), [])
+            out.append("")
+        else:
+            out.append(raw)
+    return "\n".join(out), inline
+
+
 def shell_commands(text: str, *, file: str, first_line: int, templates: Templates) -> list[Found]:
-    """Serving commands in shell text (continuations joined, comments dropped)."""
+    """Serving commands in shell text (continuations joined, comments dropped); files the text
+    writes with a here-document are kept on each command (Found.files)."""
     out: list[Found] = []
     parts: list[str] = []
     size, start = 0, first_line

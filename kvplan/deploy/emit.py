@@ -390,4 +390,13 @@ def emit(p: Plan, fmt: str) -> str:
     if writer is None:
         raise InvalidInputError(f"unknown --emit format {fmt!r}",
                                 hint="use one of " + ", ".join(FORMATS))
+    if p.nodes is not None and (p.nodes.nodes or 1) > 1:
+        # every writer puts the serve line and all the GPUs in one pod / service / task: for a
+        # layout over nodes that asked for a node no system has (16 × H100 in one SkyPilot
+        # task), and `kvplan check` of it planned a one-node layout
+        raise InvalidInputError(
+            f"--emit {fmt}: the plan spans {p.nodes.nodes} nodes of {p.nodes.gpus_per_node} "
+            "GPUs, and the --emit formats describe one node", code="emit-multinode",
+            knob="nodes", hint="run the per-node launch lines the plan prints (head and worker "
+            "ranks, `nodes.launch` in --json), or plan a layout within one node")
     return writer(p)

@@ -72,6 +72,7 @@ from .commands import (
     _strings,
     _walk,
     _yaml_nodes,
+    heredocs,
     parse_args,
     shell_commands,
 )
@@ -397,10 +398,11 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
         script = _flexible_flags(substitute(tokens[2], env))
         for mod, engine in dynamo_modules().items():
             script = script.replace(f"-m {mod}", f"-m kvplan-dynamo-{engine}")
-        words = _split(script, ctx, line) if "kvplan-dynamo-" in script else []
+        rest, inline = heredocs(script)  # an options file the worker's flags name
+        words = _split(rest, ctx, line) if "kvplan-dynamo-" in rest else []
         if words:
             return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes, files=files)
+                               gpu_count=gpu_count, notes=notes, files={**(files or {}), **inline})
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
         return _adopt(found[0], pool, replicas, gpu, gpu_count, notes) if found else None
     modules = dynamo_modules()

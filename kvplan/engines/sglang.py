@@ -1150,7 +1150,10 @@ class SglangEngine(Engine):
             tensor_parallel_size=layout.tensor_parallel_size,
             pipeline_parallel_size=layout.pipeline_parallel_size,
             data_parallel_size=layout.data_parallel_size, dtype=layout.dtype,
-            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            # SGLang's choices are fp8_e4m3 / fp8_e5m2 (server_args.py): a generic fp8 runs as
+            # e4m3, and the plan's inputs say so (what `kvplan check` reads from its line)
+            kv_cache_dtype="fp8_e4m3" if layout.kv_cache_dtype == "fp8" else layout.kv_cache_dtype,
+            quantization=q.method if q else None, quant=q,
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,

@@ -157,13 +157,27 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe",
                                 knob="moe_a2a_backend" if a2a else "enable_expert_parallel")
+    if knobs.enable_dp_attention and (knobs.data_parallel_size or 1) <= 1:
+        tp = knobs.tensor_parallel_size or 1
+        raise InvalidInputError(
+            "--enable-dp-attention needs -dp (--data-parallel-size) above 1: attention runs "
+            "data-parallel over the -dp ranks (SGLang switches it off at --dp-size 1)",
+            hint=f"add -dp 2 or more (SGLang --tp-size is -tp × -dp: e.g. -tp {max(1, tp // 2)} "
+            f"-dp 2 for --tp-size {max(1, tp // 2) * 2}), or drop it", code="out-of-range",
+            knob="enable_dp_attention")
     redundant = knobs.num_redundant_experts or 0
     if redundant and not ep:
         raise InvalidInputError("--num-redundant-experts needs --enable-expert-parallel",
                                 hint="add --enable-expert-parallel (SGLang: --ep-size), or drop "
                                 "it", code="out-of-range", knob="num_redundant_experts")
-    for key in ("enable_dp_attention", "num_redundant_experts", "moe_a2a_backend"):
+    for key in ("enable_expert_parallel", "enable_dp_attention", "num_redundant_experts",
+                "moe_a2a_backend"):
         sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
+    # experts over a group of one GPU are no expert parallelism: the launch line has no
+    # --ep-size 1 to say it, and `kvplan check` of that line reads EP off
+    tp, dp = knobs.tensor_parallel_size or 1, knobs.data_parallel_size or 1
+    if ep and not redundant and a2a is None and (tp * dp if dp > 1 else tp) == 1:
+        ep = False
     return {"enable_expert_parallel": ep, "enable_dp_attention": bool(knobs.enable_dp_attention),
             "num_redundant_experts": redundant, "moe_a2a_backend": a2a}
 

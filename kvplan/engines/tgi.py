@@ -194,6 +194,16 @@ def launcher_default_prefill(m: ModelSpec) -> int:
     return 4096
 
 
+def launcher_max_position(m: ModelSpec) -> int | None:
+    """The launcher's max_position_embeddings: config.json's max_position_embeddings, else
+    max_seq_len, else n_positions (launcher/src/main.rs v3.3.6, `impl From<RawConfig> for
+    Config`). GPT-J and GPT-2 give only n_positions: without it the check of a plan's own
+    --max-total-tokens compared it with the prefill size instead."""
+    keys = m.max_len_keys
+    return (keys.get("max_position_embeddings") or keys.get("max_seq_len")
+            or keys.get("n_positions") or m.max_position_embeddings)
+
+
 def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
     """--max-batch-prefill-tokens when not passed (3.x): the card's f16 FLOP/s × shards / the
     model's FLOPs per token when the card is known (and the result is > 100), else 10000 for
@@ -208,8 +218,8 @@ def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
         value = launcher_default_prefill(m)
         why = "unknown card " + card if card and not flops else "no FLOP estimate"
         how = f"launcher default ({why})"
-    if m.max_position_embeddings:
-        value = min(value, m.max_position_embeddings)
+    if max_pos := launcher_max_position(m):
+        value = min(value, max_pos)
     cap = vram_maximum_tokens(m, launch)
     if cap is not None and cap < value:
         value, how = cap, how + ", reduced to what fits in VRAM"
@@ -233,7 +243,7 @@ def default_lengths(m: ModelSpec, era: TgiEra, v: tuple[int, int, int], launch: 
     min(max_position, 4096) / max_input + 50 (the given max_input if any); 3.x: lengths left to
     the warm-up, prefill by `default_prefill_3x` (launcher/src/main.rs at v1.4.5, v2.0.0,
     v3.3.6)."""
-    max_pos = m.max_position_embeddings or 4096
+    max_pos = launcher_max_position(m) or 4096
     if era.defaults == "3.x":
         prefill, how = default_prefill_3x(m, launch)
         assumed = _launcher_mlp(m) is None
@@ -402,7 +412,7 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
         blocks = max(0, math.floor(era.wiggle_room * free) // per_block + warm) if free > 0 else 0
         kv = blocks * per_block if free > 0 else free
     tokens = blocks * block
-    model_max = m.max_position_embeddings or tokens
+    model_max = launcher_max_position(m) or tokens
     total = max_total_tokens or min(tokens, model_max)
     problems = []
     if kv <= 0:
@@ -462,6 +472,15 @@ _IMAGES = (re.compile(r"text-generation-inference[^:\s\"']{0,200}:v?(\d+\.\d+(?:
 # batch's extra blocks are added back to the block count, so the KV pool itself is unchanged.
 
 
+def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """What a launcher line's flags mean as knobs: --kv-cache-dtype fp8_e4m3fn (the launcher's
+    name, launcher/src/main.rs `KVCacheDtype`, v3.3.7) is kvplan's fp8_e4m3 (the line kvplan
+    writes was refused on read-back), and --speculate (`combine_speculate`)."""
+    if str(knobs.get("kv_cache_dtype", "")).lower() == "fp8_e4m3fn":
+        knobs = {**knobs, "kv_cache_dtype": "fp8_e4m3"}
+    return combine_speculate(knobs, model)
+
+
 def combine_speculate(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
     """--speculate N → speculative_config {"method": "ngram", "num_speculative_tokens": N}."""
     n = knobs.pop("tgi_speculate", None)
@@ -515,7 +534,7 @@ class TgiEngine(Engine):
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
-                          known_flags=known_flags.TGI, combine=combine_speculate,
+                          known_flags=known_flags.TGI, combine=combine_flags,
                           unmodelled_features={"--lora-adapters": "LoRA adapters"},
                           # --- schemas (#23) --- the published image (tag = the release)
                           image="ghcr.io/huggingface/text-generation-inference:{v}")
@@ -560,7 +579,10 @@ class TgiEngine(Engine):
         dep = Deployment(
             engine=self.name, engine_version=version, era=f"{era.name} accounting",
             tensor_parallel_size=layout.tensor_parallel_size, dtype=layout.dtype,
-            kv_cache_dtype=layout.kv_cache_dtype, quantization=q.method if q else None, quant=q,
+            # the launcher takes fp8_e4m3fn / fp8_e5m2 only: a generic fp8 runs as e4m3, and the
+            # plan's inputs say so (the value `kvplan check` reads back from its launch line)
+            kv_cache_dtype="fp8_e4m3" if layout.kv_cache_dtype == "fp8" else layout.kv_cache_dtype,
+            quantization=q.method if q else None, quant=q,
             max_num_seqs=knobs.max_num_seqs or MAX_CONCURRENT_REQUESTS, max_num_batched_tokens=1,
             gpu_memory_utilization=knobs.gpu_memory_utilization or 1.0,
             block_size=block_size(m, era, _capability(gpu)),
@@ -569,9 +591,11 @@ class TgiEngine(Engine):
             speculative_config=resolve_speculate(knobs, sources), sources=sources)
         lengths = self._lengths(m, gpu, dep, knobs.max_input_tokens)
         prefill = knobs.max_num_batched_tokens or lengths.prefill_tokens
-        model_max = m.max_position_embeddings or prefill
+        # a config without any length key leaves the KV pool as the only bound (plan_memory):
+        # refusing a --max-total-tokens above the prefill size there refused the plan's own line
+        model_max = launcher_max_position(m)
         max_total = knobs.max_model_len
-        if max_total and max_total > model_max:
+        if max_total and model_max and max_total > model_max:
             raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's "
                                     f"{model_max}",
                                     hint=f"use --max-model-len {model_max} or less",
@@ -637,7 +661,7 @@ class TgiEngine(Engine):
             code="tgi-upper-bound", severity="warning",
             message="TGI capacity is an upper bound: the replayed TGI logs held more memory at "
             "warm-up than kvplan models and got fewer KV tokens (README accuracy table)"))
-        model_max = m.max_position_embeddings or dep.max_num_batched_tokens
+        model_max = launcher_max_position(m) or dep.max_num_batched_tokens
         # no KV cache: TGI stops at warm-up before deriving max_total_tokens from the pool, so
         # the request length shown is the model's, which it would have started from
         length = res.max_total_tokens or (dep.max_model_len or model_max)

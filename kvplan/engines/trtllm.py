@@ -1228,9 +1228,9 @@ class TrtllmEngine(Engine):
                 message="a built TensorRT-LLM engine (the default before 1.0) has runtime and "
                 "decoder buffers (growing with max_batch_size × max_seq_len) are not estimated: "
                 "the KV pool is over-stated (benchmarks/trtllm_replay.py)"))
-        # CUDA graphs are captured after the pool is sized, from the (1 − fraction) remainder:
-        # sized with vLLM's capture rule and per-graph constants (forward.py), an estimate with
-        # no TensorRT-LLM measurement behind it; it only bounds the recommended fraction.
+        # CUDA graphs: sized with vLLM's capture rule and per-graph constants (forward.py), an
+        # estimate with no TensorRT-LLM measurement behind it, shown for information; they are
+        # captured in the estimation pass, inside the profiled peak (fraction_ceiling).
         graphs = _forward_cudagraph_bytes(dep, math.ceil(m.num_layers / pp))
         stages = [StageBreakdown(layers=len(rng), weights_bytes=weights[s],
                                  weights_tensor_bytes=weights[s], activation_bytes=act,
@@ -1275,12 +1275,15 @@ class TrtllmEngine(Engine):
         return math.ceil(blocks * res.worst.bytes_per_block / avail * 100) / 100
 
     def fraction_ceiling(self, dep: Deployment, res: MemoryResult) -> float:
-        """Below 1 (asserted by both runtimes), leaving the (1 − fraction) remainder room for
-        the CUDA graphs captured after the pool is sized (estimate)."""
-        avail = self._avail(dep, res)
-        if avail <= 0:
-            return 0.0
-        return min(0.99, math.floor((avail - res.worst.cudagraph_bytes) / avail * 100) / 100)
+        """0.99: the fraction must stay below 1 (asserted by both runtimes), and nothing else
+        bounds it. The CUDA graphs do not need the (1 − fraction) remainder: the PyTorch
+        runtime captures them in the estimation pass, so they are part of the profiled peak the
+        fraction applies to (tensorrt_llm/_torch/pyexecutor/_util.py, KvCacheCreator 1.0-1.2:
+        the estimate reserves CUDA-graph warm-up blocks and logs "Memory used outside torch
+        (e.g., NCCL and CUDA graphs)" as part of the peak). Lowering the engine default 0.9 to
+        leave them room put a fraction in the launch line that the plan's own figures (at 0.9)
+        did not describe, and `kvplan check` of that line planned another KV cache."""
+        return 0.0 if self._avail(dep, res) <= 0 else 0.99
 
     def max_seqs_cap(self, gpu: GpuSpec, dep: Deployment) -> int | None:
         return dep.max_num_seqs

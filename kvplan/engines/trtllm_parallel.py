@@ -32,6 +32,8 @@ def after_options(knobs: dict[str, Any]) -> dict[str, Any]:
     tp = int(knobs.get("tensor_parallel_size") or 1)
     if knobs.get("enable_dp_attention") and tp > 1 and "data_parallel_size" not in knobs:
         knobs["tensor_parallel_size"], knobs["data_parallel_size"] = 1, tp
+    if knobs.get("enable_dp_attention") and "data_parallel_size" not in knobs and tp <= 1:
+        knobs["enable_dp_attention"] = False  # attention DP over one GPU: none
     if ep is not None and int(ep) > 1:
         if int(ep) != tp:
             raise ValueError(f"--ep_size {ep} with --tp_size {tp}: kvplan models expert "
@@ -72,6 +74,12 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
                                 hint=f"{m.id} has no experts; drop the flag",
                                 code="expert-parallel-needs-moe",
                                 knob="enable_expert_parallel" if ep else "enable_dp_attention")
+    if adp and dp <= 1:
+        raise InvalidInputError(
+            "--enable-dp-attention needs -dp (--data-parallel-size) above 1: TensorRT-LLM's "
+            "attention DP runs attention at TP 1 on each of the -dp GPUs",
+            hint=f"use -tp 1 -dp {max(2, tp)} (trtllm-serve --tp_size {max(2, tp)} with "
+            "enable_attention_dp), or drop it", code="out-of-range", knob="enable_dp_attention")
     if dp > 1 and not (adp or ep):
         raise InvalidInputError(
             f"--data-parallel-size {dp}: trtllm-serve runs data parallelism only as attention DP",
@@ -89,5 +97,8 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
                                 knob="num_redundant_experts")
     sources["enable_dp_attention"] = "cli" if knobs.enable_dp_attention is not None \
         else "engine-default"
-    return {"enable_expert_parallel": ep, "enable_dp_attention": adp and dp > 1,
+    sources["enable_expert_parallel"] = "cli" if knobs.enable_expert_parallel is not None \
+        else "engine-default"
+    # experts over one GPU are no expert parallelism: --ep_size 1 reads back as EP off
+    return {"enable_expert_parallel": ep and tp * dp > 1, "enable_dp_attention": adp and dp > 1,
             "data_parallel_size": dp}

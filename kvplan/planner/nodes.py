@@ -36,10 +36,12 @@ from ..specs import GpuSpec, PlanNodes, Problem, SystemShape
 UNKNOWN = "unknown system shape"
 
 
-def shapes(gpu: GpuSpec, gpus_per_node: int | None = None) -> list[SystemShape]:
+def shapes(gpu: GpuSpec, gpus_per_node: int | None = None,
+           via: str = "--gpus-per-node") -> list[SystemShape]:
     """The systems a layout may use: the GPU's bundled ones, or the user's node
     (`--gpus-per-node N`: N GPUs per node, its scale-up domain the node unless a bundled
-    rack-scale domain spans nodes, its network the bundled systems' where they state one)."""
+    rack-scale domain spans nodes, its network the bundled systems' where they state one).
+    `via` names the flag the node size came from (--nodes: the GPUs split over them)."""
     if gpus_per_node is None:
         return list(gpu.systems)
     rack = max((s.scale_up_domain for s in gpu.systems if s.scale_up_domain > s.gpus_per_node),
@@ -47,10 +49,10 @@ def shapes(gpu: GpuSpec, gpus_per_node: int | None = None) -> list[SystemShape]:
     link = next((s.scale_up_link for s in gpu.systems), "unknown")
     out = max((s.scale_out_gbps_per_gpu for s in gpu.systems
                if s.scale_out_gbps_per_gpu is not None), default=None)
-    return [SystemShape(name=f"{gpus_per_node}-GPU node (--gpus-per-node)",
+    return [SystemShape(name=f"{gpus_per_node}-GPU node ({via})",
                         gpus_per_node=gpus_per_node, scale_up_domain=max(rack, gpus_per_node),
                         scale_up_link=link, scale_out_gbps_per_gpu=out,
-                        source="--gpus-per-node")]
+                        source=via)]
 
 
 def tp_limit(gpu: GpuSpec) -> int | None:
@@ -150,7 +152,12 @@ def place(gpu: GpuSpec, tp: int, count: int, *, nodes: int | None = None,
                 f"the layout uses {count}", knob="gpus_per_node",
                 hint="make nodes × GPUs per node equal tensor × pipeline × data parallel")
         per_given = count // nodes
-    options = shapes(gpu, per_given)
+    # --nodes alone that fills whole nodes of a bundled system is that system (what the sweep
+    # and a plan without --nodes place the same layout on); part nodes are a node of their own
+    full = [s for s in gpu.systems if s.gpus_per_node == per_given] if (
+        nodes is not None and gpus_per_node is None) else []
+    options = full or shapes(gpu, per_given, "--gpus-per-node" if gpus_per_node is not None
+                             else f"--nodes {nodes}")
     if not options:
         return Placement(None, nodes, per_given)
     best = min(options, key=lambda s: (tp > s.scale_up_domain, _nodes(s, count),

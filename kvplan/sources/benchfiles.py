@@ -471,6 +471,10 @@ READERS: dict[str, Callable[[Mapping[str, Any], str], list[Measurement]]] = {
 
 def _documents(text: str, where: str) -> list[object]:
     """The JSON documents of a file: one JSON value, or JSON lines (one object per line)."""
+    if not text.strip():  # said as such, not as JSON that fails at line 1, column 1
+        raise InvalidConfigError("the file is empty: no benchmark runs to read", path=where,
+                                 hint=f"run the benchmark with its result saved first; expected "
+                                 f"{EXPECTED}")
     try:
         return [limits.loads_json(text, where=where)]
     except InvalidConfigError as whole:

@@ -84,10 +84,19 @@ def load(path: Path) -> UserCalibration:
 
 
 def given(path: Path | None) -> UserCalibration | None:
-    """--calibration PATH, else the file KVPLAN_CALIBRATION names, else None."""
+    """--calibration PATH, else the file KVPLAN_CALIBRATION names, else None. An error says
+    which of the two named the file."""
+    flag = "--calibration"
     if path is None:
         env = os.environ.get(ENV)
         if not env:
             return None
-        path = Path(env)
-    return load(path)
+        path, flag = Path(env), ENV
+    try:
+        return load(path)
+    except InvalidConfigError as e:
+        hint = e.hint or "pass a file written by `kvplan calibrate … -o FILE`"
+        raise InvalidConfigError(e.detail, path=f"{flag} {e.path}" if e.path else flag,
+                                 field=e.field,
+                                 hint=hint + (f", or unset {ENV}" if flag == ENV else "")
+                                 ) from None

@@ -104,3 +104,75 @@ def test_a_usage_error_under_an_ascii_locale_stays_ascii(tmp_path):
                    env={"PYTHONIOENCODING": "ascii"}, cwd=tmp_path)
     assert r.returncode == 2
     assert "'\\xa1'" in r.stderr.decode("ascii")  # nothing the stream cannot carry
+
+
+# ------------------------------------------------- the round-4 flags, combined badly
+
+MOE = "Qwen/Qwen3-30B-A3B"
+
+
+def _files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "garbage.json").write_text("garbage{{{")
+    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "other.json").write_text('{"format": "x"}')
+    return {k: str(tmp_path / f"{k}.json") for k in ("garbage", "empty", "other", "missing")}
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (("plan", LLAMA, "--gpu", "h100", "--disagg", "--emit", "k8s"), ("--emit", "--disagg")),
+    (("plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "-tp", "4", "--nodes", "3"),
+     ("--nodes 3", "divide")),
+    (("report", LLAMA, "--gpu", "h100", "--nodes", "3", "-o", "{tmp}/r.md"), ("--nodes 3",)),
+    (("plan", LLAMA, "--gpu", "h100", "--calibration", "{missing}"),
+     ("--calibration", "missing.json", "cannot read")),
+    (("plan", LLAMA, "--gpu", "h100", "--calibration", "{garbage}"),
+     ("--calibration", "garbage.json", "not valid JSON", "kvplan calibrate")),
+    (("sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1", "--calibration", "{other}"),
+     ("--calibration", "other.json", "format")),
+    (("compare", LLAMA, "--gpu", "h100", "--calibration", "{missing}"), ("--calibration",)),
+    (("check", "{tmp}/serve.sh", "--calibration", "{missing}"), ("--calibration",)),
+    (("plan", LLAMA, "--gpu", "h100", "--emit", "helm"), ("--emit", "k8s")),
+    (("sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1", "--emit", "k8s", "--option", "999"),
+     ("--option 999",)),
+    (("sweep", LLAMA, "--gpus", "h100", "--max-gpus", "2", "--max-model-len", "4096", "--disagg",
+      "--emit", "k8s", "--option", "{disagg_rank}"), ("disaggregated", "--emit")),
+    (("calibrate", "{empty}"), ("empty.json", "empty")),
+    (("calibrate", "{garbage}"), ("garbage.json", "not a benchmark result")),
+    (("plan", MOE, "--gpu", "h100", "-tp", "2", "--enable-dp-attention", "--engine", "sglang"),
+     ("--enable-dp-attention", "-dp")),
+    (("plan", MOE, "--gpu", "h100", "-tp", "2", "--enable-dp-attention", "--engine", "trtllm"),
+     ("--enable-dp-attention", "-tp 1 -dp 2")),
+    (("plan", MOE, "--gpu", "h100", "-tp", "2", "--enable-dp-attention"),
+     ("--enable-dp-attention", "vLLM")),
+    (("plan", MOE, "--gpu", "h100", "-tp", "2", "--num-redundant-experts", "8"),
+     ("--num-redundant-experts", "--enable-expert-parallel")),
+    (("plan", MOE, "--gpu", "h100", "-tp", "2", "--num-redundant-experts", "8", "--engine",
+      "sglang"), ("--num-redundant-experts", "--enable-expert-parallel")),
+    (("plan", LLAMA, "--gpu", "h100", "--enable-expert-parallel"),
+     ("--enable-expert-parallel", "mixture-of-experts")),
+    (("plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "a100-sxm-80gb", "-tp", "8", "-pp",
+      "2", "--nodes", "2", "--max-model-len", "8192", "--emit", "skypilot"),
+     ("--emit skypilot", "2 nodes", "launch")),
+])
+def test_bad_combinations_of_the_new_flags_exit_2_naming_them(capsys, tmp_path, args, needles):
+    """Each refused with exit 2, a message naming the flag(s) and a valid JSON error — never a
+    traceback (--disagg --emit and sweep --emit of a disaggregated option were silently a
+    table or one pool's file; a missing --calibration file did not name the flag; calibrate of
+    an empty file said 'not valid JSON (line 1, column 1)'; --enable-dp-attention without -dp
+    was dropped without a word; --emit of a layout over two nodes wrote all 16 GPUs into one
+    node's file, which `kvplan check` planned on one 16-GPU HGX A100 node)."""
+    paths = _files(tmp_path)
+    (tmp_path / "serve.sh").write_text(f"# kvplan: gpu=h100\nvllm serve {LLAMA}\n")
+    rank = "2"
+    if "{disagg_rank}" in args:
+        code, out, _ = run(capsys, "sweep", LLAMA, "--gpus", "h100", "--max-gpus", "2",
+                           "--max-model-len", "4096", "--disagg", "--offline", "--json")
+        rank = str(next(o["rank"] for o in json.loads(out)["options"] if o["disaggregated"]))
+    argv = [a.format(tmp=tmp_path, disagg_rank=rank, **paths) for a in args]
+    code, out, err = run(capsys, *argv, "--offline")
+    assert code == 2 and "Traceback" not in err and "internal error" not in err, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    if argv[0] != "calibrate" and "--emit" not in argv:  # --json: the error as JSON
+        code, out, _ = run(capsys, *argv, "--offline", "--json")
+        assert code == 2 and json.loads(out)["error"]["exit_code"] == 2

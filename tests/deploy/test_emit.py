@@ -78,11 +78,7 @@ def test_emitted_file_checks_as_the_same_plan(fmt, model, gpu, knobs, tmp_path):
     assert_same_plan(p, round_trip(p, fmt, tmp_path).plan, fmt)
 
 
-# TGI is left out of the catalogue-wide property: its launch line for some models does not re-plan
-# the same (EleutherAI/gpt-j-6b on an H100: the plan's engine-default --max-total-tokens 127223 is
-# refused when `kvplan check` reads it back) — a TGI engine-model inconsistency, reported, not an
-# emit bug. TGI's k8s/compose/skypilot files are round-tripped on a model it serves consistently.
-ROUND_TRIP_ENGINES = tuple(e for e in NAMES if e != "tgi")
+ROUND_TRIP_ENGINES = NAMES
 
 
 @settings(max_examples=40, deadline=None,
@@ -96,14 +92,10 @@ def test_round_trip_over_the_catalogue(model, gpu, engine, data, tmp_path_factor
     tmp = tmp_path_factory.mktemp("emit")
     row = round_trip(p, fmt, tmp)
     assert row.status == "fits", row.problems
-    # The file carries the plan's serve line (Plan.command). On vLLM that line is the plan's own
-    # inputs; other engines' lines may carry a recommended setting (TensorRT-LLM's
-    # --kv_cache_free_gpu_memory_fraction below the planned 0.9), so the reference is the plan
-    # `kvplan check` makes of the serve line itself, written as a script.
-    script = tmp / "serve.sh"
-    script.write_text(f"# kvplan: gpu={p.gpu.id}\n{p.command}\n")
-    (ref,) = check_files([script], policy=Policy(), sets={}, offline=True).deployments
-    assert_same_plan(ref.plan if engine != "vllm" else p, row.plan, fmt)
+    # The file carries the plan's serve line (Plan.command), which is the plan's own inputs on
+    # every engine (TGI's --max-total-tokens read back within the model's n_positions; TensorRT-
+    # LLM's --kv_cache_free_gpu_memory_fraction the planned 0.9, not a lower recommendation).
+    assert_same_plan(p, row.plan, fmt)
 
 
 @pytest.mark.parametrize("fmt", ENGINE_FORMATS["tgi"])
@@ -173,3 +165,49 @@ def test_cli_sweep_emit_option(capsys):
     code, _, err = run(capsys, "sweep", "Qwen/Qwen3-8B", "--gpus", "h100", "--max-model-len",
                        "8192", "--emit", "k8s", "--option", "999", "--offline")
     assert code == 2 and "--option 999" in err
+
+
+@pytest.mark.parametrize("fmt", ENGINE_FORMATS["trtllm"])
+def test_a_trtllm_options_file_travels_with_its_launch_line(fmt, tmp_path):
+    """--kv-cache-dtype fp8 on TensorRT-LLM has no flag: the launch line writes
+    extra_llm_api_options.yaml with a here-document first. The emitted file split that script
+    into one container argv (`cat '>' … '<<EOF' kv_cache_config: …`: no command at all) and
+    `kvplan check` could not read the options file; now the container runs the script with
+    /bin/sh -c and check reads the here-document (KV dtype fp8 back)."""
+    p = plan("Qwen/Qwen3-8B", "h100", engine="trtllm", kv_cache_dtype="fp8")
+    assert "<<'EOF'" in p.command
+    text = emit(p, fmt)
+    if fmt in ("k8s", "compose"):
+        assert "- /bin/sh" in text and "'>'" not in text
+    if fmt == "dynamo":  # Dynamo's worker reads it as --extra-engine-args from a ConfigMap
+        assert "kind: ConfigMap" in text and "--extra-engine-args" in text and "'>'" not in text
+    q = round_trip(p, fmt, tmp_path).plan
+    assert q.inputs["kv_cache_dtype"].value == "fp8"
+    assert_same_plan(p, q, fmt)
+
+
+@pytest.mark.parametrize(("engine", "spelled"), [("sglang", "fp8_e4m3"), ("tgi", "fp8_e4m3fn")])
+def test_a_generic_fp8_kv_cache_is_what_the_launch_line_says(engine, spelled, tmp_path):
+    """SGLang and TGI have no plain `fp8` KV dtype: the launch line says e4m3 in the engine's own
+    spelling (SGLang server_args.py fp8_e4m3; TGI launcher/src/main.rs KVCacheDtype
+    fp8_e4m3fn), the plan's inputs say fp8_e4m3, and check reads the same back (TGI's
+    fp8_e4m3fn was refused as an unknown KV dtype)."""
+    p = plan("Qwen/Qwen3-8B", "h100", engine=engine, kv_cache_dtype="fp8")
+    assert f"--kv-cache-dtype {spelled}" in p.command
+    assert p.inputs["kv_cache_dtype"].value == "fp8_e4m3"
+    script = tmp_path / "serve.sh"
+    script.write_text(f"# kvplan: gpu=h100\n{p.command}\n")
+    (row,) = check_files([script], policy=Policy(), sets={}, offline=True).deployments
+    assert row.plan is not None, row.problems
+    assert_same_plan(p, row.plan, "script")
+
+
+def test_gpt_j_on_tgi_reads_back_within_its_n_positions(tmp_path):
+    """TGI's launcher takes the model's length from max_position_embeddings, else max_seq_len,
+    else n_positions (launcher/src/main.rs v3.3.6, `impl From<RawConfig> for Config`); GPT-J's
+    config gives only n_positions 2048. The plan wrote --max-total-tokens 127223 (the KV pool)
+    and check refused it as above the model's 56348 (the prefill size)."""
+    p = fitting_plan("EleutherAI/gpt-j-6b", "h100", "tgi")
+    assert p is not None
+    assert "--max-input-tokens 2047 --max-total-tokens 2048" in p.command
+    assert_same_plan(p, round_trip(p, "k8s", tmp_path).plan, "k8s")

@@ -414,3 +414,17 @@ def test_max_tokens_cap_respected(llama31, total, cap, tpb):
     # the cap wins when smaller, then whole blocks (rounded up)
     assert r.tokens == -(-min(est, cap) // tpb) * tpb
     assert r.tokens <= -(-cap // tpb) * tpb and r.tokens % tpb == 0
+
+
+def test_the_launch_line_runs_the_fraction_the_plan_is_planned_at():
+    """Llama-2-70B on one H200: the launch line carried --kv_cache_free_gpu_memory_fraction 0.83
+    (kvplan's CUDA-graph estimate taken out of the (1 − fraction) remainder) while the plan's
+    inputs and KV figures were at the default 0.9, so `kvplan check` of its own line planned
+    another KV cache. The PyTorch runtime captures the graphs in its estimation pass, inside
+    the profiled peak the fraction applies to (_torch/pyexecutor/_util.py, KvCacheCreator
+    1.0-1.2: "Memory used outside torch (e.g., NCCL and CUDA graphs)"), so 0.9 stays."""
+    from kvplan.api import plan
+
+    p = plan("meta-llama/Llama-2-70b-hf", "h200", engine="trtllm")
+    assert p.fits and p.inputs["gpu_memory_utilization"].value == 0.9
+    assert "--kv_cache_free_gpu_memory_fraction 0.9" in p.command
