@@ -13,7 +13,11 @@ Harnesses (how `vllm bench serve` and SGLang's `bench_serving` send requests):
   ready at t = 0; vllm/benchmarks/serve.py, sglang/bench_serving.py);
 * steady: the same closed loop in its steady state: the clients' first requests spread over
   one cycle (stagger_s), and the statistics taken over the requests sent after the first N
-  and before the last N (no start-up burst, no drain): what perf.step.evaluate() models;
+  and before the last N (no start-up burst, no drain). With constant lengths it stays
+  deterministic: every request lives the same number of steps, so the initial spacing never
+  changes (prompts never meet at light load) and requests that once share a step stay in
+  lock step; a small spread of lengths (±10 %) desynchronises it into the random-phase
+  steady state perf.step.evaluate() models (tests/perf/test_simulate.py);
 * open: requests sent at a rate, the gaps drawn from Gamma(shape=B, scale=1/(rate·B)), the
   first at t = 0 (B = `--burstiness`, 1 = Poisson; vllm/benchmarks/serve.py get_request);
 * trace: the arrival times of a trace.

@@ -26,7 +26,9 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
   Steady state: a request's life is O − 1 decode steps plus its prefill steps, and some steps
   per life carry prefill chunks; TPOT = mean step time over the life; TTFT = the request's
   own mixed steps + its wait behind other requests' prefill, by mean-value analysis of the
-  closed loop (_prefill_wait_s). When the prefill tokens no longer fit the budget the
+  closed loop (_prefill_wait_s; the fitted form: the gated batch server of gated_wait_s is
+  closer to the scheduler but fits the calibration rows worse, docs/traffic.md). When the
+  prefill tokens no longer fit the budget the
   replica is saturated: every step is full and requests queue;
 * "separate" engines (SGLang, TGI: prefill-first) run prefill batches that pause decoding,
   which keeps a fixed-length closed loop in waves: the B_run requests are prefilled in
@@ -48,6 +50,7 @@ batching style, which each engine declares (`calibration` in kvplan/engines/<eng
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -702,12 +705,68 @@ def _prefill_wait_s(n: int, *, own_s: float, demand_s: float, delay_s: float) ->
     return w
 
 
+def gated_wait_open_s(arrivals_per_s: float, *, step_s: float, prompt_s: float) -> float:
+    """Mean wait of a prompt before its own step in a decode-first scheduler (vLLM V1), prompts
+    arriving at random times at `arrivals_per_s` while other requests keep the engine busy: a
+    gated batch server. Steps run back to back; a step in progress is never cut short; the
+    next step takes every prompt that arrived during it (within the token budget: not
+    modelled here). A step lasts C' = step_s + prompt_s · N, N the prompts that arrived during
+    the step before (Poisson, mean λ·C). With ρ = λ · prompt_s < 1, from E[C'] = E[C] and
+    E[C'²] = E[C²] in the stationary state:
+
+        E[C]  = step_s / (1 − ρ)
+        E[C²] = (step_s² + (2 · step_s + prompt_s) · ρ · E[C]) / (1 − ρ²)
+
+    An arrival lands in a step with probability ∝ its length (mean length E[C²]/E[C]), waits
+    its residual (half of it), then shares its own step with the λ·E[C²]/E[C] prompts that
+    landed in the same step: wait = E[C²]/(2·E[C]) + prompt_s · λ · E[C²]/E[C]. Its own
+    prompt and the step's decodes are not in the wait (evaluate() counts them in its own
+    mixed step). Infinite at ρ ≥ 1. Hand-worked: step_s = 20 ms, prompt_s = 100 ms,
+    λ = 5/s: ρ = 0.5, E[C] = 40 ms, E[C²] = 3,200 / 0.75 ms², wait = 53.3 + 53.3 ms."""
+    if prompt_s < 0 or step_s <= 0 or arrivals_per_s < 0:
+        raise ValueError("step_s must be > 0, prompt_s and arrivals_per_s ≥ 0")
+    rho = arrivals_per_s * prompt_s
+    if rho >= 1.0:
+        return math.inf
+    ec = step_s / (1.0 - rho)
+    ec2 = (step_s * step_s + (2.0 * step_s + prompt_s) * rho * ec) / (1.0 - rho * rho)
+    biased = ec2 / ec
+    return biased / 2.0 + prompt_s * arrivals_per_s * biased
+
+
+def gated_wait_s(n: int, *, step_s: float, prompt_s: float, cycle_s: float) -> float:
+    """gated_wait_open_s in a closed loop of n requests: the n − 1 others send prompts at
+    λ(W) = (n − 1) / (cycle_s + W) per second (cycle_s: one request's life without the wait),
+    so the wait solves W = gated_wait_open_s(λ(W)); the left side grows and the right side
+    falls with W, so bisection on [0, (n − 1) · prompt_s + step_s] (every other prompt ahead
+    and the step in progress) finds it. A lone request finds the engine idle: W = 0."""
+    if n <= 1:
+        return 0.0
+    lo, hi = 0.0, (n - 1) * prompt_s + step_s
+    for _ in range(50):
+        w = (lo + hi) / 2.0
+        if gated_wait_open_s((n - 1) / (cycle_s + w), step_s=step_s, prompt_s=prompt_s) > w:
+            lo = w
+        else:
+            hi = w
+    return (lo + hi) / 2.0
+
+
+WaitModel = Literal["mva", "gated"]
+
+
 def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
-             output_tokens: int, cached_tokens: int = 0) -> PerfPoint:
+             output_tokens: int, cached_tokens: int = 0,
+             wait_model: WaitModel = "mva") -> PerfPoint:
     """TTFT, TPOT (= (e2e − TTFT)/(output − 1)), e2e and throughput of one replica at
     closed-loop `concurrency`, fixed input/output lengths (tokens). See the module docstring.
     `cached_tokens` of each prompt are found in the prefix cache: prefill computes only the
-    other i − cached tokens, which attend over the cached ones (p_ctx = cached + new / 2)."""
+    other i − cached tokens, which attend over the cached ones (p_ctx = cached + new / 2).
+    `wait_model` ("mixed" engines only): the wait behind other prompts by the fitted
+    mean-value analysis ("mva", _prefill_wait_s: what the shipped coefficients were fitted
+    with) or by the gated batch server the simulation runs ("gated", gated_wait_s: agrees
+    with the desynchronised simulation, but refitted on it the held-out TTFT error grows
+    from 26 % to 34 %; docs/traffic.md, "Checks")."""
     if concurrency < 1 or input_tokens < 1 or output_tokens < 1:
         raise ValueError("concurrency, input_tokens and output_tokens must be ≥ 1")
     if not 0 <= cached_tokens < input_tokens:
@@ -747,9 +806,16 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         step_s = (mixed * t_mix + (steps - mixed) * t_dec) / steps  # mean step time
         # Closed-loop wait behind the other requests' prefill (_prefill_wait_s): each request
         # holds the prefill station for its share of the mixed steps, then decodes.
-        ttft = (steps - steps_dec) * t_mix + _prefill_wait_s(
-            b, own_s=(steps - steps_dec) * t_mix, demand_s=mixed / b * t_mix,
-            delay_s=steps_dec * step_s + c.request_overhead_ms * 1e-3)
+        own_s = (steps - steps_dec) * t_mix
+        if wait_model == "gated":  # the others' prompts as a gated batch server
+            ttft = own_s + gated_wait_s(
+                b, step_s=t_dec, prompt_s=max(_step_s(ctx, decoding, mean_ctx, i, p_ctx, 1)
+                                              - t_dec, 0.0),
+                cycle_s=steps * step_s + c.request_overhead_ms * 1e-3)
+        else:
+            ttft = own_s + _prefill_wait_s(
+                b, own_s=own_s, demand_s=mixed / b * t_mix,
+                delay_s=steps_dec * step_s + c.request_overhead_ms * 1e-3)
     else:
         # Prefill-first: a prefill batch of up to `budget` tokens runs before decoding resumes,
         # so a closed loop with fixed lengths runs in waves: the b requests arrive together,

@@ -318,12 +318,36 @@ def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
             ("latency model", [("calibrated" if x.calibrated else "extrapolated") if x else "—"
                                for x in perf]),
         ]
+        rows += _compare_rate_rows(perf)
     for name, label in (("max_model_len", "rec. length"), ("max_num_seqs", "rec. max requests"),
                         ("gpu_memory_utilization", "rec. memory fraction")):
         rows.append((label, ["—" if getattr(p.recommendations, name).value is None
                              else f"{getattr(p.recommendations, name).value:,g}"
                              for p in plans]))
     return rows + _rec_tp_row(plans)
+
+
+def _compare_rate_rows(perf: list[Performance | None]) -> list[tuple[str, list[str]]]:
+    """With --request-rate: the replicas each engine needs for the rate, its GPUs and $/day,
+    and the simulated TTFT / TPOT at the SLO percentile (p99 without one)."""
+    if not any(x and x.replicas is not None for x in perf):
+        return []
+    q = next((x.slo_percentile for x in perf if x and x.slo_percentile), None) or 99
+
+    def pct(x: Performance | None, metric: str) -> str:
+        stats = (x.percentiles or {}).get(metric) if x else None
+        return f"{stats[f'p{q}']:,.1f}" if stats and f"p{q}" in stats else "—"
+
+    rate = next(x.request_rate for x in perf if x and x.request_rate)
+    return [
+        (f"replicas for {rate:g} req/s", [f"{x.replicas} ({x.gpus_for_rate} GPUs)"
+                                          if x and x.replicas is not None else "—"
+                                          for x in perf]),
+        (f"p{q} TTFT ms (simulated)", [pct(x, "ttft_ms") for x in perf]),
+        (f"p{q} TPOT ms (simulated)", [pct(x, "tpot_ms") for x in perf]),
+        ("$/day", [f"{x.cost_per_day:,.0f}" if x and x.cost_per_day is not None else "—"
+                   for x in perf]),
+    ]
 
 
 def _rec_tp_row(plans: list[Plan]) -> list[tuple[str, list[str]]]:

@@ -100,14 +100,84 @@ def test_prefill_first_burst_agrees_with_evaluate(llama70b: dict[str, perf.PerfC
 def test_mixed_steady_state_agrees_with_evaluate(llama70b: dict[str, perf.PerfContext],
                                                  c: int, i: int, o: int) -> None:
     """vLLM's evaluate() models the desynchronised steady state: TPOT and throughput of the
-    simulated steady state agree within 5 % (TTFT is where the mean-value analysis and the
-    simulation differ most: not compared)."""
+    simulated steady state agree within 5 % (TTFT: the tests below)."""
     ctx = llama70b["vllm"]
     pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o)
     h = sim.Harness("steady", concurrency=c, stagger_s=pt.e2e_ms / 1e3 / c)
     res = sim.simulate(ctx, _const(30 * c, i, o), h)
     assert res.tpot.mean == pytest.approx(pt.tpot_ms, rel=0.05)
     assert res.output_tokens_per_s == pytest.approx(pt.output_tokens_per_s, rel=0.05)
+
+
+def test_constant_lengths_keep_their_stagger_exactly(llama70b: dict[str, perf.PerfContext]
+                                                     ) -> None:
+    """Hand-worked exact steady state of decode-first chunked prefill, 8 clients, 2,000-token
+    prompts (one 8,192-token step each), 300-token answers, no request overhead, the clients'
+    first requests spread over one cycle: every request lives 1 prefill + 299 decode steps,
+    so the spacing never changes; a finished request's successor arrives at the end of a
+    step and is prefilled in the next one, alone, beside the 7 others' decodes (their
+    contexts are 2,000–2,300 tokens). Exact TTFT: one mixed step of 2,000 prefill tokens + 7
+    decodes, for every request (p50 = p99). Both closed forms assume random phases and wait
+    more: the MVA ~+21 %, the gated server ~+18 %. So a constant-length closed loop is not the
+    desynchronised steady state evaluate() describes; the TTFT comparisons below spread the
+    output lengths ±10 % to desynchronise it."""
+    base = llama70b["vllm"]
+    ctx = dataclasses.replace(base, coefficients=dataclasses.replace(
+        base.coefficients, request_overhead_ms=0.0))
+    pt = perf.evaluate(ctx, concurrency=8, input_tokens=2000, output_tokens=300)
+    res = sim.simulate(ctx, _const(240, 2000, 300),
+                       sim.Harness("steady", concurrency=8, stagger_s=pt.e2e_ms / 8e3))
+    lo = perf._step_s(ctx, 7, 2000, 2000, 1000, 1)
+    hi = perf._step_s(ctx, 7, 2300, 2000, 1000, 1)
+    assert lo * (1 - 1e-9) <= min(res.ttft_s) <= max(res.ttft_s) <= hi * (1 + 1e-9)
+    gated = perf.evaluate(ctx, concurrency=8, input_tokens=2000, output_tokens=300,
+                          wait_model="gated")
+    assert pt.ttft_ms > 1.1 * hi * 1e3 and gated.ttft_ms > 1.1 * hi * 1e3
+
+
+def _desync(ctx: perf.PerfContext, c: int, i: int, o: int, e2e_ms: float) -> sim.SimResult:
+    """The closed loop's steady state with output lengths ±10 % (random dataset, range ratio
+    0.1): enough to desynchronise it; 5 %, 10 % and 30 % give the same TTFT within ~2 %
+    where the closed forms apply."""
+    n = 30 * c
+    reqs = sim.Requests((i,) * n, sim.uniform_lengths(n, o, 0.1, seed=1))
+    return sim.simulate(ctx, reqs, sim.Harness("steady", concurrency=c, stagger_s=e2e_ms / 1e3 / c))
+
+
+@pytest.mark.parametrize(("c", "i", "o"), [(2, 2000, 300), (8, 2000, 300), (32, 2000, 300),
+                                           (64, 2000, 300), (8, 512, 1024), (128, 512, 1024),
+                                           (8, 1000, 100)])
+def test_gated_wait_agrees_with_the_simulated_steady_state(
+        llama70b: dict[str, perf.PerfContext], c: int, i: int, o: int) -> None:
+    """Mean TTFT of the desynchronised simulation and evaluate(wait_model="gated") (the gated
+    batch server, perf.gated_wait_s) within 5 %. Range where both apply (measured on this
+    deployment): 2,000/300 tokens 1–64 clients, 512/1,024 1–128, 1,000/100 1–8, 4,000/200
+    1–2. Beyond it the closed form misses: +6–8 % at 128–256 clients (2,000/300); −10 to
+    −18 % for 1,000/100 at 32–128 (short answers: requests prefilled together come back
+    together, batches larger than Poisson); +14 to +46 % for 4,000/200 at 8–128 (two prompts
+    fill the 8,192-token budget, which caps a batch; the closed form has no cap)."""
+    ctx = llama70b["vllm"]
+    pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o, wait_model="gated")
+    res = _desync(ctx, c, i, o, pt.e2e_ms)
+    assert res.ttft.mean == pytest.approx(pt.ttft_ms, rel=0.05)
+
+
+@pytest.mark.parametrize(("c", "i", "o"), [(2, 2000, 300), (8, 2000, 300), (8, 512, 1024),
+                                           (32, 1000, 100)])
+def test_fitted_mva_agrees_at_light_prefill_load(llama70b: dict[str, perf.PerfContext],
+                                                 c: int, i: int, o: int) -> None:
+    """The shipped evaluate() (MVA wait, fitted) agrees with the simulation within 5 % only
+    while prompts rarely meet: 2,000/300 tokens 1–8 clients, 512/1,024 1–8, 1,000/100 1–32,
+    4,000/200 1–2. Beyond: 2,000/300 +13 % at 32, +57 % at 128, +184 % at 256 clients (it
+    queues each prompt behind every earlier one for a whole step, where vLLM prefills them
+    together in the next step)."""
+    ctx = llama70b["vllm"]
+    pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o)
+    res = _desync(ctx, c, i, o, pt.e2e_ms)
+    assert res.ttft.mean == pytest.approx(pt.ttft_ms, rel=0.05)
+    if (c, i) == (8, 2000):
+        far = perf.evaluate(ctx, concurrency=128, input_tokens=i, output_tokens=o)
+        assert far.ttft_ms > 1.3 * _desync(ctx, 128, i, o, far.e2e_ms).ttft.mean
 
 
 def test_burst_is_slower_to_first_token_than_steady(llama70b: dict[str, perf.PerfContext]

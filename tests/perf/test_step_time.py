@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -297,3 +299,50 @@ def test_known_throughput_dip_in_the_mixed_steady_state() -> None:
     lo = perf.evaluate(ctx, concurrency=17, input_tokens=102, output_tokens=19)
     hi = perf.evaluate(ctx, concurrency=25, input_tokens=102, output_tokens=19)
     assert hi.output_tokens_per_s >= lo.output_tokens_per_s
+
+
+def test_gated_wait_by_hand() -> None:
+    """Gated batch server, step 20 ms, prompt 100 ms, 5 prompts/s: ρ = 0.5, E[C] = 40 ms,
+    E[C²] = (400 + (40 + 100)·0.5·40) / 0.75 = 3,200 / 0.75 ms², length-biased step
+    E[C²]/E[C] = 106.67 ms; wait = 53.33 (residual) + 100 · 0.005 · 106.67 = 106.67 ms.
+    No prompts (λ = 0): half a step."""
+    wait = perf.gated_wait_open_s
+    assert wait(5.0, step_s=0.020, prompt_s=0.100) == pytest.approx(0.32 / 3, rel=1e-9)
+    assert wait(0.0, step_s=0.020, prompt_s=0.100) == pytest.approx(0.010)
+    assert wait(10.0, step_s=0.020, prompt_s=0.100) == math.inf
+    with pytest.raises(ValueError, match="step_s"):
+        wait(1.0, step_s=0.0, prompt_s=0.1)
+
+
+def test_gated_wait_matches_a_monte_carlo_of_the_steps() -> None:
+    """Independent check of the derivation: steps back to back, each step_s + prompt_s × the
+    Poisson arrivals of the step before; arrivals uniform in time wait until their step ends
+    plus the prompts of the others in their own step. Mean wait within 3 %."""
+    rng = random.Random(7)
+    lam, t0, sp = 5.0, 0.020, 0.100
+    c, total, acc = t0, 0.0, 0.0
+    for _ in range(200_000):
+        # arrivals in this step at uniform times; each waits the rest of the step, and the
+        # next step carries all of them
+        k, t = 0, rng.expovariate(lam)
+        offsets = []
+        while t < c:
+            offsets.append(t)
+            k += 1
+            t += rng.expovariate(lam)
+        for x in offsets:
+            acc += (c - x) + sp * (k - 1)
+        total += k
+        c = t0 + sp * k
+    assert acc / total == pytest.approx(perf.gated_wait_open_s(lam, step_s=t0, prompt_s=sp),
+                                        rel=0.03)
+
+
+def test_gated_wait_closed_loop_is_the_fixed_point() -> None:
+    """A lone request waits for nothing; with n clients W = gated(λ(W)), λ = (n − 1)/(cycle + W)."""
+    wait = perf.gated_wait_s
+    assert wait(1, step_s=0.02, prompt_s=0.1, cycle_s=5.0) == 0.0
+    w = wait(40, step_s=0.02, prompt_s=0.1, cycle_s=5.0)
+    lam = 39 / (5.0 + w)
+    assert perf.gated_wait_open_s(lam, step_s=0.02, prompt_s=0.1) == pytest.approx(w, rel=1e-6)
+    assert w < 39 * 0.1 + 0.02
