@@ -7,10 +7,14 @@ node's rank, `$NODE<i>_IP` the other nodes' addresses: the user sets them. Pure.
   nodes: vllm/engine/arg_utils.py `--nnodes/-n`, `--node-rank/-r`, `--master-addr`,
   `--master-port`, vllm-project/vllm PR 23691 "Support MP Executor for multi node distributed
   inference"; docs/serving/parallelism_scaling.md "Running vLLM with MultiProcessing"; first
-  release read as 0.11.1, UNVERIFIED to the patch). Before it: a Ray cluster (`ray start
-  --head` on the head, `ray start --address HEAD:6379 --block` on the others) and `vllm serve
-  … --distributed-executor-backend ray` on the head (same doc, "Running vLLM on a Ray
-  cluster"; `--distributed-executor-backend` in vllm/engine/arg_utils.py).
+  release read as 0.11.1, UNVERIFIED to the patch: checked 2026-12-01, the PR is listed in
+  vllm-project/vllm's weekly summary of 2025-11-21, i.e. merged 2025-11-14..21, and
+  NVIDIA-NeMo/Skills issue 1059 reports the 0.11.1 and 0.11.2 containers changing multi-node
+  behaviour ("Tensor parallel size (16) cannot be larger than the number of available GPUs
+  (8)"), which fits 0.11.1 but no release note naming the PR was found). Before it: a Ray
+  cluster (`ray start --head` on the head, `ray start --address HEAD:6379 --block` on the
+  others) and `vllm serve … --distributed-executor-backend ray` on the head (same doc,
+  "Running vLLM on a Ray cluster"; `--distributed-executor-backend` in vllm/engine/arg_utils.py).
 * vLLM data parallelism across nodes (each DP rank's TP group inside a node): every node runs
   `vllm serve … --data-parallel-size D --data-parallel-size-local D/N --data-parallel-address
   HEAD --data-parallel-rpc-port 13345`, the others with `--headless --data-parallel-start-rank
