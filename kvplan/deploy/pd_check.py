@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..engines import pd
+from ..engines import pd, registry
 from ..sources.limits import read_text_limited
 from ..specs import Plan, Problem
 from ..units import GiB
@@ -35,7 +35,8 @@ Role = Literal["prefill", "decode", "either"]
 # the P/D flags this module reads (not "kept but not modelled" in check's notes)
 READ_FLAGS = frozenset({"--kv-transfer-config", "--disaggregation-mode",
                         "--num-reserved-decode-tokens", "--disaggregation-transfer-backend"})
-VLLM_ROLES: dict[str, Role] = {"kv_producer": "prefill", "kv_consumer": "decode",
+# the kv_role of a JSON P/D flag (vLLM --kv-transfer-config, kv_transfer/kv_transfer_state.py)
+JSON_ROLES: dict[str, Role] = {"kv_producer": "prefill", "kv_consumer": "decode",
                                "kv_both": "either"}
 
 
@@ -47,7 +48,7 @@ class PdSettings:
     connector: str
     read_from: str  # the flag or YAML key
     max_tokens_in_buffer: int | None = None
-    reserved_decode_tokens: int = pd.SGLANG_RESERVED_DECODE_TOKENS
+    reserved_decode_tokens: int = 0  # the decode server's free-KV reserve per request
 
 
 def _flag(f: Found, name: str) -> str | None:
@@ -61,39 +62,45 @@ def read(f: Found, options_file: Path | str | None) -> tuple[PdSettings | None, 
     """The command's P/D settings (None: an aggregated server) and problems reading them.
     `options_file`: the engine's options file, a path or (written by the deployment file
     itself) its text."""
-    if f.engine == "vllm":
-        raw = _flag(f, "--kv-transfer-config")
+    sup = pd.support(f.engine or "")
+    if sup is None:
+        return None, []
+    if sup.declared_by == "json-flag":
+        raw = _flag(f, sup.flag)
         if raw is None:
             return None, []
         try:
             cfg = json.loads(raw)
         except ValueError:
             return None, [Problem(code="pd-config-unread", severity="warning",
-                                  message="--kv-transfer-config is not JSON kvplan can read: "
+                                  message=f"{sup.flag} is not JSON kvplan can read: "
                                   "the P/D settings are not checked")]
-        role = VLLM_ROLES.get(str(cfg.get("kv_role", "")), "either") if isinstance(cfg, dict) \
+        role = JSON_ROLES.get(str(cfg.get("kv_role", "")), "either") if isinstance(cfg, dict) \
             else "either"
         conn = str(cfg.get("kv_connector", "?")) if isinstance(cfg, dict) else "?"
-        return PdSettings(role, conn, "--kv-transfer-config"), []
-    if f.engine == "sglang":
-        mode = _flag(f, "--disaggregation-mode")
+        return PdSettings(role, conn, sup.flag), []
+    if sup.declared_by == "mode-flag":
+        mode = _flag(f, sup.flag)
         if mode not in ("prefill", "decode"):
             return None, []
         reserve = _flag(f, "--num-reserved-decode-tokens")
         return PdSettings("prefill" if mode == "prefill" else "decode",
-                          _flag(f, "--disaggregation-transfer-backend") or "mooncake",
-                          "--disaggregation-mode",
+                          _flag(f, "--disaggregation-transfer-backend") or sup.connector,
+                          sup.flag,
                           reserved_decode_tokens=int(reserve) if reserve and reserve.isdigit()
-                          else pd.SGLANG_RESERVED_DECODE_TOKENS), []
-    if f.engine == "trtllm" and options_file is not None:
-        return _trtllm(options_file)
+                          else sup.decode_reserve_tokens), []
+    if options_file is not None:
+        return _options_section(sup, options_file)
     return None, []
 
 
-def _trtllm(path: Path | str) -> tuple[PdSettings | None, list[Problem]]:
+def _options_section(sup: pd.PdSupport, path: Path | str
+                     ) -> tuple[PdSettings | None, list[Problem]]:
+    """The transceiver section of the engine's options file (TensorRT-LLM's
+    cache_transceiver_config), None when the file has none."""
     doc: Any = load_yaml(path) if isinstance(path, str) else load_yaml(read_text_limited(
         path, MAX_OPTIONS_BYTES, what="options file", root=path.parent), path=str(path))
-    ctc = doc.get("cache_transceiver_config") if isinstance(doc, dict) else None
+    ctc = doc.get(sup.flag) if isinstance(doc, dict) else None
     if not isinstance(ctc, dict):
         return None, []
     raw = ctc.get("max_tokens_in_buffer")
@@ -103,7 +110,7 @@ def _trtllm(path: Path | str) -> tuple[PdSettings | None, list[Problem]]:
         message=f"cache_transceiver_config.max_tokens_in_buffer {raw!r} is not a positive "
         "whole number: the default 512 MB buffers are assumed")]
     return PdSettings("either", f"cache transceiver (backend {ctc.get('backend', 'DEFAULT')})",
-                      "cache_transceiver_config", max_tokens_in_buffer=tokens), problems
+                      sup.flag, max_tokens_in_buffer=tokens), problems
 
 
 def buffer_bytes(engine: str, s: PdSettings, p: Plan) -> int:
@@ -122,29 +129,30 @@ def problems(engine: str, s: PdSettings, p: Plan, buffers: int) -> list[Problem]
     out = [Problem(code="pd-pool", severity="info",
                    message=f"disaggregated P/D ({where}, {s.connector}), planned as "
                    "`kvplan plan --disagg` plans a pool (docs/disagg.md)")]
-    if engine == "vllm" and s.connector != "NixlConnector":
+    sup = pd.support(engine)
+    label = registry.get(engine).label
+    if sup is not None and sup.declared_by == "json-flag" and s.connector != sup.connector:
         out.append(Problem(code="feature-not-modelled", severity="warning",
-                           message=f"vLLM {s.connector}: its device buffers are not modelled "
-                           "(NixlConnector registers the KV cache and takes none), so KV "
-                           "capacity may be overstated"))
+                           message=f"{label} {s.connector}: its device buffers are not modelled "
+                           f"({sup.connector} takes {sup.buffer}), so KV capacity may be "
+                           "overstated"))
     if buffers:
         out.append(Problem(code="pd-buffers", severity="info",
                            message=f"cache transceiver buffers {buffers / GiB:.2f} GiB per GPU "
                            "(3 buffers; cacheTransBuffer.cpp) come out of the memory the KV "
                            "cache is sized from: planned on the device total less them"))
-    if engine == "sglang" and s.role == "decode":
+    if s.role == "decode" and s.reserved_decode_tokens:
         ctx = int(p.inputs["max_model_len"].value or 0) if "max_model_len" in p.inputs else 0
         held = p.kv_cache.tokens // (ctx + s.reserved_decode_tokens) if ctx else 0
         out.append(Problem(
             code="pd-decode-admission", severity="info",
-            message=f"SGLang's decode server admits a request only while its free KV keeps "
-            f"{s.reserved_decode_tokens} tokens for every request (--num-reserved-decode-tokens;"
-            f" disaggregation/decode.py): {held:,} requests of {ctx:,} tokens per rank, not "
-            f"{p.kv_cache.tokens // max(ctx, 1):,}; radix cache off on the decode server"))
-    if engine == "sglang" and s.role == "prefill":
+            message=f"{label}'s decode server admits a request only while its free KV keeps "
+            f"{s.reserved_decode_tokens} tokens for every request: {held:,} requests of "
+            f"{ctx:,} tokens per rank, not {p.kv_cache.tokens // max(ctx, 1):,}"
+            + "".join(f"; {n}" for n in (sup.decode_notes if sup else ()))))
+    if s.role == "prefill" and sup is not None and sup.prefill_notes:
         out.append(Problem(code="pd-prefill-server", severity="info",
-                           message="SGLang's prefill server turns CUDA graphs off "
-                           "(server_args.py _handle_disaggregation); the KV pool is unchanged"))
+                           message=f"{label}'s prefill server: " + "; ".join(sup.prefill_notes)))
     return out
 
 

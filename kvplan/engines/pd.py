@@ -74,6 +74,12 @@ class PdSupport:
     decode_notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())
     vendors: tuple[str, ...] = ("NVIDIA",)  # GPU vendors whose P/D path kvplan read
+    # how a launch line carries its P/D settings (deploy/pd_check.py reads them): a JSON flag
+    # with a kv_role, a mode flag (prefill|decode), or a section of the engine's options file
+    declared_by: Literal["json-flag", "mode-flag", "options-file"] = "json-flag"
+    flag: str = ""  # that flag, or the options file's section
+    transceiver_buffers: bool = False  # preallocated transfer buffers outside the KV cache
+    decode_reserve_tokens: int = 0  # KV tokens the decode server keeps free per request
 
 
 _SUPPORT: dict[str, PdSupport] = {
@@ -84,16 +90,20 @@ _SUPPORT: dict[str, PdSupport] = {
                       "prefill instance has finished the prompt",),
         sources=("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (0.11-0.12)",
                  "docs/features/nixl_connector_usage.md"),
-        vendors=("NVIDIA", "AMD")),  # the usage guide covers ROCm builds of NIXL
+        vendors=("NVIDIA", "AMD"),  # the usage guide covers ROCm builds of NIXL
+        declared_by="json-flag", flag="--kv-transfer-config"),
     "sglang": PdSupport(
         engine="sglang", connector="mooncake", overlap="per_chunk",
         buffer="none: the transfer engine registers the KV pool itself",
         prefill_notes=("CUDA graphs off (server_args.py _handle_disaggregation): memory outside "
                        "--mem-fraction-static is freed, the KV pool is unchanged",),
-        decode_notes=("radix cache off (chunk cache) on the decode server",),
+        decode_notes=("the reserve is --num-reserved-decode-tokens (disaggregation/decode.py "
+                      "DecodePreallocQueue)", "radix cache off (chunk cache) on the decode server"),
         sources=("python/sglang/srt/server_args.py _handle_disaggregation (0.5.x)",
                  "python/sglang/srt/disaggregation/prefill.py send_kv_chunk",
-                 "docs/advanced_features/pd_disaggregation.md")),
+                 "docs/advanced_features/pd_disaggregation.md"),
+        declared_by="mode-flag", flag="--disaggregation-mode",
+        decode_reserve_tokens=SGLANG_RESERVED_DECODE_TOKENS),
     "trtllm": PdSupport(
         engine="trtllm", connector="cache transceiver (backend DEFAULT)", overlap="after_prefill",
         buffer="(max_tokens_in_buffer + tokens_per_block) × KV bytes per token per GPU, × (1 "
@@ -101,7 +111,8 @@ _SUPPORT: dict[str, PdSupport] = {
         prefill_notes=("disable_overlap_scheduler: true on context servers "
                        "(examples/disaggregated/README.md)",),
         sources=("cpp/tensorrt_llm/batch_manager/cacheTransBuffer.cpp (1.x)",
-                 "cpp/tensorrt_llm/common/envUtils.cpp", "docs/source/features/disagg-serving.md")),
+                 "cpp/tensorrt_llm/common/envUtils.cpp", "docs/source/features/disagg-serving.md"),
+        declared_by="options-file", flag="cache_transceiver_config", transceiver_buffers=True),
 }
 
 
@@ -118,7 +129,8 @@ def buffer_bytes(engine: str, *, kv_bytes_per_token: int, block_size: int,
                  max_tokens_in_buffer: int | None) -> int:
     """Device bytes per GPU the connector preallocates outside the KV cache (TensorRT-LLM's
     preAllocBufferSize; 0 for NIXL/mooncake, which register the KV cache itself)."""
-    if engine != "trtllm":
+    sup = support(engine)
+    if sup is None or not sup.transceiver_buffers:
         return 0
     if max_tokens_in_buffer is None:
         per_buffer = TRTLLM_DEFAULT_BUFFER_BYTES
@@ -131,9 +143,10 @@ def decode_tokens_per_request(engine: str, input_tokens: int, output_tokens: int
     """KV tokens one running request takes in the engine's decode-server admission, when the
     engine gates admission itself (SGLang's prealloc queue: prompt + half the output on average
     + the reserve); None: kvplan's usual full request (prompt + output)."""
-    if engine == "sglang":
-        return input_tokens + output_tokens // 2 + SGLANG_RESERVED_DECODE_TOKENS
-    return None
+    sup = support(engine)
+    if sup is None or not sup.decode_reserve_tokens:
+        return None
+    return input_tokens + output_tokens // 2 + sup.decode_reserve_tokens
 
 
 def transceiver_tokens(input_tokens: int, block_size: int) -> int:

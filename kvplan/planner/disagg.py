@@ -336,8 +336,9 @@ def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     d0 = _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs)
     p0 = _pool("prefill", m, prefill, knobs, w, plan_fn, {}, version, 8)
     n = performance.lengths(w, block_size=d0.res.block_size)
+    sup = pd.support(engine)
     in_buffer = (pd.transceiver_tokens(n.input_tokens, p0.res.block_size)
-                 if engine == "trtllm" else None)
+                 if sup is not None and sup.transceiver_buffers else None)
     p_buf = pd.buffer_bytes(engine, kv_bytes_per_token=p0.plan.kv_cache.bytes_per_token,
                             block_size=p0.res.block_size, max_tokens_in_buffer=in_buffer)
     d_buf = pd.buffer_bytes(engine, kv_bytes_per_token=d0.plan.kv_cache.bytes_per_token,
