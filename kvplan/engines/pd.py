@@ -97,7 +97,8 @@ _SUPPORT: dict[str, PdSupport] = {
         buffer="none: the transfer engine registers the KV pool itself",
         prefill_notes=("CUDA graphs off (server_args.py _handle_disaggregation): memory outside "
                        "--mem-fraction-static is freed, the KV pool is unchanged",),
-        decode_notes=("the reserve is --num-reserved-decode-tokens (disaggregation/decode.py "
+        decode_notes=("the decode server admits a request only while its free KV keeps "
+                      "--num-reserved-decode-tokens (512) per request (disaggregation/decode.py "
                       "DecodePreallocQueue)", "radix cache off (chunk cache) on the decode server"),
         sources=("python/sglang/srt/server_args.py _handle_disaggregation (0.5.x)",
                  "python/sglang/srt/disaggregation/prefill.py send_kv_chunk",
