@@ -146,10 +146,10 @@ def problems(engine: str, s: PdSettings, p: Plan, buffers: int) -> list[Problem]
         held = p.kv_cache.tokens // (ctx + s.reserved_decode_tokens) if ctx else 0
         out.append(Problem(
             code="pd-decode-admission", severity="info",
-            message=f"{label}'s decode server keeps {s.reserved_decode_tokens} free KV tokens "
-            f"for every request: {held:,} requests of {ctx:,} tokens per rank, not "
-            f"{p.kv_cache.tokens // max(ctx, 1):,}"
-            + "".join(f"; {n}" for n in (sup.decode_notes if sup else ()))))
+            message=f"{label}'s decode server admits a request only while its free KV keeps "
+            f"{s.reserved_decode_tokens} tokens for every request (engines/pd.py: "
+            f"{'; '.join(sup.sources if sup else ())}): {held:,} requests of {ctx:,} tokens "
+            f"per rank, not {p.kv_cache.tokens // max(ctx, 1):,}"))
     if s.role == "prefill" and sup is not None and sup.prefill_notes:
         out.append(Problem(code="pd-prefill-server", severity="info",
                            message=f"{label}'s prefill server: " + "; ".join(sup.prefill_notes)))
