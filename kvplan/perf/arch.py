@@ -21,6 +21,7 @@ figure is extrapolated (another class's factors, or an engine without rows on th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 Ranges = dict[str, tuple[float, float]]  # metric → (p10, p90) of measured / predicted
 
@@ -213,9 +214,11 @@ def _envelope(a: Ranges, b: Ranges) -> Ranges:
     return {k: (min(a[k][0], b[k][0]), max(a[k][1], b[k][1])) for k in a}
 
 
+@lru_cache(maxsize=256)  # a plan asks four times, every candidate of a sweep again
 def resolve(gpu_arch: str, engine: str, fit_engine: str) -> ArchCalibration:
     """The factors and band for `engine` on a GPU of `gpu_arch`; `fit_engine` is the engine
-    whose coefficients it runs with (itself, or the one it borrows from)."""
+    whose coefficients it runs with (itself, or the one it borrows from). Remembered: the
+    tables it reads are constants, and the answer (frozen) is shared."""
     klass = arch_class(gpu_arch)
     own = ARCH_FITS.get(klass)
     source, seen = klass, {klass}

@@ -166,9 +166,23 @@ def coefficients_on(engine: str, version: str, gpu: GpuSpec
     user = user_calibration(engine, gpu.arch)
     if user is not None:
         return user.coefficients, True, "", user.source
+    eng = registry.get(engine)
+    key = (engine, version, gpu.arch)
+    hit = _BUNDLED.get(key)
+    if hit is not None and hit[0] is eng:  # the same engine object: the same answer
+        return hit[1]
     coeffs, own = coefficients_for(engine, version)
-    return (coeffs, own and arch_calibration(engine, gpu).calibrated,
-            calibration_gaps(engine, version, gpu), bundled_source(engine, version, gpu))
+    out = (coeffs, own and arch_calibration(engine, gpu).calibrated,
+           calibration_gaps(engine, version, gpu), bundled_source(engine, version, gpu))
+    if len(_BUNDLED) >= 256:
+        _BUNDLED.clear()
+    _BUNDLED[key] = (eng, out)
+    return out
+
+
+# coefficients_on's bundled answers by (engine, version, GPU architecture), with the engine
+# object they were read from: every candidate of a sweep asks the same few again
+_BUNDLED: dict[tuple[str, str, str], tuple[Any, tuple[Coefficients, bool, str, str]]] = {}
 
 
 def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:

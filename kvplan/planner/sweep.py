@@ -388,19 +388,21 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs,
     engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
     layouts resolved for candidates before, by GPU, formats and engine (what else
     resolve_layout decides does not depend on the parallel sizes, which `candidates` makes
-    valid); a format what-if resolves its own."""
-    k = c.knobs(base)
-    if what_if_format(k.quantization) is not None:  # the checkpoint the format what-if plans
+    valid); a format what-if resolves its own. The candidate's knobs are built only when a
+    layout is resolved (c.knobs changes only the parallel sizes and formats, read from `c`)."""
+    if what_if_format(c.quantization) is not None:  # the checkpoint the format what-if plans
         eng = registry.get(c.engine)
-        m, k = what_if_apply(eng, m, c.gpu, k)
+        m, k = what_if_apply(eng, m, c.gpu, c.knobs(base))
         m, k = eng.build_quantization(m, c.gpu, k)
         lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
     else:
         key = (id(c.gpu), c.quantization, c.kv_cache_dtype, c.engine)
         hit = seen.get(key) if seen is not None else None
-        lay = hit if hit is not None else resolve_layout(m, c.gpu, k, engine_label=c.engine)
+        lay = hit if hit is not None else resolve_layout(m, c.gpu, c.knobs(base),
+                                                         engine_label=c.engine)
         if seen is not None:
             seen[key] = lay
+        k = base  # enable_expert_parallel: the candidate's knobs keep the base's
     tp, pp = c.tensor_parallel_size, c.pipeline_parallel_size
     ep = tp * lay.data_parallel_size if k.enable_expert_parallel else 1
     stages = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=lay.dtype, quant=lay.quant, ep=ep)
