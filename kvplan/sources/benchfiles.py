@@ -49,11 +49,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engines import registry
 from ..errors import InvalidConfigError
 from . import limits
 
 MAX_BENCH_BYTES = 64 * 2**20  # GuideLLM keeps every request in its report: tens of MiB
-FORMATS = ("vllm", "sglang", "guidellm", "aiperf", "genai-perf", "inference-perf")
+# the benchmark tools whose result files are read (named for the tool, not the engine it ran)
+FORMATS = ("vllm-bench-serve", "sglang-bench-serving", "guidellm", "aiperf", "genai-perf",
+           "inference-perf")
+VLLM_BENCH, SGLANG_BENCH = FORMATS[:2]
 EXPECTED = ("a vllm bench serve --save-result JSON, an sglang.bench_serving --output-file "
             "JSONL, a GuideLLM benchmarks.json, an AIPerf / genai-perf profile export JSON or "
             "an inference-perf *_lifecycle_metrics.json")
@@ -244,7 +248,7 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str) -> Me
                        ("random_input_len", "input_len"))
     out = _per_request(f, d, done, "output_tokens", "total_output_tokens",
                        ("random_output_len", "output_len"))
-    e2e_key = "e2el" if fmt == "vllm" else "e2e_latency"
+    e2e_key = "e2el" if fmt == VLLM_BENCH else "e2e_latency"
     rate = _rate(d.get("request_rate"))
     if "request_rate" in d:
         f.used["request_rate"] = "request_rate"
@@ -254,8 +258,9 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str) -> Me
     if model:
         f.used["model"] = "model_id" if d.get("model_id") else "model"
     dep = _deployment(d, f)
-    if fmt == "sglang" and "engine" not in dep and _text(d.get("backend")) in ("sglang",):
-        dep["engine"] = "sglang"
+    backend = _text(d.get("backend"))  # the server the tool ran against (--backend)
+    if "engine" not in dep and backend in registry.names():
+        dep["engine"] = backend
         f.used["deployment.engine"] = "backend"
     num = f.take("num_requests", d, "num_prompts")
     return Measurement(
@@ -438,13 +443,14 @@ def _read_inference_perf(doc: Mapping[str, Any], source: str) -> list[Measuremen
 
 
 def _serving_kind(d: Mapping[str, Any]) -> str | None:
-    """'sglang' or 'vllm' for a serving-benchmark result object, None for anything else."""
+    """The serving benchmark (SGLang's bench_serving or vLLM's bench serve) that wrote a result
+    object, None for anything else."""
     if not any(isinstance(k, str) and k.endswith("_ttft_ms") for k in d):
         return None
     if "total_output_tokens_retokenized" in d or any(
             isinstance(k, str) and k.endswith("_e2e_latency_ms") for k in d):
-        return "sglang"
-    return "vllm"
+        return SGLANG_BENCH
+    return VLLM_BENCH
 
 
 def detect(doc: object) -> str | None:

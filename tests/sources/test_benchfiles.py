@@ -16,7 +16,7 @@ BENCH = Path(__file__).parent / "fixtures" / "bench"
 
 def test_vllm_save_result_json_lines_with_metadata() -> None:
     runs = benchfiles.read(BENCH / "vllm_llama-3.2-3b_l40s_results.json")
-    assert len(runs) == 9 and {r.format for r in runs} == {"vllm"}
+    assert len(runs) == 9 and {r.format for r in runs} == {"vllm-bench-serve"}
     r = runs[0]  # line 1: rate 10, 300 prompts
     assert r.model == "meta-llama/Llama-3.2-3B-Instruct"
     assert r.request_rate == 10.0 and r.concurrency is None
@@ -36,7 +36,7 @@ def test_vllm_save_result_json_lines_with_metadata() -> None:
 
 def test_sglang_jsonl_of_an_older_release_gives_medians() -> None:
     runs = benchfiles.read(BENCH / "sglang_llama-3.3-70b_h200_tp4.jsonl")
-    assert len(runs) == 7 and runs[0].format == "sglang"
+    assert len(runs) == 7 and runs[0].format == "sglang-bench-serving"
     r = runs[3]  # request rate 8
     assert r.request_rate == 8.0
     assert r.ttft_ms.mean is None and r.ttft_ms.median == pytest.approx(191.41179136931896)
