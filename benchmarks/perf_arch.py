@@ -1,5 +1,6 @@
 """Cross-architecture stage of benchmarks/perf_fit.py: TensorRT-LLM's own coefficients and the
-GPU-class factors of kvplan/perf/arch.py, fitted on benchmarks/data/perf_throughput.csv.
+GPU-class factors of kvplan/engines/arch_fits.py (applied by kvplan/perf/arch.py), fitted on
+benchmarks/data/perf_throughput.csv.
 
 Rows: public throughput measurements (offline / max-load: every request queued at once), one
 per (source table, model, GPU, precision, TP, ISL/OSL), with source URL, date and submission id
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.api import plan
+from kvplan.engines import arch_fits as fits_
 from kvplan.engines.base import Coefficients
 from kvplan.perf import arch as arch_
 from kvplan.perf import fit as fit_
@@ -158,24 +160,24 @@ PCIE_BOUNDS = {"allreduce_latency_us": (0.0, 500.0), "bandwidth_efficiency": (0.
 PCIE_CLASSES = ("Ampere", "Ada")  # classes with TP rows over PCIe: fitted with the PCIe link
 
 
-def with_scales(row: fit_.Row, s: arch_.ArchScales,
-                pcie: arch_.PcieLink | None = None) -> fit_.Row:
+def with_scales(row: fit_.Row, s: fits_.ArchScales,
+                pcie: fits_.PcieLink | None = None) -> fit_.Row:
     """The row with class factors `s` (and, for a TP group over PCIe, the link `pcie`)."""
     ctx = dataclasses.replace(row.context, gemm_scale=s.gemm(row.context.compute_dtype),
                               attention_scale=s.bf16_gemm, bandwidth_scale=s.bandwidth)
     if pcie is not None and ctx.link_latency_us is not None:
-        raw = ctx.link_bytes_per_s / arch_.PCIE.bandwidth_efficiency
+        raw = ctx.link_bytes_per_s / fits_.PCIE.bandwidth_efficiency
         ctx = dataclasses.replace(ctx, link_latency_us=pcie.allreduce_latency_us,
                                   link_bytes_per_s=raw * pcie.bandwidth_efficiency)
     return dataclasses.replace(row, context=ctx)
 
 
-def scales_from(klass: str, values: Sequence[float]) -> arch_.ArchScales:
+def scales_from(klass: str, values: Sequence[float]) -> fits_.ArchScales:
     names = IDENTIFIED[klass]
     given = dict(zip(names, values, strict=True))
     gemm = given[names[0]]
     fixed = MICROBENCH.get(klass, {})
-    return arch_.ArchScales(bf16_gemm=given.get("bf16_gemm", gemm),
+    return fits_.ArchScales(bf16_gemm=given.get("bf16_gemm", gemm),
                             fp8_gemm=given.get("fp8_gemm", gemm),
                             fp4_gemm=given.get("fp4_gemm", gemm),
                             bandwidth=given.get("bandwidth", fixed.get("bandwidth", 1.0)))
@@ -194,7 +196,7 @@ def _n(klass: str) -> int:
     return len(IDENTIFIED[klass])
 
 
-Block = tuple[dict[str, arch_.ArchScales], arch_.PcieLink | None]
+Block = tuple[dict[str, fits_.ArchScales], fits_.PcieLink | None]
 
 
 def fit_block(classes: Sequence[str], rows: Mapping[str, Sequence[fit_.Row]],
@@ -211,7 +213,7 @@ def fit_block(classes: Sequence[str], rows: Mapping[str, Sequence[fit_.Row]],
             i += _n(k)
         link = None
         if with_pcie:
-            link = arch_.PcieLink(_v(x[i], *PCIE_BOUNDS["allreduce_latency_us"]),
+            link = fits_.PcieLink(_v(x[i], *PCIE_BOUNDS["allreduce_latency_us"]),
                                   _v(x[i + 1], *PCIE_BOUNDS["bandwidth_efficiency"]))
         return out, link
 
@@ -231,10 +233,10 @@ def fit_block(classes: Sequence[str], rows: Mapping[str, Sequence[fit_.Row]],
     for _ in range(2):
         x = fit_.nelder_mead(f, x, iters=NM_ITERS, tol=1e-6)
     scales, link = unpack(x)
-    scales = {k: arch_.ArchScales(**{n: round(v, 4) for n, v in dataclasses.asdict(s).items()})
+    scales = {k: fits_.ArchScales(**{n: round(v, 4) for n, v in dataclasses.asdict(s).items()})
               for k, s in scales.items()}
     if link is not None:
-        link = arch_.PcieLink(round(link.allreduce_latency_us, 2),
+        link = fits_.PcieLink(round(link.allreduce_latency_us, 2),
                               round(link.bandwidth_efficiency, 4))
     return scales, link
 
@@ -287,7 +289,7 @@ def per_gpu(rows: Sequence[fit_.Row], preds: Sequence[perf.PerfPoint]) -> list[f
             for r, p in zip(rows, preds, strict=True)]
 
 
-def nearest_fitted(klass: str, fitted: Mapping[str, arch_.ArchScales]) -> str:
+def nearest_fitted(klass: str, fitted: Mapping[str, fits_.ArchScales]) -> str:
     """The nearest class with factors among `fitted` (arch.NEAREST chain; Hopper when none)."""
     seen, k = {klass}, klass
     while k not in fitted:
@@ -372,7 +374,7 @@ def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, S
     coeffs = {**hopper_coeffs, "trtllm": trt}
     report(f"trtllm: {fit_.as_dict(trt)}")
     rows, unpaired = paired(rows, raws, control, coeffs)
-    one = arch_.ArchScales()
+    one = fits_.ArchScales()
     # Hopper TRT-LLM held-out band: TRT-LLM refitted without each group
     hop_idx = [i for i, k in enumerate(klass) if k == "Hopper"]
     held: dict[int, float] = {}
@@ -412,7 +414,7 @@ def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, S
         near = others[nearest_fitted(k, others)]
         for i, kk in enumerate(klass):
             if kk == k:
-                loao[i] = fit_.predict(with_scales(rows[i], near, l_k or arch_.PcieLink()),
+                loao[i] = fit_.predict(with_scales(rows[i], near, l_k or fits_.PcieLink()),
                                        coeffs)
         report(f"  LOAO {k}: factors of {nearest_fitted(k, others)}")
     for i, kk in enumerate(klass):
@@ -474,7 +476,7 @@ def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, S
         "mlperf": mlperf,
         "paired": pairs,
         "trtllm": fit_.as_dict(trt),
-        "pcie": dataclasses.asdict(pcie or arch_.PcieLink()),
+        "pcie": dataclasses.asdict(pcie or fits_.PcieLink()),
         "arch": {k: {"scales": dataclasses.asdict(fitted[k]), "engines": engines[k],
                      "rows": sum(1 for kk in klass if kk == k), "ranges": bands[k],
                      "identified": ("reference class (1.0)" if k == "Hopper" else
@@ -493,7 +495,7 @@ def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, S
 
 # ------------------------------------------------------------------- outputs
 
-ARCH_PY = Path(__file__).resolve().parent.parent / "kvplan" / "perf" / "arch.py"
+ARCH_PY = Path(__file__).resolve().parent.parent / "kvplan" / "engines" / "arch_fits.py"
 BLOCK_START = ("# --- generated by benchmarks/perf_fit.py from benchmarks/data/perf_fit.json: "
                "do not edit ---\n")
 BLOCK_END = "# --- end generated ---\n"
@@ -509,7 +511,7 @@ def sources_of(klass: str) -> str:
 
 
 def arch_block(cross: Mapping[str, Any], sources: Mapping[str, str]) -> str:
-    """The generated constants of kvplan/perf/arch.py for a cross-architecture result."""
+    """The generated constants of kvplan/engines/arch_fits.py for a cross-architecture result."""
     pc = cross["pcie"]
     lines = [BLOCK_START.rstrip("\n"),
              f"PCIE = PcieLink(allreduce_latency_us={pc['allreduce_latency_us']}, "
@@ -612,7 +614,8 @@ def render_section(cross: dict) -> list[str]:
         "",
         "The engines' coefficients above are fitted on Hopper. Other GPU classes run the same "
         "step model with their GEMM and bandwidth efficiencies scaled by factors measured on "
-        "public throughput results (`kvplan/perf/arch.py`, fitted by "
+        "public throughput results (`kvplan/engines/arch_fits.py`, applied by "
+        "`kvplan/perf/arch.py`; fitted by "
         "`benchmarks/perf_arch.py`):",
         "",
         "```",

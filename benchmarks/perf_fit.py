@@ -27,9 +27,10 @@ median, p90) and per group. The final coefficients are fitted on all rows.
 
 Cross-architecture stage (benchmarks/perf_arch.py; `--arch` reruns it alone on the committed
 Hopper fit): TensorRT-LLM's own coefficients, the GPU-class factors and the PCIe link of
-kvplan/perf/arch.py, fitted on benchmarks/data/perf_throughput.csv (public throughput rows:
+kvplan/engines/arch_fits.py (applied by kvplan/perf/arch.py), fitted on
+benchmarks/data/perf_throughput.csv (public throughput rows:
 TensorRT-LLM perf-overview, MLPerf Inference), evaluated in sample, held out within each class
-and leave one architecture out; it writes arch.py's generated block.
+and leave one architecture out; it writes arch_fits.py's generated block.
 
 Outputs: benchmarks/data/perf_fit.json (coefficients, ranges, metrics; "cross_arch") and
 docs/performance.md.
@@ -464,14 +465,15 @@ def check(full: bool) -> int:
 
 
 def check_arch(committed: dict) -> list[str]:
-    """Drift of the cross-architecture stage: kvplan/perf/arch.py's generated constants and
+    """Drift of the cross-architecture stage: kvplan/engines/arch_fits.py's generated constants and
     TensorRT-LLM's coefficients against the JSON, and the throughput rows re-predicted with
     them (in-sample errors per class × engine must match)."""
     cross = committed["cross_arch"]
     problems = []
     block = perf_arch.arch_block(cross, cross["sources"])
     if perf_arch.ARCH_PY.read_text() != perf_arch.arch_py_with(block):
-        problems.append("kvplan/perf/arch.py's generated block != perf_fit.json (cross_arch)")
+        problems.append("kvplan/engines/arch_fits.py's generated block != perf_fit.json "
+                        "(cross_arch)")
     if as_dict(fitted_coefficients()["trtllm"]) != cross["trtllm"]:
         problems.append("kvplan/engines/trtllm.py calibration coefficients != perf_fit.json")
     rows, raws, _ = perf_arch.load_rows()
@@ -482,8 +484,8 @@ def check_arch(committed: dict) -> list[str]:
         klass, engine = key.split(" × ")
         sel = [(r, raw) for r, raw, c in zip(rows, raws, control, strict=True)
                if raw["klass"] == klass and r.key == engine and not c]
-        s = perf_arch.arch_.ArchScales(**cross["arch"][klass]["scales"])
-        link = perf_arch.arch_.PcieLink(**cross["pcie"])
+        s = perf_arch.fits_.ArchScales(**cross["arch"][klass]["scales"])
+        link = perf_arch.fits_.PcieLink(**cross["pcie"])
         preds = [predict(perf_arch.with_scales(r, s, link), coeffs) for r, _ in sel]
         got = summary(errors([r for r, _ in sel], preds))
         if _rounded(got) != _rounded(v["in_sample"]):

@@ -57,6 +57,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ..engines import registry
+from ..engines.arch_fits import PCIE
 from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
@@ -277,7 +278,7 @@ class PerfContext:
     attention_scale: float = 1.0  # on gemm_efficiency for attention (bf16)
     bandwidth_scale: float = 1.0  # on bandwidth_efficiency
     ranges: tuple[tuple[float, float], ...] = tuple(RANGES[k] for k in METRICS)
-    link_latency_us: float | None = None  # TP all-reduce over PCIe (arch.PCIE); None: engine's
+    link_latency_us: float | None = None  # TP all-reduce over PCIe (arch_fits.PCIE); None: engine's
     # GPUs per node of an MoE group that spans nodes (0: one node), for DeepEP's node-deduplicated
     # internode dispatch (perf/expert.py)
     moe_node_gpus: int = 0
@@ -561,8 +562,8 @@ def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:
         tp_link, latency = links.tp_bytes_per_s, None
     elif pcie:
         tp_link = (PCIE_X16_BYTES_PER_S.get(gpu.pcie_gen or 4, PCIE_X16_BYTES_PER_S[4])
-                   * _arch.PCIE.bandwidth_efficiency)
-        latency = _arch.PCIE.allreduce_latency_us
+                   * PCIE.bandwidth_efficiency)
+        latency = PCIE.allreduce_latency_us
     else:
         tp_link, latency = link_bytes_per_s(gpu), None
     out: dict[str, Any] = {"link_bytes_per_s": tp_link, "link_latency_us": latency}

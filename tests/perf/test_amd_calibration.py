@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.api import plan
-from kvplan.perf import arch
+from kvplan.engines import arch_fits
 from kvplan.specs import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,14 +65,14 @@ def test_mlperf_v51_mi325x_knobs() -> None:
 def test_cdna3_bandwidth_factor_is_the_triad_ratio() -> None:
     """STREAM triad on the same harness: MI300X 4.10 TB/s of 5.3 (0.77358), H100 SXM 2.97 of
     3.35 (0.88657): 0.77358 / 0.88657 = 0.8726 (worked by hand)."""
-    assert arch.ARCH_FITS["CDNA3"].scales.bandwidth == pytest.approx(0.8726, abs=1e-4)
+    assert arch_fits.ARCH_FITS["CDNA3"].scales.bandwidth == pytest.approx(0.8726, abs=1e-4)
 
 
 def test_cdna3_gemm_factor_near_the_gemm_microbenchmarks() -> None:
     """FP8 GEMM peaks on the same harness: hipBLASLt 1222.9 of 2614.9 TFLOPS (0.46767),
     cuBLASLt 1382.2 of 1978.9 (0.69847): 0.6696. The fitted factor (from throughput ratios,
     not from these pages) lands within 20 % of it, and well below the datasheet's 1.0."""
-    s = arch.ARCH_FITS["CDNA3"].scales
+    s = arch_fits.ARCH_FITS["CDNA3"].scales
     assert 0.6696 * 0.8 <= s.fp8_gemm <= 0.6696 * 1.2
     assert s.bf16_gemm == s.fp8_gemm  # the rows are fp8 only: bf16 copies it
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.api import plan
+from kvplan.engines import arch_fits
 from kvplan.perf import arch
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
@@ -115,7 +116,7 @@ def test_every_default_plan_on_a_calibrated_architecture_says_calibrated() -> No
 def test_nearest_class_named() -> None:
     a = arch.resolve("CDNA4", "vllm", "vllm")
     assert (a.klass, a.source_class, a.calibrated) == ("CDNA4", "CDNA3", False)
-    assert a.scales == arch.ARCH_FITS["CDNA3"].scales
+    assert a.scales == arch_fits.ARCH_FITS["CDNA3"].scales
     assert arch.resolve("Volta", "vllm", "vllm").source_class == "Ampere"
     assert arch.resolve("Gaudi3", "vllm", "vllm").source_class == "Hopper"
 
@@ -149,7 +150,7 @@ def test_plan_band_is_the_class_band() -> None:
     m, g = resolve_model(M8), resolve_gpu("mi300x")
     ctx = perf.context_for(m, g, "vllm", "0.12.0")
     p = perf.evaluate(ctx, concurrency=64, input_tokens=1024, output_tokens=256)
-    lo, hi = arch.ARCH_FITS["CDNA3"].ranges["vllm"]["throughput"]
+    lo, hi = arch_fits.ARCH_FITS["CDNA3"].ranges["vllm"]["throughput"]
     assert p.output_tokens_per_s_low == pytest.approx(p.output_tokens_per_s * lo)
     assert p.output_tokens_per_s_high == pytest.approx(p.output_tokens_per_s * hi)
     h = perf.evaluate(perf.context_for(m, resolve_gpu("h100"), "vllm", "0.12.0"),

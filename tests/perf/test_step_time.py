@@ -15,8 +15,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from kvplan.engines import arch_fits
 from kvplan.engines.registry import fitted_coefficients
-from kvplan.perf import arch
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
 
@@ -118,10 +118,11 @@ def test_tp_adds_allreduce_and_nvlink_vs_pcie() -> None:
     nv = perf.context_for(m, H100, "vllm", "0.12.0", tp=2)
     pcie = perf.context_for(m, resolve_gpu("l40s"), "vllm", "0.12.0", tp=2)
     assert nv.link_bytes_per_s == 450e9  # 900 GB/s bidirectional NVLink / 2
-    # PCIe: x16 of the card's generation × the fitted PCIe link efficiency (kvplan/perf/arch.py)
+    # PCIe: x16 of the card's generation × the fitted PCIe link efficiency (engines/arch_fits.py)
+    link = arch_fits.PCIE
     assert pcie.link_bytes_per_s == pytest.approx(
-        perf.PCIE_X16_BYTES_PER_S[resolve_gpu("l40s").pcie_gen] * arch.PCIE.bandwidth_efficiency)
-    assert pcie.link_latency_us == arch.PCIE.allreduce_latency_us and nv.link_latency_us is None
+        perf.PCIE_X16_BYTES_PER_S[resolve_gpu("l40s").pcie_gen] * link.bandwidth_efficiency)
+    assert pcie.link_latency_us == link.allreduce_latency_us and nv.link_latency_us is None
     t = perf.step_terms(nv, decode_seqs=64, context_tokens=1024)
     assert t.comm_s > 0
 
