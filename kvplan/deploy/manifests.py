@@ -364,6 +364,14 @@ def _row(engine: str, argv: list[str], *, ctx: _Ctx, line: int, text: str, pool:
             return ManifestFound(file=ctx.file, line=e.line, engine=engine, text=text, pool=pool,
                                  unchecked=e.detail + (f" ({e.hint})" if e.hint else ""))
         return _failed(e, ctx.file, engine, text)
+    return _with_pool(f, pool, replicas, gpu, gpu_count, notes)
+
+
+def _with_pool(f: Found, pool: str | None, replicas: int | None,
+               gpu: tuple[str | None, str | None], gpu_count: int | None,
+               notes: list[str] | None) -> ManifestFound:
+    """A parsed command as a manifest row: its pool, replicas, the GPU the manifest names and
+    its GPU limit, and a note saying each replica is checked as one server."""
     out = ManifestFound(**{k: getattr(f, k) for k in Found.__dataclass_fields__},
                         pool=pool, replicas=replicas)
     if gpu[0]:
@@ -431,18 +439,7 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
 def _adopt(f: Found, pool: str, replicas: int | None, gpu: tuple[str | None, str | None],
            gpu_count: int | None, notes: list[str] | None) -> Found:
     """A command the shell reader found, with what the manifest says about its pool."""
-    if f.error is not None:
-        return f
-    out = ManifestFound(**{k: getattr(f, k) for k in Found.__dataclass_fields__},
-                        pool=pool, replicas=replicas)
-    if gpu[0]:
-        out.gpu, out.gpu_source = gpu
-    if gpu_count is not None:
-        out.gpu_count = gpu_count
-    out.notes.append(f"{pool}" + (f", {replicas} replica(s)" if replicas is not None else "")
-                     + " — each replica checked as one server")
-    out.notes += notes or []
-    return out
+    return f if f.error is not None else _with_pool(f, pool, replicas, gpu, gpu_count, notes)
 
 
 def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: int | None,
