@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -572,10 +573,12 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     if any(o.price_per_hour is None for o in options):
         notes.append("options without a price (no default for that GPU) rank after priced ones; "
                      "pass --prices FILE")
-    if any(o.price_per_hour is not None and o.price_source and
-           prices.get(o.gpu) is not None and prices[o.gpu].default for o in options):
-        notes.append("prices are kvplan's bundled defaults (on-demand list prices with source "
-                     "and date, gpu_specs/prices.csv); pass --prices FILE for your own")
+    providers = default_providers(prices, {o.gpu for o in options if o.price_per_hour is not None
+                                           and o.price_source})
+    if providers:
+        notes.append(f"prices are kvplan's bundled defaults: {', '.join(providers)} list "
+                     "prices (source and date per GPU: gpu_specs/prices.csv); pass --prices FILE "
+                     "for your own")
     ranking = ("meets the target first; then $/M output tokens, $/hour, fewer GPUs, more "
                "headroom; misses by how far they miss (latency ÷ SLO, requests short); latency "
                "and throughput " + ("at their bands' pessimistic end" if rank_on == "pessimistic"
@@ -605,6 +608,19 @@ def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
     if engine_version is not None and len(set(engines)) > 1:
         raise InvalidInputError("--engine-version names one engine's release",
                                 hint="sweep one --engine with it")
+
+
+def default_providers(prices: Mapping[str, Price], gpus: set[str]) -> list[str]:
+    """The providers (and tiers) of the bundled default prices these GPUs use, sorted, as each
+    row names them in parentheses after its URL ("Crusoe Cloud on-demand"); a default row
+    without one by its source."""
+    out: set[str] = set()
+    for gpu in gpus:
+        p = prices.get(gpu)
+        if p is not None and p.default:
+            m = re.search(r"\(([^()]+)\)\s*$", p.source)
+            out.add(m.group(1) if m else p.source)
+    return sorted(out)
 
 
 def _plan_one(m: ModelSpec, c: Candidate, k: Knobs, workload: Workload,
