@@ -146,7 +146,7 @@ def plan_table(plan: Plan, console: Console) -> None:
 
 def price_label(source: str) -> str:
     """A price's source as the tables print it: the provider and tier a bundled row names in
-    parentheses after its URL ("RunPod on-demand"; --json keeps the URL); any other URL by its
+    parentheses after its URL ("Crusoe Cloud on-demand"; --json keeps the URL); any other URL by its
     host; a file:line as it is. A bundled default says "(default)"."""
     default = source.endswith("(kvplan default)")
     s = source.removesuffix("(kvplan default)").strip()
