@@ -421,6 +421,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("rank_on", str, ("--rank-on",), "sweep: rank latency, throughput and $/M tokens by the "
        "pessimistic end of each figure's band (pessimistic) or by the point estimate (point)",
        default="pessimistic"),
+    # --- pctl ---
+    _O("dataset", str, ("--dataset",), "request lengths to simulate from a named dataset's "
+       "bundled histogram: sharegpt-8k, arxiv-summarization, azure-conv-2023 or "
+       "azure-code-2023 (sets --avg-input/output-tokens to its means unless given; not with "
+       "--lengths-file, --random-range-ratio or --trace; docs/traffic.md)"),
 )}
 
 

@@ -61,6 +61,7 @@ so a run of k such steps costs one step-model call at the run's mean context.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import random
@@ -167,6 +168,44 @@ def sampled_lengths(n: int, pairs: Sequence[tuple[int, int]], seed: int = 0
     rng = random.Random(seed)
     picks = [pairs[rng.randrange(len(pairs))] for _ in range(n)]
     return tuple(p[0] for p in picks), tuple(p[1] for p in picks)
+
+
+@dataclass(frozen=True)
+class LengthHistogram:
+    """A named dataset's joint histogram of (input, output) tokens: cells
+    (input_lo, input_hi, output_lo, output_hi, requests), each range [lo, hi); the source's
+    exact mean lengths beside it (kvplan/sources/length_datasets.json)."""
+
+    name: str
+    about: str  # what the figures assume: the dataset, its source, tokenizer and filter
+    cells: tuple[tuple[int, int, int, int, int], ...]
+    input_mean: float
+    output_mean: float
+
+    def __post_init__(self) -> None:
+        if not self.cells or any(c[4] < 0 or c[0] < 1 or c[2] < 1 or c[1] <= c[0]
+                                 or c[3] <= c[2] for c in self.cells):
+            raise ValueError("a length histogram needs cells [lo, hi) of tokens ≥ 1 with "
+                             "counts ≥ 0")
+        if sum(c[4] for c in self.cells) <= 0:
+            raise ValueError("a length histogram needs at least one request")
+
+
+def histogram_lengths(n: int, hist: LengthHistogram, seed: int = 0
+                      ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """n (input, output) pairs from a joint histogram: a cell drawn with probability ∝ its
+    count, then input and output uniform integers within the cell's ranges."""
+    rng = random.Random(seed)
+    cum, acc = [], 0
+    for c in hist.cells:
+        acc += c[4]
+        cum.append(acc)
+    ins, outs = [], []
+    for _ in range(n):
+        c = hist.cells[bisect.bisect_right(cum, rng.randrange(acc))]
+        ins.append(rng.randrange(c[0], c[1]))
+        outs.append(rng.randrange(c[2], c[3]))
+    return tuple(ins), tuple(outs)
 
 
 # ----------------------------------------------------------------------- results

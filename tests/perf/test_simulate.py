@@ -298,3 +298,42 @@ def test_ten_thousand_requests_are_fast(llama70b: dict[str, perf.PerfContext]) -
     res = sim.simulate(llama70b["vllm"], reqs, sim.Harness("open", request_rate=4.0))
     assert time.perf_counter() - t < 10.0
     assert res.completed == n
+
+
+# ---------------------------------------------------------- named length histograms (--dataset)
+
+
+def test_histogram_cell_of_one_value_gives_that_pair() -> None:
+    """A cell [10, 11) × [5, 6) holds only the pair (10, 5)."""
+    h = sim.LengthHistogram("one", "one cell", ((10, 11, 5, 6, 7),), 10.0, 5.0)
+    ins, outs = sim.histogram_lengths(50, h, seed=3)
+    assert set(ins) == {10} and set(outs) == {5}
+
+
+def test_histogram_draws_cells_by_count_and_values_uniformly_within() -> None:
+    """Cells with 3 and 1 requests: 3/4 of the draws from the first (±0.02 at 20,000 draws,
+    five standard errors of a proportion: sqrt(0.75·0.25/20000) = 0.0031); within the first,
+    inputs uniform on 100…103 (mean 101.5) and outputs on 20…29 (mean 24.5); a zero-count
+    cell is never drawn."""
+    h = sim.LengthHistogram("two", "two cells", ((100, 104, 20, 30, 3), (5000, 5001, 7, 8, 1),
+                                                 (1, 2, 1, 2, 0)), 0.0, 0.0)
+    ins, outs = sim.histogram_lengths(20_000, h, seed=1)
+    first = [(i, o) for i, o in zip(ins, outs, strict=True) if i < 1000]
+    assert abs(len(first) / 20_000 - 0.75) < 0.02
+    assert {i for i, _ in first} == {100, 101, 102, 103}
+    assert {o for _, o in first} == set(range(20, 30))
+    assert abs(statistics.fmean(i for i, _ in first) - 101.5) < 0.05
+    assert abs(statistics.fmean(o for _, o in first) - 24.5) < 0.1
+    assert set(zip(ins, outs, strict=True)) - set(first) == {(5000, 7)}
+
+
+def test_histogram_draws_are_reproducible() -> None:
+    h = sim.LengthHistogram("two", "", ((1, 9, 1, 9, 1), (9, 99, 9, 99, 1)), 0.0, 0.0)
+    assert sim.histogram_lengths(100, h, seed=5) == sim.histogram_lengths(100, h, seed=5)
+
+
+@pytest.mark.parametrize("cells", [(), ((5, 5, 1, 2, 1),), ((0, 2, 1, 2, 1),),
+                                   ((1, 2, 1, 2, 0),), ((1, 2, 1, 2, -1),)])
+def test_histogram_refuses_empty_or_bad_cells(cells: tuple) -> None:
+    with pytest.raises(ValueError):
+        sim.LengthHistogram("bad", "", cells, 1.0, 1.0)
