@@ -415,7 +415,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "or HH:MM): replicas per interval, GPUs, GPU-hours and $ per day, autoscaler values",
        unit="file", path=True),
     _O("lengths_file", str, ("--lengths-file",), "request lengths to simulate, CSV "
-       "input_tokens,output_tokens (one row per request, sampled): percentiles of a real mix",
+       "input_tokens,output_tokens (one row per request, sampled) or a benchmark's detailed "
+       "result JSON (input_lens/output_lens): percentiles of a real mix",
        unit="file", path=True),
     # --- finish26 ---
     _O("rank_on", str, ("--rank-on",), "sweep: rank latency, throughput and $/M tokens by the "
