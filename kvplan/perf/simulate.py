@@ -37,7 +37,10 @@ Schedulers (the engine's declared batching style, PerfContext.style):
   (recompute). Waiting requests are admitted only in a step that preempted none, while
   running < max_num_seqs, the token budget lasts and the blocks of their first chunk are
   free (KVCacheManager.allocate_slots: the blocks a request actually holds, not a reserve
-  for its output).
+  for its output). TensorRT-LLM (ctx.admission "reserve": its default GUARANTEED_NO_EVICT
+  capacity scheduler, tensorrt_llm/llmapi/llm_args.py SchedulerConfig) admits a request only
+  when the blocks of its whole sequence (prompt + output) fit beside those of every running
+  request's whole sequence, so no request is ever preempted.
 * "separate" — SGLang (python/sglang/srt/managers/scheduler.py get_next_batch_to_run,
   schedule_policy.py PrefillAdder, v0.4–0.5; TGI alike): when waiting requests can be
   admitted a prefill batch of up to the chunk size (chunked_prefill_size) runs and decoding
@@ -347,6 +350,9 @@ class _Sim:
         self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.ratio_min = SGLANG_INIT_NEW_TOKEN_RATIO * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
         self.ratio_decay = (self.ratio - self.ratio_min) / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+        # TensorRT-LLM's GUARANTEED_NO_EVICT: blocks of every running request's whole sequence
+        self.reserve_all = ctx.admission == "reserve"
+        self.reserved = 0
         self.next_req = 0  # closed loop: next request to send
         if harness.kind in ("closed", "steady"):
             for k in range(min(max(1, harness.concurrency), n)):
@@ -375,6 +381,8 @@ class _Sim:
     def _complete(self, r: int) -> None:
         self.end[r] = self.now
         del self.running[r]
+        if self.reserve_all:
+            self.reserved -= self._blocks(self.inp[r] + self.out[r])
         if self.closed:
             self._send(self.now)
 
@@ -430,6 +438,8 @@ class _Sim:
         queue it first for recompute. Returns it."""
         r = next(reversed(self.running))
         del self.running[r]
+        if self.reserve_all:
+            self.reserved -= self._blocks(self.inp[r] + self.out[r])
         if self.decoding[r]:
             self.gen[r] += self.tick - self.g0[r]  # tokens produced since decode start
             self._stop_decode(r)
@@ -576,6 +586,11 @@ class _Sim:
             tok, nb = self._chunk(r, room)
             if self.used + nb > self.total:
                 break
+            if self.reserve_all:  # its whole sequence beside every running one's
+                whole = self._blocks(self.inp[r] + self.out[r])
+                if self.reserved + whole > self.total:
+                    break
+                self.reserved += whole
             self.waiting.popleft()
             self.running[r] = None
             self.prefilling[r] = None

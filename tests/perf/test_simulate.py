@@ -337,3 +337,38 @@ def test_histogram_draws_are_reproducible() -> None:
 def test_histogram_refuses_empty_or_bad_cells(cells: tuple) -> None:
     with pytest.raises(ValueError):
         sim.LengthHistogram("bad", "", cells, 1.0, 1.0)
+
+
+# ------------------------------------------- admission: TensorRT-LLM's GUARANTEED_NO_EVICT
+
+
+@pytest.mark.parametrize(("kv_tokens", "running"), [(3000, 1), (4000, 2), (6000, 3)])
+def test_reserve_admission_runs_only_whole_sequences_that_fit(
+        llama70b: dict[str, perf.PerfContext], kv_tokens: int, running: int) -> None:
+    """Requests of 1,000 + 1,000 tokens hold ceil(2000/16) = 125 blocks each at their end. A
+    KV cache of 3,000 tokens (187 blocks) fits one whole sequence, 4,000 (250) two, 6,000
+    (375) three: TensorRT-LLM's default policy (tensorrt_llm/llmapi/llm_args.py
+    SchedulerConfig: GUARANTEED_NO_EVICT) runs that many at once and never evicts one."""
+    ctx = dataclasses.replace(llama70b["vllm"], admission="reserve")
+    res = sim.simulate(ctx, _const(24, 1000, 1000), sim.Harness("closed", concurrency=8),
+                       kv_tokens=kv_tokens)
+    assert res.completed == 24 and res.failed == 0
+    assert res.preemptions == 0
+    assert res.max_running == running
+
+
+def test_on_demand_admission_overcommits_and_preempts(
+        llama70b: dict[str, perf.PerfContext]) -> None:
+    """The same requests under vLLM's rule (blocks of the first chunk only): more run at once
+    than fit at their end, so some are preempted and recomputed."""
+    res = sim.simulate(llama70b["vllm"], _const(24, 1000, 1000),
+                       sim.Harness("closed", concurrency=8), kv_tokens=3000)
+    assert res.completed == 24
+    assert res.max_running >= 2 and res.preemptions > 0
+
+
+def test_trtllm_declares_reserve_admission() -> None:
+    from kvplan.engines import registry
+
+    assert registry.get("trtllm").calibration.admission == "reserve"
+    assert registry.get("vllm").calibration.admission == "on_demand"
