@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +250,9 @@ def _context(run: Run) -> tuple[perf.PerfContext, int, str]:
         max_num_batched_tokens=int(inputs.get("max_num_batched_tokens") or 8192),
         max_num_seqs=int(inputs.get("max_num_seqs") or 256),
         kv_capacity_tokens=max(p.kv_cache.tokens, 1))
+    # prefix caching as the plan runs it (a preempted request re-hits its cached blocks), and
+    # the engine's admission rule (context_for); planner/performance.context does the same
+    ctx = replace(ctx, prefix_caching=bool(inputs.get("enable_prefix_caching")))
     block_size = int(inputs.get("block_size") or 16)
     head = (f"{run.model} on {g.name}{f' ×{run.tp}' if run.tp > 1 else ''}, {run.engine} "
             f"{p.engine.version} (max_num_seqs {ctx.max_num_seqs}, max_num_batched_tokens "
@@ -272,8 +275,12 @@ def _predicted(res: sim.SimResult, key: str) -> float:
     return sim.percentile(values, float(stat[1:])) * 1e3
 
 
+POINT_ERRORS: list[tuple[str, int, str, float]] = []  # (group, prompt tokens, statistic, error)
+
+
 def replay(run: Run) -> dict[str, list[float]]:
-    """Print the run's table; return the signed errors per statistic."""
+    """Print the run's table; return the signed errors per statistic (each also recorded in
+    POINT_ERRORS)."""
     ctx, block_size, head = _context(run)
     keys = list(dict.fromkeys(k for pt in run.points for k in pt.measured))
     print(f"\n### {run.name}\n\n{head}\nsource: {run.source}\n")
@@ -297,6 +304,7 @@ def replay(run: Run) -> dict[str, list[float]]:
                 continue
             got = _predicted(res, k)
             errs[k].append(got / pt.measured[k] - 1)
+            POINT_ERRORS.append((run.group, pt.input_tokens, k, errs[k][-1]))
             fmt = ".2f" if k == "rps" else ",.0f" if got >= 100 else ",.1f"
             cells.append(f"{pt.measured[k]:,g} / {got:{fmt}}")
         print(f"| {pt.clients} | {n} | {pt.input_tokens:,} / {pt.output_tokens:,} | "
@@ -341,6 +349,17 @@ def main() -> None:
         if e:
             print(f"| {run.name} | {run.group} | {len(e)} | "
                   f"{statistics.median(abs(x) for x in e):.0%} | {statistics.median(e):+.0%} |")
+    print("\n### GPUStack bursts by prompt length (median signed error)\n")
+    print("| prompt tokens | points | p99 TTFT | requests/s |")
+    print("|---:|---:|---:|---:|")
+    for lo, hi in ((100, 200), (1900, 2100), (3900, 4100), (30000, 33000)):
+        sel = [(k, e) for g, i, k, e in POINT_ERRORS
+               if g == "GPUStack performance lab" and lo <= i <= hi]
+        p99 = [e for k, e in sel if k == "ttft_p99"]
+        rps = [e for k, e in sel if k == "rps"]
+        if p99:
+            print(f"| {lo:,}–{hi:,} | {len(p99)} | {statistics.median(p99):+.0%} | "
+                  f"{statistics.median(rps):+.0%} |")
     print("\n### Errors by source")
     for g, errs in groups.items():
         _summary(f"**{g}**", errs)

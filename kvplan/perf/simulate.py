@@ -52,8 +52,10 @@ Schedulers (the engine's declared batching style, PerfContext.style):
   sglang/srt/environ.py) and goes back to 0.7 when a decode step runs out of KV and a
   request is retracted (modelled: the newest, recomputed later).
 
-Simplifications (stated, not hidden): a recomputed request's prefix-cache hits are ignored;
-the prefix cache saves prefill compute only (`cached_tokens` per prompt), not KV blocks; with
+Simplifications (stated, not hidden): a recomputed request re-hits only its own kept blocks
+(ctx.prefix_caching, vLLM: its full blocks less those reallocated since, the free blocks older
+than its own going first); a shared prefix saves prefill compute only (`cached_tokens` per
+prompt), not KV blocks; with
 speculative decoding the KV grows one token per step (the accepted tokens are
 tokens_per_step); a preemption's token gap is in TPOT and e2e but not in the pooled ITL.
 
@@ -353,6 +355,15 @@ class _Sim:
         # TensorRT-LLM's GUARANTEED_NO_EVICT: blocks of every running request's whole sequence
         self.reserve_all = ctx.admission == "reserve"
         self.reserved = 0
+        # vLLM with prefix caching: a preempted request's full blocks keep their hashes in the
+        # free queue (freed tail first, allocations pop the oldest free block), so on its
+        # return it re-hits those not yet reallocated (vllm/v1/core/kv_cache_manager.py free,
+        # block_pool.py free_blocks / get_computed_blocks, v0.9-0.11)
+        self.rehit = ctx.prefix_caching and ctx.style == "mixed" and not self.reserve_all
+        self.freed = 0  # blocks freed so far: blocks allocated so far = used + freed
+        self.kept = [0] * n  # full blocks a preempted request left in the cache
+        self.mark = [0] * n  # blocks allocated so far when it was preempted
+        self.older = [0] * n  # free blocks then, ahead of its own in the eviction order
         self.next_req = 0  # closed loop: next request to send
         if harness.kind in ("closed", "steady"):
             for k in range(min(max(1, harness.concurrency), n)):
@@ -404,6 +415,7 @@ class _Sim:
         left = self.out[r] - self.gen[r]
         if left <= 0:
             self.used -= self.held[r]
+            self.freed += self.held[r]
             self.held[r] = 0
             self._complete(r)
             return
@@ -431,6 +443,7 @@ class _Sim:
         self.off_sum -= self.c0[r] - self.g0[r]
         self.fin_sum -= self.fin[r]
         self.used -= self._blocks(c)
+        self.freed += self._blocks(c)
         return c
 
     def _preempt_newest(self) -> int:
@@ -440,14 +453,21 @@ class _Sim:
         del self.running[r]
         if self.reserve_all:
             self.reserved -= self._blocks(self.inp[r] + self.out[r])
+        free_before = self.total - self.used
         if self.decoding[r]:
             self.gen[r] += self.tick - self.g0[r]  # tokens produced since decode start
-            self._stop_decode(r)
+            computed = self._stop_decode(r)
             self.epoch[r] += 1
         else:
+            computed = self.done[r] + (self.inp[r] - self.need[r] if self.gen[r] == 0 else 0)
             self.used -= self.held[r]
+            self.freed += self.held[r]
             self.held[r] = 0
             del self.prefilling[r]
+        if self.rehit:
+            self.kept[r] = computed // self.bs
+            self.mark[r] = self.used + self.freed
+            self.older[r] = free_before
         # recompute the prompt and the output so far (vLLM: num_computed_tokens = 0); the
         # recompute samples the next token
         self.need[r] = self.inp[r] + self.gen[r]
@@ -583,9 +603,12 @@ class _Sim:
             if self.too_big[r]:
                 self._fail_head()
                 continue
+            hit = self._rehit(r)
             tok, nb = self._chunk(r, room)
             if self.used + nb > self.total:
+                self.done[r] -= hit
                 break
+            self.kept[r] = 0
             if self.reserve_all:  # its whole sequence beside every running one's
                 whole = self._blocks(self.inp[r] + self.out[r])
                 if self.reserved + whole > self.total:
@@ -602,6 +625,18 @@ class _Sim:
             if not chunks and not preempted and self._can_skip_ahead():
                 return
             self._run_step(chunks, decode=True)
+
+    def _rehit(self, r: int) -> int:
+        """A returning preempted request's prefix-cache hit: its kept blocks less those
+        reallocated since (the free blocks older than its own go first), at most all but one
+        token of what it must compute (the engine computes at least one). Counted as done."""
+        if not self.kept[r]:
+            return 0
+        since = self.used + self.freed - self.mark[r]
+        survive = max(0, self.kept[r] - max(0, since - self.older[r]))
+        hit = min(survive * self.bs, self.need[r] - 1)
+        self.done[r] += hit
+        return hit
 
     def _can_skip_ahead(self) -> bool:
         return self.n_dec > 0 and not self.prefilling and self._decode_run()

@@ -284,6 +284,9 @@ class PerfContext:
     moe_node_gpus: int = 0
     # --- pctl --- how the scheduler admits requests (Calibration.admission; perf/simulate.py)
     admission: Literal["on_demand", "reserve"] = "on_demand"
+    # prefix caching on: a preempted request's computed blocks stay cached until evicted, so its
+    # recompute re-hits them (perf/simulate.py); set by planner/performance.context
+    prefix_caching: bool = False
 
 
 @dataclass(frozen=True)
