@@ -415,12 +415,18 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "or HH:MM): replicas per interval, GPUs, GPU-hours and $ per day, autoscaler values",
        unit="file", path=True),
     _O("lengths_file", str, ("--lengths-file",), "request lengths to simulate, CSV "
-       "input_tokens,output_tokens (one row per request, sampled): percentiles of a real mix",
+       "input_tokens,output_tokens (one row per request, sampled) or a benchmark's detailed "
+       "result JSON (input_lens/output_lens): percentiles of a real mix",
        unit="file", path=True),
     # --- finish26 ---
     _O("rank_on", str, ("--rank-on",), "sweep: rank latency, throughput and $/M tokens by the "
        "pessimistic end of each figure's band (pessimistic) or by the point estimate (point)",
        default="pessimistic"),
+    # --- pctl ---
+    _O("dataset", str, ("--dataset",), "request lengths to simulate from a named dataset's "
+       "bundled histogram: sharegpt-8k, arxiv-summarization, azure-conv-2023 or "
+       "azure-code-2023 (sets --avg-input/output-tokens to its means unless given; not with "
+       "--lengths-file, --random-range-ratio or --trace; docs/traffic.md)"),
 )}
 
 

@@ -190,24 +190,56 @@ def workload(**values: object) -> Workload:
                                 f"got {err.get('input')!r}") from None
 
 
+LENGTH_FLAGS = ("dataset", "lengths_file", "random_range_ratio", "trace")
+
+
+def one_length_source(values: dict[str, Any]) -> None:
+    """--dataset, --lengths-file, --random-range-ratio and --trace each say what lengths to
+    simulate: more than one is an error naming them."""
+    from ..errors import InvalidInputError
+
+    given = [k for k in LENGTH_FLAGS if values.get(k) is not None]
+    if len(given) > 1:
+        names = " and ".join("--" + k.replace("_", "-") for k in given)
+        raise InvalidInputError(f"{names} each set the request lengths to simulate: give one",
+                                hint="--dataset NAME (a bundled histogram), --lengths-file "
+                                "FILE (your own), --random-range-ratio R (uniform around the "
+                                "--avg-* lengths) or --trace FILE (the trace's own)")
+
+
 def workload_of(values: dict[str, Any]) -> Workload:
-    """The Workload from the Workload fields a command takes (the others stay unset)."""
+    """The Workload from the Workload fields a command takes (the others stay unset). With
+    --dataset, --avg-input-tokens / --avg-output-tokens default to the dataset's means."""
     from ..specs import Workload
 
-    return workload(**{k: values[k] for k in Workload.model_fields if k in values})
+    one_length_source(values)
+    fields = {k: values[k] for k in Workload.model_fields if k in values}
+    if values.get("dataset") is not None:
+        from ..sources.length_datasets import load
+
+        hist = load(values["dataset"])
+        for key, mean in (("avg_input_tokens", hist.input_mean),
+                          ("avg_output_tokens", hist.output_mean)):
+            if fields.get(key) is None:
+                fields[key] = max(1, round(mean))
+    return workload(**fields)
 
 
 def demand_of(values: dict[str, Any]) -> Any:
-    """--trace / --traffic files as a planner.traffic.Demand (None without either)."""
-    if all(values.get(k) is None for k in ("trace", "traffic", "lengths_file")):
+    """--trace / --traffic / --lengths-file files and the --dataset histogram as a
+    planner.traffic.Demand (None without any)."""
+    if all(values.get(k) is None for k in ("trace", "traffic", "lengths_file", "dataset")):
         return None
     from ..planner.traffic import Demand
+    from ..sources.length_datasets import load
     from ..sources.traffic_files import read_curve, read_lengths, read_trace
 
+    one_length_source(values)
     return Demand(trace=read_trace(values["trace"]) if values.get("trace") else (),
                   curve=read_curve(values["traffic"]) if values.get("traffic") else (),
                   lengths=(read_lengths(values["lengths_file"]) if values.get("lengths_file")
-                           else ()))
+                           else ()),
+                  dataset=load(values["dataset"]) if values.get("dataset") else None)
 
 
 def options_file(engine: str, path: Path | None) -> dict[str, Any]:

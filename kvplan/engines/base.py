@@ -196,12 +196,19 @@ class Calibration:
     decoding); coefficients: the engine's own fit, or None to borrow those of the engine named
     by `borrows` (same batching style, no calibration rows: never a calibrated prediction);
     versions: the releases with calibration rows (benchmarks/data/perf_calibration.csv); a
-    version between the first and last (major.minor) is a calibrated era."""
+    version between the first and last (major.minor) is a calibrated era.
+    admission: how the scheduler admits a waiting request (perf/simulate.py): "on_demand" —
+    when the KV blocks of its first chunk are free, preempting the newest request when a later
+    step runs short (vLLM); "reserve" — only when the blocks of its whole sequence (prompt +
+    max new tokens) fit beside every running request's whole sequence, so none is ever evicted
+    (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler). Prefill-first engines
+    ("separate") admit by SGLang's reserve ratio whatever this says."""
 
     style: Literal["mixed", "separate"]
     coefficients: Coefficients | None = None
     versions: tuple[str, ...] = ()
     borrows: str | None = None
+    admission: Literal["on_demand", "reserve"] = "on_demand"
 
     def __post_init__(self) -> None:
         if (self.coefficients is None) == (self.borrows is None):

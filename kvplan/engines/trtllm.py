@@ -1110,7 +1110,13 @@ class TrtllmEngine(Engine):
                                   step_overhead_ms=5.1313, layer_overhead_us=0.0,
                                   seq_overhead_us=9.1357, allreduce_latency_us=2.026,
                                   request_overhead_ms=107.6345),
-        versions=("0.14.0", "1.0.0"))
+        versions=("0.14.0", "1.0.0"),
+        # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only
+        # when its prompt + max new tokens fit in the KV blocks no running request will need,
+        # and none is evicted (tensorrt_llm/llmapi/llm_args.py SchedulerConfig
+        # capacity_scheduler_policy default; _torch/pyexecutor/scheduler BindCapacityScheduler;
+        # docs/source/torch/scheduler.md; v0.14-1.x)
+        admission="reserve")
     options_file_flag = "--extra_llm_api_options"
 
     def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:

@@ -37,7 +37,10 @@ Schedulers (the engine's declared batching style, PerfContext.style):
   (recompute). Waiting requests are admitted only in a step that preempted none, while
   running < max_num_seqs, the token budget lasts and the blocks of their first chunk are
   free (KVCacheManager.allocate_slots: the blocks a request actually holds, not a reserve
-  for its output).
+  for its output). TensorRT-LLM (ctx.admission "reserve": its default GUARANTEED_NO_EVICT
+  capacity scheduler, tensorrt_llm/llmapi/llm_args.py SchedulerConfig) admits a request only
+  when the blocks of its whole sequence (prompt + output) fit beside those of every running
+  request's whole sequence, so no request is ever preempted.
 * "separate" — SGLang (python/sglang/srt/managers/scheduler.py get_next_batch_to_run,
   schedule_policy.py PrefillAdder, v0.4–0.5; TGI alike): when waiting requests can be
   admitted a prefill batch of up to the chunk size (chunked_prefill_size) runs and decoding
@@ -49,8 +52,10 @@ Schedulers (the engine's declared batching style, PerfContext.style):
   sglang/srt/environ.py) and goes back to 0.7 when a decode step runs out of KV and a
   request is retracted (modelled: the newest, recomputed later).
 
-Simplifications (stated, not hidden): a recomputed request's prefix-cache hits are ignored;
-the prefix cache saves prefill compute only (`cached_tokens` per prompt), not KV blocks; with
+Simplifications (stated, not hidden): a recomputed request re-hits only its own kept blocks
+(ctx.prefix_caching, vLLM: its full blocks less those reallocated since, the free blocks older
+than its own going first); a shared prefix saves prefill compute only (`cached_tokens` per
+prompt), not KV blocks; with
 speculative decoding the KV grows one token per step (the accepted tokens are
 tokens_per_step); a preemption's token gap is in TPOT and e2e but not in the pooled ITL.
 
@@ -61,6 +66,7 @@ so a run of k such steps costs one step-model call at the run's mean context.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import random
@@ -167,6 +173,44 @@ def sampled_lengths(n: int, pairs: Sequence[tuple[int, int]], seed: int = 0
     rng = random.Random(seed)
     picks = [pairs[rng.randrange(len(pairs))] for _ in range(n)]
     return tuple(p[0] for p in picks), tuple(p[1] for p in picks)
+
+
+@dataclass(frozen=True)
+class LengthHistogram:
+    """A named dataset's joint histogram of (input, output) tokens: cells
+    (input_lo, input_hi, output_lo, output_hi, requests), each range [lo, hi); the source's
+    exact mean lengths beside it (kvplan/sources/length_datasets.json)."""
+
+    name: str
+    about: str  # what the figures assume: the dataset, its source, tokenizer and filter
+    cells: tuple[tuple[int, int, int, int, int], ...]
+    input_mean: float
+    output_mean: float
+
+    def __post_init__(self) -> None:
+        if not self.cells or any(c[4] < 0 or c[0] < 1 or c[2] < 1 or c[1] <= c[0]
+                                 or c[3] <= c[2] for c in self.cells):
+            raise ValueError("a length histogram needs cells [lo, hi) of tokens ≥ 1 with "
+                             "counts ≥ 0")
+        if sum(c[4] for c in self.cells) <= 0:
+            raise ValueError("a length histogram needs at least one request")
+
+
+def histogram_lengths(n: int, hist: LengthHistogram, seed: int = 0
+                      ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """n (input, output) pairs from a joint histogram: a cell drawn with probability ∝ its
+    count, then input and output uniform integers within the cell's ranges."""
+    rng = random.Random(seed)
+    cum, acc = [], 0
+    for c in hist.cells:
+        acc += c[4]
+        cum.append(acc)
+    ins, outs = [], []
+    for _ in range(n):
+        c = hist.cells[bisect.bisect_right(cum, rng.randrange(acc))]
+        ins.append(rng.randrange(c[0], c[1]))
+        outs.append(rng.randrange(c[2], c[3]))
+    return tuple(ins), tuple(outs)
 
 
 # ----------------------------------------------------------------------- results
@@ -308,6 +352,18 @@ class _Sim:
         self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.ratio_min = SGLANG_INIT_NEW_TOKEN_RATIO * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
         self.ratio_decay = (self.ratio - self.ratio_min) / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+        # TensorRT-LLM's GUARANTEED_NO_EVICT: blocks of every running request's whole sequence
+        self.reserve_all = ctx.admission == "reserve"
+        self.reserved = 0
+        # vLLM with prefix caching: a preempted request's full blocks keep their hashes in the
+        # free queue (freed tail first, allocations pop the oldest free block), so on its
+        # return it re-hits those not yet reallocated (vllm/v1/core/kv_cache_manager.py free,
+        # block_pool.py free_blocks / get_computed_blocks, v0.9-0.11)
+        self.rehit = ctx.prefix_caching and ctx.style == "mixed" and not self.reserve_all
+        self.freed = 0  # blocks freed so far: blocks allocated so far = used + freed
+        self.kept = [0] * n  # full blocks a preempted request left in the cache
+        self.mark = [0] * n  # blocks allocated so far when it was preempted
+        self.older = [0] * n  # free blocks then, ahead of its own in the eviction order
         self.next_req = 0  # closed loop: next request to send
         if harness.kind in ("closed", "steady"):
             for k in range(min(max(1, harness.concurrency), n)):
@@ -336,6 +392,8 @@ class _Sim:
     def _complete(self, r: int) -> None:
         self.end[r] = self.now
         del self.running[r]
+        if self.reserve_all:
+            self.reserved -= self._blocks(self.inp[r] + self.out[r])
         if self.closed:
             self._send(self.now)
 
@@ -357,6 +415,7 @@ class _Sim:
         left = self.out[r] - self.gen[r]
         if left <= 0:
             self.used -= self.held[r]
+            self.freed += self.held[r]
             self.held[r] = 0
             self._complete(r)
             return
@@ -384,6 +443,7 @@ class _Sim:
         self.off_sum -= self.c0[r] - self.g0[r]
         self.fin_sum -= self.fin[r]
         self.used -= self._blocks(c)
+        self.freed += self._blocks(c)
         return c
 
     def _preempt_newest(self) -> int:
@@ -391,14 +451,23 @@ class _Sim:
         queue it first for recompute. Returns it."""
         r = next(reversed(self.running))
         del self.running[r]
+        if self.reserve_all:
+            self.reserved -= self._blocks(self.inp[r] + self.out[r])
+        free_before = self.total - self.used
         if self.decoding[r]:
             self.gen[r] += self.tick - self.g0[r]  # tokens produced since decode start
-            self._stop_decode(r)
+            computed = self._stop_decode(r)
             self.epoch[r] += 1
         else:
+            computed = self.done[r] + (self.inp[r] - self.need[r] if self.gen[r] == 0 else 0)
             self.used -= self.held[r]
+            self.freed += self.held[r]
             self.held[r] = 0
             del self.prefilling[r]
+        if self.rehit:
+            self.kept[r] = computed // self.bs
+            self.mark[r] = self.used + self.freed
+            self.older[r] = free_before
         # recompute the prompt and the output so far (vLLM: num_computed_tokens = 0); the
         # recompute samples the next token
         self.need[r] = self.inp[r] + self.gen[r]
@@ -534,9 +603,17 @@ class _Sim:
             if self.too_big[r]:
                 self._fail_head()
                 continue
+            hit = self._rehit(r)
             tok, nb = self._chunk(r, room)
             if self.used + nb > self.total:
+                self.done[r] -= hit
                 break
+            self.kept[r] = 0
+            if self.reserve_all:  # its whole sequence beside every running one's
+                whole = self._blocks(self.inp[r] + self.out[r])
+                if self.reserved + whole > self.total:
+                    break
+                self.reserved += whole
             self.waiting.popleft()
             self.running[r] = None
             self.prefilling[r] = None
@@ -548,6 +625,18 @@ class _Sim:
             if not chunks and not preempted and self._can_skip_ahead():
                 return
             self._run_step(chunks, decode=True)
+
+    def _rehit(self, r: int) -> int:
+        """A returning preempted request's prefix-cache hit: its kept blocks less those
+        reallocated since (the free blocks older than its own go first), at most all but one
+        token of what it must compute (the engine computes at least one). Counted as done."""
+        if not self.kept[r]:
+            return 0
+        since = self.used + self.freed - self.mark[r]
+        survive = max(0, self.kept[r] - max(0, since - self.older[r]))
+        hit = min(survive * self.bs, self.need[r] - 1)
+        self.done[r] += hit
+        return hit
 
     def _can_skip_ahead(self) -> bool:
         return self.n_dec > 0 and not self.prefilling and self._decode_run()

@@ -282,6 +282,11 @@ class PerfContext:
     # GPUs per node of an MoE group that spans nodes (0: one node), for DeepEP's node-deduplicated
     # internode dispatch (perf/expert.py)
     moe_node_gpus: int = 0
+    # --- pctl --- how the scheduler admits requests (Calibration.admission; perf/simulate.py)
+    admission: Literal["on_demand", "reserve"] = "on_demand"
+    # prefix caching on: a preempted request's computed blocks stay cached until evicted, so its
+    # recompute re-hits them (perf/simulate.py); set by planner/performance.context
+    prefix_caching: bool = False
 
 
 @dataclass(frozen=True)
@@ -526,6 +531,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
                else max(0, kv_bytes_per_token - sliding * per_layer))
     coeffs, calibrated, gaps, source = coefficients_on(engine, version, gpu)
     style = registry.get(engine).calibration.style
+    admission = registry.get(engine).calibration.admission
     compute = compute_dtype_for(dtype, quant, gpu)
     arch = arch_calibration(engine, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
@@ -546,6 +552,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
+        admission=admission,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),

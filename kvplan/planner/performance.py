@@ -133,7 +133,7 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
         kv_capacity_tokens=res.usable_blocks * res.block_size,
         links=node_links(gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size,
                          dep.data_parallel_size, nodes=nodes, gpus_per_node=gpus_per_node))
-    ctx = _expert_parallel(ctx, m, dep)
+    ctx = replace(_expert_parallel(ctx, m, dep), prefix_caching=bool(dep.enable_prefix_caching))
     return replace(ctx, **spec) if spec else ctx
 
 

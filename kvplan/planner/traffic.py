@@ -44,8 +44,11 @@ class Mix:
     cached_tokens: int
     range_ratio: float = 0.0
     pairs: tuple[tuple[int, int], ...] = ()  # an empirical list (a trace, a file of lengths)
+    histogram: sim.LengthHistogram | None = None  # a named dataset (--dataset)
 
     def describe(self) -> str:
+        if self.histogram is not None:
+            return self.histogram.about
         if self.pairs:
             return f"{len(self.pairs):,} (input, output) lengths from a file, sampled"
         if self.range_ratio:
@@ -54,6 +57,8 @@ class Mix:
         return f"constant lengths {self.input_tokens:,} in / {self.output_tokens:,} out"
 
     def draw(self, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        if self.histogram is not None:
+            return sim.histogram_lengths(n, self.histogram, seed=SEED)
         if self.pairs:
             return sim.sampled_lengths(n, self.pairs, seed=SEED)
         return (sim.uniform_lengths(n, self.input_tokens, self.range_ratio, seed=SEED),
@@ -210,9 +215,10 @@ class Demand:
     trace: tuple[tuple[float, int, int], ...] = ()
     curve: tuple[tuple[float, float], ...] = ()
     lengths: tuple[tuple[int, int], ...] = ()  # (input, output) per request, sampled
+    dataset: sim.LengthHistogram | None = None  # a named dataset's histogram (--dataset)
 
     def asked(self) -> bool:
-        return bool(self.trace or self.curve or self.lengths)
+        return bool(self.trace or self.curve or self.lengths or self.dataset)
 
 
 def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_tokens: int,
@@ -221,17 +227,21 @@ def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_t
               metrics: dict[str, str]) -> tuple[dict[str, object] | None,
                                                 dict[str, object] | None]:
     """(Performance fields, the `traffic` section) of what the caller asked: a rate, a
-    percentile or a length spread (Workload), a trace, a lengths file or a rate curve
-    (Demand). The mix: the file's lengths when given (the mean model's capacity at their
-    means), else the workload's means with its range ratio."""
+    percentile or a length spread (Workload), a trace, a lengths file, a named dataset or a
+    rate curve (Demand). The mix: the file's lengths or the dataset's histogram when given (the
+    mean model's capacity at their means), else the workload's means with its range ratio."""
     d = demand or Demand()
     mix = Mix(input_tokens, output_tokens, cached_tokens, w.random_range_ratio or 0.0)
     if d.lengths:
         mi = round(sum(i for i, _ in d.lengths) / len(d.lengths))
         mix = Mix(mi, round(sum(o for _, o in d.lengths) / len(d.lengths)),
                   min(cached_tokens, mi - 1), pairs=d.lengths)
+    elif d.dataset is not None:
+        mi = max(1, round(d.dataset.input_mean))
+        mix = Mix(mi, max(1, round(d.dataset.output_mean)), min(cached_tokens, mi - 1),
+                  histogram=d.dataset)
     extra = curve = None
-    if w.simulated() or d.trace or d.lengths:
+    if w.simulated() or d.trace or d.lengths or d.dataset is not None:
         extra = rate_fields(ctx, w, mix, block_size=block_size, running=running,
                             concurrency=concurrency, gpus=gpus,
                             price_per_gpu_hour=price_per_gpu_hour, trace=d.trace)

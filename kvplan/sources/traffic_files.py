@@ -96,17 +96,58 @@ def read_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
     return tuple((t - t0, i, o) for t, i, o in rows)
 
 
+def _bench_lengths(path: Path, text: str) -> tuple[tuple[int, int], ...]:
+    """(input, output) per request from a serving benchmark's result: the `input_lens` and
+    `output_lens` lists `vllm bench serve --save-result --save-detailed` writes
+    (vllm/benchmarks/serve.py) and SGLang `bench_serving --output-details` appends as a JSON
+    line (the last line that has them is read). Failed requests (0 output tokens) are
+    dropped."""
+    rec: object = None
+    for chunk in (text, *reversed(text.splitlines())):  # one JSON object, else JSON lines
+        try:
+            rec = json.loads(chunk)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and "input_lens" in rec:
+            break
+    if not (isinstance(rec, dict) and isinstance(rec.get("input_lens"), list)
+            and isinstance(rec.get("output_lens"), list)):
+        raise InvalidConfigError(f"{path.name}: a benchmark result needs the input_lens and "
+                                 "output_lens lists", hint="save them with vllm bench serve "
+                                 "--save-result --save-detailed (SGLang: --output-details)")
+    ins, outs = rec["input_lens"], rec["output_lens"]
+    if len(ins) != len(outs):
+        raise InvalidConfigError(f"{path.name}: input_lens and output_lens differ in length")
+    out = []
+    for n, (i, o) in enumerate(zip(ins, outs, strict=True)):
+        if not (isinstance(i, int) and isinstance(o, int)) or isinstance(i, bool):
+            raise InvalidConfigError(f"{path.name}: request {n}: token counts must be whole "
+                                     "numbers", hint="check the file")
+        if o >= 1 and 1 <= i <= 1 << 24 and o <= 1 << 24:
+            out.append((i, o))
+    if not out:
+        raise InvalidConfigError(f"{path.name}: no completed request (every output_lens is 0)")
+    if len(out) > MAX_TRACE_REQUESTS:
+        raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} requests",
+                                 hint="a sample of the lengths is enough")
+    return tuple(out)
+
+
 def read_lengths(path: Path) -> tuple[tuple[int, int], ...]:
     """(input, output) tokens per request from a CSV with columns input_tokens,output_tokens
-    (or a trace's ContextTokens,GeneratedTokens): the empirical length mix to sample."""
+    (or a trace's ContextTokens,GeneratedTokens), or a serving benchmark's detailed result
+    JSON (input_lens / output_lens): the empirical length mix to sample."""
     text = read_text_limited(path, MAX_TRACE_BYTES, what="lengths file")
+    if text.lstrip().startswith("{"):
+        return _bench_lengths(path, text)
     reader = csv.DictReader(io.StringIO(text))
     names = set(reader.fieldnames or ())
     cols = next((c for c in (("input_tokens", "output_tokens"),
                              ("ContextTokens", "GeneratedTokens")) if set(c) <= names), None)
     if cols is None:
         raise InvalidConfigError(f"{path.name}: the header must name input_tokens,"
-                                 "output_tokens", hint="one row per request, e.g. 812,240")
+                                 "output_tokens", hint="one row per request, e.g. 812,240 (or "
+                                 "a vllm bench serve --save-detailed result JSON)")
     out: list[tuple[int, int]] = []
     for n, rec in enumerate(reader, 2):
         try:

@@ -159,3 +159,51 @@ def test_lengths_file_sets_the_simulated_mix(capsys, tmp_path):
     assert pf["lengths"] == "100 (input, output) lengths from a file, sampled"
     t = pf["percentiles"]["ttft_ms"]
     assert t["p99"] > t["p50"]
+
+
+def test_dataset_sets_the_simulated_mix_and_the_mean_lengths(capsys):
+    """--dataset azure-conv-2023: the figures say which lengths they assume; the plan's mean
+    lengths default to the dataset's (1,154.7 in / 211.1 out: the trace's means, rounded)."""
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--dataset", "azure-conv",
+                         "--request-rate", "2", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    pf = d["performance"]
+    assert pf["lengths"].startswith("the azure-conv-2023 dataset's lengths (19,366 requests")
+    assert pf["replicas"] >= 1
+    t = pf["percentiles"]["ttft_ms"]
+    assert t["p99"] > t["p50"] > 0
+    assert (d["workload"]["avg_input_tokens"], d["workload"]["avg_output_tokens"]) == (1155, 211)
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--dataset", "azure-conv",
+                         "--avg-input-tokens", "500", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert "19,366 requests" in d["performance"]["lengths"]
+    assert (d["workload"]["avg_input_tokens"], d["workload"]["avg_output_tokens"]) == (500, 211)
+
+
+def test_dataset_text_names_the_distribution(capsys):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--dataset", "sharegpt-8k",
+                         "--slo-percentile", "99")
+    assert code == 0, err
+    assert "sharegpt-8k dataset's lengths" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("extra", [["--random-range-ratio", "0.5"],
+                                   ["--lengths-file", "LENS"]])
+def test_dataset_excludes_the_other_length_flags(capsys, tmp_path, extra):
+    lens = tmp_path / "lens.csv"
+    lens.write_text("input_tokens,output_tokens\n100,50\n")
+    extra = [str(lens) if x == "LENS" else x for x in extra]
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--dataset", "sharegpt-8k",
+                         *extra)
+    assert code == 2
+    assert "--dataset and " in err and "give one" in err
+
+
+@pytest.mark.parametrize(("name", "expect"), [("sharegpt", "first turn"),
+                                              ("azure", "did you mean")])
+def test_bad_dataset_exits_2_with_the_reason(capsys, name, expect):
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--dataset", name)
+    assert code == 2
+    assert expect in err and "Traceback" not in err

@@ -257,7 +257,7 @@ def test_percentile_is_numpys_linear_interpolation() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(engine=st.sampled_from(["vllm", "sglang"]),
+@given(engine=st.sampled_from(["vllm", "sglang", "vllm+prefix", "vllm+reserve"]),
        lens=st.lists(st.tuples(st.integers(1, 6000), st.integers(1, 600)), min_size=1,
                      max_size=40),
        kv=st.integers(2_000, 60_000), seqs=st.integers(1, 64), budget=st.integers(256, 8192),
@@ -266,8 +266,14 @@ def test_invariants(llama70b: dict[str, perf.PerfContext], engine: str,
                     lens: list[tuple[int, int]], kv: int, seqs: int, budget: int,
                     rate: float | None) -> None:
     """Every request completes or is refused (it exceeds the KV cache); the KV cache
-    is empty at the end; TTFT ≤ e2e; percentiles ordered; no more running than max_num_seqs."""
-    ctx = dataclasses.replace(llama70b[engine], max_num_seqs=seqs, max_num_batched_tokens=budget)
+    is empty at the end; TTFT ≤ e2e; percentiles ordered; no more running than max_num_seqs
+    (vLLM also with prefix-cache re-hits after preemption and with TensorRT-LLM's admission;
+    with the latter nothing is ever preempted)."""
+    base, _, variant = engine.partition("+")
+    ctx = dataclasses.replace(llama70b[base], max_num_seqs=seqs, max_num_batched_tokens=budget,
+                              prefix_caching=variant == "prefix",
+                              admission="reserve" if variant == "reserve" else "on_demand")
+    engine = base
     n = len(lens)
     arr = sim.gamma_arrivals(n, rate, seed=n) if rate else None
     reqs = sim.Requests(tuple(i for i, _ in lens), tuple(o for _, o in lens), arr)
@@ -280,6 +286,8 @@ def test_invariants(llama70b: dict[str, perf.PerfContext], engine: str,
     assert all(s.end[r] >= 0 for r in range(n) if fits[r])
     assert s.used == 0 and s.n_dec == 0 and not s.running and not s.waiting
     assert s.max_running <= seqs
+    if variant == "reserve":
+        assert s.preemptions == 0 and s.reserved == 0
     res = sim.simulate(ctx, reqs, h, block_size=bs, kv_tokens=kv)
     assert all(t <= e + 1e-12 for t, e in zip(res.ttft_s, res.e2e_s, strict=True))
     for stat in (res.ttft, res.tpot, res.itl, res.e2e):
@@ -298,3 +306,113 @@ def test_ten_thousand_requests_are_fast(llama70b: dict[str, perf.PerfContext]) -
     res = sim.simulate(llama70b["vllm"], reqs, sim.Harness("open", request_rate=4.0))
     assert time.perf_counter() - t < 10.0
     assert res.completed == n
+
+
+# ---------------------------------------------------------- named length histograms (--dataset)
+
+
+def test_histogram_cell_of_one_value_gives_that_pair() -> None:
+    """A cell [10, 11) × [5, 6) holds only the pair (10, 5)."""
+    h = sim.LengthHistogram("one", "one cell", ((10, 11, 5, 6, 7),), 10.0, 5.0)
+    ins, outs = sim.histogram_lengths(50, h, seed=3)
+    assert set(ins) == {10} and set(outs) == {5}
+
+
+def test_histogram_draws_cells_by_count_and_values_uniformly_within() -> None:
+    """Cells with 3 and 1 requests: 3/4 of the draws from the first (±0.02 at 20,000 draws,
+    five standard errors of a proportion: sqrt(0.75·0.25/20000) = 0.0031); within the first,
+    inputs uniform on 100…103 (mean 101.5) and outputs on 20…29 (mean 24.5); a zero-count
+    cell is never drawn."""
+    h = sim.LengthHistogram("two", "two cells", ((100, 104, 20, 30, 3), (5000, 5001, 7, 8, 1),
+                                                 (1, 2, 1, 2, 0)), 0.0, 0.0)
+    ins, outs = sim.histogram_lengths(20_000, h, seed=1)
+    first = [(i, o) for i, o in zip(ins, outs, strict=True) if i < 1000]
+    assert abs(len(first) / 20_000 - 0.75) < 0.02
+    assert {i for i, _ in first} == {100, 101, 102, 103}
+    assert {o for _, o in first} == set(range(20, 30))
+    assert abs(statistics.fmean(i for i, _ in first) - 101.5) < 0.05
+    assert abs(statistics.fmean(o for _, o in first) - 24.5) < 0.1
+    assert set(zip(ins, outs, strict=True)) - set(first) == {(5000, 7)}
+
+
+def test_histogram_draws_are_reproducible() -> None:
+    h = sim.LengthHistogram("two", "", ((1, 9, 1, 9, 1), (9, 99, 9, 99, 1)), 0.0, 0.0)
+    assert sim.histogram_lengths(100, h, seed=5) == sim.histogram_lengths(100, h, seed=5)
+
+
+@pytest.mark.parametrize("cells", [(), ((5, 5, 1, 2, 1),), ((0, 2, 1, 2, 1),),
+                                   ((1, 2, 1, 2, 0),), ((1, 2, 1, 2, -1),)])
+def test_histogram_refuses_empty_or_bad_cells(cells: tuple) -> None:
+    with pytest.raises(ValueError):
+        sim.LengthHistogram("bad", "", cells, 1.0, 1.0)
+
+
+# ------------------------------------------- admission: TensorRT-LLM's GUARANTEED_NO_EVICT
+
+
+@pytest.mark.parametrize(("kv_tokens", "running"), [(3000, 1), (4000, 2), (6000, 3)])
+def test_reserve_admission_runs_only_whole_sequences_that_fit(
+        llama70b: dict[str, perf.PerfContext], kv_tokens: int, running: int) -> None:
+    """Requests of 1,000 + 1,000 tokens hold ceil(2000/16) = 125 blocks each at their end. A
+    KV cache of 3,000 tokens (187 blocks) fits one whole sequence, 4,000 (250) two, 6,000
+    (375) three: TensorRT-LLM's default policy (tensorrt_llm/llmapi/llm_args.py
+    SchedulerConfig: GUARANTEED_NO_EVICT) runs that many at once and never evicts one."""
+    ctx = dataclasses.replace(llama70b["vllm"], admission="reserve")
+    res = sim.simulate(ctx, _const(24, 1000, 1000), sim.Harness("closed", concurrency=8),
+                       kv_tokens=kv_tokens)
+    assert res.completed == 24 and res.failed == 0
+    assert res.preemptions == 0
+    assert res.max_running == running
+
+
+def test_on_demand_admission_overcommits_and_preempts(
+        llama70b: dict[str, perf.PerfContext]) -> None:
+    """The same requests under vLLM's rule (blocks of the first chunk only): more run at once
+    than fit at their end, so some are preempted and recomputed."""
+    res = sim.simulate(llama70b["vllm"], _const(24, 1000, 1000),
+                       sim.Harness("closed", concurrency=8), kv_tokens=3000)
+    assert res.completed == 24
+    assert res.max_running >= 2 and res.preemptions > 0
+
+
+def test_trtllm_declares_reserve_admission() -> None:
+    from kvplan.engines import registry
+
+    assert registry.get("trtllm").calibration.admission == "reserve"
+    assert registry.get("vllm").calibration.admission == "on_demand"
+
+
+# ------------------------------- vLLM prefix caching: a preempted request re-hits its blocks
+
+
+def test_rehit_counts_the_kept_blocks_not_yet_reallocated(
+        llama70b: dict[str, perf.PerfContext]) -> None:
+    """A request preempted with 10 full blocks of 16 tokens computed, when 4 older free blocks
+    stood ahead of its own in the eviction order and 7 blocks have been allocated since: the
+    first 4 came from the older ones, 3 from its tail, so 7 blocks = 112 tokens re-hit
+    (vllm/v1/core/kv_cache_manager.py free: tail blocks evicted first). With 20 allocated
+    since, none survive. At most all but one token of what it must compute is a hit."""
+    ctx = dataclasses.replace(llama70b["vllm"], prefix_caching=True)
+    s = sim._Sim(ctx, _const(1, 500, 10), sim.Harness("closed", concurrency=1), 16, 10_000, 0)
+    s.waiting.clear()
+    s.need[0], s.done[0] = 500, 0
+    s.kept[0], s.older[0], s.mark[0] = 10, 4, 0
+    s.used, s.freed = 7, 0
+    assert s._rehit(0) == 112 and s.done[0] == 112
+    s.done[0], s.used = 0, 20
+    assert s._rehit(0) == 0
+    s.done[0], s.used, s.need[0] = 0, 0, 100
+    assert s._rehit(0) == 99
+
+
+def test_prefix_caching_makes_preemption_cheaper(llama70b: dict[str, perf.PerfContext]) -> None:
+    """Requests of 4,000 + 500 tokens in a KV cache that holds two of them at their end: vLLM
+    preempts; with prefix caching the returning requests recompute less, so the same work
+    ends sooner."""
+    base = llama70b["vllm"]
+    runs = {pc: sim.simulate(dataclasses.replace(base, prefix_caching=pc),
+                             _const(24, 4000, 500), sim.Harness("closed", concurrency=6),
+                             kv_tokens=10_000)
+            for pc in (False, True)}
+    assert all(r.completed == 24 and r.preemptions > 0 for r in runs.values())
+    assert runs[True].duration_s < runs[False].duration_s

@@ -25,17 +25,29 @@ def tv() -> ModuleType:
 
 
 def test_every_run_states_its_source_and_points(tv: ModuleType) -> None:
-    assert len(tv.RUNS) >= 2
-    for run in tv.RUNS:
+    assert len(tv.ALL_RUNS) >= 16
+    assert len({r.group for r in tv.ALL_RUNS}) >= 3
+    for run in tv.ALL_RUNS:
         assert run.source.startswith("https://")
-        assert run.points and all(p for p in run.points.values())
+        assert run.points and all(p.measured for p in run.points)
+
+
+def test_gpustack_points_are_the_printed_totals_per_request(tv: ModuleType) -> None:
+    """Qwen3-14B on one H100 (gpustack docs/performance-lab/qwen3-14b/h100.md), "random 4K
+    input": 500 requests, 1,997,942 input and 99,803 generated tokens → 3,996 in / 200 out
+    per request, all 500 sent at once; P99 TTFT 219,749.74 ms as printed."""
+    run = next(r for r in tv.GPUSTACK if r.source.endswith("qwen3-14b/h100.md")
+               and r.engine == "vllm")
+    pt = run.points[1]
+    assert (pt.clients, pt.prompts, pt.input_tokens, pt.output_tokens) == (500, 500, 3996, 200)
+    assert pt.measured["ttft_p99"] == 219749.74
 
 
 def test_float32_checkpoint_is_replayed_in_bf16(tv: ModuleType) -> None:
     """Qwen2.5-0.5B-Instruct's config says float32; vLLM's --dtype auto serves it in bf16
     (the run says BF16): 494 M parameters ≈ 0.99 GB of weights read per step, not 1.98 GB."""
     run = next(r for r in tv.RUNS if r.model == "Qwen/Qwen2.5-0.5B-Instruct")
-    ctx, head = tv._context(run)
+    ctx, _, head = tv._context(run)
     assert "0.23.0" in head
     assert ctx.dense_read_bytes + ctx.expert_bytes < 1.1e9
 
@@ -44,5 +56,6 @@ def test_script_prints_a_table_per_run(tv: ModuleType,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     tv.main()
     out = capsys.readouterr().out
-    assert out.count("| clients |") == len(tv.RUNS)
+    assert out.count("| clients |") == len(tv.ALL_RUNS)
     assert "ttft_p99: median |error|" in out
+    assert "**All sources pooled**" in out

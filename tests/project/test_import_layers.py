@@ -85,6 +85,7 @@ LAYER = {
     "kvplan.sources.nvml": "sources",
     "kvplan.sources.prices": "sources",
     "kvplan.sources.traffic_files": "sources",
+    "kvplan.sources.length_datasets": "sources",
     # model.config and its family converters read untrusted config.json values (bounded readers)
     "kvplan.model.config": "sources",
     "kvplan.model.families": "sources",

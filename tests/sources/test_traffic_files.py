@@ -3,6 +3,7 @@ and the rate-curve CSV; bad rows name the file and the line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -73,4 +74,30 @@ def test_lengths_file(tmp_path: Path) -> None:
     assert read_lengths(p) == ((812, 240), (95, 1000))
     p.write_text("a,b\n1,2\n")
     with pytest.raises(InvalidConfigError, match="header"):
+        read_lengths(p)
+
+
+def test_lengths_from_a_benchmark_result(tmp_path: Path) -> None:
+    """vllm bench serve --save-result --save-detailed writes input_lens / output_lens
+    (vllm/benchmarks/serve.py); a failed request (0 output tokens) is dropped. SGLang's
+    --output-details appends a JSON line per run: the last one with the lists is read."""
+    p = tmp_path / "vllm.json"
+    p.write_text(json.dumps({"completed": 2, "input_lens": [812, 95, 40],
+                             "output_lens": [240, 0, 17], "ttfts": [0.1, 0.2, 0.3]}))
+    assert read_lengths(p) == ((812, 240), (40, 17))
+    q = tmp_path / "sglang.jsonl"
+    q.write_text(json.dumps({"input_lens": [5], "output_lens": [6]}) + "\n"
+                 + json.dumps({"input_lens": [7, 8], "output_lens": [9, 10]}) + "\n")
+    assert read_lengths(q) == ((7, 9), (8, 10))
+
+
+@pytest.mark.parametrize(("rec", "want"), [
+    ({"completed": 3, "mean_ttft_ms": 12.0}, "--save-detailed"),
+    ({"input_lens": [1, 2], "output_lens": [3]}, "differ"),
+    ({"input_lens": [1], "output_lens": [0]}, "no completed"),
+    ({"input_lens": ["a"], "output_lens": [3]}, "whole numbers")])
+def test_bad_benchmark_results(tmp_path: Path, rec: dict, want: str) -> None:
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(rec))
+    with pytest.raises(InvalidConfigError, match=want):
         read_lengths(p)
