@@ -665,8 +665,10 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
             message=f"--target-concurrency {n}: the KV cache holds "
             f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
             f"{goal.text()}; alternatives, cheapest first: {listing}{uses}")
+    # a given length the engine still starts with (it caps the requests instead): a warning
+    severity = "info" if met or not given_len else "warning" if s.res.fits else "error"
     return rec_len_value, Problem(
-        code="next-steps", severity="info" if met or not given_len else "error",
+        code="next-steps", severity=severity,
         message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
         f"alternatives, cheapest first: {listing}{uses}")
 
@@ -697,6 +699,8 @@ def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, 
         return Recommendation(value=max_len, reason="as given" + (
             f"; the KV cache holds {pres.max_concurrency:.2f} requests of {max_len} tokens"
             if met else
+            f"; the engine starts, but its KV cache holds {pres.kv_cache.tokens:,} tokens, less "
+            "than one request this long (see the problems)" if pres.fits else
             "; it does not fit as configured (see the problems)"))
     if n and not work_len:
         return Recommendation(value=max_len, reason=f"largest length at which "
