@@ -1310,6 +1310,10 @@ class SglangEngine(Engine):
         return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes
                            - _draft_weights(res)) / free_before * 1000) / 1000
 
+    def tp_flag(self, dep: Deployment, tp: int) -> str:
+        """--tp-size counts every GPU of the group: T × D under DP attention (sglang_parallel)."""
+        return SP.tp_flag(dep, tp)
+
     def node_launch(self, command: str, nodes: int, gpus_per_node: int, version: str
                     ) -> list[NodeLaunch] | None:
         """The same server line on every node with --nnodes/--node-rank/--dist-init-addr."""

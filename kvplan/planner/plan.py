@@ -774,8 +774,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             continue
         got = _try(eng, m, gpu, knobs, version, tensor_parallel_size=cand)
         if got and goal.met(got[1]):
-            tp_flag = flag_of("tensor_parallel_size", "--tensor-parallel-size")
-            out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, f"{tp_flag} {cand}", cand))
+            out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, eng.tp_flag(dep, cand), cand))
             break
     else:
         out += _pipeline_alternative(eng, m, gpu, knobs, dep, goal)
@@ -816,7 +815,7 @@ def _pipeline_alternative(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,
             flag = eng.flags.get
             where = f" ({place.nodes} nodes of {place.gpus_per_node})" if place.nodes else ""
             return [Alternative(AlternativeKind.PIPELINE_NODES,
-                                f"{flag('tensor_parallel_size', '--tensor-parallel-size')} {tp} "
+                                f"{eng.tp_flag(dep, tp)} "
                                 f"{flag('pipeline_parallel_size', '--pipeline-parallel-size')} "
                                 f"{pp}{where}", pp)]
     return []
@@ -1033,8 +1032,7 @@ def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
     tries: list[tuple[str, dict[str, object]]] = []
     bigger = [t for t in _tp_candidates(m, gpu, knobs, dep) if t > dep.tensor_parallel_size]
     if bigger:
-        tries.append((f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} "
-                      f"{bigger[0]}", {"tensor_parallel_size": bigger[0]}))
+        tries.append((eng.tp_flag(dep, bigger[0]), {"tensor_parallel_size": bigger[0]}))
     if dep.quant is None and gpu.fp8_native and "quantization" not in eng.unsupported:
         tries.append(("--quantization fp8", {"quantization": "fp8"}))
     for label, change in tries:
