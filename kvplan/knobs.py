@@ -421,6 +421,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("rank_on", str, ("--rank-on",), "sweep: rank latency, throughput and $/M tokens by the "
        "pessimistic end of each figure's band (pessimistic) or by the point estimate (point)",
        default="pessimistic"),
+    # --- polish ---
+    _O("max_beam_width", int, ("--max-beam-width",), "TensorRT-LLM: most beams one request may "
+       "search (trtllm-serve --max_beam_width). Not modelled: kvplan plans one beam per "
+       "request, and a request of B beams caches its generated tokens B times", ge=1, le=1024,
+       unit="beams", doc="TensorRT-LLM --max_beam_width (BuildConfig.max_beam_width, default 1)",
+       knob="engine"),
 )}
 
 
@@ -530,6 +536,7 @@ if TYPE_CHECKING:
         num_redundant_experts: int | None = None
         moe_a2a_backend: Literal['none', 'deepep', 'allgather_reducescatter', 'naive',
                                  'deepep_high_throughput', 'deepep_low_latency'] | None = None
+        max_beam_width: int | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,
