@@ -34,6 +34,13 @@ def test_default_context_longer_than_the_pool_is_a_warning_and_fits():
     assert "131,072-token context length" in w.message
     assert "99,999 tokens" in w.message and "below 99,994" in w.message
     assert "--context-length 100000 to make that limit explicit" in w.message
+    # the recommendation keeps the deployment that starts and says what to pass; the serve
+    # line is that deployment (what `kvplan check` of it plans again)
+    rec = p.recommendations
+    assert rec.max_model_len.value == 131072
+    assert "pass --context-length 100000 to make that limit explicit" in rec.max_model_len.reason
+    assert rec.gpu_memory_utilization.value == p.inputs["gpu_memory_utilization"].value
+    assert "--context-length 131072" in p.command and "--max-total-tokens 100000" in p.command
 
 
 def test_given_context_longer_than_the_pool_still_starts():
