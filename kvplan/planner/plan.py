@@ -379,8 +379,11 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             continue
         got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=cand)
         if got and got[1].fits:
+            # MoE layers shared by the DP ranks (DP attention): one replica spans them all
+            shared = m.moe is not None and eng.moe_layout(got[0])[0]
+            gpus = cand * (got[0].data_parallel_size if shared else 1)
             return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that "
-                                  f"fits ({cand} GPUs per replica)")
+                                  f"fits ({gpus} GPUs per replica)")
     limit = node_rules.tp_limit(gpu) if knobs.gpus_per_node is None else None
     within = (f"within the {limit}-GPU scale-up domain of {gpu.name}'s systems" if limit
               else "up to 64")

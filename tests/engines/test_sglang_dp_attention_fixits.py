@@ -63,3 +63,13 @@ def test_without_dp_attention_the_fix_it_is_the_plain_tp():
               tensor_parallel_size=int(found[1]), max_model_len=32768,
               workload=Workload(target_concurrency=8))
     assert at.fits and f"--tp-size {found[1]} " in at.command
+
+
+def test_the_tp_recommendation_counts_the_gpus_the_launch_line_uses():
+    """Qwen3-30B-A3B does not fit one L4 per DP rank: the smallest attention TP that does is
+    planned over both DP ranks, so a replica is that TP × 2 GPUs — the launch line's --tp-size."""
+    p = plan(MOE, "l4", engine="sglang", **{**LAYOUT, "max_model_len": 8192})
+    rec = p.recommendations.tensor_parallel_size
+    gpus = int(re.search(r"\((\d+) GPUs per replica\)", rec.reason)[1])
+    assert gpus == 2 * rec.value
+    assert f"--tp-size {gpus} --dp-size 2 --enable-dp-attention" in p.command
