@@ -427,6 +427,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "bundled histogram: sharegpt-8k, arxiv-summarization, azure-conv-2023 or "
        "azure-code-2023 (sets --avg-input/output-tokens to its means unless given; not with "
        "--lengths-file, --random-range-ratio or --trace; docs/traffic.md)"),
+    # --- polish ---
+    _O("max_beam_width", int, ("--max-beam-width",), "TensorRT-LLM: most beams one request may "
+       "search (trtllm-serve --max_beam_width). Not modelled: kvplan plans one beam per "
+       "request, and a request of B beams caches its generated tokens B times", ge=1, le=1024,
+       unit="beams", doc="TensorRT-LLM --max_beam_width (BuildConfig.max_beam_width, default 1)",
+       knob="engine"),
 )}
 
 
@@ -536,6 +542,7 @@ if TYPE_CHECKING:
         num_redundant_experts: int | None = None
         moe_a2a_backend: Literal['none', 'deepep', 'allgather_reducescatter', 'naive',
                                  'deepep_high_throughput', 'deepep_low_latency'] | None = None
+        max_beam_width: int | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,

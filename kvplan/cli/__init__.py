@@ -47,6 +47,28 @@ def _main(version: Annotated[bool, typer.Option(
     """Plan GPU memory and KV-cache capacity for LLM serving, as vLLM will allocate it."""
 
 
+def usage_name(param: Any) -> str:
+    """An argument as a usage line shows it: MODEL, [OUTPUT] when optional, FILES... when it
+    takes several (click's convention; typer 0.2x writes a required one as `{model}`)."""
+    name = param.metavar or param.name.upper()
+    if not param.required:
+        name = f"[{name}]"
+    return name + ("..." if param.nargs != 1 else "")
+
+
+class _Command(typer.core.TyperCommand):
+    """A kvplan command: its usage line names the arguments by usage_name."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(usage_name(param))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
 class _LazyCommands(Mapping[str, Any]):
     """The commands of the click group, each imported and built from its function's signature
     when first looked up: a call imports and builds only the command it runs (`kvplan --help`
@@ -63,7 +85,7 @@ class _LazyCommands(Mapping[str, Any]):
 
             module = importlib.import_module(f"{__name__}.{self._table[name]}")
             self._built[name] = get_command_from_info(
-                CommandInfo(name=name, callback=getattr(module, name)),
+                CommandInfo(name=name, cls=_Command, callback=getattr(module, name)),
                 pretty_exceptions_short=app.pretty_exceptions_short,
                 rich_markup_mode=app.rich_markup_mode)
         return self._built[name]

@@ -31,7 +31,7 @@ def _calibrate_params() -> list[inspect.Parameter]:
                "not say (vLLM: --metadata gpu=…)"),
         option("engine", default=None, help="{engines}, for files that do not say (default: "
                "vllm)"),
-        *(option(name) for name in _DEPLOYMENT_FLAGS),
+        *(_deployment_option(name) for name in _DEPLOYMENT_FLAGS),
         own("replicas", int | None, "--replicas", help="replicas behind the benchmarked endpoint "
             "(throughput and load are divided among them), for files that do not say (1)"),
         own("output", Path | None, "--output", "-o", help="write the calibration file here"),
@@ -43,8 +43,18 @@ def _calibrate_params() -> list[inspect.Parameter]:
         own("no_loo", bool, "--no-leave-one-out", help="skip the leave-one-run-out refits "
             "(faster with many runs)", default=False),
         option("calibration"),
-        option("revision"), option("token"), option("offline", bare=True),
+        option("revision"), option("token"), option("offline"),
         option("as_json")]
+
+
+def _deployment_option(name: str) -> inspect.Parameter:
+    """A flag of the measured deployment: the knob table's, with a help line where the table
+    has none (-tp, -pp, --max-num-seqs, --max-num-batched-tokens)."""
+    from ..knobs import OPTIONS
+
+    if OPTIONS[name].help:
+        return option(name)
+    return option(name, help="as the benchmarked server ran, for files that do not say")
 
 
 @table_options(_calibrate_params)
@@ -53,10 +63,13 @@ def calibrate(files: list[Path], **values: Any) -> None:
     plan, compare, sweep and report take with --calibration (or KVPLAN_CALIBRATION). Each run
     is matched to its deployment from its file where it says so, else from the flags; only the
     coefficients the runs can tell apart are fitted. With --check nothing is fitted: the runs
-    are compared with the predictions (exit 1 over --max-error), for CI.
+    are compared with the predictions, for CI. Exit 0 fitted (--check: within --max-error),
+    1 --check over --max-error, 2 a file kvplan cannot read or bad usage, 3 a model source is
+    unavailable.
 
-    Example: kvplan calibrate results/*.json --model meta-llama/Llama-3.1-8B-Instruct --gpu h100
-    -o h100-vllm.cal.json
+    \b
+    Example: kvplan calibrate results/*.json --gpu h100 -o h100-vllm.cal.json \\
+               --model meta-llama/Llama-3.1-8B-Instruct
     """
     from .. import calibrate as cal
     from ..errors import InvalidInputError

@@ -15,14 +15,20 @@ _POLICY = ("gpu", "engine_version", "min_concurrency", "min_kv_tokens", "min_hea
 
 
 def _check_params() -> list[inspect.Parameter]:
+    from ..engines import registry
+
+    default = registry.get(registry.DEFAULT)
+    config = [e.label for e in map(registry.get, registry.names()) if e.syntax.config_yaml]
     policy = "policy (32k = 32000, 32K = 32768)"
     return [
-        argument("files", "Deployment files: Dockerfile, shell scripts, docker-compose, "
-                  "Kubernetes/KServe manifests, vLLM --config YAML.", list[Path]),
+        argument("files", "Deployment files, or folders of them: Dockerfile, shell scripts, "
+                 "docker-compose, Kubernetes/KServe manifests"
+                 + "".join(f", {label} --config YAML" for label in config) + ".", list[Path]),
         option("gpu", help="GPU for commands whose file does not say (node selector or # "
                 "kvplan: gpu=…)", required=False),
-        option("engine_version", help="vLLM version when the file does not say (image tag, "
-                "vllm==…)"),
+        option("engine_version", help=f"{default.label} release for its commands whose file "
+               "does not say (by image tag or pip pin); other engines' commands: their file's, "
+               "else the newest modelled"),
         own("sets", list[str] | None, "--set", help="KEY=VALUE for a {{ KEY }}, "
              "{{ .Values.KEY }} or ${KEY} template (repeatable)"),
         own("config", Path | None, "--config", help="policy file (default: ./kvplan.toml, else "
@@ -31,9 +37,9 @@ def _check_params() -> list[inspect.Parameter]:
              "cache must hold at max_model_len"),
         own("min_kv_tokens", int | None, "--min-kv-tokens", help=policy, human=True),
         own("min_headroom_gib", float | None, "--min-headroom-gib", help="policy: GiB per GPU "
-             "left outside vLLM's budget"),
+             "left outside the engine's memory budget"),
         own("max_gpu_memory_utilization", float | None, "--max-gpu-memory-utilization",
-             help="policy"),
+             help="policy: the highest budget fraction a command may set"),
         own("min_max_model_len", int | None, "--min-max-model-len", help=policy, human=True),
         own("require_fp8_kv_cache", bool | None, "--require-fp8-kv-cache", help="policy: every "
              "deployment uses --kv-cache-dtype fp8"),
@@ -53,6 +59,7 @@ def check(files: list[Path], **values: Any) -> None:
     cannot be parsed or holds a value kvplan refuses (or bad usage), 3 a model source is
     unavailable.
 
+    \b
     Example: kvplan check deploy/k8s.yaml Dockerfile --gpu h100 --min-concurrency 8
     """
     from pydantic import ValidationError

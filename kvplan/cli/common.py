@@ -102,8 +102,11 @@ def own(name: str, kind: Any, *decls: str, help: str | None = None,  # noqa: A00
 
 
 def argument(name: str, help: str, kind: Any = str) -> inspect.Parameter:  # noqa: A002
+    """A command's positional argument, shown in its usage line as NAME (an explicit metavar:
+    without one, the typer/click pair in use prints `{name}`)."""
     return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                             annotation=Annotated[kind, typer.Argument(help=help)])
+                             annotation=Annotated[kind, typer.Argument(help=help,
+                                                                       metavar=name.upper())])
 
 
 def planning_options(*, skip: tuple[str, ...] = (), **overrides: dict[str, Any]

@@ -369,6 +369,12 @@ class Engine(ABC):
         ep = tp * (dp if shared else 1) if dep.enable_expert_parallel else 1
         return shared, ep, shared and dep.enable_expert_parallel
 
+    def tp_flag(self, dep: Deployment, tp: int) -> str:
+        """The launch flag and value that run `tp` GPUs per attention group (kvplan's -tp) on
+        `dep`'s layout, as a fix-it names it. Default: the engine's tensor-parallel flag with
+        `tp`; an engine whose flag counts every GPU of a DP-attention group overrides it."""
+        return f"{self.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {tp}"
+
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """The prefill tokens one data-parallel rank runs a step when the launch line says
         `tokens` (SGLang divides its chunk among DP-attention ranks)."""

@@ -68,6 +68,16 @@ SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
 # interconnect (engines/interconnect.py): SGLang connects them before loading, in
 # `get_available_gpu_memory(distributed=True)`'s all-reduce and PyNccl's warm-up all-reduce.
 CONTEXT_BYTES_TP1 = int(0.59 * GiB)
+# A KV pool shorter than the context length does not stop SGLang: the worker caps each request
+# at max_req_len = min(context_len − 1, pool − 1) and the prompt at max_req_input_len =
+# max_req_len − 5 (python/sglang/srt/managers/tp_worker.py, 0.5.23 wheel: get_worker_info logs
+# "KV pool holds %d tokens, fewer than --context-length %d … Not an error"; the same min() in
+# the 0.4.x tp_worker.py). That holds for a default and a given --context-length alike (it is
+# model_config.context_len either way). A longer prompt is aborted ("Input length … exceeds the
+# maximum allowed length", managers/utils.py validate_input_length) or cut with
+# --allow-auto-truncate. Only a pool too small for any prompt stops it: 0.4.x asserts
+# max_req_input_len > 0 ("Memory pool size is too small"), i.e. at least 7 tokens.
+MIN_POOL_TOKENS = 7
 
 
 def context_bytes(tp: int, gpu: GpuSpec | None = None, tp1_bytes: int | None = None) -> int:
@@ -297,18 +307,21 @@ class SglangResult:
 
     @property
     def fits(self) -> bool:
-        return self.rest_bytes > 0 and self.tokens >= self.context_len
+        """SGLang starts: a KV pool exists and holds a prompt (MIN_POOL_TOKENS); a pool shorter
+        than the context length only caps the requests (a warning, not a refusal)."""
+        return self.rest_bytes > 0 and self.tokens >= MIN_POOL_TOKENS
 
 
 def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, kv_dtype: str,
                 mem_fraction: float, ctx: int, chunked: int, runtime_bytes: int,
                 max_total_tokens: int | None = None, swa_pool: bool = True,
                 gpu: GpuSpec | None = None, draft_layers: int = 0,
-                group: int | None = None) -> SglangResult:
+                group: int | None = None, ctx_given: bool = False) -> SglangResult:
     """rest = f × free_before_load − weights; tokens = rest // cell (page size 1), capped by
     --max-total-tokens; the (1 − f) remainder must hold `runtime_bytes` (activations, graphs).
     `tp` sizes the cell (one attention group); `group` (SGLang's --tp-size, T × D under DP
-    attention; default `tp`) the communicators connected before loading."""
+    attention; default `tp`) the communicators connected before loading. `ctx_given`: the user
+    passed --context-length (the warning for a pool shorter than it words it so)."""
     free_before = total_bytes - context_bytes(group or tp, gpu)
     valid = mem_fraction > 0 and free_before > 0  # else SGLang has no budget: it does not start
     budget = math.floor(mem_fraction * free_before) if valid else 0
@@ -330,11 +343,13 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
             message=f"the weights ({weights_bytes / GiB:.2f} GiB) exceed mem_fraction_static "
             f"{mem_fraction} × {free_before / GiB:.2f} GiB free: SGLang stops with 'Loaded weights "
             "leave no GPU memory for the KV cache'"))
-    elif tokens < ctx:
+    elif tokens < MIN_POOL_TOKENS:
         problems.append(Problem(
-            code="max-model-len-too-long", severity="error",
-            message=f"the KV pool holds {tokens:,} tokens, less than one {ctx:,}-token request; "
-            "requests that long will not be admitted"))
+            code="kv-pool-too-small", severity="error",
+            message=f"the KV pool holds {tokens:,} tokens: SGLang stops with 'Memory pool size is "
+            f"too small' (it needs {MIN_POOL_TOKENS} to admit any prompt)"))
+    elif tokens < ctx:
+        problems.append(context_above_pool(tokens, ctx, ctx_given))
     reserve = free_before - budget
     if valid and runtime_bytes > reserve:
         problems.append(Problem(
@@ -345,6 +360,24 @@ def plan_memory(m: ModelSpec, *, total_bytes: int, tp: int, weights_bytes: int, 
             "--chunked-prefill-size"))
     return SglangResult(free_before, mem_fraction, rest, cell, tokens, ctx,
                         max_running_requests(tokens, ctx) if tokens else 0, chunked, problems)
+
+
+def context_above_pool(tokens: int, ctx: int, ctx_given: bool) -> Problem:
+    """The warning for a KV pool shorter than the context length (MIN_POOL_TOKENS's note):
+    SGLang starts and caps requests at pool − 1 tokens; --context-length {pool} states it."""
+    cap = (f"SGLang starts anyway and caps each request at {tokens - 1:,} tokens (its prompt "
+           f"below {tokens - 6:,}): a longer prompt is refused, or cut with --allow-auto-truncate")
+    if ctx_given:
+        return Problem(
+            code="context-length-above-kv-pool", severity="warning",
+            message=f"--context-length {ctx:,} is longer than the KV pool's {tokens:,} tokens; "
+            f"{cap}. Pass --context-length {tokens} (or less) to state the real limit, or see "
+            "next-steps to hold a full-length request")
+    return Problem(
+        code="context-length-above-kv-pool", severity="warning",
+        message=f"the KV pool holds {tokens:,} tokens, fewer than the model's {ctx:,}-token "
+        f"context length; {cap}. Pass --context-length {tokens} to make that limit explicit, "
+        "or see next-steps to hold a full-length request")
 
 
 # ------------------------------------------------------------ speculative decoding
@@ -1196,7 +1229,8 @@ class SglangEngine(Engine):
                           ctx=ctx, chunked=d.chunked_prefill,
                           runtime_bytes=activation + graphs + a2a + draft.weights_bytes,
                           max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu,
-                          draft_layers=draft.layers if draft.in_cell else 0, group=group)
+                          draft_layers=draft.layers if draft.in_cell else 0, group=group,
+                          ctx_given=dep.user_set("max_model_len"))
         spec = None
         if dep.speculative_config is not None:
             version = parse_version(dep.engine_version)
@@ -1211,7 +1245,7 @@ class SglangEngine(Engine):
                     mem_fraction=dep.gpu_memory_utilization, ctx=ctx, chunked=d.chunked_prefill,
                     runtime_bytes=activation + graphs + a2a + draft.weights_bytes + outside,
                     max_total_tokens=dep.max_total_tokens, swa_pool=d.swa_pool, gpu=gpu,
-                    group=group)
+                    group=group, ctx_given=dep.user_set("max_model_len"))
                 reqs = max_running_requests(printed, ctx) if printed else 0
                 res = replace(res, tokens=printed)
                 if version >= SPEC_HEADROOM_BOTH_FROM and printed:
@@ -1275,6 +1309,10 @@ class SglangEngine(Engine):
         free_before = dep.gpu_total_bytes - dep.other_processes_bytes - st.non_torch_bytes
         return math.floor((free_before - st.activation_bytes - st.cudagraph_bytes
                            - _draft_weights(res)) / free_before * 1000) / 1000
+
+    def tp_flag(self, dep: Deployment, tp: int) -> str:
+        """--tp-size counts every GPU of the group: T × D under DP attention (sglang_parallel)."""
+        return SP.tp_flag(dep, tp)
 
     def node_launch(self, command: str, nodes: int, gpus_per_node: int, version: str
                     ) -> list[NodeLaunch] | None:

@@ -182,6 +182,21 @@ def resolve_parallel(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
             "num_redundant_experts": redundant, "moe_a2a_backend": a2a}
 
 
+def tp_flag(dep: Deployment, tp: int) -> str:
+    """A fix-it's --tp-size for `tp` GPUs per attention group: under DP attention SGLang's
+    --tp-size is the whole group, attention TP × --dp-size (attn_tp_size = tp_size //
+    attn_dp_size: sglang/srt/runtime_context.py derive_attn_tp_size, and --dp-size N
+    --enable-dp-attention becomes attn_dp_size N: arg_groups/parallel_hook.py
+    _handle_deprecated_dp_attention, 0.5.23 wheel; server_args.py `tp_size % dp_size` in 0.4.6 –
+    0.5.x)."""
+    group = tp * dep.data_parallel_size if dp_attention(dep) else tp
+    # expert parallelism spans the group (--ep-size = --tp-size, as launch_flags writes it)
+    ep = f" --ep-size {group}" if dep.enable_expert_parallel and group > 1 else ""
+    if not dp_attention(dep):
+        return f"--tp-size {tp}{ep}"
+    return f"--tp-size {group}{ep} (attention TP {tp} × --dp-size {dep.data_parallel_size})"
+
+
 def launch_flags(dep: Deployment) -> list[str]:
     """The launch line's layout flags in SGLang's spelling: --tp-size is the group's GPUs."""
     tp, dp = dep.tensor_parallel_size, dep.data_parallel_size

@@ -752,7 +752,21 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--backend": ("backend", "str"),
     "--config": ("extra_llm_api_options", "str"),
     **TP.PARALLEL_CLI_FLAGS,
+    # --- polish --- (serve.py @00209af: --max_beam_width, default BuildConfig's 1;
+    # --gpus_per_node, default None = the GPUs the node has, read by get_llm_args)
+    "--max_beam_width": ("max_beam_width", "int"),
+    "--gpus_per_node": ("gpus_per_node", "int"),
 }
+# trtllm-serve's other flags (serve.py @00209af `serve` click options): valid, not modelled.
+# Without them `kvplan check` took `--host 0.0.0.0 --port 8000` for typos the engine refuses.
+KNOWN_FLAGS = frozenset("""
+    --tokenizer --custom_tokenizer --host --port --custom_module_dirs --log_level
+    --context_parallel_size --cp_size --moe_cluster_parallel_size --cluster_size
+    --num_postprocess_workers --reasoning_parser --tool_parser --metadata_server_config_file
+    --server_role --otlp_traces_endpoint --disagg_cluster_uri --media_io_kwargs --chat_template
+    --help""".split())
+BOOLEAN_FLAGS = frozenset({"--trust_remote_code", "--fail_fast_on_attention_window_too_large",
+                           "--enable_chunked_prefill"})
 # Knobs the --extra_llm_api_options YAML sets (llmapi/llm_args.py KvCacheConfig,
 # DecodingBaseConfig, LoraConfig): knob → its dotted field there (FLAGS prefers a flag).
 SETTINGS: dict[str, str] = {
@@ -768,7 +782,7 @@ SETTINGS: dict[str, str] = {
 FLAGS = knob_flags(CLI_FLAGS, (
     "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
     "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache_dtype", "max_total_tokens",
-    "block_size", "enable_prefix_caching", "backend"), settings=SETTINGS)
+    "block_size", "enable_prefix_caching", "backend", "max_beam_width"), settings=SETTINGS)
 # the launch line's other flags, from the same table
 LAUNCH_FLAGS = knob_flags(CLI_FLAGS, ("revision", "extra_llm_api_options"))
 # --- schemas (#23) --- Dynamo's dynamo.trtllm flag → trtllm-serve's flag for the same LLM API
@@ -834,10 +848,31 @@ class TrtllmOptions(EngineOptions):
     backend: Literal["pytorch", "tensorrt"] = Field(description="the runtime")
     host_cache_size: int = Field(0, ge=0, description="kv_cache_config.host_cache_size: bytes "
                                  "of host KV per GPU (0 = none)")
+    # --- polish ---
+    max_beam_width: int = Field(1, ge=1, description="--max_beam_width: most beams a request "
+                                "may search (not modelled beyond 1: beam-search-not-modelled)")
 
 
 def opts(d: Deployment) -> TrtllmOptions:
     return engine_options(d, TrtllmOptions)
+
+
+def beam_problems(dep: Deployment) -> list[Problem]:
+    """--max_beam_width above 1: not modelled. TensorRT-LLM reserves a request's blocks to
+    completion as prompt_len // tokens_per_block context blocks, shared by the beams, plus
+    (ceil((prompt + max_new_tokens) / tokens_per_block) − those) generation blocks per beam of
+    the request's sampling beam width (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp
+    @b35ac1b getRemainingBlocksToCompletion); kvplan plans every request as one beam."""
+    width = opts(dep).max_beam_width
+    if width <= 1:
+        return []
+    return [Problem(
+        code="beam-search-not-modelled", severity="warning",
+        message=f"--max_beam_width {width}: beam search is not modelled. A request that asks "
+        f"for B beams (up to {width}) holds its prompt's full blocks once and its generated "
+        f"tokens' blocks B times, so it takes up to {width}× the KV of the one-beam request "
+        "kvplan plans: the KV capacity is right, the concurrency for beam-search requests is "
+        "overstated")]
 
 
 def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[str, Any]:
@@ -859,6 +894,8 @@ def resolve_features(m: ModelSpec, knobs: Any, sources: dict[str, Any]) -> dict[
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
     if knobs.host_cache_size:
         sources["host_cache_size"] = "cli"
+    if knobs.max_beam_width:
+        sources["max_beam_width"] = "cli"
     return out
 
 
@@ -1081,7 +1118,7 @@ class TrtllmEngine(Engine):
         modules=("tensorrt_llm.commands.serve",),
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),
         pip_version=re.compile(r"\btensorrt[-_]llm==(\d+\.\d+(?:\.\d+)?)"),
-        boolean_flags=frozenset({"--trust_remote_code"}), positional_model=True,
+        boolean_flags=BOOLEAN_FLAGS, known_flags=KNOWN_FLAGS, positional_model=True,
         # --- schemas (#23) --- NGC's release image (tag = the release);
         # Dynamo's dynamo.trtllm backend and its nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime
         # image (dynamo deploy/cloud/operator defaultTRTLLMRuntimeImage)
@@ -1182,7 +1219,8 @@ class TrtllmEngine(Engine):
             block_size=knobs.block_size or d.tokens_per_block,
             enable_prefix_caching=knobs.enable_prefix_caching is not False,
             options=TrtllmOptions(backend="pytorch" if runtime == "pytorch" else "tensorrt",
-                                  host_cache_size=knobs.host_cache_size or 0),
+                                  host_cache_size=knobs.host_cache_size or 0,
+                                  max_beam_width=knobs.max_beam_width or 1),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, sources=sources)
 
@@ -1207,6 +1245,7 @@ class TrtllmEngine(Engine):
                                   "tp": tp, "max_seq_len": seq, "tokens_per_block": dep.block_size,
                                   "max_tokens": dep.max_total_tokens}
         problems: list[Problem] = []
+        problems += beam_problems(dep)
         if dep.quant is not None and dep.quant.source == "cli":
             problems.append(Problem(
                 code="quantize-first", severity="info",
@@ -1329,6 +1368,8 @@ class TrtllmEngine(Engine):
             host_cache_size=opts(dep).host_cache_size or None, sections=sections)
         if dep.user_set("backend") and opts(dep).backend == "tensorrt":
             line += f" {FLAGS['backend']} tensorrt"
+        if opts(dep).max_beam_width > 1:
+            line += f" --max_beam_width {opts(dep).max_beam_width}"
         if revision:
             line += f" {LAUNCH_FLAGS['revision']} " + shlex.quote(revision)
         if yaml_text is not None:

@@ -28,6 +28,7 @@ OPTION_KNOBS = {
     # expert parallelism (trtllm_parallel.after_options folds these into kvplan's layout)
     "enable_attention_dp": "enable_dp_attention",
     "expert_parallel_size": "expert_parallel_size",
+    "max_beam_width": "max_beam_width",
 }
 
 

@@ -379,8 +379,11 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             continue
         got = _try(eng, m, gpu, knobs, dep.engine_version, tensor_parallel_size=cand)
         if got and got[1].fits:
+            # MoE layers shared by the DP ranks (DP attention): one replica spans them all
+            shared = m.moe is not None and eng.moe_layout(got[0])[0]
+            gpus = cand * (got[0].data_parallel_size if shared else 1)
             return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that "
-                                  f"fits ({cand} GPUs per replica)")
+                                  f"fits ({gpus} GPUs per replica)")
     limit = node_rules.tp_limit(gpu) if knobs.gpus_per_node is None else None
     within = (f"within the {limit}-GPU scale-up domain of {gpu.name}'s systems" if limit
               else "up to 64")
@@ -493,9 +496,13 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     ceiling = eng.fraction_ceiling(dep, res)
     max_len = _planned_length(res, n, work_len, given_len)
     goal = _Goal(n, work_len or max_len, max_len)
-    frac = _fraction(s, goal, ceiling, util_name,
-                     given_util="gpu_memory_utilization" in given,
-                     minimize_utilization=minimize_utilization)
+    # the engine starts as configured though one request of the planned length does not fit
+    # (SGLang caps each request at its KV pool): the serve line keeps the configured deployment
+    # (what the plan describes), the problems name what to pass and the alternatives
+    capped = res.fits and not n and not goal.met(res)
+    frac = _kept_fraction(current, "gpu_memory_utilization" in given) if capped else \
+        _fraction(s, goal, ceiling, util_name, given_util="gpu_memory_utilization" in given,
+                  minimize_utilization=minimize_utilization)
     problems += frac.problems
     util = frac.value
     got = (dep, res) if util is None or util == current else s.attempt(
@@ -509,7 +516,8 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
         problems.append(miss)
     rec_tp = _tp_at_fraction(rec_tp, met, pdep, res, util, current, util_name)
     rec_len = _length_rec(rec_len_value, max_len, pres, met, n, work_len, given_len,
-                          f"{util_name} {util if util else current:g}")
+                          f"{util_name} {util if util else current:g}",
+                          eng.flags.get("max_model_len", "--max-model-len"))
     rec_seqs = _seqs_rec(eng, m, gpu, pdep, pres, workload, work_len,
                          int(rec_len.value or max_len), given,
                          f" at {util_name} {util:g}" if util else "")
@@ -519,6 +527,14 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
                             gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp),
             dep, res, problems)
+
+
+def _kept_fraction(current: float, given_util: bool) -> _Fraction:
+    """The budget fraction of a deployment that starts capped (one request of its length does
+    not fit, the engine starts anyway): kept, so the serve line is the deployment planned."""
+    return _Fraction(current, ("as given" if given_util else "the engine default")
+                     + "; the engine starts with it (a value that holds a full-length request: "
+                     "see next-steps)", [])
 
 
 def _util_flag(eng: Engine) -> str:
@@ -651,7 +667,9 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
     shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
     given_len = "max_model_len" in given
     rec_len_value: int | None = goal.max_len
-    if not met and not n and shorter and not given_len:
+    if s.res.fits and not n:
+        pass  # the engine starts as configured (capped): the serve line keeps the length
+    elif not met and not n and shorter and not given_len:
         rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
     elif not met and not n and not shorter and not pres.max_model_len_fit:
         rec_len_value = None
@@ -665,8 +683,10 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
             message=f"--target-concurrency {n}: the KV cache holds "
             f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
             f"{goal.text()}; alternatives, cheapest first: {listing}{uses}")
+    # a given length the engine still starts with (it caps the requests instead): a warning
+    severity = "info" if met or not given_len else "warning" if s.res.fits else "error"
     return rec_len_value, Problem(
-        code="next-steps", severity="info" if met or not given_len else "error",
+        code="next-steps", severity=severity,
         message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
         f"alternatives, cheapest first: {listing}{uses}")
 
@@ -686,18 +706,25 @@ def _tp_at_fraction(rec_tp: Recommendation, met: bool, pdep: Deployment, res: Me
 
 
 def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, n: int | None,
-                work_len: int, given_len: bool, at_util: str) -> Recommendation:
+                work_len: int, given_len: bool, at_util: str,
+                len_flag: str = "--max-model-len") -> Recommendation:
     """max_model_len: none when no length fits; the user's as given; with a target and no
     workload, the largest at which N requests fit; a shorter one when the configured length
-    does not fit; else the configured length."""
+    does not fit; else the configured length (also when the engine starts with it capped:
+    the reason says what to pass to make the cap explicit)."""
     if value is None:
         return Recommendation(value=None, reason="no length fits: there is no memory for the "
                               "KV cache")
+    if not met and pres.fits and not n:
+        tokens = pres.kv_cache.tokens
+        return Recommendation(value=max_len, reason=(
+            "as given" if given_len else "the configured length") + f"; the engine starts, but "
+            f"its KV cache holds {tokens:,} tokens, fewer than one request this long: pass "
+            f"{len_flag} {tokens} to make that limit explicit (see the problems)")
     if given_len:
         return Recommendation(value=max_len, reason="as given" + (
             f"; the KV cache holds {pres.max_concurrency:.2f} requests of {max_len} tokens"
-            if met else
-            "; it does not fit as configured (see the problems)"))
+            if met else "; it does not fit as configured (see the problems)"))
     if n and not work_len:
         return Recommendation(value=max_len, reason=f"largest length at which "
                               f"{_plural(n, 'concurrent request')} fit at {at_util}")
@@ -770,8 +797,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             continue
         got = _try(eng, m, gpu, knobs, version, tensor_parallel_size=cand)
         if got and goal.met(got[1]):
-            tp_flag = flag_of("tensor_parallel_size", "--tensor-parallel-size")
-            out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, f"{tp_flag} {cand}", cand))
+            out.append(Alternative(AlternativeKind.TENSOR_PARALLEL, eng.tp_flag(dep, cand), cand))
             break
     else:
         out += _pipeline_alternative(eng, m, gpu, knobs, dep, goal)
@@ -812,7 +838,7 @@ def _pipeline_alternative(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,
             flag = eng.flags.get
             where = f" ({place.nodes} nodes of {place.gpus_per_node})" if place.nodes else ""
             return [Alternative(AlternativeKind.PIPELINE_NODES,
-                                f"{flag('tensor_parallel_size', '--tensor-parallel-size')} {tp} "
+                                f"{eng.tp_flag(dep, tp)} "
                                 f"{flag('pipeline_parallel_size', '--pipeline-parallel-size')} "
                                 f"{pp}{where}", pp)]
     return []
@@ -1029,8 +1055,7 @@ def _slo_alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep
     tries: list[tuple[str, dict[str, object]]] = []
     bigger = [t for t in _tp_candidates(m, gpu, knobs, dep) if t > dep.tensor_parallel_size]
     if bigger:
-        tries.append((f"{eng.flags.get('tensor_parallel_size', '--tensor-parallel-size')} "
-                      f"{bigger[0]}", {"tensor_parallel_size": bigger[0]}))
+        tries.append((eng.tp_flag(dep, bigger[0]), {"tensor_parallel_size": bigger[0]}))
     if dep.quant is None and gpu.fp8_native and "quantization" not in eng.unsupported:
         tries.append(("--quantization fp8", {"quantization": "fp8"}))
     for label, change in tries:

@@ -375,9 +375,10 @@ REDACTED = "***"
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;}\]]+)"""
 _SECRET_NAME = r"(?:token|api[-_]?key|secret|password|passwd|credentials?)"
 _REDACT = (
-    # --hf-token X, --api-key=X, "--api-key", "X" (JSON argv), hf_token: X (YAML)
-    re.compile(rf"""(?i)(--?[\w.-]*{_SECRET_NAME}["']?(?:[ \t]*[=:][ \t]*|[ \t]+|["']?,[ \t]*))"""
-               rf"(?!--)({_VALUE})"),
+    # --hf-token X, --api-key=X, "--api-key", "X" (JSON argv), hf_token: X (YAML); the dash
+    # starts a word (a flag), so prose such as "one 32,768-token request" is left alone
+    re.compile(rf"""(?i)((?<![\w.-])--?[\w.-]*{_SECRET_NAME}["']?"""
+               rf"""(?:[ \t]*[=:][ \t]*|[ \t]+|["']?,[ \t]*))(?!--)({_VALUE})"""),
     # HF_TOKEN=X, OPENAI_API_KEY: X, "HUGGING_FACE_HUB_TOKEN": "X"
     re.compile(rf"""(?i)(\b[\w.]*{_SECRET_NAME}["']?[ \t]*[=:][ \t]*)({_VALUE})"""),
     # Authorization: Bearer X / Basic X
