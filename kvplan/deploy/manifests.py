@@ -319,6 +319,29 @@ def substitute(script: str, env: dict[str, str]) -> str:
     return script
 
 
+# `if [ "A" = "B" ]; then … else … fi` (or ==, !=) on two words with nothing left to expand
+LITERAL_IF = re.compile(
+    r'^[ \t]*if \[ "?([^"\s$`]*)"? (==|=|!=) "?([^"\s$`]*)"? \];? *(?:then)?[ \t]*\n'
+    r'(.*?)(?:^[ \t]*else[ \t]*\n(.*?))?^[ \t]*fi\b', re.M | re.S)
+
+
+def literal_branches(script: str) -> str:
+    """A script with each `if [ "A" = "B" ]` test on literal words (once its variables are
+    filled in: a multi-node task's `[ "$SKYPILOT_NODE_RANK" = "0" ]` on rank 0) replaced by the
+    branch it takes; the other branch's lines are kept as blank lines (line numbers stay)."""
+    def taken(m: re.Match[str]) -> str:
+        branch = 4 if (m.group(1) == m.group(3)) == (m.group(2) != "!=") else 5
+        lines = m.group(0).split("\n")
+        if m.group(branch) is None:
+            return "\n" * (len(lines) - 1)
+        # the kept branch's lines, in place; every other line of the block blank
+        before = m.string[m.start():m.start(branch)].count("\n")
+        kept = m.group(branch).split("\n")[:-1]  # the branch ends with its newline
+        return "\n".join(kept[i - before] if before <= i < before + len(kept) else ""
+                         for i in range(len(lines)))
+    return LITERAL_IF.sub(taken, script)
+
+
 def integer_arithmetic(expr: str) -> int | None:
     """`8 * 2`, `(1+1)*8`: integers with + - * / (shell division truncates); None otherwise."""
     import ast
@@ -565,8 +588,17 @@ def _dynamo(doc: Any, ctx: _Ctx) -> list[Found]:
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=svc_name)
             if f is not None:
-                out.append(f)
+                out.append(_on_nodes(f, nodes))
     return out
+
+
+def _on_nodes(f: Found, nodes: int) -> Found:
+    """A row whose file spreads it over `nodes` nodes (Dynamo's multinode.nodeCount, a
+    LeaderWorkerSet's size, SkyPilot's num_nodes): planned on that many nodes, unless its own
+    launch line says how many (--nnodes, mpirun's hosts)."""
+    if nodes > 1 and f.error is None:
+        f.knobs.setdefault("nodes", nodes)
+    return f
 
 
 def _hf_model(uri: str | None, name: str | None) -> str | None:
@@ -701,7 +733,7 @@ def _lws(doc: Any, ctx: _Ctx) -> list[Found]:
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=name)
             if f is not None:
-                out.append(f)
+                out.append(_on_nodes(f, size))
         if out:
             break  # the leader runs the server when it has one; else the workers do
     return out
@@ -846,9 +878,9 @@ def _skypilot(doc: Any, ctx: _Ctx) -> list[Found]:
         local = {**env, "SKYPILOT_NUM_NODES": str(nodes), "SKYPILOT_NODE_RANK": "0"}
         if count is not None:
             local["SKYPILOT_NUM_GPUS_PER_NODE"] = str(count)
-        script = substitute(text, local)
+        script = literal_branches(substitute(text, local))
         found = shell_commands(script, file=ctx.file, first_line=first, templates=ctx.templates)
-        for f in found:
+        for f in [_on_nodes(x, nodes) for x in found]:
             out.append(_adopt(f, f"SkyPilot task on {gpu}:{count}" if gpu else "SkyPilot task",
                               _int(_path(doc, "service", "replicas")),
                               (gpu, "SkyPilot resources.accelerators") if gpu else (None, None),
