@@ -40,9 +40,11 @@ would run, so the ordinary check plans it. What each reader follows (the schema 
   replicas) with NIM_MAX_MODEL_LEN, NIM_TENSOR_PARALLEL_SIZE, NIM_PIPELINE_PARALLEL_SIZE,
   NIM_MAX_NUM_SEQS (NIM LLM docs, "Environment variables"): planned as its vLLM backend.
 
-Every pool of a disaggregated file is one row, planned as an aggregated server (the
-disaggregation model of issue #25 is not used here). Unknown fields are ignored; a value left as
-an unrendered Helm template makes its row `unchecked`, with the reason.
+Every pool of a disaggregated file is one row (deploy/pd_check.py reads its P/D settings,
+deploy/pd_pair.py checks the halves against each other). A pool over several nodes (Dynamo
+multinode.nodeCount, a LeaderWorkerSet's size, SkyPilot num_nodes) is planned on that many nodes.
+Unknown fields are ignored; a value left as an unrendered Helm template makes its row
+`unchecked`, with the reason.
 
 Pure parsing: nothing here plans, prints or touches the network.
 """
