@@ -186,6 +186,7 @@ MULTINODE_FORMATS = {
               "multi-node flags)",
     "skypilot": "a task with num_nodes, each node running its rank's launch line",
     "ray": "a PACK placement group Ray spreads over the cluster's nodes",
+    "kserve": "an LLMInferenceService with a worker pod per node (data-parallel layouts)",
 }
 PER_NODE_FORMATS = ("k8s", "skypilot")  # run each node's own launch line
 
@@ -217,7 +218,16 @@ def multinode_formats(p: Plan) -> list[str]:
     pod/process-per-node ones only when the engine has a launch line per node."""
     per_node = p.nodes is not None and len(p.nodes.launch) == 2
     return [f for f in MULTINODE_FORMATS if _runs_engine(p, f)
-            and (per_node or f not in PER_NODE_FORMATS)]
+            and (per_node or f not in PER_NODE_FORMATS)
+            and (f != "kserve" or _data_parallel_over_nodes(p))]
+
+
+def _data_parallel_over_nodes(p: Plan) -> bool:
+    """Whether only data-parallel ranks cross nodes: each node holds whole DP ranks."""
+    nodes = (p.nodes.nodes or 1) if p.nodes is not None else 1
+    dp = int(p.inputs["data_parallel_size"].value or 1)
+    pp = int(p.inputs["pipeline_parallel_size"].value or 1)
+    return pp == 1 and dp % nodes == 0
 
 
 def _runs_engine(p: Plan, fmt: str) -> bool:
@@ -413,17 +423,49 @@ def _without_parallel(flags: list[str]) -> list[str]:
     return out
 
 
+def _kserve_parallelism(p: Plan, nodes: int) -> dict[str, int]:
+    """`spec.parallelism` as KServe validates it (pkg/apis/serving/v1alpha1/
+    llm_inference_service_validation.go, kserve@aaac4e29): `data` always with `dataLocal` (the
+    ranks on one pod), never with `pipeline`; over nodes only data-parallel ranks spread (the
+    LeaderWorkerSet's size is data / dataLocal: llm_inference_service_types_func.go GetSize,
+    each worker pod a headless vLLM with its start rank: config-llm-worker-data-parallel.yaml)."""
+    par = _parallelism(p)
+    if "data" in par and "pipeline" in par:
+        raise InvalidInputError("--emit kserve: KServe refuses pipeline and data parallelism "
+                                "together (llm_inference_service_validation.go)",
+                                code="emit-unsupported", hint="emit k8s or dynamo")
+    if nodes > 1 and ("pipeline" in par or par.get("data", 1) % nodes):
+        raise InvalidInputError(
+            f"--emit kserve: KServe spreads a deployment over nodes by data-parallel ranks "
+            f"(data / dataLocal pods); this plan's layout puts tensor or pipeline parallelism "
+            f"across its {nodes} nodes", code="emit-multinode", knob="nodes",
+            hint="emit " + ", ".join(f for f in multinode_formats(p) if f != "kserve"))
+    if "data" in par:
+        par["dataLocal"] = par["data"] // nodes
+    return par
+
+
 def kserve(p: Plan) -> str:
     _need_stack_engine(p, "kserve")
+    nodes = (p.nodes.nodes or 1) if p.nodes is not None and _multinode(p) else 1
+    par = _kserve_parallelism(p, nodes)
     extra = " ".join(shlex.quote(a) for a in _without_parallel(_flags(p)))
-    container = {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}},
-                 "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+
+    def main() -> dict[str, Any]:
+        return {"name": "main",
+                "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count // nodes)}},
+                "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+
+    spec: dict[str, Any] = {
+        "replicas": 1, "model": {"uri": f"hf://{p.model.id}", "name": p.model.id},
+        "parallelism": par, "router": {"route": {}},
+        "template": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                     "containers": [main()]}}
+    if nodes > 1:  # the worker pods of the LeaderWorkerSet; KServe writes their vLLM command
+        spec["worker"] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                          "containers": [main()]}
     doc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
-           "metadata": {"name": _name(p)},
-           "spec": {"replicas": 1, "model": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-                    "parallelism": _parallelism(p), "router": {"route": {}},
-                    "template": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                                 "containers": [container]}}}
+           "metadata": {"name": _name(p)}, "spec": spec}
     return _header(p, "kserve") + _yaml(doc)
 
 

@@ -640,9 +640,11 @@ def _llmisvc(doc: Any, ctx: _Ctx) -> list[Found]:
                       if _scalar(_get(c, "name")) in (None, "main")]
         if not containers:
             continue
-        workers = 1 + (1 if _get(section, "worker") is not None else 0)
+        # with a `worker`, a LeaderWorkerSet of data / dataLocal pods (else `pipeline`):
+        # llm_inference_service_types_func.go GetSize, kserve@aaac4e29
+        size = _lws_size(par) if _get(section, "worker") is not None else 1
         count = _gpu_count(containers[0])
-        gpus = count * workers if count is not None else None
+        gpus = count * size if count is not None else None
         try:
             f = _container_row(containers[0], ctx, pool=f"KServe {name} ({role} pool)",
                                replicas=_int(_get(section, "replicas")),
@@ -652,8 +654,17 @@ def _llmisvc(doc: Any, ctx: _Ctx) -> list[Found]:
         except DeployParseError as e:
             f = _failed(e, ctx.file, text=name)
         if f is not None:
-            out.append(f)
+            out.append(_on_nodes(f, size))
     return out
+
+
+def _lws_size(par: Any) -> int:
+    """KServe's pods per group for `spec.parallelism` with a worker: data / dataLocal for a
+    data-parallel layout, else the pipeline stages (at least 2: a leader and a worker)."""
+    data, local = _int(_get(par, "data")), _int(_get(par, "dataLocal"))
+    if data or local:
+        return max((data or 1) // max(local or 1, 1), 1)
+    return max(_int(_get(par, "pipeline")) or 2, 1)
 
 
 KSERVE_OWN = {"--model-name": True, "--model-id": True, "--model-dir": True, "--backend": True,

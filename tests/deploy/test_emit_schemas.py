@@ -260,3 +260,23 @@ def test_the_pod_spec_schema_refuses_a_wrong_pod():
     cls = jsonschema.validators.validator_for(schema)
     assert list(cls(schema).iter_errors({"containers": [{"name": "s", "comand": ["x"]}]}))
     assert not list(cls(schema).iter_errors({"containers": [{"name": "s", "command": ["x"]}]}))
+
+
+def test_multinode_kserve_file_is_a_valid_data_parallel_llminferenceservice():
+    # DeepSeek-V3 DP 2 × TP 8 over two nodes: one data-parallel rank a pod, a worker pod for the
+    # second (KServe: LeaderWorkerSet size = data / dataLocal)
+    (doc,) = _emitted("kserve", *MULTINODE[2])
+    _valid(doc, _schema("kserve-llminferenceservice-v1alpha1.json"))
+    spec = doc["spec"]
+    assert spec["parallelism"] == {"tensor": 8, "data": 2, "dataLocal": 1}
+    for pod in (spec["template"], spec["worker"]):
+        assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    _valid(spec["worker"], _pod_spec_schema())
+
+
+def test_single_node_data_parallel_kserve_file_sets_data_local():
+    # KServe refuses `data` without `dataLocal` (llm_inference_service_validation.go)
+    p = plan("Qwen/Qwen3-8B", "h100-sxm-80gb", data_parallel_size=2)
+    (doc,) = [d for d in _yaml_module().safe_load_all(emit(p, "kserve")) if d]
+    assert doc["spec"]["parallelism"] == {"tensor": 1, "data": 2, "dataLocal": 2}
+    assert "worker" not in doc["spec"]
