@@ -491,6 +491,8 @@ def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: 
              gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
     if f.error is None:
         _engine_args_file(f, dropped, files or {}, line)
+        for knob, value in syntax.dynamo_defaults.items():  # what the backend always passes
+            f.knobs.setdefault(knob, value)
     return f
 
 
