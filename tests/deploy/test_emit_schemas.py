@@ -245,14 +245,20 @@ def test_the_leaderworkerset_schema_refuses_a_wrong_file(wrong):
     assert list(jsonschema.Draft7Validator(schema).iter_errors(wrong))
 
 
-def test_lws_published_examples_are_valid():
-    # llm-d's wide-EP LeaderWorkerSet (examples/deploy/llm-d): the closed schema is not too strict
-    docs = [d for d in _yaml_module().safe_load_all(
-        (EXAMPLES / "llm-d" / "wide-ep-decode-lws.yaml").read_text())
-        if isinstance(d, dict) and d.get("kind") == "LeaderWorkerSet"]
+@pytest.mark.parametrize("path", ["llm-d/wide-ep-decode-lws.yaml", "lws/sglang-lws.yaml"])
+def test_lws_published_examples_are_valid(path):
+    # llm-d's wide-EP LeaderWorkerSet and LWS's own SGLang example: the closed schema is not too
+    # strict. Their pod templates against V1PodSpec for LWS's example only: the Python client's
+    # models take resource quantities as strings, where the API also takes integers (llm-d's
+    # file writes `cpu: 32`), so that schema is stricter than the API there
+    docs = [d for d in _yaml_module().safe_load_all((EXAMPLES / path).read_text())
+            if isinstance(d, dict) and d.get("kind") == "LeaderWorkerSet"]
     assert docs
     for doc in docs:
         _valid(doc, _schema("leaderworkerset-v1.json"))
+        for which in ("leaderTemplate", "workerTemplate"):
+            if path.startswith("lws/"):
+                _valid(doc["spec"]["leaderWorkerTemplate"][which]["spec"], _pod_spec_schema())
 
 
 def test_the_pod_spec_schema_refuses_a_wrong_pod():
