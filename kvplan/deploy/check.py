@@ -473,6 +473,10 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     # the policy's engine_version is the default engine's release
     version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                    else None)
+    defaults = registry.get(f.engine).syntax.dynamo_defaults
+    if isinstance(f, ManifestFound) and f.dynamo_worker and defaults is not None:
+        for knob, value in defaults(version).items():  # what Dynamo's backend passes
+            f.knobs.setdefault(knob, value)
     options_file = _options_file_knobs(f)
     settings, pd_notes = pd_check.read(f, options_file)
     try:

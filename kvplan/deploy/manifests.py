@@ -88,6 +88,7 @@ class ManifestFound(Found):
     pool: str | None = None
     replicas: int | None = None
     unchecked: str | None = None
+    dynamo_worker: bool = False  # run by Dynamo's backend module (its defaults apply)
 
 
 # Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
@@ -491,8 +492,8 @@ def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: 
              gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
     if f.error is None:
         _engine_args_file(f, dropped, files or {}, line)
-        for knob, value in syntax.dynamo_defaults.items():  # what the backend always passes
-            f.knobs.setdefault(knob, value)
+        if isinstance(f, ManifestFound):
+            f.dynamo_worker = True  # check plans it with DeploySyntax.dynamo_defaults
     return f
 
 

@@ -1025,6 +1025,14 @@ def runtime_for(version: str, backend: str | None = None) -> Runtime:
     return "pytorch" if parse_version(version) >= PYTORCH_DEFAULT_FROM else "engine"
 
 
+def _dynamo_defaults(version: str | None) -> dict[str, Any]:
+    """What dynamo.trtllm passes that this release's trtllm-serve would not: backend pytorch
+    before PYTORCH_DEFAULT_FROM (DeploySyntax.dynamo_defaults; main.py arg_map @0567a73a)."""
+    if runtime_for(version or TrtllmEngine.newest_version) == "pytorch":
+        return {}
+    return {"backend": "pytorch"}
+
+
 class TrtllmEngine(Engine):
     name = "trtllm"
     label = "TensorRT-LLM"
@@ -1104,7 +1112,7 @@ class TrtllmEngine(Engine):
         # free_gpu_memory_fraction (None → 0.9, executor.h kDefaultGpuMemFraction) and
         # GUARANTEED_NO_EVICT scheduling; --kv-block-size 32 is the router's, equal to the
         # engine's tokens_per_block default
-        dynamo_defaults={"backend": "pytorch"})
+        dynamo_defaults=_dynamo_defaults)
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency and
     # seq_overhead_us fitted by benchmarks/perf_fit.py (benchmarks/perf_arch.py stage A) on the
