@@ -33,7 +33,7 @@ from ..sources.limits import (
 )
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
-from . import pd_check
+from . import pd_check, pd_pair
 from .commands import (
     DeployParseError,
     Found,
@@ -240,6 +240,7 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
         except InvalidInputError as e:
             rows.append(_error_row(str(given), 1, DeployParseError(str(given), 1, e.message,
                                                                    hint=e.hint), command=""))
+    halves: list[tuple[Found, CheckedDeployment]] = []  # for pairing P/D halves (pd_pair)
     with within(roots, own=(data_dir("model_specs"), data_dir("gpu_specs"))):
         for path in expand_paths(named):
             templates = Templates(values=dict(sets))
@@ -249,8 +250,11 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
             except DeployParseError as e:
                 rows.append(_error_row(e.file, e.line, e, command=""))
                 continue
-            rows += [_error_row(f.file, f.line, f.error, f.text) if f.error
-                     else _check_one(f, policy, offline) for f in found]
+            checked = [_error_row(f.file, f.line, f.error, f.text) if f.error
+                       else _check_one(f, policy, offline) for f in found]
+            rows += checked
+            halves += zip(found, checked, strict=True)
+    pd_pair.pair(halves)
     rows = [_redacted(r) for r in rows]
     if not rows:
         rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
@@ -469,6 +473,10 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     # the policy's engine_version is the default engine's release
     version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                    else None)
+    defaults = registry.get(f.engine).syntax.dynamo_defaults
+    if isinstance(f, ManifestFound) and f.dynamo_worker and defaults is not None:
+        for knob, value in defaults(version).items():  # what Dynamo's backend passes
+            f.knobs.setdefault(knob, value)
     options_file = _options_file_knobs(f)
     settings, pd_notes = pd_check.read(f, options_file)
     try:

@@ -14,6 +14,10 @@ k8s (apps/v1 Deployment + v1 Service), compose (Compose Specification), dynamo
 helm-production-stack (vllm-stack values), ray (Ray Serve LLM config: build_openai_app), skypilot
 (SkyPilot task with a `service:` section).
 
+A plan over several nodes (Plan.nodes) is written as a LeaderWorkerSet (k8s), a Dynamo worker with
+multinode.nodeCount, a SkyPilot task with num_nodes or a Ray PACK placement group, from the
+per-node launch lines engines/multinode.py derives; the other formats refuse it, naming these.
+
 Pure: returns text; the CLI writes it.
 """
 
@@ -129,8 +133,9 @@ def _need_stack_engine(p: Plan, fmt: str) -> str:
     wanted = stack_engine(FORMAT_STACKS[fmt])
     if engine != wanted:
         label = registry.get(wanted).label
-        others = [f for f in WRITERS if f not in FORMAT_STACKS
-                  and (f != "dynamo" or registry.get(engine).syntax.dynamo_module)]
+        others = multinode_formats(p) if _multinode(p) else [
+            f for f in WRITERS if f not in FORMAT_STACKS
+            and (f != "dynamo" or registry.get(engine).syntax.dynamo_module)]
         raise InvalidInputError(f"--emit {fmt} deploys {label}; this plan is for "
                                 f"{registry.get(engine).label}",
                                 hint=f"plan with --engine {wanted}, or emit "
@@ -163,10 +168,132 @@ def _image(p: Plan) -> str:
     return (registry.get(engine).syntax.image or "IMAGE:{v}").format(v=p.engine.version)
 
 
+# ------------------------------------------------------------------ multi-node
+
+# Where each per-node launch line (engines/multinode.py: `$HEAD_IP`, `$NODE_RANK`) finds the head
+# node's address and its own rank in each format that runs one pod / process per node:
+# LeaderWorkerSet injects LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX (0 on the
+# leader) into every container (kubernetes-sigs/lws api/leaderworkerset/v1/
+# leaderworkerset_types.go, v0.10.0); SkyPilot sets SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS (one
+# address a line, the head's first) on every node of a task
+# (https://docs.skypilot.co/en/stable/running-jobs/distributed-jobs.html).
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+LWS_PLACEHOLDERS = {"HEAD_IP": "LWS_LEADER_ADDRESS", "NODE_RANK": "LWS_WORKER_INDEX"}
+# formats that write a deployment over several nodes, and as what
+MULTINODE_FORMATS = {
+    "k8s": "a LeaderWorkerSet (leader + workers, one pod per node)",
+    "dynamo": "a worker with multinode.nodeCount (Dynamo's operator adds the engine's "
+              "multi-node flags)",
+    "skypilot": "a task with num_nodes, each node running its rank's launch line",
+    "ray": "a PACK placement group Ray spreads over the cluster's nodes",
+    "kserve": "an LLMInferenceService with a worker pod per node (data-parallel layouts)",
+}
+PER_NODE_FORMATS = ("k8s", "skypilot")  # run each node's own launch line
+
+
+def _multinode(p: Plan) -> bool:
+    return p.nodes is not None and (p.nodes.nodes or 1) > 1
+
+
+def _per_node_lines(p: Plan, fmt: str) -> tuple[str, str]:
+    """(the head node's launch line, the other nodes' line) of a plan over nodes, as
+    engines/multinode.py writes them; an engine that starts every rank from one node (one line:
+    MPI) has no per-node pods to write, and that is an error naming the format that does."""
+    assert p.nodes is not None
+    launch = p.nodes.launch
+    if len(launch) != 2:
+        can = multinode_formats(p)
+        raise InvalidInputError(
+            f"--emit {fmt}: {p.engine.label} starts every rank of a multi-node deployment from "
+            "one node (" + (launch[0].command.split()[0] if launch else "no per-node line")
+            + f"), so there is no per-node launch line for {fmt} to run on each node",
+            code="emit-multinode", knob="nodes",
+            hint=("emit " + ", ".join(can) + " (Dynamo's operator sets MPI up across the "
+                  "nodes)") if can else "run the launch line the plan prints")
+    return launch[0].command, launch[1].command
+
+
+def multinode_formats(p: Plan) -> list[str]:
+    """The formats that write this plan over its nodes: those that run its engine, and of the
+    pod/process-per-node ones only when the engine has a launch line per node."""
+    per_node = p.nodes is not None and len(p.nodes.launch) == 2
+    return [f for f in MULTINODE_FORMATS if _runs_engine(p, f)
+            and (per_node or f not in PER_NODE_FORMATS)
+            and (f != "kserve" or _data_parallel_over_nodes(p))]
+
+
+def _data_parallel_over_nodes(p: Plan) -> bool:
+    """Whether only data-parallel ranks cross nodes: each node holds whole DP ranks."""
+    nodes = (p.nodes.nodes or 1) if p.nodes is not None else 1
+    dp = int(p.inputs["data_parallel_size"].value or 1)
+    pp = int(p.inputs["pipeline_parallel_size"].value or 1)
+    return pp == 1 and dp % nodes == 0
+
+
+def _runs_engine(p: Plan, fmt: str) -> bool:
+    """Whether format `fmt` deploys the plan's engine."""
+    engine, _, _ = _words(p)
+    if fmt in FORMAT_STACKS:
+        return stack_engine(FORMAT_STACKS[fmt]) == engine
+    if fmt == "dynamo":
+        module = registry.get(engine).syntax.dynamo_module
+        return module is not None and dynamo_modules().get(module) == engine
+    return True
+
+
+def _placeholders(line: str, names: dict[str, str]) -> str:
+    """A launch line with multinode.py's placeholders renamed (HEAD_IP → LWS_LEADER_ADDRESS)."""
+    for old, new in names.items():
+        line = re.sub(rf"\b{old}\b", new, line)
+    return line
+
+
+def _leader_worker_set(p: Plan) -> str:
+    """A LeaderWorkerSet of `nodes` pods (leader = node rank 0), each with the node's GPUs and
+    its launch line, and a Service in front of the leader (LWS's own examples select the leader
+    by its template label: docs/examples/sglang/lws.yaml)."""
+    assert p.nodes is not None
+    head, worker = _per_node_lines(p, "k8s")
+    name = _name(p)
+    per_node = p.nodes.gpus_per_node or p.gpu.count // (p.nodes.nodes or 1)
+    selector = {"nvidia.com/gpu.product": _gpu_label(p)}
+
+    def pod(line: str, leader: bool) -> dict[str, Any]:
+        container: dict[str, Any] = {
+            "name": "leader" if leader else "worker", "image": _image(p),
+            "command": ["/bin/sh", "-c", _placeholders(line, LWS_PLACEHOLDERS)],
+            "resources": {"limits": {"nvidia.com/gpu": str(per_node)}}}
+        if leader:
+            container["ports"] = [{"containerPort": PORT}]
+        spec = {"nodeSelector": dict(selector), "containers": [container]}
+        return ({"metadata": {"labels": {"role": "leader"}}, "spec": spec} if leader
+                else {"spec": spec})
+
+    lws = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": name},
+           "spec": {"replicas": 1, "leaderWorkerTemplate": {
+               "size": p.nodes.nodes, "restartPolicy": "RecreateGroupOnPodRestart",
+               "leaderTemplate": pod(head, True), "workerTemplate": pod(worker, False)}}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
+                        "ports": [{"port": PORT, "targetPort": PORT}]}}
+    return _header(p, "k8s") + _yaml(lws) + "---\n" + _yaml(service)
+
+
+def _skypilot_run(p: Plan) -> str:
+    """The run script of a task over nodes: the head's line on rank 0, the others' elsewhere."""
+    head, worker = _per_node_lines(p, "skypilot")
+    names = {"HEAD_IP": "HEAD_IP", "NODE_RANK": "SKYPILOT_NODE_RANK"}
+    return ('HEAD_IP=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n'
+            'if [ "$SKYPILOT_NODE_RANK" = "0" ]; then\n'
+            f"  {_placeholders(head, names)}\nelse\n  {_placeholders(worker, names)}\nfi\n")
+
+
 # --------------------------------------------------------------------- writers
 
 
 def k8s(p: Plan) -> str:
+    if _multinode(p):
+        return _leader_worker_set(p)
     name = _name(p)
     labels = {"app": name}
     container = {
@@ -226,8 +353,15 @@ def dynamo(p: Plan) -> str:
                           "data": {base: text}}
             pod["volumes"] = [{"name": "engine-config",
                                "configMap": {"name": f"{_name(p)}-engine-config"}}]
-    worker = {"componentType": "worker", "replicas": 1,
-              "resources": {"limits": {"gpu": str(p.gpu.count)}}, "extraPodSpec": pod}
+    worker: dict[str, Any] = {"componentType": "worker", "replicas": 1,
+                              "resources": {"limits": {"gpu": str(p.gpu.count)}},
+                              "extraPodSpec": pod}
+    if _multinode(p):
+        # GPUs per node × multinode.nodeCount; the args keep the whole layout (Dynamo's operator
+        # adds each node's flags: docs/kubernetes/deployment/multinode-deployment.md)
+        assert p.nodes is not None
+        worker["multinode"] = {"nodeCount": p.nodes.nodes}
+        worker["resources"]["limits"]["gpu"] = str(p.gpu.count // (p.nodes.nodes or 1))
     doc = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
            "metadata": {"name": _name(p)},
            "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},
@@ -289,17 +423,49 @@ def _without_parallel(flags: list[str]) -> list[str]:
     return out
 
 
+def _kserve_parallelism(p: Plan, nodes: int) -> dict[str, int]:
+    """`spec.parallelism` as KServe validates it (pkg/apis/serving/v1alpha1/
+    llm_inference_service_validation.go, kserve@aaac4e29): `data` always with `dataLocal` (the
+    ranks on one pod), never with `pipeline`; over nodes only data-parallel ranks spread (the
+    LeaderWorkerSet's size is data / dataLocal: llm_inference_service_types_func.go GetSize,
+    each worker pod a headless vLLM with its start rank: config-llm-worker-data-parallel.yaml)."""
+    par = _parallelism(p)
+    if "data" in par and "pipeline" in par:
+        raise InvalidInputError("--emit kserve: KServe refuses pipeline and data parallelism "
+                                "together (llm_inference_service_validation.go)",
+                                code="emit-unsupported", hint="emit k8s or dynamo")
+    if nodes > 1 and ("pipeline" in par or par.get("data", 1) % nodes):
+        raise InvalidInputError(
+            f"--emit kserve: KServe spreads a deployment over nodes by data-parallel ranks "
+            f"(data / dataLocal pods); this plan's layout puts tensor or pipeline parallelism "
+            f"across its {nodes} nodes", code="emit-multinode", knob="nodes",
+            hint="emit " + ", ".join(f for f in multinode_formats(p) if f != "kserve"))
+    if "data" in par:
+        par["dataLocal"] = par["data"] // nodes
+    return par
+
+
 def kserve(p: Plan) -> str:
     _need_stack_engine(p, "kserve")
+    nodes = (p.nodes.nodes or 1) if p.nodes is not None and _multinode(p) else 1
+    par = _kserve_parallelism(p, nodes)
     extra = " ".join(shlex.quote(a) for a in _without_parallel(_flags(p)))
-    container = {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}},
-                 "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+
+    def main() -> dict[str, Any]:
+        return {"name": "main",
+                "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count // nodes)}},
+                "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+
+    spec: dict[str, Any] = {
+        "replicas": 1, "model": {"uri": f"hf://{p.model.id}", "name": p.model.id},
+        "parallelism": par, "router": {"route": {}},
+        "template": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                     "containers": [main()]}}
+    if nodes > 1:  # the worker pods of the LeaderWorkerSet; KServe writes their vLLM command
+        spec["worker"] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                          "containers": [main()]}
     doc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
-           "metadata": {"name": _name(p)},
-           "spec": {"replicas": 1, "model": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-                    "parallelism": _parallelism(p), "router": {"route": {}},
-                    "template": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                                 "containers": [container]}}}
+           "metadata": {"name": _name(p)}, "spec": spec}
     return _header(p, "kserve") + _yaml(doc)
 
 
@@ -360,10 +526,13 @@ def ray(p: Plan) -> str:
         else:
             kwargs[key] = _typed(value)
     reverse = tuple(k for k, v in RAY_GPUS.items() if v == p.gpu.id)
+    group: dict[str, Any] = {"bundles": [{"GPU": 1}] * p.gpu.count}
+    if _multinode(p):  # PACK fills a node, then spills to others (https://docs.ray.io/en/
+        # latest/serve/llm/user-guides/cross-node-parallelism.html)
+        group["strategy"] = "PACK"
     config = {"model_loading_config": {"model_id": p.model.id, "model_source": p.model.id},
               "accelerator_type": _gpu_label(p, reverse, short=True), "engine_kwargs": kwargs,
-              "placement_group_config": {"bundles": [{"GPU": 1}] * p.gpu.count},
-              "deployment_config": {"num_replicas": 1}}
+              "placement_group_config": group, "deployment_config": {"num_replicas": 1}}
     doc = {"applications": [{"name": "llm_app", "route_prefix": "/",
                              "import_path": "ray.serve.llm:build_openai_app",
                              "args": {"llm_configs": [config]}}]}
@@ -372,8 +541,15 @@ def ray(p: Plan) -> str:
 
 def skypilot(p: Plan) -> str:
     reverse = tuple(k for k, v in SKY_GPUS.items() if v == p.gpu.id)
-    doc = {"resources": {"accelerators": f"{_gpu_label(p, reverse, short=True)}:{p.gpu.count}",
-                         "ports": PORT},
+    gpu = _gpu_label(p, reverse, short=True)
+    if _multinode(p):  # a task over nodes (`sky launch`); SkyServe replicas are one node each
+        assert p.nodes is not None
+        nodes = p.nodes.nodes or 1
+        multi = {"num_nodes": nodes,
+                 "resources": {"accelerators": f"{gpu}:{p.gpu.count // nodes}", "ports": PORT},
+                 "run": _skypilot_run(p)}
+        return _header(p, "skypilot") + _yaml(multi)
+    doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", "ports": PORT},
            "service": {"readiness_probe": "/v1/models", "replicas": 1},
            "run": p.command}
     return _header(p, "skypilot") + _yaml(doc)
@@ -390,13 +566,13 @@ def emit(p: Plan, fmt: str) -> str:
     if writer is None:
         raise InvalidInputError(f"unknown --emit format {fmt!r}",
                                 hint="use one of " + ", ".join(FORMATS))
-    if p.nodes is not None and (p.nodes.nodes or 1) > 1:
-        # every writer puts the serve line and all the GPUs in one pod / service / task: for a
-        # layout over nodes that asked for a node no system has (16 × H100 in one SkyPilot
-        # task), and `kvplan check` of it planned a one-node layout
+    if _multinode(p) and fmt not in MULTINODE_FORMATS:
+        assert p.nodes is not None
+        can = multinode_formats(p)
         raise InvalidInputError(
-            f"--emit {fmt}: the plan spans {p.nodes.nodes} nodes of {p.nodes.gpus_per_node} "
-            "GPUs, and the --emit formats describe one node", code="emit-multinode",
-            knob="nodes", hint="run the per-node launch lines the plan prints (head and worker "
-            "ranks, `nodes.launch` in --json), or plan a layout within one node")
+            f"--emit {fmt} describes one node, and the plan spans {p.nodes.nodes} nodes of "
+            f"{p.nodes.gpus_per_node} GPUs", code="emit-multinode", knob="nodes",
+            hint="emit " + ", ".join(f"{f} ({MULTINODE_FORMATS[f]})" for f in can)
+            + ", run the per-node launch lines the plan prints (`nodes.launch` in --json), "
+            "or plan a layout within one node")
     return writer(p)

@@ -40,9 +40,11 @@ would run, so the ordinary check plans it. What each reader follows (the schema 
   replicas) with NIM_MAX_MODEL_LEN, NIM_TENSOR_PARALLEL_SIZE, NIM_PIPELINE_PARALLEL_SIZE,
   NIM_MAX_NUM_SEQS (NIM LLM docs, "Environment variables"): planned as its vLLM backend.
 
-Every pool of a disaggregated file is one row, planned as an aggregated server (the
-disaggregation model of issue #25 is not used here). Unknown fields are ignored; a value left as
-an unrendered Helm template makes its row `unchecked`, with the reason.
+Every pool of a disaggregated file is one row (deploy/pd_check.py reads its P/D settings,
+deploy/pd_pair.py checks the halves against each other). A pool over several nodes (Dynamo
+multinode.nodeCount, a LeaderWorkerSet's size, SkyPilot num_nodes) is planned on that many nodes.
+Unknown fields are ignored; a value left as an unrendered Helm template makes its row
+`unchecked`, with the reason.
 
 Pure parsing: nothing here plans, prints or touches the network.
 """
@@ -86,6 +88,7 @@ class ManifestFound(Found):
     pool: str | None = None
     replicas: int | None = None
     unchecked: str | None = None
+    dynamo_worker: bool = False  # run by Dynamo's backend module (its defaults apply)
 
 
 # Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
@@ -319,6 +322,29 @@ def substitute(script: str, env: dict[str, str]) -> str:
     return script
 
 
+# `if [ "A" = "B" ]; then … else … fi` (or ==, !=) on two words with nothing left to expand
+LITERAL_IF = re.compile(
+    r'^[ \t]*if \[ "?([^"\s$`]*)"? (==|=|!=) "?([^"\s$`]*)"? \];? *(?:then)?[ \t]*\n'
+    r'(.*?)(?:^[ \t]*else[ \t]*\n(.*?))?^[ \t]*fi\b', re.M | re.S)
+
+
+def literal_branches(script: str) -> str:
+    """A script with each `if [ "A" = "B" ]` test on literal words (once its variables are
+    filled in: a multi-node task's `[ "$SKYPILOT_NODE_RANK" = "0" ]` on rank 0) replaced by the
+    branch it takes; the other branch's lines are kept as blank lines (line numbers stay)."""
+    def taken(m: re.Match[str]) -> str:
+        branch = 4 if (m.group(1) == m.group(3)) == (m.group(2) != "!=") else 5
+        lines = m.group(0).split("\n")
+        if m.group(branch) is None:
+            return "\n" * (len(lines) - 1)
+        # the kept branch's lines, in place; every other line of the block blank
+        before = m.string[m.start():m.start(branch)].count("\n")
+        kept = m.group(branch).split("\n")[:-1]  # the branch ends with its newline
+        return "\n".join(kept[i - before] if before <= i < before + len(kept) else ""
+                         for i in range(len(lines)))
+    return LITERAL_IF.sub(taken, script)
+
+
 def integer_arithmetic(expr: str) -> int | None:
     """`8 * 2`, `(1+1)*8`: integers with + - * / (shell division truncates); None otherwise."""
     import ast
@@ -466,6 +492,8 @@ def _dynamo_row(words: list[str], ctx: _Ctx, *, line: int, pool: str, replicas: 
              gpu=gpu, gpu_count=gpu_count, notes=extra + (notes or []))
     if f.error is None:
         _engine_args_file(f, dropped, files or {}, line)
+        if isinstance(f, ManifestFound):
+            f.dynamo_worker = True  # check plans it with DeploySyntax.dynamo_defaults
     return f
 
 
@@ -565,8 +593,17 @@ def _dynamo(doc: Any, ctx: _Ctx) -> list[Found]:
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=svc_name)
             if f is not None:
-                out.append(f)
+                out.append(_on_nodes(f, nodes))
     return out
+
+
+def _on_nodes(f: Found, nodes: int) -> Found:
+    """A row whose file spreads it over `nodes` nodes (Dynamo's multinode.nodeCount, a
+    LeaderWorkerSet's size, SkyPilot's num_nodes): planned on that many nodes, unless its own
+    launch line says how many (--nnodes, mpirun's hosts)."""
+    if nodes > 1 and f.error is None:
+        f.knobs.setdefault("nodes", nodes)
+    return f
 
 
 def _hf_model(uri: str | None, name: str | None) -> str | None:
@@ -606,9 +643,11 @@ def _llmisvc(doc: Any, ctx: _Ctx) -> list[Found]:
                       if _scalar(_get(c, "name")) in (None, "main")]
         if not containers:
             continue
-        workers = 1 + (1 if _get(section, "worker") is not None else 0)
+        # with a `worker`, a LeaderWorkerSet of data / dataLocal pods (else `pipeline`):
+        # llm_inference_service_types_func.go GetSize, kserve@aaac4e29
+        size = _lws_size(par) if _get(section, "worker") is not None else 1
         count = _gpu_count(containers[0])
-        gpus = count * workers if count is not None else None
+        gpus = count * size if count is not None else None
         try:
             f = _container_row(containers[0], ctx, pool=f"KServe {name} ({role} pool)",
                                replicas=_int(_get(section, "replicas")),
@@ -618,8 +657,17 @@ def _llmisvc(doc: Any, ctx: _Ctx) -> list[Found]:
         except DeployParseError as e:
             f = _failed(e, ctx.file, text=name)
         if f is not None:
-            out.append(f)
+            out.append(_on_nodes(f, size))
     return out
+
+
+def _lws_size(par: Any) -> int:
+    """KServe's pods per group for `spec.parallelism` with a worker: data / dataLocal for a
+    data-parallel layout, else the pipeline stages (at least 2: a leader and a worker)."""
+    data, local = _int(_get(par, "data")), _int(_get(par, "dataLocal"))
+    if data or local:
+        return max((data or 1) // max(local or 1, 1), 1)
+    return max(_int(_get(par, "pipeline")) or 2, 1)
 
 
 KSERVE_OWN = {"--model-name": True, "--model-id": True, "--model-dir": True, "--backend": True,
@@ -701,7 +749,7 @@ def _lws(doc: Any, ctx: _Ctx) -> list[Found]:
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=name)
             if f is not None:
-                out.append(f)
+                out.append(_on_nodes(f, size))
         if out:
             break  # the leader runs the server when it has one; else the workers do
     return out
@@ -846,9 +894,9 @@ def _skypilot(doc: Any, ctx: _Ctx) -> list[Found]:
         local = {**env, "SKYPILOT_NUM_NODES": str(nodes), "SKYPILOT_NODE_RANK": "0"}
         if count is not None:
             local["SKYPILOT_NUM_GPUS_PER_NODE"] = str(count)
-        script = substitute(text, local)
+        script = literal_branches(substitute(text, local))
         found = shell_commands(script, file=ctx.file, first_line=first, templates=ctx.templates)
-        for f in found:
+        for f in [_on_nodes(x, nodes) for x in found]:
             out.append(_adopt(f, f"SkyPilot task on {gpu}:{count}" if gpu else "SkyPilot task",
                               _int(_path(doc, "service", "replicas")),
                               (gpu, "SkyPilot resources.accelerators") if gpu else (None, None),

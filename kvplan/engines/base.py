@@ -259,6 +259,10 @@ class DeploySyntax:
     # (name → takes a value), dropped before planning. Empty: it passes the engine's own flags.
     dynamo_flags: Mapping[str, str] = field(default_factory=dict)
     dynamo_own_flags: Mapping[str, bool] = field(default_factory=dict)
+    # --- emitmn --- settings Dynamo's backend passes the engine where its own flags say nothing
+    # and the engine's release (None: the newest modelled) would default otherwise: knob →
+    # value; a Dynamo worker is planned with them
+    dynamo_defaults: Callable[[str | None], Mapping[str, Any]] | None = None
 
 
 # --- schemas (#23) --- deployment stacks that run one engine as their model server, by their

@@ -80,6 +80,12 @@ class PdSupport:
     flag: str = ""  # that flag, or the options file's section
     transceiver_buffers: bool = False  # preallocated transfer buffers outside the KV cache
     decode_reserve_tokens: int = 0  # KV tokens the decode server keeps free per request
+    # what a prefill and a decode server given as separate commands must agree on beyond the
+    # connector and the dtypes (deploy/pd_pair.py), each with the release range it holds for:
+    # "block_size" (the same KV block size), "decode_tp_multiple" (the decode TP a multiple of
+    # the prefill TP)
+    pair_rules: tuple[str, ...] = ()
+    pair_sources: tuple[str, ...] = ()
 
 
 _SUPPORT: dict[str, PdSupport] = {
@@ -91,7 +97,15 @@ _SUPPORT: dict[str, PdSupport] = {
         sources=("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (0.11-0.12)",
                  "docs/features/nixl_connector_usage.md"),
         vendors=("NVIDIA", "AMD"),  # the usage guide covers ROCm builds of NIXL
-        declared_by="json-flag", flag="--kv-transfer-config"),
+        declared_by="json-flag", flag="--kv-transfer-config",
+        # NixlConnectorWorker._validate_remote_agent_handshake: "Decode TP cannot be smaller
+        # than prefill TP" with divide() (a whole multiple) and "Remote P worker with different
+        # page/block size is not supported" in the 0.11-0.12 connector; at vllm-project/vllm
+        # 002a1057 (main) a prefill TP above the decode's is accepted unless the KV heads are
+        # replicated, and a decode block size a multiple of the prefill's: warnings, not errors
+        pair_rules=("block_size", "decode_tp_multiple"),
+        pair_sources=("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py "
+                      "_validate_remote_agent_handshake (0.11-0.12; relaxed at main 002a1057)",)),
     "sglang": PdSupport(
         engine="sglang", connector="mooncake", overlap="per_chunk",
         buffer="none: the transfer engine registers the KV pool itself",

@@ -1062,6 +1062,14 @@ def runtime_for(version: str, backend: str | None = None) -> Runtime:
     return "pytorch" if parse_version(version) >= PYTORCH_DEFAULT_FROM else "engine"
 
 
+def _dynamo_defaults(version: str | None) -> dict[str, Any]:
+    """What dynamo.trtllm passes that this release's trtllm-serve would not: backend pytorch
+    before PYTORCH_DEFAULT_FROM (DeploySyntax.dynamo_defaults; main.py arg_map @0567a73a)."""
+    if runtime_for(version or TrtllmEngine.newest_version) == "pytorch":
+        return {}
+    return {"backend": "pytorch"}
+
+
 class TrtllmEngine(Engine):
     name = "trtllm"
     label = "TensorRT-LLM"
@@ -1132,7 +1140,16 @@ class TrtllmEngine(Engine):
         dynamo_own_flags={"--served-model-name": True, "--kv-block-size": True,
                           "--modality": True, "--next-endpoint": True,
                           "--publish-events-and-metrics": False, "--max-beam-width": True,
-                          "--gpus-per-node": True})
+                          "--gpus-per-node": True},
+        # --- emitmn --- dynamo.trtllm's main.py arg_map (ai-dynamo/dynamo components/backends/
+        # trtllm/src/dynamo/trtllm/main.py @0567a73a) always passes backend "pytorch", also to a
+        # release whose trtllm-serve defaults to the TensorRT engine (before PYTORCH_DEFAULT_FROM).
+        # Its other defaults are trtllm-serve's: BuildConfig's max_batch_size, max_num_tokens,
+        # max_seq_len (trtllm_utils.py cmd_line_args defaults), KvCacheConfig's
+        # free_gpu_memory_fraction (None → 0.9, executor.h kDefaultGpuMemFraction) and
+        # GUARANTEED_NO_EVICT scheduling; --kv-block-size 32 is the router's, equal to the
+        # engine's tokens_per_block default
+        dynamo_defaults=_dynamo_defaults)
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency and
     # seq_overhead_us fitted by benchmarks/perf_fit.py (benchmarks/perf_arch.py stage A) on the

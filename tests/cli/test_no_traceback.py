@@ -151,8 +151,8 @@ def _files(tmp_path: Path) -> dict[str, str]:
     (("plan", LLAMA, "--gpu", "h100", "--enable-expert-parallel"),
      ("--enable-expert-parallel", "mixture-of-experts")),
     (("plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "a100-sxm-80gb", "-tp", "8", "-pp",
-      "2", "--nodes", "2", "--max-model-len", "8192", "--emit", "skypilot"),
-     ("--emit skypilot", "2 nodes", "launch")),
+      "2", "--nodes", "2", "--max-model-len", "8192", "--emit", "compose"),
+     ("--emit compose", "2 nodes", "launch", "k8s", "skypilot")),
 ])
 def test_bad_combinations_of_the_new_flags_exit_2_naming_them(capsys, tmp_path, args, needles):
     """Each refused with exit 2, a message naming the flag(s) and a valid JSON error — never a
@@ -160,7 +160,8 @@ def test_bad_combinations_of_the_new_flags_exit_2_naming_them(capsys, tmp_path, 
     table or one pool's file; a missing --calibration file did not name the flag; calibrate of
     an empty file said 'not valid JSON (line 1, column 1)'; --enable-dp-attention without -dp
     was dropped without a word; --emit of a layout over two nodes wrote all 16 GPUs into one
-    node's file, which `kvplan check` planned on one 16-GPU HGX A100 node)."""
+    node's file, which `kvplan check` planned on one 16-GPU HGX A100 node: compose, one host,
+    still refuses it, naming the formats that write it over nodes)."""
     paths = _files(tmp_path)
     (tmp_path / "serve.sh").write_text(f"# kvplan: gpu=h100\nvllm serve {LLAMA}\n")
     rank = "2"

@@ -212,3 +212,38 @@ def test_a_configmaps_cache_transceiver_config_is_taken_into_the_pd_check(tmp_pa
     without = _row(path).plan
     assert with_pd is not None and without is not None
     assert with_pd.kv_cache.tokens == ref.kv_cache.tokens < without.kv_cache.tokens
+
+
+def test_a_dynamo_trtllm_worker_runs_the_pytorch_backend_whatever_the_release(tmp_path):
+    """dynamo.trtllm's main.py passes backend "pytorch" to the LLM API always (arg_map,
+    ai-dynamo/dynamo @0567a73a); TensorRT-LLM 0.20's trtllm-serve defaults to the TensorRT
+    engine, so the worker is planned as `--backend pytorch`, the plain serve line is not."""
+    worker = textwrap.dedent("""\
+        # kvplan: gpu=h100 engine-version=0.20.0
+        apiVersion: nvidia.com/v1alpha1
+        kind: DynamoGraphDeployment
+        metadata:
+          name: trt
+        spec:
+          services:
+            Worker:
+              componentType: worker
+              resources:
+                limits:
+                  gpu: "1"
+              extraPodSpec:
+                mainContainer:
+                  command: [python3, -m, dynamo.trtllm]
+                  args: [--model-path, Qwen/Qwen3-8B, --max-seq-len, "8192"]
+        """)
+    (tmp_path / "dgd.yaml").write_text(worker)
+    (tmp_path / "serve.sh").write_text("# kvplan: gpu=h100 engine-version=0.20.0\n"
+                                       "trtllm-serve Qwen/Qwen3-8B --max_seq_len 8192\n")
+    report = check_files([tmp_path / "dgd.yaml", tmp_path / "serve.sh"], policy=Policy(),
+                         sets={}, offline=True)
+    dynamo_row, serve_row = report.deployments
+    assert dynamo_row.plan is not None and serve_row.plan is not None
+    assert "--backend pytorch" in dynamo_row.plan.command
+    assert "--backend" not in serve_row.plan.command
+    # the rest are trtllm-serve's defaults (BuildConfig, KvCacheConfig 0.9): the same plan
+    assert dynamo_row.plan.kv_cache.tokens == serve_row.plan.kv_cache.tokens

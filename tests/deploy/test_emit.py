@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kvplan.api import plan
 from kvplan.deploy.check import Policy, check_files
 from kvplan.deploy.commands import load_yaml
-from kvplan.deploy.emit import FORMATS, emit
+from kvplan.deploy.emit import FORMATS, MULTINODE_FORMATS, emit, multinode_formats
 from kvplan.engines.registry import NAMES
 from kvplan.errors import KvplanError
 from kvplan.sources.catalog import resolve_gpu, resolve_model
@@ -211,3 +211,120 @@ def test_gpt_j_on_tgi_reads_back_within_its_n_positions(tmp_path):
     assert p is not None
     assert "--max-input-tokens 2047 --max-total-tokens 2048" in p.command
     assert_same_plan(p, round_trip(p, "k8s", tmp_path).plan, "k8s")
+
+
+# ------------------------------------------------------------------ plans over several nodes
+
+MULTINODE_PLANS = (  # whole 8-GPU nodes; DeepSeek-V3's two data-parallel ranks, one a node
+    ("meta-llama/Llama-3.1-405B", "vllm", {"tensor_parallel_size": 8,
+                                           "pipeline_parallel_size": 2, "nodes": 2}),
+    ("meta-llama/Llama-3.1-405B", "vllm", {"tensor_parallel_size": 8, "pipeline_parallel_size": 2,
+                                           "nodes": 2, "engine_version": "0.10.2"}),  # Ray
+    ("meta-llama/Llama-3.1-405B", "sglang", {"tensor_parallel_size": 8,
+                                             "pipeline_parallel_size": 4, "nodes": 4,
+                                             "max_model_len": 8192}),
+    ("meta-llama/Llama-3.1-405B", "trtllm", {"tensor_parallel_size": 8,
+                                             "pipeline_parallel_size": 2, "nodes": 2}),
+    ("deepseek-ai/DeepSeek-V3", "vllm", {"tensor_parallel_size": 8, "data_parallel_size": 4,
+                                         "enable_expert_parallel": True, "max_model_len": 8192}),
+    ("deepseek-ai/DeepSeek-V3", "sglang", {"tensor_parallel_size": 16}),
+)
+
+
+def assert_same_nodes(p, q, fmt: str) -> None:
+    assert_same_plan(p, q, fmt)
+    if fmt == "ray":  # a Ray Serve config names GPUs, not nodes: kvplan places them itself
+        return
+    assert (q.nodes.nodes, q.nodes.gpus_per_node) == (p.nodes.nodes, p.nodes.gpus_per_node), fmt
+
+
+@pytest.mark.parametrize(("model", "engine", "knobs"), MULTINODE_PLANS)
+def test_multinode_plans_round_trip_in_every_format_that_can_write_them(model, engine, knobs,
+                                                                         tmp_path):
+    p = plan(model, "h100", engine=engine, **knobs)
+    assert p.fits and p.nodes.nodes > 1
+    formats = multinode_formats(p)
+    # vLLM and SGLang have a launch line per node (LWS, SkyPilot); TensorRT-LLM's one mpirun
+    # line starts every rank, which only Dynamo's operator sets up across pods
+    assert ("k8s" in formats) == (engine != "trtllm") and "dynamo" in formats
+    for fmt in formats:
+        row = round_trip(p, fmt, tmp_path)
+        assert row.status == "fits", (fmt, row.problems)
+        assert_same_nodes(p, row.plan, fmt)
+    for fmt in set(FORMATS) - set(formats):  # the rest refuse, naming those that can
+        with pytest.raises(KvplanError) as e:
+            emit(p, fmt)
+        assert e.value.code in ("emit-multinode", "invalid-input"), fmt
+        assert any(f in (e.value.hint or "") for f in formats), (fmt, e.value.hint)
+
+
+def test_a_multinode_k8s_file_is_a_leaderworkerset_with_the_per_node_lines():
+    p = plan("meta-llama/Llama-3.1-405B", "h100", engine="sglang", tensor_parallel_size=8,
+             pipeline_parallel_size=2, nodes=2)
+    from kvplan.deploy.commands import _yaml_module
+
+    lws, service = list(_yaml_module().safe_load_all(emit(p, "k8s")))
+    tmpl = lws["spec"]["leaderWorkerTemplate"]
+    assert tmpl["size"] == 2
+    leader = tmpl["leaderTemplate"]["spec"]["containers"][0]
+    worker = tmpl["workerTemplate"]["spec"]["containers"][0]
+    assert leader["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    # engines/multinode.py's lines, the head's address and the rank from LWS's variables
+    assert leader["command"][2].endswith(
+        "--nnodes 2 --dist-init-addr $LWS_LEADER_ADDRESS:5000 --node-rank 0")
+    assert worker["command"][2].endswith("--node-rank 1")
+    assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": lws["metadata"][
+        "name"], "role": "leader"}
+
+
+def test_a_multinode_skypilot_task_reads_back_as_rank_zero(tmp_path):
+    # both branches of the rank test hold a serve line; check plans the one rank 0 runs
+    p = plan("meta-llama/Llama-3.1-405B", "h100", tensor_parallel_size=8,
+             pipeline_parallel_size=2, nodes=2)
+    text = emit(p, "skypilot")
+    assert "num_nodes: 2" in text and "H100:8" in text and "--headless" in text
+    row = round_trip(p, "skypilot", tmp_path)
+    assert "--node-rank 0" in row.command and "--headless" not in row.command
+
+
+def fitting_multinode_plan(model: str, gpu: str, engine: str):
+    """`model` over two whole 8-GPU nodes (TP 8 × PP 2), when it fits; else None."""
+    try:
+        p = plan(resolve_model(model, offline=True), resolve_gpu(gpu), engine=engine,
+                 tensor_parallel_size=8, pipeline_parallel_size=2, nodes=2)
+    except KvplanError:
+        return None
+    return p if p.fits and p.nodes is not None and p.nodes.nodes == 2 else None
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(model=st.sampled_from(MODELS), gpu=st.sampled_from(("h100-sxm-80gb", "h200-sxm-141gb",
+                                                          "a100-sxm-80gb", "b200")),
+       engine=st.sampled_from(ROUND_TRIP_ENGINES), data=st.data())
+def test_multinode_round_trip_over_the_catalogue(model, gpu, engine, data, tmp_path_factory):
+    p = fitting_multinode_plan(model, gpu, engine)
+    assume(p is not None)
+    formats = multinode_formats(p)
+    assume(formats)
+    assert set(formats) <= set(MULTINODE_FORMATS)
+    fmt = data.draw(st.sampled_from(formats), label="format")
+    row = round_trip(p, fmt, tmp_path_factory.mktemp("emit"))
+    assert row.status == "fits", row.problems
+    assert_same_nodes(p, row.plan, fmt)
+
+
+def test_cli_emits_a_two_node_skypilot_task_that_checks_on_two_nodes(capsys, tmp_path):
+    # was refused (exit 2): the file wrote all 16 GPUs into one node, which `kvplan check`
+    # planned on one 16-GPU HGX A100 node
+    out = tmp_path / "task.yaml"
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu",
+                       "a100-sxm-80gb", "-tp", "8", "-pp", "2", "--nodes", "2",
+                       "--max-model-len", "8192", "--emit", "skypilot", "-o", str(out),
+                       "--offline")
+    assert code == 0, err
+    assert load_yaml(out.read_text())["num_nodes"] == 2
+    code, stdout, _ = run(capsys, "check", str(out), "--json", "--offline")
+    (row,) = json.loads(stdout)["deployments"]
+    assert code == 0 and row["status"] == "fits"
+    assert (row["plan"]["nodes"]["nodes"], row["plan"]["nodes"]["gpus_per_node"]) == (2, 8)

@@ -15,14 +15,15 @@ from kvplan.deploy.commands import Templates, find_commands
 from kvplan.deploy.manifests import integer_arithmetic, manifest_commands, substitute
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
-FORMATS = ("dynamo", "kserve", "llm-d", "production-stack", "ray", "skypilot")
+FORMATS = ("dynamo", "kserve", "llm-d", "lws", "production-stack", "ray", "skypilot")
 
 # Serving pools in each real example, counted by hand from the source files: a Dynamo frontend is
 # no server; service.yaml lists 5 accelerator candidates, each checked.
 POOLS = {
     "dynamo/disagg.yaml": 2, "dynamo/disagg-multinode.yaml": 2, "dynamo/v1beta1-agg.yaml": 1,
     "kserve/llmisvc-pd-qwen2-7b-gpu.yaml": 2, "llm-d/ms-pd-values.yaml": 2,
-    "llm-d/wide-ep-decode-lws.yaml": 1, "production-stack/values-04-multiple-models.yaml": 2,
+    "llm-d/wide-ep-decode-lws.yaml": 1, "lws/sglang-lws.yaml": 1,
+    "production-stack/values-04-multiple-models.yaml": 2,
     "ray/llm-config.yaml": 2, "ray/pd-nixl-config.yaml": 2, "skypilot/serve-openai-api.yaml": 1,
     "skypilot/service.yaml": 5,
 }
@@ -33,6 +34,7 @@ BROKEN = {
     "kserve/broken-llmisvc-pd-qwen2-7b-gpu.yaml": (69, "gpu-count-mismatch"),
     "llm-d/broken-ms-pd-values.yaml": (80, "max-model-len-above-model-maximum"),
     "llm-d/broken-wide-ep-decode-lws.yaml": (37, "gpu-count-mismatch"),
+    "lws/broken-sglang-lws.yaml": (26, "gpu-count-mismatch"),
     "production-stack/broken-values-04-multiple-models.yaml": (25, "gpu-count-mismatch"),
     "ray/broken-llm-config.yaml": (15, "max-model-len-above-model-maximum"),
     "skypilot/broken-serve-openai-api.yaml": (33, "max-model-len-above-model-maximum"),
@@ -273,3 +275,12 @@ def test_substitute_cannot_multiply_a_script_past_the_command_limit():
 
     env = {"A": "$A" * 1000}  # each round would multiply the text a thousandfold
     assert len(substitute("vllm serve $A", env)) <= MAX_COMMAND_CHARS
+
+
+def test_a_leaderworkerset_group_is_planned_over_its_pods_nodes(report):
+    # LWS's own SGLang example: size 2, one GPU a pod, --tp 2 with --nnodes $(LWS_GROUP_SIZE):
+    # two nodes of one GPU, TP across them (the plan warns that its all-reduces cross nodes)
+    (row,) = rows_of(report, "lws/sglang-lws.yaml")
+    nodes = row["plan"]["nodes"]
+    assert row["status"] == "fits" and (nodes["nodes"], nodes["gpus_per_node"]) == (2, 1)
+    assert nodes["tensor_parallel_link"] == "scale-out"

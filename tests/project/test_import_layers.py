@@ -104,6 +104,7 @@ LAYER = {
     "kvplan.deploy.manifests": "deploy",
     "kvplan.deploy.emit": "deploy",
     "kvplan.deploy.pd_check": "deploy",
+    "kvplan.deploy.pd_pair": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.disagg": "render",
