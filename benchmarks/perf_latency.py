@@ -79,9 +79,16 @@ def load_raw(path: Path = DATA) -> list[dict[str, Any]]:
     return out
 
 
+def _quant(precision: str) -> tuple[Any, str | None, str | None]:
+    """perf_arch's mapping; "(checkpoint)": the checkpoint's own quantization, no knob."""
+    if "(checkpoint)" in precision:
+        return None, None, None
+    return perf_arch._quant(precision)
+
+
 def knobs_of(r: Mapping[str, Any]) -> dict[str, Any]:
     """The plan knobs of a row: TP/PP, dtype, quantization, KV dtype, its stated flags."""
-    _, qknob, kv = perf_arch._quant(r["precision"])
+    _, qknob, kv = _quant(r["precision"])
     knobs: dict[str, Any] = {"tensor_parallel_size": r["tp"], "pipeline_parallel_size": r["pp"],
                              "max_model_len": r["isl"] + r["osl"]}
     if qknob:
@@ -100,7 +107,7 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext:
     if r["precision"] in DTYPE:  # the dtype the run served (not every engine has --dtype)
         m = m.model_copy(update={"dtype": DTYPE[r["precision"]]})
     knobs = knobs_of(r)
-    q, _, kv = perf_arch._quant(r["precision"])
+    q, _, kv = _quant(r["precision"])
     p = plan(m, g, engine=r["engine"], engine_version=r["engine_version"] or None, **knobs)
     if not p.fits or p.performance is None:
         raise ValueError(f"kvplan cannot plan {r['model']} on {r['gpu']} TP{r['tp']}")
