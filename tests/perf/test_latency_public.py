@@ -77,9 +77,10 @@ def test_every_row_has_provenance_and_is_plannable() -> None:
         klass = arch.arch_class(resolve_gpu(r["gpu"]).arch)
         assert (klass == "Hopper") == (r["role"] == "hopper-reference"), r
         outside += klass != "Hopper"
-        quant = {"quantization": "fp8"} if r["precision"].startswith("fp8") else {}
+        quant = ({"quantization": "fp8"} if r["precision"].startswith("fp8")
+                 and "(checkpoint)" not in r["precision"] else {})
         p = plan(r["model"], r["gpu"], engine=r["engine"], **quant,
                  tensor_parallel_size=int(r["tp"]), max_model_len=int(r["isl"]) + int(r["osl"]))
         assert p.fits, r
-    assert outside >= 30
+    assert outside >= 60
     assert "semianalysis" not in " ".join(r["source_url"].lower() for r in ROWS)
