@@ -300,8 +300,8 @@ def sources_list(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
     scales = {k: v.scales for k, v in fits_.ARCH_FITS.items()}
-    fac = "; ".join(f"{k}: bf16 {s.bf16_gemm}, fp8 {s.fp8_gemm}, bandwidth {s.bandwidth}"
-                    for k, s in scales.items() if k in ("Ampere", "Ada"))
+    fac = "; ".join(f"{k}: bf16 {s.bf16_gemm}, fp8 {s.fp8_gemm}, fp4 {s.fp4_gemm}, "
+                    f"bandwidth {s.bandwidth}" for k, s in scales.items() if k != "Hopper")
     lines = [
         "# Latency (TTFT, TPOT) outside Hopper",
         "",
@@ -319,9 +319,11 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         f"`benchmarks/data/perf_latency_public.csv`: {len(pooled(rows))} rows outside Hopper "
         f"({sum(r['ttft_ms'] is not None for r in pooled(rows))} TTFT, "
         f"{sum(r['tpot_ms'] is not None for r in pooled(rows))} TPOT), plus "
-        f"{sum(r['role'] != 'measured' for r in rows)} H100 rows of the same TensorRT-LLM table "
-        "shown for reference. Each row has its source URL, date, harness (an engine's own "
-        "single-request benchmark, or N clients started together with fixed lengths), the "
+        f"{sum(r['role'] != 'measured' for r in rows)} Hopper rows published in the same tables "
+        "(H100, H200), shown for reference. Each row has its source URL, date, harness (an "
+        "engine's own single-request benchmark; one static batch run in-process, vLLM's "
+        "benchmark_latency.py, compared as end-to-end latency / OSL on both sides; or N "
+        "clients started together with fixed lengths), the "
         "statistic published (mean, median; derived figures say how) and what kvplan had to "
         "assume (column `assumed`). Sources:",
         "",
@@ -342,7 +344,11 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "",
         *summary_table(rows),
         "",
-        "Against the issue's leave-one-architecture-out targets (pooled outside Hopper):",
+        "Against the issue's leave-one-architecture-out targets (pooled outside Hopper; the "
+        "pool is weighted by rows: "
+        f"{sum(r['tpot_ms'] is not None for r in pooled(rows) if r['klass'] == 'CDNA3')} of "
+        f"its {sum(r['tpot_ms'] is not None for r in pooled(rows))} TPOT rows are MI300X "
+        "static batches from one table):",
         "",
         *targets_table(rows),
         "",
@@ -357,7 +363,7 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "## Per row",
         "",
         "TTFT / TPOT in ms; *bare*: without `request_overhead_ms` (in-process rows only); "
-        "(ref.): the H100 rows of the same table.",
+        "(ref.): the Hopper rows of the same table.",
         "",
         *row_table(rows),
         "",
