@@ -358,6 +358,12 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "",
         *harness_table(rows),
         "",
+        "Per source outside Hopper: the same model with its fixed overheads (step, layer, "
+        "sequence) removed (*roofline only*), and the time per token the measurements leave "
+        "above that roofline:",
+        "",
+        *diagnosis_table(rows),
+        "",
         *mechanism,
         "",
         "## Per row",
