@@ -42,3 +42,10 @@ def test_node_docs_are_current():
     """docs/nodes.md's system shapes table is generated from gpu_specs (scripts/node_docs.py)."""
     r = _check("scripts", "node_docs.py")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_latency_docs_are_current():
+    """docs/performance-latency.md is generated from the public latency rows
+    (benchmarks/perf_latency.py)."""
+    r = _check("benchmarks", "perf_latency.py")
+    assert r.returncode == 0, r.stdout + r.stderr

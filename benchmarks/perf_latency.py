@@ -1,0 +1,525 @@
+"""TTFT and TPOT outside Hopper: kvplan's latency model against public measurements it was not
+fitted on, with and without the GPU class's own factors; writes docs/performance-latency.md.
+
+    python benchmarks/perf_latency.py            # print the tables, rewrite the doc
+    python benchmarks/perf_latency.py --check    # fail if the doc differs from a fresh run
+
+Rows: benchmarks/data/perf_latency_public.csv (source URL, date, harness and assumptions per
+row; its header block describes the columns). Each row is planned by kvplan (engine defaults,
+the row's dtype / quantization / KV dtype / TP, max_model_len = ISL + OSL, the knobs its source
+states) and evaluated at its concurrency and lengths by kvplan.perf.step.evaluate. Predictions:
+
+* shipped: the plan's own PerfContext (the engine's coefficients, the class's factors from
+  kvplan/engines/arch_fits.py). The latency rows were not used to fit anything, but the
+  class's factors were fitted on the class's throughput rows (benchmarks/perf_arch.py).
+* LOAO (leave one architecture out): the class's factors replaced by those of its nearest
+  *other* measured class (perf_arch.nearest_fitted; Ampere ↔ Ada) — what kvplan would say with
+  no measurement of this architecture at all. The shipped factors of the other class are used:
+  perf_arch refits them without the class, which changes them only through the PCIe all-reduce
+  fitted jointly with Ampere and Ada, and no row here reduces over PCIe.
+* static batch: rows that publish a batch's end-to-end latency (vLLM benchmark_latency.py,
+  harness "offline-static-batch") are compared as e2e / OSL on both sides (column tpot_ms).
+* in-process harness: rows measured by an engine's own single-request benchmark (no server,
+  harness "in-process-batch1") are also shown without `request_overhead_ms`, the per-request
+  serving constant of TTFT (fitted on vLLM's HTTP serving runs; TensorRT-LLM borrows it). That
+  column models the harness the source states; the headline statistics are the shipped ones.
+
+Error = predicted / measured − 1 (signed: > 0 predicts more); APE = |error|.
+These rows are a validation set: they are not part of the bundled fit (docs/performance-
+latency.md says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import statistics
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import perf_arch  # noqa: E402  (nearest_fitted, the quantization mapping)
+
+from kvplan.api import plan  # noqa: E402
+from kvplan.engines import arch_fits as fits_  # noqa: E402
+from kvplan.perf import arch as arch_  # noqa: E402
+from kvplan.perf import fit as fit_  # noqa: E402
+from kvplan.perf import step as perf  # noqa: E402
+from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
+
+DATA = HERE / "data" / "perf_latency_public.csv"
+DOC = ROOT / "docs" / "performance-latency.md"
+DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+FLOAT_KNOBS = ("gpu_memory_utilization",)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def load_raw(path: Path = DATA) -> list[dict[str, Any]]:
+    """The CSV's rows (header comment lines skipped), typed, with their GPU class."""
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    out = []
+    for raw in rows:
+        r: dict[str, Any] = dict(raw)
+        for k in ("tp", "pp", "isl", "osl", "concurrency", "gpu_count"):
+            r[k] = int(r[k])
+        for k in ("ttft_ms", "tpot_ms"):
+            r[k] = float(r[k]) if r[k] else None
+        r["klass"] = arch_.arch_class(resolve_gpu(r["gpu"]).arch)
+        out.append(r)
+    return out
+
+
+def _quant(precision: str) -> tuple[Any, str | None, str | None]:
+    """perf_arch's mapping; "(checkpoint)": the checkpoint's own quantization, no knob."""
+    if "(checkpoint)" in precision:
+        return None, None, None
+    return perf_arch._quant(precision)
+
+
+def knobs_of(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan knobs of a row: TP/PP, dtype, quantization, KV dtype, its stated flags."""
+    _, qknob, kv = _quant(r["precision"])
+    knobs: dict[str, Any] = {"tensor_parallel_size": r["tp"], "pipeline_parallel_size": r["pp"],
+                             "max_model_len": r["isl"] + r["osl"]}
+    if qknob:
+        knobs["quantization"] = qknob
+    if kv:
+        knobs["kv_cache_dtype"] = kv
+    for item in filter(None, r.get("knobs", "").split(";")):
+        k, v = item.split("=", 1)
+        knobs[k] = float(v) if k in FLOAT_KNOBS else int(v)
+    return knobs
+
+
+def context(r: Mapping[str, Any]) -> perf.PerfContext:
+    """The PerfContext of a row's deployment, from kvplan's own plan of it."""
+    m, g = resolve_model(r["model"]), resolve_gpu(r["gpu"])
+    if r["precision"] in DTYPE:  # the dtype the run served (not every engine has --dtype)
+        m = m.model_copy(update={"dtype": DTYPE[r["precision"]]})
+    knobs = knobs_of(r)
+    q, _, kv = _quant(r["precision"])
+    p = plan(m, g, engine=r["engine"], engine_version=r["engine_version"] or None, **knobs)
+    if not p.fits or p.performance is None:
+        raise ValueError(f"kvplan cannot plan {r['model']} on {r['gpu']} TP{r['tp']}")
+    inputs: dict[str, Any] = {k: v.value for k, v in p.inputs.items()}
+    return perf.context_for(
+        m, g, r["engine"], p.engine.version, tp=r["tp"], pp=r["pp"], quant=q,
+        kv_cache_dtype=kv,
+        max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
+        max_num_seqs=int(inputs["max_num_seqs"]), kv_capacity_tokens=p.kv_cache.tokens)
+
+
+def with_class(ctx: perf.PerfContext, s: fits_.ArchScales) -> perf.PerfContext:
+    return dataclasses.replace(ctx, gemm_scale=s.gemm(ctx.compute_dtype),
+                               attention_scale=s.bf16_gemm, bandwidth_scale=s.bandwidth)
+
+
+def loao_class(klass: str) -> str:
+    """The nearest measured class other than `klass` (Hopper when none)."""
+    others = {k: v.scales for k, v in fits_.ARCH_FITS.items() if k != klass}
+    return perf_arch.nearest_fitted(klass, others)
+
+
+def predict(ctx: perf.PerfContext, r: Mapping[str, Any]) -> perf.PerfPoint:
+    """kvplan's point for the row; for a static batch (harness offline-static-batch, which
+    publishes the batch's end-to-end latency, recorded as e2e / OSL) its TPOT is likewise
+    e2e / OSL, so both sides carry the batch's prefill."""
+    p = perf.evaluate(ctx, concurrency=r["concurrency"], input_tokens=r["isl"],
+                      output_tokens=r["osl"])
+    if r["harness"] == "offline-static-batch":
+        p = dataclasses.replace(p, tpot_ms=p.e2e_ms / r["osl"])
+    return p
+
+
+def run() -> list[dict[str, Any]]:
+    """Every row with its shipped, LOAO and (in-process rows) no-request-overhead predictions."""
+    out = []
+    for r in load_raw():
+        ctx = context(r)
+        near = loao_class(r["klass"]) if r["klass"] != "Hopper" else "Hopper"
+        lo_ctx = with_class(ctx, fits_.ARCH_FITS[near].scales)
+        shipped, loao = predict(ctx, r), predict(lo_ctx, r)
+        c0 = dataclasses.replace(ctx.coefficients, request_overhead_ms=0.0)
+        bare = predict(dataclasses.replace(ctx, coefficients=c0), r)
+        c1 = dataclasses.replace(c0, step_overhead_ms=0.0, layer_overhead_us=0.0,
+                                 seq_overhead_us=0.0)
+        roof = predict(dataclasses.replace(ctx, coefficients=c1), r)
+        out.append({**r, "nearest": near, "shipped": shipped, "loao": loao,
+                    "bare": bare if r["harness"] == "in-process-batch1" else None,
+                    "no_request": bare, "roofline": roof, "bound": shipped.decode_bound,
+                    "step_overhead_ms": ctx.coefficients.step_overhead_ms,
+                    "request_overhead_ms": ctx.coefficients.request_overhead_ms})
+    return out
+
+
+# ---------------------------------------------------------------------- statistics
+
+
+def _errs(rows: Iterable[Mapping[str, Any]], metric: str, which: str) -> list[float]:
+    return [getattr(r[which], f"{metric}_ms") / r[f"{metric}_ms"] - 1
+            for r in rows if r[f"{metric}_ms"] is not None and r[which] is not None]
+
+
+def stat(errs: Sequence[float]) -> str:
+    """'median / p90 APE (median signed)' in %, or — without rows."""
+    if not errs:
+        return "—"
+    ape = [abs(e) for e in errs]
+    return (f"{100 * statistics.median(ape):.1f} / {100 * fit_.percentile(ape, 0.9):.1f} % "
+            f"({100 * statistics.median(errs):+.1f} %)")
+
+
+def groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        if r["role"] == "measured":
+            out.setdefault(f"{r['klass']} × {r['engine']}", []).append(r)
+    return dict(sorted(out.items()))
+
+
+def pooled(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r["role"] == "measured" and r["klass"] != "Hopper"]
+
+
+# ---------------------------------------------------------------------------- doc
+
+
+def _f(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
+
+
+def summary_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = [
+        "| architecture × engine | rows (TTFT / TPOT) | TTFT shipped | TTFT LOAO (factors of) "
+        "| TPOT shipped | TPOT LOAO |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, rs in groups(rows).items():
+        n_t = sum(r["ttft_ms"] is not None for r in rs)
+        n_p = sum(r["tpot_ms"] is not None for r in rs)
+        lines.append(f"| {key} | {n_t} / {n_p} | {stat(_errs(rs, 'ttft', 'shipped'))} | "
+                     f"{stat(_errs(rs, 'ttft', 'loao'))} ({rs[0]['nearest']}) | "
+                     f"{stat(_errs(rs, 'tpot', 'shipped'))} | {stat(_errs(rs, 'tpot', 'loao'))} |")
+    p = pooled(rows)
+    n_t = sum(r["ttft_ms"] is not None for r in p)
+    n_p = sum(r["tpot_ms"] is not None for r in p)
+    lines.append(f"| **pooled, outside Hopper** | {n_t} / {n_p} | "
+                 f"{stat(_errs(p, 'ttft', 'shipped'))} | {stat(_errs(p, 'ttft', 'loao'))} | "
+                 f"{stat(_errs(p, 'tpot', 'shipped'))} | {stat(_errs(p, 'tpot', 'loao'))} |")
+    return lines
+
+
+def targets_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    p = pooled(rows)
+    out = ["| metric | target | LOAO median APE (p90) | met |", "|---|---:|---:|---|"]
+    for metric, target in (("tpot", 15), ("ttft", 25)):
+        e = [abs(x) for x in _errs(p, metric, "loao")]
+        med, p90 = 100 * statistics.median(e), 100 * fit_.percentile(e, 0.9)
+        out.append(f"| {metric.upper()} | ≤ {target} % | {med:.1f} % ({p90:.1f} %), {len(e)} "
+                   f"rows | {'yes' if med <= target else 'no'} |")
+    return out
+
+
+def harness_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    inproc = [r for r in rows if r["bare"] is not None]
+    lines = ["| rows | TTFT shipped | TTFT without request_overhead_ms |", "|---|---:|---:|"]
+    for label, rs in (("outside Hopper", [r for r in inproc if r["role"] == "measured"]),
+                      ("H100 (same table)", [r for r in inproc if r["role"] != "measured"])):
+        lines.append(f"| {label} ({len(rs)}) | {stat(_errs(rs, 'ttft', 'shipped'))} | "
+                     f"{stat(_errs(rs, 'ttft', 'bare'))} |")
+    return lines
+
+
+def diagnosis_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per source outside Hopper: the shipped TPOT and TTFT errors next to the same model
+    without its fixed overheads, and the per-token time the roofline leaves unexplained."""
+    lines = [
+        "| source | rows | TPOT shipped | TPOT roofline only (no step/layer/sequence "
+        "overheads) | measured TPOT − roofline, median (ms) | kvplan's overheads in a c = 1 "
+        "step (ms) | TTFT shipped | TTFT without request_overhead_ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for r in pooled(rows):
+        by.setdefault(r["source"], []).append(r)
+    for src, rs in by.items():
+        tp = [r for r in rs if r["tpot_ms"] is not None]
+        gap = (f"{statistics.median(r['tpot_ms'] - r['roofline'].tpot_ms for r in tp):.2f}"
+               if tp else "—")
+        over = statistics.median(r["shipped"].tpot_ms - r["roofline"].tpot_ms for r in rs
+                                 if r["concurrency"] == 1) if any(
+            r["concurrency"] == 1 for r in rs) else None
+        lines.append(f"| {src} | {len(rs)} | {stat(_errs(tp, 'tpot', 'shipped'))} | "
+                     f"{stat(_errs(tp, 'tpot', 'roofline'))} | {gap} | "
+                     f"{'—' if over is None or not tp else f'{over:.2f}'} | "
+                     f"{stat(_errs(rs, 'ttft', 'shipped'))} | "
+                     f"{stat(_errs(rs, 'ttft', 'no_request'))} |")
+    return lines
+
+
+def row_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = [
+        "| source | model | GPU | engine | precision | TP | ISL/OSL | c | TTFT meas | TTFT "
+        "shipped / LOAO | TPOT meas | TPOT shipped / LOAO |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = (f"{_f(r['shipped'].ttft_ms)} / {_f(r['loao'].ttft_ms)}"
+             + (f" ({_f(r['bare'].ttft_ms)} bare)" if r["bare"] is not None else ""))
+        tp = (f"{_f(r['shipped'].tpot_ms)} / {_f(r['loao'].tpot_ms)}"
+              if r["tpot_ms"] is not None else "—")
+        role = "" if r["role"] == "measured" else " (ref.)"
+        lines.append(f"| {r['source']} | {r['model'].split('/')[-1]} | {r['gpu']}{role} | "
+                     f"{r['engine']} {r['engine_version'] or '(default)'} | {r['precision']} | "
+                     f"{r['tp']} | {r['isl']}/{r['osl']} | {r['concurrency']} | "
+                     f"{_f(r['ttft_ms'])} ({r['ttft_stat'].split(' ')[0]}) | {t} | "
+                     f"{_f(r['tpot_ms'])} | {tp} |")
+    return lines
+
+
+def sources_list(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    seen: dict[str, Mapping[str, Any]] = {}
+    for r in rows:
+        seen.setdefault(r["source"], r)
+    n = {s: sum(1 for r in rows if r["source"] == s) for s in seen}
+    return [f"* `{s}` ({n[s]} rows, {r['source_date']}): {r['source_url']}"
+            for s, r in seen.items()]
+
+
+def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
+    scales = {k: v.scales for k, v in fits_.ARCH_FITS.items()}
+    fac = "; ".join(f"{k}: bf16 {s.bf16_gemm}, fp8 {s.fp8_gemm}, fp4 {s.fp4_gemm}, "
+                    f"bandwidth {s.bandwidth}" for k, s in scales.items() if k != "Hopper")
+    lines = [
+        "# Latency (TTFT, TPOT) outside Hopper",
+        "",
+        "<!-- generated by benchmarks/perf_latency.py from benchmarks/data/perf_latency_public."
+        "csv; do not edit by hand -->",
+        "",
+        "kvplan's latency coefficients are fitted on Hopper (docs/performance.md); other GPU "
+        "classes run the same step model with their GEMM and bandwidth efficiencies scaled by "
+        "factors fitted on public *throughput* rows (kvplan/engines/arch_fits.py: " + fac
+        + "). This page checks the TTFT and TPOT that follow against public latency "
+        "measurements on other GPUs, none of which was used to fit anything.",
+        "",
+        "## Data",
+        "",
+        f"`benchmarks/data/perf_latency_public.csv`: {len(pooled(rows))} rows outside Hopper "
+        f"({sum(r['ttft_ms'] is not None for r in pooled(rows))} TTFT, "
+        f"{sum(r['tpot_ms'] is not None for r in pooled(rows))} TPOT), plus "
+        f"{sum(r['role'] != 'measured' for r in rows)} Hopper rows published in the same tables "
+        "(H100, H200), shown for reference. Each row has its source URL, date, harness (an "
+        "engine's own single-request benchmark; one static batch run in-process, vLLM's "
+        "benchmark_latency.py, compared as end-to-end latency / OSL on both sides; or N "
+        "clients started together with fixed lengths), the "
+        "statistic published (mean, median; derived figures say how) and what kvplan had to "
+        "assume (column `assumed`). Sources:",
+        "",
+        *sources_list(rows),
+        "",
+        "## Method",
+        "",
+        "Each row is planned by kvplan (engine defaults; the row's dtype, quantization, KV "
+        "dtype, TP and stated flags; max_model_len = ISL + OSL) and evaluated at its "
+        "concurrency and lengths (`kvplan.perf.step.evaluate`, the steady-state closed loop). "
+        "*Shipped*: the plan as kvplan makes it (the class's factors). *LOAO* (leave one "
+        "architecture out): the class's factors replaced by those of its nearest other measured "
+        "class — what kvplan says for that GPU without any measurement of its architecture. "
+        "Cells: median / p90 of |predicted / measured − 1| (median signed error; > 0: kvplan "
+        "predicts more). Regenerate with `python benchmarks/perf_latency.py`.",
+        "",
+        "## Results",
+        "",
+        *summary_table(rows),
+        "",
+        "Against the issue's leave-one-architecture-out targets (pooled outside Hopper; the "
+        "pool is weighted by rows: "
+        f"{sum(r['tpot_ms'] is not None for r in pooled(rows) if r['klass'] == 'CDNA3')} of "
+        f"its {sum(r['tpot_ms'] is not None for r in pooled(rows))} TPOT rows are MI300X "
+        "static batches from one table):",
+        "",
+        *targets_table(rows),
+        "",
+        "Rows measured by TensorRT-LLM's own single-request benchmark (no server), TTFT with "
+        "and without the per-request serving constant `request_overhead_ms` (fitted on vLLM's "
+        "HTTP runs; TensorRT-LLM borrows it):",
+        "",
+        *harness_table(rows),
+        "",
+        "Per source outside Hopper: the same model with its fixed overheads (step, layer, "
+        "sequence) removed (*roofline only*), and the time per token the measurements leave "
+        "above that roofline:",
+        "",
+        *diagnosis_table(rows),
+        "",
+        *mechanism,
+        "",
+        "## Per row",
+        "",
+        "TTFT / TPOT in ms; *bare*: without `request_overhead_ms` (in-process rows only); "
+        "(ref.): the Hopper rows of the same table.",
+        "",
+        *row_table(rows),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why the predictions disagree: the figures of this run, and the decision on fitting."""
+    p = pooled(rows)
+    step = p[0]["step_overhead_ms"]
+    req = {r["engine"]: r["request_overhead_ms"] for r in rows}
+    by = {src: [r for r in p if r["source"] == src]
+          for src in dict.fromkeys(r["source"] for r in p)}
+
+    def gap(src: str) -> str:
+        rs = [r for r in by[src] if r["tpot_ms"] is not None]
+        return f"{statistics.median(r['tpot_ms'] - r['roofline'].tpot_ms for r in rs):.1f}"
+
+    def e(src: str, metric: str, which: str) -> str:
+        rs = by[src]
+        v = _errs(rs, metric, which)
+        return f"{100 * statistics.median(v):+.0f} %"
+
+    def span(model: str) -> str:
+        v = sorted(100 * x for x in _errs([r for r in by["tt-inference-server-gpu-reference"]
+                                            if r["model"] == model], "tpot", "shipped"))
+        return f"{v[0]:+.0f} to {v[-1]:+.0f} %"
+
+    l4 = by["wmx-l4-qwen2.5-0.5b"][0]  # concurrency 1
+    l4_req = l4["ttft_ms"] - l4["no_request"].ttft_ms
+    m4090 = by["mushfiqrahman-4090-mistral"]
+    def implied(model: str) -> str:
+        """Bandwidth factor × datasheet that the batch-1 rows of `model` imply, keeping
+        kvplan's overheads: factor · roofline TPOT / (measured − kvplan's overheads)."""
+        f = fits_.ARCH_FITS["CDNA3"].scales.bandwidth
+        v = [f * r["roofline"].tpot_ms / (r["tpot_ms"] - r["shipped"].tpot_ms
+                                           + r["roofline"].tpot_ms)
+             for r in by["rocm-vllm-dev-docker-mi300x"]
+             if r["model"] == model and r["concurrency"] == 1]
+        return f"{statistics.median(v):.2f}"
+
+    def big(isl: int) -> str:
+        v = sorted(100 * x for x in _errs([r for r in by["rocm-vllm-dev-docker-mi300x"]
+                                            if r["isl"] == isl and r["concurrency"] >= 64],
+                                           "tpot", "shipped"))
+        return f"{v[0]:+.0f} to {v[-1]:+.0f} %"
+
+    lo_t = [abs(x) for x in _errs(p, "tpot", "loao")]
+    sh_t = [abs(x) for x in _errs(p, "tpot", "shipped")]
+    return [
+        "## Why the predictions disagree",
+        "",
+        "Leaving the class's own factors out changes little (TPOT median APE, LOAO "
+        f"{100 * statistics.median(lo_t):.1f} % vs shipped {100 * statistics.median(sh_t):.1f} "
+        "%). What fails is, on the small-model rows (Ada, Ampere), two fixed overheads "
+        "fitted on Hopper, and on MI300X the decode bandwidth factor:",
+        "",
+        "| source | diagnosis |",
+        "|---|---|",
+        f"| TensorRT-LLM batch-1 TTFT (A100, L40S) | kvplan adds `request_overhead_ms` "
+        f"({req.get('trtllm', 0):.1f} ms, vLLM's, borrowed) to a measurement that has no "
+        "request path (gptSessionBenchmark, one request in-process): median error "
+        f"{e('trtllm-perf-low-latency-v0.5', 'ttft', 'shipped')}; without it "
+        f"{e('trtllm-perf-low-latency-v0.5', 'ttft', 'bare')}. The prefill roofline with the "
+        "Ampere / Ada GEMM factors is right; the constant is not a TensorRT-LLM (nor a "
+        "GPU) property. |",
+        f"| Qwen2.5-0.5B on L4, vLLM 0.23 | measured ITL {by['wmx-l4-qwen2.5-0.5b'][0]['tpot_ms']}"
+        f"–{by['wmx-l4-qwen2.5-0.5b'][-1]['tpot_ms']} ms; the roofline alone (Ada bandwidth "
+        f"factor) is {e('wmx-l4-qwen2.5-0.5b', 'tpot', 'roofline')} off and leaves "
+        f"{gap('wmx-l4-qwen2.5-0.5b')} ms per token for overheads, where kvplan adds "
+        f"`step_overhead_ms` {step:.2f} ms per step: TPOT "
+        f"{e('wmx-l4-qwen2.5-0.5b', 'tpot', 'shipped')}. TTFT without the request constant "
+        f"is {e('wmx-l4-qwen2.5-0.5b', 'ttft', 'no_request')}: "
+        f"at c = 1 the measured TTFT exceeds kvplan's prefill by {l4_req:.0f} ms, not "
+        f"{req.get('vllm', 0):.0f}. |",
+        f"| Qwen3-1.7B / 30B-A3B on A100, vLLM | measured TPOT − roofline = "
+        f"{gap('tt-inference-server-gpu-reference')} ms (median) against kvplan's {step:.2f} ms "
+        f"step overhead: TPOT {e('tt-inference-server-gpu-reference', 'tpot', 'shipped')} "
+        f"median (Qwen3-1.7B {span('Qwen/Qwen3-1.7B')}, Qwen3-30B-A3B "
+        f"{span('Qwen/Qwen3-30B-A3B')}); TTFT "
+        f"{e('tt-inference-server-gpu-reference', 'ttft', 'shipped')} with the request "
+        f"constant, {e('tt-inference-server-gpu-reference', 'ttft', 'no_request')} without. |",
+        f"| Mistral-7B on RTX 4090, vLLM | here the *bandwidth* factor fails: the roofline "
+        f"alone is {e('mushfiqrahman-4090-mistral', 'tpot', 'roofline')} off (measured TPOT is "
+        f"{gap('mushfiqrahman-4090-mistral')} ms below it): the derived TPOT "
+        f"({m4090[0]['tpot_ms']} ms at c = {m4090[0]['concurrency']}, 14.5 GB of bf16 weights "
+        "per step) needs ~1.0 TB/s, the card's datasheet rate, where the Ada "
+        "factor fitted on L40S TensorRT-LLM offline throughput allows 0.67 of it. The "
+        f"measured TTFT rises with the burst of c clients ({m4090[0]['ttft_ms']:.0f} → "
+        f"{m4090[-1]['ttft_ms']:.0f} ms), which the steady state "
+        "does not model (docs/traffic.md simulates it). |",
+        f"| Llama-3.1-70B / 405B FP8, TP8 on MI300X, vLLM 0.10 (static batches) | "
+        f"under-predicted: TPOT {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'shipped')} "
+        f"(LOAO, Hopper's factors: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'loao')}). At "
+        f"batch 1, with kvplan's overheads kept, the measured step implies a decode bandwidth "
+        f"of {implied('meta-llama/Llama-3.1-70B-Instruct')} (70B) and "
+        f"{implied('meta-llama/Llama-3.1-405B')} (405B) of the datasheet 5.3 TB/s, against "
+        f"the {fits_.ARCH_FITS['CDNA3'].scales.bandwidth} kvplan takes from the STREAM triad "
+        "(skinny FP8 GEMMs stream weights slower than a triad; part of the 405B gap may be its "
+        "252 all-reduces per step at more than the 2 µs fitted on NVLink). At ISL 128 the error "
+        f"grows with the batch ({big(128)} at 64–128 sequences; ISL 2048: {big(2048)}, where "
+        "kvplan's longer prefill offsets it): likely the KV-cache reads of the ROCm paged "
+        "attention, which the triad factor also over-rates. These rows identify a "
+        "CDNA3 decode bandwidth factor, but only given the Hopper-fitted overheads. |",
+        "",
+        "So: `step_overhead_ms` and `request_overhead_ms` were fitted on one source "
+        "(aiconfigurator's silicon sample: 32B–70B models on H100/H200 behind a serving "
+        "front-end), where they are small next to the GEMM and bandwidth terms; on the "
+        "small-model rows they are most of the prediction. The Ada bandwidth factor comes "
+        "from one card (L40S) and one engine, CDNA3's from a triad microbenchmark. A per-class "
+        "correction would hide this, not fix it.",
+        "",
+        "**Not fitted.** These rows stay a validation set, not part of the bundled fit: what "
+        "the Ada and Ampere rows identify is the engines' fixed overheads, shared with Hopper "
+        "and fitted by benchmarks/perf_fit.py, not a class factor (fitting class factors to "
+        "them would push bandwidth factors above 1 to cancel an overhead: a fudge); the MI300X "
+        "rows identify a CDNA3 decode bandwidth factor only given those overheads, so fitting "
+        "it now would carry their error into it; several rows rest on "
+        "assumptions (tt-inference-server: TP, vLLM release and statistic not stated; RTX 4090: "
+        "TPOT derived by Little's law) or on published medians. The LOAO figures above are "
+        "therefore out-of-sample for both the factors and the latency constants.",
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="fail if docs/performance-latency.md differs from a fresh run")
+    a = ap.parse_args(argv)
+    rows = run()
+    text = render(rows, mechanism(rows))
+    if a.check:
+        if not DOC.exists() or DOC.read_text() != text:
+            print(f"{DOC.relative_to(ROOT)} is stale: run python benchmarks/perf_latency.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    print("\n".join(summary_table(rows)))
+    print()
+    print("\n".join(targets_table(rows)))
+    print()
+    print("\n".join(harness_table(rows)))
+    print()
+    print("\n".join(diagnosis_table(rows)))
+    print()
+    print("\n".join(row_table(rows)))
+    DOC.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""benchmarks/data/perf_latency_public.csv: public TTFT/TPOT rows outside Hopper, checked by
+hand against their sources, and every row plannable with its provenance."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kvplan.api import plan
+from kvplan.perf import arch
+from kvplan.sources.catalog import resolve_gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+with (ROOT / "benchmarks" / "data" / "perf_latency_public.csv").open(newline="") as _f:
+    ROWS = list(csv.DictReader(line for line in _f if not line.startswith("#")))
+
+
+def _row(source: str, gpu: str, model: str, **match: str) -> dict[str, str]:
+    hits = [r for r in ROWS if r["source"] == source and r["gpu"] == gpu and r["model"] == model
+            and all(r[k] == v for k, v in match.items())]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def test_trtllm_low_latency_a100_llama70b_row() -> None:
+    """TensorRT-LLM docs/source/performance.md (commit 138f96d), 'Low Latency', A100 GPUs
+    (FP16): LLaMA 70B, batch 1, TP 4, input 2048 → 1st token latency 377 ms."""
+    r = _row("trtllm-perf-low-latency-v0.5", "a100-sxm-80gb", "meta-llama/Llama-2-70b-hf",
+             isl="2048")
+    assert r["tp"] == "4" and float(r["ttft_ms"]) == 377 and r["precision"] == "fp16"
+    assert r["harness"] == "in-process-batch1" and r["tpot_ms"] == ""
+
+
+def test_trtllm_low_latency_l40s_gptj_row() -> None:
+    """Same page, L40S GPUs (FP8): GPT-J 6B, batch 1, TP 1, input 128 → 12 ms."""
+    r = _row("trtllm-perf-low-latency-v0.5", "l40s", "EleutherAI/gpt-j-6b", isl="128")
+    assert float(r["ttft_ms"]) == 12 and r["precision"] == "fp8+kv_fp8"
+
+
+def test_rtx4090_tpot_is_littles_law() -> None:
+    """mushfiqrahman.dev Part 1, concurrency 4: 2.09 req/s, mean TTFT 63 ms, 128 output tokens:
+    e2e = 4 / 2.09 s = 1913.9 ms; TPOT = (1913.9 − 63) / 127 = 14.57 ms."""
+    r = _row("mushfiqrahman-4090-mistral", "rtx-4090", "mistralai/Mistral-7B-Instruct-v0.3",
+             concurrency="4")
+    assert float(r["tpot_ms"]) == pytest.approx(14.57, abs=0.01)
+    assert float(r["ttft_ms"]) == 63 and "derived" in r["tpot_stat"]
+
+
+def test_a100_qwen3_30b_row() -> None:
+    """tt-inference-server issue #340, 'Qwen3-30B-A3B on A100', ISL 8192 / OSL 128,
+    concurrency 1, 2 requests: TTFT 227.0 ms, TPOT 10.6 ms."""
+    r = _row("tt-inference-server-gpu-reference", "a100-sxm-80gb", "Qwen/Qwen3-30B-A3B",
+             isl="8192")
+    assert (float(r["ttft_ms"]), float(r["tpot_ms"]), r["num_prompts"]) == (227.0, 10.6, "2")
+    assert "TP not stated" in r["assumed"]
+
+
+def test_mi300x_static_batch_row() -> None:
+    """ROCm/vllm docs/dev-docker/README.md (commit 040de12), 'Latency Measurements': Llama 3.1
+    405B (amd/Llama-3.1-405B-Instruct-FP8-KV), FP8, TP 8, batch 128, input 128, output 2048:
+    117.027 s → e2e / OSL = 117027 / 2048 = 57.142 ms."""
+    r = _row("rocm-vllm-dev-docker-mi300x", "mi300x", "meta-llama/Llama-3.1-405B",
+             concurrency="128", isl="128")
+    assert float(r["tpot_ms"]) == pytest.approx(57.142, abs=0.001)
+    assert r["harness"] == "offline-static-batch" and r["tp"] == "8" and r["ttft_ms"] == ""
+
+
+def test_every_row_has_provenance_and_is_plannable() -> None:
+    outside = 0
+    for r in ROWS:
+        assert r["source_url"].startswith("https://") and r["source_date"], r
+        assert r["ttft_ms"] or r["tpot_ms"], r
+        assert (r["ttft_ms"] == "" or r["ttft_stat"]) and (r["tpot_ms"] == "" or r["tpot_stat"]), r
+        assert r["role"] in ("measured", "hopper-reference"), r
+        klass = arch.arch_class(resolve_gpu(r["gpu"]).arch)
+        assert (klass == "Hopper") == (r["role"] == "hopper-reference"), r
+        outside += klass != "Hopper"
+        quant = ({"quantization": "fp8"} if r["precision"].startswith("fp8")
+                 and "(checkpoint)" not in r["precision"] else {})
+        p = plan(r["model"], r["gpu"], engine=r["engine"], **quant,
+                 tensor_parallel_size=int(r["tp"]), max_model_len=int(r["isl"]) + int(r["osl"]))
+        assert p.fits, r
+    assert outside >= 60
+    assert "semianalysis" not in " ".join(r["source_url"].lower() for r in ROWS)
