@@ -7,8 +7,11 @@ with the committed coefficients under each hypothesis about how the requests wer
 prints, per (model × GPU × engine) group, the median and p90 of |predicted / measured − 1| and
 the median signed error of the mean TTFT:
 
-* steady + overhead: kvplan's model as shipped (perf.step.evaluate: closed loop in its steady
-  state, requests spread over the cycle, plus the engine's fitted request_overhead_ms);
+* shipped: kvplan's model as shipped (perf.step.evaluate: vLLM's wait is burst_share × the
+  lock-step burst queue, at least the steady-state one; SGLang's lock-step waves; plus the
+  engine's fitted request_overhead_ms);
+* steady + overhead: the closed loop in its steady state alone (evaluate(wait_model="mva"):
+  requests spread over the cycle), with the shipped request_overhead_ms;
 * steady, no overhead: the same with request_overhead_ms = 0;
 * burst, no overhead: kvplan.perf.simulate's closed harness, N clients started together and
   re-sending at once, 12·N requests of which the first 2·N are dropped: the harness
@@ -17,6 +20,17 @@ the median signed error of the mean TTFT:
   --request-count 10N --warmup-request-count 2N`, fixed ISL/OSL with ignore_eos; its
   bench_serving runner sends 10·N prompts with `--max-concurrency N`, rate inf);
 * burst + overhead: the same with the fitted request_overhead_ms.
+
+Then the evidence for the fitted form's burst share (perf.step.burst_wait_s; docs/performance.md,
+Known gaps), per group:
+
+* output-length spread: at a fixed (TP, input length, concurrency), measured TTFT max / min over
+  the output lengths, median over such series, against the same spread of the steady-state
+  queue alone (evaluate(wait_model="mva"), no request overhead): in a steady state the arrival
+  rate, hence the queue, falls as outputs grow; in a burst it does not;
+* implied burst share: (measured TTFT − a lone prompt's prefill step − request_overhead_ms) /
+  burst_wait_s(concurrency), median and p10–p90, over the rows that run every request at once
+  and are not prefill-bound (kvplan's plan of them).
 
 It also prints, per group, the share of rows whose measured TTFT is below the lock-step floor:
 the mean TTFT of N identical prompts that arrive together, prefilled first-come first-served in
@@ -68,12 +82,18 @@ def _burst_ttft_ms(ctx: perf.PerfContext, row: fit_.Row) -> float:
     return 1e3 * statistics.fmean(kept)
 
 
-def _steady_ttft_ms(ctx: perf.PerfContext, row: fit_.Row) -> float:
+def _shipped_ttft_ms(ctx: perf.PerfContext, row: fit_.Row) -> float:
     return perf.evaluate(ctx, concurrency=row.concurrency, input_tokens=row.input_tokens,
                          output_tokens=row.output_tokens).ttft_ms
 
 
+def _steady_ttft_ms(ctx: perf.PerfContext, row: fit_.Row) -> float:
+    return perf.evaluate(ctx, concurrency=row.concurrency, input_tokens=row.input_tokens,
+                         output_tokens=row.output_tokens, wait_model="mva").ttft_ms
+
+
 HYPOTHESES: dict[str, tuple[Callable[[perf.PerfContext, fit_.Row], float], bool]] = {
+    "shipped": (_shipped_ttft_ms, True),
     "steady + overhead": (_steady_ttft_ms, True),
     "steady, no overhead": (_steady_ttft_ms, False),
     "burst, no overhead": (_burst_ttft_ms, False),
@@ -85,6 +105,62 @@ def _stats(errs: list[float]) -> str:
     a = [abs(e) for e in errs]
     return (f"{100 * statistics.median(a):.0f} / {100 * fit_.percentile(a, 0.9):.0f} % "
             f"({100 * statistics.median(errs):+.0f} %)")
+
+
+def implied_share(ctx: perf.PerfContext, row: fit_.Row) -> float | None:
+    """(measured TTFT − a lone prompt's prefill step − request overhead) / burst_wait_s: the share
+    of the lock-step burst queue the row waited; None for a row kvplan plans KV-limited or
+    prefill-bound, or with one client."""
+    assert row.ttft_ms is not None
+    pt = perf.evaluate(ctx, concurrency=row.concurrency, input_tokens=row.input_tokens,
+                       output_tokens=row.output_tokens)
+    if row.concurrency < 2 or pt.running < row.concurrency or pt.saturated:
+        return None
+    i = row.input_tokens
+    lone = perf._step_s(ctx, 0.0, 0.0, i, i / 2, 1.0)
+    burst = perf.burst_wait_s(ctx, row.concurrency, i, i / 2)
+    return (row.ttft_ms * 1e-3 - lone - ctx.coefficients.request_overhead_ms * 1e-3) / burst
+
+
+def osl_spread(rows: list[fit_.Row], coeffs: dict[str, perf.Coefficients]
+               ) -> tuple[float, float, int]:
+    """Median over (TP, input length, concurrency) series with ≥ 2 output lengths of max / min
+    TTFT across the series: (measured, steady-state queue alone without overhead, series)."""
+    series: dict[tuple, list[fit_.Row]] = {}
+    for r in rows:
+        series.setdefault((r.context.tp, r.input_tokens, r.concurrency), []).append(r)
+    meas, mva = [], []
+    for rs in series.values():
+        if len({r.output_tokens for r in rs}) < 2:
+            continue
+        m = [r.ttft_ms for r in rs if r.ttft_ms is not None]
+        ctxs = [dataclasses.replace(r.context, coefficients=dataclasses.replace(
+            coeffs[r.key], request_overhead_ms=0.0)) for r in rs]
+        p = [perf.evaluate(c, concurrency=r.concurrency, input_tokens=r.input_tokens,
+                           output_tokens=r.output_tokens, wait_model="mva").ttft_ms
+             for c, r in zip(ctxs, rs, strict=True)]
+        meas.append(max(m) / min(m))
+        mva.append(max(p) / min(p))
+    if not meas:
+        return math.nan, math.nan, 0
+    return statistics.median(meas), statistics.median(mva), len(meas)
+
+
+def evidence(rows: list[fit_.Row], coeffs: dict[str, perf.Coefficients]) -> None:
+    """Print the output-length spread and the implied burst share per group."""
+    print("\nBurst share evidence, per group (shipped coefficients):")
+    print("| group | TTFT spread over output lengths, measured | same, steady-state queue "
+          "| series | implied burst share, median (p10–p90) | rows |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for g in sorted({r.group for r in rows}):
+        rs = [r for r in rows if r.group == g]
+        spread_m, spread_q, n = osl_spread(rs, coeffs)
+        shares = [s for s in (implied_share(dataclasses.replace(
+            r.context, coefficients=coeffs[r.key]), r) for r in rs) if s is not None]
+        share = (f"{statistics.median(shares):.2f} ({fit_.percentile(shares, 0.1):.2f}–"
+                 f"{fit_.percentile(shares, 0.9):.2f})" if shares else "—")
+        print(f"| {g.replace(' | ', ' × ')} | {spread_m:.2f} | {spread_q:.2f} | {n} | "
+              f"{share} | {len(shares)} |")
 
 
 def main() -> int:
@@ -116,6 +192,7 @@ def main() -> int:
     every = {h: [e for g in groups for e in errs[h][g]] for h in HYPOTHESES}
     print(f"| all | {len(rows)} | " + " | ".join(_stats(every[h]) for h in HYPOTHESES)
           + f" | {sum(sum(v) for v in below.values())} / {len(rows)} |")
+    evidence(rows, coeffs)
     return 0
 
 

@@ -318,6 +318,9 @@ def identifiable(rows: Sequence[fit.Row], base: Coefficients) -> tuple[list[str]
             continue
         chosen.append(name)
         basis.append([x / rn for x in res])
+    for f in dataclasses.fields(base):
+        if f.name not in PRIORITY:  # burst_share: how the bundled rows' clients sent requests
+            kept[f.name] = "a term of the bundled runs' harness, not fitted here"
     return chosen, kept
 
 

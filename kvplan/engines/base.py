@@ -177,7 +177,10 @@ class Coefficients:
     layer_overhead_us: per decoder layer per step (kernel launches, norms, rotary, small ops);
     seq_overhead_us: per sequence in a step (scheduling, sampling, detokenising: CPU work);
     allreduce_latency_us: fixed cost of one TP all-reduce;
-    request_overhead_ms: per request in TTFT (HTTP, tokenizer, detokenizer, first scheduling)."""
+    request_overhead_ms: per request in TTFT (HTTP, tokenizer, detokenizer, first scheduling);
+    burst_share: share of the lock-step burst queue a prompt waits in ("mixed" engines:
+    kvplan/perf/step.py burst_wait_s; a property of the closed-loop harness, fitted; 0: the
+    steady-state queue only)."""
 
     gemm_efficiency: float
     bandwidth_efficiency: float
@@ -186,6 +189,7 @@ class Coefficients:
     seq_overhead_us: float
     allreduce_latency_us: float
     request_overhead_ms: float
+    burst_share: float = 0.0
 
 
 @dataclass(frozen=True)

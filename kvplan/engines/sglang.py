@@ -1056,13 +1056,14 @@ def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
 # docs/performance.md). All but request_overhead_ms are shared with vLLM in the fit
 # (engines/vllm.py); tests/test_perf.py checks these equal the committed fit. Calibrated
 # releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (SGLang
-# docs): a prefill batch runs while decoding pauses.
+# docs): a prefill batch runs while decoding pauses (lock-step waves, so burst_share, the
+# mixed style's share of a burst queue, does not act on SGLang's TTFT).
 CALIBRATION = Calibration(
     style="separate",
     coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
                               step_overhead_ms=5.1313, layer_overhead_us=0.0,
                               seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                              request_overhead_ms=0.0039),
+                              request_overhead_ms=0.0161, burst_share=0.1305),
     versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"))
 
 

@@ -1157,13 +1157,13 @@ class TrtllmEngine(Engine):
     # (v0.14.0, v1.0; the MLPerf and Azure H100 rows are controls of cross-vendor pairs, not
     # fitted: docs/performance.md); offline throughput only, so
     # step_overhead_ms (not separable from seq_overhead_us at saturation), layer, all-reduce and
-    # request overheads stay vLLM's (request_overhead_ms: TTFT is borrowed, docs/performance.md).
+    # request overheads and burst share stay vLLM's (TTFT is borrowed, docs/performance.md).
     calibration = Calibration(
         style="mixed",
-        coefficients=Coefficients(gemm_efficiency=0.4616, bandwidth_efficiency=1.0,
+        coefficients=Coefficients(gemm_efficiency=0.4731, bandwidth_efficiency=1.0,
                                   step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                                  seq_overhead_us=9.1357, allreduce_latency_us=2.026,
-                                  request_overhead_ms=107.6345),
+                                  seq_overhead_us=9.5702, allreduce_latency_us=2.026,
+                                  request_overhead_ms=45.7783, burst_share=0.1305),
         versions=("0.14.0", "1.0.0"),
         # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only
         # when its prompt + max new tokens fit in the KV blocks no running request will need,
@@ -1171,6 +1171,7 @@ class TrtllmEngine(Engine):
         # capacity_scheduler_policy default; _torch/pyexecutor/scheduler BindCapacityScheduler;
         # docs/source/torch/scheduler.md; v0.14-1.x)
         admission="reserve")
+
     options_file_flag = "--extra_llm_api_options"
 
     def options_from_document(self, doc: Any, path: str | None) -> dict[str, Any]:

@@ -42,12 +42,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "layer_overhead_us": (0.0, 500.0),  # µs per decoder layer per step
     "seq_overhead_us": (0.0, 200.0),  # µs per sequence per step
     "request_overhead_ms": (0.0, 500.0),  # ms per request, in TTFT
+    "burst_share": (0.0, 1.0),  # share of the lock-step burst queue (step.burst_wait_s)
 }
 # A neutral starting point for a fit from scratch (benchmarks/perf_fit.py).
 START: dict[str, float] = {
     "gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
     "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0,
-    "request_overhead_ms": 20.0}
+    "request_overhead_ms": 20.0, "burst_share": 0.2}
 
 ROBUST_SCALE = 0.25  # log-error scale where the soft-L1 loss turns from quadratic to linear
 
@@ -64,7 +65,8 @@ class Row:
     unit (e.g. "model | GPU | engine"); concurrency: closed-loop requests in flight;
     input_tokens / output_tokens per request; ttft_ms, tpot_ms: measured means (ms), None when
     the run did not measure it; throughput: measured output tokens/s of the replica (None:
-    not measured)."""
+    not measured); wait_model: the form of the wait behind other prompts the prediction uses
+    (perf.step.evaluate; "mva" in benchmarks/perf_fit.py's step-time stage)."""
 
     context: perf.PerfContext
     key: str
@@ -75,13 +77,14 @@ class Row:
     ttft_ms: float | None
     tpot_ms: float | None
     throughput: float | None = None
+    wait_model: perf.WaitModel = "burst"  # evaluate()'s wait behind other prompts
 
 
 def predict(row: Row, coeffs: Mapping[str, Coefficients]) -> perf.PerfPoint:
     """The model's operating point for `row` with coefficients `coeffs[row.key]`."""
     ctx = dataclasses.replace(row.context, coefficients=coeffs[row.key])
     return perf.evaluate(ctx, concurrency=row.concurrency, input_tokens=row.input_tokens,
-                         output_tokens=row.output_tokens)
+                         output_tokens=row.output_tokens, wait_model=row.wait_model)
 
 
 # ----------------------------------------------------------------------- parameters

@@ -59,6 +59,8 @@ def user_calibration(doc: Mapping[str, Any], source: str) -> UserCalibration:
     values = {}
     for f in dataclasses.fields(Coefficients):
         v = raw.get(f.name)
+        if v is None and f.default is not dataclasses.MISSING:
+            v = f.default  # a coefficient added later (burst_share): files written before it
         lo, hi = BOUNDS[f.name]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
             raise bad(f"coefficients.{f.name}", f"{str(v)[:20]!r} is not a number in "

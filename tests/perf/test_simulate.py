@@ -135,6 +135,15 @@ def test_constant_lengths_keep_their_stagger_exactly(llama70b: dict[str, perf.Pe
     assert pt.ttft_ms > 1.1 * hi * 1e3 and gated.ttft_ms > 1.1 * hi * 1e3
 
 
+def _measured_with(ctx: perf.PerfContext) -> perf.PerfContext:
+    """The request overhead the closed-form ranges below were measured with (vLLM's fit before
+    the burst share, 107.6345 ms). With the refitted 45.8 ms the desynchronised simulation's
+    mean TTFT falls below the gated form's (8 clients, 2,000/300: 213.7 vs 233.6 ms; 64: 336.5
+    vs 396.4 ms), so the ranges hold for that overhead only (docs/performance.md)."""
+    return dataclasses.replace(ctx, coefficients=dataclasses.replace(
+        ctx.coefficients, request_overhead_ms=107.6345))
+
+
 def _desync(ctx: perf.PerfContext, c: int, i: int, o: int, e2e_ms: float) -> sim.SimResult:
     """The closed loop's steady state with output lengths ±10 % (random dataset, range ratio
     0.1): enough to desynchronise it; 5 %, 10 % and 30 % give the same TTFT within ~2 %
@@ -156,7 +165,7 @@ def test_gated_wait_agrees_with_the_simulated_steady_state(
     −18 % for 1,000/100 at 32–128 (short answers: requests prefilled together come back
     together, batches larger than Poisson); +14 to +46 % for 4,000/200 at 8–128 (two prompts
     fill the 8,192-token budget, which caps a batch; the closed form has no cap)."""
-    ctx = llama70b["vllm"]
+    ctx = _measured_with(llama70b["vllm"])
     pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o, wait_model="gated")
     res = _desync(ctx, c, i, o, pt.e2e_ms)
     assert res.ttft.mean == pytest.approx(pt.ttft_ms, rel=0.05)
@@ -166,17 +175,19 @@ def test_gated_wait_agrees_with_the_simulated_steady_state(
                                            (32, 1000, 100)])
 def test_fitted_mva_agrees_at_light_prefill_load(llama70b: dict[str, perf.PerfContext],
                                                  c: int, i: int, o: int) -> None:
-    """The shipped evaluate() (MVA wait, fitted) agrees with the simulation within 5 % only
+    """evaluate(wait_model="mva") (the MVA wait, the fitted form before the burst share) agrees
+    with the simulation within 5 % only
     while prompts rarely meet: 2,000/300 tokens 1–8 clients, 512/1,024 1–8, 1,000/100 1–32,
     4,000/200 1–2. Beyond: 2,000/300 +13 % at 32, +57 % at 128, +184 % at 256 clients (it
     queues each prompt behind every earlier one for a whole step, where vLLM prefills them
     together in the next step)."""
-    ctx = llama70b["vllm"]
-    pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o)
+    ctx = _measured_with(llama70b["vllm"])
+    pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o, wait_model="mva")
     res = _desync(ctx, c, i, o, pt.e2e_ms)
     assert res.ttft.mean == pytest.approx(pt.ttft_ms, rel=0.05)
     if (c, i) == (8, 2000):
-        far = perf.evaluate(ctx, concurrency=128, input_tokens=i, output_tokens=o)
+        far = perf.evaluate(ctx, concurrency=128, input_tokens=i, output_tokens=o,
+                            wait_model="mva")
         assert far.ttft_ms > 1.3 * _desync(ctx, 128, i, o, far.e2e_ms).ttft.mean
 
 

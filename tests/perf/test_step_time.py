@@ -347,3 +347,43 @@ def test_gated_wait_closed_loop_is_the_fixed_point() -> None:
     lam = 39 / (5.0 + w)
     assert perf.gated_wait_open_s(lam, step_s=0.02, prompt_s=0.1) == pytest.approx(w, rel=1e-6)
     assert w < 39 * 0.1 + 0.02
+
+
+def _toy_ctx() -> perf.PerfContext:
+    """A one-GPU context whose step costs only its GEMM FLOPs: 1 GFLOP per token at 1 TFLOP/s
+    (1 ms per token), no attention, weights, KV, all-reduce or overhead; 1,000-token budget."""
+    base = _ctx("meta-llama/Llama-3.1-8B-Instruct", "vllm", 1)
+    c = dataclasses.replace(base.coefficients, gemm_efficiency=1.0, step_overhead_ms=0.0,
+                            layer_overhead_us=0.0, seq_overhead_us=0.0)
+    return dataclasses.replace(
+        base, coefficients=c, dense_flops_per_token=10**9, expert_flops_per_token=0,
+        lm_head_flops_per_token=0, attention_flops_per_context_token=0,
+        sliding_attention_flops_per_context_token=0, dense_read_bytes=0, expert_bytes=0,
+        kv_bytes_per_token=0, sliding_kv_bytes_per_token=0, state_bytes_per_seq=0,
+        peak_flops_per_s=1e12, attention_peak_flops_per_s=1e12, max_num_batched_tokens=1000)
+
+
+def test_burst_wait_by_hand() -> None:
+    """5 prompts of 250 tokens arrive together, prefilled first come, first served: the prompts
+    ahead of one are 0, 1, 2, 3, 4 (mean 2), each 250 tokens × 1 ms = 0.25 s: 0.5 s. One
+    prompt: no wait. 3 prompts of 2,000 tokens (two budgets each): mean 1 ahead × 2 s = 2 s."""
+    ctx = _toy_ctx()
+    assert perf.burst_wait_s(ctx, 5, 250, 125) == pytest.approx(0.5)
+    assert perf.burst_wait_s(ctx, 1, 250, 125) == 0.0
+    assert perf.burst_wait_s(ctx, 3, 2000, 1000) == pytest.approx(2.0)
+
+
+def test_burst_share_scales_the_mixed_wait() -> None:
+    """The fitted wait ("burst") is burst_share × the burst queue when that exceeds the
+    steady-state queue: with share 0 it is the MVA's TTFT, and it grows with the share (32
+    clients, 2,000-token prompts, Llama-3.1-70B TP4, shipped coefficients otherwise)."""
+    ctx = _ctx("meta-llama/Llama-3.1-70B", "vllm", 4)
+    kw = {"concurrency": 32, "input_tokens": 2000, "output_tokens": 300}
+    mva = perf.evaluate(ctx, wait_model="mva", **kw).ttft_ms
+    zero = dataclasses.replace(ctx, coefficients=dataclasses.replace(ctx.coefficients,
+                                                                      burst_share=0.0))
+    assert perf.evaluate(zero, **kw).ttft_ms == pytest.approx(mva)
+    shares = [0.1, 0.3, 1.0]
+    ttfts = [perf.evaluate(dataclasses.replace(zero, coefficients=dataclasses.replace(
+        ctx.coefficients, burst_share=s)), **kw).ttft_ms for s in shares]
+    assert ttfts == sorted(ttfts) and ttfts[-1] > mva
