@@ -714,7 +714,8 @@ def _option_command(o: Option) -> str:
 # What the sweep table's columns mean, said only for the columns that fit the width.
 _SWEEP_LEGEND = (
     ("headroom", "headroom: KV tokens at the engine's default memory fraction ÷ tokens the "
-     "target needs (below 1×, the serve command raises the fraction)"),
+     "target needs (below 1×, the serve command lowers max_model_len if you did not set it, "
+     "else raises the fraction)"),
     ("fit", "fit: cal = latency calibrated for this GPU architecture × engine, ext = "
      "extrapolated (also ~ after the rank; --json plan.performance.calibration says from what)"),
     ("band", "band: the throughput band's half-width, ± % of the estimate"),
