@@ -27,7 +27,7 @@ Defaults assumed: no `max_split_size_mb`, no `expandable_segments`, one stream.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
@@ -97,35 +97,50 @@ class CachingAllocator:
         return sum(s.size for s in self._segments if not s.released)
 
     def malloc(self, nbytes: int) -> int:
-        size = round_size(nbytes)
-        small = size <= SMALL_REQUEST_BYTES
-        pool = self._free[small]
-        i = bisect.bisect_left(pool, (size, -1, -1))
-        if i < len(pool):
-            _, seg, off = pool.pop(i)
-            block = self._segments[seg].blocks[off]
-        else:
-            seg = len(self._segments)
-            block = _Block(seg, 0, segment_size(size))
-            self._segments.append(_Segment(block.size, small, {0: block}))
-        segment = self._segments[seg]
-        remaining = block.size - size
-        if (remaining >= MIN_BLOCK_BYTES) if small else (remaining > SMALL_REQUEST_BYTES):
-            rest = _Block(seg, block.offset + size, remaining, prev=block, next=block.next)
-            if block.next is not None:
-                block.next.prev = rest
-            block.next = rest
-            segment.blocks[rest.offset] = rest
-            bisect.insort(pool, (rest.size, seg, rest.offset))
-            block.size = size
-        block.live = True
-        if not segment.live:
-            self.held_bytes += segment.size
-        segment.live += 1
-        self.allocated_bytes += block.size
+        block = self.fill((nbytes,))
+        assert block is not None
         self._handles += 1
         self._live[self._handles] = block
         return self._handles
+
+    def fill(self, sizes: Iterable[int]) -> _Block | None:
+        """Allocate each of `sizes` in order, as malloc does, without handles (these blocks are
+        never freed: a replay that frees nothing); the last block, None for no sizes."""
+        free, segments = self._free, self._segments
+        block = None
+        for nbytes in sizes:
+            # round_size, inlined (a replay allocates thousands of tensors)
+            size = (MIN_BLOCK_BYTES if nbytes <= MIN_BLOCK_BYTES
+                    else -(-nbytes // MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES)
+            small = size <= SMALL_REQUEST_BYTES
+            pool = free[small]
+            i = bisect.bisect_left(pool, (size, -1, -1))
+            if i < len(pool):
+                _, seg, off = pool.pop(i)
+                segment = segments[seg]
+                block = segment.blocks[off]
+            else:
+                seg = len(segments)
+                block = _Block(seg, 0, segment_size(size))
+                segment = _Segment(block.size, small, {0: block})
+                segments.append(segment)
+            remaining = block.size - size
+            if (remaining >= MIN_BLOCK_BYTES) if small else (remaining > SMALL_REQUEST_BYTES):
+                after = block.next
+                offset = block.offset + size
+                rest = _Block(seg, offset, remaining, False, block, after)
+                if after is not None:
+                    after.prev = rest
+                block.next = rest
+                segment.blocks[offset] = rest
+                bisect.insort(pool, (remaining, seg, offset))
+                block.size = size
+            block.live = True
+            if not segment.live:
+                self.held_bytes += segment.size
+            segment.live += 1
+            self.allocated_bytes += block.size
+        return block
 
     def free(self, handle: int) -> None:
         block = self._live.pop(handle)
@@ -170,6 +185,12 @@ class CachingAllocator:
         if len(pool) - first < 2:  # (most often: one segment's remainder, or none)
             return tuple((size, 0, 0, 0 if segments[seg].live else segments[seg].size)
                          for size, seg, _ in pool[first:])
+        if len(pool) - first == 2:  # (next most often: the layers alternate two states)
+            (s0, g0, o0), (s1, g1, o1) = pool[first:]
+            p0 = 0 if (g0, o0) < (g1, o1) else 1
+            return ((s0, 0 if g0 <= g1 else 1, p0, 0 if segments[g0].live else segments[g0].size),
+                    (s1, 0 if g1 <= g0 else 1, 1 - p0,
+                     0 if segments[g1].live else segments[g1].size))
         free = pool[first:]
         places = {b: k for k, b in enumerate(sorted((seg, off) for _, seg, off in free))}
         ranks = {seg: k for k, seg in enumerate(sorted({seg for _, seg, _ in free}))}
@@ -266,8 +287,7 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
         if runs:
             i += runs
             continue
-        for n in chunks[i]:
-            a.malloc(n)
+        a.fill(chunks[i])
         grown[0].append(a.allocated_bytes - alloc0 + skipped[0])
         grown[1].append(a.held_bytes - held0 + skipped[1])
         sig = a.signature(small, floor)
