@@ -29,6 +29,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, count, groupby, islice
+from operator import add, ne
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
 SMALL_REQUEST_BYTES = 1 << 20  # kSmallSize: largest small-pool request
@@ -245,16 +247,18 @@ def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
     held_bytes after each chunk. The two pools never share a block, so each serves its own
     requests alone (_pool_chunks), and a pool whose chunks repeat (a model's identical layers)
     is not replayed in full. `a` is left in a state equivalent to the true one, not equal."""
-    split: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-    for c in chunks:  # identical chunks (one layer class) split into identical objects
-        if id(c) not in split:
-            split[id(c)] = (tuple(n for n in c if n <= SMALL_REQUEST_BYTES),
-                            tuple(n for n in c if n > SMALL_REQUEST_BYTES))
+    ids = list(map(id, chunks))
+    smalls: dict[int, tuple[int, ...]] = {}
+    larges: dict[int, tuple[int, ...]] = {}
+    # identical chunks (one layer class) are split once
+    for k, c in dict(zip(ids, chunks, strict=True)).items():
+        smalls[k] = tuple(n for n in c if n <= SMALL_REQUEST_BYTES)
+        larges[k] = tuple(n for n in c if n > SMALL_REQUEST_BYTES)
     alloc, held = a.allocated_bytes, a.held_bytes
-    small = _pool_chunks(a, [split[id(c)][0] for c in chunks], True)
-    large = _pool_chunks(a, [split[id(c)][1] for c in chunks], False)
-    return ([alloc + s + x for s, x in zip(small[0], large[0], strict=True)],
-            [held + s + x for s, x in zip(small[1], large[1], strict=True)])
+    small = _pool_chunks(a, list(map(smalls.__getitem__, ids)), True)
+    large = _pool_chunks(a, list(map(larges.__getitem__, ids)), False)
+    return ([alloc + v for v in map(add, small[0], large[0])],
+            [held + v for v in map(add, small[1], large[1])])
 
 
 def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
@@ -264,15 +268,14 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
     block (CachingAllocator.carve: the norms of dense layers); and once the pool's signature
     after a chunk equals the one after an earlier chunk and the chunks since go on repeating,
     every further period changes the counters as that one did, so it is added, not replayed."""
-    distinct = {id(c): c for c in chunks}
+    distinct = dict(zip(map(id, chunks), chunks, strict=True))
     if not any(distinct.values()):
         return [0] * len(chunks), [0] * len(chunks)
     floor = round_size(min(min(c) for c in distinct.values() if c))  # no smaller block is used
     nbytes = {k: sum(round_size(n) for n in c) for k, c in distinct.items()}
-    same = [1] * len(chunks)  # how many chunks from each on are that very chunk
-    for k in range(len(chunks) - 2, -1, -1):
-        if chunks[k + 1] is chunks[k]:
-            same[k] = same[k + 1] + 1
+    same: list[int] = []  # how many chunks from each on are that very chunk
+    for _, run in groupby(chunks, key=id):
+        same.extend(range(sum(1 for _ in run), 0, -1))
     alloc0, held0 = a.allocated_bytes, a.held_bytes
     grown: tuple[list[int], list[int]] = ([], [])
     at: dict[tuple[tuple[int, ...], ...], list[int]] = {}  # signature → chunks it followed
@@ -294,17 +297,13 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
         if sig is not None:
             seen = at.setdefault(sig, [])
             for prev in reversed(seen):
-                period, repeats = i - prev, 0
-                while (i + (repeats + 1) * period < len(chunks)
-                       and chunks[prev + 1] == chunks[i + 1]  # (cheap first)
-                       and chunks[prev + 1 + repeats * period:i + 1 + repeats * period]
-                       == chunks[i + 1 + repeats * period:i + 1 + (repeats + 1) * period]):
-                    repeats += 1
+                period = i - prev
+                repeats = _repeats(chunks, i + 1, period)
                 if repeats:
                     for k, counts in enumerate(grown):
                         step = counts[i] - counts[prev]
-                        for u in range(i + 1, i + 1 + repeats * period):
-                            counts.append(counts[u - period] + step)
+                        last = counts[i + 1 - period:i + 1]  # the period, repeated with steps
+                        counts.extend([n + r * step for r in range(1, repeats + 1) for n in last])
                         skipped[k] += repeats * step
                     i += repeats * period
                     break
@@ -312,3 +311,11 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
             del seen[:-PERIOD_TRIES]
         i += 1
     return grown
+
+
+def _repeats(chunks: Sequence[tuple[int, ...]], start: int, period: int) -> int:
+    """How many whole times the `period` chunks before `start` repeat from `start` on: the
+    length of the run from `start` where each chunk equals the one `period` before, in
+    periods (compared in C: a sweep replays hundreds of identical layers)."""
+    differs = map(ne, islice(chunks, start, None), islice(chunks, start - period, None))
+    return next(compress(count(), differs), max(0, len(chunks) - start)) // period

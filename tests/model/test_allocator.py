@@ -190,3 +190,25 @@ def test_signature_of_two_free_blocks():
     a.fill((MiB,))  # a new segment, 1 MiB left
     assert a.signature(True, 512) == ((512, 0, 0, 0), (MiB, 1, 1, 0))
     assert a.signature(True, 1024) == ((MiB, 0, 0, 0),)
+
+
+def test_malloc_chunks_adds_up_periods_of_several_chunks():
+    """Layers that alternate kinds (a dense layer, then an MoE one; or three kinds in turn)
+    repeat with a period of two or three chunks: the periods malloc_chunks adds up give,
+    chunk by chunk, the counters of allocating every size one by one — up to a period cut
+    short at the end and a different chunk after it."""
+    rng = random.Random(2626)
+    sizes = [300, 512, 8192, 1 << 20, (1 << 20) + 1, 3 << 20, 25 << 20, 100_000_003]
+    for _ in range(60):
+        kinds = [tuple(rng.choice(sizes) for _ in range(rng.randint(1, 5)))
+                 for _ in range(rng.choice((2, 3)))]
+        chunks = kinds * rng.randint(1, 40) + kinds[:rng.randint(0, len(kinds) - 1)]
+        chunks += [(rng.choice(sizes),)] + kinds * rng.randint(0, 10)
+        fast, plain = CachingAllocator(), CachingAllocator()
+        allocated, held = [], []
+        for chunk in chunks:
+            for n in chunk:
+                plain.malloc(n)
+            allocated.append(plain.allocated_bytes)
+            held.append(plain.held_bytes)
+        assert malloc_chunks(fast, chunks) == (allocated, held)
