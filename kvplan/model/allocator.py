@@ -275,7 +275,7 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
     nbytes = {k: sum(round_size(n) for n in c) for k, c in distinct.items()}
     same: list[int] = []  # how many chunks from each on are that very chunk
     for _, run in groupby(chunks, key=id):
-        same.extend(range(sum(1 for _ in run), 0, -1))
+        same.extend(range(len(list(run)), 0, -1))
     alloc0, held0 = a.allocated_bytes, a.held_bytes
     grown: tuple[list[int], list[int]] = ([], [])
     at: dict[tuple[tuple[int, ...], ...], list[int]] = {}  # signature → chunks it followed
@@ -284,10 +284,10 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
     while i < len(chunks):
         size = nbytes[id(chunks[i])]
         runs = a.carve(small, floor, size, same[i]) if size else 0
-        for r in range(runs, 0, -1):
-            grown[0].append(a.allocated_bytes - alloc0 + skipped[0] - (r - 1) * size)
-            grown[1].append(a.held_bytes - held0 + skipped[1])
-        if runs:
+        if runs:  # the counters after each run: allocated up by `size` each, held unchanged
+            now = a.allocated_bytes - alloc0 + skipped[0]
+            grown[0].extend(range(now - (runs - 1) * size, now + 1, size))
+            grown[1].extend([a.held_bytes - held0 + skipped[1]] * runs)
             i += runs
             continue
         a.fill(chunks[i])
