@@ -449,6 +449,10 @@ def _knob_field(o: Option) -> tuple[Any, Any]:
     return kind, Field(None, **extra, **dict(o.extra))
 
 
+# values model_dump returns as they are (Knobs.given)
+_PLAIN = (int, float, str, bool)
+
+
 class KnobsBase(BaseModel):
     """Every setting a plan can take; None = the engine's default. Ranges are the engines'
     own (each engine adds what only it refuses, e.g. vLLM's max_model_len above the model's)."""
@@ -491,8 +495,18 @@ class KnobsBase(BaseModel):
                                     knob=name) from None
 
     def given(self) -> dict[str, Any]:
-        """The knobs the user set (not None)."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """The knobs the user set (not None), as model_dump() gives them: plain values are read
+        directly (model_dump returns them unchanged; a plan asks this several times), anything
+        else (a speculative config, a dict) is dumped."""
+        values = self.__dict__
+        out = {}
+        for name in type(self).model_fields:
+            v = values[name]
+            if v is not None:
+                if type(v) not in _PLAIN:
+                    return {k: v for k, v in self.model_dump().items() if v is not None}
+                out[name] = v
+        return out
 
 
 if TYPE_CHECKING:

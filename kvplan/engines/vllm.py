@@ -345,6 +345,11 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     draft = draft_memory(m, d)
     mm = mm_profile(m, d, era)
     stages, lora_parts = [], []
+    # the same on every stage: non-torch memory, and the activations of each non-last stage
+    nt = non_torch_bytes(d, gpu) + a2a
+    held_mm = mm.held_bytes if mm else 0
+    act_middle = (activation_bytes(m, d, last_stage=False, eager_v0=era.v0) + held_mm
+                  if pp > 1 else 0)
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
         last = s == pp - 1
@@ -359,9 +364,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         stage_weights = weights[s].allocated_bytes + extra
         # The encoder's dummy outputs and pixel inputs are held through the LM's profile forward
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
-        act = (activation_bytes(m, d, last_stage=last, eager_v0=era.v0)
-               + (mm.held_bytes if mm else 0))
-        nt = non_torch_bytes(d, gpu) + a2a
+        act = (activation_bytes(m, d, last_stage=True, eager_v0=era.v0) + held_mm
+               if last else act_middle)
         graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation

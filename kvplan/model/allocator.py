@@ -27,8 +27,10 @@ Defaults assumed: no `max_split_size_mb`, no `expandable_segments`, one stream.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, count, groupby, islice
+from operator import add, ne
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
 SMALL_REQUEST_BYTES = 1 << 20  # kSmallSize: largest small-pool request
@@ -97,35 +99,50 @@ class CachingAllocator:
         return sum(s.size for s in self._segments if not s.released)
 
     def malloc(self, nbytes: int) -> int:
-        size = round_size(nbytes)
-        small = size <= SMALL_REQUEST_BYTES
-        pool = self._free[small]
-        i = bisect.bisect_left(pool, (size, -1, -1))
-        if i < len(pool):
-            _, seg, off = pool.pop(i)
-            block = self._segments[seg].blocks[off]
-        else:
-            seg = len(self._segments)
-            block = _Block(seg, 0, segment_size(size))
-            self._segments.append(_Segment(block.size, small, {0: block}))
-        segment = self._segments[seg]
-        remaining = block.size - size
-        if (remaining >= MIN_BLOCK_BYTES) if small else (remaining > SMALL_REQUEST_BYTES):
-            rest = _Block(seg, block.offset + size, remaining, prev=block, next=block.next)
-            if block.next is not None:
-                block.next.prev = rest
-            block.next = rest
-            segment.blocks[rest.offset] = rest
-            bisect.insort(pool, (rest.size, seg, rest.offset))
-            block.size = size
-        block.live = True
-        if not segment.live:
-            self.held_bytes += segment.size
-        segment.live += 1
-        self.allocated_bytes += block.size
+        block = self.fill((nbytes,))
+        assert block is not None
         self._handles += 1
         self._live[self._handles] = block
         return self._handles
+
+    def fill(self, sizes: Iterable[int]) -> _Block | None:
+        """Allocate each of `sizes` in order, as malloc does, without handles (these blocks are
+        never freed: a replay that frees nothing); the last block, None for no sizes."""
+        free, segments = self._free, self._segments
+        block = None
+        for nbytes in sizes:
+            # round_size, inlined (a replay allocates thousands of tensors)
+            size = (MIN_BLOCK_BYTES if nbytes <= MIN_BLOCK_BYTES
+                    else -(-nbytes // MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES)
+            small = size <= SMALL_REQUEST_BYTES
+            pool = free[small]
+            i = bisect.bisect_left(pool, (size, -1, -1))
+            if i < len(pool):
+                _, seg, off = pool.pop(i)
+                segment = segments[seg]
+                block = segment.blocks[off]
+            else:
+                seg = len(segments)
+                block = _Block(seg, 0, segment_size(size))
+                segment = _Segment(block.size, small, {0: block})
+                segments.append(segment)
+            remaining = block.size - size
+            if (remaining >= MIN_BLOCK_BYTES) if small else (remaining > SMALL_REQUEST_BYTES):
+                after = block.next
+                offset = block.offset + size
+                rest = _Block(seg, offset, remaining, False, block, after)
+                if after is not None:
+                    after.prev = rest
+                block.next = rest
+                segment.blocks[offset] = rest
+                bisect.insort(pool, (remaining, seg, offset))
+                block.size = size
+            block.live = True
+            if not segment.live:
+                self.held_bytes += segment.size
+            segment.live += 1
+            self.allocated_bytes += block.size
+        return block
 
     def free(self, handle: int) -> None:
         block = self._live.pop(handle)
@@ -170,6 +187,12 @@ class CachingAllocator:
         if len(pool) - first < 2:  # (most often: one segment's remainder, or none)
             return tuple((size, 0, 0, 0 if segments[seg].live else segments[seg].size)
                          for size, seg, _ in pool[first:])
+        if len(pool) - first == 2:  # (next most often: the layers alternate two states)
+            (s0, g0, o0), (s1, g1, o1) = pool[first:]
+            p0 = 0 if (g0, o0) < (g1, o1) else 1
+            return ((s0, 0 if g0 <= g1 else 1, p0, 0 if segments[g0].live else segments[g0].size),
+                    (s1, 0 if g1 <= g0 else 1, 1 - p0,
+                     0 if segments[g1].live else segments[g1].size))
         free = pool[first:]
         places = {b: k for k, b in enumerate(sorted((seg, off) for _, seg, off in free))}
         ranks = {seg: k for k, seg in enumerate(sorted({seg for _, seg, _ in free}))}
@@ -224,16 +247,18 @@ def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
     held_bytes after each chunk. The two pools never share a block, so each serves its own
     requests alone (_pool_chunks), and a pool whose chunks repeat (a model's identical layers)
     is not replayed in full. `a` is left in a state equivalent to the true one, not equal."""
-    split: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-    for c in chunks:  # identical chunks (one layer class) split into identical objects
-        if id(c) not in split:
-            split[id(c)] = (tuple(n for n in c if n <= SMALL_REQUEST_BYTES),
-                            tuple(n for n in c if n > SMALL_REQUEST_BYTES))
+    ids = list(map(id, chunks))
+    smalls: dict[int, tuple[int, ...]] = {}
+    larges: dict[int, tuple[int, ...]] = {}
+    # identical chunks (one layer class) are split once
+    for k, c in dict(zip(ids, chunks, strict=True)).items():
+        smalls[k] = tuple(n for n in c if n <= SMALL_REQUEST_BYTES)
+        larges[k] = tuple(n for n in c if n > SMALL_REQUEST_BYTES)
     alloc, held = a.allocated_bytes, a.held_bytes
-    small = _pool_chunks(a, [split[id(c)][0] for c in chunks], True)
-    large = _pool_chunks(a, [split[id(c)][1] for c in chunks], False)
-    return ([alloc + s + x for s, x in zip(small[0], large[0], strict=True)],
-            [held + s + x for s, x in zip(small[1], large[1], strict=True)])
+    small = _pool_chunks(a, list(map(smalls.__getitem__, ids)), True)
+    large = _pool_chunks(a, list(map(larges.__getitem__, ids)), False)
+    return ([alloc + v for v in map(add, small[0], large[0])],
+            [held + v for v in map(add, small[1], large[1])])
 
 
 def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
@@ -243,15 +268,14 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
     block (CachingAllocator.carve: the norms of dense layers); and once the pool's signature
     after a chunk equals the one after an earlier chunk and the chunks since go on repeating,
     every further period changes the counters as that one did, so it is added, not replayed."""
-    distinct = {id(c): c for c in chunks}
+    distinct = dict(zip(map(id, chunks), chunks, strict=True))
     if not any(distinct.values()):
         return [0] * len(chunks), [0] * len(chunks)
     floor = round_size(min(min(c) for c in distinct.values() if c))  # no smaller block is used
     nbytes = {k: sum(round_size(n) for n in c) for k, c in distinct.items()}
-    same = [1] * len(chunks)  # how many chunks from each on are that very chunk
-    for k in range(len(chunks) - 2, -1, -1):
-        if chunks[k + 1] is chunks[k]:
-            same[k] = same[k + 1] + 1
+    same: list[int] = []  # how many chunks from each on are that very chunk
+    for _, run in groupby(chunks, key=id):
+        same.extend(range(len(list(run)), 0, -1))
     alloc0, held0 = a.allocated_bytes, a.held_bytes
     grown: tuple[list[int], list[int]] = ([], [])
     at: dict[tuple[tuple[int, ...], ...], list[int]] = {}  # signature → chunks it followed
@@ -260,31 +284,26 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
     while i < len(chunks):
         size = nbytes[id(chunks[i])]
         runs = a.carve(small, floor, size, same[i]) if size else 0
-        for r in range(runs, 0, -1):
-            grown[0].append(a.allocated_bytes - alloc0 + skipped[0] - (r - 1) * size)
-            grown[1].append(a.held_bytes - held0 + skipped[1])
-        if runs:
+        if runs:  # the counters after each run: allocated up by `size` each, held unchanged
+            now = a.allocated_bytes - alloc0 + skipped[0]
+            grown[0].extend(range(now - (runs - 1) * size, now + 1, size))
+            grown[1].extend([a.held_bytes - held0 + skipped[1]] * runs)
             i += runs
             continue
-        for n in chunks[i]:
-            a.malloc(n)
+        a.fill(chunks[i])
         grown[0].append(a.allocated_bytes - alloc0 + skipped[0])
         grown[1].append(a.held_bytes - held0 + skipped[1])
         sig = a.signature(small, floor)
         if sig is not None:
             seen = at.setdefault(sig, [])
             for prev in reversed(seen):
-                period, repeats = i - prev, 0
-                while (i + (repeats + 1) * period < len(chunks)
-                       and chunks[prev + 1] == chunks[i + 1]  # (cheap first)
-                       and chunks[prev + 1 + repeats * period:i + 1 + repeats * period]
-                       == chunks[i + 1 + repeats * period:i + 1 + (repeats + 1) * period]):
-                    repeats += 1
+                period = i - prev
+                repeats = _repeats(chunks, i + 1, period)
                 if repeats:
                     for k, counts in enumerate(grown):
                         step = counts[i] - counts[prev]
-                        for u in range(i + 1, i + 1 + repeats * period):
-                            counts.append(counts[u - period] + step)
+                        last = counts[i + 1 - period:i + 1]  # the period, repeated with steps
+                        counts.extend([n + r * step for r in range(1, repeats + 1) for n in last])
                         skipped[k] += repeats * step
                     i += repeats * period
                     break
@@ -292,3 +311,11 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
             del seen[:-PERIOD_TRIES]
         i += 1
     return grown
+
+
+def _repeats(chunks: Sequence[tuple[int, ...]], start: int, period: int) -> int:
+    """How many whole times the `period` chunks before `start` repeat from `start` on: the
+    length of the run from `start` where each chunk equals the one `period` before, in
+    periods (compared in C: a sweep replays hundreds of identical layers)."""
+    differs = map(ne, islice(chunks, start, None), islice(chunks, start - period, None))
+    return next(compress(count(), differs), max(0, len(chunks) - start)) // period

@@ -157,13 +157,14 @@ class KvLayout:
         return total
 
 
-def _kv_groups(specs: list[LayerKv],
-               group_rule: Literal["min", "max_if_close"]) -> tuple[KvGroup, ...]:
-    """Layers bucketed by (kind, window), each bucket cut into groups of one size."""
+def _kv_groups(specs: list[LayerKv], group_rule: Literal["min", "max_if_close"],
+               times: int = 1) -> tuple[KvGroup, ...]:
+    """Layers bucketed by (kind, window), each bucket cut into groups of one size; `specs`
+    stand for `times` copies of themselves (kv_layout)."""
     buckets: dict[tuple[LayerKind, int | None], int] = {}
     for s in specs:
         key = (s.kind, s.window)
-        buckets[key] = buckets.get(key, 0) + 1
+        buckets[key] = buckets.get(key, 0) + times
     if len(buckets) == 1:
         (kind, window), n = next(iter(buckets.items()))
         return (KvGroup(kind, window, n, n),)
@@ -177,8 +178,9 @@ def _kv_groups(specs: list[LayerKv],
 
 
 def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
-              group_rule: Literal["min", "max_if_close"]) -> KvLayout:
-    """Groups, page and bytes per block for one worker's layers.
+              group_rule: Literal["min", "max_if_close"], times: int = 1) -> KvLayout:
+    """Groups, page and bytes per block for one worker's layers: `specs`, `times` over (a
+    stage of identical layers is one layer's specs, times its layers; never 0).
 
     Mamba layers raise the attention block size (unless the user fixed it) to the smallest
     multiple of 16 whose attention page holds the state, and pad the state to that page.
@@ -194,7 +196,7 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
         bs = max(bs, block_size)
     page = bs * per_token if per_token else state
     pad = (page - state) if mamba else 0
-    groups = _kv_groups(specs, group_rule)
+    groups = _kv_groups(specs, group_rule, times)
     slots = max(g.slots for g in groups)
     padding = sum(g.slots - g.layers for g in groups)
     per_block = slots * page
@@ -202,7 +204,7 @@ def kv_layout(specs: list[LayerKv], *, block_size: int, block_size_fixed: bool,
         # One attention type with per-layer sizes that differ (a draft model's layers beside the
         # target's): one UniformTypeKVCacheSpecs group whose page is the sum of the layers'
         # pages (vllm/v1/core/kv_cache_utils.py, 0.33). Equal sizes: slots × page as before.
-        per_block = bs * sum(s.bytes_per_token for s in specs)
+        per_block = bs * times * sum(s.bytes_per_token for s in specs)
     return KvLayout(block_size=bs, page_bytes=page, groups=groups, bytes_per_block=per_block,
                     padding_layers=padding, mamba_page_padding_bytes=pad)
 
@@ -213,7 +215,7 @@ def stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype
     """kv_layout(layer_specs(…)) of one worker's layers and their summed KV bytes per token,
     memoised per model object and arguments (a ModelSpec is frozen; planning searches and
     sweeps re-ask the same stage; where every layer is alike, any stage as long)."""
-    return _stage_kv(m, range(len(layers)) if m.layer_types is None else layers, tp=tp,
+    return _stage_kv(m, range(len(layers)) if not m.layer_types else layers, tp=tp,
                      kv_dtype=kv_dtype, state_dtype=state_dtype, hybrid_manager=hybrid_manager,
                      block_size=block_size, block_size_fixed=block_size_fixed,
                      group_rule=group_rule)
@@ -223,8 +225,11 @@ def stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype
 def _stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype: str,
               hybrid_manager: bool, block_size: int, block_size_fixed: bool,
               group_rule: Literal["min", "max_if_close"]) -> tuple[KvLayout, int]:
+    times = 1
+    if not m.layer_types and len(layers) > 1:  # every layer alike: one, times the stage's
+        layers, times = range(1), len(layers)
     specs = layer_specs(m, layers, tp=tp, kv_dtype=kv_dtype, state_dtype=state_dtype,
                         hybrid_manager=hybrid_manager)
     layout = kv_layout(specs, block_size=block_size, block_size_fixed=block_size_fixed,
-                       group_rule=group_rule)
-    return layout, sum(x.bytes_per_token for x in specs)
+                       group_rule=group_rule, times=times)
+    return layout, times * sum(x.bytes_per_token for x in specs)

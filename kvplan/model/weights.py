@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
+from operator import itemgetter
 from typing import Literal, NamedTuple
 
 from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_model
@@ -819,13 +821,19 @@ def _layers(m: ModelSpec) -> _Layers:
     classes = []
     for i, ts in enumerate(layers):
         prefix = f"layers.{i}."
-        if all(t.name.startswith(prefix) for t in ts):
-            key: tuple = tuple((t.name[len(prefix):], t.kind, t.rows, t.cols, t.split,
-                                t.experts, t.dtype) for t in ts)
+        names = list(map(_NAME, ts))
+        if all(map(str.startswith, names, repeat(prefix))):
+            # each tensor's name after the prefix, then its kind, shape, split, experts, dtype
+            cut = len(prefix)
+            key: tuple = (tuple([n[cut:] for n in names]), tuple(map(_SHAPE, ts)))
         else:
             key, ordered = (i,), False
         classes.append(keys.setdefault(key, len(keys)))
     return _Layers(layers, classes, outside, ordered)
+
+
+_NAME = itemgetter(0)  # Tensor.name
+_SHAPE = itemgetter(1, 2, 3, 4, 6, 7)  # Tensor.kind, rows, cols, split, experts, dtype
 
 
 @dataclass(frozen=True)

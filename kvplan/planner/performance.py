@@ -123,11 +123,13 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
     layout crosses on the GPU's system shape (`nodes`, `gpus_per_node`: the user's)."""
     spec = _speculation(m, dep, res, acceptance_rate)
     draft_bytes = res.speculative.draft_weights_bytes if spec and res.speculative else 0
+    batched = max_num_batched_tokens or dep.max_num_batched_tokens
+    if m.moe is not None:  # one rank's token budget, as the engine lays MoE layers out
+        batched = registry.get(dep.engine).rank_batched_tokens(dep, batched)
     ctx = perf.context_for(
         m, gpu, dep.engine, dep.engine_version, tp=dep.tensor_parallel_size,
         pp=dep.pipeline_parallel_size, dtype=dep.dtype, kv_cache_dtype=dep.kv_cache_dtype,
-        quant=dep.quant,
-        max_num_batched_tokens=max_num_batched_tokens or dep.max_num_batched_tokens,
+        quant=dep.quant, max_num_batched_tokens=batched,
         max_num_seqs=max(1, max_num_seqs),
         weight_bytes_per_gpu=res.worst.weights_tensor_bytes - draft_bytes,
         kv_capacity_tokens=res.usable_blocks * res.block_size,
@@ -139,15 +141,14 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
 
 def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> perf.PerfContext:
     """MoE layers shared by DP ranks / split over EP ranks, as the engine lays them out
-    (Engine.moe_layout; kvplan/perf/expert.py)."""
+    (Engine.moe_layout; kvplan/perf/expert.py); `ctx` already holds one rank's token budget
+    (Engine.rank_batched_tokens, set by `context`)."""
     if m.moe is None:
         return ctx
     from ..perf import expert
 
     eng = registry.get(dep.engine)
     moe_dp, ep, a2a = eng.moe_layout(dep)
-    ctx = replace(ctx, max_num_batched_tokens=eng.rank_batched_tokens(
-        dep, ctx.max_num_batched_tokens))
     return expert.apply(ctx, m, dtype=dep.dtype, quant=dep.quant, dp=dep.data_parallel_size,
                         ep=ep, moe_dp=moe_dp, all_to_all=a2a,
                         node_dedup=a2a and (dep.moe_a2a_backend or "").startswith("deepep"),

@@ -570,7 +570,10 @@ def _replan_at_tp(s: _Setup, rec_tp: Recommendation, given: set[str]
             message=f"tensor_parallel_size {s.dep.tensor_parallel_size} leaves no memory for "
             f"the KV cache; the serve line uses {rec_tp.value}, the smallest that fits"))
     knobs = s.knobs.model_copy(update={"tensor_parallel_size": rec_tp.value})
-    dep, res = evaluate(s.eng, s.m, s.gpu, knobs, s.dep.engine_version)
+    # _smallest_tp evaluated this very deployment (with the same "cli" source): ask it again
+    got = _evaluate_once(s.eng, s.m, s.gpu, knobs.given(), s.dep.engine_version, "cli", knobs)
+    dep, res = got if got is not None else evaluate(s.eng, s.m, s.gpu, knobs,
+                                                    s.dep.engine_version)
     return (_Setup(s.eng, s.m, s.gpu, knobs, dep, res),
             f"at tensor_parallel_size {rec_tp.value}: ", problems)
 

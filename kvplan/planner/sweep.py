@@ -382,20 +382,29 @@ def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
         reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
 
 
-def weights_excess(m: ModelSpec, c: Candidate, base: Knobs,
-                   seen: dict[tuple[int, str | None, str | None, str], Layout] | None = None
-                   ) -> float:
+# weights_excess's memo within one sweep of one model: the layouts resolved before, by GPU
+# object, formats and engine; the heaviest stage's tensor bytes, by (tp, pp, dtype, ep) of a
+# checkpoint format (quantization) None
+_Seen = dict[tuple[int, str | None, str | None, str], Layout]
+_Heaviest = dict[tuple[int, int, str, int], int]
+
+
+def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None = None,
+                   heaviest: _Heaviest | None = None) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
     engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
     layouts resolved for candidates before, by GPU, formats and engine (what else
     resolve_layout decides does not depend on the parallel sizes, which `candidates` makes
     valid); a format what-if resolves its own. The candidate's knobs are built only when a
-    layout is resolved (c.knobs changes only the parallel sizes and formats, read from `c`)."""
-    if what_if_format(c.quantization) is not None:  # the checkpoint the format what-if plans
+    layout is resolved (c.knobs changes only the parallel sizes and formats, read from `c`).
+    `heaviest`: the heaviest stages found before for this model `m` (only one model's)."""
+    if c.quantization is not None and what_if_format(c.quantization) is not None:
+        # the checkpoint the format what-if plans
         eng = registry.get(c.engine)
         m, k = what_if_apply(eng, m, c.gpu, c.knobs(base))
         m, k = eng.build_quantization(m, c.gpu, k)
         lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
+        heaviest = None  # another model's (the what-if's checkpoint)
     else:
         key = (id(c.gpu), c.quantization, c.kv_cache_dtype, c.engine)
         hit = seen.get(key) if seen is not None else None
@@ -406,8 +415,15 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs,
         k = base  # enable_expert_parallel: the candidate's knobs keep the base's
     tp, pp = c.tensor_parallel_size, c.pipeline_parallel_size
     ep = tp * lay.data_parallel_size if k.enable_expert_parallel else 1
-    stages = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=lay.dtype, quant=lay.quant, ep=ep)
-    return max(stages) / lay.gpu_total_bytes
+    if heaviest is None or lay.quant is not None:
+        return max(stage_tensor_bytes(m, tp=tp, pp=pp, dtype=lay.dtype, quant=lay.quant,
+                                      ep=ep)) / lay.gpu_total_bytes
+    hkey = (tp, pp, lay.dtype, ep)
+    most = heaviest.get(hkey)
+    if most is None:
+        most = heaviest[hkey] = max(stage_tensor_bytes(m, tp=tp, pp=pp, dtype=lay.dtype,
+                                                      quant=None, ep=ep))
+    return most / lay.gpu_total_bytes
 
 
 # ------------------------------------------------------------------------- sweep
@@ -529,10 +545,11 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
            rank_on: RankOn = "pessimistic") -> SweepResult:
     planned: list[Option] = []
     too_big: list[tuple[float, Candidate]] = []
-    seen: dict[tuple[int, str | None, str | None, str], Layout] = {}
+    seen: _Seen = {}
+    heaviest: _Heaviest = {}
     for c in cands:
         try:
-            excess = weights_excess(m, c, knobs, seen)
+            excess = weights_excess(m, c, knobs, seen, heaviest)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue

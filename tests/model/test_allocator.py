@@ -169,3 +169,46 @@ def test_malloc_chunks_counts_what_plain_mallocs_count():
             allocated.append(plain.allocated_bytes)
             held.append(plain.held_bytes)
         assert malloc_chunks(fast, chunks) == (allocated, held)
+
+
+def test_fill_counts_as_malloc_does():
+    """fill (a replay's allocations, no handles) moves both counters as one malloc per size:
+    2 × 256 B round to 512 B each in one 2 MiB small segment; 3 MiB opens a 20 MiB segment."""
+    a = CachingAllocator()
+    a.fill((256, 256, 3 * MiB))
+    assert (a.allocated_bytes, a.held_bytes) == (2 * 512 + 3 * MiB, 2 * MiB + 20 * MiB)
+
+
+def test_signature_of_two_free_blocks():
+    """Two free blocks ≥ the floor (the shortcut for two): sizes in best-fit order, each with its
+    segment's rank and its place by (segment, offset). 1 MiB opens a 2 MiB small segment; the
+    next request takes all but 512 B of its 1 MiB remainder; another 1 MiB opens a second
+    segment, leaving 1 MiB: free (512 B, segment 0) and (1 MiB, segment 1), both segments
+    holding a live block (last entry 0). A floor above 512 B sees the second alone."""
+    a = CachingAllocator()
+    a.fill((MiB, MiB - 512))  # the second fits the first's remainder: one segment, 512 B left
+    a.fill((MiB,))  # a new segment, 1 MiB left
+    assert a.signature(True, 512) == ((512, 0, 0, 0), (MiB, 1, 1, 0))
+    assert a.signature(True, 1024) == ((MiB, 0, 0, 0),)
+
+
+def test_malloc_chunks_adds_up_periods_of_several_chunks():
+    """Layers that alternate kinds (a dense layer, then an MoE one; or three kinds in turn)
+    repeat with a period of two or three chunks: the periods malloc_chunks adds up give,
+    chunk by chunk, the counters of allocating every size one by one — up to a period cut
+    short at the end and a different chunk after it."""
+    rng = random.Random(2626)
+    sizes = [300, 512, 8192, 1 << 20, (1 << 20) + 1, 3 << 20, 25 << 20, 100_000_003]
+    for _ in range(60):
+        kinds = [tuple(rng.choice(sizes) for _ in range(rng.randint(1, 5)))
+                 for _ in range(rng.choice((2, 3)))]
+        chunks = kinds * rng.randint(1, 40) + kinds[:rng.randint(0, len(kinds) - 1)]
+        chunks += [(rng.choice(sizes),)] + kinds * rng.randint(0, 10)
+        fast, plain = CachingAllocator(), CachingAllocator()
+        allocated, held = [], []
+        for chunk in chunks:
+            for n in chunk:
+                plain.malloc(n)
+            allocated.append(plain.allocated_bytes)
+            held.append(plain.held_bytes)
+        assert malloc_chunks(fast, chunks) == (allocated, held)

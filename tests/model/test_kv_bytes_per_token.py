@@ -4,7 +4,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.model.kv import kv_bytes_per_token_per_layer, kv_layout, layer_specs
+from kvplan.model.kv import (
+    KvGroup,
+    LayerKv,
+    kv_bytes_per_token_per_layer,
+    kv_layout,
+    layer_specs,
+    stage_kv,
+)
 from kvplan.sources.catalog import find_model_entry, load_catalog_model, model_entries
 
 
@@ -56,3 +63,32 @@ def test_kv_stops_shrinking_once_tp_reaches_kv_heads(entry, tp):
     if tp >= m.num_kv_heads:
         assert per == 2 * m.head_dim * 2
     assert kv_bytes_per_token_per_layer(m, tp=tp, kv_dtype="fp8") * 2 == per
+
+
+@pytest.mark.parametrize("rule", ["min", "max_if_close"])
+@pytest.mark.parametrize("one", [
+    [LayerKv("full", 4096)],
+    [LayerKv("full", 4096), LayerKv("cross", 4096, window=1500)],
+    [LayerKv("sliding", 2048, window=4096), LayerKv("full", 2048), LayerKv("full", 2048)],
+])
+def test_a_stage_of_identical_layers_is_one_layer_times_its_layers(one, rule):
+    """kv_layout(specs, times=n) lays out n copies of specs, as the list repeated n times."""
+    for n in (1, 2, 7, 126):
+        assert kv_layout(one, block_size=16, block_size_fixed=False, group_rule=rule,
+                         times=n) == kv_layout(one * n, block_size=16, block_size_fixed=False,
+                                               group_rule=rule)
+
+
+def test_stage_kv_with_an_empty_layer_types_list_is_keyed_by_length():
+    """A model whose config lists no layer types has every layer full attention: any stage of
+    k layers has the layout of layers 0…k-1 (Llama-3.1-405B: 126 layers, 8 KV heads × 128 ×
+    2 (K and V) × 2 B = 4 KiB per layer and token at TP 1)."""
+    m = load_catalog_model(find_model_entry("meta-llama/Llama-3.1-405B"))
+    assert not m.layer_types
+    args = dict(tp=1, kv_dtype="bfloat16", state_dtype="bfloat16", hybrid_manager=True,
+                block_size=16, block_size_fixed=False, group_rule="min")
+    middle, per_token = stage_kv(m, range(63, 126), **args)
+    assert (middle, per_token) == stage_kv(m, range(63), **args)
+    assert per_token == 63 * 4096
+    assert middle.groups == (KvGroup("full", None, 63, 63),)
+    assert middle.bytes_per_block == 16 * 63 * 4096

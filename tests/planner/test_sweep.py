@@ -489,3 +489,25 @@ def test_option_json_keeps_its_order_and_reads_the_plan(result70):
         assert d["pipeline_parallel_size"] == d["knobs"].get("pipeline_parallel_size", 1)
         assert d["kv_tokens"] == d["plan"]["kv_cache"]["tokens"]
         assert d["quantization"] == d["knobs"].get("quantization")
+
+
+def test_weights_excess_memo_keeps_each_dtype_apart(llama70):
+    """weights_excess's per-sweep memo of the heaviest stage is keyed by (tp, pp, dtype, ep): a
+    V100 plans fp16 and an H100 bf16 (both 2 B, so equal bytes), an fp8 KV cache leaves the
+    weights alone; each answer equals the one worked out without any memo, whichever order
+    the candidates come in, and a layout of another TP or PP is its own entry."""
+    from kvplan.planner.sweep import Candidate, weights_excess
+
+    v100, h100 = resolve_gpu("v100-sxm2-32gb"), resolve_gpu("h100")
+    cands = [Candidate(g, tp, pp, None, kv, "vllm") for g in (v100, h100) for tp, pp in
+             ((1, 1), (2, 1), (1, 2), (4, 2)) for kv in (None, "fp8")]
+    alone = [weights_excess(llama70, c, Knobs()) for c in cands]
+    for order in (cands, cands[::-1]):
+        seen: dict = {}
+        heaviest: dict = {}
+        got = [weights_excess(llama70, c, Knobs(), seen, heaviest) for c in order]
+        assert got == (alone if order is cands else alone[::-1])
+        assert {k[2] for k in heaviest} == {"float16", "bfloat16"}
+        assert len(heaviest) == 8  # 4 layouts × 2 dtypes
+    # 70B at TP 1 in 2-byte weights is about 141 GB: above an 80 GB H100, above a 32 GB V100
+    assert alone[0] > 1 and alone[8] > 1
