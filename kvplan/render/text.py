@@ -267,8 +267,8 @@ def _percentile_table(pf: Performance, console: Console) -> None:
         head = f", headroom {pf.headroom:.0%}" if pf.headroom is not None else ""
         ok = "" if pf.meets_slo_at_percentile in (None, True) else " (SLOs not met)"
         console.print(f"replicas for {pf.request_rate:g} req/s: {pf.replicas}{ok}{gpus}{cost}"
-                      f" — {pf.load_per_replica_rps:g} req/s per replica of "
-                      f"{pf.capacity_rps_per_replica:g} at most{head}")
+                      f" — {pf.load_per_replica_rps:.4g} req/s per replica of "
+                      f"{pf.capacity_rps_per_replica:.4g} at most{head}")
 
 
 def compare_table(plans: list[Plan], console: Console) -> None:
