@@ -142,10 +142,14 @@ def place(gpu: GpuSpec, tp: int, count: int, *, nodes: int | None = None,
     per_given = gpus_per_node
     if nodes is not None:
         if count % nodes:
+            per = gpus_per_node or max((s.gpus_per_node for s in gpu.systems), default=None)
             raise InvalidInputError(
                 f"--nodes {nodes} does not divide the deployment's {count} GPUs "
                 "(tensor × pipeline × data parallel)", knob="nodes",
-                hint="pass a node count that divides the GPU count, or change the layout")
+                hint=(f"give the layout that fills them, e.g. -tp {per} -pp {nodes} (tensor "
+                      "parallel inside a node, pipeline parallel across nodes), or a node "
+                      "count that divides the GPU count") if per else
+                "pass a node count that divides the GPU count, or change the layout")
         if per_given is not None and per_given * nodes != count:
             raise InvalidInputError(
                 f"--nodes {nodes} × --gpus-per-node {per_given} = {nodes * per_given} GPUs, but "

@@ -175,6 +175,14 @@ def test_nodes_and_gpus_per_node_options():
     assert q.nodes is not None and q.nodes.tensor_parallel_link == "scale-out"
 
 
+def test_nodes_without_a_layout_names_one_that_fills_them():
+    """`--nodes 2` on H100 (8-GPU HGX nodes, gpu_specs) with the default TP 1: one GPU cannot be
+    split over two nodes; the hint names 2 nodes × 8 GPUs as TP 8 inside a node, PP 2 across."""
+    with pytest.raises(InvalidInputError) as e:
+        plan("meta-llama/Llama-3.1-405B", "h100-sxm-80gb", offline=True, nodes=2)
+    assert e.value.hint is not None and "-tp 8 -pp 2" in e.value.hint
+
+
 def test_unknown_shape_says_so():
     p = plan("meta-llama/Llama-3.1-8B-Instruct", "rtx-4090", offline=True,
              tensor_parallel_size=2, max_model_len=4096)
