@@ -109,6 +109,18 @@ def load_raw() -> list[dict[str, Any]]:
     return out
 
 
+FRONT_ENDS = ("server", "in-process")
+
+
+def front_end(r: Mapping[str, Any]) -> bool:
+    """Whether a row's figures include a serving front end (column front_end: "server") or come
+    from an in-process engine benchmark ("in-process": no request_overhead_ms in its TTFT)."""
+    if r.get("front_end") not in FRONT_ENDS:
+        raise ValueError(f"row {r.get('source')} {r.get('model')}: front_end must be one of "
+                         f"{FRONT_ENDS}, got {r.get('front_end')!r}")
+    return r["front_end"] == "server"
+
+
 def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
     """The PerfContext of a row's deployment (None: kvplan's plan refuses it, e.g. weights
     that do not fit)."""
@@ -131,10 +143,11 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
     if p.kv_cache.tokens <= 0 or p.performance is None:
         return None
     inputs = {k: v.value for k, v in p.inputs.items()}
-    return perf.context_for(
+    ctx = perf.context_for(
         m, g, r["engine"], p.engine.version, tp=r["tp"], pp=r["pp"], quant=q,
         kv_cache_dtype=kv, max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
         max_num_seqs=int(inputs["max_num_seqs"]), kv_capacity_tokens=p.kv_cache.tokens)
+    return dataclasses.replace(ctx, front_end=front_end(r))
 
 
 def load_rows() -> tuple[list[fit_.Row], list[dict[str, Any]], list[dict[str, Any]]]:

@@ -128,7 +128,7 @@ def context(r: dict) -> perf.PerfContext:
     """The PerfContext of a row's deployment, with the KV capacity kvplan's planner gives it."""
     version = r["engine_version"] if r["engine_version"] != "not given" else ""
     key = (r["model"], r["gpu"], r["engine"], version, r["precision"], r["tp"], r["pp"],
-           r["isl"] + r["osl"])
+           r["isl"] + r["osl"], r["front_end"])
     if key in _CTX:
         return _CTX[key]
     m, g, q = resolve_model(r["model"]), resolve_gpu(GPU_IDS[r["gpu"]]), _quant(r["precision"])
@@ -144,6 +144,7 @@ def context(r: dict) -> perf.PerfContext:
         max_num_batched_tokens=_count(inputs["max_num_batched_tokens"]),
         max_num_seqs=_count(inputs["max_num_seqs"]),
         kv_capacity_tokens=max(p.kv_cache.tokens, 1))
+    ctx = dataclasses.replace(ctx, front_end=perf_arch.front_end(r))
     _CTX[key] = ctx
     return ctx
 
@@ -223,6 +224,15 @@ def render_doc(result: dict) -> str:
         "## Definitions",
         "",
         "* **TTFT**: request sent → first output token (ms).",
+        "* **Harness (front end).** kvplan plans served deployments: every plan's TTFT includes "
+        "`request_overhead_ms`, the per-request cost of the serving front end (HTTP server, "
+        "tokenizer, first scheduling). Measured rows say which harness they come from (column "
+        "`front_end` of the data files): *server* (the calibration rows: genai-perf / "
+        "bench_serving clients against a served endpoint; `vllm bench serve`, LLMPerf against "
+        "`trtllm-serve`) or *in-process* (the engine's own benchmark with no request path: "
+        "trtllm-bench, gptSessionBenchmark, `benchmark_latency.py` / `benchmark_throughput.py`, "
+        "MLPerf's offline harness), and each row is evaluated under its own harness: in-process "
+        "rows get no `request_overhead_ms` (`PerfContext.front_end=False`).",
         "* **TPOT** = (e2e − TTFT) / (O − 1) (ms), the definition most serving benchmarks use.",
         "* **Throughput**: output tokens/s per replica = B · O / e2e (Little's law, closed loop);"
         " per GPU = that / (TP · PP). The calibration file has no throughput column, so measured "

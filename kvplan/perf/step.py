@@ -35,8 +35,10 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
   which keeps a fixed-length closed loop in waves: the B_run requests are prefilled in
   batches of max_num_batched_tokens, decode in lock-step and finish together; mean TTFT =
   (first batch + whole wave) / 2, and TPOT carries the rest of the wave's prefill;
-* TTFT adds a per-request overhead; e2e = TTFT + (O − 1)·TPOT (TPOT is defined as
-  (e2e − TTFT)/(O − 1)); requests/s = B / e2e; output tokens/s = B·O / e2e.
+* TTFT adds a per-request overhead (the serving front end: HTTP, tokenizer; none when the
+  context says the figures are an in-process engine benchmark, PerfContext.front_end);
+  e2e = TTFT + (O − 1)·TPOT (TPOT is defined as (e2e − TTFT)/(O − 1)); requests/s = B / e2e;
+  output tokens/s = B·O / e2e.
 * Pipeline parallelism: a step crosses the pp stages in series (stage time × pp); the
   heaviest stage is modelled. Not calibrated (no PP rows). Stages on different nodes add one
   hand-off of the step's hidden states per crossing over the scale-out network
@@ -288,6 +290,16 @@ class PerfContext:
     # prefix caching on: a preempted request's computed blocks stay cached until evicted, so its
     # recompute re-hits them (perf/simulate.py); set by planner/performance.context
     prefix_caching: bool = False
+    # --- overheads --- what the figures' harness includes: True (kvplan's plans: a served
+    # deployment, HTTP server and tokenizer in front of the engine) adds request_overhead_ms to
+    # every TTFT; False: an in-process engine benchmark (trtllm-bench, gptSessionBenchmark,
+    # `vllm bench latency` / `throughput`, MLPerf's offline harness) that has no request path
+    front_end: bool = True
+
+    @property
+    def request_overhead_s(self) -> float:
+        """Per-request front-end cost in TTFT (s): 0 for an in-process benchmark."""
+        return self.coefficients.request_overhead_ms * 1e-3 if self.front_end else 0.0
 
 
 @dataclass(frozen=True)
@@ -854,11 +866,11 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
             ttft = own_s + gated_wait_s(
                 b, step_s=t_dec, prompt_s=max(_step_s(ctx, decoding, mean_ctx, i, p_ctx, 1)
                                               - t_dec, 0.0),
-                cycle_s=steps * step_s + c.request_overhead_ms * 1e-3)
+                cycle_s=steps * step_s + ctx.request_overhead_s)
         else:
             mva = _prefill_wait_s(
                 b, own_s=own_s, demand_s=mixed / b * t_mix,
-                delay_s=steps_dec * step_s + c.request_overhead_ms * 1e-3)
+                delay_s=steps_dec * step_s + ctx.request_overhead_s)
             if wait_model == "mva":
                 ttft = own_s + mva
             else:  # "burst": a share of the lock-step queue, at least the steady-state one
@@ -880,7 +892,7 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         step_s = t_dec + (t_all - ttft) / steps_dec
         saturated = False
     tpot = step_s / per_step  # per output token
-    ttft += c.request_overhead_ms * 1e-3
+    ttft += ctx.request_overhead_s
     e2e = ttft + decode_steps * tpot if o > 1 else ttft
     if concurrency > b:  # closed loop: the others wait for a slot (Little's law)
         e2e_all = e2e * concurrency / b

@@ -1,0 +1,78 @@
+"""The harness a figure describes: a served deployment (front end: HTTP server, tokenizer) adds
+request_overhead_ms to TTFT; an in-process engine benchmark does not (PerfContext.front_end).
+Plans are always served; the data files say which harness each measured row comes from."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from kvplan.perf import step as perf
+from kvplan.sources.catalog import resolve_gpu, resolve_model
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "benchmarks" / "data"
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+@pytest.fixture(scope="module")
+def llama8b() -> perf.PerfContext:
+    m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    return perf.context_for(m, resolve_gpu("h100-sxm-80gb"), "vllm", "0.12.0", tp=1)
+
+
+def test_plans_are_served(llama8b: perf.PerfContext) -> None:
+    assert llama8b.front_end is True
+    assert llama8b.request_overhead_s == llama8b.coefficients.request_overhead_ms / 1000
+
+
+@pytest.mark.parametrize("style", ["mixed", "separate"])
+def test_in_process_drops_exactly_the_request_overhead_at_one_client(
+        llama8b: perf.PerfContext, style: str) -> None:
+    """One client: no other prompt to wait behind, so the served TTFT is the in-process one
+    plus the 40 ms request overhead set here; TPOT does not depend on the front end."""
+    c = dataclasses.replace(llama8b.coefficients, request_overhead_ms=40.0)
+    served = dataclasses.replace(llama8b, coefficients=c, style=style)
+    bare = dataclasses.replace(served, front_end=False)
+    assert bare.request_overhead_s == 0.0
+    s = perf.evaluate(served, concurrency=1, input_tokens=1024, output_tokens=128)
+    b = perf.evaluate(bare, concurrency=1, input_tokens=1024, output_tokens=128)
+    assert s.ttft_ms - b.ttft_ms == pytest.approx(40.0)
+    assert s.tpot_ms == pytest.approx(b.tpot_ms)
+
+
+def test_prefill_first_waves_add_the_overhead_once(llama8b: perf.PerfContext) -> None:
+    """SGLang-style waves at 8 clients: TTFT = (first batch + wave) / 2 + overhead, with no
+    wait term built on the overhead, so the difference is the overhead itself."""
+    c = dataclasses.replace(llama8b.coefficients, request_overhead_ms=40.0)
+    served = dataclasses.replace(llama8b, coefficients=c, style="separate")
+    s = perf.evaluate(served, concurrency=8, input_tokens=1024, output_tokens=128)
+    b = perf.evaluate(dataclasses.replace(served, front_end=False), concurrency=8,
+                      input_tokens=1024, output_tokens=128)
+    assert s.ttft_ms - b.ttft_ms == pytest.approx(40.0)
+
+
+def test_every_measured_row_names_its_front_end() -> None:
+    for name in ("perf_calibration.csv", "perf_throughput.csv", "perf_latency_public.csv"):
+        rows = _rows(name)
+        assert rows and {r["front_end"] for r in rows} <= {"server", "in-process"}, name
+
+
+def test_front_end_follows_the_sources_harness() -> None:
+    """perf_latency_public.csv: gptSessionBenchmark (TensorRT-LLM performance.md) and vLLM's
+    benchmark_latency.py run in-process; `vllm bench serve`, LLMPerf against trtllm-serve and
+    tt-inference-server's benchmark_serving client go through a server. Offline throughput
+    tables (trtllm-bench, benchmark_throughput.py, MLPerf Offline) are in-process; the
+    calibration rows (genai-perf / bench_serving clients) are served."""
+    for r in _rows("perf_latency_public.csv"):
+        want = "server" if r["harness"] == "closed-loop" else "in-process"
+        assert r["front_end"] == want, (r["source"], r["model"])
+    assert {r["front_end"] for r in _rows("perf_throughput.csv")} == {"in-process"}
+    assert {r["front_end"] for r in _rows("perf_calibration.csv")} == {"server"}
