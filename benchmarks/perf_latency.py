@@ -110,7 +110,8 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext:
         m = m.model_copy(update={"dtype": DTYPE[r["precision"]]})
     knobs = knobs_of(r)
     q, _, kv = _quant(r["precision"])
-    p = plan(m, g, engine=r["engine"], engine_version=r["engine_version"] or None, **knobs)
+    version = r["engine_version"] or r.get("engine_version_assumed") or None
+    p = plan(m, g, engine=r["engine"], engine_version=version, **knobs)
     if not p.fits or p.performance is None:
         raise ValueError(f"kvplan cannot plan {r['model']} on {r['gpu']} TP{r['tp']}")
     inputs: dict[str, Any] = {k: v.value for k, v in p.inputs.items()}
@@ -160,9 +161,10 @@ def run() -> list[dict[str, Any]]:
         c1 = dataclasses.replace(c0, step_overhead_ms=0.0, layer_overhead_us=0.0,
                                  seq_overhead_us=0.0)
         roof = predict(dataclasses.replace(ctx, coefficients=c1), r)
+        serial = predict(dataclasses.replace(ctx, cpu_overlap=False), r)
         out.append({**r, "nearest": near, "shipped": shipped, "loao": loao,
-                    "served": served,
-                    "no_request": bare, "roofline": roof, "bound": shipped.decode_bound,
+                    "served": served, "no_request": bare, "roofline": roof, "serial": serial,
+                    "bound": shipped.decode_bound,
                     "step_overhead_ms": ctx.coefficients.step_overhead_ms,
                     "request_overhead_ms": ctx.coefficients.request_overhead_ms})
     return out
@@ -453,13 +455,17 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         f"| Qwen2.5-0.5B on L4, vLLM 0.23 | measured ITL {by['wmx-l4-qwen2.5-0.5b'][0]['tpot_ms']}"
         f"–{by['wmx-l4-qwen2.5-0.5b'][-1]['tpot_ms']} ms; the roofline alone (Ada bandwidth "
         f"factor) is {e('wmx-l4-qwen2.5-0.5b', 'tpot', 'roofline')} off and leaves "
-        f"{gap('wmx-l4-qwen2.5-0.5b')} ms per token for overheads, where kvplan adds "
-        f"`step_overhead_ms` {step:.2f} ms per step: TPOT "
-        f"{e('wmx-l4-qwen2.5-0.5b', 'tpot', 'shipped')}. TTFT without the request constant "
+        f"{gap('wmx-l4-qwen2.5-0.5b')} ms per token for overheads. vLLM 0.23 schedules "
+        "asynchronously by default (the scheduler prepares step N+1 while the GPU runs step N; "
+        "kvplan: from 0.14.0, `cpu_overlap_from` in kvplan/engines/vllm.py), so kvplan charges "
+        f"`step_overhead_ms` ({step:.2f} ms) only where it exceeds the GPU's step: TPOT "
+        f"{e('wmx-l4-qwen2.5-0.5b', 'tpot', 'shipped')}; charged in full, as before, "
+        f"{e('wmx-l4-qwen2.5-0.5b', 'tpot', 'serial')}. TTFT without the request constant "
         f"is {e('wmx-l4-qwen2.5-0.5b', 'ttft', 'no_request')}: "
         f"at c = 1 the measured TTFT exceeds kvplan's prefill by {l4_req:.0f} ms, not "
         f"{req.get('vllm', 0):.0f}. |",
-        f"| Qwen3-1.7B / 30B-A3B on A100, vLLM | measured TPOT − roofline = "
+        f"| Qwen3-1.7B / 30B-A3B on A100, vLLM (planned as 0.9.1, the release of the report's "
+        "date: before async scheduling) | measured TPOT − roofline = "
         f"{gap('tt-inference-server-gpu-reference')} ms (median) against kvplan's {step:.2f} ms "
         f"step overhead: TPOT {e('tt-inference-server-gpu-reference', 'tpot', 'shipped')} "
         f"median (Qwen3-1.7B {span('Qwen/Qwen3-1.7B')}, Qwen3-30B-A3B "
@@ -492,9 +498,13 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "So: `step_overhead_ms` and `request_overhead_ms` were fitted on one source "
         "(aiconfigurator's silicon sample: 32B–70B models on H100/H200 behind a serving "
         "front-end), where they are small next to the GEMM and bandwidth terms; on the "
-        "small-model rows they are most of the prediction. The Ada bandwidth factor comes "
-        "from one card (L40S) and one engine, CDNA3's from a triad microbenchmark. A per-class "
-        "correction would hide this, not fix it.",
+        "small-model rows they are most of the prediction. Two of their mechanisms are "
+        "modelled, not fitted: whether a harness has a serving front end (column `front_end`: "
+        "in-process rows get no `request_overhead_ms`; plans are served) and whether the "
+        "engine release overlaps the step's CPU work with the GPU (vLLM's default async "
+        "scheduling). The Ada bandwidth factor comes from one card (L40S) and one engine, "
+        "CDNA3's from a triad microbenchmark. A per-class correction would hide this, not fix "
+        "it.",
         "",
         "**Not fitted.** These rows stay a validation set, not part of the bundled fit: what "
         "the Ada and Ampere rows identify is the engines' fixed overheads, shared with Hopper "

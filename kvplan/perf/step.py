@@ -12,6 +12,8 @@ costs, on the busiest GPU (one TP rank of the heaviest PP stage):
                    kv_bytes_read / (bandwidth · bandwidth_efficiency))
     all-reduce 2 per layer (tp > 1): latency + (d+p)·hidden·2 B · 2(tp−1)/tp / link bandwidth
     overheads  step_overhead + layers · layer_overhead + sequences · seq_overhead
+               (releases that overlap the step's CPU work with the GPU, vLLM's async
+               scheduling: step_overhead only where it exceeds the GPU's time)
 
 GEMMs and attention are separate kernels, so their roofline times add. Weight bytes are the
 exact per-GPU tensor bytes of kvplan.weights (embedding table not read, MoE experts by the
@@ -101,6 +103,13 @@ METRICS = ("ttft", "tpot", "throughput")
 @lru_cache(maxsize=256)
 def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:4]) or (0,)
+
+
+def overlaps_cpu(engine: str, version: str) -> bool:
+    """Whether `version` of `engine` overlaps its per-step CPU work with the GPU's step by
+    default (Calibration.cpu_overlap_from; vLLM's async scheduling)."""
+    first = registry.get(engine).calibration.cpu_overlap_from
+    return bool(first and version) and _version_key(version) >= _version_key(first)
 
 
 def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
@@ -295,6 +304,9 @@ class PerfContext:
     # every TTFT; False: an in-process engine benchmark (trtllm-bench, gptSessionBenchmark,
     # `vllm bench latency` / `throughput`, MLPerf's offline harness) that has no request path
     front_end: bool = True
+    # the engine release overlaps step_overhead_ms with the GPU's step (vLLM async scheduling:
+    # Calibration.cpu_overlap_from); the per-layer and per-sequence costs stay serial
+    cpu_overlap: bool = False
 
     @property
     def request_overhead_s(self) -> float:
@@ -565,7 +577,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        admission=admission,
+        admission=admission, cpu_overlap=overlaps_cpu(engine, version),
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
@@ -671,8 +683,11 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
         lat = c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us
         comm_s = 2 * ctx.layers * (lat * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
-    overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6
+    layer_s = ctx.layers * c.layer_overhead_us * 1e-6
+    overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
+    if ctx.cpu_overlap:  # the step's CPU work runs while the GPU computes: only its excess shows
+        overhead_s -= min(c.step_overhead_ms * 1e-3, compute_s + bandwidth_s + comm_s + layer_s)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
         d_c = decode_seqs * ctx.draft_flops_per_token / flop_rate
         d_b = (ctx.draft_read_bytes + decode_seqs * ctx.draft_kv_bytes_per_token

@@ -76,3 +76,33 @@ def test_front_end_follows_the_sources_harness() -> None:
         assert r["front_end"] == want, (r["source"], r["model"])
     assert {r["front_end"] for r in _rows("perf_throughput.csv")} == {"in-process"}
     assert {r["front_end"] for r in _rows("perf_calibration.csv")} == {"server"}
+
+
+# ---------------------------------------------------------------- async scheduling (overheads)
+
+
+def test_which_releases_overlap_cpu_work() -> None:
+    """vLLM's async scheduling is opt-in up to 0.12 (the calibration rows' release) and on by
+    default from 0.14.0 (kvplan/engines/vllm.py cites the sources); SGLang and TensorRT-LLM
+    are modelled without it."""
+    assert not perf.overlaps_cpu("vllm", "0.12.0")
+    assert perf.overlaps_cpu("vllm", "0.14.0") and perf.overlaps_cpu("vllm", "0.33.0")
+    assert not perf.overlaps_cpu("sglang", "0.5.6") and not perf.overlaps_cpu("trtllm", "1.0.0")
+
+
+def test_overlapped_step_is_the_longer_of_gpu_and_cpu(llama8b: perf.PerfContext) -> None:
+    """Llama-3.1-8B bf16 on H100 SXM, one decoding sequence at context 0, all efficiencies 1:
+    the GPU streams 15,043,403,776 B of weights (tests/perf/test_step_time.py) at 3.35 TB/s =
+    4.4906 ms. With a 5 ms step overhead the serial step is 9.4906 ms; overlapped it is
+    max(4.4906, 5) = 5 ms; a 2 ms overhead hides entirely (4.4906 ms)."""
+    for step_ms, want_ms in ((5.0, 5.0), (2.0, 4.4906)):
+        c = perf.Coefficients(gemm_efficiency=1.0, bandwidth_efficiency=1.0,
+                              step_overhead_ms=step_ms, layer_overhead_us=0.0,
+                              seq_overhead_us=0.0, allreduce_latency_us=0.0,
+                              request_overhead_ms=0.0)
+        serial = dataclasses.replace(llama8b, coefficients=c, cpu_overlap=False)
+        t = perf.step_terms(serial, decode_seqs=1, context_tokens=0)
+        assert t.total_s * 1e3 == pytest.approx(4.4906 + step_ms, abs=0.02)
+        o = perf.step_terms(dataclasses.replace(serial, cpu_overlap=True), decode_seqs=1,
+                            context_tokens=0)
+        assert o.total_s * 1e3 == pytest.approx(want_ms, abs=0.02)
