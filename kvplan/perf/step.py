@@ -166,7 +166,13 @@ def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
         if own is not eng:
             text += f", borrowed for {eng.label}"
     dist = version_distance(engine, version)
-    return f"{text}; {dist}" if dist else text
+    text = f"{text}; {dist}" if dist else text
+    first = eng.calibration.cpu_overlap_from
+    if overlaps_cpu(engine, version) and not any(overlaps_cpu(engine, v)
+                                                 for v in own.calibration.versions):
+        text += (f"; async scheduling (default from {first}) overlaps the step overhead with "
+                 "the GPU: modelled, not in the fitted rows")
+    return text
 
 
 def coefficients_on(engine: str, version: str, gpu: GpuSpec

@@ -106,3 +106,15 @@ def test_overlapped_step_is_the_longer_of_gpu_and_cpu(llama8b: perf.PerfContext)
         o = perf.step_terms(dataclasses.replace(serial, cpu_overlap=True), decode_seqs=1,
                             context_tokens=0)
         assert o.total_s * 1e3 == pytest.approx(want_ms, abs=0.02)
+
+
+def test_plan_says_when_the_overlap_is_modelled_beyond_the_fit() -> None:
+    """The fitted vLLM rows (0.12) ran without async scheduling: a plan on a release that has it
+    says so in performance.calibration; one on 0.12 does not."""
+    from kvplan.api import plan
+
+    new = plan("llama-3.1-8b-instruct", "h100", engine_version="0.33.0").performance
+    old = plan("llama-3.1-8b-instruct", "h100", engine_version="0.12.0").performance
+    assert new is not None and new.calibration is not None
+    assert "async scheduling (default from 0.14.0)" in new.calibration
+    assert old is not None and "async scheduling" not in (old.calibration or "")
