@@ -311,7 +311,8 @@ class PerfContext:
     # `vllm bench latency` / `throughput`, MLPerf's offline harness) that has no request path
     front_end: bool = True
     # the engine release overlaps step_overhead_ms with the GPU's step (vLLM async scheduling:
-    # Calibration.cpu_overlap_from); the per-layer and per-sequence costs stay serial
+    # Calibration.cpu_overlap_from; pp = 1 and no speculation, step_terms); the per-layer and
+    # per-sequence costs stay serial
     cpu_overlap: bool = False
 
     @property
@@ -692,7 +693,11 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     layer_s = ctx.layers * c.layer_overhead_us * 1e-6
     overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
-    if ctx.cpu_overlap:  # the step's CPU work runs while the GPU computes: only its excess shows
+    if ctx.cpu_overlap and ctx.pp == 1 and not ctx.spec_tokens:
+        # the step's CPU work runs while the GPU computes: only its excess shows. Not with
+        # pipeline parallelism or speculative decoding, where vLLM turned async scheduling off
+        # by default when it became the default (vllm PR #31998: PP > 1 disables it; only
+        # EAGLE/MTP drafts enable it, later)
         overhead_s -= min(c.step_overhead_ms * 1e-3, compute_s + bandwidth_s + comm_s + layer_s)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
         d_c = decode_seqs * ctx.draft_flops_per_token / flop_rate
