@@ -109,6 +109,18 @@ def load_raw() -> list[dict[str, Any]]:
     return out
 
 
+FRONT_ENDS = ("server", "in-process")
+
+
+def front_end(r: Mapping[str, Any]) -> bool:
+    """Whether a row's figures include a serving front end (column front_end: "server") or come
+    from an in-process engine benchmark ("in-process": no request_overhead_ms in its TTFT)."""
+    if r.get("front_end") not in FRONT_ENDS:
+        raise ValueError(f"row {r.get('source')} {r.get('model')}: front_end must be one of "
+                         f"{FRONT_ENDS}, got {r.get('front_end')!r}")
+    return r["front_end"] == "server"
+
+
 def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
     """The PerfContext of a row's deployment (None: kvplan's plan refuses it, e.g. weights
     that do not fit)."""
@@ -123,7 +135,7 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
     for k in KNOB_COLUMNS:  # the run's own deployment knobs, where its source states them
         if r.get(k):
             knobs[k] = float(r[k]) if k == "gpu_memory_utilization" else int(r[k])
-    version = r["engine_version"] or None
+    version = r["engine_version"] or r.get("engine_version_assumed") or None
     try:
         p = plan(m, g, engine=r["engine"], engine_version=version, **knobs)
     except Exception:  # noqa: BLE001 - a refused deployment is reported, not fitted
@@ -131,10 +143,11 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
     if p.kv_cache.tokens <= 0 or p.performance is None:
         return None
     inputs = {k: v.value for k, v in p.inputs.items()}
-    return perf.context_for(
+    ctx = perf.context_for(
         m, g, r["engine"], p.engine.version, tp=r["tp"], pp=r["pp"], quant=q,
         kv_cache_dtype=kv, max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
         max_num_seqs=int(inputs["max_num_seqs"]), kv_capacity_tokens=p.kv_cache.tokens)
+    return dataclasses.replace(ctx, front_end=front_end(r))
 
 
 def load_rows() -> tuple[list[fit_.Row], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -597,8 +610,10 @@ def targets_table(cross: Mapping[str, Any]) -> list[str]:
         "|---|---:|---:|---|",
         f"| throughput per GPU, median APE | ≤ 15 % | {lo_all['median']} % (p90 "
         f"{lo_all['p90']} %) | {'yes' if lo_all['median'] <= 15 else 'no'} |",
-        "| TPOT, median APE | ≤ 15 % | not measurable: no TPOT rows outside Hopper | — |",
-        "| TTFT, median APE | ≤ 25 % | not measurable: no TTFT rows outside Hopper | — |",
+        "| TPOT, median APE | ≤ 15 % | not in the throughput rows: public latency rows, "
+        "docs/performance-latency.md | see there |",
+        "| TTFT, median APE | ≤ 25 % | not in the throughput rows: public latency rows, "
+        "docs/performance-latency.md | see there |",
         f"| GPU order, pairs differing ≥ 5 % | ≥ 85 % | {r_lo}/{n_lo} = "
         f"{100 * r_lo / n_lo:.1f} % (in sample {100 * r_in / n_in:.1f} %) | "
         f"{'yes' if r_lo / n_lo >= 0.85 else 'no'} |"

@@ -206,13 +206,18 @@ class Calibration:
     step runs short (vLLM); "reserve" — only when the blocks of its whole sequence (prompt +
     max new tokens) fit beside every running request's whole sequence, so none is ever evicted
     (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler). Prefill-first engines
-    ("separate") admit by SGLang's reserve ratio whatever this says."""
+    ("separate") admit by SGLang's reserve ratio whatever this says.
+    cpu_overlap_from: the first release whose default scheduling overlaps the per-step CPU work
+    (step_overhead_ms) with the GPU's step (vLLM's async scheduling: the scheduler prepares step
+    N+1 while the GPU runs step N); "" when no release does (as modelled)."""
 
     style: Literal["mixed", "separate"]
     coefficients: Coefficients | None = None
     versions: tuple[str, ...] = ()
     borrows: str | None = None
     admission: Literal["on_demand", "reserve"] = "on_demand"
+    # --- overheads ---
+    cpu_overlap_from: str = ""
 
     def __post_init__(self) -> None:
         if (self.coefficients is None) == (self.borrows is None):

@@ -1155,14 +1155,14 @@ class TrtllmEngine(Engine):
     # seq_overhead_us fitted by benchmarks/perf_fit.py (benchmarks/perf_arch.py stage A) on the
     # Hopper rows of benchmarks/data/perf_throughput.csv: TensorRT-LLM's perf-overview pages
     # (v0.14.0, v1.0; the MLPerf and Azure H100 rows are controls of cross-vendor pairs, not
-    # fitted: docs/performance.md); offline throughput only, so
+    # fitted: docs/performance.md); offline throughput, in-process (no request_overhead_ms), so
     # step_overhead_ms (not separable from seq_overhead_us at saturation), layer, all-reduce and
     # request overheads and burst share stay vLLM's (TTFT is borrowed, docs/performance.md).
     calibration = Calibration(
         style="mixed",
-        coefficients=Coefficients(gemm_efficiency=0.4731, bandwidth_efficiency=1.0,
+        coefficients=Coefficients(gemm_efficiency=0.4728, bandwidth_efficiency=1.0,
                                   step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                                  seq_overhead_us=9.5702, allreduce_latency_us=2.026,
+                                  seq_overhead_us=9.6199, allreduce_latency_us=2.026,
                                   request_overhead_ms=45.7783, burst_share=0.1305),
         versions=("0.14.0", "1.0.0"),
         # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only

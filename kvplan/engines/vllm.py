@@ -855,7 +855,17 @@ CALIBRATION = Calibration(
                               step_overhead_ms=5.1313, layer_overhead_us=0.0,
                               seq_overhead_us=26.6505, allreduce_latency_us=2.026,
                               request_overhead_ms=45.7783, burst_share=0.1305),
-    versions=("0.12.0",))
+    versions=("0.12.0",),
+    # Async scheduling (vllm/config/scheduler.py SchedulerConfig.async_scheduling: "helps to
+    # avoid gaps in GPU utilization"; vllm PR #19970) overlaps the scheduler's work for the next
+    # step with the GPU's current step. Opt-in (--async-scheduling) up to 0.12 (vllm-project/
+    # recipes PR #131, 2025-12-01; the calibration rows are 0.12.0), on by default (None → on
+    # unless incompatible, vllm/config/vllm.py) after vllm PR #27614, merged after 2025-12-18
+    # (vllm-project/vllm-gaudi PR #768 adapts to it, after #741 of that date): first release
+    # 0.14.0 (inferred from those dates); on in 0.20.2 (vllm-project/vllm-ascend PR #9567) and
+    # 0.22 (RBLN-SW/vllm-rbln PR #581 review). Checked on the vLLM 0.23 L4 rows of
+    # benchmarks/data/perf_latency_public.csv (docs/performance-latency.md).
+    cpu_overlap_from="0.14.0")
 
 
 def _expert_ranks(m: ModelSpec, d: Deployment) -> int:

@@ -319,7 +319,7 @@ class _Sim:
         self.max_seqs = max(1, ctx.max_num_seqs)
         self.q = 1 + ctx.spec_tokens  # tokens a decoding sequence scores per step
         self.per_step = tokens_per_step(ctx)
-        self.overhead = ctx.coefficients.request_overhead_ms * 1e-3
+        self.overhead = ctx.request_overhead_s
         self.sent = [0.0] * n
         self.first = [-1.0] * n
         self.end = [-1.0] * n

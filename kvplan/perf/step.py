@@ -12,6 +12,8 @@ costs, on the busiest GPU (one TP rank of the heaviest PP stage):
                    kv_bytes_read / (bandwidth · bandwidth_efficiency))
     all-reduce 2 per layer (tp > 1): latency + (d+p)·hidden·2 B · 2(tp−1)/tp / link bandwidth
     overheads  step_overhead + layers · layer_overhead + sequences · seq_overhead
+               (releases that overlap the step's CPU work with the GPU, vLLM's async
+               scheduling: step_overhead only where it exceeds the GPU's time)
 
 GEMMs and attention are separate kernels, so their roofline times add. Weight bytes are the
 exact per-GPU tensor bytes of kvplan.weights (embedding table not read, MoE experts by the
@@ -35,8 +37,10 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
   which keeps a fixed-length closed loop in waves: the B_run requests are prefilled in
   batches of max_num_batched_tokens, decode in lock-step and finish together; mean TTFT =
   (first batch + whole wave) / 2, and TPOT carries the rest of the wave's prefill;
-* TTFT adds a per-request overhead; e2e = TTFT + (O − 1)·TPOT (TPOT is defined as
-  (e2e − TTFT)/(O − 1)); requests/s = B / e2e; output tokens/s = B·O / e2e.
+* TTFT adds a per-request overhead (the serving front end: HTTP, tokenizer; none when the
+  context says the figures are an in-process engine benchmark, PerfContext.front_end);
+  e2e = TTFT + (O − 1)·TPOT (TPOT is defined as (e2e − TTFT)/(O − 1)); requests/s = B / e2e;
+  output tokens/s = B·O / e2e.
 * Pipeline parallelism: a step crosses the pp stages in series (stage time × pp); the
   heaviest stage is modelled. Not calibrated (no PP rows). Stages on different nodes add one
   hand-off of the step's hidden states per crossing over the scale-out network
@@ -101,6 +105,13 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:4]) or (0,)
 
 
+def overlaps_cpu(engine: str, version: str) -> bool:
+    """Whether `version` of `engine` overlaps its per-step CPU work with the GPU's step by
+    default (Calibration.cpu_overlap_from; vLLM's async scheduling)."""
+    first = registry.get(engine).calibration.cpu_overlap_from
+    return bool(first and version) and _version_key(version) >= _version_key(first)
+
+
 def coefficients_for(engine: str, version: str) -> tuple[Coefficients, bool]:
     """(coefficients, engine-calibrated?) for an engine: its own fit whatever the release (the
     distance to the fitted releases is stated apart: version_distance), or the fit it borrows
@@ -155,7 +166,13 @@ def bundled_source(engine: str, version: str, gpu: GpuSpec) -> str:
         if own is not eng:
             text += f", borrowed for {eng.label}"
     dist = version_distance(engine, version)
-    return f"{text}; {dist}" if dist else text
+    text = f"{text}; {dist}" if dist else text
+    first = eng.calibration.cpu_overlap_from
+    if overlaps_cpu(engine, version) and not any(overlaps_cpu(engine, v)
+                                                 for v in own.calibration.versions):
+        text += (f"; async scheduling (default from {first}) overlaps the step overhead with "
+                 "the GPU: modelled, not in the fitted rows")
+    return text
 
 
 def coefficients_on(engine: str, version: str, gpu: GpuSpec
@@ -288,6 +305,20 @@ class PerfContext:
     # prefix caching on: a preempted request's computed blocks stay cached until evicted, so its
     # recompute re-hits them (perf/simulate.py); set by planner/performance.context
     prefix_caching: bool = False
+    # --- overheads --- what the figures' harness includes: True (kvplan's plans: a served
+    # deployment, HTTP server and tokenizer in front of the engine) adds request_overhead_ms to
+    # every TTFT; False: an in-process engine benchmark (trtllm-bench, gptSessionBenchmark,
+    # `vllm bench latency` / `throughput`, MLPerf's offline harness) that has no request path
+    front_end: bool = True
+    # the engine release overlaps step_overhead_ms with the GPU's step (vLLM async scheduling:
+    # Calibration.cpu_overlap_from; pp = 1 and no speculation, step_terms); the per-layer and
+    # per-sequence costs stay serial
+    cpu_overlap: bool = False
+
+    @property
+    def request_overhead_s(self) -> float:
+        """Per-request front-end cost in TTFT (s): 0 for an in-process benchmark."""
+        return self.coefficients.request_overhead_ms * 1e-3 if self.front_end else 0.0
 
 
 @dataclass(frozen=True)
@@ -553,7 +584,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_bytes_per_s=(gpu.bandwidth_tbps or 0.0) * 1e12,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
-        admission=admission,
+        admission=admission, cpu_overlap=overlaps_cpu(engine, version),
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
@@ -659,8 +690,15 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         ar_bytes = tokens * ctx.hidden_size * ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
         lat = c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us
         comm_s = 2 * ctx.layers * (lat * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
-    overhead_s = (c.step_overhead_ms * 1e-3 + ctx.layers * c.layer_overhead_us * 1e-6
+    layer_s = ctx.layers * c.layer_overhead_us * 1e-6
+    overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
+    if ctx.cpu_overlap and ctx.pp == 1 and not ctx.spec_tokens:
+        # the step's CPU work runs while the GPU computes: only its excess shows. Not with
+        # pipeline parallelism or speculative decoding, where vLLM turned async scheduling off
+        # by default when it became the default (vllm PR #31998: PP > 1 disables it; only
+        # EAGLE/MTP drafts enable it, later)
+        overhead_s -= min(c.step_overhead_ms * 1e-3, compute_s + bandwidth_s + comm_s + layer_s)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
         d_c = decode_seqs * ctx.draft_flops_per_token / flop_rate
         d_b = (ctx.draft_read_bytes + decode_seqs * ctx.draft_kv_bytes_per_token
@@ -854,11 +892,11 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
             ttft = own_s + gated_wait_s(
                 b, step_s=t_dec, prompt_s=max(_step_s(ctx, decoding, mean_ctx, i, p_ctx, 1)
                                               - t_dec, 0.0),
-                cycle_s=steps * step_s + c.request_overhead_ms * 1e-3)
+                cycle_s=steps * step_s + ctx.request_overhead_s)
         else:
             mva = _prefill_wait_s(
                 b, own_s=own_s, demand_s=mixed / b * t_mix,
-                delay_s=steps_dec * step_s + c.request_overhead_ms * 1e-3)
+                delay_s=steps_dec * step_s + ctx.request_overhead_s)
             if wait_model == "mva":
                 ttft = own_s + mva
             else:  # "burst": a share of the lock-step queue, at least the steady-state one
@@ -880,7 +918,7 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         step_s = t_dec + (t_all - ttft) / steps_dec
         saturated = False
     tpot = step_s / per_step  # per output token
-    ttft += c.request_overhead_ms * 1e-3
+    ttft += ctx.request_overhead_s
     e2e = ttft + decode_steps * tpot if o > 1 else ttft
     if concurrency > b:  # closed loop: the others wait for a slot (Little's law)
         e2e_all = e2e * concurrency / b

@@ -182,7 +182,7 @@ def _service(p: _Pool, d: _Pool, *, n: performance.Lengths, concurrency: int, pr
     alone = sum(_step_s(p.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=c,
                         prefill_context_tokens=p_ctx, prefill_seqs=1)
                 for c in _chunks(i, budget))  # one prompt on an idle replica
-    overhead = d.ctx.coefficients.request_overhead_ms * 1e-3
+    overhead = d.ctx.request_overhead_s
     per_step = perf.tokens_per_step(d.ctx)
     mean_ctx = n.input_tokens + o / 2
     steps = max(o - 1, 1) / per_step  # decode steps per request
