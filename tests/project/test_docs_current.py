@@ -49,3 +49,10 @@ def test_latency_docs_are_current():
     (benchmarks/perf_latency.py)."""
     r = _check("benchmarks", "perf_latency.py")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_traffic_validation_docs_are_current():
+    """docs/traffic-validation.md is generated from the published percentile runs
+    (benchmarks/traffic_validation.py)."""
+    r = _check("benchmarks", "traffic_validation.py")
+    assert r.returncode == 0, r.stdout + r.stderr
