@@ -240,6 +240,28 @@ def targets_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+README = ROOT / "README.md"
+ARCH_START, ARCH_END = "<!-- performance-arch:start -->", "<!-- performance-arch:end -->"
+
+
+def readme_with(rows: Sequence[Mapping[str, Any]]) -> str:
+    """README.md with the TPOT and TTFT rows of its leave-one-architecture-out table (the block
+    benchmarks/perf_fit.py writes) set from the public latency rows, pooled outside Hopper."""
+    p = pooled(rows)
+    new = {}
+    for metric, target in (("TPOT", 15), ("TTFT", 25)):
+        e = [abs(x) for x in _errs(p, metric.lower(), "loao")]
+        med, p90 = 100 * statistics.median(e), 100 * fit_.percentile(e, 0.9)
+        new[f"| {metric}, median APE"] = (
+            f"| {metric}, median APE | ≤ {target} % | {med:.1f} % (p90 {p90:.1f} %), {len(e)} "
+            f"public latency rows | {'yes' if med <= target else 'no'} |")
+    text = README.read_text(encoding="utf-8")
+    head, rest = text.split(ARCH_START, 1)
+    block, tail = rest.split(ARCH_END, 1)
+    lines = [new.get(line.split(" |", 1)[0], line) for line in block.split("\n")]
+    return head + ARCH_START + "\n".join(lines) + ARCH_END + tail
+
+
 def harness_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     inproc = [r for r in rows if r["served"] is not None]
     lines = ["| rows | TTFT in-process (shipped: no request_overhead_ms) | TTFT served (with "
@@ -525,12 +547,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     rows = run()
     text = render(rows, mechanism(rows))
+    readme = readme_with(rows)
     if a.check:
         if not DOC.exists() or DOC.read_text() != text:
             print(f"{DOC.relative_to(ROOT)} is stale: run python benchmarks/perf_latency.py",
                   file=sys.stderr)
             return 1
+        if README.read_text(encoding="utf-8") != readme:
+            print("README.md's TPOT/TTFT leave-one-architecture-out rows are stale: run "
+                  "python benchmarks/perf_latency.py", file=sys.stderr)
+            return 1
         return 0
+    README.write_text(readme, encoding="utf-8")
     print("\n".join(summary_table(rows)))
     print()
     print("\n".join(targets_table(rows)))
