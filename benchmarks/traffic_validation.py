@@ -251,16 +251,24 @@ def _context(run: Run) -> tuple[perf.PerfContext, int, str]:
         quant=QUANT.get(str(inputs.get("quantization"))),
         max_num_batched_tokens=int(inputs.get("max_num_batched_tokens") or 8192),
         max_num_seqs=int(inputs.get("max_num_seqs") or 256),
-        kv_capacity_tokens=max(p.kv_cache.tokens, 1))
+        # the block pool, as the planner counts it: a hybrid (sliding-window) model's printed
+        # "GPU KV cache size" is one layer group's share in vLLM ≤0.20 (KvCache.pool_tokens)
+        kv_capacity_tokens=max(p.kv_cache.pool_tokens, 1))
     # prefix caching as the plan runs it (a preempted request re-hits its cached blocks), and
     # the engine's admission rule (context_for); planner/performance.context does the same
     ctx = replace(ctx, prefix_caching=bool(inputs.get("enable_prefix_caching")))
     block_size = int(inputs.get("block_size") or 16)
     head = (f"{run.model} on {g.name}{f' ×{run.tp}' if run.tp > 1 else ''}, {run.engine} "
             f"{p.engine.version} (max_num_seqs {ctx.max_num_seqs}, max_num_batched_tokens "
-            f"{ctx.max_num_batched_tokens}, KV {p.kv_cache.tokens:,} tokens in blocks of "
-            f"{block_size}; calibrated: {ctx.calibrated}; request overhead "
+            f"{ctx.max_num_batched_tokens}, KV {p.kv_cache.tokens:,} tokens"
+            + (f" printed, {p.kv_cache.pool_tokens:,} in the pool"
+               if p.kv_cache.pool_tokens != p.kv_cache.tokens else "")
+            + f" in blocks of {block_size}; calibrated: {ctx.calibrated}; request overhead "
             f"{ctx.coefficients.request_overhead_ms:.1f} ms)")
+    if not p.fits:  # the stated command line, as kvplan plans it, would not start
+        head += ("\nkvplan: this command does not start as stated ("
+                 + ", ".join(pr.code for pr in p.problems if pr.severity == "error")
+                 + "); replayed with the KV cache it plans")
     return ctx, block_size, head
 
 

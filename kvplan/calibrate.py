@@ -197,7 +197,7 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
             quant=_QUANT.get(str(inputs.get("quantization"))),
             max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
             max_num_seqs=int(inputs["max_num_seqs"]),
-            kv_capacity_tokens=max(p.kv_cache.tokens, 1))
+            kv_capacity_tokens=max(p.kv_cache.pool_tokens, 1))
         cache[key] = (ctx, ver)
     return cache[key]
 

@@ -759,6 +759,20 @@ class KvCache(BaseModel):
         "and prefix caching stores their full blocks once: (num_blocks − s) / (blocks per request "
         "− s), s = shared_prefix_tokens // block_size; null without a shared prefix")
 
+    # --- memgap ---
+    @property
+    def pool_tokens(self) -> int:
+        """Token positions the block pool holds: num_blocks × block_size (not serialised).
+        Equals `tokens` for a model with one KV group. For a hybrid (sliding-window) model
+        vLLM ≤0.20 prints one group's share, (num_blocks // groups) × block size
+        (vllm/v1/core/kv_cache_utils.py _report_kv_cache_config, 0.11.0), but every group
+        draws its blocks from this one pool and a sliding-window layer keeps only the window's
+        blocks, so one long request's full-attention layers can hold nearly all of it
+        (gpt-oss-120b, one H100, vLLM 0.10.2 at --max-model-len 32768: 3,806 blocks of 16 →
+        60,896 here, 30,448 printed). The latency model's KV capacity (planner/performance.py
+        context: usable blocks × block size) counts this pool."""
+        return self.num_blocks * self.block_size
+
 
 class Recommendation(BaseModel):
     value: int | float | None

@@ -59,3 +59,20 @@ def test_script_prints_a_table_per_run(tv: ModuleType,
     assert out.count("| clients |") == len(tv.ALL_RUNS)
     assert "ttft_p99: median |error|" in out
     assert "**All sources pooled**" in out
+
+
+def test_hybrid_model_is_replayed_with_the_block_pool(tv: ModuleType) -> None:
+    """gpt-oss-120b on one H100, vLLM 0.10.2, --max-model-len 32768 (gpustack
+    docs/performance-lab/gpt-oss-120b/h100.md). Its 36 layers alternate sliding-window and
+    full attention: two KV groups of 18 layers sharing one block pool. vLLM ≤0.20 prints
+    (num_blocks // 2) × 16 as "GPU KV cache size" (vllm/v1/core/kv_cache_utils.py
+    _report_kv_cache_config, 0.11.0), but a request's full-attention layers draw on the whole
+    pool: the server ran 32,000 + 99-token requests, so the replay's capacity is num_blocks × 16
+    (twice the printed figure) and the 32K point is simulated."""
+    run = next(r for r in tv.GPUSTACK if r.source.endswith("gpt-oss-120b/h100.md"))
+    ctx, block_size, head = tv._context(run)
+    assert block_size == 16
+    printed = int(head.split("KV ")[1].split(" tokens")[0].replace(",", ""))
+    assert ctx.kv_capacity_tokens == 2 * printed
+    assert ctx.kv_capacity_tokens >= 32_099 > printed
+    assert "in the pool" in head
