@@ -127,8 +127,9 @@ ERAS: tuple[Era, ...] = (
         mamba_align_pages=False),
     # 0.26.0: the KV sizing of sliding windows counts the batches in flight: 2 ×
     # max_num_batched_tokens (max_concurrent_batches, 2 under async scheduling at PP 1;
-    # vllm/config/vllm.py). Async scheduling itself is on by default earlier (from 0.14: Calibration.cpu_overlap_from below, vllm issue #27679 /
-    # PR #27614); the eras before 0.26 are planned without the in-flight term.
+    # vllm/config/vllm.py). Async scheduling itself is on by default earlier (from 0.14:
+    # Calibration.cpu_overlap_from below, vllm issue #27679 / PR #27614); the eras before 0.26
+    # are planned without the in-flight term.
     Era(name="v1 0.26–0.29", first=(0, 26, 0), default_utilization=0.92, cudagraph_in_budget=True,
         batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="concurrency",
         yarn_keeps_max_position=False, group_rule="max_if_close", async_in_flight=True,
