@@ -141,11 +141,13 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     problems = []
     weights = res.worst.weights_bytes
     total = dep.gpu_total_bytes
-    gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
+    # the weights are split over TP × PP; with expert parallelism the experts also over DP
+    gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size * (
+        dep.data_parallel_size if dep.enable_expert_parallel else 1)
     if weights > total:
         problems.append(Problem(
             code="weights-exceed-device", severity="error",
-            message=f"the weights need {weights / GiB:.2f} GiB per GPU ({gpus} GPU"
+            message=f"the weights need {weights / GiB:.2f} GiB per GPU (split over {gpus} GPU"
             f"{'s' if gpus != 1 else ''}) but the device has {total / GiB:.2f} GiB"))
     frac = dep.gpu_memory_utilization
     flag_name = eng.flags.get("gpu_memory_utilization", "--gpu-memory-utilization")

@@ -510,3 +510,17 @@ def test_no_plan_recommends_an_out_of_range_fraction_anywhere():
                 r = p.recommendations.gpu_memory_utilization.value
                 assert r is None or 0 < r <= 1, (e.id, g.id, engine, r)
                 assert not any(t.startswith("-") and t[1:2].isdigit() for t in p.command.split())
+
+
+def test_weights_exceed_device_names_the_gpus_expert_parallelism_splits_them_over(capsys):
+    """DeepSeek-V3 (671B, fp8 checkpoint) with --enable-expert-parallel -dp 2 on H100: TP 1, but
+    the experts are split over the 2 DP ranks, so the message says 2 GPUs (it said "1 GPU").
+    Per GPU, the weights are more than half the checkpoint (the dense part is on both ranks)
+    and less than all of it: 671e9 parameters at 1 byte ≈ 625 GiB."""
+    code, data, err = _plan_json(capsys, "deepseek-ai/DeepSeek-V3", "--gpu", "h100",
+                                 "--enable-expert-parallel", "-dp", "2")
+    assert code == 1, err
+    msg = {p["code"]: p["message"] for p in data["problems"]}["weights-exceed-device"]
+    assert "split over 2 GPUs" in msg
+    per_gpu = float(msg.split("need ")[1].split(" GiB")[0])
+    assert 625 / 2 < per_gpu < 625
