@@ -7,6 +7,7 @@ result object that the table, the JSON and the tests all read.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -788,6 +789,14 @@ class Recommendations(BaseModel):
         None, description="with latency SLOs: the prefill chunk that trades TTFT against TPOT")
 
 
+def price_provider(source: str) -> str | None:
+    """The provider and tier a price's source names in parentheses after its URL
+    ("https://www.crusoe.ai/cloud/pricing (Crusoe Cloud on-demand)" → "Crusoe Cloud on-demand",
+    as gpu_specs/prices.csv writes them); None when it names none."""
+    m = re.match(r"https?://\S+\s*\((.+)\)$", source.strip())
+    return m.group(1) if m else None
+
+
 class Price(BaseModel):
     """What one GPU costs per hour, and where that number comes from."""
 
@@ -796,6 +805,11 @@ class Price(BaseModel):
     source: str = Field(description="URL or file:line the price was read from")
     date: str | None = None
     default: bool = Field(description="True: kvplan's bundled default, not the user's price")
+
+    @property
+    def provider(self) -> str:
+        """Who sells at this price (price_provider), else the source itself."""
+        return price_provider(self.source) or self.source
 
 
 class PerfPoint(BaseModel):

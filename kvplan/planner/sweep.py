@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -631,13 +630,7 @@ def default_providers(prices: Mapping[str, Price], gpus: set[str]) -> list[str]:
     """The providers (and tiers) of the bundled default prices these GPUs use, sorted, as each
     row names them in parentheses after its URL ("Crusoe Cloud on-demand"); a default row
     without one by its source."""
-    out: set[str] = set()
-    for gpu in gpus:
-        p = prices.get(gpu)
-        if p is not None and p.default:
-            m = re.search(r"\(([^()]+)\)\s*$", p.source)
-            out.add(m.group(1) if m else p.source)
-    return sorted(out)
+    return sorted({p.provider for gpu in gpus if (p := prices.get(gpu)) is not None and p.default})
 
 
 def _plan_one(m: ModelSpec, c: Candidate, k: Knobs, workload: Workload,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from ..specs import price_provider
 from ..units import GiB
 
 if TYPE_CHECKING:
@@ -150,9 +150,9 @@ def price_label(source: str) -> str:
     host; a file:line as it is. A bundled default says "(default)"."""
     default = source.endswith("(kvplan default)")
     s = source.removesuffix("(kvplan default)").strip()
-    m = re.match(r"https?://([^/\s]+)\S*\s*\((.+)\)$", s)
-    if m:
-        s = m.group(2)
+    provider = price_provider(s)
+    if provider:
+        s = provider
     elif s.startswith(("http://", "https://")):
         s = s.split("/")[2]
     return s + (" (default)" if default else "")

@@ -97,3 +97,16 @@ def test_price_effect_block_in_docs_is_current() -> None:
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "price_effect.py"), "--check"],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr
+
+
+def test_price_provider_is_read_once_for_the_sweep_note_and_the_tables():
+    """One parser of a price's source (specs.price_provider): the provider and tier in the
+    parentheses gpu_specs/prices.csv writes after each URL; nothing for a user's file:line."""
+    from kvplan.specs import Price, price_provider
+
+    src = "https://www.crusoe.ai/cloud/pricing (Crusoe Cloud on-demand)"
+    assert price_provider(src) == "Crusoe Cloud on-demand"
+    assert price_provider("https://example.com/prices") is None
+    assert price_provider("my-prices.csv:3") is None
+    p = Price(gpu_id="h100-sxm-80gb", usd_per_hour=3.9, source="my-prices.csv:3", default=False)
+    assert p.provider == "my-prices.csv:3"
