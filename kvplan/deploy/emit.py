@@ -15,7 +15,8 @@ helm-production-stack (vllm-stack values), ray (Ray Serve LLM config: build_open
 (SkyPilot task with a `service:` section).
 
 A plan over several nodes (Plan.nodes) is written as a LeaderWorkerSet (k8s), a Dynamo worker with
-multinode.nodeCount, a SkyPilot task with num_nodes or a Ray PACK placement group, from the
+multinode.nodeCount, a SkyPilot task with num_nodes, a Ray PACK placement group, or (data-parallel
+layouts only) KServe worker pods and llm-d modelservice values with `multinode: true`, from the
 per-node launch lines engines/multinode.py derives; the other formats refuse it, naming these.
 
 Pure: returns text; the CLI writes it.
@@ -187,8 +188,14 @@ MULTINODE_FORMATS = {
     "skypilot": "a task with num_nodes, each node running its rank's launch line",
     "ray": "a PACK placement group Ray spreads over the cluster's nodes",
     "kserve": "an LLMInferenceService with a worker pod per node (data-parallel layouts)",
+    "helm-llmd": "modelservice values with multinode: true, a pod per node (data-parallel "
+                 "layouts)",
 }
-PER_NODE_FORMATS = ("k8s", "skypilot")  # run each node's own launch line
+PER_NODE_FORMATS = ("k8s", "skypilot", "helm-llmd")  # run each node's own launch line
+# the stacks that spread a deployment over nodes by data-parallel ranks only (whole DP ranks on
+# each pod): KServe (see _kserve_parallelism) and llm-d modelservice (its LeaderWorkerSet's size
+# is parallelism.data / dataLocal: templates/_helpers.tpl numWorkers, chart v0.4.12)
+DATA_PARALLEL_FORMATS = ("kserve", "helm-llmd")
 
 
 def _multinode(p: Plan) -> bool:
@@ -219,7 +226,7 @@ def multinode_formats(p: Plan) -> list[str]:
     per_node = p.nodes is not None and len(p.nodes.launch) == 2
     return [f for f in MULTINODE_FORMATS if _runs_engine(p, f)
             and (per_node or f not in PER_NODE_FORMATS)
-            and (f != "kserve" or _data_parallel_over_nodes(p))]
+            and (f not in DATA_PARALLEL_FORMATS or _data_parallel_over_nodes(p))]
 
 
 def _data_parallel_over_nodes(p: Plan) -> bool:
@@ -471,11 +478,54 @@ def kserve(p: Plan) -> str:
 
 def helm_llmd(p: Plan) -> str:
     engine = _need_stack_engine(p, "helm-llmd")
-    container = {"name": engine, "image": "ghcr.io/llm-d/llm-d-cuda:VERSION",
+    if _multinode(p):
+        return _helm_llmd_nodes(p, engine)
+    container = {"name": engine, "image": LLMD_IMAGE,
                  "modelCommand": "vllmServe", "args": _without_parallel(_flags(p)),
                  "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
     doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
            "decode": {"create": True, "replicas": 1, "parallelism": _parallelism(p),
+                      "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                      "containers": [container]},
+           "prefill": {"create": False}}
+    return _header(p, "helm-llmd") + _yaml(doc)
+
+
+LLMD_IMAGE = "ghcr.io/llm-d/llm-d-cuda:VERSION"
+# The port vLLM listens on in a decode pod: the routing sidecar (routing.proxy, enabled by
+# default) takes routing.servicePort 8000 and forwards to routing.proxy.targetPort, 8200 by
+# default (llm-d-modelservice values.yaml; the chart's vllmServe command adds the same --port).
+LLMD_VLLM_PORT = 8200
+
+
+def _helm_llmd_nodes(p: Plan, engine: str) -> str:
+    """modelservice values for a data-parallel plan over nodes: `multinode: true` makes the
+    decode pods a LeaderWorkerSet of parallelism.workers pods (templates/decode-lws.yaml), all
+    from one template, so the container runs a script that starts the head's launch line on
+    the leader (LWS_WORKER_INDEX 0) and a worker's elsewhere. The chart adds no engine flags to a
+    `custom` command: the script's lines are the plan's own."""
+    assert p.nodes is not None
+    nodes = p.nodes.nodes or 1
+    if not _data_parallel_over_nodes(p):
+        raise InvalidInputError(
+            f"--emit helm-llmd: llm-d modelservice spreads a deployment over nodes by "
+            f"data-parallel ranks (parallelism.data / dataLocal pods); this plan's layout puts "
+            f"tensor or pipeline parallelism across its {nodes} nodes", code="emit-multinode",
+            knob="nodes", hint="emit " + ", ".join(
+                f for f in multinode_formats(p) if f != "helm-llmd"))
+    head, worker = _per_node_lines(p, "helm-llmd")
+    script = ('if [ "$LWS_WORKER_INDEX" = "0" ]; then\n'
+              f"  {_placeholders(head, LWS_PLACEHOLDERS)} --port {LLMD_VLLM_PORT}\nelse\n"
+              f"  {_placeholders(worker, LWS_PLACEHOLDERS)}\nfi\n")
+    par = _parallelism(p)
+    par["dataLocal"] = par["data"] // nodes
+    par["workers"] = nodes
+    container = {"name": engine, "image": LLMD_IMAGE, "modelCommand": "custom",
+                 "command": ["/bin/sh", "-c"], "args": [script],
+                 "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count // nodes)}}}
+    doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
+           "multinode": True,
+           "decode": {"create": True, "replicas": 1, "parallelism": par,
                       "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
                       "containers": [container]},
            "prefill": {"create": False}}

@@ -21,6 +21,9 @@ would run, so the ordinary check plans it. What each reader follows (the schema 
   parallelism{tensor,data,dataLocal}, containers[].modelCommand vllmServe|imageDefault|custom,
   nodeSelector, acceleratorTypes): llm-d/llm-d guides/pd-disaggregation/ms-pd/values.yaml
   (0b8cde64). GPUs per pod = tensor × dataLocal ("GPU resources get controlled by parallelism").
+  `multinode: true`: a LeaderWorkerSet of parallelism.workers (else data / dataLocal) pods from
+  one template (llm-d-incubation/llm-d-modelservice charts/llm-d-modelservice/templates/
+  decode-lws.yaml and _helpers.tpl numWorkers, chart v0.4.12).
 - LeaderWorkerSet `leaderworkerset.x-k8s.io/v1` (llm-d wide-EP): leaderWorkerTemplate.size pods
   per group, LWS_GROUP_SIZE / env / `$(( … ))` arithmetic resolved in the worker's script:
   llm-d/llm-d guides/wide-ep-lws/manifests/modelserver/base/decode.yaml (03da3b00).
@@ -699,15 +702,25 @@ def _isvc(doc: Any, ctx: _Ctx) -> list[Found]:
 
 
 def _llmd(doc: Any, ctx: _Ctx) -> list[Found]:
-    """llm-d modelservice values: decode and prefill sections."""
+    """llm-d modelservice values: decode and prefill sections. With `multinode: true` each
+    section is a LeaderWorkerSet of `workers` pods (parallelism.workers, else data / dataLocal:
+    templates/_helpers.tpl numWorkers), all from one container template: its script sees
+    LWS_WORKER_INDEX (read as the leader's, 0) and the deployment spans the pods' GPUs."""
     art = _get(doc, "modelArtifacts")
     model = _hf_model(_scalar(_get(art, "uri")), _scalar(_get(art, "name")))
+    multinode = (_scalar(_get(doc, "multinode")) or "false").lower() == "true"
     out: list[Found] = []
     for role in ("decode", "prefill"):
         section = _get(doc, role)
         if section is None or (_scalar(_get(section, "create")) or "true").lower() == "false":
             continue
-        flags, per_pod = _parallel_argv(_get(section, "parallelism"))
+        par = _get(section, "parallelism")
+        flags, per_pod = _parallel_argv(par)
+        workers = 1
+        if multinode:
+            data, local = _int(_get(par, "data")) or 1, _int(_get(par, "dataLocal"))
+            workers = _int(_get(par, "workers")) or (data // local if local else 1) or 1
+        env = {"LWS_GROUP_SIZE": str(workers), "LWS_WORKER_INDEX": "0"} if multinode else None
         gpu = _gpu_label(section, ctx)
         types = _get(section, "acceleratorTypes")
         if gpu[0] is None and _scalar(_get(types, "labelKey")) in GPU_LABELS:
@@ -717,16 +730,16 @@ def _llmd(doc: Any, ctx: _Ctx) -> list[Found]:
                 gpu = (_gpu_name(values[0][0]), f"acceleratorTypes {key}")
         for c in _seq(_get(section, "containers")):
             command = _scalar(_get(c, "modelCommand")) or "imageDefault"
-            count = _gpu_count(c) or per_pod
+            count = (_gpu_count(c) or per_pod) * workers
             default = [model or "/model-cache", *flags] if command != "custom" else None
             try:
                 f = _container_row(c, ctx, pool=f"llm-d {role} pool", replicas=_int(
                     _get(section, "replicas")), gpu=gpu, gpu_count=count, default_argv=default,
-                    default_engine=stack_engine("llm-d"))
+                    default_engine=stack_engine("llm-d"), env=env)
             except DeployParseError as e:
                 f = _failed(e, ctx.file, text=role)
             if f is not None:
-                out.append(f)
+                out.append(_on_nodes(f, workers))
     return out
 
 

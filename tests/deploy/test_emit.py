@@ -287,6 +287,38 @@ def test_a_multinode_skypilot_task_reads_back_as_rank_zero(tmp_path):
     assert "--node-rank 0" in row.command and "--headless" not in row.command
 
 
+def test_a_multinode_llmd_values_file_is_a_leaderworkerset_of_data_parallel_pods(tmp_path):
+    # DeepSeek-V3, 16 data-parallel ranks with expert parallelism over two H200 nodes (llm-d's
+    # wide-EP layout): the chart's LWS has data / dataLocal = 2 pods of 8 GPUs, one template,
+    # whose script starts the head's line on the leader (LWS_WORKER_INDEX 0)
+    p = plan("deepseek-ai/DeepSeek-V3", "h200", data_parallel_size=16,
+             enable_expert_parallel=True, nodes=2)
+    doc = load_yaml(emit(p, "helm-llmd"))
+    assert doc["multinode"] is True
+    decode = doc["decode"]
+    assert decode["parallelism"] == {"tensor": 1, "data": 16, "dataLocal": 8, "workers": 2}
+    (c,) = decode["containers"]
+    assert c["modelCommand"] == "custom" and c["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    script = c["args"][0]
+    assert script.startswith('if [ "$LWS_WORKER_INDEX" = "0" ]; then')
+    assert "--data-parallel-address $LWS_LEADER_ADDRESS" in script
+    assert "--headless --data-parallel-start-rank 8" in script
+    row = round_trip(p, "helm-llmd", tmp_path)
+    assert row.status == "fits", row.problems
+    assert_same_nodes(p, row.plan, "helm-llmd")
+    assert "--headless" not in row.command  # the leader's line was planned
+
+
+def test_llmd_refuses_tensor_or_pipeline_parallelism_across_nodes():
+    p = plan("meta-llama/Llama-3.1-405B", "h100", tensor_parallel_size=8,
+             pipeline_parallel_size=2, nodes=2)
+    assert "helm-llmd" not in multinode_formats(p)
+    with pytest.raises(KvplanError) as e:
+        emit(p, "helm-llmd")
+    assert e.value.code == "emit-multinode" and "data-parallel" in str(e.value)
+    assert "k8s" in (e.value.hint or "")
+
+
 def fitting_multinode_plan(model: str, gpu: str, engine: str):
     """`model` over two whole 8-GPU nodes (TP 8 × PP 2), when it fits; else None."""
     try:

@@ -286,3 +286,11 @@ def test_single_node_data_parallel_kserve_file_sets_data_local():
     (doc,) = [d for d in _yaml_module().safe_load_all(emit(p, "kserve")) if d]
     assert doc["spec"]["parallelism"] == {"tensor": 1, "data": 2, "dataLocal": 2}
     assert "worker" not in doc["spec"]
+
+
+def test_multinode_llmd_values_are_valid_against_the_charts_schema():
+    # the same DP 2 × TP 8 layout as llm-d modelservice values: `multinode: true`, workers 2
+    (doc,) = _emitted("helm-llmd", *MULTINODE[2])
+    _valid(doc, _schema("helm-llm-d-modelservice-values.json"))
+    assert doc["multinode"] is True
+    assert doc["decode"]["parallelism"] == {"tensor": 8, "data": 2, "dataLocal": 1, "workers": 2}
