@@ -53,6 +53,7 @@ from kvplan.api import plan  # noqa: E402
 from kvplan.engines import arch_fits as fits_  # noqa: E402
 from kvplan.engines import interconnect as ic  # noqa: E402
 from kvplan.perf import arch as arch_  # noqa: E402
+from kvplan.perf import decode_gemm  # noqa: E402
 from kvplan.perf import fit as fit_  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
 from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
@@ -163,8 +164,12 @@ def run() -> list[dict[str, Any]]:
                                  seq_overhead_us=0.0)
         roof = predict(dataclasses.replace(ctx, coefficients=c1), r)
         serial = predict(dataclasses.replace(ctx, cpu_overlap=False), r)
+        # without the GPU's measured decode-GEMM rate (perf/decode_gemm.py): the class factor
+        triad = predict(dataclasses.replace(ctx, weight_stream_bytes_per_s=0.0), r)
+        triad_lo = predict(dataclasses.replace(lo_ctx, weight_stream_bytes_per_s=0.0), r)
         out.append({**r, "nearest": near, "shipped": shipped, "loao": loao,
                     "served": served, "no_request": bare, "roofline": roof, "serial": serial,
+                    "triad": triad, "triad_loao": triad_lo,
                     "bound": shipped.decode_bound, "context": ctx,
                     "step_overhead_ms": ctx.coefficients.step_overhead_ms,
                     "request_overhead_ms": ctx.coefficients.request_overhead_ms})
@@ -343,8 +348,11 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "kvplan's latency coefficients are fitted on Hopper (docs/performance.md); other GPU "
         "classes run the same step model with their GEMM and bandwidth efficiencies scaled by "
         "factors fitted on public *throughput* rows (kvplan/engines/arch_fits.py: " + fac
-        + "). This page checks the TTFT and TPOT that follow against public latency "
-        "measurements on other GPUs, none of which was used to fit anything.",
+        + "), and, where a public microbenchmark times the GEMMs a decode step runs on the "
+        "GPU itself, with the dense weights streamed at that measured rate (MI300X FP8: "
+        f"{ic_rate() / 1e12:.2f} TB/s, kvplan/perf/decode_gemm.py). This page checks the TTFT "
+        "and TPOT that follow against public latency measurements on other GPUs, none of which "
+        "was used to fit anything.",
         "",
         "## Data",
         "",
@@ -368,7 +376,8 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "concurrency and lengths (`kvplan.perf.step.evaluate`, the steady-state closed loop). "
         "*Shipped*: the plan as kvplan makes it (the class's factors). *LOAO* (leave one "
         "architecture out): the class's factors replaced by those of its nearest other measured "
-        "class — what kvplan says for that GPU without any measurement of its architecture. "
+        "class — what kvplan says for that GPU without any measurement of its architecture's "
+        "serving; the GPU's own microbenchmarked decode-GEMM rate (perf/decode_gemm.py) stays. "
         "Cells: median / p90 of |predicted / measured − 1| (median signed error; > 0: kvplan "
         "predicts more). Regenerate with `python benchmarks/perf_latency.py`.",
         "",
@@ -441,20 +450,11 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     l4 = by["wmx-l4-qwen2.5-0.5b"][0]  # concurrency 1
     l4_req = l4["ttft_ms"] - l4["no_request"].ttft_ms
     m4090 = by["mushfiqrahman-4090-mistral"]
-    def implied(model: str) -> str:
-        """Bandwidth factor × datasheet that the batch-1 rows of `model` imply, keeping
-        kvplan's overheads: factor · roofline TPOT / (measured − kvplan's overheads)."""
-        f = fits_.ARCH_FITS["CDNA3"].scales.bandwidth
-        v = [f * r["roofline"].tpot_ms / (r["tpot_ms"] - r["shipped"].tpot_ms
-                                           + r["roofline"].tpot_ms)
-             for r in by["rocm-vllm-dev-docker-mi300x"]
-             if r["model"] == model and r["concurrency"] == 1]
-        return f"{statistics.median(v):.2f}"
-
     def solved(isl: int) -> tuple[float, float]:
-        """The decode bandwidth (× datasheet) and per-step overhead (ms) that the 70B and
-        405B batch-1 rows at `isl` give when both are unknowns: measured = overhead +
-        weight/KV streaming at that bandwidth + the rest of kvplan's roofline (all-reduces)."""
+        """The dense-weight streaming rate (bytes/s) and per-step overhead (ms) that the 70B
+        and 405B batch-1 rows at `isl` give when both are unknowns: measured = overhead +
+        streaming (kvplan's, scaled by one unknown factor) + the rest of kvplan's roofline
+        (all-reduces)."""
         parts = []
         for r in by["rocm-vllm-dev-docker-mi300x"]:
             if r["isl"] != isl or r["concurrency"] != 1:
@@ -462,14 +462,16 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             c0 = dataclasses.replace(r["context"].coefficients, step_overhead_ms=0.0,
                                      layer_overhead_us=0.0, seq_overhead_us=0.0,
                                      request_overhead_ms=0.0)
-            x = dataclasses.replace(r["context"], coefficients=c0,
-                                    bandwidth_scale=r["context"].bandwidth_scale * 1e6)
+            x = dataclasses.replace(
+                r["context"], coefficients=c0,
+                bandwidth_scale=r["context"].bandwidth_scale * 1e6,
+                weight_stream_bytes_per_s=r["context"].weight_stream_bytes_per_s * 1e6)
             rest = predict(x, r).tpot_ms  # the roofline without its streaming time
             parts.append((r["tpot_ms"] - rest, r["roofline"].tpot_ms - rest,
-                          r["context"].bandwidth_scale))
-        (m1, a1, f0), (m2, a2, _) = sorted(parts)
-        inv = (m2 - m1) / (a2 - a1)  # = f0 / f
-        return f0 / inv, m1 - a1 * inv
+                          r["context"].weight_stream_bytes_per_s))
+        (m1, a1, rate), (m2, a2, _) = sorted(parts)
+        inv = (m2 - m1) / (a2 - a1)  # = modelled rate / the rate the rows imply
+        return rate / inv, m1 - a1 * inv
 
     def big(isl: int) -> str:
         v = sorted(100 * x for x in _errs([r for r in by["rocm-vllm-dev-docker-mi300x"]
@@ -499,8 +501,8 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "",
         "Leaving the class's own factors out changes little (TPOT median APE, LOAO "
         f"{100 * statistics.median(lo_t):.1f} % vs shipped {100 * statistics.median(sh_t):.1f} "
-        "%). What fails is, on the small-model rows (Ada, Ampere), two fixed overheads "
-        "fitted on Hopper, and on MI300X the decode bandwidth factor:",
+        "%). What failed is, on the small-model rows (Ada, Ampere), two fixed overheads "
+        "fitted on Hopper, and on MI300X the rate its FP8 decode GEMMs stream weights at:",
         "",
         "| source | diagnosis |",
         "|---|---|",
@@ -542,29 +544,30 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         f"{m4090[-1]['ttft_ms']:.0f} ms), which the steady state "
         "does not model (docs/traffic.md simulates it). |",
         f"| Llama-3.1-70B / 405B FP8, TP8 on MI300X, vLLM 0.10 (static batches) | "
-        f"under-predicted: TPOT {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'shipped')} "
-        f"(LOAO, Hopper's factors: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'loao')}). At "
-        f"batch 1, with kvplan's overheads kept, the measured step implies a decode bandwidth "
-        f"of {implied('meta-llama/Llama-3.1-70B-Instruct')} (70B) and "
-        f"{implied('meta-llama/Llama-3.1-405B')} (405B) of the datasheet 5.3 TB/s, against "
-        f"the {fits_.ARCH_FITS['CDNA3'].scales.bandwidth} kvplan takes from the STREAM triad. "
-        "Solved from the two models' batch-1 rows with the overhead unknown too, they give "
-        f"{s128[0]:.3f} of the datasheet and {s128[1]:.2f} ms per step at ISL 128 "
-        f"({s2048[0]:.3f}, {s2048[1]:.2f} ms at ISL 2048), against kvplan's {step:.2f} ms: "
-        "the step overhead fitted on Hopper holds, and the weights stream at "
-        f"{s128[0] * 5.3:.1f} TB/s ({s128[0] * 5.3 / 4.10:.2f} of the triad's 4.10). Not the "
+        "kvplan streams the dense FP8 weights at the rate the GEMM library the engine calls "
+        f"was timed at on MI300X ({ic_rate() / 1e12:.2f} TB/s: Llama-3.1-405B TP8's "
+        "projections through torch._scaled_mm, Hugging Face's MI300X kernel post; "
+        "kvplan/perf/decode_gemm.py) instead of the datasheet × the triad factor "
+        f"({fits_.ARCH_FITS['CDNA3'].scales.bandwidth} × 5.3 TB/s): TPOT "
+        f"{e('rocm-vllm-dev-docker-mi300x', 'tpot', 'shipped')} (LOAO, Hopper's factors, the "
+        f"measured rate kept: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'loao')}); with the "
+        f"triad factor, as before: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'triad')} (LOAO "
+        f"{e('rocm-vllm-dev-docker-mi300x', 'tpot', 'triad_loao')}). The batch-1 rows agree "
+        "with the microbenchmark without assuming kvplan's overheads: solved from the two "
+        "models with the per-step overhead unknown too, they give "
+        f"{s128[0] / 1e12:.2f} TB/s and {s128[1]:.2f} ms per step at ISL 128 "
+        f"({s2048[0] / 1e12:.2f} TB/s, {s2048[1]:.2f} ms at ISL 2048), against the measured "
+        f"{ic_rate() / 1e12:.2f} TB/s and kvplan's {step:.2f} ms fitted on Hopper. Not the "
         f"link: at the measured MI300X custom all-reduce the 405B step would gain "
-        f"{ar_gain(1):.1f} ms of its {ar_gap(1):.1f} ms gap (\"All-reduce per link\" below). "
+        f"{ar_gain(1):.1f} ms (\"All-reduce per link\" below). "
         "At ISL 128 the error grows with the batch "
         f"({big(128)} at 64–128 sequences; ISL 2048: {big(2048)}, where kvplan's longer "
         "prefill offsets it); the measured MI300X custom all-reduce would add "
-        f"{ar_gain(128):.1f} ms of the {ar_gap(128):.1f} ms gap at 128 sequences, but H100's "
+        f"{ar_gain(128):.1f} ms to the 405B step at 128 sequences (measured − kvplan: "
+        f"{ar_gap(128):.1f} ms), but H100's "
         "measured custom all-reduce is slower still and Hopper's fit does not need it, so "
-        "the growth is not identified (hipBLASLt FP8 GEMMs from 2 rows up, the ROCm paged "
-        "attention's KV reads). These rows identify the decode streaming rate of the FP8 path "
-        "in use, independently of the overheads; no public microbenchmark of that path "
-        "confirms it, and a CDNA3 factor fitted to them would be neither out-of-sample nor "
-        "leave-one-architecture-out, so it is not modelled. |",
+        "the growth is not identified (past 32 rows the FP8 GEMMs leave the timed, "
+        "bandwidth-bound regime; the ROCm paged attention's KV reads). |",
         "",
         "So: `step_overhead_ms` and `request_overhead_ms` were fitted on one source "
         "(aiconfigurator's silicon sample: 32B–70B models on H100/H200 behind a serving "
@@ -574,20 +577,25 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "in-process rows get no `request_overhead_ms`; plans are served) and whether the "
         "engine release overlaps the step's CPU work with the GPU (vLLM's default async "
         "scheduling). The Ada bandwidth factor comes from one card (L40S) and one engine, "
-        "CDNA3's from a triad microbenchmark. A per-class correction would hide this, not fix "
+        "CDNA3's from microbenchmarks (the STREAM triad; for FP8 weights the timed decode "
+        "GEMMs). A per-class correction would hide this, not fix "
         "it.",
         "",
         "**Not fitted.** These rows stay a validation set, not part of the bundled fit: what "
         "the Ada and Ampere rows identify is the engines' fixed overheads, shared with Hopper "
         "and fitted by benchmarks/perf_fit.py, not a class factor (fitting class factors to "
         "them would push bandwidth factors above 1 to cancel an overhead: a fudge); the MI300X "
-        "rows identify the batch-1 streaming rate of one engine release's FP8 path on one "
-        "table (two models), a class factor that leave-one-architecture-out discards by "
-        "construction; several rows rest on "
+        "rows check the microbenchmarked decode-GEMM rate (solved with the overhead, their "
+        "batch-1 rows give the same rate within 3 %) rather than set it; several rows rest on "
         "assumptions (tt-inference-server: TP, vLLM release and statistic not stated; RTX 4090: "
         "TPOT derived by Little's law) or on published medians. The LOAO figures above are "
         "therefore out-of-sample for both the factors and the latency constants.",
     ]
+
+
+def ic_rate() -> float:
+    """MI300X's measured FP8 decode-GEMM streaming rate (bytes/s; kvplan/perf/decode_gemm.py)."""
+    return decode_gemm.weight_stream_bytes_per_s("mi300x", "fp8")
 
 
 def kvplan_allreduce_us(ctx: perf.PerfContext, nbytes: float) -> float:
@@ -674,16 +682,12 @@ def allreduce_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "the sources show none in MI300X's disfavour. RCCL is slower than NCCL (45 against "
         "26 µs at 2 KiB, Azure's same harness on both), but vLLM reaches RCCL only when the "
         "custom all-reduce is off or a message exceeds its 16 MiB buffer. No per-link "
-        "all-reduce constant is added. The decode GEMMs: vLLM 0.10 on ROCm runs a per-tensor "
-        "FP8 linear through the skinny kernel `wvSplitKQ` only for a single row (batch 1) and "
-        "hipBLASLt (`torch._scaled_mm`) from 2 rows up (ROCm/vllm 040de12 vllm/model_executor/"
-        "layers/quantization/utils/w8a8_utils.py `rocm_per_tensor_w8a8_scaled_mm`; "
-        "VLLM_ROCM_USE_SKINNY_GEMM on by default); single-row GEMMs of 90 MB–2 GB on MI300X "
-        "stream at 2.7–4.1 TB/s through hipBLASLt and 4.1–4.9 TB/s through a skinny kernel "
-        "(ROCm/rocm-libraries PR #12329, rocBLAS wvSpltK, half-precision weights assumed), "
-        "0.52–0.92 of the 5.3 TB/s datasheet against the triad's 0.87; no published figure "
-        "covers the FP8 kernel at the 8–220 MB per-GPU shapes of these rows, so no decode "
-        "bandwidth is modelled from them.",
+        "all-reduce constant is added. (The decode GEMMs, by contrast, have a timing of the "
+        "path in use on MI300X: kvplan/perf/decode_gemm.py, the MI300X row above. vLLM 0.10 "
+        "on ROCm runs a per-tensor FP8 linear through torch._scaled_mm, i.e. hipBLASLt, from "
+        "2 rows up and the skinny kernel `wvSplitKQ` for a single row: ROCm/vllm 040de12 "
+        "vllm/model_executor/layers/quantization/utils/w8a8_utils.py "
+        "`rocm_per_tensor_w8a8_scaled_mm`, VLLM_ROCM_USE_SKINNY_GEMM on by default.)",
     ]
 
 
