@@ -5,8 +5,10 @@ The step model (perf/step.py step_terms) streams a step's dense weights at the d
 bandwidth × the engine's fitted `bandwidth_efficiency` × the GPU class's bandwidth factor
 (perf/arch.py). Where a public microbenchmark times the GEMMs a decode step runs, on the GPU
 itself, that measured rate replaces it for the dense weights (routed experts and the KV cache
-keep the class-scaled rate). A measurement of the GPU, not a factor fitted on serving rows: it
-stays when a class's factors are left out (benchmarks/perf_latency.py, LOAO).
+keep the class-scaled rate), times the engine's `bandwidth_efficiency` (1.0 in every bundled
+fit: Hopper's rows stream at the datasheet; a user calibration's value still scales it). A
+measurement of the GPU, not a factor fitted on serving rows: it stays when a class's factors
+are left out (benchmarks/perf_latency.py, LOAO).
 
 MI300X, FP8 (per-tensor W8A8): Hugging Face's "Creating custom kernels for the AMD MI300"
 (huggingface/blog mi300kernels.md, 2025-07-09, section "Skinny GEMM kernel / Results") times
@@ -21,7 +23,11 @@ public timing of that kernel at these shapes, so one row is assumed to stream at
 rate). Bytes = N × K at 1 byte per FP8 weight; rate = all bytes / all times over the table:
 1,459,617,792 B / 509.71 µs = 2.86 TB/s, 0.54 of the 5.3 TB/s datasheet (the STREAM triad on
 the same GPU model reaches 4.10: Azure's ND MI300X v5 results). The LM head (bf16) and the
-output projection (not in the table) are charged at the same rate (UNVERIFIED).
+output projection (not in the table) are charged at the same rate (UNVERIFIED). Timed with
+ROCm 6.3.1's hipBLASLt; the checked rows (docs/performance-latency.md) ran ROCm 6.4.1 and
+agree with it; later libraries, AMD's opt-in aiter GEMMs (VLLM_ROCM_USE_AITER) and other
+engines' ROCm FP8 paths may stream faster or slower (UNVERIFIED: the rate is applied to every
+engine and release on MI300X FP8).
 """
 
 from __future__ import annotations

@@ -316,8 +316,9 @@ class PerfContext:
     # per-sequence costs stay serial
     cpu_overlap: bool = False
     # --- links --- the GPU's measured decode-GEMM streaming rate for the compute dtype
-    # (perf/decode_gemm.py): the dense weights a step reads stream at this rate instead of
-    # the class-scaled HBM rate; 0: none measured
+    # (perf/decode_gemm.py): the dense weights a step reads stream at this rate × the
+    # engine's bandwidth_efficiency (1.0 in every bundled fit; a user calibration's own value
+    # still scales it) instead of the class-scaled HBM rate; 0: none measured
     weight_stream_bytes_per_s: float = 0.0
 
     @property
@@ -685,7 +686,7 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c = gemm_flops / flop_rate
     g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else
-           ctx.dense_read_bytes / ctx.weight_stream_bytes_per_s
+           ctx.dense_read_bytes / (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency)
            + (weight_bytes - ctx.dense_read_bytes) / byte_rate)
     a_c, a_b = attn_flops / attn_rate, kv_bytes / byte_rate
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)

@@ -57,6 +57,12 @@ def test_step_streams_dense_weights_at_the_measured_rate() -> None:
                               weight_stream_bytes_per_s=2.863646479e12)
     t = perf.step_terms(ctx, decode_seqs=1, context_tokens=0)
     assert t.bandwidth_s == pytest.approx(1e-3, rel=1e-6)
+    assert ctx.coefficients.bandwidth_efficiency == 1.0  # the bundled fit's
+    # a user calibration's bandwidth_efficiency scales the measured rate: 0.8 → 1 ms / 0.8
+    half = dataclasses.replace(ctx, coefficients=dataclasses.replace(
+        ctx.coefficients, bandwidth_efficiency=0.8))
+    assert perf.step_terms(half, decode_seqs=1, context_tokens=0).bandwidth_s == pytest.approx(
+        1.25e-3, rel=1e-6)
     # without the datum the same bytes stream at datasheet × efficiency × class factor
     c = base.coefficients
     rate = base.bandwidth_bytes_per_s * c.bandwidth_efficiency * base.bandwidth_scale
