@@ -51,7 +51,9 @@ import perf_arch  # noqa: E402  (nearest_fitted, the quantization mapping)
 
 from kvplan.api import plan  # noqa: E402
 from kvplan.engines import arch_fits as fits_  # noqa: E402
+from kvplan.engines import interconnect as ic  # noqa: E402
 from kvplan.perf import arch as arch_  # noqa: E402
+from kvplan.perf import decode_gemm  # noqa: E402
 from kvplan.perf import fit as fit_  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
 from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
@@ -162,9 +164,13 @@ def run() -> list[dict[str, Any]]:
                                  seq_overhead_us=0.0)
         roof = predict(dataclasses.replace(ctx, coefficients=c1), r)
         serial = predict(dataclasses.replace(ctx, cpu_overlap=False), r)
+        # without the GPU's measured decode-GEMM rate (perf/decode_gemm.py): the class factor
+        triad = predict(dataclasses.replace(ctx, weight_stream_bytes_per_s=0.0), r)
+        triad_lo = predict(dataclasses.replace(lo_ctx, weight_stream_bytes_per_s=0.0), r)
         out.append({**r, "nearest": near, "shipped": shipped, "loao": loao,
                     "served": served, "no_request": bare, "roofline": roof, "serial": serial,
-                    "bound": shipped.decode_bound,
+                    "triad": triad, "triad_loao": triad_lo,
+                    "bound": shipped.decode_bound, "context": ctx,
                     "step_overhead_ms": ctx.coefficients.step_overhead_ms,
                     "request_overhead_ms": ctx.coefficients.request_overhead_ms})
     return out
@@ -342,8 +348,11 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "kvplan's latency coefficients are fitted on Hopper (docs/performance.md); other GPU "
         "classes run the same step model with their GEMM and bandwidth efficiencies scaled by "
         "factors fitted on public *throughput* rows (kvplan/engines/arch_fits.py: " + fac
-        + "). This page checks the TTFT and TPOT that follow against public latency "
-        "measurements on other GPUs, none of which was used to fit anything.",
+        + "), and, where a public microbenchmark times the GEMMs a decode step runs on the "
+        "GPU itself, with the dense weights streamed at that measured rate (MI300X FP8: "
+        f"{ic_rate() / 1e12:.2f} TB/s, kvplan/perf/decode_gemm.py). This page checks the TTFT "
+        "and TPOT that follow against public latency measurements on other GPUs, none of which "
+        "was used to fit anything.",
         "",
         "## Data",
         "",
@@ -367,7 +376,8 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "concurrency and lengths (`kvplan.perf.step.evaluate`, the steady-state closed loop). "
         "*Shipped*: the plan as kvplan makes it (the class's factors). *LOAO* (leave one "
         "architecture out): the class's factors replaced by those of its nearest other measured "
-        "class — what kvplan says for that GPU without any measurement of its architecture. "
+        "class — what kvplan says for that GPU without any measurement of its architecture's "
+        "serving; the GPU's own microbenchmarked decode-GEMM rate (perf/decode_gemm.py) stays. "
         "Cells: median / p90 of |predicted / measured − 1| (median signed error; > 0: kvplan "
         "predicts more). Regenerate with `python benchmarks/perf_latency.py`.",
         "",
@@ -400,6 +410,8 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         *diagnosis_table(rows),
         "",
         *mechanism,
+        "",
+        *allreduce_lines(rows),
         "",
         "## Per row",
         "",
@@ -438,21 +450,49 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     l4 = by["wmx-l4-qwen2.5-0.5b"][0]  # concurrency 1
     l4_req = l4["ttft_ms"] - l4["no_request"].ttft_ms
     m4090 = by["mushfiqrahman-4090-mistral"]
-    def implied(model: str) -> str:
-        """Bandwidth factor × datasheet that the batch-1 rows of `model` imply, keeping
-        kvplan's overheads: factor · roofline TPOT / (measured − kvplan's overheads)."""
-        f = fits_.ARCH_FITS["CDNA3"].scales.bandwidth
-        v = [f * r["roofline"].tpot_ms / (r["tpot_ms"] - r["shipped"].tpot_ms
-                                           + r["roofline"].tpot_ms)
-             for r in by["rocm-vllm-dev-docker-mi300x"]
-             if r["model"] == model and r["concurrency"] == 1]
-        return f"{statistics.median(v):.2f}"
+    def solved(isl: int) -> tuple[float, float]:
+        """The dense-weight streaming rate (bytes/s) and per-step overhead (ms) that the 70B
+        and 405B batch-1 rows at `isl` give when both are unknowns: measured = overhead +
+        streaming (kvplan's, scaled by one unknown factor) + the rest of kvplan's roofline
+        (all-reduces)."""
+        parts = []
+        for r in by["rocm-vllm-dev-docker-mi300x"]:
+            if r["isl"] != isl or r["concurrency"] != 1:
+                continue
+            c0 = dataclasses.replace(r["context"].coefficients, step_overhead_ms=0.0,
+                                     layer_overhead_us=0.0, seq_overhead_us=0.0,
+                                     request_overhead_ms=0.0)
+            x = dataclasses.replace(
+                r["context"], coefficients=c0,
+                bandwidth_scale=r["context"].bandwidth_scale * 1e6,
+                weight_stream_bytes_per_s=r["context"].weight_stream_bytes_per_s * 1e6)
+            rest = predict(x, r).tpot_ms  # the roofline without its streaming time
+            parts.append((r["tpot_ms"] - rest, r["roofline"].tpot_ms - rest,
+                          r["context"].weight_stream_bytes_per_s))
+        (m1, a1, rate), (m2, a2, _) = sorted(parts)
+        inv = (m2 - m1) / (a2 - a1)  # = modelled rate / the rate the rows imply
+        return rate / inv, m1 - a1 * inv
 
     def big(isl: int) -> str:
         v = sorted(100 * x for x in _errs([r for r in by["rocm-vllm-dev-docker-mi300x"]
                                             if r["isl"] == isl and r["concurrency"] >= 64],
                                            "tpot", "shipped"))
         return f"{v[0]:+.0f} to {v[-1]:+.0f} %"
+
+    s128, s2048 = solved(128), solved(2048)
+    amd = next(c for c in ic.ALLREDUCE_CURVES if c.link.startswith("xGMI") and c.tp == 4
+               and "custom" in c.implementation)
+    r405 = {r["concurrency"]: r for r in by["rocm-vllm-dev-docker-mi300x"]
+            if r["model"] == "meta-llama/Llama-3.1-405B" and r["isl"] == 128}
+
+    def ar_gain(batch: int) -> float:
+        """ms per step the 405B all-reduces gain at the measured MI300X custom all-reduce."""
+        x = r405[batch]["context"]
+        b = batch * x.hidden_size * perf.ACTIVATION_BYTES
+        return 2 * x.layers * (ic.curve_us(amd, b) - kvplan_allreduce_us(x, b)) / 1e3
+
+    def ar_gap(batch: int) -> float:
+        return r405[batch]["tpot_ms"] - r405[batch]["shipped"].tpot_ms
 
     lo_t = [abs(x) for x in _errs(p, "tpot", "loao")]
     sh_t = [abs(x) for x in _errs(p, "tpot", "shipped")]
@@ -461,8 +501,8 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "",
         "Leaving the class's own factors out changes little (TPOT median APE, LOAO "
         f"{100 * statistics.median(lo_t):.1f} % vs shipped {100 * statistics.median(sh_t):.1f} "
-        "%). What fails is, on the small-model rows (Ada, Ampere), two fixed overheads "
-        "fitted on Hopper, and on MI300X the decode bandwidth factor:",
+        "%). What failed is, on the small-model rows (Ada, Ampere), two fixed overheads "
+        "fitted on Hopper, and on MI300X the rate its FP8 decode GEMMs stream weights at:",
         "",
         "| source | diagnosis |",
         "|---|---|",
@@ -504,18 +544,30 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         f"{m4090[-1]['ttft_ms']:.0f} ms), which the steady state "
         "does not model (docs/traffic.md simulates it). |",
         f"| Llama-3.1-70B / 405B FP8, TP8 on MI300X, vLLM 0.10 (static batches) | "
-        f"under-predicted: TPOT {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'shipped')} "
-        f"(LOAO, Hopper's factors: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'loao')}). At "
-        f"batch 1, with kvplan's overheads kept, the measured step implies a decode bandwidth "
-        f"of {implied('meta-llama/Llama-3.1-70B-Instruct')} (70B) and "
-        f"{implied('meta-llama/Llama-3.1-405B')} (405B) of the datasheet 5.3 TB/s, against "
-        f"the {fits_.ARCH_FITS['CDNA3'].scales.bandwidth} kvplan takes from the STREAM triad "
-        "(skinny FP8 GEMMs stream weights slower than a triad; part of the 405B gap may be its "
-        "252 all-reduces per step at more than the 2 µs fitted on NVLink). At ISL 128 the error "
-        f"grows with the batch ({big(128)} at 64–128 sequences; ISL 2048: {big(2048)}, where "
-        "kvplan's longer prefill offsets it): likely the KV-cache reads of the ROCm paged "
-        "attention, which the triad factor also over-rates. These rows identify a "
-        "CDNA3 decode bandwidth factor, but only given the Hopper-fitted overheads. |",
+        "kvplan streams the dense FP8 weights at the rate the GEMM library the engine calls "
+        f"was timed at on MI300X ({ic_rate() / 1e12:.2f} TB/s: Llama-3.1-405B TP8's "
+        "projections through torch._scaled_mm, Hugging Face's MI300X kernel post; "
+        "kvplan/perf/decode_gemm.py) instead of the datasheet × the triad factor "
+        f"({fits_.ARCH_FITS['CDNA3'].scales.bandwidth} × 5.3 TB/s): TPOT "
+        f"{e('rocm-vllm-dev-docker-mi300x', 'tpot', 'shipped')} (LOAO, Hopper's factors, the "
+        f"measured rate kept: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'loao')}); with the "
+        f"triad factor, as before: {e('rocm-vllm-dev-docker-mi300x', 'tpot', 'triad')} (LOAO "
+        f"{e('rocm-vllm-dev-docker-mi300x', 'tpot', 'triad_loao')}). The batch-1 rows agree "
+        "with the microbenchmark without assuming kvplan's overheads: solved from the two "
+        "models with the per-step overhead unknown too, they give "
+        f"{s128[0] / 1e12:.2f} TB/s and {s128[1]:.2f} ms per step at ISL 128 "
+        f"({s2048[0] / 1e12:.2f} TB/s, {s2048[1]:.2f} ms at ISL 2048), against the measured "
+        f"{ic_rate() / 1e12:.2f} TB/s and kvplan's {step:.2f} ms fitted on Hopper. Not the "
+        f"link: at the measured MI300X custom all-reduce the 405B step would gain "
+        f"{ar_gain(1):.1f} ms (\"All-reduce per link\" below). "
+        "At ISL 128 the error grows with the batch "
+        f"({big(128)} at 64–128 sequences; ISL 2048: {big(2048)}, where kvplan's longer "
+        "prefill offsets it); the measured MI300X custom all-reduce would add "
+        f"{ar_gain(128):.1f} ms to the 405B step at 128 sequences (measured − kvplan: "
+        f"{ar_gap(128):.1f} ms), but H100's "
+        "measured custom all-reduce is slower still and Hopper's fit does not need it, so "
+        "the growth is not identified (past 32 rows the FP8 GEMMs leave the timed, "
+        "bandwidth-bound regime; the ROCm paged attention's KV reads). |",
         "",
         "So: `step_overhead_ms` and `request_overhead_ms` were fitted on one source "
         "(aiconfigurator's silicon sample: 32B–70B models on H100/H200 behind a serving "
@@ -525,18 +577,117 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "in-process rows get no `request_overhead_ms`; plans are served) and whether the "
         "engine release overlaps the step's CPU work with the GPU (vLLM's default async "
         "scheduling). The Ada bandwidth factor comes from one card (L40S) and one engine, "
-        "CDNA3's from a triad microbenchmark. A per-class correction would hide this, not fix "
+        "CDNA3's from microbenchmarks (the STREAM triad; for FP8 weights the timed decode "
+        "GEMMs). A per-class correction would hide this, not fix "
         "it.",
         "",
         "**Not fitted.** These rows stay a validation set, not part of the bundled fit: what "
         "the Ada and Ampere rows identify is the engines' fixed overheads, shared with Hopper "
         "and fitted by benchmarks/perf_fit.py, not a class factor (fitting class factors to "
         "them would push bandwidth factors above 1 to cancel an overhead: a fudge); the MI300X "
-        "rows identify a CDNA3 decode bandwidth factor only given those overheads, so fitting "
-        "it now would carry their error into it; several rows rest on "
+        "rows check the microbenchmarked decode-GEMM rate (solved with the overhead, their "
+        "batch-1 rows give the same rate within 3 %) rather than set it; several rows rest on "
         "assumptions (tt-inference-server: TP, vLLM release and statistic not stated; RTX 4090: "
         "TPOT derived by Little's law) or on published medians. The LOAO figures above are "
         "therefore out-of-sample for both the factors and the latency constants.",
+    ]
+
+
+def ic_rate() -> float:
+    """MI300X's measured FP8 decode-GEMM streaming rate (bytes/s; kvplan/perf/decode_gemm.py)."""
+    return decode_gemm.weight_stream_bytes_per_s("mi300x", "fp8")
+
+
+def kvplan_allreduce_us(ctx: perf.PerfContext, nbytes: float) -> float:
+    """What kvplan's step model charges for one TP all-reduce of `nbytes` (perf/step.py
+    step_terms): the latency (the engine's fitted one, or the PCIe link's) plus
+    2(tp−1)/tp × bytes over the link's one-way rate."""
+    lat = (ctx.coefficients.allreduce_latency_us if ctx.link_latency_us is None
+           else ctx.link_latency_us)
+    return lat + nbytes * 2 * (ctx.tp - 1) / ctx.tp / ctx.link_bytes_per_s * 1e6
+
+
+def _cell(c: ic.AllReduceCurve, nbytes: int, per_step: int = 0) -> str:
+    """One curve's time at `nbytes`: µs, or ms for `per_step` all-reduces; † beyond the
+    largest measured size."""
+    t = ic.curve_us(c, nbytes)
+    mark = "†" if nbytes > c.points[-1][0] else ""
+    return f"{per_step * t / 1e3:.2f}{mark}" if per_step else f"{t:.1f}{mark}"
+
+
+def allreduce_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """All-reduce per link: measured microbenchmarks (kvplan/engines/interconnect.py) against
+    what kvplan charges, and what they would add to the MI300X rows' steps."""
+    mi = [r for r in rows if r["source"] == "rocm-vllm-dev-docker-mi300x"]
+    ctx = mi[0]["context"]
+    sizes = (("2 KiB", 2 * 1024), ("32 KiB", 32 * 1024), ("1 MiB", 1 << 20),
+             ("4 MiB", 4 << 20))
+    curves = ic.ALLREDUCE_CURVES
+    lines = [
+        "## All-reduce per link",
+        "",
+        "One TP all-reduce, µs, from public microbenchmarks (data, sources and the path each "
+        "engine takes: `kvplan/engines/interconnect.py` ALLREDUCE_CURVES), against what kvplan "
+        f"charges on MI300X at TP {ctx.tp} (the fitted {ctx.coefficients.allreduce_latency_us}"
+        f" µs plus 2(n−1)/n × bytes at {ctx.link_bytes_per_s / 1e9:.0f} GB/s; the same on "
+        "H100). vLLM 0.10 runs its custom all-reduce for these messages on both GPUs (quick "
+        "reduce off by default, RCCL / NCCL only above the custom buffer):",
+        "",
+        "| link | implementation | TP | " + " | ".join(n for n, _ in sizes) + " |",
+        "|---|---|---:|" + "---:|" * len(sizes),
+    ]
+    for c in curves:
+        lines.append(f"| {c.link} | {c.implementation} | {c.tp} | "
+                     + " | ".join(_cell(c, b) for _, b in sizes) + " |")
+    lines.append("| MI300X, H100 | kvplan's charge | 8 | "
+                 + " | ".join(f"{kvplan_allreduce_us(ctx, b):.1f}" for _, b in sizes) + " |")
+    amd = next(c for c in curves if c.link.startswith("xGMI") and c.tp == 4
+               and "custom" in c.implementation)
+    nv = next(c for c in curves if c.link.startswith("NVLink") and c.tp == 4)
+    per_step = []
+    for r in mi:
+        if r["isl"] != 128 or r["concurrency"] not in (1, 128):
+            continue
+        x = r["context"]
+        n = 2 * x.layers
+        b = r["concurrency"] * x.hidden_size * perf.ACTIVATION_BYTES
+        per_step.append(
+            f"| {r['model'].split('/')[-1]} | {r['concurrency']} | {n} | {b / 1024:,.0f} KiB "
+            f"| {n * kvplan_allreduce_us(x, b) / 1e3:.2f} | {_cell(amd, b, n)} "
+            f"| {_cell(nv, b, n)} | "
+            f"{r['tpot_ms'] - r['shipped'].tpot_ms:+.2f} |")
+    return lines + [
+        "",
+        "†: beyond the largest size measured, extrapolated along the last measured segment "
+        "(ic.curve_us); below the smallest, the smallest's time.",
+        "",
+        "Per decode step of the MI300X rows (ISL 128), ms: all-reduces as kvplan charges them, "
+        "at the measured custom all-reduce of each link (TP 4, the nearest published to TP 8 "
+        "on both), and the measured TPOT minus kvplan's:",
+        "",
+        "| model | batch | all-reduces | message | kvplan | MI300X custom (TP 4) | "
+        "H100 custom (TP 4, no graph) | measured − kvplan TPOT |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *per_step,
+        "",
+        "The link does not explain the MI300X gap: at every size published for both, vLLM's "
+        "custom all-reduce over the xGMI mesh is as fast as or faster than over NVLink at the "
+        "same TP (7.2–7.6 µs against 8.5–9.2 µs up to 32 KiB; 22.9 against 40.2 µs at 1 MiB, "
+        "or 36.6 at 2 MiB should the H100 table count fp16 elements). Both microbenchmarks "
+        "sit well above the 2 µs kvplan fitted on H100/H200 rows at TP 1–8, whose "
+        "leave-one-group-out TPOT errors stay small (docs/performance.md): that constant is "
+        "the in-engine cost under CUDA graphs, which a standalone kernel timing (the H100 "
+        "one explicitly without a graph) overstates, so only a *difference* between links "
+        "would be a link property, and "
+        "the sources show none in MI300X's disfavour. RCCL is slower than NCCL (45 against "
+        "26 µs at 2 KiB, Azure's same harness on both), but vLLM reaches RCCL only when the "
+        "custom all-reduce is off or a message exceeds its 16 MiB buffer. No per-link "
+        "all-reduce constant is added. (The decode GEMMs, by contrast, have a timing of the "
+        "path in use on MI300X: kvplan/perf/decode_gemm.py, the MI300X row above. vLLM 0.10 "
+        "on ROCm runs a per-tensor FP8 linear through torch._scaled_mm, i.e. hipBLASLt, from "
+        "2 rows up and the skinny kernel `wvSplitKQ` for a single row: ROCm/vllm 040de12 "
+        "vllm/model_executor/layers/quantization/utils/w8a8_utils.py "
+        "`rocm_per_tensor_w8a8_scaled_mm`, VLLM_ROCM_USE_SKINNY_GEMM on by default.)",
     ]
 
 

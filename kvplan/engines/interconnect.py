@@ -43,6 +43,8 @@ SGLang's TP4 L4 log.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..specs import GpuSpec
 from ..units import MiB
 
@@ -94,3 +96,97 @@ def tp_bytes(gpu: GpuSpec | None, tp: int, engine: str) -> int:
             * nccl_connection_bytes(gpu))
     ar = CUSTOM_AR_BYTES if CUSTOM_ALL_REDUCE[engine] and custom_all_reduce_enabled(gpu, tp) else 0
     return nccl + ar
+
+
+# --------------------------------------------------- measured all-reduce time per link
+#
+# Public microbenchmarks of one TP all-reduce, per link and implementation, to check what
+# kvplan's step model charges for one (perf/step.py: the fitted `allreduce_latency_us`, 2.03 µs
+# on Hopper, plus 2(n−1)/n × bytes over the link's one-way rate). Not used by the planner: the
+# benchmark benchmarks/perf_latency.py compares them with that charge on the MI300X rows
+# (docs/performance-latency.md, "All-reduce per link"). What each engine runs for a decode-sized
+# message: vLLM 0.10 (upstream and AMD's ROCm/vllm fork, commit 040de12, the release of the
+# MI300X latency table) tries quick reduce (ROCm, off by default:
+# VLLM_ROCM_QUICK_REDUCE_QUANTIZATION=NONE in vllm/envs.py), then its custom all-reduce
+# (world size 2/4/6/8, fully connected: NVSwitch or the xGMI mesh, message under max_size =
+# 16 MiB in the fork's vllm/distributed/device_communicators/custom_all_reduce.py), then
+# PyNccl (NCCL / RCCL): vllm/distributed/device_communicators/cuda_communicator.py
+# `all_reduce`. So RCCL's and NCCL's small-message latencies apply only when the custom
+# all-reduce is off or the message exceeds its buffer (prefill chunks).
+
+
+@dataclass(frozen=True)
+class AllReduceCurve:
+    """Measured time of one all-reduce by message size: (bytes, µs) points, ascending."""
+
+    link: str
+    implementation: str
+    tp: int
+    points: tuple[tuple[int, float], ...]
+    source: str
+
+
+def busbw_us(nbytes: int, busbw_gb_s: float, ranks: int) -> float:
+    """µs of one all-reduce from the bus bandwidth nccl-tests / rccl-tests print: busbw =
+    algbw × 2(n−1)/n with algbw = bytes / time (nccl-tests doc/PERFORMANCE.md)."""
+    return nbytes * 2 * (ranks - 1) / ranks / (busbw_gb_s * 1e9) * 1e6
+
+
+def _busbw_curve(points: tuple[tuple[int, float], ...], ranks: int) -> tuple[
+        tuple[int, float], ...]:
+    return tuple((b, round(busbw_us(b, bw, ranks), 2)) for b, bw in points)
+
+
+def curve_us(curve: AllReduceCurve, nbytes: float) -> float:
+    """µs of one all-reduce of `nbytes`: linear between the measured points, the first point's
+    time below them (the latency floor), the last segment's slope above them (bandwidth)."""
+    pts = curve.points
+    if nbytes <= pts[0][0]:
+        return pts[0][1]
+    for (b0, t0), (b1, t1) in zip(pts[:-1], pts[1:], strict=True):
+        if nbytes <= b1:
+            return t0 + (t1 - t0) * (nbytes - b0) / (b1 - b0)
+    (b0, t0), (b1, t1) = pts[-2], pts[-1]
+    return t1 + (t1 - t0) * (nbytes - b1) / (b1 - b0)
+
+
+_KB, _MB = 1024, 1024 * 1024
+ALLREDUCE_CURVES: tuple[AllReduceCurve, ...] = (
+    AllReduceCurve(
+        "xGMI (MI300X)", "vLLM custom all-reduce", 4,
+        ((2 * _KB, 7.18), (16 * _KB, 7.26), (32 * _KB, 7.58), (256 * _KB, 14.39),
+         (512 * _KB, 14.65), (1 * _MB, 22.91), (2 * _MB, 36.64), (4 * _MB, 63.86),
+         (8 * _MB, 118.31)),
+        "vllm-project/vllm PR #19744 (ROCm quick reduce, 2025-06), kernel test 'TP=4', column "
+        "'baseline' fp16: the custom all-reduce the PR keeps for small inputs (ROCm/aiter PR "
+        "#801 labels the same kernel 'vllm cr': 7.07 µs at 4 KB, TP2)"),
+    AllReduceCurve(
+        "xGMI (MI300X)", "vLLM custom all-reduce", 2,
+        ((4 * _KB, 7.07), (32 * _KB, 7.30), (256 * _KB, 11.45), (1 * _MB, 28.15),
+         (4 * _MB, 93.79)),
+        "ROCm/aiter PR #801 (quick allreduce, 2025-08), table 'tp2(us)', column 'vllm cr', "
+        "float16"),
+    AllReduceCurve(
+        "NVLink 4 (H100 SXM)", "vLLM custom all-reduce, no CUDA graph", 4,
+        ((512, 9.1), (4 * _KB, 8.5), (32 * _KB, 9.2), (256 * _KB, 20.6), (512 * _KB, 26.9),
+         (1 * _MB, 40.2)),
+        "sgl-project/sglang PR #2904 (2025-01), 'unit test performance in H100 (without cuda "
+        "graph)', table 'vllm', tp 4 (its 'data size' taken as bytes; the PR does not say)"),
+    AllReduceCurve(
+        "NVLink 4 (H100 SXM)", "vLLM custom all-reduce, no CUDA graph", 8,
+        ((512, 10.1), (4 * _KB, 9.3), (32 * _KB, 11.8), (256 * _KB, 24.1), (512 * _KB, 30.4),
+         (1 * _MB, 45.0)),
+        "sgl-project/sglang PR #2904 (2025-01), same table, tp 8"),
+    AllReduceCurve(
+        "xGMI (MI300X)", "RCCL 2.22.3 (rccl-tests)", 8,
+        _busbw_curve(((1 * _KB, 0.04), (32 * _KB, 1.13), (1 * _MB, 22.41), (4 * _MB, 82.53),
+                      (8 * _MB, 131.57)), 8),
+        "Azure/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md 'RCCL Bandwidth' "
+        "(in-place bus bandwidth, GB/s; converted by busbw_us)"),
+    AllReduceCurve(
+        "NVLink 4 (H100 SXM)", "NCCL 2.18.5 (nccl-tests, NVLS)", 8,
+        _busbw_curve(((1 * _KB, 0.07), (32 * _KB, 1.71), (1 * _MB, 43.70), (4 * _MB, 128.73),
+                      (8 * _MB, 172.13)), 8),
+        "Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md 'NCCL Bandwidth' "
+        "(in-place bus bandwidth, GB/s; converted by busbw_us)"),
+)

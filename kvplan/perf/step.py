@@ -69,6 +69,7 @@ from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
 from ..units import DTYPE_ALIASES, cdiv
 from . import arch as _arch
+from . import decode_gemm as _decode_gemm
 from .user_calibration import user_calibration
 
 Bound = Literal["compute", "bandwidth", "overhead"]
@@ -314,6 +315,11 @@ class PerfContext:
     # Calibration.cpu_overlap_from; pp = 1 and no speculation, step_terms); the per-layer and
     # per-sequence costs stay serial
     cpu_overlap: bool = False
+    # --- links --- the GPU's measured decode-GEMM streaming rate for the compute dtype
+    # (perf/decode_gemm.py): the dense weights a step reads stream at this rate × the
+    # engine's bandwidth_efficiency (1.0 in every bundled fit; a user calibration's own value
+    # still scales it) instead of the class-scaled HBM rate; 0: none measured
+    weight_stream_bytes_per_s: float = 0.0
 
     @property
     def request_overhead_s(self) -> float:
@@ -588,6 +594,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
+        weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
         **_link_fields(gpu, tp, links))
 
 
@@ -677,7 +684,10 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     flop_rate = ctx.peak_flops_per_s * c.gemm_efficiency * ctx.gemm_scale
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
-    g_c, g_b = gemm_flops / flop_rate, weight_bytes / byte_rate
+    g_c = gemm_flops / flop_rate
+    g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else
+           ctx.dense_read_bytes / (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency)
+           + (weight_bytes - ctx.dense_read_bytes) / byte_rate)
     a_c, a_b = attn_flops / attn_rate, kv_bytes / byte_rate
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
     bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)
