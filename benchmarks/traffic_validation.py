@@ -22,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kvplan.api import plan  # noqa: E402
+from kvplan.engines import registry  # noqa: E402
 from kvplan.perf import simulate as sim  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
 from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
@@ -264,7 +265,9 @@ def _context(run: Run) -> tuple[perf.PerfContext, int, str]:
             + (f" printed, {p.kv_cache.pool_tokens:,} in the pool"
                if p.kv_cache.pool_tokens != p.kv_cache.tokens else "")
             + f" in blocks of {block_size}; calibrated: {ctx.calibrated}; request overhead "
-            f"{ctx.coefficients.request_overhead_ms:.1f} ms)")
+            f"{ctx.coefficients.request_overhead_ms:.1f} ms; front end "
+            + (f"{ctx.frontend_servers} × {ctx.frontend_service_s * 1e3:.2f} ms a request)"
+               if ctx.frontend_service_s > 0 else "not modelled)"))
     if not p.fits:  # the stated command line, as kvplan plans it, would not start
         head += ("\nkvplan: this command does not start as stated ("
                  + ", ".join(pr.code for pr in p.problems if pr.severity == "error")
@@ -288,10 +291,13 @@ def _predicted(res: sim.SimResult, key: str) -> float:
 POINT_ERRORS: list[tuple[str, int, str, float]] = []  # (group, prompt tokens, statistic, error)
 
 
-def replay(run: Run) -> dict[str, list[float]]:
+def replay(run: Run, frontend_ms: float | None = None) -> dict[str, list[float]]:
     """Print the run's table; return the signed errors per statistic (each also recorded in
-    POINT_ERRORS)."""
+    POINT_ERRORS). frontend_ms: the front end's service time instead of the engine's
+    declared one (0: none), for the engines that declare one."""
     ctx, block_size, head = _context(run)
+    if frontend_ms is not None and ctx.frontend_service_s > 0:
+        ctx = replace(ctx, frontend_service_s=frontend_ms * 1e-3)
     keys = list(dict.fromkeys(k for pt in run.points for k in pt.measured))
     print(f"\n### {run.name}\n\n{head}\nsource: {run.source}\n")
     print("| clients | prompts | in / out | " + " | ".join(f"{k} meas / sim" for k in keys)
@@ -374,6 +380,85 @@ def main() -> None:
     for g, errs in groups.items():
         _summary(f"**{g}**", errs)
     _summary("**All sources pooled**", pooled)
+    frontend_section()
+
+
+def _fronted(run: Run) -> bool:
+    """Whether kvplan models a front-end queue for the run's engine."""
+    return registry.get(run.engine).calibration.frontend_service_ms > 0
+
+
+def frontend_fit(runs: tuple[Run, ...]) -> float:
+    """The one fitted constant (ms): the largest front-end service time no run contradicts,
+    1 / the highest requests/s measured through an engine with a modelled front end (a
+    single API server cannot pass more)."""
+    return 1e3 / max(pt.measured["rps"] for r in runs if _fronted(r) for pt in r.points)
+
+
+def _quiet_errors(runs: tuple[Run, ...], frontend_ms: float | None) -> list[
+        tuple[str, int, str, float]]:
+    """POINT_ERRORS of `runs` replayed with that front end, their tables not printed."""
+    import contextlib
+    import io
+
+    saved = list(POINT_ERRORS)
+    POINT_ERRORS.clear()
+    with contextlib.redirect_stdout(io.StringIO()):
+        for run in runs:
+            replay(run, frontend_ms)
+    out = list(POINT_ERRORS)
+    POINT_ERRORS[:] = saved
+    return out
+
+
+def _cell(errs: list[tuple[str, int, str, float]], group: str | None, keys: tuple[str, ...]
+          ) -> str:
+    for k in keys:  # the first statistic the points publish
+        e = [x for g, _, kk, x in errs if kk == k and group in (None, g)]
+        if e:
+            return (f"{statistics.median(abs(x) for x in e):.0%} "
+                    f"({statistics.median(e):+.0%}, {len(e)})")
+    return "–"
+
+
+def frontend_section() -> None:
+    """Errors without the front-end queue, with it (the declared constant) and held out
+    (the constant fitted without the point's source), per source and pooled."""
+    groups = list(dict.fromkeys(r.group for r in ALL_RUNS))
+    declared = {r.engine: registry.get(r.engine).calibration.frontend_service_ms
+                for r in ALL_RUNS if _fronted(r)}
+    off = _quiet_errors(ALL_RUNS, 0.0)
+    on = list(POINT_ERRORS)
+    held: list[tuple[str, int, str, float]] = []
+    fits = {}
+    for g in groups:
+        fits[g] = frontend_fit(tuple(r for r in ALL_RUNS if r.group != g))
+        held += _quiet_errors(tuple(r for r in ALL_RUNS if r.group == g), fits[g])
+    print("\n### The serving front end (docs/traffic.md)\n")
+    print(f"Declared: {', '.join(f'{e} {v:.2f} ms' for e, v in declared.items())} a request, one "
+          f"server; fitted on all sources: {frontend_fit(ALL_RUNS):.2f} ms. Held out: the "
+          "constant fitted without the point's source ("
+          + ", ".join(f"without {g}: {v:.2f} ms" for g, v in fits.items()) + ").\n")
+    print("Median |error| (median signed, points): without the front end / with it / held out\n")
+    print("| source | statistic | without | with | held out |")
+    print("|---|---|---:|---:|---:|")
+    tail = ("ttft_p99", "ttft_p95")
+    for g in [*groups, None]:
+        for name, keys in (("tail TTFT (p99; p95)", tail), ("p50 TTFT", ("ttft_p50",)),
+                           ("TPOT mean", ("tpot_mean",)), ("requests/s", ("rps",))):
+            cells = [_cell(e, g, keys) for e in (off, on, held)]
+            if cells[0] != "–":
+                print(f"| {g or '**pooled**'} | {name} | " + " | ".join(cells) + " |")
+    print("\n| GPUStack prompt tokens | p99 TTFT without / with | requests/s without / with |")
+    print("|---:|---:|---:|")
+    for lo, hi in ((100, 200), (1900, 2100), (3900, 4100), (30000, 33000)):
+        def med(errs: list[tuple[str, int, str, float]], k: str,
+                lo: int = lo, hi: int = hi) -> str:
+            e = [x for g, i, kk, x in errs if g == "GPUStack performance lab" and kk == k
+                 and lo <= i <= hi]
+            return f"{statistics.median(e):+.0%}" if e else "–"
+        print(f"| {lo:,}–{hi:,} | {med(off, 'ttft_p99')} / {med(on, 'ttft_p99')} | "
+              f"{med(off, 'rps')} / {med(on, 'rps')} |")
 
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "traffic-validation.md"

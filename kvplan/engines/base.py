@@ -209,7 +209,12 @@ class Calibration:
     ("separate") admit by SGLang's reserve ratio whatever this says.
     cpu_overlap_from: the first release whose default scheduling overlaps the per-step CPU work
     (step_overhead_ms) with the GPU's step (vLLM's async scheduling: the scheduler prepares step
-    N+1 while the GPU runs step N); "" when no release does (as modelled)."""
+    N+1 while the GPU runs step N); "" when no release does (as modelled).
+    frontend_service_ms / frontend_servers: the serving front end (vLLM's API-server process,
+    SGLang's tokenizer manager) as `frontend_servers` FIFO servers each busy that long per
+    request: it caps a replica at frontend_servers / frontend_service_ms requests per ms and
+    queues a burst (the k-th of a burst starts (k − 1) × service / servers late); its latency
+    on an idle server is inside request_overhead_ms."""
 
     style: Literal["mixed", "separate"]
     coefficients: Coefficients | None = None
@@ -218,6 +223,11 @@ class Calibration:
     admission: Literal["on_demand", "reserve"] = "on_demand"
     # --- overheads ---
     cpu_overlap_from: str = ""
+    # --- frontend --- the serving front end as a queue (perf/simulate.py, planner/traffic.py):
+    # CPU time one front-end process spends per request (HTTP, chat template, tokenisation,
+    # request bookkeeping; ms; 0: not modelled) and how many such processes serve a replica
+    frontend_service_ms: float = 0.0
+    frontend_servers: int = 1
 
     def __post_init__(self) -> None:
         if (self.coefficients is None) == (self.borrows is None):

@@ -868,7 +868,20 @@ CALIBRATION = Calibration(
     # 0.14.0 (inferred from those dates); on in 0.20.2 (vllm-project/vllm-ascend PR #9567) and
     # 0.22 (RBLN-SW/vllm-rbln PR #581 review). Checked on the vLLM 0.23 L4 rows of
     # benchmarks/data/perf_latency_public.csv (docs/performance-latency.md).
-    cpu_overlap_from="0.14.0")
+    cpu_overlap_from="0.14.0",
+    # The OpenAI-compatible front end: one API-server process per replica unless
+    # --api-server-count says more (vllm PR #17546; its default is the data-parallel size with
+    # internal load balancing, vllm/entrypoints/cli/serve.py: one per DP rank, the unit kvplan's
+    # performance figures describe) takes every request through one asyncio loop
+    # (HTTP, chat template, tokenisation, output processing; vLLM's v0.6.0 blog post,
+    # 2024-09-05, measured the HTTP API server at 33 % of the execution time of Llama 3 8B on
+    # one H100, before it got its own process). No public source gives its time per request,
+    # so this is the ONE constant fitted on the traffic development set (docs/traffic.md,
+    # benchmarks/traffic_validation.py frontend_fit): the largest service time no vLLM run
+    # there contradicts, 1 / 212.76 req/s = 4.70 ms, the fastest burst (GPUStack's performance
+    # lab, gpt-oss-20b on one H100, vLLM 0.11.0, 1,000 chat requests of 128 in / 4 out sent at
+    # once; the engine alone simulates 551 req/s there). Applied to every vLLM release.
+    frontend_service_ms=4.70)
 
 
 def _expert_ranks(m: ModelSpec, d: Deployment) -> int:

@@ -52,6 +52,16 @@ Schedulers (the engine's declared batching style, PerfContext.style):
   sglang/srt/environ.py) and goes back to 0.7 when a decode step runs out of KV and a
   request is retracted (modelled: the newest, recomputed later).
 
+Front end (ctx.frontend_service_s, ctx.frontend_servers; the engine's Calibration): before the
+scheduler sees a request it passes the serving front end (vLLM's API-server process, SGLang's
+tokenizer manager), modelled as `frontend_servers` FIFO servers busy frontend_service_s per
+request, in send order: a request starts its service when sent or when a server frees, and
+reaches the engine request_overhead_s after that start (the overhead, fitted on unloaded
+runs, already holds the service of an idle server). So a front end adds nothing to a lone
+request, caps the replica at servers / service requests/s, and spaces a burst: the k-th of N
+requests sent at once to one server waits (k − 1) × service. Per streamed output token work
+(detokenising, one SSE chunk per token) is not in it (no public per-token figure).
+
 Simplifications (stated, not hidden): a recomputed request re-hits only its own kept blocks
 (ctx.prefix_caching, vLLM: its full blocks less those reallocated since, the free blocks older
 than its own going first); a shared prefix saves prefill compute only (`cached_tokens` per
@@ -320,6 +330,10 @@ class _Sim:
         self.q = 1 + ctx.spec_tokens  # tokens a decoding sequence scores per step
         self.per_step = tokens_per_step(ctx)
         self.overhead = ctx.request_overhead_s
+        # the serving front end: `frontend_servers` FIFO servers of `frontend_service_s` per
+        # request (see the module docstring); free times of its servers
+        self.fe_s = ctx.frontend_service_s if ctx.front_end else 0.0
+        self.fe_free = [0.0] * max(1, ctx.frontend_servers)
         self.sent = [0.0] * n
         self.first = [-1.0] * n
         self.end = [-1.0] * n
@@ -337,7 +351,8 @@ class _Sim:
         self.running: dict[int, None] = {}  # admission order (newest last)
         self.prefilling: dict[int, None] = {}
         self.waiting: deque[int] = deque()
-        self.future: list[tuple[float, int]] = []  # (arrival at the engine, request)
+        # (time, request, at the engine): arrivals at the engine, or sends to the front end
+        self.future: list[tuple[float, int, bool]] = []
         self.heap: list[tuple[int, int, int]] = []  # (finish tick, request, epoch)
         self.phase = [0] * self.bs  # decoders by the tick phase at which they need a block
         self.n_dec = 0
@@ -374,7 +389,7 @@ class _Sim:
             for r, t in enumerate(reqs.arrival_s):
                 self.sent[r] = t - t0
                 self.need[r] = self.inp[r] - min(cached_tokens, self.inp[r] - 1)
-                self.future.append((t - t0 + self.overhead, r))
+                self.future.append(self._sent_event(t - t0, r))
             heapq.heapify(self.future)
         self.closed = harness.kind in ("closed", "steady")
 
@@ -387,7 +402,23 @@ class _Sim:
         self.next_req += 1
         self.sent[r] = t
         self.need[r] = self.inp[r] - min(self.cached, self.inp[r] - 1)
-        heapq.heappush(self.future, (t + self.overhead, r))
+        heapq.heappush(self.future, self._sent_event(t, r))
+
+    def _sent_event(self, t: float, r: int) -> tuple[float, int, bool]:
+        """The event of request r sent at t: its arrival at the engine after the request
+        overhead, or (with a front end) its arrival at the front end, which _arrivals serves
+        in send order."""
+        if self.fe_s > 0.0:
+            return (t, r, False)
+        return (t + self.overhead, r, True)
+
+    def _front_end(self, t: float) -> float:
+        """When a request sent at t starts its front-end service: at t, or when the first of
+        the `frontend_servers` servers frees (FIFO; called in send order). It reaches the
+        engine the request overhead after that start, so an idle front end adds nothing."""
+        start = max(t, heapq.heappop(self.fe_free))
+        heapq.heappush(self.fe_free, start + self.fe_s)
+        return start
 
     def _complete(self, r: int) -> None:
         self.end[r] = self.now
@@ -400,7 +431,11 @@ class _Sim:
     def _arrivals(self) -> None:
         fut = self.future
         while fut and fut[0][0] <= self.now:
-            self.waiting.append(heapq.heappop(fut)[1])
+            t, r, at_engine = heapq.heappop(fut)
+            if at_engine:
+                self.waiting.append(r)
+            else:  # through the front end (sends pop in time order: FIFO)
+                heapq.heappush(fut, (self._front_end(t) + self.overhead, r, True))
 
     def _blocks(self, tokens: int) -> int:
         return -(-tokens // self.bs)

@@ -320,6 +320,10 @@ class PerfContext:
     # engine's bandwidth_efficiency (1.0 in every bundled fit; a user calibration's own value
     # still scales it) instead of the class-scaled HBM rate; 0: none measured
     weight_stream_bytes_per_s: float = 0.0
+    # --- frontend --- the serving front end as a queue (perf/simulate.py): per-request service
+    # time of one API-server process (Calibration.frontend_service_ms) and how many serve
+    frontend_service_s: float = 0.0
+    frontend_servers: int = 1
 
     @property
     def request_overhead_s(self) -> float:
@@ -568,8 +572,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     full_kv = (full * per_layer if kv_bytes_per_token is None
                else max(0, kv_bytes_per_token - sliding * per_layer))
     coeffs, calibrated, gaps, source = coefficients_on(engine, version, gpu)
-    style = registry.get(engine).calibration.style
-    admission = registry.get(engine).calibration.admission
+    cal = registry.get(engine).calibration
+    style, admission = cal.style, cal.admission
     compute = compute_dtype_for(dtype, quant, gpu)
     arch = arch_calibration(engine, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
@@ -591,6 +595,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens, coefficients=coeffs, style=style,
         admission=admission, cpu_overlap=overlaps_cpu(engine, version),
+        frontend_service_s=cal.frontend_service_ms * 1e-3, frontend_servers=cal.frontend_servers,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),

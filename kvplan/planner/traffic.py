@@ -97,10 +97,19 @@ def meets(res: sim.SimResult, w: Workload) -> bool:
 
 
 def capacity_rps(ctx: perf.PerfContext, mix: Mix, running: int) -> float:
-    """Requests/s one replica serves at most: the closed loop at the batch it runs."""
-    return perf.evaluate(ctx, concurrency=max(1, running), input_tokens=mix.input_tokens,
-                         output_tokens=mix.output_tokens,
-                         cached_tokens=mix.cached_tokens).requests_per_s
+    """Requests/s one replica serves at most: the closed loop at the batch it runs, at most
+    what its serving front end passes (servers / service time; perf/simulate.py)."""
+    engine = perf.evaluate(ctx, concurrency=max(1, running), input_tokens=mix.input_tokens,
+                           output_tokens=mix.output_tokens,
+                           cached_tokens=mix.cached_tokens).requests_per_s
+    return min(engine, frontend_rps(ctx))
+
+
+def frontend_rps(ctx: perf.PerfContext) -> float:
+    """Requests/s the replica's serving front end passes at most (inf: not modelled)."""
+    if not ctx.front_end or ctx.frontend_service_s <= 0:
+        return math.inf
+    return max(1, ctx.frontend_servers) / ctx.frontend_service_s
 
 
 def replicas_for(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, block_size: int,

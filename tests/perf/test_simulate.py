@@ -419,8 +419,9 @@ def test_rehit_counts_the_kept_blocks_not_yet_reallocated(
 def test_prefix_caching_makes_preemption_cheaper(llama70b: dict[str, perf.PerfContext]) -> None:
     """Requests of 4,000 + 500 tokens in a KV cache that holds two of them at their end: vLLM
     preempts; with prefix caching the returning requests recompute less, so the same work
-    ends sooner."""
-    base = llama70b["vllm"]
+    ends sooner. The engine alone: vLLM's front end (4.70 ms a request) spaces the 6 clients'
+    first prompts, each then prefilled alone, and none is preempted."""
+    base = dataclasses.replace(llama70b["vllm"], frontend_service_s=0.0)
     runs = {pc: sim.simulate(dataclasses.replace(base, prefix_caching=pc),
                              _const(24, 4000, 500), sim.Harness("closed", concurrency=6),
                              kv_tokens=10_000)
