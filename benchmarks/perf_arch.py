@@ -71,6 +71,14 @@ GEMM_CHECK = {"CDNA3": round((1222.9 / 2614.9) / (1382.2 / 1978.9), 4)}
 # Azure/AI-benchmarking-guide@3bb66cacc25632d8ece36bc1d5128c5ea886a60b) against H100 SXM's 2.97
 # of 3.35 (above): a check on the fitted factor, not used (docs/performance.md says why).
 BANDWIDTH_CHECK = {"Ampere": round((1.70 / 2.039) / (2.97 / 3.35), 4)}
+# Blackwell FP4 GEMMs by shape, same harness: cuBLASLt FP4 TFLOPS on GB200 / 10,000 against
+# cuBLASLt FP8 on H100 SXM / 1,978.9 (Azure/AI-benchmarking-guide Azure_Results/
+# ND_GB200_v6_results.md @2a370be6de9586d365feed77e014a73f25198f4d; ND_H100_v5_results.md above):
+# a reading of the fitted factors in docs/performance.md, not a factor.
+BLACKWELL_GEMM_SHAPES = {
+    shape: round((fp4 / 10_000) / (fp8 / 1978.9), 2)
+    for shape, fp4, fp8 in (("2048^3", 1677.7, 1011.3), ("4096^3", 5177.3, 1216.9),
+                            ("8192^3", 7535.6, 1290.1), ("1024x2145x1024", 549.0, 410.7))}
 # Sources that measured the same workloads on a Hopper GPU and on another class with one harness:
 # their Hopper rows are controls (not fitted), and each other row of the source is fitted as
 # measured × (control predicted / control measured): the harness's own bias (a single wave of
@@ -733,9 +741,21 @@ def render_section(cross: dict) -> list[str]:
         "over-predicted by 7–39 %, most where decode dominates (500/2000, 1000/2000) and least "
         "at 20000/2000 and 128/128; the RTX PRO 6000 (GB202: GDDR7, sm_120 without the "
         "tcgen05 kernels of B200) shares the class, and in sample its prefill-heavy rows are "
-        "under-predicted by 14–21 % with the class's shared factors. No STREAM-like figure for "
-        "B200/GB200 on a harness shared with Hopper was found (Azure's ND GB200 v6 page has "
-        "GEMMs, no HBM test), so its bandwidth factor stays fitted.",
+        "under-predicted by 14–21 % with the class's shared factors. It is not what pulls the "
+        "bandwidth factor down: as a class of its own (nearest: Blackwell) the B200/GB200 rows "
+        "alone fit 0.71 (GEMM 0.86), pooled LOAO 14.6 → 14.4 % (not kept: one more class "
+        "for 10 rows of one table). What the same harness's GEMM microbenchmarks show is a "
+        "size-dependent GEMM efficiency the step model does not have: cuBLASLt FP4 on GB200 "
+        "(Azure ND GB200 v6, of 10 PFLOPS) against FP8 on H100 (of 1,979 TFLOPS) reaches "
+        f"{BLACKWELL_GEMM_SHAPES['2048^3']}× Hopper's share of peak at 2048³, "
+        f"{BLACKWELL_GEMM_SHAPES['4096^3']}× at 4096³, {BLACKWELL_GEMM_SHAPES['8192^3']}× at "
+        f"8192³ and {BLACKWELL_GEMM_SHAPES['1024x2145x1024']}× at 1024×2145×1024: decode-"
+        "sized GEMMs run far below the large-GEMM rate, which a single fp4 factor cannot "
+        "express: a likely part of what the fitted bandwidth factor absorbs (the left-out "
+        "B200/GB200 errors are largest at moderate decode batches and smallest at 128/128, "
+        "batch 2,048, and 20000/2000, batch ≈ 36, where weights and KV reads dominate). No STREAM-like HBM figure for "
+        "B200/GB200 on a harness shared with Hopper was found (that page has none), so the "
+        "bandwidth factor stays fitted.",
         "",
         "| class | bf16 GEMM | fp8 GEMM | fp4 GEMM | bandwidth | identified by its rows | rows "
         "| engines measured |",
