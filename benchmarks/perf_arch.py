@@ -753,9 +753,9 @@ def render_section(cross: dict) -> list[str]:
         "sized GEMMs run far below the large-GEMM rate, which a single fp4 factor cannot "
         "express: a likely part of what the fitted bandwidth factor absorbs (the left-out "
         "B200/GB200 errors are largest at moderate decode batches and smallest at 128/128, "
-        "batch 2,048, and 20000/2000, batch ≈ 36, where weights and KV reads dominate). No STREAM-like HBM figure for "
-        "B200/GB200 on a harness shared with Hopper was found (that page has none), so the "
-        "bandwidth factor stays fitted.",
+        "batch 2,048, and 20000/2000, batch ≈ 36, where weights and KV reads dominate). No "
+        "STREAM-like HBM figure for B200/GB200 on a harness shared with Hopper was found "
+        "(that page has none), so the bandwidth factor stays fitted.",
         "",
         "| class | bf16 GEMM | fp8 GEMM | fp4 GEMM | bandwidth | identified by its rows | rows "
         "| engines measured |",
