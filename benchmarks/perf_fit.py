@@ -261,8 +261,11 @@ def render_doc(result: dict) -> str:
         "* Peak FLOP/s: the dense figures of `gpu_specs/` for the GEMM dtype (fp8 for fp8 "
         "checkpoints on GPUs with native fp8), bf16 for attention; bandwidth: `bandwidth_tbps`; "
         "link: NVLink per GPU / 2 (one direction), else PCIe x16 of the card's generation.",
-        "* Continuous batching: B_run = min(B, max_num_seqs, KV capacity / (I + O/2)); "
-        "requests beyond B_run wait for a slot (closed loop: e2e × B / B_run).",
+        "* Continuous batching: B_run = min(B, max_num_seqs, KV capacity / footprint); "
+        "requests beyond B_run wait for a slot (closed loop: e2e × B / B_run). Footprint: "
+        "I + O/2 where blocks are allocated as a sequence grows (vLLM, SGLang), I + O where "
+        "the scheduler admits only what it can finish without eviction (TensorRT-LLM's "
+        "default GUARANTEED_NO_EVICT).",
         "* Async scheduling (vLLM from 0.14.0: `cpu_overlap_from` in kvplan/engines/vllm.py, "
         "with its sources): the scheduler prepares step N+1 while the GPU runs step N, so "
         "`step_overhead_ms` counts only where it exceeds the GPU's step time (the per-layer and "
@@ -468,8 +471,8 @@ GAPS = [
     "benchmarks, MLPerf offline) are evaluated without `request_overhead_ms`: TensorRT-LLM's "
     "batch-1 TTFT rows 74 → 10 % median error outside Hopper, 147 → 5 % on H100 "
     "(docs/performance-latency.md). The offline throughput rows change little (a 46 ms "
-    "constant in minutes-long runs): TensorRT-LLM's fit moves to 0.4728 / 9.62 µs. Plans are "
-    "always served.",
+    "constant in minutes-long runs): TensorRT-LLM's fit moved to 0.4728 / 9.62 µs (before "
+    "the admission footprint of the cross-architecture section). Plans are always served.",
     "* **Tested and not kept** (leave-one-group-out TTFT median / p90, one-stage fits): the "
     "burst share on SGLang's waves too (TTFT = first batch + share × the rest of the wave, "
     "shared share): 29.7 / 71.6 %, but SGLang Qwen3-32B 11 → 55 % and TPOT median 11.8 %; a "

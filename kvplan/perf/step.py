@@ -21,8 +21,12 @@ expected share that d+p tokens touch); KV bytes come from kvplan.kv (GQA, MLA, s
 KV dtype). Peak FLOP/s are the dense figures of gpu_specs/ (reference/GPUS.md).
 
 Continuous batching at closed-loop concurrency B (input I, output O tokens per request):
-* running sequences B_run = min(B, max_num_seqs, KV capacity / (I + O/2)); requests beyond
-  B_run wait for a slot, so e2e grows by B / B_run (Little's law) and the wait goes to TTFT;
+* running sequences B_run = min(B, max_num_seqs, KV capacity / footprint): the footprint is a
+  running request's mean KV, I + O/2, where the engine allocates blocks as a sequence grows
+  (admission "on_demand"), and its whole sequence, I + O, where it admits only what it can
+  finish without eviction (admission "reserve": TensorRT-LLM's GUARANTEED_NO_EVICT); requests
+  beyond B_run wait for a slot, so e2e grows by B / B_run (Little's law) and the wait goes to
+  TTFT;
 * "mixed" engines (vLLM V1: decode-first chunked prefill; TensorRT-LLM in-flight batching)
   put new requests' prefill into decode steps, up to max_num_batched_tokens tokens per step.
   Steady state: a request's life is O − 1 decode steps plus its prefill steps, and some steps
@@ -747,12 +751,25 @@ def pipeline_handoff_s(ctx: PerfContext, tokens: float) -> float:
 # ------------------------------------------------------------------ batching model
 
 
+def kv_footprint_tokens(ctx: PerfContext, input_tokens: int, output_tokens: int) -> int:
+    """KV tokens one running request takes from the capacity in the steady state: its mean
+    footprint, input + output/2, where blocks are allocated as the sequence grows (admission
+    "on_demand": vLLM, SGLang); its whole sequence, input + output, where the scheduler admits
+    a request only when the blocks of its prompt and max new tokens fit beside every running
+    request's (admission "reserve": TensorRT-LLM's default GUARANTEED_NO_EVICT capacity
+    scheduler, which the simulation, perf/simulate.py, also follows)."""
+    if ctx.admission == "reserve":
+        return input_tokens + output_tokens
+    return input_tokens + output_tokens // 2
+
+
 def _running(ctx: PerfContext, concurrency: int, input_tokens: int, output_tokens: int) -> int:
     """Sequences the engine runs at once: concurrency, capped by max_num_seqs and by the KV
-    capacity at the mean footprint of a running request (input + output/2 tokens)."""
+    capacity at a running request's footprint (kv_footprint_tokens)."""
     run = min(concurrency, ctx.max_num_seqs)
     if ctx.kv_capacity_tokens:
-        run = min(run, max(1, ctx.kv_capacity_tokens // (input_tokens + output_tokens // 2)))
+        run = min(run, max(1, ctx.kv_capacity_tokens
+                           // kv_footprint_tokens(ctx, input_tokens, output_tokens)))
     return max(1, run)
 
 

@@ -185,3 +185,30 @@ def test_default_prices_one_provider_per_class() -> None:
                          "AMD": {"Crusoe Cloud on-demand)"}}
     by_id = {r["id"]: r["source"] for r in rows}
     assert by_id["mi300x"] == by_id["h100-sxm-80gb"] == by_id["h200-sxm-141gb"]
+
+
+def _perf_arch():  # benchmarks/perf_arch.py, loaded by path (not a package)
+    import importlib.util
+    import sys
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("perf_arch_t", bench / "perf_arch.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    return mod
+
+
+def test_left_out_class_keeps_its_microbenchmark_factors() -> None:
+    """Leave one architecture out: CDNA3's rows take the nearest other class's fitted factors
+    (Hopper, 1.0, when CDNA4 has none) except its bandwidth, which the same-harness STREAM
+    triads set without its rows: (4.10 / 5.3) / (2.97 / 3.35) = 0.77358 / 0.88657 = 0.8726
+    (worked by hand). A class without such figures takes its neighbour's whole (Ada → Ampere's)."""
+    pa = _perf_arch()
+    ampere = arch_fits.ArchScales(bf16_gemm=1.2, fp8_gemm=1.2, fp4_gemm=1.2, bandwidth=0.7)
+    fitted = {"Hopper": arch_fits.ArchScales(), "Ampere": ampere}
+    assert pa.loao_scales("CDNA3", fitted) == arch_fits.ArchScales(bandwidth=0.8726)
+    assert pa.loao_scales("Ada", fitted) == ampere

@@ -241,6 +241,25 @@ def test_kv_capacity_queues_requests() -> None:
     assert p.ttft_ms > 1000 * 0.5 * p.e2e_ms / 1000  # most of the time is spent waiting
 
 
+def test_reserving_scheduler_runs_whole_sequences() -> None:
+    """TensorRT-LLM's GUARANTEED_NO_EVICT admits a request only when its prompt + max new
+    tokens fit (kvplan/engines/trtllm.py Calibration.admission "reserve"); vLLM allocates as
+    the sequence grows. Hand-worked: 120,000 KV tokens, 1,000 in + 2,000 out per request:
+    reserve 120000 // 3000 = 40 running; on demand 120000 // (1000 + 1000) = 60."""
+    m = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    trt = dataclasses.replace(perf.context_for(m, H100, "trtllm", "1.0"),
+                              kv_capacity_tokens=120_000, max_num_seqs=1024)
+    vll = dataclasses.replace(perf.context_for(m, H100, "vllm", "0.12.0"),
+                              kv_capacity_tokens=120_000, max_num_seqs=1024)
+    assert trt.admission == "reserve" and vll.admission == "on_demand"
+    assert perf.kv_footprint_tokens(trt, 1000, 2000) == 3000
+    assert perf.kv_footprint_tokens(vll, 1000, 2000) == 2000
+    assert perf.evaluate(trt, concurrency=500, input_tokens=1000, output_tokens=2000).running == 40
+    assert perf.evaluate(vll, concurrency=500, input_tokens=1000, output_tokens=2000).running == 60
+    # the cap by max_num_seqs and by the concurrency is the same for both
+    assert perf.evaluate(trt, concurrency=30, input_tokens=1000, output_tokens=2000).running == 30
+
+
 def test_missing_gpu_fields() -> None:
     bare = H100.model_copy(update={"bandwidth_tbps": None})
     assert perf.missing_gpu_fields(bare) == ["bandwidth_tbps"]
