@@ -154,6 +154,60 @@ class Problem(BaseModel):
     code: str
     severity: Literal["error", "warning", "info"]
     message: str
+    # a message worked out when first read or serialized (Problem.deferred): a sweep plans
+    # hundreds of deployments and reads none of their fix-it listings
+    _message: Callable[[], str] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, code: str, severity: Literal["error", "warning", "info"],
+                 message: Callable[[], str]) -> Problem:
+        """A Problem whose message is `message()`, called when first needed (read, serialized,
+        compared, copied for pickling); the code and severity are known now."""
+        p = cls(code=code, severity=severity, message="")
+        del p.__dict__["message"]
+        p._message = message
+        return p
+
+    @property
+    def pending(self) -> bool:
+        """Whether the message is deferred and not worked out yet."""
+        return "message" not in self.__dict__
+
+    def _filled(self) -> None:
+        """Work out a deferred message in place (message is the last field: the order holds)."""
+        if "message" not in self.__dict__ and self._message is not None:
+            self.__dict__["message"] = self._message()
+            self._message = None
+
+    if not TYPE_CHECKING:  # mypy: message is the field above
+        def __getattr__(self, name: str) -> Any:
+            if name == "message":
+                self._filled()
+                return self.__dict__["message"]
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._filled()
+        return handler(self)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the message, not the closure
+        self._filled()
+        return super().__getstate__()
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the message in both
+        self._filled()
+        if isinstance(other, Problem):
+            other._filled()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._filled()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
 
 
 class CheckpointTensors(_Frozen):

@@ -5,7 +5,7 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -341,6 +341,20 @@ def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
     return _evaluate_once(eng, m, gpu, {**_given(knobs), **changes}, version, "cli")
 
 
+def _in_tries(fn: Callable[[], str]) -> Callable[[], str]:
+    """`fn`, run later in the deployments evaluated now (shared_tries): a deferred message's
+    searches reuse this plan's (and its sweep's) answers, as they would have when planned."""
+    tries = _TRIES.get()
+
+    def run() -> str:
+        token = _TRIES.set(tries)
+        try:
+            return fn()
+        finally:
+            _TRIES.reset(token)
+    return run
+
+
 def _evaluate_once(eng: Engine, m: ModelSpec, gpu: GpuSpec, values: dict[str, object],
                    version: str, version_source: Source, knobs: Knobs | None = None) -> _Tried:
     """evaluate() with the knobs `values` (validated, unless `knobs` holds them already); None
@@ -665,35 +679,49 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
     n = goal.n
     len_flag = s.eng.flags.get("max_model_len", "--max-model-len")
     met = goal.met(pres)
-    options = _alternatives(s.eng, s.m, s.gpu, s.knobs, s.dep, goal, given, work_len, ceiling,
-                            larger_gpus)
-    listing = "; ".join(f"{i}) {o.text}" for i, o in enumerate(options, 1)) or \
-        "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
-    shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
+
+    def alternatives() -> list[Alternative]:
+        return _alternatives(s.eng, s.m, s.gpu, s.knobs, s.dep, goal, given, work_len, ceiling,
+                             larger_gpus)
+
+    def listing(options: list[Alternative]) -> str:
+        return "; ".join(f"{i}) {o.text}" for i, o in enumerate(options, 1)) or \
+            "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
+
     given_len = "max_model_len" in given
-    rec_len_value: int | None = goal.max_len
-    if s.res.fits and not n:
-        pass  # the engine starts as configured (capped): the serve line keeps the length
-    elif not met and not n and shorter and not given_len:
-        rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
-    elif not met and not n and not shorter and not pres.max_model_len_fit:
-        rec_len_value = None
     current = s.dep.gpu_memory_utilization
+    if n:
+        # with a target the serve line keeps the length, so the alternatives only fill the
+        # message: worked out when it is read (a sweep reads few), among this plan's searches
+        if not met:  # (and the message names no change to the serve line)
+            held = pres.usable_blocks // max(1, pres.request_blocks(goal.length))
+            return goal.max_len, Problem.deferred(
+                "target-not-met", "error", _in_tries(lambda: (
+                    f"--target-concurrency {n}: the KV cache holds {held} of {goal.text()}; "
+                    f"alternatives, cheapest first: {listing(alternatives())}")))
+        uses = f"; the serve line uses {util_name} {util:g}" if util != current else ""
+        return goal.max_len, Problem.deferred(
+            "next-steps", "info", _in_tries(lambda: (
+                f"{goal.text()} do not fit as configured; alternatives, cheapest first: "
+                f"{listing(alternatives())}{uses}")))
+    options = alternatives()
+    shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
+    rec_len_value: int | None = goal.max_len
+    if s.res.fits:
+        pass  # the engine starts as configured (capped): the serve line keeps the length
+    elif not met and shorter and not given_len:
+        rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
+    elif not met and not shorter and not pres.max_model_len_fit:
+        rec_len_value = None
     uses = (f"; the serve line uses {util_name} {util:g}" if met and util != current else
             f"; the serve line uses {len_flag} {rec_len_value}" if rec_len_value and
             rec_len_value != goal.max_len else "")
-    if n and not met:
-        return rec_len_value, Problem(
-            code="target-not-met", severity="error",
-            message=f"--target-concurrency {n}: the KV cache holds "
-            f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
-            f"{goal.text()}; alternatives, cheapest first: {listing}{uses}")
     # a given length the engine still starts with (it caps the requests instead): a warning
     severity = "info" if met or not given_len else "warning" if s.res.fits else "error"
     return rec_len_value, Problem(
         code="next-steps", severity=severity,
-        message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
-        f"alternatives, cheapest first: {listing}{uses}")
+        message=f"{goal.text()} does not fit as configured; "
+        f"alternatives, cheapest first: {listing(options)}{uses}")
 
 
 def _tp_at_fraction(rec_tp: Recommendation, met: bool, pdep: Deployment, res: MemoryResult,
