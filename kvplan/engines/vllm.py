@@ -29,6 +29,7 @@ from ..model.forward import (  # noqa: F401 - re-exported: the constants calibra
     SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE,
     activation_bytes,
     cudagraph_bytes,
+    cudagraph_capture_sizes,
     sampler_rows_factor,
 )
 from ..model.kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
@@ -353,6 +354,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     held_mm = mm.held_bytes if mm else 0
     act_middle = (activation_bytes(m, d, last_stage=False, eager_v0=era.v0) + held_mm
                   if pp > 1 else 0)
+    sizes = cudagraph_capture_sizes(d)  # the same on every stage
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
         last = s == pp - 1
@@ -369,7 +371,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
         act = (activation_bytes(m, d, last_stage=True, eager_v0=era.v0) + held_mm
                if last else act_middle)
-        graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
+        graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0), sizes)
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:

@@ -37,6 +37,7 @@ from ..model.weights import stage_tensor_bytes
 from ..model.whatif import FORMATS, what_if_format
 from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 from . import nodes as node_rules
+from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
 from .plan import plan as make_plan
 from .plan import shared_tries
 from .whatif import apply as what_if_apply
@@ -739,7 +740,7 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         price_default=None if price is None else price.default,
         cost_per_million_output_tokens=None if cost is None else round(cost, 4),
         tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,
-        knobs=k.given(), plan=p, calibrated=getattr(perf, "calibrated", None), **bands,
+        knobs=plan_given(k), plan=p, calibrated=getattr(perf, "calibrated", None), **bands,
         cost_per_million_output_tokens_high=None if cost_high is None else round(cost_high, 4))
     if pending:
         return Option.deferred(lambda: [r.text for r in _memory_misses(p, n, per_request)
