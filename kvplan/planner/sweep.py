@@ -725,8 +725,7 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
              and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses))
     per_hour = price.usd_per_hour * c.count if price else None
     cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
-    bands = {f"{name}_{end}": _num(perf, f"{name}_{end}") for name in
-             ("ttft_ms", "tpot_ms", "output_tokens_per_s") for end in ("low", "high")}
+    bands = {name: _num(perf, name) for name in _BANDS}
     slow = bands["output_tokens_per_s_low"]
     cost_high = (per_hour / (slow * 3600) * 1e6) if per_hour is not None and slow else None
     if price is None:
@@ -746,6 +745,10 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         return Option.deferred(lambda: [r.text for r in _memory_misses(p, n, per_request)
                                         + misses], **values)
     return Option(reasons=[r.text for r in misses], **values)
+
+
+_BANDS = tuple(f"{name}_{end}" for name in ("ttft_ms", "tpot_ms", "output_tokens_per_s")
+               for end in ("low", "high"))  # the Option's band fields, read from performance
 
 
 def _pending_error(p: Plan) -> bool:
