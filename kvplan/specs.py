@@ -1157,6 +1157,58 @@ class Plan(BaseModel):
     # --- traffic ---
     traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
                                         "(--traffic FILE)")
+    # the launch line written when first read or serialized (Plan.deferred): a sweep plans
+    # hundreds of deployments and prints none of their serve lines
+    _command: Callable[[], str] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, command: Callable[[], str], **values: Any) -> Plan:
+        """A Plan whose command is `command()`, called when first needed (read, serialized,
+        compared, pickled)."""
+        p = cls(command="", **values)
+        del p.__dict__["command"]
+        p._command = command
+        return p
+
+    def _filled(self) -> None:
+        """Write a deferred command in place, keeping the fields' order (the JSON's)."""
+        d = self.__dict__
+        if "command" not in d and self._command is not None:
+            d["command"] = self._command()
+            ordered = {k: d[k] for k in type(self).model_fields if k in d}
+            d.clear()
+            d.update(ordered)
+            self._command = None
+
+    if not TYPE_CHECKING:  # mypy: command is the field above
+        def __getattr__(self, name: str) -> Any:
+            if name == "command":
+                self._filled()
+                return self.__dict__["command"]
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._filled()
+        return handler(self)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the command, not the closure
+        self._filled()
+        return super().__getstate__()
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the command in both
+        self._filled()
+        if isinstance(other, Plan):
+            other._filled()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._filled()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
 
 
 # --- disagg ---

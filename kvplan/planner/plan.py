@@ -205,18 +205,23 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems, traffic_plan = _performance(
         eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand)
     problems += perf_problems
-    command = _command(eng, m, planned, rec, workload, knobs.quantization)
+    fmt = what_if_of(dep)
+
+    def command() -> str:
+        return _command(eng, m, planned, rec, workload, knobs.quantization)
+
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
         # another deployment than this plan's (its GPUs, KV cache and cost)
         performance = None
-    fmt = what_if_of(dep)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
-    return (WhatIfPlan if fmt else Plan)(
+    # the serve line is written when first read (a sweep reads none); a what-if's and a
+    # multi-node plan's (its nodes' launch lines quote it) now
+    values: dict[str, Any] = dict(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
@@ -235,22 +240,25 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
-        command=command,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
         nodes=node_plan, traffic=traffic_plan if performance is not None else None,
         **extra,
     )
+    if fmt is None and not node_plan.launch:
+        return Plan.deferred(command, **values)
+    return (WhatIfPlan if fmt else Plan)(command=command(), **values)
 
 
-def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment, command: str
-           ) -> tuple[PlanNodes, list[Problem]]:
-    """The plan's nodes section, with a launch line per node role when it spans nodes."""
+def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+           command: Callable[[], str]) -> tuple[PlanNodes, list[Problem]]:
+    """The plan's nodes section, with a launch line per node role (from `command()`, the
+    plan's serve line) when it spans nodes."""
     node_plan, problems = node_rules.plan_nodes(
         gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
         nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     if (node_plan.nodes or 1) <= 1 or node_plan.gpus_per_node is None:
         return node_plan, problems
-    launch = eng.node_launch(command, node_plan.nodes or 1, node_plan.gpus_per_node,
+    launch = eng.node_launch(command(), node_plan.nodes or 1, node_plan.gpus_per_node,
                              dep.engine_version)
     if launch is None:
         problems.append(Problem(

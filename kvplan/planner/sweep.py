@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast, get_args
@@ -581,15 +581,39 @@ def _unique(items: Sequence[str | None] | None) -> list[str | None] | None:
 
 def _once_per_gpu(fn: Callable[[GpuSpec], Sequence[GpuSpec]]
                   ) -> Callable[[GpuSpec], Sequence[GpuSpec]]:
-    """`fn` asked once per GPU object (every candidate on a GPU names the same larger ones)."""
+    """`fn` asked once per GPU object (every candidate on a GPU names the same larger ones),
+    and only when a plan first reads the list (the "a larger GPU" alternative: most plans
+    fit, and a missed target's alternatives are listed when read)."""
     seen: dict[int, tuple[GpuSpec, Sequence[GpuSpec]]] = {}
 
     def once(g: GpuSpec) -> Sequence[GpuSpec]:
         hit = seen.get(id(g))
         if hit is None or hit[0] is not g:
-            hit = seen[id(g)] = (g, fn(g))
+            hit = seen[id(g)] = (g, _Later(lambda: fn(g)))
         return hit[1]
     return once
+
+
+class _Later(Sequence[GpuSpec]):
+    """A list of GPUs worked out on first use."""
+
+    def __init__(self, make: Callable[[], Sequence[GpuSpec]]) -> None:
+        self._make: Callable[[], Sequence[GpuSpec]] | None = make
+        self._items: Sequence[GpuSpec] = ()
+
+    def _got(self) -> Sequence[GpuSpec]:
+        if self._make is not None:
+            self._items, self._make = self._make(), None
+        return self._items
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._got()[i]
+
+    def __len__(self) -> int:
+        return len(self._got())
+
+    def __iter__(self) -> Iterator[GpuSpec]:
+        return iter(self._got())
 
 
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,

@@ -1,6 +1,6 @@
-"""With a target, the fix-it alternatives of a plan that misses it only fill a message (the
-serve line keeps its length): they are worked out when the message (or an option's reasons)
-is first read or serialized, never by a sweep that reads neither."""
+"""Work a sweep's caller does not ask for is not done: with a target, the fix-it alternatives
+of a plan that misses it only fill a message (the serve line keeps its length), and a plan's
+serve line is text nobody ranks on. Both are worked out when first read or serialized."""
 
 import json
 import pickle
@@ -74,3 +74,30 @@ def test_a_deferred_problem_is_worked_out_once_and_serialized_in_order():
                                                "message": "the words"}
     assert p.message == "the words" and not p.pending and calls == [1]
     assert p == Problem(code="target-not-met", severity="error", message="the words")
+
+
+def test_a_sweep_writes_no_serve_line_until_one_is_read(monkeypatch):
+    calls = []
+    real = planner._command
+    monkeypatch.setattr(planner, "_command", lambda *a, **k: calls.append(1) or real(*a, **k))
+    r = kvplan.sweep(LLAMA70, gpus=["h100", "l40s"], workload=W, max_model_len=32768,
+                     max_gpus=4, kv_cache_dtype="auto")
+    assert calls == []
+    o = r.options[0]
+    alone = kvplan.plan(LLAMA70, o.gpu, workload=W, max_model_len=32768,
+                        tensor_parallel_size=o.tensor_parallel_size,
+                        pipeline_parallel_size=o.pipeline_parallel_size
+                        if o.pipeline_parallel_size > 1 else None)
+    assert o.plan.command == alone.command and o.plan.command.startswith("vllm serve ")
+    text = o.plan.model_dump_json()
+    assert list(json.loads(text))[12:14] == ["command", "speculative"]  # in its place
+    assert len(calls) == 2  # this option's, once, and the plan made alone
+
+
+def test_a_plan_with_its_serve_line_not_yet_written_pickles_and_compares_with_it():
+    a, b = (kvplan.sweep(LLAMA70, gpus=["h100"], workload=W, max_model_len=32768,
+                         max_gpus=2).options[0].plan for _ in range(2))
+    assert b.command  # written in b only
+    assert a == b
+    again = pickle.loads(pickle.dumps(a))
+    assert again.command == b.command and again.model_dump_json() == b.model_dump_json()
