@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import (
@@ -22,6 +22,9 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from .engines import DEFAULT_ENGINE
 
@@ -1195,6 +1198,13 @@ class Plan(BaseModel):
     def __getstate__(self) -> dict[Any, Any]:  # pickle the command, not the closure
         self._filled()
         return super().__getstate__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """As BaseModel.model_copy; a copy that sets the command gets it in its place."""
+        if update and "command" in update:
+            self._filled()
+        return super().model_copy(update=update, deep=deep)
 
     def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the command in both
         self._filled()

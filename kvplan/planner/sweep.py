@@ -30,6 +30,9 @@ from pydantic import (
     model_serializer,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
@@ -207,6 +210,13 @@ class Option(_Model):
     def __getstate__(self) -> dict[Any, Any]:  # pickle the reasons, not the closure
         self._filled()
         return super().__getstate__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """As BaseModel.model_copy; a copy that sets the reasons gets them in their place."""
+        if update and "reasons" in update:
+            self._filled()
+        return super().model_copy(update=update, deep=deep)
 
     def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: reasons in both
         self._filled()

@@ -101,3 +101,11 @@ def test_a_plan_with_its_serve_line_not_yet_written_pickles_and_compares_with_it
     assert a == b
     again = pickle.loads(pickle.dumps(a))
     assert again.command == b.command and again.model_dump_json() == b.model_dump_json()
+
+
+def test_a_copy_that_sets_the_serve_line_keeps_it_in_its_place():
+    p = kvplan.sweep(LLAMA70, gpus=["h100"], workload=W, max_model_len=32768,
+                     max_gpus=2).options[0].plan
+    q = p.model_copy(update={"command": "vllm serve x"})
+    keys = list(json.loads(q.model_dump_json()))
+    assert keys.index("command") == keys.index("performance") + 1 and q.command == "vllm serve x"
