@@ -5,6 +5,7 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -351,14 +352,20 @@ def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
 
 def _in_tries(fn: Callable[[], str]) -> Callable[[], str]:
     """`fn`, run later in the deployments evaluated now (shared_tries): a deferred message's
-    searches reuse this plan's (and its sweep's) answers, as they would have when planned."""
+    searches reuse this plan's (and its sweep's) answers, as they would have when planned;
+    and, as in a sweep, without the cyclic collector (the searches free nothing in cycles,
+    and a sweep's result, serialized, is a large heap to pass over)."""
     tries = _TRIES.get()
 
     def run() -> str:
         token = _TRIES.set(tries)
+        was_enabled = gc.isenabled()
+        gc.disable()
         try:
             return fn()
         finally:
+            if was_enabled:
+                gc.enable()
             _TRIES.reset(token)
     return run
 

@@ -361,6 +361,19 @@ class SweepResult(_Model):
         """0: some option meets the target; 1: none does."""
         return 0 if self.meeting else 1
 
+    def model_dump_json(self, **kwargs: Any) -> str:
+        """As BaseModel.model_dump_json, without the cyclic collector meanwhile (as while
+        sweeping): it works out every option's deferred parts (concurrency tables, serve lines,
+        a missed target's alternatives), thousands of objects none of them freed in cycles,
+        and each pass of the collector would walk the result's large heap."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return super().model_dump_json(**kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
 
 # ---------------------------------------------------------------------- candidates
 
