@@ -763,13 +763,8 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
     tpot = _num(perf, "tpot_ms")
     ttft = _num(perf, "ttft_ms")
     tput = _num(perf, "output_tokens_per_s")
-    # a plan that does not fit for a reason whose words are not worked out yet (a missed
-    # target's alternatives): its memory miss is named when the reasons are read
-    pending = _pending_error(p)
-    memory = [] if pending else _memory_misses(p, n, per_request)
-    misses = memory + _latency_misses(c, p, target, perf is not None, tpot, ttft)
-    meets = (p.fits and not pending
-             and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses))
+    pending, misses, meets = _option_misses(c, p, target, perf is not None, n, per_request,
+                                            tpot, ttft)
     per_hour = price.usd_per_hour * c.count if price else None
     cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
     bands = {name: _num(perf, name) for name in _BANDS}
@@ -792,6 +787,20 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
         return Option.deferred(lambda: [r.text for r in _memory_misses(p, n, per_request)
                                         + misses], **values)
     return Option(reasons=[r.text for r in misses], **values)
+
+
+def _option_misses(c: Candidate, p: Plan, target: Target, has_perf: bool, n: int | None,
+                   per_request: int, tpot: float | None, ttft: float | None
+                   ) -> tuple[bool, list[Miss], bool]:
+    """(pending, the misses, meets the target). Pending: the plan does not fit for a reason
+    whose words are not worked out yet (a missed target's alternatives), so its memory miss is
+    left out of the misses and named when the option's reasons are read."""
+    pending = _pending_error(p)
+    memory = [] if pending else _memory_misses(p, n, per_request)
+    misses = memory + _latency_misses(c, p, target, has_perf, tpot, ttft)
+    meets = (p.fits and not pending
+             and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses))
+    return pending, misses, meets
 
 
 _BANDS = tuple(f"{name}_{end}" for name in ("ttft_ms", "tpot_ms", "output_tokens_per_s")
