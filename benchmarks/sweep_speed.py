@@ -13,8 +13,10 @@ again on that object.
 "plans/s" counts the candidates planned in full (pruned ones are not counted), per second of
 this process's CPU time (the machine may be shared; wall time is shown for the command); each
 figure is the median of `runs` runs. A plan's
-concurrency table (performance.by_concurrency) is computed when first read or serialized, so the
-in-process sweep computes none; the command's --json output computes every option's.
+concurrency table (performance.by_concurrency), its serve line (command) and, with a target, the
+fix-it alternatives a missed target lists (the problem's message, the option's reasons) are
+worked out when first read or serialized, so the in-process sweep works out none; the command's
+--json output works out every option's.
 Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
 """
 

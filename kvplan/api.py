@@ -347,8 +347,10 @@ def larger_gpus(g: GpuSpec) -> list[GpuSpec]:
         c = x.compute_capability or ""
         return tuple(map(int, c.split("."))) if re.fullmatch(r"\d+\.\d+", c) else None
 
+    mine = cc(g)
+
     def older(x: GpuSpec) -> bool:
-        mine, theirs = cc(g), cc(x)
+        theirs = cc(x) if mine is not None else None
         return mine is not None and theirs is not None and theirs < mine
 
     return sorted((x for x in gpu_specs() if x.vendor == g.vendor and x.cuda_total_bytes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import (
@@ -22,6 +22,9 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from .engines import DEFAULT_ENGINE
 
@@ -154,6 +157,60 @@ class Problem(BaseModel):
     code: str
     severity: Literal["error", "warning", "info"]
     message: str
+    # a message worked out when first read or serialized (Problem.deferred): a sweep plans
+    # hundreds of deployments and reads none of their fix-it listings
+    _message: Callable[[], str] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, code: str, severity: Literal["error", "warning", "info"],
+                 message: Callable[[], str]) -> Problem:
+        """A Problem whose message is `message()`, called when first needed (read, serialized,
+        compared, copied for pickling); the code and severity are known now."""
+        p = cls(code=code, severity=severity, message="")
+        del p.__dict__["message"]
+        p._message = message
+        return p
+
+    @property
+    def pending(self) -> bool:
+        """Whether the message is deferred and not worked out yet."""
+        return "message" not in self.__dict__
+
+    def _filled(self) -> None:
+        """Work out a deferred message in place (message is the last field: the order holds)."""
+        if "message" not in self.__dict__ and self._message is not None:
+            self.__dict__["message"] = self._message()
+            self._message = None
+
+    if not TYPE_CHECKING:  # mypy: message is the field above
+        def __getattr__(self, name: str) -> Any:
+            if name == "message":
+                self._filled()
+                return self.__dict__["message"]
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._filled()
+        return handler(self)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the message, not the closure
+        self._filled()
+        return super().__getstate__()
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the message in both
+        self._filled()
+        if isinstance(other, Problem):
+            other._filled()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._filled()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
 
 
 class CheckpointTensors(_Frozen):
@@ -1103,6 +1160,65 @@ class Plan(BaseModel):
     # --- traffic ---
     traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
                                         "(--traffic FILE)")
+    # the launch line written when first read or serialized (Plan.deferred): a sweep plans
+    # hundreds of deployments and prints none of their serve lines
+    _command: Callable[[], str] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, command: Callable[[], str], **values: Any) -> Plan:
+        """A Plan whose command is `command()`, called when first needed (read, serialized,
+        compared, pickled)."""
+        p = cls(command="", **values)
+        del p.__dict__["command"]
+        p._command = command
+        return p
+
+    def _filled(self) -> None:
+        """Write a deferred command in place, keeping the fields' order (the JSON's)."""
+        d = self.__dict__
+        if "command" not in d and self._command is not None:
+            d["command"] = self._command()
+            ordered = {k: d[k] for k in type(self).model_fields if k in d}
+            d.clear()
+            d.update(ordered)
+            self._command = None
+
+    if not TYPE_CHECKING:  # mypy: command is the field above
+        def __getattr__(self, name: str) -> Any:
+            if name == "command":
+                self._filled()
+                return self.__dict__["command"]
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._filled()
+        return handler(self)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the command, not the closure
+        self._filled()
+        return super().__getstate__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """As BaseModel.model_copy; a copy that sets the command gets it in its place."""
+        if update and "command" in update:
+            self._filled()
+        return super().model_copy(update=update, deep=deep)
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the command in both
+        self._filled()
+        if isinstance(other, Plan):
+            other._filled()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._filled()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
 
 
 # --- disagg ---

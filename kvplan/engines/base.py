@@ -16,6 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -98,8 +99,9 @@ class MemoryResult:
     def stages(self) -> list[StageBreakdown]:
         return self.memory.stages
 
-    @property
+    @cached_property
     def worst(self) -> StageBreakdown:
+        """The most constrained stage (worked out once: the planner reads it often)."""
         return worst_stage(self.memory.stages)
 
     @property
@@ -323,14 +325,17 @@ def option_flags(dep: Deployment, cli_flags: Mapping[str, tuple[str, str]]) -> l
     """The launch-line flags of the engine's own options the user gave, in its options type's
     order, each under the first flag the engine's table names for it: a true boolean as the bare
     flag, a float as %g; lists, mappings and options without a flag are the engine's to write."""
+    given = [name for name in type(dep.options).model_fields if dep.user_set(name)]
+    if not given:  # (most plans: the flag table is not read)
+        return []
     first: dict[str, str] = {}
     for flag, (knob, _kind) in cli_flags.items():
         first.setdefault(knob, flag)
     args: list[str] = []
-    for name in type(dep.options).model_fields:
+    for name in given:
         value = getattr(dep.options, name)
         spelled = first.get(name)
-        if spelled is None or not dep.user_set(name) or isinstance(value, (list, dict)):
+        if spelled is None or isinstance(value, (list, dict)):
             continue
         if isinstance(value, bool):
             args += [spelled] if value else []

@@ -29,6 +29,7 @@ from ..model.forward import (  # noqa: F401 - re-exported: the constants calibra
     SAMPLER_V0_BYTES_PER_LOGIT_BEYOND_DTYPE,
     activation_bytes,
     cudagraph_bytes,
+    cudagraph_capture_sizes,
     sampler_rows_factor,
 )
 from ..model.kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
@@ -353,6 +354,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     held_mm = mm.held_bytes if mm else 0
     act_middle = (activation_bytes(m, d, last_stage=False, eager_v0=era.v0) + held_mm
                   if pp > 1 else 0)
+    sizes = cudagraph_capture_sizes(d)  # the same on every stage
+    block_fixed = d.user_set("block_size")
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
         last = s == pp - 1
@@ -369,7 +372,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
         # on every worker (each TP rank encodes the full batch; PP stages: assumed the same).
         act = (activation_bytes(m, d, last_stage=True, eager_v0=era.v0) + held_mm
                if last else act_middle)
-        graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0))
+        graphs = cudagraph_bytes(d, layers + (draft.layers if last else 0), sizes)
         if d.kv_cache_memory_bytes is not None:
             kv = d.kv_cache_memory_bytes  # the override replaces the whole budget computation
         else:
@@ -379,7 +382,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                                 state_dtype=d.dtype, hybrid_manager=d.hybrid_kv_cache_manager)
             specs = specs + draft.kv_specs
             layout = kv_layout(specs, block_size=d.block_size,
-                               block_size_fixed=d.user_set("block_size"),
+                               block_size_fixed=block_fixed,
                                group_rule=era.group_rule)
             per_token = sum(x.bytes_per_token for x in specs)
         else:  # memoised per model and stage (kv.stage_kv)
@@ -387,7 +390,7 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                                          state_dtype=d.dtype,
                                          hybrid_manager=d.hybrid_kv_cache_manager,
                                          block_size=d.block_size,
-                                         block_size_fixed=d.user_set("block_size"),
+                                         block_size_fixed=block_fixed,
                                          group_rule=era.group_rule)
         stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout, per_token,
                                   max(0, kv) // layout.bytes_per_block,

@@ -108,10 +108,11 @@ def cudagraph_capture_sizes(d: Deployment) -> int:
             + (max(0, (top - 256) // 16 + 1) if top >= 256 else 0))
 
 
-def cudagraph_bytes(d: Deployment, layers: int) -> int:
+def cudagraph_bytes(d: Deployment, layers: int, capture_sizes: int | None = None) -> int:
     """CUDA-graph memory (estimate): pool + per-layer piecewise graphs × capture sizes.
-    0 with --enforce-eager."""
+    0 with --enforce-eager. `capture_sizes`: cudagraph_capture_sizes(d), when the caller has
+    it (one per deployment, for each of its PP stages)."""
     if d.enforce_eager:
         return 0
-    graphs = cudagraph_capture_sizes(d)
+    graphs = cudagraph_capture_sizes(d) if capture_sizes is None else capture_sizes
     return CUDAGRAPH_POOL_BYTES + CUDAGRAPH_BYTES_PER_LAYER_GRAPH * layers * graphs

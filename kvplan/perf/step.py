@@ -543,8 +543,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
                 quant: QuantSpec | None = None, max_num_batched_tokens: int = 8192,
                 max_num_seqs: int = 1024, weight_bytes_per_gpu: int | None = None,
                 kv_bytes_per_token: int | None = None,
-                kv_capacity_tokens: int | None = None, links: Links | None = None
-                ) -> PerfContext:
+                kv_capacity_tokens: int | None = None, links: Links | None = None,
+                prefix_caching: bool = False) -> PerfContext:
     """Build a PerfContext from the model, GPU and engine settings. Figures the memory plan
     already has (weight bytes per GPU, KV bytes per token per GPU, KV capacity in tokens per
     replica) may be passed in; missing ones are computed from kvplan.weights / kvplan.kv.
@@ -604,7 +604,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
-        **_link_fields(gpu, tp, links))
+        prefix_caching=prefix_caching, **_link_fields(gpu, tp, links))
 
 
 def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:

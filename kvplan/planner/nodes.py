@@ -90,8 +90,13 @@ def proposable(gpu: GpuSpec, tp: int, pp: int = 1, dp: int = 1,
     """Whether kvplan may propose this layout on `gpu`: some system holds it (the bundled ones,
     or the user's `--gpus-per-node` node; see the module's rules). Always True for an unknown
     system shape."""
-    options = shapes(gpu, gpus_per_node)
-    return not options or any(_holds(s, tp, pp, dp) for s in options)
+    options = gpu.systems if gpus_per_node is None else shapes(gpu, gpus_per_node)
+    if not options:
+        return True
+    for s in options:  # (a sweep asks every layout on every GPU)
+        if _holds(s, tp, pp, dp):
+            return True
+    return False
 
 
 def proposable_tp(gpu: GpuSpec, sizes: Sequence[int], pp: int = 1, dp: int = 1,

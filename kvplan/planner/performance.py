@@ -134,8 +134,9 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
         weight_bytes_per_gpu=res.worst.weights_tensor_bytes - draft_bytes,
         kv_capacity_tokens=res.usable_blocks * res.block_size,
         links=node_links(gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size,
-                         dep.data_parallel_size, nodes=nodes, gpus_per_node=gpus_per_node))
-    ctx = replace(_expert_parallel(ctx, m, dep), prefix_caching=bool(dep.enable_prefix_caching))
+                         dep.data_parallel_size, nodes=nodes, gpus_per_node=gpus_per_node),
+        prefix_caching=bool(dep.enable_prefix_caching))  # (a field built in: no copy)
+    ctx = _expert_parallel(ctx, m, dep)
     return replace(ctx, **spec) if spec else ctx
 
 

@@ -5,7 +5,8 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -205,18 +206,23 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     performance, perf_problems, traffic_plan = _performance(
         eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand)
     problems += perf_problems
-    command = _command(eng, m, planned, rec, workload, knobs.quantization)
+    fmt = what_if_of(dep)
+
+    def command() -> str:
+        return _command(eng, m, planned, rec, workload, knobs.quantization)
+
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
     if planned.tensor_parallel_size != dep.tensor_parallel_size:
         # nothing fits at the given TP: figures of the TP the serve line moves to would describe
         # another deployment than this plan's (its GPUs, KV cache and cost)
         performance = None
-    fmt = what_if_of(dep)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
-    return (WhatIfPlan if fmt else Plan)(
+    # the serve line is written when first read (a sweep reads none); a what-if's and a
+    # multi-node plan's (its nodes' launch lines quote it) now
+    values: dict[str, Any] = dict(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
         model=PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
@@ -235,22 +241,25 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
-        command=command,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
         nodes=node_plan, traffic=traffic_plan if performance is not None else None,
         **extra,
     )
+    if fmt is None and not node_plan.launch:
+        return Plan.deferred(command, **values)
+    return (WhatIfPlan if fmt else Plan)(command=command(), **values)
 
 
-def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment, command: str
-           ) -> tuple[PlanNodes, list[Problem]]:
-    """The plan's nodes section, with a launch line per node role when it spans nodes."""
+def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+           command: Callable[[], str]) -> tuple[PlanNodes, list[Problem]]:
+    """The plan's nodes section, with a launch line per node role (from `command()`, the
+    plan's serve line) when it spans nodes."""
     node_plan, problems = node_rules.plan_nodes(
         gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
         nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     if (node_plan.nodes or 1) <= 1 or node_plan.gpus_per_node is None:
         return node_plan, problems
-    launch = eng.node_launch(command, node_plan.nodes or 1, node_plan.gpus_per_node,
+    launch = eng.node_launch(command(), node_plan.nodes or 1, node_plan.gpus_per_node,
                              dep.engine_version)
     if launch is None:
         problems.append(Problem(
@@ -339,6 +348,26 @@ def _try(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
     """The deployment with some knobs changed; None when the engine (or a range) refuses it.
     Changes are validated like user input, so a search can never leak an out-of-range value."""
     return _evaluate_once(eng, m, gpu, {**_given(knobs), **changes}, version, "cli")
+
+
+def _in_tries(fn: Callable[[], str]) -> Callable[[], str]:
+    """`fn`, run later in the deployments evaluated now (shared_tries): a deferred message's
+    searches reuse this plan's (and its sweep's) answers, as they would have when planned;
+    and, as in a sweep, without the cyclic collector (the searches free nothing in cycles,
+    and a sweep's result, serialized, is a large heap to pass over)."""
+    tries = _TRIES.get()
+
+    def run() -> str:
+        token = _TRIES.set(tries)
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn()
+        finally:
+            if was_enabled:
+                gc.enable()
+            _TRIES.reset(token)
+    return run
 
 
 def _evaluate_once(eng: Engine, m: ModelSpec, gpu: GpuSpec, values: dict[str, object],
@@ -665,35 +694,49 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
     n = goal.n
     len_flag = s.eng.flags.get("max_model_len", "--max-model-len")
     met = goal.met(pres)
-    options = _alternatives(s.eng, s.m, s.gpu, s.knobs, s.dep, goal, given, work_len, ceiling,
-                            larger_gpus)
-    listing = "; ".join(f"{i}) {o.text}" for i, o in enumerate(options, 1)) or \
-        "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
-    shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
+
+    def alternatives() -> list[Alternative]:
+        return _alternatives(s.eng, s.m, s.gpu, s.knobs, s.dep, goal, given, work_len, ceiling,
+                             larger_gpus)
+
+    def listing(options: list[Alternative]) -> str:
+        return "; ".join(f"{i}) {o.text}" for i, o in enumerate(options, 1)) or \
+            "none found (no safe utilization, fp8 KV cache, larger TP or larger GPU holds it)"
+
     given_len = "max_model_len" in given
-    rec_len_value: int | None = goal.max_len
-    if s.res.fits and not n:
-        pass  # the engine starts as configured (capped): the serve line keeps the length
-    elif not met and not n and shorter and not given_len:
-        rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
-    elif not met and not n and not shorter and not pres.max_model_len_fit:
-        rec_len_value = None
     current = s.dep.gpu_memory_utilization
+    if n:
+        # with a target the serve line keeps the length, so the alternatives only fill the
+        # message: worked out when it is read (a sweep reads few), among this plan's searches
+        if not met:  # (and the message names no change to the serve line)
+            held = pres.usable_blocks // max(1, pres.request_blocks(goal.length))
+            return goal.max_len, Problem.deferred(
+                "target-not-met", "error", _in_tries(lambda: (
+                    f"--target-concurrency {n}: the KV cache holds {held} of {goal.text()}; "
+                    f"alternatives, cheapest first: {listing(alternatives())}")))
+        uses = f"; the serve line uses {util_name} {util:g}" if util != current else ""
+        return goal.max_len, Problem.deferred(
+            "next-steps", "info", _in_tries(lambda: (
+                f"{goal.text()} do not fit as configured; alternatives, cheapest first: "
+                f"{listing(alternatives())}{uses}")))
+    options = alternatives()
+    shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
+    rec_len_value: int | None = goal.max_len
+    if s.res.fits:
+        pass  # the engine starts as configured (capped): the serve line keeps the length
+    elif not met and shorter and not given_len:
+        rec_len_value = shorter  # vLLM's own estimate, as before; the problem says so
+    elif not met and not shorter and not pres.max_model_len_fit:
+        rec_len_value = None
     uses = (f"; the serve line uses {util_name} {util:g}" if met and util != current else
             f"; the serve line uses {len_flag} {rec_len_value}" if rec_len_value and
             rec_len_value != goal.max_len else "")
-    if n and not met:
-        return rec_len_value, Problem(
-            code="target-not-met", severity="error",
-            message=f"--target-concurrency {n}: the KV cache holds "
-            f"{pres.usable_blocks // max(1, pres.request_blocks(goal.length))} of "
-            f"{goal.text()}; alternatives, cheapest first: {listing}{uses}")
     # a given length the engine still starts with (it caps the requests instead): a warning
     severity = "info" if met or not given_len else "warning" if s.res.fits else "error"
     return rec_len_value, Problem(
         code="next-steps", severity=severity,
-        message=f"{goal.text()} {'does' if not n else 'do'} not fit as configured; "
-        f"alternatives, cheapest first: {listing}{uses}")
+        message=f"{goal.text()} does not fit as configured; "
+        f"alternatives, cheapest first: {listing(options)}{uses}")
 
 
 def _tp_at_fraction(rec_tp: Recommendation, met: bool, pdep: Deployment, res: MemoryResult,

@@ -15,19 +15,23 @@ from __future__ import annotations
 import gc
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal, NamedTuple, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     model_serializer,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
@@ -36,6 +40,7 @@ from ..model.weights import stage_tensor_bytes
 from ..model.whatif import FORMATS, what_if_format
 from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 from . import nodes as node_rules
+from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
 from .plan import plan as make_plan
 from .plan import shared_tries
 from .whatif import apply as what_if_apply
@@ -172,6 +177,65 @@ class Option(_Model):
                                 "(sweep --disagg): `plan` is its decode pool, `service` the whole")
     service: DisaggPlan | None = Field(None, description="`kvplan plan --disagg --json` for it")
 
+    # reasons worked out when first read or serialized (Option.deferred): the ranking reads
+    # only their kinds, and a sweep's caller reads few options' reasons
+    _reasons: Callable[[], list[str]] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, reasons: Callable[[], list[str]], **values: Any) -> Option:
+        """An Option whose reasons are `reasons()`, called when first needed; their kinds
+        (reason_kinds) are known now."""
+        o = cls(reasons=[], **values)
+        del o.__dict__["reasons"]
+        o._reasons = reasons
+        return o
+
+    def _filled(self) -> None:
+        """Work out deferred reasons in place, keeping the fields' order (the JSON's)."""
+        d = self.__dict__
+        if "reasons" not in d and self._reasons is not None:
+            d["reasons"] = self._reasons()
+            ordered = {k: d[k] for k in type(self).model_fields if k in d}
+            d.clear()
+            d.update(ordered)
+            self._reasons = None
+
+    if not TYPE_CHECKING:  # mypy: reasons is the field above
+        def __getattr__(self, name: str) -> Any:
+            if name == "reasons":
+                self._filled()
+                return self.__dict__["reasons"]
+            return super().__getattr__(name)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the reasons, not the closure
+        self._filled()
+        return super().__getstate__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """As BaseModel.model_copy; a copy that sets the reasons gets them in their place."""
+        if update and "reasons" in update:
+            self._filled()
+        return super().model_copy(update=update, deep=deep)
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: reasons in both
+        self._filled()
+        if isinstance(other, Option):
+            other._filled()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._filled()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
+
+    def missing(self, *kinds: MissKind) -> bool:
+        """Whether any reason is of one of `kinds` (read from reason_kinds alone)."""
+        return any(k in kinds for k in self.reason_kinds)
+
     def ranked(self, rank_on: RankOn) -> tuple[float | None, float | None, float | None,
                                                float | None]:
         """(TTFT, TPOT, output tokens/s, $/M output tokens) the ranking reads: each band's
@@ -246,6 +310,7 @@ class Option(_Model):
     def _with_plan_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """The stored fields, with the ones read from the plan printed after `pareto` (the
         sweep JSON's order since schema 1.0)."""
+        self._filled()
         stored = handler(self)
         if stored.get("service") is None:  # an aggregated option: `disaggregated` says so
             stored.pop("service", None)
@@ -295,6 +360,19 @@ class SweepResult(_Model):
     def exit_code(self) -> int:
         """0: some option meets the target; 1: none does."""
         return 0 if self.meeting else 1
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        """As BaseModel.model_dump_json, without the cyclic collector meanwhile (as while
+        sweeping): it works out every option's deferred parts (concurrency tables, serve lines,
+        a missed target's alternatives), thousands of objects none of them freed in cycles,
+        and each pass of the collector would walk the result's large heap."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return super().model_dump_json(**kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
 
 
 # ---------------------------------------------------------------------- candidates
@@ -526,15 +604,39 @@ def _unique(items: Sequence[str | None] | None) -> list[str | None] | None:
 
 def _once_per_gpu(fn: Callable[[GpuSpec], Sequence[GpuSpec]]
                   ) -> Callable[[GpuSpec], Sequence[GpuSpec]]:
-    """`fn` asked once per GPU object (every candidate on a GPU names the same larger ones)."""
+    """`fn` asked once per GPU object (every candidate on a GPU names the same larger ones),
+    and only when a plan first reads the list (the "a larger GPU" alternative: most plans
+    fit, and a missed target's alternatives are listed when read)."""
     seen: dict[int, tuple[GpuSpec, Sequence[GpuSpec]]] = {}
 
     def once(g: GpuSpec) -> Sequence[GpuSpec]:
         hit = seen.get(id(g))
         if hit is None or hit[0] is not g:
-            hit = seen[id(g)] = (g, fn(g))
+            hit = seen[id(g)] = (g, _Later(lambda: fn(g)))
         return hit[1]
     return once
+
+
+class _Later(Sequence[GpuSpec]):
+    """A list of GPUs worked out on first use."""
+
+    def __init__(self, make: Callable[[], Sequence[GpuSpec]]) -> None:
+        self._make: Callable[[], Sequence[GpuSpec]] | None = make
+        self._items: Sequence[GpuSpec] = ()
+
+    def _got(self) -> Sequence[GpuSpec]:
+        if self._make is not None:
+            self._items, self._make = self._make(), None
+        return self._items
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._got()[i]
+
+    def __len__(self) -> int:
+        return len(self._got())
+
+    def __iter__(self) -> Iterator[GpuSpec]:
+        return iter(self._got())
 
 
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
@@ -661,28 +763,57 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
     tpot = _num(perf, "tpot_ms")
     ttft = _num(perf, "ttft_ms")
     tput = _num(perf, "output_tokens_per_s")
-    misses = (_memory_misses(p, n, per_request)
-              + _latency_misses(c, p, target, perf is not None, tpot, ttft))
-    meets = p.fits and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses)
+    pending, misses, meets = _option_misses(c, p, target, perf is not None, n, per_request,
+                                            tpot, ttft)
     per_hour = price.usd_per_hour * c.count if price else None
     cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
-    bands = {f"{name}_{end}": _num(perf, f"{name}_{end}") for name in
-             ("ttft_ms", "tpot_ms", "output_tokens_per_s") for end in ("low", "high")}
+    bands = {name: _num(perf, name) for name in _BANDS}
     slow = bands["output_tokens_per_s_low"]
     cost_high = (per_hour / (slow * 3600) * 1e6) if per_hour is not None and slow else None
     if price is None:
         misses.append(Miss(MissKind.NO_PRICE, f"no price for {c.gpu.id}"))
-    return Option(
-        rank=0, meets_target=meets, reasons=[r.text for r in misses],
-        reason_kinds=[r.kind for r in misses], pareto=False, headroom=round(headroom, 4),
+    kinds = [MissKind.MEMORY] * bool(pending) + [r.kind for r in misses]
+    values: dict[str, Any] = dict(
+        rank=0, meets_target=meets, reason_kinds=kinds, pareto=False, headroom=round(headroom, 4),
         price_per_hour=None if per_hour is None else round(per_hour, 4),
         price_source=None if price is None else price.source,
         price_date=None if price is None else price.date,
         price_default=None if price is None else price.default,
         cost_per_million_output_tokens=None if cost is None else round(cost, 4),
         tpot_ms=tpot, ttft_ms=ttft, output_tokens_per_s=tput,
-        knobs=k.given(), plan=p, calibrated=getattr(perf, "calibrated", None), **bands,
+        knobs=plan_given(k), plan=p, calibrated=getattr(perf, "calibrated", None), **bands,
         cost_per_million_output_tokens_high=None if cost_high is None else round(cost_high, 4))
+    if pending:
+        return Option.deferred(lambda: [r.text for r in _memory_misses(p, n, per_request)
+                                        + misses], **values)
+    return Option(reasons=[r.text for r in misses], **values)
+
+
+def _option_misses(c: Candidate, p: Plan, target: Target, has_perf: bool, n: int | None,
+                   per_request: int, tpot: float | None, ttft: float | None
+                   ) -> tuple[bool, list[Miss], bool]:
+    """(pending, the misses, meets the target). Pending: the plan does not fit for a reason
+    whose words are not worked out yet (a missed target's alternatives), so its memory miss is
+    left out of the misses and named when the option's reasons are read."""
+    pending = _pending_error(p)
+    memory = [] if pending else _memory_misses(p, n, per_request)
+    misses = memory + _latency_misses(c, p, target, has_perf, tpot, ttft)
+    meets = (p.fits and not pending
+             and not any(r.kind in (MissKind.MEMORY, MissKind.SLO) for r in misses))
+    return pending, misses, meets
+
+
+_BANDS = tuple(f"{name}_{end}" for name in ("ttft_ms", "tpot_ms", "output_tokens_per_s")
+               for end in ("low", "high"))  # the Option's band fields, read from performance
+
+
+def _pending_error(p: Plan) -> bool:
+    """Whether the plan does not fit and its memory miss would quote an error message that is
+    not worked out yet (Problem.deferred): no KV shortfall to name instead."""
+    if p.fits or p.memory.kv_shortfall_bytes:
+        return False
+    first = next((pr for pr in p.problems if pr.severity == "error"), None)
+    return first is not None and first.pending
 
 
 def _slo_errors(p: Plan) -> list[str]:
@@ -696,11 +827,11 @@ def _memory_misses(p: Plan, n: int | None, per_request: int) -> list[Miss]:
     one that fits but whose KV cache holds fewer than the target's `n` requests misses too,
     unless the latency targets already cut max_num_seqs (that miss is named as an SLO one)."""
     if not p.fits:
-        errors = [pr.message for pr in p.problems if pr.severity == "error"]
+        first = next((pr for pr in p.problems if pr.severity == "error"), None)
         short = p.memory.kv_shortfall_bytes / 2**30 or None
         return [Miss(MissKind.MEMORY, "memory: does not fit"
                      + (f" (KV cache short by {short:.2f} GiB)" if short else "")
-                     + (f": {errors[0]}" if errors and not short else ""))]
+                     + (f": {first.message}" if first is not None and not short else ""))]
     if _slo_errors(p) or not n:
         return []
     seqs = p.recommendations.max_num_seqs.value or 0
@@ -751,7 +882,7 @@ def rank(options: Iterable[Option], latency: bool = False,
             return (0, inf if cost is None else cost,
                     inf if o.price_per_hour is None else o.price_per_hour,
                     o.count, -o.headroom, o.pipeline_parallel_size, o.gpu, o.engine)
-        memory_miss = bool(o.misses_of(MissKind.MEMORY))
+        memory_miss = o.missing(MissKind.MEMORY)
         return (1, not o.plan.fits, miss_factor(o, rank_on), memory_miss, -o.headroom,
                 o.plan.memory.kv_shortfall_bytes - o.plan.memory.kv_cache_bytes,
                 inf if o.price_per_hour is None else o.price_per_hour, o.count, o.gpu, o.engine)
@@ -771,11 +902,11 @@ def miss_factor(o: Option, rank_on: RankOn = "point") -> float:
     ttft, tpot = o.ranked(rank_on)[:2]
     factors = [got / limit for got, limit in ((ttft, t.slo_ttft_ms), (tpot, t.slo_tpot_ms))
                if got is not None and limit]
-    if o.misses_of(MissKind.MEMORY) and 0 < o.headroom < 1:
+    if o.missing(MissKind.MEMORY) and 0 < o.headroom < 1:
         factors.append(1 / o.headroom)
     seqs = o.plan.recommendations.max_num_seqs.value
     n = t.target_concurrency
-    if n and seqs and o.misses_of(MissKind.SLO) and seqs < n:  # the SLOs cap the batch below n
+    if n and seqs and o.missing(MissKind.SLO) and seqs < n:  # the SLOs cap the batch below n
         factors.append(n / seqs)
     return max([1.0, *factors])
 

@@ -1,0 +1,111 @@
+"""Work a sweep's caller does not ask for is not done: with a target, the fix-it alternatives
+of a plan that misses it only fill a message (the serve line keeps its length), and a plan's
+serve line is text nobody ranks on. Both are worked out when first read or serialized."""
+
+import json
+import pickle
+
+import pytest
+
+import kvplan
+from kvplan.planner import plan as planner
+from kvplan.specs import Problem, Workload
+
+LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
+W = Workload(target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    calls = []
+    real = planner._alternatives
+    monkeypatch.setattr(planner, "_alternatives",
+                        lambda *a, **k: calls.append(a[2].id) or real(*a, **k))
+    return calls
+
+
+def test_a_sweep_with_a_target_lists_no_alternatives_until_read(counted):
+    r = kvplan.sweep(LLAMA70, gpus=["l40s", "h100", "a100-40gb"], workload=W,
+                     max_model_len=32768, kv_cache_dtype="auto")
+    assert counted == []
+    missed = [o for o in r.options if any(p.code == "target-not-met" for p in o.plan.problems)]
+    assert missed and counted == []  # codes and severities are known without the words
+    o = missed[0]
+    reason = o.reasons[0]
+    assert len(counted) == 1
+    message = next(p.message for p in o.plan.problems if p.code == "target-not-met")
+    assert reason == f"memory: does not fit: {message}"
+    assert "alternatives, cheapest first: 1) " in message
+    assert len(counted) == 1  # worked out once, kept
+
+
+def test_a_deferred_listing_reads_as_the_plan_alone_would_write_it(counted):
+    """The sweep's option (its searches shared with the whole sweep) and `kvplan plan` of the
+    same deployment print the same problems, once read."""
+    r = kvplan.sweep(LLAMA70, gpus=["l40s"], workload=W, max_model_len=32768)
+    o = next(o for o in r.options if not o.meets_target)
+    alone = kvplan.plan(LLAMA70, "l40s", workload=W, max_model_len=32768,
+                        tensor_parallel_size=o.tensor_parallel_size,
+                        pipeline_parallel_size=o.pipeline_parallel_size
+                        if o.pipeline_parallel_size > 1 else None)
+    assert counted == []
+    problems = json.loads(o.plan.model_dump_json())["problems"]
+    assert problems == json.loads(alone.model_dump_json())["problems"]
+    assert any(p["code"] == "target-not-met" for p in problems)
+    assert list(json.loads(o.model_dump_json()))[:4] == ["rank", "meets_target", "reasons",
+                                                         "pareto"]
+
+
+def test_an_option_with_deferred_reasons_pickles_and_compares_with_them():
+    a, b = (next(o for o in kvplan.sweep(LLAMA70, gpus=["l40s"], workload=W,
+                                          max_model_len=32768, kv_cache_dtype="auto").options
+                 if not o.meets_target) for _ in range(2))
+    assert b.reasons  # worked out in b only
+    assert a == b
+    again = pickle.loads(pickle.dumps(a))
+    assert again.reasons == b.reasons and again.model_dump_json() == b.model_dump_json()
+
+
+def test_a_deferred_problem_is_worked_out_once_and_serialized_in_order():
+    calls = []
+    p = Problem.deferred("target-not-met", "error", lambda: calls.append(1) or "the words")
+    assert p.pending and p.code == "target-not-met" and calls == []
+    assert json.loads(p.model_dump_json()) == {"code": "target-not-met", "severity": "error",
+                                               "message": "the words"}
+    assert p.message == "the words" and not p.pending and calls == [1]
+    assert p == Problem(code="target-not-met", severity="error", message="the words")
+
+
+def test_a_sweep_writes_no_serve_line_until_one_is_read(monkeypatch):
+    calls = []
+    real = planner._command
+    monkeypatch.setattr(planner, "_command", lambda *a, **k: calls.append(1) or real(*a, **k))
+    r = kvplan.sweep(LLAMA70, gpus=["h100", "l40s"], workload=W, max_model_len=32768,
+                     max_gpus=4, kv_cache_dtype="auto")
+    assert calls == []
+    o = r.options[0]
+    alone = kvplan.plan(LLAMA70, o.gpu, workload=W, max_model_len=32768,
+                        tensor_parallel_size=o.tensor_parallel_size,
+                        pipeline_parallel_size=o.pipeline_parallel_size
+                        if o.pipeline_parallel_size > 1 else None)
+    assert o.plan.command == alone.command and o.plan.command.startswith("vllm serve ")
+    text = o.plan.model_dump_json()
+    assert list(json.loads(text))[12:14] == ["command", "speculative"]  # in its place
+    assert len(calls) == 2  # this option's, once, and the plan made alone
+
+
+def test_a_plan_with_its_serve_line_not_yet_written_pickles_and_compares_with_it():
+    a, b = (kvplan.sweep(LLAMA70, gpus=["h100"], workload=W, max_model_len=32768,
+                         max_gpus=2).options[0].plan for _ in range(2))
+    assert b.command  # written in b only
+    assert a == b
+    again = pickle.loads(pickle.dumps(a))
+    assert again.command == b.command and again.model_dump_json() == b.model_dump_json()
+
+
+def test_a_copy_that_sets_the_serve_line_keeps_it_in_its_place():
+    p = kvplan.sweep(LLAMA70, gpus=["h100"], workload=W, max_model_len=32768,
+                     max_gpus=2).options[0].plan
+    q = p.model_copy(update={"command": "vllm serve x"})
+    keys = list(json.loads(q.model_dump_json()))
+    assert keys.index("command") == keys.index("performance") + 1 and q.command == "vllm serve x"
