@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -44,6 +44,77 @@ Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "k
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Deferred(BaseModel):
+    """A model whose field DEFERRED can be worked out when first needed (Deferred.deferred):
+    read, serialized, compared, copied with it updated, pickled or printed. A sweep plans
+    hundreds of deployments and reads few of their serve lines, fix-it listings, reasons or
+    concurrency tables. The field keeps its place in the JSON."""
+
+    DEFERRED: ClassVar[str]  # the field's name
+    PLACEHOLDER: ClassVar[Any]  # a valid value to construct with before the field is dropped
+    _work: Callable[[], Any] | None = PrivateAttr(None)
+
+    @classmethod
+    def deferred(cls, work: Callable[[], Any], /, **values: Any) -> Self:
+        """An instance whose DEFERRED field is `work()`, called when first needed."""
+        obj = cls(**{cls.DEFERRED: cls.PLACEHOLDER}, **values)
+        del obj.__dict__[cls.DEFERRED]
+        obj._work = work
+        return obj
+
+    @property
+    def pending(self) -> bool:
+        """Whether the deferred field is not worked out yet."""
+        return self.DEFERRED not in self.__dict__
+
+    def _filled(self) -> None:
+        """Work the deferred field out in place, keeping the fields' order (the JSON's)."""
+        d = self.__dict__
+        if self.DEFERRED not in d and self._work is not None:
+            d[self.DEFERRED] = self._work()
+            ordered = {k: d[k] for k in type(self).model_fields if k in d}
+            d.clear()
+            d.update(ordered)
+            self._work = None
+
+    if not TYPE_CHECKING:  # mypy: the field is declared on the subclass
+        def __getattr__(self, name: str) -> Any:
+            if name == type(self).DEFERRED:
+                self._filled()
+                return self.__dict__[name]
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._filled()
+        return handler(self)
+
+    def __getstate__(self) -> dict[Any, Any]:  # pickle the value, not the closure
+        self._filled()
+        return super().__getstate__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """As BaseModel.model_copy; a copy that sets the deferred field gets it in its place."""
+        if update and self.DEFERRED in update:
+            self._filled()
+        return super().model_copy(update=update, deep=deep)
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the value in both
+        self._filled()
+        if isinstance(other, Deferred):
+            other._filled()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._filled()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
 
 
 # --------------------------------------------------------------------------- GPU
@@ -151,66 +222,16 @@ class GpuSpec(_Frozen):
 # ------------------------------------------------------------------------- model
 
 
-class Problem(BaseModel):
+class Problem(Deferred):
     """Something the user should know. "error" and "warning" need action; "info" explains."""
 
     code: str
     severity: Literal["error", "warning", "info"]
     message: str
-    # a message worked out when first read or serialized (Problem.deferred): a sweep plans
-    # hundreds of deployments and reads none of their fix-it listings
-    _message: Callable[[], str] | None = PrivateAttr(None)
-
-    @classmethod
-    def deferred(cls, code: str, severity: Literal["error", "warning", "info"],
-                 message: Callable[[], str]) -> Problem:
-        """A Problem whose message is `message()`, called when first needed (read, serialized,
-        compared, copied for pickling); the code and severity are known now."""
-        p = cls(code=code, severity=severity, message="")
-        del p.__dict__["message"]
-        p._message = message
-        return p
-
-    @property
-    def pending(self) -> bool:
-        """Whether the message is deferred and not worked out yet."""
-        return "message" not in self.__dict__
-
-    def _filled(self) -> None:
-        """Work out a deferred message in place (message is the last field: the order holds)."""
-        if "message" not in self.__dict__ and self._message is not None:
-            self.__dict__["message"] = self._message()
-            self._message = None
-
-    if not TYPE_CHECKING:  # mypy: message is the field above
-        def __getattr__(self, name: str) -> Any:
-            if name == "message":
-                self._filled()
-                return self.__dict__["message"]
-            return super().__getattr__(name)
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
-        self._filled()
-        return handler(self)
-
-    def __getstate__(self) -> dict[Any, Any]:  # pickle the message, not the closure
-        self._filled()
-        return super().__getstate__()
-
-    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the message in both
-        self._filled()
-        if isinstance(other, Problem):
-            other._filled()
-        return super().__eq__(other)
-
-    def __repr_args__(self) -> Any:
-        self._filled()
-        return super().__repr_args__()
-
-    def __iter__(self) -> Any:
-        self._filled()
-        return super().__iter__()
+    # Problem.deferred(message, code=…, severity=…): a message worked out when first read or
+    # serialized (a sweep plans hundreds of deployments and reads none of their fix-it listings)
+    DEFERRED: ClassVar[str] = "message"
+    PLACEHOLDER: ClassVar[Any] = ""
 
 
 class CheckpointTensors(_Frozen):
@@ -892,7 +913,7 @@ class PerfPoint(BaseModel):
                             "sets throughput")
 
 
-class Performance(PerfPoint):
+class Performance(PerfPoint, Deferred):
     """The latency model at the workload's concurrency (kvplan/perf/step.py), with cost."""
 
     input_tokens: int
@@ -955,49 +976,10 @@ class Performance(PerfPoint):
     cost_per_day: float | None = Field(None, description="USD per day for the replicas' GPUs")
     by_concurrency: list[PerfPoint] = Field(
         default_factory=list, description="the same figures at 1, 2, 4, … up to the KV bound")
-    # by_concurrency computed on first read or serialization, not per plan: a sweep plans
-    # hundreds of deployments and reads none of their tables (Performance.deferred)
-    _table: Callable[[], list[PerfPoint]] | None = PrivateAttr(None)
-
-    @classmethod
-    def deferred(cls, table: Callable[[], list[PerfPoint]], **values: Any) -> Performance:
-        """A Performance whose by_concurrency is `table()`, called when first needed."""
-        p = cls(**values)
-        del p.__dict__["by_concurrency"]
-        p._table = table
-        return p
-
-    def _by_concurrency(self) -> list[PerfPoint]:
-        """Fill by_concurrency in place, keeping the fields' order (the JSON's)."""
-        d = self.__dict__
-        if "by_concurrency" not in d and self._table is not None:
-            d["by_concurrency"] = self._table()
-            ordered = {k: d[k] for k in type(self).model_fields if k in d}
-            d.clear()
-            d.update(ordered)
-            self._table = None
-        return d["by_concurrency"]
-
-    if not TYPE_CHECKING:  # mypy: by_concurrency is the field above
-        def __getattr__(self, name: str) -> Any:
-            if name == "by_concurrency":
-                return self._by_concurrency()
-            return super().__getattr__(name)
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
-        self._by_concurrency()
-        return handler(self)
-
-    def __getstate__(self) -> dict[Any, Any]:  # pickle the table, not the closure that makes it
-        self._by_concurrency()
-        return super().__getstate__()
-
-    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the table in both
-        self._by_concurrency()
-        if isinstance(other, Performance):
-            other._by_concurrency()
-        return super().__eq__(other)
+    # Performance.deferred(table, …): by_concurrency computed on first read or serialization,
+    # not per plan (a sweep plans hundreds of deployments and reads none of their tables)
+    DEFERRED: ClassVar[str] = "by_concurrency"
+    PLACEHOLDER: ClassVar[Any] = []
 
 
 class PlanSpeculative(BaseModel):
@@ -1135,7 +1117,7 @@ class TrafficPlan(BaseModel):
         "gauges with target values per replica, as a KEDA ScaledObject / HPA would take them")
 
 
-class Plan(BaseModel):
+class Plan(Deferred):
     schema_version: str = SCHEMA_VERSION
     fits: bool
     problems: list[Problem]
@@ -1160,65 +1142,10 @@ class Plan(BaseModel):
     # --- traffic ---
     traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
                                         "(--traffic FILE)")
-    # the launch line written when first read or serialized (Plan.deferred): a sweep plans
-    # hundreds of deployments and prints none of their serve lines
-    _command: Callable[[], str] | None = PrivateAttr(None)
-
-    @classmethod
-    def deferred(cls, command: Callable[[], str], **values: Any) -> Plan:
-        """A Plan whose command is `command()`, called when first needed (read, serialized,
-        compared, pickled)."""
-        p = cls(command="", **values)
-        del p.__dict__["command"]
-        p._command = command
-        return p
-
-    def _filled(self) -> None:
-        """Write a deferred command in place, keeping the fields' order (the JSON's)."""
-        d = self.__dict__
-        if "command" not in d and self._command is not None:
-            d["command"] = self._command()
-            ordered = {k: d[k] for k in type(self).model_fields if k in d}
-            d.clear()
-            d.update(ordered)
-            self._command = None
-
-    if not TYPE_CHECKING:  # mypy: command is the field above
-        def __getattr__(self, name: str) -> Any:
-            if name == "command":
-                self._filled()
-                return self.__dict__["command"]
-            return super().__getattr__(name)
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
-        self._filled()
-        return handler(self)
-
-    def __getstate__(self) -> dict[Any, Any]:  # pickle the command, not the closure
-        self._filled()
-        return super().__getstate__()
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None,
-                   deep: bool = False) -> Self:
-        """As BaseModel.model_copy; a copy that sets the command gets it in its place."""
-        if update and "command" in update:
-            self._filled()
-        return super().model_copy(update=update, deep=deep)
-
-    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: the command in both
-        self._filled()
-        if isinstance(other, Plan):
-            other._filled()
-        return super().__eq__(other)
-
-    def __repr_args__(self) -> Any:
-        self._filled()
-        return super().__repr_args__()
-
-    def __iter__(self) -> Any:
-        self._filled()
-        return super().__iter__()
+    # Plan.deferred(command, …): the launch line written when first read or serialized (a sweep
+    # plans hundreds of deployments and prints none of their serve lines)
+    DEFERRED: ClassVar[str] = "command"
+    PLACEHOLDER: ClassVar[Any] = ""
 
 
 # --- disagg ---

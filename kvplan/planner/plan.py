@@ -711,14 +711,15 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
         if not met:  # (and the message names no change to the serve line)
             held = pres.usable_blocks // max(1, pres.request_blocks(goal.length))
             return goal.max_len, Problem.deferred(
-                "target-not-met", "error", _in_tries(lambda: (
+                _in_tries(lambda: (
                     f"--target-concurrency {n}: the KV cache holds {held} of {goal.text()}; "
-                    f"alternatives, cheapest first: {listing(alternatives())}")))
+                    f"alternatives, cheapest first: {listing(alternatives())}")),
+                code="target-not-met", severity="error")
         uses = f"; the serve line uses {util_name} {util:g}" if util != current else ""
         return goal.max_len, Problem.deferred(
-            "next-steps", "info", _in_tries(lambda: (
+            _in_tries(lambda: (
                 f"{goal.text()} do not fit as configured; alternatives, cheapest first: "
-                f"{listing(alternatives())}{uses}")))
+                f"{listing(alternatives())}{uses}")), code="next-steps", severity="info")
     options = alternatives()
     shorter = next((o.value for o in options if o.kind is AlternativeKind.SHORTER_LENGTH), None)
     rec_len_value: int | None = goal.max_len

@@ -18,27 +18,23 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast, get_args
+from typing import Any, ClassVar, Literal, NamedTuple, cast, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     model_serializer,
 )
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
 from ..model.whatif import FORMATS, what_if_format
-from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
+from ..specs import Deferred, DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 from . import nodes as node_rules
 from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
 from .plan import plan as make_plan
@@ -122,7 +118,7 @@ class PrunedKind(Enum):
     MEMORY = "memory"
 
 
-class Option(_Model):
+class Option(Deferred, _Model):
     """One planned candidate. `plan` is the very object `kvplan plan --json` prints for it."""
 
     rank: int = Field(description="1 = best; options that meet the target come first")
@@ -177,60 +173,10 @@ class Option(_Model):
                                 "(sweep --disagg): `plan` is its decode pool, `service` the whole")
     service: DisaggPlan | None = Field(None, description="`kvplan plan --disagg --json` for it")
 
-    # reasons worked out when first read or serialized (Option.deferred): the ranking reads
-    # only their kinds, and a sweep's caller reads few options' reasons
-    _reasons: Callable[[], list[str]] | None = PrivateAttr(None)
-
-    @classmethod
-    def deferred(cls, reasons: Callable[[], list[str]], **values: Any) -> Option:
-        """An Option whose reasons are `reasons()`, called when first needed; their kinds
-        (reason_kinds) are known now."""
-        o = cls(reasons=[], **values)
-        del o.__dict__["reasons"]
-        o._reasons = reasons
-        return o
-
-    def _filled(self) -> None:
-        """Work out deferred reasons in place, keeping the fields' order (the JSON's)."""
-        d = self.__dict__
-        if "reasons" not in d and self._reasons is not None:
-            d["reasons"] = self._reasons()
-            ordered = {k: d[k] for k in type(self).model_fields if k in d}
-            d.clear()
-            d.update(ordered)
-            self._reasons = None
-
-    if not TYPE_CHECKING:  # mypy: reasons is the field above
-        def __getattr__(self, name: str) -> Any:
-            if name == "reasons":
-                self._filled()
-                return self.__dict__["reasons"]
-            return super().__getattr__(name)
-
-    def __getstate__(self) -> dict[Any, Any]:  # pickle the reasons, not the closure
-        self._filled()
-        return super().__getstate__()
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None,
-                   deep: bool = False) -> Self:
-        """As BaseModel.model_copy; a copy that sets the reasons gets them in their place."""
-        if update and "reasons" in update:
-            self._filled()
-        return super().model_copy(update=update, deep=deep)
-
-    def __eq__(self, other: object) -> bool:  # pydantic compares __dict__: reasons in both
-        self._filled()
-        if isinstance(other, Option):
-            other._filled()
-        return super().__eq__(other)
-
-    def __repr_args__(self) -> Any:
-        self._filled()
-        return super().__repr_args__()
-
-    def __iter__(self) -> Any:
-        self._filled()
-        return super().__iter__()
+    # Option.deferred(reasons, …): reasons worked out when first read or serialized: the
+    # ranking reads only their kinds, and a sweep's caller reads few options' reasons
+    DEFERRED: ClassVar[str] = "reasons"
+    PLACEHOLDER: ClassVar[Any] = []
 
     def missing(self, *kinds: MissKind) -> bool:
         """Whether any reason is of one of `kinds` (read from reason_kinds alone)."""
@@ -307,7 +253,7 @@ class Option(_Model):
         return self.plan.kv_cache.tokens
 
     @model_serializer(mode="wrap")
-    def _with_plan_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """The stored fields, with the ones read from the plan printed after `pareto` (the
         sweep JSON's order since schema 1.0)."""
         self._filled()

@@ -68,7 +68,8 @@ def test_an_option_with_deferred_reasons_pickles_and_compares_with_them():
 
 def test_a_deferred_problem_is_worked_out_once_and_serialized_in_order():
     calls = []
-    p = Problem.deferred("target-not-met", "error", lambda: calls.append(1) or "the words")
+    p = Problem.deferred(lambda: calls.append(1) or "the words", code="target-not-met",
+                         severity="error")
     assert p.pending and p.code == "target-not-met" and calls == []
     assert json.loads(p.model_dump_json()) == {"code": "target-not-met", "severity": "error",
                                                "message": "the words"}
