@@ -12,7 +12,6 @@ and price only, and every SLO given is reported as not evaluated.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,8 +36,8 @@ from ..model.whatif import FORMATS, what_if_format
 from ..specs import Deferred, DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 from . import nodes as node_rules
 from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
+from .plan import gc_paused, shared_tries
 from .plan import plan as make_plan
-from .plan import shared_tries
 from .whatif import apply as what_if_apply
 from .whatif import unsupported as what_if_unsupported
 
@@ -312,13 +311,8 @@ class SweepResult(_Model):
         sweeping): it works out every option's deferred parts (concurrency tables, serve lines,
         a missed target's alternatives), thousands of objects none of them freed in cycles,
         and each pass of the collector would walk the result's large heap."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return super().model_dump_json(**kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
 
 
 # ---------------------------------------------------------------------- candidates
@@ -500,9 +494,7 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     # collector's passes over the growing heap cost 20–40 % of a sweep, so pause it meanwhile.
     # One candidate's searches re-plan other candidates' deployments: shared_tries answers each
     # once for the whole sweep.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         with shared_tries():
             result = _sweep(m, cands, pruned, total, knobs, workload, engine_version, prices,
                             target, closest_pruned,
@@ -513,9 +505,6 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
         notes = [n for n in (note, _what_if_note(result.options)) if n]
         if notes:
             result = result.model_copy(update={"notes": [*result.notes, *notes]})
-    finally:
-        if was_enabled:
-            gc.enable()
     return result
 
 
