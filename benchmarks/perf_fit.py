@@ -60,6 +60,7 @@ sys.path.insert(0, str(HERE))
 import perf_arch  # noqa: E402  (benchmarks/perf_arch.py: the cross-architecture stage)
 
 from kvplan.api import plan  # noqa: E402
+from kvplan.engines import registry  # noqa: E402
 from kvplan.engines.registry import fitted_coefficients  # noqa: E402
 from kvplan.perf import fit as fit_  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
@@ -75,7 +76,7 @@ SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us", "la
           "step_overhead_ms", "seq_overhead_us")
 PER_ENGINE = ("request_overhead_ms",)
 # Harness stage: refitted with the step-time coefficients above fixed (see fit()).
-HARNESS_SHARED = ("burst_share",)
+HARNESS_SHARED = ("burst_share", "request_overhead_ms")
 ENGINES = ("vllm", "sglang")
 START, BOUNDS = fit_.START, fit_.BOUNDS
 
@@ -128,7 +129,7 @@ def context(r: dict) -> perf.PerfContext:
     """The PerfContext of a row's deployment, with the KV capacity kvplan's planner gives it."""
     version = r["engine_version"] if r["engine_version"] != "not given" else ""
     key = (r["model"], r["gpu"], r["engine"], version, r["precision"], r["tp"], r["pp"],
-           r["isl"] + r["osl"], r["front_end"])
+           r["isl"] + r["osl"], r["front_end"], r["engine_flags"])
     if key in _CTX:
         return _CTX[key]
     m, g, q = resolve_model(r["model"]), resolve_gpu(GPU_IDS[r["gpu"]]), _quant(r["precision"])
@@ -144,9 +145,16 @@ def context(r: dict) -> perf.PerfContext:
         max_num_batched_tokens=_count(inputs["max_num_batched_tokens"]),
         max_num_seqs=_count(inputs["max_num_seqs"]),
         kv_capacity_tokens=max(p.kv_cache.tokens, 1))
-    ctx = dataclasses.replace(ctx, front_end=perf_arch.front_end(r))
+    plain = dataclasses.replace(ctx, front_end=perf_arch.front_end(r))
+    ctx = dataclasses.replace(plain, **registry.get(r["engine"]).launch_batching(
+        r["engine_flags"].split(), ctx.max_num_batched_tokens))
     _CTX[key] = ctx
+    _PLAIN[id(ctx)] = plain
     return ctx
+
+
+# a row's context without its launch flags' batching (engine_flags): the step-time stage
+_PLAIN: dict[int, perf.PerfContext] = {}
 
 
 # ------------------------------------------------------------------ parameters
@@ -154,7 +162,7 @@ def context(r: dict) -> perf.PerfContext:
 # The fit itself (parameters, loss, Nelder–Mead, error statistics, leave-one-group-out) lives in
 # kvplan/perf/fit.py; this script supplies the rows, the fitted subset and the outputs.
 PARAMS = fit_.Parameters(shared=SHARED, per_key=PER_ENGINE, keys=ENGINES, bounds=BOUNDS)
-HARNESS = fit_.Parameters(shared=HARNESS_SHARED, per_key=PER_ENGINE, keys=ENGINES, bounds=BOUNDS)
+HARNESS = fit_.Parameters(shared=HARNESS_SHARED, per_key=(), keys=ENGINES, bounds=BOUNDS)
 predict, errors, summary, as_dict = fit_.predict, fit_.errors, fit_.summary, fit_.as_dict
 
 
@@ -165,14 +173,19 @@ def fit(rows: list[fit_.Row],
     1. Step time: the six shared coefficients and a provisional request overhead per engine,
        with the steady-state wait of the closed loop (evaluate(wait_model="mva"): the form the
        coefficients were fitted with before the burst share; TPOT does not depend on it).
-    2. Harness: burst_share (shared) and request_overhead_ms (per engine) with the step-time
-       coefficients fixed, with the fitted wait form ("burst"). The harness terms describe how
-       the runs sent their requests (docs/performance.md, Known gaps), so they are kept from
-       trading off against the step-time coefficients that TPOT, throughput and the
-       cross-architecture stage build on. Held out, TTFT median 26.2 → 17.1 %, TPOT unchanged;
-       fitted jointly in one stage instead: TTFT 21.2 %, TPOT 6.5 → 6.9 %."""
+    2. Harness: burst_share and request_overhead_ms (both shared, the overhead restarted from
+       START) with the step-time coefficients fixed, with the fitted wait form ("burst"). The
+       harness terms describe how the runs sent their requests (docs/performance.md, Known
+       gaps), so they are kept from trading off against the step-time coefficients that TPOT,
+       throughput and the cross-architecture stage build on. Held out, TTFT median 26.2 →
+       17.1 %, TPOT unchanged; fitted jointly in one stage instead: TTFT 21.2 %, TPOT 6.5 →
+       6.9 %. With SGLang's mixed-chunk rows (column engine_flags) a per-engine overhead
+       fits 0 ms on SGLang's prefill-first groups and 150–500 ms on its mixed ones, and held
+       out TTFT is 25.8 / 63.6 % (median / p90) against 21.8 / 51.9 % with one shared
+       constant."""
     begin = start or {e: dict(START) for e in ENGINES}
-    steady = [dataclasses.replace(r, wait_model="mva") for r in rows]
+    steady = [dataclasses.replace(r, wait_model="mva", context=_PLAIN.get(id(r.context), r.context))
+              for r in rows]
     step = fit_.fit(steady, PARAMS, begin)
     harness_start = {e: {**as_dict(step[e]), **{k: begin[e][k] for k in HARNESS_SHARED}}
                      for e in ENGINES}
@@ -188,6 +201,8 @@ def run_fit(rows: list[fit_.Row]) -> dict:
         rows, fit, report=lambda g, v: print(f"  held out {g}: {v}", file=sys.stderr))
     logo = errors(held.rows, held.preds)
     final = fit(rows)
+    # with the coefficients as committed (rounded by as_dict), as --check recomputes them
+    final = {e: perf.Coefficients(**as_dict(c)) for e, c in final.items()}
     in_sample = summary(errors(rows, [predict(r, final) for r in rows]))
     return {"coefficients": {e: as_dict(final[e]) for e in ENGINES},
             "ranges": fit_.ranges(logo), "logo": summary(logo), "logo_groups": held.per_group,
@@ -290,7 +305,13 @@ def render_doc(result: dict) -> str:
         "fixed-length closed loop in waves: the B_run requests are prefilled in batches of "
         "max_num_batched_tokens, decode in lock-step and finish together. Mean TTFT = (first "
         "batch + whole wave) / 2 + request_overhead; TPOT = decode step + the rest of the "
-        "wave's prefill spread over O − 1 tokens.",
+        "wave's prefill spread over O − 1 tokens. Launched with `--enable-mixed-chunk` "
+        "(column `engine_flags` of the data), SGLang mixes each prefill batch with the running "
+        "decodes (mixed style) but admits whole prompts: a step takes k = max(1, ⌊(budget − "
+        "running) / prompt⌋) prompts, budget = min(--chunked-prefill-size, --max-prefill-tokens)"
+        " (SGLang 0.5.6.post2 schedule_policy.py PrefillAdder; scheduler.py "
+        "get_new_batch_prefill), so a burst's queue drains k prompts per step, each step also "
+        "decoding the running requests (`perf.step.burst_wait_s`, PerfContext.whole_prompts).",
         "* Engines without calibration rows borrow the coefficients of the engine with the same "
         "batching style (TGI ← SGLang) and report `calibrated=False`, as do GPU classes "
         "without measurements for the engine (see *Across GPU architectures and engines*).",
@@ -317,15 +338,15 @@ def render_doc(result: dict) -> str:
         "| coefficient | " + " | ".join(ENGINES) + " |",
         "|---|" + "---:|" * len(ENGINES),
     ]
-    for k in (*SHARED, *HARNESS_SHARED, *PER_ENGINE):
+    for k in dict.fromkeys((*SHARED, *HARNESS_SHARED, *PER_ENGINE)):
         lines.append(f"| `{k}` | " + " | ".join(str(c[e][k]) for e in ENGINES) + " |")
     lines += [
         "",
         f"Shared by all engines: {', '.join(f'`{k}`' for k in (*SHARED, *HARNESS_SHARED))}; "
-        f"per engine: {', '.join(f'`{k}`' for k in PER_ENGINE)}. Two stages: the step-time "
-        "coefficients first (with a provisional request overhead and the steady-state wait), "
-        f"then the harness terms {', '.join(f'`{k}`' for k in (*HARNESS_SHARED, *PER_ENGINE))} "
-        "with those fixed; `burst_share` acts on the mixed (vLLM) style only. "
+        "two stages: the step-time coefficients first (with a provisional request overhead "
+        f"per engine and the steady-state wait), then the harness terms "
+        f"{', '.join(f'`{k}`' for k in HARNESS_SHARED)} with those fixed; `burst_share` acts on "
+        "the mixed style only (vLLM; SGLang rows launched with `--enable-mixed-chunk`). "
         f"{result['rows']} rows, "
         f"{result['groups']} (model × GPU × engine) groups, all from one source "
         "(aiconfigurator's silicon sample, H100 SXM and H200 SXM).",
@@ -412,10 +433,11 @@ GAPS = [
     "bench_serving runner: 10·N prompts, `--max-concurrency N`, rate inf), i.e. N clients "
     "started together. Neither a spread steady state nor a lock-step burst describes the vLLM "
     "rows (`python benchmarks/ttft_harness.py`, mean TTFT with the shipped coefficients, median "
-    "/ p90 APE and median signed error, all rows): shipped 13 / 116 % (+4 %); steady state "
-    "alone with the shipped overhead 27 / 86 % (−13 %), without it 50 / 89 % (−32 %); simulated "
+    "/ p90 APE and median signed error, all rows): shipped 14 / 40 % (+3 %); steady state "
+    "alone with the shipped overhead 31 / 79 % (−26 %), without it 54 / 83 % (−51 %); simulated "
     "burst (kvplan.perf.simulate closed harness, 12·N requests, first 2·N dropped) without "
-    "overhead 41 / 195 % (+13 %), with it 123 / 379 %. 149 of the 198 vLLM rows measured a mean "
+    "overhead 47 / 140 % (−0 %), with it 95 / 346 % (before SGLang's mixed-chunk rows: 13 / "
+    "116, 27 / 86, 50 / 89, 41 / 195 and 123 / 379 %). 149 of the 198 vLLM rows measured a mean "
     "TTFT below the *lock-step floor* (N identical prompts arriving together, prefilled in "
     "max_num_batched_tokens steps at 100 % of dense peak, GEMMs only; e.g. Qwen3-32B bf16, TP2 "
     "H100, c = 8, ISL 1024: 8 × 1024 tokens × 31.2 GFLOP per token per GPU is 258 ms at "
@@ -426,12 +448,15 @@ GAPS = [
     "with the concurrency × one prompt's prefill. **The fitted wait** is therefore "
     "`burst_share` × the lock-step queue ((N − 1)/2 prompts ahead, each its share of a full "
     "prefill step; `perf.step.burst_wait_s`), at least the steady-state queue: `burst_share` "
-    "0.13, i.e. a request waits as if an eighth of the other clients had sent with it. The "
-    "share implied row by row ((measured − a lone prompt's prefill step − overhead) / burst "
-    "queue, shipped coefficients): Qwen3-32B vLLM 0.17 (p10–p90 0.13–0.41), Llama-3.1-70B H100 "
-    "0.10, H200 0.11. It is a property of the harness (how far N clients that start together "
+    "0.13 when introduced, 0.16 since SGLang's mixed-chunk rows joined it (below), i.e. a "
+    "request waits as if a sixth of the other clients had sent with it. The share implied "
+    "row by row ((measured − a lone prompt's prefill step − overhead) / burst queue, shipped "
+    "coefficients): Qwen3-32B vLLM 0.19 (p10–p90 0.13–0.44), Llama-3.1-70B H100 0.11, H200 "
+    "0.13 (0.17, 0.10 and 0.11 with the coefficients it was introduced with). It is a "
+    "property of the harness (how far N clients that start together "
     "drift apart), fitted, not an engine mechanism from source; kvplan applies it to every "
-    "mixed-style (vLLM, TensorRT-LLM) prediction. Held out, TTFT median 26.2 → 17.1 %, p90 "
+    "mixed-style (vLLM, TensorRT-LLM, SGLang with --enable-mixed-chunk) prediction. When "
+    "introduced (figures of that fit), held out, TTFT median 26.2 → 17.1 %, p90 "
     "112.3 → 108.5 % (vLLM groups: Qwen3-32B 31.0 → 20.4 %, Llama-3.1-70B H100 30.6 → 16.6 %, "
     "H200 27.0 → 12.3 %); TPOT unchanged (6.5 %, p90 19.0 %), throughput 6.5 → 6.3 %. vLLM's "
     "`request_overhead_ms` falls from 107.6 to 45.8 ms (the rest of the old constant was this "
@@ -443,7 +468,8 @@ GAPS = [
     "TTFT 21.2 / 107.1 %, TPOT 6.5 → 6.9 % (p90 21.2 %), and the cross-architecture LOAO "
     "throughput median 14.6 → 16.0 %.",
     "* **Engine overheads fitted across GPUs: tried, not kept** (`python "
-    "benchmarks/perf_overheads.py`, figures with async scheduling modelled). The step, layer, "
+    "benchmarks/perf_overheads.py`, figures with async scheduling modelled, before SGLang's "
+    "mixed-chunk rows: 'shipped' is that fit). The step, layer, "
     "per-sequence and all-reduce overheads (with the GEMM/bandwidth efficiencies, request "
     "overhead and burst share) refitted jointly on the 328 Hopper rows and the 75 public "
     "latency rows (docs/performance-latency.md) as engine constants, the GPU classes' factors "

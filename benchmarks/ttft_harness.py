@@ -118,7 +118,10 @@ def implied_share(ctx: perf.PerfContext, row: fit_.Row) -> float | None:
         return None
     i = row.input_tokens
     lone = perf._step_s(ctx, 0.0, 0.0, i, i / 2, 1.0)
-    burst = perf.burst_wait_s(ctx, row.concurrency, i, i / 2)
+    # whole-prompt admission (SGLang --enable-mixed-chunk) drains the burst in steps that also
+    # decode the running requests; the token-budget form ignores them
+    burst = perf.burst_wait_s(ctx, row.concurrency, i, i / 2, pt.running,
+                              i + row.output_tokens / 2)
     return (row.ttft_ms * 1e-3 - lone - ctx.coefficients.request_overhead_ms * 1e-3) / burst
 
 

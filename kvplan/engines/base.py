@@ -462,6 +462,12 @@ class Engine(ABC):
         """The engine's own ceiling on concurrent requests (None: none beyond the KV cache)."""
         return None
 
+    def launch_batching(self, flags: Sequence[str], budget: int) -> dict[str, Any]:
+        """PerfContext fields a measured deployment's launch flags change from the engine's
+        declared batching (calibration.style; `budget`: its prefill tokens per step). Default:
+        none. Used for calibration rows that state their flags (benchmarks/perf_fit.py)."""
+        return {}
+
     @abstractmethod
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -1051,19 +1051,25 @@ def _runtime(dep: Deployment, d: Defaults) -> tuple[Deployment, Deployment]:
     return run, run.model_copy(update={"max_num_seqs": d.decode_graph_bs})
 
 
+# --max-prefill-tokens default (SGLang 0.5.6.post2 python/sglang/srt/server_args.py
+# ServerArgs.max_prefill_tokens): prefill tokens one scheduling step may admit
+MAX_PREFILL_TOKENS = 16384
+
 # Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
 # benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
-# docs/performance.md). All but request_overhead_ms are shared with vLLM in the fit
-# (engines/vllm.py); tests/test_perf.py checks these equal the committed fit. Calibrated
-# releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (SGLang
-# docs): a prefill batch runs while decoding pauses (lock-step waves, so burst_share, the
-# mixed style's share of a burst queue, does not act on SGLang's TTFT).
+# docs/performance.md). All are shared with vLLM in the fit, request_overhead_ms too: SGLang's
+# own is not identified by its two groups, one prefill-first, one mixed-chunk (perf_fit.py
+# fit()); tests/test_perf.py checks these equal the committed fit. Calibrated releases: those
+# with rows in benchmarks/data/perf_calibration.csv. Batching style (SGLang docs): a prefill
+# batch runs while decoding pauses (lock-step waves, so burst_share, the mixed style's share
+# of a burst queue, does not act on SGLang's TTFT); --enable-mixed-chunk turns it mixed
+# (launch_batching).
 CALIBRATION = Calibration(
     style="separate",
     coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
                               step_overhead_ms=5.1313, layer_overhead_us=0.0,
                               seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                              request_overhead_ms=0.0161, burst_share=0.1305),
+                              request_overhead_ms=40.1828, burst_share=0.1537),
     versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"))
 
 
@@ -1115,6 +1121,23 @@ class SglangEngine(Engine):
     # python/sglang/srt/metrics/collector.py (SchedulerMetricsCollector, v0.4–0.5): gauges
     # sglang:num_queue_reqs (requests in the waiting queue) and sglang:token_usage
     autoscale_metrics = {"queue": "sglang:num_queue_reqs", "kv_usage": "sglang:token_usage"}
+
+    def launch_batching(self, flags: Sequence[str], budget: int) -> dict[str, Any]:
+        """--enable-mixed-chunk (SGLang 0.5.6.post2, python/sglang/srt/managers/scheduler.py
+        get_new_batch_prefill: with chunked prefill on, a prefill batch is mixed with the
+        running decodes, mix_with_running) turns the prefill-first waves into mixed steps that
+        admit whole prompts (schedule_policy.py PrefillAdder.add_one_req). A step's prefill
+        tokens are capped by --chunked-prefill-size (`budget`) and by --max-prefill-tokens
+        (server_args.py: default 16384), less the running requests' decode tokens
+        (PrefillAdder: mixed_with_decode_tokens = running_bs)."""
+        if "--enable-mixed-chunk" not in flags:
+            return {}
+        max_prefill = MAX_PREFILL_TOKENS
+        if "--max-prefill-tokens" in flags:
+            i = list(flags).index("--max-prefill-tokens")
+            max_prefill = int(flags[i + 1])
+        return {"style": "mixed", "whole_prompts": True,
+                "max_num_batched_tokens": min(budget, max_prefill)}
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""

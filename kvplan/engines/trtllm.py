@@ -1160,10 +1160,10 @@ class TrtllmEngine(Engine):
     # request overheads and burst share stay vLLM's (TTFT is borrowed, docs/performance.md).
     calibration = Calibration(
         style="mixed",
-        coefficients=Coefficients(gemm_efficiency=0.4864, bandwidth_efficiency=1.0,
+        coefficients=Coefficients(gemm_efficiency=0.491, bandwidth_efficiency=1.0,
                                   step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                                  seq_overhead_us=7.4154, allreduce_latency_us=2.026,
-                                  request_overhead_ms=45.7783, burst_share=0.1305),
+                                  seq_overhead_us=7.5681, allreduce_latency_us=2.026,
+                                  request_overhead_ms=40.1828, burst_share=0.1537),
         versions=("0.14.0", "1.0.0"),
         # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only
         # when its prompt + max new tokens fit in the KV blocks no running request will need,

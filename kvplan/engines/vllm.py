@@ -860,7 +860,7 @@ CALIBRATION = Calibration(
     coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
                               step_overhead_ms=5.1313, layer_overhead_us=0.0,
                               seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                              request_overhead_ms=45.7783, burst_share=0.1305),
+                              request_overhead_ms=40.1828, burst_share=0.1537),
     versions=("0.12.0",),
     # Async scheduling (vllm/config/scheduler.py SchedulerConfig.async_scheduling: "helps to
     # avoid gaps in GPU utilization"; vllm PR #19970) overlaps the scheduler's work for the next

@@ -40,7 +40,9 @@ Continuous batching at closed-loop concurrency B (input I, output O tokens per r
 * "separate" engines (SGLang, TGI: prefill-first) run prefill batches that pause decoding,
   which keeps a fixed-length closed loop in waves: the B_run requests are prefilled in
   batches of max_num_batched_tokens, decode in lock-step and finish together; mean TTFT =
-  (first batch + whole wave) / 2, and TPOT carries the rest of the wave's prefill;
+  (first batch + whole wave) / 2, and TPOT carries the rest of the wave's prefill.
+  SGLang launched with --enable-mixed-chunk runs mixed steps instead, admitting whole
+  prompts (PerfContext.whole_prompts, burst_wait_s; Engine.launch_batching);
 * TTFT adds a per-request overhead (the serving front end: HTTP, tokenizer; none when the
   context says the figures are an in-process engine benchmark, PerfContext.front_end);
   e2e = TTFT + (O − 1)·TPOT (TPOT is defined as (e2e − TTFT)/(O − 1)); requests/s = B / e2e;
@@ -98,9 +100,9 @@ NVLINK_DIRECTIONS = 2
 # the _low/_high range of a Hopper PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 # Other GPU classes and extrapolated figures use their own bands (kvplan/perf/arch.py).
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.48, 1.484),
-    "tpot": (0.893, 1.19),
-    "throughput": (0.882, 1.099),
+    "ttft": (0.773, 1.625),
+    "tpot": (0.876, 1.133),
+    "throughput": (0.882, 1.106),
 }
 METRICS = ("ttft", "tpot", "throughput")
 
@@ -328,6 +330,9 @@ class PerfContext:
     # time of one API-server process (Calibration.frontend_service_ms) and how many serve
     frontend_service_s: float = 0.0
     frontend_servers: int = 1
+    # --- sglttft --- a mixed step admits whole prompts, at least one (SGLang with
+    # --enable-mixed-chunk: Engine.launch_batching; burst_wait_s)
+    whole_prompts: bool = False
 
     @property
     def request_overhead_s(self) -> float:
@@ -845,7 +850,8 @@ def gated_wait_s(n: int, *, step_s: float, prompt_s: float, cycle_s: float) -> f
     return (lo + hi) / 2.0
 
 
-def burst_wait_s(ctx: PerfContext, n: int, prompt_tokens: float, prompt_context: float) -> float:
+def burst_wait_s(ctx: PerfContext, n: int, prompt_tokens: float, prompt_context: float,
+                 decoding: float = 0.0, decode_context: float = 0.0) -> float:
     """Mean wait of a prompt behind the others when n prompts of `prompt_tokens` tokens arrive
     together and are prefilled first come, first served, `max_num_batched_tokens` at a time
     (the lock-step burst of a closed loop whose n clients start together): (n − 1) / 2 prompts
@@ -855,10 +861,25 @@ def burst_wait_s(ctx: PerfContext, n: int, prompt_tokens: float, prompt_context:
     evaluate() ("burst", the fitted form) waits burst_share × this (at least the steady-state
     queue of _prefill_wait_s): the calibration rows' TTFT grows with the clients × one
     prompt's prefill whatever the output length, as in a burst, but below the lock-step floor
-    (docs/performance.md, Known gaps; benchmarks/ttft_harness.py prints the evidence)."""
+    (docs/performance.md, Known gaps; benchmarks/ttft_harness.py prints the evidence).
+
+    Whole-prompt admission (ctx.whole_prompts: SGLang with --enable-mixed-chunk) drains the
+    burst in steps that also decode the `decoding` running sequences (mean context
+    `decode_context`): a step's prefill room is the budget less one token per decoding
+    sequence, and it takes k = max(1, ⌊room / prompt⌋) whole prompts (SGLang 0.5.6.post2,
+    python/sglang/srt/managers/schedule_policy.py PrefillAdder: rem_input_tokens =
+    max_prefill_tokens − running_bs with mixed chunks; add_one_req stops at the first prompt
+    that does not fit unless the batch is still empty; scheduler.py get_new_batch_prefill
+    then mixes the batch with the running decodes, mix_with_running). The wait is (n − 1) / 2
+    prompts ahead, 1 / k of such a step each. Hand-worked in tests/perf/test_step_time.py."""
     if n <= 1:
         return 0.0
     budget = ctx.max_num_batched_tokens
+    if ctx.whole_prompts:
+        room = max(budget - decoding * (1 + ctx.spec_tokens), 1.0)
+        k = max(1.0, float(math.floor(room / prompt_tokens)))
+        t_step = _step_s(ctx, decoding, decode_context, k * prompt_tokens, prompt_context, k)
+        return (n - 1) / 2 * t_step / k
     t_full = _step_s(ctx, 0.0, 0.0, budget, prompt_context, budget / prompt_tokens)
     return (n - 1) / 2 * t_full * prompt_tokens / budget
 
@@ -932,7 +953,8 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
             if wait_model == "mva":
                 ttft = own_s + mva
             else:  # "burst": a share of the lock-step queue, at least the steady-state one
-                ttft = own_s + max(c.burst_share * burst_wait_s(ctx, b, i, p_ctx), mva)
+                burst = burst_wait_s(ctx, b, i, p_ctx, decoding, mean_ctx)
+                ttft = own_s + max(c.burst_share * burst, mva)
     else:
         # Prefill-first: a prefill batch of up to `budget` tokens runs before decoding resumes,
         # so a closed loop with fixed lengths runs in waves: the b requests arrive together,

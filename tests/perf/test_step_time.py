@@ -392,6 +392,20 @@ def test_burst_wait_by_hand() -> None:
     assert perf.burst_wait_s(ctx, 3, 2000, 1000) == pytest.approx(2.0)
 
 
+def test_whole_prompt_burst_wait_by_hand() -> None:
+    """Whole-prompt admission (SGLang --enable-mixed-chunk): a step's prefill room is the
+    1,000-token budget less one token per decoding sequence, filled with whole prompts, at
+    least one; the step also decodes. 100 decoding, 300-token prompts: room 900, 3 prompts a
+    step of 100 + 900 tokens = 1 s; 7 prompts: 3 ahead on average, 1/3 step each: 1 s. 750
+    decoding: room 250, still one prompt, a step of 750 + 300 tokens: 3 prompts, 1 ahead:
+    1.05 s. Without whole_prompts the decodes are not in the burst (the vLLM form: 0.9 s)."""
+    ctx = dataclasses.replace(_toy_ctx(), whole_prompts=True)
+    assert perf.burst_wait_s(ctx, 7, 300, 150, 100, 0) == pytest.approx(1.0)
+    assert perf.burst_wait_s(ctx, 3, 300, 150, 750, 0) == pytest.approx(1.05)
+    assert perf.burst_wait_s(ctx, 1, 300, 150, 100, 0) == 0.0
+    assert perf.burst_wait_s(_toy_ctx(), 7, 300, 150, 100, 0) == pytest.approx(0.9)
+
+
 def test_burst_share_scales_the_mixed_wait() -> None:
     """The fitted wait ("burst") is burst_share × the burst queue when that exceeds the
     steady-state queue: with share 0 it is the MVA's TTFT, and it grows with the share (32
