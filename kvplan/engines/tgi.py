@@ -388,7 +388,7 @@ class TgiResult:
 
     @property
     def fits(self) -> bool:
-        return self.kv_bytes > 0 and self.tokens >= self.max_total_tokens
+        return self.kv_bytes > 0 and self.tokens > 0 and self.tokens >= self.max_total_tokens
 
 
 def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights_bytes: int,
@@ -415,7 +415,7 @@ def plan_memory(m: ModelSpec, era: TgiEra, *, total_bytes: int, tp: int, weights
     model_max = launcher_max_position(m) or tokens
     total = max_total_tokens or min(tokens, model_max)
     problems = []
-    if kv <= 0:
+    if kv <= 0 or tokens == 0:  # nothing left, or less than one block
         problems.append(Problem(
             code="no-kv-memory", severity="error",
             message="weights and the warm-up prefill leave no memory for the KV cache inside "

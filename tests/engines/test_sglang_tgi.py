@@ -386,3 +386,14 @@ def test_tgi_refuses_a_total_too_short_for_a_prompt():
     """Issue 15 class 3: --max-total-tokens 1 would print --max-input-tokens 0."""
     with pytest.raises(InvalidInputError, match="no room for a prompt"):
         plan(LLAMA, "h100", engine="tgi", max_model_len=1)
+
+
+def test_tgi_with_less_than_one_kv_block_does_not_fit():
+    # DeepSeek-V3 (FP8 weights, 671 B parameters) on 4 B200s under TGI, which keeps every layer's
+    # full K and V: the weights leave about 122 MiB per GPU, under one block (16 tokens at
+    # ~1.2 MiB a token per shard). It planned "fits" with 0 KV tokens (max_total_tokens fell to
+    # 0 with them) while `kvplan check` of its own serve line said the KV cache holds 0 tokens.
+    p = plan("deepseek-ai/DeepSeek-V3", "b200", engine="tgi", tensor_parallel_size=4)
+    assert p.kv_cache.tokens == 0
+    assert not p.fits
+    assert "no-kv-memory" in [x.code for x in p.problems]
