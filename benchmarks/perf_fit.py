@@ -172,17 +172,17 @@ def fit(rows: list[fit_.Row],
 
     1. Step time: the six shared coefficients and a provisional request overhead per engine,
        with the steady-state wait of the closed loop (evaluate(wait_model="mva"): the form the
-       coefficients were fitted with before the burst share; TPOT does not depend on it).
-    2. Harness: burst_share and request_overhead_ms (both shared, the overhead restarted from
-       START) with the step-time coefficients fixed, with the fitted wait form ("burst"). The
+       coefficients were fitted with before the burst share), on the rows as the engines'
+       declared batching: launch flags inferred from a row's source (column engine_flags) are
+       not let move the coefficients that TPOT, throughput and the cross-architecture stage
+       build on.
+    2. Harness: burst_share and request_overhead_ms (both shared: SGLang's own overhead is not
+       identified by its two groups) with the step-time coefficients fixed, the rows with
+       their launch flags (SGLang --enable-mixed-chunk), the fitted wait form ("burst"). The
        harness terms describe how the runs sent their requests (docs/performance.md, Known
-       gaps), so they are kept from trading off against the step-time coefficients that TPOT,
-       throughput and the cross-architecture stage build on. Held out, TTFT median 26.2 →
-       17.1 %, TPOT unchanged; fitted jointly in one stage instead: TTFT 21.2 %, TPOT 6.5 →
-       6.9 %. With SGLang's mixed-chunk rows (column engine_flags) a per-engine overhead
-       fits 0 ms on SGLang's prefill-first groups and 150–500 ms on its mixed ones, and held
-       out TTFT is 25.8 / 63.6 % (median / p90) against 21.8 / 51.9 % with one shared
-       constant."""
+       gaps). Held out, TTFT 17.1 / 108.5 → 18.0 / 46.1 % (median / p90), TPOT 6.5 → 6.4 %;
+       with a per-engine overhead 21.0 / 56.3 % (SGLang's fits 130 ms on its mixed rows); the
+       flags in stage 1 too move the step coefficients (docs/performance.md)."""
     begin = start or {e: dict(START) for e in ENGINES}
     steady = [dataclasses.replace(r, wait_model="mva", context=_PLAIN.get(id(r.context), r.context))
               for r in rows]
@@ -433,10 +433,10 @@ GAPS = [
     "bench_serving runner: 10·N prompts, `--max-concurrency N`, rate inf), i.e. N clients "
     "started together. Neither a spread steady state nor a lock-step burst describes the vLLM "
     "rows (`python benchmarks/ttft_harness.py`, mean TTFT with the shipped coefficients, median "
-    "/ p90 APE and median signed error, all rows): shipped 14 / 40 % (+3 %); steady state "
-    "alone with the shipped overhead 31 / 79 % (−26 %), without it 54 / 83 % (−51 %); simulated "
+    "/ p90 APE and median signed error, all rows): shipped 14 / 40 % (+5 %); steady state "
+    "alone with the shipped overhead 31 / 79 % (−26 %), without it 52 / 84 % (−49 %); simulated "
     "burst (kvplan.perf.simulate closed harness, 12·N requests, first 2·N dropped) without "
-    "overhead 47 / 140 % (−0 %), with it 95 / 346 % (before SGLang's mixed-chunk rows: 13 / "
+    "overhead 43 / 102 % (−5 %), with it 93 / 346 % (before SGLang's mixed-chunk rows: 13 / "
     "116, 27 / 86, 50 / 89, 41 / 195 and 123 / 379 %). 149 of the 198 vLLM rows measured a mean "
     "TTFT below the *lock-step floor* (N identical prompts arriving together, prefilled in "
     "max_num_batched_tokens steps at 100 % of dense peak, GEMMs only; e.g. Qwen3-32B bf16, TP2 "
@@ -448,11 +448,12 @@ GAPS = [
     "with the concurrency × one prompt's prefill. **The fitted wait** is therefore "
     "`burst_share` × the lock-step queue ((N − 1)/2 prompts ahead, each its share of a full "
     "prefill step; `perf.step.burst_wait_s`), at least the steady-state queue: `burst_share` "
-    "0.13 when introduced, 0.16 since SGLang's mixed-chunk rows joined it (below), i.e. a "
-    "request waits as if a sixth of the other clients had sent with it. The share implied "
-    "row by row ((measured − a lone prompt's prefill step − overhead) / burst queue, shipped "
-    "coefficients): Qwen3-32B vLLM 0.19 (p10–p90 0.13–0.44), Llama-3.1-70B H100 0.11, H200 "
-    "0.13 (0.17, 0.10 and 0.11 with the coefficients it was introduced with). It is a "
+    "0.13 when introduced, 0.15 since SGLang's mixed-chunk rows joined it (below), i.e. a "
+    "request waits as if about a seventh of the other clients had sent with it. The share "
+    "implied row by row ((measured − a lone prompt's prefill step − overhead) / burst queue, "
+    "shipped coefficients): Qwen3-32B vLLM 0.18 (p10–p90 0.13–0.42), Llama-3.1-70B H100 0.11, "
+    "H200 0.12, Llama-3.1-8B SGLang with mixed chunks 0.22 (0.14–0.45) (0.17, 0.10 and 0.11 for "
+    "the vLLM groups with the coefficients it was introduced with). It is a "
     "property of the harness (how far N clients that start together "
     "drift apart), fitted, not an engine mechanism from source; kvplan applies it to every "
     "mixed-style (vLLM, TensorRT-LLM, SGLang with --enable-mixed-chunk) prediction. When "
@@ -509,35 +510,37 @@ GAPS = [
     "simulation agrees with the gated closed form only at the old 107.6 ms overhead "
     "(tests/perf/test_simulate.py pins it): at 45.8 ms its mean TTFT is 9–15 % lower (8 and 64 "
     "clients, 2,000/300 tokens, Llama-3.1-70B TP4).",
-    "* **TTFT of SGLang, Llama-3.1-8B fp8 held out (+131 % median)** is the p90: lock-step "
-    "waves, fitted on Qwen3-32B, whose rows are in lock step (implied burst share 1.04, "
-    "p10–p90 0.85–1.39: its waves hold), while this group's rows imply 0.40 (0.20–1.64): ≈ 0.2 "
-    "at TP1 like vLLM's, growing with TP (TP8 ≈ 0.9 and above), i.e. kvplan's prefill of this "
-    "small model speeds up with TP more than measured. Its c = 512 rows' TTFT grows with the "
+    "* **TTFT of SGLang, Llama-3.1-8B fp8 held out (33 / 78 %, median / p90)** is still the "
+    "worst group. As lock-step waves (fitted on Qwen3-32B, whose 0.5.1.post1 rows are in lock "
+    "step: implied burst share 1.02, p10–p90 0.84–1.33) it was +131 % median and set the p90 "
+    "(136 / 377 %); with mixed chunks (below) it implies 0.22 (0.14–0.45), like vLLM's. Its "
+    "c = 512 rows' TTFT grows with the "
     "output length at fixed concurrency (TP8: 1.99 s at 500, 3.18 s at 1,000, 7.98 s at 2,000 "
     "tokens), the signature of a closed loop whose extra requests wait for a slot: "
     "e2e × (512 / running − 1) gives 460–495 running, while SGLang's own cap for this model is "
     "2,049 (max_running_requests in a Llama-3.1-8B start-up log, reference/sglang_logs_more.csv)"
     ": a client or front-end limit the rows do not state, not modelled. One group cannot tell "
     "a version, model-size or harness cause apart.",
-    "* **SGLang `--enable-mixed-chunk` for that group: tried, not kept (2026-12).** 17 of the "
-    "group's 46 rows (SGLang 0.5.6.post2) measured a mean TTFT below the lock-step floor, so "
-    "they did not run in prefill-first waves; the rows state no launch flags, but "
-    "aiconfigurator's generator, whose silicon runs these are, starts every SGLang worker with "
-    "`--enable-mixed-chunk` and `--max-prefill-tokens` ISL + 1500 (from its first 0.5.6.post2 "
-    "template, commit c46a56b02). Modelled so (a mixed step admits whole prompts, k = max(1, "
-    "⌊(budget − running) / prompt⌋): SGLang 0.5.6.post2 schedule_policy.py PrefillAdder, "
-    "scheduler.py get_new_batch_prefill) with the flags marked as inferred, the group held out "
-    "falls from 136 / 377 % to 33 / 78 % and pooled TTFT held out to 21.8 / 51.9 % (median / "
-    "p90; TPOT 5.4 %, throughput 5.8 %), but the refit moves the step overhead (5.1 ms) into a "
-    "73 µs per-layer cost that async scheduling does not hide (public Qwen2.5-0.5B on L4, vLLM "
-    "0.23: TPOT −2 → +33 %). With the per-layer cost held at 0 (decode steps are CUDA-graph "
-    "replays) the step overhead goes to 0 and all-reduce to 33 µs: held out TTFT 21.9 / 50.8 "
-    "%, TPOT 6.7 %, throughput 7.1 %, cross-architecture LOAO throughput 13.6 %, but out of "
-    "sample the public latency rows' LOAO TPOT rises from 7.8 to 18.9 % (docs/performance-"
-    "latency.md) and the traffic validation's p99 TTFT error from 35 to 41 % "
-    "(docs/traffic-validation.md). Both refits trade out-of-sample accuracy for the in-sample "
-    "p90 on flags the source does not state, so the shipped fit keeps SGLang's rows as waves.",
+    "* **SGLang `--enable-mixed-chunk` on the SGLang 0.5.6.post2 / 0.5.8.post1 rows (harness "
+    "stage only).** 17 of the Llama-3.1-8B group's 46 rows measured a mean TTFT below the "
+    "lock-step floor, so they did not run in prefill-first waves. The rows state no launch "
+    "flags; aiconfigurator's generator, whose silicon runs these are, starts every SGLang "
+    "worker of those releases with `--enable-mixed-chunk` and `--max-prefill-tokens` ISL + "
+    "1500 (its first 0.5.6.post2 template, commit c46a56b02; src/aiconfigurator/generator/"
+    "rule_plugin/sglang.rule), so the data file records these flags, marked inferred, for those "
+    "52 rows (column `engine_flags`); the 0.5.1.post1 rows (before the generator's mixed-chunk "
+    "rule) stay prefill-first. Because the flags are inferred, the step-time stage fits on the "
+    "rows as waves (its coefficients are the same as without the flags) and only the harness "
+    "stage sees them: pooled TTFT held out 17.1 / 108.5 → 18.0 / 46.1 % (median / p90), TPOT "
+    "6.5 → 6.4 %, throughput 6.3 → 6.4 %; `request_overhead_ms` is one constant for both "
+    "engines (40.2 ms; vLLM's was 45.8, SGLang's 0.02: its own is not identified, fitting "
+    "0 ms on waves and 130 ms on the mixed rows, held out 21.0 / 56.3 %). Out of sample the "
+    "public latency rows and the traffic validation barely move (LOAO TPOT 7.8 %, TTFT 47.7 → "
+    "48.4 %; p99 TTFT 35 %). Tried and not kept: the flags in the step-time stage too, which "
+    "moves the 5.1 ms step overhead into a 73 µs per-layer cost that async scheduling does not "
+    "hide (held out 21.8 / 51.9 %; public Qwen2.5-0.5B on L4, vLLM 0.23: TPOT −2 → +33 %), or, "
+    "with the per-layer cost held at 0, into a 33 µs all-reduce (21.9 / 50.8 %; public LOAO "
+    "TPOT 7.8 → 18.9 %, traffic p99 35 → 41 %).",
     "* **TPOT, Llama-3.1-8B fp8 on SGLang held out** is the worst TPOT group (13.4 % median, "
     "33 % p90): at concurrency 160–512 a small model's step is "
     "dominated by per-sequence CPU work and block-scaled fp8 kernels, which the shared overheads, "
