@@ -96,7 +96,10 @@ NM_ITERS = 400
 
 
 def _quant(precision: str) -> tuple[QuantSpec | None, str | None, str | None]:
-    """(QuantSpec, --quantization knob, --kv-cache-dtype knob) of a row's precision."""
+    """(QuantSpec, --quantization knob, --kv-cache-dtype knob) of a row's precision;
+    "(checkpoint)": the checkpoint's own quantization, no knob."""
+    if "(checkpoint)" in precision:
+        return None, None, None
     kv = "fp8" if "kv_fp8" in precision else None
     if precision.startswith("nvfp4"):
         return QuantSpec(method="nvfp4", source="cli"), "nvfp4", kv
@@ -135,17 +138,25 @@ def front_end(r: Mapping[str, Any]) -> bool:
     return r["front_end"] == "server"
 
 
-def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
-    """The PerfContext of a row's deployment (None: kvplan's plan refuses it, e.g. weights
-    that do not fit)."""
-    m, g = resolve_model(r["model"]), resolve_gpu(r["gpu"])
-    q, qknob, kv = _quant(r["precision"])
+def row_knobs(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's layout, length and formats as plan knobs: TP/PP, max_model_len = ISL + OSL, the
+    quantization and KV dtype its precision names."""
+    _, qknob, kv = _quant(r["precision"])
     knobs: dict[str, Any] = {"tensor_parallel_size": r["tp"], "pipeline_parallel_size": r["pp"],
                              "max_model_len": r["isl"] + r["osl"]}
     if qknob:
         knobs["quantization"] = qknob
     if kv:
         knobs["kv_cache_dtype"] = kv
+    return knobs
+
+
+def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
+    """The PerfContext of a row's deployment (None: kvplan's plan refuses it, e.g. weights
+    that do not fit)."""
+    m, g = resolve_model(r["model"]), resolve_gpu(r["gpu"])
+    q, _, kv = _quant(r["precision"])
+    knobs = row_knobs(r)
     for k in KNOB_COLUMNS:  # the run's own deployment knobs, where its source states them
         if r.get(k):
             knobs[k] = float(r[k]) if k == "gpu_memory_utilization" else int(r[k])

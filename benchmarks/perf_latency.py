@@ -83,22 +83,9 @@ def load_raw(path: Path = DATA) -> list[dict[str, Any]]:
     return out
 
 
-def _quant(precision: str) -> tuple[Any, str | None, str | None]:
-    """perf_arch's mapping; "(checkpoint)": the checkpoint's own quantization, no knob."""
-    if "(checkpoint)" in precision:
-        return None, None, None
-    return perf_arch._quant(precision)
-
-
 def knobs_of(r: Mapping[str, Any]) -> dict[str, Any]:
     """The plan knobs of a row: TP/PP, dtype, quantization, KV dtype, its stated flags."""
-    _, qknob, kv = _quant(r["precision"])
-    knobs: dict[str, Any] = {"tensor_parallel_size": r["tp"], "pipeline_parallel_size": r["pp"],
-                             "max_model_len": r["isl"] + r["osl"]}
-    if qknob:
-        knobs["quantization"] = qknob
-    if kv:
-        knobs["kv_cache_dtype"] = kv
+    knobs = perf_arch.row_knobs(r)
     for item in filter(None, r.get("knobs", "").split(";")):
         k, v = item.split("=", 1)
         knobs[k] = float(v) if k in FLOAT_KNOBS else int(v)
@@ -111,7 +98,7 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext:
     if r["precision"] in DTYPE:  # the dtype the run served (not every engine has --dtype)
         m = m.model_copy(update={"dtype": DTYPE[r["precision"]]})
     knobs = knobs_of(r)
-    q, _, kv = _quant(r["precision"])
+    q, _, kv = perf_arch._quant(r["precision"])
     version = r["engine_version"] or r.get("engine_version_assumed") or None
     p = plan(m, g, engine=r["engine"], engine_version=version, **knobs)
     if not p.fits or p.performance is None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -46,6 +45,8 @@ from kvplan.engines.base import Coefficients  # noqa: E402
 from kvplan.engines.registry import fitted_coefficients  # noqa: E402
 from kvplan.perf import fit as fit_  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
+
+fmt = perf_latency.stat  # median / p90 APE (median signed) in %
 
 KEYS = ("vllm", "sglang")
 STEP_SHARED = ("gemm_efficiency", "bandwidth_efficiency", "allreduce_latency_us",
@@ -139,14 +140,6 @@ def pub_errors(pubs: Sequence[Pub], preds: Sequence[perf.PerfPoint]) -> dict[str
             if v is not None:
                 out[m].append(getattr(pt, f"{m}_ms") / v - 1)
     return out
-
-
-def fmt(errs: Sequence[float]) -> str:
-    if not errs:
-        return "—"
-    a = [abs(e) for e in errs]
-    return (f"{100 * statistics.median(a):.1f} / {100 * fit_.percentile(a, 0.9):.1f} % "
-            f"({100 * statistics.median(errs):+.1f} %)")
 
 
 def coeff_line(c: Mapping[str, Coefficients]) -> str:
