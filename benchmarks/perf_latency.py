@@ -248,11 +248,14 @@ def readme_with(rows: Sequence[Mapping[str, Any]]) -> str:
     benchmarks/perf_fit.py writes) set from the public latency rows, pooled outside Hopper."""
     p = pooled(rows)
     new = {}
-    for metric, target in (("TPOT", 15), ("TTFT", 25)):
-        e = [abs(x) for x in _errs(p, metric.lower(), "loao")]
+    # "TPOT strict": the GPU's decode-GEMM microbenchmark (perf/decode_gemm.py) left out too
+    for label, metric, key, target in (("TPOT", "tpot", "loao", 15),
+                                       ("TPOT strict", "tpot", "triad_loao", 15),
+                                       ("TTFT", "ttft", "loao", 25)):
+        e = [abs(x) for x in _errs(p, metric, key)]
         med, p90 = 100 * statistics.median(e), 100 * fit_.percentile(e, 0.9)
-        new[f"| {metric}, median APE"] = (
-            f"| {metric}, median APE | ≤ {target} % | {med:.1f} % (p90 {p90:.1f} %), {len(e)} "
+        new[f"| {label}, median APE"] = (
+            f"| {label}, median APE | ≤ {target} % | {med:.1f} % (p90 {p90:.1f} %), {len(e)} "
             f"public latency rows | {'yes' if med <= target else 'no'} |")
     text = README.read_text(encoding="utf-8")
     head, rest = text.split(ARCH_START, 1)
