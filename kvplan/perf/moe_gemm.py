@@ -30,16 +30,17 @@ charges, so the ratio is held at its ridge value (no double count at decode); be
 points it is interpolated linearly in log t, and held at the last point above 512 tokens per
 expert (fewer shapes reach beyond it on Hopper: the tables stop at 16384 tokens).
 
-Applies where a table exists: engines whose calibration names the kernel family
-(engines/base.py Calibration.moe_kernels: vLLM, any release; timed on 0.14.0, UNVERIFIED for
-others) on
-the A100 SXM4 80GB, H100 SXM and H200 SXM, for bf16 experts and fp8 experts (per-tensor, or
-block-scaled: `QuantSpec.block_size`). Everything else — other engines (SGLang's and
-TensorRT-LLM's own MoE kernels), other GPUs, MXFP4/NVFP4/int4 experts (gpt-oss on Hopper
-runs vLLM's MXFP4 Triton or Marlin path, vllm/model_executor/layers/quantization/mxfp4.py
-`get_mxfp4_backend`: Marlin below SM90, else Triton when triton_kernels is installed; no
-table times it), FP8 checkpoints on Ampere (weight-only Marlin) — keeps the dense rate
-(ratio 1).
+Applies where a table exists: MoE layers of at least MIN_EXPERTS routed experts, on engines
+whose calibration names the kernel family (engines/base.py Calibration.moe_kernels: vLLM, any
+release; timed on 0.14.0, UNVERIFIED for others), on the A100 SXM4 80GB, H100 SXM and H200
+SXM, for bf16 experts and fp8 experts (per-tensor, or block-scaled: `QuantSpec.block_size`).
+Everything else keeps the dense rate (ratio 1): other engines (SGLang's and TensorRT-LLM's own
+MoE kernels), other GPUs, coarse MoE layers, MXFP4/NVFP4/int4 experts (gpt-oss on Ampere and
+Hopper runs vLLM's MXFP4 Marlin or Triton path, vllm/model_executor/layers/quantization/
+mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or without triton_kernels, else Triton; no
+table times them), FP8 checkpoints on Ampere (weight-only Marlin). Expert parallelism: the
+shard width is taken as moe_intermediate_size / TP (UNVERIFIED with EP, where an expert is
+not split).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ from __future__ import annotations
 import math
 
 Curve = tuple[tuple[float, float], ...]  # (routed tokens per expert, ratio to the dense rate)
+
+# the tables' fine-grained shapes have 128-512 routed experts; coarser MoE layers (Mixtral's 8,
+# Llama 4's 16, Qwen1.5-MoE's 60, DeepSeek-V2-Lite's 64) are outside them and keep the dense rate
+MIN_EXPERTS = 128
 
 # expert shard width bands (hidden × width per expert per GPU), upper bounds inclusive
 WIDTH_BANDS = (256, 768)
@@ -102,12 +107,14 @@ def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled:
     return ""
 
 
-def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, shard_width: int) -> Curve:
+def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
+              shard_width: int) -> Curve:
     """The measured ratio curve of one deployment's experts, () where none is measured.
-    kernels: the engine's fused-MoE kernel family (Calibration.moe_kernels); shard_width:
+    kernels: the engine's fused-MoE kernel family (Calibration.moe_kernels); num_experts:
+    routed experts per MoE layer (below MIN_EXPERTS: none); shard_width:
     moe_intermediate_size / TP, the columns of one expert on one GPU."""
     bands = CURVES.get((kernels, gpu_id, kernel_dtype))
-    if bands is None or shard_width <= 0:
+    if bands is None or shard_width <= 0 or num_experts < MIN_EXPERTS:
         return ()
     band = next((i for i, hi in enumerate(WIDTH_BANDS) if shard_width <= hi), len(WIDTH_BANDS))
     return bands[band]

@@ -628,7 +628,7 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
                                         quant is not None and quant.block_size is not None)
     curve = _moe_gemm.curve_for(registry.get(engine).calibration.moe_kernels, gpu.id, kernel,
-                                cdiv(m.moe.expert_intermediate_size, tp))
+                                m.moe.num_experts, cdiv(m.moe.expert_intermediate_size, tp))
     if not curve:
         return {}
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
