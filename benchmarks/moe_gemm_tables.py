@@ -29,23 +29,42 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 GRID = (128, 256, 512)
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
 BANDS = ((0, 256), (256, 768), (768, 1 << 20))  # expert shard width inter / moe_tp, (lo, hi]
-TABLES = {  # (engine, GPU dir, engine version dir): (MoE dtype, dense GEMM dtype) pairs
-    ("vllm", "a100_sxm", "0.14.0"): (("bfloat16", "bfloat16"),),
-    ("vllm", "h100_sxm", "0.14.0"): (("bfloat16", "bfloat16"), ("fp8", "fp8"),
-                                     ("fp8_block", "fp8")),
-    ("vllm", "h200_sxm", "0.14.0"): (("bfloat16", "bfloat16"), ("fp8", "fp8"),
-                                     ("fp8_block", "fp8")),
+# kernel family (engines/base.py Calibration.moe_kernels) → the tables that time it:
+# (GPU dir, engine dir, version, (MoE dtype, dense dtype) pairs, MoE kernel_source,
+# dense kernel_source)
+_VLLM = ("vllm_fused_moe", "vllm_default")
+_SGL = ("sglang_fused_moe_triton", "sglang")
+# TensorRT-LLM's PyTorch flow with its default CUTLASS MoE backend: the H200 table names the
+# kernel "moe_torch_flow", the H100 and B200 tables "moe_torch_flow_cutlass"
+_TRT = ("moe_torch_flow", "torch_flow")
+_TRT_C = ("moe_torch_flow_cutlass", "torch_flow")
+_BF16_FP8 = (("bfloat16", "bfloat16"), ("fp8", "fp8"), ("fp8_block", "fp8"))
+TABLES = {
+    "vllm-triton-fused-moe": (("a100_sxm", "vllm", "0.14.0", (("bfloat16", "bfloat16"),), *_VLLM),
+                              ("h100_sxm", "vllm", "0.14.0", _BF16_FP8, *_VLLM),
+                              ("h200_sxm", "vllm", "0.14.0", _BF16_FP8, *_VLLM)),
+    "sglang-triton-fused-moe": (("a100_sxm", "sglang", "0.5.9", (("bfloat16", "bfloat16"),),
+                                 *_SGL),
+                                ("h100_sxm", "sglang", "0.5.9",
+                                 (("bfloat16", "bfloat16"), ("fp8_block", "fp8")), *_SGL),
+                                ("h200_sxm", "sglang", "0.5.9",
+                                 (("bfloat16", "bfloat16"), ("fp8_block", "fp8")), *_SGL)),
+    "trtllm-cutlass-moe": (("h100_sxm", "trtllm", "1.2.0rc5", _BF16_FP8, *_TRT_C),
+                           ("h200_sxm", "trtllm", "1.2.0rc5", _BF16_FP8, *_TRT),
+                           ("b200_sxm", "trtllm", "1.2.0rc5",
+                            (*_BF16_FP8, ("nvfp4", "nvfp4")), *_TRT_C)),
 }
 
 
-def _read(path: Path) -> list[dict[str, object]]:
-    import pyarrow.parquet as pq  # noqa: PLC0415 (optional, only for this script)
+def _read(path: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq  # optional: only this script needs it
 
-    return pq.read_table(path).to_pylist()  # type: ignore[no-any-return]
+    return pq.read_table(path).to_pylist()
 
 
 def _interp(points: list[tuple[float, float]], t: float) -> float | None:
@@ -57,27 +76,29 @@ def _interp(points: list[tuple[float, float]], t: float) -> float | None:
     return None
 
 
-def dense_rate(rows: list[dict[str, object]], dtype: str) -> float:
-    rates = [2 * r["m"] * r["n"] * r["k"] / (r["latency"] * 1e-3)  # type: ignore[operator]
-             for r in rows if r["gemm_dtype"] == dtype and 2048 <= r["m"] <= 16384  # type: ignore[operator]
-             and r["n"] >= 1024 and r["k"] >= 1024]  # type: ignore[operator]
+def dense_rate(rows: list[dict[str, Any]], dtype: str, source: str) -> float:
+    rates = [2 * r["m"] * r["n"] * r["k"] / (r["latency"] * 1e-3)
+             for r in rows if r["gemm_dtype"] == dtype and r["kernel_source"] == source
+             and 2048 <= r["m"] <= 16384
+             and r["n"] >= 1024 and r["k"] >= 1024]
     return statistics.median(rates)
 
 
-def moe_curve(rows: list[dict[str, object]], dtype: str, band: tuple[int, int]
+def moe_curve(rows: list[dict[str, Any]], dtype: str, band: tuple[int, int], source: str
               ) -> dict[int, float]:
-    shapes: dict[tuple[object, ...], list[tuple[float, float]]] = {}
+    shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     for r in rows:
-        if (r["moe_dtype"] != dtype or r["moe_ep_size"] != 1 or r["num_experts"] < 128  # type: ignore[operator]
+        if (r["moe_dtype"] != dtype or r["kernel_source"] != source or r["moe_ep_size"] != 1
+                or r["num_experts"] < 128
                 or r["moe_tp_size"] not in (1, 2, 4, 8) or r["distribution"] != "power_law_1.01"):
             continue
-        if not band[0] < r["inter_size"] // r["moe_tp_size"] <= band[1]:  # type: ignore[operator]
+        if not band[0] < r["inter_size"] // r["moe_tp_size"] <= band[1]:
             continue
         key = (r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"], r["moe_tp_size"])
-        t = r["num_tokens"] * r["topk"] / r["num_experts"]  # type: ignore[operator]
-        width = r["inter_size"] / r["moe_tp_size"]  # type: ignore[operator]
-        flops = 6 * r["hidden_size"] * width * r["num_tokens"] * r["topk"]  # type: ignore[operator]
-        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))  # type: ignore[operator]
+        t = r["num_tokens"] * r["topk"] / r["num_experts"]
+        width = r["inter_size"] / r["moe_tp_size"]
+        flops = 6 * r["hidden_size"] * width * r["num_tokens"] * r["topk"]
+        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
     out: dict[int, float] = {}
     for t in GRID:
         vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
@@ -88,18 +109,19 @@ def moe_curve(rows: list[dict[str, object]], dtype: str, band: tuple[int, int]
 
 def main(root: str) -> None:
     base = Path(root) / DATA
-    for (engine, gpu, version), dtypes in TABLES.items():
-        moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
-        gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
-        for moe_dtype, dense_dtype in dtypes:
-            d = dense_rate(gemm, dense_dtype)
-            for band in BANDS:
-                curve = moe_curve(moe, moe_dtype, band)
-                cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
-                print(f"{engine} {gpu} {version} MoE {moe_dtype} shard ({band[0]}, {band[1]}] "
-                      f"vs dense {dense_dtype} {d / 1e12:.0f} TFLOP/s: MoE "
-                      f"{', '.join(f'{v / 1e12:.0f}' for v in curve.values())} TFLOP/s; "
-                      f"ratio ({cells})")
+    for family, tables in TABLES.items():
+        for gpu, engine, version, dtypes, moe_source, gemm_source in tables:
+            moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
+            gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
+            for moe_dtype, dense_dtype in dtypes:
+                d = dense_rate(gemm, dense_dtype, gemm_source)
+                for band in BANDS:
+                    curve = moe_curve(moe, moe_dtype, band, moe_source)
+                    cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+                    print(f"{family} {gpu} {engine} {version} MoE {moe_dtype} shard "
+                          f"({band[0]}, {band[1]}] vs dense {dense_dtype} {d / 1e12:.0f} "
+                          f"TFLOP/s: MoE {', '.join(f'{v / 1e12:.0f}' for v in curve.values())}"
+                          f" TFLOP/s; ratio ({cells})")
 
 
 if __name__ == "__main__":

@@ -633,7 +633,7 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
         return {}
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
                                    (gpu.bandwidth_tbps or 0.0) * 1e12,
-                                   1.0 if compute == "fp8" else 2.0)
+                                   {"fp8": 1.0, "fp4": 0.5}.get(compute, 2.0))
     return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor}
 
 
@@ -724,8 +724,10 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c = gemm_flops / flop_rate
-    if ctx.expert_gemm_curve and ctx.expert_flops_per_token and tokens:
-        # routed experts at their measured share of the dense rate (perf/moe_gemm.py)
+    if ctx.expert_gemm_curve and ctx.expert_flops_per_token and tokens and ctx.moe_group <= 1:
+        # routed experts at their measured share of the dense rate (perf/moe_gemm.py; the
+        # tables time TP-split experts: not expert parallelism's own kernels, e.g. DeepEP with
+        # DeepGEMM)
         per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
         r = _moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)

@@ -46,6 +46,9 @@ def test_kernel_dtype_follows_the_experts_path() -> None:
     assert moe_gemm.moe_kernel_dtype("bfloat16", "fp8", True) == ""
     assert moe_gemm.moe_kernel_dtype("bfloat16", "mxfp4", False) == ""
     assert moe_gemm.moe_kernel_dtype("float16", "awq", False) == ""
+    # NVFP4 experts in FP4 (Blackwell), and dequantized where the GPU has no FP4
+    assert moe_gemm.moe_kernel_dtype("fp4", "nvfp4", False) == "nvfp4"
+    assert moe_gemm.moe_kernel_dtype("bfloat16", "nvfp4", False) == ""
 
 
 def test_curve_by_shard_width_and_expert_count() -> None:
@@ -81,8 +84,10 @@ def test_context_carries_the_curve_for_measured_deployments_only() -> None:
     # 128 experts of width 768 at TP1: the (256, 768] band; bf16 ridge 989.4e12 / 3.35e12
     assert ctx.expert_gemm_curve == moe_gemm.CURVES[(FAMILY, "h100-sxm-80gb", "bfloat16")][1]
     assert ctx.expert_gemm_floor_tokens == pytest.approx(989.4 / 3.35)
-    # SGLang's own MoE kernels are not in the tables: the dense rate
-    assert _qwen30b("sglang").expert_gemm_curve == ()
+    # SGLang's own Triton fused_moe has its own tables; TGI declares no kernel family
+    assert _qwen30b("sglang").expert_gemm_curve == moe_gemm.CURVES[
+        ("sglang-triton-fused-moe", "h100-sxm-80gb", "bfloat16")][1]
+    assert _qwen30b("tgi").expert_gemm_curve == ()
     # a dense model has no experts
     llama = perf.context_for(resolve_model("meta-llama/Llama-3.1-8B-Instruct"), H100, "vllm",
                              "0.12.0", tp=1)
@@ -125,3 +130,16 @@ def test_decode_step_holds_the_ratio_at_the_ridge() -> None:
     assert moe_gemm.ratio(ctx.expert_gemm_curve, 4, ctx.expert_gemm_floor_tokens) == \
         pytest.approx(r)
     assert t.bound == "bandwidth"
+
+
+def test_expert_parallel_layers_keep_the_dense_rate() -> None:
+    """The tables time expert parallelism 1 (TP-split experts); a MoE layer spread over an EP
+    group (perf/expert.py sets moe_group) runs other kernels: no ratio applied."""
+    ctx = dataclasses.replace(_qwen30b(), coefficients=UNIT)
+    ep = dataclasses.replace(ctx, moe_group=8)
+    kw = {"decode_seqs": 0, "context_tokens": 0, "prefill_tokens": 8192,
+          "prefill_context_tokens": 4096, "prefill_seqs": 1}
+    gemm = 8192 * (1_837_105_152 + 3_623_878_656) + 2 * 151936 * 2048
+    attn = 4 * 32 * 128 * 48 * 8192 * 4096
+    assert perf.step_terms(ep, **kw).compute_s == pytest.approx((gemm + attn) / 989.4e12)
+    assert perf.step_terms(ctx, **kw).compute_s > perf.step_terms(ep, **kw).compute_s
