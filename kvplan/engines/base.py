@@ -230,6 +230,9 @@ class Calibration:
     # request bookkeeping; ms; 0: not modelled) and how many such processes serve a replica
     frontend_service_ms: float = 0.0
     frontend_servers: int = 1
+    # --- moe --- the fused-MoE kernel family whose measured tables time this engine's routed
+    # experts (perf/moe_gemm.py CURVES); "": none measured (experts at the dense GEMM rate)
+    moe_kernels: str = ""
 
     def __post_init__(self) -> None:
         if (self.coefficients is None) == (self.borrows is None):

@@ -1070,7 +1070,10 @@ CALIBRATION = Calibration(
                               step_overhead_ms=5.1313, layer_overhead_us=0.0,
                               seq_overhead_us=26.6505, allreduce_latency_us=2.026,
                               request_overhead_ms=40.1828, burst_share=0.1537),
-    versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"))
+    versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"),
+    # routed experts: SGLang's own Triton fused_moe (python/sglang/srt/layers/moe/
+    # fused_moe_triton), timed per GPU in aiconfigurator's SGLang 0.5.9 tables (perf/moe_gemm.py)
+    moe_kernels="sglang-triton-fused-moe")
 
 
 def _from_checkpoint(dep: Deployment) -> bool:

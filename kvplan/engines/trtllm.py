@@ -1170,7 +1170,11 @@ class TrtllmEngine(Engine):
         # and none is evicted (tensorrt_llm/llmapi/llm_args.py SchedulerConfig
         # capacity_scheduler_policy default; _torch/pyexecutor/scheduler BindCapacityScheduler;
         # docs/source/torch/scheduler.md; v0.14-1.x)
-        admission="reserve")
+        admission="reserve",
+        # routed experts: the PyTorch flow's fused MoE with its default CUTLASS backend, timed
+        # per GPU in aiconfigurator's TensorRT-LLM 1.2.0rc5 tables (perf/moe_gemm.py;
+        # UNVERIFIED for other releases and for the TensorRT engine flow of 0.x)
+        moe_kernels="trtllm-cutlass-moe")
 
     options_file_flag = "--extra_llm_api_options"
 

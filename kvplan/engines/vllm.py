@@ -884,7 +884,11 @@ CALIBRATION = Calibration(
     # there contradicts, 1 / 212.76 req/s = 4.70 ms, the fastest burst (GPUStack's performance
     # lab, gpt-oss-20b on one H100, vLLM 0.11.0, 1,000 chat requests of 128 in / 4 out sent at
     # once; the engine alone simulates 551 req/s there). Applied to every vLLM release.
-    frontend_service_ms=4.70)
+    frontend_service_ms=4.70,
+    # routed experts: vLLM's Triton fused_moe (vllm/model_executor/layers/fused_moe/
+    # fused_moe.py) for bf16 and fp8 experts, timed per GPU in aiconfigurator's vLLM 0.14.0
+    # tables (perf/moe_gemm.py)
+    moe_kernels="vllm-triton-fused-moe")
 
 
 def _expert_ranks(m: ModelSpec, d: Deployment) -> int:

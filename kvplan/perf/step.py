@@ -76,6 +76,7 @@ from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
 from ..units import DTYPE_ALIASES, cdiv
 from . import arch as _arch
 from . import decode_gemm as _decode_gemm
+from . import moe_gemm as _moe_gemm
 from .user_calibration import user_calibration
 
 Bound = Literal["compute", "bandwidth", "overhead"]
@@ -333,6 +334,11 @@ class PerfContext:
     # --- sglttft --- a mixed step admits whole prompts, at least one (SGLang with
     # --enable-mixed-chunk: Engine.launch_batching; burst_wait_s)
     whole_prompts: bool = False
+    # --- moe --- the routed experts' fused grouped GEMM runs at a measured fraction of the
+    # dense rate (perf/moe_gemm.py): (tokens per expert, ratio) points, () = the dense rate;
+    # below floor tokens per expert (the GPU's ridge point) the ratio is held
+    expert_gemm_curve: tuple[tuple[float, float], ...] = ()
+    expert_gemm_floor_tokens: float = 0.0
 
     @property
     def request_overhead_s(self) -> float:
@@ -609,7 +615,26 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
-        prefix_caching=prefix_caching, **_link_fields(gpu, tp, links))
+        prefix_caching=prefix_caching, **_link_fields(gpu, tp, links),
+        **_expert_gemm_fields(m, gpu, engine, tp, compute, quant))
+
+
+def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, compute: str,
+                        quant: QuantSpec | None) -> dict[str, Any]:
+    """The PerfContext fields of the routed experts' measured fused-GEMM rate
+    (perf/moe_gemm.py); none for a dense model or where no table measures the experts."""
+    if m.moe is None:
+        return {}
+    kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
+                                        quant is not None and quant.block_size is not None)
+    curve = _moe_gemm.curve_for(registry.get(engine).calibration.moe_kernels, gpu.id, kernel,
+                                m.moe.num_experts, cdiv(m.moe.expert_intermediate_size, tp))
+    if not curve:
+        return {}
+    floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
+                                   (gpu.bandwidth_tbps or 0.0) * 1e12,
+                                   {"fp8": 1.0, "fp4": 0.5}.get(compute, 2.0))
+    return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor}
 
 
 def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:
@@ -699,6 +724,13 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c = gemm_flops / flop_rate
+    if ctx.expert_gemm_curve and ctx.expert_flops_per_token and tokens and ctx.moe_group <= 1:
+        # routed experts at their measured share of the dense rate (perf/moe_gemm.py; the
+        # tables time TP-split experts: not expert parallelism's own kernels, e.g. DeepEP with
+        # DeepGEMM)
+        per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
+        r = _moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
+        g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)
     g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else
            ctx.dense_read_bytes / (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency)
            + (weight_bytes - ctx.dense_read_bytes) / byte_rate)

@@ -1,0 +1,128 @@
+"""Derive kvplan/perf/moe_gemm.py's curves from aiconfigurator's measured kernel tables.
+
+    python benchmarks/moe_gemm_tables.py AICONFIGURATOR_CHECKOUT
+
+AICONFIGURATOR_CHECKOUT: a checkout of ai-dynamo/aiconfigurator (commit 095f58a5 was used);
+its tables are `aic-core/src/aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/
+<op>_perf.parquet` (op: moe, gemm). Needs pyarrow (not a kvplan dependency: this script is
+run by hand when the tables change; its output is pasted into kvplan/perf/moe_gemm.py).
+
+For each (engine table, GPU, dtype, expert shard width band) it prints the measured ratio, at
+a number of routed tokens per expert t = tokens × top_k / experts, of the fused-MoE kernel's
+FLOP rate to the dense GEMM FLOP rate of the same collector, GPU, engine release and dtype:
+
+    MoE FLOP rate  = 6 × hidden × (inter / moe_tp) × tokens × top_k / latency
+    dense FLOP rate = median over the gemm table's rows with 2048 ≤ m ≤ 16384, n, k ≥ 1024
+                      of 2 m n k / latency
+    ratio(t)       = median over the MoE shapes of the MoE FLOP rate at t / dense FLOP rate
+
+MoE rows used: expert parallelism 1, fine-grained experts (num_experts ≥ 128), moe_tp 1-8,
+token distribution power_law_1.01, shard width inter / moe_tp in the band (0, 256],
+(256, 768] or above 768; each shape's rate is interpolated log-linearly in t. The dense
+reference is the dtype kvplan's fitted rate stands for (perf/step.py compute_dtype_for):
+bf16 for bf16 experts, per-tensor fp8 for both per-tensor and block-scaled fp8 experts.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+GRID = (128, 256, 512)
+DATA = "aic-core/src/aiconfigurator_core/systems/data"
+BANDS = ((0, 256), (256, 768), (768, 1 << 20))  # expert shard width inter / moe_tp, (lo, hi]
+# kernel family (engines/base.py Calibration.moe_kernels) → the tables that time it:
+# (GPU dir, engine dir, version, (MoE dtype, dense dtype) pairs, MoE kernel_source,
+# dense kernel_source)
+_VLLM = ("vllm_fused_moe", "vllm_default")
+_SGL = ("sglang_fused_moe_triton", "sglang")
+# TensorRT-LLM's PyTorch flow with its default CUTLASS MoE backend: the H200 table names the
+# kernel "moe_torch_flow", the H100 and B200 tables "moe_torch_flow_cutlass"
+_TRT = ("moe_torch_flow", "torch_flow")
+_TRT_C = ("moe_torch_flow_cutlass", "torch_flow")
+_BF16_FP8 = (("bfloat16", "bfloat16"), ("fp8", "fp8"), ("fp8_block", "fp8"))
+TABLES = {
+    "vllm-triton-fused-moe": (("a100_sxm", "vllm", "0.14.0", (("bfloat16", "bfloat16"),), *_VLLM),
+                              ("h100_sxm", "vllm", "0.14.0", _BF16_FP8, *_VLLM),
+                              ("h200_sxm", "vllm", "0.14.0", _BF16_FP8, *_VLLM)),
+    "sglang-triton-fused-moe": (("a100_sxm", "sglang", "0.5.9", (("bfloat16", "bfloat16"),),
+                                 *_SGL),
+                                ("h100_sxm", "sglang", "0.5.9",
+                                 (("bfloat16", "bfloat16"), ("fp8_block", "fp8")), *_SGL),
+                                ("h200_sxm", "sglang", "0.5.9",
+                                 (("bfloat16", "bfloat16"), ("fp8_block", "fp8")), *_SGL)),
+    "trtllm-cutlass-moe": (("h100_sxm", "trtllm", "1.2.0rc5", _BF16_FP8, *_TRT_C),
+                           ("h200_sxm", "trtllm", "1.2.0rc5", _BF16_FP8, *_TRT),
+                           ("b200_sxm", "trtllm", "1.2.0rc5",
+                            (*_BF16_FP8, ("nvfp4", "nvfp4")), *_TRT_C)),
+}
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq  # optional: only this script needs it
+
+    return pq.read_table(path).to_pylist()
+
+
+def _interp(points: list[tuple[float, float]], t: float) -> float | None:
+    """Log-linear interpolation of (t, rate) points at t; None outside their range."""
+    for (t0, r0), (t1, r1) in zip(points, points[1:], strict=False):
+        if t0 <= t <= t1:
+            f = (math.log(t) - math.log(t0)) / (math.log(t1) - math.log(t0)) if t1 > t0 else 0.0
+            return r0 + f * (r1 - r0)
+    return None
+
+
+def dense_rate(rows: list[dict[str, Any]], dtype: str, source: str) -> float:
+    rates = [2 * r["m"] * r["n"] * r["k"] / (r["latency"] * 1e-3)
+             for r in rows if r["gemm_dtype"] == dtype and r["kernel_source"] == source
+             and 2048 <= r["m"] <= 16384
+             and r["n"] >= 1024 and r["k"] >= 1024]
+    return statistics.median(rates)
+
+
+def moe_curve(rows: list[dict[str, Any]], dtype: str, band: tuple[int, int], source: str
+              ) -> dict[int, float]:
+    shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    for r in rows:
+        if (r["moe_dtype"] != dtype or r["kernel_source"] != source or r["moe_ep_size"] != 1
+                or r["num_experts"] < 128
+                or r["moe_tp_size"] not in (1, 2, 4, 8) or r["distribution"] != "power_law_1.01"):
+            continue
+        if not band[0] < r["inter_size"] // r["moe_tp_size"] <= band[1]:
+            continue
+        key = (r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"], r["moe_tp_size"])
+        t = r["num_tokens"] * r["topk"] / r["num_experts"]
+        width = r["inter_size"] / r["moe_tp_size"]
+        flops = 6 * r["hidden_size"] * width * r["num_tokens"] * r["topk"]
+        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
+    out: dict[int, float] = {}
+    for t in GRID:
+        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
+        if vals:
+            out[t] = statistics.median(vals)
+    return out
+
+
+def main(root: str) -> None:
+    base = Path(root) / DATA
+    for family, tables in TABLES.items():
+        for gpu, engine, version, dtypes, moe_source, gemm_source in tables:
+            moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
+            gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
+            for moe_dtype, dense_dtype in dtypes:
+                d = dense_rate(gemm, dense_dtype, gemm_source)
+                for band in BANDS:
+                    curve = moe_curve(moe, moe_dtype, band, moe_source)
+                    cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+                    print(f"{family} {gpu} {engine} {version} MoE {moe_dtype} shard "
+                          f"({band[0]}, {band[1]}] vs dense {dense_dtype} {d / 1e12:.0f} "
+                          f"TFLOP/s: MoE {', '.join(f'{v / 1e12:.0f}' for v in curve.values())}"
+                          f" TFLOP/s; ratio ({cells})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else ".")

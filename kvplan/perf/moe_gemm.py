@@ -1,0 +1,224 @@
+"""Measured fused-MoE GEMM rates: routed-expert FLOPs at their own rate. Pure: standard library.
+
+The step model (perf/step.py step_terms) charges a step's GEMM FLOPs at the GPU's datasheet
+peak × the engine's fitted `gemm_efficiency` × the GPU class's factor (perf/arch.py), fitted
+on dense models. A MoE layer's routed experts run as one fused grouped GEMM over all experts
+(vLLM's Triton `fused_moe`: each expert a GEMM of its t routed tokens against a shard of
+hidden × moe_intermediate_size / TP), which runs at a fraction of the dense GEMM's rate:
+
+    expert compute time = expert FLOPs / (dense rate × ratio(t))      seconds
+    t = tokens × DP ranks meeting in the layer × top_k / num_experts   routed tokens per expert
+
+ratio(t) is measured, not fitted: aiconfigurator's kernel tables (ai-dynamo/aiconfigurator,
+commit 095f58a5, aic-core/src/aiconfigurator_core/systems/data/<gpu>/{moe,gemm}/<engine>/
+<version>/{moe,gemm}_perf.parquet) time each engine's fused MoE for fine-grained MoE shapes
+(128-512 experts: Qwen3-30B/235B, DeepSeek-V3, Kimi-K2, GLM-4.5, ...) at moe_tp 1-8 and up to
+16384 tokens, and dense GEMMs through the same engine on the same GPU and release: vLLM 0.14.0
+(Triton fused_moe; A100-SXM4-80GB, H100 80GB HBM3, H200), SGLang 0.5.9 (its Triton fused_moe;
+the same GPUs), TensorRT-LLM 1.2.0rc5 (PyTorch flow, CUTLASS MoE; H100, H200, B200).
+ratio = the MoE's achieved FLOP/s (6 × hidden × inter / moe_tp × tokens × top_k / latency) ÷
+the dense GEMMs' median FLOP/s (rows 2048 ≤ m ≤ 16384, n, k ≥ 1024) of the dtype kvplan's
+fitted rate stands for (bf16; per-tensor fp8 for fp8 experts of either scaling; nvfp4); the
+median over the shapes of one expert shard-width band (inter / moe_tp: ≤ 256, ≤ 768, above),
+power_law_1.01 routing, expert parallelism 1. benchmarks/moe_gemm_tables.py derives the
+numbers below from the tables. A ratio of the collector's own rates: the peak and the clock
+cancel; kvplan's fitted dense rate (which absorbs the engine's other costs) stays the
+reference.
+
+Outside the measured range: below the GPU's ridge point in tokens per expert (peak FLOP/s ×
+bytes per expert weight / (2 × HBM bytes/s): a routed token does 2 FLOPs per weight element
+read) the grouped GEMM is weight-bound, which the step's expert-bytes term already
+charges, so the ratio is held at its ridge value (no double count at decode); between grid
+points it is interpolated linearly in log t, and held at the last point above 512 tokens per
+expert (fewer shapes reach beyond it on Hopper: the tables stop at 16384 tokens).
+
+Applies where a table exists: MoE layers of at least MIN_EXPERTS routed experts, on engines
+whose calibration names the kernel family (engines/base.py Calibration.moe_kernels; any
+release of the engine, UNVERIFIED beyond the timed one), on the GPUs and expert dtypes of
+CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (TensorRT-LLM
+on B200). Everything else keeps the dense rate (ratio 1): other GPUs, coarse MoE layers,
+MXFP4/int4 experts (gpt-oss on Ampere and Hopper runs vLLM's MXFP4 Marlin or Triton path,
+vllm/model_executor/layers/quantization/mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or
+without triton_kernels, else Triton; no table times them), FP8 checkpoints on Ampere
+(weight-only Marlin), and MoE layers spread over an expert-parallel group (PerfContext
+moe_group > 1, perf/expert.py: the tables time expert parallelism 1, TP-split experts; EP
+runs other kernels, e.g. DeepEP with DeepGEMM).
+"""
+
+from __future__ import annotations
+
+import math
+
+Curve = tuple[tuple[float, float], ...]  # (routed tokens per expert, ratio to the dense rate)
+
+# the tables' fine-grained shapes have 128-512 routed experts; coarser MoE layers (Mixtral's 8,
+# Llama 4's 16, Qwen1.5-MoE's 60, DeepSeek-V2-Lite's 64) are outside them and keep the dense rate
+MIN_EXPERTS = 128
+
+# expert shard width bands (hidden × width per expert per GPU), upper bounds inclusive
+WIDTH_BANDS = (256, 768)
+
+# (kernel family: engines/base.py Calibration.moe_kernels, GPU id, MoE kernel dtype) → one
+# curve per width band (≤ 256, ≤ 768, above); benchmarks/moe_gemm_tables.py's output at
+# aiconfigurator 095f58a5 (each entry's comment: the dense reference it divides by)
+CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
+    # vLLM's Triton fused_moe (vllm/model_executor/layers/fused_moe/fused_moe.py): vLLM 0.14.0
+    ("vllm-triton-fused-moe", "a100-sxm-80gb", "bfloat16"):  # dense bfloat16 255 TFLOP/s
+    (
+        ((128, 0.301), (256, 0.315), (512, 0.311)),
+        ((128, 0.318), (256, 0.37), (512, 0.363)),
+        ((128, 0.311), (256, 0.353), (512, 0.338))),
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "bfloat16"):  # dense bfloat16 799 TFLOP/s
+    (
+        ((128, 0.159), (256, 0.193), (512, 0.225)),
+        ((128, 0.192), (256, 0.228), (512, 0.249)),
+        ((128, 0.179), (256, 0.227), (512, 0.255))),
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8"):  # dense fp8 538 TFLOP/s
+    (
+        ((128, 0.274), (256, 0.306), (512, 0.322)),
+        ((128, 0.333), (256, 0.371), (512, 0.389)),
+        ((128, 0.351), (256, 0.391), (512, 0.415))),
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"):  # dense fp8 538 TFLOP/s
+    (
+        ((128, 0.445), (256, 0.516), (512, 0.558)),
+        ((128, 0.565), (256, 0.671), (512, 0.734)),
+        ((128, 0.657), (256, 0.789), (512, 0.852))),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "bfloat16"):  # dense bfloat16 766 TFLOP/s
+    (
+        ((128, 0.212), (256, 0.255), (512, 0.275)),
+        ((128, 0.24), (256, 0.281), (512, 0.308)),
+        ((128, 0.232), (256, 0.279), (512, 0.305))),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8"):  # dense fp8 615 TFLOP/s
+    (
+        ((128, 0.27), (256, 0.304), (512, 0.322)),
+        ((128, 0.337), (256, 0.377), (512, 0.392)),
+        ((128, 0.355), (256, 0.397), (512, 0.419))),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"):  # dense fp8 615 TFLOP/s
+    (
+        ((128, 0.414), (256, 0.478), (512, 0.515)),
+        ((128, 0.528), (256, 0.608), (512, 0.66)),
+        ((128, 0.598), (256, 0.698), (512, 0.756))),
+    # SGLang's Triton fused_moe (python/sglang/srt/layers/moe/fused_moe_triton): SGLang 0.5.9
+    ("sglang-triton-fused-moe", "a100-sxm-80gb", "bfloat16"):  # dense bfloat16 238 TFLOP/s
+    (
+        ((128, 0.313), (256, 0.371), (512, 0.41)),
+        ((128, 0.343), (256, 0.43), (512, 0.473)),
+        ((128, 0.359), (256, 0.444), (512, 0.469))),
+    ("sglang-triton-fused-moe", "h100-sxm-80gb", "bfloat16"):  # dense bfloat16 716 TFLOP/s
+    (
+        ((128, 0.191), (256, 0.23), (512, 0.251)),
+        ((128, 0.247), (256, 0.323), (512, 0.419)),
+        ((128, 0.211), (256, 0.262), (512, 0.3))),
+    ("sglang-triton-fused-moe", "h100-sxm-80gb", "fp8_block"):  # dense fp8 939 TFLOP/s
+    (
+        ((128, 0.262), (256, 0.319), (512, 0.312)),
+        ((128, 0.398), (256, 0.524), (512, 0.593)),
+        ((128, 0.513), (256, 0.679), (512, 0.807))),
+    ("sglang-triton-fused-moe", "h200-sxm-141gb", "bfloat16"):  # dense bfloat16 680 TFLOP/s
+    (
+        ((128, 0.247), (256, 0.28), (512, 0.31)),
+        ((128, 0.256), (256, 0.321), (512, 0.348)),
+        ((128, 0.272), (256, 0.329), (512, 0.367))),
+    ("sglang-triton-fused-moe", "h200-sxm-141gb", "fp8_block"):  # dense fp8 1012 TFLOP/s
+    (
+        ((128, 0.258), (256, 0.345), (512, 0.348)),
+        ((128, 0.384), (256, 0.448), (512, 0.526)),
+        ((128, 0.518), (256, 0.639), (512, 0.73))),
+    # TensorRT-LLM's PyTorch flow, default CUTLASS MoE backend: TensorRT-LLM 1.2.0rc5
+    ("trtllm-cutlass-moe", "h100-sxm-80gb", "bfloat16"):  # dense bfloat16 723 TFLOP/s
+    (
+        ((128, 0.199), (256, 0.267), (512, 0.273)),
+        ((128, 0.282), (256, 0.401), (512, 0.455)),
+        ((128, 0.342), (256, 0.481), (512, 0.587))),
+    ("trtllm-cutlass-moe", "h100-sxm-80gb", "fp8"):  # dense fp8 863 TFLOP/s
+    (
+        ((128, 0.229), (256, 0.266), (512, 0.25)),
+        ((128, 0.359), (256, 0.479), (512, 0.533)),
+        ((128, 0.514), (256, 0.716), (512, 0.873))),
+    ("trtllm-cutlass-moe", "h100-sxm-80gb", "fp8_block"):  # dense fp8 863 TFLOP/s
+    (
+        ((128, 0.13), (256, 0.142), (512, 0.151)),
+        ((128, 0.222), (256, 0.248), (512, 0.261)),
+        ((128, 0.357), (256, 0.413), (512, 0.443))),
+    ("trtllm-cutlass-moe", "h200-sxm-141gb", "bfloat16"):  # dense bfloat16 751 TFLOP/s
+    (
+        ((128, 0.245), (256, 0.277), (512, 0.345)),
+        ((128, 0.343), (256, 0.436), (512, 0.541)),
+        ((128, 0.444), (256, 0.574), (512, 0.697))),
+    ("trtllm-cutlass-moe", "h200-sxm-141gb", "fp8"):  # dense fp8 882 TFLOP/s
+    (
+        ((128, 0.253), (256, 0.282), (512, 0.324)),
+        ((128, 0.427), (256, 0.509), (512, 0.578)),
+        ((128, 0.629), (256, 0.821), (512, 0.978))),
+    ("trtllm-cutlass-moe", "h200-sxm-141gb", "fp8_block"):  # dense fp8 882 TFLOP/s
+    (
+        ((128, 0.12), (256, 0.133), (512, 0.14)),
+        ((128, 0.237), (256, 0.263), (512, 0.277)),
+        ((128, 0.403), (256, 0.475), (512, 0.521))),
+    ("trtllm-cutlass-moe", "b200", "bfloat16"):  # dense bfloat16 1443 TFLOP/s
+    (
+        ((128, 0.176), (256, 0.224), (512, 0.226)),
+        ((128, 0.301), (256, 0.402), (512, 0.479)),
+        ((128, 0.395), (256, 0.56), (512, 0.721))),
+    ("trtllm-cutlass-moe", "b200", "fp8"):  # dense fp8 1626 TFLOP/s
+    (
+        ((128, 0.172), (256, 0.201), (512, 0.179)),
+        ((128, 0.338), (256, 0.403), (512, 0.426)),
+        ((128, 0.538), (256, 0.722), (512, 0.817))),
+    ("trtllm-cutlass-moe", "b200", "nvfp4"):  # dense nvfp4 2798 TFLOP/s
+    (
+        ((128, 0.089), (256, 0.104), (512, 0.094)),
+        ((128, 0.169), (256, 0.199), (512, 0.223)),
+        ((128, 0.363), (256, 0.44), (512, 0.518))),
+}
+
+
+def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled: bool) -> str:
+    """The MoE table's dtype of a deployment's experts: unquantized bf16/fp16 → 'bfloat16';
+    FP8 experts run in FP8 → 'fp8_block' with block scales, else 'fp8'; NVFP4 experts run in
+    FP4 → 'nvfp4'; '' for any other (weight-only paths: MXFP4, int4, FP8 on GPUs without FP8,
+    NVFP4 without FP4 tensor cores — no table times them)."""
+    if quant_method is None:
+        return "bfloat16" if compute_dtype in ("bfloat16", "float16") else ""
+    if quant_method == "fp8" and compute_dtype == "fp8":
+        return "fp8_block" if block_scaled else "fp8"
+    if quant_method == "nvfp4" and compute_dtype == "fp4":
+        return "nvfp4"
+    return ""
+
+
+def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
+              shard_width: int) -> Curve:
+    """The measured ratio curve of one deployment's experts, () where none is measured.
+    kernels: the engine's fused-MoE kernel family (Calibration.moe_kernels); num_experts:
+    routed experts per MoE layer (below MIN_EXPERTS: none); shard_width:
+    moe_intermediate_size / TP, the columns of one expert on one GPU."""
+    bands = CURVES.get((kernels, gpu_id, kernel_dtype))
+    if bands is None or shard_width <= 0 or num_experts < MIN_EXPERTS:
+        return ()
+    band = next((i for i, hi in enumerate(WIDTH_BANDS) if shard_width <= hi), len(WIDTH_BANDS))
+    return bands[band]
+
+
+def ridge_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: float,
+                 bytes_per_weight: float) -> float:
+    """Routed tokens per expert at which a grouped GEMM turns from weight-bound to
+    compute-bound: 2 t FLOPs per weight element read (bytes_per_weight bytes), so
+    t = peak × bytes_per_weight / (2 × bandwidth). 0 without a bandwidth."""
+    if bandwidth_bytes_per_s <= 0:
+        return 0.0
+    return peak_flops_per_s * bytes_per_weight / (2 * bandwidth_bytes_per_s)
+
+
+def ratio(curve: Curve, tokens_per_expert: float, floor_tokens: float = 0.0) -> float:
+    """The curve at max(tokens_per_expert, floor_tokens): log-linear between its points,
+    held at its ends; 1.0 for an empty curve."""
+    if not curve:
+        return 1.0
+    t = max(tokens_per_expert, floor_tokens)
+    if t <= curve[0][0]:
+        return curve[0][1]
+    for (t0, r0), (t1, r1) in zip(curve, curve[1:], strict=False):
+        if t <= t1:
+            return r0 + (r1 - r0) * (math.log(t) - math.log(t0)) / (math.log(t1) - math.log(t0))
+    return curve[-1][1]

@@ -1,0 +1,145 @@
+"""Measured fused-MoE GEMM rates (kvplan/perf/moe_gemm.py): the curve arithmetic worked by hand,
+which deployments get a curve (and which keep the dense rate), and the step-model hook."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from kvplan.perf import moe_gemm
+from kvplan.perf import step as perf
+from kvplan.sources.catalog import resolve_gpu, resolve_model
+from kvplan.specs import QuantSpec
+
+H100 = resolve_gpu("h100-sxm-80gb")
+UNIT = perf.Coefficients(gemm_efficiency=1.0, bandwidth_efficiency=1.0, step_overhead_ms=0.0,
+                         layer_overhead_us=0.0, seq_overhead_us=0.0, allreduce_latency_us=0.0,
+                         request_overhead_ms=0.0)
+FAMILY = "vllm-triton-fused-moe"
+
+
+def test_ratio_interpolates_in_log_tokens_and_holds_its_ends() -> None:
+    curve = ((128.0, 0.3), (512.0, 0.5))
+    # 256 is the geometric midpoint of 128 and 512: halfway, 0.4
+    assert moe_gemm.ratio(curve, 256) == pytest.approx(0.4)
+    assert moe_gemm.ratio(curve, 64) == 0.3 and moe_gemm.ratio(curve, 4096) == 0.5
+    # a floor lifts a small t to it: t = 4 read at 256
+    assert moe_gemm.ratio(curve, 4, floor_tokens=256) == pytest.approx(0.4)
+    assert moe_gemm.ratio((), 256) == 1.0
+
+
+def test_ridge_tokens_hand_worked() -> None:
+    # A100 SXM bf16: 312 TFLOP/s × 2 B / (2 × 2.039 TB/s) = 153.0 tokens per expert
+    assert moe_gemm.ridge_tokens(312e12, 2.039e12, 2.0) == pytest.approx(153.016, abs=1e-3)
+    # H100 SXM fp8: 1979 TFLOP/s × 1 B / (2 × 3.35 TB/s) = 295.4
+    assert moe_gemm.ridge_tokens(1979e12, 3.35e12, 1.0) == pytest.approx(295.37, abs=0.01)
+    assert moe_gemm.ridge_tokens(312e12, 0.0, 2.0) == 0.0
+
+
+def test_kernel_dtype_follows_the_experts_path() -> None:
+    assert moe_gemm.moe_kernel_dtype("bfloat16", None, False) == "bfloat16"
+    assert moe_gemm.moe_kernel_dtype("fp8", "fp8", True) == "fp8_block"
+    assert moe_gemm.moe_kernel_dtype("fp8", "fp8", False) == "fp8"
+    # FP8 on a GPU without FP8 (weight-only Marlin), MXFP4 (gpt-oss: Marlin / Triton), AWQ
+    assert moe_gemm.moe_kernel_dtype("bfloat16", "fp8", True) == ""
+    assert moe_gemm.moe_kernel_dtype("bfloat16", "mxfp4", False) == ""
+    assert moe_gemm.moe_kernel_dtype("float16", "awq", False) == ""
+    # NVFP4 experts in FP4 (Blackwell), and dequantized where the GPU has no FP4
+    assert moe_gemm.moe_kernel_dtype("fp4", "nvfp4", False) == "nvfp4"
+    assert moe_gemm.moe_kernel_dtype("bfloat16", "nvfp4", False) == ""
+
+
+def test_curve_by_shard_width_and_expert_count() -> None:
+    bands = moe_gemm.CURVES[(FAMILY, "a100-sxm-80gb", "bfloat16")]
+    # Qwen3-235B-A22B (128 experts of width 1536): TP8 → 192 columns, TP4 → 384, TP1 → 1536
+    assert moe_gemm.curve_for(FAMILY, "a100-sxm-80gb", "bfloat16", 128, 192) == bands[0]
+    assert moe_gemm.curve_for(FAMILY, "a100-sxm-80gb", "bfloat16", 128, 256) == bands[0]
+    assert moe_gemm.curve_for(FAMILY, "a100-sxm-80gb", "bfloat16", 128, 384) == bands[1]
+    assert moe_gemm.curve_for(FAMILY, "a100-sxm-80gb", "bfloat16", 128, 1536) == bands[2]
+    # outside the tables: Mixtral's 8 experts, an unmeasured GPU, kernel family or dtype
+    assert moe_gemm.curve_for(FAMILY, "a100-sxm-80gb", "bfloat16", 8, 14336) == ()
+    assert moe_gemm.curve_for(FAMILY, "l40s", "bfloat16", 128, 768) == ()
+    assert moe_gemm.curve_for("", "a100-sxm-80gb", "bfloat16", 128, 768) == ()
+    assert moe_gemm.curve_for(FAMILY, "a100-sxm-80gb", "fp8", 128, 768) == ()
+
+
+def test_every_curve_is_a_slowdown_rising_with_tokens() -> None:
+    for key, bands in moe_gemm.CURVES.items():
+        for curve in bands:
+            ts = [t for t, _ in curve]
+            assert ts == sorted(ts) and len(set(ts)) == len(ts), key
+            assert all(0.0 < r < 1.0 for _, r in curve), key
+            assert curve[0][1] <= curve[-1][1], key
+
+
+def _qwen30b(engine: str = "vllm", quant: QuantSpec | None = None) -> perf.PerfContext:
+    return perf.context_for(resolve_model("Qwen/Qwen3-30B-A3B"), H100, engine, "0.12.0", tp=1,
+                            quant=quant)
+
+
+def test_context_carries_the_curve_for_measured_deployments_only() -> None:
+    ctx = _qwen30b()
+    # 128 experts of width 768 at TP1: the (256, 768] band; bf16 ridge 989.4e12 / 3.35e12
+    assert ctx.expert_gemm_curve == moe_gemm.CURVES[(FAMILY, "h100-sxm-80gb", "bfloat16")][1]
+    assert ctx.expert_gemm_floor_tokens == pytest.approx(989.4 / 3.35)
+    # SGLang's own Triton fused_moe has its own tables; TGI declares no kernel family
+    assert _qwen30b("sglang").expert_gemm_curve == moe_gemm.CURVES[
+        ("sglang-triton-fused-moe", "h100-sxm-80gb", "bfloat16")][1]
+    assert _qwen30b("tgi").expert_gemm_curve == ()
+    # a dense model has no experts
+    llama = perf.context_for(resolve_model("meta-llama/Llama-3.1-8B-Instruct"), H100, "vllm",
+                             "0.12.0", tp=1)
+    assert llama.expert_gemm_curve == () and llama.expert_gemm_floor_tokens == 0.0
+    # block-scaled FP8 experts on H100 (FP8 native): the fp8_block curve, fp8 ridge
+    fp8 = _qwen30b(quant=QuantSpec(method="fp8", block_size=(128, 128), source="cli"))
+    assert fp8.compute_dtype == "fp8"
+    assert fp8.expert_gemm_curve == moe_gemm.CURVES[(FAMILY, "h100-sxm-80gb", "fp8_block")][1]
+
+
+def test_prefill_step_charges_experts_at_the_measured_ratio() -> None:
+    """Qwen3-30B-A3B bf16 on H100 (see test_step_time.test_moe_step_terms_by_hand for the
+    FLOPs: dense 1,837,105,152 and top-8 experts 3,623,878,656 per token; attention
+    4·32·128·48 per context token). 8192 prompt tokens route 8192 · 8 / 128 = 512 tokens to
+    each expert: the (256, 768] band's ratio at 512, 0.249. With unit efficiencies the experts'
+    FLOPs take 1 / 0.249 of their time at the dense rate."""
+    ctx = dataclasses.replace(_qwen30b(), coefficients=UNIT)
+    p = perf.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=8192,
+                        prefill_context_tokens=4096, prefill_seqs=1)
+    gemm = 8192 * (1_837_105_152 + 3_623_878_656) + 2 * 151936 * 2048
+    attn = 4 * 32 * 128 * 48 * 8192 * 4096
+    extra = 8192 * 3_623_878_656 * (1 / 0.249 - 1)
+    assert p.gemm_flops == gemm  # FLOPs are FLOPs: only their time changes
+    assert p.compute_s == pytest.approx((gemm + extra + attn) / 989.4e12, rel=1e-9)
+    dense_rate = dataclasses.replace(ctx, expert_gemm_curve=())
+    q = perf.step_terms(dense_rate, decode_seqs=0, context_tokens=0, prefill_tokens=8192,
+                        prefill_context_tokens=4096, prefill_seqs=1)
+    assert q.compute_s == pytest.approx((gemm + attn) / 989.4e12, rel=1e-9)
+
+
+def test_decode_step_holds_the_ratio_at_the_ridge() -> None:
+    """64 decode sequences route 64 · 8 / 128 = 4 tokens per expert, far below the ridge
+    (295.3 for bf16 on H100): the ratio is read at 295.3, between the points (256, 0.228) and
+    (512, 0.249): 0.228 + 0.021 · ln(295.3 / 256) / ln 2 = 0.2323. The step stays byte-bound:
+    its expert compute is small next to reading every touched expert."""
+    ctx = dataclasses.replace(_qwen30b(), coefficients=UNIT)
+    t = perf.step_terms(ctx, decode_seqs=64, context_tokens=1024)
+    r = 0.228 + 0.021 * math.log((989.4 / 3.35) / 256) / math.log(2)
+    assert r == pytest.approx(0.2323, abs=1e-4)
+    assert moe_gemm.ratio(ctx.expert_gemm_curve, 4, ctx.expert_gemm_floor_tokens) == \
+        pytest.approx(r)
+    assert t.bound == "bandwidth"
+
+
+def test_expert_parallel_layers_keep_the_dense_rate() -> None:
+    """The tables time expert parallelism 1 (TP-split experts); a MoE layer spread over an EP
+    group (perf/expert.py sets moe_group) runs other kernels: no ratio applied."""
+    ctx = dataclasses.replace(_qwen30b(), coefficients=UNIT)
+    ep = dataclasses.replace(ctx, moe_group=8)
+    kw = {"decode_seqs": 0, "context_tokens": 0, "prefill_tokens": 8192,
+          "prefill_context_tokens": 4096, "prefill_seqs": 1}
+    gemm = 8192 * (1_837_105_152 + 3_623_878_656) + 2 * 151936 * 2048
+    attn = 4 * 32 * 128 * 48 * 8192 * 4096
+    assert perf.step_terms(ep, **kw).compute_s == pytest.approx((gemm + attn) / 989.4e12)
+    assert perf.step_terms(ctx, **kw).compute_s > perf.step_terms(ep, **kw).compute_s
