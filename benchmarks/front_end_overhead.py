@@ -1,0 +1,351 @@
+"""Which serving front end the calibration rows' TTFT went through, and what that means for
+request_overhead_ms (issue #24, research note); writes docs/front-end-overhead.md.
+
+    python benchmarks/front_end_overhead.py          # print the tables, rewrite the doc
+    python benchmarks/front_end_overhead.py --check  # fail if the doc differs from a fresh run
+
+kvplan adds one request_overhead_ms (fitted on benchmarks/data/perf_calibration.csv, all rows
+front_end=server) to every served TTFT. The calibration rows come from two collection
+pipelines, told apart by the provenance their notes carry (`pipeline`): 223 rows from
+aiconfigurator's gap-analysis data directory (a Dynamo deployment by the evidence in the doc)
+and 105 Llama-3.1-70B rows from a source file whose sibling rows name plain engine images.
+This script measures, with the shipped coefficients and nothing refitted into kvplan:
+
+* the TTFT each pipeline's short-prompt, low-concurrency rows measured beyond kvplan's
+  prediction without request_overhead_ms (the overhead those rows imply);
+* the harness stage of benchmarks/perf_fit.py refitted with request_overhead_ms per pipeline
+  (burst_share shared, the step-time coefficients fixed at the shipped ones);
+* leave-one-architecture-out TTFT on the public latency rows (benchmarks/perf_latency.py)
+  with the served rows' request_overhead_ms set to a range of values, the fitted per-pipeline
+  values included: what a plain-server constant could do for that figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import perf_fit  # noqa: E402  (the calibration rows and their contexts)
+import perf_latency  # noqa: E402  (the public rows and their LOAO contexts)
+
+from kvplan.engines.base import Coefficients  # noqa: E402
+from kvplan.engines.registry import fitted_coefficients  # noqa: E402
+from kvplan.perf import fit as fit_  # noqa: E402
+
+DOC = ROOT / "docs" / "front-end-overhead.md"
+DYNAMO, ENGINE = "dynamo-pipeline", "engine-server"
+PIPELINES = (DYNAMO, ENGINE)
+# Short prompts at low concurrency: the rows where a per-request constant is the largest share
+# of TTFT and the wait behind other prompts the smallest.
+SHORT_ISL, LOW_CONCURRENCY = 1024, 8
+SWEEP_MS = (0.0, 5.0, 10.0, 20.0)
+
+
+def pipeline(notes: str, engine_version: str) -> str:
+    """The collection pipeline of a calibration row, from its provenance note: DYNAMO for
+    aiconfigurator's gap-analysis data directory, ENGINE for the 2026-04-06.csv source file
+    (no engine version recorded). Anything else is an error naming the row's note."""
+    if "aic-auto-gap-analysis/data/" in notes:
+        return DYNAMO
+    if "source_file=2026-04-06.csv" in notes and engine_version == "not given":
+        return ENGINE
+    raise ValueError(f"calibration row of unknown provenance: {notes[:120]!r}; "
+                     "add its pipeline to benchmarks/front_end_overhead.py")
+
+
+def _shipped() -> dict[str, Coefficients]:
+    co = fitted_coefficients()
+    if co["vllm"] != co["sglang"]:
+        raise ValueError("vLLM and SGLang coefficients differ: the per-pipeline refit assumes "
+                         "the shared set benchmarks/perf_fit.py fits")
+    return {"vllm": co["vllm"], "sglang": co["sglang"]}
+
+
+def calibration() -> list[tuple[dict[str, Any], fit_.Row]]:
+    """The calibration rows (raw, fit row keyed by pipeline)."""
+    raw = perf_fit.load_raw()
+    rows = perf_fit.load_rows()
+    return [(r, dataclasses.replace(row, key=pipeline(r["notes"], r["engine_version"])))
+            for r, row in zip(raw, rows, strict=True)]
+
+
+def implied(data: Sequence[tuple[dict[str, Any], fit_.Row]]) -> list[dict[str, Any]]:
+    """Per pipeline: its rows, concurrency range and engines, and over its short-prompt,
+    low-concurrency rows the median of measured TTFT − kvplan's TTFT without the overhead."""
+    bare = {p: dataclasses.replace(_shipped()["vllm"], request_overhead_ms=0.0)
+            for p in PIPELINES}
+    out = []
+    for p in PIPELINES:
+        rows = [(r, row) for r, row in data if row.key == p]
+        low = [(r, row) for r, row in rows
+               if r["isl"] <= SHORT_ISL and r["concurrency"] <= LOW_CONCURRENCY]
+        gaps = [r["ttft_ms"] - fit_.predict(row, bare).ttft_ms for r, row in low]
+        out.append({"pipeline": p, "rows": len(rows),
+                    "engines": sorted({f"{r['engine']} {r['engine_version']}" for r, _ in rows}),
+                    "concurrency": (min(r["concurrency"] for r, _ in rows),
+                                    max(r["concurrency"] for r, _ in rows)),
+                    "low_rows": len(low),
+                    "implied_ms": statistics.median(gaps) if gaps else None,
+                    "implied_range": (min(gaps), max(gaps)) if gaps else None})
+    return out
+
+
+def refit(data: Sequence[tuple[dict[str, Any], fit_.Row]]) -> dict[str, Any]:
+    """benchmarks/perf_fit.py's harness stage with request_overhead_ms per pipeline:
+    burst_share shared, every other coefficient the shipped one. In-sample TTFT before (one
+    shipped constant) and after, pooled and per pipeline."""
+    shipped = _shipped()
+    base = {p: shipped["vllm"] for p in PIPELINES}
+    params = fit_.Parameters(shared=("burst_share",), per_key=("request_overhead_ms",),
+                             keys=PIPELINES, bounds=fit_.BOUNDS)
+    start = {p: fit_.as_dict(shipped["vllm"]) for p in PIPELINES}
+    fitted = fit_.fit([row for _, row in data], params, start, base=base)
+    fitted = {p: Coefficients(**fit_.as_dict(c)) for p, c in fitted.items()}
+
+    def ttft(rows: Sequence[fit_.Row], co: Mapping[str, Coefficients]) -> dict[str, float]:
+        return fit_.summary(fit_.errors(rows, [fit_.predict(r, co) for r in rows]))["ttft"]
+
+    one = {p: shipped["vllm"] for p in PIPELINES}
+    every = [row for _, row in data]
+    return {"coefficients": fitted,
+            "ttft": {"all": (ttft(every, one), ttft(every, fitted)),
+                     **{p: (ttft([r for r in every if r.key == p], one),
+                            ttft([r for r in every if r.key == p], fitted))
+                        for p in PIPELINES}}}
+
+
+def loao_sweep(values: Sequence[float]) -> list[dict[str, Any]]:
+    """LOAO TTFT on the public rows outside Hopper (perf_latency.py's pooled figure) with the
+    served rows' request_overhead_ms set to each value: median and p90 APE, and the median
+    APE per source."""
+    rows = [r for r in perf_latency.load_raw()
+            if r["role"] == "measured" and r["klass"] != "Hopper" and r["ttft_ms"] is not None]
+    ctxs = []
+    for r in rows:
+        ctx = perf_latency.context(r)
+        near = perf_latency.loao_class(r["klass"])
+        ctxs.append(perf_latency.with_class(ctx, perf_latency.fits_.ARCH_FITS[near].scales))
+    out = []
+    for v in values:
+        errs: dict[str, list[float]] = {}
+        for r, ctx in zip(rows, ctxs, strict=True):
+            if ctx.front_end:
+                ctx = dataclasses.replace(ctx, coefficients=dataclasses.replace(
+                    ctx.coefficients, request_overhead_ms=v))
+            e = perf_latency.predict(ctx, r).ttft_ms / r["ttft_ms"] - 1
+            errs.setdefault(r["source"], []).append(abs(e))
+        ape = [e for v_ in errs.values() for e in v_]
+        out.append({"overhead_ms": v, "rows": len(ape), "median": statistics.median(ape),
+                    "p90": fit_.percentile(ape, 0.9),
+                    "by_source": {s: statistics.median(e) for s, e in errs.items()}})
+    return out
+
+
+# ------------------------------------------------------------------------------ doc
+
+RESEARCH = [
+    "## Where the calibration rows' TTFT comes from",
+    "",
+    "All 328 rows of `benchmarks/data/perf_calibration.csv` are copied from aiconfigurator's "
+    "silicon sample (ai-dynamo/aiconfigurator, commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce, "
+    "`aic-core/src/aiconfigurator_core/systems/silicon_sample.csv`; the word `agg` in their "
+    "ids is aiconfigurator's *aggregated* mode, prefill and decode on the same workers, not a "
+    "front end). Their provenance notes name two collection pipelines:",
+    "",
+    "* **223 rows, `source_file=…/aic-auto-gap-analysis/data/<system>/<engine>/<version>/…`** "
+    "(vLLM 0.12.0, SGLang 0.5.1.post1 / 0.5.6.post2 / 0.5.8.post1, H100 and H200). These notes "
+    "name no image. Rows of the *same* data directory for other systems do: e.g. "
+    "`qwen_qwen3_32b_qwen_qwen3_32b_gb200_trtllm_agg_2000x500_c1_tp2_epnone_2` records "
+    "`gtl_task_id=dynamo_trtllm_agg-20260323-…; image=nvcr.io/nvidia/ai-dynamo/"
+    "tensorrtllm-runtime:0.9.0; dynamo_version=0.9.0`, and the B200 DeepSeek rows name "
+    "`ai-dynamo/tensorrtllm-runtime:0.8.1` / `0.9.0`. aiconfigurator's own measurement loop "
+    "deploys Dynamo: `tools/automation/README.md` (tag v0.4.0) \"ensures a suitable Dynamo "
+    "container image, launch etcd + NATS, runs `aiconfigurator eval`\"; `eval/service.py` "
+    "(v0.4.0) waits for Dynamo's `/health` (status healthy with a non-empty `endpoints` list) "
+    "and `eval/benchmarks/genai_perf_runner.py` runs aiperf against `/v1/chat/completions`, "
+    "streaming, `--concurrency N --request-count 10N --warmup-request-count 2N`; the generated "
+    "launch script starts `python3 -m dynamo.frontend` (the HTTP front end: Rust HTTP server, "
+    "preprocessor/tokenizer, router) and then `python3 -m dynamo.vllm` workers in aggregated "
+    "mode too (`src/aiconfigurator/generator/config/backend_templates/vllm/run.sh.j2` at "
+    "095f58a). vLLM 0.12.0 with SGLang 0.5.6.post2 is exactly the pair Dynamo 0.8.x ships "
+    "(`src/aiconfigurator/generator/config/backend_version_matrix.yaml` at 095f58a). "
+    "**Inference, not stated for these rows:** they were served through Dynamo's front end "
+    "and a Dynamo worker wrapping the engine, measured by aiperf on the chat endpoint.",
+    "* **105 rows, Llama-3.1-70B FP8, `source_file=2026-04-06.csv`, measured 2025-10-29, "
+    "engine version not recorded.** Sibling rows of the same source file (other models) name "
+    "plain engine images for aggregated runs (`vllm/vllm-openai:v0.18.0`, "
+    "`lmsysorg/sglang:v0.5.9-cu130`, `nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6.post3`) and "
+    "Dynamo images only for disaggregated ones. The 105 rows are exactly SemiAnalysis "
+    "InferenceMAX's Llama-70B FP8 vLLM grid as it stood when InferenceMAX dropped that model "
+    "(SemiAnalysisAI/InferenceX, `remove llama 70b (#149)`, 2025-10-29; files read at its "
+    "parent c198b20ebe3b69d1f30da0a6df4c13b842a39538): `.github/workflows/70b-tmpl.yml` runs "
+    "`nvidia/Llama-3.3-70B-Instruct-FP8` in `vllm/vllm-openai:v0.10.2` on H100 at TP 2/4/8 and "
+    "H200 at TP 1/2/4/8, `benchmark-tmpl.yml` at concurrency 4, 8, 16, 32, 64 (21 × 5 = 105), "
+    "and `benchmarks/70b_fp8_h100_slurm.sh` / `70b_fp8_h200_slurm.sh` start a plain `vllm "
+    "serve` (`kv-cache-dtype: fp8`, `async-scheduling: true`, prefix caching off, "
+    "`max-num-batched-tokens: 8192`, `--max-num-seqs` = concurrency) and measure with "
+    "`benchmark_serving.py --backend vllm --max-concurrency N --request-rate inf "
+    "--num-prompts 10N` (completions endpoint), input lengths drawn from [0.8·ISL, ISL] "
+    "(`random-range-ratio: 0.8`, `full-sweep-tmpl.yml`). **Inference:** these rows are "
+    "InferenceMAX results served by a plain `vllm serve` 0.10.2. benchmarks/perf_fit.py "
+    "models them as vLLM 0.12.0 steps without async scheduling, with a bf16 KV cache and "
+    "fixed input lengths. SemiAnalysis "
+    "InferenceX (InferenceMAX's later name) is the issue's out-of-sample set, yet these rows "
+    "are in the bundled fit.",
+    "",
+    "## Independent figures for a front end's cost at idle",
+    "",
+    "* Dynamo: no published per-request figure of the front end alone was found. An upper "
+    "bound from the silicon sample itself: GPT-OSS-120B NVFP4 on GB200, disaggregated through "
+    "Dynamo (`ai-dynamo/tensorrtllm-runtime:0.7.0.post2`), 1 client, 1024/1024 tokens: TTFT "
+    "37.5 ms for front end + prefill worker + KV transfer (row "
+    "`2026_03_25_gpt_oss_120b_gb200_trtllm_fp4_disagg_1024x1024_c1_tp1_0_ep1_0_1279`). "
+    "ai-dynamo/dynamo#1597 (2025-06-20) reports longer TTFT with Dynamo + vLLM (agg_router) "
+    "than with vLLM alone at 1 client; its vLLM-alone run: mean TTFT 18.0 ms (median 17.8) "
+    "for ≈10 k-token prompts (1,269,470 input tokens / 126 requests), so a plain vLLM server's "
+    "per-request cost there is below 18 ms.",
+    "* aiconfigurator models a per-request cost for vLLM too: 0.8 ms per decoder layer "
+    "(`_prefill_dispatch_overhead_ms`, `aic-core/src/aiconfigurator_core/sdk/backends/"
+    "vllm_backend.py` at 095f58a, \"recalibrated against the full silicon corpus\"): 64 ms for "
+    "an 80-layer model, 22 ms for a 28-layer one — a fit, not a measurement.",
+    "* The public rows perf_latency.py holds out (not used to set anything here): Qwen3-1.7B "
+    "on A100, 128 input tokens, 1 client, `vllm serve`: TTFT 11.4 ms in all; Qwen2.5-0.5B on "
+    "L4, 256 tokens, vLLM 0.23.0: 27 ms median.",
+]
+
+
+def _pct(s: Mapping[str, float]) -> str:
+    return f"{s['median']:.1f} / {s['p90']:.1f} % ({s['bias']:+.1f} %)"
+
+
+def tables(imp: Sequence[Mapping[str, Any]], fit: Mapping[str, Any],
+           sweep: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The three measured tables of the doc (also printed)."""
+    lines = ["| pipeline | rows | engines | concurrency | short-prompt rows (ISL ≤ "
+             f"{SHORT_ISL}, c ≤ {LOW_CONCURRENCY}) | measured − predicted without overhead, "
+             "median (range), ms |", "|---|---:|---|---:|---:|---:|"]
+    for d in imp:
+        gap = ("—" if d["implied_ms"] is None else
+               f"{d['implied_ms']:.1f} ({d['implied_range'][0]:.1f} … "
+               f"{d['implied_range'][1]:.1f})")
+        lines.append(f"| {d['pipeline']} | {d['rows']} | {', '.join(d['engines'])} | "
+                     f"{d['concurrency'][0]}–{d['concurrency'][1]} | {d['low_rows']} | {gap} |")
+    co = fit["coefficients"]
+    lines += ["", "| harness stage | request_overhead_ms | burst_share | in-sample TTFT: all | "
+              + " | ".join(PIPELINES) + " |", "|---|---:|---:|---:|---:|---:|"]
+    shipped = _shipped()["vllm"]
+    lines.append(f"| shipped (one constant) | {shipped.request_overhead_ms:.1f} | "
+                 f"{shipped.burst_share:.4f} | {_pct(fit['ttft']['all'][0])} | "
+                 + " | ".join(_pct(fit["ttft"][p][0]) for p in PIPELINES) + " |")
+    per = ", ".join(f"{p} {co[p].request_overhead_ms:.1f}" for p in PIPELINES)
+    lines.append(f"| per pipeline | {per} | {co[DYNAMO].burst_share:.4f} | "
+                 f"{_pct(fit['ttft']['all'][1])} | "
+                 + " | ".join(_pct(fit["ttft"][p][1]) for p in PIPELINES) + " |")
+    sources = list(sweep[0]["by_source"])
+    lines += ["", "| served rows' request_overhead_ms | LOAO TTFT median / p90 APE | "
+              + " | ".join(sources) + " |", "|---|---:|" + "---:|" * len(sources)]
+    for s in sweep:
+        lines.append(f"| {s['label']} | {100 * s['median']:.1f} / {100 * s['p90']:.1f} % | "
+                     + " | ".join(f"{100 * s['by_source'][k]:.1f} %" for k in sources) + " |")
+    return lines
+
+
+def render(imp: Sequence[Mapping[str, Any]], fit: Mapping[str, Any],
+           sweep: Sequence[Mapping[str, Any]]) -> str:
+    co = fit["coefficients"]
+    best = min(sweep, key=lambda s: s["median"])
+    diff = co[DYNAMO].request_overhead_ms - co[ENGINE].request_overhead_ms
+    lines = [
+        "# The serving front end in TTFT: what the calibration rows went through",
+        "",
+        "<!-- generated by benchmarks/front_end_overhead.py; do not edit by hand -->",
+        "",
+        "A research note for issue #24 (leave-one-architecture-out TTFT ≤ 25 %). kvplan adds "
+        "one fitted `request_overhead_ms` to every served TTFT; this page asks whether that "
+        "constant belongs to the front end the calibration rows went through, so that plain "
+        "engine servers should get a smaller one. Nothing here changes kvplan's shipped "
+        "coefficients.",
+        "",
+        *RESEARCH,
+        "",
+        "## Measured with the shipped coefficients",
+        "",
+        "First table: the TTFT the rows measured beyond kvplan's prediction without "
+        "`request_overhead_ms`, on the rows where that constant matters most. Second: "
+        "benchmarks/perf_fit.py's harness stage refitted with one `request_overhead_ms` per "
+        "pipeline (in-sample TTFT median / p90 APE, median signed error). Third: "
+        "benchmarks/perf_latency.py's pooled leave-one-architecture-out TTFT (public rows "
+        "outside Hopper) with the served rows' overhead set to each value (in-process rows "
+        "unchanged), median APE per source.",
+        "",
+        *tables(imp, fit, sweep),
+        "",
+        "## Reading",
+        "",
+        f"* The two pipelines do imply different constants: refitted separately, the Dynamo "
+        f"pipeline's rows take {co[DYNAMO].request_overhead_ms:.1f} ms and the plain "
+        f"`vllm serve` rows {co[ENGINE].request_overhead_ms:.1f} ms ({diff:.1f} ms apart). "
+        "The difference is not the front end alone: the pipelines also differ in client "
+        "(aiperf on the chat endpoint, which adds the chat template, vs benchmark_serving on "
+        "completions), engine release, models and concurrency range (the Dynamo rows start "
+        "at 8 clients, where the wait behind other prompts is part of TTFT).",
+        f"* No plain-server constant meets the target: the best value swept gives "
+        f"{100 * best['median']:.1f} % ({best['label']}); the shipped one "
+        f"{100 * sweep[-1]['median']:.1f} %. The sources pull in opposite directions (the "
+        "L4 rows want more overhead, the A100 rows less), and the in-process TensorRT-LLM "
+        "rows, which carry no overhead, sit at a fixed median. The rest of the error is "
+        "prefill and queueing: kvplan over-predicts Qwen3-30B-A3B's prefill on A100 even "
+        "with no overhead (MoE prefill) and under-predicts the RTX 4090 rows at 16–48 "
+        "clients and the B200 DeepSeek rows.",
+        "* A per-pipeline fit would take its plain-server value from the InferenceMAX rows, "
+        "which are the issue's out-of-sample set; a sourced value (dynamo#1597: below 18 ms) "
+        "is only a bound.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run() -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
+    data = calibration()
+    imp = implied(data)
+    fit = refit(data)
+    co = fit["coefficients"]
+    values = [*SWEEP_MS, co[ENGINE].request_overhead_ms, _shipped()["vllm"].request_overhead_ms]
+    sweep = loao_sweep(values)
+    labels = [f"{v:.0f} ms" for v in SWEEP_MS] + [
+        f"{values[-2]:.1f} ms (fitted, {ENGINE})", f"{values[-1]:.1f} ms (shipped)"]
+    for s, label in zip(sweep, labels, strict=True):
+        s["label"] = label
+    return imp, fit, sweep
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="fail if docs/front-end-overhead.md differs from a fresh run")
+    a = ap.parse_args(argv)
+    imp, fit, sweep = run()
+    text = render(imp, fit, sweep)
+    if a.check:
+        if not DOC.exists() or DOC.read_text(encoding="utf-8") != text:
+            print(f"{DOC.relative_to(ROOT)} is stale: run python benchmarks/front_end_overhead.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    print("\n".join(tables(imp, fit, sweep)))
+    DOC.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
