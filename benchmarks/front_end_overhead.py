@@ -59,7 +59,7 @@ SENT_SHARE = 0.9
 # `vllm bench serve` random 512 in / 128 out, Poisson 16 requests/s, 500 prompts: mean TTFT
 # 39.14 ms, median 36.03 ms, mean TPOT 2.39 ms (ovg-project/kvcached,
 # benchmarks/bench_layout/sweep_results/F_vanilla_r16.seed42.json at 751b1813; H100_results.md
-# at c41e22af: "the server is not the bottleneck" at that rate).
+# at c41e22af: the server is not saturated at that rate).
 KVCACHED = {"model": "Qwen/Qwen3-0.6B", "gpu": "h100-sxm-80gb", "version": "0.19.0",
             "isl": 512, "osl": 128, "ttft_ms": 39.14}
 
@@ -203,8 +203,8 @@ RESEARCH = [
     "`gtl_task_id=dynamo_trtllm_agg-20260323-…; image=nvcr.io/nvidia/ai-dynamo/"
     "tensorrtllm-runtime:0.9.0; dynamo_version=0.9.0`, and the B200 DeepSeek rows name "
     "`ai-dynamo/tensorrtllm-runtime:0.8.1` / `0.9.0`. aiconfigurator's own measurement loop "
-    "deploys Dynamo: `tools/automation/README.md` (tag v0.4.0) \"ensures a suitable Dynamo "
-    "container image, launch etcd + NATS, runs `aiconfigurator eval`\"; `eval/service.py` "
+    "deploys Dynamo: per `tools/automation/README.md` (tag v0.4.0) its script builds or pulls "
+    "a Dynamo container, starts etcd and NATS and runs `aiconfigurator eval`; `eval/service.py` "
     "(v0.4.0) waits for Dynamo's `/health` (status healthy with a non-empty `endpoints` list) "
     "and `eval/benchmarks/genai_perf_runner.py` runs aiperf against `/v1/chat/completions`, "
     "streaming, `--concurrency N --request-count 10N --warmup-request-count 2N`; the generated "
@@ -220,7 +220,8 @@ RESEARCH = [
     "plain engine images for aggregated runs (`vllm/vllm-openai:v0.18.0`, "
     "`lmsysorg/sglang:v0.5.9-cu130`, `nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6.post3`) and "
     "Dynamo images only for disaggregated ones. The 105 rows are exactly SemiAnalysis "
-    "InferenceMAX's Llama-70B FP8 vLLM grid as it stood when InferenceMAX dropped that model "
+    "InferenceMAX's Llama-70B FP8 vLLM grid (Llama-3.3-70B-Instruct-FP8, the Llama-3.1-70B "
+    "architecture) as it stood when InferenceMAX dropped that model "
     "(SemiAnalysisAI/InferenceX, `remove llama 70b (#149)`, 2025-10-29; files read at its "
     "parent c198b20ebe3b69d1f30da0a6df4c13b842a39538): `.github/workflows/70b-tmpl.yml` runs "
     "`nvidia/Llama-3.3-70B-Instruct-FP8` in `vllm/vllm-openai:v0.10.2` on H100 at TP 2/4/8 and "
@@ -257,7 +258,7 @@ RESEARCH = [
     "5.1 ms step overhead).",
     "* aiconfigurator models a per-request cost for vLLM too: 0.8 ms per decoder layer "
     "(`_prefill_dispatch_overhead_ms`, `aic-core/src/aiconfigurator_core/sdk/backends/"
-    "vllm_backend.py` at 095f58a, \"recalibrated against the full silicon corpus\"): 64 ms for "
+    "vllm_backend.py` at 095f58a, fitted on aiconfigurator's whole silicon corpus): 64 ms for "
     "an 80-layer model, 22 ms for a 28-layer one — a fit, not a measurement.",
     "* The public rows perf_latency.py holds out (not used to set anything here): Qwen3-1.7B "
     "on A100, 128 input tokens, 1 client, `vllm serve`: TTFT 11.4 ms in all; Qwen2.5-0.5B on "
