@@ -30,7 +30,7 @@ def feo() -> ModuleType:
 
 
 def test_gap_analysis_rows_are_the_dynamo_pipeline(feo: ModuleType) -> None:
-    # the note of perf_calibration.csv's first row (Qwen3-32B, H100, SGLang 0.5.1.post1)
+    # perf_calibration.csv's first row's note (Qwen3-32B, H100, SGLang 0.5.1.post1), path shortened
     note = ("row id=qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_sglang_agg_1024x128_c16_tp2_epnone_1; "
             "provenance=source_file=(path)/aic-auto-gap-analysis/data/h100_sxm/"
             "sglang/0.5.1.post1/Qwen_Qwen3-32B.csv; silicon_concurrency=16")
