@@ -56,3 +56,9 @@ def test_traffic_validation_docs_are_current():
     (benchmarks/traffic_validation.py)."""
     r = _check("benchmarks", "traffic_validation.py")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_front_end_overhead_doc_is_current():
+    """docs/front-end-overhead.md is benchmarks/front_end_overhead.py's output."""
+    r = _check("benchmarks", "front_end_overhead.py")
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -1,0 +1,59 @@
+"""benchmarks/front_end_overhead.py: the calibration rows' collection pipeline, read from their
+provenance notes (docs/front-end-overhead.md gives the evidence for each)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def feo() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "front_end_overhead", BENCH / "front_end_overhead.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(BENCH))
+    return mod
+
+
+def test_gap_analysis_rows_are_the_dynamo_pipeline(feo: ModuleType) -> None:
+    # perf_calibration.csv's first row's note (Qwen3-32B, H100, SGLang 0.5.1.post1), path shortened
+    note = ("row id=qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_sglang_agg_1024x128_c16_tp2_epnone_1; "
+            "provenance=source_file=(path)/aic-auto-gap-analysis/data/h100_sxm/"
+            "sglang/0.5.1.post1/Qwen_Qwen3-32B.csv; silicon_concurrency=16")
+    assert feo.pipeline(note, "0.5.1.post1") == feo.DYNAMO
+
+
+def test_inferencemax_file_rows_are_a_plain_engine_server(feo: ModuleType) -> None:
+    note = ("row id=2026_04_06_llama_3_1_70b_h100_sxm_vllm_fp8_agg_1024x1024_c16_tp4_ep1_260; "
+            "provenance=source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=16; "
+            "measured=2025-10-29T00:00:00.000Z; wip=False")
+    assert feo.pipeline(note, "not given") == feo.ENGINE
+
+
+def test_unknown_provenance_is_an_error_naming_the_note(feo: ModuleType) -> None:
+    with pytest.raises(ValueError, match="unknown provenance.*somewhere.csv"):
+        feo.pipeline("provenance=source_file=somewhere.csv", "0.12.0")
+
+
+def test_every_calibration_row_has_a_pipeline(feo: ModuleType) -> None:
+    """InferenceMAX's Llama-70B FP8 vLLM grid at its removal (SemiAnalysisAI/InferenceX
+    c198b20e: H100 TP 2/4/8 + H200 TP 1/2/4/8, 3 ISL/OSL pairs, concurrency 4-64 = 7 × 3 × 5 =
+    105 rows); the rest (328 − 105 = 223) come from the gap-analysis directory."""
+    with (BENCH / "data" / "perf_calibration.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    got = Counter(feo.pipeline(r["notes"], r["engine_version"]) for r in rows)
+    assert got == {feo.ENGINE: 105, feo.DYNAMO: 223}
