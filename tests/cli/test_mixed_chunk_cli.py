@@ -71,3 +71,24 @@ def test_report_shows_the_plans_figures() -> None:
     assert want["command"] in out
     row = next(r for r in want["performance"]["by_concurrency"] if r["concurrency"] == 32)
     assert f"| 32 | {row['ttft_ms']} | {row['tpot_ms']} |" in out
+
+
+def test_sweep_takes_it_and_its_option_is_the_plan() -> None:
+    """`sweep --enable-mixed-chunk`: the SGLang option at a layout is `plan` of that layout
+    with the flag; engines without the setting are pruned saying why, and a sweep of vLLM only
+    is refused naming the flag and the engine."""
+    common = ("--max-model-len", "8192", "--kv-cache-dtype", "auto", "--enable-mixed-chunk")
+    code, swept = _json("sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1", "--engine", "all",
+                        *common)
+    assert code in (0, 1)
+    (opt,) = [o for o in swept["options"] if o["plan"]["engine"]["name"] == "sglang"]
+    assert {o["plan"]["engine"]["name"] for o in swept["options"]} == {"sglang"}
+    assert {p["engine"] for p in swept["pruned"]} == {"vllm", "tgi", "trtllm"}
+    assert all("--enable-mixed-chunk is not a setting" in p["reason"] for p in swept["pruned"])
+    code, planned = _json("plan", LLAMA, "--gpu", "h100", "--engine", "sglang", *common)
+    assert opt["plan"]["command"] == planned["command"]
+    assert opt["plan"]["performance"] == planned["performance"]
+    code, out, err = call("sweep", LLAMA, "--gpus", "h100", "--max-gpus", "1",
+                          "--enable-mixed-chunk", "--offline")
+    assert code == 2 and "Traceback" not in err
+    assert "--enable-mixed-chunk is not a setting vLLM has" in err
