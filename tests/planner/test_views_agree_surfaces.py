@@ -235,10 +235,12 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
 
     # --emit → check (over nodes: the formats that write a multi-node deployment, for the
     # NODE_CASES' engines, which have a launch line per node; the others refuse, exit 2)
-    from kvplan.deploy.emit import MULTINODE_FORMATS
+    from kvplan.deploy.emit import multinode_formats
 
     for fmt in emit_formats:
-        if nodes > 1 and fmt not in MULTINODE_FORMATS:
+        # (the formats that write this plan over its nodes: helm-llmd and kserve spread nodes by
+        # data-parallel ranks only, and refuse TP or PP across nodes)
+        if nodes > 1 and fmt not in multinode_formats(lib):
             code, _, err = call("plan", *base, "--offline", "--emit", fmt)
             assert code == 2 and "nodes" in err and "Traceback" not in err, err
             continue
