@@ -433,6 +433,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "request, and a request of B beams caches its generated tokens B times", ge=1, le=1024,
        unit="beams", doc="TensorRT-LLM --max_beam_width (BuildConfig.max_beam_width, default 1)",
        knob="engine"),
+    # --- mixedchunk ---
+    _O("enable_mixed_chunk", bool, ("--enable-mixed-chunk",), "SGLang: mix new prompts' "
+       "prefill into the running decodes' steps instead of pausing them (TTFT at concurrency; "
+       "docs/sglang-mixed-chunk.md)",
+       doc="SGLang --enable-mixed-chunk (0.2.14+; python/sglang/srt/server_args.py, "
+       "managers/scheduler.py mix_with_running): mixed prefill+decode steps that admit whole "
+       "prompts", knob="engine"),
 )}
 
 
@@ -557,6 +564,7 @@ if TYPE_CHECKING:
         moe_a2a_backend: Literal['none', 'deepep', 'allgather_reducescatter', 'naive',
                                  'deepep_high_throughput', 'deepep_low_latency'] | None = None
         max_beam_width: int | None = None
+        enable_mixed_chunk: bool | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,

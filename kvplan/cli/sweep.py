@@ -48,6 +48,8 @@ def _sweep_params() -> list[inspect.Parameter]:
                "data-centre GPU, ranked with the rest; a note says which wins (docs/disagg.md)"),
         option("as_json"),
         option("calibration"),
+        option("enable_mixed_chunk", help="SGLang: plan its mixed prefill+decode steps "
+               "(engines without the setting are left out; docs/sglang-mixed-chunk.md)"),
         option("emit", help="write the deployment file of option N (--option): k8s, helm-llmd, "
                "helm-production-stack, dynamo, kserve, ray, skypilot or compose"),
         own("option", int, "--option", help="with --emit: the option's rank (default: 1)",
@@ -91,11 +93,14 @@ def sweep(model: str, **values: Any) -> None:
 
         resolve_gpus(gpu_list)  # bad --gpus fail before any network work
     m = resolve_model(model, offline=values["offline"])
+    # SGLang's own setting: only when given (an engine without it refuses even False)
+    engine_knobs: dict[str, Any] = (
+        {"enable_mixed_chunk": True} if values["enable_mixed_chunk"] else {})
     try:
         result = make_sweep(m, gpus=gpu_list, workload=load, **{k: values[k] for k in (
             "engine", "max_gpus", "quantization", "kv_cache_dtype", "slo_tpot_ms", "slo_ttft_ms",
             "prices", "engine_version", "max_model_len", "dtype", "gpu_memory_utilization",
-            "disagg", "rank_on")})
+            "disagg", "rank_on")}, **engine_knobs)
     except UnicodeDecodeError as e:  # the one text file sweep reads itself
         raise InvalidInputError(f"--prices {str(values['prices'])[:200]}: not UTF-8 text "
                                 f"(undecodable byte at offset {e.start})",

@@ -471,6 +471,12 @@ class Engine(ABC):
         none. Used for calibration rows that state their flags (benchmarks/perf_fit.py)."""
         return {}
 
+    def batching(self, dep: Deployment, budget: int) -> dict[str, Any]:
+        """PerfContext fields a planned deployment's own settings change from the engine's
+        declared batching, as launch_batching does for a measured one (`budget`: its prefill
+        tokens per step; planner/performance.context). Default: none."""
+        return {}
+
     @abstractmethod
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:

@@ -43,6 +43,7 @@ from ..units import DTYPE_BYTES, GiB, MiB
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect, multinode
+from . import sglang_mixed_chunk as MC
 from . import sglang_parallel as SP
 from .base import (
     Calibration,
@@ -686,6 +687,8 @@ class SglangOptions(EngineOptions):
     hicache_size: int = Field(0, ge=0, description="GB of host KV per GPU (0 = ratio)")
     lora_paths: list[str] | None = Field(None, description="--lora-paths as given")
     cuda_graph_max_bs: int | None = Field(None, description="--cuda-graph-max-bs as given")
+    # --- mixedchunk ---
+    enable_mixed_chunk: bool = False
 
 
 def opts(d: Deployment) -> SglangOptions:
@@ -1031,6 +1034,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--lora-paths": ("lora_paths", "list"),
     "--lora-target-modules": ("lora_target_modules", "list"),
     **PARALLEL_CLI_FLAGS,
+    # --- mixedchunk --- (docs/sglang-mixed-chunk.md)
+    "--enable-mixed-chunk": ("enable_mixed_chunk", "bool"),
 }
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
@@ -1139,8 +1144,15 @@ class SglangEngine(Engine):
         if "--max-prefill-tokens" in flags:
             i = list(flags).index("--max-prefill-tokens")
             max_prefill = int(flags[i + 1])
-        return {"style": "mixed", "whole_prompts": True,
-                "max_num_batched_tokens": min(budget, max_prefill)}
+        return MC.mixed_batching(budget, max_prefill)
+
+    def batching(self, dep: Deployment, budget: int) -> dict[str, Any]:
+        """The mixed batching of launch_batching when the plan has --enable-mixed-chunk
+        (at the default --max-prefill-tokens, which kvplan does not take), unless SGLang turns
+        it off (speculative decoding: sglang_mixed_chunk.active)."""
+        if not MC.active(opts(dep).enable_mixed_chunk, dep):
+            return {}
+        return MC.mixed_batching(budget, MAX_PREFILL_TOKENS)
 
     def draft_shares_lm_head(self, method: str) -> bool:
         """EAGLE and NEXTN (MTP) drafts read the target's LM head (SGLang's draft models)."""
@@ -1200,6 +1212,8 @@ class SglangEngine(Engine):
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
         own = _own_options(knobs, sources)
+        if own.get("enable_mixed_chunk"):
+            MC.check_release(parse_version(version), version, layout.pipeline_parallel_size)
         lora = resolve_lora(knobs, sources)
         paths = lora.pop("lora_paths", None)
         parallel = SP.resolve_parallel(m, knobs, sources)
@@ -1303,7 +1317,8 @@ class SglangEngine(Engine):
             tokens=res.tokens, max_model_len=ctx, max_concurrency=res.tokens / ctx,
             max_model_len_fit=min(context_length(m), res.tokens), fits=res.fits,
             problems=(res.problems + hicache_problems
-                      + (lora_problems(dep, lora_p) if lora_p else [])),
+                      + (lora_problems(dep, lora_p) if lora_p else [])
+                      + MC.problems(opts(dep).enable_mixed_chunk, dep)),
             offload=offload, lora=lora_section(dep, lora_p),
             notes=memory_notes(
                 budget=f"mem_fraction_static {dep.gpu_memory_utilization:g} × free memory "

@@ -137,6 +137,8 @@ def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
                          dep.data_parallel_size, nodes=nodes, gpus_per_node=gpus_per_node),
         prefix_caching=bool(dep.enable_prefix_caching))  # (a field built in: no copy)
     ctx = _expert_parallel(ctx, m, dep)
+    # the batching the deployment's own flags choose (SGLang --enable-mixed-chunk)
+    spec = {**spec, **registry.get(dep.engine).batching(dep, ctx.max_num_batched_tokens)}
     return replace(ctx, **spec) if spec else ctx
 
 

@@ -33,7 +33,8 @@ L40S_RUNS = BENCH / "vllm_llama-3.2-3b_l40s_results.json"
 FLAG = {"tensor_parallel_size": "-tp", "pipeline_parallel_size": "-pp",
         "data_parallel_size": "-dp", "max_model_len": "--max-model-len",
         "kv_cache_dtype": "--kv-cache-dtype", "enable_expert_parallel": "--enable-expert-parallel",
-        "enable_dp_attention": "--enable-dp-attention", "nodes": "--nodes"}
+        "enable_dp_attention": "--enable-dp-attention", "nodes": "--nodes",
+        "enable_mixed_chunk": "--enable-mixed-chunk"}
 # compare takes the engine-generic knobs only (api._COMPARE_KNOBS)
 COMPARE_KNOBS = {"tensor_parallel_size", "max_model_len", "kv_cache_dtype"}
 # the first format each engine can be deployed with that is not plain Kubernetes (k8s is the
@@ -92,6 +93,11 @@ NODE_CASES = [Case("meta-llama/Llama-3.1-70B-Instruct", "h100", e,
 # the plan fits): Qwen2.5-7B at its 32,768 tokens on one L4 holds fewer; every view says fits
 CAPPED_CASES = [Case("Qwen/Qwen2.5-7B-Instruct", "l4", "sglang",
                      {"tensor_parallel_size": 1, "max_model_len": 32768})]
+# SGLang's own batching flag (docs/sglang-mixed-chunk.md): every view plans it mixed, and the
+# serve line that check reads back keeps it
+MIXED_CHUNK_CASES = [Case("Qwen/Qwen3-8B", "h100", "sglang",
+                          {"tensor_parallel_size": 2, "max_model_len": 16384,
+                           "enable_mixed_chunk": True})]
 CALIBRATED = [Case("meta-llama/Llama-3.1-8B-Instruct", "l40s", "vllm",
                    {"tensor_parallel_size": 1, "max_model_len": 8192}, calibrated=True)]
 
@@ -229,10 +235,12 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
 
     # --emit → check (over nodes: the formats that write a multi-node deployment, for the
     # NODE_CASES' engines, which have a launch line per node; the others refuse, exit 2)
-    from kvplan.deploy.emit import MULTINODE_FORMATS
+    from kvplan.deploy.emit import multinode_formats
 
     for fmt in emit_formats:
-        if nodes > 1 and fmt not in MULTINODE_FORMATS:
+        # (the formats that write this plan over its nodes: helm-llmd and kserve spread nodes by
+        # data-parallel ranks only, and refuse TP or PP across nodes)
+        if nodes > 1 and fmt not in multinode_formats(lib):
             code, _, err = call("plan", *base, "--offline", "--emit", fmt)
             assert code == 2 and "nodes" in err and "Traceback" not in err, err
             continue
@@ -242,7 +250,8 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
         assert_read_back(want, check_file(out, case.gpu, cal), fmt)
 
 
-@pytest.mark.parametrize("case", ENGINE_CASES + MOE_CASES + NODE_CASES + CAPPED_CASES,
+@pytest.mark.parametrize("case", ENGINE_CASES + MOE_CASES + NODE_CASES + CAPPED_CASES
+                         + MIXED_CHUNK_CASES,
                          ids=lambda c: f"{c.engine}-{c.model.split('/')[1]}-"
                          + "-".join(f"{k}={v}" for k, v in c.knobs.items()
                                     if k != "max_model_len"))
@@ -290,12 +299,13 @@ GPUS = ("h100", "h200", "a100-sxm-80gb", "l40s", "b200")
 @given(model=st.sampled_from(MODELS), gpu=st.sampled_from(GPUS),
        engine=st.sampled_from(NAMES), tp=st.sampled_from([1, 2, 4, 8]),
        length=st.sampled_from([4096, 8192, 16384]), kv=st.sampled_from([None, "fp8"]),
-       ep=st.booleans(), two_nodes=st.booleans(), calibrated=st.booleans(), data=st.data())
+       ep=st.booleans(), two_nodes=st.booleans(), calibrated=st.booleans(),
+       mixed=st.booleans(), data=st.data())
 def test_every_view_agrees_over_random_deployments(model, gpu, engine, tp, length, kv, ep,
-                                                   two_nodes, calibrated, data, cal_file,
+                                                   two_nodes, calibrated, mixed, data, cal_file,
                                                    tmp_path_factory):
     """Catalogue models on five GPUs and every engine; expert parallelism where the model has
-    experts, two nodes of TP 8 × PP 2 where the engine pipelines."""
+    experts, two nodes of TP 8 × PP 2 where the engine pipelines, SGLang's mixed chunks."""
     knobs: dict[str, Any] = {"tensor_parallel_size": tp, "max_model_len": length}
     if kv:
         knobs["kv_cache_dtype"] = kv
@@ -303,6 +313,8 @@ def test_every_view_agrees_over_random_deployments(model, gpu, engine, tp, lengt
         knobs["enable_expert_parallel"] = True
     if two_nodes and tp == 8 and engine in ("vllm", "sglang"):
         knobs.update(pipeline_parallel_size=2, nodes=2)
+    if mixed and engine == "sglang":
+        knobs["enable_mixed_chunk"] = True
     case = Case(model, gpu, engine, knobs, calibrated=calibrated)
     try:
         api.plan(model, gpu, engine=engine, offline=True, **knobs)

@@ -40,6 +40,7 @@ LAYER = {
     "kvplan.engines.registry": "core",
     "kvplan.engines.sglang": "core",
     "kvplan.engines.sglang_parallel": "core",
+    "kvplan.engines.sglang_mixed_chunk": "core",  # --- mixedchunk ---
     "kvplan.engines.trtllm_parallel": "core",
     "kvplan.engines.tgi": "core",
     "kvplan.engines.trtllm": "core",
