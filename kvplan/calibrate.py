@@ -278,11 +278,6 @@ def _log_predictions(rows: Sequence[fit.Row], c: Coefficients) -> list[float]:
     return out
 
 
-def observations(rows: Sequence[fit.Row]) -> int:
-    """Measured quantities the fit compares (TTFT and TPOT per row, else throughput)."""
-    return len(_log_predictions(rows, rows[0].context.coefficients)) if rows else 0
-
-
 def identifiable(rows: Sequence[fit.Row], base: Coefficients) -> tuple[list[str], dict[str, str]]:
     """(coefficients to fit, kept ones → why). Each coefficient is changed by 10 % (at least
     1 % of its range, so one near 0 moves too) and the change of every log prediction is its

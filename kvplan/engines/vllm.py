@@ -276,11 +276,6 @@ def default_block_size(m: ModelSpec, gpu: GpuSpec, version: str) -> int:
 # ------------------------------------------------------------------ memory model
 
 
-def has_nvswitch(gpu: GpuSpec) -> bool:
-    """SXM-class Hopper/Blackwell parts (NVLink ≥ 900 GB/s through NVSwitch)."""
-    return (gpu.nvlink_gbps_per_gpu or 0) >= 900 and gpu.arch.startswith(("Hopper", "Blackwell"))
-
-
 def non_torch_bytes(d: Deployment, gpu: GpuSpec) -> int:
     """Non-torch memory growth during start-up: cuBLAS/backend buffers (TP1 rows), + NCCL and
     custom all-reduce buffers at TP > 1 as the interconnect sets them (engines/interconnect.py)."""

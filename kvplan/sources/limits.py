@@ -251,18 +251,6 @@ def check_int(value: int | None, name: str, *, lo: int = 1, hi: int) -> int | No
     return value
 
 
-def check_float(value: float | None, name: str, *, lo: float = 0.0, hi: float,
-                lo_open: bool = True) -> float | None:
-    """A finite float knob in (lo, hi] (or [lo, hi]); nan/inf never pass."""
-    if value is None:
-        return None
-    if not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo):
-        left = "(" if lo_open else "["
-        raise InvalidInputError(f"{name} {value!r} is out of range",
-                                hint=f"use a finite number in {left}{lo:g}, {hi:g}]")
-    return value
-
-
 def _short(value: object, n: int = 40) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"(a number of about {int(value.bit_length() * 0.30103) + 1} digits)"
