@@ -208,8 +208,12 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     problems += perf_problems
     fmt = what_if_of(dep)
 
-    def command() -> str:
-        return _command(eng, m, planned, rec, workload, knobs.quantization)
+    serve: list[str] = []
+
+    def command() -> str:  # written once: a multi-node plan's node launch lines quote it too
+        if not serve:
+            serve.append(_command(eng, m, planned, rec, workload, knobs.quantization))
+        return serve[0]
 
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
