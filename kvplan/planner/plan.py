@@ -203,19 +203,25 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
     problems += rec_problems
+    # nothing fits at the given TP: the serve line moves to another (_replan_at_tp), whose
+    # figures would describe another deployment than this plan's (its GPUs, KV cache and cost)
+    moved = planned.tensor_parallel_size != dep.tensor_parallel_size
     performance, perf_problems, traffic_plan = _performance(
-        eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand)
+        eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand,
+        figures=not moved)
     problems += perf_problems
     fmt = what_if_of(dep)
 
-    def command() -> str:
-        return _command(eng, m, planned, rec, workload, knobs.quantization)
+    serve: list[str] = []
+
+    def command() -> str:  # written once: a multi-node plan's node launch lines quote it too
+        if not serve:
+            serve.append(_command(eng, m, planned, rec, workload, knobs.quantization))
+        return serve[0]
 
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
-    if planned.tensor_parallel_size != dep.tensor_parallel_size:
-        # nothing fits at the given TP: figures of the TP the serve line moves to would describe
-        # another deployment than this plan's (its GPUs, KV cache and cost)
+    if moved:
         performance = None
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
@@ -371,13 +377,22 @@ def _in_tries(fn: Callable[[], str]) -> Callable[[], str]:
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off meanwhile (as it was after): planning allocates many
     small objects and frees none of them in cycles, so its passes over a sweep's growing heap
-    are pure cost (20–40 % of a sweep)."""
+    are pure cost (20–40 % of a sweep). On the way out the objects made meanwhile join the
+    oldest generation unscanned (gc.freeze then gc.unfreeze: two list splices): re-enabled as
+    it was, the collector's next pass would walk every one of them at once (all still young),
+    1.5–2 ms after a 405B sweep and about 20 ms after an 8B one on the project's machine, to
+    find them alive; an unreachable cycle among them is still freed by the next full pass.
+    Objects the caller froze stay frozen (gc.get_freeze_count, a walk of them): then the
+    collector is only re-enabled."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -952,10 +967,12 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
 
 def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                  res: MemoryResult, rec: Recommendations, w: Workload,
-                 price: Price | None, demand: Demand | None = None
+                 price: Price | None, demand: Demand | None = None, *, figures: bool = True
                  ) -> tuple[Performance | None, list[Problem], TrafficPlan | None]:
     """The latency model on the recommended deployment; with SLOs, max_num_seqs and
-    max_num_batched_tokens are chosen by it (and rec is updated in place)."""
+    max_num_batched_tokens are chosen by it (and rec is updated in place). `figures` False:
+    the caller drops the section (and the traffic curve), so only what changes `rec` or adds
+    a problem is worked out."""
     missing = perf.missing_gpu_fields(gpu)
     if missing:
         return None, [Problem(code="no-performance-figures", severity="warning",
@@ -979,6 +996,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     if w.slo_ttft_ms is not None or w.slo_tpot_ms is not None:
         engine_seqs, tokens, problems = _size_for_slos(s, rec, _sizing(w, demand), n, bound,
                                                        engine_seqs, acc)
+    if not figures and acc_source is None:  # (an assumed acceptance rate's problem quotes them)
+        return None, problems, None
     # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
     concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
     if tokens and tokens != dep.max_num_batched_tokens:

@@ -110,3 +110,38 @@ def test_a_copy_that_sets_the_serve_line_keeps_it_in_its_place():
     q = p.model_copy(update={"command": "vllm serve x"})
     keys = list(json.loads(q.model_dump_json()))
     assert keys.index("command") == keys.index("performance") + 1 and q.command == "vllm serve x"
+
+
+def test_a_multi_node_plan_writes_its_serve_line_once(monkeypatch):
+    """Its nodes' launch lines quote the serve line, which the plan also keeps: written once
+    for both (16 H100s: two 8-GPU nodes, one pipeline stage each)."""
+    calls = []
+    real = planner._command
+    monkeypatch.setattr(planner, "_command", lambda *a, **k: calls.append(1) or real(*a, **k))
+    p = kvplan.plan(LLAMA70, "h100", max_model_len=8192, tensor_parallel_size=8,
+                    pipeline_parallel_size=2)
+    assert p.nodes.nodes == 2 and p.nodes.launch
+    assert len(calls) == 1
+    assert p.command.startswith("vllm serve ")
+    assert all(p.command in line.command for line in p.nodes.launch)
+
+
+def test_a_plan_whose_serve_line_moves_to_another_tp_works_out_no_latency_section(monkeypatch):
+    """Nothing fits at TP 1 (70B's 141 GB of weights on one 80 GB H100): the serve line moves
+    to TP 4, whose figures would describe another deployment, so the plan has none, and none
+    is worked out."""
+    from kvplan.planner import performance
+
+    calls = []
+    real = performance.section
+    monkeypatch.setattr(performance, "section", lambda *a, **k: calls.append(1) or real(*a, **k))
+    p = kvplan.plan(LLAMA70, "h100", tensor_parallel_size=1, max_model_len=32768, workload=W)
+    assert p.inputs["tensor_parallel_size"].value == 1
+    assert p.recommendations.tensor_parallel_size.value == 4
+    assert "--tensor-parallel-size 4 " in p.command
+    assert "tensor-parallel-size-too-small" in [x.code for x in p.problems]
+    assert p.performance is None and p.traffic is None
+    assert calls == []
+    moved = kvplan.plan(LLAMA70, "h100", tensor_parallel_size=4, max_model_len=32768,
+                        workload=W)
+    assert moved.performance is not None and len(calls) == 1  # planned itself, it has them
