@@ -40,7 +40,8 @@ def mixed_batching(budget: int, max_prefill_tokens: int) -> dict[str, Any]:
     """The PerfContext fields of mixed steps that admit whole prompts: a step's prefill tokens
     are capped by --chunked-prefill-size (`budget`) and by --max-prefill-tokens."""
     return {"style": "mixed", "whole_prompts": True,
-            "max_num_batched_tokens": min(budget, max_prefill_tokens)}
+            "max_num_batched_tokens": min(budget, max_prefill_tokens),
+            "split_last_prompt": budget < max_prefill_tokens}
 
 
 def check_release(version: tuple[int, ...], version_text: str, pipeline_parallel_size: int

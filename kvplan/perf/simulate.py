@@ -364,6 +364,11 @@ class _Sim:
         self.busy_weighted = 0.0
         self.wait_weighted = 0.0
         self.kv_weighted = 0.0
+        # SGLang's admission (new_token_ratio, reserve, retraction): its default prefill-first
+        # scheduler, and its mixed steps (--enable-mixed-chunk: PerfContext.whole_prompts)
+        self.mixed_chunk = ctx.style == "mixed" and ctx.whole_prompts
+        self.sglang = ctx.style == "separate" or self.mixed_chunk
+        self.whole = not ctx.split_last_prompt
         self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         self.ratio_min = SGLANG_INIT_NEW_TOKEN_RATIO * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
         self.ratio_decay = (self.ratio - self.ratio_min) / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -374,7 +379,8 @@ class _Sim:
         # free queue (freed tail first, allocations pop the oldest free block), so on its
         # return it re-hits those not yet reallocated (vllm/v1/core/kv_cache_manager.py free,
         # block_pool.py free_blocks / get_computed_blocks, v0.9-0.11)
-        self.rehit = ctx.prefix_caching and ctx.style == "mixed" and not self.reserve_all
+        self.rehit = (ctx.prefix_caching and ctx.style == "mixed" and not self.reserve_all
+                      and not self.mixed_chunk)
         self.freed = 0  # blocks freed so far: blocks allocated so far = used + freed
         self.kept = [0] * n  # full blocks a preempted request left in the cache
         self.mark = [0] * n  # blocks allocated so far when it was preempted
@@ -556,7 +562,7 @@ class _Sim:
             self.itl.append((dt + self.pause, d))
             self.pause = 0.0
             self.tick += 1
-            if self.ctx.style == "separate":
+            if self.sglang and not chunks:  # a decode-only step (update_running_batch)
                 self.ratio = max(self.ratio_min, self.ratio - self.ratio_decay)
             self._finish_decoders(self.tick - 1)
         elif self.n_dec:
@@ -574,7 +580,7 @@ class _Sim:
         free = self.total - self.used
         k = self.heap[0][0] - self.tick + 1 if self.heap else 1
         k = min(k, (free // d) * self.bs)
-        if self.waiting and self.ctx.style == "separate" and self.ratio > self.ratio_min:
+        if self.waiting and self.sglang and self.ratio > self.ratio_min:
             k = min(k, 8)  # the reserve shrinks as new_token_ratio decays: admission may open
         if k < 2:
             return False
@@ -597,7 +603,7 @@ class _Sim:
         self.itl.append((dt, d * (k - 1)))
         self.pause = 0.0
         self.tick += k
-        if self.ctx.style == "separate":
+        if self.sglang:
             self.ratio = max(self.ratio_min, self.ratio - k * self.ratio_decay)
         self._finish_decoders(self.tick - 1)
         return True
@@ -609,7 +615,7 @@ class _Sim:
         while self.n_dec and self.used + self.phase[self.tick % self.bs] > self.total:
             self._preempt_newest()
             preempted = True
-            if self.ctx.style == "separate":
+            if self.sglang:
                 self.ratio = SGLANG_INIT_NEW_TOKEN_RATIO
         return preempted
 
@@ -685,11 +691,16 @@ class _Sim:
                      + min(self.out[r] - self.gen[r], SGLANG_CLIP_MAX_NEW_TOKENS) * self.ratio)
         return held
 
-    def step_separate(self) -> None:
-        """One SGLang step: a prefill batch when requests can be admitted, else a decode."""
-        room = self.budget
+    def _sglang_prefill(self, room: int, free: float, whole: bool = False
+                        ) -> list[tuple[int, int]]:
+        """SGLang's prefill batch (schedule_policy.py PrefillAdder): the chunked request's next
+        chunk first (reserved), then waiting requests while `room` tokens last and their
+        prompt plus reserved output fits in `free` KV tokens; the last one is chunked when
+        it overruns the room, or (`whole`: the room is --max-prefill-tokens, not a smaller
+        --chunked-prefill-size) the batch stops before a prompt of ≥ the room left unless the
+        batch is empty (add_one_req: input_tokens >= rem_input_tokens). Allocates their
+        blocks; returns (request, tokens)."""
         chunks: list[tuple[int, int]] = []
-        free = (self.total - self.used) * self.bs - self._reserve()
         for r in list(self.prefilling):  # the chunked request goes on first (reserved)
             tok, nb = self._chunk(r, room)
             self.used += nb
@@ -705,6 +716,8 @@ class _Sim:
             cost = (self.need[r] + min(left, SGLANG_CLIP_MAX_NEW_TOKENS) * self.ratio)
             if cost > free and (self.running or chunks):  # an empty engine admits any
                 break  # request that fits (a reserve cannot starve it)
+            if whole and chunks and self.need[r] - self.done[r] >= room:
+                break
             tok, nb = self._chunk(r, room)
             self.waiting.popleft()
             self.running[r] = None
@@ -714,16 +727,48 @@ class _Sim:
             free -= cost
             chunks.append((r, tok))
             room -= tok
-        if chunks:
-            self._run_step(chunks, decode=False)
-            return
+        return chunks
+
+    def _sglang_decode(self) -> None:
+        """SGLang's decode-only step (scheduler.py update_running_batch): retract when the
+        next tokens' KV does not fit, else decode (a run of identical steps when it can)."""
         if self.n_dec:
             self._decode_blocks_fit()
             if self.n_dec and not self._decode_run():
                 self._run_step([], decode=True)
 
+    def step_separate(self) -> None:
+        """One SGLang step: a prefill batch when requests can be admitted, else a decode."""
+        chunks = self._sglang_prefill(self.budget,
+                                      (self.total - self.used) * self.bs - self._reserve())
+        if chunks:
+            self._run_step(chunks, decode=False)
+            return
+        self._sglang_decode()
+
+    def step_mixed_chunk(self) -> None:
+        """One SGLang step with --enable-mixed-chunk (scheduler.py get_new_batch_prefill,
+        0.5.6.post2): the same prefill batch, its token room and KV budget less one token per
+        running (decoding) request (PrefillAdder mixed_with_decode_tokens = running_bs), run
+        together with those requests' decodes (ScheduleBatch.mix_with_running); else a
+        decode-only step. A mixed step neither retracts nor decays new_token_ratio (only
+        update_running_batch does), so when the decodes' next blocks do not fit this runs
+        the decode-only step that retracts."""
+        d = self.n_dec
+        room = self.budget - d
+        if room <= 0 or (d and self.used + self.phase[self.tick % self.bs] > self.total):
+            self._sglang_decode()
+            return
+        chunks = self._sglang_prefill(room, (self.total - self.used) * self.bs
+                                      - self._reserve() - d, self.whole)
+        if chunks:
+            self._run_step(chunks, decode=True)
+            return
+        self._sglang_decode()
+
     def run(self) -> None:
-        mixed = self.ctx.style == "mixed"
+        step = (self.step_mixed_chunk if self.mixed_chunk
+                else self.step_mixed if self.ctx.style == "mixed" else self.step_separate)
         while True:
             self._arrivals()
             if not self.running and not self.waiting:
@@ -732,10 +777,7 @@ class _Sim:
                 self.now = max(self.now, self.future[0][0])
                 continue
             before = (self.steps, len(self.waiting), self.failed)
-            if mixed:
-                self.step_mixed()
-            else:
-                self.step_separate()
+            step()
             self.max_running = max(self.max_running, len(self.running))
             if (self.steps, len(self.waiting), self.failed) == before and self.waiting:
                 # nothing runs and the head cannot be admitted: it never fits

@@ -339,6 +339,10 @@ class PerfContext:
     # below floor tokens per expert (the GPU's ridge point) the ratio is held
     expert_gemm_curve: tuple[tuple[float, float], ...] = ()
     expert_gemm_floor_tokens: float = 0.0
+    # --- simchunk --- with whole_prompts: the prompt that overruns a step's prefill room is
+    # chunked (--chunked-prefill-size below --max-prefill-tokens: PrefillAdder truncates it to
+    # rem_chunk_tokens); False: the batch stops before it (perf/simulate.py)
+    split_last_prompt: bool = True
 
     @property
     def request_overhead_s(self) -> float:

@@ -23,14 +23,19 @@ DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "perf_calib
 
 def test_mixed_chunk_turns_sglang_mixed_with_whole_prompts() -> None:
     """The prefill budget is min(--chunked-prefill-size, --max-prefill-tokens); the latter
-    defaults to 16384 (SGLang 0.5.6.post2 server_args.py)."""
+    defaults to 16384 (SGLang 0.5.6.post2 server_args.py). The prompt that overruns a step
+    is chunked only when --chunked-prefill-size is the smaller (PrefillAdder.add_one_req
+    stops at input_tokens >= rem_input_tokens first otherwise)."""
     sglang = registry.get("sglang")
     flags = ["--enable-mixed-chunk", "--max-prefill-tokens", "2500"]
     assert sglang.launch_batching(flags, 8192) == {
-        "style": "mixed", "whole_prompts": True, "max_num_batched_tokens": 2500}
-    budget = "max_num_batched_tokens"
+        "style": "mixed", "whole_prompts": True, "max_num_batched_tokens": 2500,
+        "split_last_prompt": False}
+    budget, split = "max_num_batched_tokens", "split_last_prompt"
     assert sglang.launch_batching(["--enable-mixed-chunk"], 8192)[budget] == 8192
+    assert sglang.launch_batching(["--enable-mixed-chunk"], 8192)[split] is True
     assert sglang.launch_batching(["--enable-mixed-chunk"], 32768)[budget] == 16384
+    assert sglang.launch_batching(["--enable-mixed-chunk"], 16384)[split] is False
     assert sglang.launch_batching(["--max-prefill-tokens", "2500"], 8192) == {}
 
 
