@@ -4,11 +4,13 @@
 
 Target (issue #27): 10,000 requests ≤ 2 s. Lengths as the serving benchmarks' `random` dataset
 (range ratio 0.5); open loop (Poisson) at about 80 % of the replica's capacity, and a closed
-loop of 64 clients; vLLM (decode-first chunked prefill) and SGLang (prefill-first).
+loop of 64 clients; vLLM (decode-first chunked prefill), SGLang (prefill-first) and SGLang
+with --enable-mixed-chunk ("sglang-mc": its prefill batches mixed with the running decodes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -26,14 +28,17 @@ CASES = [("meta-llama/Llama-3.1-8B-Instruct", 1, 1000, 200),
 
 def main() -> None:
     gpu = resolve_gpu("h100-sxm-80gb")
-    print(f"{'model':36s} {'engine':7s} {'harness':34s} {'s':>6s} {'steps':>7s} "
+    print(f"{'model':36s} {'engine':9s} {'harness':34s} {'s':>6s} {'steps':>7s} "
           f"{'p99 TTFT ms':>12s}")
     worst = 0.0
     for model, tp, i, o in CASES:
         m = resolve_model(model)
-        for engine in ("vllm", "sglang"):
-            ctx = perf.context_for(m, gpu, engine, "0.12.0", tp=tp, max_num_batched_tokens=8192,
-                                   max_num_seqs=256, kv_capacity_tokens=400_000)
+        for engine in ("vllm", "sglang", "sglang-mc"):
+            ctx = perf.context_for(m, gpu, engine.removesuffix("-mc"), "0.12.0", tp=tp,
+                                   max_num_batched_tokens=8192, max_num_seqs=256,
+                                   kv_capacity_tokens=400_000)
+            if engine == "sglang-mc":  # what Engine.batching gives with the flag
+                ctx = dataclasses.replace(ctx, style="mixed", whole_prompts=True)
             cap = perf.evaluate(ctx, concurrency=256, input_tokens=i,
                                 output_tokens=o).requests_per_s
             ins = sim.uniform_lengths(N, i, 0.5, seed=1)
@@ -49,7 +54,7 @@ def main() -> None:
                 worst = max(worst, dt)
                 label = (f"open {rate:g} req/s" if h.kind == "open"
                          else f"closed {h.concurrency} clients")
-                print(f"{model:36s} {engine:7s} {label:34s} {dt:6.2f} {res.steps:7d} "
+                print(f"{model:36s} {engine:9s} {label:34s} {dt:6.2f} {res.steps:7d} "
                       f"{res.ttft.p99:12,.0f}")
     print(f"slowest: {worst:.2f} s for {N:,} requests (target ≤ 2 s)")
 

@@ -51,6 +51,17 @@ Schedulers (the engine's declared batching style, PerfContext.style):
   per decode step to 0.7·0.14 (SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR, _DECAY_STEPS;
   sglang/srt/environ.py) and goes back to 0.7 when a decode step runs out of KV and a
   request is retracted (modelled: the newest, recomputed later).
+* "mixed" with ctx.whole_prompts — SGLang with --enable-mixed-chunk (0.5.6.post2,
+  scheduler.py get_new_batch_prefill; schedule_policy.py PrefillAdder): the same prefill batch
+  and admission as "separate", its token room (and KV budget) less one token per running
+  request (mixed_with_decode_tokens = running_bs), run in one step with those requests'
+  decodes (ScheduleBatch.mix_with_running); a step with nothing to prefill is a decode-only
+  step, the only kind that retracts and decays new_token_ratio (update_running_batch). The
+  prompt that overruns the room is chunked when --chunked-prefill-size is below
+  --max-prefill-tokens (ctx.split_last_prompt, the default on GPUs under 160 GiB); otherwise
+  the batch stops before it unless the batch is empty (add_one_req: input_tokens >=
+  rem_input_tokens). With KV to spare this is vLLM's schedule for the same requests; under KV
+  pressure it admits by the reserve and retracts far less often.
 
 Front end (ctx.frontend_service_s, ctx.frontend_servers; the engine's Calibration): before the
 scheduler sees a request it passes the serving front end (vLLM's API-server process, SGLang's
@@ -62,7 +73,9 @@ request, caps the replica at servers / service requests/s, and spaces a burst: t
 requests sent at once to one server waits (k − 1) × service. Per streamed output token work
 (detokenising, one SSE chunk per token) is not in it (no public per-token figure).
 
-Simplifications (stated, not hidden): a recomputed request re-hits only its own kept blocks
+Simplifications (stated, not hidden): with --enable-mixed-chunk a step whose decodes' next
+KV pages do not fit runs as a decode-only step that retracts (SGLang finds the shortage in
+its next decode-only step); a recomputed request re-hits only its own kept blocks
 (ctx.prefix_caching, vLLM: its full blocks less those reallocated since, the free blocks older
 than its own going first); a shared prefix saves prefill compute only (`cached_tokens` per
 prompt), not KV blocks; with
