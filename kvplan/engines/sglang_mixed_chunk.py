@@ -5,12 +5,15 @@ wait, so a closed loop of equal requests moves in lock-step waves (kvplan/perf/s
 "separate"). With it, and chunked prefill on (always, in kvplan's plans: --chunked-prefill-size
 takes no value that turns it off), a prefill batch is merged with the running decodes into one
 step (python/sglang/srt/managers/scheduler.py get_new_batch_prefill → mix_with_running;
-`is_mixed_chunk = chunked_prefill_size is not None and enable_mixed_chunk`), and the batch
-admits whole prompts while they fit in max_prefill_tokens less one token per running request
-(managers/schedule_policy.py PrefillAdder, mixed_with_decode_tokens = running_bs), at least one
-(SGLang 0.5.6.post2). kvplan plans that as the mixed style with whole-prompt admission
-(PerfContext.whole_prompts, perf.step.burst_wait_s) — the batching benchmarks/perf_fit.py fits
-SGLang's mixed-chunk calibration rows with (Engine.launch_batching).
+`is_mixed_chunk = chunked_prefill_size is not None and enable_mixed_chunk`). The batch takes
+prompts while they fit in the step's room less one token per running request
+(managers/schedule_policy.py PrefillAdder, mixed_with_decode_tokens = running_bs; SGLang
+0.5.6.post2): the prompt that overruns --chunked-prefill-size is chunked, while a batch whose
+room is --max-prefill-tokens stops before it unless empty (add_one_req). kvplan plans that as
+the mixed style with prompt admission (PerfContext.whole_prompts, split_last_prompt;
+perf.step.burst_wait_s drains a burst in whole prompts, perf/simulate.py follows add_one_req) —
+the batching benchmarks/perf_fit.py fits SGLang's mixed-chunk calibration rows with
+(Engine.launch_batching).
 
 Releases, read from each release's python/sglang/srt/server_args.py (PyPI wheels):
 * the flag first appears in 0.2.14 (not in 0.2.13: argparse refuses an unknown flag);
