@@ -166,7 +166,10 @@ def performance_table(plan: Plan, console: Console) -> None:
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
-    user = pf.calibration if (pf.calibration or "").startswith("user file") else None
+    from ..perf.moe_gemm import ROUTED_EXPERTS
+
+    coeffs, _, experts = (pf.calibration or "").partition(ROUTED_EXPERTS)
+    user = coeffs if coeffs.startswith("user file") else None
     cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
            f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
@@ -188,6 +191,11 @@ def performance_table(plan: Plan, console: Console) -> None:
               f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
     t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
     t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
+    if experts:  # a MoE model: its routed experts' rate, measured (engine release, layout)
+        # or the dense rate, extrapolated; plan.performance.calibration has the whole phrase
+        how, _, why = experts.partition(" (")
+        t.add_row("routed experts", "measured" if how.startswith("measured") else "dense rate",
+                  why.split(";")[0] if how.startswith("measured") else "extrapolated")
     if pf.tokens_per_step is not None:
         src = "given" if pf.acceptance_rate_source == "cli" else "assumed"
         t.add_row("speculative: tokens per step", f"{pf.tokens_per_step:,.2f}",
