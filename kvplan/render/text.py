@@ -158,6 +158,15 @@ def price_label(source: str) -> str:
     return s + (" (default)" if default else "")
 
 
+def _experts_rate(phrase: str) -> tuple[str, str]:
+    """(rate, where from) of the routed experts' phrase in Performance.calibration: measured
+    (engine release, layout) or the dense rate, extrapolated."""
+    how, _, why = phrase.partition(" (")
+    if how.startswith("measured"):
+        return "measured", why.split(";")[0]
+    return "dense rate", "extrapolated"
+
+
 def performance_table(plan: Plan, console: Console) -> None:
     """Latency and throughput at the workload's concurrency, then versus concurrency."""
     from rich.table import Table
@@ -191,11 +200,8 @@ def performance_table(plan: Plan, console: Console) -> None:
               f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
     t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
     t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
-    if experts:  # a MoE model: its routed experts' rate, measured (engine release, layout)
-        # or the dense rate, extrapolated; plan.performance.calibration has the whole phrase
-        how, _, why = experts.partition(" (")
-        t.add_row("routed experts", "measured" if how.startswith("measured") else "dense rate",
-                  why.split(";")[0] if how.startswith("measured") else "extrapolated")
+    if experts:  # a MoE model: its routed experts' rate (plan.performance.calibration)
+        t.add_row("routed experts", *_experts_rate(experts))
     if pf.tokens_per_step is not None:
         src = "given" if pf.acceptance_rate_source == "cli" else "assumed"
         t.add_row("speculative: tokens per step", f"{pf.tokens_per_step:,.2f}",
