@@ -40,9 +40,11 @@ on B200). Everything else keeps the dense rate (ratio 1): other GPUs, coarse MoE
 MXFP4/int4 experts (gpt-oss on Ampere and Hopper runs vLLM's MXFP4 Marlin or Triton path,
 vllm/model_executor/layers/quantization/mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or
 without triton_kernels, else Triton; no table times them), FP8 checkpoints on Ampere
-(weight-only Marlin), and MoE layers spread over an expert-parallel group (PerfContext
-moe_group > 1, perf/expert.py: the tables time expert parallelism 1, TP-split experts; EP
-runs other kernels, e.g. DeepEP with DeepGEMM).
+(weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
+has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
+times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
+rows); DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
+perf/expert.py). Performance.calibration says which (describe, DENSE_RATE).
 """
 
 from __future__ import annotations
@@ -392,8 +394,6 @@ def describe(kernels: str, gpu_id: str, kernel_dtype: str, ep: int) -> str:
 
 
 DENSE_RATE = "dense GEMM rate (no measured MoE kernel table: extrapolated)"
-# what Performance.calibration appends for a MoE model (render/text.py shows it as one line)
-ROUTED_EXPERTS = "; routed experts: "
 
 
 def ridge_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: float,

@@ -15,6 +15,7 @@ from ..engines.base import MemoryResult
 from ..model.weights import vocab_rows_per_rank
 from ..perf import step as perf
 from ..specs import (
+    ROUTED_EXPERTS,
     Deployment,
     GpuSpec,
     ModelSpec,
@@ -164,8 +165,6 @@ def _calibration(ctx: perf.PerfContext) -> str | None:
     measured kernel table's or the dense GEMM rate (perf/moe_gemm.py)."""
     if not ctx.expert_gemm_source:
         return ctx.calibration or None
-    from ..perf.moe_gemm import ROUTED_EXPERTS
-
     return f"{ctx.calibration or 'bundled fit'}{ROUTED_EXPERTS}{ctx.expert_gemm_source}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..specs import price_provider
+from ..specs import ROUTED_EXPERTS, price_provider
 from ..units import GiB
 
 if TYPE_CHECKING:
@@ -175,8 +175,6 @@ def performance_table(plan: Plan, console: Console) -> None:
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
-    from ..perf.moe_gemm import ROUTED_EXPERTS
-
     coeffs, _, experts = (pf.calibration or "").partition(ROUTED_EXPERTS)
     user = coeffs if coeffs.startswith("user file") else None
     cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
