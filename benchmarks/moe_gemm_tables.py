@@ -16,7 +16,10 @@ FLOP rate to the dense GEMM FLOP rate of the same collector, GPU, engine release
                       of 2 m n k / latency
     ratio(t)       = median over the MoE shapes of the MoE FLOP rate at t / dense FLOP rate
 
-MoE rows used: expert parallelism 1, fine-grained experts (num_experts ≥ 128), moe_tp 1-8,
+EP curves (kvplan's expert-parallel layers): moe_ep_size 2-64 with moe_tp 1, the same
+fine-grained shapes, balanced routing (moe_ep_curve says why), one curve per EP size over all
+widths.
+MoE rows used otherwise: expert parallelism 1, fine-grained experts (num_experts ≥ 128), moe_tp 1-8,
 token distribution power_law_1.01, shard width inter / moe_tp in the band (0, 256],
 (256, 768] or above 768; each shape's rate is interpolated log-linearly in t. The dense
 reference is the dtype kvplan's fitted rate stands for (perf/step.py compute_dtype_for):
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 GRID = (128, 256, 512)
+EP_SIZES = (2, 4, 8, 16, 32, 64)  # expert-parallel group sizes of the EP curves
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
 BANDS = ((0, 256), (256, 768), (768, 1 << 20))  # expert shard width inter / moe_tp, (lo, hi]
 # kernel family (engines/base.py Calibration.moe_kernels) → the tables that time it:
@@ -107,6 +111,33 @@ def moe_curve(rows: list[dict[str, Any]], dtype: str, band: tuple[int, int], sou
     return out
 
 
+def moe_ep_curve(rows: list[dict[str, Any]], dtype: str, ep: int, source: str,
+                 distribution: str = "balanced") -> dict[int, float]:
+    """The EP curve: rows with moe_ep_size = ep and moe_tp 1 (each GPU holds num_experts / ep
+    whole experts, full inter width). num_tokens is the whole EP group's tokens (aiconfigurator
+    queries the table with num_tokens × attention_dp_size, operators/moe.rs MoE::query), so
+    t = num_tokens × topk / num_experts as at EP 1 and one GPU's FLOPs are 1/ep of the layer's.
+    Balanced routing: with power_law_1.01 the collector moves the most loaded rank's experts to
+    the timed rank (collector/helper.py power_law_logits_v3), so those rows time the slowest
+    rank of that synthetic skew (load imbalance, not the kernel's rate; printed alongside)."""
+    shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    for r in rows:
+        if (r["moe_dtype"] != dtype or r["kernel_source"] != source or r["moe_ep_size"] != ep
+                or r["moe_tp_size"] != 1 or r["num_experts"] < 128
+                or r["distribution"] != distribution):
+            continue
+        key = (r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"])
+        t = r["num_tokens"] * r["topk"] / r["num_experts"]
+        flops = 6 * r["hidden_size"] * r["inter_size"] * r["num_tokens"] * r["topk"] / ep
+        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
+    out: dict[int, float] = {}
+    for t in GRID:
+        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
+        if vals:
+            out[t] = statistics.median(vals)
+    return out
+
+
 def main(root: str) -> None:
     base = Path(root) / DATA
     for family, tables in TABLES.items():
@@ -122,6 +153,13 @@ def main(root: str) -> None:
                           f"({band[0]}, {band[1]}] vs dense {dense_dtype} {d / 1e12:.0f} "
                           f"TFLOP/s: MoE {', '.join(f'{v / 1e12:.0f}' for v in curve.values())}"
                           f" TFLOP/s; ratio ({cells})")
+                for ep in EP_SIZES:
+                    curve = moe_ep_curve(moe, moe_dtype, ep, moe_source)
+                    skew = moe_ep_curve(moe, moe_dtype, ep, moe_source, "power_law_1.01")
+                    cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+                    print(f"{family} {gpu} {engine} {version} MoE {moe_dtype} EP {ep} "
+                          f"vs dense {dense_dtype}: ratio ({cells}); slowest rank at "
+                          f"power_law_1.01: {', '.join(f'{v / d:.3f}' for v in skew.values())}")
 
 
 if __name__ == "__main__":

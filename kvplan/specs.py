@@ -1245,3 +1245,8 @@ class WhatIfPlan(Plan):
     that plans of real checkpoints have no such key and serialize exactly as before."""
 
     what_if: PlanWhatIf
+
+
+# --- moe2 --- what Performance.calibration appends for a MoE model before the routed experts'
+# rate (planner/performance.py writes it, render/text.py shows it as one line)
+ROUTED_EXPERTS = "; routed experts: "

@@ -47,6 +47,7 @@ from dataclasses import replace
 
 from ..model import expert as model_expert
 from ..specs import ModelSpec, QuantSpec
+from . import moe_gemm as _moe_gemm
 from . import step
 
 
@@ -71,6 +72,7 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0)
+    out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
     fixed = comm_s(out, 0.0)
@@ -82,6 +84,24 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s)
         out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
     return out
+
+
+def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool) -> step.PerfContext:
+    """`ctx` with the routed experts' measured curve of its layout (perf/moe_gemm.py
+    curve_for_layout): EP ranks' local experts at full width, or a TP slice over the
+    ctx.moe_group GPUs. DeepEP's all-to-all feeds DeepGEMM's grouped GEMMs, which no table
+    times: those keep the dense rate, and say so."""
+    if not ctx.expert_gemm_key:
+        return ctx
+    if deepep:
+        return replace(ctx, expert_gemm_curve=(), expert_gemm_source=(
+            "dense GEMM rate (DeepEP with DeepGEMM: no measured MoE kernel table; extrapolated)"))
+    fam, gpu_id, kernel = ctx.expert_gemm_key
+    curve = _moe_gemm.curve_for_layout(fam, gpu_id, kernel, ctx.num_experts,
+                                       ctx.expert_intermediate, tp=ctx.tp, group=ctx.moe_group,
+                                       ep=ep)
+    return replace(ctx, expert_gemm_curve=curve, expert_gemm_source=(
+        _moe_gemm.describe(fam, gpu_id, kernel, ep) if curve else _moe_gemm.DENSE_RATE))
 
 
 # FP8 value + one fp32 scale per 128 values, per hidden element (DeepEP low-latency dispatch)

@@ -40,9 +40,11 @@ on B200). Everything else keeps the dense rate (ratio 1): other GPUs, coarse MoE
 MXFP4/int4 experts (gpt-oss on Ampere and Hopper runs vLLM's MXFP4 Marlin or Triton path,
 vllm/model_executor/layers/quantization/mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or
 without triton_kernels, else Triton; no table times them), FP8 checkpoints on Ampere
-(weight-only Marlin), and MoE layers spread over an expert-parallel group (PerfContext
-moe_group > 1, perf/expert.py: the tables time expert parallelism 1, TP-split experts; EP
-runs other kernels, e.g. DeepEP with DeepGEMM).
+(weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
+has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
+times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
+rows); DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
+perf/expert.py). Performance.calibration says which (describe, DENSE_RATE).
 """
 
 from __future__ import annotations
@@ -173,6 +175,170 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
 }
 
 
+# --- moe2 --- expert parallelism: (kernel family, GPU id, MoE kernel dtype) → (EP size, curve)
+# per EP size of the tables (2-64), EP ranks each holding num_experts / EP whole experts (full
+# moe_intermediate width, moe_tp 1), balanced routing; t = the whole EP group's tokens × top_k /
+# num_experts, as at EP 1 (aiconfigurator queries its tables with num_tokens ×
+# attention_dp_size, aic-core/rust/aiconfigurator-core/src/operators/moe.rs MoE::query). The
+# kernels are the same fused MoE with an expert map (vLLM's, SGLang's Triton, TensorRT-LLM's
+# CUTLASS), fed every token of the group: not DeepEP's dispatch nor DeepGEMM's grouped GEMM.
+# benchmarks/moe_gemm_tables.py's "EP" lines at aiconfigurator 095f58a5.
+EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "bfloat16"): (
+        (2, ((128, 0.194), (256, 0.228), (512, 0.241))),
+        (4, ((128, 0.178), (256, 0.209), (512, 0.212))),
+        (8, ((128, 0.149), (256, 0.171), (512, 0.176))),
+        (16, ((128, 0.116), (256, 0.133), (512, 0.127))),
+        (32, ((128, 0.097), (256, 0.104), (512, 0.091))),
+        (64, ((128, 0.044), (256, 0.048), (512, 0.04))),
+    ),
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8"): (
+        (2, ((128, 0.35), (256, 0.378), (512, 0.386))),
+        (4, ((128, 0.303), (256, 0.325), (512, 0.334))),
+        (8, ((128, 0.245), (256, 0.269), (512, 0.267))),
+        (16, ((128, 0.186), (256, 0.2), (512, 0.189))),
+        (32, ((128, 0.125), (256, 0.132), (512, 0.119))),
+        (64, ((128, 0.062), (256, 0.067), (512, 0.056))),
+    ),
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): (
+        (2, ((128, 0.616), (256, 0.722), (512, 0.729))),
+        (4, ((128, 0.491), (256, 0.572), (512, 0.584))),
+        (8, ((128, 0.353), (256, 0.393), (512, 0.394))),
+        (16, ((128, 0.221), (256, 0.24), (512, 0.238))),
+        (32, ((128, 0.127), (256, 0.134), (512, 0.132))),
+        (64, ((128, 0.066), (256, 0.069), (512, 0.059))),
+    ),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "bfloat16"): (
+        (2, ((128, 0.251), (256, 0.267), (512, 0.269))),
+        (4, ((128, 0.222), (256, 0.243), (512, 0.243))),
+        (8, ((128, 0.178), (256, 0.191), (512, 0.195))),
+        (16, ((128, 0.139), (256, 0.147), (512, 0.14))),
+        (32, ((128, 0.096), (256, 0.1), (512, 0.09))),
+        (64, ((128, 0.048), (256, 0.052), (512, 0.043))),
+    ),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8"): (
+        (2, ((128, 0.348), (256, 0.365), (512, 0.377))),
+        (4, ((128, 0.298), (256, 0.321), (512, 0.321))),
+        (8, ((128, 0.239), (256, 0.264), (512, 0.254))),
+        (16, ((128, 0.18), (256, 0.193), (512, 0.178))),
+        (32, ((128, 0.12), (256, 0.126), (512, 0.111))),
+        (64, ((128, 0.058), (256, 0.063), (512, 0.052))),
+    ),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): (
+        (2, ((128, 0.572), (256, 0.651), (512, 0.678))),
+        (4, ((128, 0.458), (256, 0.515), (512, 0.52))),
+        (8, ((128, 0.325), (256, 0.353), (512, 0.349))),
+        (16, ((128, 0.204), (256, 0.216), (512, 0.211))),
+        (32, ((128, 0.116), (256, 0.121), (512, 0.118))),
+        (64, ((128, 0.06), (256, 0.062), (512, 0.053))),
+    ),
+    ("sglang-triton-fused-moe", "h100-sxm-80gb", "bfloat16"): (
+        (2, ((128, 0.245), (256, 0.283), (512, 0.309))),
+        (4, ((128, 0.224), (256, 0.265), (512, 0.284))),
+        (8, ((128, 0.199), (256, 0.238), (512, 0.249))),
+        (16, ((128, 0.18), (256, 0.213), (512, 0.236))),
+        (32, ((128, 0.169), (256, 0.218), (512, 0.237))),
+        (64, ((128, 0.143), (256, 0.183), (512, 0.213))),
+    ),
+    ("sglang-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): (
+        (2, ((128, 0.473), (256, 0.664), (512, 0.756))),
+        (4, ((128, 0.409), (256, 0.548), (512, 0.619))),
+        (8, ((128, 0.311), (256, 0.389), (512, 0.423))),
+        (16, ((128, 0.266), (256, 0.334), (512, 0.32))),
+        (32, ((128, 0.241), (256, 0.314), (512, 0.299))),
+        (64, ((128, 0.175), (256, 0.227), (512, 0.268))),
+    ),
+    ("sglang-triton-fused-moe", "h200-sxm-141gb", "bfloat16"): (
+        (2, ((128, 0.291), (256, 0.321), (512, 0.354))),
+        (4, ((128, 0.276), (256, 0.305), (512, 0.324))),
+        (8, ((128, 0.233), (256, 0.27), (512, 0.285))),
+        (16, ((128, 0.225), (256, 0.257), (512, 0.286))),
+        (32, ((128, 0.197), (256, 0.245), (512, 0.277))),
+        (64, ((128, 0.172), (256, 0.215), (512, 0.25))),
+    ),
+    ("sglang-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): (
+        (2, ((128, 0.557), (256, 0.651), (512, 0.7))),
+        (4, ((128, 0.446), (256, 0.51), (512, 0.583))),
+        (8, ((128, 0.367), (256, 0.41), (512, 0.459))),
+        (16, ((128, 0.305), (256, 0.358), (512, 0.357))),
+        (32, ((128, 0.272), (256, 0.337), (512, 0.323))),
+        (64, ((128, 0.183), (256, 0.245), (512, 0.286))),
+    ),
+    ("trtllm-cutlass-moe", "h100-sxm-80gb", "bfloat16"): (
+        (2, ((128, 0.391), (256, 0.635), (512, 0.758))),
+        (4, ((128, 0.368), (256, 0.607), (512, 0.718))),
+        (8, ((128, 0.345), (256, 0.563), (512, 0.714))),
+        (16, ((128, 0.298), (256, 0.472), (512, 0.614))),
+        (32, ((128, 0.224), (256, 0.393), (512, 0.514))),
+        (64, ((128, 0.143), (256, 0.161), (512, 0.197))),
+    ),
+    ("trtllm-cutlass-moe", "h100-sxm-80gb", "fp8"): (
+        (2, ((128, 0.581), (256, 0.853), (512, 0.996))),
+        (4, ((128, 0.537), (256, 0.761), (512, 0.951))),
+        (8, ((128, 0.473), (256, 0.664), (512, 0.799))),
+        (16, ((128, 0.383), (256, 0.532), (512, 0.612))),
+        (32, ((128, 0.214), (256, 0.318), (512, 0.416))),
+        (64, ((128, 0.14), (256, 0.18), (512, 0.172))),
+    ),
+    ("trtllm-cutlass-moe", "h100-sxm-80gb", "fp8_block"): (
+        (2, ((128, 0.454), (256, 0.528), (512, 0.506))),
+        (4, ((128, 0.437), (256, 0.538), (512, 0.521))),
+        (8, ((128, 0.416), (256, 0.515), (512, 0.508))),
+        (16, ((128, 0.376), (256, 0.46), (512, 0.461))),
+        (32, ((128, 0.3), (256, 0.368), (512, 0.395))),
+        (64, ((128, 0.186), (256, 0.249), (512, 0.285))),
+    ),
+    ("trtllm-cutlass-moe", "h200-sxm-141gb", "bfloat16"): (
+        (2, ((128, 0.527), (256, 0.761), (512, 0.839))),
+        (4, ((128, 0.494), (256, 0.71), (512, 0.812))),
+        (8, ((128, 0.418), (256, 0.67), (512, 0.727))),
+        (16, ((128, 0.355), (256, 0.523), (512, 0.626))),
+        (32, ((128, 0.261), (256, 0.418), (512, 0.538))),
+        (64, ((128, 0.162), (256, 0.175), (512, 0.188))),
+    ),
+    ("trtllm-cutlass-moe", "h200-sxm-141gb", "fp8"): (
+        (2, ((128, 0.697), (256, 0.935), (512, 1.112))),
+        (4, ((128, 0.613), (256, 0.853), (512, 0.997))),
+        (8, ((128, 0.519), (256, 0.732), (512, 0.835))),
+        (16, ((128, 0.435), (256, 0.563), (512, 0.63))),
+        (32, ((128, 0.234), (256, 0.345), (512, 0.417))),
+        (64, ((128, 0.147), (256, 0.171), (512, 0.161))),
+    ),
+    ("trtllm-cutlass-moe", "h200-sxm-141gb", "fp8_block"): (
+        (2, ((128, 0.531), (256, 0.616), (512, 0.552))),
+        (4, ((128, 0.503), (256, 0.605), (512, 0.561))),
+        (8, ((128, 0.474), (256, 0.565), (512, 0.537))),
+        (16, ((128, 0.422), (256, 0.485), (512, 0.473))),
+        (32, ((128, 0.329), (256, 0.379), (512, 0.418))),
+        (64, ((128, 0.201), (256, 0.254), (512, 0.283))),
+    ),
+    ("trtllm-cutlass-moe", "b200", "bfloat16"): (
+        (2, ((128, 0.438), (256, 0.672), (512, 0.834))),
+        (4, ((128, 0.384), (256, 0.605), (512, 0.775))),
+        (8, ((128, 0.33), (256, 0.546), (512, 0.686))),
+        (16, ((128, 0.306), (256, 0.452), (512, 0.549))),
+        (32, ((128, 0.218), (256, 0.287), (512, 0.372))),
+        (64, ((128, 0.123), (256, 0.183), (512, 0.214))),
+    ),
+    ("trtllm-cutlass-moe", "b200", "fp8"): (
+        (2, ((128, 0.632), (256, 0.911), (512, 0.984))),
+        (4, ((128, 0.558), (256, 0.802), (512, 0.868))),
+        (8, ((128, 0.433), (256, 0.622), (512, 0.666))),
+        (16, ((128, 0.33), (256, 0.417), (512, 0.451))),
+        (32, ((128, 0.192), (256, 0.233), (512, 0.265))),
+        (64, ((128, 0.099), (256, 0.127), (512, 0.15))),
+    ),
+    ("trtllm-cutlass-moe", "b200", "nvfp4"): (
+        (2, ((128, 0.37), (256, 0.474), (512, 0.53))),
+        (4, ((128, 0.312), (256, 0.415), (512, 0.485))),
+        (8, ((128, 0.308), (256, 0.363), (512, 0.41))),
+        (16, ((128, 0.195), (256, 0.259), (512, 0.313))),
+        (32, ((128, 0.129), (256, 0.168), (512, 0.182))),
+        (64, ((128, 0.066), (256, 0.087), (512, 0.103))),
+    ),
+}
+
+
 def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled: bool) -> str:
     """The MoE table's dtype of a deployment's experts: unquantized bf16/fp16 → 'bfloat16';
     FP8 experts run in FP8 → 'fp8_block' with block scales, else 'fp8'; NVFP4 experts run in
@@ -198,6 +364,36 @@ def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
         return ()
     band = next((i for i, hi in enumerate(WIDTH_BANDS) if shard_width <= hi), len(WIDTH_BANDS))
     return bands[band]
+
+
+def curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
+                     intermediate: int, *, tp: int, group: int, ep: int) -> Curve:
+    """The measured curve of one MoE layout: experts split over `ep` expert-parallel ranks
+    (> 1: EP_CURVES at the largest measured EP size ≤ ep, held at 64 above), else a TP slice
+    of every expert over the `group` GPUs the layer spans (1: the replica's own tp), whose
+    shard is moe_intermediate_size / group columns. () where none is measured."""
+    if ep > 1:
+        eps = EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())
+        fit = [c for e, c in eps if e <= ep]
+        return fit[-1] if fit and num_experts >= MIN_EXPERTS else ()
+    return curve_for(kernels, gpu_id, kernel_dtype, num_experts,
+                     -(-intermediate // max(tp, group)))
+
+
+# where each kernel family's tables come from (aiconfigurator 095f58a5): engine and release
+TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
+                  "sglang-triton-fused-moe": "SGLang 0.5.9",
+                  "trtllm-cutlass-moe": "TensorRT-LLM 1.2.0rc5"}
+
+
+def describe(kernels: str, gpu_id: str, kernel_dtype: str, ep: int) -> str:
+    """One short phrase: the table a measured curve comes from."""
+    layout = f"EP {ep}" if ep > 1 else "TP-split"
+    return (f"measured fused-MoE rate ({TABLE_RELEASES.get(kernels, kernels)}, {layout}; "
+            f"aiconfigurator 095f58a5 table: {gpu_id}, {kernel_dtype})")
+
+
+DENSE_RATE = "dense GEMM rate (no measured MoE kernel table: extrapolated)"
 
 
 def ridge_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: float,

@@ -343,6 +343,13 @@ class PerfContext:
     # chunked (--chunked-prefill-size below --max-prefill-tokens: PrefillAdder truncates it to
     # rem_chunk_tokens); False: the batch stops before it (perf/simulate.py)
     split_last_prompt: bool = True
+    # --- moe2 --- what the routed experts' rate comes from (perf/moe_gemm.py): the tables' key
+    # (kernel family, GPU id, MoE kernel dtype) when one times this deployment's experts,
+    # moe_intermediate_size (perf/expert.py picks the layout's curve), and in words for
+    # Performance.calibration ("" for a dense model)
+    expert_gemm_key: tuple[str, ...] = ()
+    expert_intermediate: int = 0
+    expert_gemm_source: str = ""
 
     @property
     def request_overhead_s(self) -> float:
@@ -626,19 +633,24 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
 def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, compute: str,
                         quant: QuantSpec | None) -> dict[str, Any]:
     """The PerfContext fields of the routed experts' measured fused-GEMM rate
-    (perf/moe_gemm.py); none for a dense model or where no table measures the experts."""
+    (perf/moe_gemm.py) for the replica's own TP-split experts (perf/expert.py re-picks the
+    curve for DP-shared / expert-parallel layouts); none for a dense model."""
     if m.moe is None:
         return {}
     kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
                                         quant is not None and quant.block_size is not None)
-    curve = _moe_gemm.curve_for(registry.get(engine).calibration.moe_kernels, gpu.id, kernel,
-                                m.moe.num_experts, cdiv(m.moe.expert_intermediate_size, tp))
-    if not curve:
-        return {}
+    key = (registry.get(engine).calibration.moe_kernels, gpu.id, kernel)
+    if key not in _moe_gemm.CURVES and key not in _moe_gemm.EP_CURVES:
+        return {"expert_gemm_source": _moe_gemm.DENSE_RATE}
+    inter = m.moe.expert_intermediate_size
+    curve = _moe_gemm.curve_for_layout(*key, m.moe.num_experts, inter, tp=tp, group=1, ep=1)
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
                                    (gpu.bandwidth_tbps or 0.0) * 1e12,
                                    {"fp8": 1.0, "fp4": 0.5}.get(compute, 2.0))
-    return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor}
+    return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor,
+            "expert_gemm_key": key, "expert_intermediate": inter,
+            "expert_gemm_source": (_moe_gemm.describe(*key, ep=1) if curve
+                                   else _moe_gemm.DENSE_RATE)}
 
 
 def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:
@@ -728,10 +740,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c = gemm_flops / flop_rate
-    if ctx.expert_gemm_curve and ctx.expert_flops_per_token and tokens and ctx.moe_group <= 1:
-        # routed experts at their measured share of the dense rate (perf/moe_gemm.py; the
-        # tables time TP-split experts: not expert parallelism's own kernels, e.g. DeepEP with
-        # DeepGEMM)
+    if ctx.expert_gemm_curve and ctx.expert_flops_per_token and tokens:
+        # routed experts at their measured share of the dense rate (perf/moe_gemm.py: the
+        # layout's curve, perf/expert.py; t counts the tokens of every DP rank meeting there)
         per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
         r = _moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)

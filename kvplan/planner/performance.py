@@ -15,6 +15,7 @@ from ..engines.base import MemoryResult
 from ..model.weights import vocab_rows_per_rank
 from ..perf import step as perf
 from ..specs import (
+    ROUTED_EXPERTS,
     Deployment,
     GpuSpec,
     ModelSpec,
@@ -159,6 +160,14 @@ def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> pe
                             "deepep", "deepep_low_latency"))
 
 
+def _calibration(ctx: perf.PerfContext) -> str | None:
+    """Where the coefficients come from, and for a MoE model the routed experts' rate: a
+    measured kernel table's or the dense GEMM rate (perf/moe_gemm.py)."""
+    if not ctx.expert_gemm_source:
+        return ctx.calibration or None
+    return f"{ctx.calibration or 'bundled fit'}{ROUTED_EXPERTS}{ctx.expert_gemm_source}"
+
+
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:
     return ((w.slo_ttft_ms is None or p.ttft_ms <= w.slo_ttft_ms)
             and (w.slo_tpot_ms is None or p.tpot_ms <= w.slo_tpot_ms))
@@ -268,7 +277,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),
-        calibration=ctx.calibration or None,
+        calibration=_calibration(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
         price_source=((price.source + (" (kvplan default)" if price.default else ""))
                       if price else None),

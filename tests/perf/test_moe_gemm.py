@@ -132,14 +132,64 @@ def test_decode_step_holds_the_ratio_at_the_ridge() -> None:
     assert t.bound == "bandwidth"
 
 
-def test_expert_parallel_layers_keep_the_dense_rate() -> None:
-    """The tables time expert parallelism 1 (TP-split experts); a MoE layer spread over an EP
-    group (perf/expert.py sets moe_group) runs other kernels: no ratio applied."""
-    ctx = dataclasses.replace(_qwen30b(), coefficients=UNIT)
-    ep = dataclasses.replace(ctx, moe_group=8)
-    kw = {"decode_seqs": 0, "context_tokens": 0, "prefill_tokens": 8192,
-          "prefill_context_tokens": 4096, "prefill_seqs": 1}
-    gemm = 8192 * (1_837_105_152 + 3_623_878_656) + 2 * 151936 * 2048
-    attn = 4 * 32 * 128 * 48 * 8192 * 4096
-    assert perf.step_terms(ep, **kw).compute_s == pytest.approx((gemm + attn) / 989.4e12)
-    assert perf.step_terms(ctx, **kw).compute_s > perf.step_terms(ep, **kw).compute_s
+def test_layout_picks_the_ep_curve_or_the_group_wide_tp_slice() -> None:
+    eps = dict(moe_gemm.EP_CURVES[(FAMILY, "h100-sxm-80gb", "bfloat16")])
+    # benchmarks/moe_gemm_tables.py at aiconfigurator 095f58a5, vLLM 0.14.0 H100 bf16, EP 8:
+    # (128, 0.149), (256, 0.171), (512, 0.176)
+    assert eps[8] == ((128, 0.149), (256, 0.171), (512, 0.176))
+
+    def at(**kw: int) -> moe_gemm.Curve:
+        return moe_gemm.curve_for_layout(FAMILY, "h100-sxm-80gb", "bfloat16", 128, 1536, **kw)
+
+    assert at(tp=1, group=8, ep=8) == eps[8]
+    assert at(tp=1, group=12, ep=12) == eps[8]  # the largest measured EP size below
+    assert at(tp=1, group=256, ep=256) == eps[64]  # held at the tables' largest, 64
+    # DP attention without EP: a TP slice of every expert over the 8 GPUs, 1536 / 8 = 192
+    # columns: the ≤ 256 band of the EP 1 tables; the replica's own TP 2: 768, the middle band
+    bands = moe_gemm.CURVES[(FAMILY, "h100-sxm-80gb", "bfloat16")]
+    assert at(tp=1, group=8, ep=1) == bands[0]
+    assert at(tp=2, group=1, ep=1) == bands[1]
+    # no EP table for Mixtral's 8 experts nor for an unmeasured GPU
+    assert moe_gemm.curve_for_layout(FAMILY, "h100-sxm-80gb", "bfloat16", 8, 14336,
+                                     tp=1, group=8, ep=8) == ()
+    assert moe_gemm.curve_for_layout(FAMILY, "mi300x", "bfloat16", 128, 1536,
+                                     tp=1, group=8, ep=8) == ()
+
+
+def test_every_ep_curve_is_a_slowdown_in_ep_order() -> None:
+    for key, by_ep in moe_gemm.EP_CURVES.items():
+        sizes = [e for e, _ in by_ep]
+        assert sizes == sorted(sizes) and sizes[0] >= 2, key
+        for _, curve in by_ep:
+            assert [t for t, _ in curve] == sorted(t for t, _ in curve), key
+            assert all(0.0 < r < 1.2 for _, r in curve), key
+
+
+def test_expert_parallel_layers_run_at_the_ep_curve() -> None:
+    """Qwen3-30B-A3B bf16 on H100 at DP 8 + EP 8 (vLLM --enable-expert-parallel -dp 8): each
+    rank holds 16 whole experts. 1024 own prompt tokens meet 7 other ranks' in the MoE layer:
+    1024 · 8 · 8 / 128 = 512 tokens per expert, read on the EP 8 curve: 0.176. The expert
+    FLOPs per own token are unchanged (perf/expert.py), so with unit efficiencies they take
+    1 / 0.176 of their dense-rate time."""
+    from kvplan.perf import expert
+
+    m = resolve_model("Qwen/Qwen3-30B-A3B")
+    base = dataclasses.replace(_qwen30b(), coefficients=UNIT)
+    ep = expert.apply(base, m, dtype="bfloat16", quant=None, dp=8, ep=8, moe_dp=True,
+                      all_to_all=True)
+    assert ep.moe_group == 8 and ep.moe_dp == 8
+    assert ep.expert_gemm_curve == ((128, 0.149), (256, 0.171), (512, 0.176))
+    assert "EP 8" in ep.expert_gemm_source and "vLLM 0.14.0" in ep.expert_gemm_source
+    kw = {"decode_seqs": 0, "context_tokens": 0, "prefill_tokens": 1024,
+          "prefill_context_tokens": 512, "prefill_seqs": 1}
+    gemm = 1024 * (1_837_105_152 + 3_623_878_656) + 2 * 151936 * 2048
+    attn = 4 * 32 * 128 * 48 * 1024 * 512
+    extra = 1024 * 3_623_878_656 * (1 / 0.176 - 1)
+    assert perf.step_terms(ep, **kw).compute_s == pytest.approx(
+        (gemm + extra + attn) / 989.4e12, rel=1e-9)
+    # DeepEP's all-to-all feeds DeepGEMM, which no table times: the dense rate, said so
+    deepep = expert.apply(base, m, dtype="bfloat16", quant=None, dp=8, ep=8, moe_dp=True,
+                          all_to_all=True, node_dedup=True)
+    assert deepep.expert_gemm_curve == () and "DeepGEMM" in deepep.expert_gemm_source
+    # (at the dense rate these 1024 tokens' GEMMs are weight-bound: no compute term)
+    assert perf.step_terms(deepep, **kw).compute_s < perf.step_terms(ep, **kw).compute_s
