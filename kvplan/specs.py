@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.7"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.8"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -38,6 +38,7 @@ SCHEMA_VERSION = "1.7"  # 1.1: "info" problems, model.weights_from; 1.2: engine.
 # 1.6: multimodal section (null for text-only models), workload.images_per_request,
 #      workload.prefix_hit_rate, performance.cached_tokens, offload backend "sglang-hicache"
 # 1.7: performance.not_calibrated_because
+# 1.8: performance.routed_experts (MoE models)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -913,6 +914,17 @@ class PerfPoint(BaseModel):
                             "sets throughput")
 
 
+class RoutedExperts(BaseModel):
+    """The rate a MoE model's routed experts run at in the latency model (perf/moe_gemm.py)."""
+
+    rate: Literal["measured", "dense"] = Field(description="measured: the fused-MoE kernel's "
+                                               "measured share of the dense rate; dense: the "
+                                               "dense GEMM rate (extrapolated)")
+    table: str | None = Field(description="the measured table's engine release and layout, "
+                              "e.g. 'vLLM 0.14.0, EP 8'; null at the dense rate")
+    source: str = Field(description="where the table is, or why there is none")
+
+
 class Performance(PerfPoint, Deferred):
     """The latency model at the workload's concurrency (kvplan/perf/step.py), with cost."""
 
@@ -949,6 +961,9 @@ class Performance(PerfPoint, Deferred):
         None, description="where the latency coefficients come from: a user calibration file "
         "(kvplan calibrate, --calibration), the bundled fit, or the bundled fit extrapolated to "
         "another engine, version or GPU architecture")
+    routed_experts: RoutedExperts | None = Field(
+        None, description="a MoE model's routed experts: at a measured fused-MoE kernel rate "
+        "(docs/moe-gemm.md) or at the dense GEMM rate, extrapolated; null for a dense model")
     # --- nodes ---
     links: str | None = Field(None, description="the links the figures assume: TP all-reduce "
                               "over NVLink/PCIe or the scale-out network, pipeline hand-offs "
@@ -1246,7 +1261,3 @@ class WhatIfPlan(Plan):
 
     what_if: PlanWhatIf
 
-
-# --- moe2 --- what Performance.calibration appends for a MoE model before the routed experts'
-# rate (planner/performance.py writes it, render/text.py shows it as one line)
-ROUTED_EXPERTS = "; routed experts: "

@@ -94,14 +94,15 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool) -> step.PerfCo
     if not ctx.expert_gemm_key:
         return ctx
     if deepep:
-        return replace(ctx, expert_gemm_curve=(), expert_gemm_source=(
-            "dense GEMM rate (DeepEP with DeepGEMM: no measured MoE kernel table; extrapolated)"))
+        return replace(ctx, expert_gemm_curve=(), expert_gemm_table="",
+                       expert_gemm_source=_moe_gemm.DEEPEP_DENSE_RATE)
     fam, gpu_id, kernel = ctx.expert_gemm_key
     curve = _moe_gemm.curve_for_layout(fam, gpu_id, kernel, ctx.num_experts,
                                        ctx.expert_intermediate, tp=ctx.tp, group=ctx.moe_group,
                                        ep=ep)
-    return replace(ctx, expert_gemm_curve=curve, expert_gemm_source=(
-        _moe_gemm.describe(fam, gpu_id, kernel, ep) if curve else _moe_gemm.DENSE_RATE))
+    table, source = step.moe_gemm_provenance(ctx.expert_gemm_key, curve, ep=ep)
+    return replace(ctx, expert_gemm_curve=curve, expert_gemm_table=table,
+                   expert_gemm_source=source)
 
 
 # FP8 value + one fp32 scale per 128 values, per hidden element (DeepEP low-latency dispatch)

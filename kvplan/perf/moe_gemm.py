@@ -44,7 +44,7 @@ without triton_kernels, else Triton; no table times them), FP8 checkpoints on Am
 has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
 times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
 rows); DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
-perf/expert.py). Performance.calibration says which (describe, DENSE_RATE).
+perf/expert.py). Performance.routed_experts says which (table_label, table_source, DENSE_RATE).
 """
 
 from __future__ import annotations
@@ -386,14 +386,19 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   "trtllm-cutlass-moe": "TensorRT-LLM 1.2.0rc5"}
 
 
-def describe(kernels: str, gpu_id: str, kernel_dtype: str, ep: int) -> str:
-    """One short phrase: the table a measured curve comes from."""
-    layout = f"EP {ep}" if ep > 1 else "TP-split"
-    return (f"measured fused-MoE rate ({TABLE_RELEASES.get(kernels, kernels)}, {layout}; "
-            f"aiconfigurator 095f58a5 table: {gpu_id}, {kernel_dtype})")
+def table_label(kernels: str, ep: int) -> str:
+    """The measured table's engine release and layout, e.g. "vLLM 0.14.0, EP 8"."""
+    return f"{TABLE_RELEASES.get(kernels, kernels)}, {f'EP {ep}' if ep > 1 else 'TP-split'}"
 
 
-DENSE_RATE = "dense GEMM rate (no measured MoE kernel table: extrapolated)"
+def table_source(gpu_id: str, kernel_dtype: str) -> str:
+    """Where the measured table is: aiconfigurator's commit, the GPU and the experts' dtype."""
+    return f"aiconfigurator 095f58a5 table: {gpu_id}, {kernel_dtype}"
+
+
+# why routed experts run at the dense GEMM rate (Performance.routed_experts.source)
+DENSE_RATE = "no measured MoE kernel table: extrapolated"
+DEEPEP_DENSE_RATE = "DeepEP with DeepGEMM: no measured MoE kernel table; extrapolated"
 
 
 def ridge_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: float,

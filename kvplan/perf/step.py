@@ -345,10 +345,12 @@ class PerfContext:
     split_last_prompt: bool = True
     # --- moe2 --- what the routed experts' rate comes from (perf/moe_gemm.py): the tables' key
     # (kernel family, GPU id, MoE kernel dtype) when one times this deployment's experts,
-    # moe_intermediate_size (perf/expert.py picks the layout's curve), and in words for
-    # Performance.calibration ("" for a dense model)
+    # moe_intermediate_size (perf/expert.py picks the layout's curve), and for
+    # Performance.routed_experts the measured table's label ("" at the dense rate) and where
+    # it is or why there is none ("" for a dense model)
     expert_gemm_key: tuple[str, ...] = ()
     expert_intermediate: int = 0
+    expert_gemm_table: str = ""
     expert_gemm_source: str = ""
 
     @property
@@ -647,10 +649,19 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
                                    (gpu.bandwidth_tbps or 0.0) * 1e12,
                                    {"fp8": 1.0, "fp4": 0.5}.get(compute, 2.0))
+    table, source = moe_gemm_provenance(key, curve, ep=1)
     return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor,
             "expert_gemm_key": key, "expert_intermediate": inter,
-            "expert_gemm_source": (_moe_gemm.describe(*key, ep=1) if curve
-                                   else _moe_gemm.DENSE_RATE)}
+            "expert_gemm_table": table, "expert_gemm_source": source}
+
+
+def moe_gemm_provenance(key: tuple[str, ...], curve: tuple[tuple[float, float], ...], *,
+                        ep: int) -> tuple[str, str]:
+    """(expert_gemm_table, expert_gemm_source) of the curve read for `key` (kernel family,
+    GPU id, kernel dtype): the table's label and location, or "" and the dense rate's reason."""
+    if not curve:
+        return "", _moe_gemm.DENSE_RATE
+    return _moe_gemm.table_label(key[0], ep), _moe_gemm.table_source(key[1], key[2])
 
 
 def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from ..engines.base import MemoryResult
 from ..model.weights import vocab_rows_per_rank
 from ..perf import step as perf
 from ..specs import (
-    ROUTED_EXPERTS,
     Deployment,
     GpuSpec,
     ModelSpec,
@@ -24,6 +23,7 @@ from ..specs import (
     Price,
     Problem,
     Recommendation,
+    RoutedExperts,
     Workload,
 )
 from ..units import DTYPE_BYTES, largest_true
@@ -160,12 +160,13 @@ def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> pe
                             "deepep", "deepep_low_latency"))
 
 
-def _calibration(ctx: perf.PerfContext) -> str | None:
-    """Where the coefficients come from, and for a MoE model the routed experts' rate: a
-    measured kernel table's or the dense GEMM rate (perf/moe_gemm.py)."""
+def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:
+    """A MoE model's routed experts: a measured kernel table's rate or the dense GEMM rate
+    (perf/moe_gemm.py); None for a dense model."""
     if not ctx.expert_gemm_source:
-        return ctx.calibration or None
-    return f"{ctx.calibration or 'bundled fit'}{ROUTED_EXPERTS}{ctx.expert_gemm_source}"
+        return None
+    return RoutedExperts(rate="measured" if ctx.expert_gemm_curve else "dense",
+                         table=ctx.expert_gemm_table or None, source=ctx.expert_gemm_source)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:
@@ -277,7 +278,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),
-        calibration=_calibration(ctx),
+        calibration=ctx.calibration or None, routed_experts=_routed_experts(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
         price_source=((price.source + (" (kvplan default)" if price.default else ""))
                       if price else None),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..specs import ROUTED_EXPERTS, price_provider
+from ..specs import price_provider
 from ..units import GiB
 
 if TYPE_CHECKING:
@@ -158,15 +158,6 @@ def price_label(source: str) -> str:
     return s + (" (default)" if default else "")
 
 
-def _experts_rate(phrase: str) -> tuple[str, str]:
-    """(rate, where from) of the routed experts' phrase in Performance.calibration: measured
-    (engine release, layout) or the dense rate, extrapolated."""
-    how, _, why = phrase.partition(" (")
-    if how.startswith("measured"):
-        return "measured", why.split(";")[0]
-    return "dense rate", "extrapolated"
-
-
 def performance_table(plan: Plan, console: Console) -> None:
     """Latency and throughput at the workload's concurrency, then versus concurrency."""
     from rich.table import Table
@@ -175,8 +166,7 @@ def performance_table(plan: Plan, console: Console) -> None:
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
            "kvplan's default workload (pass --avg-input-tokens/--avg-output-tokens)")
-    coeffs, _, experts = (pf.calibration or "").partition(ROUTED_EXPERTS)
-    user = coeffs if coeffs.startswith("user file") else None
+    user = pf.calibration if (pf.calibration or "").startswith("user file") else None
     cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
            f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
@@ -198,8 +188,10 @@ def performance_table(plan: Plan, console: Console) -> None:
               f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
     t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
     t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
-    if experts:  # a MoE model: its routed experts' rate (plan.performance.calibration)
-        t.add_row("routed experts", *_experts_rate(experts))
+    if pf.routed_experts:  # a MoE model: measured kernel rate (which table) or dense rate
+        x = pf.routed_experts
+        t.add_row("routed experts", "measured" if x.rate == "measured" else "dense rate",
+                  x.table or "extrapolated")
     if pf.tokens_per_step is not None:
         src = "given" if pf.acceptance_rate_source == "cli" else "assumed"
         t.add_row("speculative: tokens per step", f"{pf.tokens_per_step:,.2f}",

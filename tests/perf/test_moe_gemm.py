@@ -179,7 +179,7 @@ def test_expert_parallel_layers_run_at_the_ep_curve() -> None:
                       all_to_all=True)
     assert ep.moe_group == 8 and ep.moe_dp == 8
     assert ep.expert_gemm_curve == ((128, 0.149), (256, 0.171), (512, 0.176))
-    assert "EP 8" in ep.expert_gemm_source and "vLLM 0.14.0" in ep.expert_gemm_source
+    assert ep.expert_gemm_table == "vLLM 0.14.0, EP 8"
     kw = {"decode_seqs": 0, "context_tokens": 0, "prefill_tokens": 1024,
           "prefill_context_tokens": 512, "prefill_seqs": 1}
     gemm = 1024 * (1_837_105_152 + 3_623_878_656) + 2 * 151936 * 2048
