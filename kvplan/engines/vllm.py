@@ -863,7 +863,11 @@ CALIBRATION = Calibration(
     # recipes PR #131, 2025-12-01; the calibration rows are 0.12.0), on by default (None → on
     # unless incompatible, vllm/config/vllm.py) after vllm PR #27614, merged after 2025-12-18
     # (vllm-project/vllm-gaudi PR #768 adapts to it, after #741 of that date): first release
-    # 0.14.0 (inferred from those dates); on in 0.20.2 (vllm-project/vllm-ascend PR #9567) and
+    # 0.14.0 (inferred from those dates; confirmed in the released sources: SchedulerConfig.
+    # async_scheduling is False in v0.13.0's vllm/config/scheduler.py, None in v0.14.0's, and
+    # v0.14.0's vllm/config/vllm.py turns None on unless PP > 1, a draft method other than
+    # EAGLE/MTP, disable_padded_drafter_batch, or an executor other than mp/uni/
+    # external_launcher); on in 0.20.2 (vllm-project/vllm-ascend PR #9567) and
     # 0.22 (RBLN-SW/vllm-rbln PR #581 review). Checked on the vLLM 0.23 L4 rows of
     # benchmarks/data/perf_latency_public.csv (docs/performance-latency.md).
     cpu_overlap_from="0.14.0",

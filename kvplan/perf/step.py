@@ -778,8 +778,8 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     if ctx.cpu_overlap and ctx.pp == 1 and not ctx.spec_tokens:
         # the step's CPU work runs while the GPU computes: only its excess shows. Not with
         # pipeline parallelism or speculative decoding, where vLLM turned async scheduling off
-        # by default when it became the default (vllm PR #31998: PP > 1 disables it; only
-        # EAGLE/MTP drafts enable it, later)
+        # by default when it became the default (vllm PR #31998: PP > 1 disables it). v0.14.0's
+        # vllm/config/vllm.py keeps it on with EAGLE/MTP drafts: not modelled (any draft: off)
         overhead_s -= min(c.step_overhead_ms * 1e-3, compute_s + bandwidth_s + comm_s + layer_s)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
         d_c = decode_seqs * ctx.draft_flops_per_token / flop_rate
