@@ -212,6 +212,8 @@ class Calibration:
     cpu_overlap_from: the first release whose default scheduling overlaps the per-step CPU work
     (step_overhead_ms) with the GPU's step (vLLM's async scheduling: the scheduler prepares step
     N+1 while the GPU runs step N); "" when no release does (as modelled).
+    overlap_drafts: the speculative methods that keep that overlap (vLLM ≥ 0.14.0: EAGLE-family
+    and MTP drafts); with any other draft the step's CPU work is serial again.
     frontend_service_ms / frontend_servers: the serving front end (vLLM's API-server process,
     SGLang's tokenizer manager) as `frontend_servers` FIFO servers each busy that long per
     request: it caps a replica at frontend_servers / frontend_service_ms requests per ms and
@@ -225,6 +227,7 @@ class Calibration:
     admission: Literal["on_demand", "reserve"] = "on_demand"
     # --- overheads ---
     cpu_overlap_from: str = ""
+    overlap_drafts: frozenset[str] = frozenset()
     # --- frontend --- the serving front end as a queue (perf/simulate.py, planner/traffic.py):
     # CPU time one front-end process spends per request (HTTP, chat template, tokenisation,
     # request bookkeeping; ms; 0: not modelled) and how many such processes serve a replica

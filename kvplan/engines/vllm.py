@@ -871,6 +871,10 @@ CALIBRATION = Calibration(
     # 0.22 (RBLN-SW/vllm-rbln PR #581 review). Checked on the vLLM 0.23 L4 rows of
     # benchmarks/data/perf_latency_public.csv (docs/performance-latency.md).
     cpu_overlap_from="0.14.0",
+    # v0.14.0 vllm/config/vllm.py keeps async scheduling on for drafts in EagleModelTypes
+    # (eagle, eagle3, mtp and the <family>_mtp types, which kvplan names "mtp") and turns it
+    # off for any other method (ngram, draft models) and with disable_padded_drafter_batch
+    overlap_drafts=frozenset({"eagle", "eagle3", "mtp"}),
     # The OpenAI-compatible front end: one API-server process per replica unless
     # --api-server-count says more (vllm PR #17546; its default is the data-parallel size with
     # internal load balancing, vllm/entrypoints/cli/serve.py: one per DP rank, the unit kvplan's

@@ -319,7 +319,8 @@ class PerfContext:
     # `vllm bench latency` / `throughput`, MLPerf's offline harness) that has no request path
     front_end: bool = True
     # the engine release overlaps step_overhead_ms with the GPU's step (vLLM async scheduling:
-    # Calibration.cpu_overlap_from; pp = 1 and no speculation, step_terms); the per-layer and
+    # Calibration.cpu_overlap_from; pp = 1, and no draft but Calibration.overlap_drafts: the
+    # planner turns it off for the others; step_terms); the per-layer and
     # per-sequence costs stay serial
     cpu_overlap: bool = False
     # --- links --- the GPU's measured decode-GEMM streaming rate for the compute dtype
@@ -775,11 +776,11 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     layer_s = ctx.layers * c.layer_overhead_us * 1e-6
     overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
-    if ctx.cpu_overlap and ctx.pp == 1 and not ctx.spec_tokens:
+    if ctx.cpu_overlap and ctx.pp == 1:
         # the step's CPU work runs while the GPU computes: only its excess shows. Not with
-        # pipeline parallelism or speculative decoding, where vLLM turned async scheduling off
-        # by default when it became the default (vllm PR #31998: PP > 1 disables it). v0.14.0's
-        # vllm/config/vllm.py keeps it on with EAGLE/MTP drafts: not modelled (any draft: off)
+        # pipeline parallelism (vllm PR #31998: PP > 1 disables async scheduling), nor with a
+        # draft the engine does not keep it for (Calibration.overlap_drafts: the planner sets
+        # cpu_overlap False for those; vLLM v0.14.0 keeps it for EAGLE/MTP)
         overhead_s -= min(c.step_overhead_ms * 1e-3, compute_s + bandwidth_s + comm_s + layer_s)
     if ctx.draft_steps and decode_seqs:  # the draft's sequential passes, each a small decode
         d_c = decode_seqs * ctx.draft_flops_per_token / flop_rate

@@ -106,12 +106,14 @@ def _speculation(m: ModelSpec, dep: Deployment, res: MemoryResult,
         head_bytes = (vocab_rows_per_rank(m.vocab_size, dep.tensor_parallel_size)
                       * m.hidden_size * DTYPE_BYTES.get(dep.dtype, 2))
     read = ps.draft_weights_bytes + head_bytes
-    return dict(spec_tokens=verified, accept_tokens=depth,
-                draft_steps=0 if sc.method == "ngram" else k,
-                acceptance_rate=acceptance_rate, draft_read_bytes=read,
-                draft_flops_per_token=2 * read // DTYPE_BYTES.get(dep.dtype, 2),
-                draft_kv_bytes_per_token=ps.draft_kv_bytes_per_token,
-                draft_layers=ps.draft_layers)
+    fields: dict[str, Any] = dict(
+        spec_tokens=verified, accept_tokens=depth, draft_steps=0 if sc.method == "ngram" else k,
+        acceptance_rate=acceptance_rate, draft_read_bytes=read,
+        draft_flops_per_token=2 * read // DTYPE_BYTES.get(dep.dtype, 2),
+        draft_kv_bytes_per_token=ps.draft_kv_bytes_per_token, draft_layers=ps.draft_layers)
+    if sc.method not in registry.get(dep.engine).calibration.overlap_drafts:
+        fields["cpu_overlap"] = False  # async scheduling off with this draft (vLLM: not EAGLE/MTP)
+    return fields
 
 
 def context(m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult, *,
@@ -242,7 +244,9 @@ def break_even_acceptance(ctx: perf.PerfContext, n: Lengths, concurrency: int) -
     """The per-token acceptance rate at which speculative decoding's TPOT equals the TPOT
     without it, at `concurrency` (bisection; TPOT falls as acceptance rises). 0.0 when it pays
     even with every draft token rejected; None when it never pays."""
-    plain = at_lengths(replace(ctx, spec_tokens=0, draft_steps=0), n, concurrency).tpot_ms
+    # without the draft, the release's own scheduling (a draft may have turned its overlap off)
+    plain = at_lengths(replace(ctx, spec_tokens=0, draft_steps=0, cpu_overlap=perf.overlaps_cpu(
+        ctx.engine, ctx.engine_version)), n, concurrency).tpot_ms
 
     def pays(a: float) -> bool:
         return at_lengths(replace(ctx, acceptance_rate=a), n, concurrency).tpot_ms <= plain

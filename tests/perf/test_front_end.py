@@ -120,13 +120,12 @@ def test_plan_says_when_the_overlap_is_modelled_beyond_the_fit() -> None:
     assert old is not None and "async scheduling" not in (old.calibration or "")
 
 
-def test_no_overlap_with_pipeline_parallelism_or_speculation(llama8b: perf.PerfContext) -> None:
-    """vllm PR #31998: async scheduling stays off by default at pipeline_parallel_size > 1 and
-    for drafts other than EAGLE/MTP; kvplan models no overlap with PP or any speculation."""
+def test_no_overlap_with_pipeline_parallelism(llama8b: perf.PerfContext) -> None:
+    """vllm PR #31998: async scheduling stays off by default at pipeline_parallel_size > 1."""
     on = dataclasses.replace(llama8b, cpu_overlap=True)
     base = perf.step_terms(llama8b, decode_seqs=1, context_tokens=0).total_s
     assert perf.step_terms(on, decode_seqs=1, context_tokens=0).total_s < base
-    for ctx in (dataclasses.replace(on, pp=2), dataclasses.replace(on, spec_tokens=2)):
-        serial = dataclasses.replace(ctx, cpu_overlap=False)
-        assert perf.step_terms(ctx, decode_seqs=1, context_tokens=0).total_s == \
-            perf.step_terms(serial, decode_seqs=1, context_tokens=0).total_s
+    pp = dataclasses.replace(on, pp=2)
+    assert perf.step_terms(pp, decode_seqs=1, context_tokens=0).total_s == perf.step_terms(
+        dataclasses.replace(pp, cpu_overlap=False), decode_seqs=1, context_tokens=0).total_s
+
