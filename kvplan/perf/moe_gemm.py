@@ -36,7 +36,9 @@ Applies where a table exists: MoE layers of at least MIN_EXPERTS routed experts,
 whose calibration names the kernel family (engines/base.py Calibration.moe_kernels; any
 release of the engine, UNVERIFIED beyond the timed one), on the GPUs and expert dtypes of
 CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (TensorRT-LLM
-on B200). Everything else keeps the dense rate (ratio 1): other GPUs, coarse MoE layers,
+on B200); TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
+(KERNEL_ROUTES: CUTLASS runs FP8 block scales on Hopper only). Everything else keeps the
+dense rate (ratio 1): other GPUs, coarse MoE layers,
 MXFP4/int4 experts (gpt-oss on Ampere and Hopper runs vLLM's MXFP4 Marlin or Triton path,
 vllm/model_executor/layers/quantization/mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or
 without triton_kernels, else Triton; no table times them), FP8 checkpoints on Ampere
