@@ -62,7 +62,16 @@ TABLES = {
                            ("h200_sxm", "trtllm", "1.2.0rc5", _BF16_FP8, *_TRT),
                            ("b200_sxm", "trtllm", "1.2.0rc5",
                             (*_BF16_FP8, ("nvfp4", "nvfp4")), *_TRT_C)),
+    # --- moe3 --- TensorRT-LLM on Blackwell (SM100) runs FP8 block-scaled experts through
+    # DeepGEMM's grouped GEMM (CutlassFusedMoE's FP8 block-scale path is Hopper-only): the
+    # B200 table times them only under kernel_source "deepgemm"; the dense reference stays
+    # the per-tensor fp8 GEMM kvplan's fitted rate stands for (the table's DeepGEMM dense
+    # fp8_block GEMM is printed alongside, "DeepGEMM dense")
+    "trtllm-deepgemm-moe": (("b200_sxm", "trtllm", "1.2.0rc5", (("fp8_block", "fp8"),),
+                             "deepgemm", "torch_flow"),),
 }
+# the dense GEMM each MoE kernel_source also has its own table rows for (printed for reference)
+OWN_DENSE = {"deepgemm": ("fp8_block", "deepgemm")}
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -138,6 +147,29 @@ def moe_ep_curve(rows: list[dict[str, Any]], dtype: str, ep: int, source: str,
     return out
 
 
+def moe_narrow_ep2_curve(rows: list[dict[str, Any]], dtype: str, source: str
+                         ) -> dict[int, float]:
+    """The shard-≤256 band where no EP-1 row has it (the B200 DeepGEMM rows): rows with
+    moe_ep_size 2, any moe_tp, shard inter / moe_tp ≤ 256, balanced routing; one GPU does
+    1/2 of its TP shard's FLOPs (the expert map drops the other rank's tokens)."""
+    shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    for r in rows:
+        width = r["inter_size"] // r["moe_tp_size"]
+        if (r["moe_dtype"] != dtype or r["kernel_source"] != source or r["moe_ep_size"] != 2
+                or r["num_experts"] < 128 or r["distribution"] != "balanced" or width > 256):
+            continue
+        key = (r["hidden_size"], r["inter_size"], r["num_experts"], r["moe_tp_size"])
+        t = r["num_tokens"] * r["topk"] / r["num_experts"]
+        flops = 6 * r["hidden_size"] * width * r["num_tokens"] * r["topk"] / 2
+        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
+    out: dict[int, float] = {}
+    for t in GRID:
+        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
+        if vals:
+            out[t] = statistics.median(vals)
+    return out
+
+
 def main(root: str) -> None:
     base = Path(root) / DATA
     for family, tables in TABLES.items():
@@ -146,6 +178,15 @@ def main(root: str) -> None:
             gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
             for moe_dtype, dense_dtype in dtypes:
                 d = dense_rate(gemm, dense_dtype, gemm_source)
+                if moe_source in OWN_DENSE:
+                    own = dense_rate(gemm, *OWN_DENSE[moe_source])
+                    print(f"{family} {gpu} {version} DeepGEMM dense {OWN_DENSE[moe_source][0]} "
+                          f"{own / 1e12:.0f} TFLOP/s (per-tensor fp8 {d / 1e12:.0f})")
+                if moe_source in OWN_DENSE:
+                    narrow = moe_narrow_ep2_curve(moe, moe_dtype, moe_source)
+                    print(f"{family} {gpu} {version} MoE {moe_dtype} shard (0, 256] at EP 2 "
+                          "(no EP-1 row): ratio ("
+                          + ", ".join(f"({t}, {v / d:.3f})" for t, v in narrow.items()) + ")")
                 for band in BANDS:
                     curve = moe_curve(moe, moe_dtype, band, moe_source)
                     cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())

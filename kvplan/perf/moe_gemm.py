@@ -36,7 +36,9 @@ Applies where a table exists: MoE layers of at least MIN_EXPERTS routed experts,
 whose calibration names the kernel family (engines/base.py Calibration.moe_kernels; any
 release of the engine, UNVERIFIED beyond the timed one), on the GPUs and expert dtypes of
 CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (TensorRT-LLM
-on B200). Everything else keeps the dense rate (ratio 1): other GPUs, coarse MoE layers,
+on B200); TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
+(KERNEL_ROUTES: CUTLASS runs FP8 block scales on Hopper only). Everything else keeps the
+dense rate (ratio 1): other GPUs, coarse MoE layers,
 MXFP4/int4 experts (gpt-oss on Ampere and Hopper runs vLLM's MXFP4 Marlin or Triton path,
 vllm/model_executor/layers/quantization/mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or
 without triton_kernels, else Triton; no table times them), FP8 checkpoints on Ampere
@@ -172,7 +174,42 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
         ((128, 0.089), (256, 0.104), (512, 0.094)),
         ((128, 0.169), (256, 0.199), (512, 0.223)),
         ((128, 0.363), (256, 0.44), (512, 0.518))),
+    # --- moe3 --- TensorRT-LLM on Blackwell: FP8 block-scaled experts run DeepGEMM's grouped
+    # GEMM (KERNEL_ROUTES says why); the B200 table's kernel_source "deepgemm" rows
+    # (TensorRT-LLM 1.2.0rc5) against its per-tensor fp8 GEMM (1626 TFLOP/s; DeepGEMM's own
+    # dense fp8_block GEMM: 1015). No shard-≤256 row at EP 1: that band reads the rows with
+    # moe_tp 8 / 16 and EP 2 (the 256/384-expert shapes of hidden 6144 / 7168 and
+    # moe_intermediate 2048, DeepSeek-V3's among them: 128- or 256-column shards, balanced
+    # routing, one GPU's FLOPs = 1/2 of its TP shard's), the nearest layout timed; no
+    # fine-grained shape wider than 768 columns at EP 1: that band keeps the dense rate.
+    ("trtllm-deepgemm-moe", "b200", "fp8_block"):  # dense fp8 1626 TFLOP/s
+    (
+        ((128, 0.12), (256, 0.132), (512, 0.139)),
+        ((128, 0.235), (256, 0.283), (512, 0.318)),
+        ()),
 }
+
+# --- moe3 --- (engine kernel family, GPU id, MoE kernel dtype) → the kernel family that runs
+# those experts where it is not the engine's default one. TensorRT-LLM's CUTLASS MoE runs FP8
+# block scales on Hopper only (tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py
+# CutlassFusedMoE: "fp8 block scales (SM90 Hopper only)", 1.0-1.2; later releases'
+# can_implement table: FP8_BLOCK_SCALES on SM 90/120); on SM100 FP8 block-scaled experts run
+# in DeepGemmFusedMoE (moe_config.backend DEEPGEMM: TensorRT-LLM's own DeepSeek-V3 FP8
+# block-scale accuracy tests pick it on SM 100/103, tests/integration/defs/accuracy/
+# test_llm_api_pytorch.py test_fp8_blockscale; WideEPMoE's SM100 path routes block FP8 to
+# the same DeepGEMM op, fused_moe/ops MoEOpSelector). aiconfigurator's collector times them
+# so (collector/trtllm/collect_moe.py: moe_backend "deepgemm" on SM100/103, kernel_source
+# "deepgemm"). Only B200 has a TensorRT-LLM 1.2 table; GB200 (tables from 1.3.0rc10 on) keeps
+# the dense rate.
+KERNEL_ROUTES: dict[tuple[str, str, str], str] = {
+    ("trtllm-cutlass-moe", "b200", "fp8_block"): "trtllm-deepgemm-moe",
+}
+
+
+def kernel_family(kernels: str, gpu_id: str, kernel_dtype: str) -> str:
+    """The kernel family that runs an engine's routed experts of `kernel_dtype` on `gpu_id`:
+    KERNEL_ROUTES' entry, else the engine's own (Calibration.moe_kernels)."""
+    return KERNEL_ROUTES.get((kernels, gpu_id, kernel_dtype), kernels)
 
 
 # --- moe2 --- expert parallelism: (kernel family, GPU id, MoE kernel dtype) → (EP size, curve)
@@ -336,6 +373,15 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
         (32, ((128, 0.129), (256, 0.168), (512, 0.182))),
         (64, ((128, 0.066), (256, 0.087), (512, 0.103))),
     ),
+    # --- moe3 --- DeepGEMM on B200 (TensorRT-LLM 1.2.0rc5, KERNEL_ROUTES), moe_tp 1, balanced
+    ("trtllm-deepgemm-moe", "b200", "fp8_block"): (
+        (2, ((128, 0.276), (256, 0.34), (512, 0.367))),
+        (4, ((128, 0.313), (256, 0.415), (512, 0.467))),
+        (8, ((128, 0.27), (256, 0.34), (512, 0.373))),
+        (16, ((128, 0.274), (256, 0.367), (512, 0.427))),
+        (32, ((128, 0.209), (256, 0.266), (512, 0.305))),
+        (64, ((128, 0.121), (256, 0.152), (512, 0.164))),
+    ),
 }
 
 
@@ -383,7 +429,8 @@ def curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: 
 # where each kernel family's tables come from (aiconfigurator 095f58a5): engine and release
 TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   "sglang-triton-fused-moe": "SGLang 0.5.9",
-                  "trtllm-cutlass-moe": "TensorRT-LLM 1.2.0rc5"}
+                  "trtllm-cutlass-moe": "TensorRT-LLM 1.2.0rc5",
+                  "trtllm-deepgemm-moe": "TensorRT-LLM 1.2.0rc5 DeepGEMM"}
 
 
 def table_label(kernels: str, ep: int) -> str:

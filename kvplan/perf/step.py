@@ -642,7 +642,9 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
         return {}
     kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
                                         quant is not None and quant.block_size is not None)
-    key = (registry.get(engine).calibration.moe_kernels, gpu.id, kernel)
+    family = _moe_gemm.kernel_family(registry.get(engine).calibration.moe_kernels, gpu.id,
+                                     kernel)
+    key = (family, gpu.id, kernel)
     if key not in _moe_gemm.CURVES and key not in _moe_gemm.EP_CURVES:
         return {"expert_gemm_source": _moe_gemm.DENSE_RATE}
     inter = m.moe.expert_intermediate_size

@@ -67,7 +67,8 @@ def test_curve_by_shard_width_and_expert_count() -> None:
 
 def test_every_curve_is_a_slowdown_rising_with_tokens() -> None:
     for key, bands in moe_gemm.CURVES.items():
-        for curve in bands:
+        # a band no table times is empty: the dense rate (B200 DeepGEMM above 768 columns)
+        for curve in (c for c in bands if c):
             ts = [t for t, _ in curve]
             assert ts == sorted(ts) and len(set(ts)) == len(ts), key
             assert all(0.0 < r < 1.0 for _, r in curve), key
@@ -193,3 +194,56 @@ def test_expert_parallel_layers_run_at_the_ep_curve() -> None:
     assert deepep.expert_gemm_curve == () and "DeepGEMM" in deepep.expert_gemm_source
     # (at the dense rate these 1024 tokens' GEMMs are weight-bound: no compute term)
     assert perf.step_terms(deepep, **kw).compute_s < perf.step_terms(ep, **kw).compute_s
+
+
+# --- moe3 --- TensorRT-LLM's FP8 block-scaled experts on Blackwell run DeepGEMM
+
+
+def test_trtllm_fp8_block_on_b200_routes_to_deepgemm_only() -> None:
+    assert moe_gemm.kernel_family("trtllm-cutlass-moe", "b200", "fp8_block") \
+        == "trtllm-deepgemm-moe"
+    # Hopper keeps CUTLASS's own block-scale kernel; other dtypes and engines are unrouted
+    assert moe_gemm.kernel_family("trtllm-cutlass-moe", "h200-sxm-141gb", "fp8_block") \
+        == "trtllm-cutlass-moe"
+    assert moe_gemm.kernel_family("trtllm-cutlass-moe", "b200", "nvfp4") == "trtllm-cutlass-moe"
+    assert moe_gemm.kernel_family(FAMILY, "b200", "fp8_block") == FAMILY
+    # GB200: no TensorRT-LLM 1.2 table (aiconfigurator's GB200 tables start at 1.3.0rc10)
+    assert moe_gemm.kernel_family("trtllm-cutlass-moe", "gb200", "fp8_block") \
+        == "trtllm-cutlass-moe"
+
+
+def test_deepgemm_narrow_band_hand_worked() -> None:
+    # aiconfigurator 095f58a5, b200_sxm/moe/trtllm/1.2.0rc5, kernel_source deepgemm: DeepSeek-V3's
+    # shape (hidden 7168, moe_intermediate 2048, 256 experts, top-8) at moe_tp 8, EP 2,
+    # balanced, 8192 tokens (t = 8192 × 8 / 256 = 256): one GPU does
+    # 6 × 7168 × 256 × 8192 × 8 / 2 = 360.78 GFLOP in 1.2598 ms = 286.4 TFLOP/s; the dense
+    # fp8 8192 × 7168 × 7168 GEMM (gemm table, torch_flow): 841.81 GFLOP in 0.42567 ms =
+    # 1977.6 TFLOP/s: a ratio of 0.145 for this one shape (the curve: the median of four
+    # shapes over the median dense rate)
+    one_shape = (360.777e9 / 1.25985e-3) / (841.814e9 / 0.425675e-3)
+    assert one_shape == pytest.approx(0.1448, abs=5e-4)
+    narrow = moe_gemm.curve_for("trtllm-deepgemm-moe", "b200", "fp8_block", 256, 256)
+    assert narrow and abs(moe_gemm.ratio(narrow, 256) - one_shape) / one_shape < 0.15
+    # no fine-grained shape wider than 768 columns at EP 1: dense rate (DeepSeek at TP 2)
+    assert moe_gemm.curve_for("trtllm-deepgemm-moe", "b200", "fp8_block", 256, 1024) == ()
+
+
+def _deepseek_r1_b200(engine: str, tp: int, gpu: str = "b200") -> perf.PerfContext:
+    quant = QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint")
+    return perf.context_for(resolve_model("deepseek-ai/DeepSeek-R1"), resolve_gpu(gpu),
+                            engine, "1.0.0" if engine == "trtllm" else "0.12.0", tp=tp,
+                            quant=quant)
+
+
+def test_deepseek_r1_on_b200_trtllm_reads_the_deepgemm_table() -> None:
+    ctx = _deepseek_r1_b200("trtllm", 8)
+    assert ctx.expert_gemm_key == ("trtllm-deepgemm-moe", "b200", "fp8_block")
+    assert ctx.expert_gemm_table == "TensorRT-LLM 1.2.0rc5 DeepGEMM, TP-split"
+    assert ctx.expert_gemm_source == "aiconfigurator 095f58a5 table: b200, fp8_block"
+    assert ctx.expert_gemm_curve == moe_gemm.CURVES[ctx.expert_gemm_key][0]
+    # TP 2 (1024 columns): no measured band, the dense rate, said so
+    wide = _deepseek_r1_b200("trtllm", 2)
+    assert wide.expert_gemm_curve == () and wide.expert_gemm_source == moe_gemm.DENSE_RATE
+    # GB200 with TensorRT-LLM and B200 with vLLM keep the dense rate
+    for ctx in (_deepseek_r1_b200("trtllm", 8, "gb200"), _deepseek_r1_b200("vllm", 8)):
+        assert ctx.expert_gemm_curve == () and ctx.expert_gemm_source == moe_gemm.DENSE_RATE
