@@ -417,7 +417,10 @@ def curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: 
     """The measured curve of one MoE layout: experts split over `ep` expert-parallel ranks
     (> 1: EP_CURVES at the largest measured EP size ≤ ep, held at 64 above), else a TP slice
     of every expert over the `group` GPUs the layer spans (1: the replica's own tp), whose
-    shard is moe_intermediate_size / group columns. () where none is measured."""
+    shard is moe_intermediate_size / group columns. () where none is measured, and for the
+    EP layouts of EP_UNTIMED (the engine runs another kernel there)."""
+    if ep > 1 and (kernels, gpu_id, kernel_dtype) in EP_UNTIMED:
+        return ()
     if ep > 1:
         eps = EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())
         fit = [c for e, c in eps if e <= ep]
@@ -446,6 +449,34 @@ def table_source(gpu_id: str, kernel_dtype: str) -> str:
 # why routed experts run at the dense GEMM rate (Performance.routed_experts.source)
 DENSE_RATE = "no measured MoE kernel table: extrapolated"
 DEEPEP_DENSE_RATE = "DeepEP with DeepGEMM: no measured MoE kernel table; extrapolated"
+
+# --- moe4 --- (kernel family, GPU id, MoE kernel dtype) whose expert-parallel layouts run a
+# kernel the EP_CURVES' table does not time → why they keep the dense rate. vLLM's FP8
+# block-scaled experts with expert parallelism on Hopper: the MoE's own TP size is 1 there,
+# so vLLM 0.14.0 picks DeepGEMM (vllm/model_executor/layers/fused_moe/oracle/fp8.py
+# select_fp8_moe_backend: VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default 1, switched
+# off by default only at MoE TP ≥ 8; TritonOrDeepGemmExperts then runs DeepGEMM for every
+# shape, VLLM_USE_DEEP_GEMM_E8M0 default 1 in vllm/utils/deep_gemm.py is_deep_gemm_e8m0_used)
+# wherever deep_gemm is installed, and vLLM 0.19.0 prefers FlashInfer's CUTLASS MoE for
+# block FP8 with EP on SM90 (oracle/fp8.py _get_priority_backends; flashinfer-python is a
+# dependency of the wheel). aiconfigurator's vLLM tables time the Triton fused_experts()
+# (collector/vllm/collect_moe_v1.py / _v2.py: fused_experts(..., quant_config=...), whose
+# allow_deep_gemm defaults to False in 0.14.0 and which is Triton-only in 0.19.0): no table
+# times DeepGEMM or FlashInfer CUTLASS under vLLM on Hopper.
+VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: DeepGEMM (0.14) or "
+                     "FlashInfer CUTLASS (0.19) runs, no measured table times it; extrapolated")
+EP_UNTIMED: dict[tuple[str, str, str], str] = {
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): VLLM_EP_FP8_BLOCK,
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): VLLM_EP_FP8_BLOCK,
+}
+
+
+def dense_reason(key: tuple[str, ...], ep: int) -> str:
+    """Why a layout of `key` (kernel family, GPU id, kernel dtype) keeps the dense rate:
+    EP_UNTIMED's reason for its expert-parallel layouts, else DENSE_RATE."""
+    if ep > 1 and len(key) == 3:
+        return EP_UNTIMED.get((key[0], key[1], key[2]), DENSE_RATE)
+    return DENSE_RATE
 
 
 def ridge_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: float,

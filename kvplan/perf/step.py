@@ -663,7 +663,7 @@ def moe_gemm_provenance(key: tuple[str, ...], curve: tuple[tuple[float, float], 
     """(expert_gemm_table, expert_gemm_source) of the curve read for `key` (kernel family,
     GPU id, kernel dtype): the table's label and location, or "" and the dense rate's reason."""
     if not curve:
-        return "", _moe_gemm.DENSE_RATE
+        return "", _moe_gemm.dense_reason(key, ep)
     return _moe_gemm.table_label(key[0], ep), _moe_gemm.table_source(key[1], key[2])
 
 

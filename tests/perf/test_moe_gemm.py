@@ -247,3 +247,48 @@ def test_deepseek_r1_on_b200_trtllm_reads_the_deepgemm_table() -> None:
     # GB200 with TensorRT-LLM and B200 with vLLM keep the dense rate
     for ctx in (_deepseek_r1_b200("trtllm", 8, "gb200"), _deepseek_r1_b200("vllm", 8)):
         assert ctx.expert_gemm_curve == () and ctx.expert_gemm_source == moe_gemm.DENSE_RATE
+
+
+# --- moe4 --- which kernel vLLM and SGLang run for FP8 block-scaled experts (docs/moe-gemm.md)
+
+
+def test_vllm_fp8_block_tp_split_on_hopper_keeps_the_triton_table() -> None:
+    """DeepSeek-R1 at vLLM -tp 8 on H200: the MoE's TP size is 8, where vLLM 0.14.0 turns
+    DeepGEMM off by default (oracle/fp8.py select_fp8_moe_backend) and 0.19.0 puts Triton
+    first for block FP8 without EP: the Triton table it was. Shard 2048 / 8 = 256 columns:
+    the ≤ 256 band, whose H200 value at t = 256 is 0.478 (aiconfigurator 095f58a5,
+    h200_sxm/moe/vllm/0.14.0, kernel_source vllm_fused_moe, fp8_block, over the dense fp8
+    615 TFLOP/s)."""
+    ctx = _deepseek_r1_b200("vllm", 8, "h200-sxm-141gb")
+    assert ctx.expert_gemm_key == (FAMILY, "h200-sxm-141gb", "fp8_block")
+    assert ctx.expert_gemm_table == "vLLM 0.14.0, TP-split"
+    assert moe_gemm.ratio(ctx.expert_gemm_curve, 256) == pytest.approx(0.478)
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
+def test_vllm_fp8_block_expert_parallel_on_hopper_keeps_the_dense_rate(gpu: str) -> None:
+    """With expert parallelism the MoE's TP size is 1: vLLM 0.14.0 runs DeepGEMM, 0.19.0
+    FlashInfer's CUTLASS MoE; the EP table times Triton's fused_experts, so the dense rate,
+    and the plan says why. bf16 and per-tensor FP8 experts keep their EP curves."""
+    assert moe_gemm.curve_for_layout(FAMILY, gpu, "fp8_block", 256, 2048,
+                                     tp=1, group=8, ep=8) == ()
+    assert moe_gemm.dense_reason((FAMILY, gpu, "fp8_block"), 8) == moe_gemm.VLLM_EP_FP8_BLOCK
+    assert moe_gemm.dense_reason((FAMILY, gpu, "fp8_block"), 1) == moe_gemm.DENSE_RATE
+    # the same tables' Triton rows stay: H100 bf16 at EP 8, t = 512: 0.176 (as above)
+    assert moe_gemm.curve_for_layout(FAMILY, "h100-sxm-80gb", "bfloat16", 128, 768,
+                                     tp=1, group=8, ep=8)[-1] == (512, 0.176)
+    # SGLang's Triton runs EP without DeepEP (moe_runner_backend auto → triton): its curve
+    sgl = moe_gemm.curve_for_layout("sglang-triton-fused-moe", gpu, "fp8_block", 256, 2048,
+                                    tp=1, group=8, ep=8)
+    assert sgl
+
+
+def test_vllm_expert_parallel_deepseek_r1_plan_says_why_dense() -> None:
+    from kvplan.perf import expert
+
+    base = _deepseek_r1_b200("vllm", 8, "h200-sxm-141gb")
+    ep = expert.apply(base, resolve_model("deepseek-ai/DeepSeek-R1"), dtype="fp8",
+                      quant=QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint"),
+                      dp=1, ep=8, moe_dp=False, all_to_all=False)
+    assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
+    assert "DeepGEMM" in ep.expert_gemm_source and "FlashInfer" in ep.expert_gemm_source
