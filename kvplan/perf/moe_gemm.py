@@ -45,7 +45,9 @@ without triton_kernels, else Triton; no table times them), FP8 checkpoints on Am
 (weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
 has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
 times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
-rows); DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
+rows), except where the engine runs another kernel for it (EP_UNTIMED: vLLM's FP8
+block-scaled experts on Hopper run DeepGEMM or FlashInfer CUTLASS with EP, dense rate);
+DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
 perf/expert.py). Performance.routed_experts says which (table_label, table_source, DENSE_RATE).
 """
 
@@ -457,14 +459,16 @@ DEEPEP_DENSE_RATE = "DeepEP with DeepGEMM: no measured MoE kernel table; extrapo
 # select_fp8_moe_backend: VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default 1, switched
 # off by default only at MoE TP ≥ 8; TritonOrDeepGemmExperts then runs DeepGEMM for every
 # shape, VLLM_USE_DEEP_GEMM_E8M0 default 1 in vllm/utils/deep_gemm.py is_deep_gemm_e8m0_used)
-# wherever deep_gemm is installed, and vLLM 0.19.0 prefers FlashInfer's CUTLASS MoE for
-# block FP8 with EP on SM90 (oracle/fp8.py _get_priority_backends; flashinfer-python is a
-# dependency of the wheel). aiconfigurator's vLLM tables time the Triton fused_experts()
+# wherever deep_gemm is installed (0.11.0 too: DeepGEMM at every MoE TP), and vLLM 0.16.0-
+# 0.19.0 prefer FlashInfer's CUTLASS MoE for block FP8 with EP on SM90 (oracle/fp8.py
+# select_fp8_moe_backend / _get_priority_backends; flashinfer-python is a dependency of the
+# wheel). aiconfigurator's vLLM tables time the Triton fused_experts()
 # (collector/vllm/collect_moe_v1.py / _v2.py: fused_experts(..., quant_config=...), whose
 # allow_deep_gemm defaults to False in 0.14.0 and which is Triton-only in 0.19.0): no table
 # times DeepGEMM or FlashInfer CUTLASS under vLLM on Hopper.
-VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: DeepGEMM (0.14) or "
-                     "FlashInfer CUTLASS (0.19) runs, no measured table times it; extrapolated")
+VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: DeepGEMM (0.11-0.14) or "
+                     "FlashInfer CUTLASS (0.16-0.19) runs, no measured table times it; "
+                     "extrapolated")
 EP_UNTIMED: dict[tuple[str, str, str], str] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): VLLM_EP_FP8_BLOCK,
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): VLLM_EP_FP8_BLOCK,

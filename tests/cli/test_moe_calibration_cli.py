@@ -31,10 +31,20 @@ def test_tp8_h200_names_the_vllm_table() -> None:
 
 
 def test_expert_parallel_names_the_ep_size() -> None:
-    perf = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
+    perf = _performance("Qwen/Qwen3-30B-A3B", "--gpu", "h100", "-tp", "1", "-dp", "8",
                         "--enable-expert-parallel")
     assert perf["routed_experts"]["rate"] == "measured"
     assert perf["routed_experts"]["table"] == "vLLM 0.14.0, EP 8"
+
+
+def test_vllm_expert_parallel_fp8_block_says_which_kernel_runs() -> None:
+    # --- moe4 --- vLLM runs DeepGEMM (0.12-0.14) or FlashInfer CUTLASS (0.17-0.19) for FP8
+    # block-scaled experts with EP on Hopper; the EP table times Triton: dense rate, said so
+    perf = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
+                        "--enable-expert-parallel")
+    re = perf["routed_experts"]
+    assert re["rate"] == "dense" and re["table"] is None
+    assert "DeepGEMM" in re["source"] and "FlashInfer CUTLASS" in re["source"]
 
 
 def test_amd_and_coarse_moe_say_dense_rate_extrapolated() -> None:
