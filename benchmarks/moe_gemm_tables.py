@@ -89,6 +89,17 @@ def _interp(points: list[tuple[float, float]], t: float) -> float | None:
     return None
 
 
+def _median_curve(shapes: dict[tuple[Any, ...], list[tuple[float, float]]]) -> dict[int, float]:
+    """At each GRID point (tokens per expert), the median over shapes of each shape's
+    interpolated FLOP/s (shapes without a measurement around that point left out)."""
+    out: dict[int, float] = {}
+    for t in GRID:
+        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
+        if vals:
+            out[t] = statistics.median(vals)
+    return out
+
+
 def dense_rate(rows: list[dict[str, Any]], dtype: str, source: str) -> float:
     rates = [2 * r["m"] * r["n"] * r["k"] / (r["latency"] * 1e-3)
              for r in rows if r["gemm_dtype"] == dtype and r["kernel_source"] == source
@@ -112,12 +123,7 @@ def moe_curve(rows: list[dict[str, Any]], dtype: str, band: tuple[int, int], sou
         width = r["inter_size"] / r["moe_tp_size"]
         flops = 6 * r["hidden_size"] * width * r["num_tokens"] * r["topk"]
         shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
-    out: dict[int, float] = {}
-    for t in GRID:
-        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
-        if vals:
-            out[t] = statistics.median(vals)
-    return out
+    return _median_curve(shapes)
 
 
 def moe_ep_curve(rows: list[dict[str, Any]], dtype: str, ep: int, source: str,
@@ -139,12 +145,7 @@ def moe_ep_curve(rows: list[dict[str, Any]], dtype: str, ep: int, source: str,
         t = r["num_tokens"] * r["topk"] / r["num_experts"]
         flops = 6 * r["hidden_size"] * r["inter_size"] * r["num_tokens"] * r["topk"] / ep
         shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
-    out: dict[int, float] = {}
-    for t in GRID:
-        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
-        if vals:
-            out[t] = statistics.median(vals)
-    return out
+    return _median_curve(shapes)
 
 
 def moe_narrow_ep2_curve(rows: list[dict[str, Any]], dtype: str, source: str
@@ -162,12 +163,7 @@ def moe_narrow_ep2_curve(rows: list[dict[str, Any]], dtype: str, source: str
         t = r["num_tokens"] * r["topk"] / r["num_experts"]
         flops = 6 * r["hidden_size"] * width * r["num_tokens"] * r["topk"] / 2
         shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
-    out: dict[int, float] = {}
-    for t in GRID:
-        vals = [v for pts in shapes.values() if (v := _interp(sorted(pts), t)) is not None]
-        if vals:
-            out[t] = statistics.median(vals)
-    return out
+    return _median_curve(shapes)
 
 
 def main(root: str) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from types import ModuleType
 
+import benchmod
 import pytest
 
 from kvplan.api import plan
@@ -187,19 +189,8 @@ def test_default_prices_one_provider_per_class() -> None:
     assert by_id["mi300x"] == by_id["h100-sxm-80gb"] == by_id["h200-sxm-141gb"]
 
 
-def _perf_arch():  # benchmarks/perf_arch.py, loaded by path (not a package)
-    import importlib.util
-    import sys
-    bench = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench))
-    try:
-        spec = importlib.util.spec_from_file_location("perf_arch_t", bench / "perf_arch.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(bench))
-    return mod
+def _perf_arch() -> ModuleType:  # benchmarks/perf_arch.py (not a package)
+    return benchmod.load("perf_arch")
 
 
 def test_left_out_class_keeps_its_microbenchmark_factors() -> None:

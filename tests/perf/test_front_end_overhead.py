@@ -4,29 +4,16 @@ provenance notes (docs/front-end-overhead.md gives the evidence for each)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 
+import benchmod
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def feo() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "front_end_overhead", BENCH / "front_end_overhead.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return benchmod.load("front_end_overhead")
 
 
 def test_gap_analysis_rows_are_the_dynamo_pipeline(feo: ModuleType) -> None:
@@ -53,7 +40,7 @@ def test_every_calibration_row_has_a_pipeline(feo: ModuleType) -> None:
     """InferenceMAX's Llama-70B FP8 vLLM grid at its removal (SemiAnalysisAI/InferenceX
     c198b20e: H100 TP 2/4/8 + H200 TP 1/2/4/8, 3 ISL/OSL pairs, concurrency 4-64 = 7 × 3 × 5 =
     105 rows); the rest (328 − 105 = 223) come from the gap-analysis directory."""
-    with (BENCH / "data" / "perf_calibration.csv").open(newline="") as f:
+    with (benchmod.BENCH / "data" / "perf_calibration.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     got = Counter(feo.pipeline(r["notes"], r["engine_version"]) for r in rows)
     assert got == {feo.ENGINE: 105, feo.DYNAMO: 223}

@@ -3,11 +3,10 @@ states (dtype as the engine serves it), and the script prints its tables."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+import benchmod
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,13 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def tv() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "traffic_validation", ROOT / "benchmarks" / "traffic_validation.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmod.load("traffic_validation")
 
 
 def test_every_run_states_its_source_and_points(tv: ModuleType) -> None:

@@ -5,32 +5,20 @@ floor of the simulated burst."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
 from types import ModuleType
 
+import benchmod
 import pytest
 
 from kvplan.perf import simulate as sim
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def harness() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("ttft_harness", BENCH / "ttft_harness.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return benchmod.load("ttft_harness")
 
 
 def test_floor_one_step(harness: ModuleType) -> None:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+import benchmod
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_validation_table_is_current():
-    spec = importlib.util.spec_from_file_location(
-        "disagg_validation", ROOT / "benchmarks" / "disagg_validation.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    lines, median = mod.table()
+    lines, median = benchmod.load("disagg_validation").table()
     doc = (ROOT / "docs" / "disagg.md").read_text(encoding="utf-8")
     missing = [line for line in lines if line not in doc]
     assert not missing, "rerun python benchmarks/disagg_validation.py and paste its table: " \
