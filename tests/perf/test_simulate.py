@@ -267,8 +267,9 @@ def test_percentile_is_numpys_linear_interpolation() -> None:
         [2.5, 3.7, 3.97])
 
 
-@settings(max_examples=40, deadline=None)
-@given(engine=st.sampled_from(["vllm", "sglang", "vllm+prefix", "vllm+reserve"]),
+@settings(max_examples=60, deadline=None)
+@given(engine=st.sampled_from(["vllm", "sglang", "vllm+prefix", "vllm+reserve",
+                               "sglang+mixed-split", "sglang+mixed-whole"]),
        lens=st.lists(st.tuples(st.integers(1, 6000), st.integers(1, 600)), min_size=1,
                      max_size=40),
        kv=st.integers(2_000, 60_000), seqs=st.integers(1, 64), budget=st.integers(256, 8192),
@@ -279,11 +280,15 @@ def test_invariants(llama70b: dict[str, perf.PerfContext], engine: str,
     """Every request completes or is refused (it exceeds the KV cache); the KV cache
     is empty at the end; TTFT ≤ e2e; percentiles ordered; no more running than max_num_seqs
     (vLLM also with prefix-cache re-hits after preemption and with TensorRT-LLM's admission;
-    with the latter nothing is ever preempted)."""
+    with the latter nothing is ever preempted; SGLang also with --enable-mixed-chunk, the
+    overrunning prompt chunked or not: perf/simulate.py step_mixed_chunk)."""
     base, _, variant = engine.partition("+")
     ctx = dataclasses.replace(llama70b[base], max_num_seqs=seqs, max_num_batched_tokens=budget,
                               prefix_caching=variant == "prefix",
                               admission="reserve" if variant == "reserve" else "on_demand")
+    if variant.startswith("mixed"):
+        ctx = dataclasses.replace(ctx, style="mixed", whole_prompts=True,
+                                  split_last_prompt=variant == "mixed-split")
     engine = base
     n = len(lens)
     arr = sim.gamma_arrivals(n, rate, seed=n) if rate else None

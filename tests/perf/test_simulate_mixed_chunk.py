@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kvplan.perf import simulate as sim
 from kvplan.perf import step as perf
@@ -133,29 +131,3 @@ def test_gated_wait_agrees_with_the_simulated_steady_state(
     res = sim.simulate(ctx, reqs, sim.Harness("steady", concurrency=c,
                                               stagger_s=pt.e2e_ms / 1e3 / c))
     assert res.ttft.mean == pytest.approx(pt.ttft_ms, rel=0.05)
-
-
-@settings(max_examples=30, deadline=None)
-@given(split=st.booleans(),
-       lens=st.lists(st.tuples(st.integers(1, 6000), st.integers(1, 600)), min_size=1,
-                     max_size=40),
-       kv=st.integers(2_000, 60_000), seqs=st.integers(1, 64), budget=st.integers(256, 8192),
-       rate=st.one_of(st.none(), st.floats(0.1, 500.0)))
-def test_invariants(llama70b: dict[str, perf.PerfContext], split: bool,
-                    lens: list[tuple[int, int]], kv: int, seqs: int, budget: int,
-                    rate: float | None) -> None:
-    """Every request completes or is refused; the KV cache is empty at the end; no more
-    running than max_running_requests; TTFT ≤ e2e."""
-    ctx = dataclasses.replace(_bare(llama70b["sglang-mc"], budget, split), max_num_seqs=seqs)
-    n = len(lens)
-    arr = sim.gamma_arrivals(n, rate, seed=n) if rate else None
-    reqs = sim.Requests(tuple(i for i, _ in lens), tuple(o for _, o in lens), arr)
-    h = sim.Harness("open", request_rate=rate) if rate else sim.Harness("closed", concurrency=8)
-    s = sim._Sim(ctx, reqs, h, 1, kv, 0)
-    s.run()
-    fits = [i + o <= kv for i, o in lens]
-    assert s.failed == fits.count(False)
-    assert all(s.end[r] >= 0 for r in range(n) if fits[r])
-    assert s.used == 0 and s.n_dec == 0 and not s.running and not s.waiting
-    assert s.max_running <= seqs
-    assert all(s.first[r] <= s.end[r] for r in range(n) if fits[r])
