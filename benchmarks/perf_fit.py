@@ -348,8 +348,11 @@ def render_doc(result: dict) -> str:
         f"{', '.join(f'`{k}`' for k in HARNESS_SHARED)} with those fixed; `burst_share` acts on "
         "the mixed style only (vLLM; SGLang rows launched with `--enable-mixed-chunk`). "
         f"{result['rows']} rows, "
-        f"{result['groups']} (model × GPU × engine) groups, all from one source "
-        "(aiconfigurator's silicon sample, H100 SXM and H200 SXM).",
+        f"{result['groups']} (model × GPU × engine) groups, all from one file "
+        "(aiconfigurator's silicon sample, H100 SXM and H200 SXM), collected by two pipelines: "
+        "the Qwen3-32B and Llama-3.1-8B rows very likely through NVIDIA Dynamo's front end, the "
+        "105 Llama-3.1-70B FP8 rows SemiAnalysis InferenceMAX runs of `vllm serve` 0.10.2 "
+        "(docs/front-end-overhead.md gives the evidence).",
         "",
         "## Accuracy, leave one (model × GPU × engine) group out",
         "",
@@ -406,7 +409,8 @@ TARGETS = [("tpot", "median", 12.0), ("tpot", "p90", 30.0), ("throughput", "medi
            ("ttft", "median", 20.0), ("ttft", "p90", 60.0)]
 
 GAPS = [
-    "* **Data.** Latency (TTFT/TPOT) rows: one source (aiconfigurator's silicon sample), two "
+    "* **Data.** Latency (TTFT/TPOT) rows: one file (aiconfigurator's silicon sample; two "
+    "collection pipelines, docs/front-end-overhead.md), two "
     "GPUs (H100 SXM, H200 SXM), three models, two engines, five groups. Every other row is "
     "offline throughput (`benchmarks/data/perf_throughput.csv`): TTFT and TPOT off Hopper "
     "vLLM/SGLang are extrapolated, and TGI has no rows at all (`calibrated=False`).",
