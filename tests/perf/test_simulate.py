@@ -14,17 +14,6 @@ from hypothesis import strategies as st
 
 from kvplan.perf import simulate as sim
 from kvplan.perf import step as perf
-from kvplan.sources.catalog import resolve_gpu, resolve_model
-
-H100 = resolve_gpu("h100-sxm-80gb")
-
-
-@pytest.fixture(scope="module")
-def llama70b() -> dict[str, perf.PerfContext]:
-    m = resolve_model("meta-llama/Llama-3.1-70B-Instruct")
-    return {e: perf.context_for(m, H100, e, "0.12.0", tp=4, max_num_batched_tokens=8192,
-                                max_num_seqs=256, kv_capacity_tokens=600_000)
-            for e in ("vllm", "sglang")}
 
 
 def _const(n: int, i: int, o: int, arrivals: tuple[float, ...] | None = None) -> sim.Requests:
@@ -95,13 +84,16 @@ def test_prefill_first_burst_agrees_with_evaluate(llama70b: dict[str, perf.PerfC
     assert res.output_tokens_per_s == pytest.approx(pt.output_tokens_per_s, rel=0.05)
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang-mc"])
 @pytest.mark.parametrize(("c", "i", "o"), [(8, 2000, 300), (32, 2000, 300), (128, 512, 1024),
                                            (400, 512, 1024)])
 def test_mixed_steady_state_agrees_with_evaluate(llama70b: dict[str, perf.PerfContext],
-                                                 c: int, i: int, o: int) -> None:
-    """vLLM's evaluate() models the desynchronised steady state: TPOT and throughput of the
-    simulated steady state agree within 5 % (TTFT: the tests below)."""
-    ctx = llama70b["vllm"]
+                                                 engine: str, c: int, i: int, o: int) -> None:
+    """evaluate() models the desynchronised steady state of mixed steps (vLLM; SGLang with
+    --enable-mixed-chunk, its own admission in the simulation): TPOT and throughput of the
+    simulated steady state agree within 5 % (TTFT: the tests below; SGLang measured when
+    added: TPOT −2.3, −1.5, −0.2, −0.1 %, throughput +3.3, +4.4, +0.9, −0.4 %)."""
+    ctx = llama70b[engine]
     pt = perf.evaluate(ctx, concurrency=c, input_tokens=i, output_tokens=o)
     h = sim.Harness("steady", concurrency=c, stagger_s=pt.e2e_ms / 1e3 / c)
     res = sim.simulate(ctx, _const(30 * c, i, o), h)

@@ -13,22 +13,6 @@ import pytest
 
 from kvplan.perf import simulate as sim
 from kvplan.perf import step as perf
-from kvplan.sources.catalog import resolve_gpu, resolve_model
-
-H100 = resolve_gpu("h100-sxm-80gb")
-
-
-@pytest.fixture(scope="module")
-def llama70b() -> dict[str, perf.PerfContext]:
-    m = resolve_model("meta-llama/Llama-3.1-70B-Instruct")
-    out = {e: perf.context_for(m, H100, e, "0.12.0", tp=4, max_num_batched_tokens=8192,
-                               max_num_seqs=256, kv_capacity_tokens=600_000)
-           for e in ("vllm", "sglang")}
-    # what Engine.batching gives SGLang with the flag: chunked prefill 8,192 < the default
-    # --max-prefill-tokens 16,384, so the prompt that overruns a step is chunked
-    out["sglang-mc"] = dataclasses.replace(out["sglang"], style="mixed", whole_prompts=True,
-                                           split_last_prompt=True)
-    return out
 
 
 def _bare(ctx: perf.PerfContext, budget: int, split: bool) -> perf.PerfContext:
