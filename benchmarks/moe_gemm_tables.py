@@ -70,6 +70,31 @@ TABLES = {
     "trtllm-deepgemm-moe": (("b200_sxm", "trtllm", "1.2.0rc5", (("fp8_block", "fp8"),),
                              "deepgemm", "torch_flow"),),
 }
+# --- mxfp4 --- gpt-oss's MXFP4 routed experts (kvplan dtype "mxfp4": weight-only, bf16
+# activations) per kernel family that runs them (kvplan/perf/moe_gemm.py KERNEL_ROUTES; which
+# engine release runs which kernel: docs/moe-gemm.md): (GPU dir, engine dir, version, MoE
+# dtype, MoE kernel_source, dense bf16 kernel_source, fewest experts of the shapes read).
+# The OAI Triton rows time gpt-oss's own shapes only (hidden = moe_intermediate = 2880, 32 and
+# 128 experts, top-4), so 32-expert shapes count there; the A100 Marlin rows are SGLang's
+# Marlin MoE with int4 weights (no table times MXFP4 Marlin on A100): a proxy over the
+# fine-grained shapes (≥ 128 experts), as the bf16 curves.
+_OAI = "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic"
+_LINEAR = "torch.nn.functional.linear"
+MXFP4_TABLES = {
+    "vllm-oai-triton-mxfp4": (("h100_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _OAI, _LINEAR, 32),
+                              ("h200_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _OAI, _LINEAR, 32)),
+    "marlin-moe-int4-proxy": (("a100_sxm", "sglang", "0.5.10", "int4_wo", "sglang_marlin_moe",
+                               "sglang", 128),),
+}
+# Marlin's MXFP4 against its int4 rate where one table times both (printed for the proxy):
+# (GPU dir, engine dir, version, MXFP4 kernel_source, int4 kernel_source, dense kernel_source)
+MARLIN_PAIRS = (
+    ("h100_sxm", "vllm", "0.24.0",
+     "vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu",
+     "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts", _LINEAR),
+    ("h100_sxm", "sglang", "0.5.14", "sglang_marlin_moe_situ_as_silu", "sglang_marlin_moe",
+     "sglang_torch_linear"),
+)
 # the dense GEMM each MoE kernel_source also has its own table rows for (printed for reference)
 OWN_DENSE = {"deepgemm": ("fp8_block", "deepgemm")}
 
@@ -108,12 +133,12 @@ def dense_rate(rows: list[dict[str, Any]], dtype: str, source: str) -> float:
     return statistics.median(rates)
 
 
-def moe_curve(rows: list[dict[str, Any]], dtype: str, band: tuple[int, int], source: str
-              ) -> dict[int, float]:
+def moe_curve(rows: list[dict[str, Any]], dtype: str, band: tuple[int, int], source: str,
+              min_experts: int = 128) -> dict[int, float]:
     shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     for r in rows:
         if (r["moe_dtype"] != dtype or r["kernel_source"] != source or r["moe_ep_size"] != 1
-                or r["num_experts"] < 128
+                or r["num_experts"] < min_experts
                 or r["moe_tp_size"] not in (1, 2, 4, 8) or r["distribution"] != "power_law_1.01"):
             continue
         if not band[0] < r["inter_size"] // r["moe_tp_size"] <= band[1]:
@@ -199,5 +224,33 @@ def main(root: str) -> None:
                           f"power_law_1.01: {', '.join(f'{v / d:.3f}' for v in skew.values())}")
 
 
+def main_mxfp4(root: str) -> None:
+    """The MXFP4 curves (MXFP4_TABLES) against the same table set's dense bf16 GEMM rate, and
+    Marlin's MXFP4 and int4 rates side by side (MARLIN_PAIRS)."""
+    base = Path(root) / DATA
+    for family, tables in MXFP4_TABLES.items():
+        for gpu, engine, version, moe_dtype, moe_source, gemm_source, fewest in tables:
+            moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
+            gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
+            d = dense_rate(gemm, "bfloat16", gemm_source)
+            for band in BANDS:
+                curve = moe_curve(moe, moe_dtype, band, moe_source, fewest)
+                cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+                print(f"MXFP4 {family} {gpu} {engine} {version} {moe_source} {moe_dtype} shard "
+                      f"({band[0]}, {band[1]}] vs dense bfloat16 {d / 1e12:.0f} TFLOP/s: "
+                      f"ratio ({cells})")
+    for gpu, engine, version, fp4_source, int4_source, gemm_source in MARLIN_PAIRS:
+        moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
+        gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
+        d = dense_rate(gemm, "bfloat16", gemm_source)
+        for source, dtype in ((fp4_source, "w4a16_mxfp4"), (int4_source, "int4_wo")):
+            for band in BANDS:
+                curve = moe_curve(moe, dtype, band, source, 32)
+                cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+                print(f"Marlin {gpu} {engine} {version} {dtype} shard ({band[0]}, {band[1]}]: "
+                      f"ratio ({cells})")
+
+
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else ".")
+    main_mxfp4(sys.argv[1] if len(sys.argv) > 1 else ".")

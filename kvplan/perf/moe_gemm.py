@@ -189,6 +189,42 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
         ((128, 0.12), (256, 0.132), (512, 0.139)),
         ((128, 0.235), (256, 0.283), (512, 0.318)),
         ()),
+    # --- mxfp4 --- gpt-oss's MXFP4 experts (weight-only, bf16 activations) against the same
+    # table set's dense bf16 GEMM (torch.nn.functional.linear); benchmarks/moe_gemm_tables.py
+    # "MXFP4" lines. vLLM 0.24.0's OAI Triton MXFP4 experts (kernel_source
+    # vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic, w4a16_mxfp4): gpt-oss's own
+    # shapes (hidden = moe_intermediate = 2880, 32 and 128 experts, top-4) at moe_tp 1-2
+    # (2880 / 1440 columns) and 4-8 (720 / 360); none at ≤ 256 columns (dense rate there)
+    ("vllm-oai-triton-mxfp4", "h100-sxm-80gb", "mxfp4"):  # dense bfloat16 774 TFLOP/s
+    (
+        (),
+        ((128, 0.279), (256, 0.383), (512, 0.444)),
+        ((128, 0.388), (256, 0.504), (512, 0.598))),
+    ("vllm-oai-triton-mxfp4", "h200-sxm-141gb", "mxfp4"):  # dense bfloat16 770 TFLOP/s
+    (
+        (),
+        ((128, 0.289), (256, 0.396), (512, 0.461)),
+        ((128, 0.396), (256, 0.512), (512, 0.597))),
+    # A100 (SM80): vLLM runs MXFP4 experts in Marlin; no table times MXFP4 Marlin on A100. A
+    # proxy: SGLang 0.5.10's Marlin MoE with int4 weights (kernel_source sglang_marlin_moe,
+    # int4_wo; sglang/jit_kernel/csrc/gemm/marlin_moe/marlin_template.h, the Neural Magic
+    # Marlin MoE template that vLLM's moe_wna16_marlin_gemm also instantiates, here kU4B8
+    # where gpt-oss runs kFE2M1f) over the fine-grained shapes (≥ 128 experts: none of 32,
+    # so gpt-oss-20b keeps the dense rate on A100), against SGLang 0.5.10's dense bf16 GEMM.
+    # On H100, where tables time both, Marlin's MXFP4 runs at 0.82-0.94 of its int4 rate
+    # (vLLM 0.24.0, SGLang 0.5.14): the proxy errs fast by about a tenth
+    ("marlin-moe-int4-proxy", "a100-sxm-80gb", "mxfp4"):  # dense bfloat16 239 TFLOP/s
+    (
+        ((128, 0.347), (256, 0.394), (512, 0.417)),
+        ((128, 0.421), (256, 0.47), (512, 0.514)),
+        ((128, 0.457), (256, 0.516), (512, 0.551))),
+}
+
+# --- mxfp4 --- the fewest routed experts a key's table times, where not MIN_EXPERTS: the OAI
+# Triton MXFP4 tables time gpt-oss-20b's own 32-expert shape (and gpt-oss-120b's 128)
+KEY_MIN_EXPERTS: dict[tuple[str, str, str], int] = {
+    ("vllm-oai-triton-mxfp4", "h100-sxm-80gb", "mxfp4"): 32,
+    ("vllm-oai-triton-mxfp4", "h200-sxm-141gb", "mxfp4"): 32,
 }
 
 # --- moe3 --- (engine kernel family, GPU id, MoE kernel dtype) → the kernel family that runs
@@ -205,6 +241,15 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
 # the dense rate.
 KERNEL_ROUTES: dict[tuple[str, str, str], str] = {
     ("trtllm-cutlass-moe", "b200", "fp8_block"): "trtllm-deepgemm-moe",
+    # --- mxfp4 --- vLLM's MXFP4 experts (gpt-oss; docs/moe-gemm.md, which kernel runs them):
+    # vllm/model_executor/layers/quantization/mxfp4.py get_mxfp4_backend picks the Triton
+    # backend (OAI triton_kernels matmul_ogs, fused_moe/gpt_oss_triton_kernels_moe.py) on
+    # SM90 where triton_kernels imports (bundled as vllm.third_party.triton_kernels from 0.12;
+    # 0.10.2 / 0.11.0 only where installed beside the wheel), and Marlin
+    # (fused_marlin_moe → moe_wna16_marlin_gemm, FP4 weight type) below SM90 in every release
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "mxfp4"): "vllm-oai-triton-mxfp4",
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "mxfp4"): "vllm-oai-triton-mxfp4",
+    ("vllm-triton-fused-moe", "a100-sxm-80gb", "mxfp4"): "marlin-moe-int4-proxy",
 }
 
 
@@ -387,18 +432,32 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
 }
 
 
-def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled: bool) -> str:
+def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled: bool,
+                     what_if: bool = False) -> str:
     """The MoE table's dtype of a deployment's experts: unquantized bf16/fp16 → 'bfloat16';
     FP8 experts run in FP8 → 'fp8_block' with block scales, else 'fp8'; NVFP4 experts run in
-    FP4 → 'nvfp4'; '' for any other (weight-only paths: MXFP4, int4, FP8 on GPUs without FP8,
-    NVFP4 without FP4 tensor cores — no table times them)."""
+    FP4 → 'nvfp4'; a real MXFP4 checkpoint's experts (gpt-oss) with 16-bit activations →
+    'mxfp4' (weight-only: vLLM's Triton or Marlin MXFP4 MoE; KERNEL_ROUTES); '' for any other
+    (int4, FP8 on GPUs without FP8, NVFP4 without FP4 tensor cores, MXFP4 run in FP4, a
+    what-if MXFP4 checkpoint (AMD Quark's scheme, emulated in 16-bit off CDNA4) — no table
+    times them)."""
     if quant_method is None:
         return "bfloat16" if compute_dtype in ("bfloat16", "float16") else ""
     if quant_method == "fp8" and compute_dtype == "fp8":
         return "fp8_block" if block_scaled else "fp8"
     if quant_method == "nvfp4" and compute_dtype == "fp4":
         return "nvfp4"
+    if quant_method == "mxfp4" and not what_if and compute_dtype in ("bfloat16", "float16"):
+        return "mxfp4"
     return ""
+
+
+def expert_weight_bytes(kernel_dtype: str, compute_dtype: str) -> float:
+    """Bytes read per routed-expert weight element (ridge_tokens): MXFP4 ½ B + one e8m0 scale
+    per 32 (4.25 bits); else the GEMM dtype's width (fp8 1, fp4 ½, 16-bit 2)."""
+    if kernel_dtype == "mxfp4":
+        return 4.25 / 8
+    return {"fp8": 1.0, "fp4": 0.5}.get(compute_dtype, 2.0)
 
 
 def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
@@ -408,7 +467,8 @@ def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
     routed experts per MoE layer (below MIN_EXPERTS: none); shard_width:
     moe_intermediate_size / TP, the columns of one expert on one GPU."""
     bands = CURVES.get((kernels, gpu_id, kernel_dtype))
-    if bands is None or shard_width <= 0 or num_experts < MIN_EXPERTS:
+    fewest = KEY_MIN_EXPERTS.get((kernels, gpu_id, kernel_dtype), MIN_EXPERTS)
+    if bands is None or shard_width <= 0 or num_experts < fewest:
         return ()
     band = next((i for i, hi in enumerate(WIDTH_BANDS) if shard_width <= hi), len(WIDTH_BANDS))
     return bands[band]
@@ -435,7 +495,10 @@ def curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: 
 TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   "sglang-triton-fused-moe": "SGLang 0.5.9",
                   "trtllm-cutlass-moe": "TensorRT-LLM 1.2.0rc5",
-                  "trtllm-deepgemm-moe": "TensorRT-LLM 1.2.0rc5 DeepGEMM"}
+                  "trtllm-deepgemm-moe": "TensorRT-LLM 1.2.0rc5 DeepGEMM",
+                  # --- mxfp4 ---
+                  "vllm-oai-triton-mxfp4": "vLLM 0.24.0 OAI Triton MXFP4",
+                  "marlin-moe-int4-proxy": "SGLang 0.5.10 Marlin int4 (proxy for MXFP4 Marlin)"}
 
 
 def table_label(kernels: str, ep: int) -> str:
@@ -443,9 +506,17 @@ def table_label(kernels: str, ep: int) -> str:
     return f"{TABLE_RELEASES.get(kernels, kernels)}, {f'EP {ep}' if ep > 1 else 'TP-split'}"
 
 
-def table_source(gpu_id: str, kernel_dtype: str) -> str:
-    """Where the measured table is: aiconfigurator's commit, the GPU and the experts' dtype."""
-    return f"aiconfigurator 095f58a5 table: {gpu_id}, {kernel_dtype}"
+# --- mxfp4 --- kernel families whose table times another kernel than the one that runs: what
+# stands in for what (table_source appends it)
+PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4_wo) as a proxy "
+                                    "for vLLM's MXFP4 Marlin MoE"}
+
+
+def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:
+    """Where the measured table is: aiconfigurator's commit, the GPU and the experts' dtype,
+    and what stands in for the kernel where the table is a proxy (PROXIES)."""
+    proxy = f"; {PROXIES[kernels]}" if kernels in PROXIES else ""
+    return f"aiconfigurator 095f58a5 table: {gpu_id}, {kernel_dtype}{proxy}"
 
 
 # why routed experts run at the dense GEMM rate (Performance.routed_experts.source)

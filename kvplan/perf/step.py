@@ -641,7 +641,8 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     if m.moe is None:
         return {}
     kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
-                                        quant is not None and quant.block_size is not None)
+                                        quant is not None and quant.block_size is not None,
+                                        what_if=quant is not None and quant.what_if is not None)
     family = _moe_gemm.kernel_family(registry.get(engine).calibration.moe_kernels, gpu.id,
                                      kernel)
     key = (family, gpu.id, kernel)
@@ -651,7 +652,7 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     curve = _moe_gemm.curve_for_layout(*key, m.moe.num_experts, inter, tp=tp, group=1, ep=1)
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
                                    (gpu.bandwidth_tbps or 0.0) * 1e12,
-                                   {"fp8": 1.0, "fp4": 0.5}.get(compute, 2.0))
+                                   _moe_gemm.expert_weight_bytes(kernel, compute))
     table, source = moe_gemm_provenance(key, curve, ep=1)
     return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor,
             "expert_gemm_key": key, "expert_intermediate": inter,
@@ -664,7 +665,7 @@ def moe_gemm_provenance(key: tuple[str, ...], curve: tuple[tuple[float, float], 
     GPU id, kernel dtype): the table's label and location, or "" and the dense rate's reason."""
     if not curve:
         return "", _moe_gemm.dense_reason(key, ep)
-    return _moe_gemm.table_label(key[0], ep), _moe_gemm.table_source(key[1], key[2])
+    return _moe_gemm.table_label(key[0], ep), _moe_gemm.table_source(key[1], key[2], key[0])
 
 
 def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:

@@ -42,9 +42,13 @@ def test_kernel_dtype_follows_the_experts_path() -> None:
     assert moe_gemm.moe_kernel_dtype("bfloat16", None, False) == "bfloat16"
     assert moe_gemm.moe_kernel_dtype("fp8", "fp8", True) == "fp8_block"
     assert moe_gemm.moe_kernel_dtype("fp8", "fp8", False) == "fp8"
-    # FP8 on a GPU without FP8 (weight-only Marlin), MXFP4 (gpt-oss: Marlin / Triton), AWQ
+    # FP8 on a GPU without FP8 (weight-only Marlin), AWQ: no table
     assert moe_gemm.moe_kernel_dtype("bfloat16", "fp8", True) == ""
-    assert moe_gemm.moe_kernel_dtype("bfloat16", "mxfp4", False) == ""
+    # gpt-oss's MXFP4 experts with bf16 activations (vLLM's Triton / Marlin MXFP4 MoE) have
+    # their own tables; a what-if MXFP4 (Quark, emulated) and MXFP4 run in FP4 do not
+    assert moe_gemm.moe_kernel_dtype("bfloat16", "mxfp4", False) == "mxfp4"
+    assert moe_gemm.moe_kernel_dtype("bfloat16", "mxfp4", False, what_if=True) == ""
+    assert moe_gemm.moe_kernel_dtype("fp4", "mxfp4", False) == ""
     assert moe_gemm.moe_kernel_dtype("float16", "awq", False) == ""
     # NVFP4 experts in FP4 (Blackwell), and dequantized where the GPU has no FP4
     assert moe_gemm.moe_kernel_dtype("fp4", "nvfp4", False) == "nvfp4"
@@ -292,3 +296,91 @@ def test_vllm_expert_parallel_deepseek_r1_plan_says_why_dense() -> None:
                       dp=1, ep=8, moe_dp=False, all_to_all=False)
     assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
     assert "DeepGEMM" in ep.expert_gemm_source and "FlashInfer" in ep.expert_gemm_source
+
+
+# --- mxfp4 --- gpt-oss's MXFP4 routed experts at their measured kernel rate (docs/moe-gemm.md)
+
+OAI = "vllm-oai-triton-mxfp4"
+
+
+def test_mxfp4_oai_triton_hand_worked() -> None:
+    """aiconfigurator 095f58a5, h100_sxm/moe/vllm/0.24.0/moe_perf.parquet, kernel_source
+    vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic, moe_dtype w4a16_mxfp4,
+    power_law_1.01, moe_tp 1, EP 1, hidden = inter = 2880, top-4:
+    128 experts (gpt-oss-120b), 8192 tokens (t = 256): 3.96816 ms;
+    32 experts (gpt-oss-20b), 2048 tokens (t = 256): 1.00685 ms.
+    h100_sxm/gemm/vllm/0.24.0/gemm_perf.parquet, torch.nn.functional.linear, bfloat16,
+    m 8192, n 4096, k 4096: 0.346985 ms."""
+    flops_120b = 6 * 2880 * 2880 * 8192 * 4  # 1.6307e12
+    flops_20b = 6 * 2880 * 2880 * 2048 * 4
+    dense = 2 * 8192 * 4096 * 4096 / 0.346985e-3  # 792.2 TFLOP/s
+    r120 = flops_120b / 3.96816e-3 / dense  # 411.0 TFLOP/s: 0.519
+    r20 = flops_20b / 1.00685e-3 / dense  # 404.9 TFLOP/s: 0.511
+    assert r120 == pytest.approx(0.519, abs=1e-3) and r20 == pytest.approx(0.511, abs=1e-3)
+    # the > 768 band (TP 1: 2880 columns) at t = 256: the median of four shapes (both expert
+    # counts, moe_tp 1 and 2) over the median dense rate (774 TFLOP/s)
+    for experts, one_shape in ((128, r120), (32, r20)):
+        curve = moe_gemm.curve_for(OAI, "h100-sxm-80gb", "mxfp4", experts, 2880)
+        assert abs(moe_gemm.ratio(curve, 256) - one_shape) / one_shape < 0.05
+    # slower than dense, faster than vLLM 0.14.0's bf16 Triton fused_moe at 768 columns
+    wide = moe_gemm.curve_for(OAI, "h100-sxm-80gb", "mxfp4", 128, 2880)
+    assert moe_gemm.ratio(wide, 256) == pytest.approx(0.504)
+
+
+def test_mxfp4_marlin_proxy_hand_worked() -> None:
+    """A100: vLLM runs MXFP4 experts in Marlin; the proxy is SGLang 0.5.10's Marlin MoE with
+    int4 weights. aiconfigurator 095f58a5, a100_sxm/moe/sglang/0.5.10/moe_perf.parquet,
+    kernel_source sglang_marlin_moe, int4_wo, power_law_1.01, moe_tp 1, EP 1: hidden 4096,
+    inter 1536, 128 experts, top-8 (Qwen3-235B's shape), 4096 tokens (t = 256): 10.01356 ms;
+    a100_sxm/gemm/sglang/0.5.10/gemm_perf.parquet, kernel_source sglang, bfloat16, m 8192,
+    n 4096, k 4096: 1.139178 ms."""
+    moe = 6 * 4096 * 1536 * 4096 * 8 / 10.01356e-3  # 123.5 TFLOP/s
+    dense = 2 * 8192 * 4096 * 4096 / 1.139178e-3  # 241.3 TFLOP/s
+    assert moe / dense == pytest.approx(0.512, abs=1e-3)
+    curve = moe_gemm.curve_for("marlin-moe-int4-proxy", "a100-sxm-80gb", "mxfp4", 128, 2880)
+    assert abs(moe_gemm.ratio(curve, 256) - moe / dense) / (moe / dense) < 0.05
+
+
+def test_mxfp4_routes_by_gpu_and_expert_count() -> None:
+    assert moe_gemm.kernel_family(FAMILY, "h100-sxm-80gb", "mxfp4") == OAI
+    assert moe_gemm.kernel_family(FAMILY, "h200-sxm-141gb", "mxfp4") == OAI
+    assert moe_gemm.kernel_family(FAMILY, "a100-sxm-80gb", "mxfp4") == "marlin-moe-int4-proxy"
+    # the OAI Triton tables time gpt-oss-20b's 32 experts; the int4 Marlin table does not
+    assert moe_gemm.curve_for(OAI, "h100-sxm-80gb", "mxfp4", 32, 2880)
+    assert moe_gemm.curve_for(OAI, "h100-sxm-80gb", "mxfp4", 16, 2880) == ()
+    assert moe_gemm.curve_for("marlin-moe-int4-proxy", "a100-sxm-80gb", "mxfp4", 32,
+                              2880) == ()
+    # bf16 tables keep 128: Mixtral's 8 and Qwen1.5-MoE's 60 experts stay dense
+    assert moe_gemm.curve_for(FAMILY, "h100-sxm-80gb", "bfloat16", 60, 1408) == ()
+    # no gpt-oss shape at ≤ 256 columns (TP 16): dense rate
+    assert moe_gemm.curve_for(OAI, "h100-sxm-80gb", "mxfp4", 128, 180) == ()
+    # no EP table: expert-parallel layouts keep the dense rate
+    assert moe_gemm.curve_for_layout(OAI, "h100-sxm-80gb", "mxfp4", 128, 2880,
+                                     tp=1, group=8, ep=8) == ()
+    # MXFP4 weights: 4.25 bits read per weight (ridge_tokens)
+    assert moe_gemm.expert_weight_bytes("mxfp4", "bfloat16") == pytest.approx(0.53125)
+
+
+def _gpt_oss(model: str, gpu: str, engine: str = "vllm") -> perf.PerfContext:
+    m = resolve_model(model)
+    return perf.context_for(m, resolve_gpu(gpu), engine, "0.12.0", tp=1, dtype="bfloat16",
+                            quant=m.quantization)
+
+
+def test_gpt_oss_contexts_read_the_mxfp4_tables() -> None:
+    ctx = _gpt_oss("openai/gpt-oss-120b", "h100-sxm-80gb")
+    assert ctx.expert_gemm_key == (OAI, "h100-sxm-80gb", "mxfp4")
+    assert ctx.expert_gemm_table == "vLLM 0.24.0 OAI Triton MXFP4, TP-split"
+    assert ctx.expert_gemm_curve == moe_gemm.CURVES[ctx.expert_gemm_key][2]
+    # ridge: 989.4 TFLOP/s × 0.53125 B / (2 × 3.35 TB/s) = 78.4 tokens per expert
+    assert ctx.expert_gemm_floor_tokens == pytest.approx(989.4 * 0.53125 / 6.7, rel=1e-3)
+    small = _gpt_oss("openai/gpt-oss-20b", "h100-sxm-80gb")
+    assert small.expert_gemm_curve == ctx.expert_gemm_curve
+    a100 = _gpt_oss("openai/gpt-oss-120b", "a100-sxm-80gb")
+    assert "proxy" in a100.expert_gemm_source and a100.expert_gemm_curve
+    # gpt-oss-20b on A100 (32 experts: no Marlin table times them), B200 (MXFP4 run in FP4),
+    # SGLang and TensorRT-LLM (tables exist, not wired): the dense rate
+    for c in (_gpt_oss("openai/gpt-oss-20b", "a100-sxm-80gb"),
+              _gpt_oss("openai/gpt-oss-120b", "b200"),
+              _gpt_oss("openai/gpt-oss-120b", "h100-sxm-80gb", "sglang")):
+        assert c.expert_gemm_curve == () and c.expert_gemm_source == moe_gemm.DENSE_RATE
