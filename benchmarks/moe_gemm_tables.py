@@ -24,6 +24,10 @@ token distribution power_law_1.01, shard width inter / moe_tp in the band (0, 25
 (256, 768] or above 768; each shape's rate is interpolated log-linearly in t. The dense
 reference is the dtype kvplan's fitted rate stands for (perf/step.py compute_dtype_for):
 bf16 for bf16 experts, per-tensor fp8 for both per-tensor and block-scaled fp8 experts.
+"MXFP4" lines (main_mxfp4): gpt-oss's weight-only MXFP4 experts (MXFP4_TABLES: vLLM 0.24.0's
+OAI Triton MXFP4 rows on H100/H200, gpt-oss's own 32- and 128-expert shapes; SGLang 0.5.10's
+int4 Marlin rows on A100 as a proxy) against the same table set's dense bf16 GEMM, and
+Marlin's MXFP4 beside its int4 rate where one table times both ("Marlin" lines).
 """
 
 from __future__ import annotations

@@ -32,16 +32,17 @@ charges, so the ratio is held at its ridge value (no double count at decode); be
 points it is interpolated linearly in log t, and held at the last point above 512 tokens per
 expert (fewer shapes reach beyond it on Hopper: the tables stop at 16384 tokens).
 
-Applies where a table exists: MoE layers of at least MIN_EXPERTS routed experts, on engines
+Applies where a table exists: MoE layers of at least MIN_EXPERTS routed experts (KEY_MIN_EXPERTS
+where a table times fewer: gpt-oss-20b's 32), on engines
 whose calibration names the kernel family (engines/base.py Calibration.moe_kernels; any
 release of the engine, UNVERIFIED beyond the timed one), on the GPUs and expert dtypes of
 CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (TensorRT-LLM
-on B200); TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
+on B200), MXFP4 (gpt-oss under vLLM: KERNEL_ROUTES sends it to the OAI Triton MXFP4 table on
+H100/H200 and to SGLang's int4 Marlin table, a stated proxy, on A100; docs/moe-gemm.md);
+TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
 (KERNEL_ROUTES: CUTLASS runs FP8 block scales on Hopper only). Everything else keeps the
-dense rate (ratio 1): other GPUs, coarse MoE layers,
-MXFP4/int4 experts (gpt-oss on Ampere and Hopper runs vLLM's MXFP4 Marlin or Triton path,
-vllm/model_executor/layers/quantization/mxfp4.py `get_mxfp4_backend`: Marlin below SM90 or
-without triton_kernels, else Triton; no table times them), FP8 checkpoints on Ampere
+dense rate (ratio 1): other GPUs, coarse MoE layers, int4 experts, MXFP4 on other engines
+and GPUs (and gpt-oss-20b on A100: no 32-expert Marlin table), FP8 checkpoints on Ampere
 (weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
 has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
 times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
