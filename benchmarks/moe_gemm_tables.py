@@ -89,6 +89,12 @@ MXFP4_TABLES = {
                               ("h200_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _OAI, _LINEAR, 32)),
     "marlin-moe-int4-proxy": (("a100_sxm", "sglang", "0.5.10", "int4_wo", "sglang_marlin_moe",
                                "sglang", 128),),
+    # vLLM before 0.12 on Hopper runs Marlin (no triton_kernels in the wheel): vLLM 0.14.0's
+    # own fused_marlin_moe timed with int4 weights (collector/vllm/collect_moe_v1.py), a proxy
+    "vllm-marlin-int4-proxy": (("h100_sxm", "vllm", "0.14.0", "int4_wo", "vllm_marlin_moe",
+                                "vllm_default", 128),
+                               ("h200_sxm", "vllm", "0.14.0", "int4_wo", "vllm_marlin_moe",
+                                "vllm_default", 128)),
 }
 # Marlin's MXFP4 against its int4 rate where one table times both (printed for the proxy):
 # (GPU dir, engine dir, version, MXFP4 kernel_source, int4 kernel_source, dense kernel_source)

@@ -219,6 +219,21 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
         ((128, 0.347), (256, 0.394), (512, 0.417)),
         ((128, 0.421), (256, 0.47), (512, 0.514)),
         ((128, 0.457), (256, 0.516), (512, 0.551))),
+    # Hopper before vLLM 0.12 (RELEASE_ROUTES: Marlin): vLLM 0.14.0's own fused_marlin_moe
+    # timed with int4 weights (kernel_source vllm_marlin_moe, int4_wo;
+    # collector/vllm/collect_moe_v1.py), the function vLLM's MXFP4 Marlin path calls with
+    # weight type float4_e2m1f: a proxy (the same 0.82-0.94 caveat), ≥ 128 experts, against
+    # vLLM 0.14.0's dense bf16 GEMM
+    ("vllm-marlin-int4-proxy", "h100-sxm-80gb", "mxfp4"):  # dense bfloat16 799 TFLOP/s
+    (
+        ((128, 0.19), (256, 0.214), (512, 0.226)),
+        ((128, 0.231), (256, 0.264), (512, 0.278)),
+        ((128, 0.259), (256, 0.293), (512, 0.315))),
+    ("vllm-marlin-int4-proxy", "h200-sxm-141gb", "mxfp4"):  # dense bfloat16 766 TFLOP/s
+    (
+        ((128, 0.2), (256, 0.225), (512, 0.238)),
+        ((128, 0.246), (256, 0.278), (512, 0.297)),
+        ((128, 0.273), (256, 0.312), (512, 0.334))),
 }
 
 # --- mxfp4 --- the fewest routed experts a key's table times, where not MIN_EXPERTS: the OAI
@@ -254,10 +269,30 @@ KERNEL_ROUTES: dict[tuple[str, str, str], str] = {
 }
 
 
-def kernel_family(kernels: str, gpu_id: str, kernel_dtype: str) -> str:
-    """The kernel family that runs an engine's routed experts of `kernel_dtype` on `gpu_id`:
-    KERNEL_ROUTES' entry, else the engine's own (Calibration.moe_kernels)."""
-    return KERNEL_ROUTES.get((kernels, gpu_id, kernel_dtype), kernels)
+# --- mxfp4 --- routes that depend on the engine release: (engine kernel family, GPU id, MoE
+# kernel dtype) → (first release of KERNEL_ROUTES' route, the family that runs before it).
+# vLLM's MXFP4 experts on Hopper: Triton needs the triton_kernels module, which the wheel
+# bundles from 0.12.0 (vllm/third_party/triton_kernels; utils/import_utils.py
+# has_triton_kernels); 0.10.x-0.11.x wheels do not ship it, so get_mxfp4_backend
+# (quantization/mxfp4.py) falls to Marlin unless it was installed beside vLLM (GPUStack's
+# runner image for 0.11.0, gpustack/runner pack/cuda/Dockerfile @ 01961f47, installs vLLM,
+# FlashInfer 0.3.1 and LMCache, not triton_kernels)
+RELEASE_ROUTES: dict[tuple[str, str, str], tuple[tuple[int, ...], str]] = {
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "mxfp4"): ((0, 12, 0), "vllm-marlin-int4-proxy"),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "mxfp4"): ((0, 12, 0), "vllm-marlin-int4-proxy"),
+}
+
+
+def kernel_family(kernels: str, gpu_id: str, kernel_dtype: str,
+                  release: tuple[int, ...] | None = None) -> str:
+    """The kernel family that runs an engine's routed experts of `kernel_dtype` on `gpu_id`
+    in `release` (None: the newest): RELEASE_ROUTES' older family before its first release,
+    else KERNEL_ROUTES' entry, else the engine's own (Calibration.moe_kernels)."""
+    key = (kernels, gpu_id, kernel_dtype)
+    older = RELEASE_ROUTES.get(key)
+    if older is not None and release is not None and release < older[0]:
+        return older[1]
+    return KERNEL_ROUTES.get(key, kernels)
 
 
 # --- moe2 --- expert parallelism: (kernel family, GPU id, MoE kernel dtype) → (EP size, curve)
@@ -499,7 +534,8 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   "trtllm-deepgemm-moe": "TensorRT-LLM 1.2.0rc5 DeepGEMM",
                   # --- mxfp4 ---
                   "vllm-oai-triton-mxfp4": "vLLM 0.24.0 OAI Triton MXFP4",
-                  "marlin-moe-int4-proxy": "SGLang 0.5.10 Marlin int4 (proxy for MXFP4 Marlin)"}
+                  "marlin-moe-int4-proxy": "SGLang 0.5.10 Marlin int4 (proxy for MXFP4 Marlin)",
+                  "vllm-marlin-int4-proxy": "vLLM 0.14.0 Marlin int4 (proxy for MXFP4 Marlin)"}
 
 
 def table_label(kernels: str, ep: int) -> str:
@@ -510,7 +546,10 @@ def table_label(kernels: str, ep: int) -> str:
 # --- mxfp4 --- kernel families whose table times another kernel than the one that runs: what
 # stands in for what (table_source appends it)
 PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4_wo) as a proxy "
-                                    "for vLLM's MXFP4 Marlin MoE"}
+                                    "for vLLM's MXFP4 Marlin MoE",
+           "vllm-marlin-int4-proxy": "vLLM's Marlin MoE with int4 weights (int4_wo) as a proxy "
+                                     "for its MXFP4 Marlin MoE (vLLM before 0.12: no "
+                                     "triton_kernels)"}
 
 
 def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:

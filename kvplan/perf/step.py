@@ -630,11 +630,11 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
         prefix_caching=prefix_caching, **_link_fields(gpu, tp, links),
-        **_expert_gemm_fields(m, gpu, engine, tp, compute, quant))
+        **_expert_gemm_fields(m, gpu, engine, tp, compute, quant, version))
 
 
 def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, compute: str,
-                        quant: QuantSpec | None) -> dict[str, Any]:
+                        quant: QuantSpec | None, version: str = "") -> dict[str, Any]:
     """The PerfContext fields of the routed experts' measured fused-GEMM rate
     (perf/moe_gemm.py) for the replica's own TP-split experts (perf/expert.py re-picks the
     curve for DP-shared / expert-parallel layouts); none for a dense model."""
@@ -644,7 +644,7 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
                                         quant is not None and quant.block_size is not None,
                                         what_if=quant is not None and quant.what_if is not None)
     family = _moe_gemm.kernel_family(registry.get(engine).calibration.moe_kernels, gpu.id,
-                                     kernel)
+                                     kernel, _version_key(version) if version else None)
     key = (family, gpu.id, kernel)
     if key not in _moe_gemm.CURVES and key not in _moe_gemm.EP_CURVES:
         return {"expert_gemm_source": _moe_gemm.DENSE_RATE}

@@ -361,10 +361,35 @@ def test_mxfp4_routes_by_gpu_and_expert_count() -> None:
     assert moe_gemm.expert_weight_bytes("mxfp4", "bfloat16") == pytest.approx(0.53125)
 
 
-def _gpt_oss(model: str, gpu: str, engine: str = "vllm") -> perf.PerfContext:
+def _gpt_oss(model: str, gpu: str, engine: str = "vllm",
+             version: str = "0.12.0") -> perf.PerfContext:
     m = resolve_model(model)
-    return perf.context_for(m, resolve_gpu(gpu), engine, "0.12.0", tp=1, dtype="bfloat16",
+    return perf.context_for(m, resolve_gpu(gpu), engine, version, tp=1, dtype="bfloat16",
                             quant=m.quantization)
+
+
+def test_vllm_before_0_12_runs_marlin_on_hopper() -> None:
+    """vLLM 0.10.x / 0.11.x wheels ship no triton_kernels: get_mxfp4_backend falls to Marlin
+    on Hopper; from 0.12.0 the wheel bundles it (Triton). The Marlin proxy: vLLM 0.14.0's
+    fused_marlin_moe with int4 weights, aiconfigurator 095f58a5
+    h100_sxm/moe/vllm/0.14.0/moe_perf.parquet, kernel_source vllm_marlin_moe, int4_wo."""
+    for version, family in (("0.10.2", "vllm-marlin-int4-proxy"),
+                            ("0.11.0", "vllm-marlin-int4-proxy"), ("0.12.0", OAI),
+                            ("0.33.0", OAI)):
+        ctx = _gpt_oss("openai/gpt-oss-120b", "h100-sxm-80gb", version=version)
+        assert ctx.expert_gemm_key == (family, "h100-sxm-80gb", "mxfp4"), version
+    old = _gpt_oss("openai/gpt-oss-120b", "h100-sxm-80gb", version="0.10.2")
+    assert old.expert_gemm_table == "vLLM 0.14.0 Marlin int4 (proxy for MXFP4 Marlin), TP-split"
+    assert "proxy for its MXFP4 Marlin MoE" in old.expert_gemm_source
+    # 2880 columns: the > 768 band, 0.293 at t = 256 (slower than Triton's 0.504)
+    assert moe_gemm.ratio(old.expert_gemm_curve, 256) == pytest.approx(0.293)
+    # no 32-expert shape in the int4 Marlin table: gpt-oss-20b keeps the dense rate there
+    small = _gpt_oss("openai/gpt-oss-20b", "h100-sxm-80gb", version="0.11.0")
+    assert small.expert_gemm_curve == () and small.expert_gemm_source == moe_gemm.DENSE_RATE
+    # the release route is MXFP4-only: bf16 experts keep the Triton fused_moe table
+    assert moe_gemm.kernel_family(FAMILY, "h100-sxm-80gb", "bfloat16", (0, 10, 2)) == FAMILY
+    assert moe_gemm.kernel_family(FAMILY, "a100-sxm-80gb", "mxfp4",
+                                  (0, 10, 2)) == "marlin-moe-int4-proxy"
 
 
 def test_gpt_oss_contexts_read_the_mxfp4_tables() -> None:
