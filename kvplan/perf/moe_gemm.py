@@ -38,7 +38,8 @@ whose calibration names the kernel family (engines/base.py Calibration.moe_kerne
 release of the engine, UNVERIFIED beyond the timed one), on the GPUs and expert dtypes of
 CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (TensorRT-LLM
 on B200), MXFP4 (gpt-oss under vLLM: KERNEL_ROUTES sends it to the OAI Triton MXFP4 table on
-H100/H200 and to SGLang's int4 Marlin table, a stated proxy, on A100; docs/moe-gemm.md);
+H100/H200 (RELEASE_ROUTES: vLLM's own int4 Marlin table, a stated proxy, before 0.12) and to
+SGLang's int4 Marlin table, a stated proxy, on A100; docs/moe-gemm.md);
 TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
 (KERNEL_ROUTES: CUTLASS runs FP8 block scales on Hopper only). Everything else keeps the
 dense rate (ratio 1): other GPUs, coarse MoE layers, int4 experts, MXFP4 on other engines
