@@ -393,6 +393,14 @@ def render_doc(result: dict) -> str:
         f"{result['ranges']['throughput']}).",
         "",
         *(perf_arch.render_section(result["cross_arch"]) if "cross_arch" in result else []),
+        "## Tail latency under traffic",
+        "",
+        "The discrete-event simulation (`kvplan/perf/simulate.py`, docs/traffic.md) replays "
+        "published serving runs that report percentiles; nothing is fitted on them. Every point: "
+        "[traffic-validation.md](traffic-validation.md). Pooled (written by `python "
+        "benchmarks/traffic_validation.py --write`; this script keeps it): "
+        f"{TRAFFIC_START}{_kept_traffic()}{TRAFFIC_END}.",
+        "",
         "## Known gaps",
         "",
         *GAPS,
@@ -561,6 +569,18 @@ GAPS = [
     "(`--request-rate`, `--slo-percentile`, `--lengths-file`, docs/traffic.md) name the "
     "harness they assume.",
 ]
+
+
+# the traffic validation's headline, owned by benchmarks/traffic_validation.py (--write)
+TRAFFIC_START, TRAFFIC_END = "<!-- traffic:start -->", "<!-- traffic:end -->"
+
+
+def _kept_traffic() -> str:
+    """The sentence between the traffic markers of the committed docs/performance.md."""
+    text = OUT_DOC.read_text() if OUT_DOC.exists() else ""
+    if TRAFFIC_START not in text:
+        return "run `python benchmarks/traffic_validation.py --write`"
+    return text.split(TRAFFIC_START, 1)[1].split(TRAFFIC_END, 1)[0]
 
 
 README = ROOT / "README.md"

@@ -348,6 +348,25 @@ def _summary(title: str, errs: dict[str, list[float]]) -> None:
                   f"{statistics.median(e):+.0%} |")
 
 
+P99_TARGET = 0.30  # issue #27: p99 TTFT median error over the published runs ≤ 30 %
+
+
+def headline(pooled: dict[str, list[float]]) -> str:
+    """The pooled p99 TTFT figure (the README's and docs/performance.md's traffic sentence):
+    median |error| and median signed error over every published p99 point, against the target."""
+    e = pooled.get("ttft_p99", [])
+    if not e:
+        return "no p99 TTFT points"
+    med = statistics.median(abs(x) for x in e)
+    sources = len({g for g, _, k, _ in POINT_ERRORS if k == "ttft_p99"})
+    return (f"p99 TTFT median APE {med * 100:.1f} % (target ≤ {P99_TARGET * 100:.0f} %, "
+            f"{'met' if med <= P99_TARGET else 'not met'}; median signed "
+            f"{statistics.median(e) * 100:+.1f} %) over {len(e)} points from {sources} sources")
+
+
+HEADLINE = [""]  # main()'s headline sentence, for the generated blocks
+
+
 def main() -> None:
     pooled: dict[str, list[float]] = {}
     groups: dict[str, dict[str, list[float]]] = {}
@@ -380,6 +399,7 @@ def main() -> None:
     for g, errs in groups.items():
         _summary(f"**{g}**", errs)
     _summary("**All sources pooled**", pooled)
+    HEADLINE[0] = headline(pooled)
     frontend_section()
 
 
@@ -480,12 +500,32 @@ def page() -> str:
     return HEADER + buf.getvalue()
 
 
+ROOT = DOC.parent.parent
+# the headline's blocks: README.md and docs/performance.md (perf_fit.py keeps the latter's)
+BLOCKS = (ROOT / "README.md", ROOT / "docs" / "performance.md")
+START, END = "<!-- traffic:start -->", "<!-- traffic:end -->"
+
+
+def with_headline(text: str) -> str:
+    """`text` with the sentence between its traffic markers replaced by HEADLINE (unchanged
+    without the markers)."""
+    if START not in text:
+        return text
+    head, rest = text.split(START, 1)
+    return f"{head}{START}{HEADLINE[0]}{END}" + rest.split(END, 1)[1]
+
+
 if __name__ == "__main__":
     if "--write" in sys.argv[1:]:
         DOC.write_text(page(), encoding="utf-8")
+        for path in BLOCKS:
+            path.write_text(with_headline(path.read_text(encoding="utf-8")), encoding="utf-8")
     elif "--check" in sys.argv[1:]:
-        if DOC.read_text(encoding="utf-8") != page():
-            print("docs/traffic-validation.md is stale: run "
+        stale = [] if DOC.read_text(encoding="utf-8") == page() else [DOC]
+        stale += [p for p in BLOCKS
+                  if p.read_text(encoding="utf-8") != with_headline(p.read_text(encoding="utf-8"))]
+        if stale:
+            print(", ".join(str(p.relative_to(ROOT)) for p in stale) + " stale: run "
                   "python benchmarks/traffic_validation.py --write")
             sys.exit(1)
     else:
