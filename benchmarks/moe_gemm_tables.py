@@ -84,6 +84,7 @@ TABLES = {
 # fine-grained shapes (≥ 128 experts), as the bf16 curves.
 _OAI = "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic"
 _LINEAR = "torch.nn.functional.linear"
+_FI_BF16 = "vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16_trtllmmxfp4expertsmonolithic"
 MXFP4_TABLES = {
     "vllm-oai-triton-mxfp4": (("h100_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _OAI, _LINEAR, 32),
                               ("h200_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _OAI, _LINEAR, 32)),
@@ -95,7 +96,20 @@ MXFP4_TABLES = {
                                 "vllm_default", 128),
                                ("h200_sxm", "vllm", "0.14.0", "int4_wo", "vllm_marlin_moe",
                                 "vllm_default", 128)),
+    # --- bwmxfp4 --- vLLM on Blackwell (SM100) runs FlashInfer's TRT-LLM-gen MXFP4 x BF16
+    # experts by default (fused_moe/oracle/mxfp4.py _get_priority_backends): gpt-oss's own
+    # shapes, against the same table set's dense bf16 GEMM
+    "vllm-flashinfer-trtllm-mxfp4-bf16": (("b200_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _FI_BF16,
+                                           _LINEAR, 32),),
 }
+# --- bwmxfp4 --- MXFP4 experts with MXFP8 activations (SGLang's and TensorRT-LLM's default on
+# SM100: docs/moe-gemm.md) against the same table set's dense per-tensor fp8 GEMM: printed for
+# the record ("MXFP8" lines), not wired (kvplan has no B200 table for these engines' releases)
+# (GPU dir, engine dir, version, MoE kernel_source, dense fp8 kernel_source)
+MXFP8_TABLES = (
+    ("b200_sxm", "sglang", "0.5.10", "sglang_flashinfer_mxfp4_moe", "sglang"),
+    ("b200_sxm", "trtllm", "1.3.0rc10", "moe_torch_flow", "torch_flow"),
+)
 # Marlin's MXFP4 against its int4 rate where one table times both (printed for the proxy):
 # (GPU dir, engine dir, version, MXFP4 kernel_source, int4 kernel_source, dense kernel_source)
 MARLIN_PAIRS = (
@@ -259,6 +273,15 @@ def main_mxfp4(root: str) -> None:
                 cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
                 print(f"Marlin {gpu} {engine} {version} {dtype} shard ({band[0]}, {band[1]}]: "
                       f"ratio ({cells})")
+    for gpu, engine, version, moe_source, gemm_source in MXFP8_TABLES:
+        moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
+        gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
+        d = dense_rate(gemm, "fp8", gemm_source)
+        for band in BANDS:
+            curve = moe_curve(moe, "w4a8_mxfp4_mxfp8", band, moe_source, 32)
+            cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+            print(f"MXFP8 {gpu} {engine} {version} {moe_source} shard ({band[0]}, {band[1]}] vs "
+                  f"dense fp8 {d / 1e12:.0f} TFLOP/s: ratio ({cells})")
 
 
 if __name__ == "__main__":

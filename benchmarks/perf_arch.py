@@ -202,6 +202,8 @@ def with_scales(row: fit_.Row, s: fits_.ArchScales,
                 pcie: fits_.PcieLink | None = None) -> fit_.Row:
     """The row with class factors `s` (and, for a TP group over PCIe, the link `pcie`)."""
     ctx = dataclasses.replace(row.context, gemm_scale=s.gemm(row.context.compute_dtype),
+                              expert_gemm_scale=s.gemm(row.context.expert_compute_dtype
+                                                       or row.context.compute_dtype),
                               attention_scale=s.bf16_gemm, bandwidth_scale=s.bandwidth)
     if pcie is not None and ctx.link_latency_us is not None:
         raw = ctx.link_bytes_per_s / fits_.PCIE.bandwidth_efficiency

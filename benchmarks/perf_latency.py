@@ -114,6 +114,8 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext:
 
 def with_class(ctx: perf.PerfContext, s: fits_.ArchScales) -> perf.PerfContext:
     return dataclasses.replace(ctx, gemm_scale=s.gemm(ctx.compute_dtype),
+                               expert_gemm_scale=s.gemm(ctx.expert_compute_dtype
+                                                        or ctx.compute_dtype),
                                attention_scale=s.bf16_gemm, bandwidth_scale=s.bandwidth)
 
 

@@ -236,6 +236,12 @@ class Calibration:
     # --- moe --- the fused-MoE kernel family whose measured tables time this engine's routed
     # experts (perf/moe_gemm.py CURVES); "": none measured (experts at the dense GEMM rate)
     moe_kernels: str = ""
+    # --- bwmxfp4 --- the GEMM dtype this engine's default MXFP4 MoE kernel computes a real
+    # MXFP4 checkpoint's routed experts in (gpt-oss), per architecture with FP4 tensor cores
+    # ((GpuSpec.arch, dtype) pairs; "bfloat16": FP4 weights × bf16 activations; "fp8": ×
+    # MXFP8 activations; "fp4": FP4 × FP4); an architecture not named keeps "fp4" (not
+    # verified from the engine's source: perf/step.py expert_dtype_for; docs/moe-gemm.md)
+    mxfp4_expert_dtype: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.coefficients is None) == (self.borrows is None):

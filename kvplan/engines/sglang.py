@@ -1078,7 +1078,14 @@ CALIBRATION = Calibration(
     versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"),
     # routed experts: SGLang's own Triton fused_moe (python/sglang/srt/layers/moe/
     # fused_moe_triton), timed per GPU in aiconfigurator's SGLang 0.5.9 tables (perf/moe_gemm.py)
-    moe_kernels="sglang-triton-fused-moe")
+    moe_kernels="sglang-triton-fused-moe",
+    # --- bwmxfp4 --- gpt-oss's MXFP4 experts on SM100/SM103: server_args.py picks
+    # moe_runner_backend "flashinfer_mxfp4" for GptOssForCausalLM on SM100 (is_sm100_supported),
+    # and quantization/mxfp4.py Mxfp4MoEMethod.apply quantizes the activations to MXFP8
+    # (mxfp8_quantize) under the default --flashinfer-mxfp4-moe-precision "default" ("bf16"
+    # keeps them bf16) before FlashInfer's trtllm_fp4_block_scale_moe: FP4 × FP8 MMAs at the
+    # FP8 rate. SM120 (triton_kernel or flashinfer_mxfp4 by release) not verified: not named
+    mxfp4_expert_dtype=(("Blackwell", "fp8"), ("Blackwell Ultra", "fp8")))
 
 
 def _from_checkpoint(dep: Deployment) -> bool:

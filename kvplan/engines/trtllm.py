@@ -1174,7 +1174,13 @@ class TrtllmEngine(Engine):
         # routed experts: the PyTorch flow's fused MoE with its default CUTLASS backend, timed
         # per GPU in aiconfigurator's TensorRT-LLM 1.2.0rc5 tables (perf/moe_gemm.py;
         # UNVERIFIED for other releases and for the TensorRT engine flow of 0.x)
-        moe_kernels="trtllm-cutlass-moe")
+        moe_kernels="trtllm-cutlass-moe",
+        # --- bwmxfp4 --- gpt-oss's MXFP4 experts on Blackwell run W4A8: ModelConfig.
+        # get_mxfp4_quant_algo (tensorrt_llm/_torch/model_config.py) returns W4A8_MXFP4_MXFP8
+        # for get_sm_version() >= 100 (W4A8_MXFP4_FP8 with the TRITON MoE backend; FP8
+        # activations either way), W4A16_MXFP4 below; OVERRIDE_QUANT_ALGO overrides it
+        mxfp4_expert_dtype=(("Blackwell", "fp8"), ("Blackwell Ultra", "fp8"),
+                            ("Blackwell (GB202)", "fp8")))
 
     options_file_flag = "--extra_llm_api_options"
 

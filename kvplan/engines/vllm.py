@@ -891,7 +891,16 @@ CALIBRATION = Calibration(
     # routed experts: vLLM's Triton fused_moe (vllm/model_executor/layers/fused_moe/
     # fused_moe.py) for bf16 and fp8 experts, timed per GPU in aiconfigurator's vLLM 0.14.0
     # tables (perf/moe_gemm.py)
-    moe_kernels="vllm-triton-fused-moe")
+    moe_kernels="vllm-triton-fused-moe",
+    # --- bwmxfp4 --- gpt-oss's MXFP4 experts on Blackwell: FlashInfer's TRT-LLM-gen MXFP4 ×
+    # BF16 MoE on SM100/SM103 by default (the 0.10.2-0.19.0 wheels, docs/moe-gemm.md;
+    # vllm/model_executor/layers/fused_moe/oracle/mxfp4.py _get_priority_backends at commit
+    # 001eda31: FLASHINFER_TRTLLM_MXFP4_BF16 first, "Only includes BF16 backends. MXFP8
+    # backends are selected via env vars", VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 default off);
+    # every other backend it falls to (OAI Triton, Marlin; SM120) keeps bf16 activations
+    # too. CDNA4 (ROCm: CK or Triton) not verified: not named
+    mxfp4_expert_dtype=(("Blackwell", "bfloat16"), ("Blackwell Ultra", "bfloat16"),
+                        ("Blackwell (GB202)", "bfloat16")))
 
 
 def _expert_ranks(m: ModelSpec, d: Deployment) -> int:

@@ -39,7 +39,8 @@ release of the engine, UNVERIFIED beyond the timed one), on the GPUs and expert 
 CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (TensorRT-LLM
 on B200), MXFP4 (gpt-oss under vLLM: KERNEL_ROUTES sends it to the OAI Triton MXFP4 table on
 H100/H200 (RELEASE_ROUTES: vLLM's own int4 Marlin table, a stated proxy, before 0.12) and to
-SGLang's int4 Marlin table, a stated proxy, on A100; docs/moe-gemm.md);
+SGLang's int4 Marlin table, a stated proxy, on A100, and to the FlashInfer TRT-LLM MXFP4 ×
+BF16 table on B200; docs/moe-gemm.md);
 TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
 (KERNEL_ROUTES: CUTLASS runs FP8 block scales on Hopper only). Everything else keeps the
 dense rate (ratio 1): other GPUs, coarse MoE layers, int4 experts, MXFP4 on other engines
@@ -235,6 +236,16 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
         ((128, 0.2), (256, 0.225), (512, 0.238)),
         ((128, 0.246), (256, 0.278), (512, 0.297)),
         ((128, 0.273), (256, 0.312), (512, 0.334))),
+    # --- bwmxfp4 --- Blackwell: vLLM runs gpt-oss's MXFP4 experts in FlashInfer's TRT-LLM-gen
+    # MXFP4 × BF16 MoE by default (engines/vllm.py Calibration.mxfp4_expert_dtype says why);
+    # vLLM 0.24.0's B200 table times it (kernel_source vllm_gptossmxfp4moe_flashinfer_trtllm_
+    # mxfp4_bf16_trtllmmxfp4expertsmonolithic, w4a16_mxfp4) on gpt-oss's own shapes (32 and
+    # 128 experts) at moe_tp 1-8; none at ≤ 256 columns (dense rate there)
+    ("vllm-flashinfer-trtllm-mxfp4-bf16", "b200", "mxfp4"):  # dense bfloat16 1524 TFLOP/s
+    (
+        (),
+        ((128, 0.204), (256, 0.232), (512, 0.248)),
+        ((128, 0.292), (256, 0.319), (512, 0.334))),
 }
 
 # --- mxfp4 --- the fewest routed experts a key's table times, where not MIN_EXPERTS: the OAI
@@ -242,6 +253,7 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
 KEY_MIN_EXPERTS: dict[tuple[str, str, str], int] = {
     ("vllm-oai-triton-mxfp4", "h100-sxm-80gb", "mxfp4"): 32,
     ("vllm-oai-triton-mxfp4", "h200-sxm-141gb", "mxfp4"): 32,
+    ("vllm-flashinfer-trtllm-mxfp4-bf16", "b200", "mxfp4"): 32,  # --- bwmxfp4 ---
 }
 
 # --- moe3 --- (engine kernel family, GPU id, MoE kernel dtype) → the kernel family that runs
@@ -267,6 +279,9 @@ KERNEL_ROUTES: dict[tuple[str, str, str], str] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "mxfp4"): "vllm-oai-triton-mxfp4",
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "mxfp4"): "vllm-oai-triton-mxfp4",
     ("vllm-triton-fused-moe", "a100-sxm-80gb", "mxfp4"): "marlin-moe-int4-proxy",
+    # --- bwmxfp4 --- and on SM100 FlashInfer's TRT-LLM-gen MXFP4 × BF16 MoE (every release
+    # from 0.10.2 where flashinfer is installed, a wheel dependency from 0.12; docs/moe-gemm.md)
+    ("vllm-triton-fused-moe", "b200", "mxfp4"): "vllm-flashinfer-trtllm-mxfp4-bf16",
 }
 
 
@@ -471,13 +486,15 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
 
 def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled: bool,
                      what_if: bool = False) -> str:
-    """The MoE table's dtype of a deployment's experts: unquantized bf16/fp16 → 'bfloat16';
+    """The MoE table's dtype of a deployment's experts, `compute_dtype` their GEMM dtype
+    (perf/step.py expert_dtype_for): unquantized bf16/fp16 → 'bfloat16';
     FP8 experts run in FP8 → 'fp8_block' with block scales, else 'fp8'; NVFP4 experts run in
     FP4 → 'nvfp4'; a real MXFP4 checkpoint's experts (gpt-oss) with 16-bit activations →
-    'mxfp4' (weight-only: vLLM's Triton or Marlin MXFP4 MoE; KERNEL_ROUTES); '' for any other
-    (int4, FP8 on GPUs without FP8, NVFP4 without FP4 tensor cores, MXFP4 run in FP4, a
-    what-if MXFP4 checkpoint (AMD Quark's scheme, emulated in 16-bit off CDNA4) — no table
-    times them)."""
+    'mxfp4' (weight-only: vLLM's Triton, Marlin or, on Blackwell, FlashInfer TRT-LLM MXFP4 ×
+    BF16 MoE; KERNEL_ROUTES); '' for any other
+    (int4, FP8 on GPUs without FP8, NVFP4 without FP4 tensor cores, MXFP4 run in FP4 or with
+    MXFP8 activations, a what-if MXFP4 checkpoint (AMD Quark's scheme, emulated in 16-bit off
+    CDNA4) — no table wired for them)."""
     if quant_method is None:
         return "bfloat16" if compute_dtype in ("bfloat16", "float16") else ""
     if quant_method == "fp8" and compute_dtype == "fp8":
@@ -536,7 +553,10 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   # --- mxfp4 ---
                   "vllm-oai-triton-mxfp4": "vLLM 0.24.0 OAI Triton MXFP4",
                   "marlin-moe-int4-proxy": "SGLang 0.5.10 Marlin int4 (proxy for MXFP4 Marlin)",
-                  "vllm-marlin-int4-proxy": "vLLM 0.14.0 Marlin int4 (proxy for MXFP4 Marlin)"}
+                  "vllm-marlin-int4-proxy": "vLLM 0.14.0 Marlin int4 (proxy for MXFP4 Marlin)",
+                  # --- bwmxfp4 ---
+                  "vllm-flashinfer-trtllm-mxfp4-bf16": "vLLM 0.24.0 FlashInfer TRT-LLM MXFP4 x "
+                                                       "BF16"}
 
 
 def table_label(kernels: str, ep: int) -> str:

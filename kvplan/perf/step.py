@@ -353,6 +353,15 @@ class PerfContext:
     expert_intermediate: int = 0
     expert_gemm_table: str = ""
     expert_gemm_source: str = ""
+    # --- bwmxfp4 --- the routed experts' GEMM dtype where expert_dtype_for sets it apart from
+    # compute_dtype (gpt-oss's MXFP4 experts on FP4-capable GPUs run in the engine kernel's
+    # activation dtype; "" = compute_dtype), that dtype's datasheet peak (FLOP/s), the GPU
+    # class's factor for it (perf/arch.py), and what it assumes (Performance.routed_experts);
+    # step_terms charges the expert FLOPs at that rate
+    expert_compute_dtype: str = ""
+    expert_peak_flops_per_s: float = 0.0
+    expert_gemm_scale: float = 1.0
+    expert_dtype_note: str = ""
 
     @property
     def request_overhead_s(self) -> float:
@@ -439,16 +448,46 @@ def _peak_tflops(gpu: GpuSpec, dtype: str) -> float:
 
 
 def compute_dtype_for(model_dtype: str, quant: QuantSpec | None, gpu: GpuSpec) -> str:
-    """GEMM dtype: fp8 / int8 (w8a8) / fp4 where the GPU runs it natively, else the model
-    dtype (weight-only 4-bit formats dequantize into fp16/bf16 GEMMs)."""
+    """GEMM dtype of the dense (non-expert) layers: fp8 / int8 (w8a8) / fp4 where the GPU runs
+    it natively, else the model dtype (weight-only 4-bit formats dequantize into fp16/bf16
+    GEMMs). A checkpoint that quantizes only its MoE experts (gpt-oss's MXFP4:
+    QuantSpec.experts_only) keeps its other layers in the model dtype; expert_dtype_for says
+    what its experts run in."""
     if quant is not None:
         if quant.method == "fp8" and gpu.fp8_native:
             return "fp8"
         if quant.method == "int8":
             return "int8"
-        if quant.runs_fp4_on(gpu):
+        if quant.runs_fp4_on(gpu) and not quant.experts_only:
             return "fp4"
     return DTYPE_ALIASES.get(model_dtype, model_dtype)
+
+
+def expert_dtype_for(compute: str, quant: QuantSpec | None, gpu: GpuSpec,
+                     engine: str) -> tuple[str, str]:
+    """GEMM dtype of the routed experts and, where it is not simply `compute`
+    (compute_dtype_for), what it assumes (else ""): a real MXFP4 checkpoint's experts
+    (gpt-oss) on a GPU with FP4 tensor cores run in the dtype the engine's default MXFP4 MoE
+    kernel computes in on that architecture (Calibration.mxfp4_expert_dtype: "bfloat16" with
+    bf16 activations, "fp8" with MXFP8 activations), "fp4" where the engine names none."""
+    if (quant is None or quant.method != "mxfp4" or quant.what_if is not None
+            or not quant.runs_fp4_on(gpu)):
+        return compute, ""
+    named = dict(registry.get(engine).calibration.mxfp4_expert_dtype).get(gpu.arch)
+    if named is None:
+        return "fp4", (f"expert GEMMs in fp4 (assumed: the engine's MXFP4 MoE kernel on "
+                       f"{gpu.arch} not verified), other layers in {compute}")
+    return named, (f"expert GEMMs in {named} (the engine's default MXFP4 MoE kernel on "
+                   f"{gpu.arch}), other layers in {compute}")
+
+
+def expert_rate_scale(ctx: PerfContext) -> float:
+    """The routed experts' GEMM rate over the dense GEMM rate from their dtypes alone (peak ×
+    GPU class factor of each; 1.0 when the experts run in compute_dtype)."""
+    if not ctx.expert_compute_dtype or not ctx.peak_flops_per_s or not ctx.gemm_scale:
+        return 1.0
+    return (ctx.expert_peak_flops_per_s * ctx.expert_gemm_scale
+            / (ctx.peak_flops_per_s * ctx.gemm_scale))
 
 
 def link_bytes_per_s(gpu: GpuSpec) -> float:
@@ -604,6 +643,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     cal = registry.get(engine).calibration
     style, admission = cal.style, cal.admission
     compute = compute_dtype_for(dtype, quant, gpu)
+    expert, expert_note = expert_dtype_for(compute, quant, gpu, engine)
     arch = arch_calibration(engine, gpu)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
@@ -630,14 +670,26 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
         prefix_caching=prefix_caching, **_link_fields(gpu, tp, links),
-        **_expert_gemm_fields(m, gpu, engine, tp, compute, quant, version))
+        **_expert_gemm_fields(m, gpu, engine, tp, expert, quant, version),
+        **_expert_dtype_fields(gpu, arch.scales.gemm(expert), expert, expert_note))
+
+
+def _expert_dtype_fields(gpu: GpuSpec, scale: float, expert: str, note: str) -> dict[str, Any]:
+    """The PerfContext fields of the routed experts' own GEMM dtype (expert_dtype_for): none
+    where they run in compute_dtype without a note."""
+    if not note:
+        return {}
+    return {"expert_compute_dtype": expert, "expert_dtype_note": note,
+            "expert_peak_flops_per_s": _peak_tflops(gpu, expert) * 1e12,
+            "expert_gemm_scale": scale}
 
 
 def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, compute: str,
                         quant: QuantSpec | None, version: str = "") -> dict[str, Any]:
     """The PerfContext fields of the routed experts' measured fused-GEMM rate
     (perf/moe_gemm.py) for the replica's own TP-split experts (perf/expert.py re-picks the
-    curve for DP-shared / expert-parallel layouts); none for a dense model."""
+    curve for DP-shared / expert-parallel layouts); none for a dense model. `compute`: the
+    experts' GEMM dtype (expert_dtype_for)."""
     if m.moe is None:
         return {}
     kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
@@ -755,11 +807,14 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c = gemm_flops / flop_rate
-    if ctx.expert_gemm_curve and ctx.expert_flops_per_token and tokens:
+    if (ctx.expert_gemm_curve or ctx.expert_compute_dtype) and ctx.expert_flops_per_token \
+            and tokens:
         # routed experts at their measured share of the dense rate (perf/moe_gemm.py: the
         # layout's curve, perf/expert.py; t counts the tokens of every DP rank meeting there)
+        # of their own GEMM dtype (expert_rate_scale: gpt-oss's MXFP4 experts on Blackwell)
         per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
-        r = _moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
+        r = (_moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
+             * expert_rate_scale(ctx))
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)
     g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else
            ctx.dense_read_bytes / (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency)

@@ -167,8 +167,11 @@ def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:
     (perf/moe_gemm.py); None for a dense model."""
     if not ctx.expert_gemm_source:
         return None
+    source = ctx.expert_gemm_source
+    if ctx.expert_dtype_note:  # --- bwmxfp4 --- the experts' own GEMM dtype
+        source += f"; {ctx.expert_dtype_note}"
     return RoutedExperts(rate="measured" if ctx.expert_gemm_curve else "dense",
-                         table=ctx.expert_gemm_table or None, source=ctx.expert_gemm_source)
+                         table=ctx.expert_gemm_table or None, source=source)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

@@ -411,9 +411,86 @@ def test_gpt_oss_contexts_read_the_mxfp4_tables() -> None:
     assert small.expert_gemm_curve == ctx.expert_gemm_curve
     a100 = _gpt_oss("openai/gpt-oss-120b", "a100-sxm-80gb")
     assert "proxy" in a100.expert_gemm_source and a100.expert_gemm_curve
-    # gpt-oss-20b on A100 (32 experts: no Marlin table times them), B200 (MXFP4 run in FP4),
-    # SGLang and TensorRT-LLM (tables exist, not wired): the dense rate
+    # gpt-oss-20b on A100 (32 experts: no Marlin table times them), SGLang on Hopper and
+    # on B200 (MXFP8 activations: no table wired), TensorRT-LLM on B200: the dense rate
     for c in (_gpt_oss("openai/gpt-oss-20b", "a100-sxm-80gb"),
-              _gpt_oss("openai/gpt-oss-120b", "b200"),
+              _gpt_oss("openai/gpt-oss-120b", "b200", "sglang"),
+              _gpt_oss("openai/gpt-oss-120b", "b200", "trtllm", "1.2.0"),
               _gpt_oss("openai/gpt-oss-120b", "h100-sxm-80gb", "sglang")):
         assert c.expert_gemm_curve == () and c.expert_gemm_source == moe_gemm.DENSE_RATE
+    # --- bwmxfp4 --- vLLM on B200: FlashInfer's TRT-LLM-gen MXFP4 × BF16 table
+    b200 = _gpt_oss("openai/gpt-oss-120b", "b200")
+    assert b200.expert_gemm_key == (FI_BF16, "b200", "mxfp4") and b200.expert_gemm_curve
+
+
+# --- bwmxfp4 --- gpt-oss's MXFP4 experts on Blackwell: the engine kernel's GEMM dtype and
+# vLLM's FlashInfer TRT-LLM MXFP4 × BF16 table (docs/moe-gemm.md, "On FP4-capable GPUs")
+
+FI_BF16 = "vllm-flashinfer-trtllm-mxfp4-bf16"
+
+
+def test_mxfp4_flashinfer_bf16_b200_hand_worked() -> None:
+    """aiconfigurator 095f58a5, b200_sxm/moe/vllm/0.24.0/moe_perf.parquet, kernel_source
+    vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16_trtllmmxfp4expertsmonolithic,
+    w4a16_mxfp4, power_law_1.01, moe_tp 1, EP 1, hidden = inter = 2880, top-4:
+    128 experts, 8192 tokens (t = 256): 3.241824 ms; 32 experts, 2048 tokens (t = 256):
+    0.823667 ms. b200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet, torch.nn.functional.linear,
+    bfloat16, m 8192, n 4096, k 4096: 0.163401 ms."""
+    moe_120b = 6 * 2880 * 2880 * 8192 * 4 / 3.241824e-3  # 503.0 TFLOP/s
+    moe_20b = 6 * 2880 * 2880 * 2048 * 4 / 0.823667e-3  # 495.0 TFLOP/s
+    dense = 2 * 8192 * 4096 * 4096 / 0.163401e-3  # 1682 TFLOP/s
+    assert moe_120b / dense == pytest.approx(0.299, abs=1e-3)
+    assert moe_20b / dense == pytest.approx(0.294, abs=1e-3)
+    # the > 768 band at t = 256: the median of four shapes over the median dense bf16 rate
+    # (1524 TFLOP/s); this shape over that median: 503.0 / 1524 = 0.330
+    for experts, one_shape in ((128, moe_120b / dense), (32, moe_20b / dense)):
+        curve = moe_gemm.curve_for(FI_BF16, "b200", "mxfp4", experts, 2880)
+        assert abs(moe_gemm.ratio(curve, 256) - one_shape) / one_shape < 0.1
+    assert moe_gemm.ratio(moe_gemm.curve_for(FI_BF16, "b200", "mxfp4", 128, 2880),
+                          256) == pytest.approx(0.319)
+    assert moe_gemm.kernel_family(FAMILY, "b200", "mxfp4") == FI_BF16
+    # GB200 has no such table in the set: the dense rate
+    assert moe_gemm.kernel_family(FAMILY, "gb200", "mxfp4") == FAMILY
+    assert (FAMILY, "gb200", "mxfp4") not in moe_gemm.CURVES
+
+
+def test_mxfp4_expert_dtype_per_engine_on_blackwell() -> None:
+    """What each engine's default MXFP4 MoE kernel computes gpt-oss's experts in on SM100:
+    vLLM FlashInfer TRT-LLM-gen MXFP4 × BF16 (vllm/model_executor/layers/fused_moe/oracle/
+    mxfp4.py _get_priority_backends: "Only includes BF16 backends. MXFP8 backends are
+    selected via env vars"); SGLang MXFP8 activations (python/sglang/srt/layers/quantization/
+    mxfp4.py Mxfp4MoEMethod.apply: flashinfer_mxfp4_moe_precision "default" →
+    mxfp8_quantize); TensorRT-LLM W4A8_MXFP4_MXFP8 (tensorrt_llm/_torch/model_config.py
+    get_mxfp4_quant_algo: get_sm_version() >= 100). The other layers of the checkpoint are
+    bf16 (modules_to_not_convert: everything but the experts)."""
+    m = resolve_model("openai/gpt-oss-120b")
+    b200, mi355x = resolve_gpu("b200"), resolve_gpu("mi355x")
+    assert perf.compute_dtype_for("bfloat16", m.quantization, b200) == "bfloat16"
+    for engine, dtype in (("vllm", "bfloat16"), ("sglang", "fp8"), ("trtllm", "fp8")):
+        got, note = perf.expert_dtype_for("bfloat16", m.quantization, b200, engine)
+        assert got == dtype and f"expert GEMMs in {dtype}" in note
+    # CDNA4: no engine's MXFP4 path verified there: FP4, said to be assumed
+    got, note = perf.expert_dtype_for("bfloat16", m.quantization, mi355x, "vllm")
+    assert got == "fp4" and "assumed" in note
+    # off FP4 GPUs the experts run in the compute dtype, with nothing to say
+    assert perf.expert_dtype_for("bfloat16", m.quantization, H100, "sglang") == ("bfloat16", "")
+    # an NVFP4 checkpoint still runs every quantized layer in FP4
+    nvfp4 = QuantSpec(method="nvfp4", weight_bits=4, group_size=16, source="checkpoint")
+    assert perf.compute_dtype_for("bfloat16", nvfp4, b200) == "fp4"
+    assert perf.expert_dtype_for("fp4", nvfp4, b200, "vllm") == ("fp4", "")
+
+
+def test_mxfp4_experts_at_the_engine_dtype_rate_by_hand() -> None:
+    """TensorRT-LLM, gpt-oss-120b on B200 (no table wired: dense rate): a prefill-only step
+    of 8192 tokens charges the dense layers at the bf16 peak (2250 TFLOP/s) and the routed
+    experts at the fp8 peak (4500), each × the same efficiency (1.0 here, class factor 1)."""
+    m = resolve_model("openai/gpt-oss-120b")
+    ctx = perf.context_for(m, resolve_gpu("b200"), "trtllm", "1.2.0", tp=1, dtype="bfloat16",
+                           quant=m.quantization)
+    ctx = dataclasses.replace(ctx, coefficients=UNIT, gemm_scale=1.0, expert_gemm_scale=1.0,
+                              cpu_overlap=False)
+    assert ctx.compute_dtype == "bfloat16" and ctx.expert_compute_dtype == "fp8"
+    assert perf.expert_rate_scale(ctx) == pytest.approx(2.0)
+    t = perf.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=8192)
+    hand = 8192 * (ctx.dense_flops_per_token / 2250e12 + ctx.expert_flops_per_token / 4500e12)
+    assert t.compute_s == pytest.approx(hand, rel=1e-9)
