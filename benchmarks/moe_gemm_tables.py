@@ -26,8 +26,11 @@ reference is the dtype kvplan's fitted rate stands for (perf/step.py compute_dty
 bf16 for bf16 experts, per-tensor fp8 for both per-tensor and block-scaled fp8 experts.
 "MXFP4" lines (main_mxfp4): gpt-oss's weight-only MXFP4 experts (MXFP4_TABLES: vLLM 0.24.0's
 OAI Triton MXFP4 rows on H100/H200, gpt-oss's own 32- and 128-expert shapes; SGLang 0.5.10's
-int4 Marlin rows on A100 as a proxy) against the same table set's dense bf16 GEMM, and
-Marlin's MXFP4 beside its int4 rate where one table times both ("Marlin" lines).
+int4 Marlin rows on A100 as a proxy; vLLM 0.24.0's FlashInfer TRT-LLM MXFP4 × BF16 rows on
+B200) against the same table set's dense bf16 GEMM, and Marlin's MXFP4 beside its int4 rate
+where one table times both ("Marlin" lines). "MXFP8" lines: MXFP4 experts with MXFP8
+activations (SGLang 0.5.10, TensorRT-LLM 1.3.0rc10 on B200) against the dense fp8 GEMM, for
+the record (not wired: docs/moe-gemm.md).
 """
 
 from __future__ import annotations
