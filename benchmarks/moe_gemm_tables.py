@@ -28,9 +28,9 @@ bf16 for bf16 experts, per-tensor fp8 for both per-tensor and block-scaled fp8 e
 OAI Triton MXFP4 rows on H100/H200, gpt-oss's own 32- and 128-expert shapes; SGLang 0.5.10's
 int4 Marlin rows on A100 as a proxy; vLLM 0.24.0's FlashInfer TRT-LLM MXFP4 × BF16 rows on
 B200) against the same table set's dense bf16 GEMM, and Marlin's MXFP4 beside its int4 rate
-where one table times both ("Marlin" lines). "MXFP8" lines: MXFP4 experts with MXFP8
-activations (SGLang 0.5.10, TensorRT-LLM 1.3.0rc10 on B200) against the dense fp8 GEMM, for
-the record (not wired: docs/moe-gemm.md).
+where one table times both ("Marlin" lines). "MXFP8" lines (MXFP8_TABLES): MXFP4 experts
+with MXFP8 activations (SGLang 0.5.14's FlashInfer TRT-LLM MoE, TensorRT-LLM 1.3.0rc10's
+TRT-LLM-gen MoE on B200, gpt-oss's own shapes) against the same table set's dense fp8 GEMM.
 """
 
 from __future__ import annotations
@@ -105,14 +105,18 @@ MXFP4_TABLES = {
     "vllm-flashinfer-trtllm-mxfp4-bf16": (("b200_sxm", "vllm", "0.24.0", "w4a16_mxfp4", _FI_BF16,
                                            _LINEAR, 32),),
 }
-# --- bwmxfp4 --- MXFP4 experts with MXFP8 activations (SGLang's and TensorRT-LLM's default on
-# SM100: docs/moe-gemm.md) against the same table set's dense per-tensor fp8 GEMM: printed for
-# the record ("MXFP8" lines), not wired (kvplan has no B200 table for these engines' releases)
-# (GPU dir, engine dir, version, MoE kernel_source, dense fp8 kernel_source)
-MXFP8_TABLES = (
-    ("b200_sxm", "sglang", "0.5.10", "sglang_flashinfer_mxfp4_moe", "sglang"),
-    ("b200_sxm", "trtllm", "1.3.0rc10", "moe_torch_flow", "torch_flow"),
-)
+# --- bwmxfp4 --- MXFP4 experts with MXFP8 activations (kvplan dtype "mxfp4_mxfp8": SGLang's
+# and TensorRT-LLM's default on SM100, docs/moe-gemm.md) per kernel family, against the same
+# table set's dense per-tensor fp8 GEMM (the rate kvplan charges those experts at): gpt-oss's
+# own shapes (32 and 128 experts). (GPU dir, engine dir, version, MoE kernel_source, dense fp8
+# kernel_source)
+MXFP8_TABLES = {
+    "sglang-flashinfer-mxfp4-mxfp8": (("b200_sxm", "sglang", "0.5.14",
+                                       "sglang_flashinfer_trtllm_moe",
+                                       "sglang_sgl_kernel_fp8_scaled_mm"),),
+    "trtllm-gen-mxfp4-mxfp8": (("b200_sxm", "trtllm", "1.3.0rc10", "moe_torch_flow",
+                                "torch_flow"),),
+}
 # Marlin's MXFP4 against its int4 rate where one table times both (printed for the proxy):
 # (GPU dir, engine dir, version, MXFP4 kernel_source, int4 kernel_source, dense kernel_source)
 MARLIN_PAIRS = (
@@ -276,15 +280,17 @@ def main_mxfp4(root: str) -> None:
                 cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
                 print(f"Marlin {gpu} {engine} {version} {dtype} shard ({band[0]}, {band[1]}]: "
                       f"ratio ({cells})")
-    for gpu, engine, version, moe_source, gemm_source in MXFP8_TABLES:
-        moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
-        gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
-        d = dense_rate(gemm, "fp8", gemm_source)
-        for band in BANDS:
-            curve = moe_curve(moe, "w4a8_mxfp4_mxfp8", band, moe_source, 32)
-            cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
-            print(f"MXFP8 {gpu} {engine} {version} {moe_source} shard ({band[0]}, {band[1]}] vs "
-                  f"dense fp8 {d / 1e12:.0f} TFLOP/s: ratio ({cells})")
+    for family, mx8 in MXFP8_TABLES.items():
+        for gpu, engine, version, moe_source, gemm_source in mx8:
+            moe = _read(base / gpu / "moe" / engine / version / "moe_perf.parquet")
+            gemm = _read(base / gpu / "gemm" / engine / version / "gemm_perf.parquet")
+            d = dense_rate(gemm, "fp8", gemm_source)
+            for band in BANDS:
+                curve = moe_curve(moe, "w4a8_mxfp4_mxfp8", band, moe_source, 32)
+                cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in curve.items())
+                print(f"MXFP8 {family} {gpu} {engine} {version} {moe_source} shard "
+                      f"({band[0]}, {band[1]}] vs dense fp8 {d / 1e12:.0f} TFLOP/s: "
+                      f"ratio ({cells})")
 
 
 if __name__ == "__main__":

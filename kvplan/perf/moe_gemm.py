@@ -40,7 +40,8 @@ CURVES: bf16, FP8 (per-tensor, or block-scaled: `QuantSpec.block_size`), NVFP4 (
 on B200), MXFP4 (gpt-oss under vLLM: KERNEL_ROUTES sends it to the OAI Triton MXFP4 table on
 H100/H200 (RELEASE_ROUTES: vLLM's own int4 Marlin table, a stated proxy, before 0.12) and to
 SGLang's int4 Marlin table, a stated proxy, on A100, and to the FlashInfer TRT-LLM MXFP4 ×
-BF16 table on B200; docs/moe-gemm.md);
+BF16 table on B200; with MXFP8 activations, "mxfp4_mxfp8", SGLang's and TensorRT-LLM's B200
+tables; docs/moe-gemm.md);
 TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
 (KERNEL_ROUTES: CUTLASS runs FP8 block scales on Hopper only). Everything else keeps the
 dense rate (ratio 1): other GPUs, coarse MoE layers, int4 experts, MXFP4 on other engines
@@ -246,6 +247,26 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
         (),
         ((128, 0.204), (256, 0.232), (512, 0.248)),
         ((128, 0.292), (256, 0.319), (512, 0.334))),
+    # --- bwmxfp4 --- MXFP4 experts with MXFP8 activations ("mxfp4_mxfp8": SGLang's and
+    # TensorRT-LLM's default on SM100, engines/<engine>.py Calibration.mxfp4_expert_dtype)
+    # against the same table set's dense per-tensor fp8 GEMM; gpt-oss's own shapes (32 and 128
+    # experts), none at ≤ 256 columns (dense rate there). SGLang 0.5.14's FlashInfer TRT-LLM
+    # MoE (kernel_source sglang_flashinfer_trtllm_moe, w4a8_mxfp4_mxfp8; the collector runs
+    # moe_runner_backend flashinfer_mxfp4 with precision "default", collector/sglang/
+    # collect_moe.py), moe_tp 1-8
+    ("sglang-flashinfer-mxfp4-mxfp8", "b200", "mxfp4_mxfp8"):  # dense fp8 1881 TFLOP/s
+    (
+        (),
+        ((128, 0.376), (256, 0.511), (512, 0.542)),
+        ((128, 0.576), (256, 0.877), (512, 0.971))),
+    # TensorRT-LLM 1.3.0rc10's TRT-LLM-gen MoE (kernel_source moe_torch_flow, w4a8_mxfp4_mxfp8;
+    # the collector pins moe_backend "trtllm" for gpt-oss on SM100, collector/trtllm/
+    # collect_moe.py, as 1.3's AUTO resolves it), moe_tp 1 only: the > 768 band
+    ("trtllm-gen-mxfp4-mxfp8", "b200", "mxfp4_mxfp8"):  # dense fp8 1874 TFLOP/s
+    (
+        (),
+        (),
+        ((128, 0.577), (256, 0.736), (512, 0.919))),
 }
 
 # --- mxfp4 --- the fewest routed experts a key's table times, where not MIN_EXPERTS: the OAI
@@ -253,7 +274,10 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
 KEY_MIN_EXPERTS: dict[tuple[str, str, str], int] = {
     ("vllm-oai-triton-mxfp4", "h100-sxm-80gb", "mxfp4"): 32,
     ("vllm-oai-triton-mxfp4", "h200-sxm-141gb", "mxfp4"): 32,
-    ("vllm-flashinfer-trtllm-mxfp4-bf16", "b200", "mxfp4"): 32,  # --- bwmxfp4 ---
+    # --- bwmxfp4 ---
+    ("vllm-flashinfer-trtllm-mxfp4-bf16", "b200", "mxfp4"): 32,
+    ("sglang-flashinfer-mxfp4-mxfp8", "b200", "mxfp4_mxfp8"): 32,
+    ("trtllm-gen-mxfp4-mxfp8", "b200", "mxfp4_mxfp8"): 32,
 }
 
 # --- moe3 --- (engine kernel family, GPU id, MoE kernel dtype) → the kernel family that runs
@@ -282,6 +306,13 @@ KERNEL_ROUTES: dict[tuple[str, str, str], str] = {
     # --- bwmxfp4 --- and on SM100 FlashInfer's TRT-LLM-gen MXFP4 × BF16 MoE (every release
     # from 0.10.2 where flashinfer is installed, a wheel dependency from 0.12; docs/moe-gemm.md)
     ("vllm-triton-fused-moe", "b200", "mxfp4"): "vllm-flashinfer-trtllm-mxfp4-bf16",
+    # SGLang: moe_runner_backend flashinfer_mxfp4 on SM100 (server_args.py), MXFP8
+    # activations; TensorRT-LLM: W4A8_MXFP4_MXFP8 (model_config.py get_mxfp4_quant_algo) in
+    # the TRT-LLM-gen MoE, which 1.3's AUTO backend picks for gpt-oss on SM100 and its gpt-oss
+    # deployment guide sets (moe_config.backend TRTLLM); a 1.2 deployment left at the default
+    # CUTLASS backend runs CUTLASS's W4A8 MXFP4 MoE instead, which no table times
+    ("sglang-triton-fused-moe", "b200", "mxfp4_mxfp8"): "sglang-flashinfer-mxfp4-mxfp8",
+    ("trtllm-cutlass-moe", "b200", "mxfp4_mxfp8"): "trtllm-gen-mxfp4-mxfp8",
 }
 
 
@@ -491,10 +522,10 @@ def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled:
     FP8 experts run in FP8 → 'fp8_block' with block scales, else 'fp8'; NVFP4 experts run in
     FP4 → 'nvfp4'; a real MXFP4 checkpoint's experts (gpt-oss) with 16-bit activations →
     'mxfp4' (weight-only: vLLM's Triton, Marlin or, on Blackwell, FlashInfer TRT-LLM MXFP4 ×
-    BF16 MoE; KERNEL_ROUTES); '' for any other
-    (int4, FP8 on GPUs without FP8, NVFP4 without FP4 tensor cores, MXFP4 run in FP4 or with
-    MXFP8 activations, a what-if MXFP4 checkpoint (AMD Quark's scheme, emulated in 16-bit off
-    CDNA4) — no table wired for them)."""
+    BF16 MoE; KERNEL_ROUTES), with FP8 (MXFP8) activations → 'mxfp4_mxfp8'; '' for any
+    other (int4, FP8 on GPUs without FP8, NVFP4 without FP4 tensor cores, MXFP4 run in FP4, a
+    what-if MXFP4 checkpoint (AMD Quark's scheme, emulated in 16-bit off CDNA4) — no table
+    wired for them)."""
     if quant_method is None:
         return "bfloat16" if compute_dtype in ("bfloat16", "float16") else ""
     if quant_method == "fp8" and compute_dtype == "fp8":
@@ -503,13 +534,16 @@ def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled:
         return "nvfp4"
     if quant_method == "mxfp4" and not what_if and compute_dtype in ("bfloat16", "float16"):
         return "mxfp4"
+    if quant_method == "mxfp4" and not what_if and compute_dtype == "fp8":
+        return "mxfp4_mxfp8"  # --- bwmxfp4 --- MXFP8 activations (SGLang, TensorRT-LLM, SM100)
     return ""
 
 
 def expert_weight_bytes(kernel_dtype: str, compute_dtype: str) -> float:
     """Bytes read per routed-expert weight element (ridge_tokens): MXFP4 ½ B + one e8m0 scale
-    per 32 (4.25 bits); else the GEMM dtype's width (fp8 1, fp4 ½, 16-bit 2)."""
-    if kernel_dtype == "mxfp4":
+    per 32 (4.25 bits; with bf16 or MXFP8 activations alike); else the GEMM dtype's width
+    (fp8 1, fp4 ½, 16-bit 2)."""
+    if kernel_dtype in ("mxfp4", "mxfp4_mxfp8"):
         return 4.25 / 8
     return {"fp8": 1.0, "fp4": 0.5}.get(compute_dtype, 2.0)
 
@@ -556,7 +590,10 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   "vllm-marlin-int4-proxy": "vLLM 0.14.0 Marlin int4 (proxy for MXFP4 Marlin)",
                   # --- bwmxfp4 ---
                   "vllm-flashinfer-trtllm-mxfp4-bf16": "vLLM 0.24.0 FlashInfer TRT-LLM MXFP4 x "
-                                                       "BF16"}
+                                                       "BF16",
+                  "sglang-flashinfer-mxfp4-mxfp8": "SGLang 0.5.14 FlashInfer TRT-LLM MXFP4 x "
+                                                   "MXFP8",
+                  "trtllm-gen-mxfp4-mxfp8": "TensorRT-LLM 1.3.0rc10 TRT-LLM-gen MXFP4 x MXFP8"}
 
 
 def table_label(kernels: str, ep: int) -> str:

@@ -411,22 +411,57 @@ def test_gpt_oss_contexts_read_the_mxfp4_tables() -> None:
     assert small.expert_gemm_curve == ctx.expert_gemm_curve
     a100 = _gpt_oss("openai/gpt-oss-120b", "a100-sxm-80gb")
     assert "proxy" in a100.expert_gemm_source and a100.expert_gemm_curve
-    # gpt-oss-20b on A100 (32 experts: no Marlin table times them), SGLang on Hopper and
-    # on B200 (MXFP8 activations: no table wired), TensorRT-LLM on B200: the dense rate
+    # gpt-oss-20b on A100 (32 experts: no Marlin table times them), SGLang on Hopper, GB200
+    # (no table in the set): the dense rate
     for c in (_gpt_oss("openai/gpt-oss-20b", "a100-sxm-80gb"),
-              _gpt_oss("openai/gpt-oss-120b", "b200", "sglang"),
-              _gpt_oss("openai/gpt-oss-120b", "b200", "trtllm", "1.2.0"),
+              _gpt_oss("openai/gpt-oss-120b", "gb200", "sglang"),
               _gpt_oss("openai/gpt-oss-120b", "h100-sxm-80gb", "sglang")):
         assert c.expert_gemm_curve == () and c.expert_gemm_source == moe_gemm.DENSE_RATE
-    # --- bwmxfp4 --- vLLM on B200: FlashInfer's TRT-LLM-gen MXFP4 × BF16 table
-    b200 = _gpt_oss("openai/gpt-oss-120b", "b200")
-    assert b200.expert_gemm_key == (FI_BF16, "b200", "mxfp4") and b200.expert_gemm_curve
+    # --- bwmxfp4 --- B200: vLLM's FlashInfer TRT-LLM-gen MXFP4 × BF16 table; SGLang's and
+    # TensorRT-LLM's MXFP4 × MXFP8 tables
+    for engine, version, key in (
+            ("vllm", "0.12.0", (FI_BF16, "b200", "mxfp4")),
+            ("sglang", "0.5.8.post1", (SGL_MXFP8, "b200", "mxfp4_mxfp8")),
+            ("trtllm", "1.2.0", (TRT_MXFP8, "b200", "mxfp4_mxfp8"))):
+        c = _gpt_oss("openai/gpt-oss-120b", "b200", engine, version)
+        assert c.expert_gemm_key == key and c.expert_gemm_curve == moe_gemm.CURVES[key][2]
 
 
 # --- bwmxfp4 --- gpt-oss's MXFP4 experts on Blackwell: the engine kernel's GEMM dtype and
 # vLLM's FlashInfer TRT-LLM MXFP4 × BF16 table (docs/moe-gemm.md, "On FP4-capable GPUs")
 
 FI_BF16 = "vllm-flashinfer-trtllm-mxfp4-bf16"
+SGL_MXFP8 = "sglang-flashinfer-mxfp4-mxfp8"
+TRT_MXFP8 = "trtllm-gen-mxfp4-mxfp8"
+
+
+def test_mxfp4_mxfp8_b200_hand_worked() -> None:
+    """MXFP4 × MXFP8 experts over the same table set's dense fp8 GEMM, aiconfigurator
+    095f58a5, b200_sxm, w4a8_mxfp4_mxfp8, power_law_1.01, moe_tp 1, EP 1, hidden = inter =
+    2880, top-4, 128 experts, 8192 tokens (t = 256):
+    SGLang 0.5.14 moe/sglang/0.5.14/moe_perf.parquet, sglang_flashinfer_trtllm_moe: 0.944988
+    ms; gemm/sglang/0.5.14/gemm_perf.parquet, sglang_sgl_kernel_fp8_scaled_mm, fp8, m 8192,
+    n 4096, k 4096: 0.13158 ms.
+    TensorRT-LLM 1.3.0rc10 moe/trtllm/1.3.0rc10/moe_perf.parquet, moe_torch_flow: 1.227232 ms;
+    gemm/trtllm/1.3.0rc10/gemm_perf.parquet, torch_flow, fp8, 8192 × 4096 × 4096: 0.143687 ms."""
+    flops = 6 * 2880 * 2880 * 8192 * 4  # 1.6307e12
+    dense_sgl = 2 * 8192 * 4096 * 4096 / 0.13158e-3  # 2089 TFLOP/s
+    dense_trt = 2 * 8192 * 4096 * 4096 / 0.143687e-3  # 1913 TFLOP/s
+    sgl = flops / 0.944988e-3 / dense_sgl  # 1726 TFLOP/s: 0.826
+    trt = flops / 1.227232e-3 / dense_trt  # 1329 TFLOP/s: 0.695
+    assert sgl == pytest.approx(0.826, abs=1e-3) and trt == pytest.approx(0.695, abs=1e-3)
+    # the > 768 band at t = 256 (medians over shapes and over the dense rows: 0.877, 0.736)
+    for family, one_shape in ((SGL_MXFP8, sgl), (TRT_MXFP8, trt)):
+        curve = moe_gemm.curve_for(family, "b200", "mxfp4_mxfp8", 128, 2880)
+        assert abs(moe_gemm.ratio(curve, 256) - one_shape) / one_shape < 0.1
+    # TensorRT-LLM's table times moe_tp 1 only: TP 4 / 8 shards keep the dense rate
+    assert moe_gemm.curve_for(TRT_MXFP8, "b200", "mxfp4_mxfp8", 128, 720) == ()
+    assert moe_gemm.kernel_family("sglang-triton-fused-moe", "b200", "mxfp4_mxfp8") == SGL_MXFP8
+    assert moe_gemm.kernel_family("trtllm-cutlass-moe", "b200", "mxfp4_mxfp8") == TRT_MXFP8
+    # the kernel dtype: a real MXFP4 checkpoint's experts in FP8 → mxfp4_mxfp8; a what-if not
+    assert moe_gemm.moe_kernel_dtype("fp8", "mxfp4", False) == "mxfp4_mxfp8"
+    assert moe_gemm.moe_kernel_dtype("fp8", "mxfp4", False, what_if=True) == ""
+    assert moe_gemm.expert_weight_bytes("mxfp4_mxfp8", "fp8") == pytest.approx(0.53125)
 
 
 def test_mxfp4_flashinfer_bf16_b200_hand_worked() -> None:
@@ -481,16 +516,18 @@ def test_mxfp4_expert_dtype_per_engine_on_blackwell() -> None:
 
 
 def test_mxfp4_experts_at_the_engine_dtype_rate_by_hand() -> None:
-    """TensorRT-LLM, gpt-oss-120b on B200 (no table wired: dense rate): a prefill-only step
-    of 8192 tokens charges the dense layers at the bf16 peak (2250 TFLOP/s) and the routed
-    experts at the fp8 peak (4500), each × the same efficiency (1.0 here, class factor 1)."""
+    """TensorRT-LLM, gpt-oss-120b on GB200 (no table in the set: dense rate): a prefill-only
+    step of 8192 tokens charges the dense layers at the bf16 peak (2500 TFLOP/s) and the
+    routed experts at the fp8 peak (5000), each × the same efficiency (1.0 here, class
+    factor 1)."""
     m = resolve_model("openai/gpt-oss-120b")
-    ctx = perf.context_for(m, resolve_gpu("b200"), "trtllm", "1.2.0", tp=1, dtype="bfloat16",
+    ctx = perf.context_for(m, resolve_gpu("gb200"), "trtllm", "1.2.0", tp=1, dtype="bfloat16",
                            quant=m.quantization)
     ctx = dataclasses.replace(ctx, coefficients=UNIT, gemm_scale=1.0, expert_gemm_scale=1.0,
                               cpu_overlap=False)
+    assert ctx.expert_gemm_curve == ()
     assert ctx.compute_dtype == "bfloat16" and ctx.expert_compute_dtype == "fp8"
     assert perf.expert_rate_scale(ctx) == pytest.approx(2.0)
     t = perf.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=8192)
-    hand = 8192 * (ctx.dense_flops_per_token / 2250e12 + ctx.expert_flops_per_token / 4500e12)
+    hand = 8192 * (ctx.dense_flops_per_token / 2500e12 + ctx.expert_flops_per_token / 5000e12)
     assert t.compute_s == pytest.approx(hand, rel=1e-9)
