@@ -897,10 +897,11 @@ CALIBRATION = Calibration(
     # vllm/model_executor/layers/fused_moe/oracle/mxfp4.py _get_priority_backends at commit
     # 001eda31: FLASHINFER_TRTLLM_MXFP4_BF16 first, "Only includes BF16 backends. MXFP8
     # backends are selected via env vars", VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8 default off);
-    # every other backend it falls to (OAI Triton, Marlin; SM120) keeps bf16 activations
-    # too. CDNA4 (ROCm: CK or Triton) not verified: not named
+    # every other backend it falls to keeps bf16 activations too (_backend_activation_key:
+    # None, i.e. BF16, for all but the env-selected MXFP8 ones): Marlin on SM120, and on
+    # ROCm CDNA4 AITER's CK MoE (with VLLM_ROCM_USE_AITER=1) or the OAI Triton kernels
     mxfp4_expert_dtype=(("Blackwell", "bfloat16"), ("Blackwell Ultra", "bfloat16"),
-                        ("Blackwell (GB202)", "bfloat16")))
+                        ("Blackwell (GB202)", "bfloat16"), ("CDNA4", "bfloat16")))
 
 
 def _expert_ranks(m: ModelSpec, d: Deployment) -> int:
