@@ -348,17 +348,36 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
         for g in gpus:
             pairs = (native_formats(m, g, eng.name, eng.unsupported) if native
                      else [(q, kv) for q in qs for kv in kvs])
+            held = _proposable(g, lay, gpus_per_node)
             for q, kv in pairs:
                 why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
-                for tp, pp in lay:
-                    if not node_rules.proposable(g, tp, pp, gpus_per_node=gpus_per_node):
-                        continue
+                for tp, pp in held:
                     c = Candidate(g, tp, pp, q, kv, eng.name)
                     if why:
                         dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
                     else:
                         out.append(c)
     return out, dropped
+
+
+# _proposable's memo: the layouts a system of the GPU holds, by (GPU object, layouts, node size)
+_HELD: dict[tuple[int, tuple[tuple[int, int], ...], int | None],
+            tuple[GpuSpec, list[tuple[int, int]]]] = {}
+
+
+def _proposable(g: GpuSpec, lay: list[tuple[int, int]], gpus_per_node: int | None
+                ) -> list[tuple[int, int]]:
+    """The (tp, pp) of `lay` that node_rules.proposable allows on `g`, in order: a pure function
+    of the frozen GpuSpec, so worked out once per GPU object (kept, so its id is not reused)
+    and layout list; every sweep asks it for every GPU of the catalogue."""
+    key = (id(g), tuple(lay), gpus_per_node)
+    hit = _HELD.get(key)
+    if hit is None or hit[0] is not g:
+        if len(_HELD) >= 4096:
+            _HELD.clear()
+        hit = _HELD[key] = (g, [(tp, pp) for tp, pp in lay
+                                if node_rules.proposable(g, tp, pp, gpus_per_node=gpus_per_node)])
+    return hit[1]
 
 
 def native_formats(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str]
