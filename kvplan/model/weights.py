@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
+from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Literal, NamedTuple
 
@@ -808,15 +808,22 @@ def _layers(m: ModelSpec) -> _Layers:
     layers: list[list[Tensor]] = [[] for _ in range(m.num_layers)]
     outside: list[tuple[Tensor, bool, bool]] = []
     ordered, last_layer, after = True, -1, False
-    for k, t in enumerate(all_tensors(m)):
-        if t.layer is not None:
-            ordered &= t.layer >= last_layer and not after
-            last_layer = t.layer
-            layers[t.layer].append(t)
+    k = 0  # the index in all_tensors of the next tensor
+    # runs of consecutive tensors of one layer (or outside the layers): a layer's run is added
+    # at once (a 405B model lists a thousand tensors)
+    for layer, run in groupby(all_tensors(m), key=_LAYER):
+        if layer is not None:
+            ordered &= layer >= last_layer and not after
+            last_layer = layer
+            n = len(layers[layer])
+            layers[layer].extend(run)
+            k += len(layers[layer]) - n
             continue
-        after |= last_layer >= 0
-        ordered &= t.kind != "embedding" or k == 0
-        outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
+        for t in run:
+            after |= last_layer >= 0
+            ordered &= t.kind != "embedding" or k == 0
+            outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
+            k += 1
     keys: dict[tuple, int] = {}
     classes = []
     for i, ts in enumerate(layers):
@@ -833,6 +840,7 @@ def _layers(m: ModelSpec) -> _Layers:
 
 
 _NAME = itemgetter(0)  # Tensor.name
+_LAYER = itemgetter(5)  # Tensor.layer
 _SHAPE = itemgetter(1, 2, 3, 4, 6, 7)  # Tensor.kind, rows, cols, split, experts, dtype
 
 
