@@ -533,12 +533,14 @@ def per_model(maxsize: int) -> Callable[[_Fn], _Fn]:
 
         @functools.wraps(fn)
         def memoised(m: ModelSpec, *args: Any, **kwargs: Any) -> Any:
-            key = (id(m), args, tuple(kwargs.items()))
+            # the keyword names, then their values, flat: n names and n values, so the key's
+            # length fixes n and no two calls share a key (cheaper than a tuple per keyword)
+            key = (id(m), args, *kwargs, *kwargs.values())
             try:
                 hit = table.get(key)
             except TypeError:
-                key = (id(m), tuple(map(_hashable, args)),
-                       tuple((k, _hashable(v)) for k, v in kwargs.items()))
+                key = (id(m), tuple(map(_hashable, args)), *kwargs,
+                       *map(_hashable, kwargs.values()))
                 hit = table.get(key)
             if hit is not None and hit[0] is m:
                 return hit[1]

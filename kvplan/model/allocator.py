@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, groupby, islice
+from itertools import chain, compress, count, groupby, islice, repeat
 from operator import add, ne
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
@@ -257,8 +257,9 @@ def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
     alloc, held = a.allocated_bytes, a.held_bytes
     small = _pool_chunks(a, list(map(smalls.__getitem__, ids)), True)
     large = _pool_chunks(a, list(map(larges.__getitem__, ids)), False)
-    return ([alloc + v for v in map(add, small[0], large[0])],
-            [held + v for v in map(add, small[1], large[1])])
+    # (element-wise in C: a stage of a 126-layer model has as many chunks)
+    return (list(map(add, map(add, small[0], large[0]), repeat(alloc))),
+            list(map(add, map(add, small[1], large[1]), repeat(held))))
 
 
 def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
@@ -303,7 +304,7 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
                     for k, counts in enumerate(grown):
                         step = counts[i] - counts[prev]
                         last = counts[i + 1 - period:i + 1]  # the period, repeated with steps
-                        counts.extend([n + r * step for r in range(1, repeats + 1) for n in last])
+                        counts.extend(_stepped(last, step, repeats))
                         skipped[k] += repeats * step
                     i += repeats * period
                     break
@@ -311,6 +312,15 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
             del seen[:-PERIOD_TRIES]
         i += 1
     return grown
+
+
+def _stepped(last: list[int], step: int, repeats: int) -> Iterable[int]:
+    """`last` repeated `repeats` times, the r-th time each value up by r × step: [n + r × step
+    for r in 1…repeats for n in last], built in C (one range per value of the period)."""
+    if not step:
+        return last * repeats
+    cols = [range(n + step, n + step * (repeats + 1), step) for n in last]
+    return cols[0] if len(cols) == 1 else chain.from_iterable(zip(*cols, strict=True))
 
 
 def _repeats(chunks: Sequence[tuple[int, ...]], start: int, period: int) -> int:

@@ -825,16 +825,23 @@ def _layers(m: ModelSpec) -> _Layers:
             outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
             k += 1
     keys: dict[tuple, int] = {}
-    classes = []
+    classes: list[int] = []
+    last: tuple | None = None  # the previous layer's key, when it is named under its prefix
     for i, ts in enumerate(layers):
         prefix = f"layers.{i}."
         names = list(map(_NAME, ts))
+        shapes = tuple(map(_SHAPE, ts))
+        if (last is not None and shapes == last[1]
+                and names == [prefix + n for n in last[0]]):
+            classes.append(classes[-1])  # the previous layer's key again (most layers)
+            continue
         if all(map(str.startswith, names, repeat(prefix))):
             # each tensor's name after the prefix, then its kind, shape, split, experts, dtype
             cut = len(prefix)
-            key: tuple = (tuple([n[cut:] for n in names]), tuple(map(_SHAPE, ts)))
+            key: tuple = (tuple([n[cut:] for n in names]), shapes)
+            last = key
         else:
-            key, ordered = (i,), False
+            key, ordered, last = (i,), False, None
         classes.append(keys.setdefault(key, len(keys)))
     return _Layers(layers, classes, outside, ordered)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
+from operator import itemgetter
 from typing import Any, ClassVar, Literal, NamedTuple, cast, get_args
 
 from pydantic import (
@@ -66,8 +66,7 @@ class Target(_Model):
     slo_ttft_ms: float | None = None
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # a NamedTuple: a sweep makes hundreds, most of them pruned
     gpu: GpuSpec
     tensor_parallel_size: int
     pipeline_parallel_size: int
@@ -76,7 +75,7 @@ class Candidate:
     engine: str
 
     @property
-    def count(self) -> int:
+    def count(self) -> int:  # type: ignore[override]  # (not tuple.count: GPUs, not items)
         return self.tensor_parallel_size * self.pipeline_parallel_size
 
     def knobs(self, base: Knobs) -> Knobs:
@@ -593,13 +592,16 @@ class _Later(Sequence[GpuSpec]):
         return iter(self._got())
 
 
+_EXCESS_COUNT = itemgetter(0, 1)  # the order of the candidates too big to plan
+
+
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
            workload: Workload, engine_version: str | None, prices: Mapping[str, Price],
            target: Target, closest_pruned: int,
            larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None,
            rank_on: RankOn = "pessimistic") -> SweepResult:
     planned: list[Option] = []
-    too_big: list[tuple[float, Candidate]] = []
+    too_big: list[tuple[float, int, Candidate]] = []  # (excess, GPUs, candidate)
     seen: _Seen = {}
     heaviest: _Heaviest = {}
     for c in cands:
@@ -609,17 +611,17 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
         if excess > 1:
-            too_big.append((excess, c))
+            too_big.append((excess, c.count, c))
             continue
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    too_big.sort(key=lambda x: (x[0], x[1].count))
+    too_big.sort(key=_EXCESS_COUNT)
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
-    for _, c in too_big[:n_closest]:
+    for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    for excess, c in too_big[n_closest:]:
+    for excess, _, c in too_big[n_closest:]:
         pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
                               f"device ({c.gpu.id})"))
 
