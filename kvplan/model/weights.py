@@ -448,7 +448,13 @@ def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
     """Layers per PP stage as vLLM splits them (vllm/distributed/utils.py get_pp_indices):
     num_layers // pp each, the remainder added one by one to stages pp-2, pp-3, … so the
-    last stage (which holds the LM head) stays light."""
+    last stage (which holds the LM head) stays light. A new list each call, of ranges worked
+    out once per (num_layers, pp): every deployment planned asks it several times."""
+    return list(_pp_layer_ranges(num_layers, pp))
+
+
+@lru_cache(maxsize=1024)
+def _pp_layer_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
     sizes = [num_layers // pp] * pp
     for k in range(num_layers % pp):
         sizes[(pp - 2 - k) % pp] += 1
@@ -456,7 +462,7 @@ def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
     for size in sizes:
         out.append(range(start, start + size))
         start += size
-    return out
+    return tuple(out)
 
 
 def vocab_rows_per_rank(vocab_size: int, tp: int) -> int:
