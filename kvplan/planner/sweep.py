@@ -419,20 +419,24 @@ def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
 
 # weights_excess's memo within one sweep of one model: the layouts resolved before, by GPU
 # object, formats and engine; the heaviest stage's tensor bytes, by (tp, pp, dtype, ep) of a
-# checkpoint format (quantization) None
+# checkpoint format (quantization) None; the knobs a layout was resolved with, by formats
 _Seen = dict[tuple[int, str | None, str | None, str], Layout]
 _Heaviest = dict[tuple[int, int, str, int], int]
+_Formats = dict[tuple[str | None, str | None], Knobs]
 
 
 def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None = None,
-                   heaviest: _Heaviest | None = None) -> float:
+                   heaviest: _Heaviest | None = None, formats: _Formats | None = None
+                   ) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
     engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
     layouts resolved for candidates before, by GPU, formats and engine (what else
     resolve_layout decides does not depend on the parallel sizes, which `candidates` makes
     valid); a format what-if resolves its own. The candidate's knobs are built only when a
     layout is resolved (c.knobs changes only the parallel sizes and formats, read from `c`).
-    `heaviest`: the heaviest stages found before for this model `m` (only one model's)."""
+    `heaviest`: the heaviest stages found before for this model `m` (only one model's).
+    `formats`: the knobs of a candidate before with the same formats, which resolve the same
+    layout on any GPU but for the parallel sizes (a sweep's GPUs each resolve one)."""
     if c.quantization is not None and what_if_format(c.quantization) is not None:
         # the checkpoint the format what-if plans
         eng = registry.get(c.engine)
@@ -443,8 +447,15 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None =
     else:
         key = (id(c.gpu), c.quantization, c.kv_cache_dtype, c.engine)
         hit = seen.get(key) if seen is not None else None
-        lay = hit if hit is not None else resolve_layout(m, c.gpu, c.knobs(base),
-                                                         engine_label=c.engine)
+        if hit is None:
+            fkey = (c.quantization, c.kv_cache_dtype)
+            ck = formats.get(fkey) if formats is not None else None
+            if ck is None:
+                ck = c.knobs(base)
+                if formats is not None:
+                    formats[fkey] = ck
+            hit = resolve_layout(m, c.gpu, ck, engine_label=c.engine)
+        lay = hit
         if seen is not None:
             seen[key] = lay
         k = base  # enable_expert_parallel: the candidate's knobs keep the base's
@@ -604,9 +615,10 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     too_big: list[tuple[float, int, Candidate]] = []  # (excess, GPUs, candidate)
     seen: _Seen = {}
     heaviest: _Heaviest = {}
+    formats: _Formats = {}
     for c in cands:
         try:
-            excess = weights_excess(m, c, knobs, seen, heaviest)
+            excess = weights_excess(m, c, knobs, seen, heaviest, formats)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
