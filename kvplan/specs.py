@@ -15,7 +15,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     model_serializer,
@@ -55,14 +54,20 @@ class Deferred(BaseModel):
 
     DEFERRED: ClassVar[str]  # the field's name
     PLACEHOLDER: ClassVar[Any]  # a valid value to construct with before the field is dropped
-    _work: Callable[[], Any] | None = PrivateAttr(None)
+    # The work of a pending instance, in a slot rather than a pydantic private attribute: the
+    # slot is set only by `deferred` (and carried by copies), while a private attribute would be
+    # initialised on every instance, twice per subclass (pydantic wraps model_post_init at each
+    # level), about as long as validating a Problem's three fields.
+    __slots__ = ("_work",)
+    if TYPE_CHECKING:  # (not an annotation pydantic sees: it would make a private attribute)
+        _work: Callable[[], Any] | None
 
     @classmethod
     def deferred(cls, work: Callable[[], Any], /, **values: Any) -> Self:
         """An instance whose DEFERRED field is `work()`, called when first needed."""
         obj = cls(**{cls.DEFERRED: cls.PLACEHOLDER}, **values)
         del obj.__dict__[cls.DEFERRED]
-        obj._work = work
+        object.__setattr__(obj, "_work", work)
         return obj
 
     @property
@@ -73,12 +78,13 @@ class Deferred(BaseModel):
     def _filled(self) -> None:
         """Work the deferred field out in place, keeping the fields' order (the JSON's)."""
         d = self.__dict__
-        if self.DEFERRED not in d and self._work is not None:
-            d[self.DEFERRED] = self._work()
+        work = getattr(self, "_work", None) if self.DEFERRED not in d else None
+        if work is not None:
+            d[self.DEFERRED] = work()
             ordered = {k: d[k] for k in type(self).model_fields if k in d}
             d.clear()
             d.update(ordered)
-            self._work = None
+            object.__setattr__(self, "_work", None)
 
     if not TYPE_CHECKING:  # mypy: the field is declared on the subclass
         def __getattr__(self, name: str) -> Any:
@@ -91,6 +97,16 @@ class Deferred(BaseModel):
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
         self._filled()
         return handler(self)
+
+    def __copy__(self) -> Self:  # a pending copy keeps the work (model_copy copies so too)
+        new = super().__copy__()
+        object.__setattr__(new, "_work", getattr(self, "_work", None))
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        new = super().__deepcopy__(memo)
+        object.__setattr__(new, "_work", getattr(self, "_work", None))
+        return new
 
     def __getstate__(self) -> dict[Any, Any]:  # pickle the value, not the closure
         self._filled()
@@ -517,12 +533,14 @@ def per_model(maxsize: int) -> Callable[[_Fn], _Fn]:
 
         @functools.wraps(fn)
         def memoised(m: ModelSpec, *args: Any, **kwargs: Any) -> Any:
-            key = (id(m), args, tuple(kwargs.items()))
+            # the keyword names, then their values, flat: n names and n values, so the key's
+            # length fixes n and no two calls share a key (cheaper than a tuple per keyword)
+            key = (id(m), args, *kwargs, *kwargs.values())
             try:
                 hit = table.get(key)
             except TypeError:
-                key = (id(m), tuple(map(_hashable, args)),
-                       tuple((k, _hashable(v)) for k, v in kwargs.items()))
+                key = (id(m), tuple(map(_hashable, args)), *kwargs,
+                       *map(_hashable, kwargs.values()))
                 hit = table.get(key)
             if hit is not None and hit[0] is m:
                 return hit[1]

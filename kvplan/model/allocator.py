@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, groupby, islice
+from itertools import chain, compress, count, groupby, islice
 from operator import add, ne
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
@@ -254,29 +254,36 @@ def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
     for k, c in dict(zip(ids, chunks, strict=True)).items():
         smalls[k] = tuple(n for n in c if n <= SMALL_REQUEST_BYTES)
         larges[k] = tuple(n for n in c if n > SMALL_REQUEST_BYTES)
-    alloc, held = a.allocated_bytes, a.held_bytes
-    small = _pool_chunks(a, list(map(smalls.__getitem__, ids)), True)
-    large = _pool_chunks(a, list(map(larges.__getitem__, ids)), False)
-    return ([alloc + v for v in map(add, small[0], large[0])],
-            [held + v for v in map(add, small[1], large[1])])
+    # how many chunks from each on are that very chunk: the same in each pool's list (a chunk's
+    # part is one object per chunk object; only an empty part, never carved, may be shared)
+    same: list[int] = []
+    for _, run in groupby(ids):
+        same.extend(range(len(list(run)), 0, -1))
+    # the small pool's counters from zero (allocated and held bytes themselves), the large
+    # pool's growth over them; summed element-wise in C (a 126-layer stage has as many chunks)
+    small = _pool_chunks(a, list(map(smalls.__getitem__, ids)), True, same,
+                         {id(c): c for c in smalls.values()}, absolute=True)
+    large = _pool_chunks(a, list(map(larges.__getitem__, ids)), False, same,
+                         {id(c): c for c in larges.values()})
+    return list(map(add, small[0], large[0])), list(map(add, small[1], large[1]))
 
 
-def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
-                 ) -> tuple[list[int], list[int]]:
+def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool,
+                 same: list[int], distinct: dict[int, tuple[int, ...]], *,
+                 absolute: bool = False) -> tuple[list[int], list[int]]:
     """malloc_chunks for one pool's requests: how much allocated and held bytes grew after each
-    chunk. Two shortcuts, both exact: a run of one chunk carved off the pool's only usable free
-    block (CachingAllocator.carve: the norms of dense layers); and once the pool's signature
-    after a chunk equals the one after an earlier chunk and the chunks since go on repeating,
-    every further period changes the counters as that one did, so it is added, not replayed."""
-    distinct = dict(zip(map(id, chunks), chunks, strict=True))
+    chunk (`absolute`: the allocator's counters themselves). Two shortcuts, both exact: a run of
+    one chunk carved off the pool's only usable free block (CachingAllocator.carve: the norms
+    of dense layers); and once the pool's signature after a chunk equals the one after an
+    earlier chunk and the chunks since go on repeating, every further period changes the
+    counters as that one did, so it is added, not replayed. `same[i]`: how many chunks from
+    the i-th on are that very chunk (read for non-empty chunks); `distinct`: the chunks by id."""
+    alloc0, held0 = (0, 0) if absolute else (a.allocated_bytes, a.held_bytes)
     if not any(distinct.values()):
-        return [0] * len(chunks), [0] * len(chunks)
+        return ([a.allocated_bytes - alloc0] * len(chunks),
+                [a.held_bytes - held0] * len(chunks))
     floor = round_size(min(min(c) for c in distinct.values() if c))  # no smaller block is used
     nbytes = {k: sum(round_size(n) for n in c) for k, c in distinct.items()}
-    same: list[int] = []  # how many chunks from each on are that very chunk
-    for _, run in groupby(chunks, key=id):
-        same.extend(range(len(list(run)), 0, -1))
-    alloc0, held0 = a.allocated_bytes, a.held_bytes
     grown: tuple[list[int], list[int]] = ([], [])
     at: dict[tuple[tuple[int, ...], ...], list[int]] = {}  # signature → chunks it followed
     skipped = [0, 0]  # what the periods not replayed added
@@ -303,7 +310,7 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
                     for k, counts in enumerate(grown):
                         step = counts[i] - counts[prev]
                         last = counts[i + 1 - period:i + 1]  # the period, repeated with steps
-                        counts.extend([n + r * step for r in range(1, repeats + 1) for n in last])
+                        counts.extend(_stepped(last, step, repeats))
                         skipped[k] += repeats * step
                     i += repeats * period
                     break
@@ -311,6 +318,15 @@ def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool
             del seen[:-PERIOD_TRIES]
         i += 1
     return grown
+
+
+def _stepped(last: list[int], step: int, repeats: int) -> Iterable[int]:
+    """`last` repeated `repeats` times, the r-th time each value up by r × step: [n + r × step
+    for r in 1…repeats for n in last], built in C (one range per value of the period)."""
+    if not step:
+        return last * repeats
+    cols = [range(n + step, n + step * (repeats + 1), step) for n in last]
+    return cols[0] if len(cols) == 1 else chain.from_iterable(zip(*cols, strict=True))
 
 
 def _repeats(chunks: Sequence[tuple[int, ...]], start: int, period: int) -> int:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
+from itertools import groupby, repeat
 from operator import itemgetter
 from typing import Literal, NamedTuple
 
@@ -448,7 +448,13 @@ def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
     """Layers per PP stage as vLLM splits them (vllm/distributed/utils.py get_pp_indices):
     num_layers // pp each, the remainder added one by one to stages pp-2, pp-3, … so the
-    last stage (which holds the LM head) stays light."""
+    last stage (which holds the LM head) stays light. A new list each call, of ranges worked
+    out once per (num_layers, pp): every deployment planned asks it several times."""
+    return list(_pp_layer_ranges(num_layers, pp))
+
+
+@lru_cache(maxsize=1024)
+def _pp_layer_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
     sizes = [num_layers // pp] * pp
     for k in range(num_layers % pp):
         sizes[(pp - 2 - k) % pp] += 1
@@ -456,7 +462,7 @@ def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
     for size in sizes:
         out.append(range(start, start + size))
         start += size
-    return out
+    return tuple(out)
 
 
 def vocab_rows_per_rank(vocab_size: int, tp: int) -> int:
@@ -808,31 +814,46 @@ def _layers(m: ModelSpec) -> _Layers:
     layers: list[list[Tensor]] = [[] for _ in range(m.num_layers)]
     outside: list[tuple[Tensor, bool, bool]] = []
     ordered, last_layer, after = True, -1, False
-    for k, t in enumerate(all_tensors(m)):
-        if t.layer is not None:
-            ordered &= t.layer >= last_layer and not after
-            last_layer = t.layer
-            layers[t.layer].append(t)
+    k = 0  # the index in all_tensors of the next tensor
+    # runs of consecutive tensors of one layer (or outside the layers): a layer's run is added
+    # at once (a 405B model lists a thousand tensors)
+    for layer, run in groupby(all_tensors(m), key=_LAYER):
+        if layer is not None:
+            ordered &= layer >= last_layer and not after
+            last_layer = layer
+            n = len(layers[layer])
+            layers[layer].extend(run)
+            k += len(layers[layer]) - n
             continue
-        after |= last_layer >= 0
-        ordered &= t.kind != "embedding" or k == 0
-        outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
+        for t in run:
+            after |= last_layer >= 0
+            ordered &= t.kind != "embedding" or k == 0
+            outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
+            k += 1
     keys: dict[tuple, int] = {}
-    classes = []
+    classes: list[int] = []
+    last: tuple | None = None  # the previous layer's key, when it is named under its prefix
     for i, ts in enumerate(layers):
         prefix = f"layers.{i}."
         names = list(map(_NAME, ts))
+        shapes = tuple(map(_SHAPE, ts))
+        if (last is not None and shapes == last[1]
+                and names == [prefix + n for n in last[0]]):
+            classes.append(classes[-1])  # the previous layer's key again (most layers)
+            continue
         if all(map(str.startswith, names, repeat(prefix))):
             # each tensor's name after the prefix, then its kind, shape, split, experts, dtype
             cut = len(prefix)
-            key: tuple = (tuple([n[cut:] for n in names]), tuple(map(_SHAPE, ts)))
+            key: tuple = (tuple([n[cut:] for n in names]), shapes)
+            last = key
         else:
-            key, ordered = (i,), False
+            key, ordered, last = (i,), False, None
         classes.append(keys.setdefault(key, len(keys)))
     return _Layers(layers, classes, outside, ordered)
 
 
 _NAME = itemgetter(0)  # Tensor.name
+_LAYER = itemgetter(5)  # Tensor.layer
 _SHAPE = itemgetter(1, 2, 3, 4, 6, 7)  # Tensor.kind, rows, cols, split, experts, dtype
 
 

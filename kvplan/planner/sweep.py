@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
+from operator import itemgetter
 from typing import Any, ClassVar, Literal, NamedTuple, cast, get_args
 
 from pydantic import (
@@ -66,8 +66,7 @@ class Target(_Model):
     slo_ttft_ms: float | None = None
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # a NamedTuple: a sweep makes hundreds, most of them pruned
     gpu: GpuSpec
     tensor_parallel_size: int
     pipeline_parallel_size: int
@@ -76,7 +75,7 @@ class Candidate:
     engine: str
 
     @property
-    def count(self) -> int:
+    def count(self) -> int:  # type: ignore[override]  # (not tuple.count: GPUs, not items)
         return self.tensor_parallel_size * self.pipeline_parallel_size
 
     def knobs(self, base: Knobs) -> Knobs:
@@ -348,17 +347,36 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
         for g in gpus:
             pairs = (native_formats(m, g, eng.name, eng.unsupported) if native
                      else [(q, kv) for q in qs for kv in kvs])
+            held = _proposable(g, lay, gpus_per_node)
             for q, kv in pairs:
                 why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
-                for tp, pp in lay:
-                    if not node_rules.proposable(g, tp, pp, gpus_per_node=gpus_per_node):
-                        continue
+                for tp, pp in held:
                     c = Candidate(g, tp, pp, q, kv, eng.name)
                     if why:
                         dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
                     else:
                         out.append(c)
     return out, dropped
+
+
+# _proposable's memo: the layouts a system of the GPU holds, by (GPU object, layouts, node size)
+_HELD: dict[tuple[int, tuple[tuple[int, int], ...], int | None],
+            tuple[GpuSpec, list[tuple[int, int]]]] = {}
+
+
+def _proposable(g: GpuSpec, lay: list[tuple[int, int]], gpus_per_node: int | None
+                ) -> list[tuple[int, int]]:
+    """The (tp, pp) of `lay` that node_rules.proposable allows on `g`, in order: a pure function
+    of the frozen GpuSpec, so worked out once per GPU object (kept, so its id is not reused)
+    and layout list; every sweep asks it for every GPU of the catalogue."""
+    key = (id(g), tuple(lay), gpus_per_node)
+    hit = _HELD.get(key)
+    if hit is None or hit[0] is not g:
+        if len(_HELD) >= 4096:
+            _HELD.clear()
+        hit = _HELD[key] = (g, [(tp, pp) for tp, pp in lay
+                                if node_rules.proposable(g, tp, pp, gpus_per_node=gpus_per_node)])
+    return hit[1]
 
 
 def native_formats(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str]
@@ -401,20 +419,24 @@ def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
 
 # weights_excess's memo within one sweep of one model: the layouts resolved before, by GPU
 # object, formats and engine; the heaviest stage's tensor bytes, by (tp, pp, dtype, ep) of a
-# checkpoint format (quantization) None
+# checkpoint format (quantization) None; the knobs a layout was resolved with, by formats
 _Seen = dict[tuple[int, str | None, str | None, str], Layout]
 _Heaviest = dict[tuple[int, int, str, int], int]
+_Formats = dict[tuple[str | None, str | None], Knobs]
 
 
 def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None = None,
-                   heaviest: _Heaviest | None = None) -> float:
+                   heaviest: _Heaviest | None = None, formats: _Formats | None = None
+                   ) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
     engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
     layouts resolved for candidates before, by GPU, formats and engine (what else
     resolve_layout decides does not depend on the parallel sizes, which `candidates` makes
     valid); a format what-if resolves its own. The candidate's knobs are built only when a
     layout is resolved (c.knobs changes only the parallel sizes and formats, read from `c`).
-    `heaviest`: the heaviest stages found before for this model `m` (only one model's)."""
+    `heaviest`: the heaviest stages found before for this model `m` (only one model's).
+    `formats`: the knobs of a candidate before with the same formats, which resolve the same
+    layout on any GPU but for the parallel sizes (a sweep's GPUs each resolve one)."""
     if c.quantization is not None and what_if_format(c.quantization) is not None:
         # the checkpoint the format what-if plans
         eng = registry.get(c.engine)
@@ -425,8 +447,15 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None =
     else:
         key = (id(c.gpu), c.quantization, c.kv_cache_dtype, c.engine)
         hit = seen.get(key) if seen is not None else None
-        lay = hit if hit is not None else resolve_layout(m, c.gpu, c.knobs(base),
-                                                         engine_label=c.engine)
+        if hit is None:
+            fkey = (c.quantization, c.kv_cache_dtype)
+            ck = formats.get(fkey) if formats is not None else None
+            if ck is None:
+                ck = c.knobs(base)
+                if formats is not None:
+                    formats[fkey] = ck
+            hit = resolve_layout(m, c.gpu, ck, engine_label=c.engine)
+        lay = hit
         if seen is not None:
             seen[key] = lay
         k = base  # enable_expert_parallel: the candidate's knobs keep the base's
@@ -574,33 +603,37 @@ class _Later(Sequence[GpuSpec]):
         return iter(self._got())
 
 
+_EXCESS_COUNT = itemgetter(0, 1)  # the order of the candidates too big to plan
+
+
 def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: int, knobs: Knobs,
            workload: Workload, engine_version: str | None, prices: Mapping[str, Price],
            target: Target, closest_pruned: int,
            larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None,
            rank_on: RankOn = "pessimistic") -> SweepResult:
     planned: list[Option] = []
-    too_big: list[tuple[float, Candidate]] = []
+    too_big: list[tuple[float, int, Candidate]] = []  # (excess, GPUs, candidate)
     seen: _Seen = {}
     heaviest: _Heaviest = {}
+    formats: _Formats = {}
     for c in cands:
         try:
-            excess = weights_excess(m, c, knobs, seen, heaviest)
+            excess = weights_excess(m, c, knobs, seen, heaviest, formats)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             continue
         if excess > 1:
-            too_big.append((excess, c))
+            too_big.append((excess, c.count, c))
             continue
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    too_big.sort(key=lambda x: (x[0], x[1].count))
+    too_big.sort(key=_EXCESS_COUNT)
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
-    for _, c in too_big[:n_closest]:
+    for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    for excess, c in too_big[n_closest:]:
+    for excess, _, c in too_big[n_closest:]:
         pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
                               f"device ({c.gpu.id})"))
 

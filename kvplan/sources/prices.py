@@ -5,6 +5,7 @@ File I/O lives here, not in the pure sweep. A bad row is an error naming file, l
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from collections.abc import Callable
@@ -141,7 +142,14 @@ def load_price_file(path: str | Path, resolve: Callable[[str], GpuSpec]) -> dict
 
 
 def default_prices(resolve: Callable[[str], GpuSpec]) -> dict[str, Price]:
-    """The bundled gpu_specs/prices.csv (labelled as defaults)."""
+    """The bundled gpu_specs/prices.csv (labelled as defaults): a new table of new Price
+    objects each call (callers add their own prices to it), the file read and checked once per
+    process and resolver, as the GPU catalogue is (catalog.gpu_specs)."""
+    return {gpu: p.model_copy() for gpu, p in _bundled_prices(resolve).items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _bundled_prices(resolve: Callable[[str], GpuSpec]) -> dict[str, Price]:
     from .catalog import data_dir
 
     path = data_dir("gpu_specs") / "prices.csv"
