@@ -89,18 +89,23 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
 def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool) -> step.PerfContext:
     """`ctx` with the routed experts' measured curve of its layout (perf/moe_gemm.py
     curve_for_layout): EP ranks' local experts at full width, or a TP slice over the
-    ctx.moe_group GPUs. DeepEP's all-to-all feeds DeepGEMM's grouped GEMMs, which no table
-    times: those keep the dense rate, and say so."""
+    ctx.moe_group GPUs, read for the kernel family the engine release runs in that layout
+    (moe_gemm.layout_family). DeepEP's all-to-all feeds DeepGEMM's grouped GEMMs: FP8
+    block-scaled experts on Hopper read SGLang's DeepEP MoE table (DEEPEP_ROUTES); other
+    DeepEP experts keep the dense rate, and say so."""
     if not ctx.expert_gemm_key:
         return ctx
-    if deepep:
+    base, gpu_id, kernel = ctx.expert_gemm_key
+    fam = _moe_gemm.layout_family(base, gpu_id, kernel, ctx.expert_gemm_release or None,
+                                  moe_tp=max(ctx.tp, ctx.moe_group) if ep <= 1 else 1, ep=ep,
+                                  deepep=deepep)
+    if deepep and fam == base:
         return replace(ctx, expert_gemm_curve=(), expert_gemm_table="",
                        expert_gemm_source=_moe_gemm.DEEPEP_DENSE_RATE)
-    fam, gpu_id, kernel = ctx.expert_gemm_key
     curve = _moe_gemm.curve_for_layout(fam, gpu_id, kernel, ctx.num_experts,
                                        ctx.expert_intermediate, tp=ctx.tp, group=ctx.moe_group,
                                        ep=ep)
-    table, source = step.moe_gemm_provenance(ctx.expert_gemm_key, curve, ep=ep)
+    table, source = step.moe_gemm_provenance((fam, gpu_id, kernel), curve, ep=ep)
     return replace(ctx, expert_gemm_curve=curve, expert_gemm_table=table,
                    expert_gemm_source=source)
 
