@@ -47,10 +47,12 @@ TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
 dense rate (ratio 1): other GPUs, coarse MoE layers, int4 experts, MXFP4 on other engines
 and GPUs (and gpt-oss-20b on A100: no 32-expert Marlin table), FP8 checkpoints on Ampere
 (weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
-has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
-times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
+has no AMD system), and DeepEP layouts other than FP8 block-scaled experts on H100/H200 (those
+read SGLang 0.5.10's DeepEP MoE table, DeepGEMM's grouped GEMMs: DEEPEP_ROUTES, as do vLLM
+0.11's every layout and 0.12-0.14's MoE TP < 8 and EP: VLLM_DEEPGEMM, layout_family).
+Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
 rows), except where the engine runs another kernel for it (EP_UNTIMED: vLLM's FP8
-block-scaled experts on Hopper run DeepGEMM or FlashInfer CUTLASS with EP, dense rate);
+block-scaled experts on Hopper run FlashInfer CUTLASS with EP from 0.16, dense rate);
 DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
 perf/expert.py). Performance.routed_experts says which (table_label, table_source, DENSE_RATE).
 """
