@@ -36,7 +36,8 @@ TRT-LLM-gen MoE on B200, gpt-oss's own shapes) against the same table set's dens
 synthetic dispatch output, no dispatch or combine; collector/wideep/sglang/collect_deepep_moe.py)
 from the wideep_{context,generation}_moe_perf tables, DeepSeek-V3's shape at moe_ep_size 2-256,
 uniform (balanced) routing, against the same table set's dense per-tensor fp8 GEMM; one curve
-per EP size from the context rows (the generation rows printed alongside, not wired).
+per EP size from the context rows, and from the generation rows for decode steps behind
+DeepEP's low-latency kernels where they reach t ≥ 128 (EP ≥ 32: DECODE_EP_CURVES).
 """
 
 from __future__ import annotations

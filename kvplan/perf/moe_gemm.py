@@ -530,9 +530,10 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
 # num_tokens = the whole EP group's tokens; uniform routing (every local expert gets t tokens);
 # against SGLang 0.5.10's dense per-tensor fp8 GEMM (H100 939, H200 1059 TFLOP/s). No EP-2 row
 # reaches t = 128 (EP 2-3 keep the dense rate); held at 64 above, as EP_CURVES. The context
-# (prefill, normal-mode) rows: decode steps read them at the ridge floor, as every curve; the
-# generation rows (low-latency masked GEMM under a CUDA graph) reach t ≥ 128 only at EP ≥ 32
-# and run 2.5-5x faster there (benchmarks/moe_gemm_tables.py "DeepGEMM" lines): not wired.
+# (prefill, normal-mode) rows; decode steps read them at the ridge floor, as every curve,
+# except behind DeepEP's low-latency kernels at EP ≥ 32 (DECODE_EP_CURVES: the generation
+# rows, masked GEMM under a CUDA graph, 2.5-5x faster there; benchmarks/moe_gemm_tables.py
+# "DeepGEMM" lines).
 _DEEPGEMM_H100: tuple[tuple[int, Curve], ...] = (
     (4, ((128, 0.493), (256, 0.827), (512, 1.04))),
     (8, ((128, 0.433), (256, 0.715), (512, 0.948))),
@@ -555,6 +556,30 @@ EP_CURVES.update({
     ("vllm-deepgemm-moe", "h100-sxm-80gb", "fp8_block"): _DEEPGEMM_H100,
     ("vllm-deepgemm-moe", "h200-sxm-141gb", "fp8_block"): _DEEPGEMM_H200,
 })
+
+# --- deepgemm --- decode steps behind DeepEP's low-latency kernels (SGLang deepep_mode auto
+# for decode batches, vLLM deepep_low_latency): DeepGEMM's masked grouped GEMM, which the same
+# set's wideep_generation_moe_perf rows time (DeepEPLLDispatchOutput, masked_m per expert,
+# under a CUDA graph; uniform routing; ≤ 128 requests per rank, so t ≥ 128 only from EP 32),
+# against the same dense fp8 rate. Below EP 32 decode steps read the context curve.
+DECODE_EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {}
+for _gpu, _dec in (("h100-sxm-80gb", ((32, ((128, 0.594),)),
+                                      (64, ((128, 0.52), (256, 0.874))))),
+                   ("h200-sxm-141gb", ((32, ((128, 0.686),)),
+                                       (64, ((128, 0.588), (256, 0.886)))))):
+    for _fam in ("sglang-deepgemm-moe", "vllm-deepgemm-moe"):
+        DECODE_EP_CURVES[(_fam, _gpu, "fp8_block")] = _dec
+
+
+def decode_curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
+                            ep: int) -> Curve:
+    """Decode steps' curve behind DeepEP's low-latency kernels: DECODE_EP_CURVES at the
+    largest measured EP size ≤ ep (held at 64 above); () where none (decode steps then read
+    the layout's own curve)."""
+    eps = DECODE_EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())
+    fit = [c for e, c in eps if e <= ep]
+    return fit[-1] if fit and num_experts >= MIN_EXPERTS else ()
+
 
 # --- deepgemm --- DeepEP layouts (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all
 # backends): the engine's default family → the DeepGEMM family that runs behind DeepEP (SGLang:

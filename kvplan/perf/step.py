@@ -356,6 +356,10 @@ class PerfContext:
     # --- deepgemm --- the engine release (version key; () = the newest) whose kernel choice
     # perf/expert.py re-reads for its layout (moe_gemm.layout_family: vLLM's DeepGEMM releases)
     expert_gemm_release: tuple[int, ...] = ()
+    # decode steps' curve where they run another kernel than prefill steps (DeepEP's
+    # low-latency dispatch feeds DeepGEMM's masked grouped GEMM under a CUDA graph;
+    # moe_gemm.DECODE_EP_CURVES); () = expert_gemm_curve for every step
+    expert_gemm_decode_curve: tuple[tuple[float, float], ...] = ()
     # --- bwmxfp4 --- the routed experts' GEMM dtype where expert_dtype_for sets it apart from
     # compute_dtype (gpt-oss's MXFP4 experts on FP4-capable GPUs run in the engine kernel's
     # activation dtype; "" = compute_dtype), that dtype's datasheet peak (FLOP/s), the GPU
@@ -821,7 +825,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         # layout's curve, perf/expert.py; t counts the tokens of every DP rank meeting there)
         # of their own GEMM dtype (expert_rate_scale: gpt-oss's MXFP4 experts on Blackwell)
         per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
-        r = (_moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
+        curve = (ctx.expert_gemm_decode_curve if not prefill_tokens
+                 and ctx.expert_gemm_decode_curve else ctx.expert_gemm_curve)
+        r = (_moe_gemm.ratio(curve, per_expert, ctx.expert_gemm_floor_tokens)
              * expert_rate_scale(ctx))
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)
     g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else

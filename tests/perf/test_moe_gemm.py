@@ -619,3 +619,40 @@ def test_mxfp4_experts_at_the_engine_dtype_rate_by_hand() -> None:
     t = perf.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=8192)
     hand = 8192 * (ctx.dense_flops_per_token / 2500e12 + ctx.expert_flops_per_token / 5000e12)
     assert t.compute_s == pytest.approx(hand, rel=1e-9)
+
+
+def test_deepep_low_latency_decode_reads_the_generation_rows() -> None:
+    """h100_sxm/moe/sglang/0.5.10/wideep_generation_moe_perf.parquet (aiconfigurator 095f58a5),
+    moe_ep_size 32, uniform, num_tokens 4096 (128 per rank): 0.161843 ms. t = 4096 × 8 / 256 =
+    128; one GPU 6 × 7168 × 2048 × 4096 × 8 / 32 = 90.2 GFLOP → 557.3 TFLOP/s over SGLang
+    0.5.10's dense fp8 939 TFLOP/s = 0.594. Decode steps behind DeepEP's low-latency kernels
+    read it at EP 32-63; prefill steps (and EP 16, where no generation row reaches t = 128)
+    read the context curve; without low-latency decode there is no decode curve."""
+    rate = 6 * 7168 * 2048 * 4096 * 8 / 32 / 0.161843e-3
+    assert rate / 939e12 == pytest.approx(0.594, abs=0.001)
+    key = ("sglang-deepgemm-moe", "h100-sxm-80gb", "fp8_block")
+    assert moe_gemm.decode_curve_for_layout(*key, 256, 32) == ((128, 0.594),)
+    assert moe_gemm.decode_curve_for_layout(*key, 256, 72)[-1] == (256, 0.874)
+    assert moe_gemm.decode_curve_for_layout(*key, 256, 16) == ()
+    from kvplan.perf import expert
+
+    base = _deepseek_r1_b200("sglang", 1, "h200-sxm-141gb", "0.5.10")
+    m = resolve_model("deepseek-ai/DeepSeek-R1")
+    quant = QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint")
+    ll = expert.apply(base, m, dtype="fp8", quant=quant, dp=32, ep=32, moe_dp=True,
+                      all_to_all=True, node_dedup=True, decode_low_latency=True)
+    assert ll.expert_gemm_decode_curve == ((128, 0.686),)
+    assert ll.expert_gemm_curve == ((128, 0.224), (256, 0.414), (512, 0.592))
+    normal = expert.apply(base, m, dtype="fp8", quant=quant, dp=32, ep=32, moe_dp=True,
+                          all_to_all=True, node_dedup=True, decode_low_latency=False)
+    assert normal.expert_gemm_decode_curve == ()
+    # the step model: a decode step's expert time at 0.686, a prefill step's at its curve
+    unit = dataclasses.replace(ll, coefficients=UNIT, moe_comm_per_token_s=0.0,
+                               moe_comm_fixed_s=0.0, moe_comm_decode_per_token_s=0.0)
+    flat = dataclasses.replace(unit, expert_gemm_curve=((128, 0.686),))
+    assert perf.step_terms(unit, decode_seqs=256, context_tokens=1000) \
+        == perf.step_terms(flat, decode_seqs=256, context_tokens=1000)
+    assert perf.step_terms(unit, decode_seqs=0, context_tokens=0, prefill_tokens=4096,
+                           prefill_context_tokens=2048) \
+        != perf.step_terms(flat, decode_seqs=0, context_tokens=0, prefill_tokens=4096,
+                           prefill_context_tokens=2048)
