@@ -519,21 +519,21 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
 
 # --- deepgemm --- DeepGEMM's grouped FP8 GEMMs on Hopper: SGLang 0.5.10's wideep tables
 # (aic-core/.../systems/data/<gpu>/moe/sglang/0.5.10/wideep_context_moe_perf.parquet,
-# kernel_source "deepepmoe", moe_dtype fp8_block) time DeepEPMoE.run_moe_core alone: the
-# collector (collector/wideep/sglang/collect_deepep_moe.py, earlier collector/sglang/
-# collect_wideep_deepep_moe.py) builds SGLang with moe_a2a_backend "deepep" and
-# moe_runner_backend "deep_gemm", hands run_moe_core a synthetic DeepEPNormalDispatchOutput
-# (FP8 hidden states + block scales already on the rank) and times that call with CUDA events:
-# the local permute, DeepGEMM's contiguous grouped GEMMs, the activation and the un-permute, no
-# dispatch or combine (kvplan charges those in perf/expert.py). DeepSeek-V3's shape (hidden 7168,
-# moe_intermediate 2048, 256 experts, top-8) on one GPU holding 256 / EP whole experts,
-# num_tokens = the whole EP group's tokens; uniform routing (every local expert gets t tokens);
-# against SGLang 0.5.10's dense per-tensor fp8 GEMM (H100 939, H200 1059 TFLOP/s). No EP-2 row
-# reaches t = 128 (EP 2-3 keep the dense rate); held at 64 above, as EP_CURVES. The context
-# (prefill, normal-mode) rows; decode steps read them at the ridge floor, as every curve,
-# except behind DeepEP's low-latency kernels at EP ≥ 32 (DECODE_EP_CURVES: the generation
-# rows, masked GEMM under a CUDA graph, 2.5-5x faster there; benchmarks/moe_gemm_tables.py
-# "DeepGEMM" lines).
+# kernel_source "deepepmoe", moe_dtype fp8_block) time DeepEPMoE.run_moe_core alone: the collector
+# (collector/sglang/collect_wideep_deepep_moe.py at feebdae3, which added these tables;
+# collector/wideep/sglang/collect_deepep_moe.py at 095f58a5) builds SGLang with moe_a2a_backend
+# "deepep" and moe_runner_backend "deep_gemm", hands run_moe_core a synthetic
+# DeepEPNormalDispatchOutput (FP8 hidden states + block scales already on the rank) and times that
+# call with CUDA events: the local permute, DeepGEMM's contiguous grouped GEMMs, the activation
+# and the un-permute, no dispatch or combine (kvplan charges those in perf/expert.py).
+# DeepSeek-V3's shape (hidden 7168, moe_intermediate 2048, 256 experts, top-8) on one GPU holding
+# 256 / EP whole experts, num_tokens = the whole EP group's tokens; uniform routing (every local
+# expert gets t tokens); against SGLang 0.5.10's dense per-tensor fp8 GEMM (H100 939, H200 1059
+# TFLOP/s). No EP-2 row reaches t = 128 (EP 2-3 keep the dense rate); held at 64 above, as
+# EP_CURVES. The context (prefill, normal-mode) rows; decode steps read them at the ridge floor,
+# as every curve, except behind DeepEP's low-latency kernels at EP ≥ 32 (DECODE_EP_CURVES: the
+# generation rows, masked GEMM under a CUDA graph, 2.5-5x faster there;
+# benchmarks/moe_gemm_tables.py "DeepGEMM" lines).
 _DEEPGEMM_H100: tuple[tuple[int, Curve], ...] = (
     (4, ((128, 0.493), (256, 0.827), (512, 1.04))),
     (8, ((128, 0.433), (256, 0.715), (512, 0.948))),
