@@ -31,6 +31,13 @@ B200) against the same table set's dense bf16 GEMM, and Marlin's MXFP4 beside it
 where one table times both ("Marlin" lines). "MXFP8" lines (MXFP8_TABLES): MXFP4 experts
 with MXFP8 activations (SGLang 0.5.14's FlashInfer TRT-LLM MoE, TensorRT-LLM 1.3.0rc10's
 TRT-LLM-gen MoE on B200, gpt-oss's own shapes) against the same table set's dense fp8 GEMM.
+"DeepGEMM" lines (main_deepgemm, DEEPGEMM_TABLES): SGLang's DeepEP MoE expert compute
+(DeepEPMoE.run_moe_core with moe_runner_backend deep_gemm: DeepGEMM's grouped FP8 GEMMs on a
+synthetic dispatch output, no dispatch or combine; collector/wideep/sglang/collect_deepep_moe.py)
+from the wideep_{context,generation}_moe_perf tables, DeepSeek-V3's shape at moe_ep_size 2-256,
+uniform (balanced) routing, against the same table set's dense per-tensor fp8 GEMM; one curve
+per EP size from the context rows, and from the generation rows for decode steps behind
+DeepEP's low-latency kernels where they reach t ≥ 128 (EP ≥ 32: DECODE_EP_CURVES).
 """
 
 from __future__ import annotations
@@ -126,6 +133,13 @@ MARLIN_PAIRS = (
     ("h100_sxm", "sglang", "0.5.14", "sglang_marlin_moe_situ_as_silu", "sglang_marlin_moe",
      "sglang_torch_linear"),
 )
+# --- deepgemm --- SGLang's DeepEP MoE (DeepGEMM grouped GEMMs) on Hopper: kernel family →
+# (GPU dir, SGLang version) of the wideep_{context,generation}_moe_perf tables; dense reference:
+# the same version's gemm_perf per-tensor fp8 rows (kernel_source "sglang")
+DEEPGEMM_TABLES = {
+    "sglang-deepgemm-moe": (("h100_sxm", "0.5.10"), ("h200_sxm", "0.5.10")),
+}
+DEEPGEMM_EP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
 # the dense GEMM each MoE kernel_source also has its own table rows for (printed for reference)
 OWN_DENSE = {"deepgemm": ("fp8_block", "deepgemm")}
 
@@ -293,6 +307,50 @@ def main_mxfp4(root: str) -> None:
                       f"ratio ({cells})")
 
 
+def wideep_curve(rows: list[dict[str, Any]], ep: int, distribution: str = "uniform"
+                 ) -> dict[int, float]:
+    """One EP size's curve from SGLang's wideep rows (moe_tp 1): num_tokens is the whole EP
+    group's (the collector logs num_token × simulated EP size), so t = num_tokens × topk /
+    num_experts and one GPU does 1/ep of the layer's 6 × hidden × inter × tokens × topk FLOPs
+    (it holds num_experts / ep whole experts); uniform: every local expert gets t tokens."""
+    shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    for r in rows:
+        if (r["moe_dtype"] != "fp8_block" or r["moe_ep_size"] != ep or r["moe_tp_size"] != 1
+                or r["num_experts"] < 128 or r["distribution"] != distribution):
+            continue
+        key = (r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"])
+        t = r["num_tokens"] * r["topk"] / r["num_experts"]
+        flops = 6 * r["hidden_size"] * r["inter_size"] * r["num_tokens"] * r["topk"] / ep
+        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
+    return _median_curve(shapes)
+
+
+def main_deepgemm(root: str) -> None:
+    """The DeepGEMM EP curves (DEEPGEMM_TABLES): context rows (DeepEP normal dispatch output,
+    contiguous grouped GEMM) per EP size against the same SGLang release's dense per-tensor fp8
+    GEMM; the generation rows (low-latency dispatch output, masked grouped GEMM, CUDA graph)
+    printed alongside at the same grid where they reach it."""
+    base = Path(root) / DATA
+    for family, tables in DEEPGEMM_TABLES.items():
+        for gpu, version in tables:
+            gemm = _read(base / gpu / "gemm" / "sglang" / version / "gemm_perf.parquet")
+            d = dense_rate(gemm, "fp8", "sglang")
+            own = dense_rate(gemm, "fp8_block", "sglang")
+            print(f"DeepGEMM {family} {gpu} sglang {version} dense fp8 {d / 1e12:.0f} TFLOP/s "
+                  f"(dense fp8_block {own / 1e12:.0f})")
+            moe = {phase: _read(base / gpu / "moe" / "sglang" / version
+                                / f"wideep_{phase}_moe_perf.parquet")
+                   for phase in ("context", "generation")}
+            for ep in DEEPGEMM_EP_SIZES:
+                ctx = wideep_curve(moe["context"], ep)
+                gen = wideep_curve(moe["generation"], ep)
+                cells = ", ".join(f"({t}, {v / d:.3f})" for t, v in ctx.items())
+                print(f"DeepGEMM {family} {gpu} sglang {version} EP {ep} vs dense fp8: context "
+                      f"ratio ({cells}); generation "
+                      + (", ".join(f"{t}: {v / d:.3f}" for t, v in gen.items()) or "-"))
+
+
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else ".")
     main_mxfp4(sys.argv[1] if len(sys.argv) > 1 else ".")
+    main_deepgemm(sys.argv[1] if len(sys.argv) > 1 else ".")

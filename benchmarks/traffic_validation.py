@@ -249,7 +249,9 @@ def _context(run: Run) -> tuple[perf.PerfContext, int, str]:
         m, g, run.engine, p.engine.version, tp=run.tp,
         pp=int(inputs.get("pipeline_parallel_size") or 1), dtype=inputs.get("dtype"),
         kv_cache_dtype=inputs.get("kv_cache_dtype"),
-        quant=QUANT.get(str(inputs.get("quantization"))),
+        # a quantized checkpoint's own scheme (DeepSeek-R1's block-scaled FP8: the plan's
+        # dep.quant), else what --quantization asks for
+        quant=None if m.quantization else QUANT.get(str(inputs.get("quantization"))),
         max_num_batched_tokens=int(inputs.get("max_num_batched_tokens") or 8192),
         max_num_seqs=int(inputs.get("max_num_seqs") or 256),
         # the block pool, as the planner counts it: a hybrid (sliding-window) model's printed

@@ -72,7 +72,8 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0)
-    out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all)
+    out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
+                       low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
     fixed = comm_s(out, 0.0)
@@ -86,23 +87,33 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
     return out
 
 
-def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool) -> step.PerfContext:
+def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
+                 low_latency: bool = False) -> step.PerfContext:
     """`ctx` with the routed experts' measured curve of its layout (perf/moe_gemm.py
     curve_for_layout): EP ranks' local experts at full width, or a TP slice over the
-    ctx.moe_group GPUs. DeepEP's all-to-all feeds DeepGEMM's grouped GEMMs, which no table
-    times: those keep the dense rate, and say so."""
+    ctx.moe_group GPUs, read for the kernel family the engine release runs in that layout
+    (moe_gemm.layout_family). DeepEP's all-to-all feeds DeepGEMM's grouped GEMMs: FP8
+    block-scaled experts on Hopper read SGLang's DeepEP MoE table (DEEPEP_ROUTES); other
+    DeepEP experts keep the dense rate, and say so. `low_latency`: decode steps go through
+    DeepEP's low-latency kernels, whose masked grouped GEMM has its own measured curve at
+    large EP (moe_gemm.decode_curve_for_layout)."""
     if not ctx.expert_gemm_key:
         return ctx
-    if deepep:
+    base, gpu_id, kernel = ctx.expert_gemm_key
+    fam = _moe_gemm.layout_family(base, gpu_id, kernel, ctx.expert_gemm_release or None,
+                                  moe_tp=max(ctx.tp, ctx.moe_group) if ep <= 1 else 1, ep=ep,
+                                  deepep=deepep)
+    if deepep and fam == base:
         return replace(ctx, expert_gemm_curve=(), expert_gemm_table="",
                        expert_gemm_source=_moe_gemm.DEEPEP_DENSE_RATE)
-    fam, gpu_id, kernel = ctx.expert_gemm_key
     curve = _moe_gemm.curve_for_layout(fam, gpu_id, kernel, ctx.num_experts,
                                        ctx.expert_intermediate, tp=ctx.tp, group=ctx.moe_group,
                                        ep=ep)
-    table, source = step.moe_gemm_provenance(ctx.expert_gemm_key, curve, ep=ep)
+    table, source = step.moe_gemm_provenance((fam, gpu_id, kernel), curve, ep=ep)
+    decode = (_moe_gemm.decode_curve_for_layout(fam, gpu_id, kernel, ctx.num_experts, ep)
+              if deepep and low_latency else ())
     return replace(ctx, expert_gemm_curve=curve, expert_gemm_table=table,
-                   expert_gemm_source=source)
+                   expert_gemm_source=source, expert_gemm_decode_curve=decode)
 
 
 # FP8 value + one fp32 scale per 128 values, per hidden element (DeepEP low-latency dispatch)

@@ -47,10 +47,12 @@ TensorRT-LLM's block-scaled FP8 experts on B200 read DeepGEMM's table
 dense rate (ratio 1): other GPUs, coarse MoE layers, int4 experts, MXFP4 on other engines
 and GPUs (and gpt-oss-20b on A100: no 32-expert Marlin table), FP8 checkpoints on Ampere
 (weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
-has no AMD system), and DeepEP layouts (DeepEP feeds DeepGEMM's grouped GEMMs, which no table
-times). Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
+has no AMD system), and DeepEP layouts other than FP8 block-scaled experts on H100/H200 (those
+read SGLang 0.5.10's DeepEP MoE table, DeepGEMM's grouped GEMMs: DEEPEP_ROUTES, as do vLLM
+0.11's every layout and 0.12-0.14's MoE TP < 8 and EP: VLLM_DEEPGEMM, layout_family).
+Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
 rows), except where the engine runs another kernel for it (EP_UNTIMED: vLLM's FP8
-block-scaled experts on Hopper run DeepGEMM or FlashInfer CUTLASS with EP, dense rate);
+block-scaled experts on Hopper run FlashInfer CUTLASS with EP from 0.16, dense rate);
 DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
 perf/expert.py). Performance.routed_experts says which (table_label, table_source, DENSE_RATE).
 """
@@ -515,6 +517,117 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
 }
 
 
+# --- deepgemm --- DeepGEMM's grouped FP8 GEMMs on Hopper: SGLang 0.5.10's wideep tables
+# (aic-core/.../systems/data/<gpu>/moe/sglang/0.5.10/wideep_context_moe_perf.parquet,
+# kernel_source "deepepmoe", moe_dtype fp8_block) time DeepEPMoE.run_moe_core alone: the collector
+# (collector/sglang/collect_wideep_deepep_moe.py at feebdae3, which added these tables;
+# collector/wideep/sglang/collect_deepep_moe.py at 095f58a5) builds SGLang with moe_a2a_backend
+# "deepep" and moe_runner_backend "deep_gemm", hands run_moe_core a synthetic
+# DeepEPNormalDispatchOutput (FP8 hidden states + block scales already on the rank) and times that
+# call with CUDA events: the local permute, DeepGEMM's contiguous grouped GEMMs, the activation
+# and the un-permute, no dispatch or combine (kvplan charges those in perf/expert.py).
+# DeepSeek-V3's shape (hidden 7168, moe_intermediate 2048, 256 experts, top-8) on one GPU holding
+# 256 / EP whole experts, num_tokens = the whole EP group's tokens; uniform routing (every local
+# expert gets t tokens); against SGLang 0.5.10's dense per-tensor fp8 GEMM (H100 939, H200 1059
+# TFLOP/s). No EP-2 row reaches t = 128 (EP 2-3 keep the dense rate); held at 64 above, as
+# EP_CURVES. The context (prefill, normal-mode) rows; decode steps read them at the ridge floor,
+# as every curve, except behind DeepEP's low-latency kernels at EP ≥ 32 (DECODE_EP_CURVES: the
+# generation rows, masked GEMM under a CUDA graph, 2.5-5x faster there;
+# benchmarks/moe_gemm_tables.py "DeepGEMM" lines).
+_DEEPGEMM_H100: tuple[tuple[int, Curve], ...] = (
+    (4, ((128, 0.493), (256, 0.827), (512, 1.04))),
+    (8, ((128, 0.433), (256, 0.715), (512, 0.948))),
+    (16, ((128, 0.346), (256, 0.577), (512, 0.788))),
+    (32, ((128, 0.238), (256, 0.413), (512, 0.601))),
+    (64, ((128, 0.12), (256, 0.226), (512, 0.402))),
+)
+_DEEPGEMM_H200: tuple[tuple[int, Curve], ...] = (
+    (4, ((128, 0.569), (256, 0.889), (512, 1.046))),
+    (8, ((128, 0.475), (256, 0.756), (512, 0.953))),
+    (16, ((128, 0.358), (256, 0.585), (512, 0.788))),
+    (32, ((128, 0.224), (256, 0.414), (512, 0.592))),
+    (64, ((128, 0.111), (256, 0.213), (512, 0.396))),
+)
+EP_CURVES.update({
+    ("sglang-deepgemm-moe", "h100-sxm-80gb", "fp8_block"): _DEEPGEMM_H100,
+    ("sglang-deepgemm-moe", "h200-sxm-141gb", "fp8_block"): _DEEPGEMM_H200,
+    # vLLM's DeepGEMM experts (DeepGemmExperts / TritonOrDeepGemmExperts: the same DeepGEMM
+    # grouped GEMMs behind vLLM's own permute): SGLang's table as a proxy (PROXIES)
+    ("vllm-deepgemm-moe", "h100-sxm-80gb", "fp8_block"): _DEEPGEMM_H100,
+    ("vllm-deepgemm-moe", "h200-sxm-141gb", "fp8_block"): _DEEPGEMM_H200,
+})
+
+# --- deepgemm --- decode steps behind DeepEP's low-latency kernels (SGLang deepep_mode auto
+# for decode batches, vLLM deepep_low_latency): DeepGEMM's masked grouped GEMM, which the same
+# set's wideep_generation_moe_perf rows time (DeepEPLLDispatchOutput, masked_m per expert,
+# under a CUDA graph; uniform routing; ≤ 128 requests per rank, so t ≥ 128 only from EP 32),
+# against the same dense fp8 rate. Below EP 32 decode steps read the context curve.
+DECODE_EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {}
+for _gpu, _dec in (("h100-sxm-80gb", ((32, ((128, 0.594),)),
+                                      (64, ((128, 0.52), (256, 0.874))))),
+                   ("h200-sxm-141gb", ((32, ((128, 0.686),)),
+                                       (64, ((128, 0.588), (256, 0.886)))))):
+    for _fam in ("sglang-deepgemm-moe", "vllm-deepgemm-moe"):
+        DECODE_EP_CURVES[(_fam, _gpu, "fp8_block")] = _dec
+
+
+def decode_curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
+                            ep: int) -> Curve:
+    """Decode steps' curve behind DeepEP's low-latency kernels: DECODE_EP_CURVES at the
+    largest measured EP size ≤ ep (held at 64 above); () where none (decode steps then read
+    the layout's own curve)."""
+    eps = DECODE_EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())
+    fit = [c for e, c in eps if e <= ep]
+    return fit[-1] if fit and num_experts >= MIN_EXPERTS else ()
+
+
+# --- deepgemm --- DeepEP layouts (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all
+# backends): the engine's default family → the DeepGEMM family that runs behind DeepEP (SGLang:
+# DeepEP selects moe_runner_backend deep_gemm for FP8 block-scaled experts, docs/moe-gemm.md);
+# other DeepEP experts keep the dense rate (DEEPEP_DENSE_RATE)
+DEEPEP_ROUTES: dict[tuple[str, str, str], str] = {
+    ("sglang-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): "sglang-deepgemm-moe",
+    ("sglang-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): "sglang-deepgemm-moe",
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): "vllm-deepgemm-moe",
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): "vllm-deepgemm-moe",
+}
+# --- deepgemm --- vLLM releases that run DeepGEMM for FP8 block-scaled experts on Hopper
+# without DeepEP (docs/moe-gemm.md, which kernel runs): (first release, first release past the
+# range, first release that leaves MoE TP ≥ tp_limit to Triton, tp_limit). 0.11.0:
+# VLLM_USE_DEEP_GEMM default 1 → DeepGEMM at every layout; 0.12.0-0.14.0: oracle/fp8.py
+# select_fp8_moe_backend switches DeepGEMM off by default at MoE TP ≥ 8, on below it and with
+# EP (MoE TP 1). 0.10.x (VLLM_USE_DEEP_GEMM default 0: Triton), 0.15 (not read), 0.16
+# (FlashInfer CUTLASS) and later (Triton for TP, FlashInfer CUTLASS for EP; kvplan's default
+# 0.33 not read: as 0.19) keep what they read before.
+VLLM_DEEPGEMM: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...],
+                                                tuple[int, ...], int]] = {
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): ((0, 11), (0, 15), (0, 12), 8),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 11), (0, 15), (0, 12), 8),
+}
+# families whose TP-split layouts read the EP curve at EP = the MoE TP size (a proxy: one GPU
+# holds every expert's 1/TP slice, the table times EP ranks of whole experts — the same FLOPs
+# and weight bytes per GPU at the same t, other GEMM shapes)
+TP_AS_EP = frozenset({"vllm-deepgemm-moe"})
+
+
+def layout_family(kernels: str, gpu_id: str, kernel_dtype: str,
+                  release: tuple[int, ...] | None, *, moe_tp: int, ep: int,
+                  deepep: bool) -> str:
+    """The kernel family that runs a layout's routed experts: DEEPEP_ROUTES' DeepGEMM family
+    behind DeepEP (`kernels` itself where none: the dense rate); vLLM's DeepGEMM in the releases
+    of VLLM_DEEPGEMM (every layout in 0.11, below MoE TP 8 or with EP from 0.12, `ep` > 1 or
+    `moe_tp` the MoE layer's own TP size); else `kernels` (release None: the newest)."""
+    key = (kernels, gpu_id, kernel_dtype)
+    if deepep:
+        return DEEPEP_ROUTES.get(key, kernels)
+    span = VLLM_DEEPGEMM.get(key)
+    if span is None or release is None or not span[0] <= release < span[1]:
+        return kernels
+    if ep <= 1 and release >= span[2] and moe_tp >= span[3]:
+        return kernels
+    return DEEPEP_ROUTES.get(key, kernels)
+
+
 def moe_kernel_dtype(compute_dtype: str, quant_method: str | None, block_scaled: bool,
                      what_if: bool = False) -> str:
     """The MoE table's dtype of a deployment's experts, `compute_dtype` their GEMM dtype
@@ -571,6 +684,10 @@ def curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: 
     EP layouts of EP_UNTIMED (the engine runs another kernel there)."""
     if ep > 1 and (kernels, gpu_id, kernel_dtype) in EP_UNTIMED:
         return ()
+    if ep <= 1 and kernels in TP_AS_EP:  # --- deepgemm --- the EP-MoE-TP curve, a proxy
+        ep = max(tp, group)
+        if ep <= 1:
+            return ()
     if ep > 1:
         eps = EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())
         fit = [c for e, c in eps if e <= ep]
@@ -593,7 +710,11 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                                                        "BF16",
                   "sglang-flashinfer-mxfp4-mxfp8": "SGLang 0.5.14 FlashInfer TRT-LLM MXFP4 x "
                                                    "MXFP8",
-                  "trtllm-gen-mxfp4-mxfp8": "TensorRT-LLM 1.3.0rc10 TRT-LLM-gen MXFP4 x MXFP8"}
+                  "trtllm-gen-mxfp4-mxfp8": "TensorRT-LLM 1.3.0rc10 TRT-LLM-gen MXFP4 x MXFP8",
+                  # --- deepgemm ---
+                  "sglang-deepgemm-moe": "SGLang 0.5.10 DeepEP MoE (DeepGEMM)",
+                  "vllm-deepgemm-moe": "SGLang 0.5.10 DeepEP MoE (DeepGEMM; proxy for vLLM's "
+                                       "DeepGEMM experts)"}
 
 
 def table_label(kernels: str, ep: int) -> str:
@@ -607,7 +728,11 @@ PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4
                                     "for vLLM's MXFP4 Marlin MoE",
            "vllm-marlin-int4-proxy": "vLLM's Marlin MoE with int4 weights (int4_wo) as a proxy "
                                      "for its MXFP4 Marlin MoE (vLLM before 0.12: no "
-                                     "triton_kernels)"}
+                                     "triton_kernels)",
+           # --- deepgemm ---
+           "vllm-deepgemm-moe": "SGLang's DeepEP MoE expert compute (DeepGEMM grouped GEMMs, "
+                                "whole experts per EP rank) as a proxy for vLLM's DeepGEMM "
+                                "experts (TP-split layouts: the EP curve at EP = MoE TP)"}
 
 
 def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:
@@ -635,9 +760,8 @@ DEEPEP_DENSE_RATE = "DeepEP with DeepGEMM: no measured MoE kernel table; extrapo
 # (collector/vllm/collect_moe_v1.py / _v2.py: fused_experts(..., quant_config=...), whose
 # allow_deep_gemm defaults to False in 0.14.0 and which is Triton-only in 0.19.0): no table
 # times DeepGEMM or FlashInfer CUTLASS under vLLM on Hopper.
-VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: DeepGEMM (0.11-0.14) or "
-                     "FlashInfer CUTLASS (0.16-0.19) runs, no measured table times it; "
-                     "extrapolated")
+VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: FlashInfer CUTLASS "
+                     "(0.16-0.19) runs, no measured table times it; extrapolated")
 EP_UNTIMED: dict[tuple[str, str, str], str] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): VLLM_EP_FP8_BLOCK,
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): VLLM_EP_FP8_BLOCK,

@@ -353,6 +353,13 @@ class PerfContext:
     expert_intermediate: int = 0
     expert_gemm_table: str = ""
     expert_gemm_source: str = ""
+    # --- deepgemm --- the engine release (version key; () = the newest) whose kernel choice
+    # perf/expert.py re-reads for its layout (moe_gemm.layout_family: vLLM's DeepGEMM releases)
+    expert_gemm_release: tuple[int, ...] = ()
+    # decode steps' curve where they run another kernel than prefill steps (DeepEP's
+    # low-latency dispatch feeds DeepGEMM's masked grouped GEMM under a CUDA graph;
+    # moe_gemm.DECODE_EP_CURVES); () = expert_gemm_curve for every step
+    expert_gemm_decode_curve: tuple[tuple[float, float], ...] = ()
     # --- bwmxfp4 --- the routed experts' GEMM dtype where expert_dtype_for sets it apart from
     # compute_dtype (gpt-oss's MXFP4 experts on FP4-capable GPUs run in the engine kernel's
     # activation dtype; "" = compute_dtype), that dtype's datasheet peak (FLOP/s), the GPU
@@ -695,20 +702,25 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
                                         quant is not None and quant.block_size is not None,
                                         what_if=quant is not None and quant.what_if is not None)
+    release = _version_key(version) if version else None
     family = _moe_gemm.kernel_family(registry.get(engine).calibration.moe_kernels, gpu.id,
-                                     kernel, _version_key(version) if version else None)
+                                     kernel, release)
     key = (family, gpu.id, kernel)
     if key not in _moe_gemm.CURVES and key not in _moe_gemm.EP_CURVES:
         return {"expert_gemm_source": _moe_gemm.DENSE_RATE}
     inter = m.moe.expert_intermediate_size
-    curve = _moe_gemm.curve_for_layout(*key, m.moe.num_experts, inter, tp=tp, group=1, ep=1)
+    # --- deepgemm --- the family this release runs at MoE TP `tp` (vLLM 0.11-0.14: DeepGEMM)
+    run = (_moe_gemm.layout_family(*key, release, moe_tp=tp, ep=1, deepep=False),
+           gpu.id, kernel)
+    curve = _moe_gemm.curve_for_layout(*run, m.moe.num_experts, inter, tp=tp, group=1, ep=1)
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
                                    (gpu.bandwidth_tbps or 0.0) * 1e12,
                                    _moe_gemm.expert_weight_bytes(kernel, compute))
-    table, source = moe_gemm_provenance(key, curve, ep=1)
+    table, source = moe_gemm_provenance(run, curve, ep=1)
     return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor,
             "expert_gemm_key": key, "expert_intermediate": inter,
-            "expert_gemm_table": table, "expert_gemm_source": source}
+            "expert_gemm_table": table, "expert_gemm_source": source,
+            "expert_gemm_release": release or ()}
 
 
 def moe_gemm_provenance(key: tuple[str, ...], curve: tuple[tuple[float, float], ...], *,
@@ -813,7 +825,9 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         # layout's curve, perf/expert.py; t counts the tokens of every DP rank meeting there)
         # of their own GEMM dtype (expert_rate_scale: gpt-oss's MXFP4 experts on Blackwell)
         per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
-        r = (_moe_gemm.ratio(ctx.expert_gemm_curve, per_expert, ctx.expert_gemm_floor_tokens)
+        curve = (ctx.expert_gemm_decode_curve if not prefill_tokens
+                 and ctx.expert_gemm_decode_curve else ctx.expert_gemm_curve)
+        r = (_moe_gemm.ratio(curve, per_expert, ctx.expert_gemm_floor_tokens)
              * expert_rate_scale(ctx))
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)
     g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else

@@ -38,13 +38,20 @@ def test_expert_parallel_names_the_ep_size() -> None:
 
 
 def test_vllm_expert_parallel_fp8_block_says_which_kernel_runs() -> None:
-    # --- moe4 --- vLLM runs DeepGEMM (0.12-0.14) or FlashInfer CUTLASS (0.17-0.19) for FP8
-    # block-scaled experts with EP on Hopper; the EP table times Triton: dense rate, said so
+    # --- moe4 --- vLLM runs FlashInfer CUTLASS (0.16-0.19; the default release read as 0.19)
+    # for FP8 block-scaled experts with EP on Hopper, which no table times: dense rate, said
+    # so; --- deepgemm --- 0.12-0.14 run DeepGEMM there: SGLang's DeepEP MoE table, a proxy
     perf = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
                         "--enable-expert-parallel")
     re = perf["routed_experts"]
     assert re["rate"] == "dense" and re["table"] is None
-    assert "DeepGEMM" in re["source"] and "FlashInfer CUTLASS" in re["source"]
+    assert "FlashInfer CUTLASS" in re["source"]
+    old = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
+                       "--enable-expert-parallel", "--engine-version", "0.14.0")["routed_experts"]
+    assert old["rate"] == "measured"
+    assert old["table"] == ("SGLang 0.5.10 DeepEP MoE (DeepGEMM; proxy for vLLM's DeepGEMM "
+                            "experts), EP 8")
+    assert "proxy" in old["source"]
 
 
 def test_amd_and_coarse_moe_say_dense_rate_extrapolated() -> None:

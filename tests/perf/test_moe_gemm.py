@@ -98,7 +98,12 @@ def test_context_carries_the_curve_for_measured_deployments_only() -> None:
                              "0.12.0", tp=1)
     assert llama.expert_gemm_curve == () and llama.expert_gemm_floor_tokens == 0.0
     # block-scaled FP8 experts on H100 (FP8 native): the fp8_block curve, fp8 ridge
-    fp8 = _qwen30b(quant=QuantSpec(method="fp8", block_size=(128, 128), source="cli"))
+    # (vLLM 0.19.0: Triton; 0.12.0 runs DeepGEMM at MoE TP 1, which no table times at EP 1:
+    # the dense rate, test_layout_family_by_vllm_release_and_layout)
+    block = QuantSpec(method="fp8", block_size=(128, 128), source="cli")
+    fp8 = perf.context_for(resolve_model("Qwen/Qwen3-30B-A3B"), H100, "vllm", "0.19.0", tp=1,
+                           quant=block)
+    assert _qwen30b(quant=block).expert_gemm_curve == ()
     assert fp8.compute_dtype == "fp8"
     assert fp8.expert_gemm_curve == moe_gemm.CURVES[(FAMILY, "h100-sxm-80gb", "fp8_block")][1]
 
@@ -232,11 +237,12 @@ def test_deepgemm_narrow_band_hand_worked() -> None:
     assert moe_gemm.curve_for("trtllm-deepgemm-moe", "b200", "fp8_block", 256, 1024) == ()
 
 
-def _deepseek_r1_b200(engine: str, tp: int, gpu: str = "b200") -> perf.PerfContext:
+def _deepseek_r1_b200(engine: str, tp: int, gpu: str = "b200",
+                      version: str = "") -> perf.PerfContext:
     quant = QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint")
     return perf.context_for(resolve_model("deepseek-ai/DeepSeek-R1"), resolve_gpu(gpu),
-                            engine, "1.0.0" if engine == "trtllm" else "0.12.0", tp=tp,
-                            quant=quant)
+                            engine, version or ("1.0.0" if engine == "trtllm" else "0.12.0"),
+                            tp=tp, quant=quant)
 
 
 def test_deepseek_r1_on_b200_trtllm_reads_the_deepgemm_table() -> None:
@@ -287,15 +293,95 @@ def test_vllm_fp8_block_expert_parallel_on_hopper_keeps_the_dense_rate(gpu: str)
     assert sgl
 
 
-def test_vllm_expert_parallel_deepseek_r1_plan_says_why_dense() -> None:
+def _r1_layout(engine: str, version: str, *, tp: int, dp: int, ep: int, a2a: bool,
+               deepep: bool = False) -> perf.PerfContext:
     from kvplan.perf import expert
 
-    base = _deepseek_r1_b200("vllm", 8, "h200-sxm-141gb")
-    ep = expert.apply(base, resolve_model("deepseek-ai/DeepSeek-R1"), dtype="fp8",
-                      quant=QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint"),
-                      dp=1, ep=8, moe_dp=False, all_to_all=False)
-    assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
-    assert "DeepGEMM" in ep.expert_gemm_source and "FlashInfer" in ep.expert_gemm_source
+    base = _deepseek_r1_b200(engine, tp, "h200-sxm-141gb", version)
+    return expert.apply(base, resolve_model("deepseek-ai/DeepSeek-R1"), dtype="fp8",
+                        quant=QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint"),
+                        dp=dp, ep=ep, moe_dp=dp > 1, all_to_all=a2a, node_dedup=deepep)
+
+
+def test_vllm_expert_parallel_deepseek_r1_plan_says_why_dense() -> None:
+    """vLLM 0.16-0.19 (and kvplan's default, read as 0.19) run FlashInfer CUTLASS with EP on
+    Hopper: dense, said so; 0.12.0-0.14.0 run DeepGEMM there (MoE TP 1): SGLang's DeepEP MoE
+    table as a proxy, at EP 8."""
+    for version in ("0.16.0", "0.33.0"):
+        ep = _r1_layout("vllm", version, tp=8, dp=1, ep=8, a2a=False)
+        assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
+        assert "FlashInfer" in ep.expert_gemm_source
+    ep = _r1_layout("vllm", "0.12.0", tp=8, dp=1, ep=8, a2a=False)
+    assert ep.expert_gemm_curve == dict(moe_gemm.EP_CURVES[
+        ("vllm-deepgemm-moe", "h200-sxm-141gb", "fp8_block")])[8]
+    assert ep.expert_gemm_table.endswith("EP 8") and "proxy" in ep.expert_gemm_source
+
+
+# --- deepgemm --- DeepGEMM's grouped GEMMs on Hopper (SGLang 0.5.10's wideep tables)
+
+def test_deepgemm_hopper_hand_worked() -> None:
+    """aiconfigurator 095f58a5 h200_sxm/moe/sglang/0.5.10/wideep_context_moe_perf.parquet,
+    kernel_source deepepmoe, fp8_block, DeepSeek-V3 shape (7168 / 2048, 256 experts, top-8),
+    moe_ep_size 8, uniform, num_tokens 8192 (the EP group's): 0.901111 ms. t = 8192 × 8 / 256
+    = 256; one GPU's FLOPs 6 × 7168 × 2048 × 8192 × 8 / 8 = 721.55 GFLOP → 800.7 TFLOP/s;
+    over SGLang 0.5.10's dense fp8 median 1059 TFLOP/s (h200_sxm/gemm/sglang/0.5.10, e.g.
+    8192 × 4096 × 4096 in 0.222507 ms: 1235 TFLOP/s) = 0.756."""
+    rate = 6 * 7168 * 2048 * 8192 * 8 / 8 / 0.901111e-3
+    assert rate / 1059e12 == pytest.approx(0.756, abs=0.001)
+    ep8 = dict(moe_gemm.EP_CURVES[("sglang-deepgemm-moe", "h200-sxm-141gb", "fp8_block")])[8]
+    assert dict(ep8)[256] == pytest.approx(rate / 1059e12, abs=0.001)
+    # no EP-2 curve (no EP-2 row reaches t = 128): EP 2-3 keep the dense rate; EP 72 holds 64
+    for fam in ("sglang-deepgemm-moe", "vllm-deepgemm-moe"):
+        assert moe_gemm.curve_for_layout(fam, "h100-sxm-80gb", "fp8_block", 256, 2048,
+                                         tp=1, group=2, ep=2) == ()
+        assert moe_gemm.curve_for_layout(fam, "h100-sxm-80gb", "fp8_block", 256, 2048,
+                                         tp=1, group=72, ep=72)[0] == (128, 0.12)
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
+def test_layout_family_by_vllm_release_and_layout(gpu: str) -> None:
+    """docs/moe-gemm.md, which kernel runs: vLLM 0.11.0 DeepGEMM at every layout; 0.12-0.14
+    below MoE TP 8 and with EP; 0.10.x, 0.15 (not read), 0.16+ and the default keep theirs;
+    DeepEP → DeepGEMM (SGLang's own, vLLM's by proxy); other dtypes and GPUs unrouted."""
+    def fam(release: tuple[int, ...] | None, moe_tp: int = 8, ep: int = 1,
+            deepep: bool = False, kernels: str = FAMILY, gpu_id: str = gpu,
+            dtype: str = "fp8_block") -> str:
+        return moe_gemm.layout_family(kernels, gpu_id, dtype, release, moe_tp=moe_tp, ep=ep,
+                                      deepep=deepep)
+    dg = "vllm-deepgemm-moe"
+    assert fam((0, 11, 0)) == dg and fam((0, 11, 0), moe_tp=16) == dg
+    assert fam((0, 12, 0)) == FAMILY and fam((0, 14, 1), moe_tp=4) == dg
+    assert fam((0, 14, 0), moe_tp=1, ep=8) == dg
+    for other in ((0, 10, 1, 1), (0, 15, 0), (0, 16, 0), (0, 19, 0), (0, 33, 0), None):
+        assert fam(other, moe_tp=4) == FAMILY and fam(other, moe_tp=1, ep=8) == FAMILY
+    assert fam((0, 33, 0), moe_tp=1, ep=8, deepep=True) == dg
+    sgl = "sglang-triton-fused-moe"
+    assert fam(None, ep=8, deepep=True, kernels=sgl) == "sglang-deepgemm-moe"
+    assert fam(None, ep=8, deepep=True, kernels=sgl, dtype="bfloat16") == sgl
+    assert fam((0, 11, 0), dtype="fp8") == FAMILY
+    assert fam((0, 11, 0), gpu_id="b200") == FAMILY
+
+
+def test_vllm_0_11_tp8_reads_deepgemm_at_the_ep8_curve_by_proxy() -> None:
+    """DeepSeek-R1 -tp 8 on H200 under vLLM 0.11.0 (the traffic validation's GPUStack run):
+    DeepGEMM at every MoE TP; the TP-split layout reads the EP-8 curve (the same FLOPs and
+    weight bytes per GPU at the same t), a stated proxy; 0.12.0 keeps Triton at TP 8."""
+    ctx = _deepseek_r1_b200("vllm", 8, "h200-sxm-141gb", "0.11.0")
+    assert ctx.expert_gemm_key == (FAMILY, "h200-sxm-141gb", "fp8_block")
+    assert ctx.expert_gemm_curve == ((128, 0.475), (256, 0.756), (512, 0.953))
+    assert "proxy" in ctx.expert_gemm_source and ctx.expert_gemm_table.endswith("TP-split")
+    assert _deepseek_r1_b200("vllm", 8, "h200-sxm-141gb", "0.12.0").expert_gemm_table \
+        == "vLLM 0.14.0, TP-split"
+
+
+def test_deepep_layouts_read_the_deepgemm_table() -> None:
+    """SGLang --moe-a2a-backend deepep and vLLM's deepep backends, EP 16 with DP attention:
+    SGLang's DeepEP MoE table at EP 16 (vLLM's by proxy), where both kept the dense rate."""
+    sgl = _r1_layout("sglang", "0.5.10", tp=1, dp=16, ep=16, a2a=True, deepep=True)
+    assert sgl.expert_gemm_table == "SGLang 0.5.10 DeepEP MoE (DeepGEMM), EP 16"
+    assert sgl.expert_gemm_curve == ((128, 0.358), (256, 0.585), (512, 0.788))
+    vll = _r1_layout("vllm", "0.33.0", tp=1, dp=16, ep=16, a2a=True, deepep=True)
+    assert vll.expert_gemm_curve == sgl.expert_gemm_curve and "proxy" in vll.expert_gemm_source
 
 
 # --- mxfp4 --- gpt-oss's MXFP4 routed experts at their measured kernel rate (docs/moe-gemm.md)
@@ -533,3 +619,40 @@ def test_mxfp4_experts_at_the_engine_dtype_rate_by_hand() -> None:
     t = perf.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=8192)
     hand = 8192 * (ctx.dense_flops_per_token / 2500e12 + ctx.expert_flops_per_token / 5000e12)
     assert t.compute_s == pytest.approx(hand, rel=1e-9)
+
+
+def test_deepep_low_latency_decode_reads_the_generation_rows() -> None:
+    """h100_sxm/moe/sglang/0.5.10/wideep_generation_moe_perf.parquet (aiconfigurator 095f58a5),
+    moe_ep_size 32, uniform, num_tokens 4096 (128 per rank): 0.161843 ms. t = 4096 × 8 / 256 =
+    128; one GPU 6 × 7168 × 2048 × 4096 × 8 / 32 = 90.2 GFLOP → 557.3 TFLOP/s over SGLang
+    0.5.10's dense fp8 939 TFLOP/s = 0.594. Decode steps behind DeepEP's low-latency kernels
+    read it at EP 32-63; prefill steps (and EP 16, where no generation row reaches t = 128)
+    read the context curve; without low-latency decode there is no decode curve."""
+    rate = 6 * 7168 * 2048 * 4096 * 8 / 32 / 0.161843e-3
+    assert rate / 939e12 == pytest.approx(0.594, abs=0.001)
+    key = ("sglang-deepgemm-moe", "h100-sxm-80gb", "fp8_block")
+    assert moe_gemm.decode_curve_for_layout(*key, 256, 32) == ((128, 0.594),)
+    assert moe_gemm.decode_curve_for_layout(*key, 256, 72)[-1] == (256, 0.874)
+    assert moe_gemm.decode_curve_for_layout(*key, 256, 16) == ()
+    from kvplan.perf import expert
+
+    base = _deepseek_r1_b200("sglang", 1, "h200-sxm-141gb", "0.5.10")
+    m = resolve_model("deepseek-ai/DeepSeek-R1")
+    quant = QuantSpec(method="fp8", block_size=(128, 128), source="checkpoint")
+    ll = expert.apply(base, m, dtype="fp8", quant=quant, dp=32, ep=32, moe_dp=True,
+                      all_to_all=True, node_dedup=True, decode_low_latency=True)
+    assert ll.expert_gemm_decode_curve == ((128, 0.686),)
+    assert ll.expert_gemm_curve == ((128, 0.224), (256, 0.414), (512, 0.592))
+    normal = expert.apply(base, m, dtype="fp8", quant=quant, dp=32, ep=32, moe_dp=True,
+                          all_to_all=True, node_dedup=True, decode_low_latency=False)
+    assert normal.expert_gemm_decode_curve == ()
+    # the step model: a decode step's expert time at 0.686, a prefill step's at its curve
+    unit = dataclasses.replace(ll, coefficients=UNIT, moe_comm_per_token_s=0.0,
+                               moe_comm_fixed_s=0.0, moe_comm_decode_per_token_s=0.0)
+    flat = dataclasses.replace(unit, expert_gemm_curve=((128, 0.686),))
+    assert perf.step_terms(unit, decode_seqs=256, context_tokens=1000) \
+        == perf.step_terms(flat, decode_seqs=256, context_tokens=1000)
+    assert perf.step_terms(unit, decode_seqs=0, context_tokens=0, prefill_tokens=4096,
+                           prefill_context_tokens=2048) \
+        != perf.step_terms(flat, decode_seqs=0, context_tokens=0, prefill_tokens=4096,
+                           prefill_context_tokens=2048)
