@@ -262,7 +262,7 @@ CURVES: dict[tuple[str, str, str], tuple[Curve, Curve, Curve]] = {
         ((128, 0.376), (256, 0.511), (512, 0.542)),
         ((128, 0.576), (256, 0.877), (512, 0.971))),
     # TensorRT-LLM 1.3.0rc10's TRT-LLM-gen MoE (kernel_source moe_torch_flow, w4a8_mxfp4_mxfp8;
-    # the collector pins moe_backend "trtllm" for gpt-oss on SM100, collector/trtllm/
+    # the collector pins moe_backend TRTLLM for gpt-oss on SM100, collector/trtllm/
     # collect_moe.py, as 1.3's AUTO resolves it), moe_tp 1 only: the > 768 band
     ("trtllm-gen-mxfp4-mxfp8", "b200", "mxfp4_mxfp8"):  # dense fp8 1874 TFLOP/s
     (
