@@ -194,7 +194,9 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
         ctx = perf.context_for(  # an engine without a --dtype (TensorRT-LLM): the model's
             model, gpu, engine, ver, tp=tp, pp=int(inputs.get("pipeline_parallel_size") or 1),
             dtype=inputs.get("dtype"), kv_cache_dtype=inputs.get("kv_cache_dtype"),
-            quant=_QUANT.get(str(inputs.get("quantization"))),
+            # a quantized checkpoint's own scheme (block-scaled FP8, MXFP4: the plan's
+            # Deployment.quant), else what --quantization asks for
+            quant=None if model.quantization else _QUANT.get(str(inputs.get("quantization"))),
             max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
             max_num_seqs=int(inputs["max_num_seqs"]),
             kv_capacity_tokens=max(p.kv_cache.pool_tokens, 1))

@@ -233,3 +233,20 @@ def test_impossible_figures_skip_the_run_instead_of_failing(capsys, synthetic, t
                          "--json")
     assert code == 2 and "none of the runs can be used" in json.loads(out)["error"]["message"]
     assert "Traceback" not in err
+
+
+def test_a_quantized_checkpoint_is_replayed_in_its_own_format():
+    """A checkpoint that declares its quantization (DeepSeek-R1: block-scaled FP8, 128 × 128
+    blocks, config.json quantization_config weight_block_size) is replayed as the plan sizes
+    it, not as a per-channel `--quantization fp8`: its routed experts read the block-scaled
+    FP8 MoE table (vLLM 0.14.0's Triton fused_moe, fp8_block; perf/moe_gemm.py)."""
+    from kvplan.api import resolve_gpus
+    from kvplan.sources.catalog import find_model_entry, load_catalog_model
+
+    entry = find_model_entry("deepseek-ai/DeepSeek-R1")
+    assert entry is not None
+    m = load_catalog_model(entry)
+    assert m.quantization is not None and m.quantization.block_size is not None
+    ctx, _ = cal._context(m, resolve_gpus(["h200"])[0], "vllm", "0.14.0", 8,
+                          {"max_model_len": 8192}, {})
+    assert ctx.expert_gemm_key[2] == "fp8_block"
