@@ -309,20 +309,11 @@ def main_mxfp4(root: str) -> None:
 
 def wideep_curve(rows: list[dict[str, Any]], ep: int, distribution: str = "uniform"
                  ) -> dict[int, float]:
-    """One EP size's curve from SGLang's wideep rows (moe_tp 1): num_tokens is the whole EP
-    group's (the collector logs num_token × simulated EP size), so t = num_tokens × topk /
-    num_experts and one GPU does 1/ep of the layer's 6 × hidden × inter × tokens × topk FLOPs
-    (it holds num_experts / ep whole experts); uniform: every local expert gets t tokens."""
-    shapes: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
-    for r in rows:
-        if (r["moe_dtype"] != "fp8_block" or r["moe_ep_size"] != ep or r["moe_tp_size"] != 1
-                or r["num_experts"] < 128 or r["distribution"] != distribution):
-            continue
-        key = (r["hidden_size"], r["inter_size"], r["topk"], r["num_experts"])
-        t = r["num_tokens"] * r["topk"] / r["num_experts"]
-        flops = 6 * r["hidden_size"] * r["inter_size"] * r["num_tokens"] * r["topk"] / ep
-        shapes.setdefault(key, []).append((t, flops / (r["latency"] * 1e-3)))
-    return _median_curve(shapes)
+    """One EP size's curve from SGLang's wideep rows (kernel_source deepepmoe, fp8_block): as
+    moe_ep_curve, whose token and FLOP accounting they share (num_tokens is the whole EP
+    group's; one GPU holds num_experts / ep whole experts); uniform: every local expert gets
+    t tokens."""
+    return moe_ep_curve(rows, "fp8_block", ep, "deepepmoe", distribution)
 
 
 def main_deepgemm(root: str) -> None:
