@@ -676,7 +676,7 @@ def test_deepep_low_latency_decode_reads_the_generation_rows() -> None:
 def test_flashinfer_cutlass_ep8_hand_worked() -> None:
     """aiconfigurator 095f58a5 h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, kernel_source
     vllm_fp8moe_flashinfer_cutlass_flashinferexperts, fp8_block, moe_tp 1, moe_ep_size 8,
-    balanced, t = num_tokens × topk / num_experts = 256 (13 fine-grained shapes; the median
+    balanced, t = num_tokens × topk / num_experts = 256 (13 fine-grained shapes reach it; the median
     over them is the curve). The shapes next to the median: hidden 3072 / inter 1536 / 256
     experts / top-8 at 8192 tokens in 0.596693 ms, and hidden 4096 / inter 1536 / 128 experts
     / top-8 at 4096 tokens in 0.356971 ms; one GPU does 1/8 of 6 × hidden × inter × tokens ×
