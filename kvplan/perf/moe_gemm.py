@@ -52,9 +52,9 @@ read SGLang 0.5.10's DeepEP MoE table, DeepGEMM's grouped GEMMs: DEEPEP_ROUTES, 
 0.11's every layout and 0.12-0.14's MoE TP < 8 and EP: VLLM_DEEPGEMM, layout_family).
 Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
 rows), except where the engine runs another kernel for it: vLLM's FP8 block-scaled experts
-on Hopper run FlashInfer CUTLASS with EP from 0.16 (and every layout in 0.16), which read
-vLLM 0.24.0's FlashInfer CUTLASS table (VLLM_FI_CUTLASS, layout_family); releases not read
-there keep the dense rate (EP_UNTIMED);
+on Hopper run FlashInfer CUTLASS with EP from 0.15 (and every layout in 0.15-0.16), which
+read vLLM 0.24.0's FlashInfer CUTLASS table (VLLM_FI_CUTLASS, layout_family); 0.10.x EP
+layouts keep the dense rate (EP_UNTIMED);
 DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
 perf/expert.py). Performance.routed_experts says which (table_label, table_source, DENSE_RATE).
 """
@@ -560,13 +560,13 @@ EP_CURVES.update({
 })
 
 # --- fimoe --- vLLM's FP8 block-scaled experts on Hopper with expert parallelism run
-# FlashInfer's CUTLASS MoE (FlashInferExperts) in 0.16-0.33 (VLLM_FI_CUTLASS says which
+# FlashInfer's CUTLASS MoE (FlashInferExperts) in 0.15-0.33 (VLLM_FI_CUTLASS says which
 # releases, docs/moe-gemm.md which kernel runs). vLLM 0.24.0's tables time it (kernel_source
 # vllm_fp8moe_flashinfer_cutlass_flashinferexperts, fp8_block: moe_tp 1, moe_ep_size 2-256,
 # the fine-grained shapes, balanced routing) against the same release's dense per-tensor fp8
 # GEMM (CutlassFP8ScaledMMLinearKernel: H100 844, H200 917 TFLOP/s); benchmarks/
-# moe_gemm_tables.py's "EP" lines of vllm-flashinfer-cutlass-moe. vLLM 0.16.0 runs it for
-# TP-split layouts too: those read the EP curve at EP = MoE TP (TP_AS_EP, a proxy, PROXIES)
+# moe_gemm_tables.py's "EP" lines of vllm-flashinfer-cutlass-moe. vLLM 0.15.0-0.16.0 run it
+# for TP-split layouts too: those read the EP curve at EP = MoE TP (TP_AS_EP, a proxy, PROXIES)
 _FI_CUTLASS_H100 = (
     (2, ((128, 0.417), (256, 0.494), (512, 0.487))),
     (4, ((128, 0.402), (256, 0.484), (512, 0.472))),
@@ -626,26 +626,29 @@ DEEPEP_ROUTES: dict[tuple[str, str, str], str] = {
 # range, first release that leaves MoE TP ≥ tp_limit to Triton, tp_limit). 0.11.0:
 # VLLM_USE_DEEP_GEMM default 1 → DeepGEMM at every layout; 0.12.0-0.14.0: oracle/fp8.py
 # select_fp8_moe_backend switches DeepGEMM off by default at MoE TP ≥ 8, on below it and with
-# EP (MoE TP 1). 0.10.x (VLLM_USE_DEEP_GEMM default 0: Triton) and 0.15 (not read) keep
-# what they read before; 0.16 and later: VLLM_FI_CUTLASS.
+# EP (MoE TP 1). 0.10.x (VLLM_USE_DEEP_GEMM default 0: Triton) keeps what it read before;
+# 0.15 and later: VLLM_FI_CUTLASS.
 VLLM_DEEPGEMM: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...],
                                                 tuple[int, ...], int]] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): ((0, 11), (0, 15), (0, 12), 8),
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 11), (0, 15), (0, 12), 8),
 }
 # --- fimoe --- vLLM releases whose FP8 block-scaled experts on Hopper run FlashInfer's CUTLASS
-# MoE (oracle/fp8.py): (first release, first release past the TP-split range). 0.16.0: the
-# first supported backend of select_fp8_moe_backend's list in every layout; 0.17.0-0.33.0
-# (read: 0.17.0, 0.19.0, 0.20.0, 0.24.0, 0.28.0, 0.33.0; the releases between them not read,
-# the same code at both ends): _get_priority_backends "On Hopper for Block Fp8, prefer Triton
-# for TP and FI CUTLASS for EP" (moe_parallel_config.ep_size > 1), the default all2all backend
-# allgather_reducescatter (standard activation format, which FlashInferExperts takes) and
-# flashinfer-python a wheel dependency. EP layouts from the first release, and the newest
-# (release None), read vllm-flashinfer-cutlass-moe; TP-split layouts before the second
-# vllm-flashinfer-cutlass-moe-tp (a proxy); 0.15 (not read) keeps what it read before.
+# MoE (oracle/fp8.py): (first release, first release past the TP-split range). 0.15.0 and
+# 0.16.0: FLASHINFER_CUTLASS is the first backend of select_fp8_moe_backend's list that
+# supports block FP8 on SM90, in every layout (0.15.0's FlashInferExperts
+# _supports_parallel_config also wants dp_size 1 or dp_size = ep_size: DP without EP, or
+# -tp > 1 with -dp > 1 and EP, fall to DeepGEMM or Triton there, not told apart here);
+# 0.17.0-0.33.0 (read: 0.17.0, 0.18.0, 0.19.0, 0.20.0, 0.24.0, 0.28.0, 0.33.0; the releases
+# between them not read, the same code at both ends): _get_priority_backends "On Hopper for
+# Block Fp8, prefer Triton for TP and FI CUTLASS for EP" (moe_parallel_config.ep_size > 1), the
+# default all2all backend allgather_reducescatter (standard activation format, which
+# FlashInferExperts takes) and flashinfer-python a wheel dependency. EP layouts from the
+# first release, and the newest (release None), read vllm-flashinfer-cutlass-moe; TP-split
+# layouts before the second vllm-flashinfer-cutlass-moe-tp (a proxy).
 VLLM_FI_CUTLASS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {
-    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): ((0, 16), (0, 17)),
-    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 16), (0, 17)),
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): ((0, 15), (0, 17)),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 15), (0, 17)),
 }
 
 # families whose TP-split layouts read the EP curve at EP = the MoE TP size (a proxy: one GPU
@@ -661,7 +664,7 @@ def layout_family(kernels: str, gpu_id: str, kernel_dtype: str,
     behind DeepEP (`kernels` itself where none: the dense rate); vLLM's DeepGEMM in the releases
     of VLLM_DEEPGEMM (every layout in 0.11, below MoE TP 8 or with EP from 0.12, `ep` > 1 or
     `moe_tp` the MoE layer's own TP size); FlashInfer's CUTLASS MoE in the releases of
-    VLLM_FI_CUTLASS (EP from 0.16, TP-split in 0.16); else `kernels` (release None: the
+    VLLM_FI_CUTLASS (EP from 0.15, TP-split in 0.15-0.16); else `kernels` (release None: the
     newest)."""
     key = (kernels, gpu_id, kernel_dtype)
     if deepep:
@@ -792,8 +795,8 @@ PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4
            # --- fimoe ---
            "vllm-flashinfer-cutlass-moe-tp": "FlashInfer CUTLASS MoE's expert-parallel rows "
                                              "(whole experts per EP rank) as a proxy for its "
-                                             "TP-split run in vLLM 0.16 (the EP curve at EP = "
-                                             "MoE TP)"}
+                                             "TP-split run in vLLM 0.15-0.16 (the EP curve at "
+                                             "EP = MoE TP)"}
 
 
 def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:
@@ -821,11 +824,11 @@ DEEPEP_DENSE_RATE = "DeepEP with DeepGEMM: no measured MoE kernel table; extrapo
 # (collector/vllm/collect_moe_v1.py / _v2.py: fused_experts(..., quant_config=...), whose
 # allow_deep_gemm defaults to False in 0.14.0 and which is Triton-only in 0.19.0). --- fimoe ---
 # vLLM 0.24.0's tables time FlashInfer CUTLASS (layout_family routes 0.16 and later there,
-# VLLM_FI_CUTLASS) and 0.11-0.14 read the DeepGEMM proxy (VLLM_DEEPGEMM), so this reason is
-# left to the EP layouts of the releases neither covers: 0.10.x and older, and 0.15 (not read).
-VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: this release's kernel "
-                     "not read or not timed (0.15 not read; 0.16-0.33 FlashInfer CUTLASS "
-                     "reads vLLM 0.24.0's table); extrapolated")
+# VLLM_FI_CUTLASS, from 0.15) and 0.11-0.14 read the DeepGEMM proxy (VLLM_DEEPGEMM), so this
+# reason is left to the EP layouts of the releases neither covers: 0.10.x and older.
+VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: no table wired for this "
+                     "release (before 0.11; 0.15-0.33 FlashInfer CUTLASS reads vLLM 0.24.0's "
+                     "table); extrapolated")
 EP_UNTIMED: dict[tuple[str, str, str], str] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): VLLM_EP_FP8_BLOCK,
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): VLLM_EP_FP8_BLOCK,

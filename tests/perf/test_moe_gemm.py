@@ -279,7 +279,7 @@ def test_vllm_fp8_block_tp_split_on_hopper_keeps_the_triton_table() -> None:
 def test_vllm_fp8_block_expert_parallel_on_hopper_keeps_the_dense_rate(gpu: str) -> None:
     """With expert parallelism the MoE's TP size is 1: vLLM 0.14.0 runs DeepGEMM, 0.19.0
     FlashInfer's CUTLASS MoE (layout_family routes both); the Triton family's own EP layouts
-    (releases routed nowhere else: 0.10.x, 0.15) keep the dense rate, and the plan says why.
+    (releases routed nowhere else: 0.10.x) keep the dense rate, and the plan says why.
     bf16 and per-tensor FP8 experts keep their EP curves."""
     assert moe_gemm.curve_for_layout(FAMILY, gpu, "fp8_block", 256, 2048,
                                      tp=1, group=8, ep=8) == ()
@@ -305,16 +305,16 @@ def _r1_layout(engine: str, version: str, *, tp: int, dp: int, ep: int, a2a: boo
 
 
 def test_vllm_expert_parallel_deepseek_r1_reads_flashinfer_cutlass() -> None:
-    """vLLM 0.16-0.33 (kvplan's default 0.33.0 read) run FlashInfer CUTLASS with EP on
-    Hopper: vLLM 0.24.0's FlashInfer CUTLASS table at EP 8; 0.15 (not read) keeps the dense
-    rate, said so; 0.12.0-0.14.0 run DeepGEMM there (MoE TP 1): SGLang's DeepEP MoE table as a
-    proxy, at EP 8."""
-    for version in ("0.16.0", "0.33.0"):
+    """vLLM 0.15-0.33 (kvplan's default 0.33.0 read) run FlashInfer CUTLASS with EP on
+    Hopper: vLLM 0.24.0's FlashInfer CUTLASS table at EP 8; 0.10.x keeps the dense rate, said
+    so; 0.12.0-0.14.0 run DeepGEMM there (MoE TP 1): SGLang's DeepEP MoE table as a proxy, at
+    EP 8."""
+    for version in ("0.15.0", "0.16.0", "0.33.0"):
         ep = _r1_layout("vllm", version, tp=8, dp=1, ep=8, a2a=False)
         assert ep.expert_gemm_curve == ((128, 0.406), (256, 0.466), (512, 0.437))
         assert ep.expert_gemm_table == "vLLM 0.24.0 FlashInfer CUTLASS MoE, EP 8"
         assert "proxy" not in ep.expert_gemm_source
-    ep = _r1_layout("vllm", "0.15.0", tp=8, dp=1, ep=8, a2a=False)
+    ep = _r1_layout("vllm", "0.10.1", tp=8, dp=1, ep=8, a2a=False)
     assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
     assert ep.expert_gemm_source == moe_gemm.VLLM_EP_FP8_BLOCK
     ep = _r1_layout("vllm", "0.12.0", tp=8, dp=1, ep=8, a2a=False)
@@ -358,12 +358,12 @@ def test_layout_family_by_vllm_release_and_layout(gpu: str) -> None:
     assert fam((0, 11, 0)) == dg and fam((0, 11, 0), moe_tp=16) == dg
     assert fam((0, 12, 0)) == FAMILY and fam((0, 14, 1), moe_tp=4) == dg
     assert fam((0, 14, 0), moe_tp=1, ep=8) == dg
-    for other in ((0, 10, 1, 1), (0, 15, 0)):
-        assert fam(other, moe_tp=4) == FAMILY and fam(other, moe_tp=1, ep=8) == FAMILY
-    # --- fimoe --- 0.16.0: FlashInfer CUTLASS in every layout (TP-split by proxy); 0.17-0.33
-    # and the newest: Triton for TP, FlashInfer CUTLASS for EP (oracle/fp8.py)
+    assert fam((0, 10, 1, 1), moe_tp=4) == FAMILY and fam((0, 10, 1, 1), moe_tp=1, ep=8) == FAMILY
+    # --- fimoe --- 0.15.0-0.16.0: FlashInfer CUTLASS in every layout (TP-split by proxy);
+    # 0.17-0.33 and the newest: Triton for TP, FlashInfer CUTLASS for EP (oracle/fp8.py)
     fi = "vllm-flashinfer-cutlass-moe"
-    assert fam((0, 16, 0), moe_tp=8) == fi + "-tp" and fam((0, 16, 0), moe_tp=1, ep=8) == fi
+    for first in ((0, 15, 0), (0, 16, 0)):
+        assert fam(first, moe_tp=8) == fi + "-tp" and fam(first, moe_tp=1, ep=8) == fi
     for newer in ((0, 17, 0), (0, 19, 0), (0, 24, 0), (0, 33, 0), None):
         assert fam(newer, moe_tp=8) == FAMILY and fam(newer, moe_tp=4) == FAMILY
         assert fam(newer, moe_tp=1, ep=8) == fi
@@ -694,13 +694,14 @@ def test_flashinfer_cutlass_ep8_hand_worked() -> None:
 
 @pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
 def test_vllm_0_16_tp_split_reads_flashinfer_cutlass_by_proxy(gpu: str) -> None:
-    """vLLM 0.16.0 runs FlashInfer CUTLASS at every layout (select_fp8_moe_backend's first
-    supported backend): -tp 8 reads its EP-8 curve, a stated proxy; 0.17.0 and the default
-    keep the Triton table at -tp 8 ("prefer Triton for TP")."""
-    ctx = _deepseek_r1_b200("vllm", 8, gpu, "0.16.0")
+    """vLLM 0.15.0 and 0.16.0 run FlashInfer CUTLASS at every layout (select_fp8_moe_backend's
+    first supported backend): -tp 8 reads its EP-8 curve, a stated proxy; 0.17.0 and the
+    default keep the Triton table at -tp 8 ("prefer Triton for TP")."""
     ep8 = dict(moe_gemm.EP_CURVES[("vllm-flashinfer-cutlass-moe", gpu, "fp8_block")])[8]
-    assert ctx.expert_gemm_curve == ep8
-    assert ctx.expert_gemm_table.endswith("TP-split") and "proxy" in ctx.expert_gemm_source
+    for version in ("0.15.0", "0.16.0"):
+        ctx = _deepseek_r1_b200("vllm", 8, gpu, version)
+        assert ctx.expert_gemm_curve == ep8
+        assert ctx.expert_gemm_table.endswith("TP-split") and "proxy" in ctx.expert_gemm_source
     for version in ("0.17.0", "0.33.0"):
         assert _deepseek_r1_b200("vllm", 8, gpu, version).expert_gemm_table \
             == "vLLM 0.14.0, TP-split"
