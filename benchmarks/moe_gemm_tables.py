@@ -83,6 +83,15 @@ TABLES = {
     # fp8_block GEMM is printed alongside, "DeepGEMM dense")
     "trtllm-deepgemm-moe": (("b200_sxm", "trtllm", "1.2.0rc5", (("fp8_block", "fp8"),),
                              "deepgemm", "torch_flow"),),
+    # --- fimoe --- vLLM's FP8 block-scaled experts with expert parallelism on Hopper run
+    # FlashInfer's CUTLASS MoE (FlashInferExperts; fused_moe/oracle/fp8.py
+    # _get_priority_backends, 0.16-0.33: docs/moe-gemm.md). vLLM 0.24.0's tables time it
+    # (kernel_source below: moe_tp 1, moe_ep_size 2-256 only, so only "EP" lines print) against
+    # the same release's dense per-tensor fp8 GEMM (CutlassFP8ScaledMMLinearKernel)
+    "vllm-flashinfer-cutlass-moe": tuple(
+        (gpu, "vllm", "0.24.0", (("fp8_block", "fp8"),),
+         "vllm_fp8moe_flashinfer_cutlass_flashinferexperts", "CutlassFP8ScaledMMLinearKernel")
+        for gpu in ("h100_sxm", "h200_sxm")),
 }
 # --- mxfp4 --- gpt-oss's MXFP4 routed experts (kvplan dtype "mxfp4": weight-only, bf16
 # activations) per kernel family that runs them (kvplan/perf/moe_gemm.py KERNEL_ROUTES; which

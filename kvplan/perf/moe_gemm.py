@@ -51,8 +51,10 @@ has no AMD system), and DeepEP layouts other than FP8 block-scaled experts on H1
 read SGLang 0.5.10's DeepEP MoE table, DeepGEMM's grouped GEMMs: DEEPEP_ROUTES, as do vLLM
 0.11's every layout and 0.12-0.14's MoE TP < 8 and EP: VLLM_DEEPGEMM, layout_family).
 Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
-rows), except where the engine runs another kernel for it (EP_UNTIMED: vLLM's FP8
-block-scaled experts on Hopper run FlashInfer CUTLASS with EP from 0.16, dense rate);
+rows), except where the engine runs another kernel for it: vLLM's FP8 block-scaled experts
+on Hopper run FlashInfer CUTLASS with EP from 0.15 (and every layout in 0.15-0.16), which
+read vLLM 0.24.0's FlashInfer CUTLASS table (VLLM_FI_CUTLASS, layout_family); 0.10.x EP
+layouts keep the dense rate (EP_UNTIMED);
 DP attention without EP reads CURVES at the group-wide shard width (curve_for_layout,
 perf/expert.py). Performance.routed_experts says which (table_label, table_source, DENSE_RATE).
 """
@@ -557,6 +559,34 @@ EP_CURVES.update({
     ("vllm-deepgemm-moe", "h200-sxm-141gb", "fp8_block"): _DEEPGEMM_H200,
 })
 
+# --- fimoe --- vLLM's FP8 block-scaled experts on Hopper with expert parallelism run
+# FlashInfer's CUTLASS MoE (FlashInferExperts) in 0.15-0.33 (VLLM_FI_CUTLASS says which
+# releases, docs/moe-gemm.md which kernel runs). vLLM 0.24.0's tables time it (kernel_source
+# vllm_fp8moe_flashinfer_cutlass_flashinferexperts, fp8_block: moe_tp 1, moe_ep_size 2-256,
+# the fine-grained shapes, balanced routing) against the same release's dense per-tensor fp8
+# GEMM (CutlassFP8ScaledMMLinearKernel: H100 844, H200 917 TFLOP/s); benchmarks/
+# moe_gemm_tables.py's "EP" lines of vllm-flashinfer-cutlass-moe. vLLM 0.15.0-0.16.0 run it
+# for TP-split layouts too: those read the EP curve at EP = MoE TP (TP_AS_EP, a proxy, PROXIES)
+_FI_CUTLASS_H100 = (
+    (2, ((128, 0.417), (256, 0.494), (512, 0.487))),
+    (4, ((128, 0.402), (256, 0.484), (512, 0.472))),
+    (8, ((128, 0.381), (256, 0.452), (512, 0.43))),
+    (16, ((128, 0.329), (256, 0.408), (512, 0.376))),
+    (32, ((128, 0.233), (256, 0.301), (512, 0.301))),
+    (64, ((128, 0.15), (256, 0.194), (512, 0.186))),
+)
+_FI_CUTLASS_H200 = (
+    (2, ((128, 0.449), (256, 0.519), (512, 0.501))),
+    (4, ((128, 0.43), (256, 0.496), (512, 0.48))),
+    (8, ((128, 0.406), (256, 0.466), (512, 0.437))),
+    (16, ((128, 0.349), (256, 0.418), (512, 0.386))),
+    (32, ((128, 0.247), (256, 0.307), (512, 0.31))),
+    (64, ((128, 0.156), (256, 0.201), (512, 0.192))),
+)
+for _fam in ("vllm-flashinfer-cutlass-moe", "vllm-flashinfer-cutlass-moe-tp"):
+    EP_CURVES[(_fam, "h100-sxm-80gb", "fp8_block")] = _FI_CUTLASS_H100
+    EP_CURVES[(_fam, "h200-sxm-141gb", "fp8_block")] = _FI_CUTLASS_H200
+
 # --- deepgemm --- decode steps behind DeepEP's low-latency kernels (SGLang deepep_mode auto
 # for decode batches, vLLM deepep_low_latency): DeepGEMM's masked grouped GEMM, which the same
 # set's wideep_generation_moe_perf rows time (DeepEPLLDispatchOutput, masked_m per expert,
@@ -596,18 +626,35 @@ DEEPEP_ROUTES: dict[tuple[str, str, str], str] = {
 # range, first release that leaves MoE TP ≥ tp_limit to Triton, tp_limit). 0.11.0:
 # VLLM_USE_DEEP_GEMM default 1 → DeepGEMM at every layout; 0.12.0-0.14.0: oracle/fp8.py
 # select_fp8_moe_backend switches DeepGEMM off by default at MoE TP ≥ 8, on below it and with
-# EP (MoE TP 1). 0.10.x (VLLM_USE_DEEP_GEMM default 0: Triton), 0.15 (not read), 0.16
-# (FlashInfer CUTLASS) and later (Triton for TP, FlashInfer CUTLASS for EP; kvplan's default
-# 0.33 not read: as 0.19) keep what they read before.
+# EP (MoE TP 1). 0.10.x (VLLM_USE_DEEP_GEMM default 0: Triton) keeps what it read before;
+# 0.15 and later: VLLM_FI_CUTLASS.
 VLLM_DEEPGEMM: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...],
                                                 tuple[int, ...], int]] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): ((0, 11), (0, 15), (0, 12), 8),
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 11), (0, 15), (0, 12), 8),
 }
+# --- fimoe --- vLLM releases whose FP8 block-scaled experts on Hopper run FlashInfer's CUTLASS
+# MoE (oracle/fp8.py): (first release, first release past the TP-split range). 0.15.0 and
+# 0.16.0: FLASHINFER_CUTLASS is the first backend of select_fp8_moe_backend's list that
+# supports block FP8 on SM90, in every layout (0.15.0's FlashInferExperts
+# _supports_parallel_config also wants dp_size 1 or dp_size = ep_size: DP without EP, or
+# -tp > 1 with -dp > 1 and EP, fall to DeepGEMM or Triton there, not told apart here);
+# 0.17.0-0.33.0 (read: 0.17.0, 0.18.0, 0.19.0, 0.20.0, 0.24.0, 0.28.0, 0.33.0; the releases
+# between them not read, the same code at both ends): _get_priority_backends "On Hopper for
+# Block Fp8, prefer Triton for TP and FI CUTLASS for EP" (moe_parallel_config.ep_size > 1), the
+# default all2all backend allgather_reducescatter (standard activation format, which
+# FlashInferExperts takes) and flashinfer-python a wheel dependency. EP layouts from the
+# first release, and the newest (release None), read vllm-flashinfer-cutlass-moe; TP-split
+# layouts before the second vllm-flashinfer-cutlass-moe-tp (a proxy).
+VLLM_FI_CUTLASS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): ((0, 15), (0, 17)),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 15), (0, 17)),
+}
+
 # families whose TP-split layouts read the EP curve at EP = the MoE TP size (a proxy: one GPU
 # holds every expert's 1/TP slice, the table times EP ranks of whole experts — the same FLOPs
 # and weight bytes per GPU at the same t, other GEMM shapes)
-TP_AS_EP = frozenset({"vllm-deepgemm-moe"})
+TP_AS_EP = frozenset({"vllm-deepgemm-moe", "vllm-flashinfer-cutlass-moe-tp"})
 
 
 def layout_family(kernels: str, gpu_id: str, kernel_dtype: str,
@@ -616,10 +663,18 @@ def layout_family(kernels: str, gpu_id: str, kernel_dtype: str,
     """The kernel family that runs a layout's routed experts: DEEPEP_ROUTES' DeepGEMM family
     behind DeepEP (`kernels` itself where none: the dense rate); vLLM's DeepGEMM in the releases
     of VLLM_DEEPGEMM (every layout in 0.11, below MoE TP 8 or with EP from 0.12, `ep` > 1 or
-    `moe_tp` the MoE layer's own TP size); else `kernels` (release None: the newest)."""
+    `moe_tp` the MoE layer's own TP size); FlashInfer's CUTLASS MoE in the releases of
+    VLLM_FI_CUTLASS (EP from 0.15, TP-split in 0.15-0.16); else `kernels` (release None: the
+    newest)."""
     key = (kernels, gpu_id, kernel_dtype)
     if deepep:
         return DEEPEP_ROUTES.get(key, kernels)
+    fi = VLLM_FI_CUTLASS.get(key)
+    if fi is not None and (release is None or release >= fi[0]):
+        if ep > 1:
+            return "vllm-flashinfer-cutlass-moe"
+        if release is not None and release < fi[1]:
+            return "vllm-flashinfer-cutlass-moe-tp"
     span = VLLM_DEEPGEMM.get(key)
     if span is None or release is None or not span[0] <= release < span[1]:
         return kernels
@@ -714,7 +769,11 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   # --- deepgemm ---
                   "sglang-deepgemm-moe": "SGLang 0.5.10 DeepEP MoE (DeepGEMM)",
                   "vllm-deepgemm-moe": "SGLang 0.5.10 DeepEP MoE (DeepGEMM; proxy for vLLM's "
-                                       "DeepGEMM experts)"}
+                                       "DeepGEMM experts)",
+                  # --- fimoe ---
+                  "vllm-flashinfer-cutlass-moe": "vLLM 0.24.0 FlashInfer CUTLASS MoE",
+                  "vllm-flashinfer-cutlass-moe-tp": "vLLM 0.24.0 FlashInfer CUTLASS MoE (EP "
+                                                    "rows; proxy for its TP-split run)"}
 
 
 def table_label(kernels: str, ep: int) -> str:
@@ -732,7 +791,12 @@ PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4
            # --- deepgemm ---
            "vllm-deepgemm-moe": "SGLang's DeepEP MoE expert compute (DeepGEMM grouped GEMMs, "
                                 "whole experts per EP rank) as a proxy for vLLM's DeepGEMM "
-                                "experts (TP-split layouts: the EP curve at EP = MoE TP)"}
+                                "experts (TP-split layouts: the EP curve at EP = MoE TP)",
+           # --- fimoe ---
+           "vllm-flashinfer-cutlass-moe-tp": "FlashInfer CUTLASS MoE's expert-parallel rows "
+                                             "(whole experts per EP rank) as a proxy for its "
+                                             "TP-split run in vLLM 0.15-0.16 (the EP curve at "
+                                             "EP = MoE TP)"}
 
 
 def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:
@@ -758,10 +822,13 @@ DEEPEP_DENSE_RATE = "DeepEP with DeepGEMM: no measured MoE kernel table; extrapo
 # select_fp8_moe_backend / _get_priority_backends; flashinfer-python is a dependency of the
 # wheel). aiconfigurator's vLLM tables time the Triton fused_experts()
 # (collector/vllm/collect_moe_v1.py / _v2.py: fused_experts(..., quant_config=...), whose
-# allow_deep_gemm defaults to False in 0.14.0 and which is Triton-only in 0.19.0): no table
-# times DeepGEMM or FlashInfer CUTLASS under vLLM on Hopper.
-VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: FlashInfer CUTLASS "
-                     "(0.16-0.19) runs, no measured table times it; extrapolated")
+# allow_deep_gemm defaults to False in 0.14.0 and which is Triton-only in 0.19.0). --- fimoe ---
+# vLLM 0.24.0's tables time FlashInfer CUTLASS (layout_family routes 0.16 and later there,
+# VLLM_FI_CUTLASS, from 0.15) and 0.11-0.14 read the DeepGEMM proxy (VLLM_DEEPGEMM), so this
+# reason is left to the EP layouts of the releases neither covers: 0.10.x and older.
+VLLM_EP_FP8_BLOCK = ("vLLM EP, FP8 block-scaled experts on Hopper: no table wired for this "
+                     "release (before 0.11; 0.15-0.33 FlashInfer CUTLASS reads vLLM 0.24.0's "
+                     "table); extrapolated")
 EP_UNTIMED: dict[tuple[str, str, str], str] = {
     ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): VLLM_EP_FP8_BLOCK,
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): VLLM_EP_FP8_BLOCK,

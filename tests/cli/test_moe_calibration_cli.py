@@ -38,14 +38,19 @@ def test_expert_parallel_names_the_ep_size() -> None:
 
 
 def test_vllm_expert_parallel_fp8_block_says_which_kernel_runs() -> None:
-    # --- moe4 --- vLLM runs FlashInfer CUTLASS (0.16-0.19; the default release read as 0.19)
-    # for FP8 block-scaled experts with EP on Hopper, which no table times: dense rate, said
-    # so; --- deepgemm --- 0.12-0.14 run DeepGEMM there: SGLang's DeepEP MoE table, a proxy
+    # --- fimoe --- vLLM runs FlashInfer CUTLASS (0.15-0.33, the default 0.33.0 read) for FP8
+    # block-scaled experts with EP on Hopper: vLLM 0.24.0's FlashInfer CUTLASS table; 0.10.x
+    # keeps the dense rate, said so; --- deepgemm --- 0.12-0.14 run DeepGEMM there:
+    # SGLang's DeepEP MoE table, a proxy
     perf = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
                         "--enable-expert-parallel")
     re = perf["routed_experts"]
-    assert re["rate"] == "dense" and re["table"] is None
-    assert "FlashInfer CUTLASS" in re["source"]
+    assert re["rate"] == "measured"
+    assert re["table"] == "vLLM 0.24.0 FlashInfer CUTLASS MoE, EP 8"
+    unread = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
+                          "--enable-expert-parallel", "--engine-version", "0.10.1")
+    assert unread["routed_experts"]["rate"] == "dense"
+    assert "before 0.11" in unread["routed_experts"]["source"]
     old = _performance(R1, "--gpu", "h200-sxm-141gb", "-tp", "1", "-dp", "8",
                        "--enable-expert-parallel", "--engine-version", "0.14.0")["routed_experts"]
     assert old["rate"] == "measured"

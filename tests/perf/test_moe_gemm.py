@@ -278,8 +278,9 @@ def test_vllm_fp8_block_tp_split_on_hopper_keeps_the_triton_table() -> None:
 @pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
 def test_vllm_fp8_block_expert_parallel_on_hopper_keeps_the_dense_rate(gpu: str) -> None:
     """With expert parallelism the MoE's TP size is 1: vLLM 0.14.0 runs DeepGEMM, 0.19.0
-    FlashInfer's CUTLASS MoE; the EP table times Triton's fused_experts, so the dense rate,
-    and the plan says why. bf16 and per-tensor FP8 experts keep their EP curves."""
+    FlashInfer's CUTLASS MoE (layout_family routes both); the Triton family's own EP layouts
+    (releases routed nowhere else: 0.10.x) keep the dense rate, and the plan says why.
+    bf16 and per-tensor FP8 experts keep their EP curves."""
     assert moe_gemm.curve_for_layout(FAMILY, gpu, "fp8_block", 256, 2048,
                                      tp=1, group=8, ep=8) == ()
     assert moe_gemm.dense_reason((FAMILY, gpu, "fp8_block"), 8) == moe_gemm.VLLM_EP_FP8_BLOCK
@@ -303,14 +304,19 @@ def _r1_layout(engine: str, version: str, *, tp: int, dp: int, ep: int, a2a: boo
                         dp=dp, ep=ep, moe_dp=dp > 1, all_to_all=a2a, node_dedup=deepep)
 
 
-def test_vllm_expert_parallel_deepseek_r1_plan_says_why_dense() -> None:
-    """vLLM 0.16-0.19 (and kvplan's default, read as 0.19) run FlashInfer CUTLASS with EP on
-    Hopper: dense, said so; 0.12.0-0.14.0 run DeepGEMM there (MoE TP 1): SGLang's DeepEP MoE
-    table as a proxy, at EP 8."""
-    for version in ("0.16.0", "0.33.0"):
+def test_vllm_expert_parallel_deepseek_r1_reads_flashinfer_cutlass() -> None:
+    """vLLM 0.15-0.33 (kvplan's default 0.33.0 read) run FlashInfer CUTLASS with EP on
+    Hopper: vLLM 0.24.0's FlashInfer CUTLASS table at EP 8; 0.10.x keeps the dense rate, said
+    so; 0.12.0-0.14.0 run DeepGEMM there (MoE TP 1): SGLang's DeepEP MoE table as a proxy, at
+    EP 8."""
+    for version in ("0.15.0", "0.16.0", "0.33.0"):
         ep = _r1_layout("vllm", version, tp=8, dp=1, ep=8, a2a=False)
-        assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
-        assert "FlashInfer" in ep.expert_gemm_source
+        assert ep.expert_gemm_curve == ((128, 0.406), (256, 0.466), (512, 0.437))
+        assert ep.expert_gemm_table == "vLLM 0.24.0 FlashInfer CUTLASS MoE, EP 8"
+        assert "proxy" not in ep.expert_gemm_source
+    ep = _r1_layout("vllm", "0.10.1", tp=8, dp=1, ep=8, a2a=False)
+    assert ep.expert_gemm_curve == () and ep.expert_gemm_table == ""
+    assert ep.expert_gemm_source == moe_gemm.VLLM_EP_FP8_BLOCK
     ep = _r1_layout("vllm", "0.12.0", tp=8, dp=1, ep=8, a2a=False)
     assert ep.expert_gemm_curve == dict(moe_gemm.EP_CURVES[
         ("vllm-deepgemm-moe", "h200-sxm-141gb", "fp8_block")])[8]
@@ -352,8 +358,15 @@ def test_layout_family_by_vllm_release_and_layout(gpu: str) -> None:
     assert fam((0, 11, 0)) == dg and fam((0, 11, 0), moe_tp=16) == dg
     assert fam((0, 12, 0)) == FAMILY and fam((0, 14, 1), moe_tp=4) == dg
     assert fam((0, 14, 0), moe_tp=1, ep=8) == dg
-    for other in ((0, 10, 1, 1), (0, 15, 0), (0, 16, 0), (0, 19, 0), (0, 33, 0), None):
-        assert fam(other, moe_tp=4) == FAMILY and fam(other, moe_tp=1, ep=8) == FAMILY
+    assert fam((0, 10, 1, 1), moe_tp=4) == FAMILY and fam((0, 10, 1, 1), moe_tp=1, ep=8) == FAMILY
+    # --- fimoe --- 0.15.0-0.16.0: FlashInfer CUTLASS in every layout (TP-split by proxy);
+    # 0.17-0.33 and the newest: Triton for TP, FlashInfer CUTLASS for EP (oracle/fp8.py)
+    fi = "vllm-flashinfer-cutlass-moe"
+    for first in ((0, 15, 0), (0, 16, 0)):
+        assert fam(first, moe_tp=8) == fi + "-tp" and fam(first, moe_tp=1, ep=8) == fi
+    for newer in ((0, 17, 0), (0, 19, 0), (0, 24, 0), (0, 33, 0), None):
+        assert fam(newer, moe_tp=8) == FAMILY and fam(newer, moe_tp=4) == FAMILY
+        assert fam(newer, moe_tp=1, ep=8) == fi
     assert fam((0, 33, 0), moe_tp=1, ep=8, deepep=True) == dg
     sgl = "sglang-triton-fused-moe"
     assert fam(None, ep=8, deepep=True, kernels=sgl) == "sglang-deepgemm-moe"
@@ -656,3 +669,39 @@ def test_deepep_low_latency_decode_reads_the_generation_rows() -> None:
                            prefill_context_tokens=2048) \
         != perf.step_terms(flat, decode_seqs=0, context_tokens=0, prefill_tokens=4096,
                            prefill_context_tokens=2048)
+
+
+# --- fimoe --- FlashInfer's CUTLASS MoE (vLLM's FP8 block-scaled experts with EP on Hopper)
+
+def test_flashinfer_cutlass_ep8_hand_worked() -> None:
+    """aiconfigurator 095f58a5 h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, kernel_source
+    vllm_fp8moe_flashinfer_cutlass_flashinferexperts, fp8_block, moe_tp 1, moe_ep_size 8,
+    balanced, t = num_tokens × topk / num_experts = 256 (13 fine-grained shapes reach it; the median
+    over them is the curve). The shapes next to the median: hidden 3072 / inter 1536 / 256
+    experts / top-8 at 8192 tokens in 0.596693 ms, and hidden 4096 / inter 1536 / 128 experts
+    / top-8 at 4096 tokens in 0.356971 ms; one GPU does 1/8 of 6 × hidden × inter × tokens ×
+    topk. Over the same release's dense per-tensor fp8 median 917 TFLOP/s (h200_sxm/gemm/vllm/
+    0.24.0, CutlassFP8ScaledMMLinearKernel, e.g. 8192 × 4096 × 4096 in 0.25233 ms: 1089
+    TFLOP/s): 0.424 and 0.472, which bracket the curve's 0.466."""
+    lo = 6 * 3072 * 1536 * 8192 * 8 / 8 / 0.596693e-3 / 917e12
+    hi = 6 * 4096 * 1536 * 4096 * 8 / 8 / 0.356971e-3 / 917e12
+    assert lo == pytest.approx(0.424, abs=0.001) and hi == pytest.approx(0.472, abs=0.001)
+    curve = moe_gemm.curve_for_layout("vllm-flashinfer-cutlass-moe", "h200-sxm-141gb",
+                                      "fp8_block", 256, 2048, tp=1, group=8, ep=8)
+    assert lo < moe_gemm.ratio(curve, 256) < hi
+    assert moe_gemm.ratio(curve, 256) == pytest.approx(0.466)
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
+def test_vllm_0_16_tp_split_reads_flashinfer_cutlass_by_proxy(gpu: str) -> None:
+    """vLLM 0.15.0 and 0.16.0 run FlashInfer CUTLASS at every layout (select_fp8_moe_backend's
+    first supported backend): -tp 8 reads its EP-8 curve, a stated proxy; 0.17.0 and the
+    default keep the Triton table at -tp 8 ("prefer Triton for TP")."""
+    ep8 = dict(moe_gemm.EP_CURVES[("vllm-flashinfer-cutlass-moe", gpu, "fp8_block")])[8]
+    for version in ("0.15.0", "0.16.0"):
+        ctx = _deepseek_r1_b200("vllm", 8, gpu, version)
+        assert ctx.expert_gemm_curve == ep8
+        assert ctx.expert_gemm_table.endswith("TP-split") and "proxy" in ctx.expert_gemm_source
+    for version in ("0.17.0", "0.33.0"):
+        assert _deepseek_r1_b200("vllm", 8, gpu, version).expert_gemm_table \
+            == "vLLM 0.14.0, TP-split"
