@@ -21,14 +21,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kvplan.api import plan  # noqa: E402
+from kvplan.api import plan_with_context  # noqa: E402
 from kvplan.engines import registry  # noqa: E402
 from kvplan.perf import simulate as sim  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
-from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
-from kvplan.specs import QuantSpec  # noqa: E402
-
-QUANT = {"fp8": QuantSpec(method="fp8", per_channel=True, source="cli")}
+from kvplan.sources.catalog import resolve_gpu  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -239,27 +236,16 @@ ALL_RUNS = RUNS + GPUSTACK
 
 
 def _context(run: Run) -> tuple[perf.PerfContext, int, str]:
-    """The latency model's context of the run's deployment as kvplan plans it (as kvplan
-    calibrate replays runs: kvplan/calibrate.py _context)."""
-    p = plan(run.model, run.gpu, engine=run.engine, engine_version=run.version,
-             tensor_parallel_size=run.tp, **run.knobs)
-    m, g = resolve_model(run.model), resolve_gpu(run.gpu)
+    """The latency model's context of the run's deployment as kvplan plans it (the context
+    `kvplan plan` computes its figures with; kvplan calibrate replays runs so too)."""
+    p, ctx = plan_with_context(run.model, run.gpu, engine=run.engine,
+                               engine_version=run.version, tensor_parallel_size=run.tp,
+                               **run.knobs)
+    if ctx is None:
+        raise SystemExit(f"{run.name}: kvplan plans no latency figures for it "
+                         f"({', '.join(pr.code for pr in p.problems)})")
+    g = resolve_gpu(run.gpu)
     inputs = {k: v.value for k, v in p.inputs.items()}
-    ctx = perf.context_for(  # the dtypes the plan serves (vLLM's "auto": float32 → bf16)
-        m, g, run.engine, p.engine.version, tp=run.tp,
-        pp=int(inputs.get("pipeline_parallel_size") or 1), dtype=inputs.get("dtype"),
-        kv_cache_dtype=inputs.get("kv_cache_dtype"),
-        # a quantized checkpoint's own scheme (DeepSeek-R1's block-scaled FP8: the plan's
-        # dep.quant), else what --quantization asks for
-        quant=None if m.quantization else QUANT.get(str(inputs.get("quantization"))),
-        max_num_batched_tokens=int(inputs.get("max_num_batched_tokens") or 8192),
-        max_num_seqs=int(inputs.get("max_num_seqs") or 256),
-        # the block pool, as the planner counts it: a hybrid (sliding-window) model's printed
-        # "GPU KV cache size" is one layer group's share in vLLM ≤0.20 (KvCache.pool_tokens)
-        kv_capacity_tokens=max(p.kv_cache.pool_tokens, 1))
-    # prefix caching as the plan runs it (a preempted request re-hits its cached blocks), and
-    # the engine's admission rule (context_for); planner/performance.context does the same
-    ctx = replace(ctx, prefix_caching=bool(inputs.get("enable_prefix_caching")))
     block_size = int(inputs.get("block_size") or 16)
     head = (f"{run.model} on {g.name}{f' ×{run.tp}' if run.tp > 1 else ''}, {run.engine} "
             f"{p.engine.version} (max_num_seqs {ctx.max_num_seqs}, max_num_batched_tokens "
@@ -271,9 +257,12 @@ def _context(run: Run) -> tuple[perf.PerfContext, int, str]:
             + (f"{ctx.frontend_servers} × {ctx.frontend_service_s * 1e3:.2f} ms a request)"
                if ctx.frontend_service_s > 0 else "not modelled)"))
     if not p.fits:  # the stated command line, as kvplan plans it, would not start
+        util = p.recommendations.gpu_memory_utilization.value
         head += ("\nkvplan: this command does not start as stated ("
                  + ", ".join(pr.code for pr in p.problems if pr.severity == "error")
-                 + "); replayed with the KV cache it plans")
+                 + "); replayed as the plan's figures are computed: on the launch line it "
+                 f"recommends (gpu_memory_utilization {util}, {ctx.kv_capacity_tokens:,} "
+                 "KV tokens in the pool)")
     return ctx, block_size, head
 
 

@@ -14,10 +14,12 @@ from .errors import InvalidInputError, KvplanError, UnknownGpuError
 from .knobs import Knobs
 from .planner.curve import CurvePoint, kv_curve
 from .planner.plan import plan as _plan
+from .planner.plan import plan_and_context as _plan_and_context
 from .sources.catalog import gpu_specs, resolve_gpu, resolve_model
 from .specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
 
 if TYPE_CHECKING:
+    from .perf.step import PerfContext
     from .planner.sweep import SweepResult
     from .planner.traffic import Demand
 
@@ -38,14 +40,34 @@ def plan(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.D
 
     Raises KvplanError subclasses for bad input; a deployment that does not fit is a Plan with
     fits=False, not an exception."""
+    return plan_with_context(
+        model, gpu, engine=engine, engine_version=engine_version, workload=workload,
+        revision=revision, token=token, offline=offline, gpu_hour_price=gpu_hour_price,
+        minimize_utilization=minimize_utilization, demand=demand, **knobs)[0]
+
+
+def plan_with_context(model: str | ModelSpec, gpu: str | GpuSpec, *,
+                      engine: str = registry.DEFAULT, engine_version: str | None = None,
+                      workload: Workload | None = None, revision: str | None = None,
+                      token: str | None = None, offline: bool | None = None,
+                      gpu_hour_price: float | None = None, minimize_utilization: bool = False,
+                      demand: Demand | None = None, **knobs: Any
+                      ) -> tuple[Plan, PerfContext | None]:
+    """plan() (the same arguments), and the latency model's context (kvplan.perf.step) its
+    performance figures were computed with: the deployment's quantization (a format what-if
+    too), per-GPU weight bytes, expert-parallel layout, links, speculative decoding, batching
+    flags, on the deployment the launch line starts (a plan that does not fit as stated but
+    recommends a --gpu-memory-utilization that does: at that one), at its max_num_seqs and
+    token budget. None when the plan has no figures. kvplan calibrate and
+    benchmarks/traffic_validation.py replay measured runs with it."""
     k = Knobs.parse(knobs)
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
-    return _plan(m, g, with_draft(k, token=token, offline=offline), engine=engine,
-                 engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price),
-                 minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g),
-                 demand=demand)
+    return _plan_and_context(
+        m, g, with_draft(k, token=token, offline=offline), engine=engine,
+        engine_version=engine_version, workload=workload, price=_price(g, gpu_hour_price),
+        minimize_utilization=minimize_utilization, larger_gpus=larger_gpus(g), demand=demand)
 
 
 def plan_disagg(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry.DEFAULT,

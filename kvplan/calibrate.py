@@ -33,7 +33,7 @@ from .errors import InvalidInputError, KvplanError
 from .perf import fit
 from .perf import step as perf
 from .sources.benchfiles import Measurement
-from .specs import GpuSpec, ModelSpec, QuantSpec
+from .specs import GpuSpec, ModelSpec
 
 # The order in which coefficients are fitted when the runs cannot tell them all apart: the
 # overheads that shift TTFT and TPOT first, then the efficiencies, then the finer terms.
@@ -169,38 +169,30 @@ def _harness(m: Measurement, replicas: int) -> tuple[int | None, str]:
     return max(1, round(per)), where + (f", ÷ {replicas} replicas" if replicas > 1 else "")
 
 
-_QUANT = {"fp8": QuantSpec(method="fp8", per_channel=True, source="cli")}
-
-
 def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
              knobs: Mapping[str, Any], cache: dict[tuple, tuple[perf.PerfContext, str]]
              ) -> tuple[perf.PerfContext, str]:
-    """The latency model's context of a deployment, from kvplan's own plan of it (KV
-    capacity, max_num_seqs and the token budget the engine would use), and its version."""
-    from .api import plan
+    """The latency model's context of a deployment as kvplan plans it (kvplan.api
+    .plan_with_context: the context `kvplan plan` computes its figures with), and its engine
+    version."""
+    from .api import plan_with_context
 
     key = (id(model), gpu.id, engine, version, tp, tuple(sorted(knobs.items())))
     if key not in cache:
-        p = plan(model, gpu, engine=engine, engine_version=version,
-                 **{**knobs, "tensor_parallel_size": tp})
-        if not p.fits:
+        p, ctx = plan_with_context(model, gpu, engine=engine, engine_version=version,
+                                   **{**knobs, "tensor_parallel_size": tp})
+        if p.fits and ctx is None:  # a GPU without the latency model's fields
+            raise InvalidInputError(
+                f"kvplan has no latency figures for {model.id} on {gpu.id}: " + "; ".join(
+                    pr.message for pr in p.problems if pr.code == "no-performance-figures"),
+                hint="calibrate on a GPU whose gpu_specs entry has its compute and bandwidth")
+        if not p.fits or ctx is None:
             raise InvalidInputError(
                 f"the runs' deployment ({model.id}, {engine}, TP{tp} on {gpu.id}) does not fit "
                 "as kvplan plans it, so it cannot be replayed",
                 hint="pass the settings the server ran with (--max-model-len, "
                 "--gpu-memory-utilization, --kv-cache-dtype, …)")
-        inputs: dict[str, Any] = {k: v.value for k, v in p.inputs.items()}
-        ver = str(inputs["engine_version"])
-        ctx = perf.context_for(  # an engine without a --dtype (TensorRT-LLM): the model's
-            model, gpu, engine, ver, tp=tp, pp=int(inputs.get("pipeline_parallel_size") or 1),
-            dtype=inputs.get("dtype"), kv_cache_dtype=inputs.get("kv_cache_dtype"),
-            # a quantized checkpoint's own scheme (block-scaled FP8, MXFP4: the plan's
-            # Deployment.quant), else what --quantization asks for
-            quant=None if model.quantization else _QUANT.get(str(inputs.get("quantization"))),
-            max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
-            max_num_seqs=int(inputs["max_num_seqs"]),
-            kv_capacity_tokens=max(p.kv_cache.pool_tokens, 1))
-        cache[key] = (ctx, ver)
+        cache[key] = (ctx, p.engine.version)
     return cache[key]
 
 

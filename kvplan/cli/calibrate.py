@@ -16,7 +16,7 @@ from .common import argument, console, option, own, table_options, write
 _DEPLOYMENT_FLAGS = ("engine_version", "tensor_parallel_size", "pipeline_parallel_size",
                      "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                      "gpu_memory_utilization", "dtype", "kv_cache_dtype", "quantization",
-                     "block_size", "gpu_memory_gib")
+                     "block_size", "gpu_memory_gib", "enable_expert_parallel")
 
 
 def _calibrate_params() -> list[inspect.Parameter]:

@@ -166,7 +166,6 @@ def _device_guard(eng: Engine, dep: Deployment, res: MemoryResult) -> MemoryResu
     return replace(res, fits=False, problems=[*problems, *res.problems])
 
 
-@shared_tries()  # its searches re-ask some deployments (the recommended budget, …)
 def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str = registry.DEFAULT,
          engine_version: str | None = None, workload: Workload | None = None,
          price: Price | None = None, minimize_utilization: bool = False,
@@ -176,6 +175,21 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     `minimize_utilization`: recommend the smallest budget fraction that meets the target instead
     of keeping the engine's default. `larger_gpus`: candidates named as an alternative when the
     plan does not fit (api.py passes the catalogue's)."""
+    return plan_and_context(m, gpu, knobs, engine=engine, engine_version=engine_version,
+                            workload=workload, price=price,
+                            minimize_utilization=minimize_utilization, larger_gpus=larger_gpus,
+                            demand=demand)[0]
+
+
+@shared_tries()  # its searches re-ask some deployments (the recommended budget, …)
+def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
+                     engine: str = registry.DEFAULT, engine_version: str | None = None,
+                     workload: Workload | None = None, price: Price | None = None,
+                     minimize_utilization: bool = False, larger_gpus: Sequence[GpuSpec] = (),
+                     demand: Demand | None = None) -> tuple[Plan, perf.PerfContext | None]:
+    """plan(), and the latency model's context its performance figures were computed with
+    (planner/performance.context on the deployment the launch line starts, at its max_num_seqs
+    and token budget); None when the plan has no figures."""
     eng = registry.get(engine)
     knobs = knobs or Knobs()
     workload = workload or Workload()
@@ -206,7 +220,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     # nothing fits at the given TP: the serve line moves to another (_replan_at_tp), whose
     # figures would describe another deployment than this plan's (its GPUs, KV cache and cost)
     moved = planned.tensor_parallel_size != dep.tensor_parallel_size
-    performance, perf_problems, traffic_plan = _performance(
+    performance, perf_problems, traffic_plan, ctx = _performance(
         eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand,
         figures=not moved)
     problems += perf_problems
@@ -222,7 +236,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
     problems += node_problems
     if moved:
-        performance = None
+        performance, ctx = None, None
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
@@ -252,8 +266,8 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
         **extra,
     )
     if fmt is None and not node_plan.launch:
-        return Plan.deferred(command, **values)
-    return (WhatIfPlan if fmt else Plan)(command=command(), **values)
+        return Plan.deferred(command, **values), ctx
+    return (WhatIfPlan if fmt else Plan)(command=command(), **values), ctx
 
 
 def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -968,16 +982,18 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
 def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                  res: MemoryResult, rec: Recommendations, w: Workload,
                  price: Price | None, demand: Demand | None = None, *, figures: bool = True
-                 ) -> tuple[Performance | None, list[Problem], TrafficPlan | None]:
-    """The latency model on the recommended deployment; with SLOs, max_num_seqs and
-    max_num_batched_tokens are chosen by it (and rec is updated in place). `figures` False:
-    the caller drops the section (and the traffic curve), so only what changes `rec` or adds
-    a problem is worked out."""
+                 ) -> tuple[Performance | None, list[Problem], TrafficPlan | None,
+                            perf.PerfContext | None]:
+    """The latency model on the recommended deployment, and its context; with SLOs,
+    max_num_seqs and max_num_batched_tokens are chosen by it (and rec is updated in place).
+    `figures` False: the caller drops the section (and the traffic curve), so only what changes
+    `rec` or adds a problem is worked out."""
     missing = perf.missing_gpu_fields(gpu)
     if missing:
         return None, [Problem(code="no-performance-figures", severity="warning",
                               message=f"{gpu.id} has no {', '.join(missing)} in gpu_specs: "
-                              "latency and throughput are omitted (the memory plan stands)")], None
+                              "latency and throughput are omitted (the memory plan stands)")
+                      ], None, None
     util = rec.gpu_memory_utilization.value
     if util and util != dep.gpu_memory_utilization and dep.kv_cache_memory_bytes is None:
         got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
@@ -988,7 +1004,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     acc, acc_source = performance.acceptance(dep, w)
     bound = performance.kv_bound(res, n)
     if not res.fits or bound == 0:
-        return None, [], None
+        return None, [], None, None
     s = _Setup(eng, m, gpu, knobs, dep, res)
     engine_seqs = _launch_seqs(dep, res, rec, w)
     problems: list[Problem] = []
@@ -997,7 +1013,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         engine_seqs, tokens, problems = _size_for_slos(s, rec, _sizing(w, demand), n, bound,
                                                        engine_seqs, acc)
     if not figures and acc_source is None:  # (an assumed acceptance rate's problem quotes them)
-        return None, problems, None
+        return None, problems, None, None
     # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
     concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
     if tokens and tokens != dep.max_num_batched_tokens:
@@ -1021,7 +1037,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
                                   acceptance_source=acc_source, extra=extra)
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
-    return section, problems, curve
+    return section, problems, curve, ctx
 
 
 def _sizing(w: Workload, demand: Demand | None) -> Workload:
