@@ -211,7 +211,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        hint="it is a fraction of the device, e.g. 0.9", knob="engine"),
     _O("dtype", str, ("--dtype",), "auto, bfloat16, float16, float32", knob="engine"),
     _O("kv_cache_dtype", str, ("--kv-cache-dtype",), "auto, fp8, fp8_e4m3, fp8_e5m2, or the "
-       "model's own dtype (bfloat16, float16: the same as auto)", knob="engine"),
+       "model's own dtype (bfloat16, float16: the same as auto unless the checkpoint declares "
+       "an FP8 KV cache)", knob="engine"),
     _O("quantization", str, ("--quantization", "-q"), "online quantization: fp8 "
        "(TensorRT-LLM: fp8 or nvfp4, a ModelOpt checkpoint quantized first); on an unquantized "
        "model nvfp4, mxfp4, w8a8 or awq plans the checkpoint a standard quantizer would write "
@@ -727,6 +728,21 @@ def checkpoint_kv_ignored(m: ModelSpec, dtype: str, engine_label: str) -> list[P
         "pass --kv-cache-dtype fp8 for about twice the KV tokens")]
 
 
+def checkpoint_kv_overridden(dtype: str, checkpoint_kv: str, engine_label: str,
+                             kv_override: str) -> Problem:
+    """A 16-bit --kv-cache-dtype against a checkpoint whose declared FP8 KV cache the engine's
+    `auto` takes: kvplan plans the 16-bit cache asked for, but the launch line (which leaves
+    the model's own dtype out, as `auto`) would start the checkpoint's."""
+    return Problem(
+        code="checkpoint-kv-overridden", severity="warning",
+        message=f"--kv-cache-dtype {dtype}: planned as asked, but the checkpoint declares an FP8 "
+        f"KV cache, which {engine_label}'s auto takes ({checkpoint_kv}, about twice the KV "
+        "tokens), and the launch line leaves the flag out"
+        + (f"; {kv_override}" if kv_override else "")
+        + ". For a 16-bit cache, serve a checkpoint exported without KV quantization (ModelOpt "
+        "hf_ptq.py --kv_cache_qformat none); else drop the flag")
+
+
 # --quantization values (vllm/model_executor/layers/quantization/__init__.py; SGLang and TGI
 # name the same formats) → the checkpoint format kvplan sizes them as.
 QUANT_FLAG_METHODS = {
@@ -754,11 +770,12 @@ class Layout:
 
 
 def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str,
-                   checkpoint_kv: str | None = None) -> Layout:
+                   checkpoint_kv: str | None = None, kv_override: str = "") -> Layout:
     """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
     catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each.
     `checkpoint_kv`: the KV dtype the engine's `auto` takes from a checkpoint that declares
-    one (Engine.checkpoint_kv_dtype), None where it keeps the model dtype."""
+    one (Engine.checkpoint_kv_dtype), None where it keeps the model dtype; `kv_override`:
+    what the engine does with a 16-bit request against it (Engine.checkpoint_kv_override)."""
     sources: dict[str, Source] = {}
 
     def pick(key: str, default: Any) -> Any:
@@ -809,6 +826,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         # they are valid input again); every engine's launch line then leaves the flag out.
         kv_dtype = dtype
         sources["kv_cache_dtype"] = "cli"
+        if checkpoint_kv is not None:  # … but here `auto` is the checkpoint's FP8 cache
+            kv_note = [checkpoint_kv_overridden(dtype, checkpoint_kv, engine_label, kv_override)]
     else:
         other = DTYPE_ALIASES.get(kv_req)
         raise InvalidInputError(

@@ -434,6 +434,10 @@ class Engine(ABC):
         what-if is applied before this, planner/whatif.py apply)."""
         return m, knobs
 
+    # What an explicit 16-bit --kv-cache-dtype does against a checkpoint's declared FP8 KV cache
+    # that `auto` takes (checkpoint_kv_dtype), with its source; "" where not read
+    checkpoint_kv_override: ClassVar[str] = ""
+
     def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
         """The KV cache dtype `--kv-cache-dtype auto` (or no flag) takes from a checkpoint that
         declares one (QuantSpec.kv_cache_quant_algo, e.g. ModelOpt's FP8), None where the

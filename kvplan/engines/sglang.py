@@ -1173,6 +1173,11 @@ class SglangEngine(Engine):
                         dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs,
                         parallel=dep)
 
+    checkpoint_kv_override = (
+        "SGLang takes --kv-cache-dtype bf16 over the checkpoint's from the release after "
+        "sgl-project/sglang PR #11749 (merged 2025-10-17); earlier releases refuse the value "
+        "(server_args.py choices)")
+
     def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
         """SGLang's `--kv-cache-dtype auto` takes fp8_e4m3 when the checkpoint's quant config
         says kv_cache_quant_algo FP8 (srt/model_executor/model_runner.py

@@ -1194,6 +1194,10 @@ class TrtllmEngine(Engine):
     def after_options(self, knobs: dict[str, Any]) -> dict[str, Any]:
         return TP.after_options(knobs)
 
+    checkpoint_kv_override = (
+        "TensorRT-LLM sizes the cache from the checkpoint's kv_cache_quant_algo "
+        "(QuantConfig; tensorrt_llm/_torch/model_config.py, 1.0), not from a 16-bit request")
+
     def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
         """TensorRT-LLM allocates the KV cache the checkpoint's quant config declares: the
         PyTorch runtime reads hf_quant_config.json's kv_cache_quant_algo (or config.json's

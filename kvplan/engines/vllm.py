@@ -1052,6 +1052,10 @@ class VllmEngine(Engine):
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
                         f"form (JSON only from 0.10.0); write '{fixed}'")]
 
+    checkpoint_kv_override = (
+        "vLLM was reported to refuse an explicit --kv-cache-dtype bfloat16 on such a checkpoint "
+        "(vllm-project/vllm#34752, 2026-02, open; its fix, PR #34762, closed unmerged)")
+
     def checkpoint_kv_dtype(self, m: ModelSpec, version: str) -> str | None:
         """vLLM ≥ 0.13 resolves `--kv-cache-dtype auto` from a ModelOpt checkpoint's
         kv_cache_quant_algo / kv_cache_scheme: FP8 → fp8_e4m3, the only mapping

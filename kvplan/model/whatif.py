@@ -15,7 +15,7 @@ The engine side (which engines serve a format, under which name) is declared by 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..specs import QuantSpec
 
@@ -34,6 +34,21 @@ class WhatIfFormat:
     # CUDA-only; the others also run on ROCm (vLLM's Quark MXFP4 natively on CDNA4, Triton
     # AWQ, int8 scaled_mm). Other vendors' plugins: not modelled.
     vendors: frozenset[str] = frozenset({"NVIDIA", "AMD"})
+    # A recipe that quantizes the KV cache by default: the same recipe without it (the
+    # argument that turns it off, the assumption that then holds), for a plan whose user asks
+    # for a 16-bit KV cache (without_kv)
+    kv_off: tuple[str, str, str] | None = None
+
+    def without_kv(self) -> WhatIfFormat:
+        """The checkpoint the recipe writes with its KV cache quantization off: no KV scheme
+        declared, so every engine's `--kv-cache-dtype auto` keeps the model dtype (the plan
+        the user asked for with a 16-bit --kv-cache-dtype). Itself when nothing is off."""
+        if self.kv_off is None:
+            return self
+        on, off, says = self.kv_off
+        return replace(self, spec=self.spec.model_copy(update={"kv_cache_quant_algo": None}),
+                       recipe=self.recipe.replace(on, off),
+                       assumptions=(*self.assumptions[:-1], says), kv_off=None)
 
 
 _LM_HEAD = ["lm_head"]
@@ -54,7 +69,11 @@ FORMATS: dict[str, WhatIfFormat] = {
          "fp8 scale per 16 weights and fp32 global scales; LM head, embeddings, norms and "
          "routers kept 16-bit",
          "ModelOpt's default --kv_cache_qformat fp8: the checkpoint declares an FP8 KV cache"),
-        frozenset({"NVIDIA"})),
+        frozenset({"NVIDIA"}),
+        # hf_ptq.py --kv_cache_qformat none: no KV cache quantizer, no kv_cache_quant_algo
+        ("--kv_cache_qformat fp8", "--kv_cache_qformat none",
+         "--kv_cache_qformat none (the 16-bit --kv-cache-dtype asked for): the checkpoint "
+         "declares no KV cache quantization; the KV cache stays 16-bit")),
     # The OCP Microscaling (MX) v1.0 MXFP4 layout: e2m1 elements, one e8m0 shared scale per
     # 32; AMD Quark quantize_quark.py --quant_scheme w_mxfp4_a_mxfp4 --exclude_layers lm_head
     # (examples/torch/language_modeling/llm_ptq) writes it for every Linear.

@@ -124,7 +124,8 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     m, knobs = what_if_apply(eng, m, gpu, knobs)  # a format what-if (planner/whatif.py)
     m, knobs = eng.build_quantization(m, gpu, knobs)
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
-                            checkpoint_kv=eng.checkpoint_kv_dtype(m, version))
+                            checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
+                            kv_override=eng.checkpoint_kv_override)
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)

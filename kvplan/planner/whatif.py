@@ -15,6 +15,7 @@ from ..errors import InvalidInputError
 from ..knobs import Knobs, compute_capability
 from ..model.whatif import WhatIfFormat, checkpoint_dir, what_if_format
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanWhatIf, Problem, SourcedValue
+from ..units import DTYPE_ALIASES
 
 _OFF: ContextVar[bool] = ContextVar("what_if_off", default=False)
 
@@ -64,14 +65,29 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
             hint="plan a newer GPU, or another --quantization (awq and w8a8 run from compute "
             "capability 8.0 on most engines)",
             code="gpu-capability", knob="quantization")
+    if _sixteen_bit_kv(knobs.kv_cache_dtype):  # the recipe then leaves the KV cache 16-bit
+        fmt = fmt.without_kv()
     return (m.model_copy(update={"quantization": fmt.spec}),
             knobs.model_copy(update={"quantization": None}))
 
 
+def _sixteen_bit_kv(kv_cache_dtype: str | None) -> bool:
+    """A --kv-cache-dtype naming a 16-bit dtype (not auto, not an 8-bit one): a checkpoint
+    that declares an FP8 KV cache would override `auto`, so the what-if's quantizer must not
+    write one (resolve_layout keeps such a request only when it is the model's dtype)."""
+    kv = (kv_cache_dtype or "auto").lower()
+    return DTYPE_ALIASES.get(kv, kv) in ("bfloat16", "float16")
+
+
 def what_if_of(dep: Deployment) -> WhatIfFormat | None:
-    """The what-if this deployment plans (None: a real checkpoint or online fp8)."""
+    """The what-if this deployment plans (None: a real checkpoint or online fp8): the
+    format's recipe, with its KV cache quantization off when the planned checkpoint declares
+    none (apply)."""
     q = dep.quant
-    return what_if_format(q.what_if) if q is not None and q.source == "what-if" else None
+    fmt = what_if_format(q.what_if) if q is not None and q.source == "what-if" else None
+    if fmt is not None and q is not None and not q.kv_cache_quant_algo:
+        return fmt.without_kv()
+    return fmt
 
 
 def record(eng: Engine, fmt: WhatIfFormat, ref: str) -> PlanWhatIf:

@@ -49,6 +49,20 @@ def test_explicit_kv_dtype_wins_over_the_checkpoint():
     assert p.kv_cache.bytes_per_token == BF16_TOKEN
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_a_16_bit_request_against_the_checkpoints_fp8_says_the_line_would_start_fp8(engine):
+    """The plan keeps the bf16 cache asked for, but its launch line (the model's own dtype is
+    left out, as `auto`) would start the checkpoint's FP8 cache: a warning says so, what the
+    engine does with an explicit request, and how to get a 16-bit cache."""
+    p = plan(MODEL, "h200", engine=engine, kv_cache_dtype="bfloat16")
+    assert p.kv_cache.bytes_per_token == BF16_TOKEN
+    (w,) = [x for x in p.problems if x.code == "checkpoint-kv-overridden"]
+    assert w.severity == "warning" and "--kv_cache_qformat none" in w.message
+    assert "auto takes" in w.message and p.command.count("bfloat16") == 0
+    assert "checkpoint-kv-overridden" not in [
+        x.code for x in plan(MODEL, "h200", engine=engine).problems]
+
+
 def test_fp8_kv_holds_twice_the_tokens_per_kv_byte():
     fp8 = plan(MODEL, "h200", engine="vllm")
     bf16 = plan(MODEL, "h200", engine="vllm", engine_version="0.12.0")

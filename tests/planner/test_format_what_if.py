@@ -52,6 +52,24 @@ def test_nvfp4_weights_and_fp8_kv_by_hand():
     assert p.inputs["kv_cache_dtype"].value == "fp8_e4m3"
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_16_bit_kv_request_quantizes_without_the_kv_cache(engine):
+    """--kv-cache-dtype bfloat16 with the NVFP4 what-if: ModelOpt's hf_ptq.py
+    --kv_cache_qformat none writes no kv_cache_quant_algo, so the engine's auto keeps the
+    16-bit cache that is planned (32 layers × (K + V) × 8 KV heads × 128 × 2 B); with the
+    recipe's default fp8 the checkpoint would declare an FP8 cache the engine takes instead."""
+    p = plan(MODEL, "b200", engine=engine, quantization="nvfp4", kv_cache_dtype="bfloat16")
+    assert p.kv_cache.bytes_per_token == 32 * 2 * 8 * 128 * 2
+    quantize, serve = p.command.split("\n")
+    assert "--kv_cache_qformat none" in quantize and "fp8" not in quantize
+    assert "kv-cache-dtype" not in serve  # auto: the checkpoint declares no KV scheme
+    assert "--kv_cache_qformat none" in p.what_if.assumptions[-1]
+    assert "checkpoint-kv-overridden" not in [x.code for x in p.problems]
+    default = plan(MODEL, "b200", engine=engine, quantization="nvfp4")
+    assert "--kv_cache_qformat fp8" in default.command
+    assert default.kv_cache.bytes_per_token * 2 == p.kv_cache.bytes_per_token
+
+
 @pytest.mark.parametrize(("engine", "q", "spelled"), [
     ("vllm", "nvfp4", "--quantization modelopt_fp4"),
     ("vllm", "awq", "--quantization awq_marlin"),
