@@ -109,3 +109,9 @@ def test_burst_rule_and_the_4090_lock_step_floor() -> None:
     assert ctx.dense_flops_per_token == pytest.approx(2 * 32 * 218_103_808, rel=1e-6)
     floor_ms = 4 * 256 * ctx.dense_flops_per_token / ctx.peak_flops_per_s * 1e3
     assert floor_ms == pytest.approx(86.5, abs=0.1) and floor_ms > r["ttft_ms"] == 63
+    # the lock-step median in full 2,048-token steps: 32 prompts of 256 fill steps 1-4 with 8
+    # each, so the median request (between the 16th and 17th) waits (2 + 3) / 2; 16 prompts:
+    # (1 + 2) / 2; 2 prompts: one step of 512 tokens, a quarter of a full one
+    assert pl.lock_step_median(32, 256, 2048) == 2.5
+    assert pl.lock_step_median(16, 256, 2048) == 1.5
+    assert pl.lock_step_median(2, 256, 2048) == 0.25
