@@ -84,3 +84,34 @@ def test_every_row_has_provenance_and_is_plannable() -> None:
         assert p.fits, r
     assert outside >= 60
     assert "semianalysis" not in " ".join(r["source_url"].lower() for r in ROWS)
+
+
+def test_burst_rule_and_the_4090_lock_step_floor() -> None:
+    """benchmarks/perf_latency.py, "Closed loops started together": the rule selects the
+    closed-loop rows with N > 1 outside Hopper (RTX 4090 c = 4…48, L4 c = 2…32), and the
+    lock-step floor it quotes for the RTX 4090 at c = 4 is hand-worked from Mistral-7B's
+    config (32 layers, hidden 4096, 8 KV heads of 128, MLP 14336): per layer
+    4096 · (4096 + 1024 + 1024 + 4096) + 3 · 4096 · 14336 = 218,103,808 weights, × 32 × 2 =
+    13.9586 GFLOP a prompt token; 4 × 256 tokens = 14.294 TFLOP at the RTX 4090's 165.2 TFLOP/s
+    (dense bf16) = 86.5 ms, above the measured mean TTFT of 63 ms."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import perf_latency as pl
+
+    raw = [{**r, "nearest": "Ampere", "loao": None} for r in pl.load_raw()]
+    picked = pl.burst_rows(raw)
+    assert sorted((r["source"], r["concurrency"]) for r in picked) == sorted(
+        [("mushfiqrahman-4090-mistral", c) for c in (4, 8, 16, 32, 48)]
+        + [("wmx-l4-qwen2.5-0.5b", c) for c in (2, 4, 8, 16, 32)])
+    r = next(r for r in picked if r["concurrency"] == 4 and r["gpu"] == "rtx-4090")
+    ctx = pl.context(r)
+    assert ctx.dense_flops_per_token == pytest.approx(2 * 32 * 218_103_808, rel=1e-6)
+    floor_ms = 4 * 256 * ctx.dense_flops_per_token / ctx.peak_flops_per_s * 1e3
+    assert floor_ms == pytest.approx(86.5, abs=0.1) and floor_ms > r["ttft_ms"] == 63
+    # the lock-step median in full 2,048-token steps: 32 prompts of 256 fill steps 1-4 with 8
+    # each, so the median request (between the 16th and 17th) waits (2 + 3) / 2; 16 prompts:
+    # (1 + 2) / 2; 2 prompts: one step of 512 tokens, a quarter of a full one
+    assert pl.lock_step_median(32, 256, 2048) == 2.5
+    assert pl.lock_step_median(16, 256, 2048) == 1.5
+    assert pl.lock_step_median(2, 256, 2048) == 0.25
