@@ -115,3 +115,28 @@ def test_burst_rule_and_the_4090_lock_step_floor() -> None:
     assert pl.lock_step_median(32, 256, 2048) == 2.5
     assert pl.lock_step_median(16, 256, 2048) == 1.5
     assert pl.lock_step_median(2, 256, 2048) == 0.25
+
+
+def test_tt_inference_server_prefix_cache_hits_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tt-inference-server's GPU runs (one server per model; runs in ascending ISL; N prompts
+    each, seeds 0 … N − 1; the client re-sends measured prompt 0 as its warm-up; prompts are
+    ISL − 1 tokens; vLLM caches whole 16-token blocks). Qwen3-30B-A3B on A100, worked by hand:
+    128/128 (8 prompts): prompt 0 = 127 tokens → 7 blocks = 112 cached, the 7 others new;
+    128/1024 (4): the same 127-token prompts as the run before → 112 each;
+    1024 (4): 1,023 → 63 blocks = 1,008 for prompt 0; prompts 1-3 begin with their 127-token
+    prompts of the 128 runs → 112; 2048 (4): 2,032; then the 1,023-token prompts → 1,008;
+    3072 (4): 3,056, then 2,032; 4096 (2): 4,080, then 3,056; 8192 (2): 8,176, then 4,080."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from perf_latency import cached_tokens, load_raw
+
+    rows = load_raw()
+    hits = cached_tokens(rows)
+    got = {(r["isl"], r["osl"]): hits[id(r)] for r in rows
+           if r["source"] == "tt-inference-server-gpu-reference"
+           and r["model"] == "Qwen/Qwen3-30B-A3B"}
+    assert got == {(128, 128): [112] + [0] * 7, (128, 1024): [112] * 4,
+                   (1024, 128): [1008, 112, 112, 112], (2048, 128): [2032, 1008, 1008, 1008],
+                   (3072, 128): [3056, 2032, 2032, 2032], (4096, 128): [4080, 3056],
+                   (8192, 128): [8176, 4080]}
+    assert all(id(r) not in hits for r in rows  # no other source reuses its prompts
+               if r["source"] != "tt-inference-server-gpu-reference")
