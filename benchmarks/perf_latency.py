@@ -596,15 +596,15 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         f"{span('Qwen/Qwen3-30B-A3B')}); TTFT "
         f"{e('tt-inference-server-gpu-reference', 'ttft', 'shipped')} with the request "
         f"constant, {e('tt-inference-server-gpu-reference', 'ttft', 'no_request')} without. |",
-        f"| Mistral-7B on RTX 4090, vLLM | here the *bandwidth* factor fails: the roofline "
-        f"alone is {e('mushfiqrahman-4090-mistral', 'tpot', 'roofline')} off (measured TPOT is "
-        f"{gap('mushfiqrahman-4090-mistral')} ms below it): the derived TPOT "
-        f"({m4090[0]['tpot_ms']} ms at c = {m4090[0]['concurrency']}, 14.5 GB of bf16 weights "
-        "per step) needs ~1.0 TB/s, the card's datasheet rate, where the Ada "
-        "factor fitted on L40S TensorRT-LLM offline throughput allows 0.67 of it. The "
-        f"measured TTFT rises with the burst of c clients ({m4090[0]['ttft_ms']:.0f} → "
-        f"{m4090[-1]['ttft_ms']:.0f} ms), which the steady state "
-        "does not model (docs/traffic.md simulates it). |",
+        f"| Mistral-7B on RTX 4090, vLLM | the answers end at EOS, about 100 tokens of the 128 "
+        "asked (the source's output tok/s ÷ req/s), so TPOT is derived with that mean and the "
+        "rows evaluated at it (with 128, as before 2026-12-02, the derived TPOT came out "
+        "22 % low and read as a failing Ada bandwidth factor: last section); the roofline "
+        f"alone is now {e('mushfiqrahman-4090-mistral', 'tpot', 'roofline')} off "
+        f"(measured TPOT − roofline {gap('mushfiqrahman-4090-mistral')} ms). The measured "
+        f"TTFT rises with the burst of c clients ({m4090[0]['ttft_ms']:.0f} → "
+        f"{m4090[-1]['ttft_ms']:.0f} ms), which the steady state does not model (last "
+        "section). |",
         f"| Llama-3.1-70B / 405B FP8, TP8 on MI300X, vLLM 0.10 (static batches) | "
         "kvplan streams the dense FP8 weights at the rate the GEMM library the engine calls "
         f"was timed at on MI300X ({ic_rate() / 1e12:.2f} TB/s: Llama-3.1-405B TP8's "
@@ -767,13 +767,15 @@ def burst_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in m:
         rps, tok = M4090_PUBLISHED[r["concurrency"]]
         mean_out = tok / rps
-        tpot = (r["concurrency"] / rps - r["ttft_ms"] / 1e3) / (mean_out - 1) * 1e3
+        # the TPOT the CSV derived before 2026-12-02, with the 128 tokens asked
+        tpot = (r["concurrency"] / rps - r["ttft_ms"] / 1e3) / 127 * 1e3
         outs.append((r, mean_out, tpot))
     out_table = [f"| {r['concurrency']} | {M4090_PUBLISHED[r['concurrency']][0]} | "
-                 f"{M4090_PUBLISHED[r['concurrency']][1]:,.0f} | {mo:.1f} | {r['tpot_ms']} | "
-                 f"{tp:.2f} | {_f(r['loao'].tpot_ms)} | "
-                 f"{100 * (r['loao'].tpot_ms / r['tpot_ms'] - 1):+.0f} → "
-                 f"{100 * (r['loao'].tpot_ms / tp - 1):+.0f} % |" for r, mo, tp in outs]
+                 f"{M4090_PUBLISHED[r['concurrency']][1]:,.0f} | {mo:.1f} | {tp:.2f} | "
+                 f"{r['tpot_ms']} | {_f(r['loao'].tpot_ms)} | "
+                 f"{100 * (r['loao'].tpot_ms / tp - 1):+.0f} → "
+                 f"{100 * (r['loao'].tpot_ms / r['tpot_ms'] - 1):+.0f} % |"
+                 for r, mo, tp in outs]
     # the L4 rows as a lock-step burst, TTFT = base + step · f(c): base and step solved from
     # the c = 1 and the largest-c medians, the other concurrencies predicted
     l4_all = [r for r in pooled(rows) if r["source"] == "wmx-l4-qwen2.5-0.5b"]
@@ -789,8 +791,8 @@ def burst_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     l4_step_shipped = perf._step_s(lr["context"], 0, 0.0, budget, lr["isl"] / 2,
                                    budget / lr["isl"])
     l4_rate = budget * lctx.dense_flops_per_token / (step_x / 1e3) / lctx.peak_flops_per_s
-    e_csv = [abs(r["loao"].tpot_ms / r["tpot_ms"] - 1) for r, _, _ in outs]
-    e_fix = [abs(r["loao"].tpot_ms / tp - 1) for r, _, tp in outs]
+    e_csv = [abs(r["loao"].tpot_ms / tp - 1) for r, _, tp in outs]  # before (OSL 128)
+    e_fix = [abs(r["loao"].tpot_ms / r["tpot_ms"] - 1) for r, _, _ in outs]
     return [
         "## Closed loops started together (`--max-concurrency N --request-rate inf`)",
         "",
@@ -833,20 +835,21 @@ def burst_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         f"{m4_flop / 1e12:.1f} TFLOP ({mctx.dense_flops_per_token / 1e9:.2f} GFLOP a token), "
         f"at least {m4_floor:.0f} ms at the card's datasheet "
         f"{mctx.peak_flops_per_s / 1e12:.1f} TFLOP/s before any overhead, while the measured "
-        f"*mean* TTFT is {m[0]['ttft_ms']:.0f} ms. Simulated with fixed 128-token outputs, "
-        "TTFT comes out far too high at low concurrency. The mean output also changes the "
-        "derived TPOT: the CSV derives it with OSL 128 ((c / req/s − TTFT) / 127); with the "
-        "published mean output it is higher (not applied to the CSV; LOAO TPOT error before → "
-        "after):",
+        f"*mean* TTFT is {m[0]['ttft_ms']:.0f} ms. Simulated with fixed outputs (the "
+        "published mean), TTFT comes out far too high at low concurrency. The mean output also "
+        "sets the derived TPOT: until 2026-12-02 the CSV derived it with OSL 128 ((c / req/s "
+        "− TTFT) / 127); it now uses the published mean output and the rows are evaluated at "
+        "OSL 100 (LOAO TPOT error before → after):",
         "",
-        "| c | req/s | output tok/s | mean output | TPOT (CSV, OSL 128) | TPOT (mean output) "
-        "| kvplan LOAO | error |",
+        "| c | req/s | output tok/s | mean output | TPOT (OSL 128, before) | TPOT (mean output, "
+        "the CSV) | kvplan LOAO | error |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
         *out_table,
         "",
         f"  Median APE {100 * statistics.median(e_csv):.1f} → "
-        f"{100 * statistics.median(e_fix):.1f} %: most of the \"bandwidth factor fails\" "
-        "diagnosis above is the derivation, not the card.",
+        f"{100 * statistics.median(e_fix):.1f} % (kvplan's LOAO TPOT at OSL 128 before, at "
+        "OSL 100 after): the \"bandwidth factor fails\" diagnosis this page gave for the card "
+        "came from the derivation.",
         f"* **L4: fixed lengths (`--ignore-eos`), and the measured TTFT does rise with N "
         f"(median {by_src['wmx-l4-qwen2.5-0.5b'][0]['row']['ttft_ms']} ms at c = "
         f"{by_src['wmx-l4-qwen2.5-0.5b'][0]['row']['concurrency']}, {lr['ttft_ms']} ms at c = "
