@@ -93,16 +93,18 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
     curve_for_layout): EP ranks' local experts at full width, or a TP slice over the
     ctx.moe_group GPUs, read for the kernel family the engine release runs in that layout
     (moe_gemm.layout_family). DeepEP's all-to-all feeds DeepGEMM's grouped GEMMs: FP8
-    block-scaled experts on Hopper read SGLang's DeepEP MoE table (DEEPEP_ROUTES); other
-    DeepEP experts keep the dense rate, and say so. `low_latency`: decode steps go through
-    DeepEP's low-latency kernels, whose masked grouped GEMM has its own measured curve at
-    large EP (moe_gemm.decode_curve_for_layout)."""
+    block-scaled experts on Hopper read SGLang's DeepEP MoE table (DEEPEP_ROUTES), except vLLM
+    0.15+ behind DeepEP high-throughput, which runs FlashInfer's CUTLASS MoE and reads its table
+    (moe_gemm.VLLM_DEEPEP_HT_FI_CUTLASS); other DeepEP experts keep the dense rate, and say
+    so. `low_latency`: decode steps (vLLM deepep_low_latency: every step) go through DeepEP's
+    low-latency kernels, whose masked grouped GEMM has its own measured curve at large EP
+    (moe_gemm.decode_curve_for_layout)."""
     if not ctx.expert_gemm_key:
         return ctx
     base, gpu_id, kernel = ctx.expert_gemm_key
     fam = _moe_gemm.layout_family(base, gpu_id, kernel, ctx.expert_gemm_release or None,
                                   moe_tp=max(ctx.tp, ctx.moe_group) if ep <= 1 else 1, ep=ep,
-                                  deepep=deepep)
+                                  deepep=deepep, low_latency=low_latency)
     if deepep and fam == base:
         return replace(ctx, expert_gemm_curve=(), expert_gemm_table="",
                        expert_gemm_source=_moe_gemm.DEEPEP_DENSE_RATE)

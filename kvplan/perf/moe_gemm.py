@@ -49,7 +49,9 @@ and GPUs (and gpt-oss-20b on A100: no 32-expert Marlin table), FP8 checkpoints o
 (weight-only Marlin), AMD GPUs (no public same-GPU MoE-vs-dense timing found; aiconfigurator
 has no AMD system), and DeepEP layouts other than FP8 block-scaled experts on H100/H200 (those
 read SGLang 0.5.10's DeepEP MoE table, DeepGEMM's grouped GEMMs: DEEPEP_ROUTES, as do vLLM
-0.11's every layout and 0.12-0.14's MoE TP < 8 and EP: VLLM_DEEPGEMM, layout_family).
+0.11's every layout and 0.12-0.14's MoE TP < 8 and EP: VLLM_DEEPGEMM, layout_family; vLLM
+0.15+ behind DeepEP high-throughput runs FlashInfer CUTLASS instead and reads its table,
+behind DeepEP low-latency DeepGEMM's masked GEMM: VLLM_DEEPEP_HT_FI_CUTLASS).
 Expert parallelism without DeepEP reads EP_CURVES (the same tables' moe_ep_size 2-64
 rows), except where the engine runs another kernel for it: vLLM's FP8 block-scaled experts
 on Hopper run FlashInfer CUTLASS with EP from 0.15 (and every layout in 0.15-0.16), which
@@ -583,7 +585,8 @@ _FI_CUTLASS_H200 = (
     (32, ((128, 0.247), (256, 0.307), (512, 0.31))),
     (64, ((128, 0.156), (256, 0.201), (512, 0.192))),
 )
-for _fam in ("vllm-flashinfer-cutlass-moe", "vllm-flashinfer-cutlass-moe-tp"):
+for _fam in ("vllm-flashinfer-cutlass-moe", "vllm-flashinfer-cutlass-moe-tp",
+             "vllm-flashinfer-cutlass-moe-deepep"):  # --- deepep --- behind DeepEP HT, a proxy
     EP_CURVES[(_fam, "h100-sxm-80gb", "fp8_block")] = _FI_CUTLASS_H100
     EP_CURVES[(_fam, "h200-sxm-141gb", "fp8_block")] = _FI_CUTLASS_H200
 
@@ -613,8 +616,10 @@ def decode_curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_ex
 
 # --- deepgemm --- DeepEP layouts (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all
 # backends): the engine's default family → the DeepGEMM family that runs behind DeepEP (SGLang:
-# DeepEP selects moe_runner_backend deep_gemm for FP8 block-scaled experts, docs/moe-gemm.md);
-# other DeepEP experts keep the dense rate (DEEPEP_DENSE_RATE)
+# DeepEP selects moe_runner_backend deep_gemm for FP8 block-scaled experts, docs/moe-gemm.md;
+# vLLM: DeepGEMM's experts in 0.11-0.14, and behind deepep_low_latency from 0.15 —
+# VLLM_DEEPEP_HT_FI_CUTLASS sends 0.15+ high-throughput to FlashInfer CUTLASS); other DeepEP
+# experts keep the dense rate (DEEPEP_DENSE_RATE)
 DEEPEP_ROUTES: dict[tuple[str, str, str], str] = {
     ("sglang-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): "sglang-deepgemm-moe",
     ("sglang-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): "sglang-deepgemm-moe",
@@ -657,18 +662,60 @@ VLLM_FI_CUTLASS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ..
 TP_AS_EP = frozenset({"vllm-deepgemm-moe", "vllm-flashinfer-cutlass-moe-tp"})
 
 
+# --- deepep --- vLLM behind its DeepEP all2all backends (--all2all-backend, kvplan
+# --moe-a2a-backend deepep_high_throughput / deepep_low_latency), FP8 block-scaled experts on
+# Hopper: the first release that runs FlashInfer's CUTLASS MoE behind DeepEP high-throughput.
+# Read in the wheels 0.15.0, 0.16.0, 0.17.0, 0.20.0, 0.24.0, 0.33.0 (docs/moe-gemm.md, "vLLM
+# behind DeepEP"): DeepEP HT's prepare/finalize (DeepEPHTPrepareAndFinalize) hands the experts
+# the standard activation format; FusedMoEParallelConfig.use_batched_activation_format is true
+# only for deepep_low_latency (and pplx / nixl_ep), vllm/model_executor/layers/fused_moe/
+# config.py. oracle/fp8.py select_fp8_moe_backend takes the first backend whose experts class
+# supports the configuration: FLASHINFER_CUTLASS comes first of those that take block FP8 on
+# SM90 (0.15-0.16: the list's order; 0.17-0.33: _get_priority_backends moves it to the front
+# "for EP", moe_parallel_config.ep_size > 1), and FlashInferExperts takes the standard format
+# (0.15.0 only where dp_size is 1 or equals ep_size: -tp 1; -tp > 1 with -dp falls to
+# DeepGEMM's TritonOrDeepGemmExperts there, not told apart). Low-latency's batched format
+# rules out every standard-format class (activation_format check in
+# FusedMoEExperts.is_supported_config, modular_kernel.py), so BATCHED_DEEPGEMM
+# (BatchedDeepGemmExperts: DeepGEMM's fp8_m_grouped_gemm_nt_masked) runs where deep_gemm imports
+# (vendored in the wheel from 0.20, vllm/third_party/deep_gemm; the docker image before);
+# 0.33.0's Humming batched experts, listed before it, are turned down under EP
+# (get_humming_moe_gemm_type: grouped_contiguous with use_ep, the batched class is
+# grouped_masked). So high-throughput reads vllm-flashinfer-cutlass-moe-deepep: the FlashInfer
+# CUTLASS EP rows, a proxy (PROXIES: aiconfigurator's collector/vllm/collect_moe.py builds one
+# FusedMoE with dp_size 1, so no all2all: the experts see the whole EP group's tokens and skip
+# the non-local ones; behind DeepEP HT they see only the tokens dispatched to them); low-latency
+# keeps DEEPEP_ROUTES' DeepGEMM proxy (its masked rows as the decode curve).
+VLLM_DEEPEP_HT_FI_CUTLASS: dict[tuple[str, str, str], tuple[int, ...]] = {
+    ("vllm-triton-fused-moe", "h100-sxm-80gb", "fp8_block"): (0, 15),
+    ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): (0, 15),
+}
+
+
+def _deepep_family(key: tuple[str, str, str], release: tuple[int, ...] | None,
+                   low_latency: bool) -> str:
+    """The kernel family behind DeepEP (layout_family): vLLM 0.15+ high-throughput
+    FlashInfer CUTLASS (VLLM_DEEPEP_HT_FI_CUTLASS), else DEEPEP_ROUTES' DeepGEMM family
+    (`key`'s own where none: the dense rate)."""
+    first = VLLM_DEEPEP_HT_FI_CUTLASS.get(key)
+    if first is not None and not low_latency and (release is None or release >= first):
+        return "vllm-flashinfer-cutlass-moe-deepep"
+    return DEEPEP_ROUTES.get(key, key[0])
+
+
 def layout_family(kernels: str, gpu_id: str, kernel_dtype: str,
                   release: tuple[int, ...] | None, *, moe_tp: int, ep: int,
-                  deepep: bool) -> str:
-    """The kernel family that runs a layout's routed experts: DEEPEP_ROUTES' DeepGEMM family
-    behind DeepEP (`kernels` itself where none: the dense rate); vLLM's DeepGEMM in the releases
+                  deepep: bool, low_latency: bool = False) -> str:
+    """The kernel family that runs a layout's routed experts: behind DeepEP (`low_latency`:
+    its low-latency kernels) _deepep_family (`kernels` itself where none: the dense rate);
+    vLLM's DeepGEMM in the releases
     of VLLM_DEEPGEMM (every layout in 0.11, below MoE TP 8 or with EP from 0.12, `ep` > 1 or
     `moe_tp` the MoE layer's own TP size); FlashInfer's CUTLASS MoE in the releases of
     VLLM_FI_CUTLASS (EP from 0.15, TP-split in 0.15-0.16); else `kernels` (release None: the
     newest)."""
     key = (kernels, gpu_id, kernel_dtype)
     if deepep:
-        return DEEPEP_ROUTES.get(key, kernels)
+        return _deepep_family(key, release, low_latency)
     fi = VLLM_FI_CUTLASS.get(key)
     if fi is not None and (release is None or release >= fi[0]):
         if ep > 1:
@@ -773,7 +820,10 @@ TABLE_RELEASES = {"vllm-triton-fused-moe": "vLLM 0.14.0",
                   # --- fimoe ---
                   "vllm-flashinfer-cutlass-moe": "vLLM 0.24.0 FlashInfer CUTLASS MoE",
                   "vllm-flashinfer-cutlass-moe-tp": "vLLM 0.24.0 FlashInfer CUTLASS MoE (EP "
-                                                    "rows; proxy for its TP-split run)"}
+                                                    "rows; proxy for its TP-split run)",
+                  # --- deepep ---
+                  "vllm-flashinfer-cutlass-moe-deepep": "vLLM 0.24.0 FlashInfer CUTLASS MoE "
+                                                        "(proxy behind DeepEP high-throughput)"}
 
 
 def table_label(kernels: str, ep: int) -> str:
@@ -796,7 +846,13 @@ PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4
            "vllm-flashinfer-cutlass-moe-tp": "FlashInfer CUTLASS MoE's expert-parallel rows "
                                              "(whole experts per EP rank) as a proxy for its "
                                              "TP-split run in vLLM 0.15-0.16 (the EP curve at "
-                                             "EP = MoE TP)"}
+                                             "EP = MoE TP)",
+           # --- deepep ---
+           "vllm-flashinfer-cutlass-moe-deepep": "FlashInfer CUTLASS MoE's expert-parallel rows "
+                                                 "(timed without an all2all: every EP-group "
+                                                 "token fed, non-local ones skipped) as a proxy "
+                                                 "for the same experts behind vLLM's DeepEP "
+                                                 "high-throughput dispatch (0.15+)"}
 
 
 def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:

@@ -367,7 +367,11 @@ def test_layout_family_by_vllm_release_and_layout(gpu: str) -> None:
     for newer in ((0, 17, 0), (0, 19, 0), (0, 24, 0), (0, 33, 0), None):
         assert fam(newer, moe_tp=8) == FAMILY and fam(newer, moe_tp=4) == FAMILY
         assert fam(newer, moe_tp=1, ep=8) == fi
-    assert fam((0, 33, 0), moe_tp=1, ep=8, deepep=True) == dg
+    # --- deepep --- behind DeepEP: 0.33.0 high-throughput FlashInfer CUTLASS (a proxy table),
+    # low-latency DeepGEMM's masked GEMM (tests/perf/test_vllm_deepep_kernels.py)
+    assert fam((0, 33, 0), moe_tp=1, ep=8, deepep=True) == fi + "-deepep"
+    assert moe_gemm.layout_family(FAMILY, gpu, "fp8_block", (0, 33, 0), moe_tp=1, ep=8,
+                                  deepep=True, low_latency=True) == dg
     sgl = "sglang-triton-fused-moe"
     assert fam(None, ep=8, deepep=True, kernels=sgl) == "sglang-deepgemm-moe"
     assert fam(None, ep=8, deepep=True, kernels=sgl, dtype="bfloat16") == sgl
@@ -393,7 +397,9 @@ def test_deepep_layouts_read_the_deepgemm_table() -> None:
     sgl = _r1_layout("sglang", "0.5.10", tp=1, dp=16, ep=16, a2a=True, deepep=True)
     assert sgl.expert_gemm_table == "SGLang 0.5.10 DeepEP MoE (DeepGEMM), EP 16"
     assert sgl.expert_gemm_curve == ((128, 0.358), (256, 0.585), (512, 0.788))
-    vll = _r1_layout("vllm", "0.33.0", tp=1, dp=16, ep=16, a2a=True, deepep=True)
+    # --- deepep --- vLLM 0.14.0 (DeepGEMM behind either DeepEP backend): by proxy; 0.33.0
+    # high-throughput runs FlashInfer CUTLASS (tests/perf/test_vllm_deepep_kernels.py)
+    vll = _r1_layout("vllm", "0.14.0", tp=1, dp=16, ep=16, a2a=True, deepep=True)
     assert vll.expert_gemm_curve == sgl.expert_gemm_curve and "proxy" in vll.expert_gemm_source
 
 
