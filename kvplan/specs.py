@@ -41,6 +41,10 @@ SCHEMA_VERSION = "1.8"  # 1.1: "info" problems, model.weights_from; 1.2: engine.
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
+# The benchmark the closed-form performance figures describe (perf/step.py evaluate)
+CLOSED_LOOP_HARNESS = ("closed loop of N clients, steady state (TTFT: the mean-value queue or, "
+                       "if longer, a fitted share of the start-up burst's)")
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -987,7 +991,7 @@ class Performance(PerfPoint, Deferred):
                               "over NVLink/PCIe or the scale-out network, pipeline hand-offs "
                               "between nodes (docs/nodes.md); null for one GPU")
     # --- traffic ---
-    harness: str = Field("closed loop in steady state (mean-value model)", description=(
+    harness: str = Field(CLOSED_LOOP_HARNESS, description=(
         "the arrival process the figures assume: the closed-loop figures above come from the "
         "mean-value model; percentiles and replicas from the scheduler simulation"))
     lengths: str | None = Field(None, description="the length distribution simulated")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..specs import price_provider
+from ..specs import CLOSED_LOOP_HARNESS, price_provider
 from ..units import GiB
 
 if TYPE_CHECKING:
@@ -160,6 +160,7 @@ def price_label(source: str) -> str:
 
 def performance_table(plan: Plan, console: Console) -> None:
     """Latency and throughput at the workload's concurrency, then versus concurrency."""
+    from rich.markup import escape
     from rich.table import Table
 
     pf = plan.performance
@@ -172,8 +173,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
     t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / "
               f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
-              title_justify="left",
-              show_edge=False)
+              title_justify="left", caption=f"harness: {escape(CLOSED_LOOP_HARNESS)}",
+              caption_justify="left", show_edge=False)
     t.add_column("figure")
     t.add_column("predicted", justify="right")
     t.add_column("range", justify="right")
