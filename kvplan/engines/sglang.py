@@ -1071,10 +1071,10 @@ MAX_PREFILL_TOKENS = 16384
 # (launch_batching).
 CALIBRATION = Calibration(
     style="separate",
-    coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
-                              step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                              seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                              request_overhead_ms=40.1828, burst_share=0.1537),
+    coefficients=Coefficients(gemm_efficiency=0.5192, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.1984, layer_overhead_us=0.0,
+                              seq_overhead_us=26.2555, allreduce_latency_us=2.1379,
+                              request_overhead_ms=40.0342, burst_share=0.1531),
     versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"),
     # routed experts: SGLang's own Triton fused_moe (python/sglang/srt/layers/moe/
     # fused_moe_triton), timed per GPU in aiconfigurator's SGLang 0.5.9 tables (perf/moe_gemm.py)

@@ -1160,10 +1160,10 @@ class TrtllmEngine(Engine):
     # request overheads and burst share stay vLLM's (TTFT is borrowed, docs/performance.md).
     calibration = Calibration(
         style="mixed",
-        coefficients=Coefficients(gemm_efficiency=0.491, bandwidth_efficiency=1.0,
-                                  step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                                  seq_overhead_us=7.5681, allreduce_latency_us=2.026,
-                                  request_overhead_ms=40.1828, burst_share=0.1537),
+        coefficients=Coefficients(gemm_efficiency=0.49, bandwidth_efficiency=1.0,
+                                  step_overhead_ms=5.1984, layer_overhead_us=0.0,
+                                  seq_overhead_us=7.4007, allreduce_latency_us=2.1379,
+                                  request_overhead_ms=40.0342, burst_share=0.1531),
         versions=("0.14.0", "1.0.0"),
         # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only
         # when its prompt + max new tokens fit in the KV blocks no running request will need,

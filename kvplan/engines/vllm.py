@@ -852,10 +852,10 @@ MM_LEGACY_REFUSED_FROM = (0, 10, 0)
 # docs): V1 schedules prefill chunks into decode steps (chunked prefill on by default).
 CALIBRATION = Calibration(
     style="mixed",
-    coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
-                              step_overhead_ms=5.1313, layer_overhead_us=0.0,
-                              seq_overhead_us=26.6505, allreduce_latency_us=2.026,
-                              request_overhead_ms=40.1828, burst_share=0.1537),
+    coefficients=Coefficients(gemm_efficiency=0.5192, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.1984, layer_overhead_us=0.0,
+                              seq_overhead_us=26.2555, allreduce_latency_us=2.1379,
+                              request_overhead_ms=40.0342, burst_share=0.1531),
     versions=("0.12.0",),
     # Async scheduling (vllm/config/scheduler.py SchedulerConfig.async_scheduling: "helps to
     # avoid gaps in GPU utilization"; vllm PR #19970) overlaps the scheduler's work for the next

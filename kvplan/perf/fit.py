@@ -101,6 +101,8 @@ class Parameters:
     keys: tuple[str, ...]
     bounds: Mapping[str, tuple[float, float]] = dataclasses.field(
         default_factory=lambda: dict(BOUNDS))
+    # coefficients held at a value rather than fitted (a term the rows do not identify)
+    fixed: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -115,6 +117,8 @@ class Parameters:
                              f"(known: {', '.join(sorted(fields))})")
         if len(set(self.names)) != len(self.names):
             raise ValueError("a coefficient is both shared and per key")
+        if set(self.fixed) - fields or set(self.fixed) & set(self.names):
+            raise ValueError("a fixed coefficient must be a latency coefficient not fitted")
         if self.per_key and not self.keys:
             raise ValueError("per-key coefficients need at least one key")
 
@@ -142,9 +146,9 @@ class Parameters:
                    for n, z in zip(self.per_key, x[k:k + len(self.per_key)], strict=True)}
             k += len(self.per_key)
             if base is None:
-                out[key] = Coefficients(**shared, **own)
+                out[key] = Coefficients(**shared, **own, **self.fixed)
             else:
-                out[key] = dataclasses.replace(base[key], **shared, **own)
+                out[key] = dataclasses.replace(base[key], **shared, **own, **self.fixed)
         return out
 
     def pack(self, start: Mapping[str, Mapping[str, float]]) -> list[float]:

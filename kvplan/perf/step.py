@@ -101,9 +101,9 @@ NVLINK_DIRECTIONS = 2
 # the _low/_high range of a Hopper PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 # Other GPU classes and extrapolated figures use their own bands (kvplan/perf/arch.py).
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.773, 1.625),
-    "tpot": (0.876, 1.133),
-    "throughput": (0.882, 1.106),
+    "ttft": (0.774, 1.621),
+    "tpot": (0.88, 1.132),
+    "throughput": (0.881, 1.118),
 }
 METRICS = ("ttft", "tpot", "throughput")
 
@@ -1072,6 +1072,10 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         # Closed-loop wait behind the other requests' prefill (_prefill_wait_s): each request
         # holds the prefill station for its share of the mixed steps, then decodes.
         own_s = (steps - steps_dec) * t_mix
+        # Its decode phase (TPOT): the mixed steps of the others' prompts, not its own
+        # (those are in TTFT): at one request, every mixed step is its own, TPOT = t_dec
+        shared = min(steps_dec, max(0.0, mixed - (steps - steps_dec)))
+        decode_s = (shared * t_mix + (steps_dec - shared) * t_dec) / steps_dec
         if wait_model == "gated":  # the others' prompts as a gated batch server
             ttft = own_s + gated_wait_s(
                 b, step_s=t_dec, prompt_s=max(_step_s(ctx, decoding, mean_ctx, i, p_ctx, 1)
@@ -1100,9 +1104,9 @@ def evaluate(ctx: PerfContext, *, concurrency: int, input_tokens: int,
         t_all = full * t_full + t_rest
         ttft = ((t_full if full else t_rest) + t_all) / 2
         t_dec = _step_s(ctx, b, mean_ctx)
-        step_s = t_dec + (t_all - ttft) / steps_dec
+        step_s = decode_s = t_dec + (t_all - ttft) / steps_dec
         saturated = False
-    tpot = step_s / per_step  # per output token
+    tpot = decode_s / per_step  # per output token
     ttft += ctx.request_overhead_s
     e2e = ttft + decode_steps * tpot if o > 1 else ttft
     if concurrency > b:  # closed loop: the others wait for a slot (Little's law)

@@ -420,3 +420,24 @@ def test_burst_share_scales_the_mixed_wait() -> None:
     ttfts = [perf.evaluate(dataclasses.replace(zero, coefficients=dataclasses.replace(
         ctx.coefficients, burst_share=s)), **kw).ttft_ms for s in shares]
     assert ttfts == sorted(ttfts) and ttfts[-1] > mva
+
+
+@pytest.mark.parametrize("output_tokens", [128, 1024])
+def test_a_requests_own_prefill_is_in_its_ttft_not_its_tpot(qwen_moe: perf.PerfContext,
+                                                            output_tokens: int) -> None:
+    """TPOT = (e2e − TTFT) / (output − 1), as serving benchmarks define it: a request's own
+    prefill ends with its first token. Alone (concurrency 1) its 8,192-token prompt takes 4
+    chunked-prefill steps of 2,048 and then it decodes alone, so its TPOT is that of a
+    request over the same context whose prompt is all but one block cached (one short step):
+    equal within 1 % (the steady state's decode batch is the life-average one, 127/131 and
+    127/128 of a sequence here). The step model used to average its own chunks into its TPOT
+    (Qwen3-30B-A3B, H100, vLLM 0.12: +32 % at 128 output tokens) and count them twice in e2e."""
+    ctx = dataclasses.replace(qwen_moe, max_num_batched_tokens=2048)
+
+    def one(cached: int) -> perf.PerfPoint:
+        return perf.evaluate(ctx, concurrency=1, input_tokens=8192, output_tokens=output_tokens,
+                             cached_tokens=cached)
+    cold, warm = one(0), one(8176)
+    assert cold.tpot_ms == pytest.approx(warm.tpot_ms, rel=0.01)
+    assert cold.ttft_ms > warm.ttft_ms  # the chunks' steps are in TTFT
+    assert cold.e2e_ms == pytest.approx(cold.ttft_ms + (output_tokens - 1) * cold.tpot_ms)
