@@ -85,6 +85,8 @@ class Run:
     harness: str  # how the run's load became a closed-loop concurrency
     row: fit.Row | None
     skipped: str = ""
+    # the deployment kvplan plans as not starting as stated: on which launch line it is replayed
+    replayed_as: str = ""
 
     @property
     def label(self) -> str:
@@ -170,11 +172,13 @@ def _harness(m: Measurement, replicas: int) -> tuple[int | None, str]:
 
 
 def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
-             knobs: Mapping[str, Any], cache: dict[tuple, tuple[perf.PerfContext, str]]
-             ) -> tuple[perf.PerfContext, str]:
+             knobs: Mapping[str, Any], cache: dict[tuple, tuple[perf.PerfContext, str, str]]
+             ) -> tuple[perf.PerfContext, str, str]:
     """The latency model's context of a deployment as kvplan plans it (kvplan.api
-    .plan_with_context: the context `kvplan plan` computes its figures with), and its engine
-    version."""
+    .plan_with_context: the context `kvplan plan` computes its figures with), its engine
+    version, and — when kvplan plans the stated deployment as not starting but has figures for
+    the launch line it recommends (a budget fraction the run evidently had) — that it is
+    replayed on that line. The runs did start, so they are kept, and the note says so."""
     from .api import plan_with_context
 
     key = (id(model), gpu.id, engine, version, tp, tuple(sorted(knobs.items())))
@@ -186,13 +190,21 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
                 f"kvplan has no latency figures for {model.id} on {gpu.id}: " + "; ".join(
                     pr.message for pr in p.problems if pr.code == "no-performance-figures"),
                 hint="calibrate on a GPU whose gpu_specs entry has its compute and bandwidth")
-        if not p.fits or ctx is None:
+        if ctx is None:
             raise InvalidInputError(
                 f"the runs' deployment ({model.id}, {engine}, TP{tp} on {gpu.id}) does not fit "
                 "as kvplan plans it, so it cannot be replayed",
                 hint="pass the settings the server ran with (--max-model-len, "
                 "--gpu-memory-utilization, --kv-cache-dtype, …)")
-        cache[key] = (ctx, p.engine.version)
+        note = "" if p.fits else (
+            f"kvplan plans {model.id} on {gpu.id} TP{tp} as not starting as stated ("
+            + ", ".join(pr.code for pr in p.problems if pr.severity == "error")
+            + "); replayed on the launch line it recommends: " + "; ".join(
+                f"{name} {r.value:g}" for name, r in (
+                    ("max_model_len", p.recommendations.max_model_len),
+                    ("gpu_memory_utilization", p.recommendations.gpu_memory_utilization))
+                if r.value is not None))
+        cache[key] = (ctx, p.engine.version, note)
     return cache[key]
 
 
@@ -210,7 +222,7 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         raise InvalidInputError(f"{len(measurements):,} runs: kvplan calibrates on at most "
                                 f"{MAX_RUNS:,}", hint="pass fewer result files")
     models: dict[str, ModelSpec] = {}
-    contexts: dict[tuple, tuple[perf.PerfContext, str]] = {}
+    contexts: dict[tuple, tuple[perf.PerfContext, str, str]] = {}
     runs = []
     for m in measurements:
         ref, model = _model_of(m, given, models)
@@ -222,10 +234,10 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
             raise InvalidInputError(f"{m.label}: {replicas} replicas is not in [1, "
                                     f"{MAX_REPLICAS}]", hint="pass --replicas")
         version = m.deployment.get("engine_version") or given.engine_version
-        ctx, ver = _context(model, gpu, engine, version, tp, given.knobs, contexts)
+        ctx, ver, replayed = _context(model, gpu, engine, version, tp, given.knobs, contexts)
         conc, harness = _harness(m, replicas)
         row, why = _row(m, ctx, engine, conc, replicas)
-        runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why))
+        runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why, replayed))
     return runs
 
 

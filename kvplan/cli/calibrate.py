@@ -177,7 +177,8 @@ def _run_json(run: Any, p: Any) -> dict[str, Any]:
     r = run.row
     return {"run": run.label, "model": run.model, "gpu": run.gpu.id, "engine": run.engine,
             "engine_version": run.engine_version, "tensor_parallel_size": run.tp,
-            "harness": run.harness, "concurrency": r.concurrency,
+            "harness": run.harness, "replayed_as": run.replayed_as or None,
+            "concurrency": r.concurrency,
             "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
             "measured": {"ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
                          "output_tokens_per_s": r.throughput},
@@ -210,6 +211,8 @@ def _skipped(out: Any, runs: list[Any]) -> None:
     for r in runs:
         if r.row is None:
             out.print(f"skipped {r.label}: {r.skipped}", markup=False)
+    for note in dict.fromkeys(r.replayed_as for r in runs if r.replayed_as):
+        out.print(f"note: {note}", markup=False)
 
 
 def _errors_table(out: Any, blocks: list[tuple[str, Any]]) -> None:

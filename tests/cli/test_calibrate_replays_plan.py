@@ -113,3 +113,33 @@ def test_a_deployment_without_latency_figures_is_refused_naming_why(capsys, tmp_
                          "--check", "--json")
     assert code == 2
     assert "no latency figures" in out + err and "Traceback" not in out + err
+
+
+def test_a_run_kvplan_plans_as_not_starting_is_replayed_on_the_recommended_line(capsys,
+                                                                               tmp_path: Path):
+    """A run proves its server started; when kvplan's plan of the stated flags says it would
+    not (Qwen3-32B on one H100 at --gpu-memory-utilization 0.9: one 40,960-token request does
+    not fit, max-model-len-too-long) but has figures for the launch line it recommends (0.95),
+    the run is replayed there, with the predictions `kvplan plan` prints, and the output says
+    so. It used to be refused (exit 2, "does not fit as kvplan plans it")."""
+    model, gpu = "Qwen/Qwen3-32B", "h100"
+    flags = ("--gpu-memory-utilization", "0.9")
+    code, out, err = run(capsys, "plan", model, "--gpu", gpu, *flags, "--json")
+    planned = json.loads(out)
+    assert code == 1 and planned["fits"] is False
+    util = planned["recommendations"]["gpu_memory_utilization"]["value"]
+    want = {p["concurrency"]: p for p in planned["performance"]["by_concurrency"]}
+    levels = [c for c in CONCURRENCY if c in want]  # its KV cache holds few 40,960-token runs
+    assert levels
+    bench = tmp_path / "runs.json"
+    bench.write_text("\n".join(_vllm_line(model, gpu, planned["engine"]["version"], c)
+                               for c in levels) + "\n")
+    code, out, err = run(capsys, "calibrate", str(bench), *flags, "--check", "--json")
+    assert code in (0, 1), err  # a result (within --max-error or not), not a refusal
+    for r in json.loads(out)["runs"]:
+        assert "max-model-len-too-long" in r["replayed_as"]
+        assert f"gpu_memory_utilization {util:g}" in r["replayed_as"]
+        assert r["predicted"]["ttft_ms"] == pytest.approx(want[r["concurrency"]]["ttft_ms"],
+                                                          abs=0.006)
+    code, out, err = run(capsys, "calibrate", str(bench), *flags, "--check")
+    assert "note: kvplan plans Qwen/Qwen3-32B" in out + err
