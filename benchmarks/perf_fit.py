@@ -15,11 +15,11 @@ defaults).
 Fitted in two stages (fit()): five step-time coefficients shared by every engine
 (gemm_efficiency, bandwidth_efficiency, allreduce_latency_us, step_overhead_ms,
 seq_overhead_us; layer_overhead_us held at 0, FIXED) with a provisional request_overhead_ms
-per engine and the steady-state wait; then, with those fixed, the harness terms burst_share (shared) and
-request_overhead_ms (per engine). Sharing the step and per-sequence overheads transfers better to a
-held-out group than per-engine overheads did (TPOT p90 40 % → 19 %, benchmarks/perf_fit.py
-history in git). Loss: mean soft-L1
-(pseudo-Huber) of the log errors of TTFT and TPOT.
+per engine and the steady-state wait; then, with those fixed, the harness terms burst_share
+(shared) and request_overhead_ms (per engine). Sharing the step and per-sequence overheads
+transfers better to a held-out group than per-engine overheads did (TPOT p90 40 % → 19 %,
+benchmarks/perf_fit.py history in git). Loss: mean soft-L1 (pseudo-Huber) of the log errors
+of TTFT and TPOT.
 Optimiser: Nelder–Mead on transformed parameters, pure Python (no scipy); the fitting core
 (rows → predictions, loss, optimiser, statistics, leave-one-group-out) is kvplan/perf/fit.py.
 
