@@ -171,7 +171,13 @@ def performance_table(plan: Plan, console: Console) -> None:
     cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
            f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
-    t = Table(title=f"Performance per replica: {pf.input_tokens:,} in{cached} / "
+    # a replica of the step model can be a part of the deployment (a DP rank: docs/
+    # expert-parallel.md): say how much, from its own per-GPU figure
+    per_gpu = pf.output_tokens_per_s_per_gpu
+    gpus = round(pf.output_tokens_per_s / per_gpu) if per_gpu else plan.gpu.count
+    part = (f" ({gpus} of the deployment's {plan.gpu.count} GPUs)"
+            if 0 < gpus < plan.gpu.count else "")
+    t = Table(title=f"Performance per replica{part}: {pf.input_tokens:,} in{cached} / "
               f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
               title_justify="left", caption=f"harness: {escape(CLOSED_LOOP_HARNESS)}",
               caption_justify="left", show_edge=False)
