@@ -16,10 +16,12 @@ GPUs (DP attention) or with expert parallelism:
       EP): dispatch and combine each move a token's hidden state to the GPUs of its k experts,
       (N − 1)/N of them off the GPU:  2 × (α + tokens × k × hidden × 2 B × (N − 1)/N ÷ link);
     - otherwise (SGLang DP attention without DeepEP; vLLM -dp > 1 without EP): an all-gather
-      of every rank's tokens and a reduce-scatter of the outputs:
-      2 × (α + tokens × hidden × 2 B × (N − 1) ÷ link).
+      of every rank's tokens and a reduce-scatter of the outputs, over a buffer of the D
+      ranks' D × tokens tokens (the T GPUs of an attention group hold their rank's tokens
+      alike, after its all-reduce): 2 × (α + D × tokens × hidden × 2 B × (N − 1)/N ÷ link)
+      = 2 × (α + tokens × hidden × 2 B × (N − 1)/T ÷ link).
   Volumes as the DeepEP README states them (dispatch/combine of top-k routed tokens) and the
-  ring all-gather/reduce-scatter bound (each GPU receives the other N − 1 ranks' shares); α is
+  ring all-gather/reduce-scatter bound (each GPU receives (N − 1)/N of the buffer); α is
   the engine's fitted all-reduce latency, the link perf.step.link_bytes_per_s (NVLink one
   direction), or the scale-out network when the MoE group spans nodes (planner/nodes.py).
 * DeepEP across nodes (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all backends): its
@@ -165,7 +167,7 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
     elif n > 1:
         if ctx.all_to_all:
             moved = act * ctx.top_k * (n - 1) / n
-        else:
-            moved = act * (n - 1)
+        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike)
+            moved = act * (n - 1) / ctx.tp
         out += ctx.moe_layers * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
     return out

@@ -47,6 +47,23 @@ def test_dp_attention_without_all_to_all_gathers_every_rank():
     assert got == pytest.approx(58 * 2 * (alpha + 64 * 7168 * 2 * 7 / 450e9), rel=1e-12)
 
 
+def test_dp_attention_with_attention_tp_gathers_the_ranks_tokens_once():
+    """-tp 2 -dp 4 (N = 8 GPUs, attention groups of T = 2) without all-to-all: the buffer is
+    the 4 ranks' 64 tokens each (the 2 GPUs of a group hold their rank's 64 alike after its
+    all-reduce), 4 × 64 × 7168 × 2 B = 3,670,016 B, of which a GPU receives 7/8 each way:
+    3,211,264 B = 64 × 7168 × 2 × 7 / 2 per MoE layer; the attention and the dense MLP (3 of
+    DeepSeek-V3's 61 layers) all-reduce over T = 2 as at -tp 2. Counting every GPU's copy,
+    as before, moved 64 × 7168 × 2 × 7 B: twice the buffer."""
+    _, ctx = _ctx(2, dp=4, ep=1, moe_dp=True, all_to_all=False)
+    assert ctx.moe_group == 8 and ctx.moe_layers == 58
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    act = 64 * 7168 * 2
+    allreduce = (61 + 3) * (alpha + act * 2 * 1 / 2 / 450e9)
+    moe = 58 * 2 * (alpha + 3_211_264 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(allreduce + moe, rel=1e-12)
+
+
 def test_ep_reads_one_ranks_experts_touched_by_every_dp_ranks_tokens():
     """EP8: 32 whole experts per GPU (76.14 GiB, tests/engines/test_expert_parallel.py); one
     decode step of 1 own token on each of 8 DP ranks touches 1 − (1 − 8/256)^8 of them."""
