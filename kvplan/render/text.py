@@ -171,10 +171,10 @@ def performance_table(plan: Plan, console: Console) -> None:
     cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
            f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
-    # a replica of the step model can be a part of the deployment (a DP rank: docs/
-    # expert-parallel.md): say how much, from its own per-GPU figure
-    per_gpu = pf.output_tokens_per_s_per_gpu
-    gpus = round(pf.output_tokens_per_s / per_gpu) if per_gpu else plan.gpu.count
+    # a replica of the step model is one DP rank (docs/expert-parallel.md): TP × PP GPUs, those
+    # its per-GPU figure divides by (perf/step.py evaluate); say when that is not all of them
+    tp, pp = (plan.inputs[k].value for k in ("tensor_parallel_size", "pipeline_parallel_size"))
+    gpus = tp * pp if isinstance(tp, int) and isinstance(pp, int) else plan.gpu.count
     part = (f" ({gpus} of the deployment's {plan.gpu.count} GPUs)"
             if 0 < gpus < plan.gpu.count else "")
     t = Table(title=f"Performance per replica{part}: {pf.input_tokens:,} in{cached} / "
