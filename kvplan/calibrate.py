@@ -2,8 +2,8 @@
 against them (the "measure → calibrate → re-measure" loop; docs/calibration.md).
 
 1. Each run a result file states (kvplan.sources.benchfiles) is matched to its deployment:
-   model, GPU, engine, version, TP and replicas from the file where it says so (and kvplan can
-   resolve it), else from the command line; a run whose model or GPU cannot be determined is
+   model, GPU, engine, version, TP, DP and replicas from the file where it says so (and kvplan
+   can resolve it), else from the command line; a run whose model or GPU cannot be determined is
    refused, naming it.
 2. The deployment is planned (kvplan.api.plan: KV capacity, max_num_seqs, the token budget
    as the engine sets them) and becomes a kvplan.perf.fit.Row: the closed-loop concurrency of
@@ -30,6 +30,7 @@ from typing import Any
 from .engines import registry
 from .engines.base import Coefficients
 from .errors import InvalidInputError, KvplanError
+from .knobs import MAX_PARALLEL
 from .perf import fit
 from .perf import step as perf
 from .sources.benchfiles import Measurement
@@ -43,7 +44,7 @@ MIN_EFFECT = 0.003  # a coefficient must move some prediction by ≥ 0.3 % when 
 # (or by 1 % of its range, for one near 0)
 MIN_SIN = 0.2  # …in a direction at least 11.5° away from the coefficients already chosen
 FIT_TOL = 1e-10  # Nelder–Mead: stop when the losses span less (a user's runs are few: cheap)
-MAX_IN_FLIGHT = 1 << 16  # requests in flight per replica a run may replay (the model's
+MAX_IN_FLIGHT = 1 << 16  # requests in flight per engine a run may replay (the model's
 # closed-loop wait is a loop over them)
 MAX_LENGTH = 1 << 24  # tokens per request (the workload's bound, knobs.OPTIONS)
 MAX_REPLICAS = 1 << 14  # behind one benchmarked endpoint
@@ -63,6 +64,7 @@ class Given:
     engine: str | None = None
     engine_version: str | None = None
     tensor_parallel_size: int | None = None
+    data_parallel_size: int | None = None
     replicas: int | None = None
     knobs: Mapping[str, Any] = field(default_factory=dict)  # further plan knobs as given
     revision: str | None = None
@@ -87,6 +89,7 @@ class Run:
     skipped: str = ""
     # the deployment kvplan plans as not starting as stated: on which launch line it is replayed
     replayed_as: str = ""
+    dp: int = 1  # data-parallel ranks of each replica (-dp), each an engine of its own
 
     @property
     def label(self) -> str:
@@ -156,8 +159,10 @@ def _int_stated(m: Measurement, key: str) -> int | None:
                                 hint="pass the value on the command line") from None
 
 
-def _harness(m: Measurement, replicas: int) -> tuple[int | None, str]:
-    """(closed-loop concurrency per replica, how it was found)."""
+def _harness(m: Measurement, replicas: int, dp: int = 1) -> tuple[int | None, str]:
+    """(closed-loop concurrency per engine: per DP rank of a replica, how it was found). The
+    load is divided evenly among the replicas and their DP ranks (vLLM's -dp front end and
+    SGLang's DP controller send each request to one rank)."""
     n, how = m.in_flight()
     if n is None:
         return None, how
@@ -167,8 +172,9 @@ def _harness(m: Measurement, replicas: int) -> tuple[int | None, str]:
         where = f"open loop at {m.request_rate:g} req/s, {n:.1f} in flight ({how})"
     else:
         where = f"all requests at once, {n:.1f} in flight on average ({how})"
-    per = n / replicas
-    return max(1, round(per)), where + (f", ÷ {replicas} replicas" if replicas > 1 else "")
+    per = n / (replicas * dp)
+    return max(1, round(per)), (where + (f", ÷ {replicas} replicas" if replicas > 1 else "")
+                                + (f", ÷ {dp} DP ranks" if dp > 1 else ""))
 
 
 def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
@@ -233,11 +239,17 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         if not 1 <= replicas <= MAX_REPLICAS:
             raise InvalidInputError(f"{m.label}: {replicas} replicas is not in [1, "
                                     f"{MAX_REPLICAS}]", hint="pass --replicas")
+        dp = _int_stated(m, "dp") or given.data_parallel_size or 1
+        if not 1 <= dp <= MAX_PARALLEL:
+            raise InvalidInputError(f"{m.label}: data_parallel_size {dp} is not in [1, "
+                                    f"{MAX_PARALLEL}]", hint="pass -dp")
         version = m.deployment.get("engine_version") or given.engine_version
-        ctx, ver, replayed = _context(model, gpu, engine, version, tp, given.knobs, contexts)
-        conc, harness = _harness(m, replicas)
-        row, why = _row(m, ctx, engine, conc, replicas)
-        runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why, replayed))
+        knobs = {**given.knobs, "data_parallel_size": dp} if dp > 1 else given.knobs
+        ctx, ver, replayed = _context(model, gpu, engine, version, tp, knobs, contexts)
+        conc, harness = _harness(m, replicas, dp)
+        row, why = _row(m, ctx, engine, conc, replicas * dp)
+        runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why, replayed,
+                        dp))
     return runs
 
 
@@ -246,8 +258,9 @@ def _positive(v: float | None) -> float | None:
 
 
 def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
-         replicas: int) -> tuple[fit.Row | None, str]:
-    """The fit's row of a run, or (None, why it cannot be replayed)."""
+         engines: int) -> tuple[fit.Row | None, str]:
+    """The fit's row of a run (its throughput per engine: ÷ `engines`, the replicas × their DP
+    ranks), or (None, why it cannot be replayed)."""
     ttft = _positive(m.ttft_ms.central)
     tpot = _positive(m.tpot_ms.central) or _positive(m.itl_ms.central)  # ITL is TPOT for
     # steady decoding (older SGLang releases write only the median ITL)
@@ -258,14 +271,14 @@ def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
         return None, ("all requests sent at once (request rate inf, no max concurrency): a "
                       "burst, not the steady state kvplan's latency model describes")
     if conc > MAX_IN_FLIGHT:
-        return None, f"{conc:,} requests in flight per replica: over {MAX_IN_FLIGHT:,}"
+        return None, f"{conc:,} requests in flight per engine: over {MAX_IN_FLIGHT:,}"
     if not inp or not out or max(inp, out) > MAX_LENGTH:
         return None, "no usable input / output lengths"
     if ttft is None and tpot is None:
         return None, "neither TTFT nor TPOT measured"
     thr = _positive(m.output_throughput)
     return fit.Row(ctx, engine, m.label, conc, max(1, round(inp)), max(1, round(out)), ttft,
-                   tpot, thr / replicas if thr else None), ""
+                   tpot, thr / engines if thr else None), ""
 
 
 # ----------------------------------------------------------------------- fitting
@@ -438,7 +451,8 @@ def document(result: Result, *, created: str, kvplan_version: str) -> dict[str, 
         assert run.row is not None
         rows.append({
             "run": run.label, "model": run.model, "gpu": run.gpu.id, "engine_version":
-            run.engine_version, "tensor_parallel_size": run.tp, "replicas": run.replicas,
+            run.engine_version, "tensor_parallel_size": run.tp, "data_parallel_size": run.dp,
+            "replicas": run.replicas,
             "harness": run.harness, "concurrency": run.row.concurrency,
             "input_tokens": run.row.input_tokens, "output_tokens": run.row.output_tokens,
             "measured": _measured(run.row), "before": _predicted(b), "after": _predicted(a),

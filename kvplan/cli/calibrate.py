@@ -14,7 +14,8 @@ from .common import argument, console, option, own, table_options, write
 
 # The plan flags that describe the measured deployment (the rest of plan's are not needed).
 _DEPLOYMENT_FLAGS = ("engine_version", "tensor_parallel_size", "pipeline_parallel_size",
-                     "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+                     "data_parallel_size", "max_model_len", "max_num_seqs",
+                     "max_num_batched_tokens",
                      "gpu_memory_utilization", "dtype", "kv_cache_dtype", "quantization",
                      "block_size", "gpu_memory_gib", "enable_expert_parallel")
 
@@ -85,10 +86,12 @@ def calibrate(files: list[Path], **values: Any) -> None:
                                 hint="drop -o, or drop --check to calibrate")
     measurements = [m for f in files for m in benchfiles.read(f)]
     knobs = {k: values[k] for k in _DEPLOYMENT_FLAGS
-             if k not in ("engine_version", "tensor_parallel_size") and values[k] is not None}
+             if k not in ("engine_version", "tensor_parallel_size", "data_parallel_size")
+             and values[k] is not None}
     given = cal.Given(model=values["model"], gpu=values["gpu"], engine=values["engine"],
                       engine_version=values["engine_version"],
                       tensor_parallel_size=values["tensor_parallel_size"],
+                      data_parallel_size=values["data_parallel_size"],
                       replicas=values["replicas"], knobs=knobs, revision=values["revision"],
                       token=values["token"], offline=values["offline"])
     runs = cal.match(measurements, given)
@@ -177,7 +180,8 @@ def _run_json(run: Any, p: Any) -> dict[str, Any]:
     r = run.row
     return {"run": run.label, "model": run.model, "gpu": run.gpu.id, "engine": run.engine,
             "engine_version": run.engine_version, "tensor_parallel_size": run.tp,
-            "harness": run.harness, "replayed_as": run.replayed_as or None,
+            "data_parallel_size": run.dp, "harness": run.harness,
+            "replayed_as": run.replayed_as or None,
             "concurrency": r.concurrency,
             "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
             "measured": {"ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,

@@ -192,6 +192,7 @@ def _text(v: object) -> str | None:
 DEPLOYMENT_KEYS = {
     "gpu": ("gpu", "gpu_type", "accelerator"),
     "tp": ("tp", "tensor_parallel_size", "tp_size"),
+    "dp": ("dp", "data_parallel_size", "dp_size"),
     "engine": ("engine",),
     "engine_version": ("engine_version", "version", "vllm_version", "sglang_version"),
     "replicas": ("replicas", "decode_replicas"),

@@ -250,3 +250,57 @@ def test_a_quantized_checkpoint_is_replayed_in_its_own_format():
     ctx, _, _ = cal._context(m, resolve_gpus(["h200"])[0], "vllm", "0.14.0", 8,
                              {"max_model_len": 8192}, {})
     assert ctx.expert_gemm_key[2] == "fp8_block"
+
+
+def _dp_line(c: int, meta: dict[str, object], model: str = LLAMA_8B) -> str:
+    """A `vllm bench serve` result of a closed loop of c clients, --metadata pairs `meta`."""
+    n = 10 * c
+    return json.dumps({
+        "date": "20261201-120000", "backend": "vllm", "model_id": model, "num_prompts": n,
+        "gpu": "h100-sxm-80gb", "version": "0.12.0", "request_rate": "inf",
+        "max_concurrency": c, "completed": n, "total_input_tokens": n * 1000,
+        "total_output_tokens": n * 200, "mean_ttft_ms": 100.0, "mean_tpot_ms": 10.0,
+        "output_throughput": 5000.0, **meta})
+
+
+def test_data_parallel_ranks_share_the_load_like_replicas_on_a_dense_model():
+    """vLLM's -dp runs one engine per rank and its front end sends each request to one of them
+    (docs/serving/data_parallel_deployment.md, vLLM 0.12): for a dense model a run on -dp 2 is
+    two engines of half the load each, as two replicas are. 64 clients → 32 per engine, the
+    measured 5,000 tokens/s → 2,500 per engine; the prediction is the replicas' one."""
+    given = cal.Given(knobs={"max_model_len": 8192})
+    on_dp = cal.match(benchfiles.parse(_dp_line(64, {"dp": 2}), "dp.json"), given)
+    on_replicas = cal.match(benchfiles.parse(_dp_line(64, {"replicas": 2}), "r.json"), given)
+    alone = cal.match(benchfiles.parse(_dp_line(64, {}), "one.json"), given)
+    dp_row, rep_row = on_dp[0].row, on_replicas[0].row
+    assert dp_row is not None and rep_row is not None and alone[0].row is not None
+    assert on_dp[0].dp == 2 and "÷ 2 DP ranks" in on_dp[0].harness
+    assert (dp_row.concurrency, dp_row.throughput) == (32, 2500.0)
+    assert cal.check(on_dp).preds == cal.check(on_replicas).preds
+    assert cal.check(on_dp).preds != cal.check(alone).preds
+
+
+def test_data_parallel_with_expert_parallel_replays_the_split_experts():
+    """Qwen3-30B-A3B on -dp 2 --enable-expert-parallel: its 128 experts are split over the
+    two ranks' GPUs (64 each), so a GPU holds fewer weight bytes than a replica holding all
+    of them — the layout `kvplan plan -dp 2 --enable-expert-parallel` plans."""
+    model = "Qwen/Qwen3-30B-A3B"
+    given = cal.Given(knobs={"max_model_len": 8192, "enable_expert_parallel": True})
+    ep = cal.match(benchfiles.parse(_dp_line(8, {"dp": 2}, model), "ep.json"), given)
+    whole = cal.match(benchfiles.parse(_dp_line(8, {"replicas": 2}, model), "r.json"), given)
+    ep_row, whole_row = ep[0].row, whole[0].row
+    assert ep_row is not None and whole_row is not None
+    assert ep_row.concurrency == whole_row.concurrency == 4
+    assert ep_row.context.weight_bytes_per_gpu < 0.6 * whole_row.context.weight_bytes_per_gpu
+
+
+def test_the_dp_flag_divides_the_runs_and_is_reported(capsys):
+    code, out, err = run(capsys, "calibrate", str(L40S), "--max-model-len", "4096", "-dp", "2",
+                         "--check", "--json")
+    assert code == 0, err
+    runs = json.loads(out)["runs"]
+    assert {r["data_parallel_size"] for r in runs} == {2}
+    assert all("÷ 4 replicas, ÷ 2 DP ranks" in r["harness"] for r in runs)
+    code, out, err = run(capsys, "calibrate", str(L40S), "-dp", "0", "--check", "--json")
+    assert code == 2 and "Traceback" not in err
+    assert "data-parallel-size" in json.dumps(json.loads(out)["error"])
