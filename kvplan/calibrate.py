@@ -9,7 +9,14 @@ against them (the "measure → calibrate → re-measure" loop; docs/calibration.
    as the engine sets them) and becomes a kvplan.perf.fit.Row: the closed-loop concurrency of
    the run (an open-loop run: the requests in flight by Little's law, N = completed/s × mean
    e2e), mean input / output tokens, measured mean (else median) TTFT and TPOT (else ITL),
-   output tokens/s per replica.
+   output tokens/s per replica. An open loop's TTFT is not the closed loop's: its requests
+   arrive spread out, mostly to no queue, where the closed form's clients send together (its
+   burst share, SGLang's prefill waves). It is replayed by simulating the run's own arrivals
+   (kvplan.perf.simulate: its rate, request count and burstiness, Poisson when the file does
+   not say; mean TTFT), in the scores and the check. The fit replays every row thousands of
+   times, too often to simulate: it fits the closed form of one lone request to the measured
+   TTFT × (lone request / simulated) at the coefficients it starts from, then once more from
+   the coefficients of that fit (the simulation's queueing held as a ratio).
 3. `identifiable()` picks the coefficients these runs can tell apart (finite differences of
    the log predictions, in a priority order: overheads first); the others keep their values.
 4. The fit (kvplan.perf.fit) starts from the coefficients in force (the bundled fit of the
@@ -23,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +39,7 @@ from .engines.base import Coefficients
 from .errors import InvalidInputError, KvplanError
 from .knobs import MAX_PARALLEL
 from .perf import fit
+from .perf import simulate as sim
 from .perf import step as perf
 from .sources.benchfiles import Measurement
 from .specs import GpuSpec, ModelSpec
@@ -50,6 +58,8 @@ MAX_LENGTH = 1 << 24  # tokens per request (the workload's bound, knobs.OPTIONS)
 MAX_REPLICAS = 1 << 14  # behind one benchmarked endpoint
 MAX_RUNS = 1000  # measured runs in one calibration (a fit replays each thousands of times)
 FOLDS = 10  # above this many runs the held-out error is 10-fold, not leave-one-run-out
+MAX_SIMULATED = 4000  # requests of an open-loop run simulated for its TTFT (the run's own
+# count up to this: below saturation the mean settles long before; 0.1–0.2 s a run)
 
 
 # ---------------------------------------------------------------------- matching
@@ -73,6 +83,18 @@ class Given:
 
 
 @dataclass(frozen=True)
+class OpenLoop:
+    """An open-loop run's arrivals at one engine, to simulate its TTFT: `requests` requests at
+    `rate` req/s, gamma gaps of shape `burstiness` (1: Poisson; inf: evenly spaced), KV blocks
+    of `block_size` tokens as the plan lays them out."""
+
+    rate: float
+    requests: int
+    burstiness: float
+    block_size: int
+
+
+@dataclass(frozen=True)
 class Run:
     """One measured run matched to its deployment; `row` is None when it cannot be used
     (`skipped` says why)."""
@@ -90,6 +112,7 @@ class Run:
     # the deployment kvplan plans as not starting as stated: on which launch line it is replayed
     replayed_as: str = ""
     dp: int = 1  # data-parallel ranks of each replica (-dp), each an engine of its own
+    open_loop: OpenLoop | None = None  # an open loop's arrivals: its TTFT is simulated
 
     @property
     def label(self) -> str:
@@ -178,13 +201,15 @@ def _harness(m: Measurement, replicas: int, dp: int = 1) -> tuple[int | None, st
 
 
 def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
-             knobs: Mapping[str, Any], cache: dict[tuple, tuple[perf.PerfContext, str, str]]
-             ) -> tuple[perf.PerfContext, str, str]:
+             knobs: Mapping[str, Any],
+             cache: dict[tuple, tuple[perf.PerfContext, str, str, int]]
+             ) -> tuple[perf.PerfContext, str, str, int]:
     """The latency model's context of a deployment as kvplan plans it (kvplan.api
     .plan_with_context: the context `kvplan plan` computes its figures with), its engine
-    version, and — when kvplan plans the stated deployment as not starting but has figures for
-    the launch line it recommends (a budget fraction the run evidently had) — that it is
-    replayed on that line. The runs did start, so they are kept, and the note says so."""
+    version, its KV block size (tokens) and — when kvplan plans the stated deployment as not
+    starting but has figures for the launch line it recommends (a budget fraction the run
+    evidently had) — that it is replayed on that line. The runs did start, so they are
+    kept, and the note says so."""
     from .api import plan_with_context
 
     key = (id(model), gpu.id, engine, version, tp, tuple(sorted(knobs.items())))
@@ -210,7 +235,7 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
                     ("max_model_len", p.recommendations.max_model_len),
                     ("gpu_memory_utilization", p.recommendations.gpu_memory_utilization))
                 if r.value is not None))
-        cache[key] = (ctx, p.engine.version, note)
+        cache[key] = (ctx, p.engine.version, note, p.kv_cache.block_size)
     return cache[key]
 
 
@@ -228,7 +253,7 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         raise InvalidInputError(f"{len(measurements):,} runs: kvplan calibrates on at most "
                                 f"{MAX_RUNS:,}", hint="pass fewer result files")
     models: dict[str, ModelSpec] = {}
-    contexts: dict[tuple, tuple[perf.PerfContext, str, str]] = {}
+    contexts: dict[tuple, tuple[perf.PerfContext, str, str, int]] = {}
     runs = []
     for m in measurements:
         ref, model = _model_of(m, given, models)
@@ -245,12 +270,47 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
                                     f"{MAX_PARALLEL}]", hint="pass -dp")
         version = m.deployment.get("engine_version") or given.engine_version
         knobs = {**given.knobs, "data_parallel_size": dp} if dp > 1 else given.knobs
-        ctx, ver, replayed = _context(model, gpu, engine, version, tp, knobs, contexts)
+        ctx, ver, replayed, block = _context(model, gpu, engine, version, tp, knobs, contexts)
         conc, harness = _harness(m, replicas, dp)
         row, why = _row(m, ctx, engine, conc, replicas * dp)
+        loop = _open_loop(m, replicas * dp, block) if row is not None else None
+        if loop is not None:
+            harness += (f"; TTFT simulated: {loop.requests:,} arrivals at "
+                        f"{loop.rate:.4g} req/s, " + (
+                            "evenly spaced" if math.isinf(loop.burstiness) else
+                            "Poisson" if m.burstiness == 1.0 else
+                            "Poisson (burstiness not stated)" if m.burstiness is None else
+                            f"burstiness {loop.burstiness:g}"))
         runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why, replayed,
-                        dp))
+                        dp, loop))
     return runs
+
+
+def _open_loop(m: Measurement, engines: int, block_size: int) -> OpenLoop | None:
+    """An open-loop run's arrivals at one of the `engines` it was spread over (None: not an
+    open loop, or no request count to replay)."""
+    if m.request_rate is None or m.concurrency is not None or m.request_rate <= 0:
+        return None
+    n = m.num_requests
+    if not n:
+        return None
+    per = max(1, min(MAX_SIMULATED, round(n / engines)))
+    return OpenLoop(m.request_rate / engines, per,
+                    m.burstiness if m.burstiness is not None else 1.0, block_size)
+
+
+def simulated_ttft_ms(row: fit.Row, loop: OpenLoop, c: Coefficients) -> float | None:
+    """Mean TTFT (ms) of the open loop `loop` replayed through kvplan's scheduler simulation
+    (fixed lengths: the run's means) with coefficients `c`; None when no request completes."""
+    ctx = dataclasses.replace(row.context, coefficients=c)
+    n = loop.requests
+    arrivals = (tuple(i / loop.rate for i in range(n)) if math.isinf(loop.burstiness)
+                else sim.gamma_arrivals(n, loop.rate, loop.burstiness))
+    reqs = sim.Requests((row.input_tokens,) * n, (row.output_tokens,) * n, arrivals)
+    res = sim.simulate(ctx, reqs, sim.Harness("open", request_rate=loop.rate,
+                                              burstiness=loop.burstiness),
+                       block_size=loop.block_size)
+    return res.ttft.mean if res.completed else None
 
 
 def _positive(v: float | None) -> float | None:
@@ -346,9 +406,43 @@ class Scored:
     summary: dict[str, dict[str, float]]
 
 
-def score(rows: Sequence[fit.Row], coeffs: Mapping[str, Coefficients]) -> Scored:
-    preds = [fit.predict(r, coeffs) for r in rows]
-    return Scored(preds, fit.summary(fit.errors(rows, preds)))
+def predict(run: Run, coeffs: Mapping[str, Coefficients]) -> perf.PerfPoint:
+    """A usable run's prediction: the closed form at its concurrency, an open loop's TTFT
+    simulated (module docstring)."""
+    assert run.row is not None
+    p = fit.predict(run.row, coeffs)
+    if run.open_loop is None:
+        return p
+    ttft = simulated_ttft_ms(run.row, run.open_loop, coeffs[run.row.key])
+    return p if ttft is None else dataclasses.replace(p, ttft_ms=ttft)
+
+
+def _fit_rows(run: Run, coeffs: Mapping[str, Coefficients]) -> list[fit.Row]:
+    """The rows the fit sees for a usable run: itself; an open loop's TPOT and throughput at
+    its concurrency, and its TTFT as a lone request's (concurrency 1) scaled by the measured /
+    simulated TTFT with `coeffs` (module docstring)."""
+    row = run.row
+    assert row is not None
+    if run.open_loop is None:
+        return [row]
+    rows = [dataclasses.replace(row, ttft_ms=None)]
+    simulated = simulated_ttft_ms(row, run.open_loop, coeffs[row.key])
+    if row.ttft_ms is not None and simulated:
+        lone = dataclasses.replace(row, concurrency=1, tpot_ms=None, throughput=None)
+        alone_ms = fit.predict(lone, coeffs).ttft_ms
+        rows.append(dataclasses.replace(lone, ttft_ms=row.ttft_ms * alone_ms / simulated))
+    return rows
+
+
+def _rows(runs: Sequence[Run], coeffs: Mapping[str, Coefficients]) -> list[fit.Row]:
+    return [f for r in runs for f in _fit_rows(r, coeffs)]
+
+
+def score(runs: Sequence[Run], coeffs: Mapping[str, Coefficients]) -> Scored:
+    """Every usable run predicted with `coeffs`, and the errors against its measurements."""
+    used = [r for r in runs if r.row is not None]
+    preds = [predict(r, coeffs) for r in used]
+    return Scored(preds, fit.summary(fit.errors([r.row for r in used if r.row], preds)))
 
 
 @dataclass(frozen=True)
@@ -392,26 +486,44 @@ def _inside(name: str, v: float) -> float:
 def calibrate(runs: Sequence[Run], *, loo: bool = True) -> Result:
     """Fit the identifiable coefficients of the runs' engine × GPU architecture."""
     engine, arch = _one_class(runs)
-    rows = [r.row for r in runs if r.row is not None]
-    base = rows[0].context.coefficients
-    base_source = rows[0].context.calibration
+    used = [r for r in runs if r.row is not None]
+    assert used[0].row is not None
+    base = used[0].row.context.coefficients
+    base_source = used[0].row.context.calibration
+    bases = {engine: base}
+    rows = _rows(used, bases)
     chosen, kept = identifiable(rows, base)
     params = fit.Parameters(shared=tuple(chosen), per_key=(), keys=(engine,))
     start = {engine: {k: _inside(k, v) for k, v in dataclasses.asdict(base).items()}}
-    bases = {engine: base}
 
     def fitter(train: list[fit.Row]) -> dict[str, Coefficients]:
         return fit.fit(train, params, start, bases, tol=FIT_TOL) if chosen else dict(bases)
 
     after = fitter(rows)
+    if any(r.open_loop for r in used):  # the simulated queueing at the fitted coefficients
+        after = fitter(_rows(used, after))
     held = None
-    if loo and len(rows) >= 3 and chosen:
-        folds = min(len(rows), FOLDS)  # leave one run out; 10 folds of many runs
-        h = fit.leave_one_group_out(
-            [dataclasses.replace(r, group=str(k % folds)) for k, r in enumerate(rows)], fitter)
-        held = fit.summary(fit.errors(h.rows, h.preds))
+    if loo and len(used) >= 3 and chosen:
+        held = _held_out(used, bases, fitter)
     return Result(engine, arch, base, base_source, after[engine], chosen, kept, list(runs),
-                  score(rows, bases), score(rows, after), held)
+                  score(used, bases), score(used, after), held)
+
+
+def _held_out(used: Sequence[Run], bases: Mapping[str, Coefficients],
+              fitter: Callable[[list[fit.Row]], dict[str, Coefficients]]
+              ) -> dict[str, dict[str, float]]:
+    """Leave one run out (10 folds of many runs): fit on the others (open loops' queueing
+    held at the starting coefficients: one pass), predict it."""
+    folds = min(len(used), FOLDS)
+    at_base = [_fit_rows(r, bases) for r in used]
+    held_rows: list[fit.Row] = []
+    held_preds: list[perf.PerfPoint] = []
+    for k in range(folds):
+        test = [r for i, r in enumerate(used) if i % folds == k]
+        coeffs = fitter([f for i, rows in enumerate(at_base) if i % folds != k for f in rows])
+        held_rows += [r.row for r in test if r.row is not None]
+        held_preds += [predict(r, coeffs) for r in test]
+    return fit.summary(fit.errors(held_rows, held_preds))
 
 
 def check(runs: Sequence[Run]) -> Scored:
@@ -420,7 +532,7 @@ def check(runs: Sequence[Run]) -> Scored:
     if not rows:
         raise InvalidInputError("none of the runs can be used: " + "; ".join(
             f"{r.label}: {r.skipped}" for r in runs[:5]))
-    return score(rows, {r.key: r.context.coefficients for r in rows})
+    return score(runs, {r.key: r.context.coefficients for r in rows})
 
 
 def worst_median(summary: Mapping[str, Mapping[str, float]]) -> tuple[str, float]:

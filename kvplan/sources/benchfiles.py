@@ -105,6 +105,9 @@ class Measurement:
     output_throughput: float | None
     deployment: Mapping[str, str] = field(default_factory=dict)
     fields: Mapping[str, str] = field(default_factory=dict)
+    # an open loop's arrivals: gamma gaps of this shape (1: Poisson; vllm bench serve
+    # --burstiness), inf: evenly spaced (GuideLLM's constant rate), None: not stated
+    burstiness: float | None = None
 
     @property
     def label(self) -> str:
@@ -264,6 +267,7 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str) -> Me
         dep["engine"] = backend
         f.used["deployment.engine"] = "backend"
     num = f.take("num_requests", d, "num_prompts")
+    burst = f.take("burstiness", d, "burstiness")
     return Measurement(
         source=source, index=index, format=fmt, model=model, concurrency=conc,
         request_rate=rate, achieved_rate=achieved,
@@ -272,7 +276,8 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str) -> Me
         ttft_ms=_stat_flat(f, d, "ttft", "ttft"), tpot_ms=_stat_flat(f, d, "tpot", "tpot"),
         itl_ms=_stat_flat(f, d, "itl", "itl"), e2e_ms=_stat_flat(f, d, "e2e", e2e_key),
         output_throughput=f.take("output_throughput", d, "output_throughput"),
-        deployment=dep, fields=dict(f.used))
+        deployment=dep, fields=dict(f.used),
+        burstiness=burst if burst is not None and burst > 0 else None)
 
 
 def _guidellm_stat(f: _Fields, metrics: Mapping[str, Any], name: str, key: str,
@@ -317,7 +322,8 @@ def _read_guidellm_one(b: Mapping[str, Any], model: str | None, source: str,
         itl_ms=_guidellm_stat(f, m, "itl", "inter_token_latency_ms"),
         e2e_ms=_guidellm_stat(f, m, "e2e", "request_latency", 1e3),
         output_throughput=mean_of("output_tokens_per_second", "output_throughput"),
-        deployment={}, fields={**f.used, **({"model": "args.model"} if model else {})})
+        deployment={}, fields={**f.used, **({"model": "args.model"} if model else {})},
+        burstiness={"constant": math.inf, "poisson": 1.0}.get(kind))
 
 
 def _read_guidellm(doc: Mapping[str, Any], source: str) -> list[Measurement]:

@@ -28,6 +28,7 @@ def test_vllm_save_result_json_lines_with_metadata() -> None:
     assert r.deployment["gpu"] == "4xNVIDIA_L40S" and r.deployment["replicas"] == "4"
     assert r.fields["input_tokens"] == "total_input_tokens / completed"
     assert runs[2].request_rate is None  # "request_rate": "inf": everything at once
+    assert r.burstiness == 1.0  # "burstiness": 1.0 (vllm bench serve's Poisson default)
     # Little's law for an open loop: 8.369432347779671 req/s × (54.6 + 268.8 × 13.71) ms
     n, how = r.in_flight()
     e2e_ms = 54.59561144333596 + (80945 / 300 - 1) * 13.710971568239172
@@ -44,6 +45,7 @@ def test_sglang_jsonl_of_an_older_release_gives_medians() -> None:
     assert r.output_tokens == pytest.approx(1218922 / 2400)
     assert r.e2e_ms.mean == pytest.approx(52064.764045071985)
     assert r.deployment == {"engine": "sglang"}  # "backend": "sglang"
+    assert r.burstiness is None  # this release does not write it
     assert r.model is None  # this release does not write the model
 
 
@@ -70,6 +72,8 @@ def test_guidellm_report() -> None:
     assert [r.format for r in runs] == ["guidellm", "guidellm"]
     assert runs[0].model == "meta-llama/Llama-3.1-8B-Instruct"
     assert runs[0].concurrency == 16.0 and runs[1].request_rate == 4.0
+    # strategy "constant" (rate 4.0): evenly spaced sends
+    assert runs[1].burstiness == float("inf")
     assert runs[0].ttft_ms.p99 == pytest.approx(140.2)
     assert runs[0].e2e_ms.mean == pytest.approx(2020.0)  # request_latency is in seconds
 
