@@ -1,6 +1,6 @@
 """TensorRT-LLM's ModelOpt path (issue #21 item 20): --quantization names the qformat ModelOpt
-applies to the named 16-bit model before serving; the plan is of the checkpoint it writes, a what-if planned by the same rule as vLLM's and
-SGLang's (model/whatif.py, docs/what-if.md)."""
+applies to the named 16-bit model before serving; the plan is of the checkpoint it writes, a
+what-if planned by the same rule as vLLM's and SGLang's (model/whatif.py, docs/what-if.md)."""
 
 import json
 
