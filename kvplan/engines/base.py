@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
+    from ..model.whatif import WhatIfFormat
     from ..specs import (
         Deployment,
         EngineOptions,
@@ -426,13 +427,22 @@ class Engine(ABC):
         with enable_attention_dp); a ValueError names what cannot be read."""
         return knobs
 
-    def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs
-                           ) -> tuple[ModelSpec, Knobs]:
+    def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,
+                           version: str | None = None) -> tuple[ModelSpec, Knobs]:
         """A --quantization the engine applies before it serves (TensorRT-LLM: an NVIDIA
-        ModelOpt qformat) → the model as the checkpoint it produces, and the knobs left; the
+        ModelOpt qformat) → the model as the checkpoint it produces (a what-if record of
+        model/whatif.py, planned like the others: what_if_recipe), and the knobs left; the
         other engines quantize online while loading, so nothing changes here (a format
-        what-if is applied before this, planner/whatif.py apply)."""
+        what-if is applied before this, planner/whatif.py apply). `version`: the release
+        planned (None: the newest modelled)."""
         return m, knobs
+
+    def what_if_recipe(self, name: str, dep: Deployment) -> WhatIfFormat | None:
+        """The recipe that writes the what-if checkpoint `name` this deployment serves (its
+        quantizer step, assumptions, KV cache switch; model/whatif.py): FORMATS', unless the
+        engine quantizes with its own (build_quantization)."""
+        from ..model.whatif import what_if_format
+        return what_if_format(name)
 
     # What an explicit 16-bit --kv-cache-dtype does against a checkpoint's declared FP8 KV cache
     # that `auto` takes (checkpoint_kv_dtype), with its source; "" where not read

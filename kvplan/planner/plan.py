@@ -122,7 +122,7 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
     m, knobs = what_if_apply(eng, m, gpu, knobs)  # a format what-if (planner/whatif.py)
-    m, knobs = eng.build_quantization(m, gpu, knobs)
+    m, knobs = eng.build_quantization(m, gpu, knobs, version)
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
                             checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
                             kv_override=eng.checkpoint_kv_override)
@@ -225,7 +225,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
         eng, m, gpu, knobs, planned, planned_res, rec, workload, price, demand,
         figures=not moved)
     problems += perf_problems
-    fmt = what_if_of(dep)
+    fmt = what_if_of(eng, dep)
 
     serve: list[str] = []
 
@@ -296,7 +296,7 @@ def _command(eng: Engine, m: ModelSpec, dep: Deployment, rec: Recommendations,
     """The launch line; a format what-if serves the hypothetical checkpoint after the step
     that writes it (planner/whatif.py). A --quantization the engine accepted is passed on as
     the user spelled it (modelopt_fp4, not the format's name nvfp4, which vLLM does not know)."""
-    fmt = what_if_of(dep)
+    fmt = what_if_of(eng, dep)
     if fmt is None:
         if given and dep.quantization and dep.user_set("quantization"):
             dep = dep.model_copy(update={"quantization": given.lower()})

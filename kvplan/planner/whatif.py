@@ -15,7 +15,6 @@ from ..errors import InvalidInputError
 from ..knobs import Knobs, compute_capability
 from ..model.whatif import WhatIfFormat, checkpoint_dir, what_if_format
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanWhatIf, Problem, SourcedValue
-from ..units import DTYPE_ALIASES
 
 _OFF: ContextVar[bool] = ContextVar("what_if_off", default=False)
 
@@ -65,36 +64,27 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
             hint="plan a newer GPU, or another --quantization (awq and w8a8 run from compute "
             "capability 8.0 on most engines)",
             code="gpu-capability", knob="quantization")
-    if _sixteen_bit_kv(knobs.kv_cache_dtype):  # the recipe then leaves the KV cache 16-bit
-        fmt = fmt.without_kv()
+    fmt = fmt.for_kv_request(knobs.kv_cache_dtype)  # the KV cache rule (model/whatif.py)
     return (m.model_copy(update={"quantization": fmt.spec}),
             knobs.model_copy(update={"quantization": None}))
 
 
-def _sixteen_bit_kv(kv_cache_dtype: str | None) -> bool:
-    """A --kv-cache-dtype naming a 16-bit dtype (not auto, not an 8-bit one): a checkpoint
-    that declares an FP8 KV cache would override `auto`, so the what-if's quantizer must not
-    write one (resolve_layout keeps such a request only when it is the model's dtype)."""
-    kv = (kv_cache_dtype or "auto").lower()
-    return DTYPE_ALIASES.get(kv, kv) in ("bfloat16", "float16")
-
-
-def what_if_of(dep: Deployment) -> WhatIfFormat | None:
-    """The what-if this deployment plans (None: a real checkpoint or online fp8): the
-    format's recipe, with its KV cache quantization off when the planned checkpoint declares
-    none (apply)."""
+def what_if_of(eng: Engine, dep: Deployment) -> WhatIfFormat | None:
+    """The what-if this deployment plans (None: a real checkpoint or online fp8): the recipe
+    the engine plans it with (Engine.what_if_recipe), its KV cache quantization as the
+    planned checkpoint declares it (apply, Engine.build_quantization)."""
     q = dep.quant
-    fmt = what_if_format(q.what_if) if q is not None and q.source == "what-if" else None
-    if fmt is not None and q is not None and not q.kv_cache_quant_algo:
-        return fmt.without_kv()
-    return fmt
+    if q is None or q.source != "what-if" or q.what_if is None:
+        return None
+    fmt = eng.what_if_recipe(q.what_if, dep)
+    return None if fmt is None else fmt.with_kv(q.kv_cache_quant_algo is not None)
 
 
 def record(eng: Engine, fmt: WhatIfFormat, ref: str) -> PlanWhatIf:
     return PlanWhatIf(quantization=fmt.name, quantizer=fmt.quantizer,
                       checkpoint=checkpoint_dir(ref, fmt),
                       engine_quantization=eng.what_if_formats[fmt.name][0],
-                      assumptions=list(fmt.assumptions))
+                      assumptions=list(fmt.assumptions_planned()))
 
 
 def note(fmt: WhatIfFormat, ref: str) -> Problem:
@@ -103,7 +93,7 @@ def note(fmt: WhatIfFormat, ref: str) -> Problem:
         message=f"WHAT-IF: planned as the {fmt.name} checkpoint {fmt.quantizer} would write "
         f"from {ref}; it does not exist yet. The launch line serves "
         f"{checkpoint_dir(ref, fmt)}: produce it first (the line above it). "
-        + "; ".join(fmt.assumptions))
+        + "; ".join(fmt.assumptions_planned()))
 
 
 def engine_view(eng: Engine, fmt: WhatIfFormat, dep: Deployment) -> Deployment:
@@ -113,9 +103,8 @@ def engine_view(eng: Engine, fmt: WhatIfFormat, dep: Deployment) -> Deployment:
 
 def command(fmt: WhatIfFormat, ref: str, serve: str) -> str:
     """The quantizer step, then the serve line (already pointing at the checkpoint)."""
-    out = checkpoint_dir(ref, fmt)
-    step = fmt.recipe.format(model=shlex.quote(ref) if not fmt.recipe.startswith("#") else ref,
-                             out=out)
+    step = fmt.step(shlex.quote(ref) if not fmt.recipe.startswith("#") else ref,
+                    checkpoint_dir(ref, fmt))
     return f"{step}\n{serve}"
 
 

@@ -1,10 +1,15 @@
 """TensorRT-LLM's ModelOpt path (issue #21 item 20): --quantization names the qformat ModelOpt
-applies to the named 16-bit model before serving; the plan is of the checkpoint it writes."""
+applies to the named 16-bit model before serving; the plan is of the checkpoint it writes, a
+what-if planned by the same rule as vLLM's and SGLang's (model/whatif.py, docs/what-if.md)."""
+
+import json
 
 import pytest
+from clirun import run
 
 from kvplan import plan
 from kvplan.errors import InvalidInputError
+from kvplan.specs import WhatIfPlan
 
 # Llama-3.1-8B (config.json: hidden 4096, intermediate 14336, 32 layers, 32 query / 8 KV heads
 # of 128, vocab 128256, untied LM head), counted by hand:
@@ -43,28 +48,96 @@ def test_fp8_saves_one_byte_a_linear_weight_against_bf16():
 
 def test_planned_like_the_checkpoint_modelopt_publishes():
     """nvidia/Llama-3.1-70B-Instruct-FP8 is ModelOpt's own FP8 export of the same model: the
-    build-time plan and the published checkpoint weigh the same."""
+    build-time plan and the published checkpoint weigh the same, and both declare the FP8 KV
+    cache hf_ptq.py writes by default (80 layers × (K + V) × 8 KV heads / TP 4 × 128 × 1 B)."""
     built = plan("llama-3.1-70b-instruct", "h100", engine="trtllm", quantization="fp8",
                  tensor_parallel_size=4)
     published = plan("nvidia/Llama-3.1-70B-Instruct-FP8", "h100", engine="trtllm",
                      tensor_parallel_size=4)
     assert built.memory.weights_bytes == published.memory.weights_bytes
+    assert built.kv_cache.bytes_per_token == published.kv_cache.bytes_per_token == 40_960
 
 
-def test_the_serve_command_quantizes_first_and_serves_the_output():
-    lines = _fp8(kv_cache_dtype="fp8").command.splitlines()
-    assert lines[0] == ("python examples/llm_ptq/hf_ptq.py --pyt_ckpt_path "
-                        "meta-llama/Llama-3.1-8B-Instruct --qformat fp8 --kv_cache_qformat fp8 "
-                        "--export_path Llama-3.1-8B-Instruct-fp8")
-    assert lines[-1].startswith("trtllm-serve Llama-3.1-8B-Instruct-fp8 ")
-    # hf_ptq.py quantizes the KV cache unless told not to
-    assert "--kv_cache_qformat none" in _fp8().command
-    engine = _fp8(backend="tensorrt", kv_cache_dtype="fp8").command.splitlines()
-    assert engine[0] == ("python examples/quantization/quantize.py --model_dir "
-                         "meta-llama/Llama-3.1-8B-Instruct --qformat fp8 --kv_cache_dtype fp8 "
-                         "--output_dir Llama-3.1-8B-Instruct-fp8")
-    assert engine[-1].startswith("trtllm-serve Llama-3.1-8B-Instruct-fp8 ")
-    assert any(q.code == "quantize-first" for q in _fp8().problems)
+HF_PTQ = ("python examples/llm_ptq/hf_ptq.py --pyt_ckpt_path meta-llama/Llama-3.1-8B-Instruct "
+          "--qformat fp8 --kv_cache_qformat {kv} --export_path ./Llama-3.1-8B-Instruct-FP8")
+QUANTIZE_PY = ("python examples/quantization/quantize.py --model_dir "
+               "meta-llama/Llama-3.1-8B-Instruct --qformat fp8{kv} "
+               "--output_dir ./Llama-3.1-8B-Instruct-FP8")
+
+
+def test_by_default_the_fp8_kv_cache_hf_ptq_declares_is_planned():
+    """ModelOpt hf_ptq.py --kv_cache_qformat defaults to fp8 (Model-Optimizer 0.27-0.42 "fp8",
+    0.43+ "fp8_cast"): the checkpoint declares kv_cache_quant_algo FP8, which TensorRT-LLM's
+    KV cache takes. Llama-3.1-8B: 32 layers × (K + V) × 8 KV heads × 128 × 1 B = 65,536."""
+    p = _fp8()
+    assert p.kv_cache.bytes_per_token == 65_536
+    kv = p.inputs["kv_cache_dtype"]
+    assert (kv.value, kv.source) == ("fp8", "model-config")
+    step, serve = p.command.split("\n")
+    assert step == HF_PTQ.format(kv="fp8")
+    assert serve.startswith("trtllm-serve ./Llama-3.1-8B-Instruct-FP8 ")
+    assert "dtype" not in serve  # the engine takes the checkpoint's own KV cache
+    assert isinstance(p, WhatIfPlan)
+    assert (p.what_if.quantization, p.what_if.engine_quantization) == ("fp8", "FP8")
+    assert p.what_if.checkpoint == "./Llama-3.1-8B-Instruct-FP8"
+    assert "--kv_cache_qformat fp8" in p.what_if.assumptions[-1]
+    assert p.problems[0].code == "what-if" and "does not exist yet" in p.problems[0].message
+
+
+def test_a_16_bit_kv_request_turns_the_recipes_kv_quantization_off():
+    """--kv-cache-dtype bfloat16: hf_ptq.py --kv_cache_qformat none, no KV scheme declared,
+    the 16-bit cache planned (65,536 × 2 B), no checkpoint-kv-overridden warning."""
+    p = _fp8(kv_cache_dtype="bfloat16")
+    assert p.kv_cache.bytes_per_token == 131_072
+    assert p.command.split("\n")[0] == HF_PTQ.format(kv="none")
+    assert "--kv_cache_qformat none" in p.what_if.assumptions[-1]
+    assert "checkpoint-kv-overridden" not in [x.code for x in p.problems]
+
+
+def test_an_fp8_kv_request_stays_in_the_launch_line():
+    p = _fp8(kv_cache_dtype="fp8")
+    assert p.command.split("\n")[0] == HF_PTQ.format(kv="fp8")
+    assert "  dtype: fp8" in p.command  # kv_cache_config.dtype, the user's flag
+    assert p.inputs["kv_cache_dtype"].source == "cli"
+
+
+def test_the_tensorrt_runtime_follows_quantize_pys_default():
+    """TensorRT-LLM examples/quantization/quantize.py --kv_cache_dtype defaults to None (no
+    KV cache quantizer): the TensorRT engine runtime's recipe plans a 16-bit KV cache unless
+    an fp8 one is asked for, which adds --kv_cache_dtype fp8."""
+    default = _fp8(backend="tensorrt")
+    assert default.command.split("\n")[0] == QUANTIZE_PY.format(kv="")
+    assert default.kv_cache.bytes_per_token == 131_072
+    assert "quantize.py's default" in default.what_if.assumptions[-1]
+    asked = _fp8(backend="tensorrt", kv_cache_dtype="fp8")
+    assert asked.command.split("\n")[0] == QUANTIZE_PY.format(kv=" --kv_cache_dtype fp8")
+    assert asked.kv_cache.bytes_per_token == 65_536
+    assert asked.command.splitlines()[-1].startswith("trtllm-serve ./Llama-3.1-8B-Instruct-FP8 ")
+
+
+@pytest.mark.parametrize("kv", [None, "bfloat16", "fp8"])
+def test_nvfp4_is_planned_alike_on_every_engine_that_serves_it(kv):
+    """One rule for the same ModelOpt recipe: TensorRT-LLM's quantize-first nvfp4 and the
+    vLLM/SGLang what-if write the same quantizer step and assume the same KV cache."""
+    extra = {"kv_cache_dtype": kv} if kv else {}
+    plans = [plan("llama-3.1-8b-instruct", "b200", engine=e, quantization="nvfp4", **extra)
+             for e in ("trtllm", "vllm", "sglang")]
+    assert len({p.command.split("\n")[0] for p in plans}) == 1
+    assert len({tuple(p.what_if.assumptions) for p in plans}) == 1
+    assert {p.kv_cache.bytes_per_token for p in plans} == {131_072 if kv == "bfloat16"
+                                                           else 65_536}
+
+
+def test_cli_json_has_the_what_if_record(capsys):
+    code, out, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu",
+                         "h100-sxm-80gb", "--engine", "trtllm", "--quantization", "fp8", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["what_if"]["quantization"] == "fp8"
+    assert d["what_if"]["assumptions"][-1].startswith("ModelOpt's default --kv_cache_qformat fp8")
+    assert d["inputs"]["kv_cache_dtype"] == {"value": "fp8", "source": "model-config"}
+    assert d["kv_cache"]["bytes_per_token"] == 65_536
+    assert [x["code"] for x in d["problems"]][0] == "what-if"
 
 
 def test_nvfp4_on_blackwell():
@@ -72,7 +145,7 @@ def test_nvfp4_on_blackwell():
     # ½ byte a linear weight + an fp8 scale per 16 (+ two fp32 globals a linear)
     bulk = 2 * EMBED * 2 + LINEAR // 2 + LINEAR // 16 + NORMS * 2 + ROPE
     assert 0 < p.memory.weights_bytes - bulk <= 32 * 7 * 8
-    assert "--qformat nvfp4" in p.command.splitlines()[0]
+    assert "--qformat nvfp4 --kv_cache_qformat fp8" in p.command.splitlines()[0]
 
 
 @pytest.mark.parametrize("gpu,qformat,names", [
