@@ -924,6 +924,22 @@ def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
     return dp > 1, ep, dp > 1 and dep.enable_expert_parallel
 
 
+def moe_token_split(dep: Deployment) -> str:
+    """vLLM's sequence-parallel MoE (ParallelConfig.use_sequence_parallel_moe: an
+    all2all backend among allgather_reducescatter, naive, deepep_high_throughput,
+    deepep_low_latency, with EP, TP > 1 and DP > 1; vllm/config/parallel.py 0.11.0 - 0.33.0;
+    0.19+ maps naive to allgather_reducescatter): each TP rank runs the MoE on its 1/TP of the
+    tokens and all-gathers the output. 0.11 - 0.24 keep the attention all-reduce and slice
+    (sequence_parallel_chunk, DeepseekV2MoE.forward); from 0.25.0 a reduce-scatter replaces it
+    (DeepseekV2DecoderLayer.forward, reduce_results=not use_sequence_parallel_moe). 0.10.2 has
+    no sequence-parallel MoE: every TP rank dispatches its copy."""
+    v = parse_version(dep.engine_version or NEWEST_MODELLED)
+    if v < (0, 11, 0) or (dep.moe_a2a_backend or "allgather_reducescatter") not in \
+            VLLM_A2A_BACKENDS:
+        return ""
+    return "scatter" if v >= (0, 25, 0) else "chunk"
+
+
 # vLLM's DeepEP buffers (vllm/distributed/device_communicators/all2all.py @00143004):
 # high-throughput: VLLM_DEEPEP_BUFFER_SIZE_MB (1024) MiB of NVLink buffer (+ as much RDMA
 # across nodes); low-latency: the same NVLink buffer + DeepEP's low-latency RDMA size for
@@ -987,6 +1003,9 @@ class VllmEngine(Engine):
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         return moe_layout(dep)
+
+    def moe_token_split(self, dep: Deployment) -> str:
+        return moe_token_split(dep)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),

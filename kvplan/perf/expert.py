@@ -55,11 +55,14 @@ from . import step
 
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
-          node_dedup: bool = False, decode_low_latency: bool = False) -> step.PerfContext:
+          node_dedup: bool = False, decode_low_latency: bool = False,
+          token_split: str = "") -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
     `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
-    decode steps use DeepEP's low-latency kernels (module docstring)."""
+    decode steps use DeepEP's low-latency kernels; `token_split`: how the engine splits an
+    attention group's tokens before the all-to-all (Engine.moe_token_split: "" none,
+    "scatter", "chunk"; module docstring)."""
     if m.moe is None or (ep <= 1 and not moe_dp):
         return ctx
     group = ctx.tp * (dp if moe_dp else 1)
@@ -73,7 +76,9 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
     out = replace(ctx, expert_bytes=local, dense_read_bytes=dense_read,
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
-                  moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0)
+                  moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
+                  moe_dispatch_split=ctx.tp if all_to_all and token_split else 1,
+                  moe_split_gather=all_to_all and ctx.tp > 1 and token_split == "chunk")
     out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
@@ -84,7 +89,8 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
             and 0 < ctx.moe_node_gpus < out.moe_group:
         n = out.moe_group
         per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
-               * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s)
+               * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s
+               / out.moe_dispatch_split)
         out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
     return out
 
@@ -125,11 +131,16 @@ LL_DISPATCH_BYTES = 1 + 4 / 128
 
 
 def _tp_per_token(ctx: step.PerfContext) -> float:
-    """The attention group's all-reduce per own token (0 at TP 1), as comm_s counts it."""
+    """The attention group's all-reduce per own token (0 at TP 1), and the all-gather after
+    each MoE layer when the split keeps the all-reduce (moe_split_gather), as comm_s counts
+    them."""
     if ctx.tp <= 1:
         return 0.0
-    ar = ctx.hidden_size * step.ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
-    return (ctx.layers + ctx.layers - ctx.moe_layers) * ar / ctx.link_bytes_per_s
+    row = ctx.hidden_size * step.ACTIVATION_BYTES * (ctx.tp - 1) / ctx.tp
+    out = (ctx.layers + ctx.layers - ctx.moe_layers) * 2 * row / ctx.link_bytes_per_s
+    if ctx.moe_split_gather:
+        out += ctx.moe_layers * row / ctx.link_bytes_per_s
+    return out
 
 
 def _dtype(dtype: str) -> str:
@@ -156,7 +167,14 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
         ar = act * 2 * (ctx.tp - 1) / ctx.tp
         dense_layers = ctx.layers - ctx.moe_layers
         out += (ctx.layers + dense_layers) * (alpha + ar / link)
+        if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
+            # after the MoE (bytes of its own when the all-reduce stayed whole; else the
+            # reduce-scatter + all-gather move the all-reduce's bytes between them)
+            gathered = act * (ctx.tp - 1) / ctx.tp if ctx.moe_split_gather else 0.0
+            out += ctx.moe_layers * (alpha + gathered / link)
     n = ctx.moe_group
+    if ctx.all_to_all:  # the tokens each GPU dispatches: its 1/T when the engine splits them
+        act /= ctx.moe_dispatch_split
     g = ctx.moe_node_gpus
     if n > 1 and ctx.all_to_all and ctx.moe_link_bytes_per_s and 0 < g < n:
         nodes = -(-n // g)
