@@ -1136,8 +1136,9 @@ class SglangEngine(Engine):
         attention (python/sglang/srt/layers/communicator.py LayerScatterModes._compute_mlp_mode
         and CommunicateWithAllReduceAndLayerNormFn._scatter_hidden_states_and_residual, 0.4.9
         and 0.5.6.post2; 0.5.23 layer_boundary/factories.py _ffn_on_rank_rows with
-        moe/utils.py is_moe_input_scattered_across_dp_ranks)."""
-        return "scatter"
+        moe/utils.py is_moe_input_scattered_across_dp_ranks). Without one (FULL) the MoE
+        gathers every DP rank's tokens: nothing to split."""
+        return "scatter" if dep.moe_a2a_backend == "deepep" else ""
 
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """--chunked-prefill-size // dp under DP attention (_handle_data_parallelism)."""

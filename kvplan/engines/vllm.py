@@ -918,10 +918,16 @@ def _expert_ranks(m: ModelSpec, d: Deployment) -> int:
 def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
     """vLLM: every MoE model with -dp > 1 shares its MoE layers over the DP ranks (DP
     attention); EP over T × D; all-to-all kernels only with EP and -dp > 1
-    (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep)."""
+    (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep) and a DeepEP
+    backend. The allgather_reducescatter backend (the default, vllm/envs.py 0.11.0,
+    ParallelConfig.all2all_backend 0.33.0) and naive dispatch by gathering every rank's tokens
+    and combine by a reduce-scatter (AgRsAll2AllManager / NaiveAll2AllManager,
+    vllm/distributed/device_communicators/all2all.py 0.11.0; FusedMoE.forward_impl
+    do_naive_dispatch_combine): the gather/scatter form (perf/expert.py), not top-k."""
     tp, dp = dep.tensor_parallel_size, dep.data_parallel_size
     ep = tp * dp if dep.enable_expert_parallel else 1
-    return dp > 1, ep, dp > 1 and dep.enable_expert_parallel
+    return dp > 1, ep, dp > 1 and dep.enable_expert_parallel and (
+        dep.moe_a2a_backend or "").startswith("deepep")
 
 
 def moe_token_split(dep: Deployment) -> str:
@@ -935,7 +941,8 @@ def moe_token_split(dep: Deployment) -> str:
     no sequence-parallel MoE: every TP rank dispatches its copy."""
     v = parse_version(dep.engine_version or NEWEST_MODELLED)
     if v < (0, 11, 0) or (dep.moe_a2a_backend or "allgather_reducescatter") not in \
-            VLLM_A2A_BACKENDS:
+            VLLM_A2A_BACKENDS or not (dep.enable_expert_parallel and dep.tensor_parallel_size > 1
+                                      and dep.data_parallel_size > 1):
         return ""
     return "scatter" if v >= (0, 25, 0) else "chunk"
 

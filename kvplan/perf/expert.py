@@ -77,8 +77,8 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
-                  moe_dispatch_split=ctx.tp if all_to_all and token_split else 1,
-                  moe_split_gather=all_to_all and ctx.tp > 1 and token_split == "chunk")
+                  moe_dispatch_split=ctx.tp if token_split else 1,
+                  moe_split_gather=ctx.tp > 1 and token_split == "chunk")
     out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:

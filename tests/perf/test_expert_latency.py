@@ -238,11 +238,11 @@ def test_split_low_latency_decode_sends_each_tokens_fp8_copy_once_by_hand():
     assert ll.moe_comm_decode_per_token_s == pytest.approx(want, rel=1e-9)
 
 
-def _dep(engine: str, version: str, backend: str | None):
+def _dep(engine: str, version: str, backend: str | None, tp: int = 8, dp: int = 2):
     from kvplan.specs import Deployment
 
     return Deployment(engine=engine, engine_version=version, dtype="bfloat16",
-                      kv_cache_dtype="bfloat16", tensor_parallel_size=8, data_parallel_size=2,
+                      kv_cache_dtype="bfloat16", tensor_parallel_size=tp, data_parallel_size=dp,
                       enable_expert_parallel=True, moe_a2a_backend=backend,
                       max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=8192,
                       gpu_memory_utilization=0.9, block_size=16, gpu_total_bytes=1, sources={})
@@ -279,3 +279,26 @@ def test_planner_applies_the_engines_split():
         dep = _dep(engine, version, backend).model_copy(update={"enable_dp_attention": True})
         ctx = step.context_for(m, gpu, engine, version, tp=8, dtype="bfloat16")
         assert _expert_parallel(ctx, m, dep).moe_dispatch_split == split
+
+
+def test_vllm_allgather_reducescatter_gathers_every_ranks_share_by_hand():
+    """vLLM's default all2all backend, allgather_reducescatter (vllm/envs.py 0.11.0), is no
+    top-k all-to-all: AgRsAll2AllManager.dispatch all-gathers every EP rank's tokens and
+    combine reduce-scatters them (vllm/distributed/device_communicators/all2all.py 0.11.0),
+    over the EP group of N GPUs once sequence-parallel MoE has left each GPU its 1/T share.
+    -tp 2 -dp 8 (N = 16, T = 2), 64 own tokens per group: each GPU holds 32, and receives the
+    other 15 GPUs' 32 each: 15 × 32 × 7168 × 2 B = 6,881,280 B per phase per MoE layer (top-8
+    all-to-all would move 3,440,640 B). 0.11 keeps the whole attention all-reduce and
+    all-gathers the MoE output over the group (32 rows, 458,752 B)."""
+    from kvplan.planner.performance import _expert_parallel
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    dep = _dep("vllm", "0.11.0", None, tp=2, dp=8)
+    ctx = _expert_parallel(step.context_for(m, gpu, "vllm", "0.11.0", tp=2, dtype="bfloat16"),
+                           m, dep)
+    assert not ctx.all_to_all and ctx.moe_group == 16 and ctx.moe_split_gather
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    attn = (61 + 3) * (alpha + 917_504 / 450e9) + 58 * (alpha + 458_752 / 450e9)
+    moe = 58 * 2 * (alpha + 6_881_280 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe, rel=1e-12)
