@@ -25,9 +25,10 @@ def _ctx(tp: int, **kw):
 
 
 def test_dp8_ep8_all_to_all_per_step_by_hand():
-    """-tp 1 -dp 8 with EP (vLLM: all-to-all kernels). 64 own tokens: each MoE layer moves
-    64 × 7168 × 2 B × 8 experts × 7/8 = 6,422,528 B each way; per layer 2 × (α + bytes / 450
-    GB/s); no attention all-reduce at TP 1. α = the engine's fitted all-reduce latency."""
+    """-tp 1 -dp 8 with EP (vLLM with a DeepEP backend: all-to-all kernels). 64 own tokens:
+    each MoE layer moves 64 × 7168 × 2 B × 8 experts × 7/8 = 6,422,528 B each way; per layer
+    2 × (α + bytes / 450 GB/s); no attention all-reduce at TP 1. α = the engine's fitted
+    all-reduce latency."""
     _, ctx = _ctx(1, dp=8, ep=8, moe_dp=True, all_to_all=True)
     assert ctx.link_bytes_per_s == 450e9 and ctx.moe_layers == 58 and ctx.moe_group == 8
     alpha = ctx.coefficients.allreduce_latency_us * 1e-6
