@@ -410,6 +410,16 @@ class Engine(ABC):
         ep = tp * (dp if shared else 1) if dep.enable_expert_parallel else 1
         return shared, ep, shared and dep.enable_expert_parallel
 
+    def moe_token_split(self, dep: Deployment) -> str:
+        """What the T GPUs of an attention group (which hold the same tokens after its
+        attention all-reduce) do before the MoE layers' dispatch, all-to-all or all-gather
+        (perf/expert.py): "" each dispatches its own copy; "scatter" a reduce-scatter in place
+        of the all-reduce leaves each GPU 1/T of the tokens and an all-gather after the MoE
+        restores them (the all-reduce's bytes); "chunk" the all-reduce stays, each GPU takes
+        its 1/T slice, and an all-gather follows the MoE. Default "": an engine whose layout
+        was not read."""
+        return ""
+
     def tp_flag(self, dep: Deployment, tp: int) -> str:
         """The launch flag and value that run `tp` GPUs per attention group (kvplan's -tp) on
         `dep`'s layout, as a fix-it names it. Default: the engine's tensor-parallel flag with

@@ -1130,6 +1130,16 @@ class SglangEngine(Engine):
         ep = SP.group_size(dep) if dep.enable_expert_parallel else 1
         return shared, ep, dep.moe_a2a_backend == "deepep" and SP.group_size(dep) > 1
 
+    def moe_token_split(self, dep: Deployment) -> str:
+        """With an a2a backend the MoE layers run on SCATTERED tokens: the attention output is
+        reduce-scattered over the attention TP group and all-gathered before the next
+        attention (python/sglang/srt/layers/communicator.py LayerScatterModes._compute_mlp_mode
+        and CommunicateWithAllReduceAndLayerNormFn._scatter_hidden_states_and_residual, 0.4.9
+        and 0.5.6.post2; 0.5.23 layer_boundary/factories.py _ffn_on_rank_rows with
+        moe/utils.py is_moe_input_scattered_across_dp_ranks). Without one (FULL) the MoE
+        gathers every DP rank's tokens: nothing to split."""
+        return "scatter" if dep.moe_a2a_backend == "deepep" else ""
+
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """--chunked-prefill-size // dp under DP attention (_handle_data_parallelism)."""
         return max(1, tokens // dep.data_parallel_size) if SP.dp_attention(dep) else tokens

@@ -918,10 +918,33 @@ def _expert_ranks(m: ModelSpec, d: Deployment) -> int:
 def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
     """vLLM: every MoE model with -dp > 1 shares its MoE layers over the DP ranks (DP
     attention); EP over T × D; all-to-all kernels only with EP and -dp > 1
-    (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep)."""
+    (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep) and a DeepEP
+    backend. The allgather_reducescatter backend (the default, vllm/envs.py 0.11.0,
+    ParallelConfig.all2all_backend 0.33.0) and naive dispatch by gathering every rank's tokens
+    and combine by a reduce-scatter (AgRsAll2AllManager / NaiveAll2AllManager,
+    vllm/distributed/device_communicators/all2all.py 0.11.0; FusedMoE.forward_impl
+    do_naive_dispatch_combine): the gather/scatter form (perf/expert.py), not top-k."""
     tp, dp = dep.tensor_parallel_size, dep.data_parallel_size
     ep = tp * dp if dep.enable_expert_parallel else 1
-    return dp > 1, ep, dp > 1 and dep.enable_expert_parallel
+    return dp > 1, ep, dp > 1 and dep.enable_expert_parallel and (
+        dep.moe_a2a_backend or "").startswith("deepep")
+
+
+def moe_token_split(dep: Deployment) -> str:
+    """vLLM's sequence-parallel MoE (ParallelConfig.use_sequence_parallel_moe: an
+    all2all backend among allgather_reducescatter, naive, deepep_high_throughput,
+    deepep_low_latency, with EP, TP > 1 and DP > 1; vllm/config/parallel.py 0.11.0 - 0.33.0;
+    0.19+ maps naive to allgather_reducescatter): each TP rank runs the MoE on its 1/TP of the
+    tokens and all-gathers the output. 0.11 - 0.24 keep the attention all-reduce and slice
+    (sequence_parallel_chunk, DeepseekV2MoE.forward); from 0.25.0 a reduce-scatter replaces it
+    (DeepseekV2DecoderLayer.forward, reduce_results=not use_sequence_parallel_moe). 0.10.2 has
+    no sequence-parallel MoE: every TP rank dispatches its copy."""
+    v = parse_version(dep.engine_version or NEWEST_MODELLED)
+    if v < (0, 11, 0) or (dep.moe_a2a_backend or "allgather_reducescatter") not in \
+            VLLM_A2A_BACKENDS or not (dep.enable_expert_parallel and dep.tensor_parallel_size > 1
+                                      and dep.data_parallel_size > 1):
+        return ""
+    return "scatter" if v >= (0, 25, 0) else "chunk"
 
 
 # vLLM's DeepEP buffers (vllm/distributed/device_communicators/all2all.py @00143004):
@@ -987,6 +1010,9 @@ class VllmEngine(Engine):
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         return moe_layout(dep)
+
+    def moe_token_split(self, dep: Deployment) -> str:
+        return moe_token_split(dep)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),

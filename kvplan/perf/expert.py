@@ -11,19 +11,69 @@ GPUs (DP attention) or with expert parallelism:
 * Communication per step (step.step_terms's comm_s): each attention group all-reduces its
   attention output (and its dense MLP) over T GPUs as before; each MoE layer instead
   exchanges the tokens among the N GPUs:
-    - all-to-all (vLLM with EP and -dp > 1: FusedMoEParallelConfig.use_all2all_kernels =
-      dp_size > 1 and use_ep; SGLang --moe-a2a-backend deepep; TensorRT-LLM attention DP with
-      EP): dispatch and combine each move a token's hidden state to the GPUs of its k experts,
-      (N − 1)/N of them off the GPU:  2 × (α + tokens × k × hidden × 2 B × (N − 1)/N ÷ link);
-    - otherwise (SGLang DP attention without DeepEP; vLLM -dp > 1 without EP): an all-gather
-      of every rank's tokens and a reduce-scatter of the outputs, over a buffer of the D
-      ranks' D × tokens tokens (the T GPUs of an attention group hold their rank's tokens
-      alike, after its all-reduce): 2 × (α + D × tokens × hidden × 2 B × (N − 1)/N ÷ link)
+    - all-to-all (vLLM with EP, -dp > 1 and a DeepEP all2all backend:
+      FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep; SGLang
+      --moe-a2a-backend deepep; TensorRT-LLM attention DP with EP): dispatch and combine each
+      move a token's hidden state to the GPUs of its k experts, (N − 1)/N of them off the GPU:
+      2 × (α + tokens/S × k × hidden × 2 B × (N − 1)/N ÷ link), S below;
+    - otherwise (SGLang DP attention without DeepEP; vLLM -dp > 1 without EP, or with EP
+      through its allgather_reducescatter (default) or naive backend, which gather every
+      rank's tokens and reduce-scatter the outputs: AgRsAll2AllManager,
+      vllm/distributed/device_communicators/all2all.py 0.11.0; NaiveAll2AllManager gathers
+      by broadcasts and combines by an all-reduce, twice the reduce-scatter's bytes, not
+      modelled: a testing backend, mapped to allgather_reducescatter from 0.19): over a
+      buffer of the D ranks' D × tokens tokens (the T GPUs of an attention group hold their
+      rank's tokens alike, after its all-reduce):
+      2 × (α + D × tokens × hidden × 2 B × (N − 1)/N ÷ link)
       = 2 × (α + tokens × hidden × 2 B × (N − 1)/T ÷ link).
   Volumes as the DeepEP README states them (dispatch/combine of top-k routed tokens) and the
   ring all-gather/reduce-scatter bound (each GPU receives (N − 1)/N of the buffer); α is
   the engine's fitted all-reduce latency, the link perf.step.link_bytes_per_s (NVLink one
   direction), or the scale-out network when the MoE group spans nodes (planner/nodes.py).
+* Attention TP T > 1 before the dispatch (S, Engine.moe_token_split, the PerfContext's
+  moe_dispatch_split / moe_split_gather). After its all-reduce every GPU of an attention group
+  holds the group's tokens; the engines split them among the T GPUs before the dispatch, so
+  a GPU dispatches tokens/T (S = T), not a copy each:
+    - SGLang (0.4.9, 0.5.6.post2 python/sglang/srt/layers/communicator.py): with an a2a
+      backend (0.4.9: enable_deepep_moe) LayerScatterModes._compute_mlp_mode runs a sparse
+      layer's MLP on ScatterMode.SCATTERED tokens ("[a, b, c, d]", one share per GPU);
+      CommunicateWithAllReduceAndLayerNormFn._scatter_hidden_states_and_residual
+      reduce-scatters the attention output over the attention TP group in place of its
+      all-reduce, and the next layer's prepare_attn all-gathers it
+      (CommunicateSimpleFn._scattered_to_tp_attn_full); models/deepseek_v2.py forward_deepep
+      dispatches the rows it is handed. 0.5.23 keeps it (layer_boundary/factories.py
+      _ffn_on_rank_rows: the sparse FFN runs on the rank's own rows when
+      moe/utils.py is_moe_input_scattered_across_dp_ranks, i.e. any a2a backend). The modes
+      are fixed at start-up, so DeepEP's low-latency (decode) kernels see the same 1/T.
+      "scatter": the reduce-scatter + all-gather move the all-reduce's bytes, one α more per
+      MoE layer. Not modelled: --disable-attn-tp-gather without DP attention (0.5.23's
+      UNPADDED variant dispatches from every rank).
+    - vLLM 0.11.0+ (vllm/config/parallel.py ParallelConfig.use_sequence_parallel_moe: EP,
+      TP > 1, DP > 1 and the all2all backend allgather_reducescatter, naive,
+      deepep_high_throughput or deepep_low_latency; 0.19+ maps naive to
+      allgather_reducescatter). 0.11 – 0.24 ("chunk", read at 0.11.0 – 0.24.0): the attention
+      all-reduce stays whole, DeepseekV2MoE.forward slices the rank's 1/T
+      (sequence_parallel_chunk) and all-gathers the MoE output over the group, one more
+      (T − 1)/T × tokens × hidden × 2 B per MoE layer; 0.25.0+ ("scatter", read at 0.25.0 –
+      0.33.0): DeepseekV2DecoderLayer.forward reduce-scatters instead
+      (reduce_results=not use_sequence_parallel_moe) and the next layer all-gathers. 0.10.2
+      has no sequence-parallel MoE: every TP rank dispatches its copy (S = 1). Read in
+      models/deepseek_v2.py; 0.11.0 has it in qwen3_moe, gpt_oss, llama4, granitemoe and
+      qwen3_next too; other MoE models (e.g. Mixtral) dispatch every copy, which kvplan does
+      not tell apart.
+    - TensorRT-LLM: attention DP runs attention at TP 1 (tensorrt_llm/mapping.py), so T = 1.
+  The gather/scatter form holds no copy either: its buffer is the D ranks' tokens once.
+  SGLang 0.5.x decode batches of even size (dp_attention.py DpPaddingMode MAX_LEN) move it
+  exactly as charged: a reduce-scatter in the attention group and an all-gather over the N
+  GPUs (_dp_gather_via_all_gather), then dp_reduce_scatter_tensor and the group's
+  all-gather. Not modelled: SUM_LEN batches (any extend batch, and 0.4.x always) gather by
+  an all-reduce of the buffer over the N GPUs (_dp_gather_via_all_reduce, which absorbs the
+  attention's all-reduce) and all-reduce the MoE output: about twice these bytes. vLLM
+  without EP: an all-gather and a reduce-scatter over the D GPUs of a DP group, (D − 1) ×
+  tokens each (FusedMoE.forward_impl do_naive_dispatch_combine, fused_moe/layer.py 0.11.0),
+  and the MoE output's all-reduce over T: in all the 2 × (N − 1)/T charged. The router
+  logits that vLLM's all-gather carries with the hidden states (E values a token) are not
+  counted.
 * DeepEP across nodes (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all backends): its
   internode kernels send a token once to each remote node that holds one of its k experts
   (RDMA to the same-index GPU there), which forwards it over NVLink to the experts' GPUs
@@ -55,11 +105,14 @@ from . import step
 
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
-          node_dedup: bool = False, decode_low_latency: bool = False) -> step.PerfContext:
+          node_dedup: bool = False, decode_low_latency: bool = False,
+          token_split: str = "") -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
     `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
-    decode steps use DeepEP's low-latency kernels (module docstring)."""
+    decode steps use DeepEP's low-latency kernels; `token_split`: how the engine splits an
+    attention group's tokens before the all-to-all (Engine.moe_token_split: "" none,
+    "scatter", "chunk"; module docstring)."""
     if m.moe is None or (ep <= 1 and not moe_dp):
         return ctx
     group = ctx.tp * (dp if moe_dp else 1)
@@ -73,7 +126,9 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
     out = replace(ctx, expert_bytes=local, dense_read_bytes=dense_read,
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
-                  moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0)
+                  moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
+                  moe_dispatch_split=ctx.tp if token_split else 1,
+                  moe_split_gather=ctx.tp > 1 and token_split == "chunk")
     out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
@@ -84,7 +139,8 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
             and 0 < ctx.moe_node_gpus < out.moe_group:
         n = out.moe_group
         per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
-               * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s)
+               * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s
+               / out.moe_dispatch_split)
         out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
     return out
 
@@ -125,11 +181,16 @@ LL_DISPATCH_BYTES = 1 + 4 / 128
 
 
 def _tp_per_token(ctx: step.PerfContext) -> float:
-    """The attention group's all-reduce per own token (0 at TP 1), as comm_s counts it."""
+    """The attention group's all-reduce per own token (0 at TP 1), and the all-gather after
+    each MoE layer when the split keeps the all-reduce (moe_split_gather), as comm_s counts
+    them."""
     if ctx.tp <= 1:
         return 0.0
-    ar = ctx.hidden_size * step.ACTIVATION_BYTES * 2 * (ctx.tp - 1) / ctx.tp
-    return (ctx.layers + ctx.layers - ctx.moe_layers) * ar / ctx.link_bytes_per_s
+    row = ctx.hidden_size * step.ACTIVATION_BYTES * (ctx.tp - 1) / ctx.tp
+    out = (ctx.layers + ctx.layers - ctx.moe_layers) * 2 * row / ctx.link_bytes_per_s
+    if ctx.moe_split_gather:
+        out += ctx.moe_layers * row / ctx.link_bytes_per_s
+    return out
 
 
 def _dtype(dtype: str) -> str:
@@ -156,7 +217,14 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
         ar = act * 2 * (ctx.tp - 1) / ctx.tp
         dense_layers = ctx.layers - ctx.moe_layers
         out += (ctx.layers + dense_layers) * (alpha + ar / link)
+        if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
+            # after the MoE (bytes of its own when the all-reduce stayed whole; else the
+            # reduce-scatter + all-gather move the all-reduce's bytes between them)
+            gathered = act * (ctx.tp - 1) / ctx.tp if ctx.moe_split_gather else 0.0
+            out += ctx.moe_layers * (alpha + gathered / link)
     n = ctx.moe_group
+    if ctx.all_to_all:  # the tokens each GPU dispatches: its 1/T when the engine splits them
+        act /= ctx.moe_dispatch_split
     g = ctx.moe_node_gpus
     if n > 1 and ctx.all_to_all and ctx.moe_link_bytes_per_s and 0 < g < n:
         nodes = -(-n // g)

@@ -369,6 +369,12 @@ class PerfContext:
     expert_peak_flops_per_s: float = 0.0
     expert_gemm_scale: float = 1.0
     expert_dtype_note: str = ""
+    # --- a2a --- the GPUs an attention group's tokens are split among before an all-to-all
+    # dispatch (its T when the engine splits them: Engine.moe_token_split; 1: every GPU
+    # dispatches its own copy), and whether the split leaves the attention all-reduce whole and
+    # adds an all-gather after the MoE (vLLM 0.11 - 0.24); perf/expert.py
+    moe_dispatch_split: int = 1
+    moe_split_gather: bool = False
 
     @property
     def request_overhead_s(self) -> float:

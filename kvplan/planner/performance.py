@@ -159,7 +159,8 @@ def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> pe
                         ep=ep, moe_dp=moe_dp, all_to_all=a2a,
                         node_dedup=a2a and (dep.moe_a2a_backend or "").startswith("deepep"),
                         decode_low_latency=a2a and dep.moe_a2a_backend in (
-                            "deepep", "deepep_low_latency"))
+                            "deepep", "deepep_low_latency"),
+                        token_split=eng.moe_token_split(dep))
 
 
 def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:

@@ -25,9 +25,10 @@ def _ctx(tp: int, **kw):
 
 
 def test_dp8_ep8_all_to_all_per_step_by_hand():
-    """-tp 1 -dp 8 with EP (vLLM: all-to-all kernels). 64 own tokens: each MoE layer moves
-    64 × 7168 × 2 B × 8 experts × 7/8 = 6,422,528 B each way; per layer 2 × (α + bytes / 450
-    GB/s); no attention all-reduce at TP 1. α = the engine's fitted all-reduce latency."""
+    """-tp 1 -dp 8 with EP (vLLM with a DeepEP backend: all-to-all kernels). 64 own tokens:
+    each MoE layer moves 64 × 7168 × 2 B × 8 experts × 7/8 = 6,422,528 B each way; per layer
+    2 × (α + bytes / 450 GB/s); no attention all-reduce at TP 1. α = the engine's fitted
+    all-reduce latency."""
     _, ctx = _ctx(1, dp=8, ep=8, moe_dp=True, all_to_all=True)
     assert ctx.link_bytes_per_s == 450e9 and ctx.moe_layers == 58 and ctx.moe_group == 8
     alpha = ctx.coefficients.allreduce_latency_us * 1e-6
@@ -168,3 +169,137 @@ def test_deepep_low_latency_decode_steps_send_fp8_to_every_expert_by_hand():
                               prefill_context_tokens=32, prefill_seqs=1).comm_s
     assert prefill == pytest.approx(ll.moe_comm_fixed_s + 64 * ll.moe_comm_per_token_s,
                                     rel=1e-9)
+
+
+def _split(tp: int, dp: int, token_split: str, engine: str = "sglang", version: str = "0.5.6"):
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    ctx = step.context_for(m, gpu, engine, version, tp=tp, dtype="bfloat16")
+    return expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=dp, ep=tp * dp,
+                        moe_dp=True, all_to_all=True, token_split=token_split)
+
+
+def test_split_attention_group_dispatches_each_token_once_by_hand():
+    """SGLang DeepEP at -tp 2 -dp 4 (N = 8 GPUs on one HGX H200, attention groups of T = 2).
+    With an a2a backend SGLang runs the MoE on SCATTERED tokens: the attention output is
+    reduce-scattered over the group (each GPU keeps 1/T of the rows) and all-gathered before
+    the next attention (python/sglang/srt/layers/communicator.py LayerScatterModes.
+    _compute_mlp_mode, _scatter_hidden_states_and_residual, 0.4.9 and 0.5.6.post2). A group
+    of 64 own tokens: each GPU dispatches its 32, 32 × 7168 × 2 B = 458,752 B, to 8 experts,
+    7/8 of them off the GPU: 3,211,264 B per phase per MoE layer (each of the 2 copies used to
+    go: 6,422,528 B). The reduce-scatter + all-gather move the all-reduce's bytes, 917,504 ×
+    2 × 1/2 B, in two collectives: α more per MoE layer; the 3 dense layers' MLP all-reduce
+    stays. α: the engine's fitted all-reduce latency; NVLink 450 GB/s one direction."""
+    ctx = _split(2, 4, "scatter")
+    assert ctx.moe_dispatch_split == 2 and not ctx.moe_split_gather
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    attn = (61 + 3) * (alpha + 917_504 / 450e9) + 58 * alpha
+    moe = 58 * 2 * (alpha + 3_211_264 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe, rel=1e-12)
+    dup = _split(2, 4, "")  # an engine that dispatches every GPU's copy
+    assert dup.moe_comm_fixed_s + dup.moe_comm_per_token_s * 64 == pytest.approx(
+        (61 + 3) * (alpha + 917_504 / 450e9) + 58 * 2 * (alpha + 6_422_528 / 450e9), rel=1e-12)
+
+
+def test_chunked_split_keeps_the_all_reduce_and_gathers_after_the_moe_by_hand():
+    """vLLM 0.11 - 0.24 sequence-parallel MoE (ParallelConfig.use_sequence_parallel_moe, EP
+    with TP > 1 and DP > 1): the attention all-reduce stays, each TP rank slices its 1/T of
+    the tokens (sequence_parallel_chunk) and all-gathers the MoE output over the group
+    (DeepseekV2MoE.forward, vllm/model_executor/models/deepseek_v2.py 0.11.0). -tp 2 -dp 4,
+    64 own tokens: the all-gather brings each GPU the other's 32 rows, 458,752 B per MoE
+    layer, on top of the all-reduce; dispatch as above, 3,211,264 B per phase."""
+    ctx = _split(2, 4, "chunk", "vllm", "0.11.0")
+    assert ctx.moe_dispatch_split == 2 and ctx.moe_split_gather
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    attn = (61 + 3) * (alpha + 917_504 / 450e9) + 58 * (alpha + 458_752 / 450e9)
+    moe = 58 * 2 * (alpha + 3_211_264 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe, rel=1e-12)
+
+
+def test_split_low_latency_decode_sends_each_tokens_fp8_copy_once_by_hand():
+    """SGLang DeepEP over 4 HGX H100 nodes at -tp 2 -dp 16: decode steps' low-latency kernels
+    send a token to each of its 8 experts' GPUs (31/32 remote) as FP8 + scales (7,392 B) and
+    combine BF16 (14,336 B); the SCATTERED layout holds for decode batches too (the layer
+    modes are fixed at start-up, communicator.py), so each of a group's 2 GPUs sends half its
+    tokens: 8 × 31/32 × 21,728 / 2 = 84,196 B per own token per MoE layer at 50 GB/s, plus
+    the attention all-reduce inside the group over NVLink: (61 + 3) × 14,336 × 2 × 1/2 B at
+    450 GB/s."""
+    from kvplan.planner.nodes import node_links
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h100")
+    links = node_links(gpu, 2, 1, 16)
+    assert links.moe_bytes_per_s == 50e9 and links.moe_node_gpus == 8
+    assert links.tp_bytes_per_s is None  # the attention group stays on one node's NVLink
+    ctx = step.context_for(m, gpu, "sglang", "0.5.6", tp=2, dtype="bfloat16", links=links)
+    ll = expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=16, ep=32,
+                      moe_dp=True, all_to_all=True, node_dedup=True, decode_low_latency=True,
+                      token_split="scatter")
+    want = 58 * 84_196 / 50e9 + 64 * 14_336 / 450e9
+    assert ll.moe_comm_decode_per_token_s == pytest.approx(want, rel=1e-9)
+
+
+def _dep(engine: str, version: str, backend: str | None, tp: int = 8, dp: int = 2):
+    from kvplan.specs import Deployment
+
+    return Deployment(engine=engine, engine_version=version, dtype="bfloat16",
+                      kv_cache_dtype="bfloat16", tensor_parallel_size=tp, data_parallel_size=dp,
+                      enable_expert_parallel=True, moe_a2a_backend=backend,
+                      max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=8192,
+                      gpu_memory_utilization=0.9, block_size=16, gpu_total_bytes=1, sources={})
+
+
+@pytest.mark.parametrize(("engine", "version", "backend", "want"), [
+    # SGLang: SCATTERED MoE tokens with any a2a backend (communicator.py 0.4.9 - 0.5.23)
+    ("sglang", "0.4.9", "deepep", "scatter"),
+    ("sglang", "0.5.23", "deepep", "scatter"),
+    # vLLM: no sequence-parallel MoE in 0.10.2 (vllm/config/parallel.py has none)
+    ("vllm", "0.10.2", "deepep_low_latency", ""),
+    # 0.11.0 - 0.24: sequence_parallel_chunk after the whole all-reduce; the default backend
+    # (allgather_reducescatter, vllm/envs.py 0.11.0) is one of use_sequence_parallel_moe's
+    ("vllm", "0.11.0", None, "chunk"),
+    ("vllm", "0.24.0", "deepep_high_throughput", "chunk"),
+    # 0.25.0+: tensor_model_parallel_reduce_scatter in DeepseekV2DecoderLayer.forward
+    ("vllm", "0.25.0", "deepep_low_latency", "scatter"),
+    ("vllm", "0.33.0", "naive", "scatter"),
+])
+def test_engines_declare_how_they_split_tokens_before_dispatch(engine, version, backend, want):
+    from kvplan.engines import registry
+
+    assert registry.get(engine).moe_token_split(_dep(engine, version, backend)) == want
+
+
+def test_planner_applies_the_engines_split():
+    """planner/performance.py hands the engine's declaration to perf/expert.py: SGLang DeepEP
+    at -tp 8 -dp 2 splits the 8 GPUs' tokens; vLLM 0.10.2 dispatches every copy."""
+    from kvplan.planner.performance import _expert_parallel
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    for engine, version, backend, split in (("sglang", "0.5.6", "deepep", 8),
+                                             ("vllm", "0.10.2", "deepep_low_latency", 1)):
+        dep = _dep(engine, version, backend).model_copy(update={"enable_dp_attention": True})
+        ctx = step.context_for(m, gpu, engine, version, tp=8, dtype="bfloat16")
+        assert _expert_parallel(ctx, m, dep).moe_dispatch_split == split
+
+
+def test_vllm_allgather_reducescatter_gathers_every_ranks_share_by_hand():
+    """vLLM's default all2all backend, allgather_reducescatter (vllm/envs.py 0.11.0), is no
+    top-k all-to-all: AgRsAll2AllManager.dispatch all-gathers every EP rank's tokens and
+    combine reduce-scatters them (vllm/distributed/device_communicators/all2all.py 0.11.0),
+    over the EP group of N GPUs once sequence-parallel MoE has left each GPU its 1/T share.
+    -tp 2 -dp 8 (N = 16, T = 2), 64 own tokens per group: each GPU holds 32, and receives the
+    other 15 GPUs' 32 each: 15 × 32 × 7168 × 2 B = 6,881,280 B per phase per MoE layer (top-8
+    all-to-all would move 3,440,640 B). 0.11 keeps the whole attention all-reduce and
+    all-gathers the MoE output over the group (32 rows, 458,752 B)."""
+    from kvplan.planner.performance import _expert_parallel
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    dep = _dep("vllm", "0.11.0", None, tp=2, dp=8)
+    ctx = _expert_parallel(step.context_for(m, gpu, "vllm", "0.11.0", tp=2, dtype="bfloat16"),
+                           m, dep)
+    assert not ctx.all_to_all and ctx.moe_group == 16 and ctx.moe_split_gather
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    attn = (61 + 3) * (alpha + 917_504 / 450e9) + 58 * (alpha + 458_752 / 450e9)
+    moe = 58 * 2 * (alpha + 6_881_280 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe, rel=1e-12)
