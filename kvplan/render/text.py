@@ -184,35 +184,54 @@ def performance_table(plan: Plan, console: Console) -> None:
     t.add_column("figure")
     t.add_column("predicted", justify="right")
     t.add_column("range", justify="right")
-    slo_t = f" (target {pf.slo_ttft_ms:g})" if pf.slo_ttft_ms else ""
-    slo_p = f" (target {pf.slo_tpot_ms:g})" if pf.slo_tpot_ms else ""
-    t.add_row(f"TTFT, ms{slo_t}", f"{pf.ttft_ms:,.0f}",
-              f"{pf.ttft_ms_low:,.0f}–{pf.ttft_ms_high:,.0f}")
-    t.add_row(f"TPOT, ms{slo_p}", f"{pf.tpot_ms:,.1f}",
-              f"{pf.tpot_ms_low:,.1f}–{pf.tpot_ms_high:,.1f}")
-    t.add_row("end-to-end, s", f"{pf.e2e_ms / 1000:,.1f}", "")
-    t.add_row("output tokens/s", f"{pf.output_tokens_per_s:,.0f}",
-              f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
-    t.add_row("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
-    t.add_row("requests/s", f"{pf.requests_per_s:,.2f}", "")
-    if pf.routed_experts:  # a MoE model: measured kernel rate (which table) or dense rate
-        x = pf.routed_experts
-        t.add_row("routed experts", "measured" if x.rate == "measured" else "dense rate",
-                  x.table or "extrapolated")
-    if pf.tokens_per_step is not None:
-        src = "given" if pf.acceptance_rate_source == "cli" else "assumed"
-        t.add_row("speculative: tokens per step", f"{pf.tokens_per_step:,.2f}",
-                  f"acceptance {pf.acceptance_rate:g} ({src})")
-        even = pf.break_even_acceptance_rate
-        t.add_row("speculative: pays above acceptance",
-                  "never" if even is None else f"{even:g}", "at this concurrency")
-    if pf.cost_per_hour is not None:
-        t.add_row("$ per hour", f"{pf.cost_per_hour:,.2f}", price_label(pf.price_source or ""))
-    if pf.cost_per_million_output_tokens is not None:
-        t.add_row("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
+    for row in _figure_rows(pf):
+        t.add_row(*row)
     console.print(t)
     if pf.percentiles:
         _percentile_table(pf, console)
+    _concurrency_table(pf, console)
+
+
+def _figure_rows(pf: Performance) -> list[tuple[str, str, str]]:
+    """(figure, predicted, range) rows of the performance table."""
+    rows: list[tuple[str, str, str]] = []
+
+    def add(figure: str, predicted: str, band: str) -> None:
+        rows.append((figure, predicted, band))
+
+    slo_t = f" (target {pf.slo_ttft_ms:g})" if pf.slo_ttft_ms else ""
+    slo_p = f" (target {pf.slo_tpot_ms:g})" if pf.slo_tpot_ms else ""
+    add(f"TTFT, ms{slo_t}", f"{pf.ttft_ms:,.0f}",
+        f"{pf.ttft_ms_low:,.0f}–{pf.ttft_ms_high:,.0f}")
+    add(f"TPOT, ms{slo_p}", f"{pf.tpot_ms:,.1f}",
+        f"{pf.tpot_ms_low:,.1f}–{pf.tpot_ms_high:,.1f}")
+    add("end-to-end, s", f"{pf.e2e_ms / 1000:,.1f}", "")
+    add("output tokens/s", f"{pf.output_tokens_per_s:,.0f}",
+        f"{pf.output_tokens_per_s_low:,.0f}–{pf.output_tokens_per_s_high:,.0f}")
+    add("output tokens/s per GPU", f"{pf.output_tokens_per_s_per_gpu:,.0f}", "")
+    add("requests/s", f"{pf.requests_per_s:,.2f}", "")
+    if pf.routed_experts:  # a MoE model: measured kernel rate (which table) or dense rate
+        x = pf.routed_experts
+        add("routed experts", "measured" if x.rate == "measured" else "dense rate",
+        x.table or "extrapolated")
+    if pf.tokens_per_step is not None:
+        src = "given" if pf.acceptance_rate_source == "cli" else "assumed"
+        add("speculative: tokens per step", f"{pf.tokens_per_step:,.2f}",
+        f"acceptance {pf.acceptance_rate:g} ({src})")
+        even = pf.break_even_acceptance_rate
+        add("speculative: pays above acceptance",
+        "never" if even is None else f"{even:g}", "at this concurrency")
+    if pf.cost_per_hour is not None:
+        add("$ per hour", f"{pf.cost_per_hour:,.2f}", price_label(pf.price_source or ""))
+    if pf.cost_per_million_output_tokens is not None:
+        add("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
+    return rows
+
+
+def _concurrency_table(pf: Performance, console: Console) -> None:
+    """The closed loop's figures versus concurrency, a ✗ on each that misses its target."""
+    from rich.table import Table
+
     c = Table(title="Versus concurrency (closed loop)", title_justify="left", show_edge=False)
     for col in ("concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s", "bound"):
         c.add_column(col, justify="right")
