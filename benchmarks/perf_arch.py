@@ -168,6 +168,12 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
     if p.kv_cache.tokens <= 0 or p.performance is None:
         return None
     inputs = {k: v.value for k, v in p.inputs.items()}
+    # the KV cache the plan sized (the same dtype its capacity counts): the precision column's,
+    # or the checkpoint's declared one (a ModelOpt nvfp4 checkpoint declares FP8 by default,
+    # as NVIDIA's MLPerf llama2-70b harness configs quantize: trtllm_checkpoint_flags
+    # {'kv_cache_dtype': 'fp8'})
+    planned_kv = str(inputs["kv_cache_dtype"])
+    kv = planned_kv if planned_kv.startswith("fp8") else kv
     ctx = perf.context_for(
         m, g, r["engine"], p.engine.version, tp=r["tp"], pp=r["pp"], quant=q,
         kv_cache_dtype=kv, max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),

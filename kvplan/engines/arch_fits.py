@@ -109,13 +109,13 @@ ARCH_FITS: dict[str, ArchFit] = {
         ),
         identified="bf16_gemm, bandwidth"),
     "Blackwell": ArchFit(
-        scales=ArchScales(bf16_gemm=0.9031, fp8_gemm=0.9031, fp4_gemm=0.9031, bandwidth=0.7412),
+        scales=ArchScales(bf16_gemm=0.8761, fp8_gemm=0.8761, fp4_gemm=0.8761, bandwidth=0.7471),
         rows=32,
         ranges={
             "trtllm": {
-                "ttft": (0.653, 1.921),
-                "tpot": (0.743, 1.341),
-                "throughput": (0.887, 1.185),
+                "ttft": (0.651, 1.927),
+                "tpot": (0.74, 1.346),
+                "throughput": (0.856, 1.189),
             },
         },
         sources=(
@@ -145,6 +145,6 @@ ARCH_FITS: dict[str, ArchFit] = {
 EXTRAPOLATED_RANGES: Ranges = {
     "ttft": (0.598, 2.098),
     "tpot": (0.68, 1.465),
-    "throughput": (0.786, 1.294),
+    "throughput": (0.776, 1.294),
 }
 # --- end generated ---
