@@ -106,13 +106,17 @@ from . import step
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
           node_dedup: bool = False, decode_low_latency: bool = False,
-          token_split: str = "") -> step.PerfContext:
+          token_split: str = "", dense_gather: bool = False,
+          gather_all_reduce: str = "") -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
     `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
     decode steps use DeepEP's low-latency kernels; `token_split`: how the engine splits an
     attention group's tokens before the all-to-all (Engine.moe_token_split: "" none,
-    "scatter", "chunk"; module docstring)."""
+    "scatter", "chunk"; module docstring); `dense_gather`: the dense layers' MLP runs on the
+    DP ranks' tokens gathered over the group (Engine.dense_layers_gathered);
+    `gather_all_reduce`: which steps gather by an all-reduce of the token buffer
+    (Engine.dp_gather_all_reduce: "", "prefill", "always")."""
     if m.moe is None or (ep <= 1 and not moe_dp):
         return ctx
     group = ctx.tp * (dp if moe_dp else 1)
@@ -127,21 +131,34 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
-                  moe_dispatch_split=ctx.tp if token_split else 1,
-                  moe_split_gather=ctx.tp > 1 and token_split == "chunk")
+                  moe_dispatch_split=ctx.tp if token_split in ("scatter", "chunk") else 1,
+                  moe_split_gather=ctx.tp > 1 and token_split == "chunk",
+                  moe_gather_copies=ctx.tp if ep > 1 and not all_to_all and not token_split
+                  else 1)
     out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
-    fixed = comm_s(out, 0.0)
-    out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+    gather = moe_dp and dp > 1 and dense_gather
+    always = gather_all_reduce == "always"
+    fixed = comm_s(out, 0.0, dense_gather=gather, all_reduce=always)
+    per = comm_s(out, 1.0, dense_gather=gather, all_reduce=always) - fixed
+    out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=per)
+    if gather_all_reduce == "prefill" and moe_dp and dp > 1:
+        # steps that carry prefill gather by all-reduces; decode-only steps keep the
+        # all-gather form (and the fixed α of that form: module docstring)
+        pre = comm_s(out, 1.0, dense_gather=gather, all_reduce=True) \
+            - comm_s(out, 0.0, dense_gather=gather, all_reduce=True)
+        out = replace(out, moe_comm_per_token_s=pre, moe_comm_decode_per_token_s=per)
     if decode_low_latency and all_to_all and out.moe_link_bytes_per_s and out.moe_group > 1 \
             and 0 < ctx.moe_node_gpus < out.moe_group:
         n = out.moe_group
         per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
                * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s
                / out.moe_dispatch_split)
-        out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
+        local = (_group_and_dense_s(out, 1.0, gather, always)
+                 - _group_and_dense_s(out, 0.0, gather, always))
+        out = replace(out, moe_comm_decode_per_token_s=per + local)
     return out
 
 
@@ -180,19 +197,6 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
 LL_DISPATCH_BYTES = 1 + 4 / 128
 
 
-def _tp_per_token(ctx: step.PerfContext) -> float:
-    """The attention group's all-reduce per own token (0 at TP 1), and the all-gather after
-    each MoE layer when the split keeps the all-reduce (moe_split_gather), as comm_s counts
-    them."""
-    if ctx.tp <= 1:
-        return 0.0
-    row = ctx.hidden_size * step.ACTIVATION_BYTES * (ctx.tp - 1) / ctx.tp
-    out = (ctx.layers + ctx.layers - ctx.moe_layers) * 2 * row / ctx.link_bytes_per_s
-    if ctx.moe_split_gather:
-        out += ctx.moe_layers * row / ctx.link_bytes_per_s
-    return out
-
-
 def _dtype(dtype: str) -> str:
     return dtype if dtype in ("bfloat16", "float16", "float32") else "bfloat16"
 
@@ -205,23 +209,17 @@ def _moe_layers_on_stage(m: ModelSpec, pp: int) -> int:
     return max(sum(1 for i in r if i in moe) for r in pp_layer_ranges(m.num_layers, pp))
 
 
-def comm_s(ctx: step.PerfContext, tokens: float) -> float:
+def comm_s(ctx: step.PerfContext, tokens: float, *, dense_gather: bool = False,
+           all_reduce: bool = False) -> float:
     """Communication of one step of `tokens` own tokens on a GPU whose MoE layers span
-    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring)."""
+    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring); `dense_gather`: the
+    dense layers' MLP runs on the gathered tokens too; `all_reduce`: the gather is an
+    all-reduce of the token buffer (SGLang SUM_LEN)."""
+    out = _group_and_dense_s(ctx, tokens, dense_gather, all_reduce)
     c = ctx.coefficients
     alpha = (c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us) * 1e-6
     link = ctx.link_bytes_per_s
     act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
-    out = 0.0
-    if ctx.tp > 1:  # attention (and dense MLP) all-reduces inside the attention group
-        ar = act * 2 * (ctx.tp - 1) / ctx.tp
-        dense_layers = ctx.layers - ctx.moe_layers
-        out += (ctx.layers + dense_layers) * (alpha + ar / link)
-        if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
-            # after the MoE (bytes of its own when the all-reduce stayed whole; else the
-            # reduce-scatter + all-gather move the all-reduce's bytes between them)
-            gathered = act * (ctx.tp - 1) / ctx.tp if ctx.moe_split_gather else 0.0
-            out += ctx.moe_layers * (alpha + gathered / link)
     n = ctx.moe_group
     if ctx.all_to_all:  # the tokens each GPU dispatches: its 1/T when the engine splits them
         act /= ctx.moe_dispatch_split
@@ -235,7 +233,40 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
     elif n > 1:
         if ctx.all_to_all:
             moved = act * ctx.top_k * (n - 1) / n
-        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike)
-            moved = act * (n - 1) / ctx.tp
+        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike),
+            # T copies of each when every GPU gathers its own; an all-reduce of the buffer
+            # moves twice a ring all-gather's bytes
+            moved = act * (n - 1) / ctx.tp * ctx.moe_gather_copies * (2 if all_reduce else 1)
         out += ctx.moe_layers * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
+    return out
+
+
+def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_gather: bool,
+                       all_reduce: bool) -> float:
+    """The attention group's all-reduces (one per layer, one more per dense layer's MLP when
+    it runs over T), the all-gather after a split MoE layer, and the dense layers' gather and
+    scatter over the MoE group when `dense_gather` (module docstring). With `all_reduce` the
+    buffer's all-reduce over the group also reduces the attention output of every layer that
+    gathers (SGLang _dp_gather_via_all_reduce, partial): no all-reduce over T for those."""
+    c = ctx.coefficients
+    alpha = (c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us) * 1e-6
+    link = ctx.link_bytes_per_s
+    act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
+    n = ctx.moe_group
+    dense_layers = ctx.layers - ctx.moe_layers
+    gathered_dense = dense_layers if dense_gather and n > 1 else 0
+    gathered = gathered_dense + (ctx.moe_layers if n > 1 and not ctx.all_to_all else 0)
+    out = 0.0
+    if ctx.tp > 1:  # attention (and dense MLP) all-reduces inside the attention group
+        ar = act * 2 * (ctx.tp - 1) / ctx.tp
+        attention = ctx.layers - (gathered if all_reduce else 0)
+        out += (attention + dense_layers - gathered_dense) * (alpha + ar / link)
+        if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
+            # after the MoE (bytes of its own when the all-reduce stayed whole; else the
+            # reduce-scatter + all-gather move the all-reduce's bytes between them)
+            split = act * (ctx.tp - 1) / ctx.tp if ctx.moe_split_gather else 0.0
+            out += ctx.moe_layers * (alpha + split / link)
+    if gathered_dense:  # gather before and scatter after each dense MLP, as a MoE layer's
+        moved = act * (n - 1) / ctx.tp * (2 if all_reduce else 1)
+        out += gathered_dense * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
     return out
