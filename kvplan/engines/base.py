@@ -423,12 +423,14 @@ class Engine(ABC):
         read."""
         return ""
 
-    def dense_layers_gathered(self, dep: Deployment) -> bool:
-        """Under DP attention, whether the dense (non-MoE) layers' MLP runs over all G = T × D
-        GPUs on every DP rank's tokens, gathered and scattered back as a MoE layer without
-        all-to-all does (perf/expert.py), instead of over the T GPUs of an attention group on
-        its own tokens. Default False: an engine whose layout was not read."""
-        return False
+    def dense_mlp_mode(self, dep: Deployment) -> str:
+        """Under DP attention, how the dense (non-MoE) layers' MLP runs (perf/expert.py): ""
+        over the T GPUs of an attention group on its tokens, all-reduced as without DP
+        attention; "full" over all G = T × D GPUs on every DP rank's tokens, gathered and
+        scattered back as a MoE layer without all-to-all; "local" whole on every GPU on its
+        own 1/T of the rows (no collective of its own). Default "": an engine whose layout was
+        not read."""
+        return ""
 
     def dp_gather_all_reduce(self, dep: Deployment) -> str:
         """Which steps gather the DP ranks' tokens (for the layers that run on gathered tokens)

@@ -695,6 +695,8 @@ class SglangOptions(EngineOptions):
     cuda_graph_max_bs: int | None = Field(None, description="--cuda-graph-max-bs as given")
     # --- mixedchunk ---
     enable_mixed_chunk: bool = False
+    # --- sgdense --- --moe-dense-tp-size (1 or unset)
+    moe_dense_tp_size: int | None = Field(None, description="--moe-dense-tp-size as given")
 
 
 def opts(d: Deployment) -> SglangOptions:
@@ -1042,6 +1044,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     **PARALLEL_CLI_FLAGS,
     # --- mixedchunk --- (docs/sglang-mixed-chunk.md)
     "--enable-mixed-chunk": ("enable_mixed_chunk", "bool"),
+    # --- sgdense --- (docs/expert-parallel.md)
+    "--moe-dense-tp-size": ("moe_dense_tp_size", "int"),
 }
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
@@ -1150,19 +1154,23 @@ class SglangEngine(Engine):
             return "scatter"
         return "gathered" if SP.dp_attention(dep) else ""
 
-    def dense_layers_gathered(self, dep: Deployment) -> bool:
-        """Under DP attention a dense layer's MLP runs in ScatterMode.FULL, with or without
-        an a2a backend, unless --moe-dense-tp-size 1 (which kvplan does not model; it would
-        also hold the dense MLP whole on every GPU): LayerScatterModes._compute_mlp_mode,
-        python/sglang/srt/layers/communicator.py 0.4.9, 0.4.10.post2, 0.5.1, 0.5.6.post2; in
-        0.5.23 layer_boundary/factories.py _ffn_on_rank_rows (dense: is_dense_ffn_fully_dp,
-        layout.py: moe_dense_tp_size == 1). FULL over tp_size = G GPUs
-        (CommunicateContext.process_group_sizes): CommunicateWithAllReduceAndLayerNormFn.
-        _gather_hidden_states_and_residual dp_gather_partial's the attention output into the
-        D ranks' buffer, DeepseekV2MLP runs at tp_size G (models/deepseek_v2.py, mlp_tp_size
-        None), CommunicateSummableTensorPairFn._scatter_hidden_states hands each rank its
-        rows back."""
-        return SP.dp_attention(dep)
+    def dense_mlp_mode(self, dep: Deployment) -> str:
+        """Under DP attention a dense layer's MLP runs in ScatterMode.FULL ("full"), with or
+        without an a2a backend, unless --moe-dense-tp-size 1 (SCATTERED: "local"):
+        LayerScatterModes._compute_mlp_mode, python/sglang/srt/layers/communicator.py 0.4.9,
+        0.4.10.post2, 0.5.1, 0.5.6.post2; in 0.5.23 layer_boundary/factories.py
+        _ffn_on_rank_rows (dense: is_dense_ffn_fully_dp, layout.py: moe_dense_tp_size == 1).
+        FULL spans tp_size = G GPUs (CommunicateContext.process_group_sizes):
+        CommunicateWithAllReduceAndLayerNormFn._gather_hidden_states_and_residual
+        dp_gather_partial's the attention output into the D ranks' buffer, DeepseekV2MLP runs
+        at tp_size G (models/deepseek_v2.py, mlp_tp_size None), and
+        CommunicateSummableTensorPairFn._scatter_hidden_states hands each rank its rows back.
+        With --moe-dense-tp-size 1 the MLP is whole (mlp_tp_rank, mlp_tp_size = 0, 1) and runs
+        on the GPU's own 1/T of the rows (_scatter_hidden_states_and_residual)."""
+        if not SP.dp_attention(dep):
+            return ""
+        # a Deployment built by hand carries the base EngineOptions: the default
+        return "local" if getattr(dep.options, "moe_dense_tp_size", None) == 1 else "full"
 
     def dp_gather_all_reduce(self, dep: Deployment) -> str:
         """DpPaddingMode (python/sglang/srt/layers/dp_attention.py): SUM_LEN gathers by

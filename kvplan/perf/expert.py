@@ -106,15 +106,16 @@ from . import step
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
           node_dedup: bool = False, decode_low_latency: bool = False,
-          token_split: str = "", dense_gather: bool = False,
+          token_split: str = "", dense_mode: str = "",
           gather_all_reduce: str = "") -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
     `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
     decode steps use DeepEP's low-latency kernels; `token_split`: how the engine splits an
     attention group's tokens before the all-to-all (Engine.moe_token_split: "" none,
-    "scatter", "chunk"; module docstring); `dense_gather`: the dense layers' MLP runs on the
-    DP ranks' tokens gathered over the group (Engine.dense_layers_gathered);
+    "scatter", "chunk"; module docstring); `dense_mode`: how the dense layers' MLP runs
+    under DP attention (Engine.dense_mlp_mode: "" over T, "full" on the DP ranks' tokens
+    gathered over the group, "local" whole on the GPU's own rows);
     `gather_all_reduce`: which steps gather by an all-reduce of the token buffer
     (Engine.dp_gather_all_reduce: "", "prefill", "always")."""
     if m.moe is None or (ep <= 1 and not moe_dp):
@@ -139,16 +140,16 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
-    gather = moe_dp and dp > 1 and dense_gather
+    dense = dense_mode if moe_dp and dp > 1 else ""
     always = gather_all_reduce == "always"
-    fixed = comm_s(out, 0.0, dense_gather=gather, all_reduce=always)
-    per = comm_s(out, 1.0, dense_gather=gather, all_reduce=always) - fixed
+    fixed = comm_s(out, 0.0, dense_mode=dense, all_reduce=always)
+    per = comm_s(out, 1.0, dense_mode=dense, all_reduce=always) - fixed
     out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=per)
     if gather_all_reduce == "prefill" and moe_dp and dp > 1:
         # steps that carry prefill gather by all-reduces; decode-only steps keep the
         # all-gather form (and the fixed α of that form: module docstring)
-        pre = comm_s(out, 1.0, dense_gather=gather, all_reduce=True) \
-            - comm_s(out, 0.0, dense_gather=gather, all_reduce=True)
+        pre = comm_s(out, 1.0, dense_mode=dense, all_reduce=True) \
+            - comm_s(out, 0.0, dense_mode=dense, all_reduce=True)
         out = replace(out, moe_comm_per_token_s=pre, moe_comm_decode_per_token_s=per)
     if decode_low_latency and all_to_all and out.moe_link_bytes_per_s and out.moe_group > 1 \
             and 0 < ctx.moe_node_gpus < out.moe_group:
@@ -156,8 +157,8 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
         per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
                * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s
                / out.moe_dispatch_split)
-        local = (_group_and_dense_s(out, 1.0, gather, always)
-                 - _group_and_dense_s(out, 0.0, gather, always))
+        local = (_group_and_dense_s(out, 1.0, dense, always)
+                 - _group_and_dense_s(out, 0.0, dense, always))
         out = replace(out, moe_comm_decode_per_token_s=per + local)
     return out
 
@@ -209,13 +210,14 @@ def _moe_layers_on_stage(m: ModelSpec, pp: int) -> int:
     return max(sum(1 for i in r if i in moe) for r in pp_layer_ranges(m.num_layers, pp))
 
 
-def comm_s(ctx: step.PerfContext, tokens: float, *, dense_gather: bool = False,
+def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: str = "",
            all_reduce: bool = False) -> float:
     """Communication of one step of `tokens` own tokens on a GPU whose MoE layers span
-    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring); `dense_gather`: the
-    dense layers' MLP runs on the gathered tokens too; `all_reduce`: the gather is an
+    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring); `dense_mode`: how
+    the dense layers' MLP runs ("" over T, "full" on the gathered tokens too, "local" whole
+    on the GPU's own rows); `all_reduce`: the gather is an
     all-reduce of the token buffer (SGLang SUM_LEN)."""
-    out = _group_and_dense_s(ctx, tokens, dense_gather, all_reduce)
+    out = _group_and_dense_s(ctx, tokens, dense_mode, all_reduce)
     c = ctx.coefficients
     alpha = (c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us) * 1e-6
     link = ctx.link_bytes_per_s
@@ -241,11 +243,13 @@ def comm_s(ctx: step.PerfContext, tokens: float, *, dense_gather: bool = False,
     return out
 
 
-def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_gather: bool,
+def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_mode: str,
                        all_reduce: bool) -> float:
     """The attention group's all-reduces (one per layer, one more per dense layer's MLP when
     it runs over T), the all-gather after a split MoE layer, and the dense layers' gather and
-    scatter over the MoE group when `dense_gather` (module docstring). With `all_reduce` the
+    scatter over the MoE group when `dense_mode` is "full"; "local" drops the dense MLP's
+    all-reduce (its attention's reduce-scatter + all-gather: one α more at T > 1) (module
+    docstring). With `all_reduce` the
     buffer's all-reduce over the group also reduces the attention output of every layer that
     gathers (SGLang _dp_gather_via_all_reduce, partial): no all-reduce over T for those."""
     c = ctx.coefficients
@@ -254,13 +258,16 @@ def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_gather: bool,
     act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
     n = ctx.moe_group
     dense_layers = ctx.layers - ctx.moe_layers
-    gathered_dense = dense_layers if dense_gather and n > 1 else 0
+    gathered_dense = dense_layers if dense_mode == "full" and n > 1 else 0
+    reduced_dense = 0 if dense_mode else dense_layers  # dense MLPs all-reduced over T
     gathered = gathered_dense + (ctx.moe_layers if n > 1 and not ctx.all_to_all else 0)
     out = 0.0
     if ctx.tp > 1:  # attention (and dense MLP) all-reduces inside the attention group
         ar = act * 2 * (ctx.tp - 1) / ctx.tp
         attention = ctx.layers - (gathered if all_reduce else 0)
-        out += (attention + dense_layers - gathered_dense) * (alpha + ar / link)
+        out += (attention + reduced_dense) * (alpha + ar / link)
+        if dense_mode == "local":  # reduce-scatter + all-gather in place of the all-reduce
+            out += dense_layers * alpha
         if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
             # after the MoE (bytes of its own when the all-reduce stayed whole; else the
             # reduce-scatter + all-gather move the all-reduce's bytes between them)
