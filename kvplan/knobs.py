@@ -572,6 +572,8 @@ if TYPE_CHECKING:
                                  'deepep_high_throughput', 'deepep_low_latency'] | None = None
         max_beam_width: int | None = None
         enable_mixed_chunk: bool | None = None
+        # --- sgdense ---
+        moe_dense_tp_size: int | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,

@@ -984,12 +984,13 @@ def moe_token_split(dep: Deployment, m: ModelSpec | None = None) -> str:
             VLLM_A2A_BACKENDS or not (dep.enable_expert_parallel and dep.tensor_parallel_size > 1
                                       and dep.data_parallel_size > 1):
         return ""
-    since, scatter = _DEEPSEEK
+    row: tuple[tuple[int, int, int], tuple[int, int, int] | None] = _DEEPSEEK
     if m is not None:
         arch = m.architectures[0] if m.architectures else ""
         if arch not in SEQUENCE_PARALLEL_MOE:
             return ""
-        since, scatter = SEQUENCE_PARALLEL_MOE[arch]
+        row = SEQUENCE_PARALLEL_MOE[arch]
+    since, scatter = row
     if v < since:
         return ""
     return "scatter" if scatter is not None and v >= scatter else "chunk"

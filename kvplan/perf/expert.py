@@ -58,22 +58,45 @@ GPUs (DP attention) or with expert parallelism:
       0.33.0): DeepseekV2DecoderLayer.forward reduce-scatters instead
       (reduce_results=not use_sequence_parallel_moe) and the next layer all-gathers. 0.10.2
       has no sequence-parallel MoE: every TP rank dispatches its copy (S = 1). Read in
-      models/deepseek_v2.py; 0.11.0 has it in qwen3_moe, gpt_oss, llama4, granitemoe and
-      qwen3_next too; other MoE models (e.g. Mixtral) dispatch every copy, which kvplan does
-      not tell apart.
+      models/deepseek_v2.py; other model files below.
     - TensorRT-LLM: attention DP runs attention at TP 1 (tensorrt_llm/mapping.py), so T = 1.
-  The gather/scatter form holds no copy either: its buffer is the D ranks' tokens once.
-  SGLang 0.5.x decode batches of even size (dp_attention.py DpPaddingMode MAX_LEN) move it
-  exactly as charged: a reduce-scatter in the attention group and an all-gather over the N
+    - vLLM's split is each model file's own (FusedMoE's is_sequence_parallel defaults to
+      False, fused_moe/layer.py 0.33.0): engines/vllm.py SEQUENCE_PARALLEL_MOE lists the
+      architectures whose file passes use_sequence_parallel_moe (deepseek_v2, qwen3_moe,
+      qwen3_next, gpt_oss, llama4, granitemoe, ... read at 0.11.0 - 0.33.0); qwen3_moe,
+      gpt_oss and llama4 "chunk" in every release read, qwen3_next reduce-scatters from 0.26.0.
+      Others (mixtral, glm4_moe, qwen2_moe's sparse block) run the MoE on every TP rank's copy.
+  The gather/scatter form: SGLang's (Engine.moe_token_split "gathered") holds each token
+  once, its buffer the D ranks' tokens; vLLM's all-gather backends with EP but without the
+  split gather every TP rank's copy (AgRsAll2AllManager.dispatch gathers what each EP rank
+  holds): T copies (moe_gather_copies), 2 × (α + tokens × hidden × 2 B × (N − 1) ÷ link).
+  SGLang decode batches of even size (dp_attention.py DpPaddingMode MAX_LEN, 0.4.9.post4+)
+  move it as charged: a reduce-scatter in the attention group and an all-gather over the N
   GPUs (_dp_gather_via_all_gather), then dp_reduce_scatter_tensor and the group's
-  all-gather. Not modelled: SUM_LEN batches (any extend batch, and 0.4.x always) gather by
-  an all-reduce of the buffer over the N GPUs (_dp_gather_via_all_reduce, which absorbs the
-  attention's all-reduce) and all-reduce the MoE output: about twice these bytes. vLLM
-  without EP: an all-gather and a reduce-scatter over the D GPUs of a DP group, (D − 1) ×
-  tokens each (FusedMoE.forward_impl do_naive_dispatch_combine, fused_moe/layer.py 0.11.0),
-  and the MoE output's all-reduce over T: in all the 2 × (N − 1)/T charged. The router
-  logits that vLLM's all-gather carries with the hidden states (E values a token) are not
-  counted.
+  all-gather. SUM_LEN batches (Engine.dp_gather_all_reduce: any batch with an extend from
+  0.5.3, every batch before 0.4.9.post4) gather by an all-reduce of the buffer over the N
+  GPUs (_dp_gather_via_all_reduce, partial: it also sums the attention's TP shares, so no
+  all-reduce over T is left for that layer) and all-reduce the layer's output (no
+  reduce-scatter outside MAX_LEN: LayerCommunicator.should_use_reduce_scatter): per layer
+  2 × (α + 2 × tokens × hidden × 2 B × (N − 1)/T ÷ link). Steps that carry prefill take that
+  per-token cost, decode-only steps MAX_LEN's (moe_comm_decode_per_token_s); the fixed α is
+  MAX_LEN's for both (one α a layer more than SUM_LEN's at T > 1). Not modelled: 0.5.23's
+  SUM_LEN for decode batches without an a2a backend whose buffer fits the custom
+  all-reduce (_decode_sum_len_fits_custom_all_reduce). vLLM without EP: an all-gather and a
+  reduce-scatter over the D GPUs of a DP group, (D − 1) × tokens each
+  (FusedMoE.forward_impl do_naive_dispatch_combine, fused_moe/layer.py 0.11.0), and the MoE
+  output's all-reduce over T: in all the 2 × (N − 1)/T charged. The router logits that
+  vLLM's all-gather carries with the hidden states (E values a token) are not counted.
+* SGLang's dense layers under DP attention (Engine.dense_mlp_mode; DeepSeek's first 3,
+  Llama-4's interleaved ones): their MLP runs in ScatterMode.FULL, over all N GPUs on the D
+  ranks' gathered tokens (communicator.py LayerScatterModes._compute_mlp_mode 0.4.9 -
+  0.5.6.post2; layer_boundary/factories.py _ffn_on_rank_rows 0.5.23), with or without
+  DeepEP: the gather/scatter of a MoE layer (above, SUM_LEN included) in place of the dense
+  MLP's all-reduce over T. --moe-dense-tp-size 1 ("local") holds the MLP whole on every GPU
+  (DeepseekV2MLP tp_size 1) on its own 1/T of the rows: no collective of its own, the
+  attention's all-reduce split into a reduce-scatter and an all-gather (one α more).
+  The LM head's gather under DP attention (logits_processor.py dp_gather_replicate, one per
+  step on the sampled rows; none with --enable-dp-lm-head) is not counted.
 * DeepEP across nodes (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all backends): its
   internode kernels send a token once to each remote node that holds one of its k experts
   (RDMA to the same-index GPU there), which forwards it over NVLink to the experts' GPUs
@@ -157,9 +180,9 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
         per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
                * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s
                / out.moe_dispatch_split)
-        local = (_group_and_dense_s(out, 1.0, dense, always)
-                 - _group_and_dense_s(out, 0.0, dense, always))
-        out = replace(out, moe_comm_decode_per_token_s=per + local)
+        group_s = (_group_and_dense_s(out, 1.0, dense, always)
+                   - _group_and_dense_s(out, 0.0, dense, always))
+        out = replace(out, moe_comm_decode_per_token_s=per + group_s)
     return out
 
 
