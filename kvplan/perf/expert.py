@@ -59,13 +59,13 @@ GPUs (DP attention) or with expert parallelism:
       (reduce_results=not use_sequence_parallel_moe) and the next layer all-gathers. 0.10.2
       has no sequence-parallel MoE: every TP rank dispatches its copy (S = 1). Read in
       models/deepseek_v2.py; other model files below.
-    - TensorRT-LLM: attention DP runs attention at TP 1 (tensorrt_llm/mapping.py), so T = 1.
     - vLLM's split is each model file's own (FusedMoE's is_sequence_parallel defaults to
       False, fused_moe/layer.py 0.33.0): engines/vllm.py SEQUENCE_PARALLEL_MOE lists the
       architectures whose file passes use_sequence_parallel_moe (deepseek_v2, qwen3_moe,
       qwen3_next, gpt_oss, llama4, granitemoe, ... read at 0.11.0 - 0.33.0); qwen3_moe,
       gpt_oss and llama4 "chunk" in every release read, qwen3_next reduce-scatters from 0.26.0.
       Others (mixtral, glm4_moe, qwen2_moe's sparse block) run the MoE on every TP rank's copy.
+    - TensorRT-LLM: attention DP runs attention at TP 1 (tensorrt_llm/mapping.py), so T = 1.
   The gather/scatter form: SGLang's (Engine.moe_token_split "gathered") holds each token
   once, its buffer the D ranks' tokens; vLLM's all-gather backends with EP but without the
   split gather every TP rank's copy (AgRsAll2AllManager.dispatch gathers what each EP rank
