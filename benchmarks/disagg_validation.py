@@ -45,8 +45,11 @@ from kvplan.api import plan_disagg  # noqa: E402
 from kvplan.specs import Workload  # noqa: E402
 
 R1 = "deepseek-ai/DeepSeek-R1"
+# --moe-dense-tp-size 1: the wide-EP launch lines of the recipe both rows follow
+# (sgl-project/sglang#6017 and #7998: "--enable-dp-attention ... --moe-dense-tp-size 1
+# --enable-dp-lm-head") run DeepSeek's 3 dense layers' MLP whole on every GPU
 SHARED = {"moe_a2a_backend": "deepep", "num_redundant_experts": 32,
-          "gpu_memory_utilization": 0.835}
+          "gpu_memory_utilization": 0.835, "moe_dense_tp_size": 1}
 # DeepSeek-V3's one MTP module, one draft token a step (SGLang NEXTN); its acceptance is kvplan's
 # published default for MTP, 0.85 (DeepSeek-V3 technical report §5.4.3: 85–90 %)
 MTP = {"speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}

@@ -441,6 +441,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        doc="SGLang --enable-mixed-chunk (0.2.14+; python/sglang/srt/server_args.py, "
        "managers/scheduler.py mix_with_running): mixed prefill+decode steps that admit whole "
        "prompts", knob="engine"),
+    # --- sgdense ---
+    _O("moe_dense_tp_size", int, ("--moe-dense-tp-size",), "SGLang DP attention: 1 runs the "
+       "dense (non-MoE) layers' MLP whole on every GPU on its own tokens instead of over all "
+       "TP x DP GPUs on gathered tokens (docs/expert-parallel.md)", ge=1, le=1, unit="GPUs",
+       doc="SGLang --moe-dense-tp-size (server_args.py: only 1 or unset; "
+       "layers/communicator.py enable_moe_dense_fully_dp, 0.4.9 - 0.5.x)", knob="engine"),
 )}
 
 
@@ -566,6 +572,8 @@ if TYPE_CHECKING:
                                  'deepep_high_throughput', 'deepep_low_latency'] | None = None
         max_beam_width: int | None = None
         enable_mixed_chunk: bool | None = None
+        # --- sgdense ---
+        moe_dense_tp_size: int | None = None
 else:
     Knobs = create_model("Knobs", __base__=KnobsBase, __module__=__name__,
                          __doc__=KnobsBase.__doc__,

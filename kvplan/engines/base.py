@@ -410,14 +410,33 @@ class Engine(ABC):
         ep = tp * (dp if shared else 1) if dep.enable_expert_parallel else 1
         return shared, ep, shared and dep.enable_expert_parallel
 
-    def moe_token_split(self, dep: Deployment) -> str:
+    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> str:
         """What the T GPUs of an attention group (which hold the same tokens after its
         attention all-reduce) do before the MoE layers' dispatch, all-to-all or all-gather
         (perf/expert.py): "" each dispatches its own copy; "scatter" a reduce-scatter in place
         of the all-reduce leaves each GPU 1/T of the tokens and an all-gather after the MoE
         restores them (the all-reduce's bytes); "chunk" the all-reduce stays, each GPU takes
-        its 1/T slice, and an all-gather follows the MoE. Default "": an engine whose layout
-        was not read."""
+        its 1/T slice, and an all-gather follows the MoE; "gathered" the gather/scatter over
+        the MoE group itself takes each token once (no copy, no extra collective). `m`: the
+        model, where the engine
+        splits per model file (None: not known). Default "": an engine whose layout was not
+        read."""
+        return ""
+
+    def dense_mlp_mode(self, dep: Deployment) -> str:
+        """Under DP attention, how the dense (non-MoE) layers' MLP runs (perf/expert.py): ""
+        over the T GPUs of an attention group on its tokens, all-reduced as without DP
+        attention; "full" over all G = T × D GPUs on every DP rank's tokens, gathered and
+        scattered back as a MoE layer without all-to-all; "local" whole on every GPU on its
+        own 1/T of the rows (no collective of its own). Default "": an engine whose layout was
+        not read."""
+        return ""
+
+    def dp_gather_all_reduce(self, dep: Deployment) -> str:
+        """Which steps gather the DP ranks' tokens (for the layers that run on gathered tokens)
+        by an all-reduce of the whole token buffer over the G GPUs, and reduce the layer's
+        output by another, instead of an all-gather and a reduce-scatter (perf/expert.py):
+        "" none, "prefill" steps that carry prefill tokens, "always" every step. Default ""."""
         return ""
 
     def tp_flag(self, dep: Deployment, tp: int) -> str:

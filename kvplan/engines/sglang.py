@@ -61,6 +61,12 @@ from .base import (
 from .sglang_parallel import PARALLEL_CLI_FLAGS
 
 NEWEST_MODELLED = "0.5.23"
+# DP attention's gather (dp_attention.py DpPaddingMode): MAX_LEN (all-gather) first in
+# 0.4.9.post4 (0.4.9 - 0.4.9.post3 have none; read at 0.4.9, .post1, .post3, .post4, .post5,
+# .post6, 0.4.10); extend batches forced to SUM_LEN (all-reduce) from 0.5.3 (read at 0.5.3;
+# 0.5.2 picks by cost for every batch)
+DP_MAX_LEN_FROM = ((0, 4, 9), 4)  # (release, .postN)
+DP_EXTEND_SUM_LEN_FROM = (0, 5, 3)
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio default (server_args.py)
 # Memory in use before the weights load at TP1 (CUDA context, cuBLAS): 0.59 GiB on H200 in a
 # public SGLang log ("Load weight begin. avail mem=…": PR 4826 TP1 139.21 GB free of 139.80).
@@ -689,6 +695,8 @@ class SglangOptions(EngineOptions):
     cuda_graph_max_bs: int | None = Field(None, description="--cuda-graph-max-bs as given")
     # --- mixedchunk ---
     enable_mixed_chunk: bool = False
+    # --- sgdense --- --moe-dense-tp-size (1 or unset)
+    moe_dense_tp_size: int | None = Field(None, description="--moe-dense-tp-size as given")
 
 
 def opts(d: Deployment) -> SglangOptions:
@@ -1036,6 +1044,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     **PARALLEL_CLI_FLAGS,
     # --- mixedchunk --- (docs/sglang-mixed-chunk.md)
     "--enable-mixed-chunk": ("enable_mixed_chunk", "bool"),
+    # --- sgdense --- (docs/expert-parallel.md)
+    "--moe-dense-tp-size": ("moe_dense_tp_size", "int"),
 }
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
@@ -1130,15 +1140,57 @@ class SglangEngine(Engine):
         ep = SP.group_size(dep) if dep.enable_expert_parallel else 1
         return shared, ep, dep.moe_a2a_backend == "deepep" and SP.group_size(dep) > 1
 
-    def moe_token_split(self, dep: Deployment) -> str:
+    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> str:
         """With an a2a backend the MoE layers run on SCATTERED tokens: the attention output is
         reduce-scattered over the attention TP group and all-gathered before the next
         attention (python/sglang/srt/layers/communicator.py LayerScatterModes._compute_mlp_mode
         and CommunicateWithAllReduceAndLayerNormFn._scatter_hidden_states_and_residual, 0.4.9
         and 0.5.6.post2; 0.5.23 layer_boundary/factories.py _ffn_on_rank_rows with
         moe/utils.py is_moe_input_scattered_across_dp_ranks). Without one (FULL) the MoE
-        gathers every DP rank's tokens: nothing to split."""
-        return "scatter" if dep.moe_a2a_backend == "deepep" else ""
+        gathers every DP rank's tokens once ("gathered": dp_gather_partial from the
+        attention's partial sums, dp_attention.py _dp_gather_via_all_gather reduce-scatters
+        them over the attention TP group before the all-gather over the G GPUs)."""
+        if dep.moe_a2a_backend == "deepep":
+            return "scatter"
+        return "gathered" if SP.dp_attention(dep) else ""
+
+    def dense_mlp_mode(self, dep: Deployment) -> str:
+        """Under DP attention a dense layer's MLP runs in ScatterMode.FULL ("full"), with or
+        without an a2a backend, unless --moe-dense-tp-size 1 (SCATTERED: "local"):
+        LayerScatterModes._compute_mlp_mode, python/sglang/srt/layers/communicator.py 0.4.9,
+        0.4.10.post2, 0.5.1, 0.5.6.post2; in 0.5.23 layer_boundary/factories.py
+        _ffn_on_rank_rows (dense: is_dense_ffn_fully_dp, layout.py: moe_dense_tp_size == 1).
+        FULL spans tp_size = G GPUs (CommunicateContext.process_group_sizes):
+        CommunicateWithAllReduceAndLayerNormFn._gather_hidden_states_and_residual
+        dp_gather_partial's the attention output into the D ranks' buffer, DeepseekV2MLP runs
+        at tp_size G (models/deepseek_v2.py, mlp_tp_size None), and
+        CommunicateSummableTensorPairFn._scatter_hidden_states hands each rank its rows back.
+        With --moe-dense-tp-size 1 the MLP is whole (mlp_tp_rank, mlp_tp_size = 0, 1) and runs
+        on the GPU's own 1/T of the rows (_scatter_hidden_states_and_residual)."""
+        if not SP.dp_attention(dep):
+            return ""
+        # a Deployment built by hand carries the base EngineOptions: the default
+        return "local" if getattr(dep.options, "moe_dense_tp_size", None) == 1 else "full"
+
+    def dp_gather_all_reduce(self, dep: Deployment) -> str:
+        """DpPaddingMode (python/sglang/srt/layers/dp_attention.py): SUM_LEN gathers by
+        _dp_gather_via_all_reduce (the buffer zeroed but for the rank's rows, all-reduced over
+        the G GPUs) and the layer's output is all-reduced (use_reduce_scatter only with
+        MAX_LEN: LayerCommunicator.should_use_reduce_scatter), MAX_LEN by all_gather_into_tensor
+        and dp_reduce_scatter_tensor. 0.4.9 - 0.4.9.post3 have only the all-reduce
+        ("always"); 0.4.9.post4 - 0.5.2 pick by cost for every batch (MAX_LEN when sum × 2 >
+        max × D: kvplan's ranks are balanced, ""); 0.5.3 - 0.5.23 return SUM_LEN for any batch
+        with an extend (get_dp_padding_mode(is_extend_in_batch, ...)): "prefill". Not
+        modelled: 0.5.23's SUM_LEN for decode batches without an a2a backend whose buffer fits
+        the custom all-reduce's workspace (_decode_sum_len_fits_custom_all_reduce, one node)."""
+        if not SP.dp_attention(dep):
+            return ""
+        text = dep.engine_version or NEWEST_MODELLED
+        v = parse_version(text)
+        post = re.search(r"\.post(\d+)", text)
+        if (v, int(post.group(1)) if post else 0) < DP_MAX_LEN_FROM:
+            return "always"
+        return "prefill" if v >= DP_EXTEND_SUM_LEN_FROM else ""
 
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """--chunked-prefill-size // dp under DP attention (_handle_data_parallelism)."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import expert
-from ..specs import Deployment, ModelSpec
+from ..model.weights import rank_tensors
+from ..specs import Deployment, ModelSpec, QuantSpec
 
 # sglang/srt/server_args.py flag → (knob, kind). expert_parallel_size, enable_ep_moe and
 # enable_deepep_moe are not knobs: combine_parallel_flags folds them into enable_expert_parallel
@@ -94,13 +95,15 @@ def extra_weight_bytes(m: ModelSpec, dep: Deployment) -> int:
     """What a model sized at --tp-size (experts over --ep-size) lacks on one GPU: attention split
     over the attention group only and a whole input embedding under DP attention
     (expert.dp_attention_weight_delta); whole shared experts with DeepEP; EPLB's redundant
-    experts (--ep-num-redundant-experts)."""
+    experts (--ep-num-redundant-experts); whole dense-layer MLPs with --moe-dense-tp-size 1."""
     n, ep = group_size(dep), expert_parallel_size(m, dep)
     out = 0
     if dp_attention(dep):
         out += expert.dp_attention_weight_delta(
             m, attn_tp=dep.tensor_parallel_size, moe_tp=n, ep=ep, dtype=dep.dtype,
             quant=dep.quant, replicate_embedding=True)
+    if dp_attention(dep) and getattr(dep.options, "moe_dense_tp_size", None) == 1:
+        out += whole_dense_mlp_delta(m, moe_tp=n, ep=ep, dtype=dep.dtype, quant=dep.quant)
     if dep.moe_a2a_backend == "deepep":
         out += expert.replicated_shared_expert_delta(m, moe_tp=n, ep=ep, dtype=dep.dtype,
                                                      quant=dep.quant)
@@ -109,6 +112,26 @@ def extra_weight_bytes(m: ModelSpec, dep: Deployment) -> int:
                                              dtype=dep.dtype, quant=dep.quant,
                                              pp=dep.pipeline_parallel_size)
     return out
+
+
+def whole_dense_mlp_delta(m: ModelSpec, *, moe_tp: int, ep: int, dtype: str,
+                          quant: QuantSpec | None) -> int:
+    """Bytes to add when the dense (non-MoE) layers' MLP is whole on every GPU instead of
+    split over `moe_tp` (--moe-dense-tp-size 1: DeepseekV2DecoderLayer builds DeepseekV2MLP
+    with mlp_tp_rank, mlp_tp_size = 0, 1 when enable_moe_dense_fully_dp(),
+    python/sglang/srt/models/deepseek_v2.py 0.4.9, 0.5.6.post2)."""
+    moe = set(m.moe.moe_layers) if m.moe is not None else set()
+
+    def dense_mlp(tp: int) -> int:
+        total = 0
+        for t, (_name, parts) in rank_tensors(m, tp=tp, dtype=dtype, quant=quant, ep=ep):
+            head, _, rest = t.name.partition(".mlp.")
+            layer = head.split(".")
+            if rest and len(layer) == 2 and layer[0] == "layers" and int(layer[1]) not in moe:
+                total += sum(parts)
+        return total
+
+    return dense_mlp(1) - dense_mlp(moe_tp)
 
 
 def a2a_buffer_bytes(m: ModelSpec, dep: Deployment) -> int:

@@ -930,21 +930,70 @@ def moe_layout(dep: Deployment) -> tuple[bool, int, bool]:
         dep.moe_a2a_backend or "").startswith("deepep")
 
 
-def moe_token_split(dep: Deployment) -> str:
+# Sequence-parallel MoE is each model file's own: FusedMoE(is_sequence_parallel=...) defaults
+# to False (fused_moe/layer.py make_parallel_config, 0.33.0), and only the files below pass
+# ParallelConfig.use_sequence_parallel_moe and slice their tokens. Architecture (the HF
+# config's, as vllm/model_executor/models/registry.py maps it) → (first release read with it,
+# first release read with the "scatter" form or None: "chunk" throughout). Read in the
+# releases 0.11.0, 0.14.0, 0.18.0, 0.22.0, 0.25.0, 0.26.0, 0.29.0 and 0.33.0: a row's
+# first release is the first of those that has it (exact for 0.11.0: 0.10.2 has no
+# sequence-parallel MoE). "chunk": sequence_parallel_chunk in the MoE block after a whole
+# all-reduce; "scatter": a reduce-scatter in its place before the MoE block.
+_DEEPSEEK = ((0, 11, 0), (0, 25, 0))  # models/deepseek_v2.py: DeepseekV2MoE.forward chunks
+# 0.11.0 - 0.24.0; DeepseekV2DecoderLayer.forward reduce-scatters from 0.25.0
+# (reduce_results=not use_sequence_parallel_moe); DeepseekV32 moved to vllm/models/deepseek_v32
+# (nvidia/model.py DeepseekV32DecoderLayer: sp_reduce_scatter, read at 0.33.0)
+SEQUENCE_PARALLEL_MOE: dict[str, tuple[tuple[int, int, int], tuple[int, int, int] | None]] = {
+    "DeepseekV2ForCausalLM": _DEEPSEEK, "DeepseekV3ForCausalLM": _DEEPSEEK,
+    "DeepseekV32ForCausalLM": _DEEPSEEK,
+    "DeepseekForCausalLM": ((0, 14, 0), (0, 25, 0)),  # deepseek_v2.py from 0.14.0
+    "GlmMoeDsaForCausalLM": ((0, 18, 0), (0, 25, 0)),  # deepseek_v2.py, then deepseek_v32
+    # qwen3_moe.py Qwen3MoeSparseMoeBlock: chunk, 0.11.0 - 0.33.0; qwen3_vl_moe.py builds on
+    # its Qwen3MoeModel
+    "Qwen3MoeForCausalLM": ((0, 11, 0), None),
+    "Qwen3VLMoeForConditionalGeneration": ((0, 11, 0), None),
+    # qwen3_next.py: chunk 0.11.0 - 0.25.0; use_attn_reduce_scatter_for_moe from 0.26.0
+    "Qwen3NextForCausalLM": ((0, 11, 0), (0, 26, 0)),
+    # qwen3_5.py use_attn_reduce_scatter_for_moe (0.26.0; the MoE causal LM from 0.29.0)
+    "Qwen3_5ForConditionalGeneration": ((0, 26, 0), (0, 26, 0)),
+    "Qwen3_5MoeForCausalLM": ((0, 29, 0), (0, 29, 0)),
+    "GptOssForCausalLM": ((0, 11, 0), None),  # gpt_oss.py MLPBlock
+    # llama4.py Llama4MoE; mllama4.py runs Llama4ForCausalLM as its language model
+    "Llama4ForCausalLM": ((0, 11, 0), None), "Llama4ForConditionalGeneration": ((0, 11, 0), None),
+    "GraniteMoeForCausalLM": ((0, 11, 0), None),  # granitemoe.py
+    "MiMoV2FlashForCausalLM": ((0, 14, 0), None),  # mimo_v2_flash.py, mimo_v2.py from 0.22.0
+    "NemotronHForCausalLM": ((0, 14, 0), None),  # nemotron_h.py
+    "PanguProMoEV2ForCausalLM": ((0, 14, 0), None), "PanguUltraMoEForCausalLM": ((0, 14, 0), None),
+    "AXK1ForCausalLM": ((0, 18, 0), None),  # AXK1.py
+}
+
+
+def moe_token_split(dep: Deployment, m: ModelSpec | None = None) -> str:
     """vLLM's sequence-parallel MoE (ParallelConfig.use_sequence_parallel_moe: an
     all2all backend among allgather_reducescatter, naive, deepep_high_throughput,
     deepep_low_latency, with EP, TP > 1 and DP > 1; vllm/config/parallel.py 0.11.0 - 0.33.0;
     0.19+ maps naive to allgather_reducescatter): each TP rank runs the MoE on its 1/TP of the
-    tokens and all-gathers the output. 0.11 - 0.24 keep the attention all-reduce and slice
-    (sequence_parallel_chunk, DeepseekV2MoE.forward); from 0.25.0 a reduce-scatter replaces it
+    tokens and all-gathers the output, in the model files of SEQUENCE_PARALLEL_MOE only; other
+    MoE models (Mixtral, GLM-4.5, Qwen2-MoE, ...) run the MoE on every TP rank's copy. 0.11 -
+    0.24 keep the attention all-reduce and slice (sequence_parallel_chunk,
+    DeepseekV2MoE.forward); from 0.25.0 DeepSeek's reduce-scatter replaces it
     (DeepseekV2DecoderLayer.forward, reduce_results=not use_sequence_parallel_moe). 0.10.2 has
-    no sequence-parallel MoE: every TP rank dispatches its copy."""
+    no sequence-parallel MoE: every TP rank dispatches its copy. `m` None: DeepSeek's file."""
     v = parse_version(dep.engine_version or NEWEST_MODELLED)
     if v < (0, 11, 0) or (dep.moe_a2a_backend or "allgather_reducescatter") not in \
             VLLM_A2A_BACKENDS or not (dep.enable_expert_parallel and dep.tensor_parallel_size > 1
                                       and dep.data_parallel_size > 1):
         return ""
-    return "scatter" if v >= (0, 25, 0) else "chunk"
+    row: tuple[tuple[int, int, int], tuple[int, int, int] | None] = _DEEPSEEK
+    if m is not None:
+        arch = m.architectures[0] if m.architectures else ""
+        if arch not in SEQUENCE_PARALLEL_MOE:
+            return ""
+        row = SEQUENCE_PARALLEL_MOE[arch]
+    since, scatter = row
+    if v < since:
+        return ""
+    return "scatter" if scatter is not None and v >= scatter else "chunk"
 
 
 # vLLM's DeepEP buffers (vllm/distributed/device_communicators/all2all.py @00143004):
@@ -1011,8 +1060,8 @@ class VllmEngine(Engine):
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         return moe_layout(dep)
 
-    def moe_token_split(self, dep: Deployment) -> str:
-        return moe_token_split(dep)
+    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> str:
+        return moe_token_split(dep, m)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),

@@ -58,22 +58,45 @@ GPUs (DP attention) or with expert parallelism:
       0.33.0): DeepseekV2DecoderLayer.forward reduce-scatters instead
       (reduce_results=not use_sequence_parallel_moe) and the next layer all-gathers. 0.10.2
       has no sequence-parallel MoE: every TP rank dispatches its copy (S = 1). Read in
-      models/deepseek_v2.py; 0.11.0 has it in qwen3_moe, gpt_oss, llama4, granitemoe and
-      qwen3_next too; other MoE models (e.g. Mixtral) dispatch every copy, which kvplan does
-      not tell apart.
+      models/deepseek_v2.py; other model files below.
+    - vLLM's split is each model file's own (FusedMoE's is_sequence_parallel defaults to
+      False, fused_moe/layer.py 0.33.0): engines/vllm.py SEQUENCE_PARALLEL_MOE lists the
+      architectures whose file passes use_sequence_parallel_moe (deepseek_v2, qwen3_moe,
+      qwen3_next, gpt_oss, llama4, granitemoe, ... read at 0.11.0 - 0.33.0); qwen3_moe,
+      gpt_oss and llama4 "chunk" in every release read, qwen3_next reduce-scatters from 0.26.0.
+      Others (mixtral, glm4_moe, qwen2_moe's sparse block) run the MoE on every TP rank's copy.
     - TensorRT-LLM: attention DP runs attention at TP 1 (tensorrt_llm/mapping.py), so T = 1.
-  The gather/scatter form holds no copy either: its buffer is the D ranks' tokens once.
-  SGLang 0.5.x decode batches of even size (dp_attention.py DpPaddingMode MAX_LEN) move it
-  exactly as charged: a reduce-scatter in the attention group and an all-gather over the N
+  The gather/scatter form: SGLang's (Engine.moe_token_split "gathered") holds each token
+  once, its buffer the D ranks' tokens; vLLM's all-gather backends with EP but without the
+  split gather every TP rank's copy (AgRsAll2AllManager.dispatch gathers what each EP rank
+  holds): T copies (moe_gather_copies), 2 × (α + tokens × hidden × 2 B × (N − 1) ÷ link).
+  SGLang decode batches of even size (dp_attention.py DpPaddingMode MAX_LEN, 0.4.9.post4+)
+  move it as charged: a reduce-scatter in the attention group and an all-gather over the N
   GPUs (_dp_gather_via_all_gather), then dp_reduce_scatter_tensor and the group's
-  all-gather. Not modelled: SUM_LEN batches (any extend batch, and 0.4.x always) gather by
-  an all-reduce of the buffer over the N GPUs (_dp_gather_via_all_reduce, which absorbs the
-  attention's all-reduce) and all-reduce the MoE output: about twice these bytes. vLLM
-  without EP: an all-gather and a reduce-scatter over the D GPUs of a DP group, (D − 1) ×
-  tokens each (FusedMoE.forward_impl do_naive_dispatch_combine, fused_moe/layer.py 0.11.0),
-  and the MoE output's all-reduce over T: in all the 2 × (N − 1)/T charged. The router
-  logits that vLLM's all-gather carries with the hidden states (E values a token) are not
-  counted.
+  all-gather. SUM_LEN batches (Engine.dp_gather_all_reduce: any batch with an extend from
+  0.5.3, every batch before 0.4.9.post4) gather by an all-reduce of the buffer over the N
+  GPUs (_dp_gather_via_all_reduce, partial: it also sums the attention's TP shares, so no
+  all-reduce over T is left for that layer) and all-reduce the layer's output (no
+  reduce-scatter outside MAX_LEN: LayerCommunicator.should_use_reduce_scatter): per layer
+  2 × (α + 2 × tokens × hidden × 2 B × (N − 1)/T ÷ link). Steps that carry prefill take that
+  per-token cost, decode-only steps MAX_LEN's (moe_comm_decode_per_token_s); the fixed α is
+  MAX_LEN's for both (one α a layer more than SUM_LEN's at T > 1). Not modelled: 0.5.23's
+  SUM_LEN for decode batches without an a2a backend whose buffer fits the custom
+  all-reduce (_decode_sum_len_fits_custom_all_reduce). vLLM without EP: an all-gather and a
+  reduce-scatter over the D GPUs of a DP group, (D − 1) × tokens each
+  (FusedMoE.forward_impl do_naive_dispatch_combine, fused_moe/layer.py 0.11.0), and the MoE
+  output's all-reduce over T: in all the 2 × (N − 1)/T charged. The router logits that
+  vLLM's all-gather carries with the hidden states (E values a token) are not counted.
+* SGLang's dense layers under DP attention (Engine.dense_mlp_mode; DeepSeek's first 3,
+  Llama-4's interleaved ones): their MLP runs in ScatterMode.FULL, over all N GPUs on the D
+  ranks' gathered tokens (communicator.py LayerScatterModes._compute_mlp_mode 0.4.9 -
+  0.5.6.post2; layer_boundary/factories.py _ffn_on_rank_rows 0.5.23), with or without
+  DeepEP: the gather/scatter of a MoE layer (above, SUM_LEN included) in place of the dense
+  MLP's all-reduce over T. --moe-dense-tp-size 1 ("local") holds the MLP whole on every GPU
+  (DeepseekV2MLP tp_size 1) on its own 1/T of the rows: no collective of its own, the
+  attention's all-reduce split into a reduce-scatter and an all-gather (one α more).
+  The LM head's gather under DP attention (logits_processor.py dp_gather_replicate, one per
+  step on the sampled rows; none with --enable-dp-lm-head) is not counted.
 * DeepEP across nodes (SGLang --moe-a2a-backend deepep, vLLM's deepep all2all backends): its
   internode kernels send a token once to each remote node that holds one of its k experts
   (RDMA to the same-index GPU there), which forwards it over NVLink to the experts' GPUs
@@ -106,13 +129,18 @@ from . import step
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
           node_dedup: bool = False, decode_low_latency: bool = False,
-          token_split: str = "") -> step.PerfContext:
+          token_split: str = "", dense_mode: str = "",
+          gather_all_reduce: str = "") -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
     `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
     decode steps use DeepEP's low-latency kernels; `token_split`: how the engine splits an
     attention group's tokens before the all-to-all (Engine.moe_token_split: "" none,
-    "scatter", "chunk"; module docstring)."""
+    "scatter", "chunk"; module docstring); `dense_mode`: how the dense layers' MLP runs
+    under DP attention (Engine.dense_mlp_mode: "" over T, "full" on the DP ranks' tokens
+    gathered over the group, "local" whole on the GPU's own rows);
+    `gather_all_reduce`: which steps gather by an all-reduce of the token buffer
+    (Engine.dp_gather_all_reduce: "", "prefill", "always")."""
     if m.moe is None or (ep <= 1 and not moe_dp):
         return ctx
     group = ctx.tp * (dp if moe_dp else 1)
@@ -127,21 +155,34 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                   moe_dp=dp if moe_dp else 1, moe_group=group,
                   moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
-                  moe_dispatch_split=ctx.tp if token_split else 1,
-                  moe_split_gather=ctx.tp > 1 and token_split == "chunk")
+                  moe_dispatch_split=ctx.tp if token_split in ("scatter", "chunk") else 1,
+                  moe_split_gather=ctx.tp > 1 and token_split == "chunk",
+                  moe_gather_copies=ctx.tp if ep > 1 and not all_to_all and not token_split
+                  else 1)
     out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
         return out  # one replica's MoE layers: the TP all-reduce as step.step_terms has it
-    fixed = comm_s(out, 0.0)
-    out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=comm_s(out, 1.0) - fixed)
+    dense = dense_mode if moe_dp and dp > 1 else ""
+    always = gather_all_reduce == "always"
+    fixed = comm_s(out, 0.0, dense_mode=dense, all_reduce=always)
+    per = comm_s(out, 1.0, dense_mode=dense, all_reduce=always) - fixed
+    out = replace(out, moe_comm_fixed_s=fixed, moe_comm_per_token_s=per)
+    if gather_all_reduce == "prefill" and moe_dp and dp > 1:
+        # steps that carry prefill gather by all-reduces; decode-only steps keep the
+        # all-gather form (and the fixed α of that form: module docstring)
+        pre = comm_s(out, 1.0, dense_mode=dense, all_reduce=True) \
+            - comm_s(out, 0.0, dense_mode=dense, all_reduce=True)
+        out = replace(out, moe_comm_per_token_s=pre, moe_comm_decode_per_token_s=per)
     if decode_low_latency and all_to_all and out.moe_link_bytes_per_s and out.moe_group > 1 \
             and 0 < ctx.moe_node_gpus < out.moe_group:
         n = out.moe_group
         per = (out.moe_layers * out.top_k * (n - 1) / n * out.hidden_size
                * (LL_DISPATCH_BYTES + step.ACTIVATION_BYTES) / out.moe_link_bytes_per_s
                / out.moe_dispatch_split)
-        out = replace(out, moe_comm_decode_per_token_s=per + _tp_per_token(out))
+        group_s = (_group_and_dense_s(out, 1.0, dense, always)
+                   - _group_and_dense_s(out, 0.0, dense, always))
+        out = replace(out, moe_comm_decode_per_token_s=per + group_s)
     return out
 
 
@@ -180,19 +221,6 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
 LL_DISPATCH_BYTES = 1 + 4 / 128
 
 
-def _tp_per_token(ctx: step.PerfContext) -> float:
-    """The attention group's all-reduce per own token (0 at TP 1), and the all-gather after
-    each MoE layer when the split keeps the all-reduce (moe_split_gather), as comm_s counts
-    them."""
-    if ctx.tp <= 1:
-        return 0.0
-    row = ctx.hidden_size * step.ACTIVATION_BYTES * (ctx.tp - 1) / ctx.tp
-    out = (ctx.layers + ctx.layers - ctx.moe_layers) * 2 * row / ctx.link_bytes_per_s
-    if ctx.moe_split_gather:
-        out += ctx.moe_layers * row / ctx.link_bytes_per_s
-    return out
-
-
 def _dtype(dtype: str) -> str:
     return dtype if dtype in ("bfloat16", "float16", "float32") else "bfloat16"
 
@@ -205,23 +233,18 @@ def _moe_layers_on_stage(m: ModelSpec, pp: int) -> int:
     return max(sum(1 for i in r if i in moe) for r in pp_layer_ranges(m.num_layers, pp))
 
 
-def comm_s(ctx: step.PerfContext, tokens: float) -> float:
+def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: str = "",
+           all_reduce: bool = False) -> float:
     """Communication of one step of `tokens` own tokens on a GPU whose MoE layers span
-    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring)."""
+    ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring); `dense_mode`: how
+    the dense layers' MLP runs ("" over T, "full" on the gathered tokens too, "local" whole
+    on the GPU's own rows); `all_reduce`: the gather is an
+    all-reduce of the token buffer (SGLang SUM_LEN)."""
+    out = _group_and_dense_s(ctx, tokens, dense_mode, all_reduce)
     c = ctx.coefficients
     alpha = (c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us) * 1e-6
     link = ctx.link_bytes_per_s
     act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
-    out = 0.0
-    if ctx.tp > 1:  # attention (and dense MLP) all-reduces inside the attention group
-        ar = act * 2 * (ctx.tp - 1) / ctx.tp
-        dense_layers = ctx.layers - ctx.moe_layers
-        out += (ctx.layers + dense_layers) * (alpha + ar / link)
-        if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
-            # after the MoE (bytes of its own when the all-reduce stayed whole; else the
-            # reduce-scatter + all-gather move the all-reduce's bytes between them)
-            gathered = act * (ctx.tp - 1) / ctx.tp if ctx.moe_split_gather else 0.0
-            out += ctx.moe_layers * (alpha + gathered / link)
     n = ctx.moe_group
     if ctx.all_to_all:  # the tokens each GPU dispatches: its 1/T when the engine splits them
         act /= ctx.moe_dispatch_split
@@ -235,7 +258,45 @@ def comm_s(ctx: step.PerfContext, tokens: float) -> float:
     elif n > 1:
         if ctx.all_to_all:
             moved = act * ctx.top_k * (n - 1) / n
-        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike)
-            moved = act * (n - 1) / ctx.tp
+        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike),
+            # T copies of each when every GPU gathers its own; an all-reduce of the buffer
+            # moves twice a ring all-gather's bytes
+            moved = act * (n - 1) / ctx.tp * ctx.moe_gather_copies * (2 if all_reduce else 1)
         out += ctx.moe_layers * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
+    return out
+
+
+def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_mode: str,
+                       all_reduce: bool) -> float:
+    """The attention group's all-reduces (one per layer, one more per dense layer's MLP when
+    it runs over T), the all-gather after a split MoE layer, and the dense layers' gather and
+    scatter over the MoE group when `dense_mode` is "full"; "local" drops the dense MLP's
+    all-reduce (its attention's reduce-scatter + all-gather: one α more at T > 1) (module
+    docstring). With `all_reduce` the
+    buffer's all-reduce over the group also reduces the attention output of every layer that
+    gathers (SGLang _dp_gather_via_all_reduce, partial): no all-reduce over T for those."""
+    c = ctx.coefficients
+    alpha = (c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us) * 1e-6
+    link = ctx.link_bytes_per_s
+    act = tokens * ctx.hidden_size * step.ACTIVATION_BYTES
+    n = ctx.moe_group
+    dense_layers = ctx.layers - ctx.moe_layers
+    gathered_dense = dense_layers if dense_mode == "full" and n > 1 else 0
+    reduced_dense = 0 if dense_mode else dense_layers  # dense MLPs all-reduced over T
+    gathered = gathered_dense + (ctx.moe_layers if n > 1 and not ctx.all_to_all else 0)
+    out = 0.0
+    if ctx.tp > 1:  # attention (and dense MLP) all-reduces inside the attention group
+        ar = act * 2 * (ctx.tp - 1) / ctx.tp
+        attention = ctx.layers - (gathered if all_reduce else 0)
+        out += (attention + reduced_dense) * (alpha + ar / link)
+        if dense_mode == "local":  # reduce-scatter + all-gather in place of the all-reduce
+            out += dense_layers * alpha
+        if ctx.moe_dispatch_split > 1:  # per MoE layer one more collective: the all-gather
+            # after the MoE (bytes of its own when the all-reduce stayed whole; else the
+            # reduce-scatter + all-gather move the all-reduce's bytes between them)
+            split = act * (ctx.tp - 1) / ctx.tp if ctx.moe_split_gather else 0.0
+            out += ctx.moe_layers * (alpha + split / link)
+    if gathered_dense:  # gather before and scatter after each dense MLP, as a MoE layer's
+        moved = act * (n - 1) / ctx.tp * (2 if all_reduce else 1)
+        out += gathered_dense * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
     return out

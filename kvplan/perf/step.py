@@ -294,8 +294,9 @@ class PerfContext:
     # a step's communication when set (moe_comm_per_token_s > 0): fixed + per own token
     moe_comm_fixed_s: float = 0.0
     moe_comm_per_token_s: float = 0.0
-    # per own token of a decode-only step when its all-to-all differs (DeepEP low-latency
-    # kernels across nodes, perf/expert.py); 0: moe_comm_per_token_s
+    # per own token of a decode-only step when its exchange differs (DeepEP low-latency
+    # kernels across nodes; SGLang's all-gather DP gather where prefill steps all-reduce:
+    # perf/expert.py); 0: moe_comm_per_token_s
     moe_comm_decode_per_token_s: float = 0.0
     # the MoE group's link when it spans nodes (planner/nodes.py); 0: link_bytes_per_s
     moe_link_bytes_per_s: float = 0.0
@@ -375,6 +376,10 @@ class PerfContext:
     # adds an all-gather after the MoE (vLLM 0.11 - 0.24); perf/expert.py
     moe_dispatch_split: int = 1
     moe_split_gather: bool = False
+    # --- sgdense --- copies of each token in a gather/scatter buffer: T where every GPU of an
+    # attention group gathers its own copy (vLLM EP through allgather_reducescatter without
+    # sequence-parallel MoE); perf/expert.py
+    moe_gather_copies: int = 1
 
     @property
     def request_overhead_s(self) -> float:

@@ -160,7 +160,9 @@ def _expert_parallel(ctx: perf.PerfContext, m: ModelSpec, dep: Deployment) -> pe
                         node_dedup=a2a and (dep.moe_a2a_backend or "").startswith("deepep"),
                         decode_low_latency=a2a and dep.moe_a2a_backend in (
                             "deepep", "deepep_low_latency"),
-                        token_split=eng.moe_token_split(dep))
+                        token_split=eng.moe_token_split(dep, m),
+                        dense_mode=eng.dense_mlp_mode(dep),
+                        gather_all_reduce=eng.dp_gather_all_reduce(dep))
 
 
 def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:

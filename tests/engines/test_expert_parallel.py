@@ -270,3 +270,46 @@ def test_every_documented_single_node_layout_plans_with_its_launch_line(capsys, 
         assert row["plan"] is not None, row
         assert needle in row["plan"]["command"], (needle, row["plan"]["command"])
         assert row["plan"]["gpu"]["count"] == gpus
+
+
+# --- sgdense --- SGLang --moe-dense-tp-size 1
+
+
+def test_moe_dense_tp_size_one_holds_the_dense_mlp_whole_by_hand():
+    """--moe-dense-tp-size 1 builds DeepseekV2MLP with tp_size 1 (models/deepseek_v2.py
+    0.5.6.post2: mlp_tp_rank, mlp_tp_size = 0, 1 when enable_moe_dense_fully_dp()) where the
+    default splits it over --tp-size. DeepSeek-R1's 3 dense layers: gate_up 2 x 18432 x 7168 +
+    down 7168 x 18432 FP8 bytes = 396,361,728 B, + fp32 scales per 128 x 128 block
+    (288 x 56 + 56 x 144 = 24,192 blocks x 4 B = 96,768 B): 396,458,496 B a layer, 1,189,375,488
+    B for 3; split over 8 GPUs 148,671,936 B: 1,040,703,552 B more per GPU at --tp-size 8."""
+    from kvplan.engines.sglang_parallel import whole_dense_mlp_delta
+
+    m = resolve_model(DSR1)
+    assert whole_dense_mlp_delta(m, moe_tp=8, ep=8, dtype="bfloat16",
+                                 quant=m.quantization) == 1_040_703_552
+    kw = dict(engine="sglang", tensor_parallel_size=1, data_parallel_size=8,
+              enable_expert_parallel=True, moe_a2a_backend="deepep")
+    full = plan(DSR1, "h200", **kw)
+    local = plan(DSR1, "h200", **kw, moe_dense_tp_size=1)
+    assert local.memory.weights_bytes - full.memory.weights_bytes == 1_040_703_552
+    assert local.command.endswith("--moe-dense-tp-size 1")
+    # the dense layers no longer gather over the 8 GPUs: less communication a step
+    assert local.performance.tpot_ms < full.performance.tpot_ms
+
+
+def test_moe_dense_tp_size_cli_range_and_engine(capsys):
+    code, out, _ = run(capsys, "plan", DSR1, "--gpu", "h200", "--engine", "sglang", "-tp", "1",
+                       "-dp", "8", "--enable-dp-attention", "--moe-dense-tp-size", "1", "--json")
+    assert code == 0 and "--moe-dense-tp-size 1" in json.loads(out)["command"]
+    code, _, err = run(capsys, "plan", DSR1, "--gpu", "h200", "--engine", "sglang", "-tp", "1",
+                       "-dp", "8", "--enable-dp-attention", "--moe-dense-tp-size", "2")
+    assert code == 2 and "--moe-dense-tp-size" in err
+    code, _, err = run(capsys, "plan", DSR1, "--gpu", "h200", "--engine", "vllm", "-tp", "1",
+                       "-dp", "8", "--moe-dense-tp-size", "1")
+    assert code == 2 and "--moe-dense-tp-size" in err
+
+
+def test_check_reads_moe_dense_tp_size():
+    k = _sglang_args(f"--model-path {DSR1} --tp 8 --dp-size 8 --enable-dp-attention "
+                     "--moe-dense-tp-size 1")
+    assert k["moe_dense_tp_size"] == 1

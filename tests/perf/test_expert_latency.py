@@ -303,3 +303,138 @@ def test_vllm_allgather_reducescatter_gathers_every_ranks_share_by_hand():
     moe = 58 * 2 * (alpha + 6_881_280 / 450e9)
     got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
     assert got == pytest.approx(attn + moe, rel=1e-12)
+
+
+# --- sgdense --- SGLang DP attention's dense layers and DP gather; vLLM's per-model split
+
+
+def _sg(tp: int, dp: int, *, a2a: bool, dense: str, gather: str = "", version: str = "0.5.6"):
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    ctx = step.context_for(m, gpu, "sglang", version, tp=tp, dtype="bfloat16")
+    return expert.apply(ctx, m, dtype="bfloat16", quant=m.quantization, dp=dp, ep=tp * dp,
+                        moe_dp=True, all_to_all=a2a,
+                        token_split="scatter" if a2a else "gathered",  # SGLang's declaration
+                        dense_mode=dense, gather_all_reduce=gather)
+
+
+def test_sglang_dense_layers_gather_over_every_gpu_by_hand():
+    """SGLang DeepEP at -tp 2 -dp 4 (G = 8 GPUs on one HGX H200). DeepSeek-V3's 3 dense layers
+    run their MLP in ScatterMode.FULL (communicator.py LayerScatterModes._compute_mlp_mode:
+    dense -> FULL unless --moe-dense-tp-size 1, 0.4.9 - 0.5.6.post2), over tp_size = 8 GPUs
+    on the 4 ranks' tokens: dp_gather_partial before (reduce-scatter in the group + all-gather
+    over 8 in a balanced decode batch) and dp_reduce_scatter_tensor after. 64 own tokens a
+    group: the buffer is 4 × 64 × 7168 × 2 B = 3,670,016 B, 7/8 of it received each way:
+    3,211,264 B per phase per dense layer, where the dense MLP's all-reduce over T = 2 was
+    charged (917,504 × 2 × 1/2 B). Attention all-reduce of all 61 layers stays (its bytes move
+    as the reduce-scatter + all-gather pair); MoE layers as in
+    test_split_attention_group_dispatches_each_token_once_by_hand."""
+    ctx = _sg(2, 4, a2a=True, dense="full")
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    attn = 61 * (alpha + 917_504 / 450e9) + 58 * alpha
+    moe = 58 * 2 * (alpha + 3_211_264 / 450e9)
+    dense = 3 * 2 * (alpha + 3_211_264 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe + dense, rel=1e-12)
+    # --moe-dense-tp-size 1: the MLP whole on each GPU's own 32 rows; its attention output is
+    # reduce-scattered and all-gathered (the all-reduce's bytes, one more collective)
+    local = _sg(2, 4, a2a=True, dense="local")
+    got = local.moe_comm_fixed_s + local.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe + 3 * alpha, rel=1e-12)
+
+
+def test_sglang_prefill_steps_gather_by_all_reduce_by_hand():
+    """SGLang 0.5.3+ DP attention without DeepEP at -tp 1 -dp 8: every layer's MLP (58 MoE,
+    3 dense) runs on the 8 ranks' gathered tokens. A decode step (DpPaddingMode.MAX_LEN,
+    dp_attention.py) all-gathers and reduce-scatters: 64 own tokens x 14,336 B x 7 =
+    6,422,528 B per phase per layer. A step with an extend is SUM_LEN
+    (get_dp_padding_mode(is_extend_in_batch=True)): _dp_gather_via_all_reduce all-reduces the
+    8 x 64-token buffer over the 8 GPUs (a ring all-reduce moves 2 x 7/8 of 7,340,032 B =
+    12,845,056 B) and the MLP output is all-reduced too (no reduce-scatter outside MAX_LEN:
+    LayerCommunicator.should_use_reduce_scatter). Both: two collectives per layer (alpha)."""
+    ctx = _sg(1, 8, a2a=False, dense="full", gather="prefill")
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    assert ctx.moe_comm_fixed_s == pytest.approx(61 * 2 * alpha, rel=1e-12)
+    assert ctx.moe_comm_decode_per_token_s * 64 == pytest.approx(
+        61 * 2 * 6_422_528 / 450e9, rel=1e-12)
+    assert ctx.moe_comm_per_token_s * 64 == pytest.approx(61 * 2 * 12_845_056 / 450e9,
+                                                          rel=1e-12)
+    decode = step.step_terms(ctx, decode_seqs=64, context_tokens=1000).comm_s
+    assert decode == pytest.approx(61 * 2 * (alpha + 6_422_528 / 450e9), rel=1e-12)
+    prefill = step.step_terms(ctx, decode_seqs=0, context_tokens=0, prefill_tokens=64,
+                              prefill_context_tokens=32, prefill_seqs=1).comm_s
+    assert prefill == pytest.approx(61 * 2 * (alpha + 12_845_056 / 450e9), rel=1e-12)
+
+
+def test_sglang_all_reduce_gather_absorbs_the_attention_all_reduce_by_hand():
+    """SGLang 0.4.9 (_dp_gather_via_all_reduce on every step) at -tp 2 -dp 4 without DeepEP:
+    dp_gather_partial copies each GPU's partial attention output into the 4 ranks' buffer and
+    the all-reduce over the 8 GPUs sums it, so no all-reduce over T = 2 is left. 64 own tokens
+    a group: buffer 4 x 64 x 14,336 B = 3,670,016 B, a ring all-reduce moves 2 x 7/8 of it =
+    6,422,528 B; twice per layer (gather, MLP output), 61 layers. Decode steps the same."""
+    ctx = _sg(2, 4, a2a=False, dense="full", gather="always", version="0.4.9")
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(61 * 2 * (alpha + 6_422_528 / 450e9), rel=1e-12)
+    assert not ctx.moe_comm_decode_per_token_s
+
+
+def test_vllm_without_sequence_parallel_moe_gathers_every_tp_ranks_copy_by_hand():
+    """vLLM 0.10.2 (no sequence-parallel MoE) at -tp 2 -dp 8 with EP through the default
+    allgather_reducescatter backend: AgRsAll2AllManager.dispatch all-gathers every EP rank's
+    tokens (vllm/distributed/device_communicators/all2all.py 0.11.0), and each of a group's 2
+    GPUs holds all 64 of its tokens: a GPU receives the other 15 GPUs' 64 each, 15 x 64 x
+    14,336 B = 13,762,560 B per phase per MoE layer (twice the 6,881,280 B of 0.11's split,
+    test_vllm_allgather_reducescatter_gathers_every_ranks_share_by_hand); no all-gather after
+    the MoE."""
+    from kvplan.planner.performance import _expert_parallel
+
+    m, gpu = resolve_model(DSV3), resolve_gpu("h200")
+    dep = _dep("vllm", "0.10.2", None, tp=2, dp=8)
+    ctx = _expert_parallel(step.context_for(m, gpu, "vllm", "0.10.2", tp=2, dtype="bfloat16"),
+                           m, dep)
+    assert ctx.moe_gather_copies == 2 and ctx.moe_dispatch_split == 1
+    alpha = ctx.coefficients.allreduce_latency_us * 1e-6
+    attn = (61 + 3) * (alpha + 917_504 / 450e9)
+    moe = 58 * 2 * (alpha + 13_762_560 / 450e9)
+    got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
+    assert got == pytest.approx(attn + moe, rel=1e-12)
+
+
+@pytest.mark.parametrize(("arch", "version", "want"), [
+    # models/deepseek_v2.py: chunk 0.11.0 - 0.24.0, reduce-scatter from 0.25.0
+    ("DeepseekV3ForCausalLM", "0.24.0", "chunk"), ("DeepseekV3ForCausalLM", "0.25.0", "scatter"),
+    # qwen3_moe.py Qwen3MoeSparseMoeBlock: sequence_parallel_chunk at 0.11.0 and at 0.33.0
+    ("Qwen3MoeForCausalLM", "0.33.0", "chunk"),
+    # qwen3_next.py: chunk at 0.25.0; use_attn_reduce_scatter_for_moe at 0.26.0
+    ("Qwen3NextForCausalLM", "0.25.0", "chunk"), ("Qwen3NextForCausalLM", "0.26.0", "scatter"),
+    ("GptOssForCausalLM", "0.11.0", "chunk"),  # gpt_oss.py MLPBlock
+    ("Llama4ForConditionalGeneration", "0.33.0", "chunk"),  # mllama4.py -> llama4.py
+    # mixtral.py, glm4_moe.py, qwen2_moe.py's sparse block: no use_sequence_parallel_moe
+    ("MixtralForCausalLM", "0.33.0", ""), ("Glm4MoeForCausalLM", "0.33.0", ""),
+    ("Qwen2MoeForCausalLM", "0.33.0", ""),
+    ("Qwen3MoeForCausalLM", "0.10.2", ""),  # no sequence-parallel MoE at all
+])
+def test_vllm_splits_tokens_only_in_model_files_that_do(arch, version, want):
+    from kvplan.engines import registry
+
+    m = resolve_model(DSV3).model_copy(update={"architectures": [arch]})
+    assert registry.get("vllm").moe_token_split(_dep("vllm", version, None), m) == want
+
+
+@pytest.mark.parametrize(("version", "want"), [
+    # dp_attention.py: all-reduce only up to 0.4.9.post3; DpPaddingMode from 0.4.9.post4
+    # (cost-based for every batch: balanced ranks take MAX_LEN); extend -> SUM_LEN from 0.5.3
+    ("0.4.9", "always"), ("0.4.9.post3", "always"), ("0.4.9.post4", ""), ("0.5.2", ""),
+    ("0.5.3", "prefill"), ("0.5.23", "prefill"),
+])
+def test_sglang_declares_when_the_dp_gather_all_reduces(version, want):
+    from kvplan.engines import registry
+
+    eng = registry.get("sglang")
+    dep = _dep("sglang", version, None).model_copy(update={"enable_dp_attention": True})
+    assert eng.dp_gather_all_reduce(dep) == want
+    assert eng.dense_mlp_mode(dep) == "full"
+    assert eng.moe_token_split(dep) == "gathered"  # FULL: each token once, no copy
+    solo = dep.model_copy(update={"data_parallel_size": 1, "enable_expert_parallel": False,
+                                  "enable_dp_attention": False})
+    assert eng.dp_gather_all_reduce(solo) == "" and eng.dense_mlp_mode(solo) == ""
