@@ -35,8 +35,10 @@ def render() -> str:
         cells = ["—" if k in e.unsupported else f"`{e.flags[k]}`" if k in e.flags else "(modelled)"
                  for e in engines]
         lines.append(f"| `{flag(k)}` | " + " | ".join(cells) + " |")
-    lines += ["", "— = the engine has no such setting; (modelled) = accepted and planned, but "
-              "not a flag of the launch line.", ""]
+    lines += ["", "— = the engine has no such setting; (modelled) = accepted and planned, "
+              "and written into the launch line in the engine's own form where it has one (a "
+              "switch, several flags, an options file) — kvplan's own settings (--gpu-memory-gib, "
+              "--nodes, --gpus-per-node) describe the machine and are never written.", ""]
     for e in engines:
         s = e.syntax
         lines += [f"## {e.label} (`--engine {e.name}`)", "",

@@ -418,9 +418,8 @@ class Engine(ABC):
         restores them (the all-reduce's bytes); "chunk" the all-reduce stays, each GPU takes
         its 1/T slice, and an all-gather follows the MoE; "gathered" the gather/scatter over
         the MoE group itself takes each token once (no copy, no extra collective). `m`: the
-        model, where the engine
-        splits per model file (None: not known). Default "": an engine whose layout was not
-        read."""
+        model, where the engine splits per model file (None: not known). Default "": an
+        engine whose layout was not read."""
         return ""
 
     def dense_mlp_mode(self, dep: Deployment) -> str:
