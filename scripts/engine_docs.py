@@ -38,7 +38,8 @@ def render() -> str:
     lines += ["", "— = the engine has no such setting; (modelled) = accepted and planned, "
               "and written into the launch line in the engine's own form where it has one (a "
               "switch, several flags, an options file) — kvplan's own settings (--gpu-memory-gib, "
-              "--nodes, --gpus-per-node) describe the machine and are never written.", ""]
+              "--nodes, --gpus-per-node, --usage-context) describe the machine or how the "
+              "engine is run and are never written.", ""]
     for e in engines:
         s = e.syntax
         lines += [f"## {e.label} (`--engine {e.name}`)", "",
