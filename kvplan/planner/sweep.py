@@ -412,22 +412,26 @@ def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: froz
 
 
 def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
-    return Pruned(**_pruned_fields(c, kind, detail))
+    return Pruned(**_pruned_fields(c, kind, f"{kind.value}: ", detail))
 
 
-def _pruned_fields(c: Candidate, kind: PrunedKind, detail: str) -> dict[str, Any]:
+def _pruned_fields(c: Candidate, kind: PrunedKind, label: str, detail: str) -> dict[str, Any]:
+    """Pruned's fields; `label`: the kind's, as the reason starts ("memory: ")."""
     return dict(
         gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
         pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
         quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
-        reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
+        reason=label + detail, kind=kind, detail=detail)
 
 
-def _pruned_all(why: Iterable[tuple[Candidate, PrunedKind, str]]) -> list[Pruned]:
-    """_pruned of each (candidate, kind, detail), validated as one list: a large model's sweep
-    prunes hundreds of candidates, and one call into the validator for them all costs about
-    half as much as a Pruned(...) each (the Python side of BaseModel.__init__ per object)."""
-    return _pruned_list().validate_python([_pruned_fields(*w) for w in why])
+def _pruned_all(kind: PrunedKind, why: Iterable[tuple[Candidate, str]]) -> list[Pruned]:
+    """_pruned of each (candidate, detail), all of one kind, validated as one list: a large
+    model's sweep prunes hundreds of candidates, and one call into the validator for them all
+    costs about half as much as a Pruned(...) each (the Python side of BaseModel.__init__ per
+    object)."""
+    label = f"{kind.value}: "
+    return _pruned_list().validate_python([_pruned_fields(c, kind, label, detail)
+                                           for c, detail in why])
 
 
 @cache
@@ -652,8 +656,9 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    pruned += _pruned_all([(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
-                            f"device ({c.gpu.id})") for excess, _, c in too_big[n_closest:]])
+    pruned += _pruned_all(PrunedKind.MEMORY, [
+        (c, f"the weights alone are {excess:.2f}× the device ({c.gpu.id})")
+        for excess, _, c in too_big[n_closest:]])
 
     if not planned:
         # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input
