@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import groupby, repeat
+from itertools import repeat
 from operator import itemgetter
 from typing import Literal, NamedTuple
 
@@ -186,7 +186,18 @@ def _mlp(m: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
             yield Tensor(p + "mlp.down_proj.bias", "bias", h, 1, "none", i)
 
 
+def _layer_spec(m: ModelSpec, i: int) -> tuple[str, bool, bool]:
+    """All that _layer_tensors reads of the layer index `i` besides naming it (the "layers.{i}."
+    prefix and Tensor.layer): the layer's mixer kind, whether it has an MLP, whether that MLP is
+    a MoE. Two layers with one spec list the same tensors under their own prefixes (_layers
+    lists one of them per spec; tests/model/test_weights.py checks every catalogue model)."""
+    return (m.layer_types[i] if m.layer_types else "full",
+            m.mlp_layers is None or i in m.mlp_layers,
+            m.moe is not None and i in m.moe.moe_layers)
+
+
 def _layer_tensors(m: ModelSpec, i: int) -> Iterator[Tensor]:
+    # what this reads of `i` beyond the prefix and Tensor.layer is in _layer_spec (and _mlp)
     p = f"layers.{i}."
     kind = m.layer_types[i] if m.layer_types else "full"
     if kind == "none":
@@ -380,12 +391,23 @@ _FIRST_STAGE_EXTRAS = ("embed_positions", "embed_norm", "project_in")
 
 def tensors(m: ModelSpec) -> Iterator[Tensor]:
     """Every weight tensor of the model (unpadded, unsharded shapes)."""
+    yield from _pre_tensors(m)
+    for i in range(m.num_layers):
+        yield from _layer_tensors(m, i)
+    yield from _post_tensors(m)
+
+
+def _pre_tensors(m: ModelSpec) -> Iterator[Tensor]:
+    """The tensors `tensors` lists before the decoder layers: the embedding, then its extras."""
     embed_dim = m.word_embed_proj_dim or m.hidden_size  # OPT: the table is word_embed_proj_dim wide
     yield Tensor("embed_tokens", "embedding", m.vocab_size, embed_dim,
                  "none" if m.embedding_replicated else "vocab", None)
     yield from _embedding_extras(m)
-    for i in range(m.num_layers):
-        yield from _layer_tensors(m, i)
+
+
+def _post_tensors(m: ModelSpec) -> Iterator[Tensor]:
+    """The tensors `tensors` lists after the decoder layers: final norm, LM head, encoders."""
+    embed_dim = m.word_embed_proj_dim or m.hidden_size
     if m.final_norm and m.norm_weights:  # OLMo-1: LayerNorm(elementwise_affine=False), no tensors
         yield Tensor("norm", "norm", m.hidden_size, 1, "none", None)
         if m.norm_bias:
@@ -440,9 +462,14 @@ def all_tensors(m: ModelSpec) -> tuple[Tensor, ...]:
 @per_model(256)
 def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
     """Total parameters as published: unpadded vocabulary, tied head counted once. Memoised
-    per model object (a ModelSpec is frozen): every plan of a sweep asks it."""
-    return sum(t.rows * t.cols for t in all_tensors(m) if include_vision or not t.name.startswith(
-        ("vision.", "multi_modal_projector", "audio_encoder.")))
+    per model object (a ModelSpec is frozen): every plan of a sweep asks it. Counted by layer
+    class (_layers: every layer of a class has its first layer's shapes), so a sweep never
+    lists every layer's tensors; layer names ("layers.{i}.…") are never an encoder's."""
+    lay = _layers(m)
+    per_class = {c: sum(t.rows * t.cols for t in ts) for c, ts in lay.first.items()}
+    return sum(map(per_class.__getitem__, lay.classes)) + sum(
+        t.rows * t.cols for t, _, _ in lay.outside if include_vision or not t.name.startswith(
+            ("vision.", "multi_modal_projector", "audio_encoder.")))
 
 
 def pp_layer_ranges(num_layers: int, pp: int) -> list[range]:
@@ -795,15 +822,15 @@ def _first_stage(t: Tensor) -> bool:
 
 @dataclass(frozen=True)
 class _Layers:
-    """The model's tensors (all_tensors) by decoder layer, listed once per model object.
-    `tensors`: each layer's, in order; `classes`: layers whose tensors have equal shapes under
-    equal names after their "layers.{i}." prefix share a class (a TP layout then shards and
-    fuses one of them for all). `outside`: the other tensors, in order, each with whether it
-    comes before the layers and whether the first PP stage builds it. `ordered`: the outside
-    tensors all come before or after the layers, the embedding first, and every layer's
-    tensors are named under its prefix: each group can then be fused on its own."""
+    """The model's decoder layers by class, listed once per model object. `classes`: each
+    layer's class: layers whose tensors have equal shapes under equal names after their
+    "layers.{i}." prefix share one (a TP layout then shards and fuses one of them for all);
+    `first`: each class's first layer's tensors. `outside`: the other tensors, in `tensors`
+    order, each with whether it comes before the layers and whether the first PP stage builds
+    it. `ordered`: the embedding comes first and every layer's tensors are named under its
+    prefix: each group can then be fused on its own."""
 
-    tensors: list[list[Tensor]]
+    first: dict[int, list[Tensor]]
     classes: list[int]
     outside: list[tuple[Tensor, bool, bool]]
     ordered: bool
@@ -811,49 +838,42 @@ class _Layers:
 
 @per_model(64)
 def _layers(m: ModelSpec) -> _Layers:
-    layers: list[list[Tensor]] = [[] for _ in range(m.num_layers)]
-    outside: list[tuple[Tensor, bool, bool]] = []
-    ordered, last_layer, after = True, -1, False
-    k = 0  # the index in all_tensors of the next tensor
-    # runs of consecutive tensors of one layer (or outside the layers): a layer's run is added
-    # at once (a 405B model lists a thousand tensors)
-    for layer, run in groupby(all_tensors(m), key=_LAYER):
-        if layer is not None:
-            ordered &= layer >= last_layer and not after
-            last_layer = layer
-            n = len(layers[layer])
-            layers[layer].extend(run)
-            k += len(layers[layer]) - n
-            continue
-        for t in run:
-            after |= last_layer >= 0
-            ordered &= t.kind != "embedding" or k == 0
-            outside.append((t, last_layer < 0, t.kind == "embedding" or _first_stage(t)))
-            k += 1
-    keys: dict[tuple, int] = {}
+    """_Layers, without listing every layer's tensors: a layer whose spec (_layer_spec) an
+    earlier layer had lists that layer's tensors under its own prefix, so it takes that layer's
+    class (a 405B model: 1 of 126 layers listed; listing and comparing them all was 7 % of a
+    cold sweep's instructions)."""
+    keys: dict[tuple, int] = {}  # (names after the prefix, shapes), or (i,): the class
+    by_spec: dict[tuple[str, bool, bool], int] = {}
+    first: dict[int, list[Tensor]] = {}
     classes: list[int] = []
-    last: tuple | None = None  # the previous layer's key, when it is named under its prefix
-    for i, ts in enumerate(layers):
-        prefix = f"layers.{i}."
-        names = list(map(_NAME, ts))
-        shapes = tuple(map(_SHAPE, ts))
-        if (last is not None and shapes == last[1]
-                and names == [prefix + n for n in last[0]]):
-            classes.append(classes[-1])  # the previous layer's key again (most layers)
-            continue
-        if all(map(str.startswith, names, repeat(prefix))):
-            # each tensor's name after the prefix, then its kind, shape, split, experts, dtype
-            cut = len(prefix)
-            key: tuple = (tuple([n[cut:] for n in names]), shapes)
-            last = key
-        else:
-            key, ordered, last = (i,), False, None
-        classes.append(keys.setdefault(key, len(keys)))
-    return _Layers(layers, classes, outside, ordered)
+    ordered = True
+    for i in range(m.num_layers):
+        spec = _layer_spec(m, i)
+        c = by_spec.get(spec)
+        if c is None:
+            ts = list(_layer_tensors(m, i))
+            prefix = f"layers.{i}."
+            names = list(map(_NAME, ts))
+            if all(map(str.startswith, names, repeat(prefix))):
+                # each tensor's name after the prefix, then its kind, shape, split, experts, dtype
+                cut = len(prefix)
+                c = by_spec[spec] = keys.setdefault(
+                    (tuple([n[cut:] for n in names]), tuple(map(_SHAPE, ts))), len(keys))
+            else:  # not named under its prefix: a class of its own
+                c, ordered = keys.setdefault((i,), len(keys)), False
+            first.setdefault(c, ts)
+        classes.append(c)
+    # a tensor outside the layers listed after them comes "before" them when no layer has any
+    after = any(first.values())
+    outside = [(t, before, t.kind == "embedding" or _first_stage(t))
+               for ts, before in ((_pre_tensors(m), True), (_post_tensors(m), not after))
+               for t in ts]
+    # the embedding, if any, is the first tensor of all (_pre_tensors lists it first)
+    ordered &= [k for k, (t, _, _) in enumerate(outside) if t.kind == "embedding"] in ([], [0])
+    return _Layers(first, classes, outside, ordered)
 
 
 _NAME = itemgetter(0)  # Tensor.name
-_LAYER = itemgetter(5)  # Tensor.layer
 _SHAPE = itemgetter(1, 2, 3, 4, 6, 7)  # Tensor.kind, rows, cols, split, experts, dtype
 
 
@@ -880,7 +900,8 @@ def rank_layers(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
         key = i if by_layer else c
         items = done.get(key)
         if items is None:
-            items = done[key] = [_rank_item(m, t, tp, dtype, quant, ep) for t in lay.tensors[i]]
+            ts = list(_layer_tensors(m, i)) if by_layer else lay.first[c]
+            items = done[key] = [_rank_item(m, t, tp, dtype, quant, ep) for t in ts]
         layers.append(items)
     return _RankLayers(layers, [_rank_item(m, t, tp, dtype, quant, ep) for t, _, _ in lay.outside])
 

@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import Enum
+from functools import cache
 from operator import itemgetter
 from typing import Any, ClassVar, Literal, NamedTuple, cast, get_args
 
@@ -25,6 +26,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
+    TypeAdapter,
     model_serializer,
 )
 
@@ -410,11 +412,32 @@ def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: froz
 
 
 def _pruned(c: Candidate, kind: PrunedKind, detail: str) -> Pruned:
-    return Pruned(
+    return Pruned(**_pruned_fields(c, kind, f"{kind.value}: ", detail))
+
+
+def _pruned_fields(c: Candidate, kind: PrunedKind, label: str, detail: str) -> dict[str, Any]:
+    """Pruned's fields; `label`: the kind's, as the reason starts ("memory: ")."""
+    return dict(
         gpu=c.gpu.id, count=c.count, tensor_parallel_size=c.tensor_parallel_size,
         pipeline_parallel_size=c.pipeline_parallel_size, engine=c.engine,
         quantization=c.quantization, kv_cache_dtype=c.kv_cache_dtype,
-        reason=f"{kind.value}: {detail}", kind=kind, detail=detail)
+        reason=label + detail, kind=kind, detail=detail)
+
+
+def _pruned_all(kind: PrunedKind, why: Iterable[tuple[Candidate, str]]) -> list[Pruned]:
+    """_pruned of each (candidate, detail), all of one kind, validated as one list: a large
+    model's sweep prunes hundreds of candidates, and one call into the validator for them all
+    costs about half as much as a Pruned(...) each (the Python side of BaseModel.__init__ per
+    object)."""
+    label = f"{kind.value}: "
+    return _pruned_list().validate_python([_pruned_fields(c, kind, label, detail)
+                                           for c, detail in why])
+
+
+@cache
+def _pruned_list() -> TypeAdapter[list[Pruned]]:
+    """The validator of a list of Pruned, built on first use (as the models' own schemas are)."""
+    return TypeAdapter(list[Pruned])
 
 
 # weights_excess's memo within one sweep of one model: the layouts resolved before, by GPU
@@ -633,9 +656,9 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    for excess, _, c in too_big[n_closest:]:
-        pruned.append(_pruned(c, PrunedKind.MEMORY, f"the weights alone are {excess:.2f}× the "
-                              f"device ({c.gpu.id})"))
+    pruned += _pruned_all(PrunedKind.MEMORY, [
+        (c, f"the weights alone are {excess:.2f}× the device ({c.gpu.id})")
+        for excess, _, c in too_big[n_closest:]])
 
     if not planned:
         # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input

@@ -203,28 +203,50 @@ def test_stages_from_layers_fused_once_equal_each_stage_fused_whole(entry):
             assert got == whole, (tp, pp)
 
 
-def test_tensors_outside_the_layers_between_them_fall_back_to_whole_stages(monkeypatch):
-    """A tensor order the per-layer fusion cannot split (a tensor outside the layers between
-    them) is fused stage by stage: the same allocations, in the new order."""
+def test_a_layer_not_named_under_its_prefix_falls_back_to_whole_stages(monkeypatch):
+    """A layer whose tensors the per-layer fusion cannot place (one not named under the layer's
+    "layers.{i}." prefix) is fused stage by stage: the same allocations. The layer reads its
+    index beyond naming it, so its _layer_spec says so (the contract _layers relies on)."""
     from kvplan.model import weights
     m = _model("meta-llama/Llama-3.2-1B-Instruct")
     (before,) = stage_allocations(m, tp=1, pp=1, dtype="bfloat16", quant=None)
-    listed = list(weights.tensors(m))
-    norm = next(t for t in listed if t.name == "norm")  # the final norm, to the middle
-    listed.remove(norm)
-    listed.insert(len(listed) // 2, norm)
-    monkeypatch.setattr(weights, "tensors", lambda spec: iter(listed))
+    listed, spec = weights._layer_tensors, weights._layer_spec
+
+    def renamed(model, i):  # layer 8's second norm loses its prefix
+        return (t._replace(name="norm1_of_layer_8") if t.name == "layers.8.norm1" else t
+                for t in listed(model, i))
+
+    monkeypatch.setattr(weights, "_layer_tensors", renamed)
+    monkeypatch.setattr(weights, "_layer_spec", lambda model, i: (*spec(model, i), i == 8))
     memos = (weights.all_tensors, weights._layers, weights.rank_layers, weights.rank_tensors,
              weights._rank_layout)
     for memo in memos:
         memo.cache_clear()
     try:
+        assert not weights._layers(m).ordered
         assert weights._rank_layout(m, tp=1, dtype="bfloat16", quant=None, ep=1).layers is None
         (after,) = stage_allocations(m, tp=1, pp=1, dtype="bfloat16", quant=None)
     finally:
         for memo in memos:
             memo.cache_clear()
-    assert sorted(after) == sorted(before) and after != before
+    assert after == before
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_layers_of_one_class_list_the_first_ones_tensors_under_their_prefix(entry):
+    """_layers lists the tensors of one layer per _layer_spec: every layer of every catalogue
+    model lists (tensors) its class's first layer's tensors under its own prefix and index, and
+    the parameter count by class is the count over every tensor."""
+    from kvplan.model import weights
+    m = load_catalog_model(entry)
+    lay = weights._layers(m)
+    first_of: dict[int, int] = {}
+    for i, c in enumerate(lay.classes):
+        j = first_of.setdefault(c, i)
+        expected = [t._replace(name=t.name.replace(f"layers.{j}.", f"layers.{i}.", 1), layer=i)
+                    for t in lay.first[c]]
+        assert list(weights._layer_tensors(m, i)) == expected, (entry.id, i)
+    assert parameter_count(m) == sum(t.rows * t.cols for t in weights.tensors(m))
 
 
 def test_per_model_memo_is_per_object_and_keys_on_every_argument():
