@@ -67,9 +67,16 @@ GPUs (DP attention) or with expert parallelism:
       Others (mixtral, glm4_moe, qwen2_moe's sparse block) run the MoE on every TP rank's copy.
     - TensorRT-LLM: attention DP runs attention at TP 1 (tensorrt_llm/mapping.py), so T = 1.
   The gather/scatter form: SGLang's (Engine.moe_token_split "gathered") holds each token
-  once, its buffer the D ranks' tokens; vLLM's all-gather backends with EP but without the
-  split gather every TP rank's copy (AgRsAll2AllManager.dispatch gathers what each EP rank
-  holds): T copies (moe_gather_copies), 2 × (α + tokens × hidden × 2 B × (N − 1) ÷ link).
+  once, its buffer the D ranks' tokens, 1/T of them on each of the N GPUs; vLLM's all-gather
+  backends with EP but without the split gather within each TP rank's DP group
+  (AgRsAll2AllManager.dispatch: get_dp_group() unless is_sequence_parallel, then
+  get_ep_group(); vllm/distributed/device_communicators/all2all.py 0.11.0 - 0.33.0; naive's
+  multicast likewise over the DP group): D GPUs with their rank's whole tokens,
+  2 × (α + tokens × hidden × 2 B × (D − 1) ÷ link), and the MoE output's partial sums over
+  the TP ranks' experts are all-reduced over T (FusedMoE reduce_results /
+  maybe_all_reduce_tensor_model_parallel): + α + tokens × hidden × 2 B × 2(T − 1)/T ÷ link
+  (moe_gather_dp_group). Each GPU's TP peers hold the same tokens but other experts, so no
+  token is computed twice.
   SGLang decode batches of even size (dp_attention.py DpPaddingMode MAX_LEN, 0.4.9.post4+)
   move it as charged: a reduce-scatter in the attention group and an all-gather over the N
   GPUs (_dp_gather_via_all_gather), then dp_reduce_scatter_tensor and the group's
@@ -157,8 +164,7 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
                   moe_dispatch_split=ctx.tp if token_split in ("scatter", "chunk") else 1,
                   moe_split_gather=ctx.tp > 1 and token_split == "chunk",
-                  moe_gather_copies=ctx.tp if ep > 1 and not all_to_all and not token_split
-                  else 1)
+                  moe_gather_dp_group=ep > 1 and not all_to_all and not token_split)
     out = _expert_gemm(out, ep=ep, deepep=node_dedup and all_to_all,
                        low_latency=decode_low_latency and all_to_all)
     if not (moe_dp and dp > 1) and not all_to_all:
@@ -258,11 +264,14 @@ def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: str = "",
     elif n > 1:
         if ctx.all_to_all:
             moved = act * ctx.top_k * (n - 1) / n
-        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike),
-            # T copies of each when every GPU gathers its own; an all-reduce of the buffer
-            # moves twice a ring all-gather's bytes
-            moved = act * (n - 1) / ctx.tp * ctx.moe_gather_copies * (2 if all_reduce else 1)
+        elif ctx.moe_gather_dp_group:  # within the TP rank's DP group: D GPUs, whole tokens
+            moved = act * (n // ctx.tp - 1)
+        else:  # the D ranks' tokens (each attention group's T GPUs hold its rank's alike) over
+            # the N GPUs, 1/T each; an all-reduce of the buffer moves twice a ring all-gather's
+            moved = act * (n - 1) / ctx.tp * (2 if all_reduce else 1)
         out += ctx.moe_layers * 2 * (alpha + moved / (ctx.moe_link_bytes_per_s or link))
+        if ctx.moe_gather_dp_group and ctx.tp > 1:  # the MoE output's TP all-reduce
+            out += ctx.moe_layers * (alpha + act * 2 * (ctx.tp - 1) / ctx.tp / link)
     return out
 
 

@@ -376,10 +376,10 @@ class PerfContext:
     # adds an all-gather after the MoE (vLLM 0.11 - 0.24); perf/expert.py
     moe_dispatch_split: int = 1
     moe_split_gather: bool = False
-    # --- sgdense --- copies of each token in a gather/scatter buffer: T where every GPU of an
-    # attention group gathers its own copy (vLLM EP through allgather_reducescatter without
-    # sequence-parallel MoE); perf/expert.py
-    moe_gather_copies: int = 1
+    # --- sgdense --- the gather/scatter runs within each TP rank's DP group (D GPUs, each with
+    # its rank's whole tokens) and a TP all-reduce sums the MoE output: vLLM EP through
+    # allgather_reducescatter / naive without sequence-parallel MoE; perf/expert.py
+    moe_gather_dp_group: bool = False
 
     @property
     def request_overhead_s(self) -> float:

@@ -378,24 +378,27 @@ def test_sglang_all_reduce_gather_absorbs_the_attention_all_reduce_by_hand():
     assert not ctx.moe_comm_decode_per_token_s
 
 
-def test_vllm_without_sequence_parallel_moe_gathers_every_tp_ranks_copy_by_hand():
+def test_vllm_without_sequence_parallel_moe_gathers_within_the_dp_group_by_hand():
     """vLLM 0.10.2 (no sequence-parallel MoE) at -tp 2 -dp 8 with EP through the default
-    allgather_reducescatter backend: AgRsAll2AllManager.dispatch all-gathers every EP rank's
-    tokens (vllm/distributed/device_communicators/all2all.py 0.11.0), and each of a group's 2
-    GPUs holds all 64 of its tokens: a GPU receives the other 15 GPUs' 64 each, 15 x 64 x
-    14,336 B = 13,762,560 B per phase per MoE layer (twice the 6,881,280 B of 0.11's split,
-    test_vllm_allgather_reducescatter_gathers_every_ranks_share_by_hand); no all-gather after
-    the MoE."""
+    gather backend: AgRsAll2AllManager.dispatch all-gathers over get_dp_group() when not
+    is_sequence_parallel (vllm/distributed/device_communicators/all2all.py 0.11.0; naive's
+    multicast over the same group in 0.10.x): the 8 GPUs of the same TP rank, each with its
+    rank's whole 64 tokens. A GPU receives the other 7 ranks' 64 x 14,336 B = 6,422,528 B per
+    phase per MoE layer (less than the 6,881,280 B of 0.11's split over all 16 GPUs,
+    test_vllm_allgather_reducescatter_gathers_every_ranks_share_by_hand), and the MoE
+    output's partial sums over the two TP ranks' experts are all-reduced over T = 2:
+    2 x 1/2 x 917,504 B per MoE layer. Attention (61 layers) and the 3 dense MLPs all-reduce
+    917,504 B each, as without DP."""
     from kvplan.planner.performance import _expert_parallel
 
     m, gpu = resolve_model(DSV3), resolve_gpu("h200")
     dep = _dep("vllm", "0.10.2", None, tp=2, dp=8)
     ctx = _expert_parallel(step.context_for(m, gpu, "vllm", "0.10.2", tp=2, dtype="bfloat16"),
                            m, dep)
-    assert ctx.moe_gather_copies == 2 and ctx.moe_dispatch_split == 1
+    assert ctx.moe_gather_dp_group and ctx.moe_dispatch_split == 1
     alpha = ctx.coefficients.allreduce_latency_us * 1e-6
     attn = (61 + 3) * (alpha + 917_504 / 450e9)
-    moe = 58 * 2 * (alpha + 13_762_560 / 450e9)
+    moe = 58 * 2 * (alpha + 6_422_528 / 450e9) + 58 * (alpha + 917_504 / 450e9)
     got = ctx.moe_comm_fixed_s + ctx.moe_comm_per_token_s * 64
     assert got == pytest.approx(attn + moe, rel=1e-12)
 
