@@ -35,7 +35,16 @@ from ..errors import InvalidInputError, KvplanError
 from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
 from ..model.whatif import FORMATS, what_if_format
-from ..specs import Deferred, DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
+from ..specs import (
+    Deferred,
+    DisaggPlan,
+    GpuSpec,
+    ModelSpec,
+    Plan,
+    Price,
+    WhatIfPlan,
+    Workload,
+)
 from . import nodes as node_rules
 from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
 from .plan import gc_paused, shared_tries
@@ -576,8 +585,9 @@ def _fp8_note(options: Sequence[Option], native: bool) -> str | None:
 
 
 def _what_if_note(options: Sequence[Option]) -> str | None:
-    """Options in a what-if format plan checkpoints that do not exist yet: say so once."""
-    named = sorted({str(o.quantization) for o in options if what_if_format(o.quantization)})
+    """Options in a what-if format plan checkpoints that do not exist yet (a WhatIfPlan: a
+    format what-if, or TensorRT-LLM's quantize-first --quantization): say so once."""
+    named = sorted({str(o.quantization) for o in options if isinstance(o.plan, WhatIfPlan)})
     if not named:
         return None
     return ("what-if formats (" + ", ".join(named) + "): those options plan the checkpoint a "
