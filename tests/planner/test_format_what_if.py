@@ -185,6 +185,16 @@ def test_sweep_tries_fp4_only_on_fp4_native_gpus():
     assert all(isinstance(o.plan, WhatIfPlan) for o in fp4)
 
 
+def test_sweep_notes_tensorrt_llm_quantize_first_options_as_what_ifs():
+    """TensorRT-LLM's --quantization fp8 plans the ModelOpt checkpoint hf_ptq.py writes (a
+    WhatIfPlan): the sweep's note says those options need that step first, as it does for
+    vLLM's nvfp4 what-if."""
+    from kvplan import sweep
+    r = sweep(MODEL, gpus=["h100"], engine="trtllm", quantization="fp8", max_gpus=1)
+    assert r.options and all(isinstance(o.plan, WhatIfPlan) for o in r.options)
+    assert any("what-if formats (fp8)" in n for n in r.notes)
+
+
 def test_sweep_without_formats_has_no_what_ifs():
     from kvplan import sweep
     r = sweep(MODEL, gpus=["b200"], max_gpus=1)
