@@ -69,6 +69,7 @@ from .base import (
     Coefficients,
     DeploySyntax,
     Engine,
+    EnvFlag,
     MemoryResult,
     batched_tokens_flag_value,
     engine_options,
@@ -815,7 +816,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
     # EPLB's redundant experts (vllm/engine/arg_utils.py 0.9-0.10; later --eplb-config)
     "--num-redundant-experts": ("num_redundant_experts", "int"),
-    # the MoE all-to-all backend (ParallelConfig.all2all_backend; VLLM_ALL2ALL_BACKEND before)
+    # the MoE all-to-all backend (ParallelConfig.all2all_backend, 0.11.1+; VLLM_ALL2ALL_BACKEND
+    # before and beside it: ENV_FLAGS)
     "--all2all-backend": ("moe_a2a_backend", "str"),
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
     "--speculative-config": ("speculative_config", "str"),
@@ -1046,6 +1048,24 @@ def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
     return n
 
 
+# --- checkenv --- environment variables some vLLM releases read in place of a flag
+# (`kvplan check`). VLLM_ALL2ALL_BACKEND picks the MoE all-to-all backend:
+# - 0.9.0-0.11.0: the only way (vllm/envs.py; read by the device communicator,
+#   vllm/distributed/device_communicators/cuda_communicator.py; not in 0.8.5's envs.py), default
+#   "naive" up to 0.10.2 and "allgather_reducescatter" from 0.11.0 (envs.py);
+# - 0.11.1-0.13.0: --all2all-backend exists (vllm/engine/arg_utils.py, ParallelConfig.
+#   all2all_backend default None) and wins: ParallelConfig.__post_init__ reads the variable only
+#   when the flag is unset (vllm/config/parallel.py 0.11.1, 0.13.0);
+# - 0.14.0-0.15.1: the flag defaults to allgather_reducescatter and __post_init__ overwrites it
+#   whenever the variable is set (envs.is_set; vllm/config/parallel.py 0.14.0, 0.15.1): the
+#   variable wins;
+# - 0.16.0 and later: gone from vllm/envs.py and vllm/config/parallel.py (vLLM PR #33535).
+ENV_FLAGS = {"VLLM_ALL2ALL_BACKEND": EnvFlag(
+    "--all2all-backend", reads=("0.9.0", "0.15.1"), env_wins=("0.14.0", "0.15.1"),
+    flag_from="0.11.1",
+    source="vllm/envs.py, vllm/config/parallel.py")}
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
@@ -1076,7 +1096,8 @@ class VllmEngine(Engine):
         image="vllm/vllm-openai:v{v}", dynamo_module="dynamo.vllm",
         dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
         stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
-        underscore_flags=True)
+        underscore_flags=True,
+        versioned_env=ENV_FLAGS)  # --- checkenv ---
     calibration = CALIBRATION
     # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
     # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
