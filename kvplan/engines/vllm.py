@@ -1321,14 +1321,19 @@ class VllmEngine(Engine):
             args.append("--enable-expert-parallel")
         if dep.num_redundant_experts:
             args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
+        env: list[str] = []  # before 0.11.1 the backend is only an environment variable
         if dep.moe_a2a_backend:
-            args += ["--all2all-backend", dep.moe_a2a_backend]
+            var, rule = next(iter(ENV_FLAGS.items()))
+            if rule.has_flag(dep.engine_version or NEWEST_MODELLED):
+                args += [rule.flag, dep.moe_a2a_backend]
+            else:
+                env = [f"{var}={dep.moe_a2a_backend}"]
         if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
         args += feature_flags(dep)
-        return shlex.join(args)
+        return shlex.join(env + args)
 
 
 ENGINE = VllmEngine()

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 from clirun import run
 
+from kvplan.api import plan
+from kvplan.deploy.emit import emit
 from kvplan.engines import registry
+from kvplan.errors import InvalidInputError
 
 DSR1 = "deepseek-ai/DeepSeek-R1"
 # the DeepEP low-latency buffer on one GPU for DeepSeek-R1 with EP over DP 8, worked by hand in
@@ -66,8 +69,9 @@ def codes(row: dict) -> dict[str, str]:
 
 
 def backend(row: dict) -> str | None:
-    """The all2all backend the plan was made with, as its launch line sets it."""
-    m = re.search(r"--all2all-backend (\S+)", row["plan"]["command"])
+    """The all2all backend the plan was made with, as its launch line sets it (the flag, or the
+    variable before the server for releases without the flag)."""
+    m = re.search(r"(?:--all2all-backend |^VLLM_ALL2ALL_BACKEND=)(\S+)", row["plan"]["command"])
     return m.group(1) if m else None
 
 
@@ -148,6 +152,8 @@ def test_before_the_flag_only_the_variable_sets_the_backend(capsys, tmp_path):
     f = write(tmp_path, "k8s.yaml", k8s("v0.10.2", ARGS))
     row = check_rows(capsys, f)[1][0]
     assert backend(row) == "deepep_low_latency" and "env-read" in codes(row)
+    assert row["plan"]["command"].startswith("VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve")
+    assert "--all2all-backend" not in row["plan"]["command"]
     f2 = write(tmp_path, "flag.yaml", k8s("v0.11.0", ARGS + ', "--all2all-backend", "naive"',
                                           env_value=None))
     code, rows = check_rows(capsys, f2)
@@ -213,3 +219,30 @@ def test_vllm_all2all_variable_by_release(release, read, env_wins, has_flag):
     assert rule.read_by(release) is read
     assert rule.wins_over_flag(release) is env_wins
     assert rule.has_flag(release) is has_flag
+
+
+@pytest.mark.parametrize(("version", "line"), [
+    ("0.11.0", "VLLM_ALL2ALL_BACKEND=deepep_high_throughput vllm serve "),  # no flag yet
+    ("0.11.1", "--all2all-backend deepep_high_throughput"),
+])
+def test_plan_launch_line_sets_the_backend_as_the_release_takes_it(version, line):
+    p = plan(DSR1, "h200", engine_version=version, data_parallel_size=8,
+             enable_expert_parallel=True, moe_a2a_backend="deepep_high_throughput")
+    assert line in p.command
+    assert ("--all2all-backend" in p.command) is (version == "0.11.1")
+
+
+def test_emit_keeps_the_variable_where_the_format_can(capsys, tmp_path):
+    """k8s runs the line through a shell (an exec argv cannot set a variable) and check reads
+    the backend back; a format that carries flags only refuses rather than drop it."""
+    p = plan(DSR1, "h200", engine_version="0.10.2", data_parallel_size=8,
+             enable_expert_parallel=True, moe_a2a_backend="deepep_low_latency")
+    text = emit(p, "k8s")
+    assert "- /bin/sh" in text and "VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve" in text
+    f = write(tmp_path, "k8s.yaml", text)
+    row = check_rows(capsys, f)[1][0]
+    assert row["plan"]["engine"]["version"] == "0.10.2"
+    assert backend(row) == "deepep_low_latency" and "env-read" in codes(row)
+    with pytest.raises(InvalidInputError, match="VLLM_ALL2ALL_BACKEND=deepep_low_latency from "
+                       "its environment"):
+        emit(p, "kserve")
