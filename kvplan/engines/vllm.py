@@ -1060,7 +1060,8 @@ def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
 #   whenever the variable is set (envs.is_set; vllm/config/parallel.py 0.14.0, 0.15.1): the
 #   variable wins;
 # - 0.16.0 and later: gone from vllm/envs.py and vllm/config/parallel.py (vLLM PR #33535).
-ENV_FLAGS = {"VLLM_ALL2ALL_BACKEND": EnvFlag(
+A2A_ENV = "VLLM_ALL2ALL_BACKEND"
+ENV_FLAGS = {A2A_ENV: EnvFlag(
     "--all2all-backend", reads=("0.9.0", "0.15.1"), env_wins=("0.14.0", "0.15.1"),
     flag_from="0.11.1",
     source="vllm/envs.py, vllm/config/parallel.py")}
@@ -1323,11 +1324,11 @@ class VllmEngine(Engine):
             args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
         env: list[str] = []  # before 0.11.1 the backend is only an environment variable
         if dep.moe_a2a_backend:
-            var, rule = next(iter(ENV_FLAGS.items()))
+            rule = ENV_FLAGS[A2A_ENV]
             if rule.has_flag(dep.engine_version or NEWEST_MODELLED):
                 args += [rule.flag, dep.moe_a2a_backend]
             else:
-                env = [f"{var}={dep.moe_a2a_backend}"]
+                env = [f"{A2A_ENV}={dep.moe_a2a_backend}"]
         if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:
