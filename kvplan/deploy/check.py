@@ -33,7 +33,7 @@ from ..sources.limits import (
 )
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
-from . import pd_check, pd_pair
+from . import env_flags, pd_check, pd_pair
 from .commands import (
     DeployParseError,
     Found,
@@ -478,6 +478,7 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
         for knob, value in defaults(version).items():  # what Dynamo's backend passes
             f.knobs.setdefault(knob, value)
     options_file = _options_file_knobs(f)
+    env_notes, env_refusals = env_flags.apply(f, version)  # what the release reads from env
     settings, pd_notes = pd_check.read(f, options_file)
     try:
         f.knobs = registry.get(f.engine).after_options(f.knobs)
@@ -498,8 +499,8 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
                 {**knobs, "gpu_memory_gib": pd_check.device_total_gib(p, buffers)})
         if p is not None:
             pd_notes += pd_check.problems(f.engine, settings, p, buffers)
-    refusals += registry.get(f.engine).deploy_problems(f.knobs, version)
-    return _Planned(p, refusals, [*notes, *pd_notes], model_notes)
+    refusals += env_refusals + registry.get(f.engine).deploy_problems(f.knobs, version)
+    return _Planned(p, refusals, [*env_notes, *notes, *pd_notes], model_notes)
 
 
 def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:

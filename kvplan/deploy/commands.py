@@ -101,6 +101,34 @@ class Found:
     # --- schemas (#23) --- files the script writes before the command (`cat > NAME <<'EOF'`):
     # name as written → text; an engine's options file named so is read from here
     files: dict[str, str] = field(default_factory=dict)
+    # --- checkenv --- the environment variables the command runs with that its engine reads
+    # in place of a flag in some releases (DeploySyntax.versioned_env; applied by
+    # deploy/env_flags.py once the release is known): name → value
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def keep_env(found: Found | None, env: dict[str, str] | None) -> None:
+    """Record on `found` the variables of `env` its engine reads in some releases instead of a
+    flag (DeploySyntax.versioned_env); those already recorded (an assignment on the command's
+    own line) win, as the shell's do."""
+    if found is None or found.error is not None or not env or found.engine not in registry.ENGINES:
+        return
+    wanted = _syntax(found.engine).versioned_env
+    found.env = {**{k: v for k, v in env.items() if k in wanted}, **found.env}
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}=")
+
+
+def _assignments(tokens: list[str]) -> dict[str, str]:
+    """`NAME=VALUE` words before a command (`VLLM_ALL2ALL_BACKEND=x vllm serve …`, also after
+    `env` or `exec`): the environment the shell gives that command."""
+    out: dict[str, str] = {}
+    for tok in tokens:
+        if _ASSIGNMENT.match(tok):
+            name, _, value = tok.partition("=")
+            out[name] = value
+    return out
 
 
 def _failed(e: DeployParseError, file: str, engine: str = "", text: str = "") -> Found:
@@ -532,6 +560,7 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
     size, start = 0, first_line
     lines = text.splitlines()
     files, data_lines = _heredocs(lines)
+    exported: dict[str, str] = {}  # `export NAME=VALUE` / Dockerfile `ENV` lines so far
     for offset, raw in enumerate(lines):
         if offset in data_lines:  # a heredoc's body is data, not commands
             continue
@@ -547,6 +576,7 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
                                    hint="split the file, or check it was generated correctly")
         if cont:
             continue
+        exported.update(_exported("".join(parts)))
         try:
             found = _shell_line("".join(parts), file=file, line=start, templates=templates)
         except DeployParseError as e:  # one bad command does not hide the others
@@ -554,6 +584,7 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
         parts, size = [], 0
         if found:
             found.files = dict(files)
+            keep_env(found, exported)
             out.append(found)
             if len(out) > MAX_COMMANDS_PER_FILE:
                 raise DeployParseError(file, start, f"more than {MAX_COMMANDS_PER_FILE} serving "
@@ -585,6 +616,24 @@ def _heredocs(lines: list[str]) -> tuple[dict[str, str], set[int]]:
         data.update(range(i, end + 1))
         i = end + 1
     return files, data
+
+
+_EXPORT = re.compile(r"\s*(?:export|ENV)\s+(.*)$")
+
+
+def _exported(line_text: str) -> dict[str, str]:
+    """The variables a shell `export NAME=VALUE …` line or a Dockerfile `ENV NAME=VALUE …` (or
+    `ENV NAME VALUE`) instruction sets for the commands after it."""
+    m = _EXPORT.match(line_text)
+    if m is None:
+        return {}
+    try:
+        words = shlex.split(m.group(1), comments=True)
+    except ValueError:
+        return {}
+    if len(words) == 2 and line_text.lstrip().startswith("ENV") and "=" not in words[0]:
+        return {words[0]: words[1]} if _ASSIGNMENT.match(words[0] + "=") else {}
+    return _assignments(words)
 
 
 def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -> Found | None:
@@ -624,7 +673,8 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
     if hit is None:
         return None
     engine, argv = hit
-    launcher = launcher_nodes(tokens[:len(tokens) - len(argv)])  # mpirun/srun before it
+    before = tokens[:len(tokens) - len(argv)]  # mpirun/srun, `NAME=VALUE` before it
+    launcher = launcher_nodes(before)
     argv = _cut_at_shell_operator(argv)
     extra = _env_argv(engine, argv, env) if env else []
     shown = " ".join(shlex.quote(t) for t in tokens)
@@ -634,6 +684,7 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
                        text=shown)
     if launcher is not None and launcher > 1:
         found.knobs.setdefault("nodes", launcher)
+    keep_env(found, {**(env or {}), **_assignments(before)})
     return found
 
 
@@ -743,6 +794,8 @@ def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool
     if (len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"}
             and tokens[1] in {"-c", "-lc", "-ec"}):
         shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates)
+        if shells:
+            keep_env(shells[0], env)
         return shells[0] if shells else None
     if _entrypoint(tokens):
         return _from_tokens(tokens, file, line, templates, " ".join(tokens), env)
@@ -753,8 +806,10 @@ def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool
             continue
         argv = tokens + _env_argv(e.name, tokens, env or {})
         if argv:
-            return parse_args(argv, e.name, file=file, line=line, templates=templates,
-                              text=f"{image} " + " ".join(argv))
+            found = parse_args(argv, e.name, file=file, line=line, templates=templates,
+                               text=f"{image} " + " ".join(argv))
+            keep_env(found, env)
+            return found
     return None
 
 

@@ -63,8 +63,17 @@ def _words(p: Plan) -> tuple[str, list[str], list[str]]:
 
 
 def _flags(p: Plan) -> list[str]:
-    """The launch line's flags without the model (positional or under the model flag)."""
-    engine, _, argv = _words(p)
+    """The launch line's flags without the model (positional or under the model flag). A line
+    that sets a variable before the server (vLLM before 0.11.1 takes its all2all backend only
+    from VLLM_ALL2ALL_BACKEND) is refused: these formats carry flags only."""
+    engine, before, argv = _words(p)
+    assigned = [w for w in before if re.match(r"[A-Za-z_]\w*=", w)]
+    if assigned:
+        raise InvalidInputError(
+            f"cannot emit: {p.engine.label} {p.engine.version} takes {assigned[0]} from its "
+            "environment, and this format carries the server's flags only",
+            hint="emit k8s, compose or skypilot (they keep the variable), or plan a later "
+            "release, in which the setting is a flag")
     syntax = registry.get(engine).syntax
     model_flags = {f for f, (knob, _) in syntax.cli_flags.items() if knob == "model"}
     out: list[str] = []
@@ -160,8 +169,12 @@ def _name(p: Plan) -> str:
 
 def _argv(p: Plan) -> list[str]:
     """The container's command: the launch line's words, or `/bin/sh -c SCRIPT` when the line is
-    a script (it writes the engine's options file first, a heredoc)."""
-    return ["/bin/sh", "-c", p.command] if "\n" in p.command else shlex.split(p.command)
+    a script (it writes the engine's options file first, a heredoc) or sets an environment
+    variable first (vLLM before 0.11.1: VLLM_ALL2ALL_BACKEND=… vllm serve …)."""
+    words = shlex.split(p.command) if "\n" not in p.command else []
+    if not words or re.match(r"[A-Za-z_]\w*=", words[0]):  # a variable set before the server
+        return ["/bin/sh", "-c", p.command]
+    return words
 
 
 def _image(p: Plan) -> str:

@@ -78,6 +78,7 @@ from .commands import (
     _walk,
     _yaml_nodes,
     heredocs,
+    keep_env,
     parse_args,
     shell_commands,
 )
@@ -438,22 +439,25 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
         rest, inline = heredocs(script)  # an options file the worker's flags name
         words = _split(rest, ctx, line) if "kvplan-dynamo-" in rest else []
         if words:
-            return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes, files={**(files or {}), **inline})
+            return _with_env(_dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas,
+                                         gpu=gpu, gpu_count=gpu_count, notes=notes,
+                                         files={**(files or {}), **inline}), env)
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
-        return _adopt(found[0], pool, replicas, gpu, gpu_count, notes) if found else None
+        return _with_env(_adopt(found[0], pool, replicas, gpu, gpu_count, notes), env) \
+            if found else None
     modules = dynamo_modules()
     for k, tok in enumerate(tokens):
         if tok == "-m" and k + 1 < len(tokens) and tokens[k + 1] in modules:
             words = tokens[:k + 1] + [f"kvplan-dynamo-{modules[tokens[k + 1]]}"] \
                 + [substitute(t, env) for t in tokens[k + 2:]]
-            return _dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas, gpu=gpu,
-                               gpu_count=gpu_count, notes=notes, files=files)
+            return _with_env(_dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas,
+                                         gpu=gpu, gpu_count=gpu_count, notes=notes,
+                                         files=files), env)
     if tokens:
         script = _flexible_flags(" ".join(shlex.quote(substitute(t, env)) for t in tokens))
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
         if found:
-            return _adopt(found[0], pool, replicas, gpu, gpu_count, notes)
+            return _with_env(_adopt(found[0], pool, replicas, gpu, gpu_count, notes), env)
     if default_argv is None or default_engine is None:
         return None
     argv = default_argv + _underscored([substitute(t, env) for t in tokens])
@@ -461,8 +465,15 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     if extra:
         argv += _underscored(_split(substitute(extra, env), ctx, line))
     shown = f"{launch_text(default_engine)} " + " ".join(shlex.quote(a) for a in argv)
-    return _row(default_engine, argv, ctx=ctx, line=line, text=shown, pool=pool, replicas=replicas,
-                gpu=gpu, gpu_count=gpu_count, notes=notes)
+    return _with_env(_row(default_engine, argv, ctx=ctx, line=line, text=shown, pool=pool,
+                          replicas=replicas, gpu=gpu, gpu_count=gpu_count, notes=notes), env)
+
+
+def _with_env(f: Found | None, env: dict[str, str]) -> Found | None:
+    """`f` with the container's variables its engine reads in some releases (commands.keep_env:
+    deploy/env_flags.py applies them once the release is known)."""
+    keep_env(f, env)
+    return f
 
 
 def _adopt(f: Found, pool: str, replicas: int | None, gpu: tuple[str | None, str | None],

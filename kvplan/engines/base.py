@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from ..versions import parse_version
+
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
     from ..model.whatif import WhatIfFormat
@@ -251,6 +253,38 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class EnvFlag:
+    """An environment variable that a range of an engine's releases reads for one of its flags'
+    settings (`kvplan check`, deploy/env_flags.py). Releases are strings such as "0.15.1";
+    `reads` is the first and last release that read the variable (last None: every later one),
+    `env_wins` the releases in which a set variable overrides the flag when both are given
+    (elsewhere the flag wins), `flag_from` the first release that has the flag at all (before
+    it only the variable sets the value), `source` where each fact was read."""
+
+    flag: str
+    reads: tuple[str, str | None]
+    env_wins: tuple[str, str] | None = None
+    flag_from: str | None = None
+    source: str = ""
+
+    def read_by(self, version: str) -> bool:
+        v, last = parse_version(version), self.reads[1]
+        return parse_version(self.reads[0]) <= v and (last is None or v <= parse_version(last))
+
+    def wins_over_flag(self, version: str) -> bool:
+        return self.env_wins is not None and parse_version(self.env_wins[0]) <= \
+            parse_version(version) <= parse_version(self.env_wins[1])
+
+    def has_flag(self, version: str) -> bool:
+        return self.flag_from is None or parse_version(version) >= parse_version(self.flag_from)
+
+    def releases(self) -> str:
+        """The releases that read the variable, as text: "0.9.0–0.15.1", "0.9.0 and later"."""
+        first, last = self.reads
+        return f"{first}–{last}" if last else f"{first} and later"
+
+
+@dataclass(frozen=True)
 class DeploySyntax:
     """How deployment files spell this engine: for `kvplan check`."""
 
@@ -297,6 +331,10 @@ class DeploySyntax:
     # and the engine's release (None: the newest modelled) would default otherwise: knob →
     # value; a Dynamo worker is planned with them
     dynamo_defaults: Callable[[str | None], Mapping[str, Any]] | None = None
+    # --- checkenv --- environment variables that some releases read in place of a flag (the
+    # release decides: EnvFlag), applied once the command's release is known; `env_flags` above
+    # are read by every release
+    versioned_env: Mapping[str, EnvFlag] = field(default_factory=dict)
 
 
 # --- schemas (#23) --- deployment stacks that run one engine as their model server, by their

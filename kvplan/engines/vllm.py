@@ -69,6 +69,7 @@ from .base import (
     Coefficients,
     DeploySyntax,
     Engine,
+    EnvFlag,
     MemoryResult,
     batched_tokens_flag_value,
     engine_options,
@@ -815,7 +816,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
     # EPLB's redundant experts (vllm/engine/arg_utils.py 0.9-0.10; later --eplb-config)
     "--num-redundant-experts": ("num_redundant_experts", "int"),
-    # the MoE all-to-all backend (ParallelConfig.all2all_backend; VLLM_ALL2ALL_BACKEND before)
+    # the MoE all-to-all backend (ParallelConfig.all2all_backend, 0.11.1+; VLLM_ALL2ALL_BACKEND
+    # before and beside it: ENV_FLAGS)
     "--all2all-backend": ("moe_a2a_backend", "str"),
     "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", "bool"),
     "--speculative-config": ("speculative_config", "str"),
@@ -1046,6 +1048,25 @@ def _redundant(m: ModelSpec, knobs: Knobs, expert_parallel: bool,
     return n
 
 
+# --- checkenv --- environment variables some vLLM releases read in place of a flag
+# (`kvplan check`). VLLM_ALL2ALL_BACKEND picks the MoE all-to-all backend:
+# - 0.9.0-0.11.0: the only way (vllm/envs.py; read by the device communicator,
+#   vllm/distributed/device_communicators/cuda_communicator.py; not in 0.8.5's envs.py), default
+#   "naive" up to 0.10.2 and "allgather_reducescatter" from 0.11.0 (envs.py);
+# - 0.11.1-0.13.0: --all2all-backend exists (vllm/engine/arg_utils.py, ParallelConfig.
+#   all2all_backend default None) and wins: ParallelConfig.__post_init__ reads the variable only
+#   when the flag is unset (vllm/config/parallel.py 0.11.1, 0.13.0);
+# - 0.14.0-0.15.1: the flag defaults to allgather_reducescatter and __post_init__ overwrites it
+#   whenever the variable is set (envs.is_set; vllm/config/parallel.py 0.14.0, 0.15.1): the
+#   variable wins;
+# - 0.16.0 and later: gone from vllm/envs.py and vllm/config/parallel.py (vLLM PR #33535).
+A2A_ENV = "VLLM_ALL2ALL_BACKEND"
+ENV_FLAGS = {A2A_ENV: EnvFlag(
+    "--all2all-backend", reads=("0.9.0", "0.15.1"), env_wins=("0.14.0", "0.15.1"),
+    flag_from="0.11.1",
+    source="vllm/envs.py, vllm/config/parallel.py")}
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
@@ -1076,7 +1097,8 @@ class VllmEngine(Engine):
         image="vllm/vllm-openai:v{v}", dynamo_module="dynamo.vllm",
         dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
         stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
-        underscore_flags=True)
+        underscore_flags=True,
+        versioned_env=ENV_FLAGS)  # --- checkenv ---
     calibration = CALIBRATION
     # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
     # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
@@ -1300,14 +1322,19 @@ class VllmEngine(Engine):
             args.append("--enable-expert-parallel")
         if dep.num_redundant_experts:
             args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
+        env: list[str] = []  # before 0.11.1 the backend is only an environment variable
         if dep.moe_a2a_backend:
-            args += ["--all2all-backend", dep.moe_a2a_backend]
+            rule = ENV_FLAGS[A2A_ENV]
+            if rule.has_flag(dep.engine_version or NEWEST_MODELLED):
+                args += [rule.flag, dep.moe_a2a_backend]
+            else:
+                env = [f"{A2A_ENV}={dep.moe_a2a_backend}"]
         if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
             args.append("--no-enable-prefix-caching")
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
         args += feature_flags(dep)
-        return shlex.join(args)
+        return shlex.join(env + args)
 
 
 ENGINE = VllmEngine()

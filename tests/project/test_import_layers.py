@@ -106,6 +106,7 @@ LAYER = {
     "kvplan.deploy.launchers": "deploy",
     "kvplan.deploy.manifests": "deploy",
     "kvplan.deploy.emit": "deploy",
+    "kvplan.deploy.env_flags": "deploy",
     "kvplan.deploy.pd_check": "deploy",
     "kvplan.deploy.pd_pair": "deploy",
     # render: text tables, Markdown, HTML, SVG
