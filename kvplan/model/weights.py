@@ -986,15 +986,15 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
     PyTorch's caching allocator counts them after building the model (kvplan/model/allocator.py).
-    Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
+    Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it.
+    The stages are replayed last first: a middle stage's chunks begin the last stage's (the
+    LM head follows the same layers), so _replayed reads them from that replay."""
     tensor = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
-    out = []
-    for chunks, t in zip(_stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep),
-                         tensor, strict=True):
-        allocated, reserved = _replayed(tuple(chunks), dtype, m.rope_cache_positions,
-                                        m.rotary_dim)
-        out.append(WeightMemory(t, allocated, reserved))
-    return out
+    chunks = _stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
+    replayed = [_replayed(tuple(c), dtype, m.rope_cache_positions, m.rotary_dim)
+                for c in reversed(chunks)][::-1]
+    return [WeightMemory(t, allocated, reserved)
+            for t, (allocated, reserved) in zip(tensor, replayed, strict=True)]
 
 
 @per_model(512)
