@@ -98,6 +98,10 @@ class CachingAllocator:
         """Bytes held from the driver, torch.cuda.memory_reserved()."""
         return sum(s.size for s in self._segments if not s.released)
 
+    def free_blocks(self) -> tuple[int, int]:
+        """How many free blocks the small and the large pool hold."""
+        return len(self._free[True]), len(self._free[False])
+
     def malloc(self, nbytes: int) -> int:
         block = self.fill((nbytes,))
         assert block is not None

@@ -1040,10 +1040,48 @@ def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
     added up rather than replayed."""
     if not chunks:
         return 0, 0
-    key, n = (dtype, rope_positions, rotary_dim), len(chunks)
+    allocated, held = _counters(chunks, (dtype, rope_positions, rotary_dim))
+    return allocated[len(chunks) - 1], held[len(chunks) - 1]
+
+
+def _counters(chunks: _Chunks, key: tuple[str, int, int]) -> tuple[list[int], list[int]]:
+    """The allocator's allocated and held bytes after each of the (non-empty) `chunks`, from a
+    replay before whose chunks they begin (the lists then run on past them), else replayed
+    and remembered. A first chunk that leaves no free block in either pool (an embedding
+    whose segment it fills: a 2 MiB multiple, or a remainder of 1 MiB or less, not split) is
+    a state that serves every later request as an empty allocator does: the chunks after it
+    are counted as a replay of their own (a first PP stage: the layers a middle or last stage
+    replayed before), offset by its counters."""
+    n = len(chunks)
     for k, seq, allocated, held in reversed(_REPLAYS):
         if k == key and len(seq) >= n and seq[n - 1] == chunks[-1] and seq[:n] == chunks:
-            return allocated[n - 1], held[n - 1]
+            return allocated, held
+    lead = _lone_chunk(chunks[0], key) if n > 1 else None
+    if lead is not None:
+        rest = _counters(chunks[1:], key)
+        allocated = [lead[0], *(lead[0] + x for x in rest[0][:n - 1])]
+        held = [lead[1], *(lead[1] + x for x in rest[1][:n - 1])]
+    else:
+        allocated, held = _replay_chunks(chunks, *key)
+    if len(_REPLAYS) >= _REPLAYS_KEPT:
+        del _REPLAYS[0]
+    _REPLAYS.append((key, chunks, allocated, held))
+    return allocated, held
+
+
+def _lone_chunk(chunk: tuple[int, ...], key: tuple[str, int, int]) -> tuple[int, int] | None:
+    """(allocated, held) bytes after allocating `chunk` alone, when that leaves no free block
+    (and it does not build the RoPE cache, whose temporaries are freed); else None."""
+    if ROPE_BUILD in chunk:
+        return None
+    a = CachingAllocator()
+    a.fill(chunk)
+    return None if any(a.free_blocks()) else (a.allocated_bytes, a.held_bytes)
+
+
+def _replay_chunks(chunks: _Chunks, dtype: str, rope_positions: int,
+                   rotary_dim: int) -> tuple[list[int], list[int]]:
+    """The allocator's allocated and held bytes after each chunk, replayed from empty."""
     allocated, held = [], []
     a = CachingAllocator()
     rope = next((i for i, c in enumerate(chunks) if ROPE_BUILD in c), len(chunks) - 1)
@@ -1054,10 +1092,7 @@ def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
     rest = malloc_chunks(a, chunks[rope + 1:])
     allocated += rest[0]
     held += rest[1]
-    if len(_REPLAYS) >= _REPLAYS_KEPT:
-        del _REPLAYS[0]
-    _REPLAYS.append((key, chunks, allocated, held))
-    return allocated[-1], held[-1]
+    return allocated, held
 
 
 _replayed.cache_clear = _REPLAYS.clear  # type: ignore[attr-defined]
