@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_model
 from ..units import DTYPE_BYTES, cdiv
-from .allocator import CachingAllocator, malloc_chunks
+from .allocator import CachingAllocator, PoolMemo, malloc_chunks
 from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -1027,6 +1027,9 @@ def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
 _Chunks = tuple[tuple[int, ...], ...]
 _REPLAYS: list[tuple[tuple[str, int, int], _Chunks, list[int], list[int]]] = []
 _REPLAYS_KEPT = 64
+# each pool's replays after the RoPE cache (allocator.PoolMemo): the small pool's requests
+# (norms, router gates) are the same at every TP size, so every layout reads them from one
+_POOL_REPLAYS: PoolMemo = {}
 
 
 def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
@@ -1089,13 +1092,19 @@ def _replay_chunks(chunks: _Chunks, dtype: str, rope_positions: int,
         replay_allocations(list(chunk), dtype, rope_positions, rotary_dim, allocator=a)
         allocated.append(a.allocated_bytes)
         held.append(a.held_bytes)
-    rest = malloc_chunks(a, chunks[rope + 1:])
+    rest = malloc_chunks(a, chunks[rope + 1:], _POOL_REPLAYS)
     allocated += rest[0]
     held += rest[1]
     return allocated, held
 
 
-_replayed.cache_clear = _REPLAYS.clear  # type: ignore[attr-defined]
+def _clear_replays() -> None:
+    """Forget every replay (a cold start: benchmarks/sweep_speed.py)."""
+    _REPLAYS.clear()
+    _POOL_REPLAYS.clear()
+
+
+_replayed.cache_clear = _clear_replays  # type: ignore[attr-defined]
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")
