@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, groupby, islice
+from itertools import chain, compress, count, groupby, islice, repeat
 from operator import add, ne
 
 MIN_BLOCK_BYTES = 512  # kMinBlockSize
@@ -97,6 +97,10 @@ class CachingAllocator:
     def reserved_bytes(self) -> int:
         """Bytes held from the driver, torch.cuda.memory_reserved()."""
         return sum(s.size for s in self._segments if not s.released)
+
+    def free_blocks(self) -> tuple[int, int]:
+        """How many free blocks the small and the large pool hold."""
+        return len(self._free[True]), len(self._free[False])
 
     def malloc(self, nbytes: int) -> int:
         block = self.fill((nbytes,))
@@ -241,12 +245,26 @@ def replay(sizes: list[int]) -> tuple[int, int]:
     return a.allocated_bytes, a.reserved_bytes
 
 
-def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
-                  ) -> tuple[list[int], list[int]]:
+# malloc_chunks' memo of the small pool's replays: (the pool's signature from 0 bytes before
+# the chunks, the runs of equal chunks (chunk, how many) before the last run, that run's chunk)
+# → (how many of that chunk a replay went on to, allocated and held growth after each chunk of
+# that replay). A replay is filed under each of its runs, so chunks that begin it find it in
+# one look-up. A pure function of its key: two pool states with one signature serve the same
+# requests with the same counter changes (CachingAllocator.signature), and nothing is freed
+# meanwhile.
+PoolMemo = dict[tuple, tuple[int, tuple[list[int], list[int]]]]
+POOL_MEMO_KEPT = 256
+
+
+def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]],
+                  memo: PoolMemo | None = None) -> tuple[list[int], list[int]]:
     """Allocate each chunk's sizes in order on `a`, nothing freed meanwhile; allocated_bytes and
     held_bytes after each chunk. The two pools never share a block, so each serves its own
     requests alone (_pool_chunks), and a pool whose chunks repeat (a model's identical layers)
-    is not replayed in full. `a` is left in a state equivalent to the true one, not equal."""
+    is not replayed in full. `a` is left in a state equivalent to the true one, not equal.
+    `memo`: the small pool, when its state and chunks begin a replay the memo holds, is read
+    from it (a model's norms and router gates are its requests at every TP size and in every
+    PP stage), and then left as it was in `a`."""
     ids = list(map(id, chunks))
     smalls: dict[int, tuple[int, ...]] = {}
     larges: dict[int, tuple[int, ...]] = {}
@@ -259,26 +277,53 @@ def malloc_chunks(a: CachingAllocator, chunks: Sequence[tuple[int, ...]]
     same: list[int] = []
     for _, run in groupby(ids):
         same.extend(range(len(list(run)), 0, -1))
-    # the small pool's counters from zero (allocated and held bytes themselves), the large
-    # pool's growth over them; summed element-wise in C (a 126-layer stage has as many chunks)
-    small = _pool_chunks(a, list(map(smalls.__getitem__, ids)), True, same,
-                         {id(c): c for c in smalls.values()}, absolute=True)
+    # the counters before, then each pool's growth over them; summed element-wise in C (a
+    # 126-layer stage has as many chunks)
+    before = (repeat(a.allocated_bytes), repeat(a.held_bytes))
+    small = _small_pool(a, list(map(smalls.__getitem__, ids)), same,
+                        {id(c): c for c in smalls.values()}, memo)
     large = _pool_chunks(a, list(map(larges.__getitem__, ids)), False, same,
                          {id(c): c for c in larges.values()})
-    return list(map(add, small[0], large[0])), list(map(add, small[1], large[1]))
+    return (list(map(add, map(add, small[0], large[0]), before[0])),
+            list(map(add, map(add, small[1], large[1]), before[1])))
+
+
+def _small_pool(a: CachingAllocator, chunks: list[tuple[int, ...]], same: list[int],
+                distinct: dict[int, tuple[int, ...]],
+                memo: PoolMemo | None) -> tuple[list[int], list[int]]:
+    """_pool_chunks of the small pool, read from `memo` when a replay there began in this
+    pool's state (its signature from 0 bytes: every free block) and its chunks begin with
+    these; else replayed and filed there. Without a memo, or above SIGNATURE_BLOCKS free
+    blocks, replayed."""
+    sig = a.signature(True, 0) if memo is not None and chunks else None
+    if memo is None or sig is None:
+        return _pool_chunks(a, chunks, True, same, distinct)
+    runs = [(c, len(list(g))) for c, g in groupby(chunks)]
+    n = len(chunks)
+    hit = memo.get((sig, tuple(runs[:-1]), runs[-1][0]))
+    if hit is not None and hit[0] >= runs[-1][1]:
+        return hit[1][0][:n], hit[1][1][:n]
+    grown = _pool_chunks(a, chunks, True, same, distinct)
+    if len(memo) >= POOL_MEMO_KEPT:
+        memo.clear()
+    for k, (chunk, times) in enumerate(runs):
+        key = (sig, tuple(runs[:k]), chunk)
+        if memo.get(key, (0,))[0] <= times:
+            memo[key] = (times, grown)
+    return grown
 
 
 def _pool_chunks(a: CachingAllocator, chunks: list[tuple[int, ...]], small: bool,
-                 same: list[int], distinct: dict[int, tuple[int, ...]], *,
-                 absolute: bool = False) -> tuple[list[int], list[int]]:
+                 same: list[int], distinct: dict[int, tuple[int, ...]]
+                 ) -> tuple[list[int], list[int]]:
     """malloc_chunks for one pool's requests: how much allocated and held bytes grew after each
-    chunk (`absolute`: the allocator's counters themselves). Two shortcuts, both exact: a run of
-    one chunk carved off the pool's only usable free block (CachingAllocator.carve: the norms
-    of dense layers); and once the pool's signature after a chunk equals the one after an
-    earlier chunk and the chunks since go on repeating, every further period changes the
-    counters as that one did, so it is added, not replayed. `same[i]`: how many chunks from
-    the i-th on are that very chunk (read for non-empty chunks); `distinct`: the chunks by id."""
-    alloc0, held0 = (0, 0) if absolute else (a.allocated_bytes, a.held_bytes)
+    chunk. Two shortcuts, both exact: a run of one chunk carved off the pool's only usable free
+    block (CachingAllocator.carve: the norms of dense layers); and once the pool's signature
+    after a chunk equals the one after an earlier chunk and the chunks since go on repeating,
+    every further period changes the counters as that one did, so it is added, not replayed.
+    `same[i]`: how many chunks from the i-th on are that very chunk (read for non-empty
+    chunks); `distinct`: the chunks by id."""
+    alloc0, held0 = a.allocated_bytes, a.held_bytes
     if not any(distinct.values()):
         return ([a.allocated_bytes - alloc0] * len(chunks),
                 [a.held_bytes - held0] * len(chunks))

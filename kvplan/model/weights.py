@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_model
 from ..units import DTYPE_BYTES, cdiv
-from .allocator import CachingAllocator, malloc_chunks
+from .allocator import CachingAllocator, PoolMemo, malloc_chunks
 from .tensor_names import (
     FLOAT_DTYPES,
     SAFETENSORS_DTYPE_BYTES,
@@ -986,15 +986,15 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
     PyTorch's caching allocator counts them after building the model (kvplan/model/allocator.py).
-    Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it."""
+    Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it.
+    The stages are replayed last first: a middle stage's chunks begin the last stage's (the
+    LM head follows the same layers), so _replayed reads them from that replay."""
     tensor = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
-    out = []
-    for chunks, t in zip(_stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep),
-                         tensor, strict=True):
-        allocated, reserved = _replayed(tuple(chunks), dtype, m.rope_cache_positions,
-                                        m.rotary_dim)
-        out.append(WeightMemory(t, allocated, reserved))
-    return out
+    chunks = _stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
+    replayed = [_replayed(tuple(c), dtype, m.rope_cache_positions, m.rotary_dim)
+                for c in reversed(chunks)][::-1]
+    return [WeightMemory(t, allocated, reserved)
+            for t, (allocated, reserved) in zip(tensor, replayed, strict=True)]
 
 
 @per_model(512)
@@ -1027,6 +1027,9 @@ def heaviest_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
 _Chunks = tuple[tuple[int, ...], ...]
 _REPLAYS: list[tuple[tuple[str, int, int], _Chunks, list[int], list[int]]] = []
 _REPLAYS_KEPT = 64
+# each pool's replays after the RoPE cache (allocator.PoolMemo): the small pool's requests
+# (norms, router gates) are the same at every TP size, so every layout reads them from one
+_POOL_REPLAYS: PoolMemo = {}
 
 
 def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
@@ -1040,10 +1043,48 @@ def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
     added up rather than replayed."""
     if not chunks:
         return 0, 0
-    key, n = (dtype, rope_positions, rotary_dim), len(chunks)
+    allocated, held = _counters(chunks, (dtype, rope_positions, rotary_dim))
+    return allocated[len(chunks) - 1], held[len(chunks) - 1]
+
+
+def _counters(chunks: _Chunks, key: tuple[str, int, int]) -> tuple[list[int], list[int]]:
+    """The allocator's allocated and held bytes after each of the (non-empty) `chunks`, from a
+    replay before whose chunks they begin (the lists then run on past them), else replayed
+    and remembered. A first chunk that leaves no free block in either pool (an embedding
+    whose segment it fills: a 2 MiB multiple, or a remainder of 1 MiB or less, not split) is
+    a state that serves every later request as an empty allocator does: the chunks after it
+    are counted as a replay of their own (a first PP stage: the layers a middle or last stage
+    replayed before), offset by its counters."""
+    n = len(chunks)
     for k, seq, allocated, held in reversed(_REPLAYS):
         if k == key and len(seq) >= n and seq[n - 1] == chunks[-1] and seq[:n] == chunks:
-            return allocated[n - 1], held[n - 1]
+            return allocated, held
+    lead = _lone_chunk(chunks[0], key) if n > 1 else None
+    if lead is not None:
+        rest = _counters(chunks[1:], key)
+        allocated = [lead[0], *(lead[0] + x for x in rest[0][:n - 1])]
+        held = [lead[1], *(lead[1] + x for x in rest[1][:n - 1])]
+    else:
+        allocated, held = _replay_chunks(chunks, *key)
+    if len(_REPLAYS) >= _REPLAYS_KEPT:
+        del _REPLAYS[0]
+    _REPLAYS.append((key, chunks, allocated, held))
+    return allocated, held
+
+
+def _lone_chunk(chunk: tuple[int, ...], key: tuple[str, int, int]) -> tuple[int, int] | None:
+    """(allocated, held) bytes after allocating `chunk` alone, when that leaves no free block
+    (and it does not build the RoPE cache, whose temporaries are freed); else None."""
+    if ROPE_BUILD in chunk:
+        return None
+    a = CachingAllocator()
+    a.fill(chunk)
+    return None if any(a.free_blocks()) else (a.allocated_bytes, a.held_bytes)
+
+
+def _replay_chunks(chunks: _Chunks, dtype: str, rope_positions: int,
+                   rotary_dim: int) -> tuple[list[int], list[int]]:
+    """The allocator's allocated and held bytes after each chunk, replayed from empty."""
     allocated, held = [], []
     a = CachingAllocator()
     rope = next((i for i, c in enumerate(chunks) if ROPE_BUILD in c), len(chunks) - 1)
@@ -1051,16 +1092,19 @@ def _replayed(chunks: _Chunks, dtype: str, rope_positions: int,
         replay_allocations(list(chunk), dtype, rope_positions, rotary_dim, allocator=a)
         allocated.append(a.allocated_bytes)
         held.append(a.held_bytes)
-    rest = malloc_chunks(a, chunks[rope + 1:])
+    rest = malloc_chunks(a, chunks[rope + 1:], _POOL_REPLAYS)
     allocated += rest[0]
     held += rest[1]
-    if len(_REPLAYS) >= _REPLAYS_KEPT:
-        del _REPLAYS[0]
-    _REPLAYS.append((key, chunks, allocated, held))
-    return allocated[-1], held[-1]
+    return allocated, held
 
 
-_replayed.cache_clear = _REPLAYS.clear  # type: ignore[attr-defined]
+def _clear_replays() -> None:
+    """Forget every replay (a cold start: benchmarks/sweep_speed.py)."""
+    _REPLAYS.clear()
+    _POOL_REPLAYS.clear()
+
+
+_replayed.cache_clear = _clear_replays  # type: ignore[attr-defined]
 
 
 _VOCAB_LEAVES = ("embed_tokens", "lm_head", "wte", "embed_out", "output_layer", "word_embeddings")

@@ -171,6 +171,35 @@ def test_malloc_chunks_counts_what_plain_mallocs_count():
         assert malloc_chunks(fast, chunks) == (allocated, held)
 
 
+def test_malloc_chunks_read_from_its_memo_count_what_plain_mallocs_count():
+    """A small pool whose state and chunks begin a replay in the memo is read from it: one memo
+    shared by replays of every length (each a prefix of a longer list, or the longer after its
+    prefix) from three start states, with norm- and router-gate-sized (1 MiB) requests, gives the
+    counters of allocating every size one by one."""
+    rng = random.Random(2026)
+    memo: dict = {}
+    layer = (8192, 512, 1 << 20, 8192, 64 << 20, 3 << 20)
+    for _ in range(40):
+        big = rng.choice([25 << 20, 100_000_003, 7 << 20])
+        chunks = [layer] * rng.randint(1, 50) + [(8192, big)] * rng.randint(0, 2)
+        fast, plain = CachingAllocator(), CachingAllocator()
+        # a free large or small segment, or a small one a live block holds
+        start, freed = rng.choice([(32 << 20, True), (500_000, True), (500_000, False)])
+        for a in (fast, plain):
+            handle = a.malloc(start)
+            if freed:
+                a.free(handle)
+        allocated, held = [], []
+        for chunk in chunks:
+            for n in chunk:
+                plain.malloc(n)
+            allocated.append(plain.allocated_bytes)
+            held.append(plain.held_bytes)
+        assert malloc_chunks(fast, chunks, memo) == (allocated, held)
+    replays = {id(grown) for _, grown in memo.values()}
+    assert len(replays) < 40  # some were read from it (12 of the 40 with this seed)
+
+
 def test_fill_counts_as_malloc_does():
     """fill (a replay's allocations, no handles) moves both counters as one malloc per size:
     2 × 256 B round to 512 B each in one 2 MiB small segment; 3 MiB opens a 20 MiB segment."""

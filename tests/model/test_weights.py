@@ -285,7 +285,31 @@ def test_chunks_read_from_a_longer_replay_equal_replaying_them_alone():
         allocated = alone.allocated_bytes
         alone.empty_cache()
         assert weights._replayed(tuple(chunks[:n]), *args) == (allocated, alone.reserved_bytes)
-    assert len(weights._REPLAYS) == 1
+    # the replay, and the layers after the embedding (519.75 MiB at TP 2: its 520 MiB segment's
+    # 0.25 MiB remainder is not split off, so it leaves no free block): no third
+    assert len(weights._REPLAYS) == 2
+
+
+def test_chunks_after_one_that_leaves_no_free_block_are_counted_as_their_own_replay():
+    """A first chunk that fills its segments (no free block left) leaves a state that serves
+    later requests as an empty allocator does: the chunks after it, replayed on their own,
+    offset by its counters, give what replaying everything does. One that leaves a free block
+    (a 3 MiB tensor in a 20 MiB segment, CUDACachingAllocator kLargeBuffer) is not split off."""
+    from kvplan.model import weights
+    from kvplan.model.allocator import CachingAllocator
+    mib = 1 << 20
+    args = ("bfloat16", 0, 0)  # no RoPE cache
+    whole = (12 * mib,)  # 10 MiB or more, a 2 MiB multiple: its segment exactly
+    layers = ((64 * mib, 8192), (64 * mib, 8192), (64 * mib, 8192))
+    assert weights._lone_chunk(whole, args) == (12 * mib, 12 * mib)
+    assert weights._lone_chunk((3 * mib,), args) is None
+    weights._replayed.cache_clear()
+    assert weights._replayed(layers[:2], *args)  # the layers first, as a last PP stage
+    for first in (whole, (3 * mib,)):
+        alone = CachingAllocator()
+        alone.fill([n for c in (first, *layers[:2]) for n in c])
+        assert weights._replayed((first, *layers[:2]), *args) == (alone.allocated_bytes,
+                                                                   alone.held_bytes)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
