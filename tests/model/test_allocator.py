@@ -162,13 +162,18 @@ def test_malloc_chunks_counts_what_plain_mallocs_count():
         for a in (fast, plain):  # segments without a live block, as the RoPE cache leaves
             handles = [a.malloc(n) for n in start]
             a.free(handles[freed])
-        allocated, held = [], []
-        for chunk in chunks:
-            for n in chunk:
-                plain.malloc(n)
-            allocated.append(plain.allocated_bytes)
-            held.append(plain.held_bytes)
-        assert malloc_chunks(fast, chunks) == (allocated, held)
+        assert malloc_chunks(fast, chunks) == _one_by_one(plain, chunks)
+
+
+def _one_by_one(plain: CachingAllocator, chunks: list) -> tuple[list[int], list[int]]:
+    """The allocated and held bytes after each chunk, allocating every size one by one."""
+    allocated, held = [], []
+    for chunk in chunks:
+        for n in chunk:
+            plain.malloc(n)
+        allocated.append(plain.allocated_bytes)
+        held.append(plain.held_bytes)
+    return allocated, held
 
 
 def test_malloc_chunks_read_from_its_memo_count_what_plain_mallocs_count():
@@ -189,13 +194,7 @@ def test_malloc_chunks_read_from_its_memo_count_what_plain_mallocs_count():
             handle = a.malloc(start)
             if freed:
                 a.free(handle)
-        allocated, held = [], []
-        for chunk in chunks:
-            for n in chunk:
-                plain.malloc(n)
-            allocated.append(plain.allocated_bytes)
-            held.append(plain.held_bytes)
-        assert malloc_chunks(fast, chunks, memo) == (allocated, held)
+        assert malloc_chunks(fast, chunks, memo) == _one_by_one(plain, chunks)
     replays = {id(grown) for _, grown in memo.values()}
     assert len(replays) < 40  # some were read from it (12 of the 40 with this seed)
 
@@ -234,10 +233,4 @@ def test_malloc_chunks_adds_up_periods_of_several_chunks():
         chunks = kinds * rng.randint(1, 40) + kinds[:rng.randint(0, len(kinds) - 1)]
         chunks += [(rng.choice(sizes),)] + kinds * rng.randint(0, 10)
         fast, plain = CachingAllocator(), CachingAllocator()
-        allocated, held = [], []
-        for chunk in chunks:
-            for n in chunk:
-                plain.malloc(n)
-            allocated.append(plain.allocated_bytes)
-            held.append(plain.held_bytes)
-        assert malloc_chunks(fast, chunks) == (allocated, held)
+        assert malloc_chunks(fast, chunks) == _one_by_one(plain, chunks)
