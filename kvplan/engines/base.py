@@ -74,6 +74,14 @@ def worst_stage(stages: Sequence[StageBreakdown]) -> StageBreakdown:
     return min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
 
 
+
+# How an engine meets a MoE layer under DP attention (perf/expert.py, Engine.moe_token_split,
+# dense_mlp_mode, dp_gather_all_reduce): "" is the plain form in each
+TokenSplit = Literal["", "scatter", "chunk", "gathered"]
+DenseMlpMode = Literal["", "full", "local"]
+GatherAllReduce = Literal["", "prefill", "always"]
+
+
 @dataclass(frozen=True)
 class MemoryResult:
     """An engine's start-up accounting for one deployment: the plan's `memory` and `kv_cache`
@@ -448,7 +456,7 @@ class Engine(ABC):
         ep = tp * (dp if shared else 1) if dep.enable_expert_parallel else 1
         return shared, ep, shared and dep.enable_expert_parallel
 
-    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> str:
+    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> TokenSplit:
         """What the T GPUs of an attention group (which hold the same tokens after its
         attention all-reduce) do before the MoE layers' dispatch, all-to-all or all-gather
         (perf/expert.py): "" each dispatches its own copy; "scatter" a reduce-scatter in place
@@ -460,7 +468,7 @@ class Engine(ABC):
         engine whose layout was not read."""
         return ""
 
-    def dense_mlp_mode(self, dep: Deployment) -> str:
+    def dense_mlp_mode(self, dep: Deployment) -> DenseMlpMode:
         """Under DP attention, how the dense (non-MoE) layers' MLP runs (perf/expert.py): ""
         over the T GPUs of an attention group on its tokens, all-reduced as without DP
         attention; "full" over all G = T × D GPUs on every DP rank's tokens, gathered and
@@ -469,7 +477,7 @@ class Engine(ABC):
         not read."""
         return ""
 
-    def dp_gather_all_reduce(self, dep: Deployment) -> str:
+    def dp_gather_all_reduce(self, dep: Deployment) -> GatherAllReduce:
         """Which steps gather the DP ranks' tokens (for the layers that run on gathered tokens)
         by an all-reduce of the whole token buffer over the G GPUs, and reduce the layer's
         output by another, instead of an all-gather and a reduce-scatter (perf/expert.py):

@@ -48,9 +48,12 @@ from . import sglang_parallel as SP
 from .base import (
     Calibration,
     Coefficients,
+    DenseMlpMode,
     DeploySyntax,
     Engine,
+    GatherAllReduce,
     MemoryResult,
+    TokenSplit,
     batched_tokens_flag_value,
     engine_options,
     knob_flags,
@@ -1140,7 +1143,7 @@ class SglangEngine(Engine):
         ep = SP.group_size(dep) if dep.enable_expert_parallel else 1
         return shared, ep, dep.moe_a2a_backend == "deepep" and SP.group_size(dep) > 1
 
-    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> str:
+    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> TokenSplit:
         """With an a2a backend the MoE layers run on SCATTERED tokens: the attention output is
         reduce-scattered over the attention TP group and all-gathered before the next
         attention (python/sglang/srt/layers/communicator.py LayerScatterModes._compute_mlp_mode
@@ -1154,7 +1157,7 @@ class SglangEngine(Engine):
             return "scatter"
         return "gathered" if SP.dp_attention(dep) else ""
 
-    def dense_mlp_mode(self, dep: Deployment) -> str:
+    def dense_mlp_mode(self, dep: Deployment) -> DenseMlpMode:
         """Under DP attention a dense layer's MLP runs in ScatterMode.FULL ("full"), with or
         without an a2a backend, unless --moe-dense-tp-size 1 (SCATTERED: "local"):
         LayerScatterModes._compute_mlp_mode, python/sglang/srt/layers/communicator.py 0.4.9,
@@ -1172,7 +1175,7 @@ class SglangEngine(Engine):
         # a Deployment built by hand carries the base EngineOptions: the default
         return "local" if getattr(dep.options, "moe_dense_tp_size", None) == 1 else "full"
 
-    def dp_gather_all_reduce(self, dep: Deployment) -> str:
+    def dp_gather_all_reduce(self, dep: Deployment) -> GatherAllReduce:
         """DpPaddingMode (python/sglang/srt/layers/dp_attention.py): SUM_LEN gathers by
         _dp_gather_via_all_reduce (the buffer zeroed but for the rank's rows, all-reduced over
         the G GPUs) and the layer's output is all-reduced (use_reduce_scatter only with

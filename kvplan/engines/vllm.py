@@ -71,6 +71,7 @@ from .base import (
     Engine,
     EnvFlag,
     MemoryResult,
+    TokenSplit,
     batched_tokens_flag_value,
     engine_options,
     knob_flags,
@@ -970,7 +971,7 @@ SEQUENCE_PARALLEL_MOE: dict[str, tuple[tuple[int, int, int], tuple[int, int, int
 }
 
 
-def moe_token_split(dep: Deployment, m: ModelSpec | None = None) -> str:
+def moe_token_split(dep: Deployment, m: ModelSpec | None = None) -> TokenSplit:
     """vLLM's sequence-parallel MoE (ParallelConfig.use_sequence_parallel_moe: an
     all2all backend among allgather_reducescatter, naive, deepep_high_throughput,
     deepep_low_latency, with EP, TP > 1 and DP > 1; vllm/config/parallel.py 0.11.0 - 0.33.0;
@@ -1081,7 +1082,7 @@ class VllmEngine(Engine):
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         return moe_layout(dep)
 
-    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> str:
+    def moe_token_split(self, dep: Deployment, m: ModelSpec | None = None) -> TokenSplit:
         return moe_token_split(dep, m)
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),

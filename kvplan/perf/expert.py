@@ -127,6 +127,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..engines.base import DenseMlpMode, GatherAllReduce, TokenSplit
 from ..model import expert as model_expert
 from ..specs import ModelSpec, QuantSpec
 from . import moe_gemm as _moe_gemm
@@ -136,8 +137,8 @@ from . import step
 def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec | None,
           dp: int, ep: int, moe_dp: bool, all_to_all: bool,
           node_dedup: bool = False, decode_low_latency: bool = False,
-          token_split: str = "", dense_mode: str = "",
-          gather_all_reduce: str = "") -> step.PerfContext:
+          token_split: TokenSplit = "", dense_mode: DenseMlpMode = "",
+          gather_all_reduce: GatherAllReduce = "") -> step.PerfContext:
     """`ctx` (one attention group of T = ctx.tp GPUs) with its MoE layers shared by `dp` DP
     ranks when `moe_dp`, experts split over `ep` ranks (1: a TP slice over the group);
     `node_dedup`: the all-to-all is DeepEP's, one copy per remote node; `decode_low_latency`:
@@ -239,7 +240,7 @@ def _moe_layers_on_stage(m: ModelSpec, pp: int) -> int:
     return max(sum(1 for i in r if i in moe) for r in pp_layer_ranges(m.num_layers, pp))
 
 
-def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: str = "",
+def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: DenseMlpMode = "",
            all_reduce: bool = False) -> float:
     """Communication of one step of `tokens` own tokens on a GPU whose MoE layers span
     ctx.moe_group GPUs shared by ctx.moe_dp DP ranks (module docstring); `dense_mode`: how
@@ -275,7 +276,7 @@ def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: str = "",
     return out
 
 
-def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_mode: str,
+def _group_and_dense_s(ctx: step.PerfContext, tokens: float, dense_mode: DenseMlpMode,
                        all_reduce: bool) -> float:
     """The attention group's all-reduces (one per layer, one more per dense layer's MLP when
     it runs over T), the all-gather after a split MoE layer, and the dense layers' gather and
