@@ -74,7 +74,6 @@ def worst_stage(stages: Sequence[StageBreakdown]) -> StageBreakdown:
     return min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
 
 
-
 # How an engine meets a MoE layer under DP attention (perf/expert.py, Engine.moe_token_split,
 # dense_mlp_mode, dp_gather_all_reduce): "" is the plain form in each
 TokenSplit = Literal["", "scatter", "chunk", "gathered"]
