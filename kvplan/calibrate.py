@@ -329,7 +329,9 @@ def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
         return None, "no concurrency, request rate or latency to tell its load"
     if m.concurrency is None and m.request_rate is None:
         return None, ("all requests sent at once (request rate inf, no max concurrency): a "
-                      "burst, not the steady state kvplan's latency model describes")
+                      "burst, not the steady state kvplan's latency model describes; to "
+                      "calibrate on this load, re-run with --max-concurrency N (a closed "
+                      "loop) or --request-rate R")
     if conc > MAX_IN_FLIGHT:
         return None, f"{conc:,} requests in flight per engine: over {MAX_IN_FLIGHT:,}"
     if not inp or not out or max(inp, out) > MAX_LENGTH:

@@ -418,7 +418,7 @@ class _ArgParser:
                                        hint=f"write {flag} VALUE or {flag}=VALUE")
             value = self._take()
         raw = self.templates.check(value, flag, self.file, self.line)
-        converted = _convert(raw, kind, flag, self.file, self.line)
+        converted = convert_value(raw, kind, flag, self.file, self.line)
         why = knob_error(knob, converted)  # nan, inf, a 400-digit length: bounded like the CLI's
         if why:
             raise DeployParseError(self.file, self.line, f"{flag} {why}")
@@ -477,7 +477,10 @@ def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str
     return i
 
 
-def _convert(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
+def convert_value(raw: str, kind: str, flag: str, file: str, line: int) -> Any:
+    """A flag's (or environment variable's) text as its knob's type: "int", "hint" (an integer
+    such as 32k) or "float" converted, any other kind kept as text; a DeployParseError names
+    `flag` at file:line when it is not one."""
     try:
         if kind == "int":
             if len(raw) > 32:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..engines import registry
 from ..specs import Problem
-from .commands import DeployParseError, Found, _convert
+from .commands import DeployParseError, Found, convert_value
 
 
 def apply(f: Found, version: str | None) -> tuple[list[Problem], list[Problem]]:
@@ -56,7 +56,7 @@ def apply(f: Found, version: str | None) -> tuple[list[Problem], list[Problem]]:
                 f"wins ({rule.source})"))
             continue
         try:
-            f.knobs[knob] = _convert(value, kind, var, f.file, f.line)
+            f.knobs[knob] = convert_value(value, kind, var, f.file, f.line)
         except DeployParseError as e:
             refusals.append(Problem(code="unreadable", severity="error", message=e.detail))
             continue
