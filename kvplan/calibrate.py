@@ -304,8 +304,7 @@ def simulated_ttft_ms(row: fit.Row, loop: OpenLoop, c: Coefficients) -> float | 
     (fixed lengths: the run's means) with coefficients `c`; None when no request completes."""
     ctx = dataclasses.replace(row.context, coefficients=c)
     n = loop.requests
-    arrivals = (tuple(i / loop.rate for i in range(n)) if math.isinf(loop.burstiness)
-                else sim.gamma_arrivals(n, loop.rate, loop.burstiness))
+    arrivals = sim.gamma_arrivals(n, loop.rate, loop.burstiness)
     reqs = sim.Requests((row.input_tokens,) * n, (row.output_tokens,) * n, arrivals)
     res = sim.simulate(ctx, reqs, sim.Harness("open", request_rate=loop.rate,
                                               burstiness=loop.burstiness),

@@ -161,9 +161,12 @@ def gamma_arrivals(n: int, rate: float, burstiness: float = 1.0,
                    seed: int = 0) -> tuple[float, ...]:
     """Send times of n requests as `vllm bench serve --request-rate R --burstiness B` draws
     them: the first at 0, then gaps from Gamma(shape=B, scale=1/(R·B)) (mean 1/R; B = 1 is a
-    Poisson process, B < 1 burstier, B > 1 more regular)."""
+    Poisson process, B < 1 burstier, B > 1 more regular; B = inf, the limit, evenly spaced:
+    GuideLLM's constant rate)."""
     if rate <= 0 or burstiness <= 0:
         raise ValueError("request rate and burstiness must be > 0")
+    if math.isinf(burstiness):
+        return tuple(i / rate for i in range(n))
     rng = random.Random(seed)
     theta = 1.0 / (rate * burstiness)
     t, out = 0.0, [0.0]

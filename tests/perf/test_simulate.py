@@ -244,6 +244,12 @@ def test_gamma_arrivals_follow_vllm_bench_serve() -> None:
         assert cv == pytest.approx(1 / math.sqrt(b), rel=0.05)
 
 
+def test_infinite_burstiness_is_an_evenly_spaced_rate() -> None:
+    """The limit of Gamma(B, 1/(R·B)) as B grows (coefficient of variation 1/√B → 0): every gap
+    1/R, as GuideLLM's constant-rate strategy sends. 4 req/s: 0, 0.25, 0.5, 0.75 s."""
+    assert sim.gamma_arrivals(4, 4.0, math.inf) == (0.0, 0.25, 0.5, 0.75)
+
+
 def test_uniform_lengths_match_the_random_dataset_bounds() -> None:
     """vllm/benchmarks/datasets.py RandomDataset: [floor(L(1 − r)), ceil(L(1 + r))]."""
     xs = sim.uniform_lengths(5000, 101, 0.5, seed=1)
