@@ -315,6 +315,9 @@ def knob_error(knob: str, value: object) -> str | None:
         lo is None or (value > lo if lo_open else value >= lo)) and (hi is None or value <= hi)
     if ok:
         return None
+    if lo is not None and lo == hi and not lo_open:  # one value allowed (or leave it unset)
+        return (f"{_short(value)} is out of range (the only value is {_exact(lo)}; or leave it "
+                "unset)")
     span = (f"{'(' if lo_open else '['}{_exact(lo)}, {_exact(hi)}]"
             if lo is not None and hi is not None else "")
     return f"{_short(value)} is out of range (use a value in {span})"

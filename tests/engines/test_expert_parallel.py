@@ -304,6 +304,7 @@ def test_moe_dense_tp_size_cli_range_and_engine(capsys):
     code, _, err = run(capsys, "plan", DSR1, "--gpu", "h200", "--engine", "sglang", "-tp", "1",
                        "-dp", "8", "--enable-dp-attention", "--moe-dense-tp-size", "2")
     assert code == 2 and "--moe-dense-tp-size" in err
+    assert "the only value is 1" in err  # server_args.py: 1 or unset
     code, _, err = run(capsys, "plan", DSR1, "--gpu", "h200", "--engine", "vllm", "-tp", "1",
                        "-dp", "8", "--moe-dense-tp-size", "1")
     assert code == 2 and "--moe-dense-tp-size" in err
