@@ -117,7 +117,8 @@ def keep_env(found: Found | None, env: dict[str, str] | None) -> None:
     found.env = {**{k: v for k, v in env.items() if k in wanted}, **found.env}
 
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}=")
+# a shell word that sets an environment variable for the command after it (NAME=VALUE)
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}=")
 
 
 def _assignments(tokens: list[str]) -> dict[str, str]:
@@ -125,7 +126,7 @@ def _assignments(tokens: list[str]) -> dict[str, str]:
     `env` or `exec`): the environment the shell gives that command."""
     out: dict[str, str] = {}
     for tok in tokens:
-        if _ASSIGNMENT.match(tok):
+        if ASSIGNMENT.match(tok):
             name, _, value = tok.partition("=")
             out[name] = value
     return out
@@ -635,7 +636,7 @@ def _exported(line_text: str) -> dict[str, str]:
     except ValueError:
         return {}
     if len(words) == 2 and line_text.lstrip().startswith("ENV") and "=" not in words[0]:
-        return {words[0]: words[1]} if _ASSIGNMENT.match(words[0] + "=") else {}
+        return {words[0]: words[1]} if ASSIGNMENT.match(words[0] + "=") else {}
     return _assignments(words)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from ..engines import registry
 from ..errors import InvalidInputError
 from ..specs import Plan
-from .commands import _entrypoint
+from .commands import ASSIGNMENT, _entrypoint
 from .manifests import RAY_GPUS, SKY_GPUS, dynamo_modules, stack_engine
 
 FORMATS = ("k8s", "helm-llmd", "helm-production-stack", "dynamo", "kserve", "ray", "skypilot",
@@ -67,7 +67,7 @@ def _flags(p: Plan) -> list[str]:
     that sets a variable before the server (vLLM before 0.11.1 takes its all2all backend only
     from VLLM_ALL2ALL_BACKEND) is refused: these formats carry flags only."""
     engine, before, argv = _words(p)
-    assigned = [w for w in before if re.match(r"[A-Za-z_]\w*=", w)]
+    assigned = [w for w in before if ASSIGNMENT.match(w)]
     if assigned:
         raise InvalidInputError(
             f"cannot emit: {p.engine.label} {p.engine.version} takes {assigned[0]} from its "
@@ -172,7 +172,7 @@ def _argv(p: Plan) -> list[str]:
     a script (it writes the engine's options file first, a heredoc) or sets an environment
     variable first (vLLM before 0.11.1: VLLM_ALL2ALL_BACKEND=… vllm serve …)."""
     words = shlex.split(p.command) if "\n" not in p.command else []
-    if not words or re.match(r"[A-Za-z_]\w*=", words[0]):  # a variable set before the server
+    if not words or ASSIGNMENT.match(words[0]):  # a variable set before the server
         return ["/bin/sh", "-c", p.command]
     return words
 
