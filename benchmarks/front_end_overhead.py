@@ -4,11 +4,14 @@ request_overhead_ms (issue #24, research note); writes docs/front-end-overhead.m
     python benchmarks/front_end_overhead.py          # print the tables, rewrite the doc
     python benchmarks/front_end_overhead.py --check  # fail if the doc differs from a fresh run
 
-kvplan adds one request_overhead_ms (fitted on benchmarks/data/perf_calibration.csv, all rows
-front_end=server) to every served TTFT. The calibration rows come from two collection
-pipelines, told apart by the provenance their notes carry (`pipeline`): 223 rows from
-aiconfigurator's gap-analysis data directory (a Dynamo deployment by the evidence in the doc)
-and 105 Llama-3.1-70B rows from a source file whose sibling rows name plain engine images.
+kvplan adds the engine server's own request_overhead_ms (set from one independent plain-server
+run, benchmarks/perf_fit.py KVCACHED) to every served TTFT, and fits dynamo_front_end_ms on top
+for the calibration rows, which this note shows were collected through Dynamo's front end.
+aiconfigurator's silicon sample holds rows from two collection pipelines, told apart by the
+provenance their notes carry (`pipeline`): 223 rows from aiconfigurator's gap-analysis data
+directory (a Dynamo deployment: benchmarks/data/perf_calibration.csv, fitted) and 105
+Llama-3.1-70B rows of SemiAnalysis InferenceMAX (benchmarks/data/perf_inferencemax.csv, never
+fitted since 2026-12-02: the issue's out-of-sample source).
 This script measures, with the shipped coefficients and nothing refitted into kvplan:
 
 * the TTFT each pipeline's short-prompt, low-concurrency rows measured beyond kvplan's
@@ -41,8 +44,6 @@ import perf_latency  # noqa: E402  (the public rows and their LOAO contexts)
 from kvplan.engines.base import Coefficients  # noqa: E402
 from kvplan.engines.registry import fitted_coefficients  # noqa: E402
 from kvplan.perf import fit as fit_  # noqa: E402
-from kvplan.perf import step as perf  # noqa: E402
-from kvplan.sources.catalog import resolve_gpu, resolve_model  # noqa: E402
 
 DOC = ROOT / "docs" / "front-end-overhead.md"
 DYNAMO, ENGINE = "dynamo-pipeline", "engine-server"
@@ -55,13 +56,8 @@ SWEEP_MS = (0.0, 5.0, 10.0, 20.0)
 # (random-range-ratio 0.8, .github/workflows/full-sweep-tmpl.yml at SemiAnalysisAI/InferenceX
 # c198b20e; sample_random_requests in kimbochen/bench_serving benchmark_serving.py): mean 0.9·L.
 SENT_SHARE = 0.9
-# An independent plain-server figure: Qwen/Qwen3-0.6B on one H100, `vllm serve` (vLLM 0.19.0),
-# `vllm bench serve` random 512 in / 128 out, Poisson 16 requests/s, 500 prompts: mean TTFT
-# 39.14 ms, median 36.03 ms, mean TPOT 2.39 ms (ovg-project/kvcached,
-# benchmarks/bench_layout/sweep_results/F_vanilla_r16.seed42.json at 751b1813; H100_results.md
-# at c41e22af: the server is not saturated at that rate).
-KVCACHED = {"model": "Qwen/Qwen3-0.6B", "gpu": "h100-sxm-80gb", "version": "0.19.0",
-            "isl": 512, "osl": 128, "ttft_ms": 39.14}
+# An independent plain-server figure (benchmarks/perf_fit.py, where the fit uses it)
+KVCACHED = perf_fit.KVCACHED
 
 
 def pipeline(notes: str, engine_version: str) -> str:
@@ -84,19 +80,25 @@ def _shipped() -> dict[str, Coefficients]:
     return {"vllm": co["vllm"], "sglang": co["sglang"]}
 
 
+def _one_constant(c: Coefficients, overhead_ms: float) -> Coefficients:
+    """`c` with one per-request constant for every front end (no Dynamo extra)."""
+    return dataclasses.replace(c, request_overhead_ms=overhead_ms, dynamo_front_end_ms=0.0)
+
+
 def calibration() -> list[tuple[dict[str, Any], fit_.Row]]:
-    """The calibration rows (raw, fit row keyed by pipeline)."""
-    raw = perf_fit.load_raw()
-    rows = perf_fit.load_rows()
-    return [(r, dataclasses.replace(row, key=pipeline(r["notes"], r["engine_version"])))
-            for r, row in zip(raw, rows, strict=True)]
+    """The calibration rows, fitted and held out (raw, fit row keyed by pipeline)."""
+    out = []
+    for path in (perf_fit.DATA, perf_fit.HELD_OUT):
+        raw, rows = perf_fit.load_raw(path), perf_fit.load_rows(path)
+        out += [(r, dataclasses.replace(row, key=pipeline(r["notes"], r["engine_version"])))
+                for r, row in zip(raw, rows, strict=True)]
+    return out
 
 
 def implied(data: Sequence[tuple[dict[str, Any], fit_.Row]]) -> list[dict[str, Any]]:
     """Per pipeline: its rows, concurrency range and engines, and over its short-prompt,
     low-concurrency rows the median of measured TTFT − kvplan's TTFT without the overhead."""
-    bare = {p: dataclasses.replace(_shipped()["vllm"], request_overhead_ms=0.0)
-            for p in PIPELINES}
+    bare = {p: _one_constant(_shipped()["vllm"], 0.0) for p in PIPELINES}
     out = []
     for p in PIPELINES:
         rows = [(r, row) for r, row in data if row.key == p]
@@ -114,15 +116,9 @@ def implied(data: Sequence[tuple[dict[str, Any], fit_.Row]]) -> list[dict[str, A
 
 
 def sourced_plain_ms() -> float:
-    """The plain vLLM server's per-request cost the KVCACHED run implies: its mean TTFT less
-    kvplan's TTFT without request_overhead_ms for one request of the same length. An upper
-    estimate: at 16 requests/s a few requests are in flight (one decode step, 2.4 ms, of
-    possible wait)."""
-    m, g = resolve_model(KVCACHED["model"]), resolve_gpu(KVCACHED["gpu"])
-    ctx = perf.context_for(m, g, "vllm", KVCACHED["version"], tp=1)
-    bare = perf.evaluate(dataclasses.replace(ctx, front_end=False), concurrency=1,
-                         input_tokens=KVCACHED["isl"], output_tokens=KVCACHED["osl"])
-    return KVCACHED["ttft_ms"] - bare.ttft_ms
+    """The plain vLLM server's per-request cost the KVCACHED run implies with the shipped
+    step coefficients (what benchmarks/perf_fit.py sets request_overhead_ms to)."""
+    return perf_fit.plain_request_overhead_ms(_shipped()["vllm"])
 
 
 def as_sent(data: Sequence[tuple[dict[str, Any], fit_.Row]]
@@ -139,10 +135,11 @@ def refit(data: Sequence[tuple[dict[str, Any], fit_.Row]]) -> dict[str, Any]:
     burst_share shared, every other coefficient the shipped one. In-sample TTFT before (one
     shipped constant) and after, pooled and per pipeline."""
     shipped = _shipped()
-    base = {p: shipped["vllm"] for p in PIPELINES}
+    total = _one_constant(shipped["vllm"], shipped["vllm"].request_overhead_ms)
+    base = {p: total for p in PIPELINES}
     params = fit_.Parameters(shared=("burst_share",), per_key=("request_overhead_ms",),
                              keys=PIPELINES, bounds=fit_.BOUNDS)
-    start = {p: fit_.as_dict(shipped["vllm"]) for p in PIPELINES}
+    start = {p: fit_.as_dict(total) for p in PIPELINES}
     fitted = fit_.fit([row for _, row in data], params, start, base=base)
     fitted = {p: Coefficients(**fit_.as_dict(c)) for p, c in fitted.items()}
 
@@ -192,7 +189,8 @@ def loao_sweep(values: Sequence[float]) -> list[dict[str, Any]]:
 RESEARCH = [
     "## Where the calibration rows' TTFT comes from",
     "",
-    "All 328 rows of `benchmarks/data/perf_calibration.csv` are copied from aiconfigurator's "
+    "All 328 rows (`benchmarks/data/perf_calibration.csv`, 223, and "
+    "`benchmarks/data/perf_inferencemax.csv`, 105) are copied from aiconfigurator's "
     "silicon sample (ai-dynamo/aiconfigurator, commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce, "
     "`aic-core/src/aiconfigurator_core/systems/silicon_sample.csv`; the word `agg` in their "
     "ids is aiconfigurator's *aggregated* mode, prefill and decode on the same workers, not a "
@@ -237,8 +235,9 @@ RESEARCH = [
     "InferenceMAX results served by a plain `vllm serve` 0.10.2. benchmarks/perf_fit.py "
     "models them as vLLM 0.12.0 steps without async scheduling, with a bf16 KV cache and "
     "fixed input lengths. SemiAnalysis "
-    "InferenceX (InferenceMAX's later name) is the issue's out-of-sample set, yet these rows "
-    "are in the bundled fit.",
+    "InferenceX (InferenceMAX's later name) is the issue's out-of-sample set: until "
+    "2026-12-02 these rows were in the bundled fit; they are now only predicted "
+    "(docs/performance.md, *Held out, never fitted*).",
     "",
     "## Independent figures for a front end's cost at idle",
     "",
@@ -289,7 +288,8 @@ def tables(imp: Sequence[Mapping[str, Any]], fits: Sequence[tuple[str, Mapping[s
     shipped = _shipped()["vllm"]
     for label, fit in fits:
         co = fit["coefficients"]
-        lines.append(f"| shipped (one constant) | {label} | {shipped.request_overhead_ms:.1f} | "
+        lines.append(f"| shipped | {label} | {shipped.request_overhead_ms:.1f} "
+                     f"(+ {shipped.dynamo_front_end_ms:.1f} through Dynamo) | "
                      f"{shipped.burst_share:.4f} | {_pct(fit['ttft']['all'][0])} | "
                      + " | ".join(_pct(fit["ttft"][p][0]) for p in PIPELINES) + " |")
         per = ", ".join(f"{p} {co[p].request_overhead_ms:.1f}" for p in PIPELINES)
@@ -319,11 +319,13 @@ def render(imp: Sequence[Mapping[str, Any]], fits: Sequence[tuple[str, Mapping[s
         "",
         "<!-- generated by benchmarks/front_end_overhead.py; do not edit by hand -->",
         "",
-        "A research note for issue #24 (leave-one-architecture-out TTFT ≤ 25 %). kvplan adds "
-        "one fitted `request_overhead_ms` to every served TTFT; this page asks whether that "
-        "constant belongs to the front end the calibration rows went through, so that plain "
-        "engine servers should get a smaller one. Nothing here changes kvplan's shipped "
-        "coefficients.",
+        "A research note for issue #24 (leave-one-architecture-out TTFT ≤ 25 %): which front "
+        "end the calibration rows' TTFT went through. Until 2026-12-02 kvplan fitted one "
+        "`request_overhead_ms` on all of them; the evidence below made the split that ships "
+        "now: every served plan's TTFT carries the engine server's own `request_overhead_ms`, "
+        "set from an independent plain-server run (kvcached), and the rows collected through "
+        "Dynamo's front end carry `dynamo_front_end_ms` on top, fitted (docs/performance.md). "
+        "Nothing else here changes kvplan's shipped coefficients.",
         "",
         *RESEARCH,
         "",
@@ -390,14 +392,12 @@ def render(imp: Sequence[Mapping[str, Any]], fits: Sequence[tuple[str, Mapping[s
         "little more than this constant. The rest of the error is queueing and prefill: "
         "kvplan under-predicts the RTX 4090 rows at 16–48 clients, the L4 rows at 16–32 and "
         "the B200 DeepSeek rows.",
-        "* A per-pipeline fit would take its plain-server value from the InferenceMAX rows, "
-        "which are the issue's out-of-sample set (SemiAnalysis InferenceX); the kvcached run "
-        "gives a sourced value outside every evaluation set. Either would lower a default "
-        "vLLM or SGLang plan's TTFT by the difference to the shipped constant "
-        f"({sweep[-1]['value'] - sourced:.1f} ms with the sourced value; the same at 1 to "
-        "512 clients for Llama-3.1-8B and 70B on H100 at 1000/1000 tokens, where the burst "
-        "wait, not the steady-state one, sets TTFT), TPOT not at all, throughput by 0.1 % "
-        "at most (a shorter request life in the closed loop).",
+        "* What ships (since 2026-12-02): the plain-server value comes from the kvcached run, "
+        "outside every evaluation set, and the Dynamo pipeline's surplus is its own fitted "
+        "coefficient (`dynamo_front_end_ms`), which no plan carries; the InferenceMAX rows, "
+        "the issue's out-of-sample source, are no longer fitted. The per-pipeline rows of the "
+        "second table fit the InferenceMAX rows too: research, not shipped. Before, one "
+        "constant (40.0 ms) was fitted on all 328 rows.",
         "",
     ]
     return "\n".join(lines)
@@ -412,9 +412,10 @@ def run() -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]],
                f"{label})", f["coefficients"][ENGINE].request_overhead_ms) for label, f in fits]
     shipped = _shipped()["vllm"].request_overhead_ms
     sourced = sourced_plain_ms()
+    same = ": the sourced value" if round(shipped, 1) == round(sourced, 1) else ""
     points = [(f"{v:.0f} ms", v) for v in SWEEP_MS] + fitted + [
         (f"{sourced:.1f} ms (sourced: kvcached, vLLM 0.19.0 on H100)", sourced),
-        (f"{shipped:.1f} ms (shipped)", shipped)]
+        (f"{shipped:.1f} ms (shipped{same})", shipped)]
     sweep = loao_sweep([v for _, v in points])
     for s, (label, value) in zip(sweep, points, strict=True):
         s["label"], s["value"] = label, value

@@ -126,16 +126,23 @@ def load_raw() -> list[dict[str, Any]]:
     return out
 
 
-FRONT_ENDS = ("server", "in-process")
+FRONT_ENDS = ("server", "dynamo", "in-process")
 
 
 def front_end(r: Mapping[str, Any]) -> bool:
-    """Whether a row's figures include a serving front end (column front_end: "server") or come
-    from an in-process engine benchmark ("in-process": no request_overhead_ms in its TTFT)."""
+    """Whether a row's figures include a serving front end (column front_end: "server", the
+    engine's own; "dynamo", NVIDIA Dynamo's in front of the engine) or come from an in-process
+    engine benchmark ("in-process": no request_overhead_ms in its TTFT)."""
     if r.get("front_end") not in FRONT_ENDS:
         raise ValueError(f"row {r.get('source')} {r.get('model')}: front_end must be one of "
                          f"{FRONT_ENDS}, got {r.get('front_end')!r}")
-    return r["front_end"] == "server"
+    return r["front_end"] != "in-process"
+
+
+def via_dynamo(r: Mapping[str, Any]) -> bool:
+    """Whether a row's requests passed Dynamo's front end (column front_end "dynamo"): its TTFT
+    carries Coefficients.dynamo_front_end_ms besides request_overhead_ms."""
+    return front_end(r) and r["front_end"] == "dynamo"
 
 
 def row_knobs(r: Mapping[str, Any]) -> dict[str, Any]:

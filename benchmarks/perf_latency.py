@@ -454,9 +454,10 @@ def render(rows: Sequence[Mapping[str, Any]], mechanism: Sequence[str]) -> str:
         "Each row is evaluated under its own harness (column `front_end`): rows measured by an "
         "engine's own benchmark with no request path (TensorRT-LLM's gptSessionBenchmark, vLLM's "
         "benchmark_latency.py) get no `request_overhead_ms`, the per-request cost of a serving "
-        "front end (HTTP server, tokenizer; fitted on vLLM's HTTP runs, TensorRT-LLM borrows "
-        "it); rows measured through a server (vllm bench serve, LLMPerf against trtllm-serve) "
-        "get it, as every kvplan plan does (plans describe served deployments). The in-process "
+        "front end (HTTP server, tokenizer; set from an independent `vllm serve` run, "
+        "TensorRT-LLM borrows it: docs/performance.md); rows measured through a server "
+        "(vllm bench serve, LLMPerf against trtllm-serve) get it, as every kvplan plan does "
+        "(plans describe served deployments). The in-process "
         "TTFT rows, evaluated both ways:",
         "",
         *harness_table(rows),
@@ -631,9 +632,10 @@ def mechanism(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "the growth is not identified (past 32 rows the FP8 GEMMs leave the timed, "
         "bandwidth-bound regime; the ROCm paged attention's KV reads). |",
         "",
-        "So: `step_overhead_ms` and `request_overhead_ms` were fitted on one source "
-        "(aiconfigurator's silicon sample: 32B–70B models on H100/H200 behind a serving "
-        "front-end), where they are small next to the GEMM and bandwidth terms; on the "
+        "So: `step_overhead_ms` was fitted on one source (aiconfigurator's silicon sample: "
+        "8B and 32B models on H100/H200 behind Dynamo's front end) and `request_overhead_ms` "
+        "set from one plain-server run (docs/performance.md), where they are small next to "
+        "the GEMM and bandwidth terms; on the "
         "small-model rows they are most of the prediction. Two of their mechanisms are "
         "modelled, not fitted: whether a harness has a serving front end (column `front_end`: "
         "in-process rows get no `request_overhead_ms`; plans are served) and whether the "

@@ -28,7 +28,7 @@ Known gaps), per group:
   the output lengths, median over such series, against the same spread of the steady-state
   queue alone (evaluate(wait_model="mva"), no request overhead): in a steady state the arrival
   rate, hence the queue, falls as outputs grow; in a burst it does not;
-* implied burst share: (measured TTFT − a lone prompt's prefill step − request_overhead_ms) /
+* implied burst share: (measured TTFT − a lone prompt's prefill step − the request overhead) /
   burst_wait_s(concurrency), median and p10–p90, over the rows that run every request at once
   and are not prefill-bound (kvplan's plan of them).
 
@@ -122,7 +122,7 @@ def implied_share(ctx: perf.PerfContext, row: fit_.Row) -> float | None:
     # decode the running requests; the token-budget form ignores them
     burst = perf.burst_wait_s(ctx, row.concurrency, i, i / 2, pt.running,
                               i + row.output_tokens / 2)
-    return (row.ttft_ms * 1e-3 - lone - ctx.coefficients.request_overhead_ms * 1e-3) / burst
+    return (row.ttft_ms * 1e-3 - lone - ctx.request_overhead_s) / burst
 
 
 def osl_spread(rows: list[fit_.Row], coeffs: dict[str, perf.Coefficients]
@@ -138,7 +138,7 @@ def osl_spread(rows: list[fit_.Row], coeffs: dict[str, perf.Coefficients]
             continue
         m = [r.ttft_ms for r in rs if r.ttft_ms is not None]
         ctxs = [dataclasses.replace(r.context, coefficients=dataclasses.replace(
-            coeffs[r.key], request_overhead_ms=0.0)) for r in rs]
+            coeffs[r.key], request_overhead_ms=0.0, dynamo_front_end_ms=0.0)) for r in rs]
         p = [perf.evaluate(c, concurrency=r.concurrency, input_tokens=r.input_tokens,
                            output_tokens=r.output_tokens, wait_model="mva").ttft_ms
              for c, r in zip(ctxs, rs, strict=True)]
@@ -176,7 +176,8 @@ def main() -> int:
         assert r.ttft_ms is not None
         c = coeffs[r.key]
         for h, (fn, with_overhead) in HYPOTHESES.items():
-            cc = c if with_overhead else dataclasses.replace(c, request_overhead_ms=0.0)
+            cc = c if with_overhead else dataclasses.replace(c, request_overhead_ms=0.0,
+                                                             dynamo_front_end_ms=0.0)
             ctx = dataclasses.replace(r.context, coefficients=cc)
             errs[h][r.group].append(fn(ctx, r) / r.ttft_ms - 1)
         x = r.context

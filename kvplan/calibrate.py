@@ -394,7 +394,9 @@ def identifiable(rows: Sequence[fit.Row], base: Coefficients) -> tuple[list[str]
         chosen.append(name)
         basis.append([x / rn for x in res])
     for f in dataclasses.fields(base):
-        if f.name not in PRIORITY:  # burst_share: how the bundled rows' clients sent requests
+        # burst_share: how the bundled rows' clients sent requests; dynamo_front_end_ms: the
+        # front end they went through
+        if f.name not in PRIORITY:
             kept[f.name] = "a term of the bundled runs' harness, not fitted here"
     return chosen, kept
 

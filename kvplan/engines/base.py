@@ -192,7 +192,11 @@ class Coefficients:
     request_overhead_ms: per request in TTFT (HTTP, tokenizer, detokenizer, first scheduling);
     burst_share: share of the lock-step burst queue a prompt waits in ("mixed" engines:
     kvplan/perf/step.py burst_wait_s; a property of the closed-loop harness, fitted; 0: the
-    steady-state queue only)."""
+    steady-state queue only);
+    dynamo_front_end_ms: per request in TTFT on top of request_overhead_ms when requests pass
+    NVIDIA Dynamo's front end and worker wrapper instead of the engine's own server (fitted on
+    the calibration rows collected that way, docs/front-end-overhead.md; kvplan's plans launch
+    the engines' own servers and never add it)."""
 
     gemm_efficiency: float
     bandwidth_efficiency: float
@@ -202,6 +206,7 @@ class Coefficients:
     allreduce_latency_us: float
     request_overhead_ms: float
     burst_share: float = 0.0
+    dynamo_front_end_ms: float = 0.0
 
 
 @dataclass(frozen=True)

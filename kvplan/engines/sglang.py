@@ -1075,19 +1075,21 @@ MAX_PREFILL_TOKENS = 16384
 
 # Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
 # benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
-# docs/performance.md). All are shared with vLLM in the fit, request_overhead_ms too: SGLang's
-# own is not identified by its two groups, one prefill-first, one mixed-chunk (perf_fit.py
-# fit()); tests/test_perf.py checks these equal the committed fit. Calibrated releases: those
-# with rows in benchmarks/data/perf_calibration.csv. Batching style (SGLang docs): a prefill
-# batch runs while decoding pauses (lock-step waves, so burst_share, the mixed style's share
-# of a burst queue, does not act on SGLang's TTFT); --enable-mixed-chunk turns it mixed
-# (launch_batching).
+# docs/performance.md). All are shared with vLLM in the fit, the request overheads too: SGLang's
+# own is not identified by its two groups, one prefill-first, one mixed-chunk (perf_fit.py fit();
+# request_overhead_ms from a plain vLLM server, dynamo_front_end_ms for the rows served through
+# Dynamo, which no plan carries); `perf_fit.py --check` checks these equal the committed fit.
+# Calibrated releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style
+# (SGLang docs): a prefill batch runs while decoding pauses (lock-step waves, so burst_share, the
+# mixed style's share of a burst queue, does not act on SGLang's TTFT); --enable-mixed-chunk turns
+# it mixed (launch_batching).
 CALIBRATION = Calibration(
     style="separate",
-    coefficients=Coefficients(gemm_efficiency=0.5192, bandwidth_efficiency=1.0,
-                              step_overhead_ms=5.1984, layer_overhead_us=0.0,
-                              seq_overhead_us=26.2555, allreduce_latency_us=2.1379,
-                              request_overhead_ms=40.0342, burst_share=0.1531),
+    coefficients=Coefficients(gemm_efficiency=0.561, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.0515, layer_overhead_us=0.0,
+                              seq_overhead_us=28.9102, allreduce_latency_us=0.0003,
+                              request_overhead_ms=34.0309, burst_share=0.1768,
+                              dynamo_front_end_ms=30.3475),
     versions=("0.5.1.post1", "0.5.6.post2", "0.5.8.post1"),
     # routed experts: SGLang's own Triton fused_moe (python/sglang/srt/layers/moe/
     # fused_moe_triton), timed per GPU in aiconfigurator's SGLang 0.5.9 tables (perf/moe_gemm.py)

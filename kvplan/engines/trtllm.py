@@ -1171,10 +1171,11 @@ class TrtllmEngine(Engine):
     # request overheads and burst share stay vLLM's (TTFT is borrowed, docs/performance.md).
     calibration = Calibration(
         style="mixed",
-        coefficients=Coefficients(gemm_efficiency=0.49, bandwidth_efficiency=1.0,
-                                  step_overhead_ms=5.1984, layer_overhead_us=0.0,
-                                  seq_overhead_us=7.4007, allreduce_latency_us=2.1379,
-                                  request_overhead_ms=40.0342, burst_share=0.1531),
+        coefficients=Coefficients(gemm_efficiency=0.4922, bandwidth_efficiency=1.0,
+                                  step_overhead_ms=5.0515, layer_overhead_us=0.0,
+                                  seq_overhead_us=7.8052, allreduce_latency_us=0.0003,
+                                  request_overhead_ms=34.0309, burst_share=0.1768,
+                                  dynamo_front_end_ms=30.3475),
         versions=("0.14.0", "1.0.0"),
         # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only
         # when its prompt + max new tokens fit in the KV blocks no running request will need,

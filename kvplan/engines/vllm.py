@@ -849,16 +849,19 @@ MM_LEGACY_REFUSED_FROM = (0, 10, 0)
 
 # Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
 # benchmarks/data/perf_fit.json ("coefficients"; method and leave-one-group-out errors in
-# docs/performance.md). All but request_overhead_ms are shared by the engines in the fit
-# (engines/sglang.py); tests/test_perf.py checks these equal the committed fit. Calibrated
-# releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style (vLLM
-# docs): V1 schedules prefill chunks into decode steps (chunked prefill on by default).
+# docs/performance.md). Shared by the engines in the fit (engines/sglang.py), fitted on rows
+# served through Dynamo's front end (dynamo_front_end_ms, which no plan carries);
+# request_overhead_ms, the engine server's own, is set from one independent `vllm serve` run
+# (benchmarks/perf_fit.py KVCACHED). `perf_fit.py --check` checks these equal the committed fit.
+# Calibrated releases: those with rows in benchmarks/data/perf_calibration.csv. Batching style
+# (vLLM docs): V1 schedules prefill chunks into decode steps (chunked prefill on by default).
 CALIBRATION = Calibration(
     style="mixed",
-    coefficients=Coefficients(gemm_efficiency=0.5192, bandwidth_efficiency=1.0,
-                              step_overhead_ms=5.1984, layer_overhead_us=0.0,
-                              seq_overhead_us=26.2555, allreduce_latency_us=2.1379,
-                              request_overhead_ms=40.0342, burst_share=0.1531),
+    coefficients=Coefficients(gemm_efficiency=0.561, bandwidth_efficiency=1.0,
+                              step_overhead_ms=5.0515, layer_overhead_us=0.0,
+                              seq_overhead_us=28.9102, allreduce_latency_us=0.0003,
+                              request_overhead_ms=34.0309, burst_share=0.1768,
+                              dynamo_front_end_ms=30.3475),
     versions=("0.12.0",),
     # Async scheduling (vllm/config/scheduler.py SchedulerConfig.async_scheduling: "helps to
     # avoid gaps in GPU utilization"; vllm PR #19970) overlaps the scheduler's work for the next

@@ -43,12 +43,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seq_overhead_us": (0.0, 200.0),  # µs per sequence per step
     "request_overhead_ms": (0.0, 500.0),  # ms per request, in TTFT
     "burst_share": (0.0, 1.0),  # share of the lock-step burst queue (step.burst_wait_s)
+    "dynamo_front_end_ms": (0.0, 500.0),  # ms per request through Dynamo's front end, in TTFT
 }
 # A neutral starting point for a fit from scratch (benchmarks/perf_fit.py).
 START: dict[str, float] = {
     "gemm_efficiency": 0.6, "bandwidth_efficiency": 0.8, "allreduce_latency_us": 10.0,
     "step_overhead_ms": 2.0, "layer_overhead_us": 20.0, "seq_overhead_us": 10.0,
-    "request_overhead_ms": 20.0, "burst_share": 0.2}
+    "request_overhead_ms": 20.0, "burst_share": 0.2, "dynamo_front_end_ms": 20.0}
 
 ROBUST_SCALE = 0.25  # log-error scale where the soft-L1 loss turns from quadratic to linear
 

@@ -101,9 +101,9 @@ NVLINK_DIRECTIONS = 2
 # the _low/_high range of a Hopper PerfPoint. From benchmarks/data/perf_fit.json ("ranges").
 # Other GPU classes and extrapolated figures use their own bands (kvplan/perf/arch.py).
 RANGES: dict[str, tuple[float, float]] = {
-    "ttft": (0.774, 1.621),
-    "tpot": (0.88, 1.132),
-    "throughput": (0.881, 1.118),
+    "ttft": (0.612, 1.539),
+    "tpot": (0.875, 1.119),
+    "throughput": (0.898, 1.093),
 }
 METRICS = ("ttft", "tpot", "throughput")
 
@@ -319,6 +319,10 @@ class PerfContext:
     # every TTFT; False: an in-process engine benchmark (trtllm-bench, gptSessionBenchmark,
     # `vllm bench latency` / `throughput`, MLPerf's offline harness) that has no request path
     front_end: bool = True
+    # the served requests pass NVIDIA Dynamo's front end (dynamo.frontend and the worker
+    # wrapper), which adds Coefficients.dynamo_front_end_ms: only the calibration rows collected
+    # that way (benchmarks/data/perf_calibration.csv, column front_end "dynamo"); never a plan
+    via_dynamo: bool = False
     # the engine release overlaps step_overhead_ms with the GPU's step (vLLM async scheduling:
     # Calibration.cpu_overlap_from; pp = 1, and no draft but Calibration.overlap_drafts: the
     # planner turns it off for the others; step_terms); the per-layer and
@@ -383,8 +387,12 @@ class PerfContext:
 
     @property
     def request_overhead_s(self) -> float:
-        """Per-request front-end cost in TTFT (s): 0 for an in-process benchmark."""
-        return self.coefficients.request_overhead_ms * 1e-3 if self.front_end else 0.0
+        """Per-request front-end cost in TTFT (s): request_overhead_ms (+ dynamo_front_end_ms
+        through Dynamo's front end); 0 for an in-process benchmark."""
+        if not self.front_end:
+            return 0.0
+        c = self.coefficients
+        return (c.request_overhead_ms + (c.dynamo_front_end_ms if self.via_dynamo else 0.0)) * 1e-3
 
 
 @dataclass(frozen=True)

@@ -59,10 +59,42 @@ def test_prefill_first_waves_add_the_overhead_once(llama8b: perf.PerfContext) ->
     assert s.ttft_ms - b.ttft_ms == pytest.approx(40.0)
 
 
+def test_dynamo_front_end_adds_its_own_term_to_ttft_only(llama8b: perf.PerfContext) -> None:
+    """A row served through Dynamo's front end carries request_overhead_ms +
+    dynamo_front_end_ms (40 + 30 ms set here) in TTFT; the same deployment behind the engine's
+    own server only the 40 ms; in-process neither. TPOT is the same in all three."""
+    c = dataclasses.replace(llama8b.coefficients, request_overhead_ms=40.0,
+                            dynamo_front_end_ms=30.0)
+    own = dataclasses.replace(llama8b, coefficients=c, style="separate")
+    via = dataclasses.replace(own, via_dynamo=True)
+    bare = dataclasses.replace(via, front_end=False)
+    assert (own.request_overhead_s, via.request_overhead_s, bare.request_overhead_s) == \
+        pytest.approx((0.040, 0.070, 0.0))
+    pts = [perf.evaluate(x, concurrency=8, input_tokens=1024, output_tokens=128)
+           for x in (own, via, bare)]
+    assert pts[1].ttft_ms - pts[2].ttft_ms == pytest.approx(70.0)
+    assert pts[0].ttft_ms - pts[2].ttft_ms == pytest.approx(40.0)
+    assert pts[0].tpot_ms == pytest.approx(pts[1].tpot_ms) == pytest.approx(pts[2].tpot_ms)
+
+
+def test_plans_never_carry_the_dynamo_term() -> None:
+    """kvplan's plans launch the engines' own servers: a default plan's TTFT has the bundled
+    request_overhead_ms only, however large the fitted Dynamo surplus."""
+    from kvplan.api import plan
+    from kvplan.sources.catalog import resolve_gpu, resolve_model
+
+    p = plan(resolve_model("meta-llama/Llama-3.1-8B-Instruct"), resolve_gpu("h100-sxm-80gb"))
+    ctx = perf.context_for(resolve_model("meta-llama/Llama-3.1-8B-Instruct"),
+                           resolve_gpu("h100-sxm-80gb"), "vllm", p.engine.version, tp=1)
+    assert ctx.coefficients.dynamo_front_end_ms > 0 and not ctx.via_dynamo
+    assert ctx.request_overhead_s == ctx.coefficients.request_overhead_ms * 1e-3
+
+
 def test_every_measured_row_names_its_front_end() -> None:
-    for name in ("perf_calibration.csv", "perf_throughput.csv", "perf_latency_public.csv"):
+    for name in ("perf_calibration.csv", "perf_inferencemax.csv", "perf_throughput.csv",
+                 "perf_latency_public.csv"):
         rows = _rows(name)
-        assert rows and {r["front_end"] for r in rows} <= {"server", "in-process"}, name
+        assert rows and {r["front_end"] for r in rows} <= {"server", "dynamo", "in-process"}, name
 
 
 def test_front_end_follows_the_sources_harness() -> None:
@@ -70,12 +102,14 @@ def test_front_end_follows_the_sources_harness() -> None:
     benchmark_latency.py run in-process; `vllm bench serve`, LLMPerf against trtllm-serve and
     tt-inference-server's benchmark_serving client go through a server. Offline throughput
     tables (trtllm-bench, benchmark_throughput.py, MLPerf Offline) are in-process; the
-    calibration rows (genai-perf / bench_serving clients) are served."""
+    fitted calibration rows were served through Dynamo's front end (aiconfigurator's Dynamo
+    deployment, docs/front-end-overhead.md), InferenceMAX's by a plain `vllm serve`."""
     for r in _rows("perf_latency_public.csv"):
         want = "server" if r["harness"] == "closed-loop" else "in-process"
         assert r["front_end"] == want, (r["source"], r["model"])
     assert {r["front_end"] for r in _rows("perf_throughput.csv")} == {"in-process"}
-    assert {r["front_end"] for r in _rows("perf_calibration.csv")} == {"server"}
+    assert {r["front_end"] for r in _rows("perf_calibration.csv")} == {"dynamo"}
+    assert {r["front_end"] for r in _rows("perf_inferencemax.csv")} == {"server"}
 
 
 # ---------------------------------------------------------------- async scheduling (overheads)
