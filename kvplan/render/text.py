@@ -857,7 +857,10 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         lines.append("Serve commands")
         for o in meeting[:commands]:
             lines.append(f"#{o.rank} {_option_label(o)}:")
-            lines.append(f"  {_option_command(o)}")
+            cmd = _option_command(o)
+            # a script of several lines (a quantizer recipe, a heredoc whose EOF must start its
+            # line) is printed as it is, so that it pastes; one command line is indented
+            lines.append(cmd if o.service is None and "\n" in cmd else f"  {cmd}")
         lines.append("")
     else:
         if missed:

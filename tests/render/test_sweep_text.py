@@ -86,3 +86,21 @@ def test_fit_cell_gives_the_throughput_band_and_marks_extrapolated_ranks(result)
             rank = r.split()[0]
             mine = next(x for x in result.meeting if str(x.rank) == rank.rstrip("~!"))
             assert ("~" in rank) == (mine.calibrated is False), r
+
+
+def test_a_multi_line_serve_script_is_printed_as_it_pastes():
+    """TensorRT-LLM's quantize-first option is a script (recipe, a YAML heredoc, the serve
+    line): printed verbatim, its heredoc's closing EOF at the start of a line, so the block
+    pastes into a shell; a one-line command stays indented under its label."""
+    r = kvplan.sweep("meta-llama/Llama-3.1-8B-Instruct", gpus=["h100"], engine="trtllm",
+                     workload=Workload(
+                         target_concurrency=40, avg_input_tokens=3000, avg_output_tokens=400))
+    out = sweep_text(r, commands=5)
+    shown = r.meeting[:5]
+    scripts = [o.plan.command for o in shown if "\n" in o.plan.command]
+    lines = [o.plan.command for o in shown if "\n" not in o.plan.command]
+    assert scripts and lines
+    for script in scripts:
+        assert "\nEOF\n" in script and f":\n{script}\n" in out
+    for line in lines:
+        assert f":\n  {line}\n" in out
