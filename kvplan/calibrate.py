@@ -304,11 +304,8 @@ def simulated_ttft_ms(row: fit.Row, loop: OpenLoop, c: Coefficients) -> float | 
     (fixed lengths: the run's means) with coefficients `c`; None when no request completes."""
     ctx = dataclasses.replace(row.context, coefficients=c)
     n = loop.requests
-    arrivals = sim.gamma_arrivals(n, loop.rate, loop.burstiness)
-    reqs = sim.Requests((row.input_tokens,) * n, (row.output_tokens,) * n, arrivals)
-    res = sim.simulate(ctx, reqs, sim.Harness("open", request_rate=loop.rate,
-                                              burstiness=loop.burstiness),
-                       block_size=loop.block_size)
+    res = sim.open_loop(ctx, (row.input_tokens,) * n, (row.output_tokens,) * n, loop.rate,
+                        loop.burstiness, block_size=loop.block_size)
     return res.ttft.mean if res.completed else None
 
 

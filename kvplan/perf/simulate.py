@@ -800,6 +800,19 @@ class _Sim:
                 self._fail_head()
 
 
+def open_loop(ctx: PerfContext, input_tokens: Sequence[int], output_tokens: Sequence[int],
+              rate: float, burstiness: float = 1.0, *, lengths: str = "constant", seed: int = 0,
+              block_size: int = 16, cached_tokens: int = 0) -> SimResult:
+    """The requests (their prompt and output lengths, tokens, in send order) sent as an open
+    loop at `rate` req/s with gamma gaps of shape `burstiness` (gamma_arrivals, `seed`),
+    simulated on one replica: how `kvplan plan --request-rate` and `kvplan calibrate` replay
+    a rate."""
+    arrivals = gamma_arrivals(len(input_tokens), rate, burstiness, seed=seed)
+    reqs = Requests(tuple(input_tokens), tuple(output_tokens), arrivals, lengths)
+    return simulate(ctx, reqs, Harness("open", request_rate=rate, burstiness=burstiness),
+                    block_size=block_size, cached_tokens=cached_tokens)
+
+
 def simulate(ctx: PerfContext, reqs: Requests, harness: Harness, *, block_size: int = 16,
              kv_tokens: int | None = None, cached_tokens: int = 0) -> SimResult:
     """Simulate `reqs` sent by `harness` to one replica described by `ctx` (its batching

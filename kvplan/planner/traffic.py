@@ -82,10 +82,8 @@ def _run(ctx: perf.PerfContext, mix: Mix, rate: float, burstiness: float, block_
         return sim.simulate(ctx, reqs, sim.Harness("trace"), block_size=block_size,
                             cached_tokens=mix.cached_tokens)
     ins, outs = mix.draw(SIM_REQUESTS)
-    arr = sim.gamma_arrivals(len(ins), rate, burstiness, seed=SEED)
-    h = sim.Harness("open", request_rate=rate, burstiness=burstiness)
-    return sim.simulate(ctx, sim.Requests(ins, outs, arr, mix.describe()), h,
-                        block_size=block_size, cached_tokens=mix.cached_tokens)
+    return sim.open_loop(ctx, ins, outs, rate, burstiness, lengths=mix.describe(), seed=SEED,
+                         block_size=block_size, cached_tokens=mix.cached_tokens)
 
 
 def meets(res: sim.SimResult, w: Workload) -> bool:
