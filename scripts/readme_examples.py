@@ -1,5 +1,6 @@
-"""Rewrite the README's tested examples with the real output of their commands (80 columns),
-so the front page is never typed by hand. tests/project/test_readme_examples.py checks the result.
+"""Rewrite the tested examples of the README and of docs/*.md (the fenced blocks after a
+`<!-- readme-test -->` marker) with the real output of their commands (80 columns), so no
+example is typed by hand. tests/project/test_readme_examples.py checks the result.
 
     python scripts/readme_examples.py
 """
@@ -34,7 +35,11 @@ def main() -> int:
             out = out[int(m.group(3)) - 1:int(m.group(4))]
         return m.group(1) + cmd + "\n" + "\n".join(line.rstrip() for line in out) + m.group(8)
 
-    README.write_text(BLOCK.sub(fill, README.read_text()))
+    for path in (README, *sorted((ROOT / "docs").glob("*.md"))):
+        text = path.read_text()
+        new = BLOCK.sub(fill, text)
+        if new != text:
+            path.write_text(new)
     return 0
 
 

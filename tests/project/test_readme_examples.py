@@ -1,8 +1,9 @@
-"""The README's examples are real: every fenced block that follows a `<!-- readme-test -->`
-marker starts with `$ kvplan …`; the test runs that command (in-process, 80 columns, from the
-repository root) and compares its output with the block, whitespace normalised. A marker may
-give the expected exit code, `exit=1` (default 0), and show an excerpt, `lines=A-B` (1-based,
-inclusive) of the output. `python scripts/readme_examples.py` rewrites the blocks."""
+"""The README's and docs' examples are real: every fenced block of README.md or docs/*.md that
+follows a `<!-- readme-test -->` marker starts with `$ kvplan …`; the test runs that command
+(in-process, 80 columns, from the repository root) and compares its output with the block,
+whitespace normalised. A marker may give the expected exit code, `exit=1` (default 0), and show
+an excerpt, `lines=A-B` (1-based, inclusive) of the output. `python scripts/readme_examples.py`
+rewrites the blocks."""
 
 import re
 import shlex
@@ -18,16 +19,21 @@ BLOCK = re.compile(r"<!--\s*readme-test(?:\s+exit=(\d+))?(?:\s+lines=(\d+)-(\d+)
                    r"```[a-z]*\n((?:(?!```).)*?)\n```", re.DOTALL)
 
 
-def examples() -> list[tuple[str, int, tuple[int, int] | None, str]]:
+def examples(paths: tuple[Path, ...] = (README,)) -> list[tuple[str, int, tuple[int, int] | None,
+                                                               str]]:
     out = []
-    for m in BLOCK.finditer(README.read_text()):
-        first, _, expected = m.group(4).partition("\n")
-        assert first.startswith("$ kvplan "), (
-            f"a readme-test block must start with $ kvplan: {first}"
-        )
-        span = (int(m.group(2)), int(m.group(3))) if m.group(2) else None
-        out.append((first[2:], int(m.group(1) or 0), span, expected))
+    for path in paths:
+        for m in BLOCK.finditer(path.read_text()):
+            first, _, expected = m.group(4).partition("\n")
+            assert first.startswith("$ kvplan "), (
+                f"a readme-test block of {path.name} must start with $ kvplan: {first}"
+            )
+            span = (int(m.group(2)), int(m.group(3))) if m.group(2) else None
+            out.append((first[2:], int(m.group(1) or 0), span, expected))
     return out
+
+
+DOCS = tuple(sorted((ROOT / "docs").glob("*.md")))
 
 
 def _norm(text: str) -> str:
@@ -38,7 +44,12 @@ def test_readme_has_tested_examples():
     assert len(examples()) >= 3
 
 
-@pytest.mark.parametrize("command,exit_code,span,expected", examples(), ids=lambda v: str(v)[:60])
+def test_docs_have_tested_examples():
+    assert examples(DOCS)
+
+
+@pytest.mark.parametrize("command,exit_code,span,expected", examples((README, *DOCS)),
+                         ids=lambda v: str(v)[:60])
 def test_readme_example_output_is_real(capsys, monkeypatch, command, exit_code, span, expected):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("COLUMNS", "80")
@@ -46,4 +57,5 @@ def test_readme_example_output_is_real(capsys, monkeypatch, command, exit_code, 
     assert code == exit_code, err
     if span:
         out = "\n".join(out.splitlines()[span[0] - 1:span[1]])
-    assert _norm(out) == _norm(expected), f"README block for `{command}` is stale:\n{out}"
+    assert _norm(out) == _norm(expected), (
+        f"the block for `{command}` is stale (python scripts/readme_examples.py):\n{out}")
