@@ -247,6 +247,7 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "dh10_share": [e["meas_hidden_itl"] / e["pred_hidden"] for e in dh10],
         "lp11": [e["meas_hidden_itl"] for e in lp11],
         "lp11_step": [e["row"]["itl_off_ms"] for e in lp11],
+        "lp11_share": _median([e["meas_hidden_itl"] / e["pred_hidden"] for e in lp11]),
         "lp11_meas_ratio": [e["meas_tpot_ratio"] for e in lp11],
         "lp11_pred_ratio": [e["pred_tpot_ratio"] for e in lp11],
         "tiny": [e["meas_hidden_itl"] for e in rows if group(e["row"]) == "tiny-output"],
@@ -284,16 +285,23 @@ def conclusions(rows: Sequence[Mapping[str, Any]], l4: Sequence[Mapping[str, Any
         f"GPU work per step is ≥ {s['gpu_min']:.0f} ms, so kvplan hides the whole overhead.",
         f"* **vLLM 0.10.2 (one pair, gpt-oss-120b on H100): much less is hidden**: "
         f"{_list(s['dh10'])} ms per step, {_list(s['dh10_share'])}× kvplan's. 0.10.2's async "
-        "scheduling overlapped the scheduler only; vLLM PR #23569 (opened 2025-08-25, 'Fully "
-        "overlap model execution': input preparation and sampling too, 'Expected speedup is "
-        "5-10% over the current async scheduling') came later — its first release was not "
-        "verified here, and the second GPU model (120b vs 20b) differs as well, so this is one "
-        "data point, not a fit.",
+        "scheduling may have overlapped the scheduler only: vLLM PR #23569 (opened 2025-08-25, "
+        "'Fully overlap model execution': input preparation and sampling too, 'Expected "
+        "speedup is 5-10% over the current async scheduling') came around then, its first "
+        "release not verified here. Or the flag was not in effect: tpu-inference issue #3456 "
+        "reports async scheduling silently disabled under the single-process executor "
+        "(UniProcExecutor) of an older vLLM (not verified for 0.10.2). The model (120b vs 20b) "
+        "differs as well: one data point, not a fit.",
         f"* **Long prompts (ISL ≥ 2000, burst):** hidden {_list(s['lp11'])} ms per step against "
         f"steps of {_list(s['lp11_step'])} ms: a few per cent of a step, near the run-to-run "
         "spread (the gpt-oss-20b H100 page repeats its ShareGPT baseline: TPOT 91.00 vs 91.33 "
         f"ms). TPOT on/off measured {_range(s['lp11_meas_ratio'])}, kvplan "
-        f"{_range(s['lp11_pred_ratio'])}: these rows neither support nor contradict the model.",
+        f"{_range(s['lp11_pred_ratio'])}. The median measured share of kvplan's hidden time is "
+        f"{s['lp11_share']:.2f}: weakly, less is hidden on steps that carry prefill chunks, as a "
+        "vLLM contributor states ('The current async scheduling implementation only optimizes "
+        "the decode stage and has no effect on the prefill stage', vLLM PR #27914, "
+        "2025-11-14); kvplan hides the same overhead on every step. The spread is too close to "
+        "the noise to fit a separate prefill share.",
         f"* **Tiny outputs (128/4, burst of 1000):** measured ITL change {_list(s['tiny'])} ms: "
         "TPOT spans 3 gaps amid 1000 prompts' prefills, so the change is the burst's prefill "
         "order, not per-step CPU time. Not used.",
