@@ -208,11 +208,14 @@ def other_table() -> list[str]:
         if r["evaluated"] == "yes":
             continue
         figs = (f"TPOT {_f(r['tpot_off_ms'])} → {_f(r['tpot_on_ms'])} ms ({r['tpot_stat']})"
-                if r["tpot_off_ms"] is not None else "see notes")
+                if r["tpot_off_ms"] is not None
+                else next(p.strip() for p in r["notes"].split(";") if "%" in p))
+        layout = f"TP{r['tp']} PP{r['pp']}" if r["tp"] else "parallelism not stated"
+        load_ = (f"{r['isl']}/{r['osl']}, {r['harness']} {r['concurrency']}" if r["isl"]
+                 else "not stated")
         lines.append(f"| [{r['source']}]({r['source_url']}) ({r['source_date']}) | "
-                     f"{r['model'] or r['notes'].split(';')[0]}, {r['device']}, TP{r['tp']} "
-                     f"PP{r['pp']}, vLLM {r['engine_version']} | {r['isl']}/{r['osl']}, "
-                     f"{r['harness']} {r['concurrency']} | {figs} | "
+                     f"{r['model'] or r['notes'].split(';')[0]}, {r['device']}, {layout}, "
+                     f"vLLM {r['engine_version']} | {load_} | {figs} | "
                      f"{r['evaluated'].removeprefix('no: ')} |")
     return head + lines
 
