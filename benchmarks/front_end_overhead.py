@@ -232,9 +232,10 @@ RESEARCH = [
     "`benchmark_serving.py --backend vllm --max-concurrency N --request-rate inf "
     "--num-prompts 10N` (completions endpoint), input lengths drawn from [0.8·ISL, ISL] "
     "(`random-range-ratio: 0.8`, `full-sweep-tmpl.yml`). **Inference:** these rows are "
-    "InferenceMAX results served by a plain `vllm serve` 0.10.2. benchmarks/perf_fit.py "
-    "models them as vLLM 0.12.0 steps without async scheduling, with a bf16 KV cache and "
-    "fixed input lengths. SemiAnalysis "
+    "InferenceMAX results served by a plain `vllm serve` 0.10.2. This note models them as "
+    "recorded (vLLM 0.12.0 steps without async scheduling, a bf16 KV cache, the nominal "
+    "lengths; the rows *at lengths sent* below: 0.9 × those); benchmarks/perf_fit.py's "
+    "held-out check predicts them as launched (perf_fit.py INFERENCEMAX). SemiAnalysis "
     "InferenceX (InferenceMAX's later name) is the issue's out-of-sample set: until "
     "2026-12-02 these rows were in the bundled fit; they are now only predicted "
     "(docs/performance.md, *Held out, never fitted*).",
