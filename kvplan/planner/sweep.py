@@ -293,7 +293,11 @@ class Pruned(_Model):
     detail: str = Field(exclude=True, description="the reason after its kind's label")
 
 
-class SweepResult(_Model):
+# A sweep's answer. Its `pruned` list ends with the candidates too large to plan, each with its
+# weights' excess in words: worked out when first read or serialized (Deferred), as a large
+# model's sweep prunes hundreds that an in-process caller may never read. (A comment, not a
+# docstring: the class's JSON schema would print it.)
+class SweepResult(Deferred, _Model):
     schema_version: str = SWEEP_SCHEMA_VERSION
     model: str
     target: Target
@@ -306,6 +310,8 @@ class SweepResult(_Model):
     # --- finish26 ---
     rank_on: RankOn = Field("pessimistic", description="latency figures ranked by their band's "
                             "pessimistic end, or by the point estimate")
+    DEFERRED: ClassVar[str] = "pruned"
+    PLACEHOLDER: ClassVar[Any] = []
 
     @property
     def meeting(self) -> list[Option]:
@@ -666,17 +672,21 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    pruned += _pruned_all(PrunedKind.MEMORY, [
-        (c, f"the weights alone are {excess:.2f}× the device ({c.gpu.id})")
-        for excess, _, c in too_big[n_closest:]])
+    too_large = too_big[n_closest:]
+
+    def all_pruned() -> list[Pruned]:  # the result's `pruned`, when first read
+        return pruned + _pruned_all(PrunedKind.MEMORY, [
+            (c, f"the weights alone are {excess:.2f}× the device ({c.gpu.id})")
+            for excess, _, c in too_large])
 
     if not planned:
         # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input
+        every = all_pruned()
         reasons = Counter(p.detail if p.kind is PrunedKind.UNSUPPORTED else p.reason
-                          for p in pruned)
+                          for p in every)
         reason, n = reasons.most_common(1)[0]
         raise InvalidInputError(f"no candidate can be planned: {reason}"
-                                + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned)
+                                + (f" ({n} of {len(every)} candidates)" if n < len(every)
                                    else ""))
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
     options = rank(planned, latency, rank_on)
@@ -705,9 +715,9 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
                if latency else
                "meets the target first; then $/hour, fewer GPUs, more headroom; misses by "
                "how far they miss, headroom, then the KV shortfall")
-    return SweepResult(model=m.id, target=target, latency_model=latency, ranking=ranking,
-                       notes=notes, candidates=total, options=options, pruned=pruned,
-                       rank_on=rank_on)
+    return SweepResult.deferred(all_pruned, model=m.id, target=target, latency_model=latency,
+                                ranking=ranking, notes=notes, candidates=total, options=options,
+                                rank_on=rank_on)
 
 
 def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
