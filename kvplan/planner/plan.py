@@ -260,7 +260,10 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
         inputs=what_if_inputs(_inputs(eng, dep, res), fmt),
         workload=workload,
         memory=res.memory,
-        kv_cache=res.kv_cache.model_copy(
+        # the engine's own section when that leaves it as it is (no shared prefix: None)
+        kv_cache=res.kv_cache
+        if with_prefix == res.kv_cache.effective_max_concurrency_with_prefix
+        else res.kv_cache.model_copy(
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
