@@ -689,7 +689,7 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
                                 + (f" ({n} of {len(every)} candidates)" if n < len(every)
                                    else ""))
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
-    options = rank(planned, latency, rank_on)
+    options = rank(planned, latency, rank_on, own=True)  # (planned here: numbered in place)
     notes = []
     if knobs.max_model_len is None:
         notes.append("no --max-model-len: each engine's default length (usually the model's "
@@ -879,12 +879,14 @@ def _num(obj: object, name: str) -> float | None:
 
 
 def rank(options: Iterable[Option], latency: bool = False,
-         rank_on: RankOn = "point") -> list[Option]:
+         rank_on: RankOn = "point", *, own: bool = False) -> list[Option]:
     """Options that meet the target first, cheapest first ($/M output tokens when a latency
     model gives throughput, else $/hour; unpriced last), then fewer GPUs and more headroom.
     Misses follow, closest first: those that fit before those that do not, then by how far they
     miss (miss_factor), then most headroom. Pareto flags among the priced meeting ones. The
-    latency figures read are the point estimates or their bands' pessimistic ends (`rank_on`)."""
+    latency figures read are the point estimates or their bands' pessimistic ends (`rank_on`).
+    Returns copies with rank and pareto set; `own`: the options are the caller's own, just made,
+    and are numbered in place instead (a sweep's hundreds)."""
     inf = math.inf
 
     def key(o: Option) -> tuple:
@@ -900,6 +902,10 @@ def rank(options: Iterable[Option], latency: bool = False,
 
     ordered = sorted(options, key=key)
     pareto_set = set(map(id, pareto(ordered, latency, rank_on)))
+    if own:  # the caller's new objects, numbered in place
+        for i, o in enumerate(ordered, 1):
+            o.rank, o.pareto = i, id(o) in pareto_set
+        return ordered
     return [o.model_copy(update={"rank": i, "pareto": id(o) in pareto_set})
             for i, o in enumerate(ordered, 1)]
 
