@@ -15,8 +15,9 @@ this process's CPU time (the machine may be shared; wall time is shown for the c
 figure is the median of `runs` runs. A plan's
 concurrency table (performance.by_concurrency), its serve line (command) and, with a target, the
 fix-it alternatives a missed target lists (the problem's message, the option's reasons) are
-worked out when first read or serialized, so the in-process sweep works out none; the command's
---json output works out every option's.
+worked out when first read or serialized, so the in-process sweep works out none; nor the
+result's list of the candidates pruned as too large (read after the clock stops here); the
+command's --json output works out every option's and the whole pruned list.
 Command: `python -m kvplan sweep MODEL … --json` wall time, a new interpreter each run.
 """
 

@@ -981,15 +981,28 @@ class WeightMemory:
     reserved_bytes: int
 
 
-@per_model(512)
+# A dtype's weights depend on its width alone (every use reads DTYPE_BYTES), so the dtypes of
+# one width share their memo entries: a sweep's fp16 GPUs (no bf16) reuse the bf16 layouts.
+_SAME_WIDTH = {d: next(x for x, w in DTYPE_BYTES.items() if w == n)
+               for d, n in DTYPE_BYTES.items()}
+
+
 def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                             quant: QuantSpec | None, ep: int = 1) -> list[WeightMemory]:
     """Weights (RoPE cache included) of one TP rank of each PP stage, as tensor bytes and as
     PyTorch's caching allocator counts them after building the model (kvplan/model/allocator.py).
-    Memoised per (model object, tp, pp, dtype, format, ep): planning searches re-ask it.
-    The stages are replayed last first: a middle stage's chunks begin the last stage's (the
-    LM head follows the same layers), so _replayed reads them from that replay."""
-    tensor = stage_tensor_bytes(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
+    Memoised per (model object, tp, pp, dtype width, format, ep): planning searches re-ask it."""
+    return _weight_memory_per_stage(m, tp=tp, pp=pp, dtype=_SAME_WIDTH.get(dtype, dtype),
+                                    quant=quant, ep=ep)
+
+
+@per_model(512)
+def _weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
+                             quant: QuantSpec | None, ep: int) -> list[WeightMemory]:
+    """weight_memory_per_stage. The stages are replayed last first: a middle stage's chunks
+    begin the last stage's (the LM head follows the same layers), so _replayed reads them from
+    that replay."""
+    tensor = _stage_tensor_bytes(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
     chunks = _stage_chunks(m, tp=tp, pp=pp, dtype=dtype, quant=quant, ep=ep)
     replayed = [_replayed(tuple(c), dtype, m.rope_cache_positions, m.rotary_dim)
                 for c in reversed(chunks)][::-1]
@@ -997,12 +1010,18 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
             for t, (allocated, reserved) in zip(tensor, replayed, strict=True)]
 
 
-@per_model(512)
 def stage_tensor_bytes(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpec | None,
                        ep: int = 1) -> list[int]:
     """WeightMemory.tensor_bytes of each PP stage (the weight tensors and the RoPE cache on one
     TP rank) without replaying the allocator: what a search that only asks whether the weights
-    can fit needs."""
+    can fit needs. Memoised like weight_memory_per_stage."""
+    return _stage_tensor_bytes(m, tp=tp, pp=pp, dtype=_SAME_WIDTH.get(dtype, dtype), quant=quant,
+                               ep=ep)
+
+
+@per_model(512)
+def _stage_tensor_bytes(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpec | None,
+                        ep: int) -> list[int]:
     rope = rope_cache_bytes(m, dtype)
     if m.weights_from == "headers" and m.checkpoint is not None:
         return [sum(n for n in sizes if n != ROPE_BUILD) + rope

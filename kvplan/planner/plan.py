@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
@@ -241,24 +241,29 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
+    quantization = dep.quantization or m.unmodelled_quantization_method
+    count = dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size
+    estimated = "total_bytes" in res.memory.estimated
+    era = res.era or dep.era
     # the serve line is written when first read (a sweep reads none); a what-if's and a
     # multi-node plan's (its nodes' launch lines quote it) now
     values: dict[str, Any] = dict(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
-        model=PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
-                        weights_from=m.weights_from, dtype=dep.dtype,
-                        quantization=dep.quantization or m.unmodelled_quantization_method),
-        gpu=PlanGpu(id=gpu.id, name=gpu.name,
-                    count=dep.tensor_parallel_size * dep.pipeline_parallel_size
-                    * dep.data_parallel_size,
-                    total_bytes_estimated="total_bytes" in res.memory.estimated),
-        engine=PlanEngine(name=eng.name, label=eng.label, version=version, era=res.era or dep.era,
-                          knobs=dict(eng.flags)),
+        model=_shared(m, (PlanModel, dep.dtype, quantization), lambda: PlanModel(
+            id=m.id, source=m.source, parameters=_parameters(m), weights_from=m.weights_from,
+            dtype=dep.dtype, quantization=quantization)),
+        gpu=_shared(gpu, (PlanGpu, count, estimated), lambda: PlanGpu(
+            id=gpu.id, name=gpu.name, count=count, total_bytes_estimated=estimated)),
+        engine=_shared(eng, (PlanEngine, version, era), lambda: PlanEngine(
+            name=eng.name, label=eng.label, version=version, era=era, knobs=dict(eng.flags))),
         inputs=what_if_inputs(_inputs(eng, dep, res), fmt),
         workload=workload,
         memory=res.memory,
-        kv_cache=res.kv_cache.model_copy(
+        # the engine's own section when that leaves it as it is (no shared prefix: None)
+        kv_cache=res.kv_cache
+        if with_prefix == res.kv_cache.effective_max_concurrency_with_prefix
+        else res.kv_cache.model_copy(
             update={"effective_max_concurrency_with_prefix": with_prefix}),
         recommendations=rec,
         performance=performance,
@@ -269,6 +274,24 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     if fmt is None and not node_plan.launch:
         return Plan.deferred(command, **values), ctx
     return (WhatIfPlan if fmt else Plan)(command=command(), **values), ctx
+
+
+_S = TypeVar("_S", PlanModel, PlanGpu, PlanEngine)
+# _shared's memo: by its owner's id (the owner kept, so the id is not reused) and key
+_SHARED: dict[tuple, tuple[object, Any]] = {}
+
+
+def _shared(owner: object, key: tuple, make: Callable[[], _S]) -> _S:
+    """make(), one object per owner (a frozen ModelSpec or GpuSpec, a registry engine) and
+    `key` (the other values it is made of): a sweep's plans repeat their `model`, `gpu` and
+    `engine` sections hundreds of times, and nothing changes a plan's section once built."""
+    full = (id(owner), *key)
+    hit = _SHARED.get(full)
+    if hit is None or hit[0] is not owner:
+        if len(_SHARED) >= 4096:
+            _SHARED.clear()
+        hit = _SHARED[full] = (owner, make())
+    return hit[1]
 
 
 def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,

@@ -293,7 +293,11 @@ class Pruned(_Model):
     detail: str = Field(exclude=True, description="the reason after its kind's label")
 
 
-class SweepResult(_Model):
+# A sweep's answer. Its `pruned` list ends with the candidates too large to plan, each with its
+# weights' excess in words: worked out when first read or serialized (Deferred), as a large
+# model's sweep prunes hundreds that an in-process caller may never read. (A comment, not a
+# docstring: the class's JSON schema would print it.)
+class SweepResult(Deferred, _Model):
     schema_version: str = SWEEP_SCHEMA_VERSION
     model: str
     target: Target
@@ -306,6 +310,8 @@ class SweepResult(_Model):
     # --- finish26 ---
     rank_on: RankOn = Field("pessimistic", description="latency figures ranked by their band's "
                             "pessimistic end, or by the point estimate")
+    DEFERRED: ClassVar[str] = "pruned"
+    PLACEHOLDER: ClassVar[Any] = []
 
     @property
     def meeting(self) -> list[Option]:
@@ -666,20 +672,24 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
-    pruned += _pruned_all(PrunedKind.MEMORY, [
-        (c, f"the weights alone are {excess:.2f}× the device ({c.gpu.id})")
-        for excess, _, c in too_big[n_closest:]])
+    too_large = too_big[n_closest:]
+
+    def all_pruned() -> list[Pruned]:  # the result's `pruned`, when first read
+        return pruned + _pruned_all(PrunedKind.MEMORY, [
+            (c, f"the weights alone are {excess:.2f}× the device ({c.gpu.id})")
+            for excess, _, c in too_large])
 
     if not planned:
         # every candidate was refused (e.g. a --max-model-len beyond the model's): bad input
+        every = all_pruned()
         reasons = Counter(p.detail if p.kind is PrunedKind.UNSUPPORTED else p.reason
-                          for p in pruned)
+                          for p in every)
         reason, n = reasons.most_common(1)[0]
         raise InvalidInputError(f"no candidate can be planned: {reason}"
-                                + (f" ({n} of {len(pruned)} candidates)" if n < len(pruned)
+                                + (f" ({n} of {len(every)} candidates)" if n < len(every)
                                    else ""))
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
-    options = rank(planned, latency, rank_on)
+    options = rank(planned, latency, rank_on, own=True)  # (planned here: numbered in place)
     notes = []
     if knobs.max_model_len is None:
         notes.append("no --max-model-len: each engine's default length (usually the model's "
@@ -705,9 +715,9 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
                if latency else
                "meets the target first; then $/hour, fewer GPUs, more headroom; misses by "
                "how far they miss, headroom, then the KV shortfall")
-    return SweepResult(model=m.id, target=target, latency_model=latency, ranking=ranking,
-                       notes=notes, candidates=total, options=options, pruned=pruned,
-                       rank_on=rank_on)
+    return SweepResult.deferred(all_pruned, model=m.id, target=target, latency_model=latency,
+                                ranking=ranking, notes=notes, candidates=total, options=options,
+                                rank_on=rank_on)
 
 
 def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
@@ -869,12 +879,14 @@ def _num(obj: object, name: str) -> float | None:
 
 
 def rank(options: Iterable[Option], latency: bool = False,
-         rank_on: RankOn = "point") -> list[Option]:
+         rank_on: RankOn = "point", *, own: bool = False) -> list[Option]:
     """Options that meet the target first, cheapest first ($/M output tokens when a latency
     model gives throughput, else $/hour; unpriced last), then fewer GPUs and more headroom.
     Misses follow, closest first: those that fit before those that do not, then by how far they
     miss (miss_factor), then most headroom. Pareto flags among the priced meeting ones. The
-    latency figures read are the point estimates or their bands' pessimistic ends (`rank_on`)."""
+    latency figures read are the point estimates or their bands' pessimistic ends (`rank_on`).
+    Returns copies with rank and pareto set; `own`: the options are the caller's own, just made,
+    and are numbered in place instead (a sweep's hundreds)."""
     inf = math.inf
 
     def key(o: Option) -> tuple:
@@ -890,6 +902,10 @@ def rank(options: Iterable[Option], latency: bool = False,
 
     ordered = sorted(options, key=key)
     pareto_set = set(map(id, pareto(ordered, latency, rank_on)))
+    if own:  # the caller's new objects, numbered in place
+        for i, o in enumerate(ordered, 1):
+            o.rank, o.pareto = i, id(o) in pareto_set
+        return ordered
     return [o.model_copy(update={"rank": i, "pareto": id(o) in pareto_set})
             for i, o in enumerate(ordered, 1)]
 

@@ -330,3 +330,22 @@ def test_weight_memory_equals_replaying_every_allocation(entry):
                 a.empty_cache()
                 assert (w.allocated_bytes, w.reserved_bytes) == (allocated, a.reserved_bytes), \
                     (tp, pp)
+
+
+@pytest.mark.parametrize("ref", ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-30B-A3B"])
+def test_float16_and_bfloat16_share_one_answer_that_is_each_ones_own_replay(ref):
+    """Weights depend on a dtype's width alone: asked in float16 first, bfloat16 (same width)
+    reads that entry, and it is what allocating every bfloat16 tensor one by one gives."""
+    from kvplan.model import weights
+    m = _model(ref)
+    first = weights.weight_memory_per_stage(m, tp=2, pp=2, dtype="float16", quant=None)
+    shared = weights.weight_memory_per_stage(m, tp=2, pp=2, dtype="bfloat16", quant=None)
+    assert shared is first
+    assert weights.stage_tensor_bytes(m, tp=2, pp=2, dtype="bfloat16", quant=None) == [
+        w.tensor_bytes for w in first]
+    for sizes, w in zip(stage_allocations(m, tp=2, pp=2, dtype="bfloat16", quant=None), shared,
+                        strict=True):
+        a = weights.replay_allocations(sizes, "bfloat16", m.rope_cache_positions, m.rotary_dim)
+        allocated = a.allocated_bytes
+        a.empty_cache()
+        assert (w.allocated_bytes, w.reserved_bytes) == (allocated, a.reserved_bytes)

@@ -145,3 +145,38 @@ def test_a_plan_whose_serve_line_moves_to_another_tp_works_out_no_latency_sectio
     moved = kvplan.plan(LLAMA70, "h100", tensor_parallel_size=4, max_model_len=32768,
                         workload=W)
     assert moved.performance is not None and len(calls) == 1  # planned itself, it has them
+
+
+def test_a_sweep_lists_its_too_large_candidates_when_first_read(monkeypatch):
+    """The result's pruned list ends with the candidates whose weights alone exceed the
+    device: worked out when read (or serialized), in the order the sweep found them."""
+    from kvplan.planner import sweep as sweeping
+    calls = []
+    real = sweeping._pruned_all
+    monkeypatch.setattr(sweeping, "_pruned_all",
+                        lambda kind, why: calls.append(kind) or real(kind, why))
+    r = kvplan.sweep(LLAMA70, gpus=["l40s", "a100-40gb"], workload=W, max_model_len=32768)
+    assert calls == [] and r.pending
+    copy = pickle.loads(pickle.dumps(r))  # pickling works the list out
+    assert calls == [sweeping.PrunedKind.MEMORY]
+    memory = [p for p in r.pruned if p.kind is sweeping.PrunedKind.MEMORY]
+    # 70B bf16 weights are about 141 GB: on one 48 GB L40S nothing else is needed to prune it
+    one = next(p for p in memory if p.gpu == "l40s" and p.count == 1)
+    assert one.reason.startswith("memory: the weights alone are ")
+    assert one.reason.endswith("× the device (l40s)")
+    assert r.pruned[-len(memory):] == memory and len(calls) == 1  # last, worked out once
+    assert copy == r and json.loads(r.model_dump_json())["pruned"] == [
+        json.loads(p.model_dump_json()) for p in r.pruned]
+
+
+def test_rank_copies_the_options_unless_they_are_its_own():
+    from kvplan.planner.sweep import rank
+    r = kvplan.sweep(LLAMA70, gpus=["l40s", "h100"], workload=W, max_model_len=32768)
+    given = list(reversed(r.options))
+    before = [(o.rank, o.pareto) for o in given]
+    copies = rank(given, True, "pessimistic")
+    assert [(o.rank, o.pareto) for o in given] == before  # the inputs untouched
+    assert not {id(o) for o in copies} & {id(o) for o in given}
+    own = rank(given, True, "pessimistic", own=True)
+    assert [id(o) for o in own] == [id(o) for o in r.options]  # the same objects, in rank order
+    assert [(o.rank, o.pareto) for o in own] == [(o.rank, o.pareto) for o in copies]

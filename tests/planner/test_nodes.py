@@ -207,3 +207,14 @@ def test_a_model_larger_than_a_node_is_offered_pipeline_stages_across_nodes():
     assert steps
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2 (2 nodes of 8)" in steps[0]
     assert "--tensor-parallel-size 16" not in steps[0]
+
+
+def test_plan_nodes_gives_each_caller_its_own_problems_list():
+    """plan_nodes is remembered per GPU and layout: the section is shared, the problems list a
+    caller extends is its own."""
+    g = resolve_gpu("h100")
+    section, problems = node_rules.plan_nodes(g, 16, 1, 1, nodes=None, gpus_per_node=None)
+    assert [p.code for p in problems] == ["tp-crosses-nodes"]  # TP 16 > the 8-GPU NVLink domain
+    problems.append(problems[0])
+    again, fresh = node_rules.plan_nodes(g, 16, 1, 1, nodes=None, gpus_per_node=None)
+    assert again is section and [p.code for p in fresh] == ["tp-crosses-nodes"]
