@@ -43,6 +43,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+import generated  # noqa: E402  (the --check of a generated page)
 import perf_latency  # noqa: E402  (the public latency rows: the L4 vLLM 0.23 check)
 
 from kvplan.api import plan  # noqa: E402
@@ -411,11 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run()
     text = render(rows, l4_rows())
     if a.check:
-        if not DOC.exists() or DOC.read_text(encoding="utf-8") != text:
-            print(f"{DOC.relative_to(ROOT)} is stale: run python benchmarks/async_overlap.py",
-                  file=sys.stderr)
-            return 1
-        return 0
+        return 1 if generated.stale(DOC, text, "async_overlap.py") else 0
     print("\n".join(pair_table(rows)))
     DOC.write_text(text, encoding="utf-8")
     return 0

@@ -47,6 +47,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+import generated  # noqa: E402  (the --check of a generated page)
 import perf_arch  # noqa: E402  (nearest_fitted, the quantization mapping)
 
 from kvplan.api import plan  # noqa: E402
@@ -997,9 +998,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(rows, mechanism(rows))
     readme = readme_with(rows)
     if a.check:
-        if not DOC.exists() or DOC.read_text() != text:
-            print(f"{DOC.relative_to(ROOT)} is stale: run python benchmarks/perf_latency.py",
-                  file=sys.stderr)
+        if generated.stale(DOC, text, "perf_latency.py"):
             return 1
         if README.read_text(encoding="utf-8") != readme:
             print("README.md's TPOT/TTFT leave-one-architecture-out rows are stale: run "
