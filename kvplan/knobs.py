@@ -32,7 +32,7 @@ from pydantic import (
 
 from .engines import DEFAULT_ENGINE
 from .errors import InvalidInputError
-from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig, per_model
+from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig, per_object
 from .units import DTYPE_ALIASES, GiB
 
 if TYPE_CHECKING:
@@ -604,7 +604,7 @@ def valid_tp_sizes(m: ModelSpec, limit: int = 64) -> list[int]:
     return [tp for tp in _tp_sizes(m) if tp <= limit]
 
 
-@per_model(64)
+@per_object(64)
 def _tp_sizes(m: ModelSpec) -> tuple[int, ...]:
     """valid_tp_sizes without a limit, listed once per model object."""
     heads = m.num_attention_heads

@@ -525,18 +525,19 @@ class ModelSpec(_Frozen):
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 
-def per_model(maxsize: int) -> Callable[[_Fn], _Fn]:
-    """Memoise a pure function of a ModelSpec (its first argument) and other arguments, per
-    model object: ModelSpec is frozen, but it is not hashable (it holds lists), so entries are
-    keyed on its id and keep the object, which a hit must be (an id reused by a new object
-    never hits; an equal new object starts cold). Keyword arguments are keyed on their names
-    and order; an unhashable argument (a QuantSpec holds a list) on its JSON. The table is
-    cleared when it holds `maxsize` entries; `fn.cache_clear()` clears it."""
+def per_object(maxsize: int) -> Callable[[_Fn], _Fn]:
+    """Memoise a pure function of a frozen object (its first argument: a ModelSpec, a GpuSpec,
+    a registry engine) and other arguments, per object: a ModelSpec is frozen but not hashable
+    (it holds lists), so entries are keyed on the object's id and keep the object, which a hit
+    must be (an id reused by a new object never hits; an equal new object starts cold).
+    Keyword arguments are keyed on their names and order; an unhashable argument (a QuantSpec
+    holds a list) on its JSON. The table is cleared when it holds `maxsize` entries;
+    `fn.cache_clear()` clears it."""
     def decorate(fn: _Fn) -> _Fn:
-        table: dict[tuple, tuple[ModelSpec, Any]] = {}
+        table: dict[tuple, tuple[Any, Any]] = {}
 
         @functools.wraps(fn)
-        def memoised(m: ModelSpec, *args: Any, **kwargs: Any) -> Any:
+        def memoised(m: Any, *args: Any, **kwargs: Any) -> Any:
             # the keyword names, then their values, flat: n names and n values, so the key's
             # length fixes n and no two calls share a key (cheaper than a tuple per keyword)
             key = (id(m), args, *kwargs, *kwargs.values())

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..specs import ModelSpec, per_model
+from ..specs import ModelSpec, per_object
 from ..units import DTYPE_BYTES, cdiv
 
 LayerKind = Literal["full", "sliding", "mla", "mamba", "cross"]
@@ -221,7 +221,7 @@ def stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype
                      group_rule=group_rule)
 
 
-@per_model(1024)
+@per_object(1024)
 def _stage_kv(m: ModelSpec, layers: range, *, tp: int, kv_dtype: str, state_dtype: str,
               hybrid_manager: bool, block_size: int, block_size_fixed: bool,
               group_rule: Literal["min", "max_if_close"]) -> tuple[KvLayout, int]:

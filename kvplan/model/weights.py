@@ -18,7 +18,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Literal, NamedTuple
 
-from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_model
+from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_object
 from ..units import DTYPE_BYTES, cdiv
 from .allocator import CachingAllocator, PoolMemo, malloc_chunks
 from .tensor_names import (
@@ -453,13 +453,13 @@ def _audio_tensors(m: ModelSpec) -> Iterator[Tensor]:
     yield Tensor(name + "layer_norm", "norm", 2 * h, 1, "none", None)
 
 
-@per_model(64)
+@per_object(64)
 def all_tensors(m: ModelSpec) -> tuple[Tensor, ...]:
     """`tensors(m)`, listed once per model object (every TP layout shards the same list)."""
     return tuple(tensors(m))
 
 
-@per_model(256)
+@per_object(256)
 def parameter_count(m: ModelSpec, *, include_vision: bool = True) -> int:
     """Total parameters as published: unpadded vocabulary, tied head counted once. Memoised
     per model object (a ModelSpec is frozen): every plan of a sweep asks it. Counted by layer
@@ -836,7 +836,7 @@ class _Layers:
     ordered: bool
 
 
-@per_model(64)
+@per_object(64)
 def _layers(m: ModelSpec) -> _Layers:
     """_Layers, without listing every layer's tensors: a layer whose spec (_layer_spec) an
     earlier layer had lists that layer's tensors under its own prefix, so it takes that layer's
@@ -887,7 +887,7 @@ class _RankLayers:
     outside: list[tuple[Tensor, _Item]]
 
 
-@per_model(256)
+@per_object(256)
 def rank_layers(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
                 ep: int) -> _RankLayers:
     """The tensors of one TP rank by layer (_RankLayers), each class sharded once. Memoised per
@@ -934,7 +934,7 @@ class _RankLayout:
     tied: _Fused  # the last stage's own copy of a tied embedding (pp > 1)
 
 
-@per_model(256)
+@per_object(256)
 def _rank_layout(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
                  ep: int) -> _RankLayout:
     lay = _layers(m)
@@ -963,7 +963,7 @@ def _rank_layout(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
     return _RankLayout(per_layer, *fused)
 
 
-@per_model(256)
+@per_object(256)
 def rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
                  ep: int) -> list[tuple[Tensor, _Item]]:
     """Every tensor with (name, bytes of each part) on one TP rank, in `tensors` order."""
@@ -996,7 +996,7 @@ def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                                     quant=quant, ep=ep)
 
 
-@per_model(512)
+@per_object(512)
 def _weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,
                              quant: QuantSpec | None, ep: int) -> list[WeightMemory]:
     """weight_memory_per_stage. The stages are replayed last first: a middle stage's chunks
@@ -1019,7 +1019,7 @@ def stage_tensor_bytes(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: Qua
                                ep=ep)
 
 
-@per_model(512)
+@per_object(512)
 def _stage_tensor_bytes(m: ModelSpec, *, tp: int, pp: int, dtype: str, quant: QuantSpec | None,
                         ep: int) -> list[int]:
     rope = rope_cache_bytes(m, dtype)

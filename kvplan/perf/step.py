@@ -72,7 +72,7 @@ from ..engines.arch_fits import PCIE
 from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
-from ..specs import GpuSpec, ModelSpec, QuantSpec, per_model
+from ..specs import GpuSpec, ModelSpec, QuantSpec, per_object
 from ..units import DTYPE_ALIASES, cdiv
 from . import arch as _arch
 from . import decode_gemm as _decode_gemm
@@ -534,7 +534,7 @@ class _Enumerated:
     lm_head_elements: int
 
 
-@per_model(512)
+@per_object(512)
 def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
                      quant: QuantSpec | None) -> _Enumerated:
     """Bytes and matmul elements of one TP rank of the heaviest PP stage, from the same tensor
@@ -567,7 +567,7 @@ def _enumerate_stage(m: ModelSpec, tp: int, pp: int, dtype: str,
     return _Enumerated(len(ranges[best]), r, e, u, de, ee, le)
 
 
-@per_model(256)
+@per_object(256)
 def _layer_sums(m: ModelSpec, tp: int, dtype: str, quant: QuantSpec | None
                 ) -> tuple[list[list[int]], list[tuple[_weights.Tensor, int, int]]]:
     """Per decoder layer, the six sums of _enumerate_stage over its tensors on one TP rank
@@ -611,7 +611,7 @@ def _add(acc: list[int], t: _weights.Tensor, nbytes: int, elements: int, m: Mode
             acc[3] += elements
 
 
-@per_model(256)
+@per_object(256)
 def _stage_layer_kinds(m: ModelSpec, pp: int) -> tuple[int, int, int, int]:
     """Decoder layers of the PP stage with the most of them, and how many of those are
     full-attention (or MLA), sliding-window and linear-attention layers."""

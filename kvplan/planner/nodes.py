@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidInputError
 from ..perf import step as perf
-from ..specs import GpuSpec, PlanNodes, Problem, SystemShape
+from ..specs import GpuSpec, PlanNodes, Problem, SystemShape, per_object
 
 UNKNOWN = "unknown system shape"
 
@@ -188,26 +188,16 @@ def _gbps(x: float | None) -> str:
     return "an unsourced scale-out network" if x is None else f"{x:g} Gb/s per GPU"
 
 
-# plan_nodes' memo, like node_links': the plans of one layout on one GPU share its PlanNodes
-# (nothing changes a plan's section: _nodes adds a launch by model_copy) and Problems (frozen);
-# each caller gets its own problems list to extend
-_NODES: dict[tuple[int, int, int, int, int | None, int | None],
-             tuple[GpuSpec, PlanNodes, list[Problem]]] = {}
-
-
 def plan_nodes(gpu: GpuSpec, tp: int, pp: int, dp: int, *, nodes: int | None,
                gpus_per_node: int | None) -> tuple[PlanNodes, list[Problem]]:
-    """_plan_nodes, remembered per GPU object and layout (at most 4096 entries)."""
-    key = (id(gpu), tp, pp, dp, nodes, gpus_per_node)
-    hit = _NODES.get(key)
-    if hit is None or hit[0] is not gpu:
-        if len(_NODES) >= 4096:
-            _NODES.clear()
-        hit = _NODES[key] = (gpu, *_plan_nodes(gpu, tp, pp, dp, nodes=nodes,
-                                               gpus_per_node=gpus_per_node))
-    return hit[1], list(hit[2])
+    """_plan_nodes with a problems list of the caller's own to extend (the memoised section
+    and its frozen Problems are shared: nothing changes a plan's section, _nodes adds a launch
+    by model_copy)."""
+    section, problems = _plan_nodes(gpu, tp, pp, dp, nodes=nodes, gpus_per_node=gpus_per_node)
+    return section, list(problems)
 
 
+@per_object(4096)
 def _plan_nodes(gpu: GpuSpec, tp: int, pp: int, dp: int, *, nodes: int | None,
                 gpus_per_node: int | None) -> tuple[PlanNodes, list[Problem]]:
     """The plan's `nodes` section and the problems of its layout: TP beyond the scale-up
@@ -261,26 +251,9 @@ def _own_link(gpu: GpuSpec) -> str:
     return f"{kind} at {rate:g} GB/s per direction"
 
 
-# node_links' memo: a pure function of the frozen GpuSpec (kept, so its id is not reused) and
-# the layout; every plan's latency context asks it, a sweep for hundreds of plans
-_LINKS: dict[tuple[int, int, int, int, int | None, int | None], tuple[GpuSpec, perf.Links]] = {}
-
-
+@per_object(4096)  # every plan's latency context asks it, a sweep for hundreds of plans
 def node_links(gpu: GpuSpec, tp: int, pp: int, dp: int = 1, *, nodes: int | None = None,
                gpus_per_node: int | None = None) -> perf.Links:
-    """_node_links, remembered per GPU object and layout (at most 4096 entries)."""
-    key = (id(gpu), tp, pp, dp, nodes, gpus_per_node)
-    hit = _LINKS.get(key)
-    if hit is None or hit[0] is not gpu:
-        if len(_LINKS) >= 4096:
-            _LINKS.clear()
-        hit = _LINKS[key] = (gpu, _node_links(gpu, tp, pp, dp, nodes=nodes,
-                                              gpus_per_node=gpus_per_node))
-    return hit[1]
-
-
-def _node_links(gpu: GpuSpec, tp: int, pp: int, dp: int, *, nodes: int | None,
-                gpus_per_node: int | None) -> perf.Links:
     """The links the latency model uses for this layout: TP over the GPU's own link (NVLink,
     else PCIe) inside the scale-up domain, over the scale-out network (Gb/s ÷ 8 per GPU, one
     direction: NICs are full duplex) beyond it; one pipeline hand-off per node boundary the

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -41,6 +41,7 @@ from ..specs import (
     TrafficPlan,
     WhatIfPlan,
     Workload,
+    per_object,
 )
 from ..units import GiB, largest_true
 from ..versions import parse_version
@@ -250,13 +251,9 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     values: dict[str, Any] = dict(
         fits=res.fits and not any(p.code == "target-not-met" for p in problems),
         problems=problems,
-        model=_shared(m, (PlanModel, dep.dtype, quantization), lambda: PlanModel(
-            id=m.id, source=m.source, parameters=_parameters(m), weights_from=m.weights_from,
-            dtype=dep.dtype, quantization=quantization)),
-        gpu=_shared(gpu, (PlanGpu, count, estimated), lambda: PlanGpu(
-            id=gpu.id, name=gpu.name, count=count, total_bytes_estimated=estimated)),
-        engine=_shared(eng, (PlanEngine, version, era), lambda: PlanEngine(
-            name=eng.name, label=eng.label, version=version, era=era, knobs=dict(eng.flags))),
+        model=_model_section(m, dep.dtype, quantization),
+        gpu=_gpu_section(gpu, count, estimated),
+        engine=_engine_section(eng, version, era),
         inputs=what_if_inputs(_inputs(eng, dep, res), fmt),
         workload=workload,
         memory=res.memory,
@@ -276,22 +273,24 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     return (WhatIfPlan if fmt else Plan)(command=command(), **values), ctx
 
 
-_S = TypeVar("_S", PlanModel, PlanGpu, PlanEngine)
-# _shared's memo: by its owner's id (the owner kept, so the id is not reused) and key
-_SHARED: dict[tuple, tuple[object, Any]] = {}
+# A plan's model, gpu and engine sections, one object per owner (a frozen ModelSpec or
+# GpuSpec, a registry engine) and values: a sweep's plans repeat them hundreds of times, and
+# nothing changes a plan's section once built.
+@per_object(4096)
+def _model_section(m: ModelSpec, dtype: str, quantization: str | None) -> PlanModel:
+    return PlanModel(id=m.id, source=m.source, parameters=_parameters(m),
+                     weights_from=m.weights_from, dtype=dtype, quantization=quantization)
 
 
-def _shared(owner: object, key: tuple, make: Callable[[], _S]) -> _S:
-    """make(), one object per owner (a frozen ModelSpec or GpuSpec, a registry engine) and
-    `key` (the other values it is made of): a sweep's plans repeat their `model`, `gpu` and
-    `engine` sections hundreds of times, and nothing changes a plan's section once built."""
-    full = (id(owner), *key)
-    hit = _SHARED.get(full)
-    if hit is None or hit[0] is not owner:
-        if len(_SHARED) >= 4096:
-            _SHARED.clear()
-        hit = _SHARED[full] = (owner, make())
-    return hit[1]
+@per_object(4096)
+def _gpu_section(gpu: GpuSpec, count: int, estimated: bool) -> PlanGpu:
+    return PlanGpu(id=gpu.id, name=gpu.name, count=count, total_bytes_estimated=estimated)
+
+
+@per_object(4096)
+def _engine_section(eng: Engine, version: str, era: str) -> PlanEngine:
+    return PlanEngine(name=eng.name, label=eng.label, version=version, era=era,
+                      knobs=dict(eng.flags))
 
 
 def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,

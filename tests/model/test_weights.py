@@ -249,13 +249,13 @@ def test_layers_of_one_class_list_the_first_ones_tensors_under_their_prefix(entr
     assert parameter_count(m) == sum(t.rows * t.cols for t in weights.tensors(m))
 
 
-def test_per_model_memo_is_per_object_and_keys_on_every_argument():
-    """per_model answers again only for the same model object and the same arguments: an
+def test_per_object_memo_is_per_object_and_keys_on_every_argument():
+    """per_object answers again only for the same model object and the same arguments: an
     equal new object, another argument or an equal but distinct QuantSpec (keyed by value)."""
-    from kvplan.specs import QuantSpec, per_model
+    from kvplan.specs import QuantSpec, per_object
     calls = []
 
-    @per_model(8)
+    @per_object(8)
     def f(m, tp, *, quant=None):
         calls.append((tp, quant))
         return len(calls)
