@@ -53,10 +53,8 @@ PIPELINES = (DYNAMO, ENGINE)
 # of TTFT and the wait behind other prompts the smallest.
 SHORT_ISL, LOW_CONCURRENCY = 1024, 8
 SWEEP_MS = (0.0, 5.0, 10.0, 20.0)
-# InferenceMAX drew each request's input and output lengths uniformly from [0.8·L, L]
-# (random-range-ratio 0.8, .github/workflows/full-sweep-tmpl.yml at SemiAnalysisAI/InferenceX
-# c198b20e; sample_random_requests in kimbochen/bench_serving benchmark_serving.py): mean 0.9·L.
-SENT_SHARE = 0.9
+# InferenceMAX's mean lengths sent, as a share of the nominal ones (perf_fit.INFERENCEMAX, sourced)
+SENT_SHARE = perf_fit.INFERENCEMAX["length_share"]
 # An independent plain-server figure (benchmarks/perf_fit.py, where the fit uses it)
 KVCACHED = perf_fit.KVCACHED
 

@@ -78,8 +78,9 @@ HELD_OUT = HERE / "data" / "perf_inferencemax.csv"
 # read for docs/front-end-overhead.md: .github/workflows/70b-tmpl.yml, image
 # vllm/vllm-openai:v0.10.2; benchmarks/70b_fp8_h100_slurm.sh and 70b_fp8_h200_slurm.sh:
 # kv-cache-dtype fp8, max-num-batched-tokens 8192, --max-num-seqs = the concurrency;
-# full-sweep-tmpl.yml random-range-ratio 0.8: each request's input and output lengths uniform in
-# [0.8·L, L], mean 0.9·L). The held-out rows are predicted as launched. Their
+# full-sweep-tmpl.yml random-range-ratio 0.8, drawn by sample_random_requests in
+# kimbochen/bench_serving benchmark_serving.py: each request's input and output lengths uniform
+# in [0.8·L, L], mean 0.9·L). The held-out rows are predicted as launched. Their
 # `async-scheduling: true` is not modelled: kvplan overlaps the step's CPU work from 0.14.0,
 # and the one public vLLM 0.10.2 A/B pair hid 1.3 ms of a step (docs/async-scheduling.md).
 INFERENCEMAX = {"engine_version": "0.10.2", "kv_cache_dtype": "fp8",
