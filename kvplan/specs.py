@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.8"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.9"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -38,6 +38,7 @@ SCHEMA_VERSION = "1.8"  # 1.1: "info" problems, model.weights_from; 1.2: engine.
 #      workload.prefix_hit_rate, performance.cached_tokens, offload backend "sglang-hicache"
 # 1.7: performance.not_calibrated_because
 # 1.8: performance.routed_experts (MoE models)
+# 1.9: performance.routed_experts.public_check (the band of MoE models: docs/performance-moe.md)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -946,6 +947,10 @@ class RoutedExperts(BaseModel):
     table: str | None = Field(description="the measured table's engine release and layout, "
                               "e.g. 'vLLM 0.14.0, EP 8'; null at the dense rate")
     source: str = Field(description="where the table is, or why there is none")
+    public_check: str | None = Field(
+        None, description="what public MoE measurements say of kvplan's figures on this GPU "
+        "class (docs/performance-moe.md): no MoE model is in the fit, so the band is widened "
+        "to their measured / predicted spread; null when there are none")
 
 
 class Performance(PerfPoint, Deferred):

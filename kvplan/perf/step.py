@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..engines import moe_fits as _moe_fits
 from ..engines import registry
 from ..engines.arch_fits import PCIE
 from ..engines.base import Coefficients
@@ -268,6 +269,7 @@ class PerfContext:
     calibrated: bool
     not_calibrated_because: str = ""  # calibration_gaps(): each reason, "" when calibrated
     calibration: str = ""  # where the coefficients come from (user file, bundled, extrapolated)
+    moe_check: str = ""  # a MoE model: what public MoE rows say of the model (_moe_band)
     # Speculative decoding (docs/features.md): every decode step verifies `spec_tokens` draft
     # tokens per sequence after `draft_steps` draft forward passes; each draft token is accepted
     # with probability `acceptance_rate`.
@@ -671,6 +673,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     compute = compute_dtype_for(dtype, quant, gpu)
     expert, expert_note = expert_dtype_for(compute, quant, gpu, engine)
     arch = arch_calibration(engine, gpu)
+    ranges, moe_check = _moe_band(arch.klass, tuple(arch.ranges[k] for k in METRICS)) \
+        if m.moe is not None else (tuple(arch.ranges[k] for k in METRICS), "")
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
@@ -692,12 +696,32 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         admission=admission, cpu_overlap=overlaps_cpu(engine, version),
         frontend_service_s=cal.frontend_service_ms * 1e-3, frontend_servers=cal.frontend_servers,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
+        moe_check=moe_check,
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
-        bandwidth_scale=arch.scales.bandwidth, ranges=tuple(arch.ranges[k] for k in METRICS),
+        bandwidth_scale=arch.scales.bandwidth, ranges=ranges,
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
         prefix_caching=prefix_caching, **_link_fields(gpu, tp, links),
         **_expert_gemm_fields(m, gpu, engine, tp, expert, quant, version),
         **_expert_dtype_fields(gpu, arch.scales.gemm(expert), expert, expert_note))
+
+
+def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
+              ) -> tuple[tuple[tuple[float, float], ...], str]:
+    """A MoE model's band and what public MoE rows say of it: the envelope of its GPU class's
+    band and the measured / predicted spread of the public MoE rows on that class (all classes
+    when it has too few; engines/moe_fits.py: no MoE model is in the fit)."""
+    check, own = _moe_fits.check_for(klass)
+    if not check.rows:
+        return ranges, ""
+    wide = tuple((min(lo, check.ranges[k][0]), max(hi, check.ranges[k][1]))
+                 if k in check.ranges else (lo, hi)
+                 for k, (lo, hi) in zip(METRICS, ranges, strict=True))
+    lo, hi = check.ranges["throughput"]
+    on = (f"{klass} GPUs" if own == check.rows else
+          f"GPUs of every class ({own} on {klass})" if own else "GPUs of every class")
+    return wide, (f"no MoE model in the fit; measured / kvplan throughput on {check.rows} "
+                  f"public MoE rows on {on}: median {check.median_ratio:.2f}, band "
+                  f"{lo:.2f}-{hi:.2f} × the figure (docs/performance-moe.md)")
 
 
 def _expert_dtype_fields(gpu: GpuSpec, scale: float, expert: str, note: str) -> dict[str, Any]:

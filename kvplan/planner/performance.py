@@ -174,7 +174,8 @@ def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:
     if ctx.expert_dtype_note:  # --- bwmxfp4 --- the experts' own GEMM dtype
         source += f"; {ctx.expert_dtype_note}"
     return RoutedExperts(rate="measured" if ctx.expert_gemm_curve else "dense",
-                         table=ctx.expert_gemm_table or None, source=source)
+                         table=ctx.expert_gemm_table or None, source=source,
+                         public_check=ctx.moe_check or None)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

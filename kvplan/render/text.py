@@ -187,6 +187,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     for row in _figure_rows(pf):
         t.add_row(*row)
     console.print(t)
+    if pf.routed_experts and pf.routed_experts.public_check:  # the band's MoE widening
+        console.print(f"MoE model: {escape(pf.routed_experts.public_check)}")
     if pf.percentiles:
         _percentile_table(pf, console)
     _concurrency_table(pf, console)

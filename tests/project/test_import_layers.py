@@ -32,6 +32,7 @@ LAYER = {
     "kvplan.versions": "core",
     "kvplan.engines": "core",
     "kvplan.engines.arch_fits": "core",
+    "kvplan.engines.moe_fits": "core",
     "kvplan.engines.base": "core",
     "kvplan.engines.flags": "core",
     "kvplan.engines.pd": "core",
@@ -398,13 +399,14 @@ def test_the_step_time_model_is_a_leaf():
     """perf imports the standard library, four kvplan modules, the engine registry (each
     engine declares its own calibration), the user calibrations in force (a leaf: a table of
     coefficients, kvplan calibrate's), the GPU-class factors (kvplan.perf.arch over the
-    measured table kvplan.engines.arch_fits: both standard library only) and the measured
+    measured table kvplan.engines.arch_fits: both standard library only), the public MoE
+    rows' spread (kvplan.engines.moe_fits, over arch_fits only) and the measured
     decode-GEMM rates (kvplan.perf.decode_gemm, standard library only) and the measured
     fused-MoE GEMM rates (kvplan.perf.moe_gemm, standard library only) only."""
     allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
                "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration",
-               "kvplan.perf.arch", "kvplan.engines.arch_fits", "kvplan.perf.decode_gemm",
-               "kvplan.perf.moe_gemm"}
+               "kvplan.perf.arch", "kvplan.engines.arch_fits", "kvplan.engines.moe_fits",
+               "kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm"}
     for leaf in ("kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm"):
         assert not {i for _, i, _ in module_imports(leaf) if i.startswith("kvplan")}
     assert {i for _, i, _ in module_imports("kvplan.perf.user_calibration")
@@ -413,6 +415,8 @@ def test_the_step_time_model_is_a_leaf():
             if i.startswith("kvplan")} <= {"kvplan.engines.arch_fits"}
     assert not {i for _, i, _ in module_imports("kvplan.engines.arch_fits")
                 if i.startswith("kvplan")}
+    assert {i for _, i, _ in module_imports("kvplan.engines.moe_fits")
+            if i.startswith("kvplan")} <= {"kvplan.engines.arch_fits"}
     got = {i for _, i, _ in module_imports("kvplan.perf.step")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
     assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}
