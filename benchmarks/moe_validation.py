@@ -309,6 +309,32 @@ def order_table(scored: Sequence[Scored]) -> list[str]:
     return lines
 
 
+LOW_CONCURRENCY = 16  # "few requests in flight": where a step's fixed costs dominate TPOT
+
+
+def low_concurrency_table(scored: Sequence[Scored]) -> list[str]:
+    """Scored rows of at most LOW_CONCURRENCY requests in flight that publish TPOT: measured
+    and kvplan's TPOT, grouped by (source, model, GPU, engine, release)."""
+    groups: dict[tuple, list[Scored]] = {}
+    for s in scored:
+        r = s.row
+        c = int(r["concurrency"]) if r["concurrency"] else 0
+        if s.figures is not None and r["tpot_ms"] and 0 < c <= LOW_CONCURRENCY:
+            key = (r["source"], r["model"].split("/")[-1], r["gpu"], r["engine"],
+                   r["engine_version"], r["tp"])
+            groups.setdefault(key, []).append(s)
+    lines = ["| source | model | GPU | engine | TP | concurrency | TPOT ms measured | kvplan |",
+             "|---|---|---|---|---:|---|---|---|"]
+    for (src, model, gpu, eng, ver, tp), ss in sorted(groups.items()):
+        ss.sort(key=lambda s: int(s.row["concurrency"]))
+        conc = ", ".join(s.row["concurrency"] for s in ss)
+        meas = ", ".join(f"{s.row['tpot_ms']:.1f}" for s in ss)
+        pred = ", ".join(f"{(s.figures or {})['tpot']:.1f}" for s in ss)
+        lines.append(f"| {src} | {model} | {gpu} | {eng} {ver} | {tp} | {conc} | {meas} | "
+                     f"{pred} |")
+    return lines
+
+
 def _paragraph(n: int) -> str:
     """Paragraph `n` of this module's docstring, on one line (the page's prose)."""
     return " ".join((__doc__ or "").split("\n\n")[n].split())
@@ -352,6 +378,15 @@ def render(scored: Sequence[Scored]) -> str:
         *summary(scored, "engine", "engine"), "",
         *summary(scored, "model", "model"), "",
         *summary(scored, "source", "source"), "",
+        "## TPOT with few requests in flight", "",
+        f"Rows of at most {LOW_CONCURRENCY} concurrent requests that publish TPOT. kvplan's "
+        "step has no per-layer latency floor (the dense fit holds layer_overhead_us at 0 and "
+        "fits the all-reduce latency to about 0: docs/performance.md); a MoE layer runs more "
+        "kernels than a dense one (router, top-k, permute, grouped GEMM, combine, shared "
+        "experts), and the measured TPOT of these runs sits well above kvplan's where the "
+        "weight reads are small. Not modelled; MoE plans' TPOT band covers it "
+        "(kvplan/engines/moe_fits.py).", "",
+        *low_concurrency_table(scored), "",
         "## GPU order",  "",
         "Within each workload (one source, model, engine, lengths and load), every pair of rows "
         "on different GPUs whose measured throughput per GPU differs by ≥ 5 %: whether kvplan "
