@@ -113,3 +113,16 @@ def test_plan_json_and_text_say_it(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "public MoE rows" in check
     code, out, _ = run(capsys, "plan", "Qwen/Qwen3-30B-A3B", "--gpu", "h100")
     assert code == 0 and "MoE model: no MoE model in the fit" in out
+
+
+def test_the_report_states_the_moe_band_and_a_dense_one_does_not() -> None:
+    """`kvplan report` lists what the public MoE rows say among its assumptions (the plan's
+    routed_experts.public_check), as `plan` prints it; a dense model's report has no such line."""
+    from kvplan.render import report as rep
+
+    moe = plan("Qwen/Qwen3-30B-A3B", "h100")
+    assert moe.performance is not None and moe.performance.routed_experts is not None
+    line = f"Speed of a MoE model: {moe.performance.routed_experts.public_check}."
+    assert line in rep._assumptions(moe)
+    dense = plan("meta-llama/Llama-3.1-8B-Instruct", "h100")
+    assert not any(a.startswith("Speed of a MoE") for a in rep._assumptions(dense))
