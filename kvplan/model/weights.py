@@ -877,6 +877,12 @@ _NAME = itemgetter(0)  # Tensor.name
 _SHAPE = itemgetter(1, 2, 3, 4, 6, 7)  # Tensor.kind, rows, cols, split, experts, dtype
 
 
+# A dtype's weights depend on its width alone (every use reads DTYPE_BYTES), so the dtypes of
+# one width share their memo entries: a sweep's fp16 GPUs (no bf16) reuse the bf16 layouts.
+_SAME_WIDTH = {d: next(x for x, w in DTYPE_BYTES.items() if w == n)
+               for d, n in DTYPE_BYTES.items()}
+
+
 @dataclass(frozen=True)
 class _RankLayers:
     """One TP rank's tensors with (name, bytes of each part): each decoder layer's (one list
@@ -887,11 +893,17 @@ class _RankLayers:
     outside: list[tuple[Tensor, _Item]]
 
 
-@per_object(256)
 def rank_layers(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
                 ep: int) -> _RankLayers:
     """The tensors of one TP rank by layer (_RankLayers), each class sharded once. Memoised per
-    (model object, tp, dtype, format, ep): every PP split of a sweep reuses it."""
+    (model object, tp, dtype width, format, ep): every PP split of a sweep reuses it, and the
+    latency model's bfloat16 asks read the weights' float16 entries (_SAME_WIDTH)."""
+    return _rank_layers(m, tp=tp, dtype=_SAME_WIDTH.get(dtype, dtype), quant=quant, ep=ep)
+
+
+@per_object(256)
+def _rank_layers(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
+                 ep: int) -> _RankLayers:
     lay = _layers(m)
     by_layer = quant is not None and any(quant.ignore)  # _is_ignored reads the layer index
     done: dict[int, list[tuple[Tensor, _Item]]] = {}
@@ -979,12 +991,6 @@ class WeightMemory:
     allocated_bytes: int
     # segments holding them after empty_cache: the free-memory drop SGLang and TGI see
     reserved_bytes: int
-
-
-# A dtype's weights depend on its width alone (every use reads DTYPE_BYTES), so the dtypes of
-# one width share their memo entries: a sweep's fp16 GPUs (no bf16) reuse the bf16 layouts.
-_SAME_WIDTH = {d: next(x for x, w in DTYPE_BYTES.items() if w == n)
-               for d, n in DTYPE_BYTES.items()}
 
 
 def weight_memory_per_stage(m: ModelSpec, *, tp: int, pp: int, dtype: str,

@@ -218,7 +218,7 @@ def test_a_layer_not_named_under_its_prefix_falls_back_to_whole_stages(monkeypat
 
     monkeypatch.setattr(weights, "_layer_tensors", renamed)
     monkeypatch.setattr(weights, "_layer_spec", lambda model, i: (*spec(model, i), i == 8))
-    memos = (weights.all_tensors, weights._layers, weights.rank_layers, weights.rank_tensors,
+    memos = (weights.all_tensors, weights._layers, weights._rank_layers, weights.rank_tensors,
              weights._rank_layout)
     for memo in memos:
         memo.cache_clear()
