@@ -36,6 +36,7 @@ from ..model.kv import KvLayout, LayerKv, kv_layout, layer_specs, stage_kv
 from ..model.multimodal import DEFAULT_LIMIT_V1, EncoderProfile, encoder_profile
 from ..model.weights import (
     LoraSlots,
+    WeightMemory,
     draft_layer_count,
     draft_weight_bytes,
     lora_slots,
@@ -345,7 +346,8 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
     a2a = a2a_buffer_bytes(m, d)
     draft = draft_memory(m, d)
     mm = mm_profile(m, d, era)
-    stages, lora_parts = [], []
+    stages: list[StageMemory] = []
+    lora_parts: list[LoraSlots | None] = []
     # the same on every stage: non-torch memory, and the activations of each non-last stage
     nt = non_torch_bytes(d, gpu) + a2a
     held_mm = mm.held_bytes if mm else 0
@@ -353,9 +355,18 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                   if pp > 1 else 0)
     sizes = cudagraph_capture_sizes(d)  # the same on every stage
     block_fixed = d.user_set("block_size")
+    # A stage before the last, without LoRA, is a function of its layer count and weights where
+    # every layer is alike (stage_kv reads only the count): a long PP split's middle stages are
+    # worked out once
+    alike: dict[tuple[int, WeightMemory], StageMemory] = {}
     for s, layer_range in enumerate(pp_layer_ranges(m.num_layers, pp)):
         layers = len(layer_range)
         last = s == pp - 1
+        key = (layers, weights[s])
+        if not last and not d.enable_lora and not m.layer_types and key in alike:
+            stages.append(alike[key])
+            lora_parts.append(None)
+            continue
         # The draft lives beside the LM head (last stage); LoRA slots beside every layer. Both
         # are built inside load_model, so "Model loading took" includes them.
         lora = lora_slots(m, layer_range, tp=tp, max_loras=d.max_loras, rank=d.max_lora_rank,
@@ -389,9 +400,10 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
                                          block_size=d.block_size,
                                          block_size_fixed=block_fixed,
                                          group_rule=era.group_rule)
-        stages.append(StageMemory(layers, stage_weights, act, nt, graphs, kv, layout, per_token,
-                                  max(0, kv) // layout.bytes_per_block,
-                                  weights[s].tensor_bytes + extra_tensor))
+        stage = alike[key] = StageMemory(layers, stage_weights, act, nt, graphs, kv, layout,
+                                         per_token, max(0, kv) // layout.bytes_per_block,
+                                         weights[s].tensor_bytes + extra_tensor)
+        stages.append(stage)
     worst = min(stages, key=lambda st: (st.num_blocks, -st.bytes_per_block))
     num_blocks = worst.num_blocks
     flight, mamba_pages = in_flight_tokens(d, era), mamba_pages_per_request(d, era)
