@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import generated  # noqa: E402  (benchmarks/generated.py)
+import perf_arch  # noqa: E402  (benchmarks/perf_arch.py: the GPU-order rule)
 
 from kvplan.api import plan_with_context  # noqa: E402
 from kvplan.engines import registry  # noqa: E402
@@ -260,23 +261,13 @@ def row_table(scored: Sequence[Scored]) -> list[str]:
 
 def gpu_pairs(scored: Sequence[Scored]) -> list[tuple[Scored, Scored]]:
     """Pairs of scored rows of one workload (source, model, engine, lengths, load) on
-    different GPUs whose measured throughput per GPU differs by ≥ 5 % (perf_arch's GPU-order
-    rule)."""
-    work: dict[tuple, list[Scored]] = {}
-    for s in scored:
-        r = s.row
-        if s.figures is not None and r["output_tok_s_per_gpu"]:
-            key = (r["source"], r["model"], r["engine"], r["isl"], r["osl"], r["concurrency"],
-                   r["num_prompts"], r["harness"])
-            work.setdefault(key, []).append(s)
-    pairs = []
-    for rows in work.values():
-        for i, a in enumerate(rows):
-            for b in rows[i + 1:]:
-                ma, mb = a.row["output_tok_s_per_gpu"], b.row["output_tok_s_per_gpu"]
-                if a.row["gpu"] != b.row["gpu"] and max(ma, mb) >= 1.05 * min(ma, mb):
-                    pairs.append((a, b))
-    return pairs
+    different GPUs whose measured throughput per GPU differs by ≥ 5 % (perf_arch.order_pairs,
+    the GPU-order rule of the cross-architecture stage)."""
+    ok = [s for s in scored if s.figures is not None and s.row["output_tok_s_per_gpu"]]
+    raws = [{**s.row, "workload": "|".join(str(s.row[k]) for k in (
+        "source", "model", "engine", "isl", "osl", "concurrency", "num_prompts", "harness"))}
+        for s in ok]
+    return [(ok[i], ok[j]) for i, j in perf_arch.order_pairs(raws)]
 
 
 def in_order(a: Scored, b: Scored) -> bool:

@@ -315,26 +315,34 @@ def fit_trtllm(rows: Sequence[fit_.Row], base: Coefficients) -> Coefficients:
 # --------------------------------------------------------------------- evaluation
 
 
-def order_share(raws: Sequence[Mapping[str, Any]], pred_per_gpu: Sequence[float],
-                threshold: float = 0.05) -> tuple[int, int]:
-    """(right, pairs): pairs of rows of one workload on different GPUs whose measured
-    throughput per GPU differs by ≥ threshold, and how many the predictions order right."""
-    right = pairs = 0
+def order_pairs(raws: Sequence[Mapping[str, Any]], threshold: float = 0.05
+                ) -> list[tuple[int, int]]:
+    """Index pairs of rows of one workload (key "workload") on different GPUs whose measured
+    throughput per GPU differs by ≥ threshold: the pairs a GPU order is judged on."""
     by: dict[str, list[int]] = {}
     for i, r in enumerate(raws):
         by.setdefault(r["workload"], []).append(i)
+    out = []
     for idx in by.values():
         for a, i in enumerate(idx):
             for j in idx[a + 1:]:
                 if raws[i]["gpu"] == raws[j]["gpu"]:
                     continue
-                mi, mj = raws[i]["output_tok_s_per_gpu"], raws[j]["output_tok_s_per_gpu"]
-                mi, mj = float(mi), float(mj)
+                mi = float(raws[i]["output_tok_s_per_gpu"])
+                mj = float(raws[j]["output_tok_s_per_gpu"])
                 if abs(mi / mj - 1) < threshold and abs(mj / mi - 1) < threshold:
                     continue
-                pairs += 1
-                right += (mi > mj) == (pred_per_gpu[i] > pred_per_gpu[j])
-    return right, pairs
+                out.append((i, j))
+    return out
+
+
+def order_share(raws: Sequence[Mapping[str, Any]], pred_per_gpu: Sequence[float],
+                threshold: float = 0.05) -> tuple[int, int]:
+    """(right, pairs): order_pairs, and how many the predictions order as measured."""
+    pairs = order_pairs(raws, threshold)
+    right = sum((float(raws[i]["output_tok_s_per_gpu"]) > float(raws[j]["output_tok_s_per_gpu"]))
+                == (pred_per_gpu[i] > pred_per_gpu[j]) for i, j in pairs)
+    return right, len(pairs)
 
 
 def per_gpu(rows: Sequence[fit_.Row], preds: Sequence[perf.PerfPoint]) -> list[float]:
