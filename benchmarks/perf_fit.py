@@ -492,7 +492,10 @@ def render_doc(result: dict) -> str:
         "Every prediction carries `_low` / `_high` values: the prediction × the 10th and 90th "
         "percentiles of measured / predicted in the leave-one-group-out evaluation "
         f"(TTFT {result['ranges']['ttft']}, TPOT {result['ranges']['tpot']}, throughput "
-        f"{result['ranges']['throughput']}).",
+        f"{result['ranges']['throughput']}). Other GPU classes carry their own held-out band "
+        "(below); a MoE model's band is widened to the measured / predicted spread of public "
+        "MoE measurements on its class, none of them fitted (docs/performance-moe.md, "
+        "kvplan/engines/moe_fits.py).",
         "",
         *(perf_arch.render_section(result["cross_arch"]) if "cross_arch" in result else []),
         "## Tail latency under traffic",

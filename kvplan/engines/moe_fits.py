@@ -6,8 +6,8 @@ run the same step model with their routed experts' measured kernel rates and lay
 public MoE rows of benchmarks/data/perf_moe_public.csv (TensorRT-LLM's perf-overview, MLPerf,
 vendors' pages; sources per row) fit nothing; their measured / predicted spread is the held-out
 residual of the MoE class, so a MoE figure's band is the envelope of its GPU class's band and
-this one, and its `calibration` says so. The block between the markers is written by
-benchmarks/moe_validation.py (`--check` keeps it equal)."""
+this one, and Performance.routed_experts.public_check says so. The block between the markers is
+written by benchmarks/moe_validation.py (`--check` keeps it equal)."""
 
 from __future__ import annotations
 

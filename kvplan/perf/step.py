@@ -673,8 +673,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     compute = compute_dtype_for(dtype, quant, gpu)
     expert, expert_note = expert_dtype_for(compute, quant, gpu, engine)
     arch = arch_calibration(engine, gpu)
-    ranges, moe_check = _moe_band(arch.klass, tuple(arch.ranges[k] for k in METRICS)) \
-        if m.moe is not None else (tuple(arch.ranges[k] for k in METRICS), "")
+    ranges, moe_check = tuple(arch.ranges[k] for k in METRICS), ""
+    if m.moe is not None:
+        ranges, moe_check = _moe_band(arch.klass, ranges)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
