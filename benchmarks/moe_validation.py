@@ -62,13 +62,12 @@ from kvplan.versions import parse_version  # noqa: E402
 DATA = HERE / "data" / "perf_moe_public.csv"
 DOC = ROOT / "docs" / "performance-moe.md"
 INT = ("gpu_count", "tp", "pp", "isl", "osl")
-OFFLINE = ("offline-max-load", "mlperf-offline")
-SCORED = (*OFFLINE, "closed-loop", "single-request")
+SCORED = ("offline-max-load", "closed-loop", "single-request")
 UNBOUNDED = 100_000  # "every request queued": the plan's admission limits bound the batch
 
 
-def load_raw(path: Path | None = None) -> list[dict[str, Any]]:
-    with (path or DATA).open(newline="", encoding="utf-8") as f:
+def load_raw() -> list[dict[str, Any]]:
+    with DATA.open(newline="", encoding="utf-8") as f:
         rows = [dict(r) for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     for r in rows:
         for k in INT:
@@ -78,12 +77,6 @@ def load_raw(path: Path | None = None) -> list[dict[str, Any]]:
         r["ep"] = int(r["ep"]) if r.get("ep") else None
         r["klass"] = arch_.arch_class(resolve_gpu(r["gpu"]).arch)
     return rows
-
-
-def speculative(r: Mapping[str, Any]) -> bool:
-    """Whether the row ran with speculative decoding (column speculative: its method, e.g.
-    "mtp"; empty when the source states none)."""
-    return bool(r.get("speculative"))
 
 
 def in_band(r: Mapping[str, Any]) -> bool:
@@ -146,12 +139,11 @@ def model_for(r: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
 @dataclasses.dataclass(frozen=True)
 class Scored:
     """A row and kvplan's figures for it (output tokens/s per GPU, TPOT and TTFT, ms), or why
-    it is not scored; `simulated`: replayed as its harness sent the requests."""
+    it is not scored."""
 
     row: Mapping[str, Any]
     figures: dict[str, float] | None
     reason: str  # why not scored ("" when scored)
-    simulated: bool = False
 
     def error(self, metric: str) -> float | None:
         measured = self.row.get({"throughput": "output_tok_s_per_gpu"}.get(metric,
@@ -166,7 +158,7 @@ def score(r: Mapping[str, Any]) -> Scored:
         return Scored(r, None, f"harness {r['harness']} (not a closed loop)")
     if not r["isl"] or not r["osl"]:
         return Scored(r, None, "lengths not stated (a dataset's mix)")
-    if speculative(r):
+    if r.get("speculative"):  # its method, e.g. "mtp"; empty when the source states none
         return Scored(r, None, "speculative decoding on (acceptance rate not published)")
     try:
         m, fmt = model_for(r)
@@ -192,10 +184,10 @@ def score(r: Mapping[str, Any]) -> Scored:
         res = simulate.simulate(ctx, simulate.Requests((r["isl"],) * n, (r["osl"],) * n),
                                 simulate.Harness("closed", concurrency=c))
         return Scored(r, {"throughput": res.output_tokens_per_s / gpus, "tpot": res.tpot.mean,
-                          "ttft": res.ttft.mean}, "", simulated=True)
+                          "ttft": res.ttft.mean}, "")
     if given:
         conc = max(1, round(given / replicas))
-    elif r["harness"] in OFFLINE:
+    elif r["harness"] == "offline-max-load":
         conc = UNBOUNDED
     else:
         return Scored(r, None, "closed loop without a stated concurrency")
