@@ -362,12 +362,14 @@ def render(scored: Sequence[Scored]) -> str:
         *summary(scored, "model", "model"), "",
         *summary(scored, "source", "source"), "",
         "## TPOT with few requests in flight", "",
-        f"Rows of at most {LOW_CONCURRENCY} concurrent requests that publish TPOT. kvplan's "
-        "step has no per-layer latency floor (the dense fit holds layer_overhead_us at 0 and "
-        "fits the all-reduce latency to about 0: docs/performance.md); a MoE layer runs more "
-        "kernels than a dense one (router, top-k, permute, grouped GEMM, combine, shared "
-        "experts), and the measured TPOT of these runs sits well above kvplan's where the "
-        "weight reads are small. Not modelled; MoE plans' TPOT band covers it "
+        f"Rows of at most {LOW_CONCURRENCY} concurrent requests that publish TPOT. "
+        "kvplan's step's fitted overheads come from dense models; a MoE layer runs more kernels "
+        "than a dense one (router, top-k, permute, grouped GEMM, combine) and an MLA block more "
+        "than an attention block, each with a fixed cost. kvplan adds those it has measurements "
+        "for (kvplan/perf/layer_floors.py: aiconfigurator's H200 kernel tables, each engine's "
+        "fused-MoE and MLA blocks against a dense layer's, timed by the same collector; assumed "
+        "alike on other GPUs); the measured TPOT of these runs still sits above kvplan's, most "
+        "of all for the early-2025 releases. MoE plans' TPOT band covers the rest "
         "(kvplan/engines/moe_fits.py).", "",
         *low_concurrency_table(scored), "",
         "## GPU order",  "",

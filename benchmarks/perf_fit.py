@@ -356,11 +356,18 @@ def render_doc(result: dict) -> str:
         "all-reduce 2 per layer when TP > 1:",
         "           allreduce_latency + (d+p)·hidden·2 B·2(TP−1)/TP / link",
         "overheads  step_overhead + layers·layer_overhead + sequences·seq_overhead",
+        "           + MoE / MLA layers' kernel floors (MoE and MLA models only)",
         "```",
         "",
         "* Weight bytes read: kvplan's per-GPU tensor bytes minus the embedding table (a lookup "
         "reads a few rows) and, for MoE, the routed experts scaled by the expected share "
         "1 − (1 − k/E)^(d+p) that the step's tokens touch.",
+        "* MoE / MLA layers' kernel floors: what a fused-MoE layer and an MLA block take beyond "
+        "a dense layer's MLP and attention block at 1-64 tokens per step, measured (not "
+        "fitted: every calibration row is a dense model) in aiconfigurator's H200 kernel "
+        "tables per engine and assumed alike on other GPUs (kvplan/perf/layer_floors.py, "
+        "benchmarks/layer_floor_tables.py; checked on public MoE rows in "
+        "docs/performance-moe.md).",
         "* KV bytes read: kvplan's per-GPU bytes per token (GQA heads per rank, MLA latent, "
         "sliding windows capped at the window, fp8 KV) × context, per decoding sequence.",
         "* Peak FLOP/s: the dense figures of `gpu_specs/` for the GEMM dtype (fp8 for fp8 "

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.9"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.10"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -39,6 +39,7 @@ SCHEMA_VERSION = "1.9"  # 1.1: "info" problems, model.weights_from; 1.2: engine.
 # 1.7: performance.not_calibrated_because
 # 1.8: performance.routed_experts (MoE models)
 # 1.9: performance.routed_experts.public_check (the band of MoE models: docs/performance-moe.md)
+# 1.10: performance.routed_experts.layer_floors (MoE / MLA kernel floors: perf/layer_floors.py)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -951,6 +952,10 @@ class RoutedExperts(BaseModel):
         None, description="what public MoE measurements say of kvplan's figures on this GPU "
         "class (docs/performance-moe.md): no MoE model is in the fit, so the band is widened "
         "to their measured / predicted spread; null when there are none")
+    layer_floors: str | None = Field(
+        None, description="the MoE and MLA layers' measured kernel floors beyond a dense "
+        "layer's that the step time adds (kvplan/perf/layer_floors.py) and where they were "
+        "measured; null for an engine without kernel tables")
 
 
 class Performance(PerfPoint, Deferred):

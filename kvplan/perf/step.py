@@ -77,6 +77,7 @@ from ..specs import GpuSpec, ModelSpec, QuantSpec, per_object
 from ..units import DTYPE_ALIASES, cdiv
 from . import arch as _arch
 from . import decode_gemm as _decode_gemm
+from . import layer_floors as _layer_floors
 from . import moe_gemm as _moe_gemm
 from .user_calibration import user_calibration
 
@@ -386,6 +387,12 @@ class PerfContext:
     # its rank's whole tokens) and a TP all-reduce sums the MoE output: vLLM EP through
     # allgather_reducescatter / naive without sequence-parallel MoE; perf/expert.py
     moe_gather_dp_group: bool = False
+    # --- floors --- MoE and MLA layers' kernel floors beyond a dense layer's (perf/
+    # layer_floors.py): the engine's kernel family ("" none), MLA and MoE layers on the stage
+    floor_family: str = ""
+    floor_mla_layers: int = 0
+    floor_moe_layers: int = 0
+    floor_note: str = ""  # layer_floors.note: what the figures assume of them
 
     @property
     def request_overhead_s(self) -> float:
@@ -630,6 +637,15 @@ def _stage_layer_kinds(m: ModelSpec, pp: int) -> tuple[int, int, int, int]:
     return len(stage), full, sliding, linear
 
 
+@per_object(256)
+def _stage_moe_layers(m: ModelSpec, pp: int) -> int:
+    """MoE layers of the PP stage with the most decoder layers (_stage_layer_kinds')."""
+    assert m.moe is not None
+    stage = max(_weights.pp_layer_ranges(m.num_layers, pp), key=len)
+    moe = set(m.moe.moe_layers)
+    return sum(1 for i in stage if i in moe)
+
+
 def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: int = 1, pp: int = 1,
                 dtype: str | None = None, kv_cache_dtype: str | None = None,
                 quant: QuantSpec | None = None, max_num_batched_tokens: int = 8192,
@@ -663,6 +679,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     else:
         attn_per_ctx = 4 * heads * m.head_dim
     layers, full, sliding, linear = _stage_layer_kinds(m, pp)
+    # MoE kernel floors: fine-grained MoE layers only (the tables' shapes, as perf/moe_gemm.py)
+    moe_layers = (_stage_moe_layers(m, pp) if m.moe is not None
+                  and m.moe.num_experts >= _moe_gemm.MIN_EXPERTS else 0)
     state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
@@ -698,12 +717,26 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         frontend_service_s=cal.frontend_service_ms * 1e-3, frontend_servers=cal.frontend_servers,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         moe_check=moe_check,
+        **_floor_fields(m, cal.moe_kernels, arch.klass, full, moe_layers, en.expert_bytes),
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=ranges,
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
         prefix_caching=prefix_caching, **_link_fields(gpu, tp, links),
         **_expert_gemm_fields(m, gpu, engine, tp, expert, quant, version),
         **_expert_dtype_fields(gpu, arch.scales.gemm(expert), expert, expert_note))
+
+
+def _floor_fields(m: ModelSpec, family: str, klass: str, full: int, moe_layers: int,
+                  expert_bytes: int) -> dict[str, Any]:
+    """The PerfContext fields of the MoE / MLA layers' kernel floors (perf/layer_floors.py);
+    none for a dense model or an engine without tables."""
+    mla = full if m.mla is not None else 0
+    text = _layer_floors.note(family, klass, mla_layers=mla, moe_layers=moe_layers,
+                              expert_bytes=expert_bytes / max(1, moe_layers))
+    if not text:
+        return {}
+    return {"floor_family": family, "floor_mla_layers": mla, "floor_moe_layers": moe_layers,
+            "floor_note": text}
 
 
 def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
@@ -890,6 +923,11 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         lat = c.allreduce_latency_us if ctx.link_latency_us is None else ctx.link_latency_us
         comm_s = 2 * ctx.layers * (lat * 1e-6 + ar_bytes / ctx.link_bytes_per_s)
     layer_s = ctx.layers * c.layer_overhead_us * 1e-6
+    if ctx.floor_family:
+        layer_s += _layer_floors.extra_s(
+            ctx.floor_family, mla_layers=ctx.floor_mla_layers, moe_layers=ctx.floor_moe_layers,
+            expert_bytes=ctx.expert_bytes / max(1, ctx.floor_moe_layers), tokens=tokens,
+            moe_tokens=tokens * ctx.moe_dp)
     overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
     if ctx.cpu_overlap and ctx.pp == 1:

@@ -175,7 +175,8 @@ def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:
         source += f"; {ctx.expert_dtype_note}"
     return RoutedExperts(rate="measured" if ctx.expert_gemm_curve else "dense",
                          table=ctx.expert_gemm_table or None, source=source,
-                         public_check=ctx.moe_check or None)
+                         public_check=ctx.moe_check or None,
+                         layer_floors=ctx.floor_note or None)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

@@ -339,6 +339,8 @@ def _assumptions(p: Plan) -> list[str]:
     experts = p.performance.routed_experts if p.performance else None
     if experts and experts.public_check:  # the MoE band's widening (docs/performance-moe.md)
         out.append(f"Speed of a MoE model: {experts.public_check}.")
+    if experts and experts.layer_floors:
+        out.append(f"{experts.layer_floors}.")
     return out
 
 

@@ -189,6 +189,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     console.print(t)
     if pf.routed_experts and pf.routed_experts.public_check:  # the band's MoE widening
         console.print(f"MoE model: {escape(pf.routed_experts.public_check)}")
+    if pf.routed_experts and pf.routed_experts.layer_floors:
+        console.print(escape(pf.routed_experts.layer_floors))
     if pf.percentiles:
         _percentile_table(pf, console)
     _concurrency_table(pf, console)

@@ -62,6 +62,7 @@ LAYER = {
     "kvplan.perf.arch": "core",
     "kvplan.perf.decode_gemm": "core",
     "kvplan.perf.moe_gemm": "core",
+    "kvplan.perf.layer_floors": "core",
     "kvplan.perf.fit": "core",
     "kvplan.perf.step": "core",
     "kvplan.perf.kv_transfer": "core",
@@ -401,13 +402,14 @@ def test_the_step_time_model_is_a_leaf():
     coefficients, kvplan calibrate's), the GPU-class factors (kvplan.perf.arch over the
     measured table kvplan.engines.arch_fits: both standard library only), the public MoE
     rows' spread (kvplan.engines.moe_fits, over arch_fits only) and the measured
-    decode-GEMM rates (kvplan.perf.decode_gemm, standard library only) and the measured
-    fused-MoE GEMM rates (kvplan.perf.moe_gemm, standard library only) only."""
+    decode-GEMM rates (kvplan.perf.decode_gemm, standard library only), the measured
+    fused-MoE GEMM rates (kvplan.perf.moe_gemm) and the MoE / MLA layers' measured kernel
+    floors (kvplan.perf.layer_floors; both standard library only) only."""
     allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
                "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration",
                "kvplan.perf.arch", "kvplan.engines.arch_fits", "kvplan.engines.moe_fits",
-               "kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm"}
-    for leaf in ("kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm"):
+               "kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm", "kvplan.perf.layer_floors"}
+    for leaf in ("kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm", "kvplan.perf.layer_floors"):
         assert not {i for _, i, _ in module_imports(leaf) if i.startswith("kvplan")}
     assert {i for _, i, _ in module_imports("kvplan.perf.user_calibration")
             if i.startswith("kvplan")} <= {"kvplan.engines.base"}
