@@ -161,7 +161,7 @@ def apply(ctx: step.PerfContext, m: ModelSpec, *, dtype: str, quant: QuantSpec |
     dense_read = max(0, ctx.weight_bytes_per_gpu - local - full.unread_bytes)
     out = replace(ctx, expert_bytes=local, dense_read_bytes=dense_read,
                   moe_dp=dp if moe_dp else 1, moe_group=group,
-                  moe_layers=_moe_layers_on_stage(m, ctx.pp), all_to_all=all_to_all,
+                  moe_layers=step._stage_moe_layers(m, ctx.pp), all_to_all=all_to_all,
                   moe_node_gpus=ctx.moe_node_gpus if node_dedup and all_to_all else 0,
                   moe_dispatch_split=ctx.tp if token_split in ("scatter", "chunk") else 1,
                   moe_split_gather=ctx.tp > 1 and token_split == "chunk",
@@ -230,14 +230,6 @@ LL_DISPATCH_BYTES = 1 + 4 / 128
 
 def _dtype(dtype: str) -> str:
     return dtype if dtype in ("bfloat16", "float16", "float32") else "bfloat16"
-
-
-def _moe_layers_on_stage(m: ModelSpec, pp: int) -> int:
-    assert m.moe is not None
-    moe = set(m.moe.moe_layers)
-    from ..model.weights import pp_layer_ranges
-
-    return max(sum(1 for i in r if i in moe) for r in pp_layer_ranges(m.num_layers, pp))
 
 
 def comm_s(ctx: step.PerfContext, tokens: float, *, dense_mode: DenseMlpMode = "",

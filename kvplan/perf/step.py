@@ -639,11 +639,10 @@ def _stage_layer_kinds(m: ModelSpec, pp: int) -> tuple[int, int, int, int]:
 
 @per_object(256)
 def _stage_moe_layers(m: ModelSpec, pp: int) -> int:
-    """MoE layers of the PP stage with the most decoder layers (_stage_layer_kinds')."""
+    """MoE layers of the PP stage with the most of them (the slowest MoE stage)."""
     assert m.moe is not None
-    stage = max(_weights.pp_layer_ranges(m.num_layers, pp), key=len)
     moe = set(m.moe.moe_layers)
-    return sum(1 for i in stage if i in moe)
+    return max(sum(1 for i in r if i in moe) for r in _weights.pp_layer_ranges(m.num_layers, pp))
 
 
 def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: int = 1, pp: int = 1,
