@@ -367,9 +367,10 @@ def render(scored: Sequence[Scored]) -> str:
         "than a dense one (router, top-k, permute, grouped GEMM, combine) and an MLA block more "
         "than an attention block, each with a fixed cost. kvplan adds those it has measurements "
         "for (kvplan/perf/layer_floors.py: aiconfigurator's H200 kernel tables, each engine's "
-        "fused-MoE and MLA blocks against a dense layer's, timed by the same collector; assumed "
-        "alike on other GPUs); the measured TPOT of these runs still sits above kvplan's, most "
-        "of all for the early-2025 releases. MoE plans' TPOT band covers the rest "
+        "fused-MoE and MLA blocks against a dense layer's, timed by the same collector; their "
+        "fixed costs assumed on other GPUs); the measured TPOT of these runs still sits "
+        "above kvplan's, most of all for the early-2025 releases. MoE plans' TPOT band covers "
+        "the rest "
         "(kvplan/engines/moe_fits.py).", "",
         *low_concurrency_table(scored), "",
         "## GPU order",  "",

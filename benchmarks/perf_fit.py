@@ -362,10 +362,11 @@ def render_doc(result: dict) -> str:
         "* Weight bytes read: kvplan's per-GPU tensor bytes minus the embedding table (a lookup "
         "reads a few rows) and, for MoE, the routed experts scaled by the expected share "
         "1 − (1 − k/E)^(d+p) that the step's tokens touch.",
-        "* MoE / MLA layers' kernel floors: what a fused-MoE layer and an MLA block take beyond "
-        "a dense layer's MLP and attention block at 1-64 tokens per step, measured (not "
-        "fitted: every calibration row is a dense model) in aiconfigurator's H200 kernel "
-        "tables per engine and assumed alike on other GPUs (kvplan/perf/layer_floors.py, "
+        "* MoE / MLA layers' kernel floors: what a fine-grained fused-MoE layer and an MLA "
+        "block take beyond a dense layer's MLP and attention block at 1-1,024 tokens per "
+        "step, measured (not fitted: every calibration row is a dense model) in "
+        "aiconfigurator's H200 kernel tables per engine and experts' dtype; other GPU classes "
+        "take the fixed costs (up to 64 tokens) only (kvplan/perf/layer_floors.py, "
         "benchmarks/layer_floor_tables.py; checked on public MoE rows in "
         "docs/performance-moe.md).",
         "* KV bytes read: kvplan's per-GPU bytes per token (GQA heads per rank, MLA latent, "

@@ -392,6 +392,8 @@ class PerfContext:
     floor_family: str = ""
     floor_mla_layers: int = 0
     floor_moe_layers: int = 0
+    floor_kernel: str = ""  # the routed experts' MoE kernel dtype (moe_gemm.moe_kernel_dtype)
+    floor_held_tokens: int = 0  # layer_floors.held_tokens of the GPU's class
     floor_note: str = ""  # layer_floors.note: what the figures assume of them
 
     @property
@@ -678,9 +680,6 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     else:
         attn_per_ctx = 4 * heads * m.head_dim
     layers, full, sliding, linear = _stage_layer_kinds(m, pp)
-    # MoE kernel floors: fine-grained MoE layers only (the tables' shapes, as perf/moe_gemm.py)
-    moe_layers = (_stage_moe_layers(m, pp) if m.moe is not None
-                  and m.moe.num_experts >= _moe_gemm.MIN_EXPERTS else 0)
     state = linear * mamba_state_bytes(m, tp=tp, state_dtype=dtype) if linear else 0
     # A passed-in figure is the plan's bytes per token over all attention layers of this GPU.
     full_kv = (full * per_layer if kv_bytes_per_token is None
@@ -690,6 +689,9 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     style, admission = cal.style, cal.admission
     compute = compute_dtype_for(dtype, quant, gpu)
     expert, expert_note = expert_dtype_for(compute, quant, gpu, engine)
+    # MoE kernel floors: fine-grained MoE layers only (the tables' shapes, as perf/moe_gemm.py)
+    moe_layers = (_stage_moe_layers(m, pp) if m.moe is not None
+                  and m.moe.num_experts >= _moe_gemm.MIN_EXPERTS else 0)
     arch = arch_calibration(engine, gpu)
     ranges, moe_check = tuple(arch.ranges[k] for k in METRICS), ""
     if m.moe is not None:
@@ -716,7 +718,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         frontend_service_s=cal.frontend_service_ms * 1e-3, frontend_servers=cal.frontend_servers,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
         moe_check=moe_check,
-        **_floor_fields(m, cal.moe_kernels, arch.klass, full, moe_layers, en.expert_bytes),
+        **_floor_fields(m, cal.moe_kernels, arch.klass, full, moe_layers, en.expert_bytes,
+                        _expert_kernel_dtype(expert, quant)),
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=ranges,
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
@@ -725,16 +728,24 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         **_expert_dtype_fields(gpu, arch.scales.gemm(expert), expert, expert_note))
 
 
+def _expert_kernel_dtype(expert: str, quant: QuantSpec | None) -> str:
+    """The routed experts' MoE kernel dtype (perf/moe_gemm.py moe_kernel_dtype)."""
+    return _moe_gemm.moe_kernel_dtype(expert, quant.method if quant else None,
+                                      quant is not None and quant.block_size is not None,
+                                      what_if=quant is not None and quant.what_if is not None)
+
+
 def _floor_fields(m: ModelSpec, family: str, klass: str, full: int, moe_layers: int,
-                  expert_bytes: int) -> dict[str, Any]:
+                  expert_bytes: int, kernel: str) -> dict[str, Any]:
     """The PerfContext fields of the MoE / MLA layers' kernel floors (perf/layer_floors.py);
     none for a dense model or an engine without tables."""
     mla = full if m.mla is not None else 0
-    text = _layer_floors.note(family, klass, mla_layers=mla, moe_layers=moe_layers,
+    text = _layer_floors.note(family, klass, kernel, mla_layers=mla, moe_layers=moe_layers,
                               expert_bytes=expert_bytes / max(1, moe_layers))
     if not text:
         return {}
     return {"floor_family": family, "floor_mla_layers": mla, "floor_moe_layers": moe_layers,
+            "floor_kernel": kernel, "floor_held_tokens": _layer_floors.held_tokens(klass),
             "floor_note": text}
 
 
@@ -924,9 +935,10 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     layer_s = ctx.layers * c.layer_overhead_us * 1e-6
     if ctx.floor_family:
         layer_s += _layer_floors.extra_s(
-            ctx.floor_family, mla_layers=ctx.floor_mla_layers, moe_layers=ctx.floor_moe_layers,
+            ctx.floor_family, ctx.floor_kernel, mla_layers=ctx.floor_mla_layers,
+            moe_layers=ctx.floor_moe_layers,
             expert_bytes=ctx.expert_bytes / max(1, ctx.floor_moe_layers), tokens=tokens,
-            moe_tokens=tokens * ctx.moe_dp)
+            moe_tokens=tokens * ctx.moe_dp, held=ctx.floor_held_tokens)
     overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
     if ctx.cpu_overlap and ctx.pp == 1:
