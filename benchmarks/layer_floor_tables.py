@@ -20,6 +20,8 @@ t = 1 ... 1024 tokens per step, this prints in µs per layer:
                     top-8, hidden 7168, moe_intermediate 2048, FP8 block-scaled,
                     power_law_1.01 routing; bytes = the experts t tokens touch)
                     − excess(a dense MLP: Llama-3.1-70B's gate_up + down GEMMs at TP 8, FP8)
+    shared extra  = excess(DeepSeek-V3's shared expert: its gate_up and down GEMMs at TP 8,
+                    in the experts' dtype)
     MLA extra     = excess(DeepSeek-V3's MLA block at TP 8: 16 heads, FP8 block-scaled
                     projections, bf16 latent KV over 1,024 tokens)
                     − excess(a dense attention block: Llama-3.1-70B's QKV and output GEMMs
@@ -82,6 +84,7 @@ TABLES: dict[tuple[str, str], dict[str, Any]] = {
 DENSE_ATTN = ((1280, 8192), (8192, 1024))  # Llama-3.1-70B QKV, output
 DENSE_MLP = ((7168, 8192), (8192, 3584))  # gate_up, down
 MLA_GEMMS = ((2112, 7168), (3072, 1536), (7168, 2048))  # fused q_a+kv_a, q_b, output
+SHARED_GEMMS = ((512, 7168), (7168, 256))  # DeepSeek-V3's shared expert: gate_up, down
 MLA_WEIGHT_BYTES = (7168 * 1536 + 7168 * 576 + 1536 * 24576 // 8 + 512 * 32768 // 8
                     + 16384 // 8 * 7168)  # FP8: q_a, kv_a, q_b, kv_b, output at TP 8
 EXPERTS, TOP_K, HIDDEN, INTER = 256, 8, 7168, 2048
@@ -135,9 +138,9 @@ def _min(rows: list[dict[str, Any]], **match: Any) -> float:
 
 
 def family_rows(root: Path, gpu: str, family: str, tabs: dict[str, Any]
-                ) -> tuple[list[float], dict[str, list[float]]]:
-    """MLA extra µs per grid point, and MoE extra µs per grid point by MoE kernel dtype, for
-    one engine's table set on one GPU."""
+                ) -> tuple[list[float], dict[str, list[float]], dict[str, list[float]]]:
+    """MLA extra µs per grid point, and the routed experts' and the shared expert's extra µs
+    per grid point by MoE kernel dtype, for one engine's table set on one GPU."""
     from kvplan.engines import registry
     from kvplan.sources.catalog import resolve_gpu
 
@@ -160,6 +163,7 @@ def family_rows(root: Path, gpu: str, family: str, tabs: dict[str, Any]
                                              and r["num_experts"] == EXPERTS for r in moe)]
     mla_out: list[float] = []
     moe_out: dict[str, list[float]] = {dt: [] for dt in dtypes}
+    shared_out: dict[str, list[float]] = {dt: [] for dt in dtypes}
     for t in GRID:
         d = min(t, DENSE_HELD)
         dense_attn = (sum(gemm.us("fp8", d, n, k) for n, k in DENSE_ATTN)
@@ -199,7 +203,11 @@ def family_rows(root: Path, gpu: str, family: str, tabs: dict[str, Any]
             # below 0 (TensorRT-LLM bf16 at 32 tokens: the collector's noise between
             # neighbouring points) is taken as 0
             moe_out[dt].append(max(0.0, round(fused - charge_us(expert_bytes) - dense_mlp, 1)))
-    return mla_out, moe_out
+            # the shared expert: two more GEMMs in the layer, beyond what kvplan charges
+            shared_out[dt].append(max(0.0, round(sum(
+                gemm.us(dt, t, n, k) - charge_us(n * k * width, 2 * t * n * k, peak[dense])
+                for n, k in SHARED_GEMMS), 1)))
+    return mla_out, moe_out, shared_out
 
 
 def main(argv: list[str]) -> int:
@@ -208,11 +216,13 @@ def main(argv: list[str]) -> int:
         return 2
     root = Path(argv[0])
     for (family, gpu), tabs in TABLES.items():
-        mla, moe = family_rows(root, gpu, family, tabs)
+        mla, moe, shared = family_rows(root, gpu, family, tabs)
         print(f"{family} on {GPUS[gpu][0]}: t {GRID}")
         print(f"  mla_extra_us {tuple(mla)}")
         for dt, values in moe.items():
             print(f"  moe_extra_us[{dt}] {tuple(values)}")
+        for dt, values in shared.items():
+            print(f"  shared_extra_us[{dt}] {tuple(values)}")
     return 0
 
 

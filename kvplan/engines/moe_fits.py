@@ -49,7 +49,7 @@ MOE_CHECKS: dict[str, MoeCheck] = {
         )),
     "Hopper": MoeCheck(
         rows=113, median_ratio=0.775,
-        ranges={"tpot": (0.722, 2.773), "throughput": (0.361, 1.384)},
+        ranges={"tpot": (0.718, 2.669), "throughput": (0.375, 1.393)},
         sources=(
             "dstack-dsr1-mi300x-vs-h200-online",
             "gpustack-perf-lab",
@@ -60,8 +60,8 @@ MOE_CHECKS: dict[str, MoeCheck] = {
         )),
 }
 POOLED = MoeCheck(
-    rows=250, median_ratio=0.850,
-    ranges={"tpot": (0.701, 2.022), "throughput": (0.495, 1.427)},
+    rows=250, median_ratio=0.852,
+    ranges={"tpot": (0.699, 2.020), "throughput": (0.495, 1.431)},
     sources=(
         "dstack-dsr1-mi300x-vs-h200-online",
         "gpustack-perf-lab",

@@ -393,6 +393,7 @@ class PerfContext:
     floor_mla_layers: int = 0
     floor_moe_layers: int = 0
     floor_kernel: str = ""  # the routed experts' MoE kernel dtype (moe_gemm.moe_kernel_dtype)
+    floor_shared: bool = False  # each MoE layer has a shared expert
     floor_held_tokens: int = 0  # layer_floors.held_tokens of the GPU's class
     floor_note: str = ""  # layer_floors.note: what the figures assume of them
 
@@ -740,12 +741,14 @@ def _floor_fields(m: ModelSpec, family: str, klass: str, full: int, moe_layers: 
     """The PerfContext fields of the MoE / MLA layers' kernel floors (perf/layer_floors.py);
     none for a dense model or an engine without tables."""
     mla = full if m.mla is not None else 0
+    shared = m.moe is not None and m.moe.shared_expert_intermediate_size > 0
     text = _layer_floors.note(family, klass, kernel, mla_layers=mla, moe_layers=moe_layers,
-                              expert_bytes=expert_bytes / max(1, moe_layers))
+                              expert_bytes=expert_bytes / max(1, moe_layers), shared=shared)
     if not text:
         return {}
     return {"floor_family": family, "floor_mla_layers": mla, "floor_moe_layers": moe_layers,
-            "floor_kernel": kernel, "floor_held_tokens": _layer_floors.held_tokens(klass),
+            "floor_kernel": kernel, "floor_shared": shared,
+            "floor_held_tokens": _layer_floors.held_tokens(klass),
             "floor_note": text}
 
 
@@ -786,9 +789,7 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     experts' GEMM dtype (expert_dtype_for)."""
     if m.moe is None:
         return {}
-    kernel = _moe_gemm.moe_kernel_dtype(compute, quant.method if quant else None,
-                                        quant is not None and quant.block_size is not None,
-                                        what_if=quant is not None and quant.what_if is not None)
+    kernel = _expert_kernel_dtype(compute, quant)
     release = _version_key(version) if version else None
     family = _moe_gemm.kernel_family(registry.get(engine).calibration.moe_kernels, gpu.id,
                                      kernel, release)
@@ -938,7 +939,7 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
             ctx.floor_family, ctx.floor_kernel, mla_layers=ctx.floor_mla_layers,
             moe_layers=ctx.floor_moe_layers,
             expert_bytes=ctx.expert_bytes / max(1, ctx.floor_moe_layers), tokens=tokens,
-            moe_tokens=tokens * ctx.moe_dp, held=ctx.floor_held_tokens)
+            moe_tokens=tokens * ctx.moe_dp, shared=ctx.floor_shared, held=ctx.floor_held_tokens)
     overhead_s = (c.step_overhead_ms * 1e-3 + layer_s
                   + (decode_seqs + prefill_seqs) * c.seq_overhead_us * 1e-6)
     if ctx.cpu_overlap and ctx.pp == 1:

@@ -22,7 +22,7 @@ H200 = resolve_gpu("h200")
 
 
 def test_interpolates_in_log_tokens_and_holds_its_ends() -> None:
-    mla, moe = lf.FLOORS_US[VLLM][0], lf.FLOORS_US[VLLM][1]["fp8_block"]
+    mla, moe = lf.FLOORS_US[VLLM].mla, lf.FLOORS_US[VLLM].routed["fp8_block"]
     # t = 3 lies log2(3) − 1 = 0.585 of the way from t = 2 (46.5 µs) to t = 4 (47.6 µs)
     assert lf._at(mla, 3) == 46.5 + 1.1 * (math.log2(3) - 1)
     assert lf._at(mla, 4) == 47.6
@@ -44,6 +44,11 @@ def test_deepseek_shaped_step_hand_worked() -> None:
     half = lf.extra_s(VLLM, "fp8_block", mla_layers=0, moe_layers=58, expert_bytes=ref / 2,
                       tokens=4, moe_tokens=4)
     assert abs(half - 887.4e-6 / 2) < 1e-9
+    # a shared expert adds its own row per MoE layer, whatever its size (two GEMM calls:
+    # vLLM block-FP8 at 4 tokens, 58.7 µs)
+    shared = lf.extra_s(VLLM, "fp8_block", mla_layers=0, moe_layers=58, expert_bytes=0.0,
+                        tokens=4, moe_tokens=4, shared=True)
+    assert abs(shared - 58 * 58.7e-6) < 1e-9
     # bf16 experts: 2 bytes per element, their own row (28.0 µs at 4 tokens)
     bf16 = lf.extra_s(VLLM, "bfloat16", mla_layers=0, moe_layers=58, expert_bytes=2 * ref,
                       tokens=4, moe_tokens=4)
@@ -61,16 +66,18 @@ def test_deepseek_shaped_step_hand_worked() -> None:
 def test_within_the_measured_range_and_linear_in_layers(family: str, tokens: float, mla: int,
                                                         moe: int, held: int,
                                                         data: st.DataObject) -> None:
-    kernel = data.draw(st.sampled_from(sorted(lf.FLOORS_US[family][1])))
+    floors = lf.FLOORS_US[family]
+    kernel = data.draw(st.sampled_from(sorted(floors.routed)))
     ref = lf.REF_EXPERT_ELEMENTS * lf.BYTES_PER_ELEMENT[kernel]
 
-    def extra(n_mla: int, n_moe: int) -> float:
+    def extra(n_mla: int, n_moe: int, shared: bool = False) -> float:
         return lf.extra_s(family, kernel, mla_layers=n_mla, moe_layers=n_moe, expert_bytes=ref,
-                          tokens=tokens, moe_tokens=tokens, held=held)
+                          tokens=tokens, moe_tokens=tokens, shared=shared, held=held)
 
-    for row, one in ((lf.FLOORS_US[family][0], extra(1, 0)),
-                     (lf.FLOORS_US[family][1][kernel], extra(0, 1))):
-        assert min(row) * 1e-6 <= one <= max(row) * 1e-6 + 1e-15
+    shared_only = extra(0, 1, True) - extra(0, 1)
+    for row, one in ((floors.mla, extra(1, 0)), (floors.routed[kernel], extra(0, 1)),
+                     (floors.shared[kernel], shared_only)):
+        assert min(row) * 1e-6 - 1e-15 <= one <= max(row) * 1e-6 + 1e-15
     assert math.isclose(extra(mla, moe), mla * extra(1, 0) + moe * extra(0, 1), rel_tol=1e-9,
                         abs_tol=1e-15)
 
@@ -85,6 +92,8 @@ def test_the_step_adds_exactly_the_floors_on_hopper() -> None:
     ctx = _ctx("deepseek-r1", "h200")
     assert ctx.floor_family == VLLM and ctx.floor_mla_layers == 61
     assert ctx.floor_kernel == "fp8_block" and ctx.floor_held_tokens == 1024
+    assert ctx.floor_shared  # n_shared_experts 1
+    assert not _ctx("qwen3-235b-a22b", "h200").floor_shared  # Qwen3's MoE has none
     assert ctx.floor_moe_layers == 58  # DeepSeek-R1's first three layers are dense
     without = dataclasses.replace(ctx, floor_family="", cpu_overlap=False)
     with_ = dataclasses.replace(ctx, cpu_overlap=False)
@@ -92,9 +101,12 @@ def test_the_step_adds_exactly_the_floors_on_hopper() -> None:
         added = (perf.step_terms(with_, decode_seqs=seqs, context_tokens=1000).total_s
                  - perf.step_terms(without, decode_seqs=seqs, context_tokens=1000).total_s)
         expect = lf.extra_s(VLLM, "fp8_block", mla_layers=61, moe_layers=58,
-                            expert_bytes=ctx.expert_bytes / 58, tokens=seqs, moe_tokens=seqs)
+                            expert_bytes=ctx.expert_bytes / 58, tokens=seqs, moe_tokens=seqs,
+                            shared=True)
         assert math.isclose(added, expect, rel_tol=1e-9)
-    assert "+3." in ctx.floor_note and "H200 kernel tables" in ctx.floor_note
+    # at 1 token: 61 × 44.1 (MLA) + 58 × 18.8 (routed) + 58 × 61.8 (shared) = 7,364.9 µs
+    assert "+7.4 ms per step at 1 token" in ctx.floor_note
+    assert "H200 kernel tables" in ctx.floor_note
 
 
 def test_assumed_off_hopper_and_the_plan_says_so() -> None:
