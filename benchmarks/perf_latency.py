@@ -209,9 +209,11 @@ def run() -> list[dict[str, Any]]:
                                  seq_overhead_us=0.0)
         roof = predict(dataclasses.replace(ctx, coefficients=c1), r, cached)
         serial = predict(dataclasses.replace(ctx, cpu_overlap=False), r, cached)
-        # without the GPU's measured decode-GEMM rate (perf/decode_gemm.py): the class factor
-        triad = predict(dataclasses.replace(ctx, weight_stream_bytes_per_s=0.0), r, cached)
-        triad_lo = predict(dataclasses.replace(lo_ctx, weight_stream_bytes_per_s=0.0), r, cached)
+        # without the GPU's measured decode-GEMM rate (perf/decode_gemm.py), for the dense
+        # weights and the routed experts alike: the class factor
+        unmeasured = {"weight_stream_bytes_per_s": 0.0, "expert_stream_bytes_per_s": 0.0}
+        triad = predict(dataclasses.replace(ctx, **unmeasured), r, cached)
+        triad_lo = predict(dataclasses.replace(lo_ctx, **unmeasured), r, cached)
         out.append({**r, "nearest": near, "shipped": shipped, "loao": loao,
                     "served": served, "no_request": bare, "roofline": roof, "serial": serial,
                     "triad": triad, "triad_loao": triad_lo,

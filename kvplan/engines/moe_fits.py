@@ -42,8 +42,8 @@ MOE_CHECKS: dict[str, MoeCheck] = {
             "trtllm-perf-overview-1.1+",
         )),
     "CDNA3": MoeCheck(
-        rows=6, median_ratio=0.461,
-        ranges={"tpot": (1.639, 3.175), "throughput": (0.315, 0.610)},
+        rows=6, median_ratio=0.552,
+        ranges={"tpot": (1.345, 3.094), "throughput": (0.323, 0.744)},
         sources=(
             "sglang-cookbook-minimax-m2.7-mi300x",
         )),
@@ -61,7 +61,7 @@ MOE_CHECKS: dict[str, MoeCheck] = {
 }
 POOLED = MoeCheck(
     rows=250, median_ratio=0.852,
-    ranges={"tpot": (0.699, 2.020), "throughput": (0.495, 1.431)},
+    ranges={"tpot": (0.699, 1.966), "throughput": (0.509, 1.431)},
     sources=(
         "dstack-dsr1-mi300x-vs-h200-online",
         "gpustack-perf-lab",

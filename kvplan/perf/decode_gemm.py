@@ -4,9 +4,11 @@ at decode batch sizes, per GPU and GEMM dtype. Pure: standard library only.
 The step model (perf/step.py step_terms) streams a step's dense weights at the datasheet
 bandwidth × the engine's fitted `bandwidth_efficiency` × the GPU class's bandwidth factor
 (perf/arch.py). Where a public microbenchmark times the GEMMs a decode step runs, on the GPU
-itself, that measured rate replaces it for the dense weights (routed experts and the KV cache
-keep the class-scaled rate), times the engine's `bandwidth_efficiency` (1.0 in every bundled
-fit: Hopper's rows stream at the datasheet; a user calibration's value still scales it). A
+itself, that measured rate replaces it for the dense weights, and for routed experts in the
+dtype it measures (a fused MoE streams its experts no faster than the dense GEMMs stream
+theirs: aiconfigurator's H200 tables, perf/layer_floors.py; the KV cache keeps the
+class-scaled rate), times the engine's `bandwidth_efficiency` (1.0 in every bundled fit:
+Hopper's rows stream at the datasheet; a user calibration's value still scales it). A
 measurement of the GPU, not a factor fitted on serving rows: it stays when a class's factors
 are left out (benchmarks/perf_latency.py, LOAO).
 

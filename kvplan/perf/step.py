@@ -336,6 +336,10 @@ class PerfContext:
     # engine's bandwidth_efficiency (1.0 in every bundled fit; a user calibration's own value
     # still scales it) instead of the class-scaled HBM rate; 0: none measured
     weight_stream_bytes_per_s: float = 0.0
+    # the same for the routed experts' GEMM dtype: a fused MoE streams its experts no faster
+    # than the GPU's dense GEMMs stream theirs (aiconfigurator's H200 tables: 2.2-3.5 TB/s
+    # against 3.6 for large dense GEMMs; perf/layer_floors.py); 0: none measured
+    expert_stream_bytes_per_s: float = 0.0
     # --- frontend --- the serving front end as a queue (perf/simulate.py): per-request service
     # time of one API-server process (Calibration.frontend_service_ms) and how many serve
     frontend_service_s: float = 0.0
@@ -724,6 +728,8 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
         bandwidth_scale=arch.scales.bandwidth, ranges=ranges,
         weight_stream_bytes_per_s=_decode_gemm.weight_stream_bytes_per_s(gpu.id, compute),
+        expert_stream_bytes_per_s=(_decode_gemm.weight_stream_bytes_per_s(gpu.id, expert)
+                                   if m.moe is not None else 0.0),
         prefix_caching=prefix_caching, **_link_fields(gpu, tp, links),
         **_expert_gemm_fields(m, gpu, engine, tp, expert, quant, version),
         **_expert_dtype_fields(gpu, arch.scales.gemm(expert), expert, expert_note))
@@ -918,9 +924,12 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
         r = (_moe_gemm.ratio(curve, per_expert, ctx.expert_gemm_floor_tokens)
              * expert_rate_scale(ctx))
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)
-    g_b = (weight_bytes / byte_rate if not ctx.weight_stream_bytes_per_s else
-           ctx.dense_read_bytes / (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency)
-           + (weight_bytes - ctx.dense_read_bytes) / byte_rate)
+    dense_rate = (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency
+                  if ctx.weight_stream_bytes_per_s else byte_rate)
+    expert_rate = (ctx.expert_stream_bytes_per_s * c.bandwidth_efficiency
+                   if ctx.expert_stream_bytes_per_s else byte_rate)
+    g_b = (ctx.dense_read_bytes / dense_rate
+           + (weight_bytes - ctx.dense_read_bytes) / expert_rate)
     a_c, a_b = attn_flops / attn_rate, kv_bytes / byte_rate
     compute_s = (g_c if g_c > g_b else 0.0) + (a_c if a_c > a_b else 0.0)
     bandwidth_s = (g_b if g_b >= g_c else 0.0) + (a_b if a_b >= a_c else 0.0)

@@ -69,3 +69,26 @@ def test_step_streams_dense_weights_at_the_measured_rate() -> None:
     t0 = perf.step_terms(dataclasses.replace(ctx, weight_stream_bytes_per_s=0.0),
                          decode_seqs=1, context_tokens=0)
     assert t0.bandwidth_s == pytest.approx(2_863_646_479 / rate, rel=1e-9)
+
+
+def test_routed_experts_stream_at_the_measured_rate_of_their_dtype() -> None:
+    """A fused MoE streams its experts no faster than the GPU's dense GEMMs stream theirs:
+    DeepSeek-R1's FP8 experts on MI300X take the measured FP8 rate, on H200 (not measured)
+    the class-scaled HBM rate."""
+    m = resolve_model("deepseek-r1")
+    mi = perf.context_for(m, resolve_gpu("mi300x"), "vllm", "0.14.0", tp=8)
+    assert mi.expert_stream_bytes_per_s == pytest.approx(2.8636e12, rel=1e-4)
+    h200 = perf.context_for(m, resolve_gpu("h200"), "vllm", "0.14.0", tp=8)
+    assert h200.expert_stream_bytes_per_s == 0.0
+    # a synthetic step: 1 GB of dense weights at 2 TB/s, 2.8636 GB of experts all touched
+    # (10,000 tokens of top-8 of 256), no KV, no FLOPs: 0.5 ms + 1 ms
+    ctx = dataclasses.replace(mi, dense_read_bytes=1_000_000_000, expert_bytes=2_863_646_479,
+                              weight_stream_bytes_per_s=2e12,
+                              expert_stream_bytes_per_s=2.863646479e12,
+                              expert_gemm_curve=(), expert_compute_dtype="",
+                              floor_family="", kv_bytes_per_token=0,
+                              sliding_kv_bytes_per_token=0, dense_flops_per_token=0,
+                              expert_flops_per_token=0, lm_head_flops_per_token=0)
+    t = perf.step_terms(ctx, decode_seqs=10_000, context_tokens=0)
+    assert perf.expert_fraction(ctx, 10_000) == pytest.approx(1.0)
+    assert t.bandwidth_s == pytest.approx(1.5e-3, rel=1e-6)
