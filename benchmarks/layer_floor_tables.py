@@ -50,8 +50,8 @@ from typing import Any
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
 GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 DENSE_HELD = 64  # dense excesses at min(t, DENSE_HELD)
-# GPU directory → (kvplan GPU id, the datasheet HBM bytes/s kvplan charges bytes at)
-GPUS = {"h200_sxm": ("h200-sxm-141gb", 4.8e12)}
+# GPU directory → kvplan GPU id (its gpu_specs entry gives the rates kvplan charges at)
+GPUS = {"h200_sxm": "h200-sxm-141gb"}
 # (kernel family: engines/base.py Calibration.moe_kernels, GPU dir) → tables: gemm (path,
 # kernel_source per dtype), decode attention, fused MoE (path, kernel_source), MLA (module
 # table, or None: composed from the decode kernel and BMM tables)
@@ -144,9 +144,10 @@ def family_rows(root: Path, gpu: str, family: str, tabs: dict[str, Any]
     from kvplan.engines import registry
     from kvplan.sources.catalog import resolve_gpu
 
-    spec, rate = resolve_gpu(GPUS[gpu][0]), GPUS[gpu][1]
+    spec = resolve_gpu(GPUS[gpu])
     coeffs = registry.get(ENGINE[family]).calibration.coefficients
-    assert coeffs is not None and spec.tflops.fp8 and spec.tflops.bf16
+    assert coeffs is not None and spec.tflops.fp8 and spec.tflops.bf16 and spec.bandwidth_tbps
+    rate = spec.bandwidth_tbps * 1e12  # the datasheet rate kvplan charges bytes at
     peak = {"fp8": spec.tflops.fp8 * 1e12 * coeffs.gemm_efficiency,
             "bfloat16": spec.tflops.bf16 * 1e12 * coeffs.gemm_efficiency}
 
@@ -217,7 +218,7 @@ def main(argv: list[str]) -> int:
     root = Path(argv[0])
     for (family, gpu), tabs in TABLES.items():
         mla, moe, shared = family_rows(root, gpu, family, tabs)
-        print(f"{family} on {GPUS[gpu][0]}: t {GRID}")
+        print(f"{family} on {GPUS[gpu]}: t {GRID}")
         print(f"  mla_extra_us {tuple(mla)}")
         for dt, values in moe.items():
             print(f"  moe_extra_us[{dt}] {tuple(values)}")
