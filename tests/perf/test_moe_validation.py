@@ -25,6 +25,7 @@ def mv() -> ModuleType:
     return benchmod.load("moe_validation")
 
 
+@pytest.mark.pages
 def test_page_and_band_table_are_current() -> None:
     """docs/performance-moe.md and moe_fits.py's generated block are the script's output."""
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "moe_validation.py"),

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -58,6 +60,7 @@ def test_traffic_validation_docs_are_current():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.pages
 def test_front_end_overhead_doc_is_current():
     """docs/front-end-overhead.md is benchmarks/front_end_overhead.py's output."""
     r = _check("benchmarks", "front_end_overhead.py")
