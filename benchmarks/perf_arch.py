@@ -37,11 +37,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvplan.api import plan
+from kvplan.api import plan_with_context
 from kvplan.engines import arch_fits as fits_
 from kvplan.engines.base import Coefficients
 from kvplan.perf import arch as arch_
@@ -51,7 +51,19 @@ from kvplan.sources.catalog import resolve_gpu, resolve_model
 from kvplan.specs import QuantSpec
 
 DATA = Path(__file__).resolve().parent / "data" / "perf_throughput.csv"
-TRT_FITTED = ("gemm_efficiency", "bandwidth_efficiency", "seq_overhead_us")
+# TensorRT-LLM's own latency rows: 353 dense runs of TensorRT-LLM 1.0.0rc3 on H100 SXM
+# (Llama-3.1-8B-Instruct bf16, Qwen3-32B fp8; TP 1-8, 8-128 clients, 128-4,096 in / 128-512
+# out), aiconfigurator's silicon sample, the same collection pipeline (NVIDIA Dynamo, the
+# PyTorch backend with its overlap scheduler on, as aiconfigurator's generator launches it:
+# src/aiconfigurator/generator/rule_plugin/trtllm.rule, "agg disable_overlap_scheduler = false")
+# as the vLLM / SGLang calibration rows. Fitted by TPOT only: their TTFT goes through request
+# and front-end costs TensorRT-LLM borrows (docs/performance.md).
+TRT_LATENCY = Path(__file__).resolve().parent / "data" / "trtllm_latency.csv"
+# Throughput rows identify the GEMM and bandwidth efficiencies and the per-sequence cost; the
+# latency rows' TPOT at few clients the fixed per-step and per-layer costs (one model of 32
+# layers, one of 64: a per-layer cost is told apart from a per-step one).
+TRT_FITTED = ("gemm_efficiency", "bandwidth_efficiency", "seq_overhead_us", "step_overhead_ms",
+              "layer_overhead_us")
 # Which ArchScales fields each class's rows identify (the rest copy the first one).
 IDENTIFIED = {"Ampere": ("bf16_gemm", "bandwidth"), "Ada": ("fp8_gemm", "bandwidth"),
               "Blackwell": ("fp4_gemm", "bandwidth"), "CDNA3": ("fp8_gemm",)}
@@ -169,10 +181,10 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
             knobs[k] = float(r[k]) if k == "gpu_memory_utilization" else int(r[k])
     version = r["engine_version"] or r.get("engine_version_assumed") or None
     try:
-        p = plan(m, g, engine=r["engine"], engine_version=version, **knobs)
+        p, planned = plan_with_context(m, g, engine=r["engine"], engine_version=version, **knobs)
     except Exception:  # noqa: BLE001 - a refused deployment is reported, not fitted
         return None
-    if p.kv_cache.tokens <= 0 or p.performance is None:
+    if p.kv_cache.tokens <= 0 or p.performance is None or planned is None:
         return None
     inputs = {k: v.value for k, v in p.inputs.items()}
     # the KV cache the plan sized (the same dtype its capacity counts): the precision column's,
@@ -185,7 +197,9 @@ def context(r: Mapping[str, Any]) -> perf.PerfContext | None:
         m, g, r["engine"], p.engine.version, tp=r["tp"], pp=r["pp"], quant=q,
         kv_cache_dtype=kv, max_num_batched_tokens=int(inputs["max_num_batched_tokens"]),
         max_num_seqs=int(inputs["max_num_seqs"]), kv_capacity_tokens=p.kv_cache.tokens)
-    return dataclasses.replace(ctx, front_end=front_end(r))
+    # whether the step's CPU work overlaps the GPU's as the plan runs it (the release's default,
+    # off on TensorRT-LLM's engine runtime: Engine.batching)
+    return dataclasses.replace(ctx, front_end=front_end(r), cpu_overlap=planned.cpu_overlap)
 
 
 def load_rows() -> tuple[list[fit_.Row], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -304,10 +318,12 @@ def fit_all(rows: Mapping[str, Sequence[fit_.Row]],
     return scales, link
 
 
-def fit_trtllm(rows: Sequence[fit_.Row], base: Coefficients) -> Coefficients:
-    params = fit_.Parameters(shared=(), per_key=TRT_FITTED, keys=("trtllm",))
+def fit_trtllm(rows: Sequence[fit_.Row], base: Coefficients,
+               fitted: Sequence[str] = TRT_FITTED) -> Coefficients:
+    """TensorRT-LLM's `fitted` coefficients on its Hopper rows, the rest `base`'s (vLLM's)."""
+    params = fit_.Parameters(shared=(), per_key=tuple(fitted), keys=("trtllm",))
     start = {"trtllm": {**dataclasses.asdict(base), "step_overhead_ms": 2.0,
-                        "seq_overhead_us": 5.0}}
+                        "seq_overhead_us": 5.0, "layer_overhead_us": 20.0}}
     out = fit_.fit(list(rows), params, start, {"trtllm": base})
     return Coefficients(**fit_.as_dict(out["trtllm"]))
 
@@ -429,18 +445,62 @@ def band(errs: Sequence[float]) -> tuple[float, float]:
     return (r[0], r[1])
 
 
+def trtllm_latency(latency: Sequence[fit_.Row], hop_trt: Sequence[fit_.Row],
+                   base: Coefficients, trt: Coefficients,
+                   report: Callable[[str], None]) -> dict[str, Any]:
+    """TensorRT-LLM's latency rows predicted three ways: as shipped before 2026-12-02 (fitted
+    on the throughput rows only: the GEMM, bandwidth and per-sequence terms, vLLM's step
+    overhead, no CPU overlap modelled), in sample (`trt`), and each (model × GPU) group held
+    out (refitted on the throughput rows and the other group). Fitted by TPOT (_tpot_only);
+    TTFT, whose request and front-end terms TensorRT-LLM borrows, is shown, not fitted."""
+    def serial(rows: Sequence[fit_.Row]) -> list[fit_.Row]:
+        return [dataclasses.replace(r, context=dataclasses.replace(r.context, cpu_overlap=False))
+                for r in rows]
+
+    def stats(preds: Sequence[perf.PerfPoint], rows: Sequence[fit_.Row]) -> dict[str, Any]:
+        return fit_.summary(fit_.errors(list(rows), list(preds)))
+
+    before = fit_trtllm(serial(hop_trt), base, TRT_FITTED[:3])
+    groups: dict[str, Any] = {}
+    held_rows: list[fit_.Row] = []
+    held_preds: list[perf.PerfPoint] = []
+    for g in sorted({r.group for r in latency}):
+        test = [r for r in latency if r.group == g]
+        c = fit_trtllm([*hop_trt, *_tpot_only(r for r in latency if r.group != g)], base)
+        preds = [fit_.predict(r, {"trtllm": c}) for r in test]
+        held_rows += test
+        held_preds += preds
+        groups[g] = {"rows": len(test), **stats(preds, test)}
+        report(f"  TensorRT-LLM latency held out {g}")
+    return {
+        "rows": len(latency),
+        "before": stats([fit_.predict(r, {"trtllm": before}) for r in serial(latency)],
+                        latency),
+        "in_sample": stats([fit_.predict(r, {"trtllm": trt}) for r in latency], latency),
+        "held_out": stats(held_preds, held_rows), "groups": groups}
+
+
+def _tpot_only(rows: Iterable[fit_.Row]) -> list[fit_.Row]:
+    """Rows fitted by their TPOT (and the throughput it implies), not their TTFT."""
+    return [dataclasses.replace(r, ttft_ms=None) for r in rows]
+
+
 def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, Sequence[float]],
-        report: Callable[[str], None]) -> dict[str, Any]:
-    """The whole cross-architecture stage; returns the JSON fragment perf_fit.py records."""
+        report: Callable[[str], None], latency: Sequence[fit_.Row] = ()) -> dict[str, Any]:
+    """The whole cross-architecture stage; returns the JSON fragment perf_fit.py records.
+    `latency`: TensorRT-LLM's Hopper latency rows (TRT_LATENCY), fitted with its throughput
+    rows by their TPOT."""
     rows, raws, refused = load_rows()
     report(f"{len(rows)} throughput rows planned, {len(refused)} refused by kvplan's plan")
     klass = [r["klass"] for r in raws]
     control = controls(raws)
     hop_trt = [r for r, k, c in zip(rows, klass, control, strict=True)
                if k == "Hopper" and r.key == "trtllm" and not c]
-    trt = fit_trtllm(hop_trt, hopper_coeffs["vllm"])
+    trt = fit_trtllm([*hop_trt, *_tpot_only(latency)], hopper_coeffs["vllm"])
     coeffs = {**hopper_coeffs, "trtllm": trt}
     report(f"trtllm: {fit_.as_dict(trt)}")
+    trt_latency = (trtllm_latency(latency, hop_trt, hopper_coeffs["vllm"], trt, report)
+                   if latency else None)
     rows, unpaired = paired(rows, raws, control, coeffs)
     one = fits_.ArchScales()
     # Hopper TRT-LLM held-out band: TRT-LLM refitted without each group
@@ -448,7 +508,8 @@ def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, S
     held: dict[int, float] = {}
     for g in sorted({rows[i].group for i in hop_idx if not control[i]}):
         train = [rows[i] for i in hop_idx if rows[i].group != g and not control[i]]
-        c = {**hopper_coeffs, "trtllm": fit_trtllm(train, hopper_coeffs["vllm"])}
+        c = {**hopper_coeffs, "trtllm": fit_trtllm([*train, *_tpot_only(latency)],
+                                                   hopper_coeffs["vllm"])}
         for i in hop_idx:
             if rows[i].group == g:
                 held[i] = fit_.predict(rows[i], c).output_tokens_per_s / rows[i].throughput - 1
@@ -544,6 +605,7 @@ def run(hopper_coeffs: Mapping[str, Coefficients], hopper_ranges: Mapping[str, S
         "mlperf": mlperf,
         "paired": pairs,
         "trtllm": fit_.as_dict(trt),
+        "trtllm_latency": trt_latency,
         "pcie": dataclasses.asdict(pcie or fits_.PcieLink()),
         "arch": {k: {"scales": dataclasses.asdict(fitted[k]), "engines": engines[k],
                      "rows": sum(1 for kk in klass if kk == k), "ranges": bands[k],
@@ -677,6 +739,45 @@ def targets_table(cross: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _cell(s: Mapping[str, Any]) -> str:
+    return f"{s['median']} / {s['p90']} % ({s['bias']:+.1f} %)"
+
+
+def _trtllm_lines(t: Mapping[str, Any], lat: Mapping[str, Any] | None) -> list[str]:
+    """The TensorRT-LLM bullet of the cross-architecture section (and its latency table)."""
+    head = (f"* **TensorRT-LLM's own coefficients** on its Hopper rows: `gemm_efficiency` "
+            f"{t['gemm_efficiency']}, `bandwidth_efficiency` {t['bandwidth_efficiency']}, "
+            f"`seq_overhead_us` {t['seq_overhead_us']}")
+    if lat is None:
+        return [head + "."]
+    groups = "; ".join(f"{g.split(' | ')[0]} {_cell(v['tpot'])}" for g, v in lat["groups"].items())
+    return [
+        head + f", `step_overhead_ms` {t['step_overhead_ms']}, `layer_overhead_us` "
+        f"{t['layer_overhead_us']}. The throughput rows (offline, at saturation) identify the "
+        "first three; the per-step and per-layer costs come from TensorRT-LLM's own latency "
+        f"rows, fitted by their TPOT: `benchmarks/data/trtllm_latency.csv`, {lat['rows']} dense "
+        "runs of TensorRT-LLM 1.0.0rc3 on H100 SXM (Llama-3.1-8B-Instruct bf16, 32 layers; "
+        "Qwen3-32B fp8, 64 layers; TP 1–8, 8–128 clients, 128–4,096 in / 128–512 out) from "
+        "aiconfigurator's silicon sample, collected like the vLLM / SGLang rows above (through "
+        "Dynamo; the PyTorch backend with its overlap scheduler, as aiconfigurator's generator "
+        "launches it). At few clients their TPOT grows with the layer count, not per step "
+        "(TP 8, 8 clients: 2.7–3.3 ms for 32 layers, 6.2–7.0 ms for 64): a GPU-side cost per "
+        "decoder layer, while the per-step CPU work hides behind the GPU's step from 1.0.0 "
+        "(`cpu_overlap_from`: the PyTorch backend, trtllm-serve's default from 1.0.0, overlaps "
+        "by default since 0.20.0; kvplan/engines/trtllm.py). `allreduce_latency_us`, "
+        "`request_overhead_ms`, `burst_share` and `dynamo_front_end_ms` stay vLLM's: "
+        "TensorRT-LLM's TTFT is borrowed, and `plan`/`compare` say calibrated for its "
+        "throughput and TPOT only on the classes it has rows on.",
+        f"  The {lat['rows']} latency rows, median / p90 APE (median signed error), as shipped "
+        "before 2026-12-02 (fitted on the throughput rows only; vLLM's step overhead, no "
+        "overlap) → in sample → each model held out (refitted on the throughput rows and the "
+        f"other model): TPOT {_cell(lat['before']['tpot'])} → {_cell(lat['in_sample']['tpot'])}"
+        f" → {_cell(lat['held_out']['tpot'])} ({groups}); throughput "
+        f"{_cell(lat['before']['throughput'])} → {_cell(lat['in_sample']['throughput'])} → "
+        f"{_cell(lat['held_out']['throughput'])}; TTFT (borrowed terms, not fitted) "
+        f"{_cell(lat['before']['ttft'])} → {_cell(lat['in_sample']['ttft'])}."]
+
+
 def render_section(cross: dict) -> list[str]:
     """docs/performance.md's cross-architecture section from perf_fit.json "cross_arch"."""
     t = cross["trtllm"]
@@ -720,13 +821,7 @@ def render_section(cross: dict) -> list[str]:
         "",
         "Fitted (mechanistic, no per-row terms):",
         "",
-        f"* **TensorRT-LLM's own coefficients** on its Hopper rows: `gemm_efficiency` "
-        f"{t['gemm_efficiency']}, `bandwidth_efficiency` {t['bandwidth_efficiency']}, "
-        f"`seq_overhead_us` {t['seq_overhead_us']}. Offline throughput cannot separate the "
-        "per-step from the per-sequence overhead, nor identify TTFT: `step_overhead_ms`, "
-        "`layer_overhead_us`, `allreduce_latency_us` and `request_overhead_ms` stay vLLM's "
-        "(TensorRT-LLM's TTFT is borrowed, and `plan`/`compare` say calibrated for its "
-        "throughput and TPOT only on the classes it has rows on).",
+        *_trtllm_lines(t, cross.get("trtllm_latency")),
         f"* **PCIe all-reduce** (TP groups without NVLink, or larger than a bridged pair): "
         f"{pc['allreduce_latency_us']} µs per all-reduce, {pc['bandwidth_efficiency']} of the "
         "x16 bandwidth, fitted with the Ampere and Ada factors on their TP rows (A100 PCIe, "

@@ -567,8 +567,11 @@ GAPS = [
     "collected through Dynamo's front end, docs/front-end-overhead.md), two GPUs (H100 SXM, "
     "H200 SXM), two models, two engines, three groups; vLLM's are one model on one GPU "
     "(Qwen3-32B, H100). The engine server's own request overhead rests on one independent run "
-    "(kvcached). Every other row is offline throughput (`benchmarks/data/perf_throughput.csv`): "
-    "TTFT and TPOT off Hopper vLLM/SGLang are extrapolated, and TGI has no rows at all "
+    "(kvcached). TensorRT-LLM's latency rows (`benchmarks/data/trtllm_latency.csv`, the same "
+    "file and pipeline: one release, one GPU, two dense models) are fitted by TPOT only; its "
+    "TTFT terms are vLLM's. Every other row is offline throughput "
+    "(`benchmarks/data/perf_throughput.csv`): TTFT and TPOT off Hopper are extrapolated, and "
+    "TGI has no rows at all "
     "(`calibrated=False`). The history below (burst share, overheads, harness) was measured "
     "while the 105 InferenceMAX rows were still fitted (328 rows, five groups, one request "
     "overhead for both front ends, before 2026-12-02): its figures are those fits'.",
@@ -835,11 +838,14 @@ def check_arch(committed: dict) -> list[str]:
 def run_arch(result: dict) -> dict:
     """The cross-architecture stage on the Hopper fit in `result`; writes arch.py's block."""
     coeffs = {e: perf.Coefficients(**v) for e, v in result["coefficients"].items()}
-    cross = perf_arch.run(coeffs, result["ranges"], lambda m: print(m, file=sys.stderr))
+    cross = perf_arch.run(coeffs, result["ranges"], lambda m: print(m, file=sys.stderr),
+                          latency=load_rows(perf_arch.TRT_LATENCY))
     cross["sources"] = {k: perf_arch.sources_of(k) for k in cross["arch"] if k != "Hopper"}
     cross["sources"]["Hopper"] = ("aiconfigurator-silicon_sample, "
                                   + perf_arch.sources_of("Hopper"))
-    cross["arch"]["Hopper"]["rows"] += result["rows"]  # + the latency rows
+    # + the latency rows (vLLM / SGLang, and TensorRT-LLM's)
+    cross["arch"]["Hopper"]["rows"] += result["rows"] + (cross["trtllm_latency"] or {}).get(
+        "rows", 0)
     perf_arch.ARCH_PY.write_text(perf_arch.arch_py_with(
         perf_arch.arch_block(cross, cross["sources"])))
     return cross

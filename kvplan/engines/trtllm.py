@@ -1162,18 +1162,19 @@ class TrtllmEngine(Engine):
         # engine's tokens_per_block default
         dynamo_defaults=_dynamo_defaults)
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
-    # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency and
-    # seq_overhead_us fitted by benchmarks/perf_fit.py (benchmarks/perf_arch.py stage A) on the
-    # Hopper rows of benchmarks/data/perf_throughput.csv: TensorRT-LLM's perf-overview pages
-    # (v0.14.0, v1.0; the MLPerf and Azure H100 rows are controls of cross-vendor pairs, not
-    # fitted: docs/performance.md); offline throughput, in-process (no request_overhead_ms), so
-    # step_overhead_ms (not separable from seq_overhead_us at saturation), layer, all-reduce and
-    # request overheads and burst share stay vLLM's (TTFT is borrowed, docs/performance.md).
+    # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency,
+    # seq_overhead_us, step_overhead_ms and layer_overhead_us fitted by benchmarks/perf_fit.py
+    # (benchmarks/perf_arch.py fit_trtllm) on its Hopper rows: the offline throughput of
+    # benchmarks/data/perf_throughput.csv (TensorRT-LLM's perf-overview pages v0.14.0, v1.0;
+    # the MLPerf and Azure H100 rows are controls of cross-vendor pairs, not fitted) and the TPOT
+    # of benchmarks/data/trtllm_latency.csv (353 dense TensorRT-LLM 1.0.0rc3 runs on H100,
+    # aiconfigurator's silicon sample). All-reduce and request overheads, burst share and the
+    # Dynamo front end stay vLLM's (TTFT is borrowed, docs/performance.md).
     calibration = Calibration(
         style="mixed",
-        coefficients=Coefficients(gemm_efficiency=0.4922, bandwidth_efficiency=1.0,
-                                  step_overhead_ms=5.0515, layer_overhead_us=0.0,
-                                  seq_overhead_us=7.8052, allreduce_latency_us=0.0003,
+        coefficients=Coefficients(gemm_efficiency=0.521, bandwidth_efficiency=1.0,
+                                  step_overhead_ms=3.1543, layer_overhead_us=78.8512,
+                                  seq_overhead_us=12.7834, allreduce_latency_us=0.0003,
                                   request_overhead_ms=34.0309, burst_share=0.1768,
                                   dynamo_front_end_ms=30.3475),
         versions=("0.14.0", "1.0.0"),
@@ -1183,6 +1184,16 @@ class TrtllmEngine(Engine):
         # capacity_scheduler_policy default; _torch/pyexecutor/scheduler BindCapacityScheduler;
         # docs/source/torch/scheduler.md; v0.14-1.x)
         admission="reserve",
+        # the PyTorch backend's overlap scheduler prepares step N+1 on the CPU while the GPU runs
+        # step N: on by default from v0.20.0 (release notes, breaking change: PR #4174 renamed
+        # PyTorchConfig.enable_overlap_scheduler, default False, to disable_overlap_scheduler,
+        # default False). The TensorRT engine runtime (trtllm-serve's default before 1.0, PR
+        # #5717; --backend tensorrt) keeps enable_trt_overlap off: TrtllmEngine.batching turns
+        # the overlap off for it. PP > 1 runs the pipeline loop without it (py_executor.py); a
+        # draft other than MTP turns it off (py_executor_creator.py: the spec mode's
+        # support_overlap_scheduler; Eagle3 only in its one-model form, not told apart here)
+        cpu_overlap_from="0.20.0",
+        overlap_drafts=frozenset({"mtp"}),
         # routed experts: the PyTorch flow's fused MoE with its default CUTLASS backend, timed
         # per GPU in aiconfigurator's TensorRT-LLM 1.2.0rc5 tables (perf/moe_gemm.py;
         # UNVERIFIED for other releases and for the TensorRT engine flow of 0.x)
@@ -1373,6 +1384,13 @@ class TrtllmEngine(Engine):
                     ) -> list[NodeLaunch] | None:
         """`mpirun … trtllm-llmapi-launch trtllm-serve`, one MPI rank per GPU."""
         return multinode.trtllm(command, nodes, gpus_per_node)
+
+    def batching(self, dep: Deployment, budget: int) -> dict[str, Any]:
+        """The TensorRT engine runtime has no overlap scheduler (Calibration.cpu_overlap_from
+        is the PyTorch backend's)."""
+        if runtime_for(dep.engine_version, opts(dep).backend) == "engine":
+            return {"cpu_overlap": False}
+        return {}
 
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kvplan.api import plan_with_context
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
 
@@ -117,11 +118,27 @@ def test_front_end_follows_the_sources_harness() -> None:
 
 def test_which_releases_overlap_cpu_work() -> None:
     """vLLM's async scheduling is opt-in up to 0.12 (the calibration rows' release) and on by
-    default from 0.14.0 (kvplan/engines/vllm.py cites the sources); SGLang and TensorRT-LLM
-    are modelled without it."""
+    default from 0.14.0; TensorRT-LLM's PyTorch backend from 0.20.0 (its overlap scheduler's
+    default; kvplan/engines/vllm.py and trtllm.py cite the sources). SGLang is modelled
+    without it."""
     assert not perf.overlaps_cpu("vllm", "0.12.0")
     assert perf.overlaps_cpu("vllm", "0.14.0") and perf.overlaps_cpu("vllm", "0.33.0")
-    assert not perf.overlaps_cpu("sglang", "0.5.6") and not perf.overlaps_cpu("trtllm", "1.0.0")
+    assert not perf.overlaps_cpu("sglang", "0.5.6")
+    assert not perf.overlaps_cpu("trtllm", "0.19.0") and perf.overlaps_cpu("trtllm", "0.20.0")
+
+
+def test_tensorrt_llm_overlaps_on_its_pytorch_backend_only() -> None:
+    """The TensorRT engine runtime (trtllm-serve's default before 1.0.0, or --backend
+    tensorrt) has no overlap scheduler: a plan on it charges the step's CPU work in full."""
+    def overlap(version: str, **knobs: object) -> bool:
+        _, ctx = plan_with_context(resolve_model("meta-llama/Llama-3.1-8B-Instruct"),
+                                   resolve_gpu("h100-sxm-80gb"), engine="trtllm",
+                                   engine_version=version, **knobs)
+        assert ctx is not None
+        return ctx.cpu_overlap
+
+    assert overlap("1.0.0") and overlap("0.21.0", backend="pytorch")
+    assert not overlap("0.21.0") and not overlap("1.0.0", backend="tensorrt")
 
 
 def test_overlapped_step_is_the_longer_of_gpu_and_cpu(llama8b: perf.PerfContext) -> None:
