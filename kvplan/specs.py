@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.10"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.11"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -40,6 +40,7 @@ SCHEMA_VERSION = "1.10"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 # 1.8: performance.routed_experts (MoE models)
 # 1.9: performance.routed_experts.public_check (the band of MoE models: docs/performance-moe.md)
 # 1.10: performance.routed_experts.layer_floors (MoE / MLA kernel floors: perf/layer_floors.py)
+# 1.11: performance.ttft_borrowed_from (an engine without TTFT measurements of its own)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -973,6 +974,9 @@ class Performance(PerfPoint, Deferred):
         "version outside the fitted releases, a GPU family without calibration rows, a fit "
         "borrowed from another engine); null when calibrated")
     model_version: str = Field(description="which fit the coefficients come from")
+    ttft_borrowed_from: str | None = Field(
+        None, description="the engine whose TTFT terms (per-request front-end cost, start-up "
+        "burst share) the figures use, this engine having no TTFT measurements; null: its own")
     gpu_hour_price: float | None = Field(None, description="USD per GPU-hour")
     price_source: str | None = None
     cost_per_hour: float | None = Field(None, description="USD per hour for the replica's GPUs")

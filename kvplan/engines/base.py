@@ -239,6 +239,9 @@ class Calibration:
     coefficients: Coefficients | None = None
     versions: tuple[str, ...] = ()
     borrows: str | None = None
+    # the engine whose TTFT terms (request_overhead_ms, burst_share, dynamo_front_end_ms) the
+    # own coefficients copy, when the engine has no TTFT measurements (plans say so)
+    ttft_from: str | None = None
     admission: Literal["on_demand", "reserve"] = "on_demand"
     # --- overheads ---
     cpu_overlap_from: str = ""

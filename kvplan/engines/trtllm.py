@@ -1178,6 +1178,7 @@ class TrtllmEngine(Engine):
                                   request_overhead_ms=34.0309, burst_share=0.1768,
                                   dynamo_front_end_ms=30.3475),
         versions=("0.14.0", "1.0.0"),
+        ttft_from="vllm",
         # the default capacity scheduler policy, GUARANTEED_NO_EVICT: a request is admitted only
         # when its prompt + max new tokens fit in the KV blocks no running request will need,
         # and none is evicted (tensorrt_llm/llmapi/llm_args.py SchedulerConfig

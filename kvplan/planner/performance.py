@@ -290,6 +290,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),
+        ttft_borrowed_from=ttft_lender(ctx),
         calibration=ctx.calibration or None, routed_experts=_routed_experts(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
         price_source=((price.source + (" (kvplan default)" if price.default else ""))
@@ -309,6 +310,13 @@ def fit_name(ctx: perf.PerfContext) -> str:
     own = registry.calibrated_by(registry.get(ctx.engine)).name
     return f"{own} fit (benchmarks/perf_fit.py)" + ("" if own == ctx.engine else
                                                     f", borrowed for {ctx.engine}")
+
+
+def ttft_lender(ctx: perf.PerfContext) -> str | None:
+    """The label of the engine whose TTFT terms the prediction copies (Calibration.ttft_from),
+    None when the engine's own fit has them."""
+    own = registry.calibrated_by(registry.get(ctx.engine)).calibration.ttft_from
+    return registry.get(own).label if own else None
 
 
 def slo_seqs(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,

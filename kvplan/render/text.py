@@ -170,6 +170,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     user = pf.calibration if (pf.calibration or "").startswith("user file") else None
     cal = (f"calibrated: {user}" if user else "calibrated" if pf.calibrated else
            f"not calibrated: {pf.not_calibrated_because or 'this GPU family × engine'}")
+    if pf.ttft_borrowed_from and not user:
+        cal += f"; TTFT terms {pf.ttft_borrowed_from}'s"
     cached = f" ({pf.cached_tokens:,} cached)" if pf.cached_tokens else ""
     # a replica of the step model is one DP rank (docs/expert-parallel.md): TP × PP GPUs, those
     # its per-GPU figure divides by (perf/step.py evaluate); say when that is not all of them
@@ -399,6 +401,11 @@ def _compare_notes(plans: list[Plan], console: Console) -> None:
     from rich.markup import escape
 
     names = ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
+    for p in plans:  # an engine without TTFT rows of its own: whose TTFT terms it uses
+        lender = p.performance.ttft_borrowed_from if p.performance else None
+        if lender:
+            console.print(f"TTFT of {p.engine.label}: {lender}'s request and queueing terms "
+                          f"(no {p.engine.label} TTFT measurements)", markup=False, style="dim")
     for p in plans:  # the rec. rows in each engine's own flags
         flags = " / ".join(p.engine.knobs.get(n, n) for n in names)
         console.print(f"rec. rows for {p.engine.label}: {flags}", markup=False, style="dim")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import statistics
 from pathlib import Path
 from types import ModuleType
 
 import benchmod
 import pytest
+from clirun import run
 
 from kvplan.engines import registry
 
@@ -71,3 +73,20 @@ def test_the_fitted_overheads_predict_tpot_at_few_clients(pf: ModuleType) -> Non
     shipped, before = median_ape(own, True), median_ape(borrowed, False)
     assert shipped <= 0.12, shipped
     assert shipped < 0.6 * before, (shipped, before)
+
+
+def test_plans_and_compare_say_whose_ttft_terms_an_engine_uses(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """TensorRT-LLM has no TTFT rows: its TTFT uses vLLM's request and queueing terms, and the
+    plan JSON, the plan text and compare say so; vLLM's own plan names no lender."""
+    model = "meta-llama/Llama-3.1-8B-Instruct"
+    code, out, _ = run(capsys, "plan", model, "--gpu", "h100", "--engine", "trtllm", "--json")
+    assert code == 0
+    assert json.loads(out)["performance"]["ttft_borrowed_from"] == "vLLM"
+    code, out, _ = run(capsys, "plan", model, "--gpu", "h100", "--json")
+    assert code == 0 and json.loads(out)["performance"]["ttft_borrowed_from"] is None
+    code, out, _ = run(capsys, "plan", model, "--gpu", "h100", "--engine", "trtllm")
+    assert code == 0 and "TTFT terms vLLM's" in " ".join(out.split())
+    code, out, _ = run(capsys, "compare", model, "--gpu", "h100")
+    assert code == 0
+    assert "TTFT of TensorRT-LLM: vLLM's request and queueing terms" in " ".join(out.split())
