@@ -67,7 +67,7 @@ ARCH_FITS: dict[str, ArchFit] = {
             },
             "trtllm": {
                 "ttft": (0.485, 1.941),
-                "tpot": (0.694, 1.411),
+                "tpot": (0.817, 1.247),
                 "throughput": (0.793, 1.194),
             },
         },
@@ -86,7 +86,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         ranges={
             "trtllm": {
                 "ttft": (0.42, 2.24),
-                "tpot": (0.601, 1.629),
+                "tpot": (0.561, 1.815),
                 "throughput": (0.687, 1.144),
             },
         },
@@ -100,7 +100,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         ranges={
             "trtllm": {
                 "ttft": (0.441, 2.137),
-                "tpot": (0.63, 1.554),
+                "tpot": (0.588, 1.732),
                 "throughput": (0.72, 1.202),
             },
         },
@@ -114,7 +114,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         ranges={
             "trtllm": {
                 "ttft": (0.541, 1.741),
-                "tpot": (0.773, 1.266),
+                "tpot": (0.722, 1.411),
                 "throughput": (0.884, 1.117),
             },
         },
