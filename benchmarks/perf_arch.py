@@ -750,6 +750,17 @@ def _cell(s: Mapping[str, Any]) -> str:
     return f"{s['median']} / {s['p90']} % ({s['bias']:+.1f} %)"
 
 
+def _few_clients() -> str:
+    """The measured TPOT range (ms) of each model of TRT_LATENCY at TP 8 and 8 clients."""
+    with TRT_LATENCY.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["tp"] == "8" and r["concurrency"] == "8"]
+    out = []
+    for model in sorted({r["model"] for r in rows}, key=lambda m: ("32B" in m, m)):
+        tpot = [float(r["tpot_ms"]) for r in rows if r["model"] == model]
+        out.append(f"{min(tpot):.1f}–{max(tpot):.1f} ms for {model.split('/')[-1]}")
+    return ", ".join(out)
+
+
 def _trtllm_lines(t: Mapping[str, Any], lat: Mapping[str, Any] | None) -> list[str]:
     """The TensorRT-LLM bullet of the cross-architecture section (and its latency table)."""
     head = (f"* **TensorRT-LLM's own coefficients** on its Hopper rows: `gemm_efficiency` "
@@ -768,10 +779,11 @@ def _trtllm_lines(t: Mapping[str, Any], lat: Mapping[str, Any] | None) -> list[s
         "aiconfigurator's silicon sample, collected like the vLLM / SGLang rows above (through "
         "Dynamo; the PyTorch backend with its overlap scheduler, as aiconfigurator's generator "
         "launches it). At few clients their TPOT grows with the layer count, not per step "
-        "(TP 8, 8 clients: 2.7–3.3 ms for 32 layers, 6.2–7.0 ms for 64): a GPU-side cost per "
-        "decoder layer, while the per-step CPU work hides behind the GPU's step from 1.0.0 "
-        "(`cpu_overlap_from`: the PyTorch backend, trtllm-serve's default from 1.0.0, overlaps "
-        "by default since 0.20.0; kvplan/engines/trtllm.py). `allreduce_latency_us`, "
+        f"(TP 8, 8 clients: {_few_clients()}): a GPU-side cost per decoder layer, while the "
+        "per-step CPU work hides behind the GPU's step on the PyTorch backend from 0.20.0 "
+        "(`cpu_overlap_from`: its overlap scheduler's default; trtllm-serve runs that backend "
+        "by default from 1.0.0, and the TensorRT engine runtime does not overlap: "
+        "kvplan/engines/trtllm.py). `allreduce_latency_us`, "
         "`request_overhead_ms`, `burst_share` and `dynamo_front_end_ms` stay vLLM's: "
         "TensorRT-LLM's TTFT is borrowed, and `plan`/`compare` say calibrated for its "
         "throughput and TPOT only on the classes it has rows on.",
