@@ -1,6 +1,6 @@
 """Cross-architecture stage of benchmarks/perf_fit.py: TensorRT-LLM's own coefficients and the
 GPU-class factors of kvplan/engines/arch_fits.py (applied by kvplan/perf/arch.py), fitted on
-benchmarks/data/perf_throughput.csv.
+benchmarks/data/perf_throughput.csv (and, for TensorRT-LLM, the TPOT of TRT_LATENCY).
 
 Rows: public throughput measurements (offline / max-load: every request queued at once), one
 per (source table, model, GPU, precision, TP, ISL/OSL), with source URL, date and submission id
@@ -10,9 +10,10 @@ max_model_len = ISL + OSL, and the knobs its source states: KNOB_COLUMNS) and wh
 figure is output tokens/s per replica (the row's system throughput × TP·PP / GPUs).
 
 Stages (mechanistic: named efficiencies and overheads only, no per-row terms):
-A. TensorRT-LLM's own gemm_efficiency, bandwidth_efficiency, step_overhead_ms and
-   seq_overhead_us on its Hopper rows (the other coefficients, incl. request_overhead_ms which
-   only TTFT would identify, stay vLLM's: said in docs/performance.md).
+A. TensorRT-LLM's own TRT_FITTED coefficients (gemm_efficiency, bandwidth_efficiency,
+   seq_overhead_us, step_overhead_ms, layer_overhead_us) on its Hopper throughput rows and the
+   TPOT of its latency rows (TRT_LATENCY); the TTFT terms (request_overhead_ms, burst_share,
+   dynamo_front_end_ms) stay vLLM's (Calibration.ttft_from; docs/performance.md).
 B. Per non-Hopper class, the factors its rows identify (ArchScales), with the engines'
    coefficients fixed: bf16 GEMM + bandwidth (Ampere: bf16 rows), fp8 GEMM + bandwidth (Ada:
    L40S fp8 rows), fp4 GEMM + bandwidth (Blackwell: nvfp4 rows), fp8 GEMM (CDNA3, whose

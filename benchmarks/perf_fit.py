@@ -34,7 +34,8 @@ Cross-architecture stage (benchmarks/perf_arch.py; `--arch` reruns it alone on t
 Hopper fit): TensorRT-LLM's own coefficients, the GPU-class factors and the PCIe link of
 kvplan/engines/arch_fits.py (applied by kvplan/perf/arch.py), fitted on
 benchmarks/data/perf_throughput.csv (public throughput rows:
-TensorRT-LLM perf-overview, MLPerf Inference), evaluated in sample, held out within each class
+TensorRT-LLM perf-overview, MLPerf Inference) and, for TensorRT-LLM, the TPOT of
+benchmarks/data/trtllm_latency.csv, evaluated in sample, held out within each class
 and leave one architecture out; it writes arch_fits.py's generated block.
 
 Outputs: benchmarks/data/perf_fit.json (coefficients, ranges, metrics; "cross_arch") and
