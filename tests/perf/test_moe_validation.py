@@ -13,7 +13,7 @@ import benchmod
 import pytest
 from clirun import run
 
-from kvplan.api import plan
+from kvplan.api import plan, plan_with_context
 from kvplan.engines import arch_fits, moe_fits, registry
 from kvplan.sources.catalog import resolve_gpu, resolve_model
 
@@ -127,3 +127,37 @@ def test_the_report_states_the_moe_band_and_a_dense_one_does_not() -> None:
     assert line in rep._assumptions(moe)
     dense = plan("meta-llama/Llama-3.1-8B-Instruct", "h100")
     assert not any(a.startswith("Speed of a MoE") for a in rep._assumptions(dense))
+
+
+def test_rows_sent_through_dynamo_and_mixed_chunks_are_planned_so(mv: ModuleType) -> None:
+    """A row collected through NVIDIA Dynamo (column front_end "dynamo") carries
+    dynamo_front_end_ms in its TTFT, added to the steady state's TTFT and nothing else; its
+    SGLang launch flags (column engine_flags) give the mixed steps of --enable-mixed-chunk,
+    capped by --max-prefill-tokens (SGLang PrefillAdder: min(chunked-prefill-size,
+    max-prefill-tokens) tokens a step)."""
+    row = next(r for r in mv.load_raw() if r["front_end"] == "dynamo" and r["engine_flags"])
+    assert row["engine"] == "sglang" and row["source"] == mv.SILICON
+    m, fmt = mv.model_for(row)
+    _, ctx = plan_with_context(m, resolve_gpu(row["gpu"]), engine="sglang",
+                               engine_version=row["engine_version"], **mv.layout(row), **fmt)
+    assert ctx is not None and ctx.style != "mixed" and not ctx.via_dynamo
+    served = mv.harnessed(ctx, row)
+    assert served.via_dynamo and served.style == "mixed" and served.whole_prompts
+    assert served.max_num_batched_tokens == min(ctx.max_num_batched_tokens, row["isl"] + 1500)
+    plain = mv.score({**row, "front_end": ""})
+    dynamo = mv.score(row)
+    assert plain.figures is not None and dynamo.figures is not None
+    assert dynamo.figures["ttft"] - plain.figures["ttft"] == pytest.approx(
+        ctx.coefficients.dynamo_front_end_ms, rel=1e-6)
+    assert dynamo.figures["tpot"] == pytest.approx(plain.figures["tpot"], rel=1e-9)
+
+
+def test_a_bad_front_end_names_the_file_and_the_values(
+        mv: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = mv.DATA.read_text(encoding="utf-8").replace(",dynamo,", ",Dynamo 0.7,", 1)
+    bad = tmp_path / "perf_moe_public.csv"
+    bad.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(mv, "DATA", bad)
+    with pytest.raises(ValueError, match="perf_moe_public.csv.*front_end must be blank or "
+                                         "'dynamo', got 'Dynamo 0.7'"):
+        mv.load_raw()
