@@ -435,13 +435,15 @@ def render(scored: Sequence[Scored]) -> str:
         "throughput). Closed loops at the stated concurrency, evaluated at the steady state.",
         "",
         *silicon_table(scored), "",
-        "vLLM 0.12's measured TPOT is about twice kvplan's and barely moves with the "
-        "concurrency (4–48) or the prompt length (1k–8k), where kvplan's rises with the batch "
-        "(it reads those decode steps as weight-bound); not diagnosed here. TTFT is "
+        "vLLM 0.12's measured TPOT barely moves with the concurrency (4–48) or the prompt "
+        "length (1k–8k): its DeepGEMM experts compute a buffer sized for every expert at every "
+        "step, whatever the batch (docs/moe-gemm.md, vLLM's DeepGEMM experts compute whole "
+        "blocks), which kvplan models from the engine's source since 2026-12-02; before, it read "
+        "those decode steps as weight-bound, and its TPOT rose with the batch. What is left "
+        "of the vLLM and SGLang rows' under-prediction is not diagnosed, nor is TTFT, "
         "under-predicted on every engine and layout (dense rows of the same pipeline are not: "
-        "docs/performance.md); not diagnosed. The last column says whether the band a MoE "
-        "plan of the class carries covers the measured TPOT. Nothing is fitted to these rows.",
-        "",
+        "docs/performance.md). The last column says whether the band a MoE plan of the class "
+        "carries covers the measured TPOT. Nothing is fitted to these rows.", "",
         "## GPU order",  "",
         "Within each workload (one source, model, engine, lengths and load), every pair of rows "
         "on different GPUs whose measured throughput per GPU differs by ≥ 5 %: whether kvplan "

@@ -213,15 +213,23 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
                                   deepep=deepep, low_latency=low_latency)
     if deepep and fam == base:
         return replace(ctx, expert_gemm_curve=(), expert_gemm_table="",
-                       expert_gemm_source=_moe_gemm.DEEPEP_DENSE_RATE)
+                       expert_gemm_source=_moe_gemm.DEEPEP_DENSE_RATE, expert_padding=())
     curve = _moe_gemm.curve_for_layout(fam, gpu_id, kernel, ctx.num_experts,
                                        ctx.expert_intermediate, tp=ctx.tp, group=ctx.moe_group,
                                        ep=ep)
     table, source = step.moe_gemm_provenance((fam, gpu_id, kernel), curve, ep=ep)
     decode = (_moe_gemm.decode_curve_for_layout(fam, gpu_id, kernel, ctx.num_experts, ep)
               if deepep and low_latency else ())
+    # --- dgpad --- DeepGEMM's worst-case row padding (moe_gemm.VLLM_DEEPGEMM_ROWS): vLLM
+    # without DeepEP and without DP (TP-split, or EP over the TP ranks: no all-to-all, the
+    # same sizing over the rank's experts); a DP layout's all-to-all hands the experts other
+    # counts: not read, not padded
+    padding = (step._padding(fam, ctx.expert_gemm_release or None,
+                             ctx.num_experts // max(1, ep))
+               if not deepep and ctx.moe_dp <= 1 and ctx.moe_group <= ctx.tp else ())
     return replace(ctx, expert_gemm_curve=curve, expert_gemm_table=table,
-                   expert_gemm_source=source, expert_gemm_decode_curve=decode)
+                   expert_gemm_source=source, expert_gemm_decode_curve=decode,
+                   expert_padding=padding)
 
 
 # FP8 value + one fp32 scale per 128 values, per hidden element (DeepEP low-latency dispatch)

@@ -656,6 +656,65 @@ VLLM_FI_CUTLASS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ..
     ("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8_block"): ((0, 15), (0, 17)),
 }
 
+# --- dgpad --- the rows vLLM's DeepGEMM experts compute without DeepEP or DP (TP-split, or
+# EP over the TP ranks). vLLM runs DeepGEMM's contiguous grouped GEMM
+# (m_grouped_fp8_gemm_nt_contiguous), rows in 128-row blocks of one expert each
+# (DeepGEMM get_mk_alignment_for_contiguous_layout), at every step size on Hopper from 0.11.1:
+# is_deep_gemm_e8m0_used() (VLLM_USE_DEEP_GEMM_E8M0 default 1, no architecture check)
+# short-circuits _valid_deep_gemm's M >= 128 test in fused_experts; in 0.11.0 the Hopper switch
+# (VLLM_USE_DEEP_GEMM_E8M0_HOPPER) is off, so steps under 128 tokens run the Triton fused_moe.
+# With no per-expert counts (MoEPrepareAndFinalizeNoEP: expert_tokens_meta None) vLLM sizes the
+# buffer for the worst case, M_sum = round_up(tokens × top_k + local experts × 127, 128)
+# (model_executor/layers/fused_moe/deep_gemm_utils.py; with --enable-expert-parallel and no DP
+# there is no all-to-all, the same sizing over the rank's local experts). Modes: "all": the
+# blocks no token fills keep expert id 0 (torch.zeros) and DeepGEMM computes every block
+# (0.11.x-0.12.x); "routed": they are -1, and DeepGEMM skips the math of each 64-row half whose
+# first row is -1 (scheduler.cuh is_computation_valid), so each routed expert computes its rows
+# in 64-row halves (0.13.0-0.14.x; the skipped blocks still load and store their tiles, not
+# charged). Read in the 0.11.0, 0.11.1, 0.12.0, 0.13.0 and 0.14.0 sdists and DeepGEMM at the
+# commits their tools/install_deepgemm.sh pins (ea9c5d92, 594953ac), which the docker image
+# builds (the wheel does not depend on deep_gemm: without it vLLM runs the Triton fused_moe,
+# whose work follows the routed tokens). (first release, first release past, mode, the fewest
+# step tokens that run DeepGEMM).
+DEEPGEMM_BLOCK_ROWS = 128
+DEEPGEMM_HALF_ROWS = 64
+# PerfContext.expert_padding: (mode, the fewest step tokens that run it, experts on the GPU)
+Padding = tuple[str, int, int] | tuple[()]
+VLLM_DEEPGEMM_ROWS: tuple[tuple[tuple[int, ...], tuple[int, ...], str, int], ...] = (
+    ((0, 11, 0), (0, 11, 1), "all", DEEPGEMM_BLOCK_ROWS),
+    ((0, 11, 1), (0, 13), "all", 0),
+    ((0, 13), (0, 15), "routed", 0),
+)
+
+
+def deepgemm_rows(family: str, release: tuple[int, ...] | None) -> tuple[str, int]:
+    """How vLLM's DeepGEMM experts pad their rows (VLLM_DEEPGEMM_ROWS): ("all" | "routed",
+    the fewest step tokens that run DeepGEMM), or ("", 0) (the routed tokens' own rows:
+    another kernel, or a release not read)."""
+    if family != "vllm-deepgemm-moe" or release is None:
+        return "", 0
+    return next(((mode, least) for lo, hi, mode, least in VLLM_DEEPGEMM_ROWS
+                 if lo <= release < hi), ("", 0))
+
+
+def padded_rows(mode: str, pairs: float, local: int, local_pairs: float,
+                touched: float) -> float:
+    """Rows one MoE layer's grouped GEMM computes on a GPU holding `local` experts, for
+    `pairs` = tokens × top_k (every rank's, as M_sum counts them), `local_pairs` of them
+    routed to this GPU's experts, `touched` of its experts reached (expected count):
+    "all": M_sum = round_up(pairs + local × 127, 128), every block;
+    "routed": each touched expert's rows in 64-row halves, the last one half full on average:
+    max(touched × 64, local_pairs + touched × 32);
+    "": local_pairs."""
+    if mode == "all":
+        b = DEEPGEMM_BLOCK_ROWS
+        return math.ceil((pairs + local * (b - 1)) / b) * b
+    if mode == "routed":
+        h = DEEPGEMM_HALF_ROWS
+        return max(touched * h, local_pairs + touched * h / 2)
+    return local_pairs
+
+
 # families whose TP-split layouts read the EP curve at EP = the MoE TP size (a proxy: one GPU
 # holds every expert's 1/TP slice, the table times EP ranks of whole experts — the same FLOPs
 # and weight bytes per GPU at the same t, other GEMM shapes)

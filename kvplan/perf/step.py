@@ -372,6 +372,10 @@ class PerfContext:
     # low-latency dispatch feeds DeepGEMM's masked grouped GEMM under a CUDA graph;
     # moe_gemm.DECODE_EP_CURVES); () = expert_gemm_curve for every step
     expert_gemm_decode_curve: tuple[tuple[float, float], ...] = ()
+    # --- dgpad --- how the routed experts' grouped GEMM pads its rows (moe_gemm.deepgemm_rows:
+    # vLLM's DeepGEMM experts without DeepEP or DP): (mode "all" | "routed", the fewest step
+    # tokens that run it, the experts this GPU holds); () = the routed tokens' own rows
+    expert_padding: _moe_gemm.Padding = ()
     # --- bwmxfp4 --- the routed experts' GEMM dtype where expert_dtype_for sets it apart from
     # compute_dtype (gpt-oss's MXFP4 experts on FP4-capable GPUs run in the engine kernel's
     # activation dtype; "" = compute_dtype), that dtype's datasheet peak (FLOP/s), the GPU
@@ -814,7 +818,14 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor,
             "expert_gemm_key": key, "expert_intermediate": inter,
             "expert_gemm_table": table, "expert_gemm_source": source,
-            "expert_gemm_release": release or ()}
+            "expert_gemm_release": release or (),
+            "expert_padding": _padding(run[0], release, m.moe.num_experts)}
+
+
+def _padding(family: str, release: tuple[int, ...] | None, local: int) -> _moe_gemm.Padding:
+    """PerfContext.expert_padding of `family` at `release` for `local` experts on a GPU."""
+    mode, least = _moe_gemm.deepgemm_rows(family, release)
+    return (mode, least, local) if mode else ()
 
 
 def moe_gemm_provenance(key: tuple[str, ...], curve: tuple[tuple[float, float], ...], *,
@@ -913,17 +924,28 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
     attn_rate = ctx.attention_peak_flops_per_s * c.gemm_efficiency * ctx.attention_scale
     byte_rate = ctx.bandwidth_bytes_per_s * c.bandwidth_efficiency * ctx.bandwidth_scale
     g_c = gemm_flops / flop_rate
-    if (ctx.expert_gemm_curve or ctx.expert_compute_dtype) and ctx.expert_flops_per_token \
-            and tokens:
+    if (ctx.expert_gemm_curve or ctx.expert_compute_dtype or ctx.expert_padding) \
+            and ctx.expert_flops_per_token and tokens:
         # routed experts at their measured share of the dense rate (perf/moe_gemm.py: the
         # layout's curve, perf/expert.py; t counts the tokens of every DP rank meeting there)
         # of their own GEMM dtype (expert_rate_scale: gpt-oss's MXFP4 experts on Blackwell)
-        per_expert = tokens * ctx.moe_dp * ctx.top_k / ctx.num_experts
+        # vLLM's DeepGEMM experts compute whole 128-row blocks, sized for the worst case
+        # (moe_gemm.padded_rows): `rows` / the routed rows more FLOPs at the blocks' rate
+        routed = tokens * ctx.moe_dp * ctx.top_k
+        per_expert = routed / ctx.num_experts
+        scale = 1.0  # computed rows / routed rows of this GPU's experts
+        if ctx.expert_padding and tokens >= ctx.expert_padding[1]:
+            mode, _, local = ctx.expert_padding
+            share = local / ctx.num_experts  # this GPU's experts (EP ranks: 1 / EP)
+            touched = local * expert_fraction(ctx, tokens * ctx.moe_dp)
+            rows = _moe_gemm.padded_rows(mode, routed, local, routed * share, touched)
+            scale = rows / (routed * share)
+            per_expert = rows / max(1.0, local if mode == "all" else touched)
         curve = (ctx.expert_gemm_decode_curve if not prefill_tokens
                  and ctx.expert_gemm_decode_curve else ctx.expert_gemm_curve)
         r = (_moe_gemm.ratio(curve, per_expert, ctx.expert_gemm_floor_tokens)
              * expert_rate_scale(ctx))
-        g_c += tokens * ctx.expert_flops_per_token / flop_rate * (1.0 / r - 1.0)
+        g_c += tokens * ctx.expert_flops_per_token / flop_rate * (scale / r - 1.0)
     dense_rate = (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency
                   if ctx.weight_stream_bytes_per_s else byte_rate)
     expert_rate = (ctx.expert_stream_bytes_per_s * c.bandwidth_efficiency

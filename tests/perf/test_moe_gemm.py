@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from kvplan.api import plan_with_context
 from kvplan.perf import moe_gemm
 from kvplan.perf import step as perf
 from kvplan.sources.catalog import resolve_gpu, resolve_model
@@ -711,3 +712,97 @@ def test_vllm_0_16_tp_split_reads_flashinfer_cutlass_by_proxy(gpu: str) -> None:
     for version in ("0.17.0", "0.33.0"):
         assert _deepseek_r1_b200("vllm", 8, gpu, version).expert_gemm_table \
             == "vLLM 0.14.0, TP-split"
+
+
+# --- dgpad --- vLLM's DeepGEMM experts compute whole blocks sized for the worst case
+
+
+def test_deepgemm_padded_rows_hand_worked() -> None:
+    """vLLM deep_gemm_utils.py: M_sum = round_up(M × top_k + local experts × 127, 128). 16
+    decode tokens × top-8 over 128 experts: 128 + 16,256 = 16,384 rows, 128 blocks, every one
+    computed in 0.12 ("all"). From 0.13 ("routed") only the halves of blocks that hold routed
+    rows: 16 tokens reach 128 · (1 − (120/128)^16) = 82.4 experts, one 64-row half each.
+    With EP 2 (no DP) the sizing runs over the rank's 64 experts: 128 + 64 · 127 → 8,320."""
+    assert moe_gemm.padded_rows("all", 128, 128, 128, 82.4) == 16384
+    assert moe_gemm.padded_rows("all", 129, 128, 129, 82.4) == 16384 + 128  # a block more
+    assert moe_gemm.padded_rows("all", 128, 64, 64, 41.2) == 8320
+    touched = 128 * (1 - (120 / 128) ** 16)
+    assert touched == pytest.approx(82.4, abs=0.05)
+    assert moe_gemm.padded_rows("routed", 128, 128, 128, touched) == pytest.approx(touched * 64)
+    # a prefill step of 8,192 tokens: 65,536 routed rows, the last half of each expert's rows
+    # half full on average: 65,536 + 128 × 32
+    assert moe_gemm.padded_rows("routed", 65536, 128, 65536, 128) == 65536 + 128 * 32
+    assert moe_gemm.padded_rows("", 128, 128, 128, touched) == 128
+
+
+def test_deepgemm_rows_by_vllm_release() -> None:
+    """0.11.0: DeepGEMM from 128 tokens (its Hopper E8M0 switch off: smaller steps run
+    Triton); 0.11.1-0.12.x every step, every block; 0.13-0.14 the routed halves; 0.15+
+    FlashInfer's CUTLASS MoE or Triton: no padding."""
+    dg = "vllm-deepgemm-moe"
+    assert moe_gemm.deepgemm_rows(dg, (0, 11, 0)) == ("all", 128)
+    assert moe_gemm.deepgemm_rows(dg, (0, 11, 2)) == ("all", 0)
+    assert moe_gemm.deepgemm_rows(dg, (0, 12, 0)) == ("all", 0)
+    assert moe_gemm.deepgemm_rows(dg, (0, 13, 0)) == ("routed", 0)
+    assert moe_gemm.deepgemm_rows(dg, (0, 14, 1)) == ("routed", 0)
+    assert moe_gemm.deepgemm_rows(dg, (0, 15, 0)) == ("", 0)
+    assert moe_gemm.deepgemm_rows(dg, (0, 10, 2)) == ("", 0)
+    assert moe_gemm.deepgemm_rows(dg, None) == ("", 0)
+    assert moe_gemm.deepgemm_rows(FAMILY, (0, 12, 0)) == ("", 0)  # the Triton kernel
+
+
+def _qwen235b_fp8(version: str, tp: int) -> perf.PerfContext:
+    m = resolve_model("Qwen/Qwen3-235B-A22B-FP8")
+    return perf.context_for(m, resolve_gpu("h200-sxm-141gb"), "vllm", version, tp=tp,
+                            quant=m.quantization)
+
+
+def test_vllm_deepgemm_contexts_pad_their_rows() -> None:
+    """Qwen3-235B-A22B-FP8 (block-scaled FP8) on H200: vLLM 0.12 at TP 2 and 4 runs DeepGEMM
+    (MoE TP < 8) and pads every block; 0.14 the routed halves; at TP 8 0.12 runs Triton and
+    0.16 FlashInfer's CUTLASS MoE: no padding. With --enable-expert-parallel (EP = TP, no DP)
+    the sizing runs over the rank's own experts; with DP (an all-to-all) it is not read."""
+    assert _qwen235b_fp8("0.12.0", 2).expert_padding == ("all", 0, 128)
+    assert _qwen235b_fp8("0.12.0", 4).expert_padding == ("all", 0, 128)
+    assert _qwen235b_fp8("0.14.0", 4).expert_padding == ("routed", 0, 128)
+    assert _qwen235b_fp8("0.11.0", 4).expert_padding == ("all", 128, 128)
+    assert _qwen235b_fp8("0.12.0", 8).expert_padding == ()
+    assert _qwen235b_fp8("0.16.0", 4).expert_padding == ()
+    m = resolve_model("Qwen/Qwen3-235B-A22B-FP8")
+    h200 = resolve_gpu("h200-sxm-141gb")
+    _, ep = plan_with_context(m, h200, engine="vllm", engine_version="0.12.0",
+                              tensor_parallel_size=2, enable_expert_parallel=True)
+    assert ep is not None and ep.expert_padding == ("all", 0, 64)
+    _, dp = plan_with_context(m, h200, engine="vllm", engine_version="0.12.0",
+                              tensor_parallel_size=1, data_parallel_size=2,
+                              enable_expert_parallel=True)
+    assert dp is not None and dp.expert_padding == ()
+
+
+def test_padded_decode_step_charges_every_block_at_the_kernel_rate() -> None:
+    """vLLM 0.12 at TP 2 (no measured DeepGEMM curve at EP 2: the dense rate, ratio 1): a
+    16-sequence decode step computes 16,384 expert rows where 128 are routed, so its
+    compute grows by (16,384 / 128 − 1) × the routed experts' FLOPs at the dense rate, and
+    the step turns compute-bound (at half the datasheet FLOP rate, about what the engines'
+    fitted efficiency is); the same step with the routed rows only is byte-bound."""
+    half = dataclasses.replace(UNIT, gemm_efficiency=0.5)
+    ctx = dataclasses.replace(_qwen235b_fp8("0.12.0", 2), coefficients=half)
+    assert ctx.expert_gemm_curve == ()
+    plain = dataclasses.replace(ctx, expert_padding=())
+    t = perf.step_terms(ctx, decode_seqs=16, context_tokens=1024)
+    u = perf.step_terms(plain, decode_seqs=16, context_tokens=1024)
+    rate = ctx.peak_flops_per_s * 0.5 * ctx.gemm_scale
+    extra = 16 * ctx.expert_flops_per_token * (16384 / 128 - 1) / rate
+    # decode attention stays on the bandwidth side
+    assert t.attention_flops / (ctx.attention_peak_flops_per_s * 0.5 * ctx.attention_scale) \
+        < t.kv_bytes / (ctx.bandwidth_bytes_per_s * ctx.bandwidth_scale)
+    assert t.compute_s == pytest.approx(t.gemm_flops / rate + extra, rel=1e-9)
+    assert t.gemm_flops == u.gemm_flops  # FLOPs counted are the routed ones: padding is time
+    assert t.bound == "compute" and u.bound == "bandwidth"
+    # 4 sequences: the same 16,384 rows (M_sum is sized for every expert), so the same time
+    four = perf.step_terms(ctx, decode_seqs=4, context_tokens=1024)
+    assert four.compute_s == pytest.approx(
+        (four.gemm_flops + 4 * ctx.expert_flops_per_token * (16384 / 32 - 1)) / rate, rel=1e-9)
+    # 0.11.0 runs Triton below 128 step tokens: no padding at decode
+    old = dataclasses.replace(ctx, expert_padding=("all", 128, 128))
+    assert perf.step_terms(old, decode_seqs=16, context_tokens=1024).compute_s == u.compute_s
