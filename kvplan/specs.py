@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.11"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.12"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -41,6 +41,7 @@ SCHEMA_VERSION = "1.11"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 # 1.9: performance.routed_experts.public_check (the band of MoE models: docs/performance-moe.md)
 # 1.10: performance.routed_experts.layer_floors (MoE / MLA kernel floors: perf/layer_floors.py)
 # 1.11: performance.ttft_borrowed_from (an engine without TTFT measurements of its own)
+# 1.12: performance.routed_experts.padding (rows a grouped GEMM computes beyond the routed ones)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -957,6 +958,10 @@ class RoutedExperts(BaseModel):
         None, description="the MoE and MLA layers' measured kernel floors beyond a dense "
         "layer's that the step time adds (kvplan/perf/layer_floors.py) and where they were "
         "measured; null for an engine without kernel tables")
+    padding: str | None = Field(
+        None, description="rows the experts' grouped GEMM computes beyond the routed tokens' "
+        "(vLLM's DeepGEMM experts: blocks of a buffer sized for every expert, "
+        "docs/moe-gemm.md); null when it computes the routed rows only")
 
 
 class Performance(PerfPoint, Deferred):

@@ -697,6 +697,21 @@ def deepgemm_rows(family: str, release: tuple[int, ...] | None) -> tuple[str, in
                  if lo <= release < hi), ("", 0))
 
 
+def padding_note(padding: Padding) -> str:
+    """What Performance.routed_experts.padding says of PerfContext.expert_padding ("" for
+    none)."""
+    if not padding:
+        return ""
+    mode, least, local = padding
+    b, h = DEEPGEMM_BLOCK_ROWS, DEEPGEMM_HALF_ROWS
+    which = (f"every {b}-row block" if mode == "all"
+             else f"the routed experts' rows in {h}-row halves")
+    when = f" (from {least} tokens a step: smaller steps run Triton)" if least else ""
+    return (f"vLLM's DeepGEMM experts compute {which} of a buffer sized for all {local} "
+            f"experts on the GPU, round_up(tokens × top_k + {local} × {b - 1}, {b}) rows a "
+            f"layer{when}: a decode step costs about the same at any batch (docs/moe-gemm.md)")
+
+
 def padded_rows(mode: str, pairs: float, local: int, local_pairs: float,
                 touched: float) -> float:
     """Rows one MoE layer's grouped GEMM computes on a GPU holding `local` experts, for

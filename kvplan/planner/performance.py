@@ -13,6 +13,7 @@ from typing import Any
 from ..engines import registry
 from ..engines.base import MemoryResult
 from ..model.weights import vocab_rows_per_rank
+from ..perf import moe_gemm as _moe_gemm
 from ..perf import step as perf
 from ..specs import (
     Deployment,
@@ -176,7 +177,8 @@ def _routed_experts(ctx: perf.PerfContext) -> RoutedExperts | None:
     return RoutedExperts(rate="measured" if ctx.expert_gemm_curve else "dense",
                          table=ctx.expert_gemm_table or None, source=source,
                          public_check=ctx.moe_check or None,
-                         layer_floors=ctx.floor_note or None)
+                         layer_floors=ctx.floor_note or None,
+                         padding=_moe_gemm.padding_note(ctx.expert_padding) or None)
 
 
 def _meets(p: perf.PerfPoint, w: Workload) -> bool:

@@ -341,6 +341,8 @@ def _assumptions(p: Plan) -> list[str]:
         out.append(f"Speed of a MoE model: {experts.public_check}.")
     if experts and experts.layer_floors:
         out.append(f"{experts.layer_floors}.")
+    if experts and experts.padding:
+        out.append(f"{experts.padding}.")
     return out
 
 

@@ -193,6 +193,8 @@ def performance_table(plan: Plan, console: Console) -> None:
         console.print(f"MoE model: {escape(pf.routed_experts.public_check)}")
     if pf.routed_experts and pf.routed_experts.layer_floors:
         console.print(escape(pf.routed_experts.layer_floors))
+    if pf.routed_experts and pf.routed_experts.padding:
+        console.print(escape(pf.routed_experts.padding))
     if pf.percentiles:
         _percentile_table(pf, console)
     _concurrency_table(pf, console)

@@ -806,3 +806,30 @@ def test_padded_decode_step_charges_every_block_at_the_kernel_rate() -> None:
     # 0.11.0 runs Triton below 128 step tokens: no padding at decode
     old = dataclasses.replace(ctx, expert_padding=("all", 128, 128))
     assert perf.step_terms(old, decode_seqs=16, context_tokens=1024).compute_s == u.compute_s
+
+
+def test_the_plan_says_when_the_experts_pad_their_rows(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """plan JSON performance.routed_experts.padding names the padding and its buffer (vLLM
+    0.12, TP 2: all 128 experts); null on the default release (no DeepGEMM padding); the text
+    and the report print it."""
+    import json
+
+    from clirun import run
+
+    from kvplan.api import plan
+    from kvplan.render import report as rep
+
+    args = ["plan", "Qwen/Qwen3-235B-A22B-FP8", "--gpu", "h200", "-tp", "2",
+            "--max-model-len", "4096"]
+    code, out, _ = run(capsys, *args, "--engine-version", "0.12.0", "--json")
+    padding = json.loads(out)["performance"]["routed_experts"]["padding"]
+    assert code == 0 and "every 128-row block" in padding and "all 128 experts" in padding
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0 and json.loads(out)["performance"]["routed_experts"]["padding"] is None
+    code, out, _ = run(capsys, *args, "--engine-version", "0.13.0")
+    assert code == 0 and "routed experts' rows in 64-row halves" in " ".join(out.split())
+    p = plan("Qwen/Qwen3-235B-A22B-FP8", "h200", tensor_parallel_size=2, max_model_len=4096,
+             engine_version="0.12.0")
+    assert p.performance is not None and p.performance.routed_experts is not None
+    assert f"{p.performance.routed_experts.padding}." in rep._assumptions(p)
