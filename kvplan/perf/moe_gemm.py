@@ -28,7 +28,8 @@ reference.
 Outside the measured range: below the GPU's ridge point in tokens per expert (peak FLOP/s ×
 bytes per expert weight / (2 × HBM bytes/s): a routed token does 2 FLOPs per weight element
 read) the grouped GEMM is weight-bound, which the step's expert-bytes term already
-charges, so the ratio is held at its ridge value (no double count at decode); between grid
+charges, so the ratio is held at its ridge value (no double count at decode; rows an engine
+pads and computes whatever the tokens read the curve at their own count: padded_rows); between grid
 points it is interpolated linearly in log t, and held at the last point above 512 tokens per
 expert (fewer shapes reach beyond it on Hopper: the tables stop at 16384 tokens).
 

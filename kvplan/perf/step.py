@@ -943,8 +943,10 @@ def step_terms(ctx: PerfContext, *, decode_seqs: float, context_tokens: float,
             per_expert = rows / max(1.0, local if mode == "all" else touched)
         curve = (ctx.expert_gemm_decode_curve if not prefill_tokens
                  and ctx.expert_gemm_decode_curve else ctx.expert_gemm_curve)
-        r = (_moe_gemm.ratio(curve, per_expert, ctx.expert_gemm_floor_tokens)
-             * expert_rate_scale(ctx))
+        # padded rows are computed, not weight-bound: their blocks' own measured rate, not
+        # held at the ridge (the floor stands for steps the bytes term already charges)
+        floor = 0.0 if scale > 1.0 else ctx.expert_gemm_floor_tokens
+        r = _moe_gemm.ratio(curve, per_expert, floor) * expert_rate_scale(ctx)
         g_c += tokens * ctx.expert_flops_per_token / flop_rate * (scale / r - 1.0)
     dense_rate = (ctx.weight_stream_bytes_per_s * c.bandwidth_efficiency
                   if ctx.weight_stream_bytes_per_s else byte_rate)

@@ -833,3 +833,19 @@ def test_the_plan_says_when_the_experts_pad_their_rows(capsys: pytest.CaptureFix
              engine_version="0.12.0")
     assert p.performance is not None and p.performance.routed_experts is not None
     assert f"{p.performance.routed_experts.padding}." in rep._assumptions(p)
+
+
+def test_padded_blocks_run_at_their_own_measured_rate() -> None:
+    """vLLM 0.12 at TP 4 reads the DeepGEMM curve at EP 4 (TP_AS_EP: (128, 0.569), ...). Its
+    padded blocks hold 128 rows each (16,384 rows over 128 experts), computed whatever the
+    tokens: the curve at t = 128 (0.569, the kernel timed at 128 rows an expert), not held at
+    the GPU's ridge point as a weight-bound decode step's routed rows are."""
+    half = dataclasses.replace(UNIT, gemm_efficiency=0.5)
+    ctx = dataclasses.replace(_qwen235b_fp8("0.12.0", 4), coefficients=half)
+    assert ctx.expert_gemm_curve[0] == (128, 0.569)
+    assert ctx.expert_gemm_floor_tokens > 128  # the H200's fp8 ridge: 1979 / (2 × 4.8)
+    t = perf.step_terms(ctx, decode_seqs=16, context_tokens=1024)
+    rate = ctx.peak_flops_per_s * 0.5 * ctx.gemm_scale
+    expert = 16 * ctx.expert_flops_per_token
+    assert t.compute_s == pytest.approx(
+        (t.gemm_flops - expert) / rate + expert * (16384 / 128) / (rate * 0.569), rel=1e-9)
