@@ -224,8 +224,8 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
     # without DeepEP and without DP (TP-split, or EP over the TP ranks: no all-to-all, the
     # same sizing over the rank's experts); a DP layout's all-to-all hands the experts other
     # counts: not read, not padded
-    padding = (step._padding(fam, ctx.expert_gemm_release or None,
-                             ctx.num_experts // max(1, ep))
+    padding = (step.expert_padding_for(fam, ctx.expert_gemm_release or None,
+                                       ctx.num_experts // max(1, ep))
                if not deepep and ctx.moe_dp <= 1 and ctx.moe_group <= ctx.tp else ())
     return replace(ctx, expert_gemm_curve=curve, expert_gemm_table=table,
                    expert_gemm_source=source, expert_gemm_decode_curve=decode,

@@ -819,10 +819,11 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
             "expert_gemm_key": key, "expert_intermediate": inter,
             "expert_gemm_table": table, "expert_gemm_source": source,
             "expert_gemm_release": release or (),
-            "expert_padding": _padding(run[0], release, m.moe.num_experts)}
+            "expert_padding": expert_padding_for(run[0], release, m.moe.num_experts)}
 
 
-def _padding(family: str, release: tuple[int, ...] | None, local: int) -> _moe_gemm.Padding:
+def expert_padding_for(family: str, release: tuple[int, ...] | None,
+                       local: int) -> _moe_gemm.Padding:
     """PerfContext.expert_padding of `family` at `release` for `local` experts on a GPU."""
     mode, least = _moe_gemm.deepgemm_rows(family, release)
     return (mode, least, local) if mode else ()
