@@ -705,12 +705,14 @@ def padding_note(padding: Padding) -> str:
         return ""
     mode, least, local = padding
     b, h = DEEPGEMM_BLOCK_ROWS, DEEPGEMM_HALF_ROWS
-    which = (f"every {b}-row block" if mode == "all"
-             else f"the routed experts' rows in {h}-row halves")
+    which, cost = ((f"every {b}-row block", "a decode step costs about the same at any batch")
+                   if mode == "all" else
+                   (f"the routed experts' rows in {h}-row halves",
+                    f"at least {h} rows for every expert a step reaches"))
     when = f" (from {least} tokens a step: smaller steps run Triton)" if least else ""
     return (f"vLLM's DeepGEMM experts compute {which} of a buffer sized for all {local} "
             f"experts on the GPU, round_up(tokens × top_k + {local} × {b - 1}, {b}) rows a "
-            f"layer{when}: a decode step costs about the same at any batch (docs/moe-gemm.md)")
+            f"layer{when}: {cost} (docs/moe-gemm.md)")
 
 
 def padded_rows(mode: str, pairs: float, local: int, local_pairs: float,

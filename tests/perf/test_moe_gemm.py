@@ -827,8 +827,12 @@ def test_the_plan_says_when_the_experts_pad_their_rows(capsys: pytest.CaptureFix
     assert code == 0 and "every 128-row block" in padding and "all 128 experts" in padding
     code, out, _ = run(capsys, *args, "--json")
     assert code == 0 and json.loads(out)["performance"]["routed_experts"]["padding"] is None
+    assert "a decode step costs about the same at any batch" in padding
     code, out, _ = run(capsys, *args, "--engine-version", "0.13.0")
-    assert code == 0 and "routed experts' rows in 64-row halves" in " ".join(out.split())
+    text = " ".join(out.split())
+    assert code == 0 and "routed experts' rows in 64-row halves" in text
+    assert "at least 64 rows for every expert a step reaches" in text
+    assert "at any batch" not in text  # from 0.13 the cost follows the experts reached
     p = plan("Qwen/Qwen3-235B-A22B-FP8", "h200", tensor_parallel_size=2, max_model_len=4096,
              engine_version="0.12.0")
     assert p.performance is not None and p.performance.routed_experts is not None
