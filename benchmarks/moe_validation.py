@@ -30,7 +30,10 @@ max_model_len = ISL + OSL) and replayed as its harness sent the requests:
 Errors: predicted / measured − 1 of output tokens/s per GPU, TPOT and TTFT where published.
 Rows with speculative decoding (MTP) on are listed, not scored: their acceptance rate is not
 published with them. The band MoE plans carry (kvplan/engines/moe_fits.py, written here) takes
-the scored rows of engine releases the coefficients were fitted on or newer (in_band).
+the scored rows of engine releases the coefficients were fitted on or newer (in_band): the
+p10-p90 of measured / predicted throughput (TPOT: its reciprocal), and TTFT's own p10-p90 over
+the rows that publish one (a class with fewer than moe_fits.MIN_ROWS of them takes every
+class's, widened by its own).
 """
 
 from __future__ import annotations
@@ -463,16 +466,24 @@ def check_of(scored: Sequence[Scored]) -> str:
     """A MoeCheck(...) literal for the scored rows: the p10-p90 of measured / predicted
     throughput per GPU, and for TPOT its reciprocal (at a fixed batch TPOT scales as
     1 / throughput; the published TPOTs are means over differently sent runs, a draining
-    burst's among them, and fewer rows publish one: shown on the page, not banded)."""
+    burst's among them, and fewer rows publish one: shown on the page, not banded); TTFT's
+    own p10-p90 over the rows that publish it (no throughput stands in for it: a TTFT is
+    queueing and prefill), with their count."""
     ok = [s for s in scored if s.figures is not None and s.error("throughput") is not None]
     thr = [1 / (1 + e) for s in ok if (e := s.error("throughput")) is not None]
     lo, hi = fit_.percentile(thr, 0.1), fit_.percentile(thr, 0.9)
     t_lo, t_hi = 1 / hi, 1 / lo
-    sources = [f'        "{x}",' for x in sorted({s.row["source"] for s in ok})]
+    ttft = [1 / (1 + e) for s in scored if (e := s.error("ttft")) is not None]
+    band = (f', "ttft": ({fit_.percentile(ttft, 0.1):.3f}, {fit_.percentile(ttft, 0.9):.3f})'
+            if ttft else "")
+    sources = [f'        "{x}",' for x in sorted({s.row["source"] for s in ok}
+                                                 | {s.row["source"] for s in scored
+                                                    if s.error("ttft") is not None})]
     return "\n".join([
         "MoeCheck(",
-        f"    rows={len(ok)}, median_ratio={statistics.median(thr):.3f},",
-        f'    ranges={{"tpot": ({t_lo:.3f}, {t_hi:.3f}), "throughput": ({lo:.3f}, {hi:.3f})}},',
+        f"    rows={len(ok)}, median_ratio={statistics.median(thr):.3f}, ttft_rows={len(ttft)},",
+        f'    ranges={{"tpot": ({t_lo:.3f}, {t_hi:.3f}), "throughput": ({lo:.3f}, {hi:.3f})'
+        f"{band}}},",
         "    sources=(", *sources, "    ))"])
 
 

@@ -776,9 +776,15 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
     lo, hi = check.ranges["throughput"]
     on = (f"{klass} GPUs" if own == check.rows else
           f"GPUs of every class ({own} on {klass})" if own else "GPUs of every class")
+    ttft = ""
+    if "ttft" in check.ranges:
+        t_lo, t_hi = check.ranges["ttft"]
+        own_ttft = getattr(_moe_fits.MOE_CHECKS.get(klass), "ttft_rows", 0)
+        every = " of every class" if own_ttft < _moe_fits.MIN_ROWS else ""
+        ttft = f"; TTFT on {check.ttft_rows} rows{every}: band {t_lo:.2f}-{t_hi:.2f}"
     return wide, (f"no MoE model in the fit; measured / kvplan throughput on {check.rows} "
                   f"public MoE rows on {on}: median {check.median_ratio:.2f}, band "
-                  f"{lo:.2f}-{hi:.2f} × the figure (docs/performance-moe.md)")
+                  f"{lo:.2f}-{hi:.2f} × the figure{ttft} (docs/performance-moe.md)")
 
 
 def _expert_dtype_fields(gpu: GpuSpec, scale: float, expert: str, note: str) -> dict[str, Any]:

@@ -85,6 +85,13 @@ def test_a_moe_plan_carries_the_wider_band_and_says_why() -> None:
     note = pf.routed_experts.public_check
     assert note and f"{check.rows} public MoE rows on Hopper GPUs" in note
     assert f"median {check.median_ratio:.2f}" in note
+    # TTFT from the rows that publish one: its own spread, said with its row count
+    t_lo, t_hi = check.ranges["ttft"]
+    assert check.ttft_rows >= moe_fits.MIN_ROWS
+    assert pf.ttft_ms_high == pytest.approx(
+        pf.ttft_ms * max(hopper["ttft"][1], t_hi), rel=1e-4)
+    assert pf.ttft_ms_low == pytest.approx(pf.ttft_ms * min(hopper["ttft"][0], t_lo), rel=1e-4)
+    assert f"TTFT on {check.ttft_rows} rows: band {t_lo:.2f}-{t_hi:.2f}" in note
     dense = plan("meta-llama/Llama-3.1-70B-Instruct", "h200", tensor_parallel_size=4)
     assert dense.performance is not None and dense.performance.routed_experts is None
     assert dense.performance.output_tokens_per_s_low == pytest.approx(
@@ -105,7 +112,24 @@ def test_a_class_with_few_rows_takes_the_pooled_band_widened_by_its_own() -> Non
     pooled = moe_fits.POOLED.ranges
     assert own == 2 and check.rows == moe_fits.POOLED.rows
     assert check.ranges == {"tpot": (pooled["tpot"][0], 4.0),
-                            "throughput": (0.1, pooled["throughput"][1])}
+                            "throughput": (0.1, pooled["throughput"][1]),
+                            "ttft": pooled["ttft"]}
+
+
+def test_a_class_without_ttft_rows_takes_every_class_ttft_band() -> None:
+    """Blackwell's public MoE rows publish throughput only: its throughput and TPOT band are
+    its own, its TTFT band every class's (less evidence never narrows a band), and the plan
+    says which."""
+    own = moe_fits.MOE_CHECKS["Blackwell"]
+    assert own.ttft_rows == 0 and "ttft" not in own.ranges
+    check, rows = moe_fits.check_for("Blackwell")
+    assert rows == own.rows and check.ranges["throughput"] == own.ranges["throughput"]
+    assert check.ranges["ttft"] == moe_fits.POOLED.ranges["ttft"]
+    assert check.ttft_rows == moe_fits.POOLED.ttft_rows
+    p = plan("Qwen/Qwen3-30B-A3B", "b200")
+    assert p.performance is not None and p.performance.routed_experts is not None
+    note = p.performance.routed_experts.public_check
+    assert note and f"TTFT on {moe_fits.POOLED.ttft_rows} rows of every class" in note
 
 
 def test_plan_json_and_text_say_it(capsys: pytest.CaptureFixture[str]) -> None:
