@@ -80,7 +80,8 @@ POOLED = MoeCheck(
 def check_for(klass: str) -> tuple[MoeCheck, int]:
     """(the check whose spread is the band, the class's own scored rows): `klass`'s own with at
     least MIN_ROWS scored rows; else the pooled rows (all classes), widened to the class's
-    own where it has a few (less evidence never narrows a band)."""
+    own where it has a few (less evidence never narrows a band). TTFT the same on the rows
+    that publish one (ttft_rows), which a class may lack where it has throughput rows."""
     own = MOE_CHECKS.get(klass)
     if own is not None and own.rows >= MIN_ROWS:
         check, rows = own, own.rows

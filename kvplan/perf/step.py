@@ -779,8 +779,8 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
     ttft = ""
     if "ttft" in check.ranges:
         t_lo, t_hi = check.ranges["ttft"]
-        own_ttft = getattr(_moe_fits.MOE_CHECKS.get(klass), "ttft_rows", 0)
-        every = " of every class" if own_ttft < _moe_fits.MIN_ROWS else ""
+        mine = _moe_fits.MOE_CHECKS.get(klass)
+        every = " of every class" if not mine or mine.ttft_rows < _moe_fits.MIN_ROWS else ""
         ttft = f"; TTFT on {check.ttft_rows} rows{every}: band {t_lo:.2f}-{t_hi:.2f}"
     return wide, (f"no MoE model in the fit; measured / kvplan throughput on {check.rows} "
                   f"public MoE rows on {on}: median {check.median_ratio:.2f}, band "
