@@ -93,8 +93,7 @@ def check_for(klass: str) -> tuple[MoeCheck, int]:
     # TTFT on its own rows' count (fewer rows publish it): the class's with MIN_ROWS of them,
     # else the pooled spread widened by the class's own
     if own is not None and own.ttft_rows < MIN_ROWS and "ttft" in POOLED.ranges:
-        ttft = _envelope({"ttft": POOLED.ranges["ttft"]},
-                         {k: v for k, v in own.ranges.items() if k == "ttft"})["ttft"]
+        ttft = _envelope({"ttft": POOLED.ranges["ttft"]}, own.ranges)["ttft"]
         check = dataclasses.replace(check, ranges={**check.ranges, "ttft": ttft},
                                     ttft_rows=POOLED.ttft_rows)
     return check, rows
