@@ -217,7 +217,8 @@ def _expert_gemm(ctx: step.PerfContext, *, ep: int, deepep: bool,
     curve = _moe_gemm.curve_for_layout(fam, gpu_id, kernel, ctx.num_experts,
                                        ctx.expert_intermediate, tp=ctx.tp, group=ctx.moe_group,
                                        ep=ep)
-    table, source = step.moe_gemm_provenance((fam, gpu_id, kernel), curve, ep=ep)
+    table, source = step.moe_gemm_provenance((fam, gpu_id, kernel), curve, ep=ep, tp=ctx.tp,
+                                             group=ctx.moe_group)
     decode = (_moe_gemm.decode_curve_for_layout(fam, gpu_id, kernel, ctx.num_experts, ep)
               if deepep and low_latency else ())
     # --- dgpad --- DeepGEMM's worst-case row padding (moe_gemm.VLLM_DEEPGEMM_ROWS): vLLM

@@ -534,7 +534,7 @@ EP_CURVES: dict[tuple[str, str, str], tuple[tuple[int, Curve], ...]] = {
 # DeepSeek-V3's shape (hidden 7168, moe_intermediate 2048, 256 experts, top-8) on one GPU holding
 # 256 / EP whole experts, num_tokens = the whole EP group's tokens; uniform routing (every local
 # expert gets t tokens); against SGLang 0.5.10's dense per-tensor fp8 GEMM (H100 939, H200 1059
-# TFLOP/s). No EP-2 row reaches t = 128 (EP 2-3 keep the dense rate); held at 64 above, as
+# TFLOP/s). No EP-2 row reaches t = 128 (EP 2-3 read EP 4's curve: ep_read); held at 64 above, as
 # EP_CURVES. The context (prefill, normal-mode) rows; decode steps read them at the ridge floor,
 # as every curve, except behind DeepEP's low-latency kernels at EP ≥ 32 (DECODE_EP_CURVES: the
 # generation rows, masked GEMM under a CUDA graph, 2.5-5x faster there;
@@ -854,23 +854,42 @@ def curve_for(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
     return bands[band]
 
 
+def layout_ep(kernels: str, *, tp: int, group: int, ep: int) -> int:
+    """The EP size whose EP_CURVES a layout reads: `ep`, or for the TP-split layouts of a
+    TP_AS_EP family the MoE TP size (max of `tp` and `group`); ≤ 1: a TP-split curve."""
+    return max(tp, group) if ep <= 1 and kernels in TP_AS_EP else ep
+
+
+def ep_read(kernels: str, gpu_id: str, kernel_dtype: str, ep: int) -> int:
+    """The timed EP size whose curve an `ep`-rank layout reads (0: none): the largest timed
+    size ≤ ep (held at 64 above), and below the smallest timed size that size's. DeepGEMM's
+    tables time no EP-2 row at 128 tokens per expert or more (EP_CURVES starts at 4); at a
+    fixed number of tokens per expert their ratio never rises with EP (fewer local experts,
+    a smaller grid: H200 at t = 128 0.569 / 0.475 / 0.358 at EP 4 / 8 / 16, at t = 32
+    0.478 / 0.364 / 0.222 at EP 2 / 4 / 8, the raw rows of _DEEPGEMM_H200's table), so EP 4's
+    curve is a lower bound on EP 2-3's rate: their experts' time is at most the one charged."""
+    timed = [e for e, _ in EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())]
+    if ep <= 1 or not timed:
+        return 0
+    return max((e for e in timed if e <= ep), default=timed[0])
+
+
 def curve_for_layout(kernels: str, gpu_id: str, kernel_dtype: str, num_experts: int,
                      intermediate: int, *, tp: int, group: int, ep: int) -> Curve:
     """The measured curve of one MoE layout: experts split over `ep` expert-parallel ranks
-    (> 1: EP_CURVES at the largest measured EP size ≤ ep, held at 64 above), else a TP slice
-    of every expert over the `group` GPUs the layer spans (1: the replica's own tp), whose
-    shard is moe_intermediate_size / group columns. () where none is measured, and for the
-    EP layouts of EP_UNTIMED (the engine runs another kernel there)."""
+    (> 1: EP_CURVES at the EP size ep_read picks), else a TP slice of every expert over the
+    `group` GPUs the layer spans (1: the replica's own tp), whose shard is
+    moe_intermediate_size / group columns. () where none is measured, and for the EP layouts
+    of EP_UNTIMED (the engine runs another kernel there)."""
     if ep > 1 and (kernels, gpu_id, kernel_dtype) in EP_UNTIMED:
         return ()
-    if ep <= 1 and kernels in TP_AS_EP:  # --- deepgemm --- the EP-MoE-TP curve, a proxy
-        ep = max(tp, group)
-        if ep <= 1:
-            return ()
+    ep = layout_ep(kernels, tp=tp, group=group, ep=ep)  # --- deepgemm --- TP as EP: a proxy
     if ep > 1:
-        eps = EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())
-        fit = [c for e, c in eps if e <= ep]
-        return fit[-1] if fit and num_experts >= MIN_EXPERTS else ()
+        read = ep_read(kernels, gpu_id, kernel_dtype, ep)
+        curves = dict(EP_CURVES.get((kernels, gpu_id, kernel_dtype), ()))
+        return curves[read] if read and num_experts >= MIN_EXPERTS else ()
+    if kernels in TP_AS_EP:
+        return ()
     return curve_for(kernels, gpu_id, kernel_dtype, num_experts,
                      -(-intermediate // max(tp, group)))
 
@@ -930,6 +949,16 @@ PROXIES = {"marlin-moe-int4-proxy": "SGLang's Marlin MoE with int4 weights (int4
                                                  "token fed, non-local ones skipped) as a proxy "
                                                  "for the same experts behind vLLM's DeepEP "
                                                  "high-throughput dispatch (0.15+)"}
+
+
+def ep_note(layout: int, read: int) -> str:
+    """What table_source adds when a layout of `layout` EP ranks reads another timed EP
+    size's curve (ep_read), else ""."""
+    if read <= 0 or read == layout:
+        return ""
+    why = ("the largest timed size below it" if read < layout else
+           "the smallest timed size: a lower bound on its rate, an upper bound on its time")
+    return f"; EP {layout} reads EP {read}'s curve ({why})"
 
 
 def table_source(gpu_id: str, kernel_dtype: str, kernels: str = "") -> str:

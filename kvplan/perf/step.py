@@ -820,7 +820,7 @@ def _expert_gemm_fields(m: ModelSpec, gpu: GpuSpec, engine: str, tp: int, comput
     floor = _moe_gemm.ridge_tokens(_peak_tflops(gpu, compute) * 1e12,
                                    (gpu.bandwidth_tbps or 0.0) * 1e12,
                                    _moe_gemm.expert_weight_bytes(kernel, compute))
-    table, source = moe_gemm_provenance(run, curve, ep=1)
+    table, source = moe_gemm_provenance(run, curve, ep=1, tp=tp)
     return {"expert_gemm_curve": curve, "expert_gemm_floor_tokens": floor,
             "expert_gemm_key": key, "expert_intermediate": inter,
             "expert_gemm_table": table, "expert_gemm_source": source,
@@ -836,12 +836,17 @@ def expert_padding_for(family: str, release: tuple[int, ...] | None,
 
 
 def moe_gemm_provenance(key: tuple[str, ...], curve: tuple[tuple[float, float], ...], *,
-                        ep: int) -> tuple[str, str]:
+                        ep: int, tp: int = 1, group: int = 1) -> tuple[str, str]:
     """(expert_gemm_table, expert_gemm_source) of the curve read for `key` (kernel family,
-    GPU id, kernel dtype): the table's label and location, or "" and the dense rate's reason."""
+    GPU id, kernel dtype) by a layout of `ep` EP ranks (≤ 1: MoE TP over max(tp, group)):
+    the table's label and location, and the timed EP size read where it is another
+    (moe_gemm.ep_read); or "" and the dense rate's reason."""
     if not curve:
         return "", _moe_gemm.dense_reason(key, ep)
-    return _moe_gemm.table_label(key[0], ep), _moe_gemm.table_source(key[1], key[2], key[0])
+    eff = _moe_gemm.layout_ep(key[0], tp=tp, group=group, ep=ep)
+    note = _moe_gemm.ep_note(eff, _moe_gemm.ep_read(key[0], key[1], key[2], eff))
+    return (_moe_gemm.table_label(key[0], ep),
+            _moe_gemm.table_source(key[1], key[2], key[0]) + note)
 
 
 def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:

@@ -337,12 +337,47 @@ def test_deepgemm_hopper_hand_worked() -> None:
     assert rate / 1059e12 == pytest.approx(0.756, abs=0.001)
     ep8 = dict(moe_gemm.EP_CURVES[("sglang-deepgemm-moe", "h200-sxm-141gb", "fp8_block")])[8]
     assert dict(ep8)[256] == pytest.approx(rate / 1059e12, abs=0.001)
-    # no EP-2 curve (no EP-2 row reaches t = 128): EP 2-3 keep the dense rate; EP 72 holds 64
+    # no EP-2 row reaches t = 128: EP 2-3 read EP 4's curve (moe_gemm.ep_read); EP 72 holds 64
     for fam in ("sglang-deepgemm-moe", "vllm-deepgemm-moe"):
-        assert moe_gemm.curve_for_layout(fam, "h100-sxm-80gb", "fp8_block", 256, 2048,
-                                         tp=1, group=2, ep=2) == ()
+        ep4 = dict(moe_gemm.EP_CURVES[(fam, "h100-sxm-80gb", "fp8_block")])[4]
+        for ep in (2, 3):
+            assert moe_gemm.curve_for_layout(fam, "h100-sxm-80gb", "fp8_block", 256, 2048,
+                                             tp=1, group=ep, ep=ep) == ep4
         assert moe_gemm.curve_for_layout(fam, "h100-sxm-80gb", "fp8_block", 256, 2048,
                                          tp=1, group=72, ep=72)[0] == (128, 0.12)
+
+
+def test_ep_below_the_smallest_timed_size_reads_it_as_a_lower_bound() -> None:
+    """aiconfigurator 095f58a5 h200_sxm/moe/sglang/0.5.10/wideep_context_moe_perf.parquet,
+    deepepmoe, fp8_block, DeepSeek-V3 shape, uniform, over SGLang 0.5.10's dense fp8 median
+    (1059 TFLOP/s): at 32 tokens per expert (num_tokens 1024 × 8 / 256) one GPU's FLOPs are
+    6 × 7168 × 2048 × 1024 × 8 / EP: EP 2 360.78 GFLOP in 0.712722 ms → 0.478, EP 4 180.39
+    in 0.468393 ms → 0.364, EP 8 90.19 in 0.383950 ms → 0.222 (hand-worked below); at t = 128
+    EP 4 0.569, EP 8 0.475 (EP_CURVES). The ratio at a fixed t never rises with EP, so EP 2-3
+    (no row at t ≥ 128) read EP 4's curve, a lower bound on their rate; the plan says so.
+    Families timed at EP 2 read their own; EP 6 reads EP 4's, EP 72 EP 64's, and the source
+    says so."""
+    for ep, ms, ratio in ((2, 0.712722, 0.478), (4, 0.468393, 0.364), (8, 0.383950, 0.222)):
+        flops = 6 * 7168 * 2048 * 1024 * 8 / ep
+        assert flops / (ms * 1e-3) / 1059e12 == pytest.approx(ratio, abs=0.0005)
+    key = ("vllm-deepgemm-moe", "h200-sxm-141gb", "fp8_block")
+    assert [moe_gemm.ep_read(*key, ep) for ep in (1, 2, 3, 4, 6, 8, 72)] == [0, 4, 4, 4, 4, 8, 64]
+    assert moe_gemm.ep_read("vllm-triton-fused-moe", "h200-sxm-141gb", "fp8", 2) == 2
+    assert moe_gemm.ep_read("vllm-triton-fused-moe", "mi300x", "fp8", 2) == 0
+    assert dict(dict(moe_gemm.EP_CURVES[key])[4])[128] == 0.569
+    assert dict(dict(moe_gemm.EP_CURVES[key])[8])[128] == 0.475
+    assert moe_gemm.ep_note(2, 4).endswith("EP 2 reads EP 4's curve (the smallest timed size: "
+                                           "a lower bound on its rate, an upper bound on its "
+                                           "time)")
+    assert "largest timed size below it" in moe_gemm.ep_note(6, 4)
+    assert moe_gemm.ep_note(8, 8) == moe_gemm.ep_note(2, 0) == ""
+    # vLLM 0.12 at TP 2 runs DeepGEMM over MoE TP 2: EP 4's curve, and the source says so
+    ctx = _qwen235b_fp8("0.12.0", 2)
+    assert ctx.expert_gemm_curve == dict(moe_gemm.EP_CURVES[key])[4]
+    assert ctx.expert_gemm_source.endswith("EP 2 reads EP 4's curve (the smallest timed size: "
+                                           "a lower bound on its rate, an upper bound on its "
+                                           "time)")
+    assert "reads EP" not in _qwen235b_fp8("0.12.0", 4).expert_gemm_source
 
 
 @pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
@@ -780,14 +815,14 @@ def test_vllm_deepgemm_contexts_pad_their_rows() -> None:
 
 
 def test_padded_decode_step_charges_every_block_at_the_kernel_rate() -> None:
-    """vLLM 0.12 at TP 2 (no measured DeepGEMM curve at EP 2: the dense rate, ratio 1): a
-    16-sequence decode step computes 16,384 expert rows where 128 are routed, so its
-    compute grows by (16,384 / 128 − 1) × the routed experts' FLOPs at the dense rate, and
-    the step turns compute-bound (at half the datasheet FLOP rate, about what the engines'
-    fitted efficiency is); the same step with the routed rows only is byte-bound."""
+    """vLLM 0.12 at TP 2, its curve left out (the dense rate, ratio 1): a 16-sequence decode
+    step computes 16,384 expert rows where 128 are routed, so its compute grows by
+    (16,384 / 128 − 1) × the routed experts' FLOPs at the dense rate, and the step turns
+    compute-bound (at half the datasheet FLOP rate, about what the engines' fitted efficiency
+    is); the same step with the routed rows only is byte-bound."""
     half = dataclasses.replace(UNIT, gemm_efficiency=0.5)
-    ctx = dataclasses.replace(_qwen235b_fp8("0.12.0", 2), coefficients=half)
-    assert ctx.expert_gemm_curve == ()
+    ctx = dataclasses.replace(_qwen235b_fp8("0.12.0", 2), coefficients=half,
+                              expert_gemm_curve=())
     plain = dataclasses.replace(ctx, expert_padding=())
     t = perf.step_terms(ctx, decode_seqs=16, context_tokens=1024)
     u = perf.step_terms(plain, decode_seqs=16, context_tokens=1024)
