@@ -866,8 +866,9 @@ def ep_read(kernels: str, gpu_id: str, kernel_dtype: str, ep: int) -> int:
     tables time no EP-2 row at 128 tokens per expert or more (EP_CURVES starts at 4); at a
     fixed number of tokens per expert their ratio never rises with EP (fewer local experts,
     a smaller grid: H200 at t = 128 0.569 / 0.475 / 0.358 at EP 4 / 8 / 16, at t = 32
-    0.478 / 0.364 / 0.222 at EP 2 / 4 / 8, the raw rows of _DEEPGEMM_H200's table), so EP 4's
-    curve is a lower bound on EP 2-3's rate: their experts' time is at most the one charged."""
+    0.478 / 0.364 / 0.222 at EP 2 / 4 / 8: rows of the table _DEEPGEMM_H200 is read from,
+    h200_sxm/moe/sglang/0.5.10/wideep_context_moe_perf.parquet), so EP 4's curve is a lower
+    bound on EP 2-3's rate: their experts' time is at most the one charged."""
     timed = [e for e, _ in EP_CURVES.get((kernels, gpu_id, kernel_dtype), ())]
     if ep <= 1 or not timed:
         return 0
