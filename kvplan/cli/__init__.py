@@ -26,7 +26,7 @@ app = typer.Typer(
 # command → the module of kvplan.cli that defines it (a function of the same name), in the order
 # `kvplan --help` lists them.
 COMMANDS: dict[str, str] = {
-    "plan": "plan", "compare": "plan", "sweep": "sweep", "models": "catalogue",
+    "plan": "plan", "compare": "compare", "sweep": "sweep", "models": "catalogue",
     "gpus": "catalogue", "check": "check", "schema": "schema", "report": "report",
     "calibrate": "calibrate"}
 

@@ -126,6 +126,7 @@ LAYER = {
     "kvplan.cli.common": "cli",
     "kvplan.cli.exits": "cli",
     "kvplan.cli.plan": "cli",
+    "kvplan.cli.compare": "cli",
     "kvplan.cli.report": "cli",
     "kvplan.cli.schema": "cli",
     "kvplan.cli.sweep": "cli",
