@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from . import DEFAULT_ENGINE
@@ -21,6 +21,9 @@ BUILT_IN = ("vllm", "sglang", "tgi", "trtllm")
 _ORDER: list[str] = list(BUILT_IN)  # every engine's name; mutated by register / unregister
 _LOADED: dict[str, Engine] = {}  # the engines imported so far
 DEFAULT = DEFAULT_ENGINE  # the engine planned when none is named
+if TYPE_CHECKING:  # module attributes computed on access (__getattr__ below)
+    ENGINES: dict[str, Engine]  # every engine by name: engines()
+    NAMES: tuple[str, ...]  # every engine's name: names()
 
 
 def register(engine: Engine) -> Engine:
