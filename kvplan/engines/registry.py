@@ -53,6 +53,8 @@ def unregister(name: str) -> None:
     """Remove a registered engine (a plugin's tests clean up with this)."""
     if name == DEFAULT:
         raise ValueError(f"the default engine {name!r} cannot be unregistered")
+    if name not in _ORDER:
+        raise ValueError(f"no engine named {name!r} is registered")
     _ORDER.remove(name)
     _LOADED.pop(name, None)
 

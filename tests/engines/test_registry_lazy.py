@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from kvplan.engines import registry
 
 OTHERS = ("kvplan.engines.sglang", "kvplan.engines.tgi", "kvplan.engines.trtllm")
@@ -56,3 +58,8 @@ def test_names_import_nothing_and_every_reader_sees_every_engine_in_order() -> N
     assert registry.names() == registry.BUILT_IN
     assert list(registry.engines()) == list(registry.BUILT_IN)
     assert [e.name for e in registry.ENGINES.values()] == list(registry.BUILT_IN)
+
+
+def test_unregistering_an_unknown_engine_names_it() -> None:
+    with pytest.raises(ValueError, match="no engine named 'nosuch' is registered"):
+        registry.unregister("nosuch")
