@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.12"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.13"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -42,6 +42,7 @@ SCHEMA_VERSION = "1.12"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 # 1.10: performance.routed_experts.layer_floors (MoE / MLA kernel floors: perf/layer_floors.py)
 # 1.11: performance.ttft_borrowed_from (an engine without TTFT measurements of its own)
 # 1.12: performance.routed_experts.padding (rows a grouped GEMM computes beyond the routed ones)
+# 1.13: performance.measured_check (never-fitted measured runs like the deployment: dense_checks)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -982,6 +983,10 @@ class Performance(PerfPoint, Deferred):
     ttft_borrowed_from: str | None = Field(
         None, description="the engine whose TTFT terms (per-request front-end cost, start-up "
         "burst share) the figures use, this engine having no TTFT measurements; null: its own")
+    measured_check: str | None = Field(
+        None, description="measured runs of this engine, GPU class, GEMM dtype and model "
+        "architecture that were kept out of the fit because they contradict it, and how far "
+        "(the band spans them: docs/performance.md); null: none")
     gpu_hour_price: float | None = Field(None, description="USD per GPU-hour")
     price_source: str | None = None
     cost_per_hour: float | None = Field(None, description="USD per hour for the replica's GPUs")

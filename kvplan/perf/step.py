@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..engines import dense_checks as _dense_checks
 from ..engines import moe_fits as _moe_fits
 from ..engines import registry
 from ..engines.arch_fits import PCIE
@@ -271,6 +272,7 @@ class PerfContext:
     not_calibrated_because: str = ""  # calibration_gaps(): each reason, "" when calibrated
     calibration: str = ""  # where the coefficients come from (user file, bundled, extrapolated)
     moe_check: str = ""  # a MoE model: what public MoE rows say of the model (_moe_band)
+    measured_check: str = ""  # a dense model: a never-fitted group like it (_measured_band)
     # Speculative decoding (docs/features.md): every decode step verifies `spec_tokens` draft
     # tokens per sequence after `draft_steps` draft forward passes; each draft token is accepted
     # with probability `acceptance_rate`.
@@ -702,9 +704,11 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
     moe_layers = (_stage_moe_layers(m, pp) if m.moe is not None
                   and m.moe.num_experts >= _moe_gemm.MIN_EXPERTS else 0)
     arch = arch_calibration(engine, gpu)
-    ranges, moe_check = tuple(arch.ranges[k] for k in METRICS), ""
+    ranges, moe_check, measured = tuple(arch.ranges[k] for k in METRICS), "", ""
     if m.moe is not None:
         ranges, moe_check = _moe_band(arch.klass, ranges)
+    else:
+        ranges, measured = _measured_band(engine, arch.klass, compute, m, ranges)
     attn_peak = (gpu.tflops.bf16 or gpu.tflops.fp16 or 0.0) * 1e12
     return PerfContext(
         engine=engine, engine_version=version, tp=tp, pp=pp, compute_dtype=compute,
@@ -726,7 +730,7 @@ def context_for(m: ModelSpec, gpu: GpuSpec, engine: str, version: str, *, tp: in
         admission=admission, cpu_overlap=overlaps_cpu(engine, version),
         frontend_service_s=cal.frontend_service_ms * 1e-3, frontend_servers=cal.frontend_servers,
         calibrated=calibrated, not_calibrated_because=gaps, calibration=source,
-        moe_check=moe_check,
+        moe_check=moe_check, measured_check=measured,
         **_floor_fields(m, cal.moe_kernels, arch.klass, full, moe_layers, en.expert_bytes,
                         _expert_kernel_dtype(expert, quant)),
         gemm_scale=arch.scales.gemm(compute), attention_scale=arch.scales.bf16_gemm,
@@ -785,6 +789,28 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
     return wide, (f"no MoE model in the fit; measured / kvplan throughput on {check.rows} "
                   f"public MoE rows on {on}: median {check.median_ratio:.2f}, band "
                   f"{lo:.2f}-{hi:.2f} × the figure{ttft} (docs/performance-moe.md)")
+
+
+def _measured_band(engine: str, klass: str, compute: str, m: ModelSpec,
+                   ranges: tuple[tuple[float, float], ...]
+                   ) -> tuple[tuple[tuple[float, float], ...], str]:
+    """A dense model's band and what a never-fitted measured group of the same engine, GPU
+    class, GEMM dtype and architecture says of it (engines/dense_checks.py): the envelope of
+    the class's band and the group's measured / predicted spread; ("", unchanged) when none."""
+    shape = (m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.head_dim,
+             m.intermediate_size, m.vocab_size)
+    check = _dense_checks.check_for(engine, klass, compute, shape)
+    if check is None:
+        return ranges, ""
+    wide = tuple((min(lo, check.ranges[k][0]), max(hi, check.ranges[k][1]))
+                 if k in check.ranges else (lo, hi)
+                 for k, (lo, hi) in zip(METRICS, ranges, strict=True))
+    said = ", ".join(f"{'TTFT' if k == 'ttft' else 'TPOT' if k == 'tpot' else k} "
+                     f"{check.median_ratio[k]:.2f} ({check.ranges[k][0]:.2f}-"
+                     f"{check.ranges[k][1]:.2f})" for k in METRICS if k in check.ranges)
+    return wide, (f"{check.rows} runs like this deployment ({check.label}), kept out of the "
+                  f"fit, disagree with it: measured / kvplan median (p10-p90) {said}; the band "
+                  "spans them (docs/performance.md)")
 
 
 def _expert_dtype_fields(gpu: GpuSpec, scale: float, expert: str, note: str) -> dict[str, Any]:

@@ -292,7 +292,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
         output_tokens=n.output_tokens, cached_tokens=n.cached_tokens,
         workload_source="cli" if n.given else "kvplan-default", calibrated=at.calibrated,
         not_calibrated_because=ctx.not_calibrated_because or None, model_version=fit_name(ctx),
-        ttft_borrowed_from=ttft_lender(ctx),
+        ttft_borrowed_from=ttft_lender(ctx), measured_check=ctx.measured_check or None,
         calibration=ctx.calibration or None, routed_experts=_routed_experts(ctx),
         gpu_hour_price=price.usd_per_hour if price else None,
         price_source=((price.source + (" (kvplan default)" if price.default else ""))

@@ -336,6 +336,8 @@ def _assumptions(p: Plan) -> list[str]:
         out.append("Estimated, not exact: " + ", ".join(m.estimated) + ".")
     if not m.cudagraph_in_budget and m.cudagraph_bytes:
         out.append("CUDA graphs are allocated outside the engine's budget, so they use headroom.")
+    if p.performance and p.performance.measured_check:  # never-fitted runs like this plan
+        out.append(f"Speed: {p.performance.measured_check}.")
     experts = p.performance.routed_experts if p.performance else None
     if experts and experts.public_check:  # the MoE band's widening (docs/performance-moe.md)
         out.append(f"Speed of a MoE model: {experts.public_check}.")

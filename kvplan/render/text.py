@@ -189,6 +189,8 @@ def performance_table(plan: Plan, console: Console) -> None:
     for row in _figure_rows(pf):
         t.add_row(*row)
     console.print(t)
+    if pf.measured_check:  # the band's widening by never-fitted runs like this deployment
+        console.print(f"Measured: {escape(pf.measured_check)}")
     if pf.routed_experts and pf.routed_experts.public_check:  # the band's MoE widening
         console.print(f"MoE model: {escape(pf.routed_experts.public_check)}")
     if pf.routed_experts and pf.routed_experts.layer_floors:

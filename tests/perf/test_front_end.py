@@ -93,7 +93,7 @@ def test_plans_never_carry_the_dynamo_term() -> None:
 
 def test_every_measured_row_names_its_front_end() -> None:
     for name in ("perf_calibration.csv", "perf_inferencemax.csv", "perf_throughput.csv",
-                 "perf_latency_public.csv"):
+                 "perf_latency_public.csv", "perf_silicon_unfitted.csv"):
         rows = _rows(name)
         assert rows and {r["front_end"] for r in rows} <= {"server", "dynamo", "in-process"}, name
 
@@ -110,6 +110,7 @@ def test_front_end_follows_the_sources_harness() -> None:
         assert r["front_end"] == want, (r["source"], r["model"])
     assert {r["front_end"] for r in _rows("perf_throughput.csv")} == {"in-process"}
     assert {r["front_end"] for r in _rows("perf_calibration.csv")} == {"dynamo"}
+    assert {r["front_end"] for r in _rows("perf_silicon_unfitted.csv")} == {"dynamo"}
     assert {r["front_end"] for r in _rows("perf_inferencemax.csv")} == {"server"}
 
 

@@ -33,6 +33,7 @@ LAYER = {
     "kvplan.engines": "core",
     "kvplan.engines.arch_fits": "core",
     "kvplan.engines.moe_fits": "core",
+    "kvplan.engines.dense_checks": "core",
     "kvplan.engines.base": "core",
     "kvplan.engines.flags": "core",
     "kvplan.engines.pd": "core",
@@ -402,14 +403,16 @@ def test_the_step_time_model_is_a_leaf():
     engine declares its own calibration), the user calibrations in force (a leaf: a table of
     coefficients, kvplan calibrate's), the GPU-class factors (kvplan.perf.arch over the
     measured table kvplan.engines.arch_fits: both standard library only), the public MoE
-    rows' spread (kvplan.engines.moe_fits, over arch_fits only) and the measured
+    rows' spread (kvplan.engines.moe_fits, over arch_fits only), the never-fitted dense
+    groups (kvplan.engines.dense_checks, over arch_fits only) and the measured
     decode-GEMM rates (kvplan.perf.decode_gemm, standard library only), the measured
     fused-MoE GEMM rates (kvplan.perf.moe_gemm) and the MoE / MLA layers' measured kernel
     floors (kvplan.perf.layer_floors; both standard library only) only."""
     allowed = {"kvplan.specs", "kvplan.model.weights", "kvplan.model.kv", "kvplan.units",
                "kvplan.engines.registry", "kvplan.engines.base", "kvplan.perf.user_calibration",
                "kvplan.perf.arch", "kvplan.engines.arch_fits", "kvplan.engines.moe_fits",
-               "kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm", "kvplan.perf.layer_floors"}
+               "kvplan.engines.dense_checks", "kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm",
+               "kvplan.perf.layer_floors"}
     for leaf in ("kvplan.perf.decode_gemm", "kvplan.perf.moe_gemm", "kvplan.perf.layer_floors"):
         assert not {i for _, i, _ in module_imports(leaf) if i.startswith("kvplan")}
     assert {i for _, i, _ in module_imports("kvplan.perf.user_calibration")
@@ -418,8 +421,9 @@ def test_the_step_time_model_is_a_leaf():
             if i.startswith("kvplan")} <= {"kvplan.engines.arch_fits"}
     assert not {i for _, i, _ in module_imports("kvplan.engines.arch_fits")
                 if i.startswith("kvplan")}
-    assert {i for _, i, _ in module_imports("kvplan.engines.moe_fits")
-            if i.startswith("kvplan")} <= {"kvplan.engines.arch_fits"}
+    for fits in ("kvplan.engines.moe_fits", "kvplan.engines.dense_checks"):
+        assert {i for _, i, _ in module_imports(fits)
+                if i.startswith("kvplan")} <= {"kvplan.engines.arch_fits"}
     got = {i for _, i, _ in module_imports("kvplan.perf.step")}
     assert {i for i in got if i.split(".")[0] == "kvplan"} <= allowed
     assert sorted(i for i in got if i.split(".")[0] not in sys.stdlib_module_names | {"kvplan"}
