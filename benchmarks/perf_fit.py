@@ -309,7 +309,19 @@ def unfitted(coeffs: dict[str, perf.Coefficients]) -> dict:
 
     overlapped = [dataclasses.replace(r, context=dataclasses.replace(r.context, cpu_overlap=True))
                   for r in rows]
+    # the same model and GPU under another engine in the fitted file: measured throughput
+    # ratios over the runs of equal lengths and TP (each engine's own concurrency)
+    fitted = {(r["model"], r["gpu"], r["isl"], r["osl"], r["tp"]): r for r in load_raw()
+              if r["engine"] != "vllm"}
+    pairs = [(u, f) for u in load_raw(UNFITTED)
+             if (f := fitted.get((u["model"], u["gpu"], u["isl"], u["osl"], u["tp"])))]
+    ratios = [u["throughput"] / f["throughput"] for u, f in pairs]
+    loads = [f["concurrency"] / u["concurrency"] for u, f in pairs]
     return {"rows": len(rows), "groups": sorted({r.group for r in rows}),
+            "pairs": {"rows": len(pairs), "other": sorted({f["group"] for _, f in pairs}),
+                      "min": round(min(ratios), 2), "median": round(statistics.median(ratios), 2),
+                      "max": round(max(ratios), 2), "load_min": round(min(loads), 2),
+                      "load_max": round(max(loads), 2)} if pairs else {},
             "all": summary(errors(rows, [predict(r, coeffs) for r in rows])),
             "overlap": summary(errors(overlapped, [predict(r, coeffs) for r in overlapped])),
             "roofline": summary(errors(rows, [predict(r, roof) for r in rows])),
@@ -629,7 +641,8 @@ def unfitted_section(u: dict) -> list[str]:
         f"every prompt found in the prefix cache {signed(u['roofline_cached'])}. So the runs "
         "did about what a roofline without CPU cost allows, where the Qwen3-32B vLLM group "
         "(bf16, H100) leaves a 5 ms step cost above it: the two vLLM 0.12 groups of one "
-        "pipeline disagree by more than any shared coefficient can absorb. The rows do not "
+        "pipeline disagree by more than any shared coefficient can absorb." + _pairs_text(u)
+        + " The rows do not "
         "record what differs (launch flags, prefix-cache hits, the prompts sent); an fp8 KV "
         "cache (the checkpoint declares one) moves TPOT by under 10 points. Fitted with the "
         "other three groups (tried 2026-12-03, not kept) the step overhead fell from 5.05 to "
@@ -641,6 +654,18 @@ def unfitted_section(u: dict) -> list[str]:
         "(`performance.measured_check`; kvplan/engines/dense_checks.py, written here); other "
         "small FP8 models on Hopper with vLLM may be as pessimistic without saying so.",
     ]
+
+
+def _pairs_text(u: dict) -> str:
+    """The measured comparison with the other engine's fitted runs of equal lengths and TP."""
+    p = u.get("pairs")
+    if not p:
+        return ""
+    other = "; ".join(g.replace(" | ", " × ") for g in p["other"])
+    return (f" Measured against the fitted runs of the same model and GPU with another engine "
+            f"({other}) at equal lengths and TP ({p['rows']} pairs, the other engine's runs at "
+            f"{p['load_min']}–{p['load_max']}× these runs' concurrency), these runs' throughput "
+            f"is {p['min']}–{p['max']}× theirs (median {p['median']}×).")
 
 
 def held_out_section(held: dict) -> list[str]:
