@@ -70,10 +70,14 @@ def test_other_deployments_are_untouched(model: str, gpu: str, knobs: dict) -> N
     assert pf is not None and pf.measured_check is None
 
 
-def test_json_and_text_carry_it(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_text_and_report_carry_it(capsys: pytest.CaptureFixture[str],
+                                      tmp_path: Path) -> None:
     code, out, _ = run(capsys, "plan", LLAMA8B, "--gpu", "h200", "--quantization", "fp8",
                        "--json")
     assert code == 0
     assert "runs like this deployment" in json.loads(out)["performance"]["measured_check"]
     code, out, _ = run(capsys, "plan", LLAMA8B, "--gpu", "h200", "--quantization", "fp8")
     assert code == 0 and "Measured: 21 runs like this deployment" in out
+    code, _, _ = run(capsys, "report", LLAMA8B, "--gpu", "h200", "--quantization", "fp8",
+                     "-o", str(tmp_path / "r.md"))
+    assert code == 0 and "Speed: 21 runs like this deployment" in (tmp_path / "r.md").read_text()
