@@ -65,7 +65,7 @@ sys.path.insert(0, str(HERE))
 import perf_arch  # noqa: E402  (benchmarks/perf_arch.py: the cross-architecture stage)
 
 from kvplan.api import plan  # noqa: E402
-from kvplan.engines import registry  # noqa: E402
+from kvplan.engines import dense_checks, registry  # noqa: E402
 from kvplan.engines.registry import fitted_coefficients  # noqa: E402
 from kvplan.perf import fit as fit_  # noqa: E402
 from kvplan.perf import step as perf  # noqa: E402
@@ -350,8 +350,7 @@ def dense_checks_text(coeffs: dict[str, perf.Coefficients]) -> str:
         if {(r.context.compute_dtype, r.key) for r in sel} != {(ctx.compute_dtype, ctx.engine)}:
             raise ValueError(f"{g}: one check per engine and GEMM dtype")
         klass = perf.arch_calibration(ctx.engine, gpu).klass
-        shape = (m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.head_dim,
-                 m.intermediate_size, m.vocab_size)
+        shape = dense_checks.shape_of(m)
         label = (f"{registry.get(ctx.engine).label} {ctx.engine_version}, "
                  f"{m.id.split('/')[-1]} {ctx.compute_dtype}, {gpu.name}")
         lines += [

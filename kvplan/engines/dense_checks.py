@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .arch_fits import Ranges
 
@@ -41,6 +42,12 @@ DENSE_CHECKS: tuple[DenseCheck, ...] = (
         ranges={'ttft': (0.188, 0.827), 'tpot': (0.369, 0.677), 'throughput': (1.509, 2.725)}),
 )
 # --- end generated ---
+
+
+def shape_of(m: Any) -> Shape:
+    """A ModelSpec's architecture as a check names it (Shape)."""
+    return (m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.head_dim,
+            m.intermediate_size, m.vocab_size)
 
 
 def check_for(engine: str, klass: str, compute_dtype: str, shape: Shape) -> DenseCheck | None:

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -774,9 +775,7 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
     check, own = _moe_fits.check_for(klass)
     if not check.rows:
         return ranges, ""
-    wide = tuple((min(lo, check.ranges[k][0]), max(hi, check.ranges[k][1]))
-                 if k in check.ranges else (lo, hi)
-                 for k, (lo, hi) in zip(METRICS, ranges, strict=True))
+    wide = _envelope(ranges, check.ranges)
     lo, hi = check.ranges["throughput"]
     on = (f"{klass} GPUs" if own == check.rows else
           f"GPUs of every class ({own} on {klass})" if own else "GPUs of every class")
@@ -791,22 +790,25 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
                   f"{lo:.2f}-{hi:.2f} × the figure{ttft} (docs/performance-moe.md)")
 
 
+def _envelope(ranges: tuple[tuple[float, float], ...], other: Mapping[str, tuple[float, float]]
+              ) -> tuple[tuple[float, float], ...]:
+    """Per metric (METRICS order), the band spanning both: (min of lows, max of highs)."""
+    return tuple((min(lo, other[k][0]), max(hi, other[k][1])) if k in other else (lo, hi)
+                 for k, (lo, hi) in zip(METRICS, ranges, strict=True))
+
+
 def _measured_band(engine: str, klass: str, compute: str, m: ModelSpec,
                    ranges: tuple[tuple[float, float], ...]
                    ) -> tuple[tuple[tuple[float, float], ...], str]:
     """A dense model's band and what a never-fitted measured group of the same engine, GPU
     class, GEMM dtype and architecture says of it (engines/dense_checks.py): the envelope of
     the class's band and the group's measured / predicted spread; ("", unchanged) when none."""
-    shape = (m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.head_dim,
-             m.intermediate_size, m.vocab_size)
-    check = _dense_checks.check_for(engine, klass, compute, shape)
+    check = _dense_checks.check_for(engine, klass, compute, _dense_checks.shape_of(m))
     if check is None:
         return ranges, ""
-    wide = tuple((min(lo, check.ranges[k][0]), max(hi, check.ranges[k][1]))
-                 if k in check.ranges else (lo, hi)
-                 for k, (lo, hi) in zip(METRICS, ranges, strict=True))
-    said = ", ".join(f"{'TTFT' if k == 'ttft' else 'TPOT' if k == 'tpot' else k} "
-                     f"{check.median_ratio[k]:.2f} ({check.ranges[k][0]:.2f}-"
+    wide = _envelope(ranges, check.ranges)
+    names = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput"}
+    said = ", ".join(f"{names[k]} {check.median_ratio[k]:.2f} ({check.ranges[k][0]:.2f}-"
                      f"{check.ranges[k][1]:.2f})" for k in METRICS if k in check.ranges)
     return wide, (f"{check.rows} runs like this deployment ({check.label}), kept out of the "
                   f"fit, disagree with it: measured / kvplan median (p10-p90) {said}; the band "

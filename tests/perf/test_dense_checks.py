@@ -44,6 +44,8 @@ def test_a_plan_like_the_group_spans_it_and_says_so() -> None:
     """Llama-3.1-8B-Instruct with fp8 weights, vLLM, on a Hopper GPU: the TPOT band reaches
     down to the group's p10 of measured / predicted (its runs were about twice as fast as
     predicted), and performance.measured_check names the group."""
+    # Llama-3.1-8B's config.json: 32 layers, hidden 4096, 32 heads, 8 KV heads of 128,
+    # intermediate 14336, vocabulary 128256
     check = dense_checks.check_for("vllm", "Hopper", "fp8",
                                    (32, 4096, 32, 8, 128, 14336, 128256))
     assert check is not None
