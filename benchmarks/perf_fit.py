@@ -311,10 +311,9 @@ def unfitted(coeffs: dict[str, perf.Coefficients]) -> dict:
                   for r in rows]
     # the same model and GPU under another engine in the fitted file: measured throughput
     # ratios over the runs of equal lengths and TP (each engine's own concurrency)
-    fitted = {(r["model"], r["gpu"], r["isl"], r["osl"], r["tp"]): r for r in load_raw()
-              if r["engine"] != "vllm"}
-    pairs = [(u, f) for u in load_raw(UNFITTED)
-             if (f := fitted.get((u["model"], u["gpu"], u["isl"], u["osl"], u["tp"])))]
+    same = ("model", "gpu", "isl", "osl", "tp")
+    pairs = [(u, f) for u in load_raw(UNFITTED) for f in load_raw()
+             if f["engine"] != u["engine"] and all(f[k] == u[k] for k in same)]
     ratios = [u["throughput"] / f["throughput"] for u, f in pairs]
     loads = [f["concurrency"] / u["concurrency"] for u, f in pairs]
     return {"rows": len(rows), "groups": sorted({r.group for r in rows}),
@@ -365,6 +364,12 @@ def dense_checks_text(coeffs: dict[str, perf.Coefficients]) -> str:
     text = DENSE_CHECKS.read_text(encoding="utf-8")
     head, rest = text.split(DENSE_BEGIN, 1)
     return head + "\n".join(lines) + rest.split(DENSE_END, 1)[1]
+
+
+def write_dense_checks(result: dict) -> None:
+    """Write dense_checks.py's generated block for the coefficients of `result` (the JSON)."""
+    coeffs = {e: perf.Coefficients(**v) for e, v in result["coefficients"].items()}
+    DENSE_CHECKS.write_text(dense_checks_text(coeffs), encoding="utf-8")
 
 
 def held_out(coeffs: dict[str, perf.Coefficients]) -> dict:
@@ -1029,9 +1034,7 @@ def main() -> int:
         committed = json.loads(OUT_JSON.read_text())
         OUT_DOC.write_text(render_doc(committed))
         README.write_text(readme_with(committed))
-        DENSE_CHECKS.write_text(dense_checks_text(
-            {e: perf.Coefficients(**v) for e, v in committed["coefficients"].items()}),
-            encoding="utf-8")
+        write_dense_checks(committed)
         return 0
     if args.arch:
         result = json.loads(OUT_JSON.read_text())
@@ -1048,8 +1051,7 @@ def main() -> int:
     OUT_JSON.write_text(json.dumps(result, indent=2) + "\n")
     OUT_DOC.write_text(render_doc(result))
     README.write_text(readme_with(result))
-    DENSE_CHECKS.write_text(dense_checks_text(
-        {e: perf.Coefficients(**v) for e, v in result["coefficients"].items()}), encoding="utf-8")
+    write_dense_checks(result)
     print(f"{result['rows']} rows, {result['groups']} groups")
     print("coefficients:", json.dumps(result["coefficients"], indent=1))
     print("LOGO (pooled held-out predictions):")

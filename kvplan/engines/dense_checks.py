@@ -22,7 +22,7 @@ Shape = tuple[int, int, int, int, int, int, int]
 class DenseCheck:
     """One never-fitted group scored against kvplan's final coefficients."""
 
-    label: str  # what was measured where ("vLLM 0.12.0, Llama-3.1-8B-Instruct fp8 on H200 SXM")
+    label: str  # what was measured where ("vLLM 0.12.0, Llama-3.1-8B-Instruct fp8, H200 SXM …")
     engine: str  # registry name
     klass: str  # GPU architecture class (kvplan/perf/arch.py)
     compute_dtype: str  # the GEMM dtype of its deployments (perf/step.py compute_dtype_for)
