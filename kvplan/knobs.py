@@ -33,7 +33,7 @@ from pydantic import (
 from .engines import DEFAULT_ENGINE
 from .errors import InvalidInputError
 from .specs import GpuSpec, ModelSpec, Problem, QuantSpec, Source, SpeculativeConfig, per_object
-from .units import DTYPE_ALIASES, GiB
+from .units import DTYPE_ALIASES, GiB, fast_init
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -761,6 +761,7 @@ QUANT_FLAG_METHODS = {
 KV_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
 
+@fast_init
 @dataclass(frozen=True)
 class Layout:
     """What every engine resolves the same way: parallel sizes, dtypes, weight format, device."""

@@ -803,7 +803,10 @@ class PlanEngine(BaseModel):
 
 
 class StageBreakdown(BaseModel):
-    """One pipeline stage's worker (every TP rank of a stage is identical), integer bytes."""
+    """One pipeline stage's worker (every TP rank of a stage is identical), integer bytes.
+    Frozen: alike stages share one instance."""
+
+    model_config = ConfigDict(frozen=True)
 
     layers: int
     weights_bytes: int

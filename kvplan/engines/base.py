@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from ..units import fast_init
 from ..versions import parse_version
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ DenseMlpMode = Literal["", "full", "local"]
 GatherAllReduce = Literal["", "prefill", "always"]
 
 
+@fast_init
 @dataclass(frozen=True)
 class MemoryResult:
     """An engine's start-up accounting for one deployment: the plan's `memory` and `kv_cache`

@@ -61,7 +61,7 @@ from ..specs import (
     StageBreakdown,
     Workload,
 )
-from ..units import DTYPE_BYTES, GiB, largest_true
+from ..units import DTYPE_BYTES, GiB, fast_init, largest_true
 from ..versions import parse_version
 from . import flags as known_flags
 from . import interconnect, multinode
@@ -286,6 +286,7 @@ def non_torch_bytes(d: Deployment, gpu: GpuSpec) -> int:
     return base + interconnect.tp_bytes(gpu, d.tensor_parallel_size, "vllm")
 
 
+@fast_init
 @dataclass(frozen=True)
 class StageMemory:
     layers: int
@@ -492,12 +493,17 @@ def plan_memory(m: ModelSpec, gpu: GpuSpec, d: Deployment, quant: QuantSpec | No
 
 
 def _breakdowns(stages: list[StageMemory]) -> list[StageBreakdown]:
-    return [StageBreakdown(
-        layers=st.layers, weights_bytes=st.weights_bytes,
-        weights_tensor_bytes=st.weights_tensor_bytes, activation_bytes=st.activation_bytes,
-        non_torch_bytes=st.non_torch_bytes, cudagraph_bytes=st.cudagraph_bytes,
-        kv_cache_bytes=st.kv_cache_bytes, num_blocks=st.num_blocks,
-        bytes_per_block=st.bytes_per_block) for st in stages]
+    """One StageBreakdown per stage; alike middle stages (one StageMemory) share one."""
+    made: dict[int, StageBreakdown] = {}
+    for st in stages:
+        if id(st) not in made:
+            made[id(st)] = StageBreakdown(
+                layers=st.layers, weights_bytes=st.weights_bytes,
+                weights_tensor_bytes=st.weights_tensor_bytes,
+                activation_bytes=st.activation_bytes, non_torch_bytes=st.non_torch_bytes,
+                cudagraph_bytes=st.cudagraph_bytes, kv_cache_bytes=st.kv_cache_bytes,
+                num_blocks=st.num_blocks, bytes_per_block=st.bytes_per_block)
+    return [made[id(st)] for st in stages]
 
 
 def _graphs_in_budget(d: Deployment, era: Era) -> bool:

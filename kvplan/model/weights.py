@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Literal, NamedTuple
 
 from ..specs import ModelSpec, QuantSpec, SpeculativeConfig, VisionSpec, per_object
-from ..units import DTYPE_BYTES, cdiv
+from ..units import DTYPE_BYTES, cdiv, fast_init
 from .allocator import CachingAllocator, PoolMemo, malloc_chunks
 from .tensor_names import (
     FLOAT_DTYPES,
@@ -982,6 +982,7 @@ def rank_tensors(m: ModelSpec, *, tp: int, dtype: str, quant: QuantSpec | None,
     return [_rank_item(m, t, tp, dtype, quant, ep) for t in all_tensors(m)]
 
 
+@fast_init
 @dataclass(frozen=True)
 class WeightMemory:
     """One TP rank of one PP stage after the model is built, bytes."""

@@ -76,7 +76,7 @@ from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
 from ..specs import GpuSpec, ModelSpec, QuantSpec, per_object
-from ..units import DTYPE_ALIASES, cdiv
+from ..units import DTYPE_ALIASES, cdiv, fast_init
 from . import arch as _arch
 from . import decode_gemm as _decode_gemm
 from . import layer_floors as _layer_floors
@@ -234,6 +234,7 @@ def calibration_gaps(engine: str, version: str, gpu: GpuSpec) -> str:
 # ------------------------------------------------------------------------ context
 
 
+@fast_init
 @dataclass(frozen=True)
 class PerfContext:
     """Everything the step-time model needs about one deployment, per GPU (one TP rank of the
@@ -418,6 +419,7 @@ class PerfContext:
         return (c.request_overhead_ms + (c.dynamo_front_end_ms if self.via_dynamo else 0.0)) * 1e-3
 
 
+@fast_init
 @dataclass(frozen=True)
 class Links:
     """The links one deployment's traffic crosses (planner/nodes.py builds it from the GPU's
@@ -452,6 +454,7 @@ def active_weight_bytes(ctx: PerfContext, tokens: float = 1.0) -> int:
     return round(ctx.dense_read_bytes + ctx.expert_bytes * expert_fraction(ctx, tokens))
 
 
+@fast_init
 @dataclass(frozen=True)
 class PerfPoint:
     """One operating point of a replica at closed-loop `concurrency` (ms, tokens/s, req/s).
@@ -903,6 +906,7 @@ def _link_fields(gpu: GpuSpec, tp: int, links: Links | None) -> dict[str, Any]:
 # --------------------------------------------------------------------- step time
 
 
+@fast_init
 @dataclass(frozen=True)
 class StepTerms:
     """The terms of one engine step on one GPU, seconds (FLOPs and bytes for the record)."""

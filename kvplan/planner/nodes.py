@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..errors import InvalidInputError
 from ..perf import step as perf
 from ..specs import GpuSpec, PlanNodes, Problem, SystemShape, per_object
+from ..units import fast_init
 
 UNKNOWN = "unknown system shape"
 
@@ -128,6 +129,7 @@ def deployable(gpu: GpuSpec) -> int | None:
     return max(s.max_gpus or 0 for s in gpu.systems)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Placement:
     """A layout placed on one system shape."""

@@ -27,7 +27,7 @@ from ..specs import (
     RoutedExperts,
     Workload,
 )
-from ..units import DTYPE_BYTES, largest_true
+from ..units import DTYPE_BYTES, fast_init, largest_true
 from .nodes import node_links
 
 # The workload the section assumes when the user gives no lengths (stated in the output and
@@ -39,6 +39,7 @@ DEFAULT_OUTPUT_TOKENS = 256
 BATCHED_TOKENS_CHOICES = (2048, 4096, 8192, 16384)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Lengths:
     input_tokens: int

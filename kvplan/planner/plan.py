@@ -5,13 +5,14 @@ every engine, over the `Engine` interface (engines/base.py).
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -43,7 +44,7 @@ from ..specs import (
     Workload,
     per_object,
 )
-from ..units import GiB, largest_true
+from ..units import GiB, fast_init, largest_true
 from ..versions import parse_version
 from . import nodes as node_rules
 from . import performance
@@ -83,6 +84,8 @@ INPUTS = (
 
 
 _Tried = tuple[Deployment, MemoryResult] | None
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 # Deployments evaluated while planning: within one plan (its searches re-ask a deployment) or a
 # whole sweep (one candidate's search tries another candidate's deployment); see shared_tries
 _TRIES: ContextVar[dict[tuple, tuple[ModelSpec, GpuSpec, _Tried]] | None] = ContextVar(
@@ -103,6 +106,18 @@ def _given(knobs: Knobs) -> dict[str, Any]:
     given = knobs.given()
     _last_given = (knobs, given)
     return given
+
+
+def _in_shared_tries(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`fn` inside shared_tries(): a new block when none is open, else straight in (a sweep's
+    plans run in its block; a context manager per call would cost them ~1 %)."""
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if _TRIES.get() is not None:
+            return fn(*args, **kwargs)
+        with shared_tries():
+            return fn(*args, **kwargs)
+    return run
 
 
 @contextmanager
@@ -183,7 +198,7 @@ def plan(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *, engine: str 
                             demand=demand)[0]
 
 
-@shared_tries()  # its searches re-ask some deployments (the recommended budget, …)
+@_in_shared_tries  # its searches re-ask some deployments (the recommended budget, …)
 def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
                      engine: str = registry.DEFAULT, engine_version: str | None = None,
                      workload: Workload | None = None, price: Price | None = None,
@@ -520,6 +535,7 @@ class _Goal:
         return "needs" if not self.n or self.n == 1 else "need"
 
 
+@fast_init
 @dataclass(frozen=True)
 class _Setup:
     """One planning problem: the engine, model and GPU, the knobs as given, and the deployment
@@ -557,6 +573,7 @@ class Alternative(NamedTuple):
     value: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class _Fraction:
     """The budget-fraction recommendation: the value (None: no fraction works), its reason,

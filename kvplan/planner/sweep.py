@@ -655,6 +655,17 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     seen: _Seen = {}
     heaviest: _Heaviest = {}
     formats: _Formats = {}
+    # one (frozen) Knobs per layout and format: the GPUs' candidates share them
+    made: dict[tuple[int, int, str | None, str | None], Knobs] = {}
+
+    def knobs_of(c: Candidate) -> Knobs:
+        key = (c.tensor_parallel_size, c.pipeline_parallel_size, c.quantization,
+               c.kv_cache_dtype)
+        got = made.get(key)
+        if got is None:
+            got = made[key] = c.knobs(knobs)
+        return got
+
     for c in cands:
         try:
             excess = weights_excess(m, c, knobs, seen, heaviest, formats)
@@ -664,13 +675,13 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         if excess > 1:
             too_big.append((excess, c.count, c))
             continue
-        _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
+        _plan_one(m, c, knobs_of(c), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
     too_big.sort(key=_EXCESS_COUNT)
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
     for _, _, c in too_big[:n_closest]:
-        _plan_one(m, c, c.knobs(knobs), workload, engine_version, prices, target, planned,
+        _plan_one(m, c, knobs_of(c), workload, engine_version, prices, target, planned,
                   pruned, larger_gpus)
     too_large = too_big[n_closest:]
 
