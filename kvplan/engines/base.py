@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
+from ..specs import KvCache, MemoryBreakdown, Problem
 from ..units import fast_init
 from ..versions import parse_version
 
@@ -29,15 +30,12 @@ if TYPE_CHECKING:
         Deployment,
         EngineOptions,
         GpuSpec,
-        KvCache,
-        MemoryBreakdown,
         ModelSpec,
         NodeLaunch,
         PlanLora,
         PlanMultimodal,
         PlanOffload,
         PlanSpeculative,
-        Problem,
         Recommendations,
         StageBreakdown,
         Workload,
@@ -151,8 +149,6 @@ def memory_result(gpu: GpuSpec, dep: Deployment, *, era: str, budget_bytes: int,
     ("total_bytes" is added when the device total is the catalogue's estimate); num_blocks is
     per GPU, the minimum over workers (including any null block); tokens is the capacity line
     as the engine prints it; request_blocks(length) is the blocks one request holds."""
-    from ..specs import KvCache, MemoryBreakdown
-
     worst = worst_stage(stages)
     shortfall = max(-worst.kv_cache_bytes, 0)  # negative KV: the budget falls short by that much
     stages = [s if s.kv_cache_bytes >= 0 else s.model_copy(update={"kv_cache_bytes": 0})
@@ -619,8 +615,6 @@ class Engine(ABC):
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         """Notes about model layouts this engine allocates differently. Default: the recurrent
         (Mamba / linear-attention) state pool is modelled for vLLM only."""
-        from ..specs import Problem
-
         if m.cross_attention_tokens:
             return [Problem(code="unsupported-layout", severity="warning",
                             message=f"{self.label}'s encoder-decoder (Whisper) serving is not "

@@ -22,6 +22,7 @@ from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_bytes_per_token_per_layer, layer_specs
+from ..model.weights import heaviest_stage
 from ..specs import (
     Deployment,
     EngineOptions,
@@ -1320,8 +1321,6 @@ class SglangEngine(Engine):
             "max_num_batched_tokens": d.chunked_prefill})
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
-        from ..model.weights import heaviest_stage
-
         d = self._defaults(m, gpu, dep)
         tp, pp = dep.tensor_parallel_size, dep.pipeline_parallel_size
         # MoE layers span --tp-size GPUs (T × D under DP attention); attention and the KV cell

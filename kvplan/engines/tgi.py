@@ -28,6 +28,7 @@ from ..errors import InvalidInputError
 from ..knobs import Knobs, Layout
 from ..model import forward
 from ..model.kv import kv_heads_per_gpu
+from ..model.weights import heaviest_stage
 from ..specs import (
     Deployment,
     GpuSpec,
@@ -632,8 +633,6 @@ class TgiEngine(Engine):
                                      _capability(gpu), dep.max_input_tokens))
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
-        from ..model.weights import heaviest_stage
-
         v = parse_version(dep.engine_version)
         era = select_era(v)
         tp = dep.tensor_parallel_size

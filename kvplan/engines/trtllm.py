@@ -60,6 +60,9 @@ from ..specs import (
     GpuSpec,
     ModelSpec,
     NodeLaunch,
+    PlanLora,
+    PlanOffload,
+    PlanSpeculative,
     Problem,
     QuantSpec,
     Recommendations,
@@ -1014,8 +1017,6 @@ def feature_memory(m: ModelSpec, dep: Deployment, runtime: Runtime) -> FeatureMe
 
 
 def speculative_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) -> Any:
-    from ..specs import PlanSpeculative
-
     sc, spec = dep.speculative_config, feat.spec
     if sc is None or spec is None:
         return None
@@ -1030,8 +1031,6 @@ def speculative_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) -
 
 
 def lora_section(dep: Deployment, feat: FeatureMemory) -> Any:
-    from ..specs import PlanLora
-
     if feat.peft is None:
         return None
     c = feat.peft
@@ -1046,8 +1045,6 @@ def host_cache_section(dep: Deployment, feat: FeatureMemory, r: TrtllmResult) ->
     (its bytes per token: target + one-model layers; resource_manager.py
     calculate_max_num_blocks; the engine runtime's calculateMaxNumBlocks takes the same
     hostCacheSize as its secondary pool)."""
-    from ..specs import PlanOffload
-
     if not opts(dep).host_cache_size:
         return None
     bpt = r.bytes_per_token - max(feat.draft_bytes_per_token)
