@@ -56,17 +56,17 @@ ARCH_FITS: dict[str, ArchFit] = {
         rows=722,
         ranges={
             "vllm": {
-                "ttft": (0.612, 1.539),
+                "ttft": (0.798, 1.679),
                 "tpot": (0.875, 1.119),
-                "throughput": (0.898, 1.093),
+                "throughput": (0.894, 1.093),
             },
             "sglang": {
-                "ttft": (0.612, 1.539),
+                "ttft": (0.798, 1.679),
                 "tpot": (0.875, 1.119),
-                "throughput": (0.898, 1.093),
+                "throughput": (0.894, 1.093),
             },
             "trtllm": {
-                "ttft": (0.485, 1.941),
+                "ttft": (0.633, 2.117),
                 "tpot": (0.817, 1.247),
                 "throughput": (0.793, 1.194),
             },
@@ -85,7 +85,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         rows=21,
         ranges={
             "trtllm": {
-                "ttft": (0.42, 2.24),
+                "ttft": (0.548, 2.444),
                 "tpot": (0.561, 1.815),
                 "throughput": (0.687, 1.144),
             },
@@ -99,7 +99,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         rows=51,
         ranges={
             "trtllm": {
-                "ttft": (0.441, 2.137),
+                "ttft": (0.575, 2.332),
                 "tpot": (0.588, 1.732),
                 "throughput": (0.72, 1.202),
             },
@@ -113,7 +113,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         rows=32,
         ranges={
             "trtllm": {
-                "ttft": (0.541, 1.741),
+                "ttft": (0.705, 1.899),
                 "tpot": (0.722, 1.411),
                 "throughput": (0.884, 1.117),
             },
@@ -129,7 +129,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         rows=16,
         ranges={
             "vllm": {
-                "ttft": (0.434, 2.168),
+                "ttft": (0.566, 2.366),
                 "tpot": (0.621, 1.577),
                 "throughput": (0.834, 1.409),
             },
@@ -143,7 +143,7 @@ ARCH_FITS: dict[str, ArchFit] = {
         identified="fp8_gemm; bandwidth from microbenchmarks"),
 }
 EXTRAPOLATED_RANGES: Ranges = {
-    "ttft": (0.477, 1.976),
+    "ttft": (0.621, 2.156),
     "tpot": (0.681, 1.437),
     "throughput": (0.805, 1.284),
 }
