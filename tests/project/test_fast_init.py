@@ -17,10 +17,11 @@ from kvplan.model.weights import WeightMemory
 from kvplan.perf.step import Links, PerfContext, PerfPoint, StepTerms
 from kvplan.planner.nodes import Placement
 from kvplan.planner.performance import Lengths
+from kvplan.planner.plan import _Fraction, _Setup
 from kvplan.units import fast_init
 
 FAST = [MemoryResult, StageMemory, Layout, WeightMemory, Links, PerfContext, PerfPoint,
-        StepTerms, Placement, Lengths]
+        StepTerms, Placement, Lengths, _Setup, _Fraction]
 
 
 @dataclass(frozen=True)
