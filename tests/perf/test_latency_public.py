@@ -143,3 +143,42 @@ def test_tt_inference_server_prefix_cache_hits_by_hand(monkeypatch: pytest.Monke
                    (8192, 128): [8176, 4080]}
     assert all(id(r) not in hits for r in rows  # no other source reuses its prompts
                if r["source"] != "tt-inference-server-gpu-reference")
+
+
+def test_row_bands_follow_the_figures_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The band a row is checked against (perf_latency.in_band) is the one its plan prints,
+    moved with the figure compared: a row whose requests hit the prefix cache is the mean of
+    its requests, and so is its band (each request's band is its point × the class's ratios);
+    a static batch's TPOT is e2e / OSL, with the TPOT band's ratios. Before 2026-12-03 the
+    cached rows kept the band of an uncached request (Qwen3-30B-A3B, ISL 8192: point 232 ms,
+    band 398–2,173 ms)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import perf_latency as pl
+
+    from kvplan.perf import step
+
+    raw = pl.load_raw()
+    hits = pl.cached_tokens(raw)
+    r = next(r for r in raw if r["source"] == "tt-inference-server-gpu-reference"
+             and r["model"] == "Qwen/Qwen3-30B-A3B" and r["isl"] == 8192)
+    ctx = pl.context(r)
+    lone = step.evaluate(ctx, concurrency=1, input_tokens=8192, output_tokens=128)
+    p = pl.predict(ctx, r, hits[id(r)])
+    assert p.ttft_ms < lone.ttft_ms  # 8,176 then 4,080 of the 8,192 tokens cached
+    for m in ("ttft_ms", "tpot_ms"):
+        lo_f = getattr(lone, f"{m}_low") / getattr(lone, m)
+        hi_f = getattr(lone, f"{m}_high") / getattr(lone, m)
+        assert getattr(p, f"{m}_low") == pytest.approx(getattr(p, m) * lo_f, rel=1e-9)
+        assert getattr(p, f"{m}_high") == pytest.approx(getattr(p, m) * hi_f, rel=1e-9)
+    s = next(r for r in raw if r["harness"] == "offline-static-batch")
+    ctx = pl.context(s)
+    q = pl.predict(ctx, s)
+    plain = step.evaluate(ctx, concurrency=s["concurrency"], input_tokens=s["isl"],
+                          output_tokens=s["osl"])
+    assert q.tpot_ms == plain.e2e_ms / s["osl"] != plain.tpot_ms
+    assert q.tpot_ms_low / q.tpot_ms == pytest.approx(plain.tpot_ms_low / plain.tpot_ms)
+    # in_band counts the rows with a measurement whose value lies inside [low, high]
+    rows = [{"ttft_ms": v, "tpot_ms": None, "shipped": p} for v in
+            (p.ttft_ms_low, p.ttft_ms, p.ttft_ms_high, p.ttft_ms_low * 0.99, None)]
+    assert pl.in_band(rows, "ttft") == (3, 4)
+    assert pl.in_band(rows, "tpot") == (0, 0)
