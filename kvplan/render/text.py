@@ -476,9 +476,11 @@ def _fit_columns(console: Console, columns: list[tuple[str, list[str], str]],
 
 
 def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
-                 tsv: bool, priority: list[int] | None = None, required: int = 1) -> None:
+                 tsv: bool, priority: list[int] | None = None, required: int = 1,
+                 every_column: str = "--format tsv") -> None:
     """A table that stays usable at 80 columns and in pipes (ids never wrapped or cut; less
-    important columns dropped), or TSV with every column for scripts."""
+    important columns dropped), or TSV with every column for scripts. `every_column`: the
+    command's option that shows every column (named when some are dropped)."""
     if tsv:
         import sys
 
@@ -486,6 +488,7 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
         sys.stdout.write("\t".join(h for h, _, _ in columns) + "\n")
         sys.stdout.write("".join("\t".join(r) + "\n" for r in rows))
         return
+    from rich.console import Console
     from rich.table import Table
 
     order = priority or list(range(len(columns)))
@@ -499,12 +502,18 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
     for r in zip(*(columns[k][1] for k in shown), strict=True):
         t.add_row(*r)
     needed = sum(max([len(columns[k][0]), *map(len, columns[k][1])]) + 2 for k in shown) - 2
-    # Required columns wider than the console (a long file path) overflow rather than cut an id.
-    console.print(t, markup=False, crop=False, width=max(console.width, needed))
+    # Required columns wider than the console (a long file path) overflow rather than cut an id
+    # or drop a required column: rendered at their width (Console.print caps `width` at the
+    # console's, so a console of that width renders it).
+    out = console if needed <= console.width else Console(
+        width=needed, file=console.file, force_terminal=console.is_terminal,
+        color_system=console.color_system,  # type: ignore[arg-type]  # str of those names
+        no_color=console.no_color)
+    out.print(t, markup=False, crop=False)
     hidden = [columns[k][0] for k in range(len(columns)) if k not in shown]
     if hidden and console.is_terminal:
         console.print(f"(not shown at {console.width} columns: {', '.join(hidden)}; "
-                      "--format tsv has every column)", style="dim", markup=False)
+                      f"{every_column} has every column)", style="dim", markup=False)
 
 
 def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console, *,
@@ -641,7 +650,7 @@ def check_table(report: CheckReport, console: Console) -> None:
         cells["GPU"].append(f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"))
     right = {"problems", "KV tokens", "concurrency"}
     _print_table(console, [(k, v, "right" if k in right else "left") for k, v in cells.items()],
-                 tsv=False, required=3)
+                 tsv=False, required=3, every_column="--json")
     for d in report.deployments:
         for x in [*d.policy_violations, *d.problems]:
             if x.severity == "info" and d.status == "fits":

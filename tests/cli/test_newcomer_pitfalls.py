@@ -524,3 +524,34 @@ def test_weights_exceed_device_names_the_gpus_expert_parallelism_splits_them_ove
     assert "split over 2 GPUs" in msg
     per_gpu = float(msg.split("need ")[1].split(" GiB")[0])
     assert 625 / 2 < per_gpu < 625
+
+
+def test_check_table_keeps_its_status_column_beside_a_long_path(capsys, tmp_path, monkeypatch):
+    """A path wider than the console: the required columns (where, model, status) overflow
+    whole instead of the status being dropped (rich caps a print's width at the console's)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    deep = tmp_path / ("a_rather_long_directory_name_for_deployments_" * 2) / "serve.sh"
+    deep.parent.mkdir()
+    deep.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    code, out, _ = run(capsys, "check", str(deep), "--gpu", "h100")
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("where"))
+    assert code == 0 and header.split()[:3] == ["where", "model", "status"], out
+    row = next(line for line in lines if line.startswith(f"{deep}:1"))
+    assert row.split()[1:3] == ["meta-llama/Llama-3.1-8B-Instruct", "fits"]
+
+
+def test_check_table_names_its_own_every_column_option():
+    """The dropped-columns hint names an option `check` has (--json; it takes no --format)."""
+    import io
+
+    from rich.console import Console
+
+    from kvplan.render.text import _print_table
+
+    buf = io.StringIO()
+    console = Console(width=30, file=buf, force_terminal=True, color_system=None)
+    _print_table(console, [("where", ["x.sh:1"], "left"), ("model", ["m" * 20], "left"),
+                           ("GPU", ["1 × h100-sxm-80gb"], "left")], tsv=False,
+                 every_column="--json")
+    assert "GPU; --json has every column" in " ".join(buf.getvalue().split())
