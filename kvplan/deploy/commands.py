@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
@@ -707,7 +708,14 @@ def _yaml_nodes(text: str, file: str) -> list[Any]:
         if deepest is not None:
             raise DeployParseError(file, deepest, f"YAML nested more than {MAX_YAML_DEPTH} "
                                    "levels deep", hint=NESTING_HINT)
-        return [doc for doc in yaml.compose_all(text, Loader=loader) if doc is not None]
+        docs = [doc for doc in yaml.compose_all(text, Loader=loader) if doc is not None]
+        if "<<" in text:
+            budget = [MAX_YAML_NODES]
+            for doc in docs:
+                _merge_keys(doc, yaml, budget)
+        return docs
+    except DeployParseError as e:  # the walk's node budget: the file is known here
+        raise DeployParseError(file, e.line, e.detail, hint=e.hint) from None
     except RecursionError:
         raise DeployParseError(file, 1, "YAML nested too deeply to read",
                                hint=NESTING_HINT) from None
@@ -719,10 +727,24 @@ def _yaml_nodes(text: str, file: str) -> list[Any]:
                                "(yamllint helps), or render templates first") from None
 
 
+def _merge_keys(doc: Any, yaml: Any, budget: list[int]) -> None:
+    """YAML 1.1 merge keys (`<<: *anchor`, `<<: [*a, *b]`; Docker Compose files use them)
+    resolved in place, as a YAML loader resolves them when it builds a mapping
+    (SafeConstructor.flatten_mapping: the merged pairs first, the mapping's own after them, so
+    the last of a key wins: _get)."""
+    flatten = yaml.constructor.SafeConstructor().flatten_mapping
+    for n in list(_walk(doc, budget)):
+        if getattr(n, "id", None) == "mapping" and any(
+                k.tag == "tag:yaml.org,2002:merge" for k, _ in n.value):
+            flatten(n)
+
+
 def _get(node: Any, key: str) -> Any:
+    """A mapping's value for `key`; the last when the key repeats (as a YAML loader reads it:
+    a merge key's pairs come before the mapping's own)."""
     if getattr(node, "id", None) != "mapping":
         return None
-    for k, v in node.value:
+    for k, v in reversed(node.value):
         if getattr(k, "value", None) == key:
             return v
     return None
@@ -829,13 +851,14 @@ def _env_argv(engine: str, tokens: list[str], env: dict[str, str]) -> list[str]:
 
 
 def _k8s_env(container: Any) -> dict[str, str]:
-    """A container's literal `env` values (valueFrom references are skipped)."""
-    out = {}
+    """A container's literal `env` values, each with its `$(NAME)` references to the ones
+    defined before it filled in, as Kubernetes does (valueFrom references are skipped)."""
+    out: dict[str, str] = {}
     env = _get(container, "env")
     for item in getattr(env, "value", None) or []:
         name, value = _scalar(_get(item, "name")), _scalar(_get(item, "value"))
         if name and value is not None:
-            out[name] = value
+            out[name] = k8s_expand(value, out)
     return out
 
 
@@ -856,13 +879,37 @@ def _compose_env(svc: Any) -> dict[str, str]:
     return out
 
 
+# Kubernetes' variable reference in a container's command and args; `$$(NAME)` escapes it
+K8S_VAR = re.compile(r"\$(\$?)\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def k8s_expand(text: str, env: Mapping[str, str]) -> str:
+    """`text` with Kubernetes' `$(NAME)` references to the container's variables replaced by
+    their values (an undefined one stays as written, as Kubernetes leaves it; `$$(NAME)` is
+    the literal `$(NAME)`), growing to at most MAX_COMMAND_CHARS (past that, references stay)."""
+    grown = [len(text)]
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(0)[1:]
+        value = env.get(m.group(2))
+        if value is None or grown[0] + len(value) - len(m.group(0)) > MAX_COMMAND_CHARS:
+            return m.group(0)
+        grown[0] += len(value) - len(m.group(0))
+        return value
+    return K8S_VAR.sub(one, text)
+
+
 def _container_commands(container: Any, *, file: str, templates: Templates) -> Found | None:
-    """A Kubernetes container: command + args, GPU count from resources.limits."""
+    """A Kubernetes container: command + args (its `$(NAME)` variables filled in), GPU count
+    from resources.limits."""
     image = _scalar(_get(container, "image")) or ""
     command = _get(container, "command")
-    parts = _strings(command) + _strings(_get(container, "args"))
+    env = _k8s_env(container)
+    parts = [(k8s_expand(t, env), n) for t, n in
+             _strings(command) + _strings(_get(container, "args"))]
     found = _argv_command(parts, image, command is not None, _line(container), file=file,
-                          templates=templates, env=_k8s_env(container))
+                          templates=templates, env=env)
     if found is None:
         return None
     count = _scalar(_get(_get(_get(container, "resources"), "limits"), "nvidia.com/gpu"))

@@ -75,9 +75,11 @@ from .commands import (
     _line,
     _scalar,
     _strings,
+    _version_from_image,
     _walk,
     _yaml_nodes,
     heredocs,
+    k8s_expand,
     keep_env,
     parse_args,
     shell_commands,
@@ -199,7 +201,7 @@ def _env(container: Any, ctx: _Ctx | None = None) -> dict[str, str]:
             value = maps.get(_scalar(_get(ref, "name")) or "", {}).get(
                 _scalar(_get(ref, "key")) or "")
         if name and value is not None:
-            out[name] = value
+            out[name] = k8s_expand(value, out)  # references to the ones before, as Kubernetes
     return out
 
 
@@ -286,7 +288,6 @@ def _split(text: str, ctx: _Ctx, line: int) -> list[str]:
 
 
 # Kubernetes expands $(VAR) in a container's command and args from its env (not $((…)))
-K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -316,10 +317,10 @@ def substitute(script: str, env: dict[str, str]) -> str:
         value = integer_arithmetic(expr)
         return m.group(0) if value is None else filled(str(value), m.group(0))
 
+    script = k8s_expand(script, env)  # Kubernetes' $(NAME), once: it does not expand again
+    grown[0] = len(script)
     for _ in range(4):  # variables, then arithmetic over their values (bounded: no loops)
         before = script
-        script = K8S_VAR.sub(lambda m: filled(env.get(m.group(1), m.group(0)), m.group(0)),
-                             script)
         script = VAR.sub(var, ARITH.sub(arith, script))
         if script == before:
             break
@@ -1003,6 +1004,7 @@ def _workload(doc: Any, ctx: _Ctx) -> list[Found]:
         except DeployParseError as e:
             f = _failed(e, ctx.file, text=name)
         if f is not None:
+            _version_from_image(f, image)  # as the generic reader does for any container
             out.append(f)
     return out
 

@@ -610,3 +610,89 @@ def test_the_summary_adds_up_when_a_file_cannot_be_read(capsys, tmp_path, monkey
     assert s["deployments"] == s["fits"] + s["failed"] + s["unchecked"] + s["errors"]
     code, out, _ = run(capsys, "check", ".", "--gpu", "h100")
     assert "1 deployment(s): 1 fit, 0 failed, 0 unchecked, 0 error(s); 1 file error(s)" in out
+
+
+# ------------------------------------- Kubernetes $(NAME), ConfigMap images, compose merges
+
+_DEPLOYMENT = """
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: a}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: vllm
+            image: vllm/vllm-openai:v0.10.1
+            command: ["vllm", "serve"]
+            args: ["$(MODEL)", "--max-model-len=$(LEN)"]
+            env:
+            - {name: ORG, value: meta-llama}
+            - {name: MODEL, value: "$(ORG)/Llama-3.1-8B-Instruct"}
+            %s
+            resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def _one(report):
+    (d,) = report["deployments"]
+    return d
+
+
+def test_k8s_args_read_the_containers_env_values(capsys, tmp_path):
+    """Kubernetes expands $(NAME) in command and args from the container's env, and an env
+    value's $(NAME) from the variables defined before it."""
+    path = write(tmp_path, "d.yaml", _DEPLOYMENT % "- {name: LEN, value: '16384'}")
+    code, report, _ = check_json(capsys, str(path), "--gpu", "h100")
+    d = _one(report)
+    assert code == 0 and d["model"] == "meta-llama/Llama-3.1-8B-Instruct", d
+    assert d["plan"]["inputs"]["max_model_len"]["value"] == 16384
+    assert d["plan"]["engine"]["version"] == "0.10.1"
+
+
+def test_k8s_configmap_workload_keeps_its_image_release(capsys, tmp_path):
+    """A Deployment whose flags come from a ConfigMap in the same file is planned at its image's
+    release, as the same container without the ConfigMap is (it was planned at kvplan's newest
+    vLLM before 2026-12-03)."""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {LEN: '16384'}\n---\n"
+    ref = "- name: LEN\n              valueFrom: {configMapKeyRef: {name: cfg, key: LEN}}"
+    path = write(tmp_path, "d.yaml", textwrap.dedent(cm) + textwrap.dedent(_DEPLOYMENT % ref))
+    code, report, _ = check_json(capsys, str(path), "--gpu", "h100")
+    d = _one(report)
+    assert code == 0 and d["plan"]["engine"]["version"] == "0.10.1", d
+    assert d["plan"]["inputs"]["max_model_len"]["value"] == 16384
+
+
+def test_k8s_expand_escapes_and_undefined_names():
+    """$$(NAME) is the literal $(NAME); an undefined reference stays as written (Kubernetes'
+    rules); a value may not grow the text past MAX_COMMAND_CHARS."""
+    from kvplan.deploy.commands import k8s_expand
+    from kvplan.sources.limits import MAX_COMMAND_CHARS
+
+    env = {"A": "x", "BIG": "y" * MAX_COMMAND_CHARS}
+    assert k8s_expand("$(A)-$$(A)-$(B)-$A", env) == "x-$(A)-$(B)-$A"
+    assert k8s_expand("$(BIG) $(A)", env) == "$(BIG) x"
+
+
+def test_compose_merge_keys_are_resolved(capsys, tmp_path):
+    """`<<: *anchor` (YAML 1.1 merge keys, common in compose files) gives a service the image
+    and GPU reservation of the anchor; the service's own keys win over merged ones."""
+    path = write(tmp_path, "compose.yaml", """
+        x-common: &common
+          image: vllm/vllm-openai:v0.19.0
+          command: ["meta-llama/Llama-3.1-70B-Instruct"]
+          deploy:
+            resources:
+              reservations:
+                devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]
+        services:
+          a:
+            <<: *common
+            command: ["meta-llama/Llama-3.1-8B-Instruct", "--tensor-parallel-size", "2"]
+    """)
+    code, report, _ = check_json(capsys, str(path), "--gpu", "h100")
+    d = _one(report)
+    assert d["model"] == "meta-llama/Llama-3.1-8B-Instruct", d
+    assert d["plan"]["engine"]["version"] == "0.19.0"
+    assert "gpu-count-mismatch" in {p["code"] for p in d["problems"]}  # 1 GPU for TP 2
+    assert code == 1 and d["status"] != "fits"  # a result: it does not start on 1 GPU
