@@ -9,7 +9,16 @@ from typing import Any
 
 import typer
 
-from .common import argument, console, option, resolve_model, table_options, workload_of, write
+from .common import (
+    argument,
+    console,
+    errors,
+    option,
+    resolve_model,
+    table_options,
+    workload_of,
+    write,
+)
 
 # The engine-generic settings compare plans every engine with, besides the workload.
 _COMPARE_KNOBS = ("gpu", "tensor_parallel_size", "max_model_len", "kv_cache_dtype",
@@ -34,13 +43,16 @@ def _compare_params() -> list[inspect.Parameter]:
 def compare(model: str, **values: Any) -> None:
     """The same model and GPU on every engine kvplan models ({engines}) side by side: KV tokens,
     concurrency and each engine's recommended knobs. Without --tensor-parallel-size each engine
-    is planned at the smallest TP at which it fits (the table says so when they differ). Exit 0
-    if any engine fits, 1 if none does.
+    is planned at the smallest TP at which it fits (the table says so when they differ); an
+    engine that refuses the deployment (a value it rejects, a GPU it does not run on) is listed
+    with its reason. Exit 0 if any engine fits and meets the targets, 1 if none does, 2 if
+    every engine refuses it.
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
     from ..api import plan as make_plan
-    from ..engines.registry import NAMES
+    from ..engines.registry import NAMES, get
+    from ..errors import InvalidInputError
     from ..sources.catalog import resolve_gpu
     from ..sources.limits import check_flags
     from ..specs import SCHEMA_VERSION, Plan
@@ -59,21 +71,31 @@ def compare(model: str, **values: Any) -> None:
                          gpu_memory_gib=values["gpu_memory_gib"],
                          gpu_hour_price=values["gpu_hour_price"])
 
-    plans = []
+    plans, refused = [], []
     for e in NAMES:
-        p = one(e, tensor_parallel_size)
-        rec_tp = p.recommendations.tensor_parallel_size.value
-        if tensor_parallel_size is None and not p.fits and rec_tp and rec_tp != p.gpu.count:
-            p = one(e, int(rec_tp))  # each column describes the deployment its serve line runs
+        try:
+            p = one(e, tensor_parallel_size)
+            rec_tp = p.recommendations.tensor_parallel_size.value
+            if tensor_parallel_size is None and not p.fits and rec_tp and rec_tp != p.gpu.count:
+                p = one(e, int(rec_tp))  # each column describes the deployment its serve line runs
+        except InvalidInputError as err:  # this engine refuses it; the others are still compared
+            refused.append((e, err))
+            continue
         plans.append(p)
+    if not plans:
+        raise refused[0][1]
+    gone = [{"engine": e, "label": get(e).label, "code": err.code, "message": err.message,
+             "hint": err.hint} for e, err in refused]
     if values["as_json"]:
         write(json.dumps({"schema_version": SCHEMA_VERSION,
-                          "plans": [p.model_dump(mode="json") for p in plans]}, indent=2) + "\n")
+                          "plans": [p.model_dump(mode="json") for p in plans],
+                          "refused": gone}, indent=2) + "\n")
     else:
         from ..render.text import compare_table
 
-        compare_table(plans, console())
-    raise typer.Exit(0 if any(p.fits for p in plans) else 1)
+        compare_table(plans, console(), refused=[(get(e).label, err.message, err.hint)
+                                                 for e, err in refused])
+    raise typer.Exit(0 if any(p.fits and not errors(p) for p in plans) else 1)
 
 
 def _engine_labels() -> str:

@@ -14,11 +14,22 @@ def _compare() -> dict[str, Any]:
 
     from ..specs import Plan
 
+    class Refused(BaseModel):
+        """An engine that refuses the deployment, and why (its error)."""
+
+        engine: str
+        label: str
+        code: str
+        message: str
+        hint: str | None
+
     class CompareOutput(BaseModel):
-        """`kvplan compare --json`: one plan per engine, in registry order."""
+        """`kvplan compare --json`: one plan per engine that plans it, in registry order, and
+        the engines that refuse it."""
 
         schema_version: str
         plans: list[Plan]
+        refused: list[Refused]
 
     return CompareOutput.model_json_schema()
 

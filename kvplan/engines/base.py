@@ -445,6 +445,16 @@ class Engine(ABC):
     # Prometheus gauges an autoscaler reads (kvplan/planner/traffic.py): "queue" = requests
     # waiting, "kv_usage" = KV-cache use as a fraction; {} when the engine exports none
     autoscale_metrics: ClassVar[Mapping[str, str]] = {}
+    # GPU vendors (GpuSpec.vendor) the engine runs on; None: every vendor kvplan catalogues
+    # (those without CUDA through the engine's ROCm / HPU platform: a non-cuda-platform warning)
+    gpu_vendors: ClassVar[frozenset[str] | None] = None
+
+    def gpu_refusal(self, gpu: GpuSpec) -> str | None:
+        """Why the engine does not run on `gpu` at all (its vendor's), or None."""
+        if self.gpu_vendors is None or gpu.vendor in self.gpu_vendors:
+            return None
+        return (f"{self.label} runs on {' and '.join(sorted(self.gpu_vendors))} GPUs only; the "
+                f"{gpu.name} is {gpu.vendor}'s")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

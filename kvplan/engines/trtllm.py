@@ -1129,6 +1129,10 @@ class TrtllmEngine(Engine):
     def what_if_recipe(self, name: str, dep: Deployment) -> WhatIfFormat | None:
         return QUANTIZE_FIRST[runtime_for(dep.engine_version, opts(dep).backend)].get(name)
 
+    # CUDA kernels only: TensorRT-LLM's support matrix lists NVIDIA GPUs alone
+    # (docs/source/reference/support-matrix.md, v1.0)
+    gpu_vendors = frozenset({"NVIDIA"})
+
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),

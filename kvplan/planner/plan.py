@@ -211,6 +211,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     knobs = knobs or Knobs()
     workload = workload or Workload()
     _check_supported(eng, knobs)
+    _check_gpu(eng, gpu)
     version = engine_version or eng.newest_version
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
@@ -351,6 +352,17 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
     return [Problem(code="engine-version-newer", severity="warning",
                     message=f"{eng.label} {version} is newer than {eng.newest_version}, the "
                     f"newest release kvplan read; modelled with the {era} accounting")]
+
+
+def _check_gpu(eng: Engine, gpu: GpuSpec) -> None:
+    """An engine that does not run on the GPU's vendor at all is an error naming those that do."""
+    refusal = eng.gpu_refusal(gpu)
+    if refusal is None:
+        return
+    runs = [e.name for e in registry.ENGINES.values() if e.gpu_refusal(gpu) is None]
+    raise InvalidInputError(refusal, hint=(f"plan with --engine {' / '.join(runs)}, or " if runs
+                                           else "plan ") + "a GPU it runs on",
+                            code="engine-gpu-vendor")
 
 
 def _check_supported(eng: Engine, knobs: Knobs) -> None:

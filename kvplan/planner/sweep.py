@@ -29,6 +29,7 @@ from pydantic import (
     TypeAdapter,
     model_serializer,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from ..engines import registry
 from ..errors import InvalidInputError, KvplanError
@@ -289,8 +290,10 @@ class Pruned(_Model):
     quantization: str | None
     kv_cache_dtype: str | None
     reason: str = Field(description="the kind's label, then what about it")
-    kind: PrunedKind = Field(exclude=True)
-    detail: str = Field(exclude=True, description="the reason after its kind's label")
+    # not in the JSON (reason carries both), nor in its schema
+    kind: SkipJsonSchema[PrunedKind] = Field(exclude=True)
+    detail: SkipJsonSchema[str] = Field(exclude=True, description="the reason after its kind's "
+                                        "label")
 
 
 # A sweep's answer. Its `pruned` list ends with the candidates too large to plan, each with its
@@ -365,11 +368,14 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
             pairs = (native_formats(m, g, eng.name, eng.unsupported) if native
                      else [(q, kv) for q in qs for kv in kvs])
             held = _proposable(g, lay, gpus_per_node)
+            refused = eng.gpu_refusal(g)  # not the GPU's vendor's engine: none of its layouts
             for q, kv in pairs:
                 why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
                 for tp, pp in held:
                     c = Candidate(g, tp, pp, q, kv, eng.name)
-                    if why:
+                    if refused:
+                        dropped.append(_pruned(c, PrunedKind.UNSUPPORTED, refused))
+                    elif why:
                         dropped.append(_pruned(c, PrunedKind.UNSUPPORTED_FORMAT, why))
                     else:
                         out.append(c)

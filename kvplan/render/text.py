@@ -8,6 +8,8 @@ from ..specs import CLOSED_LOOP_HARNESS, price_provider
 from ..units import GiB
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from ..deploy.check import CheckReport
@@ -311,8 +313,10 @@ def _percentile_table(pf: Performance, console: Console) -> None:
                       f"{pf.capacity_rps_per_replica:.4g} at most{head}")
 
 
-def compare_table(plans: list[Plan], console: Console) -> None:
-    """One column per engine: capacity and the recommended knobs in each engine's own names."""
+def compare_table(plans: list[Plan], console: Console,
+                  refused: Sequence[tuple[str, str, str | None]] = ()) -> None:
+    """One column per engine: capacity and the recommended knobs in each engine's own names;
+    then the engines that refuse the deployment (label, message, hint)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -325,6 +329,9 @@ def compare_table(plans: list[Plan], console: Console) -> None:
         t.add_row(label, *cells)
     console.print(t)
     _compare_notes(plans, console)
+    for label, message, hint in refused:
+        console.print(f"[red]not planned[/] {escape(label)}: {escape(message)}"
+                      + (f" ({escape(hint)})" if hint else ""))
 
 
 def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:

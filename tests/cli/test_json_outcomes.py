@@ -73,6 +73,43 @@ def test_sweep_json_matches_its_schema(capsys):
     jsonschema.validate(data, schema(capsys, "sweep"))
 
 
+def test_sweep_json_with_pruned_candidates_matches_its_schema(capsys):
+    """A pruned candidate prints its reason, not the fields it is built from (their schema
+    said they were required until 2026-12-03)."""
+    code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.1-70B-Instruct", "--gpus", "h100",
+                       "--max-gpus", "2", "--max-model-len", "8192", "--json")
+    data = json.loads(out)
+    assert data["pruned"] and set(data["pruned"][0]) >= {"reason", "engine", "gpu"}
+    jsonschema.validate(data, schema(capsys, "sweep"))
+
+
+def test_compare_lists_the_engines_that_refuse_and_keeps_the_others(capsys):
+    """TensorRT-LLM does not run on AMD GPUs: compare plans the other engines and says why
+    that one is missing (JSON `refused`, valid against the schema; the table's last lines)."""
+    code, out, _ = run(capsys, "compare", LLAMA, "--gpu", "mi300x", "--max-model-len", "8192",
+                       "--json")
+    data = json.loads(out)
+    jsonschema.validate(data, schema(capsys, "compare"))
+    assert code == 0 and "trtllm" not in {p["engine"]["name"] for p in data["plans"]}
+    (gone,) = data["refused"]
+    assert gone["engine"] == "trtllm" and "NVIDIA GPUs only" in gone["message"]
+    assert "--engine vllm" in gone["hint"]
+    code, out, _ = run(capsys, "compare", LLAMA, "--gpu", "mi300x", "--max-model-len", "8192")
+    assert code == 0 and "not planned TensorRT-LLM: TensorRT-LLM runs on NVIDIA GPUs only" in (
+        " ".join(out.split()))
+
+
+def test_compare_exits_1_when_no_engine_meets_the_latency_target(capsys):
+    """As plan and sweep do: every engine fits in memory but misses the TTFT target."""
+    code, out, _ = run(capsys, "compare", LLAMA, "--gpu", "h100", "--max-model-len", "8192",
+                       "--slo-ttft-ms", "0.001", "--json")
+    data = json.loads(out)
+    assert code == 1 and all(p["performance"]["meets_slo"] is False for p in data["plans"])
+    code, _, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--max-model-len", "8192",
+                     "--slo-ttft-ms", "0.001", "--json")
+    assert code == 1
+
+
 def test_check_json_matches_its_schema(capsys, tmp_path):
     f = tmp_path / "run.sh"
     f.write_text(f"vllm serve {LLAMA} --max-model-len 8192\n")

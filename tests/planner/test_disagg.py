@@ -238,11 +238,14 @@ def test_a_tpot_no_batch_meets_is_an_error():
 def test_platforms_kvplan_did_not_read_are_flagged_and_left_out_of_the_sweep():
     from kvplan.api import sweep
 
-    r = plan_disagg(LLAMA, "mi300x", engine="trtllm", workload=CHAT)
+    # SGLang runs on AMD GPUs, but its P/D path kvplan read is the NVIDIA one (engines/pd.py)
+    r = plan_disagg(LLAMA, "mi300x", engine="sglang", workload=CHAT)
     assert any(p.code == "disagg-platform" for p in r.problems)
-    s = sweep(LLAMA, gpus=["mi300x", "h100"], engine="trtllm", max_model_len=8192,
+    s = sweep(LLAMA, gpus=["mi300x", "h100"], engine="sglang", max_model_len=8192,
               workload=CHAT, disagg=True)
     assert {o.gpu for o in s.options if o.disaggregated} <= {"h100-sxm-80gb"}
+    with pytest.raises(InvalidInputError, match="NVIDIA GPUs only"):  # not on AMD at all
+        plan_disagg(LLAMA, "mi300x", engine="trtllm", workload=CHAT)
 
 
 def test_sglang_decode_admission_reserves_512_tokens_per_request():
