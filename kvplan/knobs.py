@@ -76,6 +76,10 @@ class Option:
     own_message: bool = False  # the parser's ValueError says all the range error needs
     extra: tuple[tuple[str, Any], ...] = ()  # further pydantic Field arguments (list lengths)
     hint: str | None = None  # the range error's hint
+    # a bool engine knob: False is what an engine without the knob does anyway, so such an
+    # engine takes False silently (--no-enforce-eager); when False changes behaviour
+    # (--no-enable-prefix-caching), an engine without the knob refuses it like any other value
+    false_is_default: bool = True
 
     def bounds(self) -> tuple[float | None, bool, float | None] | None:
         """(lower bound, lower bound open?, upper bound); None when it has no numeric bound."""
@@ -221,7 +225,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        unit="tokens", knob="engine"),
     _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
     _O("enable_prefix_caching", bool, ("--enable-prefix-caching/--no-enable-prefix-caching",),
-       "vLLM default on; off keeps Mamba/GDN states at one page per request", knob="engine"),
+       "on by default in every engine; off keeps Mamba/GDN states at one page per request "
+       "(vLLM), SGLang's --disable-radix-cache", knob="engine", false_is_default=False),
     _O("disable_hybrid_kv_cache_manager", bool, ("--disable-hybrid-kv-cache-manager",),
        "allocate sliding/chunked layers as full attention", knob="engine"),
     _O("enable_expert_parallel", bool, ("--enable-expert-parallel",),

@@ -363,8 +363,8 @@ class _ArgParser:
         value = inline if eq else None
         table = self.syntax.cli_flags
         negated = f"--{flag[5:]}" if flag.startswith("--no-") else None
-        if negated is not None and negated in table and table[negated][1] == "bool":
-            self._set(table[negated][0], False, flag)
+        if negated is not None and negated in table and table[negated][1] in ("bool", "off"):
+            self._set(table[negated][0], table[negated][1] == "off", flag)  # --no-disable-…
             return
         dotted = _dotted_prefix(self.syntax)
         if dotted and flag.startswith(dotted) and len(flag) > len(dotted):
@@ -378,6 +378,8 @@ class _ArgParser:
         knob, kind = spec
         if kind == "bool":
             self._set(knob, True if value is None else value.lower() in _TRUE_WORDS, flag)
+        elif kind == "off":  # a flag that turns its knob off (SGLang's --disable-radix-cache)
+            self._set(knob, False if value is None else value.lower() not in _TRUE_WORDS, flag)
         elif kind == "list":
             self._set(knob, self._list_value(flag, value), flag)
         else:
@@ -1072,7 +1074,7 @@ def _from_config(doc: Any, engine: Engine, *, file: str, templates: Templates) -
             argv.append(flag)  # lists / mappings: kept as unknown
             continue
         kind = table.get(flag, ("", ""))[1]
-        if kind == "bool" or (kind == "" and value.lower() in {"true", "false"}):
+        if kind in ("bool", "off") or (kind == "" and value.lower() in {"true", "false"}):
             argv.append(flag if value.lower() == "true" else f"--no-{flag[2:]}")
         else:
             argv.append(f"{flag}={value}")

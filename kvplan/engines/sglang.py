@@ -1023,7 +1023,9 @@ def lora_flags(dep: Deployment) -> list[str]:
 
 _IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 _PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")
-# sglang/srt/server_args.py flag → (knob, kind)
+# the radix (prefix) cache is on by default; this flag turns it off (server_args.py, 0.5.x)
+RADIX_CACHE_OFF = "--disable-radix-cache"
+# sglang/srt/server_args.py flag → (knob, kind; "off": the flag sets its knob False)
 CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--model-path": ("model", "str"), "--model": ("model", "str"),
     "--tp-size": ("tensor_parallel_size", "int"), "--tp": ("tensor_parallel_size", "int"),
@@ -1050,6 +1052,7 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--enable-mixed-chunk": ("enable_mixed_chunk", "bool"),
     # --- sgdense --- (docs/expert-parallel.md)
     "--moe-dense-tp-size": ("moe_dense_tp_size", "int"),
+    RADIX_CACHE_OFF: ("enable_prefix_caching", "off"),
 }
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
@@ -1287,7 +1290,7 @@ class SglangEngine(Engine):
         default_sources: tuple[tuple[str, Source], ...] = (
             ("max_model_len", "model-config"), ("max_num_batched_tokens", "engine-default"),
             ("gpu_memory_utilization", "engine-default"), ("max_num_seqs", "engine-default"),
-            ("max_total_tokens", "engine-default"))
+            ("max_total_tokens", "engine-default"), ("enable_prefix_caching", "engine-default"))
         for key, default_source in default_sources:
             sources[key] = "cli" if getattr(knobs, key) is not None else default_source
         spec = resolve_speculative(m, knobs.speculative_config, sources)
@@ -1311,6 +1314,7 @@ class SglangEngine(Engine):
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
             max_total_tokens=knobs.max_total_tokens, gpu_memory_utilization=1.0, block_size=1,
+            enable_prefix_caching=knobs.enable_prefix_caching is not False,
             **lora, options=SglangOptions(**own, lora_paths=paths),
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes, speculative_config=spec,
@@ -1466,6 +1470,8 @@ class SglangEngine(Engine):
         if dep.user_set("quantization") and dep.quantization:
             args += [self.flags["quantization"], dep.quantization]
         args += option_flags(dep, CLI_FLAGS)  # the SglangOptions the user gave
+        if not dep.enable_prefix_caching:
+            args.append(RADIX_CACHE_OFF)
         if revision:
             args += ["--revision", revision]
         if dep.speculative_config is not None:

@@ -34,8 +34,9 @@ def prefix_concurrency(m: ModelSpec, dep: Deployment, res: MemoryResult,
         return None, []
     if not dep.enable_prefix_caching:
         return None, [Problem(code="prefix-caching-off", severity="info",
-                              message="--shared-prefix-tokens has no effect: prefix caching is "
-                              "off (--no-enable-prefix-caching)")]
+                              message="the shared prefix (--shared-prefix-tokens, "
+                              "--prefix-hit-rate) has no effect: prefix caching is off "
+                              "(--no-enable-prefix-caching)")]
     if any(kind in ("sliding", "chunked", "linear") for kind in m.layer_types):
         return None, [Problem(code="prefix-sharing-not-modelled", severity="info",
                               message="prefix sharing is not modelled for sliding-window or "

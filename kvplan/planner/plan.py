@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..engines import registry
 from ..engines.base import Engine, MemoryResult
 from ..errors import InvalidInputError
-from ..knobs import KNOB_NAMES, Knobs, flag, resolve_layout, valid_tp_sizes
+from ..knobs import KNOB_NAMES, OPTIONS, Knobs, flag, resolve_layout, valid_tp_sizes
 from ..model.weights import parameter_count
 from ..model.whatif import checkpoint_dir
 from ..perf import step as perf
@@ -367,10 +367,12 @@ def _check_gpu(eng: Engine, gpu: GpuSpec) -> None:
 
 def _check_supported(eng: Engine, knobs: Knobs) -> None:
     """A knob the engine does not have is an error naming the engines that do."""
-    bad = sorted(k for k, v in _given(knobs).items() if k in eng.unsupported and v is not False)
+    bad = sorted(k for k, v in _given(knobs).items() if k in eng.unsupported
+                 and (v is not False or not OPTIONS[k].false_is_default))
     if not bad:
         return
-    names = ", ".join(flag(k) for k in bad)
+    given = _given(knobs)
+    names = ", ".join(flag(k) if given[k] is not False else "--no-" + flag(k)[2:] for k in bad)
     have = [e.name for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
     raise InvalidInputError(
         f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
