@@ -859,12 +859,17 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
         named = QUANT_FLAG_METHODS.get(qname.lower())
         if quant is not None and named == quant.method:
             pass  # the flag names the checkpoint's own format (the engines accept and use it)
-        elif qname.lower() != "fp8":
+        elif qname.lower() != "fp8" or quant is not None:
+            # online fp8 only quantizes a 16-bit checkpoint: on a quantized one the engines
+            # refuse a method other than the config's (vLLM ModelConfig._verify_quantization:
+            # "Quantization method specified in the model config (…) does not match …")
             have = f"the checkpoint is {quant.method}" if quant else "the checkpoint is unquantized"
-            raise InvalidInputError(f"--quantization {qname!r} does not match the model ({have})",
-                                    hint="kvplan models online --quantization fp8, or the "
-                                    "checkpoint's own format (drop the flag)",
-                                    code="quantization-mismatch", knob="quantization")
+            raise InvalidInputError(
+                f"--quantization {qname!r} does not match the model ({have})",
+                hint=(f"drop the flag to serve the checkpoint's own {quant.method}, or plan the "
+                      "unquantized model with --quantization fp8") if quant else
+                "kvplan models online --quantization fp8, or the checkpoint's own format (drop "
+                "the flag)", code="quantization-mismatch", knob="quantization")
         elif quant is None:  # online FP8: per-tensor weight scales after loading
             quant = QuantSpec(method="fp8", source="cli")
     elif quant is not None:  # a what-if is the user's --quantization (Engine.build_quantization)

@@ -1095,6 +1095,15 @@ class TrtllmEngine(Engine):
         runtime's recipe (QUANTIZE_FIRST) writes from the named (16-bit) model, a what-if of
         model/whatif.py with its KV cache as the one rule says (for_kv_request)."""
         qformat = (knobs.quantization or "").lower()
+        own = MODELOPT_QFORMATS.get(m.quantization.method if m.quantization else "")
+        cc = compute_capability(gpu)
+        if own is not None and cc is not None and cc < own[1]:  # a checkpoint in such a format
+            raise InvalidInputError(
+                f"{m.id} is an {own[0]} checkpoint: TensorRT-LLM's {own[0]} kernels need "
+                f"{own[2]} (compute capability ≥ {own[1][0]}.{own[1][1]}) and the {gpu.name} "
+                f"has {cc[0]}.{cc[1]} (it has no weight-only fallback such as vLLM's Marlin)",
+                hint="plan it with --engine vllm, a 16-bit checkpoint, or a GPU that runs it",
+                code="gpu-capability")
         if not qformat:
             return m, knobs
         if m.quantization is not None:
@@ -1111,7 +1120,6 @@ class TrtllmEngine(Engine):
                 + ", or plan a checkpoint already quantized in that format",
                 code="quantization-mismatch", knob="quantization")
         algo, least, arch = known
-        cc = compute_capability(gpu)
         if cc is not None and cc < least:
             runs = [f for f, (_a, need, _n) in MODELOPT_QFORMATS.items() if cc >= need]
             raise InvalidInputError(
@@ -1259,6 +1267,14 @@ class TrtllmEngine(Engine):
                                     f"{fraction:g}",
                                     hint="TensorRT-LLM asserts fraction < 1.0 (both runtimes); "
                                     "e.g. 0.95")
+        if layout.kv_cache_dtype == "fp8_e5m2":
+            # KvCacheConfig.dtype "fp8" is E4M3 (the FP8 KV quantization ModelOpt writes and the
+            # attention kernels read, tensorrt_llm/llmapi/llm_args.py 1.x): no E5M2 cache
+            raise InvalidInputError(
+                "--kv-cache-dtype fp8_e5m2: TensorRT-LLM's FP8 KV cache is E4M3 "
+                "(kv_cache_config.dtype fp8); it has no E5M2 one",
+                hint="use --kv-cache-dtype fp8 (E4M3)", code="kv-cache-dtype-unsupported",
+                knob="kv_cache_dtype")
         q = layout.quant
         features = resolve_features(m, knobs, sources)
         return Deployment(
