@@ -36,7 +36,7 @@ from typing import Any
 
 from .engines import registry
 from .engines.base import Coefficients
-from .errors import InvalidInputError, KvplanError
+from .errors import InvalidInputError, KvplanError, UnavailableError
 from .knobs import MAX_PARALLEL
 from .perf import fit
 from .perf import simulate as sim
@@ -154,7 +154,7 @@ def _model_of(m: Measurement, given: Given, cache: dict[str, ModelSpec]) -> tupl
         raise InvalidInputError(f"{m.label}: the model cannot be determined (the file does not "
                                 "name it)", hint="pass --model with the catalogue id or Hub "
                                 "repo the server ran")
-    why = []
+    why: list[KvplanError] = []
     for ref in dict.fromkeys(refs):
         if ref not in cache:
             try:
@@ -163,23 +163,41 @@ def _model_of(m: Measurement, given: Given, cache: dict[str, ModelSpec]) -> tupl
             except KvplanError as e:
                 if ref == given.model:
                     raise
-                why.append(f"{ref[:80]!r}: {e.message}")
+                why.append(e)
                 continue
         return ref, cache[ref]
-    raise InvalidInputError(f"{m.label}: kvplan cannot find the model the file names "
-                            f"({'; '.join(why)})", hint="pass --model with the catalogue id or "
-                            "Hub repo the server ran (a served name is not enough)")
+    message = (f"{m.label}: kvplan cannot find the model the file names ("
+               + "; ".join(f"{r[:80]!r}: {e.message}" for r, e in zip(refs, why, strict=False))
+               + ")")
+    hint = ("pass --model with the catalogue id or Hub repo the server ran (a served name is "
+            "not enough)")
+    last = why[-1]
+    if isinstance(last, UnavailableError):  # the source is unavailable (exit 3), not the input
+        raise UnavailableError(message, reason=last.reason,  # type: ignore[arg-type]
+                               hint=last.hint or hint)  # (an UnavailableError's own reason)
+    raise InvalidInputError(message, hint=hint)
 
 
 def _int_stated(m: Measurement, key: str) -> int | None:
+    """The file's whole number for `key` (None: not stated); anything else an error naming it."""
     v = m.deployment.get(key)
     if v is None:
         return None
     try:
-        return int(float(v))
-    except ValueError:
-        raise InvalidInputError(f"{m.label}: the file's {key}={v[:20]!r} is not a number",
-                                hint="pass the value on the command line") from None
+        f = float(v)
+    except (ValueError, TypeError, OverflowError):
+        f = math.nan
+    if not math.isfinite(f) or f != int(f):
+        raise InvalidInputError(f"{m.label}: the file's {key}={str(v)[:20]!r} is not a whole "
+                                "number", hint="pass the value on the command line")
+    return int(f)
+
+
+def _stated_or(m: Measurement, key: str, given: int | None) -> int:
+    """The file's value for `key` (0 and negatives included: the range checks name them),
+    else the command line's, else 1."""
+    stated = _int_stated(m, key)
+    return stated if stated is not None else given or 1
 
 
 def _harness(m: Measurement, replicas: int, dp: int = 1) -> tuple[int | None, str]:
@@ -259,12 +277,15 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         ref, model = _model_of(m, given, models)
         gpu = _gpu_of(m, given)
         engine = _engine_of(m, given)
-        tp = _int_stated(m, "tp") or given.tensor_parallel_size or 1
-        replicas = _int_stated(m, "replicas") or given.replicas or 1
+        tp = _stated_or(m, "tp", given.tensor_parallel_size)
+        if not 1 <= tp <= MAX_PARALLEL:
+            raise InvalidInputError(f"{m.label}: tensor_parallel_size {tp} is not in [1, "
+                                    f"{MAX_PARALLEL}]", hint="pass -tp")
+        replicas = _stated_or(m, "replicas", given.replicas)
         if not 1 <= replicas <= MAX_REPLICAS:
             raise InvalidInputError(f"{m.label}: {replicas} replicas is not in [1, "
                                     f"{MAX_REPLICAS}]", hint="pass --replicas")
-        dp = _int_stated(m, "dp") or given.data_parallel_size or 1
+        dp = _stated_or(m, "dp", given.data_parallel_size)
         if not 1 <= dp <= MAX_PARALLEL:
             raise InvalidInputError(f"{m.label}: data_parallel_size {dp} is not in [1, "
                                     f"{MAX_PARALLEL}]", hint="pass -dp")
@@ -321,6 +342,11 @@ def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
     tpot = _positive(m.tpot_ms.central) or _positive(m.itl_ms.central)  # ITL is TPOT for
     # steady decoding (older SGLang releases write only the median ITL)
     inp, out = _positive(m.input_tokens), _positive(m.output_tokens)
+    if m.completed == 0 or m.num_requests == 0:
+        return None, "no request completed (completed 0)"
+    if out is None and m.output_tokens is not None:
+        return None, (f"no output tokens ({m.fields.get('output_tokens', 'output tokens')} "
+                      f"{m.output_tokens:g}): a run must generate to be timed")
     if conc is None:
         return None, "no concurrency, request rate or latency to tell its load"
     if m.concurrency is None and m.request_rate is None:
@@ -462,11 +488,17 @@ class Result:
     leave_one_out: dict[str, dict[str, float]] | None
 
 
+def _unusable(runs: Sequence[Run]) -> InvalidInputError:
+    """The error when no run can be replayed: each run's reason (the first five)."""
+    return InvalidInputError("none of the runs can be used: " + "; ".join(
+        f"{r.label}: {r.skipped}" for r in runs[:5]), hint="docs/calibration.md lists the "
+        "fields each format needs and the flags that describe a deployment the file does not")
+
+
 def _one_class(runs: Sequence[Run]) -> tuple[str, str]:
     classes = sorted({(r.engine, r.gpu.arch) for r in runs if r.row is not None})
     if not classes:
-        raise InvalidInputError("none of the runs can be used: " + "; ".join(
-            f"{r.label}: {r.skipped}" for r in runs[:5]))
+        raise _unusable(runs)
     if len(classes) > 1:
         raise InvalidInputError(
             "a calibration covers one engine × GPU architecture; these runs span "
@@ -530,8 +562,7 @@ def check(runs: Sequence[Run]) -> Scored:
     """The runs' predictions with the coefficients in force, without fitting."""
     rows = [r.row for r in runs if r.row is not None]
     if not rows:
-        raise InvalidInputError("none of the runs can be used: " + "; ".join(
-            f"{r.label}: {r.skipped}" for r in runs[:5]))
+        raise _unusable(runs)
     return score(runs, {r.key: r.context.coefficients for r in rows})
 
 

@@ -93,7 +93,8 @@ class UnknownGpuError(KvplanError, LookupError):
         hint = (
             "did you mean " + ", ".join(repr(s) for s in suggestions) + "?"
             if suggestions
-            else "run `kvplan gpus` to list known GPUs, or pass --gpu-memory-gib"
+            else "run `kvplan gpus` to list known GPUs; for one not listed, plan the closest "
+            "with your GPU's memory (--gpu-memory-gib), or run kvplan on it with --gpu local"
         )
         super().__init__(f"unknown GPU {_shown(gpu)}", hint=hint, reason=Reason.NOT_FOUND)
 

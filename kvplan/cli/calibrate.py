@@ -81,6 +81,9 @@ def calibrate(files: list[Path], **values: Any) -> None:
     if values["max_error"] is not None and not 0 < values["max_error"] <= 10_000:
         raise InvalidInputError("--max-error must be a percentage in (0, 10000]",
                                 hint="e.g. --max-error 25")
+    if values["max_error"] is not None and not values["check"]:
+        raise InvalidInputError("--max-error sets the --check bar: without --check it has no "
+                                "effect", hint="add --check, or drop --max-error")
     if values["check"] and values["output"] is not None:
         raise InvalidInputError("--check compares without fitting: it writes no file",
                                 hint="drop -o, or drop --check to calibrate")
@@ -146,7 +149,7 @@ def _fit(runs: list[Any], values: dict[str, Any]) -> None:
     if output is not None:
         from ..render.report import write_atomic
 
-        write_atomic(output, text)
+        write_atomic(output, text, "the calibration", "h100-vllm.cal.json")
     if values["as_json"]:
         write(json.dumps({"schema_version": SCHEMA_VERSION, "mode": "calibrate",
                           "written": str(output) if output else None,

@@ -71,6 +71,9 @@ def check(files: list[Path], **values: Any) -> None:
     if fmt not in {"table", "json", "github", "markdown"}:
         raise InvalidInputError(f"unknown --format {fmt!r}",
                                 hint="use table, json, github or markdown")
+    if any(str(f) == "-" and not f.exists() for f in files):
+        raise InvalidInputError("kvplan check reads files and folders, not standard input ('-')",
+                                hint="save the command to a file (e.g. serve.sh) and check it")
     sets = {}
     for item in values["sets"] or []:
         key, eq, value = item.partition("=")

@@ -146,5 +146,5 @@ def emit_file(result: Any, fmt: str | None, output: Path | None) -> None:
         return
     from ..render.report import write_atomic
 
-    write_atomic(output, text)
+    write_atomic(output, text, f"the {fmt} deployment", "deploy.yaml")
     console(stderr=True).print(f"wrote {output} ({fmt})", markup=False)

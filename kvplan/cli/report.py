@@ -75,7 +75,7 @@ def _report_on_files(target: str, values: dict[str, Any], line: str) -> Any:
     """The report of every serving command `kvplan check` finds in `target`."""
     from .. import __version__
     from ..deploy.check import Policy, check_files, load_policy
-    from ..errors import InvalidInputError
+    from ..errors import EXIT_CODES, InvalidInputError, Reason, UnavailableError
     from ..render import report as rep
 
     policy, _ = load_policy(None, Path.cwd())
@@ -84,6 +84,13 @@ def _report_on_files(target: str, values: dict[str, Any], line: str) -> Any:
     checked = check_files([Path(target)], policy=policy, sets={}, offline=values["offline"])
     if not any(d.plan for d in checked.deployments):
         why = "; ".join(p.message for d in checked.deployments for p in d.problems)
+        codes = {p.code for d in checked.deployments for p in d.problems if p.severity == "error"}
+        if checked.deployments and all(d.exit_code == 3 for d in checked.deployments):
+            # every model was unavailable (offline cache miss, gated, Hub down): exit 3
+            reason = next((r for r in Reason if r.value in codes and EXIT_CODES[r] == 3),
+                          Reason.NETWORK)
+            raise UnavailableError(f"{target}: nothing to plan ({why})",
+                                   reason=reason)  # type: ignore[arg-type]
         raise InvalidInputError(f"{target}: nothing to plan ({why})")
     return rep.from_check(checked, command_line=line, version=__version__,
                           generated_at=values["generated_at"])

@@ -1000,20 +1000,22 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory and a rename, so a
-    failure never leaves a half-written report; a target that exists and is not a regular file
-    (a FIFO, a device, a link to /proc/self/fd/1) is written directly, never replaced by a
-    file. Raises InvalidInputError naming the path."""
+def write_atomic(path: Path, text: str, what: str = "the report",
+                 example: str = "sizing.html") -> None:
+    """Write `text` (`what`: the report, the calibration …) to `path` through a temporary file
+    in the same directory and a rename, so a failure never leaves a half-written file; a target
+    that exists and is not a regular file (a FIFO, a device, a link to /proc/self/fd/1) is
+    written directly, never replaced by a file. Raises InvalidInputError naming the path and
+    `example`, a file name for it."""
     from ..errors import InvalidInputError
 
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
-        raise InvalidInputError(f"cannot write the report to {path}: it is a directory",
-                                hint="pass a file name, e.g. -o sizing.html")
+        raise InvalidInputError(f"cannot write {what} to {path}: it is a directory",
+                                hint=f"pass a file name, e.g. -o {example}")
     if not folder.is_dir():
-        raise InvalidInputError(f"cannot write the report to {path}: no directory {folder}",
+        raise InvalidInputError(f"cannot write {what} to {path}: no directory {folder}",
                                 hint="create the directory first")
     try:
         special = path.exists() and not stat.S_ISREG(path.stat().st_mode)
@@ -1024,7 +1026,7 @@ def write_atomic(path: Path, text: str) -> None:
             with open(path, "w", encoding="utf-8", newline="\n") as f:
                 f.write(text)
         except OSError as e:
-            raise InvalidInputError(f"cannot write the report to {path}: {e.strerror or e}",
+            raise InvalidInputError(f"cannot write {what} to {path}: {e.strerror or e}",
                                     hint="choose a writable location with -o") from None
         return
     tmp = None
@@ -1036,7 +1038,7 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
-        raise InvalidInputError(f"cannot write the report to {path}: {e.strerror or e}",
+        raise InvalidInputError(f"cannot write {what} to {path}: {e.strerror or e}",
                                 hint="choose a writable location with -o") from None
     finally:
         if tmp is not None:

@@ -108,6 +108,7 @@ class Measurement:
     # an open loop's arrivals: gamma gaps of this shape (1: Poisson; vllm bench serve
     # --burstiness), inf: evenly spaced (GuideLLM's constant rate), None: not stated
     burstiness: float | None = None
+    completed: float | None = None  # requests the file says completed (None: not stated)
 
     @property
     def label(self) -> str:
@@ -150,8 +151,12 @@ def _num(d: Mapping[str, Any], key: str) -> float | None:
             v = float(v)
         except ValueError:
             return None
-    if isinstance(v, (int, float)) and math.isfinite(v):
-        return float(v)
+    if isinstance(v, (int, float)):
+        try:
+            f = float(v)  # an integer past float's range (10**400) overflows: not a number here
+        except OverflowError:
+            return None
+        return f if math.isfinite(f) else None
     return None
 
 
@@ -228,9 +233,8 @@ def _rate(v: object) -> float | None:
     """A request rate as the files write it: a number, or "inf" / Infinity → None (burst)."""
     if isinstance(v, str) and v.strip().lower() in ("inf", "infinity"):
         return None
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v) if math.isfinite(v) and v > 0 else None
-    return None
+    rate = _num({"v": v}, "v") if not isinstance(v, str) else None
+    return rate if rate is not None and rate > 0 else None
 
 
 def _per_request(f: _Fields, d: Mapping[str, Any], done: float | None, quantity: str,
@@ -277,7 +281,7 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str) -> Me
         itl_ms=_stat_flat(f, d, "itl", "itl"), e2e_ms=_stat_flat(f, d, "e2e", e2e_key),
         output_throughput=f.take("output_throughput", d, "output_throughput"),
         deployment=dep, fields=dict(f.used),
-        burstiness=burst if burst is not None and burst > 0 else None)
+        burstiness=burst if burst is not None and burst > 0 else None, completed=done)
 
 
 def _guidellm_stat(f: _Fields, metrics: Mapping[str, Any], name: str, key: str,

@@ -15,6 +15,7 @@ records how the coefficients were found.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..errors import InvalidConfigError
 from ..perf.fit import BOUNDS
 from ..perf.user_calibration import UserCalibration
 from . import limits
+from .catalog import gpu_specs
 
 FORMAT = "kvplan-calibration"
 VERSION = 1
@@ -53,6 +55,11 @@ def user_calibration(doc: Mapping[str, Any], source: str) -> UserCalibration:
     arch = doc.get("gpu_arch")
     if not isinstance(arch, str) or not arch or len(arch) > 64:
         raise bad("gpu_arch", "a GPU architecture name (e.g. Hopper) is needed")
+    known = sorted({g.arch for g in gpu_specs()})
+    if arch not in known:  # it would apply to no GPU: every plan would ignore the file
+        close = difflib.get_close_matches(arch, known, n=1)
+        raise bad("gpu_arch", f"{arch!r} is not the architecture of any GPU kvplan knows ("
+                  + ", ".join(known) + ")" + (f"; did you mean {close[0]!r}?" if close else ""))
     raw = doc.get("coefficients")
     if not isinstance(raw, Mapping):
         raise bad("coefficients", "an object of the latency coefficients is needed")

@@ -336,3 +336,69 @@ def test_open_loop_ttft_is_checked_and_calibrated_against_its_arrivals(capsys):
     errors = json.loads(out)["calibration"]["errors"]
     assert errors["after"]["ttft"]["median"] < 10 < errors["before"]["ttft"]["median"]
     assert errors["leave_one_out"]["ttft"]["median"] < 20
+
+
+def _l40s_run(tmp_path: Path, name: str, **changed: object) -> Path:
+    """The public L40S file's first run with some fields changed (a mutated copy)."""
+    first = json.loads(L40S.read_text().splitlines()[0])
+    path = tmp_path / name
+    # json.dumps writes 10**400 as its digits, as a file could
+    path.write_text(json.dumps({**first, **changed}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("changed, needle", [
+    ({"total_output_tokens": 10**400}, None),  # past float's range: not a number, skipped
+    ({"request_rate": 10**400}, "all requests sent at once"),
+    ({"decode_replicas": "inf"}, "replicas='inf' is not a whole number"),
+    ({"decode_replicas": "2.5"}, "replicas='2.5' is not a whole number"),
+    ({"decode_replicas": "0"}, "0 replicas is not in [1, 16384]"),
+    ({"completed": 0}, "no request completed (completed 0)"),
+    ({"total_output_tokens": 0}, "no output tokens"),
+])
+def test_out_of_range_numbers_are_named_not_internal_errors(capsys, tmp_path, changed, needle):
+    """Numbers a file cannot mean (beyond float, infinite, fractional, zero) are refused naming
+    the field, or the run is skipped saying why; never an internal error (OverflowError before
+    2026-12-03), and a stated 0 is not read as 'not stated'."""
+    f = _l40s_run(tmp_path, "run.json", **changed)
+    code, out, err = run(capsys, "calibrate", str(f), "--max-model-len", "4096", "--check",
+                         "--json")
+    assert "internal" not in out + err and "Traceback" not in err
+    if needle is None:
+        assert code in (0, 1, 2)
+        return
+    error = json.loads(out).get("error") or {}
+    assert code == 2 and needle in error.get("message", ""), out
+
+
+def test_max_error_without_check_and_a_directory_output_are_refused(capsys, tmp_path):
+    code, out, _ = run(capsys, "calibrate", str(L40S), "--max-model-len", "4096",
+                       "--max-error", "5", "-o", str(tmp_path / "x.cal.json"), "--json")
+    assert code == 2 and "without --check it has no effect" in json.loads(out)["error"]["message"]
+    code, out, _ = run(capsys, "calibrate", str(L40S), "--max-model-len", "4096", "-o",
+                       str(tmp_path), "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and error["message"].startswith("cannot write the calibration to ")
+    assert "h100-vllm.cal.json" in error["hint"]
+
+
+def test_a_model_the_offline_cache_lacks_exits_3(capsys, tmp_path, monkeypatch):
+    """The file names a Hub repo that is not cached, offline: the source is unavailable (exit
+    3, as plan and check say it), not bad input."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    f = _l40s_run(tmp_path, "run.json", model_id="example-org/not-cached-model")
+    code, out, _ = run(capsys, "calibrate", str(f), "--max-model-len", "4096", "--check",
+                       "--json")
+    error = json.loads(out)["error"]
+    assert code == 3 == error["exit_code"] and error["code"] == "offline-miss"
+
+
+def test_a_calibration_for_an_architecture_no_gpu_has_is_refused(capsys, tmp_path):
+    """Such a file would apply to no plan: every plan would silently keep the bundled fit."""
+    f = tmp_path / "arch.cal.json"
+    f.write_text(json.dumps({"format": "kvplan-calibration", "version": 1, "engine": "vllm",
+                             "gpu_arch": "Hoper", "coefficients": {}}))
+    with pytest.raises(InvalidConfigError, match="did you mean 'Hopper'"):
+        load(f)
+    code, _, err = run(capsys, "plan", LLAMA_8B, "--gpu", "l40s", "--calibration", str(f))
+    assert code == 2 and "'Hoper' is not the architecture of any GPU kvplan knows" in err

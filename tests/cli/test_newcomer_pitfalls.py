@@ -555,3 +555,26 @@ def test_check_table_names_its_own_every_column_option():
                            ("GPU", ["1 × h100-sxm-80gb"], "left")], tsv=False,
                  every_column="--json")
     assert "GPU; --json has every column" in " ".join(buf.getvalue().split())
+
+
+def test_report_on_a_file_whose_models_are_unavailable_exits_3(capsys, tmp_path, monkeypatch):
+    """Offline, the file's model is not cached: exit 3 (a source is unavailable), as check and
+    plan say for the same cause (report said 2 before 2026-12-03)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    path = tmp_path / "serve.sh"
+    path.write_text("vllm serve example-org/not-cached-model --max-model-len 8192\n")
+    code, _, err = run(capsys, "report", str(path), "--gpu", "h100")
+    assert code == 3 and "nothing to plan" in err
+    code, _, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    assert code == 3
+
+
+def test_check_says_it_does_not_read_standard_input(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "check", "-", "--gpu", "h100")
+    assert code == 2 and "not standard input ('-')" in err
+
+
+def test_an_unknown_gpu_hint_names_steps_that_work(capsys):
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "zzqq9")
+    assert code == 2 and "kvplan gpus" in err and "--gpu local" in " ".join(err.split())
