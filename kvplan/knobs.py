@@ -820,7 +820,7 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     else:
         raise InvalidInputError(f"the device total of {gpu.id} is unknown",
                                 hint=f"pass --gpu-memory-gib with the total your {engine_label} "
-                                "log prints")
+                                "log prints", code="gpu-total-unknown", knob="gpu_memory_gib")
 
     dtype, sources["dtype"] = resolve_dtype(knobs.dtype, m, gpu)
     kv_req = (knobs.kv_cache_dtype or "auto").lower()

@@ -33,7 +33,10 @@ def _compare_params() -> list[inspect.Parameter]:
     from ..knobs import OPTIONS
     from ..specs import Workload
 
-    shared = (*_COMPARE_KNOBS, *Workload.model_fields, "gpu_hour_price", "revision", "token",
+    # every workload field but the speculative acceptance rate: compare plans no draft model
+    # (it takes no --speculative-config), so the rate could never apply
+    workload = [f for f in Workload.model_fields if f != "acceptance_rate"]
+    shared = (*_COMPARE_KNOBS, *workload, "gpu_hour_price", "revision", "token",
               "offline", "refresh", "as_json", "calibration")
     return [argument("model", "Catalogue id, local path or Hub repo id."),
             *(option(name, **_COMPARE_HELP.get(name, {})) for name in OPTIONS if name in shared)]

@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from ..engines import registry
-from ..errors import InvalidInputError, KvplanError
+from ..errors import InvalidInputError, KvplanError, Reason
 from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
 from ..model.whatif import FORMATS, what_if_format
@@ -663,6 +663,7 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     formats: _Formats = {}
     # one (frozen) Knobs per layout and format: the GPUs' candidates share them
     made: dict[tuple[int, int, str | None, str | None], Knobs] = {}
+    refusals: dict[str, KvplanError] = {}  # each refusal's message → the first error saying it
 
     def knobs_of(c: Candidate) -> Knobs:
         key = (c.tensor_parallel_size, c.pipeline_parallel_size, c.quantization,
@@ -677,18 +678,19 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
             excess = weights_excess(m, c, knobs, seen, heaviest, formats)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
+            refusals.setdefault(e.message, e)
             continue
         if excess > 1:
             too_big.append((excess, c.count, c))
             continue
         _plan_one(m, c, knobs_of(c), workload, engine_version, prices, target, planned,
-                  pruned, larger_gpus)
+                  pruned, larger_gpus, refusals)
     too_big.sort(key=_EXCESS_COUNT)
     # Nothing could even hold its weights: plan the closest few, so the answer names them.
     n_closest = closest_pruned if not planned else 0
     for _, _, c in too_big[:n_closest]:
         _plan_one(m, c, knobs_of(c), workload, engine_version, prices, target, planned,
-                  pruned, larger_gpus)
+                  pruned, larger_gpus, refusals)
     too_large = too_big[n_closest:]
 
     def all_pruned() -> list[Pruned]:  # the result's `pruned`, when first read
@@ -702,9 +704,17 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         reasons = Counter(p.detail if p.kind is PrunedKind.UNSUPPORTED else p.reason
                           for p in every)
         reason, n = reasons.most_common(1)[0]
+        first = refusals.get(reason)  # the refusal itself: its hint and code
+        hint = first.hint if first else None
+        if isinstance(first, InvalidInputError) and first.knob == "gpu_memory_gib":
+            # a sweep sizes every GPU from the catalogue: one without a total is planned alone
+            hint = ("plan that GPU alone with `kvplan plan … --gpu-memory-gib N` (the total its "
+                    "engine log prints), or leave it out of --gpus")
         raise InvalidInputError(f"no candidate can be planned: {reason}"
                                 + (f" ({n} of {len(every)} candidates)" if n < len(every)
-                                   else ""))
+                                   else ""), hint=hint,
+                                code=getattr(first, "code", "invalid-input"),
+                                reason=first.reason if first else Reason.BAD_INPUT)
     latency = any(getattr(o.plan, "performance", None) is not None for o in planned)
     options = rank(planned, latency, rank_on, own=True)  # (planned here: numbered in place)
     notes = []
@@ -766,14 +776,18 @@ def default_providers(prices: Mapping[str, Price], gpus: set[str]) -> list[str]:
 def _plan_one(m: ModelSpec, c: Candidate, k: Knobs, workload: Workload,
               engine_version: str | None, prices: Mapping[str, Price], target: Target,
               planned: list[Option], pruned: list[Pruned],
-              larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None) -> None:
-    """Plan candidate `c` with its knobs `k` (Candidate.knobs)."""
+              larger_gpus: Callable[[GpuSpec], Sequence[GpuSpec]] | None = None,
+              refusals: dict[str, KvplanError] | None = None) -> None:
+    """Plan candidate `c` with its knobs `k` (Candidate.knobs); a refusal is pruned, and the
+    first error of each message kept in `refusals`."""
     try:  # the same call as `kvplan plan` for this option (api.plan)
         p = make_plan(m, c.gpu, k, engine=c.engine, engine_version=engine_version,
                       workload=workload, price=prices.get(c.gpu.id),
                       larger_gpus=larger_gpus(c.gpu) if larger_gpus else ())
     except KvplanError as e:
         pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
+        if refusals is not None:
+            refusals.setdefault(e.message, e)
         return
     planned.append(evaluate_option(c, k, p, prices.get(c.gpu.id), target))
 

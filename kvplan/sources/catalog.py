@@ -134,6 +134,8 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
             return m
         return m.model_copy(update={"id": alias, "source": f"{m.source}; config of {entry.id}, "
                                     "which this repo shares"})
+    if entry is not None and not ref.count("/"):
+        ref = entry.id  # a short catalogue alias with --revision: that revision of its repo
     if ref.endswith(".json") or ref.startswith((".", "/", "~")):
         raise InvalidConfigError("no such file or directory", path=ref,
                                  hint="check the path, or name a catalogue model (`kvplan models`)")

@@ -129,7 +129,8 @@ def open_regular(path: Path, *, what: str = "file", root: Path | None = None,
     try:
         fd = os.open(real, flags)
     except OSError as e:
-        raise InvalidConfigError(f"cannot read: {e.strerror or e}", path=where) from None
+        raise InvalidConfigError(f"cannot read the {what}: {e.strerror or e}", path=where,
+                                 hint="check the path") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InvalidConfigError(f"not a regular file (a device, FIFO or directory); kvplan "

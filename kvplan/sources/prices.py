@@ -82,6 +82,9 @@ def parse_csv(text: str, path: str, resolve: Callable[[str], GpuSpec], *,
         out[gpu] = Price(gpu_id=gpu, usd_per_hour=_amount(rec.get("usd_per_hour", ""), path, n),
                          source=rec.get("source") or f"{path}:{n}", date=rec.get("date") or None,
                          default=default)
+    if not out:  # a header alone: planning on with the defaults would ignore the user's file
+        raise InvalidConfigError("no price rows after the header", path=path,
+                                 hint="one row per GPU: `h100-sxm-80gb,3.90`")
     return out
 
 

@@ -578,3 +578,44 @@ def test_check_says_it_does_not_read_standard_input(capsys, tmp_path, monkeypatc
 def test_an_unknown_gpu_hint_names_steps_that_work(capsys):
     code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "zzqq9")
     assert code == 2 and "kvplan gpus" in err and "--gpu local" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["--kv-cache-dtype", "fp4"], "use auto, bfloat16, fp8"),
+    (["--max-model-len", "10m"], "use --max-model-len 131072 or less"),
+    (["--gpus", "gaudi2"], "plan that GPU alone with `kvplan plan … --gpu-memory-gib N`"),
+])
+def test_sweep_keeps_the_refusals_hint_when_nothing_can_be_planned(capsys, args, hint):
+    gpus = [] if "--gpus" in args else ["--gpus", "h100"]
+    code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.1-8B-Instruct", *gpus, *args,
+                       "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and error["message"].startswith("no candidate can be planned")
+    assert hint in (error["hint"] or "")
+
+
+def test_a_catalogue_alias_with_a_revision_asks_the_hub_for_its_repo(capsys, monkeypatch):
+    """`llama-3.1-8b-instruct --revision main`: that revision of meta-llama/Llama-3.1-8B-Instruct
+    (offline and not cached: exit 3), not an unknown model (exit 2, before 2026-12-03)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = run(capsys, "plan", "llama-3.1-8b-instruct", "--gpu", "h100", "--revision",
+                       "main")
+    assert code == 3 and "meta-llama/Llama-3.1-8B-Instruct (revision main)" in err
+
+
+def test_a_missing_or_empty_prices_file_is_named(capsys, tmp_path):
+    code, _, err = run(capsys, "sweep", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "h100",
+                       "--prices", str(tmp_path / "nope.csv"))
+    assert code == 2 and "cannot read the --prices file" in err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("id,usd_per_hour\n")
+    code, _, err = run(capsys, "sweep", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "h100",
+                       "--prices", str(empty))
+    assert code == 2 and "no price rows after the header" in err
+
+
+def test_compare_has_no_acceptance_rate_it_could_not_use(capsys):
+    """compare plans no draft model (no --speculative-config), so it does not take the rate."""
+    code, _, err = run(capsys, "compare", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                       "--acceptance-rate", "0.5")
+    assert code == 2 and "No such option: --acceptance-rate" in err
