@@ -57,8 +57,8 @@ class SweepOption:
 
 
 def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[SweepOption]:
-    """The best `top` options of a finished sweep as report rows; headroom is the KV memory per
-    GPU beyond what the target needs. The row of the reviewed deployment (same GPU, engine,
+    """The best `top` options of a finished sweep as report rows; headroom_bytes (shown as "KV
+    spare") is the KV memory per GPU beyond what the target needs. The row of the reviewed deployment (same GPU, engine,
     layout and formats) is marked; when the sweep's best rows do not hold it, it is added from
     the reviewed plan itself, so the section never shows another deployment as the chosen one."""
     def same(o: Option) -> bool:
@@ -145,9 +145,12 @@ def _num(v: object) -> str:
 
 
 def tokens_k(n: float) -> str:
-    """4096 → '4k', 131072 → '128k', 1000 → '1000'."""
+    """A token count as the CLI takes it (vLLM's human-readable integers: 32K = 32768, 32k =
+    32000): 4096 → '4K', 131072 → '128K', 32000 → '32k', 1000 → '1k', 1500 → '1,500'."""
     n = int(n)
-    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024}K"
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}"
 
 
 def knob(plan: Plan, name: str) -> str:
@@ -376,7 +379,9 @@ def _compare_rows(plans: Sequence[Plan]) -> tuple[list[str], list[tuple[str, ...
     return head, rows
 
 
-_SWEEP_HEAD = ("option", "fits", "cost per hour", "headroom per GPU", "KV tokens")
+# "KV spare": KV memory beyond what the target needs (the memory table's "headroom" is the
+# device memory outside the engine's budget: another quantity, so another name)
+_SWEEP_HEAD = ("option", "fits", "cost per hour", "KV spare per GPU", "KV tokens")
 
 
 def _sweep_rows(options: Sequence[SweepOption]) -> list[tuple[str, ...]]:
@@ -902,8 +907,8 @@ def _html_sweep(options: Sequence[SweepOption]) -> str:
         chart = _wrap(svg.scatter(
             "sw", [(o.cost_per_hour or 0.0, o.headroom_bytes / GiB, o.label, o.chosen)
                    for o in priced],
-            title="Sweep options: cost versus headroom", desc=desc,
-            x_label="cost (USD per hour)", y_label="headroom per GPU (GiB)",
+            title="Sweep options: cost versus spare KV memory", desc=desc,
+            x_label="cost (USD per hour)", y_label="KV spare per GPU (GiB)",
             x_fmt=lambda v: f"${v:g}", y_fmt=lambda v: f"{v:g}"))
     table = _html_table(_SWEEP_HEAD, _sweep_rows(options), numeric=[2, 3, 4],
                         chosen=[o.chosen for o in options])

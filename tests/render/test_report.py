@@ -495,7 +495,7 @@ def test_html_report_in_a_real_headless_browser(capsys, tmp_path):
                          .replace("&lt;", "<").replace("&gt;", ">"))
         assert got["errors"] == [] and got["blocked"] == [] and got["resources"] == []
         # memory stack, KV curve, engines compared, TTFT/TPOT/throughput versus concurrency,
-        # and the sweep's cost versus headroom (the CLI report includes the sweep)
+        # and the sweep's cost versus spare KV memory (the CLI report includes the sweep)
         assert len(got["charts"]) == 7 and all(w > 200 and h > 50 for w, h in got["charts"]), got
         assert got["scrollWidth"] <= got["innerWidth"], f"sideways scroll at {width}px: {got}"
         assert got["title"].startswith("Sizing report")
@@ -532,3 +532,15 @@ def test_a_priced_report_keeps_its_sweep_at_that_price():
     assert data.plan.performance is not None and data.sweep is not None
     mine = [o for o in data.sweep.options if o.gpu == data.plan.gpu.id]
     assert mine and all(o.price_per_hour == 2.5 * o.count for o in mine)
+
+
+def test_length_labels_use_the_clis_own_k_and_K():
+    """The KV chart labels lengths as --max-model-len reads them: 32K = 32,768, 32k = 32,000
+    (before 2026-12-03 32,768 was labelled '32k', which the CLI reads as 32,000)."""
+    from kvplan.deploy.commands import human_int
+    from kvplan.render.report import tokens_k
+
+    for n in (4096, 32768, 131072, 32000, 1000, 8192):
+        label = tokens_k(n)
+        assert human_int(label) == n, (n, label)
+    assert tokens_k(1500) == "1,500" and tokens_k(32768) == "32K" and tokens_k(32000) == "32k"
