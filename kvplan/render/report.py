@@ -58,9 +58,10 @@ class SweepOption:
 
 def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[SweepOption]:
     """The best `top` options of a finished sweep as report rows; headroom_bytes (shown as "KV
-    spare") is the KV memory per GPU beyond what the target needs. The row of the reviewed deployment (same GPU, engine,
-    layout and formats) is marked; when the sweep's best rows do not hold it, it is added from
-    the reviewed plan itself, so the section never shows another deployment as the chosen one."""
+    spare") is the KV memory per GPU beyond what the target needs. The row of the reviewed
+    deployment (same GPU, engine, layout and formats) is marked; when the sweep's best rows do
+    not hold it, it is added from the reviewed plan itself, so the section never shows another
+    deployment as the chosen one."""
     def same(o: Option) -> bool:
         return _deployment(o.plan) == _deployment(chosen)
 
