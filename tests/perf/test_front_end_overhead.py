@@ -50,3 +50,33 @@ def test_every_calibration_row_has_a_pipeline(feo: ModuleType) -> None:
     assert got == {"perf_calibration.csv": {feo.DYNAMO: 223},
                    "perf_inferencemax.csv": {feo.ENGINE: 105},
                    "perf_silicon_unfitted.csv": {feo.DYNAMO: 21}}
+
+
+def test_plain_server_rows_are_the_sources_figures(feo: ModuleType) -> None:
+    """benchmarks/data/plain_server_ttft.csv against yobitelcomm/bench @ 1b05bdb,
+    validation-runs/2026-05-18-multi-vendor-marathon/marathon/all/*.json, metrics.ttft_p50_ms
+    (read by hand): 8d32c41ae6ca 14.079780085, fe5e3b276d77 14.120946056, 7f9d9b60b1f6
+    11.700316449, 9d3ae7a8bf8e 11.210122495; each planned at one client, TP 1, and the implied
+    constant is the measured TTFT less kvplan's TTFT without it."""
+    rows = {r["file"]: r for r in feo.one_client()}
+    assert {f: float(r["ttft_ms"]) for f, r in rows.items()} == {
+        "8d32c41ae6ca.json": 14.0798, "fe5e3b276d77.json": 14.1209,
+        "7f9d9b60b1f6.json": 11.7003, "9d3ae7a8bf8e.json": 11.2101}
+    for r in rows.values():
+        assert (r["tp"], r["concurrency"], r["engine_version"]) == ("1", "1", "0.21.0")
+        assert "engine_version" in r["assumed"] and "tp" in r["assumed"]
+        assert r["implied_ms"] == pytest.approx(float(r["ttft_ms"]) - r["bare_ms"])
+        assert 0 < r["bare_ms"] < float(r["ttft_ms"])
+
+
+def test_the_copied_kvcached_file_is_the_run_perf_fit_cites(feo: ModuleType) -> None:
+    """The kvcached result file kept beside the data is the run benchmarks/perf_fit.py KVCACHED
+    quotes (mean TTFT, lengths, model, rate)."""
+    import json
+
+    doc = json.loads(feo.KVCACHED_FILE.read_text())
+    k = feo.KVCACHED
+    assert doc["mean_ttft_ms"] == pytest.approx(k["ttft_ms"], abs=0.005)
+    assert doc["model_id"] == k["model"] and doc["request_rate"] == 16.0
+    assert doc["total_input_tokens"] / doc["completed"] == k["isl"]
+    assert doc["total_output_tokens"] / doc["completed"] == k["osl"]
