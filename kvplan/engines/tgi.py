@@ -597,13 +597,14 @@ class TgiEngine(Engine):
         model_max = launcher_max_position(m)
         max_total = knobs.max_model_len
         if max_total and model_max and max_total > model_max:
-            raise InvalidInputError(f"--max-total-tokens {max_total} exceeds the model's "
-                                    f"{model_max}",
+            raise InvalidInputError(f"--max-model-len {max_total} (TGI's --max-total-tokens) "
+                                    f"exceeds the model's {model_max}",
                                     hint=f"use --max-model-len {model_max} or less",
                                     code="max-model-len-above-model-maximum", knob="max_model_len")
         if max_total is not None and max_total < 2:
-            raise InvalidInputError(f"--max-total-tokens {max_total} leaves no room for a prompt "
-                                    "and a generated token (TGI's launcher refuses it)",
+            raise InvalidInputError(f"--max-model-len {max_total} (TGI's --max-total-tokens) "
+                                    "leaves no room for a prompt and a generated token (TGI's "
+                                    "launcher refuses it)",
                                     hint="use --max-model-len 2 or more",
                                     code="max-model-len-too-short",
                                     knob="max_model_len")
