@@ -247,7 +247,8 @@ class ReportData:
 
 
 # The engine-generic knobs every engine of the report's comparison gets.
-_COMPARE_KNOBS = ("tensor_parallel_size", "max_model_len", "kv_cache_dtype", "gpu_memory_gib")
+COMPARE_KNOBS = ("tensor_parallel_size", "max_model_len", "quantization", "kv_cache_dtype",
+                 "gpu_memory_gib")
 # The knobs a sweep varies itself (it refuses them as fixed knobs); gpu_memory_gib overrides one
 # device's total, so it does not carry to the sweep's other GPUs either.
 _SWEPT_KNOBS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
@@ -259,14 +260,22 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
            revision: str | None = None, token: str | None = None, offline: bool | None = None,
            with_sweep: bool = True, gpu_hour_price: float | None = None,
            minimize_utilization: bool = False, demand: Demand | None = None,
-           **knobs: Any) -> ReportData:
+           rank_on: str = "pessimistic", **knobs: Any) -> ReportData:
     """Plan what a sizing report shows: the deployment, its KV capacity curve (the
     planner re-run at each length where the KV is not linear in length; only the chosen point if
     the engine refuses a length), the same model on every registry engine with the
     engine-generic knobs only (an engine that cannot plan it is named with why) and, with
-    `with_sweep`, the sweep of the same workload on `engine` (None when it raises). A rate,
+    `with_sweep`, the sweep of the same workload on `engine` (None when it raises; ranked as
+    `rank_on` says, as `kvplan sweep --rank-on` ranks, checked first). A rate,
     percentile, trace or rate curve (`demand`) is simulated for the deployment only: the
     curve, the comparison and the sweep plan the workload without them."""
+    from typing import get_args
+
+    from .planner.sweep import RankOn
+
+    if rank_on not in get_args(RankOn):  # the sweep's own refusal: checked before it is caught
+        raise InvalidInputError(f"--rank-on must be pessimistic or point, got {rank_on!r}",
+                                hint="pessimistic (the default) or point")
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)
@@ -293,7 +302,7 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
         curve, how = kv_curve(main, replan)
     except KvplanError:  # a length the engine refuses: the chosen point only
         curve, how = kv_curve(main)
-    generic = {k: knobs.get(k) for k in _COMPARE_KNOBS}
+    generic = {k: knobs.get(k) for k in COMPARE_KNOBS}
     compare, not_planned = [], []
     for name in registry.names():
         try:
@@ -312,7 +321,7 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
                           quantization=[knobs.get("quantization")],
                           kv_cache_dtype=[knobs.get("kv_cache_dtype")],
                           prices=None if gpu_hour_price is None else {g.id: gpu_hour_price},
-                          **fixed)
+                          rank_on=rank_on, **fixed)
         except KvplanError:
             swept = None
     return ReportData(plan=main, curve=curve, curve_source=how, compare=tuple(compare),

@@ -20,23 +20,19 @@ from .common import (
     write,
 )
 
-# The engine-generic settings compare plans every engine with, besides the workload.
-_COMPARE_KNOBS = ("gpu", "tensor_parallel_size", "max_model_len", "kv_cache_dtype",
-                  "gpu_memory_gib")
-
-
 _COMPARE_HELP: dict[str, dict[str, Any]] = {
     "max_model_len": {"help": "context length for every engine (default: each engine's own)"}}
 
 
 def _compare_params() -> list[inspect.Parameter]:
+    from ..api import COMPARE_KNOBS  # the engine-generic settings every engine is planned with
     from ..knobs import OPTIONS
     from ..specs import Workload
 
     # every workload field but the speculative acceptance rate: compare plans no draft model
     # (it takes no --speculative-config), so the rate could never apply
     workload = [f for f in Workload.model_fields if f != "acceptance_rate"]
-    shared = (*_COMPARE_KNOBS, *workload, "gpu_hour_price", "revision", "token",
+    shared = ("gpu", *COMPARE_KNOBS, *workload, "gpu_hour_price", "revision", "token",
               "offline", "refresh", "as_json", "calibration")
     return [argument("model", "Catalogue id, local path or Hub repo id."),
             *(option(name, **_COMPARE_HELP.get(name, {})) for name in OPTIONS if name in shared)]
@@ -53,6 +49,7 @@ def compare(model: str, **values: Any) -> None:
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
+    from ..api import COMPARE_KNOBS
     from ..api import plan as make_plan
     from ..engines.registry import NAMES, get
     from ..errors import InvalidInputError
@@ -68,10 +65,8 @@ def compare(model: str, **values: Any) -> None:
     tensor_parallel_size = values["tensor_parallel_size"]
 
     def one(engine: str, tp: int | None) -> Plan:
-        return make_plan(m, g, engine=engine, workload=workload, tensor_parallel_size=tp,
-                         max_model_len=values["max_model_len"],
-                         kv_cache_dtype=values["kv_cache_dtype"],
-                         gpu_memory_gib=values["gpu_memory_gib"],
+        return make_plan(m, g, engine=engine, workload=workload,
+                         **{**{k: values[k] for k in COMPARE_KNOBS}, "tensor_parallel_size": tp},
                          gpu_hour_price=values["gpu_hour_price"])
 
     plans, refused = [], []

@@ -26,7 +26,7 @@ from .common import (
 def _plan_params() -> list[inspect.Parameter]:
     return [argument("model", "Catalogue id or alias (see `kvplan models`), a local model "
                      "directory / config.json, or a Hub repo id."),
-            *planning_options(),  # the table is in plan's --help order
+            *planning_options(skip=("rank_on",)),  # plan's --help order; a sweep ranks
             own("output", Path | None, "--output", "-o", help="with --emit: the file to write "
                 "(default: stdout)")]
 

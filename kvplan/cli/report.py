@@ -121,6 +121,6 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
                        workload=workload, token=values["token"], offline=values["offline"],
                        gpu_hour_price=values["gpu_hour_price"],
                        minimize_utilization=values["minimize_utilization"],
-                       demand=demand_of(values), **knobs)
+                       demand=demand_of(values), rank_on=values["rank_on"], **knobs)
     return rep.for_model(data, command_line=line, version=__version__,
                          generated_at=values["generated_at"])

@@ -18,7 +18,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,12 +48,17 @@ class SweepOption:
     "Options from a sweep" section renders only when `Report.sweep` is not None."""
 
     label: str
-    fits: bool
+    fits: bool  # meets the sweep's target (the option's meets_target)
     cost_per_hour: float | None
     headroom_bytes: int
     kv_tokens: int
     command: str = ""
     chosen: bool = False
+    # $ per million output tokens as the sweep ranked it (rank_on: the band's pessimistic end or
+    # the estimate); None for a row the sweep did not plan
+    cost_per_million: float | None = None
+    extrapolated: bool = False  # its latency figures are not calibrated
+    rank_on: str = "pessimistic"
 
 
 def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[SweepOption]:
@@ -65,13 +70,17 @@ def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[Sweep
     def same(o: Option) -> bool:
         return _deployment(o.plan) == _deployment(chosen)
 
+    def row(o: Option, chosen: bool) -> SweepOption:
+        return replace(_sweep_row(o.plan, o.meets_target, o.price_per_hour, chosen=chosen),
+                       cost_per_million=o.ranked(result.rank_on)[3],
+                       extrapolated=o.calibrated is False, rank_on=result.rank_on)
+
     picked = list(result.options[:top])
-    out = [_sweep_row(o.plan, o.meets_target, o.price_per_hour, chosen=same(o)) for o in picked]
+    out = [row(o, same(o)) for o in picked]
     if not any(same(o) for o in picked):  # the reviewed deployment, for comparison
         mine = next((o for o in result.options if same(o)), None)
         out.append(_sweep_row(chosen, chosen.fits, _cost_per_hour(chosen), chosen=True)
-                   if mine is None else
-                   _sweep_row(mine.plan, mine.meets_target, mine.price_per_hour, chosen=True))
+                   if mine is None else row(mine, True))
     return out
 
 
@@ -382,13 +391,24 @@ def _compare_rows(plans: Sequence[Plan]) -> tuple[list[str], list[tuple[str, ...
 
 # "KV spare": KV memory beyond what the target needs (the memory table's "headroom" is the
 # device memory outside the engine's budget: another quantity, so another name)
-_SWEEP_HEAD = ("option", "fits", "cost per hour", "KV spare per GPU", "KV tokens")
+_SWEEP_HEAD = ("option", "meets target", "cost per hour", "$ per M tokens", "KV spare per GPU",
+               "KV tokens")
 
 
 def _sweep_rows(options: Sequence[SweepOption]) -> list[tuple[str, ...]]:
-    return [(o.label, "yes" if o.fits else "no",
+    return [(o.label + " ~" * o.extrapolated, "yes" if o.fits else "no",
              "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}",
+             "—" if o.cost_per_million is None else f"${o.cost_per_million:,.3f}",
              gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options]
+
+
+def _sweep_caption(options: Sequence[SweepOption]) -> str:
+    """How the sweep section's rows are ordered, and what its marks mean."""
+    end = ("at the pessimistic end of the latency and throughput bands (--rank-on point: the "
+           "estimates)" if options[0].rank_on == "pessimistic" else "at the point estimates")
+    return ("In the sweep's order: options that meet the target first, then the cheapest $ per "
+            f"million output tokens, {end}. ~ after an option: its latency figures are "
+            "extrapolated (not calibrated).")
 
 
 # --------------------------------------------------------------------- Markdown
@@ -617,7 +637,8 @@ def _md_sweep(options: Sequence[SweepOption], level: int) -> list[str]:
     out = ["#" * level + " Options from a sweep", ""]
     rows = [(r[0] + " (chosen)" * o.chosen, *r[1:])
             for o, r in zip(options, _sweep_rows(options), strict=True)]
-    out += _md_table(_SWEEP_HEAD, rows, right=[2, 3, 4])
+    out += _md_table(_SWEEP_HEAD, rows, right=[2, 3, 4, 5])
+    out += [_md(_sweep_caption(options)), ""]
     return out
 
 
@@ -911,10 +932,10 @@ def _html_sweep(options: Sequence[SweepOption]) -> str:
             title="Sweep options: cost versus spare KV memory", desc=desc,
             x_label="cost (USD per hour)", y_label="KV spare per GPU (GiB)",
             x_fmt=lambda v: f"${v:g}", y_fmt=lambda v: f"{v:g}"))
-    table = _html_table(_SWEEP_HEAD, _sweep_rows(options), numeric=[2, 3, 4],
+    table = _html_table(_SWEEP_HEAD, _sweep_rows(options), numeric=[2, 3, 4, 5],
                         chosen=[o.chosen for o in options])
     return ('<section class="block" aria-labelledby="sw-h"><h2 id="sw-h">Options from a sweep</h2>'
-            f"{chart}{table}</section>")
+            f"{chart}{table}<p>{_h(_sweep_caption(options))}</p></section>")
 
 
 def render_html(report: Report) -> str:

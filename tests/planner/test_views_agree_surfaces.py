@@ -35,7 +35,7 @@ FLAG = {"tensor_parallel_size": "-tp", "pipeline_parallel_size": "-pp",
         "kv_cache_dtype": "--kv-cache-dtype", "enable_expert_parallel": "--enable-expert-parallel",
         "enable_dp_attention": "--enable-dp-attention", "nodes": "--nodes",
         "enable_mixed_chunk": "--enable-mixed-chunk"}
-# compare takes the engine-generic knobs only (api._COMPARE_KNOBS)
+# compare takes the engine-generic knobs only (api.COMPARE_KNOBS)
 COMPARE_KNOBS = {"tensor_parallel_size", "max_model_len", "kv_cache_dtype"}
 # the first format each engine can be deployed with that is not plain Kubernetes (k8s is the
 # check's own reader of a Deployment; the others go through the manifest readers)

@@ -544,3 +544,42 @@ def test_length_labels_use_the_clis_own_k_and_K():
         label = tokens_k(n)
         assert human_int(label) == n, (n, label)
     assert tokens_k(1500) == "1,500" and tokens_k(32768) == "32K" and tokens_k(32000) == "32k"
+
+
+def test_report_sweep_rows_show_what_they_are_ranked_by(capsys, tmp_path):
+    """The report's sweep table is in the sweep's order, so it shows the $ per million tokens
+    that order reads (the pessimistic end unless --rank-on point), marks extrapolated options
+    and says so; --rank-on reaches it, and a bad value is refused as `kvplan sweep` refuses it."""
+    out = tmp_path / "r.md"
+    code, _, _ = run(capsys, "report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                     "--max-model-len", "8192", "-o", str(out))
+    text = out.read_text()
+    head = "| option | meets target | cost per hour | $ per M tokens | KV spare per GPU |"
+    assert code == 0 and head in text and "In the sweep's order" in text
+    assert "at the pessimistic end of the latency and throughput bands" in text
+    code, _, _ = run(capsys, "report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                     "--max-model-len", "8192", "--rank-on", "point", "-o", str(out))
+    assert code == 0 and "at the point estimates" in out.read_text()
+    code, _, err = run(capsys, "report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                       "--rank-on", "banana", "-o", str(out))
+    assert code == 2 and "--rank-on must be pessimistic or point" in err
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                       "--rank-on", "point")
+    assert code == 2 and "No such option: --rank-on" in err  # plan ranks nothing
+
+
+def test_report_and_compare_compare_engines_at_the_format_asked(capsys, tmp_path):
+    """A what-if format (--quantization nvfp4) reaches the engine comparison: the engines that
+    serve it are planned in it, the others named with why (before 2026-12-03 the comparison
+    planned the 16-bit checkpoint beside a 4-bit deployment)."""
+    code, out, _ = run(capsys, "compare", "Qwen/Qwen3-32B", "--gpu", "h100", "--quantization",
+                       "nvfp4", "--kv-cache-dtype", "fp8", "--json")
+    data = json.loads(out)
+    planned = {p["engine"]["name"]: p for p in data["plans"]}
+    assert code == 0 and "vllm" in planned and "--quantization modelopt_fp4" in (
+        planned["vllm"]["command"])
+    assert {r["engine"] for r in data["refused"]} >= {"tgi"}
+    md = tmp_path / "r.md"
+    run(capsys, "report", "Qwen/Qwen3-32B", "--gpu", "h100", "--quantization", "nvfp4",
+        "--kv-cache-dtype", "fp8", "-o", str(md))
+    assert planned["vllm"]["command"] in md.read_text()
