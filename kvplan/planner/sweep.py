@@ -722,7 +722,10 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
         notes.append("no --max-model-len: each engine's default length (usually the model's "
                      "maximum) is planned")
     if not latency:
-        notes.append("no latency figures for these GPUs (no bandwidth/FLOPs in gpu_specs): ranked "
+        why = ("no option fits, and the latency model describes deployments that start"
+               if not any(o.plan.fits for o in planned)
+               else "no bandwidth/FLOPs in gpu_specs for these GPUs")
+        notes.append(f"no latency figures ({why}): ranked "
                      "by memory and price only; $/M tokens are not computed"
                      + ("; the SLOs given are not evaluated" if target.slo_tpot_ms
                         or target.slo_ttft_ms else ""))

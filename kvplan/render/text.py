@@ -183,7 +183,8 @@ def performance_table(plan: Plan, console: Console) -> None:
             if 0 < gpus < plan.gpu.count else "")
     t = Table(title=f"Performance per replica{part}: {pf.input_tokens:,} in{cached} / "
               f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
-              title_justify="left", caption=f"harness: {escape(CLOSED_LOOP_HARNESS)}",
+              title_justify="left", caption=f"harness: {escape(CLOSED_LOOP_HARNESS)}"
+              + (f"\ncoefficients: {escape(pf.calibration)}" if pf.calibration else ""),
               caption_justify="left", show_edge=False)
     t.add_column("figure")
     t.add_column("predicted", justify="right")
@@ -235,6 +236,8 @@ def _figure_rows(pf: Performance) -> list[tuple[str, str, str]]:
         "never" if even is None else f"{even:g}", "at this concurrency")
     if pf.cost_per_hour is not None:
         add("$ per hour", f"{pf.cost_per_hour:,.2f}", price_label(pf.price_source or ""))
+    else:  # no bundled price for this GPU: say so rather than drop the line
+        add("$ per hour", "—", "no default price: pass --gpu-hour-price")
     if pf.cost_per_million_output_tokens is not None:
         add("$ per million output tokens", f"{pf.cost_per_million_output_tokens:,.3f}", "")
     return rows

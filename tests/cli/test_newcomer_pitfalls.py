@@ -619,3 +619,21 @@ def test_compare_has_no_acceptance_rate_it_could_not_use(capsys):
     code, _, err = run(capsys, "compare", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
                        "--acceptance-rate", "0.5")
     assert code == 2 and "No such option: --acceptance-rate" in err
+
+
+def test_plan_text_states_the_fit_distance_and_a_missing_price(capsys, monkeypatch):
+    """'calibrated' names the architecture × engine; the text also says how far the release is
+    from the fitted one (the JSON's performance.calibration), and a GPU without a bundled price
+    keeps its cost line with the flag that sets one."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "plan", "Qwen/Qwen3-8B", "--gpu", "l4", "--max-model-len", "8k")
+    text = " ".join(out.split())
+    assert code == 0 and "coefficients: " in text and "fitted on 0.12" in text
+    assert "no default price: pass --gpu-hour-price" in text
+
+
+def test_sweep_says_why_it_has_no_latency_figures(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.1-405B", "--gpus", "l4",
+                       "--max-gpus", "1", "--target-concurrency", "8")
+    assert "no latency figures (no option fits" in " ".join(out.split())
