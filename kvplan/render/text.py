@@ -746,10 +746,14 @@ def _money(x: float | None) -> str:
 
 
 def _fit(o: Option) -> str:
-    """The sweep table's confidence cell: calibrated or extrapolated latency figures."""
+    """The sweep table's confidence cell: calibrated or extrapolated latency figures; "part"
+    when the engine's own fit covers TPOT and throughput but its TTFT terms are borrowed."""
     if o.service is not None:  # a disaggregated service: the whole service's figures
         perf = o.service.performance
         return "—" if perf is None else "cal" if perf.calibrated else "ext"
+    perf = getattr(o.plan, "performance", None)
+    if o.calibrated and perf is not None and perf.ttft_borrowed_from:
+        return "part"
     return "—" if o.calibrated is None else "cal" if o.calibrated else "ext"
 
 
@@ -780,8 +784,9 @@ _SWEEP_LEGEND = (
     ("headroom", "headroom: KV tokens at the engine's default memory fraction ÷ tokens the "
      "target needs (below 1×, the serve command lowers max_model_len if you did not set it, "
      "else raises the fraction)"),
-    ("fit", "fit: cal = latency calibrated for this GPU architecture × engine, ext = "
-     "extrapolated (also ~ after the rank; --json plan.performance.calibration says from what)"),
+    ("fit", "fit: cal = latency calibrated for this GPU architecture × engine, part = its "
+     "TTFT terms borrowed from another engine, ext = extrapolated (also ~ after the rank; "
+     "--json plan.performance.calibration says from what)"),
     ("band", "band: the throughput band's half-width, ± % of the estimate"),
     ("P", "P: * = Pareto, no cheaper option has as much headroom"),
 )

@@ -637,3 +637,15 @@ def test_sweep_says_why_it_has_no_latency_figures(capsys, monkeypatch):
     code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.1-405B", "--gpus", "l4",
                        "--max-gpus", "1", "--target-concurrency", "8")
     assert "no latency figures (no option fits" in " ".join(out.split())
+
+
+def test_sweep_marks_tensorrt_llm_ttft_as_borrowed(capsys, monkeypatch):
+    """TensorRT-LLM's own fit covers TPOT and throughput on Hopper; its TTFT terms are vLLM's:
+    the sweep's fit cell says part, not cal."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "h100",
+                       "--engine", "trtllm", "--max-gpus", "1", "--target-concurrency", "8",
+                       "--kv-cache-dtype", "auto")
+    rows = [line.split() for line in out.splitlines() if line.startswith("1 ")]
+    assert code == 0 and rows and "part" in rows[0]
+    assert "part = its TTFT terms borrowed from another engine" in " ".join(out.split())
