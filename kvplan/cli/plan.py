@@ -110,6 +110,19 @@ def _plan_disagg(model: str, values: dict[str, Any], workload: Any) -> None:
     from ..knobs import KNOB_NAMES
     from ..sources.catalog import resolve_gpu
 
+    from ..errors import InvalidInputError
+
+    # the request-rate simulation and the budget search are the aggregated plan's: refused here
+    # rather than dropped (--dataset's mean lengths do apply: workload_of sets them)
+    unused = [n for n in ("request_rate", "slo_percentile", "burstiness", "random_range_ratio",
+                          "traffic", "trace", "lengths_file") if values.get(n) is not None]
+    unused += ["minimize_utilization"] if values.get("minimize_utilization") else []
+    if unused:
+        named = ", ".join("--" + n.replace("_", "-") for n in unused)
+        raise InvalidInputError(f"{named}: not modelled for a disaggregated plan, which plans "
+                                "the closed loop of --target-concurrency", code="disagg-flag",
+                                hint="drop them, or plan the aggregated deployment (no --disagg)",
+                                knob=unused[0])
     engine: str = values["engine"].lower()
     options = options_file(engine, values["extra_llm_api_options"])
     for key in ("gpu", "prefill_gpu", "decode_gpu"):  # bad GPUs fail before any network work

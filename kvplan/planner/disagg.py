@@ -493,8 +493,8 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     gpus = p_reps * p0.plan.gpu.count + d_reps * d0.plan.gpu.count
     section = (_performance(p0, d0, s, n, w, concurrency, gpus, p_reps, d_reps, prefill.price,
                             decode.price) if decode_cap > 0 and both_fit else None)
-    if section is not None and section.meets_slo is False:
-        problems.append(Problem(code="disagg-slo-unmet", severity="warning",
+    if section is not None and section.meets_slo is False:  # a missed target: exit 1, as a plan
+        problems.append(Problem(code="disagg-slo-unmet", severity="error",
                                 message=f"the service misses the latency target: TTFT "
                                 f"{section.ttft_ms:,.0f} ms, TPOT {section.tpot_ms:.1f} ms"))
     launch = _launch(eng.name, sup, pools, p_reps, d_reps)

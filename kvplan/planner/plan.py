@@ -234,7 +234,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     rec, planned, planned_res, rec_problems = _recommend(
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
-    problems += rec_problems
+    problems += rec_problems + _longer_than_served(workload, rec, eng)
     # nothing fits at the given TP: the serve line moves to another (_replan_at_tp), whose
     # figures would describe another deployment than this plan's (its GPUs, KV cache and cost)
     moved = planned.tensor_parallel_size != dep.tensor_parallel_size
@@ -352,6 +352,25 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
     return [Problem(code="engine-version-newer", severity="warning",
                     message=f"{eng.label} {version} is newer than {eng.newest_version}, the "
                     f"newest release kvplan read; modelled with the {era} accounting")]
+
+
+def _longer_than_served(workload: Workload, rec: Recommendations, eng: Engine) -> list[Problem]:
+    """The workload's mean request (prompt + output) is longer than the serve line's context
+    length: the engine rejects such requests (vLLM: "This model's maximum context length is …"),
+    so the deployment does not serve the workload it was planned for."""
+    length = rec.max_model_len.value
+    if not workload.avg_input_tokens or not isinstance(length, int):
+        return []
+    need = workload.avg_input_tokens + (workload.avg_output_tokens or 0)
+    if need <= length:
+        return []
+    flag_name = eng.flags.get("max_model_len", "--max-model-len")
+    return [Problem(code="workload-longer-than-context", severity="error",
+                    message=f"a mean request of {workload.avg_input_tokens:,} prompt + "
+                    f"{workload.avg_output_tokens or 0:,} output tokens needs {need:,} tokens of "
+                    f"context, above the serve line's {flag_name} {length:,}: {eng.label} "
+                    f"rejects such requests; raise {flag_name} to {need:,} or more, or shorten "
+                    "them")]
 
 
 def _check_gpu(eng: Engine, gpu: GpuSpec) -> None:

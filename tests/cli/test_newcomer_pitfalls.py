@@ -649,3 +649,41 @@ def test_sweep_marks_tensorrt_llm_ttft_as_borrowed(capsys, monkeypatch):
     rows = [line.split() for line in out.splitlines() if line.startswith("1 ")]
     assert code == 0 and rows and "part" in rows[0]
     assert "part = its TTFT terms borrowed from another engine" in " ".join(out.split())
+
+
+def test_disagg_refuses_the_rate_flags_it_does_not_model(capsys, tmp_path):
+    """--disagg plans a closed loop: a request rate, percentile or traffic file was dropped
+    silently before 2026-12-03 (even a missing file went unreported)."""
+    code, _, err = run(capsys, "plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h100",
+                       "--disagg", "--avg-input-tokens", "3000", "--avg-output-tokens", "300",
+                       "--request-rate", "10", "--slo-percentile", "99", "--traffic",
+                       str(tmp_path / "missing.csv"))
+    flat = " ".join(err.split())
+    assert code == 2 and "--request-rate, --slo-percentile, --traffic: not modelled" in flat
+
+
+def test_disagg_missing_its_ttft_target_exits_1(capsys):
+    code, out, _ = run(capsys, "plan", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h100",
+                       "--disagg", "--avg-input-tokens", "3000", "--avg-output-tokens", "300",
+                       "--slo-ttft-ms", "50", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["fits"] is False
+    assert any(p["code"] == "disagg-slo-unmet" and p["severity"] == "error"
+               for p in data["problems"])
+
+
+def test_a_workload_longer_than_the_context_is_not_served(capsys):
+    """Mean requests of 3,000 + 100 tokens against --max-model-len 2048: every engine rejects
+    them, so the plan says so and exits 1 (it printed FITS with full figures before)."""
+    for engine in ("vllm", "sglang"):
+        code, out, _ = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                           "--engine", engine, "--max-model-len", "2048", "--avg-input-tokens",
+                           "3000", "--avg-output-tokens", "100", "--json")
+        data = json.loads(out)
+        bad = [p for p in data["problems"] if p["code"] == "workload-longer-than-context"]
+        assert code == 1 and bad and bad[0]["severity"] == "error", engine
+        assert "needs 3,100 tokens of context" in bad[0]["message"]
+    code, _, _ = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                     "--max-model-len", "4096", "--avg-input-tokens", "3000",
+                     "--avg-output-tokens", "100")
+    assert code == 0
