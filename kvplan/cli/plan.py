@@ -107,10 +107,9 @@ def _pool_flags_without_disagg(values: dict[str, Any]) -> bool:
 def _plan_disagg(model: str, values: dict[str, Any], workload: Any) -> None:
     """`kvplan plan --disagg`: both pools, the transfer, the service (exit 0 fits, 1 not)."""
     from ..api import plan_disagg
+    from ..errors import InvalidInputError
     from ..knobs import KNOB_NAMES
     from ..sources.catalog import resolve_gpu
-
-    from ..errors import InvalidInputError
 
     # the request-rate simulation and the budget search are the aggregated plan's: refused here
     # rather than dropped (--dataset's mean lengths do apply: workload_of sets them)
