@@ -354,6 +354,23 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
                     f"newest release kvplan read; modelled with the {era} accounting")]
 
 
+def _percentile_unmet(section: Performance, w: Workload) -> Problem:
+    """The simulation misses the SLOs at their percentile at the request rate with any number
+    of replicas: each replica's own tail is too long."""
+    q = section.slo_percentile or 99
+    got = []
+    for name, slo in (("ttft_ms", w.slo_ttft_ms), ("tpot_ms", w.slo_tpot_ms)):
+        seen = (section.percentiles or {}).get(name, {}).get(f"p{q}")
+        if slo is not None and seen is not None and seen > slo:
+            got.append(f"p{q} {name.removesuffix('_ms').upper()} {seen:,.1f} > {slo:g} ms")
+    return Problem(code="slo-unmet-at-percentile", severity="error",
+                   message="the simulated latency misses the target at its percentile at "
+                   f"{section.request_rate:g} req/s with any number of replicas: one replica's "
+                   "own tail is too long"
+                   + (f" ({', '.join(got)})" if got else "") + "; a faster GPU, more "
+                   "tensor parallelism or shorter prompts are the levers")
+
+
 def _longer_than_served(workload: Workload, rec: Recommendations, eng: Engine) -> list[Problem]:
     """The workload's mean request (prompt + output) is longer than the serve line's context
     length: the engine rejects such requests (vLLM: "This model's maximum context length is …"),
@@ -1108,6 +1125,9 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
         curve = TrafficPlan.model_validate(rates) if rates else None
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source, extra=extra)
+    if section.meets_slo_at_percentile is False and section.request_rate is not None \
+            and section.replicas is None:  # no replica count holds the rate's SLOs
+        problems.append(_percentile_unmet(section, w))
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems, curve, ctx

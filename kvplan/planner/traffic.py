@@ -195,6 +195,15 @@ def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int
         return out
     rr = replicas_for(ctx, w, mix, w.request_rate, block_size, running)
     res = rr.result
+    if not rr.meets:  # no replica count holds the SLOs: the search's cap is not an answer
+        out.update(
+            harness=(f"{res.harness.describe()} per replica: no replica count up to "
+                     f"{rr.replicas:,} holds the SLOs at {w.request_rate:g} req/s (shown: "
+                     f"{rr.replicas:,} replicas)"),
+            request_rate=w.request_rate, capacity_rps_per_replica=round(rr.capacity_rps, 4),
+            meets_slo_at_percentile=False, percentiles=percentiles_dict(res),
+            preemptions=res.preemptions)
+        return out
     total_gpus = rr.replicas * gpus
     out.update(
         harness=(f"{res.harness.describe()} per replica: {w.request_rate:g} req/s over "

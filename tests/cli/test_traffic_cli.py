@@ -207,3 +207,21 @@ def test_bad_dataset_exits_2_with_the_reason(capsys, name, expect):
     code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--dataset", name)
     assert code == 2
     assert expect in err and "Traceback" not in err
+
+
+def test_a_rate_no_replica_count_serves_is_an_error_not_the_search_cap(capsys, tmp_path):
+    """Prompts up to 4,000 tokens and p99 TTFT ≤ 100 ms: one H100's own tail misses it however
+    little load each replica gets, so more replicas never help. Before 2026-12-03 the plan exited
+    0 with the search's cap (4,096 replicas) and its cost per day."""
+    lengths = tmp_path / "len.csv"
+    lengths.write_text("input_tokens,output_tokens\n" + "".join(
+        f"{100 + (i * 397) % 3900},{10 + (i * 131) % 790}\n" for i in range(500)))
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--request-rate", "5",
+                       "--slo-ttft-ms", "100", "--slo-percentile", "99", "--lengths-file",
+                       str(lengths), "--json")
+    d = json.loads(out)
+    p = d["performance"]
+    assert code == 1 and p["meets_slo_at_percentile"] is False
+    assert p["replicas"] is None and p["cost_per_day"] is None and p["gpus_for_rate"] is None
+    (err,) = [x for x in d["problems"] if x["code"] == "slo-unmet-at-percentile"]
+    assert err["severity"] == "error" and "with any number of replicas" in err["message"]
