@@ -629,6 +629,16 @@ def emit(p: Plan, fmt: str) -> str:
     if writer is None:
         raise InvalidInputError(f"unknown --emit format {fmt!r}",
                                 hint="use one of " + ", ".join(FORMATS))
+    asked = p.inputs["tensor_parallel_size"].value
+    served = p.recommendations.tensor_parallel_size.value
+    if served is None or served != asked:  # the serve line runs another layout, or none fits
+        raise InvalidInputError(
+            f"--emit writes the deployment the plan describes, and this one does not start: "
+            f"the weights and KV cache do not fit at tensor_parallel_size {asked}"
+            + (f" (the serve line moves to {served})" if served else ""),
+            code="emit-does-not-fit", knob="emit",
+            hint=(f"plan it at -tp {served} and emit that" if served else
+                  "emit a layout that fits (see the plan's next steps)"))
     if _multinode(p) and fmt not in MULTINODE_FORMATS:
         assert p.nodes is not None
         can = multinode_formats(p)

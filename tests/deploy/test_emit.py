@@ -360,3 +360,18 @@ def test_cli_emits_a_two_node_skypilot_task_that_checks_on_two_nodes(capsys, tmp
     (row,) = json.loads(stdout)["deployments"]
     assert code == 0 and row["status"] == "fits"
     assert (row["plan"]["nodes"]["nodes"], row["plan"]["nodes"]["gpus_per_node"]) == (2, 8)
+
+
+@pytest.mark.parametrize("fmt", ["k8s", "compose", "dynamo", "skypilot", "kserve", "helm-llmd"])
+def test_emit_refuses_a_plan_whose_serve_line_runs_another_layout(capsys, fmt):
+    """Llama-3.1-70B on one H100 does not fit; the plan's serve line moves to TP 4 while its GPUs
+    are 1. Before 2026-12-03 --emit wrote that line with 1 GPU (a file `kvplan check` rejects:
+    gpu-count-mismatch) or the failing TP-1 line; now it says what to emit instead."""
+    from clirun import run
+
+    code, out, err = run(capsys, "plan", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100",
+                         "--emit", fmt)
+    assert code == 2 and out == ""
+    flat = " ".join(err.split())
+    assert "do not fit at tensor_parallel_size 1 (the serve line moves to 4)" in flat
+    assert "plan it at -tp 4 and emit that" in flat
