@@ -163,6 +163,16 @@ def place(gpu: GpuSpec, tp: int, count: int, *, nodes: int | None = None,
                 f"the layout uses {count}", knob="gpus_per_node",
                 hint="make nodes × GPUs per node equal tensor × pipeline × data parallel")
         per_given = count // nodes
+    elif per_given is not None and count > per_given and count % per_given:
+        # across nodes every node runs the same number of ranks (the engines' multi-node
+        # launchers start one worker group per node): a part node is no layout
+        fits = [d for d in range(1, per_given + 1) if count % d == 0 and d <= per_given]
+        raise InvalidInputError(
+            f"--gpus-per-node {per_given} does not divide the deployment's {count} GPUs "
+            "(tensor × pipeline × data parallel): a layout across nodes puts as many on each",
+            knob="gpus_per_node",
+            hint=f"use --gpus-per-node {max(fits)} (or a divisor of {count}), or a layout whose "
+            f"GPU count is a multiple of {per_given}")
     # --nodes alone that fills whole nodes of a bundled system is that system (what the sweep
     # and a plan without --nodes place the same layout on); part nodes are a node of their own
     full = [s for s in gpu.systems if s.gpus_per_node == per_given] if (

@@ -218,3 +218,18 @@ def test_plan_nodes_gives_each_caller_its_own_problems_list():
     problems.append(problems[0])
     again, fresh = node_rules.plan_nodes(g, 16, 1, 1, nodes=None, gpus_per_node=None)
     assert again is section and [p.code for p in fresh] == ["tp-crosses-nodes"]
+
+
+def test_gpus_per_node_must_divide_a_layout_across_nodes():
+    """8 GPUs on nodes of 3: a part node is no multi-node layout (before 2026-12-03 planned as
+    3 nodes, and the emitted files gave 9 or 6 GPUs); within one node it stays a part node."""
+    import kvplan
+    from kvplan.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as e:
+        kvplan.plan("meta-llama/Llama-3.1-70B-Instruct", "h100", tensor_parallel_size=8,
+                    gpus_per_node=3)
+    assert e.value.message.startswith("--gpus-per-node 3 does not divide the deployment's 8 GPUs")
+    assert "--gpus-per-node 2" in (e.value.hint or "")
+    assert kvplan.plan("meta-llama/Llama-3.1-8B-Instruct", "h100", tensor_parallel_size=2,
+                       gpus_per_node=3, max_model_len=8192).fits
