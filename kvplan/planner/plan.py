@@ -891,9 +891,10 @@ def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, 
     workload, the largest at which N requests fit; a shorter one when the configured length
     does not fit; else the configured length (also when the engine starts with it capped:
     the reason says what to pass to make the cap explicit)."""
-    if value is None:
-        return Recommendation(value=None, reason="no length fits: there is no memory for the "
-                              "KV cache")
+    if value is None:  # a length the user gave stays in the serve line, said not to fit
+        return Recommendation(value=max_len if given_len else None, reason=(
+            "as given; " if given_len else "") + "no length fits: there is no memory for the "
+            "KV cache")
     if not met and pres.fits and not n:
         tokens = pres.kv_cache.tokens
         return Recommendation(value=max_len, reason=(

@@ -687,3 +687,13 @@ def test_a_workload_longer_than_the_context_is_not_served(capsys):
                      "--max-model-len", "4096", "--avg-input-tokens", "3000",
                      "--avg-output-tokens", "100")
     assert code == 0
+
+
+def test_a_given_length_stays_in_the_serve_line_of_a_plan_that_does_not_fit(capsys):
+    """Respect what the user asked: --max-model-len 32k stays in the line of a plan where no
+    length fits (the problems say why); it was dropped silently before 2026-12-03."""
+    code, out, _ = run(capsys, "plan", "meta-llama/Llama-3.1-405B", "--gpu", "h100",
+                       "--max-model-len", "32k", "--json")
+    d = json.loads(out)
+    assert code == 1 and "--max-model-len 32000" in d["command"]
+    assert d["recommendations"]["max_model_len"]["reason"].startswith("as given; no length fits")
