@@ -278,6 +278,15 @@ def _verdict(sec: Section) -> str:
     return words.get(sec.status or "", str(sec.status).upper())
 
 
+def _section_detail(sec: Section) -> str:
+    """The verdict's detail: an error `kvplan check` found in the file (a GPU count that cannot
+    run the command, a policy) before the plan's own reading."""
+    found = [x.message for x in sec.extra_problems if x.severity == "error"]
+    if found and sec.status != "fits":
+        return found[0]
+    return _verdict_detail(sec.plan)
+
+
 def _verdict_detail(p: Plan) -> str:
     """What the verdict means in numbers: the shortfall, or the target met or not."""
     kv, n = p.kv_cache, p.workload.target_concurrency
@@ -474,8 +483,13 @@ def _md_section(sec: Section, level: int) -> list[str]:
     out = [f"{h} {title}", ""]
     if sec.where:
         out += [f"Found at {code_span(sec.where)}.", ""]
-    out += [f"**Verdict: {_verdict(sec)}** — {_md(_verdict_detail(p))}", ""]
-    out += ["Recommended serve command:", "", *_code(p.command, "sh")]
+    out += [f"**Verdict: {_verdict(sec)}** — {_md(_section_detail(sec))}", ""]
+    launch = _launch_lines(p)
+    if launch:  # across nodes: one launch line per node role, as `kvplan plan` prints them
+        out += [f"Recommended launch, {_md(_nodes_where(p))}:", "",
+                *_code("\n".join(f"# {role}\n{cmd}" for role, cmd in launch), "sh")]
+    else:
+        out += ["Recommended serve command:", "", *_code(p.command, "sh")]
     out += _md_table(["", "value"], _key_numbers(p), right=[1])
     out += [f"{h}# Recommendations", ""]
     out += _md_table(["setting", "value", "why"], _rec_rows(p), right=[1])
@@ -514,6 +528,7 @@ def _md_section(sec: Section, level: int) -> list[str]:
     out += [_md(_curve_note(sec)), ""]
 
     if p.performance is not None:
+        out += _md_headline(p, level + 1)
         out += _md_perf(p.performance, level + 1)
     out += _md_traffic(p, level + 1)
 
@@ -524,6 +539,48 @@ def _md_section(sec: Section, level: int) -> list[str]:
     out += [""] + [f"- {_md(a)}" for a in _assumptions(p)] + [""]
     out += _md_table(["input", "value", "source"], _input_rows(p))
     return out
+
+
+def _launch_lines(p: Plan) -> list[tuple[str, str]]:
+    """(role, command) of each node role of a plan across nodes; [] on one node."""
+    n = p.nodes
+    if n is None or (n.nodes or 1) <= 1:
+        return []
+    return [(x.role, x.command) for x in n.launch]
+
+
+def _nodes_where(p: Plan) -> str:
+    n = p.nodes
+    assert n is not None
+    return f"{n.nodes} nodes × {n.gpus_per_node} GPUs" + (f" ({n.system})" if n.system else "")
+
+
+_HEADLINE_HEAD = ("figure", "predicted", "range")
+
+
+def _headline(p: Plan) -> tuple[str, list[tuple[str, str, str]], str]:
+    """(title, rows, note) of the figures at the workload's concurrency, as `kvplan plan`
+    prints them: bands, whether calibrated, cost, and where the coefficients come from."""
+    from .text import figure_rows, performance_title
+
+    pf = p.performance
+    assert pf is not None
+    note = f"Coefficients: {pf.calibration}." if pf.calibration else ""
+    return performance_title(p), figure_rows(pf), note
+
+
+def _md_headline(p: Plan, level: int) -> list[str]:
+    title, rows, note = _headline(p)
+    out = ["#" * level + " Latency, throughput and cost", "", _md(title), ""]
+    out += _md_table(_HEADLINE_HEAD, rows, right=[1, 2])
+    return out + ([_md(note), ""] if note else [])
+
+
+def _html_headline(p: Plan) -> str:
+    title, rows, note = _headline(p)
+    return ("<h3>Latency, throughput and cost</h3>"
+            f"<p>{_h(title)}</p>{_html_table(_HEADLINE_HEAD, rows, numeric=[1, 2])}"
+            + (f'<p class="sub">{_h(note)}</p>' if note else ""))
 
 
 def _md_perf(perf: Performance, level: int) -> list[str]:
@@ -878,8 +935,14 @@ def _html_section(sec: Section, idx: int) -> str:
     if sec.where:
         out.append(f'<p class="where">{_h(sec.where)}</p>')
     out.append(f'<p><span class="verdict {"ok" if ok else "bad"}">{_h(_verdict(sec))}</span>'
-               + f" {_h(_verdict_detail(p))}</p>")
-    out.append(f"<h3>Recommended serve command</h3><pre><code>{_h(p.command)}</code></pre>")
+               + f" {_h(_section_detail(sec))}</p>")
+    launch = _launch_lines(p)
+    if launch:  # across nodes: one launch line per node role
+        text = "\n".join(f"# {role}\n{cmd}" for role, cmd in launch)
+        out.append(f"<h3>Recommended launch, {_h(_nodes_where(p))}</h3>"
+                   f"<pre><code>{_h(text)}</code></pre>")
+    else:
+        out.append(f"<h3>Recommended serve command</h3><pre><code>{_h(p.command)}</code></pre>")
     out.append('<dl class="kpi">' + "".join(f"<div><dt>{_h(k)}</dt><dd>{_h(v)}</dd></div>"
                                             for k, v in _key_numbers(p)) + "</dl>")
     out.append("<h3>Recommendations</h3>" + _html_table(["setting", "value", "why"], _rec_rows(p),
@@ -888,6 +951,7 @@ def _html_section(sec: Section, idx: int) -> str:
     out.append(_html_curve(sec, f"c{idx}"))
     if p.performance is not None:
         seqs = p.recommendations.max_num_seqs.value or p.inputs["max_num_seqs"].value
+        out.append(_html_headline(p))
         out.append(_html_perf(p.performance, f"p{idx}",
                               int(seqs) if isinstance(seqs, int | float) else None))
     out.append(_html_traffic(p, f"t{idx}"))

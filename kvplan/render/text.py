@@ -160,11 +160,9 @@ def price_label(source: str) -> str:
     return s + (" (default)" if default else "")
 
 
-def performance_table(plan: Plan, console: Console) -> None:
-    """Latency and throughput at the workload's concurrency, then versus concurrency."""
-    from rich.markup import escape
-    from rich.table import Table
-
+def performance_title(plan: Plan) -> str:
+    """The performance table's title: the workload, the concurrency and whether the figures
+    are calibrated (every view of a plan that shows them says it the same way)."""
     pf = plan.performance
     assert pf is not None
     how = ("workload" if pf.workload_source == "cli" else
@@ -181,15 +179,25 @@ def performance_table(plan: Plan, console: Console) -> None:
     gpus = tp * pp if isinstance(tp, int) and isinstance(pp, int) else plan.gpu.count
     part = (f" ({gpus} of the deployment's {plan.gpu.count} GPUs)"
             if 0 < gpus < plan.gpu.count else "")
-    t = Table(title=f"Performance per replica{part}: {pf.input_tokens:,} in{cached} / "
-              f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})",
+    return (f"Performance per replica{part}: {pf.input_tokens:,} in{cached} / "
+            f"{pf.output_tokens:,} out tokens, {pf.concurrency} concurrent ({how}; {cal})")
+
+
+def performance_table(plan: Plan, console: Console) -> None:
+    """Latency and throughput at the workload's concurrency, then versus concurrency."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    pf = plan.performance
+    assert pf is not None
+    t = Table(title=performance_title(plan),
               title_justify="left", caption=f"harness: {escape(CLOSED_LOOP_HARNESS)}"
               + (f"\ncoefficients: {escape(pf.calibration)}" if pf.calibration else ""),
               caption_justify="left", show_edge=False)
     t.add_column("figure")
     t.add_column("predicted", justify="right")
     t.add_column("range", justify="right")
-    for row in _figure_rows(pf):
+    for row in figure_rows(pf):
         t.add_row(*row)
     console.print(t)
     if pf.measured_check:  # the band's widening by never-fitted runs like this deployment
@@ -205,7 +213,7 @@ def performance_table(plan: Plan, console: Console) -> None:
     _concurrency_table(pf, console)
 
 
-def _figure_rows(pf: Performance) -> list[tuple[str, str, str]]:
+def figure_rows(pf: Performance) -> list[tuple[str, str, str]]:
     """(figure, predicted, range) rows of the performance table."""
     rows: list[tuple[str, str, str]] = []
 

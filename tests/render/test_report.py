@@ -583,3 +583,35 @@ def test_report_and_compare_compare_engines_at_the_format_asked(capsys, tmp_path
     run(capsys, "report", "Qwen/Qwen3-32B", "--gpu", "h100", "--quantization", "nvfp4",
         "--kv-cache-dtype", "fp8", "-o", str(md))
     assert planned["vllm"]["command"] in md.read_text()
+
+
+def test_report_shows_the_plans_headline_figures_and_multi_node_launch(capsys, tmp_path):
+    """The report's performance block is `kvplan plan`'s: the same title (calibrated or not,
+    and why), bands, cost and where the coefficients come from; a plan across nodes shows one
+    launch line per node role, not a single-node command (both missing before 2026-12-03)."""
+    md = tmp_path / "r.md"
+    code, _, _ = run(capsys, "report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                     "--engine", "tgi", "--max-model-len", "8192", "-o", str(md))
+    text = md.read_text()
+    code_p, out, _ = run(capsys, "plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100",
+                         "--engine", "tgi", "--max-model-len", "8192", "--json")
+    pf = json.loads(out)["performance"]
+    assert code == code_p == 0 and "### Latency, throughput and cost" in text
+    assert f"not calibrated: {pf['not_calibrated_because']}" in text
+    assert f"| TTFT, ms | {pf['ttft_ms']:,.0f} | {pf['ttft_ms_low']:,.0f}–" in text
+    assert f"| $ per hour | {pf['cost_per_hour']:,.2f} |" in text
+    assert f"Coefficients: {pf['calibration']}." in text
+    code, _, _ = run(capsys, "report", "deepseek-ai/DeepSeek-V3", "--gpu", "h100", "-tp", "8",
+                     "-pp", "2", "-o", str(md))
+    text = md.read_text()
+    assert "Recommended launch, 2 nodes × 8 GPUs" in text
+    assert "# node rank 1" in text and "--nnodes 2" in text
+
+
+def test_a_deployment_files_report_names_the_error_check_found(capsys, tmp_path):
+    """The verdict's detail is the check's own error (1 GPU for TP 2), not a KV figure."""
+    md = tmp_path / "r.md"
+    run(capsys, "report", str(EXAMPLES / "production-stack" /
+                              "broken-values-04-multiple-models.yaml"), "-o", str(md))
+    verdicts = [line for line in md.read_text().splitlines() if line.startswith("**Verdict")]
+    assert any("DOES NOT FIT** — the file gives the container 1 GPU(s)" in v for v in verdicts)
