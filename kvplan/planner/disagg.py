@@ -92,11 +92,16 @@ class _Pool:
     ctx: perf.PerfContext
 
 
-def _layout_knobs(role: Role, lay: PoolLayout, tp: int | None) -> dict[str, object]:
+def _layout_knobs(role: Role, lay: PoolLayout, tp: int | None, m: ModelSpec
+                  ) -> dict[str, object]:
     """The pool's layout as knobs: --{role}-ep N is expert parallelism across TP × DP ranks
     (vLLM's EP size is TP × DP: vllm/distributed/parallel_state.py), so it must equal them."""
     out: dict[str, object] = {}
     dp = lay.dp
+    if lay.ep is not None and m.moe is None:  # named by the flag given, not the knob it sets
+        raise InvalidInputError(f"--{role}-ep needs a mixture-of-experts model",
+                                hint=f"{m.id} has no experts; drop --{role}-ep",
+                                code="expert-parallel-needs-moe", knob=f"{role}_ep")
     if lay.ep is not None:
         if tp is None:
             tp = max(1, lay.ep // (dp or 1))
@@ -119,15 +124,15 @@ def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workl
     """The pool at its given TP, else the smallest valid TP (up to 8) at which it fits."""
     base = {**knobs.given(), **extra, **(lay.options or {})}
     if lay.tp is not None or (lay.ep is not None):
-        values = {**base, **_layout_knobs(role, lay, lay.tp)}
+        values = {**base, **_layout_knobs(role, lay, lay.tp, m)}
         return plan_fn(m, lay.gpu, Knobs.parse(values), w, lay.price)
     if "tensor_parallel_size" in base:  # -tp given for both pools
-        return plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, None)}), w,
+        return plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, None, m)}), w,
                        lay.price)
     last: Plan | None = None
     top = min(8, node_rules.tp_limit(lay.gpu) or 8)  # never beyond the scale-up domain
     for tp in [t for t in valid_tp_sizes(m) if t <= top] or [1]:
-        last = plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, tp)}), w,
+        last = plan_fn(m, lay.gpu, Knobs.parse({**base, **_layout_knobs(role, lay, tp, m)}), w,
                        lay.price)
         if last.fits and last.memory.kv_cache_bytes > 0:
             return last

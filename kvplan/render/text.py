@@ -871,7 +871,8 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         cols.append(("P", ["*" if o.pareto else "" for o in opts], 5, "<"))
         rows, shown = _fit_sweep_columns(cols, width)
         legend = [text for header, text in _SWEEP_LEGEND if header in shown]
-        if latency and result.rank_on == "pessimistic" and shown & {"TPOT ms", "tok/s"}:
+        if latency and result.rank_on == "pessimistic" and shown & {"TPOT ms", "tok/s",
+                                                                      "$/M tok"}:
             legend.insert(0, "latency, tok/s and $/M at the pessimistic end of their bands "
                           "(--rank-on point: the estimates)")
         if any(o.calibrated is False for o in opts) and "fit" not in shown:
@@ -931,10 +932,22 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         lines.append("")
     if result.pruned:
         kinds = Counter(p.kind.value for p in result.pruned)
-        lines += textwrap.wrap(
-            "Not planned: " + ", ".join(f"{n} ({k})" for k, n in kinds.most_common())
-            + " — e.g. " + result.pruned[0].reason, width, subsequent_indent="  ",
-            break_long_words=False)
+        # each refusal once, with the GPUs it struck (a requested GPU planned on no engine is
+        # named there); the memory prunes are one kind, said by their count
+        why: dict[str, set[str]] = {}
+        for x in result.pruned:
+            if x.kind.value != "memory":
+                why.setdefault(x.reason, set()).add(x.gpu)
+        head = "Not planned: " + ", ".join(f"{n} ({k})" for k, n in kinds.most_common())
+        if not why:
+            head += " — e.g. " + result.pruned[0].reason
+        lines += textwrap.wrap(head, width, subsequent_indent="  ", break_long_words=False)
+        for reason, gpus in list(why.items())[:6]:
+            lines += textwrap.wrap(f"{', '.join(sorted(gpus))}: {reason}", width,
+                                   initial_indent="  ", subsequent_indent="    ",
+                                   break_long_words=False)
+        if len(why) > 6:
+            lines.append(f"  … {len(why) - 6} more reasons (--json: pruned)")
     return "\n".join(lines).rstrip() + "\n"
 
 

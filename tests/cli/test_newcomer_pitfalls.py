@@ -697,3 +697,14 @@ def test_a_given_length_stays_in_the_serve_line_of_a_plan_that_does_not_fit(caps
     d = json.loads(out)
     assert code == 1 and "--max-model-len 32000" in d["command"]
     assert d["recommendations"]["max_model_len"]["reason"].startswith("as given; no length fits")
+
+
+def test_sweep_names_each_refusal_with_its_gpus(capsys, monkeypatch):
+    """Every distinct reason a candidate was not planned, with the GPUs it struck (gaudi2,
+    asked for and planned on no engine, was named nowhere before 2026-12-03)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "sweep", "Qwen/Qwen3-32B", "--gpus", "h100,gaudi2",
+                       "--engine", "all", "--max-gpus", "2", "--target-concurrency", "8")
+    text = " ".join(out.split())
+    assert "gaudi2: unsupported: the device total of gaudi2 is unknown" in text
+    assert "gaudi2: unsupported: TensorRT-LLM runs on NVIDIA GPUs only" in text

@@ -147,8 +147,17 @@ def test_engine_without_pd_is_a_clear_error():
 
 def test_ep_must_equal_tp_times_dp():
     with pytest.raises(InvalidInputError) as e:
-        plan_disagg(LLAMA, "h100", workload=CHAT, prefill_ep=4, prefill_tp=2)
+        plan_disagg("Qwen/Qwen3-30B-A3B", "h100", workload=CHAT, prefill_ep=4, prefill_tp=2)
     assert "--prefill-ep 4" in e.value.message
+
+
+def test_pool_ep_on_a_dense_model_names_the_pool_flag():
+    """--prefill-ep on a dense model: the error names the flag given (it named
+    --enable-expert-parallel, which the user never wrote, before 2026-12-03)."""
+    with pytest.raises(InvalidInputError) as e:
+        plan_disagg(LLAMA, "h100", workload=CHAT, prefill_ep=4)
+    assert e.value.message == "--prefill-ep needs a mixture-of-experts model"
+    assert "drop --prefill-ep" in (e.value.hint or "")
 
 
 def test_a_pool_that_does_not_fit_names_the_pool_and_the_fix():
