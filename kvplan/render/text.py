@@ -934,20 +934,20 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
         kinds = Counter(p.kind.value for p in result.pruned)
         # each refusal once, with the GPUs it struck (a requested GPU planned on no engine is
         # named there); the memory prunes are one kind, said by their count
-        why: dict[str, set[str]] = {}
+        refused: dict[str, set[str]] = {}
         for x in result.pruned:
             if x.kind.value != "memory":
-                why.setdefault(x.reason, set()).add(x.gpu)
+                refused.setdefault(x.reason, set()).add(x.gpu)
         head = "Not planned: " + ", ".join(f"{n} ({k})" for k, n in kinds.most_common())
-        if not why:
+        if not refused:
             head += " — e.g. " + result.pruned[0].reason
         lines += textwrap.wrap(head, width, subsequent_indent="  ", break_long_words=False)
-        for reason, gpus in list(why.items())[:6]:
+        for reason, gpus in list(refused.items())[:6]:
             lines += textwrap.wrap(f"{', '.join(sorted(gpus))}: {reason}", width,
                                    initial_indent="  ", subsequent_indent="    ",
                                    break_long_words=False)
-        if len(why) > 6:
-            lines.append(f"  … {len(why) - 6} more reasons (--json: pruned)")
+        if len(refused) > 6:
+            lines.append(f"  … {len(refused) - 6} more reasons (--json: pruned)")
     return "\n".join(lines).rstrip() + "\n"
 
 
