@@ -124,7 +124,9 @@ class Section:
 class Unplanned:
     where: str
     status: str
-    message: str
+    message: str  # why it could not be planned (its errors)
+    model: str | None = None  # what the file names, when it names one
+    engine: str = ""
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,7 @@ def from_check(report: CheckReport, *, command_line: str, version: str,
         where = f"{d.file}:{d.line}"
         if d.plan is None:
             msg = "; ".join(p.message for p in d.problems if p.severity == "error") or d.status
-            unplanned.append(Unplanned(where, d.status, msg))
+            unplanned.append(Unplanned(where, d.status, msg, d.model, d.engine))
             continue
         own = {(p.code, p.message) for p in d.plan.problems}
         extra = [p for p in [*d.policy_violations, *d.problems] if (p.code, p.message) not in own]
@@ -710,7 +712,13 @@ def _summary_cells(s: Section) -> tuple[str, ...]:
 
 
 def _unplanned_cells(u: Unplanned) -> tuple[str, ...]:
-    return (Code(u.where), Code(u.message), "—", "—", u.status, "—", "—")
+    return (Code(u.where), Code(u.model) if u.model else "—", "—", u.engine or "—", u.status,
+            "—", "—")
+
+
+def _unplanned_lines(report: Report) -> list[tuple[str, str]]:
+    """(where, why) of each deployment the report could not plan."""
+    return [(u.where, u.message) for u in report.unplanned]
 
 
 def render_markdown(report: Report) -> str:
@@ -721,6 +729,10 @@ def render_markdown(report: Report) -> str:
         out += _md_table(_SUMMARY_HEAD,
                          [(Code(s.where or ""), *_summary_cells(s)) for s in report.sections]
                          + [_unplanned_cells(u) for u in report.unplanned], right=[5, 6])
+    if report.unplanned:
+        # the errors quote the file's own strings: a code span keeps them inert
+        out += ["Not planned:", ""] + [f"- {code_span(w)}: {code_span(why)}"
+                                       for w, why in _unplanned_lines(report)] + [""]
     for sec in report.sections:
         out += _md_section(sec, 2)
     if report.compare:
@@ -1013,7 +1025,11 @@ def render_html(report: Report) -> str:
         for i, s in enumerate(report.sections):  # each row's place links to its section
             cell = f"<td>{_h(s.where or '')}</td>"
             table = table.replace(cell, f'<td><a href="#s{i}-h">{_h(s.where or "")}</a></td>', 1)
-        body.append(f'<section class="block"><h2>Deployments</h2>{table}</section>')
+        missing = "".join(f"<li><code>{_h(w)}</code>: {_h(why)}</li>"
+                          for w, why in _unplanned_lines(report))
+        body.append(f'<section class="block"><h2>Deployments</h2>{table}'
+                    + (f"<p>Not planned:</p><ul>{missing}</ul>" if missing else "")
+                    + "</section>")
     body += [_html_section(s, i) for i, s in enumerate(report.sections)]
     if report.compare:
         body.append(_html_compare(report.compare))

@@ -615,3 +615,17 @@ def test_a_deployment_files_report_names_the_error_check_found(capsys, tmp_path)
                               "broken-values-04-multiple-models.yaml"), "-o", str(md))
     verdicts = [line for line in md.read_text().splitlines() if line.startswith("**Verdict")]
     assert any("DOES NOT FIT** — the file gives the container 1 GPU(s)" in v for v in verdicts)
+
+
+def test_an_unplanned_deployment_keeps_its_model_and_says_why(capsys, tmp_path):
+    """A row `check` could not plan shows the model the file names in the model column, and
+    its error in a list of its own (the error filled the model column before 2026-12-03)."""
+    md, html = tmp_path / "r.md", tmp_path / "r.html"
+    broken = str(EXAMPLES / "ray" / "broken-llm-config.yaml")
+    run(capsys, "report", broken, "-o", str(md))
+    run(capsys, "report", broken, "-o", str(html))
+    text = md.read_text()
+    row = next(line for line in text.splitlines() if "broken-llm-config.yaml:15` |" in line)
+    assert "`Qwen/Qwen2.5-1.5B-Instruct`" in row and "exceeds" not in row
+    assert "Not planned:" in text and "--max-model-len 65536 exceeds the model's maximum" in text
+    assert "<p>Not planned:</p><ul><li><code>" in html.read_text()
