@@ -269,13 +269,9 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
     `rank_on` says, as `kvplan sweep --rank-on` ranks, checked first). A rate,
     percentile, trace or rate curve (`demand`) is simulated for the deployment only: the
     curve, the comparison and the sweep plan the workload without them."""
-    from typing import get_args
+    from .planner.sweep import check_rank_on
 
-    from .planner.sweep import RankOn
-
-    if rank_on not in get_args(RankOn):  # the sweep's own refusal: checked before it is caught
-        raise InvalidInputError(f"--rank-on must be pessimistic or point, got {rank_on!r}",
-                                hint="pessimistic (the default) or point")
+    check_rank_on(rank_on)  # the sweep's own refusal, before its errors are caught below
     m = model if isinstance(model, ModelSpec) else resolve_model(
         model, revision=revision, token=token, offline=offline)
     g = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu)

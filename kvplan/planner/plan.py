@@ -403,11 +403,11 @@ def _check_gpu(eng: Engine, gpu: GpuSpec) -> None:
 
 def _check_supported(eng: Engine, knobs: Knobs) -> None:
     """A knob the engine does not have is an error naming the engines that do."""
-    bad = sorted(k for k, v in _given(knobs).items() if k in eng.unsupported
+    given = _given(knobs)
+    bad = sorted(k for k, v in given.items() if k in eng.unsupported
                  and (v is not False or not OPTIONS[k].false_is_default))
     if not bad:
         return
-    given = _given(knobs)
     names = ", ".join(flag(k) if given[k] is not False else "--no-" + flag(k)[2:] for k in bad)
     have = [e.name for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
     raise InvalidInputError(

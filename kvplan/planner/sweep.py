@@ -538,10 +538,7 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     knobs = knobs or Knobs()
     workload = workload or Workload()
     _check_inputs(knobs, gpus, engines, max_gpus, engine_version)
-    if rank_on not in get_args(RankOn):
-        raise InvalidInputError(f"--rank-on must be pessimistic or point, got {rank_on!r}",
-                                hint="pessimistic: each band's worse end (the default); point: "
-                                "the estimate")
+    check_rank_on(rank_on)
     engines = [registry.get(e).name for e in dict.fromkeys(engines)]
     cands, pruned = candidates(m, gpus, engines=engines, max_gpus=max_gpus,
                                quantizations=_unique(quantizations),
@@ -748,6 +745,14 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     return SweepResult.deferred(all_pruned, model=m.id, target=target, latency_model=latency,
                                 ranking=ranking, notes=notes, candidates=total, options=options,
                                 rank_on=rank_on)
+
+
+def check_rank_on(rank_on: str) -> None:
+    """--rank-on is one of RankOn, else an error naming it."""
+    if rank_on not in get_args(RankOn):
+        raise InvalidInputError(f"--rank-on must be pessimistic or point, got {rank_on!r}",
+                                hint="pessimistic: each band's worse end (the default); point: "
+                                "the estimate")
 
 
 def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],

@@ -543,6 +543,12 @@ def _md_section(sec: Section, level: int) -> list[str]:
     return out
 
 
+def _nodes_where(p: Plan) -> str:
+    from .text import nodes_where  # (the report module does not import the text renderer)
+
+    return nodes_where(p)
+
+
 def _launch_lines(p: Plan) -> list[tuple[str, str]]:
     """(role, command) of each node role of a plan across nodes; [] on one node."""
     n = p.nodes
@@ -551,19 +557,13 @@ def _launch_lines(p: Plan) -> list[tuple[str, str]]:
     return [(x.role, x.command) for x in n.launch]
 
 
-def _nodes_where(p: Plan) -> str:
-    n = p.nodes
-    assert n is not None
-    return f"{n.nodes} nodes × {n.gpus_per_node} GPUs" + (f" ({n.system})" if n.system else "")
-
-
 _HEADLINE_HEAD = ("figure", "predicted", "range")
 
 
 def _headline(p: Plan) -> tuple[str, list[tuple[str, str, str]], str]:
     """(title, rows, note) of the figures at the workload's concurrency, as `kvplan plan`
     prints them: bands, whether calibrated, cost, and where the coefficients come from."""
-    from .text import figure_rows, performance_title
+    from .text import figure_rows, performance_title  # (imported when a plan has figures)
 
     pf = p.performance
     assert pf is not None

@@ -951,13 +951,20 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def nodes_where(plan: Plan) -> str:
+    """'2 nodes × 8 GPUs (system)': where a plan across nodes runs (plan and report say it
+    alike)."""
+    n = plan.nodes
+    assert n is not None
+    return f"{n.nodes} nodes × {n.gpus_per_node} GPUs" + (f" ({n.system})" if n.system else "")
+
+
 def _node_lines(plan: Plan, console: Console) -> None:
     """A deployment over several nodes: its system shape and one launch line per node role."""
     n = plan.nodes
     if n is None or (n.nodes or 1) <= 1:
         return
-    where = f"{n.nodes} nodes × {n.gpus_per_node} GPUs" + (f" ({n.system})" if n.system else "")
-    console.print(f"\n[bold]Across {where}[/]")
+    console.print(f"\n[bold]Across {nodes_where(plan)}[/]")
     if plan.performance is not None and plan.performance.links:
         console.print(f"links: {plan.performance.links}", markup=False, soft_wrap=True)
     for line in n.launch:

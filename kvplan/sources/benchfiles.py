@@ -141,23 +141,27 @@ class Measurement:
 # ---------------------------------------------------------------------- helpers
 
 
+def _finite(v: object) -> float | None:
+    """A number (not a bool) as a finite float, else None: an integer past float's range
+    (10**400) overflows, and is no number here either."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _num(d: Mapping[str, Any], key: str) -> float | None:
     """A finite number at d[key] (numbers written as text count), else None."""
     v = d.get(key) if isinstance(d, Mapping) else None
-    if isinstance(v, bool):
-        return None
     if isinstance(v, str):
         try:
             v = float(v)
         except ValueError:
             return None
-    if isinstance(v, (int, float)):
-        try:
-            f = float(v)  # an integer past float's range (10**400) overflows: not a number here
-        except OverflowError:
-            return None
-        return f if math.isfinite(f) else None
-    return None
+    return _finite(v)
 
 
 def _dig(d: Any, *path: str) -> Any:
@@ -233,7 +237,7 @@ def _rate(v: object) -> float | None:
     """A request rate as the files write it: a number, or "inf" / Infinity → None (burst)."""
     if isinstance(v, str) and v.strip().lower() in ("inf", "infinity"):
         return None
-    rate = _num({"v": v}, "v") if not isinstance(v, str) else None
+    rate = _finite(v)
     return rate if rate is not None and rate > 0 else None
 
 
