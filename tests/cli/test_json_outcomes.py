@@ -117,3 +117,36 @@ def test_check_json_matches_its_schema(capsys, tmp_path):
     data = json.loads(out)
     assert code == 0 and data["deployments"]
     jsonschema.validate(data, schema(capsys, "check"))
+
+
+BENCH_L40S = "tests/sources/fixtures/bench/vllm_llama-3.2-3b_l40s_results.json"
+
+
+@pytest.mark.parametrize("name,args", [
+    ("models", ["models", "llama-3.1", "--json"]),
+    ("models", ["models", "show", "qwen3-30b-a3b", "--json"]),
+    ("gpus", ["gpus", "mi3", "--json"]),
+    ("gpus", ["gpus", "show", "h200", "--json"]),
+    ("calibrate", ["calibrate", BENCH_L40S, "--max-model-len", "4096", "--check", "--json"]),
+    ("calibrate", ["calibrate", BENCH_L40S, "--max-model-len", "4096", "--no-leave-one-out",
+                   "--json"]),
+])
+def test_every_json_output_has_a_schema_that_holds_it(capsys, name, args):
+    """The catalogue listings and calibrate print JSON too: their schemas forbid fields they
+    do not declare, so an output that grows or loses a field fails here."""
+    from pathlib import Path
+
+    args = [str(Path(__file__).parents[2] / a) if a == BENCH_L40S else a for a in args]
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    jsonschema.validate(json.loads(out), schema(capsys, name))
+
+
+def test_a_field_the_calibrate_schema_does_not_declare_fails_it(capsys):
+    """The check above can fail: an undeclared field is refused."""
+    doc = {"schema_version": "1", "mode": "check", "coefficients": [], "runs": [],
+           "skipped": {}, "errors": {}, "max_error": None, "worst_median": ["ttft", 1.0],
+           "passed": True}
+    jsonschema.validate(doc, schema(capsys, "calibrate"))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**doc, "surprise": 1}, schema(capsys, "calibrate"))
