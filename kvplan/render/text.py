@@ -966,7 +966,7 @@ def _node_lines(plan: Plan, console: Console) -> None:
         return
     console.print(f"\n[bold]Across {nodes_where(plan)}[/]")
     if plan.performance is not None and plan.performance.links:
-        console.print(f"links: {plan.performance.links}", markup=False, soft_wrap=True)
+        console.print(f"links: {plan.performance.links}", markup=False, highlight=False)
     for line in n.launch:
         console.print(f"# {line.role}", markup=False, soft_wrap=True)
         console.print(line.command, markup=False, soft_wrap=True)

@@ -708,3 +708,17 @@ def test_sweep_names_each_refusal_with_its_gpus(capsys, monkeypatch):
     text = " ".join(out.split())
     assert "gaudi2: unsupported: the device total of gaudi2 is unknown" in text
     assert "gaudi2: unsupported: TensorRT-LLM runs on NVIDIA GPUs only" in text
+
+
+def test_a_plan_across_nodes_in_a_pipe_keeps_80_columns_but_its_launch_lines_whole(
+        capsys, monkeypatch):
+    """Prose wraps at 80 columns; launch lines stay one line each, to copy whole (the links
+    line was once 168 columns wide)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, "plan", "meta-llama/Llama-3.1-405B", "--gpu", "h100",
+                       "-tp", "8", "-pp", "2")
+    lines = out.splitlines()
+    assert code == 0 and any(line.startswith("links: ") for line in lines)
+    launch = [line for line in lines if line.startswith("vllm serve ")]
+    assert len(launch) == 3 and all("--pipeline-parallel-size 2" in x for x in launch)
+    assert all(len(line) <= 80 for line in lines if line not in launch)
