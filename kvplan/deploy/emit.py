@@ -153,11 +153,17 @@ def _need_stack_engine(p: Plan, fmt: str) -> str:
     return engine
 
 
-def _header(p: Plan, fmt: str) -> str:
+def _header(p: Plan, fmt: str, image_of: str | None = None) -> str:
     """Who wrote the file, and the engine release as a directive `kvplan check` reads. A plan
-    that does not fit as asked carries kvplan's recommended command (Plan.command): said here."""
+    that does not fit as asked carries kvplan's recommended command (Plan.command): said here.
+    `image_of`: the project whose release the image tag VERSION stands for (its images bundle
+    an engine release kvplan cannot look up)."""
     note = ("" if p.fits else "# The plan did not fit as asked: this is kvplan's recommended "
             "command (kvplan plan shows why).\n")
+    if image_of:
+        note += (f"# Set the image tag VERSION to the {image_of} release whose image ships "
+                 f"{p.engine.label} {p.engine.version}\n# (its release notes list it): the plan "
+                 "is for that engine release.\n")
     return (f"# Written by `kvplan --emit {fmt}` for {p.model.id} on {p.gpu.count} × "
             f"{p.gpu.id} ({p.engine.label} {p.engine.version}).\n{note}"
             f"# kvplan: engine-version={p.engine.version}\n")
@@ -386,7 +392,7 @@ def dynamo(p: Plan) -> str:
            "metadata": {"name": _name(p)},
            "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},
                                  "Worker": worker}}}
-    head = _header(p, "dynamo")
+    head = _header(p, "dynamo", "Dynamo" if ":VERSION" in container["image"] else None)
     return head + (_yaml(config_map) + "---\n" if config_map else "") + _yaml(doc)
 
 
@@ -501,7 +507,7 @@ def helm_llmd(p: Plan) -> str:
                       "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
                       "containers": [container]},
            "prefill": {"create": False}}
-    return _header(p, "helm-llmd") + _yaml(doc)
+    return _header(p, "helm-llmd", "llm-d") + _yaml(doc)
 
 
 LLMD_IMAGE = "ghcr.io/llm-d/llm-d-cuda:VERSION"
@@ -542,7 +548,7 @@ def _helm_llmd_nodes(p: Plan, engine: str) -> str:
                       "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
                       "containers": [container]},
            "prefill": {"create": False}}
-    return _header(p, "helm-llmd") + _yaml(doc)
+    return _header(p, "helm-llmd", "llm-d") + _yaml(doc)
 
 
 # vLLM flag → production-stack vllmConfig key (the chart's deployment-vllm-multi.yaml)

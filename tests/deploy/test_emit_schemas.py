@@ -294,3 +294,19 @@ def test_multinode_llmd_values_are_valid_against_the_charts_schema():
     _valid(doc, _schema("helm-llm-d-modelservice-values.json"))
     assert doc["multinode"] is True
     assert doc["decode"]["parallelism"] == {"tensor": 8, "data": 2, "dataLocal": 1, "workers": 2}
+
+
+@pytest.mark.parametrize("fmt", ["dynamo", "helm-llmd", "k8s"])
+def test_an_image_tag_placeholder_is_explained_in_the_header(fmt):
+    """Dynamo's and llm-d's images are tagged by their own releases, which bundle an engine
+    release kvplan cannot look up: the file says what VERSION stands for. The k8s file names the
+    engine's own image at the planned release, so it has no placeholder to explain."""
+    p = fitting_plan(*SAMPLE[0], "vllm")
+    text = emit(p, fmt)
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    body = text[len(header):] if text.startswith(header) else text
+    if ":VERSION" in body:
+        project = {"dynamo": "Dynamo", "helm-llmd": "llm-d"}[fmt]
+        assert f"the {project} release whose image ships vLLM {p.engine.version}" in header
+    else:
+        assert "VERSION" not in header
