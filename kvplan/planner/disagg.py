@@ -195,11 +195,20 @@ def _service(p: _Pool, d: _Pool, *, n: performance.Lengths, concurrency: int, pr
     def tpot(running: float) -> float:
         return _step_s(d.ctx, decode_seqs=max(running, 1.0), context_tokens=mean_ctx) / per_step
 
-    def decoding(rate: float) -> float:  # requests decoding per replica (Little's law)
-        r = min(decode_cap, rate / decode_reps * steps * tpot(1.0) * per_step)
-        for _ in range(30):
-            r = min(decode_cap, rate / decode_reps * steps * tpot(r) * per_step)
-        return r
+    def decoding(rate: float) -> float:
+        """Requests decoding per replica: the root of r = rate / replicas × a request's decode
+        time at r running (Little's law), at most decode_cap. Bisection: the decode time grows
+        with r, and nearly as fast as r near the throughput limit, where iterating r = f(r)
+        from below stalls far under the root (166 of 297 after 30 rounds), and the shortfall
+        came out as a decode wait of seconds at half occupancy."""
+        k = rate / decode_reps * steps * per_step
+        if k * tpot(decode_cap) >= decode_cap:
+            return float(decode_cap)
+        lo, hi = 0.0, float(decode_cap)
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if k * tpot(mid) > mid else (lo, mid)
+        return hi
 
     def parts(rate: float) -> tuple[TtftParts, float, float, float]:
         rho = min(rate / cap_rate, 0.999)

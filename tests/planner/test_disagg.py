@@ -265,3 +265,23 @@ def test_sglang_decode_admission_reserves_512_tokens_per_request():
     d = r.disaggregated
     assert d.decode_capacity_per_replica == min(d.decode.kv_cache.tokens // (3000 + 150 + 512),
                                                 d.decode.inputs["max_num_seqs"].value)
+
+
+SIZED = Workload(avg_input_tokens=4000, avg_output_tokens=500, target_concurrency=256,
+                 slo_ttft_ms=2000, slo_tpot_ms=50)
+
+
+def test_a_decode_pool_below_its_capacity_adds_no_decode_wait():
+    """Requests decoding per replica solve r = rate × a request's decode time at r (Little's
+    law). Iterated from below, r stalled at 166 of the 297 a TP-8 vLLM decode replica holds and
+    the unconverged rest came out as a 4.4 s decode wait; the root is found by bisection."""
+    r = plan_disagg(LLAMA, "h100", engine="vllm", workload=SIZED, decode_tp=8)
+    d = r.disaggregated
+    assert d.decode_running_per_replica < d.decode_capacity_per_replica
+    assert d.ttft.decode_wait_ms == 0 and r.fits
+    # Little's law holds at the service's rate: running = rate / replicas × decode time
+    perf = r.performance
+    rate = perf.requests_per_s
+    decode_s = (SIZED.avg_output_tokens - 1) * perf.tpot_ms * 1e-3 + d.ttft.first_decode_ms * 1e-3
+    assert d.decode_running_per_replica == pytest.approx(rate / d.decode_replicas * decode_s,
+                                                         rel=0.02)
