@@ -79,6 +79,7 @@ class PoolLayout:
     # knobs for this pool only, over the shared ones (a prefill pool's chunked-prefill size, a
     # decode pool's --max-running-requests or memory fraction, as published deployments set)
     options: dict[str, object] | None = None
+    max_gpus: int | None = None  # the most GPUs a replica kvplan lays out may take (sweep)
 
 
 PlanFn = Callable[[ModelSpec, GpuSpec, Knobs, Workload, Price | None], Plan]
@@ -269,16 +270,18 @@ def _chooses(lay: PoolLayout, knobs: Knobs) -> bool:
         k in given for k in fixed)
 
 
-def _ep_sizes(gpu: GpuSpec) -> list[int]:
-    per = max((s.gpus_per_node for s in gpu.systems), default=8)
-    top = max(4 * per, node_rules.tp_limit(gpu) or per)
+def _ep_sizes(lay: PoolLayout) -> list[int]:
+    per = max((s.gpus_per_node for s in lay.gpu.systems), default=8)
+    top = min(max(4 * per, node_rules.tp_limit(lay.gpu) or per), lay.max_gpus or 64)
     return [g for g in (2, 4, 8, 16, 32, 64) if g <= top]
 
 
-def _score(role: Role, engine: str, pool: _Pool, w: Workload) -> float:
+def _score(role: Role, engine: str, pool: _Pool, w: Workload,
+           slo_tpot_ms: float | None = None) -> float:
     """Tokens/s per GPU of one replica of the pool in its own phase: prompt tokens in full
-    prefill steps (prefill), output tokens at the requests its KV cache and batch hold
-    (decode) — the figures benchmarks/disagg_validation.py compares with published ones."""
+    prefill steps (prefill), output tokens at the requests its KV cache and batch hold, and
+    with `slo_tpot_ms` at most as many as meet it (decode) — the figures
+    benchmarks/disagg_validation.py compares with published ones."""
     n = performance.lengths(w, block_size=pool.res.block_size)
     gpus = pool.plan.gpu.count
     dp = pool.dep.data_parallel_size
@@ -288,7 +291,8 @@ def _score(role: Role, engine: str, pool: _Pool, w: Workload) -> float:
         t = _step_s(pool.ctx, decode_seqs=0, context_tokens=0, prefill_tokens=budget,
                     prefill_context_tokens=n.cached_tokens + i / 2, prefill_seqs=budget / i)
         return budget * dp / t / gpus
-    cap = min(_decode_kv_bound(engine, pool, n), pool.ctx.max_num_seqs)
+    cap = _tpot_cap(pool, n, min(_decode_kv_bound(engine, pool, n), pool.ctx.max_num_seqs),
+                    slo_tpot_ms)
     if cap <= 0:
         return 0.0
     t = _step_s(pool.ctx, decode_seqs=cap, context_tokens=n.input_tokens + n.output_tokens / 2)
@@ -296,13 +300,18 @@ def _score(role: Role, engine: str, pool: _Pool, w: Workload) -> float:
 
 
 def _choose_layout(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
-                   plan_fn: PlanFn, engine: str, version: str) -> tuple[PoolLayout, str | None]:
+                   plan_fn: PlanFn, engine: str, version: str,
+                   slo_tpot_ms: float | None = None) -> tuple[PoolLayout, str | None]:
     """A MoE pool whose layout kvplan chooses: the smallest TP that fits (as for dense models)
     against expert parallelism with DP attention over the smallest GPU counts that fit
-    (_ep_sizes), whichever gives more tokens per second per GPU in the pool's phase; the layout
-    and why. Every layout keeps TP inside the scale-up domain (EP/DP cross nodes)."""
-    if m.moe is None or not _chooses(lay, knobs):
+    (_ep_sizes), whichever gives more tokens per second per GPU in the pool's phase; a dense
+    decode pool: _choose_decode_tp. The layout and why. Every layout keeps TP inside the
+    scale-up domain (EP/DP cross nodes)."""
+    if not _chooses(lay, knobs):
         return lay, None
+    if m.moe is None:
+        return (_choose_decode_tp(m, lay, knobs, w, plan_fn, engine, version, slo_tpot_ms)
+                if role == "decode" else (lay, None))
     scored: list[tuple[float, PoolLayout, str]] = []
     tp_plan = _pool_plan(role, m, lay, knobs, w, plan_fn, {})
     if tp_plan.fits and tp_plan.memory.kv_cache_bytes > 0:
@@ -312,7 +321,7 @@ def _choose_layout(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: W
                                                   8 if role == "prefill" else 256), w),
                        c, f"TP {tp}"))
     found = 0
-    for g in _ep_sizes(lay.gpu):
+    for g in _ep_sizes(lay):
         if found >= EP_TRIES:
             break
         c = replace(lay, tp=1, dp=g, ep=g)
@@ -331,12 +340,41 @@ def _choose_layout(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: W
     return best[1], why
 
 
-def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs,
-                w: Workload, plan_fn: PlanFn, engine: str, version: str,
-                decode_seqs: int | None = None) -> _Pools:
-    """Both pools' memory plans: the decode pool at a token budget of one token per running
-    sequence (and at `decode_seqs` running ones when a TPOT target caps them), the connector's
-    buffers (TensorRT-LLM) off the memory the KV cache is sized from."""
+def _choose_decode_tp(m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
+                      plan_fn: PlanFn, engine: str, version: str, slo_tpot_ms: float | None
+                      ) -> tuple[PoolLayout, str | None]:
+    """A dense decode pool: of the valid TPs from the smallest that fits up to the scale-up
+    domain (≤ 8), the one with the most output tokens/s per GPU at the requests its KV cache,
+    batch and the TPOT target hold (_score, on the pool as _plan_pools plans it: a token
+    budget of one token per running sequence). The smallest TP that fits can hold almost no KV
+    cache beside the weights (Llama-3.3-70B on two H100s under SGLang: one 4,500-token request),
+    so that one replica serves one request; the pool's cost is its GPUs per request served."""
+    first = _decode_pool(m, lay, knobs, w, plan_fn, version, None)[0]
+    if not (first.plan.fits and first.plan.memory.kv_cache_bytes > 0):
+        return lay, None
+    smallest = first.dep.tensor_parallel_size
+    top = min(8, node_rules.tp_limit(lay.gpu) or 8, lay.max_gpus or 8)
+    scored: list[tuple[float, PoolLayout, str]] = []
+    for tp in [t for t in valid_tp_sizes(m) if smallest <= t <= top]:
+        c = replace(lay, tp=tp)
+        pool = first if tp == smallest else _decode_pool(m, c, knobs, w, plan_fn, version,
+                                                         None)[0]
+        if pool.plan.fits and pool.plan.memory.kv_cache_bytes > 0:
+            scored.append((_score("decode", engine, pool, w, slo_tpot_ms), c, f"TP {tp}"))
+    if len(scored) < 2:
+        return lay, None
+    best = max(scored, key=lambda x: x[0])  # the first (smallest TP) of equal scores
+    why = ("decode layout " + best[2] + ": the most output tokens/s per GPU of "
+           + ", ".join(f"{name} ({v:,.0f})" for v, _, name in scored))
+    return best[1], why
+
+
+def _decode_pool(m: ModelSpec, decode: PoolLayout, knobs: Knobs, w: Workload, plan_fn: PlanFn,
+                 version: str, decode_seqs: int | None
+                 ) -> tuple[_Pool, dict[str, object], int, int]:
+    """The decode pool at a token budget of one token per running sequence (× the tokens a
+    speculative step verifies), at `decode_seqs` running ones when given; with what kvplan set
+    on it, the sequences it runs and the tokens a step verifies per sequence."""
     probe = _pool_plan("decode", m, decode, knobs, w, plan_fn, {})
     seqs = int(probe.inputs["max_num_seqs"].value or 256)
     spec = 1 + (probe.speculative.num_speculative_tokens if probe.speculative else 0)
@@ -347,7 +385,17 @@ def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     if knobs.max_num_batched_tokens is None and "max_num_batched_tokens" not in (
             decode.options or {}):
         d_extra["max_num_batched_tokens"] = max(seqs * spec, 256)
-    d0 = _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs)
+    return _pool("decode", m, decode, knobs, w, plan_fn, d_extra, version, seqs), d_extra, seqs, \
+        spec
+
+
+def _plan_pools(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Knobs,
+                w: Workload, plan_fn: PlanFn, engine: str, version: str,
+                decode_seqs: int | None = None) -> _Pools:
+    """Both pools' memory plans: the decode pool at a token budget of one token per running
+    sequence (and at `decode_seqs` running ones when a TPOT target caps them), the connector's
+    buffers (TensorRT-LLM) off the memory the KV cache is sized from."""
+    d0, d_extra, seqs, spec = _decode_pool(m, decode, knobs, w, plan_fn, version, decode_seqs)
     p0 = _pool("prefill", m, prefill, knobs, w, plan_fn, {}, version, 8)
     n = performance.lengths(w, block_size=d0.res.block_size)
     sup = pd.support(engine)
@@ -466,7 +514,7 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     prefill, p_why = _choose_layout("prefill", m, prefill, knobs, lengths_only, plan_fn,
                                     eng.name, version)
     decode, d_why = _choose_layout("decode", m, decode, knobs, lengths_only, plan_fn, eng.name,
-                                   version)
+                                   version, w.slo_tpot_ms)
     pools = _plan_pools(m, prefill, decode, knobs, lengths_only, plan_fn, eng.name, version)
     p0, d0 = pools.prefill, pools.decode
     n = performance.lengths(w, block_size=d0.res.block_size)

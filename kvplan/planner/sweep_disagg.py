@@ -47,7 +47,7 @@ def disaggregated_options(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping
                                  workload=w, price=pr,
                                  larger_gpus=larger_gpus(gpu) if larger_gpus else ())
 
-            lay = PoolLayout(g, price=price)
+            lay = PoolLayout(g, price=price, max_gpus=max_gpus)
             formats = (native_formats(m, g, eng.name, eng.unsupported)
                        if knobs.quantization is None and knobs.kv_cache_dtype is None
                        else [(knobs.quantization, knobs.kv_cache_dtype)])

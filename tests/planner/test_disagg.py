@@ -271,6 +271,25 @@ SIZED = Workload(avg_input_tokens=4000, avg_output_tokens=500, target_concurrenc
                  slo_ttft_ms=2000, slo_tpot_ms=50)
 
 
+def test_a_dense_decode_pool_is_laid_out_for_tokens_per_gpu_not_the_smallest_tp():
+    """SGLang fits Llama-3.3-70B on two H100s with a KV pool for one 4,500-token request (its
+    decode admission keeps 512 more per request), so the smallest TP served the target with 256
+    decode replicas on 540 GPUs. Each candidate TP is scored by output tokens/s per GPU, the
+    best kept; the note names every candidate and the pick is the best of them."""
+    import re
+
+    r = plan_disagg(LLAMA, "h100", engine="sglang", workload=SIZED)
+    d = r.disaggregated
+    note = next(n for n in d.notes if n.startswith("decode layout TP "))
+    figures = {int(tp): float(v.replace(",", ""))
+               for tp, v in re.findall(r"TP (\d+) \(([\d,]+)\)", note.split(": ", 1)[1])}
+    assert 2 in figures and figures[2] < 0.1 * max(figures.values())  # one request per pool
+    tp = int(d.decode.inputs["tensor_parallel_size"].value)
+    assert figures[tp] == max(figures.values()) and note.startswith(f"decode layout TP {tp}:")
+    assert r.fits and d.decode_replicas == -(-256 // d.decode_capacity_per_replica)
+    assert d.gpus < 64  # 540 before
+
+
 def test_a_decode_pool_below_its_capacity_adds_no_decode_wait():
     """Requests decoding per replica solve r = rate × a request's decode time at r (Little's
     law). Iterated from below, r stalled at 166 of the 297 a TP-8 vLLM decode replica holds and

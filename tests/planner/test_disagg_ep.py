@@ -116,4 +116,7 @@ def test_a_given_layout_is_kept_and_dense_models_are_not_offered_ep():
     assert not any("tokens/s per GPU of" in n for n in d.notes)
     dense = plan_disagg("meta-llama/Llama-3.3-70B-Instruct", "h100", engine="vllm", workload=W,
                         prefill_replicas=1, decode_replicas=1)
-    assert not any("tokens/s per GPU of" in n for n in dense.disaggregated.notes)
+    # a dense decode pool's candidates are TP sizes only (planner/disagg._choose_decode_tp)
+    chosen = [n for n in dense.disaggregated.notes if "tokens/s per GPU of" in n]
+    assert chosen and all("EP" not in n and "DP attention" not in n for n in chosen)
+    assert int(dense.disaggregated.decode.inputs["data_parallel_size"].value or 1) == 1
