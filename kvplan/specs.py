@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.13"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.14"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -43,6 +43,8 @@ SCHEMA_VERSION = "1.13"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 # 1.11: performance.ttft_borrowed_from (an engine without TTFT measurements of its own)
 # 1.12: performance.routed_experts.padding (rows a grouped GEMM computes beyond the routed ones)
 # 1.13: performance.measured_check (never-fitted measured runs like the deployment: dense_checks)
+# 1.14: traffic.unmet_intervals; an interval no replica count serves has replicas/gpus null, and
+#       then the fleet figures (peak/mean/p95 GPUs, GPU-hours, cost per day) are null
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -1163,19 +1165,24 @@ class TrafficInterval(BaseModel):
 
     time: float = Field(description="the curve's time value, as given")
     requests_per_s: float
-    replicas: int
-    gpus: int
+    replicas: int | None = Field(description="None: no replica count meets the SLOs at the "
+                                 "percentile at this rate (each replica's own tail is too long)")
+    gpus: int | None
 
 
 class TrafficPlan(BaseModel):
-    """Replicas and cost over a rate curve (--traffic FILE), from the scheduler simulation."""
+    """Replicas and cost over a rate curve (--traffic FILE), from the scheduler simulation.
+    The fleet figures are None when an interval's rate cannot be served within the SLOs."""
 
     harness: str = Field(description="the arrival process each interval assumes")
     intervals: list[TrafficInterval]
-    peak_gpus: int
-    mean_gpus: float
-    p95_gpus: float
-    gpu_hours_per_day: float = Field(description="GPU-hours over the curve, scaled to 24 h")
+    unmet_intervals: int = Field(0, description="intervals no replica count serves within the "
+                                 "SLOs at the percentile")
+    peak_gpus: int | None
+    mean_gpus: float | None
+    p95_gpus: float | None
+    gpu_hours_per_day: float | None = Field(
+        description="GPU-hours over the curve, scaled to 24 h")
     cost_per_day: float | None = Field(None, description="USD per day at the plan's GPU price")
     autoscaler: dict[str, Any] = Field(
         default_factory=dict, description="min/max replicas and the engine's queue and KV-use "

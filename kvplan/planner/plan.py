@@ -371,6 +371,18 @@ def _percentile_unmet(section: Performance, w: Workload) -> Problem:
                    "tensor parallelism or shorter prompts are the levers")
 
 
+def _curve_unmet(curve: TrafficPlan, w: Workload) -> Problem:
+    """Intervals of a rate curve that no replica count serves within the SLOs at the
+    percentile: the fleet has no size there, so the curve has no GPU-hours or cost."""
+    rates = [i.requests_per_s for i in curve.intervals if i.replicas is None]
+    return Problem(code="slo-unmet-at-percentile", severity="error",
+                   message=f"the simulated latency misses the target at p{w.slo_percentile or 99}"
+                   f" with any number of replicas at {curve.unmet_intervals} of the traffic "
+                   f"curve's {len(curve.intervals)} intervals (rates from {min(rates):g} req/s):"
+                   " one replica's own tail is too long, so the curve has no fleet size or cost;"
+                   " a faster GPU, more tensor parallelism or shorter prompts are the levers")
+
+
 def _longer_than_served(workload: Workload, rec: Recommendations, eng: Engine) -> list[Problem]:
     """The workload's mean request (prompt + output) is longer than the serve line's context
     length: the engine rejects such requests (vLLM: "This model's maximum context length is …"),
@@ -1129,6 +1141,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     if section.meets_slo_at_percentile is False and section.request_rate is not None \
             and section.replicas is None:  # no replica count holds the rate's SLOs
         problems.append(_percentile_unmet(section, w))
+    if curve is not None and curve.unmet_intervals:
+        problems.append(_curve_unmet(curve, w))
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems, curve, ctx

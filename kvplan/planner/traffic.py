@@ -319,22 +319,39 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
     results = _per_rate(ctx, w, mix, curve, block_size, running)
     lengths = _lengths_h([t for t, _ in curve])
     span = sum(lengths)
-    reps = [rr.replicas if rr else 0 for rr in results]
-    g = [r * gpus for r in reps]
-    gpu_h = sum(x * h for x, h in zip(g, lengths, strict=True))
-    per_day = gpu_h * 24 / span if span > 0 else 0.0
-    ranked = sorted(zip(g, lengths, strict=True))
-    acc, p95 = 0.0, float(ranked[-1][0])
-    for x, h in ranked:
-        acc += h
-        if acc >= 0.95 * span:
-            p95 = float(x)
-            break
-    peak_i = max(range(len(curve)), key=lambda i: curve[i][1])
-    peak = results[peak_i]
-    auto: dict[str, object] = {
-        "min_replicas": max(1, min(reps)), "max_replicas": max(1, max(reps)),
-        "planned_load_per_replica_rps": round(peak.rate_per_replica, 4) if peak else 0.0}
+    # an interval whose rate no replica count serves within the SLOs has no size (None): the
+    # search's cap is not a fleet, so then there is no fleet figure or cost either
+    reps: list[int | None] = [(rr.replicas if rr.meets else None) if rr else 0
+                              for rr in results]
+    met = [r for r in reps if r is not None]
+    unmet = len(reps) - len(met)
+    fleet: dict[str, object] = dict.fromkeys(
+        ("peak_gpus", "mean_gpus", "p95_gpus", "gpu_hours_per_day", "cost_per_day"))
+    if not unmet:
+        g = [r * gpus for r in met]
+        gpu_h = sum(x * h for x, h in zip(g, lengths, strict=True))
+        per_day = gpu_h * 24 / span if span > 0 else 0.0
+        ranked = sorted(zip(g, lengths, strict=True))
+        acc, p95 = 0.0, float(ranked[-1][0])
+        for x, h in ranked:
+            acc += h
+            if acc >= 0.95 * span:
+                p95 = float(x)
+                break
+        fleet = {"peak_gpus": max(g), "mean_gpus": round(gpu_h / span, 2) if span > 0 else 0.0,
+                 "p95_gpus": p95, "gpu_hours_per_day": round(per_day, 2),
+                 "cost_per_day": round(per_day * price_per_gpu_hour, 2)
+                 if price_per_gpu_hour else None}
+    served = [i for i, r in enumerate(reps) if r is not None]
+    auto: dict[str, object] = {}
+    if served:  # the autoscaler's range and targets over the intervals a fleet serves
+        peak_i = max(served, key=lambda i: curve[i][1])
+        peak = results[peak_i]
+        auto = {"min_replicas": max(1, min(met)), "max_replicas": max(1, max(met)),
+                "planned_load_per_replica_rps": round(peak.rate_per_replica, 4)
+                if peak else 0.0}
+    else:
+        peak = None
     if peak and metrics:
         queue = max(1, math.ceil(peak.result.mean_waiting))
         kv = round(min(0.9, max(0.05, peak.result.mean_kv_usage)), 2)
@@ -347,17 +364,15 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
             "minReplicaCount": auto["min_replicas"], "maxReplicaCount": auto["max_replicas"],
             "triggers": [{"type": "prometheus", "metadata": {
                 "query": f"sum({metrics['queue']})", "threshold": str(queue)}}]}
-    cost = round(per_day * price_per_gpu_hour, 2) if price_per_gpu_hour else None
     arrivals = ("Poisson" if (w.burstiness or 1.0) == 1.0
                 else f"gamma (burstiness {w.burstiness:g})")
     return {
         "harness": (f"open loop per interval, {arrivals} arrivals, the rate spread over the "
                     f"interval's replicas; {mix.describe()}"),
-        "intervals": [{"time": t, "requests_per_s": r, "replicas": n, "gpus": n * gpus}
+        "intervals": [{"time": t, "requests_per_s": r, "replicas": n,
+                       "gpus": None if n is None else n * gpus}
                       for (t, r), n in zip(curve, reps, strict=True)],
-        "peak_gpus": max(g), "mean_gpus": round(gpu_h / span, 2) if span > 0 else 0.0,
-        "p95_gpus": p95, "gpu_hours_per_day": round(per_day, 2), "cost_per_day": cost,
-        "autoscaler": auto}
+        "unmet_intervals": unmet, **fleet, "autoscaler": auto}
 
 
 # ------------------------------------------------------------------ sweep by rate

@@ -620,13 +620,15 @@ def _traffic_summary(p: Plan) -> str:
     t = p.traffic
     if t is None:
         return ""
-    cost = f", US$ {t.cost_per_day:,.2f} per day" if t.cost_per_day is not None else ""
-    return (f"GPUs: peak {t.peak_gpus}, mean {t.mean_gpus:g}, p95 {t.p95_gpus:g}; "
-            f"{t.gpu_hours_per_day:,.1f} GPU-hours per day{cost}.")
+    from .text import traffic_summary
+
+    return traffic_summary(t, "US$ ") + "."
 
 
 def _autoscaler_rows(p: Plan) -> list[tuple[object, ...]]:
     a = p.traffic.autoscaler if p.traffic else {}
+    if not a:
+        return []
     rows: list[tuple[object, ...]] = [("replicas", f"{a.get('min_replicas')}–"
                                                    f"{a.get('max_replicas')}", "the curve's "
                                                    "fewest and most")]
@@ -647,13 +649,16 @@ def _md_traffic(p: Plan, level: int) -> list[str]:
     t = p.traffic
     if t is not None:
         out += [f"{h} Traffic over the day", "", f"Harness: {_md(t.harness)}.", ""]
-        xs = ", ".join(f'"{i.time:g}"' for i in t.intervals)
-        ys = ", ".join(f"{i.gpus}" for i in t.intervals)
-        out += ["```mermaid", "xychart-beta", '    title "GPUs per interval"',
-                f'    x-axis "time (h)" [{xs}]',
-                f'    y-axis "GPUs" 0 --> {max(1, t.peak_gpus)}', f"    bar [{ys}]", "```", ""]
+        if t.peak_gpus is not None:  # every interval has a fleet size
+            xs = ", ".join(f'"{i.time:g}"' for i in t.intervals)
+            ys = ", ".join(f"{i.gpus}" for i in t.intervals)
+            out += ["```mermaid", "xychart-beta", '    title "GPUs per interval"',
+                    f'    x-axis "time (h)" [{xs}]',
+                    f'    y-axis "GPUs" 0 --> {max(1, t.peak_gpus)}', f"    bar [{ys}]", "```",
+                    ""]
         out += [_md(_traffic_summary(p)), ""]
-        out += _md_table(["autoscaler", "target", "why"], _autoscaler_rows(p))
+        if rows := _autoscaler_rows(p):
+            out += _md_table(["autoscaler", "target", "why"], rows)
     return out
 
 
@@ -671,7 +676,7 @@ def _html_traffic(p: Plan, cid: str) -> str:
     t = p.traffic
     if t is not None:
         out.append(f"<h3>Traffic over the day</h3><p class=\"sub\">Harness: {_h(t.harness)}.</p>")
-        pts = [(i.time, float(i.gpus)) for i in t.intervals]
+        pts = [(i.time, float(i.gpus)) for i in t.intervals if i.gpus is not None]
         series = [svg.Series("GPUs", pts, svg.OKABE_ITO[0])]
         desc = "GPUs: " + ", ".join(f"{x:g} h → {y:g}" for x, y in pts)
         if len(pts) >= 2:
@@ -679,7 +684,8 @@ def _html_traffic(p: Plan, cid: str) -> str:
                 f"{cid}-t", series, title="GPUs per interval", desc=desc, x_label="time (h)",
                 y_label="GPUs", x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}")))
         out.append(f"<p>{_h(_traffic_summary(p))}</p>")
-        out.append(_html_table(["autoscaler", "target", "why"], _autoscaler_rows(p)))
+        if rows := _autoscaler_rows(p):
+            out.append(_html_table(["autoscaler", "target", "why"], rows))
     return "".join(out)
 
 

@@ -280,16 +280,32 @@ def traffic_table(tp: TrafficPlan, console: Console) -> None:
     for col in ("time, h", "req/s", "replicas", "GPUs"):
         t.add_column(col, justify="right")
     for i in tp.intervals:
-        t.add_row(f"{i.time:g}", f"{i.requests_per_s:,.2f}", f"{i.replicas}", f"{i.gpus}")
+        t.add_row(f"{i.time:g}", f"{i.requests_per_s:,.2f}",
+                  *(("✗", "✗") if i.replicas is None else (f"{i.replicas}", f"{i.gpus}")))
     console.print(t)
-    cost = f", ${tp.cost_per_day:,.2f} per day" if tp.cost_per_day is not None else ""
-    console.print(f"GPUs: peak {tp.peak_gpus}, mean {tp.mean_gpus:g}, p95 {tp.p95_gpus:g}; "
-                  f"{tp.gpu_hours_per_day:,.1f} GPU-hours per day{cost}")
+    if any(i.replicas is None for i in tp.intervals):
+        console.print("✗ = no replica count meets the SLOs at this rate", markup=False)
+    console.print(traffic_summary(tp, "$"), markup=False)
     a = tp.autoscaler
+    if not a:
+        return
     metrics = a.get("metrics") or []
     targets = "; ".join(f"{m['name']} target {m['target']:g} per replica" for m in metrics)
     console.print(f"autoscaler: {a.get('min_replicas')}–{a.get('max_replicas')} replicas"
-                  + (f"; {targets}" if targets else ""), markup=False)
+                  + (f"; {targets}" if targets else "")
+                  + (" (the intervals a fleet serves)" if tp.unmet_intervals else ""),
+                  markup=False)
+
+
+def traffic_summary(tp: TrafficPlan, currency: str) -> str:
+    """The fleet over a rate curve: peak / mean / p95 GPUs, GPU-hours and cost per day; none
+    when an interval cannot be served within the SLOs (plan and report say it alike)."""
+    if tp.unmet_intervals:
+        return (f"GPUs: no replica count meets the SLOs at {tp.unmet_intervals} of "
+                f"{len(tp.intervals)} intervals, so the curve has no fleet size or cost")
+    cost = f", {currency}{tp.cost_per_day:,.2f} per day" if tp.cost_per_day is not None else ""
+    return (f"GPUs: peak {tp.peak_gpus}, mean {tp.mean_gpus:g}, p95 {tp.p95_gpus:g}; "
+            f"{tp.gpu_hours_per_day:,.1f} GPU-hours per day{cost}")
 
 
 def _percentile_table(pf: Performance, console: Console) -> None:

@@ -225,3 +225,35 @@ def test_a_rate_no_replica_count_serves_is_an_error_not_the_search_cap(capsys, t
     assert p["replicas"] is None and p["cost_per_day"] is None and p["gpus_for_rate"] is None
     (err,) = [x for x in d["problems"] if x["code"] == "slo-unmet-at-percentile"]
     assert err["severity"] == "error" and "with any number of replicas" in err["message"]
+
+
+def test_a_curve_no_fleet_serves_within_the_slos_has_no_size_or_cost(capsys, tmp_path):
+    """Llama-3.1-8B on one H100 decodes one 2,000+300 request at 5.1 ms per token, so a 5 ms
+    TPOT target at p99 holds at no replica count: each interval used to show the search's cap
+    (4,096 replicas, $383,385.60 per day). Now: no size, no fleet figures, exit 1."""
+    import jsonschema
+
+    curve = tmp_path / "day.csv"
+    curve.write_text("time,requests_per_s\n0,4\n8,20\n16,8\n")
+    args = ("plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "2000",
+            "--avg-output-tokens", "300", "--slo-tpot-ms", "5", "--slo-percentile", "99",
+            "--traffic", str(curve))
+    code, out, _ = run(capsys, *args, "--json")
+    d = json.loads(out)
+    _, schema, _ = run(capsys, "schema", "plan")
+    jsonschema.validate(d, json.loads(schema))
+    t = d["traffic"]
+    assert code == 1 and t["unmet_intervals"] == 3
+    assert all(i["replicas"] is None and i["gpus"] is None for i in t["intervals"])
+    assert t["peak_gpus"] is t["gpu_hours_per_day"] is t["cost_per_day"] is None
+    assert t["autoscaler"] == {}
+    unmet = [p for p in d["problems"] if p["code"] == "slo-unmet-at-percentile"]
+    assert unmet and "3 of the traffic curve's 3 intervals" in unmet[0]["message"]
+    code, out, _ = run(capsys, *args)
+    words = " ".join(out.split())
+    assert code == 1 and "4096" not in out and "no fleet size or cost" in words
+    assert "✗ = no replica count meets the SLOs at this rate" in words
+    code, out, err = run(capsys, "report", LLAMA, "--gpu", "h100", "--avg-input-tokens", "2000",
+                         "--avg-output-tokens", "300", "--slo-tpot-ms", "5",
+                         "--slo-percentile", "99", "--traffic", str(curve))
+    assert "no fleet size or cost" in " ".join(out.split()) and "4096" not in out, err
