@@ -90,3 +90,11 @@ def fast_init(cls: _C) -> _C:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     type.__setattr__(cls, "__init__", init)
     return cls
+
+
+def usd_per_million_tokens(per_hour: float | None, tokens_per_s: float | None) -> float | None:
+    """USD per million output tokens: the hourly price ÷ (tokens/s × 3,600) × 10⁶; None without
+    a price or a throughput."""
+    if per_hour is None or not tokens_per_s:
+        return None
+    return per_hour / (tokens_per_s * 3600) * 1e6

@@ -50,7 +50,7 @@ from ..specs import (
     TtftParts,
     Workload,
 )
-from ..units import GiB, largest_true
+from ..units import GiB, largest_true, usd_per_million_tokens
 from . import nodes as node_rules
 from . import performance
 from .plan import evaluate
@@ -718,7 +718,7 @@ def _performance(p: _Pool, d: _Pool, s: _Service, n: performance.Lengths, w: Wor
     if p_price and d_price:
         cost_h = (p_reps * p.plan.gpu.count * p_price.usd_per_hour
                   + d_reps * d.plan.gpu.count * d_price.usd_per_hour)
-    per_m = cost_h / (tok_s * 3600) * 1e6 if cost_h and tok_s > 0 else None
+    per_m = usd_per_million_tokens(cost_h or None, tok_s)
     slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     meets = ((w.slo_ttft_ms is None or ttft_ms <= w.slo_ttft_ms)
              and (w.slo_tpot_ms is None or tpot_ms <= w.slo_tpot_ms))

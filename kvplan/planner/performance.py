@@ -27,7 +27,7 @@ from ..specs import (
     RoutedExperts,
     Workload,
 )
-from ..units import DTYPE_BYTES, fast_init, largest_true
+from ..units import DTYPE_BYTES, fast_init, largest_true, usd_per_million_tokens
 from .nodes import node_links
 
 # The workload the section assumes when the user gives no lengths (stated in the output and
@@ -285,8 +285,7 @@ def section(ctx: perf.PerfContext, dep: Deployment, w: Workload, n: Lengths, con
 
     gpus = dep.tensor_parallel_size * dep.pipeline_parallel_size
     cost_h = price.usd_per_hour * gpus if price else None
-    per_m = (cost_h / (at.output_tokens_per_s * 3600) * 1e6
-             if cost_h and at.output_tokens_per_s > 0 else None)
+    per_m = usd_per_million_tokens(cost_h or None, at.output_tokens_per_s)
     slo = w.slo_ttft_ms is not None or w.slo_tpot_ms is not None
     return Performance.deferred(
         table, **_point_values(at), input_tokens=n.input_tokens,

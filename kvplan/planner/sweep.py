@@ -46,6 +46,7 @@ from ..specs import (
     WhatIfPlan,
     Workload,
 )
+from ..units import usd_per_million_tokens
 from . import nodes as node_rules
 from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
 from .plan import gc_paused, shared_tries
@@ -816,10 +817,9 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
     pending, misses, meets = _option_misses(c, p, target, perf is not None, n, per_request,
                                             tpot, ttft)
     per_hour = price.usd_per_hour * c.count if price else None
-    cost = (per_hour / (tput * 3600) * 1e6) if per_hour is not None and tput else None
+    cost = usd_per_million_tokens(per_hour, tput)
     bands = {name: _num(perf, name) for name in _BANDS}
-    slow = bands["output_tokens_per_s_low"]
-    cost_high = (per_hour / (slow * 3600) * 1e6) if per_hour is not None and slow else None
+    cost_high = usd_per_million_tokens(per_hour, bands["output_tokens_per_s_low"])
     if price is None:
         misses.append(Miss(MissKind.NO_PRICE, f"no price for {c.gpu.id}"))
     kinds = [MissKind.MEMORY] * bool(pending) + [r.kind for r in misses]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..planner.curve import CurvePoint, kv_curve
-from ..units import GiB
+from ..units import GiB, usd_per_million_tokens
 
 if TYPE_CHECKING:
     from ..api import ReportData
@@ -79,9 +79,21 @@ def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[Sweep
     out = [row(o, same(o)) for o in picked]
     if not any(same(o) for o in picked):  # the reviewed deployment, for comparison
         mine = next((o for o in result.options if same(o)), None)
-        out.append(_sweep_row(chosen, chosen.fits, _cost_per_hour(chosen), chosen=True)
-                   if mine is None else row(mine, True))
+        out.append(_reviewed_row(chosen, result.rank_on) if mine is None else row(mine, True))
     return out
+
+
+def _reviewed_row(p: Plan, rank_on: str) -> SweepOption:
+    """The reviewed deployment, which the sweep did not plan (another GPU, format or setting),
+    ranked as the sweep ranks: $ per million output tokens at the throughput band's low end
+    (pessimistic) or the estimate (point)."""
+    perf, per_hour = p.performance, _cost_per_hour(p)
+    tput = None if perf is None else (
+        perf.output_tokens_per_s if rank_on == "point" else perf.output_tokens_per_s_low)
+    cost = usd_per_million_tokens(per_hour, tput)
+    return replace(_sweep_row(p, p.fits, per_hour, chosen=True),
+                   cost_per_million=None if cost is None else round(cost, 4),
+                   extrapolated=perf is not None and perf.calibrated is False, rank_on=rank_on)
 
 
 def _deployment(p: Plan) -> tuple[object, ...]:

@@ -629,3 +629,25 @@ def test_an_unplanned_deployment_keeps_its_model_and_says_why(capsys, tmp_path):
     assert "`Qwen/Qwen2.5-1.5B-Instruct`" in row and "exceeds" not in row
     assert "Not planned:" in text and "--max-model-len 65536 exceeds the model's maximum" in text
     assert "<p>Not planned:</p><ul><li><code>" in html.read_text()
+
+
+def test_a_reviewed_deployment_the_sweep_did_not_plan_is_ranked_as_the_sweep_ranks():
+    """The reviewed deployment on a GPU the sweep did not try gets its own row, with the $ per
+    million output tokens the sweep ranks by: the hourly price ÷ (tokens/s at the band's low
+    end × 3,600) × 10⁶ (pessimistic), or at the estimate (point). It used to have none."""
+    from kvplan.api import sweep
+
+    w = Workload(target_concurrency=16, avg_input_tokens=1000, avg_output_tokens=200)
+    mine = plan("llama-3.1-8b", "l40s", max_model_len=8192, workload=w)
+    perf = mine.performance
+    assert perf is not None and perf.cost_per_hour
+    for rank_on, tput in (("pessimistic", perf.output_tokens_per_s_low),
+                          ("point", perf.output_tokens_per_s)):
+        result = sweep("llama-3.1-8b", gpus=["h100"], max_model_len=8192, workload=w,
+                       rank_on=rank_on)
+        rows = rep.sweep_options(result, mine)
+        (row,) = [r for r in rows if r.chosen]
+        assert row is rows[-1] and row.label.startswith("1 × l40s TP1")
+        assert row.cost_per_million == pytest.approx(perf.cost_per_hour / (tput * 3600) * 1e6,
+                                                     abs=1e-4)
+        assert row.rank_on == rank_on and row.extrapolated is (perf.calibrated is False)
