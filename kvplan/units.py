@@ -98,3 +98,11 @@ def usd_per_million_tokens(per_hour: float | None, tokens_per_s: float | None) -
     if per_hour is None or not tokens_per_s:
         return None
     return per_hour / (tokens_per_s * 3600) * 1e6
+
+
+def plain_number(v: float | None) -> str:
+    """A setting's value as a launch line writes it: an integer whole (10485760, where %g gives
+    1.04858e+07), any other number as %g (0.92); None as an em dash."""
+    if v is None:
+        return "—"
+    return str(int(v)) if isinstance(v, int) or float(v).is_integer() else f"{v:g}"

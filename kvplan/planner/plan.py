@@ -924,6 +924,9 @@ def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, 
         return Recommendation(value=value, reason="the configured length does not fit; "
                               "this is the largest that does (the engine's estimated maximum "
                               "model length)")
+    if not met:
+        return Recommendation(value=max_len, reason="the configured length; one request this "
+                              "long does not fit (see the problems)")
     return Recommendation(value=max_len, reason=f"one {max_len}-token request fits; the "
                           f"KV cache holds {pres.max_concurrency:.2f} of them")
 
@@ -1057,15 +1060,16 @@ def _more_budget(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
 
 def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, float],
                       work_len: int) -> Alternative | None:
-    """At the highest safe budget `top`: without a workload, the longest max_model_len at which
-    the goal's requests fit (when shorter than planned); with one and a target, how many of its
-    requests fit (when fewer than the target). Never a length shorter than the workload's."""
-    if not work_len:
+    """At the highest safe budget `top`: without a workload or without a target, the longest
+    max_model_len at which the goal's requests fit (when shorter than planned); with both, how
+    many of the workload's requests fit (when fewer than the target). Never a length shorter
+    than the workload's requests."""
+    if not work_len or not goal.n:
         n = goal.n or 1
         fit_len = largest_true(
             lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
             max(r.max_model_len, r.max_model_len_fit))
-        if not 0 < fit_len < goal.max_len:
+        if not max(1, work_len) <= fit_len < goal.max_len:
             return None
         at = f" (at {_util_flag(eng)} {top['gpu_memory_utilization']:g})" if top else ""
         len_flag = eng.flags.get("max_model_len", "--max-model-len")

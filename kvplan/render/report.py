@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..planner.curve import CurvePoint, kv_curve
-from ..units import GiB, usd_per_million_tokens
+from ..units import GiB, plain_number, usd_per_million_tokens
 
 if TYPE_CHECKING:
     from ..api import ReportData
@@ -353,7 +353,7 @@ def _input_rows(p: Plan) -> list[tuple[object, ...]]:
 
 
 def _rec_rows(p: Plan) -> list[tuple[str, str, str]]:
-    return [(knob(p, name), "—" if r.value is None else f"{r.value:g}", r.reason)
+    return [(knob(p, name), plain_number(r.value), r.reason)
             for name, r in p.recommendations if r is not None]
 
 
@@ -406,8 +406,7 @@ def _compare_rows(plans: Sequence[Plan]) -> tuple[list[str], list[tuple[str, ...
         cells = []
         for p in plans:
             value = getattr(p.recommendations, name).value
-            cells.append(f"{p.engine.knobs.get(name, name)} "
-                         + ("—" if value is None else f"{value:g}"))
+            cells.append(f"{p.engine.knobs.get(name, name)} {plain_number(value)}")
         rows.append((f"recommended {name}", *cells))
     return head, rows
 

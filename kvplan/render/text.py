@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..specs import CLOSED_LOOP_HARNESS, price_provider
-from ..units import GiB
+from ..units import GiB, plain_number
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,7 +34,7 @@ def _seqs_head(plan: Plan) -> str:
     shown = "none (no KV cache)" if given.value is None else f"{given.value}"
     if rec is None or rec == given.value:
         return shown
-    return f"{rec:g} (recommended; {given.source} {shown})"
+    return f"{plain_number(rec)} (recommended; {given.source} {shown})"
 
 
 def plan_table(plan: Plan, console: Console) -> None:
@@ -131,7 +131,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     for name, rec in plan.recommendations:
         if rec is None:
             continue
-        r.add_row(_knob(plan, name), "—" if rec.value is None else f"{rec.value:g}",
+        r.add_row(_knob(plan, name), plain_number(rec.value),
                   escape(rec.reason))
     console.print(r)
     if plan.performance is not None:
@@ -431,7 +431,7 @@ def _rec_tp_row(plans: list[Plan]) -> list[tuple[str, list[str]]]:
     if not any(v and v != p.inputs["tensor_parallel_size"].value
                for v, p in zip(moved, plans, strict=True)):
         return []
-    return [("rec. TP", ["—" if v is None else f"{v:g}" for v in moved])]
+    return [("rec. TP", [plain_number(v) for v in moved])]
 
 
 def _compare_notes(plans: list[Plan], console: Console) -> None:

@@ -45,3 +45,46 @@ def test_no_utilization_above_the_safe_value_without_its_risk():
         for f, rest in re.findall(r"--gpu-memory-utilization ([\d.]+)(.{0,40})", _next_steps(p)):
             assert float(f) <= SAFE_UTILIZATION or "out-of-memory error is the risk" in (
                 _next_steps(p)), (n, f, rest)
+
+
+def test_a_workload_without_a_target_still_gets_a_length_that_starts():
+    """Llama-3.1-8B on an L4 holds 28,848 tokens of KV cache, not one 131,072-token request, so
+    vLLM refuses to start at the model's length. With only the request lengths given the plan
+    used to keep 131,072 in the serve line, saying "one 131072-token request fits; the KV cache
+    holds 0.26 of them". The serve line now takes the longest length that fits (vLLM's own
+    estimate at the recommended budget), as without a workload, never shorter than the
+    workload's 1,300-token requests."""
+    from kvplan.specs import Workload
+
+    bare = kvplan.plan("llama-3.1-8b-instruct", "l4")
+    p = kvplan.plan("llama-3.1-8b-instruct", "l4",
+                    workload=Workload(avg_input_tokens=1000, avg_output_tokens=300))
+    rec = p.recommendations.max_model_len
+    assert rec.value == bare.recommendations.max_model_len.value
+    assert 1300 <= rec.value < 131072 and "does not fit" in rec.reason
+    assert f"--max-model-len {rec.value} " in p.command + " "
+    assert f"--max-model-len {rec.value} (at" in _next_steps(p)
+    # a length the workload's own requests do not fit in is never proposed
+    long = kvplan.plan("llama-3.1-8b-instruct", "l4",
+                       workload=Workload(avg_input_tokens=60000, avg_output_tokens=300))
+    assert "--max-model-len" not in _next_steps(long)  # 34,224 would not hold one of them
+    assert long.recommendations.max_model_len.value == 131072
+    assert long.recommendations.max_model_len.reason.startswith(
+        "the configured length; one request this long does not fit")
+
+
+def test_a_length_above_a_million_prints_whole_in_the_tables():
+    """Llama-4-Scout's 10,485,760-token context: %g printed 1.04858e+07."""
+    import io
+
+    from rich.console import Console
+
+    from kvplan.render.text import plan_table
+    from kvplan.units import plain_number
+
+    assert (plain_number(10485760), plain_number(0.92), plain_number(None)) == \
+        ("10485760", "0.92", "—")
+    p = kvplan.plan("meta-llama/Llama-4-Scout-17B-16E-Instruct", "h200", tensor_parallel_size=8)
+    buf = io.StringIO()
+    plan_table(p, Console(file=buf, width=100))
+    assert "e+0" not in buf.getvalue()
