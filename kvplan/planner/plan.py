@@ -1137,6 +1137,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             ctx, w, demand, n.input_tokens, n.output_tokens, n.cached_tokens,
             block_size=res.block_size, running=engine_seqs, concurrency=concurrency,
             gpus=dep.tensor_parallel_size * dep.pipeline_parallel_size,
+            unit=dep.data_parallel_size,  # one launch starts every DP rank
             price_per_gpu_hour=price.usd_per_hour if price else None,
             metrics=dict(eng.autoscale_metrics))
         curve = TrafficPlan.model_validate(rates) if rates else None

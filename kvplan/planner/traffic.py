@@ -111,27 +111,33 @@ def frontend_rps(ctx: perf.PerfContext) -> float:
 
 
 def replicas_for(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, block_size: int,
-                 running: int, max_replicas: int = 4096) -> RateResult:
+                 running: int, max_replicas: int = 4096, unit: int = 1) -> RateResult:
     """The fewest replicas that hold `rate` req/s: each below MAX_UTILIZATION of its capacity
     and, with SLOs, meeting them at the percentile in the simulation (more replicas never
-    raise a replica's latency, so the search doubles, then bisects)."""
+    raise a replica's latency, so the search doubles, then bisects). A replica is one engine
+    of the step model (a DP rank); they come `unit` at a time (the serve line's DP ranks: one
+    launch starts all of them), so the count is a multiple of `unit`."""
     cap = capacity_rps(ctx, mix, running)
     burst = w.burstiness or 1.0
-    lo = max(1, math.ceil(rate / (cap * MAX_UTILIZATION)))
+    top = max(1, max_replicas // unit)  # copies of the serve line
+    lo = max(1, math.ceil(rate / (cap * MAX_UTILIZATION) / unit))
 
-    def ok(r: int) -> tuple[bool, sim.SimResult]:
-        res = _run(ctx, mix, rate / r, burst, block_size)
+    def ok(k: int) -> tuple[bool, sim.SimResult]:
+        res = _run(ctx, mix, rate / (k * unit), burst, block_size)
         return meets(res, w), res
+
+    def result(k: int, res: sim.SimResult, good: bool) -> RateResult:
+        return RateResult(k * unit, rate / (k * unit), cap, res, good)
 
     good, res = ok(lo)
     if good:
-        return RateResult(lo, rate / lo, cap, res, True)
+        return result(lo, res, True)
     hi = lo
-    while not good and hi < max_replicas:  # double until the SLOs hold
-        lo, hi = hi, min(hi * 2, max_replicas)
+    while not good and hi < top:  # double until the SLOs hold
+        lo, hi = hi, min(hi * 2, top)
         good, res = ok(hi)
     if not good:
-        return RateResult(hi, rate / hi, cap, res, False)
+        return result(hi, res, False)
     best = res
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -140,7 +146,7 @@ def replicas_for(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, bloc
             hi, best = mid, r_mid
         else:
             lo = mid
-    return RateResult(hi, rate / hi, cap, best, True)
+    return result(hi, best, True)
 
 
 def percentiles_dict(res: sim.SimResult) -> dict[str, dict[str, float]]:
@@ -166,7 +172,8 @@ def closed_loop(ctx: perf.PerfContext, mix: Mix, concurrency: int, block_size: i
 
 def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int,
                 running: int, concurrency: int, gpus: int, price_per_gpu_hour: float | None,
-                trace: Sequence[tuple[float, int, int]] = ()) -> dict[str, object]:
+                trace: Sequence[tuple[float, int, int]] = (), unit: int = 1
+                ) -> dict[str, object]:
     """The Performance fields of a rate, a trace or a percentile (see the module docstring)."""
     q = w.slo_percentile or PERCENTILE_DEFAULT
     out: dict[str, object] = {"slo_percentile": q, "lengths": mix.describe()}
@@ -193,7 +200,7 @@ def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int
         out.update(harness=res.harness.describe(), percentiles=percentiles_dict(res),
                    meets_slo_at_percentile=meets(res, w), preemptions=res.preemptions)
         return out
-    rr = replicas_for(ctx, w, mix, w.request_rate, block_size, running)
+    rr = replicas_for(ctx, w, mix, w.request_rate, block_size, running, unit=unit)
     res = rr.result
     if not rr.meets:  # no replica count holds the SLOs: the search's cap is not an answer
         out.update(
@@ -207,7 +214,9 @@ def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int
     total_gpus = rr.replicas * gpus
     out.update(
         harness=(f"{res.harness.describe()} per replica: {w.request_rate:g} req/s over "
-                 f"{rr.replicas} replica{'s' if rr.replicas > 1 else ''} (round-robin)"),
+                 f"{rr.replicas} replica{'s' if rr.replicas > 1 else ''} (round-robin"
+                 + (f"; {rr.replicas // unit} copies of the serve line's {unit} DP ranks)"
+                    if unit > 1 else ")")),
         replicas=rr.replicas, request_rate=w.request_rate,
         load_per_replica_rps=round(rr.rate_per_replica, 4),
         capacity_rps_per_replica=round(rr.capacity_rps, 4),
@@ -240,8 +249,8 @@ class Demand:
 def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_tokens: int,
               output_tokens: int, cached_tokens: int, *, block_size: int, running: int,
               concurrency: int, gpus: int, price_per_gpu_hour: float | None,
-              metrics: dict[str, str]) -> tuple[dict[str, object] | None,
-                                                dict[str, object] | None]:
+              metrics: dict[str, str], unit: int = 1
+              ) -> tuple[dict[str, object] | None, dict[str, object] | None]:
     """(Performance fields, the `traffic` section) of what the caller asked: a rate, a
     percentile or a length spread (Workload), a trace, a lengths file, a named dataset or a
     rate curve (Demand). The mix: the file's lengths or the dataset's histogram when given (the
@@ -260,11 +269,12 @@ def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_t
     if w.simulated() or d.trace or d.lengths or d.dataset is not None:
         extra = rate_fields(ctx, w, mix, block_size=block_size, running=running,
                             concurrency=concurrency, gpus=gpus,
-                            price_per_gpu_hour=price_per_gpu_hour, trace=d.trace)
+                            price_per_gpu_hour=price_per_gpu_hour, trace=d.trace,
+                            unit=unit)
     if d.curve:
         curve = curve_section(ctx, w, mix, d.curve, block_size=block_size, running=running,
                               gpus=gpus, price_per_gpu_hour=price_per_gpu_hour,
-                              metrics=metrics)
+                              metrics=metrics, unit=unit)
     return extra, curve
 
 
@@ -286,8 +296,8 @@ def replicas_for_curve(ctx: perf.PerfContext, w: Workload, mix: Mix,
 
 
 def _per_rate(ctx: perf.PerfContext, w: Workload, mix: Mix,
-              curve: Sequence[tuple[float, float]], block_size: int, running: int
-              ) -> list[RateResult | None]:
+              curve: Sequence[tuple[float, float]], block_size: int, running: int,
+              unit: int = 1) -> list[RateResult | None]:
     memo: dict[float, RateResult] = {}
     out: list[RateResult | None] = []
     for _, rate in curve:
@@ -295,7 +305,7 @@ def _per_rate(ctx: perf.PerfContext, w: Workload, mix: Mix,
             out.append(None)
             continue
         if rate not in memo:
-            memo[rate] = replicas_for(ctx, w, mix, rate, block_size, running)
+            memo[rate] = replicas_for(ctx, w, mix, rate, block_size, running, unit=unit)
         out.append(memo[rate])
     return out
 
@@ -312,11 +322,12 @@ def _lengths_h(times: Sequence[float]) -> list[float]:
 def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                   curve: Sequence[tuple[float, float]], *, block_size: int, running: int,
                   gpus: int, price_per_gpu_hour: float | None,
-                  metrics: dict[str, str]) -> dict[str, object]:
-    """The plan's `traffic` section for a rate curve: replicas per interval, peak / mean / p95
-    GPUs (time-weighted), GPU-hours and cost per day (the curve's span scaled to 24 h), and
-    autoscaler values (module docstring)."""
-    results = _per_rate(ctx, w, mix, curve, block_size, running)
+                  metrics: dict[str, str], unit: int = 1) -> dict[str, object]:
+    """The plan's `traffic` section for a rate curve: replicas per interval (DP ranks, `unit`
+    to a copy of the serve line), peak / mean / p95 GPUs (time-weighted), GPU-hours and cost
+    per day (the curve's span scaled to 24 h), and autoscaler values in copies of the serve
+    line, what an autoscaler scales (module docstring)."""
+    results = _per_rate(ctx, w, mix, curve, block_size, running, unit)
     lengths = _lengths_h([t for t, _ in curve])
     span = sum(lengths)
     # an interval whose rate no replica count serves within the SLOs has no size (None): the
@@ -347,7 +358,8 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
     if served:  # the autoscaler's range and targets over the intervals a fleet serves
         peak_i = max(served, key=lambda i: curve[i][1])
         peak = results[peak_i]
-        auto = {"min_replicas": max(1, min(met)), "max_replicas": max(1, max(met)),
+        auto = {"min_replicas": max(1, min(met) // unit),
+                "max_replicas": max(1, max(met) // unit),
                 "planned_load_per_replica_rps": round(peak.rate_per_replica, 4)
                 if peak else 0.0}
     else:

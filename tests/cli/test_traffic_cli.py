@@ -257,3 +257,33 @@ def test_a_curve_no_fleet_serves_within_the_slos_has_no_size_or_cost(capsys, tmp
                          "--avg-output-tokens", "300", "--slo-tpot-ms", "5",
                          "--slo-percentile", "99", "--traffic", str(curve))
     assert "no fleet size or cost" in " ".join(out.split()) and "4096" not in out, err
+
+
+def test_replicas_for_a_rate_are_whole_copies_of_a_data_parallel_serve_line(capsys, tmp_path):
+    """One replica of the step model is one DP rank, but one launch line starts all four of
+    an expert-parallel -dp 4 deployment: 25 req/s needed 5 ranks, reported as "5, 5 GPUs",
+    which no number of copies of the serve line gives. Now a multiple of 4: 8 ranks (2 copies),
+    8 GPUs, each rank at 25 / 8 req/s; the autoscaler counts copies."""
+    args = ("plan", "Qwen/Qwen3-30B-A3B", "--gpu", "h100", "-tp", "1", "-dp", "4",
+            "--enable-expert-parallel", "--avg-input-tokens", "2000",
+            "--avg-output-tokens", "500")
+    code, out, err = run(capsys, *args, "--request-rate", "25", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    pf = d["performance"]
+    assert d["gpu"]["count"] == 4 and pf["replicas"] % 4 == 0
+    # 25 req/s at ≤ 95 % of a rank's capacity needs this many ranks, rounded up to copies
+    ranks = -(-25 // (0.95 * pf["capacity_rps_per_replica"]))
+    assert pf["replicas"] == 4 * -(-ranks // 4)
+    assert pf["gpus_for_rate"] == pf["replicas"]  # one GPU per rank (TP 1)
+    assert pf["load_per_replica_rps"] == pytest.approx(25 / pf["replicas"], abs=1e-4)
+    assert pf["cost_per_day"] == pytest.approx(pf["gpus_for_rate"] * pf["gpu_hour_price"] * 24,
+                                               abs=0.01)
+    assert f"{pf['replicas'] // 4} copies of the serve line's 4 DP ranks" in pf["harness"]
+    curve = tmp_path / "day.csv"
+    curve.write_text("time,requests_per_s\n0,5\n12,25\n")
+    code, out, err = run(capsys, *args, "--traffic", str(curve), "--json")
+    t = json.loads(out)["traffic"]
+    assert code == 0, err
+    assert all(i["replicas"] % 4 == 0 for i in t["intervals"])
+    assert t["autoscaler"]["max_replicas"] == max(i["replicas"] for i in t["intervals"]) // 4
