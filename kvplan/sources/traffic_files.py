@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from .limits import read_text_limited
 
 MAX_TRACE_BYTES = 256 << 20  # the 2023 Azure traces are ~0.5 MB; a day of a busy service more
 MAX_TRACE_REQUESTS = 200_000  # the simulation's time stays in seconds
+MAX_TRACE_SPAN_S = 31 * 86_400  # a month (the 2024 Azure traces span a week)
 MAX_CURVE_BYTES = 1 << 20
 FIELDS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
@@ -50,10 +52,13 @@ def _row(where: str, rec: dict[str, object]) -> tuple[float, int, int]:
     try:
         t = _seconds(rec["TIMESTAMP"])
         i, o = int(str(rec["ContextTokens"])), int(str(rec["GeneratedTokens"]))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InvalidConfigError(f"{where}: TIMESTAMP must be a time or seconds and "
                                  "ContextTokens/GeneratedTokens whole numbers",
                                  hint="check the row's values") from None
+    if not math.isfinite(t):  # nan or inf: the replay's clock would never advance
+        raise InvalidConfigError(f"{where}: TIMESTAMP {rec['TIMESTAMP']} is not a finite time",
+                                 hint="a wall-clock time or a number of seconds")
     if i < 1 or o < 1 or i > 1 << 24 or o > 1 << 24:
         raise InvalidConfigError(f"{where}: token counts must be 1 to {1 << 24:,}",
                                  hint="drop rows with 0 tokens (failed requests)")
@@ -93,6 +98,11 @@ def read_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
                                  hint="replay a window of the trace (an hour of it)")
     rows.sort()
     t0 = rows[0][0]
+    if rows[-1][0] - t0 > MAX_TRACE_SPAN_S:
+        raise InvalidConfigError(
+            f"{path.name}: the requests span {(rows[-1][0] - t0) / 86_400:,.3g} days, more than "
+            f"{MAX_TRACE_SPAN_S // 86_400}", hint="check the TIMESTAMP column's unit (seconds), "
+            "or replay a window of the trace")
     return tuple((t - t0, i, o) for t, i, o in rows)
 
 

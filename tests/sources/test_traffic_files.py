@@ -42,6 +42,12 @@ def test_jsonl_of_the_same_fields_with_seconds(tmp_path: Path) -> None:
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n1,x,3\n", "line 2"),
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n1,0,3\n", "token counts"),
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n", "no requests"),
+    # a time that never advances the replay's clock (it ran forever) or spans centuries
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n0,100,10\nnan,100,10\n", "line 3.*not a finite"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n0,100,10\ninf,100,10\n", "not a finite"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n-inf,100,10\n0,100,10\n", "not a finite"),
+    ('{"TIMESTAMP": NaN, "ContextTokens": 1, "GeneratedTokens": 1}\n', "not a finite"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n0,100,10\n1e300,100,10\n", "more than 31"),
 ])
 def test_bad_trace_rows_name_the_line(tmp_path: Path, text: str, want: str) -> None:
     p = tmp_path / "bad.csv"
