@@ -8,7 +8,7 @@ Exit codes (the same for every command, one table: `EXIT_CODES`): 0 fits, 1 does
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from types import MappingProxyType
 from typing import Final, Literal
@@ -37,6 +37,12 @@ EXIT_CODES: Final[Mapping[Reason, int]] = MappingProxyType({
     Reason.HUB_ERROR: 3,
     Reason.NO_LOCAL_GPU: 3,
 })
+
+
+def result_exit_code(fits: bool, severities: Iterable[str]) -> int:
+    """A planned result's exit code: 0 when it fits and no problem is an error (a missed
+    latency target, a workload the serve line refuses), else 1; the same for every command."""
+    return 0 if fits and "error" not in severities else 1
 
 
 # The reasons an UnavailableError may carry (each exits 3).

@@ -18,7 +18,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..specs import Plan, Problem, Workload
+    from ..specs import Workload
 
 JsonOpt = Annotated[bool, typer.Option("--json",
                                        help="Print JSON to stdout (warnings go to stderr).")]
@@ -164,11 +164,6 @@ def table_options(params: Callable[[], list[inspect.Parameter]]
     return wrap
 
 
-def errors(plan: Plan) -> list[Problem]:
-    """Error problems: a plan that fits in memory but misses a target still exits 1."""
-    return [p for p in plan.problems if p.severity == "error"]
-
-
 def workload(**values: object) -> Workload:
     """The Workload from CLI values; a bad one names its flag and range (exit 2)."""
     import math
@@ -210,21 +205,27 @@ def one_length_source(values: dict[str, Any]) -> None:
                                 "--avg-* lengths) or --trace FILE (the trace's own)")
 
 
-def workload_of(values: dict[str, Any]) -> Workload:
+def workload_of(values: dict[str, Any], demand: Any = None) -> Workload:
     """The Workload from the Workload fields a command takes (the others stay unset). With
-    --dataset, --avg-input-tokens / --avg-output-tokens default to the dataset's means."""
+    --dataset, a --trace or a --lengths-file (`demand`, read by demand_of),
+    --avg-input-tokens / --avg-output-tokens default to its means, so the plan's figures and
+    its simulation describe the same requests."""
     from ..specs import Workload
 
     one_length_source(values)
     fields = {k: values[k] for k in Workload.model_fields if k in values}
+    means: tuple[float, float] | None = None
     if values.get("dataset") is not None:
         from ..sources.length_datasets import load
 
         hist = load(values["dataset"])
-        for key, mean in (("avg_input_tokens", hist.input_mean),
-                          ("avg_output_tokens", hist.output_mean)):
-            if fields.get(key) is None:
-                fields[key] = max(1, round(mean))
+        means = hist.input_mean, hist.output_mean
+    elif demand is not None and (demand.trace or demand.lengths):
+        pairs = [(i, o) for _, i, o in demand.trace] or list(demand.lengths)
+        means = (sum(i for i, _ in pairs) / len(pairs), sum(o for _, o in pairs) / len(pairs))
+    for key, mean in zip(("avg_input_tokens", "avg_output_tokens"), means or (), strict=False):
+        if fields.get(key) is None:
+            fields[key] = max(1, round(mean))
     return workload(**fields)
 
 
@@ -233,11 +234,18 @@ def demand_of(values: dict[str, Any]) -> Any:
     planner.traffic.Demand (None without any)."""
     if all(values.get(k) is None for k in ("trace", "traffic", "lengths_file", "dataset")):
         return None
+    from ..errors import InvalidInputError
     from ..planner.traffic import Demand
     from ..sources.length_datasets import load
     from ..sources.traffic_files import read_curve, read_lengths, read_trace
 
     one_length_source(values)
+    rates = [k for k in ("request_rate", "traffic") if values.get(k) is not None]
+    if values.get("trace") is not None and rates:
+        names = " and ".join("--" + k.replace("_", "-") for k in rates)
+        raise InvalidInputError(f"--trace replays its own arrival times: {names} would be "
+                                "ignored", hint="drop them, or size replicas for a rate with "
+                                "--request-rate R --lengths-file TRACE (its lengths, sampled)")
     return Demand(trace=read_trace(values["trace"]) if values.get("trace") else (),
                   curve=read_curve(values["traffic"]) if values.get("traffic") else (),
                   lengths=(read_lengths(values["lengths_file"]) if values.get("lengths_file")

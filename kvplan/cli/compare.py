@@ -12,7 +12,6 @@ import typer
 from .common import (
     argument,
     console,
-    errors,
     option,
     resolve_model,
     table_options,
@@ -52,7 +51,7 @@ def compare(model: str, **values: Any) -> None:
     from ..api import COMPARE_KNOBS
     from ..api import plan as make_plan
     from ..engines.registry import NAMES, get
-    from ..errors import InvalidInputError
+    from ..errors import InvalidInputError, result_exit_code
     from ..sources.catalog import resolve_gpu
     from ..sources.limits import check_flags
     from ..specs import SCHEMA_VERSION, Plan
@@ -93,7 +92,8 @@ def compare(model: str, **values: Any) -> None:
 
         compare_table(plans, console(), refused=[(get(e).label, err.message, err.hint)
                                                  for e, err in refused])
-    raise typer.Exit(0 if any(p.fits and not errors(p) for p in plans) else 1)
+    raise typer.Exit(min((result_exit_code(p.fits, (x.severity for x in p.problems))
+                          for p in plans), default=1))
 
 
 def _engine_labels() -> str:

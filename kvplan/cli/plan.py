@@ -12,7 +12,6 @@ from .common import (
     argument,
     console,
     demand_of,
-    errors,
     options_file,
     own,
     planning_options,
@@ -38,22 +37,23 @@ def plan(model: str, **values: Any) -> None:
     Example: kvplan plan meta-llama/Llama-3.1-8B-Instruct --gpu h100-sxm-80gb --max-model-len 32768
     """
     from ..api import plan as make_plan
-    from ..errors import InvalidInputError
+    from ..errors import InvalidInputError, result_exit_code
     from ..knobs import KNOB_NAMES
     from ..sources.limits import check_flags
 
     check_flags(values)  # nan, inf, 1e300, 400-digit values: exit 2 naming the flag
-    workload = workload_of(values)
     from ..sources.catalog import resolve_gpu
 
-    if values["disagg"] or _pool_flags_without_disagg(values):
+    if values["disagg"] or _pool_flags_without_disagg(values):  # it refuses the traffic files
         if values["emit"] or values["output"]:  # was ignored: the pools' table, exit 0
             raise InvalidInputError(
                 "--emit writes one deployment's file; --disagg plans two pools (prefill and "
                 "decode), which no single --emit format describes", code="disagg-flag",
                 knob="emit", hint="drop --emit, or emit each pool: `kvplan plan … -tp N --emit "
                 "FORMAT` with the pool's layout from the --disagg table")
-        _plan_disagg(model, values, workload)
+        _plan_disagg(model, values, workload_of(values))
+    demand = demand_of(values)  # its files read once: the workload's means come from them
+    workload = workload_of(values, demand)
     engine: str = values["engine"]
     options = options_file(engine, values["extra_llm_api_options"])
     g = resolve_gpu(values["gpu"])  # a bad --gpu fails before any network work
@@ -64,11 +64,11 @@ def plan(model: str, **values: Any) -> None:
                        workload=workload, gpu_hour_price=values["gpu_hour_price"],
                        offline=values["offline"],
                        minimize_utilization=values["minimize_utilization"],
-                       demand=demand_of(values), **{**flags, **options})
+                       demand=demand, **{**flags, **options})
     if values["emit"] or values["output"]:
         emit_file(result, values["emit"], values["output"])
         if values["output"] is None:  # the manifest is stdout
-            raise typer.Exit(0 if result.fits and not errors(result) else 1)
+            raise typer.Exit(result_exit_code(result.fits, (p.severity for p in result.problems)))
     if values["as_json"]:
         write(result.model_dump_json(indent=2) + "\n")
         if result.problems:
@@ -79,7 +79,7 @@ def plan(model: str, **values: Any) -> None:
         from ..render.text import plan_table
 
         plan_table(result, console())
-    raise typer.Exit(0 if result.fits and not errors(result) else 1)
+    raise typer.Exit(result_exit_code(result.fits, (p.severity for p in result.problems)))
 
 
 def disagg_options() -> tuple[str, ...]:
@@ -107,7 +107,7 @@ def _pool_flags_without_disagg(values: dict[str, Any]) -> bool:
 def _plan_disagg(model: str, values: dict[str, Any], workload: Any) -> None:
     """`kvplan plan --disagg`: both pools, the transfer, the service (exit 0 fits, 1 not)."""
     from ..api import plan_disagg
-    from ..errors import InvalidInputError
+    from ..errors import InvalidInputError, result_exit_code
     from ..knobs import KNOB_NAMES
     from ..sources.catalog import resolve_gpu
 
@@ -143,7 +143,7 @@ def _plan_disagg(model: str, values: dict[str, Any], workload: Any) -> None:
         from ..render.disagg import disagg_text
 
         disagg_text(result, console())
-    raise typer.Exit(0 if result.fits else 1)
+    raise typer.Exit(result_exit_code(result.fits, (p.severity for p in result.problems)))
 def emit_file(result: Any, fmt: str | None, output: Path | None) -> None:
     """`--emit FORMAT [-o FILE]`: the plan's deployment file, to FILE or stdout."""
     from ..deploy.emit import emit

@@ -107,7 +107,8 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
     from ..sources.limits import check_flags
 
     check_flags(values)  # the bounds `kvplan plan` applies, named by flag
-    workload = workload_of(values)
+    demand = demand_of(values)
+    workload = workload_of(values, demand)
     if values["gpu"] is None:
         raise InvalidInputError("--gpu is required to report on a model",
                                 hint="e.g. --gpu h100; deployment files may name their own GPU")
@@ -121,6 +122,6 @@ def _report_on_model(target: str, values: dict[str, Any], line: str) -> Any:
                        workload=workload, token=values["token"], offline=values["offline"],
                        gpu_hour_price=values["gpu_hour_price"],
                        minimize_utilization=values["minimize_utilization"],
-                       demand=demand_of(values), rank_on=values["rank_on"], **knobs)
+                       demand=demand, rank_on=values["rank_on"], **knobs)
     return rep.for_model(data, command_line=line, version=__version__,
                          generated_at=values["generated_at"])

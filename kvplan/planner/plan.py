@@ -234,7 +234,9 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     rec, planned, planned_res, rec_problems = _recommend(
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
-    problems += rec_problems + _longer_than_served(workload, rec, eng)
+    # the file's own requests when it has them (its mean is one of them), else the mean's
+    problems += rec_problems + (_requests_longer_than_served(demand, rec, eng)
+                                or _longer_than_served(workload, rec, eng))
     # nothing fits at the given TP: the serve line moves to another (_replan_at_tp), whose
     # figures would describe another deployment than this plan's (its GPUs, KV cache and cost)
     moved = planned.tensor_parallel_size != dep.tensor_parallel_size
@@ -369,6 +371,38 @@ def _percentile_unmet(section: Performance, w: Workload) -> Problem:
                    "own tail is too long"
                    + (f" ({', '.join(got)})" if got else "") + "; a faster GPU, more "
                    "tensor parallelism or shorter prompts are the levers")
+
+
+def _trace_unmet(section: Performance) -> Problem:
+    """A trace replayed on one replica misses the SLOs at their percentile."""
+    q = section.slo_percentile or 99
+    return Problem(code="slo-unmet-at-percentile", severity="error",
+                   message=f"the trace replayed on one replica misses the latency target at "
+                   f"p{q} ({section.request_rate:.4g} req/s on average, "
+                   f"{section.capacity_rps_per_replica or 0:.4g} at most per replica): spread "
+                   f"it over more replicas (--request-rate {section.request_rate:.4g} at the "
+                   "trace's mean lengths sizes them) or use a faster deployment")
+
+
+def _requests_longer_than_served(demand: Demand | None, rec: Recommendations,
+                                 eng: Engine) -> list[Problem]:
+    """Requests of a --trace or --lengths-file longer than the serve line's context length:
+    the engine rejects each of them, so the replay or the sizing counts requests it never
+    serves."""
+    length = rec.max_model_len.value
+    if demand is None or not isinstance(length, int):
+        return []
+    totals = [i + o for _, i, o in demand.trace] or [i + o for i, o in demand.lengths]
+    over = [t for t in totals if t > length]
+    if not over:
+        return []
+    flag_name = eng.flags.get("max_model_len", "--max-model-len")
+    what = "--trace" if demand.trace else "--lengths-file"
+    return [Problem(code="workload-longer-than-context", severity="error",
+                    message=f"{len(over):,} of the {len(totals):,} requests of {what} need more "
+                    f"than the serve line's {flag_name} {length:,} tokens (prompt + output; the "
+                    f"longest {max(over):,}): {eng.label} rejects them; raise {flag_name} to "
+                    f"{max(over):,} or more, or leave them out of the file")]
 
 
 def _curve_unmet(curve: TrafficPlan, w: Workload) -> Problem:
@@ -1146,6 +1180,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     if section.meets_slo_at_percentile is False and section.request_rate is not None \
             and section.replicas is None:  # no replica count holds the rate's SLOs
         problems.append(_percentile_unmet(section, w))
+    elif section.meets_slo_at_percentile is False and demand is not None and demand.trace:
+        problems.append(_trace_unmet(section))
     if curve is not None and curve.unmet_intervals:
         problems.append(_curve_unmet(curve, w))
     if acc_source is not None and acc_source != "cli":

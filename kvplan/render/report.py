@@ -23,6 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import result_exit_code
 from ..planner.curve import CurvePoint, kv_curve
 from ..units import GiB, plain_number, usd_per_million_tokens
 
@@ -253,7 +254,7 @@ def for_model(data: ReportData, *, command_line: str, version: str,
     return Report(title=f"Sizing report: {main.model.id} on {main.gpu.count} × {main.gpu.name}",
                   command_line=command_line, version=version, sections=(sec,),
                   compare=data.compare, sweep=sweep, generated_at=generated_at,
-                  exit_code=0 if main.fits else 1,
+                  exit_code=result_exit_code(main.fits, (p.severity for p in main.problems)),
                   notes=tuple(f"{name}: not planned ({why})" for name, why in data.not_planned))
 
 
@@ -621,8 +622,12 @@ def _replica_line(perf: Performance) -> str:
         return ""
     cost = f", US$ {perf.cost_per_day:,.2f} per day" if perf.cost_per_day is not None else ""
     head = f", headroom {perf.headroom:.0%}" if perf.headroom is not None else ""
-    return (f"{perf.request_rate:g} req/s need {perf.replicas} replica"
-            f"{'s' if perf.replicas != 1 else ''} ({perf.gpus_for_rate} GPUs{cost}): "
+    gpus = f"{perf.gpus_for_rate} GPUs" if perf.gpus_for_rate is not None else ""
+    where = f" ({gpus}{cost})".replace("(, ", "(") if gpus or cost else ""
+    missed = "" if perf.meets_slo_at_percentile is not False else " (the SLOs are not met)"
+    verb = "need" if perf.gpus_for_rate is not None else "replayed on"  # a trace: one replica
+    return (f"{perf.request_rate:g} req/s {verb} {perf.replicas} replica"
+            f"{'s' if perf.replicas != 1 else ''}{where}{missed}: "
             f"{perf.load_per_replica_rps:g} req/s each of at most "
             f"{perf.capacity_rps_per_replica:g}{head}.")
 

@@ -287,3 +287,55 @@ def test_replicas_for_a_rate_are_whole_copies_of_a_data_parallel_serve_line(caps
     assert code == 0, err
     assert all(i["replicas"] % 4 == 0 for i in t["intervals"])
     assert t["autoscaler"]["max_replicas"] == max(i["replicas"] for i in t["intervals"]) // 4
+
+
+def test_a_trace_or_lengths_file_sets_the_plans_lengths_and_its_limits(capsys, tmp_path):
+    """The plan's figures, its max_num_seqs and its simulation describe the same requests: a
+    --lengths-file's (or --trace's) means stand in for --avg-input/output-tokens (they used
+    to stay at the default 1,024 / 256 beside a simulation of 4,000 / 800); a request longer
+    than the serve line's context is an error (vLLM rejects it), and so is a rate or a curve
+    beside a trace, which replays its own arrival times."""
+    lengths = tmp_path / "lengths.csv"
+    lengths.write_text("input_tokens,output_tokens\n" + "4000,800\n" * 3 + "2000,400\n")
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--lengths-file", str(lengths),
+                         "--request-rate", "5", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert (d["workload"]["avg_input_tokens"], d["workload"]["avg_output_tokens"]) == (3500, 700)
+    assert (d["performance"]["input_tokens"], d["performance"]["output_tokens"]) == (3500, 700)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,1000,100\n1,3000,300\n")
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace), "--json")
+    assert json.loads(out)["workload"]["avg_input_tokens"] == 2000
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace),
+                       "--avg-input-tokens", "500", "--json")  # a given mean is kept
+    assert json.loads(out)["workload"]["avg_input_tokens"] == 500
+    long = tmp_path / "long.csv"
+    long.write_text("input_tokens,output_tokens\n200000,10\n1000,100\n")
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--max-model-len", "32768",
+                       "--request-rate", "2", "--lengths-file", str(long), "--json")
+    longer = [p for p in json.loads(out)["problems"]
+              if p["code"] == "workload-longer-than-context"]
+    assert code == 1 and len(longer) == 1 and "1 of the 2 requests" in longer[0]["message"]
+    assert "200,010" in longer[0]["message"]
+    for extra in (["--request-rate", "5"], ["--traffic", str(lengths)]):
+        code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace), *extra)
+        assert code == 2 and "--trace replays its own arrival times" in err
+
+
+def test_a_trace_that_misses_the_slo_on_one_replica_is_an_error(capsys, tmp_path):
+    """Replayed on one replica, a 20 req/s trace of 2,000 / 300-token requests misses a p99
+    TTFT of 1 s on one H100 (one replica serves about 10 req/s of them): the plan said so only
+    in its table (✗, "SLOs not met") and exited 0 with no problem."""
+    trace = tmp_path / "hot.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     + "".join(f"{k / 20:.3f},2000,300\n" for k in range(400)))
+    args = ("plan", LLAMA, "--gpu", "h100", "--trace", str(trace), "--slo-ttft-ms", "1000",
+            "--slo-percentile", "99")
+    code, out, _ = run(capsys, *args, "--json")
+    d = json.loads(out)
+    assert d["performance"]["meets_slo_at_percentile"] is False and code == 1
+    assert any(p["code"] == "slo-unmet-at-percentile" and "replayed on one replica" in
+               p["message"] for p in d["problems"])
+    code, out, _ = run(capsys, "report", *args[1:])
+    assert code == 1 and "None GPUs" not in out and "replayed on 1 replica" in out

@@ -651,3 +651,18 @@ def test_a_reviewed_deployment_the_sweep_did_not_plan_is_ranked_as_the_sweep_ran
         assert row.cost_per_million == pytest.approx(perf.cost_per_hour / (tput * 3600) * 1e6,
                                                      abs=1e-4)
         assert row.rank_on == rank_on and row.extrapolated is (perf.calibrated is False)
+
+
+@pytest.mark.parametrize("slo", [["--slo-ttft-ms", "60"],
+                                 ["--request-rate", "5", "--slo-ttft-ms", "60",
+                                  "--slo-percentile", "99"]])
+def test_a_report_exits_as_its_plan_does_when_a_target_is_missed(capsys, slo):
+    """A plan that fits in memory but misses its latency target exits 1 (an error problem);
+    its report exited 0 though it listed the same errors (exit codes: as for plan)."""
+    args = ("llama-3.1-8b-instruct", "--gpu", "h100", "--avg-input-tokens", "2000",
+            "--avg-output-tokens", "300", *slo)
+    code, out, _ = run(capsys, "plan", *args, "--json")
+    assert code == 1 and json.loads(out)["fits"] is True
+    assert any(p["severity"] == "error" for p in json.loads(out)["problems"])
+    code, _, _ = run(capsys, "report", *args)
+    assert code == 1
