@@ -396,8 +396,12 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
                   ) -> SweepResult:
     """Re-rank a sweep's meeting options by the cost per day of the replicas `rate` needs:
     estimated for every priced option from its throughput (rate ÷ 95 % of the requests/s it
-    serves at its max_num_seqs), then simulated (replan: the option planned with the rate) for
-    the SIMULATED_OPTIONS cheapest by that estimate. Misses keep their order after them."""
+    serves at its max_num_seqs; ranked on the pessimistic end, the default, at the low end of
+    its throughput band), then simulated (replan: the option planned with the rate) for the
+    SIMULATED_OPTIONS cheapest by that estimate; pessimistic, a simulated count is never below
+    the low end's estimate (the simulation runs the point model). Misses keep their order
+    after them."""
+    pessimistic = result.rank_on == "pessimistic"
     est: list[tuple[float, Option]] = []
     rest: list[Option] = []
     for o in result.options:
@@ -407,7 +411,9 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
                 or not pf.requests_per_s or o.disaggregated):
             rest.append(o)
             continue
-        n = max(1, math.ceil(rate / (MAX_UTILIZATION * pf.requests_per_s)))
+        low = pf.output_tokens_per_s_low / pf.output_tokens_per_s if pessimistic and \
+            pf.output_tokens_per_s else 1.0
+        n = max(1, math.ceil(rate / (MAX_UTILIZATION * pf.requests_per_s * low)))
         cost = n * o.price_per_hour * 24
         est.append((cost, o.model_copy(update={"replicas_for_rate": n,
                                                "replicas_simulated": False,
@@ -418,7 +424,8 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
         if i < SIMULATED_OPTIONS:
             pf = replan(o).performance
             if pf is not None and pf.replicas is not None:
-                n = pf.replicas
+                # pessimistic: never fewer than the band's low end needs (the estimate)
+                n = max(pf.replicas, o.replicas_for_rate or 1) if pessimistic else pf.replicas
                 cost = n * (o.price_per_hour or 0.0) * 24
                 o = o.model_copy(update={"replicas_for_rate": n, "replicas_simulated": True,
                                          "cost_per_day_for_rate": round(cost, 2)})
@@ -429,7 +436,8 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
     how = (f"options that meet the target first, by the cost per day of the replicas "
            f"{rate:g} req/s needs (simulated at the SLO percentile for the "
            f"{min(SIMULATED_OPTIONS, len(est))} cheapest by estimate, then estimated from "
-           "throughput); misses after, as before")
+           "throughput" + ("; at least what the low end of each throughput band needs"
+                           if pessimistic else "") + "); misses after, as before")
     best = [o for o in ranked if o.replicas_for_rate is not None][:3]
     note = (f"ranked by the cost per day of {rate:g} req/s: " + "; ".join(
         f"#{o.rank} {o.gpu} ×{o.count} {o.engine}: {o.replicas_for_rate} replica"

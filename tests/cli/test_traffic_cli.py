@@ -339,3 +339,31 @@ def test_a_trace_that_misses_the_slo_on_one_replica_is_an_error(capsys, tmp_path
                p["message"] for p in d["problems"])
     code, out, _ = run(capsys, "report", *args[1:])
     assert code == 1 and "None GPUs" not in out and "replayed on 1 replica" in out
+
+
+def test_sweep_by_rate_ranks_on_the_pessimistic_end_by_default(capsys):
+    """`sweep --request-rate` sized replicas from each option's point throughput whatever
+    --rank-on said, so an extrapolated option with a wide band (A100 PCIe) won at 94 % of its
+    point capacity, 131 % of its band's low end. Pessimistic (the default), an option's
+    replicas are at least what its band's low throughput needs: rate ÷ (0.95 × requests/s ×
+    low / point tokens/s); point keeps the estimate."""
+    base = ("sweep", LLAMA, "--request-rate", "20", "--avg-input-tokens", "2000",
+            "--avg-output-tokens", "300", "--gpus", "h100,a100-pcie-80gb", "-q", "auto",
+            "--kv-cache-dtype", "auto", "--max-gpus", "2", "--json")
+    code, out, err = run(capsys, *base)
+    assert code == 0, err
+    pess = json.loads(out)
+    code, out, _ = run(capsys, *base, "--rank-on", "point")
+    point = {(o["gpu"], o["tensor_parallel_size"], o["pipeline_parallel_size"]): o
+             for o in json.loads(out)["options"]}
+    sized = [o for o in pess["options"] if o["replicas_for_rate"] is not None]
+    assert sized and pess["rank_on"] == "pessimistic"
+    for o in sized:
+        pf = o["plan"]["performance"]
+        low = pf["output_tokens_per_s_low"] / pf["output_tokens_per_s"]
+        need = -(-20 // (0.95 * pf["requests_per_s"] * low))
+        assert o["replicas_for_rate"] >= need, (o["gpu"], o["knobs"])
+        same = point[(o["gpu"], o["tensor_parallel_size"], o["pipeline_parallel_size"])]
+        assert o["replicas_for_rate"] >= same["replicas_for_rate"]
+    costs = [o["cost_per_day_for_rate"] for o in sized if o["replicas_simulated"]]
+    assert costs == sorted(costs)  # simulated first, cheapest first
