@@ -187,6 +187,21 @@ def _image(p: Plan) -> str:
     return (registry.get(engine).syntax.image or "IMAGE:{v}").format(v=p.engine.version)
 
 
+def _shared_memory(p: Plan, spec: dict[str, Any], container: dict[str, Any], gpus: int) -> None:
+    """Mount an in-memory /dev/shm in a pod of several GPUs: NCCL between them needs more than
+    the container's 64 MiB default (`compose` shares the host's with `ipc: host`). The size limit
+    is the engine's own Kubernetes examples' (DeploySyntax.shm_size; none when not declared)."""
+    if gpus <= 1:
+        return
+    engine, _, _ = _words(p)
+    size = registry.get(engine).syntax.shm_size
+    empty_dir: dict[str, str] = {"medium": "Memory"}
+    if size:
+        empty_dir["sizeLimit"] = size
+    spec["volumes"] = [{"name": "shm", "emptyDir": empty_dir}]
+    container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+
+
 def _port(p: Plan, fmt: str, *, in_image: bool = True) -> int:
     """The port the plan's server listens on: its launch line names none, so the engine's own
     default (DeploySyntax.port), or the one its published image sets (`image_port`) when the
@@ -307,6 +322,7 @@ def _leader_worker_set(p: Plan) -> str:
         if leader:
             container["ports"] = [{"containerPort": port}]
         spec = {"nodeSelector": dict(selector), "containers": [container]}
+        _shared_memory(p, spec, container, int(per_node))
         return ({"metadata": {"labels": {"role": "leader"}}, "spec": spec} if leader
                 else {"spec": spec})
 
@@ -342,12 +358,13 @@ def k8s(p: Plan) -> str:
         "name": "server", "image": _image(p), "command": _argv(p),
         "ports": [{"containerPort": port}],
         "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
+    pod: dict[str, Any] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                           "containers": [container]}
+    _shared_memory(p, pod, container, p.gpu.count)
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-            "metadata": {"labels": labels},
-            "spec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                     "containers": [container]}}}}
+            "metadata": {"labels": labels}, "spec": pod}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                "spec": {"selector": labels, "ports": [{"port": port, "targetPort": port}]}}
     return _header(p, "k8s") + _yaml(deployment) + "---\n" + _yaml(service)

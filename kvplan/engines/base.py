@@ -354,6 +354,11 @@ class DeploySyntax:
     # its published image (`image`) changes that default
     port: int | None = None
     image_port: int | None = None
+    # --- emitshm --- the size limit of the in-memory /dev/shm the engine's own Kubernetes
+    # examples mount in a pod of several GPUs (NCCL between them outgrows the container's 64 MiB
+    # default); emit.py mounts one in every such pod, without a limit when None (the node's
+    # memory, as `docker run --ipc host` shares the host's)
+    shm_size: str | None = None
 
 
 # --- schemas (#23) --- deployment stacks that run one engine as their model server, by their

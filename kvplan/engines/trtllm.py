@@ -1172,7 +1172,9 @@ class TrtllmEngine(Engine):
         dynamo_defaults=_dynamo_defaults,
         # --- emitport --- trtllm-serve's --port defaults to 8000 (tensorrt_llm/commands/
         # serve.py `@click.option("--port", type=int, default=8000)` in every snapshot read, before
-        # and after the PyTorch backend became its default)
+        # and after the PyTorch backend became its default). --- emitshm --- no Kubernetes
+        # example of its own: NVIDIA's quick start runs the release image with `docker run --ipc
+        # host` (docs/source/quick-start-guide.md), the host's /dev/shm, so no shm_size (no limit)
         port=8000)
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency,
