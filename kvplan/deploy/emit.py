@@ -30,7 +30,7 @@ from typing import Any
 
 from ..engines import registry
 from ..errors import InvalidInputError
-from ..specs import Plan
+from ..specs import Plan, WhatIfPlan
 from .commands import ASSIGNMENT, _entrypoint
 from .manifests import RAY_GPUS, SKY_GPUS, dynamo_modules, stack_engine
 
@@ -670,6 +670,17 @@ def emit(p: Plan, fmt: str) -> str:
     if writer is None:
         raise InvalidInputError(f"unknown --emit format {fmt!r}",
                                 hint="use one of " + ", ".join(FORMATS))
+    if isinstance(p, WhatIfPlan):  # its launch line serves a checkpoint nobody has written yet
+        raise InvalidInputError(
+            f"--emit writes a deployment that starts, and this plan is a what-if: the "
+            f"{p.what_if.quantization} checkpoint {p.what_if.quantizer} would write from "
+            f"{p.model.id}, which does not exist yet (the launch line serves "
+            f"{p.what_if.checkpoint}, a local path no container or node of the deployment "
+            "has)",
+            code="emit-what-if", knob="quantization",
+            hint=f"quantize first (the line above the plan's launch line), publish the "
+            f"checkpoint as a Hub repo or a path the servers can read, then plan and emit that: "
+            f"`kvplan plan REPO-OR-PATH … --emit {fmt}`")
     asked = p.inputs["tensor_parallel_size"].value
     served = p.recommendations.tensor_parallel_size.value
     if served is None or served != asked:  # the serve line runs another layout, or none fits
