@@ -30,7 +30,7 @@ from typing import Any
 
 from ..engines import registry
 from ..errors import InvalidInputError
-from ..specs import Plan
+from ..specs import Plan, WhatIfPlan
 from .commands import ASSIGNMENT, _entrypoint
 from .manifests import RAY_GPUS, SKY_GPUS, dynamo_modules, stack_engine
 
@@ -41,7 +41,6 @@ FORMATS = ("k8s", "helm-llmd", "helm-production-stack", "dynamo", "kserve", "ray
 # DeploySyntax.image / dynamo_image.
 FORMAT_STACKS = {"kserve": "kserve", "helm-llmd": "llm-d",
                  "helm-production-stack": "production-stack", "ray": "ray-serve-llm"}
-PORT = 8000
 
 
 def _yaml(data: Any) -> str:
@@ -188,6 +187,36 @@ def _image(p: Plan) -> str:
     return (registry.get(engine).syntax.image or "IMAGE:{v}").format(v=p.engine.version)
 
 
+def _shared_memory(p: Plan, spec: dict[str, Any], container: dict[str, Any], gpus: int) -> None:
+    """Mount an in-memory /dev/shm in a pod of several GPUs: NCCL between them needs more than
+    the container's 64 MiB default (`compose` shares the host's with `ipc: host`). The size limit
+    is the engine's own Kubernetes examples' (DeploySyntax.shm_size; none when not declared)."""
+    if gpus <= 1:
+        return
+    engine, _, _ = _words(p)
+    size = registry.get(engine).syntax.shm_size
+    empty_dir: dict[str, str] = {"medium": "Memory"}
+    if size:
+        empty_dir["sizeLimit"] = size
+    spec["volumes"] = [{"name": "shm", "emptyDir": empty_dir}]
+    container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+
+
+def _port(p: Plan, fmt: str, *, in_image: bool = True) -> int:
+    """The port the plan's server listens on: its launch line names none, so the engine's own
+    default (DeploySyntax.port), or the one its published image sets (`image_port`) when the
+    format runs that image (k8s, compose; SkyPilot runs the line on the node itself)."""
+    engine, _, _ = _words(p)
+    syntax = registry.get(engine).syntax
+    port = (syntax.image_port if in_image else None) or syntax.port
+    if port is None:
+        raise InvalidInputError(f"--emit {fmt}: {registry.get(engine).label} declares no port "
+                                "for its server (DeploySyntax.port)", code="emit-unsupported",
+                                hint="emit a format that does not expose the server's port "
+                                "(dynamo, or a stack that runs the engine), or declare it")
+    return port
+
+
 # ------------------------------------------------------------------ multi-node
 
 # Where each per-node launch line (engines/multinode.py: `$HEAD_IP`, `$NODE_RANK`) finds the head
@@ -283,6 +312,7 @@ def _leader_worker_set(p: Plan) -> str:
     name = _name(p)
     per_node = p.nodes.gpus_per_node or p.gpu.count // (p.nodes.nodes or 1)
     selector = {"nvidia.com/gpu.product": _gpu_label(p)}
+    port = _port(p, "k8s")
 
     def pod(line: str, leader: bool) -> dict[str, Any]:
         container: dict[str, Any] = {
@@ -290,8 +320,9 @@ def _leader_worker_set(p: Plan) -> str:
             "command": ["/bin/sh", "-c", _placeholders(line, LWS_PLACEHOLDERS)],
             "resources": {"limits": {"nvidia.com/gpu": str(per_node)}}}
         if leader:
-            container["ports"] = [{"containerPort": PORT}]
+            container["ports"] = [{"containerPort": port}]
         spec = {"nodeSelector": dict(selector), "containers": [container]}
+        _shared_memory(p, spec, container, int(per_node))
         return ({"metadata": {"labels": {"role": "leader"}}, "spec": spec} if leader
                 else {"spec": spec})
 
@@ -301,7 +332,7 @@ def _leader_worker_set(p: Plan) -> str:
                "leaderTemplate": pod(head, True), "workerTemplate": pod(worker, False)}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
-                        "ports": [{"port": PORT, "targetPort": PORT}]}}
+                        "ports": [{"port": port, "targetPort": port}]}}
     return _header(p, "k8s") + _yaml(lws) + "---\n" + _yaml(service)
 
 
@@ -322,24 +353,27 @@ def k8s(p: Plan) -> str:
         return _leader_worker_set(p)
     name = _name(p)
     labels = {"app": name}
+    port = _port(p, "k8s")
     container = {
         "name": "server", "image": _image(p), "command": _argv(p),
-        "ports": [{"containerPort": PORT}],
+        "ports": [{"containerPort": port}],
         "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
+    pod: dict[str, Any] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+                           "containers": [container]}
+    _shared_memory(p, pod, container, p.gpu.count)
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-            "metadata": {"labels": labels},
-            "spec": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                     "containers": [container]}}}}
+            "metadata": {"labels": labels}, "spec": pod}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-               "spec": {"selector": labels, "ports": [{"port": PORT, "targetPort": PORT}]}}
+               "spec": {"selector": labels, "ports": [{"port": port, "targetPort": port}]}}
     return _header(p, "k8s") + _yaml(deployment) + "---\n" + _yaml(service)
 
 
 def compose(p: Plan) -> str:
+    port = _port(p, "compose")
     service = {"image": _image(p), "entrypoint": _argv(p),
-               "ports": [f"{PORT}:{PORT}"], "ipc": "host",
+               "ports": [f"{port}:{port}"], "ipc": "host",
                "deploy": {"resources": {"reservations": {"devices": [
                    {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}}
     return (_header(p, "compose") + f"# kvplan: gpu={_gpu_label(p)}\n"
@@ -611,14 +645,15 @@ def ray(p: Plan) -> str:
 def skypilot(p: Plan) -> str:
     reverse = tuple(k for k, v in SKY_GPUS.items() if v == p.gpu.id)
     gpu = _gpu_label(p, reverse, short=True)
+    port = _port(p, "skypilot", in_image=False)  # `run` starts the server on the node
     if _multinode(p):  # a task over nodes (`sky launch`); SkyServe replicas are one node each
         assert p.nodes is not None
         nodes = p.nodes.nodes or 1
         multi = {"num_nodes": nodes,
-                 "resources": {"accelerators": f"{gpu}:{p.gpu.count // nodes}", "ports": PORT},
+                 "resources": {"accelerators": f"{gpu}:{p.gpu.count // nodes}", "ports": port},
                  "run": _skypilot_run(p)}
         return _header(p, "skypilot") + _yaml(multi)
-    doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", "ports": PORT},
+    doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", "ports": port},
            "service": {"readiness_probe": "/v1/models", "replicas": 1},
            "run": p.command}
     return _header(p, "skypilot") + _yaml(doc)
@@ -635,6 +670,17 @@ def emit(p: Plan, fmt: str) -> str:
     if writer is None:
         raise InvalidInputError(f"unknown --emit format {fmt!r}",
                                 hint="use one of " + ", ".join(FORMATS))
+    if isinstance(p, WhatIfPlan):  # its launch line serves a checkpoint nobody has written yet
+        raise InvalidInputError(
+            f"--emit writes a deployment that starts, and this plan is a what-if: the "
+            f"{p.what_if.quantization} checkpoint {p.what_if.quantizer} would write from "
+            f"{p.model.id}, which does not exist yet (the launch line serves "
+            f"{p.what_if.checkpoint}, a local path no container or node of the deployment "
+            "has)",
+            code="emit-what-if", knob="quantization",
+            hint=f"quantize first (the line above the plan's launch line), publish the "
+            f"checkpoint as a Hub repo or a path the servers can read, then plan and emit that: "
+            f"`kvplan plan REPO-OR-PATH … --emit {fmt}`")
     asked = p.inputs["tensor_parallel_size"].value
     served = p.recommendations.tensor_parallel_size.value
     if served is None or served != asked:  # the serve line runs another layout, or none fits

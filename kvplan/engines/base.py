@@ -348,6 +348,17 @@ class DeploySyntax:
     # release decides: EnvFlag), applied once the command's release is known; `env_flags` above
     # are read by every release
     versioned_env: Mapping[str, EnvFlag] = field(default_factory=dict)
+    # --- emitport --- the port the engine's server listens on when its launch line names none,
+    # for the files emit.py writes around that line: its own --port default (None: undeclared,
+    # and files that expose a port are not written), and `image_port` when the environment of
+    # its published image (`image`) changes that default
+    port: int | None = None
+    image_port: int | None = None
+    # --- emitshm --- the size limit of the in-memory /dev/shm the engine's own Kubernetes
+    # examples mount in a pod of several GPUs (NCCL between them outgrows the container's 64 MiB
+    # default); emit.py mounts one in every such pod, without a limit when None (the node's
+    # memory, as `docker run --ipc host` shares the host's)
+    shm_size: str | None = None
 
 
 # --- schemas (#23) --- deployment stacks that run one engine as their model server, by their

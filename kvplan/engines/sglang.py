@@ -1133,7 +1133,15 @@ class SglangEngine(Engine):
                           # --- schemas (#23) --- lmsysorg/sglang image (tag v + release); Dynamo's
                           # dynamo.sglang backend, nvcr.io/nvidia/ai-dynamo/sglang-runtime
                           image="lmsysorg/sglang:v{v}", dynamo_module="dynamo.sglang",
-                          dynamo_image="nvcr.io/nvidia/ai-dynamo/sglang-runtime:{v}")
+                          dynamo_image="nvcr.io/nvidia/ai-dynamo/sglang-runtime:{v}",
+                          # --- emitport --- ServerArgs.port 30000 (python/sglang/srt/
+                          # server_args.py, in every snapshot read, the newest
+                          # sgl-project/sglang@001067ff)
+                          port=30000,
+                          # --- emitshm --- its multi-GPU Kubernetes example mounts an emptyDir
+                          # of medium Memory, sizeLimit 10Gi, at /dev/shm (docker/k8s-sglang-
+                          # distributed-sts.yaml, sgl-project/sglang@0e6ed14d)
+                          shm_size="10Gi")
     calibration = CALIBRATION
     # --- whatif --- format what-ifs (model/whatif.py): python/sglang/srt/layers/
     # quantization/__init__.py names and get_min_capability: modelopt_quant.py

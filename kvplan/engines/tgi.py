@@ -538,7 +538,16 @@ class TgiEngine(Engine):
                           known_flags=known_flags.TGI, combine=combine_flags,
                           unmodelled_features={"--lora-adapters": "LoRA adapters"},
                           # --- schemas (#23) --- the published image (tag = the release)
-                          image="ghcr.io/huggingface/text-generation-inference:{v}")
+                          image="ghcr.io/huggingface/text-generation-inference:{v}",
+                          # --- emitport --- the launcher's --port defaults to 3000 and is read
+                          # from PORT (launcher/src/main.rs `#[clap(default_value = "3000", long,
+                          # short, env)] port`), and the image sets PORT=80 (Dockerfile, base
+                          # stage ENV; v3.3.7)
+                          port=3000, image_port=80,
+                          # --- emitshm --- README.md "A note on Shared Memory (shm)" (v3.3.7):
+                          # NCCL falls back to host memory for tensor parallelism; in Kubernetes
+                          # an emptyDir of medium Memory, sizeLimit 1Gi, mounted at /dev/shm
+                          shm_size="1Gi")
     # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
     calibration = Calibration(style="separate", borrows="sglang")

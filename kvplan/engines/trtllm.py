@@ -1169,7 +1169,13 @@ class TrtllmEngine(Engine):
         # free_gpu_memory_fraction (None → 0.9, executor.h kDefaultGpuMemFraction) and
         # GUARANTEED_NO_EVICT scheduling; --kv-block-size 32 is the router's, equal to the
         # engine's tokens_per_block default
-        dynamo_defaults=_dynamo_defaults)
+        dynamo_defaults=_dynamo_defaults,
+        # --- emitport --- trtllm-serve's --port defaults to 8000 (tensorrt_llm/commands/
+        # serve.py `@click.option("--port", type=int, default=8000)` in every snapshot read, before
+        # and after the PyTorch backend became its default). --- emitshm --- no Kubernetes
+        # example of its own: NVIDIA's quick start runs the release image with `docker run --ipc
+        # host` (docs/source/quick-start-guide.md), the host's /dev/shm, so no shm_size (no limit)
+        port=8000)
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency,
     # seq_overhead_us, step_overhead_ms and layer_overhead_us fitted by benchmarks/perf_fit.py

@@ -1120,7 +1120,15 @@ class VllmEngine(Engine):
         dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
         stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
         underscore_flags=True,
-        versioned_env=ENV_FLAGS)  # --- checkenv ---
+        versioned_env=ENV_FLAGS,  # --- checkenv ---
+        # --- emitport --- `vllm serve` listens on all interfaces, port 8000
+        # (vllm/entrypoints/openai/cli_args.py FrontendArgs: host None, port 8000, in every
+        # snapshot read)
+        port=8000,
+        # --- emitshm --- docs/deployment/k8s.md (vllm-project/vllm@051f9b87): "vLLM needs to
+        # access the host's shared memory for tensor parallel inference", an emptyDir of medium
+        # Memory, sizeLimit "2Gi", mounted at /dev/shm
+        shm_size="2Gi")
     calibration = CALIBRATION
     # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
     # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
