@@ -137,6 +137,26 @@ def test_nextn_draft_shares_the_target_lm_head():
     assert v.speculative.draft_weights_bytes - s.speculative.draft_weights_bytes == 231_669_760
 
 
+@pytest.mark.parametrize(("tp", "dp", "per_rank"), [(1, 8, 6), (4, 2, 24)])
+def test_the_reset_48_is_the_whole_servers_under_dp_attention(tp, dp, per_rank):
+    """SGLang resets --max-running-requests to 48 for the server (speculative_hook.py
+    _handle_eagle_family, 0.5.23), and under DP attention each rank runs max(1, 48 // dp_size)
+    (mem_cache/kv_cache_configurator.py resolve_max_num_reqs; tp_worker.py `// dp_size` in
+    0.4.x - 0.5.6): --tp-size 8 --dp-size 8 → 48 // 8 = 6 per rank, --tp-size 8 --dp-size 2 →
+    48 // 2 = 24. Both pools hold far more (> 100,000 tokens), so the split binds; the
+    performance figures run at that many requests per rank, and the launch line (no workload)
+    leaves SGLang's own default in place."""
+    p = plan(DSV3, "h200", engine="sglang", tensor_parallel_size=tp, data_parallel_size=dp,
+             enable_dp_attention=True, enable_expert_parallel=True, max_model_len=32768,
+             speculative_config=spec(method="mtp", num_speculative_tokens=3))
+    assert p.kv_cache.tokens > 100_000
+    assert p.inputs["max_num_seqs"].value == per_rank
+    assert p.performance is not None and p.performance.concurrency == per_rank
+    assert "--max-running-requests" not in p.command
+    note = next(x for x in p.problems if x.code == "speculative-max-running-requests")
+    assert f"48 // {dp} = {per_rank}" in note.message
+
+
 def test_ngram_has_no_draft_memory_but_caps_requests():
     """NGRAM: no draft model and no draft KV (the cell is unchanged); num_draft_tokens defaults
     to 12 and max_running_requests to 48 (speculative_hook.py _handle_ngram)."""
