@@ -446,6 +446,37 @@ def spec_max_running_per_rank(dep: Deployment) -> int:
     return max(1, SPEC_MAX_RUNNING_REQUESTS // ranks)
 
 
+# Drafts SGLang refuses with DP attention at start-up, in every release that has them:
+# STANDALONE from its first release, 0.5.2 (python/sglang/srt/server_args.py: an assert, "Currently
+# standalone speculative decoding does not support dp attention."; a ValueError from 0.5.3;
+# arg_groups/speculative_hook.py _handle_eagle_family in 0.5.14 - 0.5.23), NGRAM from its first,
+# 0.5.3 (server_args.py _handle_speculative_decoding, then speculative_hook.py _handle_ngram:
+# "Currently ngram speculative decoding does not support dp attention.").
+SPEC_WITHOUT_DP_ATTENTION = {"draft_model": "standalone", "ngram": "ngram"}
+
+
+def check_spec_dp_attention(sc: SpeculativeConfig | None, *, data_parallel_size: int,
+                            dp_attention: bool, expert_parallel: bool) -> None:
+    """Refuse a STANDALONE or NGRAM draft under DP attention, as SGLang does at start-up.
+    kvplan turns DP attention on for --enable-dp-attention, and for expert parallelism over
+    -dp > 1 (sglang_parallel.dp_attention)."""
+    if sc is None or sc.method not in SPEC_WITHOUT_DP_ATTENTION or data_parallel_size <= 1 \
+            or not (dp_attention or expert_parallel):
+        return
+    name = SPEC_WITHOUT_DP_ATTENTION[sc.method]
+    why = "--enable-dp-attention" if dp_attention else \
+        f"--enable-expert-parallel over -dp {data_parallel_size}, which SGLang runs with " \
+        "--enable-dp-attention"
+    raise InvalidInputError(
+        f"SGLang refuses --speculative-algorithm {SPEC_FLAGS[sc.method]} with DP attention "
+        f"({why}): \"Currently {name} speculative decoding does not support dp attention.\" "
+        "(python/sglang/srt/arg_groups/speculative_hook.py, 0.5.23)",
+        hint="use EAGLE, EAGLE3 or NEXTN, which run with DP attention, or plan without DP "
+        f"attention (-dp {data_parallel_size} without --enable-dp-attention and "
+        "--enable-expert-parallel: whole replicas)",
+        code="speculative-invalid", knob="speculative_config")
+
+
 def auto_spec_params(algorithm: str, architecture: str) -> tuple[int, int, int]:
     """(num_steps, eagle_topk, num_draft_tokens) SGLang picks when none is given."""
     if algorithm != "STANDALONE" and architecture == "LlamaForCausalLM":
@@ -1324,6 +1355,9 @@ class SglangEngine(Engine):
         lora = resolve_lora(knobs, sources)
         paths = lora.pop("lora_paths", None)
         parallel = SP.resolve_parallel(m, knobs, sources)
+        check_spec_dp_attention(spec, data_parallel_size=layout.data_parallel_size,
+                                dp_attention=parallel["enable_dp_attention"],
+                                expert_parallel=parallel["enable_expert_parallel"])
         q = layout.quant
         dep = Deployment(
             **parallel,

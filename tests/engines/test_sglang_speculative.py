@@ -291,6 +291,38 @@ def test_check_reads_sglang_speculative_flags(capsys, tmp_path, eagle3_dir):
 # ------------------------------------------------------------------ bad values
 
 
+@pytest.mark.parametrize(("sc", "algo", "name"), [
+    (spec(method="ngram"), "NGRAM", "ngram"),
+    (spec(method="draft_model", model="Qwen/Qwen3-0.6B"), "STANDALONE", "standalone"),
+])
+@pytest.mark.parametrize("flags", [["--enable-dp-attention"], ["--enable-expert-parallel"]])
+def test_ngram_and_standalone_are_refused_under_dp_attention(capsys, sc, algo, name, flags):
+    """SGLang stops at start-up: "Currently ngram speculative decoding does not support dp
+    attention." (arg_groups/speculative_hook.py _handle_ngram, 0.5.23; server_args.py from
+    NGRAM's first release, 0.5.3) and the same for standalone (_handle_eagle_family; from
+    0.5.2). kvplan's EP over -dp 2 is SGLang's DP attention too. Exit 2, as any refusal."""
+    code, out, err = run(capsys, "plan", "Qwen/Qwen3-30B-A3B", "--gpu", "h100", "--engine",
+                         "sglang", "-tp", "1", "-dp", "2", *flags, "--speculative-config", sc)
+    assert code == 2 and "Traceback" not in err
+    assert f"--speculative-algorithm {algo} with DP attention" in err
+    assert f"Currently {name} speculative decoding does not support dp attention" in err
+    # the same draft without DP attention (-dp 2 whole replicas) plans
+    code, _, err = run(capsys, "plan", "Qwen/Qwen3-30B-A3B", "--gpu", "h100", "--engine",
+                       "sglang", "-tp", "1", "-dp", "2", "--speculative-config", sc)
+    assert code in (0, 1), err
+
+
+def test_check_refuses_an_ngram_line_with_dp_attention(capsys, tmp_path):
+    f = tmp_path / "serve.sh"
+    f.write_text("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp-size 2 "
+                 "--dp-size 2 --enable-dp-attention --speculative-algorithm NGRAM\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    assert code == 2
+    row = json.loads(out)["deployments"][0]
+    assert row["status"] == "error" and "does not support dp attention" in json.dumps(row)
+
+
+
 @pytest.mark.parametrize(("model", "sc", "needle"), [
     (LLAMA, spec(method="mtp"), "no MTP layers"),
     (LLAMA, spec(method="eagle3"), "needs --speculative-draft-model-path"),
