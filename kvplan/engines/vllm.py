@@ -703,9 +703,31 @@ def offload_section(d: Deployment, bytes_per_block: int, block_size: int,
                        effective_cached_tokens=gpu_tokens + tokens)
 
 
+def a2a_problems(m: ModelSpec, d: Deployment) -> list[Problem]:
+    """A --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1) that nothing reads at this
+    layout: vLLM dispatches through the all-to-all backend only when
+    FusedMoEParallelConfig.use_all2all_kernels, `dp_size > 1 and use_ep`
+    (vllm/model_executor/layers/fused_moe/config.py, 0.10.0 - 0.12.0), on a MoE model; the
+    sequence-parallel MoE that also reads it needs the same (moe_token_split). The launch line
+    keeps the flag the user gave."""
+    backend = d.moe_a2a_backend
+    if backend is None or (m.moe is not None and d.data_parallel_size > 1
+                           and d.enable_expert_parallel):
+        return []
+    why = ("the model has no experts" if m.moe is None else
+           "-dp is 1" if d.data_parallel_size <= 1 else "expert parallelism is off")
+    return [Problem(
+        code="a2a-backend-unused", severity="warning",
+        message=f"--moe-a2a-backend {backend} (vLLM's --all2all-backend) has no effect here: "
+        f"{why}. vLLM runs its MoE all-to-all kernels only with data parallelism above 1 and "
+        "expert parallelism (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and "
+        "use_ep, vllm/model_executor/layers/fused_moe/config.py); -dp 2 or more with "
+        "--enable-expert-parallel would use it")]
+
+
 def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
                      lora_parts: list[LoraSlots | None]) -> list[Problem]:
-    out = []
+    out = a2a_problems(m, d)
     sc = d.speculative_config
     if sc is not None:
         out.append(Problem(
