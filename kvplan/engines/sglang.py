@@ -407,8 +407,15 @@ SPEC_ALGORITHMS = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "mtp",
                    "STANDALONE": "draft_model", "NGRAM": "ngram"}
 SPEC_FLAGS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft_model": "STANDALONE",
               "ngram": "NGRAM"}
-# max_running_requests is reset to 48 for speculative decoding unless given
-# (speculative_hook.py _handle_eagle_family / _handle_ngram)
+# max_running_requests is reset to 48 for speculative decoding unless given: for the whole
+# server, before the DP-attention split (spec_max_running_per_rank). Read in the PyPI wheels'
+# python/sglang/srt/server_args.py (`if self.max_running_requests is None:
+# self.max_running_requests = 48`, EAGLE / EAGLE3 and NEXTN as EAGLE; STANDALONE from 0.5.2,
+# NGRAM from 0.5.3) in 0.4.4.post4, 0.4.5, 0.4.6, 0.4.8, 0.4.10, 0.5.1, 0.5.2, 0.5.3, 0.5.6,
+# 0.5.9, and arg_groups/speculative_hook.py _handle_eagle_family / _handle_ngram ("Max running
+# requests is reset to 48 for speculative decoding") in 0.5.14, 0.5.20, 0.5.23. Earlier: 0.4.3
+# resets nothing, 0.4.3.post4 and 0.4.4 reset it to 32 (EAGLE only); kvplan's release numbers
+# drop the .postN that separates them, so 48 is applied from SPEC_HEADROOM_BOTH_FROM on.
 SPEC_MAX_RUNNING_REQUESTS = 48
 # NGRAM's --speculative-num-draft-tokens default (speculative_hook.py _handle_ngram)
 NGRAM_DRAFT_TOKENS = 12
@@ -425,6 +432,49 @@ MTP_ARCHITECTURES = frozenset({
 # reproduced by the 2025-01 SGLang docs log in reference/sglang_logs_more.csv).
 # UNVERIFIED boundary: the 2025-01-28 log still has the old rule
 SPEC_HEADROOM_BOTH_FROM = (0, 4, 3)
+
+
+def spec_max_running_per_rank(dep: Deployment) -> int:
+    """The requests one rank runs when SGLang resets --max-running-requests to 48: the whole
+    server's 48, split over the attention-DP ranks under DP attention, max(1, 48 // dp_size)
+    (python/sglang/srt/managers/tp_worker.py `max_running_requests // (dp_size if
+    enable_dp_attention else 1)`, 0.4.3 - 0.5.6; model_executor/model_runner.py
+    `// self.dp_size`, 0.5.9; mem_cache/kv_cache_configurator.py resolve_max_num_reqs
+    `max(1, max_num_reqs // self.attn_dp_size)`, 0.5.23). Before 0.5.23's max(1, …) a
+    dp_size above 48 gives 0 and start-up stops ("max_running_request is zero"); kvplan keeps 1."""
+    ranks = dep.data_parallel_size if SP.dp_attention(dep) else 1
+    return max(1, SPEC_MAX_RUNNING_REQUESTS // ranks)
+
+
+# Drafts SGLang refuses with DP attention at start-up, in every release that has them:
+# STANDALONE from its first release, 0.5.2 (python/sglang/srt/server_args.py: an assert, "Currently
+# standalone speculative decoding does not support dp attention."; a ValueError from 0.5.3;
+# arg_groups/speculative_hook.py _handle_eagle_family in 0.5.14 - 0.5.23), NGRAM from its first,
+# 0.5.3 (server_args.py _handle_speculative_decoding, then speculative_hook.py _handle_ngram:
+# "Currently ngram speculative decoding does not support dp attention.").
+SPEC_WITHOUT_DP_ATTENTION = {"draft_model": "standalone", "ngram": "ngram"}
+
+
+def check_spec_dp_attention(sc: SpeculativeConfig | None, *, data_parallel_size: int,
+                            dp_attention: bool, expert_parallel: bool) -> None:
+    """Refuse a STANDALONE or NGRAM draft under DP attention, as SGLang does at start-up.
+    kvplan turns DP attention on for --enable-dp-attention, and for expert parallelism over
+    -dp > 1 (sglang_parallel.dp_attention)."""
+    if sc is None or sc.method not in SPEC_WITHOUT_DP_ATTENTION or data_parallel_size <= 1 \
+            or not (dp_attention or expert_parallel):
+        return
+    name = SPEC_WITHOUT_DP_ATTENTION[sc.method]
+    why = "--enable-dp-attention" if dp_attention else \
+        f"--enable-expert-parallel over -dp {data_parallel_size}, which SGLang runs with " \
+        "--enable-dp-attention"
+    raise InvalidInputError(
+        f"SGLang refuses --speculative-algorithm {SPEC_FLAGS[sc.method]} with DP attention "
+        f"({why}): \"Currently {name} speculative decoding does not support dp attention.\" "
+        "(python/sglang/srt/arg_groups/speculative_hook.py, 0.5.23)",
+        hint="use EAGLE, EAGLE3 or NEXTN, which run with DP attention, or plan without DP "
+        f"attention (-dp {data_parallel_size} without --enable-dp-attention and "
+        "--enable-expert-parallel: whole replicas)",
+        code="speculative-invalid", knob="speculative_config")
 
 
 def auto_spec_params(algorithm: str, architecture: str) -> tuple[int, int, int]:
@@ -624,10 +674,15 @@ def speculative_problems(dep: Deployment, draft: DraftMemory, spec: PlanSpeculat
             "pool (target tokens + a headroom) comes from the (1 − f) reserve; the releases where "
             "this rule and its headroom changed were not pinned"))
     if not dep.user_set("max_num_seqs") and version >= SPEC_HEADROOM_BOTH_FROM:
+        ranks = dep.data_parallel_size if SP.dp_attention(dep) else 1
+        split = (f", for the whole server: each of the {ranks} DP-attention ranks runs "
+                 f"{SPEC_MAX_RUNNING_REQUESTS} // {ranks} = {spec_max_running_per_rank(dep)}"
+                 if ranks > 1 else "")
         out.append(Problem(
             code="speculative-max-running-requests", severity="info",
             message=f"SGLang resets --max-running-requests to {SPEC_MAX_RUNNING_REQUESTS} with "
-            "speculative decoding unless it is given; set it to use the pool's concurrency"))
+            f"speculative decoding unless it is given{split}; set it to use the pool's "
+            "concurrency"))
     return out
 
 
@@ -1308,6 +1363,9 @@ class SglangEngine(Engine):
         lora = resolve_lora(knobs, sources)
         paths = lora.pop("lora_paths", None)
         parallel = SP.resolve_parallel(m, knobs, sources)
+        check_spec_dp_attention(spec, data_parallel_size=layout.data_parallel_size,
+                                dp_attention=parallel["enable_dp_attention"],
+                                expert_parallel=parallel["enable_expert_parallel"])
         q = layout.quant
         dep = Deployment(
             **parallel,
@@ -1380,9 +1438,9 @@ class SglangEngine(Engine):
                 reqs = max_running_requests(printed, ctx) if printed else 0
                 res = replace(res, tokens=printed)
                 if version >= SPEC_HEADROOM_BOTH_FROM and printed:
-                    reqs = min(SPEC_MAX_RUNNING_REQUESTS, printed)
+                    reqs = min(spec_max_running_per_rank(dep), printed)
             elif version >= SPEC_HEADROOM_BOTH_FROM and res.tokens:
-                reqs = min(SPEC_MAX_RUNNING_REQUESTS, res.tokens)
+                reqs = min(spec_max_running_per_rank(dep), res.tokens)
             res = replace(res, max_running_requests=reqs)
             spec = speculative_section(dep, draft, res, plain_cell, pool)
             res = replace(res,

@@ -703,9 +703,31 @@ def offload_section(d: Deployment, bytes_per_block: int, block_size: int,
                        effective_cached_tokens=gpu_tokens + tokens)
 
 
+def a2a_problems(m: ModelSpec, d: Deployment) -> list[Problem]:
+    """A --all2all-backend (VLLM_ALL2ALL_BACKEND before 0.11.1) that nothing reads at this
+    layout: vLLM dispatches through the all-to-all backend only when
+    FusedMoEParallelConfig.use_all2all_kernels, `dp_size > 1 and use_ep`
+    (vllm/model_executor/layers/fused_moe/config.py, 0.10.0 - 0.12.0), on a MoE model; the
+    sequence-parallel MoE that also reads it needs the same (moe_token_split). The launch line
+    keeps the flag the user gave."""
+    backend = d.moe_a2a_backend
+    if backend is None or (m.moe is not None and d.data_parallel_size > 1
+                           and d.enable_expert_parallel):
+        return []
+    why = ("the model has no experts" if m.moe is None else
+           "-dp is 1" if d.data_parallel_size <= 1 else "expert parallelism is off")
+    return [Problem(
+        code="a2a-backend-unused", severity="warning",
+        message=f"--moe-a2a-backend {backend} (vLLM's --all2all-backend) has no effect here: "
+        f"{why}. vLLM runs its MoE all-to-all kernels only with data parallelism above 1 and "
+        "expert parallelism (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and "
+        "use_ep, vllm/model_executor/layers/fused_moe/config.py); -dp 2 or more with "
+        "--enable-expert-parallel would use it")]
+
+
 def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
                      lora_parts: list[LoraSlots | None]) -> list[Problem]:
-    out = []
+    out = a2a_problems(m, d)
     sc = d.speculative_config
     if sc is not None:
         out.append(Problem(
@@ -833,8 +855,11 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--model": ("model", "str"), "--revision": ("revision", "str"),
     "--enable-prefix-caching": ("enable_prefix_caching", "bool"),
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
-    # EPLB's redundant experts (vllm/engine/arg_utils.py 0.9-0.10; later --eplb-config)
+    # EPLB's redundant experts: --num-redundant-experts N up to 0.11.2 (deprecated from 0.10.2,
+    # "will be removed in v0.12.0"; gone in 0.12.0), --eplb-config '{"num_redundant_experts": N}'
+    # from 0.10.2 (EPLB_CONFIG_FROM; combine_flags folds it into the knob)
     "--num-redundant-experts": ("num_redundant_experts", "int"),
+    "--eplb-config": ("eplb_config", "str"),
     # the MoE all-to-all backend (ParallelConfig.all2all_backend, 0.11.1+; VLLM_ALL2ALL_BACKEND
     # before and beside it: ENV_FLAGS)
     "--all2all-backend": ("moe_a2a_backend", "str"),
@@ -856,6 +881,52 @@ BOOLEAN_FLAGS = frozenset({
     "--enable-sleep-mode",
     "--headless", "--disable-hybrid-kv-cache-manager",
 })
+
+
+# EPLB's flags, read in the PyPI wheels' vllm/engine/arg_utils.py: --enable-eplb and
+# --num-redundant-experts from before 0.10.0 through 0.11.2 (not in 0.9.0); --eplb-config (a JSON
+# EPLBConfig, vllm/config/parallel.py: num_redundant_experts, window_size, …) first in 0.10.2,
+# which deprecates --num-redundant-experts ("[DEPRECATED] --num-redundant-experts will be removed
+# in v0.12.0.", still in 0.11.0 and 0.11.2); 0.12.0 has no --num-redundant-experts (argparse
+# refuses it). 0.10.0 and 0.10.1.1 have no --eplb-config.
+EPLB_CONFIG_FROM = (0, 10, 2)
+
+
+def eplb_flags(dep: Deployment) -> list[str]:
+    """--enable-eplb and the redundant experts in the spelling of the planned release."""
+    n = dep.num_redundant_experts
+    if not n:
+        return []
+    if parse_version(dep.engine_version or NEWEST_MODELLED) >= EPLB_CONFIG_FROM:
+        return ["--enable-eplb", "--eplb-config",
+                json.dumps({"num_redundant_experts": n}, separators=(",", ":"))]
+    return ["--enable-eplb", "--num-redundant-experts", str(n)]
+
+
+def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """A deployment file's --eplb-config JSON → the num_redundant_experts knob (its other
+    EPLBConfig keys are not modelled); a ValueError names what cannot be read."""
+    raw = knobs.pop("eplb_config", None)
+    if raw is None:
+        return knobs
+    try:
+        cfg = json.loads(raw)
+    except ValueError:
+        raise ValueError(f"--eplb-config {raw!r} is not JSON (vLLM reads it as an EPLBConfig "
+                         "object, e.g. '{\"num_redundant_experts\": 32}')") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"--eplb-config {raw!r} is not a JSON object")
+    n = cfg.get("num_redundant_experts")
+    if n is None:
+        return knobs
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"--eplb-config num_redundant_experts {n!r} is not an integer ≥ 0")
+    old = knobs.get("num_redundant_experts")
+    if old is not None and old != n:
+        raise ValueError(f"contradictory flags: --num-redundant-experts {old} and --eplb-config "
+                         f"num_redundant_experts {n}")
+    knobs["num_redundant_experts"] = n
+    return knobs
 
 
 # vLLM took --limit-mm-per-prompt as key=value pairs (image=4,video=1) until JSON replaced them
@@ -1119,7 +1190,7 @@ class VllmEngine(Engine):
         image="vllm/vllm-openai:v{v}", dynamo_module="dynamo.vllm",
         dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
         stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
-        underscore_flags=True,
+        underscore_flags=True, combine=combine_flags,
         versioned_env=ENV_FLAGS,  # --- checkenv ---
         # --- emitport --- `vllm serve` listens on all interfaces, port 8000
         # (vllm/entrypoints/openai/cli_args.py FrontendArgs: host None, port 8000, in every
@@ -1350,8 +1421,7 @@ class VllmEngine(Engine):
             args.append("--enforce-eager")
         if dep.enable_expert_parallel:
             args.append("--enable-expert-parallel")
-        if dep.num_redundant_experts:
-            args += ["--enable-eplb", "--num-redundant-experts", str(dep.num_redundant_experts)]
+        args += eplb_flags(dep)
         env: list[str] = []  # before 0.11.1 the backend is only an environment variable
         if dep.moe_a2a_backend:
             rule = ENV_FLAGS[A2A_ENV]

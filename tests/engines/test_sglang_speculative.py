@@ -137,6 +137,26 @@ def test_nextn_draft_shares_the_target_lm_head():
     assert v.speculative.draft_weights_bytes - s.speculative.draft_weights_bytes == 231_669_760
 
 
+@pytest.mark.parametrize(("tp", "dp", "per_rank"), [(1, 8, 6), (4, 2, 24)])
+def test_the_reset_48_is_the_whole_servers_under_dp_attention(tp, dp, per_rank):
+    """SGLang resets --max-running-requests to 48 for the server (speculative_hook.py
+    _handle_eagle_family, 0.5.23), and under DP attention each rank runs max(1, 48 // dp_size)
+    (mem_cache/kv_cache_configurator.py resolve_max_num_reqs; tp_worker.py `// dp_size` in
+    0.4.x - 0.5.6): --tp-size 8 --dp-size 8 → 48 // 8 = 6 per rank, --tp-size 8 --dp-size 2 →
+    48 // 2 = 24. Both pools hold far more (> 100,000 tokens), so the split binds; the
+    performance figures run at that many requests per rank, and the launch line (no workload)
+    leaves SGLang's own default in place."""
+    p = plan(DSV3, "h200", engine="sglang", tensor_parallel_size=tp, data_parallel_size=dp,
+             enable_dp_attention=True, enable_expert_parallel=True, max_model_len=32768,
+             speculative_config=spec(method="mtp", num_speculative_tokens=3))
+    assert p.kv_cache.tokens > 100_000
+    assert p.inputs["max_num_seqs"].value == per_rank
+    assert p.performance is not None and p.performance.concurrency == per_rank
+    assert "--max-running-requests" not in p.command
+    note = next(x for x in p.problems if x.code == "speculative-max-running-requests")
+    assert f"48 // {dp} = {per_rank}" in note.message
+
+
 def test_ngram_has_no_draft_memory_but_caps_requests():
     """NGRAM: no draft model and no draft KV (the cell is unchanged); num_draft_tokens defaults
     to 12 and max_running_requests to 48 (speculative_hook.py _handle_ngram)."""
@@ -269,6 +289,38 @@ def test_check_reads_sglang_speculative_flags(capsys, tmp_path, eagle3_dir):
 
 
 # ------------------------------------------------------------------ bad values
+
+
+@pytest.mark.parametrize(("sc", "algo", "name"), [
+    (spec(method="ngram"), "NGRAM", "ngram"),
+    (spec(method="draft_model", model="Qwen/Qwen3-0.6B"), "STANDALONE", "standalone"),
+])
+@pytest.mark.parametrize("flags", [["--enable-dp-attention"], ["--enable-expert-parallel"]])
+def test_ngram_and_standalone_are_refused_under_dp_attention(capsys, sc, algo, name, flags):
+    """SGLang stops at start-up: "Currently ngram speculative decoding does not support dp
+    attention." (arg_groups/speculative_hook.py _handle_ngram, 0.5.23; server_args.py from
+    NGRAM's first release, 0.5.3) and the same for standalone (_handle_eagle_family; from
+    0.5.2). kvplan's EP over -dp 2 is SGLang's DP attention too. Exit 2, as any refusal."""
+    code, out, err = run(capsys, "plan", "Qwen/Qwen3-30B-A3B", "--gpu", "h100", "--engine",
+                         "sglang", "-tp", "1", "-dp", "2", *flags, "--speculative-config", sc)
+    assert code == 2 and "Traceback" not in err
+    assert f"--speculative-algorithm {algo} with DP attention" in err
+    assert f"Currently {name} speculative decoding does not support dp attention" in err
+    # the same draft without DP attention (-dp 2 whole replicas) plans
+    code, _, err = run(capsys, "plan", "Qwen/Qwen3-30B-A3B", "--gpu", "h100", "--engine",
+                       "sglang", "-tp", "1", "-dp", "2", "--speculative-config", sc)
+    assert code in (0, 1), err
+
+
+def test_check_refuses_an_ngram_line_with_dp_attention(capsys, tmp_path):
+    f = tmp_path / "serve.sh"
+    f.write_text("python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp-size 2 "
+                 "--dp-size 2 --enable-dp-attention --speculative-algorithm NGRAM\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    assert code == 2
+    row = json.loads(out)["deployments"][0]
+    assert row["status"] == "error" and "does not support dp attention" in json.dumps(row)
+
 
 
 @pytest.mark.parametrize(("model", "sc", "needle"), [
