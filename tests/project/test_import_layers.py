@@ -112,6 +112,7 @@ LAYER = {
     "kvplan.deploy.env_flags": "deploy",
     "kvplan.deploy.pd_check": "deploy",
     "kvplan.deploy.pd_pair": "deploy",
+    "kvplan.deploy.shell_vars": "deploy",
     # render: text tables, Markdown, HTML, SVG
     "kvplan.render": "render",
     "kvplan.render.disagg": "render",
