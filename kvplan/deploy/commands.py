@@ -255,6 +255,13 @@ class Templates:
         self.unset[sentinel] = (m.group(0), line)
         return sentinel
 
+    def as_written(self, text: str) -> str:
+        """`text` with each unfilled Helm placeholder's sentinel put back as the file wrote it
+        (for messages and the arguments kvplan keeps without modelling them)."""
+        for sentinel, (placeholder, _) in self.unset.items():
+            text = text.replace(sentinel, placeholder)
+        return text
+
     def check(self, value: str, flag: str, file: str, line: int) -> str:
         """`value` with nothing left to fill: an unfilled Helm placeholder or variable is a
         DeployParseError naming it. A `${VAR:-word}` / `${VAR-word}` no shell expanded (an
@@ -332,7 +339,8 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
     parser = _ArgParser(argv, _syntax(engine), templates,
-                        Found(file=file, line=line, engine=engine, text=text))
+                        Found(file=file, line=line, engine=engine,
+                              text=templates.as_written(text)))
     while parser.more():
         parser.step()
     return parser.finish()
@@ -397,18 +405,18 @@ class _ArgParser:
             found.model = self.templates.check(tok, "the model", self.file, self.line)
             self.seen["model"] = ("model", found.model)
         else:
-            found.unknown_flags.append(UnknownArg(tok))
+            found.unknown_flags.append(UnknownArg(self.templates.as_written(tok)))
 
     def _unknown(self, flag: str, value: str | None) -> None:
-        """A flag kvplan does not model: kept with the value it appears to take."""
-        if value is not None:
-            arg = UnknownArg(flag, value, joined=True)
-        elif (flag in _boolean_flags() or flag.startswith("--no-") or not self.more()
-              or self.argv[self.i].startswith("-")):
-            arg = UnknownArg(flag)
+        """A flag kvplan does not model: kept with the value it appears to take, as written."""
+        if value is None and not (flag in _boolean_flags() or flag.startswith("--no-")
+                                  or not self.more() or self.argv[self.i].startswith("-")):
+            value = self._take()
+            joined = False
         else:
-            arg = UnknownArg(flag, self._take())
-        self.found.unknown_flags.append(arg)
+            joined = value is not None
+        shown = None if value is None else self.templates.as_written(value)
+        self.found.unknown_flags.append(UnknownArg(self.templates.as_written(flag), shown, joined))
 
     def _list_value(self, flag: str, value: str | None) -> list[str]:
         """argparse nargs="*": every value up to the next flag (a LoRA adapter list)."""
