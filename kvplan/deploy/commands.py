@@ -1141,12 +1141,20 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
         raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
     except InvalidConfigError as e:
         raise DeployParseError(file, 1, e.detail, hint=e.hint) from None
-    directives = _directives(raw, file)
     text = templates.fill(raw, file)
     if path.suffix in {".yaml", ".yml"}:
         found = yaml_commands(text, file=file, templates=templates)
     else:
         found = shell_commands(text, file=file, first_line=1, templates=templates)
+    return with_file_facts(found, raw, path)
+
+
+def with_file_facts(found: list[Found], raw: str, path: Path) -> list[Found]:
+    """`found` (commands read from `path`, whose text is `raw`) with what the file says around
+    them: `# kvplan:` directives above each, and for a script or Dockerfile the release its
+    text names (a FROM image tag, a pip pin) where the command has none."""
+    file = str(path)
+    directives = _directives(raw, file)
     for f in found:
         if f.error is not None:
             continue

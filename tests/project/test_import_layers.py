@@ -106,6 +106,7 @@ LAYER = {
     "kvplan.deploy": "deploy",
     "kvplan.deploy.check": "deploy",
     "kvplan.deploy.commands": "deploy",
+    "kvplan.deploy.dockerfile": "deploy",
     "kvplan.deploy.launchers": "deploy",
     "kvplan.deploy.manifests": "deploy",
     "kvplan.deploy.emit": "deploy",
