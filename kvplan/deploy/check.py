@@ -43,6 +43,7 @@ from .commands import (
     read_options_file,
     recognised_commands,
 )
+from .dockerfile import dockerfile_commands
 from .manifests import ManifestFound, manifest_commands
 
 Status = Literal["fits", "does-not-fit", "policy-violation", "unchecked", "error"]
@@ -246,7 +247,9 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
             templates = Templates(values=dict(sets))
             try:
                 _refuse_outside_link(path)
-                found = manifest_commands(path, find_commands(path, templates), templates)
+                found = find_commands(path, templates)
+                found = dockerfile_commands(path, manifest_commands(path, found, templates),
+                                            templates)
             except DeployParseError as e:
                 rows.append(_error_row(e.file, e.line, e, command=""))
                 continue

@@ -43,6 +43,7 @@ from ..sources.limits import (
     yaml_too_deep,
 )
 from .launchers import launcher_nodes
+from .shell_vars import ASSIGNMENT, PARAMETER, assignments, expand, template_defaults
 
 
 class DeployParseError(InvalidInputError):
@@ -118,8 +119,6 @@ def keep_env(found: Found | None, env: dict[str, str] | None) -> None:
     found.env = {**{k: v for k, v in env.items() if k in wanted}, **found.env}
 
 
-# a shell word that sets an environment variable for the command after it (NAME=VALUE)
-ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}=")
 
 
 def _assignments(tokens: list[str]) -> dict[str, str]:
@@ -241,7 +240,7 @@ class Templates:
         return "".join(out)
 
     def _one(self, m: re.Match[str], line: int) -> str:
-        expr, var, default, bare = m.group(1), m.group(2), m.group(3), m.group(4)
+        expr, var, bare = m.group(1), m.group(2), m.group(4)
         if expr is not None:
             expr = expr.strip().removeprefix("-").removesuffix("-").strip()
         if bare is not None:  # $VAR: filled when --set names it, else left for check() to report
@@ -250,24 +249,38 @@ class Templates:
         for k in (key, expr, var):
             if k and k in self.values:
                 return self.values[k]
-        if var and default is not None:
-            return default
+        if var:  # ${VAR…}: left for the script's shell (its env, its assignments) or check()
+            return m.group(0)
         sentinel = UNSET.format(len(self.unset))
         self.unset[sentinel] = (m.group(0), line)
         return sentinel
 
+    def as_written(self, text: str) -> str:
+        """`text` with each unfilled Helm placeholder's sentinel put back as the file wrote it
+        (for messages and the arguments kvplan keeps without modelling them)."""
+        for sentinel, (placeholder, _) in self.unset.items():
+            text = text.replace(sentinel, placeholder)
+        return text
+
     def check(self, value: str, flag: str, file: str, line: int) -> str:
+        """`value` with nothing left to fill: an unfilled Helm placeholder or variable is a
+        DeployParseError naming it. A `${VAR:-word}` / `${VAR-word}` no shell expanded (an
+        exec-form argument) is a template left unset: its word, as it renders."""
         for sentinel, (placeholder, at) in self.unset.items():
             if sentinel in value:
                 key = self.key(placeholder.strip("{}$ -"))
                 raise DeployParseError(file, at, f"{flag} is the unexpanded template {placeholder}",
                                        hint=f"pass --set {key}=VALUE, "
                                        "or check the rendered file (helm template …)")
-        variable = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value)
+        value = template_defaults(value)
+        variable = PARAMETER.search(value)
         if variable is not None:
-            var = variable.group(1)
-            raise DeployParseError(file, line, f"{flag} is the unexpanded variable ${var}",
-                                   hint=f"pass --set {var}=VALUE")
+            var = variable.group(1) or variable.group(4)
+            raise DeployParseError(file, line, f"{flag} is the unexpanded variable "
+                                   f"{variable.group(0)}",
+                                   hint=f"set {var} above the command or in the container's env "
+                                   "(only a shell expands it: a `sh -c` script, a shell-form "
+                                   f"CMD), or pass --set {var}=VALUE")
         return value
 
 
@@ -326,7 +339,8 @@ def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates:
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
     parser = _ArgParser(argv, _syntax(engine), templates,
-                        Found(file=file, line=line, engine=engine, text=text))
+                        Found(file=file, line=line, engine=engine,
+                              text=templates.as_written(text)))
     while parser.more():
         parser.step()
     return parser.finish()
@@ -391,18 +405,18 @@ class _ArgParser:
             found.model = self.templates.check(tok, "the model", self.file, self.line)
             self.seen["model"] = ("model", found.model)
         else:
-            found.unknown_flags.append(UnknownArg(tok))
+            found.unknown_flags.append(UnknownArg(self.templates.as_written(tok)))
 
     def _unknown(self, flag: str, value: str | None) -> None:
-        """A flag kvplan does not model: kept with the value it appears to take."""
-        if value is not None:
-            arg = UnknownArg(flag, value, joined=True)
-        elif (flag in _boolean_flags() or flag.startswith("--no-") or not self.more()
-              or self.argv[self.i].startswith("-")):
-            arg = UnknownArg(flag)
+        """A flag kvplan does not model: kept with the value it appears to take, as written."""
+        if value is None and not (flag in _boolean_flags() or flag.startswith("--no-")
+                                  or not self.more() or self.argv[self.i].startswith("-")):
+            value = self._take()
+            joined = False
         else:
-            arg = UnknownArg(flag, self._take())
-        self.found.unknown_flags.append(arg)
+            joined = value is not None
+        shown = None if value is None else self.templates.as_written(value)
+        self.found.unknown_flags.append(UnknownArg(self.templates.as_written(flag), shown, joined))
 
     def _list_value(self, flag: str, value: str | None) -> list[str]:
         """argparse nargs="*": every value up to the next flag (a LoRA adapter list)."""
@@ -559,15 +573,19 @@ def heredocs(text: str) -> tuple[str, dict[str, str]]:
     return "\n".join(out), inline
 
 
-def shell_commands(text: str, *, file: str, first_line: int, templates: Templates) -> list[Found]:
+def shell_commands(text: str, *, file: str, first_line: int, templates: Templates,
+                   env: Mapping[str, str] | None = None) -> list[Found]:
     """Serving commands in shell text (continuations joined, comments dropped); files the text
-    writes with a here-document are kept on each command (Found.files)."""
+    writes with a here-document are kept on each command (Found.files). Each line's variables
+    are expanded as the shell would: from `env` (the environment the script runs in) and the
+    script's own assignments and exports above the line."""
     out: list[Found] = []
     parts: list[str] = []
     size, start = 0, first_line
     lines = text.splitlines()
     files, data_lines = _heredocs(lines)
     exported: dict[str, str] = {}  # `export NAME=VALUE` / Dockerfile `ENV` lines so far
+    variables = dict(env or {})  # what the shell expands: env, then the script's assignments
     for offset, raw in enumerate(lines):
         if offset in data_lines:  # a heredoc's body is data, not commands
             continue
@@ -583,9 +601,13 @@ def shell_commands(text: str, *, file: str, first_line: int, templates: Template
                                    hint="split the file, or check it was generated correctly")
         if cont:
             continue
-        exported.update(_exported("".join(parts)))
+        sets, exports = assignments("".join(parts), variables)
+        variables.update(sets)
+        if exports:
+            exported.update(sets)
         try:
-            found = _shell_line("".join(parts), file=file, line=start, templates=templates)
+            found = _shell_line("".join(parts), file=file, line=start, templates=templates,
+                                variables=variables)
         except DeployParseError as e:  # one bad command does not hide the others
             found = _failed(e, file)
         parts, size = [], 0
@@ -625,48 +647,43 @@ def _heredocs(lines: list[str]) -> tuple[dict[str, str], set[int]]:
     return files, data
 
 
-_EXPORT = re.compile(r"\s*(?:export|ENV)\s+(.*)$")
-
-
-def _exported(line_text: str) -> dict[str, str]:
-    """The variables a shell `export NAME=VALUE …` line or a Dockerfile `ENV NAME=VALUE …` (or
-    `ENV NAME VALUE`) instruction sets for the commands after it."""
-    m = _EXPORT.match(line_text)
-    if m is None:
-        return {}
+def exec_form(instruction: str, body: str, file: str, line: int) -> list[str] | None:
+    """A Dockerfile instruction's exec (JSON) form as its argv; None for the shell form."""
+    if not body.startswith("["):
+        return None
     try:
-        words = shlex.split(m.group(1), comments=True)
-    except ValueError:
-        return {}
-    if len(words) == 2 and line_text.lstrip().startswith("ENV") and "=" not in words[0]:
-        return {words[0]: words[1]} if ASSIGNMENT.match(words[0] + "=") else {}
-    return _assignments(words)
+        tokens = loads_flag_json(body, "a JSON array of strings")
+    except ValueError as e:
+        raise DeployParseError(file, line, f"{instruction} (exec form) must be {e}") from None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise DeployParseError(file, line, f"{instruction} is not a JSON array of strings",
+                               hint='write the exec form as ["EXECUTABLE", "ARG", …], every '
+                               "item a string")
+    return [str(t) for t in tokens]
 
 
-def _shell_line(line_text: str, *, file: str, line: int, templates: Templates) -> Found | None:
+SHELL_C = (["/bin/sh", "-c"], ["sh", "-c"], ["bash", "-c"], ["/bin/bash", "-c"])
+
+
+def _shell_line(line_text: str, *, file: str, line: int, templates: Templates,
+                variables: Mapping[str, str]) -> Found | None:
+    """The serving command one logical line runs: a shell line (its variables expanded from
+    `variables`) or a Dockerfile CMD/ENTRYPOINT/RUN (an exec form is not expanded: no shell
+    runs it, unless it is `sh -c SCRIPT`)."""
     body = line_text.strip()
     if not _entry_hint().search(body) or body.startswith("#"):
         return None
-    # Dockerfile instructions: CMD/ENTRYPOINT/RUN, exec (JSON) or shell form.
     m = re.match(r"(?i)(CMD|ENTRYPOINT|RUN)\s+(.*)$", body)
     if m:
         body = m.group(2).strip()
-        if body.startswith("["):
-            try:
-                tokens = loads_flag_json(body, "a JSON array of strings")
-            except ValueError as e:
-                raise DeployParseError(file, line, f"{m.group(1)} (exec form) must be {e}"
-                                       ) from None
-            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
-                raise DeployParseError(file, line, f"{m.group(1)} is not a JSON array of "
-                                       "strings", hint='write the exec form as '
-                                       '["EXECUTABLE", "ARG", …], every item a string')
-            if len(tokens) >= 3 and tokens[:2] in (["/bin/sh", "-c"], ["sh", "-c"], ["bash", "-c"],
-                                                   ["/bin/bash", "-c"]):
-                return _shell_line(tokens[2], file=file, line=line, templates=templates)
-            return _from_tokens([str(t) for t in tokens], file, line, templates, body)
+        tokens = exec_form(m.group(1), body, file, line)
+        if tokens is not None:
+            if len(tokens) >= 3 and tokens[:2] in SHELL_C:
+                return _shell_line(tokens[2], file=file, line=line, templates=templates,
+                                   variables=variables)
+            return _from_tokens(tokens, file, line, templates, body)
     try:
-        tokens = shlex.split(body, comments=True)
+        tokens = shlex.split(expand(body, variables), comments=True)
     except ValueError as e:
         raise DeployParseError(file, line, f"cannot split the command ({e})",
                                hint="check the quotes on this line") from None
@@ -821,7 +838,8 @@ def _argv_command(parts: list[tuple[str, int]], image: str, has_entrypoint: bool
     line = parts[0][1] if parts else fallback_line
     if (len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"}
             and tokens[1] in {"-c", "-lc", "-ec"}):
-        shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates)
+        shells = shell_commands(tokens[2], file=file, first_line=parts[2][1], templates=templates,
+                                env=env)
         if shells:
             keep_env(shells[0], env)
         return shells[0] if shells else None
@@ -929,6 +947,7 @@ def _container_commands(container: Any, *, file: str, templates: Templates) -> F
 def _version_from_image(found: Found, image: str) -> None:
     if found.error is not None:  # a `sh -c` script whose command could not be read: no engine
         return
+    image = template_defaults(image)  # compose's `image: vllm/vllm-openai:${TAG:-v0.10.0}`
     for pattern in _syntax(found.engine).image_versions:
         m = pattern.search(image)
         if m:
@@ -1122,12 +1141,20 @@ def find_commands(path: Path, templates: Templates) -> list[Found]:
         raw = read_text_limited(path, MAX_DEPLOY_BYTES, what="deployment file")
     except InvalidConfigError as e:
         raise DeployParseError(file, 1, e.detail, hint=e.hint) from None
-    directives = _directives(raw, file)
     text = templates.fill(raw, file)
     if path.suffix in {".yaml", ".yml"}:
         found = yaml_commands(text, file=file, templates=templates)
     else:
         found = shell_commands(text, file=file, first_line=1, templates=templates)
+    return with_file_facts(found, raw, path)
+
+
+def with_file_facts(found: list[Found], raw: str, path: Path) -> list[Found]:
+    """`found` (commands read from `path`, whose text is `raw`) with what the file says around
+    them: `# kvplan:` directives above each, and for a script or Dockerfile the release its
+    text names (a FROM image tag, a pip pin) where the command has none."""
+    file = str(path)
+    directives = _directives(raw, file)
     for f in found:
         if f.error is not None:
             continue

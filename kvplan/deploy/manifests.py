@@ -63,7 +63,7 @@ from typing import Any
 
 from ..engines import registry
 from ..errors import InvalidConfigError
-from ..sources.limits import MAX_COMMAND_CHARS, MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
+from ..sources.limits import MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
 from .commands import (
     DeployParseError,
     Found,
@@ -84,6 +84,7 @@ from .commands import (
     parse_args,
     shell_commands,
 )
+from .shell_vars import expand
 
 
 @dataclass
@@ -123,7 +124,6 @@ RAY_GPUS = {"A100-40G": "a100-sxm-40gb", "A100-80G": "a100-sxm-80gb", "H100": "h
 # SkyPilot accelerator names that are not catalogue aliases (SkyPilot's GPU catalogue: "A100" is
 # the 40 GB part, "A100-80GB" the 80 GB one; `sky show-gpus`)
 SKY_GPUS = {"A100": "a100-sxm-40gb", "A100-80GB": "a100-sxm-80gb"}
-ARITH = re.compile(r"\$\(\(([^()]*)\)\)")
 
 
 def stack_engine(stack: str) -> str:
@@ -287,44 +287,11 @@ def _split(text: str, ctx: _Ctx, line: int) -> list[str]:
                                hint="check the quotes") from None
 
 
-# Kubernetes expands $(VAR) in a container's command and args from its env (not $((…)))
-VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def substitute(script: str, env: dict[str, str]) -> str:
-    """A shell script with the variables `env` defines filled in and `$(( … ))` arithmetic on
-    integers worked out (the rest left for the check to report as unexpanded). The text never
-    grows past MAX_COMMAND_CHARS (a file's variables referring to each other could otherwise
-    multiply it): expansion stops there."""
-    grown = [len(script)]
-
-    def filled(value: str, original: str) -> str:
-        grown[0] += len(value) - len(original)
-        if grown[0] > MAX_COMMAND_CHARS:
-            grown[0] -= len(value) - len(original)
-            return original
-        return value
-
-    def var(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3)
-        if name in env:
-            return filled(env[name], m.group(0))
-        return filled(m.group(2), m.group(0)) if m.group(2) is not None else m.group(0)
-
-    def arith(m: re.Match[str]) -> str:
-        expr = re.sub(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
-                      lambda v: env.get(v.group(1), v.group(0)), m.group(1))
-        value = integer_arithmetic(expr)
-        return m.group(0) if value is None else filled(str(value), m.group(0))
-
-    script = k8s_expand(script, env)  # Kubernetes' $(NAME), once: it does not expand again
-    grown[0] = len(script)
-    for _ in range(4):  # variables, then arithmetic over their values (bounded: no loops)
-        before = script
-        script = VAR.sub(var, ARITH.sub(arith, script))
-        if script == before:
-            break
-    return script
+def substitute(script: str, env: Mapping[str, str]) -> str:
+    """A script with Kubernetes' `$(NAME)` references and then the shell's variables and
+    `$(( … ))` arithmetic filled in from `env` (shell_vars.expand: the rest left for the check
+    to report as unexpanded), never growing past MAX_COMMAND_CHARS."""
+    return expand(k8s_expand(script, env), env)
 
 
 # `if [ "A" = "B" ]; then … else … fi` (or ==, !=) on two words with nothing left to expand
@@ -348,37 +315,6 @@ def literal_branches(script: str) -> str:
         return "\n".join(kept[i - before] if before <= i < before + len(kept) else ""
                          for i in range(len(lines)))
     return LITERAL_IF.sub(taken, script)
-
-
-def integer_arithmetic(expr: str) -> int | None:
-    """`8 * 2`, `(1+1)*8`: integers with + - * / (shell division truncates); None otherwise."""
-    import ast
-
-    if len(expr) > 200:
-        return None
-    try:
-        tree = ast.parse(expr.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-
-    def ev(n: ast.AST) -> int:
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
-        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-            a, b = ev(n.left), ev(n.right)
-            if isinstance(n.op, ast.Add):
-                return a + b
-            if isinstance(n.op, ast.Sub):
-                return a - b
-            if isinstance(n.op, ast.Mult):
-                return a * b
-            return int(a / b)
-        raise ValueError(expr)
-
-    try:
-        return ev(tree)
-    except (ValueError, ZeroDivisionError, RecursionError):
-        return None
 
 
 # ------------------------------------------------------------------ building rows
@@ -434,16 +370,18 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     env = {**_env(container, ctx), **(env or {})}
     if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {
             "-c", "-lc", "-ec"}:
-        script = _flexible_flags(substitute(tokens[2], env))
+        script = _flexible_flags(k8s_expand(tokens[2], env))  # Kubernetes', before the shell
+        dynamo = substitute(script, env)
         for mod, engine in dynamo_modules().items():
-            script = script.replace(f"-m {mod}", f"-m kvplan-dynamo-{engine}")
-        rest, inline = heredocs(script)  # an options file the worker's flags name
+            dynamo = dynamo.replace(f"-m {mod}", f"-m kvplan-dynamo-{engine}")
+        rest, inline = heredocs(dynamo)  # an options file the worker's flags name
         words = _split(rest, ctx, line) if "kvplan-dynamo-" in rest else []
         if words:
             return _with_env(_dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas,
                                          gpu=gpu, gpu_count=gpu_count, notes=notes,
                                          files={**(files or {}), **inline}), env)
-        found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
+        found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates,
+                               env=env)
         return _with_env(_adopt(found[0], pool, replicas, gpu, gpu_count, notes), env) \
             if found else None
     modules = dynamo_modules()

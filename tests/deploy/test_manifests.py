@@ -12,7 +12,8 @@ import pytest
 from clirun import run
 
 from kvplan.deploy.commands import Templates, find_commands
-from kvplan.deploy.manifests import integer_arithmetic, manifest_commands, substitute
+from kvplan.deploy.manifests import manifest_commands, substitute
+from kvplan.deploy.shell_vars import integer_arithmetic
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 FORMATS = ("dynamo", "kserve", "llm-d", "lws", "production-stack", "ray", "skypilot")
