@@ -1218,17 +1218,19 @@ class VllmEngine(Engine):
     def image_problems(self, mm: PlanMultimodal, *, images: int, text_tokens: int,
                        request_tokens: int | None, max_model_len: int) -> list[Problem]:
         """vLLM refuses a prompt longer than max_model_len or with more images than
-        --limit-mm-per-prompt allows (vllm/multimodal/processing.py validate_num_items)."""
+        --limit-mm-per-prompt allows (vllm/multimodal/processing.py validate_num_items): the
+        deployment does not serve the workload planned, an error as for a text request longer
+        than the context (workload-longer-than-context)."""
         problems: list[Problem] = []
         if request_tokens and max_model_len and request_tokens > max_model_len:
             problems.append(Problem(
-                code="images-exceed-max-model-len", severity="warning",
+                code="images-exceed-max-model-len", severity="error",
                 message=f"{images} image(s) of {mm.max_tokens_per_item} tokens + {text_tokens} "
                 f"text tokens = {request_tokens} tokens per request, above max_model_len "
                 f"{max_model_len}: vLLM refuses such prompts"))
         if images > mm.limit_per_prompt:
             problems.append(Problem(
-                code="images-above-mm-limit", severity="warning",
+                code="images-above-mm-limit", severity="error",
                 message=f"--images-per-request {images} is above --limit-mm-per-prompt image "
                 f"{mm.limit_per_prompt}: vLLM refuses such prompts ('At most "
                 f"{mm.limit_per_prompt} image(s) may be provided in one prompt')"))

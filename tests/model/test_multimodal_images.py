@@ -151,6 +151,18 @@ def test_images_alone_and_the_warnings():
                 max_model_len=512, workload=Workload(images_per_request=2))
     codes = {pr.code for pr in over.problems}
     assert {"images-above-mm-limit", "images-exceed-max-model-len"} <= codes
+    # vLLM refuses every such request (vllm/multimodal/processing.py): errors, as a text
+    # request longer than the context is, so the plan exits 1 (they were warnings, exit 0)
+    assert {pr.severity for pr in over.problems
+            if pr.code.startswith("images-")} == {"error"}
+
+
+def test_a_workload_of_refused_image_requests_exits_1(capsys):
+    code, out, _ = run(capsys, "plan", GEMMA, "--gpu", "h100", "--engine-version", "0.19.0",
+                       "--max-model-len", "512", "--images-per-request", "2", "--json")
+    assert code == 1
+    assert any(p["code"] == "images-exceed-max-model-len" and p["severity"] == "error"
+               for p in json.loads(out)["problems"])
 
 
 # ------------------------------------------------------------------------ the knob
