@@ -172,13 +172,25 @@ def _name(p: Plan) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", p.model.id.lower().rsplit("/", 1)[-1]).strip("-")[:50]
 
 
+def _reachable(p: Plan, line: str) -> str:
+    """The launch line with `--host 0.0.0.0` when the engine's server binds only the loopback
+    interface unless told (DeploySyntax.loopback_host: SGLang, trtllm-serve), so the Service,
+    the published port or the probe of the file reaches it; the server is the script's last
+    line."""
+    engine, _, _ = _words(p)
+    if not registry.get(engine).syntax.loopback_host or " --host" in f" {line}":
+        return line
+    return line + " --host 0.0.0.0"
+
+
 def _argv(p: Plan) -> list[str]:
     """The container's command: the launch line's words, or `/bin/sh -c SCRIPT` when the line is
     a script (it writes the engine's options file first, a heredoc) or sets an environment
     variable first (vLLM before 0.11.1: VLLM_ALL2ALL_BACKEND=… vllm serve …)."""
-    words = shlex.split(p.command) if "\n" not in p.command else []
+    line = _reachable(p, p.command)
+    words = shlex.split(line) if "\n" not in line else []
     if not words or ASSIGNMENT.match(words[0]):  # a variable set before the server
-        return ["/bin/sh", "-c", p.command]
+        return ["/bin/sh", "-c", line]
     return words
 
 
@@ -265,7 +277,7 @@ def _per_node_lines(p: Plan, fmt: str) -> tuple[str, str]:
             code="emit-multinode", knob="nodes",
             hint=("emit " + ", ".join(can) + " (Dynamo's operator sets MPI up across the "
                   "nodes)") if can else "run the launch line the plan prints")
-    return launch[0].command, launch[1].command
+    return _reachable(p, launch[0].command), launch[1].command
 
 
 def multinode_formats(p: Plan) -> list[str]:
@@ -655,7 +667,7 @@ def skypilot(p: Plan) -> str:
         return _header(p, "skypilot") + _yaml(multi)
     doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", "ports": port},
            "service": {"readiness_probe": "/v1/models", "replicas": 1},
-           "run": p.command}
+           "run": _reachable(p, p.command)}
     return _header(p, "skypilot") + _yaml(doc)
 
 

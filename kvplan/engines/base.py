@@ -354,6 +354,9 @@ class DeploySyntax:
     # its published image (`image`) changes that default
     port: int | None = None
     image_port: int | None = None
+    # the server binds only the loopback interface unless its launch line says --host: emit.py
+    # adds `--host 0.0.0.0` where a Service, a published port or a probe reaches it from outside
+    loopback_host: bool = False
     # --- emitshm --- the size limit of the in-memory /dev/shm the engine's own Kubernetes
     # examples mount in a pod of several GPUs (NCCL between them outgrows the container's 64 MiB
     # default); emit.py mounts one in every such pod, without a limit when None (the node's

@@ -1193,6 +1193,9 @@ class SglangEngine(Engine):
                           # server_args.py, in every snapshot read, the newest
                           # sgl-project/sglang@001067ff)
                           port=30000,
+                          # ServerArgs.host "127.0.0.1" (server_args.py 0.4.3-0.5.9;
+                          # arg_groups/arg_utils.py 0.5.23, PyPI wheels)
+                          loopback_host=True,
                           # --- emitshm --- its multi-GPU Kubernetes example mounts an emptyDir
                           # of medium Memory, sizeLimit 10Gi, at /dev/shm (docker/k8s-sglang-
                           # distributed-sts.yaml, sgl-project/sglang@0e6ed14d)

@@ -1175,7 +1175,10 @@ class TrtllmEngine(Engine):
         # and after the PyTorch backend became its default). --- emitshm --- no Kubernetes
         # example of its own: NVIDIA's quick start runs the release image with `docker run --ipc
         # host` (docs/source/quick-start-guide.md), the host's /dev/shm, so no shm_size (no limit)
-        port=8000)
+        port=8000,
+        # `@click.option("--host", type=str, default="localhost")` (tensorrt_llm/commands/
+        # serve.py, NVIDIA/TensorRT-LLM@00209af1)
+        loopback_host=True)
     # Latency model (kvplan/perf/step.py): in-flight batching mixes context and generation
     # requests in one step (vLLM's batching style). Own gemm_efficiency, bandwidth_efficiency,
     # seq_overhead_us, step_overhead_ms and layer_overhead_us fitted by benchmarks/perf_fit.py

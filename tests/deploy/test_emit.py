@@ -270,8 +270,9 @@ def test_a_multinode_k8s_file_is_a_leaderworkerset_with_the_per_node_lines():
     worker = tmpl["workerTemplate"]["spec"]["containers"][0]
     assert leader["resources"]["limits"]["nvidia.com/gpu"] == "8"
     # engines/multinode.py's lines, the head's address and the rank from LWS's variables
+    # (the leader serves HTTP: SGLang binds 127.0.0.1 unless told, so --host 0.0.0.0)
     assert leader["command"][2].endswith(
-        "--nnodes 2 --dist-init-addr $LWS_LEADER_ADDRESS:5000 --node-rank 0")
+        "--nnodes 2 --dist-init-addr $LWS_LEADER_ADDRESS:5000 --node-rank 0 --host 0.0.0.0")
     assert worker["command"][2].endswith("--node-rank 1")
     assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": lws["metadata"][
         "name"], "role": "leader"}

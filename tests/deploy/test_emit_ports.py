@@ -88,3 +88,27 @@ def test_an_engine_that_declares_no_port_is_not_given_a_guessed_one():
             assert "declares no port" in str(e.value), fmt
     finally:
         registry.unregister(engine.name)
+
+
+# The interface the server binds when its line names no --host: SGLang ServerArgs.host
+# "127.0.0.1" (server_args.py 0.4.3-0.5.9, arg_groups/arg_utils.py 0.5.23); trtllm-serve
+# `--host` default "localhost" (tensorrt_llm/commands/serve.py); vLLM FrontendArgs.host None
+# (all interfaces); TGI's launcher 0.0.0.0 (launcher/src/main.rs v3.3.7).
+LOOPBACK = {"vllm": False, "sglang": True, "tgi": False, "trtllm": True}
+
+
+@pytest.mark.parametrize("engine", sorted(LOOPBACK))
+def test_a_server_that_binds_loopback_is_told_to_listen_on_every_interface(engine):
+    """A port is only reachable from the Service, the published port or the probe when the
+    server listens beyond the loopback interface: SGLang's and trtllm-serve's do not unless
+    told, so their container (and node) lines carry --host 0.0.0.0; the others' are as
+    planned."""
+    p = _plan(engine)
+    deployment, _ = list(_yaml_module().safe_load_all(emit(p, "k8s")))
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    line = " ".join(container.get("command", []) + container.get("args", []))
+    compose = load_yaml(emit(p, "compose"))
+    (service,) = compose["services"].values()
+    sky = load_yaml(emit(p, "skypilot"))
+    for text in (line, " ".join(service["entrypoint"]), sky["run"]):
+        assert ("--host 0.0.0.0" in text) is LOOPBACK[engine], (engine, text)

@@ -46,7 +46,8 @@ def test_scripted_plans_round_trip(scripted, fmt, tmp_path):
 def test_the_k8s_container_runs_the_script_and_stays_valid(scripted):
     deployment, _ = list(_yaml_module().safe_load_all(emit(scripted, "k8s")))
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["/bin/sh", "-c", scripted.command]
+    # trtllm-serve binds localhost unless told: the container's line listens on every interface
+    assert container["command"] == ["/bin/sh", "-c", scripted.command + " --host 0.0.0.0"]
     schema = json.loads((SCHEMAS / "k8s-apps-v1-deployment.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(deployment)
 
