@@ -545,9 +545,15 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
         no_color=console.no_color)
     out.print(t, markup=False, crop=False)
     hidden = [columns[k][0] for k in range(len(columns)) if k not in shown]
-    if hidden and console.is_terminal:
-        console.print(f"(not shown at {console.width} columns: {', '.join(hidden)}; "
-                      f"{every_column} has every column)", style="dim", markup=False)
+    if hidden:  # said on a terminal; in a pipe or a CI log on stderr, so stdout keeps the table
+        note = (f"(not shown at {console.width} columns: {', '.join(hidden)}; "
+                f"{every_column} has every column)")
+        if console.is_terminal:
+            console.print(note, style="dim", markup=False)
+        else:
+            import sys
+
+            sys.stderr.write(note + "\n")
 
 
 def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console, *,

@@ -722,3 +722,18 @@ def test_a_plan_across_nodes_in_a_pipe_keeps_80_columns_but_its_launch_lines_who
     launch = [line for line in lines if line.startswith("vllm serve ")]
     assert len(launch) == 3 and all("--pipeline-parallel-size 2" in x for x in launch)
     assert all(len(line) <= 80 for line in lines if line not in launch)
+
+
+def test_columns_a_piped_table_drops_are_named_on_stderr(capsys, tmp_path, monkeypatch):
+    """At 80 columns a long path leaves no room for check's problems, KV tokens, concurrency
+    and GPU columns; on a terminal a dim line named them, in a pipe (a CI log) nothing did.
+    Now stderr says so; stdout keeps only the table."""
+    monkeypatch.setenv("COLUMNS", "80")
+    deep = tmp_path / ("a-rather-long-directory-name-" * 2)
+    deep.mkdir()
+    path = deep / "serve.sh"
+    path.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    code, out, err = run(capsys, "check", str(path), "--gpu", "h100")
+    assert code == 0 and "KV tokens" not in out
+    assert "not shown at 80 columns: problems, KV tokens" in err and "--json" in err
+    assert "not shown" not in out
