@@ -10,8 +10,9 @@ import typer
 
 from .common import argument, console, option, own, table_options, write
 
-_POLICY = ("gpu", "engine_version", "min_concurrency", "min_kv_tokens", "min_headroom_gib",
-           "max_gpu_memory_utilization", "min_max_model_len", "require_fp8_kv_cache")
+_POLICY = ("gpu", "gpu_memory_gib", "engine_version", "min_concurrency", "min_kv_tokens",
+           "min_headroom_gib", "max_gpu_memory_utilization", "min_max_model_len",
+           "require_fp8_kv_cache")
 
 
 def _check_params() -> list[inspect.Parameter]:
@@ -26,6 +27,8 @@ def _check_params() -> list[inspect.Parameter]:
                  + "".join(f", {label} --config YAML" for label in config) + ".", list[Path]),
         option("gpu", help="GPU for commands whose file does not say (node selector or # "
                 "kvplan: gpu=…)", required=False),
+        option("gpu_memory_gib", help="device total (GiB, as your engine log prints it) for "
+               "commands whose file does not say (# kvplan: gpu-memory-gib=…)"),
         option("engine_version", help=f"{default.label} release for its commands whose file "
                "does not say (by image tag or pip pin); other engines' commands: their file's, "
                "else the newest modelled"),

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..api import plan
 from ..engines import registry
 from ..errors import InvalidConfigError, InvalidInputError, KvplanError
-from ..knobs import KNOB_NAMES
+from ..knobs import KNOB_NAMES, MAX_DEVICE_GIB
 from ..planner.whatif import real_checkpoints_only
 from ..sources.catalog import data_dir, find_model_entry, resolve_gpu, resolve_model
 from ..sources.limits import (
@@ -57,6 +57,10 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: str | None = Field(None, description="GPU for commands whose file does not say")
+    gpu_memory_gib: float | None = Field(
+        None, gt=0, le=MAX_DEVICE_GIB, allow_inf_nan=False,
+        description="device total (GiB, as the engine's log prints it) for commands whose file "
+        "does not say (# kvplan: gpu-memory-gib=…)")
     engine_version: str | None = Field(
         None, description=f"{_DEFAULT_LABEL} version when the file does not say")
     min_concurrency: float | None = Field(None, gt=0, allow_inf_nan=False,
@@ -488,6 +492,9 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     except ValueError as e:
         raise DeployParseError(f.file, f.line, str(e)) from None
     knobs = {k: v for k, v in f.knobs.items() if k in KNOB_NAMES}
+    gib = f.gpu_memory_gib or policy.gpu_memory_gib  # the file's directive, else --gpu-memory-gib
+    if gib is not None:
+        knobs.setdefault("gpu_memory_gib", gib)
     notes: list[Problem] = []
     extra = sorted(set(f.knobs) - set(knobs))
     if extra:

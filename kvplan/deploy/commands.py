@@ -19,6 +19,7 @@ Pure parsing: nothing here plans, prints or touches the network.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from typing import Any
 from ..engines import registry
 from ..engines.base import DeploySyntax, Engine
 from ..errors import InvalidConfigError, InvalidInputError
-from ..knobs import loads_flag_json
+from ..knobs import MAX_DEVICE_GIB, loads_flag_json
 from ..sources.limits import (
     MAX_COMMAND_CHARS,
     MAX_COMMANDS_PER_FILE,
@@ -96,6 +97,7 @@ class Found:
     gpu: str | None = None
     gpu_source: str | None = None
     gpu_count: int | None = None
+    gpu_memory_gib: float | None = None  # a `# kvplan: gpu-memory-gib=` directive's
     engine_version: str | None = None
     version_source: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -190,7 +192,7 @@ def model_hint(engine: str) -> str:
 
 
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
-DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count"}
+DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count", "gpu-memory-gib"}
 # `{{ … }}` holds no brace: each match attempt stops at the next brace, so a line of
 # `{{ {{ {{ …` is scanned once (linear), not once per `{{` (quadratic). Stripped in _one.
 TEMPLATE = re.compile(r"\{\{([^{}]*)\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^{}]*))?\}"
@@ -1193,3 +1195,13 @@ def _apply_directive(f: Found, pairs: dict[str, str], lineno: int, file: str) ->
             raise DeployParseError(file, lineno, f"gpu-count={pairs['gpu-count'][:20]!r} is not "
                                    "a number of GPUs", hint="write # kvplan: gpu-count=8")
         f.gpu_count = int(pairs["gpu-count"])
+    if "gpu-memory-gib" in pairs:  # the device total the file's plan was made with (--emit)
+        try:
+            gib = float(pairs["gpu-memory-gib"])
+        except ValueError:
+            gib = math.nan
+        if not 0 < gib <= MAX_DEVICE_GIB:
+            raise DeployParseError(file, lineno, f"gpu-memory-gib={pairs['gpu-memory-gib'][:20]!r}"
+                                   " is not a device total in GiB",
+                                   hint="write # kvplan: gpu-memory-gib=79.18 (your engine log's)")
+        f.gpu_memory_gib = gib

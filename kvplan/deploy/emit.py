@@ -31,6 +31,7 @@ from typing import Any
 from ..engines import registry
 from ..errors import InvalidInputError
 from ..specs import Plan, WhatIfPlan
+from ..units import GiB
 from .commands import ASSIGNMENT, _entrypoint
 from .manifests import RAY_GPUS, SKY_GPUS, dynamo_modules, stack_engine
 
@@ -163,9 +164,13 @@ def _header(p: Plan, fmt: str, image_of: str | None = None) -> str:
         note += (f"# Set the image tag VERSION to the {image_of} release whose image ships "
                  f"{p.engine.label} {p.engine.version}\n# (its release notes list it): the plan "
                  "is for that engine release.\n")
+    total = p.inputs.get("gpu_total_bytes")  # a --gpu-memory-gib the plan was made with
+    gib = (f" gpu-memory-gib={total.value / GiB:g}"
+           if total is not None and total.source == "cli" and isinstance(total.value, int)
+           else "")
     return (f"# Written by `kvplan --emit {fmt}` for {p.model.id} on {p.gpu.count} × "
             f"{p.gpu.id} ({p.engine.label} {p.engine.version}).\n{note}"
-            f"# kvplan: engine-version={p.engine.version}\n")
+            f"# kvplan: engine-version={p.engine.version}{gib}\n")
 
 
 def _name(p: Plan) -> str:
