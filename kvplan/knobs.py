@@ -410,7 +410,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        "--burstiness: 1 = Poisson, < 1 burstier, > 1 more regular (needs --request-rate)",
        gt=0, le=1000),
     _O("slo_percentile", int, ("--slo-percentile",), "the percentile --slo-ttft-ms / "
-       "--slo-tpot-ms apply to: 50, 90 or 99 (simulated; default: the mean model)", ge=50,
+       "--slo-tpot-ms apply to: 50, 90 or 99 (simulated; default: the mean model, 99 with "
+       "--request-rate)", ge=50,
        le=99, unit="percentile"),
     _O("random_range_ratio", float, ("--random-range-ratio",), "lengths uniform in "
        "[L(1 − r), L(1 + r)] around --avg-input/output-tokens, as the benchmarks' random "
