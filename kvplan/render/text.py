@@ -818,6 +818,8 @@ _SWEEP_LEGEND = (
      "TTFT terms borrowed from another engine, ext = extrapolated (also ~ after the rank; "
      "--json plan.performance.calibration says from what)"),
     ("band", "band: the throughput band's half-width, ± % of the estimate"),
+    ("$/day", "$/day: the replicas --request-rate needs, what the order reads (simulated; e: "
+     "estimated from throughput)"),
     ("P", "P: * = Pareto, no cheaper option has as much headroom"),
 )
 _SWEEP_WARNED = ("! after the rank: the plan carries warnings (e.g. a non-CUDA platform or an "
@@ -878,6 +880,10 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
             ("headroom", [f"{o.headroom:.2f}×" for o in opts], 9, ">"),
             ("$/hour", [_money(o.price_per_hour) for o in opts], 9, ">"),
         ]
+        if any(o.cost_per_day_for_rate is not None for o in opts):  # --request-rate's order
+            cols.append(("$/day", [_money(o.cost_per_day_for_rate)
+                                   + ("" if o.replicas_simulated or o.cost_per_day_for_rate is None
+                                      else "e") for o in opts], 10, ">"))
         # a latency the target bounds is kept before cost and headroom details
         if latency and t.slo_ttft_ms is not None:
             cols.append(("TTFT ms", ["—" if r[0] is None else f"{r[0]:,.0f}" for r in ranked],

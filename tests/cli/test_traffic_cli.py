@@ -367,3 +367,24 @@ def test_sweep_by_rate_ranks_on_the_pessimistic_end_by_default(capsys):
         assert o["replicas_for_rate"] >= same["replicas_for_rate"]
     costs = [o["cost_per_day_for_rate"] for o in sized if o["replicas_simulated"]]
     assert costs == sorted(costs)  # simulated first, cheapest first
+
+
+def test_sweep_by_rate_shows_the_cost_per_day_its_order_reads(capsys):
+    """Ranked by the cost per day of the rate's replicas, the table showed only $/hour and $/M,
+    so its order looked wrong (#1 at $/M 0.36 above #4 at 0.35). A $/day column now shows it,
+    the estimated ones marked; a sweep without a rate has none."""
+    base = ("sweep", LLAMA, "--avg-input-tokens", "2000", "--avg-output-tokens", "300",
+            "--gpus", "h100,a100-pcie-80gb,l40s,mi300x", "--max-gpus", "2")
+    code, out, _ = run(capsys, *base, "--request-rate", "20")
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("#  GPU"))
+    assert "$/day" in header and "$/day: the replicas --request-rate needs" in " ".join(
+        out.split())
+    rows = [r for r in out.split(header, 1)[1].split("\n\n", 1)[0].splitlines() if r.strip()]
+    at = header.index("$/day") + len("$/day")
+    days = [r[:at].split()[-1] for r in rows]
+    simulated = [float(d.replace(",", "")) for d in days if not d.endswith("e")]
+    estimated = [float(d[:-1].replace(",", "")) for d in days if d.endswith("e")]
+    assert simulated == sorted(simulated) and estimated == sorted(estimated) and estimated
+    code, out, _ = run(capsys, *base)
+    assert "$/day" not in out
