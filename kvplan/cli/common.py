@@ -220,8 +220,7 @@ def workload_of(values: dict[str, Any], demand: Any = None) -> Workload:
 
         hist = load(values["dataset"])
         means = hist.input_mean, hist.output_mean
-    elif demand is not None and (demand.trace or demand.lengths):
-        pairs = [(i, o) for _, i, o in demand.trace] or list(demand.lengths)
+    elif demand is not None and (pairs := demand.requests()):
         means = (sum(i for i, _ in pairs) / len(pairs), sum(o for _, o in pairs) / len(pairs))
     for key, mean in zip(("avg_input_tokens", "avg_output_tokens"), means or (), strict=False):
         if fields.get(key) is None:

@@ -392,7 +392,7 @@ def _requests_longer_than_served(demand: Demand | None, rec: Recommendations,
     length = rec.max_model_len.value
     if demand is None or not isinstance(length, int):
         return []
-    totals = [i + o for _, i, o in demand.trace] or [i + o for i, o in demand.lengths]
+    totals = [i + o for i, o in demand.requests()]
     over = [t for t in totals if t > length]
     if not over:
         return []

@@ -245,6 +245,11 @@ class Demand:
     def asked(self) -> bool:
         return bool(self.trace or self.curve or self.lengths or self.dataset)
 
+    def requests(self) -> list[tuple[int, int]]:
+        """(input, output) tokens of each request the files give: the trace's, else the
+        lengths file's; empty without either."""
+        return [(i, o) for _, i, o in self.trace] or list(self.lengths)
+
 
 def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_tokens: int,
               output_tokens: int, cached_tokens: int, *, block_size: int, running: int,
