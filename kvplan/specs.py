@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.14"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.15"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -45,6 +45,7 @@ SCHEMA_VERSION = "1.14"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 # 1.13: performance.measured_check (never-fitted measured runs like the deployment: dense_checks)
 # 1.14: traffic.unmet_intervals; an interval no replica count serves has replicas/gpus null, and
 #       then the fleet figures (peak/mean/p95 GPUs, GPU-hours, cost per day) are null
+# 1.15: served: the memory and KV cache the serve line starts with when it sets other values
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
@@ -1189,6 +1190,25 @@ class TrafficPlan(BaseModel):
         "gauges with target values per replica, as a KEDA ScaledObject / HPA would take them")
 
 
+class PlanServed(BaseModel):
+    """The start-up of the serve line itself, when it sets knobs to other values than `inputs`
+    (a recommended max_num_seqs, budget fraction or token budget): the engine sizes its profile
+    run and CUDA graphs by them, so its memory and KV cache differ from the planned ones. What
+    the engine logs when started with `command`, and what `kvplan check` reads back."""
+
+    settings: dict[str, int | float] = Field(
+        description="the knobs the serve line sets to other values than inputs (knob → value)")
+    memory: MemoryBreakdown
+    kv_cache: KvCache
+
+    def label(self, flags: Mapping[str, str]) -> str:
+        """'at the serve line's max_num_seqs 136': its settings under the engine's own names
+        (`flags`: knob → flag, as Plan.engine.knobs holds them)."""
+        names = ", ".join(f"{flags.get(k, k).removeprefix('--').replace('-', '_')} {v:g}"
+                          for k, v in self.settings.items())
+        return f"at the serve line's {names}"
+
+
 class Plan(Deferred):
     schema_version: str = SCHEMA_VERSION
     fits: bool
@@ -1214,6 +1234,9 @@ class Plan(Deferred):
     # --- traffic ---
     traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
                                         "(--traffic FILE)")
+    served: PlanServed | None = Field(
+        None, description="memory and KV cache at the serve line's own settings, when they "
+        "differ from inputs (memory and kv_cache are the planned deployment's)")
     # Plan.deferred(command, …): the launch line written when first read or serialized (a sweep
     # plans hundreds of deployments and prints none of their serve lines)
     DEFERRED: ClassVar[str] = "command"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 from pydantic import ValidationError
 
 from ..engines import registry
-from ..engines.base import Engine, MemoryResult
+from ..engines.base import Engine, MemoryResult, batched_tokens_flag_value
 from ..errors import InvalidInputError
 from ..knobs import KNOB_NAMES, OPTIONS, Knobs, flag, resolve_layout, valid_tp_sizes
 from ..model.weights import parameter_count
@@ -33,6 +33,7 @@ from ..specs import (
     PlanGpu,
     PlanModel,
     PlanNodes,
+    PlanServed,
     Price,
     Problem,
     Recommendation,
@@ -257,6 +258,8 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     problems += node_problems
     if moved:
         performance, ctx = None, None
+    served = None if moved or not planned_res.fits else _served(eng, m, gpu, knobs, planned,
+                                                                rec, workload)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
@@ -284,7 +287,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
         performance=performance,
         speculative=res.speculative, lora=res.lora, offload=res.offload, multimodal=multimodal,
         nodes=node_plan, traffic=traffic_plan if performance is not None else None,
-        **extra,
+        served=served, **extra,
     )
     if fmt is None and not node_plan.launch:
         return Plan.deferred(command, **values), ctx
@@ -725,9 +728,10 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     rec_len = _length_rec(rec_len_value, max_len, pres, met, n, work_len, given_len,
                           f"{util_name} {util if util else current:g}",
                           eng.flags.get("max_model_len", "--max-model-len"))
-    rec_seqs = _seqs_rec(eng, m, gpu, pdep, pres, workload, work_len,
-                         int(rec_len.value or max_len), given,
-                         f" at {util_name} {util:g}" if util else "")
+    rec_seqs = _seqs_rec(s, pdep, pres, workload, work_len, int(rec_len.value or max_len),
+                         given, f" at {util_name} {util:g}" if util else "",
+                         {} if util is None or util == current
+                         else {"gpu_memory_utilization": util})
     rec_util = Recommendation(value=util, reason=frac.reason)
     for r in (rec_len, rec_seqs, rec_util):
         r.reason = prefix + r.reason
@@ -965,12 +969,14 @@ def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, 
                           f"KV cache holds {pres.max_concurrency:.2f} of them")
 
 
-def _seqs_rec(eng: Engine, m: ModelSpec, gpu: GpuSpec, pdep: Deployment, pres: MemoryResult,
-              workload: Workload, work_len: int, length: int, given: set[str],
-              at: str) -> Recommendation:
-    """max_num_seqs, sized at the recommended budget the command will use: the requests of the
-    workload's length (else of `length`, the no-preemption bound) the KV cache holds, capped at
-    the engine's limit; the user's batch size always starts, so it is kept and explained."""
+def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workload,
+              work_len: int, length: int, given: set[str], at: str,
+              util: dict[str, object]) -> Recommendation:
+    """max_num_seqs, sized at the recommended budget the command will use (`util`: the change
+    that sets it, if any): the requests of the workload's length (else of `length`, the
+    no-preemption bound) the KV cache holds, capped at the engine's limit; the user's batch size
+    always starts, so it is kept and explained."""
+    eng, m = s.eng, s.m
     if work_len:
         basis, what = work_len, f"the workload's {work_len} tokens per request (input + output" + (
             " + images)" if image_tokens(m, workload) else ")")
@@ -979,7 +985,7 @@ def _seqs_rec(eng: Engine, m: ModelSpec, gpu: GpuSpec, pdep: Deployment, pres: M
         what = (f"{basis} tokens each — the no-preemption bound; pass "
                 "--avg-input-tokens/--avg-output-tokens for a realistic figure")
     fit_seqs = pres.usable_blocks // pres.request_blocks(basis) if basis else 0
-    cap = eng.max_seqs_cap(gpu, pdep)
+    cap = eng.max_seqs_cap(s.gpu, pdep)
     capped = cap is not None and fit_seqs > cap
     if "max_num_seqs" in given:
         seqs = int(pdep.max_num_seqs)
@@ -995,10 +1001,41 @@ def _seqs_rec(eng: Engine, m: ModelSpec, gpu: GpuSpec, pdep: Deployment, pres: M
             f"the engine default: the KV cache{at} holds {_plural(fit_seqs, 'request')} of "
             f"{basis} tokens without preemption, but capping there throttles shorter ones; "
             "pass --avg-input-tokens/--avg-output-tokens"))
+    seqs = min(fit_seqs, cap) if cap is not None and capped else fit_seqs
+    if seqs and basis:
+        seqs, fit_seqs = _settled_seqs(s, util, seqs, fit_seqs, basis, cap)
+        capped = cap is not None and fit_seqs > cap
+    held = f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
+    if seqs and seqs < fit_seqs and not capped:
+        held += f" at max_num_seqs {seqs} (one more running request's profile leaves fewer)"
     return Recommendation(
-        value=(min(fit_seqs, cap) if cap is not None and capped else fit_seqs) or None,
-        reason=f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
-        + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
+        value=seqs or None,
+        reason=held + (f", capped at the engine's limit of {cap} for this GPU" if capped else ""))
+
+
+def _settled_seqs(s: _Setup, util: dict[str, object], seqs: int, fit_seqs: int, basis: int,
+                  cap: int | None) -> tuple[int, int]:
+    """(max_num_seqs, the requests the KV cache holds at it): the engine's start-up profile
+    scales with max_num_seqs (vLLM's sampler warm-up runs max_num_seqs requests and its CUDA
+    graphs capture batches up to it: model/forward.py), so the KV cache the serve line starts
+    with differs from the one sized at the configured value. Re-sized at the value the line sets
+    until it holds what it runs (at most three evaluations); the largest such value is kept
+    (`seqs` was sized on the configured profile, which is the larger whenever it runs more)."""
+    best: tuple[int, int] | None = None
+    tried: set[int] = set()
+    first = seqs
+    while seqs not in tried and len(tried) < 3:
+        tried.add(seqs)
+        got = s.attempt(**util, max_num_seqs=seqs)
+        if got is None or not got[1].fits:
+            break
+        fit = got[1].usable_blocks // got[1].request_blocks(basis)
+        if fit >= seqs and (best is None or seqs > best[0]):
+            best = (seqs, fit)
+        seqs = min(fit, cap) if cap is not None else fit
+        if not seqs:
+            break
+    return best if best is not None else (first, fit_seqs)
 
 
 def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
@@ -1135,7 +1172,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
                               message=f"{gpu.id} has no {', '.join(missing)} in gpu_specs: "
                               "latency and throughput are omitted (the memory plan stands)")
                       ], None, None
-    util = rec.gpu_memory_utilization.value
+    planned, util = dep, rec.gpu_memory_utilization.value
     if util and util != dep.gpu_memory_utilization and dep.kv_cache_memory_bytes is None:
         got = _try(eng, m, gpu, knobs, dep.engine_version, gpu_memory_utilization=util)
         if got:  # predict the deployment the launch line starts
@@ -1155,12 +1192,14 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
                                                        engine_seqs, acc)
     if not figures and acc_source is None:  # (an assumed acceptance rate's problem quotes them)
         return None, problems, None, None
+    changes = _served_changes(planned, rec, w)
+    if changes:  # the deployment the launch line starts (its own profile and CUDA graphs)
+        got = _try(eng, m, gpu, knobs, dep.engine_version, **changes)
+        if got and got[1].fits and performance.kv_bound(got[1], n):
+            dep, res = got
+            bound = performance.kv_bound(res, n)
     # the user's target, else the max_num_seqs the plan recommends (not a saturating default)
     concurrency = w.target_concurrency or min(bound, int(rec.max_num_seqs.value or engine_seqs))
-    if tokens and tokens != dep.max_num_batched_tokens:
-        got = s.attempt(max_num_batched_tokens=tokens)
-        if got:
-            dep, res = got
     ctx = performance.context(m, gpu, dep, res, max_num_seqs=engine_seqs, acceptance_rate=acc,
                               nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
     extra, curve = None, None
@@ -1187,6 +1226,30 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems, curve, ctx
+
+
+def _served_changes(dep: Deployment, rec: Recommendations, w: Workload) -> dict[str, int | float]:
+    """The knobs the serve line sets to other values than `dep`'s (engines' `command`): the
+    recommended budget fraction (unless a KV size is given), max_num_seqs where the workload
+    sizes the batch or the user set it, and the latency targets' max_num_batched_tokens."""
+    want = {"gpu_memory_utilization": None if dep.kv_cache_memory_bytes is not None
+            else rec.gpu_memory_utilization.value,
+            "max_num_seqs": rec.max_num_seqs.value
+            if w.sizes_batch() or dep.user_set("max_num_seqs") else None,
+            "max_num_batched_tokens": batched_tokens_flag_value(rec, dep)}
+    return {k: v for k, v in want.items() if v is not None and v != getattr(dep, k)}
+
+
+def _served(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+            rec: Recommendations, w: Workload) -> PlanServed | None:
+    """The serve line's own memory and KV cache when it sets other values than `dep` (the
+    performance figures were worked out on it: the evaluation is remembered); None when it
+    starts `dep` as planned, or the engine refuses the changes."""
+    changes = _served_changes(dep, rec, w)
+    got = _try(eng, m, gpu, knobs, dep.engine_version, **changes) if changes else None
+    if got is None or not got[1].fits:
+        return None
+    return PlanServed(settings=changes, memory=got[1].memory, kv_cache=got[1].kv_cache)
 
 
 def _sizing(w: Workload, demand: Demand | None) -> Workload:

@@ -340,6 +340,8 @@ def _key_numbers(p: Plan) -> list[tuple[str, str]]:
            ("KV cache per GPU", f"none ({gib(shortfall(p))} short)" if shortfall(p)
             else gib(p.memory.kv_cache_bytes)),
            (p.memory.notes.get("kv_tokens_label", "KV cache size"), f"{kv.tokens:,} tokens"),
+           *([(p.served.label(p.engine.knobs), f"{p.served.kv_cache.tokens:,} tokens")]
+             if p.served is not None else []),
            (f"concurrency at {knob(p, 'max_model_len')} {length}",
             f"{kv.max_concurrency:,.2f} requests"),
            (f"largest {knob(p, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,} tokens"),

@@ -100,6 +100,9 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row("block size (tokens)", f"{kv.block_size}")
     k.add_row("blocks", f"{kv.num_blocks:,}")
     k.add_row(notes.get("kv_tokens_label", "KV cache size"), f"[bold]{kv.tokens:,} tokens[/]")
+    if plan.served is not None:  # the engine's profile at the line's own settings
+        k.add_row(f"  {plan.served.label(plan.engine.knobs)}",
+                  f"[bold]{plan.served.kv_cache.tokens:,} tokens[/]")
     k.add_row(f"max concurrency at {d['max_model_len'].value} tokens",
               f"[bold]{kv.max_concurrency:,.2f}x[/]")
     k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
