@@ -134,6 +134,25 @@ class MemoryResult:
     def usable_blocks(self) -> int:
         return max(0, self.kv_cache.num_blocks - self.reserved_blocks)
 
+    def shared_blocks(self, length: int, shared_tokens: int) -> int:
+        """The full blocks of a prefix every request of `length` tokens shares: stored once
+        when prefix caching is on (vLLM hashes and shares full blocks only; the caller passes
+        0 where sharing is off or not modelled)."""
+        return min(shared_tokens, length) // self.block_size
+
+    def blocks_for(self, n: int, length: int, shared_tokens: int = 0) -> int:
+        """Blocks `n` requests of `length` tokens hold at once:
+        s + n × (request_blocks(length) − s), s = shared_blocks (0 requests: 0)."""
+        s = self.shared_blocks(length, shared_tokens)
+        return s + n * (self.request_blocks(length) - s) if n else 0
+
+    def requests_held(self, length: int, shared_tokens: int = 0) -> int:
+        """Requests of `length` tokens the usable blocks hold at once, sharing the full blocks
+        of their first `shared_tokens`: (usable − s) // (request_blocks(length) − s)."""
+        s = self.shared_blocks(length, shared_tokens)
+        per_request = self.request_blocks(length) - s
+        return max(0, self.usable_blocks - s) // per_request if per_request > 0 else 0
+
 
 def memory_result(gpu: GpuSpec, dep: Deployment, *, era: str, budget_bytes: int,
                   stages: list[StageBreakdown], cudagraph_in_budget: bool, estimated: list[str],

@@ -227,8 +227,9 @@ def largest_meeting(ctx: perf.PerfContext, w: Workload, n: Lengths, bound: int,
 
 
 def kv_bound(res: MemoryResult, n: Lengths) -> int:
-    """Requests of the workload's length the KV cache holds at once (0: none)."""
-    return res.usable_blocks // max(1, res.request_blocks(n.input_tokens + n.output_tokens))
+    """Requests of the workload's length the KV cache holds at once, the prefix cache's full
+    blocks held once (0: none)."""
+    return res.requests_held(n.input_tokens + n.output_tokens, n.cached_tokens)
 
 
 def _point(p: perf.PerfPoint) -> PerfPoint:

@@ -613,21 +613,29 @@ def _plural(n: int, word: str) -> str:
 
 class _Goal:
     """What the serve line must hold: `n` requests of `length` tokens (the workload's, else
-    max_model_len) and one request of max_model_len."""
+    max_model_len) and one request of max_model_len; with prefix caching the full blocks of
+    the `shared` tokens every request starts with are held once (MemoryResult.blocks_for)."""
 
-    def __init__(self, n: int | None, length: int, max_len: int) -> None:
-        self.n, self.length, self.max_len = n, length, max_len
+    def __init__(self, n: int | None, length: int, max_len: int, shared: int = 0) -> None:
+        self.n, self.length, self.max_len, self.shared = n, length, max_len, shared
 
     def blocks(self, res: MemoryResult) -> int:
         one = res.request_blocks(self.max_len)
-        return max((self.n or 0) * res.request_blocks(self.length), one) + res.reserved_blocks
+        return max(res.blocks_for(self.n or 0, self.length, self.shared), one) \
+            + res.reserved_blocks
+
+    def held(self, res: MemoryResult) -> int:
+        """Requests of the goal's length the KV cache holds at once."""
+        return res.requests_held(self.length, self.shared)
 
     def met(self, res: MemoryResult) -> bool:
         return res.fits and res.num_blocks >= self.blocks(res)
 
     def text(self) -> str:
         if self.n:
-            return f"{_plural(self.n, 'request')} of {self.length} tokens"
+            shared = min(self.shared, self.length)
+            return f"{_plural(self.n, 'request')} of {self.length} tokens" + (
+                f" sharing a {shared}-token prefix" if shared else "")
         return f"one {self.max_len}-token request"
 
     def need(self) -> str:
@@ -704,8 +712,10 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     given_len = "max_model_len" in given
     current = dep.gpu_memory_utilization
     ceiling = eng.fraction_ceiling(dep, res)
-    max_len = _planned_length(res, n, work_len, given_len)
-    goal = _Goal(n, work_len or max_len, max_len)
+    # the prefix every request shares, held once (prefix caching; not for sliding/linear layers)
+    shared = (workload.prefix_tokens() or 0) if prefix_shared(m, dep) else 0
+    max_len = _planned_length(res, n, work_len, given_len, shared)
+    goal = _Goal(n, work_len or max_len, max_len, shared)
     # the engine starts as configured though one request of the planned length does not fit
     # (SGLang caps each request at its KV pool): the serve line keeps the configured deployment
     # (what the plan describes), the problems name what to pass and the alternatives
@@ -729,7 +739,7 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
                           f"{util_name} {util if util else current:g}",
                           eng.flags.get("max_model_len", "--max-model-len"))
     rec_seqs = _seqs_rec(s, pdep, pres, workload, work_len, int(rec_len.value or max_len),
-                         given, f" at {util_name} {util:g}" if util else "",
+                         shared, given, f" at {util_name} {util:g}" if util else "",
                          {} if util is None or util == current
                          else {"gpu_memory_utilization": util})
     rec_util = Recommendation(value=util, reason=frac.reason)
@@ -789,7 +799,8 @@ def _replan_at_tp(s: _Setup, rec_tp: Recommendation, given: set[str]
             f"at tensor_parallel_size {rec_tp.value}: ", problems)
 
 
-def _planned_length(res: MemoryResult, n: int | None, work_len: int, given_len: bool) -> int:
+def _planned_length(res: MemoryResult, n: int | None, work_len: int, given_len: bool,
+                    shared: int = 0) -> int:
     """The length to plan: the user's (kept unless it cannot work); with a target but neither a
     length nor a workload, the largest at which N requests fit at the highest safe budget;
     otherwise the configured length."""
@@ -797,7 +808,7 @@ def _planned_length(res: MemoryResult, n: int | None, work_len: int, given_len: 
     if not n or work_len or given_len:
         return length_now
     model_max = max(res.max_model_len_fit, length_now)  # N requests fit no longer than one
-    best = largest_true(lambda k: n * res.request_blocks(k) <= res.usable_blocks, model_max)
+    best = largest_true(lambda k: res.blocks_for(n, k, shared) <= res.usable_blocks, model_max)
     return best or length_now
 
 
@@ -889,7 +900,7 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
         # with a target the serve line keeps the length, so the alternatives only fill the
         # message: worked out when it is read (a sweep reads few), among this plan's searches
         if not met:  # (and the message names no change to the serve line)
-            held = pres.usable_blocks // max(1, pres.request_blocks(goal.length))
+            held = goal.held(pres)
             return goal.max_len, Problem.deferred(
                 _in_tries(lambda: (
                     f"--target-concurrency {n}: the KV cache holds {held} of {goal.text()}; "
@@ -970,12 +981,13 @@ def _length_rec(value: int | None, max_len: int, pres: MemoryResult, met: bool, 
 
 
 def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workload,
-              work_len: int, length: int, given: set[str], at: str,
+              work_len: int, length: int, shared: int, given: set[str], at: str,
               util: dict[str, object]) -> Recommendation:
     """max_num_seqs, sized at the recommended budget the command will use (`util`: the change
     that sets it, if any): the requests of the workload's length (else of `length`, the
-    no-preemption bound) the KV cache holds, capped at the engine's limit; the user's batch size
-    always starts, so it is kept and explained."""
+    no-preemption bound) the KV cache holds, sharing the full blocks of a `shared`-token prefix,
+    capped at the engine's limit; the user's batch size always starts, so it is kept and
+    explained."""
     eng, m = s.eng, s.m
     if work_len:
         basis, what = work_len, f"the workload's {work_len} tokens per request (input + output" + (
@@ -984,7 +996,9 @@ def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workloa
         basis = length
         what = (f"{basis} tokens each — the no-preemption bound; pass "
                 "--avg-input-tokens/--avg-output-tokens for a realistic figure")
-    fit_seqs = pres.usable_blocks // pres.request_blocks(basis) if basis else 0
+    if shared and basis:
+        what += f", sharing a {min(shared, basis)}-token prefix"
+    fit_seqs = pres.requests_held(basis, shared) if basis else 0
     cap = eng.max_seqs_cap(s.gpu, pdep)
     capped = cap is not None and fit_seqs > cap
     if "max_num_seqs" in given:
@@ -1003,7 +1017,7 @@ def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workloa
             "pass --avg-input-tokens/--avg-output-tokens"))
     seqs = min(fit_seqs, cap) if cap is not None and capped else fit_seqs
     if seqs and basis:
-        seqs, fit_seqs = _settled_seqs(s, util, seqs, fit_seqs, basis, cap)
+        seqs, fit_seqs = _settled_seqs(s, util, seqs, fit_seqs, basis, shared, cap)
         capped = cap is not None and fit_seqs > cap
     held = f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
     if seqs and seqs < fit_seqs and not capped:
@@ -1014,7 +1028,7 @@ def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workloa
 
 
 def _settled_seqs(s: _Setup, util: dict[str, object], seqs: int, fit_seqs: int, basis: int,
-                  cap: int | None) -> tuple[int, int]:
+                  shared: int, cap: int | None) -> tuple[int, int]:
     """(max_num_seqs, the requests the KV cache holds at it): the engine's start-up profile
     scales with max_num_seqs (vLLM's sampler warm-up runs max_num_seqs requests and its CUDA
     graphs capture batches up to it: model/forward.py), so the KV cache the serve line starts
@@ -1029,7 +1043,7 @@ def _settled_seqs(s: _Setup, util: dict[str, object], seqs: int, fit_seqs: int, 
         got = s.attempt(**util, max_num_seqs=seqs)
         if got is None or not got[1].fits:
             break
-        fit = got[1].usable_blocks // got[1].request_blocks(basis)
+        fit = got[1].requests_held(basis, shared)
         if fit >= seqs and (best is None or seqs > best[0]):
             best = (seqs, fit)
         seqs = min(fit, cap) if cap is not None else fit
@@ -1138,7 +1152,7 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
     if not work_len or not goal.n:
         n = goal.n or 1
         fit_len = largest_true(
-            lambda k: n * r.request_blocks(k) + r.reserved_blocks <= r.num_blocks,
+            lambda k: r.blocks_for(n, k, goal.shared) + r.reserved_blocks <= r.num_blocks,
             max(r.max_model_len, r.max_model_len_fit))
         if not max(1, work_len) <= fit_len < goal.max_len:
             return None
@@ -1147,7 +1161,7 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
         return Alternative(AlternativeKind.SHORTER_LENGTH, f"{len_flag} {fit_len}{at}", fit_len)
     if not goal.n:
         return None
-    fewer = r.usable_blocks // max(1, r.request_blocks(goal.length))
+    fewer = goal.held(r)
     if not 0 < fewer < goal.n:
         return None
     return Alternative(AlternativeKind.LOWER_TARGET,
