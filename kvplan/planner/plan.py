@@ -51,6 +51,7 @@ from . import nodes as node_rules
 from . import performance
 
 if TYPE_CHECKING:
+    from . import traffic
     from .traffic import Demand
 from .features import image_concurrency, image_tokens, prefix_concurrency, prefix_shared
 from .whatif import apply as what_if_apply
@@ -1206,6 +1207,11 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
                                                        engine_seqs, acc)
     if not figures and acc_source is None:  # (an assumed acceptance rate's problem quotes them)
         return None, problems, None, None
+    picked: tuple[perf.PerfContext, traffic.RateResult] | None = None
+    if tokens is not None and w.request_rate is not None and not dep.user_set("max_num_seqs") \
+            and not (demand is not None and (demand.trace or demand.curve)):
+        engine_seqs, picked = _seqs_for_rate(s, planned, rec, w, n, min(
+            bound, eng.max_seqs_cap(gpu, dep) or bound), engine_seqs, acc)
     changes = _served_changes(planned, rec, w)
     if changes:  # the deployment the launch line starts (its own profile and CUDA graphs)
         got = _try(eng, m, gpu, knobs, dep.engine_version, **changes)
@@ -1226,7 +1232,8 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             gpus=dep.tensor_parallel_size * dep.pipeline_parallel_size,
             unit=dep.data_parallel_size,  # one launch starts every DP rank
             price_per_gpu_hour=price.usd_per_hour if price else None,
-            metrics=dict(eng.autoscale_metrics))
+            metrics=dict(eng.autoscale_metrics),
+            known=picked[1] if picked is not None and picked[0] == ctx else None)
         curve = TrafficPlan.model_validate(rates) if rates else None
     section = performance.section(ctx, dep, w, n, concurrency, max(bound, concurrency), price,
                                   acceptance_source=acc_source, extra=extra)
@@ -1240,6 +1247,41 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     if acc_source is not None and acc_source != "cli":
         problems.append(_acceptance_assumed(section, acc, acc_source))
     return section, problems, curve, ctx
+
+
+def _seqs_for_rate(s: _Setup, planned: Deployment, rec: Recommendations, w: Workload,
+                   n: performance.Lengths, top: int, seqs: int, acc: float
+                   ) -> tuple[int, tuple[perf.PerfContext, traffic.RateResult] | None]:
+    """With a request rate, the max_num_seqs that holds it at the percentile with the fewest
+    replicas (traffic.running_for_rate), from the latency targets' closed-loop value up to the
+    KV cache's bound `top`, each on the deployment the serve line would start (its memory at
+    that max_num_seqs); rec.max_num_seqs is updated in place when it moves. Returns it with
+    the latency model and replica search of the value chosen (None: none holds the rate)."""
+    from . import traffic
+
+    contexts: dict[int, perf.PerfContext] = {}
+
+    def context(k: int) -> perf.PerfContext:
+        changes = {**_served_changes(planned, rec, w), "max_num_seqs": k}
+        got = _try(s.eng, s.m, s.gpu, s.knobs, planned.engine_version, **changes)
+        dep, res = got if got and got[1].fits else (s.dep, s.res)
+        contexts[k] = performance.context(s.m, s.gpu, dep, res, max_num_seqs=k,
+                                          acceptance_rate=acc, nodes=s.knobs.nodes,
+                                          gpus_per_node=s.knobs.gpus_per_node)
+        return contexts[k]
+
+    mix = traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
+                      w.random_range_ratio or 0.0)
+    best, result, tried = traffic.running_for_rate(context, w, mix, float(w.request_rate or 0),
+                                                   s.res.block_size, seqs, top,
+                                                   unit=s.dep.data_parallel_size)
+    if best != seqs:
+        counts = "; ".join(f"{k}: {r}" for k, r in tried)
+        rec.max_num_seqs = Recommendation(value=best, reason=(
+            f"the fewest replicas for {w.request_rate:g} req/s at the p{w.slo_percentile or 99:g}"
+            f" targets (replicas by max_num_seqs: {counts}); {seqs}, the targets' closed-loop "
+            "value, makes a burst of arrivals wait for a slot"))
+    return best, (contexts[best], result) if result is not None else None
 
 
 def _served_changes(dep: Deployment, rec: Recommendations, w: Workload) -> dict[str, int | float]:

@@ -149,6 +149,43 @@ def replicas_for(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, bloc
     return result(hi, best, True)
 
 
+def running_for_rate(context: Callable[[int], perf.PerfContext], w: Workload, mix: Mix,
+                     rate: float, block_size: int, start: int, top: int, unit: int = 1
+                     ) -> tuple[int, RateResult | None, list[tuple[int, str]]]:
+    """The max_num_seqs that holds `rate` req/s at the percentile with the fewest replicas, its
+    replicas_for result (None: no value holds it), and what each value tried needs
+    [(max_num_seqs, the replicas; "none": no count holds the SLOs; "no fewer": not fewer than
+    the best before it)]. A closed loop sizes max_num_seqs on the mean latency at a steady
+    concurrency; an open loop at a rate runs few requests most of the time, and a small
+    max_num_seqs makes a burst queue for a slot (its TTFT), so a larger one can meet the
+    percentile with fewer replicas. Tried: `start`, doubled up to `top` (the KV cache's bound),
+    stopping once a doubling saves no replica (one simulation at one copy fewer tells); the
+    smallest of the fewest wins (`context(n)`: the latency model at max_num_seqs n)."""
+    tried: list[tuple[int, str]] = []
+    best: tuple[int, int, RateResult] | None = None  # (replicas, max_num_seqs, result)
+    n = max(1, start)
+    while True:
+        ctx = context(n)
+        if best is not None:  # one simulation first: does it hold the rate with one copy less?
+            fewer = best[0] // unit - 1
+            if fewer < 1 or not meets(_run(ctx, mix, rate / (fewer * unit), w.burstiness or 1.0,
+                                           block_size), w):
+                tried.append((n, "no fewer"))
+                break  # saturated (or every slot more misses the percentile): no replica saved
+        rr = replicas_for(ctx, w, mix, rate, block_size, n, unit=unit)
+        tried.append((n, f"{rr.replicas:,}" if rr.meets else "none"))
+        if not rr.meets and best is not None:
+            break  # more running slots now miss the percentile (TPOT)
+        if rr.meets:
+            if best is not None and rr.replicas >= best[0]:
+                break  # saturated: more running slots save no replica
+            best = (rr.replicas, n, rr)
+        if n >= top:
+            break
+        n = min(2 * n, top)
+    return (best[1], best[2], tried) if best else (start, None, tried)
+
+
 def percentiles_dict(res: sim.SimResult) -> dict[str, dict[str, float]]:
     """{ttft_ms|tpot_ms|itl_ms|e2e_ms: {p50, p90, p99, mean}}, rounded as the plan prints."""
     def one(s: sim.Stat, nd: int) -> dict[str, float]:
@@ -172,9 +209,11 @@ def closed_loop(ctx: perf.PerfContext, mix: Mix, concurrency: int, block_size: i
 
 def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int,
                 running: int, concurrency: int, gpus: int, price_per_gpu_hour: float | None,
-                trace: Sequence[tuple[float, int, int]] = (), unit: int = 1
-                ) -> dict[str, object]:
-    """The Performance fields of a rate, a trace or a percentile (see the module docstring)."""
+                trace: Sequence[tuple[float, int, int]] = (), unit: int = 1,
+                known: RateResult | None = None) -> dict[str, object]:
+    """The Performance fields of a rate, a trace or a percentile (see the module docstring);
+    `known`: replicas_for's result for this very rate, context and max_num_seqs, when the
+    caller has it (running_for_rate)."""
     q = w.slo_percentile or PERCENTILE_DEFAULT
     out: dict[str, object] = {"slo_percentile": q, "lengths": mix.describe()}
     if trace:
@@ -200,7 +239,7 @@ def rate_fields(ctx: perf.PerfContext, w: Workload, mix: Mix, *, block_size: int
         out.update(harness=res.harness.describe(), percentiles=percentiles_dict(res),
                    meets_slo_at_percentile=meets(res, w), preemptions=res.preemptions)
         return out
-    rr = replicas_for(ctx, w, mix, w.request_rate, block_size, running, unit=unit)
+    rr = known or replicas_for(ctx, w, mix, w.request_rate, block_size, running, unit=unit)
     res = rr.result
     if not rr.meets:  # no replica count holds the SLOs: the search's cap is not an answer
         out.update(
@@ -254,7 +293,7 @@ class Demand:
 def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_tokens: int,
               output_tokens: int, cached_tokens: int, *, block_size: int, running: int,
               concurrency: int, gpus: int, price_per_gpu_hour: float | None,
-              metrics: dict[str, str], unit: int = 1
+              metrics: dict[str, str], unit: int = 1, known: RateResult | None = None
               ) -> tuple[dict[str, object] | None, dict[str, object] | None]:
     """(Performance fields, the `traffic` section) of what the caller asked: a rate, a
     percentile or a length spread (Workload), a trace, a lengths file, a named dataset or a
@@ -275,7 +314,7 @@ def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_t
         extra = rate_fields(ctx, w, mix, block_size=block_size, running=running,
                             concurrency=concurrency, gpus=gpus,
                             price_per_gpu_hour=price_per_gpu_hour, trace=d.trace,
-                            unit=unit)
+                            unit=unit, known=known)
     if d.curve:
         curve = curve_section(ctx, w, mix, d.curve, block_size=block_size, running=running,
                               gpus=gpus, price_per_gpu_hour=price_per_gpu_hour,
