@@ -6,7 +6,8 @@ the line and the field.
   header `TIMESTAMP,ContextTokens,GeneratedTokens`, TIMESTAMP a wall-clock time such as
   `2023-11-16 18:15:46.6805900`), or JSON Lines with the same fields (TIMESTAMP may also be a
   number of seconds). Times become seconds from the first request.
-* Rate curve: CSV `time,requests_per_s`, time in hours (a number) or `HH:MM`.
+* Rate curve: CSV `time,requests_per_s`, one day: time in hours (a number from 0 to below 24)
+  or `HH:MM` (00:00 to 23:59), when in the day each interval starts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import csv
 import io
 import json
 import math
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -177,11 +179,43 @@ def read_lengths(path: Path) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _hours(value: str) -> float:
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})", re.ASCII)
+CURVE_DAY_H = 24  # a curve is one day: its times are when in the day each interval starts
+_DAY_HINT = ("a curve is one day: each row's time is when in the day its interval starts, "
+             "HH:MM from 00:00 to 23:59 or hours from 0 to below 24 (e.g. 13:30 or 13.5); "
+             "24:00 is the next day's 00:00")
+
+
+def _hours(where: str, value: str) -> float:
+    """A curve time as hours into the day: a number of hours from 0 to below 24, or a clock
+    time HH:MM from 00:00 to 23:59; anything else is an error naming the line (where)."""
     if ":" in value:
-        h, _, m = value.partition(":")
-        return int(h) + int(m) / 60
-    return float(value)
+        m = _CLOCK.fullmatch(value)
+        if m is None:
+            raise InvalidConfigError(f"{where}: time {value[:40]!r} is not HH:MM (00:00 to "
+                                     "23:59)", hint=_DAY_HINT)
+        h, mins = int(m[1]), int(m[2])
+        if h >= CURVE_DAY_H:
+            raise InvalidConfigError(f"{where}: time {value} is not a time of day: the hour "
+                                     "must be 00 to 23 (HH:MM from 00:00 to 23:59)",
+                                     hint=_DAY_HINT)
+        if mins >= 60:
+            raise InvalidConfigError(f"{where}: time {value} is not a time of day: the "
+                                     "minutes must be 00 to 59 (HH:MM from 00:00 to 23:59)",
+                                     hint=_DAY_HINT)
+        return h + mins / 60
+    try:
+        t = float(value)
+    except ValueError:
+        raise InvalidConfigError(f"{where}: time {value[:40]!r} is neither hours nor HH:MM",
+                                 hint=_DAY_HINT) from None
+    if not math.isfinite(t):
+        raise InvalidConfigError(f"{where}: time {value[:40]} is not a finite number of hours",
+                                 hint=_DAY_HINT)
+    if not 0 <= t < CURVE_DAY_H:
+        raise InvalidConfigError(f"{where}: time {value[:40]} is outside a day: hours must be "
+                                 "from 0 to below 24", hint=_DAY_HINT)
+    return t
 
 
 def read_curve(path: Path) -> tuple[tuple[float, float], ...]:
@@ -193,14 +227,16 @@ def read_curve(path: Path) -> tuple[tuple[float, float], ...]:
         raise InvalidConfigError(f"{path.name}: the header must be time,requests_per_s",
                                  hint="e.g. 0,4.5 then 1,3.2 … (hours, requests per second)")
     for n, rec in enumerate(reader, 2):
+        where = f"{path.name} line {n}"
+        t = _hours(where, str(rec["time"] or "").strip())
         try:
-            t, r = _hours(str(rec["time"]).strip()), float(str(rec["requests_per_s"]))
+            r = float(str(rec["requests_per_s"]))
         except (TypeError, ValueError):
-            raise InvalidConfigError(f"{path.name} line {n}: time must be hours or HH:MM and "
-                                     "requests_per_s a number", hint="check the row") from None
-        if not (0 <= r <= 1_000_000) or t != t or abs(t) > 1e6:
-            raise InvalidConfigError(f"{path.name} line {n}: requests_per_s must be 0 to "
-                                     "1,000,000 and time finite", hint="check the row")
+            raise InvalidConfigError(f"{where}: requests_per_s must be a number",
+                                     hint="check the row") from None
+        if not (0 <= r <= 1_000_000):
+            raise InvalidConfigError(f"{where}: requests_per_s must be 0 to 1,000,000",
+                                     hint="check the row")
         out.append((t, r))
         if len(out) > 10_000:
             raise InvalidConfigError(f"{path.name}: more than 10,000 intervals",

@@ -122,6 +122,17 @@ def test_bad_traffic_file_exits_2_naming_the_line(capsys, tmp_path):
     assert code == 2 and "line 2" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("time", "want"), [
+    ("25:00", "the hour must be 00 to 23"), ("12:75", "the minutes must be 00 to 59"),
+    ("26", "hours must be from 0 to below 24")])
+def test_a_curve_time_outside_a_day_exits_2_naming_the_line(capsys, tmp_path, time, want):
+    curve = tmp_path / "day.csv"
+    curve.write_text(f"time,requests_per_s\n0,4\n8,20\n{time},8\n")
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(curve))
+    assert code == 2 and f"line 4: time {time} " in err and want in err
+    assert "Traceback" not in err and out == ""
+
+
 def test_sweep_ranks_by_the_cost_of_the_replicas_a_rate_needs(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100,l40s", "--max-gpus", "2",
                          "--avg-input-tokens", "2000", "--avg-output-tokens", "300",

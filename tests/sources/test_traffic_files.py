@@ -62,6 +62,40 @@ def test_curve_hours_and_hh_mm(tmp_path: Path) -> None:
     assert read_curve(p) == ((0.5, 2.5), (1.0, 4.0))
 
 
+def test_curve_times_span_one_day(tmp_path: Path) -> None:
+    """The first and last minute of a day in both forms: 00:00 = 0 h, 23:59 = 23 + 59/60 =
+    23.98333… h, and hours just below 24."""
+    p = tmp_path / "day.csv"
+    p.write_text("time,requests_per_s\n00:00,1\n23:59,2\n23.5,3\n")
+    assert read_curve(p) == ((0.0, 1.0), (23.5, 3.0), (23 + 59 / 60, 2.0))
+
+
+@pytest.mark.parametrize(("time", "want"), [
+    # HH:MM: a time of day, 00:00 to 23:59 (24:00 is the next day's 00:00)
+    ("25:00", "line 3: time 25:00 is not a time of day: the hour must be 00 to 23"),
+    ("24:00", "line 3: time 24:00 is not a time of day: the hour must be 00 to 23"),
+    ("12:75", "line 3: time 12:75 is not a time of day: the minutes must be 00 to 59"),
+    ("12:60", "line 3: time 12:60 is not a time of day: the minutes must be 00 to 59"),
+    ("12:5", r"line 3: time '12:5' is not HH:MM \(00:00 to 23:59\)"),
+    ("-1:30", "line 3: time '-1:30' is not HH:MM"),
+    ("1:30:00", "line 3: time '1:30:00' is not HH:MM"),
+    # hours: the same day, 0 to below 24 (before, anything up to a million, negative too)
+    ("24", "line 3: time 24 is outside a day: hours must be from 0 to below 24"),
+    ("30.5", "line 3: time 30.5 is outside a day"),
+    ("-1", "line 3: time -1 is outside a day"),
+    ("nan", "line 3: time nan is not a finite number"),
+    ("noon", "line 3: time 'noon' is neither hours nor HH:MM"),
+])
+def test_curve_times_outside_a_day_are_refused_naming_the_line(tmp_path: Path, time: str,
+                                                               want: str) -> None:
+    p = tmp_path / "day.csv"
+    p.write_text(f"time,requests_per_s\n0,1\n{time},2\n")
+    with pytest.raises(InvalidConfigError, match=want) as e:
+        read_curve(p)
+    assert e.value.hint is not None and "00:00 to 23:59" in e.value.hint
+    assert "below 24" in e.value.hint
+
+
 @pytest.mark.parametrize(("text", "want"), [
     ("t,r\n1,2\n", "header"),
     ("time,requests_per_s\n1,-2\n", "line 2"),
