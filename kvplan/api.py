@@ -268,7 +268,11 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
     `with_sweep`, the sweep of the same workload on `engine` (None when it raises; ranked as
     `rank_on` says, as `kvplan sweep --rank-on` ranks, checked first). A rate,
     percentile, trace or rate curve (`demand`) is simulated for the deployment only: the
-    curve, the comparison and the sweep plan the workload without them."""
+    curve and the comparison plan the workload without them. The sweep is `kvplan sweep` of
+    the same arguments: with a request rate (its burstiness and SLO percentile too) it is
+    ranked by the cost per day of the replicas the rate needs, as `kvplan sweep
+    --request-rate` ranks (the few cheapest simulated); the length spread, files and dataset
+    of `demand`, which the sweep does not take, stay out of it."""
     from .planner.sweep import check_rank_on
 
     check_rank_on(rank_on)  # the sweep's own refusal, before its errors are caught below
@@ -279,6 +283,11 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
     plain = workload.model_copy(update={
         "request_rate": None, "burstiness": None, "slo_percentile": None,
         "random_range_ratio": None}) if workload is not None else None
+    # the sweep's workload: what `kvplan sweep` takes (a rate with its burstiness and
+    # percentile; no length spread); without a rate, no simulation at all (a percentile alone
+    # would simulate every option: minutes)
+    swept_load = plain if workload is None or workload.request_rate is None else (
+        workload.model_copy(update={"random_range_ratio": None}))
 
     def at(values: dict[str, Any], name: str, version: str | None = None,
            full: bool = False) -> Plan:
@@ -312,7 +321,7 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
         # deployment is that very plan
         fixed = {k: v for k, v in knobs.items() if k not in _SWEPT_KNOBS}
         try:
-            swept = sweep(m, engine=engine, workload=plain, token=token, offline=offline,
+            swept = sweep(m, engine=engine, workload=swept_load, token=token, offline=offline,
                           engine_version=engine_version,
                           quantization=[knobs.get("quantization")],
                           kv_cache_dtype=[knobs.get("kv_cache_dtype")],

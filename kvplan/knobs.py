@@ -419,8 +419,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("trace", str, ("--trace",), "replay a request trace through the scheduler simulation: "
        "Azure LLM inference trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens) or JSONL of "
        "the same fields", unit="file", path=True),
-    _O("traffic", str, ("--traffic",), "a rate curve, CSV time,requests_per_s (time in hours "
-       "or HH:MM): replicas per interval, GPUs, GPU-hours and $ per day, autoscaler values",
+    _O("traffic", str, ("--traffic",), "a rate curve over one day, CSV time,requests_per_s "
+       "(time of day: hours from 0 to below 24, or HH:MM from 00:00 to 23:59): replicas per "
+       "interval, GPUs, GPU-hours and $ per day, autoscaler values",
        unit="file", path=True),
     _O("lengths_file", str, ("--lengths-file",), "request lengths to simulate, CSV "
        "input_tokens,output_tokens (one row per request, sampled) or a benchmark's detailed "

@@ -245,11 +245,14 @@ def demand_of(values: dict[str, Any]) -> Any:
         raise InvalidInputError(f"--trace replays its own arrival times: {names} would be "
                                 "ignored", hint="drop them, or size replicas for a rate with "
                                 "--request-rate R --lengths-file TRACE (its lengths, sampled)")
-    return Demand(trace=read_trace(values["trace"]) if values.get("trace") else (),
-                  curve=read_curve(values["traffic"]) if values.get("traffic") else (),
-                  lengths=(read_lengths(values["lengths_file"]) if values.get("lengths_file")
-                           else ()),
-                  dataset=load(values["dataset"]) if values.get("dataset") else None)
+    # each file's errors name the flag it came from: `--traffic day.csv line 4: …`
+    trace, traffic, lengths = (values.get(k) for k in ("trace", "traffic", "lengths_file"))
+    return Demand(trace=read_trace(trace, flag="--trace") if trace else (),
+                  curve=read_curve(traffic, flag="--traffic") if traffic else (),
+                  lengths=read_lengths(lengths, flag="--lengths-file") if lengths else (),
+                  dataset=load(values["dataset"]) if values.get("dataset") else None,
+                  requests_from=(f"--trace {Path(trace).name}" if trace else
+                                 f"--lengths-file {Path(lengths).name}" if lengths else ""))
 
 
 def options_file(engine: str, path: Path | None) -> dict[str, Any]:

@@ -401,7 +401,7 @@ def _requests_longer_than_served(demand: Demand | None, rec: Recommendations,
     if not over:
         return []
     flag_name = eng.flags.get("max_model_len", "--max-model-len")
-    what = "--trace" if demand.trace else "--lengths-file"
+    what = demand.requests_from or ("--trace" if demand.trace else "--lengths-file")
     return [Problem(code="workload-longer-than-context", severity="error",
                     message=f"{len(over):,} of the {len(totals):,} requests of {what} need more "
                     f"than the serve line's {flag_name} {length:,} tokens (prompt + output; the "

@@ -280,6 +280,8 @@ class Demand:
     curve: tuple[tuple[float, float], ...] = ()
     lengths: tuple[tuple[int, int], ...] = ()  # (input, output) per request, sampled
     dataset: sim.LengthHistogram | None = None  # a named dataset's histogram (--dataset)
+    # the flag and file requests() come from, as messages name them (`--trace azure.csv`)
+    requests_from: str = ""
 
     def asked(self) -> bool:
         return bool(self.trace or self.curve or self.lengths or self.dataset)

@@ -60,21 +60,34 @@ class SweepOption:
     cost_per_million: float | None = None
     extrapolated: bool = False  # its latency figures are not calibrated
     rank_on: str = "pessimistic"
+    # with a request rate the sweep ranks by the cost per day of the replicas the rate needs
+    # (`kvplan sweep --request-rate`): the rate, those replicas and that cost, simulated or
+    # estimated from throughput; None without a rate, or for an option the sweep did not size
+    request_rate: float | None = None
+    replicas: int | None = None
+    cost_per_day: float | None = None
+    replicas_simulated: bool = False
 
 
 def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[SweepOption]:
-    """The best `top` options of a finished sweep as report rows; headroom_bytes (shown as "KV
-    spare") is the KV memory per GPU beyond what the target needs. The row of the reviewed
-    deployment (same GPU, engine, layout and formats) is marked; when the sweep's best rows do
-    not hold it, it is added from the reviewed plan itself, so the section never shows another
-    deployment as the chosen one."""
+    """The best `top` options of a finished sweep as report rows, in its order; headroom_bytes
+    (shown as "KV spare") is the KV memory per GPU beyond what the target needs. The row of the
+    reviewed deployment (same GPU, engine, layout and formats) is marked; when the sweep's best
+    rows do not hold it, it is added from the reviewed plan itself, so the section never shows
+    another deployment as the chosen one. With a request rate (the reviewed plan's, which
+    `kvplan.api.report` sweeps with) each row carries the cost per day the sweep ranked it by."""
+    rate = chosen.workload.request_rate
+
     def same(o: Option) -> bool:
         return _deployment(o.plan) == _deployment(chosen)
 
     def row(o: Option, chosen: bool) -> SweepOption:
         return replace(_sweep_row(o.plan, o.meets_target, o.price_per_hour, chosen=chosen),
                        cost_per_million=o.ranked(result.rank_on)[3],
-                       extrapolated=o.calibrated is False, rank_on=result.rank_on)
+                       extrapolated=o.calibrated is False, rank_on=result.rank_on,
+                       request_rate=rate, replicas=o.replicas_for_rate,
+                       cost_per_day=o.cost_per_day_for_rate,
+                       replicas_simulated=bool(o.replicas_simulated))
 
     picked = list(result.options[:top])
     out = [row(o, same(o)) for o in picked]
@@ -87,14 +100,20 @@ def sweep_options(result: SweepResult, chosen: Plan, top: int = 8) -> list[Sweep
 def _reviewed_row(p: Plan, rank_on: str) -> SweepOption:
     """The reviewed deployment, which the sweep did not plan (another GPU, format or setting),
     ranked as the sweep ranks: $ per million output tokens at the throughput band's low end
-    (pessimistic) or the estimate (point)."""
+    (pessimistic) or the estimate (point); with a rate, its own replicas for it and their cost
+    per day (simulated, as `kvplan plan` gives them)."""
     perf, per_hour = p.performance, _cost_per_hour(p)
     tput = None if perf is None else (
         perf.output_tokens_per_s if rank_on == "point" else perf.output_tokens_per_s_low)
     cost = usd_per_million_tokens(per_hour, tput)
+    sized = perf is not None and perf.replicas is not None and perf.cost_per_day is not None
     return replace(_sweep_row(p, p.fits, per_hour, chosen=True),
                    cost_per_million=None if cost is None else round(cost, 4),
-                   extrapolated=perf is not None and perf.calibrated is False, rank_on=rank_on)
+                   extrapolated=perf is not None and perf.calibrated is False, rank_on=rank_on,
+                   request_rate=p.workload.request_rate,
+                   replicas=perf.replicas if sized and perf else None,
+                   cost_per_day=perf.cost_per_day if sized and perf else None,
+                   replicas_simulated=sized)
 
 
 def _deployment(p: Plan) -> tuple[object, ...]:
@@ -420,19 +439,54 @@ _SWEEP_HEAD = ("option", "meets target", "cost per hour", "$ per M tokens", "KV 
                "KV tokens")
 
 
+def _sweep_rate(options: Sequence[SweepOption]) -> float | None:
+    """The request rate the sweep's order reads the cost per day of; None: $ per M tokens."""
+    return options[0].request_rate if options else None
+
+
+def _sweep_head(options: Sequence[SweepOption]) -> tuple[str, ...]:
+    """The sweep table's columns; with a rate, the replicas and $ per day its order reads."""
+    rate = _sweep_rate(options)
+    if rate is None:
+        return _SWEEP_HEAD
+    return (*_SWEEP_HEAD[:3], f"replicas for {rate:g} req/s", "$ per day",
+            *_SWEEP_HEAD[3:])
+
+
 def _sweep_rows(options: Sequence[SweepOption]) -> list[tuple[str, ...]]:
+    rated = _sweep_rate(options) is not None
+
+    def by_rate(o: SweepOption) -> tuple[str, ...]:
+        if not rated:
+            return ()
+        if o.cost_per_day is None or o.replicas is None:
+            return ("—", "—")
+        e = "" if o.replicas_simulated else " e"  # estimated from throughput, not simulated
+        return (f"{o.replicas:,}{e}", f"${o.cost_per_day:,.2f}{e}")
+
     return [(o.label + " ~" * o.extrapolated, "yes" if o.fits else "no",
-             "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}",
+             "—" if o.cost_per_hour is None else f"${o.cost_per_hour:,.2f}", *by_rate(o),
              "—" if o.cost_per_million is None else f"${o.cost_per_million:,.3f}",
              gib(o.headroom_bytes), f"{o.kv_tokens:,}") for o in options]
 
 
 def _sweep_caption(options: Sequence[SweepOption]) -> str:
     """How the sweep section's rows are ordered, and what its marks mean."""
+    pessimistic = options[0].rank_on == "pessimistic"
     end = ("at the pessimistic end of the latency and throughput bands (--rank-on point: the "
-           "estimates)" if options[0].rank_on == "pessimistic" else "at the point estimates")
-    return ("In the sweep's order: options that meet the target first, then the cheapest $ per "
-            f"million output tokens, {end}. ~ after an option: its latency figures are "
+           "estimates)" if pessimistic else "at the point estimates")
+    rate = _sweep_rate(options)
+    if rate is None:
+        order = f"options that meet the target first, then the cheapest $ per million output " \
+            f"tokens, {end}"
+    else:
+        order = (f"as kvplan sweep --request-rate {rate:g} ranks: options that meet the target "
+                 f"first, by the cost per day of the replicas {rate:g} req/s needs (simulated at "
+                 "the SLO percentile for the cheapest by estimate, which come first; the others "
+                 "estimated from throughput, marked e"
+                 + ("; never fewer than the low end of the throughput band needs"
+                    if pessimistic else "") + f"); $ per M tokens {end}")
+    return (f"In the sweep's order: {order}. ~ after an option: its latency figures are "
             "extrapolated (not calibrated).")
 
 
@@ -720,7 +774,8 @@ def _md_sweep(options: Sequence[SweepOption], level: int) -> list[str]:
     out = ["#" * level + " Options from a sweep", ""]
     rows = [(r[0] + " (chosen)" * o.chosen, *r[1:])
             for o, r in zip(options, _sweep_rows(options), strict=True)]
-    out += _md_table(_SWEEP_HEAD, rows, right=[2, 3, 4, 5])
+    head = _sweep_head(options)
+    out += _md_table(head, rows, right=range(2, len(head)))
     out += [_md(_sweep_caption(options)), ""]
     return out
 
@@ -1032,7 +1087,8 @@ def _html_sweep(options: Sequence[SweepOption]) -> str:
             title="Sweep options: cost versus spare KV memory", desc=desc,
             x_label="cost (USD per hour)", y_label="KV spare per GPU (GiB)",
             x_fmt=lambda v: f"${v:g}", y_fmt=lambda v: f"{v:g}"))
-    table = _html_table(_SWEEP_HEAD, _sweep_rows(options), numeric=[2, 3, 4, 5],
+    head = _sweep_head(options)
+    table = _html_table(head, _sweep_rows(options), numeric=range(2, len(head)),
                         chosen=[o.chosen for o in options])
     return ('<section class="block" aria-labelledby="sw-h"><h2 id="sw-h">Options from a sweep</h2>'
             f"{chart}{table}<p>{_h(_sweep_caption(options))}</p></section>")

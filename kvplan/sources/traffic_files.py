@@ -1,12 +1,14 @@
 """Readers of the traffic files `plan` takes (docs/traffic.md): a request trace (--trace) and a
-rate curve (--traffic). Bounded reads (sources.limits); a bad row is an error naming the file,
-the line and the field.
+rate curve (--traffic), and the request lengths of --lengths-file. Bounded reads
+(sources.limits); a bad row is an error naming the flag the file came from (`flag`, given by the
+CLI), the file, the line and the field: `--traffic day.csv line 4: …`.
 
 * Trace: the Azure LLM inference trace CSV (AzurePublicDataset, AzureLLMInferenceTrace_*.csv:
   header `TIMESTAMP,ContextTokens,GeneratedTokens`, TIMESTAMP a wall-clock time such as
   `2023-11-16 18:15:46.6805900`), or JSON Lines with the same fields (TIMESTAMP may also be a
   number of seconds). Times become seconds from the first request.
-* Rate curve: CSV `time,requests_per_s`, time in hours (a number) or `HH:MM`.
+* Rate curve: CSV `time,requests_per_s`, one day: time in hours (a number from 0 to below 24)
+  or `HH:MM` (00:00 to 23:59), when in the day each interval starts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import csv
 import io
 import json
 import math
+import re
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -26,6 +30,52 @@ MAX_TRACE_REQUESTS = 200_000  # the simulation's time stays in seconds
 MAX_TRACE_SPAN_S = 31 * 86_400  # a month (the 2024 Azure traces span a week)
 MAX_CURVE_BYTES = 1 << 20
 FIELDS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _label(path: Path, flag: str | None) -> str:
+    """How messages name a file: the flag it came from and its name (`--traffic day.csv`)."""
+    return f"{flag} {path.name}" if flag else path.name
+
+
+def _read(path: Path, limit: int, what: str, flag: str | None) -> str:
+    """read_text_limited, its errors (no such file, too large, not UTF-8) naming the flag."""
+    try:
+        return read_text_limited(path, limit, what=what)
+    except InvalidConfigError as e:
+        if not flag:
+            raise
+        raise InvalidConfigError(e.detail, path=f"{flag} {e.path}" if e.path else flag,
+                                 field=e.field, hint=e.hint) from None
+
+
+def _records(name: str, text: str) -> tuple[csv.DictReader[str], Iterator[tuple[int, dict]]]:
+    """A CSV's reader (its header read) and its (line, row) pairs; a line csv cannot read (a
+    field over its 128 KiB limit) is an error naming it. The line is the file's own, blank
+    lines counted."""
+    reader = csv.DictReader(io.StringIO(text))
+
+    def refused(e: csv.Error) -> InvalidConfigError:
+        line = reader.reader.line_num  # the csv reader's: DictReader's lags a row behind
+        return InvalidConfigError(f"{name} line {line}: not readable as CSV ({e})",
+                                  hint="check the file is the CSV it should be")
+
+    try:
+        reader.fieldnames  # noqa: B018  (reads the header)
+    except csv.Error as e:
+        raise refused(e) from None
+
+    def rows() -> Iterator[tuple[int, dict]]:
+        it = iter(reader)
+        while True:
+            try:
+                rec = next(it)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                raise refused(e) from None
+            yield reader.line_num, rec
+
+    return reader, rows()
 
 
 def _seconds(value: object) -> float:
@@ -65,9 +115,11 @@ def _row(where: str, rec: dict[str, object]) -> tuple[float, int, int]:
     return t, i, o
 
 
-def read_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
-    """(seconds from the first request, input tokens, output tokens) per request, sorted."""
-    text = read_text_limited(path, MAX_TRACE_BYTES, what="trace")
+def read_trace(path: Path, *, flag: str | None = None) -> tuple[tuple[float, int, int], ...]:
+    """(seconds from the first request, input tokens, output tokens) per request, sorted.
+    Errors name the file, after `flag` (the option it came from) when given."""
+    name = _label(path, flag)
+    text = _read(path, MAX_TRACE_BYTES, "trace", flag)
     rows: list[tuple[float, int, int]] = []
     stripped = text.lstrip()
     if stripped.startswith("{"):
@@ -76,37 +128,36 @@ def read_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
                 continue
             try:
                 rec = json.loads(line)
-            except ValueError:
-                raise InvalidConfigError(f"{path.name} line {n}: not JSON",
+            except (ValueError, RecursionError):
+                raise InvalidConfigError(f"{name} line {n}: not JSON",
                                          hint="one JSON object per line") from None
             if not isinstance(rec, dict):
-                raise InvalidConfigError(f"{path.name} line {n}: not a JSON object")
-            rows.append(_row(f"{path.name} line {n}", rec))
+                raise InvalidConfigError(f"{name} line {n}: not a JSON object")
+            rows.append(_row(f"{name} line {n}", rec))
             if len(rows) > MAX_TRACE_REQUESTS:
                 break
     else:
-        reader = csv.DictReader(io.StringIO(text))
-        for n, rec in enumerate(reader, 2):
-            rows.append(_row(f"{path.name} line {n}", dict(rec)))
+        for n, rec in _records(name, text)[1]:
+            rows.append(_row(f"{name} line {n}", dict(rec)))
             if len(rows) > MAX_TRACE_REQUESTS:
                 break
     if not rows:
-        raise InvalidConfigError(f"{path.name}: no requests", hint="the header "
+        raise InvalidConfigError(f"{name}: no requests", hint="the header "
                                  "TIMESTAMP,ContextTokens,GeneratedTokens and one row per request")
     if len(rows) > MAX_TRACE_REQUESTS:
-        raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} requests",
+        raise InvalidConfigError(f"{name}: more than {MAX_TRACE_REQUESTS:,} requests",
                                  hint="replay a window of the trace (an hour of it)")
     rows.sort()
     t0 = rows[0][0]
     if rows[-1][0] - t0 > MAX_TRACE_SPAN_S:
         raise InvalidConfigError(
-            f"{path.name}: the requests span {(rows[-1][0] - t0) / 86_400:,.3g} days, more than "
+            f"{name}: the requests span {(rows[-1][0] - t0) / 86_400:,.3g} days, more than "
             f"{MAX_TRACE_SPAN_S // 86_400}", hint="check the TIMESTAMP column's unit (seconds), "
             "or replay a window of the trace")
     return tuple((t - t0, i, o) for t, i, o in rows)
 
 
-def _bench_lengths(path: Path, text: str) -> tuple[tuple[int, int], ...]:
+def _bench_lengths(name: str, text: str) -> tuple[tuple[int, int], ...]:
     """(input, output) per request from a serving benchmark's result: the `input_lens` and
     `output_lens` lists `vllm bench serve --save-result --save-detailed` writes
     (vllm/benchmarks/serve.py) and SGLang `bench_serving --output-details` appends as a JSON
@@ -116,98 +167,138 @@ def _bench_lengths(path: Path, text: str) -> tuple[tuple[int, int], ...]:
     for chunk in (text, *reversed(text.splitlines())):  # one JSON object, else JSON lines
         try:
             rec = json.loads(chunk)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(rec, dict) and "input_lens" in rec:
             break
     if not (isinstance(rec, dict) and isinstance(rec.get("input_lens"), list)
             and isinstance(rec.get("output_lens"), list)):
-        raise InvalidConfigError(f"{path.name}: a benchmark result needs the input_lens and "
+        raise InvalidConfigError(f"{name}: a benchmark result needs the input_lens and "
                                  "output_lens lists", hint="save them with vllm bench serve "
                                  "--save-result --save-detailed (SGLang: --output-details)")
     ins, outs = rec["input_lens"], rec["output_lens"]
     if len(ins) != len(outs):
-        raise InvalidConfigError(f"{path.name}: input_lens and output_lens differ in length")
+        raise InvalidConfigError(f"{name}: input_lens and output_lens differ in length")
     out = []
     for n, (i, o) in enumerate(zip(ins, outs, strict=True)):
         if not (isinstance(i, int) and isinstance(o, int)) or isinstance(i, bool):
-            raise InvalidConfigError(f"{path.name}: request {n}: token counts must be whole "
+            raise InvalidConfigError(f"{name}: request {n}: token counts must be whole "
                                      "numbers", hint="check the file")
         if o >= 1 and 1 <= i <= 1 << 24 and o <= 1 << 24:
             out.append((i, o))
     if not out:
-        raise InvalidConfigError(f"{path.name}: no completed request (every output_lens is 0)")
+        raise InvalidConfigError(f"{name}: no completed request (every output_lens is 0)")
     if len(out) > MAX_TRACE_REQUESTS:
-        raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} requests",
+        raise InvalidConfigError(f"{name}: more than {MAX_TRACE_REQUESTS:,} requests",
                                  hint="a sample of the lengths is enough")
     return tuple(out)
 
 
-def read_lengths(path: Path) -> tuple[tuple[int, int], ...]:
+def read_lengths(path: Path, *, flag: str | None = None) -> tuple[tuple[int, int], ...]:
     """(input, output) tokens per request from a CSV with columns input_tokens,output_tokens
     (or a trace's ContextTokens,GeneratedTokens), or a serving benchmark's detailed result
-    JSON (input_lens / output_lens): the empirical length mix to sample."""
-    text = read_text_limited(path, MAX_TRACE_BYTES, what="lengths file")
+    JSON (input_lens / output_lens): the empirical length mix to sample. Errors name the
+    file, after `flag` (the option it came from) when given."""
+    name = _label(path, flag)
+    text = _read(path, MAX_TRACE_BYTES, "lengths file", flag)
     if text.lstrip().startswith("{"):
-        return _bench_lengths(path, text)
-    reader = csv.DictReader(io.StringIO(text))
+        return _bench_lengths(name, text)
+    reader, records = _records(name, text)
     names = set(reader.fieldnames or ())
     cols = next((c for c in (("input_tokens", "output_tokens"),
                              ("ContextTokens", "GeneratedTokens")) if set(c) <= names), None)
     if cols is None:
-        raise InvalidConfigError(f"{path.name}: the header must name input_tokens,"
+        raise InvalidConfigError(f"{name}: the header must name input_tokens,"
                                  "output_tokens", hint="one row per request, e.g. 812,240 (or "
                                  "a vllm bench serve --save-detailed result JSON)")
     out: list[tuple[int, int]] = []
-    for n, rec in enumerate(reader, 2):
+    for n, rec in records:
         try:
             i, o = int(str(rec[cols[0]])), int(str(rec[cols[1]]))
         except (TypeError, ValueError):
-            raise InvalidConfigError(f"{path.name} line {n}: token counts must be whole "
+            raise InvalidConfigError(f"{name} line {n}: token counts must be whole "
                                      "numbers", hint="check the row") from None
         if not (1 <= i <= 1 << 24 and 1 <= o <= 1 << 24):
-            raise InvalidConfigError(f"{path.name} line {n}: token counts must be 1 to "
+            raise InvalidConfigError(f"{name} line {n}: token counts must be 1 to "
                                      f"{1 << 24:,}", hint="drop rows with 0 tokens")
         out.append((i, o))
         if len(out) > MAX_TRACE_REQUESTS:
-            raise InvalidConfigError(f"{path.name}: more than {MAX_TRACE_REQUESTS:,} rows",
+            raise InvalidConfigError(f"{name}: more than {MAX_TRACE_REQUESTS:,} rows",
                                      hint="a sample of the lengths is enough")
     if not out:
-        raise InvalidConfigError(f"{path.name}: no rows", hint="one row per request")
+        raise InvalidConfigError(f"{name}: no rows", hint="one row per request")
     return tuple(out)
 
 
-def _hours(value: str) -> float:
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})", re.ASCII)
+CURVE_DAY_H = 24  # a curve is one day: its times are when in the day each interval starts
+_DAY_HINT = ("a curve is one day: each row's time is when in the day its interval starts, "
+             "HH:MM from 00:00 to 23:59 or hours from 0 to below 24 (e.g. 13:30 or 13.5); "
+             "24:00 is the next day's 00:00")
+
+
+def _hours(where: str, value: str) -> float:
+    """A curve time as hours into the day: a number of hours from 0 to below 24, or a clock
+    time HH:MM from 00:00 to 23:59; anything else is an error naming the line (where)."""
     if ":" in value:
-        h, _, m = value.partition(":")
-        return int(h) + int(m) / 60
-    return float(value)
+        m = _CLOCK.fullmatch(value)
+        if m is None:
+            raise InvalidConfigError(f"{where}: time {value[:40]!r} is not HH:MM (00:00 to "
+                                     "23:59)", hint=_DAY_HINT)
+        h, mins = int(m[1]), int(m[2])
+        if h >= CURVE_DAY_H:
+            raise InvalidConfigError(f"{where}: time {value} is not a time of day: the hour "
+                                     "must be 00 to 23 (HH:MM from 00:00 to 23:59)",
+                                     hint=_DAY_HINT)
+        if mins >= 60:
+            raise InvalidConfigError(f"{where}: time {value} is not a time of day: the "
+                                     "minutes must be 00 to 59 (HH:MM from 00:00 to 23:59)",
+                                     hint=_DAY_HINT)
+        return h + mins / 60
+    try:
+        t = float(value)
+    except ValueError:
+        raise InvalidConfigError(f"{where}: time {value[:40]!r} is neither hours nor HH:MM",
+                                 hint=_DAY_HINT) from None
+    if not math.isfinite(t):
+        raise InvalidConfigError(f"{where}: time {value[:40]} is not a finite number of hours",
+                                 hint=_DAY_HINT)
+    if not 0 <= t < CURVE_DAY_H:
+        raise InvalidConfigError(f"{where}: time {value[:40]} is outside a day: hours must be "
+                                 "from 0 to below 24", hint=_DAY_HINT)
+    return t
 
 
-def read_curve(path: Path) -> tuple[tuple[float, float], ...]:
-    """(hours, requests/s) per interval, sorted by time."""
-    text = read_text_limited(path, MAX_CURVE_BYTES, what="traffic curve")
+def read_curve(path: Path, *, flag: str | None = None) -> tuple[tuple[float, float], ...]:
+    """(hours, requests/s) per interval, sorted by time. Errors name the file, after `flag`
+    (the option it came from) when given, and the line."""
+    name = _label(path, flag)
+    text = _read(path, MAX_CURVE_BYTES, "traffic curve", flag)
     out: list[tuple[float, float]] = []
-    reader = csv.DictReader(io.StringIO(text))
+    seen: dict[float, int] = {}  # time → its line
+    reader, records = _records(name, text)
     if reader.fieldnames is None or not {"time", "requests_per_s"} <= set(reader.fieldnames):
-        raise InvalidConfigError(f"{path.name}: the header must be time,requests_per_s",
+        raise InvalidConfigError(f"{name}: the header must be time,requests_per_s",
                                  hint="e.g. 0,4.5 then 1,3.2 … (hours, requests per second)")
-    for n, rec in enumerate(reader, 2):
+    for n, rec in records:
+        where = f"{name} line {n}"
+        t = _hours(where, str(rec["time"] or "").strip())
+        if t in seen:
+            raise InvalidConfigError(f"{where}: time {str(rec['time']).strip()} appears twice "
+                                     f"(line {seen[t]} too)", hint="one row per interval")
+        seen[t] = n
         try:
-            t, r = _hours(str(rec["time"]).strip()), float(str(rec["requests_per_s"]))
+            r = float(str(rec["requests_per_s"]))
         except (TypeError, ValueError):
-            raise InvalidConfigError(f"{path.name} line {n}: time must be hours or HH:MM and "
-                                     "requests_per_s a number", hint="check the row") from None
-        if not (0 <= r <= 1_000_000) or t != t or abs(t) > 1e6:
-            raise InvalidConfigError(f"{path.name} line {n}: requests_per_s must be 0 to "
-                                     "1,000,000 and time finite", hint="check the row")
+            raise InvalidConfigError(f"{where}: requests_per_s must be a number",
+                                     hint="check the row") from None
+        if not (0 <= r <= 1_000_000):
+            raise InvalidConfigError(f"{where}: requests_per_s must be 0 to 1,000,000",
+                                     hint="check the row")
         out.append((t, r))
         if len(out) > 10_000:
-            raise InvalidConfigError(f"{path.name}: more than 10,000 intervals",
+            raise InvalidConfigError(f"{name}: more than 10,000 intervals",
                                      hint="use hourly or 15-minute intervals")
     if not out:
-        raise InvalidConfigError(f"{path.name}: no intervals", hint="one row per interval")
-    if len({t for t, _ in out}) != len(out):
-        raise InvalidConfigError(f"{path.name}: a time appears twice",
-                                 hint="one row per interval")
+        raise InvalidConfigError(f"{name}: no intervals", hint="one row per interval")
     return tuple(sorted(out))

@@ -122,6 +122,45 @@ def test_bad_traffic_file_exits_2_naming_the_line(capsys, tmp_path):
     assert code == 2 and "line 2" in err and "Traceback" not in err
 
 
+def test_a_bad_workload_file_is_named_by_its_flag(capsys, tmp_path, monkeypatch):
+    """Given a curve and a lengths file, an error says which: the flag, the file as named and
+    the line (`--traffic day.csv line 4: …`), in the text and the JSON error, for plan and
+    report alike; still exit 2. It named `day.csv line 4` only."""
+    day, lens = tmp_path / "day.csv", tmp_path / "lens.csv"
+    good_day, good_lens = ("time,requests_per_s\n0,4\n8,20\n16,8\n",
+                           "input_tokens,output_tokens\n812,240\n95,1000\n")
+    cases = [("time,requests_per_s\n0,4\n8,20\n16,x\n", good_lens,
+              "--traffic day.csv line 4: requests_per_s must be a number"),
+             (good_day, "input_tokens,output_tokens\n812,240\n95,none\n",
+              "--lengths-file lens.csv line 3: token counts must be whole numbers")]
+    for curve, lengths, want in cases:
+        day.write_text(curve)
+        lens.write_text(lengths)
+        files = ("--traffic", str(day), "--lengths-file", str(lens))
+        code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", *files)
+        assert code == 2 and want in err and "Traceback" not in err, err
+        assert str(tmp_path) not in err  # the file's name, not where it lies
+        code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", *files, "--json")
+        error = json.loads(out)["error"]
+        assert code == 2 and error["exit_code"] == 2 and error["message"].startswith(want)
+        code, _, err = run(capsys, "report", LLAMA, "--gpu", "h100", *files)
+        assert code == 2 and want in err
+    monkeypatch.chdir(tmp_path)  # a missing file: its path as given, after the flag
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", "gone.csv")
+    assert code == 2 and "--trace 'gone.csv': cannot read the trace" in err
+
+
+@pytest.mark.parametrize(("time", "want"), [
+    ("25:00", "the hour must be 00 to 23"), ("12:75", "the minutes must be 00 to 59"),
+    ("26", "hours must be from 0 to below 24")])
+def test_a_curve_time_outside_a_day_exits_2_naming_the_line(capsys, tmp_path, time, want):
+    curve = tmp_path / "day.csv"
+    curve.write_text(f"time,requests_per_s\n0,4\n8,20\n{time},8\n")
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(curve))
+    assert code == 2 and f"line 4: time {time} " in err and want in err
+    assert "Traceback" not in err and out == ""
+
+
 def test_sweep_ranks_by_the_cost_of_the_replicas_a_rate_needs(capsys):
     code, out, err = run(capsys, "sweep", LLAMA, "--gpus", "h100,l40s", "--max-gpus", "2",
                          "--avg-input-tokens", "2000", "--avg-output-tokens", "300",
@@ -316,7 +355,8 @@ def test_a_trace_or_lengths_file_sets_the_plans_lengths_and_its_limits(capsys, t
                        "--request-rate", "2", "--lengths-file", str(long), "--json")
     longer = [p for p in json.loads(out)["problems"]
               if p["code"] == "workload-longer-than-context"]
-    assert code == 1 and len(longer) == 1 and "1 of the 2 requests" in longer[0]["message"]
+    assert code == 1 and len(longer) == 1
+    assert "1 of the 2 requests of --lengths-file long.csv need" in longer[0]["message"]
     assert "200,010" in longer[0]["message"]
     for extra in (["--request-rate", "5"], ["--traffic", str(lengths)]):
         code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace), *extra)

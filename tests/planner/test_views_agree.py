@@ -5,6 +5,7 @@ and consistency items, then one property test over random catalogue models, GPUs
 from __future__ import annotations
 
 import io
+import itertools
 import json
 
 import pytest
@@ -62,6 +63,61 @@ def test_the_reports_chosen_sweep_row_is_the_reviewed_deployment(fp8_report):
     assert chosen[0].label == f"2 × {main.gpu.id} TP2×PP1 vllm"
     assert chosen[0].kv_tokens == main.kv_cache.tokens
     assert chosen[0].command == main.command
+
+
+# ------------------------------------------------------- 1b. report sweep at a rate
+
+RATE_WORK = ("--avg-input-tokens", "2000", "--avg-output-tokens", "300", "--slo-ttft-ms",
+             "1000", "--request-rate", "20")
+
+
+def _md_table(text: str, heading: str) -> list[dict[str, str]]:
+    """The rows of the first Markdown table after `heading`, as {column: cell}."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    table = list(itertools.takewhile(lambda ln: ln.startswith("|"), lines[start:]))
+    cells = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in table]
+    return [dict(zip(cells[0], row, strict=True)) for row in cells[2:]]
+
+
+@pytest.mark.parametrize("rank_on", ["pessimistic", "point"])
+def test_the_reports_sweep_at_a_rate_is_kvplan_sweep_at_that_rate(capsys, tmp_path, rank_on):
+    """`kvplan report … --request-rate 20` ranked its sweep section by $ per million tokens
+    (1 × h100-sxm-80gb third, 1 × h100-pcie-80gb sixth), while `kvplan sweep … --request-rate
+    20` ranks by the cost per day of the replicas 20 req/s needs (h100-pcie third, at 4 × $2.89
+    × 24 h = $277.44). The report's rows are now the sweep's: the same options in the same
+    order, with its replicas and $ per day (e where the sweep estimated them)."""
+    md = tmp_path / "r.md"
+    common = (*RATE_WORK, "--rank-on", rank_on)
+    code, _, err = run(capsys, "report", "llama-3.1-8b-instruct", "--gpu", "h100", *common,
+                       "-o", str(md))
+    assert code == 0, err
+    # the report's sweep: its engine, and the deployment's own weight and KV formats
+    code, out, err = run(capsys, "sweep", "llama-3.1-8b-instruct", "--engine", "vllm",
+                         "--quantization", "auto", "--kv-cache-dtype", "auto", *common, "--json")
+    assert code == 0, err
+    options = json.loads(out)["options"]
+    rows = _md_table(md.read_text(), "## Options from a sweep")
+    assert "replicas for 20 req/s" in rows[0] and "$ per day" in rows[0]
+    assert len(rows) >= 8
+    for row, o in zip(rows[:8], options[:8], strict=True):
+        label = row["option"].removesuffix(" (chosen)").removesuffix(" ~")
+        assert label == (f"{o['count']} × {o['gpu']} TP{o['tensor_parallel_size']}×"
+                         f"PP{o['pipeline_parallel_size']} {o['engine']}")
+        e = "" if o["replicas_simulated"] else " e"
+        assert row["replicas for 20 req/s"] == f"{o['replicas_for_rate']}{e}"
+        assert row["$ per day"] == f"${o['cost_per_day_for_rate']:,.2f}{e}"
+        # each figure is its replicas × the option's $/hour × 24 h (3 × $3.19 × 24 = $229.68)
+        per_hour = float(row["cost per hour"].lstrip("$"))
+        assert o["cost_per_day_for_rate"] == pytest.approx(
+            o["replicas_for_rate"] * per_hour * 24, abs=0.01)
+    # simulated first, each group cheapest first: the order the $ per day column reads
+    day = [(o["replicas_simulated"] is not True, o["cost_per_day_for_rate"])
+           for o in options[:8]]
+    assert day == sorted(day)
+    text = md.read_text()
+    assert "as kvplan sweep --request-rate 20 ranks" in text
+    assert ("never fewer than the low end" in text) is (rank_on == "pessimistic")
 
 
 # ---------------------------------------------------------- 2. compare column

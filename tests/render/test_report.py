@@ -653,6 +653,31 @@ def test_a_reviewed_deployment_the_sweep_did_not_plan_is_ranked_as_the_sweep_ran
         assert row.rank_on == rank_on and row.extrapolated is (perf.calibrated is False)
 
 
+def test_a_reviewed_deployment_the_sweep_did_not_plan_shows_its_own_cost_for_the_rate():
+    """At a request rate the sweep's rows carry the replicas and $ per day it ranked them by;
+    the reviewed deployment on a GPU the sweep did not try shows its own plan's: its replicas
+    × its $ per hour × 24 h, simulated (no e)."""
+    from kvplan.api import sweep
+
+    w = Workload(avg_input_tokens=1000, avg_output_tokens=200, request_rate=5,
+                 slo_ttft_ms=2000)
+    mine = plan("llama-3.1-8b", "l40s", max_model_len=8192, workload=w)
+    perf = mine.performance
+    assert perf is not None and perf.replicas and perf.cost_per_hour
+    result = sweep("llama-3.1-8b", gpus=["h100"], max_gpus=1, max_model_len=8192, workload=w)
+    rows = rep.sweep_options(result, mine)
+    (row,) = [r for r in rows if r.chosen]
+    assert row is rows[-1] and row.label.startswith("1 × l40s TP1")
+    assert row.request_rate == 5 and row.replicas == perf.replicas and row.replicas_simulated
+    assert row.cost_per_day == pytest.approx(perf.replicas * perf.cost_per_hour * 24, abs=0.01)
+    h100 = rows[0]
+    assert h100.label.startswith("1 × h100") and h100.cost_per_day is not None
+    md = rep.render_markdown(rep.Report(title="t", command_line="x", version="0", sections=(),
+                                        sweep=tuple(rows)))
+    assert "| replicas for 5 req/s | $ per day |" in md
+    assert f"| {perf.replicas} | ${row.cost_per_day:,.2f} |" in md
+
+
 @pytest.mark.parametrize("slo", [["--slo-ttft-ms", "60"],
                                  ["--request-rate", "5", "--slo-ttft-ms", "60",
                                   "--slo-percentile", "99"]])

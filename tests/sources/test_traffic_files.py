@@ -4,6 +4,8 @@ and the rate-curve CSV; bad rows name the file and the line."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,40 @@ def test_curve_hours_and_hh_mm(tmp_path: Path) -> None:
     assert read_curve(p) == ((0.5, 2.5), (1.0, 4.0))
 
 
+def test_curve_times_span_one_day(tmp_path: Path) -> None:
+    """The first and last minute of a day in both forms: 00:00 = 0 h, 23:59 = 23 + 59/60 =
+    23.98333… h, and hours just below 24."""
+    p = tmp_path / "day.csv"
+    p.write_text("time,requests_per_s\n00:00,1\n23:59,2\n23.5,3\n")
+    assert read_curve(p) == ((0.0, 1.0), (23.5, 3.0), (23 + 59 / 60, 2.0))
+
+
+@pytest.mark.parametrize(("time", "want"), [
+    # HH:MM: a time of day, 00:00 to 23:59 (24:00 is the next day's 00:00)
+    ("25:00", "line 3: time 25:00 is not a time of day: the hour must be 00 to 23"),
+    ("24:00", "line 3: time 24:00 is not a time of day: the hour must be 00 to 23"),
+    ("12:75", "line 3: time 12:75 is not a time of day: the minutes must be 00 to 59"),
+    ("12:60", "line 3: time 12:60 is not a time of day: the minutes must be 00 to 59"),
+    ("12:5", r"line 3: time '12:5' is not HH:MM \(00:00 to 23:59\)"),
+    ("-1:30", "line 3: time '-1:30' is not HH:MM"),
+    ("1:30:00", "line 3: time '1:30:00' is not HH:MM"),
+    # hours: the same day, 0 to below 24 (before, anything up to a million, negative too)
+    ("24", "line 3: time 24 is outside a day: hours must be from 0 to below 24"),
+    ("30.5", "line 3: time 30.5 is outside a day"),
+    ("-1", "line 3: time -1 is outside a day"),
+    ("nan", "line 3: time nan is not a finite number"),
+    ("noon", "line 3: time 'noon' is neither hours nor HH:MM"),
+])
+def test_curve_times_outside_a_day_are_refused_naming_the_line(tmp_path: Path, time: str,
+                                                               want: str) -> None:
+    p = tmp_path / "day.csv"
+    p.write_text(f"time,requests_per_s\n0,1\n{time},2\n")
+    with pytest.raises(InvalidConfigError, match=want) as e:
+        read_curve(p)
+    assert e.value.hint is not None and "00:00 to 23:59" in e.value.hint
+    assert "below 24" in e.value.hint
+
+
 @pytest.mark.parametrize(("text", "want"), [
     ("t,r\n1,2\n", "header"),
     ("time,requests_per_s\n1,-2\n", "line 2"),
@@ -107,3 +143,80 @@ def test_bad_benchmark_results(tmp_path: Path, rec: dict, want: str) -> None:
     p.write_text(json.dumps(rec))
     with pytest.raises(InvalidConfigError, match=want):
         read_lengths(p)
+
+
+# ------------------------------------------------------- errors name the flag and the file
+
+
+@pytest.mark.parametrize(("read", "flag", "name", "text", "want"), [
+    (read_curve, "--traffic", "day.csv", "time,requests_per_s\n0,4\n1,5\n2,6\n3,x\n",
+     "--traffic day.csv line 5: requests_per_s must be a number"),
+    (read_curve, "--traffic", "day.csv", "time,requests_per_s\n0,4\n1,5\n01:00,6\n",
+     "--traffic day.csv line 4: time 01:00 appears twice (line 3 too)"),
+    (read_curve, "--traffic", "day.csv", "when,rate\n0,4\n",
+     "--traffic day.csv: the header must be time,requests_per_s"),
+    (read_trace, "--trace", "azure.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n0,10,1\n"
+     "1,x,3\n", "--trace azure.csv line 3: TIMESTAMP must be a time"),
+    (read_trace, "--trace", "t.jsonl", '{"TIMESTAMP": 0, "ContextTokens": 1, '
+     '"GeneratedTokens": 1}\nnot json\n', "--trace t.jsonl line 2: not JSON"),
+    (read_lengths, "--lengths-file", "lens.csv", "input_tokens,output_tokens\n5,2\n0,3\n",
+     "--lengths-file lens.csv line 3: token counts must be 1 to"),
+    (read_lengths, "--lengths-file", "r.json", '{"input_lens": [1], "output_lens": [1, 2]}',
+     "--lengths-file r.json: input_lens and output_lens differ"),
+])
+def test_errors_name_the_flag_the_file_and_the_line(tmp_path: Path, read: Callable[..., object],
+                                                   flag: str, name: str, text: str,
+                                                   want: str) -> None:
+    """Given several files (--traffic, --trace, --lengths-file), a user reads which one and
+    where: `--traffic day.csv line 5: …` (the file as named, not its folder)."""
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(InvalidConfigError) as e:
+        read(p, flag=flag)
+    assert e.value.message.startswith(want), e.value.message
+    assert str(tmp_path) not in e.value.message
+
+
+def test_lines_are_the_files_own_blank_lines_counted(tmp_path: Path) -> None:
+    """Line 1 the header, line 3 blank (csv skips it), so the bad row is line 4, not the third
+    row's "line 3"."""
+    p = tmp_path / "day.csv"
+    p.write_text("time,requests_per_s\n0,4\n\n1,x\n")
+    with pytest.raises(InvalidConfigError, match=r"^--traffic day\.csv line 4: "):
+        read_curve(p, flag="--traffic")
+
+
+@pytest.mark.parametrize("read", [read_curve, read_trace, read_lengths])
+def test_a_missing_or_unreadable_file_names_its_flag(tmp_path: Path,
+                                                    read: Callable[..., object]) -> None:
+    flag = {read_curve: "--traffic", read_trace: "--trace", read_lengths: "--lengths-file"}[read]
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(InvalidConfigError, match=rf"^{flag} .*nope\.csv.*: cannot read"):
+        read(missing, flag=flag)
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InvalidConfigError, match=rf"^{flag} .*b\.csv: not UTF-8"):
+        read(binary, flag=flag)
+
+
+@pytest.mark.parametrize(("read", "header"), [
+    (read_curve, "time,requests_per_s"), (read_trace, "TIMESTAMP,ContextTokens,GeneratedTokens"),
+    (read_lengths, "input_tokens,output_tokens")])
+def test_a_row_csv_cannot_read_is_an_error_naming_its_line(
+        tmp_path: Path, read: Callable[..., object], header: str) -> None:
+    """A field over csv's 131,072-character limit on line 3 raised csv.Error, which reached the
+    user as an internal error with no file or line."""
+    p = tmp_path / "huge.csv"
+    first = {read_curve: "0,1", read_trace: "0,10,1", read_lengths: "10,1"}[read]
+    p.write_text(f"{header}\n{first}\n1,{'9' * 200_000}\n")
+    with pytest.raises(InvalidConfigError,
+                       match=re.escape("--x huge.csv line 3: not readable as CSV")):
+        read(p, flag="--x")
+
+
+def test_a_json_line_nested_too_deeply_names_its_line(tmp_path: Path) -> None:
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"TIMESTAMP": 0, "ContextTokens": 1, "GeneratedTokens": 1}\n'
+                 + "[" * 100_000 + "\n")
+    with pytest.raises(InvalidConfigError, match=r"^--trace t\.jsonl line 2: not JSON"):
+        read_trace(p, flag="--trace")
