@@ -1210,7 +1210,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
     picked: tuple[perf.PerfContext, traffic.RateResult] | None = None
     if tokens is not None and w.request_rate is not None and not dep.user_set("max_num_seqs") \
             and not (demand is not None and (demand.trace or demand.curve)):
-        engine_seqs, picked = _seqs_for_rate(s, planned, rec, w, n, min(
+        engine_seqs, picked = _seqs_for_rate(s, planned, rec, w, demand, n, min(
             bound, eng.max_seqs_cap(gpu, dep) or bound), engine_seqs, acc)
     changes = _served_changes(planned, rec, w)
     if changes:  # the deployment the launch line starts (its own profile and CUDA graphs)
@@ -1250,7 +1250,7 @@ def _performance(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
 
 
 def _seqs_for_rate(s: _Setup, planned: Deployment, rec: Recommendations, w: Workload,
-                   n: performance.Lengths, top: int, seqs: int, acc: float
+                   demand: Demand | None, n: performance.Lengths, top: int, seqs: int, acc: float
                    ) -> tuple[int, tuple[perf.PerfContext, traffic.RateResult] | None]:
     """With a request rate, the max_num_seqs that holds it at the percentile with the fewest
     replicas (traffic.running_for_rate), from the latency targets' closed-loop value up to the
@@ -1270,8 +1270,7 @@ def _seqs_for_rate(s: _Setup, planned: Deployment, rec: Recommendations, w: Work
                                           gpus_per_node=s.knobs.gpus_per_node)
         return contexts[k]
 
-    mix = traffic.Mix(n.input_tokens, n.output_tokens, n.cached_tokens,
-                      w.random_range_ratio or 0.0)
+    mix = traffic.mix_of(w, demand, n.input_tokens, n.output_tokens, n.cached_tokens)
     best, result, tried = traffic.running_for_rate(context, w, mix, float(w.request_rate or 0),
                                                    s.res.block_size, seqs, top,
                                                    unit=s.dep.data_parallel_size)

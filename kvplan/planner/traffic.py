@@ -292,6 +292,22 @@ class Demand:
         return [(i, o) for _, i, o in self.trace] or list(self.lengths)
 
 
+def mix_of(w: Workload, demand: Demand | None, input_tokens: int, output_tokens: int,
+           cached_tokens: int) -> Mix:
+    """The lengths simulated: a lengths file's pairs or a named dataset's histogram (the mean
+    model's capacity at their means), else the workload's means with its range ratio."""
+    d = demand or Demand()
+    if d.lengths:
+        mi = round(sum(i for i, _ in d.lengths) / len(d.lengths))
+        return Mix(mi, round(sum(o for _, o in d.lengths) / len(d.lengths)),
+                   min(cached_tokens, mi - 1), pairs=d.lengths)
+    if d.dataset is not None:
+        mi = max(1, round(d.dataset.input_mean))
+        return Mix(mi, max(1, round(d.dataset.output_mean)), min(cached_tokens, mi - 1),
+                   histogram=d.dataset)
+    return Mix(input_tokens, output_tokens, cached_tokens, w.random_range_ratio or 0.0)
+
+
 def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_tokens: int,
               output_tokens: int, cached_tokens: int, *, block_size: int, running: int,
               concurrency: int, gpus: int, price_per_gpu_hour: float | None,
@@ -299,18 +315,9 @@ def simulated(ctx: perf.PerfContext, w: Workload, demand: Demand | None, input_t
               ) -> tuple[dict[str, object] | None, dict[str, object] | None]:
     """(Performance fields, the `traffic` section) of what the caller asked: a rate, a
     percentile or a length spread (Workload), a trace, a lengths file, a named dataset or a
-    rate curve (Demand). The mix: the file's lengths or the dataset's histogram when given (the
-    mean model's capacity at their means), else the workload's means with its range ratio."""
+    rate curve (Demand), on the lengths mix_of gives; `known`: rate_fields'."""
     d = demand or Demand()
-    mix = Mix(input_tokens, output_tokens, cached_tokens, w.random_range_ratio or 0.0)
-    if d.lengths:
-        mi = round(sum(i for i, _ in d.lengths) / len(d.lengths))
-        mix = Mix(mi, round(sum(o for _, o in d.lengths) / len(d.lengths)),
-                  min(cached_tokens, mi - 1), pairs=d.lengths)
-    elif d.dataset is not None:
-        mi = max(1, round(d.dataset.input_mean))
-        mix = Mix(mi, max(1, round(d.dataset.output_mean)), min(cached_tokens, mi - 1),
-                  histogram=d.dataset)
+    mix = mix_of(w, d, input_tokens, output_tokens, cached_tokens)
     extra = curve = None
     if w.simulated() or d.trace or d.lengths or d.dataset is not None:
         extra = rate_fields(ctx, w, mix, block_size=block_size, running=running,
