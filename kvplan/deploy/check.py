@@ -33,6 +33,7 @@ from ..sources.limits import (
 )
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
+from ..versions import parse_version
 from . import env_flags, pd_check, pd_pair
 from .commands import (
     DeployParseError,
@@ -311,6 +312,46 @@ def _is_valid_flag(flag: str, valid: set[str]) -> bool:
     return base in valid or (base.startswith("--no-") and f"--{base[5:]}" in valid)
 
 
+def release_flag_problems(f: Found, version: str | None) -> list[Problem]:
+    """The flags `f` writes that its release (`version`; None: the newest modelled) does not
+    have (DeploySyntax.flag_releases: added or removed in some release; dotted_from: a JSON
+    flag's `--FLAG.KEY` form), each an error: the engine's argument parser refuses an unknown
+    flag, so the server does not start."""
+    engine = registry.get(f.engine)
+    syntax = engine.syntax
+    if not syntax.flag_releases and syntax.dotted_from is None:
+        return []
+    release = version or engine.newest_version
+    named = f"{engine.label} {release}" + ("" if version else
+                                           " (the newest modelled; the file names no release)")
+    written = [*f.read_flags.items(),
+               *((a.name, a.value) for a in f.unknown_flags if a.is_flag)]
+    out: list[Problem] = []
+    for flag, value in written:
+        base = flag.split(".", 1)[0]
+        if (base != flag and flag.startswith("--") and syntax.dotted_from is not None
+                and parse_version(release) < parse_version(syntax.dotted_from)):
+            out.append(Problem(
+                code="unknown-flag", severity="error",
+                message=f"{named} has no {flag}: its argument parser reads a JSON flag's dotted "
+                f"keys (--FLAG.KEY VALUE) from {syntax.dotted_from}; it refuses the argument and "
+                f"the server does not start (hint: write {base} as one JSON object)"))
+            continue
+        releases = syntax.flag_releases.get(base)
+        if releases is None or releases.in_release(release):
+            continue
+        when = (f"removed in {releases.removed}" if releases.removed is not None
+                and parse_version(release) >= parse_version(releases.removed)
+                else f"first in {releases.first}")
+        instead = releases.instead.format(value=value)
+        out.append(Problem(
+            code="unknown-flag", severity="error",
+            message=f"{named} has no {base} flag ({when}; {releases.source}), so its "
+            f"argument parser refuses {flag} and the server does not start"
+            + (f" (hint: write {instead})" if instead else "")))
+    return out
+
+
 def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | None,
                        knobs: dict[str, Any]) -> tuple[Plan | None, list[Problem]]:
     """Plan; when the engine refuses a setting, drop that setting and plan again, so the report
@@ -509,7 +550,8 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
                 {**knobs, "gpu_memory_gib": pd_check.device_total_gib(p, buffers)})
         if p is not None:
             pd_notes += pd_check.problems(f.engine, settings, p, buffers)
-    refusals += env_refusals + registry.get(f.engine).deploy_problems(f.knobs, version)
+    refusals += (env_refusals + release_flag_problems(f, version)
+                 + registry.get(f.engine).deploy_problems(f.knobs, version))
     return _Planned(p, refusals, [*env_notes, *notes, *pd_notes], model_notes)
 
 

@@ -109,6 +109,10 @@ class Found:
     # in place of a flag in some releases (DeploySyntax.versioned_env; applied by
     # deploy/env_flags.py once the release is known): name → value
     env: dict[str, str] = field(default_factory=dict)
+    # --- flagrel --- the engine flags read into knobs, as written (a dotted key whole:
+    # `--eplb-config.num_redundant_experts`) → the value read; check refuses those the
+    # command's release does not have (DeploySyntax.flag_releases, dotted_from)
+    read_flags: dict[str, object] = field(default_factory=dict)
 
 
 def keep_env(found: Found | None, env: dict[str, str] | None) -> None:
@@ -356,6 +360,7 @@ class _ArgParser:
         self.argv, self.syntax, self.templates, self.found = argv, syntax, templates, found
         self.file, self.line = found.file, found.line
         self.seen: dict[str, tuple[str, object]] = {}  # knob → (the flag that set it, value)
+        self.dotted: dict[str, dict[str, Any]] = {}  # a JSON flag → the keys given dotted
         self.i = 0
 
     def more(self) -> bool:
@@ -386,6 +391,11 @@ class _ArgParser:
         if dotted and flag.startswith(dotted) and len(flag) > len(dotted):
             self.i = _dotted_mm_limit(self.found, flag, value, self.argv, self.i, dotted,
                                       self.file, self.line)
+            self.found.read_flags[flag] = self.found.knobs[MM_LIMIT_KNOB]
+            return
+        base, dot, key = flag.partition(".")
+        if dot and key and base in self.syntax.dotted_json:
+            self._dotted_json(base, flag, key, value)
             return
         spec = table.get(flag)
         if spec is None:
@@ -408,6 +418,30 @@ class _ArgParser:
             self.seen["model"] = ("model", found.model)
         else:
             found.unknown_flags.append(UnknownArg(self.templates.as_written(tok)))
+
+    def _dotted_json(self, base: str, flag: str, key: str, value: str | None) -> None:
+        """`--FLAG.KEY VALUE` / `--FLAG.KEY=VALUE`: KEY (dotted: nested) of the JSON object
+        FLAG takes, as vLLM's FlexibleArgumentParser reads it (engines/vllm.py DOTTED_FROM): the
+        next argument is the value whatever it looks like, decoded as JSON when it is JSON."""
+        if value is None:
+            if not self.more():
+                raise DeployParseError(self.file, self.line, f"{flag} is missing its value",
+                                       hint=f"write {flag} VALUE or {flag}=VALUE")
+            value = self._take()
+        raw = self.templates.check(value, flag, self.file, self.line)
+        try:
+            item: Any = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON (or nested past Python's stack): text
+            item = raw
+        *parents, last = key.split(".")
+        node = self.dotted.setdefault(base, {})
+        for part in parents:  # `--FLAG.a.b 1` → {"a": {"b": 1}}, merged with the keys before
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[last] = item
+        self.found.read_flags[flag] = raw
 
     def _unknown(self, flag: str, value: str | None) -> None:
         """A flag kvplan does not model: kept with the value it appears to take, as written."""
@@ -451,9 +485,22 @@ class _ArgParser:
                                    f"{first} and {flag} {value}", hint="keep one of them")
         self.seen[knob] = (flag, value)
         self.found.knobs[knob] = value
+        self.found.read_flags[flag] = value
 
     def finish(self) -> Found:
         found = self.found
+        for base, keys in self.dotted.items():
+            # the parser passes the dotted keys as one `--FLAG JSON` after every other argument:
+            # that object replaces a `--FLAG '{…}'` the command also wrote
+            knob = self.syntax.cli_flags[base][0]
+            written = found.knobs.get(knob)
+            merged = json.dumps(keys)
+            if written is not None and written != merged:
+                found.notes.append(
+                    f"{base} {written} is replaced by the {base}.KEY settings "
+                    f"({merged}): the engine's argument parser passes those as one {base} after "
+                    "the other arguments, and the last one wins")
+            found.knobs[knob] = merged
         if "model" in found.knobs:  # --model / --model-path
             found.model = found.knobs.pop("model")
         found.revision = found.knobs.pop("revision", None)

@@ -19,6 +19,14 @@ multinode.nodeCount, a SkyPilot task with num_nodes, a Ray PACK placement group,
 layouts only) KServe worker pods and llm-d modelservice values with `multinode: true`, from the
 per-node launch lines engines/multinode.py derives; the other formats refuse it, naming these.
 
+A pod that runs the engine on several GPUs gets an in-memory /dev/shm (NCCL between them outgrows
+a container's 64 MiB), sized as the engine's own Kubernetes examples size it
+(DeploySyntax.shm_size), wherever the file declares that pod's volumes: k8s (each Deployment or
+LeaderWorkerSet pod), kserve (the template and worker pods), helm-llmd (decode.volumes) and
+helm-production-stack (extraVolumes, when its chart mounts none itself). Where the stack builds
+that part of the pod (Dynamo's operator, the vllm-stack chart with tensorParallelSize, KubeRay,
+SkyPilot) the file's header says who mounts it; compose shares the host's (`ipc: host`).
+
 Pure: returns text; the CLI writes it.
 """
 
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 from typing import Any
 
 from ..engines import registry
@@ -204,10 +213,15 @@ def _image(p: Plan) -> str:
     return (registry.get(engine).syntax.image or "IMAGE:{v}").format(v=p.engine.version)
 
 
-def _shared_memory(p: Plan, spec: dict[str, Any], container: dict[str, Any], gpus: int) -> None:
+def _shared_memory(p: Plan, spec: dict[str, Any], container: dict[str, Any], gpus: int, *,
+                   name: str = "shm", volumes: str = "volumes",
+                   mounts: str = "volumeMounts") -> None:
     """Mount an in-memory /dev/shm in a pod of several GPUs: NCCL between them needs more than
     the container's 64 MiB default (`compose` shares the host's with `ipc: host`). The size limit
-    is the engine's own Kubernetes examples' (DeploySyntax.shm_size; none when not declared)."""
+    is the engine's own Kubernetes examples' (DeploySyntax.shm_size; none when not declared).
+    `spec` / `container`: where the format declares the pod's volumes and the engine container's
+    mounts, under the keys `volumes` / `mounts` (a chart's values name them its own way); `name`:
+    the volume's (a stack whose base pod already has one merges ours into it by name)."""
     if gpus <= 1:
         return
     engine, _, _ = _words(p)
@@ -215,8 +229,18 @@ def _shared_memory(p: Plan, spec: dict[str, Any], container: dict[str, Any], gpu
     empty_dir: dict[str, str] = {"medium": "Memory"}
     if size:
         empty_dir["sizeLimit"] = size
-    spec["volumes"] = [{"name": "shm", "emptyDir": empty_dir}]
-    container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+    spec.setdefault(volumes, []).append({"name": name, "emptyDir": empty_dir})
+    container.setdefault(mounts, []).append({"name": name, "mountPath": "/dev/shm"})
+
+
+def _shm_note(gpus: int, provider: str) -> str:
+    """The header line of a file that cannot declare the pod's /dev/shm (the stack builds the
+    pod), for a pod of several GPUs: who mounts it instead (`provider`)."""
+    if gpus <= 1:
+        return ""
+    text = f"/dev/shm (NCCL between the {gpus} GPUs needs more than a container's 64 MiB): "
+    return textwrap.fill(text + provider, width=99, initial_indent="# ",
+                         subsequent_indent="# ", break_on_hyphens=False) + "\n"
 
 
 def _port(p: Plan, fmt: str, *, in_image: bool = True) -> int:
@@ -444,7 +468,20 @@ def dynamo(p: Plan) -> str:
            "spec": {"services": {"Frontend": {"componentType": "frontend", "replicas": 1},
                                  "Worker": worker}}}
     head = _header(p, "dynamo", "Dynamo" if ":VERSION" in container["image"] else None)
+    head += _shm_note(int(worker["resources"]["limits"]["gpu"]), DYNAMO_SHM)
     return head + (_yaml(config_map) + "---\n" if config_map else "") + _yaml(doc)
+
+
+# Dynamo's operator mounts an in-memory /dev/shm in every component's pod itself, 8Gi unless the
+# component's `sharedMemory` (size, disabled) says otherwise (its docs, "Operator Default Values
+# Injection": "All components receive an 8Gi shared memory volume mounted at /dev/shm by
+# default"; the operator's consts.go: KubeValueNameSharedMemory "shared-memory",
+# DefaultSharedMemoryMountPath "/dev/shm", DefaultSharedMemorySize "8Gi"; the v1alpha1 CRD of
+# Dynamo 0.5.0 has the `sharedMemory` field). Its ApplySharedMemoryVolumeAndMount (deploy/
+# operator/internal/dynamo) drops any other mount at /dev/shm the pod spec brings, so a volume
+# in extraPodSpec would be dead weight: the file leaves /dev/shm to the operator.
+DYNAMO_SHM = ("Dynamo's operator mounts an in-memory one in each worker pod (8Gi; the "
+              "service's sharedMemory.size sets it), so this file declares none.")
 
 
 def _heredocs(command: str) -> dict[str, str]:
@@ -528,19 +565,24 @@ def kserve(p: Plan) -> str:
     par = _kserve_parallelism(p, nodes)
     extra = " ".join(shlex.quote(a) for a in _without_parallel(_flags(p)))
 
-    def main() -> dict[str, Any]:
-        return {"name": "main",
-                "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count // nodes)}},
+    gpus = p.gpu.count // nodes
+
+    def pod() -> dict[str, Any]:
+        main = {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
                 "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+        out = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)}, "containers": [main]}
+        # KServe merges this pod over its LLMInferenceServiceConfig's (a strategic merge:
+        # volumes by name, mounts by path); that base pod mounts a 1Gi `dshm` at /dev/shm
+        # (config/llmisvc/config-llm-template.yaml and config-llm-worker-data-parallel.yaml), so
+        # ours takes its name and sets the size the engine's own examples use
+        _shared_memory(p, out, main, gpus, name="dshm")
+        return out
 
     spec: dict[str, Any] = {
         "replicas": 1, "model": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-        "parallelism": par, "router": {"route": {}},
-        "template": {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                     "containers": [main()]}}
+        "parallelism": par, "router": {"route": {}}, "template": pod()}
     if nodes > 1:  # the worker pods of the LeaderWorkerSet; KServe writes their vLLM command
-        spec["worker"] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                          "containers": [main()]}
+        spec["worker"] = pod()
     doc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
            "metadata": {"name": _name(p)}, "spec": spec}
     return _header(p, "kserve") + _yaml(doc)
@@ -553,11 +595,12 @@ def helm_llmd(p: Plan) -> str:
     container = {"name": engine, "image": LLMD_IMAGE,
                  "modelCommand": "vllmServe", "args": _without_parallel(_flags(p)),
                  "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
+    decode = {"create": True, "replicas": 1, "parallelism": _parallelism(p),
+              "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+              "containers": [container]}
+    _shared_memory(p, decode, container, p.gpu.count)  # the chart's decode.volumes, mounts
     doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-           "decode": {"create": True, "replicas": 1, "parallelism": _parallelism(p),
-                      "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                      "containers": [container]},
-           "prefill": {"create": False}}
+           "decode": decode, "prefill": {"create": False}}
     return _header(p, "helm-llmd", "llm-d") + _yaml(doc)
 
 
@@ -593,12 +636,12 @@ def _helm_llmd_nodes(p: Plan, engine: str) -> str:
     container = {"name": engine, "image": LLMD_IMAGE, "modelCommand": "custom",
                  "command": ["/bin/sh", "-c"], "args": [script],
                  "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count // nodes)}}}
+    decode = {"create": True, "replicas": 1, "parallelism": par,
+              "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
+              "containers": [container]}
+    _shared_memory(p, decode, container, p.gpu.count // nodes)  # every pod of the LWS
     doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-           "multinode": True,
-           "decode": {"create": True, "replicas": 1, "parallelism": par,
-                      "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                      "containers": [container]},
-           "prefill": {"create": False}}
+           "multinode": True, "decode": decode, "prefill": {"create": False}}
     return _header(p, "helm-llmd", "llm-d") + _yaml(doc)
 
 
@@ -624,13 +667,29 @@ def helm_production_stack(p: Plan) -> str:
     if extra:
         config["extraArgs"] = extra
     repository, _, tag = _image(p).rpartition(":")
-    spec = {"name": _name(p), "repository": repository, "tag": tag,
-            "modelURL": p.model.id, "replicaCount": 1, "requestGPU": p.gpu.count,
-            "vllmConfig": config,
-            "nodeSelectorTerms": [{"matchExpressions": [{
-                "key": "nvidia.com/gpu.product", "operator": "In",
-                "values": [_gpu_label(p)]}]}]}
-    return _header(p, "helm-production-stack") + _yaml({"servingEngineSpec": {"modelSpec": [spec]}})
+    spec: dict[str, Any] = {
+        "name": _name(p), "repository": repository, "tag": tag,
+        "modelURL": p.model.id, "replicaCount": 1, "requestGPU": p.gpu.count,
+        "vllmConfig": config,
+        "nodeSelectorTerms": [{"matchExpressions": [{
+            "key": "nvidia.com/gpu.product", "operator": "In", "values": [_gpu_label(p)]}]}]}
+    head = _header(p, "helm-production-stack")
+    if "tensorParallelSize" in config:
+        head += _shm_note(p.gpu.count, PSTACK_SHM)
+    else:  # several GPUs by pipeline / data parallelism: the chart mounts nothing of its own
+        _shared_memory(p, spec, spec, p.gpu.count, volumes="extraVolumes",
+                       mounts="extraVolumeMounts")
+    return head + _yaml({"servingEngineSpec": {"modelSpec": [spec]}})
+
+
+# The vllm-stack chart mounts an in-memory `shm` emptyDir at /dev/shm (sizeLimit: the model's
+# shmSize, "20Gi" by default) in a model's pod whenever its vllmConfig sets tensorParallelSize
+# (helm/templates/deployment-vllm-multi.yaml); another volume at /dev/shm would clash with it.
+# Without tensorParallelSize the file declares one in the model's extraVolumes /
+# extraVolumeMounts, as the k8s format does.
+PSTACK_SHM = ("the production-stack chart mounts an in-memory one when "
+              "vllmConfig.tensorParallelSize is set (shmSize sizes it, 20Gi by default), so this "
+              "file declares none.")
 
 
 def ray(p: Plan) -> str:
@@ -656,7 +715,17 @@ def ray(p: Plan) -> str:
     doc = {"applications": [{"name": "llm_app", "route_prefix": "/",
                              "import_path": "ray.serve.llm:build_openai_app",
                              "args": {"llm_configs": [config]}}]}
-    return _header(p, "ray") + _yaml(doc)
+    per_node = p.gpu.count // ((p.nodes.nodes or 1) if _multinode(p) and p.nodes else 1)
+    return _header(p, "ray") + _shm_note(per_node, RAY_SHM) + _yaml(doc)
+
+
+# A Ray Serve config describes no pod: the Ray cluster's do. KubeRay mounts an in-memory
+# emptyDir `shared-mem` at /dev/shm in every Ray container it starts, sized to the container's
+# memory limit when it has one (ray-project/kuberay ray-operator/controllers/ray/common/pod.go:
+# SharedMemoryVolumeName, addEmptyDir with StorageMediumMemory); a Ray node on a VM uses the
+# host's.
+RAY_SHM = ("this file describes no pod: KubeRay mounts an in-memory one in every Ray container "
+           "(sized to its memory limit), and a Ray node on a VM uses the host's.")
 
 
 def skypilot(p: Plan) -> str:
@@ -669,11 +738,18 @@ def skypilot(p: Plan) -> str:
         multi = {"num_nodes": nodes,
                  "resources": {"accelerators": f"{gpu}:{p.gpu.count // nodes}", "ports": port},
                  "run": _skypilot_run(p)}
-        return _header(p, "skypilot") + _yaml(multi)
+        return _header(p, "skypilot") + _shm_note(p.gpu.count // nodes, SKY_SHM) + _yaml(multi)
     doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", "ports": port},
            "service": {"readiness_probe": "/v1/models", "replicas": 1},
            "run": _reachable(p, p.command)}
-    return _header(p, "skypilot") + _yaml(doc)
+    return _header(p, "skypilot") + _shm_note(p.gpu.count, SKY_SHM) + _yaml(doc)
+
+
+# A SkyPilot task describes no pod: on Kubernetes SkyPilot's own pod mounts an in-memory
+# emptyDir `dshm` at /dev/shm (sky/templates/kubernetes-ray.yml.j2), and on a cloud VM the run
+# script uses the host's.
+SKY_SHM = ("this file describes no pod: SkyPilot's Kubernetes pods mount an in-memory one, "
+           "and a VM has the host's.")
 
 
 WRITERS = {"k8s": k8s, "compose": compose, "dynamo": dynamo, "kserve": kserve,

@@ -4,11 +4,14 @@ A serving command often takes its values from variables: a container's `env` (an
 ConfigMaps), a Dockerfile's `ENV`, or the script's own `NAME=VALUE` / `export NAME=VALUE` lines
 above it. `expand` fills in `$NAME`, `${NAME}`, `${NAME:-word}`, `${NAME-word}` and integer
 `$(( … ))` arithmetic from those variables, outside single quotes, the way `sh` would before it
-runs the line. A variable nobody sets and no default covers stays as written, so the check can
-name it.
+runs the line. The word of a default is itself expanded, and only when the default is taken
+(POSIX Shell Command Language 2.6.2: `${A:-${B:-1}}`, `${A-${B}}`, `${A:-$B}`, `${A:-x${B}y}`);
+a `}` closes the innermost `${` still open. A variable nobody sets and no default covers stays as
+written, so the check can name it: `${A:-${B}}` with neither set is `${B}`.
 
-Not modelled: nested expansions (`${A:-${B}}`), `${NAME:=word}` / `:?` / `:+`, command
-substitution and field splitting on IFS other than blanks.
+Not modelled: `${NAME:=word}` / `:?` / `:+` (left as written, the expansions inside them still
+filled in), quotes inside a default's word, command substitution and field splitting on IFS
+other than blanks. A default nested deeper than MAX_NESTING stays as written.
 
 Pure functions: nothing here reads files, prints or plans.
 """
@@ -23,10 +26,16 @@ from functools import partial
 
 from ..sources.limits import MAX_COMMAND_CHARS
 
-# `${NAME}`, `${NAME:-word}`, `${NAME-word}`, `$NAME`; the word holds no brace (a line of
-# `${a:-${a:-…` is scanned once, not once per `${`)
+# `${NAME}`, `${NAME:-word}`, `${NAME-word}`, `$NAME` whose word holds no brace: the innermost
+# expansions, for naming a variable left unexpanded (expansion itself pairs the braces: _scan)
 PARAMETER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^{}]*))?\}"
                        r"|\$([A-Za-z_][A-Za-z0-9_]*)")
+# what follows `$` in `$NAME`, and the start of `${NAME}` / `${NAME-…` / `${NAME:-…`
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?-)?")
+# defaults within defaults expanded this deep; a deeper one stays as written (each level scans
+# its word once more, so a line of `${a:-${a:-…}}` costs at most this many passes)
+MAX_NESTING = 8
 ARITH = re.compile(r"\$\(\(([^()]*)\)\)")
 # inside `$(( … ))` a variable may be written bare (`LWS_GROUP_SIZE * 8`)
 ARITH_NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
@@ -63,22 +72,113 @@ def integer_arithmetic(expr: str) -> int | None:
         return None
 
 
-def parameter(m: re.Match[str], variables: Mapping[str, str]) -> str | None:
-    """The value of one `$NAME` / `${NAME…}` match, or None when the shell's value is unknown
-    (unset with no default). `${NAME:-word}`: word when NAME is unset or empty;
-    `${NAME-word}`: word only when it is unset (POSIX, Shell Command Language 2.6.2)."""
-    name = m.group(1) or m.group(4)
-    value = variables.get(name)
-    if m.group(3) is None:  # $NAME, ${NAME}
+class _TooLong(Exception):
+    """A default's expanded word would pass MAX_COMMAND_CHARS."""
+
+
+def _closing_braces(text: str, escapes: bool) -> dict[int, int]:
+    """Where each `${` of `text` closes, as the shell pairs them: `${` opens an expansion inside
+    the one open, `}` closes the innermost open one (a `}` with none open is a literal), and,
+    with `escapes`, a backslash takes the character after it out of the pairing. One pass; a
+    `${` never closed is absent."""
+    closes: dict[int, int] = {}
+    open_at: list[int] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if escapes and c == "\\":
+            i += 2
+            continue
+        if c == "$" and text.startswith("{", i + 1):
+            open_at.append(i)
+            i += 2
+            continue
+        if c == "}" and open_at:
+            closes[open_at.pop()] = i
+        i += 1
+    return closes
+
+
+_UNMODELLED = object()  # `${#A}`, `${A:+w}`, `${A%w}`…: left as written
+
+
+def _braced(text: str, start: int, end: int, variables: Mapping[str, str], escapes: bool,
+            depth: int) -> object:
+    """The value of the expansion text[start:end + 1] (`${NAME}`, `${NAME:-word}`,
+    `${NAME-word}`), None when the shell's value is unknown, _UNMODELLED for another form.
+    `${NAME:-word}` takes word when NAME is unset or empty, `${NAME-word}` only when it is unset
+    (POSIX, Shell Command Language 2.6.2); the word is expanded only then."""
+    m = BRACED.match(text, start)
+    if m is None or (m.group(2) is None and m.end() != end):
+        return _UNMODELLED
+    value = variables.get(m.group(1))
+    if m.group(2) is None or not (value is None or (m.group(2) == ":-" and value == "")):
         return value
-    if value is None or (m.group(2) == ":" and value == ""):
-        return m.group(3)
-    return value
+    if depth >= MAX_NESTING:
+        return None
+    try:
+        return _scan(text[m.end():end], variables, escapes, depth + 1, _raw)
+    except _TooLong:
+        return None
+
+
+def _raw(value: str | None, original: str) -> str:
+    return original if value is None else value
+
+
+def _scan(text: str, variables: Mapping[str, str], escapes: bool, depth: int,
+          fill: Callable[[str | None, str], str]) -> str:
+    """`text` with each parameter expansion replaced by `fill(value, as written)` (value None:
+    unknown). With `escapes`, a backslash-escaped `$` is not expanded. Inside a default's word
+    (depth > 0) the text may not grow past MAX_COMMAND_CHARS (_TooLong)."""
+    closes = _closing_braces(text, escapes)
+    out: list[str] = []
+    size = last = i = 0
+    while i < len(text):
+        c = text[i]
+        if escapes and c == "\\":
+            i += 2
+            continue
+        if c != "$":
+            i += 1
+            continue
+        if text.startswith("{", i + 1):
+            end = closes.get(i)
+            value = (_UNMODELLED if end is None
+                     else _braced(text, i, end, variables, escapes, depth))
+            if value is _UNMODELLED:  # as written; the expansions inside it are still filled
+                i += 1
+                continue
+            assert end is not None and (value is None or isinstance(value, str))
+            stop = end + 1
+        else:
+            m = NAME.match(text, i + 1)
+            if m is None:
+                i += 1
+                continue
+            value, stop = variables.get(m.group(0)), m.end()
+        piece = fill(value, text[i:stop])
+        out += [text[last:i], piece]
+        size += i - last + len(piece)
+        if depth and size > MAX_COMMAND_CHARS:
+            raise _TooLong
+        i = last = stop
+    out.append(text[last:])
+    return "".join(out)
+
+
+def substitute_parameters(text: str, variables: Mapping[str, str]) -> str:
+    """`text` with its parameter expansions filled in from `variables` (unknown ones as
+    written), with no quoting: the text a default's word or an arithmetic expression becomes."""
+    try:
+        return _scan(text, variables, True, 1, _raw)
+    except _TooLong:
+        return text
 
 
 def _arithmetic(m: re.Match[str], variables: Mapping[str, str]) -> str | None:
     """`$(( … ))` worked out over integer variables; None when a name has no integer value."""
-    expr = PARAMETER.sub(lambda v: parameter(v, variables) or v.group(0), m.group(1))
+    expr = substitute_parameters(m.group(1), variables)
     expr = ARITH_NAME.sub(lambda v: variables.get(v.group(0), v.group(0)), expr)
     value = integer_arithmetic(expr)
     return None if value is None else str(value)
@@ -121,8 +221,8 @@ def expand(text: str, variables: Mapping[str, str]) -> str:
     grown = [len(text)]
 
     def filled(value: str | None, original: str, inside_double: bool) -> str:
-        if value is None:
-            return original
+        if value is None or grown[0] + len(value) - len(original) > MAX_COMMAND_CHARS:
+            return original  # (quoting only lengthens: a value too long is not quoted first)
         value = _quoted(value, inside_double)
         if grown[0] + len(value) - len(original) > MAX_COMMAND_CHARS:
             return original
@@ -132,31 +232,21 @@ def expand(text: str, variables: Mapping[str, str]) -> str:
     def arith(m: re.Match[str], double: bool) -> str:
         return filled(_arithmetic(m, variables), m.group(0), double)
 
-    def param(m: re.Match[str], double: bool) -> str:
-        return filled(parameter(m, variables), m.group(0), double)
-
     out = []
     for kind, part in _segments(text):
         if kind != "'" and "$" in part:
             double = kind == '"'
             part = ARITH.sub(partial(arith, double=double), part)
-            part = _unescaped_sub(part, partial(param, double=double))
+            part = _scan(part, variables, True, 0, partial(filled, inside_double=double))
         out.append(part)
     return "".join(out)
 
 
-def _unescaped_sub(part: str, replace: Callable[[re.Match[str]], str]) -> str:
-    """PARAMETER.sub over `part`, skipping a `$` escaped with a backslash."""
-    def one(m: re.Match[str]) -> str:
-        escaped = m.start() > 0 and part[m.start() - 1] == "\\"
-        return m.group(0) if escaped else replace(m)
-    return PARAMETER.sub(one, part)
-
-
 def template_defaults(text: str) -> str:
-    """`text` with each `${NAME:-word}` / `${NAME-word}` as its word: how a template no one
-    fills renders (a compose file's interpolation, an exec-form argument no shell expands)."""
-    return PARAMETER.sub(lambda m: m.group(0) if m.group(3) is None else m.group(3), text)
+    """`text` with each `${NAME:-word}` / `${NAME-word}` as its word (a nested default's word in
+    turn: `${A:-${B:-1}}` is 1, `${A:-${B}}` is `${B}`): how a template no one fills renders (a
+    compose file's interpolation, an exec-form argument no shell expands)."""
+    return _scan(text, {}, False, 0, _raw)
 
 
 def assignments(line_text: str, variables: Mapping[str, str]) -> tuple[dict[str, str], bool]:

@@ -317,6 +317,25 @@ class EnvFlag:
 
 
 @dataclass(frozen=True)
+class FlagReleases:
+    """The releases of an engine that have one of its flags (`kvplan check`): from `first`
+    (None: every release modelled) up to, not including, `removed` (None: still there). An
+    engine whose argument parser refuses an unknown flag does not start on it in any other
+    release. `instead`: what to write there ("{value}": the value the file gives the flag);
+    `source`: where each fact was read."""
+
+    first: str | None = None
+    removed: str | None = None
+    instead: str = ""
+    source: str = ""
+
+    def in_release(self, version: str) -> bool:
+        v = parse_version(version)
+        return ((self.first is None or v >= parse_version(self.first))
+                and (self.removed is None or v < parse_version(self.removed)))
+
+
+@dataclass(frozen=True)
 class DeploySyntax:
     """How deployment files spell this engine: for `kvplan check`."""
 
@@ -342,6 +361,14 @@ class DeploySyntax:
     unmodelled_features: Mapping[str, str] = field(default_factory=dict)
     # the per-modality form `--limit-mm-per-prompt.image 4` (vLLM's argument parser)
     dotted_mm_limit: bool = False
+    # --- flagrel --- flags only some releases have (FlagReleases): flag → its releases; a
+    # release without it refuses to start on it (a dotted key `--FLAG.KEY` counts as FLAG)
+    flag_releases: Mapping[str, FlagReleases] = field(default_factory=dict)
+    # JSON-object flags whose keys the argument parser also takes one at a time,
+    # `--FLAG.KEY VALUE` (vLLM's dotted form: `--eplb-config.num_redundant_experts 8`), read as
+    # that object; and the first release whose parser takes any `--FLAG.KEY` (None: every one)
+    dotted_json: frozenset[str] = frozenset()
+    dotted_from: str | None = None
     # a YAML file whose keys are this engine's flag names (vLLM's `serve --config FILE`)
     config_yaml: bool = False
     # --- schemas (#23) --- what deployment stacks know of the engine (kvplan/deploy/emit.py

@@ -71,6 +71,7 @@ from .base import (
     DeploySyntax,
     Engine,
     EnvFlag,
+    FlagReleases,
     MemoryResult,
     TokenSplit,
     batched_tokens_flag_value,
@@ -857,7 +858,8 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--enable-expert-parallel": ("enable_expert_parallel", "bool"),
     # EPLB's redundant experts: --num-redundant-experts N up to 0.11.2 (deprecated from 0.10.2,
     # "will be removed in v0.12.0"; gone in 0.12.0), --eplb-config '{"num_redundant_experts": N}'
-    # from 0.10.2 (EPLB_CONFIG_FROM; combine_flags folds it into the knob)
+    # or --eplb-config.num_redundant_experts N from 0.10.2 (EPLB_CONFIG_FROM, FLAG_RELEASES;
+    # combine_flags folds it into the knob)
     "--num-redundant-experts": ("num_redundant_experts", "int"),
     "--eplb-config": ("eplb_config", "str"),
     # the MoE all-to-all backend (ParallelConfig.all2all_backend, 0.11.1+; VLLM_ALL2ALL_BACKEND
@@ -890,6 +892,30 @@ BOOLEAN_FLAGS = frozenset({
 # in v0.12.0.", still in 0.11.0 and 0.11.2); 0.12.0 has no --num-redundant-experts (argparse
 # refuses it). 0.10.0 and 0.10.1.1 have no --eplb-config.
 EPLB_CONFIG_FROM = (0, 10, 2)
+# `kvplan check` refuses each spelling where the release's parser does (DeploySyntax.
+# flag_releases). Checked again in the PyPI wheels' vllm/engine/arg_utils.py: 0.11.2 still
+# add_argument("--num-redundant-experts", …, help="[DEPRECATED] --num-redundant-experts will be
+# removed in v0.12.0.", deprecated=True); 0.12.0 has no such argument (EngineArgs.
+# num_redundant_experts is gone too), so FlexibleArgumentParser stops on it as unrecognized;
+# --eplb-config first in 0.10.2.
+FLAG_RELEASES = {
+    "--num-redundant-experts": FlagReleases(
+        removed="0.12.0", instead="--eplb-config '{{\"num_redundant_experts\":{value}}}'",
+        source="vllm/engine/arg_utils.py, vLLM 0.11.2 and 0.12.0"),
+    "--eplb-config": FlagReleases(
+        first=".".join(map(str, EPLB_CONFIG_FROM)), instead="--num-redundant-experts N",
+        source="vllm/engine/arg_utils.py, vLLM 0.10.1.1 and 0.10.2"),
+}
+# The dotted form of a JSON flag, `--eplb-config.num_redundant_experts 8` for
+# --eplb-config '{"num_redundant_experts": 8}' (vLLM PR #18208): FlexibleArgumentParser.parse_args
+# in the 0.9.0 wheel's vllm/utils.py is the first to read it (0.8.5's has no dotted keys), and
+# it reads the same in 0.10.2 (vllm/utils/__init__.py) and 0.12.0 (vllm/utils/argparse_utils.py):
+# every `--FLAG.KEY VALUE` / `--FLAG.KEY=VALUE` (VALUE JSON-decoded from 0.10.2, text before; a
+# dotted KEY nests) merged into one object that is passed as `--FLAG JSON` after the other
+# arguments, so it replaces a whole `--FLAG '{…}'` also written (argparse keeps the last).
+# kvplan reads --eplb-config's dotted keys (DeploySyntax.dotted_json); the release check then
+# needs both 0.9.0 (DOTTED_FROM) and --eplb-config's own 0.10.2.
+DOTTED_FROM = "0.9.0"
 
 
 def eplb_flags(dep: Deployment) -> list[str]:
@@ -909,18 +935,23 @@ def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
     raw = knobs.pop("eplb_config", None)
     if raw is None:
         return knobs
+
+    def shown(value: object) -> str:  # a value as a message quotes it: 60 characters at most
+        text = repr(value)
+        return text if len(text) <= 60 else text[:60] + "…"
+
     try:
         cfg = json.loads(raw)
-    except ValueError:
-        raise ValueError(f"--eplb-config {raw!r} is not JSON (vLLM reads it as an EPLBConfig "
-                         "object, e.g. '{\"num_redundant_experts\": 32}')") from None
+    except (ValueError, RecursionError):
+        raise ValueError(f"--eplb-config {shown(raw)} is not JSON (vLLM reads it as an "
+                         "EPLBConfig object, e.g. '{\"num_redundant_experts\": 32}')") from None
     if not isinstance(cfg, dict):
-        raise ValueError(f"--eplb-config {raw!r} is not a JSON object")
+        raise ValueError(f"--eplb-config {shown(raw)} is not a JSON object")
     n = cfg.get("num_redundant_experts")
     if n is None:
         return knobs
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"--eplb-config num_redundant_experts {n!r} is not an integer ≥ 0")
+        raise ValueError(f"--eplb-config num_redundant_experts {shown(n)} is not an integer ≥ 0")
     old = knobs.get("num_redundant_experts")
     if old is not None and old != n:
         raise ValueError(f"contradictory flags: --num-redundant-experts {old} and --eplb-config "
@@ -1183,6 +1214,9 @@ class VllmEngine(Engine):
         image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
         config_yaml=True,
+        # --- flagrel --- EPLB's spellings by release; --eplb-config's dotted keys
+        flag_releases=FLAG_RELEASES, dotted_json=frozenset({"--eplb-config"}),
+        dotted_from=DOTTED_FROM,
         # --- schemas (#23) --- the vllm/vllm-openai image (tag v + release); Dynamo's
         # components/src/dynamo/vllm backend and its nvcr.io/nvidia/ai-dynamo/vllm-runtime
         # image; the stacks built on vLLM (base.STACKS); FlexibleArgumentParser takes

@@ -165,3 +165,103 @@ def test_example_with_lws_address_left_as_written():
     assert "--data-parallel-address ${LWS_LEADER_ADDRESS}" in kept
     assert "--data-parallel-start-rank 0" in kept
     assert not any("__kvplan" in a for a in kept)
+
+
+# ------------------------------------------------------ nested defaults (POSIX 2.6.2)
+# A default's word is expanded in turn, and only when the default is taken; a `}` closes the
+# innermost `${` still open. Worked by hand with X=3, E set but empty, U and V unset.
+NESTED = {"X": "3", "E": ""}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("${U:-${X:-1}}", "3"),  # U unset → the word ${X:-1} → X is 3
+    ("${U:-${V:-1}}", "1"),  # U and V unset → 1
+    ("${U:-${V:-${X}}}", "3"),  # three deep
+    ("${E:-${X}}", "3"),  # `:-` takes the word for an empty E
+    ("${E-${X}}|", "|"),  # `-` does not: E is set (empty)
+    ("${U-${X}}", "3"),  # U is unset, so `-` takes it
+    ("${U:-$X}", "3"),  # the word is a bare $X
+    ("${X:-$U}", "3"),  # X is set: the word (naming unset U) is never expanded
+    ("${U:-x${X}y}", "x3y"),  # the word around an inner expansion
+    ("${U:-{a}}", "{a}"),  # the first `}` closes ${U:-{a → the word `{a`, then a literal `}`
+    ("${X:-{a}}", "3}"),  # … so with X set: 3, then that `}`
+    ("'${U:-${X}}'", "'${U:-${X}}'"),  # single quotes: never expanded
+    ("\\${U:-${X}}", "\\${U:-3}"),  # `\$` is not an expansion; the ${X} after it is
+    ("$(( ${U:-${X:-0}} * 2 ))", "6"),  # inside arithmetic: 3 × 2
+])
+def test_expand_resolves_nested_defaults_as_posix_sh(text, expected):
+    assert expand(text, NESTED) == expected
+
+
+@pytest.mark.parametrize("text, left", [
+    ("${U:-${V}}", "${V}"),  # U unset → its word → V, which nothing sets: stays to be named
+    ("${U-$V}", "$V"),
+    ("${U:-a${V}b}", "a${V}b"),
+])
+def test_an_unknown_inner_variable_stays_as_written(text, left):
+    assert expand(text, NESTED) == left
+
+
+@pytest.mark.parametrize("script, value", [
+    # the inner default takes the container's LEN (8000): MAX_LEN is set nowhere
+    ("vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-${LEN:-40960}}", 8000),
+    ("vllm serve qwen2.5-7b --max-model-len ${MAX_LEN-${LEN}}", 8000),
+    ("vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-$LEN}", 8000),
+    # nothing sets MAX_LEN or FALLBACK: the innermost default, 2048
+    ("vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-${FALLBACK:-2048}}", 2048),
+    # the script's own assignment above the line is the inner value
+    ("BASE=4096\nvllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-$BASE}", 4096),
+])
+def test_sh_c_nested_default_resolves_from_env_and_script(tmp_path, script, value):
+    [found] = read(tmp_path, "d.yaml", deployment(PLAIN_ENV, script.replace("\n", "\n\n")))
+    assert found.error is None, found.error
+    assert found.knobs["max_model_len"] == value
+
+
+@pytest.mark.parametrize("script, value", [
+    ("vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-${LEN:-2048}}\n", 2048),
+    ("LEN=8000\nvllm serve qwen2.5-7b --max-model-len ${MAX_LEN-${LEN}}\n", 8000),
+    ("LEN=8000\nvllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-$LEN}\n", 8000),
+    ("vllm serve qwen2.5-7b --max-model-len ${A:-${B:-${C:-1024}}}\n", 1024),
+    # MAX_LEN is set: its value, whatever the default would have been
+    ("MAX_LEN=4096\nvllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-${LEN:-2048}}\n", 4096),
+    ("MAX_LEN=4096\nvllm serve qwen2.5-7b --max-model-len ${MAX_LEN-${LEN}}\n", 4096),
+])
+def test_script_nested_default(tmp_path, script, value):
+    """A shell script, expanded once as sh expands it."""
+    path = tmp_path / "run.sh"
+    path.write_text(script)
+    [found] = find_commands(path, Templates({}))
+    assert found.error is None, found.error
+    assert found.knobs["max_model_len"] == value
+
+
+def test_an_unresolvable_inner_variable_is_named(tmp_path):
+    """`${MAX_LEN:-${OTHER}}` with neither set is the unexpanded ${OTHER}, named as any
+    unset variable is, with the ways to set it."""
+    text = deployment(PLAIN_ENV, "vllm serve qwen2.5-7b --max-model-len ${MAX_LEN:-${OTHER}}")
+    [found] = read(tmp_path, "d.yaml", text)
+    assert found.error is not None
+    message = f"{found.error.detail} {found.error.hint}"
+    assert "--max-model-len is the unexpanded variable ${OTHER}" in message
+    assert "--set OTHER=VALUE" in message
+
+
+def test_exec_form_nested_template_renders_its_innermost_default(tmp_path):
+    """A compose `command` no shell runs: `${LEN:-${DEFAULT_LEN:-4096}}` renders as 4096, as
+    Compose's interpolation (which nests) renders it with neither variable set."""
+    path = tmp_path / "compose.yaml"
+    path.write_text('services:\n  llm:\n    image: vllm/vllm-openai:${TAG:-${BASE:-v0.10.0}}\n'
+                    '    command: ["vllm", "serve", "qwen2.5-7b", "--max-model-len",\n'
+                    '              "${LEN:-${DEFAULT_LEN:-4096}}"]\n')
+    [found] = find_commands(path, Templates({}))
+    assert found.error is None, found.error
+    assert found.knobs["max_model_len"] == 4096
+    assert found.engine_version == "0.10.0"
+
+
+def test_deep_nesting_stays_bounded():
+    """`${a:-` 20,000 deep: 8 levels (MAX_NESTING) are expanded, each scanning the rest once,
+    and what lies deeper is left as written (the check names it)."""
+    text = "${a:-" * 20_000 + "x" + "}" * 20_000
+    assert expand(text, {}) == "${a:-" * (20_000 - 8) + "x" + "}" * (20_000 - 8)
