@@ -913,8 +913,8 @@ FLAG_RELEASES = {
 # every `--FLAG.KEY VALUE` / `--FLAG.KEY=VALUE` (VALUE JSON-decoded from 0.10.2, text before; a
 # dotted KEY nests) merged into one object that is passed as `--FLAG JSON` after the other
 # arguments, so it replaces a whole `--FLAG '{…}'` also written (argparse keeps the last).
-# kvplan reads --eplb-config's dotted keys (DeploySyntax.dotted_json); the release check then
-# needs both 0.9.0 (DOTTED_FROM) and --eplb-config's own 0.10.2.
+# kvplan reads --eplb-config's and --speculative-config's dotted keys (DeploySyntax.dotted_json);
+# the release check then needs 0.9.0 (DOTTED_FROM), and --eplb-config its own 0.10.2.
 DOTTED_FROM = "0.9.0"
 
 
@@ -1215,7 +1215,8 @@ class VllmEngine(Engine):
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
         config_yaml=True,
         # --- flagrel --- EPLB's spellings by release; --eplb-config's dotted keys
-        flag_releases=FLAG_RELEASES, dotted_json=frozenset({"--eplb-config"}),
+        flag_releases=FLAG_RELEASES,
+        dotted_json=frozenset({"--eplb-config", "--speculative-config"}),
         dotted_from=DOTTED_FROM,
         # --- schemas (#23) --- the vllm/vllm-openai image (tag v + release); Dynamo's
         # components/src/dynamo/vllm backend and its nvcr.io/nvidia/ai-dynamo/vllm-runtime
