@@ -579,10 +579,15 @@ def _evaluate_once(eng: Engine, m: ModelSpec, gpu: GpuSpec, values: dict[str, ob
 
 
 def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-                 res: MemoryResult) -> Recommendation:
+                 res: MemoryResult, target: _Goal | None = None) -> Recommendation:
+    """The TP a deployment that does not fit moves to: the smallest valid one that fits and,
+    with a target (`target`), holds its requests at the engine's highest safe budget fraction;
+    the smallest that fits when none holds them (the target's problem then lists what would).
+    A TP given by the user is checked by _replan_at_tp, not moved silently."""
     tp = dep.tensor_parallel_size
     if res.fits:
         return Recommendation(value=tp, reason=f"fits at tensor_parallel_size {tp}")
+    first: Recommendation | None = None
     for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= tp:
             continue
@@ -591,12 +596,26 @@ def _smallest_tp(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
             # MoE layers shared by the DP ranks (DP attention): one replica spans them all
             shared = m.moe is not None and eng.moe_layout(got[0])[0]
             gpus = cand * (got[0].data_parallel_size if shared else 1)
-            return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size that "
-                                  f"fits ({gpus} GPUs per replica)")
+            if target is None or _holds(eng, m, gpu, got[0], got[1], target):
+                what = "fits" if target is None else f"holds {target.text()}"
+                return Recommendation(value=cand, reason=f"smallest valid tensor_parallel_size "
+                                      f"that {what} ({gpus} GPUs per replica)")
+            first = first or Recommendation(value=cand, reason=(
+                f"smallest valid tensor_parallel_size that fits ({gpus} GPUs per replica); none "
+                f"up to {max(_tp_candidates(m, gpu, knobs, dep))} holds {target.text()}"))
+    if first is not None:
+        return first
     limit = node_rules.tp_limit(gpu) if knobs.gpus_per_node is None else None
     within = (f"within the {limit}-GPU scale-up domain of {gpu.name}'s systems" if limit
               else "up to 64")
     return Recommendation(value=None, reason=f"no valid tensor_parallel_size {within} fits")
+
+
+def _holds(eng: Engine, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
+           goal: _Goal) -> bool:
+    """Whether the goal's requests fit at the engine's highest safe budget fraction."""
+    needed = eng.fraction_needed(m, gpu, dep, res, goal.blocks(res))
+    return needed is not None and needed <= eng.fraction_ceiling(dep, res)
 
 
 def _tp_candidates(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment) -> list[int]:
@@ -702,19 +721,20 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     if any(p.code == "gpu-capability" for p in res.problems):
         return _refused(gpu, dep, res), dep, res, []
     given = {k for k, v in dep.sources.items() if v == "cli"}
-    rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res)
-    s, prefix, problems = _replan_at_tp(_Setup(eng, m, gpu, knobs, dep, res), rec_tp, given)
-    dep, res = s.dep, s.res
-    util_name = _util_flag(eng).removeprefix("--").replace("-", "_")
     n = workload.target_concurrency
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
     if work_len:  # each image adds its tokens to the request (features.image_tokens)
         work_len += image_tokens(m, workload)
+    # the prefix every request shares, held once (prefix caching; not for sliding/linear layers)
+    shared = (workload.prefix_tokens() or 0) if prefix_shared(m, dep) else 0
+    target = _Goal(n, work_len or res.max_model_len, res.max_model_len, shared) if n else None
+    rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res, target)
+    s, prefix, problems = _replan_at_tp(_Setup(eng, m, gpu, knobs, dep, res), rec_tp, given)
+    dep, res = s.dep, s.res
+    util_name = _util_flag(eng).removeprefix("--").replace("-", "_")
     given_len = "max_model_len" in given
     current = dep.gpu_memory_utilization
     ceiling = eng.fraction_ceiling(dep, res)
-    # the prefix every request shares, held once (prefix caching; not for sliding/linear layers)
-    shared = (workload.prefix_tokens() or 0) if prefix_shared(m, dep) else 0
     max_len = _planned_length(res, n, work_len, given_len, shared)
     goal = _Goal(n, work_len or max_len, max_len, shared)
     # the engine starts as configured though one request of the planned length does not fit

@@ -455,7 +455,8 @@ def _compare_notes(plans: list[Plan], console: Console) -> None:
         each = ", ".join(f"{p.engine.label} {p.inputs['tensor_parallel_size'].value}"
                          for p in plans)
         console.print(f"[yellow]note[/] the engines are planned at different tensor_parallel_size "
-                      f"({each}): the smallest at which each fits; per-GPU rows are not "
+                      f"({each}): the smallest at which each fits (and holds the target, "
+                      "if one does); per-GPU rows are not "
                       "comparable across them (pass --tensor-parallel-size to fix one)")
     for p in plans:
         console.print(f"\n[bold]{p.engine.label}[/]")
