@@ -185,8 +185,6 @@ def select_era(version: str, runtime: Runtime = "pytorch") -> tuple[TrtllmEra, l
 # "max_seq_len=131072, max_num_requests=2048, max_num_tokens=8192" for a Llama-3-class model.
 DEFAULT_MAX_BATCH_SIZE = 2048
 DEFAULT_MAX_NUM_TOKENS = 8192
-DEFAULT_MAX_INPUT_LEN = 1024
-DEFAULT_MAX_BEAM_WIDTH = 1
 # serve.py @00209af: --backend default "pytorch". Earlier serve.py snapshots (the first one is
 # a single click command "trtllm-serve") have `--backend` Choice(["pytorch"]) default None,
 # "Default is cpp path", so they need `--backend pytorch`. The release of the switch is not
