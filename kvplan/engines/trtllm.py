@@ -693,49 +693,6 @@ def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
     return out
 
 
-# ----------------------------------------------------------------------------- images & entrypoints
-
-# Entrypoints that start TensorRT-LLM (for `kvplan check`). trtllm-serve is a click group
-# whose default command is `serve` (`trtllm-serve <model>` = `trtllm-serve serve <model>`),
-# and the module runs it under `python -m` (serve.py @00209af: `main = DefaultGroup(...)`,
-# `if __name__ == "__main__": main()`). trtllm-bench and trtllm-build appear in the logs
-# (benchmarks/data/trtllm_logs.csv); launch_triton_server.py is tensorrtllm_backend's launcher
-# (multimodal.md row). `tritonserver` alone is TensorRT-LLM only in a -trtllm- image.
-ENTRYPOINTS: tuple[str, ...] = ("trtllm-serve", "trtllm-bench", "trtllm-build")
-ENTRYPOINT_PATTERNS: tuple[str, ...] = (
-    r"(^|[\s/])trtllm-serve(\s|$)",
-    r"(^|[\s/])trtllm-bench(\s|$)",
-    r"python3?\s+-m\s+tensorrt_llm\.commands\.serve\b",
-    r"(^|[\s/])launch_triton_server\.py(\s|$)",
-    r"(^|[\s/])tritonserver(\s|$)",
-)
-# NGC images: nvcr.io/nvidia/tensorrt-llm/release:<trtllm version> (the TRT-LLM release is the
-# tag), and Triton's nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3.
-IMAGE_PATTERNS: dict[str, str] = {
-    "release": r"^nvcr\.io/nvidia/tensorrt-llm/release:(?P<version>v?\d+\.\d+\.\d+\S*)$",
-    "devel": r"^nvcr\.io/nvidia/tensorrt-llm/devel:(?P<version>\S+)$",
-    "triton": r"^nvcr\.io/nvidia/tritonserver:(?P<release>\d{2}\.\d{2})-trtllm-python-py3$",
-}
-# Triton release → TensorRT-LLM version it ships. Not sourced here (the Triton release notes /
-# framework support matrix were not found in the sources available); left empty rather than
-# guessed, so a caller asks for --engine-version when the image is a Triton one.
-TRITON_TRTLLM_VERSIONS: dict[str, str] = {}
-
-
-def version_from_image(image: str) -> tuple[str | None, str | None]:
-    """(TensorRT-LLM version, runtime hint) for an NGC image reference, or (None, None)."""
-    ref = image.strip()
-    for kind, pattern in IMAGE_PATTERNS.items():
-        mt = re.match(pattern, ref)
-        if not mt:
-            continue
-        if kind == "triton":
-            return TRITON_TRTLLM_VERSIONS.get(mt.group("release")), "engine"
-        version = mt.group("version").lstrip("v")
-        return (version if re.match(r"\d+\.\d+", version) else None), None
-    return None, None
-
-
 # ----------------------------------------------------------------------------- the engine
 
 # trtllm-serve flag → (knob, kind) (tensorrt_llm/commands/serve.py @00209af click options).
@@ -1140,6 +1097,9 @@ class TrtllmEngine(Engine):
     gpu_vendors = frozenset({"NVIDIA"})
 
     syntax = DeploySyntax(
+        # trtllm-serve is a click group whose default command is `serve` (`trtllm-serve <model>`
+        # = `trtllm-serve serve <model>`), also run under `python -m` (serve.py @00209af:
+        # `main = DefaultGroup(...)`, `if __name__ == "__main__": main()`)
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),

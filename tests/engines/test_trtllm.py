@@ -360,26 +360,6 @@ def test_parse_yaml_not_yaml_or_not_mapping():
         parse_extra_llm_api_options("- 1\n- 2\n")
 
 
-# --------------------------------------------------------------------- images
-
-
-def test_images_and_entrypoints():
-    import re
-
-    assert trtllm.version_from_image("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4") == (
-        "1.0.0rc4",
-        None,
-    )
-    assert trtllm.version_from_image("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3") == (
-        None,
-        "engine",
-    )
-    assert trtllm.version_from_image("vllm/vllm-openai:v0.11.0") == (None, None)
-    cmd = "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 2"
-    assert any(re.search(p, cmd) for p in trtllm.ENTRYPOINT_PATTERNS)
-    assert not any(re.search(p, "vllm serve x") for p in trtllm.ENTRYPOINT_PATTERNS)
-
-
 # --------------------------------------------------------------------- properties
 
 
