@@ -64,7 +64,6 @@ from ..specs import (
     PlanOffload,
     PlanSpeculative,
     Problem,
-    QuantSpec,
     Recommendations,
     Source,
     StageBreakdown,
@@ -520,62 +519,6 @@ def activation_estimate(m: ModelSpec, *, tp: int, dtype: str, max_num_tokens: in
                      max_num_batched_tokens=max_num_tokens, gpu_memory_utilization=0.9,
                      block_size=32, gpu_total_bytes=1, sources={})
     return _forward_activation_bytes(m, dep, last_stage=last_stage)
-
-
-def resolve_dtype(m: ModelSpec, dtype: str | None = None) -> str:
-    """The activation/weight dtype: the one asked for, else the checkpoint's 16-bit dtype
-    (bfloat16 for float32 or quantized configs)."""
-    if dtype and dtype != "auto":
-        return dtype
-    return m.dtype if m.dtype in ("float16", "bfloat16") else "bfloat16"
-
-
-def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", total_bytes: int,
-                   tp: int = 1, pp: int = 1, ep: int = 1, dtype: str | None = None,
-                   kv_dtype: str | None = None, quant: QuantSpec | None = None,
-                   fraction: float | None = None, max_batch_size: int | None = None,
-                   max_num_tokens: int | None = None, max_seq_len: int | None = None,
-                   max_tokens: int | None = None, tokens_per_block: int | None = None,
-                   attention_dp: bool = False) -> TrtllmResult:
-    """An end-to-end plan from the model, GPU total and flags alone: the release's defaults
-    for what is not given, weights from kvplan's weights module (per PP stage, one TP rank),
-    the activation peak and non-torch memory estimated (`activation_estimate`,
-    `non_torch_estimate`). For the engine runtime the execution context is taken as the same
-    activation estimate at the build's max_num_tokens, and runtime/decoder buffers are not
-    estimated (0): those plans over-state the pool (benchmarks/trtllm_replay.py)."""
-    era, problems = select_era(version, runtime)
-    d = defaults(version, m, runtime)
-    dt = resolve_dtype(m, dtype)
-    kv = dt if kv_dtype in (None, "auto") else kv_dtype
-    seq = max_seq_len or d.max_seq_len
-    tokens = max_num_tokens or d.max_num_tokens
-    frac = fraction if fraction is not None else d.free_gpu_memory_fraction
-    weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dt,
-                                                               quant=quant or m.quantization,
-                                                               ep=ep)]
-    act = activation_estimate(m, tp=tp, dtype=dt, max_num_tokens=tokens, max_seq_len=seq)
-    common: dict[str, Any] = {"kv_dtype": kv, "fraction": frac, "tp": tp, "max_seq_len": seq,
-                              "tokens_per_block": tokens_per_block or d.tokens_per_block,
-                              "max_tokens": max_tokens}
-    if runtime == "pytorch":
-        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights,
-                         activation_bytes=act,
-                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp,
-                         **common)
-    else:
-        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights,
-                        exec_context_bytes=act,
-                        runtime_buffer_bytes=0, decoder_bytes=0,
-                        context_bytes=non_torch_estimate(tp),
-                        **common)
-        problems = problems + [Problem(
-            code="engine-buffers-not-estimated", severity="warning",
-            message="the engine runtime's runtime and decoder buffers (they grow with max batch "
-            "size × max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not "
-            "estimated: "
-            "the KV pool is over-stated")]
-    return TrtllmResult(**{**r.__dict__, "problems": tuple(problems) + r.problems,
-                           "max_batch_size": max_batch_size or d.max_batch_size})
 
 
 # ----------------------------------------------------------------------------- flags

@@ -246,26 +246,6 @@ def test_dummy_requests():
     assert trtllm.dummy_requests(23552, 157) == 151
 
 
-def test_plan_estimated_uses_release_defaults(llama31):
-    from kvplan.sources.catalog import resolve_gpu
-
-    total = resolve_gpu("h100").cuda_total_bytes
-    r = trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total)
-    assert (r.block_size, r.max_seq_len, r.max_batch_size) == (32, 131072, 2048)
-    assert r.bytes_per_token == 131072 and r.tokens > 131072 and r.fits
-    # a smaller fraction or a cap never gives more
-    assert (
-        trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, fraction=0.5).tokens
-        < r.tokens
-    )
-    assert (
-        trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, max_tokens=50000).tokens
-        == 50016
-    )
-    e = trtllm.plan_estimated(llama31, version="0.12.0", runtime="engine", total_bytes=total)
-    assert e.block_size == 64 and "engine-buffers-not-estimated" in [p.code for p in e.problems]
-
-
 # --------------------------------------------------------------------- launch line and YAML
 
 
