@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import result_exit_code
 from ..planner.curve import CurvePoint, kv_curve
-from ..units import GiB, plain_number, usd_per_million_tokens
+from ..units import GiB, gib, plain_number, usd_per_million_tokens
 
 if TYPE_CHECKING:
     from ..api import ReportData
@@ -176,10 +176,6 @@ class Report:
 
 
 # ------------------------------------------------------------------- facts (derived)
-
-
-def gib(n: float) -> str:
-    return f"{n / GiB:,.2f} GiB"
 
 
 def _num(v: object) -> str:
