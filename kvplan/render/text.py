@@ -18,11 +18,6 @@ if TYPE_CHECKING:
     from ..specs import GpuSpec, ModelSpec, Performance, Plan, TrafficPlan
 
 
-def _knob(plan: Plan, name: str) -> str:
-    flag = plan.engine.knobs.get(name)
-    return flag.removeprefix("--").replace("-", "_") if flag else name
-
-
 def _seqs_head(plan: Plan) -> str:
     """max_num_seqs: the recommended value (the one the performance figures run at) with the
     planned input beside it when that differs, so the header never shows a number unexplained."""
@@ -47,9 +42,9 @@ def plan_table(plan: Plan, console: Console) -> None:
         f"{verdict}  TP={d['tensor_parallel_size'].value} PP={d['pipeline_parallel_size'].value} "
         f"DP={d['data_parallel_size'].value}  dtype={plan.model.dtype}  "
         f"kv={d['kv_cache_dtype'].value}  "
-        f"{_knob(plan, 'max_model_len')}={d['max_model_len'].value} "
-        f"({d['max_model_len'].source})  {_knob(plan, 'max_num_seqs')}={_seqs_head(plan)}  "
-        f"{_knob(plan, 'max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
+        f"{plan.engine.knob('max_model_len')}={d['max_model_len'].value} "
+        f"({d['max_model_len'].source})  {plan.engine.knob('max_num_seqs')}={_seqs_head(plan)}  "
+        f"{plan.engine.knob('max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
     )
 
     mem = plan.memory
@@ -102,7 +97,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     k.add_row(f"max concurrency at {d['max_model_len'].value} tokens",
               f"[bold]{kv.max_concurrency:,.2f}x[/]")
     k.add_row("KV per max-length request", gib(kv.bytes_per_request))
-    k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
+    k.add_row(f"largest {plan.engine.knob('max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
     if kv.effective_max_concurrency_with_prefix is not None:
         k.add_row(f"max concurrency sharing a {plan.workload.prefix_tokens():,}-token prefix",
                   f"{kv.effective_max_concurrency_with_prefix:,.2f}x")
@@ -130,7 +125,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     for name, rec in plan.recommendations:
         if rec is None:
             continue
-        r.add_row(_knob(plan, name), plain_number(rec.value),
+        r.add_row(plan.engine.knob(name), plain_number(rec.value),
                   escape(rec.reason))
     console.print(r)
     if plan.performance is not None:
