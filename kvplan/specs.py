@@ -804,6 +804,11 @@ class PlanEngine(BaseModel):
         description="the engine's flag for each generic input/recommendation name, e.g. "
         "gpu_memory_utilization → --mem-fraction-static on SGLang")
 
+    def knob(self, name: str) -> str:
+        """The engine's own name for a generic knob: mem_fraction_static on SGLang."""
+        flag = self.knobs.get(name)
+        return flag.removeprefix("--").replace("-", "_") if flag else name
+
 
 class StageBreakdown(BaseModel):
     """One pipeline stage's worker (every TP rank of a stage is identical), integer bytes.

@@ -100,6 +100,11 @@ def usd_per_million_tokens(per_hour: float | None, tokens_per_s: float | None) -
     return per_hour / (tokens_per_s * 3600) * 1e6
 
 
+def gib(n: float) -> str:
+    """Bytes as GiB (2³⁰ B), two decimals, thousands separated: "1,234.50 GiB"."""
+    return f"{n / GiB:,.2f} GiB"
+
+
 def plain_number(v: float | None) -> str:
     """A setting's value as a launch line writes it: an integer whole (10485760, where %g gives
     1.04858e+07), any other number as %g (0.92); None as an em dash."""

@@ -6,9 +6,18 @@ per row in benchmarks/data/perf_throughput.csv and perf_calibration.csv)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 Ranges = dict[str, tuple[float, float]]  # metric → (p10, p90) of measured / predicted
+
+
+def envelope(a: Mapping[str, tuple[float, float]], b: Mapping[str, tuple[float, float]]
+             ) -> Ranges:
+    """`a`'s metrics, each widened to the band spanning `b`'s where `b` has one: (min of lows,
+    max of highs) (less evidence never narrows a band)."""
+    return {k: (min(lo, b[k][0]), max(hi, b[k][1])) if k in b else (lo, hi)
+            for k, (lo, hi) in a.items()}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .arch_fits import Ranges
+from .arch_fits import Ranges, envelope
 
 
 @dataclass(frozen=True)
@@ -88,22 +88,12 @@ def check_for(klass: str) -> tuple[MoeCheck, int]:
     elif own is None:
         return POOLED, 0
     else:
-        check, rows = dataclasses.replace(POOLED, ranges=_envelope(POOLED.ranges, own.ranges)
+        check, rows = dataclasses.replace(POOLED, ranges=envelope(POOLED.ranges, own.ranges)
                                           ), own.rows
     # TTFT on its own rows' count (fewer rows publish it): the class's with MIN_ROWS of them,
     # else the pooled spread widened by the class's own
     if own is not None and own.ttft_rows < MIN_ROWS and "ttft" in POOLED.ranges:
-        ttft = _envelope({"ttft": POOLED.ranges["ttft"]}, own.ranges)["ttft"]
+        ttft = envelope({"ttft": POOLED.ranges["ttft"]}, own.ranges)["ttft"]
         check = dataclasses.replace(check, ranges={**check.ranges, "ttft": ttft},
                                     ttft_rows=POOLED.ttft_rows)
     return check, rows
-
-
-def _envelope(a: Ranges, b: Ranges) -> Ranges:
-    """`a`'s metrics, each widened to `b`'s band where `b` has one (less evidence never
-    narrows a band)."""
-    out = dict(a)
-    for k, (lo, hi) in b.items():
-        if k in out:
-            out[k] = (min(out[k][0], lo), max(out[k][1], hi))
-    return out

@@ -64,7 +64,6 @@ from ..specs import (
     PlanOffload,
     PlanSpeculative,
     Problem,
-    QuantSpec,
     Recommendations,
     Source,
     StageBreakdown,
@@ -185,8 +184,6 @@ def select_era(version: str, runtime: Runtime = "pytorch") -> tuple[TrtllmEra, l
 # "max_seq_len=131072, max_num_requests=2048, max_num_tokens=8192" for a Llama-3-class model.
 DEFAULT_MAX_BATCH_SIZE = 2048
 DEFAULT_MAX_NUM_TOKENS = 8192
-DEFAULT_MAX_INPUT_LEN = 1024
-DEFAULT_MAX_BEAM_WIDTH = 1
 # serve.py @00209af: --backend default "pytorch". Earlier serve.py snapshots (the first one is
 # a single click command "trtllm-serve") have `--backend` Choice(["pytorch"]) default None,
 # "Default is cpp path", so they need `--backend pytorch`. The release of the switch is not
@@ -524,62 +521,6 @@ def activation_estimate(m: ModelSpec, *, tp: int, dtype: str, max_num_tokens: in
     return _forward_activation_bytes(m, dep, last_stage=last_stage)
 
 
-def resolve_dtype(m: ModelSpec, dtype: str | None = None) -> str:
-    """The activation/weight dtype: the one asked for, else the checkpoint's 16-bit dtype
-    (bfloat16 for float32 or quantized configs)."""
-    if dtype and dtype != "auto":
-        return dtype
-    return m.dtype if m.dtype in ("float16", "bfloat16") else "bfloat16"
-
-
-def plan_estimated(m: ModelSpec, *, version: str, runtime: Runtime = "pytorch", total_bytes: int,
-                   tp: int = 1, pp: int = 1, ep: int = 1, dtype: str | None = None,
-                   kv_dtype: str | None = None, quant: QuantSpec | None = None,
-                   fraction: float | None = None, max_batch_size: int | None = None,
-                   max_num_tokens: int | None = None, max_seq_len: int | None = None,
-                   max_tokens: int | None = None, tokens_per_block: int | None = None,
-                   attention_dp: bool = False) -> TrtllmResult:
-    """An end-to-end plan from the model, GPU total and flags alone: the release's defaults
-    for what is not given, weights from kvplan's weights module (per PP stage, one TP rank),
-    the activation peak and non-torch memory estimated (`activation_estimate`,
-    `non_torch_estimate`). For the engine runtime the execution context is taken as the same
-    activation estimate at the build's max_num_tokens, and runtime/decoder buffers are not
-    estimated (0): those plans over-state the pool (benchmarks/trtllm_replay.py)."""
-    era, problems = select_era(version, runtime)
-    d = defaults(version, m, runtime)
-    dt = resolve_dtype(m, dtype)
-    kv = dt if kv_dtype in (None, "auto") else kv_dtype
-    seq = max_seq_len or d.max_seq_len
-    tokens = max_num_tokens or d.max_num_tokens
-    frac = fraction if fraction is not None else d.free_gpu_memory_fraction
-    weights = [w.tensor_bytes for w in weight_memory_per_stage(m, tp=tp, pp=pp, dtype=dt,
-                                                               quant=quant or m.quantization,
-                                                               ep=ep)]
-    act = activation_estimate(m, tp=tp, dtype=dt, max_num_tokens=tokens, max_seq_len=seq)
-    common: dict[str, Any] = {"kv_dtype": kv, "fraction": frac, "tp": tp, "max_seq_len": seq,
-                              "tokens_per_block": tokens_per_block or d.tokens_per_block,
-                              "max_tokens": max_tokens}
-    if runtime == "pytorch":
-        r = plan_pytorch(m, era, total_bytes=total_bytes, weights_bytes=weights,
-                         activation_bytes=act,
-                         non_torch_bytes=non_torch_estimate(tp), attention_dp=attention_dp,
-                         **common)
-    else:
-        r = plan_engine(m, era, total_bytes=total_bytes, engine_bytes=weights,
-                        exec_context_bytes=act,
-                        runtime_buffer_bytes=0, decoder_bytes=0,
-                        context_bytes=non_torch_estimate(tp),
-                        **common)
-        problems = problems + [Problem(
-            code="engine-buffers-not-estimated", severity="warning",
-            message="the engine runtime's runtime and decoder buffers (they grow with max batch "
-            "size × max sequence length; 5.5 GB at batch 4096 in the 0.12 Suite.md log) are not "
-            "estimated: "
-            "the KV pool is over-stated")]
-    return TrtllmResult(**{**r.__dict__, "problems": tuple(problems) + r.problems,
-                           "max_batch_size": max_batch_size or d.max_batch_size})
-
-
 # ----------------------------------------------------------------------------- flags
 
 
@@ -693,49 +634,6 @@ def feature_sections(dep: Deployment) -> dict[str, dict[str, Any]]:
             lora["lora_target_modules"] = list(dep.lora_target_modules)
         out["lora_config"] = lora
     return out
-
-
-# ----------------------------------------------------------------------------- images & entrypoints
-
-# Entrypoints that start TensorRT-LLM (for `kvplan check`). trtllm-serve is a click group
-# whose default command is `serve` (`trtllm-serve <model>` = `trtllm-serve serve <model>`),
-# and the module runs it under `python -m` (serve.py @00209af: `main = DefaultGroup(...)`,
-# `if __name__ == "__main__": main()`). trtllm-bench and trtllm-build appear in the logs
-# (benchmarks/data/trtllm_logs.csv); launch_triton_server.py is tensorrtllm_backend's launcher
-# (multimodal.md row). `tritonserver` alone is TensorRT-LLM only in a -trtllm- image.
-ENTRYPOINTS: tuple[str, ...] = ("trtllm-serve", "trtllm-bench", "trtllm-build")
-ENTRYPOINT_PATTERNS: tuple[str, ...] = (
-    r"(^|[\s/])trtllm-serve(\s|$)",
-    r"(^|[\s/])trtllm-bench(\s|$)",
-    r"python3?\s+-m\s+tensorrt_llm\.commands\.serve\b",
-    r"(^|[\s/])launch_triton_server\.py(\s|$)",
-    r"(^|[\s/])tritonserver(\s|$)",
-)
-# NGC images: nvcr.io/nvidia/tensorrt-llm/release:<trtllm version> (the TRT-LLM release is the
-# tag), and Triton's nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3.
-IMAGE_PATTERNS: dict[str, str] = {
-    "release": r"^nvcr\.io/nvidia/tensorrt-llm/release:(?P<version>v?\d+\.\d+\.\d+\S*)$",
-    "devel": r"^nvcr\.io/nvidia/tensorrt-llm/devel:(?P<version>\S+)$",
-    "triton": r"^nvcr\.io/nvidia/tritonserver:(?P<release>\d{2}\.\d{2})-trtllm-python-py3$",
-}
-# Triton release → TensorRT-LLM version it ships. Not sourced here (the Triton release notes /
-# framework support matrix were not found in the sources available); left empty rather than
-# guessed, so a caller asks for --engine-version when the image is a Triton one.
-TRITON_TRTLLM_VERSIONS: dict[str, str] = {}
-
-
-def version_from_image(image: str) -> tuple[str | None, str | None]:
-    """(TensorRT-LLM version, runtime hint) for an NGC image reference, or (None, None)."""
-    ref = image.strip()
-    for kind, pattern in IMAGE_PATTERNS.items():
-        mt = re.match(pattern, ref)
-        if not mt:
-            continue
-        if kind == "triton":
-            return TRITON_TRTLLM_VERSIONS.get(mt.group("release")), "engine"
-        version = mt.group("version").lstrip("v")
-        return (version if re.match(r"\d+\.\d+", version) else None), None
-    return None, None
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -1142,6 +1040,9 @@ class TrtllmEngine(Engine):
     gpu_vendors = frozenset({"NVIDIA"})
 
     syntax = DeploySyntax(
+        # trtllm-serve is a click group whose default command is `serve` (`trtllm-serve <model>`
+        # = `trtllm-serve serve <model>`), also run under `python -m` (serve.py @00209af:
+        # `main = DefaultGroup(...)`, `if __name__ == "__main__": main()`)
         cli_flags=CLI_FLAGS, executables=(("trtllm-serve", "serve"), ("trtllm-serve", None)),
         modules=("tensorrt_llm.commands.serve",),
         image_versions=(re.compile(r"tensorrt-llm/release:v?(\d+\.\d+(?:\.\d+)?)"),),

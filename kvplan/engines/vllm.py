@@ -196,8 +196,8 @@ NON_TORCH_BYTES_TP1 = int(0.25 * GiB)  # cuBLAS workspaces, backend buffers (TP1
 NON_TORCH_BYTES_PP_ONLY = int(0.07 * GiB)  # multi-process PP stages (TP1 PP2/PP4 rows)
 # TP > 1 adds NCCL's connection buffers and the custom all-reduce buffers, by interconnect
 # (engines/interconnect.py): 1.75 GiB on NVSwitch H100/H200, 0.05 GiB on PCIe pairs. The
-# calibration rows measured ≈1.82 GiB above TP1 on H100 SXM (TP2/TP4) and 0.05 GiB on L40S TP2.
-NON_TORCH_BYTES_TP_NVSWITCH_MEASURED = int(1.82 * GiB)  # reported by calibrate.py, not used
+# calibration rows measured ≈1.82 GiB above TP1 on H100 SXM (TP2/TP4) and 0.05 GiB on L40S TP2
+# (benchmarks/calibrate.py reports the measured figure).
 # Memory in use before vLLM's init snapshot (CUDA context 0.51 GiB + cuBLAS 0.19 GiB), measured
 # on one H200 with torch 2.11 / CUDA 13 (reference/ENGINE_MEMORY.md §1.9a, GPUS.md).
 STARTUP_OVERHEAD_BYTES = int(0.70 * GiB)

@@ -16,7 +16,6 @@ from ..specs import VisionSpec
 # vLLM's default --limit-mm-per-prompt count per modality: 999 in V1, 1 in V0
 # (vllm/config/multimodal.py get_limit_per_prompt, 0.11.0; main keeps 999).
 DEFAULT_LIMIT_V1 = 999
-DEFAULT_LIMIT_V0 = 1
 
 # Gemma 3: the processor replaces each <start_of_image> with full_image_sequence =
 # "\n\n" <boi> mm_tokens_per_image × <image_soft_token> <eoi> "\n\n" (transformers

@@ -72,9 +72,6 @@ class WhatIfFormat:
         return replace(self, spec=self.spec.model_copy(
             update={"kv_cache_quant_algo": "FP8" if on else None}))
 
-    def without_kv(self) -> WhatIfFormat:
-        return self.with_kv(False)
-
     def for_kv_request(self, kv_cache_dtype: str | None) -> WhatIfFormat:
         """THE rule (every engine, docs/what-if.md): the user's --kv-cache-dtype switches the
         recipe's KV cache quantization — an fp8 one on, a 16-bit one off (a checkpoint that

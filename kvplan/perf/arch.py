@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..engines.arch_fits import ARCH_FITS, EXTRAPOLATED_RANGES, ArchScales, Ranges
+from ..engines.arch_fits import ARCH_FITS, EXTRAPOLATED_RANGES, ArchScales, Ranges, envelope
 
 # GpuSpec.arch → architecture class (gpu_specs/*.json "arch").
 CLASS_OF = {
@@ -73,10 +73,6 @@ class ArchCalibration:
     note: str  # '' when calibrated; else what is extrapolated from where
 
 
-def _envelope(a: Ranges, b: Ranges) -> Ranges:
-    return {k: (min(a[k][0], b[k][0]), max(a[k][1], b[k][1])) for k in a}
-
-
 @lru_cache(maxsize=256)  # a plan asks four times, every candidate of a sweep again
 def resolve(gpu_arch: str, engine: str, fit_engine: str) -> ArchCalibration:
     """The factors and band for `engine` on a GPU of `gpu_arch`; `fit_engine` is the engine
@@ -99,6 +95,6 @@ def resolve(gpu_arch: str, engine: str, fit_engine: str) -> ArchCalibration:
         notes.append(f"no {engine} measurements on {klass} GPUs ({klass} factors from "
                      f"{', '.join(sorted(own.ranges))} rows)")
     near = fit.ranges.get(fit_engine) or next(iter(fit.ranges.values()))
-    ranges = fit.ranges[engine] if measured else _envelope(near, EXTRAPOLATED_RANGES)
+    ranges = fit.ranges[engine] if measured else envelope(near, EXTRAPOLATED_RANGES)
     return ArchCalibration(klass=klass, source_class=source, scales=fit.scales,
                            calibrated=measured, ranges=ranges, note="; ".join(notes))

@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -71,7 +70,7 @@ from typing import Any, Literal
 from ..engines import dense_checks as _dense_checks
 from ..engines import moe_fits as _moe_fits
 from ..engines import registry
-from ..engines.arch_fits import PCIE
+from ..engines.arch_fits import PCIE, envelope
 from ..engines.base import Coefficients
 from ..model import weights as _weights
 from ..model.kv import kv_bytes_per_token_per_layer, mamba_state_bytes
@@ -778,7 +777,7 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
     check, own = _moe_fits.check_for(klass)
     if not check.rows:
         return ranges, ""
-    wide = _envelope(ranges, check.ranges)
+    wide = tuple(envelope(dict(zip(METRICS, ranges, strict=True)), check.ranges).values())
     lo, hi = check.ranges["throughput"]
     on = (f"{klass} GPUs" if own == check.rows else
           f"GPUs of every class ({own} on {klass})" if own else "GPUs of every class")
@@ -793,13 +792,6 @@ def _moe_band(klass: str, ranges: tuple[tuple[float, float], ...]
                   f"{lo:.2f}-{hi:.2f} × the figure{ttft} (docs/performance-moe.md)")
 
 
-def _envelope(ranges: tuple[tuple[float, float], ...], other: Mapping[str, tuple[float, float]]
-              ) -> tuple[tuple[float, float], ...]:
-    """Per metric (METRICS order), the band spanning both: (min of lows, max of highs)."""
-    return tuple((min(lo, other[k][0]), max(hi, other[k][1])) if k in other else (lo, hi)
-                 for k, (lo, hi) in zip(METRICS, ranges, strict=True))
-
-
 def _measured_band(engine: str, klass: str, compute: str, m: ModelSpec,
                    ranges: tuple[tuple[float, float], ...]
                    ) -> tuple[tuple[tuple[float, float], ...], str]:
@@ -809,7 +801,7 @@ def _measured_band(engine: str, klass: str, compute: str, m: ModelSpec,
     check = _dense_checks.check_for(engine, klass, compute, _dense_checks.shape_of(m))
     if check is None:
         return ranges, ""
-    wide = _envelope(ranges, check.ranges)
+    wide = tuple(envelope(dict(zip(METRICS, ranges, strict=True)), check.ranges).values())
     names = {"ttft": "TTFT", "tpot": "TPOT", "throughput": "throughput"}
     said = ", ".join(f"{names[k]} {check.median_ratio[k]:.2f} ({check.ranges[k][0]:.2f}-"
                      f"{check.ranges[k][1]:.2f})" for k in METRICS if k in check.ranges)

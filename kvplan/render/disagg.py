@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..units import GiB
+from ..units import gib
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from ..specs import DisaggPlan, Plan
-
-
-def _gib(n: int) -> str:
-    return f"{n / GiB:,.2f} GiB"
 
 
 def _pool_column(p: Plan, replicas: int) -> list[str]:
@@ -24,7 +20,7 @@ def _pool_column(p: Plan, replicas: int) -> list[str]:
         f"TP={d['tensor_parallel_size'].value} PP={d['pipeline_parallel_size'].value} "
         f"DP={d['data_parallel_size'].value}",
         "yes" if p.fits else "NO",
-        _gib(mem.weights_bytes), _gib(mem.activation_bytes), _gib(mem.kv_cache_bytes),
+        gib(mem.weights_bytes), gib(mem.activation_bytes), gib(mem.kv_cache_bytes),
         f"{p.kv_cache.tokens:,}", f"{d['max_num_batched_tokens'].value}",
     ]
 
@@ -54,8 +50,8 @@ def disagg_text(result: DisaggPlan, console: Console) -> None:
         f"KV transfer ({escape(kv.connector)}, {kv.overlap.replace('_', ' ')}): "
         f"{kv.bytes_per_request / 2**20:,.1f} MiB per request of {kv.tokens:,} tokens, "
         f"{kv.time_ms:,.1f} ms at {kv.link_gbps:g} Gb/s per GPU, {kv.exposed_ms:,.1f} ms in TTFT; "
-        f"connector buffers {_gib(kv.prefill_buffer_bytes_per_gpu)} (prefill) / "
-        f"{_gib(kv.decode_buffer_bytes_per_gpu)} (decode) per GPU")
+        f"connector buffers {gib(kv.prefill_buffer_bytes_per_gpu)} (prefill) / "
+        f"{gib(kv.decode_buffer_bytes_per_gpu)} (decode) per GPU")
     why = {k: escape(v) for k, v in d.replicas_source.items()}
     console.print(f"replicas: prefill {d.prefill_replicas} ({why.get('prefill_replicas', '')}); "
                   f"decode {d.decode_replicas} ({why.get('decode_replicas', '')})")

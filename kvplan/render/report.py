@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import result_exit_code
 from ..planner.curve import CurvePoint, kv_curve
-from ..units import GiB, plain_number, usd_per_million_tokens
+from ..units import GiB, gib, plain_number, usd_per_million_tokens
 
 if TYPE_CHECKING:
     from ..api import ReportData
@@ -178,10 +178,6 @@ class Report:
 # ------------------------------------------------------------------- facts (derived)
 
 
-def gib(n: float) -> str:
-    return f"{n / GiB:,.2f} GiB"
-
-
 def _num(v: object) -> str:
     if v is None:
         return "—"
@@ -195,12 +191,6 @@ def tokens_k(n: float) -> str:
     if n >= 1024 and n % 1024 == 0:
         return f"{n // 1024}K"
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}"
-
-
-def knob(plan: Plan, name: str) -> str:
-    """The engine's own name for a generic knob: mem_fraction_static on SGLang."""
-    flag = plan.engine.knobs.get(name)
-    return flag.removeprefix("--").replace("-", "_") if flag else name
 
 
 def _weights_note(p: Plan) -> str:
@@ -335,8 +325,8 @@ def _verdict_detail(p: Plan) -> str:
         if errors and isinstance(length, int) and kv.max_model_len_fit >= length:
             return errors[0] + other  # one request fits: the plan's own error says what does not
         return (f"one {_num(p.inputs['max_model_len'].value)}-token request does not fit in the "
-                f"KV cache ({kv.tokens:,} tokens); the largest {knob(p, 'max_model_len')} that "
-                f"fits is {kv.max_model_len_fit:,}{other}")
+                f"KV cache ({kv.tokens:,} tokens); the largest "
+                f"{p.engine.knob('max_model_len')} that fits is {kv.max_model_len_fit:,}{other}")
     length = _num(p.inputs["max_model_len"].value)
     per_request = (p.workload.avg_input_tokens or 0) + (p.workload.avg_output_tokens or 0)
     if n and per_request:  # the workload's own request length, as the planner sizes the target
@@ -361,9 +351,10 @@ def _key_numbers(p: Plan) -> list[tuple[str, str]]:
            (p.memory.notes.get("kv_tokens_label", "KV cache size"), f"{kv.tokens:,} tokens"),
            *([(p.served.label(p.engine.knobs), f"{p.served.kv_cache.tokens:,} tokens")]
              if p.served is not None else []),
-           (f"concurrency at {knob(p, 'max_model_len')} {length}",
+           (f"concurrency at {p.engine.knob('max_model_len')} {length}",
             f"{kv.max_concurrency:,.2f} requests"),
-           (f"largest {knob(p, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,} tokens"),
+           (f"largest {p.engine.knob('max_model_len')} that fits",
+            f"{kv.max_model_len_fit:,} tokens"),
            ("weights per GPU", gib(p.memory.weights_bytes))]
     if p.workload.target_concurrency:
         out.append(("target concurrency", f"{p.workload.target_concurrency} requests"))
@@ -375,7 +366,7 @@ def _input_rows(p: Plan) -> list[tuple[object, ...]]:
 
 
 def _rec_rows(p: Plan) -> list[tuple[str, str, str]]:
-    return [(knob(p, name), plain_number(r.value), r.reason)
+    return [(p.engine.knob(name), plain_number(r.value), r.reason)
             for name, r in p.recommendations if r is not None]
 
 
@@ -576,7 +567,7 @@ def _md_section(sec: Section, level: int) -> list[str]:
     if shortfall(p):
         out += [f"The budget falls {gib(shortfall(p))} short of any KV cache.", ""]
 
-    out += [f"{h}# KV capacity versus {knob(p, 'max_model_len')}", ""]
+    out += [f"{h}# KV capacity versus {p.engine.knob('max_model_len')}", ""]
     if len(sec.curve) > 1:
         xs = ", ".join(f'"{tokens_k(c.max_model_len)}"' for c in sec.curve)
         ys = ", ".join(f"{c.concurrency:g}" for c in sec.curve)
@@ -592,7 +583,7 @@ def _md_section(sec: Section, level: int) -> list[str]:
         out += [f"    line [{', '.join([str(n)] * len(sec.curve))}]"] if n else []
         out += ["```", ""]
     if sec.curve:
-        out += _md_table([f"{knob(p, 'max_model_len')} (tokens)", "concurrent requests", ""],
+        out += _md_table([f"{p.engine.knob('max_model_len')} (tokens)", "concurrent requests", ""],
                          [(f"{c.max_model_len:,}", f"{c.concurrency:,.2f}",
                            "chosen" if c.chosen else "") for c in sec.curve], right=[0, 1])
     out += [_md(_curve_note(sec)), ""]
@@ -946,7 +937,7 @@ def _html_curve(sec: Section, cid: str) -> str:
     from . import svg
 
     p = sec.plan
-    name = knob(p, "max_model_len")
+    name = p.engine.knob("max_model_len")
     out = [f"<h3>KV capacity versus {_h(name)}</h3>"]
     pts = sec.curve
     if len(pts) > 1:

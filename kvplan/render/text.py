@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..specs import CLOSED_LOOP_HARNESS, price_provider
-from ..units import GiB, plain_number
+from ..units import GiB, gib, plain_number
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -16,15 +16,6 @@ if TYPE_CHECKING:
     from ..planner.sweep import Option, SweepResult
     from ..sources.catalog import CatalogEntry
     from ..specs import GpuSpec, ModelSpec, Performance, Plan, TrafficPlan
-
-
-def _gib(n: int) -> str:
-    return f"{n / GiB:,.2f} GiB"
-
-
-def _knob(plan: Plan, name: str) -> str:
-    flag = plan.engine.knobs.get(name)
-    return flag.removeprefix("--").replace("-", "_") if flag else name
 
 
 def _seqs_head(plan: Plan) -> str:
@@ -51,9 +42,9 @@ def plan_table(plan: Plan, console: Console) -> None:
         f"{verdict}  TP={d['tensor_parallel_size'].value} PP={d['pipeline_parallel_size'].value} "
         f"DP={d['data_parallel_size'].value}  dtype={plan.model.dtype}  "
         f"kv={d['kv_cache_dtype'].value}  "
-        f"{_knob(plan, 'max_model_len')}={d['max_model_len'].value} "
-        f"({d['max_model_len'].source})  {_knob(plan, 'max_num_seqs')}={_seqs_head(plan)}  "
-        f"{_knob(plan, 'max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
+        f"{plan.engine.knob('max_model_len')}={d['max_model_len'].value} "
+        f"({d['max_model_len'].source})  {plan.engine.knob('max_num_seqs')}={_seqs_head(plan)}  "
+        f"{plan.engine.knob('max_num_batched_tokens')}={d['max_num_batched_tokens'].value}"
     )
 
     mem = plan.memory
@@ -62,33 +53,33 @@ def plan_table(plan: Plan, console: Console) -> None:
     t.add_column("size", justify="right")
     t.add_column("note")
     est = set(mem.estimated)
-    t.add_row("device total (CUDA)", _gib(mem.total_bytes),
+    t.add_row("device total (CUDA)", gib(mem.total_bytes),
               "estimated" if "total_bytes" in est else d["gpu_total_bytes"].source)
-    t.add_row("budget", _gib(mem.budget_bytes), escape(notes.get("budget", "")))
+    t.add_row("budget", gib(mem.budget_bytes), escape(notes.get("budget", "")))
     origin = "safetensors headers" if plan.model.weights_from == "headers" else "config"
     rounding_mib = (mem.weights_bytes - mem.weights_tensor_bytes) / 2**20
     rounding = f", {rounding_mib:,.0f} MiB rounding" if rounding_mib >= 0.5 else ""
-    t.add_row("  weights", _gib(mem.weights_bytes), f"exact: {origin}, RoPE{rounding}")
+    t.add_row("  weights", gib(mem.weights_bytes), f"exact: {origin}, RoPE{rounding}")
     if plan.speculative is not None and plan.speculative.draft_layers:
-        t.add_row("    of which draft", _gib(mem.draft_weights_bytes),
+        t.add_row("    of which draft", gib(mem.draft_weights_bytes),
                   f"{plan.speculative.method}, {plan.speculative.draft_layers} layer(s)")
     if plan.lora is not None:
-        t.add_row("    of which LoRA slots", _gib(mem.lora_bytes),
+        t.add_row("    of which LoRA slots", gib(mem.lora_bytes),
                   f"{plan.lora.max_loras} × rank {plan.lora.max_lora_rank}")
-    t.add_row("  activation peak", _gib(mem.activation_bytes), escape(notes.get("activation", "")))
+    t.add_row("  activation peak", gib(mem.activation_bytes), escape(notes.get("activation", "")))
     if plan.multimodal is not None and plan.multimodal.profile_items:
         mm = plan.multimodal
-        t.add_row("    of which image encoder", _gib(mm.profile_bytes),
+        t.add_row("    of which image encoder", gib(mm.profile_bytes),
                   f"{mm.profile_items} dummy {mm.modality}(s), "
                   f"budget {mm.encoder_budget_tokens:,} tokens")
-    t.add_row("  non-torch", _gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
+    t.add_row("  non-torch", gib(mem.non_torch_bytes), escape(notes.get("non_torch", "")))
     if "cudagraph" in notes:
-        t.add_row("  CUDA graphs", _gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
+        t.add_row("  CUDA graphs", gib(mem.cudagraph_bytes), escape(notes["cudagraph"]))
     if mem.kv_shortfall_bytes:
         t.add_row("  [bold]KV cache[/]", "[bold red]none[/]",
-                  f"{_gib(mem.kv_shortfall_bytes)} short: {plan.engine.label} does not start")
+                  f"{gib(mem.kv_shortfall_bytes)} short: {plan.engine.label} does not start")
     else:
-        t.add_row("  [bold]KV cache[/]", f"[bold]{_gib(mem.kv_cache_bytes)}[/]",
+        t.add_row("  [bold]KV cache[/]", f"[bold]{gib(mem.kv_cache_bytes)}[/]",
                   escape(notes.get("kv", "")))
     console.print(t)
 
@@ -105,8 +96,8 @@ def plan_table(plan: Plan, console: Console) -> None:
                   f"[bold]{plan.served.kv_cache.tokens:,} tokens[/]")
     k.add_row(f"max concurrency at {d['max_model_len'].value} tokens",
               f"[bold]{kv.max_concurrency:,.2f}x[/]")
-    k.add_row("KV per max-length request", _gib(kv.bytes_per_request))
-    k.add_row(f"largest {_knob(plan, 'max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
+    k.add_row("KV per max-length request", gib(kv.bytes_per_request))
+    k.add_row(f"largest {plan.engine.knob('max_model_len')} that fits", f"{kv.max_model_len_fit:,}")
     if kv.effective_max_concurrency_with_prefix is not None:
         k.add_row(f"max concurrency sharing a {plan.workload.prefix_tokens():,}-token prefix",
                   f"{kv.effective_max_concurrency_with_prefix:,.2f}x")
@@ -120,11 +111,11 @@ def plan_table(plan: Plan, console: Console) -> None:
                       "per request", f"[bold]{mm.max_concurrency_with_images:,.2f}x[/]")
     if plan.offload is not None:
         o = plan.offload
-        k.add_row(f"host tier ({o.backend} offload, {_gib(o.host_bytes_per_worker)} per GPU)",
+        k.add_row(f"host tier ({o.backend} offload, {gib(o.host_bytes_per_worker)} per GPU)",
                   f"{o.cpu_tokens:,} tokens")
     if plan.lora is not None:
         k.add_row(f"LoRA host cache ({plan.lora.max_cpu_loras} adapters, per GPU worker)",
-                  _gib(plan.lora.host_bytes_per_worker))
+                  gib(plan.lora.host_bytes_per_worker))
     console.print(k)
 
     r = Table(title="Recommendations", title_justify="left", show_edge=False)
@@ -134,7 +125,7 @@ def plan_table(plan: Plan, console: Console) -> None:
     for name, rec in plan.recommendations:
         if rec is None:
             continue
-        r.add_row(_knob(plan, name), plain_number(rec.value),
+        r.add_row(plan.engine.knob(name), plain_number(rec.value),
                   escape(rec.reason))
     console.print(r)
     if plan.performance is not None:
@@ -372,9 +363,9 @@ def _compare_rows(plans: list[Plan]) -> list[tuple[str, list[str]]]:
             f"{p.gpu.count} ({p.inputs['tensor_parallel_size'].value} × "
             f"{p.inputs['pipeline_parallel_size'].value} × {p.inputs['data_parallel_size'].value})"
             for p in plans]),
-        ("weights / GPU", [_gib(p.memory.weights_bytes) for p in plans]),
-        ("KV cache / GPU", [f"none ({_gib(p.memory.kv_shortfall_bytes)} short)"
-                            if p.memory.kv_shortfall_bytes else _gib(p.memory.kv_cache_bytes)
+        ("weights / GPU", [gib(p.memory.weights_bytes) for p in plans]),
+        ("KV cache / GPU", [f"none ({gib(p.memory.kv_shortfall_bytes)} short)"
+                            if p.memory.kv_shortfall_bytes else gib(p.memory.kv_cache_bytes)
                             for p in plans]),
         ("KV bytes / token", [f"{p.kv_cache.bytes_per_token:,}" for p in plans]),
         ("KV tokens", [f"{p.kv_cache.tokens:,}" for p in plans]),

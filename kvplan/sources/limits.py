@@ -51,7 +51,6 @@ MAX_TENSORS = 300_000
 MAX_TENSOR_DIMS = 8
 
 # ---------------------------------------------------------------------- inputs
-MAX_VERSION_CHARS = 64
 MAX_HUB_TIMEOUT_S = 3600.0
 
 

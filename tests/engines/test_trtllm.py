@@ -246,26 +246,6 @@ def test_dummy_requests():
     assert trtllm.dummy_requests(23552, 157) == 151
 
 
-def test_plan_estimated_uses_release_defaults(llama31):
-    from kvplan.sources.catalog import resolve_gpu
-
-    total = resolve_gpu("h100").cuda_total_bytes
-    r = trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total)
-    assert (r.block_size, r.max_seq_len, r.max_batch_size) == (32, 131072, 2048)
-    assert r.bytes_per_token == 131072 and r.tokens > 131072 and r.fits
-    # a smaller fraction or a cap never gives more
-    assert (
-        trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, fraction=0.5).tokens
-        < r.tokens
-    )
-    assert (
-        trtllm.plan_estimated(llama31, version="1.0.0", total_bytes=total, max_tokens=50000).tokens
-        == 50016
-    )
-    e = trtllm.plan_estimated(llama31, version="0.12.0", runtime="engine", total_bytes=total)
-    assert e.block_size == 64 and "engine-buffers-not-estimated" in [p.code for p in e.problems]
-
-
 # --------------------------------------------------------------------- launch line and YAML
 
 
@@ -358,26 +338,6 @@ def test_parse_yaml_not_yaml_or_not_mapping():
         parse_extra_llm_api_options("a: [1, 2\n")
     with pytest.raises(InvalidConfigError):
         parse_extra_llm_api_options("- 1\n- 2\n")
-
-
-# --------------------------------------------------------------------- images
-
-
-def test_images_and_entrypoints():
-    import re
-
-    assert trtllm.version_from_image("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4") == (
-        "1.0.0rc4",
-        None,
-    )
-    assert trtllm.version_from_image("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3") == (
-        None,
-        "engine",
-    )
-    assert trtllm.version_from_image("vllm/vllm-openai:v0.11.0") == (None, None)
-    cmd = "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 2"
-    assert any(re.search(p, cmd) for p in trtllm.ENTRYPOINT_PATTERNS)
-    assert not any(re.search(p, "vllm serve x") for p in trtllm.ENTRYPOINT_PATTERNS)
 
 
 # --------------------------------------------------------------------- properties
