@@ -43,8 +43,8 @@ def compare(model: str, **values: Any) -> None:
     concurrency and each engine's recommended knobs. Without --tensor-parallel-size each engine
     is planned at the smallest TP at which it fits and holds --target-concurrency (the table
     says so when they differ); an engine that refuses the deployment (a value it rejects, a GPU
-    it does not run on) is listed with its reason. Exit 0 if any engine fits and meets the targets, 1 if none does, 2 if
-    every engine refuses it.
+    it does not run on) is listed with its reason. Exit 0 if any engine fits and meets the
+    targets, 1 if none does, 2 if every engine refuses it.
 
     Example: kvplan compare meta-llama/Llama-3.1-8B-Instruct --gpu h100
     """
