@@ -818,7 +818,7 @@ def evaluate_option(c: Candidate, k: Knobs, p: Plan, price: Price | None,
                                             tpot, ttft)
     per_hour = price.usd_per_hour * c.count if price else None
     cost = usd_per_million_tokens(per_hour, tput)
-    bands = {name: _num(perf, name) for name in _BANDS}
+    bands = {name: _num(perf, name) for name in BAND_FIELDS}
     cost_high = usd_per_million_tokens(per_hour, bands["output_tokens_per_s_low"])
     if price is None:
         misses.append(Miss(MissKind.NO_PRICE, f"no price for {c.gpu.id}"))
@@ -853,7 +853,7 @@ def _option_misses(c: Candidate, p: Plan, target: Target, has_perf: bool, n: int
     return pending, misses, meets
 
 
-_BANDS = tuple(f"{name}_{end}" for name in ("ttft_ms", "tpot_ms", "output_tokens_per_s")
+BAND_FIELDS = tuple(f"{name}_{end}" for name in ("ttft_ms", "tpot_ms", "output_tokens_per_s")
                for end in ("low", "high"))  # the Option's band fields, read from performance
 
 

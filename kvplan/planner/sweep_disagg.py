@@ -15,9 +15,20 @@ from ..engines import pd, registry
 from ..errors import KvplanError
 from ..knobs import Knobs
 from ..specs import DisaggPlan, GpuSpec, ModelSpec, Plan, Price, Workload
+from ..units import usd_per_million_tokens
 from .disagg import PoolLayout, plan_disagg
 from .plan import plan as make_plan
-from .sweep import Miss, MissKind, Option, SweepResult, Target, native_formats, rank
+from .sweep import (
+    BAND_FIELDS,
+    Miss,
+    MissKind,
+    Option,
+    RankOn,
+    SweepResult,
+    Target,
+    native_formats,
+    rank,
+)
 
 
 def disaggregated_options(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price],
@@ -99,12 +110,20 @@ def option(r: DisaggPlan, knobs: Knobs, target: Target) -> Option:
         cost_per_million_output_tokens=perf.cost_per_million_output_tokens if perf else None,
         tpot_ms=perf.tpot_ms if perf else None, ttft_ms=perf.ttft_ms if perf else None,
         output_tokens_per_s=perf.output_tokens_per_s if perf else None,
+        # the service's bands (the pools' coefficient ranges), which a pessimistic sweep ranks
+        **{name: getattr(perf, name) if perf else None for name in BAND_FIELDS},
+        cost_per_million_output_tokens_high=None if perf is None else _rounded(
+            usd_per_million_tokens(perf.cost_per_hour, perf.output_tokens_per_s_low)),
         knobs={**knobs.given(), "disagg": True, "prefill_replicas": d.prefill_replicas,
                "decode_replicas": d.decode_replicas,
                "prefill_tp": d.prefill.inputs["tensor_parallel_size"].value,
                "decode_tp": d.decode.inputs["tensor_parallel_size"].value,
                **_ep_knobs("prefill", d.prefill), **_ep_knobs("decode", d.decode)},
         plan=d.decode, disaggregated=True, service=r)
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
 
 
 def _ep_knobs(role: str, p: Plan) -> dict[str, object]:
@@ -125,55 +144,58 @@ def _ep_knobs(role: str, p: Plan) -> dict[str, object]:
 def with_disaggregated(result: SweepResult, extra: list[Option]) -> SweepResult:
     """The sweep with the disaggregated options ranked among the aggregated ones, and a note
     on which wins and why."""
-    options = rank([*result.options, *extra], result.latency_model)
-    notes = [*result.notes, verdict(options, result.target)]
+    options = rank([*result.options, *extra], result.latency_model, result.rank_on)
+    notes = [*result.notes, verdict(options, result.target, result.rank_on)]
     return result.model_copy(update={"options": options, "notes": notes,
                                      "candidates": result.candidates + len(extra)})
 
 
-def _best(options: Sequence[Option], disagg: bool, meeting: bool) -> Option | None:
+def _best(options: Sequence[Option], disagg: bool, meeting: bool,
+          rank_on: RankOn) -> Option | None:
     pool = [o for o in options if o.disaggregated is disagg
-            and o.cost_per_million_output_tokens is not None and (o.meets_target or not meeting)]
-    return min(pool, key=lambda o: o.cost_per_million_output_tokens or 0.0, default=None)
+            and o.ranked(rank_on)[3] is not None and (o.meets_target or not meeting)]
+    return min(pool, key=lambda o: o.ranked(rank_on)[3] or 0.0, default=None)
 
 
-def _describe(o: Option) -> str:
+def _describe(o: Option, rank_on: RankOn) -> str:
     ratio = f" {o.service.disaggregated.ratio}" if o.service else ""
     eps = [f"{r} EP {o.knobs[f'{r}_ep']}" for r in ("prefill", "decode") if f"{r}_ep" in o.knobs]
     ratio += f" ({', '.join(eps)}, DP attention)" if eps else ""
-    return (f"{o.engine} on {o.count} × {o.gpu}{ratio}: ${o.cost_per_million_output_tokens:,.2f}"
-            f"/M tokens, TTFT {o.ttft_ms or 0:,.0f} ms, TPOT {o.tpot_ms or 0:.1f} ms")
+    ttft, tpot, _, cost = o.ranked(rank_on)
+    return (f"{o.engine} on {o.count} × {o.gpu}{ratio}: ${cost or 0:,.2f}"
+            f"/M tokens, TTFT {ttft or 0:,.0f} ms, TPOT {tpot or 0:.1f} ms")
 
 
-def verdict(options: Sequence[Option], target: Target) -> str:
+def verdict(options: Sequence[Option], target: Target, rank_on: RankOn = "point") -> str:
     """Which wins, aggregated or disaggregated, per $ (all options) and per SLO (those that
-    meet the target), and why."""
+    meet the target), and why; figures as the ranking reads them (`rank_on`: point estimates
+    or their bands' pessimistic ends)."""
     slo = target.slo_ttft_ms is not None or target.slo_tpot_ms is not None
-    agg, dis = _best(options, False, False), _best(options, True, False)
+    agg, dis = _best(options, False, False, rank_on), _best(options, True, False, rank_on)
     if dis is None:
         return ("disaggregated: no option planned (no data-centre GPU with a price and latency "
                 "figures whose pools fit, or no engine with P/D among those swept)")
     if agg is None:
         return ("disaggregated wins: the only priced option with latency figures is "
-                + _describe(dis))
-    a_cost = agg.cost_per_million_output_tokens or 0
-    d_cost = dis.cost_per_million_output_tokens or 0
+                + _describe(dis, rank_on))
+    a_cost = agg.ranked(rank_on)[3] or 0
+    d_cost = dis.ranked(rank_on)[3] or 0
     winner = "disaggregated" if d_cost < a_cost else "aggregated"
     why = ("its decode pool runs without prefill interference and at a larger KV cache"
            if winner == "disaggregated" else
            "the prefill pool's GPUs and the KV transfer cost more than the interference they "
            "remove at this load")
-    out = (f"per $: {winner} wins ({why}) — best aggregated {_describe(agg)}; best "
-           f"disaggregated {_describe(dis)}")
+    out = (f"per $: {winner} wins ({why}) — best aggregated {_describe(agg, rank_on)}; best "
+           f"disaggregated {_describe(dis, rank_on)}")
     if slo:
-        agg_m, dis_m = _best(options, False, True), _best(options, True, True)
+        agg_m, dis_m = _best(options, False, True, rank_on), _best(options, True, True, rank_on)
         if agg_m is None and dis_m is None:
             out += "; per SLO: neither meets the latency targets"
         elif agg_m is None or dis_m is None:
             which = "disaggregated" if agg_m is None else "aggregated"
             out += f"; per SLO: only {which} options meet the latency targets"
         else:
-            cheaper = ("disaggregated" if (dis_m.cost_per_million_output_tokens or 0)
-                       < (agg_m.cost_per_million_output_tokens or 0) else "aggregated")
+            cheaper = ("disaggregated" if (dis_m.ranked(rank_on)[3] or 0)
+                       < (agg_m.ranked(rank_on)[3] or 0) else "aggregated")
             out += f"; per SLO: {cheaper} is the cheaper option that meets the targets"
     return out
