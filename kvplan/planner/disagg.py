@@ -143,7 +143,14 @@ def _pool_plan(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workl
 
 def _pool(role: Role, m: ModelSpec, lay: PoolLayout, knobs: Knobs, w: Workload,
           plan_fn: PlanFn, extra: dict[str, object], version: str, max_seqs: int) -> _Pool:
+    """One pool, planned as its launch line starts it: a pool plan whose serve line sets other
+    values (a recommended max_num_seqs, budget fraction: Plan.served) is planned again at them,
+    so its memory, KV cache and capacity are the ones that line gets."""
     p = _pool_plan(role, m, lay, knobs, w, plan_fn, extra)
+    if p.served is not None:
+        extra = {**extra, **p.served.settings}
+        p = _pool_plan(role, m, replace(lay, tp=int(p.inputs["tensor_parallel_size"].value or 1)),
+                       knobs, w, plan_fn, extra)
     eng = registry.get(p.engine.name)
     values = {**knobs.given(), **extra, **(lay.options or {}),
               "tensor_parallel_size": int(p.inputs["tensor_parallel_size"].value or 1)}
@@ -376,12 +383,15 @@ def _decode_pool(m: ModelSpec, decode: PoolLayout, knobs: Knobs, w: Workload, pl
     speculative step verifies), at `decode_seqs` running ones when given; with what kvplan set
     on it, the sequences it runs and the tokens a step verifies per sequence."""
     probe = _pool_plan("decode", m, decode, knobs, w, plan_fn, {})
-    seqs = int(probe.inputs["max_num_seqs"].value or 256)
+    # the sequences its launch line runs: the recommendation it sets (Plan.served), else the
+    # engine's default
+    settings = probe.served.settings if probe.served is not None else {}
+    seqs = int(settings.get("max_num_seqs") or probe.inputs["max_num_seqs"].value or 256)
     spec = 1 + (probe.speculative.num_speculative_tokens if probe.speculative else 0)
     d_extra: dict[str, object] = {}
-    if decode_seqs is not None:
-        seqs = decode_seqs
-        d_extra["max_num_seqs"] = decode_seqs
+    if decode_seqs is not None or "max_num_seqs" in settings:  # the launch line sets it
+        seqs = decode_seqs or seqs
+        d_extra["max_num_seqs"] = seqs
     if knobs.max_num_batched_tokens is None and "max_num_batched_tokens" not in (
             decode.options or {}):
         d_extra["max_num_batched_tokens"] = max(seqs * spec, 256)
