@@ -1240,8 +1240,8 @@ class Plan(Deferred):
     traffic: TrafficPlan | None = Field(None, description="replicas and cost over a rate curve "
                                         "(--traffic FILE)")
     served: PlanServed | None = Field(
-        None, description="memory and KV cache at the serve line's own settings, when they "
-        "differ from inputs (memory and kv_cache are the planned deployment's)")
+        None, description="memory and KV cache at the serve line's own settings, when those "
+        "differ from inputs and change them (memory and kv_cache are the planned deployment's)")
     # Plan.deferred(command, …): the launch line written when first read or serialized (a sweep
     # plans hundreds of deployments and prints none of their serve lines)
     DEFERRED: ClassVar[str] = "command"

@@ -383,13 +383,13 @@ def _decode_pool(m: ModelSpec, decode: PoolLayout, knobs: Knobs, w: Workload, pl
     speculative step verifies), at `decode_seqs` running ones when given; with what kvplan set
     on it, the sequences it runs and the tokens a step verifies per sequence."""
     probe = _pool_plan("decode", m, decode, knobs, w, plan_fn, {})
-    # the sequences its launch line runs: the recommendation it sets (Plan.served), else the
-    # engine's default
-    settings = probe.served.settings if probe.served is not None else {}
-    seqs = int(settings.get("max_num_seqs") or probe.inputs["max_num_seqs"].value or 256)
+    # the sequences its launch line runs: the recommendation it sets where the workload sizes
+    # the batch (as engines' command() writes it), else the engine's default
+    rec = probe.recommendations.max_num_seqs.value if w.sizes_batch() else None
+    seqs = int(rec or probe.inputs["max_num_seqs"].value or 256)
     spec = 1 + (probe.speculative.num_speculative_tokens if probe.speculative else 0)
     d_extra: dict[str, object] = {}
-    if decode_seqs is not None or "max_num_seqs" in settings:  # the launch line sets it
+    if decode_seqs is not None or rec:  # the launch line sets it
         seqs = decode_seqs or seqs
         d_extra["max_num_seqs"] = seqs
     if knobs.max_num_batched_tokens is None and "max_num_batched_tokens" not in (

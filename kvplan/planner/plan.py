@@ -260,7 +260,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     if moved:
         performance, ctx = None, None
     served = None if moved or not planned_res.fits else _served(eng, m, gpu, knobs, planned,
-                                                                rec, workload)
+                                                                planned_res, rec, workload)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
@@ -1316,13 +1316,14 @@ def _served_changes(dep: Deployment, rec: Recommendations, w: Workload) -> dict[
 
 
 def _served(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-            rec: Recommendations, w: Workload) -> PlanServed | None:
-    """The serve line's own memory and KV cache when it sets other values than `dep` (the
-    performance figures were worked out on it: the evaluation is remembered); None when it
-    starts `dep` as planned, or the engine refuses the changes."""
+            res: MemoryResult, rec: Recommendations, w: Workload) -> PlanServed | None:
+    """The serve line's own memory and KV cache when it sets other values than `dep` and they
+    change them (the performance figures were worked out on it: the evaluation is remembered);
+    None when it starts with `res`'s, or the engine refuses the changes."""
     changes = _served_changes(dep, rec, w)
     got = _try(eng, m, gpu, knobs, dep.engine_version, **changes) if changes else None
-    if got is None or not got[1].fits:
+    if got is None or not got[1].fits or (got[1].memory == res.memory
+                                          and got[1].kv_cache == res.kv_cache):
         return None
     return PlanServed(settings=changes, memory=got[1].memory, kv_cache=got[1].kv_cache)
 
