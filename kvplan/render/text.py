@@ -545,10 +545,12 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
                 f"{every_column} has every column)")
         if console.is_terminal:
             console.print(note, style="dim", markup=False)
-        else:
+        else:  # wrapped at the console's width, as the terminal's line is
             import sys
+            import textwrap
 
-            sys.stderr.write(note + "\n")
+            sys.stderr.write(textwrap.fill(note, console.width, break_long_words=False,
+                                           break_on_hyphens=False) + "\n")
 
 
 def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console, *,
@@ -684,8 +686,10 @@ def check_table(report: CheckReport, console: Console) -> None:
         cells["concurrency"].append(f"{p.kv_cache.max_concurrency:.2f}x" if p else "—")
         cells["GPU"].append(f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"))
     right = {"problems", "KV tokens", "concurrency"}
+    # `where` (the id) and its verdict are always shown; then the model when it fits 80 columns
+    # beside them (a long path and a long model id often do not), and so on; the rest are named
     _print_table(console, [(k, v, "right" if k in right else "left") for k, v in cells.items()],
-                 tsv=False, required=3, every_column="--json")
+                 tsv=False, priority=[0, 2, 1, 3, 4, 5, 6], required=2, every_column="--json")
     for d in report.deployments:
         for x in [*d.policy_violations, *d.problems]:
             if x.severity == "info" and d.status == "fits":
