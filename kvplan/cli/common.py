@@ -73,9 +73,11 @@ def progress_line() -> Iterator[Callable[[str], None]]:
             status.stop()
 
 
-def option(name: str, *, bare: bool = False, **override: Any) -> inspect.Parameter:
+def option(name: str, *, bare: bool = False, hidden: bool = False,
+           **override: Any) -> inspect.Parameter:
     """The typer parameter of one option declared in knobs.OPTIONS (flags, type, help), with a
-    command's own `override`s of the declaration; `bare`: the flag alone (no help text)."""
+    command's own `override`s of the declaration; `bare`: the flag alone (no help text);
+    `hidden`: parsed but not in --help (a flag the command takes only to refuse it by name)."""
     from ..knobs import OPTIONS
 
     plain: dict[str, Any] = {"help": None} if bare else {}
@@ -90,7 +92,8 @@ def option(name: str, *, bare: bool = False, **override: Any) -> inspect.Paramet
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY,
         default=inspect.Parameter.empty if o.required else o.default,
-        annotation=Annotated[kind, typer.Option(*o.decls, help=o.help, **extra)])
+        annotation=Annotated[kind, typer.Option(*o.decls, help=o.help, hidden=hidden,
+                                                **extra)])
 
 
 def own(name: str, kind: Any, *decls: str, help: str | None = None,  # noqa: A002 - typer's

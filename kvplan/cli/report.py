@@ -13,6 +13,7 @@ from .common import (
     argument,
     console,
     demand_of,
+    option,
     options_file,
     own,
     planning_options,
@@ -35,7 +36,23 @@ def _report_params() -> list[inspect.Parameter]:
             *planning_options(skip=("as_json", "emit", *disagg_options()),
                               gpu={"required": False}),
             own("generated_at", str | None, "--generated-at", help="a date or note to print in "
-                 "the report (none by default, so the same inputs give byte-identical reports)")]
+                 "the report (none by default, so the same inputs give byte-identical reports)"),
+            # plan --disagg's flags, not in --help: given, they are refused by name (_no_disagg)
+            *(option(name, bare=True, hidden=True) for name in disagg_options())]
+
+
+def _no_disagg(values: dict[str, Any]) -> None:
+    """A report reviews one aggregated deployment: --disagg and its pool flags are refused,
+    naming `kvplan plan --disagg` (typer's "No such option" said only that)."""
+    from ..errors import InvalidInputError
+    from .plan import disagg_options
+
+    given = [n for n in disagg_options() if values.get(n) not in (None, False)]
+    if given:
+        flags = ", ".join("--" + n.replace("_", "-") for n in given)
+        raise InvalidInputError(f"kvplan report does not plan disaggregated serving ({flags})",
+                                hint="use kvplan plan --disagg (with the same flags)",
+                                code="disagg-flag", knob=given[0])
 
 
 @table_options(_report_params)
@@ -49,6 +66,7 @@ def report(target: str, **values: Any) -> None:
 
     from ..render import report as rep
 
+    _no_disagg(values)
     output = values["output"]
     name = rep.output_format(output, values["fmt"])
     line = shlex.join(["kvplan", "report", *sys.argv[sys.argv.index("report") + 1:]]

@@ -50,7 +50,7 @@ from ..specs import (
     TtftParts,
     Workload,
 )
-from ..units import GiB, largest_true, usd_per_million_tokens
+from ..units import GiB, gib, largest_true, usd_per_million_tokens
 from . import nodes as node_rules
 from . import performance
 from .plan import evaluate
@@ -668,10 +668,12 @@ def _notes(sup: pd.PdSupport, pools: _Pools) -> list[str]:
                      f"one token per running sequence (max_num_seqs {pools.default_seqs}"
                      + (f" × {pools.spec} verified tokens" if pools.spec > 1 else "")
                      + "), since it runs no prefill; its activation peak and KV cache follow")
-    if pools.prefill_buffer:
-        notes.append(f"cache transceiver buffers: {pools.prefill_buffer / GiB:.2f} GiB per GPU "
-                     "come out of the memory the KV cache is sized from (device total planned "
-                     "less them)")
+    p_buf, d_buf = pools.prefill_buffer, pools.decode_buffer
+    if p_buf or d_buf:  # each pool's own: sized by its KV bytes per token on one of its GPUs
+        each = (f"{gib(p_buf)} per GPU in both pools" if p_buf == d_buf else
+                f"{gib(p_buf)} per prefill GPU, {gib(d_buf)} per decode GPU")
+        notes.append(f"cache transceiver buffers: {each} come out of the memory each pool's KV "
+                     "cache is sized from (device total planned less them)")
     return notes
 
 

@@ -267,14 +267,15 @@ def for_model(data: ReportData, *, command_line: str, version: str,
                   notes=tuple(f"{name}: not planned ({why})" for name, why in data.not_planned))
 
 
-# The latency model's figures as the charts and tables name them: (column and series name, chart
-# (and SLO) prefix, the unit the chart's axis shows, the PerfPoint field).
+# The latency model's figures as the charts name them: (series name, chart (and SLO) prefix, the
+# unit the chart's axis shows, the PerfPoint field). The data table is `plan`'s (_perf_table).
 _PERF_METRICS = (("ttft_ms", "ttft", "ms", "ttft_ms"), ("tpot_ms", "tpot", "ms", "tpot_ms"),
                  ("throughput_tokens_per_s", "throughput", "tokens/s", "output_tokens_per_s"))
 
 
 def _perf_rows(perf: Performance) -> tuple[list[str], list[tuple[float, ...]]]:
-    """The figures by concurrency (one row per point, lowest concurrency first) and their head."""
+    """The charts' figures by concurrency (one row per point, lowest concurrency first) and
+    their head."""
     points: list[PerfPoint] = sorted(perf.by_concurrency, key=lambda x: x.concurrency)
     head = ["concurrency", *(name for name, _, _, _ in _PERF_METRICS)]
     return head, [(x.concurrency, *(float(getattr(x, f)) for _, _, _, f in _PERF_METRICS))
@@ -644,13 +645,30 @@ def _html_headline(p: Plan) -> str:
             + (f'<p class="sub">{_h(note)}</p>' if note else ""))
 
 
+def _perf_table(perf: Performance) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The data table versus concurrency: `kvplan plan`'s "Versus concurrency" table, its
+    headers and rounding (render/text.py)."""
+    from .text import CONCURRENCY_HEAD, concurrency_rows  # (imported when a plan has figures)
+
+    return CONCURRENCY_HEAD, concurrency_rows(perf)
+
+
+def _slo_line(perf: Performance) -> str:
+    """The SLOs under the data table, named as its headers name the figures, and its ✗."""
+    from .text import CONCURRENCY_MISS
+
+    names = {"ttft_ms": "TTFT", "tpot_ms": "TPOT"}
+    return ("SLOs: " + ", ".join(f"{names[k]} {v:g} ms" for k, v in _slos(perf))
+            + f" ({CONCURRENCY_MISS})")
+
+
 def _md_perf(perf: Performance, level: int) -> list[str]:
     out = ["#" * level + " Latency and throughput versus concurrency", ""]
-    head, table = _perf_rows(perf)
+    head, table = _perf_table(perf)
     if table:
         out += _md_table(head, table, right=range(len(head)))
-    if slos := _slos(perf):
-        out += ["SLOs: " + ", ".join(f"{_md(k)} {v:g}" for k, v in slos), ""]
+    if _slos(perf):
+        out += [_md(_slo_line(perf)), ""]
     return out
 
 
@@ -1003,9 +1021,11 @@ def _html_perf(perf: Performance, cid: str, max_num_seqs: int | None = None) -> 
             x_label="concurrent requests", y_label=f"{prefix} ({unit})",
             x_fmt=lambda v: f"{v:g}", y_fmt=lambda v: f"{v:g}", hlines=hl)))
     if table:
-        out.append(_data_table("Data", _html_table(head, table, numeric=range(len(head)))))
+        data_head, data = _perf_table(perf)
+        out.append(_data_table("Data", _html_table(data_head, data,
+                                                   numeric=range(len(data_head)))))
     if slos:
-        out.append(f"<p>SLOs: {_h(', '.join(f'{k} {v:g}' for k, v in slos))}</p>")
+        out.append(f"<p>{_h(_slo_line(perf))}</p>")
     return "".join(out)
 
 

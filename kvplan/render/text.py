@@ -245,23 +245,38 @@ def figure_rows(pf: Performance) -> list[tuple[str, str, str]]:
     return rows
 
 
+# The closed loop's figures versus concurrency as every view shows them (`plan`'s table, the
+# report's data table): the head, and concurrency_rows' cells; the legend of their ✗ marks.
+CONCURRENCY_HEAD = ("concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s", "bound")
+CONCURRENCY_MISS = "✗ = misses a latency target"
+
+
+def concurrency_rows(pf: Performance) -> list[tuple[str, ...]]:
+    """One row per closed-loop concurrency (lowest first), rounded as `kvplan plan` prints
+    them, a ✗ on each figure that misses its target."""
+    rows: list[tuple[str, ...]] = []
+    for p in sorted(pf.by_concurrency, key=lambda x: x.concurrency):
+        # each figure carries its own mark: the one that misses its target
+        ttft_mark = " ✗" if pf.slo_ttft_ms is not None and p.ttft_ms > pf.slo_ttft_ms else ""
+        tpot_mark = " ✗" if pf.slo_tpot_ms is not None and p.tpot_ms > pf.slo_tpot_ms else ""
+        rows.append((f"{p.concurrency:,}", f"{p.running:,}", f"{p.ttft_ms:,.0f}{ttft_mark}",
+                     f"{p.tpot_ms:,.1f}{tpot_mark}", f"{p.output_tokens_per_s:,.0f}",
+                     "prefill" if p.saturated else p.decode_bound))
+    return rows
+
+
 def _concurrency_table(pf: Performance, console: Console) -> None:
     """The closed loop's figures versus concurrency, a ✗ on each that misses its target."""
     from rich.table import Table
 
     c = Table(title="Versus concurrency (closed loop)", title_justify="left", show_edge=False)
-    for col in ("concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s", "bound"):
+    for col in CONCURRENCY_HEAD:
         c.add_column(col, justify="right")
-    for p in pf.by_concurrency:
-        # each figure carries its own mark: the one that misses its target
-        ttft_mark = " ✗" if pf.slo_ttft_ms is not None and p.ttft_ms > pf.slo_ttft_ms else ""
-        tpot_mark = " ✗" if pf.slo_tpot_ms is not None and p.tpot_ms > pf.slo_tpot_ms else ""
-        c.add_row(f"{p.concurrency:,}", f"{p.running:,}", f"{p.ttft_ms:,.0f}{ttft_mark}",
-                  f"{p.tpot_ms:,.1f}{tpot_mark}", f"{p.output_tokens_per_s:,.0f}",
-                  "prefill" if p.saturated else p.decode_bound)
+    for row in concurrency_rows(pf):
+        c.add_row(*row)
     console.print(c)
     if pf.slo_ttft_ms or pf.slo_tpot_ms:
-        console.print("✗ = misses a latency target")
+        console.print(CONCURRENCY_MISS)
 
 
 def traffic_table(tp: TrafficPlan, console: Console) -> None:
@@ -545,10 +560,12 @@ def _print_table(console: Console, columns: list[tuple[str, list[str], str]], *,
                 f"{every_column} has every column)")
         if console.is_terminal:
             console.print(note, style="dim", markup=False)
-        else:
+        else:  # wrapped at the console's width, as the terminal's line is
             import sys
+            import textwrap
 
-            sys.stderr.write(note + "\n")
+            sys.stderr.write(textwrap.fill(note, console.width, break_long_words=False,
+                                           break_on_hyphens=False) + "\n")
 
 
 def models_table(rows: list[tuple[CatalogEntry, ModelSpec, int, int]], console: Console, *,
@@ -684,8 +701,10 @@ def check_table(report: CheckReport, console: Console) -> None:
         cells["concurrency"].append(f"{p.kv_cache.max_concurrency:.2f}x" if p else "—")
         cells["GPU"].append(f"{p.gpu.count} × {p.gpu.id}" if p else (d.gpu or "?"))
     right = {"problems", "KV tokens", "concurrency"}
+    # `where` (the id) and its verdict are always shown; then the model when it fits 80 columns
+    # beside them (a long path and a long model id often do not), and so on; the rest are named
     _print_table(console, [(k, v, "right" if k in right else "left") for k, v in cells.items()],
-                 tsv=False, required=3, every_column="--json")
+                 tsv=False, priority=[0, 2, 1, 3, 4, 5, 6], required=2, every_column="--json")
     for d in report.deployments:
         for x in [*d.policy_violations, *d.problems]:
             if x.severity == "info" and d.status == "fits":

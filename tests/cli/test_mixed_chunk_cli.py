@@ -70,7 +70,9 @@ def test_report_shows_the_plans_figures() -> None:
     assert code == 0 and "Traceback" not in err, err
     assert want["command"] in out
     row = next(r for r in want["performance"]["by_concurrency"] if r["concurrency"] == 32)
-    assert f"| 32 | {row['ttft_ms']} | {row['tpot_ms']} |" in out
+    # (plan's "Versus concurrency" rounding: TTFT whole ms, TPOT one decimal)
+    assert (f"| 32 | {row['running']:,} | {row['ttft_ms']:,.0f} | {row['tpot_ms']:,.1f} |"
+            in out)
 
 
 def test_sweep_takes_it_and_its_option_is_the_plan() -> None:

@@ -2,6 +2,7 @@
 same class of mistake found elsewhere)."""
 
 import json
+from pathlib import Path
 
 import pytest
 from clirun import run
@@ -406,12 +407,33 @@ def test_check_and_compare_tables_at_80_columns(capsys, tmp_path, monkeypatch):
     _code, out, _ = run(capsys, "compare", "llama-3.1-8b", "--gpu", "h100")
     table = out.split("\n\n")[0].splitlines()
     assert all(len(line) <= 80 for line in table) and "131,072" in out
-    path = tmp_path / "s.sh"
-    path.write_text("vllm serve RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic -tp 4\n")
-    _code, out, _ = run(capsys, "check", str(path), "--gpu", "h100")
+    monkeypatch.chdir(tmp_path)  # a short path leaves room for the long model id, whole
+    Path("s.sh").write_text("vllm serve RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic "
+                            "-tp 4\n")
+    _code, out, _ = run(capsys, "check", "s.sh", "--gpu", "h100")
     lines = out.splitlines()
     row = lines[next(i for i, line in enumerate(lines) if line.startswith("where")) + 1]
     assert "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic" in row.split()
+
+
+def test_check_table_and_its_note_fit_80_columns_in_a_pipe(capsys, tmp_path, monkeypatch):
+    """A path and a model id that fit 80 columns apart but not together (with the status, the
+    header was 89 columns, and so was the "not shown" line): the model gives way and is named,
+    and every line on stdout and stderr fits 80 columns."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(tmp_path)
+    path = Path("deploy/production/us-east-1/llama-8b-serve.sh")
+    path.parent.mkdir(parents=True)
+    path.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
+    code, out, err = run(capsys, "check", str(path), "--gpu", "h100")
+    assert code == 0, err
+    assert [line for line in (out + err).splitlines() if len(line) > 80] == []
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("where"))
+    assert lines[header].split()[:2] == ["where", "status"]
+    assert lines[header + 1].split()[:2] == [f"{path}:1", "fits"]
+    note = " ".join(err.split())
+    assert "(not shown at 80 columns: model, " in note and "--json has every column)" in note
 
 
 def test_models_tsv_has_every_column_and_grep_finds_whole_ids(capsys):
@@ -527,18 +549,20 @@ def test_weights_exceed_device_names_the_gpus_expert_parallelism_splits_them_ove
 
 
 def test_check_table_keeps_its_status_column_beside_a_long_path(capsys, tmp_path, monkeypatch):
-    """A path wider than the console: the required columns (where, model, status) overflow
-    whole instead of the status being dropped (rich caps a print's width at the console's)."""
+    """A path wider than the console: the required columns (where, status) overflow whole
+    instead of the status being dropped (rich caps a print's width at the console's); the
+    model gives way, named on stderr."""
     monkeypatch.setenv("COLUMNS", "80")
     deep = tmp_path / ("a_rather_long_directory_name_for_deployments_" * 2) / "serve.sh"
     deep.parent.mkdir()
     deep.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
-    code, out, _ = run(capsys, "check", str(deep), "--gpu", "h100")
+    code, out, err = run(capsys, "check", str(deep), "--gpu", "h100")
     lines = out.splitlines()
     header = next(line for line in lines if line.startswith("where"))
-    assert code == 0 and header.split()[:3] == ["where", "model", "status"], out
+    assert code == 0 and header.split() == ["where", "status"], out
     row = next(line for line in lines if line.startswith(f"{deep}:1"))
-    assert row.split()[1:3] == ["meta-llama/Llama-3.1-8B-Instruct", "fits"]
+    assert row.split()[1:] == ["fits"]
+    assert "not shown at 80 columns: model," in " ".join(err.split())
 
 
 def test_check_table_names_its_own_every_column_option():
@@ -735,5 +759,6 @@ def test_columns_a_piped_table_drops_are_named_on_stderr(capsys, tmp_path, monke
     path.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n")
     code, out, err = run(capsys, "check", str(path), "--gpu", "h100")
     assert code == 0 and "KV tokens" not in out
-    assert "not shown at 80 columns: problems, KV tokens" in err and "--json" in err
+    note = " ".join(err.split())  # wrapped at 80 columns
+    assert "not shown at 80 columns: model, problems, KV tokens" in note and "--json" in note
     assert "not shown" not in out

@@ -16,8 +16,10 @@ LLAMA = "llama-3.1-8b-instruct"
 
 
 def _flags(command: str) -> set[str]:
+    """The flags `kvplan COMMAND -h` lists (not those a command takes only to refuse them)."""
     return {d for p in click_app().commands[command].params
-            if getattr(p, "param_type_name", "") == "option" for d in p.opts}
+            if getattr(p, "param_type_name", "") == "option" and not getattr(p, "hidden", False)
+            for d in p.opts}
 
 
 def test_report_takes_every_planning_flag_plan_takes():
@@ -29,6 +31,39 @@ def test_report_takes_every_planning_flag_plan_takes():
     plan = _flags("plan") - {"--json", "--emit"} - disagg
     assert plan - _flags("report") == set()
     assert disagg & _flags("report") == set()
+
+
+def test_report_docs_name_exactly_the_plan_flags_report_does_not_take():
+    """docs/report.md said report "takes every planning flag `plan` takes"; it takes none of
+    plan --disagg's (`--disagg` failed "No such option"). The flags it names as not taken, and
+    as report's own, are the commands' own."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "report.md")
+                    .read_text().split())
+    start = text.index("`report` takes `plan`'s flags")
+    taken, rest = text[start:].split(" except ", 1)
+    missing, rest = rest.split("A report reviews", 1)
+    added = rest[rest.index("It adds"):rest.index(";", rest.index("It adds"))]
+    longest = {max(p.opts, key=len) for p in click_app().commands["plan"].params
+               if getattr(p, "param_type_name", "") == "option"}
+    assert set(re.findall(r"`(--[a-z-]+)`", missing)) == longest - _flags("report")
+    own = {max(p.opts, key=len) for p in click_app().commands["report"].params
+           if getattr(p, "param_type_name", "") == "option" and not p.hidden} - _flags("plan")
+    assert set(re.findall(r"`(--[a-z-]+)`", added)) == own - {"--help"}
+
+
+@pytest.mark.parametrize("flags", [["--disagg"], ["--prefill-tp", "2", "--decode-replicas", "3"]])
+def test_report_refuses_disagg_flags_naming_plan_disagg(capsys, tmp_path, flags):
+    """`kvplan report … --disagg` said only "No such option: --disagg": now it says a report
+    plans no disaggregated service and which command does (exit 2, nothing written)."""
+    out_file = tmp_path / "r.md"
+    code, out, err = run(capsys, "report", LLAMA, "--gpu", "h100", *flags, "-o", str(out_file))
+    named = ", ".join(f for f in flags if f.startswith("--"))
+    assert code == 2 and out == "" and not out_file.exists()
+    assert f"kvplan report does not plan disaggregated serving ({named})" in err
+    assert "use kvplan plan --disagg" in err and "Traceback" not in err
 
 
 def test_compare_takes_the_workload_latency_and_price_flags():

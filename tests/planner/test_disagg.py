@@ -114,6 +114,24 @@ def test_trtllm_transceiver_buffer_comes_out_of_the_kv_cache():
     assert "trtllm-serve disaggregated -c disagg_config.yaml" in d.launch.router
 
 
+def test_trtllm_transceiver_note_says_each_pools_buffers():
+    """Each pool's buffers hold its own GPUs' share of a prompt's KV: decode at TP 2 half the
+    prefill's at TP 1. The note said the prefill pool's figure "per GPU", for every GPU."""
+    w = Workload(avg_input_tokens=2000, avg_output_tokens=200)
+    r = plan_disagg("meta-llama/Llama-3.1-8B-Instruct", "h100", engine="trtllm", workload=w,
+                    prefill_tp=1, decode_tp=2)
+    kv = r.disaggregated.kv_transfer
+    p_gib, d_gib = (kv.prefill_buffer_bytes_per_gpu / 2**30, kv.decode_buffer_bytes_per_gpu / 2**30)
+    assert kv.decode_buffer_bytes_per_gpu * 2 == kv.prefill_buffer_bytes_per_gpu
+    notes = [n for n in r.disaggregated.notes if n.startswith("cache transceiver buffers")]
+    assert notes == [f"cache transceiver buffers: {p_gib:.2f} GiB per prefill GPU, {d_gib:.2f} "
+                     "GiB per decode GPU come out of the memory each pool's KV cache is sized "
+                     "from (device total planned less them)"]
+    same = plan_disagg("meta-llama/Llama-3.1-8B-Instruct", "h100", engine="trtllm", workload=w,
+                       prefill_tp=1, decode_tp=1).disaggregated
+    assert f"buffers: {p_gib:.2f} GiB per GPU in both pools come out" in " ".join(same.notes)
+
+
 def test_sglang_sends_chunk_by_chunk():
     long = Workload(avg_input_tokens=20000, avg_output_tokens=200, target_concurrency=16)
     r = plan_disagg(LLAMA, "h100", engine="sglang", workload=long)

@@ -585,6 +585,38 @@ def test_report_and_compare_compare_engines_at_the_format_asked(capsys, tmp_path
     assert planned["vllm"]["command"] in md.read_text()
 
 
+def test_report_versus_concurrency_table_is_the_plans(capsys, tmp_path, monkeypatch):
+    """The report's data table versus concurrency has `kvplan plan`'s headers, rounding and ✗
+    marks, in Markdown and HTML (it had the raw field names ttft_ms … throughput_tokens_per_s
+    and unrounded values such as 5.193 and 1301.1)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    args = ("meta-llama/Llama-3.1-8B-Instruct", "--gpu", "h100", "--slo-ttft-ms", "400")
+    code, out, _ = run(capsys, "plan", *args)
+    lines = out.splitlines()
+    start = lines.index(next(x for x in lines if x.startswith("Versus concurrency")))
+    head = [c.strip() for c in lines[start + 1].split("┃")]
+    rows = [[c.strip() for c in x.split("│")]
+            for x in lines[start + 3:] if "│" in x]
+    assert code == 0 and head == ["concurrent", "running", "TTFT ms", "TPOT ms", "tokens/s",
+                                  "bound"]
+    assert any("✗" in r[2] for r in rows) and any("," in r[4] for r in rows), rows
+    md, html = tmp_path / "r.md", tmp_path / "r.html"
+    for path in (md, html):
+        code, _, err = run(capsys, "report", *args, "-o", str(path))
+        assert code == 0, err
+    text = md.read_text()
+    table = text[text.index("versus concurrency\n"):].split("\n\n")[1].splitlines()
+    assert [c.strip() for c in table[0].strip("|").split("|")] == head
+    assert [[c.strip() for c in x.strip("|").split("|")] for x in table[2:]] == rows
+    assert "SLOs: TTFT 400 ms (✗ = misses a latency target)" in text
+    page = html.read_text()
+    data = page[page.index('<p class="tcap">Data</p>'):]
+    data = data[:data.index("</table>")]
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", data) == head
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", data)
+    assert [cells[i:i + len(head)] for i in range(0, len(cells), len(head))] == rows
+
+
 def test_report_shows_the_plans_headline_figures_and_multi_node_launch(capsys, tmp_path):
     """The report's performance block is `kvplan plan`'s: the same title (calibrated or not,
     and why), bands, cost and where the coefficients come from; a plan across nodes shows one
