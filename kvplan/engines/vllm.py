@@ -1339,6 +1339,15 @@ class VllmEngine(Engine):
             tokens = min(tokens, seqs * max_len)  # arg_utils: never more than seqs × length
         if sources["max_num_seqs"] == "engine-default":
             seqs = min(seqs, tokens)
+        elif seqs > tokens:  # SchedulerConfig._verify_args (vllm/config/scheduler.py; every era)
+            given = "as given" if sources["max_num_batched_tokens"] == "cli" else \
+                "vLLM's default here"
+            raise InvalidInputError(
+                f"vLLM refuses --max-num-seqs {seqs} above max_num_batched_tokens {tokens} "
+                f"({given}): its scheduler config requires max_num_batched_tokens ≥ "
+                "max_num_seqs, so the server does not start",
+                hint=f"pass --max-num-batched-tokens {seqs} or more, or --max-num-seqs {tokens} "
+                "or less", code="max-num-seqs-above-batched-tokens", knob="max_num_seqs")
         util = pick("gpu_memory_utilization", era.default_utilization, "engine-default")
         block = pick("block_size", default_block_size(m, gpu, version), "engine-default")
         sizes = BLOCK_SIZES_V0 if era.v0 else BLOCK_SIZES

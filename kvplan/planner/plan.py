@@ -764,11 +764,25 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
                          {} if util is None or util == current
                          else {"gpu_memory_utilization": util})
     rec_util = Recommendation(value=util, reason=frac.reason)
+    if n and "max_num_seqs" in given and rec_seqs.value and int(rec_seqs.value) < n:
+        problems.append(_target_above_seqs(eng, n, int(rec_seqs.value), goal.held(pres)))
     for r in (rec_len, rec_seqs, rec_util):
         r.reason = prefix + r.reason
     return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
                             gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp),
             dep, res, problems)
+
+
+def _target_above_seqs(eng: Engine, n: int, seqs: int, held: int) -> Problem:
+    """--target-concurrency above a given max_num_seqs: the engine runs `seqs` at once and the
+    rest wait for a slot, so the target's requests are not in flight together."""
+    flag = eng.flags.get("max_num_seqs", "--max-num-seqs")
+    more = f"{flag} {n}" + (f" (the KV cache holds {held})" if held >= n else
+                            f" and a KV cache for them (it holds {held})")
+    return Problem(code="target-above-max-num-seqs", severity="error", message=(
+        f"--target-concurrency {n}: {flag} {seqs} as given runs {seqs} at once, and the other "
+        f"{n - seqs} wait for a slot (their wait is in TTFT); alternatives: 1) {more}; "
+        f"2) a lower target: {seqs}"))
 
 
 def _kept_fraction(current: float, given_util: bool) -> _Fraction:
