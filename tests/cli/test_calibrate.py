@@ -193,7 +193,9 @@ def test_runs_on_two_architectures_are_refused(capsys, synthetic, tmp_path):
     code, out, _ = run(capsys, "calibrate", str(mixed), "--max-model-len", "16384", "--json")
     assert code == 2
     error = json.loads(out)["error"]
-    assert "vllm on Ada Lovelace, vllm on Hopper" in error["message"]
+    # each class names its runs and where they are in the file
+    assert ("vllm on Ada Lovelace (mixed.json#2 (line 2)), vllm on Hopper (mixed.json#1 "
+            "(line 1))") in error["message"]
     assert "separately" in error["hint"]
 
 

@@ -1,0 +1,99 @@
+"""`kvplan calibrate` on result files that are not what they should be: each refusal, skip or
+note names the file, the run and where it is in the file (line / document), and the field; a
+run the file states but kvplan cannot use is skipped naming what it lacks, and the others are
+fitted (docs/calibration.md, "What is refused, skipped or noted"). The public L40S file
+(tests/sources/fixtures/bench/README.md) is mutated field by field; the expected values are
+its own figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clirun import run
+
+BENCH = Path(__file__).parents[1] / "sources" / "fixtures" / "bench"
+L40S = BENCH / "vllm_llama-3.2-3b_l40s_results.json"
+RUNS = [json.loads(line) for line in L40S.read_text().splitlines()]
+
+
+def _write(tmp_path: Path, runs: list[dict], name: str = "runs.json") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    return path
+
+
+def _without(run_: dict, *metrics: str) -> dict:
+    """The run with every field of these latency metrics removed (mean_ttft_ms, …)."""
+    return {k: v for k, v in run_.items() if not any(f"_{m}_ms" in k for m in metrics)}
+
+
+def _check(capsys, path: Path, *extra: str) -> tuple[int, dict]:
+    code, out, err = run(capsys, "calibrate", str(path), "--max-model-len", "4096", "--check",
+                         "--json", *extra)
+    assert "Traceback" not in err
+    return code, json.loads(out)
+
+
+def test_a_run_without_ttft_is_skipped_naming_it_and_the_others_are_used(capsys, tmp_path):
+    """Line 2 (an open loop at 30 req/s, no e2e latency in this file) without its TTFT fields:
+    its requests in flight (Little's law needs a mean e2e, here TTFT + (O − 1)·TPOT) cannot be
+    told, so it is skipped naming the fields; the 5 other open loops are checked (the 3 bursts
+    are skipped as before). It was refused as a whole ("document 2 is in no benchmark format")."""
+    runs = [RUNS[0], _without(RUNS[1], "ttft"), *RUNS[2:]]
+    code, data = _check(capsys, _write(tmp_path, runs))
+    assert code == 0, data
+    assert len(data["runs"]) == 5
+    why = data["skipped"]["runs.json#2"]
+    assert "mean_ttft_ms, median_ttft_ms absent" in why and "mean_e2el_ms" in why
+    assert "no concurrency, request rate or latency" not in why
+
+
+def test_runs_without_tpot_name_the_fields_and_the_lines(capsys, tmp_path):
+    runs = [_without(r, "tpot", "itl") for r in RUNS]
+    code, data = _check(capsys, _write(tmp_path, runs))
+    assert code == 2
+    message = data["error"]["message"]
+    # the open loops, every one named with its line, grouped under their common reason
+    assert ("runs.json#1 (line 1), runs.json#2 (line 2), runs.json#4 (line 4), runs.json#5 "
+            "(line 5), runs.json#7 (line 7), runs.json#8 (line 8): an open loop") in message
+    assert "mean_tpot_ms, median_tpot_ms, mean_itl_ms, median_itl_ms absent" in message
+    assert "runs.json#3 (line 3), runs.json#6 (line 6), runs.json#9 (line 9): all requests " \
+        "sent at once" in message
+    assert "no concurrency, request rate or latency" not in message
+
+
+def test_a_null_ttft_is_named_null(capsys, tmp_path):
+    runs = [{**RUNS[0], "mean_ttft_ms": None, "median_ttft_ms": None}, RUNS[1]]
+    code, data = _check(capsys, _write(tmp_path, runs))
+    assert code == 0 and len(data["runs"]) == 1
+    assert "mean_ttft_ms null; median_ttft_ms null" in data["skipped"]["runs.json#1"]
+
+
+def test_an_invalid_mean_falls_back_to_the_median_and_says_so(capsys, tmp_path):
+    """docs/calibration.md step 4: the mean, else the median. A negative mean is no latency
+    (nor is "NaN", as text: JSON itself has no NaN, and a file holding one is refused as
+    broken JSON): the file's median is used (line 1: median_ttft_ms 52.868896000063614,
+    median_tpot_ms 13.686303201518745), and a note names the field."""
+    bad = {**RUNS[0], "mean_ttft_ms": -5, "mean_tpot_ms": "NaN"}
+    code, data = _check(capsys, _write(tmp_path, [bad, RUNS[1]]))
+    assert code == 0, data
+    measured = data["runs"][0]["measured"]
+    assert measured["ttft_ms"] == 52.868896000063614
+    assert measured["tpot_ms"] == 13.686303201518745
+    assert data["notes"]["runs.json#1"] == [
+        "mean_ttft_ms -5 is not a latency (negative): the median (median_ttft_ms) is used "
+        "instead",
+        "mean_tpot_ms 'NaN' is not a finite number: the median (median_tpot_ms) is used instead"]
+    code, out, _ = run(capsys, "calibrate", str(tmp_path / "runs.json"), "--max-model-len",
+                       "4096", "--check")
+    assert "note: runs.json#1 (line 1): mean_ttft_ms -5 is not a latency" in " ".join(out.split())
+
+
+def test_a_line_in_no_format_is_named_by_its_line(capsys, tmp_path):
+    """Blank lines count: the line number is the one an editor shows."""
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(RUNS[0]) + "\n\n" + json.dumps({"hello": 1}) + "\n")
+    code, data = _check(capsys, path)
+    assert code == 2 and data["error"]["message"] == \
+        "runs.json: line 3 is in no benchmark format kvplan reads"
