@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .engines import registry
 from .engines.base import Coefficients
@@ -113,6 +113,7 @@ class Run:
     replayed_as: str = ""
     dp: int = 1  # data-parallel ranks of each replica (-dp), each an engine of its own
     open_loop: OpenLoop | None = None  # an open loop's arrivals: its TTFT is simulated
+    needs_context: int = 0  # skipped as longer than the planned context: the tokens it needs
 
     @property
     def label(self) -> str:
@@ -223,16 +224,24 @@ def _harness(m: Measurement, replicas: int, dp: int = 1) -> tuple[int | None, st
                                 + (f", ÷ {dp} DP ranks" if dp > 1 else ""))
 
 
+class Planned(NamedTuple):
+    """A deployment as kvplan plans it for a run (`_context`)."""
+
+    context: perf.PerfContext
+    version: str
+    replayed_as: str  # "" or the launch line it is replayed on (see _context)
+    block_size: int  # KV block, tokens
+    max_model_len: int | None  # the context length the serve line sets
+
+
 def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
-             knobs: Mapping[str, Any],
-             cache: dict[tuple, tuple[perf.PerfContext, str, str, int]]
-             ) -> tuple[perf.PerfContext, str, str, int]:
+             knobs: Mapping[str, Any], cache: dict[tuple, Planned]) -> Planned:
     """The latency model's context of a deployment as kvplan plans it (kvplan.api
     .plan_with_context: the context `kvplan plan` computes its figures with), its engine
-    version, its KV block size (tokens) and — when kvplan plans the stated deployment as not
-    starting but has figures for the launch line it recommends (a budget fraction the run
-    evidently had) — that it is replayed on that line. The runs did start, so they are
-    kept, and the note says so."""
+    version, its KV block size (tokens), its context length (max_model_len) and — when
+    kvplan plans the stated deployment as not starting but has figures for the launch line
+    it recommends (a budget fraction the run evidently had) — that it is replayed on that
+    line. The runs did start, so they are kept, and the note says so."""
     from .api import plan_with_context
 
     key = (id(model), gpu.id, engine, version, tp, tuple(sorted(knobs.items())))
@@ -258,7 +267,9 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
                     ("max_model_len", p.recommendations.max_model_len),
                     ("gpu_memory_utilization", p.recommendations.gpu_memory_utilization))
                 if r.value is not None))
-        cache[key] = (ctx, p.engine.version, note, p.kv_cache.block_size)
+        length = p.recommendations.max_model_len.value
+        cache[key] = Planned(ctx, p.engine.version, note, p.kv_cache.block_size,
+                             int(length) if length is not None else None)
     return cache[key]
 
 
@@ -276,7 +287,7 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         raise InvalidInputError(f"{len(measurements):,} runs: kvplan calibrates on at most "
                                 f"{MAX_RUNS:,}", hint="pass fewer result files")
     models: dict[str, ModelSpec] = {}
-    contexts: dict[tuple, tuple[perf.PerfContext, str, str, int]] = {}
+    contexts: dict[tuple, Planned] = {}
     runs = []
     for m in measurements:
         ref, model = _model_of(m, given, models)
@@ -296,9 +307,14 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
                                     f"{MAX_PARALLEL}]", hint="pass -dp")
         version = m.deployment.get("engine_version") or given.engine_version
         knobs = {**given.knobs, "data_parallel_size": dp} if dp > 1 else given.knobs
-        ctx, ver, replayed, block = _context(model, gpu, engine, version, tp, knobs, contexts)
+        ctx, ver, replayed, block, length = _context(model, gpu, engine, version, tp, knobs,
+                                                     contexts)
         conc, harness = _harness(m, replicas, dp)
         row, why = _row(m, ctx, engine, conc, replicas * dp, harness)
+        needs = 0
+        if row is not None and length is not None:
+            why = _longer_than_context(row, length, "max_model_len" in knobs)
+            needs, row = (row.input_tokens + row.output_tokens, None) if why else (0, row)
         loop = _open_loop(m, replicas * dp, block) if row is not None else None
         if loop is not None:
             harness += (f"; TTFT simulated: {loop.requests:,} arrivals at "
@@ -308,8 +324,25 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
                             "Poisson (burstiness not stated)" if m.burstiness is None else
                             f"burstiness {loop.burstiness:g}"))
         runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why, replayed,
-                        dp, loop))
+                        dp, loop, needs))
     return runs
+
+
+def _longer_than_context(row: fit.Row, length: int, given: bool) -> str:
+    """Why a run cannot have run on a context of `length` tokens ("" when it can): its mean
+    request (prompt + output) is longer. The file's means are over the requests that
+    completed, and each of those fit the server's context (vLLM and SGLang refuse a longer
+    one), so their mean does too; a longer mean says the server ran a longer context than
+    kvplan planned. Replayed anyway, the run would be fitted as if it had (`kvplan plan`
+    says workload-longer-than-context for the same workload)."""
+    need = row.input_tokens + row.output_tokens
+    if need <= length:
+        return ""
+    on = (f"--max-model-len {length:,}" if given else f"max_model_len {length:,} (kvplan's "
+          "plan without --max-model-len)")
+    return (f"its mean request of {row.input_tokens:,} prompt + {row.output_tokens:,} output "
+            f"tokens needs {need:,} tokens of context, above {on}: the server would have "
+            "refused it; pass the --max-model-len the benchmark server ran with")
 
 
 def _open_loop(m: Measurement, engines: int, block_size: int) -> OpenLoop | None:
@@ -511,10 +544,12 @@ def _unusable(runs: Sequence[Run]) -> InvalidInputError:
     by_reason: dict[str, list[str]] = {}
     for r in runs:
         by_reason.setdefault(r.skipped, []).append(r.named)
+    need = max((r.needs_context for r in runs), default=0)
     return InvalidInputError("none of the runs can be used: " + "; ".join(
         f"{_listed(names)}: {why}" for why, names in by_reason.items()),
-        hint="docs/calibration.md lists the fields each format needs and the flags that "
-        "describe a deployment the file does not")
+        hint=f"pass the --max-model-len the benchmark server ran with (these runs need "
+        f"{need:,} tokens or more)" if need else "docs/calibration.md lists the fields each "
+        "format needs and the flags that describe a deployment the file does not")
 
 
 def _one_class(runs: Sequence[Run]) -> tuple[str, str]:

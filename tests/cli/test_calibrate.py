@@ -250,8 +250,8 @@ def test_a_quantized_checkpoint_is_replayed_in_its_own_format():
     assert entry is not None
     m = load_catalog_model(entry)
     assert m.quantization is not None and m.quantization.block_size is not None
-    ctx, _, _, _ = cal._context(m, resolve_gpus(["h200"])[0], "vllm", "0.14.0", 8,
-                             {"max_model_len": 8192}, {})
+    ctx = cal._context(m, resolve_gpus(["h200"])[0], "vllm", "0.14.0", 8,
+                       {"max_model_len": 8192}, {}).context
     assert ctx.expert_gemm_key[2] == "fp8_block"
 
 

@@ -28,9 +28,9 @@ def _without(run_: dict, *metrics: str) -> dict:
     return {k: v for k, v in run_.items() if not any(f"_{m}_ms" in k for m in metrics)}
 
 
-def _check(capsys, path: Path, *extra: str) -> tuple[int, dict]:
-    code, out, err = run(capsys, "calibrate", str(path), "--max-model-len", "4096", "--check",
-                         "--json", *extra)
+def _check(capsys, path: Path, *extra: str, context: int = 4096) -> tuple[int, dict]:
+    code, out, err = run(capsys, "calibrate", str(path), "--max-model-len", str(context),
+                         "--check", "--json", *extra)
     assert "Traceback" not in err
     return code, json.loads(out)
 
@@ -97,3 +97,32 @@ def test_a_line_in_no_format_is_named_by_its_line(capsys, tmp_path):
     code, data = _check(capsys, path)
     assert code == 2 and data["error"]["message"] == \
         "runs.json: line 3 is in no benchmark format kvplan reads"
+
+
+def test_runs_longer_than_the_context_are_refused_naming_the_lengths(capsys):
+    """Every open loop of the L40S file sends 999-token prompts (total_input_tokens 299,700 /
+    completed 300) and gets 264–275 tokens back (line 1: 80,945 / 300 = 269.8 → 270): 1,269
+    tokens of context, which a server at --max-model-len 512 refuses (`kvplan plan` says
+    workload-longer-than-context). The runs did not run on that context: refused, the
+    longest (line 4, 82,608 / 300 = 275.4 → 275: 1,274 tokens) in the hint. They were fitted
+    as if they had, their predictions those of --max-model-len 4096."""
+    code, out, err = run(capsys, "calibrate", str(L40S), "--max-model-len", "512", "--json")
+    assert code == 2 and "Traceback" not in err
+    error = json.loads(out)["error"]
+    assert ("vllm_llama-3.2-3b_l40s_results.json#1 (line 1): its mean request of 999 prompt "
+            "+ 270 output tokens needs 1,269 tokens of context, above --max-model-len 512"
+            ) in error["message"]
+    assert error["hint"] == ("pass the --max-model-len the benchmark server ran with (these "
+                             "runs need 1,274 tokens or more)")
+
+
+def test_only_the_runs_longer_than_the_context_are_left_out(capsys):
+    """At --max-model-len 1266 the runs of lines 2, 5 and 8 fit (999 + 264, 267, 264 = 1,263,
+    1,266, 1,263 tokens); lines 1, 4 and 7 (1,269, 1,274, 1,270) are skipped, named."""
+    code, data = _check(capsys, L40S, context=1266)
+    assert code == 0, data
+    assert [r["run"].split("#")[1] for r in data["runs"]] == ["2", "5", "8"]
+    why = data["skipped"]["vllm_llama-3.2-3b_l40s_results.json#7"]
+    assert why.startswith("its mean request of 999 prompt + 271 output tokens needs 1,270 "
+                          "tokens of context, above --max-model-len 1,266")
+    assert "pass the --max-model-len the benchmark server ran with" in why
