@@ -25,7 +25,8 @@ Detected formats (the field names each reader uses come from the tool's own sour
 * ``aiperf`` / ``genai-perf`` — `profile_export_aiperf.json` (ai-dynamo/aiperf, schema_version
   1.3, aiperf 0.10.0) and genai-perf's `profile_export_genai_perf.json`, which share the metric
   layout `{time_to_first_token, inter_token_latency, request_latency}.{unit, avg, p50, p99}`,
-  `output_token_throughput.avg`, `request_throughput.avg`, `{input,output}_sequence_length.avg`;
+  `output_token_throughput.avg`, `request_throughput.avg`, `{input,output}_sequence_length.avg`
+  (times in their `unit`: TIME_UNITS; any other is refused);
   model and load from `input_config` (aiperf: `models.items[].name`, `phases[]` of type
   "concurrency"/"request_rate" not excluded from results; genai-perf: `model`, `concurrency`,
   `request_rate`). AIPerf's `inter_token_latency` is (request latency − TTFT) / (output
@@ -482,14 +483,34 @@ def _read_guidellm(doc: Mapping[str, Any], source: str, where: str) -> list[Meas
             for i, b in enumerate(doc.get("benchmarks") or []) if isinstance(b, Mapping)]
 
 
-def _perf_stat(f: _Fields, doc: Mapping[str, Any], name: str, key: str) -> Stat:
+# The time units of AIPerf's and genai-perf's exports → ms per unit. AIPerf writes a metric's
+# `unit` as the tag of its MetricTimeUnit: "ns", "us", "ms", "sec" (ai-dynamo/aiperf
+# aiperf/common/enums/metric_enums.py, commit 02402e8f77b4); genai-perf writes "ms" for every
+# time metric after scaling its nanoseconds (triton-inference-server/perf_analyzer
+# genai-perf/genai_perf/metrics/statistics.py _add_units, commit 0518df11a864). The SI symbols
+# of the same units ("s", "µs") are read too: they cannot mean anything else.
+TIME_UNITS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "μs": 1e-3, "ms": 1.0, "sec": 1e3, "s": 1e3}
+
+
+def _perf_stat(f: _Fields, doc: Mapping[str, Any], name: str, key: str, fmt: str,
+               source: str, where: str) -> Stat:
+    """One time metric of an AIPerf / genai-perf export, in ms by its `unit`: a unit that is
+    not one of TIME_UNITS (or none) is refused naming the file, the field and the unit — read
+    as ms, a µs file's TTFT was 1,000 times too long."""
     s = doc.get(key)
     if not isinstance(s, Mapping):
         f.absent[f"{name}.mean"] = f"{key}.avg absent"
         f.absent[f"{name}.median"] = f"{key}.p50 absent"
         return Stat()
-    unit = _text(s.get("unit")) or "ms"
-    scale = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "ns": 1e-6}.get(unit, 1.0)
+    unit = s.get("unit")
+    if not isinstance(unit, str) or unit.strip() not in TIME_UNITS:
+        said = f"{key}.unit {_shown(unit)} is not a time unit" if "unit" in s else \
+            f"{key} has no unit"
+        raise InvalidConfigError(
+            f"{where + ': ' if where else ''}{said} {fmt} writes "
+            "(ns, us, ms, sec; or s, µs), so its values cannot be read as times", path=source,
+            hint="a profile export as the tool wrote it states each time metric's unit")
+    scale = TIME_UNITS[unit.strip()]
     return Stat(f.take(f"{name}.mean", s, "avg", scale, key + ".", latency=True),
                 f.take(f"{name}.median", s, "p50", scale, key + ".", latency=True),
                 f.take(f"{name}.p99", s, "p99", scale, key + ".", latency=True))
@@ -540,7 +561,8 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
         f.used["model"] = "input_config.models.items[0].name" if fmt == "aiperf" \
             else "input_config.model"
     count = _num(doc.get("request_count") or {}, "avg")
-    tpot = _perf_stat(f, doc, "tpot", "inter_token_latency")
+    ttft = _perf_stat(f, doc, "ttft", "time_to_first_token", fmt, source, where)
+    tpot = _perf_stat(f, doc, "tpot", "inter_token_latency", fmt, source, where)
     return [Measurement(
         source=source, index=1, format=fmt, model=model, concurrency=conc, request_rate=rate,
         achieved_rate=f.take("achieved_rate", doc.get("request_throughput") or {}, "avg",
@@ -550,8 +572,8 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
                                 ("input_sequence_length", "num_input_token")),
         output_tokens=_perf_mean(f, doc, "output_tokens",
                                  ("output_sequence_length", "num_output_token")),
-        ttft_ms=_perf_stat(f, doc, "ttft", "time_to_first_token"), tpot_ms=tpot,
-        itl_ms=tpot, e2e_ms=_perf_stat(f, doc, "e2e", "request_latency"),
+        ttft_ms=ttft, tpot_ms=tpot, itl_ms=tpot,
+        e2e_ms=_perf_stat(f, doc, "e2e", "request_latency", fmt, source, where),
         output_throughput=f.take("output_throughput", doc.get("output_token_throughput") or {},
                                  "avg", prefix="output_token_throughput."),
         deployment={}, where=where, **f.kept())]

@@ -126,3 +126,15 @@ def test_only_the_runs_longer_than_the_context_are_left_out(capsys):
     assert why.startswith("its mean request of 999 prompt + 271 output tokens needs 1,270 "
                           "tokens of context, above --max-model-len 1,266")
     assert "pass the --max-model-len the benchmark server ran with" in why
+
+
+def test_an_unknown_time_unit_exits_2_naming_file_field_and_unit(capsys, tmp_path):
+    doc = json.loads((BENCH / "genai-perf_ensemble_trtllm_c100_streaming.json").read_text())
+    doc["request_latency"]["unit"] = "furlongs"
+    path = tmp_path / "gp.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "calibrate", str(path), "--model", "llama-3.1-8b-instruct",
+                         "--gpu", "h100", "--max-model-len", "8192", "--check", "--json")
+    assert code == 2 and "Traceback" not in err
+    assert json.loads(out)["error"]["message"].startswith(
+        "gp.json: request_latency.unit 'furlongs' is not a time unit genai-perf writes")

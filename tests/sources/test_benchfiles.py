@@ -115,3 +115,37 @@ def test_empty_guidellm_report_has_no_runs() -> None:
 def test_a_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError, match="not a regular file"):
         benchfiles.read(tmp_path)
+
+
+def _genai_perf_in(unit: str, per_ms: float, *, drop_unit: str = "") -> str:
+    """The genai-perf fixture with its time metrics rewritten in `unit` (`per_ms` of them to
+    the ms), and the unit of `drop_unit` removed."""
+    import json
+
+    doc = json.loads((BENCH / "genai-perf_ensemble_trtllm_c100_streaming.json").read_text())
+    for key in ("time_to_first_token", "inter_token_latency", "request_latency"):
+        doc[key] = {k: v * per_ms if isinstance(v, (int, float)) else v
+                    for k, v in doc[key].items()} | {"unit": unit}
+    if drop_unit:
+        del doc[drop_unit]["unit"]
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("unit,per_ms", [("us", 1e3), ("µs", 1e3), ("ns", 1e6), ("sec", 1e-3),
+                                         ("s", 1e-3), ("ms", 1.0)])
+def test_perf_time_units_are_read_as_written(unit: str, per_ms: float) -> None:
+    """The fixture's TTFT avg is 184.63779366666665 ms (its "unit": "ms"); the same times
+    written in µs (184,637.79…), ns or seconds read back as that many ms. A µs file was read
+    as ms before (TTFT 184,637.8 ms)."""
+    (r,) = benchfiles.parse(_genai_perf_in(unit, per_ms), "gp.json")
+    assert r.ttft_ms.mean == pytest.approx(184.63779366666665, rel=1e-12)
+    assert r.tpot_ms.mean == pytest.approx(2.1767344516666665, rel=1e-12)
+
+
+def test_a_time_unit_no_tool_writes_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidConfigError) as e:
+        benchfiles.parse(_genai_perf_in("furlongs", 1.0), "gp.json")
+    assert str(e.value).startswith("gp.json: time_to_first_token.unit 'furlongs' is not a "
+                                   "time unit genai-perf writes (ns, us, ms, sec; or s, µs)")
+    with pytest.raises(InvalidConfigError, match="gp.json: inter_token_latency has no unit"):
+        benchfiles.parse(_genai_perf_in("ms", 1.0, drop_unit="inter_token_latency"), "gp.json")
