@@ -125,6 +125,9 @@ class Measurement:
     absent: Mapping[str, str] = field(default_factory=dict)
     # quantity → a value that is there but is no measurement, and why
     invalid: Mapping[str, str] = field(default_factory=dict)
+    # mean requests in flight as the tool measured it on the wall clock (SGLang's
+    # `concurrency`, GuideLLM's `request_concurrency`), None: not stated
+    stated_in_flight: float | None = None
 
     @property
     def label(self) -> str:
@@ -424,7 +427,11 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str,
         itl_ms=_stat_flat(f, d, "itl", "itl"), e2e_ms=_stat_flat(f, d, "e2e", e2e_key),
         output_throughput=f.take("output_throughput", d, "output_throughput"),
         deployment=dep, burstiness=burst if burst is not None and burst > 0 else None,
-        completed=done, where=where, **f.kept())
+        completed=done, where=where,
+        # SGLang's summed request time / wall time (vLLM writes no such field: a `concurrency`
+        # there would be a --metadata pair)
+        stated_in_flight=f.take("stated_in_flight", d, "concurrency")
+        if fmt == SGLANG_BENCH else None, **f.kept())
 
 
 def _guidellm_stat(f: _Fields, metrics: Mapping[str, Any], name: str, key: str,
@@ -472,8 +479,8 @@ def _read_guidellm_one(b: Mapping[str, Any], model: str | None, source: str,
         e2e_ms=_guidellm_stat(f, m, "e2e", "request_latency", 1e3),
         output_throughput=mean_of("output_tokens_per_second", "output_throughput"),
         deployment={}, burstiness={"constant": math.inf, "poisson": 1.0}.get(kind),
-        where=where, **{**f.kept(), "fields": {**f.used, **({"model": "args.model"} if model
-                                                               else {})}})
+        where=where, stated_in_flight=mean_of("request_concurrency", "stated_in_flight"),
+        **{**f.kept(), "fields": {**f.used, **({"model": "args.model"} if model else {})}})
 
 
 def _read_guidellm(doc: Mapping[str, Any], source: str, where: str) -> list[Measurement]:
@@ -623,6 +630,82 @@ def _read_inference_perf(doc: Mapping[str, Any], source: str,
         deployment={}, where=where, **f.kept())]
 
 
+# ------------------------------------------------------------------- consistency
+
+# The factor by which a run's latencies may disagree with its own wall-clock figures before
+# they are refused: √1000, the geometric middle between agreeing and a unit mix-up (ms is 1000×
+# from the s and the µs either side of it). See inconsistency().
+UNIT_MIXUP = math.sqrt(1000)
+
+
+def inconsistency(m: Measurement) -> str | None:
+    """Why a run's latencies cannot be those of the run its own wall-clock figures describe,
+    naming the figures (None: they agree, or the file lacks the figures to tell).
+
+    Little's law ties them: the mean number of requests in flight is N = completed/s × mean
+    end-to-end latency, where completed/s is counted on the wall clock (`request_throughput`,
+    completed / duration; else output tokens/s ÷ output tokens per request) and the latency is
+    the file's ms fields (the mean e2e, else TTFT + (O − 1)·TPOT). The run itself bounds N:
+
+    * stated: SGLang's `concurrency` and GuideLLM's `request_concurrency` are N as the tool
+      measured it (summed request time / wall time, in seconds): N is that;
+    * at most the clients (max concurrency) or, without one, the requests sent are ever
+      outstanding: N ≤ C;
+    * a closed loop (max concurrency, no request rate) or a burst (neither: all requests at
+      once) never idles: it keeps C (at most the requests) outstanding until its last request
+      is sent, so N is near C (in the test fixtures 0.88–1.0 of it closed, 0.57–0.72 in
+      bursts, where requests finish one after another);
+    * and e2e = TTFT + (O − 1)·TPOT per request (how vLLM, SGLang and AIPerf define TPOT), so
+      a stated mean e2e and the one the means add up to agree but for how O and TPOT co-vary
+      (within 2× in the fixtures).
+
+    A unit mix-up moves latencies 1000× (seconds written to `_ms` fields; µs read as ms),
+    far beyond any of these; a figure off by more than UNIT_MIXUP (√1000 ≈ 32×) is nearer a
+    mix-up than agreement, and is refused. An open loop that states no concurrency cannot be
+    told this way: a faster server would write the same file."""
+    e2e, how = m.mean_e2e_ms()
+    rate = m.completed_rate()
+    measured = m.e2e_ms.central
+    ttft, tpot = m.ttft_ms.central, m.tpot_ms.central or m.itl_ms.central
+    if measured is not None and ttft is not None and tpot is not None and m.output_tokens:
+        summed = ttft + (m.output_tokens - 1) * tpot
+        off = max(measured / summed, summed / measured)
+        if off > UNIT_MIXUP:
+            field_ = m.fields["e2e.mean" if measured == m.e2e_ms.mean else "e2e.median"]
+            return (f"its mean end-to-end latency ({field_} {measured:.4g} ms) and TTFT + "
+                    f"(O − 1)·TPOT ({ttft:.4g} + ({m.output_tokens:.4g} − 1) × {tpot:.4g} = "
+                    f"{summed:.4g} ms) differ "
+                    f"{off:.0f}×: its latency fields are not in one unit")
+    if e2e is None or not rate:
+        return None
+    n = rate * e2e / 1e3
+    by = ("completed/s (" + (m.fields.get("achieved_rate") or "output_throughput / output "
+          "tokens") + f") {rate:.4g} × mean end-to-end latency ({how}) {e2e:.4g} ms = {n:.3g} "
+          "requests in flight")
+    if m.stated_in_flight:
+        off = max(n / m.stated_in_flight, m.stated_in_flight / n)
+        if off > UNIT_MIXUP:
+            return (f"{by}, where the file's own {m.fields['stated_in_flight']} (measured on "
+                    f"the wall clock) is {m.stated_in_flight:.3g}: its latencies are {off:.0f}× "
+                    f"{'too long' if n > m.stated_in_flight else 'too short'}")
+    sent = m.num_requests or (int(m.completed) if m.completed else None)
+    cap = m.concurrency if m.concurrency is not None else sent
+    if cap is not None and sent:
+        cap = min(cap, sent)
+    if not cap:
+        return None
+    what = (f"{m.concurrency:g} clients (max concurrency)" if m.concurrency is not None
+            else f"{sent:,} requests sent")
+    if n > cap * UNIT_MIXUP:
+        return f"{by}, {n / cap:.0f}× more than its {what} could keep outstanding"
+    never_idle = m.request_rate is None and "request_rate" not in m.invalid
+    if never_idle and n * UNIT_MIXUP < cap:
+        loop = "closed loop" if m.concurrency is not None else "burst (all requests at once)"
+        return (f"{by}, {cap / n:.0f}× fewer than the {cap:g} its {loop} kept outstanding: its "
+                "latencies are that much too short for its own throughput")
+    return None
+
+
 # ------------------------------------------------------------------- detection
 
 
@@ -714,6 +797,15 @@ def parse(text: str, source: str) -> list[Measurement]:
     if not out:
         raise InvalidConfigError("no benchmark runs in the file", path=source,
                                  hint=f"expected {EXPECTED}")
+    for m in out:
+        why = inconsistency(m)
+        if why:
+            raise InvalidConfigError(
+                f"run #{m.index}" + (f" ({m.where})" if m.where else "") + f": {why}",
+                path=source, hint="check the unit of the file's latency fields: read as ms "
+                "they disagree with its own wall-clock figures by more than a unit mix-up's "
+                "√1000 (seconds written to _ms fields are 1000× off); the whole file is "
+                "refused, as one tool wrote all its runs in one unit")
     return out
 
 

@@ -138,3 +138,19 @@ def test_an_unknown_time_unit_exits_2_naming_file_field_and_unit(capsys, tmp_pat
     assert code == 2 and "Traceback" not in err
     assert json.loads(out)["error"]["message"].startswith(
         "gp.json: request_latency.unit 'furlongs' is not a time unit genai-perf writes")
+
+
+def test_a_file_whose_ms_fields_hold_seconds_is_refused(capsys, tmp_path):
+    """The L40S file with every _ms field ÷ 1000 was fitted with +70,000 % errors (exit 0).
+    Its open loops cannot tell (a faster server would write the same file), but its bursts
+    can: line 3 completed 31.183 requests/s (request_throughput) of mean e2e 4.3867 ms +
+    (266.85 − 1) × 0.061815 ms = 20.82 ms, i.e. 0.649 in flight, where all 900 requests were
+    sent at once (649 read as ms). One tool writes one unit: the file is refused."""
+    runs = [{k: v / 1000 if k.endswith("_ms") and isinstance(v, float) else v
+             for k, v in r.items()} for r in RUNS]
+    code, data = _check(capsys, _write(tmp_path, runs))
+    assert code == 2
+    assert data["error"]["message"].startswith(
+        "runs.json: run #3 (line 3): completed/s (request_throughput) 31.18 × mean end-to-end "
+        "latency (TTFT + (O − 1)·TPOT) 20.82 ms = 0.649 requests in flight, 1386× fewer than "
+        "the 900 its burst (all requests at once) kept outstanding")

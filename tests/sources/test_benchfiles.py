@@ -149,3 +149,70 @@ def test_a_time_unit_no_tool_writes_is_refused_naming_the_field() -> None:
                                    "time unit genai-perf writes (ns, us, ms, sec; or s, µs)")
     with pytest.raises(InvalidConfigError, match="gp.json: inter_token_latency has no unit"):
         benchfiles.parse(_genai_perf_in("ms", 1.0, drop_unit="inter_token_latency"), "gp.json")
+
+
+def _closed_loop(**changed: object) -> str:
+    """A `vllm bench serve` result of a closed loop: 8 clients, 80 requests of 500 output
+    tokens in 100 s (request_throughput 0.8/s), each 10 s end to end: TTFT 119.8 ms + 499 ×
+    TPOT 19.8 ms = 10,000 ms, so N = 0.8/s × 10 s = 8 requests in flight, its 8 clients."""
+    import json
+
+    return json.dumps({
+        "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": 80,
+        "request_rate": "inf", "max_concurrency": 8, "duration": 100.0, "completed": 80,
+        "total_input_tokens": 80 * 1000, "total_output_tokens": 80 * 500,
+        "request_throughput": 0.8, "output_throughput": 400.0, "mean_ttft_ms": 119.8,
+        "mean_tpot_ms": 19.8, "mean_e2el_ms": 10_000.0, **changed})
+
+
+def test_a_closed_loop_whose_latencies_agree_with_its_throughput_is_read() -> None:
+    (r,) = benchfiles.parse(_closed_loop(), "c8.json")
+    assert benchfiles.inconsistency(r) is None
+
+
+def test_seconds_in_ms_fields_are_refused_naming_the_figures() -> None:
+    """The same run with its _ms fields holding seconds: 0.8/s × 10 ms = 0.008 in flight,
+    1000× fewer than the 8 clients a closed loop keeps busy."""
+    seconds = _closed_loop(mean_ttft_ms=0.1198, mean_tpot_ms=0.0198, mean_e2el_ms=10.0)
+    with pytest.raises(InvalidConfigError) as e:
+        benchfiles.parse(seconds, "c8.json")
+    assert e.value.message == (
+        "c8.json: run #1: completed/s (request_throughput) 0.8 × mean end-to-end latency "
+        "(measured e2e) 10 ms = 0.008 requests in flight, 1000× fewer than the 8 its closed "
+        "loop kept outstanding: its latencies are that much too short for its own throughput")
+    assert "unit" in (e.value.hint or "")
+
+
+def test_microseconds_in_ms_fields_are_refused() -> None:
+    """µs read as ms: 0.8/s × 10,000 s = 8,000 in flight, 1000× more than 8 clients."""
+    us = _closed_loop(mean_ttft_ms=119_800.0, mean_tpot_ms=19_800.0, mean_e2el_ms=1e7)
+    with pytest.raises(InvalidConfigError, match=r"= 8e\+03 requests in flight, 1000× more "
+                       r"than its 8 clients \(max concurrency\) could keep outstanding"):
+        benchfiles.parse(us, "c8.json")
+
+
+def test_latency_fields_in_two_units_are_refused() -> None:
+    """e2e in ms, TTFT and TPOT in seconds: 10,000 ms against 0.1198 + 499 × 0.0198 = 10 ms."""
+    with pytest.raises(InvalidConfigError, match="differ 1000×: its latency fields are not in "
+                       "one unit"):
+        benchfiles.parse(_closed_loop(mean_ttft_ms=0.1198, mean_tpot_ms=0.0198), "c8.json")
+
+
+def test_an_open_loop_is_held_to_its_stated_concurrency() -> None:
+    """SGLang states its own concurrency (summed request time / wall time). The H200 file's
+    first run (1 req/s, no such field in that release) with concurrency 7.9 — what its
+    completed/s × mean e2e gives: output_throughput 537.41 / (160,347 / 300 output tokens)
+    = 1.0055/s × 7,840.6 ms = 7.88 — is read; with its latencies in seconds (÷ 1000: 0.00788
+    in flight) it is refused, 7.9 / 0.00788 = 1002× off."""
+    import json
+
+    lines = (BENCH / "sglang_llama-3.3-70b_h200_tp4.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    (r,) = benchfiles.parse(json.dumps({**first, "concurrency": 7.9}), "sg.jsonl")
+    assert r.stated_in_flight == 7.9 and benchfiles.inconsistency(r) is None
+    seconds = {k: v / 1000 if k.endswith("_ms") and isinstance(v, float) else v
+               for k, v in first.items()}
+    with pytest.raises(InvalidConfigError, match=r"= 0.00788 requests in flight, where the "
+                       r"file's own concurrency \(measured on the wall clock\) is 7.9: its "
+                       "latencies are 1002× too short"):
+        benchfiles.parse(json.dumps({**seconds, "concurrency": 7.9}), "sg.jsonl")
