@@ -383,6 +383,9 @@ def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
     inp, out = _positive(m.input_tokens), _positive(m.output_tokens)
     if m.completed == 0 or m.num_requests == 0:
         return None, "no request completed (completed 0)"
+    failures = m.failures()
+    if failures and failures[2]:
+        return None, failures[0]
     if out is None and m.output_tokens is not None:
         return None, (f"no output tokens ({m.fields.get('output_tokens', 'output tokens')} "
                       f"{m.output_tokens:g}): a run must generate to be timed")

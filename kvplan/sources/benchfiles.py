@@ -5,7 +5,8 @@ Detected formats (the field names each reader uses come from the tool's own sour
 * ``vllm`` — `vllm bench serve --save-result` (JSON; `--append-result` makes JSON lines) and
   the older `benchmarks/benchmark_serving.py`. vllm-project/vllm `vllm/benchmarks/serve.py`
   (main branch, commit 009e6d4a1cd6): top-level `model_id`, `num_prompts`, `request_rate`
-  (a number or "inf"), `max_concurrency`, `completed`, `duration`, `total_input_tokens`,
+  (a number or "inf"), `max_concurrency`, `completed`, `failed`, `errors` (one per request,
+  with --save-detailed), `duration`, `total_input_tokens`,
   `total_output_tokens`, `request_throughput`, `output_throughput`, and per metric
   `mean_/median_/p99_{ttft,tpot,itl,e2el}_ms`; `--metadata KEY=VALUE` pairs land at the top
   level too (e.g. `gpu=`, `tp=`, `version=`).
@@ -128,6 +129,7 @@ class Measurement:
     # mean requests in flight as the tool measured it on the wall clock (SGLang's
     # `concurrency`, GuideLLM's `request_concurrency`), None: not stated
     stated_in_flight: float | None = None
+    failed: float | None = None  # requests the file says failed (None: not stated)
 
     @property
     def label(self) -> str:
@@ -182,7 +184,26 @@ class Measurement:
                            "instead")
             else:
                 out.append(f"{why}: ignored")
+        failed = self.failures()
+        if failed and not failed[2]:
+            out.append(failed[0])
         return out
+
+    def failures(self) -> tuple[str, float, bool] | None:
+        """(what the file says of its failed requests, how many, whether most failed), None
+        when it states none failed or does not say. Most (more than the requests that
+        completed): the latencies then are those of the few a struggling server answered."""
+        if not self.failed or self.completed is None:
+            return None
+        total = self.failed + self.completed
+        most = self.failed > self.completed
+        said = (f"{self.failed:,.0f} of {total:,.0f} requests failed ({self.fields['failed']} "
+                f"{self.failed:,.0f}, completed {self.completed:,.0f})")
+        return (said + (": the latencies of the few that completed describe an overloaded or "
+                        "failing server, not the steady state kvplan's latency model describes;"
+                        " re-run it at a load the server sustains" if most else
+                        ": its latencies are those of the requests that completed"),
+                self.failed, most)
 
     def in_flight(self) -> tuple[float | None, str]:
         """(mean requests in flight, how it was found). A closed loop: its clients (at most
@@ -395,6 +416,25 @@ def _per_request(f: _Fields, d: Mapping[str, Any], done: float | None, quantity:
     return f.first(quantity, d, fallback)
 
 
+def _failed_serving(f: _Fields, d: Mapping[str, Any], sent: float | None,
+                    done: float | None) -> float | None:
+    """Failed requests of a vLLM / SGLang result: vLLM's `failed`; else the non-empty entries
+    of `errors` (one per request, "" for a success: vLLM with --save-detailed, SGLang with
+    --output-details); else `num_prompts` − `completed` (vLLM counts a request completed when
+    it succeeded, and sends num_prompts)."""
+    failed = f.take("failed", d, "failed")
+    if failed is not None:
+        return failed
+    errors = d.get("errors")
+    if isinstance(errors, list) and errors:
+        f.used["failed"] = "errors (non-empty entries)"
+        return float(sum(1 for e in errors if e))
+    if sent is not None and done is not None and sent > done:
+        f.used["failed"] = "num_prompts − completed"
+        return sent - done
+    return None
+
+
 def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str,
                   where: str = "") -> Measurement:
     """vLLM's and SGLang's result objects (SGLang's is an adaptation of vLLM's)."""
@@ -417,6 +457,7 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str,
         dep["engine"] = backend
         f.used["deployment.engine"] = "backend"
     num = f.take("num_requests", d, "num_prompts")
+    failed = _failed_serving(f, d, num, done)
     burst = f.take("burstiness", d, "burstiness")
     return Measurement(
         source=source, index=index, format=fmt, model=model, concurrency=conc,
@@ -431,7 +472,7 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str,
         # SGLang's summed request time / wall time (vLLM writes no such field: a `concurrency`
         # there would be a --metadata pair)
         stated_in_flight=f.take("stated_in_flight", d, "concurrency")
-        if fmt == SGLANG_BENCH else None, **f.kept())
+        if fmt == SGLANG_BENCH else None, failed=failed, **f.kept())
 
 
 def _guidellm_stat(f: _Fields, metrics: Mapping[str, Any], name: str, key: str,
@@ -467,10 +508,14 @@ def _read_guidellm_one(b: Mapping[str, Any], model: str | None, source: str,
             if isinstance(s, Mapping) else None
 
     total = _dig(m, "request_totals", "successful")
+    totals = _dig(m, "request_totals")
+    errored = f.take("failed", totals, "errored", prefix="metrics.request_totals.") \
+        if isinstance(totals, Mapping) else None
     return Measurement(
         source=source, index=index, format="guidellm", model=model, concurrency=conc,
         request_rate=rate, achieved_rate=mean_of("requests_per_second", "achieved_rate"),
         num_requests=int(total) if isinstance(total, int) else None,
+        completed=float(total) if isinstance(total, int) else None, failed=errored,
         input_tokens=mean_of("prompt_token_count", "input_tokens"),
         output_tokens=mean_of("output_token_count", "output_tokens"),
         ttft_ms=_guidellm_stat(f, m, "ttft", "time_to_first_token_ms"),
@@ -568,6 +613,9 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
         f.used["model"] = "input_config.models.items[0].name" if fmt == "aiperf" \
             else "input_config.model"
     count = _num(doc.get("request_count") or {}, "avg")
+    errors = doc.get("error_request_count")
+    failed = f.take("failed", errors, "avg", prefix="error_request_count.") \
+        if isinstance(errors, Mapping) else None
     ttft = _perf_stat(f, doc, "ttft", "time_to_first_token", fmt, source, where)
     tpot = _perf_stat(f, doc, "tpot", "inter_token_latency", fmt, source, where)
     return [Measurement(
@@ -575,6 +623,7 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
         achieved_rate=f.take("achieved_rate", doc.get("request_throughput") or {}, "avg",
                              prefix="request_throughput."),
         num_requests=int(count) if count else None,
+        completed=count, failed=failed,
         input_tokens=_perf_mean(f, doc, "input_tokens",
                                 ("input_sequence_length", "num_input_token")),
         output_tokens=_perf_mean(f, doc, "output_tokens",
@@ -613,12 +662,15 @@ def _read_inference_perf(doc: Mapping[str, Any], source: str,
         return None
 
     count = _num(ok, "count")
+    failures = doc.get("failures")
+    failed = f.take("failed", failures, "count", prefix="failures.") \
+        if isinstance(failures, Mapping) else None
     return [Measurement(
         source=source, index=1, format="inference-perf", model=None, concurrency=None,
         request_rate=f.take("request_rate", load, "requested_rate", prefix="load_summary."),
         achieved_rate=f.take("achieved_rate", thr, "requests_per_sec",
                              prefix="successes.throughput."),
-        num_requests=int(count) if count else None,
+        num_requests=int(count) if count else None, completed=count, failed=failed,
         input_tokens=length(("prompt_tokens", "prompt_len"), "input_tokens"),
         output_tokens=length(("output_tokens", "output_len"), "output_tokens"),
         ttft_ms=_ip_stat(f, lat, "ttft", "time_to_first_token"),

@@ -154,3 +154,42 @@ def test_a_file_whose_ms_fields_hold_seconds_is_refused(capsys, tmp_path):
         "runs.json: run #3 (line 3): completed/s (request_throughput) 31.18 × mean end-to-end "
         "latency (TTFT + (O − 1)·TPOT) 20.82 ms = 0.649 requests in flight, 1386× fewer than "
         "the 900 its burst (all requests at once) kept outstanding")
+
+
+def _failing(completed: int, failed: int, **fields: object) -> dict:
+    """Line 1 of the L40S file (300 prompts at 10 req/s) with only `completed` of them
+    answered: the totals and rates of those, as vllm bench serve counts them."""
+    first = RUNS[0]
+    per = completed / first["completed"]
+    return {**first, "completed": completed, "failed": failed,
+            "total_input_tokens": 999 * completed,
+            "total_output_tokens": round(first["total_output_tokens"] * per),
+            "request_throughput": first["request_throughput"] * per,
+            "output_throughput": first["output_throughput"] * per, **fields}
+
+
+def test_a_run_where_most_requests_failed_is_skipped_naming_the_counts(capsys, tmp_path):
+    """completed 30 of num_prompts 300, failed 270, an `errors` entry per request: the
+    latencies of 30 requests a failing server answered are no steady state. It was fitted as
+    a normal run."""
+    bad = _failing(30, 270, errors=[""] * 30 + ["Server disconnected"] * 270)
+    code, data = _check(capsys, _write(tmp_path, [bad, RUNS[1]]))
+    assert code == 0, data
+    assert [r["run"] for r in data["runs"]] == ["runs.json#2"]
+    assert data["skipped"]["runs.json#1"].startswith(
+        "270 of 300 requests failed (failed 270, completed 30): the latencies of the few that "
+        "completed describe an overloaded or failing server")
+    # the older result files: no `failed`, the errors list, else num_prompts − completed
+    for older, field in [(dict(bad, failed=None), "errors (non-empty entries) 270"),
+                         ({k: v for k, v in bad.items() if k not in ("failed", "errors")},
+                          "num_prompts − completed 270")]:
+        code, data = _check(capsys, _write(tmp_path, [older, RUNS[1]]))
+        assert code == 0 and f"({field}, completed 30)" in data["skipped"]["runs.json#1"]
+
+
+def test_a_run_with_a_few_failed_requests_is_fitted_with_a_note(capsys, tmp_path):
+    code, data = _check(capsys, _write(tmp_path, [_failing(288, 12), RUNS[1]]))
+    assert code == 0 and len(data["runs"]) == 2, data
+    assert data["notes"]["runs.json#1"] == [
+        "12 of 300 requests failed (failed 12, completed 288): its latencies are those of the "
+        "requests that completed"]

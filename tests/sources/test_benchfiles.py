@@ -216,3 +216,33 @@ def test_an_open_loop_is_held_to_its_stated_concurrency() -> None:
                        r"file's own concurrency \(measured on the wall clock\) is 7.9: its "
                        "latencies are 1002× too short"):
         benchfiles.parse(json.dumps({**seconds, "concurrency": 7.9}), "sg.jsonl")
+
+
+def test_failed_requests_are_read_from_every_format_that_counts_them() -> None:
+    """GuideLLM's request_totals.errored, AIPerf's error_request_count, inference-perf's
+    failures.count (vLLM / SGLang: tests/cli/test_calibrate_inputs.py); the fixtures' own
+    counts are 0, and more failed than completed is "most"."""
+    import json
+
+    guide = json.loads((BENCH / "guidellm_llama-3.1-8b_built.json").read_text())
+    guide["benchmarks"][0]["metrics"]["request_totals"]["errored"] = 481  # of 480 successful
+    g = benchfiles.parse(json.dumps(guide), "g.json")[0]
+    assert (g.failed, g.completed) == (481, 480)
+    assert g.failures() == (
+        "481 of 961 requests failed (metrics.request_totals.errored 481, completed 480): the "
+        "latencies of the few that completed describe an overloaded or failing server, not the "
+        "steady state kvplan's latency model describes; re-run it at a load the server "
+        "sustains", 481, True)
+    aiperf = json.loads((BENCH / "aiperf_qwen3.6-nvfp4_rtx5090_chatbot_c16.json").read_text())
+    assert benchfiles.parse(json.dumps(aiperf), "a.json")[0].failures() is None
+    aiperf["error_request_count"] = {"unit": "requests", "avg": 4.0}  # request_count.avg 96
+    a = benchfiles.parse(json.dumps(aiperf), "a.json")[0]
+    assert a.failures() is not None and a.failures()[1:] == (4.0, False)
+    assert a.notes == ["4 of 100 requests failed (error_request_count.avg 4, completed 96): "
+                       "its latencies are those of the requests that completed"]
+    ip = json.loads((BENCH / "inference-perf_llama-3-8b_h100_stage_0_lifecycle_metrics.json")
+                    .read_text())
+    (r,) = benchfiles.parse(json.dumps(ip), "ip.json")
+    assert (r.failed, r.completed, r.failures()) == (0, 60, None)  # failures.count 0
+    ip["failures"]["count"] = 61
+    assert benchfiles.parse(json.dumps(ip), "ip.json")[0].failures()[1:] == (61, True)
