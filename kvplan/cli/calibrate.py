@@ -157,7 +157,7 @@ def _fit(runs: list[Any], values: dict[str, Any]) -> None:
         raise typer.Exit(0)
     out = console()
     used = [r for r in runs if r.row is not None]
-    out.print(f"{result.engine} on {result.arch}: {len(used)} runs from "
+    out.print(f"{result.engine} on {result.arch}: {len(used)} run{'s' * (len(used) != 1)} from "
               f"{', '.join(doc['sources'])}; starting point: {result.base_source}", markup=False)
     _runs_table(out, used, result.after.preds)
     _skipped(out, runs)

@@ -193,3 +193,28 @@ def test_a_run_with_a_few_failed_requests_is_fitted_with_a_note(capsys, tmp_path
     assert data["notes"]["runs.json#1"] == [
         "12 of 300 requests failed (failed 12, completed 288): its latencies are those of the "
         "requests that completed"]
+
+
+def test_one_run_is_one_run(capsys, tmp_path):
+    path = _write(tmp_path, [RUNS[0], RUNS[2]])  # the burst on line 3 is skipped
+    code, out, err = run(capsys, "calibrate", str(path), "--max-model-len", "4096")
+    assert code == 0, err
+    assert out.startswith("vllm on Ada Lovelace: 1 run from runs.json;")
+
+
+def test_the_docs_count_the_coefficients_a_calibration_file_holds():
+    """docs/calibration.md said "all seven" after burst_share and dynamo_front_end_ms made
+    them nine: the numbers it states are held to kvplan's."""
+    import dataclasses
+    import re
+
+    from kvplan import calibrate as cal
+    from kvplan.engines.base import Coefficients
+
+    words = {"seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11}
+    text = " ".join((Path(__file__).parents[2] / "docs" / "calibration.md").read_text().split())
+    stated = re.search(r"`coefficients` \(all (\w+) of kvplan/engines/base\.py `Coefficients`: "
+                       r"the (\w+) the fit can move", text)
+    assert stated is not None
+    assert words[stated.group(1)] == len(dataclasses.fields(Coefficients))
+    assert words[stated.group(2)] == len(cal.PRIORITY)
