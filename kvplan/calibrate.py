@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .engines import registry
 from .engines.base import Coefficients
@@ -113,10 +113,16 @@ class Run:
     replayed_as: str = ""
     dp: int = 1  # data-parallel ranks of each replica (-dp), each an engine of its own
     open_loop: OpenLoop | None = None  # an open loop's arrivals: its TTFT is simulated
+    needs_context: int = 0  # skipped as longer than the planned context: the tokens it needs
 
     @property
     def label(self) -> str:
         return self.measurement.label
+
+    @property
+    def named(self) -> str:
+        """The run and where in its file, for messages ('f.json#2 (line 2)')."""
+        return self.measurement.named
 
 
 _GPU_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s*(.+)$", re.IGNORECASE)
@@ -134,12 +140,12 @@ def _gpu_of(m: Measurement, given: Given) -> GpuSpec:
             return resolve_gpu(count.group(2) if count else stated)
         except KvplanError:
             if not given.gpu:
-                raise InvalidInputError(f"{m.label}: the file names the GPU {stated[:60]!r}, "
+                raise InvalidInputError(f"{m.named}: the file names the GPU {stated[:60]!r}, "
                                         "which is not in kvplan's catalogue",
                                         hint="pass --gpu with its id (`kvplan gpus` lists "
                                         "them)") from None
     if not given.gpu:
-        raise InvalidInputError(f"{m.label}: the GPU cannot be determined (the file does not "
+        raise InvalidInputError(f"{m.named}: the GPU cannot be determined (the file does not "
                                 "name it)", hint="pass --gpu with the GPU the runs used")
     return resolve_gpu(given.gpu)
 
@@ -151,7 +157,7 @@ def _model_of(m: Measurement, given: Given, cache: dict[str, ModelSpec]) -> tupl
 
     refs = [r for r in (m.model, given.model) if r]
     if not refs:
-        raise InvalidInputError(f"{m.label}: the model cannot be determined (the file does not "
+        raise InvalidInputError(f"{m.named}: the model cannot be determined (the file does not "
                                 "name it)", hint="pass --model with the catalogue id or Hub "
                                 "repo the server ran")
     why: list[KvplanError] = []
@@ -166,7 +172,7 @@ def _model_of(m: Measurement, given: Given, cache: dict[str, ModelSpec]) -> tupl
                 why.append(e)
                 continue
         return ref, cache[ref]
-    message = (f"{m.label}: kvplan cannot find the model the file names ("
+    message = (f"{m.named}: kvplan cannot find the model the file names ("
                + "; ".join(f"{r[:80]!r}: {e.message}" for r, e in zip(refs, why, strict=False))
                + ")")
     hint = ("pass --model with the catalogue id or Hub repo the server ran (a served name is "
@@ -188,7 +194,7 @@ def _int_stated(m: Measurement, key: str) -> int | None:
     except (ValueError, TypeError, OverflowError):
         f = math.nan
     if not math.isfinite(f) or f != int(f):
-        raise InvalidInputError(f"{m.label}: the file's {key}={str(v)[:20]!r} is not a whole "
+        raise InvalidInputError(f"{m.named}: the file's {key}={str(v)[:20]!r} is not a whole "
                                 "number", hint="pass the value on the command line")
     return int(f)
 
@@ -218,16 +224,24 @@ def _harness(m: Measurement, replicas: int, dp: int = 1) -> tuple[int | None, st
                                 + (f", ÷ {dp} DP ranks" if dp > 1 else ""))
 
 
+class Planned(NamedTuple):
+    """A deployment as kvplan plans it for a run (`_context`)."""
+
+    context: perf.PerfContext
+    version: str
+    replayed_as: str  # "" or the launch line it is replayed on (see _context)
+    block_size: int  # KV block, tokens
+    max_model_len: int | None  # the context length the serve line sets
+
+
 def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, tp: int,
-             knobs: Mapping[str, Any],
-             cache: dict[tuple, tuple[perf.PerfContext, str, str, int]]
-             ) -> tuple[perf.PerfContext, str, str, int]:
+             knobs: Mapping[str, Any], cache: dict[tuple, Planned]) -> Planned:
     """The latency model's context of a deployment as kvplan plans it (kvplan.api
     .plan_with_context: the context `kvplan plan` computes its figures with), its engine
-    version, its KV block size (tokens) and — when kvplan plans the stated deployment as not
-    starting but has figures for the launch line it recommends (a budget fraction the run
-    evidently had) — that it is replayed on that line. The runs did start, so they are
-    kept, and the note says so."""
+    version, its KV block size (tokens), its context length (max_model_len) and — when
+    kvplan plans the stated deployment as not starting but has figures for the launch line
+    it recommends (a budget fraction the run evidently had) — that it is replayed on that
+    line. The runs did start, so they are kept, and the note says so."""
     from .api import plan_with_context
 
     key = (id(model), gpu.id, engine, version, tp, tuple(sorted(knobs.items())))
@@ -253,14 +267,16 @@ def _context(model: ModelSpec, gpu: GpuSpec, engine: str, version: str | None, t
                     ("max_model_len", p.recommendations.max_model_len),
                     ("gpu_memory_utilization", p.recommendations.gpu_memory_utilization))
                 if r.value is not None))
-        cache[key] = (ctx, p.engine.version, note, p.kv_cache.block_size)
+        length = p.recommendations.max_model_len.value
+        cache[key] = Planned(ctx, p.engine.version, note, p.kv_cache.block_size,
+                             int(length) if length is not None else None)
     return cache[key]
 
 
 def _engine_of(m: Measurement, given: Given) -> str:
     engine = (m.deployment.get("engine") or given.engine or registry.DEFAULT).lower()
     if engine not in registry.ENGINES:
-        raise InvalidInputError(f"{m.label}: engine {engine[:40]!r} is not one kvplan models",
+        raise InvalidInputError(f"{m.named}: engine {engine[:40]!r} is not one kvplan models",
                                 hint=f"pass --engine ({', '.join(registry.NAMES)})")
     return engine
 
@@ -271,7 +287,7 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         raise InvalidInputError(f"{len(measurements):,} runs: kvplan calibrates on at most "
                                 f"{MAX_RUNS:,}", hint="pass fewer result files")
     models: dict[str, ModelSpec] = {}
-    contexts: dict[tuple, tuple[perf.PerfContext, str, str, int]] = {}
+    contexts: dict[tuple, Planned] = {}
     runs = []
     for m in measurements:
         ref, model = _model_of(m, given, models)
@@ -279,21 +295,26 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         engine = _engine_of(m, given)
         tp = _stated_or(m, "tp", given.tensor_parallel_size)
         if not 1 <= tp <= MAX_PARALLEL:
-            raise InvalidInputError(f"{m.label}: tensor_parallel_size {tp} is not in [1, "
+            raise InvalidInputError(f"{m.named}: tensor_parallel_size {tp} is not in [1, "
                                     f"{MAX_PARALLEL}]", hint="pass -tp")
         replicas = _stated_or(m, "replicas", given.replicas)
         if not 1 <= replicas <= MAX_REPLICAS:
-            raise InvalidInputError(f"{m.label}: {replicas} replicas is not in [1, "
+            raise InvalidInputError(f"{m.named}: {replicas} replicas is not in [1, "
                                     f"{MAX_REPLICAS}]", hint="pass --replicas")
         dp = _stated_or(m, "dp", given.data_parallel_size)
         if not 1 <= dp <= MAX_PARALLEL:
-            raise InvalidInputError(f"{m.label}: data_parallel_size {dp} is not in [1, "
+            raise InvalidInputError(f"{m.named}: data_parallel_size {dp} is not in [1, "
                                     f"{MAX_PARALLEL}]", hint="pass -dp")
         version = m.deployment.get("engine_version") or given.engine_version
         knobs = {**given.knobs, "data_parallel_size": dp} if dp > 1 else given.knobs
-        ctx, ver, replayed, block = _context(model, gpu, engine, version, tp, knobs, contexts)
+        ctx, ver, replayed, block, length = _context(model, gpu, engine, version, tp, knobs,
+                                                     contexts)
         conc, harness = _harness(m, replicas, dp)
-        row, why = _row(m, ctx, engine, conc, replicas * dp)
+        row, why = _row(m, ctx, engine, conc, replicas * dp, harness)
+        needs = 0
+        if row is not None and length is not None:
+            why = _longer_than_context(row, length, "max_model_len" in knobs)
+            needs, row = (row.input_tokens + row.output_tokens, None) if why else (0, row)
         loop = _open_loop(m, replicas * dp, block) if row is not None else None
         if loop is not None:
             harness += (f"; TTFT simulated: {loop.requests:,} arrivals at "
@@ -303,8 +324,25 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
                             "Poisson (burstiness not stated)" if m.burstiness is None else
                             f"burstiness {loop.burstiness:g}"))
         runs.append(Run(m, ref, gpu, engine, ver, tp, replicas, harness, row, why, replayed,
-                        dp, loop))
+                        dp, loop, needs))
     return runs
+
+
+def _longer_than_context(row: fit.Row, length: int, given: bool) -> str:
+    """Why a run cannot have run on a context of `length` tokens ("" when it can): its mean
+    request (prompt + output) is longer. The file's means are over the requests that
+    completed, and each of those fit the server's context (vLLM and SGLang refuse a longer
+    one), so their mean does too; a longer mean says the server ran a longer context than
+    kvplan planned. Replayed anyway, the run would be fitted as if it had (`kvplan plan`
+    says workload-longer-than-context for the same workload)."""
+    need = row.input_tokens + row.output_tokens
+    if need <= length:
+        return ""
+    on = (f"--max-model-len {length:,}" if given else f"max_model_len {length:,} (kvplan's "
+          "plan without --max-model-len)")
+    return (f"its mean request of {row.input_tokens:,} prompt + {row.output_tokens:,} output "
+            f"tokens needs {need:,} tokens of context, above {on}: the server would have "
+            "refused it; pass the --max-model-len the benchmark server ran with")
 
 
 def _open_loop(m: Measurement, engines: int, block_size: int) -> OpenLoop | None:
@@ -335,31 +373,40 @@ def _positive(v: float | None) -> float | None:
 
 
 def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
-         engines: int) -> tuple[fit.Row | None, str]:
+         engines: int, harness: str = "") -> tuple[fit.Row | None, str]:
     """The fit's row of a run (its throughput per engine: ÷ `engines`, the replicas × their DP
-    ranks), or (None, why it cannot be replayed)."""
+    ranks), or (None, why it cannot be replayed, naming the fields: `harness` is what the
+    load lacks when `conc` is None)."""
     ttft = _positive(m.ttft_ms.central)
     tpot = _positive(m.tpot_ms.central) or _positive(m.itl_ms.central)  # ITL is TPOT for
     # steady decoding (older SGLang releases write only the median ITL)
     inp, out = _positive(m.input_tokens), _positive(m.output_tokens)
     if m.completed == 0 or m.num_requests == 0:
         return None, "no request completed (completed 0)"
+    failures = m.failures()
+    if failures and failures[2]:
+        return None, failures[0]
     if out is None and m.output_tokens is not None:
         return None, (f"no output tokens ({m.fields.get('output_tokens', 'output tokens')} "
                       f"{m.output_tokens:g}): a run must generate to be timed")
-    if conc is None:
-        return None, "no concurrency, request rate or latency to tell its load"
+    if "request_rate" in m.invalid and m.concurrency is None:
+        return None, f"{m.invalid['request_rate']}: its load is unknown"
     if m.concurrency is None and m.request_rate is None:
         return None, ("all requests sent at once (request rate inf, no max concurrency): a "
                       "burst, not the steady state kvplan's latency model describes; to "
                       "calibrate on this load, re-run with --max-concurrency N (a closed "
                       "loop) or --request-rate R")
+    if conc is None:
+        return None, harness or "no concurrency, request rate or latency to tell its load"
     if conc > MAX_IN_FLIGHT:
         return None, f"{conc:,} requests in flight per engine: over {MAX_IN_FLIGHT:,}"
     if not inp or not out or max(inp, out) > MAX_LENGTH:
-        return None, "no usable input / output lengths"
+        return None, ("no usable input / output lengths (input: "
+                      + m.quantity("input_tokens", m.input_tokens) + "; output: "
+                      + m.quantity("output_tokens", m.output_tokens) + f"; at most {MAX_LENGTH:,})")
     if ttft is None and tpot is None:
-        return None, "neither TTFT nor TPOT measured"
+        return None, (f"neither TTFT ({m.describe('ttft')}) nor TPOT ({m.describe('tpot')}; "
+                      f"ITL: {m.describe('itl')}) measured")
     thr = _positive(m.output_throughput)
     return fit.Row(ctx, engine, m.label, conc, max(1, round(inp)), max(1, round(out)), ttft,
                    tpot, thr / engines if thr else None), ""
@@ -488,23 +535,39 @@ class Result:
     leave_one_out: dict[str, dict[str, float]] | None
 
 
+def _listed(names: Sequence[str], most: int = 10) -> str:
+    """'a, b, c' — the first `most`, then how many more."""
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def _unusable(runs: Sequence[Run]) -> InvalidInputError:
-    """The error when no run can be replayed: each run's reason (the first five)."""
+    """The error when no run can be replayed: every run, named with where it is in its file,
+    grouped by the reason it cannot be used."""
+    by_reason: dict[str, list[str]] = {}
+    for r in runs:
+        by_reason.setdefault(r.skipped, []).append(r.named)
+    need = max((r.needs_context for r in runs), default=0)
     return InvalidInputError("none of the runs can be used: " + "; ".join(
-        f"{r.label}: {r.skipped}" for r in runs[:5]), hint="docs/calibration.md lists the "
-        "fields each format needs and the flags that describe a deployment the file does not")
+        f"{_listed(names)}: {why}" for why, names in by_reason.items()),
+        hint=f"pass the --max-model-len the benchmark server ran with (these runs need "
+        f"{need:,} tokens or more)" if need else "docs/calibration.md lists the fields each "
+        "format needs and the flags that describe a deployment the file does not")
 
 
 def _one_class(runs: Sequence[Run]) -> tuple[str, str]:
-    classes = sorted({(r.engine, r.gpu.arch) for r in runs if r.row is not None})
+    classes: dict[tuple[str, str], list[str]] = {}
+    for r in runs:
+        if r.row is not None:
+            classes.setdefault((r.engine, r.gpu.arch), []).append(r.named)
     if not classes:
         raise _unusable(runs)
     if len(classes) > 1:
         raise InvalidInputError(
             "a calibration covers one engine × GPU architecture; these runs span "
-            + ", ".join(f"{e} on {a}" for e, a in classes),
+            + ", ".join(f"{e} on {a} ({_listed(classes[e, a])})" for e, a in sorted(classes)),
             hint="calibrate each engine × architecture separately (one -o file each)")
-    return classes[0]
+    return min(classes)
 
 
 def _inside(name: str, v: float) -> float:
@@ -566,6 +629,12 @@ def check(runs: Sequence[Run]) -> Scored:
     return score(runs, {r.key: r.context.coefficients for r in rows})
 
 
+def notes(runs: Sequence[Run]) -> dict[str, list[str]]:
+    """Run label → what its file said otherwise than kvplan read it (an invalid value ignored,
+    the median used for an invalid mean), for the runs that have any."""
+    return {r.label: r.measurement.notes for r in runs if r.measurement.notes}
+
+
 def worst_median(summary: Mapping[str, Mapping[str, float]]) -> tuple[str, float]:
     """(metric, its median absolute % error) of the metric with the largest one."""
     metric = max(summary, key=lambda k: summary[k]["median"])
@@ -610,6 +679,7 @@ def document(result: Result, *, created: str, kvplan_version: str) -> dict[str, 
                                       "coefficients": fit.as_dict(result.base)},
         "sources": sorted({r.measurement.source for r in result.runs}),
         "skipped": {r.label: r.skipped for r in result.runs if r.row is None},
+        "notes": notes(result.runs),
         "errors": {"before": result.before.summary, "after": result.after.summary,
                    "leave_one_out": result.leave_one_out,
                    "unit": "% of measured: mean, median, p90 of |predicted / measured − 1|; "

@@ -118,8 +118,8 @@ def _check(runs: list[Any], values: dict[str, Any]) -> None:
             "coefficients": sorted({r.row.context.calibration for r in used}),
             "runs": [_run_json(r, p) for r, p in zip(used, scored.preds, strict=True)],
             "skipped": {r.label: r.skipped for r in runs if r.row is None},
-            "errors": scored.summary, "max_error": limit, "worst_median": [metric, worst],
-            "passed": passed}, indent=2) + "\n")
+            "notes": cal.notes(runs), "errors": scored.summary, "max_error": limit,
+            "worst_median": [metric, worst], "passed": passed}, indent=2) + "\n")
     else:
         out = console()
         sources = ", ".join(sorted({r.row.context.calibration for r in used}))
@@ -157,7 +157,7 @@ def _fit(runs: list[Any], values: dict[str, Any]) -> None:
         raise typer.Exit(0)
     out = console()
     used = [r for r in runs if r.row is not None]
-    out.print(f"{result.engine} on {result.arch}: {len(used)} runs from "
+    out.print(f"{result.engine} on {result.arch}: {len(used)} run{'s' * (len(used) != 1)} from "
               f"{', '.join(doc['sources'])}; starting point: {result.base_source}", markup=False)
     _runs_table(out, used, result.after.preds)
     _skipped(out, runs)
@@ -217,7 +217,10 @@ def _runs_table(out: Any, runs: list[Any], preds: list[Any]) -> None:
 def _skipped(out: Any, runs: list[Any]) -> None:
     for r in runs:
         if r.row is None:
-            out.print(f"skipped {r.label}: {r.skipped}", markup=False)
+            out.print(f"skipped {r.named}: {r.skipped}", markup=False)
+    for r in runs:
+        for note in r.measurement.notes:
+            out.print(f"note: {r.named}: {note}", markup=False)
     for note in dict.fromkeys(r.replayed_as for r in runs if r.replayed_as):
         out.print(f"note: {note}", markup=False)
 

@@ -164,6 +164,9 @@ def _calibrate() -> dict[str, Any]:
         coefficients: list[str] = Field(description="where the coefficients came from")
         runs: list[Run]
         skipped: dict[str, str] = Field(description="run → why it was not used")
+        notes: dict[str, list[str]] = Field(
+            description="run → what its file said otherwise than kvplan read it (an invalid "
+            "value ignored, the median used for an invalid mean)")
         errors: dict[str, Errors] = Field(description="metric (ttft, tpot, throughput) →")
         max_error: float | None
         worst_median: tuple[str, float]
@@ -214,6 +217,7 @@ def _calibrate() -> dict[str, Any]:
         base: Base
         sources: list[str]
         skipped: dict[str, str]
+        notes: dict[str, list[str]]
         errors: ErrorsBeforeAfter
         rows: list[Row]
 

@@ -193,7 +193,9 @@ def test_runs_on_two_architectures_are_refused(capsys, synthetic, tmp_path):
     code, out, _ = run(capsys, "calibrate", str(mixed), "--max-model-len", "16384", "--json")
     assert code == 2
     error = json.loads(out)["error"]
-    assert "vllm on Ada Lovelace, vllm on Hopper" in error["message"]
+    # each class names its runs and where they are in the file
+    assert ("vllm on Ada Lovelace (mixed.json#2 (line 2)), vllm on Hopper (mixed.json#1 "
+            "(line 1))") in error["message"]
     assert "separately" in error["hint"]
 
 
@@ -248,8 +250,8 @@ def test_a_quantized_checkpoint_is_replayed_in_its_own_format():
     assert entry is not None
     m = load_catalog_model(entry)
     assert m.quantization is not None and m.quantization.block_size is not None
-    ctx, _, _, _ = cal._context(m, resolve_gpus(["h200"])[0], "vllm", "0.14.0", 8,
-                             {"max_model_len": 8192}, {})
+    ctx = cal._context(m, resolve_gpus(["h200"])[0], "vllm", "0.14.0", 8,
+                       {"max_model_len": 8192}, {}).context
     assert ctx.expert_gemm_key[2] == "fp8_block"
 
 

@@ -145,8 +145,8 @@ def test_every_json_output_has_a_schema_that_holds_it(capsys, name, args):
 def test_a_field_the_calibrate_schema_does_not_declare_fails_it(capsys):
     """The check above can fail: an undeclared field is refused."""
     doc = {"schema_version": "1", "mode": "check", "coefficients": [], "runs": [],
-           "skipped": {}, "errors": {}, "max_error": None, "worst_median": ["ttft", 1.0],
-           "passed": True}
+           "skipped": {}, "notes": {}, "errors": {}, "max_error": None,
+           "worst_median": ["ttft", 1.0], "passed": True}
     jsonschema.validate(doc, schema(capsys, "calibrate"))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**doc, "surprise": 1}, schema(capsys, "calibrate"))

@@ -115,3 +115,134 @@ def test_empty_guidellm_report_has_no_runs() -> None:
 def test_a_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError, match="not a regular file"):
         benchfiles.read(tmp_path)
+
+
+def _genai_perf_in(unit: str, per_ms: float, *, drop_unit: str = "") -> str:
+    """The genai-perf fixture with its time metrics rewritten in `unit` (`per_ms` of them to
+    the ms), and the unit of `drop_unit` removed."""
+    import json
+
+    doc = json.loads((BENCH / "genai-perf_ensemble_trtllm_c100_streaming.json").read_text())
+    for key in ("time_to_first_token", "inter_token_latency", "request_latency"):
+        doc[key] = {k: v * per_ms if isinstance(v, (int, float)) else v
+                    for k, v in doc[key].items()} | {"unit": unit}
+    if drop_unit:
+        del doc[drop_unit]["unit"]
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("unit,per_ms", [("us", 1e3), ("µs", 1e3), ("ns", 1e6), ("sec", 1e-3),
+                                         ("s", 1e-3), ("ms", 1.0)])
+def test_perf_time_units_are_read_as_written(unit: str, per_ms: float) -> None:
+    """The fixture's TTFT avg is 184.63779366666665 ms (its "unit": "ms"); the same times
+    written in µs (184,637.79…), ns or seconds read back as that many ms. A µs file was read
+    as ms before (TTFT 184,637.8 ms)."""
+    (r,) = benchfiles.parse(_genai_perf_in(unit, per_ms), "gp.json")
+    assert r.ttft_ms.mean == pytest.approx(184.63779366666665, rel=1e-12)
+    assert r.tpot_ms.mean == pytest.approx(2.1767344516666665, rel=1e-12)
+
+
+def test_a_time_unit_no_tool_writes_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidConfigError) as e:
+        benchfiles.parse(_genai_perf_in("furlongs", 1.0), "gp.json")
+    assert str(e.value).startswith("gp.json: time_to_first_token.unit 'furlongs' is not a "
+                                   "time unit genai-perf writes (ns, us, ms, sec; or s, µs)")
+    with pytest.raises(InvalidConfigError, match="gp.json: inter_token_latency has no unit"):
+        benchfiles.parse(_genai_perf_in("ms", 1.0, drop_unit="inter_token_latency"), "gp.json")
+
+
+def _closed_loop(**changed: object) -> str:
+    """A `vllm bench serve` result of a closed loop: 8 clients, 80 requests of 500 output
+    tokens in 100 s (request_throughput 0.8/s), each 10 s end to end: TTFT 119.8 ms + 499 ×
+    TPOT 19.8 ms = 10,000 ms, so N = 0.8/s × 10 s = 8 requests in flight, its 8 clients."""
+    import json
+
+    return json.dumps({
+        "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": 80,
+        "request_rate": "inf", "max_concurrency": 8, "duration": 100.0, "completed": 80,
+        "total_input_tokens": 80 * 1000, "total_output_tokens": 80 * 500,
+        "request_throughput": 0.8, "output_throughput": 400.0, "mean_ttft_ms": 119.8,
+        "mean_tpot_ms": 19.8, "mean_e2el_ms": 10_000.0, **changed})
+
+
+def test_a_closed_loop_whose_latencies_agree_with_its_throughput_is_read() -> None:
+    (r,) = benchfiles.parse(_closed_loop(), "c8.json")
+    assert benchfiles.inconsistency(r) is None
+
+
+def test_seconds_in_ms_fields_are_refused_naming_the_figures() -> None:
+    """The same run with its _ms fields holding seconds: 0.8/s × 10 ms = 0.008 in flight,
+    1000× fewer than the 8 clients a closed loop keeps busy."""
+    seconds = _closed_loop(mean_ttft_ms=0.1198, mean_tpot_ms=0.0198, mean_e2el_ms=10.0)
+    with pytest.raises(InvalidConfigError) as e:
+        benchfiles.parse(seconds, "c8.json")
+    assert e.value.message == (
+        "c8.json: run #1: completed/s (request_throughput) 0.8 × mean end-to-end latency "
+        "(measured e2e) 10 ms = 0.008 requests in flight, 1000× fewer than the 8 its closed "
+        "loop kept outstanding: its latencies are that much too short for its own throughput")
+    assert "unit" in (e.value.hint or "")
+
+
+def test_microseconds_in_ms_fields_are_refused() -> None:
+    """µs read as ms: 0.8/s × 10,000 s = 8,000 in flight, 1000× more than 8 clients."""
+    us = _closed_loop(mean_ttft_ms=119_800.0, mean_tpot_ms=19_800.0, mean_e2el_ms=1e7)
+    with pytest.raises(InvalidConfigError, match=r"= 8e\+03 requests in flight, 1000× more "
+                       r"than its 8 clients \(max concurrency\) could keep outstanding"):
+        benchfiles.parse(us, "c8.json")
+
+
+def test_latency_fields_in_two_units_are_refused() -> None:
+    """e2e in ms, TTFT and TPOT in seconds: 10,000 ms against 0.1198 + 499 × 0.0198 = 10 ms."""
+    with pytest.raises(InvalidConfigError, match="differ 1000×: its latency fields are not in "
+                       "one unit"):
+        benchfiles.parse(_closed_loop(mean_ttft_ms=0.1198, mean_tpot_ms=0.0198), "c8.json")
+
+
+def test_an_open_loop_is_held_to_its_stated_concurrency() -> None:
+    """SGLang states its own concurrency (summed request time / wall time). The H200 file's
+    first run (1 req/s, no such field in that release) with concurrency 7.9 — what its
+    completed/s × mean e2e gives: output_throughput 537.41 / (160,347 / 300 output tokens)
+    = 1.0055/s × 7,840.6 ms = 7.88 — is read; with its latencies in seconds (÷ 1000: 0.00788
+    in flight) it is refused, 7.9 / 0.00788 = 1002× off."""
+    import json
+
+    lines = (BENCH / "sglang_llama-3.3-70b_h200_tp4.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    (r,) = benchfiles.parse(json.dumps({**first, "concurrency": 7.9}), "sg.jsonl")
+    assert r.stated_in_flight == 7.9 and benchfiles.inconsistency(r) is None
+    seconds = {k: v / 1000 if k.endswith("_ms") and isinstance(v, float) else v
+               for k, v in first.items()}
+    with pytest.raises(InvalidConfigError, match=r"= 0.00788 requests in flight, where the "
+                       r"file's own concurrency \(measured on the wall clock\) is 7.9: its "
+                       "latencies are 1002× too short"):
+        benchfiles.parse(json.dumps({**seconds, "concurrency": 7.9}), "sg.jsonl")
+
+
+def test_failed_requests_are_read_from_every_format_that_counts_them() -> None:
+    """GuideLLM's request_totals.errored, AIPerf's error_request_count, inference-perf's
+    failures.count (vLLM / SGLang: tests/cli/test_calibrate_inputs.py); the fixtures' own
+    counts are 0, and more failed than completed is "most"."""
+    import json
+
+    guide = json.loads((BENCH / "guidellm_llama-3.1-8b_built.json").read_text())
+    guide["benchmarks"][0]["metrics"]["request_totals"]["errored"] = 481  # of 480 successful
+    g = benchfiles.parse(json.dumps(guide), "g.json")[0]
+    assert (g.failed, g.completed) == (481, 480)
+    assert g.failures() == (
+        "481 of 961 requests failed (metrics.request_totals.errored 481, completed 480): the "
+        "latencies of the few that completed describe an overloaded or failing server, not the "
+        "steady state kvplan's latency model describes; re-run it at a load the server "
+        "sustains", 481, True)
+    aiperf = json.loads((BENCH / "aiperf_qwen3.6-nvfp4_rtx5090_chatbot_c16.json").read_text())
+    assert benchfiles.parse(json.dumps(aiperf), "a.json")[0].failures() is None
+    aiperf["error_request_count"] = {"unit": "requests", "avg": 4.0}  # request_count.avg 96
+    a = benchfiles.parse(json.dumps(aiperf), "a.json")[0]
+    assert a.failures() is not None and a.failures()[1:] == (4.0, False)
+    assert a.notes == ["4 of 100 requests failed (error_request_count.avg 4, completed 96): "
+                       "its latencies are those of the requests that completed"]
+    ip = json.loads((BENCH / "inference-perf_llama-3-8b_h100_stage_0_lifecycle_metrics.json")
+                    .read_text())
+    (r,) = benchfiles.parse(json.dumps(ip), "ip.json")
+    assert (r.failed, r.completed, r.failures()) == (0, 60, None)  # failures.count 0
+    ip["failures"]["count"] = 61
+    assert benchfiles.parse(json.dumps(ip), "ip.json")[0].failures()[1:] == (61, True)
