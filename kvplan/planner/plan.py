@@ -1051,10 +1051,15 @@ def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workloa
             f"{basis} tokens without preemption, but capping there throttles shorter ones; "
             "pass --avg-input-tokens/--avg-output-tokens"))
     seqs = min(fit_seqs, cap) if cap is not None and capped else fit_seqs
+    tokens = pres.kv_cache.tokens
     if seqs and basis:
-        seqs, fit_seqs = _settled_seqs(s, util, seqs, fit_seqs, basis, shared, cap)
+        seqs, fit_seqs, tokens = _settled_seqs(s, util, seqs, fit_seqs, basis, shared, cap,
+                                               tokens)
         capped = cap is not None and fit_seqs > cap
-    held = f"the KV cache{at} holds {_plural(fit_seqs, 'request')} of {what}"
+    kv = "the KV cache" if tokens == pres.kv_cache.tokens else (
+        f"the KV cache the serve line starts with ({tokens:,} tokens: its profile at "
+        f"max_num_seqs {seqs})")
+    held = f"{kv}{at} holds {_plural(fit_seqs, 'request')} of {what}"
     if seqs and seqs < fit_seqs and not capped:
         held += f" at max_num_seqs {seqs} (one more running request's profile leaves fewer)"
     return Recommendation(
@@ -1063,14 +1068,15 @@ def _seqs_rec(s: _Setup, pdep: Deployment, pres: MemoryResult, workload: Workloa
 
 
 def _settled_seqs(s: _Setup, util: dict[str, object], seqs: int, fit_seqs: int, basis: int,
-                  shared: int, cap: int | None) -> tuple[int, int]:
-    """(max_num_seqs, the requests the KV cache holds at it): the engine's start-up profile
+                  shared: int, cap: int | None, tokens: int) -> tuple[int, int, int]:
+    """(max_num_seqs, the requests the KV cache holds at it, its KV tokens; `fit_seqs` and
+    `tokens`, the configured profile's, when no value settles): the engine's start-up profile
     scales with max_num_seqs (vLLM's sampler warm-up runs max_num_seqs requests and its CUDA
     graphs capture batches up to it: model/forward.py), so the KV cache the serve line starts
     with differs from the one sized at the configured value. Re-sized at the value the line sets
     until it holds what it runs (at most three evaluations); the largest such value is kept
     (`seqs` was sized on the configured profile, which is the larger whenever it runs more)."""
-    best: tuple[int, int] | None = None
+    best: tuple[int, int, int] | None = None
     tried: set[int] = set()
     first = seqs
     while seqs not in tried and len(tried) < 3:
@@ -1080,11 +1086,11 @@ def _settled_seqs(s: _Setup, util: dict[str, object], seqs: int, fit_seqs: int, 
             break
         fit = got[1].requests_held(basis, shared)
         if fit >= seqs and (best is None or seqs > best[0]):
-            best = (seqs, fit)
+            best = (seqs, fit, got[1].kv_cache.tokens)
         seqs = min(fit, cap) if cap is not None else fit
         if not seqs:
             break
-    return best if best is not None else (first, fit_seqs)
+    return best if best is not None else (first, fit_seqs, tokens)
 
 
 def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
