@@ -225,8 +225,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
        unit="tokens", knob="engine"),
     _O("enforce_eager", bool, ("--enforce-eager",), "no CUDA graphs", knob="engine"),
     _O("enable_prefix_caching", bool, ("--enable-prefix-caching/--no-enable-prefix-caching",),
-       "on by default in every engine; off keeps Mamba/GDN states at one page per request "
-       "(vLLM), SGLang's --disable-radix-cache", knob="engine", false_is_default=False),
+       "on by default in every engine but vLLM V0 (before 0.8); off keeps Mamba/GDN states at "
+       "one page per request (vLLM), SGLang's --disable-radix-cache", knob="engine",
+       false_is_default=False),
     _O("disable_hybrid_kv_cache_manager", bool, ("--disable-hybrid-kv-cache-manager",),
        "allocate sliding/chunked layers as full attention", knob="engine"),
     _O("enable_expert_parallel", bool, ("--enable-expert-parallel",),

@@ -340,10 +340,9 @@ def release_flag_problems(f: Found, version: str | None) -> list[Problem]:
         releases = syntax.flag_releases.get(base)
         if releases is None or releases.in_release(release):
             continue
-        when = (f"removed in {releases.removed}" if releases.removed is not None
-                and parse_version(release) >= parse_version(releases.removed)
-                else f"first in {releases.first}")
-        instead = releases.instead.format(value=value)
+        when = releases.when(release)
+        instead = (releases.instead.format(value=value) if releases.instead
+                   else f"{releases.older} {value}" if releases.older else "")
         out.append(Problem(
             code="unknown-flag", severity="error",
             message=f"{named} has no {base} flag ({when}; {releases.source}), so its "

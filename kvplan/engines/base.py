@@ -13,6 +13,7 @@ An engine answers five questions for one model × GPU × settings:
 from __future__ import annotations
 
 import re
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -328,11 +329,53 @@ class FlagReleases:
     removed: str | None = None
     instead: str = ""
     source: str = ""
+    # the flag that the releases before `first` take in its place, with the same value (TGI
+    # 1.x's --max-input-length for --max-input-tokens): `kvplan plan` writes it there
+    older: str = ""
 
     def in_release(self, version: str) -> bool:
         v = parse_version(version)
         return ((self.first is None or v >= parse_version(self.first))
                 and (self.removed is None or v < parse_version(self.removed)))
+
+    def spelled(self, flag: str, version: str) -> str | None:
+        """`flag` as `version` spells it: itself, the older spelling, or None (not there)."""
+        if self.in_release(version):
+            return flag
+        before = self.first is not None and parse_version(version) < parse_version(self.first)
+        return self.older if before and self.older else None
+
+    def when(self, version: str) -> str:
+        """Why `version` lacks the flag: "first in X" or "removed in X"."""
+        if self.removed is not None and parse_version(version) >= parse_version(self.removed):
+            return f"removed in {self.removed}"
+        return f"first in {self.first}"
+
+
+def release_line(syntax: DeploySyntax, line: str, version: str) -> str:
+    """A launch line with each flag of `syntax.flag_releases` in `version`'s spelling: renamed to
+    its older form (FlagReleases.older) or, where the release has none and the engine writes no
+    other spelling (no `instead`), left out with its value. `kvplan plan` drops the knobs the user
+    gave for such a flag first (planner/plan.py, with an error); this keeps what the engine chose
+    itself (a checkpoint's FP8 KV cache) off a line the release would refuse."""
+    if not syntax.flag_releases:
+        return line
+    words, out, i = shlex.split(line), [], 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        flag, eq, _ = word.partition("=")
+        rule = syntax.flag_releases.get(flag)
+        if rule is None or rule.instead:
+            out.append(word)
+            continue
+        spelled = rule.spelled(flag, version)
+        takes_value = not eq and syntax.cli_flags.get(flag, ("", "bool"))[1] not in ("bool", "off")
+        if spelled is None:
+            i += 1 if takes_value and i < len(words) and not words[i].startswith("-") else 0
+            continue
+        out.append(spelled + word[len(flag):])
+    return shlex.join(out)
 
 
 @dataclass(frozen=True)

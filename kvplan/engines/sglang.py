@@ -52,6 +52,7 @@ from .base import (
     DenseMlpMode,
     DeploySyntax,
     Engine,
+    FlagReleases,
     GatherAllReduce,
     MemoryResult,
     TokenSplit,
@@ -1109,6 +1110,18 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
     "--moe-dense-tp-size": ("moe_dense_tp_size", "int"),
     RADIX_CACHE_OFF: ("enable_prefix_caching", "off"),
 }
+# Flags only some releases have (DeploySyntax.flag_releases), read in the PyPI wheels'
+# sglang/srt/server_args.py (argparse: an unknown flag stops the server): pipeline parallelism's
+# --pipeline-parallel-size / --pp-size is in none of 0.3.0, 0.3.6, 0.4.0–0.4.5, 0.4.6 and
+# 0.4.6.post1, and in 0.4.6.post3, 0.4.6.post5 and 0.4.7–0.4.10. kvplan's release numbers read no
+# .postN, so 0.4.6 counts as having it (its first posts do not): only releases before 0.4.6 are
+# refused.
+PP_FROM = "0.4.6"
+FLAG_RELEASES = {
+    name: FlagReleases(first=PP_FROM, source="sglang/srt/server_args.py, SGLang 0.4.5 and "
+                       "0.4.6.post3 (not in 0.4.6 or 0.4.6.post1)")
+    for name in ("--pp-size", "--pipeline-parallel-size")
+}
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
     "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
@@ -1185,6 +1198,7 @@ class SglangEngine(Engine):
                           executables=(("sglang", "serve"),),  # sglang/cli/main.py (0.5+)
                           positional_model=True,  # `sglang serve MODEL` (sglang/cli/serve.py)
                           combine=combine_flags,
+                          flag_releases=FLAG_RELEASES,  # --- flagrel ---
                           # --- schemas (#23) --- lmsysorg/sglang image (tag v + release); Dynamo's
                           # dynamo.sglang backend, nvcr.io/nvidia/ai-dynamo/sglang-runtime
                           image="lmsysorg/sglang:v{v}", dynamo_module="dynamo.sglang",

@@ -48,6 +48,7 @@ from .base import (
     Calibration,
     DeploySyntax,
     Engine,
+    FlagReleases,
     MemoryResult,
     batched_tokens_flag_value,
     knob_flags,
@@ -450,6 +451,20 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
 }
 # The launcher reads every flag from the environment too (clap `env`, launcher/src/main.rs);
 # a flag on the command line wins over its variable.
+# Launcher flags only some releases have (DeploySyntax.flag_releases), read in the Args struct
+# of launcher/src/main.rs at the release tags (clap derives --flag-name from each field; an
+# unknown argument stops the launcher): `max_input_tokens` first in v2.0.0 (v1.0.0–v1.4.5 have
+# only `max_input_length`, which every later tag still has); `kv_cache_dtype` first in v2.4.0
+# (not in v2.3.0 or v2.3.1); `speculate` first in v1.3.0 (not in v1.2.0).
+FLAG_RELEASES = {
+    "--max-input-tokens": FlagReleases(
+        first="2.0.0", older="--max-input-length",
+        source="launcher/src/main.rs, TGI v1.4.5 and v2.0.0"),
+    "--kv-cache-dtype": FlagReleases(
+        first="2.4.0", source="launcher/src/main.rs, TGI v2.3.1 and v2.4.0"),
+    "--speculate": FlagReleases(
+        first="1.3.0", source="launcher/src/main.rs, TGI v1.2.0 and v1.3.0"),
+}
 ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard",
              "MAX_TOTAL_TOKENS": "--max-total-tokens",
              "MAX_INPUT_TOKENS": "--max-input-tokens", "MAX_INPUT_LENGTH": "--max-input-length",
@@ -537,6 +552,7 @@ class TgiEngine(Engine):
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
                           known_flags=known_flags.TGI, combine=combine_flags,
                           unmodelled_features={"--lora-adapters": "LoRA adapters"},
+                          flag_releases=FLAG_RELEASES,  # --- flagrel ---
                           # --- schemas (#23) --- the published image (tag = the release)
                           image="ghcr.io/huggingface/text-generation-inference:{v}",
                           # --- emitport --- the launcher's --port defaults to 3000 and is read

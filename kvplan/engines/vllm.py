@@ -101,6 +101,11 @@ class Era:
     async_in_flight: bool  # sliding windows hold max_concurrent_batches × tokens in flight
     mamba_align_pages: bool  # prefix caching puts Mamba layers in "align" mode (3 pages)
     v0: bool = False  # the V0 engine: 256 seqs, whole-prompt profiling, no hybrid KV manager
+    # automatic prefix caching when no flag sets it. V0 off: EngineArgs.enable_prefix_caching
+    # `bool = False` (vllm/engine/arg_utils.py 0.5.0–0.6.4.post1), then None →
+    # bool(envs.VLLM_USE_V1) (0.6.5–0.7.3), VLLM_USE_V1 defaulting to "0" (vllm/envs.py). V1
+    # on: _set_default_args_v1 "V1 enables prefix caching by default" (0.8.0; 0.11.0 likewise)
+    prefix_caching: bool = True
 
 
 ERAS: tuple[Era, ...] = (
@@ -112,7 +117,7 @@ ERAS: tuple[Era, ...] = (
     Era(name="v0 ≤0.7", first=(0, 0, 0), default_utilization=0.90, cudagraph_in_budget=False,
         batch_row_160gib=False, null_block_in_fit_check=False, printed_tokens="blocks",
         yarn_keeps_max_position=False, group_rule="min", async_in_flight=False,
-        mamba_align_pages=False, v0=True),
+        mamba_align_pages=False, v0=True, prefix_caching=False),
     # Read in 0.11.0, 0.12.0, 0.15.1; the 0.19.0 logs in the calibration file print the graph
     # estimate "not subtracted from KV in this version". Hybrid groups use the smallest bucket.
     Era(name="v1 0.11–0.19", first=(0, 8, 0), default_utilization=0.90, cudagraph_in_budget=False,
@@ -653,7 +658,7 @@ def resolve_offload(knobs: Any, era: Era, sources: dict[str, Source]) -> dict[st
         return {}
     if era.v0:
         raise InvalidInputError("--kv-offloading-size is a V1 setting (V0 swapped with "
-                                "--swap-space)", hint="plan with --engine-version 0.11.0 or later")
+                                "--swap-space)", hint="plan with --engine-version 0.11.1 or later")
     sources["kv_offloading_size"] = "cli"
     sources["kv_offloading_backend"] = "cli" if knobs.kv_offloading_backend else "engine-default"
     return {"kv_offloading_size": knobs.kv_offloading_size,
@@ -905,6 +910,24 @@ FLAG_RELEASES = {
     "--eplb-config": FlagReleases(
         first=".".join(map(str, EPLB_CONFIG_FROM)), instead="--num-redundant-experts N",
         source="vllm/engine/arg_utils.py, vLLM 0.10.1.1 and 0.10.2"),
+    # EngineArgs' add_cli_args in the PyPI wheels' vllm/engine/arg_utils.py: cache_group's
+    # --kv-cache-memory-bytes (CacheConfig.kv_cache_memory_bytes) is not in 0.10.1.1 and is in
+    # 0.10.2, 0.11.0 and 0.12.0
+    "--kv-cache-memory-bytes": FlagReleases(
+        first="0.10.2", source="vllm/engine/arg_utils.py, vLLM 0.10.1.1 and 0.10.2"),
+    # --kv-offloading-size and --kv-offloading-backend (cache_kwargs["kv_offloading_size"],
+    # ["kv_offloading_backend"]): not in 0.11.0, both in 0.11.1, 0.11.2 and 0.12.0
+    "--kv-offloading-size": FlagReleases(
+        first="0.11.1", source="vllm/engine/arg_utils.py, vLLM 0.11.0 and 0.11.1"),
+    "--kv-offloading-backend": FlagReleases(
+        first="0.11.1", source="vllm/engine/arg_utils.py, vLLM 0.11.0 and 0.11.1"),
+    # --enable-prefix-caching is action='store_true' up to 0.6.4.post1 (no --no- form) and
+    # argparse.BooleanOptionalAction from 0.6.5 (read in 0.6.5, 0.6.6, 0.7.3, 0.8.0); before
+    # 0.6.5 prefix caching is off unless the flag is given (EngineArgs.enable_prefix_caching:
+    # bool = False), so nothing need be written
+    "--no-enable-prefix-caching": FlagReleases(
+        first="0.6.5", instead="no flag (prefix caching is off by default in that release)",
+        source="vllm/engine/arg_utils.py, vLLM 0.6.4.post1 and 0.6.5"),
 }
 # The dotted form of a JSON flag, `--eplb-config.num_redundant_experts 8` for
 # --eplb-config '{"num_redundant_experts": 8}' (vLLM PR #18208): FlexibleArgumentParser.parse_args
@@ -916,6 +939,17 @@ FLAG_RELEASES = {
 # kvplan reads --eplb-config's and --speculative-config's dotted keys (DeploySyntax.dotted_json);
 # the release check then needs 0.9.0 (DOTTED_FROM), and --eplb-config its own 0.10.2.
 DOTTED_FROM = "0.9.0"
+
+
+def prefix_caching_flag(dep: Deployment) -> list[str]:
+    """The flag that sets prefix caching as planned where the release's default differs:
+    --enable-prefix-caching on V0 (off by default), --no-enable-prefix-caching on V1 (on by
+    default); the V0 releases before 0.6.5 have no --no- form and need none (off already)."""
+    version = dep.engine_version or NEWEST_MODELLED
+    if dep.enable_prefix_caching:
+        return [] if era_of(dep).prefix_caching else ["--enable-prefix-caching"]
+    off = "--no-enable-prefix-caching"
+    return [off] if FLAG_RELEASES[off].in_release(version) else []
 
 
 def eplb_flags(dep: Deployment) -> list[str]:
@@ -1355,7 +1389,7 @@ class VllmEngine(Engine):
             raise InvalidInputError(f"--block-size {block} is not one vLLM {version} accepts",
                                     hint="use one of " + ", ".join(map(str, sizes)),
                                     code="block-size-invalid", knob="block_size")
-        prefix_caching = bool(pick("enable_prefix_caching", True, "engine-default"))
+        prefix_caching = bool(pick("enable_prefix_caching", era.prefix_caching, "engine-default"))
         expert_parallel = bool(pick("enable_expert_parallel", False, "engine-default"))
         hybrid = not knobs.disable_hybrid_kv_cache_manager and not era.v0
         if knobs.disable_hybrid_kv_cache_manager is not None:
@@ -1475,8 +1509,8 @@ class VllmEngine(Engine):
                 args += [rule.flag, dep.moe_a2a_backend]
             else:
                 env = [f"{A2A_ENV}={dep.moe_a2a_backend}"]
-        if dep.user_set("enable_prefix_caching") and not dep.enable_prefix_caching:
-            args.append("--no-enable-prefix-caching")
+        if dep.user_set("enable_prefix_caching"):  # as the user asked, where not the default
+            args += prefix_caching_flag(dep)
         if dep.user_set("hybrid_kv_cache_manager") and not dep.hybrid_kv_cache_manager:
             args.append("--disable-hybrid-kv-cache-manager")
         args += feature_flags(dep)

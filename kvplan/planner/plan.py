@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 from pydantic import ValidationError
 
 from ..engines import registry
-from ..engines.base import Engine, MemoryResult, batched_tokens_flag_value
+from ..engines.base import Engine, MemoryResult, batched_tokens_flag_value, release_line
 from ..errors import InvalidInputError
 from ..knobs import KNOB_NAMES, OPTIONS, Knobs, flag, resolve_layout, valid_tp_sizes
 from ..model.weights import parameter_count
@@ -217,6 +217,8 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     version = engine_version or eng.newest_version
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
+    knobs, release_problems = release_gate(eng, knobs, version)
+    problems += release_problems
     source: Source = "cli" if engine_version else "kvplan-default"
     got = _evaluate_once(eng, m, gpu, _given(knobs), version, source, knobs)
     # refused: evaluate again, to raise the reason
@@ -341,13 +343,62 @@ def _command(eng: Engine, m: ModelSpec, dep: Deployment, rec: Recommendations,
     that writes it (planner/whatif.py). A --quantization the engine accepted is passed on as
     the user spelled it (modelopt_fp4, not the format's name nvfp4, which vLLM does not know)."""
     fmt = what_if_of(eng, dep)
+    version = dep.engine_version or eng.newest_version
     if fmt is None:
         if given and dep.quantization and dep.user_set("quantization"):
             dep = dep.model_copy(update={"quantization": given.lower()})
-        return eng.command(serve_ref(m), dep, rec, workload, m.revision)
+        return release_line(eng.syntax, eng.command(serve_ref(m), dep, rec, workload,
+                                                    m.revision), version)
     serve = eng.command(checkpoint_dir(serve_ref(m), fmt), what_if_engine_view(eng, fmt, dep),
                         rec, workload, None)
-    return what_if_command(fmt, serve_ref(m), serve)
+    return what_if_command(fmt, serve_ref(m), release_line(eng.syntax, serve, version))
+
+
+def _writes_flag(knob: str, value: Any) -> bool:
+    """Whether a knob the user gave puts its flag on the launch line: not a default-like value
+    (off, auto, one GPU of a parallel size, a KV cache in the model's own dtype)."""
+    if value is None or value is False or value == "auto":
+        return False
+    if knob.endswith("_parallel_size"):
+        return value != 1
+    return knob != "kv_cache_dtype" or str(value).startswith("fp8")
+
+
+def release_gate(eng: Engine, knobs: Knobs, version: str) -> tuple[Knobs, list[Problem]]:
+    """The knobs the user gave whose every flag `version` lacks (DeploySyntax.flag_releases: no
+    older spelling, no other spelling the engine writes instead), dropped, each with an error:
+    the engine's argument parser refuses the flag, so the launch line leaves it out and the plan
+    is of that line; the problem names the releases that have it."""
+    rules = eng.syntax.flag_releases
+    if not rules:
+        return knobs, []
+    given = _given(knobs)
+    flags_of: dict[str, list[str]] = {}
+    for name, (knob, _) in eng.syntax.cli_flags.items():
+        flags_of.setdefault(knob, []).append(name)
+    drop: dict[str, None] = {}
+    problems: list[Problem] = []
+    for knob, names in flags_of.items():
+        if knob in drop or not _writes_flag(knob, given.get(knob)):
+            continue
+        if any(n not in rules or rules[n].instead or rules[n].spelled(n, version) is not None
+               for n in names):
+            continue  # some spelling of it is in this release
+        name = eng.flags.get(knob, names[0])
+        rule = rules.get(name, rules[names[0]])
+        other = (f"a release before {rule.removed}" if rule.removed is not None
+                 and parse_version(version) >= parse_version(rule.removed)
+                 else f"--engine-version {rule.first} or later")
+        drop[knob] = None
+        problems.append(Problem(
+            code="flag-not-in-release", severity="error",
+            message=f"{eng.label} {version} has no {name} ({rule.when(version)}; "
+            f"{rule.source}): its argument parser refuses the flag and the server does not "
+            f"start, so the launch line leaves it out and the plan is made without it (hint: "
+            f"plan with {other}, or drop {flag(knob)})"))
+    if not drop:
+        return knobs, []
+    return knobs.model_copy(update=dict.fromkeys(drop)), problems
 
 
 def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:

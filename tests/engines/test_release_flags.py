@@ -1,0 +1,171 @@
+"""Flags only some engine releases have (DeploySyntax.flag_releases), in both directions: `plan`
+writes the release's own spelling or leaves the flag out with an error naming the release that
+has it, and `kvplan check` refuses a file that uses it on a release without it.
+
+Each boundary was read in the engine's own source at the releases on either side of it:
+- vLLM (PyPI wheels, vllm/engine/arg_utils.py): --kv-cache-memory-bytes not in 0.10.1.1, in
+  0.10.2; --kv-offloading-size / --kv-offloading-backend not in 0.11.0, in 0.11.1;
+  --enable-prefix-caching store_true up to 0.6.4.post1 (default False), BooleanOptionalAction
+  (so --no-enable-prefix-caching) from 0.6.5, default bool(envs.VLLM_USE_V1) with VLLM_USE_V1
+  "0" through 0.7.3; V1 (0.8.0+) turns it on by default.
+- TGI (launcher/src/main.rs at the tags): --max-input-tokens first in v2.0.0 (v1.x spells it
+  --max-input-length); --kv-cache-dtype first in v2.4.0 (not in v2.3.1).
+- SGLang (PyPI wheels, sglang/srt/server_args.py): --pp-size not in 0.4.5, 0.4.6 or 0.4.6.post1,
+  in 0.4.6.post3 and 0.4.7; kvplan reads no .postN, so 0.4.6 is the first release it accepts.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from clirun import run
+
+from kvplan import plan
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
+
+
+def _errors(p) -> list[str]:
+    return [q.message for q in p.problems if q.code == "flag-not-in-release"]
+
+
+def _check(capsys, tmp_path, version: str, line: str) -> dict:
+    f = tmp_path / "serve.sh"
+    f.write_text(f"# kvplan: engine-version={version}\n{line}\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    return json.loads(out)["deployments"][0]
+
+
+def _refusals(row: dict) -> list[str]:
+    return [p["message"] for p in row["problems"] if p["code"] == "unknown-flag"]
+
+
+# ------------------------------------------------------------------------------------- vLLM
+
+
+@pytest.mark.parametrize(("knob", "value", "flag", "before", "first"), [
+    ("kv_offloading_size", 100, "--kv-offloading-size", "0.11.0", "0.11.1"),
+    ("kv_cache_memory_bytes", 20 * 2**30, "--kv-cache-memory-bytes", "0.10.1", "0.10.2"),
+])
+def test_vllm_plan_leaves_out_a_flag_before_its_first_release(knob, value, flag, before, first):
+    old = plan(LLAMA, "h100", engine_version=before, **{knob: value})
+    assert flag not in old.command
+    [message] = _errors(old)
+    assert f"vLLM {before} has no {flag} (first in {first}" in message
+    assert f"plan with --engine-version {first} or later" in message
+    new = plan(LLAMA, "h100", engine_version=first, **{knob: value})
+    assert f"{flag} {value}" in new.command and not _errors(new)
+
+
+def test_vllm_offloading_is_the_same_refusal_in_v0_and_v1_before_0_11_1():
+    """0.6.3 (V0) and 0.8.0 (V1) say the same thing: no release before 0.11.1 has the flag."""
+    for version in ("0.6.3", "0.8.0", "0.10.0"):
+        p = plan(LLAMA, "h100", engine_version=version, kv_offloading_size=100)
+        assert "--kv-offloading-size" not in p.command and p.offload is None
+        assert "first in 0.11.1" in _errors(p)[0]
+
+
+@pytest.mark.parametrize(("version", "default"), [
+    ("0.6.3", False), ("0.7.3", False), ("0.8.0", True), ("0.11.0", True)])
+def test_vllm_prefix_caching_default_by_era(version, default):
+    p = plan(LLAMA, "h100", engine_version=version)
+    assert p.inputs["enable_prefix_caching"].value is default
+    assert p.inputs["enable_prefix_caching"].source == "engine-default"
+
+
+@pytest.mark.parametrize(("version", "on", "written"), [
+    ("0.6.4", False, None),  # off by default; no --no- form to write
+    ("0.6.5", False, "--no-enable-prefix-caching"),  # the form exists: the user's flag stays
+    ("0.6.3", True, "--enable-prefix-caching"),  # V0: off unless asked
+    ("0.11.0", False, "--no-enable-prefix-caching"),
+    ("0.11.0", True, None),  # V1: on by default
+])
+def test_vllm_prefix_caching_flag_by_release(version, on, written):
+    p = plan(LLAMA, "h100", engine_version=version, enable_prefix_caching=on)
+    words = p.command.split()
+    assert "--no-enable-prefix-caching" in words if written == "--no-enable-prefix-caching" \
+        else "--no-enable-prefix-caching" not in words
+    assert ("--enable-prefix-caching" in words) is (written == "--enable-prefix-caching")
+    assert not _errors(p) and p.inputs["enable_prefix_caching"].value is on
+
+
+@pytest.mark.parametrize(("flags", "before", "first", "hint"), [
+    ("--kv-offloading-size 100", "0.11.0", "0.11.1", None),
+    ("--kv-cache-memory-bytes 21474836480", "0.10.1", "0.10.2", None),
+    ("--no-enable-prefix-caching", "0.6.4", "0.6.5", "write no flag"),
+])
+def test_vllm_check_refuses_the_flag_before_its_first_release(capsys, tmp_path, flags, before,
+                                                              first, hint):
+    line = f"vllm serve qwen2.5-7b --max-model-len 8192 {flags}"
+    flag = flags.split()[0]
+    [message] = _refusals(_check(capsys, tmp_path, before, line))
+    assert f"vLLM {before} has no {flag} flag (first in {first}" in message
+    if hint:
+        assert hint in message
+    assert not _refusals(_check(capsys, tmp_path, first, line))
+
+
+# -------------------------------------------------------------------------------------- TGI
+
+
+@pytest.mark.parametrize(("version", "flag"), [
+    ("1.0.0", "--max-input-length"), ("1.4.5", "--max-input-length"),
+    ("2.0.0", "--max-input-tokens")])
+def test_tgi_plan_spells_the_input_limit_as_the_release_does(version, flag):
+    p = plan(LLAMA, "h100", engine="tgi", engine_version=version, max_model_len=4096)
+    assert f"{flag} 4095 --max-total-tokens 4096" in p.command
+    assert not _errors(p)
+
+
+def test_tgi_plan_leaves_out_the_kv_cache_dtype_before_2_4_0():
+    old = plan(LLAMA, "h100", engine="tgi", engine_version="2.3.1", kv_cache_dtype="fp8")
+    assert "--kv-cache-dtype" not in old.command and old.inputs["kv_cache_dtype"].value != "fp8"
+    [message] = _errors(old)
+    assert "TGI 2.3.1 has no --kv-cache-dtype (first in 2.4.0" in message
+    new = plan(LLAMA, "h100", engine="tgi", engine_version="2.4.0", kv_cache_dtype="fp8")
+    assert "--kv-cache-dtype fp8_e4m3fn" in new.command and not _errors(new)
+
+
+@pytest.mark.parametrize(("flags", "before", "first", "hint"), [
+    ("--max-input-tokens 4095", "1.4.5", "2.0.0", "write --max-input-length 4095"),
+    ("--kv-cache-dtype fp8_e4m3fn", "2.3.1", "2.4.0", None),
+])
+def test_tgi_check_refuses_the_flag_before_its_first_release(capsys, tmp_path, flags, before,
+                                                             first, hint):
+    line = f"text-generation-launcher --model-id qwen2.5-7b --max-total-tokens 4096 {flags}"
+    flag = flags.split()[0]
+    [message] = _refusals(_check(capsys, tmp_path, before, line))
+    assert f"TGI {before} has no {flag} flag (first in {first}" in message
+    if hint:
+        assert hint in message
+    assert not _refusals(_check(capsys, tmp_path, first, line))
+
+
+def test_tgi_check_takes_max_input_length_in_1_x(capsys, tmp_path):
+    line = "text-generation-launcher --model-id qwen2.5-7b --max-total-tokens 4096 " \
+        "--max-input-length 4095"
+    assert not _refusals(_check(capsys, tmp_path, "1.4.5", line))
+
+
+# ----------------------------------------------------------------------------------- SGLang
+
+
+def test_sglang_plan_leaves_out_pp_size_before_0_4_6():
+    old = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.5",
+               tensor_parallel_size=2, pipeline_parallel_size=2)
+    assert "--pp-size" not in old.command
+    [message] = _errors(old)
+    assert "SGLang 0.4.5 has no --pp-size (first in 0.4.6" in message
+    assert "drop --pipeline-parallel-size" in message
+    new = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.6",
+               tensor_parallel_size=2, pipeline_parallel_size=2)
+    assert "--pp-size 2" in new.command and not _errors(new)
+
+
+def test_sglang_check_refuses_pp_size_before_0_4_6(capsys, tmp_path):
+    line = "python -m sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2"
+    [message] = _refusals(_check(capsys, tmp_path, "0.4.5", line))
+    assert "SGLang 0.4.5 has no --pp-size flag (first in 0.4.6" in message
+    assert not _refusals(_check(capsys, tmp_path, "0.4.6", line))
