@@ -516,6 +516,12 @@ def resolve_speculate(knobs: Any, sources: dict[str, Source]) -> Any:
 # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 MAX_CONCURRENT_REQUESTS = 128
 
+# --dtype values the launcher takes: launcher/src/main.rs `enum Dtype` (clap ValueEnum: Float16
+# → "float16", BFloat16 named "bfloat16"), the same from v0.9.4 to v3.3.7; no float32, no auto
+# (leaving the flag out is TGI's auto: the server picks the model's dtype, models/__init__.py
+# get_model). Anything else: clap refuses the line before the server starts.
+LAUNCHER_DTYPES = ("float16", "bfloat16")
+
 
 def _capability(g: GpuSpec) -> float | None:
     try:
@@ -582,6 +588,12 @@ class TgiEngine(Engine):
                 version: str) -> Deployment:
         era = select_era(parse_version(version))
         sources: dict[str, Source] = dict(layout.sources)
+        if sources.get("dtype") == "cli" and layout.dtype not in LAUNCHER_DTYPES:
+            raise InvalidInputError(f"--dtype {layout.dtype} is not a value TGI's launcher "
+                                    f"takes: its --dtype is {' or '.join(LAUNCHER_DTYPES)}",
+                                    hint=f"use --dtype {' or '.join(LAUNCHER_DTYPES)}, or leave "
+                                    "it out for the model's own dtype",
+                                    code="dtype-unsupported", knob="dtype")
         for key in ("max_model_len", "max_input_tokens", "max_num_batched_tokens",
                     "gpu_memory_utilization", "max_num_seqs"):
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
@@ -759,6 +771,8 @@ class TgiEngine(Engine):
         has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
             args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
+        if dep.user_set("dtype"):
+            args += [self.flags["dtype"], dep.dtype]
         if dep.kv_cache_dtype.startswith("fp8"):
             args += [self.flags["kv_cache_dtype"],
                      "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
