@@ -593,6 +593,12 @@ class Engine(ABC):
         from ..model.whatif import what_if_format
         return what_if_format(name)
 
+    # --- fp8cap --- what the engine does with FP8 weights (an FP8 checkpoint or --quantization
+    # fp8) on a GPU below compute capability 8.0, with its source (knobs.capability_problems
+    # writes it after "FP8 weights need compute capability ≥ 8.0 and the GPU has …; "); "": not
+    # read for this engine, and the error says vLLM's rule is applied in its place
+    fp8_refusal: ClassVar[str] = ""
+
     # What an explicit 16-bit --kv-cache-dtype does against a checkpoint's declared FP8 KV cache
     # that `auto` takes (checkpoint_kv_dtype), with its source; "" where not read
     checkpoint_kv_override: ClassVar[str] = ""

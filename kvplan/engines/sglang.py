@@ -1310,6 +1310,12 @@ class SglangEngine(Engine):
                         dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs,
                         parallel=dep)
 
+    # --- fp8cap --- python/sglang/srt/layers/quantization/fp8.py Fp8Config.get_min_capability:
+    # 80 on CUDA (MXFP8: 100); model_loader/loader.py _get_quantization_config raises below it
+    # (sgl-project/sglang@005cbe0e; the check vLLM's loader had, which SGLang's adapts)
+    fp8_refusal = ("SGLang refuses them when it loads the model ('The quantization method fp8 is "
+                   "not supported for the current GPU. Minimum capability: 80')")
+
     checkpoint_kv_override = (
         "SGLang takes --kv-cache-dtype bf16 over the checkpoint's from the release after "
         "sgl-project/sglang PR #11749 (merged 2025-10-17); earlier releases refuse the value "

@@ -562,6 +562,13 @@ class TgiEngine(Engine):
     # Marlin kernels, compute capability ≥ 7.5) and compressed-tensors (int8 W8A8,
     # server/text_generation_server/layers/compressed_tensors/, v2.4.1+). No NVFP4 or MXFP4.
     what_if_formats = {"awq": ("awq", (7, 5)), "w8a8": ("compressed-tensors", (7, 5))}
+    # --- fp8cap --- server/text_generation_server/layers/fp8.py (v3.3.7) `get_fp8_linear`
+    # takes the Marlin FP8 (W8A16) layer on compute capability 8.x only; below it Fp8Linear's
+    # GEMM is CUTLASS's (cutlass_scaled_mm_supports_fp8: no) or torch._scaled_mm, which needs
+    # FP8 tensor cores (8.9+): the model loads and the warm-up's first forward fails
+    fp8_refusal = ("TGI has no FP8 GEMM for them there (layers/fp8.py get_fp8_linear: its "
+                   "Marlin FP8 fallback runs on capability 8.x only, torch._scaled_mm needs "
+                   "8.9), so its warm-up fails")
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..errors import InvalidInputError
-from ..knobs import Knobs, Layout, parse_mm_limits
+from ..knobs import VLLM_FP8_REFUSAL, Knobs, Layout, parse_mm_limits
 from ..model.expert import deepep_low_latency_bytes, redundant_expert_bytes
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
@@ -1286,6 +1286,10 @@ class VllmEngine(Engine):
         return [Problem(code="mm-limit-legacy-form", severity="error",
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
                         f"form (JSON only from 0.10.0); write '{fixed}'")]
+
+    # --- fp8cap --- Fp8Config.get_min_capability 80 (vllm/model_executor/layers/quantization/
+    # fp8.py), checked when the model's quantization config is built
+    fp8_refusal = VLLM_FP8_REFUSAL
 
     checkpoint_kv_override = (
         "vLLM was reported to refuse an explicit --kv-cache-dtype bfloat16 on such a checkpoint "

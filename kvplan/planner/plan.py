@@ -143,7 +143,8 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     m, knobs = eng.build_quantization(m, gpu, knobs, version)
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
                             checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
-                            kv_override=eng.checkpoint_kv_override)
+                            kv_override=eng.checkpoint_kv_override,
+                            fp8_refusal=eng.fp8_refusal)
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
