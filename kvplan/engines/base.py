@@ -491,6 +491,10 @@ class Engine(ABC):
     # Knobs this engine does not have: derived from the flag table and `settings` (every knob
     # neither names), never listed.
     unsupported: ClassVar[frozenset[str]] = frozenset()
+    # Knobs the engine lacks whose job one of its own flags or settings does: knob → that
+    # spelling as the engine takes it, and whether kvplan plans it (the refusal's hint names it,
+    # docs/engines.md lists it). Only knobs in `unsupported`; each with its source beside it.
+    instead: ClassVar[Mapping[str, str]] = {}
     calibration: ClassVar[Calibration]  # the latency model's coefficients and batching style
     # the vision encoder's start-up profiling is in the memory accounting (else a note says so)
     models_vision_encoder: ClassVar[bool] = False
@@ -520,6 +524,8 @@ class Engine(ABC):
         super().__init_subclass__(**kwargs)
         if hasattr(cls, "syntax"):
             cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
+        if stray := sorted(set(cls.instead) - cls.unsupported):
+            raise TypeError(f"{cls.__name__}.instead names knobs the engine has: {stray}")
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         """How a MoE model's expert layers are laid out: (shared by the data-parallel ranks

@@ -1179,6 +1179,20 @@ class SglangEngine(Engine):
     settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)",
                 "enable_expert_parallel": "--ep-size over every GPU of the MoE group "
                 "(combine_parallel_flags)"}
+    # What SGLang does instead of knobs it lacks (python/sglang/srt/server_args.py: `parser.
+    # add_argument("--disable-cuda-graph", action="store_true")` in 0.4–0.5 add_cli_args, the
+    # ServerArgs fields page_size ("The number of tokens in a page.", default 1 as planned:
+    # HICACHE_PAGE_SIZE), enable_hierarchical_cache and hicache_size ("The size of host KV cache
+    # memory pool in gigabytes"), sgl-project/sglang@001067ff; arg_groups/fields/memory.py in
+    # the 0.5.23 wheel)
+    instead = {
+        "enforce_eager": "--disable-cuda-graph (kvplan does not model it: the plan keeps "
+                         "SGLang's CUDA graphs)",
+        "block_size": "--page-size (kvplan plans SGLang's KV pool at its default page size, 1)",
+        **dict.fromkeys(("kv_offloading_size", "host_cache_size"),
+                        "--enable-hierarchical-cache with --hicache-size (GB of host KV per GPU), "
+                        "which kvplan plans"),
+    }
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,

@@ -538,6 +538,16 @@ class TgiEngine(Engine):
         "tensor_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
         "gpu_memory_utilization", "kv_cache_dtype", "dtype", "quantization", "max_input_tokens"))
     settings = {"speculative_config": "--speculate N (n-gram or the model's own heads)"}
+    # What TGI does instead of knobs it lacks: launcher/src/main.rs `cuda_graphs` ("Use \"0\" to
+    # disable", v2.0.0–v3.3.7); prefix caching has no flag: `resolve_attention` reads the
+    # PREFIX_CACHING environment variable (v2.4.0–v3.3.7; USE_PREFIX_CACHING in v2.3), which
+    # server/text_generation_server/models/globals.py takes as on for "1" / "true"
+    instead = {
+        "enforce_eager": "--cuda-graphs 0 (kvplan does not model TGI's CUDA graphs)",
+        "enable_prefix_caching": "the launcher's PREFIX_CACHING environment variable, not a flag "
+                                 "(PREFIX_CACHING=0 turns it off, USE_PREFIX_CACHING=0 in 2.3), "
+                                 "which kvplan does not model",
+    }
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),

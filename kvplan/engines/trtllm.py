@@ -983,6 +983,13 @@ class TrtllmEngine(Engine):
     # docs/features.md) and set in the options YAML
     # --quantization: a ModelOpt --qformat applied before serving (MODELOPT_QFORMATS)
     settings = {**SETTINGS, "quantization": "ModelOpt --qformat, before serving"}
+    # What TensorRT-LLM does instead of knobs it lacks: host memory for KV blocks is
+    # kv_cache_config.host_cache_size, bytes per GPU (tensorrt_llm/llmapi/llm_args.py
+    # KvCacheConfig.host_cache_size; kvplan's --host-cache-size, engines/trtllm_features.py)
+    instead = dict.fromkeys(
+        ("kv_offloading_size", "enable_hierarchical_cache", "hicache_size"),
+        "kv_cache_config.host_cache_size (bytes of host KV per GPU), which kvplan plans as "
+        "--host-cache-size")
     # --- whatif --- the what-ifs TensorRT-LLM serves, its quantize-first ModelOpt qformats
     # (build_quantization plans them; the nvfp4 entry tells a sweep and the hints that it does)
     what_if_formats = {q: (algo, least) for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}

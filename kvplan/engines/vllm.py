@@ -1201,6 +1201,11 @@ class VllmEngine(Engine):
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
     # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
     settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
+    # What vLLM does instead of knobs it lacks: host memory for KV blocks is --kv-offloading-size
+    # (GiB; the flag this module plans, CLI_FLAGS)
+    instead = dict.fromkeys(
+        ("enable_hierarchical_cache", "hicache_size", "host_cache_size"),
+        "--kv-offloading-size (GiB of host memory for KV blocks), which kvplan plans")
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         return moe_layout(dep)

@@ -459,11 +459,18 @@ def _check_supported(eng: Engine, knobs: Knobs) -> None:
                  and (v is not False or not OPTIONS[k].false_is_default))
     if not bad:
         return
-    names = ", ".join(flag(k) if given[k] is not False else "--no-" + flag(k)[2:] for k in bad)
+    shown = {k: flag(k) if given[k] is not False else "--no-" + flag(k)[2:] for k in bad}
+    names = ", ".join(shown.values())
     have = [e.name for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
+    # the engine's own way of doing it, where it has one (Engine.instead)
+    own = {eng.instead[k]: shown[k] for k in bad if k in eng.instead}
+    ways = [f"{eng.label}'s own is {text}" if len(bad) == 1 else
+            f"for {name} {eng.label}'s own is {text}" for text, name in own.items()]
     raise InvalidInputError(
         f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
-        hint="drop it" + (f", or plan with --engine {' / '.join(have)}" if have else ""),
+        hint="; ".join(ways) + ("; else " if ways else "")
+        + f"drop {'it' if len(bad) == 1 else 'them'}"
+        + (f", or plan with --engine {' / '.join(have)}" if have else ""),
         code="setting-not-supported", knob=bad[0])
 
 
