@@ -571,6 +571,12 @@ class Engine(ABC):
         `tp`; an engine whose flag counts every GPU of a DP-attention group overrides it."""
         return f"{self.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {tp}"
 
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        """The value the launch line gives the engine's KV-cache dtype flag or setting for
+        kvplan's `kv_dtype` (fp8, fp8_e4m3, fp8_e5m2): what command() writes, and what a fix-it
+        that proposes an FP8 KV cache names. Default: kvplan's name (vLLM's values)."""
+        return kv_dtype
+
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """The prefill tokens one data-parallel rank runs a step when the launch line says
         `tokens` (SGLang divides its chunk among DP-attention ranks)."""

@@ -1532,6 +1532,11 @@ class SglangEngine(Engine):
         """The same server line on every node with --nnodes/--node-rank/--dist-init-addr."""
         return multinode.sglang(command, nodes)
 
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        """--kv-cache-dtype takes fp8_e4m3 and fp8_e5m2, not a bare fp8 (server_args.py
+        choices): a generic fp8 runs as E4M3."""
+        return "fp8_e4m3" if kv_dtype == "fp8" else kv_dtype
+
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
         args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
@@ -1551,9 +1556,7 @@ class SglangEngine(Engine):
         if dep.max_total_tokens:
             args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8") and not _from_checkpoint(dep):
-            args += [self.flags["kv_cache_dtype"],
-                     "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
-                     else dep.kv_cache_dtype]
+            args += [self.flags["kv_cache_dtype"], self.kv_cache_dtype_arg(dep.kv_cache_dtype)]
         if dep.user_set("dtype"):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:

@@ -791,8 +791,7 @@ class TgiEngine(Engine):
         if dep.user_set("dtype"):
             args += [self.flags["dtype"], dep.dtype]
         if dep.kv_cache_dtype.startswith("fp8"):
-            args += [self.flags["kv_cache_dtype"],
-                     "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
+            args += [self.flags["kv_cache_dtype"], self.kv_cache_dtype_arg(dep.kv_cache_dtype)]
         if dep.user_set("quantization") and dep.quantization:
             args += [self.flags["quantization"], dep.quantization]
         if revision:
@@ -800,6 +799,13 @@ class TgiEngine(Engine):
         if dep.speculative_config is not None:
             args += ["--speculate", str(dep.speculative_config.num_speculative_tokens)]
         return shlex.join(args)
+
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        """The launcher's --kv-cache-dtype takes fp8_e4m3fn or fp8_e5m2 (launcher/src/main.rs
+        `KVCacheDtype`, v3.3.7): a generic fp8 runs as E4M3."""
+        if not kv_dtype.startswith("fp8"):
+            return kv_dtype
+        return "fp8_e5m2" if kv_dtype == "fp8_e5m2" else "fp8_e4m3fn"
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         if m.linear_attention is not None or m.cross_attention_tokens:

@@ -1099,8 +1099,10 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     if not dep.kv_cache_dtype.startswith("fp8"):
         got = _try(eng, m, gpu, knobs, version, kv_cache_dtype="fp8", **top)
         if got and goal.met(got[1]):
+            # the engine's flag and value, as its launch line writes them (TGI: fp8_e4m3fn)
             out.append(Alternative(AlternativeKind.FP8_KV_CACHE,
-                                   f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8"))
+                                   f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} "
+                                   f"{eng.kv_cache_dtype_arg('fp8')}"))
     for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= dep.tensor_parallel_size:
             continue
