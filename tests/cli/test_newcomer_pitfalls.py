@@ -436,6 +436,23 @@ def test_check_table_and_its_note_fit_80_columns_in_a_pipe(capsys, tmp_path, mon
     assert "(not shown at 80 columns: model, " in note and "--json has every column)" in note
 
 
+@pytest.mark.parametrize(("command", "hidden"), [
+    ("models", "max len, weights, family, aliases, attention"),
+    ("gpus", "name, nvidia-smi, aliases")])
+def test_models_and_gpus_not_shown_note_fits_80_columns_in_a_pipe(capsys, monkeypatch, command,
+                                                                  hidden):
+    """`kvplan models | cat` and `kvplan gpus | cat` at 80 columns: their "not shown" notes (102
+    and 83 characters on one line) are wrapped at the console's width like check's, by the one
+    table printer the three share (render/text.py _print_table)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, command)
+    assert code == 0, err
+    assert [line for line in (out + err).splitlines() if len(line) > 80] == []
+    assert len(err.splitlines()) == 2
+    assert " ".join(err.split()) == (f"(not shown at 80 columns: {hidden}; --format tsv has "
+                                     "every column)")
+
+
 def test_models_tsv_has_every_column_and_grep_finds_whole_ids(capsys):
     code, out, _ = run(capsys, "models", "--format", "tsv")
     lines = out.splitlines()
