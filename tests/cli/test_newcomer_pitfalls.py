@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 from clirun import run
 
+import kvplan
+from kvplan.errors import InvalidInputError
+
 
 def _plan_json(capsys, *args):
     code, out, err = run(capsys, "plan", *args, "--json")
@@ -779,3 +782,16 @@ def test_columns_a_piped_table_drops_are_named_on_stderr(capsys, tmp_path, monke
     note = " ".join(err.split())  # wrapped at 80 columns
     assert "not shown at 80 columns: model, problems, KV tokens" in note and "--json" in note
     assert "not shown" not in out
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_model_name_says_so(capsys, tmp_path, monkeypatch, name):
+    """`kvplan plan '' --gpu h100` (an unset shell variable) said ".: no config.json in this
+    directory": Path("") is the current directory. The name is refused as empty, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "plan", name, "--gpu", "h100")
+    assert code == 2 and not out
+    assert err.startswith("Error: the model name is empty\n  hint: name a catalogue model")
+    assert "config.json in this directory" not in err
+    with pytest.raises(InvalidInputError, match="the model name is empty"):
+        kvplan.plan(name, "h100")
