@@ -669,10 +669,19 @@ def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[st
     return supported[0], "engine-default"
 
 
+# vLLM's refusal of FP8 weights below compute capability 8.0 (Fp8Config get_min_capability 80,
+# vllm/model_executor/layers/quantization/fp8.py): applied to an engine that declares none of
+# its own (Engine.fp8_refusal)
+VLLM_FP8_REFUSAL = "vLLM refuses them ('Minimum capability: 80')"
+
+
 def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype: str | None,
-                        kv_dtype: str, quant: QuantSpec | None) -> list[Problem]:
+                        kv_dtype: str, quant: QuantSpec | None, *, engine_label: str = "vLLM",
+                        fp8_refusal: str = "") -> list[Problem]:
     """What the GPU's compute capability refuses or changes, as vLLM decides it (the other
-    engines use the same CUDA kernels' limits):
+    engines use the same CUDA kernels' limits) — but for FP8 weights below 8.0, which the
+    engine planned (`engine_label`) refuses as its `fp8_refusal` says (Engine.fp8_refusal;
+    "": vLLM's rule, and the error says so):
     * bfloat16 needs cc ≥ 8.0: --dtype auto falls back to float16 with a warning
       (vllm/config/model.py _resolve_auto_dtype); an explicit --dtype bfloat16 is refused
       ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0",
@@ -707,7 +716,9 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
             out.append(Problem(
                 code="gpu-capability", severity="error",
                 message=f"FP8 weights need compute capability ≥ 8.0 and the {gpu.name} has "
-                f"{cc_s}; vLLM refuses them ('Minimum capability: 80')"))
+                f"{cc_s}; " + (fp8_refusal or f"{engine_label} is planned with vLLM's rule, "
+                               f"as kvplan has not read {engine_label}'s own: "
+                               + VLLM_FP8_REFUSAL)))
         elif cc < (8, 9):
             out.append(Problem(
                 code="fp8-weight-only", severity="warning",
@@ -788,12 +799,15 @@ class Layout:
 
 
 def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str,
-                   checkpoint_kv: str | None = None, kv_override: str = "") -> Layout:
+                   checkpoint_kv: str | None = None, kv_override: str = "",
+                   fp8_refusal: str = "") -> Layout:
     """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
     catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each.
     `checkpoint_kv`: the KV dtype the engine's `auto` takes from a checkpoint that declares
     one (Engine.checkpoint_kv_dtype), None where it keeps the model dtype; `kv_override`:
-    what the engine does with a 16-bit request against it (Engine.checkpoint_kv_override)."""
+    what the engine does with a 16-bit request against it (Engine.checkpoint_kv_override);
+    `fp8_refusal`: how it refuses FP8 weights below compute capability 8.0
+    (Engine.fp8_refusal)."""
     sources: dict[str, Source] = {}
 
     def pick(key: str, default: Any) -> Any:
@@ -884,6 +898,7 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
                                 code="expert-parallel-needs-moe", knob="enable_expert_parallel")
     problems = kv_note + capability_problems(m, gpu, dtype,
                                              knobs.dtype if sources["dtype"] == "cli" else None,
-                                             kv_dtype, quant)
+                                             kv_dtype, quant, engine_label=engine_label,
+                                             fp8_refusal=fp8_refusal)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -40,6 +40,13 @@ def render() -> str:
               "switch, several flags, an options file) — kvplan's own settings (--gpu-memory-gib, "
               "--nodes, --gpus-per-node, --usage-context) describe the machine or how the "
               "engine is run and are never written.", ""]
+    own = [(k, e) for k in KNOB_NAMES for e in engines if k in e.instead]
+    if own:  # Engine.instead: what the refusal's hint names
+        lines += ["Where an engine lacks a setting but does the same its own way, refusing the "
+                  "setting names that way (`Engine.instead`):", "",
+                  "| setting (kvplan flag) | engine | its own |", "|---|---|---|"]
+        lines += [f"| `{flag(k)}` | {e.label} | {e.instead[k]} |" for k, e in own]
+        lines.append("")
     for e in engines:
         s = e.syntax
         lines += [f"## {e.label} (`--engine {e.name}`)", "",

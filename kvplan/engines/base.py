@@ -534,6 +534,10 @@ class Engine(ABC):
     # Knobs this engine does not have: derived from the flag table and `settings` (every knob
     # neither names), never listed.
     unsupported: ClassVar[frozenset[str]] = frozenset()
+    # Knobs the engine lacks whose job one of its own flags or settings does: knob → that
+    # spelling as the engine takes it, and whether kvplan plans it (the refusal's hint names it,
+    # docs/engines.md lists it). Only knobs in `unsupported`; each with its source beside it.
+    instead: ClassVar[Mapping[str, str]] = {}
     calibration: ClassVar[Calibration]  # the latency model's coefficients and batching style
     # the vision encoder's start-up profiling is in the memory accounting (else a note says so)
     models_vision_encoder: ClassVar[bool] = False
@@ -563,6 +567,8 @@ class Engine(ABC):
         super().__init_subclass__(**kwargs)
         if hasattr(cls, "syntax"):
             cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
+        if stray := sorted(set(cls.instead) - cls.unsupported):
+            raise TypeError(f"{cls.__name__}.instead names knobs the engine has: {stray}")
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         """How a MoE model's expert layers are laid out: (shared by the data-parallel ranks
@@ -608,6 +614,12 @@ class Engine(ABC):
         `tp`; an engine whose flag counts every GPU of a DP-attention group overrides it."""
         return f"{self.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {tp}"
 
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        """The value the launch line gives the engine's KV-cache dtype flag or setting for
+        kvplan's `kv_dtype` (fp8, fp8_e4m3, fp8_e5m2): what command() writes, and what a fix-it
+        that proposes an FP8 KV cache names. Default: kvplan's name (vLLM's values)."""
+        return kv_dtype
+
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:
         """The prefill tokens one data-parallel rank runs a step when the launch line says
         `tokens` (SGLang divides its chunk among DP-attention ranks)."""
@@ -635,6 +647,12 @@ class Engine(ABC):
         engine quantizes with its own (build_quantization)."""
         from ..model.whatif import what_if_format
         return what_if_format(name)
+
+    # --- fp8cap --- what the engine does with FP8 weights (an FP8 checkpoint or --quantization
+    # fp8) on a GPU below compute capability 8.0, with its source (knobs.capability_problems
+    # writes it after "FP8 weights need compute capability ≥ 8.0 and the GPU has …; "); "": not
+    # read for this engine, and the error says vLLM's rule is applied in its place
+    fp8_refusal: ClassVar[str] = ""
 
     # What an explicit 16-bit --kv-cache-dtype does against a checkpoint's declared FP8 KV cache
     # that `auto` takes (checkpoint_kv_dtype), with its source; "" where not read

@@ -1192,6 +1192,20 @@ class SglangEngine(Engine):
     settings = {"speculative_config": "--speculative-algorithm and its flags (combine_spec_flags)",
                 "enable_expert_parallel": "--ep-size over every GPU of the MoE group "
                 "(combine_parallel_flags)"}
+    # What SGLang does instead of knobs it lacks (python/sglang/srt/server_args.py: `parser.
+    # add_argument("--disable-cuda-graph", action="store_true")` in 0.4–0.5 add_cli_args, the
+    # ServerArgs fields page_size ("The number of tokens in a page.", default 1 as planned:
+    # HICACHE_PAGE_SIZE), enable_hierarchical_cache and hicache_size ("The size of host KV cache
+    # memory pool in gigabytes"), sgl-project/sglang@001067ff; arg_groups/fields/memory.py in
+    # the 0.5.23 wheel)
+    instead = {
+        "enforce_eager": "--disable-cuda-graph (kvplan does not model it: the plan keeps "
+                         "SGLang's CUDA graphs)",
+        "block_size": "--page-size (kvplan plans SGLang's KV pool at its default page size, 1)",
+        **dict.fromkeys(("kv_offloading_size", "host_cache_size"),
+                        "--enable-hierarchical-cache with --hicache-size (GB of host KV per GPU), "
+                        "which kvplan plans"),
+    }
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS,
                           modules=("sglang.launch_server",), image_versions=(_IMAGE,),
                           pip_version=_PIP, known_flags=known_flags.SGLANG,
@@ -1323,6 +1337,12 @@ class SglangEngine(Engine):
         return defaults(parse_version(dep.engine_version), m, mem, SP.group_size(dep),
                         dep.pipeline_parallel_size, chunked, opts(dep).cuda_graph_max_bs,
                         parallel=dep)
+
+    # --- fp8cap --- python/sglang/srt/layers/quantization/fp8.py Fp8Config.get_min_capability:
+    # 80 on CUDA (MXFP8: 100); model_loader/loader.py _get_quantization_config raises below it
+    # (sgl-project/sglang@005cbe0e; the check vLLM's loader had, which SGLang's adapts)
+    fp8_refusal = ("SGLang refuses them when it loads the model ('The quantization method fp8 is "
+                   "not supported for the current GPU. Minimum capability: 80')")
 
     checkpoint_kv_override = (
         "SGLang takes --kv-cache-dtype bf16 over the checkpoint's from the release after "
@@ -1526,6 +1546,11 @@ class SglangEngine(Engine):
         """The same server line on every node with --nnodes/--node-rank/--dist-init-addr."""
         return multinode.sglang(command, nodes)
 
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        """--kv-cache-dtype takes fp8_e4m3 and fp8_e5m2, not a bare fp8 (server_args.py
+        choices): a generic fp8 runs as E4M3."""
+        return "fp8_e4m3" if kv_dtype == "fp8" else kv_dtype
+
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
         args = ["python", "-m", "sglang.launch_server", "--model-path", ref]
@@ -1545,9 +1570,7 @@ class SglangEngine(Engine):
         if dep.max_total_tokens:
             args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8") and not _from_checkpoint(dep):
-            args += [self.flags["kv_cache_dtype"],
-                     "fp8_e4m3" if dep.kv_cache_dtype in ("fp8", "fp8_e4m3")
-                     else dep.kv_cache_dtype]
+            args += [self.flags["kv_cache_dtype"], self.kv_cache_dtype_arg(dep.kv_cache_dtype)]
         if dep.user_set("dtype"):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:

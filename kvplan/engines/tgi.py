@@ -531,6 +531,12 @@ def resolve_speculate(knobs: Any, sources: dict[str, Source]) -> Any:
 # --max-concurrent-requests default (launcher/src/main.rs; the Args lines of TGI logs)
 MAX_CONCURRENT_REQUESTS = 128
 
+# --dtype values the launcher takes: launcher/src/main.rs `enum Dtype` (clap ValueEnum: Float16
+# → "float16", BFloat16 named "bfloat16"), the same from v0.9.4 to v3.3.7; no float32, no auto
+# (leaving the flag out is TGI's auto: the server picks the model's dtype, models/__init__.py
+# get_model). Anything else: clap refuses the line before the server starts.
+LAUNCHER_DTYPES = ("float16", "bfloat16")
+
 
 def _capability(g: GpuSpec) -> float | None:
     try:
@@ -547,6 +553,16 @@ class TgiEngine(Engine):
         "tensor_parallel_size", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
         "gpu_memory_utilization", "kv_cache_dtype", "dtype", "quantization", "max_input_tokens"))
     settings = {"speculative_config": "--speculate N (n-gram or the model's own heads)"}
+    # What TGI does instead of knobs it lacks: launcher/src/main.rs `cuda_graphs` ("Use \"0\" to
+    # disable", v2.0.0–v3.3.7); prefix caching has no flag: `resolve_attention` reads the
+    # PREFIX_CACHING environment variable (v2.4.0–v3.3.7; USE_PREFIX_CACHING in v2.3), which
+    # server/text_generation_server/models/globals.py takes as on for "1" / "true"
+    instead = {
+        "enforce_eager": "--cuda-graphs 0 (kvplan does not model TGI's CUDA graphs)",
+        "enable_prefix_caching": "the launcher's PREFIX_CACHING environment variable, not a flag "
+                                 "(PREFIX_CACHING=0 turns it off, USE_PREFIX_CACHING=0 in 2.3), "
+                                 "which kvplan does not model",
+    }
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),
@@ -572,6 +588,13 @@ class TgiEngine(Engine):
     # Marlin kernels, compute capability ≥ 7.5) and compressed-tensors (int8 W8A8,
     # server/text_generation_server/layers/compressed_tensors/, v2.4.1+). No NVFP4 or MXFP4.
     what_if_formats = {"awq": ("awq", (7, 5)), "w8a8": ("compressed-tensors", (7, 5))}
+    # --- fp8cap --- server/text_generation_server/layers/fp8.py (v3.3.7) `get_fp8_linear`
+    # takes the Marlin FP8 (W8A16) layer on compute capability 8.x only; below it Fp8Linear's
+    # GEMM is CUTLASS's (cutlass_scaled_mm_supports_fp8: no) or torch._scaled_mm, which needs
+    # FP8 tensor cores (8.9+): the model loads and the warm-up's first forward fails
+    fp8_refusal = ("TGI has no FP8 GEMM for them there (layers/fp8.py get_fp8_linear: its "
+                   "Marlin FP8 fallback runs on capability 8.x only, torch._scaled_mm needs "
+                   "8.9), so its warm-up fails")
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
@@ -598,6 +621,12 @@ class TgiEngine(Engine):
                 version: str) -> Deployment:
         era = select_era(parse_version(version))
         sources: dict[str, Source] = dict(layout.sources)
+        if sources.get("dtype") == "cli" and layout.dtype not in LAUNCHER_DTYPES:
+            raise InvalidInputError(f"--dtype {layout.dtype} is not a value TGI's launcher "
+                                    f"takes: its --dtype is {' or '.join(LAUNCHER_DTYPES)}",
+                                    hint=f"use --dtype {' or '.join(LAUNCHER_DTYPES)}, or leave "
+                                    "it out for the model's own dtype",
+                                    code="dtype-unsupported", knob="dtype")
         for key in ("max_model_len", "max_input_tokens", "max_num_batched_tokens",
                     "gpu_memory_utilization", "max_num_seqs"):
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
@@ -775,9 +804,10 @@ class TgiEngine(Engine):
         has_workload = workload.sizes_batch()
         if rec.max_num_seqs.value and (has_workload or dep.user_set("max_num_seqs")):
             args += [self.flags["max_num_seqs"], str(rec.max_num_seqs.value)]
+        if dep.user_set("dtype"):
+            args += [self.flags["dtype"], dep.dtype]
         if dep.kv_cache_dtype.startswith("fp8"):
-            args += [self.flags["kv_cache_dtype"],
-                     "fp8_e5m2" if dep.kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3fn"]
+            args += [self.flags["kv_cache_dtype"], self.kv_cache_dtype_arg(dep.kv_cache_dtype)]
         if dep.user_set("quantization") and dep.quantization:
             args += [self.flags["quantization"], dep.quantization]
         if revision:
@@ -785,6 +815,13 @@ class TgiEngine(Engine):
         if dep.speculative_config is not None:
             args += ["--speculate", str(dep.speculative_config.num_speculative_tokens)]
         return shlex.join(args)
+
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        """The launcher's --kv-cache-dtype takes fp8_e4m3fn or fp8_e5m2 (launcher/src/main.rs
+        `KVCacheDtype`, v3.3.7): a generic fp8 runs as E4M3."""
+        if not kv_dtype.startswith("fp8"):
+            return kv_dtype
+        return "fp8_e5m2" if kv_dtype == "fp8_e5m2" else "fp8_e4m3fn"
 
     def layout_problems(self, m: ModelSpec) -> list[Problem]:
         if m.linear_attention is not None or m.cross_attention_tokens:

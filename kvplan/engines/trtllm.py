@@ -545,6 +545,12 @@ def _kv_field(knob: str) -> str:
     return key
 
 
+def kv_dtype_value(kv_cache_dtype: str) -> str:
+    """kv_cache_config.dtype for kvplan's KV dtype: "fp8" for any FP8 cache (E4M3, the only
+    one: resolve refuses fp8_e5m2), else the dtype as given."""
+    return "fp8" if kv_cache_dtype.startswith("fp8") else kv_cache_dtype
+
+
 def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None = None,
                    max_batch_size: int | None = None, max_num_tokens: int | None = None,
                    max_seq_len: int | None = None, free_gpu_memory_fraction: float | None = None,
@@ -577,8 +583,7 @@ def launch_command(model_ref: str, *, tp: int = 1, pp: int = 1, ep: int | None =
         args += [FLAGS["gpu_memory_utilization"], _fmt(free_gpu_memory_fraction)]
     kv: dict[str, Any] = {}
     if kv_cache_dtype and kv_cache_dtype != "auto":
-        fp8 = kv_cache_dtype.startswith("fp8")
-        kv[_kv_field("kv_cache_dtype")] = "fp8" if fp8 else kv_cache_dtype
+        kv[_kv_field("kv_cache_dtype")] = kv_dtype_value(kv_cache_dtype)
     for knob, value in (("max_total_tokens", max_tokens),
                         ("enable_prefix_caching", enable_block_reuse),
                         ("block_size", tokens_per_block)):
@@ -983,9 +988,19 @@ class TrtllmEngine(Engine):
     # docs/features.md) and set in the options YAML
     # --quantization: a ModelOpt --qformat applied before serving (MODELOPT_QFORMATS)
     settings = {**SETTINGS, "quantization": "ModelOpt --qformat, before serving"}
+    # What TensorRT-LLM does instead of knobs it lacks: host memory for KV blocks is
+    # kv_cache_config.host_cache_size, bytes per GPU (tensorrt_llm/llmapi/llm_args.py
+    # KvCacheConfig.host_cache_size; kvplan's --host-cache-size, engines/trtllm_features.py)
+    instead = dict.fromkeys(
+        ("kv_offloading_size", "enable_hierarchical_cache", "hicache_size"),
+        "kv_cache_config.host_cache_size (bytes of host KV per GPU), which kvplan plans as "
+        "--host-cache-size")
     # --- whatif --- the what-ifs TensorRT-LLM serves, its quantize-first ModelOpt qformats
     # (build_quantization plans them; the nvfp4 entry tells a sweep and the hints that it does)
     what_if_formats = {q: (algo, least) for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}
+
+    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+        return kv_dtype_value(kv_dtype)
 
     def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,
                            version: str | None = None) -> tuple[ModelSpec, Knobs]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..errors import InvalidInputError
-from ..knobs import Knobs, Layout, parse_mm_limits
+from ..knobs import VLLM_FP8_REFUSAL, Knobs, Layout, parse_mm_limits
 from ..model.expert import deepep_low_latency_bytes, redundant_expert_bytes
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
@@ -1235,6 +1235,11 @@ class VllmEngine(Engine):
         "dtype", "quantization", "block_size", "kv_cache_memory_bytes"))
     # not a flag: which entry point runs the engine (vllm/usage/usage_lib.py UsageContext)
     settings = {"usage_context": "vllm serve (OPENAI_API_SERVER) or the LLM class (LLM_CLASS)"}
+    # What vLLM does instead of knobs it lacks: host memory for KV blocks is --kv-offloading-size
+    # (GiB; the flag this module plans, CLI_FLAGS)
+    instead = dict.fromkeys(
+        ("enable_hierarchical_cache", "hicache_size", "host_cache_size"),
+        "--kv-offloading-size (GiB of host memory for KV blocks), which kvplan plans")
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         return moe_layout(dep)
@@ -1320,6 +1325,10 @@ class VllmEngine(Engine):
         return [Problem(code="mm-limit-legacy-form", severity="error",
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
                         f"form (JSON only from 0.10.0); write '{fixed}'")]
+
+    # --- fp8cap --- Fp8Config.get_min_capability 80 (vllm/model_executor/layers/quantization/
+    # fp8.py), checked when the model's quantization config is built
+    fp8_refusal = VLLM_FP8_REFUSAL
 
     checkpoint_kv_override = (
         "vLLM was reported to refuse an explicit --kv-cache-dtype bfloat16 on such a checkpoint "

@@ -143,7 +143,8 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     m, knobs = eng.build_quantization(m, gpu, knobs, version)
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
                             checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
-                            kv_override=eng.checkpoint_kv_override)
+                            kv_override=eng.checkpoint_kv_override,
+                            fp8_refusal=eng.fp8_refusal)
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
@@ -509,11 +510,18 @@ def _check_supported(eng: Engine, knobs: Knobs) -> None:
                  and (v is not False or not OPTIONS[k].false_is_default))
     if not bad:
         return
-    names = ", ".join(flag(k) if given[k] is not False else "--no-" + flag(k)[2:] for k in bad)
+    shown = {k: flag(k) if given[k] is not False else "--no-" + flag(k)[2:] for k in bad}
+    names = ", ".join(shown.values())
     have = [e.name for e in registry.ENGINES.values() if not set(bad) & e.unsupported]
+    # the engine's own way of doing it, where it has one (Engine.instead)
+    own = {eng.instead[k]: shown[k] for k in bad if k in eng.instead}
+    ways = [f"{eng.label}'s own is {text}" if len(bad) == 1 else
+            f"for {name} {eng.label}'s own is {text}" for text, name in own.items()]
     raise InvalidInputError(
         f"{names} {'is' if len(bad) == 1 else 'are'} not a setting {eng.label} has",
-        hint="drop it" + (f", or plan with --engine {' / '.join(have)}" if have else ""),
+        hint="; ".join(ways) + ("; else " if ways else "")
+        + f"drop {'it' if len(bad) == 1 else 'them'}"
+        + (f", or plan with --engine {' / '.join(have)}" if have else ""),
         code="setting-not-supported", knob=bad[0])
 
 
@@ -1162,8 +1170,10 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     if not dep.kv_cache_dtype.startswith("fp8"):
         got = _try(eng, m, gpu, knobs, version, kv_cache_dtype="fp8", **top)
         if got and goal.met(got[1]):
+            # the engine's flag and value, as its launch line writes them (TGI: fp8_e4m3fn)
             out.append(Alternative(AlternativeKind.FP8_KV_CACHE,
-                                   f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} fp8"))
+                                   f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} "
+                                   f"{eng.kv_cache_dtype_arg('fp8')}"))
     for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= dep.tensor_parallel_size:
             continue

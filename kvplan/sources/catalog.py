@@ -114,7 +114,13 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
                   offline: bool | None = None, refresh: bool = False,
                   progress: Callable[[str], None] | None = None) -> ModelSpec:
     """A local path (directory or config.json) first, then the catalogue (unless a revision
-    is asked for), then the Hugging Face Hub for anything shaped like `owner/name`."""
+    is asked for), then the Hugging Face Hub for anything shaped like `owner/name`. An empty
+    (or blank) name is bad input: Path("") is ".", which would read the current directory."""
+    if not ref.strip():
+        raise InvalidInputError("the model name is empty",
+                                hint="name a catalogue model (`kvplan models`), a Hugging Face "
+                                "repo id (owner/name), or a model directory or its config.json "
+                                "(`.` for the current directory)", code="model-name-empty")
     path = _local_path(ref)
     if path is not None:
         if revision is not None:

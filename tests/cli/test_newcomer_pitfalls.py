@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 from clirun import run
 
+import kvplan
+from kvplan.errors import InvalidInputError
+
 
 def _plan_json(capsys, *args):
     code, out, err = run(capsys, "plan", *args, "--json")
@@ -436,6 +439,23 @@ def test_check_table_and_its_note_fit_80_columns_in_a_pipe(capsys, tmp_path, mon
     assert "(not shown at 80 columns: model, " in note and "--json has every column)" in note
 
 
+@pytest.mark.parametrize(("command", "hidden"), [
+    ("models", "max len, weights, family, aliases, attention"),
+    ("gpus", "name, nvidia-smi, aliases")])
+def test_models_and_gpus_not_shown_note_fits_80_columns_in_a_pipe(capsys, monkeypatch, command,
+                                                                  hidden):
+    """`kvplan models | cat` and `kvplan gpus | cat` at 80 columns: their "not shown" notes (102
+    and 83 characters on one line) are wrapped at the console's width like check's, by the one
+    table printer the three share (render/text.py _print_table)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, command)
+    assert code == 0, err
+    assert [line for line in (out + err).splitlines() if len(line) > 80] == []
+    assert len(err.splitlines()) == 2
+    assert " ".join(err.split()) == (f"(not shown at 80 columns: {hidden}; --format tsv has "
+                                     "every column)")
+
+
 def test_models_tsv_has_every_column_and_grep_finds_whole_ids(capsys):
     code, out, _ = run(capsys, "models", "--format", "tsv")
     lines = out.splitlines()
@@ -762,3 +782,16 @@ def test_columns_a_piped_table_drops_are_named_on_stderr(capsys, tmp_path, monke
     note = " ".join(err.split())  # wrapped at 80 columns
     assert "not shown at 80 columns: model, problems, KV tokens" in note and "--json" in note
     assert "not shown" not in out
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_model_name_says_so(capsys, tmp_path, monkeypatch, name):
+    """`kvplan plan '' --gpu h100` (an unset shell variable) said ".: no config.json in this
+    directory": Path("") is the current directory. The name is refused as empty, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "plan", name, "--gpu", "h100")
+    assert code == 2 and not out
+    assert err.startswith("Error: the model name is empty\n  hint: name a catalogue model")
+    assert "config.json in this directory" not in err
+    with pytest.raises(InvalidInputError, match="the model name is empty"):
+        kvplan.plan(name, "h100")

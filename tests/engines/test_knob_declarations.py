@@ -64,3 +64,54 @@ def test_a_deployment_is_common_fields_plus_the_engines_own_options(name, option
     own = set(type(dep.options).model_fields)
     assert fields <= own
     assert not own & set(Deployment.model_fields)  # declared once: by the engine
+
+
+# --- instead --- an engine's own way of doing what a knob it lacks does (Engine.instead)
+@pytest.mark.parametrize(("engine", "given", "own"), [
+    ("sglang", {"enforce_eager": True}, "SGLang's own is --disable-cuda-graph"),
+    ("sglang", {"block_size": 32}, "SGLang's own is --page-size"),
+    ("sglang", {"kv_offloading_size": 10},
+     "SGLang's own is --enable-hierarchical-cache with --hicache-size"),
+    ("trtllm", {"kv_offloading_size": 10},
+     "TensorRT-LLM's own is kv_cache_config.host_cache_size"),
+    ("tgi", {"enable_prefix_caching": False},
+     "TGI's own is the launcher's PREFIX_CACHING environment variable"),
+    ("tgi", {"enforce_eager": True}, "TGI's own is --cuda-graphs 0"),
+    ("vllm", {"hicache_size": 10}, "vLLM's own is --kv-offloading-size"),
+])
+def test_a_refusal_names_the_engines_own_equivalent(engine, given, own):
+    with pytest.raises(InvalidInputError) as e:
+        _check_supported(registry.get(engine), Knobs.parse(given))
+    assert e.value.hint.startswith(own)
+    assert "; else drop it, or plan with --engine " in e.value.hint
+
+
+def test_the_hint_reads_whole_for_sglang_enforce_eager():
+    with pytest.raises(InvalidInputError) as e:
+        _check_supported(registry.get("sglang"), Knobs.parse({"enforce_eager": True}))
+    assert e.value.message == "--enforce-eager is not a setting SGLang has"
+    assert e.value.hint == ("SGLang's own is --disable-cuda-graph (kvplan does not model it: the "
+                            "plan keeps SGLang's CUDA graphs); else drop it, or plan with "
+                            "--engine vllm")
+
+
+def test_several_refused_knobs_each_name_their_own():
+    with pytest.raises(InvalidInputError) as e:
+        _check_supported(registry.get("tgi"), Knobs.parse({"enforce_eager": True,
+                                                           "block_size": 16}))
+    assert e.value.hint == ("for --enforce-eager TGI's own is --cuda-graphs 0 (kvplan does not "
+                            "model TGI's CUDA graphs); else drop them, or plan with --engine vllm")
+
+
+@pytest.mark.parametrize("name", sorted(registry.ENGINES))
+def test_instead_names_only_knobs_the_engine_lacks(name):
+    eng = registry.get(name)
+    assert set(eng.instead) <= eng.unsupported
+
+
+def test_an_instead_for_a_knob_the_engine_has_is_refused_at_declaration():
+    base = registry.get("vllm")
+    with pytest.raises(TypeError, match="names knobs the engine has"):
+        class Odd(type(base)):  # type: ignore[misc]  # noqa: F841
+            name = "odd"
+            instead = {"block_size": "--its-own"}

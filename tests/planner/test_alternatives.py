@@ -40,3 +40,27 @@ def test_with_a_workload_no_shorter_length_is_offered():
     miss = [x.message for x in p.problems if x.code == "target-not-met"]
     assert miss and "--max-model-len" not in miss[0].split("alternatives")[1]
     assert "a lower target:" in miss[0]
+
+
+# --- spelling --- every alternative in the engine's own flag and value, as its serve line
+# writes them: TGI's launcher takes fp8_e4m3fn (launcher/src/main.rs KVCacheDtype), SGLang's
+# --kv-cache-dtype fp8_e4m3 (server_args.py choices), vLLM fp8, TensorRT-LLM's options file
+# kv_cache_config.dtype fp8
+@pytest.mark.parametrize(("model", "gpu", "engine", "knobs", "listed", "written"), [
+    ("google/gemma-3-27b-it", "h100", "tgi", {"max_model_len": 32768},
+     "1) --kv-cache-dtype fp8_e4m3fn; 2) --num-shard 2; ", "--kv-cache-dtype fp8_e4m3fn"),
+    ("Qwen/Qwen2.5-7B-Instruct", "l4", "sglang", {},
+     "2) --kv-cache-dtype fp8_e4m3; 3) --tp-size 2; ", "--kv-cache-dtype fp8_e4m3"),
+    ("google/gemma-3-27b-it", "h100", "vllm", {},
+     "2) --kv-cache-dtype fp8; 3) --tensor-parallel-size 2; ", "--kv-cache-dtype fp8"),
+    ("google/gemma-3-27b-it", "h100", "trtllm", {"max_model_len": 65536},
+     "1) kv_cache_config.dtype fp8; 2) --tp_size 2; ", "  dtype: fp8\n"),
+])
+def test_the_fp8_alternative_is_spelled_as_the_serve_line_writes_it(model, gpu, engine, knobs,
+                                                                      listed, written):
+    p = kvplan.plan(model, gpu, engine=engine, offline=True, **knobs)
+    (steps,) = [x.message for x in p.problems if x.code == "next-steps"]
+    assert listed in steps
+    # taking the alternative: the serve line writes that same value
+    taken = kvplan.plan(model, gpu, engine=engine, offline=True, **knobs, kv_cache_dtype="fp8")
+    assert written in taken.command
