@@ -48,6 +48,7 @@ from .base import (
     Calibration,
     DeploySyntax,
     Engine,
+    Kernel,
     MemoryResult,
     batched_tokens_flag_value,
     knob_flags,
@@ -551,11 +552,13 @@ class TgiEngine(Engine):
     # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
     calibration = Calibration(style="separate", borrows="sglang")
-    # --- whatif --- format what-ifs (model/whatif.py): TGI's --quantize values
-    # (launcher/src/main.rs Quantization) for the checkpoints it serves: awq (llm-awq GEMM /
-    # Marlin kernels, compute capability ≥ 7.5) and compressed-tensors (int8 W8A8,
-    # server/text_generation_server/layers/compressed_tensors/, v2.4.1+). No NVFP4 or MXFP4.
-    what_if_formats = {"awq": ("awq", (7, 5)), "w8a8": ("compressed-tensors", (7, 5))}
+    # --- whatif --- the kernels TGI serves each checkpoint format with, a real checkpoint's or
+    # a what-if's (Engine.checkpoint_kernels): its --quantize values (launcher/src/main.rs
+    # Quantization) for awq (llm-awq GEMM / Marlin kernels, compute capability ≥ 7.5) and
+    # compressed-tensors (int8 W8A8, server/text_generation_server/layers/compressed_tensors/,
+    # v2.4.1+). No NVFP4 or MXFP4 rule modelled.
+    checkpoint_kernels = {"awq": (Kernel("awq", (7, 5)),),
+                          "w8a8": (Kernel("compressed-tensors", (7, 5)),)}
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         v = parse_version(version)
