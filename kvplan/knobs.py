@@ -676,7 +676,8 @@ VLLM_FP8_REFUSAL = "vLLM refuses them ('Minimum capability: 80')"
 
 
 def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype: str | None,
-                        kv_dtype: str, quant: QuantSpec | None, *, engine_label: str = "vLLM",
+                        kv_dtype: str, quant: QuantSpec | None,
+                        refusal: str | None = None, *, engine_label: str = "vLLM",
                         fp8_refusal: str = "") -> list[Problem]:
     """What the GPU's compute capability refuses or changes, as vLLM decides it (the other
     engines use the same CUDA kernels' limits) — but for FP8 weights below 8.0, which the
@@ -691,6 +692,11 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
       get_min_capability 80, vllm/model_executor/layers/quantization/fp8.py); below 8.9 there
       is no FP8 compute and vLLM runs them weight-only through the Marlin kernel (same memory,
       16-bit math).
+    * `refusal`: why the engine's kernels for the checkpoint's format do not run on this GPU
+      (planner/whatif.py refusal, the rule a what-if's --quantization meets:
+      Engine.checkpoint_kernel), an error; None where one runs it.
+    * FP4 weights (NVFP4, MXFP4: a real checkpoint's or a what-if's) on a GPU that runs no FP4
+      GEMMs for them (QuantSpec.runs_fp4_on) are served weight-only: a warning.
     * An fp8 KV cache stores 1-byte elements on any GPU, but below cc 8.9 there is no FP8
       arithmetic: the attention backend converts on the fly (UNVERIFIED below cc 8.0, where
       vLLM's FlashAttention backends do not run)."""
@@ -725,14 +731,17 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
                 message=f"the {gpu.name} (compute capability {cc_s}) has no FP8 compute: vLLM "
                 "runs FP8 weights weight-only through the Marlin kernel (same memory, 16-bit "
                 "math, slower than on cc ≥ 8.9)"))
-    if (quant is not None and quant.source == "what-if" and quant.method in ("nvfp4", "mxfp4")
+    if refusal is not None:
+        out.append(Problem(code="gpu-capability", severity="error", message=refusal))
+    elif (quant is not None and quant.method in ("nvfp4", "mxfp4")
             and not quant.runs_fp4_on(gpu)):
         out.append(Problem(
             code="fp4-weight-only", severity="warning",
             message=f"the {gpu.name} (compute capability {cc_s}) runs no {quant.method} GEMMs: "
-            "its 4-bit weights are read as stored and dequantized into 16-bit GEMMs (vLLM's FP4 "
-            "Marlin kernel, utils/marlin_utils_fp4.py; Quark MXFP4 emulation without MX "
-            "support): the memory and bandwidth of FP4, the FLOPs of 16-bit"))
+            "its 4-bit weights are read as stored and dequantized into 16-bit GEMMs by "
+            "weight-only kernels (vLLM's FP4 Marlin, utils/marlin_utils_fp4.py; MXFP4 MoE "
+            "kernels on 16-bit activations; Quark MXFP4 emulation without MX support): the "
+            "memory and bandwidth of FP4, the FLOPs of 16-bit"))
     if kv_dtype.startswith("fp8") and cc < (8, 9):
         out.append(Problem(
             code="fp8-kv-emulated", severity="warning",
@@ -800,12 +809,14 @@ class Layout:
 
 def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str,
                    checkpoint_kv: str | None = None, kv_override: str = "",
-                   fp8_refusal: str = "") -> Layout:
+                   refusal: str | None = None, fp8_refusal: str = "") -> Layout:
     """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
     catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each.
     `checkpoint_kv`: the KV dtype the engine's `auto` takes from a checkpoint that declares
     one (Engine.checkpoint_kv_dtype), None where it keeps the model dtype; `kv_override`:
     what the engine does with a 16-bit request against it (Engine.checkpoint_kv_override);
+    `refusal`: why the engine's kernels for the checkpoint's format do not run on this GPU
+    (planner/whatif.py refusal), a gpu-capability error among the layout's problems.
     `fp8_refusal`: how it refuses FP8 weights below compute capability 8.0
     (Engine.fp8_refusal)."""
     sources: dict[str, Source] = {}
@@ -898,7 +909,7 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
                                 code="expert-parallel-needs-moe", knob="enable_expert_parallel")
     problems = kv_note + capability_problems(m, gpu, dtype,
                                              knobs.dtype if sources["dtype"] == "cli" else None,
-                                             kv_dtype, quant, engine_label=engine_label,
-                                             fp8_refusal=fp8_refusal)
+                                             kv_dtype, quant, refusal,
+                                             engine_label=engine_label, fp8_refusal=fp8_refusal)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -18,8 +18,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, TypeVar
 
+from ..knobs import compute_capability
+from ..model.whatif import FORMATS, MODELOPT
 from ..specs import KvCache, MemoryBreakdown, Problem
 from ..units import fast_init
 from ..versions import parse_version
@@ -44,6 +46,13 @@ if TYPE_CHECKING:
 
 
 OptionsT = TypeVar("OptionsT", bound="EngineOptions")
+
+
+class Kernel(NamedTuple):
+    """A kernel family an engine serves a checkpoint format with (Engine.checkpoint_kernels)."""
+
+    method: str  # the quantization method it detects, as the engine's --quantization spells it
+    least: tuple[int, int]  # the least compute capability it runs at
 
 
 def engine_options(dep: Deployment, kind: type[OptionsT]) -> OptionsT:
@@ -545,10 +554,17 @@ class Engine(ABC):
     # options_from_document); None: it has none
     options_file_flag: ClassVar[str | None] = None
     # --- whatif ---
-    # --quantization what-ifs on an unquantized model (model/whatif.py FORMATS): format → (the
-    # quantization method the engine detects in such a checkpoint, as its --quantization spells
-    # it; the least compute capability it serves it at). A format not listed: not served.
-    what_if_formats: ClassVar[Mapping[str, tuple[str, tuple[int, int]]]] = {}
+    # The kernels the engine serves each checkpoint format with (model/whatif.py
+    # checkpoint_format: a real checkpoint's, or the one a what-if's quantizer writes): format →
+    # its kernels in the engine's order of preference, each the quantization method it detects
+    # in such a checkpoint (as its --quantization spells it) and the least compute capability
+    # that kernel runs at. checkpoint_kernel applies them, the one rule for a what-if and a
+    # real checkpoint alike. A format not listed: not served as a what-if, and no rule here.
+    checkpoint_kernels: ClassVar[Mapping[str, tuple[Kernel, ...]]] = {}
+    # --quantization what-ifs the engine serves (model/whatif.py FORMATS, and MODELOPT for an
+    # engine that quantizes first): those whose checkpoint format it has kernels for. Derived
+    # from checkpoint_kernels, never listed.
+    what_if_formats: ClassVar[frozenset[str]] = frozenset()
     # Prometheus gauges an autoscaler reads (kvplan/planner/traffic.py): "queue" = requests
     # waiting, "kv_usage" = KV-cache use as a fraction; {} when the engine exports none
     autoscale_metrics: ClassVar[Mapping[str, str]] = {}
@@ -569,6 +585,36 @@ class Engine(ABC):
             cls.unsupported = unsupported_knobs(cls.syntax.cli_flags, cls.settings)
         if stray := sorted(set(cls.instead) - cls.unsupported):
             raise TypeError(f"{cls.__name__}.instead names knobs the engine has: {stray}")
+        cls.what_if_formats = frozenset(
+            name for name, fmt in {**MODELOPT, **FORMATS}.items()
+            if fmt.checkpoint_format in cls.checkpoint_kernels)
+
+    def checkpoint_kernel(self, fmt: str, gpu: GpuSpec) -> tuple[Kernel, bool] | None:
+        """THE compute-capability rule of a checkpoint format, a real checkpoint's and a
+        what-if's alike (planner/whatif.py apply and refusal): the kernel that serves format
+        `fmt` on `gpu` — the first of checkpoint_kernels[fmt] whose least compute capability
+        the GPU has (a GPU of unknown or non-NVIDIA capability: the first) — with False; or,
+        when the GPU is below them all, the least demanding with True: the engine refuses the
+        checkpoint there. None: the engine declares no kernels for the format."""
+        kernels = self.checkpoint_kernels.get(fmt)
+        if not kernels:
+            return None
+        cc = compute_capability(gpu)
+        runs = next((k for k in kernels if cc is None or cc >= k.least), None)
+        if runs is not None:
+            return runs, False
+        return min(kernels, key=lambda k: k.least), True
+
+    def checkpoint_refusal(self, fmt: str, gpu: GpuSpec) -> str | None:
+        """Why the engine refuses checkpoint format `fmt` on `gpu` (checkpoint_kernel), in
+        words; None where one of its kernels runs it, or it declares none."""
+        got = self.checkpoint_kernel(fmt, gpu)
+        cc = compute_capability(gpu)
+        if got is None or not got[1] or cc is None:
+            return None
+        least = got[0].least
+        return (f"{self.label}'s {got[0].method} kernels need compute capability ≥ "
+                f"{least[0]}.{least[1]} and the {gpu.name} has {cc[0]}.{cc[1]}")
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         """How a MoE model's expert layers are laid out: (shared by the data-parallel ranks

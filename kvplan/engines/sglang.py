@@ -54,6 +54,7 @@ from .base import (
     Engine,
     FlagReleases,
     GatherAllReduce,
+    Kernel,
     MemoryResult,
     TokenSplit,
     batched_tokens_flag_value,
@@ -1229,12 +1230,22 @@ class SglangEngine(Engine):
                           # distributed-sts.yaml, sgl-project/sglang@0e6ed14d)
                           shm_size="10Gi")
     calibration = CALIBRATION
-    # --- whatif --- format what-ifs (model/whatif.py): python/sglang/srt/layers/
-    # quantization/__init__.py names and get_min_capability: modelopt_quant.py
-    # ModelOptFp4Config 100 (Blackwell only); compressed_tensors W8A8Int8 75; awq_marlin 80.
-    # MXFP4 (Quark) is served on ROCm only and not modelled here.
-    what_if_formats = {"nvfp4": ("modelopt_fp4", (10, 0)),
-                       "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
+    # --- whatif --- the kernels SGLang serves each checkpoint format with, a real checkpoint's
+    # or a what-if's (Engine.checkpoint_kernels): python/sglang/srt/layers/quantization/
+    # __init__.py names and each config's get_min_capability, in SGLang's order of preference:
+    # * nvfp4: modelopt_quant.py ModelOptFp4Config 100 (Blackwell only: the NVFP4 Marlin
+    #   fallback of PR #19652 was reverted by PR #22047, 2026-04).
+    # * mxfp4 (gpt-oss's own layout): mxfp4.py Mxfp4Config 80 (sgl-project/sglang@0043c43a).
+    #   AMD Quark's MXFP4 (the mxfp4 what-if) is served on ROCm only and not modelled here.
+    # * w8a8: compressed_tensors W8A8Int8 75.
+    # * awq: awq.py AWQMarlinConfig 80, else AWQConfig 75 (override_quantization_method keeps
+    #   "awq" where check_marlin_supported fails; sgl-project/sglang@0149944f).
+    checkpoint_kernels = {
+        "nvfp4": (Kernel("modelopt_fp4", (10, 0)),),
+        "mxfp4": (Kernel("mxfp4", (8, 0)),),
+        "w8a8": (Kernel("compressed-tensors", (7, 5)),),
+        "awq": (Kernel("awq_marlin", (8, 0)), Kernel("awq", (7, 5))),
+    }
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:
         """DP attention shares the MoE layers; tokens go all-to-all only through DeepEP (else

@@ -49,6 +49,7 @@ from .base import (
     DeploySyntax,
     Engine,
     FlagReleases,
+    Kernel,
     MemoryResult,
     batched_tokens_flag_value,
     knob_flags,
@@ -583,11 +584,13 @@ class TgiEngine(Engine):
     # Latency model (kvplan/perf/step.py): no calibration rows; TGI runs a prefill batch that pauses
     # decoding, SGLang's batching style, so it borrows SGLang's fit (never "calibrated").
     calibration = Calibration(style="separate", borrows="sglang")
-    # --- whatif --- format what-ifs (model/whatif.py): TGI's --quantize values
-    # (launcher/src/main.rs Quantization) for the checkpoints it serves: awq (llm-awq GEMM /
-    # Marlin kernels, compute capability ≥ 7.5) and compressed-tensors (int8 W8A8,
-    # server/text_generation_server/layers/compressed_tensors/, v2.4.1+). No NVFP4 or MXFP4.
-    what_if_formats = {"awq": ("awq", (7, 5)), "w8a8": ("compressed-tensors", (7, 5))}
+    # --- whatif --- the kernels TGI serves each checkpoint format with, a real checkpoint's or
+    # a what-if's (Engine.checkpoint_kernels): its --quantize values (launcher/src/main.rs
+    # Quantization) for awq (llm-awq GEMM / Marlin kernels, compute capability ≥ 7.5) and
+    # compressed-tensors (int8 W8A8, server/text_generation_server/layers/compressed_tensors/,
+    # v2.4.1+). No NVFP4 or MXFP4 rule modelled.
+    checkpoint_kernels = {"awq": (Kernel("awq", (7, 5)),),
+                          "w8a8": (Kernel("compressed-tensors", (7, 5)),)}
     # --- fp8cap --- server/text_generation_server/layers/fp8.py (v3.3.7) `get_fp8_linear`
     # takes the Marlin FP8 (W8A16) layer on compute capability 8.x only; below it Fp8Linear's
     # GEMM is CUTLASS's (cutlass_scaled_mm_supports_fp8: no) or torch._scaled_mm, which needs

@@ -53,7 +53,7 @@ from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
-from ..model.whatif import MODELOPT, KvSwitch, WhatIfFormat
+from ..model.whatif import MODELOPT, KvSwitch, WhatIfFormat, checkpoint_format
 from ..specs import (
     Deployment,
     EngineOptions,
@@ -79,6 +79,7 @@ from .base import (
     Coefficients,
     DeploySyntax,
     Engine,
+    Kernel,
     MemoryResult,
     batched_tokens_flag_value,
     engine_options,
@@ -995,9 +996,12 @@ class TrtllmEngine(Engine):
         ("kv_offloading_size", "enable_hierarchical_cache", "hicache_size"),
         "kv_cache_config.host_cache_size (bytes of host KV per GPU), which kvplan plans as "
         "--host-cache-size")
-    # --- whatif --- the what-ifs TensorRT-LLM serves, its quantize-first ModelOpt qformats
-    # (build_quantization plans them; the nvfp4 entry tells a sweep and the hints that it does)
-    what_if_formats = {q: (algo, least) for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}
+    # --- whatif --- the kernels of its ModelOpt formats (MODELOPT_QFORMATS), a real
+    # checkpoint's (build_quantization refuses one below them) or a quantize-first what-if's;
+    # the what-ifs it serves follow (Engine.what_if_formats: fp8 and nvfp4, the latter telling a
+    # sweep and the hints that it does)
+    checkpoint_kernels = {q: (Kernel(algo, least),)
+                          for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}
 
     def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
         return kv_dtype_value(kv_dtype)
@@ -1008,9 +1012,11 @@ class TrtllmEngine(Engine):
         runtime's recipe (QUANTIZE_FIRST) writes from the named (16-bit) model, a what-if of
         model/whatif.py with its KV cache as the one rule says (for_kv_request)."""
         qformat = (knobs.quantization or "").lower()
-        own = MODELOPT_QFORMATS.get(m.quantization.method if m.quantization else "")
+        held = checkpoint_format(m.quantization) or ""
+        own = MODELOPT_QFORMATS.get(held)
         cc = compute_capability(gpu)
-        if own is not None and cc is not None and cc < own[1]:  # a checkpoint in such a format
+        if own is not None and cc is not None and self.checkpoint_refusal(held, gpu):
+            # a checkpoint in such a format, below its kernels (Engine.checkpoint_kernel)
             raise InvalidInputError(
                 f"{m.id} is an {own[0]} checkpoint: TensorRT-LLM's {own[0]} kernels need "
                 f"{own[2]} (compute capability ≥ {own[1][0]}.{own[1][1]}) and the {gpu.name} "
@@ -1033,8 +1039,8 @@ class TrtllmEngine(Engine):
                 + ", or plan a checkpoint already quantized in that format",
                 code="quantization-mismatch", knob="quantization")
         algo, least, arch = known
-        if cc is not None and cc < least:
-            runs = [f for f, (_a, need, _n) in MODELOPT_QFORMATS.items() if cc >= need]
+        if cc is not None and self.checkpoint_refusal(qformat, gpu):
+            runs = [f for f in MODELOPT_QFORMATS if not self.checkpoint_refusal(f, gpu)]
             raise InvalidInputError(
                 f"--quantization {qformat}: TensorRT-LLM's {algo} kernels need {arch} "
                 f"(compute capability ≥ {least[0]}.{least[1]}) and the {gpu.name} has {cc[0]}."

@@ -72,6 +72,7 @@ from .base import (
     Engine,
     EnvFlag,
     FlagReleases,
+    Kernel,
     MemoryResult,
     TokenSplit,
     batched_tokens_flag_value,
@@ -1275,14 +1276,32 @@ class VllmEngine(Engine):
         # Memory, sizeLimit "2Gi", mounted at /dev/shm
         shm_size="2Gi")
     calibration = CALIBRATION
-    # --- whatif --- format what-ifs (model/whatif.py): the method vLLM detects in the
-    # checkpoint (vllm/model_executor/layers/quantization/__init__.py names) and its
-    # get_min_capability: modelopt.py ModelOptNvFp4Config 80 (below 10.0 weight-only through
-    # the FP4 Marlin kernel, utils/marlin_utils_fp4.py); quark/schemes/quark_w4a4_mxfp4.py
-    # (emulated: dequantized to 16-bit where the platform has no MX support; 8.0 is kvplan's
-    # floor, the bf16 GEMM it falls back to); compressed_tensors W8A8Int8 75; awq_marlin 80.
-    what_if_formats = {"nvfp4": ("modelopt_fp4", (8, 0)), "mxfp4": ("quark", (8, 0)),
-                       "w8a8": ("compressed-tensors", (7, 5)), "awq": ("awq_marlin", (8, 0))}
+    # --- whatif --- the kernels vLLM serves each checkpoint format with, a real checkpoint's
+    # or a what-if's (Engine.checkpoint_kernels): the method it detects in the checkpoint
+    # (vllm/model_executor/layers/quantization/__init__.py names) and its config's
+    # get_min_capability, in vLLM's order of preference:
+    # * nvfp4: modelopt.py ModelOptNvFp4Config 80 (below 10.0 weight-only through the FP4
+    #   Marlin kernel, utils/marlin_utils_fp4.py is_fp4_marlin_supported =
+    #   has_device_capability(80)). UNVERIFIED for the newest releases: vLLM PR #29901
+    #   (2025-12) builds the Marlin kernels for compute capability 7.5, and main's
+    #   ModelOptNvFp4Config returns 75 (vllm-project/vllm@00155cde); kvplan keeps 8.0.
+    # * mxfp4 (gpt-oss's own layout, quant_method "mxfp4"): mxfp4.py Mxfp4Config 80
+    #   (vllm-project/vllm@007d5005; its MoE runs Marlin or Triton on 16-bit activations below
+    #   10.0, FlashInfer's FP4 kernels on Blackwell).
+    # * quark-mxfp4 (AMD Quark's, the mxfp4 what-if): quark/schemes/quark_w4a4_mxfp4.py,
+    #   emulated (dequantized to 16-bit) where the platform has no MX support; 8.0 is kvplan's
+    #   floor, the bf16 GEMM it falls back to.
+    # * w8a8: compressed_tensors W8A8Int8 75.
+    # * awq: awq_marlin.py AWQMarlinConfig 80, else awq.py AWQConfig 75 ("The AWQ kernel only
+    #   supports Turing or newer GPUs"): AWQMarlinConfig.override_quantization_method keeps
+    #   "awq" where check_marlin_supported fails (vllm-project/vllm@0322f292, @000796ac).
+    checkpoint_kernels = {
+        "nvfp4": (Kernel("modelopt_fp4", (8, 0)),),
+        "mxfp4": (Kernel("mxfp4", (8, 0)),),
+        "quark-mxfp4": (Kernel("quark", (8, 0)),),
+        "w8a8": (Kernel("compressed-tensors", (7, 5)),),
+        "awq": (Kernel("awq_marlin", (8, 0)), Kernel("awq", (7, 5))),
+    }
     # vllm/v1/metrics/loggers.py (PrometheusStatLogger, v0.10+): gauges
     # vllm:num_requests_waiting and vllm:kv_cache_usage_perc (1 = 100 %)
     autoscale_metrics = {"queue": "vllm:num_requests_waiting",

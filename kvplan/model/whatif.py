@@ -17,8 +17,10 @@ real checkpoint of that format:
   16-bit dtype: off) where the recipe has such a switch; otherwise the recipe's own default
   holds (ModelOpt hf_ptq.py: an FP8 KV cache; TensorRT-LLM's quantize.py: none). The plan says
   which (the last assumption, and inputs.kv_cache_dtype with its source).
-The engine side (which engines serve a format, under which name) is declared by each engine
-(Engine.what_if_formats; Engine.what_if_recipe for an engine with its own recipe)."""
+The engine side is declared by each engine: the kernels it serves each checkpoint format with,
+under which name and from which compute capability (Engine.checkpoint_kernels, keyed by
+checkpoint_format below: one rule for a what-if's checkpoint and a real one), and
+Engine.what_if_recipe for an engine with its own recipe."""
 
 from __future__ import annotations
 
@@ -57,6 +59,13 @@ class WhatIfFormat:
     vendors: frozenset[str] = frozenset({"NVIDIA", "AMD"})
     # a recipe that can quantize the KV cache: its switch (None: the KV cache stays 16-bit)
     kv: KvSwitch | None = None
+    # the checkpoint format it writes, as engines declare their kernels for it
+    # (Engine.checkpoint_kernels; checkpoint_format below); "" = its name
+    writes: str = ""
+
+    @property
+    def checkpoint_format(self) -> str:
+        return self.writes or self.name
 
     @property
     def kv_on(self) -> bool:
@@ -149,7 +158,10 @@ FORMATS: dict[str, WhatIfFormat] = {
         "--exclude_layers lm_head --model_export hf_format --output_dir {out}",
         ("OCP MXFP4 on every decoder Linear and MoE expert: e2m1 with one e8m0 scale per 32 "
          "weights; LM head, embeddings, norms and routers kept 16-bit",
-         "no KV cache quantization in the recipe: the KV cache stays 16-bit")),
+         "no KV cache quantization in the recipe: the KV cache stays 16-bit"),
+        # a Quark checkpoint (quant_method "quark"), not gpt-oss's own MXFP4 layout
+        # (quant_method "mxfp4"), which the engines serve through other kernels
+        writes="quark-mxfp4"),
     # llm-compressor examples/quantization_w8a8_int8: QuantizationModifier/GPTQModifier
     # scheme "W8A8" (int8 weights per output channel, dynamic per-token int8 activations),
     # ignore=["lm_head"]; saved as compressed-tensors.
@@ -207,6 +219,27 @@ def what_if_format(name: str | None) -> WhatIfFormat | None:
     """The what-if a --quantization value names (None: not one; fp8 stays online fp8)."""
     key = (name or "").lower()
     return FORMATS.get(ALIASES.get(key, key))
+
+
+# A real checkpoint's format by its QuantSpec.method (model/quant.py), as engines declare their
+# kernels for it (Engine.checkpoint_kernels): NVFP4 (ModelOpt, or compressed-tensors e2m1 weights);
+# MXFP4 (quant_method "mxfp4": gpt-oss's experts); AWQ; int8 weights and activations (the
+# W8A8 what-if's format); FP8 (TensorRT-LLM's ModelOpt kernels; vLLM's, SGLang's and TGI's FP8
+# rule is knobs.capability_problems). GPTQ and other weight-only int formats: no rule declared.
+REAL_FORMATS = {"nvfp4": "nvfp4", "mxfp4": "mxfp4", "awq": "awq", "int8": "w8a8", "fp8": "fp8"}
+
+
+def checkpoint_format(q: QuantSpec | None) -> str | None:
+    """The checkpoint format whose kernels serve weights `q` (Engine.checkpoint_kernel): a
+    what-if's, the one its quantizer writes (WhatIfFormat.checkpoint_format); a real
+    checkpoint's, by its method (REAL_FORMATS). None: unquantized, online --quantization fp8
+    (quantized by the engine while loading), or a format no engine declares kernels for."""
+    if q is None:
+        return None
+    if q.what_if is not None:
+        fmt = FORMATS.get(q.what_if) or MODELOPT.get(q.what_if)
+        return None if fmt is None else fmt.checkpoint_format
+    return REAL_FORMATS.get(q.method) if q.source == "checkpoint" else None
 
 
 def checkpoint_dir(model_ref: str, fmt: WhatIfFormat) -> str:

@@ -21,7 +21,7 @@ from ..engines.base import Engine, MemoryResult, batched_tokens_flag_value, rele
 from ..errors import InvalidInputError
 from ..knobs import KNOB_NAMES, OPTIONS, Knobs, flag, resolve_layout, valid_tp_sizes
 from ..model.weights import parameter_count
-from ..model.whatif import checkpoint_dir
+from ..model.whatif import checkpoint_dir, checkpoint_format
 from ..perf import step as perf
 from ..specs import (
     Deployment,
@@ -60,6 +60,8 @@ from .whatif import engine_view as what_if_engine_view
 from .whatif import inputs as what_if_inputs
 from .whatif import note as what_if_note
 from .whatif import record as what_if_record
+from .whatif import refusal as what_if_refusal
+from .whatif import running as what_if_running
 from .whatif import what_if_of
 
 __all__ = ["KNOB_NAMES", "plan", "evaluate", "model_gpu_problems", "serve_ref"]
@@ -144,7 +146,8 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
                             checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
                             kv_override=eng.checkpoint_kv_override,
-                            fp8_refusal=eng.fp8_refusal)
+                            fp8_refusal=eng.fp8_refusal,
+                            refusal=what_if_refusal(eng, m, gpu))  # the format's kernels
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
@@ -255,7 +258,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
 
     def command() -> str:  # written once: a multi-node plan's node launch lines quote it too
         if not serve:
-            serve.append(_command(eng, m, planned, rec, workload, knobs.quantization))
+            serve.append(_command(eng, m, gpu, planned, rec, workload, knobs.quantization))
         return serve[0]
 
     node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
@@ -266,7 +269,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
                                                                 planned_res, rec, workload)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
-    extra = {"what_if": what_if_record(eng, fmt, m.id)} if fmt else {}
+    extra = {"what_if": what_if_record(eng, fmt, m.id, gpu)} if fmt else {}
     quantization = dep.quantization or m.unmodelled_quantization_method
     count = dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size
     estimated = "total_bytes" in res.memory.estimated
@@ -338,7 +341,7 @@ def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
     return node_plan.model_copy(update={"launch": launch}), problems
 
 
-def _command(eng: Engine, m: ModelSpec, dep: Deployment, rec: Recommendations,
+def _command(eng: Engine, m: ModelSpec, gpu: GpuSpec, dep: Deployment, rec: Recommendations,
              workload: Workload, given: str | None) -> str:
     """The launch line; a format what-if serves the hypothetical checkpoint after the step
     that writes it (planner/whatif.py). A --quantization the engine accepted is passed on as
@@ -350,7 +353,7 @@ def _command(eng: Engine, m: ModelSpec, dep: Deployment, rec: Recommendations,
             dep = dep.model_copy(update={"quantization": given.lower()})
         return release_line(eng.syntax, eng.command(serve_ref(m), dep, rec, workload,
                                                     m.revision), version)
-    serve = eng.command(checkpoint_dir(serve_ref(m), fmt), what_if_engine_view(eng, fmt, dep),
+    serve = eng.command(checkpoint_dir(serve_ref(m), fmt), what_if_engine_view(eng, fmt, dep, gpu),
                         rec, workload, None)
     return what_if_command(fmt, serve_ref(m), release_line(eng.syntax, serve, version))
 
@@ -777,8 +780,6 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     """The four recommendations, the deployment they were planned on (the serve line's) with
     its memory result, and the problems planning found (a length or target that cannot be met,
     with alternatives)."""
-    if any(p.code == "gpu-capability" for p in res.problems):
-        return _refused(gpu, dep, res), dep, res, []
     given = {k for k, v in dep.sources.items() if v == "cli"}
     n = workload.target_concurrency
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
@@ -786,6 +787,10 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
         work_len += image_tokens(m, workload)
     # the prefix every request shares, held once (prefix caching; not for sliding/linear layers)
     shared = (workload.prefix_tokens() or 0) if prefix_shared(m, dep) else 0
+    if any(p.code == "gpu-capability" for p in res.problems):
+        goal = _Goal(n, work_len or res.max_model_len, res.max_model_len, shared)
+        return _refused(gpu, dep, res), dep, res, _runs_elsewhere(
+            _Setup(eng, m, gpu, knobs, dep, res), goal, larger_gpus)
     target = _Goal(n, work_len or res.max_model_len, res.max_model_len, shared) if n else None
     rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res, target)
     s, prefix, problems = _replan_at_tp(_Setup(eng, m, gpu, knobs, dep, res), rec_tp, given)
@@ -867,6 +872,40 @@ def _refused(gpu: GpuSpec, dep: Deployment, res: MemoryResult) -> Recommendation
             value=dep.gpu_memory_utilization if 0 < dep.gpu_memory_utilization <= 1 else None,
             reason=why),
         tensor_parallel_size=Recommendation(value=dep.tensor_parallel_size, reason=why))
+
+
+def _runs_elsewhere(s: _Setup, goal: _Goal, larger_gpus: Sequence[GpuSpec]) -> list[Problem]:
+    """A checkpoint whose format no kernel of the engine runs on this GPU (planner/whatif.py
+    refusal): where it does run, cheapest first — the first larger GPU that holds `goal` as
+    configured, then each other engine whose kernels run it on this GPU and that holds it.
+    Every alternative is planned, so a GPU or engine that cannot run the format (refused like
+    this one) is never proposed, and no layout on this GPU is: none starts. Worked out when the
+    message is read. [] for another refusal (bfloat16, FP8 weights: knobs.capability_problems)."""
+    eng, m, gpu, dep = s.eng, s.m, s.gpu, s.dep
+    fmt = checkpoint_format(m.quantization)
+    if fmt is None or eng.checkpoint_refusal(fmt, gpu) is None:
+        return []
+
+    def options() -> list[str]:
+        larger = _larger_gpu(eng, m, gpu, s.knobs, dep, goal, larger_gpus)
+        out = [] if larger is None else [f"a GPU that runs it: --gpu {larger.id}"]
+        for other in what_if_running(fmt, gpu):
+            if other is eng or set(_given(s.knobs)) & other.unsupported:
+                continue
+            got = _try(other, m, gpu, s.knobs, other.newest_version)
+            if got and goal.met(got[1]):
+                out.append(f"an engine that runs it here: --engine {other.name}")
+        return out
+
+    def message() -> str:
+        found = options()
+        return (f"{goal.text()}: {eng.label} cannot run this {fmt} checkpoint on the "
+                f"{gpu.name} (its kernels need a newer GPU); alternatives that hold it, "
+                "cheapest first: "
+                + ("; ".join(f"{i}) {o}" for i, o in enumerate(found, 1)) or
+                   "none found (no larger GPU that runs it, nor another engine, holds it as "
+                   "configured)"))
+    return [Problem.deferred(_in_tries(message), code="next-steps", severity="error")]
 
 
 def _replan_at_tp(s: _Setup, rec_tp: Recommendation, given: set[str]
@@ -1183,15 +1222,25 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             break
     else:
         out += _pipeline_alternative(eng, m, gpu, knobs, dep, goal)
-    for g in (x for x in larger_gpus if node_rules.joins_as_many(x, gpu) and node_rules.proposable(
-            x, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size)):
-        got = _try(eng, m, g, knobs, version)
-        if got and goal.met(got[1]):
-            out.append(Alternative(AlternativeKind.LARGER_GPU, f"a larger GPU: --gpu {g.id}"))
-            break
+    larger = _larger_gpu(eng, m, gpu, knobs, dep, goal, larger_gpus)
+    if larger is not None:
+        out.append(Alternative(AlternativeKind.LARGER_GPU, f"a larger GPU: --gpu {larger.id}"))
     got = _try(eng, m, gpu, knobs, version, **top)
     last = _shorter_or_fewer(eng, got[1], goal, top, work_len) if got else None
     return out + ([last] if last else [])
+
+
+def _larger_gpu(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
+                goal: _Goal, larger_gpus: Sequence[GpuSpec]) -> GpuSpec | None:
+    """The first of `larger_gpus` that holds `goal` with these settings, on as many GPUs of a
+    system its node rules allow (planner/nodes.py); a GPU whose compute capability the
+    engine refuses the settings on (Engine.checkpoint_kernel, bfloat16, FP8) never holds it."""
+    for g in (x for x in larger_gpus if node_rules.joins_as_many(x, gpu) and node_rules.proposable(
+            x, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size)):
+        got = _try(eng, m, g, knobs, dep.engine_version)
+        if got and goal.met(got[1]):
+            return g
+    return None
 
 
 MAX_PROPOSED_STAGES = 8  # pipeline stages a fix-it names at most (8 nodes of one TP group)

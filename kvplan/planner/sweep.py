@@ -35,7 +35,7 @@ from ..engines import registry
 from ..errors import InvalidInputError, KvplanError, Reason
 from ..knobs import Knobs, Layout, resolve_layout, valid_tp_sizes
 from ..model.weights import stage_tensor_bytes
-from ..model.whatif import FORMATS, what_if_format
+from ..model.whatif import FORMATS, checkpoint_format, what_if_format
 from ..specs import (
     Deferred,
     DisaggPlan,
@@ -416,9 +416,12 @@ def native_formats(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset
 
 def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str],
                         q: str | None) -> str | None:
-    """Why weight format `q` cannot be planned for this model, GPU and engine (None: it can)."""
+    """Why weight format `q` cannot be planned for this model, GPU and engine (None: it can).
+    None is the checkpoint's own format: refused where none of the engine's kernels for it run
+    on the GPU, the rule its what-if meets (Engine.checkpoint_kernel)."""
     if q is None:
-        return None
+        own = checkpoint_format(m.quantization)
+        return None if own is None else registry.get(engine).checkpoint_refusal(own, g)
     if "quantization" in unsupported:
         return f"{engine} has no --quantization"
     if what_if_format(q) is not None:  # a format what-if (planner/whatif.py)

@@ -12,8 +12,8 @@ from contextvars import ContextVar
 from ..engines import registry
 from ..engines.base import Engine
 from ..errors import InvalidInputError
-from ..knobs import Knobs, compute_capability
-from ..model.whatif import WhatIfFormat, checkpoint_dir, what_if_format
+from ..knobs import Knobs
+from ..model.whatif import WhatIfFormat, checkpoint_dir, checkpoint_format, what_if_format
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanWhatIf, Problem, SourcedValue
 
 _OFF: ContextVar[bool] = ContextVar("what_if_off", default=False)
@@ -34,14 +34,14 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
     """--quantization naming a what-if format on an unquantized model → the model as the
     checkpoint its quantizer would write (the flag consumed: the checkpoint carries its
     format). Anything else passes unchanged: online fp8, a checkpoint's own format
-    (resolve_layout), an engine that quantizes before serving (Engine.build_quantization)."""
+    (resolve_layout; its kernels: refusal), an engine that quantizes before serving
+    (Engine.build_quantization)."""
     fmt = what_if_format(knobs.quantization)
     if fmt is None or m.quantization is not None or m.unmodelled_quantization or _OFF.get():
         return m, knobs
     if type(eng).build_quantization is not Engine.build_quantization:
         return m, knobs  # an engine that quantizes before serving (TensorRT-LLM) decides
-    served = eng.what_if_formats.get(fmt.name)
-    if served is None:
+    if fmt.name not in eng.what_if_formats:
         others = [e.label for e in registry.ENGINES.values() if fmt.name in e.what_if_formats]
         raise InvalidInputError(
             f"--quantization {fmt.name}: {eng.label} does not serve {fmt.name} checkpoints "
@@ -49,24 +49,54 @@ def apply(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs) -> tuple[ModelS
             hint=(f"plan it on {' or '.join(others)} (--engine), " if others else "")
             + "or choose another --quantization, or drop the flag",
             code="quantization-unsupported", knob="quantization")
-    name, least = served
     if gpu.vendor not in fmt.vendors:
         raise InvalidInputError(
             f"--quantization {fmt.name}: {eng.label} serves {fmt.name} checkpoints on "
             f"{' and '.join(sorted(fmt.vendors))} GPUs only, not the {gpu.name}",
             hint="plan another GPU, or another --quantization (awq, w8a8)",
             code="gpu-capability", knob="quantization")
-    cc = compute_capability(gpu)
-    if cc is not None and cc < least:
+    why = eng.checkpoint_refusal(fmt.checkpoint_format, gpu)  # the checkpoint's kernels
+    if why is not None:
+        can = [e.label for e in running(fmt.checkpoint_format, gpu) if e is not eng
+               and fmt.name in e.what_if_formats]
         raise InvalidInputError(
-            f"--quantization {fmt.name}: {eng.label}'s {name} kernels need compute capability "
-            f"≥ {least[0]}.{least[1]} and the {gpu.name} has {cc[0]}.{cc[1]}",
-            hint="plan a newer GPU, or another --quantization (awq and w8a8 run from compute "
-            "capability 8.0 on most engines)",
-            code="gpu-capability", knob="quantization")
+            f"--quantization {fmt.name}: {why}",
+            hint=(f"plan it on {' or '.join(can)} (--engine), " if can else "")
+            + "plan a newer GPU, or another --quantization (w8a8 and awq run from compute "
+            "capability 7.5)", code="gpu-capability", knob="quantization")
     fmt = fmt.for_kv_request(knobs.kv_cache_dtype)  # the KV cache rule (model/whatif.py)
     return (m.model_copy(update={"quantization": fmt.spec}),
             knobs.model_copy(update={"quantization": None}))
+
+
+def running(fmt: str, gpu: GpuSpec) -> list[Engine]:
+    """The engines whose kernels serve checkpoint format `fmt` on `gpu`
+    (Engine.checkpoint_kernel) and that run on its vendor's GPUs, in the registry's order."""
+    out = []
+    for e in registry.ENGINES.values():
+        got = e.checkpoint_kernel(fmt, gpu)
+        if got is not None and not got[1] and e.gpu_refusal(gpu) is None:
+            out.append(e)
+    return out
+
+
+def refusal(eng: Engine, m: ModelSpec, gpu: GpuSpec) -> str | None:
+    """Why the engine cannot start checkpoint `m` on `gpu`: its format is below every kernel
+    the engine serves it with — the rule apply applies to a what-if (Engine.checkpoint_kernel),
+    here for a real checkpoint — with what can run it (a GPU of the least capability those
+    kernels need, the engines whose kernels run it on this GPU). None where it starts (a
+    what-if reaches here only once apply, or the engine's build_quantization, let it through)."""
+    fmt = checkpoint_format(m.quantization)
+    why = None if fmt is None else eng.checkpoint_refusal(fmt, gpu)
+    if fmt is None or why is None:
+        return None
+    got = eng.checkpoint_kernel(fmt, gpu)
+    assert got is not None
+    least = got[0].least
+    can = [e.name for e in running(fmt, gpu) if e is not eng]
+    return (f"the {fmt} checkpoint {m.id} does not start: {why}; alternatives that run it: "
+            f"a GPU of compute capability ≥ {least[0]}.{least[1]}"
+            + "".join(f", or --engine {n}" for n in can))
 
 
 def what_if_of(eng: Engine, dep: Deployment) -> WhatIfFormat | None:
@@ -80,11 +110,19 @@ def what_if_of(eng: Engine, dep: Deployment) -> WhatIfFormat | None:
     return None if fmt is None else fmt.with_kv(q.kv_cache_quant_algo is not None)
 
 
-def record(eng: Engine, fmt: WhatIfFormat, ref: str) -> PlanWhatIf:
+def record(eng: Engine, fmt: WhatIfFormat, ref: str, gpu: GpuSpec) -> PlanWhatIf:
     return PlanWhatIf(quantization=fmt.name, quantizer=fmt.quantizer,
                       checkpoint=checkpoint_dir(ref, fmt),
-                      engine_quantization=eng.what_if_formats[fmt.name][0],
+                      engine_quantization=engine_method(eng, fmt, gpu),
                       assumptions=list(fmt.assumptions_planned()))
+
+
+def engine_method(eng: Engine, fmt: WhatIfFormat, gpu: GpuSpec) -> str:
+    """The quantization method the engine detects in the what-if's checkpoint on this GPU, as
+    its --quantization spells it (the kernel Engine.checkpoint_kernel picks)."""
+    got = eng.checkpoint_kernel(fmt.checkpoint_format, gpu)
+    assert got is not None, f"{eng.name} serves no {fmt.checkpoint_format} checkpoint"
+    return got[0].method
 
 
 def note(fmt: WhatIfFormat, ref: str) -> Problem:
@@ -96,9 +134,9 @@ def note(fmt: WhatIfFormat, ref: str) -> Problem:
         + "; ".join(fmt.assumptions_planned()))
 
 
-def engine_view(eng: Engine, fmt: WhatIfFormat, dep: Deployment) -> Deployment:
+def engine_view(eng: Engine, fmt: WhatIfFormat, dep: Deployment, gpu: GpuSpec) -> Deployment:
     """The deployment as the launch line names it: the engine's own --quantization name."""
-    return dep.model_copy(update={"quantization": eng.what_if_formats[fmt.name][0]})
+    return dep.model_copy(update={"quantization": engine_method(eng, fmt, gpu)})
 
 
 def command(fmt: WhatIfFormat, ref: str, serve: str) -> str:
@@ -124,15 +162,13 @@ def unsupported(m: ModelSpec, gpu: GpuSpec, eng: Engine, q: str) -> str | None:
         return f"{q!r} is not a what-if format"
     if m.quantization is not None or m.unmodelled_quantization:
         return "the checkpoint is already quantized"
-    served = eng.what_if_formats.get(fmt.name)
-    if served is None:
+    if fmt.name not in eng.what_if_formats:
         return f"{eng.label} does not serve {fmt.name} checkpoints"
     if gpu.vendor not in fmt.vendors:
         return f"{fmt.name} is served on {' and '.join(sorted(fmt.vendors))} GPUs only"
-    cc = compute_capability(gpu)
-    if cc is not None and cc < served[1]:
-        return f"{eng.label}'s {served[0]} kernels need compute capability ≥ " \
-            f"{served[1][0]}.{served[1][1]}"
+    why = eng.checkpoint_refusal(fmt.checkpoint_format, gpu)  # apply's rule
+    if why is not None:
+        return why
     if fmt.spec.weight_bits == 4 and fmt.name in ("nvfp4", "mxfp4") and not gpu.fp4_native:
         return f"{fmt.name} is tried only on FP4-native GPUs ({gpu.id} is not)"
     return None
