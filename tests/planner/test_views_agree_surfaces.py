@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from kvplan import api
 from kvplan.deploy.emit import FORMATS
 from kvplan.engines.registry import NAMES
+from kvplan.errors import InvalidInputError
 from kvplan.render import report as rep
 from kvplan.sources.calibration import load
 
@@ -98,6 +99,10 @@ CAPPED_CASES = [Case("Qwen/Qwen2.5-7B-Instruct", "l4", "sglang",
 MIXED_CHUNK_CASES = [Case("Qwen/Qwen3-8B", "h100", "sglang",
                           {"tensor_parallel_size": 2, "max_model_len": 16384,
                            "enable_mixed_chunk": True})]
+# a checkpoint format SGLang's kernels do not run on Hopper (NVFP4 needs 10.0): the plan is a
+# gpu-capability error, the sweep refuses the GPU as an unsupported format (found by the campaign)
+REFUSED_FORMAT_CASES = [Case("nvidia/DeepSeek-V3.1-NVFP4", "h100", "sglang",
+                             {"tensor_parallel_size": 1, "max_model_len": 4096})]
 CALIBRATED = [Case("meta-llama/Llama-3.1-8B-Instruct", "l40s", "vllm",
                    {"tensor_parallel_size": 1, "max_model_len": 8192}, calibrated=True)]
 
@@ -196,7 +201,16 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
     fewest = case.knobs.get("nodes") is None or lib.nodes is None or want["nodes"]["nodes"] == (
         api.plan(case.model, case.gpu, engine=case.engine, offline=True,
                  **{k: v for k, v in case.knobs.items() if k != "nodes"}).nodes or lib.nodes).nodes
-    if case.sweepable and fewest:
+    # a checkpoint format the engine's kernels do not run on this GPU (Engine.checkpoint_kernels):
+    # the plan is a gpu-capability error, and the sweep lists the GPU as an unsupported format,
+    # so with this GPU alone it has nothing to plan; both views refuse it
+    refused_format = [p["message"] for p in plan_json["problems"]
+                      if p["code"] == "gpu-capability" and "kernels need" in p["message"]]
+    if case.sweepable and fewest and refused_format:
+        with pytest.raises(InvalidInputError, match="unsupported format"), calibration(cal):
+            api.sweep(case.model, gpus=[case.gpu], engine=case.engine, offline=True,
+                      max_gpus=case.max_gpus or case.count)
+    elif case.sweepable and fewest:
         tp = case.knobs.get("tensor_parallel_size", 1)
         pp = case.knobs.get("pipeline_parallel_size", 1)
         fixed = {k: v for k, v in case.knobs.items()
@@ -251,7 +265,7 @@ def assert_every_view_agrees(case: Case, tmp: Path, cal: Path | None,
 
 
 @pytest.mark.parametrize("case", ENGINE_CASES + MOE_CASES + NODE_CASES + CAPPED_CASES
-                         + MIXED_CHUNK_CASES,
+                         + MIXED_CHUNK_CASES + REFUSED_FORMAT_CASES,
                          ids=lambda c: f"{c.engine}-{c.model.split('/')[1]}-"
                          + "-".join(f"{k}={v}" for k, v in c.knobs.items()
                                     if k != "max_model_len"))
