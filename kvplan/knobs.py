@@ -705,18 +705,21 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
         return []
     out: list[Problem] = []
     cc_s = f"{cc[0]}.{cc[1]}"
+    # another engine is planned with vLLM's rule here, and the message says whose it is
+    rule = "" if engine_label == "vLLM" else f" ({engine_label} planned with vLLM's rule)"
     if dtype == "bfloat16" and not _has_bf16(gpu):
         out.append(Problem(
             code="gpu-capability", severity="error",
             message=f"--dtype {requested_dtype or 'bfloat16'}: bfloat16 needs compute capability "
             f"≥ 8.0 and the {gpu.name} has {cc_s}; vLLM refuses to start ('Bfloat16 is only "
-            "supported on GPUs with compute capability of at least 8.0') — use --dtype float16"))
+            f"supported on GPUs with compute capability of at least 8.0'){rule} — use --dtype "
+            "float16"))
     elif m.dtype == "bfloat16" and dtype != "bfloat16" and not requested_dtype:
         out.append(Problem(
             code="dtype-fallback", severity="warning",
             message=f"the {gpu.name} (compute capability {cc_s}) has no bfloat16: --dtype auto "
             f"runs this bfloat16 checkpoint in {dtype}, as vLLM does ('Falling back to {dtype} "
-            "for compatibility'); some models lose accuracy in float16"))
+            f"for compatibility'){rule}; some models lose accuracy in float16"))
     if quant is not None and quant.method == "fp8":
         if cc < (8, 0):
             out.append(Problem(
@@ -730,7 +733,7 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
                 code="fp8-weight-only", severity="warning",
                 message=f"the {gpu.name} (compute capability {cc_s}) has no FP8 compute: vLLM "
                 "runs FP8 weights weight-only through the Marlin kernel (same memory, 16-bit "
-                "math, slower than on cc ≥ 8.9)"))
+                f"math, slower than on cc ≥ 8.9){rule}"))
     if refusal is not None:
         out.append(Problem(code="gpu-capability", severity="error", message=refusal))
     elif (quant is not None and quant.method in ("nvfp4", "mxfp4")
