@@ -1003,8 +1003,9 @@ def _html_perf(perf: Performance, cid: str, max_num_seqs: int | None = None) -> 
     shown = [r for r in table if max_num_seqs is None or r[0] <= max_num_seqs]
     if len(shown) < len(table) and len(shown) >= 2:
         worst = max(r[head.index("ttft_ms")] for r in table)
-        out.append(f"<p class=\"sub\">The charts stop at {max_num_seqs:,} concurrent requests, "
-                   f"the max_num_seqs the serve command runs: beyond it requests wait in the "
+        out.append(f"<p class=\"sub\">The charts show concurrencies up to {max_num_seqs:,}, "
+                   f"the max_num_seqs the serve command runs (their last point is at "
+                   f"{shown[-1][0]:,.0f}): beyond it requests wait in the "
                    f"queue and TTFT grows with the queue (up to {worst:,.0f} ms at "
                    f"{table[-1][0]:,.0f}). The data table lists every point.</p>")
     else:

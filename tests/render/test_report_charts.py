@@ -35,11 +35,13 @@ def test_throughput_axis_reads_tokens_per_second(html):
 
 def test_latency_charts_stop_at_max_num_seqs_and_say_so(html):
     seqs = int(re.search(r"--max-num-seqs (\d+)", html).group(1))
-    note = re.search(r"The charts stop at ([\d,]+) concurrent requests", html)
+    note = re.search(r"The charts show concurrencies up to ([\d,]+), the max_num_seqs the "
+                     r"serve command runs \(their last point is at ([\d,]+)\)", html)
     assert note and int(note.group(1).replace(",", "")) == seqs
     ttft = _chart(html, "p0-0")
     xs = [float(x) for x in re.findall(r"<title>ttft_ms: ([\d.]+) →", ttft)]
-    assert xs and max(xs) <= seqs
+    # the note names the last point drawn (the table's points are 1, 2, 4, 8, …, not seqs)
+    assert xs and max(xs) <= seqs and max(xs) == int(note.group(2).replace(",", ""))
     # the data table still lists the points past it
     table = html[html.index("Latency and throughput"):]
     assert re.search(r"<td class=\"n\">(\d+)</td>", table) is not None
