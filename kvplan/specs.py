@@ -45,7 +45,8 @@ SCHEMA_VERSION = "1.15"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 # 1.13: performance.measured_check (never-fitted measured runs like the deployment: dense_checks)
 # 1.14: traffic.unmet_intervals; an interval no replica count serves has replicas/gpus null, and
 #       then the fleet figures (peak/mean/p95 GPUs, GPU-hours, cost per day) are null
-# 1.15: served: the memory and KV cache the serve line starts with when it sets other values
+# 1.15: served: the memory and KV cache the serve line starts with when it sets other
+#       values; `kvplan calibrate --json`: notes (a run's failed requests and the like)
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 
