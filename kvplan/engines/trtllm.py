@@ -1366,7 +1366,15 @@ class TrtllmEngine(Engine):
             and not dep.enable_prefix_caching else None,
             backend_flag=dep.user_set("backend") and opts(dep).backend == "pytorch",
             host_cache_size=opts(dep).host_cache_size or None, sections=sections)
-        if dep.user_set("backend") and opts(dep).backend == "tensorrt":
+        # `--backend tensorrt` only where the release's default is PyTorch: before
+        # PYTORCH_DEFAULT_FROM the TensorRT engine path is trtllm-serve's default and its
+        # `--backend` is click.Choice(["pytorch"]), so the flag is refused there and needed
+        # nowhere (the 0.18.2 release's trtllm-serve reference, nvidia.github.io/TensorRT-LLM/
+        # 0.18.2/commands/trtllm-serve.html: "--backend … Options: pytorch", "Default is cpp
+        # path"; docs/source/release-notes.md, Release 1.0: "Change default backend to PyTorch
+        # in trtllm-serve")
+        if (dep.user_set("backend") and opts(dep).backend == "tensorrt"
+                and runtime_for(dep.engine_version) == "pytorch"):
             line += f" {FLAGS['backend']} tensorrt"
         if opts(dep).max_beam_width > 1:
             line += f" --max_beam_width {opts(dep).max_beam_width}"

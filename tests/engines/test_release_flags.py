@@ -169,3 +169,30 @@ def test_sglang_check_refuses_pp_size_before_0_4_6(capsys, tmp_path):
     [message] = _refusals(_check(capsys, tmp_path, "0.4.5", line))
     assert "SGLang 0.4.5 has no --pp-size flag (first in 0.4.6" in message
     assert not _refusals(_check(capsys, tmp_path, "0.4.6", line))
+
+
+# ---------------------------------------------------------------------------- TensorRT-LLM
+
+
+@pytest.mark.parametrize(("version", "written"), [
+    ("0.18.0", False), ("0.21.0", False), ("1.0.0", True), ("1.2.0", True)])
+def test_trtllm_plan_writes_backend_tensorrt_only_where_pytorch_is_the_default(version, written):
+    """Before 1.0 trtllm-serve runs the TensorRT engine path by default and its --backend takes
+    only `pytorch` (the 0.18.2 trtllm-serve reference), so `--backend tensorrt` would be refused
+    there and is needed nowhere; from 1.0 (PyTorch by default) it selects the engine path."""
+    p = plan(LLAMA, "h100", engine="trtllm", engine_version=version, backend="tensorrt")
+    assert ("--backend tensorrt" in p.command) is written
+    assert not _errors(p)
+    assert any(q.code == "engine-buffers-not-estimated" for q in p.problems)  # engine runtime
+
+
+def test_trtllm_plan_keeps_backend_pytorch_before_1_0():
+    p = plan(LLAMA, "h100", engine="trtllm", engine_version="0.18.0", backend="pytorch")
+    assert "--backend pytorch" in p.command.split("trtllm-serve", 1)[1]
+
+
+def test_trtllm_check_reads_the_pre_1_0_line_back_as_the_engine_runtime(capsys, tmp_path):
+    p = plan(LLAMA, "h100", engine="trtllm", engine_version="0.18.0", backend="tensorrt")
+    row = _check(capsys, tmp_path, "0.18.0", p.command.replace(LLAMA, "qwen2.5-7b"))
+    assert not _refusals(row)
+    assert any(q["code"] == "engine-buffers-not-estimated" for q in row["problems"])
