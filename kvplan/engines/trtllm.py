@@ -190,6 +190,10 @@ DEFAULT_MAX_NUM_TOKENS = 8192
 # "Default is cpp path", so they need `--backend pytorch`. The release of the switch is not
 # pinned in the snapshots read; 1.0 assumed.
 PYTORCH_DEFAULT_FROM = (1, 0, 0)
+# The first release with a trtllm-serve command (docs/source/release-notes.md, "TensorRT-LLM
+# Release 0.15.0": "Added a `trtllm-serve` command to start a FastAPI based server"); before it
+# the engines were served through Triton's tensorrtllm_backend or the examples' scripts.
+SERVE_FROM = (0, 15, 0)
 
 
 @dataclass(frozen=True)
@@ -1173,6 +1177,13 @@ class TrtllmEngine(Engine):
 
     def era(self, version: str) -> tuple[str, list[Problem]]:
         era, problems = select_era(version, runtime_for(version))
+        if parse_version(version) < SERVE_FROM:
+            problems = [*problems, Problem(
+                code="engine-version-no-serve-command", severity="warning",
+                message=f"TensorRT-LLM {version} has no trtllm-serve (first in "
+                f"{'.'.join(map(str, SERVE_FROM))}): the launch line is the later releases' "
+                "form; serve this release through Triton's tensorrtllm_backend, or plan "
+                f"--engine-version {'.'.join(map(str, SERVE_FROM))} or newer")]
         return era.name, problems  # the era in force is the resolved runtime's (MemoryResult.era)
 
     def eras(self) -> list[tuple[str, str]]:

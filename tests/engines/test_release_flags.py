@@ -196,3 +196,14 @@ def test_trtllm_check_reads_the_pre_1_0_line_back_as_the_engine_runtime(capsys, 
     row = _check(capsys, tmp_path, "0.18.0", p.command.replace(LLAMA, "qwen2.5-7b"))
     assert not _refusals(row)
     assert any(q["code"] == "engine-buffers-not-estimated" for q in row["problems"])
+
+
+@pytest.mark.parametrize(("version", "warned"), [("0.14.0", True), ("0.15.0", False),
+                                                 ("1.2.0", False)])
+def test_trtllm_plan_warns_before_the_first_release_with_trtllm_serve(version, warned):
+    """TensorRT-LLM's release notes, Release 0.15.0: "Added a `trtllm-serve` command"; a plan
+    for an older release still writes a trtllm-serve line, so it says that release has none."""
+    p = plan(LLAMA, "h100", engine="trtllm", engine_version=version)
+    codes = [x.code for x in p.problems]
+    assert ("engine-version-no-serve-command" in codes) is warned
+    assert p.command.startswith("trtllm-serve") or "trtllm-serve " in p.command
