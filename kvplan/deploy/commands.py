@@ -361,6 +361,7 @@ class _ArgParser:
         self.file, self.line = found.file, found.line
         self.seen: dict[str, tuple[str, object]] = {}  # knob → (the flag that set it, value)
         self.dotted: dict[str, dict[str, Any]] = {}  # a JSON flag → the keys given dotted
+        self.dotted_mm: dict[str, int] = {}  # `--limit-mm-per-prompt.MODALITY N`, merged
         self.i = 0
 
     def more(self) -> bool:
@@ -389,9 +390,9 @@ class _ArgParser:
             return
         dotted = _dotted_prefix(self.syntax)
         if dotted and flag.startswith(dotted) and len(flag) > len(dotted):
-            self.i = _dotted_mm_limit(self.found, flag, value, self.argv, self.i, dotted,
+            self.i = _dotted_mm_limit(self.dotted_mm, flag, value, self.argv, self.i, dotted,
                                       self.file, self.line)
-            self.found.read_flags[flag] = self.found.knobs[MM_LIMIT_KNOB]
+            self.found.read_flags[flag] = self.dotted_mm[flag[len(dotted):]]
             return
         base, dot, key = flag.partition(".")
         if dot and key and base in self.syntax.dotted_json:
@@ -501,6 +502,7 @@ class _ArgParser:
                     f"({merged}): the engine's argument parser passes those as one {base} after "
                     "the other arguments, and the last one wins")
             found.knobs[knob] = merged
+        self._finish_dotted_mm()
         if "model" in found.knobs:  # --model / --model-path
             found.model = found.knobs.pop("model")
         found.revision = found.knobs.pop("revision", None)
@@ -510,6 +512,35 @@ class _ArgParser:
             except ValueError as e:
                 raise DeployParseError(self.file, self.line, str(e)) from None
         return found
+
+    def _finish_dotted_mm(self) -> None:
+        """The `--limit-mm-per-prompt.MODALITY N` keys as the whole limit: vLLM's
+        FlexibleArgumentParser.parse_args merges every dotted key of a flag into one object and
+        appends it as `--limit-mm-per-prompt JSON` after all the other arguments, and argparse
+        keeps the last value (a plain store of the JSON-decoded text), so the dotted keys replace
+        a `--limit-mm-per-prompt '{…}'` written before or after them; the JSON's other
+        modalities are dropped, not merged (vllm/utils/argparse_utils.py parse_args `dict_args`
+        and vllm/engine/arg_utils.py `--limit-mm-per-prompt`, vLLM 0.12.0 wheel)."""
+        if not self.dotted_mm:
+            return
+        found = self.found
+        written = found.knobs.get(MM_LIMIT_KNOB)
+        if written is not None:
+            from ..knobs import parse_mm_limits
+
+            flag = next(f for f, (knob, _) in self.syntax.cli_flags.items()
+                        if knob == MM_LIMIT_KNOB)
+            try:  # the parser still decodes the replaced JSON: a bad one stops it
+                differs = parse_mm_limits(written) != self.dotted_mm
+            except ValueError as e:
+                raise DeployParseError(self.file, self.line, f"{flag} {written!r}: {e}") from None
+            if differs:
+                found.notes.append(
+                    f"{flag} {written} is replaced by the {flag}.MODALITY settings "
+                    f"({json.dumps(self.dotted_mm)}): the engine's argument parser passes those "
+                    f"as one {flag} after the other arguments, and the last one wins (the "
+                    "modalities only the JSON names are not kept)")
+        found.knobs[MM_LIMIT_KNOB] = dict(self.dotted_mm)
 
 
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -525,9 +556,10 @@ def _dotted_prefix(syntax: DeploySyntax) -> str | None:
     return f"{flag}." if flag else None
 
 
-def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str], i: int,
-                     prefix: str, file: str, line: int) -> int:
-    """Merge `--FLAG.MODALITY N` into the limit knob; returns the next index."""
+def _dotted_mm_limit(limits: dict[str, int], flag: str, inline: str | None, argv: list[str],
+                     i: int, prefix: str, file: str, line: int) -> int:
+    """Merge `--FLAG.MODALITY N` into `limits`, the dotted keys so far (a later one for the same
+    modality wins, as vLLM's parser merges them); returns the next index."""
     from ..knobs import parse_mm_limits
 
     modality = flag[len(prefix):]
@@ -537,8 +569,7 @@ def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str
                                    hint=f"write {flag} 4 or {flag}=4")
         inline, i = argv[i], i + 1
     try:
-        current = parse_mm_limits(found.knobs.get(MM_LIMIT_KNOB)) or {}
-        found.knobs[MM_LIMIT_KNOB] = {**current, **parse_mm_limits({modality: inline})}
+        limits.update(parse_mm_limits({modality: inline}))
     except ValueError as e:
         raise DeployParseError(file, line, f"{flag} {inline!r}: {e}") from None
     return i
