@@ -268,10 +268,15 @@ class Templates:
             text = text.replace(sentinel, placeholder)
         return text
 
-    def check(self, value: str, flag: str, file: str, line: int) -> str:
+    def check(self, value: str, flag: str, file: str, line: int,
+              shell: Mapping[str, str] | None = None) -> str:
         """`value` with nothing left to fill: an unfilled Helm placeholder or variable is a
         DeployParseError naming it. A `${VAR:-word}` / `${VAR-word}` no shell expanded (an
-        exec-form argument) is a template left unset: its word, as it renders."""
+        exec-form argument) is a template left unset: its word, as it renders. `shell`: the
+        variables the shell that read the line knew; a `$NAME` of theirs left in the value is
+        text the engine receives as written (a variable's value holding `$NAME`, or a quoted
+        `'$NAME'`: sh expands a parameter once and does not scan its value again, POSIX Shell
+        Command Language 2.6.2 and 2.6), also a DeployParseError, saying so."""
         for sentinel, (placeholder, at) in self.unset.items():
             if sentinel in value:
                 key = self.key(placeholder.strip("{}$ -"))
@@ -279,14 +284,23 @@ class Templates:
                                        hint=f"pass --set {key}=VALUE, "
                                        "or check the rendered file (helm template …)")
         value = template_defaults(value)
-        variable = PARAMETER.search(value)
-        if variable is not None:
+        literal = None
+        for variable in PARAMETER.finditer(value):
             var = variable.group(1) or variable.group(4)
+            if shell is not None and var in shell:  # the shell knew it: text, not a reference
+                literal = literal or variable.group(0)
+                continue
             raise DeployParseError(file, line, f"{flag} is the unexpanded variable "
                                    f"{variable.group(0)}",
                                    hint=f"set {var} above the command or in the container's env "
                                    "(only a shell expands it: a `sh -c` script, a shell-form "
                                    f"CMD), or pass --set {var}=VALUE")
+        if literal is not None:
+            raise DeployParseError(file, line, f"{flag} is the text {value!r}: the shell expands "
+                                   f"a variable once, so the {literal} in a variable's value (or "
+                                   "in single quotes) reaches the engine as written",
+                                   hint="set the variable to the value itself (in a Kubernetes "
+                                   "env, $(NAME) is filled in by Kubernetes)")
         return value
 
 
@@ -340,11 +354,11 @@ def read_options_file(engine: Engine, path: Path, *, within: Path | None = None)
 
 
 def parse_args(argv: list[str], engine: str, *, file: str, line: int, templates: Templates,
-               text: str) -> Found:
+               text: str, shell: Mapping[str, str] | None = None) -> Found:
     """Engine arguments (after the entrypoint) → Found. Both `--flag value` and `--flag=value`;
     unknown flags are kept; a known flag without its value, a bad value or two different values
     for one setting is a DeployParseError."""
-    parser = _ArgParser(argv, _syntax(engine), templates,
+    parser = _ArgParser(argv, _syntax(engine), templates, shell,
                         Found(file=file, line=line, engine=engine,
                               text=templates.as_written(text)))
     while parser.more():
@@ -356,11 +370,13 @@ class _ArgParser:
     """One pass over an engine's argument list; `i` is the next argument to read."""
 
     def __init__(self, argv: list[str], syntax: DeploySyntax, templates: Templates,
-                 found: Found) -> None:
+                 shell: Mapping[str, str] | None, found: Found) -> None:
         self.argv, self.syntax, self.templates, self.found = argv, syntax, templates, found
+        self.shell = shell  # the variables of the shell that read the line (Templates.check)
         self.file, self.line = found.file, found.line
         self.seen: dict[str, tuple[str, object]] = {}  # knob → (the flag that set it, value)
         self.dotted: dict[str, dict[str, Any]] = {}  # a JSON flag → the keys given dotted
+        self.dotted_mm: dict[str, int] = {}  # `--limit-mm-per-prompt.MODALITY N`, merged
         self.i = 0
 
     def more(self) -> bool:
@@ -389,9 +405,9 @@ class _ArgParser:
             return
         dotted = _dotted_prefix(self.syntax)
         if dotted and flag.startswith(dotted) and len(flag) > len(dotted):
-            self.i = _dotted_mm_limit(self.found, flag, value, self.argv, self.i, dotted,
+            self.i = _dotted_mm_limit(self.dotted_mm, flag, value, self.argv, self.i, dotted,
                                       self.file, self.line)
-            self.found.read_flags[flag] = self.found.knobs[MM_LIMIT_KNOB]
+            self.found.read_flags[flag] = self.dotted_mm[flag[len(dotted):]]
             return
         base, dot, key = flag.partition(".")
         if dot and key and base in self.syntax.dotted_json:
@@ -414,7 +430,8 @@ class _ArgParser:
     def _positional(self, tok: str) -> None:
         found = self.found
         if found.model is None and self.syntax.positional_model and "model" not in self.seen:
-            found.model = self.templates.check(tok, "the model", self.file, self.line)
+            found.model = self.templates.check(tok, "the model", self.file, self.line,
+                                              self.shell)
             self.seen["model"] = ("model", found.model)
         else:
             found.unknown_flags.append(UnknownArg(self.templates.as_written(tok)))
@@ -428,7 +445,7 @@ class _ArgParser:
                 raise DeployParseError(self.file, self.line, f"{flag} is missing its value",
                                        hint=f"write {flag} VALUE or {flag}=VALUE")
             value = self._take()
-        raw = self.templates.check(value, flag, self.file, self.line)
+        raw = self.templates.check(value, flag, self.file, self.line, self.shell)
         try:
             item: Any = json.loads(raw)
         except (ValueError, RecursionError):  # not JSON (or nested past Python's stack): text
@@ -458,7 +475,8 @@ class _ArgParser:
         """argparse nargs="*": every value up to the next flag (a LoRA adapter list)."""
         words = [value] if value is not None else []
         while value is None and self._next_is_value():
-            words.append(self.templates.check(self._take(), flag, self.file, self.line))
+            words.append(self.templates.check(self._take(), flag, self.file, self.line,
+                                              self.shell))
         if not words:
             raise DeployParseError(self.file, self.line, f"{flag} is missing its value",
                                    hint=f"write {flag} VALUE [VALUE …]")
@@ -471,7 +489,7 @@ class _ArgParser:
                 raise DeployParseError(self.file, self.line, f"{flag} is missing its value",
                                        hint=f"write {flag} VALUE or {flag}=VALUE")
             value = self._take()
-        raw = self.templates.check(value, flag, self.file, self.line)
+        raw = self.templates.check(value, flag, self.file, self.line, self.shell)
         converted = convert_value(raw, kind, flag, self.file, self.line)
         why = knob_error(knob, converted)  # nan, inf, a 400-digit length: bounded like the CLI's
         if why:
@@ -501,6 +519,7 @@ class _ArgParser:
                     f"({merged}): the engine's argument parser passes those as one {base} after "
                     "the other arguments, and the last one wins")
             found.knobs[knob] = merged
+        self._finish_dotted_mm()
         if "model" in found.knobs:  # --model / --model-path
             found.model = found.knobs.pop("model")
         found.revision = found.knobs.pop("revision", None)
@@ -510,6 +529,35 @@ class _ArgParser:
             except ValueError as e:
                 raise DeployParseError(self.file, self.line, str(e)) from None
         return found
+
+    def _finish_dotted_mm(self) -> None:
+        """The `--limit-mm-per-prompt.MODALITY N` keys as the whole limit: vLLM's
+        FlexibleArgumentParser.parse_args merges every dotted key of a flag into one object and
+        appends it as `--limit-mm-per-prompt JSON` after all the other arguments, and argparse
+        keeps the last value (a plain store of the JSON-decoded text), so the dotted keys replace
+        a `--limit-mm-per-prompt '{…}'` written before or after them; the JSON's other
+        modalities are dropped, not merged (vllm/utils/argparse_utils.py parse_args `dict_args`
+        and vllm/engine/arg_utils.py `--limit-mm-per-prompt`, vLLM 0.12.0 wheel)."""
+        if not self.dotted_mm:
+            return
+        found = self.found
+        written = found.knobs.get(MM_LIMIT_KNOB)
+        if written is not None:
+            from ..knobs import parse_mm_limits
+
+            flag = next(f for f, (knob, _) in self.syntax.cli_flags.items()
+                        if knob == MM_LIMIT_KNOB)
+            try:  # the parser still decodes the replaced JSON: a bad one stops it
+                differs = parse_mm_limits(written) != self.dotted_mm
+            except ValueError as e:
+                raise DeployParseError(self.file, self.line, f"{flag} {written!r}: {e}") from None
+            if differs:
+                found.notes.append(
+                    f"{flag} {written} is replaced by the {flag}.MODALITY settings "
+                    f"({json.dumps(self.dotted_mm)}): the engine's argument parser passes those "
+                    f"as one {flag} after the other arguments, and the last one wins (the "
+                    "modalities only the JSON names are not kept)")
+        found.knobs[MM_LIMIT_KNOB] = dict(self.dotted_mm)
 
 
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -525,9 +573,10 @@ def _dotted_prefix(syntax: DeploySyntax) -> str | None:
     return f"{flag}." if flag else None
 
 
-def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str], i: int,
-                     prefix: str, file: str, line: int) -> int:
-    """Merge `--FLAG.MODALITY N` into the limit knob; returns the next index."""
+def _dotted_mm_limit(limits: dict[str, int], flag: str, inline: str | None, argv: list[str],
+                     i: int, prefix: str, file: str, line: int) -> int:
+    """Merge `--FLAG.MODALITY N` into `limits`, the dotted keys so far (a later one for the same
+    modality wins, as vLLM's parser merges them); returns the next index."""
     from ..knobs import parse_mm_limits
 
     modality = flag[len(prefix):]
@@ -537,8 +586,7 @@ def _dotted_mm_limit(found: Found, flag: str, inline: str | None, argv: list[str
                                    hint=f"write {flag} 4 or {flag}=4")
         inline, i = argv[i], i + 1
     try:
-        current = parse_mm_limits(found.knobs.get(MM_LIMIT_KNOB)) or {}
-        found.knobs[MM_LIMIT_KNOB] = {**current, **parse_mm_limits({modality: inline})}
+        limits.update(parse_mm_limits({modality: inline}))
     except ValueError as e:
         raise DeployParseError(file, line, f"{flag} {inline!r}: {e}") from None
     return i
@@ -736,11 +784,12 @@ def _shell_line(line_text: str, *, file: str, line: int, templates: Templates,
     except ValueError as e:
         raise DeployParseError(file, line, f"cannot split the command ({e})",
                                hint="check the quotes on this line") from None
-    return _from_tokens(tokens, file, line, templates, body)
+    return _from_tokens(tokens, file, line, templates, body, shell=variables)
 
 
 def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, text: str,
-                 env: dict[str, str] | None = None) -> Found | None:
+                 env: dict[str, str] | None = None,
+                 shell: Mapping[str, str] | None = None) -> Found | None:
     """The serving command these tokens run, with the flags its engine reads from `env`."""
     hit = _entrypoint(tokens)
     if hit is None:
@@ -754,7 +803,7 @@ def _from_tokens(tokens: list[str], file: str, line: int, templates: Templates, 
     if extra:
         shown += " (+ env " + " ".join(extra) + ")"
     found = parse_args(argv + extra, engine, file=file, line=line, templates=templates,
-                       text=shown)
+                       text=shown, shell=shell)
     if launcher is not None and launcher > 1:
         found.knobs.setdefault("nodes", launcher)
     keep_env(found, {**(env or {}), **_assignments(before)})
@@ -948,20 +997,28 @@ def _compose_env(svc: Any) -> dict[str, str]:
     return out
 
 
-# Kubernetes' variable reference in a container's command and args; `$$(NAME)` escapes it
-K8S_VAR = re.compile(r"\$(\$?)\(([A-Za-z_][A-Za-z0-9_]*)\)")
+# Kubernetes' expansion of a container's command, args and env values, made once before the
+# container starts (no shell involved): `$(NAME)` is NAME's value (a name it does not define
+# stays as written), `$$` is one literal `$` (so `$$(NAME)` is the text `$(NAME)`), and any other
+# `$` is kept. The Kubernetes API reference, Container.command/args and EnvVar.value ("Variable
+# references $(VAR_NAME) are expanded using the container's environment … Double $$ are reduced
+# to a single $"), kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/; the
+# scan is kubernetes/kubernetes third_party/forked/golang/expansion/expand.go (Expand).
+K8S_VAR = re.compile(r"\$(?:\$|\(([^)]*)\))")
 
 
 def k8s_expand(text: str, env: Mapping[str, str]) -> str:
-    """`text` with Kubernetes' `$(NAME)` references to the container's variables replaced by
-    their values (an undefined one stays as written, as Kubernetes leaves it; `$$(NAME)` is
-    the literal `$(NAME)`), growing to at most MAX_COMMAND_CHARS (past that, references stay)."""
+    """`text` as Kubernetes passes it to the container: each `$(NAME)` reference to the
+    container's variables replaced by its value (an undefined one stays as written), each `$$`
+    one `$`, scanned once from the left (a value is never scanned again); growing to at most
+    MAX_COMMAND_CHARS (past that, references stay)."""
     grown = [len(text)]
 
     def one(m: re.Match[str]) -> str:
-        if m.group(1):
-            return m.group(0)[1:]
-        value = env.get(m.group(2))
+        if m.group(1) is None:  # `$$`
+            grown[0] -= 1
+            return "$"
+        value = env.get(m.group(1))
         if value is None or grown[0] + len(value) - len(m.group(0)) > MAX_COMMAND_CHARS:
             return m.group(0)
         grown[0] += len(value) - len(m.group(0))

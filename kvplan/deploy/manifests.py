@@ -287,23 +287,37 @@ def _split(text: str, ctx: _Ctx, line: int) -> list[str]:
                                hint="check the quotes") from None
 
 
-def substitute(script: str, env: Mapping[str, str]) -> str:
-    """A script with Kubernetes' `$(NAME)` references and then the shell's variables and
-    `$(( … ))` arithmetic filled in from `env` (shell_vars.expand: the rest left for the check
-    to report as unexpanded), never growing past MAX_COMMAND_CHARS."""
-    return expand(k8s_expand(script, env), env)
-
-
 # `if [ "A" = "B" ]; then … else … fi` (or ==, !=) on two words with nothing left to expand
 LITERAL_IF = re.compile(
     r'^[ \t]*if \[ "?([^"\s$`]*)"? (==|=|!=) "?([^"\s$`]*)"? \];? *(?:then)?[ \t]*\n'
     r'(.*?)(?:^[ \t]*else[ \t]*\n(.*?))?^[ \t]*fi\b', re.M | re.S)
 
 
-def literal_branches(script: str) -> str:
-    """A script with each `if [ "A" = "B" ]` test on literal words (once its variables are
-    filled in: a multi-node task's `[ "$SKYPILOT_NODE_RANK" = "0" ]` on rank 0) replaced by the
-    branch it takes; the other branch's lines are kept as blank lines (line numbers stay)."""
+IF_TEST = re.compile(r"[ \t]*if \[ ")
+
+
+def literal_branches(script: str, variables: Mapping[str, str] | None = None) -> str:
+    """A script with each `if [ "A" = "B" ]` test on literal words (once the test line's
+    variables are filled in from `variables`: a multi-node task's
+    `[ "$SKYPILOT_NODE_RANK" = "0" ]` on rank 0) replaced by the branch it takes; the other
+    branch's lines are kept as blank lines (line numbers stay). Only the test lines are expanded
+    here: the kept lines stay as written, for the shell reader to expand once."""
+    lines = script.split("\n")
+    tests = {}
+    for k, text in enumerate(lines):
+        if variables and "$" in text and IF_TEST.match(text):
+            filled = expand(text, variables)
+            if "\n" not in filled:
+                tests[k], lines[k] = text, filled
+    if not tests:
+        return _literal_branches("\n".join(lines))
+    out = _literal_branches("\n".join(lines)).split("\n")
+    # a test line no branch replaced goes back as written
+    return "\n".join(tests[k] if k in tests and text == lines[k] else text
+                     for k, text in enumerate(out))
+
+
+def _literal_branches(script: str) -> str:
     def taken(m: re.Match[str]) -> str:
         branch = 4 if (m.group(1) == m.group(3)) == (m.group(2) != "!=") else 5
         lines = m.group(0).split("\n")
@@ -371,7 +385,7 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     if len(tokens) >= 3 and tokens[0].rsplit("/", 1)[-1] in {"sh", "bash"} and tokens[1] in {
             "-c", "-lc", "-ec"}:
         script = _flexible_flags(k8s_expand(tokens[2], env))  # Kubernetes', before the shell
-        dynamo = substitute(script, env)
+        dynamo = expand(script, env)  # the shell's, once (Kubernetes' is done above)
         for mod, engine in dynamo_modules().items():
             dynamo = dynamo.replace(f"-m {mod}", f"-m kvplan-dynamo-{engine}")
         rest, inline = heredocs(dynamo)  # an options file the worker's flags name
@@ -388,21 +402,23 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     for k, tok in enumerate(tokens):
         if tok == "-m" and k + 1 < len(tokens) and tokens[k + 1] in modules:
             words = tokens[:k + 1] + [f"kvplan-dynamo-{modules[tokens[k + 1]]}"] \
-                + [substitute(t, env) for t in tokens[k + 2:]]
+                + [k8s_expand(t, env) for t in tokens[k + 2:]]  # no shell: Kubernetes' only
             return _with_env(_dynamo_row(words, ctx, line=line, pool=pool, replicas=replicas,
                                          gpu=gpu, gpu_count=gpu_count, notes=notes,
                                          files=files), env)
     if tokens:
-        script = _flexible_flags(" ".join(shlex.quote(substitute(t, env)) for t in tokens))
+        script = _flexible_flags(" ".join(shlex.quote(k8s_expand(t, env)) for t in tokens))
         found = shell_commands(script, file=ctx.file, first_line=line, templates=ctx.templates)
         if found:
             return _with_env(_adopt(found[0], pool, replicas, gpu, gpu_count, notes), env)
     if default_argv is None or default_engine is None:
         return None
-    argv = default_argv + _underscored([substitute(t, env) for t in tokens])
+    argv = default_argv + _underscored([k8s_expand(t, env) for t in tokens])
+    # the variable's value (its `$(NAME)` references already filled in by _env): whoever reads
+    # it, a shell's `$VLLM_ADDITIONAL_ARGS` or the server, does not expand the `$` in it again
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:
-        argv += _underscored(_split(substitute(extra, env), ctx, line))
+        argv += _underscored(_split(extra, ctx, line))
     shown = f"{launch_text(default_engine)} " + " ".join(shlex.quote(a) for a in argv)
     return _with_env(_row(default_engine, argv, ctx=ctx, line=line, text=shown, pool=pool,
                           replicas=replicas, gpu=gpu, gpu_count=gpu_count, notes=notes), env)
@@ -857,8 +873,12 @@ def _skypilot(doc: Any, ctx: _Ctx) -> list[Found]:
         local = {**env, "SKYPILOT_NUM_NODES": str(nodes), "SKYPILOT_NODE_RANK": "0"}
         if count is not None:
             local["SKYPILOT_NUM_GPUS_PER_NODE"] = str(count)
-        script = literal_branches(substitute(text, local))
-        found = shell_commands(script, file=ctx.file, first_line=first, templates=ctx.templates)
+        # SkyPilot runs `run` in bash with `envs` in its environment: the shell reader expands
+        # each variable once (filling them in first and then reading the script's own
+        # assignments expanded a value holding `$NAME` a second time)
+        script = literal_branches(text, local)
+        found = shell_commands(script, file=ctx.file, first_line=first, templates=ctx.templates,
+                               env=local)
         for f in [_on_nodes(x, nodes) for x in found]:
             out.append(_adopt(f, f"SkyPilot task on {gpu}:{count}" if gpu else "SkyPilot task",
                               _int(_path(doc, "service", "replicas")),

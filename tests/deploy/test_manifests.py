@@ -12,8 +12,8 @@ import pytest
 from clirun import run
 
 from kvplan.deploy.commands import Templates, find_commands
-from kvplan.deploy.manifests import manifest_commands, substitute
-from kvplan.deploy.shell_vars import integer_arithmetic
+from kvplan.deploy.manifests import manifest_commands
+from kvplan.deploy.shell_vars import expand, integer_arithmetic
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 FORMATS = ("dynamo", "kserve", "llm-d", "lws", "production-stack", "ray", "skypilot")
@@ -171,9 +171,9 @@ def test_integer_arithmetic(expr, value):
     assert integer_arithmetic(expr) == value
 
 
-def test_substitute_fills_variables_then_arithmetic():
+def test_expand_fills_variables_then_arithmetic():
     env = {"LWS_GROUP_SIZE": "2", "DP_SIZE_LOCAL": "8"}
-    assert substitute("--dp $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) --l ${DP_SIZE_LOCAL} "
+    assert expand("--dp $((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) --l ${DP_SIZE_LOCAL} "
                       "--r ${LWS_WORKER_INDEX:-0} --a $UNKNOWN", env) == \
         "--dp 16 --l 8 --r 0 --a $UNKNOWN"
 
@@ -271,11 +271,11 @@ def test_gke_accelerator_label_on_a_plain_deployment(capsys, tmp_path):
     assert row["plan"]["gpu"]["id"] == "h100-sxm-80gb"
 
 
-def test_substitute_cannot_multiply_a_script_past_the_command_limit():
+def test_expand_cannot_multiply_a_script_past_the_command_limit():
     from kvplan.sources.limits import MAX_COMMAND_CHARS
 
     env = {"A": "$A" * 1000}  # each round would multiply the text a thousandfold
-    assert len(substitute("vllm serve $A", env)) <= MAX_COMMAND_CHARS
+    assert len(expand("vllm serve $A", env)) <= MAX_COMMAND_CHARS
 
 
 def test_a_leaderworkerset_group_is_planned_over_its_pods_nodes(report):
