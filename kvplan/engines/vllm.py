@@ -929,6 +929,19 @@ FLAG_RELEASES = {
     "--no-enable-prefix-caching": FlagReleases(
         first="0.6.5", instead="no flag (prefix caching is off by default in that release)",
         source="vllm/engine/arg_utils.py, vLLM 0.6.4.post1 and 0.6.5"),
+    # EngineArgs.add_cli_args: '--enable-expert-parallel' (store_true) is not in 0.7.3 and is in
+    # 0.8.0–0.8.5, 0.9.0, 0.9.2 and 0.10.0
+    "--enable-expert-parallel": FlagReleases(
+        first="0.8.0", source="vllm/engine/arg_utils.py, vLLM 0.7.3 and 0.8.0"),
+    # '--data-parallel-size', '-dp' is in none of 0.7.3, 0.8.0, 0.8.1 and 0.8.2 (their
+    # VLLM_DP_SIZE, vllm/envs.py, is read by offline data-parallel scripts, not by the server's
+    # parser) and is in 0.8.3, 0.8.4, 0.8.5, 0.9.0, 0.9.2 and 0.10.0
+    **{name: FlagReleases(first="0.8.3", source="vllm/engine/arg_utils.py, vLLM 0.8.2 and 0.8.3")
+       for name in ("--data-parallel-size", "-dp")},
+    # '--limit-mm-per-prompt' is not in 0.5.0–0.5.4 and is in 0.5.5 (type=nullable_kvs); the
+    # forms of its value by release: MM_JSON_FROM below
+    "--limit-mm-per-prompt": FlagReleases(
+        first="0.5.5", source="vllm/engine/arg_utils.py, vLLM 0.5.4 and 0.5.5"),
 }
 # The dotted form of a JSON flag, `--eplb-config.num_redundant_experts 8` for
 # --eplb-config '{"num_redundant_experts": 8}' (vLLM PR #18208): FlexibleArgumentParser.parse_args

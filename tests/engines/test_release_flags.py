@@ -5,6 +5,8 @@ has it, and `kvplan check` refuses a file that uses it on a release without it.
 Each boundary was read in the engine's own source at the releases on either side of it:
 - vLLM (PyPI wheels, vllm/engine/arg_utils.py): --kv-cache-memory-bytes not in 0.10.1.1, in
   0.10.2; --kv-offloading-size / --kv-offloading-backend not in 0.11.0, in 0.11.1;
+  --enable-expert-parallel not in 0.7.3, in 0.8.0; --data-parallel-size / -dp not in 0.8.2, in
+  0.8.3; --limit-mm-per-prompt not in 0.5.4, in 0.5.5;
   --enable-prefix-caching store_true up to 0.6.4.post1 (default False), BooleanOptionalAction
   (so --no-enable-prefix-caching) from 0.6.5, default bool(envs.VLLM_USE_V1) with VLLM_USE_V1
   "0" through 0.7.3; V1 (0.8.0+) turns it on by default.
@@ -25,6 +27,7 @@ from kvplan import plan
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
+MOE = "Qwen/Qwen3-30B-A3B"
 
 
 def _errors(p) -> list[str]:
@@ -48,6 +51,7 @@ def _refusals(row: dict) -> list[str]:
 @pytest.mark.parametrize(("knob", "value", "flag", "before", "first"), [
     ("kv_offloading_size", 100, "--kv-offloading-size", "0.11.0", "0.11.1"),
     ("kv_cache_memory_bytes", 20 * 2**30, "--kv-cache-memory-bytes", "0.10.1", "0.10.2"),
+    ("data_parallel_size", 2, "--data-parallel-size", "0.8.2", "0.8.3"),
 ])
 def test_vllm_plan_leaves_out_a_flag_before_its_first_release(knob, value, flag, before, first):
     old = plan(LLAMA, "h100", engine_version=before, **{knob: value})
@@ -57,6 +61,18 @@ def test_vllm_plan_leaves_out_a_flag_before_its_first_release(knob, value, flag,
     assert f"plan with --engine-version {first} or later" in message
     new = plan(LLAMA, "h100", engine_version=first, **{knob: value})
     assert f"{flag} {value}" in new.command and not _errors(new)
+
+
+def test_vllm_plan_leaves_out_expert_parallel_before_0_8_0():
+    old = plan(MOE, "h100", engine_version="0.7.3", tensor_parallel_size=2,
+               enable_expert_parallel=True)
+    assert "--enable-expert-parallel" not in old.command
+    assert old.inputs["enable_expert_parallel"].value is False
+    [message] = _errors(old)
+    assert "vLLM 0.7.3 has no --enable-expert-parallel (first in 0.8.0" in message
+    new = plan(MOE, "h100", engine_version="0.8.0", tensor_parallel_size=2,
+               enable_expert_parallel=True)
+    assert "--enable-expert-parallel" in new.command.split() and not _errors(new)
 
 
 def test_vllm_offloading_is_the_same_refusal_in_v0_and_v1_before_0_11_1():
@@ -95,10 +111,14 @@ def test_vllm_prefix_caching_flag_by_release(version, on, written):
     ("--kv-offloading-size 100", "0.11.0", "0.11.1", None),
     ("--kv-cache-memory-bytes 21474836480", "0.10.1", "0.10.2", None),
     ("--no-enable-prefix-caching", "0.6.4", "0.6.5", "write no flag"),
+    ("--data-parallel-size 2", "0.8.2", "0.8.3", None),
+    ("-dp 2", "0.8.2", "0.8.3", None),
+    ("--enable-expert-parallel", "0.7.3", "0.8.0", None),
+    ("--limit-mm-per-prompt image=1", "0.5.4", "0.5.5", None),
 ])
 def test_vllm_check_refuses_the_flag_before_its_first_release(capsys, tmp_path, flags, before,
                                                               first, hint):
-    line = f"vllm serve qwen2.5-7b --max-model-len 8192 {flags}"
+    line = f"vllm serve {MOE} --max-model-len 8192 {flags}"
     flag = flags.split()[0]
     [message] = _refusals(_check(capsys, tmp_path, before, line))
     assert f"vLLM {before} has no {flag} flag (first in {first}" in message
