@@ -1013,6 +1013,20 @@ def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
 # 0.10.0 refuses it at argument parsing (vLLM issue #21615; 0.11.0 vllm/engine/arg_utils.py
 # parses the flag with json.loads only).
 MM_LEGACY_REFUSED_FROM = (0, 10, 0)
+# Read in the PyPI wheels' vllm/engine/arg_utils.py: 0.5.5, 0.7.3 and 0.8.4 parse the value with
+# nullable_kvs alone (split on "," then "=", each count int(): '{"image": 4}' raises "Each item
+# should be in the form KEY=VALUE" and the server does not start); 0.8.5, 0.9.0 and 0.9.2 pass
+# it to json.loads when it matches ^{.*}$ and to the deprecated nullable_kvs otherwise (parse_type);
+# 0.10.0 has no nullable_kvs. So the releases before 0.8.5 take only the key=value form.
+MM_JSON_FROM = (0, 8, 5)
+
+
+def mm_limit_value(limits: Mapping[str, int], version: str | None) -> str:
+    """--limit-mm-per-prompt's value in the form `version` parses: JSON from MM_JSON_FROM,
+    image=4,video=0 before."""
+    if parse_version(version or NEWEST_MODELLED) >= MM_JSON_FROM:
+        return json.dumps(dict(limits), separators=(",", ":"))
+    return ",".join(f"{k}={v}" for k, v in limits.items())
 
 
 # Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
@@ -1343,11 +1357,23 @@ class VllmEngine(Engine):
         return problems
 
     def deploy_problems(self, knobs: Mapping[str, Any], version: str | None) -> list[Problem]:
-        """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse."""
+        """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse, or in
+        JSON, which the releases before 0.8.5 refuse (MM_JSON_FROM)."""
         raw = knobs.get("limit_mm_per_prompt")
-        if not isinstance(raw, str) or raw.strip().startswith("{"):
-            return []
         v = version or self.newest_version
+        if not isinstance(raw, str):
+            return []
+        if raw.strip().startswith("{"):
+            if parse_version(v) >= MM_JSON_FROM:
+                return []
+            try:
+                fixed = mm_limit_value(parse_mm_limits(raw), v)
+            except ValueError:
+                return []  # not JSON of counts: the knob's own validation names it
+            return [Problem(code="mm-limit-json-form", severity="error",
+                            message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the JSON "
+                            f"form (its parser takes KEY=VALUE pairs only; JSON from 0.8.5, "
+                            f"vllm/engine/arg_utils.py); write {fixed}")]
         if parse_version(v) < MM_LEGACY_REFUSED_FROM:
             return []
         try:
@@ -1581,7 +1607,7 @@ def feature_flags(dep: Deployment) -> list[str]:
             if dep.user_set(key):
                 args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
     o = opts(dep)
-    if o.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
-        args += ["--limit-mm-per-prompt",
-                 json.dumps(o.limit_mm_per_prompt, separators=(",", ":"))]
+    if o.limit_mm_per_prompt is not None:  # JSON from 0.8.5 (the only form ≥ 0.10), else k=v
+        args += ["--limit-mm-per-prompt", mm_limit_value(o.limit_mm_per_prompt,
+                                                         dep.engine_version)]
     return args + option_flags(dep, CLI_FLAGS)  # KV offloading
