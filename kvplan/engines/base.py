@@ -24,7 +24,7 @@ from ..knobs import compute_capability
 from ..model.whatif import FORMATS, MODELOPT
 from ..specs import KvCache, MemoryBreakdown, Problem
 from ..units import fast_init
-from ..versions import parse_version
+from ..versions import parse_version, release_key
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
@@ -332,7 +332,7 @@ class FlagReleases:
     (None: every release modelled) up to, not including, `removed` (None: still there). An
     engine whose argument parser refuses an unknown flag does not start on it in any other
     release. `instead`: what to write there ("{value}": the value the file gives the flag);
-    `source`: where each fact was read."""
+    `source`: where each fact was read. Releases compare with their .postN (release_key)."""
 
     first: str | None = None
     removed: str | None = None
@@ -343,20 +343,20 @@ class FlagReleases:
     older: str = ""
 
     def in_release(self, version: str) -> bool:
-        v = parse_version(version)
-        return ((self.first is None or v >= parse_version(self.first))
-                and (self.removed is None or v < parse_version(self.removed)))
+        v = release_key(version)
+        return ((self.first is None or v >= release_key(self.first))
+                and (self.removed is None or v < release_key(self.removed)))
 
     def spelled(self, flag: str, version: str) -> str | None:
         """`flag` as `version` spells it: itself, the older spelling, or None (not there)."""
         if self.in_release(version):
             return flag
-        before = self.first is not None and parse_version(version) < parse_version(self.first)
+        before = self.first is not None and release_key(version) < release_key(self.first)
         return self.older if before and self.older else None
 
     def when(self, version: str) -> str:
         """Why `version` lacks the flag: "first in X" or "removed in X"."""
-        if self.removed is not None and parse_version(version) >= parse_version(self.removed):
+        if self.removed is not None and release_key(version) >= release_key(self.removed):
             return f"removed in {self.removed}"
         return f"first in {self.first}"
 

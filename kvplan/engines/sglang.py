@@ -1078,8 +1078,10 @@ def lora_flags(dep: Deployment) -> list[str]:
 
 # ------------------------------------------------------------------ the engine
 
-_IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
-_PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")
+# the release with its .postN (lmsysorg/sglang:v0.4.6.post1-cu124): flags that first appear in
+# a post release are told apart by it (FLAG_RELEASES)
+_IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
+_PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
 # the radix (prefix) cache is on by default; this flag turns it off (server_args.py, 0.5.x)
 RADIX_CACHE_OFF = "--disable-radix-cache"
 # sglang/srt/server_args.py flag → (knob, kind; "off": the flag sets its knob False)
@@ -1114,13 +1116,12 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
 # Flags only some releases have (DeploySyntax.flag_releases), read in the PyPI wheels'
 # sglang/srt/server_args.py (argparse: an unknown flag stops the server): pipeline parallelism's
 # --pipeline-parallel-size / --pp-size is in none of 0.3.0, 0.3.6, 0.4.0–0.4.5, 0.4.6 and
-# 0.4.6.post1, and in 0.4.6.post3, 0.4.6.post5 and 0.4.7–0.4.10. kvplan's release numbers read no
-# .postN, so 0.4.6 counts as having it (its first posts do not): only releases before 0.4.6 are
-# refused.
-PP_FROM = "0.4.6"
+# 0.4.6.post1, and in 0.4.6.post2, 0.4.6.post3, 0.4.6.post5 and 0.4.7–0.4.10 (FlagReleases
+# compares the .postN).
+PP_FROM = "0.4.6.post2"
 FLAG_RELEASES = {
-    name: FlagReleases(first=PP_FROM, source="sglang/srt/server_args.py, SGLang 0.4.5 and "
-                       "0.4.6.post3 (not in 0.4.6 or 0.4.6.post1)")
+    name: FlagReleases(first=PP_FROM, source="sglang/srt/server_args.py, SGLang 0.4.6.post1 and "
+                       "0.4.6.post2")
     for name in ("--pp-size", "--pipeline-parallel-size")
 }
 BOOLEAN_FLAGS = frozenset({

@@ -13,7 +13,7 @@ Each boundary was read in the engine's own source at the releases on either side
 - TGI (launcher/src/main.rs at the tags): --max-input-tokens first in v2.0.0 (v1.x spells it
   --max-input-length); --kv-cache-dtype first in v2.4.0 (not in v2.3.1).
 - SGLang (PyPI wheels, sglang/srt/server_args.py): --pp-size not in 0.4.5, 0.4.6 or 0.4.6.post1,
-  in 0.4.6.post3 and 0.4.7; kvplan reads no .postN, so 0.4.6 is the first release it accepts.
+  in 0.4.6.post2, 0.4.6.post3 and 0.4.7 (FlagReleases compares the .postN).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import pytest
 from clirun import run
 
 from kvplan import plan
+from kvplan.engines.base import FlagReleases
+from kvplan.versions import release_key
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
@@ -172,20 +174,53 @@ def test_tgi_check_takes_max_input_length_in_1_x(capsys, tmp_path):
 # ----------------------------------------------------------------------------------- SGLang
 
 
-def test_sglang_plan_leaves_out_pp_size_before_0_4_6():
-    old = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.5",
+@pytest.mark.parametrize("before", ["0.4.5", "0.4.6", "0.4.6.post1"])
+def test_sglang_plan_leaves_out_pp_size_before_0_4_6_post2(before):
+    old = plan(LLAMA70, "h100", engine="sglang", engine_version=before,
                tensor_parallel_size=2, pipeline_parallel_size=2)
     assert "--pp-size" not in old.command
     [message] = _errors(old)
-    assert "SGLang 0.4.5 has no --pp-size (first in 0.4.6" in message
+    assert f"SGLang {before} has no --pp-size (first in 0.4.6.post2" in message
     assert "drop --pipeline-parallel-size" in message
-    new = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.6",
+    new = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.6.post2",
                tensor_parallel_size=2, pipeline_parallel_size=2)
     assert "--pp-size 2" in new.command and not _errors(new)
 
 
-def test_sglang_check_refuses_pp_size_before_0_4_6(capsys, tmp_path):
+def test_sglang_check_refuses_pp_size_before_0_4_6_post2(capsys, tmp_path):
     line = "python -m sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2"
-    [message] = _refusals(_check(capsys, tmp_path, "0.4.5", line))
-    assert "SGLang 0.4.5 has no --pp-size flag (first in 0.4.6" in message
-    assert not _refusals(_check(capsys, tmp_path, "0.4.6", line))
+    [message] = _refusals(_check(capsys, tmp_path, "0.4.6.post1", line))
+    assert "SGLang 0.4.6.post1 has no --pp-size flag (first in 0.4.6.post2" in message
+    assert not _refusals(_check(capsys, tmp_path, "0.4.6.post2", line))
+
+
+def test_release_numbers_compare_their_post_release():
+    assert release_key("0.4.1.post6") == (0, 4, 1, 6)
+    assert release_key("v0.4.1") == release_key("0.4.1.post0") == (0, 4, 1, 0)
+    rule = FlagReleases(first="0.4.1.post6")
+    assert not rule.in_release("0.4.1") and not rule.in_release("0.4.1.post5")
+    assert rule.in_release("0.4.1.post6") and rule.in_release("0.4.2")
+    assert FlagReleases(first="0.4.6").in_release("0.4.6.post1")  # a bound without .postN
+
+
+@pytest.mark.parametrize(("image", "version"), [
+    ("lmsysorg/sglang:v0.4.6.post1-cu124", "0.4.6.post1"),
+    ("lmsysorg/sglang:v0.4.6-cu124", "0.4.6"),
+])
+def test_sglang_check_keeps_the_post_release_of_an_image_tag(capsys, tmp_path, image, version):
+    """The image tag's .postN reaches the release check: v0.4.6.post1 has no --pp-size."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(f"services:\n  s:\n    image: {image}\n    command: python3 -m "
+                 "sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    [message] = _refusals(json.loads(out)["deployments"][0])
+    assert f"SGLang {version} has no --pp-size flag" in message
+
+
+def test_sglang_check_keeps_the_post_release_of_a_pip_pin(capsys, tmp_path):
+    f = tmp_path / "Dockerfile"
+    f.write_text("RUN pip install 'sglang[all]==0.4.6.post2'\nCMD python3 -m "
+                 "sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    row = json.loads(out)["deployments"][0]
+    assert not _refusals(row) and row["plan"]["engine"]["version"] == "0.4.6.post2"
