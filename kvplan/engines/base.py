@@ -326,6 +326,15 @@ class EnvFlag:
         return f"{first}–{last}" if last else f"{first} and later"
 
 
+class ValueFrom(NamedTuple):
+    """A value of a flag that only later releases take (FlagReleases.values): the first release
+    that takes it, the value that takes its place before ("" if none), where it was read."""
+
+    first: str
+    before: str = ""
+    source: str = ""
+
+
 @dataclass(frozen=True)
 class FlagReleases:
     """The releases of an engine that have one of its flags (`kvplan check`): from `first`
@@ -341,6 +350,10 @@ class FlagReleases:
     # the flag that the releases before `first` take in its place, with the same value (TGI
     # 1.x's --max-input-length for --max-input-tokens): `kvplan plan` writes it there
     older: str = ""
+    # values of the flag that only later releases take (the parser's `choices`), lower case; a
+    # release before refuses the value and does not start (`plan` drops it with an error,
+    # `check` refuses it: planner/plan.py release_gate, deploy/check.py)
+    values: Mapping[str, ValueFrom] = field(default_factory=dict)
 
     def in_release(self, version: str) -> bool:
         v = release_key(version)
@@ -359,6 +372,11 @@ class FlagReleases:
         if self.removed is not None and release_key(version) >= release_key(self.removed):
             return f"removed in {self.removed}"
         return f"first in {self.first}"
+
+    def value_refused(self, value: object, version: str) -> ValueFrom | None:
+        """The rule of `value` when `version` refuses it; None: the release takes it."""
+        rule = self.values.get(str(value).strip().lower())
+        return rule if rule is not None and release_key(version) < release_key(rule.first) else None
 
 
 def release_line(syntax: DeploySyntax, line: str, version: str) -> str:
@@ -660,10 +678,11 @@ class Engine(ABC):
         `tp`; an engine whose flag counts every GPU of a DP-attention group overrides it."""
         return f"{self.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {tp}"
 
-    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+    def kv_cache_dtype_arg(self, kv_dtype: str, version: str | None = None) -> str:
         """The value the launch line gives the engine's KV-cache dtype flag or setting for
-        kvplan's `kv_dtype` (fp8, fp8_e4m3, fp8_e5m2): what command() writes, and what a fix-it
-        that proposes an FP8 KV cache names. Default: kvplan's name (vLLM's values)."""
+        kvplan's `kv_dtype` (fp8, fp8_e4m3, fp8_e5m2) in the engine's release `version` (None:
+        the newest modelled): what command() writes, and what a fix-it that proposes an FP8 KV
+        cache names. Default: kvplan's name (vLLM's values)."""
         return kv_dtype
 
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:

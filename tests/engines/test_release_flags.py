@@ -25,6 +25,7 @@ from clirun import run
 
 from kvplan import plan
 from kvplan.engines.base import FlagReleases
+from kvplan.engines.sglang import ENGINE as SGLANG
 from kvplan.versions import release_key
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -224,3 +225,61 @@ def test_sglang_check_keeps_the_post_release_of_a_pip_pin(capsys, tmp_path):
     _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
     row = json.loads(out)["deployments"][0]
     assert not _refusals(row) and row["plan"]["engine"]["version"] == "0.4.6.post2"
+
+
+@pytest.mark.parametrize("before", ["0.4.1", "0.4.1.post5"])
+def test_sglang_plan_leaves_out_fp8_e4m3_before_0_4_1_post6(before):
+    """--kv-cache-dtype choices are ["auto", "fp8_e5m2"] through 0.4.1.post5; 0.4.1.post6 adds
+    fp8_e4m3: an older release refuses the value, so the line leaves it out."""
+    old = plan(LLAMA, "h100", engine="sglang", engine_version=before, kv_cache_dtype="fp8_e4m3")
+    assert "--kv-cache-dtype" not in old.command
+    assert not old.inputs["kv_cache_dtype"].value.startswith("fp8")
+    [message] = [q.message for q in old.problems if q.code == "value-not-in-release"]
+    assert f"SGLang {before}'s --kv-cache-dtype does not take fp8_e4m3 (first in " \
+        "0.4.1.post6" in message
+    assert "give --kv-cache-dtype fp8_e5m2 or plan with --engine-version 0.4.1.post6" in message
+    new = plan(LLAMA, "h100", engine="sglang", engine_version="0.4.1.post6",
+               kv_cache_dtype="fp8_e4m3")
+    assert "--kv-cache-dtype fp8_e4m3" in new.command
+    assert not [q for q in new.problems if q.code == "value-not-in-release"]
+
+
+@pytest.mark.parametrize(("version", "written"), [
+    ("0.4.1", "fp8_e5m2"), ("0.4.1.post5", "fp8_e5m2"), ("0.4.1.post6", "fp8_e4m3"),
+    ("0.5.23", "fp8_e4m3")])
+def test_sglang_plan_writes_a_generic_fp8_as_the_release_takes_it(version, written):
+    """A generic FP8 KV cache is the release's FP8 choice: E5M2, its only one, before
+    0.4.1.post6 (no release takes a bare fp8); the same byte a value, so the same pool."""
+    p = plan(LLAMA, "h100", engine="sglang", engine_version=version, kv_cache_dtype="fp8")
+    assert f"--kv-cache-dtype {written}" in p.command
+    assert p.inputs["kv_cache_dtype"].value == written
+    assert not [q for q in p.problems if q.severity == "error"]
+    assert SGLANG.kv_cache_dtype_arg("fp8", version) == written
+    e4m3 = plan(LLAMA, "h100", engine="sglang", engine_version="0.4.1.post6",
+                kv_cache_dtype="fp8")
+    assert p.kv_cache.bytes_per_token == e4m3.kv_cache.bytes_per_token
+
+
+@pytest.mark.parametrize(("where", "refused"), [
+    ("image: lmsysorg/sglang:v0.4.1.post5-cu124", True),
+    ("image: lmsysorg/sglang:v0.4.1-cu121", True),
+    ("image: lmsysorg/sglang:v0.4.1.post6-cu124", False),
+])
+def test_sglang_check_refuses_fp8_e4m3_before_0_4_1_post6(capsys, tmp_path, where, refused):
+    f = tmp_path / "compose.yaml"
+    f.write_text(f"services:\n  s:\n    {where}\n    command: python3 -m sglang.launch_server "
+                 "--model-path qwen2.5-7b --kv-cache-dtype fp8_e4m3\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    row = json.loads(out)["deployments"][0]
+    messages = [p["message"] for p in row["problems"] if p["code"] == "value-not-in-release"]
+    assert bool(messages) is refused
+    if refused:
+        assert "--kv-cache-dtype does not take fp8_e4m3 (first in 0.4.1.post6" in messages[0]
+        assert "write --kv-cache-dtype fp8_e5m2" in messages[0] and row["status"] == "error"
+
+
+def test_sglang_check_takes_fp8_e5m2_in_an_old_release(capsys, tmp_path):
+    line = "python -m sglang.launch_server --model-path qwen2.5-7b --kv-cache-dtype fp8_e5m2"
+    row = _check(capsys, tmp_path, "0.4.1", line)
+    assert row["status"] != "error" and not _refusals(row)
+    assert not [p for p in row["problems"] if p["code"] == "value-not-in-release"]
