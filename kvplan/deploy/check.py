@@ -315,8 +315,9 @@ def _is_valid_flag(flag: str, valid: set[str]) -> bool:
 def release_flag_problems(f: Found, version: str | None) -> list[Problem]:
     """The flags `f` writes that its release (`version`; None: the newest modelled) does not
     have (DeploySyntax.flag_releases: added or removed in some release; dotted_from: a JSON
-    flag's `--FLAG.KEY` form), each an error: the engine's argument parser refuses an unknown
-    flag, so the server does not start."""
+    flag's `--FLAG.KEY` form) or a value of a flag that it does not take (FlagReleases.values),
+    each an error: the engine's argument parser refuses an unknown flag or value, so the server
+    does not start."""
     engine = registry.get(f.engine)
     syntax = engine.syntax
     if not syntax.flag_releases and syntax.dotted_from is None:
@@ -338,7 +339,18 @@ def release_flag_problems(f: Found, version: str | None) -> list[Problem]:
                 f"the server does not start (hint: write {base} as one JSON object)"))
             continue
         releases = syntax.flag_releases.get(base)
-        if releases is None or releases.in_release(release):
+        if releases is None:
+            continue
+        if releases.in_release(release):
+            refused = releases.value_refused(value, release)
+            if refused is not None:
+                out.append(Problem(
+                    code="value-not-in-release", severity="error",
+                    message=f"{named}'s {base} does not take {value} (first in {refused.first}; "
+                    f"{refused.source}), so its argument parser refuses {flag} {value} and the "
+                    "server does not start (hint: "
+                    + (f"write {base} {refused.before}, or " if refused.before else "")
+                    + f"run {refused.first} or later)"))
             continue
         when = releases.when(release)
         instead = (releases.instead.format(value=value) if releases.instead

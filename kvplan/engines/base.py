@@ -24,7 +24,7 @@ from ..knobs import compute_capability
 from ..model.whatif import FORMATS, MODELOPT
 from ..specs import KvCache, MemoryBreakdown, Problem
 from ..units import fast_init
-from ..versions import parse_version
+from ..versions import parse_version, release_key
 
 if TYPE_CHECKING:
     from ..knobs import Knobs, Layout
@@ -326,13 +326,22 @@ class EnvFlag:
         return f"{first}–{last}" if last else f"{first} and later"
 
 
+class ValueFrom(NamedTuple):
+    """A value of a flag that only later releases take (FlagReleases.values): the first release
+    that takes it, the value that takes its place before ("" if none), where it was read."""
+
+    first: str
+    before: str = ""
+    source: str = ""
+
+
 @dataclass(frozen=True)
 class FlagReleases:
     """The releases of an engine that have one of its flags (`kvplan check`): from `first`
     (None: every release modelled) up to, not including, `removed` (None: still there). An
     engine whose argument parser refuses an unknown flag does not start on it in any other
     release. `instead`: what to write there ("{value}": the value the file gives the flag);
-    `source`: where each fact was read."""
+    `source`: where each fact was read. Releases compare with their .postN (release_key)."""
 
     first: str | None = None
     removed: str | None = None
@@ -341,24 +350,33 @@ class FlagReleases:
     # the flag that the releases before `first` take in its place, with the same value (TGI
     # 1.x's --max-input-length for --max-input-tokens): `kvplan plan` writes it there
     older: str = ""
+    # values of the flag that only later releases take (the parser's `choices`), lower case; a
+    # release before refuses the value and does not start (`plan` drops it with an error,
+    # `check` refuses it: planner/plan.py release_gate, deploy/check.py)
+    values: Mapping[str, ValueFrom] = field(default_factory=dict)
 
     def in_release(self, version: str) -> bool:
-        v = parse_version(version)
-        return ((self.first is None or v >= parse_version(self.first))
-                and (self.removed is None or v < parse_version(self.removed)))
+        v = release_key(version)
+        return ((self.first is None or v >= release_key(self.first))
+                and (self.removed is None or v < release_key(self.removed)))
 
     def spelled(self, flag: str, version: str) -> str | None:
         """`flag` as `version` spells it: itself, the older spelling, or None (not there)."""
         if self.in_release(version):
             return flag
-        before = self.first is not None and parse_version(version) < parse_version(self.first)
+        before = self.first is not None and release_key(version) < release_key(self.first)
         return self.older if before and self.older else None
 
     def when(self, version: str) -> str:
         """Why `version` lacks the flag: "first in X" or "removed in X"."""
-        if self.removed is not None and parse_version(version) >= parse_version(self.removed):
+        if self.removed is not None and release_key(version) >= release_key(self.removed):
             return f"removed in {self.removed}"
         return f"first in {self.first}"
+
+    def value_refused(self, value: object, version: str) -> ValueFrom | None:
+        """The rule of `value` when `version` refuses it; None: the release takes it."""
+        rule = self.values.get(str(value).strip().lower())
+        return rule if rule is not None and release_key(version) < release_key(rule.first) else None
 
 
 def release_line(syntax: DeploySyntax, line: str, version: str) -> str:
@@ -660,10 +678,11 @@ class Engine(ABC):
         `tp`; an engine whose flag counts every GPU of a DP-attention group overrides it."""
         return f"{self.flags.get('tensor_parallel_size', '--tensor-parallel-size')} {tp}"
 
-    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+    def kv_cache_dtype_arg(self, kv_dtype: str, version: str | None = None) -> str:
         """The value the launch line gives the engine's KV-cache dtype flag or setting for
-        kvplan's `kv_dtype` (fp8, fp8_e4m3, fp8_e5m2): what command() writes, and what a fix-it
-        that proposes an FP8 KV cache names. Default: kvplan's name (vLLM's values)."""
+        kvplan's `kv_dtype` (fp8, fp8_e4m3, fp8_e5m2) in the engine's release `version` (None:
+        the newest modelled): what command() writes, and what a fix-it that proposes an FP8 KV
+        cache names. Default: kvplan's name (vLLM's values)."""
         return kv_dtype
 
     def rank_batched_tokens(self, dep: Deployment, tokens: int) -> int:

@@ -57,6 +57,7 @@ from .base import (
     Kernel,
     MemoryResult,
     TokenSplit,
+    ValueFrom,
     batched_tokens_flag_value,
     engine_options,
     knob_flags,
@@ -1078,8 +1079,10 @@ def lora_flags(dep: Deployment) -> list[str]:
 
 # ------------------------------------------------------------------ the engine
 
-_IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
-_PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?)")
+# the release with its .postN (lmsysorg/sglang:v0.4.1.post6-cu124): flags and values that
+# first appear in a post release are told apart by it (FLAG_RELEASES)
+_IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
+_PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
 # the radix (prefix) cache is on by default; this flag turns it off (server_args.py, 0.5.x)
 RADIX_CACHE_OFF = "--disable-radix-cache"
 # sglang/srt/server_args.py flag → (knob, kind; "off": the flag sets its knob False)
@@ -1114,15 +1117,24 @@ CLI_FLAGS: dict[str, tuple[str, str]] = {
 # Flags only some releases have (DeploySyntax.flag_releases), read in the PyPI wheels'
 # sglang/srt/server_args.py (argparse: an unknown flag stops the server): pipeline parallelism's
 # --pipeline-parallel-size / --pp-size is in none of 0.3.0, 0.3.6, 0.4.0–0.4.5, 0.4.6 and
-# 0.4.6.post1, and in 0.4.6.post3, 0.4.6.post5 and 0.4.7–0.4.10. kvplan's release numbers read no
-# .postN, so 0.4.6 counts as having it (its first posts do not): only releases before 0.4.6 are
-# refused.
-PP_FROM = "0.4.6"
+# 0.4.6.post1, and in 0.4.6.post2, 0.4.6.post3, 0.4.6.post5 and 0.4.7–0.4.10 (FlagReleases
+# compares the .postN).
+PP_FROM = "0.4.6.post2"
 FLAG_RELEASES = {
-    name: FlagReleases(first=PP_FROM, source="sglang/srt/server_args.py, SGLang 0.4.5 and "
-                       "0.4.6.post3 (not in 0.4.6 or 0.4.6.post1)")
+    name: FlagReleases(first=PP_FROM, source="sglang/srt/server_args.py, SGLang 0.4.6.post1 and "
+                       "0.4.6.post2")
     for name in ("--pp-size", "--pipeline-parallel-size")
 }
+# --kv-cache-dtype: not in 0.2.10–0.2.13, first in 0.2.14 with choices ["auto", "fp8_e5m2"], the
+# same in every release read up to 0.4.1.post5 (0.2.15, 0.3.0–0.3.6, 0.4.0, 0.4.0.post1/.post2,
+# 0.4.1–0.4.1.post5); 0.4.1.post6 adds "fp8_e4m3" (["auto", "fp8_e5m2", "fp8_e4m3"], as in
+# 0.4.1.post7; 0.5.23 still lists it, sglang/srt/arg_groups/fields/model.py). No release takes a
+# bare "fp8": before 0.4.1.post6 the FP8 KV cache is E5M2 only (kv_cache_dtype_arg).
+KV_E4M3_FROM = "0.4.1.post6"
+FLAG_RELEASES["--kv-cache-dtype"] = FlagReleases(
+    first="0.2.14", source="sglang/srt/server_args.py, SGLang 0.2.13 and 0.2.14",
+    values={"fp8_e4m3": ValueFrom(KV_E4M3_FROM, before="fp8_e5m2", source="sglang/srt/"
+                                  "server_args.py choices, SGLang 0.4.1.post5 and 0.4.1.post6")})
 BOOLEAN_FLAGS = frozenset({
     "--trust-remote-code", "--disable-cuda-graph", "--enable-torch-compile",
     "--enable-metrics", "--disable-radix-cache", "--enable-mixed-chunk",
@@ -1422,8 +1434,9 @@ class SglangEngine(Engine):
             pipeline_parallel_size=layout.pipeline_parallel_size,
             data_parallel_size=layout.data_parallel_size, dtype=layout.dtype,
             # SGLang's choices are fp8_e4m3 / fp8_e5m2 (server_args.py): a generic fp8 runs as
-            # e4m3, and the plan's inputs say so (what `kvplan check` reads from its line)
-            kv_cache_dtype="fp8_e4m3" if layout.kv_cache_dtype == "fp8" else layout.kv_cache_dtype,
+            # e4m3 (e5m2 before KV_E4M3_FROM), and the plan's inputs say so (what `kvplan check`
+            # reads from its line)
+            kv_cache_dtype=self.kv_cache_dtype_arg(layout.kv_cache_dtype, version),
             quantization=q.method if q else None, quant=q,
             max_model_len=ctx, max_num_seqs=knobs.max_num_seqs or 1,
             max_num_batched_tokens=knobs.max_num_batched_tokens or 1,
@@ -1557,10 +1570,15 @@ class SglangEngine(Engine):
         """The same server line on every node with --nnodes/--node-rank/--dist-init-addr."""
         return multinode.sglang(command, nodes)
 
-    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+    def kv_cache_dtype_arg(self, kv_dtype: str, version: str | None = None) -> str:
         """--kv-cache-dtype takes fp8_e4m3 and fp8_e5m2, not a bare fp8 (server_args.py
-        choices): a generic fp8 runs as E4M3."""
-        return "fp8_e4m3" if kv_dtype == "fp8" else kv_dtype
+        choices): a generic fp8 runs as E4M3, or as E5M2 in the releases before KV_E4M3_FROM,
+        whose only FP8 choice it is (the same byte a value, so the same plan)."""
+        if kv_dtype != "fp8":
+            return kv_dtype
+        refused = FLAG_RELEASES["--kv-cache-dtype"].value_refused(
+            "fp8_e4m3", version or NEWEST_MODELLED)
+        return refused.before if refused else "fp8_e4m3"
 
     def command(self, ref: str, dep: Deployment, rec: Recommendations, workload: Workload,
                 revision: str | None) -> str:
@@ -1581,7 +1599,8 @@ class SglangEngine(Engine):
         if dep.max_total_tokens:
             args += [self.flags["max_total_tokens"], str(dep.max_total_tokens)]
         if dep.kv_cache_dtype.startswith("fp8") and not _from_checkpoint(dep):
-            args += [self.flags["kv_cache_dtype"], self.kv_cache_dtype_arg(dep.kv_cache_dtype)]
+            args += [self.flags["kv_cache_dtype"],
+                     self.kv_cache_dtype_arg(dep.kv_cache_dtype, dep.engine_version)]
         if dep.user_set("dtype"):
             args += [self.flags["dtype"], dep.dtype]
         if dep.user_set("quantization") and dep.quantization:

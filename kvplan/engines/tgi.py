@@ -819,7 +819,7 @@ class TgiEngine(Engine):
             args += ["--speculate", str(dep.speculative_config.num_speculative_tokens)]
         return shlex.join(args)
 
-    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+    def kv_cache_dtype_arg(self, kv_dtype: str, version: str | None = None) -> str:
         """The launcher's --kv-cache-dtype takes fp8_e4m3fn or fp8_e5m2 (launcher/src/main.rs
         `KVCacheDtype`, v3.3.7): a generic fp8 runs as E4M3."""
         if not kv_dtype.startswith("fp8"):

@@ -1007,7 +1007,7 @@ class TrtllmEngine(Engine):
     checkpoint_kernels = {q: (Kernel(algo, least),)
                           for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}
 
-    def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
+    def kv_cache_dtype_arg(self, kv_dtype: str, version: str | None = None) -> str:
         return kv_dtype_value(kv_dtype)
 
     def build_quantization(self, m: ModelSpec, gpu: GpuSpec, knobs: Knobs,

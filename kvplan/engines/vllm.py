@@ -929,6 +929,19 @@ FLAG_RELEASES = {
     "--no-enable-prefix-caching": FlagReleases(
         first="0.6.5", instead="no flag (prefix caching is off by default in that release)",
         source="vllm/engine/arg_utils.py, vLLM 0.6.4.post1 and 0.6.5"),
+    # EngineArgs.add_cli_args: '--enable-expert-parallel' (store_true) is not in 0.7.3 and is in
+    # 0.8.0–0.8.5, 0.9.0, 0.9.2 and 0.10.0
+    "--enable-expert-parallel": FlagReleases(
+        first="0.8.0", source="vllm/engine/arg_utils.py, vLLM 0.7.3 and 0.8.0"),
+    # '--data-parallel-size', '-dp' is in none of 0.7.3, 0.8.0, 0.8.1 and 0.8.2 (their
+    # VLLM_DP_SIZE, vllm/envs.py, is read by offline data-parallel scripts, not by the server's
+    # parser) and is in 0.8.3, 0.8.4, 0.8.5, 0.9.0, 0.9.2 and 0.10.0
+    **{name: FlagReleases(first="0.8.3", source="vllm/engine/arg_utils.py, vLLM 0.8.2 and 0.8.3")
+       for name in ("--data-parallel-size", "-dp")},
+    # '--limit-mm-per-prompt' is not in 0.5.0–0.5.4 and is in 0.5.5 (type=nullable_kvs); the
+    # forms of its value by release: MM_JSON_FROM below
+    "--limit-mm-per-prompt": FlagReleases(
+        first="0.5.5", source="vllm/engine/arg_utils.py, vLLM 0.5.4 and 0.5.5"),
 }
 # The dotted form of a JSON flag, `--eplb-config.num_redundant_experts 8` for
 # --eplb-config '{"num_redundant_experts": 8}' (vLLM PR #18208): FlexibleArgumentParser.parse_args
@@ -1000,6 +1013,20 @@ def combine_flags(knobs: dict[str, Any], model: str | None) -> dict[str, Any]:
 # 0.10.0 refuses it at argument parsing (vLLM issue #21615; 0.11.0 vllm/engine/arg_utils.py
 # parses the flag with json.loads only).
 MM_LEGACY_REFUSED_FROM = (0, 10, 0)
+# Read in the PyPI wheels' vllm/engine/arg_utils.py: 0.5.5, 0.7.3 and 0.8.4 parse the value with
+# nullable_kvs alone (split on "," then "=", each count int(): '{"image": 4}' raises "Each item
+# should be in the form KEY=VALUE" and the server does not start); 0.8.5, 0.9.0 and 0.9.2 pass
+# it to json.loads when it matches ^{.*}$ and to the deprecated nullable_kvs otherwise (parse_type);
+# 0.10.0 has no nullable_kvs. So the releases before 0.8.5 take only the key=value form.
+MM_JSON_FROM = (0, 8, 5)
+
+
+def mm_limit_value(limits: Mapping[str, int], version: str | None) -> str:
+    """--limit-mm-per-prompt's value in the form `version` parses: JSON from MM_JSON_FROM,
+    image=4,video=0 before."""
+    if parse_version(version or NEWEST_MODELLED) >= MM_JSON_FROM:
+        return json.dumps(dict(limits), separators=(",", ":"))
+    return ",".join(f"{k}={v}" for k, v in limits.items())
 
 
 # Latency model (kvplan/perf/step.py). Coefficients fitted by benchmarks/perf_fit.py →
@@ -1330,11 +1357,23 @@ class VllmEngine(Engine):
         return problems
 
     def deploy_problems(self, knobs: Mapping[str, Any], version: str | None) -> list[Problem]:
-        """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse."""
+        """--limit-mm-per-prompt in the key=value form, which 0.10.0 and later refuse, or in
+        JSON, which the releases before 0.8.5 refuse (MM_JSON_FROM)."""
         raw = knobs.get("limit_mm_per_prompt")
-        if not isinstance(raw, str) or raw.strip().startswith("{"):
-            return []
         v = version or self.newest_version
+        if not isinstance(raw, str):
+            return []
+        if raw.strip().startswith("{"):
+            if parse_version(v) >= MM_JSON_FROM:
+                return []
+            try:
+                fixed = mm_limit_value(parse_mm_limits(raw), v)
+            except ValueError:
+                return []  # not JSON of counts: the knob's own validation names it
+            return [Problem(code="mm-limit-json-form", severity="error",
+                            message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the JSON "
+                            f"form (its parser takes KEY=VALUE pairs only; JSON from 0.8.5, "
+                            f"vllm/engine/arg_utils.py); write {fixed}")]
         if parse_version(v) < MM_LEGACY_REFUSED_FROM:
             return []
         try:
@@ -1568,7 +1607,7 @@ def feature_flags(dep: Deployment) -> list[str]:
             if dep.user_set(key):
                 args += ["--" + key.replace("_", "-"), str(getattr(dep, key))]
     o = opts(dep)
-    if o.limit_mm_per_prompt is not None:  # JSON: the only form vLLM ≥ 0.10 accepts
-        args += ["--limit-mm-per-prompt",
-                 json.dumps(o.limit_mm_per_prompt, separators=(",", ":"))]
+    if o.limit_mm_per_prompt is not None:  # JSON from 0.8.5 (the only form ≥ 0.10), else k=v
+        args += ["--limit-mm-per-prompt", mm_limit_value(o.limit_mm_per_prompt,
+                                                         dep.engine_version)]
     return args + option_flags(dep, CLI_FLAGS)  # KV offloading

@@ -372,7 +372,9 @@ def release_gate(eng: Engine, knobs: Knobs, version: str) -> tuple[Knobs, list[P
     """The knobs the user gave whose every flag `version` lacks (DeploySyntax.flag_releases: no
     older spelling, no other spelling the engine writes instead), dropped, each with an error:
     the engine's argument parser refuses the flag, so the launch line leaves it out and the plan
-    is of that line; the problem names the releases that have it."""
+    is of that line; the problem names the releases that have it. A value of the flag that the
+    release does not take (FlagReleases.values: SGLang's fp8_e4m3 before 0.4.1.post6) is
+    dropped the same way."""
     rules = eng.syntax.flag_releases
     if not rules:
         return knobs, []
@@ -387,6 +389,10 @@ def release_gate(eng: Engine, knobs: Knobs, version: str) -> tuple[Knobs, list[P
             continue
         if any(n not in rules or rules[n].instead or rules[n].spelled(n, version) is not None
                for n in names):
+            refused = _value_refused(eng, knob, names, given[knob], version)
+            if refused is not None:  # the flag is there, but not this value of it
+                drop[knob] = None
+                problems.append(refused)
             continue  # some spelling of it is in this release
         name = eng.flags.get(knob, names[0])
         rule = rules.get(name, rules[names[0]])
@@ -403,6 +409,24 @@ def release_gate(eng: Engine, knobs: Knobs, version: str) -> tuple[Knobs, list[P
     if not drop:
         return knobs, []
     return knobs.model_copy(update=dict.fromkeys(drop)), problems
+
+
+def _value_refused(eng: Engine, knob: str, names: list[str], value: Any, version: str
+                   ) -> Problem | None:
+    """The error for a value of the knob's flag that `version`'s argument parser refuses
+    (FlagReleases.values), None when it takes it."""
+    name = eng.flags.get(knob, names[0])
+    rule = eng.syntax.flag_releases.get(name)
+    got = rule.value_refused(value, version) if rule is not None else None
+    if rule is None or got is None:
+        return None
+    other = f"{flag(knob)} {got.before} or " if got.before else ""
+    return Problem(
+        code="value-not-in-release", severity="error",
+        message=f"{eng.label} {version}'s {name} does not take {value} (first in {got.first}; "
+        f"{got.source}): its argument parser refuses the value and the server does not start, "
+        f"so the launch line leaves it out and the plan is made without it (hint: give "
+        f"{other}plan with --engine-version {got.first} or later)")
 
 
 def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
@@ -1212,7 +1236,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
             # the engine's flag and value, as its launch line writes them (TGI: fp8_e4m3fn)
             out.append(Alternative(AlternativeKind.FP8_KV_CACHE,
                                    f"{flag_of('kv_cache_dtype', '--kv-cache-dtype')} "
-                                   f"{eng.kv_cache_dtype_arg('fp8')}"))
+                                   f"{eng.kv_cache_dtype_arg('fp8', version)}"))
     for cand in _tp_candidates(m, gpu, knobs, dep):
         if cand <= dep.tensor_parallel_size:
             continue

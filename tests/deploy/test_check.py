@@ -447,7 +447,7 @@ def test_sglang_version_from_its_image_tag(capsys, tmp_path):
     """)
     code, report, _ = check_json(capsys, str(f), "--gpu", "h100")
     row = report["deployments"][0]
-    assert code == 0 and row["plan"]["engine"]["version"] == "0.4.6"
+    assert code == 0 and row["plan"]["engine"]["version"] == "0.4.6.post1"
 
 
 def test_container_path_matched_by_folder_name(capsys, tmp_path):

@@ -5,13 +5,15 @@ has it, and `kvplan check` refuses a file that uses it on a release without it.
 Each boundary was read in the engine's own source at the releases on either side of it:
 - vLLM (PyPI wheels, vllm/engine/arg_utils.py): --kv-cache-memory-bytes not in 0.10.1.1, in
   0.10.2; --kv-offloading-size / --kv-offloading-backend not in 0.11.0, in 0.11.1;
+  --enable-expert-parallel not in 0.7.3, in 0.8.0; --data-parallel-size / -dp not in 0.8.2, in
+  0.8.3; --limit-mm-per-prompt not in 0.5.4, in 0.5.5;
   --enable-prefix-caching store_true up to 0.6.4.post1 (default False), BooleanOptionalAction
   (so --no-enable-prefix-caching) from 0.6.5, default bool(envs.VLLM_USE_V1) with VLLM_USE_V1
   "0" through 0.7.3; V1 (0.8.0+) turns it on by default.
 - TGI (launcher/src/main.rs at the tags): --max-input-tokens first in v2.0.0 (v1.x spells it
   --max-input-length); --kv-cache-dtype first in v2.4.0 (not in v2.3.1).
 - SGLang (PyPI wheels, sglang/srt/server_args.py): --pp-size not in 0.4.5, 0.4.6 or 0.4.6.post1,
-  in 0.4.6.post3 and 0.4.7; kvplan reads no .postN, so 0.4.6 is the first release it accepts.
+  in 0.4.6.post2, 0.4.6.post3 and 0.4.7 (FlagReleases compares the .postN).
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ import pytest
 from clirun import run
 
 from kvplan import plan
+from kvplan.engines.base import FlagReleases
+from kvplan.engines.sglang import ENGINE as SGLANG
+from kvplan.versions import release_key
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
+MOE = "Qwen/Qwen3-30B-A3B"
 
 
 def _errors(p) -> list[str]:
@@ -48,6 +54,7 @@ def _refusals(row: dict) -> list[str]:
 @pytest.mark.parametrize(("knob", "value", "flag", "before", "first"), [
     ("kv_offloading_size", 100, "--kv-offloading-size", "0.11.0", "0.11.1"),
     ("kv_cache_memory_bytes", 20 * 2**30, "--kv-cache-memory-bytes", "0.10.1", "0.10.2"),
+    ("data_parallel_size", 2, "--data-parallel-size", "0.8.2", "0.8.3"),
 ])
 def test_vllm_plan_leaves_out_a_flag_before_its_first_release(knob, value, flag, before, first):
     old = plan(LLAMA, "h100", engine_version=before, **{knob: value})
@@ -57,6 +64,18 @@ def test_vllm_plan_leaves_out_a_flag_before_its_first_release(knob, value, flag,
     assert f"plan with --engine-version {first} or later" in message
     new = plan(LLAMA, "h100", engine_version=first, **{knob: value})
     assert f"{flag} {value}" in new.command and not _errors(new)
+
+
+def test_vllm_plan_leaves_out_expert_parallel_before_0_8_0():
+    old = plan(MOE, "h100", engine_version="0.7.3", tensor_parallel_size=2,
+               enable_expert_parallel=True)
+    assert "--enable-expert-parallel" not in old.command
+    assert old.inputs["enable_expert_parallel"].value is False
+    [message] = _errors(old)
+    assert "vLLM 0.7.3 has no --enable-expert-parallel (first in 0.8.0" in message
+    new = plan(MOE, "h100", engine_version="0.8.0", tensor_parallel_size=2,
+               enable_expert_parallel=True)
+    assert "--enable-expert-parallel" in new.command.split() and not _errors(new)
 
 
 def test_vllm_offloading_is_the_same_refusal_in_v0_and_v1_before_0_11_1():
@@ -95,10 +114,14 @@ def test_vllm_prefix_caching_flag_by_release(version, on, written):
     ("--kv-offloading-size 100", "0.11.0", "0.11.1", None),
     ("--kv-cache-memory-bytes 21474836480", "0.10.1", "0.10.2", None),
     ("--no-enable-prefix-caching", "0.6.4", "0.6.5", "write no flag"),
+    ("--data-parallel-size 2", "0.8.2", "0.8.3", None),
+    ("-dp 2", "0.8.2", "0.8.3", None),
+    ("--enable-expert-parallel", "0.7.3", "0.8.0", None),
+    ("--limit-mm-per-prompt image=1", "0.5.4", "0.5.5", None),
 ])
 def test_vllm_check_refuses_the_flag_before_its_first_release(capsys, tmp_path, flags, before,
                                                               first, hint):
-    line = f"vllm serve qwen2.5-7b --max-model-len 8192 {flags}"
+    line = f"vllm serve {MOE} --max-model-len 8192 {flags}"
     flag = flags.split()[0]
     [message] = _refusals(_check(capsys, tmp_path, before, line))
     assert f"vLLM {before} has no {flag} flag (first in {first}" in message
@@ -152,23 +175,114 @@ def test_tgi_check_takes_max_input_length_in_1_x(capsys, tmp_path):
 # ----------------------------------------------------------------------------------- SGLang
 
 
-def test_sglang_plan_leaves_out_pp_size_before_0_4_6():
-    old = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.5",
+@pytest.mark.parametrize("before", ["0.4.5", "0.4.6", "0.4.6.post1"])
+def test_sglang_plan_leaves_out_pp_size_before_0_4_6_post2(before):
+    old = plan(LLAMA70, "h100", engine="sglang", engine_version=before,
                tensor_parallel_size=2, pipeline_parallel_size=2)
     assert "--pp-size" not in old.command
     [message] = _errors(old)
-    assert "SGLang 0.4.5 has no --pp-size (first in 0.4.6" in message
+    assert f"SGLang {before} has no --pp-size (first in 0.4.6.post2" in message
     assert "drop --pipeline-parallel-size" in message
-    new = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.6",
+    new = plan(LLAMA70, "h100", engine="sglang", engine_version="0.4.6.post2",
                tensor_parallel_size=2, pipeline_parallel_size=2)
     assert "--pp-size 2" in new.command and not _errors(new)
 
 
-def test_sglang_check_refuses_pp_size_before_0_4_6(capsys, tmp_path):
+def test_sglang_check_refuses_pp_size_before_0_4_6_post2(capsys, tmp_path):
     line = "python -m sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2"
-    [message] = _refusals(_check(capsys, tmp_path, "0.4.5", line))
-    assert "SGLang 0.4.5 has no --pp-size flag (first in 0.4.6" in message
-    assert not _refusals(_check(capsys, tmp_path, "0.4.6", line))
+    [message] = _refusals(_check(capsys, tmp_path, "0.4.6.post1", line))
+    assert "SGLang 0.4.6.post1 has no --pp-size flag (first in 0.4.6.post2" in message
+    assert not _refusals(_check(capsys, tmp_path, "0.4.6.post2", line))
+
+
+def test_release_numbers_compare_their_post_release():
+    assert release_key("0.4.1.post6") == (0, 4, 1, 6)
+    assert release_key("v0.4.1") == release_key("0.4.1.post0") == (0, 4, 1, 0)
+    rule = FlagReleases(first="0.4.1.post6")
+    assert not rule.in_release("0.4.1") and not rule.in_release("0.4.1.post5")
+    assert rule.in_release("0.4.1.post6") and rule.in_release("0.4.2")
+    assert FlagReleases(first="0.4.6").in_release("0.4.6.post1")  # a bound without .postN
+
+
+@pytest.mark.parametrize(("image", "version"), [
+    ("lmsysorg/sglang:v0.4.6.post1-cu124", "0.4.6.post1"),
+    ("lmsysorg/sglang:v0.4.6-cu124", "0.4.6"),
+])
+def test_sglang_check_keeps_the_post_release_of_an_image_tag(capsys, tmp_path, image, version):
+    """The image tag's .postN reaches the release check: v0.4.6.post1 has no --pp-size."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(f"services:\n  s:\n    image: {image}\n    command: python3 -m "
+                 "sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    [message] = _refusals(json.loads(out)["deployments"][0])
+    assert f"SGLang {version} has no --pp-size flag" in message
+
+
+def test_sglang_check_keeps_the_post_release_of_a_pip_pin(capsys, tmp_path):
+    f = tmp_path / "Dockerfile"
+    f.write_text("RUN pip install 'sglang[all]==0.4.6.post2'\nCMD python3 -m "
+                 "sglang.launch_server --model-path qwen2.5-7b --tp-size 1 --pp-size 2\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    row = json.loads(out)["deployments"][0]
+    assert not _refusals(row) and row["plan"]["engine"]["version"] == "0.4.6.post2"
+
+
+@pytest.mark.parametrize("before", ["0.4.1", "0.4.1.post5"])
+def test_sglang_plan_leaves_out_fp8_e4m3_before_0_4_1_post6(before):
+    """--kv-cache-dtype choices are ["auto", "fp8_e5m2"] through 0.4.1.post5; 0.4.1.post6 adds
+    fp8_e4m3: an older release refuses the value, so the line leaves it out."""
+    old = plan(LLAMA, "h100", engine="sglang", engine_version=before, kv_cache_dtype="fp8_e4m3")
+    assert "--kv-cache-dtype" not in old.command
+    assert not old.inputs["kv_cache_dtype"].value.startswith("fp8")
+    [message] = [q.message for q in old.problems if q.code == "value-not-in-release"]
+    assert f"SGLang {before}'s --kv-cache-dtype does not take fp8_e4m3 (first in " \
+        "0.4.1.post6" in message
+    assert "give --kv-cache-dtype fp8_e5m2 or plan with --engine-version 0.4.1.post6" in message
+    new = plan(LLAMA, "h100", engine="sglang", engine_version="0.4.1.post6",
+               kv_cache_dtype="fp8_e4m3")
+    assert "--kv-cache-dtype fp8_e4m3" in new.command
+    assert not [q for q in new.problems if q.code == "value-not-in-release"]
+
+
+@pytest.mark.parametrize(("version", "written"), [
+    ("0.4.1", "fp8_e5m2"), ("0.4.1.post5", "fp8_e5m2"), ("0.4.1.post6", "fp8_e4m3"),
+    ("0.5.23", "fp8_e4m3")])
+def test_sglang_plan_writes_a_generic_fp8_as_the_release_takes_it(version, written):
+    """A generic FP8 KV cache is the release's FP8 choice: E5M2, its only one, before
+    0.4.1.post6 (no release takes a bare fp8); the same byte a value, so the same pool."""
+    p = plan(LLAMA, "h100", engine="sglang", engine_version=version, kv_cache_dtype="fp8")
+    assert f"--kv-cache-dtype {written}" in p.command
+    assert p.inputs["kv_cache_dtype"].value == written
+    assert not [q for q in p.problems if q.severity == "error"]
+    assert SGLANG.kv_cache_dtype_arg("fp8", version) == written
+    e4m3 = plan(LLAMA, "h100", engine="sglang", engine_version="0.4.1.post6",
+                kv_cache_dtype="fp8")
+    assert p.kv_cache.bytes_per_token == e4m3.kv_cache.bytes_per_token
+
+
+@pytest.mark.parametrize(("where", "refused"), [
+    ("image: lmsysorg/sglang:v0.4.1.post5-cu124", True),
+    ("image: lmsysorg/sglang:v0.4.1-cu121", True),
+    ("image: lmsysorg/sglang:v0.4.1.post6-cu124", False),
+])
+def test_sglang_check_refuses_fp8_e4m3_before_0_4_1_post6(capsys, tmp_path, where, refused):
+    f = tmp_path / "compose.yaml"
+    f.write_text(f"services:\n  s:\n    {where}\n    command: python3 -m sglang.launch_server "
+                 "--model-path qwen2.5-7b --kv-cache-dtype fp8_e4m3\n")
+    _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json", "--offline")
+    row = json.loads(out)["deployments"][0]
+    messages = [p["message"] for p in row["problems"] if p["code"] == "value-not-in-release"]
+    assert bool(messages) is refused
+    if refused:
+        assert "--kv-cache-dtype does not take fp8_e4m3 (first in 0.4.1.post6" in messages[0]
+        assert "write --kv-cache-dtype fp8_e5m2" in messages[0] and row["status"] == "error"
+
+
+def test_sglang_check_takes_fp8_e5m2_in_an_old_release(capsys, tmp_path):
+    line = "python -m sglang.launch_server --model-path qwen2.5-7b --kv-cache-dtype fp8_e5m2"
+    row = _check(capsys, tmp_path, "0.4.1", line)
+    assert row["status"] != "error" and not _refusals(row)
+    assert not [p for p in row["problems"] if p["code"] == "value-not-in-release"]
 
 
 # ---------------------------------------------------------------------------- TensorRT-LLM

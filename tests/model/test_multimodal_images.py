@@ -268,6 +268,37 @@ def test_check_refuses_the_legacy_form_from_vllm_0_10(capsys, tmp_path):
     assert row["status"] == "fits" and row["plan"]["multimodal"]["limit_per_prompt"] == 2
 
 
+@pytest.mark.parametrize(("version", "written"), [
+    ("0.8.4", "--limit-mm-per-prompt image=2,video=0"),
+    ("0.8.5", '--limit-mm-per-prompt \'{"image":2,"video":0}\''),
+    ("0.19.0", '--limit-mm-per-prompt \'{"image":2,"video":0}\''),
+])
+def test_plan_writes_the_limit_in_the_form_the_release_parses(version, written):
+    """vllm/engine/arg_utils.py: up to 0.8.4 the flag's type is nullable_kvs alone (KEY=VALUE
+    pairs; JSON raises "Each item should be in the form KEY=VALUE"); JSON from 0.8.5."""
+    p = plan(GEMMA, "h100", engine_version=version, limit_mm_per_prompt='{"image": 2, "video": 0}')
+    assert written in p.command
+
+
+def test_check_refuses_json_before_vllm_0_8_5(capsys, tmp_path):
+    f = tmp_path / "serve.sh"
+    f.write_text(f"pip install vllm==0.8.4\nvllm serve {GEMMA} --max-model-len 32768 "
+                 "--limit-mm-per-prompt '{\"image\": 2}'\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    row = json.loads(out)["deployments"][0]
+    assert code == 2 and row["status"] == "error"
+    [message] = [p["message"] for p in row["problems"] if p["code"] == "mm-limit-json-form"]
+    assert "vLLM 0.8.4 refuses the JSON form" in message and message.endswith("write image=2")
+    for version, line in (("0.8.4", "--limit-mm-per-prompt image=2"),
+                          ("0.8.5", "--limit-mm-per-prompt '{\"image\": 2}'")):
+        f.write_text(f"pip install vllm=={version}\nvllm serve {GEMMA} --max-model-len 32768 "
+                     f"{line}\n")
+        _, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+        row = json.loads(out)["deployments"][0]
+        assert row["status"] == "fits" and row["plan"]["multimodal"]["limit_per_prompt"] == 2
+        assert not [p for p in row["problems"] if p["code"].startswith("mm-limit-")]
+
+
 def test_check_reads_the_dotted_form(capsys, tmp_path):
     f = tmp_path / "serve.sh"
     f.write_text(f"vllm serve {GEMMA} --max-model-len 32768 --limit-mm-per-prompt.image 2 "
