@@ -908,6 +908,12 @@ FLAG_RELEASES = {
     "--num-redundant-experts": FlagReleases(
         removed="0.12.0", instead="--eplb-config '{{\"num_redundant_experts\":{value}}}'",
         source="vllm/engine/arg_utils.py, vLLM 0.11.2 and 0.12.0"),
+    # --data-parallel-size-local, --data-parallel-address and --data-parallel-rpc-port (a
+    # data-parallel deployment over several nodes: engines/multinode.py) are not in 0.8.5's
+    # parallel group and are in 0.9.0's, 0.9.2's and 0.10.0's
+    **{name: FlagReleases(first="0.9.0", source="vllm/engine/arg_utils.py, vLLM 0.8.5 and 0.9.0")
+       for name in ("--data-parallel-size-local", "--data-parallel-address",
+                    "--data-parallel-rpc-port")},
     "--eplb-config": FlagReleases(
         first=".".join(map(str, EPLB_CONFIG_FROM)), instead="--num-redundant-experts N",
         source="vllm/engine/arg_utils.py, vLLM 0.10.1.1 and 0.10.2"),

@@ -27,6 +27,7 @@ from ..specs import (
     Deployment,
     GpuSpec,
     ModelSpec,
+    NodeLaunch,
     Performance,
     Plan,
     PlanEngine,
@@ -46,7 +47,7 @@ from ..specs import (
     per_object,
 )
 from ..units import GiB, fast_init, largest_true
-from ..versions import parse_version
+from ..versions import parse_version, release_key
 from . import nodes as node_rules
 from . import performance
 
@@ -338,7 +339,34 @@ def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
             message=f"the layout spans {node_plan.nodes} nodes, but kvplan knows no multi-node "
             f"launch for {eng.label}: its serve line runs one node's GPUs"))
         return node_plan, problems
+    problems += _node_flags_refused(eng, launch, dep.engine_version or eng.newest_version)
     return node_plan.model_copy(update={"launch": launch}), problems
+
+
+def _node_flags_refused(eng: Engine, launch: Sequence[NodeLaunch], version: str
+                        ) -> list[Problem]:
+    """An error per flag of the node launch lines that `version` lacks (the engine's
+    FlagReleases: vLLM's multi-node data-parallel flags are first in 0.9.0); the serve line's
+    own flags were gated before (release_gate, release_line)."""
+    rules = eng.syntax.flag_releases
+    seen: dict[str, None] = {}
+    for node in launch:
+        for word in node.command.split():
+            name = word.partition("=")[0]
+            rule = rules.get(name)
+            if rule is not None and not rule.instead and not rule.in_release(version):
+                seen[name] = None
+    if not seen:
+        return []
+    names = list(seen)
+    first = max((rules[n].first or version for n in names), key=release_key)
+    sources = "; ".join(dict.fromkeys(rules[n].source for n in names))
+    return [Problem(
+        code="flag-not-in-release", severity="error",
+        message=f"{eng.label} {version} has no {', '.join(names)} ({sources}): the node "
+        f"launch lines need {'them' if len(names) > 1 else 'it'}, and the release's argument "
+        f"parser refuses {'them' if len(names) > 1 else 'it'} (hint: plan with "
+        f"--engine-version {first} or later)")]
 
 
 def _command(eng: Engine, m: ModelSpec, gpu: GpuSpec, dep: Deployment, rec: Recommendations,

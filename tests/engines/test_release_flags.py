@@ -321,3 +321,26 @@ def test_trtllm_plan_warns_before_the_first_release_with_trtllm_serve(version, w
     codes = [x.code for x in p.problems]
     assert ("engine-version-no-serve-command" in codes) is warned
     assert p.command.startswith("trtllm-serve") or "trtllm-serve " in p.command
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.8.5", True), ("0.9.0", False)])
+def test_vllm_multi_node_data_parallel_lines_need_0_9_0(version, refused):
+    """--data-parallel-size-local/-address/-rpc-port are not in 0.8.5's arg_utils.py parallel
+    group and are in 0.9.0's (the PyPI wheels): a plan whose data-parallel ranks span nodes
+    writes them on every node's line, so a release without them cannot start it."""
+    p = plan(MOE, "h100", engine_version=version, data_parallel_size=16,
+             enable_expert_parallel=True)
+    assert p.nodes.nodes == 2 and "--data-parallel-size-local" in p.nodes.launch[0].command
+    errors = [x.message for x in p.problems if x.code == "flag-not-in-release"]
+    assert bool(errors) is refused
+    if refused:
+        assert "--data-parallel-size-local, --data-parallel-address, --data-parallel-rpc-port" \
+            in errors[0] and "--engine-version 0.9.0 or later" in errors[0]
+
+
+def test_vllm_check_refuses_multi_node_data_parallel_flags_before_0_9_0(capsys, tmp_path):
+    line = ("vllm serve qwen2.5-7b --data-parallel-size 4 --data-parallel-size-local 2 "
+            "--data-parallel-address 10.0.0.1 --data-parallel-rpc-port 13345")
+    assert any("vLLM 0.8.5 has no --data-parallel-size-local flag (first in 0.9.0" in m
+               for m in _refusals(_check(capsys, tmp_path, "0.8.5", line)))
+    assert not _refusals(_check(capsys, tmp_path, "0.9.0", line))
