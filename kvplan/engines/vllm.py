@@ -841,6 +841,25 @@ def era_of(dep: Deployment) -> Era:
 
 _IMAGE = re.compile(r"vllm[-/_]openai[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 _PIP = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
+# --- amdemit --- vLLM's own ROCm image, vllm/vllm-openai-rocm:v<release>: the release pipeline
+# tags it (.buildkite/scripts/annotate-rocm-release.sh, `vllm/vllm-openai-rocm:v${RELEASE_VERSION}`)
+# and docs/getting_started/installation/gpu.rocm.inc.md calls it the official image, published
+# from January 2026 (vLLM PR #32580); the earliest release kvplan saw tagged is v0.14.1
+# (vllm-project/recipes PR #214). It is built for gfx90a, gfx942 and gfx950
+# (docker/Dockerfile.rocm_base PYTORCH_ROCM_ARCH). Before it, AMD published rocm/vllm images
+# whose tags name a ROCm and a vLLM release and a date (ROCm/k8s-device-plugin
+# example/vllm-serve/deployment.yaml: rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4),
+# which no rule derives from the release.
+ROCM_IMAGE_FROM = (0, 14, 1)
+
+
+def rocm_image(version: str, gfx: str) -> tuple[str, str | None]:
+    if parse_version(version) >= ROCM_IMAGE_FROM:
+        return f"vllm/vllm-openai-rocm:v{version}", None
+    return "rocm/vllm:TAG", (
+        f"Set the image TAG to the rocm/vllm tag (AMD's images) that ships vLLM {version}: "
+        "its tags name the ROCm and vLLM releases and a date (rocm6.2_mi300_ubuntu20.04_py3.9_"
+        "vllm_0.6.4); vLLM publishes vllm/vllm-openai-rocm itself from 0.14.1.")
 # vLLM flag → (knob, kind). Kinds: int, hint (human-readable int: 32k = 32000, 32K = 32768 —
 # vllm/engine/arg_utils.py human_readable_int), float, str, bool.
 CLI_FLAGS: dict[str, tuple[str, str]] = {
@@ -1263,7 +1282,7 @@ class VllmEngine(Engine):
         # image; the stacks built on vLLM (base.STACKS); FlexibleArgumentParser takes
         # `--flag_name` (vllm/utils/argparse_utils.py, 0.11)
         image="vllm/vllm-openai:v{v}", dynamo_module="dynamo.vllm",
-        dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
+        dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}", rocm_image=rocm_image,
         stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
         underscore_flags=True, combine=combine_flags,
         versioned_env=ENV_FLAGS,  # --- checkenv ---
