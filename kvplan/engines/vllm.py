@@ -716,20 +716,24 @@ def a2a_problems(m: ModelSpec, d: Deployment) -> list[Problem]:
     FusedMoEParallelConfig.use_all2all_kernels, `dp_size > 1 and use_ep`
     (vllm/model_executor/layers/fused_moe/config.py, 0.10.0 - 0.12.0), on a MoE model; the
     sequence-parallel MoE that also reads it needs the same (moe_token_split). The launch line
-    keeps the flag the user gave."""
+    keeps the setting the user gave (as every setting the user gave), and the warning names it
+    as the line spells it: VLLM_ALL2ALL_BACKEND=… before --all2all-backend exists (ENV_FLAGS)."""
     backend = d.moe_a2a_backend
     if backend is None or (m.moe is not None and d.data_parallel_size > 1
                            and d.enable_expert_parallel):
         return []
     why = ("the model has no experts" if m.moe is None else
            "-dp is 1" if d.data_parallel_size <= 1 else "expert parallelism is off")
+    rule = ENV_FLAGS[A2A_ENV]
+    given = (f"{rule.flag} {backend}" if rule.has_flag(d.engine_version or NEWEST_MODELLED)
+             else f"{A2A_ENV}={backend}")
     return [Problem(
         code="a2a-backend-unused", severity="warning",
-        message=f"--moe-a2a-backend {backend} (vLLM's --all2all-backend) has no effect here: "
-        f"{why}. vLLM runs its MoE all-to-all kernels only with data parallelism above 1 and "
-        "expert parallelism (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and "
-        "use_ep, vllm/model_executor/layers/fused_moe/config.py); -dp 2 or more with "
-        "--enable-expert-parallel would use it")]
+        message=f"{given} (kvplan's --moe-a2a-backend) has no effect here: {why}; the launch "
+        "line keeps it as given. vLLM runs its MoE all-to-all kernels only with data "
+        "parallelism above 1 and expert parallelism (FusedMoEParallelConfig.use_all2all_kernels "
+        "= dp_size > 1 and use_ep, vllm/model_executor/layers/fused_moe/config.py); -dp 2 or "
+        "more with --enable-expert-parallel would use it")]
 
 
 def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
