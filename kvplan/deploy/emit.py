@@ -7,6 +7,12 @@ tested over the catalogue). The GPU model is a node selector (nvidia.com/gpu.pro
 NVIDIA GPU feature discovery sets) or the format's accelerator field; the engine release a
 `# kvplan: engine-version=…` line, for the formats that do not name it.
 
+An AMD GPU (GpuSpec.vendor) gets what ROCm deploys with: the `amd.com/gpu` resource and a label
+AMD's node labeller sets, the engine's ROCm image (DeploySyntax.rocm_image; a placeholder the
+header explains where its tag cannot be derived), ROCm's devices in compose, and a
+`# kvplan: gpu=…` line (kvplan names no AMD node label value). Dynamo and the GPUs of other
+vendors are refused: kvplan knows no deployment of theirs.
+
 Formats and the schema version written (see manifests.py for the sources read):
 k8s (apps/v1 Deployment + v1 Service), compose (Compose Specification), dynamo
 (nvidia.com/v1alpha1 DynamoGraphDeployment, one aggregated worker), kserve
@@ -146,6 +152,123 @@ def _gpu_label(p: Plan, names: tuple[str, ...] = (), short: bool = False) -> str
     return g.id
 
 
+# ------------------------------------------------------------------ GPU vendors
+
+# The Kubernetes resource each vendor's device plugin advertises: NVIDIA's k8s-device-plugin
+# nvidia.com/gpu, AMD's ROCm/k8s-device-plugin amd.com/gpu (its README and
+# example/vllm-serve/deployment.yaml; kubernetes.io "Schedule GPUs").
+GPU_RESOURCES = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu"}
+NVIDIA_PRODUCT_LABEL = "nvidia.com/gpu.product"  # NVIDIA GPU feature discovery
+# A node label that AMD's node labeller (ROCm/k8s-device-plugin cmd/k8s-node-labeller, v1.31.0.10)
+# sets on the nodes of each catalogued AMD GPU: gpu.product-name (the board's product name, spaces
+# as underscores) where AMD documents its value, "AMD_Instinct_MI300X_OAM" for MI300X
+# (docs/user-guide/installation.md); else gpu.device-id, the PCI device id in lower-case hex
+# without 0x (main.go "device-id"), from the labeller's own amdgpu.ids: 74A5 MI325X, 75A3 MI355X,
+# 740C MI250X (AMD's MI250 system-acceptance guide: "MI250X also shares the MI250 PCI
+# vendor:device ID (1002:740c)"). A virtual function (a cloud VM's GPU) has its own device id
+# (74B5 MI300X VF): the header says to check.
+AMD_NODE_LABELS = {
+    "mi300x": ("amd.com/gpu.product-name", "AMD_Instinct_MI300X_OAM"),
+    "mi325x": ("amd.com/gpu.device-id", "74a5"),
+    "mi355x": ("amd.com/gpu.device-id", "75a3"),
+    "mi250x-gcd": ("amd.com/gpu.device-id", "740c"),
+}
+# Ray's accelerator_type of an AMD GPU, detected from its PCI device id (ray
+# python/ray/_private/accelerators/amd_gpu.py amd_product_dict: 0x74a1 "AMD-Instinct-MI300X-OAM";
+# MI325X and MI355X have none there, and 0x740c is "AMD-Instinct-MI250X-MI250")
+RAY_AMD = {"mi300x": "AMD-Instinct-MI300X-OAM", "mi250x-gcd": "AMD-Instinct-MI250X-MI250"}
+# Docker reaches AMD GPUs through the ROCm devices (rocm.docs.amd.com install-on-linux "Running
+# ROCm Docker containers": --device /dev/kfd, the compute interface, and --device /dev/dri, each
+# GPU's render node; --security-opt seccomp=unconfined "optional", recommended), run with the
+# video group (vLLM's docs/getting_started/installation/gpu.rocm.inc.md, TGI's
+# docs/source/installation_amd.md and SGLang's docs all `--group-add video`); no reservation
+# names a count, so every GPU of the host is visible and the engine takes the first it needs.
+ROCM_COMPOSE = {"devices": ["/dev/kfd", "/dev/dri"], "group_add": ["video"],
+                "security_opt": ["seccomp=unconfined"]}
+
+
+def _vendor(p: Plan) -> str:
+    """The plan's GPU vendor (GpuSpec.vendor); a GPU kvplan cannot look up again (a local one,
+    read through NVML) is NVIDIA's."""
+    from ..errors import KvplanError
+    from ..sources.catalog import resolve_gpu
+
+    try:
+        return resolve_gpu(p.gpu.id).vendor
+    except KvplanError:
+        return "NVIDIA"
+
+
+def _amd(p: Plan) -> bool:
+    return _vendor(p) == "AMD"
+
+
+def _resource(p: Plan) -> str:
+    """The Kubernetes resource a pod asks for the plan's GPUs with."""
+    return GPU_RESOURCES[_vendor(p)]
+
+
+def _node_selector(p: Plan) -> dict[str, str]:
+    """The nodeSelector that puts a pod on the plan's GPU model."""
+    if _amd(p):
+        key, value = _amd_label(p)
+        return {key: value}
+    return {NVIDIA_PRODUCT_LABEL: _gpu_label(p)}
+
+
+def _amd_label(p: Plan) -> tuple[str, str]:
+    label = AMD_NODE_LABELS.get(p.gpu.id)
+    if label is None:
+        raise InvalidInputError(f"--emit: kvplan knows no node label AMD's node labeller sets "
+                                f"for the {p.gpu.id}", code="emit-unsupported",
+                                hint="run the plan's launch line, or add the GPU to "
+                                "emit.AMD_NODE_LABELS")
+    return label
+
+
+def _rocm_image(p: Plan, fmt: str) -> tuple[str, str | None]:
+    """The engine's ROCm image for the plan's AMD GPU and the header's note on a placeholder in
+    it; an engine or release without one is an error."""
+    from ..sources.catalog import resolve_gpu
+
+    engine, _, _ = _words(p)
+    eng = registry.get(engine)
+    gfx = resolve_gpu(p.gpu.id).compute_capability or ""
+    found = eng.syntax.rocm_image(p.engine.version, gfx) if eng.syntax.rocm_image else None
+    if found is None:
+        raise InvalidInputError(
+            f"--emit {fmt}: kvplan knows no {eng.label} {p.engine.version} container image for "
+            f"the {p.gpu.id} ({gfx or 'its ROCm target'})", code="emit-unsupported",
+            hint="build the engine's ROCm image for it and use the plan's launch line, or plan "
+            "another engine or release")
+    return found
+
+
+def _engine_image(p: Plan, fmt: str) -> tuple[str, str | None]:
+    """The image that runs the plan's engine on its GPU, and the header's note on it (None)."""
+    if _amd(p):
+        return _rocm_image(p, fmt)
+    return _image(p), None
+
+
+def _amd_header(p: Plan, *notes: str | None, label: bool = True, gpu_line: bool = True) -> str:
+    """The header lines of an AMD GPU's file (none for another's): the GPU as a directive
+    `kvplan check` reads (no AMD node label value names a catalogue GPU), the node label the
+    file selects (`label`), and `notes` (the image's placeholder)."""
+    if not _amd(p):
+        return ""
+    text = [n for n in notes if n]
+    if label:
+        key, value = _amd_label(p)
+        text.insert(0, f"AMD GPU nodes as AMD's node labeller labels them: {key}={value} (a "
+                    f"virtual-function GPU has another; `kubectl get nodes -L {key}` shows "
+                    "yours).")
+    lines = "".join(textwrap.fill(t, width=99, initial_indent="# ", subsequent_indent="# ",
+                                  break_on_hyphens=False, break_long_words=False) + "\n"
+                    for t in text)
+    return (f"# kvplan: gpu={_gpu_label(p)}\n" if gpu_line else "") + lines
+
+
 def _need_stack_engine(p: Plan, fmt: str) -> str:
     """The plan's engine, when it is the one the format's stack runs; else a clear error."""
     engine, _, _ = _words(p)
@@ -154,7 +277,7 @@ def _need_stack_engine(p: Plan, fmt: str) -> str:
         label = registry.get(wanted).label
         others = multinode_formats(p) if _multinode(p) else [
             f for f in WRITERS if f not in FORMAT_STACKS
-            and (f != "dynamo" or registry.get(engine).syntax.dynamo_module)]
+            and (f != "dynamo" or _runs_engine(p, f))]
         raise InvalidInputError(f"--emit {fmt} deploys {label}; this plan is for "
                                 f"{registry.get(engine).label}",
                                 hint=f"plan with --engine {wanted}, or emit "
@@ -333,7 +456,8 @@ def _runs_engine(p: Plan, fmt: str) -> bool:
         return stack_engine(FORMAT_STACKS[fmt]) == engine
     if fmt == "dynamo":
         module = registry.get(engine).syntax.dynamo_module
-        return module is not None and dynamo_modules().get(module) == engine
+        return (module is not None and dynamo_modules().get(module) == engine
+                and not _amd(p))
     return True
 
 
@@ -352,14 +476,15 @@ def _leader_worker_set(p: Plan) -> str:
     head, worker = _per_node_lines(p, "k8s")
     name = _name(p)
     per_node = p.nodes.gpus_per_node or p.gpu.count // (p.nodes.nodes or 1)
-    selector = {"nvidia.com/gpu.product": _gpu_label(p)}
+    selector = _node_selector(p)
     port = _port(p, "k8s")
+    image, note = _engine_image(p, "k8s")
 
     def pod(line: str, leader: bool) -> dict[str, Any]:
         container: dict[str, Any] = {
-            "name": "leader" if leader else "worker", "image": _image(p),
+            "name": "leader" if leader else "worker", "image": image,
             "command": ["/bin/sh", "-c", _placeholders(line, LWS_PLACEHOLDERS)],
-            "resources": {"limits": {"nvidia.com/gpu": str(per_node)}}}
+            "resources": {"limits": {_resource(p): str(per_node)}}}
         if leader:
             container["ports"] = [{"containerPort": port}]
         spec = {"nodeSelector": dict(selector), "containers": [container]}
@@ -374,7 +499,7 @@ def _leader_worker_set(p: Plan) -> str:
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
                         "ports": [{"port": port, "targetPort": port}]}}
-    return _header(p, "k8s") + _yaml(lws) + "---\n" + _yaml(service)
+    return _header(p, "k8s") + _amd_header(p, note) + _yaml(lws) + "---\n" + _yaml(service)
 
 
 def _skypilot_run(p: Plan) -> str:
@@ -395,12 +520,12 @@ def k8s(p: Plan) -> str:
     name = _name(p)
     labels = {"app": name}
     port = _port(p, "k8s")
+    image, note = _engine_image(p, "k8s")
     container = {
-        "name": "server", "image": _image(p), "command": _argv(p),
+        "name": "server", "image": image, "command": _argv(p),
         "ports": [{"containerPort": port}],
-        "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
-    pod: dict[str, Any] = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-                           "containers": [container]}
+        "resources": {"limits": {_resource(p): str(p.gpu.count)}}}
+    pod: dict[str, Any] = {"nodeSelector": _node_selector(p), "containers": [container]}
     _shared_memory(p, pod, container, p.gpu.count)
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
@@ -408,21 +533,34 @@ def k8s(p: Plan) -> str:
             "metadata": {"labels": labels}, "spec": pod}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                "spec": {"selector": labels, "ports": [{"port": port, "targetPort": port}]}}
-    return _header(p, "k8s") + _yaml(deployment) + "---\n" + _yaml(service)
+    return (_header(p, "k8s") + _amd_header(p, note) + _yaml(deployment) + "---\n"
+            + _yaml(service))
 
 
 def compose(p: Plan) -> str:
     port = _port(p, "compose")
-    service = {"image": _image(p), "entrypoint": _argv(p),
-               "ports": [f"{port}:{port}"], "ipc": "host",
-               "deploy": {"resources": {"reservations": {"devices": [
-                   {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}}
-    return (_header(p, "compose") + f"# kvplan: gpu={_gpu_label(p)}\n"
-            + _yaml({"services": {_name(p): service}}))
+    image, note = _engine_image(p, "compose")
+    service: dict[str, Any] = {"image": image, "entrypoint": _argv(p),
+                               "ports": [f"{port}:{port}"], "ipc": "host"}
+    head = _header(p, "compose") + f"# kvplan: gpu={_gpu_label(p)}\n"
+    if _amd(p):  # ROCm's devices: no count to reserve, so the file says how many it plans
+        service.update({k: list(v) for k, v in ROCM_COMPOSE.items()})
+        head += f"# kvplan: gpu-count={p.gpu.count}\n" + _amd_header(
+            p, note, label=False, gpu_line=False)
+    else:
+        service["deploy"] = {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "count": p.gpu.count, "capabilities": ["gpu"]}]}}}
+    return head + _yaml({"services": {_name(p): service}})
 
 
 def dynamo(p: Plan) -> str:
     engine, _, _ = _words(p)
+    if _amd(p):  # the operator turns resources.limits.gpu into nvidia.com/gpu (deploy/operator
+        # graph.go: commonconsts.KubeResourceGPUNvidia) and its runtime images are CUDA builds
+        raise InvalidInputError(
+            f"--emit dynamo: Dynamo's operator asks for NVIDIA GPUs (nvidia.com/gpu) and runs "
+            f"CUDA images; the {p.gpu.id} is AMD's", code="emit-unsupported",
+            hint="emit " + ", ".join(f for f in WRITERS if f != "dynamo" and _runs_engine(p, f)))
     syntax = registry.get(engine).syntax
     module = syntax.dynamo_module
     if module is None or dynamo_modules().get(module) != engine:
@@ -566,11 +704,15 @@ def kserve(p: Plan) -> str:
     extra = " ".join(shlex.quote(a) for a in _without_parallel(_flags(p)))
 
     gpus = p.gpu.count // nodes
+    image, note = _engine_image(p, "kserve")
 
     def pod() -> dict[str, Any]:
-        main = {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-                "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
-        out = {"nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)}, "containers": [main]}
+        main: dict[str, Any] = {"name": "main"}
+        if _amd(p):  # KServe's base pod runs llm-d's CUDA build, ghcr.io/llm-d/llm-d:0.0.8
+            main["image"] = image  # (config/llmisvc/config-llm-template.yaml, kserve@bc3894bf)
+        main |= {"resources": {"limits": {_resource(p): str(gpus)}},
+                 "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": extra}]}
+        out = {"nodeSelector": _node_selector(p), "containers": [main]}
         # KServe merges this pod over its LLMInferenceServiceConfig's (a strategic merge:
         # volumes by name, mounts by path); that base pod mounts a 1Gi `dshm` at /dev/shm
         # (config/llmisvc/config-llm-template.yaml and config-llm-worker-data-parallel.yaml), so
@@ -585,26 +727,40 @@ def kserve(p: Plan) -> str:
         spec["worker"] = pod()
     doc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
            "metadata": {"name": _name(p)}, "spec": spec}
-    return _header(p, "kserve") + _yaml(doc)
+    return _header(p, "kserve") + _amd_header(p, note) + _yaml(doc)
 
 
 def helm_llmd(p: Plan) -> str:
     engine = _need_stack_engine(p, "helm-llmd")
     if _multinode(p):
         return _helm_llmd_nodes(p, engine)
-    container = {"name": engine, "image": LLMD_IMAGE,
+    container = {"name": engine, "image": _llmd_image(p),
                  "modelCommand": "vllmServe", "args": _without_parallel(_flags(p)),
-                 "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count)}}}
+                 "resources": {"limits": {_resource(p): str(p.gpu.count)}}}
     decode = {"create": True, "replicas": 1, "parallelism": _parallelism(p),
-              "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-              "containers": [container]}
+              "nodeSelector": _node_selector(p), "containers": [container]}
     _shared_memory(p, decode, container, p.gpu.count)  # the chart's decode.volumes, mounts
     doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-           "decode": decode, "prefill": {"create": False}}
-    return _header(p, "helm-llmd", "llm-d") + _yaml(doc)
+           **_llmd_accelerator(p), "decode": decode, "prefill": {"create": False}}
+    return _header(p, "helm-llmd", "llm-d") + _amd_header(p) + _yaml(doc)
 
 
 LLMD_IMAGE = "ghcr.io/llm-d/llm-d-cuda:VERSION"
+# llm-d's ROCm build, and the chart's accelerator type for AMD GPUs, which makes it ask for
+# amd.com/gpu (llm-d-modelservice values.yaml accelerator.type / accelerator.resources.amd, chart
+# v0.4.12; llm-d guides/inference-scheduling/ms-inference-scheduling/values_amd.yaml: `type: amd`,
+# ghcr.io/llm-d/llm-d-rocm, validated on MI300X and MI355X)
+LLMD_ROCM_IMAGE = "ghcr.io/llm-d/llm-d-rocm:VERSION"
+
+
+def _llmd_image(p: Plan) -> str:
+    return LLMD_ROCM_IMAGE if _amd(p) else LLMD_IMAGE
+
+
+def _llmd_accelerator(p: Plan) -> dict[str, Any]:
+    return {"accelerator": {"type": "amd"}} if _amd(p) else {}
+
+
 # The port vLLM listens on in a decode pod: the routing sidecar (routing.proxy, enabled by
 # default) takes routing.servicePort 8000 and forwards to routing.proxy.targetPort, 8200 by
 # default (llm-d-modelservice values.yaml; the chart's vllmServe command adds the same --port).
@@ -633,16 +789,16 @@ def _helm_llmd_nodes(p: Plan, engine: str) -> str:
     par = _parallelism(p)
     par["dataLocal"] = par["data"] // nodes
     par["workers"] = nodes
-    container = {"name": engine, "image": LLMD_IMAGE, "modelCommand": "custom",
+    container = {"name": engine, "image": _llmd_image(p), "modelCommand": "custom",
                  "command": ["/bin/sh", "-c"], "args": [script],
-                 "resources": {"limits": {"nvidia.com/gpu": str(p.gpu.count // nodes)}}}
+                 "resources": {"limits": {_resource(p): str(p.gpu.count // nodes)}}}
     decode = {"create": True, "replicas": 1, "parallelism": par,
-              "nodeSelector": {"nvidia.com/gpu.product": _gpu_label(p)},
-              "containers": [container]}
+              "nodeSelector": _node_selector(p), "containers": [container]}
     _shared_memory(p, decode, container, p.gpu.count // nodes)  # every pod of the LWS
     doc = {"modelArtifacts": {"uri": f"hf://{p.model.id}", "name": p.model.id},
-           "multinode": True, "decode": decode, "prefill": {"create": False}}
-    return _header(p, "helm-llmd", "llm-d") + _yaml(doc)
+           "multinode": True, **_llmd_accelerator(p), "decode": decode,
+           "prefill": {"create": False}}
+    return _header(p, "helm-llmd", "llm-d") + _amd_header(p) + _yaml(doc)
 
 
 # vLLM flag → production-stack vllmConfig key (the chart's deployment-vllm-multi.yaml)
@@ -666,20 +822,27 @@ def helm_production_stack(p: Plan) -> str:
     config["enablePrefixCaching"] = bool(p.inputs["enable_prefix_caching"].value)
     if extra:
         config["extraArgs"] = extra
-    repository, _, tag = _image(p).rpartition(":")
+    image, note = _engine_image(p, "helm-production-stack")
+    repository, _, tag = image.rpartition(":")
     spec: dict[str, Any] = {
         "name": _name(p), "repository": repository, "tag": tag,
-        "modelURL": p.model.id, "replicaCount": 1, "requestGPU": p.gpu.count,
-        "vllmConfig": config,
-        "nodeSelectorTerms": [{"matchExpressions": [{
-            "key": "nvidia.com/gpu.product", "operator": "In", "values": [_gpu_label(p)]}]}]}
-    head = _header(p, "helm-production-stack")
+        "modelURL": p.model.id, "replicaCount": 1, "requestGPU": p.gpu.count}
+    if _amd(p):  # the chart asks for nvidia.com/gpu unless told (templates/_helpers.tpl
+        spec["requestGPUType"] = _resource(p)  # chart.resources; vllm-stack 0.1.1 on)
+    (key, value), = _node_selector(p).items()
+    spec |= {"vllmConfig": config, "nodeSelectorTerms": [{"matchExpressions": [{
+        "key": key, "operator": "In", "values": [value]}]}]}
+    head = _header(p, "helm-production-stack") + _amd_header(p, note)
     if "tensorParallelSize" in config:
         head += _shm_note(p.gpu.count, PSTACK_SHM)
     else:  # several GPUs by pipeline / data parallelism: the chart mounts nothing of its own
         _shared_memory(p, spec, spec, p.gpu.count, volumes="extraVolumes",
                        mounts="extraVolumeMounts")
-    return head + _yaml({"servingEngineSpec": {"modelSpec": [spec]}})
+    serving: dict[str, Any] = {"modelSpec": [spec]}
+    if _amd(p):  # the chart's default runtimeClassName is "nvidia" (values.yaml
+        serving["runtimeClassName"] = ""  # servingEngineSpec; its AMD tutorial clears it:
+        # tutorials/assets/values-01-minimal-amd-example.yaml)
+    return head + _yaml({"servingEngineSpec": serving})
 
 
 # The vllm-stack chart mounts an in-memory `shm` emptyDir at /dev/shm (sizeLimit: the model's
@@ -705,18 +868,28 @@ def ray(p: Plan) -> str:
         else:
             kwargs[key] = _typed(value)
     reverse = tuple(k for k, v in RAY_GPUS.items() if v == p.gpu.id)
+    accelerator: dict[str, Any] = {"accelerator_type": _gpu_label(p, reverse, short=True)}
+    notes: list[str | None] = []
+    if _amd(p):  # Ray names an AMD GPU by its PCI device id, or not at all (RAY_AMD)
+        accelerator = {"accelerator_type": RAY_AMD[p.gpu.id]} if p.gpu.id in RAY_AMD else {}
+        image, note = _rocm_image(p, "ray")
+        notes = [f"The Ray cluster's image runs the engine: a ROCm build ({image}).", note]
+        if not accelerator:
+            notes.append(f"Ray detects no accelerator type for the {p.gpu.id}: the file "
+                         "names none.")
     group: dict[str, Any] = {"bundles": [{"GPU": 1}] * p.gpu.count}
     if _multinode(p):  # PACK fills a node, then spills to others (https://docs.ray.io/en/
         # latest/serve/llm/user-guides/cross-node-parallelism.html)
         group["strategy"] = "PACK"
     config = {"model_loading_config": {"model_id": p.model.id, "model_source": p.model.id},
-              "accelerator_type": _gpu_label(p, reverse, short=True), "engine_kwargs": kwargs,
+              **accelerator, "engine_kwargs": kwargs,
               "placement_group_config": group, "deployment_config": {"num_replicas": 1}}
     doc = {"applications": [{"name": "llm_app", "route_prefix": "/",
                              "import_path": "ray.serve.llm:build_openai_app",
                              "args": {"llm_configs": [config]}}]}
     per_node = p.gpu.count // ((p.nodes.nodes or 1) if _multinode(p) and p.nodes else 1)
-    return _header(p, "ray") + _shm_note(per_node, RAY_SHM) + _yaml(doc)
+    return (_header(p, "ray") + _amd_header(p, *notes, label=False)
+            + _shm_note(per_node, RAY_SHM) + _yaml(doc))
 
 
 # A Ray Serve config describes no pod: the Ray cluster's do. KubeRay mounts an in-memory
@@ -732,17 +905,35 @@ def skypilot(p: Plan) -> str:
     reverse = tuple(k for k, v in SKY_GPUS.items() if v == p.gpu.id)
     gpu = _gpu_label(p, reverse, short=True)
     port = _port(p, "skypilot", in_image=False)  # `run` starts the server on the node
+    image: dict[str, str] = {}
+    head = _header(p, "skypilot")
+    if _amd(p):
+        gpu = SKY_AMD.get(p.gpu.id, p.gpu.id.split("-")[0].upper())
+        rocm, note = _rocm_image(p, "skypilot")
+        image = {"image_id": f"docker:{rocm}"}  # `run` needs the engine's ROCm build
+        head += _amd_header(p, SKY_AMD_NOTE, note, label=False)
     if _multinode(p):  # a task over nodes (`sky launch`); SkyServe replicas are one node each
         assert p.nodes is not None
         nodes = p.nodes.nodes or 1
         multi = {"num_nodes": nodes,
-                 "resources": {"accelerators": f"{gpu}:{p.gpu.count // nodes}", "ports": port},
+                 "resources": {"accelerators": f"{gpu}:{p.gpu.count // nodes}", **image,
+                               "ports": port},
                  "run": _skypilot_run(p)}
-        return _header(p, "skypilot") + _shm_note(p.gpu.count // nodes, SKY_SHM) + _yaml(multi)
-    doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", "ports": port},
+        return head + _shm_note(p.gpu.count // nodes, SKY_SHM) + _yaml(multi)
+    doc = {"resources": {"accelerators": f"{gpu}:{p.gpu.count}", **image, "ports": port},
            "service": {"readiness_probe": "/v1/models", "replicas": 1},
            "run": _reachable(p, p.command)}
-    return _header(p, "skypilot") + _shm_note(p.gpu.count, SKY_SHM) + _yaml(doc)
+    return head + _shm_note(p.gpu.count, SKY_SHM) + _yaml(doc)
+
+
+# SkyPilot schedules AMD GPUs on Kubernetes by the amd.com/gpu resource and names them by a node
+# label the cluster's admin sets, skypilot.co/accelerator: its AMD guide labels MI300X nodes
+# `mi300` and asks for `MI300:1` with a ROCm image as image_id (docs/source/reference/kubernetes/
+# amd-gpu.rst, examples/amd/amd_smoke_test.yaml)
+SKY_AMD = {"mi300x": "MI300"}
+SKY_AMD_NOTE = ("SkyPilot names AMD GPUs by their nodes' skypilot.co/accelerator label, which "
+                "the cluster's admin sets (its AMD guide: mi300 for MI300X): set accelerators to "
+                "your cluster's.")
 
 
 # A SkyPilot task describes no pod: on Kubernetes SkyPilot's own pod mounts an in-memory
@@ -774,6 +965,13 @@ def emit(p: Plan, fmt: str) -> str:
             hint=f"quantize first (the line above the plan's launch line), publish the "
             f"checkpoint as a Hub repo or a path the servers can read, then plan and emit that: "
             f"`kvplan plan REPO-OR-PATH … --emit {fmt}`")
+    vendor = _vendor(p)
+    if vendor not in GPU_RESOURCES:  # each format's GPU request, label and image are vendor's
+        raise InvalidInputError(
+            f"--emit writes deployments for NVIDIA and AMD GPUs; the {p.gpu.id} is {vendor}'s, "
+            "whose device plugin, node labels and engine images kvplan does not know",
+            code="emit-unsupported", knob="emit",
+            hint="run the plan's launch line with the engine's build for that GPU")
     asked = p.inputs["tensor_parallel_size"].value
     served = p.recommendations.tensor_parallel_size.value
     if served is None or served != asked:  # the serve line runs another layout, or none fits

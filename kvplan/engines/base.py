@@ -478,6 +478,12 @@ class DeploySyntax:
     # default); emit.py mounts one in every such pod, without a limit when None (the node's
     # memory, as `docker run --ipc host` shares the host's)
     shm_size: str | None = None
+    # --- amdemit --- the engine's published ROCm image for AMD GPUs, given the engine release
+    # and the GPU's gfx target (GpuSpec.compute_capability, e.g. gfx942): (image, note). An
+    # upper-case word in the image is a placeholder the user fills, which `note` says how to
+    # (emit.py writes it in the file's header); None: no ROCm image of that release for that
+    # target (emit.py refuses the AMD GPU); the field None: the engine has no ROCm build
+    rocm_image: Callable[[str, str], tuple[str, str | None] | None] | None = None
 
 
 # --- schemas (#23) --- deployment stacks that run one engine as their model server, by their

@@ -1083,6 +1083,23 @@ def lora_flags(dep: Deployment) -> list[str]:
 # first appear in a post release are told apart by it (FLAG_RELEASES)
 _IMAGE = re.compile(r"sglang[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
 _PIP = re.compile(r"\bsglang(?:\[[\w,]+\])?==(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
+# SGLang's ROCm images: lmsysorg/sglang:v<release>-rocm<NNN>-<family>, mi30x for
+# gfx942 (MI300X, MI325X) and mi35x for gfx950 (MI355X), one per ROCm build of the release
+# (.github/workflows/release-docker-amd.yml, sgl-project/sglang@0221e896: rocm700 and rocm720
+# then); no image for other targets. Which ROCm builds a release has is not derivable from it.
+ROCM_FAMILIES = {"gfx942": "mi30x", "gfx950": "mi35x"}
+
+
+def rocm_image(version: str, gfx: str) -> tuple[str, str | None] | None:
+    family = ROCM_FAMILIES.get(gfx)
+    if family is None:
+        return None
+    return f"lmsysorg/sglang:v{version}-ROCM-{family}", (
+        f"Set ROCM in the image tag to a ROCm build SGLang published for v{version} (rocm700, "
+        "rocm720: the release's lmsysorg/sglang tags on Docker Hub list them; older releases "
+        "are tagged v<release>-rocm<NNN> without the GPU family).")
+
+
 # the radix (prefix) cache is on by default; this flag turns it off (server_args.py, 0.5.x)
 RADIX_CACHE_OFF = "--disable-radix-cache"
 # sglang/srt/server_args.py flag → (knob, kind; "off": the flag sets its knob False)
@@ -1230,6 +1247,7 @@ class SglangEngine(Engine):
                           # dynamo.sglang backend, nvcr.io/nvidia/ai-dynamo/sglang-runtime
                           image="lmsysorg/sglang:v{v}", dynamo_module="dynamo.sglang",
                           dynamo_image="nvcr.io/nvidia/ai-dynamo/sglang-runtime:{v}",
+                          rocm_image=rocm_image,  # --- amdemit ---
                           # --- emitport --- ServerArgs.port 30000 (python/sglang/srt/
                           # server_args.py, in every snapshot read, the newest
                           # sgl-project/sglang@001067ff)

@@ -716,20 +716,24 @@ def a2a_problems(m: ModelSpec, d: Deployment) -> list[Problem]:
     FusedMoEParallelConfig.use_all2all_kernels, `dp_size > 1 and use_ep`
     (vllm/model_executor/layers/fused_moe/config.py, 0.10.0 - 0.12.0), on a MoE model; the
     sequence-parallel MoE that also reads it needs the same (moe_token_split). The launch line
-    keeps the flag the user gave."""
+    keeps the setting the user gave (as every setting the user gave), and the warning names it
+    as the line spells it: VLLM_ALL2ALL_BACKEND=… before --all2all-backend exists (ENV_FLAGS)."""
     backend = d.moe_a2a_backend
     if backend is None or (m.moe is not None and d.data_parallel_size > 1
                            and d.enable_expert_parallel):
         return []
     why = ("the model has no experts" if m.moe is None else
            "-dp is 1" if d.data_parallel_size <= 1 else "expert parallelism is off")
+    rule = ENV_FLAGS[A2A_ENV]
+    given = (f"{rule.flag} {backend}" if rule.has_flag(d.engine_version or NEWEST_MODELLED)
+             else f"{A2A_ENV}={backend}")
     return [Problem(
         code="a2a-backend-unused", severity="warning",
-        message=f"--moe-a2a-backend {backend} (vLLM's --all2all-backend) has no effect here: "
-        f"{why}. vLLM runs its MoE all-to-all kernels only with data parallelism above 1 and "
-        "expert parallelism (FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and "
-        "use_ep, vllm/model_executor/layers/fused_moe/config.py); -dp 2 or more with "
-        "--enable-expert-parallel would use it")]
+        message=f"{given} (kvplan's --moe-a2a-backend) has no effect here: {why}; the launch "
+        "line keeps it as given. vLLM runs its MoE all-to-all kernels only with data "
+        "parallelism above 1 and expert parallelism (FusedMoEParallelConfig.use_all2all_kernels "
+        "= dp_size > 1 and use_ep, vllm/model_executor/layers/fused_moe/config.py); -dp 2 or "
+        "more with --enable-expert-parallel would use it")]
 
 
 def feature_problems(m: ModelSpec, d: Deployment, draft: DraftMemory,
@@ -841,6 +845,25 @@ def era_of(dep: Deployment) -> Era:
 
 _IMAGE = re.compile(r"vllm[-/_]openai[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 _PIP = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
+# --- amdemit --- vLLM's own ROCm image, vllm/vllm-openai-rocm:v<release>: the release pipeline
+# tags it (.buildkite/scripts/annotate-rocm-release.sh, `vllm/vllm-openai-rocm:v${RELEASE_VERSION}`)
+# and docs/getting_started/installation/gpu.rocm.inc.md calls it the official image, published
+# from January 2026 (vLLM PR #32580); the earliest release kvplan saw tagged is v0.14.1
+# (vllm-project/recipes PR #214). It is built for gfx90a, gfx942 and gfx950
+# (docker/Dockerfile.rocm_base PYTORCH_ROCM_ARCH). Before it, AMD published rocm/vllm images
+# whose tags name a ROCm and a vLLM release and a date (ROCm/k8s-device-plugin
+# example/vllm-serve/deployment.yaml: rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4),
+# which no rule derives from the release.
+ROCM_IMAGE_FROM = (0, 14, 1)
+
+
+def rocm_image(version: str, gfx: str) -> tuple[str, str | None]:
+    if parse_version(version) >= ROCM_IMAGE_FROM:
+        return f"vllm/vllm-openai-rocm:v{version}", None
+    return "rocm/vllm:TAG", (
+        f"Set the image TAG to the rocm/vllm tag (AMD's images) that ships vLLM {version}: "
+        "its tags name the ROCm and vLLM releases and a date (rocm6.2_mi300_ubuntu20.04_py3.9_"
+        "vllm_0.6.4); vLLM publishes vllm/vllm-openai-rocm itself from 0.14.1.")
 # vLLM flag → (knob, kind). Kinds: int, hint (human-readable int: 32k = 32000, 32K = 32768 —
 # vllm/engine/arg_utils.py human_readable_int), float, str, bool.
 CLI_FLAGS: dict[str, tuple[str, str]] = {
@@ -1296,7 +1319,7 @@ class VllmEngine(Engine):
         # image; the stacks built on vLLM (base.STACKS); FlexibleArgumentParser takes
         # `--flag_name` (vllm/utils/argparse_utils.py, 0.11)
         image="vllm/vllm-openai:v{v}", dynamo_module="dynamo.vllm",
-        dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}",
+        dynamo_image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:{v}", rocm_image=rocm_image,
         stacks=frozenset({"kserve", "llm-d", "production-stack", "ray-serve-llm", "nim"}),
         underscore_flags=True, combine=combine_flags,
         versioned_env=ENV_FLAGS,  # --- checkenv ---
