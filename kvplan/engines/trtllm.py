@@ -53,7 +53,7 @@ from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
-from ..model.whatif import MODELOPT, KvSwitch, WhatIfFormat
+from ..model.whatif import MODELOPT, MODELOPT_FP8, KvSwitch, WhatIfFormat
 from ..specs import (
     Deployment,
     EngineOptions,
@@ -997,13 +997,14 @@ class TrtllmEngine(Engine):
         "kv_cache_config.host_cache_size (bytes of host KV per GPU), which kvplan plans as "
         "--host-cache-size")
     # --- whatif --- the kernels of its ModelOpt formats (MODELOPT_QFORMATS), a real
-    # checkpoint's or a quantize-first what-if's (build_quantization refuses one below them).
-    # A real checkpoint below them is refused as on every engine: a gpu-capability error in
-    # the plan (planner/whatif.py refusal), exit 1. The what-ifs it serves follow
+    # checkpoint's (FP8 of any producer, a ModelOpt one included: MODELOPT_FP8) or a
+    # quantize-first what-if's (build_quantization refuses one below them). A real checkpoint
+    # below them is refused as on every engine: a gpu-capability error in the plan
+    # (planner/whatif.py refusal), exit 1. The what-ifs it serves follow
     # (Engine.what_if_formats: fp8 and nvfp4, the latter telling a sweep and the hints that it
     # does)
-    checkpoint_kernels = {q: (Kernel(algo, least),)
-                          for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}
+    checkpoint_kernels = {q: (Kernel(algo, least),) for q, (algo, least, _a) in
+                          {**MODELOPT_QFORMATS, MODELOPT_FP8: MODELOPT_QFORMATS["fp8"]}.items()}
 
     def kv_cache_dtype_arg(self, kv_dtype: str) -> str:
         return kv_dtype_value(kv_dtype)
