@@ -673,6 +673,10 @@ def resolve_dtype(requested: str | None, m: ModelSpec, gpu: GpuSpec) -> tuple[st
 # vllm/model_executor/layers/quantization/fp8.py): applied to an engine that declares none of
 # its own (Engine.fp8_refusal)
 VLLM_FP8_REFUSAL = "vLLM refuses them ('Minimum capability: 80')"
+# the least compute capability of FP8 weights under the rule every engine is planned with
+# (capability_problems: Fp8Config.get_min_capability 80, vllm/model_executor/layers/
+# quantization/fp8.py)
+FP8_LEAST = (8, 0)
 
 
 def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype: str | None,
@@ -720,8 +724,10 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
             message=f"the {gpu.name} (compute capability {cc_s}) has no bfloat16: --dtype auto "
             f"runs this bfloat16 checkpoint in {dtype}, as vLLM does ('Falling back to {dtype} "
             f"for compatibility'){rule}; some models lose accuracy in float16"))
-    if quant is not None and quant.method == "fp8":
-        if cc < (8, 0):
+    if quant is not None and quant.method == "fp8" and refusal is None:
+        # (a format with its own rule, refused here: that rule's error alone, never the
+        # weight-only warning of a fallback the engine does not take)
+        if cc < FP8_LEAST:
             out.append(Problem(
                 code="gpu-capability", severity="error",
                 message=f"FP8 weights need compute capability ≥ 8.0 and the {gpu.name} has "

@@ -387,6 +387,9 @@ class QuantSpec(_Frozen):
     ignore: list[str] = Field(default_factory=list,
                               description="module name patterns left unquantized")
     source: str = Field(description="'checkpoint' (quantization_config) or 'cli' (--quantization)")
+    producer: str | None = Field(
+        None, description="the tool that wrote the checkpoint, where engines load its format "
+        "apart: 'modelopt' (NVIDIA ModelOpt: hf_quant_config.json or quant_method modelopt)")
     # --- whatif ---
     kv_cache_quant_algo: str | None = Field(
         None, description="the KV cache format the checkpoint declares (ModelOpt "
@@ -419,10 +422,10 @@ class QuantSpec(_Frozen):
         name = str(algo or "").upper()
         if name == "FP8":
             return cls(method="fp8", static_input_scale=True, ignore=ignore, source=source,
-                       kv_cache_quant_algo=kv_algo)
+                       kv_cache_quant_algo=kv_algo, producer="modelopt")
         if name == "NVFP4":
             return cls(method="nvfp4", weight_bits=4, group_size=16, ignore=ignore,
-                       source=source, kv_cache_quant_algo=kv_algo)
+                       source=source, kv_cache_quant_algo=kv_algo, producer="modelopt")
         return None
 
 

@@ -53,6 +53,15 @@ class Kernel(NamedTuple):
 
     method: str  # the quantization method it detects, as the engine's --quantization spells it
     least: tuple[int, int]  # the least compute capability it runs at
+    # the releases this fact holds in: from `since` (None: every earlier one) up to, not
+    # including, `until` (None: every later one); a format whose rule changed lists each era
+    since: str | None = None
+    until: str | None = None
+
+    def holds_in(self, version: str) -> bool:
+        v = parse_version(version)
+        return ((self.since is None or parse_version(self.since) <= v)
+                and (self.until is None or v < parse_version(self.until)))
 
 
 def engine_options(dep: Deployment, kind: type[OptionsT]) -> OptionsT:
@@ -582,8 +591,9 @@ class Engine(ABC):
     # checkpoint_format: a real checkpoint's, or the one a what-if's quantizer writes): format →
     # its kernels in the engine's order of preference, each the quantization method it detects
     # in such a checkpoint (as its --quantization spells it) and the least compute capability
-    # that kernel runs at. checkpoint_kernel applies them, the one rule for a what-if and a
-    # real checkpoint alike. A format not listed: not served as a what-if, and no rule here.
+    # that kernel runs at (in the releases Kernel.since/until bound, where the rule changed).
+    # checkpoint_kernel applies them, the one rule for a what-if and a real checkpoint alike.
+    # A format not listed: not served as a what-if, and no rule here.
     checkpoint_kernels: ClassVar[Mapping[str, tuple[Kernel, ...]]] = {}
     # --quantization what-ifs the engine serves (model/whatif.py FORMATS, and MODELOPT for an
     # engine that quantizes first): those whose checkpoint format it has kernels for. Derived
@@ -613,14 +623,18 @@ class Engine(ABC):
             name for name, fmt in {**MODELOPT, **FORMATS}.items()
             if fmt.checkpoint_format in cls.checkpoint_kernels)
 
-    def checkpoint_kernel(self, fmt: str, gpu: GpuSpec) -> tuple[Kernel, bool] | None:
+    def checkpoint_kernel(self, fmt: str, gpu: GpuSpec,
+                          version: str | None = None) -> tuple[Kernel, bool] | None:
         """THE compute-capability rule of a checkpoint format, a real checkpoint's and a
         what-if's alike (planner/whatif.py apply and refusal): the kernel that serves format
-        `fmt` on `gpu` — the first of checkpoint_kernels[fmt] whose least compute capability
-        the GPU has (a GPU of unknown or non-NVIDIA capability: the first) — with False; or,
-        when the GPU is below them all, the least demanding with True: the engine refuses the
-        checkpoint there. None: the engine declares no kernels for the format."""
-        kernels = self.checkpoint_kernels.get(fmt)
+        `fmt` on `gpu` in release `version` (None: the newest modelled) — the first of
+        checkpoint_kernels[fmt] that holds in that release (Kernel.holds_in) and whose least
+        compute capability the GPU has (a GPU of unknown or non-NVIDIA capability: the first)
+        — with False; or, when the GPU is below them all, the least demanding with True: the
+        engine refuses the checkpoint there. None: the engine declares no kernels for the
+        format (in that release)."""
+        release = version or self.newest_version
+        kernels = [k for k in self.checkpoint_kernels.get(fmt, ()) if k.holds_in(release)]
         if not kernels:
             return None
         cc = compute_capability(gpu)
@@ -629,15 +643,20 @@ class Engine(ABC):
             return runs, False
         return min(kernels, key=lambda k: k.least), True
 
-    def checkpoint_refusal(self, fmt: str, gpu: GpuSpec) -> str | None:
-        """Why the engine refuses checkpoint format `fmt` on `gpu` (checkpoint_kernel), in
-        words; None where one of its kernels runs it, or it declares none."""
-        got = self.checkpoint_kernel(fmt, gpu)
+    def checkpoint_refusal(self, fmt: str, gpu: GpuSpec,
+                           version: str | None = None) -> str | None:
+        """Why the engine (release `version`, None: the newest) refuses checkpoint format `fmt`
+        on `gpu` (checkpoint_kernel), in words; None where one of its kernels runs it, or it
+        declares none."""
+        got = self.checkpoint_kernel(fmt, gpu, version)
         cc = compute_capability(gpu)
         if got is None or not got[1] or cc is None:
             return None
         least = got[0].least
-        return (f"{self.label}'s {got[0].method} kernels need compute capability ≥ "
+        # a rule of some releases only names the release planned
+        who = (f"{self.label} {version}" if version and (got[0].since or got[0].until)
+               else self.label)
+        return (f"{who}'s {got[0].method} kernels need compute capability ≥ "
                 f"{least[0]}.{least[1]} and the {gpu.name} has {cc[0]}.{cc[1]}")
 
     def moe_layout(self, dep: Deployment) -> tuple[bool, int, bool]:

@@ -53,7 +53,7 @@ from ..model.forward import activation_bytes as _forward_activation_bytes
 from ..model.forward import cudagraph_bytes as _forward_cudagraph_bytes
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import pp_layer_ranges, weight_memory_per_stage
-from ..model.whatif import MODELOPT, KvSwitch, WhatIfFormat, checkpoint_format
+from ..model.whatif import MODELOPT, MODELOPT_FP8, KvSwitch, WhatIfFormat
 from ..specs import (
     Deployment,
     EngineOptions,
@@ -1001,11 +1001,14 @@ class TrtllmEngine(Engine):
         "kv_cache_config.host_cache_size (bytes of host KV per GPU), which kvplan plans as "
         "--host-cache-size")
     # --- whatif --- the kernels of its ModelOpt formats (MODELOPT_QFORMATS), a real
-    # checkpoint's (build_quantization refuses one below them) or a quantize-first what-if's;
-    # the what-ifs it serves follow (Engine.what_if_formats: fp8 and nvfp4, the latter telling a
-    # sweep and the hints that it does)
-    checkpoint_kernels = {q: (Kernel(algo, least),)
-                          for q, (algo, least, _a) in MODELOPT_QFORMATS.items()}
+    # checkpoint's (FP8 of any producer, a ModelOpt one included: MODELOPT_FP8) or a
+    # quantize-first what-if's (build_quantization refuses one below them). A real checkpoint
+    # below them is refused as on every engine: a gpu-capability error in the plan
+    # (planner/whatif.py refusal), exit 1. The what-ifs it serves follow
+    # (Engine.what_if_formats: fp8 and nvfp4, the latter telling a sweep and the hints that it
+    # does)
+    checkpoint_kernels = {q: (Kernel(algo, least),) for q, (algo, least, _a) in
+                          {**MODELOPT_QFORMATS, MODELOPT_FP8: MODELOPT_QFORMATS["fp8"]}.items()}
 
     def kv_cache_dtype_arg(self, kv_dtype: str, version: str | None = None) -> str:
         return kv_dtype_value(kv_dtype)
@@ -1016,17 +1019,7 @@ class TrtllmEngine(Engine):
         runtime's recipe (QUANTIZE_FIRST) writes from the named (16-bit) model, a what-if of
         model/whatif.py with its KV cache as the one rule says (for_kv_request)."""
         qformat = (knobs.quantization or "").lower()
-        held = checkpoint_format(m.quantization) or ""
-        own = MODELOPT_QFORMATS.get(held)
         cc = compute_capability(gpu)
-        if own is not None and cc is not None and self.checkpoint_refusal(held, gpu):
-            # a checkpoint in such a format, below its kernels (Engine.checkpoint_kernel)
-            raise InvalidInputError(
-                f"{m.id} is an {own[0]} checkpoint: TensorRT-LLM's {own[0]} kernels need "
-                f"{own[2]} (compute capability ≥ {own[1][0]}.{own[1][1]}) and the {gpu.name} "
-                f"has {cc[0]}.{cc[1]} (it has no weight-only fallback such as vLLM's Marlin)",
-                hint="plan it with --engine vllm, a 16-bit checkpoint, or a GPU that runs it",
-                code="gpu-capability")
         if not qformat:
             return m, knobs
         if m.quantization is not None:

@@ -1336,11 +1336,25 @@ class VllmEngine(Engine):
     # or a what-if's (Engine.checkpoint_kernels): the method it detects in the checkpoint
     # (vllm/model_executor/layers/quantization/__init__.py names) and its config's
     # get_min_capability, in vLLM's order of preference:
-    # * nvfp4: modelopt.py ModelOptNvFp4Config 80 (below 10.0 weight-only through the FP4
-    #   Marlin kernel, utils/marlin_utils_fp4.py is_fp4_marlin_supported =
-    #   has_device_capability(80)). UNVERIFIED for the newest releases: vLLM PR #29901
-    #   (2025-12) builds the Marlin kernels for compute capability 7.5, and main's
-    #   ModelOptNvFp4Config returns 75 (vllm-project/vllm@00155cde); kvplan keeps 8.0.
+    # * nvfp4: modelopt.py ModelOptNvFp4Config.get_min_capability, read in the PyPI wheels:
+    #   80 in v0.10.0-v0.13.0, 75 from v0.14.0 (v0.14.0-v0.19.1 and vllm-project/vllm@00155cde;
+    #   vllm-project/vllm#29901 added Marlin kernels for Turing, sm75). Below 10.0 the weights run
+    #   weight-only through FP4 Marlin (utils/marlin_utils_fp4.py is_fp4_marlin_supported:
+    #   has_device_capability(80) to v0.13.0, (75) from v0.14.0). compressed-tensors NVFP4
+    #   checkpoints (the same format here) follow its schemes' get_min_capability
+    #   (compressed_tensors_w4a16_nvfp4.py 80 to v0.15.0, 75 from v0.16.0; the W4A4 scheme
+    #   falls back to it without CUTLASS FP4): on a 7.5 GPU v0.14.0 and v0.15.x refuse them
+    #   where kvplan plans them, a gap kvplan does not model (one format for both).
+    # * modelopt-fp8 (a ModelOpt FP8 checkpoint: quant_algo FP8 in hf_quant_config.json or a
+    #   config.json quantization_config of quant_method modelopt): detected as "modelopt"
+    #   (ModelOptFp8Config.override_quantization_method; quant_method modelopt is set from
+    #   producer.name: config/model.py _parse_quant_hf_config v0.11.0-v0.13.0,
+    #   transformers_utils/model_arch_config_convertor.py v0.19.1), whose
+    #   ModelOptFp8Config.get_min_capability is 89 in every release read (v0.10.0-v0.19.1,
+    #   @00155cde). VllmConfig._get_quantization_config raises ("The quantization method
+    #   modelopt is not supported for the current GPU. Minimum capability: 89") before any
+    #   kernel is chosen: unlike an fp8 checkpoint (Fp8Config 80, FP8 Marlin below 8.9,
+    #   knobs.capability_problems) there is no weight-only fallback on Ampere.
     # * mxfp4 (gpt-oss's own layout, quant_method "mxfp4"): mxfp4.py Mxfp4Config 80
     #   (vllm-project/vllm@007d5005; its MoE runs Marlin or Triton on 16-bit activations below
     #   10.0, FlashInfer's FP4 kernels on Blackwell).
@@ -1352,7 +1366,9 @@ class VllmEngine(Engine):
     #   supports Turing or newer GPUs"): AWQMarlinConfig.override_quantization_method keeps
     #   "awq" where check_marlin_supported fails (vllm-project/vllm@0322f292, @000796ac).
     checkpoint_kernels = {
-        "nvfp4": (Kernel("modelopt_fp4", (8, 0)),),
+        "nvfp4": (Kernel("modelopt_fp4", (7, 5), since="0.14.0"),
+                  Kernel("modelopt_fp4", (8, 0), until="0.14.0")),
+        "modelopt-fp8": (Kernel("modelopt", (8, 9)),),
         "mxfp4": (Kernel("mxfp4", (8, 0)),),
         "quark-mxfp4": (Kernel("quark", (8, 0)),),
         "w8a8": (Kernel("compressed-tensors", (7, 5)),),

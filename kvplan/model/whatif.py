@@ -225,21 +225,28 @@ def what_if_format(name: str | None) -> WhatIfFormat | None:
 # kernels for it (Engine.checkpoint_kernels): NVFP4 (ModelOpt, or compressed-tensors e2m1 weights);
 # MXFP4 (quant_method "mxfp4": gpt-oss's experts); AWQ; int8 weights and activations (the
 # W8A8 what-if's format); FP8 (TensorRT-LLM's ModelOpt kernels; vLLM's, SGLang's and TGI's FP8
-# rule is knobs.capability_problems). GPTQ and other weight-only int formats: no rule declared.
+# rule is knobs.capability_problems), but for a ModelOpt FP8 checkpoint, which vLLM loads with
+# its own config (MODELOPT_FP8). GPTQ and other weight-only int formats: no rule declared.
 REAL_FORMATS = {"nvfp4": "nvfp4", "mxfp4": "mxfp4", "awq": "awq", "int8": "w8a8", "fp8": "fp8"}
+MODELOPT_FP8 = "modelopt-fp8"
 
 
 def checkpoint_format(q: QuantSpec | None) -> str | None:
     """The checkpoint format whose kernels serve weights `q` (Engine.checkpoint_kernel): a
     what-if's, the one its quantizer writes (WhatIfFormat.checkpoint_format); a real
-    checkpoint's, by its method (REAL_FORMATS). None: unquantized, online --quantization fp8
-    (quantized by the engine while loading), or a format no engine declares kernels for."""
+    checkpoint's, by its method (REAL_FORMATS; ModelOpt FP8: MODELOPT_FP8). None: unquantized,
+    online --quantization fp8 (quantized by the engine while loading), or a format no engine
+    declares kernels for."""
     if q is None:
         return None
     if q.what_if is not None:
         fmt = FORMATS.get(q.what_if) or MODELOPT.get(q.what_if)
         return None if fmt is None else fmt.checkpoint_format
-    return REAL_FORMATS.get(q.method) if q.source == "checkpoint" else None
+    if q.source != "checkpoint":
+        return None
+    if q.method == "fp8" and q.producer == "modelopt":
+        return MODELOPT_FP8
+    return REAL_FORMATS.get(q.method)
 
 
 def checkpoint_dir(model_ref: str, fmt: WhatIfFormat) -> str:

@@ -142,13 +142,13 @@ def shared_tries() -> Iterator[None]:
 def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str,
              version_source: Source = "cli") -> tuple[Deployment, MemoryResult]:
     """Resolve every knob for `eng` and run its memory accounting."""
-    m, knobs = what_if_apply(eng, m, gpu, knobs)  # a format what-if (planner/whatif.py)
+    m, knobs = what_if_apply(eng, m, gpu, knobs, version)  # a format what-if (planner/whatif.py)
     m, knobs = eng.build_quantization(m, gpu, knobs, version)
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
                             checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
                             kv_override=eng.checkpoint_kv_override,
                             fp8_refusal=eng.fp8_refusal,
-                            refusal=what_if_refusal(eng, m, gpu))  # the format's kernels
+                            refusal=what_if_refusal(eng, m, gpu, version))  # its kernels
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source
     res = eng.memory(m, gpu, dep)
@@ -270,7 +270,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
                                                                 planned_res, rec, workload)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
-    extra = {"what_if": what_if_record(eng, fmt, m.id, gpu)} if fmt else {}
+    extra = {"what_if": what_if_record(eng, fmt, m.id, gpu, dep.engine_version)} if fmt else {}
     quantization = dep.quantization or m.unmodelled_quantization_method
     count = dep.tensor_parallel_size * dep.pipeline_parallel_size * dep.data_parallel_size
     estimated = "total_bytes" in res.memory.estimated
@@ -935,7 +935,7 @@ def _runs_elsewhere(s: _Setup, goal: _Goal, larger_gpus: Sequence[GpuSpec]) -> l
     message is read. [] for another refusal (bfloat16, FP8 weights: knobs.capability_problems)."""
     eng, m, gpu, dep = s.eng, s.m, s.gpu, s.dep
     fmt = checkpoint_format(m.quantization)
-    if fmt is None or eng.checkpoint_refusal(fmt, gpu) is None:
+    if fmt is None or eng.checkpoint_refusal(fmt, gpu, dep.engine_version) is None:
         return []
 
     def options() -> list[str]:

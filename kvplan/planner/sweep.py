@@ -349,14 +349,15 @@ def layouts(m: ModelSpec, max_gpus: int, engine: str) -> list[tuple[int, int]]:
 
 def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str], max_gpus: int,
                quantizations: Sequence[str | None] | None,
-               kv_cache_dtypes: Sequence[str | None] | None, gpus_per_node: int | None = None
-               ) -> tuple[list[Candidate], list[Pruned]]:
+               kv_cache_dtypes: Sequence[str | None] | None, gpus_per_node: int | None = None,
+               engine_version: str | None = None) -> tuple[list[Candidate], list[Pruned]]:
     """Every candidate, and those dropped before planning because the format is unsupported
     (online fp8 weights only on fp8-native GPUs, only for an unquantized checkpoint, only on
     engines that take --quantization). Both format lists None: the formats each GPU runs
     natively (native_formats), nothing pruned for them. Layouts no system of the GPU holds
     (TP beyond its scale-up domain, part nodes, more GPUs than it joins: planner/nodes) are
-    not candidates at all."""
+    not candidates at all. `engine_version`: the release planned (None: each engine's newest),
+    whose kernels decide which formats run (Engine.checkpoint_kernel)."""
     out: list[Candidate] = []
     dropped: list[Pruned] = []
     native = quantizations is None and kv_cache_dtypes is None
@@ -371,7 +372,7 @@ def candidates(m: ModelSpec, gpus: Sequence[GpuSpec], *, engines: Sequence[str],
             held = _proposable(g, lay, gpus_per_node)
             refused = eng.gpu_refusal(g)  # not the GPU's vendor's engine: none of its layouts
             for q, kv in pairs:
-                why = _format_unsupported(m, g, eng.name, eng.unsupported, q)
+                why = _format_unsupported(m, g, eng.name, eng.unsupported, q, engine_version)
                 for tp, pp in held:
                     c = Candidate(g, tp, pp, q, kv, eng.name)
                     if refused:
@@ -415,17 +416,17 @@ def native_formats(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset
 
 
 def _format_unsupported(m: ModelSpec, g: GpuSpec, engine: str, unsupported: frozenset[str],
-                        q: str | None) -> str | None:
+                        q: str | None, version: str | None = None) -> str | None:
     """Why weight format `q` cannot be planned for this model, GPU and engine (None: it can).
     None is the checkpoint's own format: refused where none of the engine's kernels for it run
     on the GPU, the rule its what-if meets (Engine.checkpoint_kernel)."""
     if q is None:
         own = checkpoint_format(m.quantization)
-        return None if own is None else registry.get(engine).checkpoint_refusal(own, g)
+        return None if own is None else registry.get(engine).checkpoint_refusal(own, g, version)
     if "quantization" in unsupported:
         return f"{engine} has no --quantization"
     if what_if_format(q) is not None:  # a format what-if (planner/whatif.py)
-        return what_if_unsupported(m, g, registry.get(engine), q)
+        return what_if_unsupported(m, g, registry.get(engine), q, version)
     if q.lower() != "fp8":
         return f"kvplan models online --quantization fp8 and the what-if formats "\
             f"({', '.join(FORMATS)}), not {q!r}"
@@ -474,8 +475,8 @@ _Formats = dict[tuple[str | None, str | None], Knobs]
 
 
 def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None = None,
-                   heaviest: _Heaviest | None = None, formats: _Formats | None = None
-                   ) -> float:
+                   heaviest: _Heaviest | None = None, formats: _Formats | None = None,
+                   engine_version: str | None = None) -> float:
     """Weights of the heaviest stage (their own tensor bytes, before any allocator rounding or
     engine overhead) ÷ the device total: above 1 nothing can fit, on any engine. `seen`: the
     layouts resolved for candidates before, by GPU, formats and engine (what else
@@ -484,11 +485,12 @@ def weights_excess(m: ModelSpec, c: Candidate, base: Knobs, seen: _Seen | None =
     layout is resolved (c.knobs changes only the parallel sizes and formats, read from `c`).
     `heaviest`: the heaviest stages found before for this model `m` (only one model's).
     `formats`: the knobs of a candidate before with the same formats, which resolve the same
-    layout on any GPU but for the parallel sizes (a sweep's GPUs each resolve one)."""
+    layout on any GPU but for the parallel sizes (a sweep's GPUs each resolve one).
+    `engine_version`: the release planned (None: the engine's newest)."""
     if c.quantization is not None and what_if_format(c.quantization) is not None:
         # the checkpoint the format what-if plans
         eng = registry.get(c.engine)
-        m, k = what_if_apply(eng, m, c.gpu, c.knobs(base))
+        m, k = what_if_apply(eng, m, c.gpu, c.knobs(base), engine_version)
         m, k = eng.build_quantization(m, c.gpu, k)
         lay = resolve_layout(m, c.gpu, k, engine_label=c.engine)
         heaviest = None  # another model's (the what-if's checkpoint)
@@ -547,7 +549,8 @@ def sweep(m: ModelSpec, gpus: Sequence[GpuSpec], prices: Mapping[str, Price], *,
     cands, pruned = candidates(m, gpus, engines=engines, max_gpus=max_gpus,
                                quantizations=_unique(quantizations),
                                kv_cache_dtypes=_unique(kv_cache_dtypes),
-                               gpus_per_node=knobs.gpus_per_node)
+                               gpus_per_node=knobs.gpus_per_node,
+                               engine_version=engine_version)
     total = len(cands) + len(pruned)
     if not cands:
         why = sorted({p.reason for p in pruned})
@@ -676,7 +679,7 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
 
     for c in cands:
         try:
-            excess = weights_excess(m, c, knobs, seen, heaviest, formats)
+            excess = weights_excess(m, c, knobs, seen, heaviest, formats, engine_version)
         except KvplanError as e:
             pruned.append(_pruned(c, PrunedKind.UNSUPPORTED, e.message))
             refusals.setdefault(e.message, e)

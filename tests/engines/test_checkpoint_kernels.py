@@ -6,7 +6,9 @@ dequantising kernel gets the what-if's fp4-weight-only warning.
 
 Hand-worked from the engines' get_min_capability (the cited values in engines/vllm.py,
 sglang.py, tgi.py) and the catalogue's compute capabilities: T4 7.5, V100 7.0, A100 8.0,
-H100 9.0, B200 10.0. vLLM: modelopt_fp4 ≥ 8.0, mxfp4 ≥ 8.0, awq_marlin ≥ 8.0 else awq ≥ 7.5;
+H100 9.0, B200 10.0. vLLM: modelopt_fp4 ≥ 8.0 to 0.13 (≥ 7.5 from 0.14: the NVFP4 T4 cases pin
+0.13.0, test_checkpoint_kernels_by_release.py has the newer rule), mxfp4 ≥ 8.0, awq_marlin ≥ 8.0
+else awq ≥ 7.5;
 SGLang: modelopt_fp4 ≥ 10.0, mxfp4 ≥ 8.0, awq_marlin ≥ 8.0 else awq ≥ 7.5; TGI: awq ≥ 7.5."""
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kvplan.specs import WhatIfPlan
 
 NVFP4 = "nvidia/Qwen3-235B-A22B-NVFP4"  # ModelOpt NVFP4 (hf_quant_config.json quant_algo)
 NVFP4_BASE = "Qwen/Qwen3-235B-A22B"  # the 16-bit model its what-if quantizes
+OLD = "0.13.0"  # the last vLLM release whose NVFP4 kernels need compute capability 8.0
 GPT_OSS = "openai/gpt-oss-20b"  # quant_method mxfp4 (gpt-oss's own layout)
 AWQ = "Qwen/Qwen3-32B-AWQ"  # AutoAWQ, 4-bit, group 128
 AWQ_BASE = "Qwen/Qwen3-32B"
@@ -42,8 +45,9 @@ def _codes(p):
 
 
 @pytest.mark.parametrize(("engine", "fmt", "gpu", "method", "least", "refused"), [
-    ("vllm", "nvfp4", "t4", "modelopt_fp4", (8, 0), True),
-    ("vllm", "nvfp4", "a100-80gb", "modelopt_fp4", (8, 0), False),
+    ("vllm", "nvfp4", "v100-sxm2-32gb", "modelopt_fp4", (7, 5), True),
+    ("vllm", "nvfp4", "t4", "modelopt_fp4", (7, 5), False),
+    ("vllm", "nvfp4", "a100-80gb", "modelopt_fp4", (7, 5), False),
     ("sglang", "nvfp4", "h100", "modelopt_fp4", (10, 0), True),
     ("sglang", "nvfp4", "b200", "modelopt_fp4", (10, 0), False),
     ("vllm", "mxfp4", "t4", "mxfp4", (8, 0), True),
@@ -76,7 +80,7 @@ def test_what_ifs_served_follow_the_kernels():
 
 @pytest.mark.parametrize(("model", "gpu", "engine", "flags", "need", "has"), [
     (NVFP4, "t4", "vllm", dict(tensor_parallel_size=8, pipeline_parallel_size=2,
-                               max_model_len=8192), "8.0", "7.5"),
+                               max_model_len=8192, engine_version=OLD), "8.0", "7.5"),
     (NVFP4, "h100", "sglang", dict(tensor_parallel_size=4), "10.0", "9.0"),
     (NVFP4, "a100-80gb", "sglang", dict(tensor_parallel_size=4), "10.0", "8.0"),
     (GPT_OSS, "t4", "vllm", dict(tensor_parallel_size=2, max_model_len=8192), "8.0", "7.5"),
@@ -94,7 +98,8 @@ def test_a_checkpoint_its_kernels_cannot_run_does_not_fit(model, gpu, engine, fl
 
 @pytest.mark.parametrize(("model", "base", "q", "gpu", "engine", "flags"), [
     (NVFP4, NVFP4_BASE, "nvfp4", "t4", "vllm",
-     dict(tensor_parallel_size=8, pipeline_parallel_size=2, max_model_len=8192)),
+     dict(tensor_parallel_size=8, pipeline_parallel_size=2, max_model_len=8192,
+          engine_version=OLD)),
     (NVFP4, NVFP4_BASE, "nvfp4", "h100", "sglang", dict(tensor_parallel_size=4)),
     (AWQ, AWQ_BASE, "awq", "v100-sxm2-32gb", "vllm", dict(tensor_parallel_size=4)),
 ])
@@ -120,9 +125,9 @@ def test_the_engine_that_runs_it_is_named():
     assert "--engine" not in _errors(p)["gpu-capability"] + _errors(p)["next-steps"]
 
 
-@pytest.mark.parametrize("flags", [dict(max_model_len=8192),
+@pytest.mark.parametrize("flags", [dict(max_model_len=8192, engine_version=OLD),
                                    dict(tensor_parallel_size=8, pipeline_parallel_size=2,
-                                        max_model_len=8192)])
+                                        max_model_len=8192, engine_version=OLD)])
 def test_next_steps_never_propose_a_layout_on_a_gpu_that_cannot_run_it(flags):
     """Before, a T4 without a layout was told to add -tp 8 -pp 2; now only a GPU that runs
     NVFP4 (compute capability ≥ 8.0) that holds the request is proposed."""
@@ -139,7 +144,7 @@ def test_next_steps_never_propose_a_layout_on_a_gpu_that_cannot_run_it(flags):
 
 def test_cli_exits_1_with_the_error(capsys):
     code, out, err = run(capsys, "plan", NVFP4, "--gpu", "t4", "-tp", "8", "-pp", "2",
-                         "--max-model-len", "8192", "--json")
+                         "--max-model-len", "8192", "--engine-version", OLD, "--json")
     assert code == 1, err
     data = json.loads(out)
     assert not data["fits"]
@@ -180,7 +185,7 @@ def test_what_if_fp4_weight_only_warning_unchanged():
 
 def test_a_refused_gpu_has_no_weight_only_warning():
     p = kvplan.plan(NVFP4, "t4", tensor_parallel_size=8, pipeline_parallel_size=2,
-                    max_model_len=8192)
+                    max_model_len=8192, engine_version=OLD)
     assert "fp4-weight-only" not in _codes(p)
 
 
