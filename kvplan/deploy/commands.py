@@ -196,7 +196,7 @@ def model_hint(engine: str) -> str:
 
 
 DIRECTIVE = re.compile(r"#\s*kvplan:\s*(.+)$")
-DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count", "gpu-memory-gib"}
+DIRECTIVE_KEYS = {"gpu", "model", "engine-version", "gpu-count", "gpu-memory-gib", "nodes"}
 # `{{ … }}` holds no brace: each match attempt stops at the next brace, so a line of
 # `{{ {{ {{ …` is scanned once (linear), not once per `{{` (quadratic). Stripped in _one.
 TEMPLATE = re.compile(r"\{\{([^{}]*)\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^{}]*))?\}"
@@ -1234,7 +1234,7 @@ def _directives(text: str, file: str) -> list[tuple[int, dict[str, str]]]:
             if not eq or key not in DIRECTIVE_KEYS:
                 raise DeployParseError(file, lineno, f"unknown kvplan directive {item!r}",
                                        hint="use # kvplan: gpu=h100 model=ORG/NAME "
-                                       "engine-version=0.19.0 gpu-count=4")
+                                       "engine-version=0.19.0 gpu-count=4 nodes=2")
             pairs[key] = value
         out.append((lineno, pairs))
     return out
@@ -1299,6 +1299,11 @@ def _apply_directive(f: Found, pairs: dict[str, str], lineno: int, file: str) ->
             raise DeployParseError(file, lineno, f"gpu-count={pairs['gpu-count'][:20]!r} is not "
                                    "a number of GPUs", hint="write # kvplan: gpu-count=8")
         f.gpu_count = int(pairs["gpu-count"])
+    if "nodes" in pairs:  # the nodes a file that cannot say it spreads over (a Ray Serve app)
+        if not re.fullmatch(r"[1-9][0-9]{0,3}", pairs["nodes"]):
+            raise DeployParseError(file, lineno, f"nodes={pairs['nodes'][:20]!r} is not a "
+                                   "number of nodes", hint="write # kvplan: nodes=2")
+        f.knobs["nodes"] = int(pairs["nodes"])
     if "gpu-memory-gib" in pairs:  # the device total the file's plan was made with (--emit)
         try:
             gib = float(pairs["gpu-memory-gib"])

@@ -888,7 +888,10 @@ def ray(p: Plan) -> str:
                              "import_path": "ray.serve.llm:build_openai_app",
                              "args": {"llm_configs": [config]}}]}
     per_node = p.gpu.count // ((p.nodes.nodes or 1) if _multinode(p) and p.nodes else 1)
-    return (_header(p, "ray") + _amd_header(p, *notes, label=False)
+    # the Ray cluster's nodes are not the app's to say: the directive keeps the plan's count
+    # for `kvplan check` (else a system with more GPUs a node reads the app as one node)
+    spans = f"# kvplan: nodes={p.nodes.nodes}\n" if _multinode(p) and p.nodes else ""
+    return (_header(p, "ray") + spans + _amd_header(p, *notes, label=False)
             + _shm_note(per_node, RAY_SHM) + _yaml(doc))
 
 

@@ -235,8 +235,7 @@ MULTINODE_PLANS = (  # whole 8-GPU nodes; DeepSeek-V3's two data-parallel ranks,
 
 def assert_same_nodes(p, q, fmt: str) -> None:
     assert_same_plan(p, q, fmt)
-    if fmt == "ray":  # a Ray Serve config names GPUs, not nodes: kvplan places them itself
-        return
+    # a Ray Serve config names GPUs, not nodes: its `# kvplan: nodes=N` keeps the plan's count
     assert (q.nodes.nodes, q.nodes.gpus_per_node) == (p.nodes.nodes, p.nodes.gpus_per_node), fmt
 
 
@@ -258,6 +257,27 @@ def test_multinode_plans_round_trip_in_every_format_that_can_write_them(model, e
             emit(p, fmt)
         assert e.value.code in ("emit-multinode", "invalid-input"), fmt
         assert any(f in (e.value.hint or "") for f in formats), (fmt, e.value.hint)
+
+
+def test_a_ray_app_over_two_nodes_reads_back_on_two_nodes_where_one_node_holds_them(tmp_path):
+    """A100 has a 16-GPU HGX system: without the file's node count, `check` read a 2 × 8 Ray
+    app back as one 16-GPU node (other links, other figures; found by the views-agree
+    campaign, Yi-34B at TP 8 × PP 2)."""
+    p = plan("01-ai/Yi-34B", "a100-sxm-80gb", tensor_parallel_size=8, pipeline_parallel_size=2,
+             nodes=2, max_model_len=4096)
+    assert (p.nodes.nodes, p.nodes.gpus_per_node) == (2, 8)
+    assert "# kvplan: nodes=2\n" in emit(p, "ray")
+    assert_same_nodes(p, round_trip(p, "ray", tmp_path).plan, "ray")
+
+
+@pytest.mark.parametrize("value", ["0", "two", "99999"])
+def test_a_nodes_directive_that_is_not_a_count_is_an_error_naming_it(capsys, tmp_path, value):
+    f = tmp_path / "serve.sh"
+    f.write_text(f"# kvplan: nodes={value}\nvllm serve qwen2.5-7b -tp 8 -pp 2\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    assert code == 2, out  # a file error, as every unreadable directive
+    [row] = json.loads(out)["deployments"]
+    assert "is not a number of nodes" in json.dumps(row) and "nodes=2" in json.dumps(row)
 
 
 def test_a_multinode_k8s_file_is_a_leaderworkerset_with_the_per_node_lines():
