@@ -320,6 +320,23 @@ class SimResult:
     e2e_s: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Targets a run is checked against (open_loop_unless_missed): the `percentile` TTFT and
+    TPOT at most ttft_ms / tpot_ms (None: no target), and no failed request."""
+
+    percentile: int
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+
+def _over_limit_count(n: int, q: int) -> int:
+    """How many of n values above a limit put their q-th percentile (percentile(): linear
+    interpolation from the value at rank int((n − 1)·q/100) up) above it for certain: those
+    from that rank to the largest, n − int((n − 1)·q/100)."""
+    return n - int((n - 1) * q / 100.0)
+
+
 # ------------------------------------------------------------------------ engine
 
 
@@ -327,7 +344,8 @@ class _Sim:
     """State of one replica; see the module docstring for the rules of each style."""
 
     def __init__(self, ctx: PerfContext, reqs: Requests, harness: Harness, block_size: int,
-                 kv_tokens: int | None, cached_tokens: int) -> None:
+                 kv_tokens: int | None, cached_tokens: int, limits: Limits | None = None
+                 ) -> None:
         self.ctx = ctx
         self.n = n = len(reqs.input_tokens)
         self.inp = reqs.input_tokens
@@ -414,6 +432,18 @@ class _Sim:
                 self.future.append(self._sent_event(t - t0, r))
             heapq.heapify(self.future)
         self.closed = harness.kind in ("closed", "steady")
+        # limits: stop once the run misses them for certain (`missed`). Every request ends
+        # completed or failed, and a failed one misses them, so with none failed the TTFT
+        # sample has n values and the TPOT sample one per request of > 1 output token; a
+        # value is counted over its limit as simulate() computes it (s, × 1e3 > ms)
+        self.stops, self.missed = limits is not None, False
+        self.ttft_ms = self.tpot_ms = None
+        self.ttft_left = self.tpot_left = 0  # values over the limit still to see
+        if limits is not None:
+            self.ttft_ms, self.tpot_ms = limits.ttft_ms, limits.tpot_ms
+            self.ttft_left = _over_limit_count(n, limits.percentile)
+            self.tpot_left = _over_limit_count(sum(1 for o in self.out if o > 1),
+                                               limits.percentile)
 
     # --------------------------------------------------------------- bookkeeping
 
@@ -444,6 +474,11 @@ class _Sim:
 
     def _complete(self, r: int) -> None:
         self.end[r] = self.now
+        if self.tpot_ms is not None and self.out[r] > 1 and \
+                (self.now - self.first[r]) / (self.out[r] - 1) * 1e3 > self.tpot_ms:
+            self.tpot_left -= 1
+            if self.tpot_left <= 0:
+                self.missed = True
         del self.running[r]
         if self.reserve_all:
             self.reserved -= self._blocks(self.inp[r] + self.out[r])
@@ -467,6 +502,10 @@ class _Sim:
         tick on, or finish."""
         if self.first[r] < 0:
             self.first[r] = self.now
+            if self.ttft_ms is not None and (self.now - self.sent[r]) * 1e3 > self.ttft_ms:
+                self.ttft_left -= 1
+                if self.ttft_left <= 0:
+                    self.missed = True
         self.gen[r] += 1
         del self.prefilling[r]
         left = self.out[r] - self.gen[r]
@@ -547,6 +586,7 @@ class _Sim:
         """A request larger than the whole KV cache: the engine rejects it."""
         r = self.waiting.popleft()
         self.failed += 1
+        self.missed = True  # (read only with limits)
         self.end[r] = -2.0
         if self.closed:
             self._send(self.now)
@@ -786,6 +826,8 @@ class _Sim:
         step = (self.step_mixed_chunk if self.mixed_chunk
                 else self.step_mixed if self.ctx.style == "mixed" else self.step_separate)
         while True:
+            if self.stops and self.missed:
+                return
             self._arrivals()
             if not self.running and not self.waiting:
                 if not self.future:
@@ -807,10 +849,31 @@ def open_loop(ctx: PerfContext, input_tokens: Sequence[int], output_tokens: Sequ
     loop at `rate` req/s with gamma gaps of shape `burstiness` (gamma_arrivals, `seed`),
     simulated on one replica: how `kvplan plan --request-rate` and `kvplan calibrate` replay
     a rate."""
+    reqs, harness = _open(input_tokens, output_tokens, rate, burstiness, lengths, seed)
+    return simulate(ctx, reqs, harness, block_size=block_size, cached_tokens=cached_tokens)
+
+
+def open_loop_unless_missed(ctx: PerfContext, input_tokens: Sequence[int],
+                            output_tokens: Sequence[int], rate: float, limits: Limits,
+                            burstiness: float = 1.0, *, lengths: str = "constant",
+                            seed: int = 0, block_size: int = 16, cached_tokens: int = 0
+                            ) -> SimResult | None:
+    """open_loop's run, stopped as soon as it misses `limits` for certain: None then (enough
+    TTFTs or TPOTs over the limit that the percentile is, or a request failed), else
+    open_loop's whole result, which can still miss them (a percentile interpolated over the
+    limit from a value under it). For searches that need only a miss's verdict (a replica
+    count that does not hold a rate)."""
+    reqs, harness = _open(input_tokens, output_tokens, rate, burstiness, lengths, seed)
+    sim = _Sim(ctx, reqs, harness, block_size, None, cached_tokens, limits)
+    sim.run()
+    return None if sim.missed else _result(sim, reqs, harness)
+
+
+def _open(input_tokens: Sequence[int], output_tokens: Sequence[int], rate: float,
+          burstiness: float, lengths: str, seed: int) -> tuple[Requests, Harness]:
     arrivals = gamma_arrivals(len(input_tokens), rate, burstiness, seed=seed)
-    reqs = Requests(tuple(input_tokens), tuple(output_tokens), arrivals, lengths)
-    return simulate(ctx, reqs, Harness("open", request_rate=rate, burstiness=burstiness),
-                    block_size=block_size, cached_tokens=cached_tokens)
+    return (Requests(tuple(input_tokens), tuple(output_tokens), arrivals, lengths),
+            Harness("open", request_rate=rate, burstiness=burstiness))
 
 
 def simulate(ctx: PerfContext, reqs: Requests, harness: Harness, *, block_size: int = 16,
@@ -822,6 +885,10 @@ def simulate(ctx: PerfContext, reqs: Requests, harness: Harness, *, block_size: 
         raise ValueError(f"a {harness.kind} harness needs arrival times")
     sim = _Sim(ctx, reqs, harness, block_size, kv_tokens, cached_tokens)
     sim.run()
+    return _result(sim, reqs, harness)
+
+
+def _result(sim: _Sim, reqs: Requests, harness: Harness) -> SimResult:
     ok = [r for r in range(sim.n) if sim.end[r] >= 0]
     c = harness.concurrency
     if harness.kind == "steady" and sim.n > 3 * c:  # sent after the first c, before the last c

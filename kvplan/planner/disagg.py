@@ -519,6 +519,7 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     w = workload or Workload()
     version = engine_version or eng.newest_version
     link = link_gbps or kv_transfer.DEFAULT_LINK_GBPS
+    plan_fn = _planned_once(plan_fn)
     lengths_only = w.model_copy(update={"target_concurrency": None, "slo_ttft_ms": None,
                                         "slo_tpot_ms": None})
     prefill, p_why = _choose_layout("prefill", m, prefill, knobs, lengths_only, plan_fn,
@@ -590,6 +591,26 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
     fits = (p0.plan.fits and d0.plan.fits and decode_cap > 0
             and not any(p.severity == "error" for p in problems))
     return DisaggPlan(fits=fits, problems=problems, disaggregated=dis, performance=section)
+
+
+def _planned_once(plan_fn: PlanFn) -> PlanFn:
+    """plan_fn, each deployment planned once: the layout choice plans the decode pool at each
+    TP, and _plan_pools plans the one chosen again (its first TP: the same plan from the layout
+    left to kvplan), as the prefill pool when a TPOT target re-plans the decode pool. Planning
+    is pure, so an equal request gets the plan already made (the plans are never changed in
+    place: _with_command copies)."""
+    done: list[tuple[ModelSpec, GpuSpec, Knobs, Workload, Price | None, Plan]] = []
+
+    def once(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, w: Workload, price: Price | None
+             ) -> Plan:
+        for mm, g, k, wl, pr, p in done:
+            if mm is m and g == gpu and k == knobs and wl == w and pr == price:
+                return p
+        p = plan_fn(m, gpu, knobs, w, price)
+        done.append((m, gpu, knobs, w, price, p))
+        return p
+
+    return once
 
 
 def _pool_problems(label: str, sup: pd.PdSupport, pools: _Pools, prefill: PoolLayout,

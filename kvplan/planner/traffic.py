@@ -86,6 +86,20 @@ def _run(ctx: perf.PerfContext, mix: Mix, rate: float, burstiness: float, block_
                          block_size=block_size, cached_tokens=mix.cached_tokens)
 
 
+def _verdict(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, block_size: int
+             ) -> sim.SimResult | None:
+    """_run's open loop when it meets the workload's SLOs (meets), None when it misses them:
+    the run stops once the miss is certain (sim.open_loop_unless_missed), which is all a
+    search needs of a count that does not hold the rate."""
+    ins, outs = mix.draw(SIM_REQUESTS)
+    res = sim.open_loop_unless_missed(
+        ctx, ins, outs, rate, sim.Limits(w.slo_percentile or PERCENTILE_DEFAULT, w.slo_ttft_ms,
+                                         w.slo_tpot_ms),
+        w.burstiness or 1.0, lengths=mix.describe(), seed=SEED, block_size=block_size,
+        cached_tokens=mix.cached_tokens)
+    return res if res is not None and meets(res, w) else None
+
+
 def meets(res: sim.SimResult, w: Workload) -> bool:
     """The SLOs at the workload's percentile (p99 unless given)."""
     q = w.slo_percentile or PERCENTILE_DEFAULT
@@ -111,38 +125,43 @@ def frontend_rps(ctx: perf.PerfContext) -> float:
 
 
 def replicas_for(ctx: perf.PerfContext, w: Workload, mix: Mix, rate: float, block_size: int,
-                 running: int, max_replicas: int = 4096, unit: int = 1) -> RateResult:
+                 running: int, max_replicas: int = 4096, unit: int = 1,
+                 seen: dict[int, sim.SimResult | None] | None = None) -> RateResult:
     """The fewest replicas that hold `rate` req/s: each below MAX_UTILIZATION of its capacity
     and, with SLOs, meeting them at the percentile in the simulation (more replicas never
     raise a replica's latency, so the search doubles, then bisects). A replica is one engine
     of the step model (a DP rank); they come `unit` at a time (the serve line's DP ranks: one
-    launch starts all of them), so the count is a multiple of `unit`."""
+    launch starts all of them), so the count is a multiple of `unit`. `seen`: _verdict's
+    results on this context and rate by copies of the serve line, read and added to (a caller
+    that simulated some counts already)."""
     cap = capacity_rps(ctx, mix, running)
+    seen = {} if seen is None else seen
     burst = w.burstiness or 1.0
     top = max(1, max_replicas // unit)  # copies of the serve line
     lo = max(1, math.ceil(rate / (cap * MAX_UTILIZATION) / unit))
 
-    def ok(k: int) -> tuple[bool, sim.SimResult]:
-        res = _run(ctx, mix, rate / (k * unit), burst, block_size)
-        return meets(res, w), res
+    def ok(k: int) -> sim.SimResult | None:  # None: k copies miss the SLOs
+        if k not in seen:
+            seen[k] = _verdict(ctx, w, mix, rate / (k * unit), block_size)
+        return seen[k]
 
     def result(k: int, res: sim.SimResult, good: bool) -> RateResult:
         return RateResult(k * unit, rate / (k * unit), cap, res, good)
 
-    good, res = ok(lo)
-    if good:
+    res = ok(lo)
+    if res is not None:
         return result(lo, res, True)
     hi = lo
-    while not good and hi < top:  # double until the SLOs hold
+    while res is None and hi < top:  # double until the SLOs hold
         lo, hi = hi, min(hi * 2, top)
-        good, res = ok(hi)
-    if not good:
-        return result(hi, res, False)
+        res = ok(hi)
+    if res is None:  # the figures shown: the largest count's whole run
+        return result(hi, _run(ctx, mix, rate / (hi * unit), burst, block_size), False)
     best = res
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        g, r_mid = ok(mid)
-        if g:
+        r_mid = ok(mid)
+        if r_mid is not None:
             hi, best = mid, r_mid
         else:
             lo = mid
@@ -166,13 +185,15 @@ def running_for_rate(context: Callable[[int], perf.PerfContext], w: Workload, mi
     n = max(1, start)
     while True:
         ctx = context(n)
+        seen: dict[int, sim.SimResult | None] = {}  # by copies, for replicas_for
         if best is not None:  # one simulation first: does it hold the rate with one copy less?
             fewer = best[0] // unit - 1
-            if fewer < 1 or not meets(_run(ctx, mix, rate / (fewer * unit), w.burstiness or 1.0,
-                                           block_size), w):
+            if fewer >= 1:
+                seen[fewer] = _verdict(ctx, w, mix, rate / (fewer * unit), block_size)
+            if fewer < 1 or seen[fewer] is None:
                 tried.append((n, "no fewer"))
                 break  # saturated (or every slot more misses the percentile): no replica saved
-        rr = replicas_for(ctx, w, mix, rate, block_size, n, unit=unit)
+        rr = replicas_for(ctx, w, mix, rate, block_size, n, unit=unit, seen=seen)
         tried.append((n, f"{rr.replicas:,}" if rr.meets else "none"))
         if not rr.meets and best is not None:
             break  # more running slots now miss the percentile (TPOT)
