@@ -70,6 +70,7 @@ from .commands import (
     Templates,
     _apply_directive,
     _directives,
+    _env_argv,
     _failed,
     _get,
     _line,
@@ -403,6 +404,10 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:
         argv += _underscored(_split(substitute(extra, env), ctx, line))
+    # the flags the image's server reads from its environment (TGI's launcher: MODEL_ID,
+    # MAX_TOTAL_TOKENS, …; syntax.env_flags), for those the arguments do not give, as the
+    # generic reader takes them for a container without ConfigMaps
+    argv += _env_argv(default_engine, argv, env)
     shown = f"{launch_text(default_engine)} " + " ".join(shlex.quote(a) for a in argv)
     return _with_env(_row(default_engine, argv, ctx=ctx, line=line, text=shown, pool=pool,
                           replicas=replicas, gpu=gpu, gpu_count=gpu_count, notes=notes), env)
