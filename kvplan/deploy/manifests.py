@@ -116,9 +116,18 @@ NIM_ENV = {"NIM_MAX_MODEL_LEN": "--max-model-len", "NIM_TENSOR_PARALLEL_SIZE":
 PSTACK_FLAGS = {"maxModelLen": "--max-model-len", "dtype": "--dtype",
                 "tensorParallelSize": "--tensor-parallel-size", "maxNumSeqs": "--max-num-seqs",
                 "gpuMemoryUtilization": "--gpu-memory-utilization", "maxLoras": "--max-loras"}
-# GPU model node labels: NVIDIA GPU feature discovery, GKE, and llm-d guides' own label
+# GPU model node labels: NVIDIA GPU feature discovery, GKE, llm-d guides' own label, and AMD's
+# node labeller (ROCm/k8s-device-plugin cmd/k8s-node-labeller/main.go, commit ed764684:
+# `createLabelPrefix` writes amd.com/gpu.<name> and the legacy beta.amd.com/gpu.<name>;
+# "product-name" is the card's sysfs product_name with spaces as "_" and "(", ")" dropped, e.g.
+# amd.com/gpu.product-name=AMD_Instinct_MI300X_OAM in docs/user-guide/installation.md)
+AMD_PRODUCT_LABELS = ("amd.com/gpu.product-name", "beta.amd.com/gpu.product-name")
 GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
-              "gpu.nvidia.com/model")
+              "gpu.nvidia.com/model", *AMD_PRODUCT_LABELS)
+# Extended resources a container's GPUs are limited by: NVIDIA's device plugin and AMD's
+# (ROCm/k8s-device-plugin internal/pkg/plugin/plugin.go GetResourceNamespace "amd.com" with the
+# resource "gpu", cmd/k8s-device-plugin/main.go; ed764684)
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # Ray accelerator_type names that are not catalogue aliases (ray/util/accelerators/accelerators.py)
 RAY_GPUS = {"A100-40G": "a100-sxm-40gb", "A100-80G": "a100-sxm-80gb", "H100": "h100-sxm-80gb",
             "H200": "h200-sxm-141gb"}
@@ -206,30 +215,75 @@ def _env(container: Any, ctx: _Ctx | None = None) -> dict[str, str]:
     return out
 
 
-def _gpu_count(container: Any, key: str = "nvidia.com/gpu") -> int | None:
-    return _int(_path(container, "resources", "limits", key))
+def _gpu_count(container: Any) -> int | None:
+    """The GPUs a container's limits give it: `nvidia.com/gpu`, else `amd.com/gpu`."""
+    limits = _path(container, "resources", "limits")
+    for key in GPU_RESOURCES:
+        count = _int(_get(limits, key))
+        if count is not None:
+            return count
+    return None
 
 
 def _gpu_label(spec: Any, ctx: _Ctx) -> tuple[str | None, str | None]:
     """The GPU a pod spec selects: a GPU-model label in nodeSelector or a required node
-    affinity (GPU_LABELS)."""
+    affinity (GPU_LABELS; AMD's labeller also writes the product as a key suffix,
+    `beta.amd.com/gpu.product-name.AMD_Instinct_MI300X: "1"`)."""
     selector = _get(spec, "nodeSelector")
     for key in GPU_LABELS:
         value = _scalar(_get(selector, key))
         if value:
-            return _gpu_name(value), f"nodeSelector {key}"
+            return _gpu_name(value, key), f"nodeSelector {key}"
+    for key, _ in _map(selector):
+        product = _amd_suffix(key)
+        if product:
+            return _gpu_name(product, AMD_PRODUCT_LABELS[0]), f"nodeSelector {key}"
     for n in _walk(_get(spec, "affinity"), ctx.budget):
         label = _scalar(_get(n, "key"))
         if label in GPU_LABELS:
             values = _strings(_get(n, "values"))
             if values:
-                return _gpu_name(values[0][0]), f"node affinity {label}"
+                return _gpu_name(values[0][0], label), f"node affinity {label}"
+        product = _amd_suffix(label or "")
+        if product:
+            return _gpu_name(product, AMD_PRODUCT_LABELS[0]), f"node affinity {label}"
     return None, None
 
 
-def _gpu_name(label: str) -> str:
+def _amd_suffix(key: str) -> str | None:
+    """The product an AMD count label names (`amd.com/gpu.product-name.AMD_Instinct_MI300X`:
+    the labeller's form for a node of several products, and beta.amd.com's always)."""
+    for label in AMD_PRODUCT_LABELS:
+        if key.startswith(label + ".") and len(key) > len(label) + 1:
+            return key[len(label) + 1:]
+    return None
+
+
+def _amd_gpu(product: str) -> str:
+    """AMD's product-name label as a catalogue id: AMD_Instinct_MI300X, AMD_Instinct_MI300X_OAM
+    and Instinct_MI300X (the labeller's test fixture) are mi300x. The words the catalogue's ids
+    leave out (the vendor, the Instinct brand, the OAM form factor) are dropped; a product the
+    catalogue does not know keeps the label's value, so the error names what the file says."""
+    from ..errors import KvplanError
+    from ..sources.catalog import resolve_gpu
+
+    words = [w for w in re.split(r"[_\s]+", product.strip()) if w]
+    while words and words[0].lower() in {"amd", "instinct"}:
+        words.pop(0)
+    if words and words[-1].lower() == "oam":
+        words.pop()
+    try:
+        return resolve_gpu("-".join(words)).id if words else product
+    except KvplanError:
+        return product
+
+
+def _gpu_name(label: str, key: str | None = None) -> str:
     """A node label value as a GPU name kvplan resolves: GKE writes nvidia-h100-80gb,
-    nvidia-tesla-t4; NVIDIA's discovery writes NVIDIA-H100-80GB-HBM3 (resolved as is)."""
+    nvidia-tesla-t4; NVIDIA's discovery writes NVIDIA-H100-80GB-HBM3 (resolved as is); AMD's
+    labeller writes AMD_Instinct_MI300X (_amd_gpu)."""
+    if key in AMD_PRODUCT_LABELS:
+        return _amd_gpu(label)
     low = label.lower()
     if low.startswith("nvidia-") and not label.startswith("NVIDIA-"):
         low = low.removeprefix("nvidia-").removeprefix("tesla-")
@@ -682,7 +736,7 @@ def _llmd(doc: Any, ctx: _Ctx) -> list[Found]:
             values = _strings(_get(types, "labelValues"))
             if values:
                 key = _scalar(_get(types, "labelKey"))
-                gpu = (_gpu_name(values[0][0]), f"acceleratorTypes {key}")
+                gpu = (_gpu_name(values[0][0], key), f"acceleratorTypes {key}")
         for c in _seq(_get(section, "containers")):
             command = _scalar(_get(c, "modelCommand")) or "imageDefault"
             count = (_gpu_count(c) or per_pod) * workers
@@ -746,7 +800,7 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
         gpu: tuple[str | None, str | None] = (None, None)
         for n in _walk(_get(spec, "nodeSelectorTerms"), ctx.budget):
             if _scalar(_get(n, "key")) in GPU_LABELS and _strings(_get(n, "values")):
-                gpu = (_gpu_name(_strings(_get(n, "values"))[0][0]),
+                gpu = (_gpu_name(_strings(_get(n, "values"))[0][0], _scalar(_get(n, "key"))),
                        f"nodeSelectorTerms {_scalar(_get(n, 'key'))}")
         engine = stack_engine("production-stack")
         text = f"{launch_text(engine)} " + " ".join(shlex.quote(a) for a in argv)
@@ -974,8 +1028,27 @@ READERS: list[tuple[Callable[[Any], bool], Callable[[Any, _Ctx], list[Found]]]] 
 ]
 
 
+def _unlisted(docs: list[Any], ctx: _Ctx) -> list[Any]:
+    """The documents, each `kind: List` (what `kubectl get -o yaml` prints for several
+    resources: apiVersion v1, its resources under `items`) replaced by its items, as kubectl
+    apply reads it; a List inside a List too (the walk's node budget bounds the work)."""
+    out: list[Any] = []
+    stack = list(reversed(docs))
+    while stack:
+        doc = stack.pop()
+        ctx.budget[0] -= 1
+        if ctx.budget[0] < 0:
+            raise DeployParseError(ctx.file, _line(doc), f"more than {MAX_YAML_NODES:,} YAML "
+                                   "nodes to visit (an alias bomb?)", hint="expand the aliases")
+        if _kind(doc) == "List" and getattr(_get(doc, "items"), "id", None) == "sequence":
+            stack.extend(reversed(_seq(_get(doc, "items"))))
+        else:
+            out.append(doc)
+    return out
+
+
 def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], list[Found]]]]:
-    docs = ctx.all_docs = _yaml_nodes(text, ctx.file)
+    docs = ctx.all_docs = _unlisted(_yaml_nodes(text, ctx.file), ctx)
     for doc in docs:  # ConfigMaps first: a container may read its flags from one further down
         if _kind(doc) == "ConfigMap":
             name = _scalar(_path(doc, "metadata", "name")) or ""
@@ -991,18 +1064,42 @@ def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], lis
 
 
 def _label_generic(found: list[Found], all_docs: list[Any], claimed: list[Any],
-                   ctx: _Ctx) -> None:
-    """The GPU model of a workload the generic reader read, from the labels it does not know
-    (cloud.google.com/gke-accelerator, gpu.nvidia.com/model): set where it found none."""
+                   ctx: _Ctx) -> list[Found]:
+    """What the generic reader (commands.py: the nvidia.com/gpu limit and the
+    nvidia.com/gpu.product label) does not read, for the containers it read:
+    the GPU model from the other labels (GPU_LABELS: GKE's, llm-d's, AMD's) and the count from
+    an `amd.com/gpu` limit, each set where it found none (a `# kvplan:` directive has already
+    set its own)."""
     ids = {id(d) for d, _ in claimed}
+    if not any(f.error is None for f in found):
+        return found
+    Span = tuple[int, int, tuple[str | None, str | None], int | None]
+    spans: list[Span] = []
+    budget = [MAX_YAML_NODES]  # its own: the readers' budget is left for the readers
     for doc in all_docs:
-        if id(doc) in ids or _kind(doc) not in WORKLOADS:
+        if id(doc) in ids:
             continue
-        gpu = _gpu_label(_pod_spec(doc), ctx)
-        first, last = doc.start_mark.line + 1, doc.end_mark.line + 1
-        for f in found:
-            if gpu[0] and f.error is None and f.gpu is None and first <= f.line <= last:
-                f.gpu, f.gpu_source = gpu
+        for node in _walk(doc, budget):
+            containers = _get(node, "containers")
+            if getattr(containers, "id", None) != "sequence":
+                continue
+            gpu = _gpu_label(node, ctx)
+            spans += [(c.start_mark.line + 1, c.end_mark.line + 1, gpu, _gpu_count(c))
+                      for c in containers.value]
+    out: list[Found] = []
+    for f in found:
+        # a span ends on the line the next one starts: the later start is f's
+        inside = [s for s in spans if s[0] <= f.line <= s[1]]
+        if f.error is not None or not inside:
+            out.append(f)
+            continue
+        _, _, gpu, count = max(inside, key=lambda s: s[0])
+        if gpu[0] and f.gpu is None:
+            f.gpu, f.gpu_source = gpu
+        if count is not None and f.gpu_count is None:
+            f.gpu_count = count
+        out.append(f)
+    return out
 
 
 def manifest_commands(path: Path, found: list[Found], templates: Templates) -> list[Found]:
@@ -1017,9 +1114,9 @@ def manifest_commands(path: Path, found: list[Found], templates: Templates) -> l
         ctx = _Ctx(file, Templates(values=dict(templates.values)))
         text = ctx.templates.fill(raw, file)
         docs = list(_docs(text, ctx))
+        found = _label_generic(found, ctx.all_docs, docs, ctx)
     except (DeployParseError, InvalidConfigError, OSError):
         return found  # the generic reader already reported what is wrong with the file
-    _label_generic(found, ctx.all_docs, docs, ctx)
     if not docs:
         return found
     spans = [(d.start_mark.line + 1, d.end_mark.line + 1) for d, _ in docs]

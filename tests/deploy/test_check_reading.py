@@ -1,5 +1,5 @@
-"""`kvplan check` reading what deployments are written as: TGI's environment from a
-ConfigMap."""
+"""`kvplan check` reading what deployments are written as: AMD GPU limits and node labels,
+TGI's environment from a ConfigMap, `kind: List` (kubectl get -o yaml)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,24 @@ import textwrap
 
 import pytest
 from clirun import run
+
+from kvplan.deploy.manifests import _gpu_name
+
+AMD = """\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: vllm-mi300x}
+    spec:
+      template:
+        spec:
+          nodeSelector: {amd.com/gpu.product-name: AMD_Instinct_MI300X}
+          containers:
+          - name: vllm
+            image: rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715
+            command: [vllm, serve, meta-llama/Llama-3.1-70B-Instruct,
+                      --tensor-parallel-size, "8", --max-model-len, "32768"]
+            resources: {limits: {amd.com/gpu: "%s"}}
+"""
 
 
 def check_text(capsys, tmp_path, text, *args, name="deploy.yaml"):
@@ -21,6 +39,90 @@ def check_text(capsys, tmp_path, text, *args, name="deploy.yaml"):
 
 def codes(row):
     return {p["code"] for p in row["problems"]}
+
+
+# ------------------------------------------------------------------ AMD
+
+
+def test_an_amd_gpu_limit_below_tp_is_a_mismatch(capsys, tmp_path):
+    code, report = check_text(capsys, tmp_path, AMD % 4, "--gpu", "mi300x")
+    (row,) = report["deployments"]
+    assert (row["status"], code) == ("does-not-fit", 1)
+    assert "gpu-count-mismatch" in codes(row)
+    code, report = check_text(capsys, tmp_path, AMD % 8, "--gpu", "mi300x")
+    assert report["deployments"][0]["status"] == "fits" and code == 0
+
+
+def test_the_amd_node_label_names_the_gpu(capsys, tmp_path):
+    code, report = check_text(capsys, tmp_path, AMD % 8)  # no --gpu
+    (row,) = report["deployments"]
+    assert (row["gpu"], row["gpu_source"]) == ("mi300x", "nodeSelector amd.com/gpu.product-name")
+    assert row["plan"]["gpu"]["id"] == "mi300x" and code == 0
+
+
+@pytest.mark.parametrize("value", ["AMD_Instinct_MI300X", "AMD_Instinct_MI300X_OAM",
+                                   "Instinct_MI300X"])
+def test_amd_product_names_map_to_the_catalogue(value):
+    # the labeller's values: installation.md's example and its test fixture (main_test.go)
+    assert _gpu_name(value, "amd.com/gpu.product-name") == "mi300x"
+    assert _gpu_name(value, "beta.amd.com/gpu.product-name") == "mi300x"
+
+
+def test_an_unknown_amd_product_keeps_the_label_value(capsys, tmp_path):
+    text = (AMD % 1).replace("AMD_Instinct_MI300X", "AMD_Radeon_PRO_W7900")
+    code, report = check_text(capsys, tmp_path, text)
+    (row,) = report["deployments"]
+    assert row["gpu"] == "AMD_Radeon_PRO_W7900" and code == 2
+
+
+def test_amd_label_as_key_suffix_and_in_node_affinity(capsys, tmp_path):
+    suffix = (AMD % 8).replace("{amd.com/gpu.product-name: AMD_Instinct_MI300X}",
+                               '{beta.amd.com/gpu.product-name.AMD_Instinct_MI300X: "1"}')
+    _, report = check_text(capsys, tmp_path, suffix)
+    assert report["deployments"][0]["gpu"] == "mi300x"
+    affinity = (AMD % 8).replace(
+        "nodeSelector: {amd.com/gpu.product-name: AMD_Instinct_MI300X}",
+        "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "{nodeSelectorTerms: [{matchExpressions: [{key: amd.com/gpu.product-name, "
+        "operator: In, values: [AMD_Instinct_MI300X_OAM]}]}]}}}")
+    _, report = check_text(capsys, tmp_path, affinity)
+    row = report["deployments"][0]
+    assert (row["gpu"], row["gpu_source"]) == ("mi300x", "node affinity amd.com/gpu.product-name")
+
+
+def test_amd_limit_on_a_workload_read_with_its_configmap(capsys, tmp_path):
+    # a ConfigMap in the file routes the Deployment through manifests.py's workload reader
+    code, report = check_text(capsys, tmp_path, """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: cfg}
+        data: {TP: "8"}
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: v}
+        spec:
+          template:
+            spec:
+              nodeSelector: {amd.com/gpu.product-name: AMD_Instinct_MI300X}
+              containers:
+              - name: v
+                image: rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715
+                command: [vllm, serve, meta-llama/Llama-3.1-70B-Instruct,
+                          --tensor-parallel-size, "$(TP)", --max-model-len, "32768"]
+                envFrom: [{configMapRef: {name: cfg}}]
+                resources: {limits: {amd.com/gpu: "4"}}
+    """)
+    (row,) = report["deployments"]
+    assert row["gpu"] == "mi300x" and "gpu-count-mismatch" in codes(row) and code == 1
+
+
+def test_the_no_gpu_hint_names_amds_label(capsys, tmp_path):
+    text = (AMD % 8).replace("nodeSelector: {amd.com/gpu.product-name: AMD_Instinct_MI300X}",
+                             "nodeSelector: {}")
+    code, report = check_text(capsys, tmp_path, text)
+    (row,) = report["deployments"]
+    assert code == 2 and "amd.com/gpu.product-name" in row["problems"][0]["message"]
 
 
 # ------------------------------------------------------------- TGI envFrom
@@ -63,3 +165,61 @@ def test_tgi_args_win_over_the_configmap(capsys, tmp_path):
                   'args: ["--max-total-tokens", "8192", "--max-input-tokens", "8000"]')
     _, report = check_text(capsys, tmp_path, text)
     assert report["deployments"][0]["plan"]["inputs"]["max_model_len"]["value"] == 8192
+
+
+# ------------------------------------------------------------- kind: List
+
+LIST = """\
+    apiVersion: v1
+    kind: List
+    items:
+    - apiVersion: apps/v1
+      kind: %s
+      metadata: {name: sgl}
+      spec:
+        template:
+          spec:
+            containers:
+            - name: sglang
+              image: lmsysorg/sglang:v0.4.9.post2-cu126
+              command: [python3, -m, sglang.launch_server]
+              args: [--model-path, Qwen/Qwen3-32B, --tp, "2", --context-length, "32768"]
+              resources: {limits: {nvidia.com/gpu: 2}}
+            nodeSelector: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}
+"""
+
+
+@pytest.mark.parametrize("kind", ["StatefulSet", "Deployment"])
+def test_gke_label_inside_a_kind_list(capsys, tmp_path, kind):
+    code, report = check_text(capsys, tmp_path, LIST % kind)
+    (row,) = report["deployments"]
+    assert (row["gpu"], row["gpu_source"]) == (
+        "h100-80gb", "nodeSelector cloud.google.com/gke-accelerator")
+    assert row["status"] == "fits" and code == 0
+
+
+def test_a_list_holding_a_configmap_and_its_workload(capsys, tmp_path):
+    code, report = check_text(capsys, tmp_path, """\
+        apiVersion: v1
+        kind: List
+        items:
+        - apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: cfg}
+          data: {MODEL: Qwen/Qwen3-8B}
+        - apiVersion: apps/v1
+          kind: Deployment
+          metadata: {name: v}
+          spec:
+            template:
+              spec:
+                nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}
+                containers:
+                - name: v
+                  image: vllm/vllm-openai:v0.19.0
+                  command: [vllm, serve, "$(MODEL)", --max-model-len, "8192"]
+                  envFrom: [{configMapRef: {name: cfg}}]
+                  resources: {limits: {nvidia.com/gpu: 1}}
+    """)
+    (row,) = report["deployments"]
+    assert (row["model"], row["gpu"], code) == ("Qwen/Qwen3-8B", "l4", 0)
