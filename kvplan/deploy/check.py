@@ -568,6 +568,35 @@ def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:
                     f"TP × PP × DP = {gpus}; {f.gpu_count - gpus} would sit idle")]
 
 
+def _version_from_file(p: Plan) -> Plan:
+    """The plan with its engine release's source "file": the deployment file names it (the
+    planner calls every release it is given "cli")."""
+    given = p.inputs.get("engine_version")
+    if given is None:
+        return p
+    return p.model_copy(update={"inputs": {
+        **p.inputs, "engine_version": given.model_copy(update={"source": "file"})}})
+
+
+def _version_unknown(f: Found, policy: Policy) -> list[Problem]:
+    """A warning that the release of a command run in an image was not read from the image's
+    tag (`:latest`, `rocm/vllm-dev:nightly`, a private build: the image fixes a release kvplan
+    cannot see) and which release it was planned as. Nothing when the file names one elsewhere
+    (a pip pin, a `# kvplan: engine-version=` comment) or --engine-version (the policy) gives
+    the default engine's; a script run in no image says its release in the plan's inputs
+    (engine_version source kvplan-default)."""
+    engine = registry.get(f.engine)
+    image = f.image if isinstance(f, ManifestFound) else None
+    if not image or f.engine_version or (policy.engine_version and f.engine == registry.DEFAULT):
+        return []
+    how = "`# kvplan: engine-version=X.Y.Z` above the command" + (
+        " or --engine-version" if f.engine == registry.DEFAULT else "")
+    return [Problem(code="engine-version-unknown", severity="warning",
+                    message=f"image {image}: kvplan cannot read a {engine.label} release from its "
+                    f"tag, so the release is not known; planned as {engine.label} "
+                    f"{engine.newest_version}, the newest modelled (write {how})")]
+
+
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     if isinstance(f, ManifestFound) and f.unchecked:  # a manifest value left as a template
         return CheckedDeployment(
@@ -604,6 +633,8 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         problems.append(Problem(code="engine-version-from-file", severity="info",
                                 message=f"{registry.get(f.engine).label} {f.engine_version} "
                                 f"from {f.version_source}"))
+        p = _version_from_file(p)
+    problems += _version_unknown(f, policy)
     problems += _gpu_count_problems(f, p.gpu.count)
     fits = p.fits and not (f.gpu_count is not None and f.gpu_count < p.gpu.count)
     violations = policy_violations(p, policy) if fits else []

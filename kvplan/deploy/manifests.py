@@ -97,6 +97,8 @@ class ManifestFound(Found):
     replicas: int | None = None
     unchecked: str | None = None
     dynamo_worker: bool = False  # run by Dynamo's backend module (its defaults apply)
+    image: str | None = None  # the container's (compose service's) image: check names it when
+    # its tag gives no release it can read
 
 
 # Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
@@ -407,15 +409,23 @@ def _with_pool(f: Found, pool: str | None, replicas: int | None,
     return out
 
 
-def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None,
-                   gpu: tuple[str | None, str | None], gpu_count: int | None,
-                   env: dict[str, str] | None = None, default_argv: list[str] | None = None,
-                   default_engine: str | None = None,
-                   notes: list[str] | None = None,
-                   files: dict[str, str] | None = None) -> Found | None:
+def _container_row(container: Any, ctx: _Ctx, **kw: Any) -> Found | None:
     """A container's command + args (a `sh -c` script with its variables filled in, a
     `python -m dynamo.X` worker, or an engine entrypoint); `default_argv` for `default_engine`
-    (the image's own server) when it names none."""
+    (the image's own server) when it names none. The row carries the container's image."""
+    f = _container_command(container, ctx, **kw)
+    if isinstance(f, ManifestFound):
+        f.image = _scalar(_get(container, "image")) or None
+    return f
+
+
+def _container_command(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None,
+                       gpu: tuple[str | None, str | None], gpu_count: int | None,
+                       env: dict[str, str] | None = None, default_argv: list[str] | None = None,
+                       default_engine: str | None = None,
+                       notes: list[str] | None = None,
+                       files: dict[str, str] | None = None) -> Found | None:
+    """_container_row's command."""
     parts = _strings(_get(container, "command")) + _strings(_get(container, "args"))
     tokens = [t for t, _ in parts]
     line = _line(container)
@@ -809,6 +819,9 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
                  replicas=_int(_get(spec, "replicaCount")), gpu=gpu,
                  gpu_count=_int(_get(spec, "requestGPU")))
         tag = _scalar(_get(spec, "tag")) or ""
+        repository = _scalar(_get(spec, "repository"))
+        if isinstance(f, ManifestFound) and repository:
+            f.image = f"{repository}:{tag}" if tag else repository
         m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
         if m and f.error is None:
             f.engine_version, f.version_source = m.group(1), f"image tag {tag}"
@@ -1066,26 +1079,30 @@ def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], lis
 def _label_generic(found: list[Found], all_docs: list[Any], claimed: list[Any],
                    ctx: _Ctx) -> list[Found]:
     """What the generic reader (commands.py: the nvidia.com/gpu limit and the
-    nvidia.com/gpu.product label) does not read, for the containers it read:
+    nvidia.com/gpu.product label) does not read, for the containers (compose services) it read:
     the GPU model from the other labels (GPU_LABELS: GKE's, llm-d's, AMD's) and the count from
     an `amd.com/gpu` limit, each set where it found none (a `# kvplan:` directive has already
-    set its own)."""
+    set its own); and, for a row whose image tag gave no release, the image
+    (ManifestFound.image)."""
     ids = {id(d) for d, _ in claimed}
     if not any(f.error is None for f in found):
         return found
-    Span = tuple[int, int, tuple[str | None, str | None], int | None]
+    Span = tuple[int, int, tuple[str | None, str | None], int | None, str | None]
     spans: list[Span] = []
     budget = [MAX_YAML_NODES]  # its own: the readers' budget is left for the readers
     for doc in all_docs:
         if id(doc) in ids:
             continue
+        for _, svc in _map(_get(doc, "services")):  # compose: the image only
+            spans.append((_line(svc), svc.end_mark.line + 1, (None, None), None,
+                          _scalar(_get(svc, "image"))))
         for node in _walk(doc, budget):
             containers = _get(node, "containers")
             if getattr(containers, "id", None) != "sequence":
                 continue
             gpu = _gpu_label(node, ctx)
-            spans += [(c.start_mark.line + 1, c.end_mark.line + 1, gpu, _gpu_count(c))
-                      for c in containers.value]
+            spans += [(c.start_mark.line + 1, c.end_mark.line + 1, gpu, _gpu_count(c),
+                       _scalar(_get(c, "image"))) for c in containers.value]
     out: list[Found] = []
     for f in found:
         # a span ends on the line the next one starts: the later start is f's
@@ -1093,11 +1110,14 @@ def _label_generic(found: list[Found], all_docs: list[Any], claimed: list[Any],
         if f.error is not None or not inside:
             out.append(f)
             continue
-        _, _, gpu, count = max(inside, key=lambda s: s[0])
+        _, _, gpu, count, image = max(inside, key=lambda s: s[0])
         if gpu[0] and f.gpu is None:
             f.gpu, f.gpu_source = gpu
         if count is not None and f.gpu_count is None:
             f.gpu_count = count
+        if image and f.engine_version is None:  # a tag it could not read: check says so
+            f = ManifestFound(**{k: getattr(f, k) for k in Found.__dataclass_fields__},
+                              image=image)
         out.append(f)
     return out
 

@@ -1,5 +1,6 @@
 """`kvplan check` reading what deployments are written as: AMD GPU limits and node labels,
-TGI's environment from a ConfigMap, `kind: List` (kubectl get -o yaml)."""
+TGI's environment from a ConfigMap, `kind: List` (kubectl get -o yaml), and release tags it
+cannot read."""
 
 from __future__ import annotations
 
@@ -223,3 +224,63 @@ def test_a_list_holding_a_configmap_and_its_workload(capsys, tmp_path):
     """)
     (row,) = report["deployments"]
     assert (row["model"], row["gpu"], code) == ("Qwen/Qwen3-8B", "l4", 0)
+
+
+# ------------------------------------------------------------- releases
+
+
+def test_a_rocm_vllm_tag_names_the_release(capsys, tmp_path):
+    _, report = check_text(capsys, tmp_path, AMD % 8)
+    version = report["deployments"][0]["plan"]["inputs"]["engine_version"]
+    assert version == {"value": "0.9.1", "source": "file"}
+
+
+def test_a_compose_release_is_from_the_file(capsys, tmp_path):
+    _, report = check_text(capsys, tmp_path, """\
+        services:
+          v:
+            image: vllm/vllm-openai:v0.10.2
+            command: [--model, Qwen/Qwen3-8B, --max-model-len, "8192"]
+    """, "--gpu", "l4", name="compose.yaml")
+    version = report["deployments"][0]["plan"]["inputs"]["engine_version"]
+    assert version == {"value": "0.10.2", "source": "file"}
+
+
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "my.registry/team/vllm:prod-2025",
+                                   "rocm/vllm-dev:nightly"])
+def test_an_image_whose_tag_names_no_release_is_said(capsys, tmp_path, image):
+    code, report = check_text(capsys, tmp_path, f"""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {{name: v}}
+        spec:
+          template:
+            spec:
+              containers:
+              - name: v
+                image: {image}
+                command: [vllm, serve, Qwen/Qwen3-8B, --max-model-len, "8192"]
+    """, "--gpu", "l4")
+    (row,) = report["deployments"]
+    (said,) = [p for p in row["problems"] if p["code"] == "engine-version-unknown"]
+    assert said["severity"] == "warning" and image in said["message"]
+    assert row["plan"]["inputs"]["engine_version"]["source"] == "kvplan-default"
+    assert code == 0  # stated, not failed
+    # a release given on the command line is the one meant: nothing to say
+    _, report = check_text(capsys, tmp_path, f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: v}}
+        spec:
+          containers:
+          - {{name: v, image: "{image}", command: [vllm, serve, Qwen/Qwen3-8B]}}
+    """, "--gpu", "l4", "--engine-version", "0.19.0")
+    assert "engine-version-unknown" not in codes(report["deployments"][0])
+
+
+def test_a_script_run_in_no_image_keeps_its_plans_default_source(capsys, tmp_path):
+    _, report = check_text(capsys, tmp_path, "vllm serve Qwen/Qwen3-8B --max-model-len 8192\n",
+                           "--gpu", "l4", name="serve.sh")
+    (row,) = report["deployments"]
+    assert "engine-version-unknown" not in codes(row)
+    assert row["plan"]["inputs"]["engine_version"]["source"] == "kvplan-default"
