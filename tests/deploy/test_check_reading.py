@@ -1,15 +1,21 @@
 """`kvplan check` reading what deployments are written as: AMD GPU limits and node labels,
-TGI's environment from a ConfigMap, `kind: List` (kubectl get -o yaml), and release tags it
-cannot read."""
+TGI's environment from a ConfigMap, `kind: List` (kubectl get -o yaml), release tags it cannot
+read, and a deployment piped in on standard input or a descriptor path."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from clirun import run
 
+from kvplan.deploy.check import is_stream, stream_name
 from kvplan.deploy.manifests import _gpu_name
 
 AMD = """\
@@ -284,3 +290,113 @@ def test_a_script_run_in_no_image_keeps_its_plans_default_source(capsys, tmp_pat
     (row,) = report["deployments"]
     assert "engine-version-unknown" not in codes(row)
     assert row["plan"]["inputs"]["engine_version"]["source"] == "kvplan-default"
+
+
+# ------------------------------------------------------------- streams
+
+MANIFEST = textwrap.dedent("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: v}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: v
+            image: vllm/vllm-openai:v0.19.0
+            command: [vllm, serve, Qwen/Qwen3-8B, --max-model-len, "8192"]
+            resources: {limits: {nvidia.com/gpu: 1}}
+""")
+
+
+def test_dash_reads_standard_input(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MANIFEST.encode())))
+    code, out, _ = run(capsys, "check", "-", "--gpu", "l4", "--offline", "--json")
+    report = json.loads(out)
+    (row,) = report["deployments"]
+    assert (row["file"], row["line"], row["status"], code) == ("<stdin>", 10, "fits", 0)
+    assert report["exit_code"] == 0
+
+
+def test_dash_twice_is_refused(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MANIFEST.encode())))
+    code, out, err = run(capsys, "check", "-", "-", "--offline")
+    assert code == 2 and "more than once" in err and out == ""
+
+
+def test_a_terminal_on_standard_input_is_refused(capsys, monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Tty())
+    code, out, _ = run(capsys, "check", "-", "--offline", "--json")
+    (row,) = json.loads(out)["deployments"]
+    assert code == 2 and "terminal" in row["problems"][0]["message"]
+
+
+def test_a_descriptor_path_is_read_as_the_stream_it_is(capsys):
+    # what bash's <(helm template …) passes: /dev/fd/N, a pipe
+    read, write = os.pipe()
+    os.write(write, MANIFEST.encode())
+    os.close(write)
+    try:
+        code, out, _ = run(capsys, "check", f"/dev/fd/{read}", "--gpu", "l4", "--offline",
+                           "--json")
+    finally:
+        os.close(read)
+    (row,) = json.loads(out)["deployments"]
+    assert (row["file"], row["status"], code) == (f"/dev/fd/{read}", "fits", 0)
+
+
+def test_a_closed_descriptor_is_an_error_row(capsys):
+    read, write = os.pipe()
+    os.close(read)
+    os.close(write)
+    code, out, _ = run(capsys, "check", f"/dev/fd/{read}", "--offline", "--json")
+    report = json.loads(out)
+    assert code == 2 and report["summary"]["file_errors"] == 1
+
+
+@pytest.mark.parametrize("path", ["-", "/dev/stdin"])
+def test_standard_input_of_a_real_process(tmp_path, path):
+    """The descriptor path, not a test's stream object: a pipe into `python -m kvplan`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kvplan", "check", path, "--gpu", "l4", "--offline", "--json"],
+        input=MANIFEST, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    report = json.loads(done.stdout)
+    shown = "<stdin>" if path == "-" else path
+    assert [r["file"] for r in report["deployments"]] == [shown]
+    assert done.returncode == report["exit_code"] == 0, done.stderr
+
+
+def test_a_symlinked_file_out_of_its_folder_is_still_refused(capsys, tmp_path):
+    outside = tmp_path / "secret.yaml"
+    outside.write_text(MANIFEST)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "deploy.yaml").symlink_to(outside)
+    code, out, _ = run(capsys, "check", str(repo), "--gpu", "l4", "--offline", "--json")
+    (row,) = json.loads(out)["deployments"]
+    assert code == 2 and "symlink" in row["problems"][0]["message"]
+
+
+def test_what_counts_as_a_stream():
+    assert all(map(is_stream, ["-", "/dev/stdin", "/dev/fd/63", "/proc/self/fd/3"]))
+    assert not any(map(is_stream, ["deploy/dev/stdin", "/dev/fd/x", "./-x", "/dev/fd/63/.."]))
+
+
+@pytest.mark.parametrize("text, name", [
+    (MANIFEST, "stream.yaml"),
+    ("services:\n  v:\n    image: vllm/vllm-openai:v0.19.0\n", "stream.yaml"),
+    ("modelArtifacts: {uri: hf://Qwen/Qwen3-8B}\ndecode: {replicas: 1}\n", "stream.yaml"),
+    ("apiVersion: v1\nkind: Pod\nspec: [\n", "stream.yaml"),  # malformed: reported as YAML
+    ("# syntax=docker/dockerfile:1\nFROM vllm/vllm-openai:v0.19.0\nCMD [\"--model\", \"x\"]\n",
+     "Dockerfile"),
+    ("#!/bin/sh\nexport LEN=8192\nvllm serve Qwen/Qwen3-8B --max-model-len $LEN\n", "stream.sh"),
+    ("vllm serve Qwen/Qwen3-8B\n", "stream.sh"),
+    ("", "stream.sh"),
+])
+def test_stream_format_from_its_content(text, name):
+    assert stream_name(text) == name
