@@ -24,7 +24,9 @@ def _check_params() -> list[inspect.Parameter]:
     return [
         argument("files", "Deployment files, or folders of them: Dockerfile, shell scripts, "
                  "docker-compose, Kubernetes/KServe manifests"
-                 + "".join(f", {label} --config YAML" for label in config) + ".", list[Path]),
+                 + "".join(f", {label} --config YAML" for label in config)
+                 + "; - reads standard input (helm template … | kvplan check -), as do "
+                 "/dev/stdin and /dev/fd/N.", list[Path]),
         option("gpu", help="GPU for commands whose file does not say (node selector or # "
                 "kvplan: gpu=…)", required=False),
         option("gpu_memory_gib", help="device total (GiB, as your engine log prints it) for "
@@ -64,6 +66,7 @@ def check(files: list[Path], **values: Any) -> None:
 
     \b
     Example: kvplan check deploy/k8s.yaml Dockerfile --gpu h100 --min-concurrency 8
+    Example: helm template my-chart | kvplan check - --gpu h100
     """
     from pydantic import ValidationError
 
@@ -74,9 +77,9 @@ def check(files: list[Path], **values: Any) -> None:
     if fmt not in {"table", "json", "github", "markdown"}:
         raise InvalidInputError(f"unknown --format {fmt!r}",
                                 hint="use table, json, github or markdown")
-    if any(str(f) == "-" and not f.exists() for f in files):
-        raise InvalidInputError("kvplan check reads files and folders, not standard input ('-')",
-                                hint="save the command to a file (e.g. serve.sh) and check it")
+    if sum(str(f) == "-" for f in files) > 1:
+        raise InvalidInputError("'-' (standard input) is named more than once; it can be read "
+                                "once", hint="name it once: helm template … | kvplan check -")
     sets = {}
     for item in values["sets"] or []:
         key, eq, value = item.partition("=")

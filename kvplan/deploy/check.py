@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +26,7 @@ from ..knobs import KNOB_NAMES, MAX_DEVICE_GIB
 from ..planner.whatif import real_checkpoints_only
 from ..sources.catalog import data_dir, find_model_entry, resolve_gpu, resolve_model
 from ..sources.limits import (
+    MAX_DEPLOY_BYTES,
     MAX_POLICY_BYTES,
     checked_roots,
     inside_boundary,
@@ -231,21 +234,175 @@ def expand_paths(paths: list[Path]) -> list[Path]:
     return out
 
 
+STDIN = "-"  # `kvplan check -`: the deployment piped in (helm template … | kvplan check -)
+STDIN_NAME = "<stdin>"  # what the rows call it
+# A stream the caller's shell opened and named: /dev/stdin, bash's process substitution
+# `<(helm template …)` (/dev/fd/63), Linux's /proc/self/fd/N. Written so on the command line,
+# never a name a checked folder can hold.
+_STREAM = re.compile(r"/dev/stdin|/dev/fd/[0-9]{1,6}|/proc/self/fd/[0-9]{1,6}")
+
+
+def is_stream(path: Path | str) -> bool:
+    """Whether `path` as given names standard input or one of the caller's open descriptors
+    rather than a file (STDIN, _STREAM)."""
+    return str(path) == STDIN or _STREAM.fullmatch(str(path)) is not None
+
+
+def _read_stream(given: str) -> bytes:
+    """The bytes of standard input (`-`) or a descriptor path, read once, at most
+    MAX_DEPLOY_BYTES. Not a file under the boundary rule: the caller's shell opened it (a pipe
+    from `helm template`), so it is read as it comes, never resolved as a path; a terminal is
+    refused rather than waited on."""
+    where = STDIN_NAME if given == STDIN else given
+    hint = "pipe the deployment in: helm template … | kvplan check -"
+    if given == STDIN:
+        try:
+            fd = sys.stdin.fileno()
+        except (OSError, ValueError, AttributeError):  # a stream without a descriptor
+            return _read_stdin_object(hint)
+    else:
+        try:
+            fd = os.open(given, os.O_RDONLY)
+        except OSError as e:
+            raise InvalidInputError(f"cannot read {where}: {e.strerror or e}",
+                                    hint="a descriptor path names one the shell opened for "
+                                    "kvplan: kvplan check <(helm template …)") from None
+    try:
+        if os.isatty(fd):
+            raise InvalidInputError(f"{where} is a terminal, not a deployment", hint=hint)
+        chunks, total = [], 0
+        while total <= MAX_DEPLOY_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_DEPLOY_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as e:
+        raise InvalidInputError(f"cannot read {where}: {e.strerror or e}") from None
+    finally:
+        if given != STDIN:
+            os.close(fd)
+    if total > MAX_DEPLOY_BYTES:
+        raise InvalidInputError(f"{where} is over the {MAX_DEPLOY_BYTES:,}-byte limit for a "
+                                "deployment file", hint="split it, or check the files it is "
+                                "made of")
+    return b"".join(chunks)
+
+
+def _read_stdin_object(hint: str) -> bytes:
+    """Standard input without a descriptor (a test's or an embedding program's stream)."""
+    isatty = getattr(sys.stdin, "isatty", None)
+    if isatty is not None and isatty():
+        raise InvalidInputError(f"{STDIN_NAME} is a terminal, not a deployment", hint=hint)
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    try:
+        data = stream.read(MAX_DEPLOY_BYTES + 1)
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"cannot read {STDIN_NAME}: {e}", hint=hint) from None
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    if len(data) > MAX_DEPLOY_BYTES:
+        raise InvalidInputError(f"{STDIN_NAME} is over the {MAX_DEPLOY_BYTES:,}-byte limit for "
+                                "a deployment file", hint="split it, or check the files it is "
+                                "made of")
+    return bytes(data)
+
+
+# the first line (past blank lines and comments) of each kind of deployment text
+_DOCKERFILE = re.compile(r"(?:FROM|ARG)\s+\S", re.I)
+_YAML_START = re.compile(r"---|(?:apiVersion|kind|services|items)\s*:")
+
+
+def stream_name(text: str) -> str:
+    """The file name a piped deployment is read as, from its content: a Dockerfile (its first
+    instruction FROM or ARG, and a FROM) → Dockerfile; YAML whose documents are mappings (a
+    Kubernetes manifest, a compose file, Helm values, an engine's config), or a text starting
+    as a manifest or compose file does (`apiVersion:`, `kind:`, `services:`, `---`: malformed
+    YAML is then reported as such) → stream.yaml; else a shell script, stream.sh."""
+    first = next((ln.strip() for ln in text.splitlines()
+                  if ln.strip() and not ln.lstrip().startswith("#")), "")
+    if _DOCKERFILE.match(first) and re.search(r"^[ \t]*FROM[ \t]", text, re.M | re.I):
+        return "Dockerfile"
+    try:
+        from .commands import _yaml_nodes
+
+        docs = _yaml_nodes(text, STDIN_NAME)
+    except KvplanError:
+        docs = []
+    if docs and all(getattr(d, "id", None) == "mapping" for d in docs):
+        return "stream.yaml"
+    return "stream.yaml" if _YAML_START.match(first) else "stream.sh"
+
+
+@dataclass
+class _Streams:
+    """Standard input and descriptor paths, each read once into a file of its own in a
+    private temporary folder (the only boundary it widens), checked as that file; the rows
+    name the stream as given (STDIN_NAME for `-`)."""
+
+    folder: Path | None = None  # made for the first stream: no stream, nothing written
+    shown: dict[str, str] = field(default_factory=dict)  # the file's path → the rows' name
+
+    def rename(self, row: CheckedDeployment) -> CheckedDeployment:
+        def name(text: str) -> str:
+            for path, shown in self.shown.items():
+                text = text.replace(path, shown)
+            return text
+        return _rewritten(row, name) if self.shown else row
+
+
+def _stream_file(given: str, streams: _Streams) -> Path:
+    """The file `given` (STDIN or a descriptor path) is checked as."""
+    try:
+        text = _read_stream(given).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInputError(f"{STDIN_NAME if given == STDIN else given} is not UTF-8 text "
+                                f"(undecodable byte at offset {e.start})") from None
+    if streams.folder is None:
+        import tempfile
+
+        streams.folder = Path(tempfile.mkdtemp(prefix="kvplan-check-"))
+    sub = streams.folder / str(len(streams.shown))
+    sub.mkdir()
+    path = sub / stream_name(text)
+    path.write_text(text, encoding="utf-8")
+    streams.shown[str(path)] = STDIN_NAME if given == STDIN else given
+    return path
+
+
 def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
                 offline: bool | None = None) -> CheckReport:
     """Check every command in `paths`. The paths are the boundary (limits.within): nothing
     outside them is read on behalf of a file — no model or draft-model directory, options
-    file or linked file — and credential-looking values never reach the report (redact)."""
+    file or linked file — and credential-looking values never reach the report (redact).
+    `-` is standard input, and /dev/stdin, /dev/fd/N a descriptor the caller opened (is_stream):
+    each is read once and checked as the file its content is (stream_name)."""
+    streams = _Streams()
+    try:
+        return _check_files(paths, policy=policy, sets=sets, offline=offline, streams=streams)
+    finally:
+        if streams.folder is not None:
+            import shutil
+
+            shutil.rmtree(streams.folder, ignore_errors=True)
+
+
+def _check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
+                 offline: bool | None, streams: _Streams) -> CheckReport:
     rows: list[CheckedDeployment] = []
     roots: list[Path] = []
     named: list[Path] = []
     for given in paths:
         try:
+            if is_stream(given):
+                named.append(_stream_file(str(given), streams))
+                roots.append(named[-1].parent)
+                continue
             roots += checked_roots([given])
             named.append(given)
         except InvalidInputError as e:
-            rows.append(_error_row(str(given), 1, DeployParseError(str(given), 1, e.message,
-                                                                   hint=e.hint), command=""))
+            shown = STDIN_NAME if str(given) == STDIN else str(given)
+            rows.append(_error_row(shown, 1, DeployParseError(shown, 1, e.message,
+                                                              hint=e.hint), command=""))
     halves: list[tuple[Found, CheckedDeployment]] = []  # for pairing P/D halves (pd_pair)
     with within(roots, own=(data_dir("model_specs"), data_dir("gpu_specs"))):
         for path in expand_paths(named):
@@ -263,9 +420,10 @@ def check_files(paths: list[Path], *, policy: Policy, sets: dict[str, str],
             rows += checked
             halves += zip(found, checked, strict=True)
     pd_pair.pair(halves)
-    rows = [_redacted(r) for r in rows]
+    rows = [_redacted(streams.rename(r)) for r in rows]
     if not rows:
-        rows.append(_error_row(", ".join(map(str, paths)), 1, KvplanError(
+        names = [STDIN_NAME if str(p) == STDIN else str(p) for p in paths]
+        rows.append(_error_row(", ".join(names), 1, KvplanError(
             f"found no serving command ({recognised_commands()})",
             hint="check the file list; a command built at run time needs a # kvplan: comment"), ""))
     errors = [r for r in rows if r.status == "error"]
@@ -398,16 +556,22 @@ def _refuse_outside_link(path: Path) -> None:
 def _redacted(row: CheckedDeployment) -> CheckedDeployment:
     """The row with credential-looking values (limits.redact) taken out of every string a
     renderer shows: the command, the model, each problem and the plan's own problems."""
+    return _rewritten(row, redact)
+
+
+def _rewritten(row: CheckedDeployment, fn: Callable[[str], str]) -> CheckedDeployment:
+    """The row with `fn` applied to every string a renderer shows (the file, the command, the
+    model, each problem and the plan's own problems and command)."""
     def problems(items: list[Problem]) -> list[Problem]:
-        return [x.model_copy(update={"message": redact(x.message)}) for x in items]
+        return [x.model_copy(update={"message": fn(x.message)}) for x in items]
 
     plan = row.plan
     if plan is not None:
         plan = plan.model_copy(update={"problems": problems(list(plan.problems)),
-                                       "command": redact(plan.command)})
+                                       "command": fn(plan.command)})
     return row.model_copy(update={
-        "command": redact(row.command), "file": redact(row.file),
-        "model": redact(row.model) if row.model else row.model,
+        "command": fn(row.command), "file": fn(row.file),
+        "model": fn(row.model) if row.model else row.model,
         "problems": problems(row.problems),
         "policy_violations": problems(row.policy_violations), "plan": plan})
 
@@ -524,8 +688,8 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     if gpu is None:
         raise DeployParseError(f.file, f.line, "no GPU for this deployment",
                                hint="pass --gpu, set gpu in [tool.kvplan], add a "
-                               "nvidia.com/gpu.product node selector, or a `# kvplan: gpu=…` "
-                               "comment")
+                               "nvidia.com/gpu.product (AMD: amd.com/gpu.product-name) node "
+                               "selector, or a `# kvplan: gpu=…` comment")
     g = resolve_gpu(gpu)
     ref, model_notes = _model_ref(f)
     m = resolve_model(ref, revision=f.revision, offline=offline)
@@ -580,6 +744,35 @@ def _gpu_count_problems(f: Found, gpus: int) -> list[Problem]:
                     f"TP × PP × DP = {gpus}; {f.gpu_count - gpus} would sit idle")]
 
 
+def _version_from_file(p: Plan) -> Plan:
+    """The plan with its engine release's source "file": the deployment file names it (the
+    planner calls every release it is given "cli")."""
+    given = p.inputs.get("engine_version")
+    if given is None:
+        return p
+    return p.model_copy(update={"inputs": {
+        **p.inputs, "engine_version": given.model_copy(update={"source": "file"})}})
+
+
+def _version_unknown(f: Found, policy: Policy) -> list[Problem]:
+    """A warning that the release of a command run in an image was not read from the image's
+    tag (`:latest`, `rocm/vllm-dev:nightly`, a private build: the image fixes a release kvplan
+    cannot see) and which release it was planned as. Nothing when the file names one elsewhere
+    (a pip pin, a `# kvplan: engine-version=` comment) or --engine-version (the policy) gives
+    the default engine's; a script run in no image says its release in the plan's inputs
+    (engine_version source kvplan-default)."""
+    engine = registry.get(f.engine)
+    image = f.image if isinstance(f, ManifestFound) else None
+    if not image or f.engine_version or (policy.engine_version and f.engine == registry.DEFAULT):
+        return []
+    how = "`# kvplan: engine-version=X.Y.Z` above the command" + (
+        " or --engine-version" if f.engine == registry.DEFAULT else "")
+    return [Problem(code="engine-version-unknown", severity="warning",
+                    message=f"image {image}: kvplan cannot read a {engine.label} release from its "
+                    f"tag, so the release is not known; planned as {engine.label} "
+                    f"{engine.newest_version}, the newest modelled (write {how})")]
+
+
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
     if isinstance(f, ManifestFound) and f.unchecked:  # a manifest value left as a template
         return CheckedDeployment(
@@ -616,6 +809,8 @@ def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeploym
         problems.append(Problem(code="engine-version-from-file", severity="info",
                                 message=f"{registry.get(f.engine).label} {f.engine_version} "
                                 f"from {f.version_source}"))
+        p = _version_from_file(p)
+    problems += _version_unknown(f, policy)
     problems += _gpu_count_problems(f, p.gpu.count)
     fits = p.fits and not (f.gpu_count is not None and f.gpu_count < p.gpu.count)
     violations = policy_violations(p, policy) if fits else []

@@ -70,6 +70,7 @@ from .commands import (
     Templates,
     _apply_directive,
     _directives,
+    _env_argv,
     _failed,
     _get,
     _line,
@@ -96,6 +97,8 @@ class ManifestFound(Found):
     replicas: int | None = None
     unchecked: str | None = None
     dynamo_worker: bool = False  # run by Dynamo's backend module (its defaults apply)
+    image: str | None = None  # the container's (compose service's) image: check names it when
+    # its tag gives no release it can read
 
 
 # Dynamo's worker flags that are not the engine's (dynamo components/backends/*/args.py, 0.6+):
@@ -115,9 +118,18 @@ NIM_ENV = {"NIM_MAX_MODEL_LEN": "--max-model-len", "NIM_TENSOR_PARALLEL_SIZE":
 PSTACK_FLAGS = {"maxModelLen": "--max-model-len", "dtype": "--dtype",
                 "tensorParallelSize": "--tensor-parallel-size", "maxNumSeqs": "--max-num-seqs",
                 "gpuMemoryUtilization": "--gpu-memory-utilization", "maxLoras": "--max-loras"}
-# GPU model node labels: NVIDIA GPU feature discovery, GKE, and llm-d guides' own label
+# GPU model node labels: NVIDIA GPU feature discovery, GKE, llm-d guides' own label, and AMD's
+# node labeller (ROCm/k8s-device-plugin cmd/k8s-node-labeller/main.go, commit ed764684:
+# `createLabelPrefix` writes amd.com/gpu.<name> and the legacy beta.amd.com/gpu.<name>;
+# "product-name" is the card's sysfs product_name with spaces as "_" and "(", ")" dropped, e.g.
+# amd.com/gpu.product-name=AMD_Instinct_MI300X_OAM in docs/user-guide/installation.md)
+AMD_PRODUCT_LABELS = ("amd.com/gpu.product-name", "beta.amd.com/gpu.product-name")
 GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
-              "gpu.nvidia.com/model")
+              "gpu.nvidia.com/model", *AMD_PRODUCT_LABELS)
+# Extended resources a container's GPUs are limited by: NVIDIA's device plugin and AMD's
+# (ROCm/k8s-device-plugin internal/pkg/plugin/plugin.go GetResourceNamespace "amd.com" with the
+# resource "gpu", cmd/k8s-device-plugin/main.go; ed764684)
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # Ray accelerator_type names that are not catalogue aliases (ray/util/accelerators/accelerators.py)
 RAY_GPUS = {"A100-40G": "a100-sxm-40gb", "A100-80G": "a100-sxm-80gb", "H100": "h100-sxm-80gb",
             "H200": "h200-sxm-141gb"}
@@ -205,30 +217,75 @@ def _env(container: Any, ctx: _Ctx | None = None) -> dict[str, str]:
     return out
 
 
-def _gpu_count(container: Any, key: str = "nvidia.com/gpu") -> int | None:
-    return _int(_path(container, "resources", "limits", key))
+def _gpu_count(container: Any) -> int | None:
+    """The GPUs a container's limits give it: `nvidia.com/gpu`, else `amd.com/gpu`."""
+    limits = _path(container, "resources", "limits")
+    for key in GPU_RESOURCES:
+        count = _int(_get(limits, key))
+        if count is not None:
+            return count
+    return None
 
 
 def _gpu_label(spec: Any, ctx: _Ctx) -> tuple[str | None, str | None]:
     """The GPU a pod spec selects: a GPU-model label in nodeSelector or a required node
-    affinity (GPU_LABELS)."""
+    affinity (GPU_LABELS; AMD's labeller also writes the product as a key suffix,
+    `beta.amd.com/gpu.product-name.AMD_Instinct_MI300X: "1"`)."""
     selector = _get(spec, "nodeSelector")
     for key in GPU_LABELS:
         value = _scalar(_get(selector, key))
         if value:
-            return _gpu_name(value), f"nodeSelector {key}"
+            return _gpu_name(value, key), f"nodeSelector {key}"
+    for key, _ in _map(selector):
+        product = _amd_suffix(key)
+        if product:
+            return _gpu_name(product, AMD_PRODUCT_LABELS[0]), f"nodeSelector {key}"
     for n in _walk(_get(spec, "affinity"), ctx.budget):
         label = _scalar(_get(n, "key"))
         if label in GPU_LABELS:
             values = _strings(_get(n, "values"))
             if values:
-                return _gpu_name(values[0][0]), f"node affinity {label}"
+                return _gpu_name(values[0][0], label), f"node affinity {label}"
+        product = _amd_suffix(label or "")
+        if product:
+            return _gpu_name(product, AMD_PRODUCT_LABELS[0]), f"node affinity {label}"
     return None, None
 
 
-def _gpu_name(label: str) -> str:
+def _amd_suffix(key: str) -> str | None:
+    """The product an AMD count label names (`amd.com/gpu.product-name.AMD_Instinct_MI300X`:
+    the labeller's form for a node of several products, and beta.amd.com's always)."""
+    for label in AMD_PRODUCT_LABELS:
+        if key.startswith(label + ".") and len(key) > len(label) + 1:
+            return key[len(label) + 1:]
+    return None
+
+
+def _amd_gpu(product: str) -> str:
+    """AMD's product-name label as a catalogue id: AMD_Instinct_MI300X, AMD_Instinct_MI300X_OAM
+    and Instinct_MI300X (the labeller's test fixture) are mi300x. The words the catalogue's ids
+    leave out (the vendor, the Instinct brand, the OAM form factor) are dropped; a product the
+    catalogue does not know keeps the label's value, so the error names what the file says."""
+    from ..errors import KvplanError
+    from ..sources.catalog import resolve_gpu
+
+    words = [w for w in re.split(r"[_\s]+", product.strip()) if w]
+    while words and words[0].lower() in {"amd", "instinct"}:
+        words.pop(0)
+    if words and words[-1].lower() == "oam":
+        words.pop()
+    try:
+        return resolve_gpu("-".join(words)).id if words else product
+    except KvplanError:
+        return product
+
+
+def _gpu_name(label: str, key: str | None = None) -> str:
     """A node label value as a GPU name kvplan resolves: GKE writes nvidia-h100-80gb,
-    nvidia-tesla-t4; NVIDIA's discovery writes NVIDIA-H100-80GB-HBM3 (resolved as is)."""
+    nvidia-tesla-t4; NVIDIA's discovery writes NVIDIA-H100-80GB-HBM3 (resolved as is); AMD's
+    labeller writes AMD_Instinct_MI300X (_amd_gpu)."""
+    if key in AMD_PRODUCT_LABELS:
+        return _amd_gpu(label)
     low = label.lower()
     if low.startswith("nvidia-") and not label.startswith("NVIDIA-"):
         low = low.removeprefix("nvidia-").removeprefix("tesla-")
@@ -366,15 +423,23 @@ def _with_pool(f: Found, pool: str | None, replicas: int | None,
     return out
 
 
-def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None,
-                   gpu: tuple[str | None, str | None], gpu_count: int | None,
-                   env: dict[str, str] | None = None, default_argv: list[str] | None = None,
-                   default_engine: str | None = None,
-                   notes: list[str] | None = None,
-                   files: dict[str, str] | None = None) -> Found | None:
+def _container_row(container: Any, ctx: _Ctx, **kw: Any) -> Found | None:
     """A container's command + args (a `sh -c` script with its variables filled in, a
     `python -m dynamo.X` worker, or an engine entrypoint); `default_argv` for `default_engine`
-    (the image's own server) when it names none."""
+    (the image's own server) when it names none. The row carries the container's image."""
+    f = _container_command(container, ctx, **kw)
+    if isinstance(f, ManifestFound):
+        f.image = _scalar(_get(container, "image")) or None
+    return f
+
+
+def _container_command(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None,
+                       gpu: tuple[str | None, str | None], gpu_count: int | None,
+                       env: dict[str, str] | None = None, default_argv: list[str] | None = None,
+                       default_engine: str | None = None,
+                       notes: list[str] | None = None,
+                       files: dict[str, str] | None = None) -> Found | None:
+    """_container_row's command."""
     parts = _strings(_get(container, "command")) + _strings(_get(container, "args"))
     tokens = [t for t, _ in parts]
     line = _line(container)
@@ -419,6 +484,10 @@ def _container_row(container: Any, ctx: _Ctx, *, pool: str, replicas: int | None
     extra = env.get("VLLM_ADDITIONAL_ARGS")
     if extra:
         argv += _underscored(_split(extra, ctx, line))
+    # the flags the image's server reads from its environment (TGI's launcher: MODEL_ID,
+    # MAX_TOTAL_TOKENS, …; syntax.env_flags), for those the arguments do not give, as the
+    # generic reader takes them for a container without ConfigMaps
+    argv += _env_argv(default_engine, argv, env)
     shown = f"{launch_text(default_engine)} " + " ".join(shlex.quote(a) for a in argv)
     return _with_env(_row(default_engine, argv, ctx=ctx, line=line, text=shown, pool=pool,
                           replicas=replicas, gpu=gpu, gpu_count=gpu_count, notes=notes), env)
@@ -693,7 +762,7 @@ def _llmd(doc: Any, ctx: _Ctx) -> list[Found]:
             values = _strings(_get(types, "labelValues"))
             if values:
                 key = _scalar(_get(types, "labelKey"))
-                gpu = (_gpu_name(values[0][0]), f"acceleratorTypes {key}")
+                gpu = (_gpu_name(values[0][0], key), f"acceleratorTypes {key}")
         for c in _seq(_get(section, "containers")):
             command = _scalar(_get(c, "modelCommand")) or "imageDefault"
             count = (_gpu_count(c) or per_pod) * workers
@@ -757,7 +826,7 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
         gpu: tuple[str | None, str | None] = (None, None)
         for n in _walk(_get(spec, "nodeSelectorTerms"), ctx.budget):
             if _scalar(_get(n, "key")) in GPU_LABELS and _strings(_get(n, "values")):
-                gpu = (_gpu_name(_strings(_get(n, "values"))[0][0]),
+                gpu = (_gpu_name(_strings(_get(n, "values"))[0][0], _scalar(_get(n, "key"))),
                        f"nodeSelectorTerms {_scalar(_get(n, 'key'))}")
         engine = stack_engine("production-stack")
         text = f"{launch_text(engine)} " + " ".join(shlex.quote(a) for a in argv)
@@ -766,6 +835,9 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
                  replicas=_int(_get(spec, "replicaCount")), gpu=gpu,
                  gpu_count=_int(_get(spec, "requestGPU")))
         tag = _scalar(_get(spec, "tag")) or ""
+        repository = _scalar(_get(spec, "repository"))
+        if isinstance(f, ManifestFound) and repository:
+            f.image = f"{repository}:{tag}" if tag else repository
         m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
         if m and f.error is None:
             f.engine_version, f.version_source = m.group(1), f"image tag {tag}"
@@ -989,8 +1061,27 @@ READERS: list[tuple[Callable[[Any], bool], Callable[[Any, _Ctx], list[Found]]]] 
 ]
 
 
+def _unlisted(docs: list[Any], ctx: _Ctx) -> list[Any]:
+    """The documents, each `kind: List` (what `kubectl get -o yaml` prints for several
+    resources: apiVersion v1, its resources under `items`) replaced by its items, as kubectl
+    apply reads it; a List inside a List too (the walk's node budget bounds the work)."""
+    out: list[Any] = []
+    stack = list(reversed(docs))
+    while stack:
+        doc = stack.pop()
+        ctx.budget[0] -= 1
+        if ctx.budget[0] < 0:
+            raise DeployParseError(ctx.file, _line(doc), f"more than {MAX_YAML_NODES:,} YAML "
+                                   "nodes to visit (an alias bomb?)", hint="expand the aliases")
+        if _kind(doc) == "List" and getattr(_get(doc, "items"), "id", None) == "sequence":
+            stack.extend(reversed(_seq(_get(doc, "items"))))
+        else:
+            out.append(doc)
+    return out
+
+
 def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], list[Found]]]]:
-    docs = ctx.all_docs = _yaml_nodes(text, ctx.file)
+    docs = ctx.all_docs = _unlisted(_yaml_nodes(text, ctx.file), ctx)
     for doc in docs:  # ConfigMaps first: a container may read its flags from one further down
         if _kind(doc) == "ConfigMap":
             name = _scalar(_path(doc, "metadata", "name")) or ""
@@ -1006,18 +1097,49 @@ def _docs(text: str, ctx: _Ctx) -> Iterator[tuple[Any, Callable[[Any, _Ctx], lis
 
 
 def _label_generic(found: list[Found], all_docs: list[Any], claimed: list[Any],
-                   ctx: _Ctx) -> None:
-    """The GPU model of a workload the generic reader read, from the labels it does not know
-    (cloud.google.com/gke-accelerator, gpu.nvidia.com/model): set where it found none."""
+                   ctx: _Ctx) -> list[Found]:
+    """What the generic reader (commands.py: the nvidia.com/gpu limit and the
+    nvidia.com/gpu.product label) does not read, for the containers (compose services) it read:
+    the GPU model from the other labels (GPU_LABELS: GKE's, llm-d's, AMD's) and the count from
+    an `amd.com/gpu` limit, each set where it found none (a `# kvplan:` directive has already
+    set its own); and, for a row whose image tag gave no release, the image
+    (ManifestFound.image)."""
     ids = {id(d) for d, _ in claimed}
+    if not any(f.error is None for f in found):
+        return found
+    Span = tuple[int, int, tuple[str | None, str | None], int | None, str | None]
+    spans: list[Span] = []
+    budget = [MAX_YAML_NODES]  # its own: the readers' budget is left for the readers
     for doc in all_docs:
-        if id(doc) in ids or _kind(doc) not in WORKLOADS:
+        if id(doc) in ids:
             continue
-        gpu = _gpu_label(_pod_spec(doc), ctx)
-        first, last = doc.start_mark.line + 1, doc.end_mark.line + 1
-        for f in found:
-            if gpu[0] and f.error is None and f.gpu is None and first <= f.line <= last:
-                f.gpu, f.gpu_source = gpu
+        for _, svc in _map(_get(doc, "services")):  # compose: the image only
+            spans.append((_line(svc), svc.end_mark.line + 1, (None, None), None,
+                          _scalar(_get(svc, "image"))))
+        for node in _walk(doc, budget):
+            containers = _get(node, "containers")
+            if getattr(containers, "id", None) != "sequence":
+                continue
+            gpu = _gpu_label(node, ctx)
+            spans += [(c.start_mark.line + 1, c.end_mark.line + 1, gpu, _gpu_count(c),
+                       _scalar(_get(c, "image"))) for c in containers.value]
+    out: list[Found] = []
+    for f in found:
+        # a span ends on the line the next one starts: the later start is f's
+        inside = [s for s in spans if s[0] <= f.line <= s[1]]
+        if f.error is not None or not inside:
+            out.append(f)
+            continue
+        _, _, gpu, count, image = max(inside, key=lambda s: s[0])
+        if gpu[0] and f.gpu is None:
+            f.gpu, f.gpu_source = gpu
+        if count is not None and f.gpu_count is None:
+            f.gpu_count = count
+        if image and f.engine_version is None:  # a tag it could not read: check says so
+            f = ManifestFound(**{k: getattr(f, k) for k in Found.__dataclass_fields__},
+                              image=image)
+        out.append(f)
+    return out
 
 
 def manifest_commands(path: Path, found: list[Found], templates: Templates) -> list[Found]:
@@ -1032,9 +1154,9 @@ def manifest_commands(path: Path, found: list[Found], templates: Templates) -> l
         ctx = _Ctx(file, Templates(values=dict(templates.values)))
         text = ctx.templates.fill(raw, file)
         docs = list(_docs(text, ctx))
+        found = _label_generic(found, ctx.all_docs, docs, ctx)
     except (DeployParseError, InvalidConfigError, OSError):
         return found  # the generic reader already reported what is wrong with the file
-    _label_generic(found, ctx.all_docs, docs, ctx)
     if not docs:
         return found
     spans = [(d.start_mark.line + 1, d.end_mark.line + 1) for d, _ in docs]

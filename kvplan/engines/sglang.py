@@ -1247,7 +1247,7 @@ class SglangEngine(Engine):
                           # dynamo.sglang backend, nvcr.io/nvidia/ai-dynamo/sglang-runtime
                           image="lmsysorg/sglang:v{v}", dynamo_module="dynamo.sglang",
                           dynamo_image="nvcr.io/nvidia/ai-dynamo/sglang-runtime:{v}",
-                          rocm_image=rocm_image,  # --- amdemit ---
+                          rocm_image=rocm_image,
                           # --- emitport --- ServerArgs.port 30000 (python/sglang/srt/
                           # server_args.py, in every snapshot read, the newest
                           # sgl-project/sglang@001067ff)

@@ -479,7 +479,7 @@ ENV_FLAGS = {"MODEL_ID": "--model-id", "NUM_SHARD": "--num-shard",
 # (…/huggingface-text-generation-inference-cu124.2-3.ubuntu2204 = 2.3).
 _IMAGES = (re.compile(r"text-generation-inference[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)"),
            re.compile(r"text-generation-inference-cu\d{1,6}\.(\d{1,6})-(\d{1,6})(?:-(\d{1,6}))?\."))
-# --- amdemit --- TGI's ROCm image: the release tag with `-rocm` (.github/workflows/build.yaml:
+# TGI's ROCm image: the release tag with `-rocm` (.github/workflows/build.yaml:
 # label_extension "-rocm", semver pattern {{version}}${LABEL_EXTENSION}, pushed to
 # ghcr.io/huggingface/text-generation-inference; docs/source/installation_amd.md, v3.3.5:
 # 3.3.5-rocm), from v1.2.0, whose build.yaml first builds and pushes it; its Dockerfile_amd sets
@@ -586,7 +586,7 @@ class TgiEngine(Engine):
                           flag_releases=FLAG_RELEASES,  # --- flagrel ---
                           # --- schemas (#23) --- the published image (tag = the release)
                           image="ghcr.io/huggingface/text-generation-inference:{v}",
-                          rocm_image=rocm_image,  # --- amdemit ---
+                          rocm_image=rocm_image,
                           # --- emitport --- the launcher's --port defaults to 3000 and is read
                           # from PORT (launcher/src/main.rs `#[clap(default_value = "3000", long,
                           # short, env)] port`), and the image sets PORT=80 (Dockerfile, base

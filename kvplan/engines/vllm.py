@@ -845,7 +845,7 @@ def era_of(dep: Deployment) -> Era:
 
 _IMAGE = re.compile(r"vllm[-/_]openai[^:\s\"']{0,200}:v?(\d+\.\d+(?:\.\d+)?)")
 _PIP = re.compile(r"\bvllm==(\d+\.\d+(?:\.\d+)?)")
-# --- amdemit --- vLLM's own ROCm image, vllm/vllm-openai-rocm:v<release>: the release pipeline
+# vLLM's own ROCm image, vllm/vllm-openai-rocm:v<release>: the release pipeline
 # tags it (.buildkite/scripts/annotate-rocm-release.sh, `vllm/vllm-openai-rocm:v${RELEASE_VERSION}`)
 # and docs/getting_started/installation/gpu.rocm.inc.md calls it the official image, published
 # from January 2026 (vLLM PR #32580); the earliest release kvplan saw tagged is v0.14.1
@@ -864,6 +864,13 @@ def rocm_image(version: str, gfx: str) -> tuple[str, str | None]:
         f"Set the image TAG to the rocm/vllm tag (AMD's images) that ships vLLM {version}: "
         "its tags name the ROCm and vLLM releases and a date (rocm6.2_mi300_ubuntu20.04_py3.9_"
         "vllm_0.6.4); vLLM publishes vllm/vllm-openai-rocm itself from 0.14.1.")
+
+
+# AMD's ROCm builds name the release inside the tag: rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715,
+# rocm/vllm:rocm6.3.1_instinct_vllm0.8.3_20250415 (ROCm docs, "vLLM inference performance testing
+# version history", rocm.docs.amd.com docs-7.1.0 how-to/rocm-for-ai/inference/benchmark-docker/
+# previous-versions/vllm-history.html: each tag with its vLLM release)
+_ROCM_IMAGE = re.compile(r"\brocm/vllm:[^\s\"':]{0,200}?_vllm_?v?(\d+\.\d+(?:\.\d+)?)")
 # vLLM flag → (knob, kind). Kinds: int, hint (human-readable int: 32k = 32000, 32K = 32768 —
 # vllm/engine/arg_utils.py human_readable_int), float, str, bool.
 CLI_FLAGS: dict[str, tuple[str, str]] = {
@@ -1306,7 +1313,7 @@ class VllmEngine(Engine):
     syntax = DeploySyntax(
         cli_flags=CLI_FLAGS, boolean_flags=BOOLEAN_FLAGS, executables=(("vllm", "serve"),),
         modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
-        image_versions=(_IMAGE,), pip_version=_PIP,
+        image_versions=(_IMAGE, _ROCM_IMAGE), pip_version=_PIP,
         image_entrypoints=(re.compile(r"vllm[-/_]openai"),), positional_model=True,
         known_flags=known_flags.VLLM, dotted_mm_limit=True,
         config_yaml=True,

@@ -613,10 +613,11 @@ def test_report_on_a_file_whose_models_are_unavailable_exits_3(capsys, tmp_path,
     assert code == 3
 
 
-def test_check_says_it_does_not_read_standard_input(capsys, tmp_path, monkeypatch):
+def test_check_reads_standard_input_once(capsys, tmp_path, monkeypatch):
+    # `-` is standard input (tests/deploy/test_check_reading.py); naming it twice is refused
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(capsys, "check", "-", "--gpu", "h100")
-    assert code == 2 and "not standard input ('-')" in err
+    code, _, err = run(capsys, "check", "-", "-", "--gpu", "h100")
+    assert code == 2 and "can be read once" in err
 
 
 def test_an_unknown_gpu_hint_names_steps_that_work(capsys):
