@@ -126,9 +126,6 @@ def test_kvplan_check_reads_an_amd_file_back_as_the_same_plan(fmt, mi300x_tp2, t
     assert q.kv_cache.tokens == p.kv_cache.tokens
 
 
-@pytest.mark.xfail(reason="kvplan/deploy/manifests.py reads GPU models from NVIDIA and GKE node "
-                   "labels and counts nvidia.com/gpu only (AMD reading is another change)",
-                   strict=False)
 def test_check_reads_the_amd_label_and_resource_without_the_directive(tmp_path):
     """The file itself, without its `# kvplan: gpu=` line: check finds the MI300X from its node
     label and counts its amd.com/gpu limit (4 against a layout of 2 is a mismatch)."""
