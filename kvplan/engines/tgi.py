@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..knobs import Knobs, Layout
+from ..knobs import Knobs, Layout, valid_tp_sizes
 from ..model import forward
 from ..model.kv import kv_heads_per_gpu
 from ..model.weights import heaviest_stage
 from ..specs import (
     Deployment,
+    EngineOptions,
     GpuSpec,
     ModelSpec,
     PlanSpeculative,
@@ -106,12 +107,14 @@ def select_era(v: tuple[int, int, int]) -> TgiEra:
     return chosen
 
 
-def block_size(m: ModelSpec, era: TgiEra, compute_capability: float | None = None) -> int:
+def block_size(m: ModelSpec, era: TgiEra, compute_capability: float | None = None,
+               rocm: bool = False) -> int:
     """Tokens per KV block. ≤ 2.2: paged attention, 16. From 2.3 flashinfer (1) when head_dim
     ∈ {64, 128, 256}, else flashdecoding (256); from 2.4 the fallback is paged (16) below
     compute capability 8.0 (launcher/src/main.rs `resolve_attention`, v2.3.0 and v3.3.6).
-    MLA models (deepseek_v2) are forced to the fallback."""
-    if era.attention == "paged":
+    MLA models (deepseek_v2) are forced to the fallback. `rocm`: TGI's ROCm image sets
+    ATTENTION=paged, which the launcher keeps (`rocm_image`), so 16 for every model."""
+    if era.attention == "paged" or rocm:
         return 16
     if m.head_dim in (64, 128, 256) and m.mla is None:
         return 1
@@ -132,6 +135,101 @@ CARD_F16_FLOPS = {
     "nvidia-a100": 312 * 10**12, "nvidia-h200": 989 * 10**12,
 }
 LAUNCHER_WIGGLE_ROOM = 0.95  # `ComputeType::vram` (TGI_WIGGLE_ROOM unset)
+
+
+# ------------------------------------------------------------------ TGI's ROCm image
+# Dockerfile_amd sets ATTENTION=paged, PREFIX_CACHING=0 and PREFILL_CHUNKING=0 for the server
+# (v2.3.1: ATTENTION=paged with USE_PREFIX_CACHING=0, commit f9e561ec; v3.0.0 – v3.3.7: all
+# three; v2.3.0's image set none of them, not modelled). The launcher keeps an ATTENTION it is
+# given (launcher/src/main.rs `resolve_attention`, v3.3.7), and paged attention means 16-token
+# blocks (server/text_generation_server/models/globals.py BLOCK_SIZE, v3.3.7).
+ROCM_PAGED_FROM = (2, 3, 1)
+
+
+def rocm_image(gpu: GpuSpec, v: tuple[int, int, int]) -> bool:
+    """Whether TGI runs from its ROCm image here (an AMD GPU, a release whose image pins paged
+    attention without prefix caching)."""
+    return gpu.vendor == "AMD" and v >= ROCM_PAGED_FROM
+
+
+def prefill_chunking(era: TgiEra, rocm: bool, block: int, speculate: bool) -> bool:
+    """Whether a 3.x server splits long prompts over several prefill batches. The model turns
+    chunking off with PREFILL_CHUNKING=0 (the ROCm image), with speculation (--speculate), and
+    with any attention but flashinfer / flashdecoding (paged: 16-token blocks)
+    (server/text_generation_server/models/model.py `Model.__init__`, v3.0.0 – v3.3.7). Without
+    it the router refuses max_input_tokens above max_batch_prefill_tokens
+    (backends/v3/src/main.rs, v3.3.7), and the warm-up sets max_total_tokens to the tokens its
+    batch prefilled (flash_causal_lm.py `warmup`: sum(batch.cache_lengths), v3.3.7). Before 3.0
+    the launcher itself requires prefill ≥ input (`resolve`). Not modelled: the 3.3 models built
+    with support_chunking=False (Gemma 3, Qwen2-VL, Qwen2.5-VL, Mllama: models/__init__.py)."""
+    return era.defaults == "3.x" and not rocm and block != 16 and not speculate
+
+
+# ------------------------------------------------------------------ one host
+# TGI serves from one host: the launcher starts every shard itself (launcher/src/main.rs
+# `spawn_shards`: `for rank in 0..num_shard`, v2.4.0 and v3.3.7; --master-addr is only the
+# shards' rendezvous), and each shard asserts WORLD_SIZE <= torch.cuda.device_count() ("Each
+# process is one gpu") and takes local GPU RANK % device_count
+# (server/text_generation_server/utils/dist.py `initialize_torch_distributed`, v2.4.0 and
+# v3.3.7). --num-shard above one node's GPUs does not start.
+
+
+class TgiOptions(EngineOptions):
+    """What TGI's resolved deployment carries besides the shared settings."""
+
+    host_gpus: int | None = None  # GPUs one host holds (None: unknown system shape)
+    host: str = ""  # where host_gpus comes from (a system's name, --gpus-per-node, --nodes)
+    prefill_chunking: bool = True  # 3.x: the server splits long prompts (prefill_chunking)
+    rocm: bool = False  # runs from TGI's ROCm image (rocm_image)
+
+
+def tgi_options(dep: Deployment) -> TgiOptions:
+    """The deployment's TgiOptions; the defaults for one built without `resolve` (tests)."""
+    return dep.options if isinstance(dep.options, TgiOptions) else TgiOptions()
+
+
+def host_gpus(gpu: GpuSpec, knobs: Knobs, tp: int) -> tuple[int | None, str]:
+    """GPUs TGI's shards can use on one host: --gpus-per-node, else the node share --nodes
+    gives, else the largest node of the GPU's bundled systems; None for an unknown shape."""
+    if knobs.gpus_per_node is not None:
+        return knobs.gpus_per_node, f"--gpus-per-node {knobs.gpus_per_node}"
+    if knobs.nodes is not None:
+        return max(1, tp // knobs.nodes), f"--nodes {knobs.nodes}"
+    if not gpu.systems:
+        return None, ""
+    best = max(gpu.systems, key=lambda s: s.gpus_per_node)
+    return best.gpus_per_node, best.name
+
+
+def _multi_node_engines() -> list[str]:
+    """The registered engines kvplan writes multi-node launch lines for (those that override
+    Engine.node_launch: engines/multinode.py)."""
+    from . import registry  # the registry imports this module
+
+    return [e.name for e in registry.engines().values()
+            if type(e).node_launch is not Engine.node_launch]
+
+
+def host_problem(m: ModelSpec, gpu: GpuSpec, tp: int, opts: TgiOptions) -> Problem | None:
+    """The error for more shards than one host holds, with what would start instead."""
+    per = opts.host_gpus
+    if per is None or tp <= per:
+        return None
+    fits = [t for t in valid_tp_sizes(m) if t <= per]
+    within = (f"-tp {max(fits)} (--num-shard {max(fits)}), the largest valid on one node "
+              f"(plan it to see whether the model fits {max(fits)} GPUs)" if fits
+              else f"none: no valid --num-shard fits a {per}-GPU node")
+    *rest, last = _multi_node_engines() or [""]
+    others = f"{', '.join(rest)} or {last}" if rest else last
+    return Problem(
+        code="tgi-shards-exceed-node", severity="error",
+        message=f"TGI runs every shard on one host, and {tp} shards exceed the {per} GPUs per "
+        f"node of {opts.host}: its launcher starts all --num-shard processes on the local "
+        "machine, each on a local GPU (launcher/src/main.rs `spawn_shards`; utils/dist.py "
+        "asserts WORLD_SIZE <= the GPUs it sees), so it does not start across nodes. "
+        f"Alternatives: 1) {within}; 2) an engine that launches across nodes"
+        + (f" (--engine {others})" if others else "")
+        + f"; 3) a GPU whose servers hold {tp} or more GPUs per node")
 
 
 @dataclass(frozen=True)
@@ -219,7 +317,8 @@ def default_prefill_3x(m: ModelSpec, launch: Launcher) -> tuple[int, str]:
         value, how = optimal, f"compute-optimal for {card} × {launch.shards}"
     else:
         value = launcher_default_prefill(m)
-        why = "unknown card " + card if card and not flops else "no FLOP estimate"
+        why = ("unknown card " + card if card and not flops else "no FLOP estimate" if card
+               else "no nvidia-smi card name")  # (none on AMD: `compute_type` runs nvidia-smi)
         how = f"launcher default ({why})"
     if max_pos := launcher_max_position(m):
         value = min(value, max_pos)
@@ -637,7 +736,8 @@ class TgiEngine(Engine):
 
     def resolve(self, m: ModelSpec, gpu: GpuSpec, layout: Layout, knobs: Knobs,
                 version: str) -> Deployment:
-        era = select_era(parse_version(version))
+        v = parse_version(version)
+        era = select_era(v)
         sources: dict[str, Source] = dict(layout.sources)
         if sources.get("dtype") == "cli" and layout.dtype not in LAUNCHER_DTYPES:
             raise InvalidInputError(f"--dtype {layout.dtype} is not a value TGI's launcher "
@@ -649,6 +749,11 @@ class TgiEngine(Engine):
                     "gpu_memory_utilization", "max_num_seqs"):
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
         q = layout.quant
+        rocm = rocm_image(gpu, v)
+        block = block_size(m, era, _capability(gpu), rocm)
+        speculative = resolve_speculate(knobs, sources)
+        per, host = host_gpus(gpu, knobs, layout.tensor_parallel_size)
+        chunking = prefill_chunking(era, rocm, block, speculative is not None)
         dep = Deployment(
             engine=self.name, engine_version=version, era=f"{era.name} accounting",
             tensor_parallel_size=layout.tensor_parallel_size, dtype=layout.dtype,
@@ -658,10 +763,13 @@ class TgiEngine(Engine):
             quantization=q.method if q else None, quant=q,
             max_num_seqs=knobs.max_num_seqs or MAX_CONCURRENT_REQUESTS, max_num_batched_tokens=1,
             gpu_memory_utilization=knobs.gpu_memory_utilization or 1.0,
-            block_size=block_size(m, era, _capability(gpu)),
+            block_size=block,
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes,
-            speculative_config=resolve_speculate(knobs, sources), sources=sources)
+            # the ROCm image turns prefix caching off (PREFIX_CACHING=0, `rocm_image`)
+            enable_prefix_caching=not rocm,
+            speculative_config=speculative, sources=sources,
+            options=TgiOptions(host_gpus=per, host=host, prefill_chunking=chunking, rocm=rocm))
         lengths = self._lengths(m, gpu, dep, knobs.max_input_tokens)
         prefill = knobs.max_num_batched_tokens or lengths.prefill_tokens
         # a config without any length key leaves the KV pool as the only bound (plan_memory):
@@ -687,13 +795,46 @@ class TgiEngine(Engine):
                                     f"--max-total-tokens {max_total} (TGI's launcher refuses "
                                     "to start)",
                                     hint="lower --max-input-tokens or raise --max-total-tokens")
-        if max_input and prefill < max_input and era.defaults != "3.x":
+        if era.defaults == "3.x" and not chunking:
+            max_input, prefill = self._unchunked(knobs, sources, max_input, max_total, prefill)
+        if max_input and prefill < max_input and (era.defaults != "3.x" or not chunking):
             raise InvalidInputError(f"--max-batch-prefill-tokens {prefill} must be at least "
-                                    f"--max-input-tokens {max_input} (TGI's launcher refuses "
-                                    "to start)",
+                                    f"--max-input-tokens {max_input} (TGI refuses to start: "
+                                    + ("its launcher" if era.defaults != "3.x" else
+                                       "without prefill chunking, its router") + ")",
                                     hint="raise --max-batch-prefill-tokens")
         return dep.model_copy(update={"max_model_len": max_total, "max_input_tokens": max_input,
-                                      "max_num_batched_tokens": prefill})
+                                      "max_num_batched_tokens": prefill, "sources": sources})
+
+    @staticmethod
+    def _unchunked(knobs: Knobs, sources: dict[str, Source], max_input: int | None,
+                   max_total: int | None, prefill: int) -> tuple[int | None, int]:
+        """(max_input_tokens, max_batch_prefill_tokens) for a 3.x server without prefill
+        chunking (`prefill_chunking`), where a prompt must fit one prefill batch. A given
+        --max-input-tokens above the launcher's default prefill raises the prefill to it (the
+        line writes it; the warm-up prefills that many tokens), to one more without a
+        --max-total-tokens (the warm-up's batch then sets max_total_tokens, which must exceed
+        the input); an input derived from --max-total-tokens is capped at the prefill."""
+        given = knobs.max_input_tokens
+        if given is not None and knobs.max_num_batched_tokens is None:
+            need = given + (0 if max_total else 1)
+            if need > prefill:
+                sources["max_num_batched_tokens"] = "kvplan-default"
+                return max_input, need
+            return max_input, prefill
+        if given is not None and max_total is None and given >= prefill:
+            raise InvalidInputError(
+                f"--max-input-tokens {given} needs --max-num-batched-tokens (TGI's "
+                f"--max-batch-prefill-tokens) {prefill} above it without prefill chunking: "
+                "with no --max-total-tokens the warm-up sets max_total_tokens to the "
+                f"{prefill} tokens it prefilled, and TGI's router refuses an input that is "
+                "not below it", code="tgi-input-above-prefill", knob="max_input_tokens",
+                hint=f"pass --max-model-len above {given}, or --max-num-batched-tokens "
+                f"{given + 1} or more")
+        if given is None and max_input is not None and max_input > prefill:
+            sources["max_input_tokens"] = "kvplan-default"
+            return prefill, prefill
+        return max_input, prefill
 
     def _warmup_peak(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, era: TgiEra) -> int:
         """Eager PyTorch forward of one max_batch_prefill_tokens batch + its prompt logits +
@@ -709,17 +850,29 @@ class TgiEngine(Engine):
         v = parse_version(dep.engine_version)
         era = select_era(v)
         tp = dep.tensor_parallel_size
+        opts = tgi_options(dep)
+        unchunked = era.defaults == "3.x" and not opts.prefill_chunking
         wm = heaviest_stage(m, tp=tp, pp=1, dtype=dep.dtype, quant=dep.quant)
         warmup = self._warmup_peak(m, gpu, dep, era)
+        # without chunking the warm-up sets max_total_tokens to the tokens it prefilled
+        # (`prefill_chunking`), when none is given
+        total = dep.max_model_len or (dep.max_num_batched_tokens if unchunked else None)
         res = plan_memory(m, era, total_bytes=dep.gpu_total_bytes, tp=tp,
                           weights_bytes=wm.reserved_bytes,
                           warmup_peak_bytes=warmup, kv_dtype=dep.kv_cache_dtype,
                           fraction=dep.gpu_memory_utilization,
                           prefill_tokens=dep.max_num_batched_tokens,
-                          max_input_tokens=dep.max_input_tokens, max_total_tokens=dep.max_model_len,
+                          max_input_tokens=dep.max_input_tokens, max_total_tokens=total,
                           block=dep.block_size, gpu=gpu, other_bytes=dep.other_processes_bytes)
         problems = list(res.problems)
-        if not dep.user_set("max_num_batched_tokens"):
+        host = host_problem(m, gpu, tp, opts)
+        if host is not None:
+            problems.insert(0, host)
+        if unchunked:
+            default = self._lengths(m, gpu, dep, None).prefill_tokens
+            problems.append(self._unchunked_note(dep, opts, default))
+        if not dep.user_set("max_num_batched_tokens") and (
+                dep.sources.get("max_num_batched_tokens") != "kvplan-default"):
             lengths = self._lengths(m, gpu, dep, dep.max_input_tokens
                                     if dep.user_set("max_input_tokens") else None)
             problems.append(Problem(
@@ -771,13 +924,51 @@ class TgiEngine(Engine):
             bytes_per_token=res.bytes_per_token, block_size=block, num_blocks=res.tokens // block,
             reserved_blocks=0, tokens=res.tokens, max_model_len=length,
             max_concurrency=res.tokens / (length + extra) if length else 0.0,
-            max_model_len_fit=min(res.tokens, model_max), fits=res.fits, problems=problems,
+            max_model_len_fit=min(res.tokens, model_max), fits=res.fits and host is None,
+            problems=problems,
             notes=memory_notes(budget=budget, activation="estimate: warm-up prefill",
                                non_torch="estimate: CUDA context, NCCL",
                                kv="KV blocks after warm-up",
                                kv_tokens_label="max_batch_total_tokens"),
             request_blocks=lambda n: cdiv(n + extra, block), speculative=spec,
-            engine_defaults={"max_model_len": length} if dep.max_model_len is None else {})
+            # the warm-up's max_input_tokens is max_total_tokens − 1 (flash_causal_lm.py
+            # `warmup`, v3.3.7): the value the launch line writes
+            engine_defaults={"max_model_len": length,
+                             "max_input_tokens": dep.max_input_tokens or length - 1}
+            if dep.max_model_len is None else {})
+
+    @staticmethod
+    def _unchunked_note(dep: Deployment, opts: TgiOptions, default: int) -> Problem:
+        """Why prompts are bounded by the prefill batch here, and what the line does about it
+        (`default`: the launcher's own --max-batch-prefill-tokens)."""
+        why = ("TGI's ROCm image sets PREFILL_CHUNKING=0 (Dockerfile_amd)" if opts.rocm else
+               "--speculate turns TGI's prefill chunking off" if dep.speculative_config else
+               "paged attention has no prefill chunking in TGI")
+        prefill = dep.max_num_batched_tokens
+        src = dep.sources
+        if src.get("max_num_batched_tokens") == "kvplan-default":
+            what = (f"kvplan's launch line sets --max-batch-prefill-tokens {prefill} for the "
+                    f"given --max-input-tokens {dep.max_input_tokens} (a line without it gets "
+                    f"the launcher's {default:,}, which the router refuses), and the warm-up "
+                    "prefills that many tokens (its activation peak is sized from it)")
+        elif src.get("max_input_tokens") == "kvplan-default":
+            what = (f"prompts are capped at --max-input-tokens {dep.max_input_tokens} below "
+                    f"--max-total-tokens {dep.max_model_len}; pass --max-input-tokens (kvplan "
+                    "raises --max-batch-prefill-tokens to it, and sizes the warm-up from it) or "
+                    "--max-num-batched-tokens for longer prompts")
+        elif dep.max_model_len is None and dep.max_input_tokens is None:
+            what = (f"without lengths TGI starts with max_total_tokens {prefill} (the tokens "
+                    "its warm-up batch prefilled) and max_input_tokens one less; pass "
+                    "--max-model-len / --max-input-tokens for longer requests")
+        else:
+            what = "the lengths given fit it"
+        return Problem(code="tgi-no-prefill-chunking",
+                       severity="warning" if "kvplan-default" in (
+                           src.get("max_input_tokens"), src.get("max_num_batched_tokens"))
+                       else "info",
+                       message=f"{why}: a prompt must fit one prefill batch, so TGI's router "
+                       f"refuses --max-input-tokens above --max-batch-prefill-tokens {prefill} "
+                       f"(backends/v3/src/main.rs); {what}")
 
     def fraction_needed(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment, res: MemoryResult,
                         blocks: int) -> float | None:
@@ -809,13 +1000,20 @@ class TgiEngine(Engine):
         args = ["text-generation-launcher", "--model-id", ref]
         if dep.tensor_parallel_size != 1:
             args += [self.flags["tensor_parallel_size"], str(dep.tensor_parallel_size)]
+        batched = batched_tokens_flag_value(rec, dep)
+        if batched is None and dep.sources.get("max_num_batched_tokens") == "kvplan-default":
+            batched = dep.max_num_batched_tokens  # raised for a given input (`_unchunked`)
         if rec.max_model_len.value:
             total = int(rec.max_model_len.value)
             asked = dep.max_input_tokens if dep.user_set("max_input_tokens") else None
             inp = asked if asked and asked < total else total - 1
+            if select_era(parse_version(dep.engine_version)).defaults == "3.x" and not (
+                    tgi_options(dep).prefill_chunking):
+                # no prefill chunking: the router refuses an input above the prefill batch
+                inp = min(inp, batched or dep.max_num_batched_tokens)
             args += [self.flags["max_input_tokens"], str(inp),
                      self.flags["max_model_len"], str(total)]
-        if (batched := batched_tokens_flag_value(rec, dep)) is not None:
+        if batched is not None:
             args += [self.flags["max_num_batched_tokens"], str(batched)]
         if rec.gpu_memory_utilization.value and rec.gpu_memory_utilization.value != 1.0:
             args += [self.flags["gpu_memory_utilization"], f"{rec.gpu_memory_utilization.value:g}"]

@@ -53,7 +53,7 @@ def test_a_subclass_with_a_smaller_flag_table_refuses_what_it_dropped():
                              "limit_mm_per_prompt"}),
     ("sglang", "SglangOptions", {"enable_hierarchical_cache", "hicache_ratio", "hicache_size",
                                  "lora_paths"}),
-    ("tgi", "EngineOptions", set()),
+    ("tgi", "TgiOptions", {"host_gpus", "host", "prefill_chunking", "rocm"}),
     ("trtllm", "TrtllmOptions", {"backend", "host_cache_size", "max_beam_width"}),
 ])
 def test_a_deployment_is_common_fields_plus_the_engines_own_options(name, options, fields):
