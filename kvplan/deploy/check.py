@@ -33,7 +33,7 @@ from ..sources.limits import (
 )
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
-from ..versions import parse_version
+from ..versions import normalize_version, parse_version
 from . import env_flags, pd_check, pd_pair
 from .commands import (
     DeployParseError,
@@ -172,10 +172,14 @@ def _validate_policy(section: dict[str, Any], where: str) -> Policy:
                                      hint=(f"did you mean {close[0]!r}?" if close else
                                            "settings: " + ", ".join(sorted(fields))))
     try:
-        return Policy.model_validate({k.replace("-", "_"): v for k, v in section.items()})
+        policy = Policy.model_validate({k.replace("-", "_"): v for k, v in section.items()})
     except ValidationError as e:
         err = e.errors()[0]
         raise InvalidConfigError(err["msg"], path=where, field=str(err["loc"][0])) from None
+    if policy.engine_version is not None:
+        policy.engine_version = normalize_version(policy.engine_version,
+                                                  f"{where}: engine_version")
+    return policy
 
 
 def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
@@ -517,6 +521,9 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     g = resolve_gpu(gpu)
     ref, model_notes = _model_ref(f)
     m = resolve_model(ref, revision=f.revision, offline=offline)
+    if f.engine_version is not None:  # a `# kvplan:` comment's is as written: v0.10.0 → 0.10.0
+        f.engine_version = normalize_version(f.engine_version, f"engine-version from "
+                                             f"{f.version_source or 'the file'}")
     # the policy's engine_version is the default engine's release
     version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                    else None)

@@ -46,7 +46,7 @@ from ..specs import (
     per_object,
 )
 from ..units import GiB, fast_init, largest_true
-from ..versions import parse_version
+from ..versions import normalize_version, parse_version
 from . import nodes as node_rules
 from . import performance
 
@@ -218,6 +218,8 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     workload = workload or Workload()
     _check_supported(eng, knobs)
     _check_gpu(eng, gpu)
+    # the one door a release enters by (CLI, API, check, calibrate): "v0.10.1" plans as 0.10.1
+    engine_version = normalize_version(engine_version) if engine_version else None
     version = engine_version or eng.newest_version
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
