@@ -369,7 +369,7 @@ def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | Non
         except InvalidInputError as e:
             if not refusals and e.knob is None:
                 raise
-            message = e.message + (f" (hint: {e.hint})" if e.hint else "")
+            message = e.message + (f" (hint: {_one_line(e.hint)})" if e.hint else "")
             refusals.append(Problem(code=e.code, severity="error", message=message))
             if e.knob is None or e.knob not in knobs:
                 return None, refusals
@@ -404,11 +404,17 @@ def _redacted(row: CheckedDeployment) -> CheckedDeployment:
         "policy_violations": problems(row.policy_violations), "plan": plan})
 
 
+def _one_line(hint: str) -> str:
+    """A hint inside a row's one-line message: its lines (an offline miss's next step, then
+    the did-you-mean) joined by '; '."""
+    return hint.replace("\n", "; ")
+
+
 def _error_row(file: str, line: int, e: KvplanError, command: str,
                f: Found | None = None) -> CheckedDeployment:
     message = e.detail if isinstance(e, DeployParseError) else e.message
     if e.hint:
-        message += f" (hint: {e.hint})"
+        message += f" (hint: {_one_line(e.hint)})"
     return CheckedDeployment(
         file=file, line=line, engine=f.engine if f else "", command=command,
         model=f.model if f else None, gpu=f.gpu if f else None,
