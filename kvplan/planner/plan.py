@@ -412,9 +412,14 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
     and the plan says so (every engine: `Engine.newest_version`)."""
     if parse_version(version) <= parse_version(eng.newest_version):
         return []
+    # SGLang's era() names no era (its Deployment does): the newest of eras(); TGI's and
+    # SGLang's names end in "accounting" already, vLLM's do not
+    eras = eng.eras()
+    name = (era or (eras[-1][0] if eras else "")).removesuffix(" accounting")
+    accounting = f"the {name} accounting" if name else "its accounting"
     return [Problem(code="engine-version-newer", severity="warning",
                     message=f"{eng.label} {version} is newer than {eng.newest_version}, the "
-                    f"newest release kvplan read; modelled with the {era} accounting")]
+                    f"newest release kvplan read; modelled with {accounting}")]
 
 
 def _percentile_unmet(section: Performance, w: Workload) -> Problem:
@@ -1622,9 +1627,12 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
             f"{dep.other_processes_bytes / GiB:.2f} GiB is already in use "
             f"({g.local.processes} compute process(es)); planned against what is free"))
     if g.vendor != "NVIDIA":
+        # AMD Instinct runs on the engines' ROCm platform (vLLM vllm/platforms/rocm.py), Intel
+        # Gaudi on HPU (vllm/platforms/hpu.py, later the vllm-project/vllm-gaudi plugin)
+        platform = {"AMD": "ROCm", "Intel": "HPU (Gaudi)"}.get(g.vendor, g.vendor)
         problems.append(Problem(code="non-cuda-platform", severity="warning",
-                                message=f"{g.vendor} GPUs use {engine}'s ROCm/HPU platforms, whose "
-                                "defaults and buffers kvplan has not calibrated"))
+                                message=f"{g.vendor} GPUs use {engine}'s {platform} platform, "
+                                "whose defaults and buffers kvplan has not calibrated"))
     return problems
 
 
