@@ -242,7 +242,7 @@ class ReportData:
     curve: tuple[CurvePoint, ...]  # requests its KV cache holds at each max_model_len
     curve_source: str  # how the curve was computed, as the report says it
     compare: tuple[Plan, ...]  # the same model on every registry engine, as compare plans it
-    not_planned: tuple[tuple[str, str], ...]  # (engine, why) for each engine that could not be
+    not_planned: tuple[tuple[str, str], ...]  # (engine label, why): engines that refused it
     sweep: SweepResult | None  # the cheapest alternatives for the same workload; None: none
 
 
@@ -313,7 +313,7 @@ def report(model: str | ModelSpec, gpu: str | GpuSpec, *, engine: str = registry
         try:
             compare.append(at(generic, name))
         except KvplanError as e:
-            not_planned.append((name, e.message))
+            not_planned.append((registry.get(name).label, e.message))  # TensorRT-LLM, not trtllm
     swept = None
     if with_sweep:
         # the same knobs as the plan, less what the sweep explores itself (the layout, and the

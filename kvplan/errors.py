@@ -70,7 +70,9 @@ class KvplanError(Exception):
         return EXIT_CODES[self.reason]
 
     def __str__(self) -> str:
-        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+        # a hint's second line (a did-you-mean after the next step) indented under the first
+        return (self.message if not self.hint
+                else f"{self.message}\n  hint: {self.hint.replace(chr(10), chr(10) + '  ')}")
 
 
 class UnknownModelError(KvplanError, LookupError):

@@ -72,6 +72,7 @@ def check(files: list[Path], **values: Any) -> None:
 
     from ..deploy.check import Policy, check_files, load_policy
     from ..errors import InvalidInputError
+    from ..versions import normalize_version
 
     fmt = "json" if values["as_json"] else values["fmt"]
     if fmt not in {"table", "json", "github", "markdown"}:
@@ -88,6 +89,8 @@ def check(files: list[Path], **values: Any) -> None:
         sets[key.strip()] = value
     policy, _ = load_policy(values["config"], Path.cwd())
     overrides = {k: values[k] for k in _POLICY if values[k] is not None}
+    if "engine_version" in overrides:
+        overrides["engine_version"] = normalize_version(overrides["engine_version"])
     try:
         policy = Policy.model_validate({**policy.model_dump(), **overrides})
     except ValidationError as e:

@@ -46,9 +46,20 @@ def human_int(text: str | int) -> int:
 
 
 def console(stderr: bool = False) -> Console:
+    """A rich console on stdout (stderr); in a pipe or a file, its lines without the trailing
+    blanks rich pads table cells with (render/text.RightStripped)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    from ..render.text import RightStripped
+
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or unusual stream: as rich would see it
+        terminal = False
+    if terminal:
+        return Console(stderr=stderr, highlight=False)
+    return Console(file=RightStripped(stream), highlight=False)  # type: ignore[arg-type]
 
 
 @contextmanager

@@ -79,7 +79,8 @@ def fail(e: BaseException) -> int:
     elif code == INTERNAL:
         sys.stderr.write(f"kvplan: internal error: {message}\n  hint: {hint}\n")
     else:
-        sys.stderr.write(f"Error: {message}" + (f"\n  hint: {hint}" if hint else "") + "\n")
+        shown = hint.replace("\n", "\n  ") if hint else None  # a second line under the first
+        sys.stderr.write(f"Error: {message}" + (f"\n  hint: {shown}" if shown else "") + "\n")
     if json_requested(sys.argv[1:]):
         write(json.dumps(error_object(code, exit_code, message, hint), indent=2) + "\n")
     return exit_code

@@ -36,7 +36,7 @@ from ..sources.limits import (
 )
 from ..specs import SCHEMA_VERSION, GpuSpec, ModelSpec, Plan, Problem
 from ..units import GiB
-from ..versions import parse_version
+from ..versions import normalize_version, parse_version
 from . import env_flags, pd_check, pd_pair
 from .commands import (
     DeployParseError,
@@ -175,10 +175,14 @@ def _validate_policy(section: dict[str, Any], where: str) -> Policy:
                                      hint=(f"did you mean {close[0]!r}?" if close else
                                            "settings: " + ", ".join(sorted(fields))))
     try:
-        return Policy.model_validate({k.replace("-", "_"): v for k, v in section.items()})
+        policy = Policy.model_validate({k.replace("-", "_"): v for k, v in section.items()})
     except ValidationError as e:
         err = e.errors()[0]
         raise InvalidConfigError(err["msg"], path=where, field=str(err["loc"][0])) from None
+    if policy.engine_version is not None:
+        policy.engine_version = normalize_version(policy.engine_version,
+                                                  f"{where}: engine_version")
+    return policy
 
 
 def policy_violations(p: Plan, policy: Policy) -> list[Problem]:
@@ -535,7 +539,7 @@ def _plan_all_refusals(m: ModelSpec, g: GpuSpec, engine: str, version: str | Non
         except InvalidInputError as e:
             if not refusals and e.knob is None:
                 raise
-            message = e.message + (f" (hint: {e.hint})" if e.hint else "")
+            message = e.message + (f" (hint: {_one_line(e.hint)})" if e.hint else "")
             refusals.append(Problem(code=e.code, severity="error", message=message))
             if e.knob is None or e.knob not in knobs:
                 return None, refusals
@@ -576,11 +580,17 @@ def _rewritten(row: CheckedDeployment, fn: Callable[[str], str]) -> CheckedDeplo
         "policy_violations": problems(row.policy_violations), "plan": plan})
 
 
+def _one_line(hint: str) -> str:
+    """A hint inside a row's one-line message: its lines (an offline miss's next step, then
+    the did-you-mean) joined by '; '."""
+    return hint.replace("\n", "; ")
+
+
 def _error_row(file: str, line: int, e: KvplanError, command: str,
                f: Found | None = None) -> CheckedDeployment:
     message = e.detail if isinstance(e, DeployParseError) else e.message
     if e.hint:
-        message += f" (hint: {e.hint})"
+        message += f" (hint: {_one_line(e.hint)})"
     return CheckedDeployment(
         file=file, line=line, engine=f.engine if f else "", command=command,
         model=f.model if f else None, gpu=f.gpu if f else None,
@@ -693,6 +703,9 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     g = resolve_gpu(gpu)
     ref, model_notes = _model_ref(f)
     m = resolve_model(ref, revision=f.revision, offline=offline)
+    if f.engine_version is not None:  # a `# kvplan:` comment's is as written: v0.10.0 → 0.10.0
+        f.engine_version = normalize_version(f.engine_version, f"engine-version from "
+                                             f"{f.version_source or 'the file'}")
     # the policy's engine_version is the default engine's release
     version = f.engine_version or (policy.engine_version if f.engine == registry.DEFAULT
                                    else None)

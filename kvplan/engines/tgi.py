@@ -113,7 +113,7 @@ def block_size(m: ModelSpec, era: TgiEra, compute_capability: float | None = Non
     ∈ {64, 128, 256}, else flashdecoding (256); from 2.4 the fallback is paged (16) below
     compute capability 8.0 (launcher/src/main.rs `resolve_attention`, v2.3.0 and v3.3.6).
     MLA models (deepseek_v2) are forced to the fallback. `rocm`: TGI's ROCm image sets
-    ATTENTION=paged, which the launcher keeps (`rocm_image`), so 16 for every model."""
+    ATTENTION=paged, which the launcher keeps (`on_rocm_image`), so 16 for every model."""
     if era.attention == "paged" or rocm:
         return 16
     if m.head_dim in (64, 128, 256) and m.mla is None:
@@ -146,7 +146,7 @@ LAUNCHER_WIGGLE_ROOM = 0.95  # `ComputeType::vram` (TGI_WIGGLE_ROOM unset)
 ROCM_PAGED_FROM = (2, 3, 1)
 
 
-def rocm_image(gpu: GpuSpec, v: tuple[int, int, int]) -> bool:
+def on_rocm_image(gpu: GpuSpec, v: tuple[int, int, int]) -> bool:
     """Whether TGI runs from its ROCm image here (an AMD GPU, a release whose image pins paged
     attention without prefix caching)."""
     return gpu.vendor == "AMD" and v >= ROCM_PAGED_FROM
@@ -180,7 +180,7 @@ class TgiOptions(EngineOptions):
     host_gpus: int | None = None  # GPUs one host holds (None: unknown system shape)
     host: str = ""  # where host_gpus comes from (a system's name, --gpus-per-node, --nodes)
     prefill_chunking: bool = True  # 3.x: the server splits long prompts (prefill_chunking)
-    rocm: bool = False  # runs from TGI's ROCm image (rocm_image)
+    rocm: bool = False  # runs from TGI's ROCm image (on_rocm_image)
 
 
 def tgi_options(dep: Deployment) -> TgiOptions:
@@ -749,7 +749,7 @@ class TgiEngine(Engine):
                     "gpu_memory_utilization", "max_num_seqs"):
             sources[key] = "cli" if getattr(knobs, key) is not None else "engine-default"
         q = layout.quant
-        rocm = rocm_image(gpu, v)
+        rocm = on_rocm_image(gpu, v)
         block = block_size(m, era, _capability(gpu), rocm)
         speculative = resolve_speculate(knobs, sources)
         per, host = host_gpus(gpu, knobs, layout.tensor_parallel_size)
@@ -766,7 +766,7 @@ class TgiEngine(Engine):
             block_size=block,
             gpu_total_bytes=layout.gpu_total_bytes,
             other_processes_bytes=layout.other_processes_bytes,
-            # the ROCm image turns prefix caching off (PREFIX_CACHING=0, `rocm_image`)
+            # the ROCm image turns prefix caching off (PREFIX_CACHING=0, `on_rocm_image`)
             enable_prefix_caching=not rocm,
             speculative_config=speculative, sources=sources,
             options=TgiOptions(host_gpus=per, host=host, prefill_chunking=chunking, rocm=rocm))

@@ -1271,8 +1271,8 @@ class TrtllmEngine(Engine):
             problems.append(Problem(
                 code="engine-buffers-not-estimated", severity="warning",
                 message="a built TensorRT-LLM engine (the default before 1.0) has runtime and "
-                "decoder buffers (growing with max_batch_size × max_seq_len) are not estimated: "
-                "the KV pool is over-stated (benchmarks/trtllm_replay.py)"))
+                "decoder buffers (growing with max_batch_size × max_seq_len) that kvplan does not "
+                "estimate: the KV pool is over-stated (benchmarks/trtllm_replay.py)"))
         # CUDA graphs: sized with vLLM's capture rule and per-graph constants (forward.py), an
         # estimate with no TensorRT-LLM measurement behind it, shown for information; they are
         # captured in the estimation pass, inside the profiled peak (fraction_ceiling).

@@ -51,6 +51,7 @@ from ..specs import (
     Workload,
 )
 from ..units import GiB, gib, largest_true, usd_per_million_tokens
+from ..versions import normalize_version
 from . import nodes as node_rules
 from . import performance
 from .plan import evaluate
@@ -517,7 +518,7 @@ def plan_disagg(m: ModelSpec, prefill: PoolLayout, decode: PoolLayout, knobs: Kn
             hint=f"plan with --engine {' / '.join(pd.engines_with_pd())}, or drop --disagg",
             code="disagg-not-supported", knob="disagg")
     w = workload or Workload()
-    version = engine_version or eng.newest_version
+    version = normalize_version(engine_version) if engine_version else eng.newest_version
     link = link_gbps or kv_transfer.DEFAULT_LINK_GBPS
     plan_fn = _planned_once(plan_fn)
     lengths_only = w.model_copy(update={"target_concurrency": None, "slo_ttft_ms": None,

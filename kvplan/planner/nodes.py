@@ -257,9 +257,18 @@ def _plan_nodes(gpu: GpuSpec, tp: int, pp: int, dp: int, *, nodes: int | None,
                      pipeline_link=pp_link, source=s.source), problems
 
 
+def _fabric(gpu: GpuSpec) -> str:
+    """The name of a GPU's own link (nvlink_gbps_per_gpu holds any vendor's): NVLink on NVIDIA
+    parts, else the fabric its systems name (xGMI on AMD Instinct, RoCE on Gaudi: gpu_specs/)."""
+    if gpu.vendor == "NVIDIA":
+        return "NVLink"
+    named = {s.scale_up_link.split(" (", 1)[0] for s in gpu.systems}
+    return named.pop() if len(named) == 1 else f"{gpu.vendor}'s GPU link"
+
+
 def _own_link(gpu: GpuSpec) -> str:
     rate = perf.link_bytes_per_s(gpu) / 1e9
-    kind = "NVLink" if gpu.nvlink_gbps_per_gpu else f"PCIe {gpu.pcie_gen or 4} x16"
+    kind = _fabric(gpu) if gpu.nvlink_gbps_per_gpu else f"PCIe {gpu.pcie_gen or 4} x16"
     return f"{kind} at {rate:g} GB/s per direction"
 
 
@@ -287,7 +296,12 @@ def node_links(gpu: GpuSpec, tp: int, pp: int, dp: int = 1, *, nodes: int | None
         tp_bytes = out
         parts.append(f"TP all-reduce over {net}")
     elif tp > 1:
-        parts.append(f"TP all-reduce over {own} ({s.scale_up_link})")
+        # "xGMI (Infinity Fabric, …)" after "over xGMI at …": the parenthesis alone
+        fabric = s.scale_up_link
+        lead = own.split(" at ", 1)[0] + " ("
+        if fabric.startswith(lead) and fabric.endswith(")"):
+            fabric = fabric[len(lead):-1]
+        parts.append(f"TP all-reduce over {own} ({fabric})")
     # the pipeline's stages span (tp × pp) / per-node GPUs nodes per replica
     stage_nodes = -(-tp * pp // (p.gpus_per_node or tp * pp))
     crossings = (stage_nodes - 1) if pp > 1 and tp * pp > s.scale_up_domain else 0

@@ -47,7 +47,7 @@ from ..specs import (
     per_object,
 )
 from ..units import GiB, fast_init, largest_true
-from ..versions import parse_version, release_key
+from ..versions import normalize_version, parse_version, release_key
 from . import nodes as node_rules
 from . import performance
 
@@ -219,6 +219,8 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     workload = workload or Workload()
     _check_supported(eng, knobs)
     _check_gpu(eng, gpu)
+    # the one door a release enters by (CLI, API, check, calibrate): "v0.10.1" plans as 0.10.1
+    engine_version = normalize_version(engine_version) if engine_version else None
     version = engine_version or eng.newest_version
     era_name, problems = eng.era(version)
     problems = newer_than_modelled(eng, version, era_name) + problems
@@ -462,9 +464,14 @@ def newer_than_modelled(eng: Engine, version: str, era: str) -> list[Problem]:
     and the plan says so (every engine: `Engine.newest_version`)."""
     if parse_version(version) <= parse_version(eng.newest_version):
         return []
+    # SGLang's era() names no era (its Deployment does): the newest of eras(); TGI's and
+    # SGLang's names end in "accounting" already, vLLM's do not
+    eras = eng.eras()
+    name = (era or (eras[-1][0] if eras else "")).removesuffix(" accounting")
+    accounting = f"the {name} accounting" if name else "its accounting"
     return [Problem(code="engine-version-newer", severity="warning",
                     message=f"{eng.label} {version} is newer than {eng.newest_version}, the "
-                    f"newest release kvplan read; modelled with the {era} accounting")]
+                    f"newest release kvplan read; modelled with {accounting}")]
 
 
 def _percentile_unmet(section: Performance, w: Workload) -> Problem:
@@ -1672,9 +1679,12 @@ def model_gpu_problems(m: ModelSpec, g: GpuSpec, dep: Deployment, *, engine: str
             f"{dep.other_processes_bytes / GiB:.2f} GiB is already in use "
             f"({g.local.processes} compute process(es)); planned against what is free"))
     if g.vendor != "NVIDIA":
+        # AMD Instinct runs on the engines' ROCm platform (vLLM vllm/platforms/rocm.py), Intel
+        # Gaudi on HPU (vllm/platforms/hpu.py, later the vllm-project/vllm-gaudi plugin)
+        platform = {"AMD": "ROCm", "Intel": "HPU (Gaudi)"}.get(g.vendor, g.vendor)
         problems.append(Problem(code="non-cuda-platform", severity="warning",
-                                message=f"{g.vendor} GPUs use {engine}'s ROCm/HPU platforms, whose "
-                                "defaults and buffers kvplan has not calibrated"))
+                                message=f"{g.vendor} GPUs use {engine}'s {platform} platform, "
+                                "whose defaults and buffers kvplan has not calibrated"))
     return problems
 
 

@@ -47,6 +47,7 @@ from ..specs import (
     Workload,
 )
 from ..units import usd_per_million_tokens
+from ..versions import normalize_version
 from . import nodes as node_rules
 from .plan import _given as plan_given  # k.given(), as the plan of these knobs just asked it
 from .plan import gc_paused, shared_tries
@@ -776,6 +777,8 @@ def _check_inputs(knobs: Knobs, gpus: Sequence[GpuSpec], engines: Sequence[str],
         raise InvalidInputError("the search space is empty: no engines to sweep")
     if not 1 <= max_gpus <= MAX_SWEEP_GPUS:
         raise InvalidInputError(f"--max-gpus must be in [1, {MAX_SWEEP_GPUS}], got {max_gpus}")
+    if engine_version is not None:
+        normalize_version(engine_version)  # refused before any candidate is planned
     if engine_version is not None and len(set(engines)) > 1:
         raise InvalidInputError("--engine-version names one engine's release",
                                 hint="sweep one --engine with it")

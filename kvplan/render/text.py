@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import IO, TYPE_CHECKING
 
 from ..specs import CLOSED_LOOP_HARNESS, price_provider
 from ..units import GiB, gib, plain_number
@@ -16,6 +17,42 @@ if TYPE_CHECKING:
     from ..planner.sweep import Option, SweepResult
     from ..sources.catalog import CatalogEntry
     from ..specs import GpuSpec, ModelSpec, Performance, Plan, TrafficPlan
+
+
+_TRAILING_BLANKS = re.compile(r"[ \t]+\n")
+
+
+class RightStripped:
+    """A pipe or file the tables are written to, its lines without the blanks rich pads every
+    cell (and a table's title) to the table's width with: diffs, `grep 'x$'` and editors see
+    the text as it reads. Whole lines pass through as they complete; a terminal is given the
+    stream itself (cli/common.console)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._partial = ""  # the text after the last newline written
+
+    def write(self, text: str) -> int:
+        done, newline, self._partial = (self._partial + text).rpartition("\n")
+        if newline:
+            self._stream.write(_TRAILING_BLANKS.sub("\n", done + newline))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:  # an unfinished line (print(end="")) goes out as it is
+            self._stream.write(self._partial)
+            self._partial = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str | None:  # rich reads it to choose box characters
+        return getattr(self._stream, "encoding", None)
 
 
 def _seqs_head(plan: Plan) -> str:

@@ -159,13 +159,23 @@ def resolve_model(ref: str, *, revision: str | None = None, token: str | None = 
         raise
     except UnavailableError as e:
         # A typo'd repo id goes to the Hub like any repo id; when it fails, name the close
-        # catalogue ids. Offline, a near-miss of a catalogue id is bad input (exit 2).
+        # catalogue ids.
         close = suggest_models(ref, cutoff=0.85)
         if not close or e.reason is Reason.GATED or entry is not None:  # a catalogue id with
             raise  # --revision is no typo: "did you mean" it named itself
-        if e.reason is Reason.OFFLINE_MISS:
-            raise UnknownModelError(ref, close) from None
-        e.hint = f"did you mean {', '.join(repr(c) for c in close)}? " + (e.hint or "")
+        mean = f"did you mean {', '.join(repr(c) for c in close)}?"
+        if e.reason is not Reason.OFFLINE_MISS:
+            e.hint = f"{mean} " + (e.hint or "")
+            raise
+        # Offline the Hub cannot say whether the repo exists: only a catalogue id with one
+        # word misspelt is bad input (exit 2); any other repo id is a cache miss (exit 3) that
+        # names the close catalogue ids on a line of its own (Qwen2.5-Coder-7B-Instruct is a
+        # real repo, not a typo of Qwen2.5-7B-Instruct).
+        typos = [c for c in close if misspelt(ref, c)]
+        if typos:
+            raise UnknownModelError(ref, typos, message=f"unknown model {ref!r}: not in the "
+                                    "catalogue, and offline the Hub cannot be asked") from None
+        e.hint = f"{e.hint}\n{mean}" if e.hint else mean
         raise
     m = spec_from_config(got.config, model_id=ref, source=got.source, path=f"{ref}/config.json",
                          extra=got.quant_config)
@@ -181,6 +191,36 @@ def _local_path(ref: str) -> Path | None:
         return path if path.exists() else None
     except (RuntimeError, OSError, ValueError):
         return None
+
+
+_WORDS = re.compile(r"[a-z]+|[0-9]+|[^a-z0-9]")
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance of two short words."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def misspelt(ref: str, known: str) -> bool:
+    """Whether repo id `ref` is catalogue id `known` with one word misspelt: the same owner,
+    numbers and separators, and one word of four or more letters at most two edits away
+    (Instrcut, Instruc). A changed number or short word (-pt for -it), a word added or
+    dropped, or another owner may name another real repo (Qwen/Qwen2.5-Coder-7B-Instruct)."""
+    owner, _, name = ref.lower().partition("/")
+    known_owner, _, known_name = known.lower().partition("/")
+    if owner != known_owner or len(name) > 200:
+        return False
+    words, known_words = _WORDS.findall(name), _WORDS.findall(known_name)
+    if len(words) != len(known_words):
+        return False
+    diff = [(a, b) for a, b in zip(words, known_words, strict=True) if a != b]
+    return (len(diff) == 1 and all(w.isalpha() and len(w) >= 4 for w in diff[0])
+            and _edits(*diff[0]) <= 2)
 
 
 def suggest_models(ref: str, cutoff: float = 0.5) -> list[str]:

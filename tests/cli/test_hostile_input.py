@@ -66,7 +66,7 @@ def test_engine_version_directive_is_linear(capsys, tmp_path):
     f = tmp_path / "run.sh"
     f.write_text("# kvplan: engine-version=0.1" + "a" * 30 + "!\nvllm serve qwen2.5-7b\n")
     code, report, _ = check_report(capsys, f, limit_s=5)
-    assert code == 2 and "--engine-version" in messages(report)
+    assert code == 2 and "engine-version from # kvplan: comment at line 1" in messages(report)
 
 
 def test_template_scan_is_linear(capsys, tmp_path):

@@ -177,6 +177,25 @@ def test_typod_repo_id_offline_is_bad_input_with_suggestion(capsys, monkeypatch,
     assert code == 2 and "meta-llama/Llama-3.1-8B-Instruct" in err
 
 
+@pytest.mark.parametrize("ref", ["Qwen/Qwen2.5-Coder-7B-Instruct", "google/gemma-3-4b-pt",
+                                 "Qwen/Qwen2.5-14B-Instruct"])
+def test_real_repo_id_offline_is_a_cache_miss_naming_close_ids_second(capsys, monkeypatch,
+                                                                      tmp_path, ref):
+    """A real Hub repo near a catalogue id (a word added, a size or variant changed, another
+    variant) offline was "unknown model … not a local path", exit 2, without the offline hint."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kv"))
+    code, out, err = run(capsys, "plan", ref, "--gpu", "h100", "--json")
+    assert code == 3, err
+    error = json.loads(out)["error"]
+    assert error["code"] == "offline-miss" and error["exit_code"] == 3
+    first, second = error["hint"].split("\n")
+    assert "unset HF_HUB_OFFLINE" in first and second.startswith("did you mean '")
+    assert "unknown model" not in err
+    assert "\n  hint: run the same command once online" in err
+    assert "\n  did you mean '" in err  # the second line, under the first
+
+
 def test_typod_repo_id_unreachable_hub_exit_3_names_catalogue_id(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kv"))
@@ -796,3 +815,18 @@ def test_an_empty_model_name_says_so(capsys, tmp_path, monkeypatch, name):
     assert "config.json in this directory" not in err
     with pytest.raises(InvalidInputError, match="the model name is empty"):
         kvplan.plan(name, "h100")
+
+
+def test_check_row_keeps_an_offline_miss_and_its_did_you_mean_on_one_line(capsys, monkeypatch,
+                                                                         tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kv"))
+    f = tmp_path / "serve.sh"
+    f.write_text("vllm serve Qwen/Qwen2.5-Coder-7B-Instruct\n")
+    code, out, _ = run(capsys, "check", str(f), "--gpu", "h100", "--json")
+    assert code == 3
+    [row] = json.loads(out)["deployments"]
+    [problem] = row["problems"]
+    assert "\n" not in problem["message"]
+    assert "unset HF_HUB_OFFLINE" in problem["message"]
+    assert "local model directory; did you mean 'Qwen/Qwen2.5-7B-Instruct'" in problem["message"]

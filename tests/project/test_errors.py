@@ -73,3 +73,30 @@ def test_gated_typo_is_passed_on_without_a_suggestion(monkeypatch):
     with pytest.raises(UnavailableError) as got:
         catalog.resolve_model(TYPO)
     assert got.value.reason is Reason.GATED and got.value.hint == "retry"
+
+
+@pytest.mark.parametrize(("ref", "typo"), [
+    ("meta-llama/Llama-3.1-8B-Instruc", True),  # a letter short
+    ("meta-llama/Llama-3.1-8B-Instrcut", True),  # two letters swapped
+    ("META-LLAMA/llama-3.1-8b-instuct", True),  # case is no difference
+    ("Qwen/Qwen2.5-Coder-7B-Instruct", False),  # a word added: a real repo
+    ("Qwen/Qwen2.5-14B-Instruct", False),  # another size
+    ("google/gemma-3-4b-pt", False),  # the base model of gemma-3-4b-it (a short word)
+    ("unsloth/Llama-3.1-8B-Instruct", False),  # another owner
+    ("meta-llama/Llama-3.1-8B", False),  # a word dropped
+])
+def test_only_a_misspelt_word_of_a_catalogue_id_is_a_typo(ref, typo):
+    known = {"meta": "meta-llama/Llama-3.1-8B-Instruct", "Qwen": "Qwen/Qwen2.5-7B-Instruct",
+             "goog": "google/gemma-3-4b-it", "unsl": "meta-llama/Llama-3.1-8B-Instruct"}
+    assert catalog.misspelt(ref, known[ref[:4]] if ref[:4] in known
+                            else "meta-llama/Llama-3.1-8B-Instruct") is typo
+
+
+def test_offline_miss_of_a_real_repo_near_a_catalogue_id_stays_unavailable(monkeypatch):
+    _hub_fails(monkeypatch, "not in the cache", Reason.OFFLINE_MISS)
+    with pytest.raises(UnavailableError) as got:
+        catalog.resolve_model("Qwen/Qwen2.5-Coder-7B-Instruct")
+    assert got.value.reason is Reason.OFFLINE_MISS and got.value.exit_code == 3
+    assert (got.value.hint or "").startswith("retry\ndid you mean 'Qwen/Qwen2.5-7B-Instruct'")
+    assert str(got.value).endswith("\n  hint: retry\n  did you mean 'Qwen/Qwen2.5-7B-Instruct', "
+                                   "'Qwen/Qwen2.5-72B-Instruct', 'Qwen/Qwen2.5-VL-7B-Instruct'?")
