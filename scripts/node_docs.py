@@ -101,7 +101,11 @@ command, and the engine file the flags were read in); `$HEAD_IP`, `$NODE_RANK` a
   (sglang/srt/server_args.py).
 * **TensorRT-LLM**: one `mpirun -np WORLD -H $HEAD_IP:8,$NODE1_IP:8 trtllm-llmapi-launch
   trtllm-serve …` line, one MPI rank per GPU (examples/llm-api/llm_mgmn_trtllm_serve.sh).
-* **TGI** shards inside one node; a layout spanning nodes is a `no-multi-node-launch` warning.
+* **TGI** runs every shard on one host (its launcher starts all `--num-shard` processes on the
+  local machine, each on a local GPU), so more shards than one node's GPUs do not start: the
+  plan does not fit (`tgi-shards-exceed-node`, exit 1) and names the largest valid TP on one
+  node, the engines that launch across nodes and GPUs with larger nodes; without `-tp`, TGI's
+  TP is never chosen above a node (`--gpus-per-node` for your own servers).
 
 `kvplan check` reads the same spellings: vLLM's `--nnodes`/`-n`, SGLang's `--nnodes` (a line
 with `--nnodes 2 --tp 16` is 8 GPUs per node), and the launcher before TensorRT-LLM's server

@@ -781,9 +781,8 @@ def _version_unknown(f: Found, policy: Policy) -> list[Problem]:
     how = "`# kvplan: engine-version=X.Y.Z` above the command" + (
         " or --engine-version" if f.engine == registry.DEFAULT else "")
     return [Problem(code="engine-version-unknown", severity="warning",
-                    message=f"image {image}: kvplan cannot read a {engine.label} release from its "
-                    f"tag, so the release is not known; planned as {engine.label} "
-                    f"{engine.newest_version}, the newest modelled (write {how})")]
+                    message=f"image {image} names no {engine.label} release kvplan can read: "
+                    f"planned as {engine.newest_version}, the newest modelled (write {how})")]
 
 
 def _check_one(f: Found, policy: Policy, offline: bool | None) -> CheckedDeployment:
