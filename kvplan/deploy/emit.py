@@ -978,9 +978,12 @@ def emit(p: Plan, fmt: str) -> str:
     asked = p.inputs["tensor_parallel_size"].value
     served = p.recommendations.tensor_parallel_size.value
     if served is None or served != asked:  # the serve line runs another layout, or none fits
+        # the plan's own reason where it has one (TGI's shards beyond a node: not the memory)
+        why = next((x.message for x in p.problems if x.severity == "error"), None)
         raise InvalidInputError(
-            f"--emit writes the deployment the plan describes, and this one does not start: "
-            f"the weights and KV cache do not fit at tensor_parallel_size {asked}"
+            "--emit writes the deployment the plan describes, and this one does not start: "
+            + (why if why and not served else
+               f"the weights and KV cache do not fit at tensor_parallel_size {asked}")
             + (f" (the serve line moves to {served})" if served else ""),
             code="emit-does-not-fit", knob="emit",
             hint=(f"plan it at -tp {served} and emit that" if served else

@@ -168,3 +168,17 @@ def test_rocm_has_no_prefix_caching():
                 ).kv_cache.effective_max_concurrency_with_prefix is not None
     assert plan(LLAMA_8B, "mi300x", engine="tgi", workload=w
                 ).kv_cache.effective_max_concurrency_with_prefix is None
+
+
+def test_emit_refuses_tgi_shards_beyond_a_node_with_the_plans_own_reason():
+    """--emit of a plan that does not start says why the plan says so: TGI's shards beyond one
+    host, not 'the weights and KV cache do not fit' (405B fits 8 GB200s' memory)."""
+    from kvplan.deploy.emit import emit
+    from kvplan.errors import KvplanError
+
+    p = plan("meta-llama/Llama-3.1-405B", "gb200", engine="tgi", tensor_parallel_size=8)
+    with pytest.raises(KvplanError) as e:
+        emit(p, "k8s")
+    assert e.value.code == "emit-does-not-fit"
+    assert "TGI runs every shard on one host" in e.value.message
+    assert "weights and KV cache" not in e.value.message
