@@ -29,6 +29,12 @@ def _match(text: str) -> re.Match[str] | None:
     return VERSION.fullmatch(text) if len(text) <= 64 else None
 
 
+def is_release(text: str) -> bool:
+    """Whether `text` is a release number normalize_version takes (a tag such as `latest` or
+    `prod-2025` is not)."""
+    return _match(text) is not None
+
+
 def normalize_version(text: str, where: str = "--engine-version") -> str:
     """The release as kvplan writes it (image tags, titles, JSON): `text` without surrounding
     blanks or its leading v. Anything that is not a release number is an InvalidInputError

@@ -64,6 +64,7 @@ from typing import Any
 from ..engines import registry
 from ..errors import InvalidConfigError
 from ..sources.limits import MAX_DEPLOY_BYTES, MAX_YAML_NODES, read_text_limited
+from ..versions import is_release, normalize_version
 from .commands import (
     DeployParseError,
     Found,
@@ -838,9 +839,8 @@ def _pstack(doc: Any, ctx: _Ctx) -> list[Found]:
         repository = _scalar(_get(spec, "repository"))
         if isinstance(f, ManifestFound) and repository:
             f.image = f"{repository}:{tag}" if tag else repository
-        m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
-        if m and f.error is None:
-            f.engine_version, f.version_source = m.group(1), f"image tag {tag}"
+        if tag and f.error is None and is_release(tag):  # v0.10.1.1, v0.8.5.post1 as well
+            f.engine_version, f.version_source = normalize_version(tag), f"image tag {tag}"
         out.append(f)
     return out
 

@@ -400,3 +400,27 @@ def test_what_counts_as_a_stream():
 ])
 def test_stream_format_from_its_content(text, name):
     assert stream_name(text) == name
+
+
+@pytest.mark.parametrize(("tag", "version"), [("v0.10.1.1", "0.10.1.1"),
+                                              ("v0.8.5.post1", "0.8.5.post1"),
+                                              ("0.9.2", "0.9.2"), ("latest", None)])
+def test_production_stack_tag_is_read_with_its_fourth_number_and_post_release(tmp_path, tag,
+                                                                              version):
+    """vLLM tags its images v0.10.1.1 and v0.8.5.post1 (vllm-project/vllm releases): the
+    production-stack chart's modelSpec tag is read as the release it names (it was matched
+    against X.Y[.Z] only, so those planned the newest release instead)."""
+    from kvplan.deploy.check import Policy, check_files
+
+    f = tmp_path / "values.yaml"
+    f.write_text("# kvplan: gpu=l40s\nservingEngineSpec:\n  modelSpec:\n  - name: a\n"
+                 "    repository: vllm/vllm-openai\n    tag: \"" + tag + "\"\n"
+                 "    modelURL: meta-llama/Llama-3.1-8B-Instruct\n    requestGPU: 1\n"
+                 "    vllmConfig:\n      maxModelLen: 4096\n")
+    (row,) = check_files([f], policy=Policy(), sets={}, offline=True).deployments
+    assert row.plan is not None
+    got = row.plan.inputs["engine_version"]
+    if version is None:
+        assert got.source == "kvplan-default"
+    else:
+        assert (got.value, got.source) == (version, "file")
