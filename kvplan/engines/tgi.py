@@ -841,10 +841,17 @@ class TgiEngine(Engine):
         what the warm-up holds beyond a plain prefill (`warmup_extra_bytes`)."""
         warm = dep.model_copy(update={"max_num_seqs": 1})
         tp, prefill = dep.tensor_parallel_size, dep.max_num_batched_tokens
+        max_input = dep.max_input_tokens
+        if (max_input is None and dep.max_model_len is None and era.defaults == "3.x"
+                and not tgi_options(dep).prefill_chunking):
+            # without lengths and chunking, TGI settles on prefill − 1 input tokens (the
+            # engine_defaults the launch line writes), and the warm-up of that line splits its
+            # batch there: sized as the line runs, so `check` of the line reads the same
+            max_input = prefill - 1
         return (forward.activation_bytes(m, warm, last_stage=True, eager_v0=True)
                 + prefill_logits_bytes(m, era, tp, prefill, dep.dtype)
                 + warmup_extra_bytes(m, parse_version(dep.engine_version), tp, prefill, dep.dtype,
-                                     _capability(gpu), dep.max_input_tokens))
+                                     _capability(gpu), max_input))
 
     def memory(self, m: ModelSpec, gpu: GpuSpec, dep: Deployment) -> MemoryResult:
         v = parse_version(dep.engine_version)

@@ -182,3 +182,19 @@ def test_emit_refuses_tgi_shards_beyond_a_node_with_the_plans_own_reason():
     assert e.value.code == "emit-does-not-fit"
     assert "TGI runs every shard on one host" in e.value.message
     assert "weights and KV cache" not in e.value.message
+
+
+def test_gemma3_without_lengths_on_rocm_plans_the_warm_up_its_line_runs(tmp_path):
+    """Without lengths or chunking TGI settles on prefill − 1 input tokens and the plan's line
+    writes them; the warm-up of that line is two requests (7,999 + 1), whose Gemma 3 masks
+    (gemma3_mask_bytes) the plan sized as one 8,000-token request, so `check` of the plan's own
+    line read 394,912 KV tokens against the plan's 396,544 (found by the emit round-trip
+    campaign)."""
+    from kvplan.deploy.check import Policy, check_files
+
+    p = plan("google/gemma-3-12b-it", "mi300x", engine="tgi")
+    assert "--max-input-tokens 7999 --max-total-tokens 8000" in p.command
+    f = tmp_path / "serve.sh"
+    f.write_text(f"# kvplan: gpu=mi300x engine-version={p.engine.version}\n{p.command}\n")
+    (row,) = check_files([f], policy=Policy(), sets={}, offline=True).deployments
+    assert row.plan is not None and row.plan.kv_cache.tokens == p.kv_cache.tokens
