@@ -682,7 +682,8 @@ FP8_LEAST = (8, 0)
 def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype: str | None,
                         kv_dtype: str, quant: QuantSpec | None,
                         refusal: str | None = None, *, engine_label: str = "vLLM",
-                        fp8_refusal: str = "") -> list[Problem]:
+                        fp8_refusal: str = "",
+                        fp8_least: tuple[int, int] = FP8_LEAST) -> list[Problem]:
     """What the GPU's compute capability refuses or changes, as vLLM decides it (the other
     engines use the same CUDA kernels' limits) — but for FP8 weights below 8.0, which the
     engine planned (`engine_label`) refuses as its `fp8_refusal` says (Engine.fp8_refusal;
@@ -692,10 +693,10 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
       ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0",
       vllm/platforms/interface.py check_if_supports_dtype / the V0 worker's
       _check_if_gpu_supports_dtype).
-    * FP8 weights (--quantization fp8 or an FP8 checkpoint) need cc ≥ 8.0 (Fp8Config
-      get_min_capability 80, vllm/model_executor/layers/quantization/fp8.py); below 8.9 there
-      is no FP8 compute and vLLM runs them weight-only through the Marlin kernel (same memory,
-      16-bit math).
+    * FP8 weights (--quantization fp8 or an FP8 checkpoint) need cc ≥ `fp8_least` (the
+      engine's release's: Engine.fp8_least; vLLM's Fp8Config get_min_capability, 80, 75 from
+      0.14.0); below 8.9 there is no FP8 compute and vLLM runs them weight-only through the
+      Marlin kernel (same memory, 16-bit math).
     * `refusal`: why the engine's kernels for the checkpoint's format do not run on this GPU
       (planner/whatif.py refusal, the rule a what-if's --quantization meets:
       Engine.checkpoint_kernel), an error; None where one runs it.
@@ -727,10 +728,11 @@ def capability_problems(m: ModelSpec, gpu: GpuSpec, dtype: str, requested_dtype:
     if quant is not None and quant.method == "fp8" and refusal is None:
         # (a format with its own rule, refused here: that rule's error alone, never the
         # weight-only warning of a fallback the engine does not take)
-        if cc < FP8_LEAST:
+        if cc < fp8_least:
             out.append(Problem(
                 code="gpu-capability", severity="error",
-                message=f"FP8 weights need compute capability ≥ 8.0 and the {gpu.name} has "
+                message=f"FP8 weights need compute capability ≥ {fp8_least[0]}.{fp8_least[1]} "
+                f"and the {gpu.name} has "
                 f"{cc_s}; " + (fp8_refusal or f"{engine_label} is planned with vLLM's rule, "
                                f"as kvplan has not read {engine_label}'s own: "
                                + VLLM_FP8_REFUSAL)))
@@ -818,7 +820,8 @@ class Layout:
 
 def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: str,
                    checkpoint_kv: str | None = None, kv_override: str = "",
-                   refusal: str | None = None, fp8_refusal: str = "") -> Layout:
+                   refusal: str | None = None, fp8_refusal: str = "",
+                   fp8_least: tuple[int, int] = FP8_LEAST) -> Layout:
     """Parallel sizes (TP must divide the heads), device total (--gpu-memory-gib or the
     catalogue's CUDA total), dtype, KV dtype and weight format, with the source of each.
     `checkpoint_kv`: the KV dtype the engine's `auto` takes from a checkpoint that declares
@@ -826,8 +829,8 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     what the engine does with a 16-bit request against it (Engine.checkpoint_kv_override);
     `refusal`: why the engine's kernels for the checkpoint's format do not run on this GPU
     (planner/whatif.py refusal), a gpu-capability error among the layout's problems.
-    `fp8_refusal`: how it refuses FP8 weights below compute capability 8.0
-    (Engine.fp8_refusal)."""
+    `fp8_refusal`: how it refuses FP8 weights below `fp8_least`, the least compute capability
+    of FP8 weights in the planned release (Engine.fp8_refusal, Engine.fp8_least)."""
     sources: dict[str, Source] = {}
 
     def pick(key: str, default: Any) -> Any:
@@ -919,6 +922,7 @@ def resolve_layout(m: ModelSpec, gpu: GpuSpec, knobs: Knobs, *, engine_label: st
     problems = kv_note + capability_problems(m, gpu, dtype,
                                              knobs.dtype if sources["dtype"] == "cli" else None,
                                              kv_dtype, quant, refusal,
-                                             engine_label=engine_label, fp8_refusal=fp8_refusal)
+                                             engine_label=engine_label, fp8_refusal=fp8_refusal,
+                                             fp8_least=fp8_least)
     others = gpu.local.used_bytes if gpu.local is not None and knobs.gpu_memory_gib is None else 0
     return Layout(tp, pp, dp, dtype, kv_dtype, quant, total, sources, tuple(problems), others)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, TypeVar
 
-from ..knobs import compute_capability
+from ..knobs import FP8_LEAST, compute_capability
 from ..model.whatif import FORMATS, MODELOPT
 from ..specs import KvCache, MemoryBreakdown, Problem
 from ..units import fast_init
@@ -743,6 +743,11 @@ class Engine(ABC):
     # writes it after "FP8 weights need compute capability ≥ 8.0 and the GPU has …; "); "": not
     # read for this engine, and the error says vLLM's rule is applied in its place
     fp8_refusal: ClassVar[str] = ""
+
+    def fp8_least(self, version: str) -> tuple[int, int]:
+        """The least compute capability at which `version` runs FP8 weights (weight-only below
+        8.9): vLLM's rule, which every engine is planned with unless it declares its own."""
+        return FP8_LEAST
 
     # What an explicit 16-bit --kv-cache-dtype does against a checkpoint's declared FP8 KV cache
     # that `auto` takes (checkpoint_kv_dtype), with its source; "" where not read

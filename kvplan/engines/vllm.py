@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..errors import InvalidInputError
-from ..knobs import VLLM_FP8_REFUSAL, Knobs, Layout, parse_mm_limits
+from ..knobs import FP8_LEAST, VLLM_FP8_REFUSAL, Knobs, Layout, parse_mm_limits
 from ..model.expert import deepep_low_latency_bytes, redundant_expert_bytes
 from ..model.forward import (  # noqa: F401 - re-exported: the constants calibrate.py reports
     CUDAGRAPH_BYTES_PER_LAYER_GRAPH,
@@ -989,6 +989,8 @@ FLAG_RELEASES = {
 # kvplan reads --eplb-config's and --speculative-config's dotted keys (DeploySyntax.dotted_json);
 # the release check then needs 0.9.0 (DOTTED_FROM), and --eplb-config its own 0.10.2.
 DOTTED_FROM = "0.9.0"
+# Fp8Config.get_min_capability returns 75 from this release (80 before): engine.fp8_least
+FP8_TURING_FROM = (0, 14, 0)
 
 
 def prefix_caching_flag(dep: Deployment) -> list[str]:
@@ -1436,9 +1438,14 @@ class VllmEngine(Engine):
                         message=f"--limit-mm-per-prompt {raw}: vLLM {v} refuses the key=value "
                         f"form (JSON only from 0.10.0); write '{fixed}'")]
 
-    # --- fp8cap --- Fp8Config.get_min_capability 80 (vllm/model_executor/layers/quantization/
-    # fp8.py), checked when the model's quantization config is built
+    # --- fp8cap --- Fp8Config.get_min_capability (vllm/model_executor/layers/quantization/
+    # fp8.py), checked when the model's quantization config is built: 80 up to 0.13.0, 75 from
+    # 0.14.0 (FP8 Marlin on Turing, vllm-project/vllm PR #29901; read in the PyPI wheels of
+    # 0.13.0 and 0.14.0–0.19.1)
     fp8_refusal = VLLM_FP8_REFUSAL
+
+    def fp8_least(self, version: str) -> tuple[int, int]:
+        return (7, 5) if parse_version(version) >= FP8_TURING_FROM else FP8_LEAST
 
     checkpoint_kv_override = (
         "vLLM was reported to refuse an explicit --kv-cache-dtype bfloat16 on such a checkpoint "

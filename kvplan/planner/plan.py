@@ -147,7 +147,7 @@ def evaluate(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, version: str
     layout = resolve_layout(m, gpu, knobs, engine_label=eng.label,
                             checkpoint_kv=eng.checkpoint_kv_dtype(m, version),
                             kv_override=eng.checkpoint_kv_override,
-                            fp8_refusal=eng.fp8_refusal,
+                            fp8_refusal=eng.fp8_refusal, fp8_least=eng.fp8_least(version),
                             refusal=what_if_refusal(eng, m, gpu, version))  # its kernels
     dep = eng.resolve(m, gpu, layout, knobs, version)
     dep.sources["engine_version"] = version_source

@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from ..engines import registry
 from ..engines.base import Engine
 from ..errors import InvalidInputError
-from ..knobs import FP8_LEAST, Knobs, compute_capability
+from ..knobs import Knobs, compute_capability
 from ..model.whatif import WhatIfFormat, checkpoint_dir, checkpoint_format, what_if_format
 from ..specs import Deployment, GpuSpec, ModelSpec, PlanWhatIf, Problem, SourcedValue
 from ..versions import parse_version
@@ -78,13 +78,13 @@ def running(fmt: str, gpu: GpuSpec) -> list[Engine]:
     """The engines whose kernels serve checkpoint format `fmt` on `gpu`
     (Engine.checkpoint_kernel) and that run on its vendor's GPUs, in the registry's order. An
     FP8 checkpoint on an engine that declares no kernels for it meets the FP8 rule all engines
-    are planned with (knobs.capability_problems: from compute capability 8.0)."""
+    are planned with at its newest release (Engine.fp8_least: vLLM 7.5 from 0.14.0, else 8.0)."""
     out = []
     cc = compute_capability(gpu)
     for e in registry.ENGINES.values():
         got = e.checkpoint_kernel(fmt, gpu)
         runs = (not got[1] if got is not None
-                else fmt == "fp8" and (cc is None or cc >= FP8_LEAST))
+                else fmt == "fp8" and (cc is None or cc >= e.fp8_least(e.newest_version)))
         if runs and e.gpu_refusal(gpu) is None:
             out.append(e)
     return out

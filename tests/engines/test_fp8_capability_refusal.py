@@ -15,7 +15,9 @@ HEAD = "FP8 weights need compute capability ≥ 8.0 and the Tesla T4 has 7.5; "
 
 
 def _refusal(engine: str) -> str:
-    p = plan(FP8_MOE, "t4", engine=engine, tensor_parallel_size=4)
+    # vLLM refuses FP8 weights below 8.0 up to 0.13.0 (Fp8Config.get_min_capability 80)
+    version = {"engine_version": "0.13.0"} if engine == "vllm" else {}
+    p = plan(FP8_MOE, "t4", engine=engine, tensor_parallel_size=4, **version)
     assert not p.fits
     (msg,) = [x.message for x in p.problems if x.code == "gpu-capability"]
     assert msg.startswith(HEAD)
@@ -36,6 +38,17 @@ def test_tgi_says_it_has_no_fp8_gemm_there():
 
 def test_vllm_keeps_its_message():
     assert _refusal("vllm") == "vLLM refuses them ('Minimum capability: 80')"
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.13.0", True), ("0.14.0", False),
+                                                  ("0.19.1", False)])
+def test_vllm_runs_fp8_weights_on_turing_from_0_14(version, refused):
+    """Fp8Config.get_min_capability is 80 in vLLM 0.13.0's wheel and 75 from 0.14.0's (FP8
+    Marlin on sm75, vllm-project/vllm PR #29901): a T4 runs the checkpoint weight-only there."""
+    p = plan(FP8_MOE, "t4", tensor_parallel_size=4, engine_version=version)
+    codes = {x.code for x in p.problems}
+    assert ("gpu-capability" in codes) is refused
+    assert ("fp8-weight-only" in codes) is not refused
 
 
 @pytest.mark.parametrize("engine", ["sglang", "tgi"])
