@@ -198,6 +198,14 @@ class SystemShape(_Frozen):
         return None if self.max_nodes is None else self.max_nodes * self.gpus_per_node
 
 
+class NodeLabel(_Frozen):
+    """A Kubernetes node label a vendor's node labeller sets on the nodes of one GPU model."""
+
+    key: str = Field(description="the label's key, e.g. amd.com/gpu.device-id")
+    value: str = Field(description="its value on this GPU's nodes, e.g. 75a3")
+    source: str = Field(description="where the labeller's value for this GPU is documented")
+
+
 class GpuSpec(_Frozen):
     """One GPU model as the serving engine sees it. Bundled files live in gpu_specs/."""
 
@@ -237,6 +245,10 @@ class GpuSpec(_Frozen):
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
     local: LocalUsage | None = Field(None, description="set for --gpu local: this machine's GPU")
+    k8s_node_labels: list[NodeLabel] = Field(
+        default_factory=list, description="node labels that mark this GPU's Kubernetes nodes "
+        "where they are not nvidia-smi's name (AMD's node labeller): --emit selects nodes by the "
+        "first, `kvplan check` reads each")
     # --- nodes ---
     systems: list[SystemShape] = Field(
         default_factory=list, description="the systems the GPU ships in, each from a vendor "

@@ -698,8 +698,9 @@ def _plan_found(f: Found, gpu: str | None, policy: Policy, offline: bool | None)
     if gpu is None:
         raise DeployParseError(f.file, f.line, "no GPU for this deployment",
                                hint="pass --gpu, set gpu in [tool.kvplan], add a "
-                               "nvidia.com/gpu.product (AMD: amd.com/gpu.product-name) node "
-                               "selector, or a `# kvplan: gpu=…` comment")
+                               "nvidia.com/gpu.product (AMD: amd.com/gpu.product-name or "
+                               "amd.com/gpu.device-id) node selector, or a `# kvplan: gpu=…` "
+                               "comment")
     g = resolve_gpu(gpu)
     ref, model_notes = _model_ref(f)
     m = resolve_model(ref, revision=f.revision, offline=offline)

@@ -10,8 +10,8 @@ NVIDIA GPU feature discovery sets) or the format's accelerator field; the engine
 An AMD GPU (GpuSpec.vendor) gets what ROCm deploys with: the `amd.com/gpu` resource and a label
 AMD's node labeller sets, the engine's ROCm image (DeploySyntax.rocm_image; a placeholder the
 header explains where its tag cannot be derived), ROCm's devices in compose, and a
-`# kvplan: gpu=…` line (kvplan names no AMD node label value). Dynamo and the GPUs of other
-vendors are refused: kvplan knows no deployment of theirs.
+`# kvplan: gpu=…` line (check reads the node label too: GpuSpec.k8s_node_labels, one table for
+both). Dynamo and the GPUs of other vendors are refused: kvplan knows no deployment of theirs.
 
 Formats and the schema version written (see manifests.py for the sources read):
 k8s (apps/v1 Deployment + v1 Service), compose (Compose Specification), dynamo
@@ -159,20 +159,10 @@ def _gpu_label(p: Plan, names: tuple[str, ...] = (), short: bool = False) -> str
 # example/vllm-serve/deployment.yaml; kubernetes.io "Schedule GPUs").
 GPU_RESOURCES = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu"}
 NVIDIA_PRODUCT_LABEL = "nvidia.com/gpu.product"  # NVIDIA GPU feature discovery
-# A node label that AMD's node labeller (ROCm/k8s-device-plugin cmd/k8s-node-labeller, v1.31.0.10)
-# sets on the nodes of each catalogued AMD GPU: gpu.product-name (the board's product name, spaces
-# as underscores) where AMD documents its value, "AMD_Instinct_MI300X_OAM" for MI300X
-# (docs/user-guide/installation.md); else gpu.device-id, the PCI device id in lower-case hex
-# without 0x (main.go "device-id"), from the labeller's own amdgpu.ids: 74A5 MI325X, 75A3 MI355X,
-# 740C MI250X (AMD's MI250 system-acceptance guide: "MI250X also shares the MI250 PCI
-# vendor:device ID (1002:740c)"). A virtual function (a cloud VM's GPU) has its own device id
-# (74B5 MI300X VF): the header says to check.
-AMD_NODE_LABELS = {
-    "mi300x": ("amd.com/gpu.product-name", "AMD_Instinct_MI300X_OAM"),
-    "mi325x": ("amd.com/gpu.device-id", "74a5"),
-    "mi355x": ("amd.com/gpu.device-id", "75a3"),
-    "mi250x-gcd": ("amd.com/gpu.device-id", "740c"),
-}
+# An AMD GPU's nodes are selected by the first node label AMD's node labeller sets on them
+# (GpuSpec.k8s_node_labels in gpu_specs/, each with its source; `kvplan check` reads the same):
+# gpu.product-name where AMD documents its value, else gpu.device-id. A virtual function (a cloud
+# VM's GPU) has its own device id (74B5 MI300X VF): the header says to check.
 # Ray's accelerator_type of an AMD GPU, detected from its PCI device id (ray
 # python/ray/_private/accelerators/amd_gpu.py amd_product_dict: 0x74a1 "AMD-Instinct-MI300X-OAM";
 # MI325X and MI355X have none there, and 0x740c is "AMD-Instinct-MI250X-MI250")
@@ -217,13 +207,19 @@ def _node_selector(p: Plan) -> dict[str, str]:
 
 
 def _amd_label(p: Plan) -> tuple[str, str]:
-    label = AMD_NODE_LABELS.get(p.gpu.id)
-    if label is None:
+    from ..errors import KvplanError
+    from ..sources.catalog import resolve_gpu
+
+    try:
+        labels = resolve_gpu(p.gpu.id).k8s_node_labels
+    except KvplanError:
+        labels = []
+    if not labels:
         raise InvalidInputError(f"--emit: kvplan knows no node label AMD's node labeller sets "
                                 f"for the {p.gpu.id}", code="emit-unsupported",
-                                hint="run the plan's launch line, or add the GPU to "
-                                "emit.AMD_NODE_LABELS")
-    return label
+                                hint="run the plan's launch line, or add k8s_node_labels to the "
+                                "GPU's gpu_specs file")
+    return labels[0].key, labels[0].value
 
 
 def _rocm_image(p: Plan, fmt: str) -> tuple[str, str | None]:
@@ -253,8 +249,8 @@ def _engine_image(p: Plan, fmt: str) -> tuple[str, str | None]:
 
 def _amd_header(p: Plan, *notes: str | None, label: bool = True, gpu_line: bool = True) -> str:
     """The header lines of an AMD GPU's file (none for another's): the GPU as a directive
-    `kvplan check` reads (no AMD node label value names a catalogue GPU), the node label the
-    file selects (`label`), and `notes` (the image's placeholder)."""
+    `kvplan check` reads (as it reads the node label, for formats that carry none), the node
+    label the file selects (`label`), and `notes` (the image's placeholder)."""
     if not _amd(p):
         return ""
     text = [n for n in notes if n]

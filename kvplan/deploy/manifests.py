@@ -125,8 +125,13 @@ PSTACK_FLAGS = {"maxModelLen": "--max-model-len", "dtype": "--dtype",
 # "product-name" is the card's sysfs product_name with spaces as "_" and "(", ")" dropped, e.g.
 # amd.com/gpu.product-name=AMD_Instinct_MI300X_OAM in docs/user-guide/installation.md)
 AMD_PRODUCT_LABELS = ("amd.com/gpu.product-name", "beta.amd.com/gpu.product-name")
+# ... and "device-id", the PCI device id in lower-case hex without 0x (main.go, the same labels);
+# the values that name catalogued GPUs are GpuSpec.k8s_node_labels (gpu_specs/, with sources),
+# the table --emit selects AMD nodes by
+AMD_DEVICE_LABELS = ("amd.com/gpu.device-id", "beta.amd.com/gpu.device-id")
+AMD_LABELS = (*AMD_PRODUCT_LABELS, *AMD_DEVICE_LABELS)
 GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
-              "gpu.nvidia.com/model", *AMD_PRODUCT_LABELS)
+              "gpu.nvidia.com/model", *AMD_LABELS)
 # Extended resources a container's GPUs are limited by: NVIDIA's device plugin and AMD's
 # (ROCm/k8s-device-plugin internal/pkg/plugin/plugin.go GetResourceNamespace "amd.com" with the
 # resource "gpu", cmd/k8s-device-plugin/main.go; ed764684)
@@ -230,7 +235,7 @@ def _gpu_count(container: Any) -> int | None:
 
 def _gpu_label(spec: Any, ctx: _Ctx) -> tuple[str | None, str | None]:
     """The GPU a pod spec selects: a GPU-model label in nodeSelector or a required node
-    affinity (GPU_LABELS; AMD's labeller also writes the product as a key suffix,
+    affinity (GPU_LABELS; AMD's labeller also writes the value as a key suffix,
     `beta.amd.com/gpu.product-name.AMD_Instinct_MI300X: "1"`)."""
     selector = _get(spec, "nodeSelector")
     for key in GPU_LABELS:
@@ -238,27 +243,44 @@ def _gpu_label(spec: Any, ctx: _Ctx) -> tuple[str | None, str | None]:
         if value:
             return _gpu_name(value, key), f"nodeSelector {key}"
     for key, _ in _map(selector):
-        product = _amd_suffix(key)
-        if product:
-            return _gpu_name(product, AMD_PRODUCT_LABELS[0]), f"nodeSelector {key}"
+        suffix = _amd_suffix(key)
+        if suffix:
+            return _gpu_name(suffix[1], suffix[0]), f"nodeSelector {key}"
     for n in _walk(_get(spec, "affinity"), ctx.budget):
         label = _scalar(_get(n, "key"))
         if label in GPU_LABELS:
             values = _strings(_get(n, "values"))
             if values:
                 return _gpu_name(values[0][0], label), f"node affinity {label}"
-        product = _amd_suffix(label or "")
-        if product:
-            return _gpu_name(product, AMD_PRODUCT_LABELS[0]), f"node affinity {label}"
+        suffix = _amd_suffix(label or "")
+        if suffix:
+            return _gpu_name(suffix[1], suffix[0]), f"node affinity {label}"
     return None, None
 
 
-def _amd_suffix(key: str) -> str | None:
-    """The product an AMD count label names (`amd.com/gpu.product-name.AMD_Instinct_MI300X`:
-    the labeller's form for a node of several products, and beta.amd.com's always)."""
-    for label in AMD_PRODUCT_LABELS:
+def _amd_suffix(key: str) -> tuple[str, str] | None:
+    """The label and value an AMD count label names (`amd.com/gpu.product-name.AMD_Instinct_
+    MI300X`, `amd.com/gpu.device-id.75a3`: the labeller's form for a node of several products,
+    and beta.amd.com's always)."""
+    for label in AMD_LABELS:
         if key.startswith(label + ".") and len(key) > len(label) + 1:
-            return key[len(label) + 1:]
+            return label, key[len(label) + 1:]
+    return None
+
+
+def _labelled_gpu(key: str, value: str) -> str | None:
+    """The catalogue GPU whose nodes carry the label (GpuSpec.k8s_node_labels; beta.amd.com's
+    copy as amd.com's, a device id in any case and with or without 0x), else None."""
+    from ..sources.catalog import gpu_specs
+
+    def norm(k: str, v: str) -> tuple[str, str]:
+        v = v.strip().lower()
+        return k.removeprefix("beta."), v.removeprefix("0x") if k.endswith(".device-id") else v
+
+    want = norm(key, value)
+    for g in gpu_specs():
+        if any(norm(lbl.key, lbl.value) == want for lbl in g.k8s_node_labels):
+            return g.id
     return None
 
 
@@ -284,7 +306,13 @@ def _amd_gpu(product: str) -> str:
 def _gpu_name(label: str, key: str | None = None) -> str:
     """A node label value as a GPU name kvplan resolves: GKE writes nvidia-h100-80gb,
     nvidia-tesla-t4; NVIDIA's discovery writes NVIDIA-H100-80GB-HBM3 (resolved as is); AMD's
-    labeller writes AMD_Instinct_MI300X (_amd_gpu)."""
+    labeller writes AMD_Instinct_MI300X (_amd_gpu) or a device id, 75a3 (_labelled_gpu)."""
+    if key in AMD_LABELS:
+        known = _labelled_gpu(key, label)
+        if known is not None:
+            return known
+        if key in AMD_DEVICE_LABELS:  # no catalogue GPU has it: the error names the label
+            return f"AMD device id {label}"
     if key in AMD_PRODUCT_LABELS:
         return _amd_gpu(label)
     low = label.lower()

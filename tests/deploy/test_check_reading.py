@@ -97,6 +97,41 @@ def test_amd_label_as_key_suffix_and_in_node_affinity(capsys, tmp_path):
     assert (row["gpu"], row["gpu_source"]) == ("mi300x", "node affinity amd.com/gpu.product-name")
 
 
+@pytest.mark.parametrize(("key", "value", "gpu"), [
+    ("amd.com/gpu.device-id", "75a3", "mi355x"), ("amd.com/gpu.device-id", "74A5", "mi325x"),
+    ("beta.amd.com/gpu.device-id", "0x740c", "mi250x-gcd"),
+    ("amd.com/gpu.device-id", "74a1", "mi300x")])
+def test_amd_device_ids_map_to_the_catalogue(key, value, gpu):
+    # the labeller's device-id label (gpu_specs' k8s_node_labels, each with its source)
+    assert _gpu_name(value, key) == gpu
+
+
+def test_amd_device_id_in_a_selector_suffix_and_node_affinity(capsys, tmp_path):
+    label = "nodeSelector: {amd.com/gpu.product-name: AMD_Instinct_MI300X}"
+    text = (AMD % 8).replace(label, "nodeSelector: {amd.com/gpu.device-id: 75a3}")
+    _, report = check_text(capsys, tmp_path, text)
+    row = report["deployments"][0]
+    assert (row["gpu"], row["gpu_source"]) == ("mi355x", "nodeSelector amd.com/gpu.device-id")
+    text = (AMD % 8).replace(label, 'nodeSelector: {beta.amd.com/gpu.device-id.74a5: "1"}')
+    _, report = check_text(capsys, tmp_path, text)
+    assert report["deployments"][0]["gpu"] == "mi325x"
+    text = (AMD % 8).replace(
+        label, "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "{nodeSelectorTerms: [{matchExpressions: [{key: amd.com/gpu.device-id, "
+        "operator: In, values: ['75a3']}]}]}}}")
+    _, report = check_text(capsys, tmp_path, text)
+    row = report["deployments"][0]
+    assert (row["gpu"], row["gpu_source"]) == ("mi355x", "node affinity amd.com/gpu.device-id")
+
+
+def test_an_unknown_amd_device_id_is_named_as_one(capsys, tmp_path):
+    text = (AMD % 8).replace("{amd.com/gpu.product-name: AMD_Instinct_MI300X}",
+                             "{amd.com/gpu.device-id: 74b5}")  # MI300X's virtual function
+    code, report = check_text(capsys, tmp_path, text)
+    (row,) = report["deployments"]
+    assert row["gpu"] == "AMD device id 74b5" and code == 2
+
+
 def test_amd_limit_on_a_workload_read_with_its_configmap(capsys, tmp_path):
     # a ConfigMap in the file routes the Deployment through manifests.py's workload reader
     code, report = check_text(capsys, tmp_path, """\

@@ -14,7 +14,7 @@ from clirun import run
 from kvplan.api import plan
 from kvplan.deploy.check import Policy, check_files
 from kvplan.deploy.commands import _yaml_module, load_yaml
-from kvplan.deploy.emit import AMD_NODE_LABELS, FORMATS, emit
+from kvplan.deploy.emit import FORMATS, emit
 from kvplan.errors import KvplanError
 from kvplan.sources.catalog import gpu_specs
 
@@ -140,8 +140,30 @@ def test_check_reads_the_amd_label_and_resource_without_the_directive(tmp_path):
 
 
 def test_every_catalogued_amd_gpu_has_a_node_label():
-    amd = {g.id for g in gpu_specs() if g.vendor == "AMD"}
-    assert amd and amd <= set(AMD_NODE_LABELS)
+    amd = [g for g in gpu_specs() if g.vendor == "AMD"]
+    assert amd and all(g.k8s_node_labels and all(x.source for x in g.k8s_node_labels)
+                       for g in amd)
+
+
+@pytest.mark.parametrize(("gpu", "label"), [("mi355x", ("amd.com/gpu.device-id", "75a3")),
+                                            ("mi325x", ("amd.com/gpu.device-id", "74a5")),
+                                            ("mi300x", ("amd.com/gpu.product-name",
+                                                        "AMD_Instinct_MI300X_OAM"))])
+def test_check_reads_the_node_label_emit_writes_without_the_directive(gpu, label, tmp_path):
+    """One table (GpuSpec.k8s_node_labels) for both ends: the device-id label --emit selects an
+    MI355X's or MI325X's nodes by names the GPU to check without the `# kvplan: gpu=` line
+    (before, check read AMD's product-name label only: 'no GPU for this deployment')."""
+    p = plan("Qwen/Qwen3-8B", gpu)
+    text = emit(p, "k8s")
+    deployment, _ = list(_yaml_module().safe_load_all(text))
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == dict([label])
+    f = tmp_path / "k8s.yaml"
+    f.write_text(re.sub(r"# kvplan: gpu=.*\n", "", text))
+    assert "kvplan: gpu=" not in f.read_text()
+    (row,) = check_files([f], policy=Policy(), sets={}, offline=True).deployments
+    assert row.plan is not None, row.problems
+    assert (row.gpu, row.gpu_source) == (gpu, f"nodeSelector {label[0]}")
+    assert row.plan.kv_cache.tokens == p.kv_cache.tokens
 
 
 @pytest.mark.parametrize(("gpu", "family"), [("mi300x", "mi30x"), ("mi355x", "mi35x")])
