@@ -389,7 +389,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("num_redundant_experts", int, ("--num-redundant-experts",), "EPLB: extra expert slots "
        "spread over the expert-parallel ranks (needs --enable-expert-parallel)", ge=0, le=4096,
        unit="experts", doc="vLLM --eplb-config '{\"num_redundant_experts\": N}' (0.10.2+; "
-       "--num-redundant-experts before 0.12), SGLang "
+       "--num-redundant-experts 0.9.2-0.11; none before 0.9.2), SGLang "
        "--ep-num-redundant-experts", knob="engine"),
     _O("moe_a2a_backend", str, ("--moe-a2a-backend",), "MoE all-to-all backend: SGLang none or "
        "deepep; vLLM (its --all2all-backend) allgather_reducescatter, naive, "

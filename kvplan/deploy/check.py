@@ -515,7 +515,11 @@ def release_flag_problems(f: Found, version: str | None) -> list[Problem]:
                     + f"run {refused.first} or later)"))
             continue
         when = releases.when(release)
-        instead = (releases.instead.format(value=value) if releases.instead
+        other = releases.instead(release)
+        named_flag = syntax.flag_releases.get(other.split(" ", 1)[0])
+        if named_flag is not None and not named_flag.in_release(release):
+            other = ""  # the spelling it names is not in this release either
+        instead = (other.format(value=value) if other
                    else f"{releases.older} {value}" if releases.older else "")
         out.append(Problem(
             code="unknown-flag", severity="error",

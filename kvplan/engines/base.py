@@ -349,12 +349,15 @@ class FlagReleases:
     """The releases of an engine that have one of its flags (`kvplan check`): from `first`
     (None: every release modelled) up to, not including, `removed` (None: still there). An
     engine whose argument parser refuses an unknown flag does not start on it in any other
-    release. `instead`: what to write there ("{value}": the value the file gives the flag);
-    `source`: where each fact was read. Releases compare with their .postN (release_key)."""
+    release. `instead_before` / `instead_after`: what to write in the releases before `first` /
+    from `removed` ("{value}": the value the file gives the flag; "": nothing, and the engine
+    writes no other spelling there: `kvplan plan` drops the knob); `source`: where each fact was
+    read. Releases compare with their .postN (release_key)."""
 
     first: str | None = None
     removed: str | None = None
-    instead: str = ""
+    instead_before: str = ""
+    instead_after: str = ""
     source: str = ""
     # the flag that the releases before `first` take in its place, with the same value (TGI
     # 1.x's --max-input-length for --max-input-tokens): `kvplan plan` writes it there
@@ -376,6 +379,15 @@ class FlagReleases:
         before = self.first is not None and release_key(version) < release_key(self.first)
         return self.older if before and self.older else None
 
+    def instead(self, version: str) -> str:
+        """What to write in place of the flag in `version` (instead_before or instead_after, by
+        the side of the releases that have it `version` falls on); "" where it has the flag."""
+        if self.in_release(version):
+            return ""
+        if self.removed is not None and release_key(version) >= release_key(self.removed):
+            return self.instead_after
+        return self.instead_before
+
     def when(self, version: str) -> str:
         """Why `version` lacks the flag: "first in X" or "removed in X"."""
         if self.removed is not None and release_key(version) >= release_key(self.removed):
@@ -391,9 +403,9 @@ class FlagReleases:
 def release_line(syntax: DeploySyntax, line: str, version: str) -> str:
     """A launch line with each flag of `syntax.flag_releases` in `version`'s spelling: renamed to
     its older form (FlagReleases.older) or, where the release has none and the engine writes no
-    other spelling (no `instead`), left out with its value. `kvplan plan` drops the knobs the user
-    gave for such a flag first (planner/plan.py, with an error); this keeps what the engine chose
-    itself (a checkpoint's FP8 KV cache) off a line the release would refuse."""
+    other spelling (FlagReleases.instead), left out with its value. `kvplan plan` drops the
+    knobs the user gave for such a flag first (planner/plan.py, with an error); this keeps what
+    the engine chose itself (a checkpoint's FP8 KV cache) off a line the release would refuse."""
     if not syntax.flag_releases:
         return line
     words, out, i = shlex.split(line), [], 0
@@ -402,7 +414,7 @@ def release_line(syntax: DeploySyntax, line: str, version: str) -> str:
         i += 1
         flag, eq, _ = word.partition("=")
         rule = syntax.flag_releases.get(flag)
-        if rule is None or rule.instead:
+        if rule is None or rule.instead(version):
             out.append(word)
             continue
         spelled = rule.spelled(flag, version)

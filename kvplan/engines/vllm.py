@@ -922,7 +922,8 @@ BOOLEAN_FLAGS = frozenset({
 
 
 # EPLB's flags, read in the PyPI wheels' vllm/engine/arg_utils.py: --enable-eplb and
-# --num-redundant-experts from before 0.10.0 through 0.11.2 (not in 0.9.0); --eplb-config (a JSON
+# --num-redundant-experts from 0.9.2 (vLLM PR #18343) through 0.11.2 (EngineArgs.add_cli_args
+# of 0.9.0 and 0.9.1 has neither); --eplb-config (a JSON
 # EPLBConfig, vllm/config/parallel.py: num_redundant_experts, window_size, …) first in 0.10.2,
 # which deprecates --num-redundant-experts ("[DEPRECATED] --num-redundant-experts will be removed
 # in v0.12.0.", still in 0.11.0 and 0.11.2); 0.12.0 has no --num-redundant-experts (argparse
@@ -935,9 +936,14 @@ EPLB_CONFIG_FROM = (0, 10, 2)
 # num_redundant_experts is gone too), so FlexibleArgumentParser stops on it as unrecognized;
 # --eplb-config first in 0.10.2.
 FLAG_RELEASES = {
+    # --enable-eplb and --num-redundant-experts: parallel_group arguments first in 0.9.2 (not in
+    # 0.9.0's or 0.9.1's add_cli_args); before it no spelling of EPLB, so `plan` drops the knob
     "--num-redundant-experts": FlagReleases(
-        removed="0.12.0", instead="--eplb-config '{{\"num_redundant_experts\":{value}}}'",
-        source="vllm/engine/arg_utils.py, vLLM 0.11.2 and 0.12.0"),
+        first="0.9.2", removed="0.12.0",
+        instead_after="--eplb-config '{{\"num_redundant_experts\":{value}}}'",
+        source="vllm/engine/arg_utils.py, vLLM 0.9.1, 0.9.2, 0.11.2 and 0.12.0"),
+    "--enable-eplb": FlagReleases(
+        first="0.9.2", source="vllm/engine/arg_utils.py, vLLM 0.9.1 and 0.9.2"),
     # --data-parallel-size-local, --data-parallel-address and --data-parallel-rpc-port (a
     # data-parallel deployment over several nodes: engines/multinode.py) are not in 0.8.5's
     # parallel group and are in 0.9.0's, 0.9.2's and 0.10.0's
@@ -945,7 +951,7 @@ FLAG_RELEASES = {
        for name in ("--data-parallel-size-local", "--data-parallel-address",
                     "--data-parallel-rpc-port")},
     "--eplb-config": FlagReleases(
-        first=".".join(map(str, EPLB_CONFIG_FROM)), instead="--num-redundant-experts N",
+        first=".".join(map(str, EPLB_CONFIG_FROM)), instead_before="--num-redundant-experts N",
         source="vllm/engine/arg_utils.py, vLLM 0.10.1.1 and 0.10.2"),
     # EngineArgs' add_cli_args in the PyPI wheels' vllm/engine/arg_utils.py: cache_group's
     # --kv-cache-memory-bytes (CacheConfig.kv_cache_memory_bytes) is not in 0.10.1.1 and is in
@@ -963,7 +969,8 @@ FLAG_RELEASES = {
     # 0.6.5 prefix caching is off unless the flag is given (EngineArgs.enable_prefix_caching:
     # bool = False), so nothing need be written
     "--no-enable-prefix-caching": FlagReleases(
-        first="0.6.5", instead="no flag (prefix caching is off by default in that release)",
+        first="0.6.5",
+        instead_before="no flag (prefix caching is off by default in that release)",
         source="vllm/engine/arg_utils.py, vLLM 0.6.4.post1 and 0.6.5"),
     # EngineArgs.add_cli_args: '--enable-expert-parallel' (store_true) is not in 0.7.3 and is in
     # 0.8.0–0.8.5, 0.9.0, 0.9.2 and 0.10.0

@@ -356,7 +356,7 @@ def _node_flags_refused(eng: Engine, launch: Sequence[NodeLaunch], version: str
         for word in node.command.split():
             name = word.partition("=")[0]
             rule = rules.get(name)
-            if rule is not None and not rule.instead and not rule.in_release(version):
+            if rule is not None and not rule.instead(version) and not rule.in_release(version):
                 seen[name] = None
     if not seen:
         return []
@@ -417,7 +417,8 @@ def release_gate(eng: Engine, knobs: Knobs, version: str) -> tuple[Knobs, list[P
     for knob, names in flags_of.items():
         if knob in drop or not _writes_flag(knob, given.get(knob)):
             continue
-        if any(n not in rules or rules[n].instead or rules[n].spelled(n, version) is not None
+        if any(n not in rules or rules[n].instead(version)
+               or rules[n].spelled(n, version) is not None
                for n in names):
             refused = _value_refused(eng, knob, names, given[knob], version)
             if refused is not None:  # the flag is there, but not this value of it

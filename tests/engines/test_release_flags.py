@@ -6,7 +6,8 @@ Each boundary was read in the engine's own source at the releases on either side
 - vLLM (PyPI wheels, vllm/engine/arg_utils.py): --kv-cache-memory-bytes not in 0.10.1.1, in
   0.10.2; --kv-offloading-size / --kv-offloading-backend not in 0.11.0, in 0.11.1;
   --enable-expert-parallel not in 0.7.3, in 0.8.0; --data-parallel-size / -dp not in 0.8.2, in
-  0.8.3; --limit-mm-per-prompt not in 0.5.4, in 0.5.5;
+  0.8.3; --limit-mm-per-prompt not in 0.5.4, in 0.5.5; --enable-eplb / --num-redundant-experts
+  not in 0.9.0 or 0.9.1, in 0.9.2 (and --num-redundant-experts gone again in 0.12.0);
   --enable-prefix-caching store_true up to 0.6.4.post1 (default False), BooleanOptionalAction
   (so --no-enable-prefix-caching) from 0.6.5, default bool(envs.VLLM_USE_V1) with VLLM_USE_V1
   "0" through 0.7.3; V1 (0.8.0+) turns it on by default.
@@ -128,6 +129,68 @@ def test_vllm_check_refuses_the_flag_before_its_first_release(capsys, tmp_path, 
     if hint:
         assert hint in message
     assert not _refusals(_check(capsys, tmp_path, first, line))
+
+
+EPLB = dict(tensor_parallel_size=2, enable_expert_parallel=True, num_redundant_experts=16)
+
+
+@pytest.mark.parametrize("before", ["0.9.0", "0.9.1"])
+def test_vllm_plan_leaves_out_eplb_before_0_9_2(before):
+    old = plan(MOE, "h100", engine_version=before, **EPLB)
+    words = old.command.split()
+    assert "--enable-eplb" not in words and "--num-redundant-experts" not in words
+    assert "--enable-expert-parallel" in words  # in 0.8.0 already
+    [message] = _errors(old)
+    assert f"vLLM {before} has no --num-redundant-experts (first in 0.9.2" in message
+    assert "plan with --engine-version 0.9.2 or later" in message
+    assert not any("needs --enable-expert-parallel" in q.message for q in old.problems)
+    new = plan(MOE, "h100", engine_version="0.9.2", **EPLB)
+    assert "--enable-eplb --num-redundant-experts 16" in new.command and not _errors(new)
+
+
+def test_vllm_plan_before_expert_parallel_names_each_flag_the_release_lacks(capsys):
+    """0.7.3 has neither --enable-expert-parallel nor EPLB: the gate drops both, each with its
+    own error; before, it dropped the first only and the plan stopped on '--num-redundant-experts
+    needs --enable-expert-parallel … hint: add --enable-expert-parallel', which the user gave."""
+    code, out, err = run(capsys, "plan", MOE, "--gpu", "h100", "-tp", "2", "--engine-version",
+                         "0.7.3", "--enable-expert-parallel", "--num-redundant-experts", "16",
+                         "--json")
+    assert "needs --enable-expert-parallel" not in out + err
+    problems = json.loads(out)["problems"]
+    refused = [q["message"] for q in problems if q["code"] == "flag-not-in-release"]
+    assert len(refused) == 2
+    assert "no --enable-expert-parallel (first in 0.8.0" in refused[0]
+    assert "no --num-redundant-experts (first in 0.9.2" in refused[1]
+
+
+@pytest.mark.parametrize("before", ["0.9.0", "0.9.1"])
+def test_vllm_check_refuses_eplb_before_0_9_2(capsys, tmp_path, before):
+    line = (f"vllm serve {MOE} --max-model-len 8192 -tp 2 --enable-expert-parallel "
+            "--enable-eplb --num-redundant-experts 16")
+    refused = _refusals(_check(capsys, tmp_path, before, line))
+    assert len(refused) == 2
+    for flag in ("--enable-eplb", "--num-redundant-experts"):
+        assert any(f"vLLM {before} has no {flag} flag (first in 0.9.2" in m for m in refused)
+    assert not any("hint: write" in m for m in refused)  # no spelling of EPLB there
+    assert not _refusals(_check(capsys, tmp_path, "0.9.2", line))
+
+
+def test_vllm_check_names_no_eplb_spelling_a_release_lacks(capsys, tmp_path):
+    """--eplb-config before 0.10.2 hints --num-redundant-experts, which 0.9.2–0.10.1 have and
+    0.9.0 does not."""
+    line = (f"vllm serve {MOE} -tp 2 --enable-expert-parallel "
+            "--eplb-config '{\"num_redundant_experts\":8}'")
+    [newer] = [m for m in _refusals(_check(capsys, tmp_path, "0.10.1", line)) if "eplb-config" in m]
+    assert "hint: write --num-redundant-experts N" in newer
+    [older] = [m for m in _refusals(_check(capsys, tmp_path, "0.9.0", line)) if "eplb-config" in m]
+    assert "hint" not in older
+
+
+def test_a_flag_can_have_a_first_release_and_a_removal_each_with_its_own_spelling():
+    rule = FlagReleases(first="1.0", removed="2.0", instead_before="--old", instead_after="--new")
+    assert [rule.instead(v) for v in ("0.9", "1.0", "1.9", "2.0", "3.0")] == \
+        ["--old", "", "", "--new", "--new"]
+    assert [rule.when(v) for v in ("0.9", "2.0")] == ["first in 1.0", "removed in 2.0"]
 
 
 # -------------------------------------------------------------------------------------- TGI
