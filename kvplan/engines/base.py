@@ -617,6 +617,10 @@ class Engine(ABC):
     # GPU vendors (GpuSpec.vendor) the engine runs on; None: every vendor kvplan catalogues
     # (those without CUDA through the engine's ROCm / HPU platform: a non-cuda-platform warning)
     gpu_vendors: ClassVar[frozenset[str] | None] = None
+    # Codes of the engine's own errors that already say a layout does not start across nodes
+    # (TGI's shards beyond one host): where the plan has one, the planner adds no generic
+    # no-multi-node-launch warning, which would repeat it
+    host_errors: ClassVar[frozenset[str]] = frozenset()
 
     def gpu_refusal(self, gpu: GpuSpec) -> str | None:
         """Why the engine does not run on `gpu` at all (its vendor's), or None."""

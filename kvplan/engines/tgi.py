@@ -677,6 +677,7 @@ class TgiEngine(Engine):
                                  "(PREFIX_CACHING=0 turns it off, USE_PREFIX_CACHING=0 in 2.3), "
                                  "which kvplan does not model",
     }
+    host_errors = frozenset({"tgi-shards-exceed-node"})  # host_problem
     syntax = DeploySyntax(cli_flags=CLI_FLAGS, executables=(("text-generation-launcher", None),),
                           image_versions=_IMAGES, env_flags=ENV_FLAGS,
                           image_entrypoints=(re.compile(r"text-generation-inference"),),

@@ -264,7 +264,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
             serve.append(_command(eng, m, gpu, planned, rec, workload, knobs.quantization))
         return serve[0]
 
-    node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command)
+    node_plan, node_problems = _nodes(eng, gpu, knobs, dep, command, problems)
     problems += node_problems
     if moved:
         performance, ctx = None, None
@@ -325,9 +325,11 @@ def _engine_section(eng: Engine, version: str, era: str) -> PlanEngine:
 
 
 def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-           command: Callable[[], str]) -> tuple[PlanNodes, list[Problem]]:
+           command: Callable[[], str], said: Sequence[Problem] = ()
+           ) -> tuple[PlanNodes, list[Problem]]:
     """The plan's nodes section, with a launch line per node role (from `command()`, the
-    plan's serve line) when it spans nodes."""
+    plan's serve line) when it spans nodes. `said`: the plan's problems so far; an engine error
+    that already refuses the layout over nodes (Engine.host_errors) is not repeated."""
     node_plan, problems = node_rules.plan_nodes(
         gpu, dep.tensor_parallel_size, dep.pipeline_parallel_size, dep.data_parallel_size,
         nodes=knobs.nodes, gpus_per_node=knobs.gpus_per_node)
@@ -336,6 +338,8 @@ def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
     launch = eng.node_launch(command(), node_plan.nodes or 1, node_plan.gpus_per_node,
                              dep.engine_version)
     if launch is None:
+        if any(p.code in eng.host_errors and p.severity == "error" for p in said):
+            return node_plan, problems
         problems.append(Problem(
             code="no-multi-node-launch", severity="warning",
             message=f"the layout spans {node_plan.nodes} nodes, but kvplan knows no multi-node "

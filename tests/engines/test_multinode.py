@@ -63,7 +63,19 @@ def test_one_node_has_no_launch_lines():
     assert p.nodes is not None and p.nodes.nodes == 1 and p.nodes.launch == []
 
 
-def test_tgi_spanning_nodes_says_it_has_no_launch():
+def test_tgi_spanning_nodes_says_it_once():
+    """TGI's own error (its launcher starts every shard on one host) already refuses the layout
+    over nodes: the planner's generic no-multi-node-launch warning is not added to repeat it
+    (Engine.host_errors)."""
+    p = _plan("tgi", tensor_parallel_size=16)
+    codes = [x.code for x in p.problems]
+    assert "tgi-shards-exceed-node" in codes and "no-multi-node-launch" not in codes
+
+
+def test_an_engine_without_its_own_host_error_gets_the_generic_warning(monkeypatch):
+    from kvplan.engines.tgi import TgiEngine
+
+    monkeypatch.setattr(TgiEngine, "host_errors", frozenset())
     p = _plan("tgi", tensor_parallel_size=16)
     assert any(x.code == "no-multi-node-launch" for x in p.problems)
 

@@ -56,6 +56,15 @@ def test_shards_beyond_one_node_exit_1(capsys):
     assert "DOES NOT FIT" in out
 
 
+def test_shards_beyond_one_node_are_said_once(capsys):
+    """TGI's error names the one host; the planner's generic 'kvplan knows no multi-node launch
+    for TGI' warning repeated it (Engine.host_errors)."""
+    code, out, _ = run(capsys, "plan", "llama-3.1-405b", "--gpu", "gb200", "-tp", "8",
+                       "--engine", "tgi")
+    assert code == 1 and "tgi-shards-exceed-node" in out
+    assert "no-multi-node-launch" not in out and "knows no multi-node launch" not in out
+
+
 def test_the_automatic_tp_never_picks_more_shards_than_a_node_holds():
     """Llama-3.1-405B in bf16 fits 8 GB200s but not 4: TGI has no TP that starts there."""
     p = plan(LLAMA_405B, "gb200", engine="tgi")
