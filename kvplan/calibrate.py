@@ -206,6 +206,37 @@ def _stated_or(m: Measurement, key: str, given: int | None) -> int:
     return stated if stated is not None else given or 1
 
 
+def _version_of(m: Measurement, given: Given) -> str | None:
+    """The file's engine release (checked here, so that a bad one is named with the run and
+    its field, not as --engine-version), else --engine-version."""
+    from .versions import normalize_version
+
+    stated = m.deployment.get("engine_version")
+    if stated is None:
+        return given.engine_version
+    return normalize_version(stated, where=f"{m.named}: the file's "
+                             f"{m.fields.get('deployment.engine_version', 'version')}")
+
+
+# the plan knobs a file's deployment facts set → their key in Measurement.deployment
+_STATED_KNOBS = {"tensor_parallel_size": "tp", "data_parallel_size": "dp"}
+
+
+def _stated_fault(m: Measurement, e: InvalidInputError) -> InvalidInputError:
+    """A plan's refusal of a value the file stated (its tp or dp), said of the file's field
+    and the run (the plan words it as the flag that usually sets it); others as they are."""
+    key = _STATED_KNOBS.get(e.knob or "")
+    if key is None or key not in m.deployment:
+        return e
+    flag = "--" + (e.knob or "").replace("_", "-")
+    said = m.fields.get(f"deployment.{key}", key)
+    detail = e.message.replace(flag + " ", f"{e.knob} ", 1)
+    return InvalidInputError(f"{m.named}: the file's {said}={m.deployment[key][:20]!r}: "
+                             f"{detail}", hint=(e.hint + "; " if e.hint else "")
+                             + "correct the file, or drop its field and pass the flag",
+                             code=e.code, knob=e.knob)
+
+
 def _harness(m: Measurement, replicas: int, dp: int = 1) -> tuple[int | None, str]:
     """(closed-loop concurrency per engine: per DP rank of a replica, how it was found). The
     load is divided evenly among the replicas and their DP ranks (vLLM's -dp front end and
@@ -305,10 +336,13 @@ def match(measurements: Sequence[Measurement], given: Given) -> list[Run]:
         if not 1 <= dp <= MAX_PARALLEL:
             raise InvalidInputError(f"{m.named}: data_parallel_size {dp} is not in [1, "
                                     f"{MAX_PARALLEL}]", hint="pass -dp")
-        version = m.deployment.get("engine_version") or given.engine_version
+        version = _version_of(m, given)
         knobs = {**given.knobs, "data_parallel_size": dp} if dp > 1 else given.knobs
-        ctx, ver, replayed, block, length = _context(model, gpu, engine, version, tp, knobs,
-                                                     contexts)
+        try:
+            ctx, ver, replayed, block, length = _context(model, gpu, engine, version, tp,
+                                                         knobs, contexts)
+        except InvalidInputError as e:
+            raise _stated_fault(m, e) from None
         conc, harness = _harness(m, replicas, dp)
         row, why = _row(m, ctx, engine, conc, replicas * dp, harness)
         needs = 0
@@ -389,10 +423,13 @@ def _row(m: Measurement, ctx: perf.PerfContext, engine: str, conc: int | None,
     if out is None and m.output_tokens is not None:
         return None, (f"no output tokens ({m.fields.get('output_tokens', 'output tokens')} "
                       f"{m.output_tokens:g}): a run must generate to be timed")
+    if "concurrency" in m.invalid and m.concurrency is None:
+        return None, f"{m.invalid['concurrency']}: its load is unknown"
     if "request_rate" in m.invalid and m.concurrency is None:
         return None, f"{m.invalid['request_rate']}: its load is unknown"
     if m.concurrency is None and m.request_rate is None:
-        return None, ("all requests sent at once (request rate inf, no max concurrency): a "
+        cap = f"{m.unbounded} 0: no limit" if m.unbounded else "no max concurrency"
+        return None, (f"all requests sent at once (request rate inf, {cap}): a "
                       "burst, not the steady state kvplan's latency model describes; to "
                       "calibrate on this load, re-run with --max-concurrency N (a closed "
                       "loop) or --request-rate R")

@@ -130,6 +130,9 @@ class Measurement:
     # `concurrency`, GuideLLM's `request_concurrency`), None: not stated
     stated_in_flight: float | None = None
     failed: float | None = None  # requests the file says failed (None: not stated)
+    # the field whose 0 means no limit on the requests in flight (vLLM's and SGLang's
+    # max_concurrency 0): read as no max concurrency, and noted
+    unbounded: str = ""
 
     @property
     def label(self) -> str:
@@ -184,6 +187,12 @@ class Measurement:
                            "instead")
             else:
                 out.append(f"{why}: ignored")
+        if self.unbounded:
+            out.append(f"{self.unbounded} 0 is no limit (the benchmark caps the requests in "
+                       "flight only for a positive --max-concurrency): read as no max "
+                       "concurrency, " + (f"an open loop at its request rate "
+                                          f"{self.request_rate:g} req/s" if self.request_rate
+                                          else "all requests at once"))
         failed = self.failures()
         if failed and not failed[2]:
             out.append(failed[0])
@@ -313,11 +322,13 @@ class _Fields:
         self.used: dict[str, str] = {}
         self.absent: dict[str, str] = {}
         self.invalid: dict[str, str] = {}
+        self.unbounded = ""  # the field whose 0 says "no limit" on the clients
 
     def take(self, quantity: str, d: Mapping[str, Any], key: str, scale: float = 1.0,
-             prefix: str = "", latency: bool = False) -> float | None:
-        """d[key] × scale, a finite number (text holding one counts), else None, noting why:
-        absent, null, not a number, or (`latency`) negative."""
+             prefix: str = "", latency: bool = False, rate: bool = False) -> float | None:
+        """d[key] × scale, a finite number, else None, noting why: absent, null, not a finite
+        number, text where a number belongs (no tool writes its figures as text: left out,
+        docs/calibration.md "Noted"), (`latency`) negative, or (`rate`) not positive."""
         name = prefix + key
         raw = d.get(key) if isinstance(d, Mapping) else None
         v = _num(d, key)
@@ -328,8 +339,15 @@ class _Fields:
             else:
                 self.invalid.setdefault(quantity, f"{name} {_shown(raw)} is not a finite number")
             return None
+        if isinstance(raw, str):
+            self.invalid.setdefault(quantity, f"{name} {_shown(raw)} is text, not a number")
+            return None
         if latency and v < 0:
             self.invalid.setdefault(quantity, f"{name} {v:g} is not a latency (negative)")
+            return None
+        if rate and v <= 0:
+            self.invalid.setdefault(quantity, f"{name} {v:g} is not a measured rate ("
+                                    + ("negative" if v < 0 else "zero") + ")")
             return None
         self.used[quantity] = name + (f" × {scale:g}" if scale != 1.0 else "")
         self.absent.pop(quantity, None)
@@ -346,7 +364,7 @@ class _Fields:
     def kept(self) -> dict[str, Any]:
         """The Measurement fields this collector fills."""
         return {"fields": dict(self.used), "absent": dict(self.absent),
-                "invalid": dict(self.invalid)}
+                "invalid": dict(self.invalid), "unbounded": self.unbounded}
 
 
 def _text(v: object) -> str | None:
@@ -380,6 +398,30 @@ def _deployment(d: Mapping[str, Any], fields: _Fields) -> dict[str, str]:
 # ------------------------------------------------------------------- the formats
 
 
+def _clients(f: _Fields, d: Mapping[str, Any], key: str, prefix: str, source: str,
+             where: str, *, zero_unbounded: bool) -> float | None:
+    """A closed loop's clients at d[key] (None: not stated, or no limit). A negative count is
+    refused naming the run's place in the file and the field (no tool runs -8 clients: the
+    file is not as the tool wrote it). A 0 is no limit where the tool reads it so
+    (`zero_unbounded`: vLLM's and SGLang's falsy --max-concurrency; `Measurement.unbounded`
+    names it), else no value the tool writes: noted invalid, the run's load unknown."""
+    v = f.take("concurrency", d, key, prefix=prefix)
+    if v is None or v >= 1:
+        return v
+    name = prefix + key
+    f.used.pop("concurrency", None)
+    if v < 0:
+        raise InvalidConfigError(
+            f"{where or 'its run'}: {name} {v:g} is not a number of clients (negative)",
+            path=source, hint="a result file as the benchmark tool wrote it states a positive "
+            "concurrency (or none)")
+    if v == 0 and zero_unbounded:
+        f.unbounded = name
+        return None
+    f.invalid["concurrency"] = f"{name} {v:g} is not a number of clients"
+    return None
+
+
 def _stat_flat(f: _Fields, d: Mapping[str, Any], name: str, metric: str) -> Stat:
     """vLLM / SGLang: mean_<metric>_ms, median_<metric>_ms, p99_<metric>_ms."""
     return Stat(f.take(f"{name}.mean", d, f"mean_{metric}_ms", latency=True),
@@ -409,7 +451,7 @@ def _per_request(f: _Fields, d: Mapping[str, Any], done: float | None, quantity:
                  total_key: str, fallback: tuple[str, ...]) -> float | None:
     """Mean tokens per request: the measured total / completed requests, else the length the
     run asked for (random dataset settings, or --metadata)."""
-    total = _num(d, total_key)
+    total = f.take(quantity, d, total_key) if total_key in d else None
     if total is not None and done:
         f.used[quantity] = f"{total_key} / completed"
         return total / done
@@ -446,8 +488,15 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str,
                        ("random_output_len", "output_len"))
     e2e_key = "e2el" if fmt == VLLM_BENCH else "e2e_latency"
     rate = _rate(f, d)
-    conc = f.take("concurrency", d, "max_concurrency")
-    achieved = f.take("achieved_rate", d, "request_throughput")
+    # vllm bench serve caps the requests in flight only for a truthy --max-concurrency
+    # (vllm/benchmarks/serve.py, v0.12.0: `asyncio.Semaphore(max_concurrency) if
+    # max_concurrency else contextlib.nullcontext()`, and its aiohttp connector's
+    # `limit=max_concurrency or 0`, 0 = no limit): a 0 is no limit, as an absent one.
+    # SGLang's bench_serving is adapted from vLLM's benchmark_serving.py (its header) and is
+    # read alike.
+    conc = _clients(f, d, "max_concurrency", "", source, where, zero_unbounded=True)
+    timed = done != 0  # with requests completed, a zero rate is no measurement
+    achieved = f.take("achieved_rate", d, "request_throughput", rate=timed)
     model = _text(d.get("model_id")) or _text(d.get("model"))
     if model:
         f.used["model"] = "model_id" if d.get("model_id") else "model"
@@ -466,7 +515,7 @@ def _read_serving(d: Mapping[str, Any], source: str, index: int, fmt: str,
         input_tokens=inp, output_tokens=out,
         ttft_ms=_stat_flat(f, d, "ttft", "ttft"), tpot_ms=_stat_flat(f, d, "tpot", "tpot"),
         itl_ms=_stat_flat(f, d, "itl", "itl"), e2e_ms=_stat_flat(f, d, "e2e", e2e_key),
-        output_throughput=f.take("output_throughput", d, "output_throughput"),
+        output_throughput=f.take("output_throughput", d, "output_throughput", rate=timed),
         deployment=dep, burstiness=burst if burst is not None and burst > 0 else None,
         completed=done, where=where,
         # SGLang's summed request time / wall time (vLLM writes no such field: a `concurrency`
@@ -497,23 +546,26 @@ def _read_guidellm_one(b: Mapping[str, Any], model: str | None, source: str,
     kind = _text(strategy.get("type_")) or ""
     conc = rate = None
     if kind in ("concurrent", "synchronous"):
-        conc = 1.0 if kind == "synchronous" else f.take(
-            "concurrency", strategy, "streams", prefix="config.strategy.")
+        # GuideLLM's concurrent strategy has `streams: PositiveInt` (vllm-project/guidellm
+        # src/guidellm/scheduler/strategies.py, v0.7.3): a 0 is no value it writes
+        conc = 1.0 if kind == "synchronous" else _clients(
+            f, strategy, "streams", "config.strategy.", source, where, zero_unbounded=False)
     elif kind in ("constant", "poisson"):
         rate = f.take("request_rate", strategy, "rate", prefix="config.strategy.")
 
-    def mean_of(key: str, quantity: str) -> float | None:
-        s = _dig(m, key, "successful")
-        return f.take(quantity, s, "mean", prefix=f"metrics.{key}.successful.") \
-            if isinstance(s, Mapping) else None
-
     total = _dig(m, "request_totals", "successful")
+
+    def mean_of(key: str, quantity: str, rate: bool = False) -> float | None:
+        s = _dig(m, key, "successful")
+        return f.take(quantity, s, "mean", prefix=f"metrics.{key}.successful.",
+                      rate=rate and total != 0) if isinstance(s, Mapping) else None
+
     totals = _dig(m, "request_totals")
     errored = f.take("failed", totals, "errored", prefix="metrics.request_totals.") \
         if isinstance(totals, Mapping) else None
     return Measurement(
         source=source, index=index, format="guidellm", model=model, concurrency=conc,
-        request_rate=rate, achieved_rate=mean_of("requests_per_second", "achieved_rate"),
+        request_rate=rate, achieved_rate=mean_of("requests_per_second", "achieved_rate", rate=True),
         num_requests=int(total) if isinstance(total, int) else None,
         completed=float(total) if isinstance(total, int) else None, failed=errored,
         input_tokens=mean_of("prompt_token_count", "input_tokens"),
@@ -522,7 +574,7 @@ def _read_guidellm_one(b: Mapping[str, Any], model: str | None, source: str,
         tpot_ms=_guidellm_stat(f, m, "tpot", "time_per_output_token_ms"),
         itl_ms=_guidellm_stat(f, m, "itl", "inter_token_latency_ms"),
         e2e_ms=_guidellm_stat(f, m, "e2e", "request_latency", 1e3),
-        output_throughput=mean_of("output_tokens_per_second", "output_throughput"),
+        output_throughput=mean_of("output_tokens_per_second", "output_throughput", rate=True),
         deployment={}, burstiness={"constant": math.inf, "poisson": 1.0}.get(kind),
         where=where, stated_in_flight=mean_of("request_concurrency", "stated_in_flight"),
         **{**f.kept(), "fields": {**f.used, **({"model": "args.model"} if model else {})}})
@@ -577,17 +629,22 @@ def _perf_mean(f: _Fields, doc: Mapping[str, Any], quantity: str,
     return None
 
 
-def _aiperf_load(cfg: Mapping[str, Any], f: _Fields) -> tuple[float | None, float | None]:
-    """(concurrency, request rate) of the measured phase of an aiperf / genai-perf config."""
+def _aiperf_load(cfg: Mapping[str, Any], f: _Fields, source: str,
+                 where: str) -> tuple[float | None, float | None]:
+    """(concurrency, request rate) of the measured phase of an aiperf / genai-perf config.
+    AIPerf's --concurrency is at least 1 (ai-dynamo/aiperf aiperf/common/config/loadgen_config.py,
+    v0.1.1: `Field(ge=1)`): a 0 is no value it writes."""
     for ph in cfg.get("phases") or []:
         if isinstance(ph, Mapping) and not ph.get("exclude_from_results"):
-            return (f.take("concurrency", ph, "concurrency", prefix="input_config.phases[]."),
+            return (_clients(f, ph, "concurrency", "input_config.phases[].", source, where,
+                             zero_unbounded=False),
                     f.take("request_rate", ph, "request_rate", prefix="input_config.phases[]."))
-    for where in (cfg.get("loadgen"), cfg):
-        if isinstance(where, Mapping):
-            c = f.take("concurrency", where, "concurrency", prefix="input_config.")
-            r = f.take("request_rate", where, "request_rate", prefix="input_config.")
-            if c is not None or r is not None:
+    for cfg_at in (cfg.get("loadgen"), cfg):
+        if isinstance(cfg_at, Mapping):
+            c = _clients(f, cfg_at, "concurrency", "input_config.", source, where,
+                         zero_unbounded=False) if "concurrency" in cfg_at else None
+            r = f.take("request_rate", cfg_at, "request_rate", prefix="input_config.")
+            if c is not None or r is not None or "concurrency" in f.invalid:
                 return c, r
     return None, None
 
@@ -607,7 +664,7 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
     fmt = "aiperf" if "aiperf_version" in doc else "genai-perf"
     raw = doc.get("input_config")
     cfg: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    conc, rate = _aiperf_load(cfg, f)
+    conc, rate = _aiperf_load(cfg, f, source, where)
     model = _aiperf_model(cfg)
     if model:
         f.used["model"] = "input_config.models.items[0].name" if fmt == "aiperf" \
@@ -621,7 +678,7 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
     return [Measurement(
         source=source, index=1, format=fmt, model=model, concurrency=conc, request_rate=rate,
         achieved_rate=f.take("achieved_rate", doc.get("request_throughput") or {}, "avg",
-                             prefix="request_throughput."),
+                             prefix="request_throughput.", rate=count != 0),
         num_requests=int(count) if count else None,
         completed=count, failed=failed,
         input_tokens=_perf_mean(f, doc, "input_tokens",
@@ -631,7 +688,7 @@ def _read_aiperf(doc: Mapping[str, Any], source: str, where: str) -> list[Measur
         ttft_ms=ttft, tpot_ms=tpot, itl_ms=tpot,
         e2e_ms=_perf_stat(f, doc, "e2e", "request_latency", fmt, source, where),
         output_throughput=f.take("output_throughput", doc.get("output_token_throughput") or {},
-                                 "avg", prefix="output_token_throughput."),
+                                 "avg", prefix="output_token_throughput.", rate=count != 0),
         deployment={}, where=where, **f.kept())]
 
 
@@ -669,7 +726,7 @@ def _read_inference_perf(doc: Mapping[str, Any], source: str,
         source=source, index=1, format="inference-perf", model=None, concurrency=None,
         request_rate=f.take("request_rate", load, "requested_rate", prefix="load_summary."),
         achieved_rate=f.take("achieved_rate", thr, "requests_per_sec",
-                             prefix="successes.throughput."),
+                             prefix="successes.throughput.", rate=count != 0),
         num_requests=int(count) if count else None, completed=count, failed=failed,
         input_tokens=length(("prompt_tokens", "prompt_len"), "input_tokens"),
         output_tokens=length(("output_tokens", "output_len"), "output_tokens"),
@@ -678,7 +735,7 @@ def _read_inference_perf(doc: Mapping[str, Any], source: str,
         itl_ms=_ip_stat(f, lat, "itl", "inter_token_latency"),
         e2e_ms=_ip_stat(f, lat, "e2e", "request_latency"),
         output_throughput=f.take("output_throughput", thr, "output_tokens_per_sec",
-                                 prefix="successes.throughput."),
+                                 prefix="successes.throughput.", rate=count != 0),
         deployment={}, where=where, **f.kept())]
 
 
@@ -750,7 +807,8 @@ def inconsistency(m: Measurement) -> str | None:
             else f"{sent:,} requests sent")
     if n > cap * UNIT_MIXUP:
         return f"{by}, {n / cap:.0f}× more than its {what} could keep outstanding"
-    never_idle = m.request_rate is None and "request_rate" not in m.invalid
+    never_idle = m.request_rate is None and "request_rate" not in m.invalid \
+        and "concurrency" not in m.invalid
     if never_idle and n * UNIT_MIXUP < cap:
         loop = "closed loop" if m.concurrency is not None else "burst (all requests at once)"
         return (f"{by}, {cap / n:.0f}× fewer than the {cap:g} its {loop} kept outstanding: its "
@@ -781,17 +839,26 @@ def _serving_kind(d: Mapping[str, Any]) -> str | None:
     return VLLM_BENCH
 
 
+# the metrics of AIPerf's and genai-perf's exports, each an object of statistics (`avg`, …)
+_PERF_METRICS = ("time_to_first_token", "inter_token_latency", "request_latency",
+                 "request_throughput", "output_token_throughput", "output_sequence_length")
+
+
 def detect(doc: object) -> str | None:
-    """The format of one parsed JSON document (FORMATS), or None."""
+    """The format of one parsed JSON document (FORMATS), or None. By the layout, not by any
+    one metric: a run that lacks a metric is read, and named for what it lacks (a missing
+    TTFT skips that run; a missing unit refuses the file naming the field)."""
     if not isinstance(doc, Mapping):
         return None
     benches = doc.get("benchmarks")
-    if isinstance(benches, list) and (not benches or isinstance(
-            _dig(benches[0], "metrics", "time_to_first_token_ms"), Mapping)):
+    if isinstance(benches, list) and (not benches or any(
+            isinstance(_dig(b, "metrics"), Mapping) for b in benches)):
         return "guidellm"
-    if isinstance(doc.get("time_to_first_token"), Mapping) and "unit" in doc[
-            "time_to_first_token"]:
-        return "aiperf" if "aiperf_version" in doc else "genai-perf"
+    if "aiperf_version" in doc:
+        return "aiperf"
+    if any(isinstance(doc.get(k), Mapping) and ("unit" in doc[k] or "avg" in doc[k])
+           for k in _PERF_METRICS):
+        return "genai-perf"
     if isinstance(_dig(doc, "successes", "latency"), Mapping):
         return "inference-perf"
     return _serving_kind(doc)
@@ -803,6 +870,32 @@ READERS: dict[str, Callable[[Mapping[str, Any], str, str], list[Measurement]]] =
 }
 
 
+def _loads(text: str, where: str) -> object:
+    """One JSON value, within limits.loads_json's bounds (values, nesting), with NaN, Infinity
+    and -Infinity read as the floats they name: Python's json.dump writes them by default (a
+    benchmark's std of one sample, an unbounded request rate), and one in a field kvplan never
+    reads says nothing of the run. Where kvplan reads one, `_Fields.take` notes it as a value
+    that is no measurement."""
+    import json
+
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is no JSON value
+    if text.count(",") + text.count("[") + text.count("{") > limits.MAX_JSON_VALUES:
+        raise InvalidConfigError(f"JSON holding over {limits.MAX_JSON_VALUES:,} values",
+                                 path=where, hint="check the file is what it claims to be")
+    if not limits.json_depth_ok(text):
+        raise InvalidConfigError(f"JSON nested deeper than {limits.MAX_JSON_DEPTH} levels",
+                                 path=where, hint="check the file is what it claims to be")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidConfigError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})",
+                                 path=where) from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
+        reason = ("an integer with too many digits" if "digits" in str(e) else
+                  str(e) if isinstance(e, ValueError) else "nested too deeply")
+        raise InvalidConfigError(f"not valid JSON ({reason})", path=where) from None
+
+
 def _documents(text: str, where: str) -> list[tuple[int | None, object]]:
     """The JSON documents of a file with their line numbers: one JSON value (line None), or
     JSON lines (one object per line; blank lines skipped, counted in the numbering)."""
@@ -811,7 +904,7 @@ def _documents(text: str, where: str) -> list[tuple[int | None, object]]:
                                  hint=f"run the benchmark with its result saved first; expected "
                                  f"{EXPECTED}")
     try:
-        return [(None, limits.loads_json(text, where=where))]
+        return [(None, _loads(text, where))]
     except InvalidConfigError as whole:
         lines = [(k, ln) for k, ln in enumerate(text.splitlines(), 1) if ln.strip()]
         if len(lines) < 2:
@@ -821,7 +914,7 @@ def _documents(text: str, where: str) -> list[tuple[int | None, object]]:
         out: list[tuple[int | None, object]] = []
         for k, ln in lines:
             try:
-                out.append((k, limits.loads_json(ln, where=where)))
+                out.append((k, _loads(ln, where)))
             except InvalidConfigError as e:
                 raise InvalidConfigError(f"line {k} of the JSON lines is {e.detail}",
                                          path=where, hint=f"expected {EXPECTED}") from None

@@ -72,8 +72,8 @@ def test_a_null_ttft_is_named_null(capsys, tmp_path):
 
 def test_an_invalid_mean_falls_back_to_the_median_and_says_so(capsys, tmp_path):
     """docs/calibration.md step 4: the mean, else the median. A negative mean is no latency
-    (nor is "NaN", as text: JSON itself has no NaN, and a file holding one is refused as
-    broken JSON): the file's median is used (line 1: median_ttft_ms 52.868896000063614,
+    (nor is "NaN", as text or as the NaN Python's json.dump writes: tests/sources/
+    test_benchfiles.py): the file's median is used (line 1: median_ttft_ms 52.868896000063614,
     median_tpot_ms 13.686303201518745), and a note names the field."""
     bad = {**RUNS[0], "mean_ttft_ms": -5, "mean_tpot_ms": "NaN"}
     code, data = _check(capsys, _write(tmp_path, [bad, RUNS[1]]))
@@ -218,3 +218,39 @@ def test_the_docs_count_the_coefficients_a_calibration_file_holds():
     assert stated is not None
     assert words[stated.group(1)] == len(dataclasses.fields(Coefficients))
     assert words[stated.group(2)] == len(cal.PRIORITY)
+
+
+def test_a_vllm_max_concurrency_of_0_is_replayed_as_no_limit(capsys, tmp_path):
+    """vllm bench serve's falsy --max-concurrency is no limit (vllm/benchmarks/serve.py,
+    v0.12.0). Line 1 (10 req/s) with max_concurrency 0 is the open loop it was, not a closed
+    loop of 1 client; line 3 (request rate inf) with it is a burst, skipped naming the field.
+    Both were replayed as closed loops of 1 client, without a word."""
+    runs = [{**RUNS[0], "max_concurrency": 0}, RUNS[1], {**RUNS[2], "max_concurrency": 0}]
+    code, data = _check(capsys, _write(tmp_path, runs))
+    assert code == 0, data
+    first = data["runs"][0]
+    assert first["run"] == "runs.json#1" and first["harness"].startswith("open loop at 10 req/s")
+    assert "max_concurrency 0: no limit" in data["skipped"]["runs.json#3"]
+    assert data["notes"]["runs.json#1"][0].startswith("max_concurrency 0 is no limit")
+
+
+def test_a_negative_max_concurrency_is_refused_naming_the_line(capsys, tmp_path):
+    code, data = _check(capsys, _write(tmp_path, [RUNS[0], {**RUNS[1], "max_concurrency": -8}]))
+    assert code == 2
+    assert data["error"]["message"] == ("runs.json: line 2: max_concurrency -8 is not a number "
+                                        "of clients (negative)")
+
+
+def test_the_files_version_and_tp_are_named_as_the_files_not_as_flags(capsys, tmp_path):
+    """A bad release or TP in the file's --metadata was reported as a bad --engine-version /
+    --tensor-parallel-size flag, without the file or the line."""
+    code, data = _check(capsys, _write(tmp_path, [RUNS[0], {**RUNS[1], "version": "banana"}]))
+    assert code == 2
+    assert data["error"]["message"].startswith(
+        "runs.json#2 (line 2): the file's version must be an engine release such as")
+    assert data["error"]["message"].endswith("got 'banana'")
+    code, data = _check(capsys, _write(tmp_path, [RUNS[0], {**RUNS[1], "tp": "3"}]))
+    assert code == 2
+    assert data["error"]["message"] == (
+        "runs.json#2 (line 2): the file's tp='3': tensor_parallel_size 3 does not divide the "
+        "model's 24 attention heads / 8 KV heads")

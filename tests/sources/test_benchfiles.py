@@ -246,3 +246,123 @@ def test_failed_requests_are_read_from_every_format_that_counts_them() -> None:
     assert (r.failed, r.completed, r.failures()) == (0, 60, None)  # failures.count 0
     ip["failures"]["count"] = 61
     assert benchfiles.parse(json.dumps(ip), "ip.json")[0].failures()[1:] == (61, True)
+
+
+# ----------------------------------------------------- concurrency 0 / negative (audit #6)
+
+
+def test_a_vllm_max_concurrency_of_0_is_no_limit_and_noted() -> None:
+    """vllm bench serve caps the requests in flight only for a truthy --max-concurrency
+    (vllm/benchmarks/serve.py, v0.12.0): a 0 with a request rate is the open loop of that
+    rate, not a closed loop of 1 client (it was read as concurrency 0 and replayed as 1)."""
+    (r,) = benchfiles.parse(_closed_loop(max_concurrency=0, request_rate=0.8), "c0.json")
+    assert r.concurrency is None and r.request_rate == 0.8
+    assert r.unbounded == "max_concurrency" and "concurrency" not in r.fields
+    assert r.notes == ["max_concurrency 0 is no limit (the benchmark caps the requests in "
+                       "flight only for a positive --max-concurrency): read as no max "
+                       "concurrency, an open loop at its request rate 0.8 req/s"]
+    (burst,) = benchfiles.parse(_closed_loop(max_concurrency=0), "c0.json")
+    assert burst.concurrency is None and burst.request_rate is None
+    assert burst.notes[0].endswith("read as no max concurrency, all requests at once")
+
+
+def test_a_negative_concurrency_is_refused_naming_the_line_and_the_field() -> None:
+    """max_concurrency -8 was replayed and then refused with a garbled figure ("8 requests in
+    flight, -1× more than its -8 clients")."""
+    import json
+
+    lines = _closed_loop() + "\n" + _closed_loop(max_concurrency=-8) + "\n"
+    with pytest.raises(InvalidConfigError) as e:
+        benchfiles.parse(lines, "neg.jsonl")
+    assert e.value.message == ("neg.jsonl: line 2: max_concurrency -8 is not a number of "
+                               "clients (negative)")
+    guide = json.loads((BENCH / "guidellm_llama-3.1-8b_built.json").read_text())
+    guide["benchmarks"][0]["config"]["strategy"]["streams"] = -2
+    with pytest.raises(InvalidConfigError, match=r"g.json: benchmarks\[0\]: config.strategy"
+                       r".streams -2 is not a number of clients \(negative\)"):
+        benchfiles.parse(json.dumps(guide), "g.json")
+
+
+def test_guidellm_and_aiperf_concurrency_0_is_no_client_count() -> None:
+    """GuideLLM's concurrent streams are a PositiveInt (src/guidellm/scheduler/strategies.py,
+    v0.7.3) and AIPerf's --concurrency is ge=1 (aiperf/common/config/loadgen_config.py,
+    v0.1.1): neither writes a 0, so it tells no load (it was replayed as 1 client)."""
+    import json
+
+    guide = json.loads((BENCH / "guidellm_llama-3.1-8b_built.json").read_text())
+    guide["benchmarks"][0]["config"]["strategy"]["streams"] = 0
+    g = benchfiles.parse(json.dumps(guide), "g.json")[0]
+    assert g.concurrency is None and g.invalid["concurrency"] == \
+        "config.strategy.streams 0 is not a number of clients"
+    aiperf = json.loads((BENCH / "aiperf_qwen3.6-nvfp4_rtx5090_chatbot_c16.json").read_text())
+    aiperf["input_config"]["phases"][1]["concurrency"] = 0
+    (a,) = benchfiles.parse(json.dumps(aiperf), "a.json")
+    assert a.concurrency is None and a.invalid["concurrency"] == \
+        "input_config.phases[].concurrency 0 is not a number of clients"
+
+
+# ------------------------------------------- one missing metric is not a format (audit #7)
+
+
+def test_a_guidellm_benchmark_without_ttft_is_still_guidellm() -> None:
+    """The first benchmark without time_to_first_token_ms: the file was refused as in no
+    format; its TPOT is there, and the run is read (the TTFT named absent)."""
+    import json
+
+    guide = json.loads((BENCH / "guidellm_llama-3.1-8b_built.json").read_text())
+    del guide["benchmarks"][0]["metrics"]["time_to_first_token_ms"]
+    g = benchfiles.parse(json.dumps(guide), "g.json")
+    assert len(g) == 2 and g[0].ttft_ms.central is None and g[0].tpot_ms.central is not None
+    assert g[0].absent["ttft.mean"] == "metrics.time_to_first_token_ms.successful.mean absent"
+
+
+def test_an_aiperf_ttft_without_a_unit_is_refused_naming_the_field() -> None:
+    """docs/calibration.md: a missing unit is refused naming the file, the field and the unit
+    (it was "its content is in no benchmark format kvplan reads")."""
+    import json
+
+    aiperf = json.loads((BENCH / "aiperf_qwen3.6-nvfp4_rtx5090_chatbot_c16.json").read_text())
+    del aiperf["time_to_first_token"]["unit"]
+    with pytest.raises(InvalidConfigError, match="a.json: time_to_first_token has no unit "
+                       "aiperf writes"):
+        benchfiles.parse(json.dumps(aiperf), "a.json")
+    del aiperf["time_to_first_token"]
+    (a,) = benchfiles.parse(json.dumps(aiperf), "a.json")
+    assert a.ttft_ms.central is None and a.tpot_ms.central is not None
+
+
+# ------------------------------------------------ NaN / Infinity, text, zero rates (#10, #12)
+
+
+def test_nan_and_infinity_are_read_and_noted_where_kvplan_reads_them() -> None:
+    """Python's json.dump writes NaN and Infinity; a file holding one was refused as a whole
+    ("NaN is not a JSON number"), even in a field kvplan never reads (std_ttft_ms)."""
+    unread = _closed_loop().replace('"mean_ttft_ms"', '"std_ttft_ms": NaN, "mean_ttft_ms"')
+    (r,) = benchfiles.parse(unread, "n.json")
+    assert r.ttft_ms.mean == 119.8 and r.notes == []
+    read = _closed_loop(median_ttft_ms=118.0).replace('"mean_ttft_ms": 119.8',
+                                                      '"mean_ttft_ms": NaN')
+    (r,) = benchfiles.parse(read.replace('"mean_tpot_ms": 19.8', '"mean_tpot_ms": -Infinity'),
+                            "n.json")
+    assert r.ttft_ms.central == 118.0 and r.tpot_ms.central is None
+    assert r.notes == [
+        "mean_ttft_ms nan is not a finite number: the median (median_ttft_ms) is used instead",
+        "mean_tpot_ms -inf is not a finite number: ignored"]
+
+
+def test_text_numbers_and_zero_rates_are_left_out_and_noted() -> None:
+    """docs/calibration.md, "Noted": text where a number belongs is left out (the median for
+    a mean); a zero request_throughput where requests completed is no measurement. Both were
+    used or dropped without a word."""
+    (r,) = benchfiles.parse(_closed_loop(mean_ttft_ms="145.3", median_ttft_ms=119.0,
+                                         request_throughput=0), "t.json")
+    assert r.ttft_ms.central == 119.0 and r.achieved_rate is None
+    assert r.completed_rate() == 400.0 / 500  # output_throughput / output tokens instead
+    assert r.notes == [
+        "request_throughput 0 is not a measured rate (zero): ignored",
+        "mean_ttft_ms '145.3' is text, not a number: the median (median_ttft_ms) is used "
+        "instead"]
+    # with no request completed a zero rate is what the run measured: no note
+    (none_done,) = benchfiles.parse(_closed_loop(completed=0, request_throughput=0,
+                                                 output_throughput=0), "z.json")
+    assert not any("measured rate" in n for n in none_done.notes)
