@@ -203,6 +203,10 @@ def workload(**values: object) -> Workload:
 
 
 LENGTH_FLAGS = ("dataset", "lengths_file", "random_range_ratio", "trace")
+# What --lengths-file takes of a --trace (sources.traffic_files.read_lengths): a CSV trace's
+# ContextTokens,GeneratedTokens columns as they are; not the JSON Lines form of a trace.
+LENGTHS_OF_A_TRACE = ("a CSV trace as it is (its ContextTokens,GeneratedTokens, sampled); a "
+                      "JSON Lines trace's lengths as a CSV input_tokens,output_tokens")
 
 
 def one_length_source(values: dict[str, Any]) -> None:
@@ -258,15 +262,15 @@ def demand_of(values: dict[str, Any]) -> Any:
         names = " and ".join("--" + k.replace("_", "-") for k in rates)
         raise InvalidInputError(f"--trace replays its own arrival times: {names} would be "
                                 "ignored", hint="drop them, or size replicas for a rate with "
-                                "--request-rate R --lengths-file TRACE (its lengths, sampled)")
+                                f"--request-rate R --lengths-file FILE: {LENGTHS_OF_A_TRACE}")
     # each file's errors name the flag it came from: `--traffic day.csv line 4: …`
     trace, traffic, lengths = (values.get(k) for k in ("trace", "traffic", "lengths_file"))
     return Demand(trace=read_trace(trace, flag="--trace") if trace else (),
                   curve=read_curve(traffic, flag="--traffic") if traffic else (),
                   lengths=read_lengths(lengths, flag="--lengths-file") if lengths else (),
                   dataset=load(values["dataset"]) if values.get("dataset") else None,
-                  requests_from=(f"--trace {Path(trace).name}" if trace else
-                                 f"--lengths-file {Path(lengths).name}" if lengths else ""))
+                  requests_from=(f"--trace {trace}" if trace else
+                                 f"--lengths-file {lengths}" if lengths else ""))
 
 
 def options_file(engine: str, path: Path | None) -> dict[str, Any]:

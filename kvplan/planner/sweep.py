@@ -737,9 +737,16 @@ def _sweep(m: ModelSpec, cands: list[Candidate], pruned: list[Pruned], total: in
     if any(o.price_per_hour is None for o in options):
         notes.append("options without a price (no default for that GPU) rank after priced ones; "
                      "pass --prices FILE")
-    providers = default_providers(prices, {o.gpu for o in options if o.price_per_hour is not None
-                                           and o.price_source})
-    if providers:
+    priced = {o.gpu for o in options if o.price_per_hour is not None and o.price_source}
+    providers = default_providers(prices, priced)
+    # the user priced some GPUs (--prices): name the ones left on the defaults
+    fallback = sorted(g for g in priced if (p := prices.get(g)) is not None and p.default)
+    if providers and any(not p.default for p in prices.values()):
+        notes.append(f"your prices do not cover {', '.join(fallback)}: "
+                     f"{'its price is' if len(fallback) == 1 else 'their prices are'} kvplan's "
+                     f"bundled defaults ({', '.join(providers)} list prices; source and date per "
+                     "GPU: gpu_specs/prices.csv)")
+    elif providers:
         notes.append(f"prices are kvplan's bundled defaults: {', '.join(providers)} list "
                      "prices (source and date per GPU: gpu_specs/prices.csv); pass --prices FILE "
                      "for your own")

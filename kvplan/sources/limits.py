@@ -173,14 +173,22 @@ def read_limited(path: Path, limit: int, *, what: str = "file",
         os.close(fd)
 
 
+BOM = "\ufeff"  # U+FEFF: the byte-order mark Excel's "CSV UTF-8" and PowerShell write first
+
+
 def read_text_limited(path: Path, limit: int, *, what: str = "file",
                       root: Path | None = None) -> str:
+    """The text of a regular file of at most `limit` bytes (read_limited), UTF-8, one leading
+    byte-order mark dropped: Excel's "CSV UTF-8" and Windows PowerShell's Out-File start their
+    files with one, and it is no part of the first field, key or line. Line numbers are
+    unchanged; an undecodable byte's offset is the file's own (counted before the mark goes)."""
     data = read_limited(path, limit, what=what, root=root)
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InvalidConfigError(f"not UTF-8 text (undecodable byte at offset {e.start})",
                                  path=str(path), hint=f"is this really a {what}?") from None
+    return text.removeprefix(BOM)
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')

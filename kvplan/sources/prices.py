@@ -124,12 +124,19 @@ def parse_yaml(text: str, path: str, resolve: Callable[[str], GpuSpec]) -> dict[
         gpu = _gpu(key.value, path, n, resolve)
         if gpu in out:
             raise _bad(path, n, "id", f"{gpu} is priced twice")
-        raw: object = val.value if isinstance(val, yaml.ScalarNode) else None
+        node = val
         if isinstance(val, yaml.MappingNode):
             fields = {k.value: v for k, v in val.value if isinstance(k, yaml.ScalarNode)}
             node = fields.get("usd_per_hour")
-            raw = node.value if isinstance(node, yaml.ScalarNode) else None
             n = (node or val).start_mark.line + 1
+            if node is None:
+                raise _bad(path, n, "usd_per_hour", f"{gpu}: no usd_per_hour in its mapping")
+        if not isinstance(node, yaml.ScalarNode):  # `h100: [1, 2]`: not one price
+            raise _bad(path, n, "usd_per_hour", f"US$ per GPU-hour of {gpu}: one number, not "
+                       f"a {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}")
+        raw: object = node.value
+        if node.tag == "tag:yaml.org,2002:null" or not str(raw).strip():  # `h100:` alone
+            raise _bad(path, n, "usd_per_hour", f"no US$ per GPU-hour for {gpu}")
         out[gpu] = Price(gpu_id=gpu, usd_per_hour=_amount(raw, path, n), source=f"{path}:{n}",
                          default=False)
     return out

@@ -33,8 +33,9 @@ FIELDS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
 def _label(path: Path, flag: str | None) -> str:
-    """How messages name a file: the flag it came from and its name (`--traffic day.csv`)."""
-    return f"{flag} {path.name}" if flag else path.name
+    """How messages name a file: the flag it came from and the path as given
+    (`--traffic data/day.csv`), so two files of one name in different folders are told apart."""
+    return f"{flag} {path}" if flag else str(path)
 
 
 def _read(path: Path, limit: int, what: str, flag: str | None) -> str:
@@ -73,6 +74,13 @@ def _records(name: str, text: str) -> tuple[csv.DictReader[str], Iterator[tuple[
                 return
             except csv.Error as e:
                 raise refused(e) from None
+            if rec.get(None):  # DictReader's restkey: fields past the header's (`0,5,extra`)
+                fields = len(reader.fieldnames or ()) + len(rec[None])
+                raise InvalidConfigError(
+                    f"{name} line {reader.line_num}: {fields} fields, the header names "
+                    f"{len(reader.fieldnames or ())} ({','.join(reader.fieldnames or ())})",
+                    hint="one value per header column; a column the reader does not use "
+                    "needs a name in the header")
             yield reader.line_num, rec
 
     return reader, rows()
@@ -149,6 +157,13 @@ def read_trace(path: Path, *, flag: str | None = None) -> tuple[tuple[float, int
                                  hint="replay a window of the trace (an hour of it)")
     rows.sort()
     t0 = rows[0][0]
+    if rows[-1][0] == t0:  # no time between the first and the last: no average rate
+        what = "one request" if len(rows) == 1 else f"all {len(rows):,} requests at one time"
+        raise InvalidConfigError(f"{name}: {what}; a replay's average request rate needs "
+                                 "requests at two or more different times",
+                                 hint="replay a longer window of the trace, or simulate its "
+                                 "lengths at a rate with --request-rate R --lengths-file FILE "
+                                 "(a CSV trace as it is; docs/traffic.md)")
     if rows[-1][0] - t0 > MAX_TRACE_SPAN_S:
         raise InvalidConfigError(
             f"{name}: the requests span {(rows[-1][0] - t0) / 86_400:,.3g} days, more than "
@@ -179,15 +194,22 @@ def _bench_lengths(name: str, text: str) -> tuple[tuple[int, int], ...]:
     ins, outs = rec["input_lens"], rec["output_lens"]
     if len(ins) != len(outs):
         raise InvalidConfigError(f"{name}: input_lens and output_lens differ in length")
+    if not ins:
+        raise InvalidConfigError(f"{name}: input_lens and output_lens are empty (no requests)",
+                                 hint="save a run that completed requests")
     out = []
-    for n, (i, o) in enumerate(zip(ins, outs, strict=True)):
-        if not (isinstance(i, int) and isinstance(o, int)) or isinstance(i, bool):
-            raise InvalidConfigError(f"{name}: request {n}: token counts must be whole "
-                                     "numbers", hint="check the file")
+    for n, (i, o) in enumerate(zip(ins, outs, strict=True), 1):  # the n-th request, from 1
+        if not (isinstance(i, int) and isinstance(o, int)) or isinstance(i, bool) \
+                or isinstance(o, bool):
+            raise InvalidConfigError(f"{name}: request {n} of {len(ins):,}: token counts must "
+                                     "be whole numbers", hint="check the file")
         if o >= 1 and 1 <= i <= 1 << 24 and o <= 1 << 24:
             out.append((i, o))
     if not out:
-        raise InvalidConfigError(f"{name}: no completed request (every output_lens is 0)")
+        which = ("its one request has" if len(ins) == 1
+                 else f"each of its {len(ins):,} requests has")
+        raise InvalidConfigError(f"{name}: no completed request ({which} output_lens 0, "
+                                 f"failed, or a length outside 1 to {1 << 24:,})")
     if len(out) > MAX_TRACE_REQUESTS:
         raise InvalidConfigError(f"{name}: more than {MAX_TRACE_REQUESTS:,} requests",
                                  hint="a sample of the lengths is enough")

@@ -5,6 +5,7 @@ simulation when none is asked."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from clirun import run
@@ -125,27 +126,30 @@ def test_bad_traffic_file_exits_2_naming_the_line(capsys, tmp_path):
 def test_a_bad_workload_file_is_named_by_its_flag(capsys, tmp_path, monkeypatch):
     """Given a curve and a lengths file, an error says which: the flag, the file as named and
     the line (`--traffic day.csv line 4: …`), in the text and the JSON error, for plan and
-    report alike; still exit 2. It named `day.csv line 4` only."""
-    day, lens = tmp_path / "day.csv", tmp_path / "lens.csv"
+    report alike; still exit 2. It named `day.csv line 4` only. The file as named is its path
+    as given (docs/traffic.md), folder and all: it was the basename."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    day, lens = Path("in/day.csv"), Path("in/lens.csv")
     good_day, good_lens = ("time,requests_per_s\n0,4\n8,20\n16,8\n",
                            "input_tokens,output_tokens\n812,240\n95,1000\n")
     cases = [("time,requests_per_s\n0,4\n8,20\n16,x\n", good_lens,
-              "--traffic day.csv line 4: requests_per_s must be a number"),
+              "--traffic in/day.csv line 4: requests_per_s must be a number"),
              (good_day, "input_tokens,output_tokens\n812,240\n95,none\n",
-              "--lengths-file lens.csv line 3: token counts must be whole numbers")]
+              "--lengths-file in/lens.csv line 3: token counts must be whole numbers")]
     for curve, lengths, want in cases:
         day.write_text(curve)
         lens.write_text(lengths)
         files = ("--traffic", str(day), "--lengths-file", str(lens))
         code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", *files)
         assert code == 2 and want in err and "Traceback" not in err, err
-        assert str(tmp_path) not in err  # the file's name, not where it lies
+        assert str(tmp_path) not in err  # the path as given, not where it resolves
         code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", *files, "--json")
         error = json.loads(out)["error"]
         assert code == 2 and error["exit_code"] == 2 and error["message"].startswith(want)
         code, _, err = run(capsys, "report", LLAMA, "--gpu", "h100", *files)
         assert code == 2 and want in err
-    monkeypatch.chdir(tmp_path)  # a missing file: its path as given, after the flag
+    # a missing file: its path as given, after the flag
     code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", "gone.csv")
     assert code == 2 and "--trace 'gone.csv': cannot read the trace" in err
 
@@ -356,7 +360,7 @@ def test_a_trace_or_lengths_file_sets_the_plans_lengths_and_its_limits(capsys, t
     longer = [p for p in json.loads(out)["problems"]
               if p["code"] == "workload-longer-than-context"]
     assert code == 1 and len(longer) == 1
-    assert "1 of the 2 requests of --lengths-file long.csv need" in longer[0]["message"]
+    assert f"1 of the 2 requests of --lengths-file {long} need" in longer[0]["message"]
     assert "200,010" in longer[0]["message"]
     for extra in (["--request-rate", "5"], ["--traffic", str(lengths)]):
         code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(trace), *extra)
@@ -428,3 +432,36 @@ def test_sweep_by_rate_shows_the_cost_per_day_its_order_reads(capsys):
     assert simulated == sorted(simulated) and estimated == sorted(estimated) and estimated
     code, out, _ = run(capsys, *base)
     assert "$/day" not in out
+
+
+def test_the_hint_beside_a_trace_and_a_rate_names_what_lengths_file_reads(capsys, tmp_path):
+    """--trace with --request-rate hinted `--request-rate R --lengths-file TRACE`, which a JSON
+    Lines trace is not (--lengths-file reads CSV, or a benchmark's input_lens/output_lens):
+    the hint says a CSV trace works as it is, and it does."""
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text('{"TIMESTAMP": 0, "ContextTokens": 500, "GeneratedTokens": 50}\n'
+                     '{"TIMESTAMP": 2, "ContextTokens": 700, "GeneratedTokens": 70}\n')
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(jsonl),
+                       "--request-rate", "2", "--json")
+    hint = json.loads(out)["error"]["hint"]
+    assert code == 2 and "--lengths-file TRACE" not in hint
+    assert "a CSV trace as it is" in hint and "JSON Lines trace's lengths as a CSV" in hint
+    csv_trace = tmp_path / "t.csv"
+    csv_trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,500,50\n2,700,70\n")
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--request-rate", "2",
+                         "--lengths-file", str(csv_trace), "--json")
+    assert code == 0, err
+    assert json.loads(out)["workload"]["avg_input_tokens"] == 600
+
+
+def test_a_trace_at_one_instant_and_a_curve_row_too_long_exit_2(capsys, tmp_path):
+    """A one-request trace printed "1 requests, 0 req/s on average"; `0,5,extra` in a curve
+    was read as 0,5. Both are refused naming the file as given (exit 2)."""
+    one = tmp_path / "one.csv"
+    one.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,500,50\n")
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--trace", str(one))
+    assert code == 2 and f"--trace {one}: one request;" in err and "0 req/s" not in err
+    day = tmp_path / "day.csv"
+    day.write_text("time,requests_per_s\n0,5,extra\n")
+    code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(day))
+    assert code == 2 and f"--traffic {day} line 2: 3 fields, the header names 2" in err

@@ -166,15 +166,21 @@ def test_bad_benchmark_results(tmp_path: Path, rec: dict, want: str) -> None:
 ])
 def test_errors_name_the_flag_the_file_and_the_line(tmp_path: Path, read: Callable[..., object],
                                                    flag: str, name: str, text: str,
-                                                   want: str) -> None:
+                                                   want: str, monkeypatch) -> None:
     """Given several files (--traffic, --trace, --lengths-file), a user reads which one and
-    where: `--traffic day.csv line 5: …` (the file as named, not its folder)."""
+    where: `--traffic day.csv line 5: …`, the file as named (docs/traffic.md): its folder too
+    when one was given (the basename alone could not tell two day.csv apart)."""
+    monkeypatch.chdir(tmp_path)
     p = tmp_path / name
     p.write_text(text)
     with pytest.raises(InvalidConfigError) as e:
-        read(p, flag=flag)
+        read(Path(name), flag=flag)
     assert e.value.message.startswith(want), e.value.message
-    assert str(tmp_path) not in e.value.message
+    (tmp_path / "week").mkdir()
+    (tmp_path / "week" / name).write_text(text)
+    with pytest.raises(InvalidConfigError) as e:
+        read(Path("week") / name, flag=flag)
+    assert e.value.message.startswith(want.replace(f"{flag} ", f"{flag} week/", 1))
 
 
 def test_lines_are_the_files_own_blank_lines_counted(tmp_path: Path) -> None:
@@ -182,7 +188,7 @@ def test_lines_are_the_files_own_blank_lines_counted(tmp_path: Path) -> None:
     row's "line 3"."""
     p = tmp_path / "day.csv"
     p.write_text("time,requests_per_s\n0,4\n\n1,x\n")
-    with pytest.raises(InvalidConfigError, match=r"^--traffic day\.csv line 4: "):
+    with pytest.raises(InvalidConfigError, match=r"^--traffic .*/day\.csv line 4: "):
         read_curve(p, flag="--traffic")
 
 
@@ -210,7 +216,7 @@ def test_a_row_csv_cannot_read_is_an_error_naming_its_line(
     first = {read_curve: "0,1", read_trace: "0,10,1", read_lengths: "10,1"}[read]
     p.write_text(f"{header}\n{first}\n1,{'9' * 200_000}\n")
     with pytest.raises(InvalidConfigError,
-                       match=re.escape("--x huge.csv line 3: not readable as CSV")):
+                       match=re.escape(f"--x {p} line 3: not readable as CSV")):
         read(p, flag="--x")
 
 
@@ -218,5 +224,86 @@ def test_a_json_line_nested_too_deeply_names_its_line(tmp_path: Path) -> None:
     p = tmp_path / "t.jsonl"
     p.write_text('{"TIMESTAMP": 0, "ContextTokens": 1, "GeneratedTokens": 1}\n'
                  + "[" * 100_000 + "\n")
-    with pytest.raises(InvalidConfigError, match=r"^--trace t\.jsonl line 2: not JSON"):
+    with pytest.raises(InvalidConfigError, match=r"^--trace .*/t\.jsonl line 2: not JSON"):
         read_trace(p, flag="--trace")
+
+
+# ------------------------------------------- what spreadsheets and Windows tools write
+
+BOM = "\ufeff"  # Excel's "CSV UTF-8" and Windows PowerShell's Out-File start with it
+
+
+@pytest.mark.parametrize(("read", "text", "want"), [
+    (read_curve, "time,requests_per_s\r\n0,5\r\n12,20\r\n", ((0.0, 5.0), (12.0, 20.0))),
+    (read_trace, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n0,100,10\r\n2,200,20\r\n",
+     ((0.0, 100, 10), (2.0, 200, 20))),
+    (read_trace, '{"TIMESTAMP": 0, "ContextTokens": 100, "GeneratedTokens": 10}\r\n'
+     '{"TIMESTAMP": 2, "ContextTokens": 200, "GeneratedTokens": 20}\r\n',
+     ((0.0, 100, 10), (2.0, 200, 20))),
+    (read_lengths, "input_tokens,output_tokens\r\n100,50\r\n200,20\r\n", ((100, 50), (200, 20))),
+    (read_lengths, '{"input_lens": [100, 200], "output_lens": [50, 20]}',
+     ((100, 50), (200, 20))),
+])
+def test_a_byte_order_mark_is_not_part_of_the_first_field(
+        tmp_path: Path, read: Callable[..., object], text: str, want: object) -> None:
+    """A leading UTF-8 byte-order mark made the header `\\ufefftime,…` ("the header must be
+    time,requests_per_s") and a JSON trace's first line not JSON: it is dropped, and a later
+    error's line number is still the file's own."""
+    p = tmp_path / "f.csv"
+    p.write_bytes((BOM + text).encode())
+    assert read(p) == want
+    if read is read_curve:
+        p.write_bytes((BOM + text + "13,x\r\n").encode())
+        with pytest.raises(InvalidConfigError, match="line 4: requests_per_s"):
+            read(p)
+
+
+@pytest.mark.parametrize(("read", "text", "fields"), [
+    (read_curve, "time,requests_per_s\n0,5\n1,5,extra\n", "3 fields, the header names 2"),
+    (read_trace, "TIMESTAMP,ContextTokens,GeneratedTokens\n0,1,1\n1,2,2,3\n",
+     "4 fields, the header names 3"),
+    (read_lengths, "input_tokens,output_tokens\n5,5\n5,5,\n", "3 fields, the header names 2"),
+])
+def test_a_row_longer_than_the_header_names_its_line(tmp_path: Path,
+                                                    read: Callable[..., object], text: str,
+                                                    fields: str) -> None:
+    """`1,5,extra` under `time,requests_per_s` was read as 1,5, the third field dropped
+    silently: which column is it? An error naming the line."""
+    p = tmp_path / "x.csv"
+    p.write_text(text)
+    with pytest.raises(InvalidConfigError, match=rf"^--x \S*x\.csv line 3: {fields}"):
+        read(p, flag="--x")
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n0,100,10\n", "one request;"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n5,100,10\n5,100,10\n5,200,20\n",
+     "all 3 requests at one time;"),
+])
+def test_a_trace_without_a_duration_has_no_rate(tmp_path: Path, text: str, want: str) -> None:
+    """One request, or all at one time, replayed as "1 requests, 0 req/s on average" (the
+    replay's request_rate and headroom follow from that rate): refused with the reason."""
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    with pytest.raises(InvalidConfigError) as e:
+        read_trace(p, flag="--trace")
+    assert want in e.value.message and "two or more different times" in e.value.message
+    assert "--lengths-file" in (e.value.hint or "")
+
+
+@pytest.mark.parametrize(("rec", "want"), [
+    ({"input_lens": [], "output_lens": []}, "input_lens and output_lens are empty"),
+    ({"input_lens": ["100", 2000], "output_lens": [50, 60]},
+     "request 1 of 2: token counts must be whole numbers"),
+    ({"input_lens": [100, 200], "output_lens": [50, True]},
+     "request 2 of 2: token counts must be whole numbers"),
+    ({"input_lens": [0], "output_lens": [5]}, "its one request has output_lens 0, failed, or a "
+     "length outside"),
+])
+def test_benchmark_result_errors_say_what_is_wrong(tmp_path: Path, rec: dict,
+                                                   want: str) -> None:
+    """Empty lists said "every output_lens is 0"; the first request was "request 0"."""
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(rec))
+    with pytest.raises(InvalidConfigError, match=re.escape(want)):
+        read_lengths(p)
