@@ -472,17 +472,21 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
     estimated for every priced option from its throughput (rate ÷ 95 % of the requests/s it
     serves at its max_num_seqs; ranked on the pessimistic end, the default, at the low end of
     its throughput band), then simulated (replan: the option planned with the rate) for the
-    SIMULATED_OPTIONS cheapest by that estimate; pessimistic, a simulated count is never below
-    the low end's estimate (the simulation runs the point model). Misses keep their order
-    after them."""
+    SIMULATED_OPTIONS cheapest aggregated ones by that estimate; pessimistic, a simulated count
+    is never below the low end's estimate (the simulation runs the point model). A
+    disaggregated service (sweep --disagg) is estimated alike, from the requests/s its closed
+    loop serves at the target concurrency (DisaggPlan.performance): the open-loop simulation
+    models one engine's scheduler, not two pools and the KV transfer, so its copies are never
+    simulated, and the ranking and the note say so. Misses keep their order after them."""
     pessimistic = result.rank_on == "pessimistic"
     est: list[tuple[float, Option]] = []
     rest: list[Option] = []
     for o in result.options:
-        pf = o.plan.performance
-        # a disaggregated service (sweep --disagg) is not re-planned at a rate: kept after
+        # a disaggregated service's figures are the whole service's (its plan is the decode
+        # pool's): copies of the service, estimated from its closed-loop rate
+        pf = o.service.performance if o.service is not None else o.plan.performance
         if (not o.meets_target or pf is None or o.price_per_hour is None
-                or not pf.requests_per_s or o.disaggregated):
+                or not pf.requests_per_s):
             rest.append(o)
             continue
         low = pf.output_tokens_per_s_low / pf.output_tokens_per_s if pessimistic and \
@@ -494,8 +498,10 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
                                                "cost_per_day_for_rate": round(cost, 2)})))
     est.sort(key=lambda co: co[0])
     done: list[tuple[float, Option]] = []
-    for i, (cost, o) in enumerate(est):
-        if i < SIMULATED_OPTIONS:
+    simulated = 0
+    for cost, o in est:
+        if simulated < SIMULATED_OPTIONS and not o.disaggregated:
+            simulated += 1
             pf = replan(o).performance
             if pf is not None and pf.replicas is not None:
                 # pessimistic: never fewer than the band's low end needs (the estimate)
@@ -507,16 +513,22 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
     done.sort(key=lambda co: (not co[1].replicas_simulated, co[0]))
     ordered = [o for _, o in done] + rest
     ranked = [o.model_copy(update={"rank": i}) for i, o in enumerate(ordered, 1)]
+    disagg = any(o.disaggregated for _, o in est)
     how = (f"options that meet the target first, by the cost per day of the replicas "
            f"{rate:g} req/s needs (simulated at the SLO percentile for the "
-           f"{min(SIMULATED_OPTIONS, len(est))} cheapest by estimate, then estimated from "
+           f"{simulated} cheapest aggregated ones by estimate, then estimated from "
            "throughput" + ("; at least what the low end of each throughput band needs"
-                           if pessimistic else "") + "); misses after, as before")
+                           if pessimistic else "")
+           + ("; a disaggregated service's copies from its closed-loop requests/s, not "
+              "simulated at the percentile" if disagg else "") + "); misses after, as before")
     best = [o for o in ranked if o.replicas_for_rate is not None][:3]
     note = (f"ranked by the cost per day of {rate:g} req/s: " + "; ".join(
         f"#{o.rank} {o.gpu} ×{o.count} {o.engine}: {o.replicas_for_rate} replica"
         f"{'s' if o.replicas_for_rate != 1 else ''}, ${o.cost_per_day_for_rate:,.2f}/day"
-        f"{'' if o.replicas_simulated else ' (estimated)'}" for o in best)) if best else (
+        f"{'' if o.replicas_simulated else ' (estimated)'}" for o in best)
+        + ("; disaggregated services: copies estimated from the closed-loop rate, not "
+           "simulated at the SLO percentile (the simulation models one engine, not two pools "
+           "and the KV transfer)" if disagg else "")) if best else (
         f"--request-rate {rate:g}: no option that meets the target has a price and a latency "
         "model to size replicas with")
     return result.model_copy(update={"options": ranked, "ranking": how,
