@@ -393,6 +393,17 @@ def _lengths_h(times: Sequence[float]) -> list[float]:
     return [*gaps, last]
 
 
+# Why an idle interval keeps one copy rather than none. KEDA can scale a Deployment to zero
+# (ScaledObject minReplicaCount, default 0: https://keda.sh/docs/2.14/reference/scaledobject-spec/),
+# but it wakes one only when a trigger's metric passes its activation threshold; the trigger here
+# reads the engine's own queue gauge, which only running replicas report, so at zero nothing
+# would ever wake the first copy, and requests would have no replica to wait in.
+IDLE_FLOOR = ("1 copy at 0 req/s: the trigger reads the engine's queue gauge, which only a "
+              "running replica reports, so a fleet scaled to zero would never scale up again "
+              "(scaling from zero needs a trigger outside the engine, e.g. the router's or an "
+              "HTTP proxy's request count)")
+
+
 def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                   curve: Sequence[tuple[float, float]], *, block_size: int, running: int,
                   gpus: int, price_per_gpu_hour: float | None,
@@ -405,8 +416,9 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
     lengths = _lengths_h([t for t, _ in curve])
     span = sum(lengths)
     # an interval whose rate no replica count serves within the SLOs has no size (None): the
-    # search's cap is not a fleet, so then there is no fleet figure or cost either
-    reps: list[int | None] = [(rr.replicas if rr.meets else None) if rr else 0
+    # search's cap is not a fleet, so then there is no fleet figure or cost either. An idle
+    # interval (0 req/s) keeps one copy, the autoscaler's floor (IDLE_FLOOR), and is paid for
+    reps: list[int | None] = [(rr.replicas if rr.meets else None) if rr else unit
                               for rr in results]
     met = [r for r in reps if r is not None]
     unmet = len(reps) - len(met)
@@ -436,6 +448,8 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                 "max_replicas": max(1, max(met) // unit),
                 "planned_load_per_replica_rps": round(peak.rate_per_replica, 4)
                 if peak else 0.0}
+        if any(rr is None for rr in results):
+            auto["min_replicas_why"] = IDLE_FLOOR
     else:
         peak = None
     if peak and metrics:
@@ -454,7 +468,9 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                 else f"gamma (burstiness {w.burstiness:g})")
     return {
         "harness": (f"open loop per interval, {arrivals} arrivals, the rate spread over the "
-                    f"interval's replicas; {mix.describe()}"),
+                    f"interval's replicas; {mix.describe()}"
+                    + ("; an idle interval keeps one copy (the autoscaler's floor)"
+                       if any(rr is None for rr in results) else "")),
         "intervals": [{"time": t, "requests_per_s": r, "replicas": n,
                        "gpus": None if n is None else n * gpus}
                       for (t, r), n in zip(curve, reps, strict=True)],

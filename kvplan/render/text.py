@@ -339,7 +339,8 @@ def traffic_table(tp: TrafficPlan, console: Console) -> None:
     targets = "; ".join(f"{m['name']} target {m['target']:g} per replica" for m in metrics)
     console.print(f"autoscaler: {a.get('min_replicas')}–{a.get('max_replicas')} replicas"
                   + (f"; {targets}" if targets else "")
-                  + (" (the intervals a fleet serves)" if tp.unmet_intervals else ""),
+                  + (" (the intervals a fleet serves)" if tp.unmet_intervals else "")
+                  + (f"; min {a['min_replicas_why']}" if a.get("min_replicas_why") else ""),
                   markup=False)
 
 
