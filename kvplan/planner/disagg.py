@@ -643,13 +643,23 @@ def _pool_problems(label: str, sup: pd.PdSupport, pools: _Pools, prefill: PoolLa
 
 def _service_problems(s: _Service, prefill: Plan, p_reps: int, concurrency: int,
                       n: performance.Lengths) -> list[Problem]:
+    """The service's own problems. Too few prefill replicas (`disagg-prefill-bound`): the pool
+    saturates, or it is busier than TARGET_PREFILL_UTILIZATION, the share kvplan sizes it for
+    when it chooses the replicas — above it an M/D/1 queue waits more than twice the service
+    time and the wait grows without bound as the utilization nears 1 (ρ / (2(1 − ρ))), so the
+    prefill queue, not the prefill itself, comes to dominate TTFT. A closed loop seldom
+    saturates (its clients wait for their answers, so the pool's arrivals slow down instead):
+    the utilization is the signal. kvplan's own choice stays at or under it unless it hits
+    MAX_REPLICAS, so the warning is in effect for replicas given (--prefill-replicas)."""
     out = []
-    if s.saturated:
+    if s.saturated or s.utilization > TARGET_PREFILL_UTILIZATION:
         out.append(Problem(
             code="disagg-prefill-bound", severity="warning",
             message=f"{p_reps} prefill replica{'s' if p_reps > 1 else ''} cannot keep up with "
-            f"{concurrency} requests in flight: requests queue for prefill "
-            f"({s.ttft.queue_ms:,.0f} ms); fix: more --prefill-replicas"))
+            f"{concurrency} requests in flight: the prefill pool is {s.utilization:.0%} busy "
+            f"(kvplan sizes it for ≤ {TARGET_PREFILL_UTILIZATION:.0%}) and requests queue "
+            f"{s.ttft.queue_ms:,.0f} ms for prefill (prefill itself "
+            f"{s.ttft.prefill_ms:,.0f} ms); fix: more --prefill-replicas"))
     if prefill.fits and 0 < prefill.kv_cache.tokens < n.input_tokens:
         out.append(Problem(
             code="disagg-prefill-kv", severity="error",

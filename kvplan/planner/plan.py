@@ -242,7 +242,7 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
             code="acceptance-rate-unused", severity="warning",
             message=f"--acceptance-rate {workload.acceptance_rate:g} has no effect without "
             "--speculative-config (no speculative decoding is planned)"))
-    rec, planned, planned_res, rec_problems = _recommend(
+    rec, planned, planned_res, rec_problems, served_cell = _recommend(
         eng, m, gpu, knobs, dep, res, workload, minimize_utilization=minimize_utilization,
         larger_gpus=larger_gpus)
     # the file's own requests when it has them (its mean is one of them), else the mean's
@@ -268,8 +268,10 @@ def plan_and_context(m: ModelSpec, gpu: GpuSpec, knobs: Knobs | None = None, *,
     problems += node_problems
     if moved:
         performance, ctx = None, None
-    served = None if moved or not planned_res.fits else _served(eng, m, gpu, knobs, planned,
-                                                                planned_res, rec, workload)
+    served, served_res = (None, None) if moved or not planned_res.fits else _served(
+        eng, m, gpu, knobs, planned, planned_res, rec, workload)
+    if served_res is not None:  # a missed target's error states the serve line's KV cache
+        served_cell.append(served_res)
     if fmt is not None:
         problems.insert(0, what_if_note(fmt, m.id))
     extra = {"what_if": what_if_record(eng, fmt, m.id, gpu, dep.engine_version)} if fmt else {}
@@ -840,10 +842,14 @@ class _Fraction:
 def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                res: MemoryResult, workload: Workload, *, minimize_utilization: bool = False,
                larger_gpus: Sequence[GpuSpec] = ()
-               ) -> tuple[Recommendations, Deployment, MemoryResult, list[Problem]]:
+               ) -> tuple[Recommendations, Deployment, MemoryResult, list[Problem],
+                          list[MemoryResult]]:
     """The four recommendations, the deployment they were planned on (the serve line's) with
-    its memory result, and the problems planning found (a length or target that cannot be met,
-    with alternatives)."""
+    its memory result, the problems planning found (a length or target that cannot be met,
+    with alternatives), and an empty list for the caller to put the serve line's own start-up
+    in (plan: _served) before a missed target's deferred message is read: the message states
+    the requests that start-up's KV cache holds."""
+    served: list[MemoryResult] = []
     given = {k for k, v in dep.sources.items() if v == "cli"}
     n = workload.target_concurrency
     work_len = (workload.avg_input_tokens or 0) + (workload.avg_output_tokens or 0)
@@ -854,7 +860,7 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     if any(p.code == "gpu-capability" for p in res.problems):
         goal = _Goal(n, work_len or res.max_model_len, res.max_model_len, shared)
         return _refused(gpu, dep, res), dep, res, _runs_elsewhere(
-            _Setup(eng, m, gpu, knobs, dep, res), goal, larger_gpus)
+            _Setup(eng, m, gpu, knobs, dep, res), goal, larger_gpus), served
     target = _Goal(n, work_len or res.max_model_len, res.max_model_len, shared) if n else None
     rec_tp = _smallest_tp(eng, m, gpu, knobs, dep, res, target)
     s, prefix, problems = _replan_at_tp(_Setup(eng, m, gpu, knobs, dep, res), rec_tp, given)
@@ -881,7 +887,7 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
     rec_len_value: int | None = max_len
     if not goal.met(res):
         rec_len_value, miss = _next_steps(s, goal, pres, given, work_len, ceiling, larger_gpus,
-                                          util, util_name)
+                                          util, util_name, served)
         problems.append(miss)
     rec_tp = _tp_at_fraction(rec_tp, met, pdep, res, util, current, util_name)
     rec_len = _length_rec(rec_len_value, max_len, pres, met, n, work_len, given_len,
@@ -898,7 +904,7 @@ def _recommend(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deplo
         r.reason = prefix + r.reason
     return (Recommendations(max_model_len=rec_len, max_num_seqs=rec_seqs,
                             gpu_memory_utilization=rec_util, tensor_parallel_size=rec_tp),
-            dep, res, problems)
+            dep, res, problems, served)
 
 
 def _target_above_seqs(eng: Engine, n: int, seqs: int, held: int) -> Problem:
@@ -1075,17 +1081,22 @@ def _workable_fraction(eng: Engine, goal: _Goal, needed: float, ceiling: float, 
 
 def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], work_len: int,
                 ceiling: float, larger_gpus: Sequence[GpuSpec], util: float | None,
-                util_name: str) -> tuple[int | None, Problem]:
+                util_name: str, served: Sequence[MemoryResult] = ()
+                ) -> tuple[int | None, Problem]:
     """The goal does not fit as configured: the problem listing the alternatives (an error for
     a missed target or a given length), and the length the serve line uses — the shorter
-    alternative when neither a target nor a length was given, None when nothing fits."""
+    alternative when neither a target nor a length was given, None when nothing fits.
+    `served`: the serve line's own start-up when it differs from `pres` (filled by plan
+    before the message is read): a missed target's message and its lower-target alternative
+    state the requests its KV cache holds, what the recommendation's max_num_seqs says and the
+    line runs, not those of the profile at the configured max_num_seqs."""
     n = goal.n
     len_flag = s.eng.flags.get("max_model_len", "--max-model-len")
     met = goal.met(pres)
 
-    def alternatives() -> list[Alternative]:
+    def alternatives(held_by: MemoryResult | None = None) -> list[Alternative]:
         return _alternatives(s.eng, s.m, s.gpu, s.knobs, s.dep, goal, given, work_len, ceiling,
-                             larger_gpus)
+                             larger_gpus, held_by)
 
     def listing(options: list[Alternative]) -> str:
         return "; ".join(f"{i}) {o.text}" for i, o in enumerate(options, 1)) or \
@@ -1097,12 +1108,15 @@ def _next_steps(s: _Setup, goal: _Goal, pres: MemoryResult, given: set[str], wor
         # with a target the serve line keeps the length, so the alternatives only fill the
         # message: worked out when it is read (a sweep reads few), among this plan's searches
         if not met:  # (and the message names no change to the serve line)
-            held = goal.held(pres)
-            return goal.max_len, Problem.deferred(
-                _in_tries(lambda: (
-                    f"--target-concurrency {n}: the KV cache holds {held} of {goal.text()}; "
-                    f"alternatives, cheapest first: {listing(alternatives())}")),
-                code="target-not-met", severity="error")
+            def missed() -> str:
+                line = served[0] if served else None
+                kv = "the KV cache" if line is None else (
+                    f"the KV cache the serve line starts with ({line.kv_cache.tokens:,} tokens)")
+                return (f"--target-concurrency {n}: {kv} holds {goal.held(line or pres)} of "
+                        f"{goal.text()}; alternatives, cheapest first: "
+                        f"{listing(alternatives(line))}")
+            return goal.max_len, Problem.deferred(_in_tries(missed), code="target-not-met",
+                                                  severity="error")
         uses = f"; the serve line uses {util_name} {util:g}" if util != current else ""
         return goal.max_len, Problem.deferred(
             _in_tries(lambda: (
@@ -1257,10 +1271,12 @@ def _settled_seqs(s: _Setup, util: dict[str, object], seqs: int, fit_seqs: int, 
 
 def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
                   goal: _Goal, given: set[str], work_len: int, ceiling: float,
-                  larger_gpus: Sequence[GpuSpec]) -> list[Alternative]:
+                  larger_gpus: Sequence[GpuSpec], held_by: MemoryResult | None = None
+                  ) -> list[Alternative]:
     """Changes that would meet `goal`, cheapest first: a higher utilization, fp8 KV cache, a
     larger TP, a larger GPU, then (only when the goal's length is max_model_len) a shorter
-    length — never shorter than the workload's requests — or else a lower target."""
+    length — never shorter than the workload's requests — or else a lower target: the requests
+    `held_by` holds (the serve line's start-up) when given, else those at the safe budget."""
     version = dep.engine_version
     out: list[Alternative] = []
     flag_of = eng.flags.get
@@ -1290,7 +1306,7 @@ def _alternatives(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: De
     if larger is not None:
         out.append(Alternative(AlternativeKind.LARGER_GPU, f"a larger GPU: --gpu {larger.id}"))
     got = _try(eng, m, gpu, knobs, version, **top)
-    last = _shorter_or_fewer(eng, got[1], goal, top, work_len) if got else None
+    last = _shorter_or_fewer(eng, got[1], goal, top, work_len, held_by) if got else None
     return out + ([last] if last else [])
 
 
@@ -1359,7 +1375,7 @@ def _more_budget(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Dep
 
 
 def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, float],
-                      work_len: int) -> Alternative | None:
+                      work_len: int, held_by: MemoryResult | None = None) -> Alternative | None:
     """At the highest safe budget `top`: without a workload or without a target, the longest
     max_model_len at which the goal's requests fit (when shorter than planned); with both, how
     many of the workload's requests fit (when fewer than the target). Never a length shorter
@@ -1376,7 +1392,7 @@ def _shorter_or_fewer(eng: Engine, r: MemoryResult, goal: _Goal, top: dict[str, 
         return Alternative(AlternativeKind.SHORTER_LENGTH, f"{len_flag} {fit_len}{at}", fit_len)
     if not goal.n:
         return None
-    fewer = goal.held(r)
+    fewer = goal.held(held_by or r)
     if not 0 < fewer < goal.n:
         return None
     return Alternative(AlternativeKind.LOWER_TARGET,
@@ -1510,16 +1526,18 @@ def _served_changes(dep: Deployment, rec: Recommendations, w: Workload) -> dict[
 
 
 def _served(eng: Engine, m: ModelSpec, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
-            res: MemoryResult, rec: Recommendations, w: Workload) -> PlanServed | None:
+            res: MemoryResult, rec: Recommendations, w: Workload
+            ) -> tuple[PlanServed | None, MemoryResult | None]:
     """The serve line's own memory and KV cache when it sets other values than `dep` and they
-    change them (the performance figures were worked out on it: the evaluation is remembered);
-    None when it starts with `res`'s, or the engine refuses the changes."""
+    change them (the performance figures were worked out on it: the evaluation is remembered),
+    with its memory result; None when it starts with `res`'s, or the engine refuses the
+    changes."""
     changes = _served_changes(dep, rec, w)
     got = _try(eng, m, gpu, knobs, dep.engine_version, **changes) if changes else None
     if got is None or not got[1].fits or (got[1].memory == res.memory
                                           and got[1].kv_cache == res.kv_cache):
-        return None
-    return PlanServed(settings=changes, memory=got[1].memory, kv_cache=got[1].kv_cache)
+        return None, None
+    return PlanServed(settings=changes, memory=got[1].memory, kv_cache=got[1].kv_cache), got[1]
 
 
 def _sizing(w: Workload, demand: Demand | None) -> Workload:

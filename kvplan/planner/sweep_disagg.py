@@ -110,6 +110,8 @@ def option(r: DisaggPlan, knobs: Knobs, target: Target) -> Option:
         cost_per_million_output_tokens=perf.cost_per_million_output_tokens if perf else None,
         tpot_ms=perf.tpot_ms if perf else None, ttft_ms=perf.ttft_ms if perf else None,
         output_tokens_per_s=perf.output_tokens_per_s if perf else None,
+        # the service's own (always false: docs/disagg.md), not the decode pool plan's (none)
+        calibrated=perf.calibrated if perf else None,
         # the service's bands (the pools' coefficient ranges), which a pessimistic sweep ranks
         **{name: getattr(perf, name) if perf else None for name in BAND_FIELDS},
         cost_per_million_output_tokens_high=None if perf is None else _rounded(

@@ -393,6 +393,17 @@ def _lengths_h(times: Sequence[float]) -> list[float]:
     return [*gaps, last]
 
 
+# Why an idle interval keeps one copy rather than none. KEDA can scale a Deployment to zero
+# (ScaledObject minReplicaCount, default 0: https://keda.sh/docs/2.14/reference/scaledobject-spec/),
+# but it wakes one only when a trigger's metric passes its activation threshold; the trigger here
+# reads the engine's own queue gauge, which only running replicas report, so at zero nothing
+# would ever wake the first copy, and requests would have no replica to wait in.
+IDLE_FLOOR = ("1 copy at 0 req/s: the trigger reads the engine's queue gauge, which only a "
+              "running replica reports, so a fleet scaled to zero would never scale up again "
+              "(scaling from zero needs a trigger outside the engine, e.g. the router's or an "
+              "HTTP proxy's request count)")
+
+
 def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                   curve: Sequence[tuple[float, float]], *, block_size: int, running: int,
                   gpus: int, price_per_gpu_hour: float | None,
@@ -405,8 +416,9 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
     lengths = _lengths_h([t for t, _ in curve])
     span = sum(lengths)
     # an interval whose rate no replica count serves within the SLOs has no size (None): the
-    # search's cap is not a fleet, so then there is no fleet figure or cost either
-    reps: list[int | None] = [(rr.replicas if rr.meets else None) if rr else 0
+    # search's cap is not a fleet, so then there is no fleet figure or cost either. An idle
+    # interval (0 req/s) keeps one copy, the autoscaler's floor (IDLE_FLOOR), and is paid for
+    reps: list[int | None] = [(rr.replicas if rr.meets else None) if rr else unit
                               for rr in results]
     met = [r for r in reps if r is not None]
     unmet = len(reps) - len(met)
@@ -436,6 +448,8 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                 "max_replicas": max(1, max(met) // unit),
                 "planned_load_per_replica_rps": round(peak.rate_per_replica, 4)
                 if peak else 0.0}
+        if any(rr is None for rr in results):
+            auto["min_replicas_why"] = IDLE_FLOOR
     else:
         peak = None
     if peak and metrics:
@@ -454,7 +468,9 @@ def curve_section(ctx: perf.PerfContext, w: Workload, mix: Mix,
                 else f"gamma (burstiness {w.burstiness:g})")
     return {
         "harness": (f"open loop per interval, {arrivals} arrivals, the rate spread over the "
-                    f"interval's replicas; {mix.describe()}"),
+                    f"interval's replicas; {mix.describe()}"
+                    + ("; an idle interval keeps one copy (the autoscaler's floor)"
+                       if any(rr is None for rr in results) else "")),
         "intervals": [{"time": t, "requests_per_s": r, "replicas": n,
                        "gpus": None if n is None else n * gpus}
                       for (t, r), n in zip(curve, reps, strict=True)],
@@ -472,17 +488,21 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
     estimated for every priced option from its throughput (rate ÷ 95 % of the requests/s it
     serves at its max_num_seqs; ranked on the pessimistic end, the default, at the low end of
     its throughput band), then simulated (replan: the option planned with the rate) for the
-    SIMULATED_OPTIONS cheapest by that estimate; pessimistic, a simulated count is never below
-    the low end's estimate (the simulation runs the point model). Misses keep their order
-    after them."""
+    SIMULATED_OPTIONS cheapest aggregated ones by that estimate; pessimistic, a simulated count
+    is never below the low end's estimate (the simulation runs the point model). A
+    disaggregated service (sweep --disagg) is estimated alike, from the requests/s its closed
+    loop serves at the target concurrency (DisaggPlan.performance): the open-loop simulation
+    models one engine's scheduler, not two pools and the KV transfer, so its copies are never
+    simulated, and the ranking and the note say so. Misses keep their order after them."""
     pessimistic = result.rank_on == "pessimistic"
     est: list[tuple[float, Option]] = []
     rest: list[Option] = []
     for o in result.options:
-        pf = o.plan.performance
-        # a disaggregated service (sweep --disagg) is not re-planned at a rate: kept after
+        # a disaggregated service's figures are the whole service's (its plan is the decode
+        # pool's): copies of the service, estimated from its closed-loop rate
+        pf = o.service.performance if o.service is not None else o.plan.performance
         if (not o.meets_target or pf is None or o.price_per_hour is None
-                or not pf.requests_per_s or o.disaggregated):
+                or not pf.requests_per_s):
             rest.append(o)
             continue
         low = pf.output_tokens_per_s_low / pf.output_tokens_per_s if pessimistic and \
@@ -494,8 +514,10 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
                                                "cost_per_day_for_rate": round(cost, 2)})))
     est.sort(key=lambda co: co[0])
     done: list[tuple[float, Option]] = []
-    for i, (cost, o) in enumerate(est):
-        if i < SIMULATED_OPTIONS:
+    simulated = 0
+    for cost, o in est:
+        if simulated < SIMULATED_OPTIONS and not o.disaggregated:
+            simulated += 1
             pf = replan(o).performance
             if pf is not None and pf.replicas is not None:
                 # pessimistic: never fewer than the band's low end needs (the estimate)
@@ -507,16 +529,22 @@ def rank_for_rate(result: SweepResult, rate: float, replan: Callable[[Option], P
     done.sort(key=lambda co: (not co[1].replicas_simulated, co[0]))
     ordered = [o for _, o in done] + rest
     ranked = [o.model_copy(update={"rank": i}) for i, o in enumerate(ordered, 1)]
+    disagg = any(o.disaggregated for _, o in est)
     how = (f"options that meet the target first, by the cost per day of the replicas "
            f"{rate:g} req/s needs (simulated at the SLO percentile for the "
-           f"{min(SIMULATED_OPTIONS, len(est))} cheapest by estimate, then estimated from "
+           f"{simulated} cheapest aggregated ones by estimate, then estimated from "
            "throughput" + ("; at least what the low end of each throughput band needs"
-                           if pessimistic else "") + "); misses after, as before")
+                           if pessimistic else "")
+           + ("; a disaggregated service's copies from its closed-loop requests/s, not "
+              "simulated at the percentile" if disagg else "") + "); misses after, as before")
     best = [o for o in ranked if o.replicas_for_rate is not None][:3]
     note = (f"ranked by the cost per day of {rate:g} req/s: " + "; ".join(
         f"#{o.rank} {o.gpu} ×{o.count} {o.engine}: {o.replicas_for_rate} replica"
         f"{'s' if o.replicas_for_rate != 1 else ''}, ${o.cost_per_day_for_rate:,.2f}/day"
-        f"{'' if o.replicas_simulated else ' (estimated)'}" for o in best)) if best else (
+        f"{'' if o.replicas_simulated else ' (estimated)'}" for o in best)
+        + ("; disaggregated services: copies estimated from the closed-loop rate, not "
+           "simulated at the SLO percentile (the simulation models one engine, not two pools "
+           "and the KV transfer)" if disagg else "")) if best else (
         f"--request-rate {rate:g}: no option that meets the target has a price and a latency "
         "model to size replicas with")
     return result.model_copy(update={"options": ranked, "ranking": how,

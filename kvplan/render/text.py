@@ -339,7 +339,8 @@ def traffic_table(tp: TrafficPlan, console: Console) -> None:
     targets = "; ".join(f"{m['name']} target {m['target']:g} per replica" for m in metrics)
     console.print(f"autoscaler: {a.get('min_replicas')}–{a.get('max_replicas')} replicas"
                   + (f"; {targets}" if targets else "")
-                  + (" (the intervals a fleet serves)" if tp.unmet_intervals else ""),
+                  + (" (the intervals a fleet serves)" if tp.unmet_intervals else "")
+                  + (f"; min {a['min_replicas_why']}" if a.get("min_replicas_why") else ""),
                   markup=False)
 
 
@@ -921,8 +922,8 @@ def sweep_text(result: SweepResult, *, width: int = 80, top: int = 10, commands:
             ("TP×PP", [f"{o.tensor_parallel_size}×{o.pipeline_parallel_size}" for o in opts], 7,
              "<"),
         ]
-        if engines:
-            cols.append(("engine", [o.engine for o in opts], 6, "<"))
+        if engines:  # rows that differ only by engine are told apart by it: kept as the rank
+            cols.append(("engine", [o.engine for o in opts], 8, "<"))
         cols += [
             ("weights/KV", [f"{_short(o.weights_format)}/"
                             f"{_short(str(o.plan.inputs['kv_cache_dtype'].value))}"

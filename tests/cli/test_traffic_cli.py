@@ -465,3 +465,29 @@ def test_a_trace_at_one_instant_and_a_curve_row_too_long_exit_2(capsys, tmp_path
     day.write_text("time,requests_per_s\n0,5,extra\n")
     code, _, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--traffic", str(day))
     assert code == 2 and f"--traffic {day} line 2: 3 fields, the header names 2" in err
+
+
+@pytest.mark.parametrize("rates", [[0, 0, 0, 0], [0, 2, 5, 0]])
+def test_idle_intervals_keep_the_autoscalers_floor_in_the_table_and_the_cost(capsys, tmp_path,
+                                                                            rates):
+    """At 0 req/s the autoscaler keeps one copy (its trigger reads the engine's own queue gauge:
+    a fleet at zero never wakes), so the interval's replicas, the GPU-hours and the cost count
+    that copy, and the autoscaler says why its minimum is 1."""
+    curve = tmp_path / "day.csv"
+    curve.write_text("time,requests_per_s\n" + "".join(f"{6 * i},{r}\n"
+                                                         for i, r in enumerate(rates)))
+    code, out, err = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "1000",
+                         "--avg-output-tokens", "200", "--traffic", str(curve), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    t = d["traffic"]
+    reps = [i["replicas"] for i in t["intervals"]]
+    a = t["autoscaler"]
+    assert min(reps) == a["min_replicas"] == 1 and max(reps) == a["max_replicas"]
+    assert "queue gauge" in a["min_replicas_why"]
+    assert t["gpu_hours_per_day"] == pytest.approx(6 * sum(i["gpus"] for i in t["intervals"]))
+    assert t["cost_per_day"] == pytest.approx(
+        t["gpu_hours_per_day"] * d["performance"]["gpu_hour_price"], abs=0.02)
+    code, out, _ = run(capsys, "plan", LLAMA, "--gpu", "h100", "--avg-input-tokens", "1000",
+                       "--avg-output-tokens", "200", "--traffic", str(curve))
+    assert "autoscaler: 1–" in out and "$0.00 per day" not in out

@@ -99,3 +99,26 @@ def test_text_and_report_state_the_served_kv_cache():
     code, md, err = call("report", MODEL, "--gpu", "h100", "-tp", "4", *WORK, "--offline")
     assert code == 0, err
     assert "at the serve line's max_num_seqs" in md and seqs_row in md
+
+
+def test_a_missed_target_states_the_kv_cache_the_serve_line_starts_with():
+    """Qwen3-32B on one H100 at 32 × 2,300 tokens: the serve line (--max-num-seqs 20
+    --gpu-memory-utilization 0.95) starts with 47,040 KV tokens, 20 such requests; the error,
+    its lower-target alternative and the sweep's reason say 20, not the 18 of the profile at
+    the engine-default max_num_seqs."""
+    work = ["--target-concurrency", "32", "--avg-input-tokens", "2000", "--avg-output-tokens",
+            "300", "--max-model-len", "8192", "--kv-cache-dtype", "auto"]
+    p = cli_json("plan", "qwen3-32b", "--gpu", "h100", *work)
+    seqs = p["recommendations"]["max_num_seqs"]["value"]
+    served = p["served"]["kv_cache"]
+    per_request = math.ceil(2300 / served["block_size"]) * served["block_size"]
+    assert served["tokens"] // per_request == seqs  # what the line runs and its cache holds
+    err = next(x["message"] for x in p["problems"] if x["code"] == "target-not-met")
+    assert (f"the KV cache the serve line starts with ({served['tokens']:,} tokens) holds "
+            f"{seqs} of 32 requests") in err
+    assert f"a lower target: {seqs} requests of 2300 tokens fit" in err
+    s = cli_json("sweep", "qwen3-32b", "--gpus", "h100", "--engine", "vllm", "--max-gpus", "1",
+                 *work)
+    o = next(x for x in s["options"] if x["tensor_parallel_size"] == 1)
+    assert any(f"holds {seqs} of 32" in r and f"a lower target: {seqs} requests" in r
+               for r in o["reasons"])

@@ -104,3 +104,18 @@ def test_a_multi_line_serve_script_is_printed_as_it_pastes():
         assert "\nEOF\n" in script and f":\n{script}\n" in out
     for line in lines:
         assert f":\n  {line}\n" in out
+
+
+def test_a_sweep_of_several_engines_keeps_the_engine_column_at_80_columns():
+    """Rows that differ only by engine (b200 ×2 2×1 fp8/fp8, vLLM and TensorRT-LLM) must be told
+    apart: the engine column goes after the others, as the rank does."""
+    w = Workload(avg_input_tokens=3000, avg_output_tokens=300, target_concurrency=64,
+                 request_rate=10)
+    r = kvplan.sweep("llama-3.3-70b-instruct", gpus=["b200", "h200"], engine="all",
+                     max_model_len=8192, workload=w, slo_tpot_ms=40)
+    assert len({o.engine for o in r.options}) > 1
+    _, table = _table(sweep_text(r, width=80))
+    assert "engine" in table[0].split()
+    assert all(len(x) <= 80 for x in table)
+    rows = [x.split(maxsplit=1)[1] for x in table[1:]]  # without the rank
+    assert len(set(rows)) == len(rows)
