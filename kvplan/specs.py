@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 from .engines import DEFAULT_ENGINE
 
-SCHEMA_VERSION = "1.15"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
+SCHEMA_VERSION = "1.16"  # 1.1: "info" problems, model.weights_from; 1.2: engine.knobs, SGLang/TGI;
 # 1.3: memory.weights_tensor_bytes (weights_bytes now includes the caching allocator's rounding);
 # 1.4: engine.label, engine trtllm, memory.notes, performance, workload SLOs,
 # recommendations.max_num_batched_tokens;
@@ -47,6 +47,9 @@ SCHEMA_VERSION = "1.15"  # 1.1: "info" problems, model.weights_from; 1.2: engine
 #       then the fleet figures (peak/mean/p95 GPUs, GPU-hours, cost per day) are null
 # 1.15: served: the memory and KV cache the serve line starts with when it sets other
 #       values; `kvplan calibrate --json`: notes (a run's failed requests and the like)
+# 1.16: traffic.autoscaler.min_replicas_why (an idle interval keeps one copy); a disaggregated
+#       sweep option's replicas_for_rate / cost_per_day_for_rate (replicas_simulated false);
+#       `kvplan gpus --json`: k8s_node_labels
 
 Source = Literal["cli", "file", "model-config", "engine-default", "gpu-spec", "kvplan-default"]
 

@@ -263,7 +263,7 @@ def test_cli_plan_json_has_the_sections(capsys, eagle3_dir):
                        spec(eagle3_dir), "--shared-prefix-tokens", "512")
     data = json.loads(out)
     assert code == 0
-    assert data["schema_version"] == "1.15"
+    assert data["schema_version"] == "1.16"
     assert data["speculative"]["method"] == "eagle3"
     assert data["lora"]["max_loras"] == 2
     assert data["offload"]["host_bytes"] == 16 * GiB

@@ -199,7 +199,7 @@ def test_cli_json_and_exit_codes(capsys):
                        "--max-model-len", "32768", "--json")
     data = json.loads(out)
     assert code == 0
-    assert data["schema_version"] == "1.15"
+    assert data["schema_version"] == "1.16"
     assert data["workload"]["images_per_request"] == 4
     assert data["multimodal"]["limit_per_prompt"] == 4
     assert data["multimodal"]["image_tokens_per_request"] == 1040
