@@ -31,6 +31,7 @@ from ..sources.limits import (
     checked_roots,
     inside_boundary,
     read_text_limited,
+    read_upto,
     redact,
     within,
 )
@@ -274,23 +275,17 @@ def _read_stream(given: str) -> bytes:
     try:
         if os.isatty(fd):
             raise InvalidInputError(f"{where} is a terminal, not a deployment", hint=hint)
-        chunks, total = [], 0
-        while total <= MAX_DEPLOY_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_DEPLOY_BYTES + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        data = read_upto(fd, MAX_DEPLOY_BYTES)
     except OSError as e:
         raise InvalidInputError(f"cannot read {where}: {e.strerror or e}") from None
     finally:
         if given != STDIN:
             os.close(fd)
-    if total > MAX_DEPLOY_BYTES:
+    if len(data) > MAX_DEPLOY_BYTES:
         raise InvalidInputError(f"{where} is over the {MAX_DEPLOY_BYTES:,}-byte limit for a "
                                 "deployment file", hint="split it, or check the files it is "
                                 "made of")
-    return b"".join(chunks)
+    return data
 
 
 def _read_stdin_object(hint: str) -> bytes:

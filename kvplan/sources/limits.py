@@ -140,6 +140,19 @@ def open_regular(path: Path, *, what: str = "file", root: Path | None = None,
     return fd
 
 
+def read_upto(fd: int, limit: int) -> bytes:
+    """At most limit + 1 bytes from the open descriptor `fd` (one more than `limit` says the
+    source is over it), in reads of at most 1 MiB, whatever its size claims."""
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def read_limited(path: Path, limit: int, *, what: str = "file",
                  root: Path | None = None, own: bool = False) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, under the containment rule
@@ -157,16 +170,10 @@ def read_limited(path: Path, limit: int, *, what: str = "file",
                                      f"for a {what}", path=where,
                                      hint="is this the right file? kvplan reads only small "
                                      "text files")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
+        data = read_upto(fd, limit)
+        if len(data) > limit:
             raise InvalidConfigError(f"over the {limit:,}-byte limit for a {what}", path=where)
-        return b"".join(chunks)
+        return data
     except OSError as e:
         raise InvalidConfigError(f"cannot read: {e.strerror or e}", path=where) from None
     finally:
