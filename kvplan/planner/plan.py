@@ -353,9 +353,10 @@ def _nodes(eng: Engine, gpu: GpuSpec, knobs: Knobs, dep: Deployment,
 
 def _node_flags_refused(eng: Engine, launch: Sequence[NodeLaunch], version: str
                         ) -> list[Problem]:
-    """An error per flag of the node launch lines that `version` lacks (the engine's
-    FlagReleases: vLLM's multi-node data-parallel flags are first in 0.9.0); the serve line's
-    own flags were gated before (release_gate, release_line)."""
+    """One error naming the flags of the node launch lines that `version` lacks (the engine's
+    FlagReleases: vLLM's multi-node data-parallel flags are first in 0.9.0), with the releases
+    that have them; the serve line's own flags were gated before (release_gate,
+    release_line)."""
     rules = eng.syntax.flag_releases
     seen: dict[str, None] = {}
     for node in launch:
@@ -367,14 +368,16 @@ def _node_flags_refused(eng: Engine, launch: Sequence[NodeLaunch], version: str
     if not seen:
         return []
     names = list(seen)
-    first = max((rules[n].first or version for n in names), key=release_key)
     sources = "; ".join(dict.fromkeys(rules[n].source for n in names))
+    removed = [n for n in names if rules[n].when(version).startswith("removed")]
+    first = max((rules[n].first or version for n in names), key=release_key)
+    other = (f"a release that has them ({', '.join(rules[n].when(version) for n in names)})"
+             if removed else f"--engine-version {first} or later")
     return [Problem(
         code="flag-not-in-release", severity="error",
         message=f"{eng.label} {version} has no {', '.join(names)} ({sources}): the node "
         f"launch lines need {'them' if len(names) > 1 else 'it'}, and the release's argument "
-        f"parser refuses {'them' if len(names) > 1 else 'it'} (hint: plan with "
-        f"--engine-version {first} or later)")]
+        f"parser refuses {'them' if len(names) > 1 else 'it'} (hint: plan with {other})")]
 
 
 def _command(eng: Engine, m: ModelSpec, gpu: GpuSpec, dep: Deployment, rec: Recommendations,
